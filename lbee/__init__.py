@@ -1,0 +1,29 @@
+"""lbee: find, and describe in plain language, where a computer-vision model fails.
+
+The public API (SPEC §2)::
+
+    exp = lbee.explain(image_embeddings, sentence_embeddings, confidence=phi)
+    scores = lbee.evaluate(exp, relevance, performance)
+    lbee.failure_sentences(relevance, performance)
+
+Heavy libraries (torch, faiss, transformers, open_clip) are imported lazily.
+"""
+
+from ._version import __version__
+from .evaluation import evaluate, failure_sentences
+from .explanation import EasyCluster, Explanation, HardCluster, explain, explain_methods
+from .selection import METHODS
+from .split import split_by_confidence
+
+__all__ = [
+    "__version__",
+    "explain",
+    "explain_methods",
+    "evaluate",
+    "failure_sentences",
+    "split_by_confidence",
+    "Explanation",
+    "HardCluster",
+    "EasyCluster",
+    "METHODS",
+]

@@ -1,0 +1,121 @@
+"""Input checks shared by the public functions.
+
+Every check raises ``ValueError`` (bad values) or ``TypeError`` (bad types)
+with a message that names the argument, what was received and what is
+expected, as SPEC §2 asks.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def _describe(value):
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    return f"{type(value).__name__} {value!r}"[:120]
+
+
+def as_float_matrix(value, name, *, allow_empty=False):
+    """Return ``value`` as a finite float64 matrix of shape (rows, cols)."""
+    if value is None:
+        raise TypeError(f"`{name}` is required: received None, expected an array-like of shape (n, d).")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"`{name}` must be a numeric array-like of shape (n, d); received {_describe(value)} ({exc})."
+        ) from None
+    if arr.ndim != 2:
+        raise ValueError(f"`{name}` must be 2-D of shape (n, d); received shape {arr.shape}.")
+    if not allow_empty and (arr.shape[0] == 0 or arr.shape[1] == 0):
+        raise ValueError(f"`{name}` is empty: received shape {arr.shape}, expected at least one row and one column.")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.sum(~np.isfinite(arr)))
+        raise ValueError(f"`{name}` contains {bad} NaN or inf value(s); expected finite values only.")
+    return arr
+
+
+def as_unit_rows(value, name):
+    """Return ``value`` as float64 rows of unit L2 norm (zero rows are an error)."""
+    arr = as_float_matrix(value, name)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        rows = np.flatnonzero(norms[:, 0] == 0)[:5].tolist()
+        raise ValueError(f"`{name}` has all-zero rows (first: {rows}); a zero vector has no direction to compare.")
+    return arr / norms
+
+
+def as_float_vector(value, name, n=None):
+    """Return ``value`` as a finite float64 vector, of length ``n`` when given."""
+    if value is None:
+        raise TypeError(f"`{name}` is required: received None, expected an array-like of shape ({n or 'n'},).")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be a numeric array-like; received {_describe(value)}.") from None
+    if arr.ndim != 1:
+        raise ValueError(f"`{name}` must be 1-D; received shape {arr.shape}.")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"`{name}` has length {arr.shape[0]}; expected {n} (one value per image).")
+    if arr.shape[0] == 0:
+        raise ValueError(f"`{name}` is empty; expected at least one value.")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.sum(~np.isfinite(arr)))
+        raise ValueError(f"`{name}` contains {bad} NaN or inf value(s); expected finite values only.")
+    return arr
+
+
+def as_bool_vector(value, name, n):
+    """Return ``value`` as a boolean mask of length ``n``."""
+    arr = np.asarray(value)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"`{name}` must be a boolean mask of shape ({n},); received shape {arr.shape}.")
+    if arr.dtype != bool:
+        if arr.dtype.kind in "iu" and np.all((arr == 0) | (arr == 1)):
+            arr = arr.astype(bool)
+        else:
+            raise TypeError(f"`{name}` must be a boolean mask; received dtype {arr.dtype}.")
+    return arr
+
+
+def as_bool_matrix(value, name, shape):
+    """Return ``value`` as a boolean matrix of the given shape."""
+    arr = np.asarray(value)
+    if arr.shape != tuple(shape):
+        raise ValueError(f"`{name}` must have shape {tuple(shape)}; received shape {arr.shape}.")
+    if arr.dtype != bool:
+        if arr.dtype.kind in "iuf" and np.all((arr == 0) | (arr == 1)):
+            arr = arr.astype(bool)
+        else:
+            raise TypeError(f"`{name}` must hold booleans (or 0/1); received dtype {arr.dtype}.")
+    return arr
+
+
+def check_positive_int(value, name, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer >= {minimum}; received {_describe(value)}.")
+    if value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}; received {value}.")
+    return int(value)
+
+
+def check_real(value, name, *, minimum=None, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; received {_describe(value)}.")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"`{name}` must be finite; received {value}.")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"`{name}` must be >= {minimum}; received {value}.")
+    return value
+
+
+def check_choice(value, name, choices):
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"`{name}` must be one of {sorted(choices)}; received {value!r}.")
+    return value

@@ -1,0 +1,57 @@
+"""Step 2 of LBEE: Ward clustering of a split and cluster prototypes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def ward_labels(embeddings, n_clusters):
+    """Ward agglomerative clustering labels.
+
+    Parameters
+    ----------
+    embeddings : ndarray of shape (n_samples, d)
+        Unit rows.
+    n_clusters : int
+        Requested clusters; the effective number is ``min(n_clusters, n_samples)``.
+
+    Returns
+    -------
+    labels : ndarray of int, shape (n_samples,)
+        Labels in ``range(min(n_clusters, n_samples))``, as
+        ``sklearn.cluster.AgglomerativeClustering(linkage="ward")`` numbers them.
+    """
+    n = embeddings.shape[0]
+    c = min(int(n_clusters), n)
+    if c <= 1:
+        return np.zeros(n, dtype=np.int64)
+    from sklearn.cluster import AgglomerativeClustering
+
+    model = AgglomerativeClustering(n_clusters=c, linkage="ward")
+    return model.fit_predict(embeddings).astype(np.int64)
+
+
+def prototypes(embeddings, labels, n_clusters):
+    """Renormalised mean of each cluster's unit embeddings.
+
+    Returns
+    -------
+    protos : ndarray of shape (n_clusters, d)
+        Unit rows (SPEC §1).
+    means : ndarray of shape (n_clusters, d)
+        Plain means (Domino's describe step uses them).
+    """
+    d = embeddings.shape[1]
+    sums = np.zeros((n_clusters, d))
+    np.add.at(sums, labels, embeddings)
+    counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
+    means = sums / counts[:, None]
+    norms = np.linalg.norm(means, axis=1, keepdims=True)
+    # A cluster of exactly opposite vectors has a zero mean; keep it zero rather than NaN.
+    protos = np.divide(means, norms, out=np.zeros_like(means), where=norms > 0)
+    return protos, means
+
+
+def match_easy(hard_prototypes, easy_prototypes):
+    """Index of the most cosine-similar easy prototype for each hard one (ties: lowest index)."""
+    return np.argmax(hard_prototypes @ easy_prototypes.T, axis=1)

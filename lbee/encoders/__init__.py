@@ -1,0 +1,13 @@
+"""Image–text encoders: a registry of constructors, queried by name.
+
+>>> from lbee.encoders import create_encoder, list_encoders
+>>> enc = create_encoder("open_clip:ViT-B-32@laion2b_s34b_b79k")  # doctest: +SKIP
+
+Specs are parsed in one place, :func:`parse_encoder_spec`.
+"""
+
+from ._base import Encoder, EncoderLoadError
+from ._registry import create_encoder, list_encoders, parse_encoder_spec, register_encoder
+
+__all__ = ["Encoder", "EncoderLoadError", "create_encoder", "list_encoders", "parse_encoder_spec",
+           "register_encoder"]

@@ -1,0 +1,45 @@
+"""The encoder interface every backend implements."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class EncoderLoadError(RuntimeError):
+    """Weights or a model definition could not be loaded."""
+
+
+def unit_float32(x):
+    """Rows renormalised to unit L2 norm, as contiguous float32."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.ascontiguousarray(x / np.maximum(norms, 1e-12))
+
+
+class Encoder:
+    """A joint image–text encoder.
+
+    Subclasses set ``name`` and ``default_tau`` and implement :meth:`identity`,
+    :meth:`preprocess`, :meth:`encode_image_batch` and :meth:`encode_text`.
+    Every output row is a unit float32 vector.
+    """
+
+    name = "encoder"
+    #: SetDiff / FPDiff threshold calibrated for this space (SPEC §3.3).
+    default_tau = 0.25
+
+    def identity(self):
+        """JSON-serialisable dict naming the model, its weights and its preprocessing (the cache key)."""
+        raise NotImplementedError
+
+    def preprocess(self, image):
+        """PIL image -> tensor of shape (3, H, W). Must be picklable for DataLoader workers."""
+        raise NotImplementedError
+
+    def encode_image_batch(self, batch):
+        """Tensor (B, 3, H, W) -> ndarray (B, d) of unit float32 rows."""
+        raise NotImplementedError
+
+    def encode_text(self, sentences, batch_size=256):
+        """list of str (N) -> ndarray (N, d) of unit float32 rows."""
+        raise NotImplementedError

@@ -1,0 +1,132 @@
+"""open_clip backend: any open_clip model / pretrained tag, ``hf-hub:`` name or local checkpoint."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ._base import Encoder, EncoderLoadError, unit_float32
+from ._registry import register_encoder
+
+DEFAULT_MODEL = "ViT-B-32"
+DEFAULT_PRETRAINED = "laion2b_s34b_b79k"  # LAION-2B, as in the LBEE paper
+
+
+def _looks_like_path(value):
+    return os.sep in value or value.endswith((".pt", ".pth", ".bin", ".safetensors", ".ckpt"))
+
+
+def _state_fingerprint(model):
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()[:24]
+
+
+def resolve_device(device=None):
+    """'cuda' when a GPU is present and ``device`` is None, else ``device`` or 'cpu'."""
+    if device:
+        return str(device)
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class OpenCLIPEncoder(Encoder):
+    """An open_clip model as an :class:`~lbee.encoders.Encoder`.
+
+    Parameters
+    ----------
+    model : str, default='ViT-B-32'
+        An open_clip model name or ``hf-hub:org/repo``.
+    pretrained : str or None, default='laion2b_s34b_b79k'
+        A pretrained tag, a local checkpoint path, or None for random weights
+        (tests only). Ignored for ``hf-hub:`` names.
+    device : str, optional
+        Default: CUDA when available, else CPU.
+    precision : {'fp32', 'fp16', 'bf16'}, optional
+        Default: fp16 on CUDA, fp32 on CPU.
+    """
+
+    name = "open_clip"
+    default_tau = 0.25
+
+    def __init__(self, model=DEFAULT_MODEL, pretrained=DEFAULT_PRETRAINED, *, device=None, precision=None):
+        import open_clip
+        import torch
+
+        self.model_name = model or DEFAULT_MODEL
+        self.pretrained = None if self.model_name.startswith("hf-hub:") else pretrained
+        self.device = resolve_device(device)
+        self.precision = precision or ("fp16" if self.device.startswith("cuda") else "fp32")
+        if not self.model_name.startswith("hf-hub:") and self.model_name not in open_clip.list_models():
+            raise ValueError(
+                f"Unknown open_clip model {self.model_name!r}; see open_clip.list_models() "
+                f"(for example {DEFAULT_MODEL!r}) or pass 'hf-hub:org/repo'."
+            )
+        if self.pretrained and _looks_like_path(self.pretrained) and not Path(self.pretrained).is_file():
+            raise EncoderLoadError(f"Checkpoint file {self.pretrained!r} for open_clip model {self.model_name!r} "
+                                   "does not exist.")
+        try:
+            model_obj, _, preprocess = open_clip.create_model_and_transforms(
+                self.model_name, pretrained=self.pretrained, device=self.device, precision=self.precision)
+        except Exception as exc:  # download / hub failures surface as many exception types
+            raise EncoderLoadError(
+                f"Could not load open_clip model {self.model_name!r} with pretrained weights "
+                f"{self.pretrained!r}: {type(exc).__name__}: {exc}\n"
+                "The weights are downloaded on first use and cached by huggingface_hub. Offline "
+                "(HF_HUB_OFFLINE=1) they must already be in the cache; otherwise pass a local checkpoint "
+                "file, e.g. --encoder 'open_clip:ViT-B-32@/path/to/open_clip_pytorch_model.bin'."
+            ) from exc
+        model_obj.eval()
+        self.model = model_obj
+        self._preprocess = preprocess
+        self.tokenizer = open_clip.get_tokenizer(self.model_name)
+        self._dtype = next(model_obj.parameters()).dtype
+        self._torch = torch
+        if self.pretrained is None:
+            weights = "random:" + _state_fingerprint(model_obj) if not self.model_name.startswith("hf-hub:") \
+                else self.model_name
+        elif _looks_like_path(self.pretrained):
+            from ..cache import file_sha256
+
+            weights = "sha256:" + file_sha256(self.pretrained)
+        else:
+            weights = "tag:" + self.pretrained
+        self._identity = {"encoder": "open_clip", "model": self.model_name, "weights": weights,
+                          "preprocess": repr(preprocess)}
+
+    def identity(self):
+        return dict(self._identity)
+
+    def preprocess(self, image):
+        return self._preprocess(image)
+
+    def encode_image_batch(self, batch):
+        torch = self._torch
+        with torch.inference_mode():
+            feats = self.model.encode_image(batch.to(self.device, dtype=self._dtype))
+        return unit_float32(feats.float().cpu().numpy())
+
+    def encode_text(self, sentences, batch_size=256):
+        torch = self._torch
+        out = []
+        for start in range(0, len(sentences), batch_size):
+            tokens = self.tokenizer(list(sentences[start:start + batch_size])).to(self.device)
+            with torch.inference_mode():
+                out.append(self.model.encode_text(tokens).float().cpu().numpy())
+        return unit_float32(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)
+
+
+@register_encoder("open_clip")
+def _make_open_clip(model=None, pretrained=None, **kwargs):
+    # In a spec, no tag means the default weights; random weights must be asked for by name.
+    if pretrained is None:
+        pretrained = DEFAULT_PRETRAINED
+    elif pretrained.lower() in ("none", "random"):
+        pretrained = None
+    return OpenCLIPEncoder(model or DEFAULT_MODEL, pretrained, **kwargs)

@@ -1,0 +1,126 @@
+"""LBEE evaluation: failure sentences S*_β and AHR / ACR / TPR / JI (SPEC §4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import as_bool_matrix, as_float_vector, check_real
+
+
+def _check_relevance(relevance, performance):
+    omega = as_float_vector(performance, "performance")
+    rel = np.asarray(relevance)
+    if rel.ndim != 2:
+        raise ValueError(f"`relevance` must be 2-D of shape (n_images, n_sentences); received shape {rel.shape}.")
+    if rel.shape[0] != omega.shape[0]:
+        raise ValueError(
+            f"`relevance` has {rel.shape[0]} rows but `performance` has {omega.shape[0]} values; "
+            "expected one row per image."
+        )
+    return as_bool_matrix(rel, "relevance", rel.shape), omega
+
+
+def sentence_hardness(relevance, performance):
+    """ω^n: mean performance over the images each sentence is relevant to.
+
+    Parameters
+    ----------
+    relevance : array-like of bool, shape (n_images, n_sentences)
+        Γ.
+    performance : array-like of shape (n_images,)
+        ω, higher = better.
+
+    Returns
+    -------
+    hardness : ndarray of shape (n_sentences,)
+        NaN for a sentence relevant to no image.
+    counts : ndarray of int, shape (n_sentences,)
+        |X_n|.
+    """
+    rel, omega = _check_relevance(relevance, performance)
+    counts = rel.sum(axis=0)
+    hardness = np.full(rel.shape[1], np.nan)
+    for n in np.flatnonzero(counts):
+        hardness[n] = omega[rel[:, n]].mean()
+    return hardness, counts
+
+
+def failure_sentences(relevance, performance, o=0.2):
+    """S*_β: sentences whose images perform worse than average by β = o·std(ω).
+
+    Parameters
+    ----------
+    relevance : array-like of bool, shape (n_images, n_sentences)
+        Γ, whether sentence n is true of image m.
+    performance : array-like of shape (n_images,)
+        ω per image, higher = better.
+    o : float, default=0.2
+        Severity: β = o · std(ω) (ddof=0).
+
+    Returns
+    -------
+    ndarray of int
+        Sorted sentence indices; a sentence relevant to no image is never included.
+    """
+    o = check_real(o, "o", minimum=0.0)
+    hardness, counts = sentence_hardness(relevance, performance)
+    omega = np.asarray(performance, dtype=np.float64)
+    beta = o * omega.std()
+    with np.errstate(invalid="ignore"):
+        failing = (counts > 0) & (hardness < omega.mean() - beta)
+    return np.flatnonzero(failing)
+
+
+def evaluate(explanation, relevance, performance, o=0.2):
+    """Score an explanation against relevance Γ and performance ω (SPEC §4).
+
+    Parameters
+    ----------
+    explanation : Explanation
+    relevance : array-like of bool, shape (n_images, n_sentences)
+    performance : array-like of shape (n_images,)
+    o : float, default=0.2
+
+    Returns
+    -------
+    dict
+        ``AHR``, ``ACR``, ``TPR`` (NaN when S* is empty), ``JI`` (NaN when both
+        R_S and S* are empty) and ``n_failure_sentences``.
+    """
+    from .explanation import Explanation
+
+    if not isinstance(explanation, Explanation):
+        raise TypeError(f"`explanation` must be an lbee.Explanation; received {type(explanation).__name__}.")
+    rel, omega = _check_relevance(relevance, performance)
+    n_sent = rel.shape[1]
+    for c in explanation.hard_clusters:
+        if len(c.sentences) and max(c.sentences) >= n_sent:
+            raise ValueError(
+                f"`relevance` has {n_sent} sentence columns but the explanation refers to sentence "
+                f"{max(c.sentences)}; expected the same sentence set."
+            )
+        if c.indices.size and c.indices.max() >= rel.shape[0]:
+            raise ValueError(
+                f"`relevance` has {rel.shape[0]} image rows but the explanation refers to image "
+                f"{int(c.indices.max())}; expected the same images."
+            )
+    star = set(failure_sentences(rel, omega, o).tolist())
+    hr, cr = [], []
+    for c in explanation.hard_clusters:
+        r = [int(s) for s in c.sentences]
+        if not r:
+            hr.append(0.0)
+            cr.append(0.0)
+            continue
+        hr.append(len(set(r) & star) / len(r))
+        cr.append(float(np.mean([rel[c.indices, s].mean() for s in r])) if c.indices.size else 0.0)
+    selected = set(explanation.selected)
+    inter = len(selected & star)
+    union = len(selected | star)
+    return {
+        "AHR": float(np.mean(hr)) if hr else float("nan"),
+        "ACR": float(np.mean(cr)) if cr else float("nan"),
+        "TPR": inter / len(star) if star else float("nan"),
+        "JI": inter / union if union else float("nan"),
+        "n_failure_sentences": len(star),
+    }

@@ -1,0 +1,174 @@
+"""Blindspot metrics (SpotCheck §3.2) and Domino's precision@k (SPEC §6).
+
+Hypotheses and blindspots are index arrays into the n images (a boolean mask of
+length n is accepted too). Hypotheses are ordered, most important first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_positive_int, check_real
+
+
+def _as_index_set(group, name):
+    arr = np.asarray(group)
+    if arr.ndim != 1:
+        raise ValueError(f"`{name}` must be a 1-D index array or boolean mask; received shape {arr.shape}.")
+    if arr.dtype == bool:
+        arr = np.flatnonzero(arr)
+    elif arr.size and arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"`{name}` must hold integer indices; received dtype {arr.dtype}.")
+    return set(int(i) for i in arr)
+
+
+def _as_groups(groups, name):
+    if isinstance(groups, np.ndarray) and groups.ndim == 1 and groups.dtype != object:
+        raise TypeError(f"`{name}` must be a list of index arrays; received a single 1-D array.")
+    return [_as_index_set(g, f"{name}[{i}]") for i, g in enumerate(groups)]
+
+
+def _lambda(value, name):
+    value = check_real(value, name, minimum=0.0)
+    if value > 1:
+        raise ValueError(f"`{name}` must be in [0, 1]; received {value}.")
+    return value
+
+
+def _precision(h, b):
+    return len(h & b) / len(h) if h else 0.0
+
+
+def _recall(hyps, b, lambda_p):
+    if not b:
+        raise ValueError("A true blindspot is empty; every blindspot needs at least one image.")
+    covered = set().union(*[h for h in hyps if _precision(h, b) >= lambda_p]) if hyps else set()
+    return len(covered & b) / len(b)
+
+
+def _dr(hyps, blinds, lambda_p, lambda_r):
+    if not blinds:
+        raise ValueError("`blindspots` is empty; expected at least one true blindspot.")
+    return sum(_recall(hyps, b, lambda_p) >= lambda_r for b in blinds) / len(blinds)
+
+
+def blindspot_precision(hypothesis, blindspot):
+    """BP(ĥ, b) = |ĥ ∩ b| / |ĥ| (0 for an empty hypothesis).
+
+    Parameters
+    ----------
+    hypothesis, blindspot : array-like of int (or bool mask)
+        Image indices.
+
+    Returns
+    -------
+    float
+    """
+    return _precision(_as_index_set(hypothesis, "hypothesis"), _as_index_set(blindspot, "blindspot"))
+
+
+def blindspot_recall(hypotheses, blindspot, lambda_p=0.8):
+    """BR(Ψ̂, b) = |(∪ {ĥ : BP(ĥ, b) ≥ λ_p}) ∩ b| / |b|.
+
+    Parameters
+    ----------
+    hypotheses : list of array-like of int
+        Ψ̂.
+    blindspot : array-like of int
+        b (non-empty).
+    lambda_p : float, default=0.8
+
+    Returns
+    -------
+    float
+    """
+    return _recall(_as_groups(hypotheses, "hypotheses"), _as_index_set(blindspot, "blindspot"),
+                   _lambda(lambda_p, "lambda_p"))
+
+
+def discovery_rate(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
+    """DR: the fraction of true blindspots b with BR(Ψ̂, b) ≥ λ_r.
+
+    Parameters
+    ----------
+    hypotheses : list of array-like of int
+        Ψ̂, ordered.
+    blindspots : list of array-like of int
+        Ψ, the true blindspots.
+    lambda_p, lambda_r : float, default=0.8
+
+    Returns
+    -------
+    float
+    """
+    return _dr(_as_groups(hypotheses, "hypotheses"), _as_groups(blindspots, "blindspots"),
+               _lambda(lambda_p, "lambda_p"), _lambda(lambda_r, "lambda_r"))
+
+
+def false_discovery_rate(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
+    """FDR over the shortest prefix of Ψ̂ that reaches the full DR.
+
+    With u the smallest prefix length such that DR(Ψ̂[:u]) = DR(Ψ̂), FDR is the
+    fraction of ĥ in Ψ̂[:u] with max_b BP(ĥ, b) < λ_p. NaN when DR = 0.
+
+    Returns
+    -------
+    float
+    """
+    hyps = _as_groups(hypotheses, "hypotheses")
+    blinds = _as_groups(blindspots, "blindspots")
+    lambda_p, lambda_r = _lambda(lambda_p, "lambda_p"), _lambda(lambda_r, "lambda_r")
+    full = _dr(hyps, blinds, lambda_p, lambda_r)
+    if full == 0:
+        return float("nan")
+    u = next(u for u in range(1, len(hyps) + 1) if _dr(hyps[:u], blinds, lambda_p, lambda_r) == full)
+    false = sum(max(_precision(h, b) for b in blinds) < lambda_p for h in hyps[:u])
+    return false / u
+
+
+def precision_at_k(slice_scores, true_slices, k=10):
+    """Domino's precision@k of predicted slices against true slices.
+
+    Parameters
+    ----------
+    slice_scores : array-like of shape (n_samples, n_predicted_slices)
+        Each column scores how strongly an example belongs to a predicted slice.
+    true_slices : array-like of bool, shape (n_samples, n_true_slices)
+    k : int, default=10
+        Examples considered per predicted slice (all of them when k > n_samples).
+
+    Returns
+    -------
+    ndarray of shape (n_true_slices,)
+        For each true slice, the best over predicted slices of the fraction of
+        that predicted slice's k highest-scored examples (ties: lower index first)
+        that belong to the true slice.
+    """
+    scores = np.asarray(slice_scores, dtype=np.float64)
+    truth = np.asarray(true_slices)
+    if scores.ndim == 1:
+        scores = scores[:, None]
+    if truth.ndim == 1:
+        truth = truth[:, None]
+    if scores.ndim != 2 or truth.ndim != 2 or scores.shape[0] != truth.shape[0]:
+        raise ValueError(
+            f"`slice_scores` (shape {scores.shape}) and `true_slices` (shape {truth.shape}) must be 2-D with the "
+            "same number of rows (one per example)."
+        )
+    if scores.shape[0] == 0 or scores.shape[1] == 0 or truth.shape[1] == 0:
+        raise ValueError(f"`slice_scores` {scores.shape} and `true_slices` {truth.shape} must be non-empty.")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("`slice_scores` contains NaN or inf; expected finite scores.")
+    if truth.dtype != bool:
+        if np.all((truth == 0) | (truth == 1)):
+            truth = truth.astype(bool)
+        else:
+            raise TypeError(f"`true_slices` must be boolean (or 0/1); received dtype {truth.dtype}.")
+    k = check_positive_int(k, "k")
+    top = np.argsort(-scores, axis=0, kind="stable")[:k]  # (k', m̂)
+    # hits[j, t] = fraction of predicted slice j's top-k in true slice t
+    hits = np.stack([truth[top[:, j]].mean(axis=0) for j in range(scores.shape[1])])
+    return hits.max(axis=0)

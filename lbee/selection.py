@@ -1,0 +1,67 @@
+"""Step 4 of LBEE: choose K sentences per hard cluster (SPEC §3.3).
+
+Each describer returns its sentences ranked by its own score, ties broken by
+lower sentence index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+METHODS = ("tops", "setdiff", "pdiff", "fpdiff", "domino")
+
+
+def _rank(candidates, scores, k):
+    """Top ``k`` of ``candidates`` (sorted ascending) by ``scores[candidates]``."""
+    candidates = np.asarray(candidates, dtype=np.int64)
+    order = np.argsort(-scores[candidates], kind="stable")
+    chosen = candidates[order[:k]]
+    return chosen, scores[chosen]
+
+
+def select_sentences(method, index, hard_prototype, easy_prototype, k, tau,
+                     *, cluster_mean=None, reference_mean=None):
+    """Sentences describing one hard cluster against its easy twin.
+
+    Parameters
+    ----------
+    method : {'tops', 'setdiff', 'pdiff', 'fpdiff', 'domino'}
+    index : SentenceIndex
+        The sentence set (N sentences).
+    hard_prototype, easy_prototype : ndarray of shape (d,)
+        Unit prototypes of the hard cluster and of its matched easy cluster.
+    k : int
+        Sentences kept (fewer if fewer candidates exist).
+    tau : float
+        Similarity threshold of SetDiff / FPDiff.
+    cluster_mean, reference_mean : ndarray of shape (d,), optional
+        Plain means used by ``'domino'`` (m_i and m).
+
+    Returns
+    -------
+    sentences : ndarray of int, shape (<= k,)
+        Best first.
+    scores : ndarray of float, shape (<= k,)
+        The method's ranking score of each returned sentence.
+    """
+    n = index.n_sentences
+    if method == "tops":
+        v_h = index.similarities(hard_prototype)[0]
+        return _rank(np.arange(n), v_h, k)
+    if method == "pdiff":
+        v = index.similarities(np.stack([hard_prototype, easy_prototype]))
+        return _rank(np.arange(n), v[0] - v[1], k)
+    if method == "setdiff":
+        v_h = index.similarities(hard_prototype)[0]
+        easy_set = np.union1d(index.top_k(easy_prototype, k), index.above(easy_prototype, tau))
+        candidates = np.setdiff1d(np.arange(n), easy_set, assume_unique=True)
+        return _rank(candidates, v_h, k)
+    if method == "fpdiff":
+        v = index.similarities(np.stack([hard_prototype, easy_prototype]))
+        hard_set = np.union1d(index.top_k(hard_prototype, k), index.above(hard_prototype, tau))
+        return _rank(hard_set, v[0] - v[1], k)
+    if method == "domino":
+        scores = index.similarities(cluster_mean - reference_mean)[0]
+        return _rank(np.arange(n), scores, k)
+    raise ValueError(f"`method` must be one of {list(METHODS)}; received {method!r}.")
+

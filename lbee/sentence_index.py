@@ -1,0 +1,90 @@
+"""A FAISS inner-product index over unit sentence embeddings.
+
+This is the one module that imports :mod:`faiss`. FAISS computes in float32,
+so every query asks FAISS for a few more candidates than needed and re-scores
+them exactly in float64: results equal the exact definitions of SPEC §3.3,
+including the tie rule (equal scores: lower sentence index first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# FAISS float32 inner products of unit vectors are within ~1e-6 of the exact value.
+_FLOAT32_SLACK = 1e-4
+
+
+def stable_top_k(scores, k):
+    """Indices of the ``k`` largest ``scores``, ties broken by lower index.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,)
+    k : int
+
+    Returns
+    -------
+    ndarray of int, shape (min(k, n),)
+    """
+    order = np.argsort(-scores, kind="stable")
+    return order[:k]
+
+
+class SentenceIndex:
+    """Exact cosine search over a sentence set.
+
+    Parameters
+    ----------
+    embeddings : array-like of shape (n_sentences, d)
+        Unit rows (renormalised here).
+    use_faiss : bool, default=True
+        Serve candidate retrieval from a FAISS ``IndexFlatIP``; when False, a
+        dense NumPy product answers every query (same results).
+    """
+
+    def __init__(self, embeddings, *, use_faiss=True):
+        emb = np.asarray(embeddings, dtype=np.float64)
+        self.embeddings = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+        self.n_sentences, self.dim = self.embeddings.shape
+        self._faiss_index = None
+        if use_faiss:
+            import faiss
+
+            data = np.ascontiguousarray(self.embeddings, dtype=np.float32)
+            faiss.normalize_L2(data)
+            index = faiss.IndexFlatIP(self.dim)
+            index.add(data)
+            self._faiss_index = index
+
+    def similarities(self, queries):
+        """Exact cosine similarities, shape (n_queries, n_sentences)."""
+        return np.atleast_2d(queries) @ self.embeddings.T
+
+    def _exact(self, query, candidates):
+        return self.embeddings[candidates] @ query
+
+    def top_k(self, query, k):
+        """The ``k`` most similar sentences to one unit ``query`` of shape (d,), best first."""
+        k = min(int(k), self.n_sentences)
+        if self._faiss_index is None or k >= self.n_sentences:
+            return stable_top_k(self.similarities(query)[0], k)
+        fetch = min(self.n_sentences, k + 16)
+        q32 = np.ascontiguousarray(query[None, :], dtype=np.float32)
+        _, ids = self._faiss_index.search(q32, fetch)
+        cand = np.sort(ids[0][ids[0] >= 0])
+        exact = self._exact(query, cand)
+        order = np.argsort(-exact, kind="stable")
+        kth = exact[order[k - 1]]
+        # A sentence FAISS left out could tie with (or, in float32, beat) the k-th: fall back to dense.
+        if fetch < self.n_sentences and exact.min() >= kth - _FLOAT32_SLACK:
+            return stable_top_k(self.similarities(query)[0], k)
+        return cand[order[:k]]
+
+    def above(self, query, tau):
+        """Sorted indices of the sentences with cosine similarity strictly above ``tau``."""
+        if self._faiss_index is None:
+            return np.flatnonzero(self.similarities(query)[0] > tau)
+        q32 = np.ascontiguousarray(query[None, :], dtype=np.float32)
+        _, _, ids = self._faiss_index.range_search(q32, float(tau) - _FLOAT32_SLACK)
+        cand = np.sort(ids.astype(np.int64))
+        return cand[self._exact(query, cand) > tau]

@@ -1,0 +1,58 @@
+"""Step 1 of LBEE: split images into easy / hard / neutral by model confidence."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import as_bool_vector, as_float_vector, check_real
+
+
+def split_by_confidence(confidence, *, a=0.2):
+    """Split images by confidence with a margin of ``a`` standard deviations.
+
+    With μ = mean(φ) and σ = std(φ) (population, ddof=0): hard = φ < μ − aσ,
+    easy = φ > μ + aσ; the rest is neutral and unused (LBEE app. D).
+
+    Parameters
+    ----------
+    confidence : array-like of shape (n_images,)
+        φ, higher = easier. For unsupervised splitting pass −entropy.
+    a : float, default=0.2
+        Margin in standard deviations.
+
+    Returns
+    -------
+    hard, easy : ndarray of bool, shape (n_images,)
+    """
+    phi = as_float_vector(confidence, "confidence")
+    a = check_real(a, "a", minimum=0.0)
+    mu, sigma = phi.mean(), phi.std()
+    return phi < mu - a * sigma, phi > mu + a * sigma
+
+
+def resolve_split(n, *, confidence=None, hard=None, easy=None, a=0.2):
+    """Return validated (hard, easy) masks from either confidence or explicit masks."""
+    if confidence is not None and (hard is not None or easy is not None):
+        raise ValueError("Pass either `confidence` or the `hard`/`easy` masks, not both.")
+    if confidence is not None:
+        phi = as_float_vector(confidence, "confidence", n)
+        hard_mask, easy_mask = split_by_confidence(phi, a=a)
+        hint = f" (a={a}); try a smaller `a`"
+        if phi.std() == 0:
+            hint = "; all confidences are equal, so no image is harder than another"
+    elif hard is not None and easy is not None:
+        hard_mask = as_bool_vector(hard, "hard", n)
+        easy_mask = as_bool_vector(easy, "easy", n)
+        overlap = int(np.sum(hard_mask & easy_mask))
+        if overlap:
+            raise ValueError(f"`hard` and `easy` overlap on {overlap} image(s); an image is either hard or easy.")
+        hint = ""
+    else:
+        raise ValueError(
+            "No split given: pass `confidence` (shape (n,), higher = easier) or both `hard` and `easy` masks."
+        )
+    if not hard_mask.any():
+        raise ValueError(f"The hard split is empty: no image is below the confidence threshold{hint}.")
+    if not easy_mask.any():
+        raise ValueError(f"The easy split is empty: no image is above the confidence threshold{hint}.")
+    return hard_mask, easy_mask
