@@ -1,0 +1,123 @@
+"""Loading a user's classifier and running it over images to get class probabilities.
+
+Model specs:
+
+- a TorchScript file (``model.pt``),
+- ``torchvision:<arch>`` or ``timm:<arch>`` with a state-dict ``weights`` file
+  (loaded with ``weights_only=True``),
+- ``package.module:factory`` (a callable returning an ``nn.Module``), with optional ``weights``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+
+
+def _load_state_dict(module, weights):
+    import torch
+
+    if weights is None:
+        return module
+    path = Path(weights)
+    if not path.is_file():
+        raise FileNotFoundError(f"`weights` file {str(path)!r} does not exist.")
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
+        state = state["state_dict"]
+    missing, unexpected = module.load_state_dict(state, strict=False)
+    if missing:
+        raise ValueError(f"`weights` {str(path)!r} lacks {len(missing)} parameter(s) of the model, "
+                         f"first: {missing[:3]}; is it the right architecture?")
+    return module
+
+
+def load_classifier(spec, weights=None, *, num_classes=None):
+    """Build a classifier ``nn.Module`` in eval mode from a spec (see module docstring)."""
+    import torch
+
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"`model` must be a spec string; received {spec!r}.")
+    if spec.startswith("torchvision:"):
+        import torchvision
+
+        arch = spec.split(":", 1)[1]
+        if arch not in torchvision.models.list_models():
+            raise ValueError(f"Unknown torchvision architecture {arch!r}; see torchvision.models.list_models().")
+        kwargs = {"num_classes": num_classes} if num_classes else {}
+        module = _load_state_dict(torchvision.models.get_model(arch, weights=None, **kwargs), weights)
+    elif spec.startswith("timm:"):
+        try:
+            import timm
+        except ImportError:
+            raise ImportError("timm models need timm: pip install timm") from None
+        arch = spec.split(":", 1)[1]
+        kwargs = {"num_classes": num_classes} if num_classes else {}
+        module = _load_state_dict(timm.create_model(arch, pretrained=False, **kwargs), weights)
+    elif Path(spec).is_file():
+        try:
+            module = torch.jit.load(spec, map_location="cpu")
+        except Exception as exc:
+            raise ValueError(f"Cannot load {spec!r} as a TorchScript model: {exc}") from None
+    elif ":" in spec:
+        mod_name, _, attr = spec.partition(":")
+        try:
+            factory = getattr(importlib.import_module(mod_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"Cannot import model factory {spec!r}: {exc}") from None
+        module = _load_state_dict(factory(), weights)
+    else:
+        raise ValueError(f"Model spec {spec!r} is neither a file, 'torchvision:<arch>', 'timm:<arch>' "
+                         "nor 'package.module:factory'.")
+    return module.eval()
+
+
+def default_transform(image_size=224):
+    """ImageNet-style evaluation preprocessing."""
+    from torchvision import transforms
+
+    return transforms.Compose([
+        transforms.Resize(int(image_size * 256 / 224)),
+        transforms.CenterCrop(image_size),
+        transforms.ToTensor(),
+        transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+    ])
+
+
+def predict_probabilities(model, paths, *, transform=None, batch_size=64, num_workers=0, device=None,
+                          progress=False):
+    """Softmax class probabilities of ``model`` over image files.
+
+    Returns
+    -------
+    probs : ndarray of shape (n_ok, n_classes)
+    ok : ndarray of bool, shape (n_paths,)
+        Images that could be read.
+    """
+    import torch
+    from torch.utils.data import DataLoader
+    from tqdm.auto import tqdm
+
+    from .confidence import softmax
+    from .embedding import _collate, _ImageDataset
+    from .encoders._open_clip import resolve_device
+
+    device = resolve_device(device)
+    model = model.to(device)
+    loader = DataLoader(_ImageDataset(list(paths), transform or default_transform()), batch_size=batch_size,
+                        num_workers=num_workers, collate_fn=_collate)
+    rows, ok = {}, np.zeros(len(paths), dtype=bool)
+    with torch.inference_mode():
+        for ids, batch, _ in tqdm(loader, desc="running model", disable=not progress):
+            if batch is None:
+                continue
+            logits = model(batch.to(device))
+            if isinstance(logits, (tuple, list)):
+                logits = logits[0]
+            for j, row in zip(ids, softmax(logits.float().cpu().numpy())):  # ids index into `paths`
+                rows[j] = row
+                ok[j] = True
+    probs = np.stack([rows[i] for i in sorted(rows)]) if rows else np.zeros((0, 0))
+    return probs, ok

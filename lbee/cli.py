@@ -1,0 +1,297 @@
+"""The ``lbee`` command line. Commands parse options and call library functions.
+
+Heavy imports (torch, faiss, open_clip) happen inside command bodies so that
+``lbee --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ._version import __version__
+
+METHOD_CHOICES = ["tops", "setdiff", "pdiff", "fpdiff", "domino", "all"]
+
+
+class LbeeError(click.ClickException):
+    """A user-facing error: message, exit code 1, no traceback."""
+
+
+def _fail(exc):
+    raise LbeeError(str(exc)) from exc
+
+
+@click.group(context_settings={"auto_envvar_prefix": "LBEE", "help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="lbee")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Embedding cache folder [env LBEE_CACHE_DIR; default ~/.cache/lbee].")
+@click.option("--device", default=None, help="torch device, e.g. cpu or cuda:0 [default: cuda if available].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@click.pass_context
+def cli(ctx, cache_dir, device, quiet):
+    """lbee: find, and describe in plain language, where a vision model fails."""
+    ctx.ensure_object(dict)
+    ctx.obj.update(cache_dir=cache_dir, device=device, progress=not quiet)
+
+
+# ---------------------------------------------------------------- sentences
+@cli.group()
+def sentences():
+    """Built-in sentence sets."""
+
+
+@sentences.command("list")
+def sentences_list():
+    """List the built-in sentence sets."""
+    from .sentences import list_sentence_sets, load_sentence_set
+
+    for name in list_sentence_sets():
+        s = load_sentence_set(name)
+        first = s.header.splitlines()[0] if s.header else ""
+        click.echo(f"{name:<14} {len(s):>5}  {first}")
+
+
+@sentences.command("show")
+@click.argument("name")
+def sentences_show(name):
+    """Print the sentences of a set (a built-in name or a file)."""
+    from .sentences import load_sentence_set
+
+    try:
+        s = load_sentence_set(name)
+    except ValueError as exc:
+        _fail(exc)
+    for line in s.header.splitlines():
+        click.echo(f"# {line}")
+    for sent in s.sentences:
+        click.echo(sent)
+
+
+# ---------------------------------------------------------------- describe
+def _methods(method):
+    from .selection import METHODS
+
+    if "all" in method or not method:
+        return list(METHODS)
+    return list(dict.fromkeys(method))
+
+
+def _load_npy(path, name):
+    import numpy as np
+
+    try:
+        return np.load(path)
+    except (OSError, ValueError) as exc:
+        raise LbeeError(f"Cannot read {name} {path!r}: {exc}") from None
+
+
+@cli.command()
+@click.argument("images", required=False, type=click.Path(exists=True))
+@click.option("--sentences", "sentence_set", default="conditions", show_default=True,
+              help="A built-in sentence set name or a sentence file.")
+@click.option("--predictions", type=click.Path(exists=True, dir_okay=False),
+              help="CSV/parquet with an image id column and 'confidence' or 'prob_<class>' columns, "
+                   "optional 'label' / 'pred'.")
+@click.option("--model", "model_spec", help="TorchScript file, torchvision:<arch>, timm:<arch> or module:factory.")
+@click.option("--weights", type=click.Path(exists=True, dir_okay=False), help="State dict for --model.")
+@click.option("--num-classes", type=int, default=None, help="Classes of a torchvision/timm --model.")
+@click.option("--image-size", type=int, default=224, show_default=True, help="Input size for --model.")
+@click.option("--confidence", "confidence_kind", type=click.Choice(["entropy", "max", "true_class"]),
+              default="entropy", show_default=True, help="How φ is derived from class probabilities.")
+@click.option("--encoder", default="open_clip", show_default=True,
+              help="Encoder spec: open_clip[:MODEL[@TAG|@CHECKPOINT]], open_clip:hf-hub:ORG/REPO, spotcheck.")
+@click.option("--image-embeddings", type=click.Path(exists=True, dir_okay=False),
+              help="Precomputed (n, d) .npy image embeddings (rows in --predictions order).")
+@click.option("--sentence-embeddings", type=click.Path(exists=True, dir_okay=False),
+              help="Precomputed (N, d) .npy sentence embeddings (rows in --sentences order).")
+@click.option("--method", multiple=True, type=click.Choice(METHOD_CHOICES), default=["all"], show_default=True,
+              help="Describer(s); repeat the option or use 'all'.")
+@click.option("--clusters", type=click.IntRange(min=1), default=15, show_default=True, help="Hard clusters C^h.")
+@click.option("--easy-clusters", type=click.IntRange(min=1), default=None, help="Easy clusters C^e [default: C^h].")
+@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Sentences per cluster.")
+@click.option("--tau", type=float, default=None, help="SetDiff/FPDiff threshold [default: the encoder's].")
+@click.option("--a", "a", type=click.FloatRange(min=0), default=0.2, show_default=True, help="Split margin.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Output folder.")
+@click.option("--strict", is_flag=True, help="Fail on the first unreadable image instead of skipping it.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--num-workers", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Image-decoding worker processes.")
+@click.pass_context
+def describe(ctx, images, sentence_set, predictions, model_spec, weights, num_classes, image_size, confidence_kind,
+             encoder, image_embeddings, sentence_embeddings, method, clusters, easy_clusters, k, tau, a, out, strict,
+             batch_size, num_workers):
+    """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
+    import numpy as np
+
+    from .sentences import load_sentence_set
+
+    obj = ctx.obj
+    try:
+        sset = load_sentence_set(sentence_set)
+    except (ValueError, TypeError) as exc:
+        _fail(exc)
+    sents = list(sset.sentences)
+    if predictions is None and model_spec is None:
+        raise click.UsageError("Give the model's outputs: --predictions FILE or --model SPEC.")
+    try:
+        if image_embeddings:
+            result = _describe_precomputed(image_embeddings, sentence_embeddings, predictions, confidence_kind,
+                                           sents, sset.name, _methods(method), clusters, easy_clusters, k, tau, a)
+        else:
+            if images is None:
+                raise click.UsageError("Give IMAGES (a folder or manifest) or --image-embeddings.")
+            result = _describe_images(obj, images, sents, sset.name, predictions, model_spec, weights, num_classes,
+                                      image_size, confidence_kind, encoder, sentence_embeddings, _methods(method),
+                                      clusters, easy_clusters, k, tau, a, strict, batch_size, num_workers)
+    except click.ClickException:
+        raise
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
+        _fail(exc)
+    from .report import terminal_table
+
+    click.echo(terminal_table(result))
+    if result.failures:
+        click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)
+    if out:
+        from .pipeline import write_outputs
+
+        write_outputs(result, out)
+        click.echo(f"\nWrote {out}/explanation.json, assignments.parquet, report.md")
+
+
+def _describe_precomputed(image_embeddings, sentence_embeddings, predictions, kind, sents, set_name, methods,
+                          clusters, easy_clusters, k, tau, a):
+    from .confidence import scores_from_table
+    from .images import read_table
+    from .pipeline import describe
+
+    if not sentence_embeddings:
+        raise click.UsageError("--image-embeddings needs --sentence-embeddings too.")
+    if not predictions:
+        raise click.UsageError("--image-embeddings needs --predictions (rows in the same order).")
+    img = _load_npy(image_embeddings, "--image-embeddings")
+    sen = _load_npy(sentence_embeddings, "--sentence-embeddings")
+    if sen.ndim != 2 or sen.shape[0] != len(sents):
+        raise LbeeError(f"--sentence-embeddings has shape {sen.shape}; expected ({len(sents)}, d) for the "
+                        f"{len(sents)} sentences of {set_name!r}.")
+    ids, scores = scores_from_table(read_table(predictions), kind=kind)
+    if img.ndim != 2 or img.shape[0] != len(ids):
+        raise LbeeError(f"--image-embeddings has shape {img.shape}; expected ({len(ids)}, d), one row per "
+                        "predictions row.")
+    return describe(img, sen, confidence=scores.confidence, performance=scores.performance, sentences=sents,
+                    image_ids=ids, methods=methods, encoder_identity={"encoder": "precomputed",
+                                                                      "image_embeddings": str(image_embeddings)},
+                    sentence_set=set_name, n_clusters=clusters, n_easy_clusters=easy_clusters, k=k,
+                    tau=0.25 if tau is None else tau, a=a)
+
+
+def _describe_images(obj, images, sents, set_name, predictions, model_spec, weights, num_classes, image_size,
+                     kind, encoder_spec, sentence_embeddings, methods, clusters, easy_clusters, k, tau, a, strict,
+                     batch_size, num_workers):
+    import numpy as np
+
+    from .confidence import scores_from_probabilities, scores_from_table
+    from .embedding import embed_images, embed_sentences
+    from .encoders import create_encoder
+    from .images import discover_images, read_table
+    from .pipeline import align_scores, describe
+
+    imgs = discover_images(images)
+    enc = create_encoder(encoder_spec, device=obj["device"])
+    emb = embed_images(enc, imgs.paths, cache_dir=obj["cache_dir"], batch_size=batch_size, num_workers=num_workers,
+                       progress=obj["progress"], strict=strict)
+    ok = emb.ok
+    ids = [i for i, good in zip(imgs.ids, ok) if good]
+    paths = [p for p, good in zip(imgs.paths, ok) if good]
+    if predictions:
+        table_ids, scores = scores_from_table(read_table(predictions), kind=kind)
+        rows = align_scores(ids, paths, table_ids)
+        phi, omega = scores.confidence[rows], scores.performance[rows]
+    else:
+        from .classifier import default_transform, load_classifier, predict_probabilities
+
+        model = load_classifier(model_spec, weights, num_classes=num_classes)
+        probs, ran = predict_probabilities(model, paths, transform=default_transform(image_size),
+                                           batch_size=batch_size, num_workers=num_workers, device=obj["device"],
+                                           progress=obj["progress"])
+        if not ran.all():
+            raise LbeeError(f"The model could not read {int((~ran).sum())} image(s) the encoder read.")
+        labels = None
+        if imgs.labels is not None:
+            labels = np.asarray(imgs.labels)[ok]
+        scores = scores_from_probabilities(probs, kind=kind, labels=labels)
+        phi, omega = scores.confidence, scores.performance
+    if sentence_embeddings:
+        sen = _load_npy(sentence_embeddings, "--sentence-embeddings")
+    else:
+        sen = embed_sentences(enc, sents, cache_dir=obj["cache_dir"])
+    return describe(emb.embeddings, sen, confidence=phi, performance=omega, sentences=sents, image_ids=ids,
+                    image_paths=paths, methods=methods, encoder_identity=enc.identity(), sentence_set=set_name,
+                    failures=emb.failures, n_clusters=clusters, n_easy_clusters=easy_clusters, k=k,
+                    tau=enc.default_tau if tau is None else tau, a=a)
+
+
+# ---------------------------------------------------------------- evaluate
+@cli.command()
+@click.argument("explanation", type=click.Path(exists=True))
+@click.option("--relevance", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Γ: .npy (n, N), or CSV/parquet (image, sentence, relevant) or wide.")
+@click.option("--performance", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="ω: .npy (n,) or a table with 'performance' [default: assignments.parquet beside the json].")
+@click.option("--o", "o_values", type=float, multiple=True, default=[0.2], show_default=True,
+              help="Severity o (β = o·std ω); repeat for several.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write metrics here (.json or .csv).")
+def evaluate(explanation, relevance, performance, o_values, out):
+    """Score an explanation.json (AHR / ACR / TPR / JI per method)."""
+    import numpy as np
+    import pandas as pd
+
+    from .evaluation import evaluate as evaluate_fn
+    from .images import read_table
+    from .pipeline import load_explanations
+    from .relevance import load_relevance
+
+    path = Path(explanation)
+    if path.is_dir():
+        path = path / "explanation.json"
+    try:
+        exps, payload = load_explanations(path)
+        ids, sents = payload["images"], payload["sentences"]
+        rel = load_relevance(relevance, ids, sents)
+        if performance is None:
+            assign = path.parent / "assignments.parquet"
+            if not assign.exists():
+                raise LbeeError("No --performance given and no assignments.parquet beside the explanation.")
+            omega = pd.read_parquet(assign)["performance"].to_numpy(dtype=float)
+        elif performance.endswith(".npy"):
+            omega = np.load(performance)
+        else:
+            omega = read_table(performance)["performance"].to_numpy(dtype=float)
+        rows = []
+        for o in o_values:
+            for m, e in exps.items():
+                rows.append({"method": m, "o": o, **evaluate_fn(e, rel, omega, o=o)})
+    except click.ClickException:
+        raise
+    except (ValueError, TypeError, KeyError, OSError) as exc:
+        _fail(exc)
+    table = pd.DataFrame(rows)
+    click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    target = Path(out) if out else path.parent / "metrics.json"
+    if target.suffix == ".csv":
+        table.to_csv(target, index=False)
+    else:
+        target.write_text(json.dumps(rows, indent=1))
+    click.echo(f"\nWrote {target}")
+
+
+def main():  # pragma: no cover
+    cli(obj={})
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
