@@ -1,0 +1,39 @@
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def planted_world(noise=0.0, seed=0, per_cluster=6):
+    """Two easy and two hard groups whose failure causes are planted sentence directions.
+
+    Sentences are the 8 basis vectors. Easy A ~ e0 ("road"), easy B ~ e1 ("field");
+    hard A ~ e0 + e2 ("road at night"), hard B ~ e1 + e3 ("field in fog").
+    """
+    rng = np.random.default_rng(seed)
+    eye = np.eye(8)
+    centres = [eye[0], eye[1], (eye[0] + eye[2]) / np.sqrt(2), (eye[1] + eye[3]) / np.sqrt(2)]
+    X = np.concatenate([np.tile(c, (per_cluster, 1)) for c in centres])
+    X = X + noise * rng.normal(size=X.shape)
+    phi = np.repeat([1.0, 1.0, 0.0, 0.0], per_cluster)
+    sentences = ["road", "field", "at night", "in fog", "s4", "s5", "s6", "s7"]
+    return X, eye, phi, sentences
+
+
+@pytest.fixture
+def planted():
+    return planted_world()
+
+
+@pytest.fixture(scope="session")
+def random_clip():
+    """open_clip ViT-B-32 with random weights (no download), shared across the session."""
+    import torch
+
+    from lbee.encoders import create_encoder
+
+    torch.manual_seed(0)
+    return create_encoder("open_clip:ViT-B-32@random", device="cpu")
