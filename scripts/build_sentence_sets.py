@@ -115,13 +115,14 @@ def imagenet():
 
     classes = list(ResNet50_Weights.IMAGENET1K_V1.meta["categories"])
     # ImageNet repeats two names; keep both classes distinct.
-    fixes = {134: "crane bird", 517: "construction crane", 638: "maillot", 639: "tank suit"}
+    fixes = {134: "crane bird", 517: "construction crane", 638: "maillot", 639: "tank suit",
+             264: "Cardigan Welsh corgi", 474: "cardigan sweater"}
     counts = {}
     s = []
     for i, c in enumerate(classes):
         name = fixes.get(i, c)
-        counts[name] = counts.get(name, 0) + 1
-        if counts[name] > 1:
+        counts[name.lower()] = counts.get(name.lower(), 0) + 1
+        if counts[name.lower()] > 1:
             name = f"{name} (class {i})"
         s.append(f"An image of {an(name)}")
     s += [f"An image taken at {an(p)}" for p in words(PLACES)]

@@ -1,0 +1,128 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from conftest import planted_world
+from lbee.cli import cli
+
+
+def run(args, **kw):
+    result = CliRunner().invoke(cli, args, obj={}, catch_exceptions=False, **kw)
+    return result
+
+
+@pytest.fixture
+def precomputed(tmp_path):
+    X, S, phi, sentences = planted_world(noise=0.01)
+    np.save(tmp_path / "img.npy", X)
+    np.save(tmp_path / "sen.npy", S)
+    (tmp_path / "sents.txt").write_text("# planted\n" + "\n".join(sentences) + "\n")
+    pd.DataFrame({"image": [f"i{i}.png" for i in range(24)], "confidence": phi,
+                  "label": np.ones(24, int), "pred": (phi > 0.5).astype(int)}).to_csv(tmp_path / "pred.csv",
+                                                                                      index=False)
+    rel = np.zeros((24, 8), bool)
+    rel[:, 0] = np.r_[np.ones(6), np.zeros(6), np.ones(6), np.zeros(6)]
+    rel[12:18, 2] = True
+    rel[18:24, 3] = True
+    np.save(tmp_path / "rel.npy", rel)
+    return tmp_path
+
+
+def describe_args(p, *extra):
+    return ["describe", "--image-embeddings", str(p / "img.npy"), "--sentence-embeddings", str(p / "sen.npy"),
+            "--sentences", str(p / "sents.txt"), "--predictions", str(p / "pred.csv"), "--clusters", "2",
+            "-k", "1", *extra]
+
+
+def test_describe_and_evaluate_precomputed(precomputed):
+    p = precomputed
+    r = run(describe_args(p, "--out", str(p / "out")))
+    assert r.exit_code == 0, r.output
+    assert "at night" in r.output and "in fog" in r.output
+    payload = json.loads((p / "out" / "explanation.json").read_text())
+    assert set(payload["methods"]) == {"tops", "setdiff", "pdiff", "fpdiff", "domino"}
+    assert payload["lbee_version"] and payload["encoder"]["encoder"] == "precomputed"
+    fp = payload["methods"]["fpdiff"]
+    assert sorted(s for c in fp["hard_clusters"] for s in c["sentences"]) == [2, 3]
+    table = pd.read_parquet(p / "out" / "assignments.parquet")
+    assert list(table.columns) == ["image", "split", "cluster", "confidence", "performance"]
+    assert (table["split"] == "hard").sum() == 12 and table["performance"].tolist()[12:] == [0.0] * 12
+    report = (p / "out" / "report.md").read_text()
+    assert "Hard cluster 0" in report and "fpdiff" in report
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy"), "--o", "0.2", "--o", "0.5"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads((p / "out" / "metrics.json").read_text())
+    fp_row = next(x for x in rows if x["method"] == "fpdiff" and x["o"] == 0.2)
+    # ω = 0 on hard images: S* = {at night, in fog}; FPDiff picks exactly those
+    assert fp_row["TPR"] == 1.0 and fp_row["JI"] == 1.0 and fp_row["AHR"] == 1.0 and fp_row["ACR"] == 1.0
+    long = pd.DataFrame([{"image": f"i{i}.png", "sentence": s, "relevant": 1}
+                         for i in range(24) for s in ["road", "at night"] if (s == "road" and i % 2) or
+                         (s == "at night" and 12 <= i < 18)])
+    long.to_csv(p / "rel.csv", index=False)
+    r = run(["evaluate", str(p / "out" / "explanation.json"), "--relevance", str(p / "rel.csv"),
+             "--out", str(p / "m.csv")])
+    assert r.exit_code == 0, r.output
+    assert set(pd.read_csv(p / "m.csv")["method"]) == {"tops", "setdiff", "pdiff", "fpdiff", "domino"}
+
+
+def test_describe_errors(precomputed):
+    p = precomputed
+    r = CliRunner().invoke(cli, describe_args(p)[:-4] + ["--sentences", "nope"], obj={})
+    assert r.exit_code != 0 and "Unknown sentence set 'nope'" in r.output
+    np.save(p / "bad.npy", np.ones((24, 5)))
+    r = CliRunner().invoke(cli, ["describe", "--image-embeddings", str(p / "bad.npy"), "--sentence-embeddings",
+                                 str(p / "sen.npy"), "--sentences", str(p / "sents.txt"), "--predictions",
+                                 str(p / "pred.csv")], obj={})
+    assert r.exit_code == 1 and "dimension d=8" in r.output
+    pd.DataFrame({"image": [f"i{i}" for i in range(24)], "confidence": [np.nan] + [1.0] * 23}).to_csv(
+        p / "nan.csv", index=False)
+    r = CliRunner().invoke(cli, describe_args(p)[:-4] + ["--predictions", str(p / "nan.csv")], obj={})
+    assert r.exit_code == 1 and "NaN or inf" in r.output
+    r = CliRunner().invoke(cli, describe_args(p, "--a", "50"), obj={})
+    assert r.exit_code == 1 and "smaller `a`" in r.output
+    r = CliRunner().invoke(cli, ["describe", "--sentences", "nico"], obj={})
+    assert r.exit_code == 2 and "--predictions" in r.output
+    (p / "empty.txt").write_text("# nothing\n")
+    r = CliRunner().invoke(cli, ["sentences", "show", str(p / "empty.txt")], obj={})
+    assert r.exit_code == 1 and "no sentence" in r.output
+
+
+def test_sentences_commands():
+    r = run(["sentences", "list"])
+    assert r.exit_code == 0 and "imagenet" in r.output and "urban_scenes" in r.output
+    r = run(["sentences", "show", "nico"])
+    assert "A photo of a cactus in the water" in r.output
+
+
+def test_describe_images_end_to_end_with_open_clip(tmp_path):
+    from test_encoders_cache import write_images
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    paths = write_images(folder, 12)
+    (folder / "broken.png").write_bytes(b"not an image")
+    pd.DataFrame({"path": [f"img{i}.png" for i in range(12)], "confidence": np.linspace(-1, 1, 12)}).to_csv(
+        tmp_path / "pred.csv", index=False)
+    args = ["--cache-dir", str(tmp_path / "cache"), "-q", "describe", str(folder), "--sentences", "conditions",
+            "--predictions", str(tmp_path / "pred.csv"), "--encoder", "open_clip:ViT-B-32@random", "--clusters",
+            "2", "--method", "tops", "--method", "fpdiff", "--num-workers", "0", "--out", str(tmp_path / "out")]
+    r = CliRunner().invoke(cli, args, obj={})
+    assert r.exit_code == 0, r.output
+    payload = json.loads((tmp_path / "out" / "explanation.json").read_text())
+    assert set(payload["methods"]) == {"tops", "fpdiff"}
+    assert payload["encoder"]["model"] == "ViT-B-32" and payload["encoder"]["weights"].startswith("random:")
+    assert len(payload["images"]) == 12 and payload["skipped_images"][0]["path"].endswith("broken.png")
+    assert "broken.png" in (tmp_path / "out" / "report.md").read_text()
+    r = CliRunner().invoke(cli, args[:-6] + ["--strict", "--num-workers", "0"], obj={})
+    assert r.exit_code == 1 and "broken.png" in r.output
+
+
+def test_manifest_missing_column(tmp_path):
+    pd.DataFrame({"file": ["a.png"]}).to_csv(tmp_path / "m.csv", index=False)
+    pd.DataFrame({"path": ["a.png"], "confidence": [1.0]}).to_csv(tmp_path / "p.csv", index=False)
+    r = CliRunner().invoke(cli, ["describe", str(tmp_path / "m.csv"), "--predictions", str(tmp_path / "p.csv"),
+                                 "--encoder", "nope"], obj={})
+    assert r.exit_code == 1 and "lacks the column 'path'" in r.output

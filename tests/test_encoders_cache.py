@@ -1,0 +1,110 @@
+import numpy as np
+import pytest
+from PIL import Image
+
+from lbee.embedding import embed_images, embed_sentences
+from lbee.encoders import EncoderLoadError, create_encoder, list_encoders, parse_encoder_spec
+
+
+def write_images(folder, n, size=(48, 40)):
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(n):
+        p = folder / f"img{i}.png"
+        Image.fromarray((rng.random((size[1], size[0], 3)) * 255).astype("uint8")).save(p)
+        paths.append(str(p))
+    return paths
+
+
+def test_spec_parsing():
+    assert parse_encoder_spec("open_clip") == ("open_clip", None, None)
+    assert parse_encoder_spec("open_clip:ViT-B-32@laion2b_s34b_b79k") == ("open_clip", "ViT-B-32",
+                                                                           "laion2b_s34b_b79k")
+    assert parse_encoder_spec("open_clip:hf-hub:org/repo") == ("open_clip", "hf-hub:org/repo", None)
+    assert parse_encoder_spec("open_clip:RN50@/x/y.pt") == ("open_clip", "RN50", "/x/y.pt")
+    assert "open_clip" in list_encoders()
+    with pytest.raises(ValueError, match="Unknown encoder 'clipx'; valid encoders: .*open_clip"):
+        create_encoder("clipx")
+    with pytest.raises(ValueError, match="Unknown open_clip model"):
+        create_encoder("open_clip:NotAModel@random")
+
+
+def test_missing_weights_offline_gives_one_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))  # empty hub cache
+    with pytest.raises(EncoderLoadError) as info:
+        create_encoder("open_clip:ViT-B-32@laion2b_s34b_b79k", device="cpu")
+    msg = str(info.value)
+    assert "ViT-B-32" in msg and "laion2b_s34b_b79k" in msg and "HF_HUB_OFFLINE" in msg and "local checkpoint" in msg
+    with pytest.raises(EncoderLoadError, match="does not exist"):
+        create_encoder(f"open_clip:ViT-B-32@{tmp_path}/missing.pt")
+
+
+def test_open_clip_embeddings_and_cache(random_clip, tmp_path):
+    paths = write_images(tmp_path, 5)
+    calls = []
+    original = random_clip.encode_image_batch
+
+    def counting(batch):
+        calls.append(len(batch))
+        return original(batch)
+
+    random_clip.encode_image_batch = counting
+    try:
+        first = embed_images(random_clip, paths, cache_dir=tmp_path / "cache", batch_size=2)
+        assert first.embeddings.shape == (5, 512) and first.embeddings.dtype == np.float32
+        assert np.allclose(np.linalg.norm(first.embeddings, axis=1), 1, atol=1e-5)
+        assert sum(calls) == 5 and first.n_encoded == 5
+        calls.clear()
+        second = embed_images(random_clip, paths, cache_dir=tmp_path / "cache", batch_size=2)
+        assert calls == [] and second.n_encoded == 0
+        assert np.array_equal(first.embeddings, second.embeddings)
+        # a copy of an image with the same content is not encoded again
+        dup = tmp_path / "copy.png"
+        dup.write_bytes(open(paths[0], "rb").read())
+        third = embed_images(random_clip, paths + [str(dup)], cache_dir=tmp_path / "cache")
+        assert calls == [] and np.array_equal(third.embeddings[5], first.embeddings[0])
+    finally:
+        random_clip.encode_image_batch = original
+    text = embed_sentences(random_clip, ["an image of a dog", "an image taken at night"],
+                           cache_dir=tmp_path / "cache")
+    assert text.shape == (2, 512) and np.allclose(np.linalg.norm(text, axis=1), 1, atol=1e-5)
+
+
+def test_interrupted_run_resumes(random_clip, tmp_path, monkeypatch):
+    import lbee.embedding as emb_mod
+
+    monkeypatch.setattr(emb_mod, "FLUSH_EVERY", 2)
+    paths = write_images(tmp_path, 6)
+    original = random_clip.encode_image_batch
+    seen = []
+
+    def dying(batch):
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+        seen.append(len(batch))
+        return original(batch)
+
+    random_clip.encode_image_batch = dying
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            embed_images(random_clip, paths, cache_dir=tmp_path / "c", batch_size=2)
+    finally:
+        random_clip.encode_image_batch = original
+    resumed = embed_images(random_clip, paths, cache_dir=tmp_path / "c", batch_size=2)
+    assert resumed.n_encoded == 2  # 4 of 6 were kept from the interrupted run
+
+
+def test_corrupt_and_missing_images(random_clip, tmp_path):
+    paths = write_images(tmp_path, 3)
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"\xff\xd8\xff garbage")
+    trunc = tmp_path / "trunc.png"
+    trunc.write_bytes(open(paths[0], "rb").read()[:60])
+    allp = paths + [str(bad), str(trunc), str(tmp_path / "nope.png")]
+    with pytest.warns(UserWarning, match="Skipped 3 unreadable"):
+        res = embed_images(random_clip, allp, cache_dir=tmp_path / "c")
+    assert res.ok.tolist() == [True, True, True, False, False, False]
+    assert res.embeddings.shape[0] == 3 and len(res.failures) == 3
+    with pytest.raises((ValueError, OSError)):
+        embed_images(random_clip, allp, cache_dir=tmp_path / "c2", strict=True)
