@@ -50,8 +50,8 @@ def load_relevance(path, image_ids, sentences):
             j = col_of.get(sent) if isinstance(sent, str) else int(sent)
             if i is None or j is None or not 0 <= j < m:
                 continue
-            seen_rows.add(i)
             rel[i, j] = bool(val)
+        return rel  # long form: an absent (image, sentence) pair is 0
     else:
         missing = [s for s in sentences if s not in table.columns]
         if missing:
