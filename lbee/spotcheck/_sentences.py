@@ -1,0 +1,147 @@
+"""SpotCheck sentences, the exact conditions that make each true, and training captions.
+
+Every sentence of ``sentence_sets/spotcheck.txt`` comes from :func:`spotcheck_sentences`
+with a condition dict ``{(layer, attribute): value}``; Γ(image, sentence) = 1
+exactly when all its conditions hold for the image's attributes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+OBJECT_NAMES = {"square": "square", "rectangle": "rectangle", "circle": "circle", "text": "text"}
+VALUE_WORDS = {"size": {"small": "small", "normal": "large"},
+               "color": {"blue": "blue", "orange": "orange"},
+               "texture": {"solid": "solid", "stripes": "striped"}}
+
+
+def _obj(layer, *words):
+    noun = "some text" if layer == "text" and not words else ("text" if layer == "text" else f"a {layer}")
+    if layer == "text" and words:
+        noun = f"{' '.join(words)} text"
+    elif words:
+        first = " ".join(words)
+        noun = f"{'an' if first[0] in 'aeiou' else 'a'} {first} {layer}"
+    return noun
+
+
+def spotcheck_sentences():
+    """List of (sentence, conditions, single_attribute) for the spotcheck set.
+
+    ``single_attribute`` marks sentences about one attribute value (the quality gate's set).
+    """
+    out = []
+    for layer in OBJECT_NAMES:
+        present = {(layer, "presence"): "true"}
+        out.append((f"An image with {_obj(layer)}", present, True))
+        for attr, words in VALUE_WORDS.items():
+            for value, word in words.items():
+                out.append((f"An image with {_obj(layer, word)}", {**present, (layer, attr): value}, True))
+        for cv, cw in VALUE_WORDS["color"].items():
+            for tv, tw in VALUE_WORDS["texture"].items():
+                out.append((f"An image with {_obj(layer, cw, tw)}",
+                            {**present, (layer, "color"): cv, (layer, "texture"): tv}, False))
+            for sv, sw in VALUE_WORDS["size"].items():
+                out.append((f"An image with {_obj(layer, sw, cw)}",
+                            {**present, (layer, "color"): cv, (layer, "size"): sv}, False))
+        for sv, sw in VALUE_WORDS["size"].items():
+            for tv, tw in VALUE_WORDS["texture"].items():
+                out.append((f"An image with {_obj(layer, sw, tw)}",
+                            {**present, (layer, "size"): sv, (layer, "texture"): tv}, False))
+    sq = {("square", "presence"): "true"}
+    out += [("An image with two squares", {**sq, ("square", "number"): "2"}, True),
+            ("An image with a single square", {**sq, ("square", "number"): "1"}, True),
+            ("An image where the square is above the center", {("background", "position"): "above"}, True),
+            ("An image where the square is below the center", {("background", "position"): "below"}, True),
+            ("An image on a grey background", {("background", "color"): "grey"}, True),
+            ("An image on a white background", {("background", "color"): "white"}, True),
+            ("An image on a noisy background", {("background", "texture"): "noise"}, True),
+            ("An image on a clean background", {("background", "texture"): "solid"}, True)]
+    for cv, cw in (("grey", "grey"), ("white", "white")):
+        for tv, tw in (("noise", "noisy"), ("solid", "clean")):
+            out.append((f"An image on a {cw} {tw} background",
+                        {("background", "color"): cv, ("background", "texture"): tv}, False))
+    layers = list(OBJECT_NAMES)
+    for i, a in enumerate(layers):
+        for b in layers[i + 1:]:
+            out.append((f"An image with {_obj(a)} and {_obj(b)}",
+                        {(a, "presence"): "true", (b, "presence"): "true"}, False))
+    for layer in ("rectangle", "circle", "text"):
+        out.append((f"An image with {_obj('square')} but no {layer}",
+                    {("square", "presence"): "true", (layer, "presence"): "false"}, False))
+    return out
+
+
+def relevance_matrix(image_attrs, conditions):
+    """Γ of shape (n_images, n_sentences) from attribute dicts and sentence conditions."""
+    rel = np.zeros((len(image_attrs), len(conditions)), dtype=bool)
+    for j, cond in enumerate(conditions):
+        for i, attrs in enumerate(image_attrs):
+            rel[i, j] = all(attrs.get(k) == v for k, v in cond.items())
+    return rel
+
+
+# ---- training captions: random partial subsets of an image's true facts, varied wording
+_NOUNS = {"square": ["square", "square", "box"], "rectangle": ["rectangle", "rectangle", "bar"],
+          "circle": ["circle", "circle", "disc", "round shape"], "text": ["text", "text", "letters", "writing"]}
+_WORDS = {("size", "small"): ["small", "tiny", "little"], ("size", "normal"): ["large", "big", "normal-sized"],
+          ("color", "blue"): ["blue"], ("color", "orange"): ["orange"],
+          ("texture", "stripes"): ["striped", "stripy", "vertically striped"],
+          ("texture", "solid"): ["solid", "plain", "filled"]}
+_LEADS = ["An image with", "A picture with", "An image showing", "A synthetic image with", "There is",
+          "A render of", "An image containing"]
+
+
+def _object_phrase(layer, attrs, rng):
+    keys = [k for k in ("size", "color", "texture")]
+    chosen = [k for k in keys if rng.random() < 0.45]
+    words = [str(rng.choice(_WORDS[(k, attrs[(layer, k)])])) for k in chosen]
+    noun = str(rng.choice(_NOUNS[layer]))
+    if layer == "square" and rng.random() < 0.5:
+        if attrs[("square", "number")] == "2":
+            return " ".join(["two"] + words + [noun + ("es" if noun == "box" else "s")])
+        return " ".join([str(rng.choice(["a single", "one", "only one"]))] + words + [noun])
+    phrase = " ".join(words + [noun])
+    if layer == "text" and noun in ("text", "writing"):
+        return phrase
+    return ("an " if phrase[0] in "aeiou" else "a ") + phrase
+
+
+def _background_phrase(attrs, rng):
+    color = attrs[("background", "color")]
+    tex = attrs[("background", "texture")]
+    parts = []
+    if rng.random() < 0.6:
+        parts.append(str(rng.choice([color, "gray"] if color == "grey" else [color])))
+    if rng.random() < 0.6 or not parts:
+        parts.append(str(rng.choice(["noisy", "speckled", "salt-and-pepper"] if tex == "noise"
+                                    else ["clean", "plain", "smooth"])))
+    return f"on a {' '.join(parts)} background"
+
+
+def sample_caption(attrs, rng):
+    """One caption stating a random subset (1–3) of the image's true facts."""
+    present = [l_ for l_ in ("square", "rectangle", "circle", "text") if attrs.get((l_, "presence")) == "true"]
+    facts = [("obj", l_) for l_ in present] + [("bg", None)]
+    if attrs.get(("background", "position")) in ("above", "below"):
+        facts.append(("pos", None))
+    if attrs.get(("square", "number")) == "2" and "square" in present:
+        facts.append(("two", None))
+    k = int(rng.integers(1, min(3, len(facts)) + 1))
+    picked = [facts[i] for i in sorted(rng.choice(len(facts), size=k, replace=False))]
+    objs = [_object_phrase(l_, attrs, rng) for kind, l_ in picked if kind == "obj"]
+    tail = []
+    for kind, _ in picked:
+        if kind == "bg":
+            tail.append(_background_phrase(attrs, rng))
+        elif kind == "pos":
+            where = attrs[("background", "position")]
+            tail.append(str(rng.choice([f"where the square is {where} the center",
+                                        f"with the square {where} the middle line"])))
+        elif kind == "two":
+            objs.append("two squares")
+    lead = str(rng.choice(_LEADS))
+    body = " and ".join(objs)
+    if not body:
+        return ("An image " + " ".join(tail)).strip()
+    return f"{lead} {body} {' '.join(tail)}".strip()

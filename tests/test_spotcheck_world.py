@@ -1,0 +1,125 @@
+import numpy as np
+import pytest
+
+from lbee.spotcheck import (ATTRIBUTES, Blindspot, DatasetDefinition, UnsatisfiableError, relevance_matrix, render,
+                            sample_blindspots, sample_dataset, spotcheck_sentences)
+from lbee.spotcheck._render import COLORS
+from lbee.spotcheck._world import _unambiguous
+
+
+def test_dataset_sampling_follows_appendix_a2():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        d = sample_dataset(rng)
+        assert d.layers[:2] == ["background", "square"] and 1 <= len(d.layers) - 2 <= 3
+        assert 6 <= len(d.rollable) <= 8 and len(set(d.rollable)) == len(d.rollable)
+        for layer in d.layers[1:]:
+            assert (layer, "presence") in d.rollable
+        assert all(a[0] in d.layers for a in d.rollable)
+
+
+def test_blindspots_follow_appendix_a3():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        d = sample_dataset(rng)
+        bs = sample_blindspots(rng, d)
+        assert 1 <= len(bs) <= 3
+        for b in bs:
+            t = b.as_dict()
+            assert 5 <= len(b.triplets) <= 7
+            for (layer, attr), v in t.items():
+                assert (layer, attr) in d.rollable or (layer, attr) == ("background", "position")
+                if layer != "background" and attr != "presence":  # feasibility constraint
+                    assert t[(layer, "presence")] == "true"
+            if ("background", "position") in t:
+                assert t[("square", "presence")] == "true"
+        for i in range(len(bs)):
+            for j in range(i + 1, len(bs)):
+                assert _unambiguous(bs[i], bs[j])  # ambiguity constraint
+
+
+def test_same_seed_same_world():
+    a = np.random.default_rng(5)
+    b = np.random.default_rng(5)
+    da, db = sample_dataset(a), sample_dataset(b)
+    assert da == db and sample_blindspots(a, da) == sample_blindspots(b, db)
+
+
+def test_unsatisfiable_settings_name_the_constraint():
+    rng = np.random.default_rng(0)
+    with pytest.raises(UnsatisfiableError, match="n_rollable"):
+        sample_dataset(rng, n_other_layers=0, n_rollable=9)
+    tiny = DatasetDefinition(["background", "square", "circle"], [("square", "presence"), ("circle", "presence")])
+    with pytest.raises(UnsatisfiableError, match="more rollable attributes"):
+        sample_blindspots(rng, tiny, n_blindspots=1)
+    d = DatasetDefinition(["background", "square", "circle"],
+                          [("square", "presence"), ("circle", "presence"), ("circle", "color"),
+                           ("background", "color"), ("background", "texture"), ("square", "color")])
+    with pytest.raises(UnsatisfiableError, match="ambiguity constraints"):
+        sample_blindspots(rng, d, n_blindspots=3, max_tries=2)
+
+
+def test_render_background_objects_and_position():
+    rng = np.random.default_rng(0)
+    d = DatasetDefinition(["background", "square", "rectangle", "circle", "text"], list(ATTRIBUTES))
+    for _ in range(50):
+        attrs = d.sample_attributes(rng)
+        img, out = render(attrs, rng, 64)
+        assert img.shape == (64, 64, 3) and img.dtype == np.uint8
+        has_square = attrs[("square", "presence")] == "true"
+        assert (out[("background", "position")] == "none") == (not has_square)
+    attrs = {k: v[0] for k, v in ATTRIBUTES.items()}  # all defaults: white, nothing present
+    img, out = render(attrs, rng, 32)
+    assert (img == 255).all() and out[("background", "position")] == "none"
+    attrs[("square", "presence")] = "true"
+    attrs[("square", "color")] = "orange"
+    img, out = render(attrs, rng, 64, position="below")
+    rows = np.flatnonzero((img == COLORS["orange"]).all(-1).any(1))
+    assert out[("background", "position")] == "below" and rows.min() > 32
+    big = render(attrs, np.random.default_rng(3), 224)[0]
+    assert big.shape == (224, 224, 3)
+
+
+def test_two_squares_do_not_overlap():
+    attrs = {k: v[0] for k, v in ATTRIBUTES.items()}
+    attrs.update({("square", "presence"): "true", ("square", "number"): "2", ("circle", "presence"): "true",
+                  ("rectangle", "presence"): "true", ("text", "presence"): "true"})
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        img, _ = render(attrs, rng, 64)
+        blue = (img == COLORS["blue"]).all(-1)
+        # connected blue regions: four objects (squares, rectangle, circle) + text glyph pieces, never merged
+        from scipy.ndimage import label
+
+        _, n = label(blue)
+        assert n >= 4
+
+
+def test_relevance_is_exact():
+    sents = spotcheck_sentences()
+    texts = [s for s, _, _ in sents]
+    conds = [c for _, c, _ in sents]
+    base = {k: v[0] for k, v in ATTRIBUTES.items()}
+    base[("background", "position")] = "none"
+    img = dict(base)
+    img.update({("circle", "presence"): "true", ("circle", "color"): "orange", ("background", "color"): "grey"})
+    rel = relevance_matrix([base, img], conds)
+    j = texts.index("An image with an orange circle")
+    assert rel[:, j].tolist() == [False, True]
+    assert rel[:, texts.index("An image on a grey background")].tolist() == [False, True]
+    assert rel[:, texts.index("An image with a square")].tolist() == [False, False]
+    assert rel[:, texts.index("An image on a white background")].tolist() == [True, False]
+
+
+def test_sentence_file_matches_generator():
+    from lbee.sentences import load_sentence_set
+
+    assert list(load_sentence_set("spotcheck").sentences) == [s for s, _, _ in spotcheck_sentences()]
+
+
+def test_blindspot_membership_and_words():
+    b = Blindspot([("circle", "presence", "true"), ("circle", "color", "orange"), ("background", "position",
+                                                                                   "above")])
+    assert b.describe() == "circle present, circle orange, square above the centre"
+    attrs = {("circle", "presence"): "true", ("circle", "color"): "orange", ("background", "position"): "above"}
+    assert b.contains(attrs) and not b.contains({**attrs, ("circle", "color"): "blue"})
