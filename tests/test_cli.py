@@ -126,3 +126,29 @@ def test_manifest_missing_column(tmp_path):
     r = CliRunner().invoke(cli, ["describe", str(tmp_path / "m.csv"), "--predictions", str(tmp_path / "p.csv"),
                                  "--encoder", "nope"], obj={})
     assert r.exit_code == 1 and "lacks the column 'path'" in r.output
+
+
+def test_describe_runs_a_model_over_a_manifest(tmp_path):
+    """--model module:factory with --weights, labels from the manifest, φ = true-class probability."""
+    import torch
+
+    from test_confidence_models import Tiny
+    from test_encoders_cache import write_images
+
+    paths = write_images(tmp_path, 16)
+    torch.manual_seed(0)
+    torch.save(Tiny().state_dict(), tmp_path / "w.pt")
+    pd.DataFrame({"path": [p.split("/")[-1] for p in paths], "label": np.arange(16) % 4}).to_parquet(
+        tmp_path / "manifest.parquet")
+    r = CliRunner().invoke(cli, ["--cache-dir", str(tmp_path / "c"), "-q", "describe",
+                                 str(tmp_path / "manifest.parquet"), "--model", "test_confidence_models:tiny_factory",
+                                 "--weights", str(tmp_path / "w.pt"), "--confidence", "true_class",
+                                 "--encoder", "spotcheck", "--sentences", "spotcheck", "--clusters", "2",
+                                 "--num-workers", "0", "--out", str(tmp_path / "out")], obj={})
+    assert r.exit_code == 0, r.output
+    table = pd.read_parquet(tmp_path / "out" / "assignments.parquet")
+    assert len(table) == 16 and set(table["performance"]) <= {0.0, 1.0}
+    payload = json.loads((tmp_path / "out" / "explanation.json").read_text())
+    assert payload["encoder"]["encoder"] == "spotcheck"
+    assert payload["params"]["tau"] == pytest.approx(__import__("lbee.encoders", fromlist=["x"]).create_encoder(
+        "spotcheck").default_tau)

@@ -55,3 +55,16 @@ def test_metric_errors():
         precision_at_k(np.zeros((3, 1)), np.zeros((4, 1), bool))
     with pytest.raises(ValueError, match="k"):
         precision_at_k(np.zeros((3, 1)), np.zeros((3, 1), bool), k=0)
+
+
+def test_failure_analysis_by_hand():
+    from lbee.metrics import failure_analysis
+
+    blind = [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [20, 21, 22, 23, 24]]
+    hyps = [[0, 1], [2, 3, 20, 21, 22], [4, 5, 30, 31, 32, 33, 34, 35, 36, 37]]
+    # blindspot 0: 0,1 found (BP 1.0); 2,3 merged (hyp mostly in the union); 4,5 impure; 6..9 not returned
+    res = failure_analysis(hyps, blind)
+    b0 = next(r for r in res if r["blindspot"] == 0)
+    assert b0 == {"blindspot": 0, "not_returned": 0.4, "found": 0.2, "merged": 0.2, "impure": 0.2}
+    b1 = next(r for r in res if r["blindspot"] == 1)
+    assert b1["merged"] == pytest.approx(0.6) and b1["not_returned"] == pytest.approx(0.4)

@@ -1,0 +1,143 @@
+"""The SpotCheck EC pipeline end to end: lbee demo, EC persistence, the encoder gate, the benchmark."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from lbee.cli import cli
+from lbee.spotcheck import (CorruptECError, ExperimentalConfiguration, domino_synthetic_predictions,
+                            relevance_matrix, spotcheck_sentences)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    result = CliRunner().invoke(cli, ["demo", "--seed", "0", "--out", str(out)], obj={})
+    assert result.exit_code == 0, result.output
+    return out, result.output
+
+
+def test_demo_prints_and_writes_everything(demo_run):
+    out, text = demo_run
+    assert "True blindspots" in text and "DR =" in text and "FDR =" in text
+    for m in ("tops", "setdiff", "pdiff", "fpdiff", "domino"):
+        assert m in text
+    payload = json.loads((out / "explanation.json").read_text())
+    assert set(payload["methods"]) == {"tops", "setdiff", "pdiff", "fpdiff", "domino"}
+    assert payload["encoder"]["encoder"] == "spotcheck" and payload["blindspots"]
+    assert (out / "assignments.parquet").exists() and "## Metrics" in (out / "report.md").read_text()
+    assert 0.0 <= payload["DR"] <= 1.0
+
+
+def test_demo_ec_has_verified_blindspots_and_round_trips(demo_run):
+    out, _ = demo_run
+    ec = ExperimentalConfiguration.load(out / "ec")
+    v = ec.verification
+    assert v["passed"] and v["accuracy_outside"] >= 0.9 and max(v["accuracy_inside"]) <= 0.2
+    # test labels are the truth; train labels are flipped inside blindspots
+    assert np.array_equal(ec.labels["test"], ec.true_labels("test"))
+    inside = ec.membership("train").any(1)
+    assert inside.any() and np.all(ec.labels["train"][inside] != ec.true_labels("train")[inside])
+    assert np.all(ec.labels["train"][~inside] == ec.true_labels("train")[~inside])
+    # the reloaded model reproduces the verification
+    from lbee.spotcheck import verify_blindspots
+
+    assert verify_blindspots(ec)["accuracy_inside"] == pytest.approx(v["accuracy_inside"])
+    # the model exposes its penultimate representation
+    from lbee.spotcheck import predict
+
+    probs, feats = predict(ec.model, ec.images["test"][:5])
+    assert probs.shape == (5, 2) and feats.shape[0] == 5 and feats.ndim == 2
+
+
+def test_demo_metrics_match_evaluate_from_files(demo_run):
+    """lbee evaluate on the demo's output with the exact Γ reproduces the demo's numbers."""
+    out, _ = demo_run
+    ec = ExperimentalConfiguration.load(out / "ec", load_images=False)
+    rel = relevance_matrix(ec.attributes["test"], [c for _, c, _ in spotcheck_sentences()])
+    np.save(out / "rel.npy", rel)
+    r = CliRunner().invoke(cli, ["evaluate", str(out), "--relevance", str(out / "rel.npy"), "--out",
+                                 str(out / "m.json")], obj={})
+    assert r.exit_code == 0, r.output
+    rows = {x["method"]: x for x in json.loads((out / "m.json").read_text())}
+    demo_scores = json.loads((out / "explanation.json").read_text())["metrics"]
+    for m, s in demo_scores.items():
+        for key in ("AHR", "ACR", "TPR", "JI"):
+            assert rows[m][key] == pytest.approx(s[key], nan_ok=True)
+
+
+def test_corrupt_ec_folder(demo_run, tmp_path):
+    out, _ = demo_run
+    bad = tmp_path / "ec"
+    shutil.copytree(out / "ec", bad)
+    (bad / "images" / "test" / "00000.png").write_bytes(b"broken")
+    with pytest.raises(CorruptECError, match="cannot be read"):
+        ExperimentalConfiguration.load(bad)
+    (bad / "metadata.parquet").unlink()
+    with pytest.raises(CorruptECError, match="incomplete or corrupt"):
+        ExperimentalConfiguration.load(bad)
+
+
+def test_encoder_quality_gate_on_fresh_renders():
+    """Single-attribute sentences separate images with / without the attribute (ROC-AUC)."""
+    from sklearn.metrics import roc_auc_score
+
+    from lbee.encoders import create_encoder
+    from lbee.spotcheck import ATTRIBUTES, DatasetDefinition, render
+
+    enc = create_encoder("spotcheck")
+    rng = np.random.default_rng(2024)  # renders never seen in training
+    d = DatasetDefinition(["background", "square", "rectangle", "circle", "text"], list(ATTRIBUTES))
+    imgs, attrs = [], []
+    for _ in range(1200):
+        im, a = render(d.sample_attributes(rng), rng, 64)
+        imgs.append(im)
+        attrs.append(a)
+    X = enc.encode_arrays(np.stack(imgs))
+    sents = [s for s in spotcheck_sentences() if s[2]]
+    S = enc.encode_text([s for s, _, _ in sents])
+    rel = relevance_matrix(attrs, [c for _, c, _ in sents])
+    aucs = np.array([roc_auc_score(rel[:, j], X @ S[j]) for j in range(len(sents))])
+    assert np.median(aucs) >= 0.90 and aucs.min() >= 0.75, dict(zip([s for s, _, _ in sents], aucs.round(3)))
+    assert np.allclose(np.linalg.norm(X, axis=1), 1, atol=1e-5)
+    assert 0 < enc.default_tau < 1
+
+
+def test_domino_synthetic_model_rates():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 20000)
+    s = rng.random(20000) < 0.3
+    p = domino_synthetic_predictions(y, s, in_sensitivity=0.3, out_sensitivity=0.9, in_specificity=0.6,
+                                     out_specificity=0.95, random_state=0)
+    assert p.mean() == pytest.approx(p.mean()) and ((p > 0) & (p < 1)).all()
+    assert p[(y == 1) & s].mean() == pytest.approx(0.3, abs=0.02)
+    assert p[(y == 1) & ~s].mean() == pytest.approx(0.9, abs=0.02)
+    assert p[(y == 0) & s].mean() == pytest.approx(0.4, abs=0.02)
+    with pytest.raises(ValueError, match="in_sensitivity"):
+        domino_synthetic_predictions(y, s, in_sensitivity=1.5)
+
+
+def test_benchmark_resumes_and_summarizes(tmp_path, monkeypatch):
+    from lbee.spotcheck import _bench, _ec
+
+    rec = {"seed": 0, "DR": 1.0, "FDR": 0.0, "scores": {"tops": {"AHR": 0.5, "ACR": 0.4, "TPR": 0.3, "JI": 0.2}},
+           "description_accuracy": {"tops": 1.0},
+           "failure_analysis": [{"blindspot": 0, "not_returned": 0.0, "found": 0.5, "merged": 0.5, "impure": 0.0}]}
+    (tmp_path / "ecs").mkdir()
+    for seed, dr in ((0, 1.0), (1, 0.5)):
+        (tmp_path / "ecs" / f"ec_{seed:04d}.json").write_text(json.dumps({**rec, "seed": seed, "DR": dr}))
+
+    def boom(*a, **k):
+        raise AssertionError("a finished EC was recomputed")
+
+    monkeypatch.setattr(_ec, "make_ec", boom)
+    records = _bench.run_benchmark(2, tmp_path, encoder=None)
+    assert [r["seed"] for r in records] == [0, 1]
+    rows = _bench.summarize(records)
+    dr = next(r for r in rows if r["metric"] == "DR")
+    assert dr["mean"] == pytest.approx(0.75) and dr["n"] == 2 and dr["ci95"] == pytest.approx(1.96 * 0.3535534 / 2 ** 0.5)
+    md = _bench.write_tables(rows, tmp_path)
+    assert "| DR |" in md and (tmp_path / "bench.csv").exists()
