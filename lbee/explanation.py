@@ -143,7 +143,7 @@ def _group_prototypes(images, groups):
     return prototypes(members, labels, len(groups))
 
 
-def _hard_groups(images, hard_mask, n_clusters, slicer):
+def _hard_groups(images, hard_mask, n_clusters, slicer, confidence):
     if isinstance(slicer, str):
         check_choice(slicer, "slicer", {"ward"})
         hard_idx = np.flatnonzero(hard_mask)
@@ -152,10 +152,10 @@ def _hard_groups(images, hard_mask, n_clusters, slicer):
     groups = getattr(slicer, "hard_groups", None)
     if not callable(groups):
         raise TypeError(
-            f"`slicer` must be 'ward' or a slicer object with a `hard_groups(image_embeddings)` method; "
+            f"`slicer` must be 'ward' or a slicer object (lbee.slicers) with a `hard_groups` method; "
             f"received {type(slicer).__name__}."
         )
-    result = [np.asarray(g, dtype=np.int64) for g in groups(images)]
+    result = [np.asarray(g, dtype=np.int64) for g in groups(images, confidence=confidence, hard=hard_mask)]
     result = [g for g in result if g.size]
     if not result:
         raise ValueError("`slicer` returned no non-empty hard group.")
@@ -183,7 +183,7 @@ def _prepare(image_embeddings, sentence_embeddings, confidence, hard, easy, a, n
                 f"`sentences` has {len(sentences)} entries but `sentence_embeddings` has {sent.shape[0]} rows."
             )
     hard_mask, easy_mask = resolve_split(images.shape[0], confidence=confidence, hard=hard, easy=easy, a=a)
-    groups = _hard_groups(images, hard_mask, n_clusters, slicer)
+    groups = _hard_groups(images, hard_mask, n_clusters, slicer, confidence)
     partition = _Partition(images, groups, easy_mask, n_easy_clusters)
     params = {"a": a, "n_clusters": n_clusters, "n_easy_clusters": n_easy_clusters, "k": int(k), "tau": tau,
               "slicer": slicer if isinstance(slicer, str) else type(slicer).__name__,
@@ -234,9 +234,11 @@ def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None
     tau : float or None, default=0.25
         Similarity threshold of SetDiff / FPDiff; None means the CLIP default 0.25
         (pass the encoder's ``default_tau`` for another encoder).
-    slicer : 'ward' or object, default='ward'
-        'ward' clusters the hard split; an object with ``hard_groups(image_embeddings)``
-        supplies the hard groups instead (the easy side is still Ward-clustered).
+    slicer : 'ward' or slicer object, default='ward'
+        'ward' clusters the hard split; a slicer from :mod:`lbee.slicers`
+        (fitted on these images, or unfitted: then fitted here with the split as
+        its error signal) supplies the hard groups, most important first. The
+        easy side is still Ward-clustered and every describer works on them.
     sentences : list of str of length N, optional
         Sentence texts, kept for readable output.
 
