@@ -390,6 +390,32 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out):
     click.echo(f"Wrote {out}/bench.csv and bench.md ({len(records)} ECs)")
 
 
+@cli.command("compare-pak")
+@click.argument("explanation", type=click.Path(exists=True))
+@click.option("--embeddings", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="(n, d) .npy embeddings of the evaluation set.")
+@click.option("--partitions", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="(n, t) boolean .npy ground-truth partitions of the evaluation set.")
+@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True)
+def compare_pak(explanation, embeddings, partitions, k):
+    """LBEE app. B protocol: P@K of another set assigned to an explanation's easy ∪ hard prototypes."""
+    import numpy as np
+
+    from .metrics import prototype_precision_at_k
+    from .pipeline import load_explanations
+
+    path = Path(explanation)
+    if path.is_dir():
+        path = path / "explanation.json"
+    try:
+        exps, _ = load_explanations(path)
+        exp = next(iter(exps.values()))
+        value = prototype_precision_at_k(exp, np.load(embeddings), np.load(partitions), k=k)
+    except (ValueError, TypeError, OSError) as exc:
+        _fail(exc)
+    click.echo(f"P@{k} = {value:.3f}")
+
+
 def main():  # pragma: no cover
     cli(obj={})
 

@@ -209,3 +209,50 @@ def failure_analysis(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
                 counts["impure"] += 1
         out.append({"blindspot": m, **{k: v / len(b) for k, v in counts.items()}})
     return out
+
+
+def prototype_precision_at_k(prototypes, embeddings, true_partitions, k=10):
+    """The LBEE paper's comparison protocol (its app. B, after FACTS / Domino).
+
+    Prototypes fitted on one set (the union of easy and hard prototypes) are
+    compared with the images of another set: each image is assigned to its
+    nearest prototype, each prototype ranks its assigned images by cosine
+    similarity (then the others), and precision@k is averaged over the
+    ground-truth partitions.
+
+    Parameters
+    ----------
+    prototypes : Explanation or array-like of shape (m, d)
+        An explanation fitted on set A (its easy and hard prototypes are used), or the prototypes.
+    embeddings : array-like of shape (n, d)
+        Images of set B.
+    true_partitions : array-like of bool, shape (n, t), or list of index arrays
+        Ground-truth partitions of set B (e.g. the bias-conflicting class–context groups).
+    k : int, default=10
+
+    Returns
+    -------
+    float
+        Mean precision@k over the partitions.
+    """
+    from ._validation import as_unit_rows
+    from .explanation import Explanation
+
+    if isinstance(prototypes, Explanation):
+        prototypes = np.stack([c.prototype for c in prototypes.easy_clusters + prototypes.hard_clusters])
+    P = as_unit_rows(prototypes, "prototypes")
+    E = as_unit_rows(embeddings, "embeddings")
+    if P.shape[1] != E.shape[1]:
+        raise ValueError(f"`embeddings` has d={E.shape[1]} but the prototypes have d={P.shape[1]}.")
+    n = E.shape[0]
+    truth = true_partitions
+    if isinstance(truth, (list, tuple)):
+        mask = np.zeros((n, len(truth)), bool)
+        for j, g in enumerate(truth):
+            mask[np.asarray(g, dtype=np.int64), j] = True
+        truth = mask
+    sim = E @ P.T
+    assigned = sim.argmax(1)
+    # images assigned to a prototype outrank every other image for it (cosine lies in [-1, 1])
+    scores = sim - 3.0 * (assigned[:, None] != np.arange(P.shape[0])[None, :])
+    return float(precision_at_k(scores, truth, k).mean())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,6 +53,42 @@ def description_accuracy(ec_membership, hypotheses, relevance, conditions, blind
     return float(np.mean(hits)) if hits else float("nan")
 
 
+def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0,
+                      planespot_reducers=("scvis", "tsne", "pca")):
+    """Hypothesised blindspots of Domino and PlaneSpot on the EC's test set, with fit times.
+
+    Domino gets the cross-modal image embeddings, labels and P(square); PlaneSpot
+    runs per class on the classifier's penultimate features and its confidence
+    for that class, and the groups of both classes are merged by importance.
+
+    Returns
+    -------
+    dict of str to (list of ndarray, float)
+    """
+
+    from ..slicers import DominoSlicer, PlaneSpotSlicer
+
+    y = ec.true_labels("test")
+    out = {}
+    t0 = time.perf_counter()
+    dom = DominoSlicer(random_state=random_state).fit(image_embeddings, y, probs[:, 1])
+    out["domino"] = ([s for s in dom.slices_ if len(s)], time.perf_counter() - t0)
+    pred = probs.argmax(1)
+    for reducer in planespot_reducers:
+        t0 = time.perf_counter()
+        groups = []
+        for c in (0, 1):
+            idx = np.flatnonzero(y == c)
+            if len(idx) < 3:
+                continue
+            ps = PlaneSpotSlicer(reducer=reducer, random_state=random_state).fit(features[idx], probs[idx, c],
+                                                                                errors=pred[idx] != c)
+            groups += [(imp, idx[g]) for imp, g in zip(ps.importance_, ps.slices_)]
+        groups.sort(key=lambda t: -t[0])
+        out[f"planespot-{reducer}"] = ([g for _, g in groups], time.perf_counter() - t0)
+    return out
+
+
 @dataclass
 class ECAnalysis:
     """Everything measured on one EC."""
@@ -64,14 +101,16 @@ class ECAnalysis:
     failures: list = field(default_factory=list)
     hypotheses: list = field(default_factory=list)
     relevance: np.ndarray | None = None
+    slicers: dict = field(default_factory=dict)
 
     def summary(self):
         return {"scores": self.scores, "DR": self.dr, "FDR": self.fdr,
-                "description_accuracy": self.description_accuracy, "failure_analysis": self.failures}
+                "description_accuracy": self.description_accuracy, "failure_analysis": self.failures,
+                "slicers": self.slicers}
 
 
 def analyze_ec(ec, encoder, *, methods=("tops", "setdiff", "pdiff", "fpdiff", "domino"), n_clusters=15, k=3,
-               a=0.2, o=0.2, tau=None, image_ids=None):
+               a=0.2, o=0.2, tau=None, image_ids=None, with_slicers=False):
     """Embed the EC's test images, run the describers and score them.
 
     φ is the model's probability of the true class (the test set is correctly
@@ -84,12 +123,14 @@ def analyze_ec(ec, encoder, *, methods=("tops", "setdiff", "pdiff", "fpdiff", "d
     texts = [s for s, _, _ in sents]
     conditions = [c for _, c, _ in sents]
     S = encoder.encode_text(texts)
-    probs, _ = predict(ec.model, images)
+    probs, feats = predict(ec.model, images)
     y = ec.true_labels("test")
     phi = probs[np.arange(len(y)), y]
     omega = (probs.argmax(1) == y).astype(np.float64)
+    t0 = time.perf_counter()
     exps = explain_methods(X, S, methods=list(methods), confidence=phi, n_clusters=n_clusters, k=k, a=a,
                            tau=encoder.default_tau if tau is None else tau, sentences=texts)
+    ward_s = time.perf_counter() - t0
     rel = relevance_matrix(ec.attributes["test"], conditions)
     scores = {m: evaluate(e, rel, omega, o=o) for m, e in exps.items()}
     first = next(iter(exps.values()))
@@ -108,4 +149,9 @@ def analyze_ec(ec, encoder, *, methods=("tops", "setdiff", "pdiff", "fpdiff", "d
     result = DescribeResult(exps, ids, phi, omega, texts, encoder.identity(), "spotcheck")
     result.extra = {"blindspots": ec.describe_blindspots(), "metrics": scores, "DR": dr, "FDR": fdr,
                     "description_accuracy": desc, "ec_seed": ec.seed}
-    return ECAnalysis(result, scores, dr, fdr, desc, failure_analysis(hyps, truth), hyps, rel)
+    slicers = {"ward": {"DR": dr, "FDR": fdr, "fit_s": ward_s, "n_groups": len(hyps)}}
+    if with_slicers:
+        for name, (h, secs) in slicer_hypotheses(ec, X, probs, feats).items():
+            slicers[name] = {"DR": discovery_rate(h, truth), "FDR": false_discovery_rate(h, truth),
+                             "fit_s": secs, "n_groups": len(h)}
+    return ECAnalysis(result, scores, dr, fdr, desc, failure_analysis(hyps, truth), hyps, rel, slicers)

@@ -20,7 +20,8 @@ def mean_ci(values):
     return float(v.mean()), float(half), int(v.size)
 
 
-def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=None, **ec_kwargs):
+def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=None, with_slicers=True,
+                  **ec_kwargs):
     """Run ``n_ecs`` ECs (seeds first_seed..), one JSON per EC in ``out_dir/ecs``; done ECs are skipped."""
     import time
 
@@ -47,7 +48,7 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
                 log(f"EC {seed}: skipped ({exc})")
             continue
         t1 = time.perf_counter()
-        analysis = analyze_ec(ec, encoder)
+        analysis = analyze_ec(ec, encoder, with_slicers=with_slicers)
         rec = {"seed": seed, "blindspots": ec.describe_blindspots(), "n_blindspots": len(ec.blindspots),
                "generate_and_train_s": t1 - t0, "analysis_s": time.perf_counter() - t1, **analysis.summary()}
         atomic_write_bytes(path, json.dumps(rec, indent=1).encode())
@@ -58,9 +59,16 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
 def summarize(records):
     """Rows (metric, method, mean, ci95, n) over the EC records."""
     rows = []
-    for metric in ("DR", "FDR"):
-        m, h, n = mean_ci([r[metric] for r in records])
-        rows.append({"metric": metric, "method": "ward (LBEE split-and-cluster)", "mean": m, "ci95": h, "n": n})
+    slicer_names = list(records[0].get("slicers", {})) if records else []
+    if not slicer_names:
+        slicer_names = ["ward"]
+    for name in slicer_names:
+        for metric in ("DR", "FDR", "fit_s"):
+            vals = [r["slicers"][name][metric] if "slicers" in r else r.get(metric) for r in records]
+            m, h, n = mean_ci(vals)
+            label = "ward (LBEE split-and-cluster)" if name == "ward" else name
+            rows.append({"metric": metric if metric != "fit_s" else "fit time (s)", "method": label, "mean": m,
+                         "ci95": h, "n": n})
     methods = list(records[0]["scores"]) if records else []
     for metric in ("AHR", "ACR", "TPR", "JI"):
         for meth in methods:
