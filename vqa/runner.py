@@ -1,0 +1,213 @@
+"""Running VQA backends over images × questions, through an answer cache."""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from lbee.cache import EmbeddingCache, atomic_save_npz, file_sha256
+
+from .combine import combine as combine_answers
+
+FLUSH_EVERY = 2048
+
+
+class AnswerCache:
+    """P(yes) per (backend identity, image content hash, question), in atomic shards."""
+
+    def __init__(self, identity, cache_dir=None):
+        self.root = EmbeddingCache({"vqa": identity}, cache_dir).root / "answers"
+        self._store = None
+
+    @staticmethod
+    def key(image_hash, question):
+        return f"{image_hash}\x1f{question}"
+
+    def load(self):
+        if self._store is None:
+            self._store = {}
+            for shard in sorted(self.root.glob("shard-*.npz")):
+                try:
+                    with np.load(shard) as d:
+                        self._store.update(zip(d["keys"].tolist(), d["values"].tolist()))
+                except (OSError, ValueError, KeyError):
+                    continue
+        return self._store
+
+    def put(self, keys, values):
+        if keys:
+            atomic_save_npz(self.root / f"shard-{uuid.uuid4().hex}.npz", keys=np.asarray(keys, dtype=str),
+                            values=np.asarray(values, dtype=np.float64))
+            self.load().update(zip(keys, values))
+
+
+@dataclass
+class VQAResult:
+    """Relevance from VQA.
+
+    Attributes
+    ----------
+    probabilities : dict of str to ndarray of shape (n_ok, N)
+        P(yes) per backend; NaN where the answer was neither yes nor no.
+    answers : dict of str to ndarray of bool, shape (n_ok, N)
+        P(yes) ≥ 0.5 (an invalid answer counts as no).
+    relevance : ndarray of bool, shape (n_ok, N)
+        The combined Γ.
+    image_ids : list of str
+        The images that could be read (rows).
+    sentences, questions : list of str
+    invalid : dict of str to int
+        Answers that were neither yes nor no, per backend.
+    failures : list of (str, str)
+        Unreadable images and why.
+    n_computed : dict of str to int
+        Pairs actually run through each backend (0 on a cached rerun).
+    """
+
+    probabilities: dict
+    answers: dict
+    relevance: np.ndarray
+    image_ids: list
+    sentences: list
+    questions: list
+    invalid: dict = field(default_factory=dict)
+    failures: list = field(default_factory=list)
+    n_computed: dict = field(default_factory=dict)
+
+    def to_frame(self):
+        """Long form: image, sentence, question, <backend>_p, <backend>, relevant."""
+        import pandas as pd
+
+        n, m = self.relevance.shape
+        cols = {"image": np.repeat(self.image_ids, m), "sentence": np.tile(self.sentences, n),
+                "question": np.tile(self.questions, n)}
+        for name in self.probabilities:
+            cols[f"{name}_p"] = self.probabilities[name].reshape(-1)
+            cols[name] = self.answers[name].reshape(-1)
+        cols["relevant"] = self.relevance.reshape(-1)
+        return pd.DataFrame(cols)
+
+
+def _open(path):
+    from PIL import Image
+
+    with Image.open(path) as img:
+        return img.convert("RGB")
+
+
+def compute_relevance(image_paths, sentences, backends, *, questions=None, image_ids=None, combine="and",
+                      cache_dir=None, use_cache=True, batch_size=8, progress=False):
+    """Ask every backend a yes/no question per (image, sentence) and combine.
+
+    Parameters
+    ----------
+    image_paths : list of str
+    sentences : list of str
+    backends : dict of str to vqa.backends.Backend
+    questions : list of str, optional
+        One per sentence; default from :func:`vqa.questions.questions_for` (a
+        sentence without a question is an error naming it).
+    image_ids : list of str, optional
+        Names in the output (default: the paths).
+    combine : {'and', 'or', 'majority'}, default='and'
+    batch_size : int, default=8
+        (image, question) pairs per forward pass.
+
+    Returns
+    -------
+    VQAResult
+    """
+    from tqdm.auto import tqdm
+
+    from .questions import questions_for
+
+    sentences = list(sentences)
+    if questions is None:
+        questions, missing = questions_for(sentences)
+        if missing:
+            raise ValueError(f"{len(missing)} sentence(s) have no question (no rule applies), e.g. {missing[:3]}; "
+                             "pass an overrides file.")
+    questions = list(questions)
+    if len(questions) != len(sentences):
+        raise ValueError(f"{len(questions)} questions for {len(sentences)} sentences; expected one each.")
+    empty = [s for s, q in zip(sentences, questions) if not q or not str(q).strip()]
+    if empty:
+        raise ValueError(f"{len(empty)} question(s) are empty, e.g. for sentence {empty[0]!r}.")
+    if not backends:
+        raise ValueError("`backends` is empty; expected at least one VQA backend.")
+    image_ids = list(image_ids or image_paths)
+    hashes, failures, ok = [], [], []
+    for i, p in enumerate(image_paths):
+        try:
+            _open(p)  # the processors need a decodable image
+            hashes.append(file_sha256(p))
+            ok.append(i)
+        except Exception as exc:  # unreadable / not an image
+            failures.append((str(p), f"{type(exc).__name__}: {exc}"))
+    if failures:
+        warnings.warn(f"Skipped {len(failures)} unreadable image(s), first: {failures[0][0]}.", stacklevel=2)
+    n, m = len(ok), len(sentences)
+    probs, invalid, computed = {}, {}, {}
+    for name, backend in backends.items():
+        cache = AnswerCache(backend.identity(), cache_dir) if use_cache else None
+        store = cache.load() if cache else {}
+        mat = np.full((n, m), np.nan)
+        todo = []
+        for r, i in enumerate(ok):
+            for j, q in enumerate(questions):
+                key = AnswerCache.key(hashes[r], q)
+                if key in store:
+                    mat[r, j] = store[key]
+                else:
+                    todo.append((r, j))
+        pend_k, pend_v = [], []
+        bar = tqdm(total=len(todo), desc=f"vqa {name}", unit="q", disable=not progress)
+        try:
+            for start in range(0, len(todo), batch_size):
+                chunk = todo[start:start + batch_size]
+                imgs = [_open(image_paths[ok[r]]) for r, _ in chunk] if backend.uses_images else [None] * len(chunk)
+                ans = backend.answer(imgs, [questions[j] for _, j in chunk],
+                                     sentences=[sentences[j] for _, j in chunk],
+                                     image_ids=[image_ids[ok[r]] for r, _ in chunk])
+                for (r, j), a in zip(chunk, ans):
+                    mat[r, j] = a
+                    pend_k.append(AnswerCache.key(hashes[r], questions[j]))
+                    pend_v.append(float(a))
+                if cache and len(pend_k) >= FLUSH_EVERY:
+                    cache.put(pend_k, pend_v)
+                    pend_k, pend_v = [], []
+                bar.update(len(chunk))
+        finally:
+            if cache:
+                cache.put(pend_k, pend_v)  # keep what was answered, even on interruption
+            bar.close()
+        probs[name] = mat
+        invalid[name] = int(np.isnan(mat).sum())
+        computed[name] = len(todo)
+    answers = {k: np.nan_to_num(v, nan=0.0) >= 0.5 for k, v in probs.items()}
+    return VQAResult(probs, answers, combine_answers(answers, combine), [image_ids[i] for i in ok], sentences,
+                     questions, invalid, failures, computed)
+
+
+def parse_backend_spec(spec):
+    """'llava+blip' -> ['llava', 'blip'] (order kept, duplicates dropped)."""
+    names = [s.strip() for s in str(spec).split("+") if s.strip()]
+    if not names:
+        raise ValueError(f"`--backend` must name one or more backends joined by '+'; received {spec!r}.")
+    return list(dict.fromkeys(names))
+
+
+def write_relevance(result, path):
+    """Write the long-form table (parquet or CSV by suffix)."""
+    path = Path(path)
+    frame = result.to_frame()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
+    return path
