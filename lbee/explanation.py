@@ -165,7 +165,9 @@ def _hard_groups(images, hard_mask, n_clusters, slicer, confidence):
 def _prepare(image_embeddings, sentence_embeddings, confidence, hard, easy, a, n_clusters,
              n_easy_clusters, k, tau, slicer, sentences):
     images = as_unit_rows(image_embeddings, "image_embeddings")
-    sent = as_unit_rows(sentence_embeddings, "sentence_embeddings")
+    # A prebuilt SentenceIndex is reused as is (per-class loops over one sentence set).
+    index = sentence_embeddings if isinstance(sentence_embeddings, SentenceIndex) else None
+    sent = index.embeddings if index is not None else as_unit_rows(sentence_embeddings, "sentence_embeddings")
     if images.shape[1] != sent.shape[1]:
         raise ValueError(
             f"`sentence_embeddings` has dimension d={sent.shape[1]} but `image_embeddings` has d={images.shape[1]}; "
@@ -189,7 +191,7 @@ def _prepare(image_embeddings, sentence_embeddings, confidence, hard, easy, a, n
               "slicer": slicer if isinstance(slicer, str) else type(slicer).__name__,
               "n_images": int(images.shape[0]), "n_sentences": int(sent.shape[0]),
               "n_hard": int(hard_mask.sum()), "n_easy": int(easy_mask.sum())}
-    return partition, SentenceIndex(sent), params, sentences
+    return partition, index or SentenceIndex(sent), params, sentences
 
 
 def _describe(partition, index, method, params, sentences):
@@ -215,8 +217,10 @@ def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None
     ----------
     image_embeddings : array-like of shape (n, d)
         Image embeddings in the joint space (renormalised to unit rows).
-    sentence_embeddings : array-like of shape (N, d)
-        Sentence embeddings in the same space (renormalised to unit rows).
+    sentence_embeddings : array-like of shape (N, d) or SentenceIndex
+        Sentence embeddings in the same space (renormalised to unit rows). A
+        prebuilt :class:`lbee.sentence_index.SentenceIndex` is reused as is,
+        which saves its set-up in loops over classes.
     confidence : array-like of shape (n,), optional
         φ, higher = easier (pass −entropy for entropy). Splits at μ ± aσ.
     hard, easy : array-like of bool, shape (n,), optional

@@ -203,3 +203,12 @@ def test_bad_options(planted):
         lbee.explain(X, S)
     with pytest.raises(ValueError, match="`sentences` has 2 entries"):
         lbee.explain(X, S, confidence=phi, sentences=["a", "b"])
+
+
+def test_prebuilt_sentence_index_gives_the_same_result(planted):
+    from lbee.sentence_index import SentenceIndex
+
+    X, S, phi, _ = planted_world(noise=0.05, seed=4)
+    a = lbee.explain(X, S, confidence=phi, n_clusters=3, method="fpdiff")
+    b = lbee.explain(X, SentenceIndex(S), confidence=phi, n_clusters=3, method="fpdiff")
+    assert [c.sentences for c in a.hard_clusters] == [c.sentences for c in b.hard_clusters]

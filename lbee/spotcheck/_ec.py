@@ -192,7 +192,7 @@ def generate_images(dataset, blindspots, n, rng, size, *, mislabel, enrich=0.0):
     return images, attrs, labels
 
 
-def train_classifier(images, labels, *, epochs=8, batch_size=128, lr=3e-3, random_state=0, arch="cnn"):
+def train_classifier(images, labels, *, epochs=12, batch_size=128, lr=5e-3, random_state=0, arch="cnn"):
     """Train the square classifier ("cnn": small CNN; "resnet18": torchvision ResNet-18) on CPU."""
     import torch
 
@@ -258,7 +258,7 @@ def verify_blindspots(ec, split="val", *, min_outside=0.9, max_inside=0.2):
             "n_inside": [int(memb[:, j].sum()) for j in range(memb.shape[1])]}
 
 
-def make_ec(random_state=0, *, n_train=3000, n_val=1000, n_test=2000, image_size=64, epochs=8, arch="cnn",
+def make_ec(random_state=0, *, n_train=3000, n_val=1000, n_test=2000, image_size=64, epochs=12, arch="cnn",
             n_blindspots=None, n_rollable=None, n_other_layers=None, enrich=0.25, max_attempts=5,
             min_blindspot_size=20, log=None):
     """Generate an EC whose model verifiably has its blindspots.
