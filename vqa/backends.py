@@ -93,8 +93,38 @@ class Backend:
         raise NotImplementedError
 
 
+class _HFBackend(Backend):
+    """Shared set-up of transformers VQA backends: options, device, dtype, loading with clear errors."""
+
+    label = "model"
+
+    def _setup(self, model, device, scoring, max_new_tokens, model_obj, processor, load_model, load_processor):
+        import torch
+
+        self.model_name = model
+        self.device = _resolve_device(device)
+        self.scoring = scoring
+        self.max_new_tokens = max_new_tokens
+        if scoring not in ("logits", "generate"):
+            raise ValueError(f"`scoring` must be 'logits' or 'generate'; received {scoring!r}.")
+        if model_obj is None:
+            dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
+            try:
+                processor = load_processor(model)
+                model_obj = _oom_guard(lambda: load_model(model, dtype=dtype).to(self.device), self.name,
+                                       self.device)
+            except VQAError:
+                raise
+            except OSError as exc:
+                raise VQAError(f"Cannot load {self.label} model {model!r}: {exc}. Offline, the weights must be in "
+                               "the Hugging Face cache or a local folder.") from exc
+        self.model = model_obj.to(self.device).eval()
+        self.processor = processor
+        return processor.tokenizer
+
+
 @register_backend("llava")
-class LlavaBackend(Backend):
+class LlavaBackend(_HFBackend):
     """LLaVA through transformers (``LlavaForConditionalGeneration`` + ``AutoProcessor``).
 
     Parameters
@@ -111,33 +141,14 @@ class LlavaBackend(Backend):
     """
 
     name = "llava"
+    label = "LLaVA"
 
     def __init__(self, model="llava-hf/llava-1.5-7b-hf", *, device=None, scoring="logits", max_new_tokens=5,
                  model_obj=None, processor=None):
-        import torch
+        from transformers import AutoProcessor, LlavaForConditionalGeneration
 
-        self.model_name = model
-        self.device = _resolve_device(device)
-        self.scoring = scoring
-        self.max_new_tokens = max_new_tokens
-        if scoring not in ("logits", "generate"):
-            raise ValueError(f"`scoring` must be 'logits' or 'generate'; received {scoring!r}.")
-        if model_obj is None:
-            from transformers import AutoProcessor, LlavaForConditionalGeneration
-
-            dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
-            try:
-                processor = AutoProcessor.from_pretrained(model)
-                model_obj = _oom_guard(lambda: LlavaForConditionalGeneration.from_pretrained(
-                    model, dtype=dtype).to(self.device), "llava", self.device)
-            except VQAError:
-                raise
-            except OSError as exc:
-                raise VQAError(f"Cannot load LLaVA model {model!r}: {exc}. Offline, the weights must be in the "
-                               "Hugging Face cache or a local folder.") from exc
-        self.model = model_obj.to(self.device).eval()
-        self.processor = processor
-        tok = processor.tokenizer
+        tok = self._setup(model, device, scoring, max_new_tokens, model_obj, processor,
+                          LlavaForConditionalGeneration.from_pretrained, AutoProcessor.from_pretrained)
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
         tok.padding_side = "left"
@@ -178,7 +189,7 @@ def _parsed(texts):
 
 
 @register_backend("blip")
-class BlipBackend(Backend):
+class BlipBackend(_HFBackend):
     """BLIP VQA (``BlipForQuestionAnswering``), a non-CLIP second family that installs with transformers.
 
     Parameters
@@ -188,33 +199,14 @@ class BlipBackend(Backend):
     """
 
     name = "blip"
+    label = "BLIP"
 
     def __init__(self, model="Salesforce/blip-vqa-base", *, device=None, scoring="logits", max_new_tokens=5,
                  model_obj=None, processor=None):
-        import torch
+        from transformers import BlipForQuestionAnswering, BlipProcessor
 
-        self.model_name = model
-        self.device = _resolve_device(device)
-        self.scoring = scoring
-        self.max_new_tokens = max_new_tokens
-        if scoring not in ("logits", "generate"):
-            raise ValueError(f"`scoring` must be 'logits' or 'generate'; received {scoring!r}.")
-        if model_obj is None:
-            from transformers import BlipForQuestionAnswering, BlipProcessor
-
-            dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
-            try:
-                processor = BlipProcessor.from_pretrained(model)
-                model_obj = _oom_guard(lambda: BlipForQuestionAnswering.from_pretrained(
-                    model, dtype=dtype).to(self.device), "blip", self.device)
-            except VQAError:
-                raise
-            except OSError as exc:
-                raise VQAError(f"Cannot load BLIP model {model!r}: {exc}. Offline, the weights must be in the "
-                               "Hugging Face cache or a local folder.") from exc
-        self.model = model_obj.to(self.device).eval()
-        self.processor = processor
-        tok = processor.tokenizer
+        tok = self._setup(model, device, scoring, max_new_tokens, model_obj, processor,
+                          BlipForQuestionAnswering.from_pretrained, BlipProcessor.from_pretrained)
         self.yes_ids = _token_ids(tok, ["yes"])
         self.no_ids = _token_ids(tok, ["no"])
 
