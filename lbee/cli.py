@@ -93,9 +93,18 @@ def _load_npy(path, name):
 @click.argument("images", required=False, type=click.Path(exists=True))
 @click.option("--sentences", "sentence_set", default="conditions", show_default=True,
               help="A built-in sentence set name or a sentence file.")
-@click.option("--predictions", type=click.Path(exists=True, dir_okay=False),
+@click.option("--task", type=click.Choice(["classification", "segmentation"]), default="classification",
+              show_default=True, help="What the model does; segmentation scores per-pixel outputs.")
+@click.option("--predictions", type=click.Path(exists=True),
               help="CSV/parquet with an image id column and 'confidence' or 'prob_<class>' columns, "
-                   "optional 'label' / 'pred'.")
+                   "optional 'label' / 'pred'. Segmentation: a folder of per-image <name>.npy (K, H, W) "
+                   "logits/probabilities or (H, W) label maps.")
+@click.option("--masks", type=click.Path(exists=True, file_okay=False),
+              help="Segmentation: folder of ground-truth label maps <name>.png|.npy.")
+@click.option("--split-by", type=click.Choice(["entropy", "pixel_accuracy", "miou"]), default="entropy",
+              show_default=True, help="Segmentation: φ for the easy/hard split (the paper's Fig. 4 comparison).")
+@click.option("--ignore-index", type=int, default=255, show_default=True,
+              help="Segmentation: mask value excluded from pixel accuracy and mIoU.")
 @click.option("--model", "model_spec", help="TorchScript file, torchvision:<arch>, timm:<arch> or module:factory.")
 @click.option("--weights", type=click.Path(exists=True, dir_okay=False), help="State dict for --model.")
 @click.option("--num-classes", type=int, default=None, help="Classes of a torchvision/timm --model.")
@@ -121,7 +130,7 @@ def _load_npy(path, name):
 @click.option("--num-workers", type=click.IntRange(min=0), default=2, show_default=True,
               help="Image-decoding worker processes.")
 @click.pass_context
-def describe(ctx, images, sentence_set, predictions, model_spec, weights, num_classes, image_size, confidence_kind,
+def describe(ctx, images, sentence_set, task, predictions, masks, split_by, ignore_index, model_spec, weights, num_classes, image_size, confidence_kind,
              encoder, image_embeddings, sentence_embeddings, method, clusters, easy_clusters, k, tau, a, out, strict,
              batch_size, num_workers):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
@@ -137,8 +146,21 @@ def describe(ctx, images, sentence_set, predictions, model_spec, weights, num_cl
     sents = list(sset.sentences)
     if predictions is None and model_spec is None:
         raise click.UsageError("Give the model's outputs: --predictions FILE or --model SPEC.")
+    if task == "classification" and predictions and Path(predictions).is_dir():
+        raise click.BadParameter(f"{predictions!r} is a folder; classification expects a CSV/parquet file "
+                                 "(a folder of per-image outputs is for --task segmentation).",
+                                 param_hint="--predictions")
+    if task == "segmentation" and predictions and not Path(predictions).is_dir():
+        raise click.BadParameter(f"{predictions!r} is a file; segmentation expects a folder of per-image .npy "
+                                 "outputs.", param_hint="--predictions")
+    if task == "classification" and (masks or split_by != "entropy"):
+        raise click.UsageError("--masks and --split-by are for --task segmentation.")
+    seg = dict(task=task, masks=masks, split_by=split_by, ignore_index=ignore_index)
     try:
         if image_embeddings:
+            if task == "segmentation":
+                raise click.UsageError("--task segmentation reads IMAGES (to match predictions and masks by "
+                                       "name); --image-embeddings is for classification.")
             result = _describe_precomputed(image_embeddings, sentence_embeddings, predictions, confidence_kind,
                                            sents, sset.name, _methods(method), clusters, easy_clusters, k, tau, a)
         else:
@@ -146,7 +168,7 @@ def describe(ctx, images, sentence_set, predictions, model_spec, weights, num_cl
                 raise click.UsageError("Give IMAGES (a folder or manifest) or --image-embeddings.")
             result = _describe_images(obj, images, sents, sset.name, predictions, model_spec, weights, num_classes,
                                       image_size, confidence_kind, encoder, sentence_embeddings, _methods(method),
-                                      clusters, easy_clusters, k, tau, a, strict, batch_size, num_workers)
+                                      clusters, easy_clusters, k, tau, a, strict, batch_size, num_workers, seg)
     except click.ClickException:
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
@@ -191,7 +213,7 @@ def _describe_precomputed(image_embeddings, sentence_embeddings, predictions, ki
 
 def _describe_images(obj, images, sents, set_name, predictions, model_spec, weights, num_classes, image_size,
                      kind, encoder_spec, sentence_embeddings, methods, clusters, easy_clusters, k, tau, a, strict,
-                     batch_size, num_workers):
+                     batch_size, num_workers, seg):
     import numpy as np
 
     from .confidence import scores_from_probabilities, scores_from_table
@@ -207,7 +229,12 @@ def _describe_images(obj, images, sents, set_name, predictions, model_spec, weig
     ok = emb.ok
     ids = [i for i, good in zip(imgs.ids, ok) if good]
     paths = [p for p, good in zip(imgs.paths, ok) if good]
-    if predictions:
+    extra = {}
+    if seg["task"] == "segmentation":
+        phi, omega = _segmentation_scores(obj, ids, paths, predictions, model_spec, weights, seg)
+        extra = {"task": "segmentation", "split_by": seg["split_by"],
+                 "performance_metric": "miou" if seg["masks"] else "entropy"}
+    elif predictions:
         table_ids, scores = scores_from_table(read_table(predictions), kind=kind)
         rows = align_scores(ids, paths, table_ids)
         phi, omega = scores.confidence[rows], scores.performance[rows]
@@ -232,7 +259,24 @@ def _describe_images(obj, images, sents, set_name, predictions, model_spec, weig
     return describe(emb.embeddings, sen, confidence=phi, performance=omega, sentences=sents, image_ids=ids,
                     image_paths=paths, methods=methods, encoder_identity=enc.identity(), sentence_set=set_name,
                     failures=emb.failures, n_clusters=clusters, n_easy_clusters=easy_clusters, k=k,
-                    tau=enc.default_tau if tau is None else tau, a=a)
+                    tau=enc.default_tau if tau is None else tau, a=a, extra=extra)
+
+
+def _segmentation_scores(obj, ids, paths, predictions, model_spec, weights, seg):
+    """φ (by ``--split-by``) and ω (mIoU with masks, else −entropy) for a segmentation model."""
+    from .segmentation import match_files, predict_segmentation, scores_from_folders
+    from .segmentation import MASK_SUFFIXES
+
+    if predictions:
+        scores = scores_from_folders(ids, predictions, seg["masks"], ignore_index=seg["ignore_index"])
+    else:
+        from .classifier import load_classifier
+
+        masks = match_files(seg["masks"], ids, MASK_SUFFIXES, "mask") if seg["masks"] else None
+        model = load_classifier(model_spec, weights)
+        scores = predict_segmentation(model, paths, masks=masks, device=obj["device"],
+                                      ignore_index=seg["ignore_index"], progress=obj["progress"])
+    return scores.confidence(seg["split_by"]), scores.performance("miou")
 
 
 # ---------------------------------------------------------------- evaluate

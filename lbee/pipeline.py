@@ -64,7 +64,7 @@ def align_scores(image_ids, image_paths, table_ids):
 
 def describe(image_embeddings, sentence_embeddings, *, confidence, performance, sentences, image_ids,
              methods, encoder_identity, sentence_set, failures=(), image_paths=None, hard=None, easy=None,
-             **explain_kwargs):
+             extra=None, **explain_kwargs):
     """Run the requested describers and bundle the result as a :class:`DescribeResult`."""
     if hard is not None:
         exps = explain_methods(image_embeddings, sentence_embeddings, methods=methods, hard=hard, easy=easy,
@@ -74,7 +74,7 @@ def describe(image_embeddings, sentence_embeddings, *, confidence, performance, 
                                sentences=sentences, **explain_kwargs)
     return DescribeResult(exps, list(image_ids), np.asarray(confidence, dtype=np.float64),
                           np.asarray(performance, dtype=np.float64), list(sentences), encoder_identity,
-                          sentence_set, list(failures), image_paths)
+                          sentence_set, list(failures), image_paths, dict(extra or {}))
 
 
 def assignments_table(result):

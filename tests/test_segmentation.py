@@ -1,0 +1,137 @@
+"""Segmentation: φ = −mean pixel entropy, ω = mIoU / pixel accuracy, the Fig. 4 split option."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from lbee.cli import cli
+from lbee.segmentation import image_performance, mean_pixel_entropy, segmentation_scores
+
+
+def test_entropy_of_uniform_and_one_hot_maps():
+    uniform = np.full((4, 3, 5), 0.25)
+    assert mean_pixel_entropy(uniform) == pytest.approx(np.log(4))
+    one_hot = np.zeros((4, 3, 5))
+    one_hot[2] = 1
+    assert mean_pixel_entropy(one_hot) == pytest.approx(0.0, abs=1e-9)
+    # Half the pixels uniform, half certain: the mean of log 4 and 0.
+    mixed = one_hot.copy()
+    mixed[:, :, :2] = 0.25
+    assert mean_pixel_entropy(mixed) == pytest.approx(np.log(4) * 6 / 15)
+
+
+def test_pixel_accuracy_and_miou_by_hand_with_ignore_index():
+    pred = np.array([[0, 0, 1, 1],
+                     [0, 2, 1, 1]])
+    gt = np.array([[0, 0, 1, 255],
+                   [1, 2, 1, 1]])
+    acc, miou = image_performance(pred, gt, num_classes=3, ignore_index=255)
+    # 7 valid pixels, 6 correct; IoU: class 0 = 2/3, class 1 = 3/4, class 2 = 1/1.
+    assert acc == pytest.approx(6 / 7)
+    assert miou == pytest.approx((2 / 3 + 3 / 4 + 1) / 3)
+    # Without an ignore index, 255 is an unknown class: a clear error.
+    with pytest.raises(ValueError, match="class 255"):
+        image_performance(pred, gt, num_classes=3, ignore_index=None)
+    assert np.isnan(image_performance(pred, np.full_like(gt, 255), 3)[0])
+
+
+def test_scores_need_matching_sizes_and_known_classes():
+    logits = np.zeros((2, 4, 4))
+    with pytest.raises(ValueError, match="img_a.*shape"):
+        segmentation_scores([logits], [np.zeros((4, 5), int)], names=["img_a"])
+    with pytest.raises(ValueError, match="class 5"):
+        segmentation_scores([logits], [np.full((4, 4), 5)])
+    scores = segmentation_scores([logits])
+    with pytest.raises(ValueError, match="masks"):
+        scores.confidence("miou")
+    label_only = segmentation_scores([np.zeros((4, 4), int)], [np.zeros((4, 4), int)], num_classes=2)
+    assert label_only.miou[0] == 1.0
+    with pytest.raises(ValueError, match="entropy"):
+        label_only.confidence("entropy")
+
+
+class BrightnessSegmenter:
+    """Factory for a TorchScript model: confident 'class 0' on bright pixels, uniform on dark ones."""
+
+    @staticmethod
+    def build():
+        import torch
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                lum = x.mean(dim=1, keepdim=True)  # ImageNet-normalised: dark ≈ -2, bright ≈ +2
+                return torch.cat([(lum + 2.0).clamp(min=0) * 4.0, torch.zeros_like(lum)], dim=1)
+
+        return torch.jit.script(Net())
+
+
+# Dark images: all pixels predicted class 0; truth has 511 valid class-0 pixels (one is ignored) and
+# 512 class-1 pixels, so IoU_0 = 511 / 1023, IoU_1 = 0. Bright images are all correct.
+DARK_MIOU = (511 / 1023 + 0.0) / 2
+
+
+@pytest.fixture(scope="module")
+def seg_world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("seg")
+    (root / "images").mkdir()
+    (root / "masks").mkdir()
+    (root / "preds").mkdir()
+    rng = np.random.default_rng(0)
+    dark = np.zeros(16, bool)
+    dark[rng.permutation(16)[:6]] = True
+    for i in range(16):
+        level = 15 if dark[i] else 235
+        img = np.clip(level + rng.integers(-10, 10, size=(32, 32, 3)), 0, 255).astype(np.uint8)
+        Image.fromarray(img).save(root / "images" / f"im{i:02d}.png")
+        mask = np.zeros((32, 32), np.uint8)
+        if dark[i]:
+            mask[:, 16:] = 1  # the uniform prediction's argmax (class 0) gets half of it wrong
+        mask[0, 0] = 255
+        Image.fromarray(mask).save(root / "masks" / f"im{i:02d}.png")
+        logits = np.zeros((2, 32, 32))
+        logits[0] = 0.1 if dark[i] else 8.0
+        np.save(root / "preds" / f"im{i:02d}.npy", logits)
+    BrightnessSegmenter.build().save(str(root / "model.pt"))
+    return root, dark
+
+
+@pytest.mark.parametrize("split_by", ["entropy", "pixel_accuracy", "miou"])
+def test_cli_segmentation_splits_dark_images_as_hard(seg_world, split_by, tmp_path):
+    root, dark = seg_world
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(root / "images"),
+                                 "--task", "segmentation", "--predictions", str(root / "preds"), "--masks",
+                                 str(root / "masks"), "--split-by", split_by, "--encoder", "spotcheck",
+                                 "--sentences", "spotcheck", "--clusters", "2", "--out", str(out),
+                                 "--num-workers", "0"], obj={})
+    assert r.exit_code == 0, r.output
+    table = pd.read_parquet(out / "assignments.parquet")
+    assert (table["split"] == "hard").to_numpy().tolist() == dark.tolist()
+    np.testing.assert_allclose(table["performance"], np.where(dark, DARK_MIOU, 1.0))
+    payload = json.loads((out / "explanation.json").read_text())
+    assert payload["task"] == "segmentation" and payload["split_by"] == split_by
+
+
+def test_cli_segmentation_model_path_and_bad_masks(seg_world, tmp_path):
+    root, dark = seg_world
+    args = ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(root / "images"), "--task",
+            "segmentation", "--model", str(root / "model.pt"), "--encoder", "spotcheck", "--sentences",
+            "spotcheck", "--clusters", "2", "--out", str(tmp_path / "out"), "--num-workers", "0"]
+    r = CliRunner().invoke(cli, args + ["--masks", str(root / "masks")], obj={})
+    assert r.exit_code == 0, r.output
+    table = pd.read_parquet(tmp_path / "out" / "assignments.parquet")
+    assert (table["split"] == "hard").to_numpy().tolist() == dark.tolist()
+    np.testing.assert_allclose(table["performance"], np.where(dark, DARK_MIOU, 1.0))
+
+    bad = tmp_path / "bad_masks"
+    bad.mkdir()
+    for i in range(16):
+        Image.fromarray(np.zeros((32, 30), np.uint8)).save(bad / f"im{i:02d}.png")
+    r = CliRunner().invoke(cli, args + ["--masks", str(bad)], obj={})
+    assert r.exit_code == 1 and "im00.png" in r.output and "(32, 30)" in r.output, r.output
+    r = CliRunner().invoke(cli, args[:-2] + ["--split-by", "miou"], obj={})
+    assert r.exit_code == 1 and "masks" in r.output, r.output
