@@ -119,7 +119,15 @@ def _load_npy(path, name):
               help="Precomputed (N, d) .npy sentence embeddings (rows in --sentences order).")
 @click.option("--method", multiple=True, type=click.Choice(METHOD_CHOICES), default=["all"], show_default=True,
               help="Describer(s); repeat the option or use 'all'.")
-@click.option("--clusters", type=click.IntRange(min=1), default=15, show_default=True, help="Hard clusters C^h.")
+@click.option("--clusters", type=click.IntRange(min=1), default=None,
+              help="Hard clusters C^h [default: 15, or 5 with --per-class].")
+@click.option("--per-class", is_flag=True, help="Analyse each class separately (needs labels).")
+@click.option("--class-split", type=click.Choice(["errors", "probability"]), default="errors", show_default=True,
+              help="Per class: hard = false positives ∪ false negatives, easy = true positives (ImageNet), or a "
+                   "split of the class probability at μ ± aσ (NICO++).")
+@click.option("--relevance", type=click.Path(exists=True, dir_okay=False),
+              help="Per class: Γ (as for `lbee evaluate`) to score every class.")
+@click.option("--jobs", type=int, default=1, show_default=True, help="Per class: threads (-1 = all cores).")
 @click.option("--easy-clusters", type=click.IntRange(min=1), default=None, help="Easy clusters C^e [default: C^h].")
 @click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Sentences per cluster.")
 @click.option("--tau", type=float, default=None, help="SetDiff/FPDiff threshold [default: the encoder's].")
@@ -131,8 +139,8 @@ def _load_npy(path, name):
               help="Image-decoding worker processes.")
 @click.pass_context
 def describe(ctx, images, sentence_set, task, predictions, masks, split_by, ignore_index, model_spec, weights, num_classes, image_size, confidence_kind,
-             encoder, image_embeddings, sentence_embeddings, method, clusters, easy_clusters, k, tau, a, out, strict,
-             batch_size, num_workers):
+             encoder, image_embeddings, sentence_embeddings, method, clusters, per_class, class_split, relevance, jobs,
+             easy_clusters, k, tau, a, out, strict, batch_size, num_workers):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
     import numpy as np
 
@@ -156,23 +164,32 @@ def describe(ctx, images, sentence_set, task, predictions, masks, split_by, igno
     if task == "classification" and (masks or split_by != "entropy"):
         raise click.UsageError("--masks and --split-by are for --task segmentation.")
     seg = dict(task=task, masks=masks, split_by=split_by, ignore_index=ignore_index)
+    if per_class and task == "segmentation":
+        raise click.UsageError("--per-class is for classification.")
+    if (relevance or jobs != 1) and not per_class:
+        raise click.UsageError("--relevance and --jobs belong to --per-class (use `lbee evaluate` otherwise).")
+    if clusters is None:
+        clusters = 5 if per_class else 15
+    pc = dict(split=class_split, relevance=relevance, jobs=jobs, out=out) if per_class else None
     try:
         if image_embeddings:
             if task == "segmentation":
                 raise click.UsageError("--task segmentation reads IMAGES (to match predictions and masks by "
                                        "name); --image-embeddings is for classification.")
             result = _describe_precomputed(image_embeddings, sentence_embeddings, predictions, confidence_kind,
-                                           sents, sset.name, _methods(method), clusters, easy_clusters, k, tau, a)
+                                           sents, sset.name, _methods(method), clusters, easy_clusters, k, tau, a, pc)
         else:
             if images is None:
                 raise click.UsageError("Give IMAGES (a folder or manifest) or --image-embeddings.")
             result = _describe_images(obj, images, sents, sset.name, predictions, model_spec, weights, num_classes,
                                       image_size, confidence_kind, encoder, sentence_embeddings, _methods(method),
-                                      clusters, easy_clusters, k, tau, a, strict, batch_size, num_workers, seg)
+                                      clusters, easy_clusters, k, tau, a, strict, batch_size, num_workers, seg, pc)
     except click.ClickException:
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
         _fail(exc)
+    if per_class:
+        return
     from .report import terminal_table
 
     click.echo(terminal_table(result))
@@ -186,7 +203,7 @@ def describe(ctx, images, sentence_set, task, predictions, masks, split_by, igno
 
 
 def _describe_precomputed(image_embeddings, sentence_embeddings, predictions, kind, sents, set_name, methods,
-                          clusters, easy_clusters, k, tau, a):
+                          clusters, easy_clusters, k, tau, a, pc):
     from .confidence import scores_from_table
     from .images import read_table
     from .pipeline import describe
@@ -200,10 +217,14 @@ def _describe_precomputed(image_embeddings, sentence_embeddings, predictions, ki
     if sen.ndim != 2 or sen.shape[0] != len(sents):
         raise LbeeError(f"--sentence-embeddings has shape {sen.shape}; expected ({len(sents)}, d) for the "
                         f"{len(sents)} sentences of {set_name!r}.")
-    ids, scores = scores_from_table(read_table(predictions), kind=kind)
+    table = read_table(predictions)
+    ids, scores = scores_from_table(table, kind=kind)
     if img.ndim != 2 or img.shape[0] != len(ids):
         raise LbeeError(f"--image-embeddings has shape {img.shape}; expected ({len(ids)}, d), one row per "
                         "predictions row.")
+    if pc:
+        return _per_class(img, sen, scores, ids, sents, set_name, methods, clusters, easy_clusters, k,
+                          0.25 if tau is None else tau, a, pc, _class_names(table))
     return describe(img, sen, confidence=scores.confidence, performance=scores.performance, sentences=sents,
                     image_ids=ids, methods=methods, encoder_identity={"encoder": "precomputed",
                                                                       "image_embeddings": str(image_embeddings)},
@@ -213,7 +234,7 @@ def _describe_precomputed(image_embeddings, sentence_embeddings, predictions, ki
 
 def _describe_images(obj, images, sents, set_name, predictions, model_spec, weights, num_classes, image_size,
                      kind, encoder_spec, sentence_embeddings, methods, clusters, easy_clusters, k, tau, a, strict,
-                     batch_size, num_workers, seg):
+                     batch_size, num_workers, seg, pc):
     import numpy as np
 
     from .confidence import scores_from_probabilities, scores_from_table
@@ -235,9 +256,11 @@ def _describe_images(obj, images, sents, set_name, predictions, model_spec, weig
         extra = {"task": "segmentation", "split_by": seg["split_by"],
                  "performance_metric": "miou" if seg["masks"] else "entropy"}
     elif predictions:
-        table_ids, scores = scores_from_table(read_table(predictions), kind=kind)
+        table = read_table(predictions)
+        table_ids, scores = scores_from_table(table, kind=kind)
         rows = align_scores(ids, paths, table_ids)
-        phi, omega = scores.confidence[rows], scores.performance[rows]
+        scores = scores.subset(rows)
+        phi, omega = scores.confidence, scores.performance
     else:
         from .classifier import default_transform, load_classifier, predict_probabilities
 
@@ -256,10 +279,54 @@ def _describe_images(obj, images, sents, set_name, predictions, model_spec, weig
         sen = _load_npy(sentence_embeddings, "--sentence-embeddings")
     else:
         sen = embed_sentences(enc, sents, cache_dir=obj["cache_dir"])
+    if pc:
+        return _per_class(emb.embeddings, sen, scores, ids, sents, set_name, methods, clusters, easy_clusters, k,
+                          enc.default_tau if tau is None else tau, a, pc,
+                          _class_names(table) if predictions else None, progress=obj["progress"])
     return describe(emb.embeddings, sen, confidence=phi, performance=omega, sentences=sents, image_ids=ids,
                     image_paths=paths, methods=methods, encoder_identity=enc.identity(), sentence_set=set_name,
                     failures=emb.failures, n_clusters=clusters, n_easy_clusters=easy_clusters, k=k,
                     tau=enc.default_tau if tau is None else tau, a=a, extra=extra)
+
+
+def _class_names(table):
+    cols = [str(c) for c in table.columns if str(c).startswith("prob_")]
+    return [c[len("prob_"):] for c in cols] or None
+
+
+def _per_class(img, sen, scores, ids, sents, set_name, methods, clusters, easy_clusters, k, tau, a, pc, class_names,
+               progress=False):
+    """``describe --per-class``: explain each class, print the averages, write the per-class files."""
+    from .per_class import explain_per_class
+
+    if scores.labels is None:
+        raise LbeeError("--per-class needs true labels: a 'label' column in --predictions or the manifest.")
+    if scores.preds is None and scores.probs is None:
+        raise LbeeError("--per-class needs predicted classes: 'pred' or 'prob_<class>' columns in --predictions.")
+    rel = None
+    if pc["relevance"]:
+        from .relevance import load_relevance
+
+        rel = load_relevance(pc["relevance"], ids, sents)
+    res = explain_per_class(img, sen, labels=scores.labels, preds=scores.preds, probs=scores.probs,
+                            split=pc["split"], methods=methods, n_clusters=clusters, n_easy_clusters=easy_clusters,
+                            k=k, tau=tau, a=a, relevance=rel, sentences=sents, class_names=class_names,
+                            n_jobs=pc["jobs"], progress=progress)
+    summary = res.summary()
+    click.echo(f"Per-class analysis of {len(res.explanations)} classes ({pc['split']} split, C = {clusters}); "
+               "means over classes:")
+    click.echo(summary.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    if res.skipped:
+        click.echo(f"\n{len(res.skipped)} class(es) skipped:", err=True)
+        for c, why in list(res.skipped.items())[:20]:
+            name = f" ({class_names[c]})" if class_names and c < len(class_names) else ""
+            click.echo(f"  class {c}{name}: {why}", err=True)
+    if pc["out"]:
+        from .pipeline import write_per_class_outputs
+
+        write_per_class_outputs(res, pc["out"], image_ids=ids, sentences=sents, sentence_set=set_name)
+        click.echo(f"\nWrote {pc['out']}/per_class.json, per_class_metrics.csv, per_class_summary.csv")
+    return res
 
 
 def _segmentation_scores(obj, ids, paths, predictions, model_spec, weights, seg):

@@ -78,6 +78,12 @@ class ModelScores:
     labels: np.ndarray | None = None
     preds: np.ndarray | None = None
 
+    def subset(self, rows):
+        """The scores of ``rows`` (an int index array), in that order."""
+        take = lambda v: None if v is None else v[rows]  # noqa: E731
+        return ModelScores(self.confidence[rows], self.performance[rows], take(self.probs), take(self.labels),
+                           take(self.preds))
+
 
 def scores_from_probabilities(probs, *, kind="entropy", labels=None):
     """:class:`ModelScores` from (n, C) probabilities and optional labels."""

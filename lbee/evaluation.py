@@ -39,9 +39,11 @@ def sentence_hardness(relevance, performance):
     """
     rel, omega = _check_relevance(relevance, performance)
     counts = rel.sum(axis=0)
+    # One product for all sentences instead of a loop over columns.
+    sums = omega @ rel if rel.shape[0] else np.zeros(rel.shape[1])
     hardness = np.full(rel.shape[1], np.nan)
-    for n in np.flatnonzero(counts):
-        hardness[n] = omega[rel[:, n]].mean()
+    hit = counts > 0
+    hardness[hit] = sums[hit] / counts[hit]
     return hardness, counts
 
 
@@ -104,7 +106,16 @@ def evaluate(explanation, relevance, performance, o=0.2):
                 f"`relevance` has {rel.shape[0]} image rows but the explanation refers to image "
                 f"{int(c.indices.max())}; expected the same images."
             )
-    star = set(failure_sentences(rel, omega, o).tolist())
+    return score_explanation(explanation, rel, set(failure_sentences(rel, omega, o).tolist()))
+
+
+def score_explanation(explanation, relevance, star):
+    """AHR / ACR / TPR / JI of a checked explanation against a known S* (a set of int).
+
+    :func:`evaluate` without its checks, for loops that score several methods
+    against one S* (per-class analysis, sweeps).
+    """
+    rel = relevance
     hr, cr = [], []
     for c in explanation.hard_clusters:
         r = [int(s) for s in c.sentences]

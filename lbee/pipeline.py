@@ -136,3 +136,23 @@ def load_explanations(path):
     sentences = payload.get("sentences")
     exps = {m: Explanation.from_dict({**d, "sentences": sentences}) for m, d in payload["methods"].items()}
     return exps, payload
+
+
+def write_per_class_outputs(result, out_dir, *, image_ids, sentences, sentence_set):
+    """Write ``per_class.json`` (every class's explanations), ``per_class_metrics.csv`` and ``per_class_summary.csv``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "lbee_version": __version__,
+        "sentence_set": sentence_set,
+        "sentences": list(sentences),
+        "images": list(image_ids),
+        "class_names": result.class_names,
+        "skipped": {str(c): why for c, why in result.skipped.items()},
+        "classes": {str(c): {m: {k: v for k, v in e.to_dict().items() if k != "sentences"} for m, e in exps.items()}
+                    for c, exps in result.explanations.items()},
+    }
+    atomic_write_bytes(out / "per_class.json", json.dumps(payload).encode())
+    atomic_write_bytes(out / "per_class_metrics.csv", result.metrics.to_csv(index=False).encode())
+    atomic_write_bytes(out / "per_class_summary.csv", result.summary().to_csv(index=False).encode())
+    return out

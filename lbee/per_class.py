@@ -1,0 +1,229 @@
+"""Per-class analysis (LBEE §5 and app. A): one explanation per class, plus averages.
+
+Two ways of splitting a class's images, both from the paper:
+
+- ``"errors"`` (ImageNet, app. A): the class's images are those labelled or
+  predicted as the class; easy = true positives, hard = false negatives ∪ false
+  positives. ω = 1 for a correct prediction, else 0.
+- ``"probability"`` (NICO++, app. D): the images labelled as the class, split at
+  μ ± a·σ of the predicted probability of that class. ω as above.
+
+Embeddings are normalised once and every class shares one
+:class:`~lbee.sentence_index.SentenceIndex`, so 1,000 classes over 50,000
+images never re-embed anything nor rebuild the sentence side; classes run in a
+thread pool (the heavy parts, BLAS and FAISS, release the GIL).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validation import as_unit_rows, check_choice, check_positive_int
+from .explanation import EasyCluster, Explanation, HardCluster, explain_methods
+from .selection import METHODS
+from .sentence_index import SentenceIndex
+
+CLASS_SPLITS = ("errors", "probability")
+
+
+@dataclass
+class ClassSplit:
+    """The images of one class and its easy / hard masks over them (local indices)."""
+
+    label: int
+    images: np.ndarray
+    hard: np.ndarray
+    easy: np.ndarray
+    performance: np.ndarray
+
+
+def class_splits(labels, *, preds=None, probs=None, split="errors", a=0.2, classes=None):
+    """Split every class's images into easy and hard.
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (n,)
+        True classes.
+    preds : array-like of int, shape (n,), optional
+        Predicted classes (default: argmax of ``probs``).
+    probs : array-like of shape (n, n_classes), optional
+        Predicted probabilities; needed for ``split='probability'``.
+    split : {'errors', 'probability'}, default='errors'
+    a : float, default=0.2
+        Margin of the probability split.
+    classes : iterable of int, optional
+        Classes to analyse (default: every class present in ``labels``).
+
+    Returns
+    -------
+    splits : list of ClassSplit
+    skipped : dict of int to str
+        Classes that cannot be analysed and why.
+    """
+    check_choice(split, "split", set(CLASS_SPLITS))
+    y = np.asarray(labels)
+    if y.ndim != 1 or y.size == 0:
+        raise ValueError(f"`labels` must be a non-empty 1-D array of class indices; received shape {y.shape}.")
+    y = y.astype(np.int64)
+    p = None
+    if probs is not None:
+        p = np.asarray(probs, dtype=np.float64)
+        if p.ndim != 2 or p.shape[0] != y.shape[0]:
+            raise ValueError(f"`probs` must have shape ({y.shape[0]}, n_classes); received {p.shape}.")
+        unknown = np.unique(y[(y < 0) | (y >= p.shape[1])])
+        if unknown.size:
+            raise ValueError(f"`labels` contains class(es) {unknown[:5].tolist()} absent from the predictions, which "
+                             f"cover {p.shape[1]} classes [0, {p.shape[1]}).")
+    if preds is None:
+        if p is None:
+            raise ValueError("Per-class analysis needs predictions: `preds` or `probs`.")
+        preds = p.argmax(axis=1)
+    yhat = np.asarray(preds).astype(np.int64)
+    if yhat.shape != y.shape:
+        raise ValueError(f"`preds` has shape {yhat.shape}; expected {y.shape}, one per label.")
+    if split == "probability" and p is None:
+        raise ValueError("`split='probability'` needs `probs` (the class probability columns).")
+    correct = (yhat == y).astype(np.float64)
+    wanted = np.unique(y) if classes is None else np.asarray(list(classes), dtype=np.int64)
+    splits, skipped = [], {}
+    for c in wanted.tolist():
+        if split == "errors":
+            members = np.flatnonzero((y == c) | (yhat == c))
+            hard = y[members] != yhat[members]  # false negatives and false positives
+            easy = ~hard                        # true positives
+        else:
+            members = np.flatnonzero(y == c)
+            phi = p[members, c]
+            mu, sd = phi.mean() if members.size else 0.0, phi.std() if members.size else 0.0
+            hard, easy = phi < mu - a * sd, phi > mu + a * sd
+        if members.size == 0:
+            skipped[c] = "no image labelled or predicted as this class"
+        elif not hard.any():
+            skipped[c] = "no hard image (every prediction of this class is right)" if split == "errors" \
+                else "no hard image (class probabilities do not spread)"
+        elif not easy.any():
+            skipped[c] = "no easy image (the class is never predicted correctly)" if split == "errors" \
+                else "no easy image"
+        else:
+            splits.append(ClassSplit(int(c), members, hard, easy, correct[members]))
+    return splits, skipped
+
+
+def _to_global(exp, members, label):
+    """The same explanation with member indices into all n images."""
+    hard = [HardCluster(members[c.indices], c.prototype, c.easy_cluster, c.sentences, c.scores)
+            for c in exp.hard_clusters]
+    easy = [EasyCluster(members[c.indices], c.prototype) for c in exp.easy_clusters]
+    return Explanation(hard, easy, exp.method, dict(exp.params, label=int(label)), exp.sentence_texts)
+
+
+@dataclass
+class PerClassResult:
+    """Explanations and metrics of a per-class analysis.
+
+    Attributes
+    ----------
+    explanations : dict of int to dict of str to Explanation
+        Per class, per method; cluster indices point into all n images.
+    metrics : pandas.DataFrame
+        One row per (class, method): sizes and, with relevance, AHR / ACR / TPR / JI.
+    skipped : dict of int to str
+        Classes not analysed and why.
+    class_names : list of str or None
+    """
+
+    explanations: dict
+    metrics: object
+    skipped: dict = field(default_factory=dict)
+    class_names: list | None = None
+
+    def summary(self):
+        """Per method, the mean of each metric over the analysed classes (NaNs skipped)."""
+        cols = [c for c in ("AHR", "ACR", "TPR", "JI") if c in self.metrics.columns]
+        agg = self.metrics.groupby("method", sort=False)[cols + ["n_hard_clusters"]].mean()
+        agg.insert(0, "n_classes", self.metrics.groupby("method", sort=False).size())
+        return agg.reset_index()
+
+
+def explain_per_class(image_embeddings, sentence_embeddings, *, labels, preds=None, probs=None, split="errors",
+                      methods=METHODS, n_clusters=5, n_easy_clusters=None, k=3, tau=0.25, a=0.2, relevance=None,
+                      o=0.2, classes=None, class_names=None, sentences=None, n_jobs=1, progress=False):
+    """Run LBEE separately on each class.
+
+    Parameters
+    ----------
+    image_embeddings : array-like of shape (n, d)
+    sentence_embeddings : array-like of shape (N, d) or SentenceIndex
+    labels, preds, probs, split, a, classes
+        See :func:`class_splits`.
+    methods : list of str, default=all describers
+    n_clusters : int, default=5
+        Hard clusters per class (the paper's per-class default).
+    n_easy_clusters, k, tau, sentences
+        As in :func:`lbee.explain`.
+    relevance : array-like of bool, shape (n, N), optional
+        Γ; with it each class gets AHR / ACR / TPR / JI on its own images.
+    o : float, default=0.2
+    class_names : list of str, optional
+        Names indexed by class, for readable output.
+    n_jobs : int, default=1
+        Threads; -1 uses every core.
+    progress : bool, default=False
+        A progress bar over classes.
+
+    Returns
+    -------
+    PerClassResult
+    """
+    import pandas as pd
+    from joblib import Parallel, delayed
+    from tqdm.auto import tqdm
+
+    from .evaluation import failure_sentences, score_explanation
+
+    if isinstance(methods, str):
+        methods = [methods]
+    check_positive_int(n_clusters, "n_clusters")
+    images = as_unit_rows(image_embeddings, "image_embeddings").astype(np.float32)
+    index = sentence_embeddings if isinstance(sentence_embeddings, SentenceIndex) else \
+        SentenceIndex(as_unit_rows(sentence_embeddings, "sentence_embeddings"))
+    if labels is None or len(labels) != images.shape[0]:
+        raise ValueError(f"`labels` must have one entry per image ({images.shape[0]}); "
+                         f"received {None if labels is None else len(labels)}.")
+    rel = None
+    if relevance is not None:
+        rel = np.asarray(relevance, dtype=bool)
+        if rel.shape != (images.shape[0], index.embeddings.shape[0]):
+            raise ValueError(f"`relevance` has shape {rel.shape}; expected ({images.shape[0]}, "
+                             f"{index.embeddings.shape[0]}).")
+    splits, skipped = class_splits(labels, preds=preds, probs=probs, split=split, a=a, classes=classes)
+
+    def run(cs):
+        exps = explain_methods(images[cs.images], index, methods=methods, hard=cs.hard, easy=cs.easy,
+                               n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, k=k, tau=tau,
+                               sentences=sentences)
+        rows = []
+        if rel is not None:
+            class_rel = rel[cs.images]
+            star = set(failure_sentences(class_rel, cs.performance, o).tolist())
+        for m, e in exps.items():
+            row = {"class": cs.label, "method": m, "n_images": int(cs.images.size), "n_hard": int(cs.hard.sum()),
+                   "n_easy": int(cs.easy.sum()), "n_hard_clusters": len(e.hard_clusters)}
+            if class_names is not None:
+                row["class_name"] = str(class_names[cs.label])
+            if rel is not None:
+                row.update(score_explanation(e, class_rel, star))
+            rows.append(row)
+        return cs.label, {m: _to_global(e, cs.images, cs.label) for m, e in exps.items()}, rows
+
+    jobs = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(delayed(run)(cs) for cs in splits)
+    explanations, rows = {}, []
+    for label, exps, r in tqdm(jobs, total=len(splits), desc="classes", disable=not progress):
+        explanations[label] = exps
+        rows.extend(r)
+    metrics = pd.DataFrame(rows)
+    if metrics.empty:
+        raise ValueError(f"No class could be analysed: {dict(list(skipped.items())[:5])}.")
+    return PerClassResult(explanations, metrics, skipped, list(class_names) if class_names is not None else None)

@@ -1,0 +1,138 @@
+"""Per-class analysis: ImageNet-style error split, NICO-style probability split, shared sentence index."""
+
+import numpy as np
+import pytest
+
+import lbee.sentence_index
+from lbee.per_class import class_splits, explain_per_class
+
+
+def test_error_split_by_hand():
+    labels = np.array([0, 0, 0, 1, 1, 2])
+    preds = np.array([0, 1, 0, 1, 0, 2])
+    splits, skipped = class_splits(labels, preds=preds)
+    by = {s.label: s for s in splits}
+    # class 0: images labelled or predicted 0 = {0, 1, 2, 4}; FN = 1, FP = 4, TP = 0, 2
+    assert by[0].images.tolist() == [0, 1, 2, 4]
+    assert by[0].images[by[0].hard].tolist() == [1, 4] and by[0].images[by[0].easy].tolist() == [0, 2]
+    assert by[1].images[by[1].hard].tolist() == [1, 4] and by[1].images[by[1].easy].tolist() == [3]
+    assert by[0].performance.tolist() == [1, 0, 1, 0]
+    assert 2 in skipped and "no hard" in skipped[2]
+
+
+def test_probability_split_and_bad_inputs():
+    labels = np.array([0] * 5 + [1] * 3)
+    probs = np.zeros((8, 2))
+    probs[:5, 0] = [0.9, 0.8, 0.1, 0.2, 0.85]
+    probs[:5, 1] = 1 - probs[:5, 0]
+    probs[5:] = [0.3, 0.7]  # class 1: no spread, nothing hard
+    splits, skipped = class_splits(labels, probs=probs, split="probability")
+    s0 = splits[0]
+    assert s0.label == 0 and s0.images[s0.hard].tolist() == [2, 3] and s0.images[s0.easy].tolist() == [0, 1, 4]
+    assert "no hard" in skipped[1]
+    with pytest.raises(ValueError, match=r"class\(es\) \[3\] absent from the predictions"):
+        class_splits(np.array([0, 3]), probs=np.full((2, 2), 0.5))
+    with pytest.raises(ValueError, match="needs `probs`"):
+        class_splits(labels, preds=labels, split="probability")
+    # A class never predicted: no easy images, skipped with the reason.
+    _, skipped = class_splits(np.array([0, 0, 1, 1]), preds=np.array([0, 0, 0, 0]))
+    assert "never predicted correctly" in skipped[1]
+
+
+def per_class_world(per=6, seed=0):
+    """Class 0 lives near e0 and fails 'at night' (e2); class 1 near e1 and fails 'in fog' (e3)."""
+    rng = np.random.default_rng(seed)
+    eye = np.eye(8)
+    # The failure condition dominates its images, so it (not the class) is the best description.
+    centres = [eye[0], (eye[0] + 2 * eye[2]) / np.sqrt(5), eye[1], (eye[1] + 2 * eye[3]) / np.sqrt(5)]
+    X = np.concatenate([np.tile(c, (per, 1)) for c in centres]) + 0.01 * rng.normal(size=(4 * per, 8))
+    labels = np.repeat([0, 0, 1, 1], per)
+    preds = labels.copy()
+    preds[per:2 * per] = 1      # class 0 at night: predicted as class 1 (false negatives of 0, false positives of 1)
+    preds[3 * per:] = 0         # class 1 in fog: predicted as class 0
+    rel = np.zeros((4 * per, 8), bool)
+    rel[per:2 * per, 2] = True
+    rel[3 * per:, 3] = True
+    rel[:2 * per, 0] = True
+    rel[2 * per:, 1] = True
+    return X, eye, labels, preds, rel, ["road", "field", "at night", "in fog", "s4", "s5", "s6", "s7"]
+
+
+def test_explain_per_class_finds_each_class_failure_with_one_index(monkeypatch):
+    X, S, labels, preds, rel, sentences = per_class_world()
+    built = []
+    original = lbee.sentence_index.SentenceIndex.__init__
+
+    def counting_init(self, *args, **kwargs):
+        built.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(lbee.sentence_index.SentenceIndex, "__init__", counting_init)
+    res = explain_per_class(X, S, labels=labels, preds=preds, methods=["tops", "pdiff"], n_clusters=2, k=1,
+                            relevance=rel, sentences=sentences, class_names=["car", "cow"])
+    assert len(built) == 1  # the sentence side is built once for every class
+    assert set(res.explanations) == {0, 1}
+    # Each class's hard set holds both failure groups (its FN and its FP); the pdiff clusters name them.
+    for c in (0, 1):
+        exp = res.explanations[c]["pdiff"]
+        named = {sentences[cl.sentences[0]] for cl in exp.hard_clusters}
+        assert named == {"at night", "in fog"}
+        members = np.concatenate([cl.indices for cl in exp.hard_clusters])
+        assert sorted(members.tolist()) == list(range(6, 12)) + list(range(18, 24))  # global indices
+        assert exp.params["label"] == c
+    row = res.metrics.query("`class` == 0 and method == 'pdiff'").iloc[0]
+    assert row["class_name"] == "car" and row["n_hard"] == 12 and row["n_easy"] == 6
+    # Class 0's images: ω(road) = 1/2 (day and night cars), ω(field) = ω(at night) = ω(in fog) = 0 < mean 1/3,
+    # so S* = {field, at night, in fog}; pdiff returns {at night, in fog}.
+    assert row["TPR"] == pytest.approx(2 / 3) and row["AHR"] == 1.0 and row["JI"] == pytest.approx(2 / 3)
+    summary = res.summary()
+    assert summary.set_index("method").loc["pdiff", "n_classes"] == 2
+
+
+def test_per_class_threads_match_serial():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 16))
+    S = rng.normal(size=(40, 16))
+    labels = rng.integers(0, 12, size=600)
+    preds = np.where(rng.random(600) < 0.3, rng.integers(0, 12, size=600), labels)
+    a = explain_per_class(X, S, labels=labels, preds=preds, n_jobs=1)
+    b = explain_per_class(X, S, labels=labels, preds=preds, n_jobs=2)
+    assert a.metrics.equals(b.metrics)
+    for c in a.explanations:
+        for m in a.explanations[c]:
+            assert a.explanations[c][m].to_dict() == b.explanations[c][m].to_dict()
+
+
+def test_cli_per_class(tmp_path):
+    import json
+
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    X, S, labels, preds, rel, sentences = per_class_world()
+    np.save(tmp_path / "img.npy", X)
+    np.save(tmp_path / "sen.npy", S)
+    np.save(tmp_path / "rel.npy", rel)
+    (tmp_path / "s.txt").write_text("\n".join(sentences) + "\n")
+    probs = np.where(np.arange(2)[None, :] == preds[:, None], 0.8, 0.2)
+    table = pd.DataFrame({"image": [f"i{i}" for i in range(len(labels))], "label": labels,
+                          "prob_car": probs[:, 0], "prob_cow": probs[:, 1]})
+    table.to_csv(tmp_path / "pred.csv", index=False)
+    args = ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
+            str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions",
+            str(tmp_path / "pred.csv"), "--per-class", "--clusters", "2", "-k", "1", "--method", "pdiff",
+            "--relevance", str(tmp_path / "rel.npy"), "--jobs", "2", "--out", str(tmp_path / "out")]
+    r = CliRunner().invoke(cli, args, obj={})
+    assert r.exit_code == 0, r.output
+    assert "Per-class analysis of 2 classes" in r.output
+    metrics = pd.read_csv(tmp_path / "out" / "per_class_metrics.csv")
+    assert metrics["class_name"].tolist() == ["car", "cow"] and metrics["TPR"].round(3).tolist() == [0.667, 0.667]
+    payload = json.loads((tmp_path / "out" / "per_class.json").read_text())
+    assert payload["class_names"] == ["car", "cow"] and set(payload["classes"]) == {"0", "1"}
+    # Labels outside the probability columns: a clear error naming the class.
+    table.loc[0, "label"] = 5
+    table.to_csv(tmp_path / "pred.csv", index=False)
+    r = CliRunner().invoke(cli, args, obj={})
+    assert r.exit_code == 1 and "[5] absent from the predictions" in r.output, r.output
