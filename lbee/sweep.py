@@ -1,0 +1,133 @@
+"""Sensitivity sweeps over K, C and o (LBEE Fig. 6 and Fig. 10).
+
+- K (sentences per cluster): the split and clustering are computed once and
+  only the selection is redone.
+- C (clusters, C^h = C^e): one clustering per value.
+- o (β = o·std ω): the explanations do not change; only S*_β and the metrics
+  that depend on it (AHR, TPR, JI) move, ACR stays constant, as in Fig. 10.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .evaluation import _check_relevance, failure_sentences, score_explanation
+from .explanation import _describe, _prepare
+from .selection import METHODS
+
+METRICS = ("ACR", "AHR", "TPR", "JI")
+DEFAULT_K = (1, 2, 3, 5, 10)
+DEFAULT_C = (1, 5, 10, 15, 20, 30)
+DEFAULT_O = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+
+
+def _values(values, name, kind):
+    values = list(values or [])
+    for v in values:
+        if kind is int and (isinstance(v, bool) or int(v) != v or v < 1):
+            raise ValueError(f"`{name}` values must be integers >= 1; received {v!r}.")
+        if kind is float and (not np.isfinite(float(v)) or float(v) < 0):
+            raise ValueError(f"`{name}` values must be finite and >= 0; received {v!r}.")
+    return [kind(v) for v in values]
+
+
+def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, performance, confidence=None,
+                      hard=None, easy=None, K=DEFAULT_K, C=DEFAULT_C, o=DEFAULT_O, methods=METHODS, k=3,
+                      n_clusters=15, tau=0.25, a=0.2, o_default=0.2):
+    """Metrics of every method while one parameter varies and the others stay at their defaults.
+
+    Parameters
+    ----------
+    image_embeddings : array-like of shape (n, d)
+    sentence_embeddings : array-like of shape (N, d)
+    relevance : array-like of bool, shape (n, N)
+        Γ.
+    performance : array-like of shape (n,)
+        ω.
+    confidence, hard, easy, a, tau
+        The split, as in :func:`lbee.explain`.
+    K, C, o : sequence, optional
+        Values to try for the sentences per cluster, the number of clusters
+        (C^h = C^e) and the severity; an empty sequence skips that sweep.
+    methods : list of str
+    k, n_clusters, o_default
+        The values held fixed while another parameter varies (paper defaults).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``parameter`` ('K', 'C' or 'o'), ``value``, ``method``, ACR,
+        AHR, TPR, JI and ``n_failure_sentences``.
+    """
+    import pandas as pd
+
+    K, C, o = _values(K, "K", int), _values(C, "C", int), _values(o, "o", float)
+    if not (K or C or o):
+        raise ValueError("Nothing to sweep: `K`, `C` and `o` are all empty.")
+    rel, omega = _check_relevance(relevance, performance)
+    star_default = set(failure_sentences(rel, omega, o_default).tolist())
+    split = dict(confidence=confidence, hard=hard, easy=easy, a=a)
+    rows = []
+
+    def add(parameter, value, exps, star):
+        for m, e in exps.items():
+            rows.append({"parameter": parameter, "value": value, "method": m,
+                         **score_explanation(e, rel, star)})
+
+    shared = {"sentences": sentence_embeddings}
+
+    def run(n_clusters_, k_):
+        partition, index, params, _ = _prepare(image_embeddings, shared["sentences"], tau=tau, slicer="ward",
+                                               sentences=None, n_clusters=n_clusters_, n_easy_clusters=None,
+                                               k=k_, **split)
+        if rel.shape[0] != params["n_images"]:
+            raise ValueError(f"`relevance` has {rel.shape[0]} rows; expected {params['n_images']}, one per image.")
+        shared["sentences"] = index  # later runs reuse the sentence index
+        return partition, index, params
+
+    partition, index, params = run(n_clusters, k)
+    base = {m: _describe(partition, index, m, params, None) for m in methods}
+    for value in K:  # one clustering, selection redone per K
+        add("K", value, {m: _describe(partition, index, m, dict(params, k=value), None) for m in methods},
+            star_default)
+    for value in C:
+        part_c, index_c, params_c = run(value, k)
+        add("C", value, {m: _describe(part_c, index_c, m, params_c, None) for m in methods}, star_default)
+    for value in o:  # same explanations, another S*
+        add("o", value, base, set(failure_sentences(rel, omega, value).tolist()))
+    return pd.DataFrame(rows)
+
+
+def plot_sweep(table, path):
+    """Fig. 6 / Fig. 10 style: one row per swept parameter, one column per metric, a line per method.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`sensitivity_sweep` output.
+    path : path-like
+        Image file (.png or .svg).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    params = list(dict.fromkeys(table["parameter"]))
+    fig, axes = plt.subplots(len(params), len(METRICS), figsize=(3.2 * len(METRICS), 2.6 * len(params)),
+                             squeeze=False)
+    for r, p in enumerate(params):
+        sub = table[table["parameter"] == p]
+        for c, metric in enumerate(METRICS):
+            ax = axes[r, c]
+            for m, g in sub.groupby("method", sort=False):
+                ax.plot(g["value"], g[metric], marker="o", label=m)
+            ax.set_xlabel(p)
+            ax.set_ylim(-0.02, 1.02)
+            ax.set_title(metric if r == 0 else "")
+            ax.grid(alpha=0.3)
+    axes[0, -1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
