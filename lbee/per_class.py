@@ -119,6 +119,43 @@ def _to_global(exp, members, label):
     return Explanation(hard, easy, exp.method, dict(exp.params, label=int(label)), exp.sentence_texts)
 
 
+def _run_class(images, index, rel, cs, settings):
+    """Explain (and with Γ, score) one class; cluster indices come back global."""
+    from .evaluation import failure_sentences, score_explanation
+
+    exps = explain_methods(images[cs.images], index, methods=settings["methods"], hard=cs.hard, easy=cs.easy,
+                           n_clusters=settings["n_clusters"], n_easy_clusters=settings["n_easy_clusters"],
+                           k=settings["k"], tau=settings["tau"], sentences=settings["sentences"])
+    if rel is not None:
+        class_rel = np.asarray(rel[cs.images])
+        star = set(failure_sentences(class_rel, cs.performance, settings["o"]).tolist())
+    rows = []
+    for m, e in exps.items():
+        row = {"class": cs.label, "method": m, "n_images": int(cs.images.size), "n_hard": int(cs.hard.sum()),
+               "n_easy": int(cs.easy.sum()), "n_hard_clusters": len(e.hard_clusters)}
+        if settings["class_names"] is not None:
+            row["class_name"] = str(settings["class_names"][cs.label])
+        if rel is not None:
+            row.update(score_explanation(e, class_rel, star))
+        rows.append(row)
+    return cs.label, {m: _to_global(e, cs.images, cs.label) for m, e in exps.items()}, rows
+
+
+_WORKER_INDEX = {}
+
+
+def _run_chunk(images, sentence_embeddings, rel, chunk, settings):
+    """A worker's share: the sentence index is built once per worker process and reused."""
+    from threadpoolctl import threadpool_limits
+
+    key = (sentence_embeddings.shape, hash(sentence_embeddings[:4].tobytes()))
+    if key not in _WORKER_INDEX:
+        _WORKER_INDEX.clear()
+        _WORKER_INDEX[key] = SentenceIndex(sentence_embeddings)
+    with threadpool_limits(1):  # one BLAS thread per worker: the workers are the parallelism
+        return [_run_class(images, _WORKER_INDEX[key], rel, cs, settings) for cs in chunk]
+
+
 @dataclass
 class PerClassResult:
     """Explanations and metrics of a per-class analysis.
@@ -169,7 +206,7 @@ def explain_per_class(image_embeddings, sentence_embeddings, *, labels, preds=No
     class_names : list of str, optional
         Names indexed by class, for readable output.
     n_jobs : int, default=1
-        Threads; -1 uses every core.
+        Worker processes (joblib); -1 uses every core. Results do not depend on it.
     progress : bool, default=False
         A progress bar over classes.
 
@@ -178,10 +215,8 @@ def explain_per_class(image_embeddings, sentence_embeddings, *, labels, preds=No
     PerClassResult
     """
     import pandas as pd
-    from joblib import Parallel, delayed
+    from joblib import Parallel, delayed, effective_n_jobs
     from tqdm.auto import tqdm
-
-    from .evaluation import failure_sentences, score_explanation
 
     if isinstance(methods, str):
         methods = [methods]
@@ -200,29 +235,29 @@ def explain_per_class(image_embeddings, sentence_embeddings, *, labels, preds=No
                              f"{index.embeddings.shape[0]}).")
     splits, skipped = class_splits(labels, preds=preds, probs=probs, split=split, a=a, classes=classes)
 
-    def run(cs):
-        exps = explain_methods(images[cs.images], index, methods=methods, hard=cs.hard, easy=cs.easy,
-                               n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, k=k, tau=tau,
-                               sentences=sentences)
-        rows = []
-        if rel is not None:
-            class_rel = rel[cs.images]
-            star = set(failure_sentences(class_rel, cs.performance, o).tolist())
-        for m, e in exps.items():
-            row = {"class": cs.label, "method": m, "n_images": int(cs.images.size), "n_hard": int(cs.hard.sum()),
-                   "n_easy": int(cs.easy.sum()), "n_hard_clusters": len(e.hard_clusters)}
-            if class_names is not None:
-                row["class_name"] = str(class_names[cs.label])
-            if rel is not None:
-                row.update(score_explanation(e, class_rel, star))
-            rows.append(row)
-        return cs.label, {m: _to_global(e, cs.images, cs.label) for m, e in exps.items()}, rows
-
-    jobs = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(delayed(run)(cs) for cs in splits)
+    settings = dict(methods=list(methods), n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, k=k, tau=tau,
+                    sentences=sentences, o=o, class_names=class_names)
     explanations, rows = {}, []
-    for label, exps, r in tqdm(jobs, total=len(splits), desc="classes", disable=not progress):
-        explanations[label] = exps
-        rows.extend(r)
+    n_workers = effective_n_jobs(n_jobs)
+    bar = tqdm(total=len(splits), desc="classes", disable=not progress)
+    if n_workers == 1 or len(splits) < 2 * n_workers:
+        for cs in splits:
+            label, exps, r = _run_class(images, index, rel, cs, settings)
+            explanations[label] = exps
+            rows.extend(r)
+            bar.update()
+    else:
+        # Worker processes, each with a few classes at a time: every worker builds its sentence index once
+        # and reads the (memory-mapped) embeddings and Γ; threads would contend for the GIL in Ward.
+        chunks = [splits[i:i + 8] for i in range(0, len(splits), 8)]
+        jobs = Parallel(n_jobs=n_workers, return_as="generator")(
+            delayed(_run_chunk)(images, index.embeddings, rel, chunk, settings) for chunk in chunks)
+        for results in jobs:
+            for label, exps, r in results:
+                explanations[label] = exps
+                rows.extend(r)
+            bar.update(len(results))
+    bar.close()
     metrics = pd.DataFrame(rows)
     if metrics.empty:
         raise ValueError(f"No class could be analysed: {dict(list(skipped.items())[:5])}.")
