@@ -520,8 +520,15 @@ def demo(ctx, seed, out, clusters, k, a):
     result.image_ids = [f"ec/images/test/{i:05d}.png" for i in range(len(result.image_ids))]
     write_outputs(result, out)
     (Path(out) / "report.md").write_text(render_markdown(result, metrics=analysis.scores))
-    click.echo(f"\nWrote {out}/explanation.json, assignments.parquet, report.md and the EC in {ec_dir} "
-               f"({time.perf_counter() - t0:.0f} s).")
+    from .html_report import render_report
+    from .spotcheck._analysis import report_run
+    from .thumbnails import ThumbnailCache
+
+    html = render_report(report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
+                         thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
+    (Path(out) / "report.html").write_text(html, encoding="utf-8")
+    click.echo(f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md and the EC in "
+               f"{ec_dir} ({time.perf_counter() - t0:.0f} s).")
 
 
 @cli.group()

@@ -102,6 +102,7 @@ class ECAnalysis:
     hypotheses: list = field(default_factory=list)
     relevance: np.ndarray | None = None
     slicers: dict = field(default_factory=dict)
+    embeddings: np.ndarray | None = None
 
     def summary(self):
         return {"scores": self.scores, "DR": self.dr, "FDR": self.fdr,
@@ -154,4 +155,23 @@ def analyze_ec(ec, encoder, *, methods=("tops", "setdiff", "pdiff", "fpdiff", "d
         for name, (h, secs) in slicer_hypotheses(ec, X, probs, feats).items():
             slicers[name] = {"DR": discovery_rate(h, truth), "FDR": false_discovery_rate(h, truth),
                              "fit_s": secs, "n_groups": len(h)}
-    return ECAnalysis(result, scores, dr, fdr, desc, failure_analysis(hyps, truth), hyps, rel, slicers)
+    return ECAnalysis(result, scores, dr, fdr, desc, failure_analysis(hyps, truth), hyps, rel, slicers, X)
+
+
+def report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
+    """A :class:`lbee.html_report.ReportRun` of an analysed EC: exact Γ, its test renders as thumbnails."""
+    from ..html_report import ReportRun
+
+    result = analysis.result
+    p = next(iter(result.explanations.values())).params
+    notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
+    notes.append(f"Hard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+    params = {"encoder": result.encoder.get("encoder"), "sentence set": result.sentence_set, "a": p["a"],
+              "C (hard clusters)": p["n_clusters"], "K (sentences per cluster)": p["k"], "τ": p["tau"], "o": o,
+              "φ": "probability of the true class", "ω": "correctness", "EC seed": ec.seed}
+    return ReportRun(dataset=dataset, model=f"square classifier (seed {ec.seed})",
+                     explanations={"ward": result.explanations}, sentences=result.sentences,
+                     image_ids=result.image_ids, confidence=result.confidence, performance=result.performance,
+                     thumbnail_sources=list(ec.images["test"]), relevance=analysis.relevance,
+                     relevance_source="ground truth (SpotCheck attributes)", params=params, o=o,
+                     embeddings=analysis.embeddings, notes=notes)
