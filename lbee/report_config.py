@@ -1,0 +1,346 @@
+"""The ``lbee report CONFIG.yaml`` file: datasets × models × methods (and slicers).
+
+Example::
+
+    output: lbee_out/reports          # where the reports go (relative to this file)
+    defaults:                         # any dataset setting, applied to every dataset
+      methods: [tops, setdiff, pdiff, fpdiff]
+      clusters: 15
+    datasets:
+      - name: synthetic
+        spotcheck: {seed: 0}          # a SpotCheck world (or {path: an EC folder})
+      - name: street scenes
+        images: data/street/manifest.csv
+        sentences: urban_scenes
+        encoder: open_clip
+        relevance: {vqa: data/street/vqa_relevance.parquet}
+        slicers: [ward, domino]
+        models:
+          - {name: convnext, predictions: data/street/convnext.csv}
+          - {name: resnet50, model: "torchvision:resnet50", weights: ckpt/resnet50.pt}
+
+Errors name the key or path and the line of the file. A problem inside one
+dataset entry is recorded on that dataset (the batch runs the others); a
+problem with the file as a whole raises :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
+SETTING_KEYS = ("encoder", "sentences", "relevance", "methods", "slicers", "clusters", "easy_clusters", "k", "a",
+                "o", "tau", "thumbnails", "confidence", "batch_size", "num_workers")
+SOURCE_KEYS = ("images", "spotcheck", "image_embeddings", "sentence_embeddings")
+MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
+DATASET_KEYS = ("name",) + SOURCE_KEYS + ("models",) + MODEL_KEYS[1:] + SETTING_KEYS
+SPOTCHECK_KEYS = ("seed", "path")
+SETTING_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevance": None,
+                    "methods": ["tops", "setdiff", "pdiff", "fpdiff"], "slicers": ["ward"], "clusters": 15,
+                    "easy_clusters": None, "k": 3, "a": 0.2, "o": 0.2, "tau": None, "thumbnails": 8,
+                    "confidence": "entropy", "batch_size": 64, "num_workers": 0}
+
+
+class ConfigError(ValueError):
+    """The config file cannot be used at all (unreadable, not a mapping, bad top-level key)."""
+
+
+class _Mapping(dict):
+    """A YAML mapping that remembers its line and its keys' lines."""
+
+    line = 0
+    key_lines: dict
+
+
+def _loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader, node):
+        out = _Mapping()
+        out.line = node.start_mark.line + 1
+        out.key_lines = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            out[key] = loader.construct_object(value_node, deep=True)
+            out.key_lines[key] = key_node.start_mark.line + 1
+        return out
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return Loader
+
+
+def _line(mapping, key=None):
+    if isinstance(mapping, _Mapping):
+        return mapping.key_lines.get(key, mapping.line) if key is not None else mapping.line
+    return 0
+
+
+class _EntryError(ValueError):
+    pass
+
+
+@dataclass
+class ModelConfig:
+    """One model of a dataset: precomputed ``predictions`` or a ``model`` spec (with ``weights``)."""
+
+    name: str
+    predictions: Path | None = None
+    model: str | None = None
+    weights: Path | None = None
+    num_classes: int | None = None
+    image_size: int = 224
+
+
+@dataclass
+class DatasetConfig:
+    """One dataset entry, resolved; ``error`` is set when the entry cannot run."""
+
+    name: str
+    line: int
+    images: Path | None = None
+    spotcheck: dict | None = None
+    image_embeddings: Path | None = None
+    sentence_embeddings: Path | None = None
+    models: list = field(default_factory=list)
+    settings: dict = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class ReportConfig:
+    """The parsed file."""
+
+    path: Path
+    output: Path
+    cache_dir: Path | None
+    datasets: list
+
+
+def _unknown(key, allowed, where, line, path):
+    near = difflib.get_close_matches(str(key), allowed, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"{path}, line {line}: unknown key {key!r} in {where}{hint}; expected one of {', '.join(allowed)}."
+
+
+def _check_setting(key, value, where, line, path):
+    """Validate one setting; returns the value (normalised)."""
+    from .selection import METHODS
+    from .slicers import SLICERS
+
+    def bad(expected):
+        return _EntryError(f"{path}, line {line}: {where} key {key!r} is {value!r}; expected {expected}.")
+
+    if key in ("clusters", "k", "thumbnails", "batch_size") and not (isinstance(value, int) and value >= 1):
+        raise bad("an integer >= 1")
+    if key == "easy_clusters" and value is not None and not (isinstance(value, int) and value >= 1):
+        raise bad("an integer >= 1 or null")
+    if key == "num_workers" and not (isinstance(value, int) and value >= 0):
+        raise bad("an integer >= 0")
+    if key in ("a", "o") and not (isinstance(value, (int, float)) and value >= 0):
+        raise bad("a number >= 0")
+    if key == "tau" and value is not None and not isinstance(value, (int, float)):
+        raise bad("a number or null")
+    if key == "methods":
+        value = [value] if isinstance(value, str) else value
+        if not isinstance(value, list) or not value or any(m not in METHODS for m in value):
+            raise bad(f"a list of {', '.join(METHODS)}")
+    if key == "slicers":
+        value = [value] if isinstance(value, (str, dict)) else value
+        names = []
+        for s in value if isinstance(value, list) else [None]:
+            name = next(iter(s), None) if isinstance(s, dict) and len(s) == 1 else s
+            if name not in ("ward", *SLICERS):
+                raise bad(f"a list of ward, {', '.join(sorted(SLICERS))} (or {{name: {{options}}}})")
+            names.append(name)
+        if len(set(names)) != len(names):
+            raise bad("each slicer at most once")
+    if key == "confidence" and value not in ("entropy", "max", "true_class"):
+        raise bad("entropy, max or true_class")
+    if key == "relevance" and not (value is None or value in ("none", "ground_truth") or isinstance(value, str)
+                                   or (isinstance(value, dict) and len(value) == 1
+                                       and next(iter(value)) in ("ground_truth", "vqa"))):
+        raise bad("none, ground_truth (SpotCheck), a file path, {ground_truth: FILE} or {vqa: FILE}")
+    if key in ("encoder", "sentences") and not isinstance(value, str):
+        raise bad("a string")
+    return value
+
+
+def _resolve_path(value, key, base, line, path, must_exist=True):
+    if not isinstance(value, str) or not value:
+        raise _EntryError(f"{path}, line {line}: key {key!r} must be a path string; received {value!r}.")
+    p = Path(value).expanduser()
+    p = p if p.is_absolute() else base / p
+    if must_exist and not p.exists():
+        raise _EntryError(f"{path}, line {line}: {key} path {value!r} does not exist (resolved to {p}).")
+    return p
+
+
+def _parse_model(entry, where, base, path, line):
+    if not isinstance(entry, dict):
+        raise _EntryError(f"{path}, line {line}: each entry of {where} must be a mapping with 'name' and "
+                          f"'predictions' or 'model'; received {entry!r}.")
+    for key in entry:
+        if key not in MODEL_KEYS:
+            raise _EntryError(_unknown(key, MODEL_KEYS, where, _line(entry, key), path))
+    if ("predictions" in entry) == ("model" in entry):
+        raise _EntryError(f"{path}, line {_line(entry)}: {where} needs exactly one of 'predictions' or 'model'.")
+    m = ModelConfig(name=str(entry.get("name") or entry.get("model") or Path(entry["predictions"]).stem))
+    if "predictions" in entry:
+        m.predictions = _resolve_path(entry["predictions"], "predictions", base, _line(entry, "predictions"), path)
+    if "model" in entry:
+        spec = entry["model"]
+        if not isinstance(spec, str):
+            raise _EntryError(f"{path}, line {_line(entry, 'model')}: key 'model' must be a spec string.")
+        local = base / spec
+        m.model = str(local) if local.is_file() else spec
+    if "weights" in entry:
+        m.weights = _resolve_path(entry["weights"], "weights", base, _line(entry, "weights"), path)
+    for key in ("num_classes", "image_size"):
+        if key in entry:
+            if not (isinstance(entry[key], int) and entry[key] >= 1):
+                raise _EntryError(f"{path}, line {_line(entry, key)}: {key!r} is {entry[key]!r}; expected an "
+                                  "integer >= 1.")
+            setattr(m, key, entry[key])
+    return m
+
+
+def _parse_dataset(entry, i, defaults, base, path):
+    where = f"datasets[{i}]"
+    if not isinstance(entry, dict):
+        raise _EntryError(f"{path}, line ?: {where} must be a mapping; received {entry!r}.")
+    name = str(entry.get("name") or f"dataset_{i}")
+    ds = DatasetConfig(name=name, line=_line(entry))
+    for key in entry:
+        if key not in DATASET_KEYS:
+            raise _EntryError(_unknown(key, DATASET_KEYS, f"{where} ({name})", _line(entry, key), path))
+    settings = dict(SETTING_DEFAULTS)
+    settings.update(defaults)
+    for key in SETTING_KEYS:
+        if key in entry:
+            settings[key] = _check_setting(key, entry[key], where, _line(entry, key), path)
+    sources = [k for k in ("images", "spotcheck") if k in entry]
+    if len(sources) != 1:
+        raise _EntryError(f"{path}, line {ds.line}: {where} ({name}) needs exactly one of 'images' (a folder or "
+                          "manifest) or 'spotcheck' ({seed: N} or {path: EC folder}).")
+    if "spotcheck" in entry:
+        sc = entry["spotcheck"]
+        sc = {"seed": sc} if isinstance(sc, int) else sc
+        if not isinstance(sc, dict) or not sc or any(k not in SPOTCHECK_KEYS for k in sc):
+            raise _EntryError(f"{path}, line {_line(entry, 'spotcheck')}: {where} 'spotcheck' must be {{seed: N}} "
+                              f"or {{path: EC folder}}; received {sc!r}.")
+        if "path" in sc:
+            sc = dict(sc, path=_resolve_path(sc["path"], "spotcheck.path", base, _line(entry, "spotcheck"), path))
+        ds.spotcheck = dict(sc)
+        for key in ("encoder", "sentences"):  # the world's own encoder and sentences unless overridden
+            if key not in entry and key not in defaults:
+                settings[key] = "spotcheck"
+        if "confidence" not in entry and "confidence" not in defaults:
+            settings["confidence"] = "true_class"  # as `lbee demo`: the test labels are clean
+        if "relevance" not in entry:
+            settings["relevance"] = "ground_truth"
+    else:
+        ds.images = _resolve_path(entry["images"], "images", base, _line(entry, "images"), path)
+        if settings["relevance"] == "ground_truth":
+            raise _EntryError(f"{path}, line {_line(entry, 'relevance')}: relevance 'ground_truth' without a "
+                              "file is only known for SpotCheck worlds; give {ground_truth: FILE}.")
+    rel = settings["relevance"]
+    if isinstance(rel, str) and rel not in ("none", "ground_truth"):
+        rel = {"ground_truth": rel}
+    if isinstance(rel, dict):
+        (kind, file), = rel.items()
+        rel = {kind: _resolve_path(file, f"relevance.{kind}", base, _line(entry, "relevance"), path)}
+    settings["relevance"] = None if rel == "none" else rel
+    for key in ("image_embeddings", "sentence_embeddings"):
+        if key in entry:
+            setattr(ds, key, _resolve_path(entry[key], key, base, _line(entry, key), path))
+    if "models" in entry:
+        if not isinstance(entry["models"], list) or not entry["models"]:
+            raise _EntryError(f"{path}, line {_line(entry, 'models')}: {where} 'models' must be a non-empty list.")
+        if any(k in entry for k in MODEL_KEYS[1:]):
+            raise _EntryError(f"{path}, line {_line(entry, 'models')}: {where} has both 'models' and a single "
+                              "model's keys; use one.")
+        ds.models = [_parse_model(m, f"{where}.models[{j}]", base, path, _line(entry, "models"))
+                     for j, m in enumerate(entry["models"])]
+    elif any(k in entry for k in ("predictions", "model")):
+        single = {k: entry[k] for k in MODEL_KEYS[1:] if k in entry}
+        single = _Mapping(single)
+        single.line, single.key_lines = ds.line, {k: _line(entry, k) for k in single}
+        ds.models = [_parse_model(single, where, base, path, ds.line)]
+        ds.models[0].name = str(entry.get("model") or Path(str(entry.get("predictions"))).stem)
+    elif ds.images is not None:
+        raise _EntryError(f"{path}, line {ds.line}: {where} ({name}) needs the model's outputs: 'predictions', "
+                          "'model' or a 'models' list.")
+    ds.settings = settings
+    return ds
+
+
+def load_report_config(path):
+    """Parse and check a report config.
+
+    Parameters
+    ----------
+    path : path-like
+
+    Returns
+    -------
+    ReportConfig
+        Datasets whose entry is wrong carry ``error`` (naming key, path and line).
+
+    Raises
+    ------
+    ConfigError
+        When the file is unreadable, not YAML, or its top level is wrong.
+    """
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"Cannot read config {str(path)!r}: {exc}") from None
+    try:
+        data = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping with 'datasets'; received "
+                          f"{type(data).__name__}.")
+    for key in data:
+        if key not in TOP_KEYS:
+            raise ConfigError(_unknown(key, TOP_KEYS, "the top level", _line(data, key), path))
+    datasets = data.get("datasets")
+    if not isinstance(datasets, list) or not datasets:
+        raise ConfigError(f"{path}, line {_line(data, 'datasets')}: 'datasets' must be a non-empty list.")
+    base = path.parent
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{path}, line {_line(data, 'defaults')}: 'defaults' must be a mapping.")
+    checked = {}
+    for key, value in defaults.items():
+        if key not in SETTING_KEYS:
+            raise ConfigError(_unknown(key, SETTING_KEYS, "defaults", _line(defaults, key), path))
+        try:
+            checked[key] = _check_setting(key, value, "defaults", _line(defaults, key), path)
+        except _EntryError as exc:
+            raise ConfigError(str(exc)) from None
+    out = []
+    names = set()
+    for i, entry in enumerate(datasets):
+        try:
+            ds = _parse_dataset(entry, i, checked, base, path)
+        except _EntryError as exc:
+            name = str(entry.get("name") or f"dataset_{i}") if isinstance(entry, dict) else f"dataset_{i}"
+            ds = DatasetConfig(name=name, line=_line(entry), error=str(exc))
+        if ds.name in names:
+            ds.error = f"{path}, line {ds.line}: dataset name {ds.name!r} is used twice; names must be unique."
+        names.add(ds.name)
+        out.append(ds)
+    output = data.get("output", "lbee_out/report")
+    cache_dir = data.get("cache_dir")
+    return ReportConfig(path, base / output if not Path(output).is_absolute() else Path(output),
+                        (base / cache_dir) if cache_dir else None, out)
