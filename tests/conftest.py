@@ -37,3 +37,17 @@ def random_clip():
 
     torch.manual_seed(0)
     return create_encoder("open_clip:ViT-B-32@random", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """`lbee demo` run once per session: (output folder, printed text)."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    out = tmp_path_factory.mktemp("demo")
+    result = CliRunner().invoke(cli, ["--cache-dir", str(out / "cache"), "demo", "--seed", "0", "--out", str(out)],
+                                obj={})
+    assert result.exit_code == 0, result.output
+    return out, result.output

@@ -12,14 +12,6 @@ from lbee.spotcheck import (CorruptECError, ExperimentalConfiguration, domino_sy
                             relevance_matrix, spotcheck_sentences)
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo")
-    result = CliRunner().invoke(cli, ["demo", "--seed", "0", "--out", str(out)], obj={})
-    assert result.exit_code == 0, result.output
-    return out, result.output
-
-
 def test_demo_prints_and_writes_everything(demo_run):
     out, text = demo_run
     assert "True blindspots" in text and "DR =" in text and "FDR =" in text

@@ -1,0 +1,206 @@
+"""Batch reports: the config file, the HTML page, failures that do not stop the batch."""
+
+import json
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from lbee.batch_report import run_report
+from lbee.cli import cli
+from lbee.report_config import ConfigError, load_report_config
+
+NASTY = "in the dark <script>alert('x')</script> & friends"
+
+
+def write(path, text):
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture(scope="module")
+def image_dataset(tmp_path_factory):
+    """24 coloured images; 8 dark ones are the model's failures, told apart by sentence 0 (NASTY)."""
+    root = tmp_path_factory.mktemp("ds")
+    (root / "imgs").mkdir()
+    rng = np.random.default_rng(0)
+    dark = np.zeros(24, bool)
+    dark[rng.permutation(24)[:8]] = True
+    names = []
+    for i in range(24):
+        name = f"img_{i:02d}<b>.png"  # markup in a file name must come out escaped
+        level = 20 if dark[i] else 220
+        arr = np.clip(level + rng.integers(-15, 15, size=(40, 40, 3)), 0, 255).astype(np.uint8)
+        Image.fromarray(arr).save(root / "imgs" / name)
+        names.append(name)
+    sentences = [NASTY, "bright", "everything", "noise a", "noise b", "noise c"]
+    (root / "sents.txt").write_text("\n".join(sentences) + "\n")
+    # Embeddings in a 6-d joint space: dark images point to sentence 0, bright ones to 'bright'.
+    X = np.where(dark[:, None], np.eye(6)[0], np.eye(6)[1]) + 0.05 * rng.normal(size=(24, 6))
+    np.save(root / "img.npy", X)
+    np.save(root / "sen.npy", np.eye(6))
+    labels = np.zeros(24, int)
+    pd.DataFrame({"path": names, "label": labels}).to_csv(root / "imgs" / "manifest.csv", index=False)
+    probs = np.where(dark, 0.3, 0.95)
+    pd.DataFrame({"path": names, "label": labels, "prob_cat": probs, "prob_dog": 1 - probs}).to_csv(
+        root / "good.csv", index=False)
+    bad = pd.DataFrame({"path": names, "label": np.where(dark, 7, 0), "prob_cat": probs, "prob_dog": 1 - probs})
+    bad.to_csv(root / "bad_labels.csv", index=False)
+    flat = pd.DataFrame({"path": names, "confidence": np.ones(24)})
+    flat.to_csv(root / "flat.csv", index=False)
+    rel = np.zeros((24, 6), bool)
+    rel[dark, 0] = True
+    rel[~dark, 1] = True
+    rel[:, 2] = True
+    np.save(root / "rel.npy", rel)
+    return root, dark
+
+
+def config_text(root):
+    return f"""\
+    output: {root}/out
+    defaults:
+      methods: [tops, pdiff]
+      clusters: 2
+      k: 1
+    datasets:
+      - name: street <i>scenes</i>
+        images: {root}/imgs/manifest.csv
+        image_embeddings: {root}/img.npy
+        sentence_embeddings: {root}/sen.npy
+        sentences: {root}/sents.txt
+        relevance: {{ground_truth: {root}/rel.npy}}
+        models:
+          - {{name: good, predictions: {root}/good.csv}}
+          - {{name: labels beyond classes, predictions: {root}/bad_labels.csv}}
+      - name: no hard images
+        images: {root}/imgs/manifest.csv
+        image_embeddings: {root}/img.npy
+        sentence_embeddings: {root}/sen.npy
+        sentences: {root}/sents.txt
+        predictions: {root}/flat.csv
+      - name: missing
+        images: {root}/does_not_exist
+        predictions: {root}/good.csv
+      - name: typo
+        images: {root}/imgs
+        predictions: {root}/good.csv
+        methds: [tops]
+    """
+
+
+def test_batch_report_goes_on_after_failures_and_lists_them(image_dataset, tmp_path):
+    root, dark = image_dataset
+    cfg = write(tmp_path / "report.yaml", config_text(root))
+    r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", str(cfg)], obj={})
+    assert r.exit_code == 1, r.output
+    assert "1 report(s)" in r.output and "4 failed" in r.output
+    assert "class(es) [7] absent from the predictions" in r.output
+    assert "The hard split is empty" in r.output and "all confidences are equal" in r.output
+    assert "line 23: images path" in r.output and "does_not_exist" in r.output
+    assert "line 28: unknown key 'methds'" in r.output and "did you mean 'methods'" in r.output
+
+    out = root / "out"
+    folder = out / "street_i_scenes_i" / "good"
+    html = (folder / "report.html").read_text()
+    # Every user string is escaped: sentence, file names, dataset name.
+    assert NASTY not in html and "dark &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; friends" in html
+    assert "<b>.png" not in html and "&lt;b&gt;.png" in html
+    assert "street &lt;i&gt;scenes&lt;/i&gt;" in html
+    # The dark images are the one hard group and TopS / PDiff name them with sentence 0, a failure sentence.
+    metrics = pd.read_csv(folder / "metrics.csv")
+    assert set(metrics["method"]) == {"tops", "pdiff"} and (metrics["TPR"] == 1.0).all()
+    payload = json.loads((folder / "explanation.json").read_text())
+    assert payload["dataset"] == "street <i>scenes</i>" and payload["model"] == "good"
+    hard = [c["indices"] for c in payload["methods"]["tops"]["hard_clusters"]]
+    assert sorted(sum(hard, [])) == np.flatnonzero(dark).tolist()
+    # Thumbnails only of shown images: 8 hard + 4 easy twin per group at most.
+    n_thumbs = html.count('src="data:image/jpeg;base64,')
+    assert 0 < n_thumbs <= 12 * len(hard) * 2
+    index = (out / "index.html").read_text()
+    assert 'href="street_i_scenes_i/good/report.html"' in index
+    for name in ("labels beyond classes", "no hard images", "missing", "typo"):
+        assert name in index
+
+
+def test_thumbnails_are_generated_once(image_dataset, tmp_path):
+    root, _ = image_dataset
+    text = config_text(root).split("      - name: no hard images")[0].replace(f"{root}/out", str(tmp_path / "o"))
+    cfg = write(tmp_path / "r.yaml", text)
+    from lbee.thumbnails import ThumbnailCache
+
+    run_report(cfg, cache_dir=tmp_path / "cache")
+    made = sorted(p.name for p in (tmp_path / "cache" / "thumbnails").rglob("*.jpg"))
+    assert made
+    thumbs = ThumbnailCache(tmp_path / "cache")
+    for p in sorted((root / "imgs").glob("*.png")):
+        thumbs.jpeg(p)
+    assert thumbs.n_cached == len(made) and thumbs.n_generated == 24 - len(made)
+
+
+def test_config_errors_name_key_and_line(tmp_path, image_dataset):
+    root, _ = image_dataset
+    bad_top = write(tmp_path / "a.yaml", """\
+    datasets:
+      - name: x
+        spotcheck: {seed: 0}
+    outptu: somewhere
+    """)
+    with pytest.raises(ConfigError, match=r"line 4: unknown key 'outptu' in the top level \(did you mean 'output'"):
+        load_report_config(bad_top)
+    bad_default = write(tmp_path / "b.yaml", """\
+    defaults:
+      clusters: zero
+    datasets:
+      - {name: x, spotcheck: {seed: 0}}
+    """)
+    with pytest.raises(ConfigError, match=r"line 2: defaults key 'clusters' is 'zero'; expected an integer >= 1"):
+        load_report_config(bad_default)
+    entries = write(tmp_path / "c.yaml", f"""\
+    datasets:
+      - name: a
+        spotcheck: {{seed: 0}}
+        slicers: [ward, nope]
+      - name: b
+        images: {root}/imgs
+      - name: a
+        spotcheck: {{seed: 1}}
+      - name: c
+        images: {root}/imgs
+        predictions: {root}/good.csv
+        relevance: ground_truth
+    """)
+    cfg = load_report_config(entries)
+    errors = [d.error for d in cfg.datasets]
+    assert "line 4: datasets[0] key 'slicers'" in errors[0] and "domino, planespot" in errors[0]
+    assert "line 5" in errors[1] and "needs the model's outputs" in errors[1]
+    assert "used twice" in errors[2]
+    assert "line 12" in errors[3] and "only known for SpotCheck" in errors[3]
+    r = CliRunner().invoke(cli, ["report", str(bad_top)], obj={})
+    assert r.exit_code == 2 and "outptu" in r.output
+
+
+def test_report_of_a_large_dataset_stays_small(tmp_path):
+    """20,000 images: only shown images get thumbnails; the page size does not grow with n."""
+    from lbee import explain_methods
+    from lbee.html_report import ReportRun, render_report
+    from lbee.thumbnails import ThumbnailCache
+
+    rng = np.random.default_rng(0)
+    n, d, N = 20_000, 16, 40
+    X = rng.normal(size=(n, d))
+    S = rng.normal(size=(N, d))
+    phi = rng.normal(size=n)
+    exps = explain_methods(X[:2000], S, methods=["tops", "pdiff"], confidence=phi[:2000], n_clusters=5)
+    # Embed the 2,000-image explanation's indices into a 20,000-image run: the page must not care.
+    sources = [np.full((32, 32, 3), i % 256, np.uint8) for i in range(n)]
+    run = ReportRun("big", "m", {"ward": exps}, [f"s{i}" for i in range(N)], [f"im{i}" for i in range(n)],
+                    phi, (phi > 0).astype(float), thumbnail_sources=sources, relevance=rng.random((n, N)) < 0.1,
+                    embeddings=X)
+    thumbs = ThumbnailCache(tmp_path)
+    html = render_report(run, thumbs=thumbs)
+    assert thumbs.n_generated + thumbs.n_cached <= 5 * 12
+    assert len(html.encode()) < 1_500_000
