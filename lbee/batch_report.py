@@ -166,6 +166,8 @@ def _model_scores(ds, model, inputs, device, progress):
     from .pipeline import align_scores
 
     kind = ds.settings["confidence"]
+    if ds.settings["task"] == "segmentation":
+        return _segmentation_scores(ds, model, inputs, device, progress)
     if model is None:  # the SpotCheck world's own classifier
         from .spotcheck import predict
 
@@ -192,6 +194,27 @@ def _model_scores(ds, model, inputs, device, progress):
     omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
     return scores.confidence, scores.performance, {"entropy": "−entropy", "max": "max probability",
                                                    "true_class": "probability of the true class"}[kind], omega
+
+
+def _segmentation_scores(ds, model, inputs, device, progress):
+    """φ by ``split_by`` and ω = mIoU (with masks) for a segmentation model (predictions folder or module)."""
+    from .segmentation import MASK_SUFFIXES, match_files, predict_segmentation, scores_from_folders
+
+    st = ds.settings
+    if model.predictions is not None:
+        if not model.predictions.is_dir():
+            raise ValueError(f"segmentation predictions {str(model.predictions)!r} must be a folder of per-image "
+                             ".npy outputs.")
+        scores = scores_from_folders(inputs.image_ids, model.predictions, ds.masks, ignore_index=st["ignore_index"])
+    else:
+        from .classifier import load_classifier
+
+        masks = match_files(ds.masks, inputs.image_ids, MASK_SUFFIXES, "mask") if ds.masks else None
+        scores = predict_segmentation(load_classifier(model.model, model.weights), inputs.image_paths, masks=masks,
+                                      device=device, ignore_index=st["ignore_index"], progress=progress)
+    phi_desc = {"entropy": "−mean pixel entropy", "pixel_accuracy": "pixel accuracy", "miou": "mIoU"}
+    return (scores.confidence(st["split_by"]), scores.performance("miou"), phi_desc[st["split_by"]],
+            "per-image mIoU" if ds.masks else "−mean pixel entropy (no masks)")
 
 
 def _slicer(spec):

@@ -32,15 +32,17 @@ from pathlib import Path
 
 TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
 SETTING_KEYS = ("encoder", "sentences", "relevance", "methods", "slicers", "clusters", "easy_clusters", "k", "a",
-                "o", "tau", "thumbnails", "confidence", "batch_size", "num_workers")
-SOURCE_KEYS = ("images", "spotcheck", "image_embeddings", "sentence_embeddings")
+                "o", "tau", "thumbnails", "confidence", "batch_size", "num_workers", "task", "split_by",
+                "ignore_index")
+SOURCE_KEYS = ("images", "spotcheck", "image_embeddings", "sentence_embeddings", "masks")
 MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
 DATASET_KEYS = ("name",) + SOURCE_KEYS + ("models",) + MODEL_KEYS[1:] + SETTING_KEYS
 SPOTCHECK_KEYS = ("seed", "path")
 SETTING_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevance": None,
                     "methods": ["tops", "setdiff", "pdiff", "fpdiff"], "slicers": ["ward"], "clusters": 15,
                     "easy_clusters": None, "k": 3, "a": 0.2, "o": 0.2, "tau": None, "thumbnails": 8,
-                    "confidence": "entropy", "batch_size": 64, "num_workers": 0}
+                    "confidence": "entropy", "batch_size": 64, "num_workers": 0, "task": "classification",
+                    "split_by": "entropy", "ignore_index": 255}
 
 
 class ConfigError(ValueError):
@@ -106,6 +108,7 @@ class DatasetConfig:
     spotcheck: dict | None = None
     image_embeddings: Path | None = None
     sentence_embeddings: Path | None = None
+    masks: Path | None = None
     models: list = field(default_factory=list)
     settings: dict = field(default_factory=dict)
     error: str | None = None
@@ -159,6 +162,12 @@ def _check_setting(key, value, where, line, path):
             names.append(name)
         if len(set(names)) != len(names):
             raise bad("each slicer at most once")
+    if key == "task" and value not in ("classification", "segmentation"):
+        raise bad("classification or segmentation")
+    if key == "split_by" and value not in ("entropy", "pixel_accuracy", "miou"):
+        raise bad("entropy, pixel_accuracy or miou")
+    if key == "ignore_index" and value is not None and not isinstance(value, int):
+        raise bad("an integer or null")
     if key == "confidence" and value not in ("entropy", "max", "true_class"):
         raise bad("entropy, max or true_class")
     if key == "relevance" and not (value is None or value in ("none", "ground_truth") or isinstance(value, str)
@@ -255,7 +264,12 @@ def _parse_dataset(entry, i, defaults, base, path):
         (kind, file), = rel.items()
         rel = {kind: _resolve_path(file, f"relevance.{kind}", base, _line(entry, "relevance"), path)}
     settings["relevance"] = None if rel == "none" else rel
-    for key in ("image_embeddings", "sentence_embeddings"):
+    if settings["task"] == "segmentation" and ds.spotcheck is not None:
+        raise _EntryError(f"{path}, line {_line(entry, 'task')}: a SpotCheck world is a classification task.")
+    if settings["split_by"] != "entropy" and "masks" not in entry:
+        raise _EntryError(f"{path}, line {_line(entry, 'split_by')}: split_by {settings['split_by']!r} needs "
+                          "ground-truth 'masks' (a folder of label maps).")
+    for key in ("image_embeddings", "sentence_embeddings", "masks"):
         if key in entry:
             setattr(ds, key, _resolve_path(entry[key], key, base, _line(entry, key), path))
     if "models" in entry:

@@ -135,3 +135,37 @@ def test_cli_segmentation_model_path_and_bad_masks(seg_world, tmp_path):
     assert r.exit_code == 1 and "im00.png" in r.output and "(32, 30)" in r.output, r.output
     r = CliRunner().invoke(cli, args[:-2] + ["--split-by", "miou"], obj={})
     assert r.exit_code == 1 and "masks" in r.output, r.output
+
+
+def test_report_config_runs_a_segmentation_dataset(seg_world, tmp_path):
+    from lbee.batch_report import run_report
+
+    root, dark = seg_world
+    cfg = tmp_path / "r.yaml"
+    cfg.write_text(f"""\
+datasets:
+  - name: seg
+    task: segmentation
+    images: {root}/images
+    masks: {root}/masks
+    split_by: miou
+    encoder: spotcheck
+    sentences: spotcheck
+    clusters: 2
+    models:
+      - {{name: folder, predictions: {root}/preds}}
+      - {{name: scripted, model: {root}/model.pt}}
+  - name: no masks
+    images: {root}/images
+    split_by: miou
+    predictions: {root}/preds
+""")
+    res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
+    assert [r["model"] for r in res.reports] == ["folder", "scripted"]
+    assert len(res.failures) == 1 and "line 15" in res.failures[0][1] and "needs ground-truth 'masks'" in \
+        res.failures[0][1]
+    for model in ("folder", "scripted"):
+        table = pd.read_parquet(tmp_path / "out" / "seg" / model / "assignments.parquet")
+        assert (table["split"] == "hard").to_numpy().tolist() == dark.tolist()
+        html = (tmp_path / "out" / "seg" / model / "report.html").read_text()
+        assert "per-image mIoU" in html and "mIoU" in html
