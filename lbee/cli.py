@@ -556,11 +556,34 @@ def demo(ctx, seed, out, clusters, k, a):
     from .spotcheck._analysis import report_run
     from .thumbnails import ThumbnailCache
 
+    _write_demo_inputs(Path(out) / "inputs", analysis)
     html = render_report(report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
                          thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
     (Path(out) / "report.html").write_text(html, encoding="utf-8")
-    click.echo(f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md and the EC in "
-               f"{ec_dir} ({time.perf_counter() - t0:.0f} s).")
+    click.echo(f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
+               f"in {out}/inputs and the EC in {ec_dir} ({time.perf_counter() - t0:.0f} s).")
+    i = f"{out}/inputs"
+    click.echo(f"Sensitivity to K, C and o: lbee sweep --image-embeddings {i}/image_embeddings.npy "
+               f"--sentence-embeddings {i}/sentence_embeddings.npy --sentences {i}/sentences.txt "
+               f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.4g} "
+               f"--out {out}/sweep")
+
+
+def _write_demo_inputs(folder, analysis):
+    """The demo's embeddings, scores, sentences and Γ, ready for `lbee sweep` / `lbee describe` / `evaluate`."""
+    import numpy as np
+    import pandas as pd
+
+    folder.mkdir(parents=True, exist_ok=True)
+    r = analysis.result
+    np.save(folder / "image_embeddings.npy", np.asarray(analysis.embeddings, dtype=np.float32))
+    from .encoders import create_encoder
+
+    np.save(folder / "sentence_embeddings.npy", create_encoder("spotcheck").encode_text(r.sentences))
+    np.save(folder / "relevance.npy", analysis.relevance)
+    (folder / "sentences.txt").write_text("# SpotCheck sentences (lbee demo)\n" + "\n".join(r.sentences) + "\n")
+    pd.DataFrame({"image": r.image_ids, "confidence": r.confidence, "performance": r.performance}).to_csv(
+        folder / "predictions.csv", index=False)
 
 
 @cli.group()

@@ -133,3 +133,25 @@ def test_benchmark_resumes_and_summarizes(tmp_path, monkeypatch):
     assert dr["mean"] == pytest.approx(0.75) and dr["n"] == 2 and dr["ci95"] == pytest.approx(1.96 * 0.3535534 / 2 ** 0.5)
     md = _bench.write_tables(rows, tmp_path)
     assert "| DR |" in md and (tmp_path / "bench.csv").exists()
+
+
+def test_demo_inputs_feed_the_sweep_consistently(demo_run, tmp_path):
+    """The sweep over the demo's saved inputs reproduces the demo's own metrics at the default K, C and o."""
+    import pandas as pd
+
+    out, text = demo_run
+    inputs = out / "inputs"
+    payload = json.loads((out / "explanation.json").read_text())
+    tau = payload["params"]["tau"]
+    r = CliRunner().invoke(cli, ["sweep", "--image-embeddings", str(inputs / "image_embeddings.npy"),
+                                 "--sentence-embeddings", str(inputs / "sentence_embeddings.npy"), "--sentences",
+                                 str(inputs / "sentences.txt"), "--predictions", str(inputs / "predictions.csv"),
+                                 "--relevance", str(inputs / "relevance.npy"), "--tau", str(tau), "--K", "3",
+                                 "--C", "", "--o", "0.2", "--out", str(tmp_path / "sw")], obj={})
+    assert r.exit_code == 0, r.output
+    assert "lbee sweep --image-embeddings" in text
+    table = pd.read_csv(tmp_path / "sw" / "sweep.csv").set_index(["parameter", "method"])
+    for m, scores in payload["metrics"].items():
+        for metric in ("AHR", "ACR", "TPR", "JI"):
+            assert table.loc[("K", m), metric] == pytest.approx(scores[metric], abs=1e-9)
+            assert table.loc[("o", m), metric] == pytest.approx(scores[metric], abs=1e-9)
