@@ -474,7 +474,7 @@ def _number_list(kind):
 @click.option("--out", type=click.Path(file_okay=False), default="lbee_out/sweep", show_default=True)
 def sweep(image_embeddings, sentence_embeddings, sentence_set, predictions, relevance, k_values, c_values, o_values,
           method, confidence_kind, tau, out):
-    """Vary K, C and o (the paper's Fig. 6 and Fig. 10): a table and plots of ACR / AHR / TPR / JI."""
+    """Vary K, C and o: a table and plots of ACR / AHR / TPR / JI (the paper's Figures 6 and 10)."""
     from .confidence import scores_from_table
     from .images import read_table
     from .relevance import load_relevance
@@ -641,7 +641,7 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out):
               help="(n, t) boolean .npy ground-truth partitions of the evaluation set.")
 @click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True)
 def compare_pak(explanation, embeddings, partitions, k):
-    """LBEE app. B protocol: P@K of another set assigned to an explanation's easy ∪ hard prototypes."""
+    """P@K of another set assigned to an explanation's easy ∪ hard prototypes (LBEE appendix B protocol)."""
     import numpy as np
 
     from .metrics import prototype_precision_at_k
