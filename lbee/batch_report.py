@@ -192,8 +192,12 @@ def _model_scores(ds, model, inputs, device, progress):
             raise ValueError(f"labels contain class(es) {unknown[:5].tolist()} absent from the predictions "
                              f"({scores.probs.shape[1]} classes).")
     omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
-    return scores.confidence, scores.performance, {"entropy": "−entropy", "max": "max probability",
-                                                   "true_class": "probability of the true class"}[kind], omega
+    phi = {"entropy": "−entropy", "max": "max probability", "true_class": "probability of the true class"}[kind]
+    names = None
+    if model is not None and model.predictions is not None:
+        cols = [str(c) for c in read_table(model.predictions).columns if str(c).startswith("prob_")]
+        names = [c[len("prob_"):] for c in cols] or None
+    return scores.confidence, scores.performance, phi, omega, scores, names
 
 
 def _segmentation_scores(ds, model, inputs, device, progress):
@@ -214,7 +218,7 @@ def _segmentation_scores(ds, model, inputs, device, progress):
                                       device=device, ignore_index=st["ignore_index"], progress=progress)
     phi_desc = {"entropy": "−mean pixel entropy", "pixel_accuracy": "pixel accuracy", "miou": "mIoU"}
     return (scores.confidence(st["split_by"]), scores.performance("miou"), phi_desc[st["split_by"]],
-            "per-image mIoU" if ds.masks else "−mean pixel entropy (no masks)")
+            "per-image mIoU" if ds.masks else "−mean pixel entropy (no masks)", None, None)
 
 
 def _slicer(spec):
@@ -231,8 +235,10 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs):
     from .pipeline import DescribeResult, write_outputs
 
     st = ds.settings
-    phi, omega, phi_desc, omega_desc = _model_scores(ds, model, inputs, device, progress)
+    phi, omega, phi_desc, omega_desc, scores, class_names = _model_scores(ds, model, inputs, device, progress)
     tau = inputs.tau if st["tau"] is None else st["tau"]
+    if st["per_class"]:
+        return _run_per_class(ds, model, inputs, out, scores, class_names, phi, omega, tau, thumbs)
     explanations, objects = {}, {}
     for spec in st["slicers"]:
         name, obj = _slicer(spec)
@@ -274,6 +280,48 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs):
     atomic_write_bytes(out / "metrics.json", json.dumps(rows, indent=1).encode())
     first = next(iter(explanations.values()))
     n_hard = next(iter(first.values())).params["n_hard"]
+    return rows, len(inputs.image_ids), n_hard
+
+
+def _run_per_class(ds, model, inputs, out, scores, class_names, phi, omega, tau, thumbs):
+    """One dataset × model analysed class by class: per-class files and a per-class HTML page."""
+    from .html_report import render_per_class_report
+    from .per_class import explain_per_class
+    from .pipeline import write_per_class_outputs
+
+    st = ds.settings
+    if scores is None or scores.labels is None:
+        raise ValueError("per_class needs true labels: a 'label' column in the manifest or the predictions.")
+    if scores.preds is None and scores.probs is None:
+        raise ValueError("per_class needs predicted classes: 'pred' or 'prob_<class>' columns.")
+    res = explain_per_class(inputs.embeddings, inputs.sentence_embeddings, labels=scores.labels,
+                            preds=scores.preds, probs=scores.probs, split=st["per_class"], methods=st["methods"],
+                            n_clusters=st["clusters"], n_easy_clusters=st["easy_clusters"], k=st["k"], tau=tau,
+                            a=st["a"], relevance=inputs.relevance, o=st["o"], class_names=class_names,
+                            sentences=inputs.sentences)
+    write_per_class_outputs(res, out, image_ids=inputs.image_ids, sentences=inputs.sentences,
+                            sentence_set=inputs.sentence_set)
+    split = {"errors": "hard = false positives ∪ false negatives, easy = true positives",
+             "probability": f"class probability at μ ± {st['a']}σ"}[st["per_class"]]
+    params = {"encoder": inputs.encoder.get("encoder", ""), "sentence set": inputs.sentence_set,
+              "methods": ", ".join(st["methods"]), "per-class split": split, "C (hard clusters per class)":
+              st["clusters"], "K (sentences per cluster)": st["k"], "τ": tau, "o": st["o"], "ω": "correctness"}
+    run = ReportRun(dataset=ds.name, model=model.name if model else "EC classifier", explanations={},
+                    sentences=inputs.sentences, image_ids=inputs.image_ids, confidence=phi, performance=omega,
+                    thumbnail_sources=inputs.thumbnails, relevance=inputs.relevance,
+                    relevance_source=inputs.relevance_source, params=params, o=st["o"], failures=inputs.failures,
+                    notes=inputs.notes)
+    html = render_per_class_report(run, res, thumbs=thumbs, n_classes=st["classes_shown"],
+                                   n_thumbs=st["thumbnails"])
+    atomic_write_bytes(out / "report.html", html.encode("utf-8"))
+    summary = res.summary()
+    rows = []
+    if inputs.relevance is not None:  # means over classes, for the index page
+        rows = [{"slicer": "per class", "method": r["method"], **{k: float(r[k]) for k in ("ACR", "AHR", "TPR", "JI")}}
+                for r in summary.to_dict("records")]
+    atomic_write_bytes(out / "metrics.csv", summary.to_csv(index=False).encode())
+    atomic_write_bytes(out / "metrics.json", json.dumps(rows, indent=1).encode())
+    n_hard = int(res.metrics.drop_duplicates("class")["n_hard"].sum())
     return rows, len(inputs.image_ids), n_hard
 
 

@@ -118,7 +118,7 @@ def _pyplot():
 def metric_bars(rows):
     """Fig. 2-style bars: one panel per metric, one bar per (slicer, method). Returns a PNG data URI."""
     plt = _pyplot()
-    labels = [r["method"] if r["slicer"] == "ward" else f"{r['method']}·{r['slicer']}" for r in rows]
+    labels = [r["method"] if r["slicer"] in ("ward", "per class") else f"{r['method']}·{r['slicer']}" for r in rows]
     fig, axes = plt.subplots(1, 4, figsize=(12, 2.8), sharey=True)
     colors = plt.get_cmap("tab10")(np.arange(len(rows)) % 10)
     for ax, metric in zip(axes, METRIC_NAMES):
@@ -298,3 +298,49 @@ def render_index(entries, failures, title="lbee reports"):
     """
     return _environment().get_template("index.html.j2").render(entries=entries, failures=failures, title=title,
                                                               version=__version__)
+
+
+def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=8, n_easy_thumbs=4):
+    """The HTML text of a per-class run: averages, a table of classes, hard groups of the classes with most errors.
+
+    Parameters
+    ----------
+    run : ReportRun
+        The dataset's arrays (``explanations`` is not used).
+    result : lbee.per_class.PerClassResult
+    n_classes : int
+        Classes shown with their hard groups, those with the most hard images first.
+    """
+    metrics = result.metrics
+    has_rel = "TPR" in metrics.columns
+    summary = result.summary()
+    rows = [{"slicer": "per class", "method": r["method"], **{k: float(r[k]) for k in METRIC_NAMES}}
+            for r in summary.to_dict("records")] if has_rel else []
+    chart = metric_bars(rows) if rows else None
+    methods = list(dict.fromkeys(metrics["method"]))
+    first = metrics[metrics["method"] == methods[0]]
+    names = result.class_names
+
+    def name(c):
+        return names[c] if names is not None and c < len(names) else str(c)
+
+    table = []
+    for r in first.sort_values(["n_hard", "class"], ascending=[False, True]).to_dict("records"):
+        per_method = metrics[metrics["class"] == r["class"]].set_index("method")
+        table.append({"label": int(r["class"]), "name": name(int(r["class"])), "n_images": int(r["n_images"]),
+                      "n_hard": int(r["n_hard"]), "n_easy": int(r["n_easy"]),
+                      "tpr": {m: float(per_method.loc[m, "TPR"]) for m in methods} if has_rel else None})
+    shown = []
+    for entry in table[:n_classes]:
+        c = entry["label"]
+        exps = result.explanations[c]
+        members = np.unique(np.concatenate([cl.indices for e in exps.values()
+                                            for cl in (*e.hard_clusters, *e.easy_clusters)]))
+        star = None
+        if run.relevance is not None:
+            star = set(failure_sentences(run.relevance[members], run.performance[members], run.o).tolist())
+        shown.append({**entry, "clusters": cluster_views(run, "ward", exps, thumbs, star, n_thumbs, n_easy_thumbs)})
+    skipped = [(name(c), why) for c, why in result.skipped.items()]
+    return _environment().get_template("per_class.html.j2").render(
+        run=run, version=__version__, rows=rows, chart=chart, methods=methods, table=table, shown=shown,
+        skipped=skipped, has_relevance=has_rel, n_classes=len(table))

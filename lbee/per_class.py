@@ -54,7 +54,8 @@ def class_splits(labels, *, preds=None, probs=None, split="errors", a=0.2, class
     a : float, default=0.2
         Margin of the probability split.
     classes : iterable of int, optional
-        Classes to analyse (default: every class present in ``labels``).
+        Classes to analyse (default: every class in ``labels``, and with the
+        error split also every predicted class).
 
     Returns
     -------
@@ -86,7 +87,10 @@ def class_splits(labels, *, preds=None, probs=None, split="errors", a=0.2, class
     if split == "probability" and p is None:
         raise ValueError("`split='probability'` needs `probs` (the class probability columns).")
     correct = (yhat == y).astype(np.float64)
-    wanted = np.unique(y) if classes is None else np.asarray(list(classes), dtype=np.int64)
+    if classes is not None:
+        wanted = np.asarray(list(classes), dtype=np.int64)
+    else:  # with the error split a class that is only ever predicted still has false positives to show
+        wanted = np.union1d(y, yhat) if split == "errors" else np.unique(y)
     splits, skipped = [], {}
     for c in wanted.tolist():
         if split == "errors":

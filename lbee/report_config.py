@@ -33,7 +33,7 @@ from pathlib import Path
 TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
 SETTING_KEYS = ("encoder", "sentences", "relevance", "methods", "slicers", "clusters", "easy_clusters", "k", "a",
                 "o", "tau", "thumbnails", "confidence", "batch_size", "num_workers", "task", "split_by",
-                "ignore_index")
+                "ignore_index", "per_class", "classes_shown")
 SOURCE_KEYS = ("images", "spotcheck", "image_embeddings", "sentence_embeddings", "masks")
 MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
 DATASET_KEYS = ("name",) + SOURCE_KEYS + ("models",) + MODEL_KEYS[1:] + SETTING_KEYS
@@ -42,7 +42,7 @@ SETTING_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevanc
                     "methods": ["tops", "setdiff", "pdiff", "fpdiff"], "slicers": ["ward"], "clusters": 15,
                     "easy_clusters": None, "k": 3, "a": 0.2, "o": 0.2, "tau": None, "thumbnails": 8,
                     "confidence": "entropy", "batch_size": 64, "num_workers": 0, "task": "classification",
-                    "split_by": "entropy", "ignore_index": 255}
+                    "split_by": "entropy", "ignore_index": 255, "per_class": None, "classes_shown": 12}
 
 
 class ConfigError(ValueError):
@@ -138,7 +138,9 @@ def _check_setting(key, value, where, line, path):
     def bad(expected):
         return _EntryError(f"{path}, line {line}: {where} key {key!r} is {value!r}; expected {expected}.")
 
-    if key in ("clusters", "k", "thumbnails", "batch_size") and not (isinstance(value, int) and value >= 1):
+    if key == "per_class" and value not in (None, False, "errors", "probability"):
+        raise bad("errors (ImageNet: hard = FP ∪ FN), probability (NICO++) or null")
+    if key in ("clusters", "k", "thumbnails", "batch_size", "classes_shown") and not (isinstance(value, int) and value >= 1):
         raise bad("an integer >= 1")
     if key == "easy_clusters" and value is not None and not (isinstance(value, int) and value >= 1):
         raise bad("an integer >= 1 or null")
@@ -264,6 +266,11 @@ def _parse_dataset(entry, i, defaults, base, path):
         (kind, file), = rel.items()
         rel = {kind: _resolve_path(file, f"relevance.{kind}", base, _line(entry, "relevance"), path)}
     settings["relevance"] = None if rel == "none" else rel
+    settings["per_class"] = settings["per_class"] or None
+    if settings["per_class"] and "clusters" not in entry and "clusters" not in defaults:
+        settings["clusters"] = 5  # the paper's per-class default
+    if settings["per_class"] and settings["task"] == "segmentation":
+        raise _EntryError(f"{path}, line {_line(entry, 'per_class')}: per_class is for classification.")
     if settings["task"] == "segmentation" and ds.spotcheck is not None:
         raise _EntryError(f"{path}, line {_line(entry, 'task')}: a SpotCheck world is a classification task.")
     if settings["split_by"] != "entropy" and "masks" not in entry:

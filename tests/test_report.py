@@ -204,3 +204,34 @@ def test_report_of_a_large_dataset_stays_small(tmp_path):
     html = render_report(run, thumbs=thumbs)
     assert thumbs.n_generated + thumbs.n_cached <= 5 * 12
     assert len(html.encode()) < 1_500_000
+
+
+def test_per_class_dataset_report(image_dataset, tmp_path):
+    root, dark = image_dataset
+    cfg = write(tmp_path / "pc.yaml", f"""\
+    datasets:
+      - name: per <class>
+        images: {root}/imgs/manifest.csv
+        image_embeddings: {root}/img.npy
+        sentence_embeddings: {root}/sen.npy
+        sentences: {root}/sents.txt
+        relevance: {root}/rel.npy
+        predictions: {root}/good.csv
+        per_class: errors
+        methods: [tops, pdiff]
+        k: 1
+    """)
+    res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
+    assert res.failures == [] and res.reports[0]["rows"][0]["slicer"] == "per class"
+    folder = tmp_path / "out" / "per_class"
+    metrics = pd.read_csv(folder / "per_class_metrics.csv")
+    # 'cat' (every label) is analysed: hard = the dark images (false negatives); 'dog' is only ever a
+    # false positive, so it has no easy image and is listed as skipped.
+    assert metrics["class_name"].unique().tolist() == ["cat"] and (metrics["n_hard"] == dark.sum()).all()
+    payload = json.loads((folder / "per_class.json").read_text())
+    assert "never predicted correctly" in payload["skipped"]["1"]
+    html = (folder / "report.html").read_text()
+    assert "per &lt;class&gt;" in html and 'id="class-0"' in html and "dog: no easy image" in html
+    assert html.count('src="data:image/jpeg;base64,') >= dark.sum()
+    index = (tmp_path / "out" / "index.html").read_text()
+    assert "per class" in index
