@@ -169,3 +169,17 @@ datasets:
         assert (table["split"] == "hard").to_numpy().tolist() == dark.tolist()
         html = (tmp_path / "out" / "seg" / model / "report.html").read_text()
         assert "per-image mIoU" in html and "mIoU" in html
+
+
+def test_split_by_switches_the_signal_fig4():
+    """Entropy and mIoU can disagree: a confidently wrong image is easy by entropy, hard by mIoU."""
+    confident = np.zeros((2, 4, 4))
+    confident[0] = 10.0                      # certain of class 0 everywhere
+    unsure = np.zeros((2, 4, 4))             # uniform: maximal entropy, argmax class 0
+    masks = [np.ones((4, 4), int), np.zeros((4, 4), int)]  # the confident image is entirely wrong
+    s = segmentation_scores([confident, unsure], masks)
+    assert s.confidence("entropy")[0] > s.confidence("entropy")[1]
+    assert s.confidence("miou").tolist() == [0.0, 1.0] and s.confidence("pixel_accuracy").tolist() == [0.0, 1.0]
+    assert s.performance().tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match="split_by"):
+        s.confidence("iou")
