@@ -282,7 +282,8 @@ def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objec
                "n_sentences": len(run.sentences), "n_failure_sentences": None if star is None else len(star)}
     return _environment().get_template("report.html.j2").render(
         run=run, version=__version__, summary=summary, rows=rows, chart=chart, columns=columns,
-        t1_rows=t1_rows, t1_total=t1_total, plane=plane, sections=sections, has_relevance=star is not None)
+        t1_rows=t1_rows, t1_total=t1_total, plane=plane, plane_label=plane_label, sections=sections,
+        has_relevance=star is not None)
 
 
 def render_index(entries, failures, title="lbee reports"):

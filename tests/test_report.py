@@ -235,3 +235,39 @@ def test_per_class_dataset_report(image_dataset, tmp_path):
     assert html.count('src="data:image/jpeg;base64,') >= dark.sum()
     index = (tmp_path / "out" / "index.html").read_text()
     assert "per class" in index
+
+
+def test_spotcheck_dataset_with_slicers_and_world_reuse(demo_run, tmp_path, monkeypatch):
+    """A SpotCheck world in a report: exact Γ, extra slicers, PlaneSpot's plane; a rerun reuses the saved world."""
+    import lbee.spotcheck
+    from lbee.spotcheck import ExperimentalConfiguration
+
+    out, _ = demo_run
+    demo_ec = ExperimentalConfiguration.load(out / "ec")
+    made = []
+
+    def fake_make_ec(seed, **kwargs):  # the demo's world stands in for a fresh one (same seed)
+        made.append(seed)
+        return demo_ec
+
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", fake_make_ec)
+    cfg = write(tmp_path / "sc.yaml", """\
+    datasets:
+      - name: world
+        spotcheck: {seed: 0}
+        methods: [tops, fpdiff]
+        slicers: [ward, {planespot: {reducer: pca}}]
+    """)
+    for _ in range(2):
+        res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
+        assert res.failures == []
+    assert made == [0]  # generated once, then read back from out/world/ec
+    rows = res.reports[0]["rows"]
+    assert {(r["slicer"], r["method"]) for r in rows} == {("ward", "tops"), ("ward", "fpdiff"),
+                                                          ("planespot", "tops"), ("planespot", "fpdiff")}
+    demo_metrics = json.loads((out / "explanation.json").read_text())["metrics"]
+    ward_tops = next(r for r in rows if r["slicer"] == "ward" and r["method"] == "tops")
+    assert ward_tops["TPR"] == pytest.approx(demo_metrics["tops"]["TPR"])  # same world, same analysis
+    html = (tmp_path / "out" / "world" / "report.html").read_text()
+    assert "PlaneSpot 2-D plane" in html and 'id="plane-chart"' in html
+    assert "True blindspot 0" in html and (tmp_path / "out" / "world" / "slicer_planespot" / "explanation.json").exists()
