@@ -238,7 +238,7 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs):
     phi, omega, phi_desc, omega_desc, scores, class_names = _model_scores(ds, model, inputs, device, progress)
     tau = inputs.tau if st["tau"] is None else st["tau"]
     if st["per_class"]:
-        return _run_per_class(ds, model, inputs, out, scores, class_names, phi, omega, tau, thumbs)
+        return _run_per_class(ds, model, inputs, out, scores, class_names, phi, omega, tau, thumbs, progress)
     explanations, objects = {}, {}
     for spec in st["slicers"]:
         name, obj = _slicer(spec)
@@ -283,7 +283,7 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs):
     return rows, len(inputs.image_ids), n_hard
 
 
-def _run_per_class(ds, model, inputs, out, scores, class_names, phi, omega, tau, thumbs):
+def _run_per_class(ds, model, inputs, out, scores, class_names, phi, omega, tau, thumbs, progress=False):
     """One dataset × model analysed class by class: per-class files and a per-class HTML page."""
     from .html_report import render_per_class_report
     from .per_class import explain_per_class
@@ -298,7 +298,7 @@ def _run_per_class(ds, model, inputs, out, scores, class_names, phi, omega, tau,
                             preds=scores.preds, probs=scores.probs, split=st["per_class"], methods=st["methods"],
                             n_clusters=st["clusters"], n_easy_clusters=st["easy_clusters"], k=st["k"], tau=tau,
                             a=st["a"], relevance=inputs.relevance, o=st["o"], class_names=class_names,
-                            sentences=inputs.sentences)
+                            sentences=inputs.sentences, progress=progress)
     write_per_class_outputs(res, out, image_ids=inputs.image_ids, sentences=inputs.sentences,
                             sentence_set=inputs.sentence_set)
     split = {"errors": "hard = false positives ∪ false negatives, easy = true positives",
