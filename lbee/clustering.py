@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def ward_labels(embeddings, n_clusters):
+def ward_labels(embeddings, n_clusters, memory=None):
     """Ward agglomerative clustering labels.
 
     Parameters
@@ -14,6 +14,9 @@ def ward_labels(embeddings, n_clusters):
         Unit rows.
     n_clusters : int
         Requested clusters; the effective number is ``min(n_clusters, n_samples)``.
+    memory : joblib.Memory or str, optional
+        Caches the full Ward tree, so that cutting the same data at another
+        ``n_clusters`` (a sweep over C) does not rebuild it. Labels are the same.
 
     Returns
     -------
@@ -27,7 +30,8 @@ def ward_labels(embeddings, n_clusters):
         return np.zeros(n, dtype=np.int64)
     from sklearn.cluster import AgglomerativeClustering
 
-    model = AgglomerativeClustering(n_clusters=c, linkage="ward")
+    model = AgglomerativeClustering(n_clusters=c, linkage="ward", memory=memory,
+                                    compute_full_tree=True if memory is not None else "auto")
     return model.fit_predict(embeddings).astype(np.int64)
 
 

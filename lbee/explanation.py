@@ -124,12 +124,12 @@ class Explanation:
 class _Partition:
     """Split and clusters shared by every describer (computed once for ``method="all"``)."""
 
-    def __init__(self, images, hard_groups, easy_mask, n_easy_clusters):
+    def __init__(self, images, hard_groups, easy_mask, n_easy_clusters, ward_memory=None):
         self.images = images
         self.hard_groups = hard_groups
         self.hard_protos, self.hard_means = _group_prototypes(images, hard_groups)
         easy_idx = np.flatnonzero(easy_mask)
-        labels = ward_labels(images[easy_idx], n_easy_clusters)
+        labels = ward_labels(images[easy_idx], n_easy_clusters, ward_memory)
         c_e = int(labels.max()) + 1
         self.easy_groups = [easy_idx[labels == j] for j in range(c_e)]
         self.easy_protos, _ = prototypes(images[easy_idx], labels, c_e)
@@ -143,11 +143,11 @@ def _group_prototypes(images, groups):
     return prototypes(members, labels, len(groups))
 
 
-def _hard_groups(images, hard_mask, n_clusters, slicer, confidence):
+def _hard_groups(images, hard_mask, n_clusters, slicer, confidence, ward_memory=None):
     if isinstance(slicer, str):
         check_choice(slicer, "slicer", {"ward"})
         hard_idx = np.flatnonzero(hard_mask)
-        labels = ward_labels(images[hard_idx], n_clusters)
+        labels = ward_labels(images[hard_idx], n_clusters, ward_memory)
         return [hard_idx[labels == i] for i in range(int(labels.max()) + 1)]
     groups = getattr(slicer, "hard_groups", None)
     if not callable(groups):
@@ -163,7 +163,7 @@ def _hard_groups(images, hard_mask, n_clusters, slicer, confidence):
 
 
 def _prepare(image_embeddings, sentence_embeddings, confidence, hard, easy, a, n_clusters,
-             n_easy_clusters, k, tau, slicer, sentences):
+             n_easy_clusters, k, tau, slicer, sentences, ward_memory=None):
     images = as_unit_rows(image_embeddings, "image_embeddings")
     # A prebuilt SentenceIndex is reused as is (per-class loops over one sentence set).
     index = sentence_embeddings if isinstance(sentence_embeddings, SentenceIndex) else None
@@ -185,8 +185,8 @@ def _prepare(image_embeddings, sentence_embeddings, confidence, hard, easy, a, n
                 f"`sentences` has {len(sentences)} entries but `sentence_embeddings` has {sent.shape[0]} rows."
             )
     hard_mask, easy_mask = resolve_split(images.shape[0], confidence=confidence, hard=hard, easy=easy, a=a)
-    groups = _hard_groups(images, hard_mask, n_clusters, slicer, confidence)
-    partition = _Partition(images, groups, easy_mask, n_easy_clusters)
+    groups = _hard_groups(images, hard_mask, n_clusters, slicer, confidence, ward_memory)
+    partition = _Partition(images, groups, easy_mask, n_easy_clusters, ward_memory)
     params = {"a": a, "n_clusters": n_clusters, "n_easy_clusters": n_easy_clusters, "k": int(k), "tau": tau,
               "slicer": slicer if isinstance(slicer, str) else type(slicer).__name__,
               "n_images": int(images.shape[0]), "n_sentences": int(sent.shape[0]),

@@ -2,7 +2,8 @@
 
 - K (sentences per cluster): the split and clustering are computed once and
   only the selection is redone.
-- C (clusters, C^h = C^e): one clustering per value.
+- C (clusters, C^h = C^e): the Ward trees of the hard and easy sides are
+  built once (cached in a temporary folder) and cut at each value.
 - o (β = o·std ω): the explanations do not change; only S*_β and the metrics
   that depend on it (AHR, TPR, JI) move, ACR stays constant, as in Fig. 10.
 """
@@ -74,12 +75,18 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
             rows.append({"parameter": parameter, "value": value, "method": m,
                          **score_explanation(e, rel, star)})
 
+    import tempfile
+
+    from joblib import Memory
+
     shared = {"sentences": sentence_embeddings}
+    tree_cache = tempfile.TemporaryDirectory(prefix="lbee-ward-")
+    memory = Memory(tree_cache.name, verbose=0)
 
     def run(n_clusters_, k_):
         partition, index, params, _ = _prepare(image_embeddings, shared["sentences"], tau=tau, slicer="ward",
                                                sentences=None, n_clusters=n_clusters_, n_easy_clusters=None,
-                                               k=k_, **split)
+                                               k=k_, ward_memory=memory, **split)
         if rel.shape[0] != params["n_images"]:
             raise ValueError(f"`relevance` has {rel.shape[0]} rows; expected {params['n_images']}, one per image.")
         shared["sentences"] = index  # later runs reuse the sentence index
@@ -95,6 +102,7 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
         add("C", value, {m: _describe(part_c, index_c, m, params_c, None) for m in methods}, star_default)
     for value in o:  # same explanations, another S*
         add("o", value, base, set(failure_sentences(rel, omega, value).tolist()))
+    tree_cache.cleanup()
     return pd.DataFrame(rows)
 
 

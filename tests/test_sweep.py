@@ -80,3 +80,24 @@ def test_plot_sweep_draws_one_row_per_parameter(tmp_path):
 
     img = matplotlib.image.imread(plot_sweep(t, tmp_path / "p.png"))
     assert img.shape[0] < img.shape[1]  # 2 rows x 4 metric columns: wider than tall
+
+
+def test_sweep_over_c_matches_independent_runs():
+    """Cutting one cached Ward tree at each C gives the same metrics as clustering from scratch."""
+    import lbee
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 12))
+    S = rng.normal(size=(30, 12))
+    phi = rng.normal(size=300)
+    omega = (phi > 0).astype(float)
+    rel = rng.random((300, 30)) < 0.2
+    t = sensitivity_sweep(X, S, relevance=rel, performance=omega, confidence=phi, K=[], o=[], C=[1, 4, 9],
+                          methods=["tops", "fpdiff"])
+    for c in (1, 4, 9):
+        exps = lbee.explain_methods(X, S, confidence=phi, methods=["tops", "fpdiff"], n_clusters=c)
+        for m, e in exps.items():
+            expected = lbee.evaluate(e, rel, omega)
+            got = t[(t["value"] == c) & (t["method"] == m)].iloc[0]
+            for metric in ("ACR", "AHR", "TPR", "JI"):
+                assert got[metric] == pytest.approx(expected[metric])
