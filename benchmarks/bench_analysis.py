@@ -2,7 +2,8 @@
 
 (a) whole dataset: n = 50,000 images, N = 1,400 sentences, d = 512, C = 15;
 (b) per class: 1,000 classes x 50 images, C = 5, the same sentence set.
-Random unit embeddings; prints the times. Usage: python benchmarks/bench_analysis.py [--quick]
+Random unit embeddings; prints the times.
+Usage: python benchmarks/bench_analysis.py [--quick] [--ward exact|knn]
 """
 
 import argparse
@@ -21,6 +22,7 @@ def unit(x):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="10x smaller, for a smoke run")
+    ap.add_argument("--ward", choices=["exact", "knn"], default="exact", help="Ward variant for (a)")
     args = ap.parse_args()
     scale = 10 if args.quick else 1
     rng = np.random.default_rng(0)
@@ -33,12 +35,12 @@ def main():
     print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}")
 
     t0 = time.perf_counter()
-    exps = lbee.explain_methods(X, S, confidence=phi, n_clusters=15)
+    exps = lbee.explain_methods(X, S, confidence=phi, n_clusters=15, ward=args.ward)
     t1 = time.perf_counter()
     for e in exps.values():
         lbee.evaluate(e, rel, omega)
     t2 = time.perf_counter()
-    print(f"(a) n={n} N={N} d={d} C=15: split+Ward+selection (5 methods) {t1 - t0:.1f} s, "
+    print(f"(a) n={n} N={N} d={d} C=15, ward={args.ward}: split+Ward+selection (5 methods) {t1 - t0:.1f} s, "
           f"metrics (5 methods) {t2 - t1:.1f} s")
 
     n_classes = 1000 // scale

@@ -246,7 +246,7 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs):
             explanations[name] = explain_methods(
                 inputs.embeddings, inputs.sentence_embeddings, methods=st["methods"], confidence=phi,
                 a=st["a"], n_clusters=st["clusters"], n_easy_clusters=st["easy_clusters"], k=st["k"], tau=tau,
-                slicer="ward" if obj is None else obj, sentences=inputs.sentences)
+                slicer="ward" if obj is None else obj, sentences=inputs.sentences, ward=st["ward"])
         except ValueError as exc:
             raise ValueError(f"slicer {name!r}: {exc}") from None
         if obj is not None:

@@ -121,6 +121,8 @@ def _load_npy(path, name):
               help="Describer(s); repeat the option or use 'all'.")
 @click.option("--clusters", type=click.IntRange(min=1), default=None,
               help="Hard clusters C^h [default: 15, or 5 with --per-class].")
+@click.option("--ward", type=click.Choice(["exact", "knn"]), default="exact", show_default=True,
+              help="Exact Ward, or an approximate one on a 15-nearest-neighbour graph for very large splits.")
 @click.option("--per-class", is_flag=True, help="Analyse each class separately (needs labels).")
 @click.option("--class-split", type=click.Choice(["errors", "probability"]), default="errors", show_default=True,
               help="Per class: hard = false positives ∪ false negatives, easy = true positives (ImageNet), or a "
@@ -139,8 +141,8 @@ def _load_npy(path, name):
               help="Image-decoding worker processes.")
 @click.pass_context
 def describe(ctx, images, sentence_set, task, predictions, masks, split_by, ignore_index, model_spec, weights, num_classes, image_size, confidence_kind,
-             encoder, image_embeddings, sentence_embeddings, method, clusters, per_class, class_split, relevance, jobs,
-             easy_clusters, k, tau, a, out, strict, batch_size, num_workers):
+             encoder, image_embeddings, sentence_embeddings, method, clusters, ward, per_class, class_split, relevance,
+             jobs, easy_clusters, k, tau, a, out, strict, batch_size, num_workers):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
     import numpy as np
 
@@ -170,6 +172,8 @@ def describe(ctx, images, sentence_set, task, predictions, masks, split_by, igno
         raise click.UsageError("--relevance and --jobs belong to --per-class (use `lbee evaluate` otherwise).")
     if clusters is None:
         clusters = 5 if per_class else 15
+    if ward != "exact" and per_class:
+        raise click.UsageError("--ward knn is for whole-dataset runs; per-class splits are small.")
     pc = dict(split=class_split, relevance=relevance, jobs=jobs, out=out) if per_class else None
     try:
         if image_embeddings:
@@ -177,13 +181,15 @@ def describe(ctx, images, sentence_set, task, predictions, masks, split_by, igno
                 raise click.UsageError("--task segmentation reads IMAGES (to match predictions and masks by "
                                        "name); --image-embeddings is for classification.")
             result = _describe_precomputed(image_embeddings, sentence_embeddings, predictions, confidence_kind,
-                                           sents, sset.name, _methods(method), clusters, easy_clusters, k, tau, a, pc)
+                                           sents, sset.name, _methods(method), clusters, easy_clusters, k, tau, a, pc,
+                                           ward)
         else:
             if images is None:
                 raise click.UsageError("Give IMAGES (a folder or manifest) or --image-embeddings.")
             result = _describe_images(obj, images, sents, sset.name, predictions, model_spec, weights, num_classes,
                                       image_size, confidence_kind, encoder, sentence_embeddings, _methods(method),
-                                      clusters, easy_clusters, k, tau, a, strict, batch_size, num_workers, seg, pc)
+                                      clusters, easy_clusters, k, tau, a, strict, batch_size, num_workers, seg, pc,
+                                      ward)
     except click.ClickException:
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
@@ -203,7 +209,7 @@ def describe(ctx, images, sentence_set, task, predictions, masks, split_by, igno
 
 
 def _describe_precomputed(image_embeddings, sentence_embeddings, predictions, kind, sents, set_name, methods,
-                          clusters, easy_clusters, k, tau, a, pc):
+                          clusters, easy_clusters, k, tau, a, pc, ward="exact"):
     from .confidence import scores_from_table
     from .images import read_table
     from .pipeline import describe
@@ -229,12 +235,12 @@ def _describe_precomputed(image_embeddings, sentence_embeddings, predictions, ki
                     image_ids=ids, methods=methods, encoder_identity={"encoder": "precomputed",
                                                                       "image_embeddings": str(image_embeddings)},
                     sentence_set=set_name, n_clusters=clusters, n_easy_clusters=easy_clusters, k=k,
-                    tau=0.25 if tau is None else tau, a=a)
+                    tau=0.25 if tau is None else tau, a=a, ward=ward)
 
 
 def _describe_images(obj, images, sents, set_name, predictions, model_spec, weights, num_classes, image_size,
                      kind, encoder_spec, sentence_embeddings, methods, clusters, easy_clusters, k, tau, a, strict,
-                     batch_size, num_workers, seg, pc):
+                     batch_size, num_workers, seg, pc, ward="exact"):
     import numpy as np
 
     from .confidence import scores_from_probabilities, scores_from_table
@@ -286,7 +292,7 @@ def _describe_images(obj, images, sents, set_name, predictions, model_spec, weig
     return describe(emb.embeddings, sen, confidence=phi, performance=omega, sentences=sents, image_ids=ids,
                     image_paths=paths, methods=methods, encoder_identity=enc.identity(), sentence_set=set_name,
                     failures=emb.failures, n_clusters=clusters, n_easy_clusters=easy_clusters, k=k,
-                    tau=enc.default_tau if tau is None else tau, a=a, extra=extra)
+                    tau=enc.default_tau if tau is None else tau, a=a, extra=extra, ward=ward)
 
 
 def _class_names(table):

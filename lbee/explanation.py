@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import as_unit_rows, check_choice, check_positive_int, check_real
-from .clustering import match_easy, prototypes, ward_labels
+from .clustering import WARD_METHODS, match_easy, prototypes, ward_labels
 from .selection import METHODS, select_sentences
 from .sentence_index import SentenceIndex
 from .split import resolve_split
@@ -124,12 +124,12 @@ class Explanation:
 class _Partition:
     """Split and clusters shared by every describer (computed once for ``method="all"``)."""
 
-    def __init__(self, images, hard_groups, easy_mask, n_easy_clusters, ward_memory=None):
+    def __init__(self, images, hard_groups, easy_mask, n_easy_clusters, ward_kw=None):
         self.images = images
         self.hard_groups = hard_groups
         self.hard_protos, self.hard_means = _group_prototypes(images, hard_groups)
         easy_idx = np.flatnonzero(easy_mask)
-        labels = ward_labels(images[easy_idx], n_easy_clusters, ward_memory)
+        labels = ward_labels(images[easy_idx], n_easy_clusters, **(ward_kw or {}))
         c_e = int(labels.max()) + 1
         self.easy_groups = [easy_idx[labels == j] for j in range(c_e)]
         self.easy_protos, _ = prototypes(images[easy_idx], labels, c_e)
@@ -143,11 +143,11 @@ def _group_prototypes(images, groups):
     return prototypes(members, labels, len(groups))
 
 
-def _hard_groups(images, hard_mask, n_clusters, slicer, confidence, ward_memory=None):
+def _hard_groups(images, hard_mask, n_clusters, slicer, confidence, ward_kw=None):
     if isinstance(slicer, str):
         check_choice(slicer, "slicer", {"ward"})
         hard_idx = np.flatnonzero(hard_mask)
-        labels = ward_labels(images[hard_idx], n_clusters, ward_memory)
+        labels = ward_labels(images[hard_idx], n_clusters, **(ward_kw or {}))
         return [hard_idx[labels == i] for i in range(int(labels.max()) + 1)]
     groups = getattr(slicer, "hard_groups", None)
     if not callable(groups):
@@ -163,7 +163,7 @@ def _hard_groups(images, hard_mask, n_clusters, slicer, confidence, ward_memory=
 
 
 def _prepare(image_embeddings, sentence_embeddings, confidence, hard, easy, a, n_clusters,
-             n_easy_clusters, k, tau, slicer, sentences, ward_memory=None):
+             n_easy_clusters, k, tau, slicer, sentences, ward="exact", ward_memory=None):
     images = as_unit_rows(image_embeddings, "image_embeddings")
     # A prebuilt SentenceIndex is reused as is (per-class loops over one sentence set).
     index = sentence_embeddings if isinstance(sentence_embeddings, SentenceIndex) else None
@@ -185,10 +185,12 @@ def _prepare(image_embeddings, sentence_embeddings, confidence, hard, easy, a, n
                 f"`sentences` has {len(sentences)} entries but `sentence_embeddings` has {sent.shape[0]} rows."
             )
     hard_mask, easy_mask = resolve_split(images.shape[0], confidence=confidence, hard=hard, easy=easy, a=a)
-    groups = _hard_groups(images, hard_mask, n_clusters, slicer, confidence, ward_memory)
-    partition = _Partition(images, groups, easy_mask, n_easy_clusters, ward_memory)
+    check_choice(ward, "ward", set(WARD_METHODS))
+    ward_kw = {"memory": ward_memory, "method": ward}
+    groups = _hard_groups(images, hard_mask, n_clusters, slicer, confidence, ward_kw)
+    partition = _Partition(images, groups, easy_mask, n_easy_clusters, ward_kw)
     params = {"a": a, "n_clusters": n_clusters, "n_easy_clusters": n_easy_clusters, "k": int(k), "tau": tau,
-              "slicer": slicer if isinstance(slicer, str) else type(slicer).__name__,
+              "slicer": slicer if isinstance(slicer, str) else type(slicer).__name__, "ward": ward,
               "n_images": int(images.shape[0]), "n_sentences": int(sent.shape[0]),
               "n_hard": int(hard_mask.sum()), "n_easy": int(easy_mask.sum())}
     return partition, index or SentenceIndex(sent), params, sentences
@@ -210,7 +212,7 @@ def _describe(partition, index, method, params, sentences):
 
 def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None, easy=None, a=0.2,
             method="fpdiff", n_clusters=15, n_easy_clusters=None, k=3, tau=0.25, slicer="ward",
-            sentences=None):
+            sentences=None, ward="exact"):
     """Find hard clusters of images and the sentences that describe them.
 
     Parameters
@@ -245,6 +247,10 @@ def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None
         easy side is still Ward-clustered and every describer works on them.
     sentences : list of str of length N, optional
         Sentence texts, kept for readable output.
+    ward : {'exact', 'knn'}, default='exact'
+        Exact Ward (SPEC §3.2), or the approximate option for very large
+        splits: merges restricted to a 15-nearest-neighbour graph (see
+        :func:`lbee.clustering.ward_labels`).
 
     Returns
     -------
@@ -252,7 +258,7 @@ def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None
     """
     partition, index, params, sentences = _prepare(
         image_embeddings, sentence_embeddings, confidence, hard, easy, a, n_clusters, n_easy_clusters, k, tau,
-        slicer, sentences)
+        slicer, sentences, ward)
     return _describe(partition, index, method, params, sentences)
 
 
@@ -273,7 +279,7 @@ def explain_methods(image_embeddings, sentence_embeddings, *, methods=METHODS, *
     for m in methods:
         check_choice(m, "methods", set(METHODS))
     defaults = dict(confidence=None, hard=None, easy=None, a=0.2, n_clusters=15, n_easy_clusters=None, k=3,
-                    tau=0.25, slicer="ward", sentences=None)
+                    tau=0.25, slicer="ward", sentences=None, ward="exact")
     unknown = set(kwargs) - set(defaults)
     if unknown:
         raise TypeError(f"explain_methods() got unexpected keyword argument(s) {sorted(unknown)}.")

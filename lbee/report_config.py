@@ -33,7 +33,7 @@ from pathlib import Path
 TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
 SETTING_KEYS = ("encoder", "sentences", "relevance", "methods", "slicers", "clusters", "easy_clusters", "k", "a",
                 "o", "tau", "thumbnails", "confidence", "batch_size", "num_workers", "task", "split_by",
-                "ignore_index", "per_class", "classes_shown")
+                "ignore_index", "per_class", "classes_shown", "ward")
 SOURCE_KEYS = ("images", "spotcheck", "image_embeddings", "sentence_embeddings", "masks")
 MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
 DATASET_KEYS = ("name",) + SOURCE_KEYS + ("models",) + MODEL_KEYS[1:] + SETTING_KEYS
@@ -42,7 +42,8 @@ SETTING_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevanc
                     "methods": ["tops", "setdiff", "pdiff", "fpdiff"], "slicers": ["ward"], "clusters": 15,
                     "easy_clusters": None, "k": 3, "a": 0.2, "o": 0.2, "tau": None, "thumbnails": 8,
                     "confidence": "entropy", "batch_size": 64, "num_workers": 0, "task": "classification",
-                    "split_by": "entropy", "ignore_index": 255, "per_class": None, "classes_shown": 12}
+                    "split_by": "entropy", "ignore_index": 255, "per_class": None, "classes_shown": 12,
+                    "ward": "exact"}
 
 
 class ConfigError(ValueError):
@@ -164,6 +165,8 @@ def _check_setting(key, value, where, line, path):
             names.append(name)
         if len(set(names)) != len(names):
             raise bad("each slicer at most once")
+    if key == "ward" and value not in ("exact", "knn"):
+        raise bad("exact or knn")
     if key == "task" and value not in ("classification", "segmentation"):
         raise bad("classification or segmentation")
     if key == "split_by" and value not in ("entropy", "pixel_accuracy", "miou"):

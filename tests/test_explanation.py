@@ -212,3 +212,26 @@ def test_prebuilt_sentence_index_gives_the_same_result(planted):
     a = lbee.explain(X, S, confidence=phi, n_clusters=3, method="fpdiff")
     b = lbee.explain(X, SentenceIndex(S), confidence=phi, n_clusters=3, method="fpdiff")
     assert [c.sentences for c in a.hard_clusters] == [c.sentences for c in b.hard_clusters]
+
+
+def test_knn_ward_option_matches_exact_on_separated_groups_and_is_explicit():
+    from sklearn.metrics import adjusted_rand_score
+
+    from lbee.clustering import ward_labels
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(6, 32)) * 3
+    X = np.repeat(centres, 40, axis=0) + 0.1 * rng.normal(size=(240, 32))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    exact = ward_labels(X, 6)
+    approx = ward_labels(X, 6, method="knn")
+    assert adjusted_rand_score(exact, approx) == 1.0
+    phi = np.r_[np.zeros(120), np.ones(120)]
+    S = np.eye(32)
+    e_exact = lbee.explain(X, S, confidence=phi, n_clusters=3, method="tops")
+    e_knn = lbee.explain(X, S, confidence=phi, n_clusters=3, method="tops", ward="knn")
+    assert e_exact.params["ward"] == "exact" and e_knn.params["ward"] == "knn"
+    assert sorted(map(sorted, (c.indices.tolist() for c in e_exact.hard_clusters))) == \
+        sorted(map(sorted, (c.indices.tolist() for c in e_knn.hard_clusters)))
+    with pytest.raises(ValueError, match="`ward` must be one of"):
+        lbee.explain(X, S, confidence=phi, ward="fast")
