@@ -271,6 +271,16 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs):
                     thumbnail_sources=inputs.thumbnails, relevance=inputs.relevance,
                     relevance_source=inputs.relevance_source, params=params, o=st["o"],
                     embeddings=inputs.embeddings, failures=inputs.failures, notes=inputs.notes)
+    if st["sweep"]:
+        from .sweep import DEFAULT_C, DEFAULT_K, DEFAULT_O, sensitivity_sweep
+
+        grid = st["sweep"] if isinstance(st["sweep"], dict) else {}
+        run.sweep = sensitivity_sweep(
+            inputs.embeddings, inputs.sentence_embeddings, relevance=inputs.relevance, performance=omega,
+            confidence=phi, K=grid.get("K", DEFAULT_K), C=grid.get("C", DEFAULT_C), o=grid.get("o", DEFAULT_O),
+            methods=st["methods"], k=st["k"], n_clusters=st["clusters"], tau=tau, a=st["a"], o_default=st["o"],
+            ward=st["ward"])
+        atomic_write_bytes(out / "sweep.csv", run.sweep.to_csv(index=False).encode())
     rows = run.metrics()
     atomic_write_bytes(out / "report.html", render_report(run, thumbs=thumbs, n_thumbs=st["thumbnails"],
                                                           slicer_objects=objects).encode("utf-8"))

@@ -63,6 +63,8 @@ class ReportRun:
         Skipped images and why.
     notes : list of str
         Extra lines for the summary (e.g. SpotCheck's true blindspots).
+    sweep : pandas.DataFrame or None
+        :func:`lbee.sweep.sensitivity_sweep` output, drawn as Fig. 6 / Fig. 10.
     """
 
     dataset: str
@@ -82,6 +84,7 @@ class ReportRun:
     embeddings: np.ndarray | None = None
     failures: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    sweep: object = None
 
     def metrics(self):
         """Rows (slicer, method, ACR, AHR, TPR, JI, n_failure_sentences); empty without relevance."""
@@ -272,6 +275,12 @@ def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objec
     if coords is not None:
         plane = plane_plot(coords, run.confidence, [c.indices for c in first.hard_clusters],
                            f"{plane_label}; hard groups of '{primary}' outlined")
+    sweep = None
+    if run.sweep is not None and len(run.sweep):
+        from .sweep import sweep_figure
+
+        _pyplot()
+        sweep = _png_uri(sweep_figure(run.sweep))
     sections = [{"slicer": s, "clusters": cluster_views(run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs)}
                 for s, exps in run.explanations.items()]
     n = len(run.image_ids)
@@ -282,7 +291,7 @@ def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objec
                "n_sentences": len(run.sentences), "n_failure_sentences": None if star is None else len(star)}
     return _environment().get_template("report.html.j2").render(
         run=run, version=__version__, summary=summary, rows=rows, chart=chart, columns=columns,
-        t1_rows=t1_rows, t1_total=t1_total, plane=plane, plane_label=plane_label, sections=sections,
+        t1_rows=t1_rows, t1_total=t1_total, plane=plane, plane_label=plane_label, sections=sections, sweep=sweep,
         has_relevance=star is not None)
 
 

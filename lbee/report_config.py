@@ -33,7 +33,7 @@ from pathlib import Path
 TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
 SETTING_KEYS = ("encoder", "sentences", "relevance", "methods", "slicers", "clusters", "easy_clusters", "k", "a",
                 "o", "tau", "thumbnails", "confidence", "batch_size", "num_workers", "task", "split_by",
-                "ignore_index", "per_class", "classes_shown", "ward")
+                "ignore_index", "per_class", "classes_shown", "ward", "sweep")
 SOURCE_KEYS = ("images", "spotcheck", "image_embeddings", "sentence_embeddings", "masks")
 MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
 DATASET_KEYS = ("name",) + SOURCE_KEYS + ("models",) + MODEL_KEYS[1:] + SETTING_KEYS
@@ -43,7 +43,7 @@ SETTING_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevanc
                     "easy_clusters": None, "k": 3, "a": 0.2, "o": 0.2, "tau": None, "thumbnails": 8,
                     "confidence": "entropy", "batch_size": 64, "num_workers": 0, "task": "classification",
                     "split_by": "entropy", "ignore_index": 255, "per_class": None, "classes_shown": 12,
-                    "ward": "exact"}
+                    "ward": "exact", "sweep": None}
 
 
 class ConfigError(ValueError):
@@ -165,6 +165,10 @@ def _check_setting(key, value, where, line, path):
             names.append(name)
         if len(set(names)) != len(names):
             raise bad("each slicer at most once")
+    if key == "sweep" and value not in (None, False, True):
+        if not isinstance(value, dict) or any(k not in ("K", "C", "o") for k in value) or any(
+                not isinstance(v, list) for v in value.values()):
+            raise bad("true (the default grids) or a mapping with lists K, C and/or o")
     if key == "ward" and value not in ("exact", "knn"):
         raise bad("exact or knn")
     if key == "task" and value not in ("classification", "segmentation"):
@@ -270,6 +274,9 @@ def _parse_dataset(entry, i, defaults, base, path):
         rel = {kind: _resolve_path(file, f"relevance.{kind}", base, _line(entry, "relevance"), path)}
     settings["relevance"] = None if rel == "none" else rel
     settings["per_class"] = settings["per_class"] or None
+    if settings["sweep"] and settings["relevance"] in (None, "none"):
+        raise _EntryError(f"{path}, line {_line(entry, 'sweep')}: a sweep scores AHR / ACR / TPR / JI and needs "
+                          "'relevance'.")
     if settings["per_class"] and "clusters" not in entry and "clusters" not in defaults:
         settings["clusters"] = 5  # the paper's per-class default
     if settings["per_class"] and settings["task"] == "segmentation":

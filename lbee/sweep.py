@@ -34,7 +34,7 @@ def _values(values, name, kind):
 
 def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, performance, confidence=None,
                       hard=None, easy=None, K=DEFAULT_K, C=DEFAULT_C, o=DEFAULT_O, methods=METHODS, k=3,
-                      n_clusters=15, tau=0.25, a=0.2, o_default=0.2):
+                      n_clusters=15, tau=0.25, a=0.2, o_default=0.2, ward="exact"):
     """Metrics of every method while one parameter varies and the others stay at their defaults.
 
     Parameters
@@ -53,6 +53,8 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
     methods : list of str
     k, n_clusters, o_default
         The values held fixed while another parameter varies (paper defaults).
+    ward : {'exact', 'knn'}, default='exact'
+        As in :func:`lbee.explain`.
 
     Returns
     -------
@@ -86,7 +88,7 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
     def run(n_clusters_, k_):
         partition, index, params, _ = _prepare(image_embeddings, shared["sentences"], tau=tau, slicer="ward",
                                                sentences=None, n_clusters=n_clusters_, n_easy_clusters=None,
-                                               k=k_, ward_memory=memory, **split)
+                                               k=k_, ward=ward, ward_memory=memory, **split)
         if rel.shape[0] != params["n_images"]:
             raise ValueError(f"`relevance` has {rel.shape[0]} rows; expected {params['n_images']}, one per image.")
         shared["sentences"] = index  # later runs reuse the sentence index
@@ -107,14 +109,26 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
 
 
 def plot_sweep(table, path):
+    """Write :func:`sweep_figure` to ``path`` (.png or .svg) and return ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig = sweep_figure(table)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def sweep_figure(table):
     """Fig. 6 / Fig. 10 style: one row per swept parameter, one column per metric, a line per method.
 
     Parameters
     ----------
     table : pandas.DataFrame
         :func:`sensitivity_sweep` output.
-    path : path-like
-        Image file (.png or .svg).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     import matplotlib
 
@@ -136,6 +150,4 @@ def plot_sweep(table, path):
             ax.grid(alpha=0.3)
     axes[0, -1].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig

@@ -73,6 +73,7 @@ def config_text(root):
         sentence_embeddings: {root}/sen.npy
         sentences: {root}/sents.txt
         relevance: {{ground_truth: {root}/rel.npy}}
+        sweep: {{K: [1, 2], C: [1, 2], o: [0.2]}}
         models:
           - {{name: good, predictions: {root}/good.csv}}
           - {{name: labels beyond classes, predictions: {root}/bad_labels.csv}}
@@ -100,8 +101,8 @@ def test_batch_report_goes_on_after_failures_and_lists_them(image_dataset, tmp_p
     assert "1 report(s)" in r.output and "4 failed" in r.output
     assert "class(es) [7] absent from the predictions" in r.output
     assert "The hard split is empty" in r.output and "all confidences are equal" in r.output
-    assert "line 23: images path" in r.output and "does_not_exist" in r.output
-    assert "line 28: unknown key 'methds'" in r.output and "did you mean 'methods'" in r.output
+    assert "line 24: images path" in r.output and "does_not_exist" in r.output
+    assert "line 29: unknown key 'methds'" in r.output and "did you mean 'methods'" in r.output
 
     out = root / "out"
     folder = out / "street_i_scenes_i" / "good"
@@ -120,6 +121,9 @@ def test_batch_report_goes_on_after_failures_and_lists_them(image_dataset, tmp_p
     # Thumbnails only of shown images: 8 hard + 4 easy twin per group at most.
     n_thumbs = html.count('src="data:image/jpeg;base64,')
     assert 0 < n_thumbs <= 12 * len(hard) * 2
+    # The sweep: 2 K + 2 C + 1 o values x 2 methods, drawn on the page.
+    sweep = pd.read_csv(folder / "sweep.csv")
+    assert len(sweep) == 10 and 'id="sweep-chart"' in html
     index = (out / "index.html").read_text()
     assert 'href="street_i_scenes_i/good/report.html"' in index
     for name in ("labels beyond classes", "no hard images", "missing", "typo"):
@@ -172,6 +176,10 @@ def test_config_errors_name_key_and_line(tmp_path, image_dataset):
         images: {root}/imgs
         predictions: {root}/good.csv
         relevance: ground_truth
+      - name: d
+        images: {root}/imgs
+        predictions: {root}/good.csv
+        sweep: true
     """)
     cfg = load_report_config(entries)
     errors = [d.error for d in cfg.datasets]
@@ -179,6 +187,7 @@ def test_config_errors_name_key_and_line(tmp_path, image_dataset):
     assert "line 5" in errors[1] and "needs the model's outputs" in errors[1]
     assert "used twice" in errors[2]
     assert "line 12" in errors[3] and "only known for SpotCheck" in errors[3]
+    assert "line 16" in errors[4] and "needs 'relevance'" in errors[4]
     r = CliRunner().invoke(cli, ["report", str(bad_top)], obj={})
     assert r.exit_code == 2 and "outptu" in r.output
 
