@@ -571,7 +571,7 @@ def demo(ctx, seed, out, clusters, k, a):
     i = f"{out}/inputs"
     click.echo(f"Sensitivity to K, C and o: lbee sweep --image-embeddings {i}/image_embeddings.npy "
                f"--sentence-embeddings {i}/sentence_embeddings.npy --sentences {i}/sentences.txt "
-               f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.4g} "
+               f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.6g} "
                f"--out {out}/sweep")
 
 
