@@ -270,23 +270,25 @@ def predict_segmentation(model, paths, *, masks=None, transform=None, device=Non
     transform = transform or transforms.Compose([
         transforms.ToTensor(), transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
 
-    def outputs():
+    def predict_one(path):
+        try:
+            with Image.open(path) as img:
+                img = img.convert("RGB")
+        except Exception as exc:
+            raise ValueError(f"Cannot read image {path!r}: {exc}") from None
         with torch.inference_mode():
-            for path in tqdm(paths, desc="running segmentation model", disable=not progress):
-                try:
-                    with Image.open(path) as img:
-                        img = img.convert("RGB")
-                except Exception as exc:
-                    raise ValueError(f"Cannot read image {path!r}: {exc}") from None
-                out = model(transform(img).unsqueeze(0).to(device))
-                if isinstance(out, dict):
-                    out = out["out"]
-                if out.ndim != 4:
-                    raise ValueError(f"The segmentation model returned shape {tuple(out.shape)}; expected "
-                                     "(1, K, H, W) logits.")
-                out = torch.nn.functional.interpolate(out.float(), size=(img.height, img.width), mode="bilinear",
-                                                      align_corners=False)
-                yield torch.softmax(out[0], dim=0).cpu().numpy()
+            out = model(transform(img).unsqueeze(0).to(device))
+            if isinstance(out, dict):
+                out = out["out"]
+            if out.ndim != 4:
+                raise ValueError(f"The segmentation model returned shape {tuple(out.shape)}; expected "
+                                 "(1, K, H, W) logits.")
+            out = torch.nn.functional.interpolate(out.float(), size=(img.height, img.width), mode="bilinear",
+                                                  align_corners=False)
+            return torch.softmax(out[0], dim=0).cpu().numpy()
 
+    # A lazy map, so one image's map is in memory at a time. Inference mode is entered per image: a
+    # generator suspended inside `torch.inference_mode()` would leave it switched on for the caller.
+    outputs = (predict_one(p) for p in tqdm(paths, desc="running segmentation model", disable=not progress))
     mask_arrays = (read_label_map(m) for m in masks) if masks is not None else None
-    return segmentation_scores(outputs(), mask_arrays, ignore_index=ignore_index, names=list(paths))
+    return segmentation_scores(outputs, mask_arrays, ignore_index=ignore_index, names=list(paths))

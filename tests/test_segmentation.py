@@ -161,7 +161,7 @@ datasets:
     predictions: {root}/preds
 """)
     res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
-    assert [r["model"] for r in res.reports] == ["folder", "scripted"]
+    assert [r["model"] for r in res.reports] == ["folder", "scripted"], res.failures
     assert len(res.failures) == 1 and "line 15" in res.failures[0][1] and "needs ground-truth 'masks'" in \
         res.failures[0][1]
     for model in ("folder", "scripted"):
@@ -183,3 +183,22 @@ def test_split_by_switches_the_signal_fig4():
     assert s.performance().tolist() == [0.0, 1.0]
     with pytest.raises(ValueError, match="split_by"):
         s.confidence("iou")
+
+
+def test_a_failed_model_run_leaves_inference_mode_off(seg_world, tmp_path):
+    """An error while the per-image predictions are being consumed must not leak torch's inference mode."""
+    import torch
+
+    from lbee.classifier import load_classifier
+    from lbee.segmentation import predict_segmentation
+
+    root, _ = seg_world
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    Image.fromarray(np.zeros((32, 30), np.uint8)).save(bad / "m.png")
+    model = load_classifier(str(root / "model.pt"))
+    paths = sorted(str(p) for p in (root / "images").glob("*.png"))[:2]
+    with pytest.raises(ValueError, match="shape") as err:
+        predict_segmentation(model, paths, masks=[bad / "m.png"] * 2, device="cpu")
+    # While the error (and its traceback, as the CLI runner keeps it) is alive, inference mode must be off.
+    assert err.value is not None and not torch.is_inference_mode_enabled()
