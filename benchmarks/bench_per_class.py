@@ -42,7 +42,7 @@ def main():
     for jobs in (1, 2):
         tracemalloc.start()
         t0 = time.perf_counter()
-        res = explain_per_class(X, S, labels=labels, preds=preds, n_clusters=5, relevance=rel, n_jobs=jobs, progress=False)
+        res = explain_per_class(X, S, labels=labels, preds=preds, n_clusters=5, relevance=rel, n_jobs=jobs)
         dt = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()

@@ -160,12 +160,13 @@ def _image_inputs(ds, cache_dir, device, progress):
 
 
 def _model_scores(ds, model, inputs, device, progress):
-    """(φ, ω, description of φ and ω) for one model on the dataset's images."""
-    from .confidence import scores_from_probabilities, scores_from_table
+    """(φ, ω, description of φ, description of ω, ModelScores or None, class names or None) for one model."""
+    from .confidence import class_names_from_table, scores_from_probabilities, scores_from_table
     from .images import read_table
     from .pipeline import align_scores
 
     kind = ds.settings["confidence"]
+    names = None
     if ds.settings["task"] == "segmentation":
         return _segmentation_scores(ds, model, inputs, device, progress)
     if model is None:  # the SpotCheck world's own classifier
@@ -174,7 +175,9 @@ def _model_scores(ds, model, inputs, device, progress):
         probs, _ = predict(inputs.spotcheck.model, inputs.spotcheck.images["test"])
         scores = scores_from_probabilities(probs, kind=kind, labels=inputs.labels)
     elif model.predictions is not None:
-        table_ids, scores = scores_from_table(read_table(model.predictions), kind=kind)
+        table = read_table(model.predictions)
+        table_ids, scores = scores_from_table(table, kind=kind)
+        names = class_names_from_table(table)
         paths = inputs.image_paths or inputs.image_ids
         scores = scores.subset(align_scores(inputs.image_ids, paths, table_ids))
     else:
@@ -193,10 +196,6 @@ def _model_scores(ds, model, inputs, device, progress):
                              f"({scores.probs.shape[1]} classes).")
     omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
     phi = {"entropy": "−entropy", "max": "max probability", "true_class": "probability of the true class"}[kind]
-    names = None
-    if model is not None and model.predictions is not None:
-        cols = [str(c) for c in read_table(model.predictions).columns if str(c).startswith("prob_")]
-        names = [c[len("prob_"):] for c in cols] or None
     return scores.confidence, scores.performance, phi, omega, scores, names
 
 
@@ -399,7 +398,8 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
                 continue
             name = model.name if model else "EC classifier"
             result.reports.append({"dataset": ds.name, "model": name, "folder": out, "rows": rows})
-            entries.append({"dataset": ds.name, "model": name, "href": f"{out.relative_to(root).as_posix()}/report.html",
+            href = f"{out.relative_to(root).as_posix()}/report.html"
+            entries.append({"dataset": ds.name, "model": name, "href": href,
                             "rows": rows, "n_images": n, "n_hard": n_hard})
             log(f"[{label}] wrote {out / 'report.html'}")
     result.index = root / "index.html"

@@ -140,12 +140,11 @@ def _load_npy(path, name):
 @click.option("--num-workers", type=click.IntRange(min=0), default=2, show_default=True,
               help="Image-decoding worker processes.")
 @click.pass_context
-def describe(ctx, images, sentence_set, task, predictions, masks, split_by, ignore_index, model_spec, weights, num_classes, image_size, confidence_kind,
-             encoder, image_embeddings, sentence_embeddings, method, clusters, ward, per_class, class_split, relevance,
-             jobs, easy_clusters, k, tau, a, out, strict, batch_size, num_workers):
+def describe(ctx, images, sentence_set, task, predictions, masks, split_by, ignore_index, model_spec, weights,
+             num_classes, image_size, confidence_kind, encoder, image_embeddings, sentence_embeddings, method,
+             clusters, ward, per_class, class_split, relevance, jobs, easy_clusters, k, tau, a, out, strict,
+             batch_size, num_workers):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
-    import numpy as np
-
     from .sentences import load_sentence_set
 
     obj = ctx.obj
@@ -210,7 +209,7 @@ def describe(ctx, images, sentence_set, task, predictions, masks, split_by, igno
 
 def _describe_precomputed(image_embeddings, sentence_embeddings, predictions, kind, sents, set_name, methods,
                           clusters, easy_clusters, k, tau, a, pc, ward="exact"):
-    from .confidence import scores_from_table
+    from .confidence import class_names_from_table, scores_from_table
     from .images import read_table
     from .pipeline import describe
 
@@ -230,7 +229,7 @@ def _describe_precomputed(image_embeddings, sentence_embeddings, predictions, ki
                         "predictions row.")
     if pc:
         return _per_class(img, sen, scores, ids, sents, set_name, methods, clusters, easy_clusters, k,
-                          0.25 if tau is None else tau, a, pc, _class_names(table))
+                          0.25 if tau is None else tau, a, pc, class_names_from_table(table))
     return describe(img, sen, confidence=scores.confidence, performance=scores.performance, sentences=sents,
                     image_ids=ids, methods=methods, encoder_identity={"encoder": "precomputed",
                                                                       "image_embeddings": str(image_embeddings)},
@@ -243,7 +242,7 @@ def _describe_images(obj, images, sents, set_name, predictions, model_spec, weig
                      batch_size, num_workers, seg, pc, ward="exact"):
     import numpy as np
 
-    from .confidence import scores_from_probabilities, scores_from_table
+    from .confidence import class_names_from_table, scores_from_probabilities, scores_from_table
     from .embedding import embed_images, embed_sentences
     from .encoders import create_encoder
     from .images import discover_images, read_table
@@ -288,16 +287,11 @@ def _describe_images(obj, images, sents, set_name, predictions, model_spec, weig
     if pc:
         return _per_class(emb.embeddings, sen, scores, ids, sents, set_name, methods, clusters, easy_clusters, k,
                           enc.default_tau if tau is None else tau, a, pc,
-                          _class_names(table) if predictions else None, progress=obj["progress"])
+                          class_names_from_table(table) if predictions else None, progress=obj["progress"])
     return describe(emb.embeddings, sen, confidence=phi, performance=omega, sentences=sents, image_ids=ids,
                     image_paths=paths, methods=methods, encoder_identity=enc.identity(), sentence_set=set_name,
                     failures=emb.failures, n_clusters=clusters, n_easy_clusters=easy_clusters, k=k,
                     tau=enc.default_tau if tau is None else tau, a=a, extra=extra, ward=ward)
-
-
-def _class_names(table):
-    cols = [str(c) for c in table.columns if str(c).startswith("prob_")]
-    return [c[len("prob_"):] for c in cols] or None
 
 
 def _per_class(img, sen, scores, ids, sents, set_name, methods, clusters, easy_clusters, k, tau, a, pc, class_names,
@@ -583,9 +577,7 @@ def _write_demo_inputs(folder, analysis):
     folder.mkdir(parents=True, exist_ok=True)
     r = analysis.result
     np.save(folder / "image_embeddings.npy", np.asarray(analysis.embeddings, dtype=np.float32))
-    from .encoders import create_encoder
-
-    np.save(folder / "sentence_embeddings.npy", create_encoder("spotcheck").encode_text(r.sentences))
+    np.save(folder / "sentence_embeddings.npy", np.asarray(analysis.sentence_embeddings, dtype=np.float32))
     np.save(folder / "relevance.npy", analysis.relevance)
     (folder / "sentences.txt").write_text("# SpotCheck sentences (lbee demo)\n" + "\n".join(r.sentences) + "\n")
     pd.DataFrame({"image": r.image_ids, "confidence": r.confidence, "performance": r.performance}).to_csv(

@@ -98,6 +98,12 @@ def scores_from_probabilities(probs, *, kind="entropy", labels=None):
     return ModelScores(phi, omega, probs, labels, preds)
 
 
+def class_names_from_table(table):
+    """Class names from the ``prob_<class>`` columns of a predictions table, in column order (None if none)."""
+    cols = [str(c) for c in table.columns if str(c).startswith("prob_")]
+    return [c[len("prob_"):] for c in cols] or None
+
+
 def scores_from_table(table, *, kind="entropy", id_column=None):
     """:class:`ModelScores` and image ids from a predictions table.
 

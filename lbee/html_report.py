@@ -86,18 +86,22 @@ class ReportRun:
     notes: list = field(default_factory=list)
     sweep: object = None
 
-    def metrics(self):
-        """Rows (slicer, method, ACR, AHR, TPR, JI, n_failure_sentences); empty without relevance."""
-        if self.relevance is None:
-            return []
-        star = set(failure_sentences(self.relevance, self.performance, self.o).tolist())
-        return [{"slicer": s, "method": m, **score_explanation(e, self.relevance, star)}
-                for s, exps in self.explanations.items() for m, e in exps.items()]
-
     def failure_set(self):
+        """S*_β as a set of sentence indices; None without relevance."""
         if self.relevance is None:
             return None
         return set(failure_sentences(self.relevance, self.performance, self.o).tolist())
+
+    def metrics(self, star=None):
+        """Rows (slicer, method, ACR, AHR, TPR, JI, n_failure_sentences); empty without relevance.
+
+        ``star`` is S*_β when the caller already has it (:meth:`failure_set`).
+        """
+        if self.relevance is None:
+            return []
+        star = self.failure_set() if star is None else star
+        return [{"slicer": s, "method": m, **score_explanation(e, self.relevance, star)}
+                for s, exps in self.explanations.items() for m, e in exps.items()]
 
 
 def _png_uri(fig):
@@ -265,7 +269,7 @@ def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objec
     str
     """
     star = run.failure_set()
-    rows = run.metrics()
+    rows = run.metrics(star)
     chart = metric_bars(rows) if rows else None
     columns, t1_rows, t1_total = table1_rows(run, star)
     primary = next(iter(run.explanations))

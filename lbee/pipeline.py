@@ -139,7 +139,7 @@ def load_explanations(path):
 
 
 def write_per_class_outputs(result, out_dir, *, image_ids, sentences, sentence_set):
-    """Write ``per_class.json`` (every class's explanations), ``per_class_metrics.csv`` and ``per_class_summary.csv``."""
+    """Write ``per_class.json`` (every class's explanations), ``per_class_metrics.csv``, ``per_class_summary.csv``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     payload = {

@@ -141,7 +141,8 @@ def _check_setting(key, value, where, line, path):
 
     if key == "per_class" and value not in (None, False, "errors", "probability"):
         raise bad("errors (ImageNet: hard = FP ∪ FN), probability (NICO++) or null")
-    if key in ("clusters", "k", "thumbnails", "batch_size", "classes_shown") and not (isinstance(value, int) and value >= 1):
+    positive = ("clusters", "k", "thumbnails", "batch_size", "classes_shown")
+    if key in positive and not (isinstance(value, int) and value >= 1):
         raise bad("an integer >= 1")
     if key == "easy_clusters" and value is not None and not (isinstance(value, int) and value >= 1):
         raise bad("an integer >= 1 or null")

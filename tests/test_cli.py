@@ -102,7 +102,7 @@ def test_describe_images_end_to_end_with_open_clip(tmp_path):
 
     folder = tmp_path / "imgs"
     folder.mkdir()
-    paths = write_images(folder, 12)
+    write_images(folder, 12)
     (folder / "broken.png").write_bytes(b"not an image")
     pd.DataFrame({"path": [f"img{i}.png" for i in range(12)], "confidence": np.linspace(-1, 1, 12)}).to_csv(
         tmp_path / "pred.csv", index=False)

@@ -279,4 +279,5 @@ def test_spotcheck_dataset_with_slicers_and_world_reuse(demo_run, tmp_path, monk
     assert ward_tops["TPR"] == pytest.approx(demo_metrics["tops"]["TPR"])  # same world, same analysis
     html = (tmp_path / "out" / "world" / "report.html").read_text()
     assert "PlaneSpot 2-D plane" in html and 'id="plane-chart"' in html
-    assert "True blindspot 0" in html and (tmp_path / "out" / "world" / "slicer_planespot" / "explanation.json").exists()
+    assert "True blindspot 0" in html
+    assert (tmp_path / "out" / "world" / "slicer_planespot" / "explanation.json").exists()

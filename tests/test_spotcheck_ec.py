@@ -130,7 +130,8 @@ def test_benchmark_resumes_and_summarizes(tmp_path, monkeypatch):
     assert [r["seed"] for r in records] == [0, 1]
     rows = _bench.summarize(records)
     dr = next(r for r in rows if r["metric"] == "DR")
-    assert dr["mean"] == pytest.approx(0.75) and dr["n"] == 2 and dr["ci95"] == pytest.approx(1.96 * 0.3535534 / 2 ** 0.5)
+    assert dr["mean"] == pytest.approx(0.75) and dr["n"] == 2
+    assert dr["ci95"] == pytest.approx(1.96 * 0.3535534 / 2 ** 0.5)
     md = _bench.write_tables(rows, tmp_path)
     assert "| DR |" in md and (tmp_path / "bench.csv").exists()
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from lbee.encoders._open_clip import resolve_device
+
 from .parsing import parse_answer
 
 _BACKENDS = {}
@@ -35,12 +37,6 @@ def create_backend(name, **kwargs):
     if name not in _BACKENDS:
         raise ValueError(f"Unknown VQA backend {name!r}; valid backends: {', '.join(sorted(_BACKENDS))}.")
     return _BACKENDS[name](**kwargs)
-
-
-def _resolve_device(device):
-    import torch
-
-    return device or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def _oom_guard(fn, name, device):
@@ -102,7 +98,7 @@ class _HFBackend(Backend):
         import torch
 
         self.model_name = model
-        self.device = _resolve_device(device)
+        self.device = resolve_device(device)
         self.scoring = scoring
         self.max_new_tokens = max_new_tokens
         if scoring not in ("logits", "generate"):
@@ -121,6 +117,9 @@ class _HFBackend(Backend):
         self.model = model_obj.to(self.device).eval()
         self.processor = processor
         return processor.tokenizer
+
+    def identity(self):
+        return {"backend": self.name, "model": self.model_name, "scoring": self.scoring}
 
 
 @register_backend("llava")
@@ -154,9 +153,6 @@ class LlavaBackend(_HFBackend):
         tok.padding_side = "left"
         self.yes_ids = _token_ids(tok, ["yes", "Yes"])
         self.no_ids = _token_ids(tok, ["no", "No"])
-
-    def identity(self):
-        return {"backend": "llava", "model": self.model_name, "scoring": self.scoring}
 
     def _prompts(self, questions):
         convs = [[{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": q}]}] for q in questions]
@@ -209,9 +205,6 @@ class BlipBackend(_HFBackend):
                           BlipForQuestionAnswering.from_pretrained, BlipProcessor.from_pretrained)
         self.yes_ids = _token_ids(tok, ["yes"])
         self.no_ids = _token_ids(tok, ["no"])
-
-    def identity(self):
-        return {"backend": "blip", "model": self.model_name, "scoring": self.scoring}
 
     def _first_token_logits(self, inputs):
         """The decoder's logits for the first answer token (what generate's first step sees)."""
@@ -266,7 +259,7 @@ class OFABackend(Backend):
                 "transformers. Without it use 'blip' as the second, non-CLIP family: --backend llava+blip."
             ) from None
         self.model_name = model
-        self.device = _resolve_device(device)
+        self.device = resolve_device(device)
         self.max_new_tokens = max_new_tokens
         self.tokenizer = OFATokenizer.from_pretrained(model)
         self.model = OFAModel.from_pretrained(model, use_cache=False).to(self.device).eval()

@@ -103,6 +103,7 @@ class ECAnalysis:
     relevance: np.ndarray | None = None
     slicers: dict = field(default_factory=dict)
     embeddings: np.ndarray | None = None
+    sentence_embeddings: np.ndarray | None = None
 
     def summary(self):
         return {"scores": self.scores, "DR": self.dr, "FDR": self.fdr,
@@ -155,7 +156,7 @@ def analyze_ec(ec, encoder, *, methods=("tops", "setdiff", "pdiff", "fpdiff", "d
         for name, (h, secs) in slicer_hypotheses(ec, X, probs, feats).items():
             slicers[name] = {"DR": discovery_rate(h, truth), "FDR": false_discovery_rate(h, truth),
                              "fit_s": secs, "n_groups": len(h)}
-    return ECAnalysis(result, scores, dr, fdr, desc, failure_analysis(hyps, truth), hyps, rel, slicers, X)
+    return ECAnalysis(result, scores, dr, fdr, desc, failure_analysis(hyps, truth), hyps, rel, slicers, X, S)
 
 
 def report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 
 OBJECT_LAYERS = ("square", "rectangle", "circle", "text")
 OPTIONAL_OBJECTS = ("rectangle", "circle", "text")
