@@ -80,7 +80,8 @@ def _relevance(settings, ids, sents):
 
 def _spotcheck_inputs(ds, out_dir, device, log):
     from .encoders import create_encoder
-    from .spotcheck import ExperimentalConfiguration, make_ec, relevance_matrix, spotcheck_sentences
+    from .spotcheck import (CorruptECError, ExperimentalConfiguration, make_ec, relevance_matrix,
+                            spotcheck_sentences)
 
     st = ds.settings
     if st["sentences"] != "spotcheck" or st["encoder"] != "spotcheck":
@@ -90,14 +91,16 @@ def _spotcheck_inputs(ds, out_dir, device, log):
     if "path" in ds.spotcheck:
         ec = ExperimentalConfiguration.load(ds.spotcheck["path"])
     else:
-        ec_dir = out_dir / "ec"
-        try:
-            ec = ExperimentalConfiguration.load(ec_dir)  # a rerun reuses the world it made
-            if ec.seed != ds.spotcheck["seed"]:
-                raise ValueError("another seed")
-        except ValueError:
-            log(f"  generating SpotCheck world (seed {ds.spotcheck['seed']}) ...")
-            ec = make_ec(ds.spotcheck["seed"])
+        ec_dir, seed = out_dir / "ec", ds.spotcheck["seed"]
+        ec = None
+        if (ec_dir / "ec.json").exists():  # a rerun reuses the world it made, unless it is corrupt
+            try:
+                ec = ExperimentalConfiguration.load(ec_dir)
+            except CorruptECError:
+                ec = None
+        if ec is None or ec.seed != seed:
+            log(f"  generating SpotCheck world (seed {seed}) ...")
+            ec = make_ec(seed)
             ec.save(ec_dir)
     if ec.model is None:
         raise ValueError(f"dataset {ds.name!r}: the EC has no trained model (model.pt).")
