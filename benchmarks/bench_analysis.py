@@ -46,7 +46,7 @@ def main():
     n_classes = 1000 // scale
     per = 50
     Xc = unit(rng.normal(size=(n_classes * per, d)).astype(np.float32))
-    from lbee.sentence_index import SentenceIndex
+    from lbee.core.sentence_index import SentenceIndex
 
     t0 = time.perf_counter()
     index = SentenceIndex(S)  # built once, shared by every class

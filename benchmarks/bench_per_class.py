@@ -2,7 +2,7 @@
 
 n = 50,000 unit embeddings (d = 512) in 1,000 classes of 50, N = 1,410 sentences,
 top-1 predictions with 25% errors (a confusion with a random class), Γ with 5%
-density; `lbee.per_class.explain_per_class` with the ImageNet error split, C = 5,
+density; `lbee.analyses.per_class.explain_per_class` with the ImageNet error split, C = 5,
 all five describers and the metrics per class, once serial and once on 2 threads.
 Usage: python benchmarks/bench_per_class.py [--quick]
 """
@@ -15,7 +15,7 @@ import tracemalloc
 
 import numpy as np
 
-from lbee.per_class import explain_per_class
+from lbee.analyses.per_class import explain_per_class
 
 
 def unit(x):

@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from lbee import explain_methods
-from lbee.html_report import ReportRun, render_report
-from lbee.thumbnails import ThumbnailCache
+from lbee.reports.html import ReportRun, render_report
+from lbee.reports.thumbnails import ThumbnailCache
 
 
 def main():

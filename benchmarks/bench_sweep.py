@@ -1,4 +1,4 @@
-"""Time `lbee.sweep.sensitivity_sweep` with the default grids, and the C sweep with and without the Ward-tree cache.
+"""Time `lbee.analyses.sweep.sensitivity_sweep` with the default grids, and the C sweep with and without the Ward-tree cache.
 
 n = 8,000 images (d = 512), N = 1,410 sentences, Γ with 5% density, all five
 describers; K = 1,2,3,5,10, C = 1,5,10,15,20,30, o = 0 ... 1 (7 values).
@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-import lbee.sweep
-from lbee.sweep import sensitivity_sweep
+import lbee.analyses.sweep
+from lbee.analyses.sweep import sensitivity_sweep
 
 
 def main():
@@ -32,12 +32,12 @@ def main():
     t0 = time.perf_counter()
     sensitivity_sweep(X, S, K=[], o=[], **args)
     print(f"C sweep alone, Ward trees cached: {time.perf_counter() - t0:.1f} s")
-    original = lbee.sweep._prepare
-    lbee.sweep._prepare = lambda *a, ward_memory=None, **k: original(*a, **k)  # no tree cache
+    original = lbee.analyses.sweep._prepare
+    lbee.analyses.sweep._prepare = lambda *a, ward_memory=None, **k: original(*a, **k)  # no tree cache
     t0 = time.perf_counter()
     sensitivity_sweep(X, S, K=[], o=[], **args)
     print(f"C sweep alone, Ward from scratch per C: {time.perf_counter() - t0:.1f} s")
-    lbee.sweep._prepare = original
+    lbee.analyses.sweep._prepare = original
 
 
 if __name__ == "__main__":

@@ -10,10 +10,10 @@ Heavy libraries (torch, faiss, transformers, open_clip) are imported lazily.
 """
 
 from ._version import __version__
-from .evaluation import evaluate, failure_sentences
-from .explanation import EasyCluster, Explanation, HardCluster, explain, explain_methods
-from .selection import METHODS
-from .split import split_by_confidence
+from .core.evaluation import evaluate, failure_sentences
+from .core.explanation import EasyCluster, Explanation, HardCluster, explain, explain_methods
+from .core.selection import METHODS
+from .core.split import split_by_confidence
 
 __all__ = [
     "__version__",

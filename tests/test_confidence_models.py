@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 import torch
 
-from lbee.classifier import load_classifier, predict_probabilities
-from lbee.confidence import confidence_from_probabilities, scores_from_probabilities, scores_from_table
+from lbee.scoring.classifier import load_classifier, predict_probabilities
+from lbee.scoring.confidence import confidence_from_probabilities, scores_from_probabilities, scores_from_table
 
 
 def test_confidence_kinds():

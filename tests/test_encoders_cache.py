@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lbee.embedding import embed_images, embed_sentences
+from lbee.encoders.embedding import embed_images, embed_sentences
 from lbee.encoders import EncoderLoadError, create_encoder, list_encoders, parse_encoder_spec
 
 
@@ -72,7 +72,7 @@ def test_open_clip_embeddings_and_cache(random_clip, tmp_path):
 
 
 def test_interrupted_run_resumes(random_clip, tmp_path, monkeypatch):
-    import lbee.embedding as emb_mod
+    import lbee.encoders.embedding as emb_mod
 
     monkeypatch.setattr(emb_mod, "FLUSH_EVERY", 2)
     paths = write_images(tmp_path, 6)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import lbee
-from lbee.explanation import EasyCluster, Explanation, HardCluster
+from lbee.core.explanation import EasyCluster, Explanation, HardCluster
 
 
 def make_exp(clusters):

@@ -206,7 +206,7 @@ def test_bad_options(planted):
 
 
 def test_prebuilt_sentence_index_gives_the_same_result(planted):
-    from lbee.sentence_index import SentenceIndex
+    from lbee.core.sentence_index import SentenceIndex
 
     X, S, phi, _ = planted_world(noise=0.05, seed=4)
     a = lbee.explain(X, S, confidence=phi, n_clusters=3, method="fpdiff")
@@ -217,7 +217,7 @@ def test_prebuilt_sentence_index_gives_the_same_result(planted):
 def test_knn_ward_option_matches_exact_on_separated_groups_and_is_explicit():
     from sklearn.metrics import adjusted_rand_score
 
-    from lbee.clustering import ward_labels
+    from lbee.core.clustering import ward_labels
 
     rng = np.random.default_rng(0)
     centres = rng.normal(size=(6, 32)) * 3

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from lbee.metrics import (blindspot_precision, blindspot_recall, discovery_rate, false_discovery_rate,
+from lbee.core.metrics import (blindspot_precision, blindspot_recall, discovery_rate, false_discovery_rate,
                           precision_at_k)
 
 
@@ -58,7 +58,7 @@ def test_metric_errors():
 
 
 def test_failure_analysis_by_hand():
-    from lbee.metrics import failure_analysis
+    from lbee.core.metrics import failure_analysis
 
     blind = [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [20, 21, 22, 23, 24]]
     hyps = [[0, 1], [2, 3, 20, 21, 22], [4, 5, 30, 31, 32, 33, 34, 35, 36, 37]]

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import lbee.sentence_index
-from lbee.per_class import class_splits, explain_per_class
+import lbee.core.sentence_index
+from lbee.analyses.per_class import class_splits, explain_per_class
 
 
 def test_error_split_by_hand():
@@ -62,13 +62,13 @@ def per_class_world(per=6, seed=0):
 def test_explain_per_class_finds_each_class_failure_with_one_index(monkeypatch):
     X, S, labels, preds, rel, sentences = per_class_world()
     built = []
-    original = lbee.sentence_index.SentenceIndex.__init__
+    original = lbee.core.sentence_index.SentenceIndex.__init__
 
     def counting_init(self, *args, **kwargs):
         built.append(1)
         original(self, *args, **kwargs)
 
-    monkeypatch.setattr(lbee.sentence_index.SentenceIndex, "__init__", counting_init)
+    monkeypatch.setattr(lbee.core.sentence_index.SentenceIndex, "__init__", counting_init)
     res = explain_per_class(X, S, labels=labels, preds=preds, methods=["tops", "pdiff"], n_clusters=2, k=1,
                             relevance=rel, sentences=sentences, class_names=["car", "cow"])
     assert len(built) == 1  # the sentence side is built once for every class

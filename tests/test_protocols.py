@@ -6,8 +6,8 @@ from click.testing import CliRunner
 
 import lbee
 from lbee.cli import cli
-from lbee.domino_settings import make_setting
-from lbee.metrics import precision_at_k, prototype_precision_at_k
+from lbee.analyses.domino_settings import make_setting
+from lbee.core.metrics import precision_at_k, prototype_precision_at_k
 from lbee.slicers import DominoSlicer
 
 

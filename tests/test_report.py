@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from lbee.batch_report import run_report
+from lbee.reports.batch import run_report
 from lbee.cli import cli
-from lbee.report_config import ConfigError, load_report_config
+from lbee.reports.config import ConfigError, load_report_config
 
 NASTY = "in the dark <script>alert('x')</script> & friends"
 
@@ -134,7 +134,7 @@ def test_thumbnails_are_generated_once(image_dataset, tmp_path):
     root, _ = image_dataset
     text = config_text(root).split("      - name: no hard images")[0].replace(f"{root}/out", str(tmp_path / "o"))
     cfg = write(tmp_path / "r.yaml", text)
-    from lbee.thumbnails import ThumbnailCache
+    from lbee.reports.thumbnails import ThumbnailCache
 
     run_report(cfg, cache_dir=tmp_path / "cache")
     made = sorted(p.name for p in (tmp_path / "cache" / "thumbnails").rglob("*.jpg"))
@@ -195,8 +195,8 @@ def test_config_errors_name_key_and_line(tmp_path, image_dataset):
 def test_report_of_a_large_dataset_stays_small(tmp_path):
     """20,000 images: only shown images get thumbnails; the page size does not grow with n."""
     from lbee import explain_methods
-    from lbee.html_report import ReportRun, render_report
-    from lbee.thumbnails import ThumbnailCache
+    from lbee.reports.html import ReportRun, render_report
+    from lbee.reports.thumbnails import ThumbnailCache
 
     rng = np.random.default_rng(0)
     n, d, N = 20_000, 16, 40

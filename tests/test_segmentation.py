@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from PIL import Image
 
 from lbee.cli import cli
-from lbee.segmentation import image_performance, mean_pixel_entropy, segmentation_scores
+from lbee.scoring.segmentation import image_performance, mean_pixel_entropy, segmentation_scores
 
 
 def test_entropy_of_uniform_and_one_hot_maps():
@@ -138,7 +138,7 @@ def test_cli_segmentation_model_path_and_bad_masks(seg_world, tmp_path):
 
 
 def test_report_config_runs_a_segmentation_dataset(seg_world, tmp_path):
-    from lbee.batch_report import run_report
+    from lbee.reports.batch import run_report
 
     root, dark = seg_world
     cfg = tmp_path / "r.yaml"
@@ -189,8 +189,8 @@ def test_a_failed_model_run_leaves_inference_mode_off(seg_world, tmp_path):
     """An error while the per-image predictions are being consumed must not leak torch's inference mode."""
     import torch
 
-    from lbee.classifier import load_classifier
-    from lbee.segmentation import predict_segmentation
+    from lbee.scoring.classifier import load_classifier
+    from lbee.scoring.segmentation import predict_segmentation
 
     root, _ = seg_world
     bad = tmp_path / "bad"

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from lbee.sentence_index import SentenceIndex, stable_top_k
+from lbee.core.sentence_index import SentenceIndex, stable_top_k
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -1,6 +1,6 @@
 import pytest
 
-from lbee.sentences import list_sentence_sets, load_sentence_set, parse_sentences
+from lbee.io.sentences import list_sentence_sets, load_sentence_set, parse_sentences
 
 
 def test_builtin_sets_load_with_headers():

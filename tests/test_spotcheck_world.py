@@ -112,7 +112,7 @@ def test_relevance_is_exact():
 
 
 def test_sentence_file_matches_generator():
-    from lbee.sentences import load_sentence_set
+    from lbee.io.sentences import load_sentence_set
 
     assert list(load_sentence_set("spotcheck").sentences) == [s for s, _, _ in spotcheck_sentences()]
 

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from conftest import planted_world
 from lbee.cli import cli
-from lbee.sweep import plot_sweep, sensitivity_sweep
+from lbee.analyses.sweep import plot_sweep, sensitivity_sweep
 
 
 def planted_inputs():

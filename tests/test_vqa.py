@@ -9,7 +9,7 @@ from PIL import Image
 
 import vqa
 from lbee.cli import cli
-from lbee.sentences import list_sentence_sets, load_sentence_set
+from lbee.io.sentences import list_sentence_sets, load_sentence_set
 from vqa_tiny import tiny_blip, tiny_llava
 
 QS = ["Was the image taken at night? Reply simply with 'yes' or 'no'.", "Does the image have a square?",

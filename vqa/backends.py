@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbee.encoders._open_clip import resolve_device
+from lbee.scoring.device import resolve_device
 
 from .parsing import parse_answer
 

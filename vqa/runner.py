@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lbee.cache import EmbeddingCache, atomic_save_npz, file_sha256
+from lbee.io.cache import EmbeddingCache, atomic_save_npz, file_sha256
 
 from .combine import combine as combine_answers
 

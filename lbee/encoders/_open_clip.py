@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..scoring.device import resolve_device
 from ._base import Encoder, EncoderLoadError, unit_float32
 from ._registry import register_encoder
 
@@ -25,15 +26,6 @@ def _state_fingerprint(model):
         h.update(name.encode())
         h.update(tensor.detach().float().cpu().numpy().tobytes())
     return h.hexdigest()[:24]
-
-
-def resolve_device(device=None):
-    """'cuda' when a GPU is present and ``device`` is None, else ``device`` or 'cpu'."""
-    if device:
-        return str(device)
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class OpenCLIPEncoder(Encoder):
@@ -92,7 +84,7 @@ class OpenCLIPEncoder(Encoder):
             weights = "random:" + _state_fingerprint(model_obj) if not self.model_name.startswith("hf-hub:") \
                 else self.model_name
         elif _looks_like_path(self.pretrained):
-            from ..cache import file_sha256
+            from ..io.cache import file_sha256
 
             weights = "sha256:" + file_sha256(self.pretrained)
         else:

@@ -70,7 +70,7 @@ class SpotCheckEncoder(Encoder):
     def __init__(self, weights=None, *, device=None, text_model=None):
         import torch
 
-        from ..cache import file_sha256
+        from ..io.cache import file_sha256
         from ..spotcheck._network import ImageTower
 
         path = Path(weights or WEIGHTS)

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..evaluation import evaluate
-from ..explanation import explain_methods
-from ..metrics import discovery_rate, failure_analysis, false_discovery_rate
-from ..pipeline import DescribeResult
+from ..core.evaluation import evaluate
+from ..core.explanation import explain_methods
+from ..core.metrics import discovery_rate, failure_analysis, false_discovery_rate
+from ..run.pipeline import DescribeResult
 from ._ec import predict
 from ._sentences import relevance_matrix, spotcheck_sentences
 
@@ -33,7 +33,7 @@ def description_accuracy(ec_membership, hypotheses, relevance, conditions, blind
     is true of ≥ 80% of the blindspot's images and names one of its defining
     (layer, attribute, value) triplets.
     """
-    from ..metrics import blindspot_precision, blindspot_recall
+    from ..core.metrics import blindspot_precision, blindspot_recall
 
     hits = []
     for j, bs in enumerate(blindspots):
@@ -160,8 +160,8 @@ def analyze_ec(ec, encoder, *, methods=("tops", "setdiff", "pdiff", "fpdiff", "d
 
 
 def report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
-    """A :class:`lbee.html_report.ReportRun` of an analysed EC: exact Γ, its test renders as thumbnails."""
-    from ..html_report import ReportRun
+    """A :class:`lbee.reports.html.ReportRun` of an analysed EC: exact Γ, its test renders as thumbnails."""
+    from ..reports.html import ReportRun
 
     result = analysis.result
     p = next(iter(result.explanations.values())).params

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import atomic_write_bytes
+from ..io.cache import atomic_write_bytes
 
 
 def mean_ci(values):

@@ -101,8 +101,8 @@ def predict_probabilities(model, paths, *, transform=None, batch_size=64, num_wo
     from tqdm.auto import tqdm
 
     from .confidence import softmax
-    from .embedding import _collate, _ImageDataset
-    from .encoders._open_clip import resolve_device
+    from ..encoders.embedding import _collate, _ImageDataset
+    from .device import resolve_device
 
     device = resolve_device(device)
     model = model.to(device)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_positive_int, check_real
+from .._validation import check_positive_int, check_real
 
 
 def _as_index_set(group, name):
@@ -235,7 +235,7 @@ def prototype_precision_at_k(prototypes, embeddings, true_partitions, k=10):
     float
         Mean precision@k over the partitions.
     """
-    from ._validation import as_unit_rows
+    from .._validation import as_unit_rows
     from .explanation import Explanation
 
     if isinstance(prototypes, Explanation):

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._version import __version__
-from .evaluation import failure_sentences, score_explanation
+from .._version import __version__
+from ..core.evaluation import failure_sentences, score_explanation
 
 METRIC_NAMES = ("ACR", "AHR", "TPR", "JI")
 
@@ -64,7 +64,7 @@ class ReportRun:
     notes : list of str
         Extra lines for the summary (e.g. SpotCheck's true blindspots).
     sweep : pandas.DataFrame or None
-        :func:`lbee.sweep.sensitivity_sweep` output, drawn as Fig. 6 / Fig. 10.
+        :func:`lbee.analyses.sweep.sensitivity_sweep` output, drawn as Fig. 6 / Fig. 10.
     """
 
     dataset: str
@@ -244,7 +244,7 @@ def _thumbs(run, indices, thumbs):
 def _environment():
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    env = Environment(loader=PackageLoader("lbee", "templates"), autoescape=select_autoescape(["html", "j2"]),
+    env = Environment(loader=PackageLoader("lbee.reports", "templates"), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["value"] = lambda x: f"{x:.4g}" if isinstance(x, float) else x
     env.filters["num"] = lambda x, d=3: "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{d}f}"
@@ -281,7 +281,7 @@ def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objec
                            f"{plane_label}; hard groups of '{primary}' outlined")
     sweep = None
     if run.sweep is not None and len(run.sweep):
-        from .sweep import sweep_figure
+        from ..analyses.sweep import sweep_figure
 
         _pyplot()
         sweep = _png_uri(sweep_figure(run.sweep))
@@ -321,7 +321,7 @@ def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=
     ----------
     run : ReportRun
         The dataset's arrays (``explanations`` is not used).
-    result : lbee.per_class.PerClassResult
+    result : lbee.analyses.per_class.PerClassResult
     n_classes : int
         Classes shown with their hard groups, those with the most hard images first.
     """

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .cache import EmbeddingCache, file_sha256
+from ..io.cache import EmbeddingCache, file_sha256
 
 # Shards are flushed at least this often, so an interrupted run loses little.
 FLUSH_EVERY = 1024

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import atomic_write_bytes
-from .html_report import ReportRun, render_index, render_report
-from .report_config import load_report_config
+from ..io.cache import atomic_write_bytes
+from .html import ReportRun, render_index, render_report
+from .config import load_report_config
 
 
 @dataclass
@@ -71,7 +71,7 @@ def _relevance(settings, ids, sents):
     rel = settings["relevance"]
     if rel is None:
         return None, "none"
-    from .relevance import load_relevance
+    from ..io.relevance import load_relevance
 
     (kind, path), = rel.items()
     label = "ground truth" if kind == "ground_truth" else "VQA pseudo ground truth"
@@ -79,8 +79,8 @@ def _relevance(settings, ids, sents):
 
 
 def _spotcheck_inputs(ds, out_dir, device, log):
-    from .encoders import create_encoder
-    from .spotcheck import (CorruptECError, ExperimentalConfiguration, make_ec, relevance_matrix,
+    from ..encoders import create_encoder
+    from ..spotcheck import (CorruptECError, ExperimentalConfiguration, make_ec, relevance_matrix,
                             spotcheck_sentences)
 
     st = ds.settings
@@ -122,9 +122,9 @@ def _spotcheck_inputs(ds, out_dir, device, log):
 
 
 def _image_inputs(ds, cache_dir, device, progress):
-    from .embedding import embed_images, embed_sentences
-    from .images import discover_images
-    from .sentences import load_sentence_set
+    from ..encoders.embedding import embed_images, embed_sentences
+    from ..io.images import discover_images
+    from ..io.sentences import load_sentence_set
 
     st = ds.settings
     sset = load_sentence_set(st["sentences"])
@@ -139,7 +139,7 @@ def _image_inputs(ds, cache_dir, device, progress):
         ok = np.ones(len(imgs.paths), bool)
         encoder_id, tau, enc = {"encoder": "precomputed", "image_embeddings": str(ds.image_embeddings)}, 0.25, None
     else:
-        from .encoders import create_encoder
+        from ..encoders import create_encoder
 
         enc = create_encoder(st["encoder"], device=device)
         res = embed_images(enc, imgs.paths, cache_dir=cache_dir, batch_size=st["batch_size"],
@@ -164,16 +164,16 @@ def _image_inputs(ds, cache_dir, device, progress):
 
 def _model_scores(ds, model, inputs, device, progress):
     """(φ, ω, description of φ, description of ω, ModelScores or None, class names or None) for one model."""
-    from .confidence import class_names_from_table, scores_from_probabilities, scores_from_table
-    from .images import read_table
-    from .pipeline import align_scores
+    from ..scoring.confidence import class_names_from_table, scores_from_probabilities, scores_from_table
+    from ..io.images import read_table
+    from ..run.pipeline import align_scores
 
     kind = ds.settings["confidence"]
     names = None
     if ds.settings["task"] == "segmentation":
         return _segmentation_scores(ds, model, inputs, device, progress)
     if model is None:  # the SpotCheck world's own classifier
-        from .spotcheck import predict
+        from ..spotcheck import predict
 
         probs, _ = predict(inputs.spotcheck.model, inputs.spotcheck.images["test"])
         scores = scores_from_probabilities(probs, kind=kind, labels=inputs.labels)
@@ -184,7 +184,7 @@ def _model_scores(ds, model, inputs, device, progress):
         paths = inputs.image_paths or inputs.image_ids
         scores = scores.subset(align_scores(inputs.image_ids, paths, table_ids))
     else:
-        from .classifier import default_transform, load_classifier, predict_probabilities
+        from ..scoring.classifier import default_transform, load_classifier, predict_probabilities
 
         net = load_classifier(model.model, model.weights, num_classes=model.num_classes)
         probs, ran = predict_probabilities(net, inputs.image_paths, transform=default_transform(model.image_size),
@@ -204,7 +204,7 @@ def _model_scores(ds, model, inputs, device, progress):
 
 def _segmentation_scores(ds, model, inputs, device, progress):
     """φ by ``split_by`` and ω = mIoU (with masks) for a segmentation model (predictions folder or module)."""
-    from .segmentation import MASK_SUFFIXES, match_files, predict_segmentation, scores_from_folders
+    from ..scoring.segmentation import MASK_SUFFIXES, match_files, predict_segmentation, scores_from_folders
 
     st = ds.settings
     if model.predictions is not None:
@@ -213,7 +213,7 @@ def _segmentation_scores(ds, model, inputs, device, progress):
                              ".npy outputs.")
         scores = scores_from_folders(inputs.image_ids, model.predictions, ds.masks, ignore_index=st["ignore_index"])
     else:
-        from .classifier import load_classifier
+        from ..scoring.classifier import load_classifier
 
         masks = match_files(ds.masks, inputs.image_ids, MASK_SUFFIXES, "mask") if ds.masks else None
         scores = predict_segmentation(load_classifier(model.model, model.weights), inputs.image_paths, masks=masks,
@@ -224,7 +224,7 @@ def _segmentation_scores(ds, model, inputs, device, progress):
 
 
 def _slicer(spec):
-    from .slicers import create_slicer
+    from ..slicers import create_slicer
 
     if isinstance(spec, dict):
         (name, opts), = spec.items()
@@ -233,8 +233,8 @@ def _slicer(spec):
 
 
 def _run_model(ds, model, inputs, out, device, progress, thumbs):
-    from .explanation import explain_methods
-    from .pipeline import DescribeResult, write_outputs
+    from ..core.explanation import explain_methods
+    from ..run.pipeline import DescribeResult, write_outputs
 
     st = ds.settings
     phi, omega, phi_desc, omega_desc, scores, class_names = _model_scores(ds, model, inputs, device, progress)
@@ -274,7 +274,7 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs):
                     relevance_source=inputs.relevance_source, params=params, o=st["o"],
                     embeddings=inputs.embeddings, failures=inputs.failures, notes=inputs.notes)
     if st["sweep"]:
-        from .sweep import DEFAULT_C, DEFAULT_K, DEFAULT_O, sensitivity_sweep
+        from ..analyses.sweep import DEFAULT_C, DEFAULT_K, DEFAULT_O, sensitivity_sweep
 
         grid = st["sweep"] if isinstance(st["sweep"], dict) else {}
         run.sweep = sensitivity_sweep(
@@ -297,9 +297,9 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs):
 
 def _run_per_class(ds, model, inputs, out, scores, class_names, phi, omega, tau, thumbs, progress=False):
     """One dataset × model analysed class by class: per-class files and a per-class HTML page."""
-    from .html_report import render_per_class_report
-    from .per_class import explain_per_class
-    from .pipeline import write_per_class_outputs
+    from .html import render_per_class_report
+    from ..analyses.per_class import explain_per_class
+    from ..run.pipeline import write_per_class_outputs
 
     st = ds.settings
     if scores is None or scores.labels is None:
@@ -343,7 +343,7 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
     Parameters
     ----------
     config_path : path-like
-        The YAML file (see :mod:`lbee.report_config`).
+        The YAML file (see :mod:`lbee.reports.config`).
     output : path-like, optional
         Overrides the config's ``output``.
     cache_dir : path-like, optional
@@ -359,7 +359,7 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
 
     Raises
     ------
-    lbee.report_config.ConfigError
+    lbee.reports.config.ConfigError
         When the file as a whole is unusable. Problems of single datasets are
         returned in ``BatchResult.failures`` instead.
     """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_bool_matrix, as_float_vector, check_real
+from .._validation import as_bool_matrix, as_float_vector, check_real
 
 
 def _check_relevance(relevance, performance):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_choice
+from .._validation import check_choice
 
 CONFIDENCE_KINDS = ("entropy", "max", "true_class")
 

@@ -37,7 +37,7 @@ def _builtin_dir():
     try:
         return Path(str(resources.files("lbee.sentence_sets")))
     except ModuleNotFoundError:  # running from a source tree that was not installed
-        return Path(__file__).resolve().parent.parent / "sentence_sets"
+        return Path(__file__).resolve().parents[2] / "sentence_sets"
 
 
 def list_sentence_sets():

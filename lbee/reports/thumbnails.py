@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import atomic_write_bytes, default_cache_dir
+from ..io.cache import atomic_write_bytes, default_cache_dir
 
 
 class ThumbnailCache:

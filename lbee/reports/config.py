@@ -133,8 +133,8 @@ def _unknown(key, allowed, where, line, path):
 
 def _check_setting(key, value, where, line, path):
     """Validate one setting; returns the value (normalised)."""
-    from .selection import METHODS
-    from .slicers import SLICERS
+    from ..core.selection import METHODS
+    from ..slicers import SLICERS
 
     def bad(expected):
         return _EntryError(f"{path}, line {line}: {where} key {key!r} is {value!r}; expected {expected}.")

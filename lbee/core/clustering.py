@@ -8,6 +8,7 @@ import numpy as np
 
 
 WARD_METHODS = ("exact", "knn")
+DEFAULT_WARD = "exact"
 
 
 def ward_labels(embeddings, n_clusters, memory=None, *, method="exact", n_neighbors=15):

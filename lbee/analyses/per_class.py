@@ -9,7 +9,7 @@ Two ways of splitting a class's images, both from the paper:
   μ ± a·σ of the predicted probability of that class. ω as above.
 
 Embeddings are normalised once and every class shares one
-:class:`~lbee.sentence_index.SentenceIndex`, so 1,000 classes over 50,000
+:class:`~lbee.core.sentence_index.SentenceIndex`, so 1,000 classes over 50,000
 images never re-embed anything nor rebuild the sentence side; classes run in a
 thread pool (the heavy parts, BLAS and FAISS, release the GIL).
 """
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import as_unit_rows, check_choice, check_positive_int
-from .explanation import EasyCluster, Explanation, HardCluster, explain_methods
-from .selection import METHODS
-from .sentence_index import SentenceIndex
+from .._validation import as_unit_rows, check_choice, check_positive_int
+from ..core.explanation import EasyCluster, Explanation, HardCluster, explain_methods
+from ..core.selection import METHODS
+from ..core.sentence_index import SentenceIndex
 
 CLASS_SPLITS = ("errors", "probability")
 
@@ -125,7 +125,7 @@ def _to_global(exp, members, label):
 
 def _run_class(images, index, rel, cs, settings):
     """Explain (and with Γ, score) one class; cluster indices come back global."""
-    from .evaluation import failure_sentences, score_explanation
+    from ..core.evaluation import failure_sentences, score_explanation
 
     exps = explain_methods(images[cs.images], index, methods=settings["methods"], hard=cs.hard, easy=cs.easy,
                            n_clusters=settings["n_clusters"], n_easy_clusters=settings["n_easy_clusters"],

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_positive_int, check_real
+from .._validation import check_positive_int, check_real
 
 KINDS = ("rare", "correlation", "noisy_label")
 
@@ -72,7 +72,7 @@ def make_setting(target, slice_attribute, *, kind, alpha, n=1000, random_state=N
     -------
     DominoSetting
     """
-    from .spotcheck import domino_synthetic_predictions
+    from ..spotcheck import domino_synthetic_predictions
 
     if kind not in KINDS:
         raise ValueError(f"`kind` must be one of {list(KINDS)}; received {kind!r}.")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import check_choice
+from .._validation import check_choice
 
 SPLIT_BY = ("entropy", "pixel_accuracy", "miou")
 MASK_SUFFIXES = (".png", ".npy", ".bmp", ".tif", ".tiff")
@@ -263,7 +263,7 @@ def predict_segmentation(model, paths, *, masks=None, transform=None, device=Non
     from torchvision import transforms
     from tqdm.auto import tqdm
 
-    from .encoders._open_clip import resolve_device
+    from .device import resolve_device
 
     device = resolve_device(device)
     model = model.to(device)

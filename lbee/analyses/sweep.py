@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .evaluation import _check_relevance, failure_sentences, score_explanation
-from .explanation import _describe, _prepare
-from .selection import METHODS
+from ..core.evaluation import _check_relevance, failure_sentences, score_explanation
+from ..core.explanation import _describe, _prepare
+from ..core.selection import METHODS
 
 METRICS = ("ACR", "AHR", "TPR", "JI")
 DEFAULT_K = (1, 2, 3, 5, 10)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_bool_vector, as_float_vector, check_real
+from .._validation import as_bool_vector, as_float_vector, check_real
 
 
 def split_by_confidence(confidence, *, a=0.2):

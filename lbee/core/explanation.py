@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import as_unit_rows, check_choice, check_positive_int, check_real
+from .._validation import as_unit_rows, check_choice, check_positive_int, check_real
 from .clustering import WARD_METHODS, match_easy, prototypes, ward_labels
 from .selection import METHODS, select_sentences
 from .sentence_index import SentenceIndex
@@ -221,7 +221,7 @@ def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None
         Image embeddings in the joint space (renormalised to unit rows).
     sentence_embeddings : array-like of shape (N, d) or SentenceIndex
         Sentence embeddings in the same space (renormalised to unit rows). A
-        prebuilt :class:`lbee.sentence_index.SentenceIndex` is reused as is,
+        prebuilt :class:`lbee.core.sentence_index.SentenceIndex` is reused as is,
         which saves its set-up in loops over classes.
     confidence : array-like of shape (n,), optional
         φ, higher = easier (pass −entropy for entropy). Splits at μ ± aσ.
@@ -250,7 +250,7 @@ def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None
     ward : {'exact', 'knn'}, default='exact'
         Exact Ward (SPEC §3.2), or the approximate option for very large
         splits: merges restricted to a 15-nearest-neighbour graph (see
-        :func:`lbee.clustering.ward_labels`).
+        :func:`lbee.core.clustering.ward_labels`).
 
     Returns
     -------

@@ -9,6 +9,26 @@ from __future__ import annotations
 import numpy as np
 
 METHODS = ("tops", "setdiff", "pdiff", "fpdiff", "domino")
+CLIP_TAU = 0.25  # τ calibrated for CLIP (LBEE footnote 2)
+
+
+def resolve_tau(tau=None, encoder_tau=None):
+    """The τ a run uses: ``tau`` when given, else the encoder's declared τ, else the CLIP value (SPEC §3.3).
+
+    Parameters
+    ----------
+    tau : float, optional
+        An explicit threshold.
+    encoder_tau : float, optional
+        The encoder's ``default_tau``.
+
+    Returns
+    -------
+    float
+    """
+    if tau is not None:
+        return float(tau)
+    return CLIP_TAU if encoder_tau is None else float(encoder_tau)
 
 
 def _rank(candidates, scores, k):
@@ -65,3 +85,34 @@ def select_sentences(method, index, hard_prototype, easy_prototype, k, tau,
         return _rank(np.arange(n), scores, k)
     raise ValueError(f"`method` must be one of {list(METHODS)}; received {method!r}.")
 
+
+
+def select_all(method, index, hard_prototypes, easy_prototypes, k, tau, *, cluster_means=None, reference_mean=None):
+    """:func:`select_sentences` for every hard cluster of one explanation.
+
+    Parameters
+    ----------
+    method : {'tops', 'setdiff', 'pdiff', 'fpdiff', 'domino'}
+    index : SentenceIndex
+    hard_prototypes : ndarray of shape (C, d)
+        Unit prototypes of the hard clusters.
+    easy_prototypes : ndarray of shape (C, d)
+        Row i is the unit prototype of hard cluster i's matched easy cluster.
+    k : int
+    tau : float
+    cluster_means : ndarray of shape (C, d), optional
+        Plain means of the hard clusters (``'domino'``).
+    reference_mean : ndarray of shape (d,), optional
+        Plain mean of all images (``'domino'``).
+
+    Returns
+    -------
+    list of (ndarray of int, ndarray of float)
+        Per hard cluster, its sentences (best first) and their scores.
+    """
+    out = []
+    for i in range(len(hard_prototypes)):
+        out.append(select_sentences(method, index, hard_prototypes[i], easy_prototypes[i], k, tau,
+                                    cluster_mean=None if cluster_means is None else cluster_means[i],
+                                    reference_mean=reference_mean))
+    return out

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._version import __version__
-from .cache import atomic_write_bytes
-from .explanation import Explanation, explain_methods
+from .._version import __version__
+from ..io.cache import atomic_write_bytes
+from ..core.explanation import Explanation, explain_methods
 
 
 @dataclass
@@ -97,7 +97,7 @@ def assignments_table(result):
 
 def write_outputs(result, out_dir):
     """Write ``explanation.json``, ``assignments.parquet`` and ``report.md`` into ``out_dir``."""
-    from .report import render_markdown
+    from ..reports.text import render_markdown
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,1 @@
+"""Analyses built on the core: per-class runs, sensitivity sweeps, Domino's settings."""

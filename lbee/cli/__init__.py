@@ -1,0 +1,15 @@
+"""The ``lbee`` command line: one module per command group.
+
+Commands parse options and call library functions. Heavy imports (torch,
+faiss, open_clip, transformers) happen inside command bodies so that
+``lbee --help`` stays fast.
+"""
+
+from ._base import LbeeError, cli
+from . import describe, evaluate, report, sentences, spotcheck, sweep, vqa  # noqa: F401,E402 - registers commands
+
+__all__ = ["cli", "LbeeError"]
+
+
+def main():  # pragma: no cover
+    cli(obj={})

@@ -1,0 +1,159 @@
+"""``lbee demo``, ``lbee spotcheck`` and ``lbee compare-pak``: the SpotCheck world."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ._base import LbeeError, _fail, _log, cli
+
+
+@cli.command()
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the experimental configuration.")
+@click.option("--out", type=click.Path(file_okay=False), default="lbee_out/demo", show_default=True)
+@click.option("--clusters", type=click.IntRange(min=1), default=15, show_default=True)
+@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--a", "a", type=click.FloatRange(min=0), default=0.2, show_default=True)
+@click.pass_context
+def demo(ctx, seed, out, clusters, k, a):
+    """Run lbee end to end on a fresh SpotCheck world (offline, CPU, about a minute)."""
+    import time
+
+    from ..encoders import create_encoder
+    from ..run.pipeline import write_outputs
+    from ..reports.text import render_markdown, terminal_table
+    from ..spotcheck import make_ec
+    from ..spotcheck._analysis import analyze_ec
+
+    t0 = time.perf_counter()
+    click.echo(f"Generating a SpotCheck world (seed {seed}) and training its square classifier ...")
+    ec = make_ec(seed, log=_log)
+    v = ec.verification
+    click.echo(f"  model accuracy outside the blindspots {v['accuracy_outside']:.2f}, inside "
+               + ", ".join(f"{x:.2f}" for x in v["accuracy_inside"]) + " (validation)")
+    click.echo("\nTrue blindspots (where the model was taught to fail):")
+    for i, d in enumerate(ec.describe_blindspots()):
+        click.echo(f"  [{i}] {d}")
+    enc = create_encoder("spotcheck", device=ctx.obj["device"])
+    analysis = analyze_ec(ec, enc, n_clusters=clusters, k=k, a=a)
+    result = analysis.result
+    p = next(iter(result.explanations.values())).params
+    click.echo(f"\nTest set: {p['n_images']} images, {p['n_hard']} hard, {p['n_easy']} easy; "
+               f"{len(result.explanations['tops'].hard_clusters)} hard clusters.\n")
+    click.echo("Top sentence of each hard cluster, per method:")
+    click.echo(terminal_table(result, width=34))
+    click.echo("\nMetrics with exact relevance (o = 0.2):")
+    click.echo(f"  {'method':<8} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}  described")
+    for m, s in analysis.scores.items():
+        click.echo(f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
+                   f"{analysis.description_accuracy[m]:.2f}")
+    click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+    ec_dir = Path(out) / "ec"
+    ec.save(ec_dir)
+    result.image_ids = [f"ec/images/test/{i:05d}.png" for i in range(len(result.image_ids))]
+    write_outputs(result, out)
+    (Path(out) / "report.md").write_text(render_markdown(result, metrics=analysis.scores))
+    from ..reports.html import render_report
+    from ..spotcheck._analysis import report_run
+    from ..reports.thumbnails import ThumbnailCache
+
+    _write_demo_inputs(Path(out) / "inputs", analysis)
+    html = render_report(report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
+                         thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
+    (Path(out) / "report.html").write_text(html, encoding="utf-8")
+    click.echo(f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
+               f"in {out}/inputs and the EC in {ec_dir} ({time.perf_counter() - t0:.0f} s).")
+    i = f"{out}/inputs"
+    click.echo(f"Sensitivity to K, C and o: lbee sweep --image-embeddings {i}/image_embeddings.npy "
+               f"--sentence-embeddings {i}/sentence_embeddings.npy --sentences {i}/sentences.txt "
+               f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.6g} "
+               f"--out {out}/sweep")
+
+
+def _write_demo_inputs(folder, analysis):
+    """The demo's embeddings, scores, sentences and Γ, ready for `lbee sweep` / `lbee describe` / `evaluate`."""
+    import numpy as np
+    import pandas as pd
+
+    folder.mkdir(parents=True, exist_ok=True)
+    r = analysis.result
+    np.save(folder / "image_embeddings.npy", np.asarray(analysis.embeddings, dtype=np.float32))
+    np.save(folder / "sentence_embeddings.npy", np.asarray(analysis.sentence_embeddings, dtype=np.float32))
+    np.save(folder / "relevance.npy", analysis.relevance)
+    (folder / "sentences.txt").write_text("# SpotCheck sentences (lbee demo)\n" + "\n".join(r.sentences) + "\n")
+    pd.DataFrame({"image": r.image_ids, "confidence": r.confidence, "performance": r.performance}).to_csv(
+        folder / "predictions.csv", index=False)
+
+
+@cli.group()
+def spotcheck():
+    """The SpotCheck synthetic world: generate ECs, run the benchmark."""
+
+
+@spotcheck.command("generate")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), required=True)
+@click.option("--blindspots", "n_blindspots", type=click.IntRange(1, 3), default=None,
+              help="Number of blindspots [default: 1-3 at random].")
+@click.option("--rollable", "n_rollable", type=int, default=None, help="Rollable attributes [default: 6-8].")
+@click.option("--arch", type=click.Choice(["cnn", "resnet18"]), default="cnn", show_default=True)
+def spotcheck_generate(seed, out, n_blindspots, n_rollable, arch):
+    """Generate one EC (dataset, blindspots, images, verified model) into OUT."""
+    from ..spotcheck import UnsatisfiableError, make_ec
+
+    try:
+        ec = make_ec(seed, n_blindspots=n_blindspots, n_rollable=n_rollable, arch=arch, log=_log)
+    except (UnsatisfiableError, RuntimeError) as exc:
+        _fail(exc)
+    ec.save(out)
+    for i, d in enumerate(ec.describe_blindspots()):
+        click.echo(f"blindspot {i}: {d}")
+    click.echo(f"Wrote {out}")
+
+
+@spotcheck.command("bench")
+@click.option("--n-ecs", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--first-seed", type=int, default=0, show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default="lbee_out/bench", show_default=True)
+@click.pass_context
+def spotcheck_bench(ctx, n_ecs, first_seed, out):
+    """Run N ECs and write bench.csv / bench.md (resumes from ECs already done)."""
+    from tqdm.auto import tqdm
+
+    from ..encoders import create_encoder
+    from ..spotcheck._bench import run_benchmark, summarize, write_tables
+
+    enc = create_encoder("spotcheck", device=ctx.obj["device"])
+    progress = (lambda it: tqdm(it, desc="ECs", unit="EC")) if ctx.obj["progress"] else None
+    records = run_benchmark(n_ecs, out, encoder=enc, first_seed=first_seed, progress=progress, log=_log)
+    if not records:
+        raise LbeeError("No EC could be generated.")
+    click.echo(write_tables(summarize(records), out))
+    click.echo(f"Wrote {out}/bench.csv and bench.md ({len(records)} ECs)")
+
+
+@cli.command("compare-pak")
+@click.argument("explanation", type=click.Path(exists=True))
+@click.option("--embeddings", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="(n, d) .npy embeddings of the evaluation set.")
+@click.option("--partitions", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="(n, t) boolean .npy ground-truth partitions of the evaluation set.")
+@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True)
+def compare_pak(explanation, embeddings, partitions, k):
+    """P@K of another set assigned to an explanation's easy ∪ hard prototypes (LBEE appendix B protocol)."""
+    import numpy as np
+
+    from ..core.metrics import prototype_precision_at_k
+    from ..run.pipeline import load_explanations
+
+    path = Path(explanation)
+    if path.is_dir():
+        path = path / "explanation.json"
+    try:
+        exps, _ = load_explanations(path)
+        exp = next(iter(exps.values()))
+        value = prototype_precision_at_k(exp, np.load(embeddings), np.load(partitions), k=k)
+    except (ValueError, TypeError, OSError) as exc:
+        _fail(exc)
+    click.echo(f"P@{k} = {value:.3f}")

@@ -1,0 +1,118 @@
+"""``lbee vqa``: pseudo ground-truth relevance from VQA models."""
+
+from __future__ import annotations
+
+
+import click
+
+from ._base import LbeeError, _fail, cli
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--images", type=click.Path(exists=True), help="A folder (recursive) or a manifest with 'path'.")
+@click.option("--sentences", "sentence_set", default="conditions", show_default=True,
+              help="A built-in sentence set name or a sentence file.")
+@click.option("--backend", default="llava+blip", show_default=True,
+              help="Backends joined by '+': llava, blip, ofa, metadata.")
+@click.option("--combine", "how", type=click.Choice(["and", "or", "majority"]), default="and", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), default="relevance.parquet", show_default=True)
+@click.option("--questions", "questions_file", type=click.Path(exists=True, dir_okay=False),
+              help="Override file: 'sentence<TAB>question' lines.")
+@click.option("--llava-model", default="llava-hf/llava-1.5-7b-hf", show_default=True, help="Hub name or folder.")
+@click.option("--blip-model", default="Salesforce/blip-vqa-base", show_default=True, help="Hub name or folder.")
+@click.option("--metadata", type=click.Path(exists=True, dir_okay=False),
+              help="Long-form table (image, sentence, relevant) for the 'metadata' backend.")
+@click.option("--scoring", type=click.Choice(["logits", "generate"]), default="logits", show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@click.pass_context
+def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_model, blip_model, metadata, scoring,
+        batch_size):
+    """Pseudo ground-truth relevance Γ from VQA models asked yes/no questions (LBEE app. C.3)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if images is None:
+        raise click.UsageError("Give --images (a folder or manifest), or a subcommand such as 'agreement'.")
+    from vqa import VQAError, compute_relevance, create_backend, parse_backend_spec, questions_for, \
+        write_relevance
+    from vqa.questions import builtin_overrides
+
+    from ..io.images import discover_images, read_table
+    from ..io.sentences import load_sentence_set
+
+    obj = ctx.obj
+    try:
+        sset = load_sentence_set(sentence_set)
+        overrides = builtin_overrides(sset.name) or {}
+        if questions_file:
+            from vqa.questions import read_overrides
+
+            overrides.update(read_overrides(questions_file))
+        questions, missing = questions_for(sset.sentences, overrides)
+        if missing:
+            listing = "\n  ".join(missing[:20])
+            raise LbeeError(f"{len(missing)} sentence(s) have no question; add them to a --questions file:\n  "
+                            f"{listing}")
+        imgs = discover_images(images)
+        backends = {}
+        for name in parse_backend_spec(backend):
+            if name == "llava":
+                backends[name] = create_backend("llava", model=llava_model, device=obj["device"], scoring=scoring)
+            elif name == "blip":
+                backends[name] = create_backend("blip", model=blip_model, device=obj["device"], scoring=scoring)
+            elif name == "metadata":
+                if not metadata:
+                    raise LbeeError("The 'metadata' backend needs --metadata TABLE (image, sentence, relevant).")
+                backends[name] = create_backend("metadata", table=read_table(metadata))
+            else:
+                backends[name] = create_backend(name, device=obj["device"])
+        result = compute_relevance(imgs.paths, list(sset.sentences), backends, questions=questions,
+                                   image_ids=imgs.ids, combine=how, cache_dir=obj["cache_dir"],
+                                   batch_size=batch_size, progress=obj["progress"])
+    except click.ClickException:
+        raise
+    except (ValueError, TypeError, FileNotFoundError, VQAError) as exc:
+        _fail(exc)
+    write_relevance(result, out)
+    n, m = result.relevance.shape
+    click.echo(f"{n} images x {m} sentences; relevant pairs: {int(result.relevance.sum())} ({how} of "
+               f"{', '.join(backends)})")
+    for name, k in result.invalid.items():
+        if k:
+            click.echo(f"  {name}: {k} answer(s) were neither yes nor no (counted as no)")
+    for p, r in result.failures:
+        click.echo(f"  skipped {p}: {r}", err=True)
+    click.echo(f"Wrote {out}")
+
+
+@vqa.command("agreement")
+@click.option("--pseudo", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The table written by 'lbee vqa'.")
+@click.option("--truth", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Ground-truth Γ: long-form table (image, sentence, relevant).")
+def vqa_agreement(pseudo, truth):
+    """Compare pseudo Γ with ground truth: accuracy, TP, TN, FP, FN per backend and combination (Table 4)."""
+    import pandas as pd
+
+    from vqa import agreement_table
+
+    from ..io.images import read_table
+
+    try:
+        table = read_table(pseudo)
+        gt = read_table(truth)
+        backends = [c[:-2] for c in table.columns if c.endswith("_p")]
+        if not backends:
+            raise LbeeError(f"{pseudo!r} has no '<backend>_p' columns; is it an 'lbee vqa' output?")
+        key = gt.set_index(["image", "sentence"])["relevant"].astype(bool)
+        idx = pd.MultiIndex.from_frame(table[["image", "sentence"]].astype({"image": str}))
+        key.index = key.index.set_levels(key.index.levels[0].astype(str), level=0)
+        t = key.reindex(idx, fill_value=False).to_numpy()
+        rows = agreement_table({b: table[b].to_numpy(dtype=bool) for b in backends}, t)
+    except click.ClickException:
+        raise
+    except (ValueError, KeyError, OSError) as exc:
+        _fail(exc)
+    click.echo(f"{'':<22}{'Accuracy':>9}{'TP':>7}{'TN':>7}{'FP':>7}{'FN':>7}")
+    for r in rows:
+        click.echo(f"{r['name']:<22}" + "".join(f"{r[k]:>{9 if k == 'accuracy' else 7}.3f}"
+                                            for k in ("accuracy", "TP", "TN", "FP", "FN")))

@@ -1,0 +1,1 @@
+"""The paper's steps: split, clustering, selection, sentence index, explanation, evaluation, metrics."""

@@ -1,0 +1,1 @@
+"""Reading and writing: images, user tables, sentence sets, relevance, caches and atomic writes."""

@@ -1,0 +1,1 @@
+"""Presentation: terminal/Markdown text, HTML pages, batch reports and their config."""

@@ -1,0 +1,1 @@
+"""The run layer: settings, inputs and the one pipeline every command calls."""
