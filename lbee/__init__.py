@@ -11,7 +11,10 @@ Heavy libraries (torch, faiss, transformers, open_clip) are imported lazily.
 
 from ._version import __version__
 from .core.evaluation import evaluate, failure_sentences
-from .core.explanation import EasyCluster, Explanation, HardCluster, explain, explain_methods
+from .core.explain import explain, explain_methods
+from .core.explanation import EasyCluster, Explanation, HardCluster
+from .core.partition import Partition, partition
+from .run.settings import RunSettings
 from .core.selection import METHODS
 from .core.split import split_by_confidence
 
@@ -19,6 +22,9 @@ __all__ = [
     "__version__",
     "explain",
     "explain_methods",
+    "partition",
+    "Partition",
+    "RunSettings",
     "evaluate",
     "failure_sentences",
     "split_by_confidence",

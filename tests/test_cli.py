@@ -142,7 +142,7 @@ def test_describe_runs_a_model_over_a_manifest(tmp_path):
         tmp_path / "manifest.parquet")
     r = CliRunner().invoke(cli, ["--cache-dir", str(tmp_path / "c"), "-q", "describe",
                                  str(tmp_path / "manifest.parquet"), "--model", "test_confidence_models:tiny_factory",
-                                 "--weights", str(tmp_path / "w.pt"), "--confidence", "true_class",
+                                 "--weights", str(tmp_path / "w.pt"), "--confidence-from", "true_class",
                                  "--encoder", "spotcheck", "--sentences", "spotcheck", "--clusters", "2",
                                  "--num-workers", "0", "--out", str(tmp_path / "out")], obj={})
     assert r.exit_code == 0, r.output

@@ -6,7 +6,8 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 import lbee
-from lbee.slicers import SLICERS, DominoSlicer, PlaneSpotSlicer, ScVis, create_slicer
+from lbee.slicers import SLICERS, DominoSlicer, PlaneSpotSlicer, create_slicer
+from lbee.slicers._scvis import ScVis
 
 
 def blobs(seed=0):
@@ -21,15 +22,34 @@ def blobs(seed=0):
     return X, y, pred, conf, wrong
 
 
-FAST = {"domino": dict(n_mixture_components=6, random_state=0),
+FAST = {"ward": dict(n_clusters=4),
+        "domino": dict(n_mixture_components=6, random_state=0),
         "planespot": dict(reducer="pca", random_state=0)}
 
 
 def fit(name, est, seed=0):
+    """Each slicer's own fit, with its paper's inputs."""
     X, y, pred, conf, wrong = blobs(seed)
     if name == "domino":
         return est.fit(X, y, pred.astype(float))
+    if name == "ward":
+        return est.fit(X, hard=wrong)
     return est.fit(X, conf, errors=wrong)
+
+
+def predict_args(name):
+    return [np.zeros((2, 16))] + {"domino": [np.zeros(2), np.zeros(2)], "planespot": [np.zeros(2)], "ward": []}[name]
+
+
+@pytest.mark.parametrize("name", sorted(SLICERS))
+def test_one_fit_signature(name):
+    """fit_split(embeddings, confidence=, hard=) is the signature every registered slicer shares."""
+    X, y, pred, conf, wrong = blobs()
+    est = create_slicer(name, **FAST[name])
+    assert est.fit_split(X, confidence=conf, hard=wrong) is est
+    assert est.n_samples_fit_ == 300 and len(est.slices_) >= 1
+    assert wrong[est.slices_[0]].mean() >= 0.9
+    assert "ward" in SLICERS and "scvis" not in SLICERS  # Ward is a slicer; the scvis reducer is not
 
 
 @pytest.mark.parametrize("name", sorted(SLICERS))
@@ -37,7 +57,7 @@ def test_contract(name):
     est = create_slicer(name, **FAST[name])
     assert clone(est).get_params() == est.get_params()
     with pytest.raises(NotFittedError):
-        est.predict(*([np.zeros((2, 16))] + ([np.zeros(2), np.zeros(2)] if name == "domino" else [np.zeros(2)])))
+        est.predict(*predict_args(name))
     assert fit(name, est) is est
     a = [s.tolist() for s in est.slices_]
     b = [s.tolist() for s in fit(name, clone(est)).slices_]
@@ -55,6 +75,8 @@ def test_contract(name):
         fit_bad = clone(est)
         if name == "domino":
             fit_bad.fit(bad, np.zeros(300, int), np.zeros(300))
+        elif name == "ward":
+            fit_bad.fit(bad)
         else:
             fit_bad.fit(bad, np.full(300, 0.5))
     with pytest.raises(ValueError, match="Unknown slicer 'nope'"):
@@ -74,8 +96,9 @@ def test_slicer_groups_feed_explain(name):
     exp2 = lbee.explain(X, S, confidence=conf, slicer=create_slicer(name, **FAST[name]), method="pdiff", k=1)
     top = exp2.hard_clusters[0].indices
     assert len(top) and wrong[top].mean() >= 0.9
-    with pytest.raises(ValueError, match="fitted on 300 rows"):
-        lbee.explain(X[:100], S, confidence=conf[:100], slicer=est)
+    if name != "ward":  # Ward is refitted on the split it is given; the others must be fitted on these images
+        with pytest.raises(ValueError, match="fitted on 300 rows"):
+            lbee.explain(X[:100], S, confidence=conf[:100], slicer=est)
 
 
 def test_domino_without_label_terms_is_a_diagonal_gmm():

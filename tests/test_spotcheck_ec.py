@@ -147,8 +147,8 @@ def test_demo_inputs_feed_the_sweep_consistently(demo_run, tmp_path):
     r = CliRunner().invoke(cli, ["sweep", "--image-embeddings", str(inputs / "image_embeddings.npy"),
                                  "--sentence-embeddings", str(inputs / "sentence_embeddings.npy"), "--sentences",
                                  str(inputs / "sentences.txt"), "--predictions", str(inputs / "predictions.csv"),
-                                 "--relevance", str(inputs / "relevance.npy"), "--tau", str(tau), "--K", "3",
-                                 "--C", "", "--o", "0.2", "--out", str(tmp_path / "sw")], obj={})
+                                 "--relevance", str(inputs / "relevance.npy"), "--tau", str(tau), "--k-grid", "3",
+                                 "--clusters-grid", "", "--o-grid", "0.2", "--out", str(tmp_path / "sw")], obj={})
     assert r.exit_code == 0, r.output
     assert "lbee sweep --image-embeddings" in text
     table = pd.read_csv(tmp_path / "sw" / "sweep.csv").set_index(["parameter", "method"])

@@ -58,8 +58,8 @@ def test_cli_sweep_writes_table_and_plot(tmp_path):
     (tmp_path / "s.txt").write_text("\n".join(planted_world()[3]) + "\n")
     r = CliRunner().invoke(cli, ["sweep", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
                                  str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions",
-                                 str(tmp_path / "pred.csv"), "--relevance", str(tmp_path / "rel.npy"), "--K", "1,3",
-                                 "--C", "1,2", "--o", "0.2", "--out", str(tmp_path / "sw")], obj={})
+                                 str(tmp_path / "pred.csv"), "--relevance", str(tmp_path / "rel.npy"), "--k-grid", "1,3",
+                                 "--clusters-grid", "1,2", "--o-grid", "0.2", "--out", str(tmp_path / "sw")], obj={})
     assert r.exit_code == 0, r.output
     table = pd.read_csv(tmp_path / "sw" / "sweep.csv")
     assert len(table) == 5 * 5 and set(table["parameter"]) == {"K", "C", "o"}
@@ -67,9 +67,9 @@ def test_cli_sweep_writes_table_and_plot(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     r = CliRunner().invoke(cli, ["sweep", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
                                  str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions",
-                                 str(tmp_path / "pred.csv"), "--relevance", str(tmp_path / "rel.npy"), "--K", "1,x"],
+                                 str(tmp_path / "pred.csv"), "--relevance", str(tmp_path / "rel.npy"), "--k-grid", "1,x"],
                            obj={})
-    assert r.exit_code == 2 and "--K" in r.output and "'x'" in r.output
+    assert r.exit_code == 2 and "--k-grid" in r.output and "'x'" in r.output
 
 
 def test_plot_sweep_draws_one_row_per_parameter(tmp_path):

@@ -90,7 +90,7 @@ def questions_for(sentences, overrides=None, suffix=SUFFIX):
 
 def builtin_overrides(set_name):
     """The override file shipped for a built-in set, or None."""
-    from lbee.io.sentences import _builtin_dir
+    from lbee.io.sentences import builtin_dir
 
-    path = _builtin_dir() / f"{set_name}.questions.tsv"
+    path = builtin_dir() / f"{set_name}.questions.tsv"
     return read_overrides(path) if path.is_file() else None

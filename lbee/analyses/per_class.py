@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import as_unit_rows, check_choice, check_positive_int
-from ..core.explanation import EasyCluster, Explanation, HardCluster, explain_methods
-from ..core.selection import METHODS
+from ..core.evaluation import DEFAULT_O
+from ..core.explanation import EasyCluster, Explanation, HardCluster
+from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS_PER_CLASS, as_sentence_index, partition
+from ..core.selection import CLIP_TAU, METHODS
 from ..core.sentence_index import SentenceIndex
 
 CLASS_SPLITS = ("errors", "probability")
@@ -39,7 +41,7 @@ class ClassSplit:
     performance: np.ndarray
 
 
-def class_splits(labels, *, preds=None, probs=None, split="errors", a=0.2, classes=None):
+def class_splits(labels, *, preds=None, probs=None, split="errors", a=DEFAULT_A, classes=None):
     """Split every class's images into easy and hard.
 
     Parameters
@@ -127,9 +129,10 @@ def _run_class(images, index, rel, cs, settings):
     """Explain (and with Γ, score) one class; cluster indices come back global."""
     from ..core.evaluation import failure_sentences, score_explanation
 
-    exps = explain_methods(images[cs.images], index, methods=settings["methods"], hard=cs.hard, easy=cs.easy,
-                           n_clusters=settings["n_clusters"], n_easy_clusters=settings["n_easy_clusters"],
-                           k=settings["k"], tau=settings["tau"], sentences=settings["sentences"])
+    part = partition(images[cs.images], hard=cs.hard, easy=cs.easy, n_clusters=settings["n_clusters"],
+                     n_easy_clusters=settings["n_easy_clusters"])
+    exps = part.describe_methods(index, settings["methods"], k=settings["k"], tau=settings["tau"],
+                                 sentences=settings["sentences"])
     if rel is not None:
         class_rel = np.asarray(rel[cs.images])
         star = set(failure_sentences(class_rel, cs.performance, settings["o"]).tolist())
@@ -189,8 +192,8 @@ class PerClassResult:
 
 
 def explain_per_class(image_embeddings, sentence_embeddings, *, labels, preds=None, probs=None, split="errors",
-                      methods=METHODS, n_clusters=5, n_easy_clusters=None, k=3, tau=0.25, a=0.2, relevance=None,
-                      o=0.2, classes=None, class_names=None, sentences=None, n_jobs=1, progress=False):
+                      methods=METHODS, n_clusters=DEFAULT_N_CLUSTERS_PER_CLASS, n_easy_clusters=None, k=DEFAULT_K,
+                      tau=CLIP_TAU, a=DEFAULT_A, relevance=None, o=DEFAULT_O, classes=None, class_names=None, sentences=None, n_jobs=1, progress=False):
     """Run LBEE separately on each class.
 
     Parameters
@@ -226,8 +229,7 @@ def explain_per_class(image_embeddings, sentence_embeddings, *, labels, preds=No
         methods = [methods]
     check_positive_int(n_clusters, "n_clusters")
     images = as_unit_rows(image_embeddings, "image_embeddings").astype(np.float32)
-    index = sentence_embeddings if isinstance(sentence_embeddings, SentenceIndex) else \
-        SentenceIndex(as_unit_rows(sentence_embeddings, "sentence_embeddings"))
+    index = as_sentence_index(sentence_embeddings)
     if labels is None or len(labels) != images.shape[0]:
         raise ValueError(f"`labels` must have one entry per image ({images.shape[0]}); "
                          f"received {None if labels is None else len(labels)}.")

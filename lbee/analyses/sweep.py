@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.evaluation import _check_relevance, failure_sentences, score_explanation
-from ..core.explanation import _describe, _prepare
-from ..core.selection import METHODS
+from ..core.clustering import DEFAULT_WARD
+from ..core.evaluation import DEFAULT_O, _check_relevance, failure_sentences, score_explanation
+from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, as_sentence_index, partition
+from ..core.selection import CLIP_TAU, METHODS
 
 METRICS = ("ACR", "AHR", "TPR", "JI")
-DEFAULT_K = (1, 2, 3, 5, 10)
-DEFAULT_C = (1, 5, 10, 15, 20, 30)
-DEFAULT_O = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+K_GRID = (1, 2, 3, 5, 10)
+C_GRID = (1, 5, 10, 15, 20, 30)
+O_GRID = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 
 
 def _values(values, name, kind):
@@ -33,8 +34,9 @@ def _values(values, name, kind):
 
 
 def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, performance, confidence=None,
-                      hard=None, easy=None, K=DEFAULT_K, C=DEFAULT_C, o=DEFAULT_O, methods=METHODS, k=3,
-                      n_clusters=15, tau=0.25, a=0.2, o_default=0.2, ward="exact"):
+                      hard=None, easy=None, K=K_GRID, C=C_GRID, o=O_GRID, methods=METHODS, k=DEFAULT_K,
+                      n_clusters=DEFAULT_N_CLUSTERS, tau=CLIP_TAU, a=DEFAULT_A, o_default=DEFAULT_O,
+                      ward=DEFAULT_WARD):
     """Metrics of every method while one parameter varies and the others stay at their defaults.
 
     Parameters
@@ -53,7 +55,7 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
     methods : list of str
     k, n_clusters, o_default
         The values held fixed while another parameter varies (paper defaults).
-    ward : {'exact', 'knn'}, default='exact'
+    ward : str, default=lbee.core.clustering.DEFAULT_WARD
         As in :func:`lbee.explain`.
 
     Returns
@@ -81,27 +83,23 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
 
     from joblib import Memory
 
-    shared = {"sentences": sentence_embeddings}
     tree_cache = tempfile.TemporaryDirectory(prefix="lbee-ward-")
     memory = Memory(tree_cache.name, verbose=0)
+    index = as_sentence_index(sentence_embeddings)  # built once, reused by every run
 
-    def run(n_clusters_, k_):
-        partition, index, params, _ = _prepare(image_embeddings, shared["sentences"], tau=tau, slicer="ward",
-                                               sentences=None, n_clusters=n_clusters_, n_easy_clusters=None,
-                                               k=k_, ward=ward, ward_memory=memory, **split)
-        if rel.shape[0] != params["n_images"]:
-            raise ValueError(f"`relevance` has {rel.shape[0]} rows; expected {params['n_images']}, one per image.")
-        shared["sentences"] = index  # later runs reuse the sentence index
-        return partition, index, params
+    def run(n_clusters_):
+        part = partition(image_embeddings, n_clusters=n_clusters_, ward=ward, memory=memory, **split)
+        if rel.shape[0] != part.embeddings_.shape[0]:
+            raise ValueError(f"`relevance` has {rel.shape[0]} rows; expected {part.embeddings_.shape[0]}, one per "
+                             "image.")
+        return part
 
-    partition, index, params = run(n_clusters, k)
-    base = {m: _describe(partition, index, m, params, None) for m in methods}
+    part = run(n_clusters)
+    base = part.describe_methods(index, methods, k=k, tau=tau)
     for value in K:  # one clustering, selection redone per K
-        add("K", value, {m: _describe(partition, index, m, dict(params, k=value), None) for m in methods},
-            star_default)
-    for value in C:
-        part_c, index_c, params_c = run(value, k)
-        add("C", value, {m: _describe(part_c, index_c, m, params_c, None) for m in methods}, star_default)
+        add("K", value, part.describe_methods(index, methods, k=value, tau=tau), star_default)
+    for value in C:  # one cached Ward tree per side, cut at each C
+        add("C", value, run(value).describe_methods(index, methods, k=k, tau=tau), star_default)
     for value in o:  # same explanations, another S*
         add("o", value, base, set(failure_sentences(rel, omega, value).tolist()))
     tree_cache.cleanup()

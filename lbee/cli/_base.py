@@ -6,13 +6,11 @@ Heavy imports (torch, faiss, open_clip) happen inside command bodies so that
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import click
 
 from .._version import __version__
-
-METHOD_CHOICES = ["tops", "setdiff", "pdiff", "fpdiff", "domino", "all"]
-
 
 class LbeeError(click.ClickException):
     """A user-facing error: message, exit code 1, no traceback."""
@@ -41,18 +39,15 @@ def _log(msg):
     click.echo(msg, err=True)
 
 
-def _methods(method):
-    from ..core.selection import METHODS
+def check_writable_folder(path, option):
+    """Create ``path`` (and its parents) and check a file can be written there, before long work starts."""
+    import tempfile
 
-    if "all" in method or not method:
-        return list(METHODS)
-    return list(dict.fromkeys(method))
-
-
-def _load_npy(path, name):
-    import numpy as np
-
+    target = Path(path)
     try:
-        return np.load(path)
-    except (OSError, ValueError) as exc:
-        raise LbeeError(f"Cannot read {name} {path!r}: {exc}") from None
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=target, prefix=".lbee-write-check-"):
+            pass
+    except OSError as exc:
+        raise LbeeError(f"{option} {str(path)!r} is not a writable folder: {exc.strerror or exc}.") from None
+    return target

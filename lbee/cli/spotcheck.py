@@ -54,12 +54,11 @@ def demo(ctx, seed, out, clusters, k, a):
     result.image_ids = [f"ec/images/test/{i:05d}.png" for i in range(len(result.image_ids))]
     write_outputs(result, out)
     (Path(out) / "report.md").write_text(render_markdown(result, metrics=analysis.scores))
-    from ..reports.html import render_report
-    from ..spotcheck._analysis import report_run
+    from ..reports.html import render_report, spotcheck_report_run
     from ..reports.thumbnails import ThumbnailCache
 
     _write_demo_inputs(Path(out) / "inputs", analysis)
-    html = render_report(report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
+    html = render_report(spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
                          thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
     (Path(out) / "report.html").write_text(html, encoding="utf-8")
     click.echo(f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "

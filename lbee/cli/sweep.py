@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
-from ._base import METHOD_CHOICES, _fail, _load_npy, _methods, cli
+from ..analyses.sweep import C_GRID, K_GRID, O_GRID
+from ..run.settings import settings_from_options, settings_options
+from ._base import _fail, check_writable_folder, cli
 
 
 def _number_list(kind):
@@ -37,42 +39,46 @@ def _number_list(kind):
               help="Table with φ ('confidence' or 'prob_<class>') and ω ('performance', or label/pred), rows in "
                    "embedding order.")
 @click.option("--relevance", required=True, type=click.Path(exists=True, dir_okay=False), help="Γ (n, N).")
-@click.option("--K", "k_values", callback=_number_list(int), default="1,2,3,5,10", show_default=True,
+@click.option("--k-grid", callback=_number_list(int), default=",".join(map(str, K_GRID)), show_default=True,
               help="Sentences per cluster to try ('' skips).")
-@click.option("--C", "c_values", callback=_number_list(int), default="1,5,10,15,20,30", show_default=True,
+@click.option("--clusters-grid", callback=_number_list(int), default=",".join(map(str, C_GRID)), show_default=True,
               help="Cluster counts to try ('' skips).")
-@click.option("--o", "o_values", callback=_number_list(float), default="0,0.1,0.2,0.3,0.5,0.75,1", show_default=True,
-              help="Severities to try ('' skips).")
-@click.option("--method", multiple=True, type=click.Choice(METHOD_CHOICES), default=["all"], show_default=True)
-@click.option("--confidence", "confidence_kind", type=click.Choice(["entropy", "max", "true_class"]),
-              default="entropy", show_default=True)
-@click.option("--tau", type=float, default=0.25, show_default=True)
+@click.option("--o-grid", callback=_number_list(float), default=",".join(f"{v:g}" for v in O_GRID),
+              show_default=True, help="Severities to try ('' skips).")
+@settings_options("methods", "confidence_from", "k", "clusters", "tau", "a", "o", "ward")
 @click.option("--out", type=click.Path(file_okay=False), default="lbee_out/sweep", show_default=True)
-def sweep(image_embeddings, sentence_embeddings, sentence_set, predictions, relevance, k_values, c_values, o_values,
-          method, confidence_kind, tau, out):
-    """Vary K, C and o: a table and plots of ACR / AHR / TPR / JI (the paper's Figures 6 and 10)."""
-    from ..scoring.confidence import scores_from_table
-    from ..io.images import read_table
-    from ..io.relevance import load_relevance
-    from ..io.sentences import load_sentence_set
+def sweep(image_embeddings, sentence_embeddings, sentence_set, predictions, relevance, k_grid, clusters_grid, o_grid,
+          out, **knobs):
+    """Vary K, C and o one at a time: a table and plots of ACR / AHR / TPR / JI (LBEE Figures 6 and 10).
+
+    -k, --clusters and --o are the values held fixed while another one varies.
+    """
     from ..analyses.sweep import plot_sweep, sensitivity_sweep
+    from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, model_scores
 
     try:
-        sents = list(load_sentence_set(sentence_set).sentences)
-        img = _load_npy(image_embeddings, "--image-embeddings")
-        sen = _load_npy(sentence_embeddings, "--sentence-embeddings")
-        ids, scores = scores_from_table(read_table(predictions), kind=confidence_kind)
-        rel = load_relevance(relevance, ids, sents)
-        table = sensitivity_sweep(img, sen, relevance=rel, performance=scores.performance,
-                                  confidence=scores.confidence, K=k_values, C=c_values, o=o_values,
-                                  methods=_methods(method), tau=tau)
+        settings = settings_from_options(knobs)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    check_writable_folder(out, "--out")
+    ds = DatasetSpec(name="sweep", image_embeddings=Path(image_embeddings),
+                     sentence_embeddings=Path(sentence_embeddings), sentences=sentence_set,
+                     models=[ModelSpec(name=Path(predictions).stem, predictions=Path(predictions))],
+                     relevance={"ground_truth": Path(relevance)}, settings=settings)
+    try:
+        inputs = load_inputs(ds)
+        scores = model_scores(ds, ds.models[0], inputs)
+        table = sensitivity_sweep(inputs.embeddings, inputs.sentence_embeddings, relevance=inputs.relevance,
+                                  performance=scores.performance, confidence=scores.confidence, K=k_grid,
+                                  C=clusters_grid, o=o_grid, methods=list(settings.methods), k=settings.k,
+                                  n_clusters=settings.n_clusters, tau=settings.resolved_tau(inputs.encoder_tau),
+                                  a=settings.a, o_default=settings.o, ward=settings.ward)
+        target = Path(out)
+        table.to_csv(target / "sweep.csv", index=False)
+        plot_sweep(table, target / "sweep.png")
     except click.ClickException:
         raise
     except (ValueError, TypeError, OSError) as exc:
         _fail(exc)
-    target = Path(out)
-    target.mkdir(parents=True, exist_ok=True)
-    table.to_csv(target / "sweep.csv", index=False)
-    plot_sweep(table, target / "sweep.png")
     click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     click.echo(f"\nWrote {target}/sweep.csv and sweep.png")

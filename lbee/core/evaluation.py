@@ -6,6 +6,8 @@ import numpy as np
 
 from .._validation import as_bool_matrix, as_float_vector, check_real
 
+DEFAULT_O = 0.2  # severity: β = o·std(ω) (LBEE app. D)
+
 
 def _check_relevance(relevance, performance):
     omega = as_float_vector(performance, "performance")
@@ -47,7 +49,7 @@ def sentence_hardness(relevance, performance):
     return hardness, counts
 
 
-def failure_sentences(relevance, performance, o=0.2):
+def failure_sentences(relevance, performance, o=DEFAULT_O):
     """S*_β: sentences whose images perform worse than average by β = o·std(ω).
 
     Parameters
@@ -73,7 +75,7 @@ def failure_sentences(relevance, performance, o=0.2):
     return np.flatnonzero(failing)
 
 
-def evaluate(explanation, relevance, performance, o=0.2):
+def evaluate(explanation, relevance, performance, o=DEFAULT_O):
     """Score an explanation against relevance Γ and performance ω (SPEC §4).
 
     Parameters

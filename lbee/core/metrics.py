@@ -10,6 +10,9 @@ import numpy as np
 
 from .._validation import check_positive_int, check_real
 
+__all__ = ["blindspot_precision", "blindspot_recall", "discovery_rate", "false_discovery_rate", "precision_at_k",
+           "failure_analysis", "prototype_precision_at_k"]
+
 
 def _as_index_set(group, name):
     arr = np.asarray(group)

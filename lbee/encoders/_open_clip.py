@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.selection import CLIP_TAU
 from ..scoring.device import resolve_device
 from ._base import Encoder, EncoderLoadError, unit_float32
 from ._registry import register_encoder
@@ -45,7 +46,7 @@ class OpenCLIPEncoder(Encoder):
     """
 
     name = "open_clip"
-    default_tau = 0.25
+    default_tau = CLIP_TAU
 
     def __init__(self, model=DEFAULT_MODEL, pretrained=DEFAULT_PRETRAINED, *, device=None, precision=None):
         import open_clip

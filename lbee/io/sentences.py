@@ -33,6 +33,11 @@ class SentenceSet:
         return len(self.sentences)
 
 
+def builtin_dir():
+    """The folder of the built-in sentence sets (and their ``.questions.tsv`` overrides)."""
+    return _builtin_dir()
+
+
 def _builtin_dir():
     try:
         return Path(str(resources.files("lbee.sentence_sets")))

@@ -27,23 +27,24 @@ problem with the file as a whole raises :class:`ConfigError`.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from ..run.inputs import DatasetSpec, ModelSpec
+from ..run.settings import RunSettings
+
 TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
-SETTING_KEYS = ("encoder", "sentences", "relevance", "methods", "slicers", "clusters", "easy_clusters", "k", "a",
-                "o", "tau", "thumbnails", "confidence", "batch_size", "num_workers", "task", "split_by",
-                "ignore_index", "per_class", "classes_shown", "ward", "sweep")
+#: The analysis knobs: exactly the fields of RunSettings (defaults, choices and validation live there).
+KNOB_KEYS = tuple(RunSettings.knobs())
+#: Input and presentation settings of a dataset, with their defaults.
+INPUT_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevance": None, "batch_size": 64,
+                  "num_workers": 0}
+REPORT_DEFAULTS = {"thumbnails": 8, "classes_shown": 12, "sweep": None}
+SETTING_KEYS = KNOB_KEYS + tuple(INPUT_DEFAULTS) + tuple(REPORT_DEFAULTS)
 SOURCE_KEYS = ("images", "spotcheck", "image_embeddings", "sentence_embeddings", "masks")
 MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
 DATASET_KEYS = ("name",) + SOURCE_KEYS + ("models",) + MODEL_KEYS[1:] + SETTING_KEYS
 SPOTCHECK_KEYS = ("seed", "path")
-SETTING_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevance": None,
-                    "methods": ["tops", "setdiff", "pdiff", "fpdiff"], "slicers": ["ward"], "clusters": 15,
-                    "easy_clusters": None, "k": 3, "a": 0.2, "o": 0.2, "tau": None, "thumbnails": 8,
-                    "confidence": "entropy", "batch_size": 64, "num_workers": 0, "task": "classification",
-                    "split_by": "entropy", "ignore_index": 255, "per_class": None, "classes_shown": 12,
-                    "ward": "exact", "sweep": None}
 
 
 class ConfigError(ValueError):
@@ -87,32 +88,9 @@ class _EntryError(ValueError):
     pass
 
 
-@dataclass
-class ModelConfig:
-    """One model of a dataset: precomputed ``predictions`` or a ``model`` spec (with ``weights``)."""
-
-    name: str
-    predictions: Path | None = None
-    model: str | None = None
-    weights: Path | None = None
-    num_classes: int | None = None
-    image_size: int = 224
-
-
-@dataclass
-class DatasetConfig:
-    """One dataset entry, resolved; ``error`` is set when the entry cannot run."""
-
-    name: str
-    line: int
-    images: Path | None = None
-    spotcheck: dict | None = None
-    image_embeddings: Path | None = None
-    sentence_embeddings: Path | None = None
-    masks: Path | None = None
-    models: list = field(default_factory=list)
-    settings: dict = field(default_factory=dict)
-    error: str | None = None
+# Old names, kept for scripts that imported them.
+ModelConfig = ModelSpec
+DatasetConfig = DatasetSpec
 
 
 @dataclass
@@ -132,54 +110,25 @@ def _unknown(key, allowed, where, line, path):
 
 
 def _check_setting(key, value, where, line, path):
-    """Validate one setting; returns the value (normalised)."""
-    from ..core.selection import METHODS
-    from ..slicers import SLICERS
-
+    """Validate one setting; returns the value (normalised). Knobs are validated by :class:`RunSettings`."""
     def bad(expected):
         return _EntryError(f"{path}, line {line}: {where} key {key!r} is {value!r}; expected {expected}.")
 
-    if key == "per_class" and value not in (None, False, "errors", "probability"):
-        raise bad("errors (ImageNet: hard = FP ∪ FN), probability (NICO++) or null")
-    positive = ("clusters", "k", "thumbnails", "batch_size", "classes_shown")
-    if key in positive and not (isinstance(value, int) and value >= 1):
+    if key in KNOB_KEYS:
+        try:
+            return getattr(RunSettings(**{key: value}), key)
+        except ValueError as exc:
+            raise _EntryError(f"{path}, line {line}: {where} " + str(exc).replace(f"`{key}`", f"key {key!r}", 1)) \
+                from None
+    positive = ("thumbnails", "batch_size", "classes_shown")
+    if key in positive and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
         raise bad("an integer >= 1")
-    if key == "easy_clusters" and value is not None and not (isinstance(value, int) and value >= 1):
-        raise bad("an integer >= 1 or null")
-    if key == "num_workers" and not (isinstance(value, int) and value >= 0):
+    if key == "num_workers" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
         raise bad("an integer >= 0")
-    if key in ("a", "o") and not (isinstance(value, (int, float)) and value >= 0):
-        raise bad("a number >= 0")
-    if key == "tau" and value is not None and not isinstance(value, (int, float)):
-        raise bad("a number or null")
-    if key == "methods":
-        value = [value] if isinstance(value, str) else value
-        if not isinstance(value, list) or not value or any(m not in METHODS for m in value):
-            raise bad(f"a list of {', '.join(METHODS)}")
-    if key == "slicers":
-        value = [value] if isinstance(value, (str, dict)) else value
-        names = []
-        for s in value if isinstance(value, list) else [None]:
-            name = next(iter(s), None) if isinstance(s, dict) and len(s) == 1 else s
-            if name not in ("ward", *SLICERS):
-                raise bad(f"a list of ward, {', '.join(sorted(SLICERS))} (or {{name: {{options}}}})")
-            names.append(name)
-        if len(set(names)) != len(names):
-            raise bad("each slicer at most once")
     if key == "sweep" and value not in (None, False, True):
         if not isinstance(value, dict) or any(k not in ("K", "C", "o") for k in value) or any(
                 not isinstance(v, list) for v in value.values()):
             raise bad("true (the default grids) or a mapping with lists K, C and/or o")
-    if key == "ward" and value not in ("exact", "knn"):
-        raise bad("exact or knn")
-    if key == "task" and value not in ("classification", "segmentation"):
-        raise bad("classification or segmentation")
-    if key == "split_by" and value not in ("entropy", "pixel_accuracy", "miou"):
-        raise bad("entropy, pixel_accuracy or miou")
-    if key == "ignore_index" and value is not None and not isinstance(value, int):
-        raise bad("an integer or null")
-    if key == "confidence" and value not in ("entropy", "max", "true_class"):
-        raise bad("entropy, max or true_class")
     if key == "relevance" and not (value is None or value in ("none", "ground_truth") or isinstance(value, str)
                                    or (isinstance(value, dict) and len(value) == 1
                                        and next(iter(value)) in ("ground_truth", "vqa"))):
@@ -208,7 +157,7 @@ def _parse_model(entry, where, base, path, line):
             raise _EntryError(_unknown(key, MODEL_KEYS, where, _line(entry, key), path))
     if ("predictions" in entry) == ("model" in entry):
         raise _EntryError(f"{path}, line {_line(entry)}: {where} needs exactly one of 'predictions' or 'model'.")
-    m = ModelConfig(name=str(entry.get("name") or entry.get("model") or Path(entry["predictions"]).stem))
+    m = ModelSpec(name=str(entry.get("name") or entry.get("model") or Path(entry["predictions"]).stem))
     if "predictions" in entry:
         m.predictions = _resolve_path(entry["predictions"], "predictions", base, _line(entry, "predictions"), path)
     if "model" in entry:
@@ -233,19 +182,20 @@ def _parse_dataset(entry, i, defaults, base, path):
     if not isinstance(entry, dict):
         raise _EntryError(f"{path}, line ?: {where} must be a mapping; received {entry!r}.")
     name = str(entry.get("name") or f"dataset_{i}")
-    ds = DatasetConfig(name=name, line=_line(entry))
+    ds = DatasetSpec(name=name, line=_line(entry))
     for key in entry:
         if key not in DATASET_KEYS:
             raise _EntryError(_unknown(key, DATASET_KEYS, f"{where} ({name})", _line(entry, key), path))
-    settings = dict(SETTING_DEFAULTS)
+    settings = {**RunSettings().to_dict(), **INPUT_DEFAULTS, **REPORT_DEFAULTS}
     settings.update(defaults)
     for key in SETTING_KEYS:
         if key in entry:
             settings[key] = _check_setting(key, entry[key], where, _line(entry, key), path)
     sources = [k for k in ("images", "spotcheck") if k in entry]
-    if len(sources) != 1:
+    if len(sources) > 1 or not (sources or "image_embeddings" in entry):
         raise _EntryError(f"{path}, line {ds.line}: {where} ({name}) needs exactly one of 'images' (a folder or "
-                          "manifest) or 'spotcheck' ({seed: N} or {path: EC folder}).")
+                          "manifest) or 'spotcheck' ({seed: N} or {path: EC folder}), or precomputed "
+                          "'image_embeddings' whose rows follow the predictions table.")
     if "spotcheck" in entry:
         sc = entry["spotcheck"]
         sc = {"seed": sc} if isinstance(sc, int) else sc
@@ -258,12 +208,13 @@ def _parse_dataset(entry, i, defaults, base, path):
         for key in ("encoder", "sentences"):  # the world's own encoder and sentences unless overridden
             if key not in entry and key not in defaults:
                 settings[key] = "spotcheck"
-        if "confidence" not in entry and "confidence" not in defaults:
-            settings["confidence"] = "true_class"  # as `lbee demo`: the test labels are clean
+        if "confidence_from" not in entry and "confidence_from" not in defaults:
+            settings["confidence_from"] = "true_class"  # as `lbee demo`: the test labels are clean
         if "relevance" not in entry:
             settings["relevance"] = "ground_truth"
     else:
-        ds.images = _resolve_path(entry["images"], "images", base, _line(entry, "images"), path)
+        if "images" in entry:
+            ds.images = _resolve_path(entry["images"], "images", base, _line(entry, "images"), path)
         if settings["relevance"] == "ground_truth":
             raise _EntryError(f"{path}, line {_line(entry, 'relevance')}: relevance 'ground_truth' without a "
                               "file is only known for SpotCheck worlds; give {ground_truth: FILE}.")
@@ -274,12 +225,9 @@ def _parse_dataset(entry, i, defaults, base, path):
         (kind, file), = rel.items()
         rel = {kind: _resolve_path(file, f"relevance.{kind}", base, _line(entry, "relevance"), path)}
     settings["relevance"] = None if rel == "none" else rel
-    settings["per_class"] = settings["per_class"] or None
     if settings["sweep"] and settings["relevance"] in (None, "none"):
         raise _EntryError(f"{path}, line {_line(entry, 'sweep')}: a sweep scores AHR / ACR / TPR / JI and needs "
                           "'relevance'.")
-    if settings["per_class"] and "clusters" not in entry and "clusters" not in defaults:
-        settings["clusters"] = 5  # the paper's per-class default
     if settings["per_class"] and settings["task"] == "segmentation":
         raise _EntryError(f"{path}, line {_line(entry, 'per_class')}: per_class is for classification.")
     if settings["task"] == "segmentation" and ds.spotcheck is not None:
@@ -304,10 +252,19 @@ def _parse_dataset(entry, i, defaults, base, path):
         single.line, single.key_lines = ds.line, {k: _line(entry, k) for k in single}
         ds.models = [_parse_model(single, where, base, path, ds.line)]
         ds.models[0].name = str(entry.get("model") or Path(str(entry.get("predictions"))).stem)
-    elif ds.images is not None:
+    elif ds.spotcheck is None:
         raise _EntryError(f"{path}, line {ds.line}: {where} ({name}) needs the model's outputs: 'predictions', "
                           "'model' or a 'models' list.")
-    ds.settings = settings
+    try:
+        ds.settings = RunSettings(**{k: settings[k] for k in KNOB_KEYS})
+    except ValueError as exc:
+        raise _EntryError(f"{path}, line {ds.line}: {where} ({name}): {exc}") from None
+    sentences = settings["sentences"]
+    if (base / sentences).is_file():  # a sentence file beside the config, like every other relative path
+        sentences = str(base / sentences)
+    ds.encoder, ds.sentences, ds.relevance = settings["encoder"], sentences, settings["relevance"]
+    ds.batch_size, ds.num_workers = settings["batch_size"], settings["num_workers"]
+    ds.report = {k: settings[k] for k in REPORT_DEFAULTS}
     return ds
 
 
@@ -367,7 +324,7 @@ def load_report_config(path):
             ds = _parse_dataset(entry, i, checked, base, path)
         except _EntryError as exc:
             name = str(entry.get("name") or f"dataset_{i}") if isinstance(entry, dict) else f"dataset_{i}"
-            ds = DatasetConfig(name=name, line=_line(entry), error=str(exc))
+            ds = DatasetSpec(name=name, line=_line(entry), error=str(exc))
         if ds.name in names:
             ds.error = f"{path}, line {ds.line}: dataset name {ds.name!r} is used twice; names must be unique."
         names.add(ds.name)

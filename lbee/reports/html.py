@@ -358,3 +358,20 @@ def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=
     return _environment().get_template("per_class.html.j2").render(
         run=run, version=__version__, rows=rows, chart=chart, methods=methods, table=table, shown=shown,
         skipped=skipped, has_relevance=has_rel, n_classes=len(table))
+
+
+def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
+    """A :class:`lbee.reports.html.ReportRun` of an analysed EC: exact Γ, its test renders as thumbnails."""
+    result = analysis.result
+    p = next(iter(result.explanations.values())).params
+    notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
+    notes.append(f"Hard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+    params = {"encoder": result.encoder.get("encoder"), "sentence set": result.sentence_set, "a": p["a"],
+              "C (hard clusters)": p["n_clusters"], "K (sentences per cluster)": p["k"], "τ": p["tau"], "o": o,
+              "φ": "probability of the true class", "ω": "correctness", "EC seed": ec.seed}
+    return ReportRun(dataset=dataset, model=f"square classifier (seed {ec.seed})",
+                     explanations={"ward": result.explanations}, sentences=result.sentences,
+                     image_ids=result.image_ids, confidence=result.confidence, performance=result.performance,
+                     thumbnail_sources=list(ec.images["test"]), relevance=analysis.relevance,
+                     relevance_source="ground truth (SpotCheck attributes)", params=params, o=o,
+                     embeddings=analysis.embeddings, notes=notes)

@@ -1,4 +1,9 @@
-"""End-to-end runs behind ``lbee describe``: inputs -> explanations -> output files."""
+"""The one pipeline: loaded inputs -> φ / ω -> partition -> sentences -> output files.
+
+Every command calls it: ``lbee describe`` and ``lbee report`` (:func:`run_model`),
+``lbee demo`` and the SpotCheck benchmark (:func:`analyse` on a world in memory),
+``lbee sweep`` (:mod:`lbee.run.inputs` then :func:`lbee.analyses.sweep.sensitivity_sweep`).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import numpy as np
 
 from .._version import __version__
 from ..io.cache import atomic_write_bytes
-from ..core.explanation import Explanation, explain_methods
+from ..core.explanation import Explanation
 
 
 @dataclass
@@ -44,37 +49,158 @@ class DescribeResult:
     extra: dict = field(default_factory=dict)
 
 
-def align_scores(image_ids, image_paths, table_ids):
-    """Row of the predictions table for each image, matching id, then path, then file name."""
-    lookup = {}
-    for row, tid in enumerate(table_ids):
-        lookup.setdefault(tid, row)
-        lookup.setdefault(Path(tid).name, row)
-    rows, missing = [], []
-    for iid, path in zip(image_ids, image_paths):
-        row = lookup.get(iid, lookup.get(path, lookup.get(Path(path).name)))
-        if row is None:
-            missing.append(iid)
-        rows.append(row)
-    if missing:
-        raise ValueError(f"{len(missing)} image(s) have no row in the predictions file, first: {missing[:3]}; "
-                         "ids must match the manifest 'path' values, the paths relative to the folder, or file names.")
-    return np.asarray(rows, dtype=np.int64)
+@dataclass
+class RunResult:
+    """One dataset × model run: a :class:`DescribeResult` per slicer (the first is the main one), or a per-class result.
+
+    Attributes
+    ----------
+    results : dict of str to DescribeResult
+        Per slicer name, in the settings' order.
+    slicer_objects : dict of str to slicer
+        The fitted slicer objects of the non-Ward slicers (the HTML page shows their planes).
+    per_class : PerClassResult or None
+    scores : lbee.run.inputs.Scores
+    settings : RunSettings
+    tau : float
+        The τ the describers used.
+    inputs : lbee.run.inputs.RunInputs
+    """
+
+    results: dict
+    slicer_objects: dict
+    per_class: object
+    scores: object
+    settings: object
+    tau: float
+    inputs: object = None
+
+    @property
+    def main(self):
+        """The first slicer's :class:`DescribeResult`."""
+        return next(iter(self.results.values())) if self.results else None
 
 
-def describe(image_embeddings, sentence_embeddings, *, confidence, performance, sentences, image_ids,
-             methods, encoder_identity, sentence_set, failures=(), image_paths=None, hard=None, easy=None,
-             extra=None, **explain_kwargs):
-    """Run the requested describers and bundle the result as a :class:`DescribeResult`."""
-    if hard is not None:
-        exps = explain_methods(image_embeddings, sentence_embeddings, methods=methods, hard=hard, easy=easy,
-                               sentences=sentences, **explain_kwargs)
-    else:
-        exps = explain_methods(image_embeddings, sentence_embeddings, methods=methods, confidence=confidence,
-                               sentences=sentences, **explain_kwargs)
-    return DescribeResult(exps, list(image_ids), np.asarray(confidence, dtype=np.float64),
-                          np.asarray(performance, dtype=np.float64), list(sentences), encoder_identity,
-                          sentence_set, list(failures), image_paths, dict(extra or {}))
+def _slicer_object(spec):
+    from ..slicers import create_slicer
+
+    if isinstance(spec, dict):
+        (name, opts), = spec.items()
+        return name, create_slicer(name, **(opts or {}))
+    return spec, (None if spec == "ward" else create_slicer(spec))
+
+
+def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n_jobs=1):
+    """Steps 1–4 of LBEE on loaded inputs: the one analysis behind every command.
+
+    Parameters
+    ----------
+    inputs : lbee.run.inputs.RunInputs
+    scores : lbee.run.inputs.Scores
+        φ and ω of the model.
+    settings : RunSettings
+    dataset, model : str
+        Names recorded in the outputs.
+    progress : bool, default=False
+        Per class: a progress bar over classes.
+    n_jobs : int, default=1
+        Per class: worker processes.
+
+    Returns
+    -------
+    RunResult
+    """
+    from ..core.partition import Partition
+
+    tau = settings.resolved_tau(inputs.encoder_tau)
+    if settings.per_class:
+        return RunResult({}, {}, _per_class(inputs, scores, settings, tau, progress, n_jobs), scores, settings, tau,
+                         inputs)
+    results, objects = {}, {}
+    for spec in settings.slicers:
+        name, obj = _slicer_object(spec)
+        part = Partition(a=settings.a, n_clusters=settings.n_clusters, n_easy_clusters=settings.easy_clusters,
+                         slicer="ward" if obj is None else obj, ward=settings.ward)
+        try:
+            part.fit(inputs.embeddings, confidence=scores.confidence)
+            exps = part.describe_methods(inputs.sentence_embeddings, list(settings.methods), k=settings.k, tau=tau,
+                                         sentences=inputs.sentences)
+        except ValueError as exc:
+            raise ValueError(f"slicer {name!r}: {exc}" if len(settings.slicers) > 1 else str(exc)) from None
+        if obj is not None:
+            objects[name] = obj
+        extra = {"dataset": dataset, "model": model, "slicer": name, **scores.extra}
+        results[name] = DescribeResult(exps, list(inputs.image_ids), np.asarray(scores.confidence, dtype=np.float64),
+                                       np.asarray(scores.performance, dtype=np.float64), list(inputs.sentences),
+                                       inputs.encoder, inputs.sentence_set, list(inputs.failures),
+                                       inputs.image_paths, extra)
+    return RunResult(results, objects, None, scores, settings, tau, inputs)
+
+
+def _per_class(inputs, scores, settings, tau, progress, n_jobs):
+    from ..analyses.per_class import explain_per_class
+
+    s = scores.model_scores
+    if s is None or s.labels is None:
+        raise ValueError("per_class needs true labels: a 'label' column in the manifest or the predictions.")
+    if s.preds is None and s.probs is None:
+        raise ValueError("per_class needs predicted classes: 'pred' or 'prob_<class>' columns.")
+    return explain_per_class(inputs.embeddings, inputs.sentence_embeddings, labels=s.labels, preds=s.preds,
+                             probs=s.probs, split=settings.per_class, methods=list(settings.methods),
+                             n_clusters=settings.n_clusters, n_easy_clusters=settings.easy_clusters, k=settings.k,
+                             tau=tau, a=settings.a, relevance=inputs.relevance, o=settings.o,
+                             class_names=scores.class_names, sentences=inputs.sentences, n_jobs=n_jobs,
+                             progress=progress)
+
+
+def run_model(ds, model, inputs, *, device=None, progress=False, n_jobs=1):
+    """φ / ω of one model of ``ds``, then :func:`analyse`.
+
+    Returns
+    -------
+    RunResult
+    """
+    from .inputs import model_scores
+
+    scores = model_scores(ds, model, inputs, device=device, progress=progress)
+    return analyse(inputs, scores, ds.settings, dataset=ds.name, model=model_name(model), progress=progress,
+                   n_jobs=n_jobs)
+
+
+def model_name(model):
+    """The name a model is shown under (the SpotCheck world's own classifier when None)."""
+    return model.name if model is not None else "EC classifier"
+
+
+def write_run(run, out_dir):
+    """Write a :class:`RunResult`: the main slicer into ``out_dir``, the others into ``out_dir/slicer_<name>``.
+
+    Per-class runs write ``per_class.json`` and the per-class CSV tables.
+
+    Returns
+    -------
+    list of Path
+        The folders written.
+    """
+    out = Path(out_dir)
+    if run.per_class is not None:
+        write_per_class_outputs(run.per_class, out, image_ids=run.inputs.image_ids, sentences=run.inputs.sentences,
+                                sentence_set=run.inputs.sentence_set)
+        return [out]
+    folders = []
+    for i, (name, result) in enumerate(run.results.items()):
+        folder = out if i == 0 else out / f"slicer_{slug(name)}"
+        write_outputs(result, folder)
+        folders.append(folder)
+    return folders
+
+
+def slug(name):
+    """A file-system-safe folder name for a dataset, model or slicer name."""
+    import re
+
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._")
+    return s or "unnamed"
 
 
 def assignments_table(result):

@@ -30,6 +30,28 @@ class BaseSlicer(BaseEstimator):
     ``n_samples_fit_`` is how many rows that was.
     """
 
+    def fit_split(self, embeddings, *, confidence=None, hard=None):
+        """Fit on image embeddings with LBEE's easy / hard split as the error signal.
+
+        The one fit signature every slicer shares (``explain``, the run layer
+        and the contract test call it); each slicer's own ``fit`` keeps its
+        paper's inputs.
+
+        Parameters
+        ----------
+        embeddings : array-like of shape (n, d)
+        confidence : array-like of shape (n,), optional
+            φ, higher = easier.
+        hard : array-like of bool, shape (n,), optional
+            The hard split.
+
+        Returns
+        -------
+        self
+        """
+        self._fit_from_split(np.asarray(embeddings), confidence, hard)
+        return self
+
     def _fit_from_split(self, embeddings, confidence, hard):  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -41,7 +63,7 @@ class BaseSlicer(BaseEstimator):
         with the split as its error signal (see the subclass docstring).
         """
         if not hasattr(self, "slices_"):
-            self._fit_from_split(np.asarray(image_embeddings), confidence, hard)
+            self.fit_split(image_embeddings, confidence=confidence, hard=hard)
         n = np.asarray(image_embeddings).shape[0]
         if n != self.n_samples_fit_:
             raise ValueError(f"This {type(self).__name__} was fitted on {self.n_samples_fit_} rows but `explain` "

@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.evaluation import evaluate
-from ..core.explanation import explain_methods
+from ..core.selection import METHODS
 from ..core.metrics import discovery_rate, failure_analysis, false_discovery_rate
-from ..run.pipeline import DescribeResult
 from ._ec import predict
-from ._sentences import relevance_matrix, spotcheck_sentences
+from ._sentences import spotcheck_sentences
 
 
 def order_by_importance(groups, performance):
@@ -93,7 +92,7 @@ def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0,
 class ECAnalysis:
     """Everything measured on one EC."""
 
-    result: DescribeResult
+    result: object  # lbee.run.pipeline.DescribeResult
     scores: dict
     dr: float
     fdr: float
@@ -111,30 +110,32 @@ class ECAnalysis:
                 "slicers": self.slicers}
 
 
-def analyze_ec(ec, encoder, *, methods=("tops", "setdiff", "pdiff", "fpdiff", "domino"), n_clusters=15, k=3,
-               a=0.2, o=0.2, tau=None, image_ids=None, with_slicers=False):
-    """Embed the EC's test images, run the describers and score them.
+def analyze_ec(ec, encoder, *, methods=METHODS, n_clusters=15, k=3, a=0.2, o=0.2, tau=None, image_ids=None,
+               with_slicers=False):
+    """Embed the EC's test images, run the describers through the run layer and score them.
 
     φ is the model's probability of the true class (the test set is correctly
     labelled) and ω its correctness. Hypothesised blindspots for DR / FDR are
     the hard clusters ordered by error rate × number of errors.
     """
-    images = ec.images["test"]
-    X = encoder.encode_arrays(images)
-    sents = spotcheck_sentences()
-    texts = [s for s, _, _ in sents]
-    conditions = [c for _, c, _ in sents]
-    S = encoder.encode_text(texts)
-    probs, feats = predict(ec.model, images)
-    y = ec.true_labels("test")
-    phi = probs[np.arange(len(y)), y]
-    omega = (probs.argmax(1) == y).astype(np.float64)
+    from ..run.inputs import DatasetSpec, model_scores, spotcheck_inputs
+    from ..run.pipeline import analyse
+    from ..run.settings import RunSettings
+
+    settings = RunSettings(a=a, clusters=n_clusters, k=k, tau=tau, o=o, methods=tuple(methods),
+                           confidence_from="true_class")
+    ds = DatasetSpec(name=f"SpotCheck world {ec.seed}", spotcheck={"seed": ec.seed}, encoder="spotcheck",
+                     sentences="spotcheck", relevance="ground_truth", settings=settings)
+    inputs = spotcheck_inputs(ds, ec, encoder)
+    scores = model_scores(ds, None, inputs)
     t0 = time.perf_counter()
-    exps = explain_methods(X, S, methods=list(methods), confidence=phi, n_clusters=n_clusters, k=k, a=a,
-                           tau=encoder.default_tau if tau is None else tau, sentences=texts)
+    run = analyse(inputs, scores, settings, dataset=ds.name, model=f"square classifier (seed {ec.seed})")
     ward_s = time.perf_counter() - t0
-    rel = relevance_matrix(ec.attributes["test"], conditions)
-    scores = {m: evaluate(e, rel, omega, o=o) for m, e in exps.items()}
+    result = run.main
+    exps = result.explanations
+    rel, omega = inputs.relevance, scores.performance
+    conditions = [c for _, c, _ in spotcheck_sentences()]
+    scores_ = {m: evaluate(e, rel, omega, o=o) for m, e in exps.items()}
     first = next(iter(exps.values()))
     groups = [c.indices for c in first.hard_clusters]
     order = order_by_importance(groups, omega)
@@ -147,32 +148,14 @@ def analyze_ec(ec, encoder, *, methods=("tops", "setdiff", "pdiff", "fpdiff", "d
                                     lambda i, e=e: e.hard_clusters[i].sentences[0]
                                     if e.hard_clusters[i].sentences else None)
             for m, e in exps.items()}
-    ids = image_ids or [f"images/test/{i:05d}.png" for i in range(len(images))]
-    result = DescribeResult(exps, ids, phi, omega, texts, encoder.identity(), "spotcheck")
-    result.extra = {"blindspots": ec.describe_blindspots(), "metrics": scores, "DR": dr, "FDR": fdr,
+    result.image_ids = list(image_ids or [f"images/test/{i:05d}.png" for i in range(len(inputs.image_ids))])
+    result.extra = {"blindspots": ec.describe_blindspots(), "metrics": scores_, "DR": dr, "FDR": fdr,
                     "description_accuracy": desc, "ec_seed": ec.seed}
     slicers = {"ward": {"DR": dr, "FDR": fdr, "fit_s": ward_s, "n_groups": len(hyps)}}
     if with_slicers:
-        for name, (h, secs) in slicer_hypotheses(ec, X, probs, feats).items():
+        probs, feats = predict(ec.model, ec.images["test"])
+        for name, (h, secs) in slicer_hypotheses(ec, inputs.embeddings, probs, feats).items():
             slicers[name] = {"DR": discovery_rate(h, truth), "FDR": false_discovery_rate(h, truth),
                              "fit_s": secs, "n_groups": len(h)}
-    return ECAnalysis(result, scores, dr, fdr, desc, failure_analysis(hyps, truth), hyps, rel, slicers, X, S)
-
-
-def report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
-    """A :class:`lbee.reports.html.ReportRun` of an analysed EC: exact Γ, its test renders as thumbnails."""
-    from ..reports.html import ReportRun
-
-    result = analysis.result
-    p = next(iter(result.explanations.values())).params
-    notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
-    notes.append(f"Hard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
-    params = {"encoder": result.encoder.get("encoder"), "sentence set": result.sentence_set, "a": p["a"],
-              "C (hard clusters)": p["n_clusters"], "K (sentences per cluster)": p["k"], "τ": p["tau"], "o": o,
-              "φ": "probability of the true class", "ω": "correctness", "EC seed": ec.seed}
-    return ReportRun(dataset=dataset, model=f"square classifier (seed {ec.seed})",
-                     explanations={"ward": result.explanations}, sentences=result.sentences,
-                     image_ids=result.image_ids, confidence=result.confidence, performance=result.performance,
-                     thumbnail_sources=list(ec.images["test"]), relevance=analysis.relevance,
-                     relevance_source="ground truth (SpotCheck attributes)", params=params, o=o,
-                     embeddings=analysis.embeddings, notes=notes)
+    return ECAnalysis(result, scores_, dr, fdr, desc, failure_analysis(hyps, truth), hyps, rel, slicers,
+                      inputs.embeddings, inputs.sentence_embeddings)

@@ -1,0 +1,103 @@
+"""``lbee.explain``: LBEE's split–cluster–match–select in one call (SPEC §2–3).
+
+:func:`explain` is :func:`lbee.partition` followed by
+:meth:`lbee.core.partition.Partition.describe`; :func:`explain_methods` clusters
+once and describes with several methods.
+"""
+
+from __future__ import annotations
+
+from .._validation import check_choice
+from .clustering import DEFAULT_WARD
+from .partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, Partition, as_sentence_index
+from .selection import CLIP_TAU, METHODS
+
+
+def _check_methods(methods):
+    if isinstance(methods, str):
+        methods = [methods]
+    methods = list(methods)
+    if not methods:
+        raise ValueError(f"`methods` is empty; expected one or more of {list(METHODS)}.")
+    for m in methods:
+        check_choice(m, "methods", set(METHODS))
+    return methods
+
+
+def explain_methods(image_embeddings, sentence_embeddings, *, methods=METHODS, confidence=None, hard=None,
+                    easy=None, a=DEFAULT_A, n_clusters=DEFAULT_N_CLUSTERS, n_easy_clusters=None, k=DEFAULT_K,
+                    tau=CLIP_TAU, slicer="ward", sentences=None, ward=DEFAULT_WARD):
+    """Run several describers over one split and clustering.
+
+    Same parameters as :func:`explain`, with ``methods`` (a list of method names)
+    instead of ``method``. Clustering is computed once.
+
+    Returns
+    -------
+    dict of str to Explanation
+    """
+    methods = _check_methods(methods)
+    index = as_sentence_index(sentence_embeddings)
+    part = Partition(a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, slicer=slicer, ward=ward)
+    # Cheap checks of the describe step first, so a bad k, τ or d fails before clustering.
+    from .partition import check_describe_args
+
+    check_describe_args(index, image_embeddings, k, tau, sentences)
+    part.fit(image_embeddings, confidence=confidence, hard=hard, easy=easy)
+    return {m: part.describe(index, m, k=k, tau=tau, sentences=sentences) for m in methods}
+
+
+def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None, easy=None, a=DEFAULT_A,
+            method="fpdiff", n_clusters=DEFAULT_N_CLUSTERS, n_easy_clusters=None, k=DEFAULT_K, tau=CLIP_TAU,
+            slicer="ward", sentences=None, ward=DEFAULT_WARD):
+    """Find hard clusters of images and the sentences that describe them.
+
+    Parameters
+    ----------
+    image_embeddings : array-like of shape (n, d)
+        Image embeddings in the joint space (renormalised to unit rows).
+    sentence_embeddings : array-like of shape (N, d) or SentenceIndex
+        Sentence embeddings in the same space (renormalised to unit rows). A
+        prebuilt :class:`lbee.core.sentence_index.SentenceIndex` is reused as is,
+        which saves its set-up in loops over classes.
+    confidence : array-like of shape (n,), optional
+        φ, higher = easier (pass −entropy for entropy). Splits at μ ± aσ.
+    hard, easy : array-like of bool, shape (n,), optional
+        Explicit split masks, an alternative to ``confidence``.
+    a : float, default=0.2
+        Split margin in standard deviations of φ (LBEE app. D).
+    method : {'tops', 'setdiff', 'pdiff', 'fpdiff', 'domino'}, default='fpdiff'
+        The describer (SPEC §3.3).
+    n_clusters : int, default=15
+        Hard clusters; the effective number is ``min(n_clusters, n_hard)``.
+    n_easy_clusters : int, optional
+        Easy clusters, default ``n_clusters``; effective ``min(., n_easy)``.
+    k : int, default=3
+        Sentences kept per hard cluster.
+    tau : float or None, default=0.25
+        Similarity threshold of SetDiff / FPDiff; None means the CLIP value
+        (pass the encoder's ``default_tau`` for another encoder; see
+        :func:`lbee.core.selection.resolve_tau`).
+    slicer : 'ward' or slicer object, default='ward'
+        'ward' clusters the hard split (:class:`lbee.slicers.WardSlicer`); a
+        slicer from :mod:`lbee.slicers` (fitted on these images, or unfitted:
+        then fitted here with the split as its error signal) supplies the hard
+        groups, most important first. The easy side is always Ward-clustered.
+    sentences : list of str of length N, optional
+        Sentence texts, kept for readable output.
+    ward : str, default=lbee.core.clustering.DEFAULT_WARD
+        The Ward variant, one of ``lbee.core.clustering.WARD_METHODS`` (see
+        :func:`lbee.core.clustering.ward_labels`).
+
+    Returns
+    -------
+    Explanation
+
+    See Also
+    --------
+    lbee.partition : cluster once and describe many times.
+    """
+    check_choice(method, "method", set(METHODS))
+    return explain_methods(image_embeddings, sentence_embeddings, methods=[method], confidence=confidence,
+                           hard=hard, easy=easy, a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, k=k,
+                           tau=tau, slicer=slicer, sentences=sentences, ward=ward)[method]

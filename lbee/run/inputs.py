@@ -1,0 +1,402 @@
+"""What a run reads: the dataset and model specifications, and loading them into arrays.
+
+One :class:`DatasetSpec` describes a run's inputs whichever way they came (a
+``lbee describe`` command line, a ``lbee report`` YAML entry, ``lbee demo``):
+images with an encoder, precomputed embeddings, a SpotCheck world, plus one or
+more :class:`ModelSpec` (a predictions table, a predictions folder for
+segmentation, or a checkpoint). :func:`load_inputs` embeds and reads what every
+model of a dataset shares; :func:`model_scores` computes one model's φ and ω.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .settings import RunSettings
+
+
+@dataclass
+class ModelSpec:
+    """One model of a dataset: precomputed ``predictions`` or a ``model`` spec (with ``weights``).
+
+    ``model=None`` and ``predictions=None`` together mean the SpotCheck world's
+    own classifier.
+    """
+
+    name: str
+    predictions: Path | None = None
+    model: str | None = None
+    weights: Path | None = None
+    num_classes: int | None = None
+    image_size: int = 224
+
+
+@dataclass
+class DatasetSpec:
+    """The inputs of a run.
+
+    Attributes
+    ----------
+    name : str
+    images : Path, optional
+        A folder (recursive) or a manifest with a ``path`` column.
+    spotcheck : dict, optional
+        ``{"seed": N}`` or ``{"path": EC folder}``: a SpotCheck world.
+    image_embeddings, sentence_embeddings : Path, optional
+        Precomputed (n, d) / (N, d) ``.npy``; image rows follow ``images``, or
+        the first model's predictions table when there are no images.
+    masks : Path, optional
+        Segmentation ground-truth label maps.
+    models : list of ModelSpec
+    settings : RunSettings
+    encoder : str
+    sentences : str
+        A built-in sentence set name or a sentence file.
+    relevance : dict, optional
+        ``{"ground_truth": path}`` or ``{"vqa": path}``, or ``"ground_truth"``
+        (SpotCheck's exact Γ).
+    batch_size, num_workers : int
+        Image decoding and encoding.
+    strict : bool
+        Fail on the first unreadable image instead of skipping it.
+    report : dict
+        Presentation options of ``lbee report`` (thumbnails, classes_shown, sweep).
+    line : int
+        Line of the YAML entry (0 when not from a file).
+    error : str, optional
+        Set when the entry cannot run (the batch reports it and goes on).
+    """
+
+    name: str
+    images: Path | None = None
+    spotcheck: dict | None = None
+    image_embeddings: Path | None = None
+    sentence_embeddings: Path | None = None
+    masks: Path | None = None
+    models: list = field(default_factory=list)
+    settings: RunSettings = field(default_factory=RunSettings)
+    encoder: str = "open_clip"
+    sentences: str = "conditions"
+    relevance: object = None
+    batch_size: int = 64
+    num_workers: int = 2
+    strict: bool = False
+    report: dict = field(default_factory=dict)
+    line: int = 0
+    error: str | None = None
+
+
+@dataclass
+class RunInputs:
+    """What every model of a dataset shares: embeddings, sentences, ids, labels and Γ."""
+
+    embeddings: np.ndarray
+    sentence_embeddings: np.ndarray
+    sentences: list
+    image_ids: list
+    image_paths: list | None
+    thumbnails: list | None
+    labels: np.ndarray | None
+    relevance: np.ndarray | None
+    relevance_source: str
+    encoder_tau: float | None
+    encoder: dict
+    sentence_set: str
+    failures: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    spotcheck: object = None
+
+
+@dataclass
+class Scores:
+    """One model's φ and ω over a dataset's images, with what they mean."""
+
+    confidence: np.ndarray
+    performance: np.ndarray
+    confidence_desc: str
+    performance_desc: str
+    model_scores: object = None  # lbee.scoring.confidence.ModelScores, classification only
+    class_names: list | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def load_npy(path, name):
+    """A ``.npy`` array, or a ``ValueError`` naming the option and file."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"Cannot read {name} {str(path)!r}: {exc}") from None
+
+
+def _relevance(ds, ids, sents):
+    rel = ds.relevance
+    if rel is None:
+        return None, "none"
+    from ..io.relevance import load_relevance
+
+    (kind, path), = rel.items()
+    label = "ground truth" if kind == "ground_truth" else "VQA pseudo ground truth"
+    return load_relevance(path, ids, sents), f"{label}: {Path(path).name}"
+
+
+def _spotcheck_inputs(ds, out_dir, device, log):
+    from ..encoders import create_encoder
+    from ..spotcheck import CorruptECError, ExperimentalConfiguration, make_ec
+
+    if ds.sentences != "spotcheck" or ds.encoder != "spotcheck":
+        raise ValueError(f"dataset {ds.name!r}: a SpotCheck world is described with its own encoder and sentences "
+                         f"(encoder: spotcheck, sentences: spotcheck); received encoder {ds.encoder!r}, "
+                         f"sentences {ds.sentences!r}.")
+    if "path" in ds.spotcheck:
+        ec = ExperimentalConfiguration.load(ds.spotcheck["path"])
+    else:
+        seed = ds.spotcheck["seed"]
+        ec_dir = None if out_dir is None else Path(out_dir) / "ec"
+        ec = None
+        if ec_dir is not None and (ec_dir / "ec.json").exists():  # a rerun reuses its world unless corrupt
+            try:
+                ec = ExperimentalConfiguration.load(ec_dir)
+            except CorruptECError:
+                ec = None
+        if ec is None or ec.seed != seed:
+            log(f"  generating SpotCheck world (seed {seed}) ...")
+            ec = make_ec(seed, log=log)
+            if ec_dir is not None:
+                ec.save(ec_dir)
+    return spotcheck_inputs(ds, ec, create_encoder("spotcheck", device=device))
+
+
+def spotcheck_inputs(ds, ec, encoder):
+    """:class:`RunInputs` of a SpotCheck world in memory: its test renders, sentences and exact Γ.
+
+    Parameters
+    ----------
+    ds : DatasetSpec
+        ``relevance`` is ``"ground_truth"`` (exact Γ), a Γ file, or None.
+    ec : lbee.spotcheck.ExperimentalConfiguration
+    encoder : Encoder
+        The SpotCheck encoder.
+    """
+    from ..spotcheck import relevance_matrix, spotcheck_sentences
+
+    if ec.model is None:
+        raise ValueError(f"dataset {ds.name!r}: the EC has no trained model (model.pt).")
+    enc = encoder
+    images = ec.images["test"]
+    sents = spotcheck_sentences()
+    texts = [s for s, _, _ in sents]
+    ids = [f"test/{i:05d}" for i in range(len(images))]
+    rel, source = None, "none"
+    if ds.relevance == "ground_truth":
+        rel, source = relevance_matrix(ec.attributes["test"], [c for _, c, _ in sents]), \
+            "ground truth (SpotCheck attributes)"
+    elif ds.relevance is not None:
+        rel, source = _relevance(ds, ids, texts)
+    notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
+    return RunInputs(enc.encode_arrays(images), enc.encode_text(texts), texts, ids, None, list(images),
+                     ec.true_labels("test"), rel, source, enc.default_tau, enc.identity(), "spotcheck",
+                     notes=notes, spotcheck=ec)
+
+
+def _precomputed_ids(ds):
+    """Image ids of precomputed embeddings without images: the first model's predictions table, in row order."""
+    from ..io.images import read_table
+    from ..scoring.confidence import scores_from_table
+
+    model = ds.models[0] if ds.models else None
+    if model is None or model.predictions is None or Path(model.predictions).is_dir():
+        raise ValueError("precomputed image embeddings without images need a predictions table (rows in the "
+                         "same order).")
+    ids, _ = scores_from_table(read_table(model.predictions), kind=ds.settings.confidence_from)
+    return list(ids)
+
+
+def _image_inputs(ds, cache_dir, device, progress):
+    from ..io.sentences import load_sentence_set
+
+    sset = load_sentence_set(ds.sentences)
+    sents = list(sset.sentences)
+    failures, enc = [], None
+    if ds.images is not None:
+        from ..io.images import discover_images
+
+        imgs = discover_images(ds.images)
+        ids, paths, labels = list(imgs.ids), list(imgs.paths), imgs.labels
+    else:
+        if ds.image_embeddings is None:
+            raise ValueError(f"dataset {ds.name!r} needs images (a folder or manifest) or precomputed image "
+                             "embeddings.")
+        ids, paths, labels = _precomputed_ids(ds), None, None
+    if ds.image_embeddings is not None:
+        emb = load_npy(ds.image_embeddings, "image_embeddings")
+        if emb.ndim != 2 or emb.shape[0] != len(ids):
+            where = f"image of {str(ds.images)!r}" if ds.images is not None else "row of the predictions table"
+            raise ValueError(f"image_embeddings {Path(ds.image_embeddings).name!r} has shape {emb.shape}; expected "
+                             f"({len(ids)}, d), one row per {where}.")
+        ok = np.ones(len(ids), bool)
+        encoder_id, encoder_tau = {"encoder": "precomputed", "image_embeddings": str(ds.image_embeddings)}, None
+    else:
+        from ..encoders import create_encoder
+        from ..encoders.embedding import embed_images
+
+        enc = create_encoder(ds.encoder, device=device)
+        res = embed_images(enc, paths, cache_dir=cache_dir, batch_size=ds.batch_size, num_workers=ds.num_workers,
+                           progress=progress, strict=ds.strict)
+        emb, ok, failures, encoder_id, encoder_tau = res.embeddings, res.ok, res.failures, enc.identity(), \
+            enc.default_tau
+    if ds.sentence_embeddings is not None:
+        sen = load_npy(ds.sentence_embeddings, "sentence_embeddings")
+        if sen.ndim != 2 or sen.shape[0] != len(sents):
+            raise ValueError(f"sentence_embeddings has shape {sen.shape}; expected ({len(sents)}, d) for the "
+                             f"{len(sents)} sentences of {sset.name!r}.")
+    elif enc is not None:
+        from ..encoders.embedding import embed_sentences
+
+        sen = embed_sentences(enc, sents, cache_dir=cache_dir)
+    else:
+        raise ValueError("image_embeddings needs sentence_embeddings too (the same joint space).")
+    ids = [i for i, good in zip(ids, ok) if good]
+    paths = None if paths is None else [p for p, good in zip(paths, ok) if good]
+    labels = None if labels is None else np.asarray(labels)[ok]
+    rel, source = _relevance(ds, ids, sents)
+    return RunInputs(emb, sen, sents, ids, paths, paths, labels, rel, source, encoder_tau, encoder_id, sset.name,
+                     failures=failures)
+
+
+def load_inputs(ds, *, cache_dir=None, device=None, progress=False, out_dir=None, log=None):
+    """Embed and read what every model of ``ds`` shares.
+
+    Parameters
+    ----------
+    ds : DatasetSpec
+    cache_dir : path-like, optional
+        Embedding cache.
+    device : str, optional
+    progress : bool, default=False
+    out_dir : path-like, optional
+        Where a generated SpotCheck world is saved (and reused on rerun).
+    log : callable, optional
+        Receives one line per step.
+
+    Returns
+    -------
+    RunInputs
+    """
+    log = log or (lambda msg: None)
+    if ds.spotcheck is not None:
+        return _spotcheck_inputs(ds, out_dir, device, log)
+    return _image_inputs(ds, cache_dir, device, progress)
+
+
+def align_scores(image_ids, image_paths, table_ids):
+    """Row of the predictions table for each image, matching id, then path, then file name."""
+    lookup = {}
+    for row, tid in enumerate(table_ids):
+        lookup.setdefault(tid, row)
+        lookup.setdefault(Path(tid).name, row)
+    rows, missing = [], []
+    for iid, path in zip(image_ids, image_paths):
+        row = lookup.get(iid, lookup.get(path, lookup.get(Path(path).name)))
+        if row is None:
+            missing.append(iid)
+        rows.append(row)
+    if missing:
+        raise ValueError(f"{len(missing)} image(s) have no row in the predictions file, first: {missing[:3]}; "
+                         "ids must match the manifest 'path' values, the paths relative to the folder, or file names.")
+    return np.asarray(rows, dtype=np.int64)
+
+
+_PHI = {"entropy": "−entropy", "max": "max probability", "true_class": "probability of the true class"}
+
+
+def model_scores(ds, model, inputs, *, device=None, progress=False):
+    """One model's φ (by ``settings.confidence_from``) and ω over the images of ``inputs``.
+
+    Parameters
+    ----------
+    ds : DatasetSpec
+    model : ModelSpec or None
+        None: the SpotCheck world's own classifier.
+    inputs : RunInputs
+
+    Returns
+    -------
+    Scores
+    """
+    from ..scoring.confidence import class_names_from_table, scores_from_probabilities, scores_from_table
+
+    st = ds.settings
+    if st.task == "segmentation":
+        return _segmentation_scores(ds, model, inputs, device, progress)
+    kind = st.confidence_from
+    names = None
+    if model is None or (model.predictions is None and model.model is None):  # the SpotCheck world's classifier
+        if inputs.spotcheck is None:
+            raise ValueError(f"dataset {ds.name!r} needs the model's outputs: predictions or a model.")
+        from ..spotcheck import predict
+
+        probs, _ = predict(inputs.spotcheck.model, inputs.spotcheck.images["test"])
+        scores = scores_from_probabilities(probs, kind=kind, labels=inputs.labels)
+    elif model.predictions is not None:
+        from ..io.images import read_table
+
+        if Path(model.predictions).is_dir():
+            raise ValueError(f"{str(model.predictions)!r} is a folder; classification expects a CSV/parquet "
+                             "predictions table (a folder of per-image outputs is for task segmentation).")
+        table = read_table(model.predictions)
+        table_ids, scores = scores_from_table(table, kind=kind)
+        names = class_names_from_table(table)
+        if inputs.image_paths is None:  # precomputed embeddings: rows are already in table order
+            if len(table_ids) != len(inputs.image_ids):
+                raise ValueError(f"the predictions table has {len(table_ids)} rows; expected "
+                                 f"{len(inputs.image_ids)}, one per embedding row.")
+        else:
+            scores = scores.subset(align_scores(inputs.image_ids, inputs.image_paths, table_ids))
+    else:
+        from ..scoring.classifier import default_transform, load_classifier, predict_probabilities
+
+        net = load_classifier(model.model, model.weights, num_classes=model.num_classes)
+        probs, ran = predict_probabilities(net, inputs.image_paths, transform=default_transform(model.image_size),
+                                           batch_size=ds.batch_size, num_workers=ds.num_workers, device=device,
+                                           progress=progress)
+        if not ran.all():
+            raise ValueError(f"the model could not read {int((~ran).sum())} image(s) the encoder read.")
+        scores = scores_from_probabilities(probs, kind=kind, labels=inputs.labels)
+    if scores.probs is not None and scores.labels is not None:
+        unknown = np.unique(scores.labels[(scores.labels < 0) | (scores.labels >= scores.probs.shape[1])])
+        if unknown.size:
+            raise ValueError(f"labels contain class(es) {unknown[:5].tolist()} absent from the predictions "
+                             f"({scores.probs.shape[1]} classes).")
+    omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
+    return Scores(scores.confidence, scores.performance, _PHI[kind], omega, scores, names)
+
+
+def _segmentation_scores(ds, model, inputs, device, progress):
+    """φ by ``split_by`` and ω = mIoU (with masks) for a segmentation model (predictions folder or module)."""
+    from ..scoring.segmentation import MASK_SUFFIXES, match_files, predict_segmentation, scores_from_folders
+
+    st = ds.settings
+    if inputs.image_paths is None:
+        raise ValueError("task segmentation reads the images (to match predictions and masks by name); "
+                         "precomputed image embeddings without images are for classification.")
+    if model is None:
+        raise ValueError(f"dataset {ds.name!r}: segmentation needs a predictions folder or a model.")
+    if model.predictions is not None:
+        if not Path(model.predictions).is_dir():
+            raise ValueError(f"segmentation predictions {str(model.predictions)!r} must be a folder of per-image "
+                             ".npy outputs.")
+        scores = scores_from_folders(inputs.image_ids, model.predictions, ds.masks, ignore_index=st.ignore_index)
+    else:
+        from ..scoring.classifier import load_classifier
+
+        masks = match_files(ds.masks, inputs.image_ids, MASK_SUFFIXES, "mask") if ds.masks else None
+        scores = predict_segmentation(load_classifier(model.model, model.weights), inputs.image_paths, masks=masks,
+                                      device=device, ignore_index=st.ignore_index, progress=progress)
+    phi_desc = {"entropy": "−mean pixel entropy", "pixel_accuracy": "pixel accuracy", "miou": "mIoU"}
+    extra = {"task": "segmentation", "split_by": st.split_by,
+             "performance_metric": "miou" if ds.masks else "entropy"}
+    return Scores(scores.confidence(st.split_by), scores.performance("miou"), phi_desc[st.split_by],
+                  "per-image mIoU" if ds.masks else "−mean pixel entropy (no masks)", None, None, extra)

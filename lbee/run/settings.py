@@ -1,0 +1,329 @@
+"""One settings object for every analysis knob: its default, its choices and its validation.
+
+:class:`RunSettings` is the single place where a knob of an analysis run is
+defined. The CLI builds its options from it (:func:`settings_options`), the
+YAML schema of ``lbee report`` validates against it (:meth:`RunSettings.from_mapping`),
+and the run layer (:mod:`lbee.run.pipeline`) reads it. The default *values*
+themselves live with the step they belong to (``lbee.core.partition.DEFAULT_A``,
+``lbee.core.selection.CLIP_TAU``, ``lbee.core.evaluation.DEFAULT_O``, ...), and
+the lists of *choices* with the registry that implements them (``METHODS``,
+``SLICERS``, ``WARD_METHODS``, ``CONFIDENCE_KINDS``, ``SPLIT_BY``, ``CLASS_SPLITS``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import numbers
+from dataclasses import dataclass, field
+
+from ..core.clustering import DEFAULT_WARD, WARD_METHODS
+from ..core.evaluation import DEFAULT_O
+from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N_CLUSTERS_PER_CLASS
+from ..core.selection import METHODS, resolve_tau
+
+TASKS = ("classification", "segmentation")
+
+
+def _slicer_names():
+    from ..slicers import SLICERS
+
+    return tuple(SLICERS)
+
+
+def _choices(name):
+    """The allowed values of a choice knob, read from the registry that implements it."""
+    if name == "methods":
+        return METHODS
+    if name == "slicers":
+        return _slicer_names()
+    if name == "ward":
+        return WARD_METHODS
+    if name == "confidence_from":
+        from ..scoring.confidence import CONFIDENCE_KINDS
+
+        return CONFIDENCE_KINDS
+    if name == "split_by":
+        from ..scoring.segmentation import SPLIT_BY
+
+        return SPLIT_BY
+    if name == "per_class":
+        from ..analyses.per_class import CLASS_SPLITS
+
+        return CLASS_SPLITS
+    if name == "task":
+        return TASKS
+    return None
+
+
+def _knob(default, help, *, kind, minimum=None, optional=False, many=False, flag=None, short=None,
+          default_text=None, default_factory=None):
+    meta = {"help": help, "kind": kind, "minimum": minimum, "optional": optional, "many": many, "flag": flag,
+            "short": short, "default_text": default_text}
+    if default_factory is not None:
+        return field(default_factory=default_factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Every analysis knob of a run, validated (LBEE app. D defaults).
+
+    Parameters
+    ----------
+    a : float, default=0.2
+        Split margin: hard = φ < μ − aσ, easy = φ > μ + aσ (SPEC §3.1).
+    clusters : int or None, default=None
+        Hard clusters C^h; None means 15, or 5 per class (LBEE app. D).
+    easy_clusters : int or None, default=None
+        Easy clusters C^e; None means C^h.
+    k : int, default=3
+        Sentences kept per hard cluster (LBEE §5).
+    tau : float or None, default=None
+        SetDiff / FPDiff threshold; None means the encoder's declared τ, else
+        the CLIP value 0.25 (:meth:`resolved_tau`).
+    o : float, default=0.2
+        Severity of the failure sentences, β = o·std(ω).
+    methods : tuple of str, default=all five describers
+    slicers : tuple, default=('ward',)
+        Slicer names of ``lbee.slicers.SLICERS``; in YAML an entry may also be
+        ``{name: {options}}``. The first one is the main result.
+    ward : str, default=lbee.core.clustering.DEFAULT_WARD
+    confidence_from : {'entropy', 'max', 'true_class'}, default='entropy'
+        How φ is derived from class probabilities.
+    task : {'classification', 'segmentation'}, default='classification'
+    split_by : {'entropy', 'pixel_accuracy', 'miou'}, default='entropy'
+        Segmentation: the φ of the split (LBEE Fig. 4).
+    ignore_index : int or None, default=255
+        Segmentation: mask value left out of pixel accuracy and mIoU.
+    per_class : {'errors', 'probability'} or None, default=None
+        Analyse each class separately, with the ImageNet error split or the
+        NICO++ probability split.
+    """
+
+    a: float = _knob(DEFAULT_A, "Split margin a: hard = φ < μ − aσ, easy = φ > μ + aσ.", kind=float, minimum=0.0)
+    clusters: int | None = _knob(None, "Hard clusters C^h.", kind=int, minimum=1, optional=True,
+                                 default_text=f"{DEFAULT_N_CLUSTERS}, or {DEFAULT_N_CLUSTERS_PER_CLASS} per class")
+    easy_clusters: int | None = _knob(None, "Easy clusters C^e.", kind=int, minimum=1, optional=True,
+                                      default_text="C^h")
+    k: int = _knob(DEFAULT_K, "Sentences kept per hard cluster.", kind=int, minimum=1, flag="-k")
+    tau: float | None = _knob(None, "SetDiff / FPDiff similarity threshold τ.", kind=float, optional=True,
+                              default_text="the encoder's τ, else 0.25 (CLIP)")
+    o: float = _knob(DEFAULT_O, "Severity o of the failure sentences (β = o·std ω).", kind=float, minimum=0.0)
+    methods: tuple = _knob(None, "Describer(s); repeat the option, or 'all'.", kind=str, many=True,
+                           flag="--method", default_factory=lambda: tuple(METHODS))
+    slicers: tuple = _knob(None, "Where the hard groups come from; repeat for several (the first is the main "
+                                 "result).", kind=str, many=True, flag="--slicer", default_factory=lambda: ("ward",))
+    ward: str = _knob(DEFAULT_WARD, "Ward variant for the clusters.", kind=str)
+    confidence_from: str = _knob("entropy", "How φ is derived from class probabilities.", kind=str)
+    task: str = _knob("classification", "What the model does; segmentation scores per-pixel outputs.", kind=str)
+    split_by: str = _knob("entropy", "Segmentation: φ for the easy / hard split (LBEE Fig. 4).", kind=str)
+    ignore_index: int | None = _knob(255, "Segmentation: mask value left out of pixel accuracy and mIoU.",
+                                     kind=int, optional=True)
+    per_class: str | None = _knob(None, "Per-class analysis: the ImageNet error split or the NICO++ probability "
+                                        "split.", kind=str, optional=True)
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _check(f, getattr(self, f.name)))
+        if self.per_class and self.task == "segmentation":
+            raise ValueError("`per_class` is for classification; received task='segmentation'.")
+
+    # -- derived values: each rule written once
+    @property
+    def n_clusters(self):
+        """C^h: ``clusters``, else 15, or 5 per class."""
+        if self.clusters is not None:
+            return self.clusters
+        return DEFAULT_N_CLUSTERS_PER_CLASS if self.per_class else DEFAULT_N_CLUSTERS
+
+    @property
+    def slicer_names(self):
+        """The slicer names, in order (YAML ``{name: options}`` entries give their name)."""
+        return [next(iter(s)) if isinstance(s, dict) else s for s in self.slicers]
+
+    def resolved_tau(self, encoder_tau=None):
+        """τ of the run: ``tau``, else the encoder's declared τ, else the CLIP value."""
+        return resolve_tau(self.tau, encoder_tau)
+
+    def replace(self, **changes):
+        """A copy with some knobs changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self):
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
+                for f in dataclasses.fields(self)}
+
+    @classmethod
+    def knobs(cls):
+        """The knob names, in order."""
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_mapping(cls, mapping, *, base=None, where="settings"):
+        """Settings from a mapping (a YAML ``defaults`` block or dataset entry).
+
+        Parameters
+        ----------
+        mapping : dict
+            Knob names to values; other keys raise.
+        base : RunSettings, optional
+            Values for the knobs the mapping does not set.
+        where : str
+            Names the mapping in error messages.
+
+        Raises
+        ------
+        ValueError
+            Naming the key, the value received and what is expected.
+        """
+        known = cls.knobs()
+        changes = {}
+        for key, value in mapping.items():
+            if key not in known:
+                near = difflib.get_close_matches(str(key), known, n=1)
+                hint = f" (did you mean {near[0]!r}?)" if near else ""
+                raise ValueError(f"unknown key {key!r} in {where}{hint}; expected one of {', '.join(known)}.")
+            changes[key] = value
+        return dataclasses.replace(base or cls(), **changes)
+
+
+def knob_schema(name):
+    """JSON-Schema-like description of one knob (for docs and the YAML reference)."""
+    f = {f.name: f for f in dataclasses.fields(RunSettings)}[name]
+    m = f.metadata
+    out = {"description": m["help"]}
+    choices = _choices(name)
+    item = {"enum": list(choices)} if choices else {"type": {int: "integer", float: "number", str: "string"}[m["kind"]]}
+    if m["minimum"] is not None:
+        item["minimum"] = m["minimum"]
+    out.update({"type": "array", "items": item} if m["many"] else item)
+    return out
+
+
+def _check(f, value):
+    """One knob's validation: the rule for API, CLI and YAML alike."""
+    m = f.metadata
+    name, kind = f.name, m["kind"]
+    choices = _choices(name)
+    received = value
+
+    def bad(expected):
+        return ValueError(f"`{name}` is {received!r}; expected {expected}.")
+
+    if value is None or (name == "per_class" and value is False):
+        if m["optional"]:
+            return None
+        raise bad("a value (it has no 'none')")
+    if m["many"]:
+        items = [value] if isinstance(value, (str, dict)) else value
+        if not isinstance(items, (list, tuple)) or not items:
+            raise bad(f"a non-empty list of {', '.join(choices)}")
+        if name == "methods" and "all" in items:
+            items = list(choices)
+        names = []
+        for item in items:
+            item_name = next(iter(item), None) if isinstance(item, dict) and len(item) == 1 else item
+            if item_name not in choices:
+                raise bad(f"a list of {', '.join(choices)}" + (" (or {name: {options}})" if name == "slicers" else "")
+                          + f"; {item_name!r} is not one")
+            if isinstance(item, dict) and not isinstance(next(iter(item.values())) or {}, dict):
+                raise bad("{name: {options}} with a mapping of options")
+            names.append(item_name)
+        if len(set(names)) != len(names):
+            raise bad("each entry at most once")
+        return tuple(dict(item) if isinstance(item, dict) else item for item in items)
+    if choices is not None:
+        if value not in choices:
+            raise bad(f"one of {', '.join(choices)}")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise bad("an integer" + (f" >= {m['minimum']:g}" if m["minimum"] is not None else ""))
+        value = int(value)
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value \
+                or value in (float("inf"), float("-inf")):
+            raise bad("a finite number" + (f" >= {m['minimum']:g}" if m["minimum"] is not None else ""))
+        value = float(value)
+    if m["minimum"] is not None and value < m["minimum"]:
+        raise bad(f"a value >= {m['minimum']:g}")
+    return value
+
+
+_CHOICE_KNOBS = ("methods", "slicers", "ward", "confidence_from", "split_by", "per_class", "task")
+
+
+def _lazy_choice_type():
+    import click
+
+    class LazyChoice(click.Choice):
+        """A click Choice whose values are read from their registry when first needed (keeps ``--help`` fast)."""
+
+        def __init__(self, knob):
+            self.knob = knob
+            self.case_sensitive = True
+
+        @property
+        def choices(self):
+            return tuple(_choices(self.knob)) + (("all",) if self.knob == "methods" else ())
+
+        @choices.setter
+        def choices(self, value):  # click may assign it; the registry stays the source
+            pass
+
+    return LazyChoice
+
+
+def _LazyChoice(knob):
+    return _lazy_choice_type()(knob)
+
+
+def settings_options(*names):
+    """Click options for the named knobs, built from :class:`RunSettings` (defaults, choices, help).
+
+    The command receives each knob under its own name (``methods``, ``slicers``
+    as tuples); :func:`settings_from_options` turns them into a
+    :class:`RunSettings`.
+    """
+    import click
+
+    fields = {f.name: f for f in dataclasses.fields(RunSettings)}
+
+    def decorate(fn):
+        for name in reversed(names):
+            f = fields[name]
+            m = f.metadata
+            flag = m["flag"] or "--" + name.replace("_", "-")
+            decls = [m["short"], flag, name] if m["short"] else [flag, name]
+            choices = name in _CHOICE_KNOBS
+            kw = {"help": m["help"]}
+            if choices:
+                kw["type"] = _LazyChoice(name)
+            elif m["kind"] is int:
+                kw["type"] = click.IntRange(min=m["minimum"]) if m["minimum"] is not None else int
+            elif m["kind"] is float:
+                kw["type"] = click.FloatRange(min=m["minimum"]) if m["minimum"] is not None else float
+            # The raw field default: building a RunSettings here would import every registry at `--help` time.
+            default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+            if m["many"]:
+                kw.update(multiple=True, default=["all"] if name == "methods" else list(default), show_default=True)
+            elif m["default_text"]:
+                kw.update(default=None, show_default=m["default_text"])
+            else:
+                kw.update(default=default, show_default=True)
+            fn = click.option(*decls, **kw)(fn)
+        return fn
+
+    return decorate
+
+
+def settings_from_options(options, **overrides):
+    """A :class:`RunSettings` from a command's keyword arguments (knob names only are read)."""
+    known = set(RunSettings.knobs())
+    values = {k: v for k, v in options.items() if k in known}
+    values.update(overrides)
+    for key in ("methods", "slicers"):
+        if key in values and not values[key]:
+            values.pop(key)  # an empty repeatable option means the default
+    return RunSettings(**values)

@@ -1,0 +1,202 @@
+"""The run layer: one settings object, one pipeline, a public partition step (issue: one run layer)."""
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.exceptions import NotFittedError
+
+import lbee
+from conftest import planted_world
+from lbee.cli import cli
+from lbee.core.clustering import DEFAULT_WARD, WARD_METHODS
+from lbee.core.evaluation import DEFAULT_O
+from lbee.core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N_CLUSTERS_PER_CLASS
+from lbee.core.selection import CLIP_TAU, METHODS, resolve_tau
+from lbee.reports.config import KNOB_KEYS, load_report_config
+from lbee.run.settings import RunSettings
+from lbee.slicers import SLICERS, WardSlicer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------- settings
+def test_settings_defaults_come_from_the_steps():
+    s = RunSettings()
+    assert (s.a, s.k, s.o, s.ward) == (DEFAULT_A, DEFAULT_K, DEFAULT_O, DEFAULT_WARD)
+    assert s.methods == tuple(METHODS) and s.slicers == ("ward",)
+    assert s.n_clusters == DEFAULT_N_CLUSTERS
+    assert s.replace(per_class="errors").n_clusters == DEFAULT_N_CLUSTERS_PER_CLASS
+    assert s.replace(clusters=7, per_class="errors").n_clusters == 7
+
+
+def test_tau_rule_lives_in_one_function():
+    assert resolve_tau() == CLIP_TAU == 0.25
+    assert resolve_tau(None, 0.07) == 0.07 and resolve_tau(0.3, 0.07) == 0.3
+    assert RunSettings().resolved_tau(0.07) == 0.07 and RunSettings(tau=0.1).resolved_tau(0.07) == 0.1
+    # the literal appears once in the package: where the rule lives
+    hits = subprocess.run(["git", "grep", "-n", r"0\.25\b", "--", "lbee"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.splitlines()
+    hits = [h for h in hits if "0.025" not in h and "enrich" not in h]
+    assert len(hits) == 1 and hits[0].startswith("lbee/core/selection.py"), hits
+
+
+@pytest.mark.parametrize("bad, phrase", [
+    (dict(k=0), "`k` is 0; expected a value >= 1"),
+    (dict(a=-1), "`a` is -1; expected a value >= 0"),
+    (dict(methods=["tops", "nope"]), "'nope' is not one"),
+    (dict(methods=[]), "a non-empty list"),
+    (dict(slicers=["ward", "ward"]), "at most once"),
+    (dict(ward="fast"), "one of " + ", ".join(WARD_METHODS)),
+    (dict(confidence_from="softmax"), "entropy, max, true_class"),
+    (dict(clusters=2.5), "an integer"),
+    (dict(tau=float("nan")), "a finite number"),
+    (dict(per_class="errors", task="segmentation"), "per_class` is for classification"),
+])
+def test_settings_validation_names_the_knob(bad, phrase):
+    with pytest.raises(ValueError, match=phrase.replace("(", r"\(").replace(")", r"\)")):
+        RunSettings(**bad)
+
+
+def test_cli_options_and_yaml_schema_are_built_from_the_settings():
+    """Every knob a command exposes has the settings' default and choices; YAML accepts exactly the knobs."""
+    defaults = RunSettings()
+    for command in ("describe", "sweep"):
+        params = {p.name: p for p in cli.commands[command].params}
+        for knob in RunSettings.knobs():
+            if knob not in params or knob == "per_class":  # describe: a --per-class flag with --class-split
+                continue
+            p = params[knob]
+            if knob == "methods":
+                assert list(p.default) == ["all"] and set(p.type.choices) == set(METHODS) | {"all"}
+            elif knob == "slicers":
+                assert tuple(p.default) == defaults.slicers and set(p.type.choices) == set(SLICERS)
+            elif knob in ("clusters", "easy_clusters", "tau"):
+                assert p.default is None  # resolved by the settings (15 / 5 per class; the encoder's τ)
+            else:
+                assert p.default == getattr(defaults, knob), knob
+            if knob == "ward":
+                assert tuple(p.type.choices) == WARD_METHODS
+    assert set(KNOB_KEYS) == set(RunSettings.knobs())
+
+
+def test_yaml_and_api_reject_the_same_value(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(textwrap.dedent("""\
+        datasets:
+          - name: x
+            spotcheck: {seed: 0}
+            ward: fast
+    """))
+    ds = load_report_config(cfg).datasets[0]
+    with pytest.raises(ValueError) as api:
+        RunSettings(ward="fast")
+    assert "line 4" in ds.error and str(api.value).split("; ")[1] in ds.error
+
+
+# ---------------------------------------------------------------- partition
+def test_partition_once_describe_many_equals_explain():
+    X, S, phi, sentences = planted_world(noise=0.01)
+    part = lbee.partition(X, confidence=phi, n_clusters=2)
+    assert part.n_hard_ == int((phi < phi.mean() - 0.2 * phi.std()).sum())
+    assert part.n_hard_clusters_ == len(part.hard_groups_) == 2 and part.n_clusters == 2
+    assert part.n_easy_clusters_ == len(part.easy_groups_)
+    for method in METHODS:
+        for k in (1, 3):
+            a = part.describe(S, method, k=k, sentences=sentences).to_dict()
+            b = lbee.explain(X, S, confidence=phi, n_clusters=2, method=method, k=k, sentences=sentences).to_dict()
+            assert a == b
+    many = part.describe_methods(S, ["tops", "fpdiff"], k=1)
+    assert list(many) == ["tops", "fpdiff"]
+    with pytest.raises(NotFittedError):
+        lbee.Partition().describe(S)
+    with pytest.raises(ValueError, match="dimension d=3"):
+        part.describe(np.random.default_rng(0).normal(size=(5, 3)))
+
+
+def test_partition_reports_the_clusters_actually_formed():
+    X, S, phi, _ = planted_world(noise=0.01)
+    part = lbee.partition(X, confidence=phi, n_clusters=50)
+    assert part.n_clusters == 50 and part.n_hard_clusters_ == part.n_hard_ < 50
+
+
+def test_ward_is_a_slicer_like_the_others():
+    X, S, phi, _ = planted_world(noise=0.01)
+    by_name = lbee.explain(X, S, confidence=phi, n_clusters=2, method="tops")
+    by_object = lbee.explain(X, S, confidence=phi, n_clusters=2, method="tops", slicer=WardSlicer(n_clusters=2))
+    assert [c.indices.tolist() for c in by_name.hard_clusters] == \
+        [c.indices.tolist() for c in by_object.hard_clusters]
+    assert SLICERS["ward"] is WardSlicer
+
+
+# ---------------------------------------------------------------- one pipeline
+def _comparable(payload):
+    """What must agree between two runs of the same inputs: clusters, sentences, scores, parameters."""
+    return {m: {k: d[k] for k in ("hard_clusters", "easy_clusters", "params", "selected")}
+            for m, d in payload["methods"].items()} | {"sentences": payload["sentences"], "images": payload["images"]}
+
+
+def test_describe_and_a_one_dataset_report_write_the_same_explanation(tmp_path):
+    X, S, phi, sentences = planted_world(noise=0.01)
+    import pandas as pd
+
+    np.save(tmp_path / "img.npy", X)
+    np.save(tmp_path / "sen.npy", S)
+    (tmp_path / "sents.txt").write_text("\n".join(sentences) + "\n")
+    pd.DataFrame({"image": [f"i{i}.png" for i in range(len(X))], "confidence": phi}).to_csv(
+        tmp_path / "pred.csv", index=False)
+    r = CliRunner().invoke(cli, ["-q", "describe", "--image-embeddings", str(tmp_path / "img.npy"),
+                                 "--sentence-embeddings", str(tmp_path / "sen.npy"), "--sentences",
+                                 str(tmp_path / "sents.txt"), "--predictions", str(tmp_path / "pred.csv"),
+                                 "--clusters", "2", "-k", "2", "--out", str(tmp_path / "d")], obj={})
+    assert r.exit_code == 0, r.output
+    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+        output: rep
+        datasets:
+          - name: planted
+            image_embeddings: img.npy
+            sentence_embeddings: sen.npy
+            sentences: sents.txt
+            predictions: pred.csv
+            clusters: 2
+            k: 2
+    """))
+    r = CliRunner().invoke(cli, ["-q", "report", str(tmp_path / "c.yaml")], obj={})
+    assert r.exit_code == 0, r.output
+    described = json.loads((tmp_path / "d" / "explanation.json").read_text())
+    reported = json.loads((tmp_path / "rep" / "planted" / "explanation.json").read_text())
+    assert _comparable(described) == _comparable(reported)
+    assert set(described["methods"]) == set(METHODS)  # the same default method set everywhere
+    assert described["params"]["tau"] == CLIP_TAU  # precomputed embeddings: no encoder τ, the CLIP value
+
+
+def test_describe_checks_the_output_folder_before_any_work(tmp_path):
+    (tmp_path / "file").write_text("x")
+    X, S, phi, sentences = planted_world(noise=0.01)
+    np.save(tmp_path / "img.npy", X)
+    np.save(tmp_path / "sen.npy", S)
+    import pandas as pd
+
+    pd.DataFrame({"image": [f"i{i}" for i in range(len(X))], "confidence": phi}).to_csv(tmp_path / "p.csv",
+                                                                                         index=False)
+    (tmp_path / "s.txt").write_text("\n".join(sentences) + "\n")
+    r = CliRunner().invoke(cli, ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
+                                 str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions",
+                                 str(tmp_path / "p.csv"), "--out", str(tmp_path / "file" / "out")], obj={})
+    assert r.exit_code == 1 and "--out" in r.output and "not a writable folder" in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_layout_reads_like_the_data_flow():
+    pkg = ROOT / "lbee"
+    for sub in ("core", "slicers", "encoders", "scoring", "io", "run", "analyses", "reports", "spotcheck", "cli"):
+        assert (pkg / sub / "__init__.py").is_file(), sub
+    # the domain package imports no presentation module, and vqa uses only lbee's public modules
+    spot = "".join(p.read_text() for p in (pkg / "spotcheck").glob("*.py"))
+    assert "reports" not in spot and "from ..cli" not in spot
+    vqa = "".join(p.read_text() for p in (ROOT / "vqa").glob("*.py"))
+    assert " import _" not in vqa.replace("import __future__", "")
