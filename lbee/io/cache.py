@@ -77,8 +77,11 @@ def sentence_list_key(sentences):
     return hashlib.sha256(json.dumps(list(sentences), ensure_ascii=False).encode()).hexdigest()
 
 
-def _row_hashes(sentences):
-    return np.asarray([hashlib.sha256(s.encode()).hexdigest()[:32] for s in sentences], dtype=str)
+def _row_hashes(sentences, embeddings):
+    """Per row: a hash of the sentence and its float32 embedding, so moving either to another row shows."""
+    emb = np.ascontiguousarray(embeddings, dtype=np.float32)
+    return np.asarray([hashlib.sha256(s.encode() + b"\0" + row.tobytes()).hexdigest()[:32]
+                       for s, row in zip(sentences, emb)], dtype=str)
 
 
 class EmbeddingCache:
@@ -137,9 +140,10 @@ class EmbeddingCache:
     def get_sentences(self, sentences):
         """The cached (N, d) matrix for exactly this list of sentences, or None.
 
-        Each entry stores the hash of every row's sentence; an entry whose rows
-        do not match ``sentences`` one by one (shuffled, truncated, foreign or
-        damaged) is ignored, and the caller recomputes.
+        Each entry stores, per row, a hash of the sentence and its embedding; an
+        entry whose rows do not match ``sentences`` one by one (rows shuffled,
+        embeddings moved, truncated, foreign or damaged) is ignored, and the
+        caller recomputes.
         """
         sentences = [str(s) for s in sentences]
         path = self._sentence_path(sentences)
@@ -148,7 +152,7 @@ class EmbeddingCache:
                 with np.load(path) as data:
                     arr, rows = data["embeddings"], data["row_hashes"]
                 if (arr.ndim == 2 and arr.shape[0] == len(sentences) and rows.shape == (len(sentences),)
-                        and np.array_equal(rows, _row_hashes(sentences)) and np.all(np.isfinite(arr))):
+                        and np.array_equal(rows, _row_hashes(sentences, arr))):
                     return arr
             except (OSError, ValueError, KeyError, EOFError):
                 pass
@@ -161,4 +165,4 @@ class EmbeddingCache:
         if emb.ndim != 2 or emb.shape[0] != len(sentences):
             raise ValueError(f"`embeddings` must have shape ({len(sentences)}, d), one row per sentence; "
                              f"received shape {emb.shape}.")
-        atomic_save_npz(self._sentence_path(sentences), embeddings=emb, row_hashes=_row_hashes(sentences))
+        atomic_save_npz(self._sentence_path(sentences), embeddings=emb, row_hashes=_row_hashes(sentences, emb))
