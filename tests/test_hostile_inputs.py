@@ -324,6 +324,10 @@ CASES = [
                                       .to_parquet(ctx.tmp / "p.parquet"),
                                       scores_from_table(read_table(ctx.tmp / "p.parquet")))[1],
      Raises(ValueError, "'", "p.parquet'", "at row 1 and row 2")),
+    ("pred-class-named-NA", preds("path,prob_NA,prob_null,label\nNA,0.3,0.7,null\n"),
+     Result(lambda r, c: r[0] == ["NA"] and r[1].labels.tolist() == [1])),
+    ("pred-text-nan-prob", preds("path,prob_cat,prob_dog\na,nan,0.5\n"),
+     Raises(ValueError, "column 'prob_cat'", "'nan'", "NaN or inf")),
     # --- manifests
     ("manifest-duplicate-path", manifest("path\nx.png\nx.png\n"), Raises(ValueError, "repeats the path 'x.png'")),
     ("manifest-blank-path", manifest("path,label\nx.png,0\n,1\n"), Raises(ValueError, "column 'path'", "row 2")),
@@ -464,6 +468,8 @@ CASES = [
      Raises(ValueError, "`labels`", "row(s) [2]", "a missing label cannot be a class")),
     ("labels-out-of-range", lambda ctx: scores_from_probabilities([[0.5, 0.5]], labels=[2]),
      Raises(ValueError, "`labels`", "[0, 2)")),
+    ("fdr-no-hypothesis-lambda-r-0", lambda ctx: __import__("lbee.core.metrics", fromlist=["x"])
+     .false_discovery_rate([], [[0]], 0.8, 0.0), Result(lambda r, c: r == 0.0)),
     # --- classifier loading
     ("clf-weights-not-state-dict", load_factory(LINEAR, torch_file(lambda: [1, 2, 3])),
      Raises(ValueError, "w.pt", "holds list", "state dict")),

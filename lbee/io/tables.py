@@ -48,7 +48,8 @@ def read_table(path, *, kind=None):
     path : path-like
         ``.csv`` / ``.txt`` (comma separated), ``.tsv`` (tab separated) or
         ``.parquet`` / ``.pq``. Text files are decoded as UTF-8; a leading byte
-        order mark is dropped.
+        order mark is dropped; only an empty cell counts as missing (a class
+        named ``NA`` or ``null`` stays text).
     kind : {'predictions', 'manifest', 'relevance', 'metadata', 'performance'}, optional
         Validate the table against that schema (see :data:`SCHEMAS`) before
         returning it.
@@ -72,7 +73,10 @@ def read_table(path, *, kind=None):
             table, fmt = pd.read_parquet(path), "parquet"
         else:
             fmt = "tsv" if suffix == ".tsv" else "csv"
-            table = pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", encoding="utf-8-sig")
+            # Only an empty cell is missing: pandas' default NA words ("NA", "null", "None", "nan", ...)
+            # would silently turn class names and ids into NaN.
+            table = pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", encoding="utf-8-sig",
+                                keep_default_na=False, na_values=[""])
     except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
         raise ValueError(f"Cannot read table {str(path)!r}: {exc}") from None
     table.columns = [str(c).strip() if isinstance(c, str) else c for c in table.columns]
