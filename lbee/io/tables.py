@@ -150,6 +150,14 @@ def _fail(table, what, column, positions, received, expected, default="table"):
 
 
 def _shown_values(values):
+    """The distinct offending values (first seen first), at most five."""
+    distinct, seen = [], set()
+    for v in values:
+        key = "<blank>" if _is_missing(v) else repr(v)
+        if key not in seen:
+            seen.add(key)
+            distinct.append(v)
+    values = distinct
     out = []
     for v in values[:_MAX_SHOWN]:
         out.append("<blank>" if _is_missing(v) else repr(v.item() if isinstance(v, np.generic) else v))
