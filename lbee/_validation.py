@@ -39,13 +39,19 @@ def as_float_matrix(value, name, *, allow_empty=False):
 
 
 def as_unit_rows(value, name):
-    """Return ``value`` as float64 rows of unit L2 norm (zero rows are an error)."""
+    """Return ``value`` as float64 rows of unit L2 norm (zero rows are an error).
+
+    Scale-safe: each row is first divided by its largest absolute value, so
+    rows scaled by 1e300 (whose squared norm overflows) or 1e-300 (whose
+    squared norm underflows) keep their direction.
+    """
     arr = as_float_matrix(value, name)
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    if np.any(norms == 0):
-        rows = np.flatnonzero(norms[:, 0] == 0)[:5].tolist()
+    peak = np.abs(arr).max(axis=1, keepdims=True)
+    if np.any(peak == 0):
+        rows = np.flatnonzero(peak[:, 0] == 0)[:5].tolist()
         raise ValueError(f"`{name}` has all-zero rows (first: {rows}); a zero vector has no direction to compare.")
-    return arr / norms
+    arr = arr / peak
+    return arr / np.linalg.norm(arr, axis=1, keepdims=True)
 
 
 def as_float_vector(value, name, n=None):

@@ -140,4 +140,5 @@ def test_cli_per_class(tmp_path):
     table.loc[0, "label"] = 5
     table.to_csv(tmp_path / "pred.csv", index=False)
     r = CliRunner().invoke(cli, args, obj={})
-    assert r.exit_code == 1 and "[5] absent from the predictions" in r.output, r.output
+    # (the predictions table reader catches it first, naming the file, row and column)
+    assert r.exit_code == 1 and "column 'label'" in r.output and "received [5]" in r.output, r.output

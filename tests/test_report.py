@@ -99,7 +99,7 @@ def test_batch_report_goes_on_after_failures_and_lists_them(image_dataset, tmp_p
     r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", str(cfg)], obj={})
     assert r.exit_code == 1, r.output
     assert "1 report(s)" in r.output and "4 failed" in r.output
-    assert "class(es) [7] absent from the predictions" in r.output
+    assert "column 'label'" in r.output and "received [7]" in r.output  # caught by the predictions reader
     assert "The hard split is empty" in r.output and "all confidences are equal" in r.output
     assert "line 24: images path" in r.output and "does_not_exist" in r.output
     assert "line 29: unknown key 'methds'" in r.output and "did you mean 'methods'" in r.output

@@ -280,6 +280,24 @@ class OFABackend(Backend):
         return _parsed(self.tokenizer.batch_decode(out, skip_special_tokens=True))
 
 
+def _dict_bool(value, key):
+    from lbee.io.tables import parse_bool
+
+    b = parse_bool(value)
+    if b is None:
+        raise ValueError(f"`table` maps {key!r} to {value!r}; expected a boolean (or 1/0, true/false, yes/no).")
+    return b
+
+
+def _table_hash(table):
+    """SHA-256 of a {(image, sentence): bool} table, independent of its order."""
+    import hashlib
+    import json
+
+    rows = sorted([i, s, bool(r)] for (i, s), r in table.items())
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
+
+
 @register_backend("metadata")
 class MetadataBackend(Backend):
     """Ground truth from annotations: ``relevance(image_id, sentence) -> bool``.
@@ -301,12 +319,24 @@ class MetadataBackend(Backend):
     def __init__(self, table=None, *, function=None, name="metadata"):
         if (table is None) == (function is None):
             raise ValueError("MetadataBackend needs exactly one of `table` or `function`.")
+        if function is not None and not callable(function):
+            raise TypeError(f"`function` must be callable; received {type(function).__name__}.")
         if table is not None and not isinstance(table, dict):
-            table = {(str(i), s): bool(r) for i, s, r in zip(table["image"], table["sentence"], table["relevant"])}
+            from lbee.io.tables import validate_metadata
+
+            table = validate_metadata(table)  # names the file, row and column of a bad cell
+        elif table is not None:
+            table = {(str(i), str(s)): _dict_bool(r, (i, s)) for (i, s), r in table.items()}
         self.table, self.function, self.label = table, function, name
+        self._content = None if table is None else _table_hash(table)
 
     def identity(self):
-        return {"backend": "metadata", "name": self.label}
+        """Name plus a content hash of the table, so a changed table never reuses cached answers."""
+        if self.function is not None:
+            fn = self.function
+            ref = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+            return {"backend": "metadata", "name": self.label, "function": ref}
+        return {"backend": "metadata", "name": self.label, "content": self._content}
 
     def answer(self, images, questions, sentences=None, image_ids=None):
         if sentences is None or image_ids is None:
@@ -314,6 +344,24 @@ class MetadataBackend(Backend):
         if self.function is not None:
             return np.array([float(bool(self.function(i, s))) for i, s in zip(image_ids, sentences)])
         return np.array([float(self.table.get((str(i), s), False)) for i, s in zip(image_ids, sentences)])
+
+    def check_coverage(self, image_ids, sentences):
+        """Report table rows whose image or sentence is not in the run.
+
+        Raises ``ValueError`` when no row matches (e.g. ids written differently,
+        or lower-cased sentences), logs a warning on the ``lbee`` logger with
+        counts when some rows do not match. A function-backed instance checks nothing.
+        """
+        if self.table is None:
+            return
+        from lbee.io.tables import report_unmatched
+
+        ids, sents = {str(i) for i in image_ids}, set(sentences)
+        bad = [(i, s) for i, s in self.table if i not in ids or s not in sents]
+        report_unmatched(len(bad), len(self.table), what="(image, sentence) pair of the run",
+                         source=f"metadata backend {self.label!r}", examples=bad,
+                         hint="Images match the run's ids exactly (manifest 'path' values or paths relative to "
+                              "the folder); sentences match exactly, case included.")
 
 
 @register_backend("callable")

@@ -93,10 +93,9 @@ class VQAResult:
 
 
 def _open(path):
-    from PIL import Image
+    from lbee.io.images import open_rgb
 
-    with Image.open(path) as img:
-        return img.convert("RGB")
+    return open_rgb(path)  # 16-bit images scaled, not clipped to white
 
 
 def compute_relevance(image_paths, sentences, backends, *, questions=None, image_ids=None, combine="and",
@@ -152,14 +151,25 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
         warnings.warn(f"Skipped {len(failures)} unreadable image(s), first: {failures[0][0]}.", stacklevel=2)
     n, m = len(ok), len(sentences)
     probs, invalid, computed = {}, {}, {}
+    run_ids = [image_ids[i] for i in ok]
     for name, backend in backends.items():
+        if hasattr(backend, "check_coverage"):
+            backend.check_coverage(run_ids, sentences)
+        # Answers that ignore the pixels (metadata) depend on the image id and sentence, not the file content.
+        by_content = getattr(backend, "uses_images", True)
+
+        def cache_key(r, j):
+            if by_content:
+                return AnswerCache.key(hashes[r], questions[j])
+            return AnswerCache.key("id:" + str(run_ids[r]), "sentence:" + sentences[j])
+
         cache = AnswerCache(backend.identity(), cache_dir) if use_cache else None
         store = cache.load() if cache else {}
         mat = np.full((n, m), np.nan)
         todo = []
         for r, i in enumerate(ok):
             for j, q in enumerate(questions):
-                key = AnswerCache.key(hashes[r], q)
+                key = cache_key(r, j)
                 if key in store:
                     mat[r, j] = store[key]
                 else:
@@ -175,7 +185,7 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
                                      image_ids=[image_ids[ok[r]] for r, _ in chunk])
                 for (r, j), a in zip(chunk, ans):
                     mat[r, j] = a
-                    pend_k.append(AnswerCache.key(hashes[r], questions[j]))
+                    pend_k.append(cache_key(r, j))
                     pend_v.append(float(a))
                 if cache and len(pend_k) >= FLUSH_EVERY:
                     cache.put(pend_k, pend_v)

@@ -115,7 +115,9 @@ def false_discovery_rate(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
     """FDR over the shortest prefix of Ψ̂ that reaches the full DR.
 
     With u the smallest prefix length such that DR(Ψ̂[:u]) = DR(Ψ̂), FDR is the
-    fraction of ĥ in Ψ̂[:u] with max_b BP(ĥ, b) < λ_p. NaN when DR = 0.
+    fraction of ĥ in Ψ̂[:u] with max_b BP(ĥ, b) < λ_p. NaN when DR = 0. When
+    the empty prefix already reaches the DR (only possible with λ_r = 0), no
+    hypothesis is a discovery and FDR is 0 (the usual convention for V/R with R = 0).
 
     Returns
     -------
@@ -127,7 +129,9 @@ def false_discovery_rate(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
     full = _dr(hyps, blinds, lambda_p, lambda_r)
     if full == 0:
         return float("nan")
-    u = next(u for u in range(1, len(hyps) + 1) if _dr(hyps[:u], blinds, lambda_p, lambda_r) == full)
+    u = next(u for u in range(0, len(hyps) + 1) if _dr(hyps[:u], blinds, lambda_p, lambda_r) == full)
+    if u == 0:
+        return 0.0
     false = sum(max(_precision(h, b) for b in blinds) < lambda_p for h in hyps[:u])
     return false / u
 

@@ -46,11 +46,10 @@ class _ImageDataset:
         return len(self.paths)
 
     def __getitem__(self, i):
-        from PIL import Image
+        from ..io.images import open_rgb
 
         try:
-            with Image.open(self.paths[i]) as img:
-                tensor = self.preprocess(img.convert("RGB"))
+            tensor = self.preprocess(open_rgb(self.paths[i]))
             return i, tensor, None
         except Exception as exc:  # unreadable, truncated or not an image
             return i, None, f"{type(exc).__name__}: {exc}"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -38,10 +37,17 @@ def identity_key(identity):
 
 
 def atomic_write_bytes(path, data):
-    """Write ``data`` to ``path`` via a temp file in the same folder and a rename."""
+    """Write ``data`` to ``path`` via a temp file in the same folder and a rename.
+
+    The file is created with mode ``0o666`` minus the process umask (0644
+    under the usual umask 022), like any file a tool writes; ``mkstemp``'s
+    0600 would hide outputs from the rest of a group. A reader sees either the
+    old file or the complete new one, never a partial write.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    tmp = path.parent / f".tmp-{uuid.uuid4().hex}{path.suffix}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -54,11 +60,28 @@ def atomic_write_bytes(path, data):
 
 
 def atomic_save_npz(path, **arrays):
+    """``np.savez`` through :func:`atomic_write_bytes` (atomic, umask-honouring)."""
     import io
 
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     atomic_write_bytes(path, buf.getvalue())
+
+
+def sentence_list_key(sentences):
+    """Hex SHA-256 of a sentence list in an unambiguous (JSON) encoding.
+
+    Joining with newlines let ``["a\nb"]`` and ``["a", "b"]`` share a key; the
+    JSON array keeps every sentence's boundaries.
+    """
+    return hashlib.sha256(json.dumps(list(sentences), ensure_ascii=False).encode()).hexdigest()
+
+
+def _row_hashes(sentences, embeddings):
+    """Per row: a hash of the sentence and its float32 embedding, so moving either to another row shows."""
+    emb = np.ascontiguousarray(embeddings, dtype=np.float32)
+    return np.asarray([hashlib.sha256(s.encode() + b"\0" + row.tobytes()).hexdigest()[:32]
+                       for s, row in zip(sentences, emb)], dtype=str)
 
 
 class EmbeddingCache:
@@ -83,9 +106,12 @@ class EmbeddingCache:
             for shard in sorted((self.root / "images").glob("shard-*.npz")):
                 try:
                     with np.load(shard) as data:
-                        for h, e in zip(data["hashes"], data["embeddings"]):
-                            self._images[str(h)] = e
-                except (OSError, ValueError, KeyError):
+                        hashes, emb = data["hashes"], data["embeddings"]
+                    if hashes.ndim != 1 or emb.ndim != 2 or len(hashes) != len(emb) or not np.all(np.isfinite(emb)):
+                        continue  # a foreign or damaged shard: its images are re-encoded
+                    for h, e in zip(hashes, emb):
+                        self._images[str(h)] = e
+                except (OSError, ValueError, KeyError, EOFError):
                     continue  # a damaged shard is re-encoded, never fatal
         return self._images
 
@@ -109,24 +135,34 @@ class EmbeddingCache:
         store.update(zip(hashes, emb))
 
     def _sentence_path(self, sentences):
-        key = hashlib.sha256("\n".join(sentences).encode()).hexdigest()[:24]
-        return self.root / "sentences" / f"{key}.npy"
+        return self.root / "sentences" / f"{sentence_list_key(sentences)[:32]}.npz"
 
     def get_sentences(self, sentences):
-        """The cached (N, d) matrix for exactly this list of sentences, or None."""
+        """The cached (N, d) matrix for exactly this list of sentences, or None.
+
+        Each entry stores, per row, a hash of the sentence and its embedding; an
+        entry whose rows do not match ``sentences`` one by one (rows shuffled,
+        embeddings moved, truncated, foreign or damaged) is ignored, and the
+        caller recomputes.
+        """
+        sentences = [str(s) for s in sentences]
         path = self._sentence_path(sentences)
         if path.exists():
             try:
-                arr = np.load(path)
-                if arr.shape[0] == len(sentences):
+                with np.load(path) as data:
+                    arr, rows = data["embeddings"], data["row_hashes"]
+                if (arr.ndim == 2 and arr.shape[0] == len(sentences) and rows.shape == (len(sentences),)
+                        and np.array_equal(rows, _row_hashes(sentences, arr))):
                     return arr
-            except (OSError, ValueError):
+            except (OSError, ValueError, KeyError, EOFError):
                 pass
         return None
 
     def put_sentences(self, sentences, embeddings):
-        import io
-
-        buf = io.BytesIO()
-        np.save(buf, np.asarray(embeddings, dtype=np.float32))
-        atomic_write_bytes(self._sentence_path(sentences), buf.getvalue())
+        """Persist the (N, d) embeddings of ``sentences`` atomically, with each row's sentence hash."""
+        sentences = [str(s) for s in sentences]
+        emb = np.asarray(embeddings, dtype=np.float32)
+        if emb.ndim != 2 or emb.shape[0] != len(sentences):
+            raise ValueError(f"`embeddings` must have shape ({len(sentences)}, d), one row per sentence; "
+                             f"received shape {emb.shape}.")
+        atomic_save_npz(self._sentence_path(sentences), embeddings=emb, row_hashes=_row_hashes(sentences, emb))

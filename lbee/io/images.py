@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .tables import read_table, validate_manifest  # noqa: F401  (read_table: re-exported, it lived here)
+
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm"}
 
 
@@ -27,24 +29,6 @@ class ImageList:
     labels: np.ndarray | None = None
 
 
-def read_table(path):
-    """Read a CSV or parquet file into a DataFrame, with a clear error otherwise."""
-    import pandas as pd
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"Table {str(path)!r} does not exist.")
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-        if suffix in (".csv", ".tsv", ".txt"):
-            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
-    except Exception as exc:
-        raise ValueError(f"Cannot read table {str(path)!r}: {exc}") from None
-    raise ValueError(f"Table {str(path)!r} has suffix {suffix!r}; expected .csv, .tsv or .parquet.")
-
-
 def discover_images(source):
     """List images from a folder (recursive, sorted) or a manifest with a ``path`` column.
 
@@ -53,6 +37,9 @@ def discover_images(source):
     source : path-like
         A folder, or a CSV / parquet manifest with column ``path`` (relative
         paths are resolved against the manifest's folder) and optional ``label``.
+        The manifest is validated (:func:`lbee.io.tables.validate_manifest`):
+        every ``path`` filled and unique, ``label`` filled with non-negative
+        integer class indices; errors name the file, row and column.
 
     Returns
     -------
@@ -66,10 +53,57 @@ def discover_images(source):
         return ImageList([str(p) for p in files], [str(p.relative_to(source)) for p in files])
     if not source.exists():
         raise FileNotFoundError(f"Images {str(source)!r}: no such folder or manifest file.")
-    table = read_table(source)
-    if "path" not in table.columns:
-        raise ValueError(f"Manifest {str(source)!r} lacks the column 'path'; it has columns {list(table.columns)}.")
-    ids = [str(p) for p in table["path"]]
+    ids, labels = validate_manifest(read_table(source))
     paths = [str(p if Path(p).is_absolute() else source.parent / p) for p in ids]
-    labels = table["label"].to_numpy() if "label" in table.columns else None
     return ImageList(paths, ids, labels)
+
+
+def to_rgb(img):
+    """A PIL image as 8-bit RGB, scaling high-bit-depth modes instead of clipping them.
+
+    ``convert("RGB")`` clips 16-bit (``I;16``) and 32-bit integer (``I``)
+    grey levels at 255, which turns most of a 16-bit PNG white. Here 16-bit
+    modes (and ``I`` decoded from a PNG, which is 16-bit grey) are divided
+    by 257 (65535 → 255); another ``I`` image is treated as 16-bit when its values fit in [0, 65535] and some exceed 255 (PNG and
+    TIFF decoders give 16-bit grey as ``I``), else min–max scaled when it
+    exceeds that range; a float (``F``) image in [0, 1] is multiplied by 255,
+    otherwise min–max scaled.
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+
+    Returns
+    -------
+    PIL.Image.Image
+        Mode ``RGB``, 8 bits per channel.
+    """
+    from PIL import Image
+
+    mode = img.mode
+    if mode.startswith("I;16") or mode in ("I", "F"):
+        arr = np.asarray(img, dtype=np.float64)
+        finite = arr[np.isfinite(arr)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        if mode.startswith("I;16") or (mode == "I" and getattr(img, "format", None) == "PNG"):
+            scaled = arr / 257.0
+        elif mode == "I" and lo >= 0 and hi <= 255:
+            scaled = arr
+        elif mode == "I" and lo >= 0 and hi <= 65535:
+            scaled = arr / 257.0
+        elif mode == "F" and lo >= 0 and hi <= 1:
+            scaled = arr * 255.0
+        else:
+            scaled = (arr - lo) / (hi - lo) * 255.0 if hi > lo else np.zeros_like(arr)
+        grey = np.clip(np.nan_to_num(np.rint(scaled)), 0, 255).astype(np.uint8)
+        return Image.fromarray(grey, mode="L").convert("RGB")
+    return img.convert("RGB")
+
+
+def open_rgb(path):
+    """Open an image file as 8-bit RGB (see :func:`to_rgb`); the file is closed on return."""
+    from PIL import Image
+
+    with Image.open(path) as img:
+        img.load()
+        return to_rgb(img)

@@ -17,6 +17,14 @@ def load_relevance(path, image_ids, sentences):
       index) and ``relevant`` (0/1; a missing pair counts as 0);
     - CSV / parquet, wide form: column ``image`` and one column per sentence text.
 
+    Tables are validated (:mod:`lbee.io.tables`): ``relevant`` holds 1/0,
+    true/false or yes/no; no blank cell; two rows giving one (image, sentence)
+    pair different values are an error. Rows whose image or sentence matches
+    nothing in the run are logged as a warning on the ``lbee`` logger with
+    counts, and raise ``ValueError`` when no row matches (sentences match
+    exactly, so a lower-cased copy of the set is caught instead of giving an
+    ACR of 0).
+
     Returns
     -------
     ndarray of bool, shape (n_images, n_sentences)
@@ -31,37 +39,62 @@ def load_relevance(path, image_ids, sentences):
         if rel.shape != (n, m):
             raise ValueError(f"Relevance {str(path)!r} has shape {rel.shape}; expected ({n}, {m}) "
                              "(images of the run × sentences of its set).")
-        if rel.dtype != bool and not np.all((rel == 0) | (rel == 1)):
+        if rel.dtype == object or (rel.dtype != bool and not np.all((rel == 0) | (rel == 1))):
             raise ValueError(f"Relevance {str(path)!r} must hold booleans or 0/1.")
         return rel.astype(bool)
-    from .images import read_table
+    from .tables import (bool_column, check_unique, read_table, report_unmatched, require_columns, table_source,
+                         text_column, validate_relevance)
 
     table = read_table(path)
-    if "image" not in table.columns:
-        raise ValueError(f"Relevance table {str(path)!r} needs an 'image' column; found {list(table.columns)}.")
-    row_of = {iid: i for i, iid in enumerate(image_ids)}
-    row_of.update({Path(iid).name: i for i, iid in enumerate(image_ids)})
-    col_of = {s: j for j, s in enumerate(sentences)}
+    name = "relevance table"
+    src = table_source(table, name)
+    require_columns(table, ["image"], name, hint="Long form: image, sentence, relevant; wide form: image and "
+                                                 "one column per sentence.")
+    row_of = {str(iid): i for i, iid in enumerate(image_ids)}
+    for i, iid in enumerate(image_ids):
+        row_of.setdefault(Path(str(iid)).name, i)
+    col_of = {str(s): j for j, s in enumerate(sentences)}
+    folded = {str(s).casefold(): s for s in sentences}
     rel = np.zeros((n, m), dtype=bool)
-    seen_rows = set()
     if {"sentence", "relevant"} <= set(table.columns):
-        for img, sent, val in zip(table["image"].astype(str), table["sentence"], table["relevant"]):
+        images, sents, values = validate_relevance(table)
+        bad_img, bad_sent, near = [], [], []
+        for img, sent, val in zip(images, sents, values):
             i = row_of.get(img, row_of.get(Path(img).name))
-            j = col_of.get(sent) if isinstance(sent, str) else int(sent)
-            if i is None or j is None or not 0 <= j < m:
+            j = (sent if 0 <= sent < m else None) if isinstance(sent, int) else col_of.get(sent)
+            if i is None:
+                bad_img.append(img)
+            if j is None:
+                bad_sent.append(sent)
+                if isinstance(sent, str) and sent.casefold() in folded:
+                    near.append((sent, folded[sent.casefold()]))
+            if i is None or j is None:
                 continue
             rel[i, j] = bool(val)
+        hint = ""
+        if near:
+            hint = (f"Sentences match exactly (case and spacing included): {near[0][0]!r} differs from the set's "
+                    f"{near[0][1]!r}.")
+        report_unmatched(len(bad_sent), len(sents), what="sentence of the set", source=src, examples=bad_sent,
+                         hint=hint)
+        report_unmatched(len(bad_img), len(images), what="image of the run", source=src, examples=bad_img)
         return rel  # long form: an absent (image, sentence) pair is 0
-    else:
-        missing = [s for s in sentences if s not in table.columns]
-        if missing:
-            raise ValueError(f"Wide relevance table {str(path)!r} lacks {len(missing)} sentence column(s), "
-                             f"first: {missing[:2]}; or use long form (image, sentence, relevant).")
-        for img, values in zip(table["image"].astype(str), table[list(sentences)].to_numpy()):
-            i = row_of.get(img, row_of.get(Path(img).name))
-            if i is not None:
-                seen_rows.add(i)
-                rel[i] = values.astype(bool)
+    missing = [s for s in sentences if s not in table.columns]
+    if missing:
+        raise ValueError(f"Wide relevance table {str(path)!r} lacks {len(missing)} sentence column(s), "
+                         f"first: {missing[:2]}; or use long form (image, sentence, relevant).")
+    images = text_column(table, "image", name)
+    check_unique(table, "image", name, what="image id")
+    values = np.column_stack([bool_column(table, s, name) for s in sentences]) if m else np.zeros((len(table), 0), bool)
+    seen_rows, unmatched = set(), []
+    for img, row in zip(images, values):
+        i = row_of.get(img, row_of.get(Path(img).name))
+        if i is None:
+            unmatched.append(img)
+            continue
+        seen_rows.add(i)
+        rel[i] = row
+    report_unmatched(len(unmatched), len(images), what="image of the run", source=src, examples=unmatched)
     if len(seen_rows) < n:
         absent = [image_ids[i] for i in range(n) if i not in seen_rows][:3]
         raise ValueError(f"Relevance {str(path)!r} covers {len(seen_rows)} of the run's {n} images; "

@@ -54,7 +54,7 @@ def parse_sentences(text, source="<text>"):
     """Parse sentence-file text.
 
     Blank lines are separators; lines starting with ``#`` are comments (the
-    first comment block is the header). A duplicated sentence (case-insensitive)
+    first comment block is the header). A leading byte order mark is dropped. A duplicated sentence (case-insensitive)
     or a file with no sentence raises ``ValueError`` naming the line.
 
     Returns
@@ -62,6 +62,8 @@ def parse_sentences(text, source="<text>"):
     sentences : list of str
     header : str
     """
+    if text.startswith("\ufeff"):  # a UTF-8 byte order mark must not become part of the first sentence
+        text = text[1:]
     sentences, header, seen = [], [], {}
     in_header = True
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -107,7 +109,7 @@ def load_sentence_set(name_or_path):
             )
         path = builtin
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"Cannot read sentence file {str(path)!r}: {exc}.") from None
     sentences, header = parse_sentences(text, source=str(path))

@@ -24,10 +24,27 @@ def _load_state_dict(module, weights):
     path = Path(weights)
     if not path.is_file():
         raise FileNotFoundError(f"`weights` file {str(path)!r} does not exist.")
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # not a torch file, or a pickled object beyond plain tensors
+        raise ValueError(f"`weights` {str(path)!r} is not a loadable state dict ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''}); expected a file saved with "
+                         "torch.save(model.state_dict(), path). A whole pickled model or a TorchScript file "
+                         "is not accepted as --weights (pass a TorchScript file as the model itself).") from None
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
-    missing, unexpected = module.load_state_dict(state, strict=False)
+    if not isinstance(state, dict) or not state or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        kind = type(state).__name__ if not isinstance(state, dict) else (
+            "an empty dict" if not state else "a dict whose values are not all tensors")
+        raise ValueError(f"`weights` {str(path)!r} holds {kind}; expected a state dict (parameter name -> "
+                         "tensor), as saved by torch.save(model.state_dict(), path).")
+    try:
+        missing, unexpected = module.load_state_dict(state, strict=False)
+    except RuntimeError as exc:  # shape mismatches
+        first = str(exc).strip().splitlines()
+        raise ValueError(f"`weights` {str(path)!r} does not fit the model: "
+                         f"{' '.join(line.strip() for line in first[:3])}; is it the right architecture?") from None
     if missing:
         raise ValueError(f"`weights` {str(path)!r} lacks {len(missing)} parameter(s) of the model, "
                          f"first: {missing[:3]}; is it the right architecture?")
@@ -35,7 +52,17 @@ def _load_state_dict(module, weights):
 
 
 def load_classifier(spec, weights=None, *, num_classes=None):
-    """Build a classifier ``nn.Module`` in eval mode from a spec (see module docstring)."""
+    """Build a classifier ``nn.Module`` in eval mode from a spec (see module docstring).
+
+    Raises
+    ------
+    ValueError
+        An unknown spec, a factory that cannot be imported, or a ``weights``
+        file that is not a state dict fitting the model (the message names it).
+    TypeError
+        A ``module:factory`` that is not callable or does not return an
+        ``nn.Module``.
+    """
     import torch
 
     if not isinstance(spec, str) or not spec:
@@ -57,6 +84,9 @@ def load_classifier(spec, weights=None, *, num_classes=None):
         kwargs = {"num_classes": num_classes} if num_classes else {}
         module = _load_state_dict(timm.create_model(arch, pretrained=False, **kwargs), weights)
     elif Path(spec).is_file():
+        if weights is not None:
+            raise ValueError(f"`weights` {str(weights)!r} cannot be applied to the TorchScript model {spec!r}, "
+                             "which carries its own weights; drop `weights`.")
         try:
             module = torch.jit.load(spec, map_location="cpu")
         except Exception as exc:
@@ -67,7 +97,14 @@ def load_classifier(spec, weights=None, *, num_classes=None):
             factory = getattr(importlib.import_module(mod_name), attr)
         except (ImportError, AttributeError) as exc:
             raise ValueError(f"Cannot import model factory {spec!r}: {exc}") from None
-        module = _load_state_dict(factory(), weights)
+        if not callable(factory):
+            raise TypeError(f"Model factory {spec!r} is a {type(factory).__name__}, not a callable; expected a "
+                            "function (or class) that returns a torch.nn.Module.")
+        built = factory()
+        if not isinstance(built, torch.nn.Module):
+            raise TypeError(f"Model factory {spec!r} returned a {type(built).__name__}; expected a torch.nn.Module "
+                            "(call it with no argument and return the model).")
+        module = _load_state_dict(built, weights)
     else:
         raise ValueError(f"Model spec {spec!r} is neither a file, 'torchvision:<arch>', 'timm:<arch>' "
                          "nor 'package.module:factory'.")

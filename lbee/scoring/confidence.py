@@ -52,9 +52,7 @@ def confidence_from_probabilities(probs, kind="entropy", labels=None):
         return p.max(axis=1)
     if labels is None:
         raise ValueError("`confidence='true_class'` needs labels (a 'label' column or --labels).")
-    y = np.asarray(labels).astype(np.int64)
-    if y.shape != (p.shape[0],) or y.min() < 0 or y.max() >= p.shape[1]:
-        raise ValueError(f"`labels` must be {p.shape[0]} class indices in [0, {p.shape[1]}).")
+    y = check_labels(labels, p.shape[0], p.shape[1])
     return p[np.arange(p.shape[0]), y]
 
 
@@ -85,13 +83,62 @@ class ModelScores:
                            take(self.preds))
 
 
+def check_labels(labels, n, n_classes=None, name="labels"):
+    """Return ``labels`` as int64 class indices of shape (n,).
+
+    NaN, blank, non-integral, negative or (with ``n_classes``) out-of-range
+    values raise ``ValueError`` naming ``name`` and the offending positions:
+    a NaN must never become a class of its own.
+    """
+    raw = np.asarray(labels, dtype=object).reshape(-1) if not isinstance(labels, np.ndarray) else labels
+    if raw.ndim != 1 or raw.shape[0] != n:
+        raise ValueError(f"`{name}` must have shape ({n},), one class index per image; received shape {raw.shape}.")
+    if raw.dtype.kind in "iu" or raw.dtype.kind == "f":  # fast path for numeric arrays
+        f = raw.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(f) & (f == np.round(f)) & (f >= 0)
+            if n_classes is not None:
+                ok &= f < n_classes
+        if ok.all():
+            return f.astype(np.int64)
+    out = np.empty(n, dtype=np.int64)
+    bad = []
+    for i, v in enumerate(raw.tolist()):
+        try:
+            f = float(v) if not isinstance(v, (bool, np.bool_)) else np.nan
+        except (TypeError, ValueError):
+            f = np.nan
+        if not np.isfinite(f) or f != int(f) or f < 0 or (n_classes is not None and f >= n_classes):
+            bad.append(i)
+        else:
+            out[i] = int(f)
+    if bad:
+        shown = [raw[i] for i in bad[:5]]
+        rng = f"[0, {n_classes})" if n_classes is not None else "[0, ∞)"
+        raise ValueError(f"`{name}` holds {len(bad)} invalid value(s) at row(s) {[i + 1 for i in bad[:5]]} "
+                         f"(1-based), e.g. {shown}; expected integer class indices in {rng} "
+                         "(a missing label cannot be a class).")
+    return out
+
+
 def scores_from_probabilities(probs, *, kind="entropy", labels=None):
-    """:class:`ModelScores` from (n, C) probabilities and optional labels."""
+    """:class:`ModelScores` from (n, C) probabilities and optional labels.
+
+    Parameters
+    ----------
+    probs : array-like of shape (n, C)
+    kind : {'entropy', 'max', 'true_class'}, default='entropy'
+    labels : array-like of int, shape (n,), optional
+        Class indices in [0, C); NaN or other values raise ``ValueError``.
+    """
     probs = np.asarray(probs, dtype=np.float64)
+    if labels is not None:
+        if probs.ndim != 2:
+            raise ValueError(f"`probs` must be 2-D of shape (n, n_classes); received shape {probs.shape}.")
+        labels = check_labels(labels, probs.shape[0], probs.shape[1])
     phi = confidence_from_probabilities(probs, kind, labels)
     preds = probs.argmax(axis=1)
     if labels is not None:
-        labels = np.asarray(labels).astype(np.int64)
         omega = (preds == labels).astype(np.float64)
     else:
         omega = negative_entropy(probs)
@@ -104,53 +151,51 @@ def class_names_from_table(table):
     return [c[len("prob_"):] for c in cols] or None
 
 
-def scores_from_table(table, *, kind="entropy", id_column=None):
+def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="probabilities"):
     """:class:`ModelScores` and image ids from a predictions table.
 
     The table has an id column (``id_column``, else the first of ``path``,
     ``image``, ``image_id``, ``id``) and either a ``confidence`` column or class
     probability columns named ``prob_<class>``; optional ``label`` and ``pred``
-    (integer class indices), and optional ``performance``.
+    (class names matching the ``prob_<class>`` columns, or integer class
+    indices), and optional ``performance``. With a ``confidence`` column,
+    that column is φ whatever ``kind`` says. The table is validated by
+    :func:`lbee.io.tables.validate_predictions`: ids filled and unique, no
+    missing cell, probabilities in [0, 1] summing to 1; every error names the
+    file, row and column.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Best read with :func:`lbee.io.tables.read_table`, so messages name the file.
+    kind : {'entropy', 'max', 'true_class'}, default='entropy'
+    id_column : str, optional
+    probabilities : {'probabilities', 'logits'}, default='probabilities'
+        What the ``prob_<class>`` columns hold; ``'logits'`` applies a row-wise softmax.
 
     Returns
     -------
     ids : list of str
     scores : ModelScores
     """
-    cols = list(table.columns)
-    if id_column is None:
-        id_column = next((c for c in ("path", "image", "image_id", "id") if c in cols), None)
-        if id_column is None:
-            raise ValueError(f"Predictions need an image id column ('path', 'image', 'image_id' or 'id'); "
-                             f"found columns {cols}.")
-    elif id_column not in cols:
-        raise ValueError(f"Predictions lack the id column {id_column!r}; found columns {cols}.")
-    ids = [str(v) for v in table[id_column]]
-    prob_cols = [c for c in cols if str(c).startswith("prob_")]
-    labels = table["label"].to_numpy() if "label" in cols else None
-    if labels is not None:
-        labels = labels.astype(np.int64)
-    if prob_cols:
-        probs = table[prob_cols].to_numpy(dtype=np.float64)
-        scores = scores_from_probabilities(probs, kind=kind, labels=labels)
-        if "pred" in cols:
-            scores.preds = table["pred"].to_numpy().astype(np.int64)
+    from ..io.tables import validate_predictions
+
+    pred = validate_predictions(table, id_column=id_column, probabilities=probabilities)
+    labels = pred.labels
+    if pred.probs is not None:
+        scores = scores_from_probabilities(pred.probs, kind=kind, labels=labels)
+        if pred.preds is not None:
+            scores.preds = pred.preds
             if labels is not None:
                 scores.performance = (scores.preds == labels).astype(np.float64)
-    elif "confidence" in cols:
-        phi = table["confidence"].to_numpy(dtype=np.float64)
-        if not np.all(np.isfinite(phi)):
-            bad = int(np.sum(~np.isfinite(phi)))
-            raise ValueError(f"Predictions column 'confidence' has {bad} NaN or inf value(s); expected finite.")
-        preds = table["pred"].to_numpy().astype(np.int64) if "pred" in cols else None
+    else:
+        phi = pred.confidence
+        preds = pred.preds
         omega = (preds == labels).astype(np.float64) if preds is not None and labels is not None else phi.copy()
         scores = ModelScores(phi, omega, None, labels, preds)
-    else:
-        raise ValueError(f"Predictions need a 'confidence' column or class probability columns 'prob_<class>'; "
-                         f"found columns {cols}.")
-    if "performance" in cols:
-        scores.performance = table["performance"].to_numpy(dtype=np.float64)
+    if pred.performance is not None:
+        scores.performance = pred.performance
     for name, arr in (("confidence", scores.confidence), ("performance", scores.performance)):
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"Derived {name} has NaN or inf values; check the predictions file.")
-    return ids, scores
+    return pred.ids, scores

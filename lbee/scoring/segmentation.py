@@ -260,6 +260,8 @@ def predict_segmentation(model, paths, *, masks=None, transform=None, device=Non
     """
     import torch
     from PIL import Image
+
+    from ..io.images import to_rgb
     from torchvision import transforms
     from tqdm.auto import tqdm
 
@@ -273,7 +275,7 @@ def predict_segmentation(model, paths, *, masks=None, transform=None, device=Non
     def predict_one(path):
         try:
             with Image.open(path) as img:
-                img = img.convert("RGB")
+                img = to_rgb(img)
         except Exception as exc:
             raise ValueError(f"Cannot read image {path!r}: {exc}") from None
         with torch.inference_mode():

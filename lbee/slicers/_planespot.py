@@ -42,7 +42,8 @@ class PlaneSpotSlicer(BaseSlicer):
         GMM component of every example (numbered in importance order).
     importance_ : ndarray of shape (n_components_,)
     slices_ : list of ndarray of int
-        Every group, most important first.
+        Every group, most important first; empty when the class has no
+        error (``lbee.explain`` then raises "returned no non-empty hard group").
 
     Notes
     -----
@@ -142,7 +143,9 @@ class PlaneSpotSlicer(BaseSlicer):
         self.labels_ = remap[raw]
         self.importance_ = imp[self._order]
         self.n_components_ = best.n_components
-        self.slices_ = [np.flatnonzero(self.labels_ == g) for g in range(best.n_components)]
+        # No error at all means no blindspot to report: an empty list, not one slice holding every image.
+        self.slices_ = [] if not err.any() else [np.flatnonzero(self.labels_ == g)
+                                                  for g in range(best.n_components)]
         self.n_samples_fit_ = n
         self.n_features_in_ = G.shape[1]
         return self

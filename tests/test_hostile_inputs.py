@@ -1,0 +1,510 @@
+"""Hostile inputs, table-driven: each case asserts the exact outcome.
+
+A case is ``(id, action, expected)``. ``action(ctx)`` does one library call
+(``ctx.tmp`` is a fresh folder, ``ctx.mp`` pytest's monkeypatch, ``ctx.log``
+the caplog fixture). ``expected`` is ``Raises(type, phrase, ...)``: the error
+type and phrases of its message, or ``Result(check)``: ``check(result, ctx)``
+asserts the correct result.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import lbee
+from lbee.core.explanation import check_explanation_ranges, validate_explanation_payload
+from lbee.io.cache import EmbeddingCache, atomic_save_npz, atomic_write_bytes
+from lbee.io.images import discover_images, open_rgb
+from lbee.io.relevance import load_relevance
+from lbee.io.sentences import load_sentence_set
+from lbee.io.tables import read_table, validate_performance
+from lbee.scoring.confidence import scores_from_probabilities, scores_from_table
+
+
+@dataclass
+class Raises:
+    type: type
+    phrases: tuple
+
+    def __init__(self, type_, *phrases):
+        self.type, self.phrases = type_, phrases
+
+
+@dataclass
+class Result:
+    check: object
+
+
+def write(ctx, text, name="t.csv"):
+    path = ctx.tmp / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def preds(text, **kw):
+    return lambda ctx: scores_from_table(read_table(write(ctx, text)), **kw)
+
+
+def manifest(text):
+    return lambda ctx: discover_images(write(ctx, text, "m.csv"))
+
+
+IDS = ["a.png", "b.png", "c.png"]
+SENTS = ["A dog", "A cat"]
+
+
+def relevance(text, ids=IDS, sents=SENTS, name="r.csv"):
+    return lambda ctx: load_relevance(write(ctx, text, name), ids, sents)
+
+
+# ---------------------------------------------------------------------------- explanations
+
+def _explanation():
+    rng = np.random.default_rng(0)
+    X, S = rng.normal(size=(30, 6)), rng.normal(size=(8, 6))
+    return lbee.explain(X, S, confidence=rng.normal(size=30), n_clusters=3, k=2,
+                        sentences=[f"s{i}" for i in range(8)])
+
+
+EXP = _explanation()
+EXP_DICT = EXP.to_dict()
+
+
+def tampered(edit, **kw):
+    def action(ctx):
+        d = copy.deepcopy(EXP_DICT)
+        edit(d)
+        return lbee.Explanation.from_dict(d, **kw)
+    return action
+
+
+def _set(path, value):
+    def edit(d):
+        obj = d
+        for key in path[:-1]:
+            obj = obj[key]
+        obj[path[-1]] = value
+    return edit
+
+
+def payload(edit):
+    def action(ctx):
+        body = {k: v for k, v in EXP_DICT.items() if k != "sentences"}
+        p = {"sentences": EXP_DICT["sentences"], "images": [f"i{k}" for k in range(30)],
+             "methods": {"fpdiff": copy.deepcopy(body)}}
+        edit(p)
+        return validate_explanation_payload(p, source="run/explanation.json")
+    return action
+
+
+# ---------------------------------------------------------------------------- caches, images, models
+
+class StubEncoder:
+    """Counts text encodings; embeds sentence i as a fixed random unit vector from its text."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def identity(self):
+        return {"name": "stub"}
+
+    def encode_text(self, sentences):
+        self.calls += 1
+        rows = [np.random.default_rng(abs(hash(s)) % 2**32).normal(size=4) for s in sentences]
+        e = np.asarray(rows, dtype=np.float32)
+        return e / np.linalg.norm(e, axis=1, keepdims=True)
+
+
+def sentence_cache_recomputes_shuffled(ctx):
+    from lbee.encoders.embedding import embed_sentences
+
+    enc = StubEncoder()
+    sents = ["a dog", "a cat", "a car"]
+    first = embed_sentences(enc, sents, cache_dir=ctx.tmp)
+    cache = EmbeddingCache(enc.identity(), ctx.tmp)
+    path = cache._sentence_path(sents)
+    with np.load(path) as data:
+        emb, rows = data["embeddings"], data["row_hashes"]
+    atomic_save_npz(path, embeddings=emb[::-1].copy(), row_hashes=rows[::-1].copy())  # whole rows shuffled
+    again = embed_sentences(enc, sents, cache_dir=ctx.tmp)
+    atomic_save_npz(path, embeddings=emb[::-1].copy(), row_hashes=rows)  # embeddings moved, hashes kept
+    third = embed_sentences(enc, sents, cache_dir=ctx.tmp)
+    cached = embed_sentences(enc, sents, cache_dir=ctx.tmp)  # the rewritten entry is used again
+    return enc.calls, first, again, third, cached
+
+
+def mode_of(write_fn, umask):
+    def action(ctx):
+        old = os.umask(umask)
+        try:
+            write_fn(ctx.tmp / "out.bin")
+        finally:
+            os.umask(old)
+        return (ctx.tmp / "out.bin").stat().st_mode & 0o777
+    return action
+
+
+def png16(ctx):
+    from PIL import Image
+
+    path = ctx.tmp / "g16.png"
+    Image.fromarray(np.full((8, 8), 32768, dtype=np.uint16)).save(path)
+    return np.asarray(open_rgb(path))
+
+
+def pil_mode(arr, mode):
+    def action(ctx):
+        from PIL import Image
+
+        from lbee.io.images import to_rgb
+
+        return np.asarray(to_rgb(Image.fromarray(arr, mode=mode)))
+    return action
+
+
+def planespot_no_errors(ctx):
+    from lbee.slicers import PlaneSpotSlicer
+
+    rng = np.random.default_rng(0)
+    s = PlaneSpotSlicer(reducer="pca", max_components=3, random_state=0).fit(
+        rng.normal(size=(30, 5)), np.full(30, 0.9))
+    return s
+
+
+def explain_with_errorless_planespot(ctx):
+    from lbee.slicers import PlaneSpotSlicer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 5))
+    s = PlaneSpotSlicer(reducer="pca", max_components=3, random_state=0).fit(X, np.full(30, 0.9))
+    return lbee.explain(X, rng.normal(size=(4, 5)), confidence=rng.normal(size=30), slicer=s)
+
+
+def factory_module(ctx, body):
+    (ctx.tmp / "hostile_factory.py").write_text(body)
+    ctx.mp.syspath_prepend(str(ctx.tmp))
+    sys.modules.pop("hostile_factory", None)
+
+
+def load_factory(body, weights=None):
+    def action(ctx):
+        from lbee.scoring.classifier import load_classifier
+
+        factory_module(ctx, body)
+        w = weights(ctx) if weights else None
+        return load_classifier("hostile_factory:make", w)
+    return action
+
+
+def torch_file(obj_fn):
+    def make(ctx):
+        import torch
+
+        path = ctx.tmp / "w.pt"
+        torch.save(obj_fn(), path)
+        return path
+    return make
+
+
+LINEAR = "import torch\ndef make():\n    return torch.nn.Linear(3, 2)\n"
+
+
+def metadata_cache_rerun(ctx):
+    """Two metadata tables, one cache: the second run must use the second table's answers."""
+    from PIL import Image
+
+    from vqa import compute_relevance, create_backend
+
+    img = ctx.tmp / "x.png"
+    Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(img)
+    out = []
+    for value in (1, 0):
+        table = pd.DataFrame({"image": ["x"], "sentence": ["A dog"], "relevant": [value]})
+        res = compute_relevance([str(img)], ["A dog"], {"metadata": create_backend("metadata", table=table)},
+                                questions=["Is there a dog?"], image_ids=["x"], cache_dir=ctx.tmp / "cache")
+        out.append(bool(res.relevance[0, 0]))
+    return out
+
+
+def metadata_identity(rows_a, rows_b):
+    def action(ctx):
+        from vqa import create_backend
+
+        mk = lambda rows: create_backend("metadata", table=pd.DataFrame(rows, columns=["image", "sentence",  # noqa
+                                                                                       "relevant"]))
+        return mk(rows_a).identity() == mk(rows_b).identity()
+    return action
+
+
+def metadata_unmatched(ctx):
+    from PIL import Image
+
+    from vqa import compute_relevance, create_backend
+
+    img = ctx.tmp / "x.png"
+    Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(img)
+    table = pd.DataFrame({"image": ["x"], "sentence": ["a dog"], "relevant": [1]})
+    return compute_relevance([str(img)], ["A dog"], {"metadata": create_backend("metadata", table=table)},
+                             questions=["Is there a dog?"], image_ids=["x"], use_cache=False)
+
+
+def warned(phrase):
+    def check(result, ctx):
+        assert any(phrase in r.getMessage() for r in ctx.log.records if r.name == "lbee"), ctx.log.text
+    return check
+
+
+# ---------------------------------------------------------------------------- the table
+
+P_HEAD = "path,prob_cat,prob_dog,label\n"
+
+CASES = [
+    # --- predictions tables
+    ("pred-blank-label", preds(P_HEAD + "a,0.9,0.1,cat\nb,0.2,0.8,\n"),
+     Raises(ValueError, "t.csv'", "column 'label'", "row 2 (line 3 of the file)", "<blank>")),
+    ("pred-unknown-label-name", preds(P_HEAD + "a,0.9,0.1,cat\nb,0.2,0.8,horse\n"),
+     Raises(ValueError, "column 'label'", "'horse'", "cat, dog")),
+    ("pred-label-index-out-of-range", preds(P_HEAD + "a,0.9,0.1,0\nb,0.2,0.8,5\n"),
+     Raises(ValueError, "column 'label'", "row 2", "[0, 2)")),
+    ("pred-label-negative", preds(P_HEAD + "a,0.9,0.1,-1\nb,0.2,0.8,1\n"),
+     Raises(ValueError, "column 'label'", "row 1 (line 2 of the file)")),
+    ("pred-label-fractional", preds(P_HEAD + "a,0.9,0.1,0.5\nb,0.2,0.8,1\n"),
+     Raises(ValueError, "column 'label'", "0.5")),
+    ("pred-label-names-ok", preds(P_HEAD + "a,0.9,0.1,cat\nb,0.2,0.8,dog\nc,0.6,0.4,dog\n"),
+     Result(lambda r, c: (r[1].labels.tolist() == [0, 1, 1] and r[1].performance.tolist() == [1, 1, 0]))),
+    ("pred-label-indices-ok", preds(P_HEAD + "a,0.9,0.1,0\nb,0.2,0.8,1\n"),
+     Result(lambda r, c: r[1].labels.tolist() == [0, 1])),
+    ("pred-pred-names-ok", preds("id,prob_cat,prob_dog,label,pred\na,0.9,0.1,cat,dog\nb,0.2,0.8,dog,dog\n"),
+     Result(lambda r, c: r[1].preds.tolist() == [1, 1] and r[1].performance.tolist() == [0, 1])),
+    ("pred-duplicate-id", preds(P_HEAD + "a,0.9,0.1,0\na,0.2,0.8,1\n"),
+     Raises(ValueError, "repeats the image id 'a'", "row 1 (line 2 of the file) and row 2 (line 3 of the file)")),
+    ("pred-blank-id", preds(P_HEAD + "a,0.9,0.1,0\n,0.2,0.8,1\n"),
+     Raises(ValueError, "column 'path' has missing cell", "row 2")),
+    ("pred-logits-rejected", preds("path,prob_cat,prob_dog\na,2.3,-1.2\nb,0.2,0.8\n"),
+     Raises(ValueError, "not probabilities at row 1 (line 2 of the file)", "probabilities='logits'")),
+    ("pred-rows-not-summing-to-1", preds("path,prob_cat,prob_dog\na,0.5,0.4\nb,0.2,0.8\n"),
+     Raises(ValueError, "rows summing to 0.9", "probabilities='logits'")),
+    ("pred-logits-softmax", preds("path,prob_cat,prob_dog\na,2.0,0.0\nb,0.0,0.0\n", probabilities="logits"),
+     Result(lambda r, c: np.allclose(r[1].probs[:, 0], [1 / (1 + np.exp(-2)), 0.5]))),
+    ("pred-probabilities-option-unknown", preds("path,prob_cat,prob_dog\na,0.5,0.5\n", probabilities="odds"),
+     Raises(ValueError, "`probabilities` must be 'probabilities' or 'logits'", "'odds'")),
+    ("pred-blank-prob", preds("path,prob_cat,prob_dog\na,0.5,0.5\nb,,0.5\n"),
+     Raises(ValueError, "column 'prob_cat' holds invalid number", "row 2", "<blank>")),
+    ("pred-text-prob", preds("path,prob_cat,prob_dog\na,0.5,0.5\nb,high,0.5\n"),
+     Raises(ValueError, "column 'prob_cat'", "'high'")),
+    ("pred-confidence-inf", preds("path,confidence\na,0.3\nb,inf\n"),
+     Raises(ValueError, "column 'confidence'", "NaN or inf")),
+    ("pred-names-without-prob-columns", preds("path,confidence,label\na,0.3,cat\n"),
+     Raises(ValueError, "column 'label'", "class names need prob_<class> columns")),
+    ("pred-header-only", preds("path,confidence\n"), Raises(ValueError, "has no data row")),
+    ("pred-no-id-column", preds("file,confidence\na,0.3\n"), Raises(ValueError, "needs an image id column")),
+    ("pred-utf8-bom", lambda ctx: scores_from_table(read_table(write(ctx, "\ufeffpath,confidence\na,0.3\n"))),
+     Result(lambda r, c: r[0] == ["a"])),
+    ("pred-tsv", lambda ctx: scores_from_table(read_table(write(ctx, "path\tconfidence\na\t0.3\n", "t.tsv"))),
+     Result(lambda r, c: r[1].confidence.tolist() == [0.3])),
+    ("pred-unknown-suffix", lambda ctx: read_table(write(ctx, "x", "t.xlsx")), Raises(ValueError, "has suffix")),
+    ("pred-missing-file", lambda ctx: read_table(ctx.tmp / "nope.csv"), Raises(FileNotFoundError, "does not exist")),
+    ("pred-blank-performance", preds("path,confidence,performance\na,0.3,1\nb,0.4,\n"),
+     Raises(ValueError, "column 'performance'", "row 2")),
+    ("pred-blank-line-shifts-line-number", preds(P_HEAD + "a,0.9,0.1,0\n\nb,0.2,0.8,9\n"),
+     Raises(ValueError, "row 2 (line 4 of the file)")),
+    ("pred-quoted-newline-line-number", preds('path,confidence,label\n"a\nb",0.3,0\nc,0.4,x\n'),
+     Raises(ValueError, "row 2 (line 4 of the file)")),
+    ("pred-parquet-row", lambda ctx: (pd.DataFrame({"path": ["a", "a"], "confidence": [0.1, 0.2]})
+                                      .to_parquet(ctx.tmp / "p.parquet"),
+                                      scores_from_table(read_table(ctx.tmp / "p.parquet")))[1],
+     Raises(ValueError, "'", "p.parquet'", "at row 1 and row 2")),
+    ("pred-class-named-NA", preds("path,prob_NA,prob_null,label\nNA,0.3,0.7,null\n"),
+     Result(lambda r, c: r[0] == ["NA"] and r[1].labels.tolist() == [1])),
+    ("pred-text-nan-prob", preds("path,prob_cat,prob_dog\na,nan,0.5\n"),
+     Raises(ValueError, "column 'prob_cat'", "'nan'", "NaN or inf")),
+    # --- manifests
+    ("manifest-duplicate-path", manifest("path\nx.png\nx.png\n"), Raises(ValueError, "repeats the path 'x.png'")),
+    ("manifest-blank-path", manifest("path,label\nx.png,0\n,1\n"), Raises(ValueError, "column 'path'", "row 2")),
+    ("manifest-blank-label", manifest("path,label\nx.png,0\ny.png,\n"),
+     Raises(ValueError, "column 'label'", "row 2 (line 3 of the file)")),
+    ("manifest-no-path-column", manifest("file\nx.png\n"), Raises(ValueError, "lacks the column 'path'")),
+    ("manifest-ok", manifest("path,label\nx.png,0\nsub/y.png,2\n"),
+     Result(lambda r, c: r.ids == ["x.png", "sub/y.png"] and r.labels.tolist() == [0, 2])),
+    # --- relevance Γ
+    ("rel-non-boolean", relevance("image,sentence,relevant\na.png,A dog,maybe\n"),
+     Raises(ValueError, "column 'relevant' holds non-boolean", "'maybe'", "yes/no")),
+    ("rel-boolean-words", relevance("image,sentence,relevant\na.png,A dog,Yes\nb.png,A cat,TRUE\nc.png,A dog,no\n"
+                                    "c.png,A cat,1\n"),
+     Result(lambda r, c: r.tolist() == [[True, False], [False, True], [False, True]])),
+    ("rel-lowercased-sentences", relevance("image,sentence,relevant\na.png,a dog,1\nb.png,a cat,1\n"),
+     Raises(ValueError, "none of its 2 row(s) matches sentence", "'a dog' differs from the set's 'A dog'")),
+    ("rel-some-unmatched-warns", relevance("image,sentence,relevant\na.png,A dog,1\nb.png,A cow,1\n"),
+     Result(lambda r, c: (r[0, 0] and r.sum() == 1, warned("1 of 2 row(s) match no sentence")(r, c))[0])),
+    ("rel-conflicting-duplicate", relevance("image,sentence,relevant\na.png,A dog,1\na.png,A dog,0\n"),
+     Raises(ValueError, "conflicting 'relevant' values", "row 1 (line 2 of the file) and row 2")),
+    ("rel-identical-duplicate-ok", relevance("image,sentence,relevant\na.png,A dog,1\na.png,A dog,yes\n"),
+     Result(lambda r, c: r[0, 0] and r.sum() == 1)),
+    ("rel-no-image-matches", relevance("image,sentence,relevant\nz.png,A dog,1\n"),
+     Raises(ValueError, "matches image of the run", "'z.png'")),
+    ("rel-sentence-index", relevance("image,sentence,relevant\nb.png,1,1\n"),
+     Result(lambda r, c: r[1, 1] and r.sum() == 1)),
+    ("rel-blank-relevant", relevance("image,sentence,relevant\na.png,A dog,\n"),
+     Raises(ValueError, "column 'relevant'", "<blank>")),
+    ("rel-wide-non-boolean", relevance("image,A dog,A cat\na.png,1,0\nb.png,0,2\nc.png,0,0\n"),
+     Raises(ValueError, "column 'A cat'", "row 2", "2")),
+    ("rel-wide-duplicate-image", relevance("image,A dog,A cat\na.png,1,0\na.png,0,1\nc.png,0,0\n"),
+     Raises(ValueError, "repeats the image id 'a.png'")),
+    ("rel-npy-nan", lambda ctx: (np.save(ctx.tmp / "r.npy", np.array([[1.0, np.nan]] * 3)),
+                                 load_relevance(ctx.tmp / "r.npy", IDS, SENTS))[1],
+     Raises(ValueError, "must hold booleans or 0/1")),
+    # --- VQA metadata
+    ("meta-non-boolean", lambda ctx: __import__("vqa").create_backend(
+        "metadata", table=read_table(write(ctx, "image,sentence,relevant\nx,A dog,perhaps\n"))),
+     Raises(ValueError, "metadata table", "column 'relevant'", "'perhaps'")),
+    ("meta-dict-non-boolean", lambda ctx: __import__("vqa").create_backend("metadata", table={("x", "A dog"): "?"}),
+     Raises(ValueError, "expected a boolean")),
+    ("meta-conflict", lambda ctx: __import__("vqa").create_backend(
+        "metadata", table=read_table(write(ctx, "image,sentence,relevant\nx,A dog,1\nx,A dog,0\n"))),
+     Raises(ValueError, "conflicting 'relevant' values")),
+    ("meta-identity-covers-content", metadata_identity([("x", "A dog", 1)], [("x", "A dog", 0)]),
+     Result(lambda r, c: r is False)),
+    ("meta-identity-ignores-row-order", metadata_identity([("x", "s", 1), ("y", "s", 0)],
+                                                          [("y", "s", 0), ("x", "s", 1)]),
+     Result(lambda r, c: r is True)),
+    ("meta-cache-rerun-new-table", metadata_cache_rerun, Result(lambda r, c: r == [True, False])),
+    ("meta-nothing-matches", metadata_unmatched,
+     Raises(ValueError, "metadata backend 'metadata'", "none of its 1 row(s) matches")),
+    # --- ω tables
+    ("omega-aligned-by-image", lambda ctx: validate_performance(
+        read_table(write(ctx, "image,performance\nb.png,0\na.png,1\nc.png,0.5\n")), image_ids=IDS),
+     Result(lambda r, c: r.tolist() == [1.0, 0.0, 0.5])),
+    ("omega-missing-image", lambda ctx: validate_performance(
+        read_table(write(ctx, "image,performance\nb.png,0\na.png,1\n")), image_ids=IDS),
+     Raises(ValueError, "no row for 1 of the run's 3 images", "c.png")),
+    ("omega-wrong-length", lambda ctx: validate_performance(
+        read_table(write(ctx, "performance\n0\n1\n")), image_ids=IDS),
+     Raises(ValueError, "has 2 rows but the run has 3 images")),
+    # --- caches and permissions
+    ("cache-sentence-key-no-collision", lambda ctx: (EmbeddingCache({"n": 1}, ctx.tmp)._sentence_path(["a\nb"]),
+                                                     EmbeddingCache({"n": 1}, ctx.tmp)._sentence_path(["a", "b"])),
+     Result(lambda r, c: r[0] != r[1])),
+    ("cache-sentence-shuffled-recomputed", sentence_cache_recomputes_shuffled,
+     Result(lambda r, c: r[0] == 3 and all(np.array_equal(r[1], x) for x in r[2:]))),
+    ("cache-sentence-put-wrong-rows", lambda ctx: EmbeddingCache({"n": 1}, ctx.tmp).put_sentences(
+        ["a", "b"], np.zeros((3, 4))), Raises(ValueError, "shape (2, d)")),
+    ("perm-umask-022", mode_of(lambda p: atomic_write_bytes(p, b"x"), 0o022), Result(lambda r, c: r == 0o644)),
+    ("perm-umask-027-npz", mode_of(lambda p: atomic_save_npz(p, a=np.zeros(2)), 0o027),
+     Result(lambda r, c: r == 0o640)),
+    # --- tampered explanations
+    ("exp-negative-index", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, -1)),
+     Raises(ValueError, "data.hard_clusters[0].indices[0]", "non-negative")),
+    ("exp-huge-index", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 10**30)),
+     Raises(ValueError, "hard_clusters[0].indices[0]", "plausible image index")),
+    ("exp-index-beyond-n-images", tampered(lambda d: d["easy_clusters"][0]["indices"].__setitem__(0, 30),
+                                           n_images=30),
+     Raises(ValueError, "easy_clusters[0].indices[0]", "below 30")),
+    ("exp-bool-index", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, True)),
+     Raises(ValueError, "indices[0]", "bool")),
+    ("exp-float-index", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 1.0)),
+     Raises(ValueError, "indices[0]", "float")),
+    ("exp-duplicate-member", tampered(lambda d: d["hard_clusters"][0]["indices"].append(
+        d["hard_clusters"][0]["indices"][0])), Raises(ValueError, "more than once")),
+    ("exp-prototype-length", tampered(lambda d: d["hard_clusters"][1]["prototype"].pop()),
+     Raises(ValueError, "hard_clusters[1].prototype", "length 5", "length 6")),
+    ("exp-nan-score", tampered(lambda d: d["hard_clusters"][0]["scores"].__setitem__(0, float("nan"))),
+     Raises(ValueError, "hard_clusters[0].scores", "NaN or inf")),
+    ("exp-score-count", tampered(lambda d: d["hard_clusters"][0]["scores"].pop()),
+     Raises(ValueError, "hard_clusters[0].scores", "one per chosen sentence")),
+    ("exp-sentence-beyond-texts", tampered(lambda d: d["sentences"].__delitem__(slice(2, None))),
+     Raises(ValueError, "sentences", "below 2")),
+    ("exp-sentences-count-mismatch", tampered(lambda d: None, n_sentences=5),
+     Raises(ValueError, "data.sentences", "8 sentence(s)", "n_sentences=5")),
+    ("exp-easy-match-out-of-range", tampered(_set(["hard_clusters", 0, "easy_cluster"], 99)),
+     Raises(ValueError, "hard_clusters[0].easy_cluster", "below 3")),
+    ("exp-unknown-method", tampered(_set(["method"], "magic")), Raises(ValueError, "data.method", "'magic'")),
+    ("exp-clusters-not-list", tampered(_set(["hard_clusters"], {"0": {}})),
+     Raises(ValueError, "data.hard_clusters", "a list of clusters")),
+    ("exp-cluster-lacks-key", tampered(lambda d: d["hard_clusters"][0].pop("scores")),
+     Raises(ValueError, "hard_clusters[0]", "'scores'")),
+    ("exp-selected-mismatch", tampered(_set(["selected"], [0])), Raises(ValueError, "data.selected", "union")),
+    ("exp-not-a-dict", lambda ctx: lbee.Explanation.from_dict([1, 2]), Raises(TypeError, "must be a dict")),
+    ("exp-round-trip", lambda ctx: lbee.Explanation.from_dict(json.loads(json.dumps(EXP_DICT))),
+     Result(lambda r, c: r.to_dict() == EXP_DICT)),
+    ("exp-range-helper", lambda ctx: check_explanation_ranges(EXP, n_images=10),
+     Raises(ValueError, "indices", "[0, 10)")),
+    ("payload-methods-list", payload(_set(["methods"], ["fpdiff"])),
+     Raises(ValueError, "'run/explanation.json'.methods", "list")),
+    ("payload-index-beyond-images", payload(lambda p: p.__setitem__("images", p["images"][:5])),
+     Raises(ValueError, "run/explanation.json", "methods.fpdiff", "below 5")),
+    ("payload-method-key-mismatch", payload(lambda p: p["methods"].__setitem__("tops", p["methods"].pop("fpdiff"))),
+     Raises(ValueError, "methods.tops.method")),
+    ("payload-ok", payload(lambda p: None), Result(lambda r, c: r["fpdiff"].selected == EXP.selected)),
+    # --- numerics and decoding
+    ("num-embeddings-1e300", lambda ctx: (lbee.explain(EXP_X * 1e300, EXP_S, confidence=EXP_PHI, n_clusters=3),
+                                          lbee.explain(EXP_X, EXP_S, confidence=EXP_PHI, n_clusters=3)),
+     Result(lambda r, c: [x.indices.tolist() for x in r[0].hard_clusters]
+            == [x.indices.tolist() for x in r[1].hard_clusters])),
+    ("num-embeddings-1e-300", lambda ctx: lbee.explain(EXP_X * 1e-300, EXP_S, confidence=EXP_PHI, n_clusters=3),
+     Result(lambda r, c: len(r.hard_clusters) == 3)),
+    ("num-zero-row", lambda ctx: lbee.explain(np.vstack([np.zeros((1, 6)), EXP_X[1:]]), EXP_S, confidence=EXP_PHI),
+     Raises(ValueError, "image_embeddings", "all-zero rows")),
+    ("img-png-16bit-not-white", png16, Result(lambda r, c: r.shape == (8, 8, 3) and abs(int(r[0, 0, 0]) - 128) <= 1)),
+    ("img-mode-F-unit-range", pil_mode(np.full((4, 4), 0.5, np.float32), "F"),
+     Result(lambda r, c: abs(int(r[0, 0, 0]) - 128) <= 1)),
+    ("img-mode-I-16bit-values", pil_mode(np.full((4, 4), 65535, np.int32), "I"),
+     Result(lambda r, c: int(r[0, 0, 0]) == 255 and r.dtype == np.uint8)),
+    ("sentences-utf8-bom", lambda ctx: load_sentence_set(write(ctx, "\ufeffA dog\nA cat\n", "s.txt")),
+     Result(lambda r, c: r.sentences == ("A dog", "A cat"))),
+    ("planespot-no-error-no-slice", planespot_no_errors, Result(lambda r, c: r.slices_ == [])),
+    ("planespot-no-error-explain", explain_with_errorless_planespot,
+     Raises(ValueError, "returned no non-empty hard group")),
+    ("labels-nan", lambda ctx: scores_from_probabilities([[0.5, 0.5], [0.2, 0.8]], labels=[0, np.nan]),
+     Raises(ValueError, "`labels`", "row(s) [2]", "a missing label cannot be a class")),
+    ("labels-out-of-range", lambda ctx: scores_from_probabilities([[0.5, 0.5]], labels=[2]),
+     Raises(ValueError, "`labels`", "[0, 2)")),
+    ("fdr-no-hypothesis-lambda-r-0", lambda ctx: __import__("lbee.core.metrics", fromlist=["x"])
+     .false_discovery_rate([], [[0]], 0.8, 0.0), Result(lambda r, c: r == 0.0)),
+    # --- classifier loading
+    ("clf-weights-not-state-dict", load_factory(LINEAR, torch_file(lambda: [1, 2, 3])),
+     Raises(ValueError, "w.pt", "holds list", "state dict")),
+    ("clf-weights-not-torch", load_factory(LINEAR, lambda ctx: write(ctx, "hello", "w.pt")),
+     Raises(ValueError, "w.pt", "is not a loadable state dict")),
+    ("clf-weights-wrong-shapes", load_factory(LINEAR, torch_file(
+        lambda: __import__("torch").nn.Linear(4, 2).state_dict())),
+     Raises(ValueError, "w.pt", "does not fit the model")),
+    ("clf-factory-returns-str", load_factory("def make():\n    return 'resnet'\n"),
+     Raises(TypeError, "hostile_factory:make", "returned a str", "torch.nn.Module")),
+    ("clf-factory-not-callable", load_factory("make = 3\n"), Raises(TypeError, "hostile_factory:make", "not a callable")),
+    ("clf-factory-ok", load_factory(LINEAR, torch_file(lambda: __import__("torch").nn.Linear(3, 2).state_dict())),
+     Result(lambda r, c: not r.training)),
+]
+
+_rng = np.random.default_rng(1)
+EXP_X, EXP_S, EXP_PHI = _rng.normal(size=(40, 6)), _rng.normal(size=(5, 6)), _rng.normal(size=40)
+
+
+def test_case_ids_are_unique_and_enough():
+    ids = [c[0] for c in CASES]
+    assert len(ids) == len(set(ids)) and len(ids) >= 50
+
+
+@pytest.mark.parametrize("case_id, action, expected", CASES, ids=[c[0] for c in CASES])
+def test_hostile_input(case_id, action, expected, tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.WARNING, logger="lbee")
+    ctx = SimpleNamespace(tmp=tmp_path, mp=monkeypatch, log=caplog)
+    if isinstance(expected, Raises):
+        with pytest.raises(expected.type) as info:
+            action(ctx)
+        assert type(info.value) is expected.type or issubclass(type(info.value), expected.type)
+        for phrase in expected.phrases:
+            assert phrase in str(info.value), f"{phrase!r} not in {str(info.value)!r}"
+    else:
+        result = action(ctx)
+        outcome = expected.check(result, ctx)
+        assert outcome is None or outcome is True or bool(outcome), f"unexpected result {result!r}"
