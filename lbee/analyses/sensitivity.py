@@ -659,3 +659,38 @@ def plot_irfs(table, fmt="png"):
     if len(classes) <= 12:
         ax[0].legend(fontsize=6)
     return _figure_bytes(fig, fmt)
+
+
+# --------------------------------------------------------------------------- SpotCheck worlds
+def spotcheck_masks_from_pixels(images, attributes):
+    """Object masks of saved SpotCheck renders, recovered from their pixels.
+
+    A saved EC keeps images and attributes but not where each shape was drawn.
+    :func:`lbee.spotcheck.render` with ``return_mask=True`` gives exact masks for
+    new renders; for saved ones this recovers them: pixels that differ from the
+    background colour, minus the background's salt-and-pepper noise (removed by
+    a 2×2 opening), with stripe gaps closed horizontally (1×5 closing). Shapes
+    painted in the background's own colour are invisible and stay background.
+
+    Parameters
+    ----------
+    images : ndarray of uint8, shape (n, S, S, 3)
+    attributes : list of dict, length n
+        As in ``ExperimentalConfiguration.attributes[split]``.
+
+    Returns
+    -------
+    ndarray of bool, shape (n, S, S)
+    """
+    from scipy import ndimage
+
+    from ..spotcheck._render import COLORS
+
+    out = np.zeros(images.shape[:3], dtype=bool)
+    for i, (img, attrs) in enumerate(zip(images, attributes)):
+        bg = np.array(COLORS[attrs[("background", "color")]], dtype=np.uint8)
+        diff = np.any(img != bg, axis=-1)
+        if attrs[("background", "texture")] == "noise":
+            diff = ndimage.binary_opening(diff, structure=np.ones((2, 2), bool))
+        out[i] = ndimage.binary_closing(diff, structure=np.ones((1, 5), bool)) | diff
+    return out
