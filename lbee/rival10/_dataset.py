@@ -365,7 +365,7 @@ def export_rival10(root, out, split="test", *, class_map=None, progress=False):
     buf = io.BytesIO()
     rel.to_parquet(buf, index=False)
     atomic_write_bytes(out / "relevance.parquet", buf.getvalue())
-    from ..io.sentences import load_sentence_set
-
-    atomic_write_bytes(out / "rival10.txt", Path(load_sentence_set("rival10").path).read_bytes())
+    header = ["# rival10: RIVAL10's 18 object attributes, then its 10 classes (RIVAL10 §3, app. A).",
+              "# Written by lbee.rival10.export_rival10; the same sentences as the built-in set 'rival10'.", ""]
+    atomic_write_bytes(out / "rival10.txt", "\n".join(header + data.sentences).encode("utf-8") + b"\n")
     return {"n_images": n, "n_sentences": m, "n_masks": n, "mask_fallbacks": fallbacks, "out": str(out)}
