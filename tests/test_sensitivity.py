@@ -201,3 +201,25 @@ def test_cli_manifest_run_writes_outputs_and_panel(tmp_path):
     bad = CliRunner().invoke(cli, args[:4] + [str(tmp_path / "manifest.csv"), "--masks", str(tmp_path / "empty"),
                                               "--model", "test_sensitivity:bg_model", "--out", str(out)], obj={})
     assert bad.exit_code == 1 and "3 of 3 images have no mask" in bad.output and "Traceback" not in bad.output
+
+
+def test_render_masks_and_their_recovery_from_pixels():
+    from lbee.analyses.sensitivity import spotcheck_masks_from_pixels
+    from lbee.spotcheck import DatasetDefinition, render
+    from lbee.spotcheck._world import ATTRIBUTES
+
+    rng = np.random.default_rng(0)
+    world = DatasetDefinition(["square", "rectangle", "circle", "text"], list(ATTRIBUTES))
+    attrs, images, masks = [], [], []
+    for _ in range(30):
+        img, a, m = render(world.sample_attributes(rng), rng, 64, return_mask=True)
+        attrs.append(a)
+        images.append(img)
+        masks.append(m)
+    img2, _ = render(attrs[0], np.random.default_rng(1), 64)  # return_mask leaves the drawing unchanged
+    img3, _, _ = render(attrs[0], np.random.default_rng(1), 64, return_mask=True)
+    assert np.array_equal(img2, img3)
+    rec = spotcheck_masks_from_pixels(np.stack(images), attrs)
+    union = (rec | np.stack(masks)).sum((1, 2))
+    iou = (rec & np.stack(masks)).sum((1, 2))[union > 0] / union[union > 0]
+    assert np.median(iou) > 0.8
