@@ -232,7 +232,19 @@ def spotcheck():
     ], [s for s, _, _ in spotcheck_sentences()])
 
 
+def rival10():
+    from lbee.rival10 import rival10_sentences
+
+    write("rival10", [
+        "rival10: RIVAL10's 18 object attributes, then its 10 classes (RIVAL10 §3, app. A).",
+        "Built by scripts/build_sentence_sets.py from lbee.rival10.rival10_sentences(): line j < 18 is",
+        "column j of <stem>_attr_labels.npy (long-snout ... patterned), line 18 + c is class c (truck ... bird),",
+        "so lbee.rival10 gives exact relevance on real images.",
+    ], rival10_sentences())
+
+
 if __name__ == "__main__":
+    rival10()
     spotcheck()
     urban_scenes()
     imagenet()

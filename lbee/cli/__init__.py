@@ -6,7 +6,8 @@ faiss, open_clip, transformers) happen inside command bodies so that
 """
 
 from ._base import LbeeError, cli
-from . import describe, evaluate, report, sentences, spotcheck, sweep, vqa  # noqa: F401,E402 - registers commands
+from . import (describe, evaluate, report, rival10, sensitivity, sentences, spotcheck,  # noqa: F401,E402 - registers
+               sweep, vqa)
 
 __all__ = ["cli", "LbeeError"]
 

@@ -55,7 +55,7 @@ def _text_mask(w, h):
     return bits[ys][:, xs]
 
 
-def render(attrs, rng, size=64, position=None):
+def render(attrs, rng, size=64, position=None, *, return_mask=False):
     """Render one image.
 
     Parameters
@@ -67,6 +67,9 @@ def render(attrs, rng, size=64, position=None):
     size : int, default=64
     position : {'above', 'below'}, optional
         Force the MetaAttribute (squares on that side of the centre line).
+    return_mask : bool, default=False
+        Also return the object mask: every pixel inside a drawn shape's outline
+        (stripes and text included whole), the foreground of RIVAL10 §5.1.
 
     Returns
     -------
@@ -74,6 +77,8 @@ def render(attrs, rng, size=64, position=None):
     attrs : dict
         ``attrs`` plus the MetaAttribute ``('background', 'position')``
         ('above' / 'below' / 'none').
+    mask : ndarray of bool, shape (size, size)
+        Only with ``return_mask``.
     """
     img = np.empty((size, size, 3), dtype=np.uint8)
     img[:] = COLORS[attrs[("background", "color")]]
@@ -90,6 +95,7 @@ def render(attrs, rng, size=64, position=None):
         side = "above" if rng.random() < 0.5 else "below"
         position = forced if forced in ("above", "below") else side
     yy, xx = np.mgrid[0:size, 0:size]
+    objects = np.zeros((size, size), bool)
     for layer in ("square",) * n_squares + ("rectangle", "circle", "text"):
         if layer != "square" and attrs.get((layer, "presence")) != "true":
             continue
@@ -108,6 +114,7 @@ def render(attrs, rng, size=64, position=None):
         else:
             mask = np.zeros((size, size), bool)
             mask[y:y + h, x:x + w] = _text_mask(w, h) if layer == "text" else True
+        objects[mask if layer != "text" else np.s_[y:y + h, x:x + w]] = True
         _paint(img, mask, attrs[(layer, "color")], attrs[(layer, "texture")] == "stripes", x)
     out[("background", "position")] = position
-    return img, out
+    return (img, out, objects) if return_mask else (img, out)

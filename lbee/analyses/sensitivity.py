@@ -1,0 +1,696 @@
+"""Foreground / background region sensitivity (RIVAL10 §5.1–5.3).
+
+For an image x in [0, 1] with binary object mask m and a noise tensor
+n ~ N(0, σ²) i.i.d. per pixel and channel (RIVAL10 §5.1)::
+
+    x_fg = clip(x + n ⊙ m, 0, 1)          noisy foreground
+    x_bg = clip(x + n ⊙ (1 − m), 0, 1)    noisy background   (the same n for both)
+    x_gray = x ⊙ m + 0.5 ⊙ (1 − m)        background grayed out (§5.3)
+
+σ is given on the 0–255 pixel scale, as in the paper (30/255 … 210/255): the
+noise added to the [0, 1] tensor has standard deviation σ / 255. Noise is added
+after the geometric preprocessing (resize, centre crop) and before the
+normalisation, i.e. at the resolution the model sees.
+
+With a_fg, a_bg the accuracies under foreground / background noise and
+ā = (a_fg + a_bg) / 2 the general noise robustness,
+
+    RFS = (a_bg − a_fg) / (2 min(ā, 1 − ā))    ∈ [−1, 1]
+
+(high = the model is hurt more by corrupting the object than the background,
+i.e. it relies on the object). iRFS is the same with the true-class
+probabilities p_fg, p_bg of one image (averaged over trials) instead of
+accuracies. When ā ∈ {0, 1} (or p̄) the gap a_bg − a_fg is necessarily 0 and
+so is the largest possible gap: RFS is 0 / 0 and reported as NaN (with the
+reason in ``summary.json``), never as 0 or ±1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_SIGMAS = (30, 60, 90, 120, 150, 180, 210)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+CACHE_VERSION = 1
+UNDEFINED_REASON = ("undefined: general noise robustness ā is 0 or 1, so a_bg − a_fg and its largest possible "
+                    "value 2·min(ā, 1 − ā) are both 0")
+
+
+# --------------------------------------------------------------------------- metrics
+def relative_foreground_sensitivity(a_fg, a_bg):
+    """RFS (RIVAL10 §5.1) or, with true-class probabilities, iRFS.
+
+    Parameters
+    ----------
+    a_fg, a_bg : float or array-like of shape (k,)
+        Accuracy (or probability) under foreground / background noise, in [0, 1].
+
+    Returns
+    -------
+    float or ndarray of shape (k,)
+        (a_bg − a_fg) / (2 min(ā, 1 − ā)) with ā = (a_fg + a_bg) / 2; NaN where
+        ā ∈ {0, 1} (0 / 0, see the module docstring).
+    """
+    fg = np.asarray(a_fg, dtype=float)
+    bg = np.asarray(a_bg, dtype=float)
+    if fg.shape != bg.shape:
+        raise ValueError(f"`a_fg` and `a_bg` must have the same shape; received {fg.shape} and {bg.shape}.")
+    if not (np.all(np.isfinite(fg)) and np.all(np.isfinite(bg))):
+        raise ValueError("`a_fg` and `a_bg` must be finite.")
+    if np.any((fg < 0) | (fg > 1) | (bg < 0) | (bg > 1)):
+        raise ValueError("`a_fg` and `a_bg` must lie in [0, 1] (accuracies or probabilities).")
+    abar = (fg + bg) / 2
+    denom = 2 * np.minimum(abar, 1 - abar)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(denom > 1e-12, (bg - fg) / np.where(denom > 1e-12, denom, 1.0), np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+rfs = relative_foreground_sensitivity
+irfs = relative_foreground_sensitivity
+
+
+# --------------------------------------------------------------------------- preprocessing
+@dataclass(frozen=True)
+class Preprocess:
+    """How images and masks reach the model: geometry on both, then normalisation of the (noisy) image.
+
+    Parameters
+    ----------
+    image_size : int, default=224
+        Side of the square input.
+    resize : int or None, default=256
+        Shorter side resized to this (bilinear; masks nearest), then centre crop
+        to ``image_size`` — :func:`lbee.scoring.classifier.default_transform`'s
+        convention. None: resize straight to ``image_size`` × ``image_size`` when
+        the image has another size.
+    mean, std : tuple of 3 floats
+        Normalisation applied after the noise: ``(x − mean) / std``.
+    """
+
+    image_size: int = 224
+    resize: int | None = 256
+    mean: tuple = IMAGENET_MEAN
+    std: tuple = IMAGENET_STD
+
+    @classmethod
+    def preset(cls, name, image_size=None):
+        """``'imagenet'`` (224, resize 256, ImageNet stats) or ``'spotcheck'`` (64, no resize, x / 127.5 − 1)."""
+        if name == "imagenet":
+            size = image_size or 224
+            return cls(size, int(round(size * 256 / 224)), IMAGENET_MEAN, IMAGENET_STD)
+        if name == "spotcheck":
+            return cls(image_size or 64, None, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+        raise ValueError(f"Unknown preprocessing {name!r}; expected 'imagenet' or 'spotcheck'.")
+
+    def prepare(self, image, mask):
+        """Apply the geometry to an RGB PIL image and its 'L' mask.
+
+        Returns
+        -------
+        x : torch.Tensor of shape (3, S, S), float32 in [0, 1]
+        m : torch.Tensor of shape (1, S, S), float32 in {0, 1}
+        """
+        import torch
+        from PIL import Image
+        from torchvision.transforms import InterpolationMode
+        from torchvision.transforms import functional as TF
+
+        s = self.image_size
+        if self.resize:
+            image = TF.resize(image, self.resize, interpolation=InterpolationMode.BILINEAR, antialias=True)
+            mask = TF.resize(mask, self.resize, interpolation=InterpolationMode.NEAREST)
+            image, mask = TF.center_crop(image, s), TF.center_crop(mask, s)
+        elif image.size != (s, s):
+            image, mask = image.resize((s, s), Image.BILINEAR), mask.resize((s, s), Image.NEAREST)
+        x = TF.to_tensor(image)
+        m = torch.from_numpy((np.asarray(mask) >= 128).astype(np.float32))[None]
+        return x, m
+
+    def normalize(self, x):
+        import torch
+
+        mean = torch.tensor(self.mean, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+        return (x - mean) / std
+
+
+def region_noise(x, m, sigma, generator):
+    """Noisy-foreground and noisy-background versions of one image, with one shared noise draw.
+
+    Parameters
+    ----------
+    x : torch.Tensor of shape (3, H, W), in [0, 1]
+    m : torch.Tensor of shape (1, H, W), in {0, 1}
+    sigma : float
+        Noise standard deviation on the 0–255 scale (the [0, 1] noise has std σ / 255).
+    generator : torch.Generator
+
+    Returns
+    -------
+    x_fg, x_bg : torch.Tensor of shape (3, H, W), clipped to [0, 1]
+    """
+    import torch
+
+    n = torch.randn(x.shape, generator=generator) * (float(sigma) / 255.0)
+    return (x + n * m).clamp_(0, 1), (x + n * (1 - m)).clamp_(0, 1)
+
+
+def gray_background(x, m):
+    """RIVAL10 §5.3: keep the object, set every background pixel to 0.5. Shapes as :func:`region_noise`."""
+    return x * m + 0.5 * (1 - m)
+
+
+# --------------------------------------------------------------------------- inputs
+def _open_rgb(item, what):
+    from PIL import Image
+
+    if isinstance(item, np.ndarray):
+        arr = item
+        if arr.dtype == bool:
+            arr = arr.astype(np.uint8) * 255
+        if arr.dtype != np.uint8:
+            raise ValueError(f"{what} arrays must be uint8 (or bool masks); received {arr.dtype}.")
+        return Image.fromarray(arr)
+    try:
+        with Image.open(item) as img:
+            img.load()
+            return img.copy()
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"Cannot read {what} {str(item)!r}: {exc}") from None
+
+
+def _content_hash(item):
+    from ..io.cache import file_sha256
+
+    if isinstance(item, np.ndarray):
+        h = hashlib.sha256(str((item.shape, str(item.dtype))).encode())
+        h.update(np.ascontiguousarray(item).tobytes())
+        return h.hexdigest()
+    return file_sha256(item)
+
+
+def model_fingerprint(model):
+    """Content hash of a module's parameters and buffers (names, shapes and values)."""
+    import torch
+
+    h = hashlib.sha256(type(model).__name__.encode())
+    for name, tensor in model.state_dict().items():
+        t = tensor.detach().cpu().contiguous()
+        h.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
+        if t.dtype in (torch.bfloat16, torch.float16):
+            t = t.float()
+        h.update(t.numpy().tobytes())
+    return h.hexdigest()
+
+
+def find_masks(image_paths, mask_dir):
+    """``mask_dir/<stem>.png`` for every image (the layout ``lbee rival10 export`` writes).
+
+    Raises ``FileNotFoundError`` naming how many are missing and the first one.
+    """
+    mask_dir = Path(mask_dir)
+    masks = [mask_dir / f"{Path(p).stem}.png" for p in image_paths]
+    missing = [str(m) for m in masks if not m.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} of {len(masks)} images have no mask in {str(mask_dir)!r}; "
+                                f"expected <image stem>.png, e.g. {missing[0]!r}.")
+    return [str(m) for m in masks]
+
+
+# --------------------------------------------------------------------------- the analysis
+@dataclass
+class SensitivityResult:
+    """Result of :func:`region_sensitivity`.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per (image, σ): ``image, label, class, sigma, p_fg, p_bg, acc_fg, acc_bg, irfs, p_clean,
+        correct_clean, p_gray, correct_gray, fg_fraction``; p_* are true-class probabilities averaged over
+        trials, acc_* the fraction of trials classified correctly.
+    summary : dict
+        JSON-serialisable: settings, per-σ ``a_fg, a_bg, abar, rfs`` (and ``rfs_reason`` when NaN),
+        ``rfs_mean``, the same per class, clean and gray-background accuracy (§5.3), mean iRFS.
+    n_computed : int
+        Images actually run through the model (0 on a fully cached rerun).
+    """
+
+    table: object
+    summary: dict
+    n_computed: int = 0
+    per_image: dict = field(default_factory=dict, repr=False)
+
+
+def _one_image(model, x, m, label, sigmas, trials, seed_key, preprocess, batch_size, device):
+    import torch
+
+    tensors, order = [x, gray_background(x, m)], [("clean", 0, 0), ("gray", 0, 0)]
+    for si, t in ((si, t) for si in range(len(sigmas)) for t in range(trials)):
+        seed = int.from_bytes(hashlib.sha256(f"{seed_key}|{sigmas[si]}|{t}".encode()).digest()[:8], "little")
+        gen = torch.Generator().manual_seed(seed & 0x7FFF_FFFF_FFFF_FFFF)
+        fg, bg = region_noise(x, m, sigmas[si], gen)
+        tensors += [fg, bg]
+        order += [("fg", si, t), ("bg", si, t)]
+    probs, preds = [], []
+    with torch.inference_mode():
+        for i in range(0, len(tensors), batch_size):
+            batch = preprocess.normalize(torch.stack(tensors[i:i + batch_size])).to(device)
+            logits = model(batch)
+            if isinstance(logits, (tuple, list)):
+                logits = logits[0]
+            p = torch.softmax(logits.float(), dim=1).cpu().numpy()
+            if not 0 <= label < p.shape[1]:
+                raise ValueError(f"label {label} is outside the model's {p.shape[1]} classes.")
+            probs.append(p[:, label])
+            preds.append(p.argmax(1))
+    probs, preds = np.concatenate(probs), np.concatenate(preds)
+    S = len(sigmas)
+    out = {"p_clean": probs[0], "pred_clean": preds[0], "p_gray": probs[1], "pred_gray": preds[1],
+           "p_fg": np.zeros((S, trials)), "p_bg": np.zeros((S, trials)),
+           "pred_fg": np.zeros((S, trials), np.int64), "pred_bg": np.zeros((S, trials), np.int64),
+           "fg_fraction": float(m.mean())}
+    for j, (kind, si, t) in enumerate(order[2:], start=2):
+        out[f"p_{kind}"][si, t] = probs[j]
+        out[f"pred_{kind}"][si, t] = preds[j]
+    return out
+
+
+def _cache_path(cache_dir, key):
+    return Path(cache_dir) / "sensitivity" / key[:2] / f"{key}.npz"
+
+
+def _load_cached(path):
+    try:
+        with np.load(path) as data:
+            return {k: (data[k] if data[k].ndim else data[k][()]) for k in data.files}
+    except (OSError, ValueError, KeyError):
+        return None  # damaged entry: recomputed
+
+
+def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, trials=10, seed=0,
+                       preprocess=None, ids=None, class_names=None, batch_size=64, device=None, cache_dir=None,
+                       progress=False):
+    """Accuracy and true-class probability under foreground vs background noise (RIVAL10 §5.1, §5.3).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Classifier returning logits of shape (B, n_classes) for normalised inputs.
+    images : list of (path-like or ndarray of uint8, shape (H, W, 3)), length n
+    masks : list of (path-like or ndarray of bool / uint8, shape (H, W)), length n
+        Object masks, same size as their image; a pixel ≥ 128 (or True) is object.
+    labels : array-like of int, shape (n,)
+    sigmas : sequence of float, default=(30, 60, ..., 210)
+        Noise levels on the 0–255 scale (RIVAL10 §5.1's seven levels).
+    trials : int, default=10
+        Noise draws per image and σ; each draw is used for both regions.
+    seed : int, default=0
+        Noise draw (σ, t) of an image is seeded from (seed, the image's content
+        hash, σ, t): results do not depend on order, batching or caching.
+    preprocess : Preprocess, optional
+        Default :meth:`Preprocess.preset` ``('imagenet')``.
+    ids : list of str, optional
+        Image names in the table (default: the paths, or ``'0'``, ``'1'``, … for arrays).
+    class_names : list of str, optional
+        Names of the label indices, for the per-class summary.
+    batch_size : int, default=64
+    device : str, optional
+    cache_dir : path-like, optional
+        When given, each image's raw results are stored under
+        ``cache_dir/sensitivity/`` keyed by the content hashes of model, image,
+        mask and settings, so an interrupted run resumes and a rerun computes nothing.
+    progress : bool, default=False
+
+    Returns
+    -------
+    SensitivityResult
+    """
+    from tqdm.auto import tqdm
+
+    from ..io.cache import atomic_write_bytes, identity_key
+    from ..scoring.device import resolve_device
+
+    n = len(images)
+    labels = np.asarray(labels)
+    if n == 0:
+        raise ValueError("`images` is empty; expected at least one image.")
+    if len(masks) != n or labels.shape != (n,):
+        raise ValueError(f"`images`, `masks` and `labels` must have the same length; received {n}, {len(masks)} "
+                         f"and labels of shape {labels.shape}.")
+    if labels.dtype.kind not in "iu":
+        if labels.dtype.kind == "f" and np.all(np.isfinite(labels)) and np.all(labels == np.round(labels)):
+            labels = labels.astype(np.int64)
+        else:
+            raise ValueError(f"`labels` must be integer class indices; received dtype {labels.dtype}.")
+    sigmas = [float(s) for s in sigmas]
+    if not sigmas or any(not np.isfinite(s) or s < 0 for s in sigmas):
+        raise ValueError(f"`sigmas` must be non-negative numbers on the 0-255 scale; received {sigmas}.")
+    if int(trials) < 1:
+        raise ValueError(f"`trials` must be >= 1; received {trials}.")
+    trials = int(trials)
+    preprocess = preprocess or Preprocess.preset("imagenet")
+    if ids is None:
+        ids = [str(p) if not isinstance(p, np.ndarray) else str(i) for i, p in enumerate(images)]
+    device = resolve_device(device)
+    model = model.to(device).eval()
+    settings = {"version": CACHE_VERSION, "sigmas": sigmas, "trials": trials, "seed": int(seed),
+                "preprocess": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(preprocess).items()}}
+    fingerprint = model_fingerprint(model) if cache_dir is not None else None
+    results, n_computed = [], 0
+    for i in tqdm(range(n), desc="region noise", disable=not progress):
+        img_hash, mask_hash = _content_hash(images[i]), _content_hash(masks[i])
+        key = identity_key({"model": fingerprint, "image": img_hash, "mask": mask_hash, "settings": settings})
+        label = int(labels[i])
+        cached = _load_cached(_cache_path(cache_dir, key)) if cache_dir is not None else None
+        if cached is None:
+            image = _open_rgb(images[i], "image").convert("RGB")
+            mask = _open_rgb(masks[i], "mask").convert("L")
+            if mask.size != image.size:
+                raise ValueError(f"Mask {_describe(masks[i])} has size {mask.size}; its image "
+                                 f"{_describe(images[i])} has size {image.size}; expected the same (W, H).")
+            x, m = preprocess.prepare(image, mask)
+            try:
+                cached = _one_image(model, x, m, label, sigmas, trials, f"{seed}|{img_hash}", preprocess,
+                                    batch_size, device)
+            except ValueError as exc:
+                raise ValueError(f"Image {ids[i]!r}: {exc}") from None
+            n_computed += 1
+            if cache_dir is not None:
+                buf = io.BytesIO()
+                np.savez(buf, **{k: np.asarray(v) for k, v in cached.items()})
+                atomic_write_bytes(_cache_path(cache_dir, key), buf.getvalue())
+        results.append(cached)
+    table = _table(results, ids, labels, sigmas, class_names)
+    summary = summarize(table, class_names=class_names)
+    summary["settings"] = {**settings, "n_images": n}
+    return SensitivityResult(table, summary, n_computed, {"results": results})
+
+
+def _describe(item):
+    return f"array{item.shape}" if isinstance(item, np.ndarray) else repr(str(item))
+
+
+def _table(results, ids, labels, sigmas, class_names):
+    import pandas as pd
+
+    rows = []
+    for r, iid, y in zip(results, ids, labels):
+        for si, s in enumerate(sigmas):
+            p_fg, p_bg = float(np.mean(r["p_fg"][si])), float(np.mean(r["p_bg"][si]))
+            rows.append({"image": iid, "label": int(y),
+                         "class": class_names[int(y)] if class_names is not None and 0 <= y < len(class_names)
+                         else str(int(y)),
+                         "sigma": s, "p_fg": p_fg, "p_bg": p_bg,
+                         "acc_fg": float(np.mean(r["pred_fg"][si] == y)),
+                         "acc_bg": float(np.mean(r["pred_bg"][si] == y)),
+                         "irfs": relative_foreground_sensitivity(min(max(p_fg, 0.0), 1.0), min(max(p_bg, 0.0), 1.0)),
+                         "p_clean": float(r["p_clean"]), "correct_clean": bool(int(r["pred_clean"]) == y),
+                         "p_gray": float(r["p_gray"]), "correct_gray": bool(int(r["pred_gray"]) == y),
+                         "fg_fraction": float(r["fg_fraction"])})
+    return pd.DataFrame(rows)
+
+
+def _rfs_block(part):
+    a_fg, a_bg = float(part["acc_fg"].mean()), float(part["acc_bg"].mean())
+    value = relative_foreground_sensitivity(a_fg, a_bg)
+    block = {"a_fg": a_fg, "a_bg": a_bg, "abar": (a_fg + a_bg) / 2, "rfs": None if np.isnan(value) else value}
+    if np.isnan(value):
+        block["rfs_reason"] = UNDEFINED_REASON
+    return block
+
+
+def _mean_rfs(blocks):
+    vals = [b["rfs"] for b in blocks if b["rfs"] is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def summarize(table, *, class_names=None):
+    """Aggregate a per-(image, σ) table into RIVAL10 §5 numbers.
+
+    Accuracies are means over images and trials (each image weighs the same);
+    RFS per σ comes from those accuracies, ``rfs_mean`` is the mean over σ of
+    the defined values. A NaN RFS is written as ``null`` with ``rfs_reason``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        As in :class:`SensitivityResult` (or read from ``sensitivity.csv``).
+
+    Returns
+    -------
+    dict
+    """
+    need = {"image", "class", "sigma", "acc_fg", "acc_bg", "irfs", "correct_clean", "correct_gray"}
+    if not need <= set(table.columns):
+        raise ValueError(f"Sensitivity table lacks columns {sorted(need - set(table.columns))}.")
+    sig = sorted(table["sigma"].unique())
+    per_sigma = [{"sigma": float(s), **_rfs_block(table[table["sigma"] == s])} for s in sig]
+    first = table[table["sigma"] == sig[0]]
+    classes = {}
+    for c in sorted(table["class"].astype(str).unique(),
+                    key=lambda c: (class_names.index(c) if class_names and c in class_names else 1e9, c)):
+        part = table[table["class"].astype(str) == c]
+        blocks = [{"sigma": float(s), **_rfs_block(part[part["sigma"] == s])} for s in sig]
+        pf = part[part["sigma"] == sig[0]]
+        classes[c] = {"n_images": int(len(pf)), "per_sigma": blocks, "rfs_mean": _mean_rfs(blocks),
+                      "accuracy_clean": float(pf["correct_clean"].mean()),
+                      "accuracy_gray_background": float(pf["correct_gray"].mean()),
+                      "irfs_mean": _nanmean(part["irfs"])}
+    return {"n_images": int(len(first)), "sigmas": [float(s) for s in sig], "per_sigma": per_sigma,
+            "rfs_mean": _mean_rfs(per_sigma),
+            "general_robustness_mean": float(np.mean([b["abar"] for b in per_sigma])),
+            "accuracy_clean": float(first["correct_clean"].mean()),
+            "accuracy_gray_background": float(first["correct_gray"].mean()),
+            "irfs_mean": _nanmean(table["irfs"]),
+            "irfs_undefined_fraction": float(np.mean(~np.isfinite(table["irfs"].to_numpy(dtype=float)))),
+            "per_class": classes}
+
+
+def _nanmean(values):
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return float(v.mean()) if len(v) else None
+
+
+# --------------------------------------------------------------------------- joining LBEE
+def read_sensitivity_table(path, *, need=("image", "sigma", "irfs")):
+    """Read a ``sensitivity.csv`` / ``saliency.csv`` and check its columns, naming the file."""
+    from ..io.images import read_table
+
+    table = read_table(path)
+    missing = [c for c in need if c not in table.columns]
+    if missing:
+        raise ValueError(f"{str(path)!r} lacks the column(s) {missing}; found {list(table.columns)}. "
+                         "Expected a file written by `lbee sensitivity`.")
+    return table
+
+
+def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=None):
+    """Per-image φ for LBEE's easy / hard split from a sensitivity run (higher = easier).
+
+    Parameters
+    ----------
+    sensitivity : path-like or pandas.DataFrame
+        ``sensitivity.csv`` (``kind='irfs'``) or ``saliency.csv`` (``kind='saliency'``).
+    image_ids : sequence of str, length n
+        The run's image ids; matched to the table's ``image`` column exactly,
+        else by file name.
+    kind : {'irfs', 'saliency'}, default='irfs'
+        ``'irfs'``: the image's iRFS (RIVAL10 §5.1) averaged over σ (NaN
+        iRFS, where p̄ ∈ {0, 1}, are left out of the mean; an image with none
+        defined gets 0, "no measured preference"). High iRFS = the model is
+        hurt more by noise on the object than on the background = it relies
+        on the object, so high is easy and low (background-reliant) is hard.
+        ``'saliency'``: the GradCAM / mask IoU (§5.4); high = the saliency lies
+        on the object = easy.
+    sigma : float, optional
+        Use iRFS at this σ only instead of the mean over σ.
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+    """
+    import pandas as pd
+
+    if kind not in ("irfs", "saliency"):
+        raise ValueError(f"`kind` must be 'irfs' or 'saliency'; received {kind!r}.")
+    column = "irfs" if kind == "irfs" else "iou"
+    if isinstance(sensitivity, pd.DataFrame):
+        table = sensitivity
+        if "image" not in table.columns or column not in table.columns:
+            raise ValueError(f"The sensitivity frame needs columns 'image' and {column!r}; "
+                             f"found {list(table.columns)}.")
+        source = "the sensitivity frame"
+    else:
+        table = read_sensitivity_table(sensitivity, need=("image", column))
+        source = repr(str(sensitivity))
+    if sigma is not None:
+        if "sigma" not in table.columns:
+            raise ValueError(f"{source} has no 'sigma' column; `sigma` only applies to kind='irfs'.")
+        table = table[np.isclose(table["sigma"].astype(float), float(sigma))]
+        if table.empty:
+            raise ValueError(f"{source} has no row with sigma={sigma}.")
+    values = pd.to_numeric(table[column], errors="coerce")
+    per_image = values.groupby(table["image"].astype(str)).mean()  # NaN-skipping mean over σ
+    by_name = {Path(k).name: v for k, v in per_image.items()}
+    out = np.empty(len(image_ids), dtype=float)
+    missing = []
+    for j, iid in enumerate(image_ids):
+        iid = str(iid)
+        if iid in per_image.index:
+            v = per_image[iid]
+        elif Path(iid).name in by_name:
+            v = by_name[Path(iid).name]
+        else:
+            missing.append(iid)
+            continue
+        out[j] = 0.0 if not np.isfinite(v) else float(v)
+    if missing:
+        raise ValueError(f"{source} has no row for {len(missing)} of the {len(image_ids)} images, "
+                         f"e.g. {missing[0]!r}; run `lbee sensitivity` on the same images.")
+    return out
+
+
+# --------------------------------------------------------------------------- outputs
+def write_outputs(result, out, *, plots=True):
+    """Write ``sensitivity.csv``, ``summary.json`` and (``plots``) ``rfs.png`` / ``irfs.png`` atomically.
+
+    Returns
+    -------
+    list of pathlib.Path
+    """
+    from ..io.cache import atomic_write_bytes
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "sensitivity.csv", out / "summary.json"]
+    atomic_write_bytes(written[0], result.table.to_csv(index=False).encode())
+    atomic_write_bytes(written[1], json.dumps(result.summary, indent=1, allow_nan=False).encode())
+    if plots:
+        atomic_write_bytes(out / "rfs.png", plot_rfs(result.summary))
+        atomic_write_bytes(out / "irfs.png", plot_irfs(result.table))
+        written += [out / "rfs.png", out / "irfs.png"]
+    return written
+
+
+def _figure_bytes(fig, fmt="png"):
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def plot_rfs(summary, fmt="png"):
+    """RIVAL10 Fig. 4 style: accuracy under foreground / background noise and RFS against σ.
+
+    Returns
+    -------
+    bytes
+        The encoded figure (``fmt``: 'png' or 'svg').
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    s = [b["sigma"] for b in summary["per_sigma"]]
+    fig, ax = plt.subplots(1, 3, figsize=(11, 3.2))
+    ax[0].plot(s, [b["a_fg"] for b in summary["per_sigma"]], "o-", label="all")
+    ax[1].plot(s, [b["a_bg"] for b in summary["per_sigma"]], "o-", label="all")
+    ax[2].plot(s, [np.nan if b["rfs"] is None else b["rfs"] for b in summary["per_sigma"]], "o-", color="k")
+    for c, block in summary.get("per_class", {}).items():
+        ax[2].plot(s, [np.nan if b["rfs"] is None else b["rfs"] for b in block["per_sigma"]], ".--", lw=0.8,
+                   alpha=0.7, label=c)
+    ax[0].set_title("accuracy, noisy foreground")
+    ax[1].set_title("accuracy, noisy background")
+    ax[2].set_title("RFS (black: all; dashed: per class)")
+    for a in ax:
+        a.set_xlabel("σ (0–255 scale)")
+    ax[0].set_ylim(0, 1.02)
+    ax[1].set_ylim(0, 1.02)
+    ax[2].set_ylim(-1.02, 1.02)
+    ax[2].axhline(0, color="grey", lw=0.6)
+    if summary.get("per_class"):
+        ax[2].legend(fontsize=6, ncol=2)
+    return _figure_bytes(fig, fmt)
+
+
+def plot_irfs(table, fmt="png"):
+    """RIVAL10 Fig. 5 style: per-class iRFS histograms (σ-averaged) and the p_fg / p_bg scatter.
+
+    Returns
+    -------
+    bytes
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    per = table.groupby("image").agg(irfs=("irfs", "mean"), p_fg=("p_fg", "mean"), p_bg=("p_bg", "mean"),
+                                     cls=("class", "first"))
+    classes = list(dict.fromkeys(table["class"].astype(str)))
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3.4))
+    bins = np.linspace(-1, 1, 21)
+    for c in classes:
+        v = per.loc[per["cls"].astype(str) == c, "irfs"].to_numpy(dtype=float)
+        v = v[np.isfinite(v)]
+        if len(v):
+            ax[0].hist(v, bins=bins, histtype="step", label=c)
+        part = per[per["cls"].astype(str) == c]
+        ax[1].scatter(part["p_bg"], part["p_fg"], s=8, alpha=0.6, label=c)
+    ax[0].set_xlabel("iRFS (mean over σ); > 0: relies on the object")
+    ax[0].set_ylabel("images")
+    ax[1].plot([0, 1], [0, 1], color="grey", lw=0.6)
+    ax[1].set_xlabel("p(true class), noisy background")
+    ax[1].set_ylabel("p(true class), noisy foreground")
+    ax[1].set_xlim(0, 1)
+    ax[1].set_ylim(0, 1)
+    if len(classes) <= 12:
+        ax[0].legend(fontsize=6)
+    return _figure_bytes(fig, fmt)
+
+
+# --------------------------------------------------------------------------- SpotCheck worlds
+def spotcheck_masks_from_pixels(images, attributes):
+    """Object masks of saved SpotCheck renders, recovered from their pixels.
+
+    A saved EC keeps images and attributes but not where each shape was drawn.
+    :func:`lbee.spotcheck.render` with ``return_mask=True`` gives exact masks for
+    new renders; for saved ones this recovers them: pixels that differ from the
+    background colour, minus the background's salt-and-pepper noise (removed by
+    a 2×2 opening), with stripe gaps closed horizontally (1×5 closing). Shapes
+    painted in the background's own colour are invisible and stay background.
+
+    Parameters
+    ----------
+    images : ndarray of uint8, shape (n, S, S, 3)
+    attributes : list of dict, length n
+        As in ``ExperimentalConfiguration.attributes[split]``.
+
+    Returns
+    -------
+    ndarray of bool, shape (n, S, S)
+    """
+    from scipy import ndimage
+
+    from ..spotcheck._render import COLORS
+
+    out = np.zeros(images.shape[:3], dtype=bool)
+    for i, (img, attrs) in enumerate(zip(images, attributes)):
+        bg = np.array(COLORS[attrs[("background", "color")]], dtype=np.uint8)
+        diff = np.any(img != bg, axis=-1)
+        if attrs[("background", "texture")] == "noise":
+            diff = ndimage.binary_opening(diff, structure=np.ones((2, 2), bool))
+        out[i] = ndimage.binary_closing(diff, structure=np.ones((1, 5), bool)) | diff
+    return out
