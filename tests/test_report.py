@@ -96,7 +96,14 @@ def config_text(root):
 def test_batch_report_goes_on_after_failures_and_lists_them(image_dataset, tmp_path):
     root, dark = image_dataset
     cfg = write(tmp_path / "report.yaml", config_text(root))
-    r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", str(cfg)], obj={})
+    # Entry problems are found before anything runs: listed together, exit 2, nothing written.
+    for args in (["report", "--check", str(cfg)], ["report", str(cfg)]):
+        r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), *args], obj={})
+        assert r.exit_code == 2 and "2 problem(s)" in r.output, r.output
+        assert "line 24: images path" in r.output and "line 29: unknown key 'methds'" in r.output
+        assert not (root / "out").exists()
+    r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", "--keep-going", str(cfg)],
+                           obj={})
     assert r.exit_code == 1, r.output
     assert "1 report(s)" in r.output and "4 failed" in r.output
     assert "column 'label'" in r.output and "received [7]" in r.output  # caught by the predictions reader

@@ -16,21 +16,49 @@ class LbeeError(click.ClickException):
     """A user-facing error: message, exit code 1, no traceback."""
 
 
+#: Errors that bad input raises in the library (they name the argument or file): shown as a message, exit 1.
+USER_ERRORS = (ValueError, TypeError, KeyError, OSError, RuntimeError, ImportError)
+
+
+class LbeeGroup(click.Group):
+    """The root group: a library error under any command ends in its message, not a traceback.
+
+    ``--debug`` (or ``LBEE_DEBUG=1``) lets the traceback through.
+    """
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except USER_ERRORS as exc:
+            if (ctx.obj or {}).get("debug"):
+                raise
+            if isinstance(exc, OSError) and exc.filename:
+                msg = f"{exc.strerror or exc}: {exc.filename}"
+            elif isinstance(exc, (ValueError, KeyError)):
+                msg = str(exc).strip("'\"")
+            else:
+                msg = f"{type(exc).__name__}: {exc}"
+            raise LbeeError(msg + " (run with --debug for the traceback)") from None
+
+
 def _fail(exc):
     raise LbeeError(str(exc)) from exc
 
 
-@click.group(context_settings={"auto_envvar_prefix": "LBEE", "help_option_names": ["-h", "--help"]})
+@click.group(cls=LbeeGroup, context_settings={"auto_envvar_prefix": "LBEE", "help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lbee")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Embedding cache folder [env LBEE_CACHE_DIR; default ~/.cache/lbee].")
 @click.option("--device", default=None, help="torch device, e.g. cpu or cuda:0 [default: cuda if available].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@click.option("--debug", is_flag=True, help="Show Python tracebacks of errors [env LBEE_DEBUG].")
 @click.pass_context
-def cli(ctx, cache_dir, device, quiet):
+def cli(ctx, cache_dir, device, quiet, debug):
     """lbee: find, and describe in plain language, where a vision model fails."""
     ctx.ensure_object(dict)
-    ctx.obj.update(cache_dir=cache_dir, device=device, progress=not quiet)
+    ctx.obj.update(cache_dir=cache_dir, device=device, progress=not quiet, debug=debug)
 
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..run.settings import settings_from_options, settings_options
+from ..run.settings import as_cli_message, settings_from_options, settings_options
 from ._base import LbeeError, _fail, check_writable_folder, cli
 
 
@@ -34,6 +34,8 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
               help="Precomputed (N, d) .npy sentence embeddings (rows in --sentences order).")
 @settings_options("task", "split_by", "ignore_index", "confidence_from", "methods", "slicers", "clusters",
                   "easy_clusters", "k", "tau", "a", "ward")
+@click.option("--sensitivity", type=click.Path(exists=True),
+              help="A `lbee sensitivity` output folder: φ for --split-by irfs / saliency (RIVAL10 §5).")
 @click.option("--per-class", is_flag=True, help="Analyse each class separately (needs labels).")
 @click.option("--class-split", type=click.Choice(["errors", "probability"]), default="errors", show_default=True,
               help="Per class: hard = false positives ∪ false negatives, easy = true positives (ImageNet), or a "
@@ -48,8 +50,8 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
               help="Image-decoding worker processes.")
 @click.pass_context
 def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights, num_classes, image_size, encoder,
-             image_embeddings, sentence_embeddings, per_class, class_split, relevance, jobs, out, strict, batch_size,
-             num_workers, **knobs):
+             image_embeddings, sentence_embeddings, sensitivity, per_class, class_split, relevance, jobs, out, strict,
+             batch_size, num_workers, **knobs):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
     from ..run.inputs import DatasetSpec, ModelSpec, load_inputs
     from ..run.pipeline import run_model, write_run
@@ -58,7 +60,7 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
     try:
         settings = settings_from_options(knobs, per_class=class_split if per_class else None)
     except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(as_cli_message(exc)) from None
     task = settings.task
     if predictions is None and model_spec is None:
         raise click.UsageError("Give the model's outputs: --predictions FILE or --model SPEC.")
@@ -69,8 +71,11 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
     if task == "segmentation" and predictions and not Path(predictions).is_dir():
         raise click.BadParameter(f"{predictions!r} is a file; segmentation expects a folder of per-image .npy "
                                  "outputs.", param_hint="--predictions")
-    if task == "classification" and (masks or settings.split_by != "entropy"):
-        raise click.UsageError("--masks and --split-by are for --task segmentation.")
+    if task == "classification" and masks:
+        raise click.UsageError("--masks is for --task segmentation (object masks go to `lbee sensitivity`).")
+    if settings.split_by in ("irfs", "saliency") and not sensitivity:
+        raise click.UsageError(f"--split-by {settings.split_by} takes φ from a region-sensitivity run: add "
+                               "--sensitivity DIR (the --out folder of `lbee sensitivity`).")
     if per_class and task == "segmentation":
         raise click.UsageError("--per-class is for classification.")
     if (relevance or jobs != 1) and not per_class:
@@ -97,7 +102,8 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
                      sentence_embeddings=Path(sentence_embeddings) if sentence_embeddings else None,
                      masks=Path(masks) if masks else None, models=[model], settings=settings, encoder=encoder,
                      sentences=sentence_set, relevance={"ground_truth": Path(relevance)} if relevance else None,
-                     batch_size=batch_size, num_workers=num_workers, strict=strict)
+                     batch_size=batch_size, num_workers=num_workers, strict=strict,
+                     sensitivity=Path(sensitivity) if sensitivity else None)
     try:
         inputs = load_inputs(ds, cache_dir=obj["cache_dir"], device=obj["device"], progress=obj["progress"])
         run = run_model(ds, model, inputs, device=obj["device"], progress=obj["progress"], n_jobs=jobs)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, cli
+from ._base import LbeeError, _fail, check_writable_folder, cli
 
 
 @cli.command()
@@ -21,17 +21,20 @@ from ._base import LbeeError, _fail, cli
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write metrics here (.json or .csv).")
 def evaluate(explanation, relevance, performance, o_values, out):
     """Score an explanation.json (AHR / ACR / TPR / JI per method)."""
-    import numpy as np
     import pandas as pd
 
     from ..core.evaluation import evaluate as evaluate_fn
-    from ..io.images import read_table
-    from ..run.pipeline import load_explanations
+    from ..io.cache import atomic_write_bytes
     from ..io.relevance import load_relevance
+    from ..io.tables import read_table, validate_performance
+    from ..run.inputs import load_npy
+    from ..run.pipeline import load_explanations
 
     path = Path(explanation)
     if path.is_dir():
         path = path / "explanation.json"
+    target = Path(out) if out else path.parent / "metrics.json"
+    check_writable_folder(target.parent, "--out" if out else "the explanation's folder")
     try:
         exps, payload = load_explanations(path)
         ids, sents = payload["images"], payload["sentences"]
@@ -40,11 +43,11 @@ def evaluate(explanation, relevance, performance, o_values, out):
             assign = path.parent / "assignments.parquet"
             if not assign.exists():
                 raise LbeeError("No --performance given and no assignments.parquet beside the explanation.")
-            omega = pd.read_parquet(assign)["performance"].to_numpy(dtype=float)
+            omega = validate_performance(read_table(assign), image_ids=ids)
         elif performance.endswith(".npy"):
-            omega = np.load(performance)
+            omega = load_npy(performance, "--performance")
         else:
-            omega = read_table(performance)["performance"].to_numpy(dtype=float)
+            omega = validate_performance(read_table(performance), image_ids=ids)
         rows = []
         for o in o_values:
             for m, e in exps.items():
@@ -55,9 +58,9 @@ def evaluate(explanation, relevance, performance, o_values, out):
         _fail(exc)
     table = pd.DataFrame(rows)
     click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    target = Path(out) if out else path.parent / "metrics.json"
-    if target.suffix == ".csv":
-        table.to_csv(target, index=False)
-    else:
-        target.write_text(json.dumps(rows, indent=1))
+    data = table.to_csv(index=False) if target.suffix == ".csv" else json.dumps(rows, indent=1)
+    try:
+        atomic_write_bytes(target, data.encode())
+    except OSError as exc:
+        raise LbeeError(f"Cannot write {str(target)!r}: {exc.strerror or exc}.") from None
     click.echo(f"\nWrote {target}")

@@ -12,21 +12,32 @@ from ._base import _log, cli
 @click.argument("config", type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder [default: the config's 'output', else lbee_out/report].")
+@click.option("--check", is_flag=True, help="Only validate every dataset entry (keys, types, paths) and exit.")
+@click.option("--keep-going", is_flag=True, help="Run the valid entries even when others have problems.")
 @click.pass_context
-def report(ctx, config, out):
+def report(ctx, config, out, check, keep_going):
     """Batch HTML reports: every dataset × model × method (and slicer) of CONFIG (YAML).
 
     Each dataset gets report.html, explanation.json and metrics.csv/json; the
-    output folder gets index.html. A failing dataset does not stop the others;
-    failures are listed at the end and the exit code is 1.
+    output folder gets index.html. Every entry is validated first: problems are
+    all listed and nothing runs (exit 2) unless --keep-going. A dataset that
+    fails while running does not stop the others; failures are listed at the
+    end and the exit code is 1.
     """
-    from ..reports.batch import run_report
-    from ..reports.config import ConfigError
+    from ..reports.batch import config_problems, run_report
+    from ..reports.config import ConfigError, load_report_config
 
     obj = ctx.obj
     try:
+        if check:
+            cfg = load_report_config(config)
+            problems = config_problems(cfg)
+            if problems:
+                raise ConfigError(f"{len(problems)} problem(s) in {cfg.path}:\n  " + "\n  ".join(problems))
+            click.echo(f"{config}: {len(cfg.datasets)} dataset(s), no problem found.")
+            return
         result = run_report(config, output=out, cache_dir=obj["cache_dir"], device=obj["device"],
-                            progress=obj["progress"], log=_log)
+                            progress=obj["progress"], log=_log, keep_going=keep_going)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(f"\n{len(result.reports)} report(s); index: {result.index}")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..analyses.sweep import C_GRID, K_GRID, O_GRID
-from ..run.settings import settings_from_options, settings_options
+from ..run.settings import as_cli_message, settings_from_options, settings_options
 from ._base import _fail, check_writable_folder, cli
 
 
@@ -59,7 +59,7 @@ def sweep(image_embeddings, sentence_embeddings, sentence_set, predictions, rele
     try:
         settings = settings_from_options(knobs)
     except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(as_cli_message(exc)) from None
     check_writable_folder(out, "--out")
     ds = DatasetSpec(name="sweep", image_embeddings=Path(image_embeddings),
                      sentence_embeddings=Path(sentence_embeddings), sentences=sentence_set,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..io.cache import atomic_write_bytes
 from .html import ReportRun, render_index, render_report
-from .config import load_report_config
+from .config import ConfigError, load_report_config
 
 
 @dataclass
@@ -68,6 +68,11 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs):
             C=grid.get("C", C_GRID), o=grid.get("o", O_GRID), methods=list(st.methods), k=st.k,
             n_clusters=st.n_clusters, tau=run.tau, a=st.a, o_default=st.o, ward=st.ward)
         atomic_write_bytes(out / "sweep.csv", page.sweep.to_csv(index=False).encode())
+    if ds.sensitivity is not None:  # RIVAL10 §5: where the model leans on the background
+        from .sensitivity import sensitivity_panel_html
+
+        run_dir = ds.sensitivity if ds.sensitivity.is_dir() else ds.sensitivity.parent
+        page.panels.append(sensitivity_panel_html(run_dir))
     rows = page.metrics()
     atomic_write_bytes(out / "report.html", render_report(page, thumbs=thumbs, n_thumbs=rp["thumbnails"],
                                                           slicer_objects=run.slicer_objects).encode("utf-8"))
@@ -108,7 +113,13 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
     return rows, len(inputs.image_ids), n_hard
 
 
-def run_report(config_path, *, output=None, cache_dir=None, device=None, progress=False, log=None):
+def config_problems(cfg):
+    """Every dataset entry's problem (keys, types, paths), checked before anything runs: list of str."""
+    return [ds.error for ds in cfg.datasets if ds.error]
+
+
+def run_report(config_path, *, output=None, cache_dir=None, device=None, progress=False, log=None,
+               keep_going=False):
     """Run a report config.
 
     Parameters
@@ -123,6 +134,9 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
     progress : bool, default=False
     log : callable, optional
         Receives one line per step.
+    keep_going : bool, default=False
+        Run the valid dataset entries even when others have problems (they
+        are then listed in ``BatchResult.failures``).
 
     Returns
     -------
@@ -135,24 +149,28 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
         returned in ``BatchResult.failures`` instead.
     """
     from ..run.inputs import load_inputs
-    from ..run.pipeline import model_name, slug
+    from ..run.pipeline import model_name, unique_slugs
     from .thumbnails import ThumbnailCache
 
     log = log or (lambda msg: None)
     cfg = load_report_config(config_path)
+    problems = config_problems(cfg)
+    if problems and not keep_going:
+        raise ConfigError(f"{len(problems)} problem(s) in {cfg.path}; nothing was run:\n  " + "\n  ".join(problems))
     root = Path(output) if output else cfg.output
     root.mkdir(parents=True, exist_ok=True)
     cache = cache_dir or cfg.cache_dir
     thumbs = ThumbnailCache(cache)
     result = BatchResult()
     entries = []
+    folders = dict(zip((id(ds) for ds in cfg.datasets), unique_slugs(ds.name for ds in cfg.datasets)))
     for ds in cfg.datasets:
         if ds.error:
             result.failures.append((ds.name, ds.error))
             log(f"[{ds.name}] skipped: {ds.error}")
             continue
         log(f"[{ds.name}]")
-        ds_dir = root / slug(ds.name)
+        ds_dir = root / folders[id(ds)]
         try:
             inputs = load_inputs(ds, cache_dir=cache, device=device, progress=progress, out_dir=ds_dir, log=log)
         except Exception as exc:  # one dataset's failure must not stop the batch
@@ -161,9 +179,10 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
             log(f"[{ds.name}] failed: {exc}")
             continue
         models = ds.models or [None]
-        for model in models:
+        model_dirs = unique_slugs(model_name(m) for m in models)
+        for model, model_dir in zip(models, model_dirs):
             label = ds.name if len(models) == 1 else f"{ds.name} / {model.name}"
-            out = ds_dir if len(models) == 1 else ds_dir / slug(model.name)
+            out = ds_dir if len(models) == 1 else ds_dir / model_dir
             try:
                 rows, n, n_hard = _run_model(ds, model, inputs, out, device, progress, thumbs)
             except Exception as exc:

@@ -41,10 +41,11 @@ INPUT_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevance"
                   "num_workers": 0}
 REPORT_DEFAULTS = {"thumbnails": 8, "classes_shown": 12, "sweep": None}
 SETTING_KEYS = KNOB_KEYS + tuple(INPUT_DEFAULTS) + tuple(REPORT_DEFAULTS)
-SOURCE_KEYS = ("images", "spotcheck", "image_embeddings", "sentence_embeddings", "masks")
+SOURCE_KEYS = ("images", "spotcheck", "rival10", "image_embeddings", "sentence_embeddings", "masks", "sensitivity")
 MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
 DATASET_KEYS = ("name",) + SOURCE_KEYS + ("models",) + MODEL_KEYS[1:] + SETTING_KEYS
 SPOTCHECK_KEYS = ("seed", "path")
+RIVAL10_KEYS = ("path", "split", "class_map")
 
 
 class ConfigError(ValueError):
@@ -70,6 +71,10 @@ def _loader():
         out.key_lines = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a mapping key must be a plain name, found a {type(key).__name__}",
+                    key_node.start_mark)
             out[key] = loader.construct_object(value_node, deep=True)
             out.key_lines[key] = key_node.start_mark.line + 1
         return out
@@ -191,11 +196,27 @@ def _parse_dataset(entry, i, defaults, base, path):
     for key in SETTING_KEYS:
         if key in entry:
             settings[key] = _check_setting(key, entry[key], where, _line(entry, key), path)
-    sources = [k for k in ("images", "spotcheck") if k in entry]
+    sources = [k for k in ("images", "spotcheck", "rival10") if k in entry]
     if len(sources) > 1 or not (sources or "image_embeddings" in entry):
         raise _EntryError(f"{path}, line {ds.line}: {where} ({name}) needs exactly one of 'images' (a folder or "
-                          "manifest) or 'spotcheck' ({seed: N} or {path: EC folder}), or precomputed "
-                          "'image_embeddings' whose rows follow the predictions table.")
+                          "manifest), 'spotcheck' ({seed: N} or {path: EC folder}) or 'rival10' ({path: ROOT, "
+                          "split: test}), or precomputed 'image_embeddings' whose rows follow the predictions table.")
+    if "rival10" in entry:
+        rv = entry["rival10"]
+        rv = {"path": rv} if isinstance(rv, str) else rv
+        if not isinstance(rv, dict) or "path" not in rv or any(k not in RIVAL10_KEYS for k in rv) \
+                or rv.get("split", "test") not in ("train", "test"):
+            raise _EntryError(f"{path}, line {_line(entry, 'rival10')}: {where} 'rival10' must be {{path: ROOT, "
+                              f"split: train|test}} (optionally class_map: FILE); received {rv!r}.")
+        line = _line(entry, "rival10")
+        rv = dict(rv, path=_resolve_path(rv["path"], "rival10.path", base, line, path))
+        if "class_map" in rv:
+            rv["class_map"] = _resolve_path(rv["class_map"], "rival10.class_map", base, line, path)
+        ds.rival10 = rv
+        if "sentences" not in entry and "sentences" not in defaults:
+            settings["sentences"] = "rival10"
+        if "relevance" not in entry:
+            settings["relevance"] = "ground_truth"  # the attribute labels
     if "spotcheck" in entry:
         sc = entry["spotcheck"]
         sc = {"seed": sc} if isinstance(sc, int) else sc
@@ -212,12 +233,12 @@ def _parse_dataset(entry, i, defaults, base, path):
             settings["confidence_from"] = "true_class"  # as `lbee demo`: the test labels are clean
         if "relevance" not in entry:
             settings["relevance"] = "ground_truth"
-    else:
+    elif "rival10" not in entry:
         if "images" in entry:
             ds.images = _resolve_path(entry["images"], "images", base, _line(entry, "images"), path)
         if settings["relevance"] == "ground_truth":
             raise _EntryError(f"{path}, line {_line(entry, 'relevance')}: relevance 'ground_truth' without a "
-                              "file is only known for SpotCheck worlds; give {ground_truth: FILE}.")
+                              "file is only known for SpotCheck worlds and RIVAL10; give {ground_truth: FILE}.")
     rel = settings["relevance"]
     if isinstance(rel, str) and rel not in ("none", "ground_truth"):
         rel = {"ground_truth": rel}
@@ -235,7 +256,7 @@ def _parse_dataset(entry, i, defaults, base, path):
     if settings["split_by"] != "entropy" and "masks" not in entry:
         raise _EntryError(f"{path}, line {_line(entry, 'split_by')}: split_by {settings['split_by']!r} needs "
                           "ground-truth 'masks' (a folder of label maps).")
-    for key in ("image_embeddings", "sentence_embeddings", "masks"):
+    for key in ("image_embeddings", "sentence_embeddings", "masks", "sensitivity"):
         if key in entry:
             setattr(ds, key, _resolve_path(entry[key], key, base, _line(entry, key), path))
     if "models" in entry:
@@ -289,9 +310,13 @@ def load_report_config(path):
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
-        raise ConfigError(f"Cannot read config {str(path)!r}: {exc}") from None
+        raise ConfigError(f"Cannot read config {str(path)!r}: {exc.strerror or exc}.") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}, line {line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the "
+                          "config as UTF-8.") from None
     try:
         data = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:

@@ -85,6 +85,7 @@ class ReportRun:
     failures: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     sweep: object = None
+    panels: list = field(default_factory=list)  # extra self-contained, already escaped <section>s (e.g. sensitivity)
 
     def failure_set(self):
         """S*_β as a set of sentence indices; None without relevance."""

@@ -45,6 +45,12 @@ class DatasetSpec:
         A folder (recursive) or a manifest with a ``path`` column.
     spotcheck : dict, optional
         ``{"seed": N}`` or ``{"path": EC folder}``: a SpotCheck world.
+    rival10 : dict, optional
+        ``{"path": ROOT, "split": "test"}``: a RIVAL10 split with its exact
+        attribute relevance (RIVAL10 §3).
+    sensitivity : Path, optional
+        A ``lbee sensitivity`` run (folder or ``sensitivity.csv``): φ for
+        ``split_by`` irfs / saliency, and a panel on the HTML page.
     image_embeddings, sentence_embeddings : Path, optional
         Precomputed (n, d) / (N, d) ``.npy``; image rows follow ``images``, or
         the first model's predictions table when there are no images.
@@ -73,6 +79,8 @@ class DatasetSpec:
     name: str
     images: Path | None = None
     spotcheck: dict | None = None
+    rival10: dict | None = None
+    sensitivity: Path | None = None
     image_embeddings: Path | None = None
     sentence_embeddings: Path | None = None
     masks: Path | None = None
@@ -217,10 +225,20 @@ def _precomputed_ids(ds):
 def _image_inputs(ds, cache_dir, device, progress):
     from ..io.sentences import load_sentence_set
 
-    sset = load_sentence_set(ds.sentences)
-    sents = list(sset.sentences)
+    rival = None
+    if ds.rival10 is not None:
+        from ..rival10 import load_rival10
+
+        rival = load_rival10(ds.rival10["path"], ds.rival10.get("split", "test"),
+                             class_map=ds.rival10.get("class_map"))
+        sset_name, sents = "rival10", list(rival.sentences)
+    else:
+        sset = load_sentence_set(ds.sentences)
+        sset_name, sents = sset.name, list(sset.sentences)
     failures, enc = [], None
-    if ds.images is not None:
+    if rival is not None:
+        ids, paths, labels = list(rival.ids), [str(p) for p in rival.paths], np.asarray(rival.labels)
+    elif ds.images is not None:
         from ..io.images import discover_images
 
         imgs = discover_images(ds.images)
@@ -251,7 +269,7 @@ def _image_inputs(ds, cache_dir, device, progress):
         sen = load_npy(ds.sentence_embeddings, "sentence_embeddings")
         if sen.ndim != 2 or sen.shape[0] != len(sents):
             raise ValueError(f"sentence_embeddings has shape {sen.shape}; expected ({len(sents)}, d) for the "
-                             f"{len(sents)} sentences of {sset.name!r}.")
+                             f"{len(sents)} sentences of {sset_name!r}.")
     elif enc is not None:
         from ..encoders.embedding import embed_sentences
 
@@ -261,8 +279,11 @@ def _image_inputs(ds, cache_dir, device, progress):
     ids = [i for i, good in zip(ids, ok) if good]
     paths = None if paths is None else [p for p, good in zip(paths, ok) if good]
     labels = None if labels is None else np.asarray(labels)[ok]
-    rel, source = _relevance(ds, ids, sents)
-    return RunInputs(emb, sen, sents, ids, paths, paths, labels, rel, source, encoder_tau, encoder_id, sset.name,
+    if rival is not None and ds.relevance in (None, "ground_truth"):  # the attribute labels: exact Γ
+        rel, source = np.asarray(rival.relevance)[ok], "ground truth (RIVAL10 attribute labels)"
+    else:
+        rel, source = _relevance(ds, ids, sents)
+    return RunInputs(emb, sen, sents, ids, paths, paths, labels, rel, source, encoder_tau, encoder_id, sset_name,
                      failures=failures)
 
 
@@ -371,7 +392,20 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
             raise ValueError(f"labels contain class(es) {unknown[:5].tolist()} absent from the predictions "
                              f"({scores.probs.shape[1]} classes).")
     omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
-    return Scores(scores.confidence, scores.performance, _PHI[kind], omega, scores, names)
+    phi, phi_desc = scores.confidence, _PHI[kind]
+    if st.split_by in ("irfs", "saliency"):
+        from ..analyses.sensitivity import confidence_from_sensitivity
+
+        if ds.sensitivity is None:
+            raise ValueError(f"split_by {st.split_by!r} takes φ from a region-sensitivity run: give its folder "
+                             "(`lbee sensitivity ... --out DIR`) as sensitivity.")
+        table = Path(ds.sensitivity)
+        if table.is_dir():
+            table = table / ("sensitivity.csv" if st.split_by == "irfs" else "saliency.csv")
+        phi = confidence_from_sensitivity(table, inputs.image_ids, kind=st.split_by)
+        phi_desc = "iRFS averaged over σ (low: leans on the background)" if st.split_by == "irfs" else \
+            "GradCAM / object-mask IoU (low: evidence off the object)"
+    return Scores(phi, scores.performance, phi_desc, omega, scores, names)
 
 
 def _segmentation_scores(ds, model, inputs, device, progress):

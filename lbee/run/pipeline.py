@@ -15,7 +15,6 @@ import numpy as np
 
 from .._version import __version__
 from ..io.cache import atomic_write_bytes
-from ..core.explanation import Explanation
 
 
 @dataclass
@@ -195,6 +194,17 @@ def write_run(run, out_dir):
     return folders
 
 
+def unique_slugs(names):
+    """:func:`slug` of each name, made unique in order ("run A" and "run/A" -> "run_A", "run_A-2")."""
+    seen, out = {}, []
+    for name in names:
+        s = slug(name)
+        n = seen.get(s.lower(), 0) + 1
+        seen[s.lower()] = n
+        out.append(s if n == 1 else f"{s}-{n}")
+    return out
+
+
 def slug(name):
     """A file-system-safe folder name for a dataset, model or slicer name."""
     import re
@@ -252,16 +262,14 @@ def write_outputs(result, out_dir):
 
 def load_explanations(path):
     """Read an ``explanation.json``: (dict of method -> Explanation, the whole payload)."""
+    from ..core.explanation import validate_explanation_payload
+
     path = Path(path)
     try:
-        payload = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"Cannot read explanation file {str(path)!r}: {exc}") from None
-    if "methods" not in payload:
-        raise ValueError(f"{str(path)!r} is not an lbee explanation.json (no 'methods' key).")
-    sentences = payload.get("sentences")
-    exps = {m: Explanation.from_dict({**d, "sentences": sentences}) for m, d in payload["methods"].items()}
-    return exps, payload
+    return validate_explanation_payload(payload, source=str(path)), payload
 
 
 def write_per_class_outputs(result, out_dir, *, image_ids, sentences, sentence_set):

@@ -23,6 +23,8 @@ from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N
 from ..core.selection import METHODS, resolve_tau
 
 TASKS = ("classification", "segmentation")
+#: φ from a region-sensitivity run (RIVAL10 §5): per-image iRFS or saliency / mask IoU, classification only.
+SENSITIVITY_SPLITS = ("irfs", "saliency")
 
 
 def _slicer_names():
@@ -46,7 +48,7 @@ def _choices(name):
     if name == "split_by":
         from ..scoring.segmentation import SPLIT_BY
 
-        return SPLIT_BY
+        return SPLIT_BY + SENSITIVITY_SPLITS
     if name == "per_class":
         from ..analyses.per_class import CLASS_SPLITS
 
@@ -92,8 +94,10 @@ class RunSettings:
     confidence_from : {'entropy', 'max', 'true_class'}, default='entropy'
         How φ is derived from class probabilities.
     task : {'classification', 'segmentation'}, default='classification'
-    split_by : {'entropy', 'pixel_accuracy', 'miou'}, default='entropy'
-        Segmentation: the φ of the split (LBEE Fig. 4).
+    split_by : {'entropy', 'pixel_accuracy', 'miou', 'irfs', 'saliency'}, default='entropy'
+        Segmentation: the φ of the split (LBEE Fig. 4). Classification:
+        'irfs' / 'saliency' take φ from a region-sensitivity run (RIVAL10 §5:
+        low = the model leans on the background), else the confidence.
     ignore_index : int or None, default=255
         Segmentation: mask value left out of pixel accuracy and mIoU.
     per_class : {'errors', 'probability'} or None, default=None
@@ -117,7 +121,8 @@ class RunSettings:
     ward: str = _knob(DEFAULT_WARD, "Ward variant for the clusters.", kind=str)
     confidence_from: str = _knob("entropy", "How φ is derived from class probabilities.", kind=str)
     task: str = _knob("classification", "What the model does; segmentation scores per-pixel outputs.", kind=str)
-    split_by: str = _knob("entropy", "Segmentation: φ for the easy / hard split (LBEE Fig. 4).", kind=str)
+    split_by: str = _knob("entropy", "φ for the easy / hard split: segmentation entropy, pixel accuracy or mIoU "
+                                     "(LBEE Fig. 4), or a sensitivity run's irfs / saliency (RIVAL10 §5).", kind=str)
     ignore_index: int | None = _knob(255, "Segmentation: mask value left out of pixel accuracy and mIoU.",
                                      kind=int, optional=True)
     per_class: str | None = _knob(None, "Per-class analysis: the ImageNet error split or the NICO++ probability "
@@ -128,6 +133,12 @@ class RunSettings:
             object.__setattr__(self, f.name, _check(f, getattr(self, f.name)))
         if self.per_class and self.task == "segmentation":
             raise ValueError("`per_class` is for classification; received task='segmentation'.")
+        if self.split_by in SENSITIVITY_SPLITS and self.task == "segmentation":
+            raise ValueError(f"`split_by` {self.split_by!r} takes φ from a region-sensitivity run of a classifier; "
+                             "received task='segmentation'.")
+        if self.split_by not in SENSITIVITY_SPLITS + ("entropy",) and self.task == "classification":
+            raise ValueError(f"`split_by` {self.split_by!r} is for task='segmentation'; a classifier splits by "
+                             f"its confidence (confidence_from) or by {' / '.join(SENSITIVITY_SPLITS)}.")
 
     # -- derived values: each rule written once
     @property
@@ -294,7 +305,7 @@ def settings_options(*names):
         for name in reversed(names):
             f = fields[name]
             m = f.metadata
-            flag = m["flag"] or "--" + name.replace("_", "-")
+            flag = flag_of(name)
             decls = [m["short"], flag, name] if m["short"] else [flag, name]
             choices = name in _CHOICE_KNOBS
             kw = {"help": m["help"]}
@@ -316,6 +327,20 @@ def settings_options(*names):
         return fn
 
     return decorate
+
+
+def flag_of(name):
+    """The CLI flag of a knob (``methods`` -> ``--method``, ``k`` -> ``-k``)."""
+    f = {f.name: f for f in dataclasses.fields(RunSettings)}[name]
+    return f.metadata["flag"] or "--" + name.replace("_", "-")
+
+
+def as_cli_message(exc):
+    """A settings error with each `knob` named by its CLI flag."""
+    import re
+
+    known = set(RunSettings.knobs())
+    return re.sub(r"`(\w+)`", lambda m: flag_of(m.group(1)) if m.group(1) in known else m.group(0), str(exc))
 
 
 def settings_from_options(options, **overrides):
