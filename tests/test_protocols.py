@@ -39,7 +39,7 @@ def test_protocol_fit_on_one_set_assess_on_another(tmp_path):
     assert prototype_precision_at_k(exp, B, truth, k=10) == 1.0
     d = tmp_path
     (d / "run").mkdir()
-    (d / "run" / "explanation.json").write_text(json.dumps({"methods": {"tops": exp.to_dict()}, "sentences": None}))
+    (d / "run" / "explanation.json").write_text(json.dumps({"methods": {exp.method: exp.to_dict()}, "sentences": None}))
     np.save(d / "B.npy", B)
     np.save(d / "parts.npy", truth)
     r = CliRunner().invoke(cli, ["compare-pak", str(d / "run"), "--embeddings", str(d / "B.npy"), "--partitions",

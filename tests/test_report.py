@@ -99,8 +99,9 @@ def test_batch_report_goes_on_after_failures_and_lists_them(image_dataset, tmp_p
     # Entry problems are found before anything runs: listed together, exit 2, nothing written.
     for args in (["report", "--check", str(cfg)], ["report", str(cfg)]):
         r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), *args], obj={})
-        assert r.exit_code == 2 and "2 problem(s)" in r.output, r.output
+        assert r.exit_code == 2 and "3 problem(s)" in r.output, r.output
         assert "line 24: images path" in r.output and "line 29: unknown key 'methds'" in r.output
+        assert "model 'labels beyond classes'" in r.output and "received [7]" in r.output
         assert not (root / "out").exists()
     r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", "--keep-going", str(cfg)],
                            obj={})
@@ -143,7 +144,7 @@ def test_thumbnails_are_generated_once(image_dataset, tmp_path):
     cfg = write(tmp_path / "r.yaml", text)
     from lbee.reports.thumbnails import ThumbnailCache
 
-    run_report(cfg, cache_dir=tmp_path / "cache")
+    run_report(cfg, cache_dir=tmp_path / "cache", keep_going=True)  # one of its models has bad labels
     made = sorted(p.name for p in (tmp_path / "cache" / "thumbnails").rglob("*.jpg"))
     assert made
     thumbs = ThumbnailCache(tmp_path / "cache")

@@ -160,7 +160,11 @@ datasets:
     split_by: miou
     predictions: {root}/preds
 """)
-    res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
+    from lbee.reports.config import ConfigError
+
+    with pytest.raises(ConfigError, match="line 15.*needs ground-truth 'masks'"):  # checked before anything runs
+        run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
+    res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache", keep_going=True)
     assert [r["model"] for r in res.reports] == ["folder", "scripted"], res.failures
     assert len(res.failures) == 1 and "line 15" in res.failures[0][1] and "needs ground-truth 'masks'" in \
         res.failures[0][1]

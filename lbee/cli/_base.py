@@ -44,6 +44,10 @@ class LbeeGroup(click.Group):
 
 
 def _fail(exc):
+    """Turn a library error into a one-line message (exit 1); ``--debug`` re-raises it with its traceback."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and (ctx.find_root().obj or {}).get("debug"):
+        raise exc
     raise LbeeError(str(exc)) from exc
 
 
@@ -53,18 +57,52 @@ def _fail(exc):
               help="Embedding cache folder [env LBEE_CACHE_DIR; default ~/.cache/lbee].")
 @click.option("--device", default=None, help="torch device, e.g. cpu or cuda:0 [default: cuda if available].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+@click.option("-v", "--verbose", is_flag=True, help="More detail, including other libraries' log lines.")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks of errors [env LBEE_DEBUG].")
 @click.pass_context
-def cli(ctx, cache_dir, device, quiet, debug):
+def cli(ctx, cache_dir, device, quiet, verbose, debug):
     """lbee: find, and describe in plain language, where a vision model fails."""
     ctx.ensure_object(dict)
-    ctx.obj.update(cache_dir=cache_dir, device=device, progress=not quiet, debug=debug)
+    ctx.obj.update(cache_dir=cache_dir, device=device, progress=not quiet, debug=debug, verbose=verbose)
+    setup_logging(verbose)
 
 
 
 
 def _log(msg):
     click.echo(msg, err=True)
+
+
+def setup_logging(verbose=False):
+    """One voice on stderr: the ``lbee`` logger's lines, and Python warnings as one plain line each.
+
+    Other libraries' root-logger lines (open_clip's "No pretrained weights loaded", ...) and
+    warnings' source lines show only with ``-v``.
+    """
+    import logging
+    import warnings
+
+    class EchoHandler(logging.Handler):
+        """Writes to the current stderr at each record (click's test runner swaps it)."""
+
+        def emit(self, record):
+            click.echo(self.format(record), err=True)
+
+    log = logging.getLogger("lbee")
+    for h in [h for h in log.handlers if type(h).__name__ == "EchoHandler"]:
+        log.removeHandler(h)
+    handler = EchoHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s" if verbose else "%(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logging.getLogger().setLevel(logging.INFO if verbose else logging.ERROR)
+    if not verbose:
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, (DeprecationWarning, FutureWarning)):
+                return  # library internals, not the user's input
+            click.echo(f"Warning: {message}", err=True)
+
+        warnings.showwarning = show
 
 
 def check_writable_folder(path, option):

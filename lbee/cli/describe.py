@@ -12,7 +12,7 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
 
 @cli.command()
 @click.argument("images", required=False, type=click.Path(exists=True))
-@click.option("--sentences", "sentence_set", default="conditions", show_default=True,
+@click.option("--sentence-set", "--sentences", "sentence_set", default="conditions", show_default=True,
               help="A built-in sentence set name or a sentence file.")
 @click.option("--predictions", type=click.Path(exists=True),
               help="CSV/parquet with an image id column and 'confidence' or 'prob_<class>' columns, "
@@ -44,16 +44,17 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
               help="Per class: Γ (as for `lbee evaluate`) to score every class.")
 @click.option("--jobs", type=int, default=1, show_default=True, help="Per class: worker processes (-1 = all cores).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Output folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON summary instead of text.")
 @click.option("--strict", is_flag=True, help="Fail on the first unreadable image instead of skipping it.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--num-workers", type=click.IntRange(min=0), default=2, show_default=True,
               help="Image-decoding worker processes.")
 @click.pass_context
 def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights, num_classes, image_size, encoder,
-             image_embeddings, sentence_embeddings, sensitivity, per_class, class_split, relevance, jobs, out, strict,
-             batch_size, num_workers, **knobs):
+             image_embeddings, sentence_embeddings, sensitivity, per_class, class_split, relevance, jobs, out, as_json,
+             strict, batch_size, num_workers, **knobs):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
-    from ..run.inputs import DatasetSpec, ModelSpec, load_inputs
+    from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, preflight
     from ..run.pipeline import run_model, write_run
 
     obj = ctx.obj
@@ -101,30 +102,48 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
                      image_embeddings=Path(image_embeddings) if image_embeddings else None,
                      sentence_embeddings=Path(sentence_embeddings) if sentence_embeddings else None,
                      masks=Path(masks) if masks else None, models=[model], settings=settings, encoder=encoder,
-                     sentences=sentence_set, relevance={"ground_truth": Path(relevance)} if relevance else None,
+                     sentence_set=sentence_set, relevance={"ground_truth": Path(relevance)} if relevance else None,
                      batch_size=batch_size, num_workers=num_workers, strict=strict,
                      sensitivity=Path(sensitivity) if sensitivity else None)
     try:
+        preflight(ds)  # tables, manifest and sentence set first: a bad label fails before any embedding
         inputs = load_inputs(ds, cache_dir=obj["cache_dir"], device=obj["device"], progress=obj["progress"])
         run = run_model(ds, model, inputs, device=obj["device"], progress=obj["progress"], n_jobs=jobs)
     except click.ClickException:
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
         _fail(exc)
-    if run.per_class is not None:
-        _print_per_class(run, settings)
-    else:
-        from ..reports.text import terminal_table
-
-        result = run.main
-        click.echo(terminal_table(result))
-        if result.failures:
-            click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)
+    folders = []
     if out:
         try:
             folders = write_run(run, out)
         except OSError as exc:
-            raise LbeeError(f"Cannot write the outputs into {out!r}: {exc}") from None
+            raise LbeeError(f"Cannot write the outputs into {out!r}: {exc.strerror or exc}.") from None
+    if as_json:
+        import json
+
+        from ..reports.text import summary_dict
+
+        if run.per_class is not None:
+            summary = {"per_class": run.per_class.summary().to_dict("records"),
+                       "skipped": {str(c): why for c, why in run.per_class.skipped.items()}, "out": out}
+        else:
+            summary = summary_dict(run.main, out)
+        click.echo(json.dumps(summary, indent=1, default=float))
+        return
+    if run.per_class is not None:
+        _print_per_class(run, settings)
+    else:
+        from ..reports.text import terminal_blocks
+
+        result = run.main
+        p = next(iter(result.explanations.values())).params
+        click.echo(f"{p['n_images']} images: {p['n_hard']} hard, {p['n_easy']} easy; "
+                   f"{len(result.explanations[settings.methods[0]].hard_clusters)} hard groups.\n")
+        click.echo(terminal_blocks(result))
+        if result.failures:
+            click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)
+    if out:
         files = "per_class.json, per_class_metrics.csv, per_class_summary.csv" if run.per_class is not None else \
             "explanation.json, assignments.parquet, report.md"
         click.echo(f"\nWrote {files} into {folders[0]}" + (f" (and {len(folders) - 1} more slicer folder(s))"

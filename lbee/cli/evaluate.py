@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..core.evaluation import DEFAULT_O
 from ._base import LbeeError, _fail, check_writable_folder, cli
 
 
@@ -16,7 +17,7 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
               help="Γ: .npy (n, N), or CSV/parquet (image, sentence, relevant) or wide.")
 @click.option("--performance", type=click.Path(exists=True, dir_okay=False), default=None,
               help="ω: .npy (n,) or a table with 'performance' [default: assignments.parquet beside the json].")
-@click.option("--o", "o_values", type=float, multiple=True, default=[0.2], show_default=True,
+@click.option("--o", "o_values", type=click.FloatRange(min=0), multiple=True, default=[DEFAULT_O], show_default=True,
               help="Severity o (β = o·std ω); repeat for several.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write metrics here (.json or .csv).")
 def evaluate(explanation, relevance, performance, o_values, out):

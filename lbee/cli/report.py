@@ -9,13 +9,14 @@ from ._base import _log, cli
 
 
 @cli.command()
-@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+@click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder [default: the config's 'output', else lbee_out/report].")
 @click.option("--check", is_flag=True, help="Only validate every dataset entry (keys, types, paths) and exit.")
 @click.option("--keep-going", is_flag=True, help="Run the valid entries even when others have problems.")
+@click.option("--schema", is_flag=True, help="Print the config's JSON Schema (for editors) and exit.")
 @click.pass_context
-def report(ctx, config, out, check, keep_going):
+def report(ctx, config, out, check, keep_going, schema):
     """Batch HTML reports: every dataset × model × method (and slicer) of CONFIG (YAML).
 
     Each dataset gets report.html, explanation.json and metrics.csv/json; the
@@ -28,6 +29,15 @@ def report(ctx, config, out, check, keep_going):
     from ..reports.config import ConfigError, load_report_config
 
     obj = ctx.obj
+    if schema:
+        import json
+
+        from ..reports.config import config_schema
+
+        click.echo(json.dumps(config_schema(), indent=1))
+        return
+    if config is None:
+        raise click.UsageError("Give CONFIG (a YAML file), or --schema.")
     try:
         if check:
             cfg = load_report_config(config)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, _log, cli
+from ._base import LbeeError, _fail, _log, check_writable_folder, cli
 
 
 @cli.command()
@@ -21,14 +21,20 @@ def demo(ctx, seed, out, clusters, k, a):
     import time
 
     from ..encoders import create_encoder
+    from ..io.cache import atomic_write_bytes
     from ..run.pipeline import write_outputs
     from ..reports.text import render_markdown, terminal_table
     from ..spotcheck import make_ec
     from ..spotcheck._analysis import analyze_ec
 
     t0 = time.perf_counter()
+
+    def step(msg):
+        _log(f"[{time.perf_counter() - t0:5.1f} s] {msg}")
+
+    check_writable_folder(out, "--out")
     click.echo(f"Generating a SpotCheck world (seed {seed}) and training its square classifier ...")
-    ec = make_ec(seed, log=_log)
+    ec = make_ec(seed, log=step)
     v = ec.verification
     click.echo(f"  model accuracy outside the blindspots {v['accuracy_outside']:.2f}, inside "
                + ", ".join(f"{x:.2f}" for x in v["accuracy_inside"]) + " (validation)")
@@ -36,31 +42,35 @@ def demo(ctx, seed, out, clusters, k, a):
     for i, d in enumerate(ec.describe_blindspots()):
         click.echo(f"  [{i}] {d}")
     enc = create_encoder("spotcheck", device=ctx.obj["device"])
+    if ctx.obj["progress"]:
+        step(f"embedding {len(ec.images['test'])} test images and the sentences, clustering, describing ...")
     analysis = analyze_ec(ec, enc, n_clusters=clusters, k=k, a=a)
     result = analysis.result
     p = next(iter(result.explanations.values())).params
     click.echo(f"\nTest set: {p['n_images']} images, {p['n_hard']} hard, {p['n_easy']} easy; "
                f"{len(result.explanations['tops'].hard_clusters)} hard clusters.\n")
     click.echo("Top sentence of each hard cluster, per method:")
-    click.echo(terminal_table(result, width=34))
+    click.echo(terminal_table(result))
     click.echo("\nMetrics with exact relevance (o = 0.2):")
     click.echo(f"  {'method':<8} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}  described")
     for m, s in analysis.scores.items():
         click.echo(f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
                    f"{analysis.description_accuracy[m]:.2f}")
     click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+    if ctx.obj["progress"]:
+        step("writing the EC, the explanation and the HTML report ...")
     ec_dir = Path(out) / "ec"
     ec.save(ec_dir)
     result.image_ids = [f"ec/images/test/{i:05d}.png" for i in range(len(result.image_ids))]
     write_outputs(result, out)
-    (Path(out) / "report.md").write_text(render_markdown(result, metrics=analysis.scores))
+    atomic_write_bytes(Path(out) / "report.md", render_markdown(result, metrics=analysis.scores).encode())
     from ..reports.html import render_report, spotcheck_report_run
     from ..reports.thumbnails import ThumbnailCache
 
     _write_demo_inputs(Path(out) / "inputs", analysis)
     html = render_report(spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
                          thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
-    (Path(out) / "report.html").write_text(html, encoding="utf-8")
+    atomic_write_bytes(Path(out) / "report.html", html.encode("utf-8"))
     click.echo(f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
                f"in {out}/inputs and the EC in {ec_dir} ({time.perf_counter() - t0:.0f} s).")
     i = f"{out}/inputs"

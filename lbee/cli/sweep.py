@@ -33,7 +33,7 @@ def _number_list(kind):
               help="(n, d) .npy image embeddings.")
 @click.option("--sentence-embeddings", required=True, type=click.Path(exists=True, dir_okay=False),
               help="(N, d) .npy sentence embeddings.")
-@click.option("--sentences", "sentence_set", default="conditions", show_default=True,
+@click.option("--sentence-set", "--sentences", "sentence_set", default="conditions", show_default=True,
               help="Sentence set (for its size and the output).")
 @click.option("--predictions", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Table with φ ('confidence' or 'prob_<class>') and ω ('performance', or label/pred), rows in "
@@ -62,7 +62,7 @@ def sweep(image_embeddings, sentence_embeddings, sentence_set, predictions, rele
         raise click.UsageError(as_cli_message(exc)) from None
     check_writable_folder(out, "--out")
     ds = DatasetSpec(name="sweep", image_embeddings=Path(image_embeddings),
-                     sentence_embeddings=Path(sentence_embeddings), sentences=sentence_set,
+                     sentence_embeddings=Path(sentence_embeddings), sentence_set=sentence_set,
                      models=[ModelSpec(name=Path(predictions).stem, predictions=Path(predictions))],
                      relevance={"ground_truth": Path(relevance)}, settings=settings)
     try:

@@ -10,7 +10,7 @@ from ._base import LbeeError, _fail, cli
 
 @cli.group(invoke_without_command=True)
 @click.option("--images", type=click.Path(exists=True), help="A folder (recursive) or a manifest with 'path'.")
-@click.option("--sentences", "sentence_set", default="conditions", show_default=True,
+@click.option("--sentence-set", "--sentences", "sentence_set", default="conditions", show_default=True,
               help="A built-in sentence set name or a sentence file.")
 @click.option("--backend", default="llava+blip", show_default=True,
               help="Backends joined by '+': llava, blip, ofa, metadata.")

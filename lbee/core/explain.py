@@ -74,7 +74,7 @@ def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None
         Easy clusters, default ``n_clusters``; effective ``min(., n_easy)``.
     k : int, default=3
         Sentences kept per hard cluster.
-    tau : float or None, default=0.25
+    tau : float or None, default=lbee.core.selection.CLIP_TAU
         Similarity threshold of SetDiff / FPDiff; None means the CLIP value
         (pass the encoder's ``default_tau`` for another encoder; see
         :func:`lbee.core.selection.resolve_tau`).

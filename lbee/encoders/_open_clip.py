@@ -38,17 +38,22 @@ class OpenCLIPEncoder(Encoder):
         An open_clip model name or ``hf-hub:org/repo``.
     pretrained : str or None, default='laion2b_s34b_b79k'
         A pretrained tag, a local checkpoint path, or None for random weights
-        (tests only). Ignored for ``hf-hub:`` names.
+        (to try the pipeline without weights). Ignored for ``hf-hub:`` names.
+        A tag that is neither cached nor downloadable fails at once with the
+        fix, instead of open_clip's minute of hub retries.
     device : str, optional
         Default: CUDA when available, else CPU.
     precision : {'fp32', 'fp16', 'bf16'}, optional
         Default: fp16 on CUDA, fp32 on CPU.
+    seed : int, default=0
+        Seed of random weights (``pretrained=None``): the same seed gives the
+        same weights, hence the same identity and embedding-cache hits.
     """
 
     name = "open_clip"
     default_tau = CLIP_TAU
 
-    def __init__(self, model=DEFAULT_MODEL, pretrained=DEFAULT_PRETRAINED, *, device=None, precision=None):
+    def __init__(self, model=DEFAULT_MODEL, pretrained=DEFAULT_PRETRAINED, *, device=None, precision=None, seed=0):
         import open_clip
         import torch
 
@@ -64,9 +69,13 @@ class OpenCLIPEncoder(Encoder):
         if self.pretrained and _looks_like_path(self.pretrained) and not Path(self.pretrained).is_file():
             raise EncoderLoadError(f"Checkpoint file {self.pretrained!r} for open_clip model {self.model_name!r} "
                                    "does not exist.")
+        if self.pretrained and not _looks_like_path(self.pretrained):
+            _check_weights_reachable(open_clip, self.model_name, self.pretrained)
         try:
-            model_obj, _, preprocess = open_clip.create_model_and_transforms(
-                self.model_name, pretrained=self.pretrained, device=self.device, precision=self.precision)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)  # random weights are seeded: same seed, same weights, cache hits
+                model_obj, _, preprocess = open_clip.create_model_and_transforms(
+                    self.model_name, pretrained=self.pretrained, device=self.device, precision=self.precision)
         except Exception as exc:  # download / hub failures surface as many exception types
             raise EncoderLoadError(
                 f"Could not load open_clip model {self.model_name!r} with pretrained weights "
@@ -82,8 +91,8 @@ class OpenCLIPEncoder(Encoder):
         self._dtype = next(model_obj.parameters()).dtype
         self._torch = torch
         if self.pretrained is None:
-            weights = "random:" + _state_fingerprint(model_obj) if not self.model_name.startswith("hf-hub:") \
-                else self.model_name
+            weights = f"random:seed={seed}:" + _state_fingerprint(model_obj) \
+                if not self.model_name.startswith("hf-hub:") else self.model_name
         elif _looks_like_path(self.pretrained):
             from ..io.cache import file_sha256
 
@@ -115,11 +124,52 @@ class OpenCLIPEncoder(Encoder):
         return unit_float32(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)
 
 
+def _check_weights_reachable(open_clip, model, tag):
+    """Fail fast, with the fix, when a pretrained tag is neither cached nor downloadable.
+
+    Without this, open_clip retries the hub for about a minute and a half before failing. The local
+    huggingface_hub cache is tried first; otherwise one short connection attempt decides.
+    """
+    import os
+    import socket
+
+    cfg = open_clip.get_pretrained_cfg(model, tag)
+    if not cfg:
+        tags = ", ".join(t for m, t in open_clip.list_pretrained() if m == model) or "none"
+        raise EncoderLoadError(f"Unknown pretrained tag {tag!r} for open_clip model {model!r}; known tags: {tags}.")
+    repo = (cfg.get("hf_hub") or "").strip("/")
+    if repo:
+        try:
+            from huggingface_hub import snapshot_download
+
+            snapshot_download(repo, local_files_only=True)
+            return  # cached
+        except Exception:  # noqa: BLE001 - not cached (the exception type varies across versions)
+            pass
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    if not offline:
+        try:
+            socket.create_connection(("huggingface.co", 443), timeout=3).close()
+            return
+        except OSError:
+            pass
+    raise EncoderLoadError(
+        f"The weights of open_clip {model}@{tag} are not in the local cache and "
+        + ("HF_HUB_OFFLINE is set" if offline else "huggingface.co cannot be reached") + ". Either:\n"
+        f"  --encoder 'open_clip:{model}@/path/to/open_clip_pytorch_model.bin'   (a local checkpoint file)\n"
+        "  --encoder spotcheck                                  (the offline encoder of the synthetic world)\n"
+        f"  --encoder 'open_clip:{model}@random'                  (seeded random weights, to try the pipeline)")
+
+
 @register_encoder("open_clip")
 def _make_open_clip(model=None, pretrained=None, **kwargs):
-    # In a spec, no tag means the default weights; random weights must be asked for by name.
+    """``open_clip[:MODEL[@TAG|@CHECKPOINT|@random[:SEED]]]``; no tag means the default weights."""
     if pretrained is None:
         pretrained = DEFAULT_PRETRAINED
-    elif pretrained.lower() in ("none", "random"):
+    elif pretrained.lower() in ("none", "random") or pretrained.lower().startswith("random:"):
+        seed = pretrained.partition(":")[2]
+        if seed and not seed.isdigit():
+            raise ValueError(f"`@random:SEED` needs an integer seed; received {pretrained!r}.")
+        kwargs.setdefault("seed", int(seed or 0))
         pretrained = None
     return OpenCLIPEncoder(model or DEFAULT_MODEL, pretrained, **kwargs)

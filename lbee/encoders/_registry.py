@@ -31,7 +31,9 @@ def parse_encoder_spec(spec):
 
     Accepted forms: ``"open_clip"``, ``"open_clip:ViT-B-32"``,
     ``"open_clip:ViT-B-32@laion2b_s34b_b79k"``, ``"open_clip:ViT-B-32@/path/to/ckpt.pt"``,
-    ``"open_clip:hf-hub:org/repo"``, ``"open_clip:ViT-B-32@random"`` (random weights, for tests).
+    ``"open_clip:hf-hub:org/repo"``, ``"open_clip:ViT-B-32@random"`` or ``@random:SEED``
+    (seeded random weights, seed 0 by default: to try the pipeline without weights; the
+    same seed gives the same weights, so the embedding cache hits on rerun).
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"`encoder` must be a non-empty spec such as 'open_clip:ViT-B-32'; received {spec!r}.")

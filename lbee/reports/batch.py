@@ -114,8 +114,30 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
 
 
 def config_problems(cfg):
-    """Every dataset entry's problem (keys, types, paths), checked before anything runs: list of str."""
-    return [ds.error for ds in cfg.datasets if ds.error]
+    """Every dataset entry's problem, checked before anything runs: list of str.
+
+    Keys, types and paths come from the config parser; then each valid entry's
+    tables, manifest and sentence set are read (:func:`lbee.run.inputs.preflight`),
+    and a problem there is recorded on the entry too.
+    """
+    from ..run.inputs import preflight
+
+    problems = []
+    for ds in cfg.datasets:
+        if not ds.error:
+            try:
+                preflight(ds, models=[])
+            except (ValueError, TypeError, OSError) as exc:
+                ds.error = f"dataset {ds.name!r}: {exc}"
+        if ds.error:
+            problems.append(ds.error)
+            continue
+        for model in ds.models:  # a bad table fails its model only (with --keep-going the others run)
+            try:
+                preflight(ds, models=[model])
+            except (ValueError, TypeError, OSError) as exc:
+                problems.append(f"dataset {ds.name!r}, model {model.name!r}: {exc}")
+    return problems
 
 
 def run_report(config_path, *, output=None, cache_dir=None, device=None, progress=False, log=None,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..run.inputs import DatasetSpec, ModelSpec
-from ..run.settings import RunSettings
+from ..run.settings import RunSettings, check_knob
 
 TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
 #: The analysis knobs: exactly the fields of RunSettings (defaults, choices and validation live there).
@@ -121,7 +121,7 @@ def _check_setting(key, value, where, line, path):
 
     if key in KNOB_KEYS:
         try:
-            return getattr(RunSettings(**{key: value}), key)
+            return check_knob(key, value)
         except ValueError as exc:
             raise _EntryError(f"{path}, line {line}: {where} " + str(exc).replace(f"`{key}`", f"key {key!r}", 1)) \
                 from None
@@ -283,7 +283,7 @@ def _parse_dataset(entry, i, defaults, base, path):
     sentences = settings["sentences"]
     if (base / sentences).is_file():  # a sentence file beside the config, like every other relative path
         sentences = str(base / sentences)
-    ds.encoder, ds.sentences, ds.relevance = settings["encoder"], sentences, settings["relevance"]
+    ds.encoder, ds.sentence_set, ds.relevance = settings["encoder"], sentences, settings["relevance"]
     ds.batch_size, ds.num_workers = settings["batch_size"], settings["num_workers"]
     ds.report = {k: settings[k] for k in REPORT_DEFAULTS}
     return ds
@@ -358,3 +358,44 @@ def load_report_config(path):
     cache_dir = data.get("cache_dir")
     return ReportConfig(path, base / output if not Path(output).is_absolute() else Path(output),
                         (base / cache_dir) if cache_dir else None, out)
+
+
+def config_schema():
+    """The JSON Schema of a ``lbee report`` config, for editors (``lbee report --schema``).
+
+    The analysis knobs come from :class:`lbee.run.settings.RunSettings` (their
+    choices from the registries), so the schema cannot drift from the checks.
+    """
+    from ..run.settings import knob_schema
+
+    path = {"type": "string", "description": "A path, relative to the config file."}
+    settings = {k: knob_schema(k) for k in KNOB_KEYS}
+    settings.update({
+        "encoder": {"type": "string", "description": "open_clip[:MODEL[@TAG|@CHECKPOINT|@random[:SEED]]] or spotcheck"},
+        "sentences": {"type": "string", "description": "A built-in sentence set or a sentence file."},
+        "relevance": {"description": "none, ground_truth, a file, {ground_truth: FILE} or {vqa: FILE}",
+                      "anyOf": [{"type": "string"}, {"type": "null"}, {"type": "object", "maxProperties": 1}]},
+        "batch_size": {"type": "integer", "minimum": 1}, "num_workers": {"type": "integer", "minimum": 0},
+        "thumbnails": {"type": "integer", "minimum": 1}, "classes_shown": {"type": "integer", "minimum": 1},
+        "sweep": {"anyOf": [{"type": "boolean"}, {"type": "null"}, {
+            "type": "object", "additionalProperties": False,
+            "properties": {k: {"type": "array", "items": {"type": "number"}} for k in ("K", "C", "o")}}]},
+    })
+    model = {"type": "object", "additionalProperties": False, "properties": {
+        "name": {"type": "string"}, "predictions": path, "model": {"type": "string"}, "weights": path,
+        "num_classes": {"type": "integer", "minimum": 1}, "image_size": {"type": "integer", "minimum": 1}}}
+    dataset = {"type": "object", "additionalProperties": False, "properties": {
+        "name": {"type": "string"}, "images": path, "image_embeddings": path, "sentence_embeddings": path,
+        "masks": path, "sensitivity": path,
+        "spotcheck": {"anyOf": [{"type": "integer"}, {"type": "object", "additionalProperties": False,
+                                                       "properties": {"seed": {"type": "integer"}, "path": path}}]},
+        "rival10": {"anyOf": [path, {"type": "object", "additionalProperties": False, "required": ["path"],
+                                     "properties": {"path": path, "split": {"enum": ["train", "test"]},
+                                                    "class_map": path}}]},
+        "models": {"type": "array", "minItems": 1, "items": model},
+        **{k: v for k, v in model["properties"].items() if k != "name"}, **settings}}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "lbee report config",
+            "type": "object", "additionalProperties": False, "required": ["datasets"], "properties": {
+                "output": path, "cache_dir": path,
+                "defaults": {"type": "object", "additionalProperties": False, "properties": settings},
+                "datasets": {"type": "array", "minItems": 1, "items": dataset}}}

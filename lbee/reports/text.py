@@ -57,19 +57,61 @@ def render_markdown(result, metrics=None, n_examples=5):
     return "\n".join(lines)
 
 
-def terminal_table(result, width=38):
-    """A compact table of hard clusters x methods (each method's top sentence)."""
+def _columns(width=None):
+    import shutil
+
+    return width or max(60, shutil.get_terminal_size((100, 24)).columns)
+
+
+def terminal_table(result, width=None):
+    """Each hard group's top sentence per method, in columns that fit the terminal (long sentences wrap)."""
+    import textwrap
+
     exps = result.explanations
     methods = list(exps)
     first = next(iter(exps.values()))
-
-    def cut(s):
-        s = str(s)
-        return s if len(s) <= width else s[: width - 1] + "…"
-
-    header = f"{'cluster':>7} {'size':>5}  " + "  ".join(f"{m:<{width}}" for m in methods)
-    rows = [header, "-" * len(header)]
+    col = max(12, (_columns(width) - 16) // max(1, len(methods)) - 2)
+    header = f"{'group':>6} {'size':>6}  " + "  ".join(f"{m:<{col}}" for m in methods)
+    rows = [header, "-" * min(len(header), _columns(width))]
     for i, c in enumerate(first.hard_clusters):
-        tops = [exps[m].cluster_sentences(i) for m in methods]
-        rows.append(f"{i:>7} {len(c.indices):>5}  " + "  ".join(f"{cut(t[0] if t else ''):<{width}}" for t in tops))
+        cells = [textwrap.wrap(str((exps[m].cluster_sentences(i) or [""])[0]), col) or [""] for m in methods]
+        for line in range(max(len(x) for x in cells)):
+            lead = f"{i:>6} {len(c.indices):>6}  " if line == 0 else " " * 15
+            rows.append(lead + "  ".join(f"{(x[line] if line < len(x) else ''):<{col}}" for x in cells).rstrip())
     return "\n".join(rows)
+
+
+def terminal_blocks(result, width=None):
+    """One block per hard group: size, error rate, easy twin, and every method's K sentences, wrapped to fit."""
+    import textwrap
+
+    exps = result.explanations
+    first = next(iter(exps.values()))
+    cols = _columns(width)
+    omega = np.asarray(result.performance, dtype=float)
+    binary = np.isin(omega, (0.0, 1.0)).all()
+    out = []
+    for i, c in enumerate(first.hard_clusters):
+        rate = f", error rate {1 - omega[c.indices].mean():.2f}" if binary else \
+            f", mean ω {omega[c.indices].mean():.3f}"
+        out.append(f"Hard group {i}: {len(c.indices)} images{rate}, easy twin {c.easy_cluster}")
+        for m, e in exps.items():
+            text = " · ".join(e.cluster_sentences(i)) or "(no sentence)"
+            out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+def summary_dict(result, out=None):
+    """A machine-readable summary of a run (``lbee describe --json``)."""
+    first = next(iter(result.explanations.values()))
+    p = first.params
+    return {
+        "n_images": len(result.image_ids), "n_hard": p.get("n_hard"), "n_easy": p.get("n_easy"),
+        "n_skipped": len(result.failures), "params": {k: p[k] for k in ("a", "n_clusters", "k", "tau", "ward")
+                                                      if k in p},
+        "hard_groups": [{"group": i, "size": int(len(c.indices)),
+                         "sentences": {m: e.cluster_sentences(i) for m, e in result.explanations.items()}}
+                        for i, c in enumerate(first.hard_clusters)],
+        "out": None if out is None else str(out),
+    }

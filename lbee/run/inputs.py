@@ -59,8 +59,9 @@ class DatasetSpec:
     models : list of ModelSpec
     settings : RunSettings
     encoder : str
-    sentences : str
-        A built-in sentence set name or a sentence file.
+    sentence_set : str
+        A built-in sentence set name or a sentence file (the texts are
+        ``RunInputs.sentences``).
     relevance : dict, optional
         ``{"ground_truth": path}`` or ``{"vqa": path}``, or ``"ground_truth"``
         (SpotCheck's exact Γ).
@@ -87,7 +88,7 @@ class DatasetSpec:
     models: list = field(default_factory=list)
     settings: RunSettings = field(default_factory=RunSettings)
     encoder: str = "open_clip"
-    sentences: str = "conditions"
+    sentence_set: str = "conditions"
     relevance: object = None
     batch_size: int = 64
     num_workers: int = 2
@@ -154,10 +155,10 @@ def _spotcheck_inputs(ds, out_dir, device, log):
     from ..encoders import create_encoder
     from ..spotcheck import CorruptECError, ExperimentalConfiguration, make_ec
 
-    if ds.sentences != "spotcheck" or ds.encoder != "spotcheck":
+    if ds.sentence_set != "spotcheck" or ds.encoder != "spotcheck":
         raise ValueError(f"dataset {ds.name!r}: a SpotCheck world is described with its own encoder and sentences "
                          f"(encoder: spotcheck, sentences: spotcheck); received encoder {ds.encoder!r}, "
-                         f"sentences {ds.sentences!r}.")
+                         f"sentences {ds.sentence_set!r}.")
     if "path" in ds.spotcheck:
         ec = ExperimentalConfiguration.load(ds.spotcheck["path"])
     else:
@@ -233,7 +234,7 @@ def _image_inputs(ds, cache_dir, device, progress):
                              class_map=ds.rival10.get("class_map"))
         sset_name, sents = "rival10", list(rival.sentences)
     else:
-        sset = load_sentence_set(ds.sentences)
+        sset = load_sentence_set(ds.sentence_set)
         sset_name, sents = sset.name, list(sset.sentences)
     failures, enc = [], None
     if rival is not None:
@@ -285,6 +286,38 @@ def _image_inputs(ds, cache_dir, device, progress):
         rel, source = _relevance(ds, ids, sents)
     return RunInputs(emb, sen, sents, ids, paths, paths, labels, rel, source, encoder_tau, encoder_id, sset_name,
                      failures=failures)
+
+
+def preflight(ds, models=None):
+    """Check what can be checked without computing: sentence set, manifest, predictions tables, sensitivity run.
+
+    Runs before any embedding, so a bad label in a predictions table is reported
+    in a second, not after minutes of work. Raises ``ValueError`` naming the file.
+
+    Parameters
+    ----------
+    ds : DatasetSpec
+    models : list of ModelSpec, optional
+        The models whose predictions tables are read (default: all of ``ds``;
+        ``[]`` checks the dataset alone).
+    """
+    from ..io.images import discover_images, read_table
+    from ..io.sentences import load_sentence_set
+    from ..scoring.confidence import scores_from_table
+
+    if ds.spotcheck is None and ds.rival10 is None:
+        load_sentence_set(ds.sentence_set)
+    if ds.images is not None:
+        discover_images(ds.images)
+    if ds.settings.task == "classification":
+        for model in ds.models if models is None else models:
+            if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
+                scores_from_table(read_table(model.predictions), kind=ds.settings.confidence_from)
+    if ds.settings.split_by in ("irfs", "saliency"):
+        if ds.sensitivity is None:
+            raise ValueError(f"split_by {ds.settings.split_by!r} needs a sensitivity run (`lbee sensitivity`).")
+        if not Path(ds.sensitivity).exists():
+            raise ValueError(f"sensitivity {str(ds.sensitivity)!r} does not exist.")
 
 
 def load_inputs(ds, *, cache_dir=None, device=None, progress=False, out_dir=None, log=None):

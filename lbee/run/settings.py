@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ..core.clustering import DEFAULT_WARD, WARD_METHODS
 from ..core.evaluation import DEFAULT_O
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N_CLUSTERS_PER_CLASS
-from ..core.selection import METHODS, resolve_tau
+from ..core.selection import CLIP_TAU, METHODS, resolve_tau
 
 TASKS = ("classification", "segmentation")
 #: φ from a region-sensitivity run (RIVAL10 §5): per-image iRFS or saliency / mask IoU, classification only.
@@ -83,7 +83,7 @@ class RunSettings:
         Sentences kept per hard cluster (LBEE §5).
     tau : float or None, default=None
         SetDiff / FPDiff threshold; None means the encoder's declared τ, else
-        the CLIP value 0.25 (:meth:`resolved_tau`).
+        the CLIP value ``CLIP_TAU`` (:meth:`resolved_tau`).
     o : float, default=0.2
         Severity of the failure sentences, β = o·std(ω).
     methods : tuple of str, default=all five describers
@@ -112,7 +112,7 @@ class RunSettings:
                                       default_text="C^h")
     k: int = _knob(DEFAULT_K, "Sentences kept per hard cluster.", kind=int, minimum=1, flag="-k")
     tau: float | None = _knob(None, "SetDiff / FPDiff similarity threshold τ.", kind=float, optional=True,
-                              default_text="the encoder's τ, else 0.25 (CLIP)")
+                              default_text=f"the encoder's τ, else {CLIP_TAU:g} (CLIP)")
     o: float = _knob(DEFAULT_O, "Severity o of the failure sentences (β = o·std ω).", kind=float, minimum=0.0)
     methods: tuple = _knob(None, "Describer(s); repeat the option, or 'all'.", kind=str, many=True,
                            flag="--method", default_factory=lambda: tuple(METHODS))
@@ -199,6 +199,14 @@ class RunSettings:
         return dataclasses.replace(base or cls(), **changes)
 
 
+def check_knob(name, value):
+    """Validate one knob alone (rules between knobs are checked when the :class:`RunSettings` is built)."""
+    fields = {f.name: f for f in dataclasses.fields(RunSettings)}
+    if name not in fields:
+        raise ValueError(f"unknown knob {name!r}; expected one of {', '.join(fields)}.")
+    return _check(fields[name], value)
+
+
 def knob_schema(name):
     """JSON-Schema-like description of one knob (for docs and the YAML reference)."""
     f = {f.name: f for f in dataclasses.fields(RunSettings)}[name]
@@ -208,6 +216,10 @@ def knob_schema(name):
     item = {"enum": list(choices)} if choices else {"type": {int: "integer", float: "number", str: "string"}[m["kind"]]}
     if m["minimum"] is not None:
         item["minimum"] = m["minimum"]
+    if name == "slicers":  # {name: {options}} entries too
+        item = {"anyOf": [item, {"type": "object", "minProperties": 1, "maxProperties": 1,
+                                 "propertyNames": {"enum": list(choices)},
+                                 "additionalProperties": {"type": ["object", "null"]}}]}
     out.update({"type": "array", "items": item} if m["many"] else item)
     return out
 

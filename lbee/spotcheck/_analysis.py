@@ -125,7 +125,7 @@ def analyze_ec(ec, encoder, *, methods=METHODS, n_clusters=15, k=3, a=0.2, o=0.2
     settings = RunSettings(a=a, clusters=n_clusters, k=k, tau=tau, o=o, methods=tuple(methods),
                            confidence_from="true_class")
     ds = DatasetSpec(name=f"SpotCheck world {ec.seed}", spotcheck={"seed": ec.seed}, encoder="spotcheck",
-                     sentences="spotcheck", relevance="ground_truth", settings=settings)
+                     sentence_set="spotcheck", relevance="ground_truth", settings=settings)
     inputs = spotcheck_inputs(ds, ec, encoder)
     scores = model_scores(ds, None, inputs)
     t0 = time.perf_counter()

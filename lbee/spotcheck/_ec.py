@@ -192,8 +192,12 @@ def generate_images(dataset, blindspots, n, rng, size, *, mislabel, enrich=0.0):
     return images, attrs, labels
 
 
-def train_classifier(images, labels, *, epochs=12, batch_size=128, lr=5e-3, random_state=0, arch="cnn"):
-    """Train the square classifier ("cnn": small CNN; "resnet18": torchvision ResNet-18) on CPU."""
+def train_classifier(images, labels, *, epochs=12, batch_size=128, lr=5e-3, random_state=0, arch="cnn",
+                     on_epoch=None):
+    """Train the square classifier ("cnn": small CNN; "resnet18": torchvision ResNet-18) on CPU.
+
+    ``on_epoch(epoch, n_epochs, train_accuracy)`` is called after each epoch (progress display).
+    """
     import torch
 
     from ._network import SquareClassifier, to_tensor
@@ -212,14 +216,19 @@ def train_classifier(images, labels, *, epochs=12, batch_size=128, lr=5e-3, rand
     steps = epochs * ((len(x) + batch_size - 1) // batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.15)
     gen = torch.Generator().manual_seed(random_state)
-    for _ in range(epochs):
+    for epoch in range(epochs):
         model.train()
+        correct = 0
         for idx in torch.randperm(len(x), generator=gen).split(batch_size):
-            loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+            out = model(x[idx])
+            loss = torch.nn.functional.cross_entropy(out, y[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()
             sched.step()
+            correct += int((out.argmax(1) == y[idx]).sum())
+        if on_epoch is not None:
+            on_epoch(epoch + 1, epochs, correct / len(x))
     return model.eval()
 
 
@@ -279,6 +288,8 @@ def make_ec(random_state=0, *, n_train=3000, n_val=1000, n_test=2000, image_size
         dataset = sample_dataset(rng, n_other_layers=n_other_layers, n_rollable=n_rollable)
         blindspots = sample_blindspots(rng, dataset, n_blindspots=n_blindspots)
         images, attributes, labels = {}, {}, {}
+        if log:
+            log(f"rendering {n_train + n_val + n_test} images (seed {seed}) ...")
         for split, n in (("train", n_train), ("val", n_val), ("test", n_test)):
             images[split], attributes[split], labels[split] = generate_images(
                 dataset, blindspots, n, rng, image_size, mislabel=split != "test", enrich=enrich)
@@ -290,7 +301,11 @@ def make_ec(random_state=0, *, n_train=3000, n_val=1000, n_test=2000, image_size
                 log(f"EC seed {seed}: a blindspot is too rare (val sizes {sizes.tolist()}, test "
                     f"{test_sizes.tolist()}); regenerating")
             continue
-        ec.model = train_classifier(images["train"], labels["train"], epochs=epochs, random_state=seed, arch=arch)
+        if log:
+            log(f"training the square classifier ({epochs} epochs on {n_train} images) ...")
+        on_epoch = (lambda e, n, acc: log(f"  epoch {e:>2}/{n}: train accuracy {acc:.3f}")) if log else None
+        ec.model = train_classifier(images["train"], labels["train"], epochs=epochs, random_state=seed, arch=arch,
+                                    on_epoch=on_epoch)
         ec.verification = verify_blindspots(ec)
         if ec.verification["passed"]:
             return ec

@@ -1,0 +1,128 @@
+"""A new user's first hour: labels by name, checks before work, offline encoders, quiet and fitting output."""
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from conftest import planted_world
+from lbee.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def named_predictions(tmp_path, labels):
+    """The planted world with a 3-class predictions table whose labels are class names."""
+    X, S, phi, sentences = planted_world(noise=0.01)
+    np.save(tmp_path / "img.npy", X)
+    np.save(tmp_path / "sen.npy", S)
+    (tmp_path / "sents.txt").write_text("\n".join(sentences) + "\n")
+    p = np.where(phi[:, None] > 0.5, [0.9, 0.05, 0.05], [0.4, 0.35, 0.25])
+    pd.DataFrame({"image": [f"i{i}.png" for i in range(len(X))], "label": labels,
+                  "prob_car": p[:, 0], "prob_person": p[:, 1], "prob_tree": p[:, 2]}).to_csv(
+        tmp_path / "pred.csv", index=False)
+    return ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
+            str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "sents.txt"), "--predictions",
+            str(tmp_path / "pred.csv"), "--clusters", "2", "-k", "1"]
+
+
+def test_labels_by_class_name(tmp_path):
+    args = named_predictions(tmp_path, ["car"] * 18 + ["person"] * 6)
+    r = CliRunner().invoke(cli, ["-q", *args, "--json", "--out", str(tmp_path / "o")], obj={})
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output)
+    assert summary["n_images"] == 24 and summary["hard_groups"] and summary["out"] == str(tmp_path / "o")
+    omega = pd.read_parquet(tmp_path / "o" / "assignments.parquet")["performance"]
+    assert omega.sum() == 18  # 'car' rows are predicted car (named labels matched to prob_car); 'person' rows are not
+
+
+def test_a_bad_label_fails_before_any_embedding(tmp_path):
+    (tmp_path / "imgs").mkdir()
+    for i in range(24):
+        Image.fromarray(np.full((8, 8, 3), i * 10, np.uint8)).save(tmp_path / "imgs" / f"i{i}.png")
+    named_predictions(tmp_path, ["car"] * 23 + ["bus"])
+    t0 = time.perf_counter()
+    r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(tmp_path / "imgs"),
+                                 "--predictions", str(tmp_path / "pred.csv"), "--encoder",
+                                 "open_clip:ViT-B-32@random"], obj={})
+    assert r.exit_code == 1 and "label" in r.output and "bus" in r.output, r.output
+    assert "Traceback" not in r.output
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.npz"))  # nothing embedded
+    assert time.perf_counter() - t0 < 30  # no encoder was even loaded
+
+
+def test_offline_default_encoder_fails_at_once_with_the_fix(monkeypatch, tmp_path):
+    from lbee.encoders import EncoderLoadError, create_encoder
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    with pytest.raises(EncoderLoadError) as info:
+        create_encoder("open_clip", device="cpu")
+    msg = str(info.value)
+    assert msg.count("not in the local cache") == 1
+    assert "--encoder spotcheck" in msg and "@random" in msg and "/path/to/" in msg
+    with pytest.raises(EncoderLoadError, match="Unknown pretrained tag 'nope'"):
+        create_encoder("open_clip:ViT-B-32@nope", device="cpu")
+
+
+def test_random_weights_are_seeded(random_clip):
+    from lbee.encoders import create_encoder
+
+    again = create_encoder("open_clip:ViT-B-32@random:0", device="cpu")
+    other = create_encoder("open_clip:ViT-B-32@random:1", device="cpu")
+    assert again.identity() == random_clip.identity()  # same seed, same weights: the cache hits on rerun
+    assert other.identity()["weights"] != random_clip.identity()["weights"]
+    assert random_clip.identity()["weights"].startswith("random:seed=0:")
+    with pytest.raises(ValueError, match="integer seed"):
+        create_encoder("open_clip:ViT-B-32@random:x", device="cpu")
+
+
+def test_terminal_output_fits_and_keeps_whole_sentences(tmp_path, monkeypatch):
+    X, S, phi, _ = planted_world(noise=0.01)
+    long = ["a road seen at night under orange sodium street lights with heavy rain on the lens"] + \
+        [f"sentence number {i} that is rather long and must wrap instead of being cut" for i in range(1, 8)]
+    args = named_predictions(tmp_path, ["car"] * 24)
+    (tmp_path / "sents.txt").write_text("\n".join(long) + "\n")
+    monkeypatch.setenv("COLUMNS", "80")
+    r = CliRunner().invoke(cli, ["-q", *args], obj={})
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "…" not in r.output and "heavy rain on the lens" in " ".join(line.strip() for line in lines)
+    assert "Nothing was saved (give --out FOLDER" in r.output
+
+
+def test_no_traceback_for_bad_input_and_debug_shows_it(tmp_path):
+    (tmp_path / "e.json").write_text(json.dumps({"methods": [], "images": [], "sentences": []}))
+    (tmp_path / "rel.npy").write_bytes(b"")
+    r = CliRunner().invoke(cli, ["evaluate", str(tmp_path / "e.json"), "--relevance", str(tmp_path / "rel.npy")],
+                           obj={})
+    assert r.exit_code == 1 and "methods" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(cli, ["--debug", "evaluate", str(tmp_path / "e.json"), "--relevance",
+                                 str(tmp_path / "rel.npy")], obj={})
+    assert r.exit_code == 1 and isinstance(r.exception, ValueError)  # the traceback is let through
+
+
+def test_report_check_and_published_schema(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    r = CliRunner().invoke(cli, ["report", "--schema"], obj={})
+    assert r.exit_code == 0
+    schema = json.loads(r.output)
+    published = json.loads((ROOT / "docs" / "lbee-report.schema.json").read_text())
+    assert schema == published  # the file editors use is the one the code builds
+    good = {"output": "out", "defaults": {"k": 2, "methods": ["tops"]},
+            "datasets": [{"name": "w", "spotcheck": {"seed": 0}, "slicers": ["ward", {"domino": {}}]}]}
+    jsonschema.validate(good, schema)
+    for bad in ({"datasets": [{"name": "w", "spotcheck": 0, "methds": ["tops"]}]},
+                {"datasets": [{"name": "w", "spotcheck": 0, "ward": "fast"}]}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    (tmp_path / "c.yaml").write_text("datasets:\n  - name: a\n    spotcheck: {seed: 0}\n    k: 0\n"
+                                     "  - name: b\n    images: nowhere\n    predictions: p.csv\n")
+    r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
+    assert r.exit_code == 2 and "2 problem(s)" in r.output and "line 4" in r.output and "nowhere" in r.output
