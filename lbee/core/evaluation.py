@@ -20,6 +20,33 @@ def _check_relevance(relevance, performance):
     return as_bool_matrix(rel, "relevance", rel.shape), omega
 
 
+_BLOCK_ROWS = 4096  # rows of Γ converted to float at a time (4,096 x 1,400 float64: 46 MB)
+
+
+def _hardness(rel, omega):
+    """ω^n and |X_n| of a checked boolean Γ, in row blocks: Γ is never converted to float whole.
+
+    Per block one product ``[ω; 1] @ Γ_block`` gives the sums and the counts.
+    """
+    n_img, n_sent = rel.shape
+    sums = np.zeros(n_sent)
+    counts = np.zeros(n_sent)
+    lhs = np.empty((2, min(_BLOCK_ROWS, max(n_img, 1))))
+    for i0 in range(0, n_img, _BLOCK_ROWS):
+        i1 = min(i0 + _BLOCK_ROWS, n_img)
+        block = rel[i0:i1].astype(np.float64)
+        lhs[0, :i1 - i0] = omega[i0:i1]
+        lhs[1, :i1 - i0] = 1.0
+        part = lhs[:, :i1 - i0] @ block
+        sums += part[0]
+        counts += part[1]
+    counts = np.rint(counts).astype(np.int64)
+    hardness = np.full(n_sent, np.nan)
+    hit = counts > 0
+    hardness[hit] = sums[hit] / counts[hit]
+    return hardness, counts
+
+
 def sentence_hardness(relevance, performance):
     """ω^n: mean performance over the images each sentence is relevant to.
 
@@ -38,13 +65,15 @@ def sentence_hardness(relevance, performance):
         |X_n|.
     """
     rel, omega = _check_relevance(relevance, performance)
-    counts = rel.sum(axis=0)
-    # One product for all sentences instead of a loop over columns.
-    sums = omega @ rel if rel.shape[0] else np.zeros(rel.shape[1])
-    hardness = np.full(rel.shape[1], np.nan)
-    hit = counts > 0
-    hardness[hit] = sums[hit] / counts[hit]
-    return hardness, counts
+    return _hardness(rel, omega)
+
+
+def _failure(rel, omega, o):
+    hardness, counts = _hardness(rel, omega)
+    beta = o * omega.std()
+    with np.errstate(invalid="ignore"):
+        failing = (counts > 0) & (hardness < omega.mean() - beta)
+    return np.flatnonzero(failing)
 
 
 def failure_sentences(relevance, performance, o=0.2):
@@ -65,12 +94,8 @@ def failure_sentences(relevance, performance, o=0.2):
         Sorted sentence indices; a sentence relevant to no image is never included.
     """
     o = check_real(o, "o", minimum=0.0)
-    hardness, counts = sentence_hardness(relevance, performance)
-    omega = np.asarray(performance, dtype=np.float64)
-    beta = o * omega.std()
-    with np.errstate(invalid="ignore"):
-        failing = (counts > 0) & (hardness < omega.mean() - beta)
-    return np.flatnonzero(failing)
+    rel, omega = _check_relevance(relevance, performance)
+    return _failure(rel, omega, o)
 
 
 def evaluate(explanation, relevance, performance, o=0.2):
@@ -106,7 +131,8 @@ def evaluate(explanation, relevance, performance, o=0.2):
                 f"`relevance` has {rel.shape[0]} image rows but the explanation refers to image "
                 f"{int(c.indices.max())}; expected the same images."
             )
-    return score_explanation(explanation, rel, set(failure_sentences(rel, omega, o).tolist()))
+    o = check_real(o, "o", minimum=0.0)
+    return score_explanation(explanation, rel, set(_failure(rel, omega, o).tolist()))
 
 
 def score_explanation(explanation, relevance, star):
@@ -124,7 +150,7 @@ def score_explanation(explanation, relevance, star):
             cr.append(0.0)
             continue
         hr.append(len(set(r) & star) / len(r))
-        cr.append(float(np.mean([rel[c.indices, s].mean() for s in r])) if c.indices.size else 0.0)
+        cr.append(float(rel[np.ix_(c.indices, r)].mean(axis=0).mean()) if c.indices.size else 0.0)
     selected = set(explanation.selected)
     inter = len(selected & star)
     union = len(selected | star)

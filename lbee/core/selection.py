@@ -86,9 +86,41 @@ def select_sentences(method, index, hard_prototype, easy_prototype, k, tau,
     raise ValueError(f"`method` must be one of {list(METHODS)}; received {method!r}.")
 
 
+def _best(scores, k, candidates=None):
+    """:func:`_rank` in O(N): the ``k`` best of ``candidates`` (sorted ascending; default all), ties by lower index.
+
+    A partial sort finds the k-th best value; only the candidates at or above
+    it are sorted (stably), so the result equals a full stable sort's first k.
+    """
+    vals = scores if candidates is None else scores[candidates]
+    neg = -vals
+    if 0 < k < vals.size:
+        kth = np.partition(neg, k - 1)[k - 1]
+        sub = np.flatnonzero(neg <= kth)
+        order = sub[np.argsort(neg[sub], kind="stable")[:k]]
+    else:
+        order = np.argsort(neg, kind="stable")[:max(k, 0)]
+    chosen = order if candidates is None else candidates[order]
+    return chosen, scores[chosen]
+
+
+def _top_or_above(sims, k, tau):
+    """Sorted union of the ``k`` most similar sentences and those strictly above ``tau`` (one row of sims)."""
+    top, _ = _best(sims, k)
+    mask = sims > tau
+    mask[top] = True
+    return np.flatnonzero(mask)
+
 
 def select_all(method, index, hard_prototypes, easy_prototypes, k, tau, *, cluster_means=None, reference_mean=None):
-    """:func:`select_sentences` for every hard cluster of one explanation.
+    """:func:`select_sentences` for every hard cluster of one explanation, in one product.
+
+    All the queries a method needs (hard prototypes, their easy twins, or
+    Domino's mean differences) are scored against the sentences in one
+    matrix product (on one BLAS thread when small); top-k and ``> tau`` are
+    then read off those exact scores, which gives what the FAISS queries of
+    :func:`select_sentences` give (same sentences, ties by lower index, same
+    scores up to floating-point rounding of the product).
 
     Parameters
     ----------
@@ -110,9 +142,33 @@ def select_all(method, index, hard_prototypes, easy_prototypes, k, tau, *, clust
     list of (ndarray of int, ndarray of float)
         Per hard cluster, its sentences (best first) and their scores.
     """
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {list(METHODS)}; received {method!r}.")
+    hard = np.atleast_2d(np.asarray(hard_prototypes, dtype=np.float64))
+    c = hard.shape[0]
+    if c == 0:
+        return []
+    k = min(int(k), index.n_sentences)
+    if method == "domino":
+        if cluster_means is None or reference_mean is None:
+            raise ValueError("`method='domino'` needs `cluster_means` (C, d) and `reference_mean` (d,).")
+        diffs = np.atleast_2d(np.asarray(cluster_means, dtype=np.float64)) - np.asarray(reference_mean)[None, :]
+        sims = index.similarities(diffs)
+        return [_best(sims[i], k) for i in range(c)]
+    if method == "tops":
+        sims = index.similarities(hard)
+        return [_best(sims[i], k) for i in range(c)]
+    easy = np.atleast_2d(np.asarray(easy_prototypes, dtype=np.float64))
+    sims = index.similarities(np.concatenate([hard, easy]))
+    v_h, v_e = sims[:c], sims[c:]
     out = []
-    for i in range(len(hard_prototypes)):
-        out.append(select_sentences(method, index, hard_prototypes[i], easy_prototypes[i], k, tau,
-                                    cluster_mean=None if cluster_means is None else cluster_means[i],
-                                    reference_mean=reference_mean))
+    for i in range(c):
+        if method == "pdiff":
+            out.append(_best(v_h[i] - v_e[i], k))
+        elif method == "setdiff":
+            easy_set = np.zeros(index.n_sentences, dtype=bool)
+            easy_set[_top_or_above(v_e[i], k, tau)] = True
+            out.append(_best(v_h[i], k, np.flatnonzero(~easy_set)))
+        else:  # fpdiff
+            out.append(_best(v_h[i] - v_e[i], k, _top_or_above(v_h[i], k, tau)))
     return out
