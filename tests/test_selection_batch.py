@@ -57,3 +57,16 @@ def test_select_all_checks_its_inputs():
     with pytest.raises(ValueError, match="cluster_means"):
         select_all("domino", index, np.eye(4)[:1], np.eye(4)[:1], 1, 0.2)
     assert select_all("tops", index, np.zeros((0, 4)), np.zeros((0, 4)), 1, 0.2) == []
+
+
+def test_describers_of_one_explanation_share_one_product():
+    S, hard, easy, means, ref = _case(4)
+    index = SentenceIndex(S)
+    select_all("tops", index, hard, easy, 3, 0.25)
+    first = index._last[1]
+    for m in ("setdiff", "pdiff", "fpdiff"):
+        select_all(m, index, hard, easy, 3, 0.25)
+        assert index._last[1] is first
+    assert not first.flags.writeable
+    select_all("tops", index, easy, hard, 3, 0.25)  # other prototypes: a new product
+    assert index._last[1] is not first

@@ -32,6 +32,9 @@ DEFAULT_WARD = "auto"
 # and the two agree to ARI >= 0.95 on structured data from a few thousand images on).
 AUTO_WARD_THRESHOLD = 4000
 KMEANS_DIM = 64  # PCA dimensions the k-means cells are found in
+# Up to this many rows the PCA and k-means of 'kmeans' run on one thread (BLAS and OpenMP): on a busy machine
+# two spinning threads made them 5-10x slower than one (benchmarks/bench_ward.py); results do not depend on it.
+KMEANS_ONE_THREAD_ROWS = 200_000
 _BLOCK_ROWS = 2048  # rows of the blocked Gram product (2,048 x n float64: 330 MB at n = 20,000)
 
 
@@ -317,7 +320,7 @@ def kmeans_cells(X, n_cells, *, dim=KMEANS_DIM, random_state=0, n_iter=20):
     cell_of : ndarray of int, shape (n,)
         Cell of each row, in ``range(n_cells_found)``.
     """
-    import faiss
+    from .sentence_index import faiss_kmeans
 
     n, d = X.shape
     k = min(int(n_cells), n)
@@ -333,22 +336,23 @@ def kmeans_cells(X, n_cells, *, dim=KMEANS_DIM, random_state=0, n_iter=20):
         Y -= (mean.astype(np.float32) @ basis)[None, :]
     else:
         Y = Xf - mean.astype(np.float32)[None, :]
-    Y = np.ascontiguousarray(Y, dtype=np.float32)
-    km = faiss.Kmeans(Y.shape[1], k, niter=n_iter, seed=int(random_state) + 1234, verbose=False,
-                      min_points_per_centroid=1, max_points_per_centroid=10**6)
-    km.train(Y)
-    _, assign = km.index.search(Y, 1)
-    cell = assign[:, 0].astype(np.int64)
+    cell = faiss_kmeans(Y, k, seed=int(random_state) + 1234, n_iter=n_iter)
     _, cell_of = np.unique(cell, return_inverse=True)  # renumbered without empty cells
     return cell_of.astype(np.int64).ravel()
 
 
 def _kmeans_tree(X, n_cells, random_state):
     """Cells of X and the weighted Ward tree of their full-dimensional means."""
-    cell_of = kmeans_cells(X, n_cells, random_state=random_state)
+    if X.shape[0] <= KMEANS_ONE_THREAD_ROWS:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):
+            cell_of = kmeans_cells(X, n_cells, random_state=random_state)
+    else:
+        cell_of = kmeans_cells(X, n_cells, random_state=random_state)
     m = int(cell_of.max()) + 1
     counts = np.bincount(cell_of, minlength=m).astype(np.float64)
-    means = _group_sums(np.asarray(X, dtype=np.float64), cell_of, m) / counts[:, None]
+    means = _group_sums(X, cell_of, m) / counts[:, None]
     return cell_of, weighted_ward_linkage(means, counts)
 
 
@@ -356,16 +360,16 @@ def _kmeans_tree(X, n_cells, random_state):
 
 
 def _group_sums(X, labels, n_groups):
-    """Row sums per label by one sort and ``np.add.reduceat`` (no ``np.add.at``)."""
-    order = np.argsort(labels, kind="stable")
-    sorted_labels = labels[order]
-    starts = np.searchsorted(sorted_labels, np.arange(n_groups))
-    sums = np.zeros((n_groups, X.shape[1]), dtype=np.float64)
-    present = np.bincount(labels, minlength=n_groups) > 0
-    if present.any():
-        reduced = np.add.reduceat(X[order], starts[present], axis=0)
-        sums[present] = reduced
-    return sums
+    """Row sums per label: one sparse (n_groups x n) indicator product, no ``np.add.at``.
+
+    Each group's rows are added in index order, as ``np.add.at`` adds them
+    (same floating-point result), in one pass over X.
+    """
+    from scipy.sparse import csr_matrix
+
+    n = X.shape[0]
+    indicator = csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(n_groups, n))
+    return np.asarray(indicator @ X, dtype=np.float64)
 
 
 def prototypes(embeddings, labels, n_clusters):
@@ -386,7 +390,7 @@ def prototypes(embeddings, labels, n_clusters):
         Plain means (Domino's describe step uses them).
     """
     labels = np.asarray(labels, dtype=np.int64)
-    sums = _group_sums(np.asarray(embeddings, dtype=np.float64), labels, n_clusters)
+    sums = _group_sums(embeddings, labels, n_clusters)
     counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / counts[:, None]

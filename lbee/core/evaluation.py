@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._blas import one_blas_thread
 from .._validation import as_bool_matrix, as_float_vector, check_real
 
 
@@ -20,26 +21,23 @@ def _check_relevance(relevance, performance):
     return as_bool_matrix(rel, "relevance", rel.shape), omega
 
 
-_BLOCK_ROWS = 4096  # rows of Γ converted to float at a time (4,096 x 1,400 float64: 46 MB)
+_BLOCK_ROWS = 256  # rows of Γ converted to float at a time (256 x 1,400 float64: 2.9 MB, stays in cache)
 
 
 def _hardness(rel, omega):
     """ω^n and |X_n| of a checked boolean Γ, in row blocks: Γ is never converted to float whole.
 
-    Per block one product ``[ω; 1] @ Γ_block`` gives the sums and the counts.
+    Per block, ``ω_block @ Γ_block`` on one BLAS thread gives the sums and a
+    column sum the counts (exact integers in float64).
     """
     n_img, n_sent = rel.shape
     sums = np.zeros(n_sent)
     counts = np.zeros(n_sent)
-    lhs = np.empty((2, min(_BLOCK_ROWS, max(n_img, 1))))
-    for i0 in range(0, n_img, _BLOCK_ROWS):
-        i1 = min(i0 + _BLOCK_ROWS, n_img)
-        block = rel[i0:i1].astype(np.float64)
-        lhs[0, :i1 - i0] = omega[i0:i1]
-        lhs[1, :i1 - i0] = 1.0
-        part = lhs[:, :i1 - i0] @ block
-        sums += part[0]
-        counts += part[1]
+    with one_blas_thread():
+        for i0 in range(0, n_img, _BLOCK_ROWS):
+            block = rel[i0:i0 + _BLOCK_ROWS].astype(np.float64)
+            sums += omega[i0:i0 + _BLOCK_ROWS] @ block
+            counts += block.sum(axis=0)
     counts = np.rint(counts).astype(np.int64)
     hardness = np.full(n_sent, np.nan)
     hit = counts > 0

@@ -117,7 +117,9 @@ def select_all(method, index, hard_prototypes, easy_prototypes, k, tau, *, clust
 
     All the queries a method needs (hard prototypes, their easy twins, or
     Domino's mean differences) are scored against the sentences in one
-    matrix product (on one BLAS thread when small); top-k and ``> tau`` are
+    matrix product (on one BLAS thread when small; 'tops', 'setdiff', 'pdiff'
+    and 'fpdiff' share it through the index, which keeps the last product of
+    the same prototypes); top-k and ``> tau`` are
     then read off those exact scores, which gives what the FAISS queries of
     :func:`select_sentences` give (same sentences, ties by lower index, same
     scores up to floating-point rounding of the product).
@@ -155,12 +157,12 @@ def select_all(method, index, hard_prototypes, easy_prototypes, k, tau, *, clust
         diffs = np.atleast_2d(np.asarray(cluster_means, dtype=np.float64)) - np.asarray(reference_mean)[None, :]
         sims = index.similarities(diffs)
         return [_best(sims[i], k) for i in range(c)]
-    if method == "tops":
-        sims = index.similarities(hard)
-        return [_best(sims[i], k) for i in range(c)]
     easy = np.atleast_2d(np.asarray(easy_prototypes, dtype=np.float64))
-    sims = index.similarities(np.concatenate([hard, easy]))
+    # The four prototype describers score the same [hard; easy] rows: the index keeps the last product.
+    sims = index.similarities(np.concatenate([hard, easy]), reuse=True)
     v_h, v_e = sims[:c], sims[c:]
+    if method == "tops":
+        return [_best(v_h[i], k) for i in range(c)]
     out = []
     for i in range(c):
         if method == "pdiff":

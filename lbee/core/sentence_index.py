@@ -1,6 +1,7 @@
 """A FAISS inner-product index over unit sentence embeddings.
 
-This is the one module that imports :mod:`faiss`. FAISS computes in float32,
+This is the one module that imports :mod:`faiss` (it also hosts the k-means
+that ``ward='kmeans'`` cuts its cells with). FAISS computes in float32,
 so every query asks FAISS for a few more candidates than needed and re-scores
 them exactly in float64: results equal the exact definitions of SPEC §3.3,
 including the tie rule (equal scores: lower sentence index first).
@@ -10,21 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._blas import one_blas_thread
+
 # FAISS float32 inner products of unit vectors are within ~1e-6 of the exact value.
 _FLOAT32_SLACK = 1e-4
 # Products with at most this many query rows run on one BLAS thread: a (1-2) x 512 by 512 x 1,400 product
 # takes ~0.3 ms on one thread but can take 15 ms on two when the machine is busy (threads spin waiting).
 SMALL_QUERY_ROWS = 64
-_CONTROLLER = []
-
-
-def one_blas_thread():
-    """A context manager limiting BLAS to one thread (threadpoolctl; the controller is built once)."""
-    if not _CONTROLLER:
-        from threadpoolctl import ThreadpoolController
-
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def stable_top_k(scores, k):
@@ -43,6 +36,31 @@ def stable_top_k(scores, k):
     return order[:k]
 
 
+def faiss_kmeans(data, k, *, seed, n_iter=20):
+    """FAISS k-means of float32 rows; returns the nearest centroid of each row.
+
+    Parameters
+    ----------
+    data : ndarray of shape (n, d)
+    k : int
+        Centroids (at most n).
+    seed : int
+    n_iter : int, default=20
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+    """
+    import faiss
+
+    Y = np.ascontiguousarray(data, dtype=np.float32)
+    km = faiss.Kmeans(Y.shape[1], int(k), niter=int(n_iter), seed=int(seed), verbose=False,
+                      min_points_per_centroid=1, max_points_per_centroid=10**6)
+    km.train(Y)
+    _, assign = km.index.search(Y, 1)
+    return assign[:, 0].astype(np.int64)
+
+
 class SentenceIndex:
     """Exact cosine search over a sentence set.
 
@@ -59,6 +77,7 @@ class SentenceIndex:
         emb = np.asarray(embeddings, dtype=np.float64)
         self.embeddings = emb / np.linalg.norm(emb, axis=1, keepdims=True)
         self.n_sentences, self.dim = self.embeddings.shape
+        self._last = None  # (queries, similarities) of the last similarities(..., reuse=True)
         self._faiss_index = None
         if use_faiss:
             import faiss
@@ -69,16 +88,28 @@ class SentenceIndex:
             index.add(data)
             self._faiss_index = index
 
-    def similarities(self, queries):
+    def similarities(self, queries, *, reuse=False):
         """Exact cosine similarities of unit ``queries`` (n_queries, d), shape (n_queries, n_sentences).
 
         Up to :data:`SMALL_QUERY_ROWS` queries are multiplied on one BLAS thread.
+        With ``reuse=True`` the last such product is kept, and returned again
+        (read-only) when the same queries come back: the describers of one
+        explanation all score the same hard and easy prototypes.
         """
         q = np.atleast_2d(queries)
+        if reuse:
+            last = self._last
+            if last is not None and last[0].shape == q.shape and np.array_equal(last[0], q):
+                return last[1]
         if q.shape[0] <= SMALL_QUERY_ROWS:
             with one_blas_thread():
-                return q @ self.embeddings.T
-        return q @ self.embeddings.T
+                sims = q @ self.embeddings.T
+        else:
+            sims = q @ self.embeddings.T
+        if reuse:
+            sims.flags.writeable = False
+            self._last = (np.array(q, copy=True), sims)
+        return sims
 
     def _exact(self, query, candidates):
         return self.embeddings[candidates] @ query
