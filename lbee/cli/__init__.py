@@ -6,7 +6,7 @@ faiss, open_clip, transformers) happen inside command bodies so that
 """
 
 from ._base import LbeeError, cli
-from . import describe, evaluate, report, sentences, spotcheck, sweep, vqa  # noqa: F401,E402 - registers commands
+from . import describe, embed, evaluate, report, sentences, spotcheck, sweep, vqa  # noqa: F401,E402 - register
 
 __all__ = ["cli", "LbeeError"]
 
