@@ -32,6 +32,8 @@ DEFAULT_WARD = "auto"
 # and the two agree to ARI >= 0.95 on structured data from a few thousand images on).
 AUTO_WARD_THRESHOLD = 4000
 KMEANS_DIM = 64  # PCA dimensions the k-means cells are found in
+KMEANS_TRAIN_PER_CELL = 48  # k-means trains on at most this many sampled rows per cell, then assigns every row
+KMEANS_ITER = 15
 # Up to this many rows the PCA and k-means of 'kmeans' run on one thread (BLAS and OpenMP): on a busy machine
 # two spinning threads made them 5-10x slower than one (benchmarks/bench_ward.py); results do not depend on it.
 KMEANS_ONE_THREAD_ROWS = 200_000
@@ -301,7 +303,7 @@ def _relabel(Z, n):
 # --------------------------------------------------------------------------- k-means cells + weighted Ward
 
 
-def kmeans_cells(X, n_cells, *, dim=KMEANS_DIM, random_state=0, n_iter=20):
+def kmeans_cells(X, n_cells, *, dim=KMEANS_DIM, random_state=0, n_iter=KMEANS_ITER):
     """Cut the rows of X into k-means cells found in a PCA reduction.
 
     Parameters
@@ -313,7 +315,8 @@ def kmeans_cells(X, n_cells, *, dim=KMEANS_DIM, random_state=0, n_iter=20):
         PCA dimensions (float32) the cells are found in.
     random_state : int, default=0
         FAISS k-means seed.
-    n_iter : int, default=20
+    n_iter : int, default=15
+        k-means iterations, on at most ``KMEANS_TRAIN_PER_CELL`` sampled rows per cell.
 
     Returns
     -------
@@ -329,14 +332,17 @@ def kmeans_cells(X, n_cells, *, dim=KMEANS_DIM, random_state=0, n_iter=20):
     Xf = np.asarray(X, dtype=np.float32)
     mean = Xf.mean(axis=0, dtype=np.float64)
     if d > dim:
-        cov = (Xf.T @ Xf).astype(np.float64) / n - np.outer(mean, mean)
+        # the basis from at most 16,384 rows (a seeded sample): enough for 64 directions
+        rows = Xf if n <= 16384 else Xf[np.random.default_rng(random_state).choice(n, 16384, replace=False)]
+        cov = (rows.T @ rows).astype(np.float64) / rows.shape[0] - np.outer(mean, mean)
         _, vecs = np.linalg.eigh(cov)
         basis = np.ascontiguousarray(vecs[:, ::-1][:, :dim], dtype=np.float32)
         Y = Xf @ basis
         Y -= (mean.astype(np.float32) @ basis)[None, :]
     else:
         Y = Xf - mean.astype(np.float32)[None, :]
-    cell = faiss_kmeans(Y, k, seed=int(random_state) + 1234, n_iter=n_iter)
+    cell = faiss_kmeans(Y, k, seed=int(random_state) + 1234, n_iter=n_iter,
+                        max_points_per_centroid=KMEANS_TRAIN_PER_CELL)
     _, cell_of = np.unique(cell, return_inverse=True)  # renumbered without empty cells
     return cell_of.astype(np.int64).ravel()
 
