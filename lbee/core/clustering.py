@@ -25,6 +25,8 @@ import warnings
 
 import numpy as np
 
+from .._blas import one_blas_thread
+
 WARD_METHODS = ("auto", "exact", "kmeans", "knn")
 DEFAULT_WARD = "auto"
 # Above this many images 'auto' switches from exact Ward to k-means cells + weighted Ward (see
@@ -37,6 +39,7 @@ KMEANS_ITER = 15
 # Up to this many rows the PCA and k-means of 'kmeans' run on one thread (BLAS and OpenMP): on a busy machine
 # two spinning threads made them 5-10x slower than one (benchmarks/bench_ward.py); results do not depend on it.
 KMEANS_ONE_THREAD_ROWS = 200_000
+_ONE_THREAD_ROWS = 1024  # exact Ward on up to this many rows computes its distances on one BLAS thread
 _BLOCK_ROWS = 2048  # rows of the blocked Gram product (2,048 x n float64: 330 MB at n = 20,000)
 
 
@@ -139,6 +142,14 @@ def condensed_distances(X, *, block_rows=_BLOCK_ROWS):
         ``||x_i - x_j||`` for i < j, row-major (as ``scipy.spatial.distance.pdist``).
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
+    n = X.shape[0]
+    if n <= _ONE_THREAD_ROWS:  # small products: two busy BLAS threads spin far longer than one computes
+        with one_blas_thread():
+            return _condensed(X, block_rows)
+    return _condensed(X, block_rows)
+
+
+def _condensed(X, block_rows):
     n = X.shape[0]
     sq = np.einsum("ij,ij->i", X, X)
     out = np.empty(n * (n - 1) // 2)
