@@ -203,6 +203,98 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
                      questions, invalid, failures, computed)
 
 
+class _VQAActor:
+    """A Ray actor: the backends built once, chunks of images in, a :class:`VQAResult` per chunk out."""
+
+    def __init__(self, backend_factories, sentences, questions, combine, cache_dir, use_cache, batch_size):
+        self.backends = {name: make() for name, make in backend_factories.items()}
+        self.kw = dict(questions=questions, combine=combine, cache_dir=cache_dir, use_cache=use_cache,
+                       batch_size=batch_size)
+        self.sentences = sentences
+
+    def run(self, start, paths, ids):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the driver warns once about unreadable images
+            return start, compute_relevance(paths, self.sentences, self.backends, image_ids=ids, **self.kw)
+
+
+def merge_results(parts, combine="and"):
+    """One :class:`VQAResult` from results over consecutive image chunks (in image order)."""
+    first = parts[0]
+    names = list(first.probabilities)
+    probs = {k: np.concatenate([p.probabilities[k] for p in parts]) for k in names}
+    answers = {k: np.concatenate([p.answers[k] for p in parts]) for k in names}
+    return VQAResult(probs, answers, combine_answers(answers, combine) if names else
+                     np.zeros((0, len(first.sentences)), bool),
+                     [i for p in parts for i in p.image_ids], first.sentences, first.questions,
+                     {k: sum(p.invalid[k] for p in parts) for k in names},
+                     [f for p in parts for f in p.failures],
+                     {k: sum(p.n_computed[k] for p in parts) for k in names})
+
+
+def compute_relevance_ray(image_paths, sentences, backend_factories, *, questions=None, image_ids=None,
+                          combine="and", cache_dir=None, use_cache=True, batch_size=8, chunk_size=256,
+                          num_actors=None, gpus_per_actor=None, address=None, progress=False):
+    """:func:`compute_relevance` on a Ray cluster: an actor pool of VQA models over chunks of images.
+
+    Each actor builds every backend once (one GPU per actor when the cluster
+    has GPUs) and answers through the same answer cache as the local path,
+    so a later local run asks nothing again. Same result as
+    :func:`compute_relevance`.
+
+    Parameters
+    ----------
+    image_paths, sentences, questions, image_ids, combine, cache_dir, use_cache, batch_size
+        As in :func:`compute_relevance`.
+    backend_factories : dict of str to callable
+        Picklable callables returning the backends, e.g.
+        ``{"blip": functools.partial(create_backend, "blip")}``.
+    chunk_size : int, default=256
+        Images per task.
+    num_actors, gpus_per_actor, address
+        As in :func:`lbee.encoders.embedding.embed_images_ray`.
+    progress : bool, default=False
+
+    Returns
+    -------
+    VQAResult
+    """
+    from tqdm.auto import tqdm
+
+    from lbee._ray import actor_pool, kill_actors
+
+    from .questions import questions_for
+
+    sentences = list(sentences)
+    if questions is None:
+        questions, missing = questions_for(sentences)
+        if missing:
+            raise ValueError(f"{len(missing)} sentence(s) have no question (no rule applies), e.g. {missing[:3]}; "
+                             "pass an overrides file.")
+    if not backend_factories:
+        raise ValueError("`backend_factories` is empty; expected at least one VQA backend.")
+    paths = [str(p) for p in image_paths]
+    ids = list(image_ids or paths)
+    pool, actors = actor_pool(_VQAActor, (dict(backend_factories), sentences, list(questions), combine, cache_dir,
+                                          use_cache, batch_size),
+                              num_actors=num_actors, gpus_per_actor=gpus_per_actor, address=address)
+    chunks = [(s, paths[s:s + chunk_size], ids[s:s + chunk_size]) for s in range(0, len(paths), chunk_size)]
+    parts = {}
+    bar = tqdm(total=len(paths), desc="vqa (ray)", unit="img", disable=not progress)
+    try:
+        for start, part in pool.map_unordered(lambda actor, c: actor.run.remote(*c), chunks):
+            parts[start] = part
+            bar.update(min(chunk_size, len(paths) - start))
+    finally:
+        bar.close()
+        kill_actors(actors)
+    result = merge_results([parts[s] for s in sorted(parts)], combine)
+    if result.failures:
+        warnings.warn(f"Skipped {len(result.failures)} unreadable image(s), first: {result.failures[0][0]}.",
+                      stacklevel=2)
+    return result
+
+
 def parse_backend_spec(spec):
     """'llava+blip' -> ['llava', 'blip'] (order kept, duplicates dropped)."""
     names = [s.strip() for s in str(spec).split("+") if s.strip()]

@@ -24,9 +24,15 @@ from ._base import LbeeError, _fail, cli
               help="Long-form table (image, sentence, relevant) for the 'metadata' backend.")
 @click.option("--scoring", type=click.Choice(["logits", "generate"]), default="logits", show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: this process; ray: an actor pool of VQA models (one GPU each when present).")
+@click.option("--ray-address", default=None,
+              help="Ray cluster address; 'auto' joins the cluster of 'ray start --head' [default: a local Ray].")
+@click.option("--num-actors", type=click.IntRange(min=1), default=None,
+              help="Ray actors [default: one per GPU, else one per CPU].")
 @click.pass_context
 def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_model, blip_model, metadata, scoring,
-        batch_size):
+        batch_size, engine, ray_address, num_actors):
     """Pseudo ground-truth relevance Γ from VQA models asked yes/no questions (LBEE app. C.3)."""
     if ctx.invoked_subcommand is not None:
         return
@@ -53,23 +59,38 @@ def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_mode
             raise LbeeError(f"{len(missing)} sentence(s) have no question; add them to a --questions file:\n  "
                             f"{listing}")
         imgs = discover_images(images)
-        backends = {}
+        recipes = {}  # name -> (registered backend, keyword arguments)
         for name in parse_backend_spec(backend):
             if name == "llava":
-                backends[name] = create_backend("llava", model=llava_model, device=obj["device"], scoring=scoring)
+                recipes[name] = ("llava", dict(model=llava_model, device=obj["device"], scoring=scoring))
             elif name == "blip":
-                backends[name] = create_backend("blip", model=blip_model, device=obj["device"], scoring=scoring)
+                recipes[name] = ("blip", dict(model=blip_model, device=obj["device"], scoring=scoring))
             elif name == "metadata":
                 if not metadata:
                     raise LbeeError("The 'metadata' backend needs --metadata TABLE (image, sentence, relevant).")
-                backends[name] = create_backend("metadata", table=read_table(metadata))
+                recipes[name] = ("metadata", dict(table=read_table(metadata)))
             else:
-                backends[name] = create_backend(name, device=obj["device"])
-        result = compute_relevance(imgs.paths, list(sset.sentences), backends, questions=questions,
-                                   image_ids=imgs.ids, combine=how, cache_dir=obj["cache_dir"],
-                                   batch_size=batch_size, progress=obj["progress"])
+                recipes[name] = (name, dict(device=obj["device"]))
+        backends = list(recipes)
+        if engine == "ray":
+            from functools import partial
+
+            from vqa.runner import compute_relevance_ray
+
+            result = compute_relevance_ray(imgs.paths, list(sset.sentences),
+                                           {k: partial(create_backend, b, **kw) for k, (b, kw) in recipes.items()},
+                                           questions=questions, image_ids=imgs.ids, combine=how,
+                                           cache_dir=obj["cache_dir"], batch_size=batch_size,
+                                           num_actors=num_actors, address=ray_address, progress=obj["progress"])
+        else:
+            result = compute_relevance(imgs.paths, list(sset.sentences),
+                                       {k: create_backend(b, **kw) for k, (b, kw) in recipes.items()},
+                                       questions=questions, image_ids=imgs.ids, combine=how,
+                                       cache_dir=obj["cache_dir"], batch_size=batch_size, progress=obj["progress"])
     except click.ClickException:
         raise
+    except ImportError as exc:
+        raise LbeeError(str(exc)) from None
     except (ValueError, TypeError, FileNotFoundError, VQAError) as exc:
         _fail(exc)
     write_relevance(result, out)

@@ -31,14 +31,6 @@ def resolve_tau(tau=None, encoder_tau=None):
     return CLIP_TAU if encoder_tau is None else float(encoder_tau)
 
 
-def _rank(candidates, scores, k):
-    """Top ``k`` of ``candidates`` (sorted ascending) by ``scores[candidates]``."""
-    candidates = np.asarray(candidates, dtype=np.int64)
-    order = np.argsort(-scores[candidates], kind="stable")
-    chosen = candidates[order[:k]]
-    return chosen, scores[chosen]
-
-
 def select_sentences(method, index, hard_prototype, easy_prototype, k, tau,
                      *, cluster_mean=None, reference_mean=None):
     """Sentences describing one hard cluster against its easy twin.
@@ -63,32 +55,56 @@ def select_sentences(method, index, hard_prototype, easy_prototype, k, tau,
         Best first.
     scores : ndarray of float, shape (<= k,)
         The method's ranking score of each returned sentence.
-    """
-    n = index.n_sentences
-    if method == "tops":
-        v_h = index.similarities(hard_prototype)[0]
-        return _rank(np.arange(n), v_h, k)
-    if method == "pdiff":
-        v = index.similarities(np.stack([hard_prototype, easy_prototype]))
-        return _rank(np.arange(n), v[0] - v[1], k)
-    if method == "setdiff":
-        v_h = index.similarities(hard_prototype)[0]
-        easy_set = np.union1d(index.top_k(easy_prototype, k), index.above(easy_prototype, tau))
-        candidates = np.setdiff1d(np.arange(n), easy_set, assume_unique=True)
-        return _rank(candidates, v_h, k)
-    if method == "fpdiff":
-        v = index.similarities(np.stack([hard_prototype, easy_prototype]))
-        hard_set = np.union1d(index.top_k(hard_prototype, k), index.above(hard_prototype, tau))
-        return _rank(hard_set, v[0] - v[1], k)
-    if method == "domino":
-        scores = index.similarities(cluster_mean - reference_mean)[0]
-        return _rank(np.arange(n), scores, k)
-    raise ValueError(f"`method` must be one of {list(METHODS)}; received {method!r}.")
 
+    Notes
+    -----
+    One cluster of :func:`select_all`: the similarities are exact (dense,
+    float64), top-k and ``> tau`` are read off them, and a product of the same
+    prototypes is reused across describers (see ``SentenceIndex.similarities``).
+    """
+    hard = np.asarray(hard_prototype, dtype=np.float64)[None, :]
+    easy = None if easy_prototype is None else np.asarray(easy_prototype, dtype=np.float64)[None, :]
+    means = None if cluster_mean is None else np.asarray(cluster_mean, dtype=np.float64)[None, :]
+    return select_all(method, index, hard, easy, k, tau, cluster_means=means, reference_mean=reference_mean)[0]
+
+
+def _best(scores, k, candidates=None):
+    """The ``k`` best of ``candidates`` (sorted ascending; default all) by ``scores``, ties by lower index, in O(N).
+
+    A partial sort finds the k-th best value; only the candidates at or above
+    it are sorted (stably), so the result equals a full stable sort's first k.
+    """
+    vals = scores if candidates is None else scores[candidates]
+    neg = -vals
+    if 0 < k < vals.size:
+        kth = np.partition(neg, k - 1)[k - 1]
+        sub = np.flatnonzero(neg <= kth)
+        order = sub[np.argsort(neg[sub], kind="stable")[:k]]
+    else:
+        order = np.argsort(neg, kind="stable")[:max(k, 0)]
+    chosen = order if candidates is None else candidates[order]
+    return chosen, scores[chosen]
+
+
+def _top_or_above(sims, k, tau):
+    """Sorted union of the ``k`` most similar sentences and those strictly above ``tau`` (one row of sims)."""
+    top, _ = _best(sims, k)
+    mask = sims > tau
+    mask[top] = True
+    return np.flatnonzero(mask)
 
 
 def select_all(method, index, hard_prototypes, easy_prototypes, k, tau, *, cluster_means=None, reference_mean=None):
-    """:func:`select_sentences` for every hard cluster of one explanation.
+    """:func:`select_sentences` for every hard cluster of one explanation, in one product.
+
+    All the queries a method needs (hard prototypes, their easy twins, or
+    Domino's mean differences) are scored against the sentences in one
+    matrix product (on one BLAS thread when small; 'tops', 'setdiff', 'pdiff'
+    and 'fpdiff' share it through the index, which keeps recent products of
+    the same prototypes); top-k and ``> tau`` are then read off those exact
+    scores, which gives what the FAISS queries of
+    ``SentenceIndex.top_k`` / ``above`` give (same sentences, ties by lower
+    index, same scores up to floating-point rounding of the product).
 
     Parameters
     ----------
@@ -110,9 +126,38 @@ def select_all(method, index, hard_prototypes, easy_prototypes, k, tau, *, clust
     list of (ndarray of int, ndarray of float)
         Per hard cluster, its sentences (best first) and their scores.
     """
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {list(METHODS)}; received {method!r}.")
+    hard = np.atleast_2d(np.asarray(hard_prototypes, dtype=np.float64))
+    c = hard.shape[0]
+    if c == 0:
+        return []
+    k = min(int(k), index.n_sentences)
+    if method == "domino":
+        if cluster_means is None or reference_mean is None:
+            raise ValueError("`method='domino'` needs `cluster_means` (C, d) and `reference_mean` (d,).")
+        diffs = np.atleast_2d(np.asarray(cluster_means, dtype=np.float64)) - np.asarray(reference_mean)[None, :]
+        sims = index.similarities(diffs)
+        return [_best(sims[i], k) for i in range(c)]
+    if easy_prototypes is None:
+        if method == "tops":
+            sims = index.similarities(hard, reuse=True)
+            return [_best(sims[i], k) for i in range(c)]
+        raise ValueError(f"`method={method!r}` needs the easy prototypes (C, d).")
+    easy = np.atleast_2d(np.asarray(easy_prototypes, dtype=np.float64))
+    # The four prototype describers score the same [hard; easy] rows: the index keeps the last product.
+    sims = index.similarities(np.concatenate([hard, easy]), reuse=True)
+    v_h, v_e = sims[:c], sims[c:]
+    if method == "tops":
+        return [_best(v_h[i], k) for i in range(c)]
     out = []
-    for i in range(len(hard_prototypes)):
-        out.append(select_sentences(method, index, hard_prototypes[i], easy_prototypes[i], k, tau,
-                                    cluster_mean=None if cluster_means is None else cluster_means[i],
-                                    reference_mean=reference_mean))
+    for i in range(c):
+        if method == "pdiff":
+            out.append(_best(v_h[i] - v_e[i], k))
+        elif method == "setdiff":
+            easy_set = np.zeros(index.n_sentences, dtype=bool)
+            easy_set[_top_or_above(v_e[i], k, tau)] = True
+            out.append(_best(v_h[i], k, np.flatnonzero(~easy_set)))
+        else:  # fpdiff
+            out.append(_best(v_h[i] - v_e[i], k, _top_or_above(v_h[i], k, tau)))
     return out

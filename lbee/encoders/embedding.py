@@ -65,7 +65,7 @@ def _collate(items):
 
 
 def embed_images(encoder, paths, *, cache_dir=None, use_cache=True, batch_size=64, num_workers=0,
-                 progress=False, strict=False):
+                 progress=False, strict=False, cache=None, warn=True):
     """Embed image files, reusing and filling the on-disk cache.
 
     Parameters
@@ -82,6 +82,11 @@ def embed_images(encoder, paths, *, cache_dir=None, use_cache=True, batch_size=6
         Show a progress bar (the CLI turns it on).
     strict : bool, default=False
         Raise on the first unreadable image instead of skipping it with a warning.
+    cache : EmbeddingCache, optional
+        An open cache of this encoder to reuse (a Ray actor keeps one across
+        chunks instead of re-reading the shards); default one under ``cache_dir``.
+    warn : bool, default=True
+        Warn about skipped images (the Ray engine warns once for all chunks).
 
     Returns
     -------
@@ -101,7 +106,10 @@ def embed_images(encoder, paths, *, cache_dir=None, use_cache=True, batch_size=6
                 raise
             failures[i] = f"{type(exc).__name__}: {exc}"
 
-    cache = EmbeddingCache(encoder.identity(), cache_dir) if use_cache else None
+    if not use_cache:
+        cache = None
+    elif cache is None:
+        cache = EmbeddingCache(encoder.identity(), cache_dir)
     known = cache.get_images([h for h in hashes if h]) if cache else {}
     todo, seen = [], set()
     for i, h in enumerate(hashes):
@@ -147,13 +155,149 @@ def embed_images(encoder, paths, *, cache_dir=None, use_cache=True, batch_size=6
             failures[i] = "could not be embedded"
     ok = np.array([i not in failures for i in range(len(paths))], dtype=bool)
     fail_list = [(paths[i], failures[i]) for i in sorted(failures)]
-    if fail_list and not strict:
+    if fail_list and not strict and warn:
         warnings.warn(f"Skipped {len(fail_list)} unreadable image(s), first: {fail_list[0][0]} "
                       f"({fail_list[0][1]}).", stacklevel=2)
     rows = [known[hashes[i]] for i in range(len(paths)) if ok[i]]
     dim = rows[0].shape[0] if rows else 0
     emb = np.stack(rows).astype(np.float32) if rows else np.zeros((0, dim), np.float32)
     return ImageEmbeddings(emb, ok, fail_list, n_encoded)
+
+
+class EncoderSpec:
+    """A picklable recipe for an encoder: ``EncoderSpec('open_clip:ViT-B-32', device='cuda')()`` builds it.
+
+    Ray actors receive the recipe and build their own model (on their GPU when they have one).
+    """
+
+    def __init__(self, spec, **kwargs):
+        self.spec = spec
+        self.kwargs = kwargs
+
+    def __call__(self):
+        from ._registry import create_encoder
+
+        return create_encoder(self.spec, **self.kwargs)
+
+    def __repr__(self):
+        return f"EncoderSpec({self.spec!r}, **{self.kwargs!r})"
+
+
+class _EmbedActor:
+    """A Ray actor: one encoder, one open cache, chunks of paths in, embeddings out."""
+
+    def __init__(self, encoder_factory, cache_dir, use_cache, batch_size):
+        self.encoder = encoder_factory()
+        self.cache = EmbeddingCache(self.encoder.identity(), cache_dir) if use_cache else None
+        self.use_cache = use_cache
+        self.batch_size = batch_size
+
+    def identity(self):
+        return self.encoder.identity()
+
+    def embed(self, start, paths):
+        res = embed_images(self.encoder, paths, use_cache=self.use_cache, cache=self.cache,
+                           batch_size=self.batch_size, warn=False)
+        return start, res.embeddings, res.ok, res.failures, res.n_encoded
+
+
+def embed_images_ray(encoder_factory, paths, *, out=None, cache_dir=None, use_cache=True, batch_size=64,
+                     chunk_size=1024, num_actors=None, gpus_per_actor=None, address=None, progress=False):
+    """:func:`embed_images` on a Ray cluster: an actor pool of encoders over chunks of the image list.
+
+    Every actor reads and fills the same content-hash cache as the local
+    path (``cache_dir`` must be a folder every node sees), so a later local
+    run encodes nothing. Chunks come back in any order and are written into a
+    memory-mapped ``.npy`` at once; no copy of all embeddings is held.
+
+    Parameters
+    ----------
+    encoder_factory : callable
+        Picklable, returns an :class:`~lbee.encoders.Encoder`; e.g. ``EncoderSpec('open_clip:ViT-B-32')``.
+    paths : list of str
+    out : path-like, optional
+        The ``.npy`` the embeddings of the readable images are streamed to
+        (memory-mapped); without it they are gathered in memory. Pass it for
+        large runs.
+    cache_dir, use_cache, batch_size
+        As in :func:`embed_images`.
+    chunk_size : int, default=1024
+        Paths per task.
+    num_actors : int, optional
+        Default: one per GPU, or one per CPU without GPUs.
+    gpus_per_actor : float, optional
+        Default: 1 when the cluster has GPUs, else 0.
+    address : str, optional
+        Ray address ('auto' for a cluster started with ``ray start --head``);
+        default: the running Ray, or a new local one.
+    progress : bool, default=False
+
+    Returns
+    -------
+    ImageEmbeddings
+        ``embeddings`` is a read-only memory map of ``out`` when given.
+    """
+    from pathlib import Path
+
+    from tqdm.auto import tqdm
+
+    from .._ray import actor_pool, kill_actors
+
+    paths = [str(p) for p in paths]
+    n = len(paths)
+    pool, actors = actor_pool(_EmbedActor, (encoder_factory, cache_dir, use_cache, batch_size),
+                              num_actors=num_actors, gpus_per_actor=gpus_per_actor, address=address)
+    chunks = [(s, paths[s:s + chunk_size]) for s in range(0, n, chunk_size)]
+    ok = np.zeros(n, dtype=bool)
+    failures, n_encoded = [], 0
+    full, full_path = None, None  # (n, d) rows in input order; unreadable rows stay unwritten
+    bar = tqdm(total=n, desc="embedding images (ray)", unit="img", disable=not progress)
+    try:
+        for start, emb, chunk_ok, chunk_fail, chunk_encoded in pool.map_unordered(
+                lambda actor, chunk: actor.embed.remote(*chunk), chunks):
+            if full is None and emb.shape[0]:
+                if out is not None:
+                    full_path = Path(str(out) + ".partial.npy")
+                    full_path.parent.mkdir(parents=True, exist_ok=True)
+                    full = np.lib.format.open_memmap(full_path, mode="w+", dtype=np.float32,
+                                                     shape=(n, emb.shape[1]))
+                else:
+                    full = np.zeros((n, emb.shape[1]), dtype=np.float32)
+            rows = start + np.flatnonzero(chunk_ok)
+            if rows.size:
+                full[rows] = emb
+            ok[start:start + len(chunk_ok)] = chunk_ok
+            failures.extend(chunk_fail)
+            n_encoded += chunk_encoded
+            bar.update(len(chunk_ok))
+    finally:
+        bar.close()
+        kill_actors(actors)
+    order = {p: i for i, p in enumerate(paths)}
+    failures.sort(key=lambda f: order.get(f[0], n))
+    if failures:
+        warnings.warn(f"Skipped {len(failures)} unreadable image(s), first: {failures[0][0]} "
+                      f"({failures[0][1]}).", stacklevel=2)
+    d = 0 if full is None else full.shape[1]
+    keep = np.flatnonzero(ok)
+    if out is None:
+        emb = full[keep] if full is not None else np.zeros((0, d), np.float32)
+        return ImageEmbeddings(np.ascontiguousarray(emb, dtype=np.float32), ok, failures, n_encoded)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if full is not None and keep.size == n:
+        full.flush()
+        del full
+        full_path.replace(out)
+    else:  # compact the readable rows, block by block
+        target = np.lib.format.open_memmap(out, mode="w+", dtype=np.float32, shape=(keep.size, d))
+        for b in range(0, keep.size, 65536):
+            target[b:b + 65536] = full[keep[b:b + 65536]]
+        target.flush()
+        del target, full
+        if full_path is not None:
+            full_path.unlink(missing_ok=True)
+    return ImageEmbeddings(np.load(out, mmap_mode="r"), ok, failures, n_encoded)
 
 
 def embed_sentences(encoder, sentences, *, cache_dir=None, use_cache=True):

@@ -1,0 +1,66 @@
+"""Ray plumbing shared by the distributed engines (``lbee embed --engine ray``, ``lbee vqa --engine ray``).
+
+Ray is optional (``pip install "lbee[ray]"``) and imported only here, lazily.
+Work goes to a pool of actors, each holding one model: one GPU per actor when
+the cluster has GPUs, one CPU otherwise.
+"""
+
+from __future__ import annotations
+
+RAY_INSTALL = 'pip install "lbee[ray]"'
+
+
+def import_ray():
+    """``import ray``, or an ImportError naming the install command."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError(f"The Ray engine needs Ray: {RAY_INSTALL}") from None
+    return ray
+
+
+def ensure_ray(address=None):
+    """Connect to Ray: ``address`` ('auto' = the cluster started by ``ray start --head``), else a local one.
+
+    An already initialised Ray (a test's ``ray.init(num_cpus=2)``) is reused.
+    """
+    ray = import_ray()
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    return ray
+
+
+def actor_pool(worker_cls, args, *, num_actors=None, gpus_per_actor=None, address=None):
+    """A ``ray.util.ActorPool`` of ``worker_cls(*args)`` actors.
+
+    Parameters
+    ----------
+    worker_cls : type
+        A plain class; it becomes a Ray actor here.
+    args : tuple
+        Constructor arguments (picklable).
+    num_actors : int, optional
+        Default: one per GPU when the cluster has GPUs, else one per CPU.
+    gpus_per_actor : float, optional
+        Default 1 when the cluster has GPUs, else 0.
+    address : str, optional
+        Ray address for :func:`ensure_ray`.
+    """
+    ray = ensure_ray(address)
+    resources = ray.cluster_resources()
+    gpus = float(resources.get("GPU", 0))
+    if gpus_per_actor is None:
+        gpus_per_actor = 1 if gpus >= 1 else 0
+    if num_actors is None:
+        num_actors = int(gpus // gpus_per_actor) if gpus_per_actor else int(resources.get("CPU", 1))
+    num_actors = max(1, int(num_actors))
+    remote_cls = ray.remote(num_cpus=0 if gpus_per_actor else 1, num_gpus=gpus_per_actor)(worker_cls)
+    actors = [remote_cls.remote(*args) for _ in range(num_actors)]
+    return ray.util.ActorPool(actors), actors
+
+
+def kill_actors(actors):
+    """End the pool's actors (their models are released)."""
+    ray = import_ray()
+    for a in actors:
+        ray.kill(a)
