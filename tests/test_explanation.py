@@ -230,7 +230,7 @@ def test_knn_ward_option_matches_exact_on_separated_groups_and_is_explicit():
     S = np.eye(32)
     e_exact = lbee.explain(X, S, confidence=phi, n_clusters=3, method="tops")
     e_knn = lbee.explain(X, S, confidence=phi, n_clusters=3, method="tops", ward="knn")
-    assert e_exact.params["ward"] == "exact" and e_knn.params["ward"] == "knn"
+    assert e_exact.params["ward"] == "auto" and e_knn.params["ward"] == "knn"
     assert sorted(map(sorted, (c.indices.tolist() for c in e_exact.hard_clusters))) == \
         sorted(map(sorted, (c.indices.tolist() for c in e_knn.hard_clusters)))
     with pytest.raises(ValueError, match="`ward` must be one of"):
