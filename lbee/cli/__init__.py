@@ -6,7 +6,7 @@ faiss, open_clip, transformers) happen inside command bodies so that
 """
 
 from ._base import LbeeError, cli
-from . import (describe, evaluate, report, rival10, sensitivity, sentences, spotcheck,  # noqa: F401,E402 - registers
+from . import (describe, evaluate, report, rival10, sensitivity, sentences, serve, spotcheck,  # noqa: F401,E402
                sweep, vqa)
 
 __all__ = ["cli", "LbeeError"]
