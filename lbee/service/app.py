@@ -363,7 +363,6 @@ def create_app(settings, *, start_workers=True):
                 entry = yaml.load(raw.decode("utf-8"), Loader=_loader())  # noqa: S506 - a SafeLoader subclass
             except (yaml.YAMLError, UnicodeDecodeError) as exc:
                 raise ValueError(f"the body is not valid YAML: {exc}") from None
-            entry = json.loads(json.dumps(entry, default=str))
         else:
             entry = _json(raw, "the body")
         job_id, reused = await run_in_threadpool(jobs_mod.submit, db, settings, entry, token=token.name)

@@ -80,7 +80,8 @@ def submit(db, settings, entry, *, token=None):
                          .order_by(Job.created)).first()
         if same is not None:
             return same.id, True
-        job = Job(id=uuid.uuid4().hex, name=ds.name, key=key, entry=json.dumps(entry), root=str(settings.root),
+        job = Job(id=uuid.uuid4().hex, name=ds.name, key=key, entry=json.dumps(entry, default=str),
+                  root=str(settings.root),
                   folder=f"runs/{slug(ds.name)}-{key[:12]}", status="queued", token=token)
         s.add(job)
         s.commit()
