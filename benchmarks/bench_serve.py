@@ -133,7 +133,7 @@ def main():
             local = threading.local()
             stop_at = time.time() + args.max_seconds
 
-            def one(_):
+            def one(_, transport=transport, local=local, stop_at=stop_at):
                 if time.time() > stop_at:
                     return None
                 client = getattr(local, "client", None) or httpx.Client(timeout=args.max_seconds)
