@@ -457,6 +457,8 @@ def test_live_server_runs_the_spotcheck_demo_job(live_server, demo_job):
 def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
     from test_report_browser import _browser
 
+    from selenium.webdriver.support.ui import WebDriverWait
+
     base, _, read, _ = live_server
     driver = _browser(tmp_path)
     try:
@@ -464,12 +466,14 @@ def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
         assert driver.current_url.endswith("/login")
         driver.find_element("id", "token").send_keys(read)
         driver.find_element("id", "login").click()
+        WebDriverWait(driver, 30).until(lambda d: d.find_elements("id", "jobs"))  # the run list, logged in
         state = driver.execute_script("""
             return {title: document.title, runs: document.querySelectorAll('#runs tr.run').length,
                     links: Array.from(document.querySelectorAll('a.report-link')).map(a => a.href),
                     jobs: Array.from(document.querySelectorAll('#jobs tr.job td')).map(t => t.textContent)};""")
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         driver.get(state["links"][0])
+        WebDriverWait(driver, 30).until(lambda d: "EC classifier" in d.title)
         report_title = driver.title
     finally:
         driver.quit()
