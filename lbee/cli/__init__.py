@@ -6,8 +6,8 @@ faiss, open_clip, transformers) happen inside command bodies so that
 """
 
 from ._base import LbeeError, cli
-from . import (describe, embed, evaluate, report, rival10, sensitivity, sentences, spotcheck,  # noqa: F401,E402
-               sweep, vqa)  # each module registers its commands
+from . import (describe, embed, evaluate, report, rival10, sensitivity, sentences, serve,  # noqa: F401,E402
+               spotcheck, sweep, vqa)  # each module registers its commands
 
 __all__ = ["cli", "LbeeError"]
 

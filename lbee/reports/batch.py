@@ -113,6 +113,65 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
     return rows, len(inputs.image_ids), n_hard
 
 
+def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log=None, thumbs=None):
+    """One dataset entry through the run layer: every model's outputs, HTML page and metric tables.
+
+    The loop body of :func:`run_report`, also what a ``lbee serve`` job runs.
+
+    Parameters
+    ----------
+    ds : lbee.run.inputs.DatasetSpec
+        A parsed entry (``ds.error`` must be None).
+    out_dir : path-like
+        The dataset's folder; a dataset with several models gets one sub-folder per model.
+    cache_dir : path-like, optional
+        Embedding and thumbnail cache.
+    device : str, optional
+    progress : bool, default=False
+    log : callable, optional
+        Receives one line per step.
+    thumbs : lbee.reports.thumbnails.ThumbnailCache, optional
+        Made from ``cache_dir`` when not given.
+
+    Returns
+    -------
+    reports : list of dict
+        One per successful model: ``dataset``, ``model``, ``folder``, ``rows`` (metrics), ``n_images``, ``n_hard``.
+    failures : list of (str, str)
+        (dataset or dataset / model, message); a failing model does not stop the others.
+    """
+    from ..run.inputs import load_inputs
+    from ..run.pipeline import model_name, unique_slugs
+    from .thumbnails import ThumbnailCache
+
+    log = log or (lambda msg: None)
+    thumbs = thumbs if thumbs is not None else ThumbnailCache(cache_dir)
+    ds_dir = Path(out_dir)
+    reports, failures = [], []
+    try:
+        inputs = load_inputs(ds, cache_dir=cache_dir, device=device, progress=progress, out_dir=ds_dir, log=log)
+    except Exception as exc:  # one dataset's failure must not stop the batch
+        failures.append((ds.name, f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)))
+        log(f"[{ds.name}] failed: {exc}")
+        return reports, failures
+    models = ds.models or [None]
+    model_dirs = unique_slugs(model_name(m) for m in models)
+    for model, model_dir in zip(models, model_dirs):
+        label = ds.name if len(models) == 1 else f"{ds.name} / {model.name}"
+        out = ds_dir if len(models) == 1 else ds_dir / model_dir
+        try:
+            rows, n, n_hard = _run_model(ds, model, inputs, out, device, progress, thumbs)
+        except Exception as exc:
+            msg = str(exc) if isinstance(exc, (ValueError, FileNotFoundError)) else f"{type(exc).__name__}: {exc}"
+            failures.append((label, msg))
+            log(f"[{label}] failed: {msg}")
+            continue
+        reports.append({"dataset": ds.name, "model": model_name(model), "folder": out, "rows": rows,
+                        "n_images": n, "n_hard": n_hard})
+        log(f"[{label}] wrote {out / 'report.html'}")
+    return reports, failures
+
+
 def config_problems(cfg):
     """Every dataset entry's problem, checked before anything runs: list of str.
 
@@ -170,8 +229,7 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
         When the file as a whole is unusable. Problems of single datasets are
         returned in ``BatchResult.failures`` instead.
     """
-    from ..run.inputs import load_inputs
-    from ..run.pipeline import model_name, unique_slugs
+    from ..run.pipeline import unique_slugs
     from .thumbnails import ThumbnailCache
 
     log = log or (lambda msg: None)
@@ -193,31 +251,14 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
             continue
         log(f"[{ds.name}]")
         ds_dir = root / folders[id(ds)]
-        try:
-            inputs = load_inputs(ds, cache_dir=cache, device=device, progress=progress, out_dir=ds_dir, log=log)
-        except Exception as exc:  # one dataset's failure must not stop the batch
-            result.failures.append((ds.name, f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError)
-                                    else str(exc)))
-            log(f"[{ds.name}] failed: {exc}")
-            continue
-        models = ds.models or [None]
-        model_dirs = unique_slugs(model_name(m) for m in models)
-        for model, model_dir in zip(models, model_dirs):
-            label = ds.name if len(models) == 1 else f"{ds.name} / {model.name}"
-            out = ds_dir if len(models) == 1 else ds_dir / model_dir
-            try:
-                rows, n, n_hard = _run_model(ds, model, inputs, out, device, progress, thumbs)
-            except Exception as exc:
-                msg = str(exc) if isinstance(exc, (ValueError, FileNotFoundError)) else f"{type(exc).__name__}: {exc}"
-                result.failures.append((label, msg))
-                log(f"[{label}] failed: {msg}")
-                continue
-            name = model_name(model)
-            result.reports.append({"dataset": ds.name, "model": name, "folder": out, "rows": rows})
-            href = f"{out.relative_to(root).as_posix()}/report.html"
-            entries.append({"dataset": ds.name, "model": name, "href": href,
-                            "rows": rows, "n_images": n, "n_hard": n_hard})
-            log(f"[{label}] wrote {out / 'report.html'}")
+        reports, failures = run_dataset(ds, ds_dir, cache_dir=cache, device=device, progress=progress, log=log,
+                                        thumbs=thumbs)
+        result.failures.extend(failures)
+        for rep in reports:
+            result.reports.append({k: rep[k] for k in ("dataset", "model", "folder", "rows")})
+            href = f"{rep['folder'].relative_to(root).as_posix()}/report.html"
+            entries.append({"dataset": rep["dataset"], "model": rep["model"], "href": href, "rows": rep["rows"],
+                            "n_images": rep["n_images"], "n_hard": rep["n_hard"]})
     result.index = root / "index.html"
     atomic_write_bytes(result.index, render_index(entries, result.failures).encode("utf-8"))
     return result

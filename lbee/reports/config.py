@@ -289,6 +289,46 @@ def _parse_dataset(entry, i, defaults, base, path):
     return ds
 
 
+def parse_dataset_entry(mapping, *, base, source="request", defaults=None):
+    """One dataset entry of a report config, parsed and checked as :func:`load_report_config` does.
+
+    For callers that receive an entry outside a YAML file (``lbee serve``'s
+    ``POST /v1/jobs``).
+
+    Parameters
+    ----------
+    mapping : dict
+        The entry (``name``, a source such as ``spotcheck`` or ``images``, models, settings).
+    base : path-like
+        Folder that relative paths are resolved against.
+    source : str, default='request'
+        Names the entry in error messages (in place of a file name).
+    defaults : dict, optional
+        Settings applied before the entry's own (a config's ``defaults`` block).
+
+    Returns
+    -------
+    DatasetSpec
+
+    Raises
+    ------
+    ValueError
+        Naming the key, the value received and what is expected.
+    """
+    import re
+
+    checked = {}
+    for key, value in (defaults or {}).items():
+        if key not in SETTING_KEYS:
+            raise ValueError(_unknown(key, SETTING_KEYS, "defaults", 0, source))
+        checked[key] = _check_setting(key, value, "defaults", 0, source)
+    try:
+        return _parse_dataset(mapping, 0, checked, Path(base), source)
+    except _EntryError as exc:  # entries that do not come from a file have no line to name
+        msg = re.sub(rf"^{re.escape(str(source))}, line (0|\?): ", f"{source}: ", str(exc))
+        raise ValueError(msg.replace("datasets[0]", "the entry")) from None
+
+
 def load_report_config(path):
     """Parse and check a report config.
 

@@ -1,0 +1,118 @@
+"""``lbee serve``: the error-explanation service (and ``lbee serve token create|list|revoke``)."""
+
+from __future__ import annotations
+
+import click
+
+from ._base import LbeeError, cli
+
+DEFAULT_DB = "sqlite:///lbee.db"
+
+
+def _db(url):
+    try:
+        from ..service.db import Database
+    except ImportError as exc:
+        raise LbeeError(f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): "
+                        "pip install 'lbee[serve]'") from None
+    return Database(url)
+
+
+db_option = click.option("--db", "db_url", default=None, metavar="URL",
+                         help=f"SQLAlchemy database URL (SQLite file or PostgreSQL) [default: {DEFAULT_DB}].")
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--root", type=click.Path(file_okay=False), default=None,
+              help="Data folder: jobs may read paths inside it only (required to start the server).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to listen on (put a reverse proxy in front rather than 0.0.0.0).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@db_option
+@click.option("--output", type=click.Path(file_okay=False), default="lbee_out/service", show_default=True,
+              help="Where job outputs (reports, explanations, metrics) are written.")
+@click.option("--workers", type=click.IntRange(0, 64), default=1, show_default=True,
+              help="Job worker processes (0: queue only).")
+@click.option("--max-upload-mb", type=click.FloatRange(0.01, 4096), default=64, show_default=True,
+              help="Largest request body, in MiB (larger ones get 413).")
+@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info",
+              show_default=True)
+@click.pass_context
+def serve(ctx, root, host, port, db_url, output, workers, max_upload_mb, log_level):
+    """Start the lbee service (FastAPI under uvicorn): REST API at /v1, docs at /docs, run list at /.
+
+    Every endpoint but /health needs a token: create one with
+    `lbee serve token create NAME --scope submit`.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["serve_db"] = db_url
+    if ctx.invoked_subcommand is not None:
+        return
+    if root is None:
+        raise click.UsageError("Missing option '--root' (the data folder jobs may read).")
+    try:
+        import uvicorn
+
+        from ..service import ServiceSettings, create_app
+    except ImportError as exc:
+        raise LbeeError(f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): "
+                        "pip install 'lbee[serve]'") from None
+    import logging
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = ServiceSettings(root=root, output=output, db_url=db_url or DEFAULT_DB,
+                               cache_dir=ctx.obj.get("cache_dir"), workers=workers,
+                               max_upload_bytes=int(max_upload_mb * 2**20), device=ctx.obj.get("device"))
+    app = create_app(settings)
+    click.echo(f"lbee serve: http://{host}:{port}/ (root {settings.root}, output {settings.output}, "
+               f"db {settings.db_url})", err=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, proxy_headers=True)
+
+
+@serve.group()
+def token():
+    """API tokens: create (printed once, stored hashed), list, revoke."""
+
+
+def _url(ctx, db_url):
+    return db_url or (ctx.find_root().obj or {}).get("serve_db") or DEFAULT_DB
+
+
+@token.command("create")
+@click.argument("name")
+@click.option("--scope", type=click.Choice(["read", "submit"]), default="read", show_default=True,
+              help="read: GET endpoints and pages; submit: also POST /v1/explain and /v1/jobs.")
+@db_option
+@click.pass_context
+def token_create(ctx, name, scope, db_url):
+    """Create the token NAME and print it (once; only its hash is stored)."""
+    from ..service.auth import create_token
+
+    click.echo(create_token(_db(_url(ctx, db_url)), name, scope))
+
+
+@token.command("list")
+@db_option
+@click.pass_context
+def token_list(ctx, db_url):
+    """Tokens with their scope and state (never the tokens themselves)."""
+    from ..service.auth import list_tokens
+
+    rows = list_tokens(_db(_url(ctx, db_url)))
+    if not rows:
+        click.echo("no token; create one with `lbee serve token create NAME`.")
+    for r in rows:
+        state = f"revoked {r['revoked']:%Y-%m-%d %H:%M}" if r["revoked"] else "active"
+        click.echo(f"{r['name']}\t{r['scope']}\t{r['prefix']}…\t{r['created']:%Y-%m-%d %H:%M}\t{state}")
+
+
+@token.command("revoke")
+@click.argument("name")
+@db_option
+@click.pass_context
+def token_revoke(ctx, name, db_url):
+    """Revoke the token NAME (requests with it get 401 from now on)."""
+    from ..service.auth import revoke_token
+
+    revoke_token(_db(_url(ctx, db_url)), name)
+    click.echo(f"revoked {name}")

@@ -1,0 +1,22 @@
+"""``lbee serve``: the error-explanation service (FastAPI + SQLAlchemy), built on the run layer.
+
+``create_app(ServiceSettings(root=...))`` gives the application; jobs run
+:func:`lbee.reports.batch.run_dataset` in worker processes (:mod:`lbee.service.jobs`).
+FastAPI, SQLAlchemy and uvicorn are imported only when the service is used
+(``pip install 'lbee[serve]'``).
+"""
+
+from .settings import ServiceSettings
+
+
+def create_app(settings, **kwargs):
+    """The FastAPI application; see :func:`lbee.service.app.create_app`."""
+    try:
+        from .app import create_app as _create_app
+    except ImportError as exc:
+        raise ImportError(f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): "
+                          "pip install 'lbee[serve]'") from None
+    return _create_app(settings, **kwargs)
+
+
+__all__ = ["ServiceSettings", "create_app"]

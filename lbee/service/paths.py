@@ -1,0 +1,162 @@
+"""Confinement of a job's paths to the service's data root.
+
+A dataset entry may only name paths inside ``--root``: relative paths are read
+from the root, an absolute path must lie inside it, no ``..`` component is
+accepted, and every path is resolved (symlinks followed) and checked again, so
+a link inside the root that points outside is refused. Folders are walked so
+that a link inside them cannot lead out either, and a manifest's image paths
+are checked the same way. The raw strings are checked before the entry is
+parsed, so a request cannot learn whether a file outside the root exists.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+#: Entry keys that hold a path (``relevance`` and ``sentences`` also take names, handled below).
+PATH_KEYS = ("images", "image_embeddings", "sentence_embeddings", "masks", "sensitivity", "predictions", "weights")
+MODEL_SPEC_PREFIXES = ("torchvision:", "timm:")
+#: Folders with more entries than this are not walked (a job that big belongs in `lbee report`).
+MAX_WALK = 500_000
+
+
+class PathEscape(ValueError):
+    """A path that leads outside the data root."""
+
+
+def _inside(path, root):
+    try:
+        Path(path).relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def confine(value, root, key):
+    """``value`` (a path string from a request) resolved inside ``root``: the resolved Path.
+
+    Raises
+    ------
+    PathEscape
+        ``..`` components, an absolute path outside the root, or a symlink leading out.
+    """
+    if not isinstance(value, str) or not value or "\x00" in value:
+        raise PathEscape(f"`{key}` must be a non-empty path string inside the data root; received {value!r}.")
+    parts = set(PurePosixPath(value).parts) | set(PureWindowsPath(value).parts)
+    if ".." in parts or value.startswith("~"):
+        raise PathEscape(f"`{key}` {value!r}: '..' and '~' are not allowed; give a path inside the data root.")
+    root = Path(root).resolve()
+    p = Path(value)
+    if p.is_absolute() and not _inside(os.path.abspath(p), root):
+        raise PathEscape(f"`{key}` {value!r} is outside the data root; give a path relative to the root.")
+    resolved = (p if p.is_absolute() else root / p).resolve()
+    if not _inside(resolved, root):
+        raise PathEscape(f"`{key}` {value!r} leads outside the data root (through a symbolic link).")
+    return resolved
+
+
+def check_entry_paths(entry, root):
+    """Check every path of a raw dataset entry (before parsing). Returns None; raises :class:`PathEscape`."""
+    from ..io.sentences import list_sentence_sets
+
+    if not isinstance(entry, dict):
+        return
+    for key in PATH_KEYS:
+        if key in entry:
+            confine(entry[key], root, key)
+    for key, sub in (("spotcheck", ("path",)), ("rival10", ("path", "class_map"))):
+        value = entry.get(key)
+        if isinstance(value, str) and key == "rival10":
+            confine(value, root, key)
+        elif isinstance(value, dict):
+            for k in sub:
+                if k in value:
+                    confine(value[k], root, f"{key}.{k}")
+    rel = entry.get("relevance")
+    if isinstance(rel, str) and rel not in ("none", "ground_truth"):
+        confine(rel, root, "relevance")
+    elif isinstance(rel, dict):
+        for k, v in rel.items():
+            confine(v, root, f"relevance.{k}")
+    sentences = entry.get("sentences")
+    if isinstance(sentences, str) and sentences not in list_sentence_sets():
+        confine(sentences, root, "sentences")
+    encoder = entry.get("encoder")
+    if isinstance(encoder, str):
+        from ..encoders._registry import parse_encoder_spec
+
+        _, _, pretrained = parse_encoder_spec(encoder) if encoder.strip() else (None, None, None)
+        if pretrained and any(c in pretrained for c in "/\\.") or (pretrained or "").startswith("~"):
+            confine(pretrained, root, "encoder checkpoint")
+    models = entry.get("models")
+    for i, m in enumerate(models if isinstance(models, list) else []):
+        if isinstance(m, dict):
+            for k in ("predictions", "weights"):
+                if k in m:
+                    confine(m[k], root, f"models[{i}].{k}")
+            _check_model_spec(m.get("model"), root, f"models[{i}].model")
+    _check_model_spec(entry.get("model"), root, "model")
+
+
+def _check_model_spec(spec, root, key):
+    """A model spec: ``torchvision:`` / ``timm:`` names, or a TorchScript file inside the root.
+
+    ``package.module:factory`` specs import Python code, which a service must not let a request choose.
+    """
+    if spec is None or not isinstance(spec, str):
+        return
+    if spec.startswith(MODEL_SPEC_PREFIXES):
+        return
+    if ":" in spec and not Path(spec).suffix:
+        raise PathEscape(f"`{key}` {spec!r}: the service does not import model factories; use "
+                         "'torchvision:<arch>', 'timm:<arch>' or a TorchScript file inside the data root.")
+    confine(spec, root, key)
+
+
+def _walk_check(folder, root, key):
+    n = 0
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        for name in dirnames + filenames:
+            n += 1
+            if n > MAX_WALK:
+                raise PathEscape(f"`{key}` folder {str(folder)!r} has more than {MAX_WALK} entries.")
+            p = os.path.join(dirpath, name)
+            if os.path.islink(p) and not _inside(os.path.realpath(p), root):
+                rel = os.path.relpath(p, root)
+                raise PathEscape(f"`{key}`: {rel!r} is a symbolic link leading outside the data root.")
+
+
+def check_dataset_paths(ds, root):
+    """Check a parsed :class:`lbee.run.inputs.DatasetSpec` (resolved paths, folders walked, manifest rows)."""
+    root = Path(root).resolve()
+    found = []
+    for key in ("images", "image_embeddings", "sentence_embeddings", "masks", "sensitivity"):
+        if getattr(ds, key) is not None:
+            found.append((key, getattr(ds, key)))
+    for key, d in (("spotcheck", ds.spotcheck), ("rival10", ds.rival10)):
+        for k, v in (d or {}).items():
+            if isinstance(v, Path):
+                found.append((f"{key}.{k}", v))
+    if isinstance(ds.relevance, dict):
+        found += [(f"relevance.{k}", v) for k, v in ds.relevance.items()]
+    if Path(ds.sentences).suffix or os.sep in ds.sentences:
+        found.append(("sentences", Path(ds.sentences)))
+    for m in ds.models:
+        for k in ("predictions", "weights"):
+            if getattr(m, k) is not None:
+                found.append((f"{m.name}.{k}", getattr(m, k)))
+        if m.model and not m.model.startswith(MODEL_SPEC_PREFIXES):
+            found.append((f"{m.name}.model", Path(m.model)))
+    for key, p in found:
+        resolved = Path(p).resolve()
+        if not _inside(resolved, root):
+            raise PathEscape(f"`{key}` leads outside the data root.")
+        if resolved.is_dir():
+            _walk_check(resolved, root, key)
+    if ds.images is not None and Path(ds.images).is_file():  # a manifest: its rows name the images
+        from ..io.images import discover_images
+
+        for p in discover_images(ds.images).paths:
+            if not _inside(Path(p).resolve(), root):
+                raise PathEscape(f"`images` manifest row {str(p)!r} is outside the data root.")

@@ -1,0 +1,483 @@
+"""`lbee serve`: the API (TestClient), auth, root confinement, limits, jobs and their recovery, a real server.
+
+The end-to-end test starts `lbee serve` on a free 127.0.0.1 port, submits the
+SpotCheck demo world as a job and fetches its report; the browser test opens
+the run list of that server in headless Chromium (skipped without chromium
+outside CI, failing under CI=true, as tests/test_report_browser.py).
+"""
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("sqlalchemy")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+import lbee  # noqa: E402
+from lbee.service import ServiceSettings, create_app  # noqa: E402
+from lbee.service.auth import create_token, revoke_token  # noqa: E402
+from lbee.service.jobs import JobRunner, run_next_job  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    """A data root with a precomputed dataset (24 images, 6 sentences, Γ) and two models' predictions."""
+    root = tmp_path_factory.mktemp("root")
+    rng = np.random.default_rng(0)
+    dark = np.zeros(24, bool)
+    dark[rng.permutation(24)[:8]] = True
+    names = [f"img_{i:02d}.png" for i in range(24)]
+    (root / "ds").mkdir()
+    (root / "ds" / "sents.txt").write_text("at night\nbright\neverything\nnoise a\nnoise b\nnoise c\n")
+    X = np.where(dark[:, None], np.eye(6)[0], np.eye(6)[1]) + 0.05 * rng.normal(size=(24, 6))
+    np.save(root / "ds" / "img.npy", X)
+    np.save(root / "ds" / "sen.npy", np.eye(6))
+    np.save(root / "ds" / "bad.npy", np.zeros((3, 6)))
+    probs = np.where(dark, 0.3, 0.95)
+    labels = np.zeros(24, int)
+    pd.DataFrame({"path": names, "label": labels, "prob_cat": probs, "prob_dog": 1 - probs}).to_csv(
+        root / "ds" / "good.csv", index=False)
+    # A second checkpoint that also fails on a third of the bright images.
+    worse = probs.copy()
+    worse[np.flatnonzero(~dark)[:5]] = 0.3
+    pd.DataFrame({"path": names, "label": labels, "prob_cat": worse, "prob_dog": 1 - worse}).to_csv(
+        root / "ds" / "worse.csv", index=False)
+    rel = np.zeros((24, 6), bool)
+    rel[dark, 0] = True
+    rel[~dark, 1] = True
+    rel[:, 2] = True
+    np.save(root / "ds" / "rel.npy", rel)
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret.csv").write_text("path,confidence\na,1\n")
+    (root / "ds" / "link.csv").symlink_to(outside / "secret.csv")
+    (root / "ds" / "linkdir").symlink_to(outside, target_is_directory=True)
+    return root, outside
+
+
+def entry(name="street", predictions="ds/good.csv", **extra):
+    return {"name": name, "image_embeddings": "ds/img.npy", "sentence_embeddings": "ds/sen.npy",
+            "sentences": "ds/sents.txt", "relevance": {"ground_truth": "ds/rel.npy"}, "predictions": predictions,
+            "methods": ["tops", "pdiff"], "clusters": 2, "k": 1, **extra}
+
+
+@pytest.fixture
+def service(data_root, tmp_path):
+    root, _ = data_root
+    settings = ServiceSettings(root=root, output=tmp_path / "out", workers=0, max_upload_bytes=2**20)
+    app = create_app(settings, start_workers=False)
+    db = app.state.db
+    tokens = {"read": create_token(db, "reader", "read"), "submit": create_token(db, "ci", "submit")}
+    with TestClient(app) as client:
+        client.auth_headers = {k: {"Authorization": f"Bearer {v}"} for k, v in tokens.items()}
+        client.tokens = tokens
+        yield client, app, settings
+
+
+def test_every_endpoint_but_health_needs_a_token_with_the_right_scope(service):
+    client, app, _ = service
+    read = client.auth_headers["read"]
+    assert client.get("/health").json()["status"] == "ok"
+    for path in ("/v1/runs", "/v1/jobs", "/v1/jobs/x", "/v1/compare?a=1&b=2", "/v1/runs/1/report"):
+        r = client.get(path)
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", path
+    assert client.post("/v1/jobs", json=entry()).status_code == 401
+    assert client.get("/v1/runs", headers={"Authorization": "Bearer lbee_wrong"}).status_code == 401
+    assert client.get("/v1/runs", headers={"Authorization": f"Basic {client.tokens['read']}"}).status_code == 401
+    assert client.get("/v1/runs", headers=read).json() == []
+    r = client.post("/v1/jobs", json=entry(), headers=read)
+    assert r.status_code == 403 and "read-only" in r.json()["detail"]
+    assert client.post("/v1/explain", json={}, headers=read).status_code == 403
+    # the page redirects to the login form; the form sets a cookie that is good for GET only
+    assert client.get("/", follow_redirects=False).headers["location"] == "/login"
+    r = client.post("/login", data={"token": client.tokens["submit"]}, follow_redirects=False)
+    assert r.status_code == 303 and "httponly" in r.headers["set-cookie"].lower()
+    assert "samesite=strict" in r.headers["set-cookie"].lower()
+    assert client.get("/v1/runs").status_code == 200 and "Runs" in client.get("/").text
+    assert client.post("/v1/jobs", json=entry()).status_code == 401  # no cookie auth for what changes state
+    client.cookies.clear()
+    revoke_token(app.state.db, "reader")
+    assert client.get("/v1/runs", headers=read).status_code == 401
+    assert client.post("/login", data={"token": "lbee_nope"}).url.path == "/login"
+
+
+def test_explain_json_and_npy_match_the_library(service, planted):
+    client, _, _ = service
+    X, S, phi, sentences = planted
+    body = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), "confidence": phi.tolist(),
+            "sentences": sentences, "settings": {"methods": ["fpdiff", "tops"], "clusters": 2, "k": 1}}
+    r = client.post("/v1/explain", json=body, headers=client.auth_headers["submit"])
+    assert r.status_code == 200, r.text
+    out = r.json()
+    want = lbee.explain_methods(X, S, confidence=phi, methods=["fpdiff", "tops"], n_clusters=2, k=1,
+                                sentences=sentences)
+    assert set(out["explanations"]) == {"fpdiff", "tops"} and out["settings"]["tau"] == 0.25
+    for m, exp in want.items():
+        got = lbee.Explanation.from_dict(out["explanations"][m])
+        assert got.selected == exp.selected
+        assert [sorted(c.indices.tolist()) for c in got.hard_clusters] == \
+            [sorted(c.indices.tolist()) for c in exp.hard_clusters]
+    # the planted causes are found: "at night" and "in fog"
+    assert {sentences[i] for i in out["explanations"]["fpdiff"]["selected"]} == {"at night", "in fog"}
+
+    def npy(a):
+        buf = io.BytesIO()
+        np.save(buf, np.asarray(a))
+        return buf.getvalue()
+
+    files = {"image_embeddings": ("x.npy", npy(X.astype(np.float32))), "sentence_embeddings": ("s.npy", npy(S)),
+             "confidence": ("c.npy", npy(phi))}
+    r = client.post("/v1/explain", files=files, data={"settings": json.dumps(body["settings"]),
+                                                      "sentences": "\n".join(sentences)},
+                    headers=client.auth_headers["submit"])
+    assert r.status_code == 200, r.text
+    assert r.json()["explanations"]["fpdiff"]["selected"] == out["explanations"]["fpdiff"]["selected"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"sentence_embeddings": [[1.0, 0.0]]}, "d"),
+    ({"settings": {"k": 0}}, "`k`"),
+    ({"settings": {"methds": ["tops"]}}, "did you mean 'methods'"),
+    ({"settings": {"o": 0.5}}, "need a dataset and a model"),
+    ({"confidence": [1.0, float("nan")]}, "confidence"),
+    ({"image_embeddings": [[1, 2], [3]]}, "image_embeddings"),
+    ({"extra": 1}, "unknown field"),
+])
+def test_explain_bad_input_is_a_422_with_the_message(service, planted, change, message):
+    client, _, _ = service
+    X, S, phi, _ = planted
+    body = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), "confidence": phi.tolist(),
+            **change}
+    r = client.post("/v1/explain", content=json.dumps(body), headers={**client.auth_headers["submit"],
+                                                                     "content-type": "application/json"})
+    assert r.status_code == 422 and message in r.json()["detail"], r.text
+
+
+def test_oversize_uploads_are_refused(service):
+    client, _, settings = service
+    big = b"[" + b"0.0," * (settings.max_upload_bytes // 4) + b"0.0]"
+    h = {**client.auth_headers["submit"], "content-type": "application/json"}
+    r = client.post("/v1/explain", content=big, headers=h)
+    assert r.status_code == 413 and "limit" in r.json()["detail"]
+
+    def chunks():  # no Content-Length: counted as it streams
+        for _ in range(40):
+            yield b" " * 65536
+
+    assert client.post("/v1/explain", content=chunks(), headers=h).status_code == 413
+    files = {"image_embeddings": ("x.npy", b"\0" * (settings.max_upload_bytes + 10))}
+    assert client.post("/v1/explain", files=files, headers=client.auth_headers["submit"]).status_code == 413
+    r = client.post("/v1/jobs", content=b"{" + b" " * (2**20 + 10) + b"}", headers=h)
+    assert r.status_code == 413
+    assert client.get("/health").status_code == 200  # and the server goes on
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"predictions": "../ds/good.csv"}, "'..'"),
+    ({"predictions": "/etc/passwd"}, "outside the data root"),
+    ({"predictions": "ds/link.csv"}, "outside the data root"),
+    ({"images": "ds/linkdir"}, "outside the data root"),
+    ({"sentences": "~/sents.txt"}, "'~'"),
+    ({"relevance": {"vqa": "/etc/hosts"}}, "outside the data root"),
+    ({"predictions": None, "model": "os:system"}, "does not import model factories"),
+    ({"encoder": "open_clip:ViT-B-32@/etc/clip.bin", "image_embeddings": None}, "outside the data root"),
+    ({"predictions": "ds/missing.csv"}, "does not exist"),
+    ({"methds": ["tops"]}, "did you mean 'methods'"),
+    ({"k": 0}, "key 'k' is 0"),
+    ({"sweep": True, "relevance": "none"}, "needs 'relevance'"),
+])
+def test_bad_entries_and_path_escapes_are_a_422_naming_the_problem(service, change, message):
+    client, _, _ = service
+    e = {k: v for k, v in {**entry(), **change}.items() if v is not None}
+    r = client.post("/v1/jobs", json=e, headers=client.auth_headers["submit"])
+    assert r.status_code == 422 and message in r.json()["detail"], r.text
+    assert "outside" not in message or "does not exist" not in r.json()["detail"]  # no probing outside the root
+    assert client.get("/v1/jobs", headers=client.auth_headers["read"]).json() == []
+
+
+def test_entries_as_yaml_and_absolute_paths_inside_the_root(service, data_root):
+    client, _, _ = service
+    root, _ = data_root
+    text = "name: yaml entry\nimage_embeddings: ds/img.npy\nsentence_embeddings: ds/sen.npy\n" \
+           f"sentences: {root}/ds/sents.txt\npredictions: ds/good.csv\nmethds: [tops]\n"
+    h = {**client.auth_headers["submit"], "content-type": "application/yaml"}
+    r = client.post("/v1/jobs", content=text, headers=h)
+    assert r.status_code == 422 and "line 6" in r.json()["detail"]
+    r = client.post("/v1/jobs", content=text.replace("methds", "methods"), headers=h)
+    assert r.status_code == 202 and r.json()["status"] == "queued"
+    assert client.post("/v1/jobs", content=b"[1, 2", headers=client.auth_headers["submit"]).status_code == 422
+
+
+def test_jobs_run_through_the_run_layer_and_runs_compare(service, data_root):
+    client, app, settings = service
+    read, submit = client.auth_headers["read"], client.auth_headers["submit"]
+    r = client.post("/v1/jobs", json=entry(), headers=submit)
+    assert r.status_code == 202 and r.json()["reused"] is False
+    job_a = r.json()["id"]
+    again = client.post("/v1/jobs", json=entry(), headers=submit).json()
+    assert again["id"] == job_a and again["reused"] is True  # identical and still queued: the same job
+    job_b = client.post("/v1/jobs", json=entry(predictions="ds/worse.csv"), headers=submit).json()["id"]
+    bad = client.post("/v1/jobs", json=entry(name="broken", image_embeddings="ds/bad.npy"), headers=submit).json()
+    assert client.get(f"/v1/jobs/{job_a}/report", headers=read).status_code == 409
+    db = app.state.db
+    while run_next_job(db, settings) is not None:
+        pass
+    ja = client.get(f"/v1/jobs/{job_a}", headers=read).json()
+    assert ja["status"] == "done" and ja["attempts"] == 1 and ja["runs"][0]["n_images"] == 24, ja
+    assert any("wrote" in line for line in ja["log"]) and ja["progress"].startswith("done in")
+    jb = client.get(f"/v1/jobs/{bad['id']}", headers=read).json()
+    assert jb["status"] == "failed" and "image_embeddings" in jb["error"] and "(24, d)" in jb["error"]
+    assert client.get(f"/v1/jobs/{bad['id']}/report", headers=read).status_code == 409
+    # results: explanation (validated), metrics, report page
+    exp = client.get(f"/v1/jobs/{job_a}/explanation", headers=read).json()
+    lbee.Explanation.from_dict({**exp["methods"]["tops"], "sentences": exp["sentences"]})
+    metrics = client.get(f"/v1/jobs/{job_a}/metrics", headers=read).json()
+    assert {r["method"] for r in metrics["metrics"]} == {"tops", "pdiff"}
+    report = client.get(f"/v1/jobs/{job_a}/report", headers=read)
+    assert report.status_code == 200 and report.headers["content-type"].startswith("text/html")
+    assert "street" in report.text
+    assert client.get(f"/v1/jobs/{job_a}/report?model=nope", headers=read).status_code == 404
+    assert client.get("/v1/jobs/nope", headers=read).status_code == 404
+    # stored runs, filtered, and compared
+    runs = client.get("/v1/runs?dataset=street", headers=read).json()
+    assert len(runs) == 2 and {r["model"] for r in runs} == {"good", "worse"}
+    assert client.get("/v1/runs?dataset=street&model=worse", headers=read).json()[0]["job"] == job_b
+    ra = next(r for r in runs if r["model"] == "good")["id"]
+    rb = next(r for r in runs if r["model"] == "worse")["id"]
+    cmp = client.get(f"/v1/compare?a={ra}&b={rb}", headers=read).json()
+    assert {m["metric"] for m in cmp["metrics"]} == {"ACR", "AHR", "TPR", "JI"}
+    for m in cmp["metrics"]:
+        if m["a"] is not None and m["b"] is not None:
+            assert m["delta"] == pytest.approx(m["b"] - m["a"])
+    for s in cmp["sentences"].values():
+        assert set(s) == {"gained", "lost", "kept"}
+        assert not set(s["gained"]) & set(s["lost"])
+    assert client.get(f"/v1/compare?a={ra}&b=999", headers=read).status_code == 404
+    page = client.get(f"/compare?a={ra}&b={rb}", headers=read)
+    assert page.status_code == 200 and "Δ" in page.text
+    index = client.get("/", headers=read).text
+    assert index.count('class="report-link"') == 2 and "broken" in index and "failed" in index
+    # the same entry again, now that it is done: a new job in the same folder, from the caches
+    rerun = client.post("/v1/jobs", json=entry(), headers=submit).json()
+    assert rerun["id"] != job_a and rerun["reused"] is False
+    run_next_job(db, settings)
+    assert client.get(f"/v1/jobs/{rerun['id']}", headers=read).json()["status"] == "done"
+    from lbee.service.db import Job
+
+    with db.session() as s:
+        assert s.get(Job, rerun["id"]).folder == s.get(Job, job_a).folder
+
+
+def test_restart_requeues_interrupted_jobs_or_fails_them_with_the_reason(service, data_root, tmp_path):
+    client, app, settings = service
+    db = app.state.db
+    submit = client.auth_headers["submit"]
+    j1 = client.post("/v1/jobs", json=entry(name="one"), headers=submit).json()["id"]
+    j2 = client.post("/v1/jobs", json=entry(name="two"), headers=submit).json()["id"]
+    j3 = client.post("/v1/jobs", json=entry(name="three"), headers=submit).json()["id"]
+    assert db.claim("ghost-1") == j1 and db.claim("ghost-2") == j2  # running when the server "died"
+    db.update_job(j2, attempts=settings.max_attempts)
+    # a restarted server: same database, same root
+    app2 = create_app(settings, start_workers=False)
+    with TestClient(app2) as client2:
+        read = {"Authorization": f"Bearer {client.tokens['read']}"}
+        s1 = client2.get(f"/v1/jobs/{j1}", headers=read).json()
+        s2 = client2.get(f"/v1/jobs/{j2}", headers=read).json()
+        s3 = client2.get(f"/v1/jobs/{j3}", headers=read).json()
+        assert s1["status"] == "queued" and "restart" in s1["progress"]
+        assert s2["status"] == "failed" and "interrupted 3 times" in s2["error"]
+        assert s3["status"] == "queued"
+        assert run_next_job(app2.state.db, settings) == j1
+        s1 = client2.get(f"/v1/jobs/{j1}", headers=read).json()
+        assert s1["status"] == "done" and s1["attempts"] == 2 and any("resumed" in ln for ln in s1["log"])
+    # a server on another root does not run the queued job of this one
+    other = ServiceSettings(root=tmp_path, output=settings.output, db_url=settings.db_url, workers=0)
+    assert run_next_job(db, other) == j3
+    with db.session() as s:
+        from lbee.service.db import Job
+
+        assert "another root" in s.get(Job, j3).error
+
+
+def test_a_worker_that_dies_fails_its_job_and_is_replaced(service):
+    import multiprocessing
+
+    client, app, settings = service
+    db = app.state.db
+    job = client.post("/v1/jobs", json=entry(name="crash"), headers=client.auth_headers["submit"]).json()["id"]
+    runner = JobRunner(db, settings, check_every=0.1)
+    ctx = multiprocessing.get_context("spawn")
+    dead = ctx.Process(target=os._exit, args=(3,))
+    dead.start()
+    dead.join(30)
+    assert db.claim("w-crashed") == job
+    runner.procs["w-crashed"] = dead
+    runner.start()  # settings.workers == 0: only the watcher
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]
+                                                     ).json()["status"] == "running":
+            time.sleep(0.1)
+        st = client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]).json()
+        assert st["status"] == "failed" and "exit code 3" in st["error"]
+        assert "w-crashed" not in runner.procs and len(runner.procs) == 1  # replaced
+    finally:
+        runner.stop(timeout=20)
+    assert client.get("/health").status_code == 200
+
+
+def test_token_commands(tmp_path):
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    run = CliRunner().invoke
+    res = run(cli, ["serve", "token", "create", "alice", "--scope", "submit", "--db", url], obj={})
+    assert res.exit_code == 0 and res.output.startswith("lbee_")
+    token = res.output.strip()
+    assert token not in (tmp_path / "t.db").read_bytes().decode("latin-1")  # stored hashed only
+    res = run(cli, ["serve", "--db", url, "token", "list"], obj={})
+    assert "alice\tsubmit" in res.output and token not in res.output and "active" in res.output
+    res = run(cli, ["serve", "token", "create", "alice", "--db", url], obj={})
+    assert res.exit_code == 1 and "exists already" in res.output and "Traceback" not in res.output
+    assert run(cli, ["serve", "token", "revoke", "alice", "--db", url], obj={}).exit_code == 0
+    assert "revoked" in run(cli, ["serve", "token", "list", "--db", url], obj={}).output
+    res = run(cli, ["serve"], obj={})
+    assert res.exit_code == 2 and "--root" in res.output
+
+
+# ---- a real server ----------------------------------------------------------------------------------------
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory):
+    """`lbee serve` in a subprocess on a free loopback port: (base url, submit token, read token)."""
+    import httpx
+
+    tmp = tmp_path_factory.mktemp("live")
+    (tmp / "root").mkdir()
+    db = f"sqlite:///{tmp / 'lbee.db'}"
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    lbee_cmd = [sys.executable, str(REPO / "cli.py")]
+    tokens = {}
+    for name, scope in (("ci", "submit"), ("viewer", "read")):
+        out = subprocess.run(lbee_cmd + ["serve", "token", "create", name, "--scope", scope, "--db", db], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        tokens[scope] = out.stdout.strip()
+    port = _free_port()
+    log = open(tmp / "server.log", "w")
+    proc = subprocess.Popen(lbee_cmd + ["--cache-dir", str(tmp / "cache"), "serve", "--root", str(tmp / "root"),
+                                        "--output", str(tmp / "out"), "--db", db, "--port", str(port)],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, (tmp / "server.log").read_text()
+            assert time.time() < deadline, "server did not start"
+            time.sleep(0.3)
+        yield base, tokens["submit"], tokens["read"], tmp
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def demo_job(live_server):
+    """The SpotCheck demo world submitted to the live server and polled to completion."""
+    import httpx
+
+    base, submit, read, tmp = live_server
+    r = httpx.post(f"{base}/v1/jobs", json={"name": "demo", "spotcheck": {"seed": 0}},
+                   headers={"Authorization": f"Bearer {submit}"}, timeout=30)
+    assert r.status_code == 202, r.text
+    job = r.json()["id"]
+    deadline, seen = time.time() + 900, set()
+    while True:
+        st = httpx.get(f"{base}/v1/jobs/{job}", headers={"Authorization": f"Bearer {read}"}, timeout=30).json()
+        seen.add(st["status"])
+        if st["status"] in ("done", "failed"):
+            break
+        assert time.time() < deadline, st
+        time.sleep(1)
+    assert st["status"] == "done", (st, (tmp / "server.log").read_text()[-3000:])
+    return job, st, seen
+
+
+def test_live_server_runs_the_spotcheck_demo_job(live_server, demo_job):
+    import httpx
+
+    base, submit, read, _ = live_server
+    job, st, seen = demo_job
+    h = {"Authorization": f"Bearer {read}"}
+    assert "running" in seen or st["started"] is not None
+    assert any("generating SpotCheck world" in ln for ln in st["log"])
+    report = httpx.get(f"{base}/v1/jobs/{job}/report", headers=h, timeout=30)
+    assert report.status_code == 200 and "<title>lbee · demo · EC classifier</title>" in report.text
+    assert "True blindspot 0" in report.text and len(report.text) > 50_000
+    metrics = httpx.get(f"{base}/v1/jobs/{job}/metrics", headers=h, timeout=30).json()
+    assert {r["method"] for r in metrics["metrics"]} == set(lbee.METHODS)
+    exp = httpx.get(f"{base}/v1/jobs/{job}/explanation", headers=h, timeout=30).json()
+    assert exp["sentence_set"] == "spotcheck" and exp["methods"]["fpdiff"]["hard_clusters"]
+    runs = httpx.get(f"{base}/v1/runs?dataset=demo", headers=h, timeout=30).json()
+    assert len(runs) == 1 and runs[0]["model"] == "EC classifier"
+    assert httpx.get(f"{base}/docs", headers=h, timeout=30).status_code == 200
+    assert httpx.get(f"{base}/v1/runs", timeout=30).status_code == 401
+    r = httpx.post(f"{base}/v1/jobs", json={"name": "x", "images": "../../etc"},
+                   headers={"Authorization": f"Bearer {submit}"}, timeout=30)
+    assert r.status_code == 422
+
+
+def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
+    from test_report_browser import _browser
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, _, read, _ = live_server
+    driver = _browser(tmp_path)
+    try:
+        driver.get(f"{base}/")  # redirected to the login form
+        assert driver.current_url.endswith("/login")
+        driver.find_element("id", "token").send_keys(read)
+        driver.find_element("id", "login").click()
+        WebDriverWait(driver, 30).until(lambda d: d.find_elements("id", "jobs"))  # the run list, logged in
+        state = driver.execute_script("""
+            return {title: document.title, runs: document.querySelectorAll('#runs tr.run').length,
+                    links: Array.from(document.querySelectorAll('a.report-link')).map(a => a.href),
+                    jobs: Array.from(document.querySelectorAll('#jobs tr.job td')).map(t => t.textContent)};""")
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        driver.get(state["links"][0])
+        WebDriverWait(driver, 30).until(lambda d: "EC classifier" in d.title)
+        report_title = driver.title
+    finally:
+        driver.quit()
+    assert "runs and jobs" in state["title"] and state["runs"] == 5  # one row per method of the demo run
+    assert "done" in state["jobs"] and "demo" in state["jobs"]
+    assert errors == [], errors
+    assert "demo" in report_title and "EC classifier" in report_title
