@@ -45,8 +45,10 @@ def test_describe_and_evaluate_precomputed(precomputed):
     payload = json.loads((p / "out" / "explanation.json").read_text())
     assert set(payload["methods"]) == {"tops", "setdiff", "pdiff", "fpdiff", "domino"}
     assert payload["lbee_version"] and payload["encoder"]["encoder"] == "precomputed"
-    fp = payload["methods"]["fpdiff"]
-    assert sorted(s for c in fp["hard_clusters"] for s in c["sentences"]) == [2, 3]
+    from lbee.run.pipeline import load_explanations
+
+    fp = load_explanations(p / "out" / "explanation.json")[0]["fpdiff"]
+    assert sorted(s for c in fp.hard_clusters for s in c.sentences) == [2, 3]
     table = pd.read_parquet(p / "out" / "assignments.parquet")
     assert list(table.columns) == ["image", "split", "cluster", "confidence", "performance"]
     assert (table["split"] == "hard").sum() == 12 and table["performance"].tolist()[12:] == [0.0] * 12
