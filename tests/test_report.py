@@ -125,7 +125,9 @@ def test_batch_report_goes_on_after_failures_and_lists_them(image_dataset, tmp_p
     assert set(metrics["method"]) == {"tops", "pdiff"} and (metrics["TPR"] == 1.0).all()
     payload = json.loads((folder / "explanation.json").read_text())
     assert payload["dataset"] == "street <i>scenes</i>" and payload["model"] == "good"
-    hard = [c["indices"] for c in payload["methods"]["tops"]["hard_clusters"]]
+    from lbee.run.pipeline import load_explanations
+
+    hard = [c.indices.tolist() for c in load_explanations(folder / "explanation.json")[0]["tops"].hard_clusters]
     assert sorted(sum(hard, [])) == np.flatnonzero(dark).tolist()
     # Thumbnails only of shown images: 8 hard + 4 easy twin per group at most.
     n_thumbs = html.count('src="data:image/jpeg;base64,')
@@ -343,8 +345,11 @@ def test_describe_html_writes_the_report_page(image_dataset, tmp_path):
     assert set(dark_names) <= set(members)
     # The same explanation as without --html.
     payload = json.loads((out / "explanation.json").read_text())
-    assert sorted(sum((c["indices"] for c in payload["methods"]["tops"]["hard_clusters"]), [])) == \
-        np.flatnonzero(dark).tolist()
+    from lbee.run.pipeline import load_explanations
+
+    tops = load_explanations(out / "explanation.json")[0]["tops"]
+    assert payload["format"] == 2
+    assert sorted(sum((c.indices.tolist() for c in tops.hard_clusters), [])) == np.flatnonzero(dark).tolist()
 
 
 def test_groups_sorted_by_risk_and_size(image_dataset):
