@@ -4,7 +4,9 @@ n = 50,000 images (d = 512 unit embeddings, 32 px in-memory renders as
 thumbnail sources), N = 1,410 sentences, Γ with 5% density, 4 methods, C = 15
 hard groups (drawn from 2,500 hard and 2,500 easy images so that Ward stays
 out of the timing). The first render makes the thumbnails, the second reads
-them from the cache. Usage: python benchmarks/bench_report.py
+them from the cache. The page inlines the Vega libraries (a fixed ~0.9 MB) and
+draws at most 5,000 points on the interactive map. Usage:
+python benchmarks/bench_report.py [n ...]   (default: 20000 50000)
 """
 
 import os
@@ -19,9 +21,9 @@ from lbee.reports.html import ReportRun, render_report
 from lbee.reports.thumbnails import ThumbnailCache
 
 
-def main():
+def main(n=50_000):
     rng = np.random.default_rng(0)
-    n, d, N = 50_000, 512, 1410
+    d, N = 512, 1410
     X = rng.normal(size=(n, d)).astype(np.float32)
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     S = rng.normal(size=(N, d)).astype(np.float32)
@@ -45,9 +47,12 @@ def main():
             t0 = time.perf_counter()
             html = render_report(run, thumbs=thumbs)
             dt = time.perf_counter() - t0
-            print(f"{attempt}: {dt:5.1f} s, page {len(html.encode()) / 2**20:.2f} MiB, thumbnails made "
+            print(f"n = {n}, {attempt}: {dt:5.1f} s, page {len(html.encode()) / 2**20:.2f} MiB, thumbnails made "
                   f"{thumbs.n_generated}, from cache {thumbs.n_cached}")
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    for size in [int(a) for a in sys.argv[1:]] or [20_000, 50_000]:
+        main(size)

@@ -45,8 +45,10 @@ def test_describe_and_evaluate_precomputed(precomputed):
     payload = json.loads((p / "out" / "explanation.json").read_text())
     assert set(payload["methods"]) == {"tops", "setdiff", "pdiff", "fpdiff", "domino"}
     assert payload["lbee_version"] and payload["encoder"]["encoder"] == "precomputed"
-    fp = payload["methods"]["fpdiff"]
-    assert sorted(s for c in fp["hard_clusters"] for s in c["sentences"]) == [2, 3]
+    from lbee.run.pipeline import load_explanations
+
+    fp = load_explanations(p / "out" / "explanation.json")[0]["fpdiff"]
+    assert sorted(s for c in fp.hard_clusters for s in c.sentences) == [2, 3]
     table = pd.read_parquet(p / "out" / "assignments.parquet")
     assert list(table.columns) == ["image", "split", "cluster", "confidence", "performance"]
     assert (table["split"] == "hard").sum() == 12 and table["performance"].tolist()[12:] == [0.0] * 12
@@ -152,3 +154,37 @@ def test_describe_runs_a_model_over_a_manifest(tmp_path):
     assert payload["encoder"]["encoder"] == "spotcheck"
     assert payload["params"]["tau"] == pytest.approx(__import__("lbee.encoders", fromlist=["x"]).create_encoder(
         "spotcheck").default_tau)
+
+
+def test_the_vqa_package_is_ours_and_a_shadowing_one_is_refused(tmp_path, monkeypatch):
+    """`vqa` is a top-level name: the imported one must sit beside lbee, and a foreign one gives a clear error."""
+    import sys
+    import types
+    from pathlib import Path
+
+    import lbee
+    import vqa
+
+    assert vqa.__lbee__ is True
+    assert Path(vqa.__file__).resolve().parent.parent == Path(lbee.__file__).resolve().parent.parent
+    fake = types.ModuleType("vqa")
+    fake.__file__ = "/elsewhere/vqa/__init__.py"
+    monkeypatch.setitem(sys.modules, "vqa", fake)
+    (tmp_path / "a.csv").write_text("image,sentence,relevant\n")
+    r = CliRunner().invoke(cli, ["vqa", "agreement", "--pseudo", str(tmp_path / "a.csv"), "--truth",
+                                 str(tmp_path / "a.csv")], obj={})
+    assert r.exit_code == 1 and "is not lbee's" in r.output and "/elsewhere/vqa" in r.output, r.output
+
+
+def test_extras_keep_the_core_light_and_dev_installs_everything():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    from pathlib import Path
+
+    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    core = " ".join(meta["dependencies"])
+    assert "transformers" not in core.replace("sentence-transformers", "") and "vl-convert-python" in core
+    extras = meta["optional-dependencies"]
+    assert "transformers>=4.40" in extras["vqa"]
+    assert all(f"lbee[{name}]" in extras["dev"] for name in extras if name != "dev")
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert '-e ".[dev]"' in makefile

@@ -235,3 +235,76 @@ def test_knn_ward_option_matches_exact_on_separated_groups_and_is_explicit():
         sorted(map(sorted, (c.indices.tolist() for c in e_knn.hard_clusters)))
     with pytest.raises(ValueError, match="`ward` must be one of"):
         lbee.explain(X, S, confidence=phi, ward="fast")
+
+
+# ------------------------------------------------------------------ notebook, pandas, compact files
+def test_explain_takes_a_dataframe_and_explanation_reads_in_a_notebook():
+    import pandas as pd
+
+    X, S, phi, sentences = planted_world(noise=0.01)
+    sentences = list(sentences)
+    sentences[2] = "at <script>night</script>"
+    df = pd.DataFrame({"emb": list(X), "phi": phi}, index=[f"img{i}" for i in range(len(X))])
+    e = lbee.explain(data=df, embeddings="emb", sentence_embeddings=S, confidence="phi", n_clusters=2,
+                     sentences=sentences)
+    ref = lbee.explain(X, S, confidence=phi, n_clusters=2, sentences=sentences)
+    assert e.to_dict() == ref.to_dict()  # the DataFrame is only another way in
+    text = repr(e)
+    assert text.startswith("Explanation(method='fpdiff', 2 hard clusters") and "array" not in text
+    assert len(text) < 200 and "array" not in repr(e.hard_clusters[0])
+    html = e._repr_html_()
+    assert "<script>" not in html and "at &lt;script&gt;night" in html and html.count("<tr>") == 3
+    groups = e.to_pandas()
+    assert list(groups.columns) == ["group", "size", "easy_cluster", "sentences", "scores"]
+    assert groups["size"].tolist() == [6, 6]
+    table = e.assignments(performance=1 - phi)
+    assert table.index.tolist() == list(df.index) and list(table.columns) == ["split", "group", "phi", "omega"]
+    assert (table.loc[table["split"] == "hard", "phi"] == 0).all() and table["omega"].tolist() == (1 - phi).tolist()
+    assert (table["split"] == "hard").sum() == 12
+    with pytest.raises(ValueError, match="not a column of `data`.*'emb', 'phi'"):
+        lbee.explain(data=df, embeddings="embedding", sentence_embeddings=S, confidence="phi")
+    with pytest.raises(ValueError, match="expected 24"):
+        e.assignments(performance=[1.0])
+    # Without φ given to explain and none passed, φ is NaN, not invented.
+    bare = lbee.explain(X, S, hard=phi == 0, easy=phi == 1, n_clusters=2)
+    assert bare.assignments()["phi"].isna().all()
+
+
+def test_explanation_json_stores_the_clustering_once_and_reads_old_files(tmp_path):
+    from lbee.core.explanation import validate_explanation_payload
+    from lbee.run.pipeline import DescribeResult, load_explanations, write_outputs
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 512))
+    S = rng.normal(size=(60, 512))
+    phi = rng.normal(size=300)
+    exps = lbee.explain_methods(X, S, confidence=phi, n_clusters=15, sentences=[f"s{i}" for i in range(60)])
+    res = DescribeResult(exps, [f"i{i}" for i in range(300)], phi, (phi > 0).astype(float),
+                         [f"s{i}" for i in range(60)], {"encoder": "precomputed"}, "custom")
+    write_outputs(res, tmp_path)
+    new = (tmp_path / "explanation.json").stat().st_size
+    old_payload = json.loads((tmp_path / "explanation.json").read_text())
+    loaded, payload = load_explanations(tmp_path / "explanation.json")
+    assert payload["format"] == 2 and set(loaded) == set(exps)
+    for m, e in exps.items():
+        got = loaded[m]
+        assert [c.indices.tolist() for c in got.hard_clusters] == [c.indices.tolist() for c in e.hard_clusters]
+        assert [c.sentences for c in got.hard_clusters] == [c.sentences for c in e.hard_clusters]
+        np.testing.assert_allclose(got.hard_clusters[0].prototype, e.hard_clusters[0].prototype, atol=1e-6)
+        np.testing.assert_allclose(got.hard_clusters[0].scores, e.hard_clusters[0].scores, atol=1e-6)
+        assert got.selected == e.selected
+    # The older format (a full copy per method) still loads, and is several times larger.
+    old = {**{k: v for k, v in old_payload.items() if k not in ("format", "clustering")},
+           "methods": {m: {k: v for k, v in e.to_dict().items() if k != "sentences"} for m, e in exps.items()}}
+    assert len(json.dumps(old, indent=1)) > 5 * new
+    again = validate_explanation_payload(old, source="old.json")
+    assert {m: e.selected for m, e in again.items()} == {m: e.selected for m, e in exps.items()}
+    # A damaged compact file is a clear error naming the field.
+    bad = json.loads(json.dumps(old_payload))
+    bad["clustering"]["prototypes"]["hard"] = "not base64!"
+    with pytest.raises(ValueError, match="clustering.prototypes.hard"):
+        validate_explanation_payload(bad, source="bad.json")
+    bad = json.loads(json.dumps(old_payload))
+    bad["methods"]["tops"]["hard_sentences"] = bad["methods"]["tops"]["hard_sentences"][:-1]
+    with pytest.raises(ValueError, match="one entry per hard cluster"):
+        validate_explanation_payload(bad, source="bad.json")

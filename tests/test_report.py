@@ -119,12 +119,16 @@ def test_batch_report_goes_on_after_failures_and_lists_them(image_dataset, tmp_p
     assert NASTY not in html and "dark &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; friends" in html
     assert "<b>.png" not in html and "&lt;b&gt;.png" in html
     assert "street &lt;i&gt;scenes&lt;/i&gt;" in html
+    assert 'id="index-link" href="../../index.html"' in html  # back to the batch's index page
+    assert 'id="metric-chart"' in html and 'id="toc"' in html
     # The dark images are the one hard group and TopS / PDiff name them with sentence 0, a failure sentence.
     metrics = pd.read_csv(folder / "metrics.csv")
     assert set(metrics["method"]) == {"tops", "pdiff"} and (metrics["TPR"] == 1.0).all()
     payload = json.loads((folder / "explanation.json").read_text())
     assert payload["dataset"] == "street <i>scenes</i>" and payload["model"] == "good"
-    hard = [c["indices"] for c in payload["methods"]["tops"]["hard_clusters"]]
+    from lbee.run.pipeline import load_explanations
+
+    hard = [c.indices.tolist() for c in load_explanations(folder / "explanation.json")[0]["tops"].hard_clusters]
     assert sorted(sum(hard, [])) == np.flatnonzero(dark).tolist()
     # Thumbnails only of shown images: 8 hard + 4 easy twin per group at most.
     n_thumbs = html.count('src="data:image/jpeg;base64,')
@@ -220,7 +224,11 @@ def test_report_of_a_large_dataset_stays_small(tmp_path):
     thumbs = ThumbnailCache(tmp_path)
     html = render_report(run, thumbs=thumbs)
     assert thumbs.n_generated + thumbs.n_cached <= 5 * 12
-    assert len(html.encode()) < 1_500_000
+    # The inlined Vega libraries are a fixed cost; the map draws at most 5,000 points whatever n is.
+    from lbee.reports.vega import vega_bundle
+
+    assert len(html.encode()) - len(vega_bundle().encode()) < 1_500_000
+    assert "5000 of 20000 drawn" in html
 
 
 def test_per_class_dataset_report(image_dataset, tmp_path):
@@ -289,3 +297,77 @@ def test_spotcheck_dataset_with_slicers_and_world_reuse(demo_run, tmp_path, monk
     assert "PlaneSpot 2-D plane" in html and 'id="plane-chart"' in html
     assert "True blindspot 0" in html
     assert (tmp_path / "out" / "world" / "slicer_planespot" / "explanation.json").exists()
+
+
+def test_describe_html_writes_the_report_page(image_dataset, tmp_path):
+    """`lbee describe --html`: the page of `lbee report` without YAML; navigation, per-group extras, escaping."""
+    import re
+    from urllib.parse import unquote
+
+    root, dark = image_dataset
+    out = tmp_path / "run"
+    args = ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(root / "imgs" / "manifest.csv"),
+            "--image-embeddings", str(root / "img.npy"), "--sentence-embeddings", str(root / "sen.npy"),
+            "--sentences", str(root / "sents.txt"), "--predictions", str(root / "good.csv"),
+            "--method", "tops", "--method", "pdiff", "--clusters", "2", "-k", "1", "--out", str(out)]
+    r = CliRunner().invoke(cli, args[:-2] + ["--html"], obj={})
+    assert r.exit_code == 2 and "--out" in r.output  # --html needs a folder
+    r = CliRunner().invoke(cli, args + ["--html"], obj={})
+    assert r.exit_code == 0, r.output
+    html = (out / "report.html").read_text()
+    assert "report.html" in r.output
+    # Escaped everywhere, the JSON chart specs included.
+    assert NASTY not in html and "<b>.png" not in html and "&lt;b&gt;.png" in html
+    assert "\\u003cb\\u003e.png" in html and "</script>alert" not in html
+    # Self-contained: the Vega libraries inlined, nothing fetched.
+    assert "window.vegaEmbed" in html and not re.search(r'<script[^>]+src=', html)
+    assert 'id="toc"' in html and 'href="#groups-ward"' in html and 'id="plane-chart"' in html
+    # No Γ given: said so in words, not an empty chart.
+    assert 'id="no-relevance"' in html and 'id="metric-chart"' not in html
+    # Groups anchored, listed in the TOC and the group table, sorted by error rate × size.
+    anchors = re.findall(r'<div class="cluster" id="(g-ward-\d+)"', html)
+    assert len(anchors) == 2 and all(f'href="#{a}"' in html for a in anchors)
+    # Thumbnails link to the full image (relative to the page), captions drop the shared folder.
+    links = re.findall(r'<a href="([^"]+)" target="_blank"', html)
+    assert links and all((out / unquote(h.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))).is_file()
+                         for h in links)
+    assert "<figcaption" in html and "imgs/img_" not in re.findall(r"<figcaption[^>]*>([^<]*)<", html)[0]
+    # Per group: label → prediction confusion and a CSV of the members.
+    assert "label → prediction" in html
+    csvs = re.findall(r'href="(data:text/csv;charset=utf-8,[^"]+)" download="([^"]+)"', html)
+    assert len(csvs) == 2
+    import html as html_mod
+    import io
+
+    tables = [pd.read_csv(io.StringIO(unquote(html_mod.unescape(uri).split(",", 1)[1]))) for uri, _ in csvs]
+    members = sorted(name for t in tables for name in t["image"])
+    assert list(tables[0].columns) == ["image", "phi", "omega", "label", "prediction"]
+    dark_names = sorted(f"img_{i:02d}<b>.png" for i in np.flatnonzero(dark))
+    assert set(dark_names) <= set(members)
+    # The same explanation as without --html.
+    payload = json.loads((out / "explanation.json").read_text())
+    from lbee.run.pipeline import load_explanations
+
+    tops = load_explanations(out / "explanation.json")[0]["tops"]
+    assert payload["format"] == 2
+    assert sorted(sum((c.indices.tolist() for c in tops.hard_clusters), [])) == np.flatnonzero(dark).tolist()
+
+
+def test_groups_sorted_by_risk_and_size(image_dataset):
+    """Risk order puts the group with most errors first; 'size' the largest; the page shows φ's meaning."""
+    from lbee import explain_methods
+    from lbee.reports.html import ReportRun, cluster_views, short_names
+
+    rng = np.random.default_rng(0)
+    X = np.concatenate([np.tile(np.eye(4)[i], (m, 1)) for i, m in enumerate([10, 4, 12, 12])])
+    X = X + 0.01 * rng.normal(size=X.shape)
+    phi = np.r_[np.zeros(14), np.ones(24)]
+    omega = np.r_[np.ones(8), np.zeros(2), np.zeros(4), np.ones(24)]  # group of 10: 2 errors; of 4: 4 errors
+    exps = explain_methods(X, np.eye(4), methods=["tops"], confidence=phi, n_clusters=2, n_easy_clusters=2)
+    run = ReportRun("d", "m", {"ward": exps}, list("abcd"), [f"x/y/{i}.png" for i in range(38)], phi, omega)
+    risk = cluster_views(run, "ward", exps, None, None, 2, 2, extras=True)
+    assert [v["size"] for v in risk] == [4, 10]
+    run.group_order = "size"
+    assert [v["size"] for v in cluster_views(run, "ward", exps, None, None, 2, 2, extras=True)] == [10, 4]
+    assert short_names(["a/b/x.png", "a/b/c/y.png"]) == ["x.png", "c/y.png"]
+    assert short_names(["x.png"]) == ["x.png"]

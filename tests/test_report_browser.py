@@ -37,30 +37,81 @@ def _browser(tmp_path):
 
 
 def test_demo_report_renders_in_chromium(demo_run, tmp_path):
+    """The page loads offline, every Vega chart renders, hovering a map point shows its thumbnail and φ,
+    clicking it highlights its group, and the navigation links resolve."""
+    import time
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
     out, _ = demo_run
     page = out / "report.html"
     driver = _browser(tmp_path)
+    artifacts = Path(os.environ.get("LBEE_ARTIFACTS_DIR", Path(__file__).resolve().parents[1] / "artifacts"))
+    artifacts.mkdir(parents=True, exist_ok=True)
     try:
         driver.get(page.resolve().as_uri())
+        for _ in range(100):  # vega-embed renders asynchronously
+            done = driver.execute_script("return document.querySelectorAll('div.vl').length === "
+                                         "document.querySelectorAll('div.vl[data-rendered]').length "
+                                         "|| window.lbeeChartErrors.length > 0")
+            if done:
+                break
+            time.sleep(0.1)
         state = driver.execute_script("""
             return {ready: document.readyState,
                     images: Array.from(document.images).map(i => [i.id, i.complete, i.naturalWidth]),
+                    charts: Array.from(document.querySelectorAll('div.vl')).map(d => [d.id, !!d.dataset.rendered,
+                            d.querySelectorAll('svg').length]),
+                    chartErrors: window.lbeeChartErrors,
                     groups: document.querySelectorAll('.cluster').length,
                     table1: document.querySelectorAll('#table1 tr').length,
+                    brokenAnchors: Array.from(document.querySelectorAll('a[href^="#"]'))
+                        .filter(a => a.getAttribute('href').length > 1
+                                     && !document.getElementById(a.getAttribute('href').slice(1)))
+                        .map(a => a.getAttribute('href')),
+                    fullImage: (document.querySelector('.strip a[target=_blank]') || {}).href || null,
                     title: document.title};""")
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-        artifacts = Path(os.environ.get("LBEE_ARTIFACTS_DIR", Path(__file__).resolve().parents[1] / "artifacts"))
-        artifacts.mkdir(parents=True, exist_ok=True)
         shot = artifacts / "demo_report.png"
         driver.save_screenshot(str(shot))
+        # Hover a point of a hard group on the map: the tooltip shows its thumbnail, id and φ.
+        chart = driver.find_element(By.ID, "plane-chart")
+        driver.execute_script("arguments[0].scrollIntoView()", chart)
+        points = chart.find_elements(By.CSS_SELECTOR, "g.mark-symbol.role-mark path")
+        # Points are drawn in the order of the spec's data: pick one shown with a thumbnail.
+        hard = driver.execute_script("return JSON.parse(document.getElementById('spec-plane').textContent)"
+                                     ".data.values.findIndex(v => v.img)")
+        assert len(points) == driver.execute_script(
+            "return JSON.parse(document.getElementById('spec-plane').textContent).data.values.length")
+        ActionChains(driver).move_to_element(points[hard]).perform()
+        time.sleep(0.5)
+        tip = driver.execute_script("var t = document.getElementById('vg-tooltip-element');"
+                                    "return t && [t.className, t.innerHTML];")
+        driver.save_screenshot(str(artifacts / "demo_report_map_hover.png"))
+        # Click: only that group stays opaque.
+        ActionChains(driver).click(points[hard]).perform()
+        time.sleep(0.5)
+        opacity = driver.execute_script(
+            "return Array.from(arguments[0]).map(p => p.getAttribute('opacity') || p.style.opacity || '1')", points)
+        driver.save_screenshot(str(artifacts / "demo_report_map_click.png"))
     finally:
         driver.quit()
     assert state["ready"] == "complete" and "SpotCheck world 0" in state["title"]
     assert errors == [], errors
-    ids = [i for i, _, _ in state["images"]]
-    assert "metric-chart" in ids and "plane-chart" in ids
+    assert state["chartErrors"] == []
+    charts = {c[0]: c for c in state["charts"]}
+    assert {"metric-chart", "plane-chart"} <= set(charts)
+    assert all(rendered and n_svg >= 1 for _, rendered, n_svg in state["charts"]), state["charts"]
+    assert sum(1 for c in charts if c.startswith("hist-")) == state["groups"]  # one φ histogram per group
     broken = [img for img in state["images"] if not (img[1] and img[2] > 0)]
     assert broken == [] and len(state["images"]) > 20
     assert state["groups"] >= 2 and state["table1"] > 5
+    assert state["brokenAnchors"] == []
+    assert state["fullImage"] and state["fullImage"].startswith(out.resolve().as_uri() + "/ec/images/test/")
+    assert tip is not None and "visible" in tip[0], tip
+    assert "<img src=\"data:image/jpeg;base64," in tip[1] and "φ" in tip[1] and "group " in tip[1]
+    faded = sum(1 for o in opacity if float(o) < 0.5)
+    assert 0 < len(opacity) - faded < len(opacity) and faded > 0
     assert shot.stat().st_size > 50_000
     print(f"screenshot: {shot}")

@@ -136,8 +136,11 @@ def test_ward_is_a_slicer_like_the_others():
 # ---------------------------------------------------------------- one pipeline
 def _comparable(payload):
     """What must agree between two runs of the same inputs: clusters, sentences, scores, parameters."""
-    return {m: {k: d[k] for k in ("hard_clusters", "easy_clusters", "params", "selected")}
-            for m, d in payload["methods"].items()} | {"sentences": payload["sentences"], "images": payload["images"]}
+    from lbee.core.explanation import validate_explanation_payload
+
+    exps = validate_explanation_payload(payload, source="explanation.json")
+    return {m: {k: e.to_dict()[k] for k in ("hard_clusters", "easy_clusters", "params", "selected")}
+            for m, e in exps.items()} | {"sentences": payload["sentences"], "images": payload["images"]}
 
 
 def test_describe_and_a_one_dataset_report_write_the_same_explanation(tmp_path):

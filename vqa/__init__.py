@@ -5,6 +5,10 @@
 ...                                               "blip": create_backend("blip")}, combine="and")
 """
 
+# `vqa` is a top-level name other distributions may also use: lbee checks this marker before trusting it
+# (lbee.cli.vqa.lbee_vqa).
+__lbee__ = True
+
 from .backends import (Backend, BlipBackend, CallableBackend, LlavaBackend, MetadataBackend, OFABackend, VQAError,
                        create_backend, list_backends, register_backend)
 from .combine import COMBINATIONS, agreement, agreement_table, combine

@@ -45,6 +45,8 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
 @click.option("--jobs", type=int, default=1, show_default=True, help="Per class: worker processes (-1 = all cores).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Output folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON summary instead of text.")
+@click.option("--html", "html", is_flag=True,
+              help="Also write report.html into --out: the same page as `lbee report` (no YAML needed).")
 @click.option("--strict", is_flag=True, help="Fail on the first unreadable image instead of skipping it.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--num-workers", type=click.IntRange(min=0), default=2, show_default=True,
@@ -52,7 +54,7 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
 @click.pass_context
 def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights, num_classes, image_size, encoder,
              image_embeddings, sentence_embeddings, sensitivity, per_class, class_split, relevance, jobs, out, as_json,
-             strict, batch_size, num_workers, **knobs):
+             html, strict, batch_size, num_workers, **knobs):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
     from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, preflight
     from ..run.pipeline import run_model, write_run
@@ -91,6 +93,8 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
             raise click.UsageError("--image-embeddings needs --predictions (rows in the same order).")
     elif images is None:
         raise click.UsageError("Give IMAGES (a folder or manifest) or --image-embeddings.")
+    if html and not out:
+        raise click.UsageError("--html writes report.html into the output folder: add --out FOLDER.")
     if out:
         check_writable_folder(out, "--out")  # before any embedding, not after
     model = ModelSpec(name=Path(predictions).stem if predictions else str(model_spec),
@@ -119,6 +123,8 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
             folders = write_run(run, out)
         except OSError as exc:
             raise LbeeError(f"Cannot write the outputs into {out!r}: {exc.strerror or exc}.") from None
+    if html:
+        _write_html(ctx, run, ds, model, out)
     if as_json:
         import json
 
@@ -150,6 +156,18 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
                                                            if len(folders) > 1 else ""))
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
+
+
+def _write_html(ctx, run, ds, model, out):
+    """report.html through the same function as `lbee report` (lbee.reports.batch.write_report_page)."""
+    from ..reports.batch import write_report_page
+    from ..reports.thumbnails import ThumbnailCache
+
+    try:
+        write_report_page(run, ds, model, out, thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
+    except OSError as exc:
+        raise LbeeError(f"Cannot write report.html into {out!r}: {exc}") from None
+    click.echo(f"Wrote {Path(out) / 'report.html'} (open it in a browser).")
 
 
 def _print_per_class(run, settings):

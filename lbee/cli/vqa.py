@@ -38,6 +38,7 @@ def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_mode
         return
     if images is None:
         raise click.UsageError("Give --images (a folder or manifest), or a subcommand such as 'agreement'.")
+    lbee_vqa()
     from vqa import VQAError, compute_relevance, create_backend, parse_backend_spec, questions_for, \
         write_relevance
     from vqa.questions import builtin_overrides
@@ -114,6 +115,7 @@ def vqa_agreement(pseudo, truth):
     """Compare pseudo Γ with ground truth: accuracy, TP, TN, FP, FN per backend and combination (Table 4)."""
     import pandas as pd
 
+    lbee_vqa()
     from vqa import agreement_table
 
     from ..io.images import read_table
@@ -137,3 +139,19 @@ def vqa_agreement(pseudo, truth):
     for r in rows:
         click.echo(f"{r['name']:<22}" + "".join(f"{r[k]:>{9 if k == 'accuracy' else 7}.3f}"
                                             for k in ("accuracy", "TP", "TN", "FP", "FN")))
+
+
+def lbee_vqa():
+    """Import lbee's own top-level ``vqa`` package, or fail clearly when another distribution's ``vqa`` shadows it.
+
+    Returns
+    -------
+    module
+    """
+    import vqa as mod
+
+    if not getattr(mod, "__lbee__", False):
+        raise click.ClickException(
+            f"The module 'vqa' imported from {getattr(mod, '__file__', '?')} is not lbee's (another package "
+            "installs a top-level 'vqa'). Uninstall it, or reinstall lbee: pip install --force-reinstall 'lbee[vqa]'.")
+    return mod

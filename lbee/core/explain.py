@@ -24,9 +24,46 @@ def _check_methods(methods):
     return methods
 
 
-def explain_methods(image_embeddings, sentence_embeddings, *, methods=METHODS, confidence=None, hard=None,
+def _column(data, value, name):
+    """``data[value]`` when ``value`` names a column of the DataFrame ``data``; else ``value`` itself."""
+    if data is None or not isinstance(value, str):
+        return value
+    if value not in data.columns:
+        raise ValueError(f"`{name}`={value!r} is not a column of `data`; its columns are {list(data.columns)}.")
+    return data[value].to_numpy()
+
+
+def _from_frame(data, image_embeddings, embeddings, confidence, hard, easy):
+    """Resolve Domino-style column names (``data=df, embeddings="emb", confidence="phi"``) to arrays."""
+    import numpy as np
+
+    if data is None:
+        if embeddings is not None:
+            raise ValueError("`embeddings` names a column of `data`; pass data=DataFrame too (or give the array as "
+                             "`image_embeddings`).")
+        return image_embeddings, confidence, hard, easy, None
+    if not hasattr(data, "columns") or not hasattr(data, "index"):
+        raise TypeError(f"`data` must be a pandas DataFrame; received {type(data).__name__}.")
+    col = embeddings if embeddings is not None else image_embeddings
+    if col is None:
+        raise ValueError("With `data`, name its embedding column: embeddings='emb'.")
+    if isinstance(col, str):
+        cells = _column(data, col, "embeddings")
+        try:
+            emb = np.stack([np.asarray(c, dtype=np.float64).reshape(-1) for c in cells]) if len(cells) else \
+                np.zeros((0, 0))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"`embeddings`={col!r}: every cell must be a vector of the same length d ({exc}).") \
+                from None
+    else:
+        emb = col
+    return (emb, _column(data, confidence, "confidence"), _column(data, hard, "hard"), _column(data, easy, "easy"),
+            list(data.index))
+
+
+def explain_methods(image_embeddings=None, sentence_embeddings=None, *, methods=METHODS, confidence=None, hard=None,
                     easy=None, a=DEFAULT_A, n_clusters=DEFAULT_N_CLUSTERS, n_easy_clusters=None, k=DEFAULT_K,
-                    tau=CLIP_TAU, slicer="ward", sentences=None, ward=DEFAULT_WARD):
+                    tau=CLIP_TAU, slicer="ward", sentences=None, ward=DEFAULT_WARD, data=None, embeddings=None):
     """Run several describers over one split and clustering.
 
     Same parameters as :func:`explain`, with ``methods`` (a list of method names)
@@ -36,6 +73,14 @@ def explain_methods(image_embeddings, sentence_embeddings, *, methods=METHODS, c
     -------
     dict of str to Explanation
     """
+    import numpy as np
+
+    image_embeddings, confidence, hard, easy, ids = _from_frame(data, image_embeddings, embeddings, confidence,
+                                                                hard, easy)
+    if sentence_embeddings is None:
+        raise ValueError("`sentence_embeddings` is required: an (N, d) array (or a SentenceIndex).")
+    if image_embeddings is None:
+        raise ValueError("`image_embeddings` is required: an (n, d) array (or data=DataFrame, embeddings=column).")
     methods = _check_methods(methods)
     index = as_sentence_index(sentence_embeddings)
     part = Partition(a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, slicer=slicer, ward=ward)
@@ -44,12 +89,16 @@ def explain_methods(image_embeddings, sentence_embeddings, *, methods=METHODS, c
 
     check_describe_args(index, image_embeddings, k, tau, sentences)
     part.fit(image_embeddings, confidence=confidence, hard=hard, easy=easy)
-    return {m: part.describe(index, m, k=k, tau=tau, sentences=sentences) for m in methods}
+    out = {m: part.describe(index, m, k=k, tau=tau, sentences=sentences) for m in methods}
+    phi = None if confidence is None else np.asarray(confidence, dtype=np.float64).reshape(-1)
+    for e in out.values():  # kept in memory for Explanation.assignments()
+        e.confidence, e.image_ids = phi, ids
+    return out
 
 
-def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None, easy=None, a=DEFAULT_A,
+def explain(image_embeddings=None, sentence_embeddings=None, *, confidence=None, hard=None, easy=None, a=DEFAULT_A,
             method="fpdiff", n_clusters=DEFAULT_N_CLUSTERS, n_easy_clusters=None, k=DEFAULT_K, tau=CLIP_TAU,
-            slicer="ward", sentences=None, ward=DEFAULT_WARD):
+            slicer="ward", sentences=None, ward=DEFAULT_WARD, data=None, embeddings=None):
     """Find hard clusters of images and the sentences that describe them.
 
     Parameters
@@ -88,10 +137,19 @@ def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None
     ward : str, default=lbee.core.clustering.DEFAULT_WARD
         The Ward variant, one of ``lbee.core.clustering.WARD_METHODS`` (see
         :func:`lbee.core.clustering.ward_labels`).
+    data : pandas.DataFrame, optional
+        Domino style: one row per image. ``embeddings`` (or
+        ``image_embeddings``) then names the column whose cells are the (d,)
+        vectors, and ``confidence`` / ``hard`` / ``easy`` may name columns too:
+        ``lbee.explain(data=df, embeddings="emb", sentence_embeddings=S, confidence="phi")``.
+        The DataFrame's index becomes ``Explanation.image_ids``.
+    embeddings : str, optional
+        The embedding column of ``data``.
 
     Returns
     -------
     Explanation
+        φ (when given) is kept on it for :meth:`Explanation.assignments`.
 
     See Also
     --------
@@ -100,4 +158,5 @@ def explain(image_embeddings, sentence_embeddings, *, confidence=None, hard=None
     check_choice(method, "method", set(METHODS))
     return explain_methods(image_embeddings, sentence_embeddings, methods=[method], confidence=confidence,
                            hard=hard, easy=easy, a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, k=k,
-                           tau=tau, slicer=slicer, sentences=sentences, ward=ward)[method]
+                           tau=tau, slicer=slicer, sentences=sentences, ward=ward, data=data,
+                           embeddings=embeddings)[method]

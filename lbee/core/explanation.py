@@ -19,6 +19,9 @@ class EasyCluster:
     def to_dict(self):
         return {"indices": self.indices.tolist(), "prototype": self.prototype.tolist()}
 
+    def __repr__(self):
+        return f"EasyCluster({len(self.indices)} images)"
+
 
 @dataclass
 class HardCluster:
@@ -53,6 +56,10 @@ class HardCluster:
             "scores": [float(s) for s in self.scores],
         }
 
+    def __repr__(self):
+        return (f"HardCluster({len(self.indices)} images, easy_cluster={int(self.easy_cluster)}, "
+                f"sentences={[int(s) for s in self.sentences]})")
+
 
 @dataclass
 class Explanation:
@@ -67,6 +74,12 @@ class Explanation:
         The parameters the explanation was computed with.
     sentence_texts : list of str or None
         The N sentences, when they were given.
+    confidence : ndarray of shape (n,) or None
+        φ of the n images when :func:`lbee.explain` was given it, for
+        :meth:`assignments`. Kept in memory only: :meth:`to_dict` does not store
+        it (``explanation.json`` has ``assignments.parquet`` beside it).
+    image_ids : list or None
+        Row labels of the images (the DataFrame index with ``lbee.explain(data=df, ...)``); in memory only.
     """
 
     hard_clusters: list
@@ -74,6 +87,97 @@ class Explanation:
     method: str
     params: dict = field(default_factory=dict)
     sentence_texts: list | None = None
+    confidence: np.ndarray | None = field(default=None, repr=False, compare=False)
+    image_ids: list | None = field(default=None, repr=False, compare=False)
+
+    def __repr__(self):
+        sizes = ", ".join(str(len(c.indices)) for c in self.hard_clusters[:8])
+        more = ", ..." if len(self.hard_clusters) > 8 else ""
+        return (f"Explanation(method={self.method!r}, {len(self.hard_clusters)} hard clusters (sizes {sizes}{more}), "
+                f"{len(self.easy_clusters)} easy clusters, {len(self.selected)} sentences selected)")
+
+    def _sentence_text(self, s):
+        return self.sentence_texts[s] if self.sentence_texts is not None else f"sentence {int(s)}"
+
+    def to_pandas(self):
+        """One row per hard cluster: ``group``, ``size``, ``easy_cluster``, ``sentences`` (texts, best first),
+        ``scores``. For one row per image use :meth:`assignments`.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        import pandas as pd
+
+        return pd.DataFrame({
+            "group": np.arange(len(self.hard_clusters), dtype=np.int64),
+            "size": [len(c.indices) for c in self.hard_clusters],
+            "easy_cluster": [int(c.easy_cluster) for c in self.hard_clusters],
+            "sentences": [[self._sentence_text(s) for s in c.sentences] for c in self.hard_clusters],
+            "scores": [list(map(float, c.scores)) for c in self.hard_clusters],
+        })
+
+    def assignments(self, confidence=None, performance=None, *, image_ids=None):
+        """One row per image: ``split`` (hard / easy / neutral), ``group`` (hard-cluster index for hard images,
+        easy-cluster index for easy ones, -1 for neutral), ``phi`` and ``omega``.
+
+        φ and ω are not part of an explanation's file: pass them, or φ is the
+        ``confidence`` that :func:`lbee.explain` was given (else NaN); ω is NaN
+        when not passed.
+
+        Parameters
+        ----------
+        confidence, performance : array-like of shape (n,), optional
+        image_ids : list of length n, optional
+            The index of the table (default: ``self.image_ids``, else 0..n-1).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        import pandas as pd
+
+        n = self.params.get("n_images")
+        members = [np.asarray(c.indices) for c in (*self.hard_clusters, *self.easy_clusters)]
+        if n is None:
+            n = 1 + max((int(m.max()) for m in members if m.size), default=-1)
+        n = int(n)
+        phi = self.confidence if confidence is None else confidence
+        columns = {}
+        for name, values in (("phi", phi), ("omega", performance)):
+            if values is None:
+                columns[name] = np.full(n, np.nan)
+                continue
+            arr = np.asarray(values, dtype=np.float64).reshape(-1)
+            if arr.shape[0] != n:
+                raise ValueError(f"`{'confidence' if name == 'phi' else 'performance'}` has {arr.shape[0]} values; "
+                                 f"expected {n}, one per image of the explanation.")
+            columns[name] = arr
+        split = np.full(n, "neutral", dtype=object)
+        group = np.full(n, -1, dtype=np.int64)
+        for j, c in enumerate(self.easy_clusters):
+            split[c.indices] = "easy"
+            group[c.indices] = j
+        for i, c in enumerate(self.hard_clusters):
+            split[c.indices] = "hard"
+            group[c.indices] = i
+        index = image_ids if image_ids is not None else self.image_ids
+        return pd.DataFrame({"split": split, "group": group, **columns},
+                            index=pd.Index(index if index is not None else np.arange(n), name="image"))
+
+    def _repr_html_(self):
+        """A compact table of the hard clusters and their sentences (Jupyter)."""
+        from html import escape
+
+        rows = []
+        for i, c in enumerate(self.hard_clusters):
+            sents = "<br>".join(escape(str(self._sentence_text(s))) for s in c.sentences)
+            rows.append(f"<tr><td>{i}</td><td>{len(c.indices)}</td><td>{int(c.easy_cluster)}</td>"
+                        f"<td style='text-align:left'>{sents}</td></tr>")
+        head = (f"<p><b>Explanation</b> · {escape(self.method)} · {len(self.hard_clusters)} hard clusters, "
+                f"{len(self.easy_clusters)} easy, {len(self.selected)} sentences selected</p>")
+        return (head + "<table><tr><th>group</th><th>images</th><th>easy twin</th><th>sentences (best first)</th>"
+                "</tr>" + "".join(rows) + "</table>")
 
     @property
     def selected(self):
@@ -290,13 +394,127 @@ def check_explanation_ranges(explanation, *, n_images=None, n_sentences=None, so
     return explanation
 
 
+PAYLOAD_FORMAT = 2
+
+
+def _encode_f32(rows):
+    import base64
+
+    arr = np.ascontiguousarray(np.asarray(rows, dtype="<f4"))
+    return base64.b64encode(arr.tobytes()).decode("ascii")
+
+
+def _decode_f32(text, shape, where, source):
+    import base64
+    import binascii
+
+    if not isinstance(text, str):
+        _bad(source, where, f"{type(text).__name__} {_show(text)}", "a base64 string of float32 values")
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        _bad(source, where, _show(text), "a base64 string of float32 values")
+    if len(raw) != 4 * shape[0] * shape[1]:
+        _bad(source, where, f"{len(raw)} bytes", f"{4 * shape[0] * shape[1]} bytes (float32, shape {shape})")
+    return np.frombuffer(raw, dtype="<f4").astype(np.float64).reshape(shape)
+
+
+def compact_payload(explanations):
+    """The ``clustering`` and ``methods`` parts of an ``explanation.json`` (format 2).
+
+    The methods of one run share their split and clustering, so it is stored
+    once (``clustering``: member indices, easy matches, prototypes as base64
+    little-endian float32); each method keeps only its parameters, sentences and
+    scores. :func:`validate_explanation_payload` reads this and the older
+    format (one full :meth:`Explanation.to_dict` per method). When the methods
+    do not share one clustering, the older format is returned.
+
+    Parameters
+    ----------
+    explanations : dict of str to Explanation
+
+    Returns
+    -------
+    dict
+        ``{"format": 2, "clustering": ..., "methods": ...}`` or ``{"methods": ...}``.
+    """
+    exps = list(explanations.values())
+    first = exps[0]
+
+    def same(e):
+        return (len(e.hard_clusters) == len(first.hard_clusters) and len(e.easy_clusters) == len(first.easy_clusters)
+                and all(np.array_equal(a.indices, b.indices) and a.easy_cluster == b.easy_cluster
+                        and np.array_equal(a.prototype, b.prototype)
+                        for a, b in zip(e.hard_clusters, first.hard_clusters))
+                and all(np.array_equal(a.indices, b.indices) and np.array_equal(a.prototype, b.prototype)
+                        for a, b in zip(e.easy_clusters, first.easy_clusters)))
+
+    if not all(same(e) for e in exps[1:]):
+        return {"methods": {m: {k: v for k, v in e.to_dict().items() if k != "sentences"}
+                            for m, e in explanations.items()}}
+    protos = [c.prototype for c in (*first.hard_clusters, *first.easy_clusters)]
+    d = int(np.asarray(protos[0]).shape[0]) if protos else 0
+    clustering = {
+        "hard": [{"indices": np.asarray(c.indices).tolist(), "easy_cluster": int(c.easy_cluster)}
+                 for c in first.hard_clusters],
+        "easy": [{"indices": np.asarray(c.indices).tolist()} for c in first.easy_clusters],
+        "prototypes": {"dtype": "<f4", "d": d,
+                       "hard": _encode_f32([c.prototype for c in first.hard_clusters]) if first.hard_clusters else "",
+                       "easy": _encode_f32([c.prototype for c in first.easy_clusters]) if first.easy_clusters else ""},
+    }
+    methods = {m: {"method": e.method, "params": dict(e.params),
+                   "hard_sentences": [[int(s) for s in c.sentences] for c in e.hard_clusters],
+                   "hard_scores": [[round(float(x), 6) for x in c.scores] for c in e.hard_clusters],
+                   "selected": e.selected}
+               for m, e in explanations.items()}
+    return {"format": PAYLOAD_FORMAT, "clustering": clustering, "methods": methods}
+
+
+def _expand_compact(payload, src):
+    """Format 2 -> one :meth:`Explanation.to_dict`-like body per method (validated afterwards)."""
+    cl = payload["clustering"]
+    _check_mapping(cl, "clustering", repr(src), ("hard", "easy", "prototypes"))
+    for key in ("hard", "easy"):
+        if not isinstance(cl[key], list):
+            _bad(repr(src), f"clustering.{key}", _show(cl[key]), "a list of clusters")
+    pr = cl["prototypes"]
+    _check_mapping(pr, "clustering.prototypes", repr(src), ("d", "hard", "easy"))
+    d = _check_int(pr["d"], "clustering.prototypes.d", repr(src), what="dimension")
+    hard_p = _decode_f32(pr["hard"], (len(cl["hard"]), d), "clustering.prototypes.hard", repr(src))
+    easy_p = _decode_f32(pr["easy"], (len(cl["easy"]), d), "clustering.prototypes.easy", repr(src))
+    easy = []
+    for j, c in enumerate(cl["easy"]):
+        _check_mapping(c, f"clustering.easy[{j}]", repr(src), ("indices",))
+        easy.append({"indices": c["indices"], "prototype": easy_p[j]})
+    bodies = {}
+    for name, body in payload["methods"].items():
+        if not isinstance(body, dict):
+            _bad(repr(src), f"methods.{name}", f"{type(body).__name__} {_show(body)}", "an explanation object")
+        _check_mapping(body, f"methods.{name}", repr(src), ("method", "hard_sentences", "hard_scores"))
+        sents, scores = body["hard_sentences"], body["hard_scores"]
+        for key, val in (("hard_sentences", sents), ("hard_scores", scores)):
+            if not isinstance(val, list) or len(val) != len(cl["hard"]):
+                _bad(repr(src), f"methods.{name}.{key}", _show(val),
+                     f"a list with one entry per hard cluster ({len(cl['hard'])})")
+        hard = []
+        for i, c in enumerate(cl["hard"]):
+            _check_mapping(c, f"clustering.hard[{i}]", repr(src), ("indices", "easy_cluster"))
+            hard.append({"indices": c["indices"], "prototype": hard_p[i], "easy_cluster": c["easy_cluster"],
+                         "sentences": sents[i], "scores": scores[i]})
+        bodies[name] = {"method": body["method"], "params": body.get("params", {}), "hard_clusters": hard,
+                        "easy_clusters": easy, "selected": body.get("selected")}
+    return bodies
+
+
 def validate_explanation_payload(payload, *, source):
     """Validate an ``explanation.json`` payload and rebuild its explanations.
 
-    The payload is what :func:`lbee.run.pipeline.write_outputs` writes: a
-    ``methods`` object (method name → :meth:`Explanation.to_dict` without
-    ``sentences``), the run's ``sentences`` and ``images`` lists. Indices are
-    checked against those lists.
+    The payload is what :func:`lbee.run.pipeline.write_outputs` writes: the
+    run's ``sentences`` and ``images`` lists and either (format 2, see
+    :func:`compact_payload`) one shared ``clustering`` with a ``methods`` object
+    of sentences and scores, or (the older format, still read) a ``methods``
+    object of method name → :meth:`Explanation.to_dict` without ``sentences``.
+    Indices are checked against the lists.
 
     Parameters
     ----------
@@ -326,6 +544,8 @@ def validate_explanation_payload(payload, *, source):
     if images is not None and not isinstance(images, list):
         _bad(repr(src), "images", _show(images), "a list of image ids")
     n_images = None if images is None else len(images)
+    if "clustering" in payload:
+        methods = _expand_compact(payload, src)
     exps = {}
     for name, body in methods.items():
         if not isinstance(body, dict):

@@ -37,28 +37,113 @@ class BatchResult:
     index: Path | None = None
 
 
-def _run_model(ds, model, inputs, out, device, progress, thumbs):
+def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None):
     """One dataset × model through the run layer, then its HTML page and metric tables."""
-    from ..run.pipeline import model_name, run_model, write_run
+    from ..run.pipeline import run_model, write_run
 
     run = run_model(ds, model, inputs, device=device, progress=progress)
     out.mkdir(parents=True, exist_ok=True)
     write_run(run, out)
-    if run.per_class is not None:
-        return _per_class_page(ds, model, inputs, out, run, thumbs)
-    st, rp = ds.settings, ds.report
-    scores = run.scores
+    index_href = None
+    if root is not None:  # the page links back to the batch's index.html
+        import os
+
+        index_href = Path(os.path.relpath(Path(root) / "index.html", out)).as_posix()
+    rows, n_hard = write_report_page(run, ds, model, out, thumbs=thumbs, index_href=index_href)
+    import pandas as pd
+
+    if run.per_class is None:  # per-class pages write their own (per-class) tables
+        atomic_write_bytes(out / "metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
+        atomic_write_bytes(out / "metrics.json", json.dumps(rows, indent=1).encode())
+    return rows, len(inputs.image_ids), n_hard
+
+
+def _image_links(paths, page_dir):
+    """Links from the page to the full images: relative to ``page_dir`` when possible, else file URIs."""
+    import os
+    from urllib.parse import quote
+
+    if paths is None:
+        return None
+    base = Path(page_dir).resolve() if page_dir is not None else None
+    links = []
+    for p in paths:
+        if p is None:
+            links.append(None)
+            continue
+        full = Path(p).resolve()
+        try:
+            links.append(quote(Path(os.path.relpath(full, base)).as_posix()) if base is not None else full.as_uri())
+        except ValueError:  # another drive (Windows): no relative path
+            links.append(full.as_uri())
+    return links
+
+
+def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
+    """The :class:`lbee.reports.html.ReportRun` of a run-layer result: what ``lbee report`` and
+    ``lbee describe --html`` show, built in this one place.
+
+    Parameters
+    ----------
+    run : lbee.run.pipeline.RunResult
+        A whole-dataset run (``run.per_class`` is None); ``run.inputs`` holds the
+        :class:`lbee.run.inputs.RunInputs`.
+    ds : lbee.run.inputs.DatasetSpec
+    model : lbee.run.inputs.ModelSpec or None
+    page_dir : path-like, optional
+        The folder the page is written to: thumbnails link to the full images relative to it.
+    index_href : str, optional
+        Link back to the batch's index page.
+
+    Returns
+    -------
+    ReportRun
+    """
+    from ..run.pipeline import model_name
+
+    inputs, st, scores = run.inputs, ds.settings, run.scores
     explanations = {name: r.explanations for name, r in run.results.items()}
     params = {"encoder": inputs.encoder.get("encoder", ""), "sentence set": inputs.sentence_set,
               "methods": ", ".join(st.methods), "slicers": ", ".join(explanations), "a": st.a,
               "C (hard clusters)": st.n_clusters, "K (sentences per cluster)": st.k, "τ": run.tau, "o": st.o,
               "φ": scores.confidence_desc, "ω": scores.performance_desc}
-    page = ReportRun(dataset=ds.name, model=model_name(model), explanations=explanations,
+    ms = scores.model_scores
+    labels = preds = None
+    if ms is not None and ms.labels is not None:
+        labels = ms.labels
+        preds = ms.preds if ms.preds is not None else (None if ms.probs is None else ms.probs.argmax(axis=1))
+    blindspots = []
+    ec = inputs.spotcheck
+    if ec is not None:
+        blindspots = list(zip(ec.describe_blindspots(), ec.blindspot_indices("test")))
+    return ReportRun(dataset=ds.name, model=model_name(model), explanations=explanations,
                      sentences=inputs.sentences, image_ids=inputs.image_ids, confidence=scores.confidence,
                      performance=scores.performance, thumbnail_sources=inputs.thumbnails, relevance=inputs.relevance,
                      relevance_source=inputs.relevance_source, params=params, o=st.o, embeddings=inputs.embeddings,
-                     failures=inputs.failures, notes=inputs.notes)
-    if rp["sweep"]:
+                     failures=inputs.failures, notes=inputs.notes, labels=labels, preds=preds,
+                     class_names=scores.class_names, blindspots=blindspots,
+                     image_links=_image_links(inputs.image_paths, page_dir), index_href=index_href,
+                     group_order=(ds.report or {}).get("group_order", "risk"))
+
+
+def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None):
+    """Write ``out/report.html`` of a run (whole-dataset or per-class), and ``sweep.csv`` when asked.
+
+    The one function behind ``lbee report`` and ``lbee describe --html``.
+
+    Returns
+    -------
+    (list of dict, int)
+        The metric rows (means over classes for a per-class run; empty without Γ) and the number of hard images.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    inputs, rp = run.inputs, ds.report or {}
+    if run.per_class is not None:
+        return _per_class_page(ds, model, inputs, out, run, thumbs)
+    st, scores = ds.settings, run.scores
+    page = report_run_of(run, ds, model, page_dir=out, index_href=index_href)
+    if rp.get("sweep"):
         from ..analyses.sweep import C_GRID, K_GRID, O_GRID, sensitivity_sweep
 
         grid = rp["sweep"] if isinstance(rp["sweep"], dict) else {}
@@ -74,13 +159,10 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs):
         run_dir = ds.sensitivity if ds.sensitivity.is_dir() else ds.sensitivity.parent
         page.panels.append(sensitivity_panel_html(run_dir))
     rows = page.metrics()
-    atomic_write_bytes(out / "report.html", render_report(page, thumbs=thumbs, n_thumbs=rp["thumbnails"],
-                                                          slicer_objects=run.slicer_objects).encode("utf-8"))
-    import pandas as pd
-
-    atomic_write_bytes(out / "metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
-    atomic_write_bytes(out / "metrics.json", json.dumps(rows, indent=1).encode())
-    return rows, len(inputs.image_ids), run.main.explanations[st.methods[0]].params["n_hard"]
+    html = render_report(page, thumbs=thumbs, n_thumbs=rp.get("thumbnails", 8), slicer_objects=run.slicer_objects,
+                         cache_dir=None if thumbs is None else thumbs.folder.parent)
+    atomic_write_bytes(out / "report.html", html.encode("utf-8"))
+    return rows, run.main.explanations[st.methods[0]].params["n_hard"]
 
 
 def _per_class_page(ds, model, inputs, out, run, thumbs):
@@ -110,10 +192,11 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
     atomic_write_bytes(out / "metrics.csv", summary.to_csv(index=False).encode())
     atomic_write_bytes(out / "metrics.json", json.dumps(rows, indent=1).encode())
     n_hard = int(res.metrics.drop_duplicates("class")["n_hard"].sum())
-    return rows, len(inputs.image_ids), n_hard
+    return rows, n_hard
 
 
-def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log=None, thumbs=None):
+def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log=None, thumbs=None,
+                index_root=None):
     """One dataset entry through the run layer: every model's outputs, HTML page and metric tables.
 
     The loop body of :func:`run_report`, also what a ``lbee serve`` job runs.
@@ -132,6 +215,8 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
         Receives one line per step.
     thumbs : lbee.reports.thumbnails.ThumbnailCache, optional
         Made from ``cache_dir`` when not given.
+    index_root : path-like, optional
+        The batch's output root: each page links back to its ``index.html``.
 
     Returns
     -------
@@ -160,7 +245,7 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
         label = ds.name if len(models) == 1 else f"{ds.name} / {model.name}"
         out = ds_dir if len(models) == 1 else ds_dir / model_dir
         try:
-            rows, n, n_hard = _run_model(ds, model, inputs, out, device, progress, thumbs)
+            rows, n, n_hard = _run_model(ds, model, inputs, out, device, progress, thumbs, index_root)
         except Exception as exc:
             msg = str(exc) if isinstance(exc, (ValueError, FileNotFoundError)) else f"{type(exc).__name__}: {exc}"
             failures.append((label, msg))
@@ -252,7 +337,7 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
         log(f"[{ds.name}]")
         ds_dir = root / folders[id(ds)]
         reports, failures = run_dataset(ds, ds_dir, cache_dir=cache, device=device, progress=progress, log=log,
-                                        thumbs=thumbs)
+                                        thumbs=thumbs, index_root=root)
         result.failures.extend(failures)
         for rep in reports:
             result.reports.append({k: rep[k] for k in ("dataset", "model", "folder", "rows")})

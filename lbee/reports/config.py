@@ -39,7 +39,7 @@ KNOB_KEYS = tuple(RunSettings.knobs())
 #: Input and presentation settings of a dataset, with their defaults.
 INPUT_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevance": None, "batch_size": 64,
                   "num_workers": 0}
-REPORT_DEFAULTS = {"thumbnails": 8, "classes_shown": 12, "sweep": None}
+REPORT_DEFAULTS = {"thumbnails": 8, "classes_shown": 12, "sweep": None, "group_order": "risk"}
 SETTING_KEYS = KNOB_KEYS + tuple(INPUT_DEFAULTS) + tuple(REPORT_DEFAULTS)
 SOURCE_KEYS = ("images", "spotcheck", "rival10", "image_embeddings", "sentence_embeddings", "masks", "sensitivity")
 MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
@@ -128,6 +128,8 @@ def _check_setting(key, value, where, line, path):
     positive = ("thumbnails", "batch_size", "classes_shown")
     if key in positive and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
         raise bad("an integer >= 1")
+    if key == "group_order" and value not in ("risk", "size"):
+        raise bad("risk (error rate × size, the default) or size")
     if key == "num_workers" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
         raise bad("an integer >= 0")
     if key == "sweep" and value not in (None, False, True):
@@ -417,6 +419,8 @@ def config_schema():
                       "anyOf": [{"type": "string"}, {"type": "null"}, {"type": "object", "maxProperties": 1}]},
         "batch_size": {"type": "integer", "minimum": 1}, "num_workers": {"type": "integer", "minimum": 0},
         "thumbnails": {"type": "integer", "minimum": 1}, "classes_shown": {"type": "integer", "minimum": 1},
+        "group_order": {"enum": ["risk", "size"], "description": "Hard groups on the page: by error rate × size, "
+                                                                 "or by size."},
         "sweep": {"anyOf": [{"type": "boolean"}, {"type": "null"}, {
             "type": "object", "additionalProperties": False,
             "properties": {k: {"type": "array", "items": {"type": "number"}} for k in ("K", "C", "o")}}]},

@@ -65,6 +65,19 @@ class ReportRun:
         Extra lines for the summary (e.g. SpotCheck's true blindspots).
     sweep : pandas.DataFrame or None
         :func:`lbee.analyses.sweep.sensitivity_sweep` output, drawn as Fig. 6 / Fig. 10.
+    panels : list of str
+        Extra self-contained, already escaped ``<section>`` blocks (e.g. the sensitivity panel).
+    labels, preds : ndarray of int, shape (n,), or None
+        True and predicted classes (classification): each group shows its label → prediction confusion.
+    class_names : list of str or None
+    blindspots : list of (str, ndarray of int)
+        Known true blindspots (SpotCheck): description and member indices; each group shows the one it covers.
+    image_links : list of str or None
+        Per image a link to the full image (relative to the page, or a URI); None: thumbnails are not links.
+    index_href : str or None
+        Link back to the batch's index page.
+    group_order : {'risk', 'size'}, default='risk'
+        Hard groups sorted by error rate × size (risk: 1 − mean ω times size) or by size alone.
     """
 
     dataset: str
@@ -85,7 +98,14 @@ class ReportRun:
     failures: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     sweep: object = None
-    panels: list = field(default_factory=list)  # extra self-contained, already escaped <section>s (e.g. sensitivity)
+    panels: list = field(default_factory=list)
+    labels: np.ndarray | None = None
+    preds: np.ndarray | None = None
+    class_names: list | None = None
+    blindspots: list = field(default_factory=list)
+    image_links: list | None = None
+    index_href: str | None = None
+    group_order: str = "risk"
 
     def failure_set(self):
         """S*_β as a set of sentence indices; None without relevance."""
@@ -199,19 +219,98 @@ def table1_rows(run, star, max_rows=60):
     return [f"{m}" if s == "ward" else f"{m}·{s}" for s, m in columns], rows[:max_rows], len(rows)
 
 
-def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs):
-    """Per hard group of ``slicer``: thumbnails, twin thumbnails, size, error rate and sentences per method."""
+def short_names(image_ids):
+    """Image ids without the folder prefix they all share (``a/b/x.png``, ``a/b/c/y.png`` -> ``x.png``, ``c/y.png``)."""
+    ids = [str(i) for i in image_ids]
+    parts = [i.replace("\\", "/").split("/") for i in ids]
+    if not parts:
+        return []
+    common = 0
+    shortest = min(len(p) for p in parts) - 1  # never strip the file name itself
+    while common < shortest and all(p[common] == parts[0][common] for p in parts):
+        common += 1
+    return ["/".join(p[common:]) for p in parts]
+
+
+def _class_name(run, c):
+    c = int(c)
+    names = run.class_names
+    return str(names[c]) if names is not None and 0 <= c < len(names) else str(c)
+
+
+def _confusion(run, idx, top=5):
+    """The most frequent (label → prediction) pairs of a group: list of dict, None without labels/predictions."""
+    if run.labels is None or run.preds is None or not idx.size:
+        return None
+    pairs = np.stack([np.asarray(run.labels)[idx], np.asarray(run.preds)[idx]], axis=1)
+    uniq, counts = np.unique(pairs, axis=0, return_counts=True)
+    order = np.lexsort((uniq[:, 1], uniq[:, 0], -counts))[:top]
+    return [{"label": _class_name(run, uniq[o, 0]), "pred": _class_name(run, uniq[o, 1]), "count": int(counts[o]),
+             "correct": bool(uniq[o, 0] == uniq[o, 1]), "share": float(counts[o] / idx.size)} for o in order]
+
+
+def _blindspot_cover(run, idx, lambda_p=0.8):
+    """Which true blindspot a group covers: the one with the highest precision BP = |g ∩ b| / |g|."""
+    if not run.blindspots or not idx.size:
+        return None
+    members = set(idx.tolist())
+    best = None
+    for j, (desc, b) in enumerate(run.blindspots):
+        b = np.asarray(b, dtype=np.int64)
+        inter = len(members.intersection(b.tolist()))
+        bp = inter / idx.size
+        share = inter / b.size if b.size else 0.0
+        if best is None or bp > best["precision"]:
+            best = {"index": j, "description": desc, "precision": bp, "recall": share}
+    best["covers"] = best["precision"] >= lambda_p
+    return best
+
+
+def members_csv_uri(run, idx, short):
+    """A ``data:text/csv`` URI with one row per member of a group: image, φ, ω (and label, prediction)."""
+    import csv
+    from urllib.parse import quote
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    has_cls = run.labels is not None
+    w.writerow(["image", "phi", "omega"] + (["label", "prediction"] if has_cls else []))
+    for j in idx.tolist():
+        row = [run.image_ids[j], f"{run.confidence[j]:.6g}", f"{run.performance[j]:.6g}"]
+        if has_cls:
+            row += [_class_name(run, run.labels[j]), "" if run.preds is None else _class_name(run, run.preds[j])]
+        w.writerow(row)
+    return "data:text/csv;charset=utf-8," + quote(buf.getvalue())
+
+
+def _risk(view):
+    """Error rate × size (1 − mean ω when ω is not a 0/1 correctness)."""
+    err = view["error_rate"] if view["error_rate"] is not None else 1.0 - view["mean_performance"]
+    return err * view["size"]
+
+
+def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, extras=False, short=None):
+    """Per hard group of ``slicer``: thumbnails, twin thumbnails, size, error rate and sentences per method.
+
+    With ``extras``, each view also has its anchor, the label → prediction
+    confusion, the φ histogram spec, a CSV of its members and the true
+    blindspot it covers; the views are then sorted by ``run.group_order``.
+    """
+    from .vega import phi_histogram_spec, spec_json
+
     first = next(iter(exps.values()))
     binary = set(np.unique(run.performance).tolist()) <= {0.0, 1.0}
+    short = short or short_names(run.image_ids)
+    anchor = _slug(slicer)
     views = []
     for i, c in enumerate(first.hard_clusters):
-        idx = np.asarray(c.indices)
+        idx = np.asarray(c.indices, dtype=np.int64)
         # Show the least confident members first: the clearest failures.
         order = idx[np.argsort(run.confidence[idx], kind="stable")]
-        thumbs_hard = _thumbs(run, order[:n_thumbs], thumbs)
-        twin = first.easy_clusters[c.easy_cluster].indices if first.easy_clusters else np.array([], int)
-        twin = np.asarray(twin)
-        twin = twin[np.argsort(-run.confidence[twin], kind="stable")][:n_easy_thumbs]
+        thumbs_hard = _thumbs(run, order[:n_thumbs], thumbs, short)
+        twin_all = first.easy_clusters[c.easy_cluster].indices if first.easy_clusters else np.array([], int)
+        twin_all = np.asarray(twin_all, dtype=np.int64)
+        twin = twin_all[np.argsort(-run.confidence[twin_all], kind="stable")][:n_easy_thumbs]
         methods = []
         for m, e in exps.items():
             hc = e.hard_clusters[i]
@@ -220,25 +319,46 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs):
                  "coverage": None if run.relevance is None or not idx.size else float(run.relevance[idx, s].mean())}
                 for s in hc.sentences]})
         omega = run.performance[idx]
-        views.append({
-            "index": i, "size": int(idx.size),
+        view = {
+            "index": i, "size": int(idx.size), "anchor": f"g-{anchor}-{i}",
             "error_rate": float(1 - omega.mean()) if binary else None,
             "mean_performance": float(omega.mean()),
             "mean_confidence": float(run.confidence[idx].mean()),
             "easy_twin": int(c.easy_cluster),
-            "thumbs": thumbs_hard, "twin_thumbs": _thumbs(run, twin, thumbs), "methods": methods,
-        })
+            "thumbs": thumbs_hard, "twin_thumbs": _thumbs(run, twin, thumbs, short), "methods": methods,
+        }
+        if extras:
+            view["confusion"] = _confusion(run, idx)
+            view["hist"] = spec_json(phi_histogram_spec(run.confidence, idx, twin_all))
+            view["csv"] = members_csv_uri(run, idx, short)
+            view["csv_name"] = f"{anchor}_group_{i}.csv"
+            view["blindspot"] = _blindspot_cover(run, idx)
+        view["risk"] = _risk(view)
+        views.append(view)
+    if extras:
+        if run.group_order == "size":
+            views.sort(key=lambda v: (-v["size"], v["index"]))
+        else:
+            views.sort(key=lambda v: (-v["risk"], -v["size"], v["index"]))
     return views
 
 
-def _thumbs(run, indices, thumbs):
+def _slug(name):
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", str(name)).strip("-") or "s"
+
+
+def _thumbs(run, indices, thumbs, short=None):
     out = []
     for j in indices:
         j = int(j)
         uri = None
         if run.thumbnail_sources is not None and thumbs is not None:
             uri = thumbs.data_uri(run.thumbnail_sources[j])
-        out.append({"id": run.image_ids[j], "uri": uri, "confidence": float(run.confidence[j])})
+        out.append({"id": run.image_ids[j], "name": short[j] if short else run.image_ids[j], "uri": uri,
+                    "index": j, "href": None if run.image_links is None else run.image_links[j],
+                    "confidence": float(run.confidence[j])})
     return out
 
 
@@ -247,12 +367,14 @@ def _environment():
 
     env = Environment(loader=PackageLoader("lbee.reports", "templates"), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
+    env.filters["slug"] = _slug
     env.filters["value"] = lambda x: f"{x:.4g}" if isinstance(x, float) else x
     env.filters["num"] = lambda x, d=3: "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{d}f}"
     return env
 
 
-def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objects=None):
+def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objects=None, max_points=5000,
+                  cache_dir=None):
     """The HTML text of one run's report.
 
     Parameters
@@ -264,30 +386,43 @@ def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objec
         Thumbnails per hard group and per easy twin.
     slicer_objects : dict of str to slicer, optional
         Fitted slicers; PlaneSpot's ``embedding_`` becomes the 2-D plane.
+    max_points : int, default=5000
+        Points drawn on the interactive map (every hard-group member first, then a random sample).
+    cache_dir : path-like, optional
+        Where the inlined Vega bundle is cached (default: the lbee cache folder).
 
     Returns
     -------
     str
     """
+    from .vega import PHI_HELP, metric_bars_spec, plane_spec, spec_json, vega_bundle
+
     star = run.failure_set()
     rows = run.metrics(star)
-    chart = metric_bars(rows) if rows else None
+    chart = spec_json(metric_bars_spec(rows)) if rows else None
     columns, t1_rows, t1_total = table1_rows(run, star)
     primary = next(iter(run.explanations))
     first = next(iter(run.explanations[primary].values()))
-    coords, plane_label = _plane_coords(run, slicer_objects)
-    plane = None
-    if coords is not None:
-        plane = plane_plot(coords, run.confidence, [c.indices for c in first.hard_clusters],
-                           f"{plane_label}; hard groups of '{primary}' outlined")
+    short = short_names(run.image_ids)
     sweep = None
     if run.sweep is not None and len(run.sweep):
         from ..analyses.sweep import sweep_figure
 
         _pyplot()
         sweep = _png_uri(sweep_figure(run.sweep))
-    sections = [{"slicer": s, "clusters": cluster_views(run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs)}
+    sections = [{"slicer": s, "anchor": f"groups-{_slug(s)}",
+                 "clusters": cluster_views(run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True,
+                                           short=short)}
                 for s, exps in run.explanations.items()]
+    coords, plane_label = _plane_coords(run, slicer_objects)
+    plane = plane_points = None
+    if coords is not None:
+        shown = {t["index"]: t["uri"] for c in sections[0]["clusters"] for t in c["thumbs"] if t["uri"]}
+        spec, plane_points = plane_spec(coords, run.confidence, [c.indices for c in first.hard_clusters],
+                                        short, thumbs=shown, max_points=max_points,
+                                        label=f"{plane_label}; hard groups of '{primary}' numbered")
+        plane = spec_json(spec)
+    anchors = {c["index"]: c["anchor"] for c in sections[0]["clusters"]}
     n = len(run.image_ids)
     p = first.params
     summary = {"n_images": n, "n_hard": p.get("n_hard"), "n_easy": p.get("n_easy"),
@@ -296,8 +431,9 @@ def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objec
                "n_sentences": len(run.sentences), "n_failure_sentences": None if star is None else len(star)}
     return _environment().get_template("report.html.j2").render(
         run=run, version=__version__, summary=summary, rows=rows, chart=chart, columns=columns,
-        t1_rows=t1_rows, t1_total=t1_total, plane=plane, plane_label=plane_label, sections=sections, sweep=sweep,
-        has_relevance=star is not None)
+        t1_rows=t1_rows, t1_total=t1_total, plane=plane, plane_label=plane_label, plane_points=plane_points,
+        sections=sections, sweep=sweep, has_relevance=star is not None, anchors=anchors, primary=primary,
+        phi_help=PHI_HELP, vega_js=vega_bundle(cache_dir) if (chart or plane or sections) else None)
 
 
 def render_index(entries, failures, title="lbee reports"):
@@ -362,7 +498,14 @@ def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=
 
 
 def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
-    """A :class:`lbee.reports.html.ReportRun` of an analysed EC: exact Γ, its test renders as thumbnails."""
+    """A :class:`lbee.reports.html.ReportRun` of an analysed EC: exact Γ, its test renders as thumbnails.
+
+    Groups show the true blindspot they cover and their label → prediction
+    confusion (the square classifier is binary, so the prediction follows from
+    the label and the correctness ω). When the image ids are the EC's saved
+    renders (``ec/images/test/NNNNN.png``, as ``lbee demo`` names them), the
+    thumbnails link to them, relative to the page in the demo's output folder.
+    """
     result = analysis.result
     p = next(iter(result.explanations.values())).params
     notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
@@ -370,9 +513,17 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     params = {"encoder": result.encoder.get("encoder"), "sentence set": result.sentence_set, "a": p["a"],
               "C (hard clusters)": p["n_clusters"], "K (sentences per cluster)": p["k"], "τ": p["tau"], "o": o,
               "φ": "probability of the true class", "ω": "correctness", "EC seed": ec.seed}
+    labels = np.asarray(ec.true_labels("test"), dtype=np.int64)
+    correct = np.asarray(result.performance) >= 0.5
+    preds = np.where(correct, labels, 1 - labels)
+    ids = [str(i) for i in result.image_ids]
+    links = ids if all(i.startswith("ec/images/test/") for i in ids) else None
     return ReportRun(dataset=dataset, model=f"square classifier (seed {ec.seed})",
                      explanations={"ward": result.explanations}, sentences=result.sentences,
                      image_ids=result.image_ids, confidence=result.confidence, performance=result.performance,
                      thumbnail_sources=list(ec.images["test"]), relevance=analysis.relevance,
                      relevance_source="ground truth (SpotCheck attributes)", params=params, o=o,
-                     embeddings=analysis.embeddings, notes=notes)
+                     embeddings=analysis.embeddings, notes=notes, labels=labels, preds=preds,
+                     class_names=["no square", "square"],
+                     blindspots=list(zip(ec.describe_blindspots(), ec.blindspot_indices("test"))),
+                     image_links=links)

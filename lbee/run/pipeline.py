@@ -233,6 +233,7 @@ def assignments_table(result):
 
 def write_outputs(result, out_dir):
     """Write ``explanation.json``, ``assignments.parquet`` and ``report.md`` into ``out_dir``."""
+    from ..core.explanation import compact_payload
     from ..reports.text import render_markdown
 
     out = Path(out_dir)
@@ -245,11 +246,12 @@ def write_outputs(result, out_dir):
         "images": result.image_ids,
         "skipped_images": [{"path": p, "reason": r} for p, r in result.failures],
         "params": next(iter(result.explanations.values())).params,
-        "methods": {m: {k: v for k, v in e.to_dict().items() if k != "sentences"}
-                    for m, e in result.explanations.items()},
+        # The clustering once, prototypes as float32 (lbee.core.explanation.compact_payload); read by
+        # load_explanations, which also reads the older one-full-copy-per-method files.
+        **compact_payload(result.explanations),
         **result.extra,
     }
-    atomic_write_bytes(out / "explanation.json", json.dumps(payload, indent=1).encode())
+    atomic_write_bytes(out / "explanation.json", json.dumps(payload, separators=(",", ":")).encode())
     table = assignments_table(result)
     import io
 
