@@ -98,6 +98,18 @@ def _open(path):
     return open_rgb(path)  # 16-bit images scaled, not clipped to white
 
 
+def _resolve_questions(sentences, questions):
+    """The given questions, or the rule-made one of each sentence (a sentence without one is an error)."""
+    from .questions import questions_for
+
+    if questions is None:
+        questions, missing = questions_for(sentences)
+        if missing:
+            raise ValueError(f"{len(missing)} sentence(s) have no question (no rule applies), e.g. {missing[:3]}; "
+                             "pass an overrides file.")
+    return questions
+
+
 def compute_relevance(image_paths, sentences, backends, *, questions=None, image_ids=None, combine="and",
                       cache_dir=None, use_cache=True, batch_size=8, progress=False):
     """Ask every backend a yes/no question per (image, sentence) and combine.
@@ -122,14 +134,9 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
     """
     from tqdm.auto import tqdm
 
-    from .questions import questions_for
 
     sentences = list(sentences)
-    if questions is None:
-        questions, missing = questions_for(sentences)
-        if missing:
-            raise ValueError(f"{len(missing)} sentence(s) have no question (no rule applies), e.g. {missing[:3]}; "
-                             "pass an overrides file.")
+    questions = _resolve_questions(sentences, questions)
     questions = list(questions)
     if len(questions) != len(sentences):
         raise ValueError(f"{len(questions)} questions for {len(sentences)} sentences; expected one each.")
@@ -263,14 +270,9 @@ def compute_relevance_ray(image_paths, sentences, backend_factories, *, question
 
     from lbee._ray import actor_pool, kill_actors
 
-    from .questions import questions_for
 
     sentences = list(sentences)
-    if questions is None:
-        questions, missing = questions_for(sentences)
-        if missing:
-            raise ValueError(f"{len(missing)} sentence(s) have no question (no rule applies), e.g. {missing[:3]}; "
-                             "pass an overrides file.")
+    questions = _resolve_questions(sentences, questions)
     if not backend_factories:
         raise ValueError("`backend_factories` is empty; expected at least one VQA backend.")
     paths = [str(p) for p in image_paths]

@@ -117,3 +117,20 @@ def check_writable_folder(path, option):
     except OSError as exc:
         raise LbeeError(f"{option} {str(path)!r} is not a writable folder: {exc.strerror or exc}.") from None
     return target
+
+
+def ray_options(what):
+    """The options every command with a Ray engine shares (``lbee embed``, ``lbee vqa``)."""
+    def decorate(fn):
+        for opt in reversed([
+            click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                         help=f"local: this process; ray: an actor pool of {what} (one GPU each when present)."),
+            click.option("--ray-address", default=None,
+                         help="Ray cluster address; 'auto' joins the cluster of 'ray start --head' "
+                              "[default: a local Ray]."),
+            click.option("--num-actors", type=click.IntRange(min=1), default=None,
+                         help="Ray actors [default: one per GPU, else one per CPU]."),
+        ]):
+            fn = opt(fn)
+        return fn
+    return decorate

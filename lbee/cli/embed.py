@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import click
 
-from ._base import LbeeError, _fail, _log, cli
+from ._base import LbeeError, _fail, _log, cli, ray_options
 
 
 @cli.command("embed")
 @click.argument("images", type=click.Path(exists=True))
 @click.option("--encoder", "encoder_spec", default="open_clip", show_default=True,
               help="Encoder spec, e.g. open_clip:ViT-B-32@laion2b_s34b_b79k or spotcheck.")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local: this process; ray: an actor pool of encoders (one GPU each when present).")
-@click.option("--ray-address", default=None,
-              help="Ray cluster address; 'auto' joins the cluster of 'ray start --head' [default: a local Ray].")
-@click.option("--num-actors", type=click.IntRange(min=1), default=None,
-              help="Ray actors [default: one per GPU, else one per CPU].")
+@ray_options("encoders")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--chunk-size", type=click.IntRange(min=1), default=1024, show_default=True,
               help="Images per Ray task.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import LbeeError, _fail, cli
+from ._base import LbeeError, _fail, cli, ray_options
 
 
 @cli.group(invoke_without_command=True)
@@ -24,12 +24,7 @@ from ._base import LbeeError, _fail, cli
               help="Long-form table (image, sentence, relevant) for the 'metadata' backend.")
 @click.option("--scoring", type=click.Choice(["logits", "generate"]), default="logits", show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local: this process; ray: an actor pool of VQA models (one GPU each when present).")
-@click.option("--ray-address", default=None,
-              help="Ray cluster address; 'auto' joins the cluster of 'ray start --head' [default: a local Ray].")
-@click.option("--num-actors", type=click.IntRange(min=1), default=None,
-              help="Ray actors [default: one per GPU, else one per CPU].")
+@ray_options("VQA models")
 @click.pass_context
 def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_model, blip_model, metadata, scoring,
         batch_size, engine, ray_address, num_actors):

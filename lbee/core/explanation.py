@@ -153,6 +153,26 @@ class Explanation:
                 raise ValueError(f"`{'confidence' if name == 'phi' else 'performance'}` has {arr.shape[0]} values; "
                                  f"expected {n}, one per image of the explanation.")
             columns[name] = arr
+        split, group = self.split_and_group(n)
+        index = image_ids if image_ids is not None else self.image_ids
+        return pd.DataFrame({"split": split, "group": group, **columns},
+                            index=pd.Index(index if index is not None else np.arange(n), name="image"))
+
+    def split_and_group(self, n):
+        """Each image's split and group, from the clusters.
+
+        Parameters
+        ----------
+        n : int
+            Number of images.
+
+        Returns
+        -------
+        split : ndarray of object, shape (n,)
+            'hard', 'easy' or 'neutral'.
+        group : ndarray of int, shape (n,)
+            The cluster within its split; -1 for neutral images.
+        """
         split = np.full(n, "neutral", dtype=object)
         group = np.full(n, -1, dtype=np.int64)
         for j, c in enumerate(self.easy_clusters):
@@ -161,9 +181,7 @@ class Explanation:
         for i, c in enumerate(self.hard_clusters):
             split[c.indices] = "hard"
             group[c.indices] = i
-        index = image_ids if image_ids is not None else self.image_ids
-        return pd.DataFrame({"split": split, "group": group, **columns},
-                            index=pd.Index(index if index is not None else np.arange(n), name="image"))
+        return split, group
 
     def _repr_html_(self):
         """A compact table of the hard clusters and their sentences (Jupyter)."""

@@ -218,15 +218,7 @@ def assignments_table(result):
     import pandas as pd
 
     exp = next(iter(result.explanations.values()))
-    n = len(result.image_ids)
-    split = np.array(["neutral"] * n, dtype=object)
-    cluster = np.full(n, -1, dtype=np.int64)
-    for j, c in enumerate(exp.easy_clusters):
-        split[c.indices] = "easy"
-        cluster[c.indices] = j
-    for i, c in enumerate(exp.hard_clusters):
-        split[c.indices] = "hard"
-        cluster[c.indices] = i
+    split, cluster = exp.split_and_group(len(result.image_ids))
     return pd.DataFrame({"image": result.image_ids, "split": split, "cluster": cluster,
                          "confidence": result.confidence, "performance": result.performance})
 
