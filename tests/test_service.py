@@ -242,7 +242,9 @@ def test_jobs_run_through_the_run_layer_and_runs_compare(service, data_root):
     assert client.get(f"/v1/jobs/{bad['id']}/report", headers=read).status_code == 409
     # results: explanation (validated), metrics, report page
     exp = client.get(f"/v1/jobs/{job_a}/explanation", headers=read).json()
-    lbee.Explanation.from_dict({**exp["methods"]["tops"], "sentences": exp["sentences"]})
+    from lbee.core.explanation import validate_explanation_payload
+
+    assert validate_explanation_payload(exp, source="job")["tops"].hard_clusters  # a valid explanation.json
     metrics = client.get(f"/v1/jobs/{job_a}/metrics", headers=read).json()
     assert {r["method"] for r in metrics["metrics"]} == {"tops", "pdiff"}
     report = client.get(f"/v1/jobs/{job_a}/report", headers=read)
@@ -444,7 +446,10 @@ def test_live_server_runs_the_spotcheck_demo_job(live_server, demo_job):
     metrics = httpx.get(f"{base}/v1/jobs/{job}/metrics", headers=h, timeout=30).json()
     assert {r["method"] for r in metrics["metrics"]} == set(lbee.METHODS)
     exp = httpx.get(f"{base}/v1/jobs/{job}/explanation", headers=h, timeout=30).json()
-    assert exp["sentence_set"] == "spotcheck" and exp["methods"]["fpdiff"]["hard_clusters"]
+    from lbee.core.explanation import validate_explanation_payload
+
+    assert exp["sentence_set"] == "spotcheck"
+    assert validate_explanation_payload(exp, source="job")["fpdiff"].hard_clusters
     runs = httpx.get(f"{base}/v1/runs?dataset=demo", headers=h, timeout=30).json()
     assert len(runs) == 1 and runs[0]["model"] == "EC classifier"
     assert httpx.get(f"{base}/docs", headers=h, timeout=30).status_code == 200

@@ -140,8 +140,8 @@ def check_dataset_paths(ds, root):
                 found.append((f"{key}.{k}", v))
     if isinstance(ds.relevance, dict):
         found += [(f"relevance.{k}", v) for k, v in ds.relevance.items()]
-    if Path(ds.sentences).suffix or os.sep in ds.sentences:
-        found.append(("sentences", Path(ds.sentences)))
+    if Path(ds.sentence_set).suffix or os.sep in ds.sentence_set:
+        found.append(("sentences", Path(ds.sentence_set)))
     for m in ds.models:
         for k in ("predictions", "weights"):
             if getattr(m, k) is not None:
