@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.clustering import DEFAULT_WARD
-from ..core.evaluation import DEFAULT_O, _check_relevance, failure_sentences, score_explanation
+from ..core.evaluation import DEFAULT_O, check_relevance, failure_sentences, score_explanation
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, as_sentence_index, partition
 from ..core.selection import CLIP_TAU, METHODS
 
@@ -69,7 +69,7 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
     K, C, o = _values(K, "K", int), _values(C, "C", int), _values(o, "o", float)
     if not (K or C or o):
         raise ValueError("Nothing to sweep: `K`, `C` and `o` are all empty.")
-    rel, omega = _check_relevance(relevance, performance)
+    rel, omega = check_relevance(relevance, performance)
     star_default = set(failure_sentences(rel, omega, o_default).tolist())
     split = dict(confidence=confidence, hard=hard, easy=easy, a=a)
     rows = []

@@ -10,7 +10,8 @@ from .._validation import as_bool_matrix, as_float_vector, check_real
 DEFAULT_O = 0.2  # severity: β = o·std(ω) (LBEE app. D)
 
 
-def _check_relevance(relevance, performance):
+def check_relevance(relevance, performance):
+    """Validated (Γ as bool (n, N), ω as float (n,)); ``ValueError`` / ``TypeError`` name what is wrong."""
     omega = as_float_vector(performance, "performance")
     rel = np.asarray(relevance)
     if rel.ndim != 2:
@@ -64,7 +65,7 @@ def sentence_hardness(relevance, performance):
     counts : ndarray of int, shape (n_sentences,)
         |X_n|.
     """
-    rel, omega = _check_relevance(relevance, performance)
+    rel, omega = check_relevance(relevance, performance)
     return _hardness(rel, omega)
 
 
@@ -94,7 +95,7 @@ def failure_sentences(relevance, performance, o=DEFAULT_O):
         Sorted sentence indices; a sentence relevant to no image is never included.
     """
     o = check_real(o, "o", minimum=0.0)
-    rel, omega = _check_relevance(relevance, performance)
+    rel, omega = check_relevance(relevance, performance)
     return _failure(rel, omega, o)
 
 
@@ -118,7 +119,7 @@ def evaluate(explanation, relevance, performance, o=DEFAULT_O):
 
     if not isinstance(explanation, Explanation):
         raise TypeError(f"`explanation` must be an lbee.Explanation; received {type(explanation).__name__}.")
-    rel, omega = _check_relevance(relevance, performance)
+    rel, omega = check_relevance(relevance, performance)
     n_sent = rel.shape[1]
     for c in explanation.hard_clusters:
         if len(c.sentences) and max(c.sentences) >= n_sent:
