@@ -152,3 +152,41 @@ def test_paper_protocol_slicers_see_positives_and_return_at_most_ten():
     assert y.sum() == n
     with pytest.raises(ValueError, match="protocol"):
         slicer_hypotheses(EC(), emb, probs, emb, rows=rows, protocol="nope")
+
+
+def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
+    from lbee.spotcheck import _analysis, _bench, _ec
+
+    class FakeEC:
+        seed = 1001
+        blindspots = [None]
+        images = {"test": np.zeros((4, 2, 2, 3))}
+        verification = {"attempts": [{"seed": 1000, "blindspots": ["x"], "reason": "model failed verification"}]}
+
+        def describe_blindspots(self):
+            return ["square present, circle orange"]
+
+    def fake_make_ec(seed, **kwargs):
+        assert kwargs["sampling"] == "uniform" and kwargs["per_combination"] == (2, 2, 2)
+        if seed == 0:
+            raise _ec.ECGenerationError("No EC passed", [{"seed": 0, "blindspots": [], "reason": "too hard"}])
+        return FakeEC()
+
+    def fake_analyze(ec, encoder, **kwargs):
+        assert kwargs["protocol"] == "paper"
+        raise ValueError("The easy split is empty")
+
+    monkeypatch.setattr(_ec, "make_ec", fake_make_ec)
+    monkeypatch.setattr(_analysis, "analyze_ec", fake_analyze)
+    records = _bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))
+    assert [r["seed"] for r in records] == [0, 1]
+    assert "ECGenerationError" in records[0]["failed"] and records[0]["attempts"][0]["reason"] == "too hard"
+    assert "easy split is empty" in records[1]["failed"] and len(records[1]["attempts"]) == 1
+    rows = {r["metric"]: r for r in _bench.summarize(records)}
+    assert rows["ECs failed"]["mean"] == 2 and rows["ECs regenerated"]["mean"] == 2
+    assert rows["rejected candidates"]["mean"] == 2
+    md = _bench.write_tables(_bench.summarize(records), tmp_path, _bench.failure_notes(records))
+    assert "too hard" in md and "easy split is empty" in md
+    # the failed records are on disk: a rerun resumes without recomputing them
+    monkeypatch.setattr(_ec, "make_ec", lambda *a, **k: pytest.fail("recomputed"))
+    assert len(_bench.run_benchmark(2, tmp_path, encoder=None)) == 2
