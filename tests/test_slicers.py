@@ -154,7 +154,7 @@ def test_domino_dataframe_input_and_errors():
 def test_planespot_reducers_and_fallbacks():
     X, y, pred, conf, wrong = blobs()
     for reducer in ("scvis", "tsne"):
-        p = PlaneSpotSlicer(reducer=reducer, random_state=0, scvis_iter=300).fit(X, conf, errors=wrong)
+        p = PlaneSpotSlicer(reducer=reducer, random_state=0, scvis_iter=300, max_components=12).fit(X, conf, errors=wrong)
         assert p.embedding_.shape == (300, 2) and p.plane_.shape == (300, 3)
         assert 0 <= p.plane_[:, :2].min() and p.plane_[:, :2].max() <= 1
         assert p.plane_[:, 2].max() <= 0.025 + 1e-12
