@@ -154,7 +154,7 @@ def test_domino_dataframe_input_and_errors():
 def test_planespot_reducers_and_fallbacks():
     X, y, pred, conf, wrong = blobs()
     for reducer in ("scvis", "tsne"):
-        p = PlaneSpotSlicer(reducer=reducer, random_state=0, scvis_iter=300).fit(X, conf, errors=wrong)
+        p = PlaneSpotSlicer(reducer=reducer, random_state=0, scvis_iter=300, max_components=12).fit(X, conf, errors=wrong)
         assert p.embedding_.shape == (300, 2) and p.plane_.shape == (300, 3)
         assert 0 <= p.plane_[:, :2].min() and p.plane_[:, :2].max() <= 1
         assert p.plane_[:, 2].max() <= 0.025 + 1e-12
@@ -185,3 +185,33 @@ def test_scvis_embeds_unseen_points_deterministically():
     c0, c2 = a.embedding_[:150].mean(0), new.mean(0)
     spread = a.embedding_[:150].std(0).mean()
     assert np.linalg.norm(c0 - c2) > 2 * spread
+
+
+def test_domino_confusion_init_is_the_soft_outer_product():
+    """Official mixture.py: Y ⊗ Ŷ (soft), tiled to k columns, normalised, then U(0, ε) noise."""
+    Y = np.array([[1.0, 0.0], [0.0, 1.0]])
+    Yhat = np.array([[0.7, 0.3], [0.2, 0.8]])
+    d = DominoSlicer(n_mixture_components=6, confusion_noise=0.0)
+    Q = d._init_resp(np.zeros((2, 3)), Y, Yhat, 6, np.random.default_rng(0))
+    # cells (y, ŷ) = (0,0), (0,1), (1,0), (1,1), then (0,0), (0,1) again; each row sums to 1
+    assert np.allclose(Q[0], np.array([0.7, 0.3, 0, 0, 0.7, 0.3]) / 2.0)
+    assert np.allclose(Q[1], np.array([0, 0, 0.2, 0.8, 0, 0]) / 1.0)
+
+
+def test_domino_matrix_product_e_step_matches_the_direct_form():
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(50, 4))
+    d = DominoSlicer(n_mixture_components=3, random_state=0).fit(Z, (Z[:, 0] > 0).astype(int), rng.random(50))
+    direct = -0.5 * (np.log(2 * np.pi * d.variances_).sum(1)[None]
+                     + ((Z[:, None, :] - d.means_[None]) ** 2 / d.variances_[None]).sum(-1))
+    assert np.allclose(d._log_gauss(Z), direct)
+
+
+def test_planespot_reference_defaults_cap_and_soft_errors():
+    X, y, pred, conf, wrong = blobs()
+    p = PlaneSpotSlicer(reducer="pca", random_state=0).fit(X, conf)
+    assert 10 <= p.n_components_ <= 32 and len(p.slices_) == 10
+    # soft errors: importance from 1 - confidence; the first group has the largest importance
+    assert p.importance_[0] == p.importance_.max()
+    with pytest.raises(ValueError, match="min_components"):
+        PlaneSpotSlicer(reducer="pca", min_components=5, max_components=3).fit(X, conf)

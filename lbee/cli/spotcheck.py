@@ -34,6 +34,8 @@ def demo(ctx, seed, out, clusters, k, a):
 
     check_writable_folder(out, "--out")
     click.echo(f"Generating a SpotCheck world (seed {seed}) and training its square classifier ...")
+    click.echo("  (the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
+               "analysed; `lbee spotcheck bench` runs the paper's protocol)")
     ec = make_ec(seed, log=step)
     v = ec.verification
     click.echo(f"  model accuracy outside the blindspots {v['accuracy_outside']:.2f}, inside "
@@ -44,7 +46,7 @@ def demo(ctx, seed, out, clusters, k, a):
     enc = create_encoder("spotcheck", device=ctx.obj["device"])
     if ctx.obj["progress"]:
         step(f"embedding {len(ec.images['test'])} test images and the sentences, clustering, describing ...")
-    analysis = analyze_ec(ec, enc, n_clusters=clusters, k=k, a=a)
+    analysis = analyze_ec(ec, enc, protocol="lbee", n_clusters=clusters, k=k, a=a)
     result = analysis.result
     p = next(iter(result.explanations.values())).params
     click.echo(f"\nTest set: {p['n_images']} images, {p['n_hard']} hard, {p['n_easy']} easy; "
@@ -52,10 +54,10 @@ def demo(ctx, seed, out, clusters, k, a):
     click.echo("Top sentence of each hard cluster, per method:")
     click.echo(terminal_table(result))
     click.echo("\nMetrics with exact relevance (o = 0.2):")
-    click.echo(f"  {'method':<8} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}  described")
+    click.echo(f"  {'method':<8} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}  description score")
     for m, s in analysis.scores.items():
         click.echo(f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
-                   f"{analysis.description_accuracy[m]:.2f}")
+                   f"{analysis.description_score[m]:.2f}")
     click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     if ctx.obj["progress"]:
         step("writing the EC, the explanation and the HTML report ...")
@@ -125,20 +127,51 @@ def spotcheck_generate(seed, out, n_blindspots, n_rollable, arch):
 @click.option("--n-ecs", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--first-seed", type=int, default=0, show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), default="lbee_out/bench", show_default=True)
+@click.option("--protocol", type=click.Choice(["paper", "lbee"]), default="paper", show_default=True,
+              help="paper: uniform splits (400/50/50 per attribute combination), positives only, at most 10 "
+                   "hypotheses, model verified at >= 0.99 / <= 0.05; lbee: the earlier enriched world, whole test "
+                   "set, 15 hard clusters.")
+@click.option("--per-combination", default=None, metavar="TRAIN,VAL,TEST",
+              help="Images per attribute combination (paper protocol) [default: 400,50,50]; smaller for a "
+                   "reduced run.")
+@click.option("--train-enrich", type=click.FloatRange(0, 0.9), default=None,
+              help="Extra training images inside the blindspots, as a fraction of train (a training aid; the "
+                   "test split stays uniform) [default: 0].")
+@click.option("--epochs", type=click.IntRange(min=1), default=12, show_default=True)
+@click.option("--arch", type=click.Choice(["cnn", "resnet18"]), default="cnn", show_default=True)
+@click.option("--min-outside", type=click.FloatRange(0, 1), default=None,
+              help="Verification: accuracy outside the blindspots [default: 0.99 paper, 0.9 lbee].")
+@click.option("--max-inside", type=click.FloatRange(0, 1), default=None,
+              help="Verification: accuracy inside each blindspot [default: 0.05 paper, 0.2 lbee].")
 @click.pass_context
-def spotcheck_bench(ctx, n_ecs, first_seed, out):
-    """Run N ECs and write bench.csv / bench.md (resumes from ECs already done)."""
+def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, train_enrich, epochs, arch, min_outside,
+                    max_inside):
+    """Run N ECs and write bench.csv / bench.md (resumes from ECs already done; a failing EC is recorded)."""
     from tqdm.auto import tqdm
 
     from ..encoders import create_encoder
-    from ..spotcheck._bench import run_benchmark, summarize, write_tables
+    from ..spotcheck._bench import failure_notes, run_benchmark, summarize, write_tables
 
+    kwargs = {"epochs": epochs, "arch": arch}
+    if per_combination is not None:
+        try:
+            kwargs["per_combination"] = tuple(int(x) for x in per_combination.split(","))
+        except ValueError:
+            raise click.BadParameter(f"expected three integers TRAIN,VAL,TEST; received {per_combination!r}",
+                                     param_hint="--per-combination") from None
+        if len(kwargs["per_combination"]) != 3 or min(kwargs["per_combination"]) < 1:
+            raise click.BadParameter(f"expected three positive integers; received {per_combination!r}",
+                                     param_hint="--per-combination")
+    for name, value in (("train_enrich", train_enrich), ("min_outside", min_outside), ("max_inside", max_inside)):
+        if value is not None:
+            kwargs[name] = value
     enc = create_encoder("spotcheck", device=ctx.obj["device"])
     progress = (lambda it: tqdm(it, desc="ECs", unit="EC")) if ctx.obj["progress"] else None
-    records = run_benchmark(n_ecs, out, encoder=enc, first_seed=first_seed, progress=progress, log=_log)
+    records = run_benchmark(n_ecs, out, encoder=enc, first_seed=first_seed, progress=progress, log=_log,
+                            protocol=protocol, **kwargs)
     if not records:
         raise LbeeError("No EC could be generated.")
-    click.echo(write_tables(summarize(records), out))
+    click.echo(write_tables(summarize(records), out, failure_notes(records)))
     click.echo(f"Wrote {out}/bench.csv and bench.md ({len(records)} ECs)")
 
 

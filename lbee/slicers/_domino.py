@@ -67,6 +67,15 @@ class DominoSlicer(BaseSlicer):
 
     Notes
     -----
+    Deliberate differences from the official ``mixture.py``
+    (HazyResearch/domino): the default γ is 10 for both terms (the value the
+    SpotCheck paper tuned, its Table 11; the official default is 1); PCA runs
+    only when the embedding is wider than ``n_pca_components`` (the official
+    code always projects); ``lower_bound_`` is computed after a final E-step on
+    the final parameters; with more than two classes slices are ranked by
+    Σ_c |p̂_jc − p_jc| over all classes. The confusion initialisation and the
+    E-step follow the official code (soft Y ⊗ Ŷ, matrix-product Gaussian terms).
+
     In ``lbee.explain(..., slicer=DominoSlicer())`` an unfitted slicer is fitted
     with targets = 0 for every image and hard predictions = 1 for hard images, so
     its slices are the embedding regions richest in hard images.
@@ -148,10 +157,7 @@ class DominoSlicer(BaseSlicer):
 
     # ---- EM
     def _log_resp(self, Z, Y, Yhat):
-        var = self.variances_
-        log_gauss = -0.5 * (np.log(2 * np.pi * var).sum(1)[None, :]
-                            + ((Z[:, None, :] - self.means_[None]) ** 2 / var[None]).sum(-1)) \
-            if Z.shape[0] * var.size < 5e7 else self._log_gauss_chunked(Z)
+        log_gauss = self._log_gauss(Z)
         log_p = np.log(np.clip(self.y_probs_, _EPS, 1))
         log_ph = np.log(np.clip(self.y_hat_probs_, _EPS, 1))
         joint = (np.log(np.clip(self.weights_, _EPS, 1))[None] + log_gauss
@@ -159,8 +165,8 @@ class DominoSlicer(BaseSlicer):
         norm = logsumexp(joint, axis=1)
         return joint - norm[:, None], norm
 
-    def _log_gauss_chunked(self, Z):
-        # (x-μ)²/σ² expanded, so no (n, k, d) array is built
+    def _log_gauss(self, Z):
+        # (x-μ)²/σ² expanded into matrix products (as scikit-learn's diagonal GMM): no (n, k, d) array
         prec = 1.0 / self.variances_
         return -0.5 * (np.log(2 * np.pi * self.variances_).sum(1)[None]
                        + (Z ** 2) @ prec.T - 2 * Z @ (self.means_ * prec).T + (self.means_ ** 2 * prec).sum(1)[None])
@@ -176,14 +182,14 @@ class DominoSlicer(BaseSlicer):
     def _init_resp(self, Z, Y, Yhat, k, rng):
         n = Z.shape[0]
         if self.init_params == "confusion":
+            # As the official mixture.py: the soft outer product Y ⊗ Ŷ (one column per confusion cell),
+            # tiled to k columns, normalised, plus U(0, ε) noise, normalised again.
             c = Y.shape[1]
-            cells = [(a, b) for a in range(c) for b in range(c)]
-            y, yh = Y.argmax(1), Yhat.argmax(1)
-            Qbar = rng.uniform(0, self.confusion_noise, size=(n, k))
-            for j in range(k):
-                a, b = cells[j % len(cells)]
-                Qbar[(y == a) & (yh == b), j] += 1.0
-            return Qbar / Qbar.sum(1, keepdims=True)
+            cells = (Y[:, :, None] * Yhat[:, None, :]).reshape(n, c * c)
+            Q = np.tile(cells, (1, k // (c * c) + 1))[:, :k]
+            Q = Q / np.maximum(Q.sum(1, keepdims=True), _EPS)
+            Q = Q + rng.uniform(0, self.confusion_noise, size=(n, k))
+            return Q / Q.sum(1, keepdims=True)
         if self.init_params == "random":
             Q = rng.random((n, k))
             return Q / Q.sum(1, keepdims=True)

@@ -15,16 +15,24 @@ class PlaneSpotSlicer(BaseSlicer):
     activations) and its confidence for the class. The representation is
     reduced to 2-D (``reducer``), each column min–max normalised to [0, 1],
     ``weight · confidence`` appended, and a Gaussian mixture (full covariance)
-    is fitted with its number of components chosen by BIC among 1..``max_components``.
-    Groups are ordered by error rate × number of errors.
+    is fitted with its number of components chosen by BIC among
+    ``min_components``..``max_components`` (10–32 in the reference code,
+    njohnson99/spotcheck). Groups are ordered by error rate × number of errors,
+    with soft errors 1 − confidence as in the reference, and the top
+    ``n_slices`` (10, the paper's cap, §5.1) are returned.
 
     Parameters
     ----------
     reducer : {'scvis', 'tsne', 'pca'}, default='scvis'
     weight : float, default=0.025
         w, the weight of the confidence column (SpotCheck app. E).
-    max_components : int, default=10
-        Largest GMM considered (capped at the number of examples).
+    min_components, max_components : int, default=10, 32
+        GMM sizes considered (capped at the number of examples − 1).
+    n_slices : int or None, default=10
+        How many groups ``slices_`` returns (None: all components).
+    soft_errors : bool, default=True
+        Importance from 1 − confidence (reference) rather than hard errors;
+        ``errors`` given to :meth:`fit` always take precedence.
     perplexity : float, default=30.0
         For 'tsne' (scvis uses its own default).
     scvis_iter : int, default=1000
@@ -53,11 +61,14 @@ class PlaneSpotSlicer(BaseSlicer):
     image embeddings with min–max-scaled φ as confidence and the hard images as errors.
     """
 
-    def __init__(self, *, reducer="scvis", weight=0.025, max_components=10, perplexity=30.0, scvis_iter=1000,
-                 device="cpu", random_state=None):
+    def __init__(self, *, reducer="scvis", weight=0.025, min_components=10, max_components=32, n_slices=10,
+                 soft_errors=True, perplexity=30.0, scvis_iter=1000, device="cpu", random_state=None):
         self.reducer = reducer
         self.weight = weight
+        self.min_components = min_components
         self.max_components = max_components
+        self.n_slices = n_slices
+        self.soft_errors = soft_errors
         self.perplexity = perplexity
         self.scvis_iter = scvis_iter
         self.device = device
@@ -98,8 +109,9 @@ class PlaneSpotSlicer(BaseSlicer):
             The model's own representation (penultimate activations).
         confidence : array-like of shape (n,)
             The model's probability for the class, in [0, 1].
-        errors : array-like of bool, shape (n,), optional
-            Misclassified examples (default: confidence < 0.5).
+        errors : array-like of bool or float, shape (n,), optional
+            Misclassified examples (or error weights in [0, 1]); default: 1 −
+            confidence with ``soft_errors``, else confidence < 0.5.
 
         Returns
         -------
@@ -111,13 +123,21 @@ class PlaneSpotSlicer(BaseSlicer):
             raise ValueError(f"`reducer` must be 'scvis', 'tsne' or 'pca'; received {self.reducer!r}.")
         check_real(self.weight, "weight", minimum=0.0)
         max_k = check_positive_int(self.max_components, "max_components")
+        min_k = check_positive_int(self.min_components, "min_components")
+        if min_k > max_k:
+            raise ValueError(f"`min_components` ({min_k}) must not exceed `max_components` ({max_k}).")
+        if self.n_slices is not None:
+            check_positive_int(self.n_slices, "n_slices")
         G = as_float_matrix(representation, "representation")
         n = G.shape[0]
         conf = as_float_vector(confidence, "confidence", n)
         if conf.min() < 0 or conf.max() > 1:
             raise ValueError(f"`confidence` must be probabilities in [0, 1]; received range "
                              f"[{conf.min():.3g}, {conf.max():.3g}].")
-        err = conf < 0.5 if errors is None else np.asarray(errors, dtype=bool)
+        if errors is not None:
+            err = np.asarray(errors, dtype=float)
+        else:
+            err = 1.0 - conf if self.soft_errors else (conf < 0.5).astype(float)
         if err.shape != (n,):
             raise ValueError(f"`errors` must have shape ({n},); received {err.shape}.")
         if n < 3:
@@ -129,14 +149,15 @@ class PlaneSpotSlicer(BaseSlicer):
         self.plane_ = R
         seed = None if self.random_state is None else int(self.random_state)
         best, best_bic = None, np.inf
-        for k in range(1, min(max_k, n - 1) + 1):
+        hi = min(max_k, n - 1)
+        for k in range(min(min_k, hi), hi + 1):
             gmm = GaussianMixture(k, covariance_type="full", reg_covar=1e-6, random_state=seed).fit(R)
             bic = gmm.bic(R)
             if bic < best_bic:
                 best, best_bic = gmm, bic
         self.gmm_ = best
         raw = best.predict(R)
-        order, imp = order_by_error_importance(raw, err.astype(float), best.n_components)
+        order, imp = order_by_error_importance(raw, err, best.n_components)
         self._order = np.asarray(order)
         remap = np.empty(best.n_components, dtype=np.int64)
         remap[self._order] = np.arange(best.n_components)
@@ -144,8 +165,9 @@ class PlaneSpotSlicer(BaseSlicer):
         self.importance_ = imp[self._order]
         self.n_components_ = best.n_components
         # No error at all means no blindspot to report: an empty list, not one slice holding every image.
-        self.slices_ = [] if not err.any() else [np.flatnonzero(self.labels_ == g)
-                                                  for g in range(best.n_components)]
+        wrong = (conf < 0.5) if errors is None else err > 0
+        keep = best.n_components if self.n_slices is None else min(self.n_slices, best.n_components)
+        self.slices_ = [] if not wrong.any() else [np.flatnonzero(self.labels_ == g) for g in range(keep)]
         self.n_samples_fit_ = n
         self.n_features_in_ = G.shape[1]
         return self

@@ -21,12 +21,18 @@ def mean_ci(values):
 
 
 def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=None, with_slicers=True,
-                  **ec_kwargs):
-    """Run ``n_ecs`` ECs (seeds first_seed..), one JSON per EC in ``out_dir/ecs``; done ECs are skipped."""
+                  protocol="paper", **ec_kwargs):
+    """Run ``n_ecs`` ECs (seeds first_seed..), one JSON per EC in ``out_dir/ecs``; done ECs are skipped.
+
+    A bench never dies on one EC: an EC whose generation or analysis raises is
+    recorded with ``"failed": reason`` and the bench goes on. Every record keeps
+    the rejected candidates of its generation (``attempts``), so the table can
+    say how many ECs were regenerated and why.
+    """
     import time
 
     from ._analysis import analyze_ec
-    from ._ec import make_ec
+    from ._ec import PAPER_WORLD, make_ec
 
     out = Path(out_dir)
     (out / "ecs").mkdir(parents=True, exist_ok=True)
@@ -41,60 +47,106 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
             except json.JSONDecodeError:
                 pass  # a damaged record is recomputed
         t0 = time.perf_counter()
+        rec = {"seed": seed, "protocol": protocol}
         try:
-            ec = make_ec(seed, log=log, **ec_kwargs)
-        except RuntimeError as exc:
+            ec = make_ec(seed, log=log, **{**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs})
+            t1 = time.perf_counter()
+            rec.update({"ec_seed": ec.seed, "blindspots": ec.describe_blindspots(), "n_blindspots": len(ec.blindspots),
+                        "attempts": ec.verification.get("attempts", []),
+                        "verification": {k: ec.verification.get(k) for k in ("accuracy_outside", "accuracy_inside",
+                                                                               "n_inside")},
+                        "n_test": int(len(ec.images["test"])), "generate_and_train_s": t1 - t0})
+            analysis = analyze_ec(ec, encoder, with_slicers=with_slicers, protocol=protocol)
+            rec.update({"analysis_s": time.perf_counter() - t1, **analysis.summary()})
+        except Exception as exc:  # noqa: BLE001 - one EC's failure is recorded, never fatal to the bench
+            rec["failed"] = f"{type(exc).__name__}: {exc}"
+            rec.setdefault("attempts", getattr(exc, "attempts", []))
             if log:
-                log(f"EC {seed}: skipped ({exc})")
-            continue
-        t1 = time.perf_counter()
-        analysis = analyze_ec(ec, encoder, with_slicers=with_slicers)
-        rec = {"seed": seed, "blindspots": ec.describe_blindspots(), "n_blindspots": len(ec.blindspots),
-               "generate_and_train_s": t1 - t0, "analysis_s": time.perf_counter() - t1, **analysis.summary()}
-        atomic_write_bytes(path, json.dumps(rec, indent=1).encode())
+                log(f"EC {seed}: failed ({rec['failed']})")
+        atomic_write_bytes(path, json.dumps(rec, indent=1, default=_jsonable).encode())
         records.append(rec)
     return records
 
 
+def _jsonable(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"{type(x).__name__} is not JSON serialisable")
+
+
+#: SpotCheck Table 2 (100 ECs, mean (standard error)).
+PAPER_TABLE2 = {"domino": ("0.64 (0.04)", "0.07 (0.01)"), "planespot-scvis": ("0.88 (0.03)", "0.02 (0.01)"),
+                "spotlight": ("0.79 (0.03)", "0.09 (0.01)"), "barlow": ("0.43 (0.04)", "0.03 (0.01)")}
+
+
 def summarize(records):
-    """Rows (metric, method, mean, ci95, n) over the EC records."""
+    """Rows (metric, method, mean, ci95, n) over the successful EC records, plus the bookkeeping rows."""
+    ok = [r for r in records if "failed" not in r]
     rows = []
-    slicer_names = list(records[0].get("slicers", {})) if records else []
+    slicer_names = list(ok[0].get("slicers", {})) if ok else []
     if not slicer_names:
         slicer_names = ["ward"]
     for name in slicer_names:
         for metric in ("DR", "FDR", "fit_s"):
-            vals = [r["slicers"][name][metric] if "slicers" in r else r.get(metric) for r in records]
+            vals = [r["slicers"][name][metric] if "slicers" in r else r.get(metric) for r in ok]
             m, h, n = mean_ci(vals)
             label = "ward (LBEE split-and-cluster)" if name == "ward" else name
             rows.append({"metric": metric if metric != "fit_s" else "fit time (s)", "method": label, "mean": m,
                          "ci95": h, "n": n})
-    methods = list(records[0]["scores"]) if records else []
+    methods = list(ok[0]["scores"]) if ok else []
     for metric in ("AHR", "ACR", "TPR", "JI"):
         for meth in methods:
-            m, h, n = mean_ci([r["scores"][meth][metric] for r in records])
+            m, h, n = mean_ci([r["scores"][meth][metric] for r in ok])
             rows.append({"metric": metric, "method": meth, "mean": m, "ci95": h, "n": n})
     for meth in methods:
-        m, h, n = mean_ci([r["description_accuracy"][meth] for r in records])
-        rows.append({"metric": "description accuracy", "method": meth, "mean": m, "ci95": h, "n": n})
-    fails = [f for r in records for f in r["failure_analysis"]]
+        m, h, n = mean_ci([r.get("description_score", r.get("description_accuracy", {})).get(meth) for r in ok])
+        rows.append({"metric": "description score", "method": meth, "mean": m, "ci95": h, "n": n})
+    fails = [f for r in ok for f in r["failure_analysis"]]
     for cat in ("not_returned", "found", "merged", "impure"):
         m, h, n = mean_ci([f[cat] for f in fails])
         rows.append({"metric": f"uncovered: {cat}", "method": "ward (LBEE split-and-cluster)", "mean": m,
                      "ci95": h, "n": n})
+    regenerated = [r for r in records if r.get("attempts")]
+    rows.append({"metric": "ECs analysed", "method": "-", "mean": float(len(ok)), "ci95": float("nan"),
+                 "n": len(records)})
+    rows.append({"metric": "ECs failed", "method": "-", "mean": float(len(records) - len(ok)), "ci95": float("nan"),
+                 "n": len(records)})
+    rows.append({"metric": "ECs regenerated", "method": "-", "mean": float(len(regenerated)), "ci95": float("nan"),
+                 "n": len(records)})
+    rows.append({"metric": "rejected candidates", "method": "-",
+                 "mean": float(sum(len(r.get("attempts", [])) for r in records)), "ci95": float("nan"),
+                 "n": len(records)})
     return rows
 
 
-def write_tables(rows, out_dir):
+def failure_notes(records):
+    """One line per failed EC and per rejected candidate (why), for the bench's Markdown."""
+    lines = []
+    for r in records:
+        for a in r.get("attempts", []):
+            lines.append(f"- EC {r['seed']}: candidate seed {a['seed']} rejected: {a['reason']}")
+        if "failed" in r:
+            lines.append(f"- EC {r['seed']}: failed: {r['failed']}")
+    return lines
+
+
+def write_tables(rows, out_dir, notes=None):
     """``bench.csv`` and ``bench.md`` in ``out_dir``; returns the Markdown text."""
     import pandas as pd
 
     out = Path(out_dir)
     table = pd.DataFrame(rows)
     table.to_csv(out / "bench.csv", index=False)
-    lines = ["| metric | method | mean | 95% CI ± | n |", "|---|---|---|---|---|"]
+    lines = ["| metric | method | mean | 95% CI ± | n | SpotCheck Table 2 |", "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['metric']} | {r['method']} | {r['mean']:.3f} | {r['ci95']:.3f} | {r['n']} |")
+        paper = ""
+        if r["metric"] in ("DR", "FDR") and r["method"] in PAPER_TABLE2:
+            paper = PAPER_TABLE2[r["method"]][0 if r["metric"] == "DR" else 1]
+        lines.append(f"| {r['metric']} | {r['method']} | {r['mean']:.3f} | {r['ci95']:.3f} | {r['n']} | {paper} |")
     md = "\n".join(lines) + "\n"
+    if notes:
+        md += "\nRegenerated and failed ECs:\n\n" + "\n".join(notes) + "\n"
     (out / "bench.md").write_text(md)
     return md

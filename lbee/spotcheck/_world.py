@@ -130,16 +130,21 @@ def sample_dataset(rng, *, n_other_layers=None, n_rollable=None):
 
 
 def _sample_blindspot(rng, dataset, n_triplets):
-    """One blindspot of exactly ``n_triplets`` triplets, or None when the draw is infeasible."""
+    """One blindspot of exactly ``n_triplets`` triplets, or None when the draw is infeasible.
+
+    As the official generator (njohnson99/spotcheck ``data_utils.py``) every
+    blindspot contains ("square", "presence", "true"): a blindspot is a set of
+    *positive* images the model calls negative (SpotCheck §3, app. A.3). That
+    triplet counts towards the 5–7.
+    """
     rollable = list(dataset.rollable) + [META]
     order = ["background", *OBJECT_LAYERS]
     if n_triplets > len(rollable):
         raise UnsatisfiableError(f"A blindspot of {n_triplets} triplets needs more rollable attributes than "
                                  f"the dataset's {len(dataset.rollable)} (+1 MetaAttribute).")
-    chosen = {}
+    chosen = {("square", "presence"): "true"}
     while len(chosen) < n_triplets:
-        square_absent = chosen.get(("square", "presence")) == "false"
-        options = [a for a in rollable if a not in chosen and not (a == META and square_absent)]
+        options = [a for a in rollable if a not in chosen]
         open_layers = sorted({a[0] for a in options}, key=order.index)
         if not open_layers:
             return None  # this draw ran out of compatible attributes; the caller draws again
@@ -149,13 +154,8 @@ def _sample_blindspot(rng, dataset, n_triplets):
         else:
             opts = [a for a in options if a[0] == layer]
             attr = opts[int(rng.integers(len(opts)))]
-            if layer != "background":
-                if chosen[(layer, "presence")] == "false":
-                    return None  # feasibility: attributes of an absent object describe nothing
-            elif attr == META and ("square", "presence") not in chosen:
-                # the position MetaAttribute needs a square: pin its presence first (one triplet)
-                chosen[("square", "presence")] = "true"
-                continue
+            if layer != "background" and chosen[(layer, "presence")] == "false":
+                return None  # feasibility: attributes of an absent object describe nothing
         values = META_VALUES if attr == META else ATTRIBUTES[attr]
         chosen[attr] = values[int(rng.integers(2))]
     return Blindspot([(l_, a_, v) for (l_, a_), v in chosen.items()])
@@ -169,7 +169,11 @@ def _unambiguous(a, b):
 
 
 def sample_blindspots(rng, dataset, *, n_blindspots=None, max_tries=2000):
-    """1–3 random blindspots of 5–7 triplets each, satisfying both constraints (app. A.3)."""
+    """1–3 random blindspots of 5–7 triplets each, satisfying both constraints (app. A.3).
+
+    Every blindspot pins "square present" (the official definition; see
+    :func:`_sample_blindspot`), so it is a set of positive images.
+    """
     n = int(rng.integers(1, 4)) if n_blindspots is None else int(n_blindspots)
     if n < 1:
         raise UnsatisfiableError(f"`n_blindspots` must be >= 1; received {n}.")

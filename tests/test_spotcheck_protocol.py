@@ -1,0 +1,192 @@
+"""The SpotCheck paper's protocol: uniform splits, official blindspots, positives only, 10 hypotheses, the description score."""
+
+import numpy as np
+import pytest
+
+from lbee.spotcheck import Blindspot, DatasetDefinition, sample_blindspots, sample_dataset, spotcheck_sentences
+from lbee.spotcheck._analysis import (MAX_HYPOTHESES, description_score, positive_rows, slicer_hypotheses,
+                                      subset_inputs)
+from lbee.spotcheck._ec import _label, combinations, generate_uniform_split
+
+
+def _dataset():
+    return DatasetDefinition(["background", "square", "circle"],
+                             [("square", "presence"), ("circle", "presence"), ("circle", "color"),
+                              ("background", "color"), ("background", "texture"), ("square", "color")])
+
+
+def test_official_blindspots_pin_square_present():
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        d = sample_dataset(rng)
+        for b in sample_blindspots(rng, d):
+            assert b.as_dict()[("square", "presence")] == "true"
+            assert 5 <= len(b.triplets) <= 7
+
+
+def test_only_positive_labels_are_flipped():
+    bs = [Blindspot([("square", "presence", "true"), ("circle", "presence", "true"), ("circle", "color", "orange"),
+                     ("background", "color", "grey"), ("background", "texture", "noise")])]
+    inside = {("square", "presence"): "true", ("circle", "presence"): "true", ("circle", "color"): "orange",
+              ("background", "color"): "grey", ("background", "texture"): "noise"}
+    assert _label(inside, bs, mislabel=True) == 0 and _label(inside, bs, mislabel=False) == 1
+    negative = {**inside, ("square", "presence"): "false"}
+    assert _label(negative, bs, mislabel=True) == 0  # never flipped to 1
+    outside = {**inside, ("circle", "color"): "blue"}
+    assert _label(outside, bs, mislabel=True) == 1
+
+
+def test_uniform_split_has_every_combination_equally_often():
+    d = _dataset()
+    bs = [Blindspot([("square", "presence", "true"), ("circle", "presence", "true"), ("circle", "color", "orange"),
+                     ("background", "color", "grey"), ("background", "texture", "noise")])]
+    combos = combinations(d)
+    assert len(combos) == 2 ** 6
+    rng = np.random.default_rng(0)
+    imgs, attrs, labels = generate_uniform_split(d, bs, 3, rng, 32, mislabel=False)
+    assert imgs.shape == (3 * 64, 32, 32, 3)
+    keys = [tuple(a[k] for k in d.rollable) for a in attrs]
+    _, counts = np.unique(keys, axis=0, return_counts=True)
+    assert len(counts) == 64 and np.all(counts == 3)
+    inside = np.array([bs[0].contains(a) for a in attrs])
+    assert inside.sum() == 3 * 2 ** (6 - 5)  # 2^-5 of the split: no enrichment
+    # the train-only enrichment adds images inside the blindspots, labelled 0
+    imgs, attrs, labels = generate_uniform_split(d, bs, 1, rng, 32, mislabel=True, n_enrich=10)
+    inside = np.array([bs[0].contains(a) for a in attrs])
+    assert len(attrs) == 74 and inside.sum() == 12 and np.all(labels[inside] == 0)
+
+
+class _Exp:
+    def __init__(self, sentences):
+        self.sentences = sentences
+
+
+def _world():
+    """40 positive images; blindspot = rows 0..9 with circle orange + grey background (+ square present)."""
+    conditions = [c for _, c, _ in spotcheck_sentences()]
+    texts = [s for s, _, _ in spotcheck_sentences()]
+    idx = {t: i for i, t in enumerate(texts)}
+    n = 40
+    rel = np.zeros((n, len(conditions)), bool)
+    rel[:, idx["An image with a square"]] = True
+    rel[:30, idx["An image with some text"]] = True          # true of 75 % of all images
+    rel[:10, idx["An image with an orange circle"]] = True
+    rel[:10, idx["An image on a grey background"]] = True
+    rel[10:12, idx["An image on a grey background"]] = True  # specific: 2 / 30 outside
+    bs = Blindspot([("square", "presence", "true"), ("circle", "presence", "true"), ("circle", "color", "orange"),
+                    ("background", "color", "grey")])
+    memb = np.zeros((n, 1), bool)
+    memb[:10, 0] = True
+    return rel, conditions, idx, bs, memb
+
+
+def test_description_score_rewards_naming_the_conditions():
+    rel, conditions, idx, bs, memb = _world()
+    hyps = [np.arange(10)]
+    good = [idx["An image with an orange circle"], idx["An image on a grey background"]]
+    score, details = description_score(memb, hyps, lambda i: good, rel, conditions, [bs])
+    # orange circle names circle presence and colour; grey names the background: 3 of 3 non-class conditions
+    assert score == pytest.approx(1.0) and details[0]["recall"] == 1.0
+    half = [idx["An image with an orange circle"]]
+    assert description_score(memb, hyps, lambda i: half, rel, conditions, [bs])[0] == pytest.approx(2 / 3)
+
+
+def test_description_score_gives_nothing_for_generic_or_false_sentences():
+    rel, conditions, idx, bs, memb = _world()
+    hyps = [np.arange(10)]
+    # "some text" is true of the blindspot but of 20/30 outside it; "a square" is the class label
+    generic = [idx["An image with some text"], idx["An image with a square"]]
+    assert description_score(memb, hyps, lambda i: generic, rel, conditions, [bs])[0] == 0.0
+    # a false sentence halves the credit of a true one
+    mixed = [idx["An image with an orange circle"], idx["An image with a blue circle"]]
+    score, details = description_score(memb, hyps, lambda i: mixed, rel, conditions, [bs])
+    assert details[0]["truthfulness"] == 0.5 and score == pytest.approx(2 / 3 * 0.5)
+    # an uncovered blindspot scores 0 whatever the sentences
+    assert description_score(memb, [np.arange(20, 30)], lambda i: mixed, rel, conditions, [bs])[0] == 0.0
+
+
+def test_positive_rows_and_subset_keep_rows_aligned():
+    from lbee.run.inputs import RunInputs, Scores
+    from lbee.scoring.confidence import ModelScores
+
+    class EC:
+        attributes = {"test": [{("square", "presence"): v} for v in ("true", "false", "true", "false", "true")]}
+
+        def true_labels(self, split):
+            return np.array([a[("square", "presence")] == "true" for a in self.attributes[split]], dtype=np.int64)
+
+    rows = positive_rows(EC())
+    assert rows.tolist() == [0, 2, 4]
+    emb = np.arange(10.0).reshape(5, 2)
+    inputs = RunInputs(emb, np.zeros((3, 2)), ["a", "b", "c"], [f"t{i}" for i in range(5)], None, list(range(5)),
+                       np.array([1, 0, 1, 0, 1]), np.eye(5, 3, dtype=bool), "gt", None, {}, "spotcheck")
+    conf = np.linspace(0, 1, 5)
+    scores = Scores(conf, conf * 2, "φ", "ω", ModelScores(conf, conf * 2))
+    si, ss = subset_inputs(inputs, scores, rows)
+    assert si.image_ids == ["t0", "t2", "t4"] and si.thumbnails == [0, 2, 4]
+    assert np.array_equal(si.embeddings, emb[rows]) and np.array_equal(si.relevance, inputs.relevance[rows])
+    assert np.array_equal(ss.confidence, conf[rows]) and np.array_equal(ss.model_scores.performance, conf[rows] * 2)
+
+
+def test_paper_protocol_slicers_see_positives_and_return_at_most_ten():
+    rng = np.random.default_rng(0)
+    n = 400
+    y = np.ones(n, np.int64)
+
+    class EC:
+        def true_labels(self, split):
+            out = np.zeros(2 * n, np.int64)
+            out[::2] = 1
+            return out
+
+    rows = np.arange(0, 2 * n, 2)
+    centres = rng.normal(0, 6, (20, 8))
+    g = rng.integers(0, 20, n)
+    emb = centres[g] + rng.normal(0, 0.5, (n, 8))
+    p1 = np.where(g < 2, 0.05, 0.97)
+    probs = np.column_stack([1 - p1, p1])
+    out = slicer_hypotheses(EC(), emb, probs, emb, rows=rows, protocol="paper", planespot_reducers=("pca",))
+    for name, (groups, _) in out.items():
+        assert 1 <= len(groups) <= MAX_HYPOTHESES, name
+        assert all(g_.max() < n for g_ in groups)
+    assert y.sum() == n
+    with pytest.raises(ValueError, match="protocol"):
+        slicer_hypotheses(EC(), emb, probs, emb, rows=rows, protocol="nope")
+
+
+def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
+    from lbee.spotcheck import _analysis, _bench, _ec
+
+    class FakeEC:
+        seed = 1001
+        blindspots = [None]
+        images = {"test": np.zeros((4, 2, 2, 3))}
+        verification = {"attempts": [{"seed": 1000, "blindspots": ["x"], "reason": "model failed verification"}]}
+
+        def describe_blindspots(self):
+            return ["square present, circle orange"]
+
+    def fake_make_ec(seed, **kwargs):
+        assert kwargs["sampling"] == "uniform" and kwargs["per_combination"] == (2, 2, 2)
+        if seed == 0:
+            raise _ec.ECGenerationError("No EC passed", [{"seed": 0, "blindspots": [], "reason": "too hard"}])
+        return FakeEC()
+
+    def fake_analyze(ec, encoder, **kwargs):
+        assert kwargs["protocol"] == "paper"
+        raise ValueError("The easy split is empty")
+
+    monkeypatch.setattr(_ec, "make_ec", fake_make_ec)
+    monkeypatch.setattr(_analysis, "analyze_ec", fake_analyze)
+    records = _bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))
+    assert [r["seed"] for r in records] == [0, 1]
+    assert "ECGenerationError" in records[0]["failed"] and records[0]["attempts"][0]["reason"] == "too hard"
+    assert "easy split is empty" in records[1]["failed"] and len(records[1]["attempts"]) == 1
+    rows = {r["metric"]: r for r in _bench.summarize(records)}
+    assert rows["ECs failed"]["mean"] == 2 and rows["ECs regenerated"]["mean"] == 2
+    assert rows["rejected candidates"]["mean"] == 2
+    md = _bench.write_tables(_bench.summarize(records), tmp_path, _bench.failure_notes(records))
+    assert "too hard" in md and "easy split is empty" in md
+    # the failed records are on disk: a rerun resumes without recomputing them
+    monkeypatch.setattr(_ec, "make_ec", lambda *a, **k: pytest.fail("recomputed"))
+    assert len(_bench.run_benchmark(2, tmp_path, encoder=None)) == 2
