@@ -22,6 +22,8 @@ def as_float_matrix(value, name, *, allow_empty=False):
     """Return ``value`` as a finite float64 matrix of shape (rows, cols)."""
     if value is None:
         raise TypeError(f"`{name}` is required: received None, expected an array-like of shape (n, d).")
+    if np.iscomplexobj(value):
+        raise TypeError(f"`{name}` holds complex numbers; expected real values of shape (n, d).")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -126,3 +126,57 @@ def test_report_check_and_published_schema(tmp_path):
                                      "  - name: b\n    images: nowhere\n    predictions: p.csv\n")
     r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
     assert r.exit_code == 2 and "2 problem(s)" in r.output and "line 4" in r.output and "nowhere" in r.output
+
+
+def test_review_findings_digit_classes_tau_range_json_and_check(tmp_path):
+    """Found by a hostile-input sweep: each ends in the right number or a clear error."""
+    X, S, phi, sentences = planted_world(noise=0.01)
+    np.save(tmp_path / "img.npy", X)
+    np.save(tmp_path / "sen.npy", S)
+    (tmp_path / "s.txt").write_text("\n".join(sentences) + "\n")
+    base = ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
+            str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--clusters", "2", "-k", "1"]
+    # classes named "0" and "1", columns in the other order: a label is its class's name, not a column position
+    right = np.where(phi > 0.5, 0.9, 0.2)  # P(class "1")
+    for order in (("prob_1", "prob_0"), ("prob_0", "prob_1")):
+        cols = {"prob_1": right, "prob_0": 1 - right}
+        pd.DataFrame({"image": [f"i{i}" for i in range(24)], **{c: cols[c] for c in order},
+                      "label": np.ones(24, int)}).to_csv(tmp_path / "p.csv", index=False)
+        out = tmp_path / ("o" + order[0])
+        r = CliRunner().invoke(cli, ["-q", *base, "--predictions", str(tmp_path / "p.csv"), "--out", str(out)], obj={})
+        assert r.exit_code == 0, r.output
+        assert pd.read_parquet(out / "assignments.parquet")["performance"].sum() == 12  # the confident half
+    # logits are refused with a hint that can be acted on, and --logits softmaxes them
+    pd.DataFrame({"image": [f"i{i}" for i in range(24)], "prob_a": 3 * phi, "prob_b": -3 * phi}).to_csv(
+        tmp_path / "logits.csv", index=False)
+    r = CliRunner().invoke(cli, [*base, "--predictions", str(tmp_path / "logits.csv")], obj={})
+    assert r.exit_code == 1 and "--logits" in r.output
+    r = CliRunner().invoke(cli, ["-q", *base, "--predictions", str(tmp_path / "logits.csv"), "--logits"], obj={})
+    assert r.exit_code == 0, r.output
+    # τ is a cosine similarity
+    r = CliRunner().invoke(cli, [*base, "--predictions", str(tmp_path / "p.csv"), "--tau", "5"], obj={})
+    assert r.exit_code == 2 and "--tau" in r.output
+    # metrics.json is standard JSON even when a metric is undefined, and the user is told why
+    r = CliRunner().invoke(cli, ["-q", *base, "--predictions", str(tmp_path / "p.csv"), "--out",
+                                 str(tmp_path / "e")], obj={})
+    np.save(tmp_path / "rel0.npy", np.zeros((24, 8), bool))
+    r = CliRunner().invoke(cli, ["evaluate", str(tmp_path / "e"), "--relevance", str(tmp_path / "rel0.npy")], obj={})
+    assert r.exit_code == 0 and "no failure sentence" in r.output
+    rows = json.loads((tmp_path / "e" / "metrics.json").read_text())  # strict JSON: no NaN token
+    assert all(row["TPR"] is None for row in rows)
+    # a tampered file with one image in two hard clusters is refused
+    from lbee.core.explanation import validate_explanation_payload
+
+    payload = json.loads((tmp_path / "e" / "explanation.json").read_text())
+    hard = payload["clustering"]["hard"]
+    hard[1]["indices"][0] = hard[0]["indices"][0]
+    with pytest.raises(ValueError, match="more than one cluster"):
+        validate_explanation_payload(payload, source="tampered")
+    payload["format"] = 99
+    with pytest.raises(ValueError, match="format"):
+        validate_explanation_payload(payload, source="tampered")
+    # --check sees an output that cannot be created
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "c.yaml").write_text("output: afile/x\ndatasets:\n  - name: a\n    spotcheck: {seed: 0}\n")
+    r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
+    assert r.exit_code == 2 and "output" in r.output and "not a writable folder" in r.output

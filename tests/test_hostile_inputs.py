@@ -176,7 +176,7 @@ def planespot_no_errors(ctx):
     from lbee.slicers import PlaneSpotSlicer
 
     rng = np.random.default_rng(0)
-    s = PlaneSpotSlicer(reducer="pca", max_components=3, random_state=0).fit(
+    s = PlaneSpotSlicer(reducer="pca", min_components=1, max_components=3, random_state=0).fit(
         rng.normal(size=(30, 5)), np.full(30, 0.9))
     return s
 
@@ -186,7 +186,7 @@ def explain_with_errorless_planespot(ctx):
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 5))
-    s = PlaneSpotSlicer(reducer="pca", max_components=3, random_state=0).fit(X, np.full(30, 0.9))
+    s = PlaneSpotSlicer(reducer="pca", min_components=1, max_components=3, random_state=0).fit(X, np.full(30, 0.9))
     return lbee.explain(X, rng.normal(size=(4, 5)), confidence=rng.normal(size=30), slicer=s)
 
 

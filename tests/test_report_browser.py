@@ -80,14 +80,18 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
         driver.execute_script("arguments[0].scrollIntoView()", chart)
         points = chart.find_elements(By.CSS_SELECTOR, "g.mark-symbol.role-mark path")
         # Points are drawn in the order of the spec's data: pick one shown with a thumbnail.
-        hard = driver.execute_script("return JSON.parse(document.getElementById('spec-plane').textContent)"
-                                     ".data.values.findIndex(v => v.img)")
-        assert len(points) == driver.execute_script(
+        with_img = driver.execute_script("return JSON.parse(document.getElementById('spec-plane').textContent)"
+                                         ".data.values.map((v, i) => v.img ? i : -1).filter(i => i >= 0)")
+        assert with_img and len(points) == driver.execute_script(
             "return JSON.parse(document.getElementById('spec-plane').textContent).data.values.length")
-        ActionChains(driver).move_to_element(points[hard]).perform()
-        time.sleep(0.5)
-        tip = driver.execute_script("var t = document.getElementById('vg-tooltip-element');"
-                                    "return t && [t.className, t.innerHTML];")
+        # A point may lie under another one drawn later: hover candidates until the pointer reaches one.
+        for hard in with_img[:25]:
+            ActionChains(driver).move_to_element(points[hard]).perform()
+            time.sleep(0.5)
+            tip = driver.execute_script("var t = document.getElementById('vg-tooltip-element');"
+                                        "return t && [t.className, t.innerHTML];")
+            if tip and "data:image/jpeg;base64," in tip[1]:
+                break
         driver.save_screenshot(str(artifacts / "demo_report_map_hover.png"))
         # Click: only that group stays opaque.
         ActionChains(driver).click(points[hard]).perform()

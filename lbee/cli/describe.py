@@ -27,6 +27,7 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
               help="Input size for --model.")
 @click.option("--encoder", default="open_clip", show_default=True,
               help="Encoder spec: open_clip[:MODEL[@TAG|@CHECKPOINT]], open_clip:hf-hub:ORG/REPO, spotcheck.")
+@click.option("--logits", is_flag=True, help="The prob_<class> columns of --predictions hold logits (softmax them).")
 @click.option("--image-embeddings", type=click.Path(exists=True, dir_okay=False),
               help="Precomputed (n, d) .npy image embeddings (rows in IMAGES order, or in --predictions order "
                    "without IMAGES).")
@@ -53,7 +54,7 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
               help="Image-decoding worker processes.")
 @click.pass_context
 def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights, num_classes, image_size, encoder,
-             image_embeddings, sentence_embeddings, sensitivity, per_class, class_split, relevance, jobs, out, as_json,
+             logits, image_embeddings, sentence_embeddings, sensitivity, per_class, class_split, relevance, jobs, out, as_json,
              html, strict, batch_size, num_workers, **knobs):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
     from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, preflight
@@ -107,7 +108,7 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
                      sentence_embeddings=Path(sentence_embeddings) if sentence_embeddings else None,
                      masks=Path(masks) if masks else None, models=[model], settings=settings, encoder=encoder,
                      sentence_set=sentence_set, relevance={"ground_truth": Path(relevance)} if relevance else None,
-                     batch_size=batch_size, num_workers=num_workers, strict=strict,
+                     batch_size=batch_size, num_workers=num_workers, strict=strict, logits=logits,
                      sensitivity=Path(sensitivity) if sensitivity else None)
     try:
         preflight(ds)  # tables, manifest and sentence set first: a bad label fails before any embedding

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -25,7 +24,7 @@ def evaluate(explanation, relevance, performance, o_values, out):
     import pandas as pd
 
     from ..core.evaluation import evaluate as evaluate_fn
-    from ..io.cache import atomic_write_bytes
+    from ..io.cache import atomic_write_bytes, json_bytes
     from ..io.relevance import load_relevance
     from ..io.tables import read_table, validate_performance
     from ..run.inputs import load_npy
@@ -59,9 +58,12 @@ def evaluate(explanation, relevance, performance, o_values, out):
         _fail(exc)
     table = pd.DataFrame(rows)
     click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    data = table.to_csv(index=False) if target.suffix == ".csv" else json.dumps(rows, indent=1)
+    if (table["n_failure_sentences"] == 0).all():
+        click.echo("Warning: no failure sentence (S*_β is empty at every o): check that Γ marks some relevant "
+                   "pairs and that ω varies; TPR is then undefined (NaN, written as null).", err=True)
+    data = table.to_csv(index=False).encode() if target.suffix == ".csv" else json_bytes(rows)
     try:
-        atomic_write_bytes(target, data.encode())
+        atomic_write_bytes(target, data)
     except OSError as exc:
         raise LbeeError(f"Cannot write {str(target)!r}: {exc.strerror or exc}.") from None
     click.echo(f"\nWrote {target}")

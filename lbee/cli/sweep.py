@@ -39,6 +39,7 @@ def _number_list(kind):
               help="Table with φ ('confidence' or 'prob_<class>') and ω ('performance', or label/pred), rows in "
                    "embedding order.")
 @click.option("--relevance", required=True, type=click.Path(exists=True, dir_okay=False), help="Γ (n, N).")
+@click.option("--logits", is_flag=True, help="The prob_<class> columns of --predictions hold logits (softmax them).")
 @click.option("--k-grid", callback=_number_list(int), default=",".join(map(str, K_GRID)), show_default=True,
               help="Sentences per cluster to try ('' skips).")
 @click.option("--clusters-grid", callback=_number_list(int), default=",".join(map(str, C_GRID)), show_default=True,
@@ -47,8 +48,8 @@ def _number_list(kind):
               show_default=True, help="Severities to try ('' skips).")
 @settings_options("methods", "confidence_from", "k", "clusters", "tau", "a", "o", "ward")
 @click.option("--out", type=click.Path(file_okay=False), default="lbee_out/sweep", show_default=True)
-def sweep(image_embeddings, sentence_embeddings, sentence_set, predictions, relevance, k_grid, clusters_grid, o_grid,
-          out, **knobs):
+def sweep(image_embeddings, sentence_embeddings, sentence_set, predictions, relevance, logits, k_grid, clusters_grid,
+          o_grid, out, **knobs):
     """Vary K, C and o one at a time: a table and plots of ACR / AHR / TPR / JI (LBEE Figures 6 and 10).
 
     -k, --clusters and --o are the values held fixed while another one varies.
@@ -64,7 +65,7 @@ def sweep(image_embeddings, sentence_embeddings, sentence_set, predictions, rele
     ds = DatasetSpec(name="sweep", image_embeddings=Path(image_embeddings),
                      sentence_embeddings=Path(sentence_embeddings), sentence_set=sentence_set,
                      models=[ModelSpec(name=Path(predictions).stem, predictions=Path(predictions))],
-                     relevance={"ground_truth": Path(relevance)}, settings=settings)
+                     relevance={"ground_truth": Path(relevance)}, settings=settings, logits=logits)
     try:
         inputs = load_inputs(ds)
         scores = model_scores(ds, ds.models[0], inputs)

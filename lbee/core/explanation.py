@@ -372,6 +372,12 @@ def _explanation_from_dict(cls, data, *, n_images=None, n_sentences=None, source
             _bad(source, f"{where}.scores", f"{scores.shape[0]} score(s)",
                  f"{sents.shape[0]}, one per chosen sentence")
         hard.append(HardCluster(idx, proto, match, sents.tolist(), scores.tolist()))
+    for side, clusters in (("hard_clusters", hard), ("easy_clusters", easy)):
+        members = np.concatenate([c.indices for c in clusters]) if clusters else np.zeros(0, np.int64)
+        uniq, counts = np.unique(members, return_counts=True)
+        if (counts > 1).any():  # a partition: an image sits in one cluster of a side
+            _bad(source, side, f"image {int(uniq[counts > 1][0])} in more than one cluster",
+                 "each image in at most one cluster of a side")
     if dim == 0:
         _bad(source, "prototype", "empty prototypes", "vectors of the embedding dimension d >= 1")
     if "selected" in data and data["selected"] is not None:
@@ -562,6 +568,10 @@ def validate_explanation_payload(payload, *, source):
     if images is not None and not isinstance(images, list):
         _bad(repr(src), "images", _show(images), "a list of image ids")
     n_images = None if images is None else len(images)
+    fmt = payload.get("format", 1)
+    if isinstance(fmt, bool) or not isinstance(fmt, int) or not 1 <= fmt <= PAYLOAD_FORMAT:
+        _bad(repr(src), "format", _show(fmt), f"an explanation.json format up to {PAYLOAD_FORMAT} (a newer lbee "
+             "wrote this file?)")
     if "clustering" in payload:
         methods = _expand_compact(payload, src)
     exps = {}

@@ -166,3 +166,22 @@ class EmbeddingCache:
             raise ValueError(f"`embeddings` must have shape ({len(sentences)}, d), one row per sentence; "
                              f"received shape {emb.shape}.")
         atomic_save_npz(self._sentence_path(sentences), embeddings=emb, row_hashes=_row_hashes(sentences, emb))
+
+
+def json_bytes(obj, *, indent=1):
+    """UTF-8 JSON of ``obj`` with NaN and ±inf written as ``null`` (standard JSON has no NaN)."""
+    import json
+    import math
+
+    def clean(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:  # numpy scalars
+            return clean(x.item())
+        return x
+
+    return json.dumps(clean(obj), indent=indent, allow_nan=False).encode("utf-8")

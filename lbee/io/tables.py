@@ -283,7 +283,9 @@ def class_column(table, column, class_names=None, default="table"):
     """``label`` / ``pred`` as int64 class indices.
 
     A cell may be a class name from ``class_names`` (the ``prob_<class>``
-    columns, names first) or an integer index in ``[0, n_classes)``; without
+    columns, names first: with classes named ``0`` and ``1`` a cell ``1`` is
+    the class ``prob_1``, wherever its column stands) or an integer index in
+    ``[0, n_classes)`` (the position of its ``prob_<class>`` column); without
     ``class_names`` only non-negative integers are accepted. A blank cell or
     any other value is an error naming the column and a few offending values.
     """
@@ -294,8 +296,10 @@ def class_column(table, column, class_names=None, default="table"):
     bad = []
     for i, v in enumerate(values):
         k = None
-        if isinstance(v, str) and v.strip() in lookup:
-            k = lookup[v.strip()]
+        key = v.strip() if isinstance(v, str) else (str(int(v)) if isinstance(v, (int, np.integer)) and
+                                                     not isinstance(v, (bool, np.bool_)) else None)
+        if key is not None and key in lookup:  # a class name wins over an index (classes named "0", "1")
+            k = lookup[key]
         elif not _is_missing(v) and not isinstance(v, (bool, np.bool_)):
             try:
                 f = float(v.strip()) if isinstance(v, str) else float(v)
@@ -340,7 +344,8 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
         raise ValueError(
             f"{table_source(table, default)}: the prob_<class> columns are not probabilities at "
             f"{_rows_phrase(table, rows)}: {detail}; expected values in [0, 1] summing to 1 (±{tol:.2g}). "
-            "If they are logits (raw scores), pass probabilities='logits' to apply a softmax."
+            "If they are logits (raw scores), pass probabilities='logits' to apply a softmax (CLI: --logits; "
+            "report config: logits: true)."
         )
     return probs / sums[:, None]
 

@@ -10,11 +10,11 @@ end (and on the index page).
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..io.cache import atomic_write_bytes
+from ..io.cache import atomic_write_bytes, json_bytes
 from .html import ReportRun, render_index, render_report
 from .config import ConfigError, load_report_config
 
@@ -54,7 +54,7 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None):
 
     if run.per_class is None:  # per-class pages write their own (per-class) tables
         atomic_write_bytes(out / "metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
-        atomic_write_bytes(out / "metrics.json", json.dumps(rows, indent=1).encode())
+        atomic_write_bytes(out / "metrics.json", json_bytes(rows))
     return rows, len(inputs.image_ids), n_hard
 
 
@@ -190,7 +190,7 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
         rows = [{"slicer": "per class", "method": r["method"], **{k: float(r[k]) for k in ("ACR", "AHR", "TPR", "JI")}}
                 for r in summary.to_dict("records")]
     atomic_write_bytes(out / "metrics.csv", summary.to_csv(index=False).encode())
-    atomic_write_bytes(out / "metrics.json", json.dumps(rows, indent=1).encode())
+    atomic_write_bytes(out / "metrics.json", json_bytes(rows))
     n_hard = int(res.metrics.drop_duplicates("class")["n_hard"].sum())
     return rows, n_hard
 
@@ -257,7 +257,7 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
     return reports, failures
 
 
-def config_problems(cfg):
+def config_problems(cfg, output=None):
     """Every dataset entry's problem, checked before anything runs: list of str.
 
     Keys, types and paths come from the config parser; then each valid entry's
@@ -267,6 +267,12 @@ def config_problems(cfg):
     from ..run.inputs import preflight
 
     problems = []
+    target = Path(output) if output else Path(cfg.output)
+    while not target.exists() and target != target.parent:  # the folder that will hold the output
+        target = target.parent
+    if not target.is_dir() or not os.access(target, os.W_OK | os.X_OK):
+        problems.append(f"{cfg.path}: output {str(output or cfg.output)!r} cannot be created: {str(target)!r} is not a "
+                        "writable folder.")
     for ds in cfg.datasets:
         if not ds.error:
             try:
@@ -319,7 +325,7 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
 
     log = log or (lambda msg: None)
     cfg = load_report_config(config_path)
-    problems = config_problems(cfg)
+    problems = config_problems(cfg, output)
     if problems and not keep_going:
         raise ConfigError(f"{len(problems)} problem(s) in {cfg.path}; nothing was run:\n  " + "\n  ".join(problems))
     root = Path(output) if output else cfg.output

@@ -38,7 +38,7 @@ TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
 KNOB_KEYS = tuple(RunSettings.knobs())
 #: Input and presentation settings of a dataset, with their defaults.
 INPUT_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevance": None, "batch_size": 64,
-                  "num_workers": 0}
+                  "num_workers": 0, "logits": False}
 REPORT_DEFAULTS = {"thumbnails": 8, "classes_shown": 12, "sweep": None, "group_order": "risk"}
 SETTING_KEYS = KNOB_KEYS + tuple(INPUT_DEFAULTS) + tuple(REPORT_DEFAULTS)
 SOURCE_KEYS = ("images", "spotcheck", "rival10", "image_embeddings", "sentence_embeddings", "masks", "sensitivity")
@@ -128,6 +128,8 @@ def _check_setting(key, value, where, line, path):
     positive = ("thumbnails", "batch_size", "classes_shown")
     if key in positive and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
         raise bad("an integer >= 1")
+    if key == "logits" and not isinstance(value, bool):
+        raise bad("true (the prob_<class> columns hold logits) or false")
     if key == "group_order" and value not in ("risk", "size"):
         raise bad("risk (error rate × size, the default) or size")
     if key == "num_workers" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
@@ -286,7 +288,7 @@ def _parse_dataset(entry, i, defaults, base, path):
     if (base / sentences).is_file():  # a sentence file beside the config, like every other relative path
         sentences = str(base / sentences)
     ds.encoder, ds.sentence_set, ds.relevance = settings["encoder"], sentences, settings["relevance"]
-    ds.batch_size, ds.num_workers = settings["batch_size"], settings["num_workers"]
+    ds.batch_size, ds.num_workers, ds.logits = settings["batch_size"], settings["num_workers"], settings["logits"]
     ds.report = {k: settings[k] for k in REPORT_DEFAULTS}
     return ds
 
@@ -418,6 +420,7 @@ def config_schema():
         "relevance": {"description": "none, ground_truth, a file, {ground_truth: FILE} or {vqa: FILE}",
                       "anyOf": [{"type": "string"}, {"type": "null"}, {"type": "object", "maxProperties": 1}]},
         "batch_size": {"type": "integer", "minimum": 1}, "num_workers": {"type": "integer", "minimum": 0},
+        "logits": {"type": "boolean", "description": "The prob_<class> columns hold logits (softmax them)."},
         "thumbnails": {"type": "integer", "minimum": 1}, "classes_shown": {"type": "integer", "minimum": 1},
         "group_order": {"enum": ["risk", "size"], "description": "Hard groups on the page: by error rate × size, "
                                                                  "or by size."},

@@ -69,6 +69,9 @@ class DatasetSpec:
         Image decoding and encoding.
     strict : bool
         Fail on the first unreadable image instead of skipping it.
+    logits : bool
+        The ``prob_<class>`` columns of the predictions tables hold logits: a
+        softmax makes them probabilities.
     report : dict
         Presentation options of ``lbee report`` (thumbnails, classes_shown, sweep).
     line : int
@@ -93,6 +96,7 @@ class DatasetSpec:
     batch_size: int = 64
     num_workers: int = 2
     strict: bool = False
+    logits: bool = False
     report: dict = field(default_factory=dict)
     line: int = 0
     error: str | None = None
@@ -132,11 +136,18 @@ class Scores:
     extra: dict = field(default_factory=dict)
 
 
+def _prob_kind(ds):
+    return "logits" if ds.logits else "probabilities"
+
+
 def load_npy(path, name):
     """A ``.npy`` array, or a ``ValueError`` naming the option and file."""
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
+        if "pickle" in str(exc):  # numpy's word for anything that is not a plain .npy array
+            raise ValueError(f"Cannot read {name} {str(path)!r}: not a .npy array file (np.save of a numeric "
+                             "array); lbee never loads pickled Python objects.") from None
         raise ValueError(f"Cannot read {name} {str(path)!r}: {exc}") from None
 
 
@@ -219,7 +230,8 @@ def _precomputed_ids(ds):
     if model is None or model.predictions is None or Path(model.predictions).is_dir():
         raise ValueError("precomputed image embeddings without images need a predictions table (rows in the "
                          "same order).")
-    ids, _ = scores_from_table(read_table(model.predictions), kind=ds.settings.confidence_from)
+    ids, _ = scores_from_table(read_table(model.predictions), kind=ds.settings.confidence_from,
+                               probabilities=_prob_kind(ds))
     return list(ids)
 
 
@@ -312,7 +324,8 @@ def preflight(ds, models=None):
     if ds.settings.task == "classification":
         for model in ds.models if models is None else models:
             if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
-                scores_from_table(read_table(model.predictions), kind=ds.settings.confidence_from)
+                scores_from_table(read_table(model.predictions), kind=ds.settings.confidence_from,
+                                  probabilities=_prob_kind(ds))
     if ds.settings.split_by in ("irfs", "saliency"):
         if ds.sensitivity is None:
             raise ValueError(f"split_by {ds.settings.split_by!r} needs a sensitivity run (`lbee sensitivity`).")
@@ -401,7 +414,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
             raise ValueError(f"{str(model.predictions)!r} is a folder; classification expects a CSV/parquet "
                              "predictions table (a folder of per-image outputs is for task segmentation).")
         table = read_table(model.predictions)
-        table_ids, scores = scores_from_table(table, kind=kind)
+        table_ids, scores = scores_from_table(table, kind=kind, probabilities=_prob_kind(ds))
         names = class_names_from_table(table)
         if inputs.image_paths is None:  # precomputed embeddings: rows are already in table order
             if len(table_ids) != len(inputs.image_ids):

@@ -58,10 +58,10 @@ def _choices(name):
     return None
 
 
-def _knob(default, help, *, kind, minimum=None, optional=False, many=False, flag=None, short=None,
+def _knob(default, help, *, kind, minimum=None, maximum=None, optional=False, many=False, flag=None, short=None,
           default_text=None, default_factory=None):
-    meta = {"help": help, "kind": kind, "minimum": minimum, "optional": optional, "many": many, "flag": flag,
-            "short": short, "default_text": default_text}
+    meta = {"help": help, "kind": kind, "minimum": minimum, "maximum": maximum, "optional": optional, "many": many,
+            "flag": flag, "short": short, "default_text": default_text}
     if default_factory is not None:
         return field(default_factory=default_factory, metadata=meta)
     return field(default=default, metadata=meta)
@@ -111,7 +111,8 @@ class RunSettings:
     easy_clusters: int | None = _knob(None, "Easy clusters C^e.", kind=int, minimum=1, optional=True,
                                       default_text="C^h")
     k: int = _knob(DEFAULT_K, "Sentences kept per hard cluster.", kind=int, minimum=1, flag="-k")
-    tau: float | None = _knob(None, "SetDiff / FPDiff similarity threshold τ.", kind=float, optional=True,
+    tau: float | None = _knob(None, "SetDiff / FPDiff similarity threshold τ (a cosine similarity).", kind=float,
+                              minimum=-1.0, maximum=1.0, optional=True,
                               default_text=f"the encoder's τ, else {CLIP_TAU:g} (CLIP)")
     o: float = _knob(DEFAULT_O, "Severity o of the failure sentences (β = o·std ω).", kind=float, minimum=0.0)
     methods: tuple = _knob(None, "Describer(s); repeat the option, or 'all'.", kind=str, many=True,
@@ -216,6 +217,8 @@ def knob_schema(name):
     item = {"enum": list(choices)} if choices else {"type": {int: "integer", float: "number", str: "string"}[m["kind"]]}
     if m["minimum"] is not None:
         item["minimum"] = m["minimum"]
+    if m["maximum"] is not None:
+        item["maximum"] = m["maximum"]
     if name == "slicers":  # {name: {options}} entries too
         item = {"anyOf": [item, {"type": "object", "minProperties": 1, "maxProperties": 1,
                                  "propertyNames": {"enum": list(choices)},
@@ -270,7 +273,9 @@ def _check(f, value):
             raise bad("a finite number" + (f" >= {m['minimum']:g}" if m["minimum"] is not None else ""))
         value = float(value)
     if m["minimum"] is not None and value < m["minimum"]:
-        raise bad(f"a value >= {m['minimum']:g}")
+        raise bad(f"a value >= {m['minimum']:g}" + (f" and <= {m['maximum']:g}" if m["maximum"] is not None else ""))
+    if m["maximum"] is not None and value > m["maximum"]:
+        raise bad(f"a value <= {m['maximum']:g}" + (f" and >= {m['minimum']:g}" if m["minimum"] is not None else ""))
     return value
 
 
@@ -326,7 +331,8 @@ def settings_options(*names):
             elif m["kind"] is int:
                 kw["type"] = click.IntRange(min=m["minimum"]) if m["minimum"] is not None else int
             elif m["kind"] is float:
-                kw["type"] = click.FloatRange(min=m["minimum"]) if m["minimum"] is not None else float
+                kw["type"] = click.FloatRange(min=m["minimum"], max=m["maximum"]) \
+                    if m["minimum"] is not None or m["maximum"] is not None else float
             # The raw field default: building a RunSettings here would import every registry at `--help` time.
             default = f.default_factory() if f.default is dataclasses.MISSING else f.default
             if m["many"]:
