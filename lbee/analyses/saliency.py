@@ -141,7 +141,7 @@ def saliency_alignment(model, images, masks, labels, *, layer=None, preprocess=N
     from tqdm.auto import tqdm
 
     from ..scoring.device import resolve_device
-    from .sensitivity import Preprocess, _describe, _open_rgb
+    from .sensitivity import Preprocess, open_image_and_mask
 
     n = len(images)
     labels = np.asarray(labels).astype(np.int64)
@@ -157,11 +157,7 @@ def saliency_alignment(model, images, masks, labels, *, layer=None, preprocess=N
     for start in tqdm(range(0, n, batch_size), desc="GradCAM", disable=not progress):
         xs, ms = [], []
         for i in range(start, min(n, start + batch_size)):
-            image = _open_rgb(images[i], "image").convert("RGB")
-            mask = _open_rgb(masks[i], "mask").convert("L")
-            if mask.size != image.size:
-                raise ValueError(f"Mask {_describe(masks[i])} has size {mask.size}; its image "
-                                 f"{_describe(images[i])} has size {image.size}; expected the same (W, H).")
+            image, mask = open_image_and_mask(images[i], masks[i])
             x, m = preprocess.prepare(image, mask)
             xs.append(x)
             ms.append(m[0].numpy() > 0.5)

@@ -187,6 +187,18 @@ def _open_rgb(item, what):
         raise ValueError(f"Cannot read {what} {str(item)!r}: {exc}") from None
 
 
+def open_image_and_mask(image, mask):
+    """An image as 8-bit RGB (high bit depths scaled, not clipped) and its object mask as "L", of the same size."""
+    from ..io.images import to_rgb
+
+    img = to_rgb(_open_rgb(image, "image"))
+    m = _open_rgb(mask, "mask").convert("L")
+    if m.size != img.size:
+        raise ValueError(f"Mask {_describe(mask)} has size {m.size}; its image {_describe(image)} has size "
+                         f"{img.size}; expected the same (W, H).")
+    return img, m
+
+
 def _content_hash(item):
     from ..io.cache import file_sha256
 
@@ -371,11 +383,7 @@ def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, t
         label = int(labels[i])
         cached = _load_cached(_cache_path(cache_dir, key)) if cache_dir is not None else None
         if cached is None:
-            image = _open_rgb(images[i], "image").convert("RGB")
-            mask = _open_rgb(masks[i], "mask").convert("L")
-            if mask.size != image.size:
-                raise ValueError(f"Mask {_describe(masks[i])} has size {mask.size}; its image "
-                                 f"{_describe(images[i])} has size {image.size}; expected the same (W, H).")
+            image, mask = open_image_and_mask(images[i], masks[i])
             x, m = preprocess.prepare(image, mask)
             try:
                 cached = _one_image(model, x, m, label, sigmas, trials, f"{seed}|{img_hash}", preprocess,
