@@ -308,6 +308,22 @@ def _check_mapping(value, field, source, keys):
         _bad(source, field, f"an object without {missing}", f"the keys {list(keys)}")
 
 
+def _check_json_data(value, field, source):
+    """Refuse what strict JSON cannot hold (NaN, ±inf, non-string keys, objects), so a result writes as read."""
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        _bad(source, field, _show(value), "finite numbers (strict JSON has no NaN or infinity)")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                _bad(source, field, f"the key {_show(k)}", "string keys")
+            _check_json_data(v, f"{field}.{k}", source)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_json_data(v, f"{field}[{i}]", source)
+    elif not (value is None or isinstance(value, (str, bool, int, float, np.integer, np.floating, np.bool_))):
+        _bad(source, field, f"a {type(value).__name__}", "JSON data (null, booleans, numbers, strings, lists, objects)")
+
+
 def _bound(explicit, params, key, source):
     if explicit is not None:
         if isinstance(explicit, bool) or not isinstance(explicit, (int, np.integer)) or explicit < 0:
@@ -330,6 +346,7 @@ def _explanation_from_dict(cls, data, *, n_images=None, n_sentences=None, source
         params = {}
     if not isinstance(params, dict):
         _bad(source, "params", f"{type(params).__name__} {_show(params)}", "an object (dict)")
+    _check_json_data(params, "params", source)
     texts = data.get("sentences")
     if texts is not None:
         if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
