@@ -190,3 +190,31 @@ def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
     # the failed records are on disk: a rerun resumes without recomputing them
     monkeypatch.setattr(_ec, "make_ec", lambda *a, **k: pytest.fail("recomputed"))
     assert len(_bench.run_benchmark(2, tmp_path, encoder=None)) == 2
+
+
+def test_paper_protocol_end_to_end_on_a_tiny_ec():
+    """analyze_ec(protocol='paper') on a small uniform EC: positives only, φ = log P(true class), ≤ 10
+    hypotheses, and the HTML report built from it shows exactly the analysed images."""
+    from lbee.encoders import create_encoder
+    from lbee.reports.html import render_report, spotcheck_report_run
+    from lbee.spotcheck import make_ec
+    from lbee.spotcheck._analysis import analyze_ec
+
+    ec = make_ec(3, sampling="uniform", per_combination=(6, 2, 4), n_rollable=6, epochs=2, min_outside=0.0,
+                 max_inside=1.0)
+    assert ec.verification["sampling"] == "uniform"
+    analysis = analyze_ec(ec, create_encoder("spotcheck"), protocol="paper")
+    positives = np.flatnonzero(ec.true_labels("test") == 1)
+    assert np.array_equal(analysis.rows, positives)
+    phi = analysis.result.confidence
+    assert phi.shape == (positives.size,) and np.all(phi <= 0)  # log-probabilities
+    assert analysis.result.extra["confidence"] == "log-probability of the true class"
+    assert 1 <= len(analysis.hypotheses) <= MAX_HYPOTHESES
+    assert all(h.max() < positives.size for h in analysis.hypotheses)
+    run = spotcheck_report_run(ec, analysis, dataset="tiny")
+    assert len(run.thumbnail_sources) == positives.size and run.labels.tolist() == [1] * positives.size
+    memb = ec.membership("test")[positives]
+    for (_, idx), j in zip(run.blindspots, range(memb.shape[1])):
+        assert np.array_equal(idx, np.flatnonzero(memb[:, j]))
+    html = render_report(run)
+    assert "log-probability of the true class" in html and "paper" in html

@@ -73,9 +73,40 @@ def test_render_background_objects_and_position():
     assert (img == 255).all() and out[("background", "position")] == "none"
     attrs[("square", "presence")] = "true"
     attrs[("square", "color")] = "orange"
-    img, out = render(attrs, rng, 64, position="below")
-    rows = np.flatnonzero((img == COLORS["orange"]).all(-1).any(1))
-    assert out[("background", "position")] == "below" and rows.min() > 32
+    for side in ("above", "below"):
+        img, out = render(attrs, rng, 64, position=side)
+        rows = np.flatnonzero((img == COLORS["orange"]).all(-1).any(1))
+        centre = (rows.min() + rows.max()) / 2  # official rule: the square's centre against the image centre
+        assert out[("background", "position")] == side and (centre < 31.5) == (side == "above")
+    # unforced, squares go anywhere (the official placement): some straddle the centre line
+    straddle = 0
+    for _ in range(100):
+        img, out = render(attrs, rng, 64)
+        rows = np.flatnonzero((img == COLORS["orange"]).all(-1).any(1))
+        straddle += rows.min() < 32 <= rows.max()
+        assert out[("background", "position")] == ("above" if (rows.min() + rows.max()) / 2 < 31.5 else "below")
+    assert straddle > 0
+
+
+def test_render_follows_the_official_look():
+    """Grey 200, noise to 100 on 10 % of the pixels, black stripes, text option makes text larger."""
+    attrs = {k: v[0] for k, v in ATTRIBUTES.items()}
+    attrs.update({("background", "color"): "grey", ("background", "texture"): "noise"})
+    img, _ = render(attrs, np.random.default_rng(0), 64)
+    grey = (img == 200).all(-1).mean()
+    noisy = (img == 100).all(-1).mean()
+    assert grey + noisy == 1 and 0.07 < noisy < 0.13
+    attrs = {k: v[0] for k, v in ATTRIBUTES.items()}
+    attrs.update({("rectangle", "presence"): "true", ("rectangle", "texture"): "stripes"})
+    img, _ = render(attrs, np.random.default_rng(0), 64)
+    assert (img == 0).all(-1).any() and (img == COLORS["blue"]).all(-1).any()
+    sizes = {}
+    for value in ATTRIBUTES[("text", "size")]:
+        attrs = {k: v[0] for k, v in ATTRIBUTES.items()}
+        attrs.update({("text", "presence"): "true", ("text", "size"): value})
+        _, _, mask = render(attrs, np.random.default_rng(0), 64, return_mask=True)
+        sizes[value] = mask.sum()
+    assert sizes["large"] > 3 * sizes["normal"]
     big = render(attrs, np.random.default_rng(3), 224)[0]
     assert big.shape == (224, 224, 3)
 

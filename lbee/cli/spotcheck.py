@@ -63,7 +63,7 @@ def demo(ctx, seed, out, clusters, k, a):
         step("writing the EC, the explanation and the HTML report ...")
     ec_dir = Path(out) / "ec"
     ec.save(ec_dir)
-    result.image_ids = [f"ec/images/test/{i:05d}.png" for i in range(len(result.image_ids))]
+    result.image_ids = [f"ec/images/test/{i:05d}.png" for i in analysis.rows]
     write_outputs(result, out)
     atomic_write_bytes(Path(out) / "report.md", render_markdown(result, metrics=analysis.scores).encode())
     from ..reports.html import render_report, spotcheck_report_run

@@ -508,12 +508,16 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     """
     result = analysis.result
     p = next(iter(result.explanations.values())).params
+    # the analysed test images: all of them ('lbee' protocol) or the positives ('paper' protocol)
+    rows = np.arange(len(ec.images["test"])) if analysis.rows is None else np.asarray(analysis.rows)
+    memb = ec.membership("test")[rows]
     notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
     notes.append(f"Hard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     params = {"encoder": result.encoder.get("encoder"), "sentence set": result.sentence_set, "a": p["a"],
               "C (hard clusters)": p["n_clusters"], "K (sentences per cluster)": p["k"], "τ": p["tau"], "o": o,
-              "φ": "probability of the true class", "ω": "correctness", "EC seed": ec.seed}
-    labels = np.asarray(ec.true_labels("test"), dtype=np.int64)
+              "φ": result.extra.get("confidence", "probability of the true class"), "ω": "correctness", "EC seed": ec.seed,
+              "protocol": analysis.protocol}
+    labels = np.asarray(ec.true_labels("test")[rows], dtype=np.int64)
     correct = np.asarray(result.performance) >= 0.5
     preds = np.where(correct, labels, 1 - labels)
     ids = [str(i) for i in result.image_ids]
@@ -521,9 +525,9 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     return ReportRun(dataset=dataset, model=f"square classifier (seed {ec.seed})",
                      explanations={"ward": result.explanations}, sentences=result.sentences,
                      image_ids=result.image_ids, confidence=result.confidence, performance=result.performance,
-                     thumbnail_sources=list(ec.images["test"]), relevance=analysis.relevance,
+                     thumbnail_sources=list(ec.images["test"][rows]), relevance=analysis.relevance,
                      relevance_source="ground truth (SpotCheck attributes)", params=params, o=o,
                      embeddings=analysis.embeddings, notes=notes, labels=labels, preds=preds,
                      class_names=["no square", "square"],
-                     blindspots=list(zip(ec.describe_blindspots(), ec.blindspot_indices("test"))),
+                     blindspots=[(d, np.flatnonzero(memb[:, j])) for j, d in enumerate(ec.describe_blindspots())],
                      image_links=links)

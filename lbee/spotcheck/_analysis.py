@@ -216,8 +216,8 @@ class ECAnalysis:
                 "failure_analysis": self.failures, "slicers": self.slicers}
 
 
-def _logit_margin(ec, rows):
-    """log-odds of the true class from the classifier's logits (never saturates, unlike float32 P)."""
+def _log_prob_true(ec, rows):
+    """log P(true class) in float64 from the classifier's logits (−cross-entropy; never saturates)."""
     import torch
 
     from ._network import to_tensor
@@ -226,9 +226,10 @@ def _logit_margin(ec, rows):
     out = []
     with torch.inference_mode():
         for i in range(0, len(rows), 512):
-            out.append(ec.model(to_tensor(ec.images["test"][rows[i:i + 512]])).double().numpy())
-    logits = np.concatenate(out) if out else np.zeros((0, 2))
-    return logits[np.arange(len(rows)), y] - logits[np.arange(len(rows)), 1 - y]
+            logits = ec.model(to_tensor(ec.images["test"][rows[i:i + 512]])).double()
+            out.append(torch.log_softmax(logits, 1).numpy())
+    logp = np.concatenate(out) if out else np.zeros((0, 2))
+    return logp[np.arange(len(rows)), y]
 
 
 def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=None, k=3, a=0.2, o=0.2, tau=None,
@@ -244,9 +245,11 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=Non
         'paper' (SpotCheck §5.1): only the positive test images (square
         present) are analysed, every method returns at most
         ``max_hypotheses`` = 10 hypotheses, LBEE clusters its hard split into
-        ``n_clusters`` = 10 groups, and φ is the logit margin of the true class
-        (a near-perfect model saturates P(true class) at 1.0 in float32, which
-        would leave the easy split empty). 'lbee' (the earlier protocol): the
+        ``n_clusters`` = 10 groups, and φ is log P(true class) in float64
+        (the same order as P; P itself piles up at 1.0 for a near-perfect
+        model, so μ + aσ can exceed every image and empty the easy split,
+        while the logit margin spreads the correct images so widely that
+        μ − aσ puts many of them in the hard split). 'lbee' (the earlier protocol): the
         whole test set, 15 hard clusters, φ = P(true class), no cap.
     n_clusters : int, optional
         Hard clusters C^h (default 10 under 'paper', 15 under 'lbee').
@@ -280,8 +283,8 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=Non
     if protocol == "paper":
         rows = positive_rows(ec)
         inputs, scores = subset_inputs(inputs, scores, rows)
-        scores = dataclasses.replace(scores, confidence=_logit_margin(ec, rows),
-                                     confidence_desc="logit margin of the true class")
+        scores = dataclasses.replace(scores, confidence=_log_prob_true(ec, rows),
+                                     confidence_desc="log-probability of the true class")
     else:
         rows = np.arange(n_test)
     t0 = time.perf_counter()
@@ -309,7 +312,8 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=Non
     default_ids = [f"images/test/{i:05d}.png" for i in rows]
     result.image_ids = list(image_ids if image_ids is not None else default_ids)
     result.extra = {"blindspots": ec.describe_blindspots(), "metrics": scores_, "DR": dr, "FDR": fdr,
-                    "description_score": desc, "ec_seed": ec.seed, "protocol": protocol}
+                    "description_score": desc, "ec_seed": ec.seed, "protocol": protocol,
+                    "confidence": scores.confidence_desc}
     slicers = {"ward": {"DR": dr, "FDR": fdr, "fit_s": ward_s, "n_groups": len(hyps)}}
     if with_slicers:
         probs, feats = predict(ec.model, ec.images["test"][rows])

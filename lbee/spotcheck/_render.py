@@ -1,15 +1,30 @@
-"""Rendering SpotCheck images from attribute dicts (NumPy drawing, no overlap)."""
+"""Rendering SpotCheck images from attribute dicts (NumPy drawing, no overlap).
+
+Aligned with the official generator (njohnson99/spotcheck ``data_utils.py``):
+white (255) or grey (200) background, "noise" sets 10 % of the pixels to 100,
+blue / orange are matplotlib's tab colours, stripes are black vertical bands
+painted over the object, the text size option makes text *larger* (font 25 →
+50), objects go anywhere without touching, and the MetaAttribute compares the
+topmost square's centre with the image centre. One deliberate difference: shape
+sizes relative to the image are larger than the official 224-px ones (square
+40 / 20 px = 18 % / 9 %), so that a small shape keeps a few pixels at lbee's
+64 px.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-COLORS = {"blue": (40, 90, 220), "orange": (245, 140, 20), "white": (255, 255, 255), "grey": (150, 150, 150)}
+COLORS = {"blue": (31, 119, 180), "orange": (255, 127, 14), "white": (255, 255, 255), "grey": (200, 200, 200)}
+NOISE_LEVEL, NOISE_FRACTION = 100, 0.1
+STRIPE_COLOR = (0, 0, 0)
 
 
 def _shape_size(layer, attrs, size):
-    small = attrs[(layer, "size")] == "small"
-    f = 0.55 if small else 1.0
+    if layer == "text":  # the official option makes text larger (font 25 -> 50)
+        f = 2.0 if attrs[(layer, "size")] == "large" else 1.0
+        return int(round(size * 0.24 * f)), int(round(size * 0.11 * f))
+    f = 0.55 if attrs[(layer, "size")] == "small" else 1.0
     if layer == "square":
         s = int(round(size * 0.22 * f))
         return s, s
@@ -18,28 +33,26 @@ def _shape_size(layer, attrs, size):
     if layer == "circle":
         d = int(round(size * 0.24 * f))
         return d, d
-    return int(round(size * 0.34 * f)), int(round(size * 0.16 * f))  # text box
+    raise ValueError(f"unknown layer {layer!r}")
 
 
-def _place(boxes, w, h, size, rng, y_range=None):
-    lo, hi = (0, size - h) if y_range is None else y_range
+def _place(boxes, w, h, size, rng):
     for _ in range(500):
         x = int(rng.integers(0, size - w + 1))
-        y = int(rng.integers(lo, max(lo, hi) + 1))
+        y = int(rng.integers(0, size - h + 1))
         if all(x + w + 1 <= bx or bx + bw + 1 <= x or y + h + 1 <= by or by + bh + 1 <= y
                for bx, by, bw, bh in boxes):
             return x, y
     return None
 
 
-def _paint(img, mask, color, striped, x0):
-    rgb = np.array(COLORS[color], dtype=np.uint8)
-    if striped:
+def _paint(img, mask, color, striped, phase):
+    img[mask] = np.array(COLORS[color], dtype=np.uint8)
+    if striped:  # black vertical bands over the object, as the official stripe mask
         cols = np.arange(img.shape[1])
-        period = max(2, img.shape[1] // 32)
-        stripe = ((cols - x0) // period) % 2 == 0
-        mask = mask & stripe[None, :]
-    img[mask] = rgb
+        width = max(1, img.shape[1] // 32)
+        band = ((cols + phase) // width) % 2 == 0
+        img[mask & band[None, :]] = STRIPE_COLOR
 
 
 def _text_mask(w, h):
@@ -66,7 +79,8 @@ def render(attrs, rng, size=64, position=None, *, return_mask=False):
         Positions and noise.
     size : int, default=64
     position : {'above', 'below'}, optional
-        Force the MetaAttribute (squares on that side of the centre line).
+        Force the MetaAttribute: the squares are redrawn until the topmost
+        square's centre lies on that side of the centre line.
     return_mask : bool, default=False
         Also return the object mask: every pixel inside a drawn shape's outline
         (stripes and text included whole), the foreground of RIVAL10 §5.1.
@@ -80,34 +94,37 @@ def render(attrs, rng, size=64, position=None, *, return_mask=False):
     mask : ndarray of bool, shape (size, size)
         Only with ``return_mask``.
     """
+    n_squares = int(attrs[("square", "number")]) if attrs[("square", "presence")] == "true" else 0
+    forced = position if position in ("above", "below") and n_squares else None
+    for _ in range(200):
+        drawn = _draw(attrs, rng, size, n_squares)
+        if forced is None or drawn[1] == forced:
+            break
+    img, position, objects = drawn
+    out = dict(attrs)
+    out[("background", "position")] = position
+    return (img, out, objects) if return_mask else (img, out)
+
+
+def _draw(attrs, rng, size, n_squares):
     img = np.empty((size, size, 3), dtype=np.uint8)
     img[:] = COLORS[attrs[("background", "color")]]
     if attrs[("background", "texture")] == "noise":
-        noise = rng.random((size, size))
-        img[noise < 0.06] = 0
-        img[noise > 0.94] = 255
-    boxes = []
-    out = dict(attrs)
-    forced, position = position, "none"
-    n_squares = int(attrs[("square", "number")]) if attrs[("square", "presence")] == "true" else 0
-    # The squares go first, all on one side of the centre line, so the MetaAttribute is well defined.
-    if n_squares:
-        side = "above" if rng.random() < 0.5 else "below"
-        position = forced if forced in ("above", "below") else side
+        img[rng.random((size, size)) >= 1 - NOISE_FRACTION] = NOISE_LEVEL
+    boxes, square_rows = [], []
     yy, xx = np.mgrid[0:size, 0:size]
     objects = np.zeros((size, size), bool)
     for layer in ("square",) * n_squares + ("rectangle", "circle", "text"):
         if layer != "square" and attrs.get((layer, "presence")) != "true":
             continue
         w, h = _shape_size(layer, attrs, size)
-        y_range = None
-        if layer == "square":
-            y_range = (0, size // 2 - h - 1) if position == "above" else (size // 2 + 1, size - h)
-        spot = _place(boxes, w, h, size, rng, y_range)
+        spot = _place(boxes, w, h, size, rng)
         if spot is None:
             continue  # crowded image: rare at these sizes; the object is skipped
         x, y = spot
         boxes.append((x, y, w, h))
+        if layer == "square":
+            square_rows.append(y + (h - 1) / 2)
         if layer == "circle":
             r = w / 2
             mask = (xx - (x + r - 0.5)) ** 2 + (yy - (y + r - 0.5)) ** 2 <= r * r
@@ -115,6 +132,8 @@ def render(attrs, rng, size=64, position=None, *, return_mask=False):
             mask = np.zeros((size, size), bool)
             mask[y:y + h, x:x + w] = _text_mask(w, h) if layer == "text" else True
         objects[mask if layer != "text" else np.s_[y:y + h, x:x + w]] = True
-        _paint(img, mask, attrs[(layer, "color")], attrs[(layer, "texture")] == "stripes", x)
-    out[("background", "position")] = position
-    return (img, out, objects) if return_mask else (img, out)
+        _paint(img, mask, attrs[(layer, "color")], attrs[(layer, "texture")] == "stripes",
+               int(rng.integers(0, 2 * max(1, size // 32))))
+    # official MetaAttribute: the topmost square's centre above the image centre (smaller row) or not
+    position = "none" if not square_rows else ("above" if min(square_rows) < (size - 1) / 2 else "below")
+    return img, position, objects

@@ -13,6 +13,13 @@ OBJECT_NAMES = {"square": "square", "rectangle": "rectangle", "circle": "circle"
 VALUE_WORDS = {"size": {"small": "small", "normal": "large"},
                "color": {"blue": "blue", "orange": "orange"},
                "texture": {"solid": "solid", "stripes": "striped"}}
+#: Text's size option makes it larger (official generator), so its default is the small one.
+TEXT_SIZE_WORDS = {"normal": "small", "large": "large"}
+
+
+def value_words(layer, attr):
+    """{value: word} for one attribute of one layer."""
+    return TEXT_SIZE_WORDS if (layer, attr) == ("text", "size") else VALUE_WORDS[attr]
 
 
 def _obj(layer, *words):
@@ -34,17 +41,17 @@ def spotcheck_sentences():
     for layer in OBJECT_NAMES:
         present = {(layer, "presence"): "true"}
         out.append((f"An image with {_obj(layer)}", present, True))
-        for attr, words in VALUE_WORDS.items():
-            for value, word in words.items():
+        for attr in VALUE_WORDS:
+            for value, word in value_words(layer, attr).items():
                 out.append((f"An image with {_obj(layer, word)}", {**present, (layer, attr): value}, True))
         for cv, cw in VALUE_WORDS["color"].items():
             for tv, tw in VALUE_WORDS["texture"].items():
                 out.append((f"An image with {_obj(layer, cw, tw)}",
                             {**present, (layer, "color"): cv, (layer, "texture"): tv}, False))
-            for sv, sw in VALUE_WORDS["size"].items():
+            for sv, sw in value_words(layer, "size").items():
                 out.append((f"An image with {_obj(layer, sw, cw)}",
                             {**present, (layer, "color"): cv, (layer, "size"): sv}, False))
-        for sv, sw in VALUE_WORDS["size"].items():
+        for sv, sw in value_words(layer, "size").items():
             for tv, tw in VALUE_WORDS["texture"].items():
                 out.append((f"An image with {_obj(layer, sw, tw)}",
                             {**present, (layer, "size"): sv, (layer, "texture"): tv}, False))
@@ -92,10 +99,16 @@ _LEADS = ["An image with", "A picture with", "An image showing", "A synthetic im
           "A render of", "An image containing"]
 
 
+def _word_key(layer, attr, value):
+    if (layer, attr) == ("text", "size"):  # text: 'normal' is the small one, 'large' the large one
+        return "small" if value == "normal" else "normal"
+    return value
+
+
 def _object_phrase(layer, attrs, rng):
     keys = [k for k in ("size", "color", "texture")]
     chosen = [k for k in keys if rng.random() < 0.45]
-    words = [str(rng.choice(_WORDS[(k, attrs[(layer, k)])])) for k in chosen]
+    words = [str(rng.choice(_WORDS[(k, _word_key(layer, k, attrs[(layer, k)]))])) for k in chosen]
     noun = str(rng.choice(_NOUNS[layer]))
     if layer == "square" and rng.random() < 0.5:
         if attrs[("square", "number")] == "2":

@@ -23,6 +23,8 @@ for _layer in OBJECT_LAYERS:
     ATTRIBUTES[(_layer, "color")] = ("blue", "orange")
     ATTRIBUTES[(_layer, "texture")] = ("solid", "stripes")
 ATTRIBUTES[("square", "number")] = ("1", "2")
+# The official size option makes text larger (font 25 -> 50) and the other shapes smaller.
+ATTRIBUTES[("text", "size")] = ("normal", "large")
 
 #: MetaAttribute (Table 6): square above / below the horizontal centre line, or no square.
 META = ("background", "position")
