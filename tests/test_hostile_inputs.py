@@ -508,3 +508,19 @@ def test_hostile_input(case_id, action, expected, tmp_path, monkeypatch, caplog)
         result = action(ctx)
         outcome = expected.check(result, ctx)
         assert outcome is None or outcome is True or bool(outcome), f"unexpected result {result!r}"
+
+
+def test_ambiguous_prediction_columns_are_named_not_silently_chosen(caplog):
+    from lbee.io.tables import validate_predictions
+
+    caplog.set_level(logging.WARNING, logger="lbee")
+    table = pd.DataFrame({"image": ["a", "b", "c"], "prob_cat": [0.9, 0.2, 0.6], "prob_dog": [0.1, 0.8, 0.4],
+                          "pred": ["cat", "cat", "cat"], "confidence": [0.1, 0.2, 0.3]})
+    out = validate_predictions(table)
+    assert out.preds.tolist() == [0, 0, 0]  # ω follows 'pred', as the warning says
+    text = caplog.text
+    assert "'confidence' column is ignored" in text
+    assert "differs from the most probable class in 1 of 3 rows (first: row 2, id 'b')" in text
+    caplog.clear()
+    validate_predictions(table.drop(columns=["confidence"]).assign(pred=["cat", "dog", "cat"]))
+    assert caplog.text == ""

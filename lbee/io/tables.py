@@ -493,6 +493,9 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
             out.probs = softmax(np.column_stack([float_column(table, c, name) for c in prob_cols]))
         else:
             out.probs = check_probabilities(table, prob_cols, name, tolerance=tolerance)
+        if "confidence" in cols:
+            logger.warning("%s has both 'confidence' and %s; φ comes from the probabilities and the "
+                           "'confidence' column is ignored.", table_source(table, name), prob_cols)
     elif "confidence" in cols:
         out.confidence = float_column(table, "confidence", name)
     else:
@@ -501,6 +504,12 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
     for col in ("label", "pred"):
         if col in cols:
             setattr(out, col + "s", class_column(table, col, out.class_names, name))
+    if out.probs is not None and out.preds is not None:
+        differ = np.flatnonzero(out.preds != out.probs.argmax(1))
+        if differ.size:  # a thresholded model may mean it; say so rather than pick silently
+            logger.warning("%s: 'pred' differs from the most probable class in %d of %d rows (first: row %d, "
+                           "id %r); correctness ω follows 'pred'.", table_source(table, name), differ.size,
+                           len(ids), int(differ[0]) + 1, ids[int(differ[0])])
     if "performance" in cols:
         out.performance = float_column(table, "performance", name)
     return out
