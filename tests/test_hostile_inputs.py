@@ -524,3 +524,20 @@ def test_ambiguous_prediction_columns_are_named_not_silently_chosen(caplog):
     caplog.clear()
     validate_predictions(table.drop(columns=["confidence"]).assign(pred=["cat", "dog", "cat"]))
     assert caplog.text == ""
+
+
+def test_partial_long_form_relevance_with_negatives_warns(tmp_path, caplog):
+    from lbee.io.relevance import load_relevance
+
+    caplog.set_level(logging.WARNING, logger="lbee")
+    path = tmp_path / "rel.csv"
+    pd.DataFrame({"image": ["a", "a", "b"], "sentence": ["s0", "s1", "s0"], "relevant": [1, 0, 1]}).to_csv(path,
+                                                                                                          index=False)
+    rel = load_relevance(path, ["a", "b"], ["s0", "s1"])
+    assert rel.tolist() == [[True, False], [True, False]]
+    assert "covers 3 of the 4 (image, sentence) pairs; the 1 absent pairs count as not relevant " \
+           "(first: 'b', 's1')" in caplog.text
+    caplog.clear()
+    pd.DataFrame({"image": ["a", "b"], "sentence": ["s0", "s0"], "relevant": [1, 1]}).to_csv(path, index=False)
+    load_relevance(path, ["a", "b"], ["s0", "s1"])  # positives only: clearly a sparse listing
+    assert caplog.text == ""

@@ -101,3 +101,18 @@ def test_sweep_over_c_matches_independent_runs():
             got = t[(t["value"] == c) & (t["method"] == m)].iloc[0]
             for metric in ("ACR", "AHR", "TPR", "JI"):
                 assert got[metric] == pytest.approx(expected[metric])
+
+
+def test_sweep_rows_say_what_ran_when_the_request_exceeds_the_data(caplog):
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="lbee")
+    X, S, phi, omega, rel = planted_inputs()
+    t = sensitivity_sweep(X, S, relevance=rel, performance=omega, confidence=phi, K=[3, 20], C=[2, 50], o=[],
+                          methods=["tops"], n_clusters=2)
+    eff = t.set_index(["parameter", "value"])["effective"]
+    assert eff[("K", 3)] == 3 and eff[("K", 20)] == 8  # 8 sentences exist
+    n_hard = int(np.sum(phi < phi.mean() - 0.2 * phi.std()))
+    assert eff[("C", 2)] == 2 and eff[("C", 50)] == n_hard < 50
+    assert "sweep C = 50 ran as C = %d (fewer hard images exist)" % n_hard in caplog.text
+    assert "sweep K = 20 ran as K = 8 (fewer sentences exist)" in caplog.text

@@ -10,12 +10,16 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from ..core.clustering import DEFAULT_WARD
 from ..core.evaluation import DEFAULT_O, check_relevance, failure_sentences, score_explanation
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, as_sentence_index, partition
 from ..core.selection import CLIP_TAU, METHODS
+
+logger = logging.getLogger("lbee")
 
 METRICS = ("ACR", "AHR", "TPR", "JI")
 K_GRID = (1, 2, 3, 5, 10)
@@ -61,8 +65,10 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
     Returns
     -------
     pandas.DataFrame
-        Columns ``parameter`` ('K', 'C' or 'o'), ``value``, ``method``, ACR,
-        AHR, TPR, JI and ``n_failure_sentences``.
+        Columns ``parameter`` ('K', 'C' or 'o'), ``value`` (requested),
+        ``effective`` (what ran: C is capped by the hard images, K by the
+        sentences; a warning says so), ``method``, ACR, AHR, TPR, JI and
+        ``n_failure_sentences``.
     """
     import pandas as pd
 
@@ -74,9 +80,13 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
     split = dict(confidence=confidence, hard=hard, easy=easy, a=a)
     rows = []
 
-    def add(parameter, value, exps, star):
+    def add(parameter, value, exps, star, effective=None):
+        effective = value if effective is None else effective
+        if effective != value:  # e.g. C above the number of hard images: say what was run
+            logger.warning("sweep %s = %s ran as %s = %s (fewer %s exist).", parameter, value, parameter, effective,
+                           "hard images" if parameter == "C" else "sentences")
         for m, e in exps.items():
-            rows.append({"parameter": parameter, "value": value, "method": m,
+            rows.append({"parameter": parameter, "value": value, "effective": effective, "method": m,
                          **score_explanation(e, rel, star)})
 
     import tempfile
@@ -96,10 +106,14 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
 
     part = run(n_clusters)
     base = part.describe_methods(index, methods, k=k, tau=tau)
+    n_sentences = rel.shape[1]
     for value in K:  # one clustering, selection redone per K
-        add("K", value, part.describe_methods(index, methods, k=value, tau=tau), star_default)
+        add("K", value, part.describe_methods(index, methods, k=value, tau=tau), star_default,
+            min(value, n_sentences))
     for value in C:  # one cached Ward tree per side, cut at each C
-        add("C", value, run(value).describe_methods(index, methods, k=k, tau=tau), star_default)
+        part_c = run(value)
+        add("C", value, part_c.describe_methods(index, methods, k=k, tau=tau), star_default,
+            part_c.n_hard_clusters_)
     for value in o:  # same explanations, another S*
         add("o", value, base, set(failure_sentences(rel, omega, value).tolist()))
     tree_cache.cleanup()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from pathlib import Path
 
 import numpy as np
+
+logger = logging.getLogger("lbee")
 
 
 def load_relevance(path, image_ids, sentences):
@@ -14,7 +18,8 @@ def load_relevance(path, image_ids, sentences):
 
     - ``.npy``: a (n_images, n_sentences) boolean / 0-1 array in the run's order;
     - CSV / parquet, long form: columns ``image``, ``sentence`` (text or integer
-      index) and ``relevant`` (0/1; a missing pair counts as 0);
+      index) and ``relevant`` (0/1; a missing pair counts as 0, with a warning
+      when the table also lists 0 rows, which suggests it was meant complete);
     - CSV / parquet, wide form: column ``image`` and one column per sentence text.
 
     Tables are validated (:mod:`lbee.io.tables`): ``relevant`` holds 1/0,
@@ -59,6 +64,7 @@ def load_relevance(path, image_ids, sentences):
     if {"sentence", "relevant"} <= set(table.columns):
         images, sents, values = validate_relevance(table)
         bad_img, bad_sent, near = [], [], []
+        covered, has_negatives = np.zeros((n, m), dtype=bool), False
         for img, sent, val in zip(images, sents, values):
             i = row_of.get(img, row_of.get(Path(img).name))
             j = (sent if 0 <= sent < m else None) if isinstance(sent, int) else col_of.get(sent)
@@ -71,6 +77,8 @@ def load_relevance(path, image_ids, sentences):
             if i is None or j is None:
                 continue
             rel[i, j] = bool(val)
+            covered[i, j] = True
+            has_negatives |= not val
         hint = ""
         if near:
             hint = (f"Sentences match exactly (case and spacing included): {near[0][0]!r} differs from the set's "
@@ -78,6 +86,12 @@ def load_relevance(path, image_ids, sentences):
         report_unmatched(len(bad_sent), len(sents), what="sentence of the set", source=src, examples=bad_sent,
                          hint=hint)
         report_unmatched(len(bad_img), len(images), what="image of the run", source=src, examples=bad_img)
+        if has_negatives and not covered.all():
+            # A table that lists negatives looks meant to be complete: say what the gaps become.
+            i, j = np.argwhere(~covered)[0]
+            logger.warning("%s lists relevant = 0 rows but covers %d of the %d (image, sentence) pairs; the %d "
+                           "absent pairs count as not relevant (first: %r, %r).", src, int(covered.sum()), n * m,
+                           int((~covered).sum()), str(image_ids[i]), str(sentences[j]))
         return rel  # long form: an absent (image, sentence) pair is 0
     missing = [s for s in sentences if s not in table.columns]
     if missing:
