@@ -180,3 +180,22 @@ def test_review_findings_digit_classes_tau_range_json_and_check(tmp_path):
     (tmp_path / "c.yaml").write_text("output: afile/x\ndatasets:\n  - name: a\n    spotcheck: {seed: 0}\n")
     r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
     assert r.exit_code == 2 and "output" in r.output and "not a writable folder" in r.output
+
+
+def test_report_check_reads_npy_headers(tmp_path):
+    """--check catches embeddings of the wrong shape or dimension without loading or running anything."""
+    X, S, phi, sentences = planted_world(noise=0.01)
+    np.save(tmp_path / "img.npy", X)
+    np.save(tmp_path / "sen_short.npy", S[:5])
+    np.save(tmp_path / "sen_wide.npy", np.hstack([S, S]))
+    (tmp_path / "s.txt").write_text("\n".join(sentences) + "\n")
+    pd.DataFrame({"image": [f"i{i}" for i in range(len(X))], "confidence": phi}).to_csv(tmp_path / "p.csv",
+                                                                                           index=False)
+    entry = ("  - name: {name}\n    image_embeddings: {root}/img.npy\n    sentence_embeddings: {root}/{sen}\n"
+             "    sentences: {root}/s.txt\n    predictions: {root}/p.csv\n")
+    (tmp_path / "c.yaml").write_text("datasets:\n" + "".join(
+        entry.format(name=n, root=tmp_path, sen=f) for n, f in (("short", "sen_short.npy"), ("wide", "sen_wide.npy"))))
+    r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
+    assert r.exit_code == 2 and "2 problem(s)" in r.output, r.output
+    assert "has shape (5, 8); expected (8, d), one row per sentence" in r.output
+    assert "image_embeddings has dimension 8 but sentence_embeddings 16" in r.output

@@ -140,10 +140,10 @@ def _prob_kind(ds):
     return "logits" if ds.logits else "probabilities"
 
 
-def load_npy(path, name):
-    """A ``.npy`` array, or a ``ValueError`` naming the option and file."""
+def load_npy(path, name, *, mmap=False):
+    """A ``.npy`` array, or a ``ValueError`` naming the option and file (``mmap``: read the header only)."""
     try:
-        return np.load(path, allow_pickle=False)
+        return np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except (OSError, ValueError) as exc:
         if "pickle" in str(exc):  # numpy's word for anything that is not a plain .npy array
             raise ValueError(f"Cannot read {name} {str(path)!r}: not a .npy array file (np.save of a numeric "
@@ -317,10 +317,12 @@ def preflight(ds, models=None):
     from ..io.sentences import load_sentence_set
     from ..scoring.confidence import scores_from_table
 
+    sents = imgs = None
     if ds.spotcheck is None and ds.rival10 is None:
-        load_sentence_set(ds.sentence_set)
+        sents = load_sentence_set(ds.sentence_set).sentences
     if ds.images is not None:
-        discover_images(ds.images)
+        imgs = discover_images(ds.images)
+    _preflight_arrays(ds, sents, imgs)
     if ds.settings.task == "classification":
         for model in ds.models if models is None else models:
             if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
@@ -331,6 +333,27 @@ def preflight(ds, models=None):
             raise ValueError(f"split_by {ds.settings.split_by!r} needs a sensitivity run (`lbee sensitivity`).")
         if not Path(ds.sensitivity).exists():
             raise ValueError(f"sensitivity {str(ds.sensitivity)!r} does not exist.")
+
+
+def _preflight_arrays(ds, sents, imgs):
+    """Shapes of the precomputed ``.npy`` embeddings, from their headers (nothing is loaded)."""
+    shapes = {}
+    for field_, rows, what in (("image_embeddings", None if imgs is None else len(imgs.ids), "image"),
+                               ("sentence_embeddings", None if sents is None else len(sents), "sentence")):
+        path = getattr(ds, field_)
+        if path is None or Path(path).suffix.lower() != ".npy" or not Path(path).is_file():
+            continue  # other forms and missing files are reported by the loaders
+        arr = load_npy(path, field_, mmap=True)
+        if arr.ndim != 2 or arr.dtype.kind not in "fiu":
+            raise ValueError(f"{field_} {str(path)!r} holds a {arr.ndim}-D {arr.dtype} array; expected a 2-D "
+                             f"real array (one row per {what}).")
+        if rows is not None and arr.shape[0] != rows:
+            raise ValueError(f"{field_} {str(path)!r} has shape {arr.shape}; expected ({rows}, d), one row per "
+                             f"{what} of the dataset.")
+        shapes[field_] = arr.shape
+    if len(shapes) == 2 and shapes["image_embeddings"][1] != shapes["sentence_embeddings"][1]:
+        raise ValueError(f"image_embeddings has dimension {shapes['image_embeddings'][1]} but sentence_embeddings "
+                         f"{shapes['sentence_embeddings'][1]}; they must share one joint space.")
 
 
 def load_inputs(ds, *, cache_dir=None, device=None, progress=False, out_dir=None, log=None):
