@@ -101,7 +101,7 @@ def description_score(membership, hypotheses, top_sentences, relevance, conditio
 
 
 def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, protocol="paper",
-                      planespot_reducers=("scvis", "tsne", "pca"), rows=None, max_hypotheses=MAX_HYPOTHESES):
+                      planespot_reducers=None, rows=None, max_hypotheses=MAX_HYPOTHESES):
     """Hypothesised blindspots of Domino and PlaneSpot on the EC's test set, with fit times.
 
     ``protocol="paper"`` (SpotCheck §5.1, app. E): every method sees only the
@@ -112,12 +112,14 @@ def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, 
     cross-modal (SpotCheck encoder) embeddings, ``n_slices`` = 10. PlaneSpot
     runs on the positive class: the classifier's penultimate features, its
     P(square), w = 0.025 (Table 12), 10–32 components by BIC, the top 10 by
-    error rate × errors with soft errors 1 − P(square).
+    error rate × errors with soft errors 1 − P(square), mapped to the plane by
+    scvis only (the paper's PlaneSpot; pass ``planespot_reducers`` for
+    t-SNE / PCA too).
 
     ``protocol="lbee"`` (lbee's earlier protocol, kept for comparison): all
     test images; Domino on both classes with its default 5 slices; PlaneSpot
     per class with BIC over 1..10 components, hard errors, both classes' groups
-    merged by importance.
+    merged by importance, with scvis, t-SNE and PCA planes.
 
     Returns
     -------
@@ -128,6 +130,8 @@ def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, 
 
     if protocol not in PROTOCOLS:
         raise ValueError(f"`protocol` must be one of {PROTOCOLS}; received {protocol!r}.")
+    if planespot_reducers is None:
+        planespot_reducers = ("scvis",) if protocol == "paper" else ("scvis", "tsne", "pca")
     y_all = ec.true_labels("test")
     y = y_all if rows is None else y_all[rows]
     out = {}

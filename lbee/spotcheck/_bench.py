@@ -85,12 +85,12 @@ def summarize(records):
     """Rows (metric, method, mean, ci95, n) over the successful EC records, plus the bookkeeping rows."""
     ok = [r for r in records if "failed" not in r]
     rows = []
-    slicer_names = list(ok[0].get("slicers", {})) if ok else []
-    if not slicer_names:
-        slicer_names = ["ward"]
+    # every slicer any record has (records of another configuration may lack some), each over its own records
+    slicer_names = list(dict.fromkeys(name for r in ok for name in r.get("slicers", {}))) or ["ward"]
     for name in slicer_names:
         for metric in ("DR", "FDR", "fit_s"):
-            vals = [r["slicers"][name][metric] if "slicers" in r else r.get(metric) for r in ok]
+            vals = [r["slicers"][name][metric] if "slicers" in r else r.get(metric) for r in ok
+                    if "slicers" not in r or name in r["slicers"]]
             m, h, n = mean_ci(vals)
             label = "ward (LBEE split-and-cluster)" if name == "ward" else name
             rows.append({"metric": metric if metric != "fit_s" else "fit time (s)", "method": label, "mean": m,
