@@ -78,7 +78,7 @@ def test_describe_errors(precomputed):
     r = CliRunner().invoke(cli, ["describe", "--image-embeddings", str(p / "bad.npy"), "--sentence-embeddings",
                                  str(p / "sen.npy"), "--sentences", str(p / "sents.txt"), "--predictions",
                                  str(p / "pred.csv")], obj={})
-    assert r.exit_code == 1 and "dimension d=8" in r.output
+    assert r.exit_code == 1 and "image_embeddings has dimension 5 but sentence_embeddings 8" in r.output
     pd.DataFrame({"image": [f"i{i}" for i in range(24)], "confidence": [np.nan] + [1.0] * 23}).to_csv(
         p / "nan.csv", index=False)
     r = CliRunner().invoke(cli, describe_args(p)[:-4] + ["--predictions", str(p / "nan.csv")], obj={})
