@@ -5,10 +5,11 @@ white (255) or grey (200) background, "noise" sets 10 % of the pixels to 100,
 blue / orange are matplotlib's tab colours, stripes are black vertical bands
 painted over the object, the text size option makes text *larger* (font 25 →
 50), objects go anywhere without touching, and the MetaAttribute compares the
-topmost square's centre with the image centre. One deliberate difference: shape
-sizes relative to the image are larger than the official 224-px ones (square
-40 / 20 px = 18 % / 9 %), so that a small shape keeps a few pixels at lbee's
-64 px.
+topmost square's centre with the image centre. What remains different (listed
+in the README with the reasons): 64 px instead of 224, shapes larger relative to
+the image than the official ones (square 40 / 20 px = 18 % / 9 %) so that a small
+shape keeps a few pixels, a drawn "Hi!" bitmap instead of the word "text" in
+Arial, and PNG instead of JPEG.
 """
 
 from __future__ import annotations
