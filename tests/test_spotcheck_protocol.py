@@ -208,6 +208,11 @@ def test_paper_protocol_end_to_end_on_a_tiny_ec():
     assert np.array_equal(analysis.rows, positives)
     phi = analysis.result.confidence
     assert phi.shape == (positives.size,) and np.all(phi <= 0)  # log-probabilities
+    exp = next(iter(analysis.result.explanations.values()))
+    hard = np.concatenate([c.indices for c in exp.hard_clusters])
+    easy = np.concatenate([c.indices for c in exp.easy_clusters])
+    assert np.array_equal(np.sort(hard), np.flatnonzero(phi < np.log(0.5)))  # the split is by correctness
+    assert np.array_equal(np.sort(easy), np.flatnonzero(phi >= np.log(0.5)))
     assert analysis.result.extra["confidence"] == "log-probability of the true class"
     assert 1 <= len(analysis.hypotheses) <= MAX_HYPOTHESES
     assert all(h.max() < positives.size for h in analysis.hypotheses)

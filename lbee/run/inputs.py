@@ -134,6 +134,7 @@ class Scores:
     model_scores: object = None  # lbee.scoring.confidence.ModelScores, classification only
     class_names: list | None = None
     extra: dict = field(default_factory=dict)
+    split: tuple | None = None  # explicit (hard, easy) boolean masks instead of the μ ± aσ rule on φ
 
 
 def _prob_kind(ds):

@@ -121,7 +121,10 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
         part = Partition(a=settings.a, n_clusters=settings.n_clusters, n_easy_clusters=settings.easy_clusters,
                          slicer="ward" if obj is None else obj, ward=settings.ward)
         try:
-            part.fit(inputs.embeddings, confidence=scores.confidence)
+            if scores.split is not None:
+                part.fit(inputs.embeddings, hard=scores.split[0], easy=scores.split[1])
+            else:
+                part.fit(inputs.embeddings, confidence=scores.confidence)
             exps = part.describe_methods(inputs.sentence_embeddings, list(settings.methods), k=settings.k, tau=tau,
                                          sentences=inputs.sentences)
         except ValueError as exc:

@@ -249,11 +249,13 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=Non
         'paper' (SpotCheck §5.1): only the positive test images (square
         present) are analysed, every method returns at most
         ``max_hypotheses`` = 10 hypotheses, LBEE clusters its hard split into
-        ``n_clusters`` = 10 groups, and φ is log P(true class) in float64
-        (the same order as P; P itself piles up at 1.0 for a near-perfect
-        model, so μ + aσ can exceed every image and empty the easy split,
-        while the logit margin spreads the correct images so widely that
-        μ − aσ puts many of them in the hard split). 'lbee' (the earlier protocol): the
+        ``n_clusters`` = 10 groups, and the split is by correctness: the
+        misclassified positives are hard, the others easy (φ = log P(true
+        class) is recorded). LBEE's μ ± aσ rule cannot serve a near-perfect
+        model: with fewer than about 4 % errors φ piles up at its maximum and
+        μ + 0.2σ lies above every image, so the easy split is empty (4 of the
+        first 10 ECs), and the logit margin, which spreads the correct images,
+        puts hundreds of them in the hard split instead. 'lbee' (the earlier protocol): the
         whole test set, 15 hard clusters, φ = P(true class), no cap.
     n_clusters : int, optional
         Hard clusters C^h (default 10 under 'paper', 15 under 'lbee').
@@ -287,8 +289,10 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=Non
     if protocol == "paper":
         rows = positive_rows(ec)
         inputs, scores = subset_inputs(inputs, scores, rows)
-        scores = dataclasses.replace(scores, confidence=_log_prob_true(ec, rows),
-                                     confidence_desc="log-probability of the true class")
+        logp = _log_prob_true(ec, rows)
+        wrong = logp < np.log(0.5)  # misclassified (binary): where a blindspot lives, by SpotCheck's definition
+        scores = dataclasses.replace(scores, confidence=logp, confidence_desc="log-probability of the true class",
+                                     split=(wrong, ~wrong))
     else:
         rows = np.arange(n_test)
     t0 = time.perf_counter()
