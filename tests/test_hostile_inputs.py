@@ -517,7 +517,7 @@ def test_ambiguous_prediction_columns_are_named_not_silently_chosen(caplog):
     table = pd.DataFrame({"image": ["a", "b", "c"], "prob_cat": [0.9, 0.2, 0.6], "prob_dog": [0.1, 0.8, 0.4],
                           "pred": ["cat", "cat", "cat"], "confidence": [0.1, 0.2, 0.3]})
     out = validate_predictions(table)
-    assert out.preds.tolist() == [0, 0, 0]  # ω follows 'pred', as the warning says
+    assert out.preds.tolist() == [0, 0, 0]  # 'pred' is the prediction, as the warning says
     text = caplog.text
     assert "'confidence' column is ignored" in text
     assert "differs from the most probable class in 1 of 3 rows (first: row 2, id 'b')" in text

@@ -117,7 +117,8 @@ def test_benchmark_resumes_and_summarizes(tmp_path, monkeypatch):
 
     rec = {"seed": 0, "DR": 1.0, "FDR": 0.0, "scores": {"tops": {"AHR": 0.5, "ACR": 0.4, "TPR": 0.3, "JI": 0.2}},
            "description_accuracy": {"tops": 1.0},
-           "failure_analysis": [{"blindspot": 0, "not_returned": 0.0, "found": 0.5, "merged": 0.5, "impure": 0.0}]}
+           "failure_analysis": [{"blindspot": 0, "not_returned": 0.0, "found": 0.5, "merged": 0.5, "impure": 0.0}],
+           "config": _bench.bench_config()}
     (tmp_path / "ecs").mkdir()
     for seed, dr in ((0, 1.0), (1, 0.5)):
         (tmp_path / "ecs" / f"ec_{seed:04d}.json").write_text(json.dumps({**rec, "seed": seed, "DR": dr}))
@@ -128,6 +129,8 @@ def test_benchmark_resumes_and_summarizes(tmp_path, monkeypatch):
     monkeypatch.setattr(_ec, "make_ec", boom)
     records = _bench.run_benchmark(2, tmp_path, encoder=None)
     assert [r["seed"] for r in records] == [0, 1]
+    with pytest.raises(ValueError, match="another configuration"):  # never averaged with another protocol
+        _bench.run_benchmark(2, tmp_path, encoder=None, protocol="lbee")
     rows = _bench.summarize(records)
     dr = next(r for r in rows if r["metric"] == "DR")
     assert dr["mean"] == pytest.approx(0.75) and dr["n"] == 2

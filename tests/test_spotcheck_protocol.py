@@ -189,7 +189,9 @@ def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
     assert "too hard" in md and "easy split is empty" in md
     # the failed records are on disk: a rerun resumes without recomputing them
     monkeypatch.setattr(_ec, "make_ec", lambda *a, **k: pytest.fail("recomputed"))
-    assert len(_bench.run_benchmark(2, tmp_path, encoder=None)) == 2
+    assert len(_bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))) == 2
+    with pytest.raises(ValueError, match="another configuration"):
+        _bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(3, 2, 2))
 
 
 def test_paper_protocol_end_to_end_on_a_tiny_ec():

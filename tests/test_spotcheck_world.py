@@ -154,3 +154,22 @@ def test_blindspot_membership_and_words():
     assert b.describe() == "circle present, circle orange, square above the centre"
     attrs = {("circle", "presence"): "true", ("circle", "color"): "orange", ("background", "position"): "above"}
     assert b.contains(attrs) and not b.contains({**attrs, ("circle", "color"): "blue"})
+
+
+def test_render_never_drops_an_object(monkeypatch):
+    """A crowded image is redrawn, never returned without an object its attributes promise (Γ stays exact)."""
+    from scipy.ndimage import label
+
+    attrs = {k: v[0] for k, v in ATTRIBUTES.items()}
+    attrs.update({(layer, "presence"): "true" for layer in ("square", "rectangle", "circle", "text")})
+    attrs.update({("square", "number"): "2", ("text", "size"): "large", ("text", "color"): "orange"})
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        img, _, mask = render(attrs, rng, 64, position="below", return_mask=True)
+        assert (img == COLORS["orange"]).all(-1).any()  # the large orange text is there
+        assert label((img == COLORS["blue"]).all(-1))[1] >= 4  # two squares, the rectangle and the circle
+    import lbee.spotcheck._render as r
+
+    monkeypatch.setattr(r, "_place", lambda *a: None)  # nowhere to put anything: an error, not a short image
+    with pytest.raises(ValueError, match="do not fit"):
+        render(attrs, rng, 64)

@@ -508,7 +508,7 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
         differ = np.flatnonzero(out.preds != out.probs.argmax(1))
         if differ.size:  # a thresholded model may mean it; say so rather than pick silently
             logger.warning("%s: 'pred' differs from the most probable class in %d of %d rows (first: row %d, "
-                           "id %r); correctness ω follows 'pred'.", table_source(table, name), differ.size,
+                           "id %r); lbee takes 'pred' as the model's prediction.", table_source(table, name), differ.size,
                            len(ids), int(differ[0]) + 1, ids[int(differ[0])])
     if "performance" in cols:
         out.performance = float_column(table, "performance", name)

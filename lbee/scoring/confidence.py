@@ -158,8 +158,9 @@ def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="p
     ``image``, ``image_id``, ``id``) and either a ``confidence`` column or class
     probability columns named ``prob_<class>``; optional ``label`` and ``pred``
     (class names matching the ``prob_<class>`` columns, or integer class
-    indices), and optional ``performance``. With a ``confidence`` column,
-    that column is φ whatever ``kind`` says. The table is validated by
+    indices), and optional ``performance``. With a ``confidence`` column and
+    no ``prob_<class>`` columns, that column is φ whatever ``kind`` says (next
+    to probability columns it is ignored, with a warning). The table is validated by
     :func:`lbee.io.tables.validate_predictions`: ids filled and unique, no
     missing cell, probabilities in [0, 1] summing to 1; every error names the
     file, row and column.

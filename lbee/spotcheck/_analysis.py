@@ -184,8 +184,9 @@ def subset_inputs(inputs, scores, rows):
                                  image_paths=take(inputs.image_paths), thumbnails=take(inputs.thumbnails),
                                  labels=take(inputs.labels), relevance=take(inputs.relevance))
     ms = scores.model_scores.subset(rows) if scores.model_scores is not None else None
+    split = None if scores.split is None else tuple(np.asarray(m)[rows] for m in scores.split)
     sub_sc = dataclasses.replace(scores, confidence=np.asarray(scores.confidence)[rows],
-                                 performance=np.asarray(scores.performance)[rows], model_scores=ms)
+                                 performance=np.asarray(scores.performance)[rows], model_scores=ms, split=split)
     return sub_in, sub_sc
 
 

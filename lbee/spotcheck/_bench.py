@@ -36,18 +36,25 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
 
     out = Path(out_dir)
     (out / "ecs").mkdir(parents=True, exist_ok=True)
+    config = bench_config(protocol=protocol, with_slicers=with_slicers, **ec_kwargs)
     records = []
     seeds = range(first_seed, first_seed + n_ecs)
     for seed in (progress(seeds) if progress else seeds):
         path = out / "ecs" / f"ec_{seed:04d}.json"
         if path.exists():
             try:
-                records.append(json.loads(path.read_text()))
-                continue
+                old = json.loads(path.read_text())
             except json.JSONDecodeError:
-                pass  # a damaged record is recomputed
+                old = None  # a damaged record is recomputed
+            if old is not None:
+                if old.get("config") != config:
+                    raise ValueError(f"{str(path)!r} was written by a bench with another configuration "
+                                     f"({old.get('config')} vs {config}); use another --out, or remove the folder "
+                                     "to start over.")
+                records.append(old)
+                continue
         t0 = time.perf_counter()
-        rec = {"seed": seed, "protocol": protocol}
+        rec = {"seed": seed, "protocol": protocol, "config": config}
         try:
             ec = make_ec(seed, log=log, **{**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs})
             t1 = time.perf_counter()
@@ -66,6 +73,14 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
         atomic_write_bytes(path, json.dumps(rec, indent=1, default=_jsonable).encode())
         records.append(rec)
     return records
+
+
+def bench_config(*, protocol="paper", with_slicers=True, **ec_kwargs):
+    """What an EC record depends on besides its seed (a resumed bench never mixes configurations)."""
+    from ._ec import EC_VERSION
+
+    return json.loads(json.dumps({"protocol": protocol, "ec_version": EC_VERSION, "with_slicers": with_slicers,
+                                  **ec_kwargs}, default=_jsonable, sort_keys=True))
 
 
 def _jsonable(x):

@@ -20,7 +20,7 @@ from ._render import render
 from ._world import ATTRIBUTES, META, Blindspot, DatasetDefinition, sample_blindspots, sample_dataset
 
 SPLITS = ("train", "val", "test")
-EC_VERSION = 1
+EC_VERSION = 2  # 2: renders aligned with the official generator; text size values (normal, large)
 
 
 class CorruptECError(ValueError):
@@ -216,7 +216,8 @@ def generate_uniform_split(dataset, blindspots, per_combination, rng, size, *, m
     The official generator (njohnson99/spotcheck ``data_utils.py``) renders a
     fixed number of images per attribute combination (400 / 50 / 50 for train
     / val / test), so a blindspot pinning m rollable attributes holds 2^-m of
-    the split (half that again when it pins the square's position).
+    the split (less again when it pins the square's position: "above" holds for
+    about half the one-square images and most two-square ones).
     ``n_enrich`` extra images are drawn inside random blindspots (a training
     aid of lbee's, used for the train split only; 0 is the official sampling).
     """

@@ -99,8 +99,12 @@ def render(attrs, rng, size=64, position=None, *, return_mask=False):
     forced = position if position in ("above", "below") and n_squares else None
     for _ in range(200):
         drawn = _draw(attrs, rng, size, n_squares)
-        if forced is None or drawn[1] == forced:
+        if drawn is not None and (forced is None or drawn[1] == forced):
             break
+    else:
+        # never an image whose attributes say more than it shows (Γ and the labels are exact)
+        raise ValueError(f"cannot draw {attrs} at {size} px: the objects do not fit"
+                         + (f" with the square {forced} the centre" if forced else "") + ".")
     img, position, objects = drawn
     out = dict(attrs)
     out[("background", "position")] = position
@@ -121,7 +125,7 @@ def _draw(attrs, rng, size, n_squares):
         w, h = _shape_size(layer, attrs, size)
         spot = _place(boxes, w, h, size, rng)
         if spot is None:
-            continue  # crowded image: rare at these sizes; the object is skipped
+            return None  # crowded: the caller redraws the whole image rather than drop an object
         x, y = spot
         boxes.append((x, y, w, h))
         if layer == "square":
