@@ -159,3 +159,20 @@ def test_demo_inputs_feed_the_sweep_consistently(demo_run, tmp_path):
         for metric in ("AHR", "ACR", "TPR", "JI"):
             assert table.loc[("K", m), metric] == pytest.approx(scores[metric], abs=1e-9)
             assert table.loc[("o", m), metric] == pytest.approx(scores[metric], abs=1e-9)
+
+
+def test_train_classifier_learns_and_returns_a_cpu_model():
+    """The per-batch uint8 → float conversion trains as before; the model always comes back on the CPU."""
+    import torch
+
+    from lbee.spotcheck import predict, train_classifier
+
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 60, size=(64, 16, 16, 3), dtype=np.uint8)
+    labels = np.arange(64) % 2
+    images[labels == 1, 4:12, 4:12] = 255  # a bright patch is the class
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = train_classifier(images, labels, epochs=6, batch_size=16, random_state=0, device=device)
+    assert all(p.device.type == "cpu" for p in model.parameters())
+    probs, _ = predict(model, images)
+    assert (probs.argmax(1) == labels).mean() == 1.0

@@ -168,6 +168,7 @@ def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
 
     def fake_make_ec(seed, **kwargs):
         assert kwargs["sampling"] == "uniform" and kwargs["per_combination"] == (2, 2, 2)
+        assert kwargs["device"] == "cpu"  # where the classifier trains reaches make_ec
         if seed == 0:
             raise _ec.ECGenerationError("No EC passed", [{"seed": 0, "blindspots": [], "reason": "too hard"}])
         return FakeEC()
@@ -192,6 +193,9 @@ def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
     assert len(_bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))) == 2
     with pytest.raises(ValueError, match="another configuration"):
         _bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(3, 2, 2))
+    # the device is recorded but is not part of the configuration: a CPU run resumes a GPU bench's records
+    assert records[1]["device"] == "cpu"
+    assert len(_bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2), device="cuda")) == 2
 
 
 def test_paper_protocol_end_to_end_on_a_tiny_ec():

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..scoring.device import resolve_device
 from ._base import LbeeError, _fail, _log, check_writable_folder, cli
 
 
@@ -168,7 +169,7 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
     enc = create_encoder("spotcheck", device=ctx.obj["device"])
     progress = (lambda it: tqdm(it, desc="ECs", unit="EC")) if ctx.obj["progress"] else None
     records = run_benchmark(n_ecs, out, encoder=enc, first_seed=first_seed, progress=progress, log=_log,
-                            protocol=protocol, **kwargs)
+                            protocol=protocol, device=resolve_device(ctx.obj["device"]), **kwargs)
     if not records:
         raise LbeeError("No EC could be generated.")
     click.echo(write_tables(summarize(records), out, failure_notes(records)))

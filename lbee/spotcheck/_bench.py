@@ -21,8 +21,13 @@ def mean_ci(values):
 
 
 def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=None, with_slicers=True,
-                  protocol="paper", **ec_kwargs):
+                  protocol="paper", device="cpu", **ec_kwargs):
     """Run ``n_ecs`` ECs (seeds first_seed..), one JSON per EC in ``out_dir/ecs``; done ECs are skipped.
+
+    ECs are independent, so disjoint seed ranges may run in separate processes
+    into one ``out_dir``; a last run over the whole range reads them back and
+    writes the table. ``device`` is where each EC's classifier trains; it is
+    kept in the record, not in the configuration (a CPU run may resume a GPU one).
 
     A bench never dies on one EC: an EC whose generation or analysis raises is
     recorded with ``"failed": reason`` and the bench goes on. Every record keeps
@@ -54,9 +59,10 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
                 records.append(old)
                 continue
         t0 = time.perf_counter()
-        rec = {"seed": seed, "protocol": protocol, "config": config}
+        rec = {"seed": seed, "protocol": protocol, "config": config, "device": str(device)}
         try:
-            ec = make_ec(seed, log=log, **{**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs})
+            ec = make_ec(seed, log=log, device=device,
+                         **{**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs})
             t1 = time.perf_counter()
             rec.update({"ec_seed": ec.seed, "blindspots": ec.describe_blindspots(), "n_blindspots": len(ec.blindspots),
                         "attempts": ec.verification.get("attempts", []),
