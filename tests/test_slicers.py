@@ -215,3 +215,26 @@ def test_planespot_reference_defaults_cap_and_soft_errors():
     assert p.importance_[0] == p.importance_.max()
     with pytest.raises(ValueError, match="min_components"):
         PlaneSpotSlicer(reducer="pca", min_components=5, max_components=3).fit(X, conf)
+
+
+def test_scvis_follows_the_reference_training_rules():
+    """shahcompbio/scvis: per-batch conditional P at the reference's entropy target, the data divided by its
+    largest absolute value, and 100 epochs of 512 with at least 2,000 steps."""
+    import torch
+
+    from lbee.slicers._scvis import batch_transition_probabilities, reference_iterations
+
+    x = torch.as_tensor(np.random.default_rng(0).normal(size=(300, 8)), dtype=torch.float32)
+    P = batch_transition_probabilities(torch.cdist(x, x).pow(2), 10.0)
+    assert torch.allclose(P.sum(1), torch.ones(300), atol=1e-5) and float(P.diagonal().abs().max()) == 0.0
+    entropy = -torch.xlogy(P, P).sum(1)
+    assert torch.allclose(entropy, torch.full((300,), np.log(10) / np.log(2)), atol=1e-3)
+    assert reference_iterations(1600) == 2000  # 3 batches × 100 epochs is below the floor
+    assert reference_iterations(512 * 25) == 2500
+    assert reference_iterations(512 * 400) == 30000
+    X, *_ = blobs()
+    a = ScVis(n_iter=30, random_state=0).fit(X)
+    b = ScVis(n_iter=30, random_state=0).fit(10 * X)  # one global scale: the same embedding
+    assert a.scale_ == pytest.approx(np.abs(X).max()) and a.n_iter_ == 30
+    assert np.allclose(a.embedding_, b.embedding_, atol=1e-4)
+    assert ScVis().set_params(n_iter=None).get_params()["n_iter"] is None

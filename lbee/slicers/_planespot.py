@@ -35,7 +35,9 @@ class PlaneSpotSlicer(BaseSlicer):
         ``errors`` given to :meth:`fit` always take precedence.
     perplexity : float, default=30.0
         For 'tsne' (scvis uses its own default).
-    scvis_iter : int, default=1000
+    scvis_iter : int or None, default=None
+        scvis training steps; None: the reference ``scvis train`` rule (100
+        epochs of 512, at least 2,000 steps).
     device : str, default='cpu'
     random_state : int or None, default=None
 
@@ -62,7 +64,7 @@ class PlaneSpotSlicer(BaseSlicer):
     """
 
     def __init__(self, *, reducer="scvis", weight=0.025, min_components=10, max_components=32, n_slices=10,
-                 soft_errors=True, perplexity=30.0, scvis_iter=1000, device="cpu", random_state=None):
+                 soft_errors=True, perplexity=30.0, scvis_iter=None, device="cpu", random_state=None):
         self.reducer = reducer
         self.weight = weight
         self.min_components = min_components

@@ -81,11 +81,16 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
     return records
 
 
+#: Bumped when a peer slicer changes what it returns (2: scvis as the reference ``scvis train`` runs it).
+SLICERS_VERSION = 2
+
+
 def bench_config(*, protocol="paper", with_slicers=True, **ec_kwargs):
     """What an EC record depends on besides its seed (a resumed bench never mixes configurations)."""
     from ._ec import EC_VERSION
 
     return json.loads(json.dumps({"protocol": protocol, "ec_version": EC_VERSION, "with_slicers": with_slicers,
+                                  "slicers_version": SLICERS_VERSION,
                                   **ec_kwargs}, default=_jsonable, sort_keys=True))
 
 
