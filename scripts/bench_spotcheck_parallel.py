@@ -79,7 +79,7 @@ def run(args):
 
     ec_kwargs = {"epochs": args.epochs, "arch": args.arch}
     if args.per_combination:
-        ec_kwargs["per_combination"] = tuple(int(x) for x in args.per_combination.split(","))
+        ec_kwargs["per_combination"] = args.per_combination
     for name in ("train_enrich", "min_outside", "max_inside"):
         if getattr(args, name) is not None:
             ec_kwargs[name] = getattr(args, name)
@@ -99,18 +99,34 @@ def run(args):
     print(f"{len(records)} ECs in {time.perf_counter() - t0:.0f}s with {len(chunks)} workers on {args.device}")
 
 
+def _counts(text):
+    try:
+        counts = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        counts = ()
+    if len(counts) != 3 or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"expected three positive integers TRAIN,VAL,TEST; received {text!r}")
+    return counts
+
+
+def _positive(text):
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; received {text!r}")
+    return int(text)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("make-table", help="embed the SpotCheck sentences into an .npz table")
     p.add_argument("path")
     p = sub.add_parser("run", help="run the bench over worker processes")
-    p.add_argument("--n-ecs", type=int, default=20)
+    p.add_argument("--n-ecs", type=_positive, default=20)
     p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    p.add_argument("--workers", type=_positive, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--device", default="cpu")
     p.add_argument("--text-table", default=None)
-    p.add_argument("--per-combination", default=None, metavar="TRAIN,VAL,TEST")
+    p.add_argument("--per-combination", type=_counts, default=None, metavar="TRAIN,VAL,TEST")
     p.add_argument("--train-enrich", type=float, default=None)
     p.add_argument("--min-outside", type=float, default=None)
     p.add_argument("--max-inside", type=float, default=None)
