@@ -93,8 +93,8 @@ def run(args):
             done, secs = fut.result()
             print(f"[{time.perf_counter() - t0:6.0f}s] seeds {done} done in {secs:.0f}s", flush=True)
     # the whole range: every record is read back (a config mismatch raises), nothing is recomputed
-    records = run_benchmark(args.n_ecs, args.out, encoder=_encoder(args.device, args.text_table), first_seed=args.first_seed, device=args.device,
-                            **ec_kwargs)
+    records = run_benchmark(args.n_ecs, args.out, encoder=_encoder(args.device, args.text_table),
+                            first_seed=args.first_seed, device=args.device, **ec_kwargs)
     print(write_tables(summarize(records), args.out, failure_notes(records)))
     print(f"{len(records)} ECs in {time.perf_counter() - t0:.0f}s with {len(chunks)} workers on {args.device}")
 

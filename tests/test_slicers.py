@@ -1,5 +1,7 @@
 """Common contract over every registered slicer, plus Domino- and PlaneSpot-specific behaviour."""
 
+import pickle
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -238,3 +240,7 @@ def test_scvis_follows_the_reference_training_rules():
     assert a.scale_ == pytest.approx(np.abs(X).max()) and a.n_iter_ == 30
     assert np.allclose(a.embedding_, b.embedding_, atol=1e-4)
     assert ScVis().set_params(n_iter=None).get_params()["n_iter"] is None
+    with pytest.raises(NotFittedError):
+        ScVis().transform(X)
+    restored = pickle.loads(pickle.dumps(a))
+    assert np.allclose(restored.transform(X[:5]), a.embedding_[:5], atol=1e-5)

@@ -195,6 +195,9 @@ def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
         _bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(3, 2, 2))
     # the device is recorded but is not part of the configuration: a CPU run resumes a GPU bench's records
     assert records[1]["device"] == "cpu"
+    # the peer slicers' version matters only to benches that run them
+    assert "slicers_version" in _bench.bench_config() and "slicers_version" not in _bench.bench_config(
+        with_slicers=False)
     assert len(_bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2), device="cuda")) == 2
 
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from ..scoring.device import resolve_device
 from ._base import LbeeError, _fail, _log, check_writable_folder, cli
 
 
@@ -110,12 +109,18 @@ def spotcheck():
               help="Number of blindspots [default: 1-3 at random].")
 @click.option("--rollable", "n_rollable", type=int, default=None, help="Rollable attributes [default: 6-8].")
 @click.option("--arch", type=click.Choice(["cnn", "resnet18"]), default="cnn", show_default=True)
-def spotcheck_generate(seed, out, n_blindspots, n_rollable, arch):
-    """Generate one EC (dataset, blindspots, images, verified model) into OUT."""
+@click.pass_context
+def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
+    """Generate one EC (dataset, blindspots, images, verified model) into OUT.
+
+    The classifier trains on the CPU unless lbee's --device names another (GPU kernels are not bitwise
+    deterministic, so the same seed may then give a slightly different model).
+    """
     from ..spotcheck import UnsatisfiableError, make_ec
 
     try:
-        ec = make_ec(seed, n_blindspots=n_blindspots, n_rollable=n_rollable, arch=arch, log=_log)
+        ec = make_ec(seed, n_blindspots=n_blindspots, n_rollable=n_rollable, arch=arch, log=_log,
+                     device=ctx.obj["device"] or "cpu")
     except (UnsatisfiableError, RuntimeError) as exc:
         _fail(exc)
     ec.save(out)
@@ -147,7 +152,11 @@ def spotcheck_generate(seed, out, n_blindspots, n_rollable, arch):
 @click.pass_context
 def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, train_enrich, epochs, arch, min_outside,
                     max_inside):
-    """Run N ECs and write bench.csv / bench.md (resumes from ECs already done; a failing EC is recorded)."""
+    """Run N ECs and write bench.csv / bench.md (resumes from ECs already done; a failing EC is recorded).
+
+    Each EC's classifier trains on the CPU unless lbee's --device names another (``lbee --device cuda spotcheck
+    bench``; GPU kernels are not bitwise deterministic, so the same seed may give a slightly different model).
+    """
     from tqdm.auto import tqdm
 
     from ..encoders import create_encoder
@@ -169,7 +178,7 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
     enc = create_encoder("spotcheck", device=ctx.obj["device"])
     progress = (lambda it: tqdm(it, desc="ECs", unit="EC")) if ctx.obj["progress"] else None
     records = run_benchmark(n_ecs, out, encoder=enc, first_seed=first_seed, progress=progress, log=_log,
-                            protocol=protocol, device=resolve_device(ctx.obj["device"]), **kwargs)
+                            protocol=protocol, device=ctx.obj["device"] or "cpu", **kwargs)
     if not records:
         raise LbeeError("No EC could be generated.")
     click.echo(write_tables(summarize(records), out, failure_notes(records)))

@@ -89,8 +89,9 @@ def bench_config(*, protocol="paper", with_slicers=True, **ec_kwargs):
     """What an EC record depends on besides its seed (a resumed bench never mixes configurations)."""
     from ._ec import EC_VERSION
 
+    slicers = {"slicers_version": SLICERS_VERSION} if with_slicers else {}
     return json.loads(json.dumps({"protocol": protocol, "ec_version": EC_VERSION, "with_slicers": with_slicers,
-                                  "slicers_version": SLICERS_VERSION,
+                                  **slicers,
                                   **ec_kwargs}, default=_jsonable, sort_keys=True))
 
 
