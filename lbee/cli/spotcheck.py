@@ -154,8 +154,8 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
                     max_inside):
     """Run N ECs and write bench.csv / bench.md (resumes from ECs already done; a failing EC is recorded).
 
-    Each EC's classifier trains on the CPU unless lbee's --device names another (``lbee --device cuda spotcheck
-    bench``; GPU kernels are not bitwise deterministic, so the same seed may give a slightly different model).
+    Each EC's classifier trains on the CPU unless lbee's --device names another ("lbee --device cuda spotcheck
+    bench"; GPU kernels are not bitwise deterministic, so the same seed may give a slightly different model).
     """
     from tqdm.auto import tqdm
 
