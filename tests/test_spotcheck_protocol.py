@@ -145,10 +145,15 @@ def test_paper_protocol_slicers_see_positives_and_return_at_most_ten():
     emb = centres[g] + rng.normal(0, 0.5, (n, 8))
     p1 = np.where(g < 2, 0.05, 0.97)
     probs = np.column_stack([1 - p1, p1])
-    out = slicer_hypotheses(EC(), emb, probs, emb, rows=rows, protocol="paper", planespot_reducers=("pca",))
+    features = np.eye(20)[g] * 5 + rng.normal(0, 0.1, (n, 20))  # the classifier's own representation
+    out = slicer_hypotheses(EC(), emb, probs, features, rows=rows, protocol="paper", planespot_reducers=("pca",))
+    assert set(out) == {"domino", "domino-model", "planespot-pca"}
     for name, (groups, _) in out.items():
         assert 1 <= len(groups) <= MAX_HYPOTHESES, name
         assert all(g_.max() < n for g_ in groups)
+    # "domino-model" (SpotCheck Table 16) clusters the features: its top slice is the planted failure
+    top = out["domino-model"][0][0]
+    assert (g[top] < 2).mean() >= 0.8
     assert y.sum() == n
     with pytest.raises(ValueError, match="protocol"):
         slicer_hypotheses(EC(), emb, probs, emb, rows=rows, protocol="nope")

@@ -109,7 +109,8 @@ def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, 
     ``features`` are of those rows) and returns at most ``max_hypotheses``
     groups. Domino runs as the SpotCheck paper ran it: γ = 10 for both the
     label and the prediction terms (Table 11), 25 mixture components, the
-    cross-modal (SpotCheck encoder) embeddings, ``n_slices`` = 10. PlaneSpot
+    cross-modal (SpotCheck encoder) embeddings, ``n_slices`` = 10; "domino-model" is the same mixture on the
+    classifier's penultimate features (the paper's app. I, Table 16). PlaneSpot
     runs on the positive class: the classifier's penultimate features, its
     P(square), w = 0.025 (Table 12), 10–32 components by BIC, the top 10 by
     error rate × errors with soft errors 1 − P(square), mapped to the plane by
@@ -126,6 +127,8 @@ def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, 
     dict of str to (list of ndarray, float)
         Groups (indices into the rows given) and fit seconds.
     """
+    from sklearn.base import clone as sklearn_clone
+
     from ..slicers import DominoSlicer, PlaneSpotSlicer
 
     if protocol not in PROTOCOLS:
@@ -144,6 +147,11 @@ def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, 
     dom.fit(image_embeddings, y, probs[:, 1])
     out["domino"] = ([s for s in dom.slices_ if len(s)][:max_hypotheses if protocol == "paper" else None],
                      time.perf_counter() - t0)
+    if protocol == "paper" and features is not None:
+        # SpotCheck app. I, Table 16 ("Domino-Model"): the same mixture on the classifier's own representation
+        t0 = time.perf_counter()
+        dom_model = sklearn_clone(dom).fit(features, y, probs[:, 1])
+        out["domino-model"] = ([s for s in dom_model.slices_ if len(s)][:max_hypotheses], time.perf_counter() - t0)
     pred = probs.argmax(1)
     classes = (1,) if protocol == "paper" else (0, 1)
     for reducer in planespot_reducers:
