@@ -1,5 +1,7 @@
 """The SpotCheck paper's protocol: uniform splits, official blindspots, positives only, 10 hypotheses, the description score."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -198,6 +200,13 @@ def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
     assert len(_bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))) == 2
     with pytest.raises(ValueError, match="another configuration"):
         _bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(3, 2, 2))
+    # a record with the right configuration but missing its results (tampered) is recomputed, not tabulated
+    good = (tmp_path / "ecs" / "ec_0001.json").read_text()
+    (tmp_path / "ecs" / "ec_0001.json").write_text(json.dumps({"seed": 1, "config": records[1]["config"]}))
+    monkeypatch.setattr(_ec, "make_ec", fake_make_ec)
+    redone = _bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))
+    assert "easy split is empty" in redone[1]["failed"]
+    (tmp_path / "ecs" / "ec_0001.json").write_text(good)
     # the device is recorded but is not part of the configuration: a CPU run resumes a GPU bench's records
     assert records[1]["device"] == "cpu"
     # the peer slicers' version matters only to benches that run them

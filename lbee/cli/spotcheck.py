@@ -162,6 +162,7 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
     from ..encoders import create_encoder
     from ..spotcheck._bench import failure_notes, run_benchmark, summarize, write_tables
 
+    check_writable_folder(out, "--out")
     kwargs = {"epochs": epochs, "arch": arch}
     if per_combination is not None:
         try:

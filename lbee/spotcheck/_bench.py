@@ -51,6 +51,10 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
                 old = json.loads(path.read_text())
             except json.JSONDecodeError:
                 old = None  # a damaged record is recomputed
+            if not _complete(old):
+                if log:
+                    log(f"{str(path)!r} is damaged or incomplete; EC {seed} is recomputed")
+                old = None
             if old is not None:
                 if old.get("config") != config:
                     raise ValueError(f"{str(path)!r} was written by a bench with another configuration "
@@ -83,6 +87,15 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
 
 #: Bumped when the peer slicers change (2: scvis as the reference ``scvis train`` runs it; 3: "domino-model").
 SLICERS_VERSION = 3
+
+
+#: What a successful EC record must hold for the table (a record missing any is recomputed).
+RECORD_KEYS = ("seed", "config", "scores", "slicers", "failure_analysis", "description_score")
+
+
+def _complete(record):
+    return isinstance(record, dict) and ("failed" in record and "seed" in record and "config" in record
+                                         or all(k in record for k in RECORD_KEYS))
 
 
 def bench_config(*, protocol="paper", with_slicers=True, **ec_kwargs):
