@@ -90,7 +90,7 @@ SLICERS_VERSION = 3
 
 
 #: What a successful EC record must hold for the table (a record missing any is recomputed).
-RECORD_KEYS = ("seed", "config", "scores", "slicers", "failure_analysis", "description_score")
+RECORD_KEYS = ("seed", "config", "scores", "failure_analysis")
 
 
 def _complete(record):
