@@ -1,0 +1,14 @@
+"""Attribute grammars: compositional sentence sets whose sentences carry their conditions.
+
+>>> from lbee.grammar import load_grammar, generate
+>>> g = load_grammar("spotcheck")
+>>> g.render({("square", "size"): "normal", ("square", "color"): "blue", ("circle", "presence"): "false"})
+'An image with a large blue square but no circle'
+"""
+
+from ._grammar import (FALSE, PRESENCE, TRUE, Attribute, Grammar, Subject, count_conjunctions, format_conditions,
+                       generate, parse_conditions)
+from ._reader import list_grammars, load_grammar, parse_grammar
+
+__all__ = ["FALSE", "PRESENCE", "TRUE", "Attribute", "Grammar", "Subject", "count_conjunctions",
+           "format_conditions", "generate", "list_grammars", "load_grammar", "parse_conditions", "parse_grammar"]
