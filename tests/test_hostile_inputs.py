@@ -28,6 +28,7 @@ from lbee.io.images import discover_images, open_rgb
 from lbee.io.relevance import load_relevance
 from lbee.io.sentences import load_sentence_set
 from lbee.io.tables import read_table, validate_performance
+from lbee.run.inputs import align_scores
 from lbee.scoring.confidence import scores_from_probabilities, scores_from_table
 
 
@@ -483,6 +484,39 @@ CASES = [
     ("clf-factory-not-callable", load_factory("make = 3\n"), Raises(TypeError, "hostile_factory:make", "not a callable")),
     ("clf-factory-ok", load_factory(LINEAR, torch_file(lambda: __import__("torch").nn.Linear(3, 2).state_dict())),
      Result(lambda r, c: not r.training)),
+    # --- issue 23: rows matched exactly or refused, columns read as named
+    ("match-name-collides", lambda ctx: align_scores(["a/f00.png", "b/f00.png"], ["/d/a/f00.png", "/d/b/f00.png"],
+                                                     ["f00.png", "g.png"]),
+     Raises(ValueError, "the id 'f00.png' matches 2 images", "'a/f00.png', 'b/f00.png'")),
+    ("match-full-paths-ok", lambda ctx: align_scores(["a/f00.png", "b/f00.png"], ["/d/a/f00.png", "/d/b/f00.png"],
+                                                     ["/x/b/f00.png", "/x/a/f00.png"]),
+     Result(lambda r, c: r.tolist() == [1, 0])),
+    ("match-two-ids-one-image", lambda ctx: align_scores(["a/f00.png"], ["/d/a/f00.png"], ["a/f00.png", "f00.png"]),
+     Raises(ValueError, "the ids 'a/f00.png' and 'f00.png' both match the image 'a/f00.png'")),
+    ("match-unmatched-rows-warned", lambda ctx: align_scores(["a.png"], ["/d/a.png"], ["a.png", "z1.png", "z2.png"]),
+     Result(lambda r, c: r.tolist() == [0] and warned("2 of 3 row(s) match no image of the run and are ignored "
+                                                       "(e.g. 'z1.png', 'z2.png')")(r, c) is None)),
+    ("rel-foreign-prefix-not-matched", relevance("image,sentence,relevant\n/data/test/0001.png,A dog,1\n",
+                                                 ids=["train/0001.png", "train/0002.png"]),
+     Raises(ValueError, "none of its 1 row(s) matches image of the run", "/data/test/0001.png")),
+    ("rel-name-collides", relevance("image,sentence,relevant\n0001.png,A dog,1\n",
+                                    ids=["train/0001.png", "test/0001.png"]),
+     Raises(ValueError, "'0001.png' matches 2 images", "'train/0001.png', 'test/0001.png'")),
+    ("omega-name-collides", lambda ctx: validate_performance(
+        read_table(write(ctx, "image,performance\nf.png,0\n")), image_ids=["a/f.png", "b/f.png"]),
+     Raises(ValueError, "'f.png' matches 2 images")),
+    ("pred-duplicate-column", preds("image,confidence,confidence\na,0.1,0.2\n"),
+     Raises(ValueError, "t.csv'", "repeats the column 'confidence'", "columns 2 and 3")),
+    ("pred-duplicate-column-parquet", lambda ctx: (
+        __import__("pyarrow.parquet", fromlist=["x"]).write_table(__import__("pyarrow").table(
+            [["a"], [0.1], [0.2]], names=["image", "confidence", "confidence"]), ctx.tmp / "d.parquet"),
+        read_table(ctx.tmp / "d.parquet"))[1],
+     Raises(ValueError, "repeats the column 'confidence'")),
+    ("pred-likely-label-columns-named", preds("image,prob_cat,prob_dog,true_label,predicted\na,0.9,0.1,cat,cat\n"
+                                              "b,0.3,0.7,cat,dog\n"),
+     Result(lambda r, c: warned("'true_label' (did you mean 'label'?")(r, c) is None
+            and warned("'predicted' (did you mean 'pred'?")(r, c) is None
+            and warned("ω = −entropy of the probabilities (no 'label')")(r, c) is None)),
 ]
 
 _rng = np.random.default_rng(1)

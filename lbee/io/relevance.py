@@ -28,7 +28,9 @@ def load_relevance(path, image_ids, sentences):
     nothing in the run are logged as a warning on the ``lbee`` logger with
     counts, and raise ``ValueError`` when no row matches (sentences match
     exactly, so a lower-cased copy of the set is caught instead of giving an
-    ACR of 0).
+    ACR of 0). Image ids match as :class:`lbee.io.tables.IdMatcher` says:
+    exactly, or by a file name or path suffix that fits one image of the run
+    only; an id that fits several raises ``ValueError`` naming them.
 
     Returns
     -------
@@ -47,17 +49,15 @@ def load_relevance(path, image_ids, sentences):
         if rel.dtype == object or (rel.dtype != bool and not np.all((rel == 0) | (rel == 1))):
             raise ValueError(f"Relevance {str(path)!r} must hold booleans or 0/1.")
         return rel.astype(bool)
-    from .tables import (bool_column, check_unique, read_table, report_unmatched, require_columns, table_source,
-                         text_column, validate_relevance)
+    from .tables import (IdMatcher, bool_column, check_unique, read_table, report_unmatched, require_columns,
+                         table_source, text_column, validate_relevance)
 
     table = read_table(path)
     name = "relevance table"
     src = table_source(table, name)
     require_columns(table, ["image"], name, hint="Long form: image, sentence, relevant; wide form: image and "
                                                  "one column per sentence.")
-    row_of = {str(iid): i for i, iid in enumerate(image_ids)}
-    for i, iid in enumerate(image_ids):
-        row_of.setdefault(Path(str(iid)).name, i)
+    matcher = IdMatcher(image_ids, source=src)  # exact ids, else a unique file-name match (never a guess)
     col_of = {str(s): j for j, s in enumerate(sentences)}
     folded = {str(s).casefold(): s for s in sentences}
     rel = np.zeros((n, m), dtype=bool)
@@ -66,7 +66,7 @@ def load_relevance(path, image_ids, sentences):
         bad_img, bad_sent, near = [], [], []
         covered, has_negatives = np.zeros((n, m), dtype=bool), False
         for img, sent, val in zip(images, sents, values):
-            i = row_of.get(img, row_of.get(Path(img).name))
+            i = matcher.index(img)
             j = (sent if 0 <= sent < m else None) if isinstance(sent, int) else col_of.get(sent)
             if i is None:
                 bad_img.append(img)
@@ -102,7 +102,7 @@ def load_relevance(path, image_ids, sentences):
     values = np.column_stack([bool_column(table, s, name) for s in sentences]) if m else np.zeros((len(table), 0), bool)
     seen_rows, unmatched = set(), []
     for img, row in zip(images, values):
-        i = row_of.get(img, row_of.get(Path(img).name))
+        i = matcher.index(img)
         if i is None:
             unmatched.append(img)
             continue

@@ -68,6 +68,16 @@ def read_table(path, *, kind=None):
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise ValueError(f"Table {str(path)!r} has suffix {suffix!r}; expected .csv, .tsv or .parquet.")
+    if suffix not in (".parquet", ".pq"):
+        _check_header(path, "\t" if suffix == ".tsv" else ",")
+    else:
+        try:
+            import pyarrow.parquet as pq
+
+            names = pq.read_schema(path).names
+        except Exception:  # not readable as parquet: the reader below says so
+            names = []
+        _refuse_repeated_columns(names, path)
     try:
         if suffix in (".parquet", ".pq"):
             table, fmt = pd.read_parquet(path), "parquet"
@@ -80,11 +90,33 @@ def read_table(path, *, kind=None):
     except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
         raise ValueError(f"Cannot read table {str(path)!r}: {exc}") from None
     table.columns = [str(c).strip() if isinstance(c, str) else c for c in table.columns]
+    _refuse_repeated_columns(list(table.columns), path)
     table.attrs[_SOURCE] = str(path)
     table.attrs[_FORMAT] = fmt
     if kind is not None:
         validate_table(table, kind)
     return table
+
+
+def _refuse_repeated_columns(columns, path):
+    seen = {}
+    for pos, col in enumerate(columns, 1):
+        if col in seen:
+            raise ValueError(f"Table {str(path)!r} repeats the column {col!r} (columns {seen[col]} and {pos} of the "
+                             "header); expected each column once (lbee would not know which one to read).")
+        seen[col] = pos
+
+
+def _check_header(path, sep):
+    """Refuse a text table whose header names a column twice (pandas would rename the second ``x.1``)."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            header = next((r for r in csv.reader(fh, delimiter=sep) if r), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return  # the reader below reports an unreadable file
+    _refuse_repeated_columns([c.strip() for c in header], path)
 
 
 def table_source(table, default="table"):
@@ -366,6 +398,75 @@ def report_unmatched(n_unmatched, n_total, *, what, source, examples=(), hint=""
                    more, (" " + hint) if hint else "")
 
 
+def _posix(text):
+    return str(text).replace("\\", "/")
+
+
+def _same_file_name(a, b):
+    """One id ends with the other at a folder boundary (``x/a/f.png`` and ``a/f.png`` or ``f.png``)."""
+    a, b = _posix(a), _posix(b)
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+class IdMatcher:
+    """Match the ids of a user table to the images of a run: exactly, or refused.
+
+    The one rule for predictions tables, Γ tables and ω tables alike: a table
+    id matches the image whose id (or path) it equals; failing that, the image
+    whose id or path ends with it, or which it ends with, at a folder boundary
+    (``f00.png`` or ``/data/a/f00.png`` for the image ``a/f00.png``), but only
+    when exactly one image of the run matches that way. A shorter id that fits
+    two images (``f00.png`` for ``a/f00.png`` and ``b/f00.png``) raises
+    ``ValueError`` naming the colliding images, and so do two table ids that
+    fall on one image.
+
+    Parameters
+    ----------
+    run_ids : list of str
+        The run's image ids, in row order.
+    run_paths : list of str, optional
+        The images' file paths (also matched).
+    source : str
+        How messages name the table.
+    """
+
+    def __init__(self, run_ids, run_paths=None, *, source="table"):
+        self.run_ids = [str(i) for i in run_ids]
+        self.forms = [[i] for i in self.run_ids]
+        if run_paths is not None:
+            for forms, p in zip(self.forms, run_paths):
+                if p is not None and str(p) != forms[0]:
+                    forms.append(str(p))
+        self.source = source
+        self.exact, self.by_name = {}, {}
+        for i, forms in enumerate(self.forms):
+            for f in forms:
+                self.exact.setdefault(f, i)
+                self.by_name.setdefault(_posix(f).rsplit("/", 1)[-1], set()).add(i)
+        self.claimed = {}
+
+    def index(self, key):
+        """Row of the run's image that ``key`` names, or None when it names none."""
+        key = str(key)
+        i = self.exact.get(key)
+        if i is None:
+            name = _posix(key).rsplit("/", 1)[-1]
+            cands = sorted(j for j in self.by_name.get(name, ()) if any(_same_file_name(key, f)
+                                                                         for f in self.forms[j]))
+            if len(cands) > 1:
+                shown = ", ".join(repr(self.run_ids[j]) for j in cands[:4]) + (", ..." if len(cands) > 4 else "")
+                raise ValueError(f"{self.source}: the id {key!r} matches {len(cands)} images of the run by its file "
+                                 f"name ({shown}); expected an id that names one image: the image's id (its path "
+                                 "relative to the folder, or the manifest's 'path'), or a path ending with it.")
+            i = cands[0] if cands else None
+        if i is not None:
+            prev = self.claimed.setdefault(i, key)
+            if prev != key:
+                raise ValueError(f"{self.source}: the ids {prev!r} and {key!r} both match the image "
+                                 f"{self.run_ids[i]!r} of the run; expected one id per image.")
+        return i
+
+
 # --------------------------------------------------------------------------- schemas
 
 
@@ -449,6 +550,8 @@ class Predictions:
     class_names : list of str or None
     confidence, performance : ndarray of shape (n,) or None
     labels, preds : ndarray of int64, shape (n,), or None
+    columns_used : dict of str to str
+        What was read for the image id, φ and ω (``{'id': ..., 'phi': ..., 'omega': ...}``).
     """
 
     ids: list
@@ -458,6 +561,7 @@ class Predictions:
     performance: np.ndarray | None = None
     labels: np.ndarray | None = None
     preds: np.ndarray | None = None
+    columns_used: dict = field(default_factory=dict)
 
 
 def validate_predictions(table, *, id_column=None, probabilities="probabilities", tolerance=None):
@@ -512,7 +616,50 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
                            len(ids), int(differ[0]) + 1, ids[int(differ[0])])
     if "performance" in cols:
         out.performance = float_column(table, "performance", name)
+    out.columns_used = _columns_used(idc, prob_cols, out)
+    _warn_unread_columns(table, name, cols, idc, prob_cols, out.columns_used)
     return out
+
+
+#: Column names that probably mean one lbee reads under another name (checked case-insensitively).
+LIKELY_NAMES = {
+    "label": ("true_label", "target", "targets", "gt", "ground_truth", "y", "y_true", "true", "truth", "class",
+              "label_id", "true_class", "labels", "class_id", "gt_label"),
+    "pred": ("predicted", "prediction", "predictions", "pred_label", "y_pred", "predicted_label", "preds",
+             "predicted_class", "pred_class", "pred_id"),
+    "confidence": ("score", "conf", "prob", "probability", "max_prob", "certainty", "confidence_score"),
+    "performance": ("correct", "is_correct", "accuracy", "omega", "perf"),
+}
+
+
+def _columns_used(idc, prob_cols, out):
+    """What each column was read as: {role: description} (the same words the warnings use)."""
+    used = {"id": repr(idc)}
+    used["phi"] = (f"{len(prob_cols)} prob_<class> columns" if prob_cols else "'confidence'")
+    if out.performance is not None:
+        used["omega"] = "'performance'"
+    elif out.labels is not None and (out.preds is not None or out.probs is not None):
+        used["omega"] = "correctness: 'label' against " + ("'pred'" if out.preds is not None else
+                                                            "the most probable class")
+    else:
+        used["omega"] = "−entropy of the probabilities (no 'label')" if prob_cols else "φ itself (no 'label')"
+    return used
+
+
+def _warn_unread_columns(table, name, cols, idc, prob_cols, used):
+    """Warn about columns lbee does not read but that look like ones it does (``true_label`` for ``label``)."""
+    read = {idc, "confidence", "label", "pred", "performance", *prob_cols}
+    hints = []
+    for c in cols:
+        if c in read or not isinstance(c, str):
+            continue
+        for target, names in LIKELY_NAMES.items():
+            if c.strip().lower() in names and target not in cols:
+                hints.append(f"{c!r} (did you mean {target!r}? rename the column to use it)")
+                break
+    if hints:
+        logger.warning("%s: column(s) %s are not read. lbee read: image id from %s, φ from %s, ω = %s.",
+                       table_source(table, name), ", ".join(hints), used["id"], used["phi"], used["omega"])
 
 
 def validate_manifest(table):
@@ -604,16 +751,32 @@ def validate_performance(table, *, image_ids=None):
     check_unique(table, "image", name, what="image id")
     if image_ids is None:
         return omega
-    row_of = {iid: r for r, iid in enumerate(ids)}
-    for r, iid in enumerate(ids):
-        row_of.setdefault(Path(iid).name, r)
-    rows, missing = [], []
-    for iid in image_ids:
-        r = row_of.get(str(iid), row_of.get(Path(str(iid)).name))
-        (missing if r is None else rows).append(iid if r is None else r)
+    rows, unmatched = match_table_rows(ids, image_ids, source=table_source(table, name))
+    missing = [iid for iid, r in zip(image_ids, rows) if r < 0]
     if missing:
         raise ValueError(f"{table_source(table, name)} has no row for {len(missing)} of the run's {len(image_ids)} "
                          f"images, e.g. {missing[:3]}.")
-    report_unmatched(len(ids) - len(set(rows)), len(ids), what="image of the run", source=table_source(table, name),
-                     examples=[i for r, i in enumerate(ids) if r not in set(rows)])
-    return omega[np.asarray(rows, dtype=np.int64)]
+    report_unmatched(len(unmatched), len(ids), what="image of the run", source=table_source(table, name),
+                     examples=unmatched)
+    return omega[rows]
+
+
+def match_table_rows(table_ids, image_ids, image_paths=None, *, source="table"):
+    """The table row of each image of the run (-1 for none), by :class:`IdMatcher`'s rule.
+
+    Returns
+    -------
+    rows : ndarray of int64, shape (n_images,)
+    unmatched : list of str
+        The table ids that name no image of the run, in table order.
+    """
+    matcher = IdMatcher(image_ids, image_paths, source=source)
+    rows = np.full(len(image_ids), -1, dtype=np.int64)
+    unmatched = []
+    for r, tid in enumerate(table_ids):
+        i = matcher.index(tid)
+        if i is None:
+            unmatched.append(str(tid))
+        elif rows[i] < 0:
+            rows[i] = r
+    return rows, unmatched

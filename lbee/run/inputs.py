@@ -384,22 +384,24 @@ def load_inputs(ds, *, cache_dir=None, device=None, progress=False, out_dir=None
     return _image_inputs(ds, cache_dir, device, progress)
 
 
-def align_scores(image_ids, image_paths, table_ids):
-    """Row of the predictions table for each image, matching id, then path, then file name."""
-    lookup = {}
-    for row, tid in enumerate(table_ids):
-        lookup.setdefault(tid, row)
-        lookup.setdefault(Path(tid).name, row)
-    rows, missing = [], []
-    for iid, path in zip(image_ids, image_paths):
-        row = lookup.get(iid, lookup.get(path, lookup.get(Path(path).name)))
-        if row is None:
-            missing.append(iid)
-        rows.append(row)
+def align_scores(image_ids, image_paths, table_ids, *, source="the predictions file"):
+    """Row of the predictions table for each image (:class:`lbee.io.tables.IdMatcher`'s rule).
+
+    An id equal to the image's id or path matches; a shorter or longer one
+    (a bare file name, an absolute path) only when it fits exactly one image
+    of the run; otherwise ``ValueError`` names the colliding images. Images
+    without a row raise; table rows that match no image are reported as a
+    warning with their count and the first few ids.
+    """
+    from ..io.tables import match_table_rows, report_unmatched
+
+    rows, unmatched = match_table_rows(table_ids, image_ids, image_paths, source=source)
+    missing = [iid for iid, r in zip(image_ids, rows) if r < 0]
     if missing:
-        raise ValueError(f"{len(missing)} image(s) have no row in the predictions file, first: {missing[:3]}; "
+        raise ValueError(f"{len(missing)} image(s) have no row in {source}, first: {missing[:3]}; "
                          "ids must match the manifest 'path' values, the paths relative to the folder, or file names.")
-    return np.asarray(rows, dtype=np.int64)
+    report_unmatched(len(unmatched), len(table_ids), what="image of the run", source=source, examples=unmatched)
+    return rows
 
 
 _PHI = {"entropy": "−entropy", "max": "max probability", "true_class": "probability of the true class"}
@@ -447,7 +449,8 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
                 raise ValueError(f"the predictions table has {len(table_ids)} rows; expected "
                                  f"{len(inputs.image_ids)}, one per embedding row.")
         else:
-            scores = scores.subset(align_scores(inputs.image_ids, inputs.image_paths, table_ids))
+            scores = scores.subset(align_scores(inputs.image_ids, inputs.image_paths, table_ids,
+                                                source=f"predictions {str(model.predictions)!r}"))
     else:
         from ..scoring.classifier import default_transform, load_classifier, predict_probabilities
 
