@@ -38,3 +38,110 @@ def sentences_show(name):
         click.echo(f"# {line}")
     for sent in s.sentences:
         click.echo(sent)
+
+
+@sentences.command("generate")
+@click.argument("grammar")
+@click.option("--max-conditions", type=int, default=None,
+              help="Conditions per sentence, at most [default: the grammar's max_conditions].")
+@click.option("--out", type=click.Path(dir_okay=False), required=True,
+              help="The sentence file; its conditions go beside it in <stem>.conditions.tsv.")
+@click.option("--classes", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="A file of class names, one a line: the values of the grammar's 'noun' attribute "
+                   "(object_photos: 'A photo of a {class}').")
+@click.option("--limit", type=click.IntRange(min=1), default=200_000, show_default=True,
+              help="Refuse a grammar and --max-conditions that allow more conjunctions than this.")
+def sentences_generate(grammar, max_conditions, out, classes, limit):
+    """Write the sentences of an attribute GRAMMAR (a built-in name or a .grammar.yaml file).
+
+    Every sentence is one non-contradictory conjunction of the grammar's atoms,
+    said once (no two sentences with the same conditions); each sentence's
+    conditions go in a table beside the file, which `describe --method compose`
+    and the composed relevance read.
+    """
+    from pathlib import Path
+
+    from ..grammar import generate, load_grammar
+    from ..io.sentences import conditions_path, write_grammar_set
+    from ._base import check_writable_folder
+
+    try:
+        g = load_grammar(grammar)
+        if classes is not None:
+            g = _with_classes(g, classes)
+        check_writable_folder(str(Path(out).resolve().parent), "--out")
+        sents, conds, stats = generate(g, max_conditions, limit=limit)
+    except ValueError as exc:
+        _fail(exc)
+    k = g.max_conditions if max_conditions is None else max_conditions
+    ref = g.name if Path(grammar).name == grammar and not Path(grammar).is_file() else str(Path(grammar).resolve())
+    if classes is not None:  # the table names a grammar file that exists: the copy with these classes
+        ref = _write_grammar_copy(g, Path(out))
+        g = load_grammar(Path(out).with_name(ref))
+    write_grammar_set(out, g, sents, conds, max_conditions=k, source_ref=ref)
+    click.echo(f"grammar {g.name!r}: {stats['considered']:,} conjunctions of 1-{k} conditions, "
+               f"{stats['contradictory']:,} contradictory, {stats['duplicates']:,} saying what another says; "
+               f"wrote {stats['kept']:,} sentences to {out} and their conditions to {conditions_path(out)}")
+
+
+def _with_classes(grammar, path):
+    """The grammar with its 'noun' attribute's values replaced by the class names of ``path``."""
+    import dataclasses
+    import re
+
+    from ..io.sentences import parse_sentences
+
+    try:
+        names, _ = parse_sentences(open(path, encoding="utf-8-sig").read(), source=str(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"Cannot read --classes file {path!r}: {exc}.") from None
+    subjects, done = [], False
+    for s in grammar.subjects:
+        attrs = []
+        for a in s.attributes:
+            if a.kind == "noun" and not done:
+                values = {re.sub(r"[^a-z0-9_]+", "_", n.lower()).strip("_") or f"class_{i}": n
+                          for i, n in enumerate(names)}
+                if len(values) != len(names):
+                    raise ValueError(f"--classes {path!r}: two class names map to the same value id.")
+                a, done = dataclasses.replace(a, values=values), True
+            attrs.append(a)
+        subjects.append(dataclasses.replace(s, attributes=tuple(attrs)))
+    if not done:
+        raise ValueError(f"--classes: grammar {grammar.name!r} has no attribute of kind 'noun' to take class names.")
+    return dataclasses.replace(grammar, subjects=tuple(subjects), _index={})
+
+
+def _write_grammar_copy(grammar, out):
+    """Write the grammar with the --classes values beside the output (the table must name a grammar that exists)."""
+    import yaml
+
+    from ..io.cache import atomic_write_bytes
+
+    def subject(s):
+        d = {"id": s.id, "noun": s.noun, "article": s.article}
+        if not s.setting:
+            d["deniable"] = "true" if s.deniable else "false"
+        else:
+            d["preposition"] = s.preposition
+        if s.plural_noun:
+            d["plural"] = s.plural_noun
+        if s.bare:
+            d["bare"] = s.bare
+        d["attributes"] = [{"id": a.id, "kind": a.kind, "values": dict(a.values),
+                            **({"plural": list(a.plural)} if a.plural else {}),
+                            **({"requires": [f"{x}.{y}={z}" for x, y, z in a.requires]} if a.requires else {})}
+                           for a in s.attributes]
+        if s.setting and not d["preposition"]:
+            del d["preposition"]
+        return d
+
+    doc = {"name": grammar.name, "description": grammar.description, "lead": grammar.lead, "bare": grammar.bare,
+           "max_conditions": str(grammar.max_conditions),
+           "subjects": [subject(s) for s in grammar.subjects if not s.setting],
+           "settings": [subject(s) for s in grammar.subjects if s.setting]}
+    if not doc["settings"]:
+        del doc["settings"]
+    path = out.with_name(out.stem + ".grammar.yaml")
+    atomic_write_bytes(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode("utf-8"))
+    return path.name
