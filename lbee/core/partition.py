@@ -19,7 +19,7 @@ import numpy as np
 from .._validation import as_unit_rows, check_choice, check_positive_int, check_real
 from .clustering import DEFAULT_WARD, WARD_METHODS, match_easy, prototypes, ward_labels
 from .explanation import EasyCluster, Explanation, HardCluster
-from .selection import CLIP_TAU, METHODS, select_all
+from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS, select_all
 from .sentence_index import SentenceIndex
 from .split import resolve_split
 
@@ -136,15 +136,68 @@ class Partition:
         c_e = int(labels.max()) + 1
         self.embeddings_ = images
         self.hard_mask_, self.easy_mask_ = hard_mask, easy_mask
-        self.hard_groups_ = groups
-        self.hard_prototypes_, self.hard_means_ = _group_prototypes(images, groups)
         self.easy_groups_ = [easy_idx[labels == j] for j in range(c_e)]
         self.easy_prototypes_, _ = prototypes(images[easy_idx], labels, c_e)
-        self.matches_ = match_easy(self.hard_prototypes_, self.easy_prototypes_)
         self.reference_mean_ = images.mean(axis=0)
         self.n_hard_, self.n_easy_ = int(hard_mask.sum()), int(easy_mask.sum())
-        self.n_hard_clusters_, self.n_easy_clusters_ = len(groups), c_e
+        self.n_easy_clusters_ = c_e
         self.n_easy_clusters_asked_ = n_easy
+        self.slicer_groups_ = groups
+        self.hypotheses_ = None
+        self._set_hard_groups(groups)
+        return self
+
+    def _set_hard_groups(self, groups):
+        self.hard_groups_ = [np.asarray(g, dtype=np.int64) for g in groups]
+        self.hard_prototypes_, self.hard_means_ = _group_prototypes(self.embeddings_, self.hard_groups_)
+        self.matches_ = match_easy(self.hard_prototypes_, self.easy_prototypes_)
+        self.n_hard_clusters_ = len(self.hard_groups_)
+        self._searches = {}
+
+    def _search(self, index, tau):
+        """The 'compose' search over ``index`` (a grammar's sentence set), built once per index and τ."""
+        from .atoms import literal_probabilities
+        from .compose import ComposeSearch
+
+        if index.conditions is None or index.grammar is None:
+            raise ValueError("method 'compose' needs a grammar's sentence set: sentences with their conditions "
+                             "(lbee sentences generate GRAMMAR, or a SentenceIndex with conditions= and grammar=).")
+        key = (id(index), float(tau))
+        if key not in self._searches:
+            lits = literal_probabilities(self.embeddings_, index.embeddings, index.conditions, tau, index.grammar)
+            self._searches = {key: ComposeSearch(lits, index.grammar, np.flatnonzero(self.easy_mask_))}
+        return self._searches[key]
+
+    def merge(self, sentence_embeddings, *, tau=CLIP_TAU, k=DEFAULT_K):
+        """One hypothesis per failure: merge the hard groups that are pieces of one, rank by error concentration.
+
+        See :mod:`lbee.core.hypotheses`. The slicer's groups stay in
+        ``slicer_groups_``; ``hard_groups_`` become the merged ones, most
+        concentrated first, and ``hypotheses_`` holds their descriptions and
+        statistics.
+
+        Parameters
+        ----------
+        sentence_embeddings : SentenceIndex
+            A grammar's sentence set (with ``conditions`` and ``grammar``).
+        tau : float
+            The encoder's threshold (atom calibration).
+        k : int, default=3
+
+        Returns
+        -------
+        self
+        """
+        from .hypotheses import one_hypothesis_per_failure
+
+        self._check_fitted()
+        index = as_sentence_index(sentence_embeddings)
+        search = self._search(index, CLIP_TAU if tau is None else tau)
+        hyps, _ = one_hypothesis_per_failure(search, self.slicer_groups_, self.hard_mask_, k=k)
+        searches = self._searches
+        self._set_hard_groups([h.indices for h in hyps])
+        self._searches = searches
+        self.hypotheses_ = hyps
         return self
 
     def _check_fitted(self):
@@ -184,9 +237,11 @@ class Partition:
         Explanation
         """
         self._check_fitted()
-        check_choice(method, "method", set(METHODS))
+        check_choice(method, "method", set(DESCRIBERS))
         index = as_sentence_index(sentence_embeddings)
         k, tau, sentences = check_describe_args(index, self.embeddings_, k, tau, sentences)
+        if method == COMPOSE:
+            return self._compose(index, k, tau, sentences)
         chosen = select_all(method, index, self.hard_prototypes_, self.easy_prototypes_[self.matches_], k, tau,
                             cluster_means=self.hard_means_, reference_mean=self.reference_mean_)
         easy = [EasyCluster(g, p) for g, p in zip(self.easy_groups_, self.easy_prototypes_)]
@@ -195,14 +250,38 @@ class Partition:
         params = dict(self.params, k=k, tau=tau, n_sentences=int(index.n_sentences), method=method)
         return Explanation(hard, easy, method, params, sentences)
 
+    def _compose(self, index, k, tau, sentences):
+        """The 'compose' describer (:mod:`lbee.core.compose`): sentences the grammar renders, appended when new."""
+        search = self._search(index, tau)
+        texts = list(sentences) if sentences is not None else [f"sentence {i}" for i in range(index.n_sentences)]
+        where = {t: i for i, t in enumerate(texts)}
+        hard = []
+        for i, g in enumerate(self.hard_groups_):
+            found = search.search(g, twin=self.easy_groups_[int(self.matches_[i])], k=k)
+            ids, details = [], []
+            for c in found:
+                text = index.grammar.render(c.conditions)
+                if text not in where:
+                    where[text] = len(texts)
+                    texts.append(text)
+                ids.append(where[text])
+                details.append({"conditions": c.conditions, "hard_share": c.hard_share, "easy_share": c.easy_share,
+                                "twin_share": c.twin_share})
+            hard.append(HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids,
+                                    [c.lift for c in found], details))
+        easy = [EasyCluster(g, p) for g, p in zip(self.easy_groups_, self.easy_prototypes_)]
+        params = dict(self.params, k=k, tau=tau, n_sentences=len(texts), method=COMPOSE,
+                      n_base_sentences=int(index.n_sentences), grammar=index.grammar.name)
+        return Explanation(hard, easy, COMPOSE, params, texts)
+
     def describe_methods(self, sentence_embeddings, methods=METHODS, **kwargs):
         """:meth:`describe` for several methods over one sentence index; dict of method -> Explanation."""
         if isinstance(methods, str):
             methods = [methods]
         if not methods:
-            raise ValueError(f"`methods` is empty; expected one or more of {list(METHODS)}.")
+            raise ValueError(f"`methods` is empty; expected one or more of {list(DESCRIBERS)}.")
         for m in methods:
-            check_choice(m, "methods", set(METHODS))
+            check_choice(m, "methods", set(DESCRIBERS))
         index = as_sentence_index(sentence_embeddings)
         return {m: self.describe(index, m, **kwargs) for m in methods}
 

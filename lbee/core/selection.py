@@ -9,6 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 METHODS = ("tops", "setdiff", "pdiff", "fpdiff", "domino")
+#: Every describer: the prototype ones above and "compose", which needs a grammar's sentence set (lbee.core.compose).
+DESCRIBERS = ("compose", *METHODS)
+COMPOSE = "compose"
 CLIP_TAU = 0.25  # τ calibrated for CLIP (LBEE footnote 2)
 
 

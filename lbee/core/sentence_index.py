@@ -78,12 +78,21 @@ class SentenceIndex:
     use_faiss : bool, default=True
         Serve candidate retrieval from a FAISS ``IndexFlatIP``; when False, a
         dense NumPy product answers every query (same results).
+    conditions : list of dict, optional
+        Each sentence's conjunction ``{(subject, attribute): value}`` (a grammar's set).
+    grammar : lbee.grammar.Grammar, optional
+        The grammar of ``conditions``: the 'compose' describer renders its conjunctions with it.
     """
 
-    def __init__(self, embeddings, *, use_faiss=True):
+    def __init__(self, embeddings, *, use_faiss=True, conditions=None, grammar=None):
         emb = np.asarray(embeddings, dtype=np.float64)
         self.embeddings = emb / np.linalg.norm(emb, axis=1, keepdims=True)
         self.n_sentences, self.dim = self.embeddings.shape
+        if conditions is not None and len(conditions) != self.n_sentences:
+            raise ValueError(f"`conditions` has {len(conditions)} entries but the sentence embeddings have "
+                             f"{self.n_sentences} rows; give one conjunction per sentence.")
+        #: each sentence's conjunction {(subject, attribute): value} and the grammar that renders them ('compose')
+        self.conditions, self.grammar = (None if conditions is None else list(conditions)), grammar
         self._recent = OrderedDict()  # query bytes -> similarities, for similarities(..., reuse=True)
         self._faiss_index = None
         if use_faiss:

@@ -1,0 +1,113 @@
+"""Relevance that composes, the 'compose' beam search and one hypothesis per failure, on planted data."""
+
+import numpy as np
+import pytest
+
+from lbee.core.atoms import Literals, calibrate, composed_relevance, conjunction_probability, literal_probabilities
+from lbee.core.compose import ComposeSearch
+from lbee.core.hypotheses import one_hypothesis_per_failure, wilson_lower
+from lbee.core.metrics import discovery_rate, false_discovery_rate
+from lbee.grammar import load_grammar
+
+G = load_grammar("spotcheck")
+#: The attributes of the planted worlds below: key -> its two values.
+KEYS = {("square", "color"): ("blue", "orange"), ("square", "size"): ("small", "normal"),
+        ("square", "texture"): ("solid", "stripes"), ("circle", "presence"): ("true", "false"),
+        ("text", "presence"): ("true", "false"), ("background", "color"): ("grey", "white"),
+        ("background", "texture"): ("noise", "solid"), ("rectangle", "presence"): ("true", "false")}
+
+
+def planted_world(n=3000, seed=0, noise=0.04):
+    """Random binary attributes and literal probabilities that are right up to ``noise``."""
+    rng = np.random.default_rng(seed)
+    values = {k: rng.integers(0, 2, n) for k in KEYS}
+    keys, cols = [(("square", "presence"), "true")], [np.ones(n)]
+    for k, (v0, v1) in KEYS.items():
+        for bit, v in ((0, v0), (1, v1)):
+            keys.append((k, v))
+            cols.append((values[k] == bit).astype(float))
+    probs = np.clip(np.stack(cols, 1) + rng.normal(0, noise, (n, len(cols))), 0, 1)
+    return values, Literals(keys, probs, ["mixture"] * len(keys))
+
+
+def holds(values, conditions):
+    out = np.ones(len(next(iter(values.values()))), bool)
+    for k, v in conditions.items():
+        out &= values[k] == KEYS[k].index(v)
+    return out
+
+
+def test_calibration_of_hand_built_similarities():
+    rng = np.random.default_rng(0)
+    truth = rng.random(400) < 0.3
+    bimodal = np.where(truth, 0.4, 0.1) + rng.normal(0, 0.03, 400)
+    always = 0.5 + rng.normal(0, 0.02, 400)  # an atom true of every image (above τ)
+    never = rng.normal(0, 0.02, 400)  # true of none
+    probs, separated = calibrate(np.stack([bimodal, always, never], 1), tau=0.25)
+    assert separated.tolist() == [True, False, False]
+    assert ((probs[:, 0] >= 0.5) == truth).mean() > 0.98
+    assert probs[:, 1].min() > 0.9 and probs[:, 2].max() < 0.1
+
+
+def test_composed_relevance_is_a_product_with_negation():
+    # sentence embeddings = the basis, so similarity = the image vector's coordinate
+    conds = [{("square", "color"): "blue"}, {("circle", "presence"): "true"}, {("circle", "presence"): "false"}]
+    rng = np.random.default_rng(1)
+    blue, circle = rng.random(300) < 0.5, rng.random(300) < 0.5
+    x = np.stack([np.where(blue, 0.6, 0.1), np.where(circle, 0.6, 0.1), np.zeros(300)], 1)
+    x += rng.normal(0, 0.02, x.shape)
+    lits = literal_probabilities(x, np.eye(3), conds, tau=0.3, grammar=G)
+    assert lits.keys == [(("square", "color"), "blue"), (("circle", "presence"), "true"),
+                         (("circle", "presence"), "false")]  # the denial is 1 - p, never the "no circle" embedding
+    assert lits.calibration == ["mixture", "mixture", "negation"]
+    want = {("square", "color"): "blue", ("circle", "presence"): "false"}
+    p = conjunction_probability(lits, want, G)
+    np.testing.assert_allclose(p, lits.probs[:, 0] * (1 - lits.probs[:, 1]))
+    _, rel = composed_relevance(lits, [want, {("square", "color"): "blue"}], G)
+    assert np.array_equal(rel[:, 0], blue & ~circle) and np.array_equal(rel[:, 1], blue)
+    with pytest.raises(KeyError, match="text.presence=true has no atom"):
+        conjunction_probability(lits, {("text", "presence"): "true"}, G)
+
+
+def test_beam_search_finds_a_planted_three_condition_failure():
+    values, lits = planted_world()
+    planted = {("square", "color"): "orange", ("circle", "presence"): "false", ("background", "texture"): "noise"}
+    hard = holds(values, planted)
+    search = ComposeSearch(lits, G, np.flatnonzero(~hard))
+    found = search.search(np.flatnonzero(hard), k=3)
+    assert found[0].conditions == planted
+    assert found[0].hard_share > 0.8 and found[0].easy_share < 0.01
+    assert len(found) == 3 and all(f.hard_share >= 0.75 for f in found)
+    # never two contradictory sentences
+    for a in found:
+        for b in found:
+            assert all(b.conditions.get(k, v) == v for k, v in a.conditions.items())
+
+
+def test_merging_keeps_each_failure_whole_and_never_merges_two():
+    values, lits = planted_world(n=4000, seed=2)
+    a = {("square", "color"): "orange", ("circle", "presence"): "false", ("background", "texture"): "noise"}
+    b = {("square", "color"): "blue", ("circle", "presence"): "true", ("text", "presence"): "true"}
+    in_a, in_b = holds(values, a), holds(values, b)
+    rng = np.random.default_rng(3)
+    stray = ~in_a & ~in_b & (rng.random(len(in_a)) < 0.02)  # stray errors, nothing in common
+    hard = in_a | in_b | stray
+    big = values[("square", "size")] == 1  # an attribute neither failure depends on cuts each in two pieces
+    groups = [np.flatnonzero(m) for m in (in_a & big, in_a & ~big, in_b & big, in_b & ~big, stray)]
+    search = ComposeSearch(lits, G, np.flatnonzero(~hard))
+    hyps, descs = one_hypothesis_per_failure(search, groups, hard)
+    truth = [np.flatnonzero(in_a), np.flatnonzero(in_b)]
+    assert len(hyps) == 3
+    assert sorted(h.pieces for h in hyps[:2]) == [2, 2]
+    for h in hyps[:2]:  # each merged hypothesis is one whole failure
+        assert max(len(np.intersect1d(h.indices, t)) / len(t) for t in truth) == 1.0
+        assert min(len(np.setdiff1d(h.indices, t)) for t in truth) == 0
+    assert hyps[2].lower_bound < hyps[1].lower_bound  # stray errors come last
+    assert discovery_rate([h.indices for h in hyps], truth) == 1.0
+    assert false_discovery_rate([h.indices for h in hyps], truth) == 0.0
+    assert {frozenset(d[0].conditions.items()) for d in descs[:2]} == {frozenset(a.items()), frozenset(b.items())}
+
+
+def test_wilson_lower_bound():
+    assert wilson_lower(0, 0) == 0.0
+    assert 0.6 < wilson_lower(10, 10) < 0.75 < wilson_lower(100, 100)
