@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .selection import METHODS
+from .selection import DESCRIBERS
 
 
 @dataclass
@@ -46,6 +46,8 @@ class HardCluster:
     easy_cluster: int
     sentences: list = field(default_factory=list)
     scores: list = field(default_factory=list)
+    #: 'compose': per sentence, its conditions and the shares of hard / easy / twin images it holds for (in memory).
+    details: list = field(default_factory=list, repr=False, compare=False)
 
     def to_dict(self):
         return {
@@ -142,6 +144,10 @@ class Explanation:
         if n is None:
             n = 1 + max((int(m.max()) for m in members if m.size), default=-1)
         n = int(n)
+        top = max((int(m.max()) for m in members if m.size), default=-1)
+        if top >= n:
+            raise ValueError(f"the explanation refers to image {top} but has n_images={n} (params); expected "
+                             f"image indices in [0, {n}).")
         phi = self.confidence if confidence is None else confidence
         columns = {}
         for name, values in (("phi", phi), ("omega", performance)):
@@ -236,7 +242,11 @@ class Explanation:
             Upper bounds (exclusive) for image and sentence indices, when the
             loader knows them; the length of ``sentences`` bounds sentence
             indices when texts are included. Indices are always non-negative
-            integers below 2**62.
+            integers below 2**62; without ``n_images``, a whole-dataset
+            explanation's ``params['n_images']`` bounds its image indices (a
+            per-class one, with ``params['label']``, indexes the whole run).
+            Clusters must form a partition: no empty hard cluster, no image in
+            two clusters of a side or in both a hard and an easy cluster.
         source : str, default='data'
             How messages name ``data`` (a file path, for loaders).
 
@@ -339,8 +349,8 @@ def _explanation_from_dict(cls, data, *, n_images=None, n_sentences=None, source
     if missing:
         raise ValueError(f"{source} lacks the key(s) {sorted(missing)}; is it an Explanation.to_dict() result?")
     method = data["method"]
-    if not isinstance(method, str) or method not in METHODS:
-        _bad(source, "method", _show(method), f"one of {list(METHODS)}")
+    if not isinstance(method, str) or method not in DESCRIBERS:
+        _bad(source, "method", _show(method), f"one of {list(DESCRIBERS)}")
     params = data.get("params", {})
     if params is None:
         params = {}
@@ -353,7 +363,12 @@ def _explanation_from_dict(cls, data, *, n_images=None, n_sentences=None, source
             _bad(source, "sentences", _show(texts)[:60], "null or a list of strings")
         texts = list(texts)
     n_img = _bound(n_images, params, "n_images", source)
+    if n_img is None and "label" not in params and params.get("n_images") is not None:
+        # A whole-dataset explanation indexes its own n_images; a per-class one (params['label']) indexes the run's.
+        n_img = _bound(params["n_images"], {}, "params.n_images", source)
     n_sent = _bound(n_sentences, params, "n_sentences", source)
+    if n_sent is None and texts is None and params.get("n_sentences") is not None:
+        n_sent = _bound(params["n_sentences"], {}, "params.n_sentences", source)
     if texts is not None:
         if n_sent is not None and len(texts) != n_sent:
             _bad(source, "sentences", f"{len(texts)} sentence(s)",
@@ -389,12 +404,7 @@ def _explanation_from_dict(cls, data, *, n_images=None, n_sentences=None, source
             _bad(source, f"{where}.scores", f"{scores.shape[0]} score(s)",
                  f"{sents.shape[0]}, one per chosen sentence")
         hard.append(HardCluster(idx, proto, match, sents.tolist(), scores.tolist()))
-    for side, clusters in (("hard_clusters", hard), ("easy_clusters", easy)):
-        members = np.concatenate([c.indices for c in clusters]) if clusters else np.zeros(0, np.int64)
-        uniq, counts = np.unique(members, return_counts=True)
-        if (counts > 1).any():  # a partition: an image sits in one cluster of a side
-            _bad(source, side, f"image {int(uniq[counts > 1][0])} in more than one cluster",
-                 "each image in at most one cluster of a side")
+    check_partition(hard, easy, source)
     if dim == 0:
         _bad(source, "prototype", "empty prototypes", "vectors of the embedding dimension d >= 1")
     if "selected" in data and data["selected"] is not None:
@@ -404,6 +414,27 @@ def _explanation_from_dict(cls, data, *, n_images=None, n_sentences=None, source
             _bad(source, "selected", _show(sorted(selected.tolist())),
                  f"the union of the hard clusters' sentences, {_show(union)}")
     return cls(hard, easy, method, dict(params), texts)
+
+
+def check_partition(hard, easy, source="explanation"):
+    """Refuse clusters that are not a partition: an empty hard cluster, an image in two clusters of a side, or an
+    image both hard and easy (any of them shifts ACR and the split sizes without a word)."""
+    for i, c in enumerate(hard):
+        if np.asarray(c.indices).size == 0:
+            _bad(source, f"hard_clusters[{i}].indices", "an empty cluster", "at least one image per hard cluster")
+    sides = {}
+    for side, clusters in (("hard_clusters", hard), ("easy_clusters", easy)):
+        members = np.concatenate([np.asarray(c.indices, dtype=np.int64) for c in clusters]) if clusters \
+            else np.zeros(0, np.int64)
+        uniq, counts = np.unique(members, return_counts=True)
+        if (counts > 1).any():  # a partition: an image sits in one cluster of a side
+            _bad(source, side, f"image {int(uniq[counts > 1][0])} in more than one cluster",
+                 "each image in at most one cluster of a side")
+        sides[side] = uniq
+    both = np.intersect1d(sides["hard_clusters"], sides["easy_clusters"])
+    if both.size:
+        _bad(source, "easy_clusters", f"image {int(both[0])} in a hard and an easy cluster ({both.size} image(s) "
+             "in all)", "each image hard, easy or neither")
 
 
 def check_explanation_ranges(explanation, *, n_images=None, n_sentences=None, source="explanation"):
