@@ -10,7 +10,8 @@ from lbee.core.explanation import EasyCluster, Explanation, HardCluster
 def make_exp(clusters):
     """clusters: list of (image indices, sentence ids)."""
     hard = [HardCluster(np.array(ix), np.zeros(2), 0, list(s), [0.0] * len(s)) for ix, s in clusters]
-    return Explanation(hard, [EasyCluster(np.array([0]), np.zeros(2))], "tops")
+    # No easy image: every image of these hand-made worlds is in a hard cluster (an image cannot be both).
+    return Explanation(hard, [EasyCluster(np.zeros(0, np.int64), np.zeros(2))], "tops")
 
 
 def test_failure_sentences_by_hand():

@@ -406,7 +406,7 @@ CASES = [
     ("exp-negative-index", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, -1)),
      Raises(ValueError, "data.hard_clusters[0].indices[0]", "non-negative")),
     ("exp-huge-index", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 10**30)),
-     Raises(ValueError, "hard_clusters[0].indices[0]", "plausible image index")),
+     Raises(ValueError, "hard_clusters[0].indices[0]", "an image index below 30")),  # params['n_images'] bounds
     ("exp-index-beyond-n-images", tampered(lambda d: d["easy_clusters"][0]["indices"].__setitem__(0, 30),
                                            n_images=30),
      Raises(ValueError, "easy_clusters[0].indices[0]", "below 30")),
@@ -517,7 +517,49 @@ CASES = [
      Result(lambda r, c: warned("'true_label' (did you mean 'label'?")(r, c) is None
             and warned("'predicted' (did you mean 'pred'?")(r, c) is None
             and warned("ω = −entropy of the probabilities (no 'label')")(r, c) is None)),
+    # --- issue 23: shapes, ranges and partitions checked where the object is built
+    ("eval-relevance-more-columns", lambda ctx: lbee.evaluate(EXP, np.zeros((30, 50), bool), np.arange(30.0)),
+     Raises(ValueError, "`relevance` has 50 sentence columns", "computed over 8 sentences", "(n_images, 8)")),
+    ("eval-relevance-fewer-columns", lambda ctx: lbee.evaluate(EXP, np.zeros((30, 7), bool), np.arange(30.0)),
+     Raises(ValueError, "`relevance` has 7 sentence columns", "computed over 8 sentences")),
+    ("eval-image-hard-and-easy", lambda ctx: lbee.evaluate(_hard_and_easy(), np.zeros((30, 8), bool),
+                                                           np.arange(30.0)),
+     Raises(ValueError, "in a hard and an easy cluster", "each image hard, easy or neither")),
+    ("eval-empty-hard-cluster", lambda ctx: lbee.evaluate(_empty_hard(), np.zeros((30, 8), bool), np.arange(30.0)),
+     Raises(ValueError, "hard_clusters[0].indices", "an empty cluster")),
+    ("exp-index-beyond-params-n-images", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 30)),
+     Raises(ValueError, "hard_clusters[0].indices[0]", "received 30", "below 30")),
+    ("exp-image-hard-and-easy", tampered(lambda d: d["hard_clusters"][0]["indices"].append(
+        d["easy_clusters"][0]["indices"][0])), Raises(ValueError, "data.easy_clusters", "in a hard and an easy cluster")),
+    ("exp-empty-hard-cluster", tampered(_set(["hard_clusters", 0, "indices"], [])),
+     Raises(ValueError, "data.hard_clusters[0].indices", "an empty cluster")),
+    ("exp-sentence-beyond-params", tampered(lambda d: (d.__setitem__("sentences", None),
+                                                       d["hard_clusters"][0]["sentences"].__setitem__(0, 8))),
+     Raises(ValueError, "hard_clusters[0].sentences[0]", "below 8")),
+    ("per-class-nan-label", lambda ctx: __import__("lbee.analyses.per_class", fromlist=["x"]).explain_per_class(
+        EXP_X, EXP_S, labels=np.r_[np.nan, np.zeros(39)], preds=np.zeros(40, int)),
+     Raises(ValueError, "`labels`", "row(s) [1]", "nan", "a missing label cannot be a class")),
+    ("split-confidence-1e-300", lambda ctx: (__import__("lbee.core.split", fromlist=["x"]).split_by_confidence(
+        EXP_PHI * 1e-300), __import__("lbee.core.split", fromlist=["x"]).split_by_confidence(EXP_PHI)),
+     Result(lambda r, c: all(np.array_equal(x, y) for x, y in zip(*r)) and r[0][0].sum() + r[0][1].sum() < 40)),
+    ("split-confidence-1e300", lambda ctx: (__import__("lbee.core.split", fromlist=["x"]).split_by_confidence(
+        EXP_PHI * 1e300), __import__("lbee.core.split", fromlist=["x"]).split_by_confidence(EXP_PHI)),
+     Result(lambda r, c: all(np.array_equal(x, y) for x, y in zip(*r)))),
+    ("explain-confidence-1e300", lambda ctx: lbee.explain(EXP_X, EXP_S, confidence=EXP_PHI * 1e300, n_clusters=3),
+     Result(lambda r, c: len(r.hard_clusters) == 3)),
 ]
+
+
+def _hard_and_easy():
+    e = copy.deepcopy(EXP)
+    e.hard_clusters[0].indices = np.append(e.hard_clusters[0].indices, e.easy_clusters[0].indices[0])
+    return e
+
+
+def _empty_hard():
+    e = copy.deepcopy(EXP)
+    e.hard_clusters[0].indices = np.zeros(0, np.int64)
+    return e
 
 _rng = np.random.default_rng(1)
 EXP_X, EXP_S, EXP_PHI = _rng.normal(size=(40, 6)), _rng.normal(size=(5, 6)), _rng.normal(size=40)

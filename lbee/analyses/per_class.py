@@ -23,6 +23,7 @@ import numpy as np
 from .._validation import as_unit_rows, check_choice, check_positive_int
 from ..core.evaluation import DEFAULT_O
 from ..core.explanation import EasyCluster, Explanation, HardCluster
+from ..core.split import split_by_confidence
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS_PER_CLASS, as_sentence_index, partition
 from ..core.selection import CLIP_TAU, METHODS
 from ..core.sentence_index import SentenceIndex
@@ -66,10 +67,12 @@ def class_splits(labels, *, preds=None, probs=None, split="errors", a=DEFAULT_A,
         Classes that cannot be analysed and why.
     """
     check_choice(split, "split", set(CLASS_SPLITS))
+    from ..scoring.confidence import check_labels
+
     y = np.asarray(labels)
     if y.ndim != 1 or y.size == 0:
         raise ValueError(f"`labels` must be a non-empty 1-D array of class indices; received shape {y.shape}.")
-    y = y.astype(np.int64)
+    y = check_labels(y, y.shape[0])  # NaN, negative or fractional labels raise, naming the rows
     p = None
     if probs is not None:
         p = np.asarray(probs, dtype=np.float64)
@@ -83,9 +86,10 @@ def class_splits(labels, *, preds=None, probs=None, split="errors", a=DEFAULT_A,
         if p is None:
             raise ValueError("Per-class analysis needs predictions: `preds` or `probs`.")
         preds = p.argmax(axis=1)
-    yhat = np.asarray(preds).astype(np.int64)
+    yhat = np.asarray(preds)
     if yhat.shape != y.shape:
         raise ValueError(f"`preds` has shape {yhat.shape}; expected {y.shape}, one per label.")
+    yhat = check_labels(yhat, y.shape[0], name="preds")
     if split == "probability" and p is None:
         raise ValueError("`split='probability'` needs `probs` (the class probability columns).")
     correct = (yhat == y).astype(np.float64)
@@ -101,9 +105,10 @@ def class_splits(labels, *, preds=None, probs=None, split="errors", a=DEFAULT_A,
             easy = ~hard                        # true positives
         else:
             members = np.flatnonzero(y == c)
-            phi = p[members, c]
-            mu, sd = phi.mean() if members.size else 0.0, phi.std() if members.size else 0.0
-            hard, easy = phi < mu - a * sd, phi > mu + a * sd
+            if members.size:  # the μ ± aσ rule of the whole-dataset split, on the class probability
+                hard, easy = split_by_confidence(p[members, c], a=a)
+            else:
+                hard = easy = np.zeros(0, dtype=bool)
         if members.size == 0:
             skipped[c] = "no image labelled or predicted as this class"
         elif not hard.any():

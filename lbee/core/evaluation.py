@@ -109,6 +109,14 @@ def evaluate(explanation, relevance, performance, o=DEFAULT_O):
     performance : array-like of shape (n_images,)
     o : float, default=0.2
 
+    Raises
+    ------
+    ValueError
+        When Γ's columns are not the explanation's N sentences
+        (``params['n_sentences']``, else its sentence texts), an index is out
+        of Γ's range, or the clusters are not a partition (an empty hard
+        cluster, an image in two clusters or both hard and easy).
+
     Returns
     -------
     dict
@@ -121,6 +129,16 @@ def evaluate(explanation, relevance, performance, o=DEFAULT_O):
         raise TypeError(f"`explanation` must be an lbee.Explanation; received {type(explanation).__name__}.")
     rel, omega = check_relevance(relevance, performance)
     n_sent = rel.shape[1]
+    expected = explanation.params.get("n_sentences")
+    if expected is None and explanation.sentence_texts is not None:
+        expected = len(explanation.sentence_texts)
+    if expected is not None and int(expected) != n_sent:
+        raise ValueError(f"`relevance` has {n_sent} sentence columns but the explanation was computed over "
+                         f"{int(expected)} sentences; expected Γ of shape (n_images, {int(expected)}), one column "
+                         "per sentence of the same set, in the same order.")
+    from .explanation import check_partition
+
+    check_partition(explanation.hard_clusters, explanation.easy_clusters, "`explanation`")
     for c in explanation.hard_clusters:
         if len(c.sentences) and max(c.sentences) >= n_sent:
             raise ValueError(

@@ -24,10 +24,20 @@ def split_by_confidence(confidence, *, a=0.2):
     -------
     hard, easy : ndarray of bool, shape (n_images,)
     """
-    phi = as_float_vector(confidence, "confidence")
+    phi = _power_of_two_scaled(as_float_vector(confidence, "confidence"))
     a = check_real(a, "a", minimum=0.0)
     mu, sigma = phi.mean(), phi.std()
     return phi < mu - a * sigma, phi > mu + a * sigma
+
+
+def _power_of_two_scaled(phi):
+    """φ divided by the power of two nearest its largest magnitude: the split is scale-free, and this keeps σ
+    from underflowing to 0 (φ × 1e-300) or overflowing to inf (φ × 1e300). A power of two scales exactly, so
+    for ordinary φ the masks are bit for bit those of the unscaled formula."""
+    top = float(np.max(np.abs(phi))) if phi.size else 0.0
+    if top == 0.0 or not np.isfinite(top):
+        return phi
+    return np.ldexp(phi, -int(np.frexp(top)[1]))
 
 
 def resolve_split(n, *, confidence=None, hard=None, easy=None, a=0.2):
@@ -38,7 +48,7 @@ def resolve_split(n, *, confidence=None, hard=None, easy=None, a=0.2):
         phi = as_float_vector(confidence, "confidence", n)
         hard_mask, easy_mask = split_by_confidence(phi, a=a)
         hint = f" (a={a}); try a smaller `a`"
-        if phi.std() == 0:
+        if phi.max() == phi.min():
             hint = "; all confidences are equal, so no image is harder than another"
     elif hard is not None and easy is not None:
         hard_mask = as_bool_vector(hard, "hard", n)

@@ -113,7 +113,7 @@ def check_labels(labels, n, n_classes=None, name="labels"):
         else:
             out[i] = int(f)
     if bad:
-        shown = [raw[i] for i in bad[:5]]
+        shown = [raw[i].item() if isinstance(raw[i], np.generic) else raw[i] for i in bad[:5]]
         rng = f"[0, {n_classes})" if n_classes is not None else "[0, ∞)"
         raise ValueError(f"`{name}` holds {len(bad)} invalid value(s) at row(s) {[i + 1 for i in bad[:5]]} "
                          f"(1-based), e.g. {shown}; expected integer class indices in {rng} "
