@@ -134,8 +134,14 @@ def _run_class(images, index, rel, cs, settings):
     """Explain (and with Γ, score) one class; cluster indices come back global."""
     from ..core.evaluation import failure_sentences, score_explanation
 
-    part = partition(images[cs.images], hard=cs.hard, easy=cs.easy, n_clusters=settings["n_clusters"],
-                     n_easy_clusters=settings["n_easy_clusters"])
+    import warnings
+
+    from ..core.clustering import ClusterCountWarning
+
+    with warnings.catch_warnings():  # a class with fewer hard images than C is common; n_hard_clusters records it
+        warnings.simplefilter("ignore", ClusterCountWarning)
+        part = partition(images[cs.images], hard=cs.hard, easy=cs.easy, n_clusters=settings["n_clusters"],
+                         n_easy_clusters=settings["n_easy_clusters"])
     exps = part.describe_methods(index, settings["methods"], k=settings["k"], tau=settings["tau"],
                                  sentences=settings["sentences"])
     if rel is not None:

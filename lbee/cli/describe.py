@@ -44,7 +44,10 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
 @click.option("--relevance", type=click.Path(exists=True, dir_okay=False),
               help="Per class: Γ (as for `lbee evaluate`) to score every class.")
 @click.option("--jobs", type=int, default=1, show_default=True, help="Per class: worker processes (-1 = all cores).")
-@click.option("--out", type=click.Path(file_okay=False), default=None, help="Output folder.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Output folder (a folder that holds a run is refused unless --overwrite).")
+@click.option("--overwrite", is_flag=True,
+              help="Replace the run already in --out, whole (its old files do not stay beside the new ones).")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON summary instead of text.")
 @click.option("--html", "html", is_flag=True,
               help="Also write report.html into --out: the same page as `lbee report` (no YAML needed).")
@@ -54,8 +57,8 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
               help="Image-decoding worker processes.")
 @click.pass_context
 def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights, num_classes, image_size, encoder,
-             logits, image_embeddings, sentence_embeddings, sensitivity, per_class, class_split, relevance, jobs, out, as_json,
-             html, strict, batch_size, num_workers, **knobs):
+             logits, image_embeddings, sentence_embeddings, sensitivity, per_class, class_split, relevance, jobs, out,
+             overwrite, as_json, html, strict, batch_size, num_workers, **knobs):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
     from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, preflight
     from ..run.pipeline import run_model, write_run
@@ -97,7 +100,13 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
     if html and not out:
         raise click.UsageError("--html writes report.html into the output folder: add --out FOLDER.")
     if out:
+        from ..run.outputs import check_out_folder
+
         check_writable_folder(out, "--out")  # before any embedding, not after
+        try:
+            check_out_folder(out, overwrite=overwrite)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     model = ModelSpec(name=Path(predictions).stem if predictions else str(model_spec),
                       predictions=Path(predictions) if predictions else None, model=model_spec,
                       weights=Path(weights) if weights else None, num_classes=num_classes, image_size=image_size)
@@ -120,12 +129,17 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
         _fail(exc)
     folders = []
     if out:
-        try:
-            folders = write_run(run, out)
+        from ..run.outputs import staged_run_folder
+
+        try:  # the whole run is written beside --out, then moved in: never a half-written or mixed folder
+            with staged_run_folder(out, overwrite=overwrite) as stage:
+                folders = [Path(out) / Path(f).relative_to(stage) for f in write_run(run, stage)]
+                if html:
+                    _write_html(ctx, run, ds, model, stage)
         except OSError as exc:
             raise LbeeError(f"Cannot write the outputs into {out!r}: {exc.strerror or exc}.") from None
-    if html:
-        _write_html(ctx, run, ds, model, out)
+        if html:
+            click.echo(f"Wrote {Path(out) / 'report.html'} (open it in a browser).")
     if as_json:
         import json
 
@@ -168,7 +182,6 @@ def _write_html(ctx, run, ds, model, out):
         write_report_page(run, ds, model, out, thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
     except OSError as exc:
         raise LbeeError(f"Cannot write report.html into {out!r}: {exc}") from None
-    click.echo(f"Wrote {Path(out) / 'report.html'} (open it in a browser).")
 
 
 def _print_per_class(run, settings):

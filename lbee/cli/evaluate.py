@@ -18,7 +18,9 @@ from ._base import LbeeError, _fail, check_writable_folder, cli
               help="ω: .npy (n,) or a table with 'performance' [default: assignments.parquet beside the json].")
 @click.option("--o", "o_values", type=click.FloatRange(min=0), multiple=True, default=[DEFAULT_O], show_default=True,
               help="Severity o (β = o·std ω); repeat for several.")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write metrics here (.json or .csv).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Write metrics here (.json or .csv) [default: metrics.json beside the explanation, or "
+                   "evaluate_metrics.json when metrics.json there is another command's (a batch report's)].")
 def evaluate(explanation, relevance, performance, o_values, out):
     """Score an explanation.json (AHR / ACR / TPR / JI per method)."""
     import pandas as pd
@@ -33,7 +35,7 @@ def evaluate(explanation, relevance, performance, o_values, out):
     path = Path(explanation)
     if path.is_dir():
         path = path / "explanation.json"
-    target = Path(out) if out else path.parent / "metrics.json"
+    target = Path(out) if out else _default_target(path.parent)
     check_writable_folder(target.parent, "--out" if out else "the explanation's folder")
     try:
         exps, payload = load_explanations(path)
@@ -67,3 +69,27 @@ def evaluate(explanation, relevance, performance, o_values, out):
     except OSError as exc:
         raise LbeeError(f"Cannot write {str(target)!r}: {exc.strerror or exc}.") from None
     click.echo(f"\nWrote {target}")
+
+
+#: The keys of a row `lbee evaluate` writes; a metrics.json whose rows differ belongs to another command.
+EVALUATE_KEYS = {"method", "o", "AHR", "ACR", "TPR", "JI", "n_failure_sentences"}
+
+
+def _default_target(folder):
+    """``metrics.json`` beside the explanation, unless one is there with another schema (``lbee report``'s)."""
+    import json
+
+    target = folder / "metrics.json"
+    if not target.exists():
+        return target
+    try:
+        rows = json.loads(target.read_text(encoding="utf-8"))
+        ours = isinstance(rows, list) and bool(rows) and all(isinstance(r, dict) and set(r) == EVALUATE_KEYS
+                                                             for r in rows)
+    except (OSError, UnicodeDecodeError, ValueError):
+        ours = False
+    if ours:
+        return target
+    beside = folder / "evaluate_metrics.json"
+    click.echo(f"{target} holds another command's metrics (a report's); writing {beside.name} beside it.", err=True)
+    return beside

@@ -41,6 +41,55 @@ KMEANS_ITER = 15
 KMEANS_ONE_THREAD_ROWS = 200_000
 _ONE_THREAD_ROWS = 1024  # exact Ward on up to this many rows computes its distances on one BLAS thread
 _BLOCK_ROWS = 2048  # rows of the blocked Gram product (2,048 x n float64: 330 MB at n = 20,000)
+#: Hard groups whose median size is below this are warned about as too small to describe a failure mode.
+TINY_GROUP = 5
+
+
+class ClusterCountWarning(UserWarning):
+    """More clusters asked for than a split has images, or groups too small to describe (LBEE Step 2)."""
+
+
+def capped_clusters_message(asked, n, side="hard", option="n_clusters (CLI --clusters)"):
+    """The one wording of "C was capped at the split size" (library, CLI, config and service)."""
+    return (f"{asked} {side} clusters were asked for but the {side} split has {n} image(s): {n} cluster(s) were "
+            f"formed, one image each, and a one-image group is not a failure mode; ask for fewer with {option}.")
+
+
+def cluster_notes(explanation):
+    """Warnings about what an explanation's clustering became, from its clusters and ``params``.
+
+    Says when the easy clusters asked for exceed the easy split (the hard side
+    is warned about by :class:`lbee.slicers.WardSlicer` as it clusters), and
+    when the hard groups are tiny (median below :data:`TINY_GROUP` images),
+    with the number of clusters to try instead.
+
+    Returns
+    -------
+    list of str
+    """
+    p = explanation.params
+    notes = []
+    asked_e, n_easy = p.get("n_easy_clusters"), p.get("n_easy")
+    if asked_e is not None and n_easy is not None and int(asked_e) > int(n_easy):
+        notes.append(capped_clusters_message(int(asked_e), int(n_easy), "easy",
+                                             "n_easy_clusters (CLI --easy-clusters)"))
+    sizes = np.array([len(c.indices) for c in explanation.hard_clusters])
+    if sizes.size > 1 and np.median(sizes) < TINY_GROUP:
+        n_hard = int(sizes.sum())
+        twins = {int(c.easy_cluster) for c in explanation.hard_clusters}
+        same = ", all matched to the same easy cluster" if len(twins) == 1 else ""
+        better = max(1, n_hard // (2 * TINY_GROUP))
+        notes.append(f"{sizes.size} hard clusters of {n_hard} hard images are tiny (sizes {sizes.min()}–"
+                     f"{sizes.max()}, median {np.median(sizes):g}){same}: each group's sentences describe a few "
+                     f"images, not a failure mode. Try about {better} cluster(s) (n_clusters; CLI --clusters), or a "
+                     "smaller split margin a to put more images in the hard split.")
+    return notes
+
+
+def warn_cluster_notes(explanation, stacklevel=2):
+    """:func:`cluster_notes` as :class:`ClusterCountWarning` warnings."""
+    for note in cluster_notes(explanation):
+        warnings.warn(note, ClusterCountWarning, stacklevel=stacklevel + 1)
 
 
 def ward_labels(embeddings, n_clusters, memory=None, *, method=DEFAULT_WARD, n_neighbors=15, n_cells=None,

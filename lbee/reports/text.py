@@ -21,7 +21,8 @@ def render_markdown(result, metrics=None, n_examples=5):
         f"- sentence set: `{result.sentence_set}` ({len(result.sentences)} sentences)",
         f"- images: {p['n_images']} embedded ({p['n_hard']} hard, {p['n_easy']} easy), "
         f"{len(result.failures)} skipped",
-        f"- a={p['a']}, clusters={p['n_clusters']}, easy clusters={p['n_easy_clusters']}, k={p['k']}, "
+        f"- a={p['a']}, clusters={_asked_formed(p, 'n_clusters', 'n_hard_clusters_formed')}, "
+        f"easy clusters={_asked_formed(p, 'n_easy_clusters', 'n_easy_clusters_formed')}, k={p['k']}, "
         f"tau={p['tau']}", "",
     ]
     if metrics:
@@ -108,10 +109,16 @@ def summary_dict(result, out=None):
     p = first.params
     return {
         "n_images": len(result.image_ids), "n_hard": p.get("n_hard"), "n_easy": p.get("n_easy"),
-        "n_skipped": len(result.failures), "params": {k: p[k] for k in ("a", "n_clusters", "k", "tau", "ward")
+        "n_skipped": len(result.failures), "params": {k: p[k] for k in ("a", "n_clusters", "n_hard_clusters_formed", "k", "tau", "ward")
                                                       if k in p},
         "hard_groups": [{"group": i, "size": int(len(c.indices)),
                          "sentences": {m: e.cluster_sentences(i) for m, e in result.explanations.items()}}
                         for i, c in enumerate(first.hard_clusters)],
         "out": None if out is None else str(out),
     }
+
+
+def _asked_formed(params, asked, formed):
+    """``15``, or ``5000 asked, 607 formed`` when the split was smaller than the clusters asked for."""
+    a, f = params.get(asked), params.get(formed)
+    return f"{a}" if f is None or f == a else f"{a} asked, {f} formed"

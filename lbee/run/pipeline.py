@@ -140,6 +140,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
 
 
 def _per_class(inputs, scores, settings, tau, progress, n_jobs):
+        record_clusters_formed(exps, part)
     from ..analyses.per_class import explain_per_class
 
     s = scores.model_scores
@@ -240,6 +241,18 @@ def write_outputs(result, out_dir):
         "sentences": result.sentences,
         "images": result.image_ids,
         "skipped_images": [{"path": p, "reason": r} for p, r in result.failures],
+def record_clusters_formed(explanations, part):
+    """Record in each explanation's ``params`` the clusters formed beside those asked for, and warn (once per
+    partition) when they were capped or are tiny (:func:`lbee.core.clustering.cluster_notes`)."""
+    from ..core.clustering import warn_cluster_notes
+
+    for e in explanations.values():
+        e.params["n_hard_clusters_formed"] = len(e.hard_clusters)
+        e.params["n_easy_clusters_formed"] = len(e.easy_clusters)
+    if explanations:
+        warn_cluster_notes(next(iter(explanations.values())), stacklevel=3)
+
+
         "params": next(iter(result.explanations.values())).params,
         # The clustering once, prototypes as float32 (lbee.core.explanation.compact_payload); read by
         # load_explanations, which also reads the older one-full-copy-per-method files.

@@ -46,7 +46,8 @@ def explain_request(body):
     Returns
     -------
     dict
-        ``lbee_version``, ``settings`` (as used) and ``explanations`` (method -> ``Explanation.to_dict()``).
+        ``lbee_version``, ``settings`` (as used), ``warnings`` (clusters capped or tiny: what to change) and
+        ``explanations`` (method -> ``Explanation.to_dict()``, whose params record the clusters formed).
 
     Raises
     ------
@@ -85,7 +86,19 @@ def explain_request(body):
     exps = lbee.explain_methods(X, S, methods=list(st.methods), a=st.a, n_clusters=st.n_clusters,
                                 n_easy_clusters=st.easy_clusters, k=st.k, tau=st.resolved_tau(None),
                                 sentences=sentences, ward=st.ward, **masks)
+    from lbee.core.clustering import cluster_notes
+
+    for e in exps.values():
+        e.params["n_hard_clusters_formed"] = len(e.hard_clusters)
+        e.params["n_easy_clusters_formed"] = len(e.easy_clusters)
+    notes = cluster_notes(next(iter(exps.values()))) if exps else []
+    first = next(iter(exps.values()), None)
+    if first is not None and first.params.get("n_clusters", 0) > first.params.get("n_hard", 10**12):
+        from lbee.core.clustering import capped_clusters_message
+
+        notes.insert(0, capped_clusters_message(first.params["n_clusters"], first.params["n_hard"],
+                                                option="settings.clusters"))
     used = {k: v for k, v in st.to_dict().items() if k in EXPLAIN_KNOBS}
     used["tau"] = st.resolved_tau(None)
-    return {"lbee_version": lbee.__version__, "settings": used,
+    return {"lbee_version": lbee.__version__, "settings": used, "warnings": notes,
             "explanations": {m: e.to_dict() for m, e in exps.items()}}

@@ -19,7 +19,8 @@ class WardSlicer(BaseSlicer):
     Parameters
     ----------
     n_clusters : int, default=15
-        Clusters asked for; Ward forms ``min(n_clusters, n_hard)``.
+        Clusters asked for; Ward forms ``min(n_clusters, n_hard)``, with a
+        :class:`lbee.core.clustering.ClusterCountWarning` when it is fewer.
     ward : str, default=lbee.core.clustering.DEFAULT_WARD
         The Ward variant, one of ``lbee.core.clustering.WARD_METHODS``.
     a : float, default=0.2
@@ -75,6 +76,12 @@ class WardSlicer(BaseSlicer):
         idx = np.flatnonzero(mask)
         if idx.size == 0:
             raise ValueError("The hard split is empty: WardSlicer has nothing to cluster.")
+        if c > idx.size:
+            import warnings
+
+            from ..core.clustering import ClusterCountWarning, capped_clusters_message
+
+            warnings.warn(capped_clusters_message(c, int(idx.size)), ClusterCountWarning, stacklevel=2)
         labels = ward_labels(X[idx], c, self.memory, method=self.ward)
         self.labels_ = np.full(X.shape[0], -1, dtype=np.int64)
         self.labels_[idx] = labels

@@ -1,0 +1,127 @@
+"""Issue 23, "numbers that cannot drift": runs are never replaced or mixed in silence, caps are stated,
+outputs are written atomically, configs are read strictly (CLI level; the library cases are rows of
+tests/test_hostile_inputs.py, provenance is tests/test_provenance.py)."""
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from conftest import planted_world
+from lbee.cli import cli
+
+
+def run(args, **kw):
+    return CliRunner().invoke(cli, args, obj={}, catch_exceptions=False, **kw)
+
+
+@pytest.fixture
+def precomputed(tmp_path):
+    X, S, phi, sentences = planted_world(noise=0.01)
+    np.save(tmp_path / "img.npy", X)
+    np.save(tmp_path / "sen.npy", S)
+    (tmp_path / "sents.txt").write_text("\n".join(sentences) + "\n")
+    pd.DataFrame({"image": [f"i{i}.png" for i in range(24)], "confidence": phi, "label": np.ones(24, int),
+                  "pred": (phi > 0.5).astype(int)}).to_csv(tmp_path / "pred.csv", index=False)
+    rel = np.zeros((24, 8), bool)
+    rel[12:18, 2] = True
+    rel[18:24, 3] = True
+    np.save(tmp_path / "rel.npy", rel)
+    return tmp_path
+
+
+def describe_args(p, *extra):
+    return ["describe", "--image-embeddings", str(p / "img.npy"), "--sentence-embeddings", str(p / "sen.npy"),
+            "--sentences", str(p / "sents.txt"), "--predictions", str(p / "pred.csv"), "-k", "1", "--tau", "0.25",
+            *extra]
+
+
+# ---------------------------------------------------------------- case 13: --out onto a run, --overwrite
+
+def test_out_onto_existing_run_is_refused_then_replaced_whole_with_overwrite(precomputed):
+    p, out = precomputed, precomputed / "out"
+    assert run(describe_args(p, "--clusters", "2", "--out", str(out))).exit_code == 0
+    (out / "report.html").write_text("old page")  # an older run's extras: must not survive beside the new run
+    (out / "slicer_domino").mkdir()
+    (out / "notes.txt").write_text("mine")  # not a run's file: left alone
+    before = (out / "explanation.json").read_bytes()
+    r = run(describe_args(p, "--clusters", "3", "--out", str(out)))
+    assert r.exit_code == 2
+    assert "already holds a run" in r.output and "--overwrite" in r.output and "report.html" in r.output
+    assert (out / "explanation.json").read_bytes() == before  # refused before any work, nothing touched
+    r = run(describe_args(p, "--clusters", "3", "--out", str(out), "--overwrite"))
+    assert r.exit_code == 0, r.output
+    names = sorted(x.name for x in out.iterdir())
+    assert names == ["assignments.parquet", "explanation.json", "notes.txt", "report.md"]
+    assert json.loads((out / "explanation.json").read_text())["params"]["n_clusters"] == 3
+    assert not [x for x in p.iterdir() if "lbee-staging" in x.name or "lbee-replaced" in x.name]
+
+
+def test_failed_run_leaves_the_folder_as_it_was(tmp_path):
+    from lbee.run.outputs import staged_run_folder
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "explanation.json").write_text("old")
+    with pytest.raises(RuntimeError):
+        with staged_run_folder(out, overwrite=True) as stage:
+            (stage / "explanation.json").write_text("half")
+            raise RuntimeError("disk full")
+    assert (out / "explanation.json").read_text() == "old"
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["out"]
+
+
+def test_evaluate_writes_beside_a_report_metrics_json(precomputed):
+    p, out = precomputed, precomputed / "out"
+    assert run(describe_args(p, "--clusters", "2", "--out", str(out))).exit_code == 0
+    report_rows = [{"slicer": "ward", "method": "fpdiff", "ACR": 0.5}]
+    (out / "metrics.json").write_text(json.dumps(report_rows))  # lbee report's schema
+    r = run(["evaluate", str(out), "--relevance", str(p / "rel.npy")])
+    assert r.exit_code == 0, r.output
+    assert json.loads((out / "metrics.json").read_text()) == report_rows
+    rows = json.loads((out / "evaluate_metrics.json").read_text())
+    assert {x["method"] for x in rows} >= {"fpdiff"} and "evaluate_metrics.json" in r.output
+    (out / "metrics.json").unlink()
+    r = run(["evaluate", str(out), "--relevance", str(p / "rel.npy")])  # no other metrics.json: the usual name
+    assert r.exit_code == 0 and json.loads((out / "metrics.json").read_text())[0]["method"]
+
+
+# ---------------------------------------------------------------- case 11: caps are recorded and warned
+
+def test_clusters_beyond_the_split_are_recorded_and_warned(precomputed):
+    p, out = precomputed, precomputed / "out"
+    r = run(describe_args(p, "--clusters", "5000", "--out", str(out)))
+    assert r.exit_code == 0, r.output
+    assert "5000 hard clusters were asked for but the hard split has 12 image(s)" in r.output
+    assert "hard clusters of 12 hard images are tiny" in r.output and "Try about 1 cluster(s)" in r.output
+    payload = json.loads((out / "explanation.json").read_text())
+    assert payload["params"]["n_clusters"] == 5000 and payload["params"]["n_hard_clusters_formed"] == 12
+    assert "clusters=5000 asked, 12 formed" in (out / "report.md").read_text()
+
+
+def test_library_warns_when_clusters_are_capped():
+    import lbee
+    from lbee.core.clustering import ClusterCountWarning
+
+    X, S, phi, _ = planted_world(noise=0.01)
+    with pytest.warns(ClusterCountWarning, match="5000 hard clusters were asked for but the hard split has 12"):
+        exp = lbee.explain(X, S, confidence=phi, n_clusters=5000)
+    assert len(exp.hard_clusters) == 12
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClusterCountWarning)
+        lbee.explain(X, S, confidence=phi, n_clusters=2)  # a sensible C: silent
+
+
+def test_service_reports_capped_and_tiny_clusters():
+    from lbee.service.explain import explain_request
+
+    X, S, phi, _ = planted_world(noise=0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = explain_request({"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(),
+                               "confidence": phi.tolist(), "settings": {"clusters": 50, "tau": 0.25}})
+    assert any("50 hard clusters were asked for" in w for w in out["warnings"])
+    assert out["explanations"]["fpdiff"]["params"]["n_hard_clusters_formed"] == 12
