@@ -125,3 +125,34 @@ def test_service_reports_capped_and_tiny_clusters():
                                "confidence": phi.tolist(), "settings": {"clusters": 50, "tau": 0.25}})
     assert any("50 hard clusters were asked for" in w for w in out["warnings"])
     assert out["explanations"]["fpdiff"]["params"]["n_hard_clusters_formed"] == 12
+
+
+# ---------------------------------------------------------------- case 7: YAML read strictly, every problem listed
+
+def test_yaml_key_written_twice_is_refused(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("datasets:\n  - name: a\n    spotcheck: {seed: 0}\n    clusters: 3\n    clusters: 7\n")
+    r = run(["report", "--check", str(cfg)])
+    assert r.exit_code == 2
+    assert "the key 'clusters' is written twice (lines 4 and 5); expected each key once" in r.output
+
+
+def test_service_yaml_shares_the_strict_loader():
+    import yaml
+
+    from lbee.reports.config import _loader
+
+    with pytest.raises(yaml.YAMLError, match="'k' is written twice"):
+        yaml.load("name: a\nk: 1\nk: 2\n", Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+
+
+def test_report_check_lists_every_problem_of_an_entry(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("datasets:\n  - name: a\n    images: nowhere/\n    clustrs: 3\n    k: -1\n"
+                   "    predictions: missing.csv\n")
+    r = run(["report", "--check", str(cfg)])
+    assert r.exit_code == 2
+    assert "4 problem(s)" in r.output
+    for phrase in ("line 4: unknown key 'clustrs'", "line 5: datasets[0] key 'k' is -1",
+                   "line 3: images path 'nowhere/' does not exist", "line 6: predictions path 'missing.csv'"):
+        assert phrase in r.output, phrase

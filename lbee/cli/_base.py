@@ -119,6 +119,16 @@ def check_writable_folder(path, option):
     return target
 
 
+def check_encoder_spec(spec, option="--encoder"):
+    """:func:`lbee.encoders._registry.check_encoder_spec` as a usage error, before any heavy import."""
+    from ..encoders._registry import check_encoder_spec as check
+
+    try:
+        return check(spec)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
+
+
 def ray_options(what):
     """The options every command with a Ray engine shares (``lbee embed``, ``lbee vqa``)."""
     def decorate(fn):

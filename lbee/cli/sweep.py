@@ -8,7 +8,7 @@ import click
 
 from ..analyses.sweep import C_GRID, K_GRID, O_GRID
 from ..run.settings import as_cli_message, settings_from_options, settings_options
-from ._base import _fail, check_writable_folder, cli
+from ._base import _fail, check_encoder_spec, check_writable_folder, cli
 
 
 def _number_list(kind):
@@ -29,10 +29,13 @@ def _number_list(kind):
 
 
 @cli.command()
-@click.option("--image-embeddings", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="(n, d) .npy image embeddings.")
-@click.option("--sentence-embeddings", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="(N, d) .npy sentence embeddings.")
+@click.argument("images", required=False, type=click.Path(exists=True))
+@click.option("--encoder", default="open_clip", show_default=True,
+              help="Encoder spec for IMAGES (as `lbee describe`): open_clip[:MODEL[@TAG]], spotcheck.")
+@click.option("--image-embeddings", type=click.Path(exists=True, dir_okay=False),
+              help="(n, d) .npy image embeddings (rows in --predictions order), instead of IMAGES.")
+@click.option("--sentence-embeddings", type=click.Path(exists=True, dir_okay=False),
+              help="(N, d) .npy sentence embeddings [default: the encoder embeds --sentences].")
 @click.option("--sentence-set", "--sentences", "sentence_set", default="conditions", show_default=True,
               help="Sentence set (for its size and the output).")
 @click.option("--predictions", required=True, type=click.Path(exists=True, dir_okay=False),
@@ -48,26 +51,41 @@ def _number_list(kind):
               show_default=True, help="Severities to try ('' skips).")
 @settings_options("methods", "confidence_from", "k", "clusters", "tau", "a", "o", "ward")
 @click.option("--out", type=click.Path(file_okay=False), default="lbee_out/sweep", show_default=True)
-def sweep(image_embeddings, sentence_embeddings, sentence_set, predictions, relevance, logits, k_grid, clusters_grid,
-          o_grid, out, **knobs):
+@click.pass_context
+def sweep(ctx, images, encoder, image_embeddings, sentence_embeddings, sentence_set, predictions, relevance, logits,
+          k_grid, clusters_grid, o_grid, out, **knobs):
     """Vary K, C and o one at a time: a table and plots of ACR / AHR / TPR / JI (LBEE Figures 6 and 10).
 
-    -k, --clusters and --o are the values held fixed while another one varies.
+    Starts from IMAGES and --encoder, like `lbee describe`, or from precomputed
+    --image-embeddings and --sentence-embeddings (τ then defaults from their
+    provenance, see `lbee embed`). -k, --clusters and --o are the values held
+    fixed while another one varies.
     """
     from ..analyses.sweep import plot_sweep, sensitivity_sweep
-    from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, model_scores
+    from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, model_scores, preflight
 
     try:
         settings = settings_from_options(knobs)
     except ValueError as exc:
         raise click.UsageError(as_cli_message(exc)) from None
+    if images is None and not (image_embeddings and sentence_embeddings):
+        raise click.UsageError("Give IMAGES (with --encoder), or --image-embeddings and --sentence-embeddings.")
+    if images is not None and image_embeddings:
+        raise click.UsageError("Give IMAGES or --image-embeddings, not both.")
+    if images is not None:
+        check_encoder_spec(encoder)
     check_writable_folder(out, "--out")
-    ds = DatasetSpec(name="sweep", image_embeddings=Path(image_embeddings),
-                     sentence_embeddings=Path(sentence_embeddings), sentence_set=sentence_set,
+    obj = ctx.obj or {}
+    ds = DatasetSpec(name="sweep", images=Path(images) if images else None, encoder=encoder,
+                     image_embeddings=Path(image_embeddings) if image_embeddings else None,
+                     sentence_embeddings=Path(sentence_embeddings) if sentence_embeddings else None,
+                     sentence_set=sentence_set,
                      models=[ModelSpec(name=Path(predictions).stem, predictions=Path(predictions))],
                      relevance={"ground_truth": Path(relevance)}, settings=settings, logits=logits)
     try:
-        inputs = load_inputs(ds)
+        preflight(ds)  # tables, sentence set and provenance before any embedding
+        inputs = load_inputs(ds, cache_dir=obj.get("cache_dir"), device=obj.get("device"),
+                             progress=obj.get("progress", False))
         scores = model_scores(ds, ds.models[0], inputs)
         table = sensitivity_sweep(inputs.embeddings, inputs.sentence_embeddings, relevance=inputs.relevance,
                                   performance=scores.performance, confidence=scores.confidence, K=k_grid,

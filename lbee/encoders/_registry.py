@@ -60,3 +60,53 @@ def create_encoder(spec="open_clip", *, pretrained=None, **kwargs):
     if backend not in _REGISTRY:
         raise ValueError(f"Unknown encoder {backend!r}; valid encoders: {', '.join(sorted(_REGISTRY))}.")
     return _REGISTRY[backend](model=model, pretrained=pretrained or tag, **kwargs)
+
+
+def _open_clip_model_names():
+    """open_clip's model names from its shipped configs, without importing it (torch takes seconds)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("open_clip")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model_configs"
+    names = {p.stem for p in folder.glob("*.json")}
+    return names or None
+
+
+def check_encoder_spec(spec):
+    """Check an encoder spec in a fraction of a second, before any model is loaded.
+
+    The backend must be registered; an open_clip model name must be one of
+    open_clip's configs (read from its files, no import); a checkpoint path
+    must exist. The encoder's own constructor checks the rest (weights that
+    can be reached). Raises ``ValueError`` naming the spec, what was received
+    and what is expected (with the nearest valid name).
+
+    Returns
+    -------
+    (str, str or None, str or None)
+        As :func:`parse_encoder_spec`.
+    """
+    import difflib
+    import os
+    from pathlib import Path
+
+    backend, model, tag = parse_encoder_spec(spec)
+    names = list_encoders()
+    if backend not in names:
+        near = difflib.get_close_matches(backend, names, n=1)
+        raise ValueError(f"encoder {spec!r}: unknown encoder {backend!r}"
+                         f"{f' (did you mean {near[0]!r}?)' if near else ''}; expected one of {', '.join(names)}.")
+    if backend == "open_clip" and model and not model.startswith("hf-hub:"):
+        known = _open_clip_model_names()
+        if known is not None and model not in known:
+            near = difflib.get_close_matches(model, sorted(known), n=1)
+            raise ValueError(f"encoder {spec!r}: unknown open_clip model {model!r}"
+                             f"{f' (did you mean {near[0]!r}?)' if near else ''}; see open_clip.list_models(), "
+                             "e.g. 'ViT-B-32', or use 'hf-hub:ORG/REPO'.")
+    if tag and (os.sep in tag or tag.endswith((".pt", ".pth", ".bin", ".safetensors", ".ckpt"))) \
+            and not Path(tag).is_file():
+        raise ValueError(f"encoder {spec!r}: the checkpoint file {tag!r} does not exist.")
+    return backend, model, tag

@@ -33,6 +33,9 @@ class ImageEmbeddings:
     ok: np.ndarray
     failures: list = field(default_factory=list)
     n_encoded: int = 0
+    #: the encoder's identity and declared τ, for the provenance sidecar (set by :func:`embed_images_ray`)
+    encoder_identity: dict | None = None
+    encoder_tau: float | None = None
 
 
 class _ImageDataset:
@@ -195,6 +198,11 @@ class _EmbedActor:
     def identity(self):
         return self.encoder.identity()
 
+    def provenance_basis(self):
+        """(identity, declared τ) of the actor's encoder, for the provenance sidecar."""
+        tau = getattr(self.encoder, "default_tau", None)
+        return self.encoder.identity(), None if tau is None else float(tau)
+
     def embed(self, start, paths):
         res = embed_images(self.encoder, paths, use_cache=self.use_cache, cache=self.cache,
                            batch_size=self.batch_size, warn=False)
@@ -252,7 +260,11 @@ def embed_images_ray(encoder_factory, paths, *, out=None, cache_dir=None, use_ca
     failures, n_encoded = [], 0
     full, full_path = None, None  # (n, d) rows in input order; unreadable rows stay unwritten
     bar = tqdm(total=n, desc="embedding images (ray)", unit="img", disable=not progress)
+    identity, tau = None, None
     try:
+        import ray
+
+        identity, tau = ray.get(actors[0].provenance_basis.remote())
         for start, emb, chunk_ok, chunk_fail, chunk_encoded in pool.map_unordered(
                 lambda actor, chunk: actor.embed.remote(*chunk), chunks):
             if full is None and emb.shape[0]:
@@ -282,22 +294,24 @@ def embed_images_ray(encoder_factory, paths, *, out=None, cache_dir=None, use_ca
     keep = np.flatnonzero(ok)
     if out is None:
         emb = full[keep] if full is not None else np.zeros((0, d), np.float32)
-        return ImageEmbeddings(np.ascontiguousarray(emb, dtype=np.float32), ok, failures, n_encoded)
+        return ImageEmbeddings(np.ascontiguousarray(emb, dtype=np.float32), ok, failures, n_encoded, identity, tau)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if full is not None and keep.size == n:
         full.flush()
         del full
         full_path.replace(out)
-    else:  # compact the readable rows, block by block
-        target = np.lib.format.open_memmap(out, mode="w+", dtype=np.float32, shape=(keep.size, d))
+    else:  # compact the readable rows, block by block, into a temp file renamed at the end (atomic)
+        compact = Path(str(out) + ".compact.npy")
+        target = np.lib.format.open_memmap(compact, mode="w+", dtype=np.float32, shape=(keep.size, d))
         for b in range(0, keep.size, 65536):
             target[b:b + 65536] = full[keep[b:b + 65536]]
         target.flush()
         del target, full
+        compact.replace(out)
         if full_path is not None:
             full_path.unlink(missing_ok=True)
-    return ImageEmbeddings(np.load(out, mmap_mode="r"), ok, failures, n_encoded)
+    return ImageEmbeddings(np.load(out, mmap_mode="r"), ok, failures, n_encoded, identity, tau)
 
 
 def embed_sentences(encoder, sentences, *, cache_dir=None, use_cache=True):

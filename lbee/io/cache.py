@@ -59,6 +59,27 @@ def atomic_write_bytes(path, data):
         raise
 
 
+def atomic_save_npy(path, array):
+    """``np.save`` of ``array`` to ``path`` atomically: streamed into a temp file beside it, then renamed.
+
+    A full disk or a crash leaves the previous file whole (``np.save`` onto the
+    path itself truncates it first). Mode as :func:`atomic_write_bytes`.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".tmp-{uuid.uuid4().hex}.npy"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, np.asarray(array), allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def atomic_save_npz(path, **arrays):
     """``np.savez`` through :func:`atomic_write_bytes` (atomic, umask-honouring)."""
     import io

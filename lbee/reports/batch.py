@@ -280,7 +280,7 @@ def config_problems(cfg, output=None):
             except (ValueError, TypeError, OSError) as exc:
                 ds.error = f"dataset {ds.name!r}: {exc}"
         if ds.error:
-            problems.append(ds.error)
+            problems.extend(ds.error.split("\n  "))  # an entry lists each of its problems on a line
             continue
         for model in ds.models:  # a bad table fails its model only (with --keep-going the others run)
             try:

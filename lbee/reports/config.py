@@ -75,6 +75,10 @@ def _loader():
                 raise yaml.constructor.ConstructorError(
                     None, None, f"a mapping key must be a plain name, found a {type(key).__name__}",
                     key_node.start_mark)
+            if key in out:  # YAML would keep the last value in silence; a key written twice is a mistake
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is written twice (lines {out.key_lines[key]} and "
+                    f"{key_node.start_mark.line + 1}); expected each key once", key_node.start_mark)
             out[key] = loader.construct_object(value_node, deep=True)
             out.key_lines[key] = key_node.start_mark.line + 1
         return out
@@ -192,14 +196,36 @@ def _parse_dataset(entry, i, defaults, base, path):
         raise _EntryError(f"{path}, line ?: {where} must be a mapping; received {entry!r}.")
     name = str(entry.get("name") or f"dataset_{i}")
     ds = DatasetSpec(name=name, line=_line(entry))
+    problems = []  # every independent problem of the entry is listed, not only the first
+
+    def attempt(check, *args):
+        try:
+            return check(*args)
+        except _EntryError as exc:
+            problems.append(str(exc))
+            return None
+
     for key in entry:
         if key not in DATASET_KEYS:
-            raise _EntryError(_unknown(key, DATASET_KEYS, f"{where} ({name})", _line(entry, key), path))
+            problems.append(_unknown(key, DATASET_KEYS, f"{where} ({name})", _line(entry, key), path))
     settings = {**RunSettings().to_dict(), **INPUT_DEFAULTS, **REPORT_DEFAULTS}
     settings.update(defaults)
     for key in SETTING_KEYS:
         if key in entry:
-            settings[key] = _check_setting(key, entry[key], where, _line(entry, key), path)
+            checked = attempt(_check_setting, key, entry[key], where, _line(entry, key), path)
+            if checked is not None or entry[key] is None:
+                settings[key] = checked
+    try:
+        _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, attempt)
+    except _EntryError as exc:
+        problems.append(str(exc))
+    if problems:
+        raise _EntryError("\n  ".join(dict.fromkeys(problems)))
+    return ds
+
+
+def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, attempt):
+    """The dataset entry past its keys and settings: sources, paths, models (independent checks via ``attempt``)."""
     sources = [k for k in ("images", "spotcheck", "rival10") if k in entry]
     if len(sources) > 1 or not (sources or "image_embeddings" in entry):
         raise _EntryError(f"{path}, line {ds.line}: {where} ({name}) needs exactly one of 'images' (a folder or "
@@ -239,7 +265,7 @@ def _parse_dataset(entry, i, defaults, base, path):
             settings["relevance"] = "ground_truth"
     elif "rival10" not in entry:
         if "images" in entry:
-            ds.images = _resolve_path(entry["images"], "images", base, _line(entry, "images"), path)
+            ds.images = attempt(_resolve_path, entry["images"], "images", base, _line(entry, "images"), path)
         if settings["relevance"] == "ground_truth":
             raise _EntryError(f"{path}, line {_line(entry, 'relevance')}: relevance 'ground_truth' without a "
                               "file is only known for SpotCheck worlds and RIVAL10; give {ground_truth: FILE}.")
@@ -248,7 +274,7 @@ def _parse_dataset(entry, i, defaults, base, path):
         rel = {"ground_truth": rel}
     if isinstance(rel, dict):
         (kind, file), = rel.items()
-        rel = {kind: _resolve_path(file, f"relevance.{kind}", base, _line(entry, "relevance"), path)}
+        rel = {kind: attempt(_resolve_path, file, f"relevance.{kind}", base, _line(entry, "relevance"), path)}
     settings["relevance"] = None if rel == "none" else rel
     if settings["sweep"] and settings["relevance"] in (None, "none"):
         raise _EntryError(f"{path}, line {_line(entry, 'sweep')}: a sweep scores AHR / ACR / TPR / JI and needs "
@@ -262,15 +288,16 @@ def _parse_dataset(entry, i, defaults, base, path):
                           "ground-truth 'masks' (a folder of label maps).")
     for key in ("image_embeddings", "sentence_embeddings", "masks", "sensitivity"):
         if key in entry:
-            setattr(ds, key, _resolve_path(entry[key], key, base, _line(entry, key), path))
+            setattr(ds, key, attempt(_resolve_path, entry[key], key, base, _line(entry, key), path))
     if "models" in entry:
         if not isinstance(entry["models"], list) or not entry["models"]:
             raise _EntryError(f"{path}, line {_line(entry, 'models')}: {where} 'models' must be a non-empty list.")
         if any(k in entry for k in MODEL_KEYS[1:]):
             raise _EntryError(f"{path}, line {_line(entry, 'models')}: {where} has both 'models' and a single "
                               "model's keys; use one.")
-        ds.models = [_parse_model(m, f"{where}.models[{j}]", base, path, _line(entry, "models"))
+        ds.models = [attempt(_parse_model, m, f"{where}.models[{j}]", base, path, _line(entry, "models"))
                      for j, m in enumerate(entry["models"])]
+        ds.models = [m for m in ds.models if m is not None]
     elif any(k in entry for k in ("predictions", "model")):
         single = {k: entry[k] for k in MODEL_KEYS[1:] if k in entry}
         single = _Mapping(single)
@@ -329,7 +356,7 @@ def parse_dataset_entry(mapping, *, base, source="request", defaults=None):
     try:
         return _parse_dataset(mapping, 0, checked, Path(base), source)
     except _EntryError as exc:  # entries that do not come from a file have no line to name
-        msg = re.sub(rf"^{re.escape(str(source))}, line (0|\?): ", f"{source}: ", str(exc))
+        msg = re.sub(rf"(^|\n  ){re.escape(str(source))}, line (0|\?): ", rf"\g<1>{source}: ", str(exc))
         raise ValueError(msg.replace("datasets[0]", "the entry")) from None
 
 

@@ -154,6 +154,29 @@ def load_npy(path, name, *, mmap=False):
         raise ValueError(f"Cannot read {name} {str(path)!r}: {exc}") from None
 
 
+def provenance_tau(ds, image_prov, sentence_prov, sentences, encoder, encoder_tau):
+    """The provenance rule for a run's embeddings (:mod:`lbee.io.provenance`); returns the encoder's τ.
+
+    Embeddings of two encoders, or sentence embeddings of another sentence
+    list, are refused; τ comes from the encoder used now, else from the
+    files' provenance; with bare files and no τ in the settings, a warning
+    names the CLIP τ assumed.
+    """
+    from ..core.selection import CLIP_TAU
+    from ..io.provenance import check_pair, warn_assumed_tau
+
+    declared = check_pair(image_prov, sentence_prov, sentences=sentences,
+                          encoder_identity=None if encoder is None else encoder.identity())
+    if encoder is not None:
+        return encoder_tau
+    bare = [name for name, path, prov in (("image_embeddings", ds.image_embeddings, image_prov),
+                                          ("sentence_embeddings", ds.sentence_embeddings, sentence_prov))
+            if path is not None and prov is None]
+    if declared is None and bare and ds.settings.tau is None:
+        warn_assumed_tau(CLIP_TAU, " and ".join(f"{n} {Path(getattr(ds, n)).name!r}" for n in bare))
+    return declared
+
+
 def _relevance(ds, ids, sents):
     rel = ds.relevance
     if rel is None:
@@ -264,14 +287,19 @@ def _image_inputs(ds, cache_dir, device, progress):
             raise ValueError(f"dataset {ds.name!r} needs images (a folder or manifest) or precomputed image "
                              "embeddings.")
         ids, paths, labels = _precomputed_ids(ds), None, None
+    from ..io.provenance import load_embeddings
+
+    image_prov = sentence_prov = None
     if ds.image_embeddings is not None:
-        emb = load_npy(ds.image_embeddings, "image_embeddings")
+        emb, image_prov = load_embeddings(ds.image_embeddings, "image_embeddings", kind="image_embeddings")
         if emb.ndim != 2 or emb.shape[0] != len(ids):
             where = f"image of {str(ds.images)!r}" if ds.images is not None else "row of the predictions table"
             raise ValueError(f"image_embeddings {Path(ds.image_embeddings).name!r} has shape {emb.shape}; expected "
                              f"({len(ids)}, d), one row per {where}.")
         ok = np.ones(len(ids), bool)
         encoder_id, encoder_tau = {"encoder": "precomputed", "image_embeddings": str(ds.image_embeddings)}, None
+        if image_prov is not None:  # the encoder travels with the embeddings
+            encoder_id = dict(image_prov["encoder"], image_embeddings=str(ds.image_embeddings))
     else:
         from ..encoders import create_encoder
         from ..encoders.embedding import embed_images
@@ -282,7 +310,7 @@ def _image_inputs(ds, cache_dir, device, progress):
         emb, ok, failures, encoder_id, encoder_tau = res.embeddings, res.ok, res.failures, enc.identity(), \
             enc.default_tau
     if ds.sentence_embeddings is not None:
-        sen = load_npy(ds.sentence_embeddings, "sentence_embeddings")
+        sen, sentence_prov = load_embeddings(ds.sentence_embeddings, "sentence_embeddings", kind="sentence_embeddings")
         if sen.ndim != 2 or sen.shape[0] != len(sents):
             raise ValueError(f"sentence_embeddings has shape {sen.shape}; expected ({len(sents)}, d) for the "
                              f"{len(sents)} sentences of {sset_name!r}.")
@@ -292,6 +320,7 @@ def _image_inputs(ds, cache_dir, device, progress):
         sen = embed_sentences(enc, sents, cache_dir=cache_dir)
     else:
         raise ValueError("image_embeddings needs sentence_embeddings too (the same joint space).")
+    encoder_tau = provenance_tau(ds, image_prov, sentence_prov, sents, enc, encoder_tau)
     ids = [i for i, good in zip(ids, ok) if good]
     paths = None if paths is None else [p for p, good in zip(paths, ok) if good]
     labels = None if labels is None else np.asarray(labels)[ok]
@@ -357,6 +386,10 @@ def _preflight_arrays(ds, sents, imgs):
     if len(shapes) == 2 and shapes["image_embeddings"][1] != shapes["sentence_embeddings"][1]:
         raise ValueError(f"image_embeddings has dimension {shapes['image_embeddings'][1]} but sentence_embeddings "
                          f"{shapes['sentence_embeddings'][1]}; they must share one joint space.")
+    from ..io.provenance import check_pair, read_provenance
+
+    provs = {f: read_provenance(getattr(ds, f), f) for f in shapes}  # sidecars only: the digests are checked on load
+    check_pair(provs.get("image_embeddings"), provs.get("sentence_embeddings"), sentences=sents)
 
 
 def load_inputs(ds, *, cache_dir=None, device=None, progress=False, out_dir=None, log=None):

@@ -131,6 +131,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
             raise ValueError(f"slicer {name!r}: {exc}" if len(settings.slicers) > 1 else str(exc)) from None
         if obj is not None:
             objects[name] = obj
+        record_clusters_formed(exps, part)
         extra = {"dataset": dataset, "model": model, "slicer": name, **scores.extra}
         results[name] = DescribeResult(exps, list(inputs.image_ids), np.asarray(scores.confidence, dtype=np.float64),
                                        np.asarray(scores.performance, dtype=np.float64), list(inputs.sentences),
@@ -140,7 +141,6 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
 
 
 def _per_class(inputs, scores, settings, tau, progress, n_jobs):
-        record_clusters_formed(exps, part)
     from ..analyses.per_class import explain_per_class
 
     s = scores.model_scores
@@ -173,6 +173,18 @@ def run_model(ds, model, inputs, *, device=None, progress=False, n_jobs=1):
 def model_name(model):
     """The name a model is shown under (the SpotCheck world's own classifier when None)."""
     return model.name if model is not None else "EC classifier"
+
+
+def record_clusters_formed(explanations, part):
+    """Record in each explanation's ``params`` the clusters formed beside those asked for, and warn (once per
+    partition) when they were capped or are tiny (:func:`lbee.core.clustering.cluster_notes`)."""
+    from ..core.clustering import warn_cluster_notes
+
+    for e in explanations.values():
+        e.params["n_hard_clusters_formed"] = len(e.hard_clusters)
+        e.params["n_easy_clusters_formed"] = len(e.easy_clusters)
+    if explanations:
+        warn_cluster_notes(next(iter(explanations.values())), stacklevel=3)
 
 
 def write_run(run, out_dir):
@@ -241,18 +253,6 @@ def write_outputs(result, out_dir):
         "sentences": result.sentences,
         "images": result.image_ids,
         "skipped_images": [{"path": p, "reason": r} for p, r in result.failures],
-def record_clusters_formed(explanations, part):
-    """Record in each explanation's ``params`` the clusters formed beside those asked for, and warn (once per
-    partition) when they were capped or are tiny (:func:`lbee.core.clustering.cluster_notes`)."""
-    from ..core.clustering import warn_cluster_notes
-
-    for e in explanations.values():
-        e.params["n_hard_clusters_formed"] = len(e.hard_clusters)
-        e.params["n_easy_clusters_formed"] = len(e.easy_clusters)
-    if explanations:
-        warn_cluster_notes(next(iter(explanations.values())), stacklevel=3)
-
-
         "params": next(iter(result.explanations.values())).params,
         # The clustering once, prototypes as float32 (lbee.core.explanation.compact_payload); read by
         # load_explanations, which also reads the older one-full-copy-per-method files.

@@ -1,0 +1,256 @@
+"""Issue 23, provenance: the encoder and τ travel with the embeddings (lbee.io.provenance).
+
+A stub encoder (registered as ``stubtest``) stands in for open_clip / SpotCheck: it declares its own τ, as the
+SpotCheck encoder does (0.0816), so a run that forgot the encoder would fall back to CLIP's 0.25 and show it.
+"""
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from conftest import planted_world
+from lbee.cli import cli
+from lbee.encoders import register_encoder
+from lbee.encoders._base import Encoder, unit_float32
+from lbee.io.provenance import (ProvenanceWarning, check_pair, load_embeddings, make_provenance, sidecar_path,
+                                write_embeddings)
+
+STUB_TAU = 0.0816
+
+
+class StubEncoder(Encoder):
+    """Embeds an image as its mean colour (3-d) and a sentence by its first three letters."""
+
+    name = "stubtest"
+    default_tau = STUB_TAU
+
+    def __init__(self, model=None, pretrained=None, **kwargs):
+        self.weights = pretrained or "w1"
+
+    def identity(self):
+        return {"encoder": "stubtest", "model": "stub", "weights": f"tag:{self.weights}", "preprocess": "mean"}
+
+    def preprocess(self, image):
+        import torch
+
+        return torch.tensor(np.asarray(image, dtype=np.float32).mean(axis=(0, 1)) + 1.0)
+
+    def encode_image_batch(self, batch):
+        return unit_float32(batch.numpy())
+
+    def encode_text(self, sentences, batch_size=256):
+        rows = [[ord(c) for c in (s + "xyz")[:3]] for s in sentences]
+        return unit_float32(np.asarray(rows, dtype=np.float32))
+
+
+register_encoder("stubtest")(StubEncoder)
+
+
+def run(args):
+    return CliRunner().invoke(cli, args, obj={}, catch_exceptions=False)
+
+
+@pytest.fixture
+def world(tmp_path):
+    """Planted embeddings written by lbee with provenance (τ 0.0816), a predictions table and a sentence file."""
+    X, S, phi, sentences = planted_world(noise=0.01)
+    enc = StubEncoder()
+    (tmp_path / "sents.txt").write_text("\n".join(sentences) + "\n")
+    write_embeddings(tmp_path / "img.npy", X, make_provenance("image_embeddings", X, encoder=enc, spec="stubtest"))
+    write_embeddings(tmp_path / "sen.npy", S, make_provenance("sentence_embeddings", S, encoder=enc,
+                                                              spec="stubtest", sentences=sentences))
+    pd.DataFrame({"image": [f"i{i}.png" for i in range(24)], "confidence": phi}).to_csv(tmp_path / "pred.csv",
+                                                                                     index=False)
+    rel = np.zeros((24, 8), bool)
+    rel[12:18, 2] = rel[18:24, 3] = True
+    np.save(tmp_path / "rel.npy", rel)
+    return tmp_path
+
+
+def describe(p, *extra):
+    return run(["describe", "--image-embeddings", str(p / "img.npy"), "--sentence-embeddings", str(p / "sen.npy"),
+                "--sentences", str(p / "sents.txt"), "--predictions", str(p / "pred.csv"), "--clusters", "2",
+                "-k", "1", "--out", str(p / "out"), *extra])
+
+
+# ---------------------------------------------------------------- the library: one validating reader
+
+def test_round_trip_keeps_encoder_and_tau(world):
+    emb, prov = load_embeddings(world / "sen.npy", "sentence_embeddings", kind="sentence_embeddings")
+    assert emb.dtype == np.float32 and emb.shape == (8, 8)
+    assert prov["tau"] == STUB_TAU and prov["encoder"]["encoder"] == "stubtest" and prov["n_sentences"] == 8
+    assert sidecar_path(world / "sen.npy").name == "sen.provenance.json"
+    assert check_pair(load_embeddings(world / "img.npy", "i")[1], prov) == STUB_TAU
+
+
+def test_replaced_npy_is_refused(world):
+    np.save(world / "img.npy", np.ones((24, 8), np.float32))  # overwritten by something else after lbee wrote it
+    with pytest.raises(ValueError, match="does not match its provenance img.provenance.json"):
+        load_embeddings(world / "img.npy", "--image-embeddings")
+
+
+def test_wrong_kind_is_refused(world):
+    with pytest.raises(ValueError, match="holds sentence embeddings .*expected image embeddings"):
+        load_embeddings(world / "sen.npy", "--image-embeddings", kind="image_embeddings")
+
+
+def test_two_encoders_are_refused(world):
+    img = load_embeddings(world / "img.npy", "i")[1]
+    other = dict(img, encoder=dict(img["encoder"], weights="tag:w2"), encoder_spec="stubtest@w2")
+    with pytest.raises(ValueError, match="image embeddings come from stubtest .*but sentence embeddings from "
+                                         "stubtest@w2 .*one encoder"):
+        check_pair(img, dict(other, kind="sentence_embeddings"))
+
+
+def test_sentences_of_another_list_are_refused(world):
+    prov = load_embeddings(world / "sen.npy", "s")[1]
+    with pytest.raises(ValueError, match="embed another sentence list \\(8 sentences\\) than the run's 8"):
+        check_pair(None, prov, sentences=["road"] * 8)
+
+
+def test_garbled_sidecar_is_named(world):
+    sidecar_path(world / "img.npy").write_text(json.dumps({"lbee_provenance": 1, "kind": "x", "tau": 7}))
+    with pytest.raises(ValueError, match="img.provenance.json is not a valid provenance record.*'kind' is 'x'.*"
+                                         "'tau' is 7"):
+        load_embeddings(world / "img.npy", "--image-embeddings")
+
+
+# ---------------------------------------------------------------- consumers: describe, sweep, report config
+
+def test_describe_takes_tau_from_provenance(world):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProvenanceWarning)
+        r = describe(world)
+    assert r.exit_code == 0, r.output
+    payload = json.loads((world / "out" / "explanation.json").read_text())
+    assert payload["params"]["tau"] == STUB_TAU  # not CLIP's 0.25
+    assert payload["encoder"]["encoder"] == "stubtest"
+
+
+def test_explicit_tau_still_wins(world):
+    assert describe(world, "--tau", "0.3").exit_code == 0
+    assert json.loads((world / "out" / "explanation.json").read_text())["params"]["tau"] == 0.3
+
+
+def test_bare_arrays_warn_which_tau_is_assumed(world):
+    for f in ("img", "sen"):
+        sidecar_path(world / f"{f}.npy").unlink()
+    r = describe(world)
+    assert r.exit_code == 0, r.output
+    assert "carry no provenance" in r.output and "τ = 0.25 (CLIP's) is assumed" in r.output
+    assert json.loads((world / "out" / "explanation.json").read_text())["params"]["tau"] == 0.25
+    r = describe(world, "--tau", "0.08", "--overwrite")
+    assert "carry no provenance" not in r.output
+
+
+def test_describe_refuses_sentence_embeddings_of_another_list(world):
+    (world / "sents.txt").write_text("\n".join(f"s{i}" for i in range(8)) + "\n")
+    r = CliRunner().invoke(cli, ["describe", "--image-embeddings", str(world / "img.npy"), "--sentence-embeddings",
+                                 str(world / "sen.npy"), "--sentences", str(world / "sents.txt"), "--predictions",
+                                 str(world / "pred.csv")], obj={})
+    assert r.exit_code == 1 and "embed another sentence list" in r.output and "Traceback" not in r.output
+
+
+def test_describe_refuses_mixed_encoders(world):
+    X = np.load(world / "img.npy")
+    other = StubEncoder(pretrained="w2")
+    write_embeddings(world / "img.npy", X, make_provenance("image_embeddings", X, encoder=other, spec="stubtest@w2"))
+    r = CliRunner().invoke(cli, ["describe", "--image-embeddings", str(world / "img.npy"), "--sentence-embeddings",
+                                 str(world / "sen.npy"), "--sentences", str(world / "sents.txt"), "--predictions",
+                                 str(world / "pred.csv")], obj={})
+    assert r.exit_code == 1 and "one encoder" in r.output and "stubtest@w2" in r.output
+
+
+def test_sweep_takes_tau_from_provenance(world, monkeypatch):
+    import lbee.analyses.sweep as sweep_mod
+
+    seen = {}
+    real = sweep_mod.sensitivity_sweep
+
+    def spy(*args, **kw):
+        seen["tau"] = kw["tau"]
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sweep_mod, "sensitivity_sweep", spy)
+    r = run(["sweep", "--image-embeddings", str(world / "img.npy"), "--sentence-embeddings", str(world / "sen.npy"),
+             "--sentences", str(world / "sents.txt"), "--predictions", str(world / "pred.csv"), "--relevance",
+             str(world / "rel.npy"), "--k-grid", "1", "--clusters-grid", "2", "--o-grid", "", "--clusters", "2",
+             "-k", "1", "--method", "fpdiff", "--out", str(world / "sweep")])
+    assert r.exit_code == 0, r.output
+    assert seen["tau"] == STUB_TAU
+
+
+# ---------------------------------------------------------------- lbee embed writes it (images and sentence sets)
+
+@pytest.fixture
+def images(tmp_path):
+    from PIL import Image
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for i in range(4):
+        Image.fromarray(np.full((8, 8, 3), 40 * i + 10, np.uint8)).save(folder / f"f{i}.png")
+    return folder
+
+
+def test_embed_writes_provenance_for_images_and_sentences(images, tmp_path):
+    out = tmp_path / "emb"
+    r = run(["--cache-dir", str(tmp_path / "cache"), "embed", str(images), "--sentences", str(_sentences(tmp_path)),
+             "--encoder", "stubtest", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    img, prov = load_embeddings(out / "embeddings.npy", "embeddings", kind="image_embeddings")
+    assert img.shape == (4, 3) and prov["tau"] == STUB_TAU and prov["encoder_spec"] == "stubtest"
+    sen, sprov = load_embeddings(out / "sentence_embeddings.npy", "s", kind="sentence_embeddings")
+    assert sen.shape == (2, 3) and sprov["n_sentences"] == 2
+    assert (out / "sentences.txt").read_text().splitlines() == ["A dog", "A cat"]
+    assert check_pair(prov, sprov, sentences=["A dog", "A cat"]) == STUB_TAU
+
+
+def test_embed_sentences_only(tmp_path):
+    out = tmp_path / "emb"
+    r = run(["embed", "--sentences", str(_sentences(tmp_path)), "--encoder", "stubtest", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["sentence_embeddings.npy", "sentence_embeddings.provenance.json",
+                                                     "sentences.txt"]
+
+
+def test_embed_needs_images_or_sentences(tmp_path):
+    r = CliRunner().invoke(cli, ["embed", "--out", str(tmp_path / "e")], obj={})
+    assert r.exit_code == 2 and "Give IMAGES, --sentences SET, or both." in r.output
+
+
+def test_embed_is_atomic_on_a_full_disk(images, tmp_path, monkeypatch):
+    """Case 14: a failed write leaves the previous embeddings.npy whole (np.save used to truncate it first)."""
+    out = tmp_path / "emb"
+    assert run(["embed", str(images), "--encoder", "stubtest", "--out", str(out)]).exit_code == 0
+    before = (out / "embeddings.npy").read_bytes()
+
+    def full_disk(fh, arr, **kw):
+        fh.write(b"\x93NUMPY partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "save", full_disk)
+    r = CliRunner().invoke(cli, ["embed", str(images), "--encoder", "stubtest", "--out", str(out)], obj={})
+    assert r.exit_code == 1 and "No space left on device" in r.output
+    assert (out / "embeddings.npy").read_bytes() == before
+    assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_encoder_typo_fails_before_any_work(tmp_path):
+    """Case 12: the spec is checked from the registry and open_clip's config files, without loading torch."""
+    r = CliRunner().invoke(cli, ["embed", "--sentences", "conditions", "--encoder", "open_clip:ViT-B-3", "--out",
+                                 str(tmp_path / "e")], obj={})
+    assert r.exit_code == 2 and "unknown open_clip model 'ViT-B-3' (did you mean 'ViT-B-32'?)" in r.output
+    r = CliRunner().invoke(cli, ["embed", "--sentences", "conditions", "--encoder", "open_clp", "--out",
+                                 str(tmp_path / "e")], obj={})
+    assert r.exit_code == 2 and "unknown encoder 'open_clp' (did you mean 'open_clip'?)" in r.output
+
+
+def _sentences(tmp_path):
+    path = tmp_path / "two.txt"
+    path.write_text("A dog\nA cat\n")
+    return path
