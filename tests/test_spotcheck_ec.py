@@ -176,3 +176,150 @@ def test_train_classifier_learns_and_returns_a_cpu_model():
     assert all(p.device.type == "cpu" for p in model.parameters())
     probs, _ = predict(model, images)
     assert (probs.argmax(1) == labels).mean() == 1.0
+
+
+# ---- shipped classifier weights (make_ec(train='auto'), lbee demo --retrain)
+
+#: a small world: 200 training images, one epoch, a gate every model passes (the checks, not the model, are tested)
+SMALL = {"n_train": 200, "n_val": 120, "n_test": 120, "epochs": 1, "min_blindspot_size": 0, "min_outside": 0.0,
+         "max_inside": 1.0}
+
+
+@pytest.fixture()
+def shipped_small(tmp_path, monkeypatch):
+    """A small EC trained once and registered as shipped weights (in tmp_path) for its own world."""
+    from lbee.spotcheck import _ec
+
+    ec = _ec.make_ec(5, train=True, **SMALL)
+    entry = _ec.write_shipped_classifier(ec, tmp_path / "small.pt")
+    monkeypatch.setattr(_ec, "WEIGHTS_DIR", tmp_path)
+    monkeypatch.setattr(_ec, "SHIPPED_CLASSIFIERS", {ec.seed: entry})
+    monkeypatch.setattr(_ec, "_WORLD_ARGS", ())  # the small world counts as the default one
+    return ec, entry
+
+
+def _same_weights(a, b):
+    import torch
+
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_shipped_weights_are_used_without_training(shipped_small):
+    from lbee.spotcheck import make_ec
+
+    ec, entry = shipped_small
+    msgs = []
+    again = make_ec(5, log=msgs.append, **SMALL)
+    assert again.verification["classifier"] == "shipped" and again.verification["passed"]
+    assert _same_weights(again.model, ec.model)
+    assert msgs[1] == "checking the shipped square classifier small.pt (sha256, training data, blindspot gate) ..."
+    assert msgs[2].startswith(f"  passed (sha256 {entry['sha256'][:12]}...): using it")
+    assert not any(m.startswith("training") or "epoch" in m for m in msgs)
+    assert again.verification["accuracy_inside"] == pytest.approx(ec.verification["accuracy_inside"])
+
+
+def test_forced_training_ignores_shipped_weights(shipped_small):
+    from lbee.spotcheck import make_ec
+
+    ec, _ = shipped_small
+    msgs = []
+    again = make_ec(5, train=True, log=msgs.append, **SMALL)
+    assert again.verification["classifier"] == "trained"
+    assert any(m.startswith("training the square classifier") for m in msgs)
+    assert not any("shipped" in m for m in msgs)
+    assert _same_weights(again.model, ec.model)  # same seed, same threads: training is deterministic
+
+
+def test_digest_mismatch_falls_back_to_training_with_one_message(shipped_small, tmp_path):
+    from lbee.spotcheck import make_ec
+
+    ec, _ = shipped_small
+    with open(tmp_path / "small.pt", "ab") as fh:
+        fh.write(b"\0")  # the file no longer has the pinned sha256
+    msgs = []
+    again = make_ec(5, log=msgs.append, **SMALL)
+    assert again.verification["classifier"] == "trained"
+    notes = [m for m in msgs if "not used" in m]
+    assert len(notes) == 1 and "small.pt has sha256" in notes[0] and notes[0].endswith("training it")
+    assert "\n" not in notes[0]
+    assert _same_weights(again.model, ec.model)
+    with pytest.warns(UserWarning, match="is not used: small.pt has sha256"):  # without a log: a warning
+        make_ec(5, **SMALL)
+
+
+def test_other_training_data_or_missing_file_falls_back(shipped_small, tmp_path, monkeypatch):
+    from lbee.spotcheck import _ec
+
+    ec, entry = shipped_small
+    monkeypatch.setattr(_ec, "SHIPPED_CLASSIFIERS", {ec.seed: {**entry, "train_data": "0" * 64}})
+    msgs = []
+    assert _ec.make_ec(5, log=msgs.append, **SMALL).verification["classifier"] == "trained"
+    assert any("trained on other images or with another recipe" in m for m in msgs)
+    monkeypatch.setattr(_ec, "SHIPPED_CLASSIFIERS", {ec.seed: {**entry, "file": "absent.pt"}})
+    msgs = []
+    assert _ec.make_ec(5, log=msgs.append, **SMALL).verification["classifier"] == "trained"
+    assert any("absent.pt" in m and "is missing" in m for m in msgs)
+
+
+def test_shipped_weights_failing_the_gate_are_not_used(shipped_small):
+    from lbee.spotcheck import make_ec
+    from lbee.spotcheck._ec import ECGenerationError
+
+    msgs = []
+    with pytest.raises(ECGenerationError):  # nothing reaches 101 %: the shipped model, then the trained one, fail
+        make_ec(5, log=msgs.append, max_attempts=1, **{**SMALL, "min_outside": 1.01})
+    assert any("is not used: they fail the blindspot gate" in m for m in msgs)
+    assert any(m.startswith("training the square classifier") for m in msgs)
+
+
+def test_shipped_weights_only_for_the_default_world(shipped_small, monkeypatch):
+    from lbee.spotcheck import _ec
+
+    monkeypatch.setattr(_ec, "_WORLD_ARGS", ("n_train",))  # n_train=200 is not make_ec's default
+    msgs = []
+    assert _ec.make_ec(5, log=msgs.append, **SMALL).verification["classifier"] == "trained"
+    assert not any("shipped" in m for m in msgs)  # another world: training is the normal path, no notice
+    with pytest.raises(ValueError, match="`train` must be 'auto' or True; received 'yes'"):
+        _ec.make_ec(5, train="yes", **SMALL)
+
+
+def test_the_shipped_demo_classifier_matches_its_pin(demo_run):
+    """The file in lbee/weights has its pinned sha256, and lbee demo (seed 0) ran on it, gate passed."""
+    import torch
+
+    from lbee.io.cache import file_sha256
+    from lbee.spotcheck import _ec
+
+    entry = _ec.SHIPPED_CLASSIFIERS[0]
+    path = _ec.WEIGHTS_DIR / entry["file"]
+    assert file_sha256(path) == entry["sha256"]
+    out, _ = demo_run
+    ec = ExperimentalConfiguration.load(out / "ec", load_images=False)
+    assert ec.seed == 0 and ec.verification["classifier"] == "shipped" and ec.verification["passed"]
+    shipped = torch.load(path, map_location="cpu", weights_only=True)
+    assert shipped["ec_seed"] == 0 and shipped["recipe"]["epochs"] == ec.verification["epochs"]
+    assert all(torch.equal(v, shipped["state_dict"][k]) for k, v in ec.model.state_dict().items())
+
+
+def test_benches_and_retrain_always_train(tmp_path, monkeypatch):
+    """The spotcheck bench trains every EC (never shipped weights); lbee demo --retrain asks make_ec to train."""
+    import lbee.spotcheck
+    from lbee.spotcheck import _bench, _ec
+
+    calls = []
+
+    def record(*args, **kwargs):
+        calls.append(kwargs)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(_ec, "make_ec", record)
+    for protocol in ("paper", "lbee"):
+        recs = _bench.run_benchmark(1, tmp_path / protocol, encoder=None, protocol=protocol)
+        assert "stop here" in recs[0]["failed"]
+    assert [c["train"] for c in calls] == [True, True]
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", record)
+    r = CliRunner().invoke(cli, ["demo", "--retrain", "--out", str(tmp_path / "demo")], obj={})
+    assert "stop here" in r.output and calls[-1]["train"] is True
+    CliRunner().invoke(cli, ["demo", "--out", str(tmp_path / "demo")], obj={})
+    assert calls[-1]["train"] == "auto"

@@ -65,7 +65,7 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
         t0 = time.perf_counter()
         rec = {"seed": seed, "protocol": protocol, "config": config, "device": str(device)}
         try:
-            ec = make_ec(seed, log=log, device=device,
+            ec = make_ec(seed, log=log, device=device, train=True,  # every EC trains: never the demo's shipped weights
                          **{**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs})
             t1 = time.perf_counter()
             rec.update({"ec_seed": ec.seed, "blindspots": ec.describe_blindspots(), "n_blindspots": len(ec.blindspots),

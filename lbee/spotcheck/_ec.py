@@ -6,11 +6,19 @@ On-disk layout of an EC folder::
     metadata.parquet     one row per image: split, file, label, attributes, blindspot membership
     images/<split>/<i>.png
     model.pt             the classifier's state dict (weights_only loadable)
+
+The demo world's classifier for its default seed ships in ``lbee/weights/``
+(:data:`SHIPPED_CLASSIFIERS`), so ``lbee demo`` renders its world and checks
+the shipped weights instead of training them (``make_ec(train=True)`` trains).
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
+import pickle
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -282,6 +290,99 @@ def train_classifier(images, labels, *, epochs=12, batch_size=128, lr=5e-3, rand
     return model.cpu().eval()
 
 
+#: Where the shipped classifier weights live (package data, next to the SpotCheck encoder's).
+WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
+
+#: Square classifiers that ship with lbee, by EC seed, for :func:`make_ec`'s default world only (``lbee
+#: demo``'s). ``sha256`` pins the file; ``train_data`` is :func:`training_digest` of the images, labels and
+#: recipe the weights were trained on. Made by ``python scripts/make_demo_classifier.py`` (which prints the
+#: entry), i.e. ``make_ec(seed, train=True)`` on the CPU with 2 torch threads.
+SHIPPED_CLASSIFIERS = {
+    0: {"file": "demo_classifier_seed0.pt",
+        "sha256": "3d792d3f29fa9c42a3ada15b5d53054a088a1a0bb2536bacc6b536111e17cbc1",
+        "train_data": "9f81a8adfaf6b85f2895775162d4320d9340aa490301ec7cb36afc6fcf0060e5"},
+}
+
+#: The :func:`make_ec` arguments that decide a classifier's training data and recipe; shipped weights are
+#: considered only when all of them have their default values.
+_WORLD_ARGS = ("sampling", "per_combination", "train_enrich", "n_train", "enrich", "image_size", "epochs", "arch",
+               "n_blindspots", "n_rollable", "n_other_layers")
+
+
+def _recipe(seed, epochs, arch):
+    """The :func:`train_classifier` arguments (besides the data) that make_ec trains with."""
+    return {"random_state": int(seed), "epochs": int(epochs), "arch": arch, "batch_size": 128, "lr": 5e-3}
+
+
+def training_digest(images, labels, recipe):
+    """Hex sha256 of what a trained classifier depends on: its training images, labels and recipe.
+
+    Parameters
+    ----------
+    images : ndarray of uint8, shape (n, S, S, 3)
+    labels : ndarray of int, shape (n,)
+    recipe : dict
+        The :func:`train_classifier` arguments (seed, epochs, arch, batch size, learning rate).
+    """
+    h = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode())
+    h.update(np.ascontiguousarray(images, dtype=np.uint8).tobytes())
+    h.update(np.ascontiguousarray(labels, dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+def write_shipped_classifier(ec, path):
+    """Save ``ec``'s trained classifier as shippable weights; returns its :data:`SHIPPED_CLASSIFIERS` entry.
+
+    The file holds the state dict and, for the record, the EC seed, the
+    training digest, the verification and the torch version / threads it was
+    trained with (all ``weights_only`` loadable).
+    """
+    import torch
+
+    from ..io.cache import file_sha256
+
+    v = ec.verification
+    digest = training_digest(ec.images["train"], ec.labels["train"], _recipe(ec.seed, v["epochs"], v["arch"]))
+    path = Path(path)
+    torch.save({"state_dict": ec.model.state_dict(), "ec_seed": int(ec.seed), "train_data": digest,
+                "recipe": _recipe(ec.seed, v["epochs"], v["arch"]), "torch": str(torch.__version__),
+                "threads": torch.get_num_threads(), "accuracy_outside": v["accuracy_outside"],
+                "accuracy_inside": list(v["accuracy_inside"])}, path)
+    return {"file": path.name, "sha256": file_sha256(path), "train_data": digest}
+
+
+def _shipped_classifier(entry, train_data):
+    """(model, None) from a :data:`SHIPPED_CLASSIFIERS` entry that fits this training data, else (None, why not)."""
+    import torch
+
+    from ..io.cache import file_sha256
+    from ._network import SquareClassifier
+
+    path = WEIGHTS_DIR / entry["file"]
+    if entry["train_data"] != train_data:
+        return None, ("they were trained on other images or with another recipe (regenerate them: "
+                      "python scripts/make_demo_classifier.py)")
+    if not path.is_file():
+        return None, f"{str(path)!r} is missing"
+    digest = file_sha256(path)
+    if digest != entry["sha256"]:
+        return None, f"{entry['file']} has sha256 {digest[:12]}..., expected {entry['sha256'][:12]}..."
+    model = SquareClassifier()
+    try:
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["state_dict"])
+    except (RuntimeError, OSError, ValueError, KeyError, TypeError, pickle.UnpicklingError) as exc:
+        return None, f"{entry['file']} cannot be loaded ({type(exc).__name__}: {exc})"
+    return model.eval(), None
+
+
+def _say(log, message):
+    """A one-line notice: through ``log`` when given, else as a warning."""
+    if log:
+        log(message)
+    else:
+        warnings.warn(message, stacklevel=3)
+
+
 def predict(model, images, batch_size=512):
     """Class probabilities (n, 2) and penultimate features (n, h) of the square classifier."""
     import torch
@@ -329,7 +430,7 @@ PAPER_WORLD = {"sampling": "uniform", "per_combination": PAPER_PER_COMBINATION, 
 def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMBINATION, train_enrich=0.0,
             n_train=3000, n_val=1000, n_test=2000, enrich=0.25, image_size=64, epochs=12, arch="cnn",
             n_blindspots=None, n_rollable=None, n_other_layers=None, min_outside=0.9, max_inside=0.2,
-            max_attempts=5, min_blindspot_size=20, device="cpu", log=None):
+            max_attempts=5, min_blindspot_size=20, device="cpu", train="auto", log=None):
     """Generate an EC whose model verifiably has its blindspots (SpotCheck §3, app. A–B).
 
     Parameters
@@ -363,6 +464,14 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
     device : str, default='cpu'
         Where the classifier trains (``'cuda'`` for the paper's world in
         minutes); the EC's model is returned on the CPU either way.
+    train : {'auto', True}, default='auto'
+        'auto' takes the shipped classifier (:data:`SHIPPED_CLASSIFIERS`)
+        where one exists for the candidate's seed and every argument that
+        decides training has its default value (the demo's world), after
+        checking the file's sha256, that it was trained on exactly these
+        training images and labels, and the blindspot gate below; if any check
+        fails it says why in one line (``log``, else a warning) and trains.
+        True always trains. ``verification["classifier"]`` records which.
     log : callable, optional
         Progress messages.
 
@@ -382,6 +491,13 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
                              f"{per_combination!r}.")
         if not 0 <= train_enrich < 1:
             raise ValueError(f"`train_enrich` must be in [0, 1); received {train_enrich!r}.")
+    if train not in ("auto", True):
+        raise ValueError(f"`train` must be 'auto' or True; received {train!r}.")
+    defaults = inspect.signature(make_ec).parameters
+    world = {"sampling": sampling, "per_combination": per_combination, "train_enrich": train_enrich,
+             "n_train": n_train, "enrich": enrich, "image_size": image_size, "epochs": epochs, "arch": arch,
+             "n_blindspots": n_blindspots, "n_rollable": n_rollable, "n_other_layers": n_other_layers}
+    may_ship = train == "auto" and all(world[k] == defaults[k].default for k in _WORLD_ARGS)
     rejected = []
     for attempt in range(max_attempts):
         seed = int(random_state) * 1000 + attempt
@@ -416,14 +532,34 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
             if log:
                 log(f"EC seed {seed}: {reason}; regenerating")
             continue
-        n_tr = len(images["train"])
-        if log:
-            log(f"training the square classifier ({epochs} epochs on {n_tr} images) ...")
-        on_epoch = (lambda e, n, acc: log(f"  epoch {e:>2}/{n}: train accuracy {acc:.3f}")) if log else None
-        ec.model = train_classifier(images["train"], labels["train"], epochs=epochs, random_state=seed, arch=arch,
-                                    on_epoch=on_epoch, device=device)
-        ec.verification = verify_blindspots(ec, min_outside=min_outside, max_inside=max_inside)
-        ec.verification.update({"sampling": sampling, "thresholds": [min_outside, max_inside],
+        recipe = _recipe(seed, epochs, arch)
+        source = "trained"
+        if may_ship and seed in SHIPPED_CLASSIFIERS:
+            entry = SHIPPED_CLASSIFIERS[seed]
+            if log:
+                log(f"checking the shipped square classifier {entry['file']} (sha256, training data, blindspot "
+                    "gate) ...")
+            ec.model, why = _shipped_classifier(entry, training_digest(images["train"], labels["train"], recipe))
+            if ec.model is not None:
+                ec.verification = verify_blindspots(ec, min_outside=min_outside, max_inside=max_inside)
+                if ec.verification["passed"]:
+                    source = "shipped"
+                    if log:
+                        log(f"  passed (sha256 {entry['sha256'][:12]}...): using it; train=True / lbee demo --retrain "
+                            "trains it instead")
+                else:
+                    why = (f"they fail the blindspot gate (accuracy outside {ec.verification['accuracy_outside']:.3f}"
+                           f", inside {[round(x, 3) for x in ec.verification['accuracy_inside']]})")
+            if source != "shipped":
+                _say(log, f"the shipped square classifier for EC seed {seed} is not used: {why}; training it")
+        if source == "trained":
+            n_tr = len(images["train"])
+            if log:
+                log(f"training the square classifier ({epochs} epochs on {n_tr} images) ...")
+            on_epoch = (lambda e, n, acc: log(f"  epoch {e:>2}/{n}: train accuracy {acc:.3f}")) if log else None
+            ec.model = train_classifier(images["train"], labels["train"], **recipe, on_epoch=on_epoch, device=device)
+            ec.verification = verify_blindspots(ec, min_outside=min_outside, max_inside=max_inside)
+        ec.verification.update({"classifier": source, "sampling": sampling, "thresholds": [min_outside, max_inside],
                                 "attempts": rejected, "epochs": epochs, "arch": arch,
                                 "per_combination": list(per_combination) if sampling == "uniform" else None,
                                 "train_enrich": train_enrich if sampling == "uniform" else enrich})
