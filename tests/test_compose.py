@@ -27,7 +27,7 @@ def planted_world(n=3000, seed=0, noise=0.04):
             keys.append((k, v))
             cols.append((values[k] == bit).astype(float))
     probs = np.clip(np.stack(cols, 1) + rng.normal(0, noise, (n, len(cols))), 0, 1)
-    return values, Literals(keys, probs, ["mixture"] * len(keys))
+    return values, Literals.from_probabilities(keys, probs)
 
 
 def holds(values, conditions):

@@ -6,16 +6,27 @@ sentence of six conditions is far from every caption it saw. Here only the
 *atoms* — the grammar's single-condition sentences that state a presence or a
 value — are embedded. For atom a and image i:
 
-1. **Calibration** (per atom, against the image population): the n
-   similarities s_ia are fitted by a two-component 1-D Gaussian mixture; when
-   the two components are separated (Ashman's D ≥ 2, each holding ≥ 1 % of the
-   images) p_ia is the posterior of the higher one. Otherwise the atom holds
-   for all images or for none, and p_ia = σ((s_ia − τ) / T): τ the encoder's
-   threshold, T the median width of the separated atoms.
-2. **Negation**: "no X" is 1 − p(X present).
-3. **Conjunction**: the product of its literals' probabilities (the product
-   t-norm). A literal that an attribute presupposes ("square present" under
-   "a blue square") is not multiplied twice.
+1. **Presence** ("an image with a circle") and one-valued attributes:
+   the n similarities s_ia are fitted by a two-component 1-D Gaussian
+   mixture; when the components are separated (Ashman's D ≥ 2, each holding
+   ≥ 1 % and ≥ 3 of the images) p_ia is the posterior of the higher one.
+   Otherwise the atom holds for all images or for none, and
+   p_ia = σ((s_ia − τ) / T): τ the encoder's threshold, T the median width of
+   the separated atoms.
+2. **A value of an attribute** ("a *striped* circle") is calibrated against
+   its sibling values, given its subject: the margin m = s(value) − max
+   s(other values) is fitted the same way over the images the subject is
+   likely in (P(present) ≥ 0.5). A one-population margin means the encoder
+   prefers one value for every image: the attribute is taken as constant,
+   σ(median m / T) for every image (it can then never tell images apart, as
+   it cannot). Without the
+   contrast, "an orange square" scores like "a square" in a world of blue
+   squares. P(blue square) = P(square) · P(blue | square); a value that
+   presupposes another literal (a clause about the square) is likewise
+   conditioned on it.
+3. **Negation**: "no X" is 1 − P(X present).
+4. **Conjunction**: the product over its literals and what they presuppose,
+   each counted once (the product t-norm).
 
 These probabilities serve the 'compose' describer
 (:mod:`lbee.core.compose`) and, thresholded at 0.5, as pseudo ground truth
@@ -44,18 +55,43 @@ class Literals:
     ----------
     keys : list of ((str, str), str)
         ``((subject, attribute), value)`` of each literal.
-    probs : ndarray of shape (n, L)
-        P(literal holds) per image.
+    cond : ndarray of shape (n, L)
+        P(literal | what it presupposes) per image (the marginal for presences and settings).
+    parent : ndarray of int, shape (L,)
+        The literal each one presupposes (its subject's presence), or -1.
     calibration : list of str
-        Per literal: 'mixture', 'threshold' or 'negation'.
+        Per literal: 'mixture', 'threshold', 'contrast-mixture', 'contrast-sign' or 'negation'.
     """
 
     keys: list
-    probs: np.ndarray
+    cond: np.ndarray
+    parent: np.ndarray
     calibration: list
+
+    @property
+    def probs(self):
+        """P(literal) per image, shape (n, L): the conditional times what it presupposes."""
+        out = self.cond.copy()
+        has = self.parent >= 0
+        out[:, has] *= self.cond[:, self.parent[has]]
+        return out
 
     def index(self):
         return {k: i for i, k in enumerate(self.keys)}
+
+    def closure(self, literals):
+        """The literal indices plus those they presuppose."""
+        out = set(int(j) for j in literals)
+        for j in list(out):
+            if self.parent[j] >= 0:
+                out.add(int(self.parent[j]))
+        return out
+
+    @classmethod
+    def from_probabilities(cls, keys, probs, calibration=None):
+        """Literals whose probabilities are given directly (no literal presupposes another)."""
+        probs = np.asarray(probs, dtype=np.float64)
+        return cls(list(keys), probs, np.full(probs.shape[1], -1), calibration or ["given"] * probs.shape[1])
 
 
 def atom_sentences(conditions):
@@ -81,8 +117,43 @@ def atom_sentences(conditions):
     return rows, keys
 
 
+def _mixture(s, weights=None, n_iter=60):
+    """Two-component 1-D Gaussian mixtures, one per column of ``s`` (n, A), fitted on the rows of ``weights`` > 0.
+
+    Returns the posterior of the higher component (n, A), whether the two are
+    separated (A,), and the components' pooled width (A,).
+    """
+    n, a = s.shape
+    w_row = np.ones((n, 1)) if weights is None else np.asarray(weights, dtype=np.float64).reshape(n, -1)
+    tot = np.maximum(w_row.sum(0), 1e-9)
+    lo = np.array([np.percentile(s[w_row[:, min(i, w_row.shape[1] - 1)] > 0, i], 25)
+                   if (w_row[:, min(i, w_row.shape[1] - 1)] > 0).any() else 0.0 for i in range(a)])
+    hi = np.array([np.percentile(s[w_row[:, min(i, w_row.shape[1] - 1)] > 0, i], 75)
+                   if (w_row[:, min(i, w_row.shape[1] - 1)] > 0).any() else 0.0 for i in range(a)])
+    mu = np.stack([lo, hi])
+    mean = (w_row * s).sum(0) / tot
+    spread = np.sqrt((w_row * (s - mean) ** 2).sum(0) / tot) + 1e-6
+    var = np.stack([spread, spread]) ** 2 / 4
+    w = np.full((2, a), 0.5)
+    for _ in range(n_iter):
+        logp = (-0.5 * (s[None] - mu[:, None]) ** 2 / var[:, None] - 0.5 * np.log(2 * np.pi * var[:, None])
+                + np.log(np.maximum(w[:, None], 1e-12)))
+        r = np.exp(logp - logp.max(0))
+        r /= r.sum(0)
+        rw = r * w_row[None]
+        nk = rw.sum(1) + 1e-9
+        w = nk / tot
+        mu = (rw * s[None]).sum(1) / nk
+        var = np.maximum((rw * (s[None] - mu[:, None]) ** 2).sum(1) / nk, (spread * 1e-2) ** 2)
+    high = np.argmax(mu, axis=0)
+    d = np.sqrt(2) * np.abs(mu[0] - mu[1]) / np.sqrt(var[0] + var[1])
+    separated = (d >= SEPARATION) & (w.min(0) >= MIN_WEIGHT) & (w.min(0) * tot >= 3)
+    post = r[high, :, np.arange(a)].T
+    return post, separated, np.sqrt((var[0] + var[1]) / 2), spread
+
+
 def calibrate(similarities, tau):
-    """Per-atom probabilities from similarities (see the module docstring).
+    """Per-atom probabilities from similarities (step 1 of the module docstring).
 
     Parameters
     ----------
@@ -100,37 +171,14 @@ def calibrate(similarities, tau):
     n, a = s.shape
     if n == 0 or a == 0:
         return np.zeros((n, a)), np.zeros(a, bool)
-    lo, hi = np.percentile(s, 25, axis=0), np.percentile(s, 75, axis=0)
-    mu = np.stack([lo, hi])  # (2, A)
-    spread = s.std(axis=0) + 1e-6
-    var = np.stack([spread, spread]) ** 2 / 4
-    w = np.full((2, a), 0.5)
-    for _ in range(60):
-        logp = (-0.5 * (s[None] - mu[:, None]) ** 2 / var[:, None] - 0.5 * np.log(2 * np.pi * var[:, None])
-                + np.log(w[:, None]))  # (2, n, A)
-        m = logp.max(0)
-        r = np.exp(logp - m)
-        r /= r.sum(0)
-        nk = r.sum(1) + 1e-9  # (2, A)
-        w = nk / n
-        mu = (r * s[None]).sum(1) / nk
-        var = np.maximum((r * (s[None] - mu[:, None]) ** 2).sum(1) / nk, (spread * 1e-2) ** 2)
-    high = np.argmax(mu, axis=0)
-    d = np.sqrt(2) * np.abs(mu[0] - mu[1]) / np.sqrt(var[0] + var[1])
-    separated = (d >= SEPARATION) & (w.min(0) >= MIN_WEIGHT) & (w.min(0) * n >= 3)
-    post = r[high, :, np.arange(a)].T  # (n, A): posterior of the higher component
-    width = np.sqrt((var[0] + var[1]) / 2)
+    post, separated, width, spread = _mixture(s)
     temp = float(np.median(width[separated])) if separated.any() else float(np.median(spread))
     fallback = 1.0 / (1.0 + np.exp(-(s - float(tau)) / max(temp, 1e-6)))
-    probs = np.where(separated[None, :], post, fallback)
-    return probs, separated
+    return np.where(separated[None, :], post, fallback), separated
 
 
 def literal_probabilities(image_embeddings, sentence_embeddings, conditions, tau, grammar=None):
-    """The describer's literals and their probabilities for the n images.
-
-    The positive literals are the atom sentences (:func:`atom_sentences`); each
-    deniable presence gets its negation, 1 − p.
+    """The describer's literals and their probabilities for the n images (the module docstring's steps 1–3).
 
     Parameters
     ----------
@@ -139,7 +187,8 @@ def literal_probabilities(image_embeddings, sentence_embeddings, conditions, tau
     conditions : list of dict of length N
     tau : float
     grammar : Grammar, optional
-        Says which presences may be denied; without it every presence may.
+        Says which presences may be denied and what each value presupposes; without it every presence may be
+        denied and every literal is calibrated on its own (step 1).
 
     Returns
     -------
@@ -151,22 +200,57 @@ def literal_probabilities(image_embeddings, sentence_embeddings, conditions, tau
                          "composed relevance need a grammar's sentence set (lbee sentences generate).")
     x = np.asarray(image_embeddings, dtype=np.float32)
     with (one_blas_thread() if x.shape[0] <= 4096 else nullcontext()):
-        sims = x @ np.asarray(sentence_embeddings, dtype=np.float32)[rows].T
-    probs, separated = calibrate(sims, tau)
-    cal = ["mixture" if s else "threshold" for s in separated]
-    out_keys, cols = list(keys), [probs]
+        sims = (x @ np.asarray(sentence_embeddings, dtype=np.float32)[rows].T).astype(np.float64)
+    n = sims.shape[0]
+    cond, sep = calibrate(sims, tau)
+    cal = ["mixture" if t else "threshold" for t in sep]
+    parent = np.full(len(keys), -1)
+    where = {k: i for i, k in enumerate(keys)}
+    if grammar is not None:
+        by_key = {}
+        for j, (key, value) in enumerate(keys):
+            by_key.setdefault(key, []).append(j)
+        margins, cols, weights = [], [], []
+        for key, js in by_key.items():
+            if key[1] == "presence":
+                continue
+            pres = grammar.implied({key: keys[js[0]][1]})
+            pre = [where[(k, v)] for k, v in pres.items() if k != key and (k, v) in where]
+            w = np.ones(n) if not pre else np.prod(cond[:, pre], axis=1)
+            for j in js:
+                if pre:
+                    parent[j] = pre[0]
+                if len(js) > 1:
+                    others = [o for o in js if o != j]
+                    margins.append(sims[:, j] - sims[:, others].max(axis=1))
+                    cols.append(j)
+                    weights.append((w >= 0.5).astype(float) if (w >= 0.5).sum() >= 3 else np.ones(n))
+        if cols:
+            m = np.stack(margins, axis=1)
+            post, msep, width, spread = _mixture(m, np.stack(weights, axis=1))
+            temp = float(np.median(width[msep])) if msep.any() else float(np.median(spread))
+            wts = np.stack(weights, axis=1)
+            for t, j in enumerate(cols):
+                if msep[t]:
+                    cond[:, j] = post[:, t]
+                else:  # one population: one value for all, by the median margin where the subject is
+                    med = float(np.median(m[wts[:, t] > 0, t])) if (wts[:, t] > 0).any() else 0.0
+                    cond[:, j] = 1.0 / (1.0 + np.exp(-med / max(temp, 1e-6)))
+                cal[j] = "contrast-mixture" if msep[t] else "contrast-sign"
+    out_keys, out_cond, out_parent = list(keys), [cond], list(parent)
     for j, (key, value) in enumerate(keys):
         if key[1] == "presence" and value == "true":
             subj = grammar.subject(key[0]) if grammar is not None else None
             if grammar is None or (subj is not None and subj.deniable):
                 out_keys.append((key, "false"))
-                cols.append(1.0 - probs[:, j:j + 1])
+                out_cond.append(1.0 - cond[:, j:j + 1])
+                out_parent.append(-1)
                 cal.append("negation")
-    return Literals(out_keys, np.ascontiguousarray(np.concatenate(cols, axis=1)), cal)
+    return Literals(out_keys, np.ascontiguousarray(np.concatenate(out_cond, axis=1)), np.asarray(out_parent), cal)
 
 
 def conjunction_probability(literals, conditions, grammar=None):
-    """P(conjunction) per image: the product of its literals (presences an attribute implies counted once).
+    """P(conjunction) per image: the product over its literals and what they presuppose, each once.
 
     Parameters
     ----------
@@ -186,11 +270,14 @@ def conjunction_probability(literals, conditions, grammar=None):
     """
     idx = literals.index()
     c = grammar.canonical(conditions) if grammar is not None else conditions
-    p = np.ones(literals.probs.shape[0])
+    js = []
     for key, value in c.items():
         if (key, value) not in idx:
             raise KeyError(f"condition {key[0]}.{key[1]}={value} has no atom sentence in the sentence set")
-        p *= literals.probs[:, idx[(key, value)]]
+        js.append(idx[(key, value)])
+    p = np.ones(literals.cond.shape[0])
+    for j in literals.closure(js):
+        p *= literals.cond[:, j]
     return p
 
 
@@ -211,5 +298,5 @@ def composed_relevance(literals, conditions, grammar=None, *, threshold=0.5):
         ``probabilities >= threshold``.
     """
     probs = np.stack([conjunction_probability(literals, c, grammar) for c in conditions], axis=1) \
-        if conditions else np.zeros((literals.probs.shape[0], 0))
+        if conditions else np.zeros((literals.cond.shape[0], 0))
     return probs, probs >= threshold

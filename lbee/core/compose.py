@@ -11,7 +11,10 @@ the log of how much more often c holds in the group than in the easy set.
 The search starts from the empty conjunction and adds one literal a step,
 keeping the ``beam`` best states. A literal is added only when
 
-* the conjunction still holds for at least ``min_support`` of the group,
+* the conjunction still holds for at least ``min_support`` of the group, and
+  the literal for at least ``min_conditional`` of the group's images the
+  conjunction held for (a condition of a failure holds across it; one that
+  holds for part of it describes a piece),
 * the lift improves by more than ``z`` standard errors of a log count
   (√(1 / (n_E·share_E + ½))): beyond noise, and
 * it contradicts nothing already said (another value of the same attribute,
@@ -39,6 +42,8 @@ DEFAULT_BEAM = 8
 DEFAULT_MAX_CONDITIONS = 6
 #: The share of the group a returned conjunction must hold for (soft; the description score asks 0.8 exactly).
 DEFAULT_MIN_SUPPORT = 0.75
+#: The share of the conjunction's group images a literal must hold for to be added.
+DEFAULT_MIN_CONDITIONAL = 0.85
 DEFAULT_Z = 1.0
 SMOOTH = 0.5
 CHARACTERISTIC = float(np.log(1.25))
@@ -86,20 +91,59 @@ class ComposeSearch:
     beam : int, default=8
     max_conditions : int, default=6
     min_support : float, default=0.75
+    min_conditional : float, default=0.85
     z : float, default=1.0
     """
 
     def __init__(self, literals, grammar, easy, *, beam=DEFAULT_BEAM, max_conditions=DEFAULT_MAX_CONDITIONS,
-                 min_support=DEFAULT_MIN_SUPPORT, z=DEFAULT_Z):
+                 min_support=DEFAULT_MIN_SUPPORT, min_conditional=DEFAULT_MIN_CONDITIONAL, z=DEFAULT_Z):
         self.literals, self.grammar = literals, grammar
         self.beam, self.max_conditions, self.min_support, self.z = int(beam), int(max_conditions), \
             float(min_support), float(z)
+        self.min_conditional = float(min_conditional)
         self.easy = np.asarray(easy, dtype=np.int64)
+        # marginal P(literal) and P(literal | what it presupposes): a state multiplies the second once its
+        # presupposition is in it, the first before
         self._q = np.asarray(literals.probs, dtype=np.float32)
+        self._qc = np.asarray(literals.cond, dtype=np.float32)
+        self._parent = np.asarray(literals.parent)
         self._qe = np.ascontiguousarray(self._q[self.easy])
+        self._qe_c = np.ascontiguousarray(self._qc[self.easy])
         self._n_e = max(len(self.easy), 1)
         self._keys = list(literals.keys)
-        self._easy_alone = self._qe.sum(0, dtype=np.float64)
+
+    def characteristic(self, rows):
+        """(L,) bool: literals more frequent (≥ 25 %) among ``rows`` than in the easy set, given what they presuppose.
+
+        "A blue square" in a world of blue squares is as frequent as "a square"
+        wherever there is a square: its own frequency says nothing, so a value
+        is compared among the images of its subject.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        n_r = max(len(rows), 1)
+        own_r, own_e = self._q[rows].sum(0, dtype=np.float64), self._qe.sum(0, dtype=np.float64)
+        has = self._parent >= 0
+        base_r, base_e = np.full(own_r.shape, float(n_r)), np.full(own_e.shape, float(self._n_e))
+        base_r[has] = self._q[rows][:, self._parent[has]].sum(0, dtype=np.float64)
+        base_e[has] = self._qe[:, self._parent[has]].sum(0, dtype=np.float64)
+        return _lift(own_r, own_e, base_r, base_e) >= CHARACTERISTIC
+
+    def _given(self, lits):
+        """(L,) bool: literals whose presupposition is already among ``lits`` (or have none)."""
+        have = self.literals.closure(lits)
+        return np.array([p < 0 or int(p) in have for p in self._parent])
+
+    def factor(self, lits, j, rows=None):
+        """What adding literal ``j`` to the state of ``lits`` multiplies its per-image vector by."""
+        q = self._qc if (self._parent[j] < 0 or int(self._parent[j]) in self.literals.closure(lits)) else self._q
+        return q[:, j] if rows is None else q[rows, j]
+
+    def region(self, lits):
+        """P(conjunction of ``lits``) for every image, shape (n,)."""
+        p = np.ones(self._q.shape[0], np.float32)
+        for j in self.literals.closure(lits):
+            p = p * self._qc[:, j]
+        return p
 
     def _ok(self, conds, j):
         key, value = self._keys[j]
@@ -123,6 +167,7 @@ class ComposeSearch:
         """
         group = np.asarray(group, dtype=np.int64)
         qg = np.ascontiguousarray(self._q[group])
+        qg_c = np.ascontiguousarray(self._qc[group])
         n_g, n_e = max(len(group), 1), self._n_e
         frontier = [({}, (), np.ones(len(group), np.float32), np.ones(len(self.easy), np.float32), 0.0)]
         pool, seen = [], set()
@@ -130,13 +175,16 @@ class ComposeSearch:
             for _ in range(self.max_conditions):
                 vg = np.stack([f[2] for f in frontier])
                 ve = np.stack([f[3] for f in frontier])
-                h = (vg @ qg).astype(np.float64)
-                e = (ve @ self._qe).astype(np.float64)
+                given = np.stack([self._given(f[1]) for f in frontier])
+                h = np.where(given, vg @ qg_c, vg @ qg).astype(np.float64)
+                e = np.where(given, ve @ self._qe_c, ve @ self._qe).astype(np.float64)
                 lift = _lift(h, e, n_g, n_e)
                 gate = self.z * np.sqrt(1.0 / (e + SMOOTH))
                 cands = []
-                for b, (conds, lits, _, _, base) in enumerate(frontier):
-                    ok = (h[b] / n_g >= self.min_support) & (lift[b] - base > gate[b])
+                for b, (conds, lits, g_vec, _, base) in enumerate(frontier):
+                    held = max(float(g_vec.sum()), 1e-9)
+                    ok = (h[b] / n_g >= self.min_support) & (h[b] / held >= self.min_conditional) \
+                        & (lift[b] - base > gate[b])
                     for j in np.flatnonzero(ok):
                         new = self._ok(conds, j)
                         if new is None:
@@ -152,13 +200,15 @@ class ComposeSearch:
                 nxt = []
                 for score, b, j, new in cands[:self.beam]:
                     conds, lits, g_vec, e_vec, _ = frontier[b]
-                    state = (new, (*lits, j), g_vec * qg[:, j], e_vec * self._qe[:, j], score)
+                    state = (new, (*lits, j), g_vec * self.factor(lits, j, group),
+                             e_vec * self.factor(lits, j, self.easy), score)
                     nxt.append(state)
                 pool.extend(nxt)
                 frontier = nxt
         if not pool:
             return self._fallback(group, qg, twin, k)
         pool.sort(key=lambda s: (-s[4], -len(s[0])))
+        self._group = group
         best = self._complete(pool[0], qg)
         chosen = [best]
         for state in pool:
@@ -181,18 +231,18 @@ class ComposeSearch:
         """Add the literals that still hold for the group and are characteristic alone (see the module docstring)."""
         conds, lits, g_vec, e_vec, score = state
         n_g = max(qg.shape[0], 1)
-        alone = _lift(qg.sum(0, dtype=np.float64), self._easy_alone, n_g, self._n_e)
+        characteristic = self.characteristic(self._group)
         order = np.argsort(-(g_vec @ qg), kind="stable")
         for j in order:
-            if alone[j] < CHARACTERISTIC:
+            if not characteristic[j]:
                 continue
             new = self._ok(conds, j)
             if new is None:
                 continue
-            g_new = g_vec * qg[:, j]
-            if g_new.sum() / n_g < self.min_support:
+            g_new = g_vec * self.factor(lits, j, self._group)
+            if g_new.sum() / n_g < self.min_support or g_new.sum() < self.min_conditional * g_vec.sum():
                 continue
-            conds, lits, g_vec, e_vec = new, (*lits, int(j)), g_new, e_vec * self._qe[:, j]
+            conds, lits, g_vec, e_vec = new, (*lits, int(j)), g_new, e_vec * self.factor(lits, j, self.easy)
         e_sum = float(e_vec.sum())
         return conds, lits, g_vec, e_vec, float(_lift(float(g_vec.sum()), e_sum, n_g, self._n_e))
 
@@ -201,10 +251,7 @@ class ComposeSearch:
         n_g = max(len(group), 1)
         twin_share = None
         if twin is not None and len(twin):
-            t = np.ones(len(twin))
-            for j in lits:
-                t = t * self._q[np.asarray(twin), j]
-            twin_share = float(t.mean())
+            twin_share = float(self.region(lits)[np.asarray(twin)].mean())
         return Conjunction(self.grammar.canonical(conds), float(g_vec.sum() / n_g), float(e_vec.sum() / self._n_e),
                            twin_share, float(score), tuple(lits))
 

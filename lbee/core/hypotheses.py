@@ -2,28 +2,34 @@
 
 Ward cuts a failure into pieces along attributes it does not depend on (the
 background colour of a blindspot's images), and ranking groups by size puts
-large clusters of stray errors first. With a grammar, each hard group has a
-description (its best conjunction, :mod:`lbee.core.compose`), and a
-description has a *region*: the images it holds for (soft, P(c) per image).
+large clusters of stray errors first. With a grammar, every group has a
+*profile*: the conjunction of the literals that hold for at least
+``min_conditional`` (85 %) of its images and are characteristic on their own
+(more frequent among the hard images than the easy ones by ≥ 25 %), kept
+while the whole conjunction holds for ``min_support`` of the group. A
+conjunction has a *region*: the images it holds for (soft, P(c) per image).
 
-**Error concentration** of a description: the share of hard images among the
+**Error concentration** of a conjunction: the share of hard images among the
 hard and easy images of its region, H / (H + E) with H = Σ_hard P(c),
-E = Σ_easy P(c). A failure's region is made of hard images; a piece of stray
-errors is described by something that holds for many easy images too.
+E = Σ_easy P(c).
 
-**Merging**: two groups are pieces of one failure when the conditions their
-descriptions share (same attribute, same value) describe their union at least
-as sharply — the shared conjunction holds for ``min_support`` of each piece
-and its error concentration is at least ``ratio`` × the lower of the two
-pieces' own. Two failures differ in conditions (SpotCheck's ambiguity
-constraint: at least two), so what they share holds for many easy images and
-the test fails. Pairs are merged greedily, the most concentrated first, and
-the merged group is described afresh.
+**Merging** two groups A and B: their profiles may disagree (the same
+attribute, another value) on at most one attribute — Ward cuts a failure one
+attribute at a time, and two failures differ in at least two (SpotCheck's
+ambiguity constraint); the profile U of their union must hold for
+``min_support`` of each; U's error concentration must be at least ``ratio``
+× the lower of A's and B's; and the *remainder* — the images U holds for
+but neither A's nor B's profile does — must be concentrated too (at least
+half the higher), when it holds any mass (≥ 5 images): the pieces of one
+failure differ only in what it does not depend on, so the remainder is more
+of the failure. Pairs are merged greedily, those that agree on every
+attribute first, then the most concentrated union. Only groups whose profile
+holds for at least ``MIN_PIECE`` hard images take part: a handful of stray
+errors that happens to sit between two failures would otherwise chain them.
 
-**Ranking**: by the lower end of the 95 % Wilson interval of the error
-concentration (concentration with its sample size), with the one-sided
-binomial p-value against the base rate n_hard / (n_hard + n_easy) reported
-beside it.
+**Ranking**: by the lower end of the 95 % Wilson interval of the profile's
+error concentration (concentration with its sample size), with the one-sided
+binomial p-value against the base rate n_hard / (n_hard + n_easy) beside it.
 """
 
 from __future__ import annotations
@@ -61,18 +67,19 @@ class Hypothesis:
     pieces: int = 1
 
 
-def _region(search, literals_idx, hard_idx):
-    """Soft hard and easy counts of the region of a conjunction given by literal indices."""
-    q = search._q
-    p = np.ones(q.shape[0], np.float32)
-    for j in literals_idx:
-        p = p * q[:, j]
-    return float(p[hard_idx].sum()), float(p[search.easy].sum())
+REMAINDER_RATIO = 0.5
+#: Attributes on which two pieces of one failure may disagree.
+MAX_CONFLICTS = 1
+#: Hard images (soft count) a group's profile must hold for to be merged.
+MIN_PIECE = 20.0
 
 
-def _literals_of(search, conditions):
-    idx = {k: i for i, k in enumerate(search._keys)}
-    return tuple(idx[(k, v)] for k, v in conditions.items() if (k, v) in idx)
+def _conflicts(search, lits_a, lits_b):
+    """How many attributes two profiles give different values (presence included, implied presences counted)."""
+    ca = search.grammar.implied(dict(search._keys[j] for j in lits_a))
+    cb = search.grammar.implied(dict(search._keys[j] for j in lits_b))
+    return sum(1 for key, v in ca.items() if key in cb and cb[key] != v)
+MIN_REMAINDER = 5.0
 
 
 def wilson_lower(k, n, z=1.96):
@@ -86,16 +93,48 @@ def wilson_lower(k, n, z=1.96):
     return float(max(0.0, (centre - half) / denom))
 
 
-def _score(search, group, hard_idx, base_rate, k):
-    from scipy.stats import binom
+class _Profiles:
+    """Profiles and regions of hard groups over one :class:`~lbee.core.compose.ComposeSearch`'s literals."""
 
-    desc = search.search(group, k=k)
-    best = desc[0]
-    h, e = _region(search, best.literals, hard_idx)
-    n = h + e
-    conc = h / n if n > 0 else 0.0
-    p_value = float(binom.sf(int(round(h)) - 1, max(int(round(n)), 1), base_rate)) if n > 0 else 1.0
-    return desc, conc, wilson_lower(h, n), p_value
+    def __init__(self, search, hard_mask):
+        self.search = search
+        self.q = search._q
+        self.hard_idx = np.flatnonzero(hard_mask)
+        self.easy_idx = search.easy
+        self.base = len(self.hard_idx) / max(len(self.hard_idx) + len(self.easy_idx), 1)
+
+    def profile(self, pieces):
+        """Literal indices of the profile of the union of ``pieces`` (each must keep ``min_support``)."""
+        s = self.search
+        means = np.stack([self.q[p].mean(0) for p in pieces])  # (pieces, L)
+        order = np.argsort(-means.min(0), kind="stable")
+        characteristic = s.characteristic(np.concatenate(pieces))
+        conds, lits = {}, []
+        vecs = [np.ones(len(p), np.float32) for p in pieces]
+        for j in order:
+            if means[:, j].min() < s.min_conditional:
+                break
+            if not characteristic[j]:
+                continue
+            new = s._ok(conds, j)
+            if new is None:
+                continue
+            nv = [v * s.factor(lits, j, p) for v, p in zip(vecs, pieces)]
+            if any(x.mean() < s.min_support or x.sum() < s.min_conditional * v.sum() for x, v in zip(nv, vecs)):
+                continue
+            conds, vecs = new, nv
+            lits.append(int(j))
+        return tuple(lits)
+
+    def region(self, lits):
+        return self.search.region(lits)
+
+    def counts(self, p):
+        return float(p[self.hard_idx].sum()), float(p[self.easy_idx].sum())
+
+
+def _concentration(h, e):
+    return h / (h + e) if h + e > 0 else 0.0
 
 
 def one_hypothesis_per_failure(search, groups, hard_mask, *, ratio=MERGE_RATIO, k=3):
@@ -109,7 +148,7 @@ def one_hypothesis_per_failure(search, groups, hard_mask, *, ratio=MERGE_RATIO, 
         The slicer's hard groups.
     hard_mask : ndarray of bool, shape (n,)
     ratio : float, default=0.9
-        A merge keeps at least this share of the pieces' lower error concentration.
+        A merge keeps at least this share of the pieces' higher error concentration.
     k : int, default=3
         Descriptions kept per hypothesis.
 
@@ -118,46 +157,54 @@ def one_hypothesis_per_failure(search, groups, hard_mask, *, ratio=MERGE_RATIO, 
     hypotheses : list of Hypothesis
         Most concentrated first.
     descriptions : list of list of Conjunction
-        The ``k`` descriptions of each hypothesis, in the same order.
+        The ``k`` descriptions of each hypothesis (:meth:`ComposeSearch.search`), in the same order.
     """
-    hard_idx = np.flatnonzero(hard_mask)
-    n_easy = len(search.easy)
-    base = len(hard_idx) / max(len(hard_idx) + n_easy, 1)
-    items = []
+    from scipy.stats import binom
+
+    pr = _Profiles(search, hard_mask)
+    items = []  # [indices, profile literals, concentration, pieces, mergeable]
     for g in groups:
         g = np.asarray(g, dtype=np.int64)
-        desc, conc, lb, p = _score(search, g, hard_idx, base, k)
-        items.append([g, desc, conc, lb, p, 1])
+        lits = pr.profile([g])
+        h, e = pr.counts(pr.region(lits)) if lits else (0.0, 0.0)
+        items.append([g, lits, _concentration(h, e), 1, bool(lits) and h >= MIN_PIECE])
     while len(items) > 1:
         best = None
         for i in range(len(items)):
             for j in range(i + 1, len(items)):
-                a, b = items[i][1][0].conditions, items[j][1][0].conditions
-                shared = {key: v for key, v in a.items() if b.get(key) == v}
-                if not shared:
+                a, b = items[i], items[j]
+                if not (a[4] and b[4]):
                     continue
-                lits = _literals_of(search, shared)
+                conflicts = _conflicts(search, a[1], b[1])
+                if conflicts > MAX_CONFLICTS:
+                    continue
+                lits = pr.profile([a[0], b[0]])
                 if not lits:
                     continue
-                ok = True
-                for g in (items[i][0], items[j][0]):
-                    p = np.ones(len(g), np.float32)
-                    for m in lits:
-                        p = p * search._q[g, m]
-                    ok &= float(p.mean()) >= search.min_support
-                if not ok:
+                p_u = pr.region(lits)
+                conc = _concentration(*pr.counts(p_u))
+                floor = max(a[2], b[2])
+                if conc < ratio * floor or (best is not None and (conflicts, -conc) >= best[0]):
                     continue
-                h, e = _region(search, lits, hard_idx)
-                conc = h / (h + e) if h + e > 0 else 0.0
-                if conc >= ratio * min(items[i][2], items[j][2]) and (best is None or conc > best[0]):
-                    best = (conc, i, j)
+                extra_a = pr.region([m for m in a[1] if m not in lits])
+                extra_b = pr.region([m for m in b[1] if m not in lits])
+                h_r, e_r = pr.counts(p_u * (1 - extra_a) * (1 - extra_b))
+                if h_r + e_r >= MIN_REMAINDER and _concentration(h_r, e_r) < REMAINDER_RATIO * floor:
+                    continue
+                best = ((conflicts, -conc), i, j, lits)
         if best is None:
             break
-        _, i, j = best
-        g = np.union1d(items[i][0], items[j][0])
-        desc, conc, lb, p = _score(search, g, hard_idx, base, k)
-        merged = [g, desc, conc, lb, p, items[i][5] + items[j][5]]
+        (_, neg_conc), i, j, lits = best
+        conc = -neg_conc
+        merged = [np.union1d(items[i][0], items[j][0]), lits, conc, items[i][3] + items[j][3], True]
         items = [it for t, it in enumerate(items) if t not in (i, j)] + [merged]
-    items.sort(key=lambda it: (-it[3], -len(it[0])))
-    hyps = [Hypothesis(it[0], it[1][0], float(it[2]), float(it[3]), float(it[4]), int(it[5])) for it in items]
-    return hyps, [it[1] for it in items]
+    hyps, descs = [], []
+    for g, lits, conc, pieces, _ in items:
+        h, e = pr.counts(pr.region(lits)) if lits else (float(len(g)), float("inf"))
+        n = h + e
+        p_value = float(binom.sf(int(round(h)) - 1, max(int(round(n)), 1), pr.base)) if lits and n > 0 else 1.0
+        desc = search.search(g, k=k)
+        hyps.append(Hypothesis(g, desc[0], float(conc), wilson_lower(h, n) if lits else 0.0, p_value, pieces))
+        descs.append(desc)
+    order = sorted(range(len(hyps)), key=lambda t: (-hyps[t].lower_bound, -len(hyps[t].indices)))
+    return [hyps[t] for t in order], [descs[t] for t in order]

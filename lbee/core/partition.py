@@ -168,6 +168,21 @@ class Partition:
             self._searches = {key: ComposeSearch(lits, index.grammar, np.flatnonzero(self.easy_mask_))}
         return self._searches[key]
 
+    def composed_relevance(self, sentence_embeddings, conditions, *, tau=CLIP_TAU):
+        """Composed relevance of conjunctions on the partition's images (:func:`lbee.core.atoms.composed_relevance`).
+
+        Returns
+        -------
+        probabilities : ndarray of shape (n, len(conditions))
+        relevance : ndarray of bool, shape (n, len(conditions))
+        """
+        from .atoms import composed_relevance
+
+        self._check_fitted()
+        index = as_sentence_index(sentence_embeddings)
+        search = self._search(index, CLIP_TAU if tau is None else tau)
+        return composed_relevance(search.literals, conditions, index.grammar)
+
     def merge(self, sentence_embeddings, *, tau=CLIP_TAU, k=DEFAULT_K):
         """One hypothesis per failure: merge the hard groups that are pieces of one, rank by error concentration.
 

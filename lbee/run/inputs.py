@@ -304,6 +304,12 @@ def _image_inputs(ds, cache_dir, device, progress):
         from ..encoders import create_encoder
         from ..encoders.embedding import embed_images
 
+        from ..encoders._registry import encoder_caveat
+
+        if (caveat := encoder_caveat(ds.encoder, ds.images)) is not None:
+            import warnings
+
+            warnings.warn(caveat, UserWarning, stacklevel=2)
         enc = create_encoder(ds.encoder, device=device)
         res = embed_images(enc, paths, cache_dir=cache_dir, batch_size=ds.batch_size, num_workers=ds.num_workers,
                            progress=progress, strict=ds.strict)
@@ -484,9 +490,15 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
         else:
             scores = scores.subset(align_scores(inputs.image_ids, inputs.image_paths, table_ids,
                                                 source=f"predictions {str(model.predictions)!r}"))
+        if inputs.labels is not None:
+            scores = with_manifest_labels(scores, inputs.labels, names, performance_column="performance" in table,
+                                          source=f"the manifest {str(ds.images)!r}")
     else:
         from ..scoring.classifier import default_transform, load_classifier, predict_probabilities
 
+        if inputs.labels is not None and np.asarray(inputs.labels).dtype == object:
+            raise ValueError(f"the manifest {str(ds.images)!r} gives class names as labels; a model's classes are "
+                             "output indices: give integer labels (or predictions with prob_<class> columns).")
         net = load_classifier(model.model, model.weights, num_classes=model.num_classes)
         probs, ran = predict_probabilities(net, inputs.image_paths, transform=default_transform(model.image_size),
                                            batch_size=ds.batch_size, num_workers=ds.num_workers, device=device,
@@ -514,6 +526,45 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
         phi_desc = "iRFS averaged over σ (low: leans on the background)" if st.split_by == "irfs" else \
             "GradCAM / object-mask IoU (low: evidence off the object)"
     return Scores(phi, scores.performance, phi_desc, omega, scores, names)
+
+
+def with_manifest_labels(scores, labels, class_names, *, performance_column=False, source="the manifest"):
+    """The manifest's labels on a predictions table's scores (which had been read without them).
+
+    Labels that are class names take their indices from the ``prob_<class>``
+    columns; without those columns they are refused, naming the fix. When the
+    table has its own ``label`` column it wins, with a warning if the two
+    disagree. ω becomes correctness unless the table gives ``performance``.
+    """
+    from ..io.tables import logger
+    from ..scoring.confidence import check_labels
+
+    labels = np.asarray(labels)
+    n_classes = None if scores.probs is None else scores.probs.shape[1]
+    if labels.dtype == object:
+        if not class_names:
+            raise ValueError(f"{source}: 'label' holds class names (e.g. {labels[:3].tolist()}) but the predictions "
+                             "have no prob_<class> columns to give them indices; use integer labels, or "
+                             "prob_<class> columns.")
+        lookup = {str(c): k for k, c in enumerate(class_names)}
+        bad = sorted({str(v) for v in labels if str(v) not in lookup})
+        if bad:
+            raise ValueError(f"{source}: label(s) {bad[:5]} are not among the classes of the prob_<class> columns "
+                             f"({', '.join(class_names[:8])}{', ...' if len(class_names) > 8 else ''}).")
+        labels = np.asarray([lookup[str(v)] for v in labels], dtype=np.int64)
+    labels = check_labels(labels, len(scores.confidence), n_classes, name="manifest labels")
+    if scores.labels is not None:
+        differ = int(np.sum(scores.labels != labels))
+        if differ:
+            logger.warning("%s and the predictions' 'label' column disagree on %d image(s); the predictions' "
+                           "labels are used.", source, differ)
+        return scores
+    scores.labels = labels
+    preds = scores.preds if scores.preds is not None else (None if scores.probs is None else scores.probs.argmax(1))
+    if preds is not None and not performance_column:
+        scores.preds = preds
+        scores.performance = (preds == labels).astype(np.float64)
+    return scores
 
 
 def _segmentation_scores(ds, model, inputs, device, progress):
