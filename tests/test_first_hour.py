@@ -28,7 +28,7 @@ def named_predictions(tmp_path, labels):
         tmp_path / "pred.csv", index=False)
     return ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
             str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "sents.txt"), "--predictions",
-            str(tmp_path / "pred.csv"), "--clusters", "2", "-k", "1"]
+            str(tmp_path / "pred.csv"), "--clusters", "2", "-k", "1", "--tau", "0.25"]  # bare arrays: τ given
 
 
 def test_labels_by_class_name(tmp_path):

@@ -530,7 +530,8 @@ CASES = [
     ("exp-index-beyond-params-n-images", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 30)),
      Raises(ValueError, "hard_clusters[0].indices[0]", "received 30", "below 30")),
     ("exp-image-hard-and-easy", tampered(lambda d: d["hard_clusters"][0]["indices"].append(
-        d["easy_clusters"][0]["indices"][0])), Raises(ValueError, "data.easy_clusters", "in a hard and an easy cluster")),
+        d["easy_clusters"][0]["indices"][0])),
+     Raises(ValueError, "data.easy_clusters", "in a hard and an easy cluster")),
     ("exp-empty-hard-cluster", tampered(_set(["hard_clusters", 0, "indices"], [])),
      Raises(ValueError, "data.hard_clusters[0].indices", "an empty cluster")),
     ("exp-sentence-beyond-params", tampered(lambda d: (d.__setitem__("sentences", None),
@@ -545,6 +546,22 @@ CASES = [
     ("split-confidence-1e300", lambda ctx: (__import__("lbee.core.split", fromlist=["x"]).split_by_confidence(
         EXP_PHI * 1e300), __import__("lbee.core.split", fromlist=["x"]).split_by_confidence(EXP_PHI)),
      Result(lambda r, c: all(np.array_equal(x, y) for x, y in zip(*r)))),
+    ("manifest-class-names-kept", manifest("path,label\nx.png,cat\ny.png,dog\n"),
+     Result(lambda r, c: r.labels.tolist() == ["cat", "dog"])),
+    ("manifest-names-indexed-by-prob-columns", lambda ctx: __import__("lbee.run.inputs", fromlist=["x"])
+     .with_manifest_labels(scores_from_table(read_table(write(ctx, "path,prob_cat,prob_dog\nx,0.9,0.1\n"
+                                                                   "y,0.8,0.2\n")))[1],
+                           np.array(["cat", "dog"], dtype=object), ["cat", "dog"]),
+     Result(lambda r, c: r.labels.tolist() == [0, 1] and r.performance.tolist() == [1.0, 0.0])),
+    ("manifest-names-without-prob-columns", lambda ctx: __import__("lbee.run.inputs", fromlist=["x"])
+     .with_manifest_labels(scores_from_table(read_table(write(ctx, "path,confidence\nx,0.9\ny,0.8\n")))[1],
+                           np.array(["cat", "dog"], dtype=object), None, source="the manifest 'm.csv'"),
+     Raises(ValueError, "the manifest 'm.csv'", "class names", "no prob_<class> columns")),
+    ("manifest-unknown-class-name", lambda ctx: __import__("lbee.run.inputs", fromlist=["x"])
+     .with_manifest_labels(scores_from_table(read_table(write(ctx, "path,prob_cat,prob_dog\nx,0.9,0.1\n"
+                                                                   "y,0.8,0.2\n")))[1],
+                           np.array(["cat", "horse"], dtype=object), ["cat", "dog"]),
+     Raises(ValueError, "label(s) ['horse'] are not among the classes", "cat, dog")),
     ("explain-confidence-1e300", lambda ctx: lbee.explain(EXP_X, EXP_S, confidence=EXP_PHI * 1e300, n_clusters=3),
      Result(lambda r, c: len(r.hard_clusters) == 3)),
 ]

@@ -141,7 +141,8 @@ def test_bare_arrays_warn_which_tau_is_assumed(world):
         sidecar_path(world / f"{f}.npy").unlink()
     r = describe(world)
     assert r.exit_code == 0, r.output
-    assert "carry no provenance" in r.output and "τ = 0.25 (CLIP's) is assumed" in r.output
+    said = " ".join(r.output.split())  # warnings are wrapped to the terminal's width
+    assert "carry no provenance" in said and "τ = 0.25 (CLIP's) is assumed" in said
     assert json.loads((world / "out" / "explanation.json").read_text())["params"]["tau"] == 0.25
     r = describe(world, "--tau", "0.08", "--overwrite")
     assert "carry no provenance" not in r.output
@@ -254,3 +255,37 @@ def _sentences(tmp_path):
     path = tmp_path / "two.txt"
     path.write_text("A dog\nA cat\n")
     return path
+
+
+def test_service_says_which_tau_it_assumed_for_bare_arrays():
+    from lbee.service.explain import explain_request
+
+    X, S, phi, _ = planted_world(noise=0.01)
+    body = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), "confidence": phi.tolist()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = explain_request(dict(body, settings={"clusters": 2}))
+        assert any("τ = 0.25 (CLIP's) was assumed" in w for w in out["warnings"])
+        out = explain_request(dict(body, settings={"clusters": 2, "tau": 0.08}))
+    assert not any("was assumed" in w for w in out["warnings"]) and out["settings"]["tau"] == 0.08
+
+
+def test_encoders_that_cannot_describe_photos_are_named(tmp_path):
+    """Item 3: --encoder spotcheck on images that are not renders, and @random weights, are said plainly."""
+    from lbee.encoders._registry import encoder_caveat
+
+    assert "trained on SpotCheck renders only" in encoder_caveat("spotcheck", tmp_path)
+    (tmp_path / "ec.json").write_text("{}")
+    (tmp_path / "images").mkdir()
+    assert encoder_caveat("spotcheck", tmp_path / "images") is None  # a saved SpotCheck world's renders
+    assert "random weights" in encoder_caveat("open_clip:ViT-B-32@random")
+    assert encoder_caveat("open_clip:ViT-B-32@laion2b_s34b_b79k") is None
+
+
+def test_embed_warns_once_for_spotcheck_on_photos(images, tmp_path, monkeypatch):
+    import lbee.encoders._registry as reg
+
+    monkeypatch.setitem(reg._REGISTRY, "spotcheck", StubEncoder)  # no model load: only the warning matters
+    r = run(["embed", str(images), "--encoder", "spotcheck", "--out", str(tmp_path / "e")])
+    assert r.exit_code == 0, r.output
+    assert " ".join(r.output.split()).count("trained on SpotCheck renders only") == 1

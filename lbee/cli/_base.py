@@ -100,7 +100,12 @@ def setup_logging(verbose=False):
         def show(message, category, filename, lineno, file=None, line=None):
             if issubclass(category, (DeprecationWarning, FutureWarning)):
                 return  # library internals, not the user's input
-            click.echo(f"Warning: {message}", err=True)
+            import shutil
+            import textwrap
+
+            width = max(40, shutil.get_terminal_size((100, 24)).columns)  # $COLUMNS, else the terminal
+            click.echo(textwrap.fill(f"Warning: {message}", width=width, subsequent_indent="  ",
+                                     break_long_words=False, break_on_hyphens=False), err=True)
 
         warnings.showwarning = show
 

@@ -110,3 +110,29 @@ def check_encoder_spec(spec):
             and not Path(tag).is_file():
         raise ValueError(f"encoder {spec!r}: the checkpoint file {tag!r} does not exist.")
     return backend, model, tag
+
+
+def encoder_caveat(spec, images=None):
+    """A plain warning when an encoder cannot describe ordinary images, else None.
+
+    ``spotcheck`` is trained on SpotCheck renders only (on photos every image
+    comes out alike, "a red square"), so it is warned about unless ``images``
+    (a folder or manifest) lies inside a saved SpotCheck world (a folder with
+    ``ec.json``); ``@random`` weights embed noise. Either runs the pipeline,
+    but the sentences chosen mean nothing.
+    """
+    from pathlib import Path
+
+    backend, model, tag = parse_encoder_spec(spec)
+    if backend == "spotcheck" and images is not None:
+        here = Path(images).resolve()
+        if any((p / "ec.json").is_file() for p in (here, *here.parents)):
+            return None
+    if backend == "spotcheck":
+        return (f"encoder {spec!r} was trained on SpotCheck renders only: on other images its embeddings do not "
+                "follow the image content, so the sentences chosen will be meaningless. Use open_clip for real "
+                "images.")
+    if tag is not None and (tag.lower() in ("none", "random") or tag.lower().startswith("random:")):
+        return (f"encoder {spec!r} has random weights: the sentences chosen will be meaningless (use it to try the "
+                "pipeline only; drop '@random' for the pretrained weights).")
+    return None

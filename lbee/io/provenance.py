@@ -148,8 +148,8 @@ def read_provenance(path, name="embeddings"):
         raise ValueError(f"Cannot read the provenance of {name} {str(path)!r} ({side.name}): {exc}") from None
     problems = []
     if not isinstance(record, dict) or record.get("lbee_provenance") != FORMAT:
-        problems.append(f"'lbee_provenance' is {record.get('lbee_provenance') if isinstance(record, dict) else record!r}"
-                        f", expected {FORMAT}")
+        found = record.get("lbee_provenance") if isinstance(record, dict) else record
+        problems.append(f"'lbee_provenance' is {found!r}, expected {FORMAT}")
     else:
         if record.get("kind") not in KINDS:
             problems.append(f"'kind' is {record.get('kind')!r}, expected one of {list(KINDS)}")

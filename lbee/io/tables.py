@@ -666,15 +666,34 @@ def validate_manifest(table):
     """Validate an image manifest; returns (paths as in the table, labels or None).
 
     ``path`` must be filled and unique; ``label`` (optional) must be filled and
-    hold non-negative integer class indices.
+    hold non-negative integer class indices, or class names (returned as an
+    object array of str), which the predictions' ``prob_<class>`` columns turn
+    into indices (:func:`lbee.run.inputs.model_scores`).
     """
     name = "manifest"
     _check_not_empty(table, name)
     require_columns(table, ["path"], name)
     paths = text_column(table, "path", name)
     check_unique(table, "path", name, what="path")
-    labels = class_column(table, "label", None, name) if "label" in table.columns else None
+    labels = None
+    if "label" in table.columns:
+        check_no_missing(table, "label", name)
+        raw = table["label"].tolist()
+        if not any(_is_number(v) for v in raw):  # class names: given indices by the predictions' prob_<class> columns
+            labels = np.asarray([str(v).strip() for v in raw], dtype=object)
+        else:
+            labels = class_column(table, "label", None, name)
     return paths, labels
+
+
+def _is_number(value):
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    try:
+        float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def validate_relevance(table, *, image_ids=None, sentences=None):

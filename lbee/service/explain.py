@@ -98,6 +98,10 @@ def explain_request(body):
 
         notes.insert(0, capped_clusters_message(first.params["n_clusters"], first.params["n_hard"],
                                                 option="settings.clusters"))
+    if st.tau is None:  # bare arrays carry no encoder: say which τ was assumed (lbee.io.provenance)
+        notes.append(f"settings.tau not given and JSON arrays carry no provenance: τ = {st.resolved_tau(None):g} "
+                     "(CLIP's) was assumed; pass settings.tau for another encoder's embeddings (the SpotCheck "
+                     "encoder's is in the .provenance.json that `lbee embed` writes).")
     used = {k: v for k, v in st.to_dict().items() if k in EXPLAIN_KNOBS}
     used["tau"] = st.resolved_tau(None)
     return {"lbee_version": lbee.__version__, "settings": used, "warnings": notes,
