@@ -60,6 +60,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
         click.echo(f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
                    f"{analysis.description_score[m]:.2f}")
     click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+    _echo_named_blindspots(ec, analysis)
     if ctx.obj["progress"]:
         step("writing the EC, the explanation and the HTML report ...")
     ec_dir = Path(out) / "ec"
@@ -83,17 +84,47 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
                f"--out {out}/sweep")
 
 
+def _echo_named_blindspots(ec, analysis):
+    """Each true blindspot, the hypothesis that covers it and its first 'compose' sentence, with its shares."""
+    details = analysis.description_details.get("compose")
+    exp = analysis.result.explanations.get("compose")
+    if not details or exp is None:
+        return
+    click.echo("\nEach true blindspot, and what 'compose' says of the hypothesis covering it:")
+    for d, text in zip(details, ec.describe_blindspots()):
+        click.echo(f"  [{d['blindspot']}] {text}")
+        if not d["covered"]:
+            click.echo("      not found (no hypothesis covers 80 % of it with 80 % precision)")
+            continue
+        c = exp.hard_clusters[d["cluster"]]
+        share = c.details[0] if c.details else {}
+        click.echo(f"      hard cluster {d['cluster']} ({len(c.indices)} images): "
+                   f"\"{exp.sentence_texts[c.sentences[0]]}\"")
+        if share:
+            click.echo(f"      holds for {share['hard_share']:.0%} of the hypothesis, {share['easy_share']:.1%} of the "
+                       f"easy images; description score {d['score']:.2f}")
+
+
 def _write_demo_inputs(folder, analysis):
-    """The demo's embeddings, scores, sentences and Γ, ready for `lbee sweep` / `lbee describe` / `evaluate`."""
+    """The demo's embeddings, scores, sentences (with their conditions) and Γ, for `lbee sweep` / `describe`."""
     import numpy as np
     import pandas as pd
 
+    from ..grammar import generate, load_grammar
+    from ..io.sentences import write_grammar_set
+
     folder.mkdir(parents=True, exist_ok=True)
     r = analysis.result
+    n_base = analysis.sentence_embeddings.shape[0]  # the grammar's set; 'compose' added the rest
     np.save(folder / "image_embeddings.npy", np.asarray(analysis.embeddings, dtype=np.float32))
     np.save(folder / "sentence_embeddings.npy", np.asarray(analysis.sentence_embeddings, dtype=np.float32))
-    np.save(folder / "relevance.npy", analysis.relevance)
-    (folder / "sentences.txt").write_text("# SpotCheck sentences (lbee demo)\n" + "\n".join(r.sentences) + "\n")
+    np.save(folder / "relevance.npy", analysis.relevance[:, :n_base])
+    grammar = load_grammar("spotcheck")
+    sentences, conditions, _ = generate(grammar)
+    if list(sentences) != list(r.sentences[:n_base]):
+        raise click.ClickException("internal: the demo's sentences are not the SpotCheck grammar's")
+    write_grammar_set(folder / "sentences.txt", grammar, sentences, conditions, max_conditions=grammar.max_conditions,
+                      source_ref="spotcheck")
     pd.DataFrame({"image": r.image_ids, "confidence": r.confidence, "performance": r.performance}).to_csv(
         folder / "predictions.csv", index=False)
 
@@ -150,9 +181,11 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
               help="Verification: accuracy outside the blindspots [default: 0.99 paper, 0.9 lbee].")
 @click.option("--max-inside", type=click.FloatRange(0, 1), default=None,
               help="Verification: accuracy inside each blindspot [default: 0.05 paper, 0.2 lbee].")
+@click.option("--slicers/--no-slicers", default=True, show_default=True,
+              help="Also run Domino and PlaneSpot (PlaneSpot's scvis takes ~30 s an EC on one core).")
 @click.pass_context
 def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, train_enrich, epochs, arch, min_outside,
-                    max_inside):
+                    max_inside, slicers):
     """Run N ECs and write bench.csv / bench.md (resumes from ECs already done; a failing EC is recorded).
 
     Each EC's classifier trains on the CPU unless lbee's --device names another ("lbee --device cuda spotcheck
@@ -180,7 +213,7 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
     enc = create_encoder("spotcheck", device=ctx.obj["device"])
     progress = (lambda it: tqdm(it, desc="ECs", unit="EC")) if ctx.obj["progress"] else None
     records = run_benchmark(n_ecs, out, encoder=enc, first_seed=first_seed, progress=progress, log=_log,
-                            protocol=protocol, device=ctx.obj["device"] or "cpu", **kwargs)
+                            protocol=protocol, device=ctx.obj["device"] or "cpu", with_slicers=slicers, **kwargs)
     if not records:
         raise LbeeError("No EC could be generated.")
     click.echo(write_tables(summarize(records), out, failure_notes(records)))

@@ -117,8 +117,10 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
     if ec is not None:
         blindspots = list(zip(ec.describe_blindspots(), ec.blindspot_indices("test")))
     return ReportRun(dataset=ds.name, model=model_name(model), explanations=explanations,
-                     sentences=inputs.sentences, image_ids=inputs.image_ids, confidence=scores.confidence,
-                     performance=scores.performance, thumbnail_sources=inputs.thumbnails, relevance=inputs.relevance,
+                     sentences=run.sentences or inputs.sentences, image_ids=inputs.image_ids,
+                     confidence=scores.confidence, performance=scores.performance,
+                     thumbnail_sources=inputs.thumbnails,
+                     relevance=run.relevance if run.relevance is not None else inputs.relevance,
                      relevance_source=inputs.relevance_source, params=params, o=st.o, embeddings=inputs.embeddings,
                      failures=inputs.failures, notes=inputs.notes, labels=labels, preds=preds,
                      class_names=scores.class_names, blindspots=blindspots,

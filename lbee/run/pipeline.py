@@ -46,6 +46,8 @@ class DescribeResult:
     failures: list = field(default_factory=list)
     image_paths: list | None = None
     extra: dict = field(default_factory=dict)
+    #: the fitted lbee.core.partition.Partition (in memory: the slicer's groups before merging, the hypotheses)
+    partition: object = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -73,6 +75,10 @@ class RunResult:
     settings: object
     tau: float
     inputs: object = None
+    #: the run's sentences: the set's, then those 'compose' wrote (every explanation indexes this list)
+    sentences: list | None = None
+    #: Γ of those sentences: the inputs', then the composed relevance of the added ones (pseudo ground truth)
+    relevance: object = None
 
     @property
     def main(self):
@@ -112,10 +118,12 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
     from ..core.partition import Partition
 
     tau = settings.resolved_tau(inputs.encoder_tau)
+    index, methods = describe_plan(inputs, settings)
     if settings.per_class:
         return RunResult({}, {}, _per_class(inputs, scores, settings, tau, progress, n_jobs), scores, settings, tau,
                          inputs)
     results, objects = {}, {}
+    texts, added = list(inputs.sentences), {}
     for spec in settings.slicers:
         name, obj = _slicer_object(spec)
         part = Partition(a=settings.a, n_clusters=settings.n_clusters, n_easy_clusters=settings.easy_clusters,
@@ -125,19 +133,77 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
                 part.fit(inputs.embeddings, hard=scores.split[0], easy=scores.split[1])
             else:
                 part.fit(inputs.embeddings, confidence=scores.confidence)
-            exps = part.describe_methods(inputs.sentence_embeddings, list(settings.methods), k=settings.k, tau=tau,
-                                         sentences=inputs.sentences)
+            if index.grammar is not None:  # one hypothesis per failure (lbee.core.hypotheses)
+                part.merge(index, tau=tau, k=settings.k)
+            exps = part.describe_methods(index, methods, k=settings.k, tau=tau, sentences=inputs.sentences)
         except ValueError as exc:
             raise ValueError(f"slicer {name!r}: {exc}" if len(settings.slicers) > 1 else str(exc)) from None
         if obj is not None:
             objects[name] = obj
         record_clusters_formed(exps, part)
         extra = {"dataset": dataset, "model": model, "slicer": name, **scores.extra}
+        if part.hypotheses_ is not None:
+            extra["hypotheses"] = [{"pieces": h.pieces, "error_concentration": round(h.concentration, 4),
+                                    "lower_bound": round(h.lower_bound, 4), "p_value": float(f"{h.p_value:.3g}")}
+                                   for h in part.hypotheses_]
+        if "compose" in exps:
+            _share_sentences(exps["compose"], texts, added)
         results[name] = DescribeResult(exps, list(inputs.image_ids), np.asarray(scores.confidence, dtype=np.float64),
-                                       np.asarray(scores.performance, dtype=np.float64), list(inputs.sentences),
+                                       np.asarray(scores.performance, dtype=np.float64), texts,
                                        inputs.encoder, inputs.sentence_set, list(inputs.failures),
-                                       inputs.image_paths, extra)
-    return RunResult(results, objects, None, scores, settings, tau, inputs)
+                                       inputs.image_paths, extra, part)
+    for r in results.values():
+        for e in r.explanations.values():
+            e.params["n_sentences"] = len(texts)
+    relevance = inputs.relevance
+    if relevance is not None and added:
+        part = next(iter(results.values())).partition
+        new = [added[t] for t in texts[len(inputs.sentences):]]
+        _, extra_rel = part.composed_relevance(index, new, tau=tau)
+        relevance = np.concatenate([np.asarray(relevance, dtype=bool), extra_rel], axis=1)
+        inputs.notes.append(f"Γ of the {len(new)} sentences 'compose' wrote is the composed relevance of their atoms "
+                            "(pseudo ground truth), the rest is " + inputs.relevance_source + ".")
+    return RunResult(results, objects, None, scores, settings, tau, inputs, texts, relevance)
+
+
+def _share_sentences(exp, texts, added):
+    """Point a 'compose' explanation's sentences into the run's list ``texts`` (appending what it lacks)."""
+    where = {t: i for i, t in enumerate(texts)}
+    n_base = exp.params["n_base_sentences"]
+    for c in exp.hard_clusters:
+        ids = []
+        for s, d in zip(c.sentences, c.details or [None] * len(c.sentences)):
+            text = exp.sentence_texts[s]
+            if text not in where:
+                where[text] = len(texts)
+                texts.append(text)
+            if s >= n_base:
+                added[text] = d["conditions"]
+            ids.append(where[text])
+        c.sentences = ids
+    exp.sentence_texts = texts
+
+
+def describe_plan(inputs, settings):
+    """The sentence index and the describers of a run.
+
+    With a grammar's sentence set the index carries each sentence's
+    conditions, and 'compose' leads the default describers (all of
+    ``METHODS``); otherwise the describers are the settings'.
+    """
+    from ..core.selection import COMPOSE, METHODS
+    from ..core.sentence_index import SentenceIndex
+
+    methods = list(settings.methods)
+    if inputs.sentence_conditions is None:
+        if COMPOSE in methods:
+            raise ValueError(f"method 'compose' needs a grammar's sentence set (lbee sentences generate GRAMMAR, or "
+                             f"--sentences spotcheck.grammar); {inputs.sentence_set!r} has no conditions.")
+        return SentenceIndex(inputs.sentence_embeddings), methods
+    index = SentenceIndex(inputs.sentence_embeddings, conditions=inputs.sentence_conditions, grammar=inputs.grammar)
+    if tuple(methods) == tuple(METHODS):
+        methods = [COMPOSE, *methods]
+    return index, methods
 
 
 def _per_class(inputs, scores, settings, tau, progress, n_jobs):

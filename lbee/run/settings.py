@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ..core.clustering import DEFAULT_WARD, WARD_METHODS
 from ..core.evaluation import DEFAULT_O
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N_CLUSTERS_PER_CLASS
-from ..core.selection import CLIP_TAU, METHODS, resolve_tau
+from ..core.selection import CLIP_TAU, DESCRIBERS, METHODS, resolve_tau
 
 TASKS = ("classification", "segmentation")
 #: φ from a region-sensitivity run (RIVAL10 §5): per-image iRFS or saliency / mask IoU, classification only.
@@ -36,7 +36,7 @@ def _slicer_names():
 def _choices(name):
     """The allowed values of a choice knob, read from the registry that implements it."""
     if name == "methods":
-        return METHODS
+        return DESCRIBERS
     if name == "slicers":
         return _slicer_names()
     if name == "ward":
@@ -246,7 +246,7 @@ def _check(f, value):
         if not isinstance(items, (list, tuple)) or not items:
             raise bad(f"a non-empty list of {', '.join(choices)}")
         if name == "methods" and "all" in items:
-            items = list(choices)
+            items = list(METHODS)  # 'compose' joins them, first, when the sentence set is a grammar's
         names = []
         for item in items:
             item_name = next(iter(item), None) if isinstance(item, dict) and len(item) == 1 else item

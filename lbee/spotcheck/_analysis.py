@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.evaluation import evaluate
-from ..core.selection import METHODS
+from ..core.selection import DESCRIBERS
 from ..core.metrics import discovery_rate, failure_analysis, false_discovery_rate
 from ._ec import predict
 from ._sentences import spotcheck_sentences
@@ -177,6 +177,26 @@ def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, 
     return out
 
 
+#: The sentences the demo and the bench describe with: the SpotCheck grammar's (up to 2 conditions; 'compose'
+#: searches up to 6).
+SENTENCE_SET = "spotcheck.grammar"
+
+
+def sentence_conditions(inputs, explanations):
+    """Each sentence's conditions for the run's whole list: the set's, then those of the sentences 'compose' added."""
+    conds = list(inputs.sentence_conditions) if inputs.sentence_conditions is not None else \
+        [c for _, c, _ in spotcheck_sentences()]
+    e = explanations.get("compose")
+    if e is None:
+        return conds
+    conds += [None] * (len(e.sentence_texts) - len(conds))
+    for hc in e.hard_clusters:
+        for s, d in zip(hc.sentences, hc.details):
+            if conds[s] is None:
+                conds[s] = d["conditions"]
+    return conds
+
+
 def positive_rows(ec):
     """Indices of the positive-class test images (a square present): what the paper's methods see."""
     return np.flatnonzero(ec.true_labels("test") == 1)
@@ -245,8 +265,9 @@ def _log_prob_true(ec, rows):
     return logp[np.arange(len(rows)), y]
 
 
-def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=None, k=3, a=0.2, o=0.2, tau=None,
-               image_ids=None, with_slicers=False, max_hypotheses=MAX_HYPOTHESES, random_state=0):
+def analyze_ec(ec, encoder, *, protocol="paper", methods=DESCRIBERS, n_clusters=None, k=3, a=0.2, o=0.2, tau=None,
+               image_ids=None, with_slicers=False, max_hypotheses=MAX_HYPOTHESES, random_state=0,
+               sentence_set=SENTENCE_SET):
     """Embed the EC's test images, run the describers through the run layer and score them.
 
     Parameters
@@ -280,7 +301,7 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=Non
     """
     import dataclasses
 
-    from ..run.inputs import DatasetSpec, model_scores, spotcheck_inputs
+    from ..run.inputs import DatasetSpec, model_scores, spotcheck_inputs, spotcheck_relevance
     from ..run.pipeline import analyse
     from ..run.settings import RunSettings
 
@@ -291,7 +312,7 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=Non
     settings = RunSettings(a=a, clusters=n_clusters, k=k, tau=tau, o=o, methods=tuple(methods),
                            confidence_from="true_class")
     ds = DatasetSpec(name=f"SpotCheck world {ec.seed}", spotcheck={"seed": ec.seed}, encoder="spotcheck",
-                     sentence_set="spotcheck", relevance="ground_truth", settings=settings)
+                     sentence_set=sentence_set, relevance="ground_truth", settings=settings)
     inputs = spotcheck_inputs(ds, ec, encoder)
     scores = model_scores(ds, None, inputs)
     n_test = len(inputs.image_ids)
@@ -309,12 +330,18 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=Non
     ward_s = time.perf_counter() - t0
     result = run.main
     exps = result.explanations
-    rel, omega = inputs.relevance, scores.performance
-    conditions = [c for _, c, _ in spotcheck_sentences()]
-    scores_ = {m: evaluate(e, rel, omega, o=o) for m, e in exps.items()}
+    omega = scores.performance
+    conditions = sentence_conditions(inputs, exps)
+    attrs = [ec.attributes["test"][i] for i in rows]
+    rel = spotcheck_relevance(attrs, conditions, inputs.grammar)  # exact, 'compose''s own sentences included
+    named = [inputs.grammar.implied(c) for c in conditions] if inputs.grammar is not None else conditions
+    scores_ = {m: evaluate(e, rel[:, :e.params["n_sentences"]], omega, o=o) for m, e in exps.items()}
     first = next(iter(exps.values()))
     groups = [c.indices for c in first.hard_clusters]
-    order = order_by_importance(groups, omega)
+    part = result.partition
+    merged = part is not None and part.hypotheses_ is not None
+    # merged hypotheses come ranked by error concentration (lbee.core.hypotheses); the slicer's by importance
+    order = list(range(len(groups))) if merged else order_by_importance(groups, omega)
     if protocol == "paper":
         order = order[:max_hypotheses]
     hyps = [groups[i] for i in order]
@@ -325,13 +352,22 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=METHODS, n_clusters=Non
     desc, details = {}, {}
     for m, e in exps.items():
         desc[m], details[m] = description_score(memb, hyps, lambda i, e=e: e.hard_clusters[order[i]].sentences[:k],
-                                                rel, conditions, ec.blindspots)
+                                                rel, named, ec.blindspots)
+        for d in details[m]:  # the hard cluster of the covering hypothesis
+            d["cluster"] = None if d["group"] is None else int(order[d["group"]])
     default_ids = [f"images/test/{i:05d}.png" for i in rows]
     result.image_ids = list(image_ids if image_ids is not None else default_ids)
     result.extra = {"blindspots": ec.describe_blindspots(), "metrics": scores_, "DR": dr, "FDR": fdr,
                     "description_score": desc, "ec_seed": ec.seed, "protocol": protocol,
-                    "confidence": scores.confidence_desc}
+                    "confidence": scores.confidence_desc,
+                    **({"hypotheses": result.extra["hypotheses"]} if "hypotheses" in result.extra else {})}
     slicers = {"ward": {"DR": dr, "FDR": fdr, "fit_s": ward_s, "n_groups": len(hyps)}}
+    if merged:  # beside it, the fixed-C Ward clusters ordered by importance, as before merging
+        raw = part.slicer_groups_
+        raw_order = order_by_importance(raw, omega)[:max_hypotheses if protocol == "paper" else None]
+        raw_h = [raw[i] for i in raw_order]
+        slicers["ward-fixed-c"] = {"DR": discovery_rate(raw_h, truth), "FDR": false_discovery_rate(raw_h, truth),
+                                   "fit_s": ward_s, "n_groups": len(raw_h)}
     if with_slicers:
         probs, feats = predict(ec.model, ec.images["test"][rows])
         for name, (h, secs) in slicer_hypotheses(ec, inputs.embeddings, probs, feats, protocol=protocol, rows=rows,

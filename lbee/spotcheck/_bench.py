@@ -98,13 +98,17 @@ def _complete(record):
                                          or all(k in record for k in RECORD_KEYS))
 
 
+#: 2: the SpotCheck grammar's sentences, 'compose', merged hypotheses ranked by error concentration.
+DESCRIBERS_VERSION = 2
+
+
 def bench_config(*, protocol="paper", with_slicers=True, **ec_kwargs):
     """What an EC record depends on besides its seed (a resumed bench never mixes configurations)."""
     from ._ec import EC_VERSION
 
     slicers = {"slicers_version": SLICERS_VERSION} if with_slicers else {}
     return json.loads(json.dumps({"protocol": protocol, "ec_version": EC_VERSION, "with_slicers": with_slicers,
-                                  **slicers,
+                                  "describers_version": DESCRIBERS_VERSION, **slicers,
                                   **ec_kwargs}, default=_jsonable, sort_keys=True))
 
 
@@ -122,6 +126,10 @@ PAPER_TABLE2 = {"domino": ("0.64 (0.04)", "0.07 (0.01)"), "planespot-scvis": ("0
                 "spotlight": ("0.79 (0.03)", "0.09 (0.01)"), "barlow": ("0.43 (0.04)", "0.03 (0.01)")}
 
 
+#: How the table names LBEE's hypotheses: merged pieces ranked by error concentration, and fixed-C Ward beside it.
+SLICER_LABELS = {"ward": "ward (LBEE split-and-cluster)", "ward-fixed-c": "ward, fixed C by importance (before merging)"}
+
+
 def summarize(records):
     """Rows (metric, method, mean, ci95, n) over the successful EC records, plus the bookkeeping rows."""
     ok = [r for r in records if "failed" not in r]
@@ -133,7 +141,7 @@ def summarize(records):
             vals = [r["slicers"][name][metric] if "slicers" in r else r.get(metric) for r in ok
                     if "slicers" not in r or name in r["slicers"]]
             m, h, n = mean_ci(vals)
-            label = "ward (LBEE split-and-cluster)" if name == "ward" else name
+            label = SLICER_LABELS.get(name, name)
             rows.append({"metric": metric if metric != "fit_s" else "fit time (s)", "method": label, "mean": m,
                          "ci95": h, "n": n})
     methods = list(ok[0]["scores"]) if ok else []
