@@ -121,6 +121,9 @@ class RunInputs:
     failures: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     spotcheck: object = None
+    #: a grammar's sentence set: each sentence's conjunction and the grammar ('compose', merging)
+    sentence_conditions: list | None = None
+    grammar: object = None
 
 
 @dataclass
@@ -226,25 +229,48 @@ def spotcheck_inputs(ds, ec, encoder):
     encoder : Encoder
         The SpotCheck encoder.
     """
+    from ..encoders.embedding import embed_sentences
+    from ..io.sentences import load_sentence_set
     from ..spotcheck import relevance_matrix, spotcheck_sentences
 
     if ec.model is None:
         raise ValueError(f"dataset {ds.name!r}: the EC has no trained model (model.pt).")
     enc = encoder
     images = ec.images["test"]
-    sents = spotcheck_sentences()
-    texts = [s for s, _, _ in sents]
+    if ds.sentence_set in (None, "spotcheck"):  # the hand-written set of the SpotCheck world
+        sents = spotcheck_sentences()
+        texts, conds, grammar, name = [s for s, _, _ in sents], [c for _, c, _ in sents], None, "spotcheck"
+    else:  # a grammar's set over the world's attributes (the demo's and the bench's: 'spotcheck.grammar')
+        sset = load_sentence_set(ds.sentence_set)
+        if sset.conditions is None:
+            raise ValueError(f"dataset {ds.name!r}: a SpotCheck world needs the sentences of a grammar over its "
+                             f"attributes (e.g. 'spotcheck.grammar'); {ds.sentence_set!r} has no conditions.")
+        texts, conds, grammar, name = list(sset.sentences), list(sset.conditions), sset.grammar, sset.name
     ids = [f"test/{i:05d}" for i in range(len(images))]
     rel, source = None, "none"
     if ds.relevance == "ground_truth":
-        rel, source = relevance_matrix(ec.attributes["test"], [c for _, c, _ in sents]), \
+        rel, source = spotcheck_relevance(ec.attributes["test"], conds, grammar), \
             "ground truth (SpotCheck attributes)"
     elif ds.relevance is not None:
         rel, source = _relevance(ds, ids, texts)
     notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
-    return RunInputs(enc.encode_arrays(images), enc.encode_text(texts), texts, ids, None, list(images),
-                     ec.true_labels("test"), rel, source, enc.default_tau, enc.identity(), "spotcheck",
-                     notes=notes, spotcheck=ec)
+    return RunInputs(enc.encode_arrays(images), embed_sentences(enc, texts), texts, ids,
+                     None, list(images), ec.true_labels("test"), rel, source, enc.default_tau, enc.identity(), name,
+                     notes=notes, spotcheck=ec, sentence_conditions=None if grammar is None else conds,
+                     grammar=grammar)
+
+
+def spotcheck_relevance(attributes, conditions, grammar=None):
+    """Exact Γ (n, N) of sentences with conditions on SpotCheck renders (presences implied by attributes counted).
+
+    An absent object keeps default attribute values in the world, so "a blue
+    circle" needs "circle present" spelled out: the grammar's
+    :meth:`~lbee.grammar.Grammar.implied` adds it.
+    """
+    from ..spotcheck import relevance_matrix
+
+    full = [grammar.implied(c) for c in conditions] if grammar is not None else list(conditions)
+    return relevance_matrix(attributes, full)
 
 
 def _precomputed_ids(ds):
@@ -274,6 +300,7 @@ def _image_inputs(ds, cache_dir, device, progress):
     else:
         sset = load_sentence_set(ds.sentence_set)
         sset_name, sents = sset.name, list(sset.sentences)
+    conditions, grammar = (None, None) if rival is not None else (sset.conditions, sset.grammar)
     failures, enc = [], None
     if rival is not None:
         ids, paths, labels = list(rival.ids), [str(p) for p in rival.paths], np.asarray(rival.labels)
@@ -335,7 +362,8 @@ def _image_inputs(ds, cache_dir, device, progress):
     else:
         rel, source = _relevance(ds, ids, sents)
     return RunInputs(emb, sen, sents, ids, paths, paths, labels, rel, source, encoder_tau, encoder_id, sset_name,
-                     failures=failures)
+                     failures=failures, sentence_conditions=None if conditions is None else list(conditions),
+                     grammar=grammar)
 
 
 def preflight(ds, models=None):
