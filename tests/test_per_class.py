@@ -139,6 +139,6 @@ def test_cli_per_class(tmp_path):
     # Labels outside the probability columns: a clear error naming the class.
     table.loc[0, "label"] = 5
     table.to_csv(tmp_path / "pred.csv", index=False)
-    r = CliRunner().invoke(cli, args, obj={})
+    r = CliRunner().invoke(cli, [*args, "--overwrite"], obj={})  # --out holds the run above
     # (the predictions table reader catches it first, naming the file, row and column)
     assert r.exit_code == 1 and "column 'label'" in r.output and "received [5]" in r.output, r.output

@@ -120,8 +120,8 @@ def test_cli_segmentation_model_path_and_bad_masks(seg_world, tmp_path):
     root, dark = seg_world
     args = ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(root / "images"), "--task",
             "segmentation", "--model", str(root / "model.pt"), "--encoder", "spotcheck", "--sentences",
-            "spotcheck", "--clusters", "2", "--out", str(tmp_path / "out"), "--num-workers", "0"]
-    r = CliRunner().invoke(cli, args + ["--masks", str(root / "masks")], obj={})
+            "spotcheck", "--clusters", "2", "--overwrite", "--out", str(tmp_path / "out"), "--num-workers", "0"]
+    r = CliRunner().invoke(cli, args + ["--masks", str(root / "masks")], obj={})  # (reruns replace the run)
     assert r.exit_code == 0, r.output
     table = pd.read_parquet(tmp_path / "out" / "assignments.parquet")
     assert (table["split"] == "hard").to_numpy().tolist() == dark.tolist()
