@@ -117,12 +117,20 @@ def atom_sentences(conditions):
     return rows, keys
 
 
-def _mixture(s, weights=None, n_iter=60):
+#: The mixtures are fitted on at most this many images (every k-th), then applied to all.
+FIT_ROWS = 2048
+
+
+def _mixture(s_all, weights=None, n_iter=40):
     """Two-component 1-D Gaussian mixtures, one per column of ``s`` (n, A), fitted on the rows of ``weights`` > 0.
 
     Returns the posterior of the higher component (n, A), whether the two are
     separated (A,), and the components' pooled width (A,).
     """
+    step = max(1, -(-s_all.shape[0] // FIT_ROWS))  # a deterministic, evenly spread sample
+    s = s_all[::step]
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64)[::step]
     n, a = s.shape
     w_row = np.ones((n, 1)) if weights is None else np.asarray(weights, dtype=np.float64).reshape(n, -1)
     tot = np.maximum(w_row.sum(0), 1e-9)
@@ -136,6 +144,7 @@ def _mixture(s, weights=None, n_iter=60):
     var = np.stack([spread, spread]) ** 2 / 4
     w = np.full((2, a), 0.5)
     for _ in range(n_iter):
+        previous = mu
         logp = (-0.5 * (s[None] - mu[:, None]) ** 2 / var[:, None] - 0.5 * np.log(2 * np.pi * var[:, None])
                 + np.log(np.maximum(w[:, None], 1e-12)))
         r = np.exp(logp - logp.max(0))
@@ -145,10 +154,17 @@ def _mixture(s, weights=None, n_iter=60):
         w = nk / tot
         mu = (rw * s[None]).sum(1) / nk
         var = np.maximum((rw * (s[None] - mu[:, None]) ** 2).sum(1) / nk, (spread * 1e-2) ** 2)
+        if np.all(np.abs(mu - previous) <= 1e-4 * spread):  # converged (EM only creeps from here)
+            break
     high = np.argmax(mu, axis=0)
     d = np.sqrt(2) * np.abs(mu[0] - mu[1]) / np.sqrt(var[0] + var[1])
     separated = (d >= SEPARATION) & (w.min(0) >= MIN_WEIGHT) & (w.min(0) * tot >= 3)
-    post = r[high, :, np.arange(a)].T
+    # posterior of the higher component for every image: a logistic in s (two Gaussians of their own variances)
+    lo = 1 - high
+    ar = np.arange(a)
+    log_hi = -0.5 * (s_all - mu[high, ar]) ** 2 / var[high, ar] - 0.5 * np.log(var[high, ar]) + np.log(w[high, ar])
+    log_lo = -0.5 * (s_all - mu[lo, ar]) ** 2 / var[lo, ar] - 0.5 * np.log(var[lo, ar]) + np.log(w[lo, ar])
+    post = 1.0 / (1.0 + np.exp(np.clip(log_lo - log_hi, -60, 60)))
     return post, separated, np.sqrt((var[0] + var[1]) / 2), spread
 
 

@@ -111,6 +111,7 @@ class ComposeSearch:
         self._qe_c = np.ascontiguousarray(self._qc[self.easy])
         self._n_e = max(len(self.easy), 1)
         self._keys = list(literals.keys)
+        self._easy_sums = self._qe.sum(0, dtype=np.float64)
 
     def characteristic(self, rows):
         """(L,) bool: literals more frequent (≥ 25 %) among ``rows`` than in the easy set, given what they presuppose.
@@ -120,12 +121,10 @@ class ComposeSearch:
         is compared among the images of its subject.
         """
         rows = np.asarray(rows, dtype=np.int64)
-        n_r = max(len(rows), 1)
-        own_r, own_e = self._q[rows].sum(0, dtype=np.float64), self._qe.sum(0, dtype=np.float64)
+        own_r, own_e = self._q[rows].sum(0, dtype=np.float64), self._easy_sums
         has = self._parent >= 0
-        base_r, base_e = np.full(own_r.shape, float(n_r)), np.full(own_e.shape, float(self._n_e))
-        base_r[has] = self._q[rows][:, self._parent[has]].sum(0, dtype=np.float64)
-        base_e[has] = self._qe[:, self._parent[has]].sum(0, dtype=np.float64)
+        base_r, base_e = np.full(own_r.shape, float(max(len(rows), 1))), np.full(own_e.shape, float(self._n_e))
+        base_r[has], base_e[has] = own_r[self._parent[has]], own_e[self._parent[has]]  # the subject's presence
         return _lift(own_r, own_e, base_r, base_e) >= CHARACTERISTIC
 
     def _given(self, lits):
