@@ -70,6 +70,8 @@ class Hypothesis:
 REMAINDER_RATIO = 0.5
 #: Attributes on which two pieces of one failure may disagree.
 MAX_CONFLICTS = 1
+#: The share of each piece a union's profile must hold for.
+UNION_SUPPORT = 0.6
 #: Hard images (soft count) a group's profile must hold for to be merged.
 MIN_PIECE = 20.0
 
@@ -103,16 +105,24 @@ class _Profiles:
         self.easy_idx = search.easy
         self.base = len(self.hard_idx) / max(len(self.hard_idx) + len(self.easy_idx), 1)
 
-    def profile(self, pieces):
-        """Literal indices of the profile of the union of ``pieces`` (each must keep ``min_support``)."""
+    def profile(self, pieces, *, union=False):
+        """Literal indices of the profile of the union of ``pieces`` (each must keep ``min_support``).
+
+        A union's profile admits literals that hold for ``UNION_SUPPORT`` of each
+        piece, and keeps that share of each (not ``min_conditional`` and
+        ``min_support``): a piece that holds a fifth of stray errors still
+        shares its failure's conditions with the others.
+        """
         s = self.search
+        keep = UNION_SUPPORT if union else s.min_conditional
+        floor = UNION_SUPPORT if union else s.min_support
         means = np.stack([self.q[p].mean(0) for p in pieces])  # (pieces, L)
         order = np.argsort(-means.min(0), kind="stable")
         characteristic = s.characteristic(np.concatenate(pieces))
         conds, lits = {}, []
         vecs = [np.ones(len(p), np.float32) for p in pieces]
         for j in order:
-            if means[:, j].min() < s.min_conditional:
+            if means[:, j].min() < keep:
                 break
             if not characteristic[j]:
                 continue
@@ -120,7 +130,7 @@ class _Profiles:
             if new is None:
                 continue
             nv = [v * s.factor(lits, j, p) for v, p in zip(vecs, pieces)]
-            if any(x.mean() < s.min_support or x.sum() < s.min_conditional * v.sum() for x, v in zip(nv, vecs)):
+            if any(x.mean() < floor or x.sum() < keep * v.sum() for x, v in zip(nv, vecs)):
                 continue
             conds, vecs = new, nv
             lits.append(int(j))
@@ -178,7 +188,7 @@ def one_hypothesis_per_failure(search, groups, hard_mask, *, ratio=MERGE_RATIO, 
                 conflicts = _conflicts(search, a[1], b[1])
                 if conflicts > MAX_CONFLICTS:
                     continue
-                lits = pr.profile([a[0], b[0]])
+                lits = pr.profile([a[0], b[0]], union=True)
                 if not lits:
                     continue
                 p_u = pr.region(lits)

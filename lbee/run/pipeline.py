@@ -155,6 +155,11 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
     for r in results.values():
         for e in r.explanations.values():
             e.params["n_sentences"] = len(texts)
+        if inputs.sentence_conditions is not None:  # each sentence's conditions, written with the run
+            from ..grammar import format_conditions
+
+            conds = list(inputs.sentence_conditions) + [added[t] for t in texts[len(inputs.sentences):]]
+            r.extra["sentence_conditions"] = [format_conditions(c) for c in conds]
     relevance = inputs.relevance
     if relevance is not None and added:
         part = next(iter(results.values())).partition

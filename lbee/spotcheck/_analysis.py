@@ -360,7 +360,7 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=DESCRIBERS, n_clusters=
     result.extra = {"blindspots": ec.describe_blindspots(), "metrics": scores_, "DR": dr, "FDR": fdr,
                     "description_score": desc, "ec_seed": ec.seed, "protocol": protocol,
                     "confidence": scores.confidence_desc,
-                    **({"hypotheses": result.extra["hypotheses"]} if "hypotheses" in result.extra else {})}
+                    **{key: result.extra[key] for key in ("hypotheses", "sentence_conditions") if key in result.extra}}
     slicers = {"ward": {"DR": dr, "FDR": fdr, "fit_s": ward_s, "n_groups": len(hyps)}}
     if merged:  # beside it, the fixed-C Ward clusters ordered by importance, as before merging
         raw = part.slicer_groups_
