@@ -18,7 +18,7 @@ from ._base import LbeeError, _fail, _log, check_writable_folder, cli
 @click.option("--retrain", is_flag=True, help="Train the square classifier even where lbee ships it (seed 0).")
 @click.pass_context
 def demo(ctx, seed, out, clusters, k, a, retrain):
-    """Run lbee end to end on a fresh SpotCheck world (offline, CPU, about a minute)."""
+    """Run lbee end to end on a fresh SpotCheck world (offline, CPU; the seed-0 classifier ships)."""
     import time
 
     from ..encoders import create_encoder
