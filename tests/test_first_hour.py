@@ -125,7 +125,8 @@ def test_report_check_and_published_schema(tmp_path):
     (tmp_path / "c.yaml").write_text("datasets:\n  - name: a\n    spotcheck: {seed: 0}\n    k: 0\n"
                                      "  - name: b\n    images: nowhere\n    predictions: p.csv\n")
     r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
-    assert r.exit_code == 2 and "2 problem(s)" in r.output and "line 4" in r.output and "nowhere" in r.output
+    assert r.exit_code == 2 and "3 problem(s)" in r.output and "line 4" in r.output and "nowhere" in r.output \
+        and "p.csv" in r.output  # every problem of entry b is listed (issue 23)
 
 
 def test_review_findings_digit_classes_tau_range_json_and_check(tmp_path):

@@ -16,7 +16,7 @@ from lbee.cli import cli
 from lbee.core.clustering import DEFAULT_WARD, WARD_METHODS
 from lbee.core.evaluation import DEFAULT_O
 from lbee.core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N_CLUSTERS_PER_CLASS
-from lbee.core.selection import CLIP_TAU, METHODS, resolve_tau
+from lbee.core.selection import CLIP_TAU, DESCRIBERS, METHODS, resolve_tau
 from lbee.reports.config import KNOB_KEYS, load_report_config
 from lbee.run.settings import RunSettings
 from lbee.slicers import SLICERS, WardSlicer
@@ -72,7 +72,7 @@ def test_cli_options_and_yaml_schema_are_built_from_the_settings():
                 continue
             p = params[knob]
             if knob == "methods":
-                assert list(p.default) == ["all"] and set(p.type.choices) == set(METHODS) | {"all"}
+                assert list(p.default) == ["all"] and set(p.type.choices) == set(DESCRIBERS) | {"all"}
             elif knob == "slicers":
                 assert tuple(p.default) == defaults.slicers and set(p.type.choices) == set(SLICERS)
             elif knob in ("clusters", "easy_clusters", "tau"):
