@@ -289,3 +289,16 @@ def test_embed_warns_once_for_spotcheck_on_photos(images, tmp_path, monkeypatch)
     r = run(["embed", str(images), "--encoder", "spotcheck", "--out", str(tmp_path / "e")])
     assert r.exit_code == 0, r.output
     assert " ".join(r.output.split()).count("trained on SpotCheck renders only") == 1
+
+
+def test_library_explain_names_the_tau_it_assumes_for_bare_arrays():
+    import lbee
+
+    rng = np.random.default_rng(0)
+    X, S, phi = rng.normal(size=(60, 8)), rng.normal(size=(20, 8)), rng.random(60)
+    with pytest.warns(ProvenanceWarning, match="τ = 0.25 \\(CLIP's\\) is assumed"):
+        e = lbee.explain(X, S, confidence=phi, n_clusters=3)
+    assert e.params["tau"] == 0.25
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProvenanceWarning)
+        assert lbee.explain(X, S, confidence=phi, n_clusters=3, tau=0.3).params["tau"] == 0.3

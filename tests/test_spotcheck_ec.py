@@ -163,6 +163,10 @@ def test_demo_inputs_feed_the_sweep_consistently(demo_run, tmp_path):
     inputs = out / "inputs"
     payload = json.loads((out / "explanation.json").read_text())
     tau = payload["params"]["tau"]
+    from lbee.io.provenance import read_provenance
+
+    for name in ("image_embeddings", "sentence_embeddings"):  # τ and the encoder travel with the arrays
+        assert read_provenance(inputs / f"{name}.npy")["tau"] == pytest.approx(tau)
     sset = load_sentence_set(inputs / "sentences.txt")
     assert sset.grammar.name == "spotcheck" and len(sset.conditions) == len(sset)
     pred = pd.read_csv(inputs / "predictions.csv")

@@ -116,8 +116,17 @@ def _write_demo_inputs(folder, analysis):
     folder.mkdir(parents=True, exist_ok=True)
     r = analysis.result
     n_base = analysis.sentence_embeddings.shape[0]  # the grammar's set; 'compose' added the rest
-    np.save(folder / "image_embeddings.npy", np.asarray(analysis.embeddings, dtype=np.float32))
-    np.save(folder / "sentence_embeddings.npy", np.asarray(analysis.sentence_embeddings, dtype=np.float32))
+    from ..io.provenance import make_provenance, write_embeddings
+
+    enc = analysis.result.encoder  # the SpotCheck encoder's identity; τ travels with the embeddings
+    tau = analysis.result.explanations[next(iter(analysis.result.explanations))].params["tau"]
+    img = np.asarray(analysis.embeddings, dtype=np.float32)
+    sen = np.asarray(analysis.sentence_embeddings, dtype=np.float32)
+    write_embeddings(folder / "image_embeddings.npy", img,
+                     make_provenance("image_embeddings", img, identity=enc, spec="spotcheck", tau=tau))
+    write_embeddings(folder / "sentence_embeddings.npy", sen,
+                     make_provenance("sentence_embeddings", sen, identity=enc, spec="spotcheck", tau=tau,
+                                     sentences=list(r.sentences[:n_base]), sentence_set="spotcheck.grammar"))
     np.save(folder / "relevance.npy", analysis.relevance[:, :n_base])
     grammar = load_grammar("spotcheck")
     sentences, conditions, _ = generate(grammar)

@@ -63,7 +63,7 @@ def _from_frame(data, image_embeddings, embeddings, confidence, hard, easy):
 
 def explain_methods(image_embeddings=None, sentence_embeddings=None, *, methods=METHODS, confidence=None, hard=None,
                     easy=None, a=DEFAULT_A, n_clusters=DEFAULT_N_CLUSTERS, n_easy_clusters=None, k=DEFAULT_K,
-                    tau=CLIP_TAU, slicer="ward", sentences=None, ward=DEFAULT_WARD, data=None, embeddings=None):
+                    tau=None, slicer="ward", sentences=None, ward=DEFAULT_WARD, data=None, embeddings=None):
     """Run several describers over one split and clustering.
 
     Same parameters as :func:`explain`, with ``methods`` (a list of method names)
@@ -82,6 +82,11 @@ def explain_methods(image_embeddings=None, sentence_embeddings=None, *, methods=
     if image_embeddings is None:
         raise ValueError("`image_embeddings` is required: an (n, d) array (or data=DataFrame, embeddings=column).")
     methods = _check_methods(methods)
+    if tau is None:  # arrays carry no encoder: say which τ is assumed (lbee.io.provenance)
+        from ..io.provenance import warn_assumed_tau
+
+        warn_assumed_tau(CLIP_TAU, "`image_embeddings` and `sentence_embeddings` given as arrays")
+        tau = CLIP_TAU
     index = as_sentence_index(sentence_embeddings)
     part = Partition(a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, slicer=slicer, ward=ward)
     # Cheap checks of the describe step first, so a bad k, τ or d fails before clustering.
@@ -97,7 +102,7 @@ def explain_methods(image_embeddings=None, sentence_embeddings=None, *, methods=
 
 
 def explain(image_embeddings=None, sentence_embeddings=None, *, confidence=None, hard=None, easy=None, a=DEFAULT_A,
-            method="fpdiff", n_clusters=DEFAULT_N_CLUSTERS, n_easy_clusters=None, k=DEFAULT_K, tau=CLIP_TAU,
+            method="fpdiff", n_clusters=DEFAULT_N_CLUSTERS, n_easy_clusters=None, k=DEFAULT_K, tau=None,
             slicer="ward", sentences=None, ward=DEFAULT_WARD, data=None, embeddings=None):
     """Find hard clusters of images and the sentences that describe them.
 
@@ -123,10 +128,11 @@ def explain(image_embeddings=None, sentence_embeddings=None, *, confidence=None,
         Easy clusters, default ``n_clusters``; effective ``min(., n_easy)``.
     k : int, default=3
         Sentences kept per hard cluster.
-    tau : float or None, default=lbee.core.selection.CLIP_TAU
-        Similarity threshold of SetDiff / FPDiff; None means the CLIP value
-        (pass the encoder's ``default_tau`` for another encoder; see
-        :func:`lbee.core.selection.resolve_tau`).
+    tau : float or None, default=None
+        Similarity threshold of SetDiff / FPDiff. Arrays carry no encoder, so
+        None assumes the CLIP value ``lbee.core.selection.CLIP_TAU`` with a
+        :class:`lbee.io.provenance.ProvenanceWarning`; pass the encoder's
+        ``default_tau`` for another encoder (see :func:`lbee.core.selection.resolve_tau`).
     slicer : 'ward' or slicer object, default='ward'
         'ward' clusters the hard split (:class:`lbee.slicers.WardSlicer`); a
         slicer from :mod:`lbee.slicers` (fitted on these images, or unfitted:
