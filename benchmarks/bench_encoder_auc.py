@@ -148,7 +148,9 @@ def sentence_kinds(n_conj, seed):
     for absence in (False, True):
         for k in range(2 if absence else 1, 7):
             found = {}
-            while len(found) < n_conj:
+            for _ in range(50 * n_conj):  # few distinct sentences of one or two conditions exist
+                if len(found) == n_conj:
+                    break
                 c = random_conjunction(k, rng, absence=absence)
                 if c is not None:
                     found.setdefault(sentence(c), c)
