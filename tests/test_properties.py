@@ -257,12 +257,13 @@ def explanations_and_truth(draw):
     m = draw(st.integers(1, 6))
     d = 3
     perm = draw(st.permutations(range(n)))
-    cuts = sorted(draw(st.lists(st.integers(1, n - 1), max_size=3, unique=True)))
+    # The first group is the easy cluster, the others hard: a partition (no image both hard and easy).
+    cuts = sorted(draw(st.lists(st.integers(1, n - 1), min_size=1, max_size=3, unique=True)))
     groups = [np.asarray(g, dtype=np.int64) for g in np.split(np.asarray(perm), cuts)]
     proto = np.ones(d) / np.sqrt(d)
     easy = [EasyCluster(groups[0], proto)]
     hard = []
-    for g in groups:
+    for g in groups[1:]:
         sents = draw(st.lists(st.integers(0, m - 1), max_size=3, unique=True))
         hard.append(HardCluster(g, proto, 0, sents, [0.0] * len(sents)))
     exp = Explanation(hard, easy, "fpdiff")

@@ -111,7 +111,7 @@ def _write_demo_inputs(folder, analysis):
     import pandas as pd
 
     from ..grammar import generate, load_grammar
-    from ..io.sentences import write_grammar_set
+    from ..io.sentences import WORLD_SENTENCE_SET, write_grammar_set
 
     folder.mkdir(parents=True, exist_ok=True)
     r = analysis.result
@@ -126,7 +126,7 @@ def _write_demo_inputs(folder, analysis):
                      make_provenance("image_embeddings", img, identity=enc, spec="spotcheck", tau=tau))
     write_embeddings(folder / "sentence_embeddings.npy", sen,
                      make_provenance("sentence_embeddings", sen, identity=enc, spec="spotcheck", tau=tau,
-                                     sentences=list(r.sentences[:n_base]), sentence_set="spotcheck.grammar"))
+                                     sentences=list(r.sentences[:n_base]), sentence_set=WORLD_SENTENCE_SET))
     np.save(folder / "relevance.npy", analysis.relevance[:, :n_base])
     grammar = load_grammar("spotcheck")
     sentences, conditions, _ = generate(grammar)

@@ -36,6 +36,10 @@ class SentenceSet:
         return len(self.sentences)
 
 
+#: The sentences a SpotCheck world is described with unless another set is named (the demo, reports, the bench):
+#: its grammar's, up to the grammar's default number of conditions ('compose' searches longer conjunctions).
+WORLD_SENTENCE_SET = "spotcheck.grammar"
+
 #: The sidecar table beside a generated sentence file: ``<file stem>.conditions.tsv``.
 CONDITIONS_SUFFIX = ".conditions.tsv"
 

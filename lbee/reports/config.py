@@ -30,6 +30,7 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..io.sentences import WORLD_SENTENCE_SET
 from ..run.inputs import DatasetSpec, ModelSpec
 from ..run.settings import RunSettings, check_knob
 
@@ -256,9 +257,9 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
         if "path" in sc:
             sc = dict(sc, path=_resolve_path(sc["path"], "spotcheck.path", base, _line(entry, "spotcheck"), path))
         ds.spotcheck = dict(sc)
-        for key in ("encoder", "sentences"):  # the world's own encoder and sentences unless overridden
+        for key, own in (("encoder", "spotcheck"), ("sentences", WORLD_SENTENCE_SET)):  # the world's own
             if key not in entry and key not in defaults:
-                settings[key] = "spotcheck"
+                settings[key] = own
         if "confidence_from" not in entry and "confidence_from" not in defaults:
             settings["confidence_from"] = "true_class"  # as `lbee demo`: the test labels are clean
         if "relevance" not in entry:

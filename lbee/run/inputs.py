@@ -195,10 +195,9 @@ def _spotcheck_inputs(ds, out_dir, device, log):
     from ..encoders import create_encoder
     from ..spotcheck import CorruptECError, ExperimentalConfiguration, make_ec
 
-    if ds.sentence_set != "spotcheck" or ds.encoder != "spotcheck":
-        raise ValueError(f"dataset {ds.name!r}: a SpotCheck world is described with its own encoder and sentences "
-                         f"(encoder: spotcheck, sentences: spotcheck); received encoder {ds.encoder!r}, "
-                         f"sentences {ds.sentence_set!r}.")
+    if ds.encoder != "spotcheck":
+        raise ValueError(f"dataset {ds.name!r}: a SpotCheck world is described with its own encoder "
+                         f"(encoder: spotcheck); received encoder {ds.encoder!r}.")
     if "path" in ds.spotcheck:
         ec = ExperimentalConfiguration.load(ds.spotcheck["path"])
     else:

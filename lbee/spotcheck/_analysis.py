@@ -10,6 +10,7 @@ import numpy as np
 from ..core.evaluation import evaluate
 from ..core.selection import DESCRIBERS
 from ..core.metrics import discovery_rate, failure_analysis, false_discovery_rate
+from ..io.sentences import WORLD_SENTENCE_SET
 from ._ec import predict
 from ._sentences import spotcheck_sentences
 
@@ -177,9 +178,8 @@ def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, 
     return out
 
 
-#: The sentences the demo and the bench describe with: the SpotCheck grammar's (up to 2 conditions; 'compose'
-#: searches up to 6).
-SENTENCE_SET = "spotcheck.grammar"
+#: The sentences the demo and the bench describe with (one place: :data:`lbee.io.sentences.WORLD_SENTENCE_SET`).
+SENTENCE_SET = WORLD_SENTENCE_SET
 
 
 def sentence_conditions(inputs, explanations):
