@@ -246,3 +246,39 @@ def test_paper_protocol_end_to_end_on_a_tiny_ec():
         assert np.array_equal(idx, np.flatnonzero(memb[:, j]))
     html = render_report(run)
     assert "log-probability of the true class" in html and "paper" in html
+
+
+def test_worlds_are_kept_and_reused_by_another_bench(tmp_path, monkeypatch):
+    """--worlds: a second bench (another --out) analyses the very EC the first made, without generating it;
+    other generation settings, or a damaged folder, generate it again."""
+    import torch
+
+    from lbee.spotcheck import _analysis, _bench, _ec
+
+    seen = []
+
+    class Summary:
+        def summary(self):
+            return {"scores": {}, "failure_analysis": []}
+
+    def fake_analyze(ec, encoder, **kwargs):
+        seen.append((ec.images["test"].copy(), {k: v.clone() for k, v in ec.model.state_dict().items()}))
+        return Summary()
+
+    monkeypatch.setattr(_analysis, "analyze_ec", fake_analyze)
+    kwargs = dict(encoder=None, worlds=tmp_path / "worlds", per_combination=(2, 2, 2), epochs=1, min_outside=0.0,
+                  max_inside=1.0, with_slicers=False)
+    _bench.run_benchmark(1, tmp_path / "a", **kwargs)
+    assert (tmp_path / "worlds" / "ec_0000" / "model.pt").is_file()
+    made = _ec.make_ec
+    monkeypatch.setattr(_ec, "make_ec", lambda *a, **k: pytest.fail("a kept world was generated again"))
+    _bench.run_benchmark(1, tmp_path / "b", **kwargs)
+    (img_a, w_a), (img_b, w_b) = seen
+    assert np.array_equal(img_a, img_b) and all(torch.equal(w_a[k], w_b[k]) for k in w_a)
+    calls, logs = [], []
+    monkeypatch.setattr(_ec, "make_ec", lambda *a, **k: calls.append(k) or made(*a, **k))
+    _bench.run_benchmark(1, tmp_path / "c", **{**kwargs, "epochs": 2}, log=logs.append)
+    assert len(calls) == 1 and any("other settings" in m for m in logs)
+    (tmp_path / "worlds" / "ec_0000" / "ec.json").write_text("{")  # the folder now holds the epochs=2 world
+    _bench.run_benchmark(1, tmp_path / "d", **{**kwargs, "epochs": 2}, log=logs.append)
+    assert len(calls) == 2 and any("cannot be read" in m for m in logs)

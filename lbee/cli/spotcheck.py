@@ -192,9 +192,12 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
               help="Verification: accuracy inside each blindspot [default: 0.05 paper, 0.2 lbee].")
 @click.option("--slicers/--no-slicers", default=True, show_default=True,
               help="Also run Domino and PlaneSpot (PlaneSpot's scvis takes ~30 s an EC on one core).")
+@click.option("--worlds", type=click.Path(file_okay=False), default=None,
+              help="Keep each EC (renders and trained classifier) in this folder and reuse it: a rerun with another "
+                   "encoder or describer (and a new --out) analyses the same worlds without training them again.")
 @click.pass_context
 def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, train_enrich, epochs, arch, min_outside,
-                    max_inside, slicers):
+                    max_inside, slicers, worlds):
     """Run N ECs and write bench.csv / bench.md (resumes from ECs already done; a failing EC is recorded).
 
     Each EC's classifier trains on the CPU unless lbee's --device names another ("lbee --device cuda spotcheck
@@ -206,6 +209,8 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
     from ..spotcheck._bench import failure_notes, run_benchmark, summarize, write_tables
 
     check_writable_folder(out, "--out")
+    if worlds is not None:
+        check_writable_folder(worlds, "--worlds")
     kwargs = {"epochs": epochs, "arch": arch}
     if per_combination is not None:
         try:
@@ -222,7 +227,8 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
     enc = create_encoder("spotcheck", device=ctx.obj["device"])
     progress = (lambda it: tqdm(it, desc="ECs", unit="EC")) if ctx.obj["progress"] else None
     records = run_benchmark(n_ecs, out, encoder=enc, first_seed=first_seed, progress=progress, log=_log,
-                            protocol=protocol, device=ctx.obj["device"] or "cpu", with_slicers=slicers, **kwargs)
+                            protocol=protocol, device=ctx.obj["device"] or "cpu", with_slicers=slicers, worlds=worlds,
+                            **kwargs)
     if not records:
         raise LbeeError("No EC could be generated.")
     click.echo(write_tables(summarize(records), out, failure_notes(records)))

@@ -21,7 +21,7 @@ def mean_ci(values):
 
 
 def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=None, with_slicers=True,
-                  protocol="paper", device="cpu", **ec_kwargs):
+                  protocol="paper", device="cpu", worlds=None, **ec_kwargs):
     """Run ``n_ecs`` ECs (seeds first_seed..), one JSON per EC in ``out_dir/ecs``; done ECs are skipped.
 
     ECs are independent, so disjoint seed ranges may run in separate processes
@@ -33,6 +33,12 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
     recorded with ``"failed": reason`` and the bench goes on. Every record keeps
     the rejected candidates of its generation (``attempts``), so the table can
     say how many ECs were regenerated and why.
+
+    ``worlds`` (a folder) keeps each EC — renders and trained classifier — and
+    reuses it when its generation settings match, so a rerun with another
+    encoder or describer (a new ``--out``) analyses the same worlds without
+    regenerating them. The bench configuration names the encoder's weights, so
+    records of two encoders are never averaged together.
     """
     import time
 
@@ -41,7 +47,8 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
 
     out = Path(out_dir)
     (out / "ecs").mkdir(parents=True, exist_ok=True)
-    config = bench_config(protocol=protocol, with_slicers=with_slicers, **ec_kwargs)
+    config = bench_config(protocol=protocol, with_slicers=with_slicers, encoder=encoder, **ec_kwargs)
+    generation = world_config(protocol=protocol, **ec_kwargs)
     records = []
     seeds = range(first_seed, first_seed + n_ecs)
     for seed in (progress(seeds) if progress else seeds):
@@ -65,8 +72,12 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
         t0 = time.perf_counter()
         rec = {"seed": seed, "protocol": protocol, "config": config, "device": str(device)}
         try:
-            ec = make_ec(seed, log=log, device=device, train=True,  # every EC trains: never the demo's shipped weights
-                         **{**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs})
+            ec = None if worlds is None else load_world(worlds, seed, generation, log=log)
+            if ec is None:
+                ec = make_ec(seed, log=log, device=device, train=True,  # every EC trains: never the demo's weights
+                             **{**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs})
+                if worlds is not None:
+                    save_world(ec, worlds, seed, generation)
             t1 = time.perf_counter()
             rec.update({"ec_seed": ec.seed, "blindspots": ec.describe_blindspots(), "n_blindspots": len(ec.blindspots),
                         "attempts": ec.verification.get("attempts", []),
@@ -102,14 +113,70 @@ def _complete(record):
 DESCRIBERS_VERSION = 2
 
 
-def bench_config(*, protocol="paper", with_slicers=True, **ec_kwargs):
-    """What an EC record depends on besides its seed (a resumed bench never mixes configurations)."""
+def bench_config(*, protocol="paper", with_slicers=True, encoder=None, **ec_kwargs):
+    """What an EC record depends on besides its seed (a resumed bench never mixes configurations).
+
+    ``encoder``: its weights' digest is part of the configuration (records of two encoders never mix).
+    """
     from ._ec import EC_VERSION
 
     slicers = {"slicers_version": SLICERS_VERSION} if with_slicers else {}
+    identity = encoder.identity() if hasattr(encoder, "identity") else {}
+    weights = {"encoder_weights": identity["weights"]} if "weights" in identity else {}
     return json.loads(json.dumps({"protocol": protocol, "ec_version": EC_VERSION, "with_slicers": with_slicers,
-                                  "describers_version": DESCRIBERS_VERSION, **slicers,
+                                  "describers_version": DESCRIBERS_VERSION, **slicers, **weights,
                                   **ec_kwargs}, default=_jsonable, sort_keys=True))
+
+
+def world_config(*, protocol="paper", **ec_kwargs):
+    """What an EC's world and classifier depend on besides the seed (what ``worlds`` folders are matched by)."""
+    from ._ec import EC_VERSION
+
+    return json.loads(json.dumps({"protocol": protocol, "ec_version": EC_VERSION, **ec_kwargs},
+                                 default=_jsonable, sort_keys=True))
+
+
+WORLD_FILE = "bench_world.json"
+
+
+def load_world(worlds, seed, generation, *, log=None):
+    """The EC of ``seed`` kept in ``worlds`` when it was generated with ``generation``, else None (said why)."""
+    from ._ec import CorruptECError, ExperimentalConfiguration
+
+    folder = Path(worlds) / f"ec_{seed:04d}"
+    if not (folder / WORLD_FILE).is_file():
+        return None
+    try:
+        kept = json.loads((folder / WORLD_FILE).read_text())
+        if kept.get("generation") != generation:
+            if log:
+                log(f"{str(folder)!r} was generated with other settings; EC {seed} is generated again")
+            return None
+        return ExperimentalConfiguration.load(folder)
+    except (json.JSONDecodeError, CorruptECError, OSError) as exc:
+        if log:
+            log(f"{str(folder)!r} cannot be read ({exc}); EC {seed} is generated again")
+        return None
+
+
+def save_world(ec, worlds, seed, generation):
+    """Keep ``ec`` in ``worlds`` (written in a staging folder, then moved in whole)."""
+    import shutil
+    import tempfile
+
+    root = Path(worlds)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"ec_{seed:04d}"
+    staging = Path(tempfile.mkdtemp(prefix=f".ec_{seed:04d}-", dir=root))
+    try:
+        ec.save(staging)
+        (staging / WORLD_FILE).write_text(json.dumps({"seed": seed, "generation": generation}, indent=1))
+        if final.exists():
+            shutil.rmtree(final)
+        staging.rename(final)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _jsonable(x):
