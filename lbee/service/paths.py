@@ -56,7 +56,42 @@ def confine(value, root, key):
     return resolved
 
 
-def check_entry_paths(entry, root):
+def check_encoder(spec, root, allowed=()):
+    """Allow an encoder spec only from the server's allow-list; raises :class:`EncoderRefused`.
+
+    Allowed: the specs in ``allowed`` (exact), the SpotCheck encoder, and open_clip
+    models with a named pretrained tag (``open_clip:ViT-B-32@laion2b_s34b_b79k``;
+    open_clip resolves a name only against its own registry) or a checkpoint file
+    inside ``root``. ``hf-hub:`` names (which download and load any repository) and
+    other backends are refused unless listed in ``allowed``
+    (:data:`lbee.service.settings.DEFAULT_ENCODERS`, ``lbee serve --allow-encoder``).
+    """
+    import re
+
+    from ..encoders._registry import parse_encoder_spec
+    from .settings import DEFAULT_ENCODERS
+
+    if spec in tuple(allowed) + DEFAULT_ENCODERS:
+        return
+    backend, model, tag = parse_encoder_spec(spec)
+    hint = ("allowed: " + ", ".join(repr(a) for a in DEFAULT_ENCODERS + tuple(allowed)) +
+            ", open_clip:<model>@<pretrained tag>, or open_clip:<model>@<checkpoint file inside the data root> "
+            "(the server's operator adds others with lbee serve --allow-encoder SPEC)")
+    if backend == "open_clip" and model and not model.startswith("hf-hub:"):
+        if tag is None or re.fullmatch(r"[A-Za-z0-9_-]+(:[0-9]+)?", tag):  # a tag name (or @random:SEED)
+            return
+        confine(tag, root, "encoder checkpoint")  # anything else is a file: inside the root only
+        return
+    if backend == "spotcheck" and model is None and tag is None:
+        return
+    raise EncoderRefused(f"`encoder` {spec!r} is not on this server's allow-list; {hint}.")
+
+
+class EncoderRefused(ValueError):
+    """An encoder spec outside the server's allow-list."""
+
+
+def check_entry_paths(entry, root, allowed_encoders=()):
     """Check every path of a raw dataset entry (before parsing). Returns None; raises :class:`PathEscape`."""
     from ..io.sentences import list_sentence_sets
 
@@ -83,12 +118,8 @@ def check_entry_paths(entry, root):
     if isinstance(sentences, str) and sentences not in list_sentence_sets():
         confine(sentences, root, "sentences")
     encoder = entry.get("encoder")
-    if isinstance(encoder, str):
-        from ..encoders._registry import parse_encoder_spec
-
-        _, _, pretrained = parse_encoder_spec(encoder) if encoder.strip() else (None, None, None)
-        if pretrained and any(c in pretrained for c in "/\\.") or (pretrained or "").startswith("~"):
-            confine(pretrained, root, "encoder checkpoint")
+    if isinstance(encoder, str) and encoder.strip():
+        check_encoder(encoder, root, allowed_encoders)
     models = entry.get("models")
     for i, m in enumerate(models if isinstance(models, list) else []):
         if isinstance(m, dict):
