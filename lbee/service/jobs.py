@@ -60,12 +60,14 @@ def validate_entry(entry, root, allowed_encoders=()):
         allow-list, or a :class:`~lbee.service.paths.PathEscape`.
     """
     from ..reports.config import parse_dataset_entry
-    from .paths import check_dataset_paths, check_entry_paths
+    from .paths import check_dataset_paths, check_encoder, check_entry_paths
 
     if not isinstance(entry, dict):
         raise ValueError(f"the job must be one dataset entry (a mapping such as {{name: demo, spotcheck: {{seed: 0}}}}"
                          f"); received {type(entry).__name__}.")
-    check_entry_paths(entry, root, allowed_encoders)
+    check_entry_paths(entry, root)
+    if isinstance(entry.get("encoder"), str) and entry["encoder"].strip():
+        entry = {**entry, "encoder": check_encoder(entry["encoder"], root, allowed_encoders)}
     ds = parse_dataset_entry(entry, base=root)
     check_dataset_paths(ds, root)
     return ds

@@ -57,7 +57,7 @@ def confine(value, root, key):
 
 
 def check_encoder(spec, root, allowed=()):
-    """Allow an encoder spec only from the server's allow-list; raises :class:`EncoderRefused`.
+    """The encoder spec to run if the server's allow-list has it; raises :class:`EncoderRefused` otherwise.
 
     Allowed: the specs in ``allowed`` (exact), the SpotCheck encoder, and open_clip
     models with a named pretrained tag (``open_clip:ViT-B-32@laion2b_s34b_b79k``;
@@ -65,6 +65,12 @@ def check_encoder(spec, root, allowed=()):
     inside ``root``. ``hf-hub:`` names (which download and load any repository) and
     other backends are refused unless listed in ``allowed``
     (:data:`lbee.service.settings.DEFAULT_ENCODERS`, ``lbee serve --allow-encoder``).
+
+    Returns
+    -------
+    str
+        ``spec``, with a checkpoint path made absolute (resolved inside ``root``: the
+        worker must load the file that was checked, whatever its working folder).
     """
     import re
 
@@ -72,18 +78,18 @@ def check_encoder(spec, root, allowed=()):
     from .settings import DEFAULT_ENCODERS
 
     if spec in tuple(allowed) + DEFAULT_ENCODERS:
-        return
+        return spec
     backend, model, tag = parse_encoder_spec(spec)
     hint = ("allowed: " + ", ".join(repr(a) for a in DEFAULT_ENCODERS + tuple(allowed)) +
             ", open_clip:<model>@<pretrained tag>, or open_clip:<model>@<checkpoint file inside the data root> "
             "(the server's operator adds others with lbee serve --allow-encoder SPEC)")
-    if backend == "open_clip" and model and not model.startswith("hf-hub:"):
+    if backend == "open_clip" and model and not model.startswith("hf-hub:") and \
+            not (tag or "").startswith("hf-hub:") and "://" not in (tag or ""):
         if tag is None or re.fullmatch(r"[A-Za-z0-9_-]+(:[0-9]+)?", tag):  # a tag name (or @random:SEED)
-            return
-        confine(tag, root, "encoder checkpoint")  # anything else is a file: inside the root only
-        return
+            return spec
+        return f"open_clip:{model}@{confine(tag, root, 'encoder checkpoint')}"  # a file: inside the root only
     if backend == "spotcheck" and model is None and tag is None:
-        return
+        return spec
     raise EncoderRefused(f"`encoder` {spec!r} is not on this server's allow-list; {hint}.")
 
 
@@ -91,7 +97,7 @@ class EncoderRefused(ValueError):
     """An encoder spec outside the server's allow-list."""
 
 
-def check_entry_paths(entry, root, allowed_encoders=()):
+def check_entry_paths(entry, root):
     """Check every path of a raw dataset entry (before parsing). Returns None; raises :class:`PathEscape`."""
     from ..io.sentences import list_sentence_sets
 
@@ -117,9 +123,6 @@ def check_entry_paths(entry, root, allowed_encoders=()):
     sentences = entry.get("sentences")
     if isinstance(sentences, str) and sentences not in list_sentence_sets():
         confine(sentences, root, "sentences")
-    encoder = entry.get("encoder")
-    if isinstance(encoder, str) and encoder.strip():
-        check_encoder(encoder, root, allowed_encoders)
     models = entry.get("models")
     for i, m in enumerate(models if isinstance(models, list) else []):
         if isinstance(m, dict):

@@ -9,8 +9,9 @@ from pathlib import Path
 DEFAULT_MAX_UPLOAD = 64 * 2**20
 #: Body limit of ``POST /v1/jobs`` (a config entry).
 MAX_ENTRY_BYTES = 2**20
-#: Largest id a path or query accepts (SQL BIGINT); a larger number gets 422, not an overflow in the driver.
-MAX_ID = 2**63 - 1
+#: Largest run id a path or query accepts (the SQL INTEGER of the id column): a larger number gets 422, not an
+#: overflow in the database driver.
+MAX_ID = 2**31 - 1
 #: Deepest JSON / YAML nesting accepted in a request (an entry is a few levels; arrays are two).
 MAX_NESTING = 32
 
