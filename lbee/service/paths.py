@@ -56,6 +56,16 @@ def confine(value, root, key):
     return resolved
 
 
+def named_sentence_set(value):
+    """Whether ``value`` names a built-in sentence set (``spotcheck``, or a built-in grammar's
+    ``street_scenes.grammar``) rather than a file, as :func:`lbee.io.sentences.load_sentence_set` reads it."""
+    from ..grammar import list_grammars
+    from ..io.sentences import list_sentence_sets
+
+    return value in list_sentence_sets() or (value.endswith(".grammar") and
+                                             value[:-len(".grammar")] in list_grammars())
+
+
 def check_encoder(spec, root, allowed=()):
     """The encoder spec to run if the server's allow-list has it; raises :class:`EncoderRefused` otherwise.
 
@@ -99,8 +109,6 @@ class EncoderRefused(ValueError):
 
 def check_entry_paths(entry, root):
     """Check every path of a raw dataset entry (before parsing). Returns None; raises :class:`PathEscape`."""
-    from ..io.sentences import list_sentence_sets
-
     if not isinstance(entry, dict):
         return
     for key in PATH_KEYS:
@@ -121,7 +129,7 @@ def check_entry_paths(entry, root):
         for k, v in rel.items():
             confine(v, root, f"relevance.{k}")
     sentences = entry.get("sentences")
-    if isinstance(sentences, str) and sentences not in list_sentence_sets():
+    if isinstance(sentences, str) and not named_sentence_set(sentences):
         confine(sentences, root, "sentences")
     models = entry.get("models")
     for i, m in enumerate(models if isinstance(models, list) else []):
@@ -174,7 +182,7 @@ def check_dataset_paths(ds, root):
                 found.append((f"{key}.{k}", v))
     if isinstance(ds.relevance, dict):
         found += [(f"relevance.{k}", v) for k, v in ds.relevance.items()]
-    if Path(ds.sentence_set).suffix or os.sep in ds.sentence_set:
+    if not named_sentence_set(ds.sentence_set) and (Path(ds.sentence_set).suffix or os.sep in ds.sentence_set):
         found.append(("sentences", Path(ds.sentence_set)))
     for m in ds.models:
         for k in ("predictions", "weights"):
