@@ -84,7 +84,7 @@ def check_encoder(spec, root, allowed=()):
     """
     import re
 
-    from ..encoders._registry import parse_encoder_spec
+    from ..encoders import parse_encoder_spec
     from .settings import DEFAULT_ENCODERS
 
     if spec in tuple(allowed) + DEFAULT_ENCODERS:

@@ -14,7 +14,8 @@ RunId = Path(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
 
 
 def add_api_routes(app, ctx):
-    """Add the ``/v1`` endpoints and ``/metrics`` to ``app`` (closures over ``ctx``, a :class:`~lbee.service.app.Context`)."""
+    """Add the ``/v1`` endpoints and ``/metrics`` to ``app``, as closures over ``ctx``
+    (a :class:`~lbee.service.app.Context`)."""
     from . import jobs as jobs_mod
     from .db import Job, Run
     from .explain import ARRAY_FIELDS, check_depth, parse_json
@@ -79,10 +80,10 @@ def add_api_routes(app, ctx):
     def _yaml(raw):
         import yaml
 
-        from ..reports.config import _loader
+        from ..reports.config import yaml_loader
 
         try:
-            entry = yaml.load(raw.decode("utf-8"), Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+            entry = yaml.load(raw.decode("utf-8"), Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
         except RecursionError:
             raise ValueError(f"the body is nested too deeply; at most {MAX_NESTING} levels are accepted.") from None
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
