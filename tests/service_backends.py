@@ -12,6 +12,7 @@ Use: ``from service_backends import backend, postgres  # noqa: F401`` and
 that must pass on both; unparametrised, ``backend`` is SQLite.
 """
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -22,20 +23,36 @@ import pytest
 BACKENDS = ["sqlite", "postgresql"]
 
 
+_SERVER = {}  # one PostgreSQL server per test process, whichever modules import the fixture
+
+
+def _start_postgres():
+    """(server, socket folder) of the process's PostgreSQL server, started on first use; stopped and deleted
+    when the process exits (pgserver's cleanup)."""
+    if "error" in _SERVER:
+        _unavailable(_SERVER["error"])
+    if "server" not in _SERVER:
+        try:
+            import pgserver
+            import psycopg  # noqa: F401 - the driver SQLAlchemy's postgresql+psycopg URLs use
+        except ImportError as exc:
+            _SERVER["error"] = f"pgserver or psycopg is not installed ({exc.name}); pip install -e '.[dev]'"
+            _unavailable(_SERVER["error"])
+        folder = tempfile.mkdtemp(prefix="lbee-pg-")  # short: the server's Unix socket lives there
+        atexit.register(shutil.rmtree, folder, True)
+        try:
+            server = pgserver.get_server(os.path.join(folder, "data"), cleanup_mode="delete")
+        except Exception as exc:  # initdb or pg_ctl failed: say why
+            _SERVER["error"] = f"PostgreSQL (pgserver) could not start: {type(exc).__name__}: {exc}"
+            _unavailable(_SERVER["error"])
+        _SERVER["server"] = server
+    return _SERVER["server"]
+
+
 @pytest.fixture(scope="session")
 def postgres():
-    """A PostgreSQL server for the session: a function that returns the URL of a new empty database."""
-    try:
-        import pgserver
-        import psycopg  # noqa: F401 - the driver SQLAlchemy's postgresql+psycopg URLs use
-    except ImportError as exc:
-        _unavailable(f"pgserver or psycopg is not installed ({exc.name}); pip install -e '.[dev]'")
-    folder = tempfile.mkdtemp(prefix="lbee-pg-")  # short: the server's Unix socket lives there
-    try:
-        server = pgserver.get_server(os.path.join(folder, "data"), cleanup_mode="delete")
-    except Exception as exc:  # initdb or pg_ctl failed: say why
-        shutil.rmtree(folder, ignore_errors=True)
-        _unavailable(f"PostgreSQL (pgserver) could not start: {type(exc).__name__}: {exc}")
+    """A PostgreSQL server: a function that returns the URL of a new empty database on it."""
+    server = _start_postgres()
     socket_dir = server.get_postmaster_info().socket_dir
 
     def new_database():
@@ -43,11 +60,7 @@ def postgres():
         server.psql(f"CREATE DATABASE {name};")
         return f"postgresql+psycopg://postgres@/{name}?host={socket_dir}"
 
-    try:
-        yield new_database
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+    return new_database
 
 
 def _unavailable(reason):
@@ -63,3 +76,30 @@ def backend(request, tmp_path):
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / 'lbee.db'}"
     return request.getfixturevalue("postgres")()
+
+
+def poll(check, timeout, what, every=0.05):
+    """``check()``'s first truthy value, polled every ``every`` seconds; fails after ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(every)
+
+
+def wait_healthy(proc, base, log_path, timeout=120):
+    """Wait until the `lbee serve` subprocess ``proc`` answers /health at ``base`` (its log in the failure)."""
+    import httpx
+
+    def healthy():
+        assert proc.poll() is None, f"the server exited:\n{open(log_path).read()}"
+        try:
+            return httpx.get(f"{base}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    poll(healthy, timeout, "the server to start", every=0.2)

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,8 @@ import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
+
+from service_backends import poll, wait_healthy  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 N_IMAGES = 300  # enough for the stages after embedding to take a few seconds: the kill lands mid-job
@@ -58,16 +59,6 @@ def _running(procs):
     """Those of ``procs`` still running (a zombie has exited; a reused pid is another process)."""
     table = _proc_table()
     return [(pid, start) for pid, start in procs if pid in table and table[pid][1] == start and table[pid][2] != "Z"]
-
-
-def _poll(check, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -108,15 +99,7 @@ def test_a_server_killed_mid_job_leaves_no_orphan_and_the_job_finishes_once(cras
     def start(n):
         log = open(tmp_path / f"server{n}.log", "w")
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-        def healthy():
-            assert proc.poll() is None, (tmp_path / f"server{n}.log").read_text()
-            try:
-                return httpx.get(f"{base}/health", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        _poll(healthy, 120, "the server to start")
+        wait_healthy(proc, base, tmp_path / f"server{n}.log")
         return proc, log
 
     def job():
@@ -131,7 +114,7 @@ def test_a_server_killed_mid_job_leaves_no_orphan_and_the_job_finishes_once(cras
         assert r.status_code == 202, r.text
         job_id = r.json()["id"]
         # kill -9 the server as soon as the job has embedded its images (the report is still to come)
-        _poll(lambda: "images:" in (job().log or ""), 600, "the job to embed its images")
+        poll(lambda: "images:" in (job().log or ""), 600, "the job to embed its images")
         children = _descendants(server.pid)
         server.send_signal(signal.SIGKILL)
         server.wait(30)
@@ -140,14 +123,14 @@ def test_a_server_killed_mid_job_leaves_no_orphan_and_the_job_finishes_once(cras
             server.kill()
         log1.close()
     assert children, "the server had no worker processes"
-    _poll(lambda: not _running(children), 60, f"the killed server's processes {children} to end (orphans)")
+    poll(lambda: not _running(children), 60, f"the killed server's processes {children} to end (orphans)")
     killed = job()
     assert killed.status == "running" and killed.attempts == 1, "the job finished before the kill"
     assert f"images: {N_IMAGES} embedded, 0 read from the embedding cache" in killed.log
 
     server, log2 = start(2)
     try:
-        done = _poll(lambda: (j := job()).status in ("done", "failed", "cancelled") and j, 600,
+        done = poll(lambda: (j := job()).status in ("done", "failed", "cancelled") and j, 600,
                      "the restarted server to finish the job")
         r = httpx.get(f"{base}/v1/jobs/{job_id}", headers={"Authorization": f"Bearer {token}"}, timeout=60).json()
     finally:
@@ -168,5 +151,5 @@ def test_a_server_killed_mid_job_leaves_no_orphan_and_the_job_finishes_once(cras
     assert not any("resumed" in ln for ln in log)  # the log claims nothing that did not happen
     assert sum("wrote" in ln for ln in log) == 1  # one report, by attempt 2
     assert not (tmp_path / "out" / "jobs" / job_id / "attempt-1").exists()  # the unfinished attempt is dropped
-    _poll(lambda: not _running(children), 60, "the stopped server's processes to end")
+    poll(lambda: not _running(children), 60, "the stopped server's processes to end")
     assert json.loads(done.failures) == []

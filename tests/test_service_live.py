@@ -20,6 +20,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 
 import lbee  # noqa: E402
+from service_backends import wait_healthy  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,8 +36,6 @@ def _free_port():
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory):
     """`lbee serve` in a subprocess on a free loopback port: (base url, submit token, read token)."""
-    import httpx
-
     tmp = tmp_path_factory.mktemp("live")
     (tmp / "root").mkdir()
     db = f"sqlite:///{tmp / 'lbee.db'}"
@@ -56,16 +55,7 @@ def live_server(tmp_path_factory):
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, (tmp / "server.log").read_text()
-            assert time.time() < deadline, "server did not start"
-            time.sleep(0.3)
+        wait_healthy(proc, base, tmp / "server.log")
         yield base, tokens["submit"], tokens["read"], tmp
     finally:
         proc.terminate()
