@@ -15,7 +15,7 @@ import json
 
 import numpy as np
 
-from .settings import MAX_NESTING
+from .settings import EXPLAIN_LIMITS, MAX_NESTING
 
 #: The RunSettings knobs that apply to embeddings already in hand (the others need a dataset and a model).
 EXPLAIN_KNOBS = ("a", "clusters", "easy_clusters", "k", "tau", "methods", "ward")
@@ -98,7 +98,7 @@ def _check_limits(X, S, st, masks, limits):
                                 status=422)
 
 
-def explain_request(body, limits):
+def explain_request(body, limits=None):
     """Run the analysis of one request.
 
     Parameters
@@ -108,8 +108,8 @@ def explain_request(body, limits):
         (n,) or ``hard`` / ``easy`` (n,) boolean masks, optional ``sentences`` (N strings)
         and ``settings`` (the knobs of :data:`EXPLAIN_KNOBS`, validated by
         :class:`lbee.RunSettings`).
-    limits : dict
-        :data:`lbee.service.settings.EXPLAIN_LIMITS` as configured.
+    limits : dict, optional
+        :data:`lbee.service.settings.EXPLAIN_LIMITS` as configured (default: those).
 
     Returns
     -------
@@ -153,7 +153,7 @@ def explain_request(body, limits):
     sentences = body.get("sentences")
     if sentences is not None and not (isinstance(sentences, list) and all(isinstance(s, str) for s in sentences)):
         raise ValueError("`sentences` must be a list of strings, one per row of sentence_embeddings.")
-    _check_limits(X, S, st, masks, limits)
+    _check_limits(X, S, st, masks, limits or EXPLAIN_LIMITS)
     exps = lbee.explain_methods(X, S, methods=list(st.methods), a=st.a, n_clusters=st.n_clusters,
                                 n_easy_clusters=st.easy_clusters, k=st.k, tau=st.resolved_tau(None),
                                 sentences=sentences, ward=st.ward, **masks)
