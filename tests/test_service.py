@@ -1,14 +1,14 @@
-"""`lbee serve`: the API (TestClient), auth, root confinement, limits, jobs and their recovery, a real server.
+"""`lbee serve`: the API (TestClient), auth, root confinement, limits, jobs and their leases, cancel, metrics.
 
-The end-to-end test starts `lbee serve` on a free 127.0.0.1 port, submits the
-SpotCheck demo world as a job and fetches its report; the browser test opens
-the run list of that server in headless Chromium (skipped without chromium
-outside CI, failing under CI=true, as tests/test_report_browser.py).
+Tests marked with ``BACKENDS`` run on SQLite and on a real PostgreSQL server
+(tests/service_backends.py); the others on SQLite. A real server:
+tests/test_service_live.py and tests/test_service_crash.py.
 """
 
 import io
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -27,7 +27,9 @@ from fastapi.testclient import TestClient  # noqa: E402
 import lbee  # noqa: E402
 from lbee.service import ServiceSettings, create_app  # noqa: E402
 from lbee.service.auth import create_token, revoke_token  # noqa: E402
-from lbee.service.jobs import JobRunner, run_next_job  # noqa: E402
+from lbee.service.jobs import new_owner, run_next_job  # noqa: E402
+from lbee.service.workers import ExplainPool, JobRunner  # noqa: E402
+from service_backends import BACKENDS, backend, postgres  # noqa: E402,F401
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -73,11 +75,20 @@ def entry(name="street", predictions="ds/good.csv", **extra):
             "methods": ["tops", "pdiff"], "clusters": 2, "k": 1, **extra}
 
 
+@pytest.fixture(scope="module")
+def explain_pool(data_root):
+    """One explain process for the module's apps (spawning one per test would cost seconds each)."""
+    pool = ExplainPool(ServiceSettings(root=data_root[0], explain_limits={"images": 200, "exact_ward": 20}))
+    yield pool
+    pool.shutdown()
+
+
 @pytest.fixture
-def service(data_root, tmp_path):
+def service(data_root, tmp_path, backend, explain_pool):
     root, _ = data_root
-    settings = ServiceSettings(root=root, output=tmp_path / "out", workers=0, max_upload_bytes=2**20)
-    app = create_app(settings, start_workers=False)
+    settings = ServiceSettings(root=root, output=tmp_path / "out", workers=0, max_upload_bytes=2**20,
+                               db_url=backend, explain_limits={"images": 200, "exact_ward": 20})
+    app = create_app(settings, start_workers=False, explain_pool=explain_pool)
     db = app.state.db
     tokens = {"read": create_token(db, "reader", "read"), "submit": create_token(db, "ci", "submit")}
     with TestClient(app) as client:
@@ -220,6 +231,7 @@ def test_entries_as_yaml_and_absolute_paths_inside_the_root(service, data_root):
     assert client.post("/v1/jobs", content=b"[1, 2", headers=client.auth_headers["submit"]).status_code == 422
 
 
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 def test_jobs_run_through_the_run_layer_and_runs_compare(service, data_root):
     client, app, settings = service
     read, submit = client.auth_headers["read"], client.auth_headers["submit"]
@@ -237,6 +249,7 @@ def test_jobs_run_through_the_run_layer_and_runs_compare(service, data_root):
     ja = client.get(f"/v1/jobs/{job_a}", headers=read).json()
     assert ja["status"] == "done" and ja["attempts"] == 1 and ja["runs"][0]["n_images"] == 24, ja
     assert any("wrote" in line for line in ja["log"]) and ja["progress"].startswith("done in")
+    assert not any("attempt 2" in line or "reusing" in line for line in ja["log"])  # only what happened
     jb = client.get(f"/v1/jobs/{bad['id']}", headers=read).json()
     assert jb["status"] == "failed" and "image_embeddings" in jb["error"] and "(24, d)" in jb["error"]
     assert client.get(f"/v1/jobs/{bad['id']}/report", headers=read).status_code == 409
@@ -271,46 +284,153 @@ def test_jobs_run_through_the_run_layer_and_runs_compare(service, data_root):
     assert page.status_code == 200 and "Δ" in page.text
     index = client.get("/", headers=read).text
     assert index.count('class="report-link"') == 2 and "broken" in index and "failed" in index
-    # the same entry again, now that it is done: a new job in the same folder, from the caches
-    rerun = client.post("/v1/jobs", json=entry(), headers=submit).json()
-    assert rerun["id"] != job_a and rerun["reused"] is False
-    run_next_job(db, settings)
-    assert client.get(f"/v1/jobs/{rerun['id']}", headers=read).json()["status"] == "done"
-    from lbee.service.db import Job
-
-    with db.session() as s:
-        assert s.get(Job, rerun["id"]).folder == s.get(Job, job_a).folder
 
 
-def test_restart_requeues_interrupted_jobs_or_fails_them_with_the_reason(service, data_root, tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_a_resubmission_leaves_the_older_run_intact_and_compare_shows_the_change(service, data_root):
+    """The review's case: the same entry resubmitted after its data changed gets its own folder; run A's files
+    and numbers stay, and /v1/compare shows what changed."""
+    import hashlib
+
+    client, app, settings = service
+    root, _ = data_root
+    read, submit = client.auth_headers["read"], client.auth_headers["submit"]
+    moving = root / "ds" / f"moving-{settings.output.parent.name}.csv"
+    shutil.copy(root / "ds" / "good.csv", moving)  # version 1: the model fails at night
+    e = entry(name="moving", predictions=str(moving.relative_to(root)), methods=["tops"])
+    job_1 = client.post("/v1/jobs", json=e, headers=submit).json()["id"]
+    assert run_next_job(app.state.db, settings) == job_1
+    run_1 = client.get(f"/v1/jobs/{job_1}", headers=read).json()["runs"][0]
+    folder_1 = settings.output / app.state.db.session().get(__import__("lbee.service.db", fromlist=["Run"]).Run,
+                                                            run_1["id"]).folder
+    digest = {f: hashlib.sha256((folder_1 / f).read_bytes()).hexdigest() for f in ("report.html", "explanation.json")}
+    table = pd.read_csv(moving)
+    table["prob_cat"] = np.where(table["prob_cat"] < 0.5, 0.95, 0.55)  # version 2: unsure by day, sure at night
+    table["prob_dog"] = 1 - table["prob_cat"]
+    table.to_csv(moving, index=False)
+    again = client.post("/v1/jobs", json=e, headers=submit).json()
+    assert again["reused"] is False and again["id"] != job_1
+    assert run_next_job(app.state.db, settings) == again["id"]
+    run_2 = client.get(f"/v1/jobs/{again['id']}", headers=read).json()["runs"][0]
+    assert run_2["id"] != run_1["id"]
+    assert {f: hashlib.sha256((folder_1 / f).read_bytes()).hexdigest() for f in digest} == digest  # untouched
+    assert client.get(f"/v1/runs/{run_1['id']}", headers=read).json()["metrics"] == run_1["metrics"]
+    cmp = client.get(f"/v1/compare?a={run_1['id']}&b={run_2['id']}", headers=read).json()
+    assert cmp["sentences"]["tops"]["lost"] == ["at night"] and cmp["sentences"]["tops"]["gained"] == ["bright"]
+    assert any(m["delta"] for m in cmp["metrics"] if m["delta"] is not None)
+    r1 = client.get(f"/v1/runs/{run_1['id']}/report", headers=read)
+    r2 = client.get(f"/v1/runs/{run_2['id']}/report", headers=read)
+    assert r1.status_code == r2.status_code == 200 and r1.text != r2.text
+
+
+def _dead_pid():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_a_restart_takes_over_the_jobs_of_dead_workers_and_counts_attempts(service, data_root, tmp_path):
     client, app, settings = service
     db = app.state.db
     submit = client.auth_headers["submit"]
     j1 = client.post("/v1/jobs", json=entry(name="one"), headers=submit).json()["id"]
     j2 = client.post("/v1/jobs", json=entry(name="two"), headers=submit).json()["id"]
     j3 = client.post("/v1/jobs", json=entry(name="three"), headers=submit).json()["id"]
-    assert db.claim("ghost-1") == j1 and db.claim("ghost-2") == j2  # running when the server "died"
+    j4 = client.post("/v1/jobs", json=entry(name="four"), headers=submit).json()["id"]
+    host = socket.gethostname()
+    dead = f"{host}:{_dead_pid()}:x"  # a worker of this host whose process is gone (killed with its server)
+    kw = {"lease_seconds": 3600, "max_attempts": settings.max_attempts}
+    assert db.claim(dead, "w1", **kw) == (j1, 1) and db.claim(dead + "y", "w2", **kw) == (j2, 1)
+    assert db.claim("elsewhere:1:z", "w3", **kw) == (j3, 1)  # another host's worker: its lease must expire first
     db.update_job(j2, attempts=settings.max_attempts)
     # a restarted server: same database, same root
-    app2 = create_app(settings, start_workers=False)
+    app2 = create_app(settings, start_workers=False, explain_pool=app.state.ctx.explain_pool)
     with TestClient(app2) as client2:
         read = {"Authorization": f"Bearer {client.tokens['read']}"}
+        assert run_next_job(app2.state.db, settings) == j1  # taken over at once, oldest first
         s1 = client2.get(f"/v1/jobs/{j1}", headers=read).json()
+        assert s1["status"] == "done" and s1["attempts"] == 2 and len(s1["runs"]) == 1
+        assert any("attempt 2: attempt 1 stopped without finishing" in ln for ln in s1["log"])
+        assert run_next_job(app2.state.db, settings) == j4  # j2 failed (too many attempts), j3 is leased
         s2 = client2.get(f"/v1/jobs/{j2}", headers=read).json()
-        s3 = client2.get(f"/v1/jobs/{j3}", headers=read).json()
-        assert s1["status"] == "queued" and "restart" in s1["progress"]
         assert s2["status"] == "failed" and "interrupted 3 times" in s2["error"]
-        assert s3["status"] == "queued"
-        assert run_next_job(app2.state.db, settings) == j1
-        s1 = client2.get(f"/v1/jobs/{j1}", headers=read).json()
-        assert s1["status"] == "done" and s1["attempts"] == 2 and any("resumed" in ln for ln in s1["log"])
+        assert client2.get(f"/v1/jobs/{j3}", headers=read).json()["status"] == "running"
     # a server on another root does not run the queued job of this one
+    j5 = client.post("/v1/jobs", json=entry(name="five"), headers=submit).json()["id"]
     other = ServiceSettings(root=tmp_path, output=settings.output, db_url=settings.db_url, workers=0)
-    assert run_next_job(db, other) == j3
-    with db.session() as s:
-        from lbee.service.db import Job
+    assert run_next_job(db, other) == j5
+    assert "another root" in client.get(f"/v1/jobs/{j5}", headers=client.auth_headers["read"]).json()["error"]
 
-        assert "another root" in s.get(Job, j3).error
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_only_the_lease_owner_records_runs_or_finishes_a_job(service):
+    from lbee.service.db import LeaseLost, Run
+
+    client, app, settings = service
+    db = app.state.db
+    job = client.post("/v1/jobs", json=entry(name="lease"), headers=client.auth_headers["submit"]).json()["id"]
+    kw = {"max_attempts": 3}
+    assert db.claim("h:1:a", "w", lease_seconds=3600, **kw) == (job, 1)
+    assert db.claim("h:2:b", "w", lease_seconds=3600, **kw) is None  # held
+    with pytest.raises(LeaseLost):
+        db.renew(job, "h:2:b", lease_seconds=60)
+    assert db.finish(job, "h:2:b", "done", runs=[{"dataset": "x", "model": "m", "folder": "f"}]) is False
+    db.expire_leases({"h:1:a"})  # the owner is known dead
+    assert db.claim("h:2:b", "w", lease_seconds=3600, **kw) == (job, 2)
+    with pytest.raises(LeaseLost):  # the first owner came back: it may neither renew nor finish
+        db.renew(job, "h:1:a", lease_seconds=60)
+    assert db.finish(job, "h:1:a", "done", runs=[{"dataset": "x", "model": "m", "folder": "f"}]) is False
+    assert db.finish(job, "h:2:b", "done", runs=[{"dataset": "x", "model": "m", "folder": "f"}]) is True
+    with db.session() as s:
+        assert s.query(Run).filter(Run.job_id == job).count() == 1
+    assert client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]).json()["status"] == "done"
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_cancel_a_queued_job_at_once_and_a_running_one_at_its_next_stage(service):
+    from lbee.service.jobs import run_job
+
+    client, app, settings = service
+    db = app.state.db
+    read, submit = client.auth_headers["read"], client.auth_headers["submit"]
+    queued = client.post("/v1/jobs", json=entry(name="q"), headers=submit).json()["id"]
+    running = client.post("/v1/jobs", json=entry(name="r"), headers=submit).json()["id"]
+    assert client.post(f"/v1/jobs/{queued}/cancel", headers=read).status_code == 403
+    r = client.post(f"/v1/jobs/{queued}/cancel", headers=submit)
+    assert r.status_code == 202 and r.json()["status"] == "cancelled"
+    owner = new_owner()
+    assert db.claim(owner, "w", lease_seconds=60, max_attempts=3) == (running, 1)
+    r = client.post(f"/v1/jobs/{running}/cancel", headers=submit).json()
+    assert r["status"] == "running" and r["cancel_requested"] and "cancel requested" in r["progress"]
+    assert run_job(db, settings, running, owner=owner, attempt=1) == "cancelled"  # stopped at its first stage
+    st = client.get(f"/v1/jobs/{running}", headers=read).json()
+    assert st["status"] == "cancelled" and st["runs"] == [] and "cancelled at the user's request" in st["log"]
+    assert not any("wrote" in ln for ln in st["log"])
+    r = client.post(f"/v1/jobs/{running}/cancel", headers=submit)
+    assert r.status_code == 409 and "cancelled" in r.json()["detail"]
+    assert client.post("/v1/jobs/nope/cancel", headers=submit).status_code == 404
+    assert run_next_job(db, settings) is None  # nothing left to run
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_metrics_in_prometheus_text_format(service):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    client, app, settings = service
+    submit = client.auth_headers["submit"]
+    assert client.get("/metrics").status_code == 401
+    for name in ("m1", "m2"):
+        client.post("/v1/jobs", json=entry(name=name), headers=submit)
+    run_next_job(app.state.db, settings)
+    r = client.get("/metrics", headers=client.auth_headers["read"])
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(r.text) for s in f.samples}
+    assert samples[("lbee_jobs", (("status", "done"),))] == 1
+    assert samples[("lbee_jobs", (("status", "queued"),))] == 1 == samples[("lbee_job_queue_length", ())]
+    assert samples[("lbee_job_duration_seconds_count", ())] == 1
+    assert samples[("lbee_job_duration_seconds_sum", ())] > 0 and samples[("lbee_runs", ())] == 1
 
 
 def test_a_worker_that_dies_fails_its_job_and_is_replaced(service):
@@ -324,7 +444,7 @@ def test_a_worker_that_dies_fails_its_job_and_is_replaced(service):
     dead = ctx.Process(target=os._exit, args=(3,))
     dead.start()
     dead.join(30)
-    assert db.claim("w-crashed") == job
+    assert db.claim(new_owner(), "w-crashed", lease_seconds=60, max_attempts=3) == (job, 1)
     runner.procs["w-crashed"] = dead
     runner.start()  # settings.workers == 0: only the watcher
     try:
@@ -359,130 +479,3 @@ def test_token_commands(tmp_path):
     assert "revoked" in run(cli, ["serve", "token", "list", "--db", url], obj={}).output
     res = run(cli, ["serve"], obj={})
     assert res.exit_code == 2 and "--root" in res.output
-
-
-# ---- a real server ----------------------------------------------------------------------------------------
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def live_server(tmp_path_factory):
-    """`lbee serve` in a subprocess on a free loopback port: (base url, submit token, read token)."""
-    import httpx
-
-    tmp = tmp_path_factory.mktemp("live")
-    (tmp / "root").mkdir()
-    db = f"sqlite:///{tmp / 'lbee.db'}"
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    lbee_cmd = [sys.executable, str(REPO / "cli.py")]
-    tokens = {}
-    for name, scope in (("ci", "submit"), ("viewer", "read")):
-        out = subprocess.run(lbee_cmd + ["serve", "token", "create", name, "--scope", scope, "--db", db], env=env,
-                             capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr
-        tokens[scope] = out.stdout.strip()
-    port = _free_port()
-    log = open(tmp / "server.log", "w")
-    proc = subprocess.Popen(lbee_cmd + ["--cache-dir", str(tmp / "cache"), "serve", "--root", str(tmp / "root"),
-                                        "--output", str(tmp / "out"), "--db", db, "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, (tmp / "server.log").read_text()
-            assert time.time() < deadline, "server did not start"
-            time.sleep(0.3)
-        yield base, tokens["submit"], tokens["read"], tmp
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def demo_job(live_server):
-    """The SpotCheck demo world submitted to the live server and polled to completion."""
-    import httpx
-
-    base, submit, read, tmp = live_server
-    r = httpx.post(f"{base}/v1/jobs", json={"name": "demo", "spotcheck": {"seed": 0}},
-                   headers={"Authorization": f"Bearer {submit}"}, timeout=30)
-    assert r.status_code == 202, r.text
-    job = r.json()["id"]
-    deadline, seen = time.time() + 900, set()
-    while True:
-        st = httpx.get(f"{base}/v1/jobs/{job}", headers={"Authorization": f"Bearer {read}"}, timeout=30).json()
-        seen.add(st["status"])
-        if st["status"] in ("done", "failed"):
-            break
-        assert time.time() < deadline, st
-        time.sleep(1)
-    assert st["status"] == "done", (st, (tmp / "server.log").read_text()[-3000:])
-    return job, st, seen
-
-
-def test_live_server_runs_the_spotcheck_demo_job(live_server, demo_job):
-    import httpx
-
-    base, submit, read, _ = live_server
-    job, st, seen = demo_job
-    h = {"Authorization": f"Bearer {read}"}
-    assert "running" in seen or st["started"] is not None
-    assert any("generating SpotCheck world" in ln for ln in st["log"])
-    report = httpx.get(f"{base}/v1/jobs/{job}/report", headers=h, timeout=30)
-    assert report.status_code == 200 and "<title>lbee · demo · EC classifier</title>" in report.text
-    assert "True blindspot 0" in report.text and len(report.text) > 50_000
-    metrics = httpx.get(f"{base}/v1/jobs/{job}/metrics", headers=h, timeout=30).json()
-    assert {r["method"] for r in metrics["metrics"]} == set(lbee.METHODS)
-    exp = httpx.get(f"{base}/v1/jobs/{job}/explanation", headers=h, timeout=30).json()
-    from lbee.core.explanation import validate_explanation_payload
-
-    assert exp["sentence_set"] == "spotcheck"
-    assert validate_explanation_payload(exp, source="job")["fpdiff"].hard_clusters
-    runs = httpx.get(f"{base}/v1/runs?dataset=demo", headers=h, timeout=30).json()
-    assert len(runs) == 1 and runs[0]["model"] == "EC classifier"
-    assert httpx.get(f"{base}/docs", headers=h, timeout=30).status_code == 200
-    assert httpx.get(f"{base}/v1/runs", timeout=30).status_code == 401
-    r = httpx.post(f"{base}/v1/jobs", json={"name": "x", "images": "../../etc"},
-                   headers={"Authorization": f"Bearer {submit}"}, timeout=30)
-    assert r.status_code == 422
-
-
-def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
-    from test_report_browser import _browser
-
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    base, _, read, _ = live_server
-    driver = _browser(tmp_path)
-    try:
-        driver.get(f"{base}/")  # redirected to the login form
-        assert driver.current_url.endswith("/login")
-        driver.find_element("id", "token").send_keys(read)
-        driver.find_element("id", "login").click()
-        WebDriverWait(driver, 30).until(lambda d: d.find_elements("id", "jobs"))  # the run list, logged in
-        state = driver.execute_script("""
-            return {title: document.title, runs: document.querySelectorAll('#runs tr.run').length,
-                    links: Array.from(document.querySelectorAll('a.report-link')).map(a => a.href),
-                    jobs: Array.from(document.querySelectorAll('#jobs tr.job td')).map(t => t.textContent)};""")
-        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-        driver.get(state["links"][0])
-        WebDriverWait(driver, 30).until(lambda d: "EC classifier" in d.title)
-        report_title = driver.title
-    finally:
-        driver.quit()
-    assert "runs and jobs" in state["title"] and state["runs"] == 5  # one row per method of the demo run
-    assert "done" in state["jobs"] and "demo" in state["jobs"]
-    assert errors == [], errors
-    assert "demo" in report_title and "EC classifier" in report_title

@@ -35,14 +35,26 @@ db_option = click.option("--db", "db_url", default=None, metavar="URL",
               help="Job worker processes (0: queue only).")
 @click.option("--max-upload-mb", type=click.FloatRange(0.01, 4096), default=64, show_default=True,
               help="Largest request body, in MiB (larger ones get 413).")
+@click.option("--explain-workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Processes answering POST /v1/explain (the server process never runs the analysis).")
+@click.option("--lease-seconds", type=click.FloatRange(1, 3600), default=30, show_default=True,
+              help="A job's lease; a job whose worker stopped heart-beating is taken again once it expired.")
+@click.option("--allow-encoder", "allow_encoders", multiple=True, metavar="SPEC",
+              help="An encoder spec jobs may use beyond the defaults (repeatable; e.g. an hf-hub: model you trust).")
+@click.option("--ssl-certfile", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Serve HTTPS with this certificate (or terminate TLS in a reverse proxy).")
+@click.option("--ssl-keyfile", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="The key of --ssl-certfile.")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info",
               show_default=True)
 @click.pass_context
-def serve(ctx, root, host, port, db_url, output, workers, max_upload_mb, log_level):
+def serve(ctx, root, host, port, db_url, output, workers, max_upload_mb, explain_workers, lease_seconds,
+          allow_encoders, ssl_certfile, ssl_keyfile, log_level):
     """Start the lbee service (FastAPI under uvicorn): REST API at /v1, docs at /docs, run list at /.
 
     Every endpoint but /health needs a token: create one with
-    `lbee serve token create NAME --scope submit`.
+    `lbee serve token create NAME --scope submit`. docs/service.md has the
+    limits, the job leases and the PostgreSQL set-up.
     """
     ctx.ensure_object(dict)
     ctx.obj["serve_db"] = db_url
@@ -60,13 +72,44 @@ def serve(ctx, root, host, port, db_url, output, workers, max_upload_mb, log_lev
     import logging
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if bool(ssl_certfile) != bool(ssl_keyfile):
+        raise click.UsageError("--ssl-certfile and --ssl-keyfile go together.")
     settings = ServiceSettings(root=root, output=output, db_url=db_url or DEFAULT_DB,
                                cache_dir=ctx.obj.get("cache_dir"), workers=workers,
-                               max_upload_bytes=int(max_upload_mb * 2**20), device=ctx.obj.get("device"))
+                               max_upload_bytes=int(max_upload_mb * 2**20), device=ctx.obj.get("device"),
+                               explain_workers=explain_workers, lease_seconds=lease_seconds,
+                               allowed_encoders=allow_encoders)
     app = create_app(settings)
-    click.echo(f"lbee serve: http://{host}:{port}/ (root {settings.root}, output {settings.output}, "
-               f"db {settings.db_url})", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, proxy_headers=True)
+    scheme = "https" if ssl_certfile else "http"
+    click.echo(f"lbee serve: {scheme}://{host}:{port}/ (root {settings.root}, output {settings.output}, "
+               f"db {_shown(settings.db_url)})", err=True)
+    if scheme == "http" and not _is_loopback(host):
+        click.echo(f"WARNING: listening on {host} over plain HTTP: tokens and results cross the network in clear "
+                   "text. Put a TLS-terminating reverse proxy in front and bind 127.0.0.1 (docs/service.md), or "
+                   "pass --ssl-certfile / --ssl-keyfile.", err=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, proxy_headers=True, ssl_certfile=ssl_certfile,
+                ssl_keyfile=ssl_keyfile)
+
+
+def _is_loopback(host):
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return False
+
+
+def _shown(url):
+    """A database URL without its password."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url
 
 
 @serve.group()

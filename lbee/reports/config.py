@@ -88,6 +88,12 @@ def _loader():
     return Loader
 
 
+def yaml_loader():
+    """The YAML loader of report configs (safe, lines kept, a key written twice refused); ``lbee serve`` reads
+    job entries with it."""
+    return _loader()
+
+
 def _line(mapping, key=None):
     if isinstance(mapping, _Mapping):
         return mapping.key_lines.get(key, mapping.line) if key is not None else mapping.line

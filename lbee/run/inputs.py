@@ -286,7 +286,7 @@ def _precomputed_ids(ds):
     return list(ids)
 
 
-def _image_inputs(ds, cache_dir, device, progress):
+def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
     from ..io.sentences import load_sentence_set
 
     rival = None
@@ -341,6 +341,9 @@ def _image_inputs(ds, cache_dir, device, progress):
                            progress=progress, strict=ds.strict)
         emb, ok, failures, encoder_id, encoder_tau = res.embeddings, res.ok, res.failures, enc.identity(), \
             enc.default_tau
+        # what was computed and what was reused: a rerun (or a resumed service job) reads its log truthfully
+        log(f"  images: {res.n_encoded} embedded, {int(ok.sum()) - res.n_encoded} read from the embedding cache, "
+            f"{len(failures)} unreadable")
     if ds.sentence_embeddings is not None:
         sen, sentence_prov = load_embeddings(ds.sentence_embeddings, "sentence_embeddings", kind="sentence_embeddings")
         if sen.ndim != 2 or sen.shape[0] != len(sents):
@@ -447,7 +450,7 @@ def load_inputs(ds, *, cache_dir=None, device=None, progress=False, out_dir=None
     log = log or (lambda msg: None)
     if ds.spotcheck is not None:
         return _spotcheck_inputs(ds, out_dir, device, log)
-    return _image_inputs(ds, cache_dir, device, progress)
+    return _image_inputs(ds, cache_dir, device, progress, log)
 
 
 def align_scores(image_ids, image_paths, table_ids, *, source="the predictions file"):

@@ -1,4 +1,18 @@
-"""The service's database: API tokens, jobs and the runs they produced (SQLAlchemy; SQLite or PostgreSQL)."""
+"""The service's database: API tokens, jobs and the runs they produced (SQLAlchemy; SQLite or PostgreSQL).
+
+The schema is versioned with Alembic (:mod:`lbee.service.migrations`, shipped
+in the package): the server upgrades a database on start, so an upgrade of
+lbee keeps the stored runs.
+
+Leases
+------
+A worker claims a job with a lease: its owner id (``host:pid:random``) and an
+expiry, renewed by a heartbeat. Only the owner of the current lease may record
+runs or finish the job (every such write is conditioned on the owner in the
+same statement), so a job finishes once even when a worker that was given up
+for dead comes back. A job whose lease expired (its worker died with its
+server) is claimed again by the next worker, up to ``max_attempts``.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +20,13 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from sqlalchemy import (Column, DateTime, Float, ForeignKey, Integer, String, Text, create_engine, event, select,
-                        update)
+from sqlalchemy import (Boolean, Column, DateTime, Float, ForeignKey, Integer, String, Text, create_engine, event,
+                        or_, select, update)
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
-JOB_STATES = ("queued", "running", "done", "failed")
+JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
+#: States a job does not leave.
+FINAL_STATES = ("done", "failed", "cancelled")
 
 
 def utcnow():
@@ -43,7 +59,7 @@ class Job(Base):
     key = Column(String(64), nullable=False, index=True)  # content hash of the entry (+ root): identical jobs
     entry = Column(Text, nullable=False)  # the submitted entry, JSON
     root = Column(Text, nullable=False)  # the data root it was validated against
-    folder = Column(Text, nullable=False)  # output folder, relative to the service output
+    folder = Column(Text, nullable=False)  # the job's folder, relative to the service output (an attempt's below)
     status = Column(String(16), nullable=False, default="queued", index=True)
     progress = Column(Text, nullable=False, default="")
     log = Column(Text, nullable=False, default="")
@@ -56,10 +72,13 @@ class Job(Base):
     started = Column(DateTime, nullable=True)
     finished = Column(DateTime, nullable=True)
     heartbeat = Column(DateTime, nullable=True)
+    lease_owner = Column(String(200), nullable=True)  # host:pid:random of the worker holding the job
+    lease_expires = Column(DateTime, nullable=True)
+    cancel_requested = Column(Boolean, nullable=False, default=False)
 
 
 class Run(Base):
-    """One dataset × model result of a job: its folder and metric rows."""
+    """One dataset × model result of a job: its folder (never written again) and metric rows."""
 
     __tablename__ = "runs"
     id = Column(Integer, primary_key=True)
@@ -78,23 +97,38 @@ class Run(Base):
         return json.loads(self.metrics or "[]")
 
 
+class LeaseLost(BaseException):
+    """This worker no longer owns the job's lease (it expired and another worker took the job).
+
+    A BaseException, like :class:`lbee.service.jobs.JobCancelled`: the run layer's ``except Exception``
+    (a failing model is recorded and the others go on) must let it through."""
+
+
 class Database:
-    """An engine and a session factory; creates the tables on first use.
+    """An engine and a session factory.
+
+    Parameters
+    ----------
+    url : str
+        SQLAlchemy URL (``sqlite:///file.db``, ``postgresql+psycopg://user@host/db``).
+    migrate : bool, default=True
+        Create or upgrade the schema to this lbee's (the server and the token
+        commands do; worker processes, started by a server that did, do not).
 
     SQLite files get WAL mode and a busy timeout so the server and its worker
     processes can share one file.
     """
 
-    def __init__(self, url):
+    def __init__(self, url, *, migrate=True):
         self.url = url
-        kwargs = {}
+        kwargs = {"pool_pre_ping": True}
         if url.startswith("sqlite"):
             path = url.split("///", 1)[-1]
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            kwargs = {"connect_args": {"check_same_thread": False, "timeout": 30}}
         try:
-            self.engine = create_engine(url, future=True, **kwargs)
+            self.engine = create_engine(url, **kwargs)
         except Exception as exc:  # a malformed URL or a missing driver
             raise ValueError(f"Cannot use database {url!r}: {exc}") from None
         if url.startswith("sqlite"):
@@ -104,21 +138,88 @@ class Database:
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute("PRAGMA busy_timeout=30000")
                 cur.close()
-        Base.metadata.create_all(self.engine)
-        self.session = sessionmaker(self.engine, expire_on_commit=False, future=True)
+        if migrate:
+            from .migrate import upgrade
 
-    def claim(self, worker):
-        """Atomically take the oldest queued job for ``worker``: its id, or None."""
+            upgrade(self.engine)
+        self.session = sessionmaker(self.engine, expire_on_commit=False)
+
+    # ---- leases
+    def claim(self, owner, worker, *, lease_seconds, max_attempts):
+        """Atomically take the oldest claimable job: (job id, attempt number), or None.
+
+        Claimable: ``queued``, or ``running`` with an expired lease (its worker
+        is gone). A job that already had ``max_attempts`` attempts is failed
+        instead, with that reason.
+        """
+        now = utcnow()
+        claimable = or_(Job.status == "queued", (Job.status == "running") & (Job.lease_expires < now))
         with self.session() as s:
-            for job_id in s.scalars(select(Job.id).where(Job.status == "queued").order_by(Job.created).limit(5)):
-                now = utcnow()
-                res = s.execute(update(Job).where(Job.id == job_id, Job.status == "queued").values(
-                    status="running", worker=worker, started=now, heartbeat=now, attempts=Job.attempts + 1,
-                    error=None))
+            for job_id, attempts, cancel in s.execute(select(Job.id, Job.attempts, Job.cancel_requested)
+                                                      .where(claimable).order_by(Job.created).limit(5)).all():
+                if cancel:  # its worker died after a cancel was asked for
+                    s.execute(update(Job).where(Job.id == job_id, claimable).values(
+                        status="cancelled", finished=now, lease_owner=None, lease_expires=None,
+                        progress="cancelled", error="cancelled at the user's request"))
+                    s.commit()
+                    continue
+                if attempts >= max_attempts:
+                    s.execute(update(Job).where(Job.id == job_id, claimable).values(
+                        status="failed", finished=now, lease_owner=None, lease_expires=None,
+                        error=f"interrupted {attempts} times (server restart or worker crash); not retried "
+                              f"again (max_attempts={max_attempts})."))
+                    s.commit()
+                    continue
+                res = s.execute(update(Job).where(Job.id == job_id, Job.attempts == attempts, claimable).values(
+                    status="running", worker=worker, lease_owner=owner, started=now, heartbeat=now,
+                    lease_expires=now + _dt.timedelta(seconds=lease_seconds), attempts=attempts + 1, error=None))
                 s.commit()
                 if res.rowcount == 1:
-                    return job_id
+                    return job_id, attempts + 1
         return None
+
+    def renew(self, job_id, owner, *, lease_seconds, **values):
+        """Extend ``owner``'s lease (and write ``values``): whether a cancel was requested.
+
+        Raises
+        ------
+        LeaseLost
+            ``owner`` does not hold the job's lease any more.
+        """
+        now = utcnow()
+        with self.session() as s:
+            res = s.execute(update(Job).where(Job.id == job_id, Job.lease_owner == owner, Job.status == "running")
+                            .values(heartbeat=now, lease_expires=now + _dt.timedelta(seconds=lease_seconds),
+                                    **values))
+            cancel = s.scalar(select(Job.cancel_requested).where(Job.id == job_id))
+            s.commit()
+        if res.rowcount != 1:
+            raise LeaseLost(f"job {job_id}: the lease of {owner} was lost")
+        return bool(cancel)
+
+    def finish(self, job_id, owner, status, *, runs=(), **values):
+        """End a job as its lease owner, with its runs, in one transaction: whether it was still the owner."""
+        with self.session() as s:
+            res = s.execute(update(Job).where(Job.id == job_id, Job.lease_owner == owner, Job.status == "running")
+                            .values(status=status, finished=utcnow(), lease_owner=None, lease_expires=None,
+                                    **values))
+            if res.rowcount != 1:
+                s.rollback()
+                return False
+            for run in runs:
+                s.add(Run(job_id=job_id, **run))
+            s.commit()
+            return True
+
+    def expire_leases(self, owners):
+        """Expire now the leases held by ``owners`` (workers known to be dead): their jobs become claimable."""
+        if not owners:
+            return 0
+        with self.session() as s:
+            res = s.execute(update(Job).where(Job.status == "running", Job.lease_owner.in_(list(owners)))
+                            .values(lease_expires=utcnow() - _dt.timedelta(seconds=1)))
+            s.commit()
+            return res.rowcount
 
     def update_job(self, job_id, **values):
         with self.session() as s:

@@ -1,14 +1,56 @@
-"""``POST /v1/explain``: arrays in, explanations out, through :func:`lbee.explain_methods`."""
+"""``POST /v1/explain``: arrays in, explanations out, through :func:`lbee.explain_methods`, in worker processes.
+
+The server only reads the (size-limited) body; parsing, the limits of
+:data:`lbee.service.settings.EXPLAIN_LIMITS` and the analysis run in an
+:class:`ExplainPool` process, so a request's memory is never the server's and
+its cost is bounded: over a limit it is refused (413 for too many images,
+sentences or dimensions, 422 for too many clusters or an exact Ward split too
+large) with the limit in the message.
+"""
 
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
+
+from .settings import EXPLAIN_LIMITS, MAX_NESTING
 
 #: The RunSettings knobs that apply to embeddings already in hand (the others need a dataset and a model).
 EXPLAIN_KNOBS = ("a", "clusters", "easy_clusters", "k", "tau", "methods", "ward")
 ARRAY_FIELDS = ("image_embeddings", "sentence_embeddings", "confidence", "hard", "easy")
+
+
+class LimitExceeded(ValueError):
+    """A request over one of the server's documented limits; ``status`` is the HTTP answer (413 or 422)."""
+
+    def __init__(self, message, status=413):
+        super().__init__(message)
+        self.status = status
+
+
+def parse_json(raw, what, max_depth=MAX_NESTING):
+    """JSON text → value, refusing invalid text and nesting deeper than ``max_depth`` with a ValueError."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply; at most {max_depth} levels are accepted.") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{what} is not valid JSON: {exc}") from None
+    check_depth(value, what, max_depth)
+    return value
+
+
+def check_depth(value, what, max_depth=MAX_NESTING):
+    """Refuse containers nested deeper than ``max_depth`` (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, (dict, list)):
+            if depth > max_depth:
+                raise ValueError(f"{what} is nested too deeply; at most {max_depth} levels are accepted.")
+            stack.extend((c, depth + 1) for c in (v.values() if isinstance(v, dict) else v))
 
 
 def _array(value, name, dtype):
@@ -32,16 +74,42 @@ def load_npy_bytes(data, name):
         raise ValueError(f"`{name}` is not a readable .npy file: {exc}") from None
 
 
-def explain_request(body):
+def _check_limits(X, S, st, masks, limits):
+    """Refuse a request whose cost is over the server's limits, before any clustering."""
+    from lbee.core.split import resolve_split
+
+    n, N, d = len(X), len(S), X.shape[-1] if X.ndim == 2 else 0
+    for count, key, what in ((n, "images", "image_embeddings rows (images)"),
+                             (N, "sentences", "sentence_embeddings rows (sentences)"), (d, "dim", "dimensions")):
+        if count > limits[key]:
+            raise LimitExceeded(f"{count} {what}: this server answers at most {limits[key]} per /v1/explain "
+                                f"request (limit '{key}'); submit a job (POST /v1/jobs) for larger analyses.")
+    for key, value in (("clusters", st.n_clusters), ("easy_clusters", st.easy_clusters)):
+        if value is not None and value > limits["clusters"]:
+            raise LimitExceeded(f"settings.{key} is {value}; this server forms at most {limits['clusters']} "
+                                "clusters per /v1/explain request (limit 'clusters').", status=422)
+    if st.ward in ("exact", "knn") and X.ndim == 2 and len(X) > limits["exact_ward"]:
+        hard, easy = resolve_split(n, a=st.a, **masks)
+        biggest = int(max(hard.sum(), easy.sum()))
+        if biggest > limits["exact_ward"]:
+            raise LimitExceeded(f"settings.ward {st.ward!r} on a split of {biggest} images: this server clusters at "
+                                f"most {limits['exact_ward']} images per split that way (limit 'exact_ward'; memory "
+                                "grows with the square of the split); use ward 'auto' (the scalable Ward).",
+                                status=422)
+
+
+def explain_request(body, limits=None):
     """Run the analysis of one request.
 
     Parameters
     ----------
     body : dict
         ``image_embeddings`` (n, d), ``sentence_embeddings`` (N, d), ``confidence``
-        (n,) or ``hard`` / ``easy`` (n,) masks, optional ``sentences`` (N strings)
+        (n,) or ``hard`` / ``easy`` (n,) boolean masks, optional ``sentences`` (N strings)
         and ``settings`` (the knobs of :data:`EXPLAIN_KNOBS`, validated by
         :class:`lbee.RunSettings`).
+    limits : dict, optional
+        :data:`lbee.service.settings.EXPLAIN_LIMITS` as configured (default: those).
 
     Returns
     -------
@@ -51,6 +119,8 @@ def explain_request(body):
 
     Raises
     ------
+    LimitExceeded
+        Over a limit (the message names it).
     ValueError, TypeError
         Naming the field, what was received and what is expected.
     """
@@ -78,11 +148,12 @@ def explain_request(body):
     S = _array(body["sentence_embeddings"], "sentence_embeddings", np.float32)
     masks = {}
     for name in ("confidence", "hard", "easy"):
-        if body.get(name) is not None:
-            masks[name] = _array(body[name], name, np.float64 if name == "confidence" else bool)
+        if body.get(name) is not None:  # masks keep their dtype: the library refuses 0.3 rather than read True
+            masks[name] = _array(body[name], name, np.float64 if name == "confidence" else None)
     sentences = body.get("sentences")
     if sentences is not None and not (isinstance(sentences, list) and all(isinstance(s, str) for s in sentences)):
         raise ValueError("`sentences` must be a list of strings, one per row of sentence_embeddings.")
+    _check_limits(X, S, st, masks, limits or EXPLAIN_LIMITS)
     exps = lbee.explain_methods(X, S, methods=list(st.methods), a=st.a, n_clusters=st.n_clusters,
                                 n_easy_clusters=st.easy_clusters, k=st.k, tau=st.resolved_tau(None),
                                 sentences=sentences, ward=st.ward, **masks)
@@ -106,3 +177,35 @@ def explain_request(body):
     used["tau"] = st.resolved_tau(None)
     return {"lbee_version": lbee.__version__, "settings": used, "warnings": notes,
             "explanations": {m: e.to_dict() for m, e in exps.items()}}
+
+
+def parse_form(fields):
+    """The body of a ``multipart/form-data`` request: ``fields`` is a list of (name, str or bytes of a file)."""
+    body = {}
+    for key, value in fields:
+        if isinstance(value, bytes):
+            if key not in ARRAY_FIELDS:
+                raise ValueError(f"unexpected file field {key!r}; files are {', '.join(ARRAY_FIELDS)}.")
+            body[key] = load_npy_bytes(value, key)
+        elif key in ("settings",) + ARRAY_FIELDS:
+            body[key] = parse_json(value, key)
+        elif key == "sentences":
+            body[key] = parse_json(value, key) if value.lstrip().startswith("[") else \
+                [ln for ln in value.splitlines() if ln.strip()]
+        else:
+            body[key] = value
+    return body
+
+
+def answer(kind, payload, limits):
+    """In an explain worker: (HTTP status, JSON bytes) of one request (``kind`` 'json': raw bytes; 'form': fields)."""
+    from .views import clean
+
+    try:
+        body = parse_json(payload, "the body") if kind == "json" else parse_form(payload)
+        result = explain_request(body, limits)
+    except LimitExceeded as exc:
+        return exc.status, json.dumps({"detail": str(exc)}).encode()
+    except (ValueError, TypeError) as exc:
+        return 422, json.dumps({"detail": str(exc)}).encode()
+    return 200, json.dumps(clean(result)).encode()

@@ -1,25 +1,24 @@
-"""Jobs: validation of a submitted entry, the worker processes that run them, and recovery after a restart.
+"""Jobs: validation of a submitted entry, running one under a lease, cancellation and recovery.
 
 A job is one dataset entry of a ``lbee report`` config. It is stored in the
-database (``queued``), claimed atomically by one worker process (``running``),
-run through :func:`lbee.reports.batch.run_dataset` (the run layer: no second
-copy of the analysis) and ends ``done`` (with a row per model in ``runs``) or
-``failed`` (with the reason).
+database (``queued``), claimed with a lease by one worker process
+(``running``), run through :func:`lbee.reports.batch.run_dataset` (the run
+layer: no second copy of the analysis) and ends ``done`` (with a row per model
+in ``runs``), ``failed`` (with the reason) or ``cancelled``.
 
 Reliability:
 
-- Identical entries (same content, same root) share one output folder, so a
-  resubmission reuses the generated SpotCheck world and the embedding cache;
-  while one is queued or running, the same job is returned.
-- On start, jobs left ``running`` by a previous server (there is no worker
-  alive to own them) are queued again and resume from the caches, or are
-  marked failed once they were interrupted ``max_attempts`` times.
-- A job runs in a worker process: an exception fails the job only; a worker
-  that dies (a crash, the OOM killer) fails its job with the exit code and is
-  replaced. The server itself never runs analysis code.
-
-One server per database: recovery assumes that no other server's workers are
-running jobs of the same database.
+- Every attempt writes its own folder (``jobs/<id>/attempt-<n>``) and only the
+  owner of the job's lease may record its runs (:class:`lbee.service.db.Database`),
+  so a stored run's files are never written again: a resubmission gets a new
+  job and new folders, and an older run keeps its report and numbers.
+- A job whose worker died with its server is taken again once its lease
+  expired (at once by a server on the same host, which sees that the worker's
+  process is gone). The new attempt reuses what was saved: the content-keyed
+  embedding cache and a generated SpotCheck world; its log says what was
+  reused and what was computed, as it happened.
+- Cancellation is checked between stages (each step the run layer logs) and
+  by the heartbeat: a running job stops at the next stage.
 """
 
 from __future__ import annotations
@@ -28,15 +27,21 @@ import hashlib
 import json
 import logging
 import os
+import shutil
+import socket
 import threading
 import time
 import traceback
 import uuid
-from pathlib import Path
 
 logger = logging.getLogger("lbee")
 
 LOG_LINES = 200
+
+
+class JobCancelled(BaseException):
+    """Raised at a stage boundary of a cancelled job. A BaseException, so the run layer's per-dataset and
+    per-model ``except Exception`` (which records a failure and goes on) lets it through."""
 
 
 def entry_key(entry, root):
@@ -45,22 +50,24 @@ def entry_key(entry, root):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def validate_entry(entry, root):
+def validate_entry(entry, root, allowed_encoders=()):
     """The parsed :class:`~lbee.run.inputs.DatasetSpec` of a raw entry, with every path confined to ``root``.
 
     Raises
     ------
     ValueError
-        A bad entry (the message names key and value, as ``lbee report`` does) or a
-        :class:`~lbee.service.paths.PathEscape`.
+        A bad entry (the message names key and value, as ``lbee report`` does), an encoder outside the
+        allow-list, or a :class:`~lbee.service.paths.PathEscape`.
     """
     from ..reports.config import parse_dataset_entry
-    from .paths import check_dataset_paths, check_entry_paths
+    from .paths import check_dataset_paths, check_encoder, check_entry_paths
 
     if not isinstance(entry, dict):
         raise ValueError(f"the job must be one dataset entry (a mapping such as {{name: demo, spotcheck: {{seed: 0}}}}"
                          f"); received {type(entry).__name__}.")
     check_entry_paths(entry, root)
+    if isinstance(entry.get("encoder"), str) and entry["encoder"].strip():
+        entry = {**entry, "encoder": check_encoder(entry["encoder"], root, allowed_encoders)}
     ds = parse_dataset_entry(entry, base=root)
     check_dataset_paths(ds, root)
     return ds
@@ -70,197 +77,245 @@ def submit(db, settings, entry, *, token=None):
     """Validate and queue ``entry``: (job id, reused). An identical queued or running job is returned instead."""
     from sqlalchemy import select
 
-    from ..run.pipeline import slug
     from .db import Job
 
-    ds = validate_entry(entry, settings.root)
+    ds = validate_entry(entry, settings.root, settings.allowed_encoders)
     key = entry_key(entry, settings.root)
     with db.session() as s:
-        same = s.scalars(select(Job).where(Job.key == key, Job.status.in_(("queued", "running")))
-                         .order_by(Job.created)).first()
+        same = s.scalars(select(Job).where(Job.key == key, Job.status.in_(("queued", "running")),
+                                           Job.cancel_requested.is_(False)).order_by(Job.created)).first()
         if same is not None:
             return same.id, True
-        job = Job(id=uuid.uuid4().hex, name=ds.name, key=key, entry=json.dumps(entry, default=str),
-                  root=str(settings.root),
-                  folder=f"runs/{slug(ds.name)}-{key[:12]}", status="queued", token=token)
-        s.add(job)
+        job_id = uuid.uuid4().hex
+        s.add(Job(id=job_id, name=ds.name, key=key, entry=json.dumps(entry, default=str), root=str(settings.root),
+                  folder=f"jobs/{job_id}", status="queued", token=token))
         s.commit()
-        return job.id, False
+        return job_id, False
 
 
-def _fail(db, job_id, message, **extra):
-    from .db import utcnow
+def cancel(db, job_id):
+    """Cancel a queued job now, or ask a running one to stop at its next stage: its new status.
 
-    db.update_job(job_id, status="failed", error=message, finished=utcnow(), **extra)
-
-
-def run_job(db, settings, job_id):
-    """Run a claimed job to its end (``done`` or ``failed``). Never raises for a job's own problem."""
-    from ..reports.batch import run_dataset
-    from .db import Job, Run, utcnow
-
-    with db.session() as s:
-        job = s.get(Job, job_id)
-    if job.root != str(settings.root):
-        _fail(db, job_id, f"the job was submitted for the data root {job.root!r}; this server reads "
-                          f"{str(settings.root)!r} and does not run jobs of another root.")
-        return
-    lines = [ln for ln in (job.log or "").splitlines() if ln]
-    if job.attempts > 1:
-        lines.append(f"attempt {job.attempts}: resumed from the caches after an interruption")
-
-    def log(msg):
-        lines.extend(str(msg).splitlines() or [""])
-        del lines[:-LOG_LINES]
-        db.update_job(job_id, progress=str(msg).strip()[:500], log="\n".join(lines), heartbeat=utcnow())
-
-    t0 = time.perf_counter()
-    try:
-        ds = validate_entry(json.loads(job.entry), settings.root)  # again: links may have changed since
-        log(f"[{ds.name}] started")
-        reports, failures = run_dataset(ds, settings.output / job.folder, cache_dir=settings.cache_dir,
-                                        device=settings.device, log=log)
-    except Exception as exc:  # the job fails, the worker goes on
-        logger.debug("job %s failed:\n%s", job_id, traceback.format_exc())
-        msg = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-        _fail(db, job_id, msg, log="\n".join(lines + [f"failed: {msg}"]))
-        return
-    seconds = time.perf_counter() - t0
-    with db.session() as s:
-        for rep in reports:
-            s.add(Run(job_id=job_id, dataset=rep["dataset"], model=rep["model"],
-                      folder=Path(rep["folder"]).relative_to(settings.output).as_posix(),
-                      metrics=json.dumps(rep["rows"]), n_images=int(rep["n_images"]), n_hard=int(rep["n_hard"]),
-                      seconds=seconds))
-        s.commit()
-    error = "; ".join(f"{label}: {msg}" for label, msg in failures) or None
-    status = "done" if reports else "failed"
-    db.update_job(job_id, status=status, error=error, failures=json.dumps(failures), finished=utcnow(),
-                  progress=f"{status} in {seconds:.1f} s", log="\n".join(lines))
-
-
-def run_next_job(db, settings, *, worker="inline"):
-    """Claim the oldest queued job and run it in this process: its id, or None when none is queued."""
-    job_id = db.claim(worker)
-    if job_id is not None:
-        run_job(db, settings, job_id)
-    return job_id
-
-
-def recover(db, settings):
-    """Jobs left ``running`` by a stopped server: queue them again, or fail them after ``max_attempts``.
-
-    Returns
-    -------
-    (list of str, list of str)
-        Ids requeued, ids failed.
+    Raises
+    ------
+    KeyError
+        No such job.
+    ValueError
+        The job had ended already (done, failed or cancelled).
     """
-    from sqlalchemy import select
+    from sqlalchemy import update
 
     from .db import Job, utcnow
 
-    requeued, failed = [], []
     with db.session() as s:
-        for job in s.scalars(select(Job).where(Job.status == "running")):
-            if job.attempts >= settings.max_attempts:
-                job.status, job.finished = "failed", utcnow()
-                job.error = (f"interrupted {job.attempts} times (server restart or worker crash); not retried "
-                             f"again (max_attempts={settings.max_attempts}).")
-                failed.append(job.id)
-            else:
-                job.status, job.worker = "queued", None
-                job.progress = "queued again after a server restart; resumes from the caches"
-                requeued.append(job.id)
+        res = s.execute(update(Job).where(Job.id == job_id, Job.status == "queued").values(
+            status="cancelled", finished=utcnow(), progress="cancelled before it started"))
+        if res.rowcount == 0:
+            res = s.execute(update(Job).where(Job.id == job_id, Job.status == "running").values(
+                cancel_requested=True, progress="cancel requested: stops after the current stage"))
         s.commit()
-    if requeued or failed:
-        logger.info("recovered jobs: %d queued again, %d failed", len(requeued), len(failed))
-    return requeued, failed
+        job = s.get(Job, job_id)
+    if job is None:
+        raise KeyError(job_id)
+    if res.rowcount == 0:
+        raise ValueError(f"job {job_id} is {job.status}; only a queued or running job can be cancelled.")
+    return job.status
 
 
-def worker_main(settings_dict, name, stop, poll=0.5):
-    """A worker process: claim and run jobs until ``stop`` (a multiprocessing Event) is set."""
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(message)s")
-    from .db import Database
-    from .settings import ServiceSettings
-
-    settings = ServiceSettings(**settings_dict)
-    db = Database(settings.db_url)
-    while not stop.is_set():
-        try:
-            job_id = run_next_job(db, settings, worker=name)
-        except Exception:  # the database was briefly unavailable: wait and try again
-            logger.exception("worker %s: could not claim a job", name)
-            job_id = None
-        if job_id is None:
-            stop.wait(poll)
-    db.dispose()
+def new_owner():
+    """A lease owner id: ``host:pid:random`` (the server tells its own dead workers by host and pid)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class JobRunner:
-    """Worker processes (spawned, so no state is shared with the server) and a thread that watches them.
+def _process_gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    try:  # a zombie (exited, not reaped yet) is gone too
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
-    A worker that dies fails the job it was running (with its exit code) and is
-    replaced.
+
+def recover(db, settings):
+    """Make the jobs of dead workers on this host claimable now instead of when their lease expires.
+
+    A lease owner ``host:pid:...`` on this host whose process is gone (a server
+    killed with its workers) is dead for sure; leases of other hosts are left to
+    expire. A ``running`` job without a lease (written by an lbee before leases)
+    is claimable at once. Returns the ids of the jobs made claimable.
     """
+    from sqlalchemy import select, update
 
-    def __init__(self, db, settings, *, check_every=1.0):
-        self.db, self.settings, self.check_every = db, settings, check_every
-        self.procs = {}
-        self._thread = None
-        self._stopping = threading.Event()
-        import multiprocessing
+    from .db import Job, utcnow
 
-        self._ctx = multiprocessing.get_context("spawn")
-        self._stop = self._ctx.Event()
-        self._serial = 0
+    host = socket.gethostname()
+    with db.session() as s:
+        rows = s.execute(select(Job.id, Job.lease_owner).where(Job.status == "running")).all()
+        legacy = [job_id for job_id, owner in rows if owner is None]
+        if legacy:
+            s.execute(update(Job).where(Job.id.in_(legacy)).values(lease_expires=utcnow()))
+            s.commit()
+    dead = set()
+    for _, owner in rows:
+        parts = (owner or "").split(":")
+        if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and _process_gone(int(parts[1])):
+            dead.add(owner)
+    db.expire_leases(dead)
+    ids = legacy + [job_id for job_id, owner in rows if owner in dead]
+    if ids:
+        logger.info("%d job(s) of stopped workers will be taken again", len(ids))
+    return ids
 
-    def _spawn(self):
-        self._serial += 1
-        name = f"worker-{os.getpid()}-{self._serial}"
-        proc = self._ctx.Process(target=worker_main, args=(self.settings.to_dict(), name, self._stop), name=name,
-                                 daemon=True)
-        proc.start()
-        self.procs[name] = proc
 
-    def start(self):
-        for _ in range(self.settings.workers):
-            self._spawn()
-        self._thread = threading.Thread(target=self._watch, name="lbee-job-watch", daemon=True)
+class _Heartbeat:
+    """Renews the lease every third of its length while the job runs; notes a cancel or a lost lease."""
+
+    def __init__(self, db, job_id, owner, lease_seconds):
+        self.db, self.job_id, self.owner, self.lease_seconds = db, job_id, owner, lease_seconds
+        self.cancel = self.lost = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lease-{job_id[:8]}", daemon=True)
+
+    def _run(self):
+        from .db import LeaseLost
+
+        while not self._done.wait(self.lease_seconds / 3):
+            try:
+                self.cancel = self.db.renew(self.job_id, self.owner, lease_seconds=self.lease_seconds) or self.cancel
+            except LeaseLost:
+                self.lost = True
+                return
+            except Exception:  # the database is briefly unreachable: try again next beat
+                logger.warning("job %s: lease renewal failed", self.job_id, exc_info=True)
+
+    def __enter__(self):
         self._thread.start()
         return self
 
-    def _watch(self):
-        from sqlalchemy import select
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join(10)
 
-        from .db import Job
 
-        while not self._stopping.wait(self.check_every):
-            for name, proc in list(self.procs.items()):
-                if proc.is_alive() or self._stopping.is_set():
-                    continue
-                with self.db.session() as s:
-                    ids = list(s.scalars(select(Job.id).where(Job.status == "running", Job.worker == name)))
-                for job_id in ids:
-                    _fail(self.db, job_id, f"the worker process died (exit code {proc.exitcode}) while running this "
-                                           "job; the server goes on.")
-                logger.warning("worker %s died (exit code %s); starting another", name, proc.exitcode)
-                del self.procs[name]
-                self._spawn()
+def _world_store(settings, job):
+    return settings.output / "worlds" / job.key[:32]
 
-    def stop(self, timeout=10):
-        """Ask workers to stop after their current job; terminate them after ``timeout`` seconds.
 
-        A terminated worker's job stays ``running`` in the database and is queued
-        again by the next start (:func:`recover`).
-        """
-        self._stopping.set()
-        self._stop.set()
-        deadline = time.monotonic() + timeout
-        for proc in self.procs.values():
-            proc.join(max(0.0, deadline - time.monotonic()))
-        for proc in self.procs.values():
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(5)
-        if self._thread is not None:
-            self._thread.join(5)
+def _seed_world(settings, job, attempt, out):
+    """Copy a SpotCheck world generated for this entry before (an earlier attempt, or an earlier job) into
+    ``out``: a line for the log, or None. The run layer loads it instead of generating it again."""
+    entry = json.loads(job.entry)
+    if not isinstance(entry.get("spotcheck"), dict) or "seed" not in entry["spotcheck"] or (out / "ec").exists():
+        return None
+    job_dir = settings.output / job.folder
+    sources = [(job_dir / f"attempt-{k}", f"attempt {k}") for k in range(attempt - 1, 0, -1)]
+    sources.append((_world_store(settings, job), "an earlier job of this entry"))
+    for folder, who in sources:
+        if (folder / "ec" / "ec.json").is_file():
+            shutil.copytree(folder / "ec", out / "ec")
+            return f"  SpotCheck world: reusing the one {who} generated"
+    return None
+
+
+def _keep_world(settings, job, out, attempt):
+    """After a finished job: keep its SpotCheck world for later jobs of the entry, drop unfinished attempts."""
+    store = _world_store(settings, job)
+    if (out / "ec" / "ec.json").is_file() and not store.exists():
+        tmp = store.with_name(f".{store.name}.{uuid.uuid4().hex[:8]}")
+        shutil.copytree(out / "ec", tmp / "ec")
+        try:
+            os.replace(tmp, store)
+        except OSError:  # another job stored it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    for k in range(1, attempt):  # folders of attempts that never finished: no run points there
+        shutil.rmtree(settings.output / job.folder / f"attempt-{k}", ignore_errors=True)
+
+
+def run_job(db, settings, job_id, *, owner, attempt):
+    """Run a claimed job to its end as the lease ``owner``. Never raises for a job's own problem.
+
+    Returns
+    -------
+    str
+        The job's final status as recorded, or ``'lost'`` when the lease was lost (nothing recorded).
+    """
+    from ..reports.batch import run_dataset
+    from .db import Job, LeaseLost
+
+    with db.session() as s:
+        job = s.get(Job, job_id)
+    lines = [ln for ln in (job.log or "").splitlines() if ln]
+    lease = settings.lease_seconds
+
+    def record(status, **values):
+        done = db.finish(job_id, owner, status, log="\n".join(lines[-LOG_LINES:]), **values)
+        return status if done else "lost"
+
+    if job.root != str(settings.root):
+        return record("failed", error=f"the job was submitted for the data root {job.root!r}; this server reads "
+                                      f"{str(settings.root)!r} and does not run jobs of another root.")
+    if attempt > 1:
+        lines.append(f"attempt {attempt}: attempt {attempt - 1} stopped without finishing (its worker stopped or "
+                     "lost its lease); starting again")
+    folder = f"{job.folder}/attempt-{attempt}"
+    out = settings.output / folder
+
+    with _Heartbeat(db, job_id, owner, lease) as beat:
+        def log(msg):
+            lines.extend(str(msg).splitlines() or [""])
+            del lines[:-LOG_LINES]
+            if beat.lost:
+                raise LeaseLost(job_id)
+            cancel = db.renew(job_id, owner, lease_seconds=lease, progress=str(msg).strip()[:500],
+                              log="\n".join(lines))
+            if cancel or beat.cancel:
+                raise JobCancelled()
+
+        t0 = time.perf_counter()
+        try:
+            ds = validate_entry(json.loads(job.entry), settings.root, settings.allowed_encoders)  # links may change
+            out.mkdir(parents=True, exist_ok=True)
+            log(f"[{ds.name}] started (attempt {attempt}, folder {folder})")
+            reused = _seed_world(settings, job, attempt, out)
+            if reused:
+                log(reused)
+            reports, failures = run_dataset(ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log)
+            log(f"[{ds.name}] analysis finished in {time.perf_counter() - t0:.1f} s")
+        except JobCancelled:
+            lines.append("cancelled at the user's request")
+            return record("cancelled", progress="cancelled", error="cancelled at the user's request")
+        except LeaseLost:
+            logger.warning("job %s: lease lost by %s; its results are not recorded", job_id, owner)
+            return "lost"
+        except Exception as exc:  # the job fails, the worker goes on
+            logger.debug("job %s failed:\n%s", job_id, traceback.format_exc())
+            msg = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+            lines.append(f"failed: {msg}")
+            return record("failed", error=msg)
+    seconds = time.perf_counter() - t0
+    runs = [{"dataset": rep["dataset"], "model": rep["model"], "n_images": int(rep["n_images"]),
+             "folder": rep["folder"].relative_to(settings.output).as_posix(), "metrics": json.dumps(rep["rows"]),
+             "n_hard": int(rep["n_hard"]), "seconds": seconds} for rep in reports]
+    status = "done" if reports else "failed"
+    error = "; ".join(f"{label}: {msg}" for label, msg in failures) or None
+    result = record(status, runs=runs, error=error, failures=json.dumps(failures),
+                    progress=f"{status} in {seconds:.1f} s")
+    if result == "done":
+        _keep_world(settings, job, out, attempt)
+    return result
+
+
+def run_next_job(db, settings, *, worker="inline"):
+    """Claim the oldest claimable job and run it in this process: its id, or None when there is none."""
+    owner = new_owner()
+    claimed = db.claim(owner, worker, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts)
+    if claimed is None:
+        return None
+    job_id, attempt = claimed
+    run_job(db, settings, job_id, owner=owner, attempt=attempt)
+    return job_id

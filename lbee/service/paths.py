@@ -56,10 +56,59 @@ def confine(value, root, key):
     return resolved
 
 
-def check_entry_paths(entry, root):
-    """Check every path of a raw dataset entry (before parsing). Returns None; raises :class:`PathEscape`."""
+def named_sentence_set(value):
+    """Whether ``value`` names a built-in sentence set (``spotcheck``, or a built-in grammar's
+    ``street_scenes.grammar``) rather than a file, as :func:`lbee.io.sentences.load_sentence_set` reads it."""
+    from ..grammar import list_grammars
     from ..io.sentences import list_sentence_sets
 
+    return value in list_sentence_sets() or (value.endswith(".grammar") and
+                                             value[:-len(".grammar")] in list_grammars())
+
+
+def check_encoder(spec, root, allowed=()):
+    """The encoder spec to run if the server's allow-list has it; raises :class:`EncoderRefused` otherwise.
+
+    Allowed: the specs in ``allowed`` (exact), the SpotCheck encoder, and open_clip
+    models with a named pretrained tag (``open_clip:ViT-B-32@laion2b_s34b_b79k``;
+    open_clip resolves a name only against its own registry) or a checkpoint file
+    inside ``root``. ``hf-hub:`` names (which download and load any repository) and
+    other backends are refused unless listed in ``allowed``
+    (:data:`lbee.service.settings.DEFAULT_ENCODERS`, ``lbee serve --allow-encoder``).
+
+    Returns
+    -------
+    str
+        ``spec``, with a checkpoint path made absolute (resolved inside ``root``: the
+        worker must load the file that was checked, whatever its working folder).
+    """
+    import re
+
+    from ..encoders import parse_encoder_spec
+    from .settings import DEFAULT_ENCODERS
+
+    if spec in tuple(allowed) + DEFAULT_ENCODERS:
+        return spec
+    backend, model, tag = parse_encoder_spec(spec)
+    hint = ("allowed: " + ", ".join(repr(a) for a in DEFAULT_ENCODERS + tuple(allowed)) +
+            ", open_clip:<model>@<pretrained tag>, or open_clip:<model>@<checkpoint file inside the data root> "
+            "(the server's operator adds others with lbee serve --allow-encoder SPEC)")
+    if backend == "open_clip" and model and not model.startswith("hf-hub:") and \
+            not (tag or "").startswith("hf-hub:") and "://" not in (tag or ""):
+        if tag is None or re.fullmatch(r"[A-Za-z0-9_-]+(:[0-9]+)?", tag):  # a tag name (or @random:SEED)
+            return spec
+        return f"open_clip:{model}@{confine(tag, root, 'encoder checkpoint')}"  # a file: inside the root only
+    if backend == "spotcheck" and model is None and tag is None:
+        return spec
+    raise EncoderRefused(f"`encoder` {spec!r} is not on this server's allow-list; {hint}.")
+
+
+class EncoderRefused(ValueError):
+    """An encoder spec outside the server's allow-list."""
+
+
+def check_entry_paths(entry, root):
+    """Check every path of a raw dataset entry (before parsing). Returns None; raises :class:`PathEscape`."""
     if not isinstance(entry, dict):
         return
     for key in PATH_KEYS:
@@ -80,15 +129,8 @@ def check_entry_paths(entry, root):
         for k, v in rel.items():
             confine(v, root, f"relevance.{k}")
     sentences = entry.get("sentences")
-    if isinstance(sentences, str) and sentences not in list_sentence_sets():
+    if isinstance(sentences, str) and not named_sentence_set(sentences):
         confine(sentences, root, "sentences")
-    encoder = entry.get("encoder")
-    if isinstance(encoder, str):
-        from ..encoders._registry import parse_encoder_spec
-
-        _, _, pretrained = parse_encoder_spec(encoder) if encoder.strip() else (None, None, None)
-        if pretrained and any(c in pretrained for c in "/\\.") or (pretrained or "").startswith("~"):
-            confine(pretrained, root, "encoder checkpoint")
     models = entry.get("models")
     for i, m in enumerate(models if isinstance(models, list) else []):
         if isinstance(m, dict):
@@ -140,7 +182,7 @@ def check_dataset_paths(ds, root):
                 found.append((f"{key}.{k}", v))
     if isinstance(ds.relevance, dict):
         found += [(f"relevance.{k}", v) for k, v in ds.relevance.items()]
-    if Path(ds.sentence_set).suffix or os.sep in ds.sentence_set:
+    if not named_sentence_set(ds.sentence_set) and (Path(ds.sentence_set).suffix or os.sep in ds.sentence_set):
         found.append(("sentences", Path(ds.sentence_set)))
     for m in ds.models:
         for k in ("predictions", "weights"):

@@ -1,0 +1,108 @@
+"""The HTML side of ``lbee serve``: login, the run list, comparisons, and the API description behind a token.
+
+``/docs`` is Swagger UI with its JavaScript and CSS served from the installed
+``swagger-ui-py`` package (no CDN), and ``/openapi.json`` needs a read token
+like the API it describes (a browser logged in at ``/login`` sends its cookie).
+"""
+
+from __future__ import annotations
+
+from fastapi import Query, Request
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
+
+from .settings import MAX_ID
+from .views import METRICS, compare_runs, job_dict, run_dict
+
+#: Swagger UI files served under /static/swagger/ (and no others).
+SWAGGER_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css",
+                 "favicon-32x32.png": "image/png"}
+
+
+def _swagger_dir():
+    import importlib.resources
+
+    try:
+        return importlib.resources.files("swagger_ui") / "static"
+    except ModuleNotFoundError:
+        return None
+
+
+def add_pages(app, ctx):
+    """Add /health, /login, /logout, /, /compare, /docs, /openapi.json and the Swagger UI assets to ``app``."""
+    from sqlalchemy import select
+
+    from .._version import __version__
+    from .db import Job, Run
+
+    db, settings, templates, read = ctx.db, ctx.settings, ctx.templates, ctx.read
+
+    @app.get("/health", tags=["service"])
+    def health():
+        """Liveness: no token needed."""
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
+    def login_form(error: str | None = None):
+        return templates.get_template("login.html").render(error=error)
+
+    @app.post("/login", include_in_schema=False)
+    async def login(request: Request):
+        form = await request.form(max_files=0, max_fields=4)
+        token = str(form.get("token") or "").strip()
+        if ctx.check_token(db, token) is None:
+            return RedirectResponse("/login?error=invalid+or+revoked+token", status_code=303)
+        resp = RedirectResponse("/", status_code=303)
+        resp.set_cookie("lbee_token", token, httponly=True, samesite="strict", secure=request.url.scheme == "https")
+        return resp
+
+    @app.get("/logout", include_in_schema=False)
+    def logout():
+        resp = RedirectResponse("/login", status_code=303)
+        resp.delete_cookie("lbee_token")
+        return resp
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index(request: Request):
+        who = ctx.page_token(request)
+        if who is None:
+            return RedirectResponse("/login", status_code=303)
+        with db.session() as s:
+            runs = [run_dict(r) for r in s.scalars(select(Run).order_by(Run.id.desc()).limit(500))]
+            jobs = [job_dict(j) for j in s.scalars(select(Job).order_by(Job.created.desc()).limit(200))]
+        for r in runs:
+            r["main"] = [row for row in r["metrics"] if row.get("slicer") == (r["metrics"][0]["slicer"])] \
+                if r["metrics"] else []
+        return templates.get_template("index.html").render(runs=runs, jobs=jobs, who=who.name, version=__version__,
+                                                           metrics=METRICS, root=str(settings.root))
+
+    @app.get("/compare", response_class=HTMLResponse, include_in_schema=False)
+    def compare_page(request: Request, a: int = Query(ge=1, le=MAX_ID), b: int = Query(ge=1, le=MAX_ID)):
+        if ctx.page_token(request) is None:
+            return RedirectResponse("/login", status_code=303)
+        return templates.get_template("compare.html").render(c=compare_runs(settings.output, ctx.run(a), ctx.run(b)),
+                                                             version=__version__)
+
+    # ---- the API description, behind a token
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(token=read):
+        return app.openapi()
+
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    def docs(request: Request):
+        if ctx.page_token(request) is None:
+            return RedirectResponse("/login", status_code=303)
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="lbee · API",
+                                   swagger_js_url="/static/swagger/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/swagger/swagger-ui.css",
+                                   swagger_favicon_url="/static/swagger/favicon-32x32.png")
+
+    @app.get("/static/swagger/{name}", include_in_schema=False)
+    def swagger_asset(name: str, token=read):
+        folder = _swagger_dir()
+        if name not in SWAGGER_FILES or folder is None or not (folder / name).is_file():
+            from fastapi import HTTPException
+
+            raise HTTPException(404, f"no asset {name!r} (pip install swagger-ui-py for /docs)")
+        return FileResponse(str(folder / name), media_type=SWAGGER_FILES[name],
+                            headers={"Cache-Control": "private, max-age=86400"})

@@ -1,0 +1,167 @@
+"""The REST API of ``lbee serve`` (``/v1/...`` and ``/metrics``), added to the app by :func:`add_api_routes`."""
+
+from __future__ import annotations
+
+from fastapi import HTTPException, Path, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse
+from sqlalchemy import select
+
+from .settings import MAX_ENTRY_BYTES, MAX_ID, MAX_NESTING
+from .views import compare_runs, job_dict, run_dict
+
+RunId = Path(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
+
+
+def add_api_routes(app, ctx):
+    """Add the ``/v1`` endpoints and ``/metrics`` to ``app``, as closures over ``ctx``
+    (a :class:`~lbee.service.app.Context`)."""
+    from . import jobs as jobs_mod
+    from .db import Job, Run
+    from .explain import ARRAY_FIELDS, check_depth, parse_json
+
+    db, settings, read, submit = ctx.db, ctx.settings, ctx.read, ctx.submit
+
+    def _run_of_job(job_id, model):
+        job, runs = ctx.job(job_id)
+        if job.status in ("failed", "cancelled"):
+            raise HTTPException(409, f"job {job_id} {job.status}: {job.error}")
+        if job.status != "done":
+            raise HTTPException(409, f"job {job_id} is {job.status}; no result yet.")
+        if model is None:
+            return runs[0]
+        for r in runs:
+            if r.model == model:
+                return r
+        raise HTTPException(404, f"job {job_id} has no model {model!r}; it has {', '.join(r.model for r in runs)}.")
+
+    # ---- synchronous explanation
+    @app.post("/v1/explain", tags=["explain"])
+    async def explain(request: Request, token=submit):
+        """Explanations of embeddings already in hand (no dataset, no model), answered by a worker process.
+
+        JSON body: ``image_embeddings`` (n × d), ``sentence_embeddings`` (N × d), ``confidence`` (n) or
+        ``hard`` / ``easy`` (n booleans), optional ``sentences`` (N strings) and ``settings`` (``a``,
+        ``clusters``, ``easy_clusters``, ``k``, ``tau``, ``methods``, ``ward``). Or ``multipart/form-data``
+        with the arrays as ``.npy`` files of the same names, ``sentences`` one per line and ``settings`` as
+        JSON. Returns ``{"explanations": {method: Explanation.to_dict()}, "settings": ...}``. Requests over
+        the server's limits (images, sentences, dimensions, clusters, exact-Ward split) get 413 / 422 naming
+        the limit; when every explain process is busy and the queue is full, 503.
+        """
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            form = await request.form(max_files=len(ARRAY_FIELDS), max_fields=8,
+                                      max_part_size=settings.max_upload_bytes)
+            fields = [(k, await v.read() if hasattr(v, "read") else v) for k, v in form.multi_items()]
+            await form.close()
+            status, body = await ctx.explain_pool.run("form", fields)
+        else:
+            status, body = await ctx.explain_pool.run("json", await ctx.body(request, settings.max_upload_bytes))
+        headers = {"Retry-After": "5"} if status == 503 else None
+        return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+    # ---- jobs
+    @app.post("/v1/jobs", status_code=202, tags=["jobs"])
+    async def submit_job(request: Request, token=submit):
+        """Queue one dataset entry of a ``lbee report`` config (JSON, or YAML with a yaml content type).
+
+        Paths are relative to the server's data root; encoders come from the server's allow-list. An
+        identical entry that is queued or running is returned (``reused: true``); a finished one runs again
+        as a new job, in new folders (stored runs are never rewritten), from the caches.
+        """
+        raw = await ctx.body(request, MAX_ENTRY_BYTES)
+        if "yaml" in request.headers.get("content-type", ""):
+            entry = await run_in_threadpool(_yaml, raw)
+        else:
+            entry = parse_json(raw, "the body")
+        job_id, reused = await run_in_threadpool(jobs_mod.submit, db, settings, entry, token=token.name)
+        job, runs = ctx.job(job_id)
+        return {**job_dict(job, runs), "reused": reused, "url": f"/v1/jobs/{job_id}"}
+
+    def _yaml(raw):
+        import yaml
+
+        from ..reports.config import yaml_loader
+
+        try:
+            entry = yaml.load(raw.decode("utf-8"), Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
+        except RecursionError:
+            raise ValueError(f"the body is nested too deeply; at most {MAX_NESTING} levels are accepted.") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise ValueError(f"the body is not valid YAML: {exc}") from None
+        check_depth(entry, "the body")
+        return entry
+
+    @app.post("/v1/jobs/{job_id}/cancel", status_code=202, tags=["jobs"])
+    def cancel_job(job_id: str, token=submit):
+        """Cancel a job: a queued one at once (``cancelled``); a running one stops after its current stage
+        (``cancel_requested: true`` until its worker sees it). 409 for a job that has ended."""
+        try:
+            jobs_mod.cancel(db, job_id)
+        except KeyError:
+            raise HTTPException(404, f"no job {job_id!r}") from None
+        except ValueError as exc:
+            raise HTTPException(409, str(exc)) from None
+        return job_dict(*ctx.job(job_id))
+
+    @app.get("/v1/jobs", tags=["jobs"])
+    def list_jobs(status: str | None = None, limit: int = Query(100, ge=1, le=1000), token=read):
+        """The latest jobs, newest first (``status`` filters: queued, running, done, failed, cancelled)."""
+        with db.session() as s:
+            q = select(Job).order_by(Job.created.desc()).limit(limit)
+            if status:
+                q = q.where(Job.status == status)
+            return [{k: v for k, v in job_dict(j).items() if k not in ("log", "entry")} for j in s.scalars(q)]
+
+    @app.get("/v1/jobs/{job_id}", tags=["jobs"])
+    def get_job(job_id: str, token=read):
+        """Status, progress (last step and log), errors and, when done, its runs and links."""
+        return job_dict(*ctx.job(job_id))
+
+    @app.get("/v1/jobs/{job_id}/explanation", tags=["jobs"])
+    def job_explanation(job_id: str, model: str | None = None, token=read):
+        """``explanation.json`` of the job's run (``model=`` picks one when the entry has several)."""
+        return ctx.file(_run_of_job(job_id, model), "explanation.json", "application/json")
+
+    @app.get("/v1/jobs/{job_id}/metrics", tags=["jobs"])
+    def job_metrics(job_id: str, model: str | None = None, token=read):
+        """Metric rows (slicer, method, ACR, AHR, TPR, JI, ...): empty without relevance."""
+        return run_dict(_run_of_job(job_id, model))
+
+    @app.get("/v1/jobs/{job_id}/report", response_class=HTMLResponse, tags=["jobs"])
+    def job_report(job_id: str, model: str | None = None, token=read):
+        """The self-contained HTML report."""
+        return ctx.file(_run_of_job(job_id, model), "report.html", "text/html; charset=utf-8")
+
+    # ---- runs and comparisons
+    @app.get("/v1/runs", tags=["runs"])
+    def list_runs(dataset: str | None = None, model: str | None = None, limit: int = Query(200, ge=1, le=5000),
+                  token=read):
+        """Stored runs with their metrics, newest first; filter by dataset and / or model."""
+        with db.session() as s:
+            q = select(Run).order_by(Run.id.desc()).limit(limit)
+            if dataset is not None:
+                q = q.where(Run.dataset == dataset)
+            if model is not None:
+                q = q.where(Run.model == model)
+            return [run_dict(r) for r in s.scalars(q)]
+
+    @app.get("/v1/runs/{run_id}", tags=["runs"])
+    def get_run(run_id: int = RunId, token=read):
+        return run_dict(ctx.run(run_id))
+
+    @app.get("/v1/runs/{run_id}/report", response_class=HTMLResponse, tags=["runs"])
+    def run_report_page(run_id: int = RunId, token=read):
+        return ctx.file(ctx.run(run_id), "report.html", "text/html; charset=utf-8")
+
+    @app.get("/v1/compare", tags=["runs"])
+    def compare(a: int = Query(ge=1, le=MAX_ID), b: int = Query(ge=1, le=MAX_ID), token=read):
+        """Run ``b`` against run ``a``: metric deltas (b − a) and, per method, the sentences gained and lost."""
+        return compare_runs(settings.output, ctx.run(a), ctx.run(b))
+
+    @app.get("/metrics", tags=["service"])
+    def metrics(token=read):
+        """Prometheus text format: jobs by status, queue length, job durations, runs, busy explain processes."""
+        from .metrics import render
+
+        body, content_type = render(ctx)
+        return Response(body, media_type=content_type)

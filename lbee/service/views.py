@@ -1,0 +1,77 @@
+"""JSON views of the service's rows (jobs, runs, comparisons): no web framework needed."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+METRICS = ("ACR", "AHR", "TPR", "JI")
+
+
+def clean(value):
+    """JSON-safe: NaN / inf become None (strict JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def _iso(dt):
+    return None if dt is None else dt.isoformat(timespec="seconds") + "Z"
+
+
+def run_dict(run):
+    return {"id": run.id, "job": run.job_id, "dataset": run.dataset, "model": run.model, "created": _iso(run.created),
+            "n_images": run.n_images, "n_hard": run.n_hard, "seconds": run.seconds, "metrics": clean(run.rows),
+            "links": {"report": f"/v1/runs/{run.id}/report", "job": f"/v1/jobs/{run.job_id}"}}
+
+
+def job_dict(job, runs=()):
+    base = f"/v1/jobs/{job.id}"
+    out = {"id": job.id, "name": job.name, "status": job.status, "progress": job.progress, "error": job.error,
+           "failures": [{"run": label, "error": msg} for label, msg in json.loads(job.failures or "[]")],
+           "attempts": job.attempts, "cancel_requested": bool(job.cancel_requested), "created": _iso(job.created),
+           "started": _iso(job.started), "finished": _iso(job.finished), "entry": json.loads(job.entry),
+           "log": [ln for ln in (job.log or "").splitlines() if ln][-50:],
+           "runs": [run_dict(r) for r in runs]}
+    if job.status == "done":
+        out["links"] = {"report": f"{base}/report", "explanation": f"{base}/explanation", "metrics": f"{base}/metrics"}
+    return out
+
+
+def compare_runs(output, a, b):
+    """Metric deltas (b − a) per slicer × method, and per method the sentences b gained and lost.
+
+    Each run is read from its own folder (stored runs are never rewritten), so an older run keeps its numbers.
+    """
+    from ..run.pipeline import load_explanations
+
+    rows_a = {(r["slicer"], r["method"]): r for r in a.rows}
+    rows_b = {(r["slicer"], r["method"]): r for r in b.rows}
+    metrics = []
+    for key in list(rows_a) + [k for k in rows_b if k not in rows_a]:
+        ra, rb = rows_a.get(key, {}), rows_b.get(key, {})
+        for m in METRICS:
+            va, vb = clean(ra.get(m)), clean(rb.get(m))
+            metrics.append({"slicer": key[0], "method": key[1], "metric": m, "a": va, "b": vb,
+                            "delta": None if va is None or vb is None else vb - va})
+
+    def selected(run):
+        path = Path(output) / run.folder / "explanation.json"
+        if not path.is_file():
+            return {}
+        exps, payload = load_explanations(path)
+        texts = payload.get("sentences") or []
+        return {m: [texts[i] if i < len(texts) else str(i) for i in e.selected] for m, e in exps.items()}
+
+    sa, sb = selected(a), selected(b)
+    sentences = {}
+    for m in [m for m in sa if m in sb]:
+        A, B = set(sa[m]), set(sb[m])
+        sentences[m] = {"gained": [s for s in sb[m] if s not in A], "lost": [s for s in sa[m] if s not in B],
+                        "kept": [s for s in sb[m] if s in A]}
+    return {"a": run_dict(a), "b": run_dict(b), "metrics": metrics, "sentences": sentences}

@@ -1,0 +1,212 @@
+"""The server's child processes: job workers (:class:`JobRunner`) and what every child does to die with it.
+
+Children are spawned (no state shared with the server). Each one watches the
+pipe that :mod:`multiprocessing` keeps open from its parent
+(``parent_process().sentinel``): the kernel closes it when the server process
+ends, however it ends (``kill -9`` included), and the child exits at once, so
+no orphan goes on taking jobs. Its job's lease then expires, or is expired at
+once by the next server on the same host (:func:`lbee.service.jobs.recover`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+logger = logging.getLogger("lbee")
+
+#: Exit status of a child whose server went away.
+ORPHAN_EXIT = 70
+
+
+def die_with_parent():
+    """In a spawned child: exit as soon as the parent process is gone (a thread waits on its pipe)."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch():
+        wait([parent.sentinel])
+        os._exit(ORPHAN_EXIT)  # no cleanup: the job's lease and files are the next attempt's to take over
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def worker_main(settings_dict, name, stop, poll=0.5):
+    """A job worker process: claim and run jobs until ``stop`` (a multiprocessing Event) is set."""
+    die_with_parent()
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(message)s")
+    from .db import Database
+    from .jobs import run_next_job
+    from .settings import ServiceSettings
+
+    settings = ServiceSettings(**settings_dict)
+    db = Database(settings.db_url, migrate=False)  # the server migrated it
+    while not stop.is_set():
+        try:
+            job_id = run_next_job(db, settings, worker=name)
+        except Exception:  # the database was briefly unavailable: wait and try again
+            logger.exception("worker %s: could not claim a job", name)
+            job_id = None
+        if job_id is None:
+            stop.wait(poll)
+    db.dispose()
+
+
+class JobRunner:
+    """Job worker processes and a thread that watches them.
+
+    A worker that dies fails the job it was running (with its exit code) and is
+    replaced. Every ``lease_seconds`` the thread also frees the jobs of dead
+    workers of this host (:func:`lbee.service.jobs.recover`).
+    """
+
+    def __init__(self, db, settings, *, check_every=1.0):
+        self.db, self.settings, self.check_every = db, settings, check_every
+        self.procs = {}
+        self._thread = None
+        self._stopping = threading.Event()
+        import multiprocessing
+
+        self._ctx = multiprocessing.get_context("spawn")
+        self._stop = self._ctx.Event()
+        self._serial = 0
+
+    def _spawn(self):
+        self._serial += 1
+        name = f"worker-{os.getpid()}-{self._serial}"
+        proc = self._ctx.Process(target=worker_main, args=(self.settings.to_dict(), name, self._stop), name=name,
+                                 daemon=True)
+        proc.start()
+        self.procs[name] = proc
+
+    def start(self):
+        for _ in range(self.settings.workers):
+            self._spawn()
+        self._thread = threading.Thread(target=self._watch, name="lbee-job-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def pids(self):
+        """Process ids of the live workers."""
+        return [p.pid for p in self.procs.values() if p.is_alive()]
+
+    def _watch(self):
+        from sqlalchemy import select, update
+
+        from .db import Job, utcnow
+        from .jobs import recover
+
+        last_recover = time.monotonic()
+        while not self._stopping.wait(self.check_every):
+            for name, proc in list(self.procs.items()):
+                if proc.is_alive() or self._stopping.is_set():
+                    continue
+                with self.db.session() as s:
+                    ids = list(s.scalars(select(Job.id).where(Job.status == "running", Job.worker == name)))
+                    s.execute(update(Job).where(Job.id.in_(ids), Job.status == "running", Job.worker == name).values(
+                        status="failed", finished=utcnow(), lease_owner=None, lease_expires=None,
+                        error=f"the worker process died (exit code {proc.exitcode}) while running this job; "
+                              "the server goes on."))
+                    s.commit()
+                logger.warning("worker %s died (exit code %s); starting another", name, proc.exitcode)
+                del self.procs[name]
+                self._spawn()
+            if time.monotonic() - last_recover > self.settings.lease_seconds:
+                last_recover = time.monotonic()
+                try:
+                    recover(self.db, self.settings)
+                except Exception:
+                    logger.warning("could not check the leases of stopped workers", exc_info=True)
+
+    def stop(self, timeout=10):
+        """Ask workers to stop after their current job; terminate them after ``timeout`` seconds.
+
+        A terminated worker's job stays ``running`` until its lease expires (or the
+        next start on this host frees it, :func:`lbee.service.jobs.recover`) and is
+        then taken again.
+        """
+        self._stopping.set()
+        self._stop.set()
+        deadline = time.monotonic() + timeout
+        for proc in self.procs.values():
+            proc.join(max(0.0, deadline - time.monotonic()))
+        for proc in self.procs.values():
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(5)
+        if self._thread is not None:
+            self._thread.join(5)
+
+
+def _explain_worker_init():
+    die_with_parent()
+    import lbee  # noqa: F401 - imported once per process, not per request
+
+
+def _noop():
+    return None
+
+
+class ExplainPool:
+    """Processes answering ``POST /v1/explain`` (:func:`lbee.service.explain.answer`), at most
+    ``explain_workers`` at once plus ``explain_queue`` waiting; beyond that :meth:`run` answers 503."""
+
+    def __init__(self, settings):
+        self.size = settings.explain_workers
+        self.capacity = settings.explain_workers + settings.explain_queue
+        self.limits = dict(settings.explain_limits)
+        self._pool = None
+        self._busy = 0
+
+    def _executor(self):
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(self.size, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_explain_worker_init)
+        return self._pool
+
+    @property
+    def busy(self):
+        """Requests running or waiting."""
+        return self._busy
+
+    def warm(self):
+        """Start the processes now (they import lbee), not on the first request."""
+        for _ in range(self.size):
+            self._executor().submit(_noop)
+        return self
+
+    async def run(self, kind, payload):
+        """(HTTP status, JSON bytes) of one request, computed in a worker process."""
+        import asyncio
+        import json
+        from concurrent.futures.process import BrokenProcessPool
+
+        from .explain import answer
+
+        if self._busy >= self.capacity:
+            return 503, json.dumps({"detail": f"the server is busy ({self._busy} explain requests in progress or "
+                                              "waiting); retry later."}).encode()
+        self._busy += 1
+        try:
+            return await asyncio.wrap_future(self._executor().submit(answer, kind, payload, self.limits))
+        except BrokenProcessPool:  # a worker was killed (out of memory?): start afresh
+            self._pool = None
+            logger.error("an explain worker process died; starting new ones")
+            return 503, json.dumps({"detail": "the explain worker process died while answering; retry later."}
+                                   ).encode()
+        finally:
+            self._busy -= 1
+
+    def shutdown(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None

@@ -1,0 +1,155 @@
+"""`lbee serve` as a real server: the SpotCheck demo job end to end, and its pages in headless Chromium.
+
+The end-to-end test starts `lbee serve` on a free 127.0.0.1 port, submits the
+SpotCheck demo world as a job and fetches its report; the browser test opens
+the run list and the API description of that server in headless Chromium
+(skipped without chromium outside CI, failing under CI=true, as
+tests/test_report_browser.py).
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("sqlalchemy")
+
+import lbee  # noqa: E402
+from service_backends import wait_healthy  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---- a real server ----------------------------------------------------------------------------------------
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory):
+    """`lbee serve` in a subprocess on a free loopback port: (base url, submit token, read token)."""
+    tmp = tmp_path_factory.mktemp("live")
+    (tmp / "root").mkdir()
+    db = f"sqlite:///{tmp / 'lbee.db'}"
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    lbee_cmd = [sys.executable, str(REPO / "cli.py")]
+    tokens = {}
+    for name, scope in (("ci", "submit"), ("viewer", "read")):
+        out = subprocess.run(lbee_cmd + ["serve", "token", "create", name, "--scope", scope, "--db", db], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        tokens[scope] = out.stdout.strip()
+    port = _free_port()
+    log = open(tmp / "server.log", "w")
+    proc = subprocess.Popen(lbee_cmd + ["--cache-dir", str(tmp / "cache"), "serve", "--root", str(tmp / "root"),
+                                        "--output", str(tmp / "out"), "--db", db, "--port", str(port)],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(proc, base, tmp / "server.log")
+        yield base, tokens["submit"], tokens["read"], tmp
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def demo_job(live_server):
+    """The SpotCheck demo world submitted to the live server and polled to completion."""
+    import httpx
+
+    base, submit, read, tmp = live_server
+    r = httpx.post(f"{base}/v1/jobs", json={"name": "demo", "spotcheck": {"seed": 0}},
+                   headers={"Authorization": f"Bearer {submit}"}, timeout=30)
+    assert r.status_code == 202, r.text
+    job = r.json()["id"]
+    deadline, seen = time.time() + 900, set()
+    while True:
+        st = httpx.get(f"{base}/v1/jobs/{job}", headers={"Authorization": f"Bearer {read}"}, timeout=30).json()
+        seen.add(st["status"])
+        if st["status"] in ("done", "failed"):
+            break
+        assert time.time() < deadline, st
+        time.sleep(1)
+    assert st["status"] == "done", (st, (tmp / "server.log").read_text()[-3000:])
+    return job, st, seen
+
+
+def test_live_server_runs_the_spotcheck_demo_job(live_server, demo_job):
+    import httpx
+
+    base, submit, read, _ = live_server
+    job, st, seen = demo_job
+    h = {"Authorization": f"Bearer {read}"}
+    assert "running" in seen or st["started"] is not None
+    assert any("generating SpotCheck world" in ln for ln in st["log"])
+    report = httpx.get(f"{base}/v1/jobs/{job}/report", headers=h, timeout=30)
+    assert report.status_code == 200 and "<title>lbee · demo · EC classifier</title>" in report.text
+    assert "True blindspot 0" in report.text and len(report.text) > 50_000
+    metrics = httpx.get(f"{base}/v1/jobs/{job}/metrics", headers=h, timeout=30).json()
+    assert set(lbee.METHODS) <= {r["method"] for r in metrics["metrics"]}
+    exp = httpx.get(f"{base}/v1/jobs/{job}/explanation", headers=h, timeout=30).json()
+    from lbee.core.explanation import validate_explanation_payload
+
+    from lbee.io.sentences import WORLD_SENTENCE_SET
+
+    assert exp["sentence_set"] == WORLD_SENTENCE_SET
+    assert validate_explanation_payload(exp, source="job")["fpdiff"].hard_clusters
+    runs = httpx.get(f"{base}/v1/runs?dataset=demo", headers=h, timeout=30).json()
+    assert len(runs) == 1 and runs[0]["model"] == "EC classifier"
+    assert httpx.get(f"{base}/docs", headers=h, timeout=30).status_code == 200
+    assert httpx.get(f"{base}/openapi.json", timeout=30).status_code == 401
+    assert httpx.get(f"{base}/v1/runs", timeout=30).status_code == 401
+    r = httpx.post(f"{base}/v1/jobs", json={"name": "x", "images": "../../etc"},
+                   headers={"Authorization": f"Bearer {submit}"}, timeout=30)
+    assert r.status_code == 422
+
+
+def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
+    from test_report_browser import _browser
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, _, read, _ = live_server
+    driver = _browser(tmp_path)
+    try:
+        driver.get(f"{base}/")  # redirected to the login form
+        assert driver.current_url.endswith("/login")
+        driver.find_element("id", "token").send_keys(read)
+        driver.find_element("id", "login").click()
+        WebDriverWait(driver, 30).until(lambda d: d.find_elements("id", "jobs"))  # the run list, logged in
+        state = driver.execute_script("""
+            return {title: document.title, runs: document.querySelectorAll('#runs tr.run').length,
+                    links: Array.from(document.querySelectorAll('a.report-link')).map(a => a.href),
+                    jobs: Array.from(document.querySelectorAll('#jobs tr.job td')).map(t => t.textContent)};""")
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        driver.get(state["links"][0])
+        WebDriverWait(driver, 30).until(lambda d: "EC classifier" in d.title)
+        report_title = driver.title
+        # the API description: Swagger UI from the package's own assets, the schema fetched with the cookie
+        driver.get(f"{base}/docs")
+        WebDriverWait(driver, 60).until(lambda d: d.find_elements("css selector", ".opblock"))
+        operations = driver.execute_script(
+            "return Array.from(document.querySelectorAll('.opblock-summary-path')).map(e => e.textContent);")
+        resources = driver.execute_script("return performance.getEntriesByType('resource').map(r => r.name);")
+        docs_errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
+                       and "/favicon.ico" not in e["message"]]  # the report page has no icon: the browser asks
+    finally:
+        driver.quit()
+    assert any("/v1/jobs/{job_id}/cancel" in o.replace("\u200b", "") for o in operations), operations
+    assert resources and all(r.startswith(base) for r in resources), resources  # nothing from a CDN
+    assert docs_errors == [], docs_errors
+    assert "runs and jobs" in state["title"] and state["runs"] >= len(lbee.METHODS)  # a row per method of the demo run
+    assert "done" in state["jobs"] and "demo" in state["jobs"]
+    assert errors == [], errors
+    assert "demo" in report_title and "EC classifier" in report_title

@@ -1,0 +1,230 @@
+"""`lbee serve`: the cases of the independent review (issue 24) as tests, and schema upgrades.
+
+Open doors (API description without a token, CDN assets, encoders from
+anywhere, a plain-HTTP bind on every interface), tracebacks (deep JSON, huge
+ids, non-boolean masks), unbounded synchronous work, and an upgrade of a
+database written at the previous schema (SQLite and PostgreSQL).
+"""
+
+import io
+import json
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("sqlalchemy")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from lbee.service import ServiceSettings, create_app  # noqa: E402
+from service_backends import BACKENDS, backend, postgres  # noqa: E402,F401
+from test_service import data_root, entry, explain_pool, service  # noqa: E402,F401
+
+
+def test_the_api_description_needs_a_token_and_loads_nothing_remote(service):
+    client, _, _ = service
+    read = client.auth_headers["read"]
+    assert client.get("/openapi.json").status_code == 401
+    assert client.get("/docs", follow_redirects=False).headers["location"] == "/login"
+    assert client.get("/redoc").status_code == 404
+    spec = client.get("/openapi.json", headers=read).json()
+    assert {"/v1/jobs/{job_id}/cancel", "/metrics", "/v1/explain"} <= set(spec["paths"])
+    page = client.get("/docs", headers=read).text
+    assert "/static/swagger/swagger-ui-bundle.js" in page and "/openapi.json" in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # no CDN, nothing off the server
+    assert client.get("/static/swagger/swagger-ui-bundle.js").status_code == 401
+    js = client.get("/static/swagger/swagger-ui-bundle.js", headers=read)
+    assert js.status_code == 200 and len(js.content) > 500_000 and "javascript" in js.headers["content-type"]
+    assert client.get("/static/swagger/../../settings.py", headers=read).status_code == 404
+    assert client.get("/static/swagger/index.html", headers=read).status_code == 404
+
+
+@pytest.mark.parametrize("spec, ok", [
+    ("open_clip:hf-hub:evil/repo", False),
+    ("open_clip:ViT-B-32@hf-hub:evil/repo", False),
+    ("open_clip:ViT-B-32@/etc/clip.bin", False),
+    ("timm:resnet50", False),
+    ("open_clip:ViT-B-32@https://example.org/w.pt", False),
+    ("open_clip:ViT-B-32@laion2b_s34b_b79k", True),
+    ("open_clip:ViT-B-32", True),
+    ("open_clip:ViT-B-32@random:3", True),
+    ("open_clip:ViT-B-32@ds/clip.pt", True),  # a checkpoint inside the data root
+    ("spotcheck", True),
+])
+def test_only_encoders_from_the_allow_list(data_root, spec, ok):
+    from lbee.service.paths import check_encoder
+
+    root, _ = data_root
+    if ok:
+        used = check_encoder(spec, root)
+        if "ds/" in spec:  # the worker loads the file that was checked, whatever its working folder
+            assert used == f"open_clip:ViT-B-32@{root / 'ds' / 'clip.pt'}"
+        else:
+            assert used == spec
+    else:
+        with pytest.raises(ValueError, match="allow-list|outside the data root"):
+            check_encoder(spec, root)
+    check_encoder("open_clip:hf-hub:org/trusted", root, allowed=("open_clip:hf-hub:org/trusted",))
+
+
+def test_a_job_naming_a_hub_encoder_is_refused_before_anything_runs(service):
+    client, _, _ = service
+    e = {k: v for k, v in entry(encoder="open_clip:hf-hub:evil/repo").items() if k != "image_embeddings"}
+    r = client.post("/v1/jobs", json=e, headers=client.auth_headers["submit"])
+    assert r.status_code == 422 and "allow-list" in r.json()["detail"] and "--allow-encoder" in r.json()["detail"]
+    assert client.get("/v1/jobs", headers=client.auth_headers["read"]).json() == []
+
+
+@pytest.mark.parametrize("host, warned", [("0.0.0.0", True), ("192.168.1.4", True), ("lbee.example.org", True),
+                                          ("127.0.0.1", False), ("::1", False), ("localhost", False)])
+def test_a_plain_http_bind_beyond_loopback_is_warned_about(tmp_path, monkeypatch, host, warned):
+    import uvicorn
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    res = CliRunner().invoke(cli, ["serve", "--root", str(tmp_path), "--output", str(tmp_path / "out"),
+                                   "--host", host, "--db", f"sqlite:///{tmp_path / 'x.db'}"], obj={})
+    assert res.exit_code == 0, res.output
+    assert calls and calls[0]["host"] == host
+    assert ("WARNING" in res.output and "plain HTTP" in res.output and "reverse proxy" in res.output) is warned
+
+
+def test_deeply_nested_json_and_yaml_are_a_422(service):
+    client, _, _ = service
+    h = {**client.auth_headers["submit"], "content-type": "application/json"}
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for path in ("/v1/jobs", "/v1/explain"):
+        r = client.post(path, content=deep, headers=h)
+        assert r.status_code == 422 and "nested too deeply" in r.json()["detail"], (path, r.text)
+    nested = 0
+    for _ in range(40):  # 40 levels: parsed by Python, refused by the service's limit of 32
+        nested = [nested]
+    r = client.post("/v1/jobs", content=json.dumps({"name": "x", "report": nested}),
+                    headers=h)
+    assert r.status_code == 422 and "nested too deeply" in r.json()["detail"]
+    r = client.post("/v1/jobs", content=b"a: " + b"[" * 50_000, headers={**h, "content-type": "application/yaml"})
+    assert r.status_code == 422 and "Traceback" not in r.text
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_ids_beyond_the_database_range_are_a_422_not_an_overflow(service):
+    client, _, _ = service
+    read = client.auth_headers["read"]
+    huge = "99999999999999999999999"
+    for path in (f"/v1/runs/{huge}", f"/v1/runs/{2**31}", f"/v1/runs/{huge}/report", f"/v1/compare?a={huge}&b=1",
+                 "/v1/compare?a=1&b=-1", f"/compare?a={huge}&b=1", "/v1/runs/0"):
+        r = client.get(path, headers=read)
+        assert r.status_code == 422 and ("less than or equal" in r.text or "greater than" in r.text), (path, r.text)
+    assert client.get(f"/v1/runs/{2**31 - 1}", headers=read).status_code == 404  # in range: simply not there
+
+
+@pytest.mark.parametrize("field, values", [("hard", [0.3, 2.0]), ("easy", [0.3, 0.0]), ("hard", [2, 0])])
+def test_masks_must_be_booleans_not_coerced(service, planted, field, values):
+    client, _, _ = service
+    X, S, _, _ = planted
+    n = len(X)
+    mask = (values * n)[:n]
+    other = "easy" if field == "hard" else "hard"
+    body = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), field: mask,
+            other: [i % 2 == 0 for i in range(n)]}
+    r = client.post("/v1/explain", json=body, headers=client.auth_headers["submit"])
+    assert r.status_code == 422 and f"`{field}`" in r.json()["detail"] and "boolean" in r.json()["detail"], r.text
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(mask, dtype=float))
+    files = {"image_embeddings": ("x.npy", _npy(X)), "sentence_embeddings": ("s.npy", _npy(S)),
+             field: ("m.npy", buf.getvalue())}
+    r = client.post("/v1/explain", files=files, data={other: json.dumps(body[other])},
+                    headers=client.auth_headers["submit"])
+    assert r.status_code == 422 and f"`{field}`" in r.json()["detail"], r.text
+
+
+def _npy(a):
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(a))
+    return buf.getvalue()
+
+
+def test_explain_cost_is_bounded_by_the_documented_limits(service):
+    """The fixture's server allows 200 images and exact Ward on at most 20 images per split."""
+    client, _, _ = service
+    h = client.auth_headers["submit"]
+    rng = np.random.default_rng(0)
+    S = np.eye(8)
+
+    def body(n, **settings):
+        X = rng.normal(size=(n, 8))
+        return {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(),
+                "confidence": rng.normal(size=n).tolist(), "settings": {"methods": ["tops"], **settings}}
+
+    r = client.post("/v1/explain", json=body(201), headers=h)
+    assert r.status_code == 413 and "201 image_embeddings rows" in r.json()["detail"] and "'images'" in r.text
+    r = client.post("/v1/explain", json=body(100, ward="exact"), headers=h)
+    assert r.status_code == 422 and "limit 'exact_ward'" in r.json()["detail"] and "'auto'" in r.text
+    r = client.post("/v1/explain", json=body(100, clusters=501), headers=h)
+    assert r.status_code == 422 and "limit 'clusters'" in r.json()["detail"]
+    assert client.post("/v1/explain", json=body(100), headers=h).status_code == 200  # auto: the scalable Ward
+    assert client.post("/v1/explain", json=body(30, ward="exact"), headers=h).status_code == 200  # splits ≤ 20
+
+
+def test_the_server_process_never_runs_the_analysis(service, planted, monkeypatch):
+    import lbee
+
+    client, _, _ = service
+    X, S, phi, _ = planted
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the analysis ran in the server process")
+
+    monkeypatch.setattr(lbee, "explain_methods", boom)
+    body = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), "confidence": phi.tolist(),
+            "settings": {"methods": ["tops"], "clusters": 2}}
+    r = client.post("/v1/explain", json=body, headers=client.auth_headers["submit"])
+    assert r.status_code == 200 and r.json()["explanations"]["tops"]["selected"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_an_upgrade_keeps_the_runs_stored_at_the_previous_schema(data_root, tmp_path, backend, explain_pool):
+    """A database at schema 0001 (before leases) with a stored run: the server upgrades it on start and the run
+    reads back, report included; a database of a newer lbee is refused with the reason."""
+    import sqlalchemy as sa
+
+    from lbee.service.auth import create_token
+    from lbee.service.db import Database
+    from lbee.service.migrate import HEAD, current_revision, upgrade
+
+    root, _ = data_root
+    engine = sa.create_engine(backend)
+    upgrade(engine, "0001")
+    now = "2026-01-02 03:04:05"
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO jobs (id, name, key, entry, root, folder, status, progress, log, failures, attempts, created, "
+            "started, finished) VALUES ('j1', 'old', 'k', '{\"name\": \"old\"}', :root, 'runs/old-k', 'done', "
+            "'done in 1.0 s', '', '[]', 1, :t, :t, :t)"), {"root": str(root), "t": now})
+        conn.execute(sa.text(
+            "INSERT INTO runs (id, job_id, dataset, model, folder, metrics, n_images, n_hard, seconds, created) "
+            "VALUES (7, 'j1', 'old', 'm', 'runs/old-k', :m, 24, 8, 1.0, :t)"),
+            {"m": json.dumps([{"slicer": "ward", "method": "tops", "TPR": 0.5}]), "t": now})
+    assert current_revision(engine) == "0001"
+    out = tmp_path / "out"
+    (out / "runs" / "old-k").mkdir(parents=True)
+    (out / "runs" / "old-k" / "report.html").write_text("<html>the old report</html>")
+    settings = ServiceSettings(root=root, output=out, db_url=backend, workers=0)
+    app = create_app(settings, start_workers=False, explain_pool=explain_pool)
+    assert current_revision(engine) == HEAD
+    h = {"Authorization": f"Bearer {create_token(app.state.db, 'r', 'read')}"}
+    with TestClient(app) as client:
+        run = client.get("/v1/runs/7", headers=h).json()
+        assert run["dataset"] == "old" and run["metrics"] == [{"slicer": "ward", "method": "tops", "TPR": 0.5}]
+        assert "the old report" in client.get("/v1/runs/7/report", headers=h).text
+        assert client.get("/v1/jobs/j1", headers=h).json()["cancel_requested"] is False
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '9999'"))
+    with pytest.raises(ValueError, match="revision '9999'.*newer lbee"):
+        Database(backend)
+    engine.dispose()
