@@ -192,7 +192,9 @@ def main(argv=None):
         if args.keep:
             print(f"kept {tmp}")
         else:
+            t = time.perf_counter()
             subprocess.run(["rm", "-rf", str(tmp)], check=False)
+            step("remove the temporary venv", t)
     print(f"wheel check passed in {time.perf_counter() - t0:.0f} s: "
           + ", ".join(f"{n} {s:.0f} s" for n, s in steps), flush=True)
     return 0
