@@ -3,14 +3,16 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The torch / torchvision lbee is tested with (pyproject.toml has floors only); these resolve from local files here.
+TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: install demo test bench bench-serve clean
+.PHONY: install demo test browser wheel-check bench bench-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# torch/torchvision first, pinned: these versions resolve from local files here.
-	$(PY) -m pip install -q torch==2.14.1 torchvision==0.29.1
+	# torch/torchvision first, pinned.
+	$(PY) -m pip install -q $(TORCH_PINS)
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
@@ -19,8 +21,25 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/lbee demo --out lbee_out/demo
 
-test: $(STAMP)
+# The HTML report is checked in a real headless browser: Debian's chromium and its driver, installed here when
+# missing and root; otherwise the browser tests are skipped (and fail under CI=true), and this says so.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing Debian's chromium and chromium-driver for the browser tests ..."; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else \
+		echo "NOTE: chromium / chromedriver are missing and cannot be installed here (needs root and apt-get):" \
+		     "the browser tests (tests/test_report_browser.py, the Chromium test of tests/test_service.py) will NOT run." \
+		     "Install them with: sudo apt-get install chromium chromium-driver" >&2; \
+	fi
+
+test: $(STAMP) browser
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q tests
+
+# Build the wheel, install it into a fresh venv (torch pins first) and run `lbee demo` outside the tree.
+wheel-check: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) scripts/check_wheel.py --preinstall "$(TORCH_PINS)"
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_analysis.py
@@ -29,4 +48,4 @@ bench-serve: $(STAMP)
 	$(PY) benchmarks/bench_serve.py
 
 clean:
-	rm -rf $(VENV) lbee_out build *.egg-info
+	rm -rf $(VENV) lbee_out build dist *.egg-info

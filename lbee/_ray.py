@@ -7,16 +7,12 @@ the cluster has GPUs, one CPU otherwise.
 
 from __future__ import annotations
 
-RAY_INSTALL = 'pip install "lbee[ray]"'
+from .extras import import_extra
 
 
 def import_ray():
     """``import ray``, or an ImportError naming the install command."""
-    try:
-        import ray
-    except ImportError:
-        raise ImportError(f"The Ray engine needs Ray: {RAY_INSTALL}") from None
-    return ray
+    return import_extra("ray", "ray", needed_for="The Ray engine")
 
 
 def ensure_ray(address=None):

@@ -174,18 +174,3 @@ def test_the_vqa_package_is_ours_and_a_shadowing_one_is_refused(tmp_path, monkey
     r = CliRunner().invoke(cli, ["vqa", "agreement", "--pseudo", str(tmp_path / "a.csv"), "--truth",
                                  str(tmp_path / "a.csv")], obj={})
     assert r.exit_code == 1 and "is not lbee's" in r.output and "/elsewhere/vqa" in r.output, r.output
-
-
-def test_extras_keep_the_core_light_and_dev_installs_everything():
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
-    from pathlib import Path
-
-    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
-    core = " ".join(meta["dependencies"])
-    assert "transformers" not in core.replace("sentence-transformers", "") and "vl-convert-python" in core
-    extras = meta["optional-dependencies"]
-    assert "transformers>=4.40" in extras["vqa"]
-    for name, reqs in extras.items():  # dev (what make demo / make test install) holds every extra
-        assert name == "dev" or f"lbee[{name}]" in extras["dev"] or set(reqs) <= set(extras["dev"]), name
-    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
-    assert '-e ".[dev]"' in makefile

@@ -1,6 +1,6 @@
 """The demo's HTML report in a real headless Chromium: no console errors, images and charts render.
 
-Needs Debian's chromium and chromium-driver (`.ci/run` installs them). Outside CI
+Needs Debian's chromium and chromium-driver (`make test` installs them as root). Outside CI
 the test is skipped when they are missing; in CI (CI=true) it fails instead. The
 screenshot goes to $LBEE_ARTIFACTS_DIR (default: artifacts/ in the repository).
 """
@@ -23,7 +23,8 @@ def _browser(tmp_path):
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         if os.environ.get("CI"):
             pytest.fail("chromium and chromedriver are required in CI (apt-get install chromium chromium-driver)")
-        pytest.skip("chromium / chromedriver not installed")
+        pytest.skip("chromium / chromedriver not installed: the browser test did NOT run (`make test` installs "
+                    "them as root; else sudo apt-get install chromium chromium-driver)")
     os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager look for drivers online
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lbee.extras import import_extra
 from lbee.scoring.device import resolve_device
 
 from .parsing import parse_answer
@@ -37,6 +38,11 @@ def create_backend(name, **kwargs):
     if name not in _BACKENDS:
         raise ValueError(f"Unknown VQA backend {name!r}; valid backends: {', '.join(sorted(_BACKENDS))}.")
     return _BACKENDS[name](**kwargs)
+
+
+def _transformers(label):
+    """transformers, or an error naming ``pip install "lbee[vqa]"``."""
+    return import_extra("transformers", "vqa", needed_for=f"The {label} VQA backend")
 
 
 def _oom_guard(fn, name, device):
@@ -144,10 +150,9 @@ class LlavaBackend(_HFBackend):
 
     def __init__(self, model="llava-hf/llava-1.5-7b-hf", *, device=None, scoring="logits", max_new_tokens=5,
                  model_obj=None, processor=None):
-        from transformers import AutoProcessor, LlavaForConditionalGeneration
-
+        hf = _transformers(self.label)
         tok = self._setup(model, device, scoring, max_new_tokens, model_obj, processor,
-                          LlavaForConditionalGeneration.from_pretrained, AutoProcessor.from_pretrained)
+                          hf.LlavaForConditionalGeneration.from_pretrained, hf.AutoProcessor.from_pretrained)
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
         tok.padding_side = "left"
@@ -199,10 +204,9 @@ class BlipBackend(_HFBackend):
 
     def __init__(self, model="Salesforce/blip-vqa-base", *, device=None, scoring="logits", max_new_tokens=5,
                  model_obj=None, processor=None):
-        from transformers import BlipForQuestionAnswering, BlipProcessor
-
+        hf = _transformers(self.label)
         tok = self._setup(model, device, scoring, max_new_tokens, model_obj, processor,
-                          BlipForQuestionAnswering.from_pretrained, BlipProcessor.from_pretrained)
+                          hf.BlipForQuestionAnswering.from_pretrained, hf.BlipProcessor.from_pretrained)
         self.yes_ids = _token_ids(tok, ["yes"])
         self.no_ids = _token_ids(tok, ["no"])
 

@@ -127,11 +127,30 @@ def check_writable_folder(path, option):
 def check_encoder_spec(spec, option="--encoder"):
     """:func:`lbee.encoders._registry.check_encoder_spec` as a usage error, before any heavy import."""
     from ..encoders._registry import check_encoder_spec as check
+    from ..extras import MissingExtraError
 
     try:
         return check(spec)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=option) from None
+    except MissingExtraError as exc:
+        raise LbeeError(str(exc)) from None
+
+
+def require_extra(*extras, needed_for):
+    """:func:`lbee.extras.require_extra` as a one-line CLI error (exit 1), before any heavy import."""
+    from ..extras import MissingExtraError, require_extra as require
+
+    try:
+        require(*extras, needed_for=needed_for)
+    except MissingExtraError as exc:
+        raise LbeeError(str(exc)) from None
+
+
+def _check_engine(ctx, param, value):
+    if value == "ray":
+        require_extra("ray", needed_for="--engine ray")
+    return value
 
 
 def ray_options(what):
@@ -139,6 +158,7 @@ def ray_options(what):
     def decorate(fn):
         for opt in reversed([
             click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                         callback=_check_engine,
                          help=f"local: this process; ray: an actor pool of {what} (one GPU each when present)."),
             click.option("--ray-address", default=None,
                          help="Ray cluster address; 'auto' joins the cluster of 'ray start --head' "

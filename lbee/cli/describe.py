@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..run.settings import as_cli_message, settings_from_options, settings_options
-from ._base import LbeeError, _fail, check_encoder_spec, check_writable_folder, cli
+from ._base import LbeeError, _fail, check_encoder_spec, check_writable_folder, cli, require_extra
 
 
 @cli.command()
@@ -99,6 +99,8 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
         raise click.UsageError("Give IMAGES (a folder or manifest) or --image-embeddings.")
     if html and not out:
         raise click.UsageError("--html writes report.html into the output folder: add --out FOLDER.")
+    if html:
+        require_extra("html", needed_for="--html")
     if not image_embeddings:
         check_encoder_spec(encoder)  # a typo in --encoder fails now, not after loading torch
     if out:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import _log, cli
+from ._base import _log, cli, require_extra
 
 
 @cli.command()
@@ -46,6 +46,7 @@ def report(ctx, config, out, check, keep_going, schema):
                 raise ConfigError(f"{len(problems)} problem(s) in {cfg.path}:\n  " + "\n  ".join(problems))
             click.echo(f"{config}: {len(cfg.datasets)} dataset(s), no problem found.")
             return
+        require_extra("html", needed_for="lbee report")  # every report is an HTML page
         result = run_report(config, output=out, cache_dir=obj["cache_dir"], device=obj["device"],
                             progress=obj["progress"], log=_log, keep_going=keep_going)
     except ConfigError as exc:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, _log, cli
+from ._base import LbeeError, _fail, _log, check_writable_folder, cli
 
 
 def _sigmas(value):
@@ -116,6 +116,14 @@ def sensitivity(ctx, images, masks, model_spec, weights, num_classes, ec_dir, si
     sig = _sigmas(sigmas)
     if (images is None) == (ec_dir is None):
         raise LbeeError("Give either IMAGES (a manifest, with --masks and --model) or --ec DIR, not both.")
+    if model_spec is not None:
+        from ..scoring.classifier import check_model_spec
+
+        try:
+            check_model_spec(model_spec)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--model") from None
+    check_writable_folder(out, "--out")  # before minutes of noise trials, not after
     progress = ctx.obj.get("progress", True)
     try:
         if ec_dir is not None:

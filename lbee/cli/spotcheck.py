@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, _log, check_writable_folder, cli
+from ._base import LbeeError, _fail, _log, check_writable_folder, cli, require_extra
 
 
 @cli.command()
@@ -33,6 +33,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     def step(msg):
         _log(f"[{time.perf_counter() - t0:5.1f} s] {msg}")
 
+    require_extra("spotcheck", "html", needed_for="lbee demo")  # the sentences' encoder, report.html's charts
     check_writable_folder(out, "--out")
     click.echo(f"Generating a SpotCheck world (seed {seed}) with its square classifier ...")
     click.echo("  (the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
@@ -159,6 +160,7 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
     """
     from ..spotcheck import UnsatisfiableError, make_ec
 
+    check_writable_folder(out, "--out")  # before the world is drawn and its classifier trained
     try:
         ec = make_ec(seed, n_blindspots=n_blindspots, n_rollable=n_rollable, arch=arch, log=_log,
                      device=ctx.obj["device"] or "cpu")
@@ -208,6 +210,7 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
     from ..encoders import create_encoder
     from ..spotcheck._bench import failure_notes, run_benchmark, summarize, write_tables
 
+    require_extra("spotcheck", needed_for="lbee spotcheck bench")
     check_writable_folder(out, "--out")
     if worlds is not None:
         check_writable_folder(worlds, "--worlds")

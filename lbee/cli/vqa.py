@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, cli, ray_options
+from ._base import LbeeError, _fail, check_writable_folder, cli, ray_options, require_extra
 
 
 @cli.group(invoke_without_command=True)
@@ -42,6 +43,12 @@ def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_mode
     from ..io.sentences import load_sentence_set
 
     obj = ctx.obj
+    try:
+        if {"llava", "blip"} & set(parse_backend_spec(backend)):
+            require_extra("vqa", needed_for=f"--backend {backend}")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--backend") from None
+    check_writable_folder(Path(out).parent, "--out's folder")  # before any model is loaded, not after
     try:
         sset = load_sentence_set(sentence_set)
         overrides = builtin_overrides(sset.name) or {}

@@ -82,7 +82,9 @@ def check_encoder_spec(spec):
     open_clip's configs (read from its files, no import); a checkpoint path
     must exist. The encoder's own constructor checks the rest (weights that
     can be reached). Raises ``ValueError`` naming the spec, what was received
-    and what is expected (with the nearest valid name).
+    and what is expected (with the nearest valid name), or
+    :class:`lbee.extras.MissingExtraError` when the encoder needs an extra that
+    is not installed.
 
     Returns
     -------
@@ -106,6 +108,10 @@ def check_encoder_spec(spec):
             raise ValueError(f"encoder {spec!r}: unknown open_clip model {model!r}"
                              f"{f' (did you mean {near[0]!r}?)' if near else ''}; see open_clip.list_models(), "
                              "e.g. 'ViT-B-32', or use 'hf-hub:ORG/REPO'.")
+    if backend == "spotcheck":  # its text tower is an extra: say so now, not after the images are embedded
+        from ..extras import require_extra
+
+        require_extra("spotcheck", needed_for=f"encoder {spec!r}")
     if tag and (os.sep in tag or tag.endswith((".pt", ".pth", ".bin", ".safetensors", ".ckpt"))) \
             and not Path(tag).is_file():
         raise ValueError(f"encoder {spec!r}: the checkpoint file {tag!r} does not exist.")

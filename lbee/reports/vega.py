@@ -2,10 +2,10 @@
 
 The charts are plain Vega-Lite specifications (dicts); Altair is not needed to
 write them. The JavaScript of Vega, Vega-Lite and vega-embed comes from the
-PyPI package ``vl-convert-python`` (:func:`vl_convert.javascript_bundle`), so a
-page works offline and can be mailed on its own. Building the bundle takes a
-few seconds; it is kept in memory and on disk under the lbee cache folder,
-keyed by the vl-convert version.
+PyPI package ``vl-convert-python`` (:func:`vl_convert.javascript_bundle`; the
+``html`` extra, ``pip install "lbee[html]"``), so a page works offline and can
+be mailed on its own. Building the bundle takes a few seconds; it is kept in
+memory and on disk under the lbee cache folder, keyed by the vl-convert version.
 
 Specs go into the page as ``<script type="application/json">`` blocks with
 every ``<``, ``>`` and ``&`` written as a JSON ``\\u`` escape, so a user string
@@ -26,10 +26,6 @@ PHI_HELP = ("φ is the model's confidence, higher = easier. With --confidence-fr
             "probability is spread over more classes (−log C at worst).")
 
 
-def _install_hint():
-    return "The HTML report's charts need vl-convert-python: pip install vl-convert-python"
-
-
 @lru_cache(maxsize=1)
 def vega_bundle(cache_dir=None):
     """The JavaScript of vega, vega-lite and vega-embed (with vega-tooltip) as one classic script.
@@ -45,13 +41,12 @@ def vega_bundle(cache_dir=None):
     -------
     str
     """
-    try:
-        import vl_convert
-    except ImportError as exc:  # pragma: no cover - a core dependency
-        raise ImportError(_install_hint()) from exc
     from importlib.metadata import version
 
+    from ..extras import import_extra
     from ..io.cache import atomic_write_bytes, default_cache_dir
+
+    vl_convert = import_extra("vl_convert", "html", needed_for="The HTML report")
 
     path = Path(cache_dir or default_cache_dir()) / "vega" / f"bundle-{version('vl-convert-python')}.js"
     if path.is_file():

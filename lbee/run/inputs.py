@@ -369,7 +369,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
 
 
 def preflight(ds, models=None):
-    """Check what can be checked without computing: sentence set, manifest, predictions tables, sensitivity run.
+    """Check what can be checked without computing: model specs, sentence set, manifest, predictions, sensitivity.
 
     Runs before any embedding, so a bad label in a predictions table is reported
     in a second, not after minutes of work. Raises ``ValueError`` naming the file.
@@ -383,8 +383,12 @@ def preflight(ds, models=None):
     """
     from ..io.images import discover_images, read_table
     from ..io.sentences import load_sentence_set
+    from ..scoring.classifier import check_model_spec
     from ..scoring.confidence import scores_from_table
 
+    for model in ds.models if models is None else models:
+        if model is not None and model.model is not None:
+            check_model_spec(model.model)  # a typo in a model spec fails now, not after the images are embedded
     sents = imgs = None
     if ds.spotcheck is None and ds.rival10 is None:
         sents = load_sentence_set(ds.sentence_set).sentences

@@ -51,6 +51,44 @@ def _load_state_dict(module, weights):
     return module
 
 
+def _not_a_spec(spec):
+    return ValueError(f"Model spec {spec!r} is neither a file, 'torchvision:<arch>', 'timm:<arch>' nor "
+                      "'package.module:factory'.")
+
+
+def check_model_spec(spec):
+    """Check the form of a model spec in a fraction of a second, before torch is imported.
+
+    What can be told without loading anything: a string; an existing file, or
+    ``torchvision:`` / ``timm:`` with an architecture name, or
+    ``package.module:factory`` with identifiers on both sides whose top-level
+    package can be found. :func:`load_classifier` checks the rest (the
+    architecture exists, the weights fit).
+
+    Raises
+    ------
+    ValueError
+        Naming the spec, what was received and the accepted forms.
+    """
+    import importlib.util
+
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"`model` must be a spec string such as 'torchvision:resnet50'; received {spec!r}.")
+    if spec.startswith(("torchvision:", "timm:")):
+        prefix, arch = spec.split(":", 1)
+        if not arch.strip():
+            raise ValueError(f"Model spec {spec!r} names no architecture; expected e.g. '{prefix}:resnet50'.")
+        return
+    if Path(spec).is_file():
+        return
+    mod_name, colon, attr = spec.partition(":")
+    if not colon or not attr.isidentifier() or not all(p.isidentifier() for p in mod_name.split(".")):
+        raise _not_a_spec(spec)
+    if importlib.util.find_spec(mod_name.split(".")[0]) is None:
+        raise ValueError(f"Model spec {spec!r}: no module {mod_name.split('.')[0]!r} can be imported (is it installed, "
+                         "or on PYTHONPATH?); expected 'package.module:factory'.")
+
+
 def load_classifier(spec, weights=None, *, num_classes=None):
     """Build a classifier ``nn.Module`` in eval mode from a spec (see module docstring).
 
@@ -63,10 +101,9 @@ def load_classifier(spec, weights=None, *, num_classes=None):
         A ``module:factory`` that is not callable or does not return an
         ``nn.Module``.
     """
+    check_model_spec(spec)
     import torch
 
-    if not isinstance(spec, str) or not spec:
-        raise ValueError(f"`model` must be a spec string; received {spec!r}.")
     if spec.startswith("torchvision:"):
         import torchvision
 
@@ -77,7 +114,7 @@ def load_classifier(spec, weights=None, *, num_classes=None):
         module = _load_state_dict(torchvision.models.get_model(arch, weights=None, **kwargs), weights)
     elif spec.startswith("timm:"):
         try:
-            import timm
+            import timm  # installed with open_clip_torch, a core dependency
         except ImportError:
             raise ImportError("timm models need timm: pip install timm") from None
         arch = spec.split(":", 1)[1]
@@ -105,9 +142,8 @@ def load_classifier(spec, weights=None, *, num_classes=None):
             raise TypeError(f"Model factory {spec!r} returned a {type(built).__name__}; expected a torch.nn.Module "
                             "(call it with no argument and return the model).")
         module = _load_state_dict(built, weights)
-    else:
-        raise ValueError(f"Model spec {spec!r} is neither a file, 'torchvision:<arch>', 'timm:<arch>' "
-                         "nor 'package.module:factory'.")
+    else:  # pragma: no cover - check_model_spec refused it
+        raise _not_a_spec(spec)
     return module.eval()
 
 

@@ -1,0 +1,5 @@
+"""``python -m lbee.cli ...`` is ``lbee ...``."""
+
+from . import cli
+
+cli(obj={}, prog_name="lbee")
