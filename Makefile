@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench bench-serve clean
+.PHONY: install demo test docs bench bench-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,7 +19,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/lbee demo --out lbee_out/demo
 
-test: $(STAMP)
+# The documentation site (MkDocs Material; the API reference from the docstrings), offline; --strict fails on a
+# broken link, a missing page or a docstring mkdocstrings cannot render.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+
+test: $(STAMP) docs
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q tests
 
 bench: $(STAMP)
@@ -29,4 +34,4 @@ bench-serve: $(STAMP)
 	$(PY) benchmarks/bench_serve.py
 
 clean:
-	rm -rf $(VENV) lbee_out build *.egg-info
+	rm -rf $(VENV) lbee_out build site *.egg-info
