@@ -22,7 +22,7 @@ demo: $(STAMP)
 # The documentation site (MkDocs Material; the API reference from the docstrings), offline; --strict fails on a
 # broken link, a missing page or a docstring mkdocstrings cannot render.
 docs: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
 test: $(STAMP) docs
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q tests
