@@ -221,14 +221,14 @@ def _run_python(block, ns):
         exec(code, ns)  # noqa: S102 - the documentation's own code
 
 
-PAGE_IDS = [str(p.relative_to(ROOT)) for p in PAGES]
+# Pages with something to run (the API reference pages, for one, have no example).
+PAGE_IDS = [str(p.relative_to(ROOT)) for p in PAGES
+            if any(b.skip is None and b.lang in RUN_LANGS for b in extract_blocks(p))]
 
 
 @pytest.mark.parametrize("page", PAGE_IDS)
 def test_page_examples_run(page, workspace, tmp_path, monkeypatch):
     blocks = [b for b in extract_blocks(ROOT / page) if b.lang in RUN_LANGS or b.file]
-    if not any(b.skip is None for b in blocks):
-        pytest.skip("no runnable example on this page")
     ws = tmp_path / "ws"
     shutil.copytree(workspace, ws, ignore=shutil.ignore_patterns(".cache"))
     cache = workspace / ".cache"  # shared by the pages: an encoder embeds each image once
@@ -265,6 +265,6 @@ def test_markers_have_reasons_and_are_counted():
     for b in files:
         assert b.lang not in RUN_LANGS, f"{b.page}:{b.line}: a file marker belongs before a data block"
     reasons = Counter(b.skip.split(":")[0].split("(")[0].strip() for b in skipped)
-    assert len(blocks) - len(skipped) >= 30, "most examples must run"
+    assert len(blocks) - len(skipped) > len(skipped), "most examples must run"
     warnings.warn(f"documentation examples: {len(blocks) - len(skipped)} run, {len(skipped)} skipped ("
                   + "; ".join(f"{n} × {r}" for r, n in reasons.most_common()) + ")", UserWarning, stacklevel=1)
