@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The torch / torchvision lbee is tested with (pyproject.toml has floors only); these resolve from local files here.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: install demo test browser wheel-check bench bench-serve clean
+.PHONY: install demo test browser docs wheel-check bench bench-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,11 +30,16 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	else \
 		echo "NOTE: chromium / chromedriver are missing and cannot be installed here (needs root and apt-get):" \
-		     "the browser tests (tests/test_report_browser.py, the Chromium test of tests/test_service.py) will NOT run." \
+		     "the browser tests (tests/test_report_browser.py, the Chromium tests of tests/test_service_live.py) will NOT run." \
 		     "Install them with: sudo apt-get install chromium chromium-driver" >&2; \
 	fi
 
-test: $(STAMP) browser
+# The documentation site (MkDocs Material; the API reference from the docstrings), offline; --strict fails on a
+# broken link, a missing page or a docstring mkdocstrings cannot render.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+
+test: $(STAMP) browser docs
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q tests
 
 # Build the wheel, install it into a fresh venv (torch pins first) and run `lbee demo` outside the tree.
@@ -48,4 +53,4 @@ bench-serve: $(STAMP)
 	$(PY) benchmarks/bench_serve.py
 
 clean:
-	rm -rf $(VENV) lbee_out build dist *.egg-info
+	rm -rf $(VENV) lbee_out build dist site *.egg-info

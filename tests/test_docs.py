@@ -1,0 +1,74 @@
+"""The documentation's shape: the README stays a front door, every page is in the site, nothing is said twice.
+
+(`mkdocs build --strict` checks the site's links and the API reference; `make test` runs it. The examples run in
+tests/test_docs_examples.py.)
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def _nav_files(node):
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, list):
+        for item in node:
+            yield from _nav_files(item)
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from _nav_files(value)
+
+
+def _mkdocs_config():
+    # mkdocs.yml may hold !!python tags in other projects; this one is plain YAML.
+    return yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+
+
+def test_readme_is_a_front_door():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 300
+    for command in ("make demo", "make test"):  # CI and new users look for these two
+        assert command in text
+    assert "docs/report.png" in text
+
+
+def test_readme_links_resolve():
+    text = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    missing = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
+    assert not missing, f"README links to missing files: {missing}"
+
+
+def test_every_page_is_in_the_navigation():
+    nav = set(_nav_files(_mkdocs_config()["nav"]))
+    pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
+    assert pages - nav == set(), f"pages missing from mkdocs.yml's nav: {sorted(pages - nav)}"
+    assert nav - pages == set(), f"nav entries without a page: {sorted(nav - pages)}"
+
+
+def _paragraphs(path):
+    """Prose paragraphs and table rows of a page, whitespace-normalised (code blocks left out)."""
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    for para in re.split(r"\n\s*\n", text):
+        para = " ".join(para.split())
+        if para.startswith("|"):
+            yield from (row.strip() for row in para.split(" |") if len(row) > 120)
+        elif len(para) >= 160:
+            yield para
+
+
+def test_no_page_repeats_another():
+    seen = defaultdict(set)
+    for path in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        for para in _paragraphs(path):
+            seen[para].add(str(path.relative_to(ROOT)))
+    repeated = {p[:80]: sorted(where) for p, where in seen.items() if len(where) > 1}
+    assert not repeated, f"paragraphs said on several pages (say it once, link to it): {repeated}"
