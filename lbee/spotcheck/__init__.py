@@ -8,7 +8,8 @@
 from ._ec import (CorruptECError, ExperimentalConfiguration, domino_synthetic_predictions, make_ec, predict,
                   train_classifier, verify_blindspots)
 from ._render import render
-from ._sentences import relevance_matrix, sample_caption, spotcheck_sentences
+from ._captions import sample_caption
+from ._sentences import relevance_matrix, spotcheck_sentences
 from ._world import (ATTRIBUTES, Blindspot, DatasetDefinition, UnsatisfiableError, sample_blindspots,
                      sample_dataset)
 

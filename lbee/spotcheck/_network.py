@@ -32,6 +32,27 @@ class ImageTower(nn.Module):
         return nn.functional.normalize(self.head(self.features(x)), dim=-1)
 
 
+class TextHead(nn.Module):
+    """A residual MLP over the frozen sentence encoder's unit embeddings, renormalised: t + W₂ GELU(W₁ t).
+
+    all-MiniLM-L6-v2 puts "an image with no circle" at cosine 0.88 from "an
+    image with a circle": the two differ along a direction shared by every
+    "no X", which no single image embedding can take both signs of. The head
+    (trained with the image tower; the sentence encoder stays frozen) can
+    turn that shared direction into one per object. Its last layer starts at
+    zero, so training starts from the frozen encoder's own space.
+    """
+
+    def __init__(self, dim=384, hidden=768):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+        nn.init.zeros_(self.mlp[2].weight)
+        nn.init.zeros_(self.mlp[2].bias)
+
+    def forward(self, t):
+        return nn.functional.normalize(t + self.mlp(t), dim=-1)
+
+
 class SquareClassifier(nn.Module):
     """The "is there a square?" model; :meth:`features` gives the penultimate representation."""
 

@@ -1,4 +1,4 @@
-"""SpotCheck sentences, the exact conditions that make each true, and training captions.
+"""SpotCheck sentences and the exact conditions that make each true.
 
 Every sentence of ``sentence_sets/spotcheck.txt`` comes from :func:`spotcheck_sentences`
 with a condition dict ``{(layer, attribute): value}``; Γ(image, sentence) = 1
@@ -86,75 +86,3 @@ def relevance_matrix(image_attrs, conditions):
         for i, attrs in enumerate(image_attrs):
             rel[i, j] = all(attrs.get(k) == v for k, v in cond.items())
     return rel
-
-
-# ---- training captions: random partial subsets of an image's true facts, varied wording
-_NOUNS = {"square": ["square", "square", "box"], "rectangle": ["rectangle", "rectangle", "bar"],
-          "circle": ["circle", "circle", "disc", "round shape"], "text": ["text", "text", "letters", "writing"]}
-_WORDS = {("size", "small"): ["small", "tiny", "little"], ("size", "normal"): ["large", "big", "normal-sized"],
-          ("color", "blue"): ["blue"], ("color", "orange"): ["orange"],
-          ("texture", "stripes"): ["striped", "stripy", "vertically striped"],
-          ("texture", "solid"): ["solid", "plain", "filled"]}
-_LEADS = ["An image with", "A picture with", "An image showing", "A synthetic image with", "There is",
-          "A render of", "An image containing"]
-
-
-def _word_key(layer, attr, value):
-    if (layer, attr) == ("text", "size"):  # text: 'normal' is the small one, 'large' the large one
-        return "small" if value == "normal" else "normal"
-    return value
-
-
-def _object_phrase(layer, attrs, rng):
-    keys = [k for k in ("size", "color", "texture")]
-    chosen = [k for k in keys if rng.random() < 0.45]
-    words = [str(rng.choice(_WORDS[(k, _word_key(layer, k, attrs[(layer, k)]))])) for k in chosen]
-    noun = str(rng.choice(_NOUNS[layer]))
-    if layer == "square" and rng.random() < 0.5:
-        if attrs[("square", "number")] == "2":
-            return " ".join(["two"] + words + [noun + ("es" if noun == "box" else "s")])
-        return " ".join([str(rng.choice(["a single", "one", "only one"]))] + words + [noun])
-    phrase = " ".join(words + [noun])
-    if layer == "text" and noun in ("text", "writing"):
-        return phrase
-    return ("an " if phrase[0] in "aeiou" else "a ") + phrase
-
-
-def _background_phrase(attrs, rng):
-    color = attrs[("background", "color")]
-    tex = attrs[("background", "texture")]
-    parts = []
-    if rng.random() < 0.6:
-        parts.append(str(rng.choice([color, "gray"] if color == "grey" else [color])))
-    if rng.random() < 0.6 or not parts:
-        parts.append(str(rng.choice(["noisy", "speckled", "salt-and-pepper"] if tex == "noise"
-                                    else ["clean", "plain", "smooth"])))
-    return f"on a {' '.join(parts)} background"
-
-
-def sample_caption(attrs, rng):
-    """One caption stating a random subset (1–3) of the image's true facts."""
-    present = [l_ for l_ in ("square", "rectangle", "circle", "text") if attrs.get((l_, "presence")) == "true"]
-    facts = [("obj", l_) for l_ in present] + [("bg", None)]
-    if attrs.get(("background", "position")) in ("above", "below"):
-        facts.append(("pos", None))
-    if attrs.get(("square", "number")) == "2" and "square" in present:
-        facts.append(("two", None))
-    k = int(rng.integers(1, min(3, len(facts)) + 1))
-    picked = [facts[i] for i in sorted(rng.choice(len(facts), size=k, replace=False))]
-    objs = [_object_phrase(l_, attrs, rng) for kind, l_ in picked if kind == "obj"]
-    tail = []
-    for kind, _ in picked:
-        if kind == "bg":
-            tail.append(_background_phrase(attrs, rng))
-        elif kind == "pos":
-            where = attrs[("background", "position")]
-            tail.append(str(rng.choice([f"where the square is {where} the center",
-                                        f"with the square {where} the middle line"])))
-        elif kind == "two":
-            objs.append("two squares")
-    lead = str(rng.choice(_LEADS))
-    body = " and ".join(objs)
-    if not body:
-        return ("An image " + " ".join(tail)).strip()
-    return f"{lead} {body} {' '.join(tail)}".strip()
