@@ -12,6 +12,13 @@ reads :data:`SLICER_NAMES` for its ``--slicers`` choices, and ``lbee describe
 """
 
 from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for static tools (type checkers, the API reference); at run time they load on first use
+    from ._base import BaseSlicer
+    from ._domino import DominoSlicer
+    from ._planespot import PlaneSpotSlicer
+    from ._ward import WardSlicer
 
 #: Registered slicers: name -> (module, class). ``ward`` is LBEE's own split-and-cluster (the default everywhere).
 _REGISTRY = {"ward": ("._ward", "WardSlicer"), "domino": ("._domino", "DominoSlicer"),
