@@ -1,30 +1,33 @@
-"""Train the SpotCheck-world encoder in two stages (deterministic; CPU).
+"""Train the SpotCheck-world encoder in two stages (deterministic for one machine and thread count; CPU).
 
-Stage 1, the image tower (about ten minutes on 2 cores): renders images from a
-dataset where every layer and attribute is rollable, captions each with random
-partial subsets of its true *positive* facts in varied wording, embeds the
-captions with the frozen all-MiniLM-L6-v2 and trains the CNN image tower with a
-symmetric InfoNCE loss onto those embeddings.
+Stage 1, the image tower: renders images from a dataset where every layer and
+attribute is rollable, captions each with random partial subsets of its true
+*positive* facts in varied wording, embeds the captions with the frozen
+all-MiniLM-L6-v2 and trains the CNN image tower with a symmetric InfoNCE loss
+onto those embeddings, plus an attribute loss: for every object the image
+holds (and the background), the sentence of its value ("an image with a blue
+circle") against its sibling values' ("... an orange circle"), the margin the
+composed relevance (lbee.core.atoms) reads.
 
-Stage 2, the text head (the tower locked): all-MiniLM-L6-v2 puts "an image with
+Stage 2, the text head, the tower locked: all-MiniLM-L6-v2 puts "an image with
 no circle" at cosine 0.88 from "an image with a circle", and captions that state
 absences, trained into the tower, cost it its presence and attribute AUCs
-(benchmarks/bench_encoder_auc.py; docs). The tower's embeddings already separate
-every attribute (a linear probe reaches 0.997-1.0), so stage 2 locks the tower
-and trains only a small residual head on the frozen sentence embeddings
-(``lbee.spotcheck._network.TextHead``), as LiT locks one tower and tunes the
-other. Its captions may state absences ("a square but no circle", "an image
-without text"); half are worded by the SpotCheck grammar (the demo's sentences),
-half in varied wording. Each caption comes with hard negatives, captions that
-differ from it in one fact and are false for its image (extra image->text columns
-of its own image), and in-batch negatives that are in fact true of an image are
-masked out exactly (from the attributes).
+(commit 553fcff: presence 1.000 -> 0.824). So stage 2 trains only a small
+residual head on the frozen sentence embeddings (``lbee.spotcheck._network.
+TextHead``), as LiT locks one tower and tunes the other, with captions that may
+state absences ("a square but no circle", "an image without text"; half worded
+by the SpotCheck grammar, the demo's sentences, half in varied wording). Each
+caption comes with hard negatives, captions that differ from it in one fact and
+are false for its image (extra image->text columns of its own image); in-batch
+negatives that are in fact true of an image are masked out exactly (from the
+attributes); and the attribute loss of stage 1 goes on through the head.
 
 Writes lbee/weights/spotcheck_encoder.pt with the default tau calibrated on
-held-out renders (with the head).
+held-out renders (with the head). About 25 minutes on 2 busy cores, most of it
+embedding the captions (``--text-cache DIR`` keeps them for a rerun).
 
-    python scripts/train_spotcheck_encoder.py                 # both stages
-    python scripts/train_spotcheck_encoder.py --tower lbee/weights/spotcheck_encoder.pt   # stage 2 on a tower
+    python scripts/train_spotcheck_encoder.py [--text-cache DIR]           # both stages
+    python scripts/train_spotcheck_encoder.py --tower PATH                  # stage 2 on a trained tower
 """
 
 import argparse
@@ -90,10 +93,12 @@ def train_tower(images, attrs, text, args, t0):
     lookup = {c: i for i, c in enumerate(unique)}
     cap_idx = torch.tensor([[lookup[c] for c in cs] for cs in captions])
     print(f"stage 1: {len(unique)} unique captions embedded ({time.time() - t0:.0f}s)", flush=True)
+    atoms, sizes, labels = value_atoms(attrs, text, args.text_cache)
     x_all = to_tensor(images)
     model = ImageTower(out_dim=bank.shape[1], widths=WIDTHS, image_size=args.image_size)
     logit_scale = torch.nn.Parameter(torch.tensor(np.log(1 / 0.07), dtype=torch.float32))
-    opt = torch.optim.AdamW(list(model.parameters()) + [logit_scale], lr=2e-3, weight_decay=1e-4)
+    attr_scale = torch.nn.Parameter(torch.tensor(np.log(1 / 0.07), dtype=torch.float32))
+    opt = torch.optim.AdamW(list(model.parameters()) + [logit_scale, attr_scale], lr=2e-3, weight_decay=1e-4)
     steps = args.epochs * ((len(images) + args.batch_size - 1) // args.batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=steps, pct_start=0.1)
     gen = torch.Generator().manual_seed(0)
@@ -105,8 +110,11 @@ def train_tower(images, attrs, text, args, t0):
             idx = perm[start:start + args.batch_size]
             pick = torch.randint(0, args.captions_per_image, (len(idx),), generator=gen)
             cids = cap_idx[idx, pick]
-            loss = info_nce(model(x_all[idx]), bank[cids], logit_scale.exp().clamp(max=100),
-                            mask=cids[:, None] == cids[None, :])
+            img = model(x_all[idx])
+            loss = info_nce(img, bank[cids], logit_scale.exp().clamp(max=100), mask=cids[:, None] == cids[None, :])
+            if args.attribute_weight:
+                loss = loss + args.attribute_weight * attribute_loss(img, atoms, sizes, labels[idx],
+                                                                     attr_scale.exp().clamp(max=100))
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -158,6 +166,37 @@ def absence_captions(attrs, n_captions, n_hard, rng, p_grammar):
     return conds, texts, hard
 
 
+def value_atoms(attrs, text, cache):
+    """The grammar's one-value sentences per attribute ("an image with a blue circle" / "… an orange circle") and,
+    per image, the index of its value (-1 where the subject is absent): the targets of the attribute loss."""
+    from lbee.grammar import load_grammar
+
+    grammar = load_grammar("spotcheck")
+    keys = [(key, values) for key, values in grammar.keys() if key[1] != "presence"]
+    texts = [grammar.atom_sentence(key[0], key[1], v) for key, values in keys for v in values]
+    sizes = [len(values) for _, values in keys]
+
+    def label(a, key, values):
+        present = key[0] == "background" or a.get((key[0], "presence")) == "true"
+        return values.index(a[key]) if present and a.get(key) in values else -1
+
+    labels = torch.tensor([[label(a, key, values) for key, values in keys] for a in attrs])
+    return embed_captions(text, texts, cache), sizes, labels
+
+
+def attribute_loss(img, atoms, sizes, labels, scale):
+    """Mean cross-entropy of each image's value of each attribute among its sibling values' sentences: what the
+    composed relevance (lbee.core.atoms) reads, the margin between a value's sentence and its siblings'."""
+    logits = scale * img @ atoms.T
+    losses, start = [], 0
+    for t, size in enumerate(sizes):
+        y = labels[:, t]
+        if (y >= 0).any():
+            losses.append(torch.nn.functional.cross_entropy(logits[:, start:start + size], y, ignore_index=-1))
+        start += size
+    return torch.stack(losses).mean()
+
+
 def train_head(tower, images, attrs, text, args, t0):
     """Stage 2: the text head on captions that may state absences, the tower locked."""
     torch.manual_seed(0)
@@ -174,11 +213,14 @@ def train_head(tower, images, attrs, text, args, t0):
     assert ((cap_code == -1) | (cap_code == img_code[:, None])).all(-1).all(), "a caption is false of its image"
     with torch.no_grad():
         x = torch.cat([tower(to_tensor(images[i:i + 1024])) for i in range(0, len(images), 1024)])
+    atoms, sizes, labels = value_atoms(attrs, text, args.text_cache)
     print(f"stage 2: {len(unique)} unique captions embedded, images embedded by the locked tower "
           f"({time.time() - t0:.0f}s)", flush=True)
     head = TextHead(bank.shape[1], args.text_head)
     logit_scale = torch.nn.Parameter(torch.tensor(np.log(1 / 0.07), dtype=torch.float32))
-    opt = torch.optim.AdamW(list(head.parameters()) + [logit_scale], lr=args.head_lr, weight_decay=1e-4)
+    attr_scale = torch.nn.Parameter(torch.tensor(np.log(1 / 0.07), dtype=torch.float32))
+    opt = torch.optim.AdamW(list(head.parameters()) + [logit_scale, attr_scale], lr=args.head_lr,
+                            weight_decay=1e-4)
     steps = args.head_epochs * ((len(images) + args.batch_size - 1) // args.batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.head_lr, total_steps=steps, pct_start=0.1)
     gen = torch.Generator().manual_seed(0)
@@ -196,6 +238,9 @@ def train_head(tower, images, attrs, text, args, t0):
             true_of = ((code[None] == -1) | (code[None] == img_code[idx][:, None])).all(-1)
             extra = scale * torch.einsum("bd,bhd->bh", img, head(bank[hard_idx[idx, pick]]))
             loss = info_nce(img, head(bank[cap_idx[idx, pick]]), scale, mask=true_of, extra=extra)
+            if args.attribute_weight:
+                loss = loss + args.attribute_weight * attribute_loss(img, head(atoms), sizes, labels[idx],
+                                                                     attr_scale.exp().clamp(max=100))
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -238,6 +283,8 @@ def main():
     ap.add_argument("--head-lr", type=float, default=1e-3)
     ap.add_argument("--hard-negatives", type=int, default=2, help="hard negatives per caption (stage 2)")
     ap.add_argument("--p-grammar", type=float, default=0.5, help="share of stage 2 captions worded by the grammar")
+    ap.add_argument("--attribute-weight", type=float, default=1.0,
+                    help="weight of the attribute loss (each value's sentence against its siblings', both stages)")
     ap.add_argument("--text-cache", type=Path, default=None, help="a folder caching the captions' embeddings")
     ap.add_argument("--out", type=Path, default=WEIGHTS)
     args = ap.parse_args()
@@ -248,8 +295,8 @@ def main():
     print(f"rendered {len(images)} images ({time.time() - t0:.0f}s)", flush=True)
     text = load_text_model()
     if args.tower is None:
-        tower, stage1 = train_tower(images, attrs, text, args, t0), {"n_images": args.n_images,
-                                                                     "epochs": args.epochs}
+        tower = train_tower(images, attrs, text, args, t0)
+        stage1 = {"n_images": args.n_images, "epochs": args.epochs, "attribute_weight": args.attribute_weight}
     else:
         ckpt = torch.load(args.tower, map_location="cpu", weights_only=True)
         cfg = ckpt["config"]
@@ -267,7 +314,8 @@ def main():
                 "config": {"out_dim": 384, "widths": list(WIDTHS), "image_size": args.image_size, "tau": tau,
                            "text_model": "all-MiniLM-L6-v2", "text_head": args.text_head, **stage1,
                            "head": {"n_images": args.n_images, "epochs": args.head_epochs, "lr": args.head_lr,
-                                    "hard_negatives": args.hard_negatives, "p_grammar": args.p_grammar}}},
+                                    "hard_negatives": args.hard_negatives, "p_grammar": args.p_grammar,
+                                    "attribute_weight": args.attribute_weight}}},
                args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) in {time.time() - t0:.0f}s")
 
