@@ -84,6 +84,20 @@ def test_beam_search_finds_a_planted_three_condition_failure():
             assert all(b.conditions.get(k, v) == v for k, v in a.conditions.items())
 
 
+def test_a_piece_is_described_by_its_failure_not_by_what_makes_it_a_piece():
+    """A slicer's piece of a failure is homogeneous in an attribute the failure does not depend on (here all its
+    squares are large); against the whole hard and easy splits that attribute adds nothing, so it is not said."""
+    values, lits = planted_world(seed=4)
+    planted = {("square", "color"): "orange", ("circle", "presence"): "false", ("background", "texture"): "noise"}
+    hard = holds(values, planted)
+    piece = np.flatnonzero(hard & (values[("square", "size")] == 1))
+    search = ComposeSearch(lits, G, np.flatnonzero(~hard), np.flatnonzero(hard))
+    found = search.search(piece, k=3)
+    assert found[0].conditions == planted
+    assert all(("square", "size") not in f.conditions for f in found)
+    assert found[0].concentration > 0.95 and found[0].region_counts[0] > 1.5 * len(piece)
+
+
 def test_merging_keeps_each_failure_whole_and_never_merges_two():
     values, lits = planted_world(n=4000, seed=2)
     a = {("square", "color"): "orange", ("circle", "presence"): "false", ("background", "texture"): "noise"}

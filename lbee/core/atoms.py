@@ -9,14 +9,20 @@ value — are embedded. For atom a and image i:
 1. **Presence** ("an image with a circle") and one-valued attributes:
    the n similarities s_ia are fitted by a two-component 1-D Gaussian
    mixture; when the components are separated (Ashman's D ≥ 2, each holding
-   ≥ 1 % and ≥ 3 of the images) p_ia is the posterior of the higher one.
+   ≥ 1 % and ≥ 3 of the images) and lie on either side of τ, the encoder's
+   relevance threshold, p_ia is the posterior of the higher one. (A
+   similarity can be bimodal because of *other* attributes — in a world
+   without rectangles, "an image with a rectangle" scores two squares a
+   little higher than one — so the mixture says who is in which population,
+   and τ which population holds the atom.)
    Otherwise the atom holds for all images or for none, and
    p_ia = σ((s_ia − τ) / T): τ the encoder's threshold, T the median width of
    the separated atoms.
 2. **A value of an attribute** ("a *striped* circle") is calibrated against
    its sibling values, given its subject: the margin m = s(value) − max
    s(other values) is fitted the same way over the images the subject is
-   likely in (P(present) ≥ 0.5). A one-population margin means the encoder
+   likely in (P(present) ≥ 0.5), its two components on either side of 0 (some
+   images prefer the value, some another). A one-population margin means the encoder
    prefers one value for every image: the attribute is taken as constant,
    σ(median m / T) for every image (it can then never tell images apart, as
    it cannot). Without the
@@ -121,11 +127,15 @@ def atom_sentences(conditions):
 FIT_ROWS = 2048
 
 
-def _mixture(s_all, weights=None, n_iter=40):
+def _mixture(s_all, weights=None, n_iter=40, boundary=None):
     """Two-component 1-D Gaussian mixtures, one per column of ``s`` (n, A), fitted on the rows of ``weights`` > 0.
 
     Returns the posterior of the higher component (n, A), whether the two are
-    separated (A,), and the components' pooled width (A,).
+    separated (A,), the components' pooled width (A,) and the column's spread (A,).
+    With ``boundary`` (a float, or (A,)), two components are one population
+    unless they lie on either side of it: a similarity that is bimodal because
+    of *other* attributes (two squares look a little like a rectangle) is not
+    a population that holds the atom.
     """
     step = max(1, -(-s_all.shape[0] // FIT_ROWS))  # a deterministic, evenly spread sample
     s = s_all[::step]
@@ -159,6 +169,8 @@ def _mixture(s_all, weights=None, n_iter=40):
     high = np.argmax(mu, axis=0)
     d = np.sqrt(2) * np.abs(mu[0] - mu[1]) / np.sqrt(var[0] + var[1])
     separated = (d >= SEPARATION) & (w.min(0) >= MIN_WEIGHT) & (w.min(0) * tot >= 3)
+    if boundary is not None:
+        separated &= (mu.min(0) < boundary) & (boundary < mu.max(0))
     # posterior of the higher component for every image: a logistic in s (two Gaussians of their own variances)
     lo = 1 - high
     ar = np.arange(a)
@@ -187,7 +199,7 @@ def calibrate(similarities, tau):
     n, a = s.shape
     if n == 0 or a == 0:
         return np.zeros((n, a)), np.zeros(a, bool)
-    post, separated, width, spread = _mixture(s)
+    post, separated, width, spread = _mixture(s, boundary=float(tau))
     temp = float(np.median(width[separated])) if separated.any() else float(np.median(spread))
     fallback = 1.0 / (1.0 + np.exp(-(s - float(tau)) / max(temp, 1e-6)))
     return np.where(separated[None, :], post, fallback), separated
