@@ -125,8 +125,8 @@ def check_writable_folder(path, option):
 
 
 def check_encoder_spec(spec, option="--encoder"):
-    """:func:`lbee.encoders._registry.check_encoder_spec` as a usage error, before any heavy import."""
-    from ..encoders._registry import check_encoder_spec as check
+    """:func:`lbee.encoders.check_encoder_spec` as a usage error, before any heavy import."""
+    from ..encoders import check_encoder_spec as check
     from ..extras import MissingExtraError
 
     try:

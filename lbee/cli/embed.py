@@ -50,7 +50,7 @@ def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_acto
         warnings.filterwarnings("ignore", message="Skipped")  # every skipped image is listed below
         try:
             check_encoder_spec(encoder_spec)
-            from ..encoders._registry import encoder_caveat
+            from ..encoders import encoder_caveat
 
             caveat = encoder_caveat(encoder_spec, images) if images is not None else None
             if caveat:  # said once, before the work

@@ -327,10 +327,8 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         if image_prov is not None:  # the encoder travels with the embeddings
             encoder_id = dict(image_prov["encoder"], image_embeddings=str(ds.image_embeddings))
     else:
-        from ..encoders import create_encoder
+        from ..encoders import create_encoder, encoder_caveat
         from ..encoders.embedding import embed_images
-
-        from ..encoders._registry import encoder_caveat
 
         if (caveat := encoder_caveat(ds.encoder, ds.images)) is not None:
             import warnings
