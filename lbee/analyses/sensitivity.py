@@ -692,7 +692,7 @@ def spotcheck_masks_from_pixels(images, attributes):
     """
     from scipy import ndimage
 
-    from ..spotcheck._render import COLORS
+    from ..spotcheck import COLORS
 
     out = np.zeros(images.shape[:3], dtype=bool)
     for i, (img, attrs) in enumerate(zip(images, attributes)):

@@ -48,7 +48,7 @@ class _Preprocess:
     def __call__(self, image):
         from PIL import Image
 
-        from ..spotcheck._network import to_tensor
+        from ..spotcheck import to_tensor
 
         img = image.convert("RGB").resize((self.size, self.size), Image.NEAREST)
         return to_tensor(np.asarray(img)[None])[0]
@@ -73,7 +73,7 @@ class SpotCheckEncoder(Encoder):
         import torch
 
         from ..io.cache import file_sha256
-        from ..spotcheck._network import ImageTower, TextHead
+        from ..spotcheck import ImageTower, TextHead
 
         path = Path(weights or WEIGHTS)
         if not path.is_file():
@@ -112,7 +112,7 @@ class SpotCheckEncoder(Encoder):
 
     def encode_arrays(self, images, batch_size=512):
         """Embed uint8 renders of shape (n, S, S, 3) directly (no files)."""
-        from ..spotcheck._network import to_tensor
+        from ..spotcheck import to_tensor
 
         out = [self.encode_image_batch(to_tensor(images[i:i + batch_size]))
                for i in range(0, len(images), batch_size)]
