@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..io.cache import EmbeddingCache, file_sha256
+from ..scoring.batches import ImageDataset, collate_images
 
 # Shards are flushed at least this often, so an interrupted run loses little.
 FLUSH_EVERY = 1024
@@ -36,35 +37,6 @@ class ImageEmbeddings:
     #: the encoder's identity and declared τ, for the provenance sidecar (set by :func:`embed_images_ray`)
     encoder_identity: dict | None = None
     encoder_tau: float | None = None
-
-
-class _ImageDataset:
-    """Decodes and preprocesses images; a bad image yields None and the reason instead of raising."""
-
-    def __init__(self, paths, preprocess):
-        self.paths = paths
-        self.preprocess = preprocess
-
-    def __len__(self):
-        return len(self.paths)
-
-    def __getitem__(self, i):
-        from ..io.images import open_rgb
-
-        try:
-            tensor = self.preprocess(open_rgb(self.paths[i]))
-            return i, tensor, None
-        except Exception as exc:  # unreadable, truncated or not an image
-            return i, None, f"{type(exc).__name__}: {exc}"
-
-
-def _collate(items):
-    import torch
-
-    good = [(i, t) for i, t, _ in items if t is not None]
-    bad = [(i, r) for i, _, r in items if r is not None]
-    batch = torch.stack([t for _, t in good]) if good else None
-    return [i for i, _ in good], batch, bad
 
 
 def embed_images(encoder, paths, *, cache_dir=None, use_cache=True, batch_size=64, num_workers=0,
@@ -130,8 +102,8 @@ def embed_images(encoder, paths, *, cache_dir=None, use_cache=True, batch_size=6
         pending_e.clear()
 
     if todo:
-        loader = DataLoader(_ImageDataset([paths[i] for i in todo], encoder.preprocess), batch_size=batch_size,
-                            num_workers=num_workers, collate_fn=_collate)
+        loader = DataLoader(ImageDataset([paths[i] for i in todo], encoder.preprocess), batch_size=batch_size,
+                            num_workers=num_workers, collate_fn=collate_images)
         bar = tqdm(total=len(todo), desc="embedding images", unit="img", disable=not progress)
         try:
             for local_ids, batch, bad in loader:

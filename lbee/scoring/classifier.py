@@ -173,14 +173,14 @@ def predict_probabilities(model, paths, *, transform=None, batch_size=64, num_wo
     from torch.utils.data import DataLoader
     from tqdm.auto import tqdm
 
+    from .batches import ImageDataset, collate_images
     from .confidence import softmax
-    from ..encoders.embedding import _collate, _ImageDataset
     from .device import resolve_device
 
     device = resolve_device(device)
     model = model.to(device)
-    loader = DataLoader(_ImageDataset(list(paths), transform or default_transform()), batch_size=batch_size,
-                        num_workers=num_workers, collate_fn=_collate)
+    loader = DataLoader(ImageDataset(list(paths), transform or default_transform()), batch_size=batch_size,
+                        num_workers=num_workers, collate_fn=collate_images)
     rows, ok = {}, np.zeros(len(paths), dtype=bool)
     with torch.inference_mode():
         for ids, batch, _ in tqdm(loader, desc="running model", disable=not progress):
