@@ -268,7 +268,7 @@ def compute_relevance_ray(image_paths, sentences, backend_factories, *, question
     """
     from tqdm.auto import tqdm
 
-    from lbee._ray import actor_pool, kill_actors
+    from lbee.ray_pool import actor_pool, kill_actors
 
 
     sentences = list(sentences)

@@ -221,7 +221,7 @@ def embed_images_ray(encoder_factory, paths, *, out=None, cache_dir=None, use_ca
 
     from tqdm.auto import tqdm
 
-    from .._ray import actor_pool, kill_actors
+    from ..ray_pool import actor_pool, kill_actors
 
     paths = [str(p) for p in paths]
     n = len(paths)
