@@ -26,10 +26,10 @@ def evaluate(explanation, relevance, performance, o_values, out):
     import pandas as pd
 
     from ..core.evaluation import evaluate as evaluate_fn
+    from ..io.arrays import load_npy
     from ..io.cache import atomic_write_bytes, json_bytes
     from ..io.relevance import load_relevance
     from ..io.tables import read_table, validate_performance
-    from ..run.inputs import load_npy
     from ..run.pipeline import load_explanations
 
     path = Path(explanation)

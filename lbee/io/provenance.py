@@ -197,7 +197,7 @@ def load_embeddings(path, name, *, kind=None):
     -------
     (ndarray, dict or None)
     """
-    from ..run.inputs import load_npy
+    from .arrays import load_npy
 
     record = read_provenance(path, name)
     if record is not None and kind is not None and record["kind"] != kind:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io.arrays import load_npy
 from .settings import RunSettings
 
 
@@ -142,19 +143,6 @@ class Scores:
 
 def _prob_kind(ds):
     return "logits" if ds.logits else "probabilities"
-
-
-def load_npy(path, name, *, mmap=False):
-    """A ``.npy`` array, or a ``ValueError`` naming the option and file (``mmap``: read the header only)."""
-    try:
-        return np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
-    except EOFError:
-        raise ValueError(f"Cannot read {name} {str(path)!r}: the file is empty.") from None
-    except (OSError, ValueError) as exc:
-        if "pickle" in str(exc) or "Python objects" in str(exc):  # numpy's word for anything that is not a plain .npy array
-            raise ValueError(f"Cannot read {name} {str(path)!r}: not a .npy array file (np.save of a numeric "
-                             "array); lbee never loads pickled Python objects.") from None
-        raise ValueError(f"Cannot read {name} {str(path)!r}: {exc}") from None
 
 
 def provenance_tau(ds, image_prov, sentence_prov, sentences, encoder, encoder_tau):
