@@ -285,7 +285,7 @@ class OFABackend(Backend):
 
 
 def _dict_bool(value, key):
-    from lbee.io.tables import parse_bool
+    from lbee.io.table_reader import parse_bool
 
     b = parse_bool(value)
     if b is None:
@@ -326,7 +326,7 @@ class MetadataBackend(Backend):
         if function is not None and not callable(function):
             raise TypeError(f"`function` must be callable; received {type(function).__name__}.")
         if table is not None and not isinstance(table, dict):
-            from lbee.io.tables import validate_metadata
+            from lbee.io.schemas import validate_metadata
 
             table = validate_metadata(table)  # names the file, row and column of a bad cell
         elif table is not None:
@@ -358,7 +358,7 @@ class MetadataBackend(Backend):
         """
         if self.table is None:
             return
-        from lbee.io.tables import report_unmatched
+        from lbee.io.matching import report_unmatched
 
         ids, sents = {str(i) for i in image_ids}, set(sentences)
         bad = [(i, s) for i, s in self.table if i not in ids or s not in sents]

@@ -29,7 +29,8 @@ def evaluate(explanation, relevance, performance, o_values, out):
     from ..io.arrays import load_npy
     from ..io.cache import atomic_write_bytes, json_bytes
     from ..io.relevance import load_relevance
-    from ..io.tables import read_table, validate_performance
+    from ..io.schemas import validate_performance
+    from ..io.table_reader import read_table
     from ..run.pipeline import load_explanations
 
     path = Path(explanation)

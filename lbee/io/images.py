@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .tables import read_table, validate_manifest  # noqa: F401  (read_table: re-exported, it lived here)
+from .schemas import validate_manifest
+from .table_reader import read_table
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm"}
 
@@ -37,7 +38,7 @@ def discover_images(source):
     source : path-like
         A folder, or a CSV / parquet manifest with column ``path`` (relative
         paths are resolved against the manifest's folder) and optional ``label``.
-        The manifest is validated (:func:`lbee.io.tables.validate_manifest`):
+        The manifest is validated (:func:`lbee.io.schemas.validate_manifest`):
         every ``path`` filled and unique, ``label`` filled with non-negative
         integer class indices; errors name the file, row and column.
 

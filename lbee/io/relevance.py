@@ -22,13 +22,13 @@ def load_relevance(path, image_ids, sentences):
       when the table also lists 0 rows, which suggests it was meant complete);
     - CSV / parquet, wide form: column ``image`` and one column per sentence text.
 
-    Tables are validated (:mod:`lbee.io.tables`): ``relevant`` holds 1/0,
+    Tables are validated (:mod:`lbee.io.schemas`): ``relevant`` holds 1/0,
     true/false or yes/no; no blank cell; two rows giving one (image, sentence)
     pair different values are an error. Rows whose image or sentence matches
     nothing in the run are logged as a warning on the ``lbee`` logger with
     counts, and raise ``ValueError`` when no row matches (sentences match
     exactly, so a lower-cased copy of the set is caught instead of giving an
-    ACR of 0). Image ids match as :class:`lbee.io.tables.IdMatcher` says:
+    ACR of 0). Image ids match as :class:`lbee.io.matching.IdMatcher` says:
     exactly, or by a file name or path suffix that fits one image of the run
     only; an id that fits several raises ``ValueError`` naming them.
 
@@ -49,8 +49,9 @@ def load_relevance(path, image_ids, sentences):
         if rel.dtype == object or (rel.dtype != bool and not np.all((rel == 0) | (rel == 1))):
             raise ValueError(f"Relevance {str(path)!r} must hold booleans or 0/1.")
         return rel.astype(bool)
-    from .tables import (IdMatcher, bool_column, check_unique, read_table, report_unmatched, require_columns,
-                         table_source, text_column, validate_relevance)
+    from .matching import IdMatcher, report_unmatched
+    from .schemas import validate_relevance
+    from .table_reader import bool_column, check_unique, read_table, require_columns, table_source, text_column
 
     table = read_table(path)
     name = "relevance table"

@@ -444,7 +444,7 @@ def load_inputs(ds, *, cache_dir=None, device=None, progress=False, out_dir=None
 
 
 def align_scores(image_ids, image_paths, table_ids, *, source="the predictions file"):
-    """Row of the predictions table for each image (:class:`lbee.io.tables.IdMatcher`'s rule).
+    """Row of the predictions table for each image (:class:`lbee.io.matching.IdMatcher`'s rule).
 
     An id equal to the image's id or path matches; a shorter or longer one
     (a bare file name, an absolute path) only when it fits exactly one image
@@ -452,7 +452,7 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
     without a row raise; table rows that match no image are reported as a
     warning with their count and the first few ids.
     """
-    from ..io.tables import match_table_rows, report_unmatched
+    from ..io.matching import match_table_rows, report_unmatched
 
     rows, unmatched = match_table_rows(table_ids, image_ids, image_paths, source=source)
     missing = [iid for iid, r in zip(image_ids, rows) if r < 0]
@@ -556,7 +556,7 @@ def with_manifest_labels(scores, labels, class_names, *, performance_column=Fals
     table has its own ``label`` column it wins, with a warning if the two
     disagree. ω becomes correctness unless the table gives ``performance``.
     """
-    from ..io.tables import logger
+    from ..io.table_reader import logger
     from ..scoring.confidence import check_labels
 
     labels = np.asarray(labels)

@@ -161,14 +161,14 @@ def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="p
     indices), and optional ``performance``. With a ``confidence`` column and
     no ``prob_<class>`` columns, that column is φ whatever ``kind`` says (next
     to probability columns it is ignored, with a warning). The table is validated by
-    :func:`lbee.io.tables.validate_predictions`: ids filled and unique, no
+    :func:`lbee.io.predictions.validate_predictions`: ids filled and unique, no
     missing cell, probabilities in [0, 1] summing to 1; every error names the
     file, row and column.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        Best read with :func:`lbee.io.tables.read_table`, so messages name the file.
+        Best read with :func:`lbee.io.table_reader.read_table`, so messages name the file.
     kind : {'entropy', 'max', 'true_class'}, default='entropy'
     id_column : str, optional
     probabilities : {'probabilities', 'logits'}, default='probabilities'
@@ -179,7 +179,7 @@ def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="p
     ids : list of str
     scores : ModelScores
     """
-    from ..io.tables import validate_predictions
+    from ..io.predictions import validate_predictions
 
     pred = validate_predictions(table, id_column=id_column, probabilities=probabilities)
     labels = pred.labels
