@@ -12,11 +12,10 @@ CONFIDENCE_KINDS = ("entropy", "max", "true_class")
 
 
 def softmax(logits):
-    """Row-wise softmax of (n, C) logits."""
-    z = np.asarray(logits, dtype=np.float64)
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    """Row-wise softmax of (n, C) logits, in float64 (:func:`scipy.special.softmax`, as the predictions reader)."""
+    from scipy.special import softmax as row_softmax
+
+    return row_softmax(np.asarray(logits, dtype=np.float64), axis=1)
 
 
 def negative_entropy(probs):
