@@ -138,6 +138,61 @@ def ward_labels(embeddings, n_clusters, memory=None, *, method=DEFAULT_WARD, n_n
     return _knn_labels(embeddings, c, memory, n_neighbors)
 
 
+def ward_hard_groups(embeddings, n_clusters, memory=None, *, method=DEFAULT_WARD, hard=None, confidence=None,
+                     a=0.2):
+    """Ward clusters of the hard rows (LBEE Step 2): the hard groups of ``slicer='ward'``.
+
+    The one implementation behind :class:`lbee.slicers.WardSlicer` and
+    :class:`lbee.core.partition.Partition`'s default slicer. Warns
+    (:class:`ClusterCountWarning`) when ``n_clusters`` exceeds the hard split.
+
+    Parameters
+    ----------
+    embeddings : array-like of shape (n, d)
+        Renormalised to unit rows.
+    n_clusters : int
+    memory : joblib.Memory or str, optional
+        See :func:`ward_labels`.
+    method : {'auto', 'exact', 'kmeans', 'knn'}, default='auto'
+    hard : array-like of bool, shape (n,), optional
+        The hard split. With neither ``hard`` nor ``confidence``, every row is clustered.
+    confidence : array-like of shape (n,), optional
+        φ (higher = easier); hard = φ < μ − aσ. Ignored when ``hard`` is given.
+    a : float, default=0.2
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (n,)
+        Cluster of each row; -1 outside the hard split.
+    groups : list of ndarray of int64
+        The clusters (indices into the rows), in ``ward_labels``' label order.
+    """
+    from .._validation import as_unit_rows, check_choice, check_positive_int, check_real
+    from .split import split_by_confidence
+
+    X = as_unit_rows(embeddings, "embeddings")
+    c = check_positive_int(n_clusters, "n_clusters")
+    check_choice(method, "ward", set(WARD_METHODS))
+    if hard is not None:
+        mask = np.asarray(hard, dtype=bool)
+        if mask.shape != (X.shape[0],):
+            raise ValueError(f"`hard` must be a boolean mask of shape ({X.shape[0]},); received shape "
+                             f"{mask.shape}.")
+    elif confidence is not None:
+        mask, _ = split_by_confidence(confidence, a=check_real(a, "a", minimum=0.0))
+    else:
+        mask = np.ones(X.shape[0], dtype=bool)
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        raise ValueError("The hard split is empty: WardSlicer has nothing to cluster.")
+    if c > idx.size:  # blame the caller of WardSlicer.fit / Partition.fit
+        warnings.warn(capped_clusters_message(c, int(idx.size)), ClusterCountWarning, stacklevel=3)
+    labels = ward_labels(X[idx], c, memory, method=method)
+    full = np.full(X.shape[0], -1, dtype=np.int64)
+    full[idx] = labels
+    return full, [idx[labels == i] for i in range(int(labels.max()) + 1)]
+
+
 def _cached(func, memory):
     if memory is None:
         return func
@@ -204,4 +259,4 @@ def match_easy(hard_prototypes, easy_prototypes):
 # The algorithms live in lbee.core.ward; their names stay importable from here, where they were.
 __all__ = ["AUTO_WARD_THRESHOLD", "DEFAULT_WARD", "TINY_GROUP", "WARD_METHODS", "ClusterCountWarning",
            "capped_clusters_message", "cluster_notes", "condensed_distances", "cut_tree_labels", "kmeans_cells",
-           "match_easy", "prototypes", "ward_labels", "warn_cluster_notes", "weighted_ward_linkage"]
+           "match_easy", "prototypes", "ward_hard_groups", "ward_labels", "warn_cluster_notes", "weighted_ward_linkage"]

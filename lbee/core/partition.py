@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_unit_rows, check_choice, check_positive_int, check_real
-from .clustering import DEFAULT_WARD, WARD_METHODS, match_easy, prototypes, ward_labels
+from .clustering import DEFAULT_WARD, WARD_METHODS, match_easy, prototypes, ward_hard_groups, ward_labels
 from .explanation import EasyCluster, Explanation, HardCluster
 from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS, select_all
 from .sentence_index import SentenceIndex
@@ -91,18 +91,18 @@ class Partition:
         self.ward = ward
         self.memory = memory
 
-    def _slicer(self):
-        from ..slicers import WardSlicer
-
+    def _hard_groups(self, images, confidence, hard):
+        """The slicer's hard groups: LBEE's Ward clusters of the hard split for 'ward', else the object's."""
         if isinstance(self.slicer, str):
             check_choice(self.slicer, "slicer", {"ward"})
-            return WardSlicer(n_clusters=self.n_clusters, ward=self.ward, memory=self.memory)
+            return ward_hard_groups(images, self.n_clusters, self.memory, method=self.ward, confidence=confidence,
+                                    hard=hard)[1]
         if not callable(getattr(self.slicer, "hard_groups", None)):
             raise TypeError(
                 f"`slicer` must be 'ward' or a slicer object (lbee.slicers) with a `hard_groups` method; "
                 f"received {type(self.slicer).__name__}."
             )
-        return self.slicer
+        return self.slicer.hard_groups(images, confidence=confidence, hard=hard)
 
     def fit(self, image_embeddings, *, confidence=None, hard=None, easy=None):
         """Split the images, form the hard and easy groups and match them.
@@ -127,7 +127,7 @@ class Partition:
         a = check_real(self.a, "a", minimum=0.0)
         check_choice(self.ward, "ward", set(WARD_METHODS))
         hard_mask, easy_mask = resolve_split(images.shape[0], confidence=confidence, hard=hard, easy=easy, a=a)
-        groups = self._slicer().hard_groups(images, confidence=confidence, hard=hard_mask)
+        groups = self._hard_groups(images, confidence, hard_mask)
         groups = [g for g in (np.asarray(g, dtype=np.int64) for g in groups) if g.size]
         if not groups:
             raise ValueError("`slicer` returned no non-empty hard group.")
