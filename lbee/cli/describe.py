@@ -147,7 +147,7 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
     if as_json:
         import json
 
-        from ..reports.text import summary_dict
+        from ..run.text import summary_dict
 
         if run.per_class is not None:
             summary = {"per_class": run.per_class.summary().to_dict("records"),
@@ -159,7 +159,7 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
     if run.per_class is not None:
         _print_per_class(run, settings)
     else:
-        from ..reports.text import terminal_blocks
+        from ..run.text import terminal_blocks
 
         result = run.main
         p = next(iter(result.explanations.values())).params

@@ -313,7 +313,7 @@ def assignments_table(result):
 def write_outputs(result, out_dir):
     """Write ``explanation.json``, ``assignments.parquet`` and ``report.md`` into ``out_dir``."""
     from ..core.explanation import compact_payload
-    from ..reports.text import render_markdown
+    from .text import render_markdown
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
