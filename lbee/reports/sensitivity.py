@@ -21,7 +21,7 @@ def _class_bars(summary):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    from ..analyses.sensitivity import _figure_bytes
+    from ..analyses.sensitivity_outputs import figure_bytes
 
     classes = list(summary.get("per_class", {}))
     vals = [summary["per_class"][c]["rfs_mean"] for c in classes]
@@ -33,7 +33,7 @@ def _class_bars(summary):
     ax.axhline(0, color="grey", lw=0.6)
     ax.set_ylim(-1, 1)
     ax.set_ylabel("RFS (mean over σ)")
-    return _figure_bytes(fig)
+    return figure_bytes(fig)
 
 
 def sensitivity_panel_html(summary, *, saliency=None, n_least=8, thumbnails=None, title="Region sensitivity"):
@@ -72,7 +72,7 @@ def sensitivity_panel_html(summary, *, saliency=None, n_least=8, thumbnails=None
             raise ValueError(f"Cannot read sensitivity summary {str(path)!r}: {exc}") from None
     if not isinstance(summary, dict) or "per_sigma" not in summary:
         raise ValueError("The sensitivity summary needs a 'per_sigma' list (a summary.json of `lbee sensitivity`).")
-    from ..analyses.sensitivity import plot_rfs
+    from ..analyses.sensitivity_outputs import plot_rfs
 
     e = html.escape
     rfs_mean = summary.get("rfs_mean")

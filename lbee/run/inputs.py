@@ -534,7 +534,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
     omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
     phi, phi_desc = scores.confidence, _PHI[kind]
     if st.split_by in ("irfs", "saliency"):
-        from ..analyses.sensitivity import confidence_from_sensitivity
+        from ..analyses.sensitivity_outputs import confidence_from_sensitivity
 
         if ds.sensitivity is None:
             raise ValueError(f"split_by {st.split_by!r} takes φ from a region-sensitivity run: give its folder "
