@@ -136,7 +136,7 @@ def evaluate(explanation, relevance, performance, o=DEFAULT_O):
         raise ValueError(f"`relevance` has {n_sent} sentence columns but the explanation was computed over "
                          f"{int(expected)} sentences; expected Γ of shape (n_images, {int(expected)}), one column "
                          "per sentence of the same set, in the same order.")
-    from .explanation import check_partition
+    from .explanation_checks import check_partition
 
     check_partition(explanation.hard_clusters, explanation.easy_clusters, "`explanation`")
     for c in explanation.hard_clusters:

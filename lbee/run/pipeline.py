@@ -312,7 +312,7 @@ def assignments_table(result):
 
 def write_outputs(result, out_dir):
     """Write ``explanation.json``, ``assignments.parquet`` and ``report.md`` into ``out_dir``."""
-    from ..core.explanation import compact_payload
+    from ..core.explanation_payload import compact_payload
     from .text import render_markdown
 
     out = Path(out_dir)
@@ -325,7 +325,7 @@ def write_outputs(result, out_dir):
         "images": result.image_ids,
         "skipped_images": [{"path": p, "reason": r} for p, r in result.failures],
         "params": next(iter(result.explanations.values())).params,
-        # The clustering once, prototypes as float32 (lbee.core.explanation.compact_payload); read by
+        # The clustering once, prototypes as float32 (lbee.core.explanation_payload.compact_payload); read by
         # load_explanations, which also reads the older one-full-copy-per-method files.
         **compact_payload(result.explanations),
         **result.extra,
@@ -343,7 +343,7 @@ def write_outputs(result, out_dir):
 
 def load_explanations(path):
     """Read an ``explanation.json``: (dict of method -> Explanation, the whole payload)."""
-    from ..core.explanation import validate_explanation_payload
+    from ..core.explanation_payload import validate_explanation_payload
 
     path = Path(path)
     try:
