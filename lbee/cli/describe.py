@@ -60,7 +60,9 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
              logits, image_embeddings, sentence_embeddings, sensitivity, per_class, class_split, relevance, jobs, out,
              overwrite, as_json, html, strict, batch_size, num_workers, **knobs):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
-    from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, preflight
+    from ..run.inputs import load_inputs
+    from ..run.preflight import preflight
+    from ..run.specs import DatasetSpec, ModelSpec
     from ..run.pipeline import run_model, write_run
 
     obj = ctx.obj

@@ -62,7 +62,10 @@ def sweep(ctx, images, encoder, image_embeddings, sentence_embeddings, sentence_
     fixed while another one varies.
     """
     from ..analyses.sweep import plot_sweep, sensitivity_sweep
-    from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, model_scores, preflight
+    from ..run.inputs import load_inputs
+    from ..run.preflight import preflight
+    from ..run.scores import model_scores
+    from ..run.specs import DatasetSpec, ModelSpec
 
     try:
         settings = settings_from_options(knobs)

@@ -75,7 +75,7 @@ def validate_manifest(table):
     ``path`` must be filled and unique; ``label`` (optional) must be filled and
     hold non-negative integer class indices, or class names (returned as an
     object array of str), which the predictions' ``prob_<class>`` columns turn
-    into indices (:func:`lbee.run.inputs.model_scores`).
+    into indices (:func:`lbee.run.scores.model_scores`).
     """
     name = "manifest"
     check_not_empty(table, name)

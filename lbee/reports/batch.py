@@ -87,9 +87,9 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
     ----------
     run : lbee.run.pipeline.RunResult
         A whole-dataset run (``run.per_class`` is None); ``run.inputs`` holds the
-        :class:`lbee.run.inputs.RunInputs`.
-    ds : lbee.run.inputs.DatasetSpec
-    model : lbee.run.inputs.ModelSpec or None
+        :class:`lbee.run.specs.RunInputs`.
+    ds : lbee.run.specs.DatasetSpec
+    model : lbee.run.specs.ModelSpec or None
     page_dir : path-like, optional
         The folder the page is written to: thumbnails link to the full images relative to it.
     index_href : str, optional
@@ -205,7 +205,7 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
 
     Parameters
     ----------
-    ds : lbee.run.inputs.DatasetSpec
+    ds : lbee.run.specs.DatasetSpec
         A parsed entry (``ds.error`` must be None).
     out_dir : path-like
         The dataset's folder; a dataset with several models gets one sub-folder per model.
@@ -263,10 +263,10 @@ def config_problems(cfg, output=None):
     """Every dataset entry's problem, checked before anything runs: list of str.
 
     Keys, types and paths come from the config parser; then each valid entry's
-    tables, manifest and sentence set are read (:func:`lbee.run.inputs.preflight`),
+    tables, manifest and sentence set are read (:func:`lbee.run.preflight.preflight`),
     and a problem there is recorded on the entry too.
     """
-    from ..run.inputs import preflight
+    from ..run.preflight import preflight
 
     problems = []
     target = Path(output) if output else Path(cfg.output)

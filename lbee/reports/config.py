@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..io.sentences import WORLD_SENTENCE_SET
-from ..run.inputs import DatasetSpec, ModelSpec
+from ..run.specs import DatasetSpec, ModelSpec
 from ..run.settings import RunSettings, check_knob
 
 TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")

@@ -61,11 +61,11 @@ class RunResult:
     slicer_objects : dict of str to slicer
         The fitted slicer objects of the non-Ward slicers (the HTML page shows their planes).
     per_class : PerClassResult or None
-    scores : lbee.run.inputs.Scores
+    scores : lbee.run.specs.Scores
     settings : RunSettings
     tau : float
         The τ the describers used.
-    inputs : lbee.run.inputs.RunInputs
+    inputs : lbee.run.specs.RunInputs
     """
 
     results: dict
@@ -100,8 +100,8 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
 
     Parameters
     ----------
-    inputs : lbee.run.inputs.RunInputs
-    scores : lbee.run.inputs.Scores
+    inputs : lbee.run.specs.RunInputs
+    scores : lbee.run.specs.Scores
         φ and ω of the model.
     settings : RunSettings
     dataset, model : str
@@ -234,7 +234,7 @@ def run_model(ds, model, inputs, *, device=None, progress=False, n_jobs=1):
     -------
     RunResult
     """
-    from .inputs import model_scores
+    from .scores import model_scores
 
     scores = model_scores(ds, model, inputs, device=device, progress=progress)
     return analyse(inputs, scores, ds.settings, dataset=ds.name, model=model_name(model), progress=progress,

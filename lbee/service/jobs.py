@@ -51,7 +51,7 @@ def entry_key(entry, root):
 
 
 def validate_entry(entry, root, allowed_encoders=()):
-    """The parsed :class:`~lbee.run.inputs.DatasetSpec` of a raw entry, with every path confined to ``root``.
+    """The parsed :class:`~lbee.run.specs.DatasetSpec` of a raw entry, with every path confined to ``root``.
 
     Raises
     ------

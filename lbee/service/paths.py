@@ -170,7 +170,7 @@ def _walk_check(folder, root, key):
 
 
 def check_dataset_paths(ds, root):
-    """Check a parsed :class:`lbee.run.inputs.DatasetSpec` (resolved paths, folders walked, manifest rows)."""
+    """Check a parsed :class:`lbee.run.specs.DatasetSpec` (resolved paths, folders walked, manifest rows)."""
     root = Path(root).resolve()
     found = []
     for key in ("images", "image_embeddings", "sentence_embeddings", "masks", "sensitivity"):
