@@ -125,8 +125,8 @@ def check_writable_folder(path, option):
 
 
 def check_encoder_spec(spec, option="--encoder"):
-    """:func:`lbee.encoders.check_encoder_spec` as a usage error, before any heavy import."""
-    from ..encoders import check_encoder_spec as check
+    """:func:`lbee.run.models.check_encoder_spec` as a usage error, before any heavy import."""
+    from ..run.models import check_encoder_spec as check
     from ..extras import MissingExtraError
 
     try:

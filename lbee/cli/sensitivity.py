@@ -117,7 +117,7 @@ def sensitivity(ctx, images, masks, model_spec, weights, num_classes, ec_dir, si
     if (images is None) == (ec_dir is None):
         raise LbeeError("Give either IMAGES (a manifest, with --masks and --model) or --ec DIR, not both.")
     if model_spec is not None:
-        from ..scoring.classifier import check_model_spec
+        from ..run.models import check_model_spec
 
         try:
             check_model_spec(model_spec)
@@ -135,9 +135,9 @@ def sensitivity(ctx, images, masks, model_spec, weights, num_classes, ec_dir, si
             preprocess = preprocess or "imagenet"
             model = None
         if model_spec is not None:
-            from ..scoring.classifier import load_classifier
+            from ..run.models import load_model
 
-            model = load_classifier(model_spec, weights, num_classes=num_classes)
+            model = load_model(model_spec, weights, num_classes=num_classes)
         elif model is None:
             raise LbeeError("--model is required with IMAGES.")
         pre = Preprocess.preset(preprocess, image_size)
