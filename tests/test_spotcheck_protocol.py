@@ -8,7 +8,7 @@ import pytest
 from lbee.spotcheck import Blindspot, DatasetDefinition, sample_blindspots, sample_dataset, spotcheck_sentences
 from lbee.spotcheck._analysis import (MAX_HYPOTHESES, description_score, positive_rows, slicer_hypotheses,
                                       subset_inputs)
-from lbee.spotcheck._ec import _label, combinations, generate_uniform_split
+from lbee.spotcheck._generation import _label, combinations, generate_uniform_split
 
 
 def _dataset():

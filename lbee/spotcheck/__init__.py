@@ -8,8 +8,8 @@
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from ._ec import (CorruptECError, ExperimentalConfiguration, domino_synthetic_predictions, make_ec, predict,
-                  train_classifier, verify_blindspots)
+from ._classifier import domino_synthetic_predictions, predict, train_classifier, verify_blindspots
+from ._ec import CorruptECError, ExperimentalConfiguration, make_ec
 from ._render import COLORS, render
 from ._captions import sample_caption
 from ._sentences import relevance_matrix, spotcheck_sentences
