@@ -141,7 +141,7 @@ def test_yaml_key_written_twice_is_refused(tmp_path):
 def test_service_yaml_shares_the_strict_loader():
     import yaml
 
-    from lbee.reports.config import _loader
+    from lbee.reports.yaml_reader import _loader
 
     with pytest.raises(yaml.YAMLError, match="'k' is written twice"):
         yaml.load("name: a\nk: 1\nk: 2\n", Loader=_loader())  # noqa: S506 - a SafeLoader subclass

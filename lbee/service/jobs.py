@@ -59,7 +59,7 @@ def validate_entry(entry, root, allowed_encoders=()):
         A bad entry (the message names key and value, as ``lbee report`` does), an encoder outside the
         allow-list, or a :class:`~lbee.service.paths.PathEscape`.
     """
-    from ..reports.config import parse_dataset_entry
+    from ..reports.config_entries import parse_dataset_entry
     from .paths import check_dataset_paths, check_encoder, check_entry_paths
 
     if not isinstance(entry, dict):

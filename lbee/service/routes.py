@@ -80,7 +80,7 @@ def add_api_routes(app, ctx):
     def _yaml(raw):
         import yaml
 
-        from ..reports.config import yaml_loader
+        from ..reports.yaml_reader import yaml_loader
 
         try:
             entry = yaml.load(raw.decode("utf-8"), Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
