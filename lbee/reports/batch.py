@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io.cache import atomic_write_bytes, json_bytes
-from .html import ReportRun, render_index, render_report
+from .html import render_index, render_report
+from .page import ReportRun
 from .config import ConfigError, load_report_config
 
 
@@ -80,7 +81,7 @@ def _image_links(paths, page_dir):
 
 
 def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
-    """The :class:`lbee.reports.html.ReportRun` of a run-layer result: what ``lbee report`` and
+    """The :class:`lbee.reports.page.ReportRun` of a run-layer result: what ``lbee report`` and
     ``lbee describe --html`` show, built in this one place.
 
     Parameters
