@@ -43,7 +43,7 @@ class LbeeGroup(click.Group):
             raise LbeeError(msg + " (run with --debug for the traceback)") from None
 
 
-def _fail(exc):
+def fail(exc):
     """Turn a library error into a one-line message (exit 1); ``--debug`` re-raises it with its traceback."""
     ctx = click.get_current_context(silent=True)
     if ctx is not None and (ctx.find_root().obj or {}).get("debug"):
@@ -69,8 +69,13 @@ def cli(ctx, cache_dir, device, quiet, verbose, debug):
 
 
 
-def _log(msg):
+def log(msg):
+    """One line on stderr (notes and warnings of a command; stdout keeps its results)."""
     click.echo(msg, err=True)
+
+
+# The old private names, kept while a command still imports them.
+_fail, _log = fail, log
 
 
 def setup_logging(verbose=False):
@@ -88,13 +93,13 @@ def setup_logging(verbose=False):
         def emit(self, record):
             click.echo(self.format(record), err=True)
 
-    log = logging.getLogger("lbee")
-    for h in [h for h in log.handlers if type(h).__name__ == "EchoHandler"]:
-        log.removeHandler(h)
+    logger = logging.getLogger("lbee")
+    for h in [h for h in logger.handlers if type(h).__name__ == "EchoHandler"]:
+        logger.removeHandler(h)
     handler = EchoHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s" if verbose else "%(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     logging.getLogger().setLevel(logging.INFO if verbose else logging.ERROR)
     if not verbose:
         def show(message, category, filename, lineno, file=None, line=None):

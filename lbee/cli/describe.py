@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..run.settings import as_cli_message, settings_from_options, settings_options
-from ._base import LbeeError, _fail, check_encoder_spec, check_writable_folder, cli, require_extra
+from ._base import LbeeError, fail, check_encoder_spec, check_writable_folder, cli, require_extra
 
 
 @cli.command()
@@ -132,7 +132,7 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
     except click.ClickException:
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
-        _fail(exc)
+        fail(exc)
     folders = []
     if out:
         from ..run.outputs import staged_run_folder

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import LbeeError, _fail, _log, check_encoder_spec, check_writable_folder, cli, ray_options
+from ._base import LbeeError, fail, log, check_encoder_spec, check_writable_folder, cli, ray_options
 
 
 @cli.command("embed")
@@ -49,13 +49,13 @@ def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_acto
             done = embed_to_folder(out, images=images, sentence_set=sentence_set, encoder_spec=encoder_spec,
                                    device=obj.get("device"), cache_dir=obj["cache_dir"], engine=engine,
                                    ray_address=ray_address, num_actors=num_actors, batch_size=batch_size,
-                                   chunk_size=chunk_size, progress=obj["progress"], log=_log)
+                                   chunk_size=chunk_size, progress=obj["progress"], log=log)
         except click.ClickException:
             raise
         except ImportError as exc:
             raise LbeeError(str(exc)) from None
         except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:
-            _fail(exc)
+            fail(exc)
         except OSError as exc:
             raise LbeeError(f"Cannot write into {str(out)!r}: {exc.strerror or exc}.") from None
     imgs, result, sset = done.images, done.image_embeddings, done.sentence_set
@@ -63,7 +63,7 @@ def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_acto
         ids = [i for i, good in zip(imgs.ids, result.ok) if good]
         atomic_write_bytes(out / "ids.txt", "".join(f"{i}\n" for i in ids).encode())
         for p, r in result.failures:
-            _log(f"  skipped {p}: {r}")
+            log(f"  skipped {p}: {r}")
         n, d = result.embeddings.shape
         click.echo(f"{n} images embedded (d={d}; {result.n_encoded} encoded, {n - result.n_encoded} from the "
                    f"cache) with {engine} engine -> {out / 'embeddings.npy'}, {out / 'ids.txt'}")

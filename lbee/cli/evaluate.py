@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..core.evaluation import DEFAULT_O
-from ._base import LbeeError, _fail, check_writable_folder, cli
+from ._base import LbeeError, fail, check_writable_folder, cli
 
 
 @cli.command()
@@ -58,7 +58,7 @@ def evaluate(explanation, relevance, performance, o_values, out):
     except click.ClickException:
         raise
     except (ValueError, TypeError, KeyError, OSError) as exc:
-        _fail(exc)
+        fail(exc)
     table = pd.DataFrame(rows)
     click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     if (table["n_failure_sentences"] == 0).all():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import _log, cli, require_extra
+from ._base import log, cli, require_extra
 
 
 @cli.command()
@@ -48,7 +48,7 @@ def report(ctx, config, out, check, keep_going, schema):
             return
         require_extra("html", needed_for="lbee report")  # every report is an HTML page
         result = run_report(config, output=out, cache_dir=obj["cache_dir"], device=obj["device"],
-                            progress=obj["progress"], log=_log, keep_going=keep_going)
+                            progress=obj["progress"], log=log, keep_going=keep_going)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(f"\n{len(result.reports)} report(s); index: {result.index}")

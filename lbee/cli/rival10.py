@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import LbeeError, _fail, _log, cli
+from ._base import LbeeError, fail, log, cli
 
 
 @cli.group()
@@ -33,10 +33,10 @@ def rival10_export(ctx, root, split, out, class_map):
     except click.ClickException:
         raise
     except (ValueError, TypeError, KeyError, OSError) as exc:
-        _fail(exc)
+        fail(exc)
     if info["n_images"] == 0:  # pragma: no cover - load_rival10 refuses an empty split
         raise LbeeError("No image exported.")
     if info["mask_fallbacks"]:
-        _log(f"{info['mask_fallbacks']} image(s) had no 'entire-object' mask; used the merged mask instead.")
+        log(f"{info['mask_fallbacks']} image(s) had no 'entire-object' mask; used the merged mask instead.")
     click.echo(f"Exported {info['n_images']} images, {info['n_sentences']} sentences, {info['n_masks']} masks "
                f"to {info['out']}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, _log, check_writable_folder, cli
+from ._base import LbeeError, fail, log, check_writable_folder, cli
 
 
 def _sigmas(value):
@@ -64,10 +64,10 @@ def _from_ec(ec_dir):
         from PIL import Image
 
         masks = [np.asarray(Image.open(mask_dir / f"{i:05d}.png").convert("L")) >= 128 for i in range(len(images))]
-        _log(f"Object masks from {mask_dir}.")
+        log(f"Object masks from {mask_dir}.")
     else:
         masks = list(spotcheck_masks_from_pixels(images, ec.attributes["test"]))
-        _log("Object masks recovered from the renders' pixels (the EC folder has no masks/test/).")
+        log("Object masks recovered from the renders' pixels (the EC folder has no masks/test/).")
     ids = [f"images/test/{i:05d}.png" for i in range(len(images))]
     return list(images), masks, ec.true_labels("test"), ids, ["no square", "square"], ec
 
@@ -159,7 +159,7 @@ def sensitivity(ctx, images, masks, model_spec, weights, num_classes, ec_dir, si
     except click.ClickException:
         raise
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:
-        _fail(exc)
+        fail(exc)
     s = result.summary
     click.echo(f"{s['n_images']} images, {len(sig)} noise levels x {trials} trials "
                f"({result.n_computed} computed, {s['n_images'] - result.n_computed} from the cache)")

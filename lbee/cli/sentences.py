@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import _fail, cli
+from ._base import fail, cli
 
 
 @cli.group()
@@ -33,7 +33,7 @@ def sentences_show(name):
     try:
         s = load_sentence_set(name)
     except ValueError as exc:
-        _fail(exc)
+        fail(exc)
     for line in s.header.splitlines():
         click.echo(f"# {line}")
     for sent in s.sentences:
@@ -72,7 +72,7 @@ def sentences_generate(grammar, max_conditions, out, classes, limit):
         check_writable_folder(str(Path(out).resolve().parent), "--out")
         sents, conds, stats = generate(g, max_conditions, limit=limit)
     except ValueError as exc:
-        _fail(exc)
+        fail(exc)
     k = g.max_conditions if max_conditions is None else max_conditions
     ref = g.name if Path(grammar).name == grammar and not Path(grammar).is_file() else str(Path(grammar).resolve())
     if classes is not None:  # the table names a grammar file that exists: the copy with these classes

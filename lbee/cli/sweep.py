@@ -8,7 +8,7 @@ import click
 
 from ..analyses.sweep import C_GRID, K_GRID, O_GRID
 from ..run.settings import as_cli_message, settings_from_options, settings_options
-from ._base import _fail, check_encoder_spec, check_writable_folder, cli
+from ._base import fail, check_encoder_spec, check_writable_folder, cli
 
 
 def _number_list(kind):
@@ -101,6 +101,6 @@ def sweep(ctx, images, encoder, image_embeddings, sentence_embeddings, sentence_
     except click.ClickException:
         raise
     except (ValueError, TypeError, OSError) as exc:
-        _fail(exc)
+        fail(exc)
     click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     click.echo(f"\nWrote {target}/sweep.csv and sweep.png")

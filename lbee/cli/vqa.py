@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, check_writable_folder, cli, ray_options, require_extra
+from ._base import LbeeError, fail, check_writable_folder, cli, ray_options, require_extra
 
 
 @cli.group(invoke_without_command=True)
@@ -95,7 +95,7 @@ def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_mode
     except ImportError as exc:
         raise LbeeError(str(exc)) from None
     except (ValueError, TypeError, FileNotFoundError, VQAError) as exc:
-        _fail(exc)
+        fail(exc)
     write_relevance(result, out)
     n, m = result.relevance.shape
     click.echo(f"{n} images x {m} sentences; relevant pairs: {int(result.relevance.sum())} ({how} of "
@@ -136,7 +136,7 @@ def vqa_agreement(pseudo, truth):
     except click.ClickException:
         raise
     except (ValueError, KeyError, OSError) as exc:
-        _fail(exc)
+        fail(exc)
     click.echo(f"{'':<22}{'Accuracy':>9}{'TP':>7}{'TN':>7}{'FP':>7}{'FN':>7}")
     for r in rows:
         click.echo(f"{r['name']:<22}" + "".join(f"{r[k]:>{9 if k == 'accuracy' else 7}.3f}"
