@@ -39,7 +39,7 @@ def grammar_text():
 def world(n, d, rng):
     """Random attributes; an image embeds the directions of what holds for it, plus noise."""
     g = parse_grammar(grammar_text(), source="bench")
-    conds, keys = [], []
+    conds = []
     for s in range(SUBJECTS):
         conds.append({(f"thing{s}", "presence"): "true"})
         for attr, values in (("colour", ("red", "blue")), ("size", ("small", "large"))):

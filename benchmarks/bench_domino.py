@@ -7,8 +7,8 @@
     also carries the label and prediction terms and one final E-step, so it
     does slightly more work per fit.
 (2) Recovery: a planted slice (one of 5 Gaussian blobs, all class 1, where a
-    binary model errs on 80 % of the images; 95 % accuracy elsewhere) over random_state 0..N-1, with γ = 1 (the official default) and
-    γ = 10 (the SpotCheck paper's), soft 2-column predictions: the fraction of
+    binary model errs on 80 % of the images; 95 % accuracy elsewhere) over random_state 0..N-1, with γ = 1 (the
+    official default) and γ = 10 (the SpotCheck paper's), soft 2-column predictions: the fraction of
     seeds whose top slice holds >= 80 % of the planted slice's errors with
     >= 80 % precision, and the mean final log-likelihood per example.
 

@@ -1,4 +1,4 @@
-"""Text->image ROC-AUC of SpotCheck encoders against the exact relevance Γ, by kind of sentence.
+r"""Text->image ROC-AUC of SpotCheck encoders against the exact relevance Γ, by kind of sentence.
 
 Renders fresh held-out SpotCheck images (every layer and attribute rollable, as the
 training script's dataset; a seed the training never uses), embeds them with each
@@ -17,7 +17,8 @@ the number of sentences and the median AUC (min in brackets) of each encoder:
   conditions of Γ: an object's attribute brings its presence ("a small circle" = 2).
 
     python benchmarks/bench_encoder_auc.py                                  # the shipped encoder
-    python benchmarks/bench_encoder_auc.py --weights old=/tmp/old_encoder.pt --weights new=lbee/weights/spotcheck_encoder.pt
+    python benchmarks/bench_encoder_auc.py --weights old=/tmp/old_encoder.pt \
+        --weights new=lbee/weights/spotcheck_encoder.pt
 
 CPU, about a minute for 2,000 images and two encoders.
 """

@@ -1,4 +1,4 @@
-"""Time `lbee.analyses.sweep.sensitivity_sweep` with the default grids, and the C sweep with and without the Ward-tree cache.
+"""Time `lbee.analyses.sweep.sensitivity_sweep` with the default grids, and the C sweep with and without the Ward cache.
 
 n = 8,000 images (d = 512), N = 1,410 sentences, Γ with 5% density, all five
 describers; K = 1,2,3,5,10, C = 1,5,10,15,20,30, o = 0 ... 1 (7 values).

@@ -19,10 +19,10 @@ import platform
 import time
 
 import numpy as np
+from _structured import anisotropic_sphere, spotcheck_like
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score
 
-from _structured import anisotropic_sphere, spotcheck_like
 from lbee.core.clustering import ward_labels
 
 
@@ -59,9 +59,9 @@ def main():
         X, _ = make(n_struct, random_state=1)
         hard = rng.normal(size=n_struct) < -0.2  # the hard side of a split at a = 0.2
         H = X[hard]
-        exact, t_e = timed(lambda: ward_labels(H, 15, method="exact"))
-        km, t_k = timed(lambda: ward_labels(H, 15, method="kmeans"))
-        knn, t_n = timed(lambda: ward_labels(H, 15, method="knn")) if make is not noise else (km, float("nan"))
+        exact, t_e = timed(lambda H=H: ward_labels(H, 15, method="exact"))
+        km, t_k = timed(lambda H=H: ward_labels(H, 15, method="kmeans"))
+        knn, t_n = timed(lambda H=H: ward_labels(H, 15, method="knn")) if make is not noise else (km, float("nan"))
         keep = np.random.default_rng(1).random(H.shape[0]) > 0.02
         again = ward_labels(H[keep], 15, method="exact")
         print(f"(2) {name}, n={n_struct}, hard split {H.shape[0]}: ARI vs exact: kmeans "

@@ -25,7 +25,8 @@ def an(word):
     return ("an " if word[0].lower() in "aeiou" else "a ") + word
 
 
-URBAN_CONTENT = """building|skyscraper|house|bridge|tunnel|highway scene|sub-urban scene|industrial scene|construction site|
+URBAN_CONTENT = """building|skyscraper|house|bridge|tunnel|highway scene|sub-urban scene|industrial scene|
+construction site|
 rural road|dirt road|roundabout|intersection|parking lot|traffic jam|traffic|traffic light|traffic sign|street sign|
 pedestrian crossing|crowd of pedestrians|pedestrian|cyclist|motorcyclist|bicycle|motorbike|scooter|rickshaw|car|truck|
 bus|tram|train|jeep|van|tractor|ambulance|police car|taxi|trailer|caravan|horse cart|dog|cow|horse|bird|animal|
@@ -33,7 +34,8 @@ tree|bush|hedge|lawn|field|mountain|hill|forest|river|lake|sea|beach|desert|fenc
 billboard|advertisement board|garbage bin|pile of garbage|road barrier|traffic cone|rail track|sidewalk|curb|bench|
 market stall|shop front|parked car|emergency vehicle|road work|speed bump|pothole|gravel road|cobblestone road|
 snowy road|flooded road|muddy road|narrow street|wide avenue|overpass|toll booth|gas station|church|statue"""
-URBAN_CONDITIONS = """at night|in the evening|at dusk|at dawn|at noon|in the morning|in a stormy weather|in a foggy weather|
+URBAN_CONDITIONS = """at night|in the evening|at dusk|at dawn|at noon|in the morning|in a stormy weather|
+in a foggy weather|
 in a rainy weather|in a snowy weather|in a windy weather|in a dull weather|in a sunny weather|in a cloudy weather|
 in winter|in autumn|in summer|in spring|in a city center|in a village|in the countryside|in India|in Europe|
 in the mountains|in heavy traffic|on a highway|on a wet road|in a hailstorm|under street lights|against the sun"""
@@ -62,7 +64,8 @@ def urban_scenes():
     ], s)
 
 
-PLACES = """airfield|airplane cabin|airport terminal|alley|amphitheater|amusement arcade|amusement park|aquarium|aqueduct|
+PLACES = """airfield|airplane cabin|airport terminal|alley|amphitheater|amusement arcade|amusement park|aquarium|
+aqueduct|
 arcade|arch|archaeological excavation|archive|army base|art gallery|art school|art studio|artists loft|assembly line|
 athletic field|attic|auditorium|auto factory|auto showroom|badlands|bakery|balcony|ball pit|ballroom|bamboo forest|
 bank vault|banquet hall|bar|barn|barndoor|baseball field|basement|basketball court|bathroom|bazaar|beach|beach house|
@@ -81,26 +84,34 @@ hotel room|house|hunting lodge|ice cream parlor|ice floe|ice shelf|ice skating r
 inn|islet|jacuzzi|jail cell|japanese garden|jewelry shop|junkyard|kasbah|kennel|kindergarden classroom|kitchen|
 lagoon|lake|landfill|landing deck|laundromat|lawn|lecture room|legislative chamber|library|lighthouse|living room|
 loading dock|lobby|lock chamber|locker room|mansion|manufactured home|market|marsh|martial arts gym|mausoleum|medina|
-mezzanine|moat|mosque|motel|mountain|mountain path|mountain snowy|movie theater|museum|music studio|natural history museum|
-nursery|nursing home|oast house|ocean|office|office building|office cubicles|oilrig|operating room|orchard|orchestra pit|
-pagoda|palace|pantry|park|parking garage|parking lot|pasture|patio|pavilion|pet shop|pharmacy|phone booth|physics laboratory|
+mezzanine|moat|mosque|motel|mountain|mountain path|mountain snowy|movie theater|museum|music studio|
+natural history museum|
+nursery|nursing home|oast house|ocean|office|office building|office cubicles|oilrig|operating room|orchard|
+orchestra pit|
+pagoda|palace|pantry|park|parking garage|parking lot|pasture|patio|pavilion|pet shop|pharmacy|phone booth|
+physics laboratory|
 picnic area|pier|pizzeria|playground|playroom|plaza|pond|porch|promenade|pub|racecourse|raceway|raft|railroad track|
-rainforest|reception|recreation room|repair shop|residential neighborhood|restaurant|restaurant kitchen|restaurant patio|
+rainforest|reception|recreation room|repair shop|residential neighborhood|restaurant|restaurant kitchen|
+restaurant patio|
 rice paddy|river|rock arch|roof garden|rope bridge|ruin|runway|sandbox|sauna|schoolhouse|science museum|server room|
 shed|shoe shop|shopfront|shopping mall|shower|ski resort|ski slope|sky|skyscraper|slum|snowfield|soccer field|stable|
 stadium|stage|staircase|storage room|street|subway station|supermarket|sushi bar|swamp|swimming hole|swimming pool|
 synagogue|television room|television studio|temple|throne room|ticket booth|topiary garden|tower|toyshop|train interior|
-train station|tree farm|tree house|trench|tundra|underwater scene|utility room|valley|vegetable garden|veterinarians office|
+train station|tree farm|tree house|trench|tundra|underwater scene|utility room|valley|vegetable garden|
+veterinarians office|
 viaduct|village|vineyard|volcano|volleyball court|waiting room|water park|water tower|waterfall|watering hole|wave|
 wet bar|wheat field|wind farm|windmill|yard|youth hostel|zen garden"""
 
 IMAGE_TYPES = """a photo|a black and white photo|a drawing|a sketch|a painting|a cartoon|a 3D rendering|a sculpture|
 a toy version of the object|an embroidery|a tattoo|a plush toy|an origami|a video game scene|a close-up photo|
-a photo taken from far away|a photo taken from above|a photo taken from below|a cropped photo|a photo of several objects|
+a photo taken from far away|a photo taken from above|a photo taken from below|a cropped photo|
+a photo of several objects|
 a photo with text on it|a screenshot|an X-ray style image|an infrared photo|a collage"""
-IMAGE_QUALITY = """a blurry image|an image with motion blur|an out-of-focus image|a noisy image|an image with JPEG compression artifacts|
+IMAGE_QUALITY = """a blurry image|an image with motion blur|an out-of-focus image|a noisy image|
+an image with JPEG compression artifacts|
 a low resolution image|a pixelated image|an overexposed image|an underexposed image|a dark image|a bright image|
-a low contrast image|a high contrast image|an image with a watermark|an image with a frame|an image with color distortion|
+a low contrast image|a high contrast image|an image with a watermark|an image with a frame|
+an image with color distortion|
 a grayscale image|a sepia image|an image with lens flare|an image with a fisheye distortion|an image with occlusion|
 an image where the object is partly hidden|an image where the object is tiny|an image where the object is cut off|
 an image with a cluttered background|an image with a plain background|an image with a person holding the object|
@@ -177,7 +188,8 @@ def nico():
     ], s)
 
 
-COND_WEATHER = """a sunny weather|a cloudy weather|an overcast weather|a rainy weather|a drizzle|a heavy rain|a thunderstorm|
+COND_WEATHER = """a sunny weather|a cloudy weather|an overcast weather|a rainy weather|a drizzle|a heavy rain|
+a thunderstorm|
 a snowy weather|a snowstorm|a blizzard|a foggy weather|a misty weather|a hazy weather|a windy weather|a sandstorm|
 a hailstorm|a dull weather|a freezing weather|a hot weather|a humid weather"""
 COND_LIGHT = """at night|at dusk|at dawn|at sunrise|at sunset|at noon|in the morning|in the afternoon|in the evening|
@@ -186,7 +198,8 @@ under artificial light|under neon lights|under candle light|with backlighting|ag
 with strong shadows|with a flash|by moonlight"""
 COND_SEASON = """in winter|in spring|in summer|in autumn|in the dry season|in the rainy season|during a holiday|
 during a festival"""
-COND_QUALITY = """motion blur|defocus blur|camera shake|sensor noise|grain|salt-and-pepper noise|JPEG compression artifacts|
+COND_QUALITY = """motion blur|defocus blur|camera shake|sensor noise|grain|salt-and-pepper noise|
+JPEG compression artifacts|
 low resolution|pixelation|overexposure|underexposure|low contrast|high contrast|saturated colors|washed-out colors|
 a color cast|a blue tint|a yellow tint|lens flare|chromatic aberration|vignetting|barrel distortion|
 a fisheye distortion|rolling shutter artifacts|interlacing artifacts|a watermark|a timestamp overlay|text overlay|

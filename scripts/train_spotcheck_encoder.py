@@ -36,8 +36,13 @@ import numpy as np
 import torch
 
 from lbee.encoders._spotcheck import WEIGHTS, load_text_model
-from lbee.spotcheck._captions import (CAPTION_VALUES, caption_from_conditions, hard_negative_conditions,
-                                      sample_caption, sample_caption_conditions)
+from lbee.spotcheck._captions import (
+    CAPTION_VALUES,
+    caption_from_conditions,
+    hard_negative_conditions,
+    sample_caption,
+    sample_caption_conditions,
+)
 from lbee.spotcheck._network import ImageTower, TextHead, to_tensor
 from lbee.spotcheck._render import render
 from lbee.spotcheck._world import ATTRIBUTES, DatasetDefinition

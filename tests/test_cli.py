@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from conftest import planted_world
+
 from lbee.cli import cli
 
 
@@ -133,7 +133,6 @@ def test_manifest_missing_column(tmp_path):
 def test_describe_runs_a_model_over_a_manifest(tmp_path):
     """--model module:factory with --weights, labels from the manifest, φ = true-class probability."""
     import torch
-
     from test_confidence_models import Tiny
     from test_encoders_cache import write_images
 

@@ -8,8 +8,15 @@ from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score
 
 import lbee.core.clustering as cl
-from lbee.core.clustering import (DEFAULT_WARD, WARD_METHODS, condensed_distances, cut_tree_labels, prototypes,
-                                  ward_labels, weighted_ward_linkage)
+from lbee.core.clustering import (
+    DEFAULT_WARD,
+    WARD_METHODS,
+    condensed_distances,
+    cut_tree_labels,
+    prototypes,
+    ward_labels,
+    weighted_ward_linkage,
+)
 
 
 def _unit(x):

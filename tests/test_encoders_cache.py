@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lbee.encoders.embedding import embed_images, embed_sentences
 from lbee.encoders import EncoderLoadError, create_encoder, list_encoders, parse_encoder_spec
+from lbee.encoders.embedding import embed_images, embed_sentences
 
 
 def write_images(folder, n, size=(48, 40)):

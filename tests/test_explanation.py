@@ -2,9 +2,9 @@ import json
 
 import numpy as np
 import pytest
+from conftest import planted_world
 
 import lbee
-from conftest import planted_world
 
 
 def cluster_of(exp, image):

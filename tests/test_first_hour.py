@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import planted_world
 from PIL import Image
 
-from conftest import planted_world
 from lbee.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]

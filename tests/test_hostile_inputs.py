@@ -241,8 +241,9 @@ def metadata_identity(rows_a, rows_b):
     def action(ctx):
         from vqa import create_backend
 
-        mk = lambda rows: create_backend("metadata", table=pd.DataFrame(rows, columns=["image", "sentence",  # noqa
-                                                                                       "relevant"]))
+        def mk(rows):
+            return create_backend("metadata", table=pd.DataFrame(rows, columns=["image", "sentence", "relevant"]))
+
         return mk(rows_a).identity() == mk(rows_b).identity()
     return action
 

@@ -19,10 +19,15 @@ from hypothesis import strategies as st
 
 import lbee
 from lbee.core.explanation import EasyCluster, Explanation, HardCluster
+from lbee.core.metrics import (
+    blindspot_precision,
+    blindspot_recall,
+    discovery_rate,
+    false_discovery_rate,
+    precision_at_k,
+)
 from lbee.io.relevance import load_relevance
 from lbee.io.tables import parse_bool, read_table
-from lbee.core.metrics import (blindspot_precision, blindspot_recall, discovery_rate, false_discovery_rate,
-                               precision_at_k)
 from lbee.scoring.confidence import scores_from_table
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -5,8 +5,8 @@ import pytest
 from click.testing import CliRunner
 
 import lbee
-from lbee.cli import cli
 from lbee.analyses.domino_settings import make_setting
+from lbee.cli import cli
 from lbee.core.metrics import precision_at_k, prototype_precision_at_k
 from lbee.slicers import DominoSlicer
 

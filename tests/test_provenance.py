@@ -11,13 +11,19 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from conftest import planted_world
+
 from lbee.cli import cli
 from lbee.encoders import register_encoder
 from lbee.encoders._base import Encoder, unit_float32
-from lbee.io.provenance import (ProvenanceWarning, check_pair, load_embeddings, make_provenance, sidecar_path,
-                                write_embeddings)
+from lbee.io.provenance import (
+    ProvenanceWarning,
+    check_pair,
+    load_embeddings,
+    make_provenance,
+    sidecar_path,
+    write_embeddings,
+)
 
 STUB_TAU = 0.0816
 

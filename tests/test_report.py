@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from lbee.reports.batch import run_report
 from lbee.cli import cli
+from lbee.reports.batch import run_report
 from lbee.reports.config import ConfigError, load_report_config
 
 NASTY = "in the dark <script>alert('x')</script> & friends"

@@ -13,8 +13,15 @@ from PIL import Image
 
 from lbee.cli import cli
 from lbee.io.sentences import load_sentence_set
-from lbee.rival10 import (ATTRIBUTES, CLASSES, UnsafePickleError, load_attr_dict, load_rival10, read_class_map,
-                          rival10_sentences)
+from lbee.rival10 import (
+    ATTRIBUTES,
+    CLASSES,
+    UnsafePickleError,
+    load_attr_dict,
+    load_rival10,
+    read_class_map,
+    rival10_sentences,
+)
 
 
 def _jpeg_b64(mask):

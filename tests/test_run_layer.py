@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import planted_world
 from sklearn.exceptions import NotFittedError
 
 import lbee
-from conftest import planted_world
 from lbee.cli import cli
 from lbee.core.clustering import DEFAULT_WARD, WARD_METHODS
 from lbee.core.evaluation import DEFAULT_O

@@ -8,8 +8,14 @@ from click.testing import CliRunner
 from PIL import Image
 
 from lbee.analyses.saliency import alignment, gradcam, saliency_alignment
-from lbee.analyses.sensitivity import (Preprocess, confidence_from_sensitivity, gray_background, region_noise,
-                                       region_sensitivity, relative_foreground_sensitivity)
+from lbee.analyses.sensitivity import (
+    Preprocess,
+    confidence_from_sensitivity,
+    gray_background,
+    region_noise,
+    region_sensitivity,
+    relative_foreground_sensitivity,
+)
 from lbee.cli import cli
 from lbee.reports.sensitivity import sensitivity_panel_html
 

@@ -23,13 +23,13 @@ pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 
 from fastapi.testclient import TestClient  # noqa: E402
+from service_backends import BACKENDS, backend, postgres  # noqa: E402,F401
 
 import lbee  # noqa: E402
 from lbee.service import ServiceSettings, create_app  # noqa: E402
 from lbee.service.auth import create_token, revoke_token  # noqa: E402
 from lbee.service.jobs import new_owner, run_next_job  # noqa: E402
 from lbee.service.workers import ExplainPool, JobRunner  # noqa: E402
-from service_backends import BACKENDS, backend, postgres  # noqa: E402,F401
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -19,8 +19,9 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 
-import lbee  # noqa: E402
 from service_backends import wait_healthy  # noqa: E402
+
+import lbee  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -100,7 +101,6 @@ def test_live_server_runs_the_spotcheck_demo_job(live_server, demo_job):
     assert set(lbee.METHODS) <= {r["method"] for r in metrics["metrics"]}
     exp = httpx.get(f"{base}/v1/jobs/{job}/explanation", headers=h, timeout=30).json()
     from lbee.core.explanation import validate_explanation_payload
-
     from lbee.io.sentences import WORLD_SENTENCE_SET
 
     assert exp["sentence_set"] == WORLD_SENTENCE_SET
@@ -116,9 +116,8 @@ def test_live_server_runs_the_spotcheck_demo_job(live_server, demo_job):
 
 
 def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
-    from test_report_browser import _browser
-
     from selenium.webdriver.support.ui import WebDriverWait
+    from test_report_browser import _browser
 
     base, _, read, _ = live_server
     driver = _browser(tmp_path)

@@ -17,10 +17,10 @@ pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 
 from fastapi.testclient import TestClient  # noqa: E402
-
-from lbee.service import ServiceSettings, create_app  # noqa: E402
 from service_backends import BACKENDS, backend, postgres  # noqa: E402,F401
 from test_service import data_root, entry, explain_pool, service  # noqa: E402,F401
+
+from lbee.service import ServiceSettings, create_app  # noqa: E402
 
 
 def test_the_api_description_needs_a_token_and_loads_nothing_remote(service):
@@ -203,8 +203,8 @@ def test_an_upgrade_keeps_the_runs_stored_at_the_previous_schema(data_root, tmp_
     now = "2026-01-02 03:04:05"
     with engine.begin() as conn:
         conn.execute(sa.text(
-            "INSERT INTO jobs (id, name, key, entry, root, folder, status, progress, log, failures, attempts, created, "
-            "started, finished) VALUES ('j1', 'old', 'k', '{\"name\": \"old\"}', :root, 'runs/old-k', 'done', "
+            "INSERT INTO jobs (id, name, key, entry, root, folder, status, progress, log, failures, attempts, "
+            "created, started, finished) VALUES ('j1', 'old', 'k', '{\"name\": \"old\"}', :root, 'runs/old-k', 'done', "
             "'done in 1.0 s', '', '[]', 1, :t, :t, :t)"), {"root": str(root), "t": now})
         conn.execute(sa.text(
             "INSERT INTO runs (id, job_id, dataset, model, folder, metrics, n_images, n_hard, seconds, created) "

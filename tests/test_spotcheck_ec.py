@@ -8,8 +8,13 @@ import pytest
 from click.testing import CliRunner
 
 from lbee.cli import cli
-from lbee.spotcheck import (CorruptECError, ExperimentalConfiguration, domino_synthetic_predictions,
-                            relevance_matrix, spotcheck_sentences)
+from lbee.spotcheck import (
+    CorruptECError,
+    ExperimentalConfiguration,
+    domino_synthetic_predictions,
+    relevance_matrix,
+    spotcheck_sentences,
+)
 
 
 def test_demo_prints_and_writes_everything(demo_run):

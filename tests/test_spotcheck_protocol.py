@@ -1,4 +1,7 @@
-"""The SpotCheck paper's protocol: uniform splits, official blindspots, positives only, 10 hypotheses, the description score."""
+"""The SpotCheck paper's protocol.
+
+Uniform splits, official blindspots, positives only, 10 hypotheses, the description score.
+"""
 
 import json
 
@@ -6,8 +9,7 @@ import numpy as np
 import pytest
 
 from lbee.spotcheck import Blindspot, DatasetDefinition, sample_blindspots, sample_dataset, spotcheck_sentences
-from lbee.spotcheck._analysis import (MAX_HYPOTHESES, description_score, positive_rows, slicer_hypotheses,
-                                      subset_inputs)
+from lbee.spotcheck._analysis import MAX_HYPOTHESES, description_score, positive_rows, slicer_hypotheses, subset_inputs
 from lbee.spotcheck._generation import _label, combinations, generate_uniform_split
 
 

@@ -1,8 +1,17 @@
 import numpy as np
 import pytest
 
-from lbee.spotcheck import (ATTRIBUTES, Blindspot, DatasetDefinition, UnsatisfiableError, relevance_matrix, render,
-                            sample_blindspots, sample_dataset, spotcheck_sentences)
+from lbee.spotcheck import (
+    ATTRIBUTES,
+    Blindspot,
+    DatasetDefinition,
+    UnsatisfiableError,
+    relevance_matrix,
+    render,
+    sample_blindspots,
+    sample_dataset,
+    spotcheck_sentences,
+)
 from lbee.spotcheck._render import COLORS
 from lbee.spotcheck._world import _unambiguous
 
@@ -27,7 +36,7 @@ def test_blindspots_follow_appendix_a3():
         for b in bs:
             t = b.as_dict()
             assert 5 <= len(b.triplets) <= 7
-            for (layer, attr), v in t.items():
+            for layer, attr in t:
                 assert (layer, attr) in d.rollable or (layer, attr) == ("background", "position")
                 if layer != "background" and attr != "presence":  # feasibility constraint
                     assert t[(layer, "presence")] == "true"

@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from conftest import planted_world
-from lbee.cli import cli
+
 from lbee.analyses.sweep import plot_sweep, sensitivity_sweep
+from lbee.cli import cli
 
 
 def planted_inputs():
@@ -114,5 +114,5 @@ def test_sweep_rows_say_what_ran_when_the_request_exceeds_the_data(caplog):
     assert eff[("K", 3)] == 3 and eff[("K", 20)] == 8  # 8 sentences exist
     n_hard = int(np.sum(phi < phi.mean() - 0.2 * phi.std()))
     assert eff[("C", 2)] == 2 and eff[("C", 50)] == n_hard < 50
-    assert "sweep C = 50 ran as C = %d (fewer hard images exist)" % n_hard in caplog.text
+    assert f"sweep C = 50 ran as C = {n_hard} (fewer hard images exist)" in caplog.text
     assert "sweep K = 20 ran as K = 8 (fewer sentences exist)" in caplog.text

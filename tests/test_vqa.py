@@ -6,11 +6,11 @@ import pytest
 import torch
 from click.testing import CliRunner
 from PIL import Image
+from vqa_tiny import tiny_blip, tiny_llava
 
 import vqa
 from lbee.cli import cli
 from lbee.io.sentences import list_sentence_sets, load_sentence_set
-from vqa_tiny import tiny_blip, tiny_llava
 
 QS = ["Was the image taken at night? Reply simply with 'yes' or 'no'.", "Does the image have a square?",
       "Is this a circle?"]

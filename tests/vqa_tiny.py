@@ -12,8 +12,14 @@ def tiny_tokenizer(folder):
 
 def tiny_llava(folder, seed=0):
     import torch
-    from transformers import CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig, \
-        LlavaForConditionalGeneration, LlavaProcessor
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
 
     tok = tiny_tokenizer(folder)
     tok.add_special_tokens({"additional_special_tokens": ["<image>"]})

@@ -9,8 +9,18 @@
 # (lbee.cli.vqa.lbee_vqa).
 __lbee__ = True
 
-from .backends import (Backend, BlipBackend, CallableBackend, LlavaBackend, MetadataBackend, OFABackend, VQAError,
-                       create_backend, list_backends, register_backend)
+from .backends import (
+                       Backend,
+                       BlipBackend,
+                       CallableBackend,
+                       LlavaBackend,
+                       MetadataBackend,
+                       OFABackend,
+                       VQAError,
+                       create_backend,
+                       list_backends,
+                       register_backend,
+)
 from .combine import COMBINATIONS, agreement, agreement_table, combine
 from .parsing import parse_answer
 from .questions import questions_for, sentence_to_question

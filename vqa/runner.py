@@ -165,7 +165,7 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
         # Answers that ignore the pixels (metadata) depend on the image id and sentence, not the file content.
         by_content = getattr(backend, "uses_images", True)
 
-        def cache_key(r, j):
+        def cache_key(r, j, by_content=by_content):
             if by_content:
                 return AnswerCache.key(hashes[r], questions[j])
             return AnswerCache.key("id:" + str(run_ids[r]), "sentence:" + sentences[j])
@@ -174,8 +174,8 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
         store = cache.load() if cache else {}
         mat = np.full((n, m), np.nan)
         todo = []
-        for r, i in enumerate(ok):
-            for j, q in enumerate(questions):
+        for r in range(len(ok)):
+            for j in range(len(questions)):
                 key = cache_key(r, j)
                 if key in store:
                     mat[r, j] = store[key]

@@ -23,10 +23,10 @@ import numpy as np
 from .._validation import as_unit_rows, check_choice, check_positive_int
 from ..core.evaluation import DEFAULT_O
 from ..core.explanation import EasyCluster, Explanation, HardCluster
-from ..core.split import split_by_confidence
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS_PER_CLASS, as_sentence_index, partition
 from ..core.selection import CLIP_TAU, METHODS
 from ..core.sentence_index import SentenceIndex
+from ..core.split import split_by_confidence
 
 CLASS_SPLITS = ("errors", "probability")
 
@@ -132,11 +132,10 @@ def _to_global(exp, members, label):
 
 def _run_class(images, index, rel, cs, settings):
     """Explain (and with Γ, score) one class; cluster indices come back global."""
-    from ..core.evaluation import failure_sentences, score_explanation
-
     import warnings
 
     from ..core.clustering import ClusterCountWarning
+    from ..core.evaluation import failure_sentences, score_explanation
 
     with warnings.catch_warnings():  # a class with fewer hard images than C is common; n_hard_clusters records it
         warnings.simplefilter("ignore", ClusterCountWarning)

@@ -34,10 +34,24 @@ from pathlib import Path
 
 import numpy as np
 
-from .perturbation import (IMAGENET_MEAN, IMAGENET_STD, Preprocess, gray_background, irfs, region_noise,
-                           relative_foreground_sensitivity, rfs)
-from .sensitivity_outputs import (confidence_from_sensitivity, figure_bytes, plot_irfs, plot_rfs,
-                                  read_sensitivity_table, write_outputs)
+from .perturbation import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    Preprocess,
+    gray_background,
+    irfs,
+    region_noise,
+    relative_foreground_sensitivity,
+    rfs,
+)
+from .sensitivity_outputs import (
+    confidence_from_sensitivity,
+    figure_bytes,
+    plot_irfs,
+    plot_rfs,
+    read_sensitivity_table,
+    write_outputs,
+)
 
 DEFAULT_SIGMAS = (30, 60, 90, 120, 150, 180, 210)
 CACHE_VERSION = 1

@@ -12,6 +12,7 @@ import click
 
 from .._version import __version__
 
+
 class LbeeError(click.ClickException):
     """A user-facing error: message, exit code 1, no traceback."""
 
@@ -131,8 +132,8 @@ def check_writable_folder(path, option):
 
 def check_encoder_spec(spec, option="--encoder"):
     """:func:`lbee.run.models.check_encoder_spec` as a usage error, before any heavy import."""
-    from ..run.models import check_encoder_spec as check
     from ..extras import MissingExtraError
+    from ..run.models import check_encoder_spec as check
 
     try:
         return check(spec)
@@ -144,7 +145,8 @@ def check_encoder_spec(spec, option="--encoder"):
 
 def require_extra(*extras, needed_for):
     """:func:`lbee.extras.require_extra` as a one-line CLI error (exit 1), before any heavy import."""
-    from ..extras import MissingExtraError, require_extra as require
+    from ..extras import MissingExtraError
+    from ..extras import require_extra as require
 
     try:
         require(*extras, needed_for=needed_for)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..run.settings import as_cli_message, settings_from_options, settings_options
-from ._base import LbeeError, fail, check_encoder_spec, check_writable_folder, cli, require_extra
+from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fail, require_extra
 
 
 @cli.command()
@@ -61,9 +61,9 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
              overwrite, as_json, html, strict, batch_size, num_workers, **knobs):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
     from ..run.inputs import load_inputs
+    from ..run.pipeline import run_model, write_run
     from ..run.preflight import preflight
     from ..run.specs import DatasetSpec, ModelSpec
-    from ..run.pipeline import run_model, write_run
 
     obj = ctx.obj
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import LbeeError, fail, log, check_encoder_spec, check_writable_folder, cli, ray_options
+from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fail, log, ray_options
 
 
 @cli.command("embed")

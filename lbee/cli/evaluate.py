@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..core.evaluation import DEFAULT_O
-from ._base import LbeeError, fail, check_writable_folder, cli
+from ._base import LbeeError, check_writable_folder, cli, fail
 
 
 @cli.command()

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
 import click
 
-from ._base import log, cli, require_extra
+from ._base import cli, log, require_extra
 
 
 @cli.command()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import LbeeError, fail, log, cli
+from ._base import LbeeError, cli, fail, log
 
 
 @cli.group()

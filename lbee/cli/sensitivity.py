@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, fail, log, check_writable_folder, cli
+from ._base import LbeeError, check_writable_folder, cli, fail, log
 
 
 def _sigmas(value):
     try:
         sig = [float(s) for s in str(value).split(",") if s.strip()]
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated numbers on the 0-255 scale; received {value!r}.")
+        raise click.BadParameter(f"expected comma-separated numbers on the 0-255 scale; received {value!r}.") from None
     if not sig or any(s < 0 for s in sig):
         raise click.BadParameter(f"expected non-negative numbers on the 0-255 scale; received {value!r}.")
     return sig
@@ -22,8 +22,8 @@ def _sigmas(value):
 def _from_manifest(images, masks):
     import numpy as np
 
-    from ..io.images import discover_images, read_table
     from ..analyses.sensitivity import find_masks
+    from ..io.images import discover_images, read_table
 
     listing = discover_images(images)
     if listing.labels is None:

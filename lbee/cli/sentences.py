@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
 import click
 
-from ._base import fail, cli
+from ._base import cli, fail
 
 
 @cli.group()

@@ -8,7 +8,7 @@ import click
 
 from ..analyses.sweep import C_GRID, K_GRID, O_GRID
 from ..run.settings import as_cli_message, settings_from_options, settings_options
-from ._base import fail, check_encoder_spec, check_writable_folder, cli
+from ._base import check_encoder_spec, check_writable_folder, cli, fail
 
 
 def _number_list(kind):

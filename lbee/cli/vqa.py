@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, fail, check_writable_folder, cli, ray_options, require_extra
+from ._base import LbeeError, check_writable_folder, cli, fail, ray_options, require_extra
 
 
 @cli.group(invoke_without_command=True)
@@ -35,8 +35,7 @@ def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_mode
     if images is None:
         raise click.UsageError("Give --images (a folder or manifest), or a subcommand such as 'agreement'.")
     lbee_vqa()
-    from vqa import VQAError, compute_relevance, create_backend, parse_backend_spec, questions_for, \
-        write_relevance
+    from vqa import VQAError, compute_relevance, create_backend, parse_backend_spec, questions_for, write_relevance
     from vqa.questions import builtin_overrides
 
     from ..io.images import discover_images, read_table

@@ -24,8 +24,15 @@ import warnings
 
 import numpy as np
 
-from .ward import (condensed_distances, cut_tree_labels, exact_linkage, group_sums, kmeans_cells, kmeans_tree,
-                   weighted_ward_linkage)
+from .ward import (
+    condensed_distances,
+    cut_tree_labels,
+    exact_linkage,
+    group_sums,
+    kmeans_cells,
+    kmeans_tree,
+    weighted_ward_linkage,
+)
 
 WARD_METHODS = ("auto", "exact", "kmeans", "knn")
 DEFAULT_WARD = "auto"

@@ -10,8 +10,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .explanation_checks import (bad_field, check_bound, check_explanation_ranges, check_index, check_index_list,
-                                 check_json_data, check_mapping, check_partition, check_vector, show_value)
+from .explanation_checks import (
+    bad_field,
+    check_bound,
+    check_explanation_ranges,
+    check_index,
+    check_index_list,
+    check_json_data,
+    check_mapping,
+    check_partition,
+    check_vector,
+    show_value,
+)
 from .explanation_payload import PAYLOAD_FORMAT, compact_payload, validate_explanation_payload
 from .selection import DESCRIBERS
 
@@ -109,8 +119,9 @@ class Explanation:
         return self.sentence_texts[s] if self.sentence_texts is not None else f"sentence {int(s)}"
 
     def to_pandas(self):
-        """One row per hard cluster: ``group``, ``size``, ``easy_cluster``, ``sentences`` (texts, best first),
-        ``scores``. For one row per image use :meth:`assignments`.
+        """One row per hard cluster: ``group``, ``size``, ``easy_cluster``, ``sentences``, ``scores``.
+
+        ``sentences`` are texts, best first. For one row per image use :meth:`assignments`.
 
         Returns
         -------
@@ -127,8 +138,9 @@ class Explanation:
         })
 
     def assignments(self, confidence=None, performance=None, *, image_ids=None):
-        """One row per image: ``split`` (hard / easy / neutral), ``group`` (hard-cluster index for hard images,
-        easy-cluster index for easy ones, -1 for neutral), ``phi`` and ``omega``.
+        """One row per image: ``split`` (hard / easy / neutral), ``group``, ``phi`` and ``omega``.
+
+        ``group`` is the hard-cluster index for hard images, the easy-cluster index for easy ones, -1 for neutral.
 
         φ and ω are not part of an explanation's file: pass them, or φ is the
         ``confidence`` that :func:`lbee.explain` was given (else NaN); ω is NaN

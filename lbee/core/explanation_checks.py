@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 MAX_INDEX = 2 ** 62  # far above any real n; keeps int64 conversion safe before the n_* bound is known
 
 
@@ -101,8 +100,11 @@ def check_bound(explicit, params, key, source):
 
 
 def check_partition(hard, easy, source="explanation"):
-    """Refuse clusters that are not a partition: an empty hard cluster, an image in two clusters of a side, or an
-    image both hard and easy (any of them shifts ACR and the split sizes without a word)."""
+    """Refuse clusters that are not a partition.
+
+    An empty hard cluster, an image in two clusters of a side, or an image both hard and easy: any of them shifts
+    ACR and the split sizes without a word.
+    """
     for i, c in enumerate(hard):
         if np.asarray(c.indices).size == 0:
             bad_field(source, f"hard_clusters[{i}].indices", "an empty cluster", "at least one image per hard cluster")

@@ -12,7 +12,6 @@ import numpy as np
 
 from .explanation_checks import bad_field, check_index, check_mapping, show_value
 
-
 PAYLOAD_FORMAT = 2
 
 

@@ -31,9 +31,12 @@ def split_by_confidence(confidence, *, a=0.2):
 
 
 def _power_of_two_scaled(phi):
-    """φ divided by the power of two nearest its largest magnitude: the split is scale-free, and this keeps σ
-    from underflowing to 0 (φ × 1e-300) or overflowing to inf (φ × 1e300). A power of two scales exactly, so
-    for ordinary φ the masks are bit for bit those of the unscaled formula."""
+    """φ divided by the power of two nearest its largest magnitude.
+
+    The split is scale-free, and this keeps σ from underflowing to 0 (φ × 1e-300) or overflowing to inf
+    (φ × 1e300). A power of two scales exactly, so for ordinary φ the masks are bit for bit those of the
+    unscaled formula.
+    """
     top = float(np.max(np.abs(phi))) if phi.size else 0.0
     if top == 0.0 or not np.isfinite(top):
         return phi

@@ -42,5 +42,5 @@ class Encoder:
         raise NotImplementedError
 
     def encode_text(self, sentences, batch_size=256):
-        """list of str (N) -> ndarray (N, d) of unit float32 rows."""
+        """List of str (N) -> ndarray (N, d) of unit float32 rows."""
         raise NotImplementedError

@@ -16,8 +16,10 @@ def register_encoder(name):
 
 
 def _ensure_builtins():
-    from . import _open_clip  # noqa: F401  (registers "open_clip")
-    from . import _spotcheck  # noqa: F401  (registers "spotcheck")
+    from . import (
+        _open_clip,  # noqa: F401  (registers "open_clip")
+        _spotcheck,  # noqa: F401  (registers "spotcheck")
+    )
 
 
 def list_encoders():

@@ -170,7 +170,9 @@ def _subject(ctx, node, where, setting):
         attrs.append(attr)
     if sum(a.kind == "determiner" for a in attrs) > 1 or sum(a.kind == "noun" for a in attrs) > 1:
         ctx.fail(m["id"].line, f"{where}: at most one 'determiner' and one 'noun' attribute.")
-    get = (lambda key, default="": ctx.text(m[key], f"{where} {key}", allow_empty=True) if key in m else default)
+    def get(key, default=""):
+        return ctx.text(m[key], f"{where} {key}", allow_empty=True) if key in m else default
+
     if setting and not attrs:
         ctx.fail(m["id"].line, f"{where}: a setting without attributes says nothing; give it attributes.")
     return Subject(id=sid, noun=ctx.text(m["noun"], f"{where} noun"), article=get("article", "a"),

@@ -90,7 +90,7 @@ def atomic_save_npz(path, **arrays):
 
 
 def sentence_list_key(sentences):
-    """Hex SHA-256 of a sentence list in an unambiguous (JSON) encoding.
+    r"""Hex SHA-256 of a sentence list in an unambiguous (JSON) encoding.
 
     Joining with newlines let ``["a\nb"]`` and ``["a", "b"]`` share a key; the
     JSON array keeps every sentence's boundaries.

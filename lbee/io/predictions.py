@@ -12,8 +12,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .table_reader import (ID_COLUMNS, check_not_empty, check_probabilities, check_unique, class_column,
-                           float_column, logger, table_source, text_column)
+from .table_reader import (
+    ID_COLUMNS,
+    check_not_empty,
+    check_probabilities,
+    check_unique,
+    class_column,
+    float_column,
+    logger,
+    table_source,
+    text_column,
+)
 
 
 def id_column_of(table, id_column=None, default="predictions table"):

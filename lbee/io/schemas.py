@@ -16,8 +16,19 @@ import numpy as np
 
 from .matching import match_table_rows, report_unmatched
 from .predictions import validate_predictions
-from .table_reader import (bool_column, check_no_missing, check_not_empty, check_unique, class_column,
-                           float_column, require_columns, row_labels, table_source, text_column)
+from .table_reader import (
+    bool_column,
+    check_no_missing,
+    check_not_empty,
+    check_unique,
+    class_column,
+    float_column,
+    require_columns,
+    row_labels,
+    table_source,
+    text_column,
+)
+
 
 @dataclass(frozen=True)
 class TableSchema:

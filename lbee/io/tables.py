@@ -26,11 +26,35 @@ from __future__ import annotations
 
 from .matching import IdMatcher, match_table_rows, report_unmatched
 from .predictions import LIKELY_NAMES, Predictions, id_column_of, validate_predictions
-from .schemas import (SCHEMAS, TableSchema, validate_manifest, validate_metadata, validate_performance,
-                      validate_relevance, validate_table)
-from .table_reader import (FALSE_WORDS, ID_COLUMNS, TABLE_SUFFIXES, TRUE_WORDS, bool_column, check_no_missing,
-                           check_not_empty, check_probabilities, check_unique, class_column, float_column, logger,
-                           parse_bool, read_table, require_columns, row_labels, table_source, text_column)
+from .schemas import (
+                      SCHEMAS,
+                      TableSchema,
+                      validate_manifest,
+                      validate_metadata,
+                      validate_performance,
+                      validate_relevance,
+                      validate_table,
+)
+from .table_reader import (
+                      FALSE_WORDS,
+                      ID_COLUMNS,
+                      TABLE_SUFFIXES,
+                      TRUE_WORDS,
+                      bool_column,
+                      check_no_missing,
+                      check_not_empty,
+                      check_probabilities,
+                      check_unique,
+                      class_column,
+                      float_column,
+                      logger,
+                      parse_bool,
+                      read_table,
+                      require_columns,
+                      row_labels,
+                      table_source,
+                      text_column,
+)
 
 __all__ = ["FALSE_WORDS", "ID_COLUMNS", "LIKELY_NAMES", "SCHEMAS", "TABLE_SUFFIXES", "TRUE_WORDS", "IdMatcher",
            "Predictions", "TableSchema", "bool_column", "check_no_missing", "check_not_empty", "check_probabilities",

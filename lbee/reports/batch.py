@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io.cache import atomic_write_bytes, json_bytes
+from .config import ConfigError, load_report_config
 from .html import render_index, render_report
 from .page import ReportRun
-from .config import ConfigError, load_report_config
 
 
 @dataclass
@@ -81,8 +81,9 @@ def _image_links(paths, page_dir):
 
 
 def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
-    """The :class:`lbee.reports.page.ReportRun` of a run-layer result: what ``lbee report`` and
-    ``lbee describe --html`` show, built in this one place.
+    """The :class:`lbee.reports.page.ReportRun` of a run-layer result, built in this one place.
+
+    What ``lbee report`` and ``lbee describe --html`` show.
 
     Parameters
     ----------

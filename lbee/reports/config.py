@@ -30,9 +30,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..run.specs import DatasetSpec, ModelSpec
-from .config_entries import (DATASET_KEYS, INPUT_DEFAULTS, KNOB_KEYS, MODEL_KEYS, REPORT_DEFAULTS, RIVAL10_KEYS,
-                             SETTING_KEYS, SOURCE_KEYS, SPOTCHECK_KEYS, TOP_KEYS, EntryError, check_setting,
-                             parse_dataset, parse_dataset_entry, unknown_key_message)
+from .config_entries import (
+    DATASET_KEYS,
+    INPUT_DEFAULTS,
+    KNOB_KEYS,
+    MODEL_KEYS,
+    REPORT_DEFAULTS,
+    RIVAL10_KEYS,
+    SETTING_KEYS,
+    SOURCE_KEYS,
+    SPOTCHECK_KEYS,
+    TOP_KEYS,
+    EntryError,
+    check_setting,
+    parse_dataset,
+    parse_dataset_entry,
+    unknown_key_message,
+)
 from .config_schema import config_schema
 from .yaml_reader import key_line, yaml_loader
 

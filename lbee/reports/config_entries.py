@@ -14,7 +14,6 @@ from ..run.settings import RunSettings, check_knob
 from ..run.specs import DatasetSpec, ModelSpec
 from .yaml_reader import LineMapping, key_line
 
-
 TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
 #: The analysis knobs: exactly the fields of RunSettings (defaults, choices and validation live there).
 KNOB_KEYS = tuple(RunSettings.knobs())

@@ -23,8 +23,17 @@ import numpy as np
 
 from .._version import __version__
 from ..core.evaluation import failure_sentences
-from .page import (METRIC_NAMES, ReportRun, cluster_views, members_csv_uri, plane_coords, short_names, slug,
-                   spotcheck_report_run, table1_rows)
+from .page import (
+    METRIC_NAMES,
+    ReportRun,
+    cluster_views,
+    members_csv_uri,
+    plane_coords,
+    short_names,
+    slug,
+    spotcheck_report_run,
+    table1_rows,
+)
 
 
 def _png_uri(fig):

@@ -13,7 +13,6 @@ import numpy as np
 
 from ..core.evaluation import failure_sentences, score_explanation
 
-
 METRIC_NAMES = ("ACR", "AHR", "TPR", "JI")
 
 

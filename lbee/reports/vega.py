@@ -1,4 +1,4 @@
-"""Interactive Vega-Lite charts of the HTML report, with the Vega libraries inlined (no CDN).
+r"""Interactive Vega-Lite charts of the HTML report, with the Vega libraries inlined (no CDN).
 
 The charts are plain Vega-Lite specifications (dicts); Altair is not needed to
 write them. The JavaScript of Vega, Vega-Lite and vega-embed comes from the
@@ -8,7 +8,7 @@ be mailed on its own. Building the bundle takes a few seconds; it is kept in
 memory and on disk under the lbee cache folder, keyed by the vl-convert version.
 
 Specs go into the page as ``<script type="application/json">`` blocks with
-every ``<``, ``>`` and ``&`` written as a JSON ``\\u`` escape, so a user string
+every ``<``, ``>`` and ``&`` written as a JSON ``\u`` escape, so a user string
 (an image file name, a sentence) can never close the script element.
 """
 

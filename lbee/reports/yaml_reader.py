@@ -39,14 +39,18 @@ def _loader():
 
 
 def yaml_loader():
-    """The YAML loader of report configs (safe, lines kept, a key written twice refused); ``lbee serve`` reads
-    job entries with it."""
+    """The YAML loader of report configs (safe, lines kept, a key written twice refused).
+
+    ``lbee serve`` reads job entries with it.
+    """
     return _loader()
 
 
 def key_line(mapping, key=None):
-    """The line of ``key`` in a mapping read by :func:`yaml_loader` (of the mapping itself without ``key``; 0 when
-    unknown)."""
+    """The line of ``key`` in a mapping read by :func:`yaml_loader`.
+
+    Without ``key``, the line of the mapping itself; 0 when unknown.
+    """
     if isinstance(mapping, LineMapping):
         return mapping.key_lines.get(key, mapping.line) if key is not None else mapping.line
     return 0

@@ -89,7 +89,7 @@ def spotcheck_inputs(ds, ec, encoder):
     """
     from ..encoders.embedding import embed_sentences
     from ..io.sentences import load_sentence_set
-    from ..spotcheck import relevance_matrix, spotcheck_sentences
+    from ..spotcheck import spotcheck_sentences
 
     if ec.model is None:
         raise ValueError(f"dataset {ds.name!r}: the EC has no trained model (model.pt).")

@@ -247,8 +247,10 @@ def model_name(model):
 
 
 def record_clusters_formed(explanations, part):
-    """Record in each explanation's ``params`` the clusters formed beside those asked for, and warn (once per
-    partition) when they were capped or are tiny (:func:`lbee.core.clustering.cluster_notes`)."""
+    """Record in each explanation's ``params`` the clusters formed beside those asked for.
+
+    Warns (once per partition) when they were capped or are tiny (:func:`lbee.core.clustering.cluster_notes`).
+    """
     from ..core.clustering import warn_cluster_notes
 
     for e in explanations.values():

@@ -260,11 +260,10 @@ def predict_segmentation(model, paths, *, masks=None, transform=None, device=Non
     """
     import torch
     from PIL import Image
-
-    from ..io.images import to_rgb
     from torchvision import transforms
     from tqdm.auto import tqdm
 
+    from ..io.images import to_rgb
     from .device import resolve_device
 
     device = resolve_device(device)

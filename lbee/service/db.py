@@ -20,8 +20,21 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from sqlalchemy import (Boolean, Column, DateTime, Float, ForeignKey, Integer, String, Text, create_engine, event,
-                        or_, select, update)
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    create_engine,
+    event,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
 JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
@@ -98,10 +111,11 @@ class Run(Base):
 
 
 class LeaseLost(BaseException):
-    """This worker no longer owns the job's lease (it expired and another worker took the job).
+    """The worker no longer owns the job's lease (it expired and another worker took the job).
 
     A BaseException, like :class:`lbee.service.jobs.JobCancelled`: the run layer's ``except Exception``
-    (a failing model is recorded and the others go on) must let it through."""
+    (a failing model is recorded and the others go on) must let it through.
+    """
 
 
 class Database:

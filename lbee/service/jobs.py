@@ -40,8 +40,11 @@ LOG_LINES = 200
 
 
 class JobCancelled(BaseException):
-    """Raised at a stage boundary of a cancelled job. A BaseException, so the run layer's per-dataset and
-    per-model ``except Exception`` (which records a failure and goes on) lets it through."""
+    """Raised at a stage boundary of a cancelled job.
+
+    A BaseException, so the run layer's per-dataset and per-model ``except Exception`` (which records a failure
+    and goes on) lets it through.
+    """
 
 
 def entry_key(entry, root):
@@ -207,8 +210,11 @@ def _world_store(settings, job):
 
 
 def _seed_world(settings, job, attempt, out):
-    """Copy a SpotCheck world generated for this entry before (an earlier attempt, or an earlier job) into
-    ``out``: a line for the log, or None. The run layer loads it instead of generating it again."""
+    """Copy a SpotCheck world generated for this entry before into ``out``: a line for the log, or None.
+
+    The world comes from an earlier attempt or an earlier job; the run layer loads it instead of generating it
+    again.
+    """
     entry = json.loads(job.entry)
     if not isinstance(entry.get("spotcheck"), dict) or "seed" not in entry["spotcheck"] or (out / "ec").exists():
         return None

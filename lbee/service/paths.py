@@ -57,8 +57,11 @@ def confine(value, root, key):
 
 
 def named_sentence_set(value):
-    """Whether ``value`` names a built-in sentence set (``spotcheck``, or a built-in grammar's
-    ``street_scenes.grammar``) rather than a file, as :func:`lbee.io.sentences.load_sentence_set` reads it."""
+    """Whether ``value`` names a built-in sentence set rather than a file.
+
+    ``spotcheck``, or a built-in grammar's ``street_scenes.grammar``, as
+    :func:`lbee.io.sentences.load_sentence_set` reads it.
+    """
     from ..grammar import list_grammars
     from ..io.sentences import list_sentence_sets
 

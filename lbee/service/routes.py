@@ -14,8 +14,10 @@ RunId = Path(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
 
 
 def add_api_routes(app, ctx):
-    """Add the ``/v1`` endpoints and ``/metrics`` to ``app``, as closures over ``ctx``
-    (a :class:`~lbee.service.app.Context`)."""
+    """Add the ``/v1`` endpoints and ``/metrics`` to ``app``.
+
+    They are closures over ``ctx`` (a :class:`~lbee.service.app.Context`).
+    """
     from . import jobs as jobs_mod
     from .db import Job, Run
     from .explain import ARRAY_FIELDS, check_depth, parse_json
@@ -93,8 +95,11 @@ def add_api_routes(app, ctx):
 
     @app.post("/v1/jobs/{job_id}/cancel", status_code=202, tags=["jobs"])
     def cancel_job(job_id: str, token=submit):
-        """Cancel a job: a queued one at once (``cancelled``); a running one stops after its current stage
-        (``cancel_requested: true`` until its worker sees it). 409 for a job that has ended."""
+        """Cancel a job.
+
+        A queued one at once (``cancelled``); a running one stops after its current stage
+        (``cancel_requested: true`` until its worker sees it). 409 for a job that has ended.
+        """
         try:
             jobs_mod.cancel(db, job_id)
         except KeyError:

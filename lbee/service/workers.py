@@ -154,8 +154,10 @@ def _noop():
 
 
 class ExplainPool:
-    """Processes answering ``POST /v1/explain`` (:func:`lbee.service.explain.answer`), at most
-    ``explain_workers`` at once plus ``explain_queue`` waiting; beyond that :meth:`run` answers 503."""
+    """Processes answering ``POST /v1/explain`` (:func:`lbee.service.explain.answer`).
+
+    At most ``explain_workers`` at once plus ``explain_queue`` waiting; beyond that :meth:`run` answers 503.
+    """
 
     def __init__(self, settings):
         self.size = settings.explain_workers

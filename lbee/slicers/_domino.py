@@ -244,7 +244,7 @@ class DominoSlicer(BaseSlicer):
         self._m_step(Z, Y, Yhat, Q)
         prev = -np.inf
         self.converged_ = False
-        for it in range(1, self.max_iter + 1):
+        for it in range(1, self.max_iter + 1):  # noqa: B007 - the count is n_iter_, read after the loop
             log_q, norm = self._log_resp(Z, Y, Yhat)
             self._m_step(Z, Y, Yhat, np.exp(log_q))
             lb = float(norm.mean())

@@ -8,13 +8,12 @@
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from ._captions import sample_caption
 from ._classifier import domino_synthetic_predictions, predict, train_classifier, verify_blindspots
 from ._ec import CorruptECError, ExperimentalConfiguration, make_ec
 from ._render import COLORS, render
-from ._captions import sample_caption
 from ._sentences import relevance_matrix, spotcheck_sentences
-from ._world import (ATTRIBUTES, Blindspot, DatasetDefinition, UnsatisfiableError, sample_blindspots,
-                     sample_dataset)
+from ._world import ATTRIBUTES, Blindspot, DatasetDefinition, UnsatisfiableError, sample_blindspots, sample_dataset
 
 if TYPE_CHECKING:  # for static tools; at run time the networks (and torch under them) load on first use
     from ._network import ImageTower, SquareClassifier, TextHead, to_tensor

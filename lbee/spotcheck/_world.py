@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 OBJECT_LAYERS = ("square", "rectangle", "circle", "text")
 OPTIONAL_OBJECTS = ("rectangle", "circle", "text")
 
