@@ -7,6 +7,9 @@ an answer that is neither yes nor no).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from lbee.extras import import_extra
@@ -14,7 +17,7 @@ from lbee.scoring.device import resolve_device
 
 from .parsing import parse_answer
 
-_BACKENDS = {}
+_BACKENDS: dict[str, Callable[..., Any]] = {}
 
 
 class VQAError(RuntimeError):

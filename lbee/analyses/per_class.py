@@ -17,6 +17,7 @@ thread pool (the heavy parts, BLAS and FAISS, release the GIL).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -158,7 +159,7 @@ def _run_class(images, index, rel, cs, settings):
     return cs.label, {m: _to_global(e, cs.images, cs.label) for m, e in exps.items()}, rows
 
 
-_WORKER_INDEX = {}
+_WORKER_INDEX: dict[tuple[Any, ...], Any] = {}  # the worker's SentenceIndex, built once per process
 
 
 def _run_chunk(images, sentence_embeddings, rel, chunk, settings):

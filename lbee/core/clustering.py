@@ -21,9 +21,12 @@ Four ways to compute Ward (``ward_labels(method=...)``):
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..typing import ArrayLike, FloatArray, IntArray
 from .ward import (
     condensed_distances,
     cut_tree_labels,
@@ -33,6 +36,9 @@ from .ward import (
     kmeans_tree,
     weighted_ward_linkage,
 )
+
+if TYPE_CHECKING:
+    from .explanation import Explanation
 
 WARD_METHODS = ("auto", "exact", "kmeans", "knn")
 DEFAULT_WARD = "auto"
@@ -48,13 +54,13 @@ class ClusterCountWarning(UserWarning):
     """More clusters asked for than a split has images, or groups too small to describe (LBEE Step 2)."""
 
 
-def capped_clusters_message(asked, n, side="hard", option="n_clusters (CLI --clusters)"):
+def capped_clusters_message(asked: int, n: int, side: str = "hard", option: str = "n_clusters (CLI --clusters)") -> str:
     """The one wording of "C was capped at the split size" (library, CLI, config and service)."""
     return (f"{asked} {side} clusters were asked for but the {side} split has {n} image(s): {n} cluster(s) were "
             f"formed, one image each, and a one-image group is not a failure mode; ask for fewer with {option}.")
 
 
-def cluster_notes(explanation):
+def cluster_notes(explanation: Explanation) -> list[str]:
     """Warnings about what an explanation's clustering became, from its clusters and ``params``.
 
     Says when the easy clusters asked for exceed the easy split (the hard side
@@ -67,7 +73,7 @@ def cluster_notes(explanation):
     list of str
     """
     p = explanation.params
-    notes = []
+    notes: list[str] = []
     asked_e, n_easy = p.get("n_easy_clusters"), p.get("n_easy")
     if asked_e is not None and n_easy is not None and int(asked_e) > int(n_easy):
         notes.append(capped_clusters_message(int(asked_e), int(n_easy), "easy",
@@ -85,14 +91,14 @@ def cluster_notes(explanation):
     return notes
 
 
-def warn_cluster_notes(explanation, stacklevel=2):
+def warn_cluster_notes(explanation: Explanation, stacklevel: int = 2) -> None:
     """:func:`cluster_notes` as :class:`ClusterCountWarning` warnings."""
     for note in cluster_notes(explanation):
         warnings.warn(note, ClusterCountWarning, stacklevel=stacklevel + 1)
 
 
-def ward_labels(embeddings, n_clusters, memory=None, *, method=DEFAULT_WARD, n_neighbors=15, n_cells=None,
-                random_state=0):
+def ward_labels(embeddings: FloatArray, n_clusters: int, memory: Any = None, *, method: str = DEFAULT_WARD,
+                n_neighbors: int = 15, n_cells: int | None = None, random_state: int = 0) -> IntArray:
     """Ward agglomerative clustering labels.
 
     Parameters
@@ -141,12 +147,14 @@ def ward_labels(embeddings, n_clusters, memory=None, *, method=DEFAULT_WARD, n_n
     if method == "kmeans":
         cells = n_cells if n_cells is not None else max(256, 16 * c)
         cell_of, Z = _cached(kmeans_tree, memory)(np.asarray(embeddings), int(cells), int(random_state))
-        return cut_tree_labels(Z, min(c, Z.shape[0] + 1))[cell_of]
+        labels: IntArray = cut_tree_labels(Z, min(c, Z.shape[0] + 1))[cell_of]
+        return labels
     return _knn_labels(embeddings, c, memory, n_neighbors)
 
 
-def ward_hard_groups(embeddings, n_clusters, memory=None, *, method=DEFAULT_WARD, hard=None, confidence=None,
-                     a=0.2):
+def ward_hard_groups(embeddings: ArrayLike, n_clusters: int, memory: Any = None, *, method: str = DEFAULT_WARD,
+                     hard: ArrayLike | None = None, confidence: ArrayLike | None = None,
+                     a: float = 0.2) -> tuple[IntArray, list[IntArray]]:
     """Ward clusters of the hard rows (LBEE Step 2): the hard groups of ``slicer='ward'``.
 
     The one implementation behind :class:`lbee.slicers.WardSlicer` and
@@ -200,17 +208,18 @@ def ward_hard_groups(embeddings, n_clusters, memory=None, *, method=DEFAULT_WARD
     return full, [idx[labels == i] for i in range(int(labels.max()) + 1)]
 
 
-def _cached(func, memory):
+def _cached(func: Callable[..., Any], memory: Any) -> Callable[..., Any]:
     if memory is None:
         return func
     if isinstance(memory, str):
         from joblib import Memory
 
         memory = Memory(location=memory, verbose=0)
-    return memory.cache(func)
+    cached: Callable[..., Any] = memory.cache(func)
+    return cached
 
 
-def _knn_labels(embeddings, c, memory, n_neighbors):
+def _knn_labels(embeddings: FloatArray, c: int, memory: Any, n_neighbors: int) -> IntArray:
     from sklearn.cluster import AgglomerativeClustering
 
     n = embeddings.shape[0]
@@ -224,13 +233,14 @@ def _knn_labels(embeddings, c, memory, n_neighbors):
     with warnings.catch_warnings():
         # A kNN graph of clustered data is often disconnected; scikit-learn joins the pieces itself.
         warnings.filterwarnings("ignore", message="the number of connected components")
-        return model.fit_predict(embeddings).astype(np.int64)
+        labels: IntArray = model.fit_predict(embeddings).astype(np.int64)
+    return labels
 
 
 # --------------------------------------------------------------------------- prototypes
 
 
-def prototypes(embeddings, labels, n_clusters):
+def prototypes(embeddings: FloatArray, labels: ArrayLike, n_clusters: int) -> tuple[FloatArray, FloatArray]:
     """Renormalised mean of each cluster's unit embeddings.
 
     Parameters
@@ -258,9 +268,10 @@ def prototypes(embeddings, labels, n_clusters):
     return protos, means
 
 
-def match_easy(hard_prototypes, easy_prototypes):
+def match_easy(hard_prototypes: FloatArray, easy_prototypes: FloatArray) -> IntArray:
     """Index of the most cosine-similar easy prototype for each hard one (ties: lowest index)."""
-    return np.argmax(hard_prototypes @ easy_prototypes.T, axis=1)
+    matches: IntArray = np.argmax(hard_prototypes @ easy_prototypes.T, axis=1)
+    return matches
 
 
 # The algorithms live in lbee.core.ward; their names stay importable from here, where they were.

@@ -7,9 +7,11 @@ Reading one back checks it (:mod:`lbee.core.explanation_checks`); a run's ``expl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..typing import ArrayLike, FloatArray, IntArray
 from .explanation_checks import (
     bad_field,
     check_bound,
@@ -25,18 +27,21 @@ from .explanation_checks import (
 from .explanation_payload import PAYLOAD_FORMAT, compact_payload, validate_explanation_payload
 from .selection import DESCRIBERS
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 @dataclass
 class EasyCluster:
     """An easy cluster: member ``indices`` into the n images and its unit ``prototype`` (d,)."""
 
-    indices: np.ndarray
-    prototype: np.ndarray
+    indices: IntArray
+    prototype: FloatArray
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"indices": self.indices.tolist(), "prototype": self.prototype.tolist()}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"EasyCluster({len(self.indices)} images)"
 
 
@@ -58,15 +63,15 @@ class HardCluster:
         The method's score of each chosen sentence.
     """
 
-    indices: np.ndarray
-    prototype: np.ndarray
+    indices: IntArray
+    prototype: FloatArray
     easy_cluster: int
-    sentences: list = field(default_factory=list)
-    scores: list = field(default_factory=list)
+    sentences: list[int] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
     #: 'compose': per sentence, its conditions and the shares of hard / easy / twin images it holds for (in memory).
-    details: list = field(default_factory=list, repr=False, compare=False)
+    details: list[Any] = field(default_factory=list, repr=False, compare=False)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             "indices": self.indices.tolist(),
             "prototype": self.prototype.tolist(),
@@ -75,7 +80,7 @@ class HardCluster:
             "scores": [float(s) for s in self.scores],
         }
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"HardCluster({len(self.indices)} images, easy_cluster={int(self.easy_cluster)}, "
                 f"sentences={[int(s) for s in self.sentences]})")
 
@@ -101,24 +106,24 @@ class Explanation:
         Row labels of the images (the DataFrame index with ``lbee.explain(data=df, ...)``); in memory only.
     """
 
-    hard_clusters: list
-    easy_clusters: list
+    hard_clusters: list[HardCluster]
+    easy_clusters: list[EasyCluster]
     method: str
-    params: dict = field(default_factory=dict)
-    sentence_texts: list | None = None
-    confidence: np.ndarray | None = field(default=None, repr=False, compare=False)
-    image_ids: list | None = field(default=None, repr=False, compare=False)
+    params: dict[str, Any] = field(default_factory=dict)
+    sentence_texts: list[str] | None = None
+    confidence: FloatArray | None = field(default=None, repr=False, compare=False)
+    image_ids: list[Any] | None = field(default=None, repr=False, compare=False)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         sizes = ", ".join(str(len(c.indices)) for c in self.hard_clusters[:8])
         more = ", ..." if len(self.hard_clusters) > 8 else ""
         return (f"Explanation(method={self.method!r}, {len(self.hard_clusters)} hard clusters (sizes {sizes}{more}), "
                 f"{len(self.easy_clusters)} easy clusters, {len(self.selected)} sentences selected)")
 
-    def _sentence_text(self, s):
+    def _sentence_text(self, s: int) -> str:
         return self.sentence_texts[s] if self.sentence_texts is not None else f"sentence {int(s)}"
 
-    def to_pandas(self):
+    def to_pandas(self) -> pd.DataFrame:
         """One row per hard cluster: ``group``, ``size``, ``easy_cluster``, ``sentences``, ``scores``.
 
         ``sentences`` are texts, best first. For one row per image use :meth:`assignments`.
@@ -137,7 +142,8 @@ class Explanation:
             "scores": [list(map(float, c.scores)) for c in self.hard_clusters],
         })
 
-    def assignments(self, confidence=None, performance=None, *, image_ids=None):
+    def assignments(self, confidence: ArrayLike | None = None, performance: ArrayLike | None = None, *,
+                    image_ids: list[Any] | None = None) -> pd.DataFrame:
         """One row per image: ``split`` (hard / easy / neutral), ``group``, ``phi`` and ``omega``.
 
         ``group`` is the hard-cluster index for hard images, the easy-cluster index for easy ones, -1 for neutral.
@@ -159,7 +165,7 @@ class Explanation:
         import pandas as pd
 
         n = self.params.get("n_images")
-        members = [np.asarray(c.indices) for c in (*self.hard_clusters, *self.easy_clusters)]
+        members = [np.asarray(c.indices) for c in self.hard_clusters] + [np.asarray(c.indices) for c in self.easy_clusters]
         if n is None:
             n = 1 + max((int(m.max()) for m in members if m.size), default=-1)
         n = int(n)
@@ -168,12 +174,12 @@ class Explanation:
             raise ValueError(f"the explanation refers to image {top} but has n_images={n} (params); expected "
                              f"image indices in [0, {n}).")
         phi = self.confidence if confidence is None else confidence
-        columns = {}
+        columns: dict[str, FloatArray] = {}
         for name, values in (("phi", phi), ("omega", performance)):
             if values is None:
                 columns[name] = np.full(n, np.nan)
                 continue
-            arr = np.asarray(values, dtype=np.float64).reshape(-1)
+            arr: FloatArray = np.asarray(values, dtype=np.float64).reshape(-1)
             if arr.shape[0] != n:
                 raise ValueError(f"`{'confidence' if name == 'phi' else 'performance'}` has {arr.shape[0]} values; "
                                  f"expected {n}, one per image of the explanation.")
@@ -183,7 +189,7 @@ class Explanation:
         return pd.DataFrame({"split": split, "group": group, **columns},
                             index=pd.Index(index if index is not None else np.arange(n), name="image"))
 
-    def split_and_group(self, n):
+    def split_and_group(self, n: int) -> tuple[np.ndarray[Any, np.dtype[np.object_]], IntArray]:
         """Each image's split and group, from the clusters.
 
         Parameters
@@ -200,15 +206,15 @@ class Explanation:
         """
         split = np.full(n, "neutral", dtype=object)
         group = np.full(n, -1, dtype=np.int64)
-        for j, c in enumerate(self.easy_clusters):
-            split[c.indices] = "easy"
-            group[c.indices] = j
-        for i, c in enumerate(self.hard_clusters):
-            split[c.indices] = "hard"
-            group[c.indices] = i
+        for j, e in enumerate(self.easy_clusters):
+            split[e.indices] = "easy"
+            group[e.indices] = j
+        for i, h in enumerate(self.hard_clusters):
+            split[h.indices] = "hard"
+            group[h.indices] = i
         return split, group
 
-    def _repr_html_(self):
+    def _repr_html_(self) -> str:
         """A compact table of the hard clusters and their sentences (Jupyter)."""
         from html import escape
 
@@ -223,18 +229,18 @@ class Explanation:
                 "</tr>" + "".join(rows) + "</table>")
 
     @property
-    def selected(self):
+    def selected(self) -> list[int]:
         """Sorted list of int: R_S, the union of every hard cluster's sentences."""
         return sorted({int(s) for c in self.hard_clusters for s in c.sentences})
 
-    def cluster_sentences(self, i):
+    def cluster_sentences(self, i: int) -> list[Any]:
         """The sentences of hard cluster ``i`` as text (or indices when no text was given)."""
         ids = self.hard_clusters[i].sentences
         if self.sentence_texts is None:
             return list(ids)
         return [self.sentence_texts[s] for s in ids]
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict; :meth:`from_dict` round-trips it."""
         return {
             "method": self.method,
@@ -246,7 +252,8 @@ class Explanation:
         }
 
     @classmethod
-    def from_dict(cls, data, *, n_images=None, n_sentences=None, source="data"):
+    def from_dict(cls, data: Any, *, n_images: int | None = None, n_sentences: int | None = None,
+                  source: str = "data") -> Explanation:
         """Rebuild an :class:`Explanation` from :meth:`to_dict` output, validating it.
 
         A file may have been edited, truncated or produced by something else:
@@ -276,7 +283,8 @@ class Explanation:
         return _explanation_from_dict(cls, data, n_images=n_images, n_sentences=n_sentences, source=source)
 
 
-def _explanation_from_dict(cls, data, *, n_images=None, n_sentences=None, source="data"):
+def _explanation_from_dict(cls: type[Explanation], data: Any, *, n_images: int | None = None,
+                           n_sentences: int | None = None, source: str = "data") -> Explanation:
     if not isinstance(data, dict):
         raise TypeError(f"`data` must be a dict from Explanation.to_dict(); received {type(data).__name__}.")
     missing = {"method", "hard_clusters", "easy_clusters"} - set(data)

@@ -8,21 +8,27 @@ full :meth:`~lbee.core.explanation.Explanation.to_dict` per method).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
+from ..typing import ArrayLike, FloatArray
 from .explanation_checks import bad_field, check_index, check_mapping, show_value
+
+if TYPE_CHECKING:
+    from .explanation import Explanation
 
 PAYLOAD_FORMAT = 2
 
 
-def _encode_f32(rows):
+def _encode_f32(rows: ArrayLike) -> str:
     import base64
 
     arr = np.ascontiguousarray(np.asarray(rows, dtype="<f4"))
     return base64.b64encode(arr.tobytes()).decode("ascii")
 
 
-def _decode_f32(text, shape, where, source):
+def _decode_f32(text: Any, shape: tuple[int, int], where: str, source: str) -> FloatArray:
     import base64
     import binascii
 
@@ -34,10 +40,11 @@ def _decode_f32(text, shape, where, source):
         bad_field(source, where, show_value(text), "a base64 string of float32 values")
     if len(raw) != 4 * shape[0] * shape[1]:
         bad_field(source, where, f"{len(raw)} bytes", f"{4 * shape[0] * shape[1]} bytes (float32, shape {shape})")
-    return np.frombuffer(raw, dtype="<f4").astype(np.float64).reshape(shape)
+    out: FloatArray = np.frombuffer(raw, dtype="<f4").astype(np.float64).reshape(shape)
+    return out
 
 
-def compact_payload(explanations):
+def compact_payload(explanations: dict[str, Explanation]) -> dict[str, Any]:
     """The ``clustering`` and ``methods`` parts of an ``explanation.json`` (format 2).
 
     The methods of one run share their split and clustering, so it is stored
@@ -59,7 +66,7 @@ def compact_payload(explanations):
     exps = list(explanations.values())
     first = exps[0]
 
-    def same(e):
+    def same(e: Explanation) -> bool:
         return (len(e.hard_clusters) == len(first.hard_clusters) and len(e.easy_clusters) == len(first.easy_clusters)
                 and all(np.array_equal(a.indices, b.indices) and a.easy_cluster == b.easy_cluster
                         and np.array_equal(a.prototype, b.prototype)
@@ -70,7 +77,7 @@ def compact_payload(explanations):
     if not all(same(e) for e in exps[1:]):
         return {"methods": {m: {k: v for k, v in e.to_dict().items() if k != "sentences"}
                             for m, e in explanations.items()}}
-    protos = [c.prototype for c in (*first.hard_clusters, *first.easy_clusters)]
+    protos = [c.prototype for c in first.hard_clusters] + [c.prototype for c in first.easy_clusters]
     d = int(np.asarray(protos[0]).shape[0]) if protos else 0
     clustering = {
         "hard": [{"indices": np.asarray(c.indices).tolist(), "easy_cluster": int(c.easy_cluster)}
@@ -88,7 +95,7 @@ def compact_payload(explanations):
     return {"format": PAYLOAD_FORMAT, "clustering": clustering, "methods": methods}
 
 
-def _expand_compact(payload, src):
+def _expand_compact(payload: dict[str, Any], src: str) -> dict[str, dict[str, Any]]:
     """Format 2 -> one :meth:`Explanation.to_dict`-like body per method (validated afterwards)."""
     cl = payload["clustering"]
     check_mapping(cl, "clustering", repr(src), ("hard", "easy", "prototypes"))
@@ -124,7 +131,7 @@ def _expand_compact(payload, src):
     return bodies
 
 
-def validate_explanation_payload(payload, *, source):
+def validate_explanation_payload(payload: Any, *, source: object) -> dict[str, Explanation]:
     """Validate an ``explanation.json`` payload and rebuild its explanations.
 
     The payload is what :func:`lbee.run.pipeline.write_outputs` writes: the

@@ -19,6 +19,7 @@ import heapq
 import numpy as np
 
 from .._blas import one_blas_thread
+from ..typing import ArrayLike, FloatArray, IntArray
 
 KMEANS_DIM = 64  # PCA dimensions the k-means cells are found in
 KMEANS_TRAIN_PER_CELL = 48  # k-means trains on at most this many sampled rows per cell, then assigns every row
@@ -33,7 +34,7 @@ _BLOCK_ROWS = 2048  # rows of the blocked Gram product (2,048 x n float64: 330 M
 # --------------------------------------------------------------------------- exact Ward
 
 
-def condensed_distances(X, *, block_rows=_BLOCK_ROWS):
+def condensed_distances(X: ArrayLike, *, block_rows: int = _BLOCK_ROWS) -> FloatArray:
     """Euclidean distances of all pairs, in SciPy's condensed order, by blocked BLAS products.
 
     Parameters
@@ -47,15 +48,15 @@ def condensed_distances(X, *, block_rows=_BLOCK_ROWS):
     ndarray of float64, shape (n * (n - 1) // 2,)
         ``||x_i - x_j||`` for i < j, row-major (as ``scipy.spatial.distance.pdist``).
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    n = X.shape[0]
+    rows: FloatArray = np.ascontiguousarray(X, dtype=np.float64)
+    n = rows.shape[0]
     if n <= _ONE_THREAD_ROWS:  # small products: two busy BLAS threads spin far longer than one computes
         with one_blas_thread():
-            return _condensed(X, block_rows)
-    return _condensed(X, block_rows)
+            return _condensed(rows, block_rows)
+    return _condensed(rows, block_rows)
 
 
-def _condensed(X, block_rows):
+def _condensed(X: FloatArray, block_rows: int) -> FloatArray:
     n = X.shape[0]
     sq = np.einsum("ij,ij->i", X, X)
     out = np.empty(n * (n - 1) // 2)
@@ -76,7 +77,7 @@ def _condensed(X, block_rows):
     return out
 
 
-def exact_linkage(X):
+def exact_linkage(X: FloatArray) -> FloatArray:
     """SciPy-convention Ward linkage matrix (n-1, 4) of the rows of X."""
     if X.shape[0] < 2:
         return np.zeros((0, 4))
@@ -86,11 +87,13 @@ def exact_linkage(X):
     except ImportError:  # same tree, SciPy's nearest-neighbour chain (copies the distances once)
         from scipy.cluster.hierarchy import linkage
 
-        return linkage(y, method="ward")
-    return fastcluster.linkage(y, method="ward", preserve_input=False)
+        tree: FloatArray = linkage(y, method="ward")
+        return tree
+    tree = fastcluster.linkage(y, method="ward", preserve_input=False)
+    return tree
 
 
-def cut_tree_labels(Z, n_clusters):
+def cut_tree_labels(Z: FloatArray, n_clusters: int) -> IntArray:
     """Cut a linkage matrix into ``n_clusters`` clusters, numbered as scikit-learn numbers them.
 
     The last ``n_clusters - 1`` merges are undone; clusters are numbered in the
@@ -133,7 +136,7 @@ def cut_tree_labels(Z, n_clusters):
 # --------------------------------------------------------------------------- weighted Ward (NN chain)
 
 
-def weighted_ward_linkage(points, weights=None):
+def weighted_ward_linkage(points: ArrayLike, weights: ArrayLike | None = None) -> FloatArray:
     """Exact Ward linkage of weighted points by the nearest-neighbour chain.
 
     A point of weight w behaves as w coincident points: the first merge cost of
@@ -165,7 +168,7 @@ def weighted_ward_linkage(points, weights=None):
     np.fill_diagonal(D, np.inf)
     active = np.ones(m, dtype=bool)
     Z = np.empty((m - 1, 4))
-    chain = []
+    chain: list[int] = []
     for step in range(m - 1):
         if not chain:
             chain.append(int(np.flatnonzero(active)[0]))
@@ -199,17 +202,17 @@ def weighted_ward_linkage(points, weights=None):
     return _relabel(Z, m)
 
 
-def _relabel(Z, n):
+def _relabel(Z: FloatArray, n: int) -> FloatArray:
     """SciPy's ``label``: rename slot indices to tree nodes (merge i creates node n + i)."""
     parent = list(range(2 * n - 1))
 
-    def find(a):
+    def find(a: int) -> int:
         while parent[a] != a:
             parent[a] = parent[parent[a]]
             a = parent[a]
         return a
 
-    out = Z.copy()
+    out: FloatArray = Z.copy()
     for i in range(n - 1):
         a, b = find(int(Z[i, 0])), find(int(Z[i, 1]))
         out[i, 0], out[i, 1] = min(a, b), max(a, b)
@@ -220,7 +223,8 @@ def _relabel(Z, n):
 # --------------------------------------------------------------------------- k-means cells + weighted Ward
 
 
-def kmeans_cells(X, n_cells, *, dim=KMEANS_DIM, random_state=0, n_iter=KMEANS_ITER):
+def kmeans_cells(X: FloatArray, n_cells: int, *, dim: int = KMEANS_DIM, random_state: int = 0,
+                 n_iter: int = KMEANS_ITER) -> IntArray:
     """Cut the rows of X into k-means cells found in a PCA reduction.
 
     Parameters
@@ -264,7 +268,7 @@ def kmeans_cells(X, n_cells, *, dim=KMEANS_DIM, random_state=0, n_iter=KMEANS_IT
     return cell_of.astype(np.int64).ravel()
 
 
-def kmeans_tree(X, n_cells, random_state):
+def kmeans_tree(X: FloatArray, n_cells: int, random_state: int) -> tuple[IntArray, FloatArray]:
     """Cells of X and the weighted Ward tree of their full-dimensional means."""
     if X.shape[0] <= KMEANS_ONE_THREAD_ROWS:
         from threadpoolctl import threadpool_limits
@@ -279,7 +283,7 @@ def kmeans_tree(X, n_cells, random_state):
     return cell_of, weighted_ward_linkage(means, counts)
 
 
-def group_sums(X, labels, n_groups):
+def group_sums(X: FloatArray, labels: IntArray, n_groups: int) -> FloatArray:
     """Row sums per label: one sparse (n_groups x n) indicator product, no ``np.add.at``.
 
     Each group's rows are added in index order, as ``np.add.at`` adds them

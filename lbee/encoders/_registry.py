@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-_REGISTRY = {}
+from collections.abc import Callable
+from typing import Any
+
+_REGISTRY: dict[str, Callable[..., Any]] = {}
 
 
 def register_encoder(name):

@@ -262,7 +262,7 @@ def check_pair(image=None, sentence=None, *, sentences=None, encoder_identity=No
     return float(taus[0]) if taus else None
 
 
-def warn_assumed_tau(tau, what):
+def warn_assumed_tau(tau: float, what: str) -> None:
     """Warn that ``tau`` (the CLIP value) is assumed for embeddings without provenance (``what`` names them)."""
     warnings.warn(f"{what} carry no provenance (no .provenance.json sidecar), so lbee cannot know their encoder: "
                   f"τ = {tau:g} (CLIP's) is assumed. Pass τ explicitly (--tau / tau:) for another encoder, or "
