@@ -16,6 +16,25 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("lbee", "vqa")
+#: The packages in data-flow order (CONTRIBUTING.md, "Architecture"): a package imports only packages of its own
+#: layer or of a layer above it in this list. A new package (or top-level module of lbee) is added here.
+LAYERS = (
+    ("lbee._version", "lbee.typing", "lbee._validation", "lbee._blas", "lbee.extras", "lbee.ray_pool"),  # helpers
+    ("lbee.grammar",),
+    ("lbee.io",),
+    ("lbee.scoring",),
+    ("lbee.core",),
+    ("lbee.slicers",),
+    ("lbee.spotcheck",),
+    ("lbee.encoders",),
+    ("lbee.rival10", "vqa"),
+    ("lbee.analyses",),
+    ("lbee.run",),
+    ("lbee.reports",),
+    ("lbee", "lbee.metrics"),  # the public facade
+    ("lbee.service",),
+    ("lbee.cli",),
+)
 #: Libraries that load or run models: the readers (lbee.io) and the CLI import none of them.
 MODEL_LIBRARIES = ("torch", "torchvision", "open_clip", "timm", "transformers", "sentence_transformers")
 #: Besides itself, lbee.io may import only these parts of lbee (and lbee's top-level modules).
@@ -182,6 +201,27 @@ def test_no_import_cycle_between_packages():
         pytest.fail("Import cycle between packages " + " -> ".join(cycle) + ":\n" + "\n".join(edges))
 
 
+def test_every_package_has_a_layer():
+    packages = {package_of(m) for m in MODULES}
+    layered = {p for layer in LAYERS for p in layer}
+    assert packages == layered, f"add to LAYERS: {sorted(packages - layered)}; gone: {sorted(layered - packages)}"
+
+
+RANK = {p: i for i, layer in enumerate(LAYERS) for p in layer}
+
+
+def against_the_flow(imp):
+    """Whether ``imp`` goes from a package to one of a later layer."""
+    source, target = package_of(imp.source), package_of(imp.target)
+    return target in RANK and RANK[target] > RANK[source]
+
+
+def test_packages_import_only_their_layer_and_the_layers_above():
+    bad = [f"{imp}  ({package_of(imp.source)} imports {package_of(imp.target)}, a later layer)" for imp in IMPORTS
+           if against_the_flow(imp)]
+    assert not bad, "Imports against the data flow (see LAYERS):\n" + "\n".join(bad)
+
+
 def test_no_private_module_or_name_is_imported_across_packages():
     bad = [f"{imp}  (private to {owner})" for imp in IMPORTS
            if (owner := owner_of_private(imp)) is not None and package_of(imp.target) is not None
@@ -216,10 +256,14 @@ def test_the_cli_reaches_models_through_the_run_layer():
     ([Import("vqa.runner", "lbee._ray", "actor_pool", 1)], "private"),
     ([Import("lbee.io.tables", "lbee.scoring.confidence", "softmax", 1)], "io"),
     ([Import("lbee.io.images", "torch", None, 1)], "io"),
+    ([Import("lbee.core.partition", "lbee.slicers", "WardSlicer", 1)], "layer"),
+    ([Import("lbee.run.pipeline", "lbee.reports.text", "render_markdown", 1)], "layer"),
 ])
 def test_the_checks_catch_what_they_are_for(imports, rule):
     if rule == "cycle":
         assert find_cycle(package_graph(imports)) == ["lbee.io", "lbee.run", "lbee.io"]
+    elif rule == "layer":
+        assert all(against_the_flow(i) for i in imports)
     elif rule == "io":
         assert all(i.target.split(".")[0] in MODEL_LIBRARIES or not _io_may_import(i.target) for i in imports)
     else:
@@ -231,6 +275,6 @@ def test_allowed_imports_pass_the_checks():
           Import("lbee.cli.describe", "lbee.cli._base", "fail", 1),  # a private module, inside its package
           Import("lbee.encoders._registry", "lbee.encoders._open_clip", None, 1)]
     assert all(_within(i.source, owner_of_private(i)) for i in ok)
-    assert find_cycle(package_graph(ok)) is None
+    assert find_cycle(package_graph(ok)) is None and not any(against_the_flow(i) for i in ok)
     assert _io_may_import("lbee._version") and _io_may_import("lbee.grammar") and _io_may_import("lbee.io.cache")
     assert not _io_may_import("lbee") and not _io_may_import("lbee.core.selection")
