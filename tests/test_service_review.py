@@ -204,8 +204,8 @@ def test_an_upgrade_keeps_the_runs_stored_at_the_previous_schema(data_root, tmp_
     with engine.begin() as conn:
         conn.execute(sa.text(
             "INSERT INTO jobs (id, name, key, entry, root, folder, status, progress, log, failures, attempts, "
-            "created, started, finished) VALUES ('j1', 'old', 'k', '{\"name\": \"old\"}', :root, 'runs/old-k', 'done', "
-            "'done in 1.0 s', '', '[]', 1, :t, :t, :t)"), {"root": str(root), "t": now})
+            "created, started, finished) VALUES ('j1', 'old', 'k', '{\"name\": \"old\"}', :root, 'runs/old-k', "
+            "'done', 'done in 1.0 s', '', '[]', 1, :t, :t, :t)"), {"root": str(root), "t": now})
         conn.execute(sa.text(
             "INSERT INTO runs (id, job_id, dataset, model, folder, metrics, n_images, n_hard, seconds, created) "
             "VALUES (7, 'j1', 'old', 'm', 'runs/old-k', :m, 24, 8, 1.0, :t)"),
