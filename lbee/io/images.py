@@ -67,8 +67,8 @@ def to_rgb(img):
     modes (and ``I`` decoded from a PNG, which is 16-bit grey) are divided
     by 257 (65535 → 255); another ``I`` image is treated as 16-bit when its
     values fit in [0, 65535] and some exceed 255 (PNG and TIFF decoders give
-    16-bit grey as ``I``), else min–max scaled when it exceeds that range; a float (``F``) image in [0, 1] is multiplied by 255,
-    otherwise min–max scaled.
+    16-bit grey as ``I``), else min–max scaled when it exceeds that range; a
+    float (``F``) image in [0, 1] is multiplied by 255, otherwise min–max scaled.
 
     Parameters
     ----------
