@@ -22,7 +22,7 @@ def _sigmas(value):
 def _from_manifest(images, masks):
     import numpy as np
 
-    from ..analyses.sensitivity import find_masks
+    from ..analyses.sensitivity_inputs import find_masks
     from ..io.images import discover_images, read_table
 
     listing = discover_images(images)
@@ -54,7 +54,7 @@ def _from_manifest(images, masks):
 def _from_ec(ec_dir):
     import numpy as np
 
-    from ..analyses.sensitivity import spotcheck_masks_from_pixels
+    from ..analyses.sensitivity_inputs import spotcheck_masks_from_pixels
     from ..spotcheck import ExperimentalConfiguration
 
     ec = ExperimentalConfiguration.load(ec_dir)
