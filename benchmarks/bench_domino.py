@@ -44,10 +44,12 @@ def speed(n, d, k, seed=0):
     X = centres[rng.integers(k, size=n)] + rng.normal(size=(n, d))
     y = rng.integers(2, size=n)
     p = np.clip(y + rng.normal(0, 0.3, size=n), 0, 1)
-    dom = DominoSlicer(n_mixture_components=k, n_pca_components=None, max_iter=15, tol=0.0,
-                       init_params="random", random_state=0)
-    gmm = GaussianMixture(k, covariance_type="diag", max_iter=15, tol=0.0, init_params="random",
-                          reg_covar=1e-6, random_state=0)
+    dom = DominoSlicer(
+        n_mixture_components=k, n_pca_components=None, max_iter=15, tol=0.0, init_params="random", random_state=0
+    )
+    gmm = GaussianMixture(
+        k, covariance_type="diag", max_iter=15, tol=0.0, init_params="random", reg_covar=1e-6, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t_lbee = timed(lambda: dom.fit(X, y, p))
@@ -71,8 +73,13 @@ def recovery(n_seeds, gamma):
     hits, lls = 0, []
     for seed in range(n_seeds):
         X, y, P, truth = planted(seed)
-        dom = DominoSlicer(n_slices=1, n_mixture_components=10, y_log_likelihood_weight=gamma,
-                           y_hat_log_likelihood_weight=gamma, random_state=seed).fit(X, y, P)
+        dom = DominoSlicer(
+            n_slices=1,
+            n_mixture_components=10,
+            y_log_likelihood_weight=gamma,
+            y_hat_log_likelihood_weight=gamma,
+            random_state=seed,
+        ).fit(X, y, P)
         top = dom.slices_[0]
         overlap = np.intersect1d(top, truth).size
         hits += overlap >= 0.8 * truth.size and overlap >= 0.8 * max(top.size, 1)

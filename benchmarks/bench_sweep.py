@@ -24,8 +24,10 @@ def main():
     omega = (phi > -0.5).astype(float)
     rel = rng.random((n, N)) < 0.05
     args = dict(relevance=rel, performance=omega, confidence=phi)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}; n = {n:,}, N = {N}, d = {d}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}; n = {n:,}, N = {N}, d = {d}"
+    )
     t0 = time.perf_counter()
     table = sensitivity_sweep(X, S, **args)
     print(f"default sweep (K, C, o; {len(table)} rows): {time.perf_counter() - t0:.1f} s")

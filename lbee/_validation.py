@@ -116,13 +116,11 @@ def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
 
 
 @overload
-def check_real(value: Any, name: str, *, minimum: float | None = None, allow_none: Literal[False] = False) -> float:
-    ...
+def check_real(value: Any, name: str, *, minimum: float | None = None, allow_none: Literal[False] = False) -> float: ...
 
 
 @overload
-def check_real(value: Any, name: str, *, minimum: float | None = None, allow_none: bool) -> float | None:
-    ...
+def check_real(value: Any, name: str, *, minimum: float | None = None, allow_none: bool) -> float | None: ...
 
 
 def check_real(value: Any, name: str, *, minimum: float | None = None, allow_none: bool = False) -> float | None:

@@ -56,12 +56,16 @@ def urban_scenes():
     s = [f"An image of {an(w)}" for w in words(URBAN_CONTENT)]
     s += [f"An image taken {w}" for w in words(URBAN_CONDITIONS)]
     s += [f"An image with {w}" for w in words(URBAN_QUALITY)]
-    write("urban_scenes", [
-        "urban_scenes: failure causes for urban-scene models (driving, segmentation).",
-        "Built by scripts/build_sentence_sets.py after the LBEE paper's appendix C.1 templates:",
-        'scene content "An image of a ...", conditions "An image taken in/at ...",',
-        'image quality and road state "An image with ...".',
-    ], s)
+    write(
+        "urban_scenes",
+        [
+            "urban_scenes: failure causes for urban-scene models (driving, segmentation).",
+            "Built by scripts/build_sentence_sets.py after the LBEE paper's appendix C.1 templates:",
+            'scene content "An image of a ...", conditions "An image taken in/at ...",',
+            'image quality and road state "An image with ...".',
+        ],
+        s,
+    )
 
 
 PLACES = """airfield|airplane cabin|airport terminal|alley|amphitheater|amusement arcade|amusement park|aquarium|
@@ -126,8 +130,14 @@ def imagenet():
 
     classes = list(ResNet50_Weights.IMAGENET1K_V1.meta["categories"])
     # ImageNet repeats two names; keep both classes distinct.
-    fixes = {134: "crane bird", 517: "construction crane", 638: "maillot", 639: "tank suit",
-             264: "Cardigan Welsh corgi", 474: "cardigan sweater"}
+    fixes = {
+        134: "crane bird",
+        517: "construction crane",
+        638: "maillot",
+        639: "tank suit",
+        264: "Cardigan Welsh corgi",
+        474: "cardigan sweater",
+    }
     counts = {}
     s = []
     for i, c in enumerate(classes):
@@ -140,12 +150,16 @@ def imagenet():
     s += [f"An image that is {w}" for w in words(IMAGE_TYPES)]
     s += [w[0].upper() + w[1:] for w in words(IMAGE_QUALITY)]
     s += [f"An image taken {w}" for w in words(WEATHER)]
-    write("imagenet", [
-        "imagenet: per-class failure analysis of ImageNet-1K classifiers (LBEE app. A, C.1).",
-        'Built by scripts/build_sentence_sets.py: the 1000 class names as "An image of a <class>"',
-        '(torchvision metadata; the first 1000 lines, in class-index order), Places365-style places as',
-        '"An image taken at <place>", then image type, image quality and weather sentences.',
-    ], s)
+    write(
+        "imagenet",
+        [
+            "imagenet: per-class failure analysis of ImageNet-1K classifiers (LBEE app. A, C.1).",
+            'Built by scripts/build_sentence_sets.py: the 1000 class names as "An image of a <class>"',
+            "(torchvision metadata; the first 1000 lines, in class-index order), Places365-style places as",
+            '"An image taken at <place>", then image type, image quality and weather sentences.',
+        ],
+        s,
+    )
 
 
 NICO_CLASSES = {
@@ -156,8 +170,14 @@ NICO_CLASSES = {
     "landway": ["car", "bicycle", "train", "motorcycle", "truck", "bus"],
     "waterway": ["boat", "ship", "sailboat", "canoe", "submarine"],
 }
-NICO_CONTEXTS = {"dim lighting": "in dim lighting", "outdoor": "outdoors", "grass": "on the grass",
-                 "rock": "on the rocks", "autumn": "in autumn", "water": "in the water"}
+NICO_CONTEXTS = {
+    "dim lighting": "in dim lighting",
+    "outdoor": "outdoors",
+    "grass": "on the grass",
+    "rock": "on the rocks",
+    "autumn": "in autumn",
+    "water": "in the water",
+}
 
 
 def nico():
@@ -165,27 +185,69 @@ def nico():
     s += [f"A photo taken {v}" for v in NICO_CONTEXTS.values()]
     s += [f"A photo of {an(c)} {v}" for c in NICO_CLASSES for v in NICO_CONTEXTS.values()]
     s += [f"A photo of {an(sub)}" for subs in NICO_CLASSES.values() for sub in subs]
-    picks = [("dog", "on the grass"), ("cat", "in dim lighting"), ("horse", "in the water"), ("cow", "on the rocks"),
-             ("eagle", "on the rocks"), ("owl", "in dim lighting"), ("duck", "in the water"), ("penguin", "on the grass"),
-             ("cactus", "in the water"), ("flower", "in autumn"), ("sunflower", "in dim lighting"), ("tree", "on the rocks"),
-             ("airplane", "on the grass"), ("helicopter", "in the water"), ("kite", "in autumn"),
-             ("car", "in the water"), ("bicycle", "on the rocks"), ("train", "in autumn"), ("truck", "in dim lighting"),
-             ("boat", "on the grass"), ("ship", "on the rocks"), ("sailboat", "in autumn"), ("canoe", "in dim lighting"),
-             ("mushroom", "on the grass"), ("bear", "in the water"), ("lion", "on the grass"), ("sheep", "in autumn"),
-             ("parrot", "in dim lighting"), ("motorcycle", "in the water"), ("bus", "on the grass"),
-             ("dog", "in the water"), ("cat", "on the rocks"), ("horse", "in autumn"), ("cow", "in dim lighting"),
-             ("owl", "outdoors"), ("eagle", "in the water"), ("ostrich", "in autumn"), ("penguin", "on the rocks"),
-             ("corn", "in the water"), ("cactus", "in dim lighting"), ("tree", "in the water"),
-             ("hot air balloon", "in dim lighting"), ("airplane", "in the water"), ("kite", "on the rocks"),
-             ("train", "in the water"), ("bicycle", "in dim lighting"), ("submarine", "on the grass"),
-             ("canoe", "on the rocks"), ("ship", "in autumn"), ("monkey", "in the water")]
+    picks = [
+        ("dog", "on the grass"),
+        ("cat", "in dim lighting"),
+        ("horse", "in the water"),
+        ("cow", "on the rocks"),
+        ("eagle", "on the rocks"),
+        ("owl", "in dim lighting"),
+        ("duck", "in the water"),
+        ("penguin", "on the grass"),
+        ("cactus", "in the water"),
+        ("flower", "in autumn"),
+        ("sunflower", "in dim lighting"),
+        ("tree", "on the rocks"),
+        ("airplane", "on the grass"),
+        ("helicopter", "in the water"),
+        ("kite", "in autumn"),
+        ("car", "in the water"),
+        ("bicycle", "on the rocks"),
+        ("train", "in autumn"),
+        ("truck", "in dim lighting"),
+        ("boat", "on the grass"),
+        ("ship", "on the rocks"),
+        ("sailboat", "in autumn"),
+        ("canoe", "in dim lighting"),
+        ("mushroom", "on the grass"),
+        ("bear", "in the water"),
+        ("lion", "on the grass"),
+        ("sheep", "in autumn"),
+        ("parrot", "in dim lighting"),
+        ("motorcycle", "in the water"),
+        ("bus", "on the grass"),
+        ("dog", "in the water"),
+        ("cat", "on the rocks"),
+        ("horse", "in autumn"),
+        ("cow", "in dim lighting"),
+        ("owl", "outdoors"),
+        ("eagle", "in the water"),
+        ("ostrich", "in autumn"),
+        ("penguin", "on the rocks"),
+        ("corn", "in the water"),
+        ("cactus", "in dim lighting"),
+        ("tree", "in the water"),
+        ("hot air balloon", "in dim lighting"),
+        ("airplane", "in the water"),
+        ("kite", "on the rocks"),
+        ("train", "in the water"),
+        ("bicycle", "in dim lighting"),
+        ("submarine", "on the grass"),
+        ("canoe", "on the rocks"),
+        ("ship", "in autumn"),
+        ("monkey", "in the water"),
+    ]
     s += [f"A photo of {an(a)} {b}" for a, b in picks]
-    write("nico", [
-        "nico: NICO++-style classification with spurious class-context correlations (LBEE app. A, C.1).",
-        "Built by scripts/build_sentence_sets.py: the six classes, the six contexts, every class x context",
-        'pair "A photo of a <class> <context>", sub-classes, and sub-class x context pairs',
-        '("A photo of a cactus in the water").',
-    ], s)
+    write(
+        "nico",
+        [
+            "nico: NICO++-style classification with spurious class-context correlations (LBEE app. A, C.1).",
+            "Built by scripts/build_sentence_sets.py: the six classes, the six contexts, every class x context",
+            'pair "A photo of a <class> <context>", sub-classes, and sub-class x context pairs',
+            '("A photo of a cactus in the water").',
+        ],
+        s,
+    )
 
 
 COND_WEATHER = """a sunny weather|a cloudy weather|an overcast weather|a rainy weather|a drizzle|a heavy rain|
@@ -225,35 +287,61 @@ def conditions():
     s += [f"An image with {w}" for w in words(COND_QUALITY)]
     s += [f"An image taken {w}" for w in words(COND_VIEW)]
     s += [f"An image taken {w}" for w in words(COND_PLACE)]
-    s += ["A black and white image", "A drawing", "A painting", "A cartoon", "A 3D rendering", "A screenshot",
-          "A photo of a printed photo", "A photo of a screen", "An infrared image", "A thermal image",
-          "A medical scan", "A satellite image", "An aerial photo", "A microscope image", "A synthetic image"]
-    write("conditions", [
-        "conditions: generic capture conditions, task-independent (weather, lighting, season, image",
-        "quality, viewpoint, place, image type). Built by scripts/build_sentence_sets.py with the",
-        'LBEE templates "An image taken in/at ..." and "An image with ...".',
-    ], s)
+    s += [
+        "A black and white image",
+        "A drawing",
+        "A painting",
+        "A cartoon",
+        "A 3D rendering",
+        "A screenshot",
+        "A photo of a printed photo",
+        "A photo of a screen",
+        "An infrared image",
+        "A thermal image",
+        "A medical scan",
+        "A satellite image",
+        "An aerial photo",
+        "A microscope image",
+        "A synthetic image",
+    ]
+    write(
+        "conditions",
+        [
+            "conditions: generic capture conditions, task-independent (weather, lighting, season, image",
+            "quality, viewpoint, place, image type). Built by scripts/build_sentence_sets.py with the",
+            'LBEE templates "An image taken in/at ..." and "An image with ...".',
+        ],
+        s,
+    )
 
 
 def spotcheck():
     from lbee.spotcheck import spotcheck_sentences
 
-    write("spotcheck", [
-        "spotcheck: sentences about SpotCheck renders (SpotCheck app. A.1 attributes).",
-        "Built by scripts/build_sentence_sets.py from lbee.spotcheck.spotcheck_sentences(), which maps",
-        "each sentence to the attribute conditions that make it true, so relevance is exact.",
-    ], [s for s, _, _ in spotcheck_sentences()])
+    write(
+        "spotcheck",
+        [
+            "spotcheck: sentences about SpotCheck renders (SpotCheck app. A.1 attributes).",
+            "Built by scripts/build_sentence_sets.py from lbee.spotcheck.spotcheck_sentences(), which maps",
+            "each sentence to the attribute conditions that make it true, so relevance is exact.",
+        ],
+        [s for s, _, _ in spotcheck_sentences()],
+    )
 
 
 def rival10():
     from lbee.rival10 import rival10_sentences
 
-    write("rival10", [
-        "rival10: RIVAL10's 18 object attributes, then its 10 classes (RIVAL10 §3, app. A).",
-        "Built by scripts/build_sentence_sets.py from lbee.rival10.rival10_sentences(): line j < 18 is",
-        "column j of <stem>_attr_labels.npy (long-snout ... patterned), line 18 + c is class c (truck ... bird),",
-        "so lbee.rival10 gives exact relevance on real images.",
-    ], rival10_sentences())
+    write(
+        "rival10",
+        [
+            "rival10: RIVAL10's 18 object attributes, then its 10 classes (RIVAL10 §3, app. A).",
+            "Built by scripts/build_sentence_sets.py from lbee.rival10.rival10_sentences(): line j < 18 is",
+            "column j of <stem>_attr_labels.npy (long-snout ... patterned), line 18 + c is class c (truck ... bird),",
+            "so lbee.rival10 gives exact relevance on real images.",
+        ],
+        rival10_sentences(),
+    )
 
 
 if __name__ == "__main__":

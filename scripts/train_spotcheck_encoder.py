@@ -107,26 +107,30 @@ def train_tower(images, attrs, text, args, t0):
         perm = torch.randperm(len(images), generator=gen)
         total = 0.0
         for start in range(0, len(perm), args.batch_size):
-            idx = perm[start:start + args.batch_size]
+            idx = perm[start : start + args.batch_size]
             pick = torch.randint(0, args.captions_per_image, (len(idx),), generator=gen)
             cids = cap_idx[idx, pick]
-            loss = info_nce(model(x_all[idx]), bank[cids], logit_scale.exp().clamp(max=100),
-                            mask=cids[:, None] == cids[None, :])
+            loss = info_nce(
+                model(x_all[idx]), bank[cids], logit_scale.exp().clamp(max=100), mask=cids[:, None] == cids[None, :]
+            )
             opt.zero_grad()
             loss.backward()
             opt.step()
             sched.step()
             total += loss.item() * len(idx)
-        print(f"stage 1 epoch {epoch + 1}/{args.epochs} loss {total / len(perm):.3f} ({time.time() - t0:.0f}s)",
-              flush=True)
+        print(
+            f"stage 1 epoch {epoch + 1}/{args.epochs} loss {total / len(perm):.3f} ({time.time() - t0:.0f}s)",
+            flush=True,
+        )
     return model.eval()
 
 
 def _codes(dicts, missing):
     """(len(dicts), n_keys) int64: each dict's value index per CAPTION_VALUES key (``missing`` when absent)."""
     keys = list(CAPTION_VALUES)
-    return torch.tensor([[CAPTION_VALUES[k].index(d[k]) if d.get(k) in CAPTION_VALUES[k] else missing for k in keys]
-                         for d in dicts])
+    return torch.tensor(
+        [[CAPTION_VALUES[k].index(d[k]) if d.get(k) in CAPTION_VALUES[k] else missing for k in keys] for d in dicts]
+    )
 
 
 def absence_captions(attrs, n_captions, n_hard, rng, p_grammar):
@@ -178,9 +182,12 @@ def train_head(tower, images, attrs, text, args, t0):
     cap_code = _codes([c for cs in conds for c in cs], -1).reshape(len(images), k, -1)
     assert ((cap_code == -1) | (cap_code == img_code[:, None])).all(-1).all(), "a caption is false of its image"
     with torch.no_grad():
-        x = torch.cat([tower(to_tensor(images[i:i + 1024])) for i in range(0, len(images), 1024)])
-    print(f"stage 2: {len(unique)} unique captions embedded, images embedded by the locked tower "
-          f"({time.time() - t0:.0f}s)", flush=True)
+        x = torch.cat([tower(to_tensor(images[i : i + 1024])) for i in range(0, len(images), 1024)])
+    print(
+        f"stage 2: {len(unique)} unique captions embedded, images embedded by the locked tower "
+        f"({time.time() - t0:.0f}s)",
+        flush=True,
+    )
     head = TextHead(bank.shape[1], args.text_head)
     logit_scale = torch.nn.Parameter(torch.tensor(np.log(1 / 0.07), dtype=torch.float32))
     opt = torch.optim.AdamW(list(head.parameters()) + [logit_scale], lr=args.head_lr, weight_decay=1e-4)
@@ -192,7 +199,7 @@ def train_head(tower, images, attrs, text, args, t0):
         perm = torch.randperm(len(images), generator=gen)
         total = 0.0
         for start in range(0, len(perm), args.batch_size):
-            idx = perm[start:start + args.batch_size]
+            idx = perm[start : start + args.batch_size]
             pick = torch.randint(0, k, (len(idx),), generator=gen)
             scale = logit_scale.exp().clamp(max=100)
             img = x[idx]
@@ -207,8 +214,10 @@ def train_head(tower, images, attrs, text, args, t0):
             sched.step()
             total += loss.item() * len(idx)
         if (epoch + 1) % 5 == 0 or epoch + 1 == args.head_epochs:
-            print(f"stage 2 epoch {epoch + 1}/{args.head_epochs} loss {total / len(perm):.3f} "
-                  f"({time.time() - t0:.0f}s)", flush=True)
+            print(
+                f"stage 2 epoch {epoch + 1}/{args.head_epochs} loss {total / len(perm):.3f} ({time.time() - t0:.0f}s)",
+                flush=True,
+            )
     return head.eval()
 
 
@@ -220,8 +229,9 @@ def calibrate_tau(tower, head, text, image_size):
     sents = spotcheck_sentences()
     with torch.no_grad():
         iv = tower(to_tensor(images)).numpy()
-        sv = head(torch.as_tensor(text.encode([s for s, _, _ in sents], normalize_embeddings=True,
-                                              show_progress_bar=False))).numpy()
+        sv = head(
+            torch.as_tensor(text.encode([s for s, _, _ in sents], normalize_embeddings=True, show_progress_bar=False))
+        ).numpy()
     sims = iv @ sv.T
     rel = relevance_matrix(attrs, [c for _, c, _ in sents])
     tau = float((sims[rel].mean() + sims[~rel].mean()) / 2)
@@ -236,8 +246,12 @@ def main():
     ap.add_argument("--captions-per-image", type=int, default=4)
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--image-size", type=int, default=64)
-    ap.add_argument("--tower", type=Path, default=None,
-                    help="skip stage 1: the image tower of this checkpoint (e.g. the shipped one)")
+    ap.add_argument(
+        "--tower",
+        type=Path,
+        default=None,
+        help="skip stage 1: the image tower of this checkpoint (e.g. the shipped one)",
+    )
     ap.add_argument("--text-head", type=int, default=768, help="hidden width of the text head")
     ap.add_argument("--head-epochs", type=int, default=30)
     ap.add_argument("--head-lr", type=float, default=1e-3)
@@ -253,8 +267,7 @@ def main():
     print(f"rendered {len(images)} images ({time.time() - t0:.0f}s)", flush=True)
     text = load_text_model()
     if args.tower is None:
-        tower, stage1 = train_tower(images, attrs, text, args, t0), {"n_images": args.n_images,
-                                                                     "epochs": args.epochs}
+        tower, stage1 = train_tower(images, attrs, text, args, t0), {"n_images": args.n_images, "epochs": args.epochs}
     else:
         ckpt = torch.load(args.tower, map_location="cpu", weights_only=True)
         cfg = ckpt["config"]
@@ -268,12 +281,29 @@ def main():
     tau = calibrate_tau(tower, head, text, args.image_size)
     half = lambda m: {k: v.half() if v.is_floating_point() else v for k, v in m.state_dict().items()}  # noqa: E731
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": half(tower), "text_head": half(head),
-                "config": {"out_dim": 384, "widths": list(WIDTHS), "image_size": args.image_size, "tau": tau,
-                           "text_model": "all-MiniLM-L6-v2", "text_head": args.text_head, **stage1,
-                           "head": {"n_images": args.n_images, "epochs": args.head_epochs, "lr": args.head_lr,
-                                    "hard_negatives": args.hard_negatives, "p_grammar": args.p_grammar}}},
-               args.out)
+    torch.save(
+        {
+            "state_dict": half(tower),
+            "text_head": half(head),
+            "config": {
+                "out_dim": 384,
+                "widths": list(WIDTHS),
+                "image_size": args.image_size,
+                "tau": tau,
+                "text_model": "all-MiniLM-L6-v2",
+                "text_head": args.text_head,
+                **stage1,
+                "head": {
+                    "n_images": args.n_images,
+                    "epochs": args.head_epochs,
+                    "lr": args.head_lr,
+                    "hard_negatives": args.hard_negatives,
+                    "p_grammar": args.p_grammar,
+                },
+            },
+        },
+        args.out,
+    )
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) in {time.time() - t0:.0f}s")
 
 

@@ -87,7 +87,8 @@ MODULES = _modules()
 def _is_type_checking(node):
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _walk(node):
@@ -110,7 +111,7 @@ def _imports():
             if isinstance(node, ast.Import):
                 out += [Import(module, alias.name, None, node.lineno) for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = ".".join(here[:len(here) - node.level + 1] if node.level else [])
+                base = ".".join(here[: len(here) - node.level + 1] if node.level else [])
                 target = ".".join(p for p in (base, node.module or "") if p) if node.level else node.module
                 for alias in node.names:
                     sub = f"{target}.{alias.name}"
@@ -171,7 +172,7 @@ def find_cycle(graph):
         state[node] = "open"
         for nxt in sorted(graph.get(node, {})):
             if state.get(nxt) == "open":
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state:
                 found = visit(nxt, path + [nxt])
                 if found:
@@ -217,15 +218,22 @@ def against_the_flow(imp):
 
 
 def test_packages_import_only_their_layer_and_the_layers_above():
-    bad = [f"{imp}  ({package_of(imp.source)} imports {package_of(imp.target)}, a later layer)" for imp in IMPORTS
-           if against_the_flow(imp)]
+    bad = [
+        f"{imp}  ({package_of(imp.source)} imports {package_of(imp.target)}, a later layer)"
+        for imp in IMPORTS
+        if against_the_flow(imp)
+    ]
     assert not bad, "Imports against the data flow (see LAYERS):\n" + "\n".join(bad)
 
 
 def test_no_private_module_or_name_is_imported_across_packages():
-    bad = [f"{imp}  (private to {owner})" for imp in IMPORTS
-           if (owner := owner_of_private(imp)) is not None and package_of(imp.target) is not None
-           and not _within(imp.source, owner)]
+    bad = [
+        f"{imp}  (private to {owner})"
+        for imp in IMPORTS
+        if (owner := owner_of_private(imp)) is not None
+        and package_of(imp.target) is not None
+        and not _within(imp.source, owner)
+    ]
     assert not bad, "Give these a public name in their package:\n" + "\n".join(bad)
 
 
@@ -237,28 +245,41 @@ def _io_may_import(target):
 
 
 def test_readers_import_no_model_code():
-    bad = [str(imp) for imp in IMPORTS if _within(imp.source, "lbee.io")
-           and (imp.target.split(".")[0] in MODEL_LIBRARIES
-                or (package_of(imp.target) is not None and not _io_may_import(imp.target)))]
+    bad = [
+        str(imp)
+        for imp in IMPORTS
+        if _within(imp.source, "lbee.io")
+        and (
+            imp.target.split(".")[0] in MODEL_LIBRARIES
+            or (package_of(imp.target) is not None and not _io_may_import(imp.target))
+        )
+    ]
     assert not bad, "lbee.io reads files; it imports no model code and no layer above it:\n" + "\n".join(bad)
 
 
 def test_the_cli_reaches_models_through_the_run_layer():
-    bad = [str(imp) for imp in IMPORTS if _within(imp.source, "lbee.cli")
-           and (any(_within(imp.target, p) for p in CLI_THROUGH_RUN) or imp.target.split(".")[0] in MODEL_LIBRARIES)]
+    bad = [
+        str(imp)
+        for imp in IMPORTS
+        if _within(imp.source, "lbee.cli")
+        and (any(_within(imp.target, p) for p in CLI_THROUGH_RUN) or imp.target.split(".")[0] in MODEL_LIBRARIES)
+    ]
     assert not bad, "Reach these through lbee.run (lbee.run.models, .inputs, .scores, .embed):\n" + "\n".join(bad)
 
 
-@pytest.mark.parametrize("imports, rule", [
-    ([Import("lbee.io.x", "lbee.run.inputs", "f", 1), Import("lbee.run.inputs", "lbee.io.x", "g", 2)], "cycle"),
-    ([Import("lbee.encoders.a", "lbee.spotcheck._network", "ImageTower", 1)], "private"),
-    ([Import("lbee.reports.a", "lbee.analyses.sensitivity", "_figure_bytes", 1)], "private"),
-    ([Import("vqa.runner", "lbee._ray", "actor_pool", 1)], "private"),
-    ([Import("lbee.io.tables", "lbee.scoring.confidence", "softmax", 1)], "io"),
-    ([Import("lbee.io.images", "torch", None, 1)], "io"),
-    ([Import("lbee.core.partition", "lbee.slicers", "WardSlicer", 1)], "layer"),
-    ([Import("lbee.run.pipeline", "lbee.reports.text", "render_markdown", 1)], "layer"),
-])
+@pytest.mark.parametrize(
+    "imports, rule",
+    [
+        ([Import("lbee.io.x", "lbee.run.inputs", "f", 1), Import("lbee.run.inputs", "lbee.io.x", "g", 2)], "cycle"),
+        ([Import("lbee.encoders.a", "lbee.spotcheck._network", "ImageTower", 1)], "private"),
+        ([Import("lbee.reports.a", "lbee.analyses.sensitivity", "_figure_bytes", 1)], "private"),
+        ([Import("vqa.runner", "lbee._ray", "actor_pool", 1)], "private"),
+        ([Import("lbee.io.tables", "lbee.scoring.confidence", "softmax", 1)], "io"),
+        ([Import("lbee.io.images", "torch", None, 1)], "io"),
+        ([Import("lbee.core.partition", "lbee.slicers", "WardSlicer", 1)], "layer"),
+        ([Import("lbee.run.pipeline", "lbee.reports.text", "render_markdown", 1)], "layer"),
+    ],
+)
 def test_the_checks_catch_what_they_are_for(imports, rule):
     if rule == "cycle":
         assert find_cycle(package_graph(imports)) == ["lbee.io", "lbee.run", "lbee.io"]
@@ -271,9 +292,11 @@ def test_the_checks_catch_what_they_are_for(imports, rule):
 
 
 def test_allowed_imports_pass_the_checks():
-    ok = [Import("lbee.core.split", "lbee._validation", "check_real", 1),  # lbee's own helpers, inside lbee
-          Import("lbee.cli.describe", "lbee.cli._base", "fail", 1),  # a private module, inside its package
-          Import("lbee.encoders._registry", "lbee.encoders._open_clip", None, 1)]
+    ok = [
+        Import("lbee.core.split", "lbee._validation", "check_real", 1),  # lbee's own helpers, inside lbee
+        Import("lbee.cli.describe", "lbee.cli._base", "fail", 1),  # a private module, inside its package
+        Import("lbee.encoders._registry", "lbee.encoders._open_clip", None, 1),
+    ]
     assert all(_within(i.source, owner_of_private(i)) for i in ok)
     assert find_cycle(package_graph(ok)) is None and not any(against_the_flow(i) for i in ok)
     assert _io_may_import("lbee._version") and _io_may_import("lbee.grammar") and _io_may_import("lbee.io.cache")

@@ -62,8 +62,10 @@ from .sensitivity_outputs import (
 
 DEFAULT_SIGMAS = (30, 60, 90, 120, 150, 180, 210)
 CACHE_VERSION = 1
-UNDEFINED_REASON = ("undefined: general noise robustness ā is 0 or 1, so a_bg − a_fg and its largest possible "
-                    "value 2·min(ā, 1 − ā) are both 0")
+UNDEFINED_REASON = (
+    "undefined: general noise robustness ā is 0 or 1, so a_bg − a_fg and its largest possible "
+    "value 2·min(ā, 1 − ā) are both 0"
+)
 
 
 # --------------------------------------------------------------------------- the analysis
@@ -103,7 +105,7 @@ def _one_image(model, x, m, label, sigmas, trials, seed_key, preprocess, batch_s
     probs, preds = [], []
     with torch.inference_mode():
         for i in range(0, len(tensors), batch_size):
-            batch = preprocess.normalize(torch.stack(tensors[i:i + batch_size])).to(device)
+            batch = preprocess.normalize(torch.stack(tensors[i : i + batch_size])).to(device)
             logits = model(batch)
             if isinstance(logits, (tuple, list)):
                 logits = logits[0]
@@ -114,10 +116,17 @@ def _one_image(model, x, m, label, sigmas, trials, seed_key, preprocess, batch_s
             preds.append(p.argmax(1))
     probs, preds = np.concatenate(probs), np.concatenate(preds)
     S = len(sigmas)
-    out = {"p_clean": probs[0], "pred_clean": preds[0], "p_gray": probs[1], "pred_gray": preds[1],
-           "p_fg": np.zeros((S, trials)), "p_bg": np.zeros((S, trials)),
-           "pred_fg": np.zeros((S, trials), np.int64), "pred_bg": np.zeros((S, trials), np.int64),
-           "fg_fraction": float(m.mean())}
+    out = {
+        "p_clean": probs[0],
+        "pred_clean": preds[0],
+        "p_gray": probs[1],
+        "pred_gray": preds[1],
+        "p_fg": np.zeros((S, trials)),
+        "p_bg": np.zeros((S, trials)),
+        "pred_fg": np.zeros((S, trials), np.int64),
+        "pred_bg": np.zeros((S, trials), np.int64),
+        "fg_fraction": float(m.mean()),
+    }
     for j, (kind, si, t) in enumerate(order[2:], start=2):
         out[f"p_{kind}"][si, t] = probs[j]
         out[f"pred_{kind}"][si, t] = preds[j]
@@ -136,9 +145,23 @@ def _load_cached(path):
         return None  # damaged entry: recomputed
 
 
-def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, trials=10, seed=0,
-                       preprocess=None, ids=None, class_names=None, batch_size=64, device=None, cache_dir=None,
-                       progress=False):
+def region_sensitivity(
+    model,
+    images,
+    masks,
+    labels,
+    *,
+    sigmas=DEFAULT_SIGMAS,
+    trials=10,
+    seed=0,
+    preprocess=None,
+    ids=None,
+    class_names=None,
+    batch_size=64,
+    device=None,
+    cache_dir=None,
+    progress=False,
+):
     """Accuracy and true-class probability under foreground vs background noise (RIVAL10 §5.1, §5.3).
 
     Parameters
@@ -184,8 +207,10 @@ def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, t
     if n == 0:
         raise ValueError("`images` is empty; expected at least one image.")
     if len(masks) != n or labels.shape != (n,):
-        raise ValueError(f"`images`, `masks` and `labels` must have the same length; received {n}, {len(masks)} "
-                         f"and labels of shape {labels.shape}.")
+        raise ValueError(
+            f"`images`, `masks` and `labels` must have the same length; received {n}, {len(masks)} "
+            f"and labels of shape {labels.shape}."
+        )
     if labels.dtype.kind not in "iu":
         if labels.dtype.kind == "f" and np.all(np.isfinite(labels)) and np.all(labels == np.round(labels)):
             labels = labels.astype(np.int64)
@@ -202,8 +227,13 @@ def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, t
         ids = [str(p) if not isinstance(p, np.ndarray) else str(i) for i, p in enumerate(images)]
     device = resolve_device(device)
     model = model.to(device).eval()
-    settings = {"version": CACHE_VERSION, "sigmas": sigmas, "trials": trials, "seed": int(seed),
-                "preprocess": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(preprocess).items()}}
+    settings = {
+        "version": CACHE_VERSION,
+        "sigmas": sigmas,
+        "trials": trials,
+        "seed": int(seed),
+        "preprocess": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(preprocess).items()},
+    }
     fingerprint = model_fingerprint(model) if cache_dir is not None else None
     results, n_computed = [], 0
     for i in tqdm(range(n), desc="region noise", disable=not progress):
@@ -215,8 +245,9 @@ def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, t
             image, mask = open_image_and_mask(images[i], masks[i])
             x, m = preprocess.prepare(image, mask)
             try:
-                cached = _one_image(model, x, m, label, sigmas, trials, f"{seed}|{img_hash}", preprocess,
-                                    batch_size, device)
+                cached = _one_image(
+                    model, x, m, label, sigmas, trials, f"{seed}|{img_hash}", preprocess, batch_size, device
+                )
             except ValueError as exc:
                 raise ValueError(f"Image {ids[i]!r}: {exc}") from None
             n_computed += 1
@@ -238,16 +269,26 @@ def _table(results, ids, labels, sigmas, class_names):
     for r, iid, y in zip(results, ids, labels):
         for si, s in enumerate(sigmas):
             p_fg, p_bg = float(np.mean(r["p_fg"][si])), float(np.mean(r["p_bg"][si]))
-            rows.append({"image": iid, "label": int(y),
-                         "class": class_names[int(y)] if class_names is not None and 0 <= y < len(class_names)
-                         else str(int(y)),
-                         "sigma": s, "p_fg": p_fg, "p_bg": p_bg,
-                         "acc_fg": float(np.mean(r["pred_fg"][si] == y)),
-                         "acc_bg": float(np.mean(r["pred_bg"][si] == y)),
-                         "irfs": relative_foreground_sensitivity(min(max(p_fg, 0.0), 1.0), min(max(p_bg, 0.0), 1.0)),
-                         "p_clean": float(r["p_clean"]), "correct_clean": bool(int(r["pred_clean"]) == y),
-                         "p_gray": float(r["p_gray"]), "correct_gray": bool(int(r["pred_gray"]) == y),
-                         "fg_fraction": float(r["fg_fraction"])})
+            rows.append(
+                {
+                    "image": iid,
+                    "label": int(y),
+                    "class": class_names[int(y)]
+                    if class_names is not None and 0 <= y < len(class_names)
+                    else str(int(y)),
+                    "sigma": s,
+                    "p_fg": p_fg,
+                    "p_bg": p_bg,
+                    "acc_fg": float(np.mean(r["pred_fg"][si] == y)),
+                    "acc_bg": float(np.mean(r["pred_bg"][si] == y)),
+                    "irfs": relative_foreground_sensitivity(min(max(p_fg, 0.0), 1.0), min(max(p_bg, 0.0), 1.0)),
+                    "p_clean": float(r["p_clean"]),
+                    "correct_clean": bool(int(r["pred_clean"]) == y),
+                    "p_gray": float(r["p_gray"]),
+                    "correct_gray": bool(int(r["pred_gray"]) == y),
+                    "fg_fraction": float(r["fg_fraction"]),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -288,23 +329,33 @@ def summarize(table, *, class_names=None):
     per_sigma = [{"sigma": float(s), **_rfs_block(table[table["sigma"] == s])} for s in sig]
     first = table[table["sigma"] == sig[0]]
     classes = {}
-    for c in sorted(table["class"].astype(str).unique(),
-                    key=lambda c: (class_names.index(c) if class_names and c in class_names else 1e9, c)):
+    for c in sorted(
+        table["class"].astype(str).unique(),
+        key=lambda c: (class_names.index(c) if class_names and c in class_names else 1e9, c),
+    ):
         part = table[table["class"].astype(str) == c]
         blocks = [{"sigma": float(s), **_rfs_block(part[part["sigma"] == s])} for s in sig]
         pf = part[part["sigma"] == sig[0]]
-        classes[c] = {"n_images": int(len(pf)), "per_sigma": blocks, "rfs_mean": _mean_rfs(blocks),
-                      "accuracy_clean": float(pf["correct_clean"].mean()),
-                      "accuracy_gray_background": float(pf["correct_gray"].mean()),
-                      "irfs_mean": _nanmean(part["irfs"])}
-    return {"n_images": int(len(first)), "sigmas": [float(s) for s in sig], "per_sigma": per_sigma,
-            "rfs_mean": _mean_rfs(per_sigma),
-            "general_robustness_mean": float(np.mean([b["abar"] for b in per_sigma])),
-            "accuracy_clean": float(first["correct_clean"].mean()),
-            "accuracy_gray_background": float(first["correct_gray"].mean()),
-            "irfs_mean": _nanmean(table["irfs"]),
-            "irfs_undefined_fraction": float(np.mean(~np.isfinite(table["irfs"].to_numpy(dtype=float)))),
-            "per_class": classes}
+        classes[c] = {
+            "n_images": int(len(pf)),
+            "per_sigma": blocks,
+            "rfs_mean": _mean_rfs(blocks),
+            "accuracy_clean": float(pf["correct_clean"].mean()),
+            "accuracy_gray_background": float(pf["correct_gray"].mean()),
+            "irfs_mean": _nanmean(part["irfs"]),
+        }
+    return {
+        "n_images": int(len(first)),
+        "sigmas": [float(s) for s in sig],
+        "per_sigma": per_sigma,
+        "rfs_mean": _mean_rfs(per_sigma),
+        "general_robustness_mean": float(np.mean([b["abar"] for b in per_sigma])),
+        "accuracy_clean": float(first["correct_clean"].mean()),
+        "accuracy_gray_background": float(first["correct_gray"].mean()),
+        "irfs_mean": _nanmean(table["irfs"]),
+        "irfs_undefined_fraction": float(np.mean(~np.isfinite(table["irfs"].to_numpy(dtype=float)))),
+        "per_class": classes,
+    }
 
 
 def _nanmean(values):
@@ -315,8 +366,30 @@ def _nanmean(values):
 
 # The trial and its metric live in lbee.analyses.perturbation, the inputs in lbee.analyses.sensitivity_inputs, the
 # run's files in lbee.analyses.sensitivity_outputs; their names stay importable from here, the analysis' entry point.
-__all__ = ["CACHE_VERSION", "DEFAULT_SIGMAS", "IMAGENET_MEAN", "IMAGENET_STD", "UNDEFINED_REASON", "Preprocess",
-           "SensitivityResult", "confidence_from_sensitivity", "content_hash", "figure_bytes", "find_masks",
-           "gray_background", "irfs", "model_fingerprint", "open_image_and_mask", "plot_irfs", "plot_rfs",
-           "read_sensitivity_table", "region_noise", "region_sensitivity", "relative_foreground_sensitivity", "rfs",
-           "spotcheck_masks_from_pixels", "summarize", "write_outputs"]
+__all__ = [
+    "CACHE_VERSION",
+    "DEFAULT_SIGMAS",
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "UNDEFINED_REASON",
+    "Preprocess",
+    "SensitivityResult",
+    "confidence_from_sensitivity",
+    "content_hash",
+    "figure_bytes",
+    "find_masks",
+    "gray_background",
+    "irfs",
+    "model_fingerprint",
+    "open_image_and_mask",
+    "plot_irfs",
+    "plot_rfs",
+    "read_sensitivity_table",
+    "region_noise",
+    "region_sensitivity",
+    "relative_foreground_sensitivity",
+    "rfs",
+    "spotcheck_masks_from_pixels",
+    "summarize",
+    "write_outputs",
+]

@@ -38,8 +38,10 @@ def open_image_and_mask(image, mask):
     img = to_rgb(_open_rgb(image, "image"))
     m = _open_rgb(mask, "mask").convert("L")
     if m.size != img.size:
-        raise ValueError(f"Mask {_describe(mask)} has size {m.size}; its image {_describe(image)} has size "
-                         f"{img.size}; expected the same (W, H).")
+        raise ValueError(
+            f"Mask {_describe(mask)} has size {m.size}; its image {_describe(image)} has size "
+            f"{img.size}; expected the same (W, H)."
+        )
     return img, m
 
 
@@ -77,8 +79,10 @@ def find_masks(image_paths, mask_dir):
     masks = [mask_dir / f"{Path(p).stem}.png" for p in image_paths]
     missing = [str(m) for m in masks if not m.is_file()]
     if missing:
-        raise FileNotFoundError(f"{len(missing)} of {len(masks)} images have no mask in {str(mask_dir)!r}; "
-                                f"expected <image stem>.png, e.g. {missing[0]!r}.")
+        raise FileNotFoundError(
+            f"{len(missing)} of {len(masks)} images have no mask in {str(mask_dir)!r}; "
+            f"expected <image stem>.png, e.g. {missing[0]!r}."
+        )
     return [str(m) for m in masks]
 
 

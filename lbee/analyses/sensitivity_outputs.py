@@ -23,8 +23,10 @@ def read_sensitivity_table(path, *, need=("image", "sigma", "irfs")):
     table = read_table(path)
     missing = [c for c in need if c not in table.columns]
     if missing:
-        raise ValueError(f"{str(path)!r} lacks the column(s) {missing}; found {list(table.columns)}. "
-                         "Expected a file written by `lbee sensitivity`.")
+        raise ValueError(
+            f"{str(path)!r} lacks the column(s) {missing}; found {list(table.columns)}. "
+            "Expected a file written by `lbee sensitivity`."
+        )
     return table
 
 
@@ -61,8 +63,9 @@ def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=No
     if isinstance(sensitivity, pd.DataFrame):
         table = sensitivity
         if "image" not in table.columns or column not in table.columns:
-            raise ValueError(f"The sensitivity frame needs columns 'image' and {column!r}; "
-                             f"found {list(table.columns)}.")
+            raise ValueError(
+                f"The sensitivity frame needs columns 'image' and {column!r}; found {list(table.columns)}."
+            )
         source = "the sensitivity frame"
     else:
         table = read_sensitivity_table(sensitivity, need=("image", column))
@@ -89,8 +92,10 @@ def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=No
             continue
         out[j] = 0.0 if not np.isfinite(v) else float(v)
     if missing:
-        raise ValueError(f"{source} has no row for {len(missing)} of the {len(image_ids)} images, "
-                         f"e.g. {missing[0]!r}; run `lbee sensitivity` on the same images.")
+        raise ValueError(
+            f"{source} has no row for {len(missing)} of the {len(image_ids)} images, "
+            f"e.g. {missing[0]!r}; run `lbee sensitivity` on the same images."
+        )
     return out
 
 
@@ -145,8 +150,9 @@ def plot_rfs(summary, fmt="png"):
     ax[1].plot(s, [b["a_bg"] for b in summary["per_sigma"]], "o-", label="all")
     ax[2].plot(s, [np.nan if b["rfs"] is None else b["rfs"] for b in summary["per_sigma"]], "o-", color="k")
     for c, block in summary.get("per_class", {}).items():
-        ax[2].plot(s, [np.nan if b["rfs"] is None else b["rfs"] for b in block["per_sigma"]], ".--", lw=0.8,
-                   alpha=0.7, label=c)
+        ax[2].plot(
+            s, [np.nan if b["rfs"] is None else b["rfs"] for b in block["per_sigma"]], ".--", lw=0.8, alpha=0.7, label=c
+        )
     ax[0].set_title("accuracy, noisy foreground")
     ax[1].set_title("accuracy, noisy background")
     ax[2].set_title("RFS (black: all; dashed: per class)")
@@ -173,8 +179,9 @@ def plot_irfs(table, fmt="png"):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    per = table.groupby("image").agg(irfs=("irfs", "mean"), p_fg=("p_fg", "mean"), p_bg=("p_bg", "mean"),
-                                     cls=("class", "first"))
+    per = table.groupby("image").agg(
+        irfs=("irfs", "mean"), p_fg=("p_fg", "mean"), p_bg=("p_bg", "mean"), cls=("class", "first")
+    )
     classes = list(dict.fromkeys(table["class"].astype(str)))
     fig, ax = plt.subplots(1, 2, figsize=(9, 3.4))
     bins = np.linspace(-1, 1, 21)

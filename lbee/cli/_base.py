@@ -54,8 +54,12 @@ def fail(exc):
 
 @click.group(cls=LbeeGroup, context_settings={"auto_envvar_prefix": "LBEE", "help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lbee")
-@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
-              help="Embedding cache folder [env LBEE_CACHE_DIR; default ~/.cache/lbee].")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Embedding cache folder [env LBEE_CACHE_DIR; default ~/.cache/lbee].",
+)
 @click.option("--device", default=None, help="torch device, e.g. cpu or cuda:0 [default: cuda if available].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @click.option("-v", "--verbose", is_flag=True, help="More detail, including other libraries' log lines.")
@@ -66,8 +70,6 @@ def cli(ctx, cache_dir, device, quiet, verbose, debug):
     ctx.ensure_object(dict)
     ctx.obj.update(cache_dir=cache_dir, device=device, progress=not quiet, debug=debug, verbose=verbose)
     setup_logging(verbose)
-
-
 
 
 def log(msg):
@@ -103,6 +105,7 @@ def setup_logging(verbose=False):
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     logging.getLogger().setLevel(logging.INFO if verbose else logging.ERROR)
     if not verbose:
+
         def show(message, category, filename, lineno, file=None, line=None):
             if issubclass(category, (DeprecationWarning, FutureWarning)):
                 return  # library internals, not the user's input
@@ -110,8 +113,16 @@ def setup_logging(verbose=False):
             import textwrap
 
             width = max(40, shutil.get_terminal_size((100, 24)).columns)  # $COLUMNS, else the terminal
-            click.echo(textwrap.fill(f"Warning: {message}", width=width, subsequent_indent="  ",
-                                     break_long_words=False, break_on_hyphens=False), err=True)
+            click.echo(
+                textwrap.fill(
+                    f"Warning: {message}",
+                    width=width,
+                    subsequent_indent="  ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                ),
+                err=True,
+            )
 
         warnings.showwarning = show
 
@@ -162,17 +173,32 @@ def _check_engine(ctx, param, value):
 
 def ray_options(what):
     """The options every command with a Ray engine shares (``lbee embed``, ``lbee vqa``)."""
+
     def decorate(fn):
-        for opt in reversed([
-            click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                         callback=_check_engine,
-                         help=f"local: this process; ray: an actor pool of {what} (one GPU each when present)."),
-            click.option("--ray-address", default=None,
-                         help="Ray cluster address; 'auto' joins the cluster of 'ray start --head' "
-                              "[default: a local Ray]."),
-            click.option("--num-actors", type=click.IntRange(min=1), default=None,
-                         help="Ray actors [default: one per GPU, else one per CPU]."),
-        ]):
+        for opt in reversed(
+            [
+                click.option(
+                    "--engine",
+                    type=click.Choice(["local", "ray"]),
+                    default="local",
+                    show_default=True,
+                    callback=_check_engine,
+                    help=f"local: this process; ray: an actor pool of {what} (one GPU each when present).",
+                ),
+                click.option(
+                    "--ray-address",
+                    default=None,
+                    help="Ray cluster address; 'auto' joins the cluster of 'ray start --head' [default: a local Ray].",
+                ),
+                click.option(
+                    "--num-actors",
+                    type=click.IntRange(min=1),
+                    default=None,
+                    help="Ray actors [default: one per GPU, else one per CPU].",
+                ),
+            ]
+        ):
             fn = opt(fn)
         return fn
+
     return decorate

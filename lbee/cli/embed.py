@@ -9,21 +9,34 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
 
 @cli.command("embed")
 @click.argument("images", required=False, type=click.Path(exists=True))
-@click.option("--sentences", "--sentence-set", "sentence_set", default=None,
-              help="Also (or only) embed a sentence set, a built-in name or a sentence file: "
-                   "sentence_embeddings.npy and sentences.txt.")
-@click.option("--encoder", "encoder_spec", default="open_clip", show_default=True,
-              help="Encoder spec, e.g. open_clip:ViT-B-32@laion2b_s34b_b79k or spotcheck.")
+@click.option(
+    "--sentences",
+    "--sentence-set",
+    "sentence_set",
+    default=None,
+    help="Also (or only) embed a sentence set, a built-in name or a sentence file: "
+    "sentence_embeddings.npy and sentences.txt.",
+)
+@click.option(
+    "--encoder",
+    "encoder_spec",
+    default="open_clip",
+    show_default=True,
+    help="Encoder spec, e.g. open_clip:ViT-B-32@laion2b_s34b_b79k or spotcheck.",
+)
 @ray_options("encoders")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
-@click.option("--chunk-size", type=click.IntRange(min=1), default=1024, show_default=True,
-              help="Images per Ray task.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Folder for embeddings.npy (unit float32 rows) and ids.txt (one image id per row), "
-                   "sentence_embeddings.npy and sentences.txt, each .npy with its .provenance.json.")
+@click.option("--chunk-size", type=click.IntRange(min=1), default=1024, show_default=True, help="Images per Ray task.")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Folder for embeddings.npy (unit float32 rows) and ids.txt (one image id per row), "
+    "sentence_embeddings.npy and sentences.txt, each .npy with its .provenance.json.",
+)
 @click.pass_context
-def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_actors, batch_size, chunk_size,
-          out_dir):
+def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_actors, batch_size, chunk_size, out_dir):
     """Embed IMAGES (a folder, searched recursively, or a manifest with 'path') and/or a sentence set.
 
     The embeddings go to the content-hash cache too, so a later 'lbee describe'
@@ -46,10 +59,21 @@ def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_acto
         warnings.filterwarnings("ignore", message="Skipped")  # every skipped image is listed below
         try:
             check_encoder_spec(encoder_spec)
-            done = embed_to_folder(out, images=images, sentence_set=sentence_set, encoder_spec=encoder_spec,
-                                   device=obj.get("device"), cache_dir=obj["cache_dir"], engine=engine,
-                                   ray_address=ray_address, num_actors=num_actors, batch_size=batch_size,
-                                   chunk_size=chunk_size, progress=obj["progress"], log=log)
+            done = embed_to_folder(
+                out,
+                images=images,
+                sentence_set=sentence_set,
+                encoder_spec=encoder_spec,
+                device=obj.get("device"),
+                cache_dir=obj["cache_dir"],
+                engine=engine,
+                ray_address=ray_address,
+                num_actors=num_actors,
+                batch_size=batch_size,
+                chunk_size=chunk_size,
+                progress=obj["progress"],
+                log=log,
+            )
         except click.ClickException:
             raise
         except ImportError as exc:
@@ -65,9 +89,13 @@ def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_acto
         for p, r in result.failures:
             log(f"  skipped {p}: {r}")
         n, d = result.embeddings.shape
-        click.echo(f"{n} images embedded (d={d}; {result.n_encoded} encoded, {n - result.n_encoded} from the "
-                   f"cache) with {engine} engine -> {out / 'embeddings.npy'}, {out / 'ids.txt'}")
+        click.echo(
+            f"{n} images embedded (d={d}; {result.n_encoded} encoded, {n - result.n_encoded} from the "
+            f"cache) with {engine} engine -> {out / 'embeddings.npy'}, {out / 'ids.txt'}"
+        )
     if sset is not None:
-        click.echo(f"{len(sset.sentences)} sentences of {sset.name!r} embedded -> {out / 'sentence_embeddings.npy'}"
-                   f", {out / 'sentences.txt'}")
+        click.echo(
+            f"{len(sset.sentences)} sentences of {sset.name!r} embedded -> {out / 'sentence_embeddings.npy'}"
+            f", {out / 'sentences.txt'}"
+        )
     click.echo("Provenance (encoder, τ, digests) beside each .npy as <name>.provenance.json.")

@@ -56,8 +56,10 @@ class ClusterCountWarning(UserWarning):
 
 def capped_clusters_message(asked: int, n: int, side: str = "hard", option: str = "n_clusters (CLI --clusters)") -> str:
     """The one wording of "C was capped at the split size" (library, CLI, config and service)."""
-    return (f"{asked} {side} clusters were asked for but the {side} split has {n} image(s): {n} cluster(s) were "
-            f"formed, one image each, and a one-image group is not a failure mode; ask for fewer with {option}.")
+    return (
+        f"{asked} {side} clusters were asked for but the {side} split has {n} image(s): {n} cluster(s) were "
+        f"formed, one image each, and a one-image group is not a failure mode; ask for fewer with {option}."
+    )
 
 
 def cluster_notes(explanation: Explanation) -> list[str]:
@@ -76,18 +78,21 @@ def cluster_notes(explanation: Explanation) -> list[str]:
     notes: list[str] = []
     asked_e, n_easy = p.get("n_easy_clusters"), p.get("n_easy")
     if asked_e is not None and n_easy is not None and int(asked_e) > int(n_easy):
-        notes.append(capped_clusters_message(int(asked_e), int(n_easy), "easy",
-                                             "n_easy_clusters (CLI --easy-clusters)"))
+        notes.append(
+            capped_clusters_message(int(asked_e), int(n_easy), "easy", "n_easy_clusters (CLI --easy-clusters)")
+        )
     sizes = np.array([len(c.indices) for c in explanation.hard_clusters])
     if sizes.size > 1 and np.median(sizes) < TINY_GROUP:
         n_hard = int(sizes.sum())
         twins = {int(c.easy_cluster) for c in explanation.hard_clusters}
         same = ", all matched to the same easy cluster" if len(twins) == 1 else ""
         better = max(1, n_hard // (2 * TINY_GROUP))
-        notes.append(f"{sizes.size} hard clusters of {n_hard} hard images are tiny (sizes {sizes.min()}–"
-                     f"{sizes.max()}, median {np.median(sizes):g}){same}: each group's sentences describe a few "
-                     f"images, not a failure mode. Try about {better} cluster(s) (n_clusters; CLI --clusters), or a "
-                     "smaller split margin a to put more images in the hard split.")
+        notes.append(
+            f"{sizes.size} hard clusters of {n_hard} hard images are tiny (sizes {sizes.min()}–"
+            f"{sizes.max()}, median {np.median(sizes):g}){same}: each group's sentences describe a few "
+            f"images, not a failure mode. Try about {better} cluster(s) (n_clusters; CLI --clusters), or a "
+            "smaller split margin a to put more images in the hard split."
+        )
     return notes
 
 
@@ -97,8 +102,16 @@ def warn_cluster_notes(explanation: Explanation, stacklevel: int = 2) -> None:
         warnings.warn(note, ClusterCountWarning, stacklevel=stacklevel + 1)
 
 
-def ward_labels(embeddings: FloatArray, n_clusters: int, memory: Any = None, *, method: str = DEFAULT_WARD,
-                n_neighbors: int = 15, n_cells: int | None = None, random_state: int = 0) -> IntArray:
+def ward_labels(
+    embeddings: FloatArray,
+    n_clusters: int,
+    memory: Any = None,
+    *,
+    method: str = DEFAULT_WARD,
+    n_neighbors: int = 15,
+    n_cells: int | None = None,
+    random_state: int = 0,
+) -> IntArray:
     """Ward agglomerative clustering labels.
 
     Parameters
@@ -152,9 +165,16 @@ def ward_labels(embeddings: FloatArray, n_clusters: int, memory: Any = None, *, 
     return _knn_labels(embeddings, c, memory, n_neighbors)
 
 
-def ward_hard_groups(embeddings: ArrayLike, n_clusters: int, memory: Any = None, *, method: str = DEFAULT_WARD,
-                     hard: ArrayLike | None = None, confidence: ArrayLike | None = None,
-                     a: float = 0.2) -> tuple[IntArray, list[IntArray]]:
+def ward_hard_groups(
+    embeddings: ArrayLike,
+    n_clusters: int,
+    memory: Any = None,
+    *,
+    method: str = DEFAULT_WARD,
+    hard: ArrayLike | None = None,
+    confidence: ArrayLike | None = None,
+    a: float = 0.2,
+) -> tuple[IntArray, list[IntArray]]:
     """Ward clusters of the hard rows (LBEE Step 2): the hard groups of ``slicer='ward'``.
 
     The one implementation behind :class:`lbee.slicers.WardSlicer` and
@@ -191,8 +211,7 @@ def ward_hard_groups(embeddings: ArrayLike, n_clusters: int, memory: Any = None,
     if hard is not None:
         mask = np.asarray(hard, dtype=bool)
         if mask.shape != (X.shape[0],):
-            raise ValueError(f"`hard` must be a boolean mask of shape ({X.shape[0]},); received shape "
-                             f"{mask.shape}.")
+            raise ValueError(f"`hard` must be a boolean mask of shape ({X.shape[0]},); received shape {mask.shape}.")
     elif confidence is not None:
         mask, _ = split_by_confidence(confidence, a=check_real(a, "a", minimum=0.0))
     else:
@@ -228,8 +247,13 @@ def _knn_labels(embeddings: FloatArray, c: int, memory: Any, n_neighbors: int) -
         from sklearn.neighbors import kneighbors_graph
 
         connectivity = kneighbors_graph(embeddings, n_neighbors, include_self=False)
-    model = AgglomerativeClustering(n_clusters=c, linkage="ward", memory=memory, connectivity=connectivity,
-                                    compute_full_tree=True if memory is not None else "auto")
+    model = AgglomerativeClustering(
+        n_clusters=c,
+        linkage="ward",
+        memory=memory,
+        connectivity=connectivity,
+        compute_full_tree=True if memory is not None else "auto",
+    )
     with warnings.catch_warnings():
         # A kNN graph of clustered data is often disconnected; scikit-learn joins the pieces itself.
         warnings.filterwarnings("ignore", message="the number of connected components")
@@ -275,6 +299,21 @@ def match_easy(hard_prototypes: FloatArray, easy_prototypes: FloatArray) -> IntA
 
 
 # The algorithms live in lbee.core.ward; their names stay importable from here, where they were.
-__all__ = ["AUTO_WARD_THRESHOLD", "DEFAULT_WARD", "TINY_GROUP", "WARD_METHODS", "ClusterCountWarning",
-           "capped_clusters_message", "cluster_notes", "condensed_distances", "cut_tree_labels", "kmeans_cells",
-           "match_easy", "prototypes", "ward_hard_groups", "ward_labels", "warn_cluster_notes", "weighted_ward_linkage"]
+__all__ = [
+    "AUTO_WARD_THRESHOLD",
+    "DEFAULT_WARD",
+    "TINY_GROUP",
+    "WARD_METHODS",
+    "ClusterCountWarning",
+    "capped_clusters_message",
+    "cluster_notes",
+    "condensed_distances",
+    "cut_tree_labels",
+    "kmeans_cells",
+    "match_easy",
+    "prototypes",
+    "ward_hard_groups",
+    "ward_labels",
+    "warn_cluster_notes",
+    "weighted_ward_linkage",
+]

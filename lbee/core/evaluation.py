@@ -44,8 +44,8 @@ def _hardness(rel: BoolArray, omega: FloatArray) -> tuple[FloatArray, IntArray]:
     counts = np.zeros(n_sent)
     with one_blas_thread():
         for i0 in range(0, n_img, _BLOCK_ROWS):
-            block = rel[i0:i0 + _BLOCK_ROWS].astype(np.float64)
-            sums += omega[i0:i0 + _BLOCK_ROWS] @ block
+            block = rel[i0 : i0 + _BLOCK_ROWS].astype(np.float64)
+            sums += omega[i0 : i0 + _BLOCK_ROWS] @ block
             counts += block.sum(axis=0)
     n_relevant: IntArray = np.rint(counts).astype(np.int64)
     hardness = np.full(n_sent, np.nan)
@@ -105,7 +105,9 @@ def failure_sentences(relevance: ArrayLike, performance: ArrayLike, o: float = D
     return _failure(rel, omega, o)
 
 
-def evaluate(explanation: Explanation, relevance: ArrayLike, performance: ArrayLike, o: float = DEFAULT_O) -> dict[str, float]:
+def evaluate(
+    explanation: Explanation, relevance: ArrayLike, performance: ArrayLike, o: float = DEFAULT_O
+) -> dict[str, float]:
     """Score an explanation against relevance Γ and performance ω (SPEC §4).
 
     Parameters
@@ -139,9 +141,11 @@ def evaluate(explanation: Explanation, relevance: ArrayLike, performance: ArrayL
     if expected is None and explanation.sentence_texts is not None:
         expected = len(explanation.sentence_texts)
     if expected is not None and int(expected) != n_sent:
-        raise ValueError(f"`relevance` has {n_sent} sentence columns but the explanation was computed over "
-                         f"{int(expected)} sentences; expected Γ of shape (n_images, {int(expected)}), one column "
-                         "per sentence of the same set, in the same order.")
+        raise ValueError(
+            f"`relevance` has {n_sent} sentence columns but the explanation was computed over "
+            f"{int(expected)} sentences; expected Γ of shape (n_images, {int(expected)}), one column "
+            "per sentence of the same set, in the same order."
+        )
     from .explanation_checks import check_partition
 
     check_partition(explanation.hard_clusters, explanation.easy_clusters, "`explanation`")

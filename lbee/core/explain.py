@@ -39,15 +39,18 @@ def _column(data: Any, value: Any, name: str) -> Any:
     return data[value].to_numpy()
 
 
-def _from_frame(data: Any, image_embeddings: Any, embeddings: str | None, confidence: Any, hard: Any,
-                easy: Any) -> tuple[Any, Any, Any, Any, list[Any] | None]:
+def _from_frame(
+    data: Any, image_embeddings: Any, embeddings: str | None, confidence: Any, hard: Any, easy: Any
+) -> tuple[Any, Any, Any, Any, list[Any] | None]:
     """Resolve Domino-style column names (``data=df, embeddings="emb", confidence="phi"``) to arrays."""
     import numpy as np
 
     if data is None:
         if embeddings is not None:
-            raise ValueError("`embeddings` names a column of `data`; pass data=DataFrame too (or give the array as "
-                             "`image_embeddings`).")
+            raise ValueError(
+                "`embeddings` names a column of `data`; pass data=DataFrame too (or give the array as "
+                "`image_embeddings`)."
+            )
         return image_embeddings, confidence, hard, easy, None
     if not hasattr(data, "columns") or not hasattr(data, "index"):
         raise TypeError(f"`data` must be a pandas DataFrame; received {type(data).__name__}.")
@@ -57,24 +60,45 @@ def _from_frame(data: Any, image_embeddings: Any, embeddings: str | None, confid
     if isinstance(col, str):
         cells = _column(data, col, "embeddings")
         try:
-            emb = np.stack([np.asarray(c, dtype=np.float64).reshape(-1) for c in cells]) if len(cells) else \
-                np.zeros((0, 0))
+            emb = (
+                np.stack([np.asarray(c, dtype=np.float64).reshape(-1) for c in cells])
+                if len(cells)
+                else np.zeros((0, 0))
+            )
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"`embeddings`={col!r}: every cell must be a vector of the same length d ({exc}).") \
-                from None
+            raise ValueError(
+                f"`embeddings`={col!r}: every cell must be a vector of the same length d ({exc})."
+            ) from None
     else:
         emb = col
-    return (emb, _column(data, confidence, "confidence"), _column(data, hard, "hard"), _column(data, easy, "easy"),
-            list(data.index))
+    return (
+        emb,
+        _column(data, confidence, "confidence"),
+        _column(data, hard, "hard"),
+        _column(data, easy, "easy"),
+        list(data.index),
+    )
 
 
-def explain_methods(image_embeddings: ArrayLike | str | None = None,
-                    sentence_embeddings: ArrayLike | SentenceIndex | None = None, *,
-                    methods: str | Sequence[str] = METHODS, confidence: ArrayLike | str | None = None,
-                    hard: ArrayLike | str | None = None, easy: ArrayLike | str | None = None, a: float = DEFAULT_A,
-                    n_clusters: int = DEFAULT_N_CLUSTERS, n_easy_clusters: int | None = None, k: int = DEFAULT_K,
-                    tau: float | None = None, slicer: Any = "ward", sentences: Sequence[str] | None = None,
-                    ward: str = DEFAULT_WARD, data: Any = None, embeddings: str | None = None) -> dict[str, Explanation]:
+def explain_methods(
+    image_embeddings: ArrayLike | str | None = None,
+    sentence_embeddings: ArrayLike | SentenceIndex | None = None,
+    *,
+    methods: str | Sequence[str] = METHODS,
+    confidence: ArrayLike | str | None = None,
+    hard: ArrayLike | str | None = None,
+    easy: ArrayLike | str | None = None,
+    a: float = DEFAULT_A,
+    n_clusters: int = DEFAULT_N_CLUSTERS,
+    n_easy_clusters: int | None = None,
+    k: int = DEFAULT_K,
+    tau: float | None = None,
+    slicer: Any = "ward",
+    sentences: Sequence[str] | None = None,
+    ward: str = DEFAULT_WARD,
+    data: Any = None,
+    embeddings: str | None = None,
+) -> dict[str, Explanation]:
     """Run several describers over one split and clustering.
 
     Same parameters as :func:`explain`, with ``methods`` (a list of method names)
@@ -86,8 +110,9 @@ def explain_methods(image_embeddings: ArrayLike | str | None = None,
     """
     import numpy as np
 
-    image_embeddings, confidence, hard, easy, ids = _from_frame(data, image_embeddings, embeddings, confidence,
-                                                                hard, easy)
+    image_embeddings, confidence, hard, easy, ids = _from_frame(
+        data, image_embeddings, embeddings, confidence, hard, easy
+    )
     if sentence_embeddings is None:
         raise ValueError("`sentence_embeddings` is required: an (N, d) array (or a SentenceIndex).")
     if image_embeddings is None:
@@ -112,12 +137,25 @@ def explain_methods(image_embeddings: ArrayLike | str | None = None,
     return out
 
 
-def explain(image_embeddings: ArrayLike | str | None = None, sentence_embeddings: ArrayLike | SentenceIndex | None = None,
-            *, confidence: ArrayLike | str | None = None, hard: ArrayLike | str | None = None,
-            easy: ArrayLike | str | None = None, a: float = DEFAULT_A, method: str = "fpdiff",
-            n_clusters: int = DEFAULT_N_CLUSTERS, n_easy_clusters: int | None = None, k: int = DEFAULT_K,
-            tau: float | None = None, slicer: Any = "ward", sentences: Sequence[str] | None = None,
-            ward: str = DEFAULT_WARD, data: Any = None, embeddings: str | None = None) -> Explanation:
+def explain(
+    image_embeddings: ArrayLike | str | None = None,
+    sentence_embeddings: ArrayLike | SentenceIndex | None = None,
+    *,
+    confidence: ArrayLike | str | None = None,
+    hard: ArrayLike | str | None = None,
+    easy: ArrayLike | str | None = None,
+    a: float = DEFAULT_A,
+    method: str = "fpdiff",
+    n_clusters: int = DEFAULT_N_CLUSTERS,
+    n_easy_clusters: int | None = None,
+    k: int = DEFAULT_K,
+    tau: float | None = None,
+    slicer: Any = "ward",
+    sentences: Sequence[str] | None = None,
+    ward: str = DEFAULT_WARD,
+    data: Any = None,
+    embeddings: str | None = None,
+) -> Explanation:
     """Find hard clusters of images and the sentences that describe them.
 
     Parameters
@@ -176,7 +214,21 @@ def explain(image_embeddings: ArrayLike | str | None = None, sentence_embeddings
     lbee.partition : cluster once and describe many times.
     """
     check_choice(method, "method", set(METHODS))
-    return explain_methods(image_embeddings, sentence_embeddings, methods=[method], confidence=confidence,
-                           hard=hard, easy=easy, a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, k=k,
-                           tau=tau, slicer=slicer, sentences=sentences, ward=ward, data=data,
-                           embeddings=embeddings)[method]
+    return explain_methods(
+        image_embeddings,
+        sentence_embeddings,
+        methods=[method],
+        confidence=confidence,
+        hard=hard,
+        easy=easy,
+        a=a,
+        n_clusters=n_clusters,
+        n_easy_clusters=n_easy_clusters,
+        k=k,
+        tau=tau,
+        slicer=slicer,
+        sentences=sentences,
+        ward=ward,
+        data=data,
+        embeddings=embeddings,
+    )[method]

@@ -81,8 +81,10 @@ class HardCluster:
         }
 
     def __repr__(self) -> str:
-        return (f"HardCluster({len(self.indices)} images, easy_cluster={int(self.easy_cluster)}, "
-                f"sentences={[int(s) for s in self.sentences]})")
+        return (
+            f"HardCluster({len(self.indices)} images, easy_cluster={int(self.easy_cluster)}, "
+            f"sentences={[int(s) for s in self.sentences]})"
+        )
 
 
 @dataclass
@@ -117,8 +119,10 @@ class Explanation:
     def __repr__(self) -> str:
         sizes = ", ".join(str(len(c.indices)) for c in self.hard_clusters[:8])
         more = ", ..." if len(self.hard_clusters) > 8 else ""
-        return (f"Explanation(method={self.method!r}, {len(self.hard_clusters)} hard clusters (sizes {sizes}{more}), "
-                f"{len(self.easy_clusters)} easy clusters, {len(self.selected)} sentences selected)")
+        return (
+            f"Explanation(method={self.method!r}, {len(self.hard_clusters)} hard clusters (sizes {sizes}{more}), "
+            f"{len(self.easy_clusters)} easy clusters, {len(self.selected)} sentences selected)"
+        )
 
     def _sentence_text(self, s: int) -> str:
         return self.sentence_texts[s] if self.sentence_texts is not None else f"sentence {int(s)}"
@@ -134,16 +138,23 @@ class Explanation:
         """
         import pandas as pd
 
-        return pd.DataFrame({
-            "group": np.arange(len(self.hard_clusters), dtype=np.int64),
-            "size": [len(c.indices) for c in self.hard_clusters],
-            "easy_cluster": [int(c.easy_cluster) for c in self.hard_clusters],
-            "sentences": [[self._sentence_text(s) for s in c.sentences] for c in self.hard_clusters],
-            "scores": [list(map(float, c.scores)) for c in self.hard_clusters],
-        })
+        return pd.DataFrame(
+            {
+                "group": np.arange(len(self.hard_clusters), dtype=np.int64),
+                "size": [len(c.indices) for c in self.hard_clusters],
+                "easy_cluster": [int(c.easy_cluster) for c in self.hard_clusters],
+                "sentences": [[self._sentence_text(s) for s in c.sentences] for c in self.hard_clusters],
+                "scores": [list(map(float, c.scores)) for c in self.hard_clusters],
+            }
+        )
 
-    def assignments(self, confidence: ArrayLike | None = None, performance: ArrayLike | None = None, *,
-                    image_ids: list[Any] | None = None) -> pd.DataFrame:
+    def assignments(
+        self,
+        confidence: ArrayLike | None = None,
+        performance: ArrayLike | None = None,
+        *,
+        image_ids: list[Any] | None = None,
+    ) -> pd.DataFrame:
         """One row per image: ``split`` (hard / easy / neutral), ``group``, ``phi`` and ``omega``.
 
         ``group`` is the hard-cluster index for hard images, the easy-cluster index for easy ones, -1 for neutral.
@@ -165,14 +176,18 @@ class Explanation:
         import pandas as pd
 
         n = self.params.get("n_images")
-        members = [np.asarray(c.indices) for c in self.hard_clusters] + [np.asarray(c.indices) for c in self.easy_clusters]
+        members = [np.asarray(c.indices) for c in self.hard_clusters] + [
+            np.asarray(c.indices) for c in self.easy_clusters
+        ]
         if n is None:
             n = 1 + max((int(m.max()) for m in members if m.size), default=-1)
         n = int(n)
         top = max((int(m.max()) for m in members if m.size), default=-1)
         if top >= n:
-            raise ValueError(f"the explanation refers to image {top} but has n_images={n} (params); expected "
-                             f"image indices in [0, {n}).")
+            raise ValueError(
+                f"the explanation refers to image {top} but has n_images={n} (params); expected "
+                f"image indices in [0, {n})."
+            )
         phi = self.confidence if confidence is None else confidence
         columns: dict[str, FloatArray] = {}
         for name, values in (("phi", phi), ("omega", performance)):
@@ -181,13 +196,17 @@ class Explanation:
                 continue
             arr: FloatArray = np.asarray(values, dtype=np.float64).reshape(-1)
             if arr.shape[0] != n:
-                raise ValueError(f"`{'confidence' if name == 'phi' else 'performance'}` has {arr.shape[0]} values; "
-                                 f"expected {n}, one per image of the explanation.")
+                raise ValueError(
+                    f"`{'confidence' if name == 'phi' else 'performance'}` has {arr.shape[0]} values; "
+                    f"expected {n}, one per image of the explanation."
+                )
             columns[name] = arr
         split, group = self.split_and_group(n)
         index = image_ids if image_ids is not None else self.image_ids
-        return pd.DataFrame({"split": split, "group": group, **columns},
-                            index=pd.Index(index if index is not None else np.arange(n), name="image"))
+        return pd.DataFrame(
+            {"split": split, "group": group, **columns},
+            index=pd.Index(index if index is not None else np.arange(n), name="image"),
+        )
 
     def split_and_group(self, n: int) -> tuple[np.ndarray[Any, np.dtype[np.object_]], IntArray]:
         """Each image's split and group, from the clusters.
@@ -221,12 +240,18 @@ class Explanation:
         rows = []
         for i, c in enumerate(self.hard_clusters):
             sents = "<br>".join(escape(str(self._sentence_text(s))) for s in c.sentences)
-            rows.append(f"<tr><td>{i}</td><td>{len(c.indices)}</td><td>{int(c.easy_cluster)}</td>"
-                        f"<td style='text-align:left'>{sents}</td></tr>")
-        head = (f"<p><b>Explanation</b> · {escape(self.method)} · {len(self.hard_clusters)} hard clusters, "
-                f"{len(self.easy_clusters)} easy, {len(self.selected)} sentences selected</p>")
-        return (head + "<table><tr><th>group</th><th>images</th><th>easy twin</th><th>sentences (best first)</th>"
-                "</tr>" + "".join(rows) + "</table>")
+            rows.append(
+                f"<tr><td>{i}</td><td>{len(c.indices)}</td><td>{int(c.easy_cluster)}</td>"
+                f"<td style='text-align:left'>{sents}</td></tr>"
+            )
+        head = (
+            f"<p><b>Explanation</b> · {escape(self.method)} · {len(self.hard_clusters)} hard clusters, "
+            f"{len(self.easy_clusters)} easy, {len(self.selected)} sentences selected</p>"
+        )
+        return (
+            head + "<table><tr><th>group</th><th>images</th><th>easy twin</th><th>sentences (best first)</th>"
+            "</tr>" + "".join(rows) + "</table>"
+        )
 
     @property
     def selected(self) -> list[int]:
@@ -252,8 +277,9 @@ class Explanation:
         }
 
     @classmethod
-    def from_dict(cls, data: Any, *, n_images: int | None = None, n_sentences: int | None = None,
-                  source: str = "data") -> Explanation:
+    def from_dict(
+        cls, data: Any, *, n_images: int | None = None, n_sentences: int | None = None, source: str = "data"
+    ) -> Explanation:
         """Rebuild an :class:`Explanation` from :meth:`to_dict` output, validating it.
 
         A file may have been edited, truncated or produced by something else:
@@ -283,8 +309,14 @@ class Explanation:
         return _explanation_from_dict(cls, data, n_images=n_images, n_sentences=n_sentences, source=source)
 
 
-def _explanation_from_dict(cls: type[Explanation], data: Any, *, n_images: int | None = None,
-                           n_sentences: int | None = None, source: str = "data") -> Explanation:
+def _explanation_from_dict(
+    cls: type[Explanation],
+    data: Any,
+    *,
+    n_images: int | None = None,
+    n_sentences: int | None = None,
+    source: str = "data",
+) -> Explanation:
     if not isinstance(data, dict):
         raise TypeError(f"`data` must be a dict from Explanation.to_dict(); received {type(data).__name__}.")
     missing = {"method", "hard_clusters", "easy_clusters"} - set(data)
@@ -313,8 +345,12 @@ def _explanation_from_dict(cls: type[Explanation], data: Any, *, n_images: int |
         n_sent = check_bound(params["n_sentences"], {}, "params.n_sentences", source)
     if texts is not None:
         if n_sent is not None and len(texts) != n_sent:
-            bad_field(source, "sentences", f"{len(texts)} sentence(s)",
-                 f"{n_sent} (one per sentence index; n_sentences={n_sent})")
+            bad_field(
+                source,
+                "sentences",
+                f"{len(texts)} sentence(s)",
+                f"{n_sent} (one per sentence index; n_sentences={n_sent})",
+            )
         n_sent = len(texts)
     for key in ("hard_clusters", "easy_clusters"):
         if not isinstance(data[key], (list, tuple)):
@@ -336,15 +372,21 @@ def _explanation_from_dict(cls: type[Explanation], data: Any, *, n_images: int |
         proto = check_vector(c["prototype"], f"{where}.prototype", source, length=dim)
         dim = proto.shape[0] if dim is None else dim
         if not easy:
-            bad_field(source, f"{where}.easy_cluster", show_value(c["easy_cluster"]), "an index into easy_clusters, "
-                 "which is empty")
-        match = check_index(c["easy_cluster"], f"{where}.easy_cluster", source, upper=len(easy),
-                           what="easy-cluster index")
+            bad_field(
+                source,
+                f"{where}.easy_cluster",
+                show_value(c["easy_cluster"]),
+                "an index into easy_clusters, which is empty",
+            )
+        match = check_index(
+            c["easy_cluster"], f"{where}.easy_cluster", source, upper=len(easy), what="easy-cluster index"
+        )
         sents = check_index_list(c["sentences"], f"{where}.sentences", source, upper=n_sent, what="sentence index")
         scores = check_vector(c["scores"], f"{where}.scores", source)
         if scores.shape[0] != sents.shape[0]:
-            bad_field(source, f"{where}.scores", f"{scores.shape[0]} score(s)",
-                 f"{sents.shape[0]}, one per chosen sentence")
+            bad_field(
+                source, f"{where}.scores", f"{scores.shape[0]} score(s)", f"{sents.shape[0]}, one per chosen sentence"
+            )
         hard.append(HardCluster(idx, proto, match, sents.tolist(), scores.tolist()))
     check_partition(hard, easy, source)
     if dim == 0:
@@ -353,11 +395,23 @@ def _explanation_from_dict(cls: type[Explanation], data: Any, *, n_images: int |
         selected = check_index_list(data["selected"], "selected", source, upper=n_sent, what="sentence index")
         union = sorted({s for c in hard for s in c.sentences})
         if sorted(selected.tolist()) != union:
-            bad_field(source, "selected", show_value(sorted(selected.tolist())),
-                 f"the union of the hard clusters' sentences, {show_value(union)}")
+            bad_field(
+                source,
+                "selected",
+                show_value(sorted(selected.tolist())),
+                f"the union of the hard clusters' sentences, {show_value(union)}",
+            )
     return cls(hard, easy, method, dict(params), texts)
 
 
 # The checks and the file payload live in their own modules; their names stay importable from here.
-__all__ = ["PAYLOAD_FORMAT", "EasyCluster", "Explanation", "HardCluster", "check_explanation_ranges", "check_partition",
-           "compact_payload", "validate_explanation_payload"]
+__all__ = [
+    "PAYLOAD_FORMAT",
+    "EasyCluster",
+    "Explanation",
+    "HardCluster",
+    "check_explanation_ranges",
+    "check_partition",
+    "compact_payload",
+    "validate_explanation_payload",
+]

@@ -17,7 +17,7 @@ from ..typing import FloatArray, IntArray
 if TYPE_CHECKING:
     from .explanation import Explanation
 
-MAX_INDEX = 2 ** 62  # far above any real n; keeps int64 conversion safe before the n_* bound is known
+MAX_INDEX = 2**62  # far above any real n; keeps int64 conversion safe before the n_* bound is known
 
 
 def bad_field(source: str, field: str, received: object, expected: str) -> NoReturn:
@@ -45,8 +45,9 @@ def check_index(value: Any, field: str, source: str, *, upper: int | None = None
     return index
 
 
-def check_index_list(values: Any, field: str, source: str, *, upper: int | None = None, what: str = "index",
-                     unique: bool = True) -> IntArray:
+def check_index_list(
+    values: Any, field: str, source: str, *, upper: int | None = None, what: str = "index", unique: bool = True
+) -> IntArray:
     """A list of :func:`check_index` values (distinct when ``unique``), as int64."""
     if not isinstance(values, (list, tuple, np.ndarray)):
         bad_field(source, field, f"{type(values).__name__} {show_value(values)}", f"a list of integer {what}es")
@@ -62,10 +63,12 @@ def check_vector(values: Any, field: str, source: str, *, length: int | None = N
     """A list of finite numbers (of ``length`` when given), as float64."""
     if not isinstance(values, (list, tuple, np.ndarray)):
         bad_field(source, field, f"{type(values).__name__} {show_value(values)}", "a list of numbers")
-    if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating))
-           for v in values):
-        bad = next(v for v in values if isinstance(v, (bool, np.bool_))
-                   or not isinstance(v, (int, float, np.integer, np.floating)))
+    if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) for v in values):
+        bad = next(
+            v
+            for v in values
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating))
+        )
         bad_field(source, field, f"the element {show_value(bad)}", "numbers only")
     arr: FloatArray = np.asarray(values, dtype=np.float64).reshape(-1)
     if not np.all(np.isfinite(arr)):
@@ -97,7 +100,9 @@ def check_json_data(value: Any, field: str, source: str) -> None:
         for i, v in enumerate(value):
             check_json_data(v, f"{field}[{i}]", source)
     elif not (value is None or isinstance(value, (str, bool, int, float, np.integer, np.floating, np.bool_))):
-        bad_field(source, field, f"a {type(value).__name__}", "JSON data (null, booleans, numbers, strings, lists, objects)")
+        bad_field(
+            source, field, f"a {type(value).__name__}", "JSON data (null, booleans, numbers, strings, lists, objects)"
+        )
 
 
 def check_bound(explicit: Any, params: dict[str, Any], key: str, source: str) -> int | None:
@@ -120,21 +125,37 @@ def check_partition(hard: Sequence[Any], easy: Sequence[Any], source: str = "exp
             bad_field(source, f"hard_clusters[{i}].indices", "an empty cluster", "at least one image per hard cluster")
     sides: dict[str, IntArray] = {}
     for side, clusters in (("hard_clusters", hard), ("easy_clusters", easy)):
-        members = np.concatenate([np.asarray(c.indices, dtype=np.int64) for c in clusters]) if clusters \
+        members = (
+            np.concatenate([np.asarray(c.indices, dtype=np.int64) for c in clusters])
+            if clusters
             else np.zeros(0, np.int64)
+        )
         uniq, counts = np.unique(members, return_counts=True)
         if (counts > 1).any():  # a partition: an image sits in one cluster of a side
-            bad_field(source, side, f"image {int(uniq[counts > 1][0])} in more than one cluster",
-                 "each image in at most one cluster of a side")
+            bad_field(
+                source,
+                side,
+                f"image {int(uniq[counts > 1][0])} in more than one cluster",
+                "each image in at most one cluster of a side",
+            )
         sides[side] = uniq
     both = np.intersect1d(sides["hard_clusters"], sides["easy_clusters"])
     if both.size:
-        bad_field(source, "easy_clusters", f"image {int(both[0])} in a hard and an easy cluster ({both.size} image(s) "
-             "in all)", "each image hard, easy or neither")
+        bad_field(
+            source,
+            "easy_clusters",
+            f"image {int(both[0])} in a hard and an easy cluster ({both.size} image(s) in all)",
+            "each image hard, easy or neither",
+        )
 
 
-def check_explanation_ranges(explanation: Explanation, *, n_images: int | None = None, n_sentences: int | None = None,
-                             source: str = "explanation") -> Explanation:
+def check_explanation_ranges(
+    explanation: Explanation,
+    *,
+    n_images: int | None = None,
+    n_sentences: int | None = None,
+    source: str = "explanation",
+) -> Explanation:
     """Check that an :class:`Explanation` indexes within ``n_images`` images and ``n_sentences`` sentences.
 
     Loaders call it once they know the run's sizes (the file's ``images`` and
@@ -148,18 +169,28 @@ def check_explanation_ranges(explanation: Explanation, *, n_images: int | None =
     for key, n in (("n_images", n_images), ("n_sentences", n_sentences)):
         if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0):
             raise ValueError(f"`{key}` must be a non-negative integer; received {show_value(n)}.")
-    sides: tuple[tuple[str, Sequence[Any]], ...] = (("hard_clusters", explanation.hard_clusters),
-                                                    ("easy_clusters", explanation.easy_clusters))
+    sides: tuple[tuple[str, Sequence[Any]], ...] = (
+        ("hard_clusters", explanation.hard_clusters),
+        ("easy_clusters", explanation.easy_clusters),
+    )
     for kind, clusters in sides:
         for i, c in enumerate(clusters):
             idx = np.asarray(c.indices)
             if idx.size and (idx.min() < 0 or (n_images is not None and idx.max() >= n_images)):
                 bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
-                bad_field(source, f"{kind}[{i}].indices", f"image index {bad}",
-                     f"indices in [0, {n_images if n_images is not None else 'n'})")
+                bad_field(
+                    source,
+                    f"{kind}[{i}].indices",
+                    f"image index {bad}",
+                    f"indices in [0, {n_images if n_images is not None else 'n'})",
+                )
     for i, c in enumerate(explanation.hard_clusters):
         for s in c.sentences:
             if s < 0 or (n_sentences is not None and s >= n_sentences):
-                bad_field(source, f"hard_clusters[{i}].sentences", f"sentence index {s}",
-                     f"indices in [0, {n_sentences if n_sentences is not None else 'N'})")
+                bad_field(
+                    source,
+                    f"hard_clusters[{i}].sentences",
+                    f"sentence index {s}",
+                    f"indices in [0, {n_sentences if n_sentences is not None else 'N'})",
+                )
     return explanation

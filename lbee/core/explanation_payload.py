@@ -67,31 +67,50 @@ def compact_payload(explanations: dict[str, Explanation]) -> dict[str, Any]:
     first = exps[0]
 
     def same(e: Explanation) -> bool:
-        return (len(e.hard_clusters) == len(first.hard_clusters) and len(e.easy_clusters) == len(first.easy_clusters)
-                and all(np.array_equal(a.indices, b.indices) and a.easy_cluster == b.easy_cluster
-                        and np.array_equal(a.prototype, b.prototype)
-                        for a, b in zip(e.hard_clusters, first.hard_clusters))
-                and all(np.array_equal(a.indices, b.indices) and np.array_equal(a.prototype, b.prototype)
-                        for a, b in zip(e.easy_clusters, first.easy_clusters)))
+        return (
+            len(e.hard_clusters) == len(first.hard_clusters)
+            and len(e.easy_clusters) == len(first.easy_clusters)
+            and all(
+                np.array_equal(a.indices, b.indices)
+                and a.easy_cluster == b.easy_cluster
+                and np.array_equal(a.prototype, b.prototype)
+                for a, b in zip(e.hard_clusters, first.hard_clusters)
+            )
+            and all(
+                np.array_equal(a.indices, b.indices) and np.array_equal(a.prototype, b.prototype)
+                for a, b in zip(e.easy_clusters, first.easy_clusters)
+            )
+        )
 
     if not all(same(e) for e in exps[1:]):
-        return {"methods": {m: {k: v for k, v in e.to_dict().items() if k != "sentences"}
-                            for m, e in explanations.items()}}
+        return {
+            "methods": {m: {k: v for k, v in e.to_dict().items() if k != "sentences"} for m, e in explanations.items()}
+        }
     protos = [c.prototype for c in first.hard_clusters] + [c.prototype for c in first.easy_clusters]
     d = int(np.asarray(protos[0]).shape[0]) if protos else 0
     clustering = {
-        "hard": [{"indices": np.asarray(c.indices).tolist(), "easy_cluster": int(c.easy_cluster)}
-                 for c in first.hard_clusters],
+        "hard": [
+            {"indices": np.asarray(c.indices).tolist(), "easy_cluster": int(c.easy_cluster)}
+            for c in first.hard_clusters
+        ],
         "easy": [{"indices": np.asarray(c.indices).tolist()} for c in first.easy_clusters],
-        "prototypes": {"dtype": "<f4", "d": d,
-                       "hard": _encode_f32([c.prototype for c in first.hard_clusters]) if first.hard_clusters else "",
-                       "easy": _encode_f32([c.prototype for c in first.easy_clusters]) if first.easy_clusters else ""},
+        "prototypes": {
+            "dtype": "<f4",
+            "d": d,
+            "hard": _encode_f32([c.prototype for c in first.hard_clusters]) if first.hard_clusters else "",
+            "easy": _encode_f32([c.prototype for c in first.easy_clusters]) if first.easy_clusters else "",
+        },
     }
-    methods = {m: {"method": e.method, "params": dict(e.params),
-                   "hard_sentences": [[int(s) for s in c.sentences] for c in e.hard_clusters],
-                   "hard_scores": [[round(float(x), 6) for x in c.scores] for c in e.hard_clusters],
-                   "selected": e.selected}
-               for m, e in explanations.items()}
+    methods = {
+        m: {
+            "method": e.method,
+            "params": dict(e.params),
+            "hard_sentences": [[int(s) for s in c.sentences] for c in e.hard_clusters],
+            "hard_scores": [[round(float(x), 6) for x in c.scores] for c in e.hard_clusters],
+            "selected": e.selected,
+        }
+        for m, e in explanations.items()
+    }
     return {"format": PAYLOAD_FORMAT, "clustering": clustering, "methods": methods}
 
 
@@ -114,20 +133,38 @@ def _expand_compact(payload: dict[str, Any], src: str) -> dict[str, dict[str, An
     bodies = {}
     for name, body in payload["methods"].items():
         if not isinstance(body, dict):
-            bad_field(repr(src), f"methods.{name}", f"{type(body).__name__} {show_value(body)}", "an explanation object")
+            bad_field(
+                repr(src), f"methods.{name}", f"{type(body).__name__} {show_value(body)}", "an explanation object"
+            )
         check_mapping(body, f"methods.{name}", repr(src), ("method", "hard_sentences", "hard_scores"))
         sents, scores = body["hard_sentences"], body["hard_scores"]
         for key, val in (("hard_sentences", sents), ("hard_scores", scores)):
             if not isinstance(val, list) or len(val) != len(cl["hard"]):
-                bad_field(repr(src), f"methods.{name}.{key}", show_value(val),
-                     f"a list with one entry per hard cluster ({len(cl['hard'])})")
+                bad_field(
+                    repr(src),
+                    f"methods.{name}.{key}",
+                    show_value(val),
+                    f"a list with one entry per hard cluster ({len(cl['hard'])})",
+                )
         hard = []
         for i, c in enumerate(cl["hard"]):
             check_mapping(c, f"clustering.hard[{i}]", repr(src), ("indices", "easy_cluster"))
-            hard.append({"indices": c["indices"], "prototype": hard_p[i], "easy_cluster": c["easy_cluster"],
-                         "sentences": sents[i], "scores": scores[i]})
-        bodies[name] = {"method": body["method"], "params": body.get("params", {}), "hard_clusters": hard,
-                        "easy_clusters": easy, "selected": body.get("selected")}
+            hard.append(
+                {
+                    "indices": c["indices"],
+                    "prototype": hard_p[i],
+                    "easy_cluster": c["easy_cluster"],
+                    "sentences": sents[i],
+                    "scores": scores[i],
+                }
+            )
+        bodies[name] = {
+            "method": body["method"],
+            "params": body.get("params", {}),
+            "hard_clusters": hard,
+            "easy_clusters": easy,
+            "selected": body.get("selected"),
+        }
     return bodies
 
 
@@ -156,14 +193,20 @@ def validate_explanation_payload(payload: Any, *, source: object) -> dict[str, E
 
     src = str(source)
     if not isinstance(payload, dict):
-        raise ValueError(f"{src!r}: received a JSON {type(payload).__name__}; expected an object with a 'methods' key "
-                         "(an lbee explanation.json).")
+        raise ValueError(
+            f"{src!r}: received a JSON {type(payload).__name__}; expected an object with a 'methods' key "
+            "(an lbee explanation.json)."
+        )
     if "methods" not in payload:
         raise ValueError(f"{src!r} is not an lbee explanation.json (no 'methods' key).")
     methods = payload["methods"]
     if not isinstance(methods, dict) or not methods:
-        bad_field(repr(src), "methods", f"{type(methods).__name__} {show_value(methods)}",
-             "a non-empty object mapping method names to explanations")
+        bad_field(
+            repr(src),
+            "methods",
+            f"{type(methods).__name__} {show_value(methods)}",
+            "a non-empty object mapping method names to explanations",
+        )
     sentences = payload.get("sentences")
     if sentences is not None and (not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences)):
         bad_field(repr(src), "sentences", show_value(sentences), "a list of strings")
@@ -173,16 +216,23 @@ def validate_explanation_payload(payload: Any, *, source: object) -> dict[str, E
     n_images = None if images is None else len(images)
     fmt = payload.get("format", 1)
     if isinstance(fmt, bool) or not isinstance(fmt, int) or not 1 <= fmt <= PAYLOAD_FORMAT:
-        bad_field(repr(src), "format", show_value(fmt), f"an explanation.json format up to {PAYLOAD_FORMAT} (a newer lbee "
-             "wrote this file?)")
+        bad_field(
+            repr(src),
+            "format",
+            show_value(fmt),
+            f"an explanation.json format up to {PAYLOAD_FORMAT} (a newer lbee wrote this file?)",
+        )
     if "clustering" in payload:
         methods = _expand_compact(payload, src)
     exps = {}
     for name, body in methods.items():
         if not isinstance(body, dict):
-            bad_field(repr(src), f"methods.{name}", f"{type(body).__name__} {show_value(body)}", "an explanation object")
-        exps[name] = Explanation.from_dict({**body, "sentences": sentences}, n_images=n_images,
-                                           source=f"{src!r} methods.{name}")
+            bad_field(
+                repr(src), f"methods.{name}", f"{type(body).__name__} {show_value(body)}", "an explanation object"
+            )
+        exps[name] = Explanation.from_dict(
+            {**body, "sentences": sentences}, n_images=n_images, source=f"{src!r} methods.{name}"
+        )
         if exps[name].method != name:
             bad_field(repr(src), f"methods.{name}.method", repr(exps[name].method), repr(name))
     return exps

@@ -14,8 +14,15 @@ import numpy as np
 from .._validation import check_positive_int, check_real
 from ..typing import ArrayLike, FloatArray
 
-__all__ = ["blindspot_precision", "blindspot_recall", "discovery_rate", "false_discovery_rate", "precision_at_k",
-           "failure_analysis", "prototype_precision_at_k"]
+__all__ = [
+    "blindspot_precision",
+    "blindspot_recall",
+    "discovery_rate",
+    "false_discovery_rate",
+    "precision_at_k",
+    "failure_analysis",
+    "prototype_precision_at_k",
+]
 
 
 def _as_index_set(group: ArrayLike, name: str) -> set[int]:
@@ -92,12 +99,14 @@ def blindspot_recall(hypotheses: Iterable[ArrayLike], blindspot: ArrayLike, lamb
     -------
     float
     """
-    return _recall(_as_groups(hypotheses, "hypotheses"), _as_index_set(blindspot, "blindspot"),
-                   _lambda(lambda_p, "lambda_p"))
+    return _recall(
+        _as_groups(hypotheses, "hypotheses"), _as_index_set(blindspot, "blindspot"), _lambda(lambda_p, "lambda_p")
+    )
 
 
-def discovery_rate(hypotheses: Iterable[ArrayLike], blindspots: Iterable[ArrayLike], lambda_p: float = 0.8,
-                   lambda_r: float = 0.8) -> float:
+def discovery_rate(
+    hypotheses: Iterable[ArrayLike], blindspots: Iterable[ArrayLike], lambda_p: float = 0.8, lambda_r: float = 0.8
+) -> float:
     """DR: the fraction of true blindspots b with BR(Ψ̂, b) ≥ λ_r.
 
     Parameters
@@ -112,12 +121,17 @@ def discovery_rate(hypotheses: Iterable[ArrayLike], blindspots: Iterable[ArrayLi
     -------
     float
     """
-    return _dr(_as_groups(hypotheses, "hypotheses"), _as_groups(blindspots, "blindspots"),
-               _lambda(lambda_p, "lambda_p"), _lambda(lambda_r, "lambda_r"))
+    return _dr(
+        _as_groups(hypotheses, "hypotheses"),
+        _as_groups(blindspots, "blindspots"),
+        _lambda(lambda_p, "lambda_p"),
+        _lambda(lambda_r, "lambda_r"),
+    )
 
 
-def false_discovery_rate(hypotheses: Iterable[ArrayLike], blindspots: Iterable[ArrayLike], lambda_p: float = 0.8,
-                         lambda_r: float = 0.8) -> float:
+def false_discovery_rate(
+    hypotheses: Iterable[ArrayLike], blindspots: Iterable[ArrayLike], lambda_p: float = 0.8, lambda_r: float = 0.8
+) -> float:
     """FDR over the shortest prefix of Ψ̂ that reaches the full DR.
 
     With u the smallest prefix length such that DR(Ψ̂[:u]) = DR(Ψ̂), FDR is the
@@ -188,8 +202,9 @@ def precision_at_k(slice_scores: ArrayLike, true_slices: ArrayLike, k: int = 10)
     return best
 
 
-def failure_analysis(hypotheses: Iterable[ArrayLike], blindspots: Iterable[ArrayLike], lambda_p: float = 0.8,
-                     lambda_r: float = 0.8) -> list[dict[str, Any]]:
+def failure_analysis(
+    hypotheses: Iterable[ArrayLike], blindspots: Iterable[ArrayLike], lambda_p: float = 0.8, lambda_r: float = 0.8
+) -> list[dict[str, Any]]:
     """Why uncovered blindspots were missed (SpotCheck app. F).
 
     For each true blindspot with BR < λ_r, the fractions of its images that are

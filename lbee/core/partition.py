@@ -100,8 +100,16 @@ class Partition:
     reference_mean_: FloatArray
     hypotheses_: list[Any] | None
 
-    def __init__(self, *, a: float = DEFAULT_A, n_clusters: int = DEFAULT_N_CLUSTERS, n_easy_clusters: int | None = None,
-                 slicer: Any = "ward", ward: str = DEFAULT_WARD, memory: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        a: float = DEFAULT_A,
+        n_clusters: int = DEFAULT_N_CLUSTERS,
+        n_easy_clusters: int | None = None,
+        slicer: Any = "ward",
+        ward: str = DEFAULT_WARD,
+        memory: Any = None,
+    ) -> None:
         self.a = a
         self.n_clusters = n_clusters
         self.n_easy_clusters = n_easy_clusters
@@ -113,8 +121,9 @@ class Partition:
         """The slicer's hard groups: LBEE's Ward clusters of the hard split for 'ward', else the object's."""
         if isinstance(self.slicer, str):
             check_choice(self.slicer, "slicer", {"ward"})
-            return ward_hard_groups(images, self.n_clusters, self.memory, method=self.ward, confidence=confidence,
-                                    hard=hard)[1]
+            return ward_hard_groups(
+                images, self.n_clusters, self.memory, method=self.ward, confidence=confidence, hard=hard
+            )[1]
         if not callable(getattr(self.slicer, "hard_groups", None)):
             raise TypeError(
                 f"`slicer` must be 'ward' or a slicer object (lbee.slicers) with a `hard_groups` method; "
@@ -123,8 +132,14 @@ class Partition:
         groups: list[IntArray] = self.slicer.hard_groups(images, confidence=confidence, hard=hard)
         return groups
 
-    def fit(self, image_embeddings: ArrayLike, *, confidence: ArrayLike | None = None, hard: ArrayLike | None = None,
-            easy: ArrayLike | None = None) -> Partition:
+    def fit(
+        self,
+        image_embeddings: ArrayLike,
+        *,
+        confidence: ArrayLike | None = None,
+        hard: ArrayLike | None = None,
+        easy: ArrayLike | None = None,
+    ) -> Partition:
         """Split the images, form the hard and easy groups and match them.
 
         Parameters
@@ -142,8 +157,9 @@ class Partition:
         """
         images = as_unit_rows(image_embeddings, "image_embeddings")
         n_clusters = check_positive_int(self.n_clusters, "n_clusters")
-        n_easy = n_clusters if self.n_easy_clusters is None else \
-            check_positive_int(self.n_easy_clusters, "n_easy_clusters")
+        n_easy = (
+            n_clusters if self.n_easy_clusters is None else check_positive_int(self.n_easy_clusters, "n_easy_clusters")
+        )
         a = check_real(self.a, "a", minimum=0.0)
         check_choice(self.ward, "ward", set(WARD_METHODS))
         hard_mask, easy_mask = resolve_split(images.shape[0], confidence=confidence, hard=hard, easy=easy, a=a)
@@ -180,16 +196,23 @@ class Partition:
         from .compose import ComposeSearch
 
         if index.conditions is None or index.grammar is None:
-            raise ValueError("method 'compose' needs a grammar's sentence set: sentences with their conditions "
-                             "(lbee sentences generate GRAMMAR, or a SentenceIndex with conditions= and grammar=).")
+            raise ValueError(
+                "method 'compose' needs a grammar's sentence set: sentences with their conditions "
+                "(lbee sentences generate GRAMMAR, or a SentenceIndex with conditions= and grammar=)."
+            )
         key = (id(index), float(tau))
         if key not in self._searches:
             lits = literal_probabilities(self.embeddings_, index.embeddings, index.conditions, tau, index.grammar)
             self._searches = {key: ComposeSearch(lits, index.grammar, np.flatnonzero(self.easy_mask_))}
         return self._searches[key]
 
-    def composed_relevance(self, sentence_embeddings: ArrayLike | SentenceIndex, conditions: list[dict[Any, Any]], *,
-                           tau: float | None = CLIP_TAU) -> tuple[FloatArray, BoolArray]:
+    def composed_relevance(
+        self,
+        sentence_embeddings: ArrayLike | SentenceIndex,
+        conditions: list[dict[Any, Any]],
+        *,
+        tau: float | None = CLIP_TAU,
+    ) -> tuple[FloatArray, BoolArray]:
         """Composed relevance of conjunctions on the partition's images (:func:`lbee.core.atoms.composed_relevance`).
 
         Returns
@@ -205,8 +228,9 @@ class Partition:
         out: tuple[FloatArray, BoolArray] = composed_relevance(search.literals, conditions, index.grammar)
         return out
 
-    def merge(self, sentence_embeddings: ArrayLike | SentenceIndex, *, tau: float | None = CLIP_TAU,
-              k: int = DEFAULT_K) -> Partition:
+    def merge(
+        self, sentence_embeddings: ArrayLike | SentenceIndex, *, tau: float | None = CLIP_TAU, k: int = DEFAULT_K
+    ) -> Partition:
         """One hypothesis per failure: merge the hard groups that are pieces of one, rank by error concentration.
 
         See :mod:`lbee.core.hypotheses`. The slicer's groups stay in
@@ -248,14 +272,26 @@ class Partition:
     def params(self) -> dict[str, Any]:
         """The parameters and split sizes recorded in every :class:`Explanation` of this partition."""
         self._check_fitted()
-        return {"a": float(self.a), "n_clusters": int(self.n_clusters),
-                "n_easy_clusters": int(self.n_easy_clusters_asked_),
-                "slicer": self.slicer if isinstance(self.slicer, str) else type(self.slicer).__name__,
-                "ward": self.ward, "n_images": int(self.embeddings_.shape[0]),
-                "n_hard": self.n_hard_, "n_easy": self.n_easy_}
+        return {
+            "a": float(self.a),
+            "n_clusters": int(self.n_clusters),
+            "n_easy_clusters": int(self.n_easy_clusters_asked_),
+            "slicer": self.slicer if isinstance(self.slicer, str) else type(self.slicer).__name__,
+            "ward": self.ward,
+            "n_images": int(self.embeddings_.shape[0]),
+            "n_hard": self.n_hard_,
+            "n_easy": self.n_easy_,
+        }
 
-    def describe(self, sentence_embeddings: ArrayLike | SentenceIndex, method: str = "fpdiff", *, k: int = DEFAULT_K,
-                 tau: float | None = CLIP_TAU, sentences: Sequence[str] | None = None) -> Explanation:
+    def describe(
+        self,
+        sentence_embeddings: ArrayLike | SentenceIndex,
+        method: str = "fpdiff",
+        *,
+        k: int = DEFAULT_K,
+        tau: float | None = CLIP_TAU,
+        sentences: Sequence[str] | None = None,
+    ) -> Explanation:
         """Choose K sentences for every hard group against its easy twin (Step 4, SPEC §3.3).
 
         Parameters
@@ -281,11 +317,21 @@ class Partition:
         k, tau_, texts = check_describe_args(index, self.embeddings_, k, tau, sentences)
         if method == COMPOSE:
             return self._compose(index, k, tau_, texts)
-        chosen = select_all(method, index, self.hard_prototypes_, self.easy_prototypes_[self.matches_], k, tau_,
-                            cluster_means=self.hard_means_, reference_mean=self.reference_mean_)
+        chosen = select_all(
+            method,
+            index,
+            self.hard_prototypes_,
+            self.easy_prototypes_[self.matches_],
+            k,
+            tau_,
+            cluster_means=self.hard_means_,
+            reference_mean=self.reference_mean_,
+        )
         easy = [EasyCluster(g, p) for g, p in zip(self.easy_groups_, self.easy_prototypes_)]
-        hard = [HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids.tolist(), scores.tolist())
-                for i, (g, (ids, scores)) in enumerate(zip(self.hard_groups_, chosen))]
+        hard = [
+            HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids.tolist(), scores.tolist())
+            for i, (g, (ids, scores)) in enumerate(zip(self.hard_groups_, chosen))
+        ]
         params = dict(self.params, k=k, tau=tau_, n_sentences=int(index.n_sentences), method=method)
         return Explanation(hard, easy, method, params, texts)
 
@@ -305,17 +351,32 @@ class Partition:
                     where[text] = len(texts)
                     texts.append(text)
                 ids.append(where[text])
-                details.append({"conditions": c.conditions, "hard_share": c.hard_share, "easy_share": c.easy_share,
-                                "twin_share": c.twin_share})
-            hard.append(HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids,
-                                    [c.lift for c in found], details))
+                details.append(
+                    {
+                        "conditions": c.conditions,
+                        "hard_share": c.hard_share,
+                        "easy_share": c.easy_share,
+                        "twin_share": c.twin_share,
+                    }
+                )
+            hard.append(
+                HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids, [c.lift for c in found], details)
+            )
         easy = [EasyCluster(g, p) for g, p in zip(self.easy_groups_, self.easy_prototypes_)]
-        params = dict(self.params, k=k, tau=tau, n_sentences=len(texts), method=COMPOSE,
-                      n_base_sentences=int(index.n_sentences), grammar=index.grammar.name)
+        params = dict(
+            self.params,
+            k=k,
+            tau=tau,
+            n_sentences=len(texts),
+            method=COMPOSE,
+            n_base_sentences=int(index.n_sentences),
+            grammar=index.grammar.name,
+        )
         return Explanation(hard, easy, COMPOSE, params, texts)
 
-    def describe_methods(self, sentence_embeddings: ArrayLike | SentenceIndex, methods: str | Sequence[str] = METHODS,
-                         **kwargs: Any) -> dict[str, Explanation]:
+    def describe_methods(
+        self, sentence_embeddings: ArrayLike | SentenceIndex, methods: str | Sequence[str] = METHODS, **kwargs: Any
+    ) -> dict[str, Explanation]:
         """:meth:`describe` for several methods over one sentence index; dict of method -> Explanation."""
         if isinstance(methods, str):
             methods = [methods]
@@ -333,8 +394,9 @@ def _group_prototypes(images: FloatArray, groups: Sequence[IntArray]) -> tuple[F
     return prototypes(members, labels, len(groups))
 
 
-def check_describe_args(index: SentenceIndex, image_embeddings: Any, k: int, tau: float | None,
-                        sentences: Sequence[Any] | None) -> tuple[int, float, list[str] | None]:
+def check_describe_args(
+    index: SentenceIndex, image_embeddings: Any, k: int, tau: float | None, sentences: Sequence[Any] | None
+) -> tuple[int, float, list[str] | None]:
     """Validated (k, τ, sentence texts) for describing ``image_embeddings`` with ``index``."""
     k = check_positive_int(k, "k")
     threshold = CLIP_TAU if tau is None else check_real(tau, "tau")
@@ -354,10 +416,19 @@ def check_describe_args(index: SentenceIndex, image_embeddings: Any, k: int, tau
     return k, threshold, texts
 
 
-def partition(image_embeddings: ArrayLike, *, confidence: ArrayLike | None = None, hard: ArrayLike | None = None,
-              easy: ArrayLike | None = None, a: float = DEFAULT_A, n_clusters: int = DEFAULT_N_CLUSTERS,
-              n_easy_clusters: int | None = None, slicer: Any = "ward", ward: str = DEFAULT_WARD,
-              memory: Any = None) -> Partition:
+def partition(
+    image_embeddings: ArrayLike,
+    *,
+    confidence: ArrayLike | None = None,
+    hard: ArrayLike | None = None,
+    easy: ArrayLike | None = None,
+    a: float = DEFAULT_A,
+    n_clusters: int = DEFAULT_N_CLUSTERS,
+    n_easy_clusters: int | None = None,
+    slicer: Any = "ward",
+    ward: str = DEFAULT_WARD,
+    memory: Any = None,
+) -> Partition:
     """Split and cluster once; describe many times with :meth:`Partition.describe`.
 
     Parameters are those of :class:`Partition` and :meth:`Partition.fit`.
@@ -372,5 +443,6 @@ def partition(image_embeddings: ArrayLike, *, confidence: ArrayLike | None = Non
     >>> part = lbee.partition(X, confidence=phi, n_clusters=10)         # doctest: +SKIP
     >>> exps = {m: part.describe(S, m, k=3) for m in ("tops", "fpdiff")}  # doctest: +SKIP
     """
-    return Partition(a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, slicer=slicer, ward=ward,
-                     memory=memory).fit(image_embeddings, confidence=confidence, hard=hard, easy=easy)
+    return Partition(
+        a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, slicer=slicer, ward=ward, memory=memory
+    ).fit(image_embeddings, confidence=confidence, hard=hard, easy=easy)

@@ -44,9 +44,17 @@ def resolve_tau(tau: float | None = None, encoder_tau: float | None = None) -> f
     return CLIP_TAU if encoder_tau is None else float(encoder_tau)
 
 
-def select_sentences(method: str, index: SentenceIndex, hard_prototype: ArrayLike, easy_prototype: ArrayLike | None,
-                     k: int, tau: float, *, cluster_mean: ArrayLike | None = None,
-                     reference_mean: ArrayLike | None = None) -> Selection:
+def select_sentences(
+    method: str,
+    index: SentenceIndex,
+    hard_prototype: ArrayLike,
+    easy_prototype: ArrayLike | None,
+    k: int,
+    tau: float,
+    *,
+    cluster_mean: ArrayLike | None = None,
+    reference_mean: ArrayLike | None = None,
+) -> Selection:
     """Sentences describing one hard cluster against its easy twin.
 
     Parameters
@@ -95,7 +103,7 @@ def _best(scores: FloatArray, k: int, candidates: IntArray | None = None) -> Sel
         sub = np.flatnonzero(neg <= kth)
         order = sub[np.argsort(neg[sub], kind="stable")[:k]]
     else:
-        order = np.argsort(neg, kind="stable")[:max(k, 0)]
+        order = np.argsort(neg, kind="stable")[: max(k, 0)]
     chosen = order if candidates is None else candidates[order]
     return chosen, scores[chosen]
 
@@ -108,9 +116,17 @@ def _top_or_above(sims: FloatArray, k: int, tau: float) -> IntArray:
     return np.flatnonzero(mask)
 
 
-def select_all(method: str, index: SentenceIndex, hard_prototypes: ArrayLike, easy_prototypes: ArrayLike | None, k: int,
-               tau: float, *, cluster_means: ArrayLike | None = None,
-               reference_mean: ArrayLike | None = None) -> list[Selection]:
+def select_all(
+    method: str,
+    index: SentenceIndex,
+    hard_prototypes: ArrayLike,
+    easy_prototypes: ArrayLike | None,
+    k: int,
+    tau: float,
+    *,
+    cluster_means: ArrayLike | None = None,
+    reference_mean: ArrayLike | None = None,
+) -> list[Selection]:
     """:func:`select_sentences` for every hard cluster of one explanation, in one product.
 
     All the queries a method needs (hard prototypes, their easy twins, or

@@ -41,7 +41,9 @@ def stable_top_k(scores: FloatArray, k: int) -> IntArray:
     return order[:k]
 
 
-def faiss_kmeans(data: ArrayLike, k: int, *, seed: int, n_iter: int = 20, max_points_per_centroid: int = 256) -> IntArray:
+def faiss_kmeans(
+    data: ArrayLike, k: int, *, seed: int, n_iter: int = 20, max_points_per_centroid: int = 256
+) -> IntArray:
     """FAISS k-means of float32 rows; returns the nearest centroid of each row.
 
     Centroids are trained on at most ``k * max_points_per_centroid`` rows
@@ -63,8 +65,15 @@ def faiss_kmeans(data: ArrayLike, k: int, *, seed: int, n_iter: int = 20, max_po
     import faiss
 
     Y = np.ascontiguousarray(data, dtype=np.float32)
-    km = faiss.Kmeans(Y.shape[1], int(k), niter=int(n_iter), seed=int(seed), verbose=False,
-                      min_points_per_centroid=1, max_points_per_centroid=int(max_points_per_centroid))
+    km = faiss.Kmeans(
+        Y.shape[1],
+        int(k),
+        niter=int(n_iter),
+        seed=int(seed),
+        verbose=False,
+        min_points_per_centroid=1,
+        max_points_per_centroid=int(max_points_per_centroid),
+    )
     km.train(Y)
     _, assign = km.index.search(Y, 1)
     out: IntArray = assign[:, 0].astype(np.int64)
@@ -87,17 +96,27 @@ class SentenceIndex:
         The grammar of ``conditions``: the 'compose' describer renders its conjunctions with it.
     """
 
-    def __init__(self, embeddings: ArrayLike, *, use_faiss: bool = True, conditions: list[dict[Any, Any]] | None = None,
-                 grammar: Any = None) -> None:
+    def __init__(
+        self,
+        embeddings: ArrayLike,
+        *,
+        use_faiss: bool = True,
+        conditions: list[dict[Any, Any]] | None = None,
+        grammar: Any = None,
+    ) -> None:
         emb = np.asarray(embeddings, dtype=np.float64)
         self.embeddings: FloatArray = emb / np.linalg.norm(emb, axis=1, keepdims=True)
         self.n_sentences, self.dim = self.embeddings.shape
         if conditions is not None and len(conditions) != self.n_sentences:
-            raise ValueError(f"`conditions` has {len(conditions)} entries but the sentence embeddings have "
-                             f"{self.n_sentences} rows; give one conjunction per sentence.")
+            raise ValueError(
+                f"`conditions` has {len(conditions)} entries but the sentence embeddings have "
+                f"{self.n_sentences} rows; give one conjunction per sentence."
+            )
         #: each sentence's conjunction {(subject, attribute): value} and the grammar that renders them ('compose')
         self.conditions, self.grammar = (None if conditions is None else list(conditions)), grammar
-        self._recent: OrderedDict[tuple[Any, bytes], FloatArray] = OrderedDict()  # query bytes -> similarities, for similarities(..., reuse=True)
+        self._recent: OrderedDict[tuple[Any, bytes], FloatArray] = (
+            OrderedDict()
+        )  # query bytes -> similarities, for similarities(..., reuse=True)
         self._faiss_index: Any = None
         if use_faiss:
             import faiss

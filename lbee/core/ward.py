@@ -64,15 +64,15 @@ def _condensed(X: FloatArray, block_rows: int) -> FloatArray:
     for i0 in range(0, n - 1, block_rows):
         i1 = min(i0 + block_rows, n - 1)
         # rows i0..i1-1 against columns i0+1..n-1: the upper triangle of this band
-        g = X[i0:i1] @ X[i0 + 1:].T
+        g = X[i0:i1] @ X[i0 + 1 :].T
         g *= -2.0
         g += sq[i0:i1, None]
-        g += sq[None, i0 + 1:]
+        g += sq[None, i0 + 1 :]
         np.maximum(g, 0.0, out=g)
         np.sqrt(g, out=g)
         for r in range(i1 - i0):
             length = n - 1 - (i0 + r)
-            out[pos:pos + length] = g[r, r:]
+            out[pos : pos + length] = g[r, r:]
             pos += length
     return out
 
@@ -223,8 +223,9 @@ def _relabel(Z: FloatArray, n: int) -> FloatArray:
 # --------------------------------------------------------------------------- k-means cells + weighted Ward
 
 
-def kmeans_cells(X: FloatArray, n_cells: int, *, dim: int = KMEANS_DIM, random_state: int = 0,
-                 n_iter: int = KMEANS_ITER) -> IntArray:
+def kmeans_cells(
+    X: FloatArray, n_cells: int, *, dim: int = KMEANS_DIM, random_state: int = 0, n_iter: int = KMEANS_ITER
+) -> IntArray:
     """Cut the rows of X into k-means cells found in a PCA reduction.
 
     Parameters
@@ -262,8 +263,9 @@ def kmeans_cells(X: FloatArray, n_cells: int, *, dim: int = KMEANS_DIM, random_s
         Y -= (mean.astype(np.float32) @ basis)[None, :]
     else:
         Y = Xf - mean.astype(np.float32)[None, :]
-    cell = faiss_kmeans(Y, k, seed=int(random_state) + 1234, n_iter=n_iter,
-                        max_points_per_centroid=KMEANS_TRAIN_PER_CELL)
+    cell = faiss_kmeans(
+        Y, k, seed=int(random_state) + 1234, n_iter=n_iter, max_points_per_centroid=KMEANS_TRAIN_PER_CELL
+    )
     _, cell_of = np.unique(cell, return_inverse=True)  # renumbered without empty cells
     return cell_of.astype(np.int64).ravel()
 

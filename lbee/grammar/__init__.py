@@ -7,18 +7,31 @@
 """
 
 from ._grammar import (
-                       FALSE,
-                       PRESENCE,
-                       TRUE,
-                       Attribute,
-                       Grammar,
-                       Subject,
-                       count_conjunctions,
-                       format_conditions,
-                       generate,
-                       parse_conditions,
+    FALSE,
+    PRESENCE,
+    TRUE,
+    Attribute,
+    Grammar,
+    Subject,
+    count_conjunctions,
+    format_conditions,
+    generate,
+    parse_conditions,
 )
 from ._reader import list_grammars, load_grammar, parse_grammar
 
-__all__ = ["FALSE", "PRESENCE", "TRUE", "Attribute", "Grammar", "Subject", "count_conjunctions",
-           "format_conditions", "generate", "list_grammars", "load_grammar", "parse_conditions", "parse_grammar"]
+__all__ = [
+    "FALSE",
+    "PRESENCE",
+    "TRUE",
+    "Attribute",
+    "Grammar",
+    "Subject",
+    "count_conjunctions",
+    "format_conditions",
+    "generate",
+    "list_grammars",
+    "load_grammar",
+    "parse_conditions",
+    "parse_grammar",
+]

@@ -12,7 +12,11 @@ def load_npy(path, name, *, mmap=False):
     except EOFError:
         raise ValueError(f"Cannot read {name} {str(path)!r}: the file is empty.") from None
     except (OSError, ValueError) as exc:
-        if "pickle" in str(exc) or "Python objects" in str(exc):  # numpy's word for anything that is not a plain .npy array
-            raise ValueError(f"Cannot read {name} {str(path)!r}: not a .npy array file (np.save of a numeric "
-                             "array); lbee never loads pickled Python objects.") from None
+        if "pickle" in str(exc) or "Python objects" in str(
+            exc
+        ):  # numpy's word for anything that is not a plain .npy array
+            raise ValueError(
+                f"Cannot read {name} {str(path)!r}: not a .npy array file (np.save of a numeric "
+                "array); lbee never loads pickled Python objects."
+            ) from None
         raise ValueError(f"Cannot read {name} {str(path)!r}: {exc}") from None

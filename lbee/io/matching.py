@@ -24,8 +24,15 @@ def report_unmatched(n_unmatched, n_total, *, what, source, examples=(), hint=""
     more = f" (e.g. {shown})" if shown else ""
     if n_unmatched >= n_total:
         raise ValueError(f"{source}: none of its {n_total} row(s) matches {what}{more}.{(' ' + hint) if hint else ''}")
-    logger.warning("%s: %d of %d row(s) match no %s and are ignored%s.%s", source, n_unmatched, n_total, what,
-                   more, (" " + hint) if hint else "")
+    logger.warning(
+        "%s: %d of %d row(s) match no %s and are ignored%s.%s",
+        source,
+        n_unmatched,
+        n_total,
+        what,
+        more,
+        (" " + hint) if hint else "",
+    )
 
 
 def _posix(text):
@@ -81,19 +88,22 @@ class IdMatcher:
         i = self.exact.get(key)
         if i is None:
             name = _posix(key).rsplit("/", 1)[-1]
-            cands = sorted(j for j in self.by_name.get(name, ()) if any(_same_file_name(key, f)
-                                                                         for f in self.forms[j]))
+            cands = sorted(j for j in self.by_name.get(name, ()) if any(_same_file_name(key, f) for f in self.forms[j]))
             if len(cands) > 1:
                 shown = ", ".join(repr(self.run_ids[j]) for j in cands[:4]) + (", ..." if len(cands) > 4 else "")
-                raise ValueError(f"{self.source}: the id {key!r} matches {len(cands)} images of the run by its file "
-                                 f"name ({shown}); expected an id that names one image: the image's id (its path "
-                                 "relative to the folder, or the manifest's 'path'), or a path ending with it.")
+                raise ValueError(
+                    f"{self.source}: the id {key!r} matches {len(cands)} images of the run by its file "
+                    f"name ({shown}); expected an id that names one image: the image's id (its path "
+                    "relative to the folder, or the manifest's 'path'), or a path ending with it."
+                )
             i = cands[0] if cands else None
         if i is not None:
             prev = self.claimed.setdefault(i, key)
             if prev != key:
-                raise ValueError(f"{self.source}: the ids {prev!r} and {key!r} both match the image "
-                                 f"{self.run_ids[i]!r} of the run; expected one id per image.")
+                raise ValueError(
+                    f"{self.source}: the ids {prev!r} and {key!r} both match the image "
+                    f"{self.run_ids[i]!r} of the run; expected one id per image."
+                )
         return i
 
 

@@ -31,8 +31,10 @@ def id_column_of(table, id_column=None, default="predictions table"):
     if id_column is None:
         id_column = next((c for c in ID_COLUMNS if c in cols), None)
         if id_column is None:
-            raise ValueError(f"{table_source(table, default)} needs an image id column ('path', 'image', "
-                             f"'image_id' or 'id'); found columns {cols}.")
+            raise ValueError(
+                f"{table_source(table, default)} needs an image id column ('path', 'image', "
+                f"'image_id' or 'id'); found columns {cols}."
+            )
     elif id_column not in cols:
         raise ValueError(f"{table_source(table, default)} lacks the id column {id_column!r}; found columns {cols}.")
     return id_column
@@ -87,7 +89,7 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
     prob_cols = [c for c in cols if str(c).startswith("prob_")]
     out = Predictions(ids)
     if prob_cols:
-        names = [str(c)[len("prob_"):] for c in prob_cols]
+        names = [str(c)[len("prob_") :] for c in prob_cols]
         if len(set(names)) != len(names):
             raise ValueError(f"{table_source(table, name)} repeats a prob_<class> column; found {prob_cols}.")
         out.class_names = names
@@ -98,22 +100,34 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
         else:
             out.probs = check_probabilities(table, prob_cols, name, tolerance=tolerance)
         if "confidence" in cols:
-            logger.warning("%s has both 'confidence' and %s; φ comes from the probabilities and the "
-                           "'confidence' column is ignored.", table_source(table, name), prob_cols)
+            logger.warning(
+                "%s has both 'confidence' and %s; φ comes from the probabilities and the "
+                "'confidence' column is ignored.",
+                table_source(table, name),
+                prob_cols,
+            )
     elif "confidence" in cols:
         out.confidence = float_column(table, "confidence", name)
     else:
-        raise ValueError(f"{table_source(table, name)} needs a 'confidence' column or class probability columns "
-                         f"'prob_<class>'; found columns {cols}.")
+        raise ValueError(
+            f"{table_source(table, name)} needs a 'confidence' column or class probability columns "
+            f"'prob_<class>'; found columns {cols}."
+        )
     for col in ("label", "pred"):
         if col in cols:
             setattr(out, col + "s", class_column(table, col, out.class_names, name))
     if out.probs is not None and out.preds is not None:
         differ = np.flatnonzero(out.preds != out.probs.argmax(1))
         if differ.size:  # a thresholded model may mean it; say so rather than pick silently
-            logger.warning("%s: 'pred' differs from the most probable class in %d of %d rows (first: row %d, "
-                           "id %r); lbee takes 'pred' as the model's prediction.", table_source(table, name), differ.size,
-                           len(ids), int(differ[0]) + 1, ids[int(differ[0])])
+            logger.warning(
+                "%s: 'pred' differs from the most probable class in %d of %d rows (first: row %d, "
+                "id %r); lbee takes 'pred' as the model's prediction.",
+                table_source(table, name),
+                differ.size,
+                len(ids),
+                int(differ[0]) + 1,
+                ids[int(differ[0])],
+            )
     if "performance" in cols:
         out.performance = float_column(table, "performance", name)
     out.columns_used = _columns_used(idc, prob_cols, out)
@@ -123,10 +137,35 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
 
 #: Column names that probably mean one lbee reads under another name (checked case-insensitively).
 LIKELY_NAMES = {
-    "label": ("true_label", "target", "targets", "gt", "ground_truth", "y", "y_true", "true", "truth", "class",
-              "label_id", "true_class", "labels", "class_id", "gt_label"),
-    "pred": ("predicted", "prediction", "predictions", "pred_label", "y_pred", "predicted_label", "preds",
-             "predicted_class", "pred_class", "pred_id"),
+    "label": (
+        "true_label",
+        "target",
+        "targets",
+        "gt",
+        "ground_truth",
+        "y",
+        "y_true",
+        "true",
+        "truth",
+        "class",
+        "label_id",
+        "true_class",
+        "labels",
+        "class_id",
+        "gt_label",
+    ),
+    "pred": (
+        "predicted",
+        "prediction",
+        "predictions",
+        "pred_label",
+        "y_pred",
+        "predicted_label",
+        "preds",
+        "predicted_class",
+        "pred_class",
+        "pred_id",
+    ),
     "confidence": ("score", "conf", "prob", "probability", "max_prob", "certainty", "confidence_score"),
     "performance": ("correct", "is_correct", "accuracy", "omega", "perf"),
 }
@@ -135,12 +174,13 @@ LIKELY_NAMES = {
 def _columns_used(idc, prob_cols, out):
     """What each column was read as: {role: description} (the same words the warnings use)."""
     used = {"id": repr(idc)}
-    used["phi"] = (f"{len(prob_cols)} prob_<class> columns" if prob_cols else "'confidence'")
+    used["phi"] = f"{len(prob_cols)} prob_<class> columns" if prob_cols else "'confidence'"
     if out.performance is not None:
         used["omega"] = "'performance'"
     elif out.labels is not None and (out.preds is not None or out.probs is not None):
-        used["omega"] = "correctness: 'label' against " + ("'pred'" if out.preds is not None else
-                                                            "the most probable class")
+        used["omega"] = "correctness: 'label' against " + (
+            "'pred'" if out.preds is not None else "the most probable class"
+        )
     else:
         used["omega"] = "−entropy of the probabilities (no 'label')" if prob_cols else "φ itself (no 'label')"
     return used
@@ -158,5 +198,11 @@ def _warn_unread_columns(table, name, cols, idc, prob_cols, used):
                 hints.append(f"{c!r} (did you mean {target!r}? rename the column to use it)")
                 break
     if hints:
-        logger.warning("%s: column(s) %s are not read. lbee read: image id from %s, φ from %s, ω = %s.",
-                       table_source(table, name), ", ".join(hints), used["id"], used["phi"], used["omega"])
+        logger.warning(
+            "%s: column(s) %s are not read. lbee read: image id from %s, φ from %s, ω = %s.",
+            table_source(table, name),
+            ", ".join(hints),
+            used["id"],
+            used["phi"],
+            used["omega"],
+        )

@@ -57,24 +57,47 @@ class TableSchema:
 
 SCHEMAS = {
     "predictions": TableSchema(
-        "predictions table", ("ID",), ("confidence", "prob_<class>", "label", "pred", "performance"),
-        {"ID": "text", "confidence": "float", "prob_<class>": "probability", "label": "class", "pred": "class",
-         "performance": "float"}, ("ID",)),
+        "predictions table",
+        ("ID",),
+        ("confidence", "prob_<class>", "label", "pred", "performance"),
+        {
+            "ID": "text",
+            "confidence": "float",
+            "prob_<class>": "probability",
+            "label": "class",
+            "pred": "class",
+            "performance": "float",
+        },
+        ("ID",),
+    ),
     "manifest": TableSchema("manifest", ("path",), ("label",), {"path": "text", "label": "class"}, ("path",)),
-    "relevance": TableSchema("relevance table", ("image", "sentence", "relevant"), (),
-                             {"image": "text", "sentence": "text or index", "relevant": "bool"}),
-    "metadata": TableSchema("metadata table", ("image", "sentence", "relevant"), (),
-                            {"image": "text", "sentence": "text", "relevant": "bool"}),
-    "performance": TableSchema("performance table", ("performance",), ("image",),
-                               {"image": "text", "performance": "float"}, ("image",)),
+    "relevance": TableSchema(
+        "relevance table",
+        ("image", "sentence", "relevant"),
+        (),
+        {"image": "text", "sentence": "text or index", "relevant": "bool"},
+    ),
+    "metadata": TableSchema(
+        "metadata table",
+        ("image", "sentence", "relevant"),
+        (),
+        {"image": "text", "sentence": "text", "relevant": "bool"},
+    ),
+    "performance": TableSchema(
+        "performance table", ("performance",), ("image",), {"image": "text", "performance": "float"}, ("image",)
+    ),
 }
 
 
 def validate_table(table, kind, **kwargs):
     """Validate ``table`` against the schema ``kind`` (see :data:`SCHEMAS`); returns what the validator returns."""
-    validators = {"predictions": validate_predictions, "manifest": validate_manifest,
-                  "relevance": validate_relevance, "metadata": validate_metadata,
-                  "performance": validate_performance}
+    validators = {
+        "predictions": validate_predictions,
+        "manifest": validate_manifest,
+        "relevance": validate_relevance,
+        "metadata": validate_metadata,
+        "performance": validate_performance,
+    }
     if kind not in validators:
         raise ValueError(f"`kind` must be one of {sorted(validators)}; received {kind!r}.")
     return validators[kind](table, **kwargs)
@@ -159,9 +182,11 @@ def _check_conflicts(table, images, sents, relevant, name):
     for i, key in enumerate(zip(images, sents)):
         if key in first and relevant[first[key]] != relevant[i]:
             a, b = row_labels(table, [first[key], i])
-            raise ValueError(f"{table_source(table, name)}: {a} and {b} give the pair (image {key[0]!r}, sentence "
-                             f"{key[1]!r}) conflicting 'relevant' values ({bool(relevant[first[key]])} and "
-                             f"{bool(relevant[i])}); expected one value per pair.")
+            raise ValueError(
+                f"{table_source(table, name)}: {a} and {b} give the pair (image {key[0]!r}, sentence "
+                f"{key[1]!r}) conflicting 'relevant' values ({bool(relevant[first[key]])} and "
+                f"{bool(relevant[i])}); expected one value per pair."
+            )
         first.setdefault(key, i)
 
 
@@ -181,8 +206,10 @@ def validate_performance(table, *, image_ids=None):
     omega = float_column(table, "performance", name)
     if "image" not in table.columns:
         if image_ids is not None and len(omega) != len(image_ids):
-            raise ValueError(f"{table_source(table, name)} has {len(omega)} rows but the run has {len(image_ids)} "
-                             "images; add an 'image' column or give one row per image in the run's order.")
+            raise ValueError(
+                f"{table_source(table, name)} has {len(omega)} rows but the run has {len(image_ids)} "
+                "images; add an 'image' column or give one row per image in the run's order."
+            )
         return omega
     ids = text_column(table, "image", name)
     check_unique(table, "image", name, what="image id")
@@ -191,8 +218,11 @@ def validate_performance(table, *, image_ids=None):
     rows, unmatched = match_table_rows(ids, image_ids, source=table_source(table, name))
     missing = [iid for iid, r in zip(image_ids, rows) if r < 0]
     if missing:
-        raise ValueError(f"{table_source(table, name)} has no row for {len(missing)} of the run's {len(image_ids)} "
-                         f"images, e.g. {missing[:3]}.")
-    report_unmatched(len(unmatched), len(ids), what="image of the run", source=table_source(table, name),
-                     examples=unmatched)
+        raise ValueError(
+            f"{table_source(table, name)} has no row for {len(missing)} of the run's {len(image_ids)} "
+            f"images, e.g. {missing[:3]}."
+        )
+    report_unmatched(
+        len(unmatched), len(ids), what="image of the run", source=table_source(table, name), examples=unmatched
+    )
     return omega[rows]

@@ -79,8 +79,9 @@ def read_table(path, *, kind=None):
             fmt = "tsv" if suffix == ".tsv" else "csv"
             # Only an empty cell is missing: pandas' default NA words ("NA", "null", "None", "nan", ...)
             # would silently turn class names and ids into NaN.
-            table = pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", encoding="utf-8-sig",
-                                keep_default_na=False, na_values=[""])
+            table = pd.read_csv(
+                path, sep="\t" if fmt == "tsv" else ",", encoding="utf-8-sig", keep_default_na=False, na_values=[""]
+            )
     except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
         raise ValueError(f"Cannot read table {str(path)!r}: {exc}") from None
     table.columns = [str(c).strip() if isinstance(c, str) else c for c in table.columns]
@@ -98,8 +99,10 @@ def _refuse_repeated_columns(columns, path):
     seen = {}
     for pos, col in enumerate(columns, 1):
         if col in seen:
-            raise ValueError(f"Table {str(path)!r} repeats the column {col!r} (columns {seen[col]} and {pos} of the "
-                             "header); expected each column once (lbee would not know which one to read).")
+            raise ValueError(
+                f"Table {str(path)!r} repeats the column {col!r} (columns {seen[col]} and {pos} of the "
+                "header); expected each column once (lbee would not know which one to read)."
+            )
         seen[col] = pos
 
 
@@ -157,8 +160,7 @@ def row_labels(table, positions):
             lines = _line_numbers(attrs[_SOURCE], "\t" if attrs[_FORMAT] == "tsv" else ",")
         except Exception:  # the file changed, vanished or is not parseable as CSV: rows only
             lines = []
-        return [f"row {r} (line {lines[r - 1]} of the file)" if 0 < r <= len(lines) else f"row {r}"
-                for r in rows]
+        return [f"row {r} (line {lines[r - 1]} of the file)" if 0 < r <= len(lines) else f"row {r}" for r in rows]
     return [f"row {r}" for r in rows]
 
 
@@ -215,8 +217,10 @@ def require_columns(table, columns, default="table", hint=""):
     missing = [c for c in columns if c not in table.columns]
     if missing:
         what = f"the column {missing[0]!r}" if len(missing) == 1 else f"the columns {missing}"
-        raise ValueError(f"{table_source(table, default)} lacks {what}; it has columns "
-                         f"{list(table.columns)}.{(' ' + hint) if hint else ''}")
+        raise ValueError(
+            f"{table_source(table, default)} lacks {what}; it has columns "
+            f"{list(table.columns)}.{(' ' + hint) if hint else ''}"
+        )
 
 
 def check_no_missing(table, column, default="table"):
@@ -224,8 +228,7 @@ def check_no_missing(table, column, default="table"):
     values = table[column].to_numpy(dtype=object)
     bad = [i for i, v in enumerate(values) if _is_missing(v)]
     if bad:
-        _fail(table, "has missing cell(s)", column, bad, f"{len(bad)} blank value(s)", "a value in every row",
-              default)
+        _fail(table, "has missing cell(s)", column, bad, f"{len(bad)} blank value(s)", "a value in every row", default)
 
 
 def check_unique(table, column, default="table", what="id"):
@@ -239,8 +242,10 @@ def check_unique(table, column, default="table", what="id"):
     if dups:
         first, second, value = dups[0]
         a, b = row_labels(table, [first, second])
-        raise ValueError(f"{table_source(table, default)}: column {column!r} repeats the {what} {value!r} at "
-                         f"{a} and {b} ({len(dups)} repeated row(s) in all); expected each {what} once.")
+        raise ValueError(
+            f"{table_source(table, default)}: column {column!r} repeats the {what} {value!r} at "
+            f"{a} and {b} ({len(dups)} repeated row(s) in all); expected each {what} once."
+        )
 
 
 def text_column(table, column, default="table"):
@@ -282,8 +287,15 @@ def bool_column(table, column, default="table"):
         else:
             out[i] = b
     if bad:
-        _fail(table, "holds non-boolean value(s)", column, bad, _shown_values([values[i] for i in bad]),
-              "1/0, true/false or yes/no (any case)", default)
+        _fail(
+            table,
+            "holds non-boolean value(s)",
+            column,
+            bad,
+            _shown_values([values[i] for i in bad]),
+            "1/0, true/false or yes/no (any case)",
+            default,
+        )
     return out
 
 
@@ -302,8 +314,15 @@ def float_column(table, column, default="table", *, low=None, high=None):
             bad.append(i)
     if bad:
         rng = "" if low is None and high is None else f" in [{low}, {high}]"
-        _fail(table, "holds invalid number(s)", column, bad, _shown_values([values[i] for i in bad]),
-              f"finite numbers{rng} (no NaN or inf, no blank)", default)
+        _fail(
+            table,
+            "holds invalid number(s)",
+            column,
+            bad,
+            _shown_values([values[i] for i in bad]),
+            f"finite numbers{rng} (no NaN or inf, no blank)",
+            default,
+        )
     return out
 
 
@@ -324,8 +343,11 @@ def class_column(table, column, class_names=None, default="table"):
     bad = []
     for i, v in enumerate(values):
         k = None
-        key = v.strip() if isinstance(v, str) else (str(int(v)) if isinstance(v, (int, np.integer)) and
-                                                     not isinstance(v, (bool, np.bool_)) else None)
+        key = (
+            v.strip()
+            if isinstance(v, str)
+            else (str(int(v)) if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) else None)
+        )
         if key is not None and key in lookup:  # a class name wins over an index (classes named "0", "1")
             k = lookup[key]
         elif not _is_missing(v) and not isinstance(v, (bool, np.bool_)):
@@ -344,10 +366,16 @@ def class_column(table, column, class_names=None, default="table"):
             shown = [str(c) for c in class_names[:_MAX_SHOWN]] + (["..."] if len(class_names) > _MAX_SHOWN else [])
             expected = f"a class name of the prob_<class> columns ({', '.join(shown)}) or an index in [0, {n_classes})"
         else:
-            expected = ("a non-negative integer class index (class names need prob_<class> columns to fix "
-                        "their order)")
-        _fail(table, "holds invalid class value(s)", column, bad, _shown_values([values[i] for i in bad]),
-              expected, default)
+            expected = "a non-negative integer class index (class names need prob_<class> columns to fix their order)"
+        _fail(
+            table,
+            "holds invalid class value(s)",
+            column,
+            bad,
+            _shown_values([values[i] for i in bad]),
+            expected,
+            default,
+        )
     return out
 
 
@@ -367,8 +395,11 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
     off = np.flatnonzero(np.abs(sums - 1) > tol)
     if outside.size or off.size:
         rows = outside if outside.size else off
-        detail = (f"values outside [0, 1] (e.g. {probs[rows[0]].min():.4g}..{probs[rows[0]].max():.4g})"
-                  if outside.size else f"rows summing to {sums[rows[0]]:.6g}")
+        detail = (
+            f"values outside [0, 1] (e.g. {probs[rows[0]].min():.4g}..{probs[rows[0]].max():.4g})"
+            if outside.size
+            else f"rows summing to {sums[rows[0]]:.6g}"
+        )
         raise ValueError(
             f"{table_source(table, default)}: the prob_<class> columns are not probabilities at "
             f"{_rows_phrase(table, rows)}: {detail}; expected values in [0, 1] summing to 1 (±{tol:.2g}). "

@@ -95,16 +95,16 @@ def load_report_config(path):
     except OSError as exc:
         raise ConfigError(f"Cannot read config {str(path)!r}: {exc.strerror or exc}.") from None
     except UnicodeDecodeError as exc:
-        line = path.read_bytes()[:exc.start].count(b"\n") + 1
-        raise ConfigError(f"{path}, line {line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the "
-                          "config as UTF-8.") from None
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}, line {line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the config as UTF-8."
+        ) from None
     try:
         data = yaml.load(text, Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping with 'datasets'; received "
-                          f"{type(data).__name__}.")
+        raise ConfigError(f"{path}: the top level must be a mapping with 'datasets'; received {type(data).__name__}.")
     for key in data:
         if key not in TOP_KEYS:
             raise ConfigError(unknown_key_message(key, TOP_KEYS, "the top level", key_line(data, key), path))
@@ -137,11 +137,32 @@ def load_report_config(path):
         out.append(ds)
     output = data.get("output", "lbee_out/report")
     cache_dir = data.get("cache_dir")
-    return ReportConfig(path, base / output if not Path(output).is_absolute() else Path(output),
-                        (base / cache_dir) if cache_dir else None, out)
+    return ReportConfig(
+        path,
+        base / output if not Path(output).is_absolute() else Path(output),
+        (base / cache_dir) if cache_dir else None,
+        out,
+    )
 
 
 # The YAML reader, the entry parser and the schema live in their own modules; their names stay importable from here.
-__all__ = ["DATASET_KEYS", "INPUT_DEFAULTS", "KNOB_KEYS", "MODEL_KEYS", "REPORT_DEFAULTS", "RIVAL10_KEYS",
-           "SETTING_KEYS", "SOURCE_KEYS", "SPOTCHECK_KEYS", "TOP_KEYS", "ConfigError", "DatasetConfig", "ModelConfig",
-           "ReportConfig", "config_schema", "load_report_config", "parse_dataset_entry", "yaml_loader"]
+__all__ = [
+    "DATASET_KEYS",
+    "INPUT_DEFAULTS",
+    "KNOB_KEYS",
+    "MODEL_KEYS",
+    "REPORT_DEFAULTS",
+    "RIVAL10_KEYS",
+    "SETTING_KEYS",
+    "SOURCE_KEYS",
+    "SPOTCHECK_KEYS",
+    "TOP_KEYS",
+    "ConfigError",
+    "DatasetConfig",
+    "ModelConfig",
+    "ReportConfig",
+    "config_schema",
+    "load_report_config",
+    "parse_dataset_entry",
+    "yaml_loader",
+]

@@ -18,8 +18,14 @@ TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
 #: The analysis knobs: exactly the fields of RunSettings (defaults, choices and validation live there).
 KNOB_KEYS = tuple(RunSettings.knobs())
 #: Input and presentation settings of a dataset, with their defaults.
-INPUT_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevance": None, "batch_size": 64,
-                  "num_workers": 0, "logits": False}
+INPUT_DEFAULTS = {
+    "encoder": "open_clip",
+    "sentences": "conditions",
+    "relevance": None,
+    "batch_size": 64,
+    "num_workers": 0,
+    "logits": False,
+}
 REPORT_DEFAULTS = {"thumbnails": 8, "classes_shown": 12, "sweep": None, "group_order": "risk"}
 SETTING_KEYS = KNOB_KEYS + tuple(INPUT_DEFAULTS) + tuple(REPORT_DEFAULTS)
 SOURCE_KEYS = ("images", "spotcheck", "rival10", "image_embeddings", "sentence_embeddings", "masks", "sensitivity")
@@ -41,6 +47,7 @@ def unknown_key_message(key, allowed, where, line, path):
 
 def check_setting(key, value, where, line, path):
     """Validate one setting; returns the value (normalised). Knobs are validated by :class:`RunSettings`."""
+
     def bad(expected):
         return EntryError(f"{path}, line {line}: {where} key {key!r} is {value!r}; expected {expected}.")
 
@@ -48,8 +55,9 @@ def check_setting(key, value, where, line, path):
         try:
             return check_knob(key, value)
         except ValueError as exc:
-            raise EntryError(f"{path}, line {line}: {where} " + str(exc).replace(f"`{key}`", f"key {key!r}", 1)) \
-                from None
+            raise EntryError(
+                f"{path}, line {line}: {where} " + str(exc).replace(f"`{key}`", f"key {key!r}", 1)
+            ) from None
     positive = ("thumbnails", "batch_size", "classes_shown")
     if key in positive and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
         raise bad("an integer >= 1")
@@ -60,12 +68,18 @@ def check_setting(key, value, where, line, path):
     if key == "num_workers" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
         raise bad("an integer >= 0")
     if key == "sweep" and value not in (None, False, True):
-        if not isinstance(value, dict) or any(k not in ("K", "C", "o") for k in value) or any(
-                not isinstance(v, list) for v in value.values()):
+        if (
+            not isinstance(value, dict)
+            or any(k not in ("K", "C", "o") for k in value)
+            or any(not isinstance(v, list) for v in value.values())
+        ):
             raise bad("true (the default grids) or a mapping with lists K, C and/or o")
-    if key == "relevance" and not (value is None or value in ("none", "ground_truth") or isinstance(value, str)
-                                   or (isinstance(value, dict) and len(value) == 1
-                                       and next(iter(value)) in ("ground_truth", "vqa"))):
+    if key == "relevance" and not (
+        value is None
+        or value in ("none", "ground_truth")
+        or isinstance(value, str)
+        or (isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("ground_truth", "vqa"))
+    ):
         raise bad("none, ground_truth (SpotCheck), a file path, {ground_truth: FILE} or {vqa: FILE}")
     if key in ("encoder", "sentences") and not isinstance(value, str):
         raise bad("a string")
@@ -84,8 +98,10 @@ def _resolve_path(value, key, base, line, path, must_exist=True):
 
 def _parse_model(entry, where, base, path, line):
     if not isinstance(entry, dict):
-        raise EntryError(f"{path}, line {line}: each entry of {where} must be a mapping with 'name' and "
-                          f"'predictions' or 'model'; received {entry!r}.")
+        raise EntryError(
+            f"{path}, line {line}: each entry of {where} must be a mapping with 'name' and "
+            f"'predictions' or 'model'; received {entry!r}."
+        )
     for key in entry:
         if key not in MODEL_KEYS:
             raise EntryError(unknown_key_message(key, MODEL_KEYS, where, key_line(entry, key), path))
@@ -105,8 +121,9 @@ def _parse_model(entry, where, base, path, line):
     for key in ("num_classes", "image_size"):
         if key in entry:
             if not (isinstance(entry[key], int) and entry[key] >= 1):
-                raise EntryError(f"{path}, line {key_line(entry, key)}: {key!r} is {entry[key]!r}; expected an "
-                                  "integer >= 1.")
+                raise EntryError(
+                    f"{path}, line {key_line(entry, key)}: {key!r} is {entry[key]!r}; expected an integer >= 1."
+                )
             setattr(m, key, entry[key])
     return m
 
@@ -149,16 +166,24 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
     """The dataset entry past its keys and settings: sources, paths, models (independent checks via ``attempt``)."""
     sources = [k for k in ("images", "spotcheck", "rival10") if k in entry]
     if len(sources) > 1 or not (sources or "image_embeddings" in entry):
-        raise EntryError(f"{path}, line {ds.line}: {where} ({name}) needs exactly one of 'images' (a folder or "
-                          "manifest), 'spotcheck' ({seed: N} or {path: EC folder}) or 'rival10' ({path: ROOT, "
-                          "split: test}), or precomputed 'image_embeddings' whose rows follow the predictions table.")
+        raise EntryError(
+            f"{path}, line {ds.line}: {where} ({name}) needs exactly one of 'images' (a folder or "
+            "manifest), 'spotcheck' ({seed: N} or {path: EC folder}) or 'rival10' ({path: ROOT, "
+            "split: test}), or precomputed 'image_embeddings' whose rows follow the predictions table."
+        )
     if "rival10" in entry:
         rv = entry["rival10"]
         rv = {"path": rv} if isinstance(rv, str) else rv
-        if not isinstance(rv, dict) or "path" not in rv or any(k not in RIVAL10_KEYS for k in rv) \
-                or rv.get("split", "test") not in ("train", "test"):
-            raise EntryError(f"{path}, line {key_line(entry, 'rival10')}: {where} 'rival10' must be {{path: ROOT, "
-                              f"split: train|test}} (optionally class_map: FILE); received {rv!r}.")
+        if (
+            not isinstance(rv, dict)
+            or "path" not in rv
+            or any(k not in RIVAL10_KEYS for k in rv)
+            or rv.get("split", "test") not in ("train", "test")
+        ):
+            raise EntryError(
+                f"{path}, line {key_line(entry, 'rival10')}: {where} 'rival10' must be {{path: ROOT, "
+                f"split: train|test}} (optionally class_map: FILE); received {rv!r}."
+            )
         line = key_line(entry, "rival10")
         rv = dict(rv, path=_resolve_path(rv["path"], "rival10.path", base, line, path))
         if "class_map" in rv:
@@ -172,8 +197,10 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
         sc = entry["spotcheck"]
         sc = {"seed": sc} if isinstance(sc, int) else sc
         if not isinstance(sc, dict) or not sc or any(k not in SPOTCHECK_KEYS for k in sc):
-            raise EntryError(f"{path}, line {key_line(entry, 'spotcheck')}: {where} 'spotcheck' must be {{seed: N}} "
-                              f"or {{path: EC folder}}; received {sc!r}.")
+            raise EntryError(
+                f"{path}, line {key_line(entry, 'spotcheck')}: {where} 'spotcheck' must be {{seed: N}} "
+                f"or {{path: EC folder}}; received {sc!r}."
+            )
         if "path" in sc:
             sc = dict(sc, path=_resolve_path(sc["path"], "spotcheck.path", base, key_line(entry, "spotcheck"), path))
         ds.spotcheck = dict(sc)
@@ -188,25 +215,30 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
         if "images" in entry:
             ds.images = attempt(_resolve_path, entry["images"], "images", base, key_line(entry, "images"), path)
         if settings["relevance"] == "ground_truth":
-            raise EntryError(f"{path}, line {key_line(entry, 'relevance')}: relevance 'ground_truth' without a "
-                              "file is only known for SpotCheck worlds and RIVAL10; give {ground_truth: FILE}.")
+            raise EntryError(
+                f"{path}, line {key_line(entry, 'relevance')}: relevance 'ground_truth' without a "
+                "file is only known for SpotCheck worlds and RIVAL10; give {ground_truth: FILE}."
+            )
     rel = settings["relevance"]
     if isinstance(rel, str) and rel not in ("none", "ground_truth"):
         rel = {"ground_truth": rel}
     if isinstance(rel, dict):
-        (kind, file), = rel.items()
+        ((kind, file),) = rel.items()
         rel = {kind: attempt(_resolve_path, file, f"relevance.{kind}", base, key_line(entry, "relevance"), path)}
     settings["relevance"] = None if rel == "none" else rel
     if settings["sweep"] and settings["relevance"] in (None, "none"):
-        raise EntryError(f"{path}, line {key_line(entry, 'sweep')}: a sweep scores AHR / ACR / TPR / JI and needs "
-                          "'relevance'.")
+        raise EntryError(
+            f"{path}, line {key_line(entry, 'sweep')}: a sweep scores AHR / ACR / TPR / JI and needs 'relevance'."
+        )
     if settings["per_class"] and settings["task"] == "segmentation":
         raise EntryError(f"{path}, line {key_line(entry, 'per_class')}: per_class is for classification.")
     if settings["task"] == "segmentation" and ds.spotcheck is not None:
         raise EntryError(f"{path}, line {key_line(entry, 'task')}: a SpotCheck world is a classification task.")
     if settings["split_by"] != "entropy" and "masks" not in entry:
-        raise EntryError(f"{path}, line {key_line(entry, 'split_by')}: split_by {settings['split_by']!r} needs "
-                          "ground-truth 'masks' (a folder of label maps).")
+        raise EntryError(
+            f"{path}, line {key_line(entry, 'split_by')}: split_by {settings['split_by']!r} needs "
+            "ground-truth 'masks' (a folder of label maps)."
+        )
     for key in ("image_embeddings", "sentence_embeddings", "masks", "sensitivity"):
         if key in entry:
             setattr(ds, key, attempt(_resolve_path, entry[key], key, base, key_line(entry, key), path))
@@ -214,10 +246,14 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
         if not isinstance(entry["models"], list) or not entry["models"]:
             raise EntryError(f"{path}, line {key_line(entry, 'models')}: {where} 'models' must be a non-empty list.")
         if any(k in entry for k in MODEL_KEYS[1:]):
-            raise EntryError(f"{path}, line {key_line(entry, 'models')}: {where} has both 'models' and a single "
-                              "model's keys; use one.")
-        ds.models = [attempt(_parse_model, m, f"{where}.models[{j}]", base, path, key_line(entry, "models"))
-                     for j, m in enumerate(entry["models"])]
+            raise EntryError(
+                f"{path}, line {key_line(entry, 'models')}: {where} has both 'models' and a single "
+                "model's keys; use one."
+            )
+        ds.models = [
+            attempt(_parse_model, m, f"{where}.models[{j}]", base, path, key_line(entry, "models"))
+            for j, m in enumerate(entry["models"])
+        ]
         ds.models = [m for m in ds.models if m is not None]
     elif any(k in entry for k in ("predictions", "model")):
         single = {k: entry[k] for k in MODEL_KEYS[1:] if k in entry}
@@ -226,8 +262,10 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
         ds.models = [_parse_model(single, where, base, path, ds.line)]
         ds.models[0].name = str(entry.get("model") or Path(str(entry.get("predictions"))).stem)
     elif ds.spotcheck is None:
-        raise EntryError(f"{path}, line {ds.line}: {where} ({name}) needs the model's outputs: 'predictions', "
-                          "'model' or a 'models' list.")
+        raise EntryError(
+            f"{path}, line {ds.line}: {where} ({name}) needs the model's outputs: 'predictions', "
+            "'model' or a 'models' list."
+        )
     try:
         ds.settings = RunSettings(**{k: settings[k] for k in KNOB_KEYS})
     except ValueError as exc:

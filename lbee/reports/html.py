@@ -77,8 +77,15 @@ def plane_plot(coords, confidence, groups, label):
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 5.2))
-    sc = ax.scatter(coords[:, 0], coords[:, 1], c=confidence, s=4 if len(coords) < 5000 else 1, cmap="viridis",
-                    rasterized=True, linewidths=0)
+    sc = ax.scatter(
+        coords[:, 0],
+        coords[:, 1],
+        c=confidence,
+        s=4 if len(coords) < 5000 else 1,
+        cmap="viridis",
+        rasterized=True,
+        linewidths=0,
+    )
     fig.colorbar(sc, ax=ax, label="confidence φ")
     for i, g in enumerate(groups):
         pts = coords[g]
@@ -101,16 +108,21 @@ def plane_plot(coords, confidence, groups, label):
 def _environment():
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    env = Environment(loader=PackageLoader("lbee.reports", "templates"), autoescape=select_autoescape(["html", "j2"]),
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("lbee.reports", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["slug"] = slug
     env.filters["value"] = lambda x: f"{x:.4g}" if isinstance(x, float) else x
     env.filters["num"] = lambda x, d=3: "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{d}f}"
     return env
 
 
-def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objects=None, max_points=5000,
-                  cache_dir=None):
+def render_report(
+    run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objects=None, max_points=5000, cache_dir=None
+):
     """The HTML text of one run's report.
 
     Parameters
@@ -146,30 +158,65 @@ def render_report(run, *, thumbs=None, n_thumbs=8, n_easy_thumbs=4, slicer_objec
 
         _pyplot()
         sweep = _png_uri(sweep_figure(run.sweep))
-    sections = [{"slicer": s, "anchor": f"groups-{slug(s)}",
-                 "clusters": cluster_views(run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True,
-                                           short=short)}
-                for s, exps in run.explanations.items()]
+    sections = [
+        {
+            "slicer": s,
+            "anchor": f"groups-{slug(s)}",
+            "clusters": cluster_views(run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True, short=short),
+        }
+        for s, exps in run.explanations.items()
+    ]
     coords, plane_label = plane_coords(run, slicer_objects)
     plane = plane_points = None
     if coords is not None:
         shown = {t["index"]: t["uri"] for c in sections[0]["clusters"] for t in c["thumbs"] if t["uri"]}
-        spec, plane_points = plane_spec(coords, run.confidence, [c.indices for c in first.hard_clusters],
-                                        short, thumbs=shown, max_points=max_points,
-                                        label=f"{plane_label}; hard groups of '{primary}' numbered")
+        spec, plane_points = plane_spec(
+            coords,
+            run.confidence,
+            [c.indices for c in first.hard_clusters],
+            short,
+            thumbs=shown,
+            max_points=max_points,
+            label=f"{plane_label}; hard groups of '{primary}' numbered",
+        )
         plane = spec_json(spec)
     anchors = {c["index"]: c["anchor"] for c in sections[0]["clusters"]}
     n = len(run.image_ids)
     p = first.params
-    summary = {"n_images": n, "n_hard": p.get("n_hard"), "n_easy": p.get("n_easy"),
-               "n_neutral": None if p.get("n_hard") is None else n - p["n_hard"] - p.get("n_easy", 0),
-               "mean_performance": float(np.mean(run.performance)), "n_skipped": len(run.failures),
-               "n_sentences": len(run.sentences), "n_failure_sentences": None if star is None else len(star)}
-    return _environment().get_template("report.html.j2").render(
-        run=run, version=__version__, summary=summary, rows=rows, chart=chart, columns=columns,
-        t1_rows=t1_rows, t1_total=t1_total, plane=plane, plane_label=plane_label, plane_points=plane_points,
-        sections=sections, sweep=sweep, has_relevance=star is not None, anchors=anchors, primary=primary,
-        phi_help=PHI_HELP, vega_js=vega_bundle(cache_dir) if (chart or plane or sections) else None)
+    summary = {
+        "n_images": n,
+        "n_hard": p.get("n_hard"),
+        "n_easy": p.get("n_easy"),
+        "n_neutral": None if p.get("n_hard") is None else n - p["n_hard"] - p.get("n_easy", 0),
+        "mean_performance": float(np.mean(run.performance)),
+        "n_skipped": len(run.failures),
+        "n_sentences": len(run.sentences),
+        "n_failure_sentences": None if star is None else len(star),
+    }
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            run=run,
+            version=__version__,
+            summary=summary,
+            rows=rows,
+            chart=chart,
+            columns=columns,
+            t1_rows=t1_rows,
+            t1_total=t1_total,
+            plane=plane,
+            plane_label=plane_label,
+            plane_points=plane_points,
+            sections=sections,
+            sweep=sweep,
+            has_relevance=star is not None,
+            anchors=anchors,
+            primary=primary,
+            phi_help=PHI_HELP,
+            vega_js=vega_bundle(cache_dir) if (chart or plane or sections) else None,
+        )
+    )
 
 
 def render_index(entries, failures, title="lbee reports"):
@@ -183,8 +230,11 @@ def render_index(entries, failures, title="lbee reports"):
     failures : list of (str, str)
         (dataset or dataset/model, message).
     """
-    return _environment().get_template("index.html.j2").render(entries=entries, failures=failures, title=title,
-                                                              version=__version__)
+    return (
+        _environment()
+        .get_template("index.html.j2")
+        .render(entries=entries, failures=failures, title=title, version=__version__)
+    )
 
 
 def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=8, n_easy_thumbs=4):
@@ -201,8 +251,14 @@ def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=
     metrics = result.metrics
     has_rel = "TPR" in metrics.columns
     summary = result.summary()
-    rows = [{"slicer": "per class", "method": r["method"], **{k: float(r[k]) for k in METRIC_NAMES}}
-            for r in summary.to_dict("records")] if has_rel else []
+    rows = (
+        [
+            {"slicer": "per class", "method": r["method"], **{k: float(r[k]) for k in METRIC_NAMES}}
+            for r in summary.to_dict("records")
+        ]
+        if has_rel
+        else []
+    )
     chart = metric_bars(rows) if rows else None
     methods = list(dict.fromkeys(metrics["method"]))
     first = metrics[metrics["method"] == methods[0]]
@@ -214,26 +270,58 @@ def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=
     table = []
     for r in first.sort_values(["n_hard", "class"], ascending=[False, True]).to_dict("records"):
         per_method = metrics[metrics["class"] == r["class"]].set_index("method")
-        table.append({"label": int(r["class"]), "name": name(int(r["class"])), "n_images": int(r["n_images"]),
-                      "n_hard": int(r["n_hard"]), "n_easy": int(r["n_easy"]),
-                      "tpr": {m: float(per_method.loc[m, "TPR"]) for m in methods} if has_rel else None})
+        table.append(
+            {
+                "label": int(r["class"]),
+                "name": name(int(r["class"])),
+                "n_images": int(r["n_images"]),
+                "n_hard": int(r["n_hard"]),
+                "n_easy": int(r["n_easy"]),
+                "tpr": {m: float(per_method.loc[m, "TPR"]) for m in methods} if has_rel else None,
+            }
+        )
     shown = []
     for entry in table[:n_classes]:
         c = entry["label"]
         exps = result.explanations[c]
-        members = np.unique(np.concatenate([cl.indices for e in exps.values()
-                                            for cl in (*e.hard_clusters, *e.easy_clusters)]))
+        members = np.unique(
+            np.concatenate([cl.indices for e in exps.values() for cl in (*e.hard_clusters, *e.easy_clusters)])
+        )
         star = None
         if run.relevance is not None:
             star = set(failure_sentences(run.relevance[members], run.performance[members], run.o).tolist())
         shown.append({**entry, "clusters": cluster_views(run, "ward", exps, thumbs, star, n_thumbs, n_easy_thumbs)})
     skipped = [(name(c), why) for c, why in result.skipped.items()]
-    return _environment().get_template("per_class.html.j2").render(
-        run=run, version=__version__, rows=rows, chart=chart, methods=methods, table=table, shown=shown,
-        skipped=skipped, has_relevance=has_rel, n_classes=len(table))
+    return (
+        _environment()
+        .get_template("per_class.html.j2")
+        .render(
+            run=run,
+            version=__version__,
+            rows=rows,
+            chart=chart,
+            methods=methods,
+            table=table,
+            shown=shown,
+            skipped=skipped,
+            has_relevance=has_rel,
+            n_classes=len(table),
+        )
+    )
 
 
 # The page model lives in lbee.reports.page; its names stay importable from here.
-__all__ = ["METRIC_NAMES", "ReportRun", "cluster_views", "members_csv_uri", "metric_bars", "plane_plot",
-           "render_index", "render_per_class_report", "render_report", "short_names", "spotcheck_report_run",
-           "table1_rows"]
+__all__ = [
+    "METRIC_NAMES",
+    "ReportRun",
+    "cluster_views",
+    "members_csv_uri",
+    "metric_bars",
+    "plane_plot",
+    "render_index",
+    "render_per_class_report",
+    "render_report",
+    "short_names",
+    "spotcheck_report_run",
+    "table1_rows",
+]

@@ -109,8 +109,11 @@ class ReportRun:
         if self.relevance is None:
             return []
         star = self.failure_set() if star is None else star
-        return [{"slicer": s, "method": m, **score_explanation(e, self.relevance, star)}
-                for s, exps in self.explanations.items() for m, e in exps.items()]
+        return [
+            {"slicer": s, "method": m, **score_explanation(e, self.relevance, star)}
+            for s, exps in self.explanations.items()
+            for m, e in exps.items()
+        ]
 
 
 def plane_coords(run, slicer_objects):
@@ -140,8 +143,14 @@ def table1_rows(run, star, max_rows=60):
                 marks.append("tp" if star is not None and n in star else ("fp" if star is not None else "in"))
             else:
                 marks.append("")
-        rows.append({"sentence": run.sentences[n], "in_star": None if star is None else n in star,
-                     "marks": marks, "hits": sum(1 for x in marks if x)})
+        rows.append(
+            {
+                "sentence": run.sentences[n],
+                "in_star": None if star is None else n in star,
+                "marks": marks,
+                "hits": sum(1 for x in marks if x),
+            }
+        )
     rows.sort(key=lambda r: (not r["in_star"], -r["hits"], r["sentence"]))
     return [f"{m}" if s == "ward" else f"{m}·{s}" for s, m in columns], rows[:max_rows], len(rows)
 
@@ -172,8 +181,16 @@ def _confusion(run, idx, top=5):
     pairs = np.stack([np.asarray(run.labels)[idx], np.asarray(run.preds)[idx]], axis=1)
     uniq, counts = np.unique(pairs, axis=0, return_counts=True)
     order = np.lexsort((uniq[:, 1], uniq[:, 0], -counts))[:top]
-    return [{"label": _class_name(run, uniq[o, 0]), "pred": _class_name(run, uniq[o, 1]), "count": int(counts[o]),
-             "correct": bool(uniq[o, 0] == uniq[o, 1]), "share": float(counts[o] / idx.size)} for o in order]
+    return [
+        {
+            "label": _class_name(run, uniq[o, 0]),
+            "pred": _class_name(run, uniq[o, 1]),
+            "count": int(counts[o]),
+            "correct": bool(uniq[o, 0] == uniq[o, 1]),
+            "share": float(counts[o] / idx.size),
+        }
+        for o in order
+    ]
 
 
 def _blindspot_cover(run, idx, lambda_p=0.8):
@@ -241,18 +258,33 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
         methods = []
         for m, e in exps.items():
             hc = e.hard_clusters[i]
-            methods.append({"name": m, "sentences": [
-                {"text": run.sentences[s], "in_star": None if star is None else s in star,
-                 "coverage": None if run.relevance is None or not idx.size else float(run.relevance[idx, s].mean())}
-                for s in hc.sentences]})
+            methods.append(
+                {
+                    "name": m,
+                    "sentences": [
+                        {
+                            "text": run.sentences[s],
+                            "in_star": None if star is None else s in star,
+                            "coverage": None
+                            if run.relevance is None or not idx.size
+                            else float(run.relevance[idx, s].mean()),
+                        }
+                        for s in hc.sentences
+                    ],
+                }
+            )
         omega = run.performance[idx]
         view = {
-            "index": i, "size": int(idx.size), "anchor": f"g-{anchor}-{i}",
+            "index": i,
+            "size": int(idx.size),
+            "anchor": f"g-{anchor}-{i}",
             "error_rate": float(1 - omega.mean()) if binary else None,
             "mean_performance": float(omega.mean()),
             "mean_confidence": float(run.confidence[idx].mean()),
             "easy_twin": int(c.easy_cluster),
-            "thumbs": thumbs_hard, "twin_thumbs": _thumbs(run, twin, thumbs, short), "methods": methods,
+            "thumbs": thumbs_hard,
+            "twin_thumbs": _thumbs(run, twin, thumbs, short),
+            "methods": methods,
         }
         if extras:
             view["confusion"] = _confusion(run, idx)
@@ -284,9 +316,16 @@ def _thumbs(run, indices, thumbs, short=None):
         uri = None
         if run.thumbnail_sources is not None and thumbs is not None:
             uri = thumbs.data_uri(run.thumbnail_sources[j])
-        out.append({"id": run.image_ids[j], "name": short[j] if short else run.image_ids[j], "uri": uri,
-                    "index": j, "href": None if run.image_links is None else run.image_links[j],
-                    "confidence": float(run.confidence[j])})
+        out.append(
+            {
+                "id": run.image_ids[j],
+                "name": short[j] if short else run.image_ids[j],
+                "uri": uri,
+                "index": j,
+                "href": None if run.image_links is None else run.image_links[j],
+                "confidence": float(run.confidence[j]),
+            }
+        )
     return out
 
 
@@ -306,21 +345,42 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     memb = ec.membership("test")[rows]
     notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
     notes.append(f"Hard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
-    params = {"encoder": result.encoder.get("encoder"), "sentence set": result.sentence_set, "a": p["a"],
-              "C (hard clusters)": p["n_clusters"], "K (sentences per cluster)": p["k"], "τ": p["tau"], "o": o,
-              "φ": result.extra.get("confidence", "probability of the true class"), "ω": "correctness", "EC seed": ec.seed,
-              "protocol": analysis.protocol}
+    params = {
+        "encoder": result.encoder.get("encoder"),
+        "sentence set": result.sentence_set,
+        "a": p["a"],
+        "C (hard clusters)": p["n_clusters"],
+        "K (sentences per cluster)": p["k"],
+        "τ": p["tau"],
+        "o": o,
+        "φ": result.extra.get("confidence", "probability of the true class"),
+        "ω": "correctness",
+        "EC seed": ec.seed,
+        "protocol": analysis.protocol,
+    }
     labels = np.asarray(ec.true_labels("test")[rows], dtype=np.int64)
     correct = np.asarray(result.performance) >= 0.5
     preds = np.where(correct, labels, 1 - labels)
     ids = [str(i) for i in result.image_ids]
     links = ids if all(i.startswith("ec/images/test/") for i in ids) else None
-    return ReportRun(dataset=dataset, model=f"square classifier (seed {ec.seed})",
-                     explanations={"ward": result.explanations}, sentences=result.sentences,
-                     image_ids=result.image_ids, confidence=result.confidence, performance=result.performance,
-                     thumbnail_sources=list(ec.images["test"][rows]), relevance=analysis.relevance,
-                     relevance_source="ground truth (SpotCheck attributes)", params=params, o=o,
-                     embeddings=analysis.embeddings, notes=notes, labels=labels, preds=preds,
-                     class_names=["no square", "square"],
-                     blindspots=[(d, np.flatnonzero(memb[:, j])) for j, d in enumerate(ec.describe_blindspots())],
-                     image_links=links)
+    return ReportRun(
+        dataset=dataset,
+        model=f"square classifier (seed {ec.seed})",
+        explanations={"ward": result.explanations},
+        sentences=result.sentences,
+        image_ids=result.image_ids,
+        confidence=result.confidence,
+        performance=result.performance,
+        thumbnail_sources=list(ec.images["test"][rows]),
+        relevance=analysis.relevance,
+        relevance_source="ground truth (SpotCheck attributes)",
+        params=params,
+        o=o,
+        embeddings=analysis.embeddings,
+        notes=notes,
+        labels=labels,
+        preds=preds,
+        class_names=["no square", "square"],
+        blindspots=[(d, np.flatnonzero(memb[:, j])) for j, d in enumerate(ec.describe_blindspots())],
+        image_links=links,
+    )

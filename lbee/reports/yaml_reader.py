@@ -24,12 +24,16 @@ def _loader():
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, (str, int, float, bool)) and key is not None:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"a mapping key must be a plain name, found a {type(key).__name__}",
-                    key_node.start_mark)
+                    None, None, f"a mapping key must be a plain name, found a {type(key).__name__}", key_node.start_mark
+                )
             if key in out:  # YAML would keep the last value in silence; a key written twice is a mistake
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"the key {key!r} is written twice (lines {out.key_lines[key]} and "
-                    f"{key_node.start_mark.line + 1}); expected each key once", key_node.start_mark)
+                    None,
+                    None,
+                    f"the key {key!r} is written twice (lines {out.key_lines[key]} and "
+                    f"{key_node.start_mark.line + 1}); expected each key once",
+                    key_node.start_mark,
+                )
             out[key] = loader.construct_object(value_node, deep=True)
             out.key_lines[key] = key_node.start_mark.line + 1
         return out

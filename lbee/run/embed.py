@@ -34,9 +34,22 @@ class EmbeddedFolder:
     sentence_set: object = None
 
 
-def embed_to_folder(out, *, images=None, sentence_set=None, encoder_spec="open_clip", device=None, cache_dir=None,
-                    engine="local", ray_address=None, num_actors=None, batch_size=64, chunk_size=1024,
-                    progress=False, log=None):
+def embed_to_folder(
+    out,
+    *,
+    images=None,
+    sentence_set=None,
+    encoder_spec="open_clip",
+    device=None,
+    cache_dir=None,
+    engine="local",
+    ray_address=None,
+    num_actors=None,
+    batch_size=64,
+    chunk_size=1024,
+    progress=False,
+    log=None,
+):
     """Write ``embeddings.npy`` (images) and ``sentence_embeddings.npy`` + ``sentences.txt`` into ``out``.
 
     Parameters
@@ -80,26 +93,49 @@ def embed_to_folder(out, *, images=None, sentence_set=None, encoder_spec="open_c
 
         target = out / "embeddings.npy"
         kwargs = {"device": device} if device else {}
-        result = embed_images_ray(EncoderSpec(encoder_spec, **kwargs), imgs.paths, out=target, cache_dir=cache_dir,
-                                  batch_size=batch_size, chunk_size=chunk_size, num_actors=num_actors,
-                                  address=ray_address, progress=progress)
-        write_sidecar(target, make_provenance("image_embeddings", result.embeddings, identity=result.encoder_identity,
-                                              tau=result.encoder_tau, spec=encoder_spec))
+        result = embed_images_ray(
+            EncoderSpec(encoder_spec, **kwargs),
+            imgs.paths,
+            out=target,
+            cache_dir=cache_dir,
+            batch_size=batch_size,
+            chunk_size=chunk_size,
+            num_actors=num_actors,
+            address=ray_address,
+            progress=progress,
+        )
+        write_sidecar(
+            target,
+            make_provenance(
+                "image_embeddings",
+                result.embeddings,
+                identity=result.encoder_identity,
+                tau=result.encoder_tau,
+                spec=encoder_spec,
+            ),
+        )
     elif imgs is not None:
         from ..encoders.embedding import embed_images
 
         encoder = load_encoder(encoder_spec, device=device)
         result = embed_images(encoder, imgs.paths, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
-        write_embeddings(out / "embeddings.npy", result.embeddings,
-                         make_provenance("image_embeddings", result.embeddings, encoder=encoder, spec=encoder_spec))
+        write_embeddings(
+            out / "embeddings.npy",
+            result.embeddings,
+            make_provenance("image_embeddings", result.embeddings, encoder=encoder, spec=encoder_spec),
+        )
     if sset is not None:
         from ..encoders.embedding import embed_sentences
 
         encoder = encoder or load_encoder(encoder_spec, device=device)
         texts = list(sset.sentences)
         sen = embed_sentences(encoder, texts, cache_dir=cache_dir)
-        write_embeddings(out / "sentence_embeddings.npy", sen,
-                         make_provenance("sentence_embeddings", sen, encoder=encoder, spec=encoder_spec,
-                                         sentences=texts, sentence_set=sset.name))
+        write_embeddings(
+            out / "sentence_embeddings.npy",
+            sen,
+            make_provenance(
+                "sentence_embeddings", sen, encoder=encoder, spec=encoder_spec, sentences=texts, sentence_set=sset.name
+            ),
+        )
         atomic_write_bytes(out / "sentences.txt", "".join(f"{t}\n" for t in texts).encode())
     return EmbeddedFolder(imgs, result, sset)

@@ -28,13 +28,19 @@ def provenance_tau(ds, image_prov, sentence_prov, sentences, encoder, encoder_ta
     from ..core.selection import CLIP_TAU
     from ..io.provenance import check_pair, warn_assumed_tau
 
-    declared = check_pair(image_prov, sentence_prov, sentences=sentences,
-                          encoder_identity=None if encoder is None else encoder.identity())
+    declared = check_pair(
+        image_prov, sentence_prov, sentences=sentences, encoder_identity=None if encoder is None else encoder.identity()
+    )
     if encoder is not None:
         return encoder_tau
-    bare = [name for name, path, prov in (("image_embeddings", ds.image_embeddings, image_prov),
-                                          ("sentence_embeddings", ds.sentence_embeddings, sentence_prov))
-            if path is not None and prov is None]
+    bare = [
+        name
+        for name, path, prov in (
+            ("image_embeddings", ds.image_embeddings, image_prov),
+            ("sentence_embeddings", ds.sentence_embeddings, sentence_prov),
+        )
+        if path is not None and prov is None
+    ]
     if declared is None and bare and ds.settings.tau is None:
         warn_assumed_tau(CLIP_TAU, " and ".join(f"{n} {Path(getattr(ds, n)).name!r}" for n in bare))
     return declared
@@ -46,7 +52,7 @@ def _relevance(ds, ids, sents):
         return None, "none"
     from ..io.relevance import load_relevance
 
-    (kind, path), = rel.items()
+    ((kind, path),) = rel.items()
     label = "ground truth" if kind == "ground_truth" else "VQA pseudo ground truth"
     return load_relevance(path, ids, sents), f"{label}: {Path(path).name}"
 
@@ -55,8 +61,10 @@ def _spotcheck_inputs(ds, out_dir, device, log):
     from ..spotcheck import CorruptECError, ExperimentalConfiguration, make_ec
 
     if ds.encoder != "spotcheck":
-        raise ValueError(f"dataset {ds.name!r}: a SpotCheck world is described with its own encoder "
-                         f"(encoder: spotcheck); received encoder {ds.encoder!r}.")
+        raise ValueError(
+            f"dataset {ds.name!r}: a SpotCheck world is described with its own encoder "
+            f"(encoder: spotcheck); received encoder {ds.encoder!r}."
+        )
     if "path" in ds.spotcheck:
         ec = ExperimentalConfiguration.load(ds.spotcheck["path"])
     else:
@@ -101,21 +109,36 @@ def spotcheck_inputs(ds, ec, encoder):
     else:  # a grammar's set over the world's attributes (the demo's and the bench's: 'spotcheck.grammar')
         sset = load_sentence_set(ds.sentence_set)
         if sset.conditions is None:
-            raise ValueError(f"dataset {ds.name!r}: a SpotCheck world needs the sentences of a grammar over its "
-                             f"attributes (e.g. 'spotcheck.grammar'); {ds.sentence_set!r} has no conditions.")
+            raise ValueError(
+                f"dataset {ds.name!r}: a SpotCheck world needs the sentences of a grammar over its "
+                f"attributes (e.g. 'spotcheck.grammar'); {ds.sentence_set!r} has no conditions."
+            )
         texts, conds, grammar, name = list(sset.sentences), list(sset.conditions), sset.grammar, sset.name
     ids = [f"test/{i:05d}" for i in range(len(images))]
     rel, source = None, "none"
     if ds.relevance == "ground_truth":
-        rel, source = spotcheck_relevance(ec.attributes["test"], conds, grammar), \
-            "ground truth (SpotCheck attributes)"
+        rel, source = spotcheck_relevance(ec.attributes["test"], conds, grammar), "ground truth (SpotCheck attributes)"
     elif ds.relevance is not None:
         rel, source = _relevance(ds, ids, texts)
     notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
-    return RunInputs(enc.encode_arrays(images), embed_sentences(enc, texts), texts, ids,
-                     None, list(images), ec.true_labels("test"), rel, source, enc.default_tau, enc.identity(), name,
-                     notes=notes, spotcheck=ec, sentence_conditions=None if grammar is None else conds,
-                     grammar=grammar)
+    return RunInputs(
+        enc.encode_arrays(images),
+        embed_sentences(enc, texts),
+        texts,
+        ids,
+        None,
+        list(images),
+        ec.true_labels("test"),
+        rel,
+        source,
+        enc.default_tau,
+        enc.identity(),
+        name,
+        notes=notes,
+        spotcheck=ec,
+        sentence_conditions=None if grammar is None else conds,
+        grammar=grammar,
+    )
 
 
 def spotcheck_relevance(attributes, conditions, grammar=None):
@@ -138,10 +161,12 @@ def _precomputed_ids(ds):
 
     model = ds.models[0] if ds.models else None
     if model is None or model.predictions is None or Path(model.predictions).is_dir():
-        raise ValueError("precomputed image embeddings without images need a predictions table (rows in the "
-                         "same order).")
-    ids, _ = scores_from_table(read_table(model.predictions), kind=ds.settings.confidence_from,
-                               probabilities=probabilities_kind(ds))
+        raise ValueError(
+            "precomputed image embeddings without images need a predictions table (rows in the same order)."
+        )
+    ids, _ = scores_from_table(
+        read_table(model.predictions), kind=ds.settings.confidence_from, probabilities=probabilities_kind(ds)
+    )
     return list(ids)
 
 
@@ -152,8 +177,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
     if ds.rival10 is not None:
         from ..rival10 import load_rival10
 
-        rival = load_rival10(ds.rival10["path"], ds.rival10.get("split", "test"),
-                             class_map=ds.rival10.get("class_map"))
+        rival = load_rival10(ds.rival10["path"], ds.rival10.get("split", "test"), class_map=ds.rival10.get("class_map"))
         sset_name, sents = "rival10", list(rival.sentences)
     else:
         sset = load_sentence_set(ds.sentence_set)
@@ -169,8 +193,9 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         ids, paths, labels = list(imgs.ids), list(imgs.paths), imgs.labels
     else:
         if ds.image_embeddings is None:
-            raise ValueError(f"dataset {ds.name!r} needs images (a folder or manifest) or precomputed image "
-                             "embeddings.")
+            raise ValueError(
+                f"dataset {ds.name!r} needs images (a folder or manifest) or precomputed image embeddings."
+            )
         ids, paths, labels = _precomputed_ids(ds), None, None
     from ..io.provenance import load_embeddings
 
@@ -179,8 +204,10 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         emb, image_prov = load_embeddings(ds.image_embeddings, "image_embeddings", kind="image_embeddings")
         if emb.ndim != 2 or emb.shape[0] != len(ids):
             where = f"image of {str(ds.images)!r}" if ds.images is not None else "row of the predictions table"
-            raise ValueError(f"image_embeddings {Path(ds.image_embeddings).name!r} has shape {emb.shape}; expected "
-                             f"({len(ids)}, d), one row per {where}.")
+            raise ValueError(
+                f"image_embeddings {Path(ds.image_embeddings).name!r} has shape {emb.shape}; expected "
+                f"({len(ids)}, d), one row per {where}."
+            )
         ok = np.ones(len(ids), bool)
         encoder_id, encoder_tau = {"encoder": "precomputed", "image_embeddings": str(ds.image_embeddings)}, None
         if image_prov is not None:  # the encoder travels with the embeddings
@@ -193,18 +220,34 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
 
             warnings.warn(caveat, UserWarning, stacklevel=2)
         enc = load_encoder(ds.encoder, device=device)
-        res = embed_images(enc, paths, cache_dir=cache_dir, batch_size=ds.batch_size, num_workers=ds.num_workers,
-                           progress=progress, strict=ds.strict)
-        emb, ok, failures, encoder_id, encoder_tau = res.embeddings, res.ok, res.failures, enc.identity(), \
-            enc.default_tau
+        res = embed_images(
+            enc,
+            paths,
+            cache_dir=cache_dir,
+            batch_size=ds.batch_size,
+            num_workers=ds.num_workers,
+            progress=progress,
+            strict=ds.strict,
+        )
+        emb, ok, failures, encoder_id, encoder_tau = (
+            res.embeddings,
+            res.ok,
+            res.failures,
+            enc.identity(),
+            enc.default_tau,
+        )
         # what was computed and what was reused: a rerun (or a resumed service job) reads its log truthfully
-        log(f"  images: {res.n_encoded} embedded, {int(ok.sum()) - res.n_encoded} read from the embedding cache, "
-            f"{len(failures)} unreadable")
+        log(
+            f"  images: {res.n_encoded} embedded, {int(ok.sum()) - res.n_encoded} read from the embedding cache, "
+            f"{len(failures)} unreadable"
+        )
     if ds.sentence_embeddings is not None:
         sen, sentence_prov = load_embeddings(ds.sentence_embeddings, "sentence_embeddings", kind="sentence_embeddings")
         if sen.ndim != 2 or sen.shape[0] != len(sents):
-            raise ValueError(f"sentence_embeddings has shape {sen.shape}; expected ({len(sents)}, d) for the "
-                             f"{len(sents)} sentences of {sset_name!r}.")
+            raise ValueError(
+                f"sentence_embeddings has shape {sen.shape}; expected ({len(sents)}, d) for the "
+                f"{len(sents)} sentences of {sset_name!r}."
+            )
     elif enc is not None:
         from ..encoders.embedding import embed_sentences
 
@@ -219,9 +262,23 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         rel, source = np.asarray(rival.relevance)[ok], "ground truth (RIVAL10 attribute labels)"
     else:
         rel, source = _relevance(ds, ids, sents)
-    return RunInputs(emb, sen, sents, ids, paths, paths, labels, rel, source, encoder_tau, encoder_id, sset_name,
-                     failures=failures, sentence_conditions=None if conditions is None else list(conditions),
-                     grammar=grammar)
+    return RunInputs(
+        emb,
+        sen,
+        sents,
+        ids,
+        paths,
+        paths,
+        labels,
+        rel,
+        source,
+        encoder_tau,
+        encoder_id,
+        sset_name,
+        failures=failures,
+        sentence_conditions=None if conditions is None else list(conditions),
+        grammar=grammar,
+    )
 
 
 def load_inputs(ds, *, cache_dir=None, device=None, progress=False, out_dir=None, log=None):
@@ -250,5 +307,17 @@ def load_inputs(ds, *, cache_dir=None, device=None, progress=False, out_dir=None
 
 
 # Specs, scores and the preflight live in their own modules; their names stay importable from here.
-__all__ = ["DatasetSpec", "ModelSpec", "RunInputs", "Scores", "align_scores", "load_inputs", "model_scores",
-           "preflight", "provenance_tau", "spotcheck_inputs", "spotcheck_relevance", "with_manifest_labels"]
+__all__ = [
+    "DatasetSpec",
+    "ModelSpec",
+    "RunInputs",
+    "Scores",
+    "align_scores",
+    "load_inputs",
+    "model_scores",
+    "preflight",
+    "provenance_tau",
+    "spotcheck_inputs",
+    "spotcheck_relevance",
+    "with_manifest_labels",
+]

@@ -38,8 +38,11 @@ def preflight(ds, models=None):
     if ds.settings.task == "classification":
         for model in ds.models if models is None else models:
             if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
-                scores_from_table(read_table(model.predictions), kind=ds.settings.confidence_from,
-                                  probabilities=probabilities_kind(ds))
+                scores_from_table(
+                    read_table(model.predictions),
+                    kind=ds.settings.confidence_from,
+                    probabilities=probabilities_kind(ds),
+                )
     if ds.settings.split_by in ("irfs", "saliency"):
         if ds.sensitivity is None:
             raise ValueError(f"split_by {ds.settings.split_by!r} needs a sensitivity run (`lbee sensitivity`).")
@@ -50,22 +53,30 @@ def preflight(ds, models=None):
 def _preflight_arrays(ds, sents, imgs):
     """Shapes of the precomputed ``.npy`` embeddings, from their headers (nothing is loaded)."""
     shapes = {}
-    for field_, rows, what in (("image_embeddings", None if imgs is None else len(imgs.ids), "image"),
-                               ("sentence_embeddings", None if sents is None else len(sents), "sentence")):
+    for field_, rows, what in (
+        ("image_embeddings", None if imgs is None else len(imgs.ids), "image"),
+        ("sentence_embeddings", None if sents is None else len(sents), "sentence"),
+    ):
         path = getattr(ds, field_)
         if path is None or Path(path).suffix.lower() != ".npy" or not Path(path).is_file():
             continue  # other forms and missing files are reported by the loaders
         arr = load_npy(path, field_, mmap=True)
         if arr.ndim != 2 or arr.dtype.kind not in "fiu":
-            raise ValueError(f"{field_} {str(path)!r} holds a {arr.ndim}-D {arr.dtype} array; expected a 2-D "
-                             f"real array (one row per {what}).")
+            raise ValueError(
+                f"{field_} {str(path)!r} holds a {arr.ndim}-D {arr.dtype} array; expected a 2-D "
+                f"real array (one row per {what})."
+            )
         if rows is not None and arr.shape[0] != rows:
-            raise ValueError(f"{field_} {str(path)!r} has shape {arr.shape}; expected ({rows}, d), one row per "
-                             f"{what} of the dataset.")
+            raise ValueError(
+                f"{field_} {str(path)!r} has shape {arr.shape}; expected ({rows}, d), one row per "
+                f"{what} of the dataset."
+            )
         shapes[field_] = arr.shape
     if len(shapes) == 2 and shapes["image_embeddings"][1] != shapes["sentence_embeddings"][1]:
-        raise ValueError(f"image_embeddings has dimension {shapes['image_embeddings'][1]} but sentence_embeddings "
-                         f"{shapes['sentence_embeddings'][1]}; they must share one joint space.")
+        raise ValueError(
+            f"image_embeddings has dimension {shapes['image_embeddings'][1]} but sentence_embeddings "
+            f"{shapes['sentence_embeddings'][1]}; they must share one joint space."
+        )
     from ..io.provenance import check_pair, read_provenance
 
     provs = {f: read_provenance(getattr(ds, f), f) for f in shapes}  # sidecars only: the digests are checked on load

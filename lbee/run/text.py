@@ -15,31 +15,38 @@ def render_markdown(result, metrics=None, n_examples=5):
     first = next(iter(exps.values()))
     p = first.params
     lines = [
-        "# lbee report", "",
+        "# lbee report",
+        "",
         f"- encoder: `{result.encoder.get('encoder')}` {result.encoder.get('model', '')} "
         f"({result.encoder.get('weights', '')})",
         f"- sentence set: `{result.sentence_set}` ({len(result.sentences)} sentences)",
-        f"- images: {p['n_images']} embedded ({p['n_hard']} hard, {p['n_easy']} easy), "
-        f"{len(result.failures)} skipped",
+        f"- images: {p['n_images']} embedded ({p['n_hard']} hard, {p['n_easy']} easy), {len(result.failures)} skipped",
         f"- a={p['a']}, clusters={_asked_formed(p, 'n_clusters', 'n_hard_clusters_formed')}, "
         f"easy clusters={_asked_formed(p, 'n_easy_clusters', 'n_easy_clusters_formed')}, k={p['k']}, "
-        f"tau={p['tau']}", "",
+        f"tau={p['tau']}",
+        "",
     ]
     if metrics:
         lines += ["## Metrics", "", "| method | AHR | ACR | TPR | JI | |S*| |", "|---|---|---|---|---|---|"]
         for m, s in metrics.items():
-            lines.append(f"| {m} | {_fmt(s['AHR'])} | {_fmt(s['ACR'])} | {_fmt(s['TPR'])} | {_fmt(s['JI'])} | "
-                         f"{s['n_failure_sentences']} |")
+            lines.append(
+                f"| {m} | {_fmt(s['AHR'])} | {_fmt(s['ACR'])} | {_fmt(s['TPR'])} | {_fmt(s['JI'])} | "
+                f"{s['n_failure_sentences']} |"
+            )
         lines.append("")
     methods = list(exps)
     lines += ["## Hard clusters", ""]
     for i, c in enumerate(first.hard_clusters):
         idx = c.indices
-        err = 1.0 - float(np.mean(result.performance[idx])) if set(np.unique(result.performance)) <= {0.0, 1.0} \
-            else None
-        lines.append(f"### Hard cluster {i} ({len(idx)} images, mean confidence "
-                     f"{np.mean(result.confidence[idx]):.3f}" + (f", error rate {err:.2f}" if err is not None else "")
-                     + f", easy twin {c.easy_cluster})")
+        err = (
+            1.0 - float(np.mean(result.performance[idx])) if set(np.unique(result.performance)) <= {0.0, 1.0} else None
+        )
+        lines.append(
+            f"### Hard cluster {i} ({len(idx)} images, mean confidence "
+            f"{np.mean(result.confidence[idx]):.3f}"
+            + (f", error rate {err:.2f}" if err is not None else "")
+            + f", easy twin {c.easy_cluster})"
+        )
         lines.append("")
         shown = [result.image_ids[j] for j in idx[:n_examples]]
         lines.append("Examples: " + ", ".join(f"`{s}`" for s in shown))
@@ -93,8 +100,9 @@ def terminal_blocks(result, width=None):
     binary = np.isin(omega, (0.0, 1.0)).all()
     out = []
     for i, c in enumerate(first.hard_clusters):
-        rate = f", error rate {1 - omega[c.indices].mean():.2f}" if binary else \
-            f", mean ω {omega[c.indices].mean():.3f}"
+        rate = (
+            f", error rate {1 - omega[c.indices].mean():.2f}" if binary else f", mean ω {omega[c.indices].mean():.3f}"
+        )
         out.append(f"Hard group {i}: {len(c.indices)} images{rate}, easy twin {c.easy_cluster}")
         for m, e in exps.items():
             text = " · ".join(e.cluster_sentences(i)) or "(no sentence)"
@@ -108,12 +116,19 @@ def summary_dict(result, out=None):
     first = next(iter(result.explanations.values()))
     p = first.params
     return {
-        "n_images": len(result.image_ids), "n_hard": p.get("n_hard"), "n_easy": p.get("n_easy"),
-        "n_skipped": len(result.failures), "params": {k: p[k] for k in ("a", "n_clusters", "n_hard_clusters_formed", "k", "tau", "ward")
-                                                      if k in p},
-        "hard_groups": [{"group": i, "size": int(len(c.indices)),
-                         "sentences": {m: e.cluster_sentences(i) for m, e in result.explanations.items()}}
-                        for i, c in enumerate(first.hard_clusters)],
+        "n_images": len(result.image_ids),
+        "n_hard": p.get("n_hard"),
+        "n_easy": p.get("n_easy"),
+        "n_skipped": len(result.failures),
+        "params": {k: p[k] for k in ("a", "n_clusters", "n_hard_clusters_formed", "k", "tau", "ward") if k in p},
+        "hard_groups": [
+            {
+                "group": i,
+                "size": int(len(c.indices)),
+                "sentences": {m: e.cluster_sentences(i) for m, e in result.explanations.items()},
+            }
+            for i, c in enumerate(first.hard_clusters)
+        ],
         "out": None if out is None else str(out),
     }
 

@@ -78,8 +78,9 @@ class ModelScores:
     def subset(self, rows):
         """The scores of ``rows`` (an int index array), in that order."""
         take = lambda v: None if v is None else v[rows]  # noqa: E731
-        return ModelScores(self.confidence[rows], self.performance[rows], take(self.probs), take(self.labels),
-                           take(self.preds))
+        return ModelScores(
+            self.confidence[rows], self.performance[rows], take(self.probs), take(self.labels), take(self.preds)
+        )
 
 
 def check_labels(labels, n, n_classes=None, name="labels"):
@@ -114,9 +115,11 @@ def check_labels(labels, n, n_classes=None, name="labels"):
     if bad:
         shown = [raw[i].item() if isinstance(raw[i], np.generic) else raw[i] for i in bad[:5]]
         rng = f"[0, {n_classes})" if n_classes is not None else "[0, ∞)"
-        raise ValueError(f"`{name}` holds {len(bad)} invalid value(s) at row(s) {[i + 1 for i in bad[:5]]} "
-                         f"(1-based), e.g. {shown}; expected integer class indices in {rng} "
-                         "(a missing label cannot be a class).")
+        raise ValueError(
+            f"`{name}` holds {len(bad)} invalid value(s) at row(s) {[i + 1 for i in bad[:5]]} "
+            f"(1-based), e.g. {shown}; expected integer class indices in {rng} "
+            "(a missing label cannot be a class)."
+        )
     return out
 
 
@@ -147,7 +150,7 @@ def scores_from_probabilities(probs, *, kind="entropy", labels=None):
 def class_names_from_table(table):
     """Class names from the ``prob_<class>`` columns of a predictions table, in column order (None if none)."""
     cols = [str(c) for c in table.columns if str(c).startswith("prob_")]
-    return [c[len("prob_"):] for c in cols] or None
+    return [c[len("prob_") :] for c in cols] or None
 
 
 def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="probabilities"):

@@ -66,8 +66,10 @@ def validate_entry(entry, root, allowed_encoders=()):
     from .paths import check_dataset_paths, check_encoder, check_entry_paths
 
     if not isinstance(entry, dict):
-        raise ValueError(f"the job must be one dataset entry (a mapping such as {{name: demo, spotcheck: {{seed: 0}}}}"
-                         f"); received {type(entry).__name__}.")
+        raise ValueError(
+            f"the job must be one dataset entry (a mapping such as {{name: demo, spotcheck: {{seed: 0}}}}"
+            f"); received {type(entry).__name__}."
+        )
     check_entry_paths(entry, root)
     if isinstance(entry.get("encoder"), str) and entry["encoder"].strip():
         entry = {**entry, "encoder": check_encoder(entry["encoder"], root, allowed_encoders)}
@@ -85,13 +87,26 @@ def submit(db, settings, entry, *, token=None):
     ds = validate_entry(entry, settings.root, settings.allowed_encoders)
     key = entry_key(entry, settings.root)
     with db.session() as s:
-        same = s.scalars(select(Job).where(Job.key == key, Job.status.in_(("queued", "running")),
-                                           Job.cancel_requested.is_(False)).order_by(Job.created)).first()
+        same = s.scalars(
+            select(Job)
+            .where(Job.key == key, Job.status.in_(("queued", "running")), Job.cancel_requested.is_(False))
+            .order_by(Job.created)
+        ).first()
         if same is not None:
             return same.id, True
         job_id = uuid.uuid4().hex
-        s.add(Job(id=job_id, name=ds.name, key=key, entry=json.dumps(entry, default=str), root=str(settings.root),
-                  folder=f"jobs/{job_id}", status="queued", token=token))
+        s.add(
+            Job(
+                id=job_id,
+                name=ds.name,
+                key=key,
+                entry=json.dumps(entry, default=str),
+                root=str(settings.root),
+                folder=f"jobs/{job_id}",
+                status="queued",
+                token=token,
+            )
+        )
         s.commit()
         return job_id, False
 
@@ -111,11 +126,17 @@ def cancel(db, job_id):
     from .db import Job, utcnow
 
     with db.session() as s:
-        res = s.execute(update(Job).where(Job.id == job_id, Job.status == "queued").values(
-            status="cancelled", finished=utcnow(), progress="cancelled before it started"))
+        res = s.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "queued")
+            .values(status="cancelled", finished=utcnow(), progress="cancelled before it started")
+        )
         if res.rowcount == 0:
-            res = s.execute(update(Job).where(Job.id == job_id, Job.status == "running").values(
-                cancel_requested=True, progress="cancel requested: stops after the current stage"))
+            res = s.execute(
+                update(Job)
+                .where(Job.id == job_id, Job.status == "running")
+                .values(cancel_requested=True, progress="cancel requested: stops after the current stage")
+            )
         s.commit()
         job = s.get(Job, job_id)
     if job is None:
@@ -263,22 +284,27 @@ def run_job(db, settings, job_id, *, owner, attempt):
         return status if done else "lost"
 
     if job.root != str(settings.root):
-        return record("failed", error=f"the job was submitted for the data root {job.root!r}; this server reads "
-                                      f"{str(settings.root)!r} and does not run jobs of another root.")
+        return record(
+            "failed",
+            error=f"the job was submitted for the data root {job.root!r}; this server reads "
+            f"{str(settings.root)!r} and does not run jobs of another root.",
+        )
     if attempt > 1:
-        lines.append(f"attempt {attempt}: attempt {attempt - 1} stopped without finishing (its worker stopped or "
-                     "lost its lease); starting again")
+        lines.append(
+            f"attempt {attempt}: attempt {attempt - 1} stopped without finishing (its worker stopped or "
+            "lost its lease); starting again"
+        )
     folder = f"{job.folder}/attempt-{attempt}"
     out = settings.output / folder
 
     with _Heartbeat(db, job_id, owner, lease) as beat:
+
         def log(msg):
             lines.extend(str(msg).splitlines() or [""])
             del lines[:-LOG_LINES]
             if beat.lost:
                 raise LeaseLost(job_id)
-            cancel = db.renew(job_id, owner, lease_seconds=lease, progress=str(msg).strip()[:500],
-                              log="\n".join(lines))
+            cancel = db.renew(job_id, owner, lease_seconds=lease, progress=str(msg).strip()[:500], log="\n".join(lines))
             if cancel or beat.cancel:
                 raise JobCancelled()
 
@@ -304,13 +330,23 @@ def run_job(db, settings, job_id, *, owner, attempt):
             lines.append(f"failed: {msg}")
             return record("failed", error=msg)
     seconds = time.perf_counter() - t0
-    runs = [{"dataset": rep["dataset"], "model": rep["model"], "n_images": int(rep["n_images"]),
-             "folder": rep["folder"].relative_to(settings.output).as_posix(), "metrics": json.dumps(rep["rows"]),
-             "n_hard": int(rep["n_hard"]), "seconds": seconds} for rep in reports]
+    runs = [
+        {
+            "dataset": rep["dataset"],
+            "model": rep["model"],
+            "n_images": int(rep["n_images"]),
+            "folder": rep["folder"].relative_to(settings.output).as_posix(),
+            "metrics": json.dumps(rep["rows"]),
+            "n_hard": int(rep["n_hard"]),
+            "seconds": seconds,
+        }
+        for rep in reports
+    ]
     status = "done" if reports else "failed"
     error = "; ".join(f"{label}: {msg}" for label, msg in failures) or None
-    result = record(status, runs=runs, error=error, failures=json.dumps(failures),
-                    progress=f"{status} in {seconds:.1f} s")
+    result = record(
+        status, runs=runs, error=error, failures=json.dumps(failures), progress=f"{status} in {seconds:.1f} s"
+    )
     if result == "done":
         _keep_world(settings, job, out, attempt)
     return result

@@ -65,8 +65,9 @@ def named_sentence_set(value):
     from ..grammar import list_grammars
     from ..io.sentences import list_sentence_sets
 
-    return value in list_sentence_sets() or (value.endswith(".grammar") and
-                                             value[:-len(".grammar")] in list_grammars())
+    return value in list_sentence_sets() or (
+        value.endswith(".grammar") and value[: -len(".grammar")] in list_grammars()
+    )
 
 
 def check_encoder(spec, root, allowed=()):
@@ -93,11 +94,19 @@ def check_encoder(spec, root, allowed=()):
     if spec in tuple(allowed) + DEFAULT_ENCODERS:
         return spec
     backend, model, tag = parse_encoder_spec(spec)
-    hint = ("allowed: " + ", ".join(repr(a) for a in DEFAULT_ENCODERS + tuple(allowed)) +
-            ", open_clip:<model>@<pretrained tag>, or open_clip:<model>@<checkpoint file inside the data root> "
-            "(the server's operator adds others with lbee serve --allow-encoder SPEC)")
-    if backend == "open_clip" and model and not model.startswith("hf-hub:") and \
-            not (tag or "").startswith("hf-hub:") and "://" not in (tag or ""):
+    hint = (
+        "allowed: "
+        + ", ".join(repr(a) for a in DEFAULT_ENCODERS + tuple(allowed))
+        + ", open_clip:<model>@<pretrained tag>, or open_clip:<model>@<checkpoint file inside the data root> "
+        "(the server's operator adds others with lbee serve --allow-encoder SPEC)"
+    )
+    if (
+        backend == "open_clip"
+        and model
+        and not model.startswith("hf-hub:")
+        and not (tag or "").startswith("hf-hub:")
+        and "://" not in (tag or "")
+    ):
         if tag is None or re.fullmatch(r"[A-Za-z0-9_-]+(:[0-9]+)?", tag):  # a tag name (or @random:SEED)
             return spec
         return f"open_clip:{model}@{confine(tag, root, 'encoder checkpoint')}"  # a file: inside the root only
@@ -154,8 +163,10 @@ def _check_model_spec(spec, root, key):
     if spec.startswith(MODEL_SPEC_PREFIXES):
         return
     if ":" in spec and not Path(spec).suffix:
-        raise PathEscape(f"`{key}` {spec!r}: the service does not import model factories; use "
-                         "'torchvision:<arch>', 'timm:<arch>' or a TorchScript file inside the data root.")
+        raise PathEscape(
+            f"`{key}` {spec!r}: the service does not import model factories; use "
+            "'torchvision:<arch>', 'timm:<arch>' or a TorchScript file inside the data root."
+        )
     confine(spec, root, key)
 
 

@@ -51,8 +51,9 @@ def add_api_routes(app, ctx):
         the limit; when every explain process is busy and the queue is full, 503.
         """
         if request.headers.get("content-type", "").startswith("multipart/form-data"):
-            form = await request.form(max_files=len(ARRAY_FIELDS), max_fields=8,
-                                      max_part_size=settings.max_upload_bytes)
+            form = await request.form(
+                max_files=len(ARRAY_FIELDS), max_fields=8, max_part_size=settings.max_upload_bytes
+            )
             fields = [(k, await v.read() if hasattr(v, "read") else v) for k, v in form.multi_items()]
             await form.close()
             status, body = await ctx.explain_pool.run("form", fields)
@@ -139,8 +140,9 @@ def add_api_routes(app, ctx):
 
     # ---- runs and comparisons
     @app.get("/v1/runs", tags=["runs"])
-    def list_runs(dataset: str | None = None, model: str | None = None, limit: int = Query(200, ge=1, le=5000),
-                  token=read):
+    def list_runs(
+        dataset: str | None = None, model: str | None = None, limit: int = Query(200, ge=1, le=5000), token=read
+    ):
         """Stored runs with their metrics, newest first; filter by dataset and / or model."""
         with db.session() as s:
             q = select(Run).order_by(Run.id.desc()).limit(limit)

@@ -58,8 +58,9 @@ class WardSlicer(BaseSlicer):
         -------
         self
         """
-        self.labels_, self.slices_ = ward_hard_groups(embeddings, self.n_clusters, self.memory, method=self.ward,
-                                                      hard=hard, confidence=confidence, a=self.a)
+        self.labels_, self.slices_ = ward_hard_groups(
+            embeddings, self.n_clusters, self.memory, method=self.ward, hard=hard, confidence=confidence, a=self.a
+        )
         self.n_samples_fit_ = self.labels_.shape[0]
         return self
 
@@ -68,8 +69,12 @@ class WardSlicer(BaseSlicer):
 
     def hard_groups(self, image_embeddings, *, confidence=None, hard=None):
         # Ward's groups depend on the split it is given, so it is always (re)fitted on it.
-        return BaseSlicer.hard_groups(self.fit(image_embeddings, confidence=confidence, hard=hard),
-                                      image_embeddings, confidence=confidence, hard=hard)
+        return BaseSlicer.hard_groups(
+            self.fit(image_embeddings, confidence=confidence, hard=hard),
+            image_embeddings,
+            confidence=confidence,
+            hard=hard,
+        )
 
     def predict(self, embeddings):
         """Cluster of each row the slicer was fitted on (-1 outside the hard split)."""
@@ -78,6 +83,8 @@ class WardSlicer(BaseSlicer):
         check_fitted(self)
         n = np.asarray(embeddings).shape[0]
         if n != self.n_samples_fit_:
-            raise ValueError(f"WardSlicer has no out-of-sample rule; it labels the {self.n_samples_fit_} rows it "
-                             f"was fitted on, and received {n}.")
+            raise ValueError(
+                f"WardSlicer has no out-of-sample rule; it labels the {self.n_samples_fit_} rows it "
+                f"was fitted on, and received {n}."
+            )
         return self.labels_

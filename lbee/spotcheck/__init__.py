@@ -20,8 +20,7 @@ if TYPE_CHECKING:  # for static tools; at run time the networks (and torch under
     from ._network import ImageTower, SquareClassifier, TextHead, to_tensor
 
 #: The world's networks (torch modules), imported on first access: ``import lbee.spotcheck`` does not import torch.
-_LAZY = {"ImageTower": "._network", "SquareClassifier": "._network", "TextHead": "._network",
-         "to_tensor": "._network"}
+_LAZY = {"ImageTower": "._network", "SquareClassifier": "._network", "TextHead": "._network", "to_tensor": "._network"}
 
 
 def __getattr__(name):
@@ -33,7 +32,27 @@ def __getattr__(name):
     return value
 
 
-__all__ = ["ATTRIBUTES", "COLORS", "Blindspot", "CorruptECError", "DatasetDefinition", "ExperimentalConfiguration",
-           "ImageTower", "SquareClassifier", "TextHead", "UnsatisfiableError", "domino_synthetic_predictions",
-           "make_ec", "predict", "relevance_matrix", "render", "sample_blindspots", "sample_caption", "sample_dataset",
-           "spotcheck_sentences", "to_tensor", "train_classifier", "verify_blindspots"]
+__all__ = [
+    "ATTRIBUTES",
+    "COLORS",
+    "Blindspot",
+    "CorruptECError",
+    "DatasetDefinition",
+    "ExperimentalConfiguration",
+    "ImageTower",
+    "SquareClassifier",
+    "TextHead",
+    "UnsatisfiableError",
+    "domino_synthetic_predictions",
+    "make_ec",
+    "predict",
+    "relevance_matrix",
+    "render",
+    "sample_blindspots",
+    "sample_caption",
+    "sample_dataset",
+    "spotcheck_sentences",
+    "to_tensor",
+    "train_classifier",
+    "verify_blindspots",
+]

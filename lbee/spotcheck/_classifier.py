@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def train_classifier(images, labels, *, epochs=12, batch_size=128, lr=5e-3, random_state=0, arch="cnn",
-                     on_epoch=None, device="cpu"):
+def train_classifier(
+    images, labels, *, epochs=12, batch_size=128, lr=5e-3, random_state=0, arch="cnn", on_epoch=None, device="cpu"
+):
     """Train the square classifier ("cnn": small CNN; "resnet18": torchvision ResNet-18).
 
     ``on_epoch(epoch, n_epochs, train_accuracy)`` is called after each epoch
@@ -64,7 +65,7 @@ def predict(model, images, batch_size=512):
     probs, feats = [], []
     with torch.inference_mode():
         for i in range(0, len(images), batch_size):
-            x = to_tensor(images[i:i + batch_size])
+            x = to_tensor(images[i : i + batch_size])
             if hasattr(model, "features"):
                 f = model.features(x)
                 logits = model.fc(f)
@@ -83,15 +84,27 @@ def verify_blindspots(ec, split="val", *, min_outside=0.9, max_inside=0.2):
     memb = ec.membership(split)
     outside = ~memb.any(axis=1)
     acc_out = float(correct[outside].mean()) if outside.any() else float("nan")
-    acc_in = [float(correct[memb[:, j]].mean()) if memb[:, j].any() else float("nan")
-              for j in range(memb.shape[1])]
+    acc_in = [float(correct[memb[:, j]].mean()) if memb[:, j].any() else float("nan") for j in range(memb.shape[1])]
     ok = bool(acc_out >= min_outside and all(np.isfinite(a) and a <= max_inside for a in acc_in))
-    return {"split": split, "accuracy_outside": acc_out, "accuracy_inside": acc_in, "passed": ok,
-            "n_inside": [int(memb[:, j].sum()) for j in range(memb.shape[1])]}
+    return {
+        "split": split,
+        "accuracy_outside": acc_out,
+        "accuracy_inside": acc_in,
+        "passed": ok,
+        "n_inside": [int(memb[:, j].sum()) for j in range(memb.shape[1])],
+    }
 
 
-def domino_synthetic_predictions(targets, slices, *, in_sensitivity=0.4, in_specificity=0.4,
-                                 out_sensitivity=0.9, out_specificity=0.9, random_state=None):
+def domino_synthetic_predictions(
+    targets,
+    slices,
+    *,
+    in_sensitivity=0.4,
+    in_specificity=0.4,
+    out_sensitivity=0.9,
+    out_specificity=0.9,
+    random_state=None,
+):
     """Domino's synthetic model (A.3.4): P(ŷ=1) drawn from beta distributions.
 
     For an example with target 1 the predicted probability comes from a beta
@@ -113,11 +126,16 @@ def domino_synthetic_predictions(targets, slices, *, in_sensitivity=0.4, in_spec
     y = np.asarray(targets).astype(int)
     s = np.asarray(slices, dtype=bool)
     inside = s.any(axis=1) if s.ndim == 2 else s
-    for name, v in (("in_sensitivity", in_sensitivity), ("in_specificity", in_specificity),
-                    ("out_sensitivity", out_sensitivity), ("out_specificity", out_specificity)):
+    for name, v in (
+        ("in_sensitivity", in_sensitivity),
+        ("in_specificity", in_specificity),
+        ("out_sensitivity", out_sensitivity),
+        ("out_specificity", out_specificity),
+    ):
         if not 0 < v < 1:
             raise ValueError(f"`{name}` must be in (0, 1); received {v}.")
-    mean = np.where(y == 1, np.where(inside, in_sensitivity, out_sensitivity),
-                    1 - np.where(inside, in_specificity, out_specificity))
+    mean = np.where(
+        y == 1, np.where(inside, in_sensitivity, out_sensitivity), 1 - np.where(inside, in_specificity, out_specificity)
+    )
     concentration = 8.0
     return rng.beta(mean * concentration, (1 - mean) * concentration)

@@ -68,7 +68,8 @@ class ExperimentalConfiguration:
         """Boolean (n, n_blindspots): which images lie in which blindspot."""
         attrs = self.attributes[split]
         return np.array([[b.contains(a) for b in self.blindspots] for a in attrs], dtype=bool).reshape(
-            len(attrs), len(self.blindspots))
+            len(attrs), len(self.blindspots)
+        )
 
     def blindspot_indices(self, split="test"):
         """The true blindspots Ψ as index arrays into ``split``."""
@@ -93,18 +94,29 @@ class ExperimentalConfiguration:
             for i, (img, attrs) in enumerate(zip(self.images[split], self.attributes[split])):
                 rel = f"images/{split}/{i:05d}.png"
                 Image.fromarray(img).save(folder / rel)
-                row = {"split": split, "index": i, "file": rel, "label": int(self.labels[split][i]),
-                       "has_square": attrs[("square", "presence")] == "true"}
+                row = {
+                    "split": split,
+                    "index": i,
+                    "file": rel,
+                    "label": int(self.labels[split][i]),
+                    "has_square": attrs[("square", "presence")] == "true",
+                }
                 row.update({_attr_column(k): v for k, v in attrs.items()})
                 row.update({f"blindspot_{j}": bool(memb[i, j]) for j in range(memb.shape[1])})
                 rows.append(row)
         pd.DataFrame(rows).to_parquet(folder / "metadata.parquet", index=False)
         if self.model is not None:
             torch.save(self.model.state_dict(), folder / "model.pt")
-        definition = {"version": EC_VERSION, "seed": self.seed, "image_size": self.image_size,
-                      "dataset": self.dataset.to_dict(), "blindspots": [b.to_dict() for b in self.blindspots],
-                      "blindspot_descriptions": self.describe_blindspots(), "verification": self.verification,
-                      "sizes": {s: int(len(self.images[s])) for s in SPLITS}}
+        definition = {
+            "version": EC_VERSION,
+            "seed": self.seed,
+            "image_size": self.image_size,
+            "dataset": self.dataset.to_dict(),
+            "blindspots": [b.to_dict() for b in self.blindspots],
+            "blindspot_descriptions": self.describe_blindspots(),
+            "verification": self.verification,
+            "sizes": {s: int(len(self.images[s])) for s in SPLITS},
+        }
         (folder / "ec.json").write_text(json.dumps(definition, indent=1))
         return folder
 
@@ -120,8 +132,9 @@ class ExperimentalConfiguration:
         except (OSError, ValueError) as exc:
             raise CorruptECError(f"EC folder {str(folder)!r} is incomplete or corrupt: {exc}") from None
         if definition.get("version") != EC_VERSION:
-            raise CorruptECError(f"EC folder {str(folder)!r} has version {definition.get('version')!r}; "
-                                 f"expected {EC_VERSION}.")
+            raise CorruptECError(
+                f"EC folder {str(folder)!r} has version {definition.get('version')!r}; expected {EC_VERSION}."
+            )
         try:
             dataset = DatasetDefinition.from_dict(definition["dataset"])
             blindspots = [Blindspot.from_dict(b) for b in definition["blindspots"]]
@@ -130,21 +143,34 @@ class ExperimentalConfiguration:
             for split in SPLITS:
                 part = meta[meta["split"] == split].sort_values("index")
                 if len(part) != definition["sizes"][split]:
-                    raise CorruptECError(f"EC folder {str(folder)!r}: metadata has {len(part)} {split} rows, "
-                                         f"ec.json says {definition['sizes'][split]}.")
-                attributes[split] = [{k: str(r[_attr_column(k)]) for k in keys}
-                                     for r in part.to_dict("records")]
+                    raise CorruptECError(
+                        f"EC folder {str(folder)!r}: metadata has {len(part)} {split} rows, "
+                        f"ec.json says {definition['sizes'][split]}."
+                    )
+                attributes[split] = [{k: str(r[_attr_column(k)]) for k in keys} for r in part.to_dict("records")]
                 labels[split] = part["label"].to_numpy().astype(np.int64)
                 if load_images:
-                    images[split] = np.stack([_read_png(folder / f) for f in part["file"]]) if len(part) else \
-                        np.zeros((0, definition["image_size"], definition["image_size"], 3), np.uint8)
+                    images[split] = (
+                        np.stack([_read_png(folder / f) for f in part["file"]])
+                        if len(part)
+                        else np.zeros((0, definition["image_size"], definition["image_size"], 3), np.uint8)
+                    )
         except KeyError as exc:
             raise CorruptECError(f"EC folder {str(folder)!r} lacks the field {exc}.") from None
         model = None
         if (folder / "model.pt").exists():
             model = load_classifier_weights(folder / "model.pt")
-        return cls(dataset, blindspots, images, attributes, labels, definition["seed"], definition["image_size"],
-                   model, definition.get("verification", {}))
+        return cls(
+            dataset,
+            blindspots,
+            images,
+            attributes,
+            labels,
+            definition["seed"],
+            definition["image_size"],
+            model,
+            definition.get("verification", {}),
+        )
 
 
 def _read_png(path):

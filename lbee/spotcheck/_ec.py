@@ -36,15 +36,28 @@ WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 #: recipe the weights were trained on. Made by ``python scripts/make_demo_classifier.py`` (which prints the
 #: entry), i.e. ``make_ec(seed, train=True)`` on the CPU with 2 torch threads.
 SHIPPED_CLASSIFIERS = {
-    0: {"file": "demo_classifier_seed0.pt",
+    0: {
+        "file": "demo_classifier_seed0.pt",
         "sha256": "3d792d3f29fa9c42a3ada15b5d53054a088a1a0bb2536bacc6b536111e17cbc1",
-        "train_data": "9f81a8adfaf6b85f2895775162d4320d9340aa490301ec7cb36afc6fcf0060e5"},
+        "train_data": "9f81a8adfaf6b85f2895775162d4320d9340aa490301ec7cb36afc6fcf0060e5",
+    },
 }
 
 #: The :func:`make_ec` arguments that decide a classifier's training data and recipe; shipped weights are
 #: considered only when all of them have their default values.
-_WORLD_ARGS = ("sampling", "per_combination", "train_enrich", "n_train", "enrich", "image_size", "epochs", "arch",
-               "n_blindspots", "n_rollable", "n_other_layers")
+_WORLD_ARGS = (
+    "sampling",
+    "per_combination",
+    "train_enrich",
+    "n_train",
+    "enrich",
+    "image_size",
+    "epochs",
+    "arch",
+    "n_blindspots",
+    "n_rollable",
+    "n_other_layers",
+)
 
 
 def _recipe(seed, epochs, arch):
@@ -82,10 +95,19 @@ def write_shipped_classifier(ec, path):
     v = ec.verification
     digest = training_digest(ec.images["train"], ec.labels["train"], _recipe(ec.seed, v["epochs"], v["arch"]))
     path = Path(path)
-    torch.save({"state_dict": ec.model.state_dict(), "ec_seed": int(ec.seed), "train_data": digest,
-                "recipe": _recipe(ec.seed, v["epochs"], v["arch"]), "torch": str(torch.__version__),
-                "threads": torch.get_num_threads(), "accuracy_outside": v["accuracy_outside"],
-                "accuracy_inside": list(v["accuracy_inside"])}, path)
+    torch.save(
+        {
+            "state_dict": ec.model.state_dict(),
+            "ec_seed": int(ec.seed),
+            "train_data": digest,
+            "recipe": _recipe(ec.seed, v["epochs"], v["arch"]),
+            "torch": str(torch.__version__),
+            "threads": torch.get_num_threads(),
+            "accuracy_outside": v["accuracy_outside"],
+            "accuracy_inside": list(v["accuracy_inside"]),
+        },
+        path,
+    )
     return {"file": path.name, "sha256": file_sha256(path), "train_data": digest}
 
 
@@ -98,8 +120,10 @@ def _shipped_classifier(entry, train_data):
 
     path = WEIGHTS_DIR / entry["file"]
     if entry["train_data"] != train_data:
-        return None, ("they were trained on other images or with another recipe (regenerate them: "
-                      "python scripts/make_demo_classifier.py)")
+        return None, (
+            "they were trained on other images or with another recipe (regenerate them: "
+            "python scripts/make_demo_classifier.py)"
+        )
     if not path.is_file():
         return None, f"{str(path)!r} is missing"
     digest = file_sha256(path)
@@ -126,14 +150,39 @@ PAPER_PER_COMBINATION = (400, 50, 50)
 
 
 #: The paper's world (SpotCheck §5.1, official generator): ``make_ec(seed, **PAPER_WORLD)``.
-PAPER_WORLD = {"sampling": "uniform", "per_combination": PAPER_PER_COMBINATION, "train_enrich": 0.0,
-               "min_outside": 0.99, "max_inside": 0.05}
+PAPER_WORLD = {
+    "sampling": "uniform",
+    "per_combination": PAPER_PER_COMBINATION,
+    "train_enrich": 0.0,
+    "min_outside": 0.99,
+    "max_inside": 0.05,
+}
 
 
-def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMBINATION, train_enrich=0.0,
-            n_train=3000, n_val=1000, n_test=2000, enrich=0.25, image_size=64, epochs=12, arch="cnn",
-            n_blindspots=None, n_rollable=None, n_other_layers=None, min_outside=0.9, max_inside=0.2,
-            max_attempts=5, min_blindspot_size=20, device="cpu", train="auto", log=None):
+def make_ec(
+    random_state=0,
+    *,
+    sampling="random",
+    per_combination=PAPER_PER_COMBINATION,
+    train_enrich=0.0,
+    n_train=3000,
+    n_val=1000,
+    n_test=2000,
+    enrich=0.25,
+    image_size=64,
+    epochs=12,
+    arch="cnn",
+    n_blindspots=None,
+    n_rollable=None,
+    n_other_layers=None,
+    min_outside=0.9,
+    max_inside=0.2,
+    max_attempts=5,
+    min_blindspot_size=20,
+    device="cpu",
+    train="auto",
+    log=None,
+):
     """Generate an EC whose model verifiably has its blindspots (SpotCheck §3, app. A–B).
 
     Parameters
@@ -190,16 +239,27 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
     if sampling == "uniform":
         per_combination = tuple(int(x) for x in per_combination)
         if len(per_combination) != 3 or min(per_combination) < 1:
-            raise ValueError(f"`per_combination` must be three positive counts (train, val, test); received "
-                             f"{per_combination!r}.")
+            raise ValueError(
+                f"`per_combination` must be three positive counts (train, val, test); received {per_combination!r}."
+            )
         if not 0 <= train_enrich < 1:
             raise ValueError(f"`train_enrich` must be in [0, 1); received {train_enrich!r}.")
     if train not in ("auto", True):
         raise ValueError(f"`train` must be 'auto' or True; received {train!r}.")
     defaults = inspect.signature(make_ec).parameters
-    world = {"sampling": sampling, "per_combination": per_combination, "train_enrich": train_enrich,
-             "n_train": n_train, "enrich": enrich, "image_size": image_size, "epochs": epochs, "arch": arch,
-             "n_blindspots": n_blindspots, "n_rollable": n_rollable, "n_other_layers": n_other_layers}
+    world = {
+        "sampling": sampling,
+        "per_combination": per_combination,
+        "train_enrich": train_enrich,
+        "n_train": n_train,
+        "enrich": enrich,
+        "image_size": image_size,
+        "epochs": epochs,
+        "arch": arch,
+        "n_blindspots": n_blindspots,
+        "n_rollable": n_rollable,
+        "n_other_layers": n_other_layers,
+    }
     may_ship = train == "auto" and all(world[k] == defaults[k].default for k in _WORLD_ARGS)
     rejected = []
     for attempt in range(max_attempts):
@@ -219,12 +279,24 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
         for i, split in enumerate(SPLITS):
             if sampling == "uniform":
                 images[split], attributes[split], labels[split] = generate_uniform_split(
-                    dataset, blindspots, per_combination[i], rng, image_size, mislabel=split != "test",
-                    n_enrich=n_enrich if split == "train" else 0)
+                    dataset,
+                    blindspots,
+                    per_combination[i],
+                    rng,
+                    image_size,
+                    mislabel=split != "test",
+                    n_enrich=n_enrich if split == "train" else 0,
+                )
             else:
                 images[split], attributes[split], labels[split] = generate_images(
-                    dataset, blindspots, (n_train, n_val, n_test)[i], rng, image_size, mislabel=split != "test",
-                    enrich=enrich)
+                    dataset,
+                    blindspots,
+                    (n_train, n_val, n_test)[i],
+                    rng,
+                    image_size,
+                    mislabel=split != "test",
+                    enrich=enrich,
+                )
         ec = ExperimentalConfiguration(dataset, blindspots, images, attributes, labels, seed, image_size)
         sizes = ec.membership("val").sum(0)
         test_sizes = ec.membership("test").sum(0)
@@ -240,19 +312,25 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
         if may_ship and seed in SHIPPED_CLASSIFIERS:
             entry = SHIPPED_CLASSIFIERS[seed]
             if log:
-                log(f"checking the shipped square classifier {entry['file']} (sha256, training data, blindspot "
-                    "gate) ...")
+                log(
+                    f"checking the shipped square classifier {entry['file']} (sha256, training data, blindspot "
+                    "gate) ..."
+                )
             ec.model, why = _shipped_classifier(entry, training_digest(images["train"], labels["train"], recipe))
             if ec.model is not None:
                 ec.verification = verify_blindspots(ec, min_outside=min_outside, max_inside=max_inside)
                 if ec.verification["passed"]:
                     source = "shipped"
                     if log:
-                        log(f"  passed (sha256 {entry['sha256'][:12]}...): using it; train=True / lbee demo --retrain "
-                            "trains it instead")
+                        log(
+                            f"  passed (sha256 {entry['sha256'][:12]}...): using it; train=True / lbee demo --retrain "
+                            "trains it instead"
+                        )
                 else:
-                    why = (f"they fail the blindspot gate (accuracy outside {ec.verification['accuracy_outside']:.3f}"
-                           f", inside {[round(x, 3) for x in ec.verification['accuracy_inside']]})")
+                    why = (
+                        f"they fail the blindspot gate (accuracy outside {ec.verification['accuracy_outside']:.3f}"
+                        f", inside {[round(x, 3) for x in ec.verification['accuracy_inside']]})"
+                    )
             if source != "shipped":
                 _say(log, f"the shipped square classifier for EC seed {seed} is not used: {why}; training it")
         if source == "trained":
@@ -262,20 +340,31 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
             on_epoch = (lambda e, n, acc: log(f"  epoch {e:>2}/{n}: train accuracy {acc:.3f}")) if log else None
             ec.model = train_classifier(images["train"], labels["train"], **recipe, on_epoch=on_epoch, device=device)
             ec.verification = verify_blindspots(ec, min_outside=min_outside, max_inside=max_inside)
-        ec.verification.update({"classifier": source, "sampling": sampling, "thresholds": [min_outside, max_inside],
-                                "attempts": rejected, "epochs": epochs, "arch": arch,
-                                "per_combination": list(per_combination) if sampling == "uniform" else None,
-                                "train_enrich": train_enrich if sampling == "uniform" else enrich})
+        ec.verification.update(
+            {
+                "classifier": source,
+                "sampling": sampling,
+                "thresholds": [min_outside, max_inside],
+                "attempts": rejected,
+                "epochs": epochs,
+                "arch": arch,
+                "per_combination": list(per_combination) if sampling == "uniform" else None,
+                "train_enrich": train_enrich if sampling == "uniform" else enrich,
+            }
+        )
         if ec.verification["passed"]:
             return ec
         v = ec.verification
-        reason = (f"model failed verification (accuracy outside {v['accuracy_outside']:.3f}, inside "
-                  f"{[round(x, 3) for x in v['accuracy_inside']]})")
+        reason = (
+            f"model failed verification (accuracy outside {v['accuracy_outside']:.3f}, inside "
+            f"{[round(x, 3) for x in v['accuracy_inside']]})"
+        )
         rejected.append({"seed": seed, "blindspots": ec.describe_blindspots(), "reason": reason})
         if log:
             log(f"EC seed {seed}: {reason}; regenerating")
-    raise ECGenerationError(f"No EC passed blindspot verification in {max_attempts} attempts from "
-                            f"random_state={random_state}.", rejected)
+    raise ECGenerationError(
+        f"No EC passed blindspot verification in {max_attempts} attempts from random_state={random_state}.", rejected
+    )
 
 
 class ECGenerationError(RuntimeError):
