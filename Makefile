@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The torch / torchvision lbee is tested with (pyproject.toml has floors only); these resolve from local files here.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: install demo test browser docs wheel-check bench bench-serve clean
+.PHONY: install demo test lint browser docs wheel-check bench bench-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,7 +39,13 @@ browser:
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
-test: $(STAMP) browser docs
+# ruff (lint, then the format check) and mypy (strict on lbee/core), configured in pyproject.toml.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: $(STAMP) lint browser docs
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q tests
 
 # Build the wheel, install it into a fresh venv (torch pins first) and run `lbee demo` outside the tree.

@@ -25,8 +25,13 @@ from lbee.spotcheck import make_ec
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--weights", action="append", default=None, metavar="[NAME=]PATH",
-                    help="a SpotCheck encoder checkpoint (repeatable); default the shipped one")
+    ap.add_argument(
+        "--weights",
+        action="append",
+        default=None,
+        metavar="[NAME=]PATH",
+        help="a SpotCheck encoder checkpoint (repeatable); default the shipped one",
+    )
     args = ap.parse_args()
     ec = make_ec(args.seed)
     g = load_grammar("spotcheck")
@@ -34,8 +39,10 @@ def main():
     neg = [j for j, c in enumerate(conds) if any(k[1] == "presence" and v == "false" for k, v in c.items())]
     rel = spotcheck_relevance(ec.attributes["test"], [conds[j] for j in neg], g)
     keep = [t for t in range(len(neg)) if 0 < rel[:, t].sum() < len(rel)]
-    print(f"demo world seed {args.seed}: {len(keep)} 'no X' sentences of the demo set, "
-          f"{len(ec.images['test'])} test images")
+    print(
+        f"demo world seed {args.seed}: {len(keep)} 'no X' sentences of the demo set, "
+        f"{len(ec.images['test'])} test images"
+    )
     for spec in args.weights or [None]:
         name, _, path = (spec or "").rpartition("=")
         enc = create_encoder("spotcheck") if spec is None else SpotCheckEncoder(path)

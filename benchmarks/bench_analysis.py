@@ -43,11 +43,20 @@ def describe_with_select_all(partition, index, method, params, sentences):
     from lbee.core.selection import select_all
 
     easy = [EasyCluster(g, p) for g, p in zip(partition.easy_groups, partition.easy_protos)]
-    picked = select_all(method, index, partition.hard_protos, partition.easy_protos[partition.matches],
-                        params["k"], params["tau"], cluster_means=partition.hard_means,
-                        reference_mean=partition.reference_mean)
-    hard = [HardCluster(g, partition.hard_protos[i], int(partition.matches[i]), ids.tolist(), sc.tolist())
-            for i, (g, (ids, sc)) in enumerate(zip(partition.hard_groups, picked))]
+    picked = select_all(
+        method,
+        index,
+        partition.hard_protos,
+        partition.easy_protos[partition.matches],
+        params["k"],
+        params["tau"],
+        cluster_means=partition.hard_means,
+        reference_mean=partition.reference_mean,
+    )
+    hard = [
+        HardCluster(g, partition.hard_protos[i], int(partition.matches[i]), ids.tolist(), sc.tolist())
+        for i, (g, (ids, sc)) in enumerate(zip(partition.hard_groups, picked))
+    ]
     return Explanation(hard, easy, method, dict(params, method=method), sentences)
 
 
@@ -81,8 +90,10 @@ def main():
     phi = rng.normal(size=n)
     rel = rng.random((n, N)) < 0.05
     omega = (phi > -0.5).astype(float)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}, lbee from {os.path.dirname(lbee.__file__)}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}, lbee from {os.path.dirname(lbee.__file__)}"
+    )
     base = dense_pass(X, S)
     print(f"baseline: one pass X @ S.T ({n} x {d} by {d} x {N}, float32): {base:.3f} s")
 
@@ -93,9 +104,11 @@ def main():
         lbee.evaluate(e, rel, omega)
     t2 = time.perf_counter()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"(a) n={n} N={N} d={d} C=15 ward={args.ward} (hard split {exps['tops'].params['n_hard']}): "
-          f"split+Ward+selection (5 methods) {t1 - t0:.2f} s = {(t1 - t0) / base:.1f}x; "
-          f"metrics (5 methods) {t2 - t1:.2f} s = {(t2 - t1) / base:.1f}x; process peak RSS {peak:.2f} GB")
+    print(
+        f"(a) n={n} N={N} d={d} C=15 ward={args.ward} (hard split {exps['tops'].params['n_hard']}): "
+        f"split+Ward+selection (5 methods) {t1 - t0:.2f} s = {(t1 - t0) / base:.1f}x; "
+        f"metrics (5 methods) {t2 - t1:.2f} s = {(t2 - t1) / base:.1f}x; process peak RSS {peak:.2f} GB"
+    )
     if args.skip_per_class:
         return
 
@@ -104,8 +117,10 @@ def main():
     Xc = unit(rng.normal(size=(n_classes * per, d)).astype(np.float32))
     base_c = dense_pass(Xc, S)
     dt = per_class(Xc, S, n_classes, per, 1)
-    print(f"(b) per class: {n_classes} classes x {per} images, C=5, 5 methods: {dt:.2f} s = "
-          f"{dt / base_c:.1f}x its pass ({base_c:.3f} s); {dt / n_classes * 1000:.1f} ms per class")
+    print(
+        f"(b) per class: {n_classes} classes x {per} images, C=5, 5 methods: {dt:.2f} s = "
+        f"{dt / base_c:.1f}x its pass ({base_c:.3f} s); {dt / n_classes * 1000:.1f} ms per class"
+    )
     try:
         import lbee.core.explanation as explanation
         from lbee.core.selection import select_all  # noqa: F401
@@ -117,8 +132,10 @@ def main():
             dt = per_class(Xc, S, n_classes, per, 1)
         finally:
             explanation._describe = original
-        print(f"(b') the same with one select_all per method (the lead's partition code): {dt:.2f} s = "
-              f"{dt / base_c:.1f}x; {dt / n_classes * 1000:.1f} ms per class")
+        print(
+            f"(b') the same with one select_all per method (the lead's partition code): {dt:.2f} s = "
+            f"{dt / base_c:.1f}x; {dt / n_classes * 1000:.1f} ms per class"
+        )
 
 
 if __name__ == "__main__":

@@ -30,16 +30,23 @@ SUBJECTS = 10
 def grammar_text():
     lines = ["name: bench", "lead: An image with", "subjects:"]
     for s in range(SUBJECTS):
-        lines += [f"  - id: thing{s}", f"    noun: thing{s}", "    deniable: true", "    attributes:",
-                  "      - id: colour", f"        values: {{red: red{s}, blue: blue{s}}}",
-                  "      - id: size", f"        values: {{small: small{s}, large: large{s}}}"]
+        lines += [
+            f"  - id: thing{s}",
+            f"    noun: thing{s}",
+            "    deniable: true",
+            "    attributes:",
+            "      - id: colour",
+            f"        values: {{red: red{s}, blue: blue{s}}}",
+            "      - id: size",
+            f"        values: {{small: small{s}, large: large{s}}}",
+        ]
     return "\n".join(lines) + "\n"
 
 
 def world(n, d, rng):
     """Random attributes; an image embeds the directions of what holds for it, plus noise."""
     g = parse_grammar(grammar_text(), source="bench")
-    conds, keys = [], []
+    conds = []
     for s in range(SUBJECTS):
         conds.append({(f"thing{s}", "presence"): "true"})
         for attr, values in (("colour", ("red", "blue")), ("size", ("small", "large"))):
@@ -53,7 +60,7 @@ def world(n, d, rng):
     x = rng.normal(scale=0.15, size=(n, d)).astype(np.float32)
     for s in range(SUBJECTS):
         base = 5 * s
-        x += present[:, s:s + 1] * dirs[base]
+        x += present[:, s : s + 1] * dirs[base]
         x += (present[:, s] * (colour[:, s] == 0))[:, None] * dirs[base + 1]
         x += (present[:, s] * (colour[:, s] == 1))[:, None] * dirs[base + 2]
         x += (present[:, s] * (size[:, s] == 0))[:, None] * dirs[base + 3]
@@ -70,9 +77,11 @@ def main():
     rng = np.random.default_rng(0)
     g, conds, atoms, x, present, colour = world(args.n, args.d, rng)
     # three planted failures of four conditions; each cut into five pieces at random (Ward's pieces)
-    fails = [present[:, 0] & present[:, 1] & (colour[:, 0] == 0) & ~present[:, 2],
-             present[:, 3] & ~present[:, 4] & (colour[:, 3] == 1) & present[:, 5],
-             ~present[:, 6] & present[:, 7] & (colour[:, 7] == 0) & present[:, 8]]
+    fails = [
+        present[:, 0] & present[:, 1] & (colour[:, 0] == 0) & ~present[:, 2],
+        present[:, 3] & ~present[:, 4] & (colour[:, 3] == 1) & present[:, 5],
+        ~present[:, 6] & present[:, 7] & (colour[:, 7] == 0) & present[:, 8],
+    ]
     hard = np.zeros(args.n, bool)
     groups = []
     for f in fails:
@@ -86,8 +95,10 @@ def main():
         t0 = time.perf_counter()
         x @ S.T
         base = min(base, time.perf_counter() - t0)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; n = {args.n:,}, d = {args.d}, "
-          f"{len(conds)} atoms, up to 6 conditions: {count_conjunctions(g, 6):,} conjunctions (not enumerated)")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores; n = {args.n:,}, d = {args.d}, "
+        f"{len(conds)} atoms, up to 6 conditions: {count_conjunctions(g, 6):,} conjunctions (not enumerated)"
+    )
     print(f"baseline X @ S.T (N = 1,400): {base:.3f} s")
     t0 = time.perf_counter()
     lits = literal_probabilities(x, atoms, conds, tau=0.3, grammar=g)
@@ -103,8 +114,10 @@ def main():
     print(f"literal probabilities: {t_lit:.3f} s ({t_lit / base:.2f}x)")
     print(f"beam search, 15 groups: {t_search:.3f} s ({t_search / base:.2f}x)")
     print(f"compose (both): {total:.3f} s = {total / base:.2f}x one X @ S.T pass (goal <= 2x)")
-    print(f"merging into one hypothesis per failure: {t_merge:.3f} s ({t_merge / base:.2f}x); "
-          f"{len(groups)} groups -> {len(hyps)} hypotheses")
+    print(
+        f"merging into one hypothesis per failure: {t_merge:.3f} s ({t_merge / base:.2f}x); "
+        f"{len(groups)} groups -> {len(hyps)} hypotheses"
+    )
     right = sum(f[0].hard_share > 0.8 and len(f[0].conditions) >= 4 for f in found)
     print(f"groups whose first sentence holds for > 80 % of them with >= 4 conditions: {right} / {len(groups)}")
 

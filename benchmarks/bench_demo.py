@@ -28,9 +28,14 @@ import numpy as np
 
 STEP = re.compile(r"^\[\s*[\d.]+ s\] (.*)$")
 #: a progress line starting with one of these opens that phase (a rejected candidate re-renders: phases add up)
-PHASES = [("rendering", "rendering the world"), ("checking the shipped", "classifier: shipped weights, gate"),
-          ("the shipped square classifier", "classifier: training"), ("training", "classifier: training"),
-          ("embedding", "embedding, clustering, describing"), ("writing", "writing the outputs")]
+PHASES = [
+    ("rendering", "rendering the world"),
+    ("checking the shipped", "classifier: shipped weights, gate"),
+    ("the shipped square classifier", "classifier: training"),
+    ("training", "classifier: training"),
+    ("embedding", "embedding, clustering, describing"),
+    ("writing", "writing the outputs"),
+]
 
 
 def run_demo(seed, out, extra=()):
@@ -39,8 +44,12 @@ def run_demo(seed, out, extra=()):
     phases, phase = {}, "start-up"
     with open(Path(out) / "stdout.txt", "w") as stdout:
         t0 = last = time.perf_counter()
-        proc = subprocess.Popen([str(lbee), "demo", "--seed", str(seed), "--out", str(Path(out) / "demo"), *extra],
-                                stdout=stdout, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [str(lbee), "demo", "--seed", str(seed), "--out", str(Path(out) / "demo"), *extra],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for line in proc.stderr:
             m = STEP.match(line.strip())
             if not m:
@@ -83,10 +92,12 @@ def same_run(a, b):
     ma, mb = (torch.load(Path(x) / "ec" / "model.pt", map_location="cpu", weights_only=True) for x in (a, b))
     checks = {
         "world (ec metadata)": pd.read_parquet(Path(a) / "ec" / "metadata.parquet").equals(
-            pd.read_parquet(Path(b) / "ec" / "metadata.parquet")),
+            pd.read_parquet(Path(b) / "ec" / "metadata.parquet")
+        ),
         "classifier (bitwise)": ma.keys() == mb.keys() and all(torch.equal(ma[k], mb[k]) for k in ma),
         "predictions": pd.read_csv(Path(a) / "inputs" / "predictions.csv").equals(
-            pd.read_csv(Path(b) / "inputs" / "predictions.csv")),
+            pd.read_csv(Path(b) / "inputs" / "predictions.csv")
+        ),
         "report.md": (Path(a) / "report.md").read_text() == (Path(b) / "report.md").read_text(),
     }
     return ", ".join(f"{name} {'same' if ok else 'DIFFERENT'}" for name, ok in checks.items())
@@ -105,21 +116,25 @@ def main():
     args = ap.parse_args()
     import torch
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, torch "
-          f"{torch.__version__} ({torch.get_num_threads()} threads); load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, torch "
+        f"{torch.__version__} ({torch.get_num_threads()} threads); load average {os.getloadavg()[0]:.1f}"
+    )
     for seed in args.seeds:
         with tempfile.TemporaryDirectory() as tmp:
             outs = []
-            for extra in ([()] + ([("--retrain",)] if args.retrain else [])):
+            for extra in [()] + ([("--retrain",)] if args.retrain else []):
                 out = Path(tmp) / ("retrain" if extra else "default")
                 out.mkdir()
                 load0 = os.getloadavg()[0]
                 wall, phases, stdout = run_demo(seed, out, extra)
                 unit, n = embedding_pass(out / "demo")
-                peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2 ** 20
-                print(f"\nlbee demo --seed {seed} {' '.join(extra)}: {wall:.1f} s wall = {wall / unit:.1f} x one "
-                      f"embedding pass of its {n:,} test images ({unit:.2f} s, median of 3); load average "
-                      f"{load0:.1f} -> {os.getloadavg()[0]:.1f}; peak RSS of a child so far {peak:.2f} GiB")
+                peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+                print(
+                    f"\nlbee demo --seed {seed} {' '.join(extra)}: {wall:.1f} s wall = {wall / unit:.1f} x one "
+                    f"embedding pass of its {n:,} test images ({unit:.2f} s, median of 3); load average "
+                    f"{load0:.1f} -> {os.getloadavg()[0]:.1f}; peak RSS of a child so far {peak:.2f} GiB"
+                )
                 for name, secs in phases.items():
                     print(f"  {name:<36} {secs:6.1f} s {100 * secs / wall:5.1f} %")
                 for line in substance(stdout):

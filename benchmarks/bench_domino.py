@@ -7,8 +7,8 @@
     also carries the label and prediction terms and one final E-step, so it
     does slightly more work per fit.
 (2) Recovery: a planted slice (one of 5 Gaussian blobs, all class 1, where a
-    binary model errs on 80 % of the images; 95 % accuracy elsewhere) over random_state 0..N-1, with γ = 1 (the official default) and
-    γ = 10 (the SpotCheck paper's), soft 2-column predictions: the fraction of
+    binary model errs on 80 % of the images; 95 % accuracy elsewhere) over random_state 0..N-1, with γ = 1 (the
+    official default) and γ = 10 (the SpotCheck paper's), soft 2-column predictions: the fraction of
     seeds whose top slice holds >= 80 % of the planted slice's errors with
     >= 80 % precision, and the mean final log-likelihood per example.
 
@@ -44,10 +44,12 @@ def speed(n, d, k, seed=0):
     X = centres[rng.integers(k, size=n)] + rng.normal(size=(n, d))
     y = rng.integers(2, size=n)
     p = np.clip(y + rng.normal(0, 0.3, size=n), 0, 1)
-    dom = DominoSlicer(n_mixture_components=k, n_pca_components=None, max_iter=15, tol=0.0,
-                       init_params="random", random_state=0)
-    gmm = GaussianMixture(k, covariance_type="diag", max_iter=15, tol=0.0, init_params="random",
-                          reg_covar=1e-6, random_state=0)
+    dom = DominoSlicer(
+        n_mixture_components=k, n_pca_components=None, max_iter=15, tol=0.0, init_params="random", random_state=0
+    )
+    gmm = GaussianMixture(
+        k, covariance_type="diag", max_iter=15, tol=0.0, init_params="random", reg_covar=1e-6, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t_lbee = timed(lambda: dom.fit(X, y, p))
@@ -71,8 +73,13 @@ def recovery(n_seeds, gamma):
     hits, lls = 0, []
     for seed in range(n_seeds):
         X, y, P, truth = planted(seed)
-        dom = DominoSlicer(n_slices=1, n_mixture_components=10, y_log_likelihood_weight=gamma,
-                           y_hat_log_likelihood_weight=gamma, random_state=seed).fit(X, y, P)
+        dom = DominoSlicer(
+            n_slices=1,
+            n_mixture_components=10,
+            y_log_likelihood_weight=gamma,
+            y_hat_log_likelihood_weight=gamma,
+            random_state=seed,
+        ).fit(X, y, P)
         top = dom.slices_[0]
         overlap = np.intersect1d(top, truth).size
         hits += overlap >= 0.8 * truth.size and overlap >= 0.8 * max(top.size, 1)

@@ -1,4 +1,4 @@
-"""Text->image ROC-AUC of SpotCheck encoders against the exact relevance Γ, by kind of sentence.
+r"""Text->image ROC-AUC of SpotCheck encoders against the exact relevance Γ, by kind of sentence.
 
 Renders fresh held-out SpotCheck images (every layer and attribute rollable, as the
 training script's dataset; a seed the training never uses), embeds them with each
@@ -17,7 +17,8 @@ the number of sentences and the median AUC (min in brackets) of each encoder:
   conditions of Γ: an object's attribute brings its presence ("a small circle" = 2).
 
     python benchmarks/bench_encoder_auc.py                                  # the shipped encoder
-    python benchmarks/bench_encoder_auc.py --weights old=/tmp/old_encoder.pt --weights new=lbee/weights/spotcheck_encoder.pt
+    python benchmarks/bench_encoder_auc.py --weights old=/tmp/old_encoder.pt \
+        --weights new=lbee/weights/spotcheck_encoder.pt
 
 CPU, about a minute for 2,000 images and two encoders.
 """
@@ -78,7 +79,9 @@ def sentence(conds):
             text += " but no " + " and no ".join(_noun(l_, False) for l_ in absent)
     elif absent:
         text += " with no " + " and no ".join(_noun(l_, False) for l_ in absent)
-    bg = [{"grey": "grey", "white": "white"}[conds[("background", "color")]]] if ("background", "color") in conds else []
+    bg = (
+        [{"grey": "grey", "white": "white"}[conds[("background", "color")]]] if ("background", "color") in conds else []
+    )
     if ("background", "texture") in conds:
         bg.append("noisy" if conds[("background", "texture")] == "noise" else "clean")
     if bg:
@@ -126,23 +129,33 @@ def sentence_kinds(n_conj, seed):
     kinds = {}
     single = [(s, c) for s, c, flag in spotcheck_sentences() if flag]
     kinds["presence"] = [(s, c) for s, c in single if len(c) == 1 and next(iter(c))[1] == "presence"]
-    kinds["pair of objects"] = [(s, c) for s, c, _ in spotcheck_sentences()
-                                if len(c) == 2 and all(k[1] == "presence" and v == "true" for k, v in c.items())]
-    kinds["absence alone (no X / without X)"] = (
-        [(f"An image with no {_noun(l_, False)}", {(l_, "presence"): "false"}) for l_ in OBJECTS]
-        + [(f"An image without {_noun(l_)}", {(l_, "presence"): "false"}) for l_ in OBJECTS])
+    kinds["pair of objects"] = [
+        (s, c)
+        for s, c, _ in spotcheck_sentences()
+        if len(c) == 2 and all(k[1] == "presence" and v == "true" for k, v in c.items())
+    ]
+    kinds["absence alone (no X / without X)"] = [
+        (f"An image with no {_noun(l_, False)}", {(l_, "presence"): "false"}) for l_ in OBJECTS
+    ] + [(f"An image without {_noun(l_)}", {(l_, "presence"): "false"}) for l_ in OBJECTS]
     kinds["absence beside an object (a Y but no X)"] = [
-        (sentence({(y, "presence"): "true", (x, "presence"): "false"}), {(y, "presence"): "true",
-                                                                          (x, "presence"): "false"})
-        for y in OBJECTS for x in OBJECTS if x != y]
+        (
+            sentence({(y, "presence"): "true", (x, "presence"): "false"}),
+            {(y, "presence"): "true", (x, "presence"): "false"},
+        )
+        for y in OBJECTS
+        for x in OBJECTS
+        if x != y
+    ]
     kinds["absence, spotcheck set ('no X')"] = [(s, c) for s, c, _ in spotcheck_sentences() if " no " in s]
-    for label, pick in [("object size", lambda k: k[1] == "size"), ("object colour", lambda k: k[1] == "color"
-                                                                      and k[0] != "background"),
-                        ("object texture", lambda k: k[1] == "texture" and k[0] != "background"),
-                        ("background colour", lambda k: k == ("background", "color")),
-                        ("background texture", lambda k: k == ("background", "texture")),
-                        ("square position", lambda k: k == ("background", "position")),
-                        ("number of squares", lambda k: k == ("square", "number"))]:
+    for label, pick in [
+        ("object size", lambda k: k[1] == "size"),
+        ("object colour", lambda k: k[1] == "color" and k[0] != "background"),
+        ("object texture", lambda k: k[1] == "texture" and k[0] != "background"),
+        ("background colour", lambda k: k == ("background", "color")),
+        ("background texture", lambda k: k == ("background", "texture")),
+        ("square position", lambda k: k == ("background", "position")),
+        ("number of squares", lambda k: k == ("square", "number")),
+    ]:
         kinds[label] = [(s, c) for s, c in single if any(pick(k) for k in c)]
     rng = np.random.default_rng(seed)
     for absence in (False, True):
@@ -172,8 +185,13 @@ def aucs(X, S, rel, min_pos):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--weights", action="append", default=None, metavar="[NAME=]PATH",
-                    help="an encoder checkpoint (repeatable); default the shipped one")
+    ap.add_argument(
+        "--weights",
+        action="append",
+        default=None,
+        metavar="[NAME=]PATH",
+        help="an encoder checkpoint (repeatable); default the shipped one",
+    )
     ap.add_argument("--n-images", type=int, default=2000)
     ap.add_argument("--n-conjunctions", type=int, default=40, help="random sentences per conjunction size")
     ap.add_argument("--seed", type=int, default=7, help="held out: training renders use seeds 0 and 123")
@@ -203,8 +221,10 @@ def main():
         results[name] = aucs(enc.encode_arrays(images), S, rel, args.min_positives)
         taus[name] = enc.default_tau
     names = [n for n, _ in named]
-    print(f"SpotCheck encoder text->image ROC-AUC vs exact Γ: {args.n_images} fresh renders (seed {args.seed}, "
-          f"every attribute rollable); median (min) over the sentences of each kind")
+    print(
+        f"SpotCheck encoder text->image ROC-AUC vs exact Γ: {args.n_images} fresh renders (seed {args.seed}, "
+        f"every attribute rollable); median (min) over the sentences of each kind"
+    )
     width = max(len(k) for k in kinds) + 2
     header = f"{'kind':<{width}}{'n':>4}" + "".join(f"{n:>18}" for n in names)
     print(header)

@@ -38,8 +38,10 @@ def main():
     S = unit(rng.normal(size=(N, d))).astype(np.float32)
     preds = np.where(rng.random(n) < 0.25, rng.integers(0, n_classes, n), labels)
     rel = rng.random((n, N)) < 0.05
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}"
+    )
     print(f"n = {n:,} images, {n_classes} classes, N = {N} sentences, d = {d}, C = 5, 5 describers + metrics")
     best = float("inf")
     for _ in range(3):
@@ -54,9 +56,11 @@ def main():
         dt = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-        print(f"n_jobs={jobs}: {dt:6.1f} s total = {dt / best:.1f}x the pass, "
-              f"{1000 * dt / len(res.explanations):5.1f} ms per class, "
-              f"python-heap peak {peak:,.0f} MiB, {len(res.skipped)} skipped")
+        print(
+            f"n_jobs={jobs}: {dt:6.1f} s total = {dt / best:.1f}x the pass, "
+            f"{1000 * dt / len(res.explanations):5.1f} ms per class, "
+            f"python-heap peak {peak:,.0f} MiB, {len(res.skipped)} skipped"
+        )
     print(res.summary().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
 
 

@@ -32,23 +32,43 @@ def main(n=50_000):
     easy = np.zeros(n, bool)
     hard[np.argsort(phi)[:2500]] = True
     easy[np.argsort(-phi)[:2500]] = True
-    exps = explain_methods(X, S, methods=["tops", "setdiff", "pdiff", "fpdiff"], hard=hard, easy=easy,
-                           n_clusters=15, sentences=[f"sentence {i}" for i in range(N)])
+    exps = explain_methods(
+        X,
+        S,
+        methods=["tops", "setdiff", "pdiff", "fpdiff"],
+        hard=hard,
+        easy=easy,
+        n_clusters=15,
+        sentences=[f"sentence {i}" for i in range(N)],
+    )
     sources = [np.full((32, 32, 3), i % 251, np.uint8) for i in range(n)]
     rel = rng.random((n, N)) < 0.05
-    run = ReportRun("bench", "random", {"ward": exps}, [f"sentence {i}" for i in range(N)],
-                    [f"img_{i:05d}.png" for i in range(n)], phi, (phi > -0.5).astype(float),
-                    thumbnail_sources=sources, relevance=rel, embeddings=X)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}")
+    run = ReportRun(
+        "bench",
+        "random",
+        {"ward": exps},
+        [f"sentence {i}" for i in range(N)],
+        [f"img_{i:05d}.png" for i in range(n)],
+        phi,
+        (phi > -0.5).astype(float),
+        thumbnail_sources=sources,
+        relevance=rel,
+        embeddings=X,
+    )
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for attempt in ("first render", "second render"):
             thumbs = ThumbnailCache(tmp)
             t0 = time.perf_counter()
             html = render_report(run, thumbs=thumbs)
             dt = time.perf_counter() - t0
-            print(f"n = {n}, {attempt}: {dt:5.1f} s, page {len(html.encode()) / 2**20:.2f} MiB, thumbnails made "
-                  f"{thumbs.n_generated}, from cache {thumbs.n_cached}")
+            print(
+                f"n = {n}, {attempt}: {dt:5.1f} s, page {len(html.encode()) / 2**20:.2f} MiB, thumbnails made "
+                f"{thumbs.n_generated}, from cache {thumbs.n_cached}"
+            )
 
 
 if __name__ == "__main__":

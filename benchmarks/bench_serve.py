@@ -47,9 +47,11 @@ sys.path.insert(0, str(REPO))
 import lbee  # noqa: E402
 
 #: name -> (n images, N sentences, d, ward, split): 'confidence' (φ), or 'halves' (hard / easy masks of n / 2)
-CASES = {"images": (50_000, 20_000, 128, "auto", "confidence"),
-         "exact_ward": (16_000, 2_000, 128, "exact", "halves"),
-         "refused": (24_000, 200, 4, "exact", "halves")}
+CASES = {
+    "images": (50_000, 20_000, 128, "auto", "confidence"),
+    "exact_ward": (16_000, 2_000, 128, "exact", "halves"),
+    "refused": (24_000, 200, 4, "exact", "halves"),
+}
 
 LIBRARY = """
 import json, resource, sys, time
@@ -126,8 +128,10 @@ def case_arrays(name):
 
 
 def run_limits(args, base_url, headers, server, tmp, httpx):
-    print(f"\n{'case':<11} {'n':>6} {'N':>6} {'d':>4} {'ward':>6} | {'library':>8} {'peak':>8} | "
-          f"{'request':>8} {'x lib':>6} | {'server peak':>11} {'x lib':>6} | {'explain peak':>12} {'x lib':>6}")
+    print(
+        f"\n{'case':<11} {'n':>6} {'N':>6} {'d':>4} {'ward':>6} | {'library':>8} {'peak':>8} | "
+        f"{'request':>8} {'x lib':>6} | {'server peak':>11} {'x lib':>6} | {'explain peak':>12} {'x lib':>6}"
+    )
     for name in args.cases.split(","):
         arrays, ward = case_arrays(name)
         folder = tmp / name
@@ -138,9 +142,13 @@ def run_limits(args, base_url, headers, server, tmp, httpx):
         if name == "refused":
             lib = {"seconds": float("nan"), "peak_mib": float("nan"), "selected": None}
         else:
-            out = subprocess.run([sys.executable, "-c", LIBRARY, str(folder), ward, str(args.repeats)],
-                                 capture_output=True, text=True,
-                                 check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+            out = subprocess.run(
+                [sys.executable, "-c", LIBRARY, str(folder), ward, str(args.repeats)],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
             lib = json.loads(out.stdout.strip().splitlines()[-1])
         files = {k: (f"{k}.npy", npy(v)) for k, v in arrays.items()}
         form = {"settings": json.dumps({"methods": ["fpdiff"], "ward": ward})}
@@ -159,12 +167,16 @@ def run_limits(args, base_url, headers, server, tmp, httpx):
         server_peak = peak_mib(server.pid)
         worker_peak = max((peak_mib(p) for p in children(server.pid)), default=float("nan"))
         if name == "refused":  # no library call to compare with: the request is answered before any clustering
-            print(f"{name:<11} {n:>6} {N:>6} {d:>4} {ward:>6} | {'-':>8} {'-':>8} | {latency:>7.2f}s {'-':>6} | "
-                  f"{server_peak:>9.0f}Mi {'-':>6} | {worker_peak:>10.0f}Mi {'-':>6}   (HTTP {status})")
+            print(
+                f"{name:<11} {n:>6} {N:>6} {d:>4} {ward:>6} | {'-':>8} {'-':>8} | {latency:>7.2f}s {'-':>6} | "
+                f"{server_peak:>9.0f}Mi {'-':>6} | {worker_peak:>10.0f}Mi {'-':>6}   (HTTP {status})"
+            )
             continue
-        print(f"{name:<11} {n:>6} {N:>6} {d:>4} {ward:>6} | {lib['seconds']:>7.2f}s {lib['peak_mib']:>6.0f}Mi | "
-              f"{latency:>7.2f}s {latency / lib['seconds']:>5.2f}x | {server_peak:>9.0f}Mi "
-              f"{server_peak / lib['peak_mib']:>5.2f}x | {worker_peak:>10.0f}Mi {worker_peak / lib['peak_mib']:>5.2f}x")
+        print(
+            f"{name:<11} {n:>6} {N:>6} {d:>4} {ward:>6} | {lib['seconds']:>7.2f}s {lib['peak_mib']:>6.0f}Mi | "
+            f"{latency:>7.2f}s {latency / lib['seconds']:>5.2f}x | {server_peak:>9.0f}Mi "
+            f"{server_peak / lib['peak_mib']:>5.2f}x | {worker_peak:>10.0f}Mi {worker_peak / lib['peak_mib']:>5.2f}x"
+        )
 
 
 def run_load(args, base_url, headers, httpx):
@@ -179,10 +191,20 @@ def run_load(args, base_url, headers, httpx):
         base.append(time.perf_counter() - t0)
     base_med = statistics.median(base)
     print(f"\nload: n={len(X)}, N={len(S)}, d={X.shape[1]}; in-process {base_med * 1000:.0f} ms per call")
-    body_json = json.dumps({"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(),
-                            "confidence": phi.tolist(), "sentences": sentences, "settings": settings}).encode()
-    files = {"image_embeddings": ("x.npy", npy(X)), "sentence_embeddings": ("s.npy", npy(S)),
-             "confidence": ("c.npy", npy(phi))}
+    body_json = json.dumps(
+        {
+            "image_embeddings": X.tolist(),
+            "sentence_embeddings": S.tolist(),
+            "confidence": phi.tolist(),
+            "sentences": sentences,
+            "settings": settings,
+        }
+    ).encode()
+    files = {
+        "image_embeddings": ("x.npy", npy(X)),
+        "sentence_embeddings": ("s.npy", npy(S)),
+        "confidence": ("c.npy", npy(phi)),
+    }
     form = {"settings": json.dumps(settings), "sentences": "\n".join(sentences)}
     failed = 0
     for transport in ("npy", "json"):
@@ -196,8 +218,11 @@ def run_load(args, base_url, headers, httpx):
             t0 = time.perf_counter()
             try:
                 if transport == "json":
-                    r = client.post(f"{base_url}/v1/explain", content=body_json,
-                                    headers={**headers, "content-type": "application/json"})
+                    r = client.post(
+                        f"{base_url}/v1/explain",
+                        content=body_json,
+                        headers={**headers, "content-type": "application/json"},
+                    )
                 else:
                     r = client.post(f"{base_url}/v1/explain", files=files, data=form, headers=headers)
                 ok = r.status_code == 200 and r.json()["explanations"]["fpdiff"]["selected"] == want["fpdiff"].selected
@@ -214,10 +239,12 @@ def run_load(args, base_url, headers, httpx):
         errors = [e for _, e in results if e]
         failed += len(errors)
         rps = len(results) / wall
-        print(f"  [{transport}] {len(results)} requests, concurrency {args.concurrency}: {rps:.2f} requests/s "
-              f"({rps * base_med:.2f}x in-process), p50 {pct(lat, 50):.2f} s ({pct(lat, 50) / base_med:.1f}x), "
-              f"p95 {pct(lat, 95):.2f} s ({pct(lat, 95) / base_med:.1f}x), failed {len(errors)}"
-              + (f" e.g. {errors[0]}" if errors else ""))
+        print(
+            f"  [{transport}] {len(results)} requests, concurrency {args.concurrency}: {rps:.2f} requests/s "
+            f"({rps * base_med:.2f}x in-process), p50 {pct(lat, 50):.2f} s ({pct(lat, 50) / base_med:.1f}x), "
+            f"p95 {pct(lat, 95):.2f} s ({pct(lat, 95) / base_med:.1f}x), failed {len(errors)}"
+            + (f" e.g. {errors[0]}" if errors else "")
+        )
     return failed
 
 
@@ -232,23 +259,50 @@ def main():
     args = ap.parse_args()
     import httpx
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"python {platform.python_version()}, lbee {lbee.__version__}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"python {platform.python_version()}, lbee {lbee.__version__}"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="lbee-bench-serve-"))
     (tmp / "root").mkdir()
     db = f"sqlite:///{tmp / 'lbee.db'}"
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, str(REPO / "cli.py")]
-    token = subprocess.run(cmd + ["serve", "token", "create", "bench", "--scope", "submit", "--db", db], env=env,
-                           capture_output=True, text=True, check=True).stdout.strip()
+    token = subprocess.run(
+        cmd + ["serve", "token", "create", "bench", "--scope", "submit", "--db", db],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     base_url = f"http://127.0.0.1:{port}"
     log = open(tmp / "server.log", "w")
-    server = subprocess.Popen(cmd + ["serve", "--root", str(tmp / "root"), "--output", str(tmp / "out"), "--db", db,
-                                     "--port", str(port), "--workers", "0", "--explain-workers", "1",
-                                     "--log-level", "warning"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        cmd
+        + [
+            "serve",
+            "--root",
+            str(tmp / "root"),
+            "--output",
+            str(tmp / "out"),
+            "--db",
+            db,
+            "--port",
+            str(port),
+            "--workers",
+            "0",
+            "--explain-workers",
+            "1",
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     failed = 0
     try:
         deadline = time.time() + 120
@@ -266,8 +320,10 @@ def main():
         run_limits(args, base_url, headers, server, tmp, httpx)
         if args.load:
             failed = run_load(args, base_url, headers, httpx)
-        print(f"\nserver after the benchmark: /health {httpx.get(f'{base_url}/health', timeout=5).status_code}, "
-              f"peak resident {peak_mib(server.pid):.0f} MiB")
+        print(
+            f"\nserver after the benchmark: /health {httpx.get(f'{base_url}/health', timeout=5).status_code}, "
+            f"peak resident {peak_mib(server.pid):.0f} MiB"
+        )
     finally:
         server.terminate()
         server.wait(30)

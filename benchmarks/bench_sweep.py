@@ -1,4 +1,4 @@
-"""Time `lbee.analyses.sweep.sensitivity_sweep` with the default grids, and the C sweep with and without the Ward-tree cache.
+"""Time `lbee.analyses.sweep.sensitivity_sweep` with the default grids, and the C sweep with and without the Ward cache.
 
 n = 8,000 images (d = 512), N = 1,410 sentences, Γ with 5% density, all five
 describers; K = 1,2,3,5,10, C = 1,5,10,15,20,30, o = 0 ... 1 (7 values).
@@ -24,8 +24,10 @@ def main():
     omega = (phi > -0.5).astype(float)
     rel = rng.random((n, N)) < 0.05
     args = dict(relevance=rel, performance=omega, confidence=phi)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}; n = {n:,}, N = {N}, d = {d}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}; n = {n:,}, N = {N}, d = {d}"
+    )
     t0 = time.perf_counter()
     table = sensitivity_sweep(X, S, **args)
     print(f"default sweep (K, C, o; {len(table)} rows): {time.perf_counter() - t0:.1f} s")

@@ -14,9 +14,9 @@ from .core.evaluation import evaluate, failure_sentences
 from .core.explain import explain, explain_methods
 from .core.explanation import EasyCluster, Explanation, HardCluster
 from .core.partition import Partition, partition
-from .run.settings import RunSettings
 from .core.selection import METHODS
 from .core.split import split_by_confidence
+from .run.settings import RunSettings
 
 __all__ = [
     "__version__",

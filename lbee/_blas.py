@@ -8,10 +8,12 @@ busy (OpenBLAS threads spin waiting for each other), and a 2 x 4,096 by
 
 from __future__ import annotations
 
-_CONTROLLER = []
+from typing import Any
+
+_CONTROLLER: list[Any] = []  # the threadpoolctl controller, built on first use
 
 
-def one_blas_thread():
+def one_blas_thread() -> Any:
     """A context manager limiting BLAS to one thread (threadpoolctl; the controller is built once)."""
     if not _CONTROLLER:
         from threadpoolctl import ThreadpoolController

@@ -8,24 +8,28 @@ expected, as SPEC §2 asks.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Collection
+from typing import Any, Literal, overload
 
 import numpy as np
 
+from .typing import BoolArray, FloatArray
 
-def _describe(value):
+
+def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape} and dtype {value.dtype}"
     return f"{type(value).__name__} {value!r}"[:120]
 
 
-def as_float_matrix(value, name, *, allow_empty=False):
+def as_float_matrix(value: Any, name: str, *, allow_empty: bool = False) -> FloatArray:
     """Return ``value`` as a finite float64 matrix of shape (rows, cols)."""
     if value is None:
         raise TypeError(f"`{name}` is required: received None, expected an array-like of shape (n, d).")
     if np.iscomplexobj(value):
         raise TypeError(f"`{name}` holds complex numbers; expected real values of shape (n, d).")
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        arr: FloatArray = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"`{name}` must be a numeric array-like of shape (n, d); received {_describe(value)} ({exc})."
@@ -40,7 +44,7 @@ def as_float_matrix(value, name, *, allow_empty=False):
     return arr
 
 
-def as_unit_rows(value, name):
+def as_unit_rows(value: Any, name: str) -> FloatArray:
     """Return ``value`` as float64 rows of unit L2 norm (zero rows are an error).
 
     Scale-safe: each row is first divided by its largest absolute value, so
@@ -53,15 +57,16 @@ def as_unit_rows(value, name):
         rows = np.flatnonzero(peak[:, 0] == 0)[:5].tolist()
         raise ValueError(f"`{name}` has all-zero rows (first: {rows}); a zero vector has no direction to compare.")
     arr = arr / peak
-    return arr / np.linalg.norm(arr, axis=1, keepdims=True)
+    unit: FloatArray = arr / np.linalg.norm(arr, axis=1, keepdims=True)
+    return unit
 
 
-def as_float_vector(value, name, n=None):
+def as_float_vector(value: Any, name: str, n: int | None = None) -> FloatArray:
     """Return ``value`` as a finite float64 vector, of length ``n`` when given."""
     if value is None:
         raise TypeError(f"`{name}` is required: received None, expected an array-like of shape ({n or 'n'},).")
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        arr: FloatArray = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"`{name}` must be a numeric array-like; received {_describe(value)}.") from None
     if arr.ndim != 1:
@@ -76,9 +81,9 @@ def as_float_vector(value, name, n=None):
     return arr
 
 
-def as_bool_vector(value, name, n):
+def as_bool_vector(value: Any, name: str, n: int) -> BoolArray:
     """Return ``value`` as a boolean mask of length ``n``."""
-    arr = np.asarray(value)
+    arr: BoolArray = np.asarray(value)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"`{name}` must be a boolean mask of shape ({n},); received shape {arr.shape}.")
     if arr.dtype != bool:
@@ -89,9 +94,9 @@ def as_bool_vector(value, name, n):
     return arr
 
 
-def as_bool_matrix(value, name, shape):
+def as_bool_matrix(value: Any, name: str, shape: tuple[int, ...]) -> BoolArray:
     """Return ``value`` as a boolean matrix of the given shape."""
-    arr = np.asarray(value)
+    arr: BoolArray = np.asarray(value)
     if arr.shape != tuple(shape):
         raise ValueError(f"`{name}` must have shape {tuple(shape)}; received shape {arr.shape}.")
     if arr.dtype != bool:
@@ -102,7 +107,7 @@ def as_bool_matrix(value, name, shape):
     return arr
 
 
-def check_positive_int(value, name, minimum=1):
+def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"`{name}` must be an integer >= {minimum}; received {_describe(value)}.")
     if value < minimum:
@@ -110,20 +115,28 @@ def check_positive_int(value, name, minimum=1):
     return int(value)
 
 
-def check_real(value, name, *, minimum=None, allow_none=False):
+@overload
+def check_real(value: Any, name: str, *, minimum: float | None = None, allow_none: Literal[False] = False) -> float: ...
+
+
+@overload
+def check_real(value: Any, name: str, *, minimum: float | None = None, allow_none: bool) -> float | None: ...
+
+
+def check_real(value: Any, name: str, *, minimum: float | None = None, allow_none: bool = False) -> float | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; received {_describe(value)}.")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"`{name}` must be finite; received {value}.")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"`{name}` must be >= {minimum}; received {value}.")
-    return value
+    out = float(value)
+    if not np.isfinite(out):
+        raise ValueError(f"`{name}` must be finite; received {out}.")
+    if minimum is not None and out < minimum:
+        raise ValueError(f"`{name}` must be >= {minimum}; received {out}.")
+    return out
 
 
-def check_choice(value, name, choices):
+def check_choice(value: Any, name: str, choices: Collection[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"`{name}` must be one of {sorted(choices)}; received {value!r}.")
     return value

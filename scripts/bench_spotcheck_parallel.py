@@ -40,8 +40,10 @@ class TableTextModel:
     def encode(self, sentences, **_):
         missing = [s for s in sentences if s not in self._row]
         if missing:
-            raise KeyError(f"{len(missing)} sentences are not in the text table (first: {missing[0]!r}); "
-                           "remake it with make-table.")
+            raise KeyError(
+                f"{len(missing)} sentences are not in the text table (first: {missing[0]!r}); "
+                "remake it with make-table."
+            )
         return self._emb[[self._row[s] for s in sentences]]
 
 
@@ -84,7 +86,7 @@ def run(args):
         if getattr(args, name) is not None:
             ec_kwargs[name] = getattr(args, name)
     seeds = list(range(args.first_seed, args.first_seed + args.n_ecs))
-    chunks = [seeds[i::args.workers] for i in range(args.workers) if seeds[i::args.workers]]
+    chunks = [seeds[i :: args.workers] for i in range(args.workers) if seeds[i :: args.workers]]
     t0 = time.perf_counter()
     ctx = __import__("multiprocessing").get_context("spawn")  # CUDA needs spawned workers
     with ProcessPoolExecutor(len(chunks), mp_context=ctx) as pool:
@@ -93,8 +95,14 @@ def run(args):
             done, secs = fut.result()
             print(f"[{time.perf_counter() - t0:6.0f}s] seeds {done} done in {secs:.0f}s", flush=True)
     # the whole range: every record is read back (a config mismatch raises), nothing is recomputed
-    records = run_benchmark(args.n_ecs, args.out, encoder=_encoder(args.device, args.text_table),
-                            first_seed=args.first_seed, device=args.device, **ec_kwargs)
+    records = run_benchmark(
+        args.n_ecs,
+        args.out,
+        encoder=_encoder(args.device, args.text_table),
+        first_seed=args.first_seed,
+        device=args.device,
+        **ec_kwargs,
+    )
     print(write_tables(summarize(records), args.out, failure_notes(records)))
     print(f"{len(records)} ECs in {time.perf_counter() - t0:.0f}s with {len(chunks)} workers on {args.device}")
 

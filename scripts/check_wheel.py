@@ -67,15 +67,16 @@ def build_wheel(dist):
 def expected_files():
     """The wheel paths of every tracked file under lbee/, vqa/ and sentence_sets/."""
     tracked = run(["git", "ls-files", "--", *SOURCE_TO_WHEEL], cwd=ROOT).stdout.split()
-    untracked = run(["git", "ls-files", "--others", "--exclude-standard", "--", *SOURCE_TO_WHEEL],
-                    cwd=ROOT).stdout.split()  # new files of the working tree ship too
+    untracked = run(
+        ["git", "ls-files", "--others", "--exclude-standard", "--", *SOURCE_TO_WHEEL], cwd=ROOT
+    ).stdout.split()  # new files of the working tree ship too
     out = set()
     for path in tracked + untracked:
         if not (ROOT / path).is_file():
             continue  # deleted in the working tree
         for src, dst in SOURCE_TO_WHEEL.items():
             if path.startswith(src):
-                out.add(dst + path[len(src):])
+                out.add(dst + path[len(src) :])
     return out
 
 
@@ -100,9 +101,16 @@ def clean_env(**extra):
 
 def demo_without_extras(lbee, outside, env):
     """The core install: no extra's module, and ``lbee demo`` stops at once with the pip line. Returns its extras."""
-    proc = run([lbee.parent / "python", "-c", "import importlib.util as u, lbee.extras as e; "
-                "print(' '.join(m for _, (__, mods) in e.EXTRAS.items() for m in mods if u.find_spec(m)))"],
-               cwd=outside, env=env)
+    proc = run(
+        [
+            lbee.parent / "python",
+            "-c",
+            "import importlib.util as u, lbee.extras as e; "
+            "print(' '.join(m for _, (__, mods) in e.EXTRAS.items() for m in mods if u.find_spec(m)))",
+        ],
+        cwd=outside,
+        env=env,
+    )
     if proc.stdout.strip():
         raise CheckFailed(f"the core install brings extras' modules: {proc.stdout.strip()}")
     t = time.perf_counter()
@@ -111,8 +119,10 @@ def demo_without_extras(lbee, outside, env):
     text = proc.stdout + proc.stderr
     found = re.search(r'pip install "lbee\[([a-z,]+)\]"', text)
     if proc.returncode != 1 or "Traceback" in text or not found or len(text.strip().splitlines()) != 1:
-        raise CheckFailed(f"`lbee demo` without its extras should stop with one line naming pip install "
-                          f"\"lbee[...]\"; exit {proc.returncode}:\n{text[-3000:]}")
+        raise CheckFailed(
+            f"`lbee demo` without its extras should stop with one line naming pip install "
+            f'"lbee[...]"; exit {proc.returncode}:\n{text[-3000:]}'
+        )
     print(f"  without extras: {text.strip()} ({took:.2f} s)", flush=True)
     return found.group(1)
 
@@ -162,8 +172,11 @@ def main(argv=None):
 
         outside = tmp / "elsewhere"  # no lbee/ folder here: `import lbee` must find the installed one
         outside.mkdir()
-        site = Path(run([py, "-c", "import lbee, pathlib; print(pathlib.Path(lbee.__file__).parents[1])"],
-                        cwd=outside, env=env).stdout.strip())
+        site = Path(
+            run(
+                [py, "-c", "import lbee, pathlib; print(pathlib.Path(lbee.__file__).parents[1])"], cwd=outside, env=env
+            ).stdout.strip()
+        )
         if site.resolve().is_relative_to(ROOT.resolve()):
             raise CheckFailed(f"`import lbee` found the source tree ({site}), not the installed wheel")
         t = time.perf_counter()
@@ -176,8 +189,11 @@ def main(argv=None):
         step(f"install the extras the demo names ({extras})", t)
 
         t = time.perf_counter()
-        proc = run([lbee, "-v", "--cache-dir", outside / "cache", "demo", "--out", outside / "demo"], cwd=outside,
-                   env=clean_env(PYTHONWARNINGS="default"))
+        proc = run(
+            [lbee, "-v", "--cache-dir", outside / "cache", "demo", "--out", outside / "demo"],
+            cwd=outside,
+            env=clean_env(PYTHONWARNINGS="default"),
+        )
         step("lbee demo from outside the tree", t)
         found = lbee_warnings(proc.stdout + proc.stderr, site)
         if found:
@@ -195,8 +211,10 @@ def main(argv=None):
             t = time.perf_counter()
             subprocess.run(["rm", "-rf", str(tmp)], check=False)
             step("remove the temporary venv", t)
-    print(f"wheel check passed in {time.perf_counter() - t0:.0f} s: "
-          + ", ".join(f"{n} {s:.0f} s" for n, s in steps), flush=True)
+    print(
+        f"wheel check passed in {time.perf_counter() - t0:.0f} s: " + ", ".join(f"{n} {s:.0f} s" for n, s in steps),
+        flush=True,
+    )
     return 0
 
 

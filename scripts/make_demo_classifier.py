@@ -40,13 +40,20 @@ def main():
         new = ec.model.state_dict()
         same = old.keys() == new.keys() and all(torch.equal(old[k], new[k]) for k in new)
         diff = 0.0 if same else max(float((old[k].float() - new[k].float()).abs().max()) for k in new if k in old)
-        print("the new weights are bitwise equal to the file they replace" if same else
-              f"the new weights differ from the file they replace (max |difference| {diff:.3g})")
+        print(
+            "the new weights are bitwise equal to the file they replace"
+            if same
+            else f"the new weights differ from the file they replace (max |difference| {diff:.3g})"
+        )
     v = ec.verification
-    print(f"EC seed {ec.seed}: accuracy outside the blindspots {v['accuracy_outside']:.3f}, inside "
-          f"{[round(x, 3) for x in v['accuracy_inside']]}; rejected candidates: {len(v['attempts'])}")
-    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, {time.perf_counter() - t0:.0f} s)")
+    print(
+        f"EC seed {ec.seed}: accuracy outside the blindspots {v['accuracy_outside']:.3f}, inside "
+        f"{[round(x, 3) for x in v['accuracy_inside']]}; rejected candidates: {len(v['attempts'])}"
+    )
+    print(
+        f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, {time.perf_counter() - t0:.0f} s)"
+    )
     print("SHIPPED_CLASSIFIERS entry (lbee/spotcheck/_ec.py):")
     print(f"    {ec.seed}: {entry!r},")
 

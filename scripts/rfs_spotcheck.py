@@ -36,8 +36,9 @@ def make_world(kind, n, rng, size=64):
             color = "grey" if y else "white"
         else:
             color = "grey" if rng.random() < 0.5 else "white"
-        attrs = world.sample_attributes(rng, {("square", "presence"): "true" if y else "false",
-                                              ("background", "color"): color})
+        attrs = world.sample_attributes(
+            rng, {("square", "presence"): "true" if y else "false", ("background", "color"): color}
+        )
         images[i], _, masks[i] = render(attrs, rng, size, return_mask=True)
     return images, masks, labels.astype(np.int64)
 
@@ -66,21 +67,34 @@ def main(argv=None):
         x_te, m_te, y_te = make_world(kind, args.n_test, rng)
         model = train_classifier(x_tr, y_tr, epochs=args.epochs, random_state=args.seed)
         t_train = time.perf_counter() - t0
-        res = region_sensitivity(model, list(x_te), list(m_te), y_te, sigmas=sigmas, trials=args.trials,
-                                 seed=args.seed, preprocess=Preprocess.preset("spotcheck"),
-                                 class_names=["no square", "square"], batch_size=256)
+        res = region_sensitivity(
+            model,
+            list(x_te),
+            list(m_te),
+            y_te,
+            sigmas=sigmas,
+            trials=args.trials,
+            seed=args.seed,
+            preprocess=Preprocess.preset("spotcheck"),
+            class_names=["no square", "square"],
+            batch_size=256,
+        )
         s = res.summary
         results[kind] = s
-        print(f"\n[{kind}] trained in {t_train:.0f} s; test clean accuracy {s['accuracy_clean']:.3f}, "
-              f"background grayed {s['accuracy_gray_background']:.3f}, mean fg fraction "
-              f"{res.table['fg_fraction'].mean():.3f}")
+        print(
+            f"\n[{kind}] trained in {t_train:.0f} s; test clean accuracy {s['accuracy_clean']:.3f}, "
+            f"background grayed {s['accuracy_gray_background']:.3f}, mean fg fraction "
+            f"{res.table['fg_fraction'].mean():.3f}"
+        )
         print(f"  {'sigma':>5} {'a_fg':>6} {'a_bg':>6} {'RFS':>7}")
         for b in s["per_sigma"]:
             r = "n/a" if b["rfs"] is None else f"{b['rfs']:+.3f}"
             print(f"  {b['sigma']:>5g} {b['a_fg']:>6.3f} {b['a_bg']:>6.3f} {r:>7}")
         print(f"  RFS mean over σ {s['rfs_mean']:+.3f}; mean iRFS {s['irfs_mean']:+.3f}")
-    print(f"\nRFS (mean over σ): objects {results['objects']['rfs_mean']:+.3f}, "
-          f"background shortcut {results['shortcut']['rfs_mean']:+.3f}")
+    print(
+        f"\nRFS (mean over σ): objects {results['objects']['rfs_mean']:+.3f}, "
+        f"background shortcut {results['shortcut']['rfs_mean']:+.3f}"
+    )
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(results, fh, indent=1)

@@ -39,8 +39,13 @@ import numpy as np
 import torch
 
 from lbee.encoders._spotcheck import WEIGHTS, load_text_model
-from lbee.spotcheck._captions import (CAPTION_VALUES, caption_from_conditions, hard_negative_conditions,
-                                      sample_caption, sample_caption_conditions)
+from lbee.spotcheck._captions import (
+    CAPTION_VALUES,
+    caption_from_conditions,
+    hard_negative_conditions,
+    sample_caption,
+    sample_caption_conditions,
+)
 from lbee.spotcheck._network import ImageTower, TextHead, to_tensor
 from lbee.spotcheck._render import render
 from lbee.spotcheck._world import ATTRIBUTES, DatasetDefinition
@@ -107,29 +112,33 @@ def train_tower(images, attrs, text, args, t0):
         perm = torch.randperm(len(images), generator=gen)
         total = 0.0
         for start in range(0, len(perm), args.batch_size):
-            idx = perm[start:start + args.batch_size]
+            idx = perm[start : start + args.batch_size]
             pick = torch.randint(0, args.captions_per_image, (len(idx),), generator=gen)
             cids = cap_idx[idx, pick]
             img = model(x_all[idx])
             loss = info_nce(img, bank[cids], logit_scale.exp().clamp(max=100), mask=cids[:, None] == cids[None, :])
             if args.attribute_weight:
-                loss = loss + args.attribute_weight * attribute_loss(img, atoms, sizes, labels[idx],
-                                                                     attr_scale.exp().clamp(max=100))
+                loss = loss + args.attribute_weight * attribute_loss(
+                    img, atoms, sizes, labels[idx], attr_scale.exp().clamp(max=100)
+                )
             opt.zero_grad()
             loss.backward()
             opt.step()
             sched.step()
             total += loss.item() * len(idx)
-        print(f"stage 1 epoch {epoch + 1}/{args.epochs} loss {total / len(perm):.3f} ({time.time() - t0:.0f}s)",
-              flush=True)
+        print(
+            f"stage 1 epoch {epoch + 1}/{args.epochs} loss {total / len(perm):.3f} ({time.time() - t0:.0f}s)",
+            flush=True,
+        )
     return model.eval()
 
 
 def _codes(dicts, missing):
     """(len(dicts), n_keys) int64: each dict's value index per CAPTION_VALUES key (``missing`` when absent)."""
     keys = list(CAPTION_VALUES)
-    return torch.tensor([[CAPTION_VALUES[k].index(d[k]) if d.get(k) in CAPTION_VALUES[k] else missing for k in keys]
-                         for d in dicts])
+    return torch.tensor(
+        [[CAPTION_VALUES[k].index(d[k]) if d.get(k) in CAPTION_VALUES[k] else missing for k in keys] for d in dicts]
+    )
 
 
 def absence_captions(attrs, n_captions, n_hard, rng, p_grammar):
@@ -192,7 +201,7 @@ def attribute_loss(img, atoms, sizes, labels, scale):
     for t, size in enumerate(sizes):
         y = labels[:, t]
         if (y >= 0).any():
-            losses.append(torch.nn.functional.cross_entropy(logits[:, start:start + size], y, ignore_index=-1))
+            losses.append(torch.nn.functional.cross_entropy(logits[:, start : start + size], y, ignore_index=-1))
         start += size
     return torch.stack(losses).mean()
 
@@ -212,15 +221,17 @@ def train_head(tower, images, attrs, text, args, t0):
     cap_code = _codes([c for cs in conds for c in cs], -1).reshape(len(images), k, -1)
     assert ((cap_code == -1) | (cap_code == img_code[:, None])).all(-1).all(), "a caption is false of its image"
     with torch.no_grad():
-        x = torch.cat([tower(to_tensor(images[i:i + 1024])) for i in range(0, len(images), 1024)])
+        x = torch.cat([tower(to_tensor(images[i : i + 1024])) for i in range(0, len(images), 1024)])
     atoms, sizes, labels = value_atoms(attrs, text, args.text_cache)
-    print(f"stage 2: {len(unique)} unique captions embedded, images embedded by the locked tower "
-          f"({time.time() - t0:.0f}s)", flush=True)
+    print(
+        f"stage 2: {len(unique)} unique captions embedded, images embedded by the locked tower "
+        f"({time.time() - t0:.0f}s)",
+        flush=True,
+    )
     head = TextHead(bank.shape[1], args.text_head)
     logit_scale = torch.nn.Parameter(torch.tensor(np.log(1 / 0.07), dtype=torch.float32))
     attr_scale = torch.nn.Parameter(torch.tensor(np.log(1 / 0.07), dtype=torch.float32))
-    opt = torch.optim.AdamW(list(head.parameters()) + [logit_scale, attr_scale], lr=args.head_lr,
-                            weight_decay=1e-4)
+    opt = torch.optim.AdamW(list(head.parameters()) + [logit_scale, attr_scale], lr=args.head_lr, weight_decay=1e-4)
     steps = args.head_epochs * ((len(images) + args.batch_size - 1) // args.batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.head_lr, total_steps=steps, pct_start=0.1)
     gen = torch.Generator().manual_seed(0)
@@ -229,7 +240,7 @@ def train_head(tower, images, attrs, text, args, t0):
         perm = torch.randperm(len(images), generator=gen)
         total = 0.0
         for start in range(0, len(perm), args.batch_size):
-            idx = perm[start:start + args.batch_size]
+            idx = perm[start : start + args.batch_size]
             pick = torch.randint(0, k, (len(idx),), generator=gen)
             scale = logit_scale.exp().clamp(max=100)
             img = x[idx]
@@ -239,16 +250,19 @@ def train_head(tower, images, attrs, text, args, t0):
             extra = scale * torch.einsum("bd,bhd->bh", img, head(bank[hard_idx[idx, pick]]))
             loss = info_nce(img, head(bank[cap_idx[idx, pick]]), scale, mask=true_of, extra=extra)
             if args.attribute_weight:
-                loss = loss + args.attribute_weight * attribute_loss(img, head(atoms), sizes, labels[idx],
-                                                                     attr_scale.exp().clamp(max=100))
+                loss = loss + args.attribute_weight * attribute_loss(
+                    img, head(atoms), sizes, labels[idx], attr_scale.exp().clamp(max=100)
+                )
             opt.zero_grad()
             loss.backward()
             opt.step()
             sched.step()
             total += loss.item() * len(idx)
         if (epoch + 1) % 5 == 0 or epoch + 1 == args.head_epochs:
-            print(f"stage 2 epoch {epoch + 1}/{args.head_epochs} loss {total / len(perm):.3f} "
-                  f"({time.time() - t0:.0f}s)", flush=True)
+            print(
+                f"stage 2 epoch {epoch + 1}/{args.head_epochs} loss {total / len(perm):.3f} ({time.time() - t0:.0f}s)",
+                flush=True,
+            )
     return head.eval()
 
 
@@ -260,8 +274,9 @@ def calibrate_tau(tower, head, text, image_size):
     sents = spotcheck_sentences()
     with torch.no_grad():
         iv = tower(to_tensor(images)).numpy()
-        sv = head(torch.as_tensor(text.encode([s for s, _, _ in sents], normalize_embeddings=True,
-                                              show_progress_bar=False))).numpy()
+        sv = head(
+            torch.as_tensor(text.encode([s for s, _, _ in sents], normalize_embeddings=True, show_progress_bar=False))
+        ).numpy()
     sims = iv @ sv.T
     rel = relevance_matrix(attrs, [c for _, c, _ in sents])
     tau = float((sims[rel].mean() + sims[~rel].mean()) / 2)
@@ -276,15 +291,23 @@ def main():
     ap.add_argument("--captions-per-image", type=int, default=4)
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--image-size", type=int, default=64)
-    ap.add_argument("--tower", type=Path, default=None,
-                    help="skip stage 1: the image tower of this checkpoint (e.g. the shipped one)")
+    ap.add_argument(
+        "--tower",
+        type=Path,
+        default=None,
+        help="skip stage 1: the image tower of this checkpoint (e.g. the shipped one)",
+    )
     ap.add_argument("--text-head", type=int, default=768, help="hidden width of the text head")
     ap.add_argument("--head-epochs", type=int, default=30)
     ap.add_argument("--head-lr", type=float, default=1e-3)
     ap.add_argument("--hard-negatives", type=int, default=2, help="hard negatives per caption (stage 2)")
     ap.add_argument("--p-grammar", type=float, default=0.5, help="share of stage 2 captions worded by the grammar")
-    ap.add_argument("--attribute-weight", type=float, default=1.0,
-                    help="weight of the attribute loss (each value's sentence against its siblings', both stages)")
+    ap.add_argument(
+        "--attribute-weight",
+        type=float,
+        default=1.0,
+        help="weight of the attribute loss (each value's sentence against its siblings', both stages)",
+    )
     ap.add_argument("--text-cache", type=Path, default=None, help="a folder caching the captions' embeddings")
     ap.add_argument("--out", type=Path, default=WEIGHTS)
     args = ap.parse_args()
@@ -310,13 +333,30 @@ def main():
     tau = calibrate_tau(tower, head, text, args.image_size)
     half = lambda m: {k: v.half() if v.is_floating_point() else v for k, v in m.state_dict().items()}  # noqa: E731
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": half(tower), "text_head": half(head),
-                "config": {"out_dim": 384, "widths": list(WIDTHS), "image_size": args.image_size, "tau": tau,
-                           "text_model": "all-MiniLM-L6-v2", "text_head": args.text_head, **stage1,
-                           "head": {"n_images": args.n_images, "epochs": args.head_epochs, "lr": args.head_lr,
-                                    "hard_negatives": args.hard_negatives, "p_grammar": args.p_grammar,
-                                    "attribute_weight": args.attribute_weight}}},
-               args.out)
+    torch.save(
+        {
+            "state_dict": half(tower),
+            "text_head": half(head),
+            "config": {
+                "out_dim": 384,
+                "widths": list(WIDTHS),
+                "image_size": args.image_size,
+                "tau": tau,
+                "text_model": "all-MiniLM-L6-v2",
+                "text_head": args.text_head,
+                **stage1,
+                "head": {
+                    "n_images": args.n_images,
+                    "epochs": args.head_epochs,
+                    "lr": args.head_lr,
+                    "hard_negatives": args.hard_negatives,
+                    "p_grammar": args.p_grammar,
+                    "attribute_weight": args.attribute_weight,
+                },
+            },
+        },
+        args.out,
+    )
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) in {time.time() - t0:.0f}s")
 
 

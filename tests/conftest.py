@@ -47,7 +47,8 @@ def demo_run(tmp_path_factory):
     from lbee.cli import cli
 
     out = tmp_path_factory.mktemp("demo")
-    result = CliRunner().invoke(cli, ["--cache-dir", str(out / "cache"), "demo", "--seed", "0", "--out", str(out)],
-                                obj={})
+    result = CliRunner().invoke(
+        cli, ["--cache-dir", str(out / "cache"), "demo", "--seed", "0", "--out", str(out)], obj={}
+    )
     assert result.exit_code == 0, result.output
     return out, result.output

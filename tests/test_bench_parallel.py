@@ -35,12 +35,32 @@ def test_workers_write_one_record_per_seed_and_the_last_pass_the_table(tmp_path,
 
     mod = script
     out = tmp_path / "bench"
-    mod.main(["run", "--n-ecs", "2", "--first-seed", "5", "--workers", "2", "--per-combination", "3,2,3",
-              "--epochs", "1", "--min-outside", "0", "--max-inside", "1", "--out", str(out)])
+    mod.main(
+        [
+            "run",
+            "--n-ecs",
+            "2",
+            "--first-seed",
+            "5",
+            "--workers",
+            "2",
+            "--per-combination",
+            "3,2,3",
+            "--epochs",
+            "1",
+            "--min-outside",
+            "0",
+            "--max-inside",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     records = [json.loads((out / "ecs" / f"ec_{s:04d}.json").read_text()) for s in (5, 6)]
     assert [r["seed"] for r in records] == [5, 6] and all(r["device"] == "cpu" for r in records)
     enc = mod._encoder("cpu", None)
-    assert records[0]["config"] == bench_config(epochs=1, arch="cnn", per_combination=(3, 2, 3), min_outside=0.0,
-                                                max_inside=1.0, encoder=enc)
+    assert records[0]["config"] == bench_config(
+        epochs=1, arch="cnn", per_combination=(3, 2, 3), min_outside=0.0, max_inside=1.0, encoder=enc
+    )
     assert records[0]["config"]["encoder_weights"] == enc.identity()["weights"]
     assert "| ECs analysed |" in (out / "bench.md").read_text()

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from conftest import planted_world
+
 from lbee.cli import cli
 
 
@@ -20,9 +20,14 @@ def precomputed(tmp_path):
     np.save(tmp_path / "img.npy", X)
     np.save(tmp_path / "sen.npy", S)
     (tmp_path / "sents.txt").write_text("# planted\n" + "\n".join(sentences) + "\n")
-    pd.DataFrame({"image": [f"i{i}.png" for i in range(24)], "confidence": phi,
-                  "label": np.ones(24, int), "pred": (phi > 0.5).astype(int)}).to_csv(tmp_path / "pred.csv",
-                                                                                      index=False)
+    pd.DataFrame(
+        {
+            "image": [f"i{i}.png" for i in range(24)],
+            "confidence": phi,
+            "label": np.ones(24, int),
+            "pred": (phi > 0.5).astype(int),
+        }
+    ).to_csv(tmp_path / "pred.csv", index=False)
     rel = np.zeros((24, 8), bool)
     rel[:, 0] = np.r_[np.ones(6), np.zeros(6), np.ones(6), np.zeros(6)]
     rel[12:18, 2] = True
@@ -32,9 +37,22 @@ def precomputed(tmp_path):
 
 
 def describe_args(p, *extra):
-    return ["describe", "--image-embeddings", str(p / "img.npy"), "--sentence-embeddings", str(p / "sen.npy"),
-            "--sentences", str(p / "sents.txt"), "--predictions", str(p / "pred.csv"), "--clusters", "2",
-            "-k", "1", *extra]
+    return [
+        "describe",
+        "--image-embeddings",
+        str(p / "img.npy"),
+        "--sentence-embeddings",
+        str(p / "sen.npy"),
+        "--sentences",
+        str(p / "sents.txt"),
+        "--predictions",
+        str(p / "pred.csv"),
+        "--clusters",
+        "2",
+        "-k",
+        "1",
+        *extra,
+    ]
 
 
 def test_describe_and_evaluate_precomputed(precomputed):
@@ -60,12 +78,18 @@ def test_describe_and_evaluate_precomputed(precomputed):
     fp_row = next(x for x in rows if x["method"] == "fpdiff" and x["o"] == 0.2)
     # ω = 0 on hard images: S* = {at night, in fog}; FPDiff picks exactly those
     assert fp_row["TPR"] == 1.0 and fp_row["JI"] == 1.0 and fp_row["AHR"] == 1.0 and fp_row["ACR"] == 1.0
-    long = pd.DataFrame([{"image": f"i{i}.png", "sentence": s, "relevant": 1}
-                         for i in range(24) for s in ["road", "at night"] if (s == "road" and i % 2) or
-                         (s == "at night" and 12 <= i < 18)])
+    long = pd.DataFrame(
+        [
+            {"image": f"i{i}.png", "sentence": s, "relevant": 1}
+            for i in range(24)
+            for s in ["road", "at night"]
+            if (s == "road" and i % 2) or (s == "at night" and 12 <= i < 18)
+        ]
+    )
     long.to_csv(p / "rel.csv", index=False)
-    r = run(["evaluate", str(p / "out" / "explanation.json"), "--relevance", str(p / "rel.csv"),
-             "--out", str(p / "m.csv")])
+    r = run(
+        ["evaluate", str(p / "out" / "explanation.json"), "--relevance", str(p / "rel.csv"), "--out", str(p / "m.csv")]
+    )
     assert r.exit_code == 0, r.output
     assert set(pd.read_csv(p / "m.csv")["method"]) == {"tops", "setdiff", "pdiff", "fpdiff", "domino"}
 
@@ -75,12 +99,25 @@ def test_describe_errors(precomputed):
     r = CliRunner().invoke(cli, describe_args(p)[:-4] + ["--sentences", "nope"], obj={})
     assert r.exit_code != 0 and "Unknown sentence set 'nope'" in r.output
     np.save(p / "bad.npy", np.ones((24, 5)))
-    r = CliRunner().invoke(cli, ["describe", "--image-embeddings", str(p / "bad.npy"), "--sentence-embeddings",
-                                 str(p / "sen.npy"), "--sentences", str(p / "sents.txt"), "--predictions",
-                                 str(p / "pred.csv")], obj={})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "describe",
+            "--image-embeddings",
+            str(p / "bad.npy"),
+            "--sentence-embeddings",
+            str(p / "sen.npy"),
+            "--sentences",
+            str(p / "sents.txt"),
+            "--predictions",
+            str(p / "pred.csv"),
+        ],
+        obj={},
+    )
     assert r.exit_code == 1 and "image_embeddings has dimension 5 but sentence_embeddings 8" in r.output
     pd.DataFrame({"image": [f"i{i}" for i in range(24)], "confidence": [np.nan] + [1.0] * 23}).to_csv(
-        p / "nan.csv", index=False)
+        p / "nan.csv", index=False
+    )
     r = CliRunner().invoke(cli, describe_args(p)[:-4] + ["--predictions", str(p / "nan.csv")], obj={})
     assert r.exit_code == 1 and "NaN or inf" in r.output
     r = CliRunner().invoke(cli, describe_args(p, "--a", "50"), obj={})
@@ -107,10 +144,31 @@ def test_describe_images_end_to_end_with_open_clip(tmp_path):
     write_images(folder, 12)
     (folder / "broken.png").write_bytes(b"not an image")
     pd.DataFrame({"path": [f"img{i}.png" for i in range(12)], "confidence": np.linspace(-1, 1, 12)}).to_csv(
-        tmp_path / "pred.csv", index=False)
-    args = ["--cache-dir", str(tmp_path / "cache"), "-q", "describe", str(folder), "--sentences", "conditions",
-            "--predictions", str(tmp_path / "pred.csv"), "--encoder", "open_clip:ViT-B-32@random", "--clusters",
-            "2", "--method", "tops", "--method", "fpdiff", "--num-workers", "0", "--out", str(tmp_path / "out")]
+        tmp_path / "pred.csv", index=False
+    )
+    args = [
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "-q",
+        "describe",
+        str(folder),
+        "--sentences",
+        "conditions",
+        "--predictions",
+        str(tmp_path / "pred.csv"),
+        "--encoder",
+        "open_clip:ViT-B-32@random",
+        "--clusters",
+        "2",
+        "--method",
+        "tops",
+        "--method",
+        "fpdiff",
+        "--num-workers",
+        "0",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     r = CliRunner().invoke(cli, args, obj={})
     assert r.exit_code == 0, r.output
     payload = json.loads((tmp_path / "out" / "explanation.json").read_text())
@@ -125,15 +183,17 @@ def test_describe_images_end_to_end_with_open_clip(tmp_path):
 def test_manifest_missing_column(tmp_path):
     pd.DataFrame({"file": ["a.png"]}).to_csv(tmp_path / "m.csv", index=False)
     pd.DataFrame({"path": ["a.png"], "confidence": [1.0]}).to_csv(tmp_path / "p.csv", index=False)
-    r = CliRunner().invoke(cli, ["describe", str(tmp_path / "m.csv"), "--predictions", str(tmp_path / "p.csv"),
-                                 "--encoder", "open_clip"], obj={})  # (a bad --encoder is refused even earlier)
+    r = CliRunner().invoke(
+        cli,
+        ["describe", str(tmp_path / "m.csv"), "--predictions", str(tmp_path / "p.csv"), "--encoder", "open_clip"],
+        obj={},
+    )  # (a bad --encoder is refused even earlier)
     assert r.exit_code == 1 and "lacks the column 'path'" in r.output
 
 
 def test_describe_runs_a_model_over_a_manifest(tmp_path):
     """--model module:factory with --weights, labels from the manifest, φ = true-class probability."""
     import torch
-
     from test_confidence_models import Tiny
     from test_encoders_cache import write_images
 
@@ -141,19 +201,43 @@ def test_describe_runs_a_model_over_a_manifest(tmp_path):
     torch.manual_seed(0)
     torch.save(Tiny().state_dict(), tmp_path / "w.pt")
     pd.DataFrame({"path": [p.split("/")[-1] for p in paths], "label": np.arange(16) % 4}).to_parquet(
-        tmp_path / "manifest.parquet")
-    r = CliRunner().invoke(cli, ["--cache-dir", str(tmp_path / "c"), "-q", "describe",
-                                 str(tmp_path / "manifest.parquet"), "--model", "test_confidence_models:tiny_factory",
-                                 "--weights", str(tmp_path / "w.pt"), "--confidence-from", "true_class",
-                                 "--encoder", "spotcheck", "--sentences", "spotcheck", "--clusters", "2",
-                                 "--num-workers", "0", "--out", str(tmp_path / "out")], obj={})
+        tmp_path / "manifest.parquet"
+    )
+    r = CliRunner().invoke(
+        cli,
+        [
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "-q",
+            "describe",
+            str(tmp_path / "manifest.parquet"),
+            "--model",
+            "test_confidence_models:tiny_factory",
+            "--weights",
+            str(tmp_path / "w.pt"),
+            "--confidence-from",
+            "true_class",
+            "--encoder",
+            "spotcheck",
+            "--sentences",
+            "spotcheck",
+            "--clusters",
+            "2",
+            "--num-workers",
+            "0",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        obj={},
+    )
     assert r.exit_code == 0, r.output
     table = pd.read_parquet(tmp_path / "out" / "assignments.parquet")
     assert len(table) == 16 and set(table["performance"]) <= {0.0, 1.0}
     payload = json.loads((tmp_path / "out" / "explanation.json").read_text())
     assert payload["encoder"]["encoder"] == "spotcheck"
-    assert payload["params"]["tau"] == pytest.approx(__import__("lbee.encoders", fromlist=["x"]).create_encoder(
-        "spotcheck").default_tau)
+    assert payload["params"]["tau"] == pytest.approx(
+        __import__("lbee.encoders", fromlist=["x"]).create_encoder("spotcheck").default_tau
+    )
 
 
 def test_the_vqa_package_is_ours_and_a_shadowing_one_is_refused(tmp_path, monkeypatch):
@@ -171,6 +255,7 @@ def test_the_vqa_package_is_ours_and_a_shadowing_one_is_refused(tmp_path, monkey
     fake.__file__ = "/elsewhere/vqa/__init__.py"
     monkeypatch.setitem(sys.modules, "vqa", fake)
     (tmp_path / "a.csv").write_text("image,sentence,relevant\n")
-    r = CliRunner().invoke(cli, ["vqa", "agreement", "--pseudo", str(tmp_path / "a.csv"), "--truth",
-                                 str(tmp_path / "a.csv")], obj={})
+    r = CliRunner().invoke(
+        cli, ["vqa", "agreement", "--pseudo", str(tmp_path / "a.csv"), "--truth", str(tmp_path / "a.csv")], obj={}
+    )
     assert r.exit_code == 1 and "is not lbee's" in r.output and "/elsewhere/vqa" in r.output, r.output

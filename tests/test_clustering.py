@@ -8,8 +8,15 @@ from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score
 
 import lbee.core.clustering as cl
-from lbee.core.clustering import (DEFAULT_WARD, WARD_METHODS, condensed_distances, cut_tree_labels, prototypes,
-                                  ward_labels, weighted_ward_linkage)
+from lbee.core.clustering import (
+    DEFAULT_WARD,
+    WARD_METHODS,
+    condensed_distances,
+    cut_tree_labels,
+    prototypes,
+    ward_labels,
+    weighted_ward_linkage,
+)
 
 
 def _unit(x):
@@ -61,8 +68,8 @@ def test_weighted_nn_chain_equals_ward_on_duplicated_points():
     owner = np.repeat(np.arange(m), w)
     Zw = weighted_ward_linkage(P, w)
     Zd = linkage(P[owner], "ward")  # duplicates merge first, at height 0
-    np.testing.assert_allclose(Zw[:, 2], Zd[-(m - 1):, 2], rtol=1e-10)
-    np.testing.assert_array_equal(Zw[:, 3], Zd[-(m - 1):, 3])
+    np.testing.assert_allclose(Zw[:, 2], Zd[-(m - 1) :, 2], rtol=1e-10)
+    np.testing.assert_array_equal(Zw[:, 3], Zd[-(m - 1) :, 3])
     for c in (2, 5, 11, m):
         dup = AgglomerativeClustering(c, linkage="ward").fit_predict(P[owner])
         assert adjusted_rand_score(cut_tree_labels(Zw, c)[owner], dup) == 1.0
@@ -83,8 +90,9 @@ def test_exact_labels_equal_scikit_learn_including_numbering(dtype):
         np.testing.assert_array_equal(ward_labels(X, c, method="exact"), ref)
     X = _anisotropic(800).astype(dtype)
     for c in (2, 5, 15):
-        np.testing.assert_array_equal(ward_labels(X, c, method="exact"),
-                                      AgglomerativeClustering(n_clusters=c, linkage="ward").fit_predict(X))
+        np.testing.assert_array_equal(
+            ward_labels(X, c, method="exact"), AgglomerativeClustering(n_clusters=c, linkage="ward").fit_predict(X)
+        )
 
 
 def test_exact_with_memory_cuts_one_cached_tree(tmp_path):
@@ -95,8 +103,9 @@ def test_exact_with_memory_cuts_one_cached_tree(tmp_path):
     for c in (3, 9, 3):
         np.testing.assert_array_equal(ward_labels(X, c, memory, method="exact"), ward_labels(X, c, method="exact"))
     assert len(list((tmp_path / "m").rglob("output.pkl"))) == 1  # one tree, cut three times
-    np.testing.assert_array_equal(ward_labels(X, 4, str(tmp_path / "s"), method="exact"),
-                                  ward_labels(X, 4, method="exact"))
+    np.testing.assert_array_equal(
+        ward_labels(X, 4, str(tmp_path / "s"), method="exact"), ward_labels(X, 4, method="exact")
+    )
 
 
 def test_auto_is_exact_below_the_threshold_and_kmeans_above(monkeypatch):
@@ -118,8 +127,9 @@ def test_kmeans_ward_agrees_with_exact_ward_on_structured_data(make):
 
 def test_kmeans_with_more_cells_than_points_is_exact_ward():
     X = _anisotropic(120, seed=6)
-    assert adjusted_rand_score(ward_labels(X, 5, method="kmeans", n_cells=500),
-                               ward_labels(X, 5, method="exact")) == 1.0
+    assert (
+        adjusted_rand_score(ward_labels(X, 5, method="kmeans", n_cells=500), ward_labels(X, 5, method="exact")) == 1.0
+    )
 
 
 def test_prototypes_equal_plain_means():

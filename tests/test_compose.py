@@ -11,10 +11,16 @@ from lbee.grammar import load_grammar
 
 G = load_grammar("spotcheck")
 #: The attributes of the planted worlds below: key -> its two values.
-KEYS = {("square", "color"): ("blue", "orange"), ("square", "size"): ("small", "normal"),
-        ("square", "texture"): ("solid", "stripes"), ("circle", "presence"): ("true", "false"),
-        ("text", "presence"): ("true", "false"), ("background", "color"): ("grey", "white"),
-        ("background", "texture"): ("noise", "solid"), ("rectangle", "presence"): ("true", "false")}
+KEYS = {
+    ("square", "color"): ("blue", "orange"),
+    ("square", "size"): ("small", "normal"),
+    ("square", "texture"): ("solid", "stripes"),
+    ("circle", "presence"): ("true", "false"),
+    ("text", "presence"): ("true", "false"),
+    ("background", "color"): ("grey", "white"),
+    ("background", "texture"): ("noise", "solid"),
+    ("rectangle", "presence"): ("true", "false"),
+}
 
 
 def planted_world(n=3000, seed=0, noise=0.04):
@@ -57,8 +63,11 @@ def test_composed_relevance_is_a_product_with_negation():
     x = np.stack([np.where(blue, 0.6, 0.1), np.where(circle, 0.6, 0.1), np.zeros(300)], 1)
     x += rng.normal(0, 0.02, x.shape)
     lits = literal_probabilities(x, np.eye(3), conds, tau=0.3, grammar=G)
-    assert lits.keys == [(("square", "color"), "blue"), (("circle", "presence"), "true"),
-                         (("circle", "presence"), "false")]  # the denial is 1 - p, never the "no circle" embedding
+    assert lits.keys == [
+        (("square", "color"), "blue"),
+        (("circle", "presence"), "true"),
+        (("circle", "presence"), "false"),
+    ]  # the denial is 1 - p, never the "no circle" embedding
     assert lits.calibration == ["mixture", "mixture", "negation"]
     want = {("square", "color"): "blue", ("circle", "presence"): "false"}
     p = conjunction_probability(lits, want, G)

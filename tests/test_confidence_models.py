@@ -22,8 +22,7 @@ def test_confidence_kinds():
 
 
 def test_predictions_table():
-    t = pd.DataFrame({"path": ["a.png", "b.png"], "prob_cat": [0.2, 0.7], "prob_dog": [0.8, 0.3],
-                      "label": [1, 1]})
+    t = pd.DataFrame({"path": ["a.png", "b.png"], "prob_cat": [0.2, 0.7], "prob_dog": [0.8, 0.3], "label": [1, 1]})
     ids, s = scores_from_table(t)
     assert ids == ["a.png", "b.png"] and s.performance.tolist() == [1.0, 0.0]
     ids, s = scores_from_table(pd.DataFrame({"image": ["x"], "confidence": [0.3]}))

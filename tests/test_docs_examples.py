@@ -63,7 +63,7 @@ def extract_blocks(path):
             indent, fence, lang = f.group(1), f.group(2), f.group(3).lower()
             body, j = [], i + 1
             while j < len(lines) and not lines[j].strip().startswith(fence):
-                body.append(lines[j][len(indent):] if lines[j].startswith(indent) else lines[j].lstrip())
+                body.append(lines[j][len(indent) :] if lines[j].startswith(indent) else lines[j].lstrip())
                 j += 1
             block = Block(rel, i + 1, lang, "\n".join(body) + "\n")
             if pending:
@@ -100,9 +100,17 @@ def workspace(tmp_path_factory):
 
     ws = tmp_path_factory.mktemp("docs_ws")
     rng = np.random.default_rng(0)
-    world = DatasetDefinition(["background", "square", "circle"],
-                              [("square", "presence"), ("circle", "presence"), ("background", "color"),
-                               ("square", "color"), ("circle", "color"), ("background", "texture")])
+    world = DatasetDefinition(
+        ["background", "square", "circle"],
+        [
+            ("square", "presence"),
+            ("circle", "presence"),
+            ("background", "color"),
+            ("square", "color"),
+            ("circle", "color"),
+            ("background", "texture"),
+        ],
+    )
     rows, attrs = [], []
     for i in range(48):
         a = world.sample_attributes(rng)
@@ -121,24 +129,43 @@ def workspace(tmp_path_factory):
     rows, attrs = [rows[i] for i in order], [attrs[i] for i in order]
     preds = pd.DataFrame(rows)
     preds.to_csv(ws / "preds.csv", index=False)
-    pd.DataFrame({"path": "images/" + preds["image"], "label": (preds["label"] == "square").astype(int)}) \
-        .to_csv(ws / "manifest.csv", index=False)
+    pd.DataFrame({"path": "images/" + preds["image"], "label": (preds["label"] == "square").astype(int)}).to_csv(
+        ws / "manifest.csv", index=False
+    )
 
     sentences = [s for s, _, _ in spotcheck_sentences()]
     (ws / "sentences.txt").write_text("\n".join(sentences) + "\n")
     gamma = relevance_matrix(attrs, [c for _, c, _ in spotcheck_sentences()])
     np.save(ws / "gamma.npy", gamma)
-    pd.DataFrame([{"image": img, "sentence": s, "relevant": int(gamma[i, j])}
-                  for i, img in enumerate(preds["image"]) for j, s in enumerate(sentences)]) \
-        .to_parquet(ws / "relevance.parquet")
+    pd.DataFrame(
+        [
+            {"image": img, "sentence": s, "relevant": int(gamma[i, j])}
+            for i, img in enumerate(preds["image"])
+            for j, s in enumerate(sentences)
+        ]
+    ).to_parquet(ws / "relevance.parquet")
     probs = preds[["prob_none", "prob_square"]].to_numpy()
     np.save(ws / "phi.npy", (probs * np.log(probs)).sum(1))  # φ = −entropy
     np.save(ws / "omega.npy", (probs.argmax(1) == (preds["label"] == "square")).astype(float))
 
     # Embeddings with provenance, by the SpotCheck encoder (bundled, CPU, no download).
-    res = CliRunner().invoke(cli, ["--cache-dir", str(ws / ".cache"), "-q", "embed", str(ws / "images"),
-                                   "--sentences", str(ws / "sentences.txt"), "--encoder", "spotcheck",
-                                   "--out", str(ws / "emb")], obj={})
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--cache-dir",
+            str(ws / ".cache"),
+            "-q",
+            "embed",
+            str(ws / "images"),
+            "--sentences",
+            str(ws / "sentences.txt"),
+            "--encoder",
+            "spotcheck",
+            "--out",
+            str(ws / "emb"),
+        ],
+        obj={},
+    )
     assert res.exit_code == 0, res.output
     assert (ws / "emb" / "ids.txt").read_text().split() == list(preds["image"])
     for src, dst in (("embeddings", "img"), ("sentence_embeddings", "sen")):
@@ -199,12 +226,14 @@ def _run_shell(block, ws, env):
 
         for args in cmds:
             res = CliRunner().invoke(cli, args, obj={}, env=env)
-            assert res.exit_code == 0, f"{where}: `lbee {shlex.join(args)}` exited {res.exit_code}:\n{res.output}" \
-                + (f"\n{res.exc_info[1]!r}" if res.exc_info and res.exit_code not in (0, 1, 2) else "")
+            assert res.exit_code == 0, f"{where}: `lbee {shlex.join(args)}` exited {res.exit_code}:\n{res.output}" + (
+                f"\n{res.exc_info[1]!r}" if res.exc_info and res.exit_code not in (0, 1, 2) else ""
+            )
         return
     full_env = {**os.environ, **env}
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=ws, env=full_env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", text], cwd=ws, env=full_env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, f"{where}: exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
 
 
@@ -222,8 +251,9 @@ def _run_python(block, ns):
 
 
 # Pages with something to run (the API reference pages, for one, have no example).
-PAGE_IDS = [str(p.relative_to(ROOT)) for p in PAGES
-            if any(b.skip is None and b.lang in RUN_LANGS for b in extract_blocks(p))]
+PAGE_IDS = [
+    str(p.relative_to(ROOT)) for p in PAGES if any(b.skip is None and b.lang in RUN_LANGS for b in extract_blocks(p))
+]
 
 
 @pytest.mark.parametrize("page", PAGE_IDS)
@@ -232,10 +262,14 @@ def test_page_examples_run(page, workspace, tmp_path, monkeypatch):
     ws = tmp_path / "ws"
     shutil.copytree(workspace, ws, ignore=shutil.ignore_patterns(".cache"))
     cache = workspace / ".cache"  # shared by the pages: an encoder embeds each image once
-    env = {"LBEE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-           "MPLBACKEND": "Agg"}
+    env = {
+        "LBEE_CACHE_DIR": str(cache),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "MPLBACKEND": "Agg",
+    }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.chdir(ws)
@@ -266,5 +300,10 @@ def test_markers_have_reasons_and_are_counted():
         assert b.lang not in RUN_LANGS, f"{b.page}:{b.line}: a file marker belongs before a data block"
     reasons = Counter(b.skip.split(":")[0].split("(")[0].strip() for b in skipped)
     assert len(blocks) - len(skipped) > len(skipped), "most examples must run"
-    warnings.warn(f"documentation examples: {len(blocks) - len(skipped)} run, {len(skipped)} skipped ("
-                  + "; ".join(f"{n} × {r}" for r, n in reasons.most_common()) + ")", UserWarning, stacklevel=1)
+    warnings.warn(
+        f"documentation examples: {len(blocks) - len(skipped)} run, {len(skipped)} skipped ("
+        + "; ".join(f"{n} × {r}" for r, n in reasons.most_common())
+        + ")",
+        UserWarning,
+        stacklevel=1,
+    )

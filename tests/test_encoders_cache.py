@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lbee.encoders.embedding import embed_images, embed_sentences
 from lbee.encoders import EncoderLoadError, create_encoder, list_encoders, parse_encoder_spec
+from lbee.encoders.embedding import embed_images, embed_sentences
 
 
 def write_images(folder, n, size=(48, 40)):
@@ -18,8 +18,7 @@ def write_images(folder, n, size=(48, 40)):
 
 def test_spec_parsing():
     assert parse_encoder_spec("open_clip") == ("open_clip", None, None)
-    assert parse_encoder_spec("open_clip:ViT-B-32@laion2b_s34b_b79k") == ("open_clip", "ViT-B-32",
-                                                                           "laion2b_s34b_b79k")
+    assert parse_encoder_spec("open_clip:ViT-B-32@laion2b_s34b_b79k") == ("open_clip", "ViT-B-32", "laion2b_s34b_b79k")
     assert parse_encoder_spec("open_clip:hf-hub:org/repo") == ("open_clip", "hf-hub:org/repo", None)
     assert parse_encoder_spec("open_clip:RN50@/x/y.pt") == ("open_clip", "RN50", "/x/y.pt")
     assert "open_clip" in list_encoders()
@@ -66,8 +65,7 @@ def test_open_clip_embeddings_and_cache(random_clip, tmp_path):
         assert calls == [] and np.array_equal(third.embeddings[5], first.embeddings[0])
     finally:
         random_clip.encode_image_batch = original
-    text = embed_sentences(random_clip, ["an image of a dog", "an image taken at night"],
-                           cache_dir=tmp_path / "cache")
+    text = embed_sentences(random_clip, ["an image of a dog", "an image taken at night"], cache_dir=tmp_path / "cache")
     assert text.shape == (2, 512) and np.allclose(np.linalg.norm(text, axis=1), 1, atol=1e-5)
 
 

@@ -17,12 +17,15 @@ def make_exp(clusters):
 def test_failure_sentences_by_hand():
     # omega: mean 0.5, std 0.5 -> beta(o=0.2) = 0.1, threshold 0.4
     omega = np.array([1.0, 1.0, 0.0, 0.0])
-    rel = np.array([
-        [1, 0, 1, 0],
-        [1, 0, 0, 0],
-        [0, 1, 1, 0],
-        [0, 1, 0, 0],
-    ], dtype=bool)
+    rel = np.array(
+        [
+            [1, 0, 1, 0],
+            [1, 0, 0, 0],
+            [0, 1, 1, 0],
+            [0, 1, 0, 0],
+        ],
+        dtype=bool,
+    )
     # sentence hardness: s0 = 1.0, s1 = 0.0, s2 = 0.5, s3 = never relevant
     assert lbee.failure_sentences(rel, omega).tolist() == [1]
     assert lbee.failure_sentences(rel, omega, o=0.0).tolist() == [1]

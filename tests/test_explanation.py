@@ -2,22 +2,25 @@ import json
 
 import numpy as np
 import pytest
+from conftest import planted_world
 
 import lbee
-from conftest import planted_world
 
 
 def cluster_of(exp, image):
     return next(c for c in exp.hard_clusters if image in c.indices)
 
 
-@pytest.mark.parametrize("method,expected_a,expected_b", [
-    ("tops", [0], [1]),        # v^h ties e0/e2 (and e1/e3): lower index wins
-    ("pdiff", [2], [3]),       # d = v^h - v^e isolates the planted cause
-    ("setdiff", [2], [3]),     # S^e = {e0}; best remaining by v^h is e2
-    ("fpdiff", [2], [3]),      # S^h = {e0, e2}; best by d is e2
-    ("domino", [2], [3]),      # m_i - m points to the cause
-])
+@pytest.mark.parametrize(
+    "method,expected_a,expected_b",
+    [
+        ("tops", [0], [1]),  # v^h ties e0/e2 (and e1/e3): lower index wins
+        ("pdiff", [2], [3]),  # d = v^h - v^e isolates the planted cause
+        ("setdiff", [2], [3]),  # S^e = {e0}; best remaining by v^h is e2
+        ("fpdiff", [2], [3]),  # S^h = {e0, e2}; best by d is e2
+        ("domino", [2], [3]),  # m_i - m points to the cause
+    ],
+)
 def test_planted_causes_k1(planted, method, expected_a, expected_b):
     X, S, phi, sentences = planted
     exp = lbee.explain(X, S, confidence=phi, method=method, n_clusters=2, k=1, sentences=sentences)
@@ -167,13 +170,16 @@ def test_explain_methods_shares_clustering(planted):
         assert [c.sentences for c in e.hard_clusters] == [c.sentences for c in single.hard_clusters]
 
 
-@pytest.mark.parametrize("kwargs,exc,fragment", [
-    (dict(image_embeddings=np.ones((4, 3)), sentence_embeddings=np.ones((2, 5))), ValueError, "dimension"),
-    (dict(image_embeddings=np.full((4, 3), np.nan), sentence_embeddings=np.ones((2, 3))), ValueError, "NaN"),
-    (dict(image_embeddings=np.ones((0, 3)), sentence_embeddings=np.ones((2, 3))), ValueError, "empty"),
-    (dict(image_embeddings=np.ones(3), sentence_embeddings=np.ones((2, 3))), ValueError, "2-D"),
-    (dict(image_embeddings="abc", sentence_embeddings=np.ones((2, 3))), TypeError, "image_embeddings"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,fragment",
+    [
+        (dict(image_embeddings=np.ones((4, 3)), sentence_embeddings=np.ones((2, 5))), ValueError, "dimension"),
+        (dict(image_embeddings=np.full((4, 3), np.nan), sentence_embeddings=np.ones((2, 3))), ValueError, "NaN"),
+        (dict(image_embeddings=np.ones((0, 3)), sentence_embeddings=np.ones((2, 3))), ValueError, "empty"),
+        (dict(image_embeddings=np.ones(3), sentence_embeddings=np.ones((2, 3))), ValueError, "2-D"),
+        (dict(image_embeddings="abc", sentence_embeddings=np.ones((2, 3))), TypeError, "image_embeddings"),
+    ],
+)
 def test_bad_embeddings(kwargs, exc, fragment):
     with pytest.raises(exc, match=fragment):
         lbee.explain(confidence=np.arange(4.0), **kwargs)
@@ -231,8 +237,9 @@ def test_knn_ward_option_matches_exact_on_separated_groups_and_is_explicit():
     e_exact = lbee.explain(X, S, confidence=phi, n_clusters=3, method="tops")
     e_knn = lbee.explain(X, S, confidence=phi, n_clusters=3, method="tops", ward="knn")
     assert e_exact.params["ward"] == "auto" and e_knn.params["ward"] == "knn"
-    assert sorted(map(sorted, (c.indices.tolist() for c in e_exact.hard_clusters))) == \
-        sorted(map(sorted, (c.indices.tolist() for c in e_knn.hard_clusters)))
+    assert sorted(map(sorted, (c.indices.tolist() for c in e_exact.hard_clusters))) == sorted(
+        map(sorted, (c.indices.tolist() for c in e_knn.hard_clusters))
+    )
     with pytest.raises(ValueError, match="`ward` must be one of"):
         lbee.explain(X, S, confidence=phi, ward="fast")
 
@@ -245,8 +252,9 @@ def test_explain_takes_a_dataframe_and_explanation_reads_in_a_notebook():
     sentences = list(sentences)
     sentences[2] = "at <script>night</script>"
     df = pd.DataFrame({"emb": list(X), "phi": phi}, index=[f"img{i}" for i in range(len(X))])
-    e = lbee.explain(data=df, embeddings="emb", sentence_embeddings=S, confidence="phi", n_clusters=2,
-                     sentences=sentences)
+    e = lbee.explain(
+        data=df, embeddings="emb", sentence_embeddings=S, confidence="phi", n_clusters=2, sentences=sentences
+    )
     ref = lbee.explain(X, S, confidence=phi, n_clusters=2, sentences=sentences)
     assert e.to_dict() == ref.to_dict()  # the DataFrame is only another way in
     text = repr(e)
@@ -279,8 +287,15 @@ def test_explanation_json_stores_the_clustering_once_and_reads_old_files(tmp_pat
     S = rng.normal(size=(60, 512))
     phi = rng.normal(size=300)
     exps = lbee.explain_methods(X, S, confidence=phi, n_clusters=15, sentences=[f"s{i}" for i in range(60)])
-    res = DescribeResult(exps, [f"i{i}" for i in range(300)], phi, (phi > 0).astype(float),
-                         [f"s{i}" for i in range(60)], {"encoder": "precomputed"}, "custom")
+    res = DescribeResult(
+        exps,
+        [f"i{i}" for i in range(300)],
+        phi,
+        (phi > 0).astype(float),
+        [f"s{i}" for i in range(60)],
+        {"encoder": "precomputed"},
+        "custom",
+    )
     write_outputs(res, tmp_path)
     new = (tmp_path / "explanation.json").stat().st_size
     old_payload = json.loads((tmp_path / "explanation.json").read_text())
@@ -294,8 +309,10 @@ def test_explanation_json_stores_the_clustering_once_and_reads_old_files(tmp_pat
         np.testing.assert_allclose(got.hard_clusters[0].scores, e.hard_clusters[0].scores, atol=1e-6)
         assert got.selected == e.selected
     # The older format (a full copy per method) still loads, and is several times larger.
-    old = {**{k: v for k, v in old_payload.items() if k not in ("format", "clustering")},
-           "methods": {m: {k: v for k, v in e.to_dict().items() if k != "sentences"} for m, e in exps.items()}}
+    old = {
+        **{k: v for k, v in old_payload.items() if k not in ("format", "clustering")},
+        "methods": {m: {k: v for k, v in e.to_dict().items() if k != "sentences"} for m, e in exps.items()},
+    }
     assert len(json.dumps(old, indent=1)) > 5 * new
     again = validate_explanation_payload(old, source="old.json")
     assert {m: e.selected for m, e in again.items()} == {m: e.selected for m, e in exps.items()}

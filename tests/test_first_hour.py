@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import planted_world
 from PIL import Image
 
-from conftest import planted_world
 from lbee.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,12 +23,32 @@ def named_predictions(tmp_path, labels):
     np.save(tmp_path / "sen.npy", S)
     (tmp_path / "sents.txt").write_text("\n".join(sentences) + "\n")
     p = np.where(phi[:, None] > 0.5, [0.9, 0.05, 0.05], [0.4, 0.35, 0.25])
-    pd.DataFrame({"image": [f"i{i}.png" for i in range(len(X))], "label": labels,
-                  "prob_car": p[:, 0], "prob_person": p[:, 1], "prob_tree": p[:, 2]}).to_csv(
-        tmp_path / "pred.csv", index=False)
-    return ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
-            str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "sents.txt"), "--predictions",
-            str(tmp_path / "pred.csv"), "--clusters", "2", "-k", "1", "--tau", "0.25"]  # bare arrays: τ given
+    pd.DataFrame(
+        {
+            "image": [f"i{i}.png" for i in range(len(X))],
+            "label": labels,
+            "prob_car": p[:, 0],
+            "prob_person": p[:, 1],
+            "prob_tree": p[:, 2],
+        }
+    ).to_csv(tmp_path / "pred.csv", index=False)
+    return [
+        "describe",
+        "--image-embeddings",
+        str(tmp_path / "img.npy"),
+        "--sentence-embeddings",
+        str(tmp_path / "sen.npy"),
+        "--sentences",
+        str(tmp_path / "sents.txt"),
+        "--predictions",
+        str(tmp_path / "pred.csv"),
+        "--clusters",
+        "2",
+        "-k",
+        "1",
+        "--tau",
+        "0.25",
+    ]  # bare arrays: τ given
 
 
 def test_labels_by_class_name(tmp_path):
@@ -47,9 +67,21 @@ def test_a_bad_label_fails_before_any_embedding(tmp_path):
         Image.fromarray(np.full((8, 8, 3), i * 10, np.uint8)).save(tmp_path / "imgs" / f"i{i}.png")
     named_predictions(tmp_path, ["car"] * 23 + ["bus"])
     t0 = time.perf_counter()
-    r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(tmp_path / "imgs"),
-                                 "--predictions", str(tmp_path / "pred.csv"), "--encoder",
-                                 "open_clip:ViT-B-32@random"], obj={})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "-q",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "describe",
+            str(tmp_path / "imgs"),
+            "--predictions",
+            str(tmp_path / "pred.csv"),
+            "--encoder",
+            "open_clip:ViT-B-32@random",
+        ],
+        obj={},
+    )
     assert r.exit_code == 1 and "label" in r.output and "bus" in r.output, r.output
     assert "Traceback" not in r.output
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.npz"))  # nothing embedded
@@ -84,8 +116,9 @@ def test_random_weights_are_seeded(random_clip):
 
 def test_terminal_output_fits_and_keeps_whole_sentences(tmp_path, monkeypatch):
     X, S, phi, _ = planted_world(noise=0.01)
-    long = ["a road seen at night under orange sodium street lights with heavy rain on the lens"] + \
-        [f"sentence number {i} that is rather long and must wrap instead of being cut" for i in range(1, 8)]
+    long = ["a road seen at night under orange sodium street lights with heavy rain on the lens"] + [
+        f"sentence number {i} that is rather long and must wrap instead of being cut" for i in range(1, 8)
+    ]
     args = named_predictions(tmp_path, ["car"] * 24)
     (tmp_path / "sents.txt").write_text("\n".join(long) + "\n")
     monkeypatch.setenv("COLUMNS", "80")
@@ -100,11 +133,13 @@ def test_terminal_output_fits_and_keeps_whole_sentences(tmp_path, monkeypatch):
 def test_no_traceback_for_bad_input_and_debug_shows_it(tmp_path):
     (tmp_path / "e.json").write_text(json.dumps({"methods": [], "images": [], "sentences": []}))
     (tmp_path / "rel.npy").write_bytes(b"")
-    r = CliRunner().invoke(cli, ["evaluate", str(tmp_path / "e.json"), "--relevance", str(tmp_path / "rel.npy")],
-                           obj={})
+    r = CliRunner().invoke(
+        cli, ["evaluate", str(tmp_path / "e.json"), "--relevance", str(tmp_path / "rel.npy")], obj={}
+    )
     assert r.exit_code == 1 and "methods" in r.output and "Traceback" not in r.output
-    r = CliRunner().invoke(cli, ["--debug", "evaluate", str(tmp_path / "e.json"), "--relevance",
-                                 str(tmp_path / "rel.npy")], obj={})
+    r = CliRunner().invoke(
+        cli, ["--debug", "evaluate", str(tmp_path / "e.json"), "--relevance", str(tmp_path / "rel.npy")], obj={}
+    )
     assert r.exit_code == 1 and isinstance(r.exception, ValueError)  # the traceback is let through
 
 
@@ -115,18 +150,30 @@ def test_report_check_and_published_schema(tmp_path):
     schema = json.loads(r.output)
     published = json.loads((ROOT / "docs" / "lbee-report.schema.json").read_text())
     assert schema == published  # the file editors use is the one the code builds
-    good = {"output": "out", "defaults": {"k": 2, "methods": ["tops"]},
-            "datasets": [{"name": "w", "spotcheck": {"seed": 0}, "slicers": ["ward", {"domino": {}}]}]}
+    good = {
+        "output": "out",
+        "defaults": {"k": 2, "methods": ["tops"]},
+        "datasets": [{"name": "w", "spotcheck": {"seed": 0}, "slicers": ["ward", {"domino": {}}]}],
+    }
     jsonschema.validate(good, schema)
-    for bad in ({"datasets": [{"name": "w", "spotcheck": 0, "methds": ["tops"]}]},
-                {"datasets": [{"name": "w", "spotcheck": 0, "ward": "fast"}]}):
+    for bad in (
+        {"datasets": [{"name": "w", "spotcheck": 0, "methds": ["tops"]}]},
+        {"datasets": [{"name": "w", "spotcheck": 0, "ward": "fast"}]},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
-    (tmp_path / "c.yaml").write_text("datasets:\n  - name: a\n    spotcheck: {seed: 0}\n    k: 0\n"
-                                     "  - name: b\n    images: nowhere\n    predictions: p.csv\n")
+    (tmp_path / "c.yaml").write_text(
+        "datasets:\n  - name: a\n    spotcheck: {seed: 0}\n    k: 0\n"
+        "  - name: b\n    images: nowhere\n    predictions: p.csv\n"
+    )
     r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
-    assert r.exit_code == 2 and "3 problem(s)" in r.output and "line 4" in r.output and "nowhere" in r.output \
-        and "p.csv" in r.output  # every problem of entry b is listed (issue 23)
+    assert (
+        r.exit_code == 2
+        and "3 problem(s)" in r.output
+        and "line 4" in r.output
+        and "nowhere" in r.output
+        and "p.csv" in r.output
+    )  # every problem of entry b is listed (issue 23)
 
 
 def test_review_findings_digit_classes_tau_range_json_and_check(tmp_path):
@@ -135,21 +182,34 @@ def test_review_findings_digit_classes_tau_range_json_and_check(tmp_path):
     np.save(tmp_path / "img.npy", X)
     np.save(tmp_path / "sen.npy", S)
     (tmp_path / "s.txt").write_text("\n".join(sentences) + "\n")
-    base = ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
-            str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--clusters", "2", "-k", "1"]
+    base = [
+        "describe",
+        "--image-embeddings",
+        str(tmp_path / "img.npy"),
+        "--sentence-embeddings",
+        str(tmp_path / "sen.npy"),
+        "--sentences",
+        str(tmp_path / "s.txt"),
+        "--clusters",
+        "2",
+        "-k",
+        "1",
+    ]
     # classes named "0" and "1", columns in the other order: a label is its class's name, not a column position
     right = np.where(phi > 0.5, 0.9, 0.2)  # P(class "1")
     for order in (("prob_1", "prob_0"), ("prob_0", "prob_1")):
         cols = {"prob_1": right, "prob_0": 1 - right}
-        pd.DataFrame({"image": [f"i{i}" for i in range(24)], **{c: cols[c] for c in order},
-                      "label": np.ones(24, int)}).to_csv(tmp_path / "p.csv", index=False)
+        pd.DataFrame(
+            {"image": [f"i{i}" for i in range(24)], **{c: cols[c] for c in order}, "label": np.ones(24, int)}
+        ).to_csv(tmp_path / "p.csv", index=False)
         out = tmp_path / ("o" + order[0])
         r = CliRunner().invoke(cli, ["-q", *base, "--predictions", str(tmp_path / "p.csv"), "--out", str(out)], obj={})
         assert r.exit_code == 0, r.output
         assert pd.read_parquet(out / "assignments.parquet")["performance"].sum() == 12  # the confident half
     # logits are refused with a hint that can be acted on, and --logits softmaxes them
     pd.DataFrame({"image": [f"i{i}" for i in range(24)], "prob_a": 3 * phi, "prob_b": -3 * phi}).to_csv(
-        tmp_path / "logits.csv", index=False)
+        tmp_path / "logits.csv", index=False
+    )
     r = CliRunner().invoke(cli, [*base, "--predictions", str(tmp_path / "logits.csv")], obj={})
     assert r.exit_code == 1 and "--logits" in r.output
     r = CliRunner().invoke(cli, ["-q", *base, "--predictions", str(tmp_path / "logits.csv"), "--logits"], obj={})
@@ -158,8 +218,9 @@ def test_review_findings_digit_classes_tau_range_json_and_check(tmp_path):
     r = CliRunner().invoke(cli, [*base, "--predictions", str(tmp_path / "p.csv"), "--tau", "5"], obj={})
     assert r.exit_code == 2 and "--tau" in r.output
     # metrics.json is standard JSON even when a metric is undefined, and the user is told why
-    r = CliRunner().invoke(cli, ["-q", *base, "--predictions", str(tmp_path / "p.csv"), "--out",
-                                 str(tmp_path / "e")], obj={})
+    r = CliRunner().invoke(
+        cli, ["-q", *base, "--predictions", str(tmp_path / "p.csv"), "--out", str(tmp_path / "e")], obj={}
+    )
     np.save(tmp_path / "rel0.npy", np.zeros((24, 8), bool))
     r = CliRunner().invoke(cli, ["evaluate", str(tmp_path / "e"), "--relevance", str(tmp_path / "rel0.npy")], obj={})
     assert r.exit_code == 0 and "no failure sentence" in r.output
@@ -190,12 +251,18 @@ def test_report_check_reads_npy_headers(tmp_path):
     np.save(tmp_path / "sen_short.npy", S[:5])
     np.save(tmp_path / "sen_wide.npy", np.hstack([S, S]))
     (tmp_path / "s.txt").write_text("\n".join(sentences) + "\n")
-    pd.DataFrame({"image": [f"i{i}" for i in range(len(X))], "confidence": phi}).to_csv(tmp_path / "p.csv",
-                                                                                           index=False)
-    entry = ("  - name: {name}\n    image_embeddings: {root}/img.npy\n    sentence_embeddings: {root}/{sen}\n"
-             "    sentences: {root}/s.txt\n    predictions: {root}/p.csv\n")
-    (tmp_path / "c.yaml").write_text("datasets:\n" + "".join(
-        entry.format(name=n, root=tmp_path, sen=f) for n, f in (("short", "sen_short.npy"), ("wide", "sen_wide.npy"))))
+    pd.DataFrame({"image": [f"i{i}" for i in range(len(X))], "confidence": phi}).to_csv(tmp_path / "p.csv", index=False)
+    entry = (
+        "  - name: {name}\n    image_embeddings: {root}/img.npy\n    sentence_embeddings: {root}/{sen}\n"
+        "    sentences: {root}/s.txt\n    predictions: {root}/p.csv\n"
+    )
+    (tmp_path / "c.yaml").write_text(
+        "datasets:\n"
+        + "".join(
+            entry.format(name=n, root=tmp_path, sen=f)
+            for n, f in (("short", "sen_short.npy"), ("wide", "sen_wide.npy"))
+        )
+    )
     r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
     assert r.exit_code == 2 and "2 problem(s)" in r.output, r.output
     assert "has shape (5, 8); expected (8, d), one row per sentence" in r.output

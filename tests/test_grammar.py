@@ -26,12 +26,20 @@ subjects:
 def test_builtin_grammars_load_and_render():
     assert {"spotcheck", "street_scenes", "object_photos"} <= set(list_grammars())
     g = load_grammar("spotcheck")
-    said = g.render({("square", "size"): "normal", ("square", "color"): "blue", ("text", "presence"): "true",
-                     ("circle", "presence"): "false", ("background", "texture"): "noise"})
+    said = g.render(
+        {
+            ("square", "size"): "normal",
+            ("square", "color"): "blue",
+            ("text", "presence"): "true",
+            ("circle", "presence"): "false",
+            ("background", "texture"): "noise",
+        }
+    )
     assert said == "An image with a large blue square and some text but no circle, on a noisy background"
     assert g.render({("square", "number"): "2"}) == "An image with two squares"
-    assert g.render({("circle", "presence"): "false", ("text", "presence"): "false"}) == \
-        "An image with no circle or text"
+    assert (
+        g.render({("circle", "presence"): "false", ("text", "presence"): "false"}) == "An image with no circle or text"
+    )
     with pytest.raises(ValueError, match="said absent"):
         g.render({("circle", "presence"): "false", ("circle", "color"): "blue"})
     for name in list_grammars():
@@ -65,21 +73,36 @@ def test_spotcheck_grammar_conditions_are_the_exact_relevance():
     assert rel.any(axis=0).mean() > 0.9  # nearly every sentence is true of some random render
 
 
-@pytest.mark.parametrize("text, message", [
-    (MINI + "colour: red\n", r"line 10: unknown key 'colour' in the grammar"),
-    (MINI.replace("    noun: square\n", "    noun: square\n    noun: box\n"), r"line 6: key 'noun' is written twice"),
-    (MINI.replace("{blue: blue, orange: orange}", "{}"), r"line 9: .*values is empty"),
-    (MINI.replace("{blue: blue, orange: orange}", "{blue: blue, orange: blue}"), r"line 9: .*both said 'blue'"),
-    (MINI.replace("deniable: true", "deniable: perhaps"), r"line 6: .*deniable is 'perhaps'; expected true or false"),
-    (MINI + "max_conditions: 9\n", r"line 10: max_conditions is 9 but the grammar has only 2 attributes"),
-    (MINI.replace("      - id: color\n", "      - id: color\n        requires: [circle.presence=true]\n"),
-     r"requires circle.presence=true, which the grammar does not declare"),
-    (MINI.replace("      - id: color\n        values: {blue: blue, orange: orange}\n",
-                  "      - id: color\n        values: {blue: blue}\n      - id: color\n        values: {red: red}\n"),
-     r"attribute 'color' is declared twice"),
-    ("", r"the file is empty"),
-    ("name: [unclosed\n", r"line \d+: not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (MINI + "colour: red\n", r"line 10: unknown key 'colour' in the grammar"),
+        (
+            MINI.replace("    noun: square\n", "    noun: square\n    noun: box\n"),
+            r"line 6: key 'noun' is written twice",
+        ),
+        (MINI.replace("{blue: blue, orange: orange}", "{}"), r"line 9: .*values is empty"),
+        (MINI.replace("{blue: blue, orange: orange}", "{blue: blue, orange: blue}"), r"line 9: .*both said 'blue'"),
+        (
+            MINI.replace("deniable: true", "deniable: perhaps"),
+            r"line 6: .*deniable is 'perhaps'; expected true or false",
+        ),
+        (MINI + "max_conditions: 9\n", r"line 10: max_conditions is 9 but the grammar has only 2 attributes"),
+        (
+            MINI.replace("      - id: color\n", "      - id: color\n        requires: [circle.presence=true]\n"),
+            r"requires circle.presence=true, which the grammar does not declare",
+        ),
+        (
+            MINI.replace(
+                "      - id: color\n        values: {blue: blue, orange: orange}\n",
+                "      - id: color\n        values: {blue: blue}\n      - id: color\n        values: {red: red}\n",
+            ),
+            r"attribute 'color' is declared twice",
+        ),
+        ("", r"the file is empty"),
+        ("name: [unclosed\n", r"line \d+: not valid YAML"),
+    ],
+)
 def test_hostile_grammar_files_name_file_and_line(text, message):
     with pytest.raises(ValueError, match=message) as info:
         parse_grammar(text, source="g.yaml")
@@ -123,8 +146,20 @@ def test_cli_generate_writes_sentences_and_conditions(tmp_path):
 def test_cli_generate_with_classes(tmp_path):
     (tmp_path / "classes.txt").write_text("golden retriever\nfire truck\n")
     out = tmp_path / "photos.txt"
-    r = CliRunner().invoke(cli, ["sentences", "generate", "object_photos", "--max-conditions", "2",
-                                 "--classes", str(tmp_path / "classes.txt"), "--out", str(out)])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "sentences",
+            "generate",
+            "object_photos",
+            "--max-conditions",
+            "2",
+            "--classes",
+            str(tmp_path / "classes.txt"),
+            "--out",
+            str(out),
+        ],
+    )
     assert r.exit_code == 0, r.output
     s = load_sentence_set(out)
     assert "A photo of a golden retriever, at night" in s.sentences

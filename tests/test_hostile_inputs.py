@@ -70,11 +70,11 @@ def relevance(text, ids=IDS, sents=SENTS, name="r.csv"):
 
 # ---------------------------------------------------------------------------- explanations
 
+
 def _explanation():
     rng = np.random.default_rng(0)
     X, S = rng.normal(size=(30, 6)), rng.normal(size=(8, 6))
-    return lbee.explain(X, S, confidence=rng.normal(size=30), n_clusters=3, k=2,
-                        sentences=[f"s{i}" for i in range(8)])
+    return lbee.explain(X, S, confidence=rng.normal(size=30), n_clusters=3, k=2, sentences=[f"s{i}" for i in range(8)])
 
 
 EXP = _explanation()
@@ -86,6 +86,7 @@ def tampered(edit, **kw):
         d = copy.deepcopy(EXP_DICT)
         edit(d)
         return lbee.Explanation.from_dict(d, **kw)
+
     return action
 
 
@@ -95,20 +96,26 @@ def _set(path, value):
         for key in path[:-1]:
             obj = obj[key]
         obj[path[-1]] = value
+
     return edit
 
 
 def payload(edit):
     def action(ctx):
         body = {k: v for k, v in EXP_DICT.items() if k != "sentences"}
-        p = {"sentences": EXP_DICT["sentences"], "images": [f"i{k}" for k in range(30)],
-             "methods": {"fpdiff": copy.deepcopy(body)}}
+        p = {
+            "sentences": EXP_DICT["sentences"],
+            "images": [f"i{k}" for k in range(30)],
+            "methods": {"fpdiff": copy.deepcopy(body)},
+        }
         edit(p)
         return validate_explanation_payload(p, source="run/explanation.json")
+
     return action
 
 
 # ---------------------------------------------------------------------------- caches, images, models
+
 
 class StubEncoder:
     """Counts text encodings; embeds sentence i as a fixed random unit vector from its text."""
@@ -152,6 +159,7 @@ def mode_of(write_fn, umask):
         finally:
             os.umask(old)
         return (ctx.tmp / "out.bin").stat().st_mode & 0o777
+
     return action
 
 
@@ -170,6 +178,7 @@ def pil_mode(arr, mode):
         from lbee.io.images import to_rgb
 
         return np.asarray(to_rgb(Image.fromarray(arr, mode=mode)))
+
     return action
 
 
@@ -178,7 +187,8 @@ def planespot_no_errors(ctx):
 
     rng = np.random.default_rng(0)
     s = PlaneSpotSlicer(reducer="pca", min_components=1, max_components=3, random_state=0).fit(
-        rng.normal(size=(30, 5)), np.full(30, 0.9))
+        rng.normal(size=(30, 5)), np.full(30, 0.9)
+    )
     return s
 
 
@@ -204,6 +214,7 @@ def load_factory(body, weights=None):
         factory_module(ctx, body)
         w = weights(ctx) if weights else None
         return load_classifier("hostile_factory:make", w)
+
     return action
 
 
@@ -214,6 +225,7 @@ def torch_file(obj_fn):
         path = ctx.tmp / "w.pt"
         torch.save(obj_fn(), path)
         return path
+
     return make
 
 
@@ -231,8 +243,14 @@ def metadata_cache_rerun(ctx):
     out = []
     for value in (1, 0):
         table = pd.DataFrame({"image": ["x"], "sentence": ["A dog"], "relevant": [value]})
-        res = compute_relevance([str(img)], ["A dog"], {"metadata": create_backend("metadata", table=table)},
-                                questions=["Is there a dog?"], image_ids=["x"], cache_dir=ctx.tmp / "cache")
+        res = compute_relevance(
+            [str(img)],
+            ["A dog"],
+            {"metadata": create_backend("metadata", table=table)},
+            questions=["Is there a dog?"],
+            image_ids=["x"],
+            cache_dir=ctx.tmp / "cache",
+        )
         out.append(bool(res.relevance[0, 0]))
     return out
 
@@ -241,9 +259,11 @@ def metadata_identity(rows_a, rows_b):
     def action(ctx):
         from vqa import create_backend
 
-        mk = lambda rows: create_backend("metadata", table=pd.DataFrame(rows, columns=["image", "sentence",  # noqa
-                                                                                       "relevant"]))
+        def mk(rows):
+            return create_backend("metadata", table=pd.DataFrame(rows, columns=["image", "sentence", "relevant"]))
+
         return mk(rows_a).identity() == mk(rows_b).identity()
+
     return action
 
 
@@ -255,13 +275,20 @@ def metadata_unmatched(ctx):
     img = ctx.tmp / "x.png"
     Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(img)
     table = pd.DataFrame({"image": ["x"], "sentence": ["a dog"], "relevant": [1]})
-    return compute_relevance([str(img)], ["A dog"], {"metadata": create_backend("metadata", table=table)},
-                             questions=["Is there a dog?"], image_ids=["x"], use_cache=False)
+    return compute_relevance(
+        [str(img)],
+        ["A dog"],
+        {"metadata": create_backend("metadata", table=table)},
+        questions=["Is there a dog?"],
+        image_ids=["x"],
+        use_cache=False,
+    )
 
 
 def warned(phrase):
     def check(result, ctx):
         assert any(phrase in r.getMessage() for r in ctx.log.records if r.name == "lbee"), ctx.log.text
+
     return check
 
 
@@ -271,299 +298,668 @@ P_HEAD = "path,prob_cat,prob_dog,label\n"
 
 CASES = [
     # --- predictions tables
-    ("pred-blank-label", preds(P_HEAD + "a,0.9,0.1,cat\nb,0.2,0.8,\n"),
-     Raises(ValueError, "t.csv'", "column 'label'", "row 2 (line 3 of the file)", "<blank>")),
-    ("pred-unknown-label-name", preds(P_HEAD + "a,0.9,0.1,cat\nb,0.2,0.8,horse\n"),
-     Raises(ValueError, "column 'label'", "'horse'", "cat, dog")),
-    ("pred-label-index-out-of-range", preds(P_HEAD + "a,0.9,0.1,0\nb,0.2,0.8,5\n"),
-     Raises(ValueError, "column 'label'", "row 2", "[0, 2)")),
-    ("pred-label-negative", preds(P_HEAD + "a,0.9,0.1,-1\nb,0.2,0.8,1\n"),
-     Raises(ValueError, "column 'label'", "row 1 (line 2 of the file)")),
-    ("pred-label-fractional", preds(P_HEAD + "a,0.9,0.1,0.5\nb,0.2,0.8,1\n"),
-     Raises(ValueError, "column 'label'", "0.5")),
-    ("pred-label-names-ok", preds(P_HEAD + "a,0.9,0.1,cat\nb,0.2,0.8,dog\nc,0.6,0.4,dog\n"),
-     Result(lambda r, c: (r[1].labels.tolist() == [0, 1, 1] and r[1].performance.tolist() == [1, 1, 0]))),
-    ("pred-label-indices-ok", preds(P_HEAD + "a,0.9,0.1,0\nb,0.2,0.8,1\n"),
-     Result(lambda r, c: r[1].labels.tolist() == [0, 1])),
-    ("pred-pred-names-ok", preds("id,prob_cat,prob_dog,label,pred\na,0.9,0.1,cat,dog\nb,0.2,0.8,dog,dog\n"),
-     Result(lambda r, c: r[1].preds.tolist() == [1, 1] and r[1].performance.tolist() == [0, 1])),
-    ("pred-duplicate-id", preds(P_HEAD + "a,0.9,0.1,0\na,0.2,0.8,1\n"),
-     Raises(ValueError, "repeats the image id 'a'", "row 1 (line 2 of the file) and row 2 (line 3 of the file)")),
-    ("pred-blank-id", preds(P_HEAD + "a,0.9,0.1,0\n,0.2,0.8,1\n"),
-     Raises(ValueError, "column 'path' has missing cell", "row 2")),
-    ("pred-logits-rejected", preds("path,prob_cat,prob_dog\na,2.3,-1.2\nb,0.2,0.8\n"),
-     Raises(ValueError, "not probabilities at row 1 (line 2 of the file)", "probabilities='logits'")),
-    ("pred-rows-not-summing-to-1", preds("path,prob_cat,prob_dog\na,0.5,0.4\nb,0.2,0.8\n"),
-     Raises(ValueError, "rows summing to 0.9", "probabilities='logits'")),
-    ("pred-logits-softmax", preds("path,prob_cat,prob_dog\na,2.0,0.0\nb,0.0,0.0\n", probabilities="logits"),
-     Result(lambda r, c: np.allclose(r[1].probs[:, 0], [1 / (1 + np.exp(-2)), 0.5]))),
-    ("pred-probabilities-option-unknown", preds("path,prob_cat,prob_dog\na,0.5,0.5\n", probabilities="odds"),
-     Raises(ValueError, "`probabilities` must be 'probabilities' or 'logits'", "'odds'")),
-    ("pred-blank-prob", preds("path,prob_cat,prob_dog\na,0.5,0.5\nb,,0.5\n"),
-     Raises(ValueError, "column 'prob_cat' holds invalid number", "row 2", "<blank>")),
-    ("pred-text-prob", preds("path,prob_cat,prob_dog\na,0.5,0.5\nb,high,0.5\n"),
-     Raises(ValueError, "column 'prob_cat'", "'high'")),
-    ("pred-confidence-inf", preds("path,confidence\na,0.3\nb,inf\n"),
-     Raises(ValueError, "column 'confidence'", "NaN or inf")),
-    ("pred-names-without-prob-columns", preds("path,confidence,label\na,0.3,cat\n"),
-     Raises(ValueError, "column 'label'", "class names need prob_<class> columns")),
+    (
+        "pred-blank-label",
+        preds(P_HEAD + "a,0.9,0.1,cat\nb,0.2,0.8,\n"),
+        Raises(ValueError, "t.csv'", "column 'label'", "row 2 (line 3 of the file)", "<blank>"),
+    ),
+    (
+        "pred-unknown-label-name",
+        preds(P_HEAD + "a,0.9,0.1,cat\nb,0.2,0.8,horse\n"),
+        Raises(ValueError, "column 'label'", "'horse'", "cat, dog"),
+    ),
+    (
+        "pred-label-index-out-of-range",
+        preds(P_HEAD + "a,0.9,0.1,0\nb,0.2,0.8,5\n"),
+        Raises(ValueError, "column 'label'", "row 2", "[0, 2)"),
+    ),
+    (
+        "pred-label-negative",
+        preds(P_HEAD + "a,0.9,0.1,-1\nb,0.2,0.8,1\n"),
+        Raises(ValueError, "column 'label'", "row 1 (line 2 of the file)"),
+    ),
+    (
+        "pred-label-fractional",
+        preds(P_HEAD + "a,0.9,0.1,0.5\nb,0.2,0.8,1\n"),
+        Raises(ValueError, "column 'label'", "0.5"),
+    ),
+    (
+        "pred-label-names-ok",
+        preds(P_HEAD + "a,0.9,0.1,cat\nb,0.2,0.8,dog\nc,0.6,0.4,dog\n"),
+        Result(lambda r, c: r[1].labels.tolist() == [0, 1, 1] and r[1].performance.tolist() == [1, 1, 0]),
+    ),
+    (
+        "pred-label-indices-ok",
+        preds(P_HEAD + "a,0.9,0.1,0\nb,0.2,0.8,1\n"),
+        Result(lambda r, c: r[1].labels.tolist() == [0, 1]),
+    ),
+    (
+        "pred-pred-names-ok",
+        preds("id,prob_cat,prob_dog,label,pred\na,0.9,0.1,cat,dog\nb,0.2,0.8,dog,dog\n"),
+        Result(lambda r, c: r[1].preds.tolist() == [1, 1] and r[1].performance.tolist() == [0, 1]),
+    ),
+    (
+        "pred-duplicate-id",
+        preds(P_HEAD + "a,0.9,0.1,0\na,0.2,0.8,1\n"),
+        Raises(ValueError, "repeats the image id 'a'", "row 1 (line 2 of the file) and row 2 (line 3 of the file)"),
+    ),
+    (
+        "pred-blank-id",
+        preds(P_HEAD + "a,0.9,0.1,0\n,0.2,0.8,1\n"),
+        Raises(ValueError, "column 'path' has missing cell", "row 2"),
+    ),
+    (
+        "pred-logits-rejected",
+        preds("path,prob_cat,prob_dog\na,2.3,-1.2\nb,0.2,0.8\n"),
+        Raises(ValueError, "not probabilities at row 1 (line 2 of the file)", "probabilities='logits'"),
+    ),
+    (
+        "pred-rows-not-summing-to-1",
+        preds("path,prob_cat,prob_dog\na,0.5,0.4\nb,0.2,0.8\n"),
+        Raises(ValueError, "rows summing to 0.9", "probabilities='logits'"),
+    ),
+    (
+        "pred-logits-softmax",
+        preds("path,prob_cat,prob_dog\na,2.0,0.0\nb,0.0,0.0\n", probabilities="logits"),
+        Result(lambda r, c: np.allclose(r[1].probs[:, 0], [1 / (1 + np.exp(-2)), 0.5])),
+    ),
+    (
+        "pred-probabilities-option-unknown",
+        preds("path,prob_cat,prob_dog\na,0.5,0.5\n", probabilities="odds"),
+        Raises(ValueError, "`probabilities` must be 'probabilities' or 'logits'", "'odds'"),
+    ),
+    (
+        "pred-blank-prob",
+        preds("path,prob_cat,prob_dog\na,0.5,0.5\nb,,0.5\n"),
+        Raises(ValueError, "column 'prob_cat' holds invalid number", "row 2", "<blank>"),
+    ),
+    (
+        "pred-text-prob",
+        preds("path,prob_cat,prob_dog\na,0.5,0.5\nb,high,0.5\n"),
+        Raises(ValueError, "column 'prob_cat'", "'high'"),
+    ),
+    (
+        "pred-confidence-inf",
+        preds("path,confidence\na,0.3\nb,inf\n"),
+        Raises(ValueError, "column 'confidence'", "NaN or inf"),
+    ),
+    (
+        "pred-names-without-prob-columns",
+        preds("path,confidence,label\na,0.3,cat\n"),
+        Raises(ValueError, "column 'label'", "class names need prob_<class> columns"),
+    ),
     ("pred-header-only", preds("path,confidence\n"), Raises(ValueError, "has no data row")),
     ("pred-no-id-column", preds("file,confidence\na,0.3\n"), Raises(ValueError, "needs an image id column")),
-    ("pred-utf8-bom", lambda ctx: scores_from_table(read_table(write(ctx, "\ufeffpath,confidence\na,0.3\n"))),
-     Result(lambda r, c: r[0] == ["a"])),
-    ("pred-tsv", lambda ctx: scores_from_table(read_table(write(ctx, "path\tconfidence\na\t0.3\n", "t.tsv"))),
-     Result(lambda r, c: r[1].confidence.tolist() == [0.3])),
+    (
+        "pred-utf8-bom",
+        lambda ctx: scores_from_table(read_table(write(ctx, "\ufeffpath,confidence\na,0.3\n"))),
+        Result(lambda r, c: r[0] == ["a"]),
+    ),
+    (
+        "pred-tsv",
+        lambda ctx: scores_from_table(read_table(write(ctx, "path\tconfidence\na\t0.3\n", "t.tsv"))),
+        Result(lambda r, c: r[1].confidence.tolist() == [0.3]),
+    ),
     ("pred-unknown-suffix", lambda ctx: read_table(write(ctx, "x", "t.xlsx")), Raises(ValueError, "has suffix")),
     ("pred-missing-file", lambda ctx: read_table(ctx.tmp / "nope.csv"), Raises(FileNotFoundError, "does not exist")),
-    ("pred-blank-performance", preds("path,confidence,performance\na,0.3,1\nb,0.4,\n"),
-     Raises(ValueError, "column 'performance'", "row 2")),
-    ("pred-blank-line-shifts-line-number", preds(P_HEAD + "a,0.9,0.1,0\n\nb,0.2,0.8,9\n"),
-     Raises(ValueError, "row 2 (line 4 of the file)")),
-    ("pred-quoted-newline-line-number", preds('path,confidence,label\n"a\nb",0.3,0\nc,0.4,x\n'),
-     Raises(ValueError, "row 2 (line 4 of the file)")),
-    ("pred-parquet-row", lambda ctx: (pd.DataFrame({"path": ["a", "a"], "confidence": [0.1, 0.2]})
-                                      .to_parquet(ctx.tmp / "p.parquet"),
-                                      scores_from_table(read_table(ctx.tmp / "p.parquet")))[1],
-     Raises(ValueError, "'", "p.parquet'", "at row 1 and row 2")),
-    ("pred-class-named-NA", preds("path,prob_NA,prob_null,label\nNA,0.3,0.7,null\n"),
-     Result(lambda r, c: r[0] == ["NA"] and r[1].labels.tolist() == [1])),
-    ("pred-text-nan-prob", preds("path,prob_cat,prob_dog\na,nan,0.5\n"),
-     Raises(ValueError, "column 'prob_cat'", "'nan'", "NaN or inf")),
+    (
+        "pred-blank-performance",
+        preds("path,confidence,performance\na,0.3,1\nb,0.4,\n"),
+        Raises(ValueError, "column 'performance'", "row 2"),
+    ),
+    (
+        "pred-blank-line-shifts-line-number",
+        preds(P_HEAD + "a,0.9,0.1,0\n\nb,0.2,0.8,9\n"),
+        Raises(ValueError, "row 2 (line 4 of the file)"),
+    ),
+    (
+        "pred-quoted-newline-line-number",
+        preds('path,confidence,label\n"a\nb",0.3,0\nc,0.4,x\n'),
+        Raises(ValueError, "row 2 (line 4 of the file)"),
+    ),
+    (
+        "pred-parquet-row",
+        lambda ctx: (
+            pd.DataFrame({"path": ["a", "a"], "confidence": [0.1, 0.2]}).to_parquet(ctx.tmp / "p.parquet"),
+            scores_from_table(read_table(ctx.tmp / "p.parquet")),
+        )[1],
+        Raises(ValueError, "'", "p.parquet'", "at row 1 and row 2"),
+    ),
+    (
+        "pred-class-named-NA",
+        preds("path,prob_NA,prob_null,label\nNA,0.3,0.7,null\n"),
+        Result(lambda r, c: r[0] == ["NA"] and r[1].labels.tolist() == [1]),
+    ),
+    (
+        "pred-text-nan-prob",
+        preds("path,prob_cat,prob_dog\na,nan,0.5\n"),
+        Raises(ValueError, "column 'prob_cat'", "'nan'", "NaN or inf"),
+    ),
     # --- manifests
     ("manifest-duplicate-path", manifest("path\nx.png\nx.png\n"), Raises(ValueError, "repeats the path 'x.png'")),
     ("manifest-blank-path", manifest("path,label\nx.png,0\n,1\n"), Raises(ValueError, "column 'path'", "row 2")),
-    ("manifest-blank-label", manifest("path,label\nx.png,0\ny.png,\n"),
-     Raises(ValueError, "column 'label'", "row 2 (line 3 of the file)")),
+    (
+        "manifest-blank-label",
+        manifest("path,label\nx.png,0\ny.png,\n"),
+        Raises(ValueError, "column 'label'", "row 2 (line 3 of the file)"),
+    ),
     ("manifest-no-path-column", manifest("file\nx.png\n"), Raises(ValueError, "lacks the column 'path'")),
-    ("manifest-ok", manifest("path,label\nx.png,0\nsub/y.png,2\n"),
-     Result(lambda r, c: r.ids == ["x.png", "sub/y.png"] and r.labels.tolist() == [0, 2])),
+    (
+        "manifest-ok",
+        manifest("path,label\nx.png,0\nsub/y.png,2\n"),
+        Result(lambda r, c: r.ids == ["x.png", "sub/y.png"] and r.labels.tolist() == [0, 2]),
+    ),
     # --- relevance Γ
-    ("rel-non-boolean", relevance("image,sentence,relevant\na.png,A dog,maybe\n"),
-     Raises(ValueError, "column 'relevant' holds non-boolean", "'maybe'", "yes/no")),
-    ("rel-boolean-words", relevance("image,sentence,relevant\na.png,A dog,Yes\nb.png,A cat,TRUE\nc.png,A dog,no\n"
-                                    "c.png,A cat,1\n"),
-     Result(lambda r, c: r.tolist() == [[True, False], [False, True], [False, True]])),
-    ("rel-lowercased-sentences", relevance("image,sentence,relevant\na.png,a dog,1\nb.png,a cat,1\n"),
-     Raises(ValueError, "none of its 2 row(s) matches sentence", "'a dog' differs from the set's 'A dog'")),
-    ("rel-some-unmatched-warns", relevance("image,sentence,relevant\na.png,A dog,1\nb.png,A cow,1\n"),
-     Result(lambda r, c: (r[0, 0] and r.sum() == 1, warned("1 of 2 row(s) match no sentence")(r, c))[0])),
-    ("rel-conflicting-duplicate", relevance("image,sentence,relevant\na.png,A dog,1\na.png,A dog,0\n"),
-     Raises(ValueError, "conflicting 'relevant' values", "row 1 (line 2 of the file) and row 2")),
-    ("rel-identical-duplicate-ok", relevance("image,sentence,relevant\na.png,A dog,1\na.png,A dog,yes\n"),
-     Result(lambda r, c: r[0, 0] and r.sum() == 1)),
-    ("rel-no-image-matches", relevance("image,sentence,relevant\nz.png,A dog,1\n"),
-     Raises(ValueError, "matches image of the run", "'z.png'")),
-    ("rel-sentence-index", relevance("image,sentence,relevant\nb.png,1,1\n"),
-     Result(lambda r, c: r[1, 1] and r.sum() == 1)),
-    ("rel-blank-relevant", relevance("image,sentence,relevant\na.png,A dog,\n"),
-     Raises(ValueError, "column 'relevant'", "<blank>")),
-    ("rel-wide-non-boolean", relevance("image,A dog,A cat\na.png,1,0\nb.png,0,2\nc.png,0,0\n"),
-     Raises(ValueError, "column 'A cat'", "row 2", "2")),
-    ("rel-wide-duplicate-image", relevance("image,A dog,A cat\na.png,1,0\na.png,0,1\nc.png,0,0\n"),
-     Raises(ValueError, "repeats the image id 'a.png'")),
-    ("rel-npy-nan", lambda ctx: (np.save(ctx.tmp / "r.npy", np.array([[1.0, np.nan]] * 3)),
-                                 load_relevance(ctx.tmp / "r.npy", IDS, SENTS))[1],
-     Raises(ValueError, "must hold booleans or 0/1")),
+    (
+        "rel-non-boolean",
+        relevance("image,sentence,relevant\na.png,A dog,maybe\n"),
+        Raises(ValueError, "column 'relevant' holds non-boolean", "'maybe'", "yes/no"),
+    ),
+    (
+        "rel-boolean-words",
+        relevance("image,sentence,relevant\na.png,A dog,Yes\nb.png,A cat,TRUE\nc.png,A dog,no\nc.png,A cat,1\n"),
+        Result(lambda r, c: r.tolist() == [[True, False], [False, True], [False, True]]),
+    ),
+    (
+        "rel-lowercased-sentences",
+        relevance("image,sentence,relevant\na.png,a dog,1\nb.png,a cat,1\n"),
+        Raises(ValueError, "none of its 2 row(s) matches sentence", "'a dog' differs from the set's 'A dog'"),
+    ),
+    (
+        "rel-some-unmatched-warns",
+        relevance("image,sentence,relevant\na.png,A dog,1\nb.png,A cow,1\n"),
+        Result(lambda r, c: (r[0, 0] and r.sum() == 1, warned("1 of 2 row(s) match no sentence")(r, c))[0]),
+    ),
+    (
+        "rel-conflicting-duplicate",
+        relevance("image,sentence,relevant\na.png,A dog,1\na.png,A dog,0\n"),
+        Raises(ValueError, "conflicting 'relevant' values", "row 1 (line 2 of the file) and row 2"),
+    ),
+    (
+        "rel-identical-duplicate-ok",
+        relevance("image,sentence,relevant\na.png,A dog,1\na.png,A dog,yes\n"),
+        Result(lambda r, c: r[0, 0] and r.sum() == 1),
+    ),
+    (
+        "rel-no-image-matches",
+        relevance("image,sentence,relevant\nz.png,A dog,1\n"),
+        Raises(ValueError, "matches image of the run", "'z.png'"),
+    ),
+    (
+        "rel-sentence-index",
+        relevance("image,sentence,relevant\nb.png,1,1\n"),
+        Result(lambda r, c: r[1, 1] and r.sum() == 1),
+    ),
+    (
+        "rel-blank-relevant",
+        relevance("image,sentence,relevant\na.png,A dog,\n"),
+        Raises(ValueError, "column 'relevant'", "<blank>"),
+    ),
+    (
+        "rel-wide-non-boolean",
+        relevance("image,A dog,A cat\na.png,1,0\nb.png,0,2\nc.png,0,0\n"),
+        Raises(ValueError, "column 'A cat'", "row 2", "2"),
+    ),
+    (
+        "rel-wide-duplicate-image",
+        relevance("image,A dog,A cat\na.png,1,0\na.png,0,1\nc.png,0,0\n"),
+        Raises(ValueError, "repeats the image id 'a.png'"),
+    ),
+    (
+        "rel-npy-nan",
+        lambda ctx: (
+            np.save(ctx.tmp / "r.npy", np.array([[1.0, np.nan]] * 3)),
+            load_relevance(ctx.tmp / "r.npy", IDS, SENTS),
+        )[1],
+        Raises(ValueError, "must hold booleans or 0/1"),
+    ),
     # --- VQA metadata
-    ("meta-non-boolean", lambda ctx: __import__("vqa").create_backend(
-        "metadata", table=read_table(write(ctx, "image,sentence,relevant\nx,A dog,perhaps\n"))),
-     Raises(ValueError, "metadata table", "column 'relevant'", "'perhaps'")),
-    ("meta-dict-non-boolean", lambda ctx: __import__("vqa").create_backend("metadata", table={("x", "A dog"): "?"}),
-     Raises(ValueError, "expected a boolean")),
-    ("meta-conflict", lambda ctx: __import__("vqa").create_backend(
-        "metadata", table=read_table(write(ctx, "image,sentence,relevant\nx,A dog,1\nx,A dog,0\n"))),
-     Raises(ValueError, "conflicting 'relevant' values")),
-    ("meta-identity-covers-content", metadata_identity([("x", "A dog", 1)], [("x", "A dog", 0)]),
-     Result(lambda r, c: r is False)),
-    ("meta-identity-ignores-row-order", metadata_identity([("x", "s", 1), ("y", "s", 0)],
-                                                          [("y", "s", 0), ("x", "s", 1)]),
-     Result(lambda r, c: r is True)),
+    (
+        "meta-non-boolean",
+        lambda ctx: __import__("vqa").create_backend(
+            "metadata", table=read_table(write(ctx, "image,sentence,relevant\nx,A dog,perhaps\n"))
+        ),
+        Raises(ValueError, "metadata table", "column 'relevant'", "'perhaps'"),
+    ),
+    (
+        "meta-dict-non-boolean",
+        lambda ctx: __import__("vqa").create_backend("metadata", table={("x", "A dog"): "?"}),
+        Raises(ValueError, "expected a boolean"),
+    ),
+    (
+        "meta-conflict",
+        lambda ctx: __import__("vqa").create_backend(
+            "metadata", table=read_table(write(ctx, "image,sentence,relevant\nx,A dog,1\nx,A dog,0\n"))
+        ),
+        Raises(ValueError, "conflicting 'relevant' values"),
+    ),
+    (
+        "meta-identity-covers-content",
+        metadata_identity([("x", "A dog", 1)], [("x", "A dog", 0)]),
+        Result(lambda r, c: r is False),
+    ),
+    (
+        "meta-identity-ignores-row-order",
+        metadata_identity([("x", "s", 1), ("y", "s", 0)], [("y", "s", 0), ("x", "s", 1)]),
+        Result(lambda r, c: r is True),
+    ),
     ("meta-cache-rerun-new-table", metadata_cache_rerun, Result(lambda r, c: r == [True, False])),
-    ("meta-nothing-matches", metadata_unmatched,
-     Raises(ValueError, "metadata backend 'metadata'", "none of its 1 row(s) matches")),
+    (
+        "meta-nothing-matches",
+        metadata_unmatched,
+        Raises(ValueError, "metadata backend 'metadata'", "none of its 1 row(s) matches"),
+    ),
     # --- ω tables
-    ("omega-aligned-by-image", lambda ctx: validate_performance(
-        read_table(write(ctx, "image,performance\nb.png,0\na.png,1\nc.png,0.5\n")), image_ids=IDS),
-     Result(lambda r, c: r.tolist() == [1.0, 0.0, 0.5])),
-    ("omega-missing-image", lambda ctx: validate_performance(
-        read_table(write(ctx, "image,performance\nb.png,0\na.png,1\n")), image_ids=IDS),
-     Raises(ValueError, "no row for 1 of the run's 3 images", "c.png")),
-    ("omega-wrong-length", lambda ctx: validate_performance(
-        read_table(write(ctx, "performance\n0\n1\n")), image_ids=IDS),
-     Raises(ValueError, "has 2 rows but the run has 3 images")),
+    (
+        "omega-aligned-by-image",
+        lambda ctx: validate_performance(
+            read_table(write(ctx, "image,performance\nb.png,0\na.png,1\nc.png,0.5\n")), image_ids=IDS
+        ),
+        Result(lambda r, c: r.tolist() == [1.0, 0.0, 0.5]),
+    ),
+    (
+        "omega-missing-image",
+        lambda ctx: validate_performance(
+            read_table(write(ctx, "image,performance\nb.png,0\na.png,1\n")), image_ids=IDS
+        ),
+        Raises(ValueError, "no row for 1 of the run's 3 images", "c.png"),
+    ),
+    (
+        "omega-wrong-length",
+        lambda ctx: validate_performance(read_table(write(ctx, "performance\n0\n1\n")), image_ids=IDS),
+        Raises(ValueError, "has 2 rows but the run has 3 images"),
+    ),
     # --- caches and permissions
-    ("cache-sentence-key-no-collision", lambda ctx: (EmbeddingCache({"n": 1}, ctx.tmp)._sentence_path(["a\nb"]),
-                                                     EmbeddingCache({"n": 1}, ctx.tmp)._sentence_path(["a", "b"])),
-     Result(lambda r, c: r[0] != r[1])),
-    ("cache-sentence-shuffled-recomputed", sentence_cache_recomputes_shuffled,
-     Result(lambda r, c: r[0] == 3 and all(np.array_equal(r[1], x) for x in r[2:]))),
-    ("cache-sentence-put-wrong-rows", lambda ctx: EmbeddingCache({"n": 1}, ctx.tmp).put_sentences(
-        ["a", "b"], np.zeros((3, 4))), Raises(ValueError, "shape (2, d)")),
+    (
+        "cache-sentence-key-no-collision",
+        lambda ctx: (
+            EmbeddingCache({"n": 1}, ctx.tmp)._sentence_path(["a\nb"]),
+            EmbeddingCache({"n": 1}, ctx.tmp)._sentence_path(["a", "b"]),
+        ),
+        Result(lambda r, c: r[0] != r[1]),
+    ),
+    (
+        "cache-sentence-shuffled-recomputed",
+        sentence_cache_recomputes_shuffled,
+        Result(lambda r, c: r[0] == 3 and all(np.array_equal(r[1], x) for x in r[2:])),
+    ),
+    (
+        "cache-sentence-put-wrong-rows",
+        lambda ctx: EmbeddingCache({"n": 1}, ctx.tmp).put_sentences(["a", "b"], np.zeros((3, 4))),
+        Raises(ValueError, "shape (2, d)"),
+    ),
     ("perm-umask-022", mode_of(lambda p: atomic_write_bytes(p, b"x"), 0o022), Result(lambda r, c: r == 0o644)),
-    ("perm-umask-027-npz", mode_of(lambda p: atomic_save_npz(p, a=np.zeros(2)), 0o027),
-     Result(lambda r, c: r == 0o640)),
+    (
+        "perm-umask-027-npz",
+        mode_of(lambda p: atomic_save_npz(p, a=np.zeros(2)), 0o027),
+        Result(lambda r, c: r == 0o640),
+    ),
     # --- tampered explanations
-    ("exp-negative-index", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, -1)),
-     Raises(ValueError, "data.hard_clusters[0].indices[0]", "non-negative")),
-    ("exp-huge-index", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 10**30)),
-     Raises(ValueError, "hard_clusters[0].indices[0]", "an image index below 30")),  # params['n_images'] bounds
-    ("exp-index-beyond-n-images", tampered(lambda d: d["easy_clusters"][0]["indices"].__setitem__(0, 30),
-                                           n_images=30),
-     Raises(ValueError, "easy_clusters[0].indices[0]", "below 30")),
-    ("exp-bool-index", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, True)),
-     Raises(ValueError, "indices[0]", "bool")),
-    ("exp-float-index", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 1.0)),
-     Raises(ValueError, "indices[0]", "float")),
-    ("exp-duplicate-member", tampered(lambda d: d["hard_clusters"][0]["indices"].append(
-        d["hard_clusters"][0]["indices"][0])), Raises(ValueError, "more than once")),
-    ("exp-prototype-length", tampered(lambda d: d["hard_clusters"][1]["prototype"].pop()),
-     Raises(ValueError, "hard_clusters[1].prototype", "length 5", "length 6")),
-    ("exp-nan-score", tampered(lambda d: d["hard_clusters"][0]["scores"].__setitem__(0, float("nan"))),
-     Raises(ValueError, "hard_clusters[0].scores", "NaN or inf")),
-    ("exp-score-count", tampered(lambda d: d["hard_clusters"][0]["scores"].pop()),
-     Raises(ValueError, "hard_clusters[0].scores", "one per chosen sentence")),
-    ("exp-sentence-beyond-texts", tampered(lambda d: d["sentences"].__delitem__(slice(2, None))),
-     Raises(ValueError, "sentences", "below 2")),
-    ("exp-sentences-count-mismatch", tampered(lambda d: None, n_sentences=5),
-     Raises(ValueError, "data.sentences", "8 sentence(s)", "n_sentences=5")),
-    ("exp-easy-match-out-of-range", tampered(_set(["hard_clusters", 0, "easy_cluster"], 99)),
-     Raises(ValueError, "hard_clusters[0].easy_cluster", "below 3")),
+    (
+        "exp-negative-index",
+        tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, -1)),
+        Raises(ValueError, "data.hard_clusters[0].indices[0]", "non-negative"),
+    ),
+    (
+        "exp-huge-index",
+        tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 10**30)),
+        Raises(ValueError, "hard_clusters[0].indices[0]", "an image index below 30"),
+    ),  # params['n_images'] bounds
+    (
+        "exp-index-beyond-n-images",
+        tampered(lambda d: d["easy_clusters"][0]["indices"].__setitem__(0, 30), n_images=30),
+        Raises(ValueError, "easy_clusters[0].indices[0]", "below 30"),
+    ),
+    (
+        "exp-bool-index",
+        tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, True)),
+        Raises(ValueError, "indices[0]", "bool"),
+    ),
+    (
+        "exp-float-index",
+        tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 1.0)),
+        Raises(ValueError, "indices[0]", "float"),
+    ),
+    (
+        "exp-duplicate-member",
+        tampered(lambda d: d["hard_clusters"][0]["indices"].append(d["hard_clusters"][0]["indices"][0])),
+        Raises(ValueError, "more than once"),
+    ),
+    (
+        "exp-prototype-length",
+        tampered(lambda d: d["hard_clusters"][1]["prototype"].pop()),
+        Raises(ValueError, "hard_clusters[1].prototype", "length 5", "length 6"),
+    ),
+    (
+        "exp-nan-score",
+        tampered(lambda d: d["hard_clusters"][0]["scores"].__setitem__(0, float("nan"))),
+        Raises(ValueError, "hard_clusters[0].scores", "NaN or inf"),
+    ),
+    (
+        "exp-score-count",
+        tampered(lambda d: d["hard_clusters"][0]["scores"].pop()),
+        Raises(ValueError, "hard_clusters[0].scores", "one per chosen sentence"),
+    ),
+    (
+        "exp-sentence-beyond-texts",
+        tampered(lambda d: d["sentences"].__delitem__(slice(2, None))),
+        Raises(ValueError, "sentences", "below 2"),
+    ),
+    (
+        "exp-sentences-count-mismatch",
+        tampered(lambda d: None, n_sentences=5),
+        Raises(ValueError, "data.sentences", "8 sentence(s)", "n_sentences=5"),
+    ),
+    (
+        "exp-easy-match-out-of-range",
+        tampered(_set(["hard_clusters", 0, "easy_cluster"], 99)),
+        Raises(ValueError, "hard_clusters[0].easy_cluster", "below 3"),
+    ),
     ("exp-unknown-method", tampered(_set(["method"], "magic")), Raises(ValueError, "data.method", "'magic'")),
-    ("exp-clusters-not-list", tampered(_set(["hard_clusters"], {"0": {}})),
-     Raises(ValueError, "data.hard_clusters", "a list of clusters")),
-    ("exp-cluster-lacks-key", tampered(lambda d: d["hard_clusters"][0].pop("scores")),
-     Raises(ValueError, "hard_clusters[0]", "'scores'")),
+    (
+        "exp-clusters-not-list",
+        tampered(_set(["hard_clusters"], {"0": {}})),
+        Raises(ValueError, "data.hard_clusters", "a list of clusters"),
+    ),
+    (
+        "exp-cluster-lacks-key",
+        tampered(lambda d: d["hard_clusters"][0].pop("scores")),
+        Raises(ValueError, "hard_clusters[0]", "'scores'"),
+    ),
     ("exp-selected-mismatch", tampered(_set(["selected"], [0])), Raises(ValueError, "data.selected", "union")),
     ("exp-not-a-dict", lambda ctx: lbee.Explanation.from_dict([1, 2]), Raises(TypeError, "must be a dict")),
-    ("exp-round-trip", lambda ctx: lbee.Explanation.from_dict(json.loads(json.dumps(EXP_DICT))),
-     Result(lambda r, c: r.to_dict() == EXP_DICT)),
-    ("exp-range-helper", lambda ctx: check_explanation_ranges(EXP, n_images=10),
-     Raises(ValueError, "indices", "[0, 10)")),
-    ("payload-methods-list", payload(_set(["methods"], ["fpdiff"])),
-     Raises(ValueError, "'run/explanation.json'.methods", "list")),
-    ("payload-index-beyond-images", payload(lambda p: p.__setitem__("images", p["images"][:5])),
-     Raises(ValueError, "run/explanation.json", "methods.fpdiff", "below 5")),
-    ("payload-method-key-mismatch", payload(lambda p: p["methods"].__setitem__("tops", p["methods"].pop("fpdiff"))),
-     Raises(ValueError, "methods.tops.method")),
+    (
+        "exp-round-trip",
+        lambda ctx: lbee.Explanation.from_dict(json.loads(json.dumps(EXP_DICT))),
+        Result(lambda r, c: r.to_dict() == EXP_DICT),
+    ),
+    (
+        "exp-range-helper",
+        lambda ctx: check_explanation_ranges(EXP, n_images=10),
+        Raises(ValueError, "indices", "[0, 10)"),
+    ),
+    (
+        "payload-methods-list",
+        payload(_set(["methods"], ["fpdiff"])),
+        Raises(ValueError, "'run/explanation.json'.methods", "list"),
+    ),
+    (
+        "payload-index-beyond-images",
+        payload(lambda p: p.__setitem__("images", p["images"][:5])),
+        Raises(ValueError, "run/explanation.json", "methods.fpdiff", "below 5"),
+    ),
+    (
+        "payload-method-key-mismatch",
+        payload(lambda p: p["methods"].__setitem__("tops", p["methods"].pop("fpdiff"))),
+        Raises(ValueError, "methods.tops.method"),
+    ),
     ("payload-ok", payload(lambda p: None), Result(lambda r, c: r["fpdiff"].selected == EXP.selected)),
     # --- numerics and decoding
-    ("num-embeddings-1e300", lambda ctx: (lbee.explain(EXP_X * 1e300, EXP_S, confidence=EXP_PHI, n_clusters=3),
-                                          lbee.explain(EXP_X, EXP_S, confidence=EXP_PHI, n_clusters=3)),
-     Result(lambda r, c: [x.indices.tolist() for x in r[0].hard_clusters]
-            == [x.indices.tolist() for x in r[1].hard_clusters])),
-    ("num-embeddings-1e-300", lambda ctx: lbee.explain(EXP_X * 1e-300, EXP_S, confidence=EXP_PHI, n_clusters=3),
-     Result(lambda r, c: len(r.hard_clusters) == 3)),
-    ("num-zero-row", lambda ctx: lbee.explain(np.vstack([np.zeros((1, 6)), EXP_X[1:]]), EXP_S, confidence=EXP_PHI),
-     Raises(ValueError, "image_embeddings", "all-zero rows")),
+    (
+        "num-embeddings-1e300",
+        lambda ctx: (
+            lbee.explain(EXP_X * 1e300, EXP_S, confidence=EXP_PHI, n_clusters=3),
+            lbee.explain(EXP_X, EXP_S, confidence=EXP_PHI, n_clusters=3),
+        ),
+        Result(
+            lambda r, c: (
+                [x.indices.tolist() for x in r[0].hard_clusters] == [x.indices.tolist() for x in r[1].hard_clusters]
+            )
+        ),
+    ),
+    (
+        "num-embeddings-1e-300",
+        lambda ctx: lbee.explain(EXP_X * 1e-300, EXP_S, confidence=EXP_PHI, n_clusters=3),
+        Result(lambda r, c: len(r.hard_clusters) == 3),
+    ),
+    (
+        "num-zero-row",
+        lambda ctx: lbee.explain(np.vstack([np.zeros((1, 6)), EXP_X[1:]]), EXP_S, confidence=EXP_PHI),
+        Raises(ValueError, "image_embeddings", "all-zero rows"),
+    ),
     ("img-png-16bit-not-white", png16, Result(lambda r, c: r.shape == (8, 8, 3) and abs(int(r[0, 0, 0]) - 128) <= 1)),
-    ("img-mode-F-unit-range", pil_mode(np.full((4, 4), 0.5, np.float32), "F"),
-     Result(lambda r, c: abs(int(r[0, 0, 0]) - 128) <= 1)),
-    ("img-mode-I-16bit-values", pil_mode(np.full((4, 4), 65535, np.int32), "I"),
-     Result(lambda r, c: int(r[0, 0, 0]) == 255 and r.dtype == np.uint8)),
-    ("sentences-utf8-bom", lambda ctx: load_sentence_set(write(ctx, "\ufeffA dog\nA cat\n", "s.txt")),
-     Result(lambda r, c: r.sentences == ("A dog", "A cat"))),
+    (
+        "img-mode-F-unit-range",
+        pil_mode(np.full((4, 4), 0.5, np.float32), "F"),
+        Result(lambda r, c: abs(int(r[0, 0, 0]) - 128) <= 1),
+    ),
+    (
+        "img-mode-I-16bit-values",
+        pil_mode(np.full((4, 4), 65535, np.int32), "I"),
+        Result(lambda r, c: int(r[0, 0, 0]) == 255 and r.dtype == np.uint8),
+    ),
+    (
+        "sentences-utf8-bom",
+        lambda ctx: load_sentence_set(write(ctx, "\ufeffA dog\nA cat\n", "s.txt")),
+        Result(lambda r, c: r.sentences == ("A dog", "A cat")),
+    ),
     ("planespot-no-error-no-slice", planespot_no_errors, Result(lambda r, c: r.slices_ == [])),
-    ("planespot-no-error-explain", explain_with_errorless_planespot,
-     Raises(ValueError, "returned no non-empty hard group")),
-    ("labels-nan", lambda ctx: scores_from_probabilities([[0.5, 0.5], [0.2, 0.8]], labels=[0, np.nan]),
-     Raises(ValueError, "`labels`", "row(s) [2]", "a missing label cannot be a class")),
-    ("labels-out-of-range", lambda ctx: scores_from_probabilities([[0.5, 0.5]], labels=[2]),
-     Raises(ValueError, "`labels`", "[0, 2)")),
-    ("fdr-no-hypothesis-lambda-r-0", lambda ctx: __import__("lbee.core.metrics", fromlist=["x"])
-     .false_discovery_rate([], [[0]], 0.8, 0.0), Result(lambda r, c: r == 0.0)),
+    (
+        "planespot-no-error-explain",
+        explain_with_errorless_planespot,
+        Raises(ValueError, "returned no non-empty hard group"),
+    ),
+    (
+        "labels-nan",
+        lambda ctx: scores_from_probabilities([[0.5, 0.5], [0.2, 0.8]], labels=[0, np.nan]),
+        Raises(ValueError, "`labels`", "row(s) [2]", "a missing label cannot be a class"),
+    ),
+    (
+        "labels-out-of-range",
+        lambda ctx: scores_from_probabilities([[0.5, 0.5]], labels=[2]),
+        Raises(ValueError, "`labels`", "[0, 2)"),
+    ),
+    (
+        "fdr-no-hypothesis-lambda-r-0",
+        lambda ctx: __import__("lbee.core.metrics", fromlist=["x"]).false_discovery_rate([], [[0]], 0.8, 0.0),
+        Result(lambda r, c: r == 0.0),
+    ),
     # --- classifier loading
-    ("clf-weights-not-state-dict", load_factory(LINEAR, torch_file(lambda: [1, 2, 3])),
-     Raises(ValueError, "w.pt", "holds list", "state dict")),
-    ("clf-weights-not-torch", load_factory(LINEAR, lambda ctx: write(ctx, "hello", "w.pt")),
-     Raises(ValueError, "w.pt", "is not a loadable state dict")),
-    ("clf-weights-wrong-shapes", load_factory(LINEAR, torch_file(
-        lambda: __import__("torch").nn.Linear(4, 2).state_dict())),
-     Raises(ValueError, "w.pt", "does not fit the model")),
-    ("clf-factory-returns-str", load_factory("def make():\n    return 'resnet'\n"),
-     Raises(TypeError, "hostile_factory:make", "returned a str", "torch.nn.Module")),
-    ("clf-factory-not-callable", load_factory("make = 3\n"), Raises(TypeError, "hostile_factory:make", "not a callable")),
-    ("clf-factory-ok", load_factory(LINEAR, torch_file(lambda: __import__("torch").nn.Linear(3, 2).state_dict())),
-     Result(lambda r, c: not r.training)),
+    (
+        "clf-weights-not-state-dict",
+        load_factory(LINEAR, torch_file(lambda: [1, 2, 3])),
+        Raises(ValueError, "w.pt", "holds list", "state dict"),
+    ),
+    (
+        "clf-weights-not-torch",
+        load_factory(LINEAR, lambda ctx: write(ctx, "hello", "w.pt")),
+        Raises(ValueError, "w.pt", "is not a loadable state dict"),
+    ),
+    (
+        "clf-weights-wrong-shapes",
+        load_factory(LINEAR, torch_file(lambda: __import__("torch").nn.Linear(4, 2).state_dict())),
+        Raises(ValueError, "w.pt", "does not fit the model"),
+    ),
+    (
+        "clf-factory-returns-str",
+        load_factory("def make():\n    return 'resnet'\n"),
+        Raises(TypeError, "hostile_factory:make", "returned a str", "torch.nn.Module"),
+    ),
+    (
+        "clf-factory-not-callable",
+        load_factory("make = 3\n"),
+        Raises(TypeError, "hostile_factory:make", "not a callable"),
+    ),
+    (
+        "clf-factory-ok",
+        load_factory(LINEAR, torch_file(lambda: __import__("torch").nn.Linear(3, 2).state_dict())),
+        Result(lambda r, c: not r.training),
+    ),
     # --- issue 23: rows matched exactly or refused, columns read as named
-    ("match-name-collides", lambda ctx: align_scores(["a/f00.png", "b/f00.png"], ["/d/a/f00.png", "/d/b/f00.png"],
-                                                     ["f00.png", "g.png"]),
-     Raises(ValueError, "the id 'f00.png' matches 2 images", "'a/f00.png', 'b/f00.png'")),
-    ("match-full-paths-ok", lambda ctx: align_scores(["a/f00.png", "b/f00.png"], ["/d/a/f00.png", "/d/b/f00.png"],
-                                                     ["/x/b/f00.png", "/x/a/f00.png"]),
-     Result(lambda r, c: r.tolist() == [1, 0])),
-    ("match-two-ids-one-image", lambda ctx: align_scores(["a/f00.png"], ["/d/a/f00.png"], ["a/f00.png", "f00.png"]),
-     Raises(ValueError, "the ids 'a/f00.png' and 'f00.png' both match the image 'a/f00.png'")),
-    ("match-unmatched-rows-warned", lambda ctx: align_scores(["a.png"], ["/d/a.png"], ["a.png", "z1.png", "z2.png"]),
-     Result(lambda r, c: r.tolist() == [0] and warned("2 of 3 row(s) match no image of the run and are ignored "
-                                                       "(e.g. 'z1.png', 'z2.png')")(r, c) is None)),
-    ("rel-foreign-prefix-not-matched", relevance("image,sentence,relevant\n/data/test/0001.png,A dog,1\n",
-                                                 ids=["train/0001.png", "train/0002.png"]),
-     Raises(ValueError, "none of its 1 row(s) matches image of the run", "/data/test/0001.png")),
-    ("rel-name-collides", relevance("image,sentence,relevant\n0001.png,A dog,1\n",
-                                    ids=["train/0001.png", "test/0001.png"]),
-     Raises(ValueError, "'0001.png' matches 2 images", "'train/0001.png', 'test/0001.png'")),
-    ("omega-name-collides", lambda ctx: validate_performance(
-        read_table(write(ctx, "image,performance\nf.png,0\n")), image_ids=["a/f.png", "b/f.png"]),
-     Raises(ValueError, "'f.png' matches 2 images")),
-    ("pred-duplicate-column", preds("image,confidence,confidence\na,0.1,0.2\n"),
-     Raises(ValueError, "t.csv'", "repeats the column 'confidence'", "columns 2 and 3")),
-    ("pred-duplicate-column-parquet", lambda ctx: (
-        __import__("pyarrow.parquet", fromlist=["x"]).write_table(__import__("pyarrow").table(
-            [["a"], [0.1], [0.2]], names=["image", "confidence", "confidence"]), ctx.tmp / "d.parquet"),
-        read_table(ctx.tmp / "d.parquet"))[1],
-     Raises(ValueError, "repeats the column 'confidence'")),
-    ("pred-likely-label-columns-named", preds("image,prob_cat,prob_dog,true_label,predicted\na,0.9,0.1,cat,cat\n"
-                                              "b,0.3,0.7,cat,dog\n"),
-     Result(lambda r, c: warned("'true_label' (did you mean 'label'?")(r, c) is None
-            and warned("'predicted' (did you mean 'pred'?")(r, c) is None
-            and warned("ω = −entropy of the probabilities (no 'label')")(r, c) is None)),
+    (
+        "match-name-collides",
+        lambda ctx: align_scores(["a/f00.png", "b/f00.png"], ["/d/a/f00.png", "/d/b/f00.png"], ["f00.png", "g.png"]),
+        Raises(ValueError, "the id 'f00.png' matches 2 images", "'a/f00.png', 'b/f00.png'"),
+    ),
+    (
+        "match-full-paths-ok",
+        lambda ctx: align_scores(
+            ["a/f00.png", "b/f00.png"], ["/d/a/f00.png", "/d/b/f00.png"], ["/x/b/f00.png", "/x/a/f00.png"]
+        ),
+        Result(lambda r, c: r.tolist() == [1, 0]),
+    ),
+    (
+        "match-two-ids-one-image",
+        lambda ctx: align_scores(["a/f00.png"], ["/d/a/f00.png"], ["a/f00.png", "f00.png"]),
+        Raises(ValueError, "the ids 'a/f00.png' and 'f00.png' both match the image 'a/f00.png'"),
+    ),
+    (
+        "match-unmatched-rows-warned",
+        lambda ctx: align_scores(["a.png"], ["/d/a.png"], ["a.png", "z1.png", "z2.png"]),
+        Result(
+            lambda r, c: (
+                r.tolist() == [0]
+                and warned("2 of 3 row(s) match no image of the run and are ignored (e.g. 'z1.png', 'z2.png')")(r, c)
+                is None
+            )
+        ),
+    ),
+    (
+        "rel-foreign-prefix-not-matched",
+        relevance("image,sentence,relevant\n/data/test/0001.png,A dog,1\n", ids=["train/0001.png", "train/0002.png"]),
+        Raises(ValueError, "none of its 1 row(s) matches image of the run", "/data/test/0001.png"),
+    ),
+    (
+        "rel-name-collides",
+        relevance("image,sentence,relevant\n0001.png,A dog,1\n", ids=["train/0001.png", "test/0001.png"]),
+        Raises(ValueError, "'0001.png' matches 2 images", "'train/0001.png', 'test/0001.png'"),
+    ),
+    (
+        "omega-name-collides",
+        lambda ctx: validate_performance(
+            read_table(write(ctx, "image,performance\nf.png,0\n")), image_ids=["a/f.png", "b/f.png"]
+        ),
+        Raises(ValueError, "'f.png' matches 2 images"),
+    ),
+    (
+        "pred-duplicate-column",
+        preds("image,confidence,confidence\na,0.1,0.2\n"),
+        Raises(ValueError, "t.csv'", "repeats the column 'confidence'", "columns 2 and 3"),
+    ),
+    (
+        "pred-duplicate-column-parquet",
+        lambda ctx: (
+            __import__("pyarrow.parquet", fromlist=["x"]).write_table(
+                __import__("pyarrow").table([["a"], [0.1], [0.2]], names=["image", "confidence", "confidence"]),
+                ctx.tmp / "d.parquet",
+            ),
+            read_table(ctx.tmp / "d.parquet"),
+        )[1],
+        Raises(ValueError, "repeats the column 'confidence'"),
+    ),
+    (
+        "pred-likely-label-columns-named",
+        preds("image,prob_cat,prob_dog,true_label,predicted\na,0.9,0.1,cat,cat\nb,0.3,0.7,cat,dog\n"),
+        Result(
+            lambda r, c: (
+                warned("'true_label' (did you mean 'label'?")(r, c) is None
+                and warned("'predicted' (did you mean 'pred'?")(r, c) is None
+                and warned("ω = −entropy of the probabilities (no 'label')")(r, c) is None
+            )
+        ),
+    ),
     # --- issue 23: shapes, ranges and partitions checked where the object is built
-    ("eval-relevance-more-columns", lambda ctx: lbee.evaluate(EXP, np.zeros((30, 50), bool), np.arange(30.0)),
-     Raises(ValueError, "`relevance` has 50 sentence columns", "computed over 8 sentences", "(n_images, 8)")),
-    ("eval-relevance-fewer-columns", lambda ctx: lbee.evaluate(EXP, np.zeros((30, 7), bool), np.arange(30.0)),
-     Raises(ValueError, "`relevance` has 7 sentence columns", "computed over 8 sentences")),
-    ("eval-image-hard-and-easy", lambda ctx: lbee.evaluate(_hard_and_easy(), np.zeros((30, 8), bool),
-                                                           np.arange(30.0)),
-     Raises(ValueError, "in a hard and an easy cluster", "each image hard, easy or neither")),
-    ("eval-empty-hard-cluster", lambda ctx: lbee.evaluate(_empty_hard(), np.zeros((30, 8), bool), np.arange(30.0)),
-     Raises(ValueError, "hard_clusters[0].indices", "an empty cluster")),
-    ("exp-index-beyond-params-n-images", tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 30)),
-     Raises(ValueError, "hard_clusters[0].indices[0]", "received 30", "below 30")),
-    ("exp-image-hard-and-easy", tampered(lambda d: d["hard_clusters"][0]["indices"].append(
-        d["easy_clusters"][0]["indices"][0])),
-     Raises(ValueError, "data.easy_clusters", "in a hard and an easy cluster")),
-    ("exp-empty-hard-cluster", tampered(_set(["hard_clusters", 0, "indices"], [])),
-     Raises(ValueError, "data.hard_clusters[0].indices", "an empty cluster")),
-    ("exp-sentence-beyond-params", tampered(lambda d: (d.__setitem__("sentences", None),
-                                                       d["hard_clusters"][0]["sentences"].__setitem__(0, 8))),
-     Raises(ValueError, "hard_clusters[0].sentences[0]", "below 8")),
-    ("per-class-nan-label", lambda ctx: __import__("lbee.analyses.per_class", fromlist=["x"]).explain_per_class(
-        EXP_X, EXP_S, labels=np.r_[np.nan, np.zeros(39)], preds=np.zeros(40, int)),
-     Raises(ValueError, "`labels`", "row(s) [1]", "nan", "a missing label cannot be a class")),
-    ("split-confidence-1e-300", lambda ctx: (__import__("lbee.core.split", fromlist=["x"]).split_by_confidence(
-        EXP_PHI * 1e-300), __import__("lbee.core.split", fromlist=["x"]).split_by_confidence(EXP_PHI)),
-     Result(lambda r, c: all(np.array_equal(x, y) for x, y in zip(*r)) and r[0][0].sum() + r[0][1].sum() < 40)),
-    ("split-confidence-1e300", lambda ctx: (__import__("lbee.core.split", fromlist=["x"]).split_by_confidence(
-        EXP_PHI * 1e300), __import__("lbee.core.split", fromlist=["x"]).split_by_confidence(EXP_PHI)),
-     Result(lambda r, c: all(np.array_equal(x, y) for x, y in zip(*r)))),
-    ("manifest-class-names-kept", manifest("path,label\nx.png,cat\ny.png,dog\n"),
-     Result(lambda r, c: r.labels.tolist() == ["cat", "dog"])),
-    ("manifest-names-indexed-by-prob-columns", lambda ctx: __import__("lbee.run.inputs", fromlist=["x"])
-     .with_manifest_labels(scores_from_table(read_table(write(ctx, "path,prob_cat,prob_dog\nx,0.9,0.1\n"
-                                                                   "y,0.8,0.2\n")))[1],
-                           np.array(["cat", "dog"], dtype=object), ["cat", "dog"]),
-     Result(lambda r, c: r.labels.tolist() == [0, 1] and r.performance.tolist() == [1.0, 0.0])),
-    ("manifest-names-without-prob-columns", lambda ctx: __import__("lbee.run.inputs", fromlist=["x"])
-     .with_manifest_labels(scores_from_table(read_table(write(ctx, "path,confidence\nx,0.9\ny,0.8\n")))[1],
-                           np.array(["cat", "dog"], dtype=object), None, source="the manifest 'm.csv'"),
-     Raises(ValueError, "the manifest 'm.csv'", "class names", "no prob_<class> columns")),
-    ("manifest-unknown-class-name", lambda ctx: __import__("lbee.run.inputs", fromlist=["x"])
-     .with_manifest_labels(scores_from_table(read_table(write(ctx, "path,prob_cat,prob_dog\nx,0.9,0.1\n"
-                                                                   "y,0.8,0.2\n")))[1],
-                           np.array(["cat", "horse"], dtype=object), ["cat", "dog"]),
-     Raises(ValueError, "label(s) ['horse'] are not among the classes", "cat, dog")),
-    ("explain-confidence-1e300", lambda ctx: lbee.explain(EXP_X, EXP_S, confidence=EXP_PHI * 1e300, n_clusters=3),
-     Result(lambda r, c: len(r.hard_clusters) == 3)),
+    (
+        "eval-relevance-more-columns",
+        lambda ctx: lbee.evaluate(EXP, np.zeros((30, 50), bool), np.arange(30.0)),
+        Raises(ValueError, "`relevance` has 50 sentence columns", "computed over 8 sentences", "(n_images, 8)"),
+    ),
+    (
+        "eval-relevance-fewer-columns",
+        lambda ctx: lbee.evaluate(EXP, np.zeros((30, 7), bool), np.arange(30.0)),
+        Raises(ValueError, "`relevance` has 7 sentence columns", "computed over 8 sentences"),
+    ),
+    (
+        "eval-image-hard-and-easy",
+        lambda ctx: lbee.evaluate(_hard_and_easy(), np.zeros((30, 8), bool), np.arange(30.0)),
+        Raises(ValueError, "in a hard and an easy cluster", "each image hard, easy or neither"),
+    ),
+    (
+        "eval-empty-hard-cluster",
+        lambda ctx: lbee.evaluate(_empty_hard(), np.zeros((30, 8), bool), np.arange(30.0)),
+        Raises(ValueError, "hard_clusters[0].indices", "an empty cluster"),
+    ),
+    (
+        "exp-index-beyond-params-n-images",
+        tampered(lambda d: d["hard_clusters"][0]["indices"].__setitem__(0, 30)),
+        Raises(ValueError, "hard_clusters[0].indices[0]", "received 30", "below 30"),
+    ),
+    (
+        "exp-image-hard-and-easy",
+        tampered(lambda d: d["hard_clusters"][0]["indices"].append(d["easy_clusters"][0]["indices"][0])),
+        Raises(ValueError, "data.easy_clusters", "in a hard and an easy cluster"),
+    ),
+    (
+        "exp-empty-hard-cluster",
+        tampered(_set(["hard_clusters", 0, "indices"], [])),
+        Raises(ValueError, "data.hard_clusters[0].indices", "an empty cluster"),
+    ),
+    (
+        "exp-sentence-beyond-params",
+        tampered(lambda d: (d.__setitem__("sentences", None), d["hard_clusters"][0]["sentences"].__setitem__(0, 8))),
+        Raises(ValueError, "hard_clusters[0].sentences[0]", "below 8"),
+    ),
+    (
+        "per-class-nan-label",
+        lambda ctx: __import__("lbee.analyses.per_class", fromlist=["x"]).explain_per_class(
+            EXP_X, EXP_S, labels=np.r_[np.nan, np.zeros(39)], preds=np.zeros(40, int)
+        ),
+        Raises(ValueError, "`labels`", "row(s) [1]", "nan", "a missing label cannot be a class"),
+    ),
+    (
+        "split-confidence-1e-300",
+        lambda ctx: (
+            __import__("lbee.core.split", fromlist=["x"]).split_by_confidence(EXP_PHI * 1e-300),
+            __import__("lbee.core.split", fromlist=["x"]).split_by_confidence(EXP_PHI),
+        ),
+        Result(lambda r, c: all(np.array_equal(x, y) for x, y in zip(*r)) and r[0][0].sum() + r[0][1].sum() < 40),
+    ),
+    (
+        "split-confidence-1e300",
+        lambda ctx: (
+            __import__("lbee.core.split", fromlist=["x"]).split_by_confidence(EXP_PHI * 1e300),
+            __import__("lbee.core.split", fromlist=["x"]).split_by_confidence(EXP_PHI),
+        ),
+        Result(lambda r, c: all(np.array_equal(x, y) for x, y in zip(*r))),
+    ),
+    (
+        "manifest-class-names-kept",
+        manifest("path,label\nx.png,cat\ny.png,dog\n"),
+        Result(lambda r, c: r.labels.tolist() == ["cat", "dog"]),
+    ),
+    (
+        "manifest-names-indexed-by-prob-columns",
+        lambda ctx: __import__("lbee.run.inputs", fromlist=["x"]).with_manifest_labels(
+            scores_from_table(read_table(write(ctx, "path,prob_cat,prob_dog\nx,0.9,0.1\ny,0.8,0.2\n")))[1],
+            np.array(["cat", "dog"], dtype=object),
+            ["cat", "dog"],
+        ),
+        Result(lambda r, c: r.labels.tolist() == [0, 1] and r.performance.tolist() == [1.0, 0.0]),
+    ),
+    (
+        "manifest-names-without-prob-columns",
+        lambda ctx: __import__("lbee.run.inputs", fromlist=["x"]).with_manifest_labels(
+            scores_from_table(read_table(write(ctx, "path,confidence\nx,0.9\ny,0.8\n")))[1],
+            np.array(["cat", "dog"], dtype=object),
+            None,
+            source="the manifest 'm.csv'",
+        ),
+        Raises(ValueError, "the manifest 'm.csv'", "class names", "no prob_<class> columns"),
+    ),
+    (
+        "manifest-unknown-class-name",
+        lambda ctx: __import__("lbee.run.inputs", fromlist=["x"]).with_manifest_labels(
+            scores_from_table(read_table(write(ctx, "path,prob_cat,prob_dog\nx,0.9,0.1\ny,0.8,0.2\n")))[1],
+            np.array(["cat", "horse"], dtype=object),
+            ["cat", "dog"],
+        ),
+        Raises(ValueError, "label(s) ['horse'] are not among the classes", "cat, dog"),
+    ),
+    (
+        "explain-confidence-1e300",
+        lambda ctx: lbee.explain(EXP_X, EXP_S, confidence=EXP_PHI * 1e300, n_clusters=3),
+        Result(lambda r, c: len(r.hard_clusters) == 3),
+    ),
 ]
 
 
@@ -577,6 +973,7 @@ def _empty_hard():
     e = copy.deepcopy(EXP)
     e.hard_clusters[0].indices = np.zeros(0, np.int64)
     return e
+
 
 _rng = np.random.default_rng(1)
 EXP_X, EXP_S, EXP_PHI = _rng.normal(size=(40, 6)), _rng.normal(size=(5, 6)), _rng.normal(size=40)
@@ -607,8 +1004,15 @@ def test_ambiguous_prediction_columns_are_named_not_silently_chosen(caplog):
     from lbee.io.tables import validate_predictions
 
     caplog.set_level(logging.WARNING, logger="lbee")
-    table = pd.DataFrame({"image": ["a", "b", "c"], "prob_cat": [0.9, 0.2, 0.6], "prob_dog": [0.1, 0.8, 0.4],
-                          "pred": ["cat", "cat", "cat"], "confidence": [0.1, 0.2, 0.3]})
+    table = pd.DataFrame(
+        {
+            "image": ["a", "b", "c"],
+            "prob_cat": [0.9, 0.2, 0.6],
+            "prob_dog": [0.1, 0.8, 0.4],
+            "pred": ["cat", "cat", "cat"],
+            "confidence": [0.1, 0.2, 0.3],
+        }
+    )
     out = validate_predictions(table)
     assert out.preds.tolist() == [0, 0, 0]  # 'pred' is the prediction, as the warning says
     text = caplog.text
@@ -624,12 +1028,15 @@ def test_partial_long_form_relevance_with_negatives_warns(tmp_path, caplog):
 
     caplog.set_level(logging.WARNING, logger="lbee")
     path = tmp_path / "rel.csv"
-    pd.DataFrame({"image": ["a", "a", "b"], "sentence": ["s0", "s1", "s0"], "relevant": [1, 0, 1]}).to_csv(path,
-                                                                                                          index=False)
+    pd.DataFrame({"image": ["a", "a", "b"], "sentence": ["s0", "s1", "s0"], "relevant": [1, 0, 1]}).to_csv(
+        path, index=False
+    )
     rel = load_relevance(path, ["a", "b"], ["s0", "s1"])
     assert rel.tolist() == [[True, False], [True, False]]
-    assert "covers 3 of the 4 (image, sentence) pairs; the 1 absent pairs count as not relevant " \
-           "(first: 'b', 's1')" in caplog.text
+    assert (
+        "covers 3 of the 4 (image, sentence) pairs; the 1 absent pairs count as not relevant "
+        "(first: 'b', 's1')" in caplog.text
+    )
     caplog.clear()
     pd.DataFrame({"image": ["a", "b"], "sentence": ["s0", "s0"], "relevant": [1, 1]}).to_csv(path, index=False)
     load_relevance(path, ["a", "b"], ["s0", "s1"])  # positives only: clearly a sparse listing

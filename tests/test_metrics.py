@@ -3,8 +3,13 @@ import math
 import numpy as np
 import pytest
 
-from lbee.core.metrics import (blindspot_precision, blindspot_recall, discovery_rate, false_discovery_rate,
-                          precision_at_k)
+from lbee.core.metrics import (
+    blindspot_precision,
+    blindspot_recall,
+    discovery_rate,
+    false_discovery_rate,
+    precision_at_k,
+)
 
 
 def test_precision_recall_by_hand():

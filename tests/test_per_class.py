@@ -49,13 +49,13 @@ def per_class_world(per=6, seed=0):
     X = np.concatenate([np.tile(c, (per, 1)) for c in centres]) + 0.01 * rng.normal(size=(4 * per, 8))
     labels = np.repeat([0, 0, 1, 1], per)
     preds = labels.copy()
-    preds[per:2 * per] = 1      # class 0 at night: predicted as class 1 (false negatives of 0, false positives of 1)
-    preds[3 * per:] = 0         # class 1 in fog: predicted as class 0
+    preds[per : 2 * per] = 1  # class 0 at night: predicted as class 1 (false negatives of 0, false positives of 1)
+    preds[3 * per :] = 0  # class 1 in fog: predicted as class 0
     rel = np.zeros((4 * per, 8), bool)
-    rel[per:2 * per, 2] = True
-    rel[3 * per:, 3] = True
-    rel[:2 * per, 0] = True
-    rel[2 * per:, 1] = True
+    rel[per : 2 * per, 2] = True
+    rel[3 * per :, 3] = True
+    rel[: 2 * per, 0] = True
+    rel[2 * per :, 1] = True
     return X, eye, labels, preds, rel, ["road", "field", "at night", "in fog", "s4", "s5", "s6", "s7"]
 
 
@@ -69,8 +69,18 @@ def test_explain_per_class_finds_each_class_failure_with_one_index(monkeypatch):
         original(self, *args, **kwargs)
 
     monkeypatch.setattr(lbee.core.sentence_index.SentenceIndex, "__init__", counting_init)
-    res = explain_per_class(X, S, labels=labels, preds=preds, methods=["tops", "pdiff"], n_clusters=2, k=1,
-                            relevance=rel, sentences=sentences, class_names=["car", "cow"])
+    res = explain_per_class(
+        X,
+        S,
+        labels=labels,
+        preds=preds,
+        methods=["tops", "pdiff"],
+        n_clusters=2,
+        k=1,
+        relevance=rel,
+        sentences=sentences,
+        class_names=["car", "cow"],
+    )
     assert len(built) == 1  # the sentence side is built once for every class
     assert set(res.explanations) == {0, 1}
     # Each class's hard set holds both failure groups (its FN and its FP); the pdiff clusters name them.
@@ -122,13 +132,39 @@ def test_cli_per_class(tmp_path):
     np.save(tmp_path / "rel.npy", rel)
     (tmp_path / "s.txt").write_text("\n".join(sentences) + "\n")
     probs = np.where(np.arange(2)[None, :] == preds[:, None], 0.8, 0.2)
-    table = pd.DataFrame({"image": [f"i{i}" for i in range(len(labels))], "label": labels,
-                          "prob_car": probs[:, 0], "prob_cow": probs[:, 1]})
+    table = pd.DataFrame(
+        {
+            "image": [f"i{i}" for i in range(len(labels))],
+            "label": labels,
+            "prob_car": probs[:, 0],
+            "prob_cow": probs[:, 1],
+        }
+    )
     table.to_csv(tmp_path / "pred.csv", index=False)
-    args = ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
-            str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions",
-            str(tmp_path / "pred.csv"), "--per-class", "--clusters", "2", "-k", "1", "--method", "pdiff",
-            "--relevance", str(tmp_path / "rel.npy"), "--jobs", "2", "--out", str(tmp_path / "out")]
+    args = [
+        "describe",
+        "--image-embeddings",
+        str(tmp_path / "img.npy"),
+        "--sentence-embeddings",
+        str(tmp_path / "sen.npy"),
+        "--sentences",
+        str(tmp_path / "s.txt"),
+        "--predictions",
+        str(tmp_path / "pred.csv"),
+        "--per-class",
+        "--clusters",
+        "2",
+        "-k",
+        "1",
+        "--method",
+        "pdiff",
+        "--relevance",
+        str(tmp_path / "rel.npy"),
+        "--jobs",
+        "2",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     r = CliRunner().invoke(cli, args, obj={})
     assert r.exit_code == 0, r.output
     assert "Per-class analysis of 2 classes" in r.output

@@ -19,10 +19,15 @@ from hypothesis import strategies as st
 
 import lbee
 from lbee.core.explanation import EasyCluster, Explanation, HardCluster
+from lbee.core.metrics import (
+    blindspot_precision,
+    blindspot_recall,
+    discovery_rate,
+    false_discovery_rate,
+    precision_at_k,
+)
 from lbee.io.relevance import load_relevance
 from lbee.io.tables import parse_bool, read_table
-from lbee.core.metrics import (blindspot_precision, blindspot_recall, discovery_rate, false_discovery_rate,
-                               precision_at_k)
 from lbee.scoring.confidence import scores_from_table
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -43,12 +48,18 @@ def write_csv(frame_or_text, suffix=".csv"):
 
 # ---------------------------------------------------------------------------- table readers
 
+
 @st.composite
 def predictions_tables(draw):
     classes = draw(st.lists(names, min_size=2, max_size=5, unique=True))
     n = draw(st.integers(1, 12))
-    raw = np.asarray(draw(st.lists(st.lists(st.floats(0.01, 1.0), min_size=len(classes), max_size=len(classes)),
-                                   min_size=n, max_size=n)))
+    raw = np.asarray(
+        draw(
+            st.lists(
+                st.lists(st.floats(0.01, 1.0), min_size=len(classes), max_size=len(classes)), min_size=n, max_size=n
+            )
+        )
+    )
     probs = raw / raw.sum(axis=1, keepdims=True)
     labels = draw(st.lists(st.integers(0, len(classes) - 1), min_size=n, max_size=n))
     as_names = draw(st.booleans())
@@ -70,8 +81,9 @@ def test_valid_predictions_never_raise(table, kind):
     assert np.all(np.isfinite(scores.confidence)) and set(np.unique(scores.performance)) <= {0.0, 1.0}
 
 
-junk = st.one_of(st.just(""), st.just("nan"), st.just("-0.5"), st.just("7"), st.just("abc"), st.just("1e400"),
-                 st.text(max_size=5))
+junk = st.one_of(
+    st.just(""), st.just("nan"), st.just("-0.5"), st.just("7"), st.just("abc"), st.just("1e400"), st.text(max_size=5)
+)
 
 
 @SETTINGS
@@ -137,19 +149,30 @@ def test_long_form_relevance_round_trips(n, m, data):
 
 # ---------------------------------------------------------------------------- Explanation.from_dict
 
+
 def _explanation(seed):
     rng = np.random.default_rng(seed)
-    return lbee.explain(rng.normal(size=(20, 4)), rng.normal(size=(6, 4)), confidence=rng.normal(size=20),
-                        n_clusters=3, k=2, sentences=[f"s{i}" for i in range(6)])
+    return lbee.explain(
+        rng.normal(size=(20, 4)),
+        rng.normal(size=(6, 4)),
+        confidence=rng.normal(size=20),
+        n_clusters=3,
+        k=2,
+        sentences=[f"s{i}" for i in range(6)],
+    )
 
 
 BASES = [_explanation(s).to_dict() for s in range(3)]
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=True, allow_infinity=True)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=4),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
-    max_leaves=6)
+    max_leaves=6,
+)
 
 
 def _paths(obj, prefix=()):
@@ -219,8 +242,9 @@ def test_blindspot_metrics_in_range(hyps, blinds, lp, lr):
             assert 0 <= blindspot_precision(h, b) <= 1
 
 
-bad_group = st.one_of(st.just([[0.5]]), st.just([["a"]]), st.just([[[1, 2]]]), st.just(np.arange(3)),
-                      st.just([[]]), st.just([]))
+bad_group = st.one_of(
+    st.just([[0.5]]), st.just([["a"]]), st.just([[[1, 2]]]), st.just(np.arange(3)), st.just([[]]), st.just([])
+)
 
 
 @SETTINGS
@@ -236,16 +260,19 @@ def test_blindspot_metrics_reject_garbage(hyps, blinds, lam):
 @SETTINGS
 @given(st.integers(2, 20), st.integers(1, 4), st.integers(1, 3), st.integers(1, 12), st.data())
 def test_precision_at_k_in_range(n, m_hat, m, k, data):
-    scores = np.asarray(data.draw(st.lists(st.floats(-1e6, 1e6), min_size=n * m_hat, max_size=n * m_hat))
-                        ).reshape(n, m_hat)
+    scores = np.asarray(data.draw(st.lists(st.floats(-1e6, 1e6), min_size=n * m_hat, max_size=n * m_hat))).reshape(
+        n, m_hat
+    )
     truth = np.asarray(data.draw(st.lists(st.booleans(), min_size=n * m, max_size=n * m))).reshape(n, m)
     out = precision_at_k(scores, truth, k)
     assert out.shape == (m,) and np.all((out >= 0) & (out <= 1))
 
 
 @SETTINGS
-@given(st.one_of(st.just(np.zeros((0, 2))), st.just(np.array([[np.nan]])), st.just(np.ones(3)),
-                 st.just("scores")), st.integers(-2, 3))
+@given(
+    st.one_of(st.just(np.zeros((0, 2))), st.just(np.array([[np.nan]])), st.just(np.ones(3)), st.just("scores")),
+    st.integers(-2, 3),
+)
 def test_precision_at_k_rejects_garbage(scores, k):
     with pytest.raises(ALLOWED):
         precision_at_k(scores, np.ones((1, 1), bool), k)

@@ -5,8 +5,8 @@ import pytest
 from click.testing import CliRunner
 
 import lbee
-from lbee.cli import cli
 from lbee.analyses.domino_settings import make_setting
+from lbee.cli import cli
 from lbee.core.metrics import precision_at_k, prototype_precision_at_k
 from lbee.slicers import DominoSlicer
 
@@ -42,8 +42,11 @@ def test_protocol_fit_on_one_set_assess_on_another(tmp_path):
     (d / "run" / "explanation.json").write_text(json.dumps({"methods": {exp.method: exp.to_dict()}, "sentences": None}))
     np.save(d / "B.npy", B)
     np.save(d / "parts.npy", truth)
-    r = CliRunner().invoke(cli, ["compare-pak", str(d / "run"), "--embeddings", str(d / "B.npy"), "--partitions",
-                                 str(d / "parts.npy")], obj={})
+    r = CliRunner().invoke(
+        cli,
+        ["compare-pak", str(d / "run"), "--embeddings", str(d / "B.npy"), "--partitions", str(d / "parts.npy")],
+        obj={},
+    )
     assert r.exit_code == 0 and "P@10 = 1.000" in r.output
 
 
@@ -88,8 +91,9 @@ def spotcheck_world():
     from lbee.spotcheck import ATTRIBUTES, DatasetDefinition, render
 
     rng = np.random.default_rng(0)
-    d = DatasetDefinition(["background", "square", "circle"],
-                          [k for k in ATTRIBUTES if k[0] in ("background", "square", "circle")])
+    d = DatasetDefinition(
+        ["background", "square", "circle"], [k for k in ATTRIBUTES if k[0] in ("background", "square", "circle")]
+    )
     imgs, attrs = [], []
     for _ in range(2500):
         im, a = render(d.sample_attributes(rng), rng, 64)

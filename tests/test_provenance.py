@@ -11,13 +11,19 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from conftest import planted_world
+
 from lbee.cli import cli
 from lbee.encoders import register_encoder
 from lbee.encoders._base import Encoder, unit_float32
-from lbee.io.provenance import (ProvenanceWarning, check_pair, load_embeddings, make_provenance, sidecar_path,
-                                write_embeddings)
+from lbee.io.provenance import (
+    ProvenanceWarning,
+    check_pair,
+    load_embeddings,
+    make_provenance,
+    sidecar_path,
+    write_embeddings,
+)
 
 STUB_TAU = 0.0816
 
@@ -61,10 +67,14 @@ def world(tmp_path):
     enc = StubEncoder()
     (tmp_path / "sents.txt").write_text("\n".join(sentences) + "\n")
     write_embeddings(tmp_path / "img.npy", X, make_provenance("image_embeddings", X, encoder=enc, spec="stubtest"))
-    write_embeddings(tmp_path / "sen.npy", S, make_provenance("sentence_embeddings", S, encoder=enc,
-                                                              spec="stubtest", sentences=sentences))
-    pd.DataFrame({"image": [f"i{i}.png" for i in range(24)], "confidence": phi}).to_csv(tmp_path / "pred.csv",
-                                                                                     index=False)
+    write_embeddings(
+        tmp_path / "sen.npy",
+        S,
+        make_provenance("sentence_embeddings", S, encoder=enc, spec="stubtest", sentences=sentences),
+    )
+    pd.DataFrame({"image": [f"i{i}.png" for i in range(24)], "confidence": phi}).to_csv(
+        tmp_path / "pred.csv", index=False
+    )
     rel = np.zeros((24, 8), bool)
     rel[12:18, 2] = rel[18:24, 3] = True
     np.save(tmp_path / "rel.npy", rel)
@@ -72,12 +82,30 @@ def world(tmp_path):
 
 
 def describe(p, *extra):
-    return run(["describe", "--image-embeddings", str(p / "img.npy"), "--sentence-embeddings", str(p / "sen.npy"),
-                "--sentences", str(p / "sents.txt"), "--predictions", str(p / "pred.csv"), "--clusters", "2",
-                "-k", "1", "--out", str(p / "out"), *extra])
+    return run(
+        [
+            "describe",
+            "--image-embeddings",
+            str(p / "img.npy"),
+            "--sentence-embeddings",
+            str(p / "sen.npy"),
+            "--sentences",
+            str(p / "sents.txt"),
+            "--predictions",
+            str(p / "pred.csv"),
+            "--clusters",
+            "2",
+            "-k",
+            "1",
+            "--out",
+            str(p / "out"),
+            *extra,
+        ]
+    )
 
 
 # ---------------------------------------------------------------- the library: one validating reader
+
 
 def test_round_trip_keeps_encoder_and_tau(world):
     emb, prov = load_embeddings(world / "sen.npy", "sentence_embeddings", kind="sentence_embeddings")
@@ -101,8 +129,9 @@ def test_wrong_kind_is_refused(world):
 def test_two_encoders_are_refused(world):
     img = load_embeddings(world / "img.npy", "i")[1]
     other = dict(img, encoder=dict(img["encoder"], weights="tag:w2"), encoder_spec="stubtest@w2")
-    with pytest.raises(ValueError, match="image embeddings come from stubtest .*but sentence embeddings from "
-                                         "stubtest@w2 .*one encoder"):
+    with pytest.raises(
+        ValueError, match="image embeddings come from stubtest .*but sentence embeddings from stubtest@w2 .*one encoder"
+    ):
         check_pair(img, dict(other, kind="sentence_embeddings"))
 
 
@@ -114,12 +143,14 @@ def test_sentences_of_another_list_are_refused(world):
 
 def test_garbled_sidecar_is_named(world):
     sidecar_path(world / "img.npy").write_text(json.dumps({"lbee_provenance": 1, "kind": "x", "tau": 7}))
-    with pytest.raises(ValueError, match="img.provenance.json is not a valid provenance record.*'kind' is 'x'.*"
-                                         "'tau' is 7"):
+    with pytest.raises(
+        ValueError, match="img.provenance.json is not a valid provenance record.*'kind' is 'x'.*'tau' is 7"
+    ):
         load_embeddings(world / "img.npy", "--image-embeddings")
 
 
 # ---------------------------------------------------------------- consumers: describe, sweep, report config
+
 
 def test_describe_takes_tau_from_provenance(world):
     with warnings.catch_warnings():
@@ -150,9 +181,21 @@ def test_bare_arrays_warn_which_tau_is_assumed(world):
 
 def test_describe_refuses_sentence_embeddings_of_another_list(world):
     (world / "sents.txt").write_text("\n".join(f"s{i}" for i in range(8)) + "\n")
-    r = CliRunner().invoke(cli, ["describe", "--image-embeddings", str(world / "img.npy"), "--sentence-embeddings",
-                                 str(world / "sen.npy"), "--sentences", str(world / "sents.txt"), "--predictions",
-                                 str(world / "pred.csv")], obj={})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "describe",
+            "--image-embeddings",
+            str(world / "img.npy"),
+            "--sentence-embeddings",
+            str(world / "sen.npy"),
+            "--sentences",
+            str(world / "sents.txt"),
+            "--predictions",
+            str(world / "pred.csv"),
+        ],
+        obj={},
+    )
     assert r.exit_code == 1 and "embed another sentence list" in r.output and "Traceback" not in r.output
 
 
@@ -160,9 +203,21 @@ def test_describe_refuses_mixed_encoders(world):
     X = np.load(world / "img.npy")
     other = StubEncoder(pretrained="w2")
     write_embeddings(world / "img.npy", X, make_provenance("image_embeddings", X, encoder=other, spec="stubtest@w2"))
-    r = CliRunner().invoke(cli, ["describe", "--image-embeddings", str(world / "img.npy"), "--sentence-embeddings",
-                                 str(world / "sen.npy"), "--sentences", str(world / "sents.txt"), "--predictions",
-                                 str(world / "pred.csv")], obj={})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "describe",
+            "--image-embeddings",
+            str(world / "img.npy"),
+            "--sentence-embeddings",
+            str(world / "sen.npy"),
+            "--sentences",
+            str(world / "sents.txt"),
+            "--predictions",
+            str(world / "pred.csv"),
+        ],
+        obj={},
+    )
     assert r.exit_code == 1 and "one encoder" in r.output and "stubtest@w2" in r.output
 
 
@@ -177,15 +232,41 @@ def test_sweep_takes_tau_from_provenance(world, monkeypatch):
         return real(*args, **kw)
 
     monkeypatch.setattr(sweep_mod, "sensitivity_sweep", spy)
-    r = run(["sweep", "--image-embeddings", str(world / "img.npy"), "--sentence-embeddings", str(world / "sen.npy"),
-             "--sentences", str(world / "sents.txt"), "--predictions", str(world / "pred.csv"), "--relevance",
-             str(world / "rel.npy"), "--k-grid", "1", "--clusters-grid", "2", "--o-grid", "", "--clusters", "2",
-             "-k", "1", "--method", "fpdiff", "--out", str(world / "sweep")])
+    r = run(
+        [
+            "sweep",
+            "--image-embeddings",
+            str(world / "img.npy"),
+            "--sentence-embeddings",
+            str(world / "sen.npy"),
+            "--sentences",
+            str(world / "sents.txt"),
+            "--predictions",
+            str(world / "pred.csv"),
+            "--relevance",
+            str(world / "rel.npy"),
+            "--k-grid",
+            "1",
+            "--clusters-grid",
+            "2",
+            "--o-grid",
+            "",
+            "--clusters",
+            "2",
+            "-k",
+            "1",
+            "--method",
+            "fpdiff",
+            "--out",
+            str(world / "sweep"),
+        ]
+    )
     assert r.exit_code == 0, r.output
     assert seen["tau"] == STUB_TAU
 
 
 # ---------------------------------------------------------------- lbee embed writes it (images and sentence sets)
+
 
 @pytest.fixture
 def images(tmp_path):
@@ -200,8 +281,20 @@ def images(tmp_path):
 
 def test_embed_writes_provenance_for_images_and_sentences(images, tmp_path):
     out = tmp_path / "emb"
-    r = run(["--cache-dir", str(tmp_path / "cache"), "embed", str(images), "--sentences", str(_sentences(tmp_path)),
-             "--encoder", "stubtest", "--out", str(out)])
+    r = run(
+        [
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "embed",
+            str(images),
+            "--sentences",
+            str(_sentences(tmp_path)),
+            "--encoder",
+            "stubtest",
+            "--out",
+            str(out),
+        ]
+    )
     assert r.exit_code == 0, r.output
     img, prov = load_embeddings(out / "embeddings.npy", "embeddings", kind="image_embeddings")
     assert img.shape == (4, 3) and prov["tau"] == STUB_TAU and prov["encoder_spec"] == "stubtest"
@@ -215,8 +308,11 @@ def test_embed_sentences_only(tmp_path):
     out = tmp_path / "emb"
     r = run(["embed", "--sentences", str(_sentences(tmp_path)), "--encoder", "stubtest", "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["sentence_embeddings.npy", "sentence_embeddings.provenance.json",
-                                                     "sentences.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "sentence_embeddings.npy",
+        "sentence_embeddings.provenance.json",
+        "sentences.txt",
+    ]
 
 
 def test_embed_needs_images_or_sentences(tmp_path):
@@ -243,11 +339,15 @@ def test_embed_is_atomic_on_a_full_disk(images, tmp_path, monkeypatch):
 
 def test_encoder_typo_fails_before_any_work(tmp_path):
     """Case 12: the spec is checked from the registry and open_clip's config files, without loading torch."""
-    r = CliRunner().invoke(cli, ["embed", "--sentences", "conditions", "--encoder", "open_clip:ViT-B-3", "--out",
-                                 str(tmp_path / "e")], obj={})
+    r = CliRunner().invoke(
+        cli,
+        ["embed", "--sentences", "conditions", "--encoder", "open_clip:ViT-B-3", "--out", str(tmp_path / "e")],
+        obj={},
+    )
     assert r.exit_code == 2 and "unknown open_clip model 'ViT-B-3' (did you mean 'ViT-B-32'?)" in r.output
-    r = CliRunner().invoke(cli, ["embed", "--sentences", "conditions", "--encoder", "open_clp", "--out",
-                                 str(tmp_path / "e")], obj={})
+    r = CliRunner().invoke(
+        cli, ["embed", "--sentences", "conditions", "--encoder", "open_clp", "--out", str(tmp_path / "e")], obj={}
+    )
     assert r.exit_code == 2 and "unknown encoder 'open_clp' (did you mean 'open_clip'?)" in r.output
 
 

@@ -52,8 +52,15 @@ def test_ray_embeddings_equal_local_and_share_the_cache(local_ray, image_folder,
         warnings.simplefilter("ignore")
         local = embed_images(encoder, paths, cache_dir=tmp_path / "local", batch_size=32)
         out = tmp_path / "out" / "embeddings.npy"
-        remote = embed_images_ray(EncoderSpec("spotcheck", device="cpu"), paths, out=out,
-                                  cache_dir=tmp_path / "ray", batch_size=32, chunk_size=64, num_actors=2)
+        remote = embed_images_ray(
+            EncoderSpec("spotcheck", device="cpu"),
+            paths,
+            out=out,
+            cache_dir=tmp_path / "ray",
+            batch_size=32,
+            chunk_size=64,
+            num_actors=2,
+        )
     assert local.n_encoded == remote.n_encoded == 299
     assert np.array_equal(local.ok, remote.ok) and not remote.ok[150]
     assert [p for p, _ in remote.failures] == [paths[150]]
@@ -64,8 +71,9 @@ def test_ray_embeddings_equal_local_and_share_the_cache(local_ray, image_folder,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # a rerun of either path over the cache the Ray run filled encodes nothing
-        again = embed_images_ray(EncoderSpec("spotcheck", device="cpu"), paths, cache_dir=tmp_path / "ray",
-                                 chunk_size=100, num_actors=2)
+        again = embed_images_ray(
+            EncoderSpec("spotcheck", device="cpu"), paths, cache_dir=tmp_path / "ray", chunk_size=100, num_actors=2
+        )
         assert again.n_encoded == 0
         assert embed_images(encoder, paths, cache_dir=tmp_path / "ray").n_encoded == 0
     assert np.abs(again.embeddings - local.embeddings).max() < 1e-5
@@ -77,8 +85,11 @@ def test_cli_embed_local_then_ray_encodes_nothing(local_ray, image_folder, tmp_p
     r = CliRunner().invoke(cli, args + ["--out", str(tmp_path / "a")], obj={})
     assert r.exit_code == 0, r.output
     assert "299 images embedded" in r.output and "299 encoded" in r.output
-    r = CliRunner().invoke(cli, args + ["--engine", "ray", "--num-actors", "2", "--chunk-size", "100",
-                                        "--out", str(tmp_path / "b")], obj={})
+    r = CliRunner().invoke(
+        cli,
+        args + ["--engine", "ray", "--num-actors", "2", "--chunk-size", "100", "--out", str(tmp_path / "b")],
+        obj={},
+    )
     assert r.exit_code == 0, r.output
     assert "0 encoded, 299 from the cache" in r.output
     a, b = np.load(tmp_path / "a" / "embeddings.npy"), np.load(tmp_path / "b" / "embeddings.npy")
@@ -89,8 +100,9 @@ def test_cli_embed_local_then_ray_encodes_nothing(local_ray, image_folder, tmp_p
 
 
 def _answers(images, questions):
-    return [float(np.asarray(im).mean() > 127) if "bright" in q else (len(q) % 2 == 0) for im, q in
-            zip(images, questions)]
+    return [
+        float(np.asarray(im).mean() > 127) if "bright" in q else (len(q) % 2 == 0) for im, q in zip(images, questions)
+    ]
 
 
 def test_ray_vqa_equals_local_and_shares_the_answer_cache(local_ray, image_folder, tmp_path):
@@ -105,10 +117,16 @@ def test_ray_vqa_equals_local_and_shares_the_answer_cache(local_ray, image_folde
     make = partial(CallableBackend, _answers, name="toy")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        local = compute_relevance(paths, sentences, {"toy": make()}, questions=questions,
-                                  cache_dir=tmp_path / "local")
-        remote = compute_relevance_ray(paths, sentences, {"toy": make}, questions=questions,
-                                       cache_dir=tmp_path / "ray", chunk_size=16, num_actors=2)
+        local = compute_relevance(paths, sentences, {"toy": make()}, questions=questions, cache_dir=tmp_path / "local")
+        remote = compute_relevance_ray(
+            paths,
+            sentences,
+            {"toy": make},
+            questions=questions,
+            cache_dir=tmp_path / "ray",
+            chunk_size=16,
+            num_actors=2,
+        )
         assert remote.n_computed["toy"] == local.n_computed["toy"] == 240
         np.testing.assert_array_equal(remote.probabilities["toy"], local.probabilities["toy"])
         np.testing.assert_array_equal(remote.relevance, local.relevance)

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from lbee.reports.batch import run_report
 from lbee.cli import cli
+from lbee.reports.batch import run_report
 from lbee.reports.config import ConfigError, load_report_config
 
 NASTY = "in the dark <script>alert('x')</script> & friends"
@@ -46,7 +46,8 @@ def image_dataset(tmp_path_factory):
     pd.DataFrame({"path": names, "label": labels}).to_csv(root / "imgs" / "manifest.csv", index=False)
     probs = np.where(dark, 0.3, 0.95)
     pd.DataFrame({"path": names, "label": labels, "prob_cat": probs, "prob_dog": 1 - probs}).to_csv(
-        root / "good.csv", index=False)
+        root / "good.csv", index=False
+    )
     bad = pd.DataFrame({"path": names, "label": np.where(dark, 7, 0), "prob_cat": probs, "prob_dog": 1 - probs})
     bad.to_csv(root / "bad_labels.csv", index=False)
     flat = pd.DataFrame({"path": names, "confidence": np.ones(24)})
@@ -103,8 +104,9 @@ def test_batch_report_goes_on_after_failures_and_lists_them(image_dataset, tmp_p
         assert "line 24: images path" in r.output and "line 29: unknown key 'methds'" in r.output
         assert "model 'labels beyond classes'" in r.output and "received [7]" in r.output
         assert not (root / "out").exists()
-    r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", "--keep-going", str(cfg)],
-                           obj={})
+    r = CliRunner().invoke(
+        cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", "--keep-going", str(cfg)], obj={}
+    )
     assert r.exit_code == 1, r.output
     assert "1 report(s)" in r.output and "4 failed" in r.output
     assert "column 'label'" in r.output and "received [7]" in r.output  # caught by the predictions reader
@@ -159,23 +161,31 @@ def test_thumbnails_are_generated_once(image_dataset, tmp_path):
 
 def test_config_errors_name_key_and_line(tmp_path, image_dataset):
     root, _ = image_dataset
-    bad_top = write(tmp_path / "a.yaml", """\
+    bad_top = write(
+        tmp_path / "a.yaml",
+        """\
     datasets:
       - name: x
         spotcheck: {seed: 0}
     outptu: somewhere
-    """)
+    """,
+    )
     with pytest.raises(ConfigError, match=r"line 4: unknown key 'outptu' in the top level \(did you mean 'output'"):
         load_report_config(bad_top)
-    bad_default = write(tmp_path / "b.yaml", """\
+    bad_default = write(
+        tmp_path / "b.yaml",
+        """\
     defaults:
       clusters: zero
     datasets:
       - {name: x, spotcheck: {seed: 0}}
-    """)
+    """,
+    )
     with pytest.raises(ConfigError, match=r"line 2: defaults key 'clusters' is 'zero'; expected an integer >= 1"):
         load_report_config(bad_default)
-    entries = write(tmp_path / "c.yaml", f"""\
+    entries = write(
+        tmp_path / "c.yaml",
+        f"""\
     datasets:
       - name: a
         spotcheck: {{seed: 0}}
@@ -192,7 +202,8 @@ def test_config_errors_name_key_and_line(tmp_path, image_dataset):
         images: {root}/imgs
         predictions: {root}/good.csv
         sweep: true
-    """)
+    """,
+    )
     cfg = load_report_config(entries)
     errors = [d.error for d in cfg.datasets]
     assert "line 4: datasets[0] key 'slicers'" in errors[0] and "domino, planespot" in errors[0]
@@ -218,9 +229,18 @@ def test_report_of_a_large_dataset_stays_small(tmp_path):
     exps = explain_methods(X[:2000], S, methods=["tops", "pdiff"], confidence=phi[:2000], n_clusters=5)
     # Embed the 2,000-image explanation's indices into a 20,000-image run: the page must not care.
     sources = [np.full((32, 32, 3), i % 256, np.uint8) for i in range(n)]
-    run = ReportRun("big", "m", {"ward": exps}, [f"s{i}" for i in range(N)], [f"im{i}" for i in range(n)],
-                    phi, (phi > 0).astype(float), thumbnail_sources=sources, relevance=rng.random((n, N)) < 0.1,
-                    embeddings=X)
+    run = ReportRun(
+        "big",
+        "m",
+        {"ward": exps},
+        [f"s{i}" for i in range(N)],
+        [f"im{i}" for i in range(n)],
+        phi,
+        (phi > 0).astype(float),
+        thumbnail_sources=sources,
+        relevance=rng.random((n, N)) < 0.1,
+        embeddings=X,
+    )
     thumbs = ThumbnailCache(tmp_path)
     html = render_report(run, thumbs=thumbs)
     assert thumbs.n_generated + thumbs.n_cached <= 5 * 12
@@ -233,7 +253,9 @@ def test_report_of_a_large_dataset_stays_small(tmp_path):
 
 def test_per_class_dataset_report(image_dataset, tmp_path):
     root, dark = image_dataset
-    cfg = write(tmp_path / "pc.yaml", f"""\
+    cfg = write(
+        tmp_path / "pc.yaml",
+        f"""\
     datasets:
       - name: per <class>
         images: {root}/imgs/manifest.csv
@@ -245,7 +267,8 @@ def test_per_class_dataset_report(image_dataset, tmp_path):
         per_class: errors
         methods: [tops, pdiff]
         k: 1
-    """)
+    """,
+    )
     res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
     assert res.failures == [] and res.reports[0]["rows"][0]["slicer"] == "per class"
     folder = tmp_path / "out" / "per_class"
@@ -276,24 +299,32 @@ def test_spotcheck_dataset_with_slicers_and_world_reuse(demo_run, tmp_path, monk
         return demo_ec
 
     monkeypatch.setattr(lbee.spotcheck, "make_ec", fake_make_ec)
-    cfg = write(tmp_path / "sc.yaml", """\
+    cfg = write(
+        tmp_path / "sc.yaml",
+        """\
     datasets:
       - name: world
         spotcheck: {seed: 0}
         methods: [tops, fpdiff]
         slicers: [ward, {planespot: {reducer: pca}}]
-    """)
+    """,
+    )
     for _ in range(2):
         res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
         assert res.failures == []
     assert made == [0]  # generated once, then read back from out/world/ec
     rows = res.reports[0]["rows"]
-    assert {(r["slicer"], r["method"]) for r in rows} == {("ward", "tops"), ("ward", "fpdiff"),
-                                                          ("planespot", "tops"), ("planespot", "fpdiff")}
+    assert {(r["slicer"], r["method"]) for r in rows} == {
+        ("ward", "tops"),
+        ("ward", "fpdiff"),
+        ("planespot", "tops"),
+        ("planespot", "fpdiff"),
+    }
     # same world, same analysis: the same hypotheses and the same TopS sentences (the demo also runs 'compose',
     # whose sentences lengthen its list, so metrics over the whole list differ)
-    demo, rep = (json.loads(p.read_text()) for p in (out / "explanation.json",
-                                                      tmp_path / "out" / "world" / "explanation.json"))
+    demo, rep = (
+        json.loads(p.read_text()) for p in (out / "explanation.json", tmp_path / "out" / "world" / "explanation.json")
+    )
     assert [c["indices"] for c in rep["clustering"]["hard"]] == [c["indices"] for c in demo["clustering"]["hard"]]
     texts = lambda d: [[d["sentences"][s] for s in ss] for ss in d["methods"]["tops"]["hard_sentences"]]  # noqa: E731
     assert texts(rep) == texts(demo)
@@ -311,10 +342,31 @@ def test_describe_html_writes_the_report_page(image_dataset, tmp_path):
 
     root, dark = image_dataset
     out = tmp_path / "run"
-    args = ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(root / "imgs" / "manifest.csv"),
-            "--image-embeddings", str(root / "img.npy"), "--sentence-embeddings", str(root / "sen.npy"),
-            "--sentences", str(root / "sents.txt"), "--predictions", str(root / "good.csv"),
-            "--method", "tops", "--method", "pdiff", "--clusters", "2", "-k", "1", "--out", str(out)]
+    args = [
+        "-q",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "describe",
+        str(root / "imgs" / "manifest.csv"),
+        "--image-embeddings",
+        str(root / "img.npy"),
+        "--sentence-embeddings",
+        str(root / "sen.npy"),
+        "--sentences",
+        str(root / "sents.txt"),
+        "--predictions",
+        str(root / "good.csv"),
+        "--method",
+        "tops",
+        "--method",
+        "pdiff",
+        "--clusters",
+        "2",
+        "-k",
+        "1",
+        "--out",
+        str(out),
+    ]
     r = CliRunner().invoke(cli, args[:-2] + ["--html"], obj={})
     assert r.exit_code == 2 and "--out" in r.output  # --html needs a folder
     r = CliRunner().invoke(cli, args + ["--html"], obj={})
@@ -325,7 +377,7 @@ def test_describe_html_writes_the_report_page(image_dataset, tmp_path):
     assert NASTY not in html and "<b>.png" not in html and "&lt;b&gt;.png" in html
     assert "\\u003cb\\u003e.png" in html and "</script>alert" not in html
     # Self-contained: the Vega libraries inlined, nothing fetched.
-    assert "window.vegaEmbed" in html and not re.search(r'<script[^>]+src=', html)
+    assert "window.vegaEmbed" in html and not re.search(r"<script[^>]+src=", html)
     assert 'id="toc"' in html and 'href="#groups-ward"' in html and 'id="plane-chart"' in html
     # No Γ given: said so in words, not an empty chart.
     assert 'id="no-relevance"' in html and 'id="metric-chart"' not in html
@@ -334,8 +386,9 @@ def test_describe_html_writes_the_report_page(image_dataset, tmp_path):
     assert len(anchors) == 2 and all(f'href="#{a}"' in html for a in anchors)
     # Thumbnails link to the full image (relative to the page), captions drop the shared folder.
     links = re.findall(r'<a href="([^"]+)" target="_blank"', html)
-    assert links and all((out / unquote(h.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))).is_file()
-                         for h in links)
+    assert links and all(
+        (out / unquote(h.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))).is_file() for h in links
+    )
     assert "<figcaption" in html and "imgs/img_" not in re.findall(r"<figcaption[^>]*>([^<]*)<", html)[0]
     # Per group: label → prediction confusion and a CSV of the members.
     assert "label → prediction" in html

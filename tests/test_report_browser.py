@@ -14,17 +14,27 @@ import pytest
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 # Flags that work on these machines (no sandbox as root, no GPU, no network chatter).
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1400,2400"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,2400",
+]
 
 
 def _browser(tmp_path):
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         if os.environ.get("CI"):
             pytest.fail("chromium and chromedriver are required in CI (apt-get install chromium chromium-driver)")
-        pytest.skip("chromium / chromedriver not installed: the browser test did NOT run (`make test` installs "
-                    "them as root; else sudo apt-get install chromium chromium-driver)")
+        pytest.skip(
+            "chromium / chromedriver not installed: the browser test did NOT run (`make test` installs "
+            "them as root; else sudo apt-get install chromium chromium-driver)"
+        )
     os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager look for drivers online
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -53,9 +63,11 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
     try:
         driver.get(page.resolve().as_uri())
         for _ in range(100):  # vega-embed renders asynchronously
-            done = driver.execute_script("return document.querySelectorAll('div.vl').length === "
-                                         "document.querySelectorAll('div.vl[data-rendered]').length "
-                                         "|| window.lbeeChartErrors.length > 0")
+            done = driver.execute_script(
+                "return document.querySelectorAll('div.vl').length === "
+                "document.querySelectorAll('div.vl[data-rendered]').length "
+                "|| window.lbeeChartErrors.length > 0"
+            )
             if done:
                 break
             time.sleep(0.1)
@@ -81,16 +93,20 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
         driver.execute_script("arguments[0].scrollIntoView()", chart)
         points = chart.find_elements(By.CSS_SELECTOR, "g.mark-symbol.role-mark path")
         # Points are drawn in the order of the spec's data: pick one shown with a thumbnail.
-        with_img = driver.execute_script("return JSON.parse(document.getElementById('spec-plane').textContent)"
-                                         ".data.values.map((v, i) => v.img ? i : -1).filter(i => i >= 0)")
+        with_img = driver.execute_script(
+            "return JSON.parse(document.getElementById('spec-plane').textContent)"
+            ".data.values.map((v, i) => v.img ? i : -1).filter(i => i >= 0)"
+        )
         assert with_img and len(points) == driver.execute_script(
-            "return JSON.parse(document.getElementById('spec-plane').textContent).data.values.length")
+            "return JSON.parse(document.getElementById('spec-plane').textContent).data.values.length"
+        )
         # A point may lie under another one drawn later: hover candidates until the pointer reaches one.
         for hard in with_img[:25]:
             ActionChains(driver).move_to_element(points[hard]).perform()
             time.sleep(0.5)
-            tip = driver.execute_script("var t = document.getElementById('vg-tooltip-element');"
-                                        "return t && [t.className, t.innerHTML];")
+            tip = driver.execute_script(
+                "var t = document.getElementById('vg-tooltip-element');return t && [t.className, t.innerHTML];"
+            )
             if tip and "data:image/jpeg;base64," in tip[1]:
                 break
         driver.save_screenshot(str(artifacts / "demo_report_map_hover.png"))
@@ -98,7 +114,8 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
         ActionChains(driver).click(points[hard]).perform()
         time.sleep(0.5)
         opacity = driver.execute_script(
-            "return Array.from(arguments[0]).map(p => p.getAttribute('opacity') || p.style.opacity || '1')", points)
+            "return Array.from(arguments[0]).map(p => p.getAttribute('opacity') || p.style.opacity || '1')", points
+        )
         driver.save_screenshot(str(artifacts / "demo_report_map_click.png"))
     finally:
         driver.quit()
@@ -115,7 +132,7 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
     assert state["brokenAnchors"] == []
     assert state["fullImage"] and state["fullImage"].startswith(out.resolve().as_uri() + "/ec/images/test/")
     assert tip is not None and "visible" in tip[0], tip
-    assert "<img src=\"data:image/jpeg;base64," in tip[1] and "φ" in tip[1] and "group " in tip[1]
+    assert '<img src="data:image/jpeg;base64,' in tip[1] and "φ" in tip[1] and "group " in tip[1]
     faded = sum(1 for o in opacity if float(o) < 0.5)
     assert 0 < len(opacity) - faded < len(opacity) and faded > 0
     assert shot.stat().st_size > 50_000

@@ -13,8 +13,15 @@ from PIL import Image
 
 from lbee.cli import cli
 from lbee.io.sentences import load_sentence_set
-from lbee.rival10 import (ATTRIBUTES, CLASSES, UnsafePickleError, load_attr_dict, load_rival10, read_class_map,
-                          rival10_sentences)
+from lbee.rival10 import (
+    ATTRIBUTES,
+    CLASSES,
+    UnsafePickleError,
+    load_attr_dict,
+    load_rival10,
+    read_class_map,
+    rival10_sentences,
+)
 
 
 def _jpeg_b64(mask):
@@ -30,9 +37,11 @@ def _box(y0, y1, x0, x1, size=32):
 
 
 # stem, object box (8-pixel aligned, so JPEG keeps it exact), present attributes, where the object mask lives
-ITEMS = [("n02099712_11", _box(8, 24, 8, 24), ["floppy-ears", "tail", "hairy"], "pkl"),
-         ("n01531178_7", _box(0, 16, 16, 32), ["wings", "beak", "tail"], "merged"),   # no 'entire-object' entry
-         ("n03796401_3", _box(16, 32, 0, 32), ["wheels", "text", "metallic", "rectangular"], "pkl")]
+ITEMS = [
+    ("n02099712_11", _box(8, 24, 8, 24), ["floppy-ears", "tail", "hairy"], "pkl"),
+    ("n01531178_7", _box(0, 16, 16, 32), ["wings", "beak", "tail"], "merged"),  # no 'entire-object' entry
+    ("n03796401_3", _box(16, 32, 0, 32), ["wheels", "text", "metallic", "rectangular"], "pkl"),
+]
 
 
 @pytest.fixture
@@ -79,8 +88,9 @@ def test_load_rival10_exact_relevance(rival_root):
 
 def test_export_cli_end_to_end(rival_root, tmp_path):
     out = tmp_path / "export"
-    result = CliRunner().invoke(cli, ["-q", "rival10", "export", str(rival_root), "--split", "test", "--out", str(out)],
-                                obj={})
+    result = CliRunner().invoke(
+        cli, ["-q", "rival10", "export", str(rival_root), "--split", "test", "--out", str(out)], obj={}
+    )
     assert result.exit_code == 0, result.output
     assert "Exported 3 images, 28 sentences, 3 masks" in result.output
     assert "1 image(s) had no 'entire-object' mask" in result.output
@@ -90,8 +100,12 @@ def test_export_cli_end_to_end(rival_root, tmp_path):
     rel = pd.read_parquet(out / "relevance.parquet")
     assert len(rel) == 3 * 28 and rel["relevant"].sum() == 13
     dog = rel[(rel["image"] == "n02099712_11.JPEG") & rel["relevant"]]["sentence"].tolist()
-    assert dog == ["An image of an animal with floppy ears", "An image of something with a tail",
-                   "An image of a hairy animal", "An image of a dog"]
+    assert dog == [
+        "An image of an animal with floppy ears",
+        "An image of something with a tail",
+        "An image of a hairy animal",
+        "An image of a dog",
+    ]
     for stem, box, _, _ in ITEMS:
         assert np.array_equal(np.asarray(Image.open(out / "masks" / f"{stem}.png")) > 127, box)
     # what lbee's relevance reader makes of it, aligned to the manifest's order
@@ -117,8 +131,7 @@ def test_malicious_pickle_is_refused_and_does_not_run(rival_root, tmp_path):
     with pytest.raises(UnsafePickleError, match="system"):
         load_attr_dict(pkl)
     assert not marker.exists()
-    result = CliRunner().invoke(cli, ["-q", "rival10", "export", str(rival_root), "--out", str(tmp_path / "o")],
-                                obj={})
+    result = CliRunner().invoke(cli, ["-q", "rival10", "export", str(rival_root), "--out", str(tmp_path / "o")], obj={})
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "n02099712_11_attr_dict.pkl" in result.output and "nothing in it was run" in result.output
     assert not marker.exists()

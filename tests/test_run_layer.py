@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import planted_world
 from sklearn.exceptions import NotFittedError
 
 import lbee
-from conftest import planted_world
 from lbee.cli import cli
 from lbee.core.clustering import DEFAULT_WARD, WARD_METHODS
 from lbee.core.evaluation import DEFAULT_O
@@ -39,24 +39,28 @@ def test_tau_rule_lives_in_one_function():
     assert resolve_tau(None, 0.07) == 0.07 and resolve_tau(0.3, 0.07) == 0.3
     assert RunSettings().resolved_tau(0.07) == 0.07 and RunSettings(tau=0.1).resolved_tau(0.07) == 0.1
     # the literal appears once in the package: where the rule lives
-    hits = subprocess.run(["git", "grep", "-n", r"0\.25\b", "--", "lbee"], cwd=ROOT, capture_output=True,
-                          text=True).stdout.splitlines()
+    hits = subprocess.run(
+        ["git", "grep", "-n", r"0\.25\b", "--", "lbee"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.splitlines()
     hits = [h for h in hits if "0.025" not in h and "enrich" not in h]
     assert len(hits) == 1 and hits[0].startswith("lbee/core/selection.py"), hits
 
 
-@pytest.mark.parametrize("bad, phrase", [
-    (dict(k=0), "`k` is 0; expected a value >= 1"),
-    (dict(a=-1), "`a` is -1; expected a value >= 0"),
-    (dict(methods=["tops", "nope"]), "'nope' is not one"),
-    (dict(methods=[]), "a non-empty list"),
-    (dict(slicers=["ward", "ward"]), "at most once"),
-    (dict(ward="fast"), "one of " + ", ".join(WARD_METHODS)),
-    (dict(confidence_from="softmax"), "entropy, max, true_class"),
-    (dict(clusters=2.5), "an integer"),
-    (dict(tau=float("nan")), "a finite number"),
-    (dict(per_class="errors", task="segmentation"), "per_class` is for classification"),
-])
+@pytest.mark.parametrize(
+    "bad, phrase",
+    [
+        (dict(k=0), "`k` is 0; expected a value >= 1"),
+        (dict(a=-1), "`a` is -1; expected a value >= 0"),
+        (dict(methods=["tops", "nope"]), "'nope' is not one"),
+        (dict(methods=[]), "a non-empty list"),
+        (dict(slicers=["ward", "ward"]), "at most once"),
+        (dict(ward="fast"), "one of " + ", ".join(WARD_METHODS)),
+        (dict(confidence_from="softmax"), "entropy, max, true_class"),
+        (dict(clusters=2.5), "an integer"),
+        (dict(tau=float("nan")), "a finite number"),
+        (dict(per_class="errors", task="segmentation"), "per_class` is for classification"),
+    ],
+)
 def test_settings_validation_names_the_knob(bad, phrase):
     with pytest.raises(ValueError, match=phrase.replace("(", r"\(").replace(")", r"\)")):
         RunSettings(**bad)
@@ -86,12 +90,14 @@ def test_cli_options_and_yaml_schema_are_built_from_the_settings():
 
 def test_yaml_and_api_reject_the_same_value(tmp_path):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(textwrap.dedent("""\
+    cfg.write_text(
+        textwrap.dedent("""\
         datasets:
           - name: x
             spotcheck: {seed: 0}
             ward: fast
-    """))
+    """)
+    )
     ds = load_report_config(cfg).datasets[0]
     with pytest.raises(ValueError) as api:
         RunSettings(ward="fast")
@@ -128,8 +134,7 @@ def test_ward_is_a_slicer_like_the_others():
     X, S, phi, _ = planted_world(noise=0.01)
     by_name = lbee.explain(X, S, confidence=phi, n_clusters=2, method="tops")
     by_object = lbee.explain(X, S, confidence=phi, n_clusters=2, method="tops", slicer=WardSlicer(n_clusters=2))
-    assert [c.indices.tolist() for c in by_name.hard_clusters] == \
-        [c.indices.tolist() for c in by_object.hard_clusters]
+    assert [c.indices.tolist() for c in by_name.hard_clusters] == [c.indices.tolist() for c in by_object.hard_clusters]
     assert SLICERS["ward"] is WardSlicer
 
 
@@ -139,8 +144,10 @@ def _comparable(payload):
     from lbee.core.explanation import validate_explanation_payload
 
     exps = validate_explanation_payload(payload, source="explanation.json")
-    return {m: {k: e.to_dict()[k] for k in ("hard_clusters", "easy_clusters", "params", "selected")}
-            for m, e in exps.items()} | {"sentences": payload["sentences"], "images": payload["images"]}
+    return {
+        m: {k: e.to_dict()[k] for k in ("hard_clusters", "easy_clusters", "params", "selected")}
+        for m, e in exps.items()
+    } | {"sentences": payload["sentences"], "images": payload["images"]}
 
 
 def test_describe_and_a_one_dataset_report_write_the_same_explanation(tmp_path):
@@ -151,13 +158,33 @@ def test_describe_and_a_one_dataset_report_write_the_same_explanation(tmp_path):
     np.save(tmp_path / "sen.npy", S)
     (tmp_path / "sents.txt").write_text("\n".join(sentences) + "\n")
     pd.DataFrame({"image": [f"i{i}.png" for i in range(len(X))], "confidence": phi}).to_csv(
-        tmp_path / "pred.csv", index=False)
-    r = CliRunner().invoke(cli, ["-q", "describe", "--image-embeddings", str(tmp_path / "img.npy"),
-                                 "--sentence-embeddings", str(tmp_path / "sen.npy"), "--sentences",
-                                 str(tmp_path / "sents.txt"), "--predictions", str(tmp_path / "pred.csv"),
-                                 "--clusters", "2", "-k", "2", "--out", str(tmp_path / "d")], obj={})
+        tmp_path / "pred.csv", index=False
+    )
+    r = CliRunner().invoke(
+        cli,
+        [
+            "-q",
+            "describe",
+            "--image-embeddings",
+            str(tmp_path / "img.npy"),
+            "--sentence-embeddings",
+            str(tmp_path / "sen.npy"),
+            "--sentences",
+            str(tmp_path / "sents.txt"),
+            "--predictions",
+            str(tmp_path / "pred.csv"),
+            "--clusters",
+            "2",
+            "-k",
+            "2",
+            "--out",
+            str(tmp_path / "d"),
+        ],
+        obj={},
+    )
     assert r.exit_code == 0, r.output
-    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+    (tmp_path / "c.yaml").write_text(
+        textwrap.dedent("""\
         output: rep
         datasets:
           - name: planted
@@ -167,7 +194,8 @@ def test_describe_and_a_one_dataset_report_write_the_same_explanation(tmp_path):
             predictions: pred.csv
             clusters: 2
             k: 2
-    """))
+    """)
+    )
     r = CliRunner().invoke(cli, ["-q", "report", str(tmp_path / "c.yaml")], obj={})
     assert r.exit_code == 0, r.output
     described = json.loads((tmp_path / "d" / "explanation.json").read_text())
@@ -184,12 +212,25 @@ def test_describe_checks_the_output_folder_before_any_work(tmp_path):
     np.save(tmp_path / "sen.npy", S)
     import pandas as pd
 
-    pd.DataFrame({"image": [f"i{i}" for i in range(len(X))], "confidence": phi}).to_csv(tmp_path / "p.csv",
-                                                                                         index=False)
+    pd.DataFrame({"image": [f"i{i}" for i in range(len(X))], "confidence": phi}).to_csv(tmp_path / "p.csv", index=False)
     (tmp_path / "s.txt").write_text("\n".join(sentences) + "\n")
-    r = CliRunner().invoke(cli, ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
-                                 str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions",
-                                 str(tmp_path / "p.csv"), "--out", str(tmp_path / "file" / "out")], obj={})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "describe",
+            "--image-embeddings",
+            str(tmp_path / "img.npy"),
+            "--sentence-embeddings",
+            str(tmp_path / "sen.npy"),
+            "--sentences",
+            str(tmp_path / "s.txt"),
+            "--predictions",
+            str(tmp_path / "p.csv"),
+            "--out",
+            str(tmp_path / "file" / "out"),
+        ],
+        obj={},
+    )
     assert r.exit_code == 1 and "--out" in r.output and "not a writable folder" in r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)
 

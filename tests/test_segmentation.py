@@ -25,10 +25,8 @@ def test_entropy_of_uniform_and_one_hot_maps():
 
 
 def test_pixel_accuracy_and_miou_by_hand_with_ignore_index():
-    pred = np.array([[0, 0, 1, 1],
-                     [0, 2, 1, 1]])
-    gt = np.array([[0, 0, 1, 255],
-                   [1, 2, 1, 1]])
+    pred = np.array([[0, 0, 1, 1], [0, 2, 1, 1]])
+    gt = np.array([[0, 0, 1, 255], [1, 2, 1, 1]])
     acc, miou = image_performance(pred, gt, num_classes=3, ignore_index=255)
     # 7 valid pixels, 6 correct; IoU: class 0 = 2/3, class 1 = 3/4, class 2 = 1/1.
     assert acc == pytest.approx(6 / 7)
@@ -103,11 +101,35 @@ def seg_world(tmp_path_factory):
 def test_cli_segmentation_splits_dark_images_as_hard(seg_world, split_by, tmp_path):
     root, dark = seg_world
     out = tmp_path / "out"
-    r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(root / "images"),
-                                 "--task", "segmentation", "--predictions", str(root / "preds"), "--masks",
-                                 str(root / "masks"), "--split-by", split_by, "--encoder", "spotcheck",
-                                 "--sentences", "spotcheck", "--clusters", "2", "--out", str(out),
-                                 "--num-workers", "0"], obj={})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "-q",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "describe",
+            str(root / "images"),
+            "--task",
+            "segmentation",
+            "--predictions",
+            str(root / "preds"),
+            "--masks",
+            str(root / "masks"),
+            "--split-by",
+            split_by,
+            "--encoder",
+            "spotcheck",
+            "--sentences",
+            "spotcheck",
+            "--clusters",
+            "2",
+            "--out",
+            str(out),
+            "--num-workers",
+            "0",
+        ],
+        obj={},
+    )
     assert r.exit_code == 0, r.output
     table = pd.read_parquet(out / "assignments.parquet")
     assert (table["split"] == "hard").to_numpy().tolist() == dark.tolist()
@@ -118,9 +140,28 @@ def test_cli_segmentation_splits_dark_images_as_hard(seg_world, split_by, tmp_pa
 
 def test_cli_segmentation_model_path_and_bad_masks(seg_world, tmp_path):
     root, dark = seg_world
-    args = ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(root / "images"), "--task",
-            "segmentation", "--model", str(root / "model.pt"), "--encoder", "spotcheck", "--sentences",
-            "spotcheck", "--clusters", "2", "--overwrite", "--out", str(tmp_path / "out"), "--num-workers", "0"]
+    args = [
+        "-q",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "describe",
+        str(root / "images"),
+        "--task",
+        "segmentation",
+        "--model",
+        str(root / "model.pt"),
+        "--encoder",
+        "spotcheck",
+        "--sentences",
+        "spotcheck",
+        "--clusters",
+        "2",
+        "--overwrite",
+        "--out",
+        str(tmp_path / "out"),
+        "--num-workers",
+        "0",
+    ]
     r = CliRunner().invoke(cli, args + ["--masks", str(root / "masks")], obj={})  # (reruns replace the run)
     assert r.exit_code == 0, r.output
     table = pd.read_parquet(tmp_path / "out" / "assignments.parquet")
@@ -166,8 +207,11 @@ datasets:
         run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
     res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache", keep_going=True)
     assert [r["model"] for r in res.reports] == ["folder", "scripted"], res.failures
-    assert len(res.failures) == 1 and "line 15" in res.failures[0][1] and "needs ground-truth 'masks'" in \
-        res.failures[0][1]
+    assert (
+        len(res.failures) == 1
+        and "line 15" in res.failures[0][1]
+        and "needs ground-truth 'masks'" in res.failures[0][1]
+    )
     for model in ("folder", "scripted"):
         table = pd.read_parquet(tmp_path / "out" / "seg" / model / "assignments.parquet")
         assert (table["split"] == "hard").to_numpy().tolist() == dark.tolist()
@@ -178,8 +222,8 @@ datasets:
 def test_split_by_switches_the_signal_fig4():
     """Entropy and mIoU can disagree: a confidently wrong image is easy by entropy, hard by mIoU."""
     confident = np.zeros((2, 4, 4))
-    confident[0] = 10.0                      # certain of class 0 everywhere
-    unsure = np.zeros((2, 4, 4))             # uniform: maximal entropy, argmax class 0
+    confident[0] = 10.0  # certain of class 0 everywhere
+    unsure = np.zeros((2, 4, 4))  # uniform: maximal entropy, argmax class 0
     masks = [np.ones((4, 4), int), np.zeros((4, 4), int)]  # the confident image is entirely wrong
     s = segmentation_scores([confident, unsure], masks)
     assert s.confidence("entropy")[0] > s.confidence("entropy")[1]

@@ -43,13 +43,13 @@ def _unit(x):
 def _case(seed, n_sent=400, d=24, c=7):
     rng = np.random.default_rng(seed)
     S = _unit(rng.normal(size=(n_sent, d)))
-    S[[5, 50, 300]] = S[120]           # exact ties between sentences
+    S[[5, 50, 300]] = S[120]  # exact ties between sentences
     S[[7, 8]] = S[9]
     hard = _unit(rng.normal(size=(c, d)))
-    hard[3] = S[120]                   # a prototype equal to a (repeated) sentence
+    hard[3] = S[120]  # a prototype equal to a (repeated) sentence
     easy = _unit(rng.normal(size=(c, d)))
-    easy[1] = easy[4]                  # two hard clusters matched to one easy cluster
-    easy[2] = hard[2]                  # a twin equal to its hard prototype: all PDiff scores tie at 0
+    easy[1] = easy[4]  # two hard clusters matched to one easy cluster
+    easy[2] = hard[2]  # a twin equal to its hard prototype: all PDiff scores tie at 0
     means = hard * rng.uniform(0.3, 0.9, (c, 1))
     ref = means.mean(axis=0)
     return S, hard, easy, means, ref
@@ -68,8 +68,9 @@ def test_select_all_and_select_sentences_equal_the_faiss_definitions(seed, metho
                 want_ids, want_scores = _reference(method, index, hard[i], easy[i], k, tau, means[i], ref)
                 assert ids.tolist() == want_ids.tolist(), (method, k, tau, i)
                 np.testing.assert_allclose(scores, want_scores, rtol=1e-12, atol=1e-12)
-                one_ids, one_scores = select_sentences(method, index, hard[i], easy[i], k, tau,
-                                                       cluster_mean=means[i], reference_mean=ref)
+                one_ids, one_scores = select_sentences(
+                    method, index, hard[i], easy[i], k, tau, cluster_mean=means[i], reference_mean=ref
+                )
                 assert one_ids.tolist() == want_ids.tolist()
                 np.testing.assert_allclose(one_scores, want_scores, rtol=1e-12, atol=1e-12)
 
@@ -78,7 +79,7 @@ def test_select_all_ties_go_to_the_lower_index():
     S = np.tile(np.eye(3)[0], (6, 1))
     S[4] = np.eye(3)[1]
     index = SentenceIndex(S)
-    (ids, scores), = select_all("tops", index, np.eye(3)[:1], np.eye(3)[1:2], 3, 0.25)
+    ((ids, scores),) = select_all("tops", index, np.eye(3)[:1], np.eye(3)[1:2], 3, 0.25)
     assert ids.tolist() == [0, 1, 2] and scores.tolist() == [1.0, 1.0, 1.0]
 
 

@@ -8,8 +8,14 @@ from click.testing import CliRunner
 from PIL import Image
 
 from lbee.analyses.saliency import alignment, gradcam, saliency_alignment
-from lbee.analyses.sensitivity import (Preprocess, confidence_from_sensitivity, gray_background, region_noise,
-                                       region_sensitivity, relative_foreground_sensitivity)
+from lbee.analyses.sensitivity import (
+    Preprocess,
+    confidence_from_sensitivity,
+    gray_background,
+    region_noise,
+    region_sensitivity,
+    relative_foreground_sensitivity,
+)
 from lbee.cli import cli
 from lbee.reports.sensitivity import sensitivity_panel_html
 
@@ -26,7 +32,7 @@ class HalfStd(torch.nn.Module):
         self.dummy = torch.nn.Parameter(torch.zeros(1))
 
     def forward(self, x):
-        half = x[..., : S // 2] if self.side == "left" else x[..., S // 2:]
+        half = x[..., : S // 2] if self.side == "left" else x[..., S // 2 :]
         std = half.flatten(1).std(1)
         return torch.stack([torch.zeros_like(std), 5 - 100 * std + self.dummy], 1)
 
@@ -72,8 +78,9 @@ def test_region_noise_touches_only_its_region():
 
 def test_background_model_has_rfs_minus_one_and_object_model_plus_one(tmp_path):
     images, masks, labels = _world()
-    r_bg = region_sensitivity(bg_model(), images, masks, labels, sigmas=[30, 90], trials=3, preprocess=PLAIN,
-                              class_names=["no", "yes"])
+    r_bg = region_sensitivity(
+        bg_model(), images, masks, labels, sigmas=[30, 90], trials=3, preprocess=PLAIN, class_names=["no", "yes"]
+    )
     r_fg = region_sensitivity(fg_model(), images, masks, labels, sigmas=[30, 90], trials=3, preprocess=PLAIN)
     for b in r_bg.summary["per_sigma"]:  # a_fg = 1 (background clean), a_bg = 0: ā = .5, RFS = -1
         assert (b["a_fg"], b["a_bg"], b["rfs"]) == (1.0, 0.0, -1.0)
@@ -148,19 +155,27 @@ def test_gradcam_and_alignment_hand_values():
     obj[4:12, 4:12] = True
     bright_obj = np.where(obj[..., None], 255, 0).astype(np.uint8).repeat(3, -1)
     dark_obj = (255 - bright_obj).astype(np.uint8)
-    x = PLAIN.normalize(torch.stack([PLAIN.prepare(Image.fromarray(i), Image.fromarray(obj.astype(np.uint8) * 255))[0]
-                                     for i in (bright_obj, dark_obj)]))
+    x = PLAIN.normalize(
+        torch.stack(
+            [
+                PLAIN.prepare(Image.fromarray(i), Image.fromarray(obj.astype(np.uint8) * 255))[0]
+                for i in (bright_obj, dark_obj)
+            ]
+        )
+    )
     cams = gradcam(Brightness(), x, [1, 1])
     assert np.allclose(cams[0], obj) and np.allclose(cams[1], ~obj)
-    table = saliency_alignment(Brightness(), [bright_obj, dark_obj], [obj, obj], [1, 1], preprocess=PLAIN,
-                               ids=["good", "bad"])
+    table = saliency_alignment(
+        Brightness(), [bright_obj, dark_obj], [obj, obj], [1, 1], preprocess=PLAIN, ids=["good", "bad"]
+    )
     assert table["image"].tolist() == ["bad", "good"]  # least aligned first
     assert table["iou"].tolist() == [0.0, 1.0] and table["layer"].iloc[0] == "conv"
 
 
 def test_confidence_from_sensitivity():
-    frame = pd.DataFrame({"image": ["a.png", "a.png", "b.png", "b.png"], "sigma": [30, 60, 30, 60],
-                          "irfs": [0.2, 0.4, np.nan, np.nan]})
+    frame = pd.DataFrame(
+        {"image": ["a.png", "a.png", "b.png", "b.png"], "sigma": [30, 60, 30, 60], "irfs": [0.2, 0.4, np.nan, np.nan]}
+    )
     phi = confidence_from_sensitivity(frame, ["dir/b.png", "a.png"])
     assert phi.tolist() == pytest.approx([0.0, 0.3])  # b: no defined iRFS -> 0; matched by file name
     assert confidence_from_sensitivity(frame, ["a.png"], sigma=60).tolist() == [0.4]
@@ -182,9 +197,27 @@ def test_cli_manifest_run_writes_outputs_and_panel(tmp_path):
         rows.append({"path": f"im{i}.png", "label": 1, "class": "<thing>"})
     pd.DataFrame(rows).to_csv(tmp_path / "manifest.csv", index=False)
     out = tmp_path / "out"
-    args = ["--cache-dir", str(tmp_path / "cache"), "-q", "sensitivity", str(tmp_path / "manifest.csv"),
-            "--masks", str(tmp_path / "masks"), "--model", "test_sensitivity:bg_model", "--sigmas", "30,90",
-            "--trials", "2", "--preprocess", "spotcheck", "--image-size", str(S), "--out", str(out)]
+    args = [
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "-q",
+        "sensitivity",
+        str(tmp_path / "manifest.csv"),
+        "--masks",
+        str(tmp_path / "masks"),
+        "--model",
+        "test_sensitivity:bg_model",
+        "--sigmas",
+        "30,90",
+        "--trials",
+        "2",
+        "--preprocess",
+        "spotcheck",
+        "--image-size",
+        str(S),
+        "--out",
+        str(out),
+    ]
     result = CliRunner().invoke(cli, args, obj={})
     assert result.exit_code == 0, result.output
     assert "RFS averaged over σ: -1.000" in result.output and "3 computed" in result.output
@@ -198,8 +231,20 @@ def test_cli_manifest_run_writes_outputs_and_panel(tmp_path):
     assert panel.startswith('<section class="lbee-sensitivity">') and "data:image/png;base64," in panel
     assert "RFS (mean over σ): -1.000" in panel and "<thing>" not in panel
     (tmp_path / "empty").mkdir()
-    bad = CliRunner().invoke(cli, args[:4] + [str(tmp_path / "manifest.csv"), "--masks", str(tmp_path / "empty"),
-                                              "--model", "test_sensitivity:bg_model", "--out", str(out)], obj={})
+    bad = CliRunner().invoke(
+        cli,
+        args[:4]
+        + [
+            str(tmp_path / "manifest.csv"),
+            "--masks",
+            str(tmp_path / "empty"),
+            "--model",
+            "test_sensitivity:bg_model",
+            "--out",
+            str(out),
+        ],
+        obj={},
+    )
     assert bad.exit_code == 1 and "3 of 3 images have no mask" in bad.output and "Traceback" not in bad.output
 
 

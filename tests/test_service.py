@@ -23,13 +23,13 @@ pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 
 from fastapi.testclient import TestClient  # noqa: E402
+from service_backends import BACKENDS, backend, postgres  # noqa: E402,F401
 
 import lbee  # noqa: E402
 from lbee.service import ServiceSettings, create_app  # noqa: E402
 from lbee.service.auth import create_token, revoke_token  # noqa: E402
 from lbee.service.jobs import new_owner, run_next_job  # noqa: E402
 from lbee.service.workers import ExplainPool, JobRunner  # noqa: E402
-from service_backends import BACKENDS, backend, postgres  # noqa: E402,F401
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,12 +51,14 @@ def data_root(tmp_path_factory):
     probs = np.where(dark, 0.3, 0.95)
     labels = np.zeros(24, int)
     pd.DataFrame({"path": names, "label": labels, "prob_cat": probs, "prob_dog": 1 - probs}).to_csv(
-        root / "ds" / "good.csv", index=False)
+        root / "ds" / "good.csv", index=False
+    )
     # A second checkpoint that also fails on a third of the bright images.
     worse = probs.copy()
     worse[np.flatnonzero(~dark)[:5]] = 0.3
     pd.DataFrame({"path": names, "label": labels, "prob_cat": worse, "prob_dog": 1 - worse}).to_csv(
-        root / "ds" / "worse.csv", index=False)
+        root / "ds" / "worse.csv", index=False
+    )
     rel = np.zeros((24, 6), bool)
     rel[dark, 0] = True
     rel[~dark, 1] = True
@@ -70,9 +72,18 @@ def data_root(tmp_path_factory):
 
 
 def entry(name="street", predictions="ds/good.csv", **extra):
-    return {"name": name, "image_embeddings": "ds/img.npy", "sentence_embeddings": "ds/sen.npy",
-            "sentences": "ds/sents.txt", "relevance": {"ground_truth": "ds/rel.npy"}, "predictions": predictions,
-            "methods": ["tops", "pdiff"], "clusters": 2, "k": 1, **extra}
+    return {
+        "name": name,
+        "image_embeddings": "ds/img.npy",
+        "sentence_embeddings": "ds/sen.npy",
+        "sentences": "ds/sents.txt",
+        "relevance": {"ground_truth": "ds/rel.npy"},
+        "predictions": predictions,
+        "methods": ["tops", "pdiff"],
+        "clusters": 2,
+        "k": 1,
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +97,14 @@ def explain_pool(data_root):
 @pytest.fixture
 def service(data_root, tmp_path, backend, explain_pool):
     root, _ = data_root
-    settings = ServiceSettings(root=root, output=tmp_path / "out", workers=0, max_upload_bytes=2**20,
-                               db_url=backend, explain_limits={"images": 200, "exact_ward": 20})
+    settings = ServiceSettings(
+        root=root,
+        output=tmp_path / "out",
+        workers=0,
+        max_upload_bytes=2**20,
+        db_url=backend,
+        explain_limits={"images": 200, "exact_ward": 20},
+    )
     app = create_app(settings, start_workers=False, explain_pool=explain_pool)
     db = app.state.db
     tokens = {"read": create_token(db, "reader", "read"), "submit": create_token(db, "ci", "submit")}
@@ -127,19 +144,26 @@ def test_every_endpoint_but_health_needs_a_token_with_the_right_scope(service):
 def test_explain_json_and_npy_match_the_library(service, planted):
     client, _, _ = service
     X, S, phi, sentences = planted
-    body = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), "confidence": phi.tolist(),
-            "sentences": sentences, "settings": {"methods": ["fpdiff", "tops"], "clusters": 2, "k": 1}}
+    body = {
+        "image_embeddings": X.tolist(),
+        "sentence_embeddings": S.tolist(),
+        "confidence": phi.tolist(),
+        "sentences": sentences,
+        "settings": {"methods": ["fpdiff", "tops"], "clusters": 2, "k": 1},
+    }
     r = client.post("/v1/explain", json=body, headers=client.auth_headers["submit"])
     assert r.status_code == 200, r.text
     out = r.json()
-    want = lbee.explain_methods(X, S, confidence=phi, methods=["fpdiff", "tops"], n_clusters=2, k=1,
-                                sentences=sentences)
+    want = lbee.explain_methods(
+        X, S, confidence=phi, methods=["fpdiff", "tops"], n_clusters=2, k=1, sentences=sentences
+    )
     assert set(out["explanations"]) == {"fpdiff", "tops"} and out["settings"]["tau"] == 0.25
     for m, exp in want.items():
         got = lbee.Explanation.from_dict(out["explanations"][m])
         assert got.selected == exp.selected
-        assert [sorted(c.indices.tolist()) for c in got.hard_clusters] == \
-            [sorted(c.indices.tolist()) for c in exp.hard_clusters]
+        assert [sorted(c.indices.tolist()) for c in got.hard_clusters] == [
+            sorted(c.indices.tolist()) for c in exp.hard_clusters
+        ]
     # the planted causes are found: "at night" and "in fog"
     assert {sentences[i] for i in out["explanations"]["fpdiff"]["selected"]} == {"at night", "in fog"}
 
@@ -148,31 +172,42 @@ def test_explain_json_and_npy_match_the_library(service, planted):
         np.save(buf, np.asarray(a))
         return buf.getvalue()
 
-    files = {"image_embeddings": ("x.npy", npy(X.astype(np.float32))), "sentence_embeddings": ("s.npy", npy(S)),
-             "confidence": ("c.npy", npy(phi))}
-    r = client.post("/v1/explain", files=files, data={"settings": json.dumps(body["settings"]),
-                                                      "sentences": "\n".join(sentences)},
-                    headers=client.auth_headers["submit"])
+    files = {
+        "image_embeddings": ("x.npy", npy(X.astype(np.float32))),
+        "sentence_embeddings": ("s.npy", npy(S)),
+        "confidence": ("c.npy", npy(phi)),
+    }
+    r = client.post(
+        "/v1/explain",
+        files=files,
+        data={"settings": json.dumps(body["settings"]), "sentences": "\n".join(sentences)},
+        headers=client.auth_headers["submit"],
+    )
     assert r.status_code == 200, r.text
     assert r.json()["explanations"]["fpdiff"]["selected"] == out["explanations"]["fpdiff"]["selected"]
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"sentence_embeddings": [[1.0, 0.0]]}, "d"),
-    ({"settings": {"k": 0}}, "`k`"),
-    ({"settings": {"methds": ["tops"]}}, "did you mean 'methods'"),
-    ({"settings": {"o": 0.5}}, "need a dataset and a model"),
-    ({"confidence": [1.0, float("nan")]}, "confidence"),
-    ({"image_embeddings": [[1, 2], [3]]}, "image_embeddings"),
-    ({"extra": 1}, "unknown field"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"sentence_embeddings": [[1.0, 0.0]]}, "d"),
+        ({"settings": {"k": 0}}, "`k`"),
+        ({"settings": {"methds": ["tops"]}}, "did you mean 'methods'"),
+        ({"settings": {"o": 0.5}}, "need a dataset and a model"),
+        ({"confidence": [1.0, float("nan")]}, "confidence"),
+        ({"image_embeddings": [[1, 2], [3]]}, "image_embeddings"),
+        ({"extra": 1}, "unknown field"),
+    ],
+)
 def test_explain_bad_input_is_a_422_with_the_message(service, planted, change, message):
     client, _, _ = service
     X, S, phi, _ = planted
-    body = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), "confidence": phi.tolist(),
-            **change}
-    r = client.post("/v1/explain", content=json.dumps(body), headers={**client.auth_headers["submit"],
-                                                                     "content-type": "application/json"})
+    body = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), "confidence": phi.tolist(), **change}
+    r = client.post(
+        "/v1/explain",
+        content=json.dumps(body),
+        headers={**client.auth_headers["submit"], "content-type": "application/json"},
+    )
     assert r.status_code == 422 and message in r.json()["detail"], r.text
 
 
@@ -195,20 +230,23 @@ def test_oversize_uploads_are_refused(service):
     assert client.get("/health").status_code == 200  # and the server goes on
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"predictions": "../ds/good.csv"}, "'..'"),
-    ({"predictions": "/etc/passwd"}, "outside the data root"),
-    ({"predictions": "ds/link.csv"}, "outside the data root"),
-    ({"images": "ds/linkdir"}, "outside the data root"),
-    ({"sentences": "~/sents.txt"}, "'~'"),
-    ({"relevance": {"vqa": "/etc/hosts"}}, "outside the data root"),
-    ({"predictions": None, "model": "os:system"}, "does not import model factories"),
-    ({"encoder": "open_clip:ViT-B-32@/etc/clip.bin", "image_embeddings": None}, "outside the data root"),
-    ({"predictions": "ds/missing.csv"}, "does not exist"),
-    ({"methds": ["tops"]}, "did you mean 'methods'"),
-    ({"k": 0}, "key 'k' is 0"),
-    ({"sweep": True, "relevance": "none"}, "needs 'relevance'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"predictions": "../ds/good.csv"}, "'..'"),
+        ({"predictions": "/etc/passwd"}, "outside the data root"),
+        ({"predictions": "ds/link.csv"}, "outside the data root"),
+        ({"images": "ds/linkdir"}, "outside the data root"),
+        ({"sentences": "~/sents.txt"}, "'~'"),
+        ({"relevance": {"vqa": "/etc/hosts"}}, "outside the data root"),
+        ({"predictions": None, "model": "os:system"}, "does not import model factories"),
+        ({"encoder": "open_clip:ViT-B-32@/etc/clip.bin", "image_embeddings": None}, "outside the data root"),
+        ({"predictions": "ds/missing.csv"}, "does not exist"),
+        ({"methds": ["tops"]}, "did you mean 'methods'"),
+        ({"k": 0}, "key 'k' is 0"),
+        ({"sweep": True, "relevance": "none"}, "needs 'relevance'"),
+    ],
+)
 def test_bad_entries_and_path_escapes_are_a_422_naming_the_problem(service, change, message):
     client, _, _ = service
     e = {k: v for k, v in {**entry(), **change}.items() if v is not None}
@@ -221,8 +259,10 @@ def test_bad_entries_and_path_escapes_are_a_422_naming_the_problem(service, chan
 def test_entries_as_yaml_and_absolute_paths_inside_the_root(service, data_root):
     client, _, _ = service
     root, _ = data_root
-    text = "name: yaml entry\nimage_embeddings: ds/img.npy\nsentence_embeddings: ds/sen.npy\n" \
-           f"sentences: {root}/ds/sents.txt\npredictions: ds/good.csv\nmethds: [tops]\n"
+    text = (
+        "name: yaml entry\nimage_embeddings: ds/img.npy\nsentence_embeddings: ds/sen.npy\n"
+        f"sentences: {root}/ds/sents.txt\npredictions: ds/good.csv\nmethds: [tops]\n"
+    )
     h = {**client.auth_headers["submit"], "content-type": "application/yaml"}
     r = client.post("/v1/jobs", content=text, headers=h)
     assert r.status_code == 422 and "line 6" in r.json()["detail"]
@@ -301,8 +341,10 @@ def test_a_resubmission_leaves_the_older_run_intact_and_compare_shows_the_change
     job_1 = client.post("/v1/jobs", json=e, headers=submit).json()["id"]
     assert run_next_job(app.state.db, settings) == job_1
     run_1 = client.get(f"/v1/jobs/{job_1}", headers=read).json()["runs"][0]
-    folder_1 = settings.output / app.state.db.session().get(__import__("lbee.service.db", fromlist=["Run"]).Run,
-                                                            run_1["id"]).folder
+    folder_1 = (
+        settings.output
+        / app.state.db.session().get(__import__("lbee.service.db", fromlist=["Run"]).Run, run_1["id"]).folder
+    )
     digest = {f: hashlib.sha256((folder_1 / f).read_bytes()).hexdigest() for f in ("report.html", "explanation.json")}
     table = pd.read_csv(moving)
     table["prob_cat"] = np.where(table["prob_cat"] < 0.5, 0.95, 0.55)  # version 2: unsure by day, sure at night
@@ -425,8 +467,11 @@ def test_metrics_in_prometheus_text_format(service):
     run_next_job(app.state.db, settings)
     r = client.get("/metrics", headers=client.auth_headers["read"])
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for f in text_string_to_metric_families(r.text) for s in f.samples}
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(r.text)
+        for s in f.samples
+    }
     assert samples[("lbee_jobs", (("status", "done"),))] == 1
     assert samples[("lbee_jobs", (("status", "queued"),))] == 1 == samples[("lbee_job_queue_length", ())]
     assert samples[("lbee_job_duration_seconds_count", ())] == 1
@@ -449,8 +494,10 @@ def test_a_worker_that_dies_fails_its_job_and_is_replaced(service):
     runner.start()  # settings.workers == 0: only the watcher
     try:
         deadline = time.time() + 30
-        while time.time() < deadline and client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]
-                                                     ).json()["status"] == "running":
+        while (
+            time.time() < deadline
+            and client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]).json()["status"] == "running"
+        ):
             time.sleep(0.1)
         st = client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]).json()
         assert st["status"] == "failed" and "exit code 3" in st["error"]

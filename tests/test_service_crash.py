@@ -87,14 +87,33 @@ def test_a_server_killed_mid_job_leaves_no_orphan_and_the_job_finishes_once(cras
     url = f"sqlite:///{tmp_path / 'lbee.db'}"
     db = Database(url)
     token = create_token(db, "ci", "submit")
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, str(REPO / "cli.py"), "--cache-dir", str(tmp_path / "cache"), "serve", "--root",
-           str(crash_root), "--output", str(tmp_path / "out"), "--db", url, "--port", str(port), "--workers", "1"]
+    cmd = [
+        sys.executable,
+        str(REPO / "cli.py"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "serve",
+        "--root",
+        str(crash_root),
+        "--output",
+        str(tmp_path / "out"),
+        "--db",
+        url,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
 
     def start(n):
         log = open(tmp_path / f"server{n}.log", "w")
@@ -108,8 +127,15 @@ def test_a_server_killed_mid_job_leaves_no_orphan_and_the_job_finishes_once(cras
 
     server, log1 = start(1)
     try:
-        entry = {"name": "crash", "images": "imgs", "encoder": "spotcheck", "sentences": "spotcheck",
-                 "predictions": "pred.csv", "methods": ["tops"], "clusters": 3}
+        entry = {
+            "name": "crash",
+            "images": "imgs",
+            "encoder": "spotcheck",
+            "sentences": "spotcheck",
+            "predictions": "pred.csv",
+            "methods": ["tops"],
+            "clusters": 3,
+        }
         r = httpx.post(f"{base}/v1/jobs", json=entry, headers={"Authorization": f"Bearer {token}"}, timeout=60)
         assert r.status_code == 202, r.text
         job_id = r.json()["id"]
@@ -130,8 +156,11 @@ def test_a_server_killed_mid_job_leaves_no_orphan_and_the_job_finishes_once(cras
 
     server, log2 = start(2)
     try:
-        done = poll(lambda: (j := job()).status in ("done", "failed", "cancelled") and j, 600,
-                     "the restarted server to finish the job")
+        done = poll(
+            lambda: (j := job()).status in ("done", "failed", "cancelled") and j,
+            600,
+            "the restarted server to finish the job",
+        )
         r = httpx.get(f"{base}/v1/jobs/{job_id}", headers={"Authorization": f"Bearer {token}"}, timeout=60).json()
     finally:
         children = _descendants(server.pid)
@@ -143,9 +172,12 @@ def test_a_server_killed_mid_job_leaves_no_orphan_and_the_job_finishes_once(cras
         runs = s.query(Run).filter(Run.job_id == job_id).all()
     assert len(runs) == 1 and runs[0].folder == f"jobs/{job_id}/attempt-2" and len(r["runs"]) == 1
     log = done.log.splitlines()
-    first, second = log.index(next(ln for ln in log if "images:" in ln)), \
-        log.index("attempt 2: attempt 1 stopped without finishing (its worker stopped or lost its lease); "
-                  "starting again")
+    first, second = (
+        log.index(next(ln for ln in log if "images:" in ln)),
+        log.index(
+            "attempt 2: attempt 1 stopped without finishing (its worker stopped or lost its lease); starting again"
+        ),
+    )
     assert first < second
     assert f"images: 0 embedded, {N_IMAGES} read from the embedding cache, 0 unreadable" in "\n".join(log[second:])
     assert not any("resumed" in ln for ln in log)  # the log claims nothing that did not happen

@@ -19,13 +19,15 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 
-import lbee  # noqa: E402
 from service_backends import wait_healthy  # noqa: E402
+
+import lbee  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 # ---- a real server ----------------------------------------------------------------------------------------
+
 
 def _free_port():
     with socket.socket() as s:
@@ -39,20 +41,45 @@ def live_server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("live")
     (tmp / "root").mkdir()
     db = f"sqlite:///{tmp / 'lbee.db'}"
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     lbee_cmd = [sys.executable, str(REPO / "cli.py")]
     tokens = {}
     for name, scope in (("ci", "submit"), ("viewer", "read")):
-        out = subprocess.run(lbee_cmd + ["serve", "token", "create", name, "--scope", scope, "--db", db], env=env,
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            lbee_cmd + ["serve", "token", "create", name, "--scope", scope, "--db", db],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 0, out.stderr
         tokens[scope] = out.stdout.strip()
     port = _free_port()
     log = open(tmp / "server.log", "w")
-    proc = subprocess.Popen(lbee_cmd + ["--cache-dir", str(tmp / "cache"), "serve", "--root", str(tmp / "root"),
-                                        "--output", str(tmp / "out"), "--db", db, "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        lbee_cmd
+        + [
+            "--cache-dir",
+            str(tmp / "cache"),
+            "serve",
+            "--root",
+            str(tmp / "root"),
+            "--output",
+            str(tmp / "out"),
+            "--db",
+            db,
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(proc, base, tmp / "server.log")
@@ -69,8 +96,12 @@ def demo_job(live_server):
     import httpx
 
     base, submit, read, tmp = live_server
-    r = httpx.post(f"{base}/v1/jobs", json={"name": "demo", "spotcheck": {"seed": 0}},
-                   headers={"Authorization": f"Bearer {submit}"}, timeout=30)
+    r = httpx.post(
+        f"{base}/v1/jobs",
+        json={"name": "demo", "spotcheck": {"seed": 0}},
+        headers={"Authorization": f"Bearer {submit}"},
+        timeout=30,
+    )
     assert r.status_code == 202, r.text
     job = r.json()["id"]
     deadline, seen = time.time() + 900, set()
@@ -100,7 +131,6 @@ def test_live_server_runs_the_spotcheck_demo_job(live_server, demo_job):
     assert set(lbee.METHODS) <= {r["method"] for r in metrics["metrics"]}
     exp = httpx.get(f"{base}/v1/jobs/{job}/explanation", headers=h, timeout=30).json()
     from lbee.core.explanation import validate_explanation_payload
-
     from lbee.io.sentences import WORLD_SENTENCE_SET
 
     assert exp["sentence_set"] == WORLD_SENTENCE_SET
@@ -110,15 +140,18 @@ def test_live_server_runs_the_spotcheck_demo_job(live_server, demo_job):
     assert httpx.get(f"{base}/docs", headers=h, timeout=30).status_code == 200
     assert httpx.get(f"{base}/openapi.json", timeout=30).status_code == 401
     assert httpx.get(f"{base}/v1/runs", timeout=30).status_code == 401
-    r = httpx.post(f"{base}/v1/jobs", json={"name": "x", "images": "../../etc"},
-                   headers={"Authorization": f"Bearer {submit}"}, timeout=30)
+    r = httpx.post(
+        f"{base}/v1/jobs",
+        json={"name": "x", "images": "../../etc"},
+        headers={"Authorization": f"Bearer {submit}"},
+        timeout=30,
+    )
     assert r.status_code == 422
 
 
 def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
-    from test_report_browser import _browser
-
     from selenium.webdriver.support.ui import WebDriverWait
+    from test_report_browser import _browser
 
     base, _, read, _ = live_server
     driver = _browser(tmp_path)
@@ -140,10 +173,12 @@ def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
         driver.get(f"{base}/docs")
         WebDriverWait(driver, 60).until(lambda d: d.find_elements("css selector", ".opblock"))
         operations = driver.execute_script(
-            "return Array.from(document.querySelectorAll('.opblock-summary-path')).map(e => e.textContent);")
+            "return Array.from(document.querySelectorAll('.opblock-summary-path')).map(e => e.textContent);"
+        )
         resources = driver.execute_script("return performance.getEntriesByType('resource').map(r => r.name);")
-        docs_errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
-                       and "/favicon.ico" not in e["message"]]  # the report page has no icon: the browser asks
+        docs_errors = [
+            e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "/favicon.ico" not in e["message"]
+        ]  # the report page has no icon: the browser asks
     finally:
         driver.quit()
     assert any("/v1/jobs/{job_id}/cancel" in o.replace("\u200b", "") for o in operations), operations

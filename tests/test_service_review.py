@@ -17,10 +17,10 @@ pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 
 from fastapi.testclient import TestClient  # noqa: E402
-
-from lbee.service import ServiceSettings, create_app  # noqa: E402
 from service_backends import BACKENDS, backend, postgres  # noqa: E402,F401
 from test_service import data_root, entry, explain_pool, service  # noqa: E402,F401
+
+from lbee.service import ServiceSettings, create_app  # noqa: E402
 
 
 def test_the_api_description_needs_a_token_and_loads_nothing_remote(service):
@@ -41,18 +41,21 @@ def test_the_api_description_needs_a_token_and_loads_nothing_remote(service):
     assert client.get("/static/swagger/index.html", headers=read).status_code == 404
 
 
-@pytest.mark.parametrize("spec, ok", [
-    ("open_clip:hf-hub:evil/repo", False),
-    ("open_clip:ViT-B-32@hf-hub:evil/repo", False),
-    ("open_clip:ViT-B-32@/etc/clip.bin", False),
-    ("timm:resnet50", False),
-    ("open_clip:ViT-B-32@https://example.org/w.pt", False),
-    ("open_clip:ViT-B-32@laion2b_s34b_b79k", True),
-    ("open_clip:ViT-B-32", True),
-    ("open_clip:ViT-B-32@random:3", True),
-    ("open_clip:ViT-B-32@ds/clip.pt", True),  # a checkpoint inside the data root
-    ("spotcheck", True),
-])
+@pytest.mark.parametrize(
+    "spec, ok",
+    [
+        ("open_clip:hf-hub:evil/repo", False),
+        ("open_clip:ViT-B-32@hf-hub:evil/repo", False),
+        ("open_clip:ViT-B-32@/etc/clip.bin", False),
+        ("timm:resnet50", False),
+        ("open_clip:ViT-B-32@https://example.org/w.pt", False),
+        ("open_clip:ViT-B-32@laion2b_s34b_b79k", True),
+        ("open_clip:ViT-B-32", True),
+        ("open_clip:ViT-B-32@random:3", True),
+        ("open_clip:ViT-B-32@ds/clip.pt", True),  # a checkpoint inside the data root
+        ("spotcheck", True),
+    ],
+)
 def test_only_encoders_from_the_allow_list(data_root, spec, ok):
     from lbee.service.paths import check_encoder
 
@@ -77,8 +80,17 @@ def test_a_job_naming_a_hub_encoder_is_refused_before_anything_runs(service):
     assert client.get("/v1/jobs", headers=client.auth_headers["read"]).json() == []
 
 
-@pytest.mark.parametrize("host, warned", [("0.0.0.0", True), ("192.168.1.4", True), ("lbee.example.org", True),
-                                          ("127.0.0.1", False), ("::1", False), ("localhost", False)])
+@pytest.mark.parametrize(
+    "host, warned",
+    [
+        ("0.0.0.0", True),
+        ("192.168.1.4", True),
+        ("lbee.example.org", True),
+        ("127.0.0.1", False),
+        ("::1", False),
+        ("localhost", False),
+    ],
+)
 def test_a_plain_http_bind_beyond_loopback_is_warned_about(tmp_path, monkeypatch, host, warned):
     import uvicorn
     from click.testing import CliRunner
@@ -87,8 +99,21 @@ def test_a_plain_http_bind_beyond_loopback_is_warned_about(tmp_path, monkeypatch
 
     calls = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
-    res = CliRunner().invoke(cli, ["serve", "--root", str(tmp_path), "--output", str(tmp_path / "out"),
-                                   "--host", host, "--db", f"sqlite:///{tmp_path / 'x.db'}"], obj={})
+    res = CliRunner().invoke(
+        cli,
+        [
+            "serve",
+            "--root",
+            str(tmp_path),
+            "--output",
+            str(tmp_path / "out"),
+            "--host",
+            host,
+            "--db",
+            f"sqlite:///{tmp_path / 'x.db'}",
+        ],
+        obj={},
+    )
     assert res.exit_code == 0, res.output
     assert calls and calls[0]["host"] == host
     assert ("WARNING" in res.output and "plain HTTP" in res.output and "reverse proxy" in res.output) is warned
@@ -104,8 +129,7 @@ def test_deeply_nested_json_and_yaml_are_a_422(service):
     nested = 0
     for _ in range(40):  # 40 levels: parsed by Python, refused by the service's limit of 32
         nested = [nested]
-    r = client.post("/v1/jobs", content=json.dumps({"name": "x", "report": nested}),
-                    headers=h)
+    r = client.post("/v1/jobs", content=json.dumps({"name": "x", "report": nested}), headers=h)
     assert r.status_code == 422 and "nested too deeply" in r.json()["detail"]
     r = client.post("/v1/jobs", content=b"a: " + b"[" * 50_000, headers={**h, "content-type": "application/yaml"})
     assert r.status_code == 422 and "Traceback" not in r.text
@@ -116,8 +140,15 @@ def test_ids_beyond_the_database_range_are_a_422_not_an_overflow(service):
     client, _, _ = service
     read = client.auth_headers["read"]
     huge = "99999999999999999999999"
-    for path in (f"/v1/runs/{huge}", f"/v1/runs/{2**31}", f"/v1/runs/{huge}/report", f"/v1/compare?a={huge}&b=1",
-                 "/v1/compare?a=1&b=-1", f"/compare?a={huge}&b=1", "/v1/runs/0"):
+    for path in (
+        f"/v1/runs/{huge}",
+        f"/v1/runs/{2**31}",
+        f"/v1/runs/{huge}/report",
+        f"/v1/compare?a={huge}&b=1",
+        "/v1/compare?a=1&b=-1",
+        f"/compare?a={huge}&b=1",
+        "/v1/runs/0",
+    ):
         r = client.get(path, headers=read)
         assert r.status_code == 422 and ("less than or equal" in r.text or "greater than" in r.text), (path, r.text)
     assert client.get(f"/v1/runs/{2**31 - 1}", headers=read).status_code == 404  # in range: simply not there
@@ -130,16 +161,24 @@ def test_masks_must_be_booleans_not_coerced(service, planted, field, values):
     n = len(X)
     mask = (values * n)[:n]
     other = "easy" if field == "hard" else "hard"
-    body = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), field: mask,
-            other: [i % 2 == 0 for i in range(n)]}
+    body = {
+        "image_embeddings": X.tolist(),
+        "sentence_embeddings": S.tolist(),
+        field: mask,
+        other: [i % 2 == 0 for i in range(n)],
+    }
     r = client.post("/v1/explain", json=body, headers=client.auth_headers["submit"])
     assert r.status_code == 422 and f"`{field}`" in r.json()["detail"] and "boolean" in r.json()["detail"], r.text
     buf = io.BytesIO()
     np.save(buf, np.asarray(mask, dtype=float))
-    files = {"image_embeddings": ("x.npy", _npy(X)), "sentence_embeddings": ("s.npy", _npy(S)),
-             field: ("m.npy", buf.getvalue())}
-    r = client.post("/v1/explain", files=files, data={other: json.dumps(body[other])},
-                    headers=client.auth_headers["submit"])
+    files = {
+        "image_embeddings": ("x.npy", _npy(X)),
+        "sentence_embeddings": ("s.npy", _npy(S)),
+        field: ("m.npy", buf.getvalue()),
+    }
+    r = client.post(
+        "/v1/explain", files=files, data={other: json.dumps(body[other])}, headers=client.auth_headers["submit"]
+    )
     assert r.status_code == 422 and f"`{field}`" in r.json()["detail"], r.text
 
 
@@ -158,8 +197,12 @@ def test_explain_cost_is_bounded_by_the_documented_limits(service):
 
     def body(n, **settings):
         X = rng.normal(size=(n, 8))
-        return {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(),
-                "confidence": rng.normal(size=n).tolist(), "settings": {"methods": ["tops"], **settings}}
+        return {
+            "image_embeddings": X.tolist(),
+            "sentence_embeddings": S.tolist(),
+            "confidence": rng.normal(size=n).tolist(),
+            "settings": {"methods": ["tops"], **settings},
+        }
 
     r = client.post("/v1/explain", json=body(201), headers=h)
     assert r.status_code == 413 and "201 image_embeddings rows" in r.json()["detail"] and "'images'" in r.text
@@ -181,8 +224,12 @@ def test_the_server_process_never_runs_the_analysis(service, planted, monkeypatc
         raise AssertionError("the analysis ran in the server process")
 
     monkeypatch.setattr(lbee, "explain_methods", boom)
-    body = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), "confidence": phi.tolist(),
-            "settings": {"methods": ["tops"], "clusters": 2}}
+    body = {
+        "image_embeddings": X.tolist(),
+        "sentence_embeddings": S.tolist(),
+        "confidence": phi.tolist(),
+        "settings": {"methods": ["tops"], "clusters": 2},
+    }
     r = client.post("/v1/explain", json=body, headers=client.auth_headers["submit"])
     assert r.status_code == 200 and r.json()["explanations"]["tops"]["selected"]
 
@@ -202,14 +249,21 @@ def test_an_upgrade_keeps_the_runs_stored_at_the_previous_schema(data_root, tmp_
     upgrade(engine, "0001")
     now = "2026-01-02 03:04:05"
     with engine.begin() as conn:
-        conn.execute(sa.text(
-            "INSERT INTO jobs (id, name, key, entry, root, folder, status, progress, log, failures, attempts, created, "
-            "started, finished) VALUES ('j1', 'old', 'k', '{\"name\": \"old\"}', :root, 'runs/old-k', 'done', "
-            "'done in 1.0 s', '', '[]', 1, :t, :t, :t)"), {"root": str(root), "t": now})
-        conn.execute(sa.text(
-            "INSERT INTO runs (id, job_id, dataset, model, folder, metrics, n_images, n_hard, seconds, created) "
-            "VALUES (7, 'j1', 'old', 'm', 'runs/old-k', :m, 24, 8, 1.0, :t)"),
-            {"m": json.dumps([{"slicer": "ward", "method": "tops", "TPR": 0.5}]), "t": now})
+        conn.execute(
+            sa.text(
+                "INSERT INTO jobs (id, name, key, entry, root, folder, status, progress, log, failures, attempts, "
+                "created, started, finished) VALUES ('j1', 'old', 'k', '{\"name\": \"old\"}', :root, 'runs/old-k', "
+                "'done', 'done in 1.0 s', '', '[]', 1, :t, :t, :t)"
+            ),
+            {"root": str(root), "t": now},
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO runs (id, job_id, dataset, model, folder, metrics, n_images, n_hard, seconds, created) "
+                "VALUES (7, 'j1', 'old', 'm', 'runs/old-k', :m, 24, 8, 1.0, :t)"
+            ),
+            {"m": json.dumps([{"slicer": "ward", "method": "tops", "TPR": 0.5}]), "t": now},
+        )
     assert current_revision(engine) == "0001"
     out = tmp_path / "out"
     (out / "runs" / "old-k").mkdir(parents=True)

@@ -24,9 +24,11 @@ def blobs(seed=0):
     return X, y, pred, conf, wrong
 
 
-FAST = {"ward": dict(n_clusters=4),
-        "domino": dict(n_mixture_components=6, random_state=0),
-        "planespot": dict(reducer="pca", random_state=0)}
+FAST = {
+    "ward": dict(n_clusters=4),
+    "domino": dict(n_mixture_components=6, random_state=0),
+    "planespot": dict(reducer="pca", random_state=0),
+}
 
 
 def fit(name, est, seed=0):
@@ -110,8 +112,15 @@ def test_domino_without_label_terms_is_a_diagonal_gmm():
     X = np.concatenate([rng.normal(size=(200, 6)) + c for c in (0, 3, -3)])
     y = rng.integers(0, 2, 600)
     for init in ("kmeans", "confusion", "random"):
-        d = DominoSlicer(n_mixture_components=3, y_log_likelihood_weight=0, y_hat_log_likelihood_weight=0,
-                         init_params=init, random_state=0, tol=1e-6, max_iter=500).fit(X, y, y.astype(float))
+        d = DominoSlicer(
+            n_mixture_components=3,
+            y_log_likelihood_weight=0,
+            y_hat_log_likelihood_weight=0,
+            init_params=init,
+            random_state=0,
+            tol=1e-6,
+            max_iter=500,
+        ).fit(X, y, y.astype(float))
         g = GaussianMixture(3, covariance_type="diag", random_state=0, tol=1e-6, max_iter=500).fit(X)
         assert d.lower_bound_ == pytest.approx(g.score(X), rel=0.02)
         assert d.score_samples(X, y, y.astype(float)).mean() == pytest.approx(d.lower_bound_)
@@ -138,8 +147,9 @@ def test_domino_dataframe_input_and_errors():
 
     X, y, pred, conf, wrong = blobs()
     df = pd.DataFrame({"emb": list(X), "target": y, "prob": conf})
-    d = DominoSlicer(n_mixture_components=5, random_state=0).fit(data=df, embeddings="emb", targets="target",
-                                                                 pred_probs="prob")
+    d = DominoSlicer(n_mixture_components=5, random_state=0).fit(
+        data=df, embeddings="emb", targets="target", pred_probs="prob"
+    )
     assert d.predict_proba(data=df, embeddings="emb", targets="target", pred_probs="prob").shape == (300, 5)
     few = DominoSlicer(random_state=0).fit(X[:7], y[:7], conf[:7])  # fewer examples than components
     assert few.n_components_ == 7
@@ -156,7 +166,9 @@ def test_domino_dataframe_input_and_errors():
 def test_planespot_reducers_and_fallbacks():
     X, y, pred, conf, wrong = blobs()
     for reducer in ("scvis", "tsne"):
-        p = PlaneSpotSlicer(reducer=reducer, random_state=0, scvis_iter=300, max_components=12).fit(X, conf, errors=wrong)
+        p = PlaneSpotSlicer(reducer=reducer, random_state=0, scvis_iter=300, max_components=12).fit(
+            X, conf, errors=wrong
+        )
         assert p.embedding_.shape == (300, 2) and p.plane_.shape == (300, 3)
         assert 0 <= p.plane_[:, :2].min() and p.plane_[:, :2].max() <= 1
         assert p.plane_[:, 2].max() <= 0.025 + 1e-12
@@ -204,8 +216,10 @@ def test_domino_matrix_product_e_step_matches_the_direct_form():
     rng = np.random.default_rng(0)
     Z = rng.normal(size=(50, 4))
     d = DominoSlicer(n_mixture_components=3, random_state=0).fit(Z, (Z[:, 0] > 0).astype(int), rng.random(50))
-    direct = -0.5 * (np.log(2 * np.pi * d.variances_).sum(1)[None]
-                     + ((Z[:, None, :] - d.means_[None]) ** 2 / d.variances_[None]).sum(-1))
+    direct = -0.5 * (
+        np.log(2 * np.pi * d.variances_).sum(1)[None]
+        + ((Z[:, None, :] - d.means_[None]) ** 2 / d.variances_[None]).sum(-1)
+    )
     assert np.allclose(d._log_gauss(Z), direct)
 
 

@@ -8,8 +8,13 @@ import pytest
 from click.testing import CliRunner
 
 from lbee.cli import cli
-from lbee.spotcheck import (CorruptECError, ExperimentalConfiguration, domino_synthetic_predictions,
-                            relevance_matrix, spotcheck_sentences)
+from lbee.spotcheck import (
+    CorruptECError,
+    ExperimentalConfiguration,
+    domino_synthetic_predictions,
+    relevance_matrix,
+    spotcheck_sentences,
+)
 
 
 def test_demo_prints_and_writes_everything(demo_run):
@@ -57,11 +62,13 @@ def test_demo_metrics_match_evaluate_from_files(demo_run):
     ec = ExperimentalConfiguration.load(out / "ec", load_images=False)
     payload = json.loads((out / "explanation.json").read_text())
     g = load_grammar("spotcheck")
-    rel = relevance_matrix(ec.attributes["test"], [g.implied(parse_conditions(c))
-                                                   for c in payload["sentence_conditions"]])
+    rel = relevance_matrix(
+        ec.attributes["test"], [g.implied(parse_conditions(c)) for c in payload["sentence_conditions"]]
+    )
     np.save(out / "rel.npy", rel)
-    r = CliRunner().invoke(cli, ["evaluate", str(out), "--relevance", str(out / "rel.npy"), "--out",
-                                 str(out / "m.json")], obj={})
+    r = CliRunner().invoke(
+        cli, ["evaluate", str(out), "--relevance", str(out / "rel.npy"), "--out", str(out / "m.json")], obj={}
+    )
     assert r.exit_code == 0, r.output
     rows = {x["method"]: x for x in json.loads((out / "m.json").read_text())}
     demo_scores = json.loads((out / "explanation.json").read_text())["metrics"]
@@ -111,8 +118,9 @@ def test_domino_synthetic_model_rates():
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 20000)
     s = rng.random(20000) < 0.3
-    p = domino_synthetic_predictions(y, s, in_sensitivity=0.3, out_sensitivity=0.9, in_specificity=0.6,
-                                     out_specificity=0.95, random_state=0)
+    p = domino_synthetic_predictions(
+        y, s, in_sensitivity=0.3, out_sensitivity=0.9, in_specificity=0.6, out_specificity=0.95, random_state=0
+    )
     assert p.mean() == pytest.approx(p.mean()) and ((p > 0) & (p < 1)).all()
     assert p[(y == 1) & s].mean() == pytest.approx(0.3, abs=0.02)
     assert p[(y == 1) & ~s].mean() == pytest.approx(0.9, abs=0.02)
@@ -124,10 +132,15 @@ def test_domino_synthetic_model_rates():
 def test_benchmark_resumes_and_summarizes(tmp_path, monkeypatch):
     from lbee.spotcheck import _bench, _ec
 
-    rec = {"seed": 0, "DR": 1.0, "FDR": 0.0, "scores": {"tops": {"AHR": 0.5, "ACR": 0.4, "TPR": 0.3, "JI": 0.2}},
-           "description_accuracy": {"tops": 1.0},
-           "failure_analysis": [{"blindspot": 0, "not_returned": 0.0, "found": 0.5, "merged": 0.5, "impure": 0.0}],
-           "config": _bench.bench_config()}
+    rec = {
+        "seed": 0,
+        "DR": 1.0,
+        "FDR": 0.0,
+        "scores": {"tops": {"AHR": 0.5, "ACR": 0.4, "TPR": 0.3, "JI": 0.2}},
+        "description_accuracy": {"tops": 1.0},
+        "failure_analysis": [{"blindspot": 0, "not_returned": 0.0, "found": 0.5, "merged": 0.5, "impure": 0.0}],
+        "config": _bench.bench_config(),
+    }
     (tmp_path / "ecs").mkdir()
     for seed, dr in ((0, 1.0), (1, 0.5)):
         (tmp_path / "ecs" / f"ec_{seed:04d}.json").write_text(json.dumps({**rec, "seed": seed, "DR": dr}))
@@ -143,7 +156,7 @@ def test_benchmark_resumes_and_summarizes(tmp_path, monkeypatch):
     rows = _bench.summarize(records)
     dr = next(r for r in rows if r["metric"] == "DR")
     assert dr["mean"] == pytest.approx(0.75) and dr["n"] == 2
-    assert dr["ci95"] == pytest.approx(1.96 * 0.3535534 / 2 ** 0.5)
+    assert dr["ci95"] == pytest.approx(1.96 * 0.3535534 / 2**0.5)
     md = _bench.write_tables(rows, tmp_path)
     assert "| DR |" in md and (tmp_path / "bench.csv").exists()
 
@@ -172,14 +185,43 @@ def test_demo_inputs_feed_the_sweep_consistently(demo_run, tmp_path):
     pred = pd.read_csv(inputs / "predictions.csv")
     X, S = np.load(inputs / "image_embeddings.npy"), np.load(inputs / "sentence_embeddings.npy")
     rel = np.load(inputs / "relevance.npy")
-    exps = lbee.explain_methods(X, S, methods=["tops", "setdiff", "pdiff", "fpdiff", "domino"],
-                                confidence=pred["confidence"].to_numpy(), n_clusters=15, k=3, tau=tau)
+    exps = lbee.explain_methods(
+        X,
+        S,
+        methods=["tops", "setdiff", "pdiff", "fpdiff", "domino"],
+        confidence=pred["confidence"].to_numpy(),
+        n_clusters=15,
+        k=3,
+        tau=tau,
+    )
     expected = {m: lbee.evaluate(e, rel, pred["performance"].to_numpy(), o=0.2) for m, e in exps.items()}
-    r = CliRunner().invoke(cli, ["sweep", "--image-embeddings", str(inputs / "image_embeddings.npy"),
-                                 "--sentence-embeddings", str(inputs / "sentence_embeddings.npy"), "--sentences",
-                                 str(inputs / "sentences.txt"), "--predictions", str(inputs / "predictions.csv"),
-                                 "--relevance", str(inputs / "relevance.npy"), "--tau", str(tau), "--k-grid", "3",
-                                 "--clusters-grid", "", "--o-grid", "0.2", "--out", str(tmp_path / "sw")], obj={})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "sweep",
+            "--image-embeddings",
+            str(inputs / "image_embeddings.npy"),
+            "--sentence-embeddings",
+            str(inputs / "sentence_embeddings.npy"),
+            "--sentences",
+            str(inputs / "sentences.txt"),
+            "--predictions",
+            str(inputs / "predictions.csv"),
+            "--relevance",
+            str(inputs / "relevance.npy"),
+            "--tau",
+            str(tau),
+            "--k-grid",
+            "3",
+            "--clusters-grid",
+            "",
+            "--o-grid",
+            "0.2",
+            "--out",
+            str(tmp_path / "sw"),
+        ],
+        obj={},
+    )
     assert r.exit_code == 0, r.output
     assert "lbee sweep --image-embeddings" in text
     table = pd.read_csv(tmp_path / "sw" / "sweep.csv").set_index(["parameter", "method"])
@@ -209,8 +251,15 @@ def test_train_classifier_learns_and_returns_a_cpu_model():
 # ---- shipped classifier weights (make_ec(train='auto'), lbee demo --retrain)
 
 #: a small world: 200 training images, one epoch, a gate every model passes (the checks, not the model, are tested)
-SMALL = {"n_train": 200, "n_val": 120, "n_test": 120, "epochs": 1, "min_blindspot_size": 0, "min_outside": 0.0,
-         "max_inside": 1.0}
+SMALL = {
+    "n_train": 200,
+    "n_val": 120,
+    "n_test": 120,
+    "epochs": 1,
+    "min_blindspot_size": 0,
+    "min_outside": 0.0,
+    "max_inside": 1.0,
+}
 
 
 @pytest.fixture()

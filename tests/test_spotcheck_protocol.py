@@ -1,4 +1,7 @@
-"""The SpotCheck paper's protocol: uniform splits, official blindspots, positives only, 10 hypotheses, the description score."""
+"""The SpotCheck paper's protocol.
+
+Uniform splits, official blindspots, positives only, 10 hypotheses, the description score.
+"""
 
 import json
 
@@ -6,15 +9,22 @@ import numpy as np
 import pytest
 
 from lbee.spotcheck import Blindspot, DatasetDefinition, sample_blindspots, sample_dataset, spotcheck_sentences
-from lbee.spotcheck._analysis import (MAX_HYPOTHESES, description_score, positive_rows, slicer_hypotheses,
-                                      subset_inputs)
-from lbee.spotcheck._ec import _label, combinations, generate_uniform_split
+from lbee.spotcheck._analysis import MAX_HYPOTHESES, description_score, positive_rows, slicer_hypotheses, subset_inputs
+from lbee.spotcheck._generation import _label, combinations, generate_uniform_split
 
 
 def _dataset():
-    return DatasetDefinition(["background", "square", "circle"],
-                             [("square", "presence"), ("circle", "presence"), ("circle", "color"),
-                              ("background", "color"), ("background", "texture"), ("square", "color")])
+    return DatasetDefinition(
+        ["background", "square", "circle"],
+        [
+            ("square", "presence"),
+            ("circle", "presence"),
+            ("circle", "color"),
+            ("background", "color"),
+            ("background", "texture"),
+            ("square", "color"),
+        ],
+    )
 
 
 def test_official_blindspots_pin_square_present():
@@ -27,10 +37,24 @@ def test_official_blindspots_pin_square_present():
 
 
 def test_only_positive_labels_are_flipped():
-    bs = [Blindspot([("square", "presence", "true"), ("circle", "presence", "true"), ("circle", "color", "orange"),
-                     ("background", "color", "grey"), ("background", "texture", "noise")])]
-    inside = {("square", "presence"): "true", ("circle", "presence"): "true", ("circle", "color"): "orange",
-              ("background", "color"): "grey", ("background", "texture"): "noise"}
+    bs = [
+        Blindspot(
+            [
+                ("square", "presence", "true"),
+                ("circle", "presence", "true"),
+                ("circle", "color", "orange"),
+                ("background", "color", "grey"),
+                ("background", "texture", "noise"),
+            ]
+        )
+    ]
+    inside = {
+        ("square", "presence"): "true",
+        ("circle", "presence"): "true",
+        ("circle", "color"): "orange",
+        ("background", "color"): "grey",
+        ("background", "texture"): "noise",
+    }
     assert _label(inside, bs, mislabel=True) == 0 and _label(inside, bs, mislabel=False) == 1
     negative = {**inside, ("square", "presence"): "false"}
     assert _label(negative, bs, mislabel=True) == 0  # never flipped to 1
@@ -40,10 +64,19 @@ def test_only_positive_labels_are_flipped():
 
 def test_uniform_split_has_every_combination_equally_often():
     d = _dataset()
-    bs = [Blindspot([("square", "presence", "true"), ("circle", "presence", "true"), ("circle", "color", "orange"),
-                     ("background", "color", "grey"), ("background", "texture", "noise")])]
+    bs = [
+        Blindspot(
+            [
+                ("square", "presence", "true"),
+                ("circle", "presence", "true"),
+                ("circle", "color", "orange"),
+                ("background", "color", "grey"),
+                ("background", "texture", "noise"),
+            ]
+        )
+    ]
     combos = combinations(d)
-    assert len(combos) == 2 ** 6
+    assert len(combos) == 2**6
     rng = np.random.default_rng(0)
     imgs, attrs, labels = generate_uniform_split(d, bs, 3, rng, 32, mislabel=False)
     assert imgs.shape == (3 * 64, 32, 32, 3)
@@ -71,12 +104,18 @@ def _world():
     n = 40
     rel = np.zeros((n, len(conditions)), bool)
     rel[:, idx["An image with a square"]] = True
-    rel[:30, idx["An image with some text"]] = True          # true of 75 % of all images
+    rel[:30, idx["An image with some text"]] = True  # true of 75 % of all images
     rel[:10, idx["An image with an orange circle"]] = True
     rel[:10, idx["An image on a grey background"]] = True
     rel[10:12, idx["An image on a grey background"]] = True  # specific: 2 / 30 outside
-    bs = Blindspot([("square", "presence", "true"), ("circle", "presence", "true"), ("circle", "color", "orange"),
-                    ("background", "color", "grey")])
+    bs = Blindspot(
+        [
+            ("square", "presence", "true"),
+            ("circle", "presence", "true"),
+            ("circle", "color", "orange"),
+            ("background", "color", "grey"),
+        ]
+    )
     memb = np.zeros((n, 1), bool)
     memb[:10, 0] = True
     return rel, conditions, idx, bs, memb
@@ -120,8 +159,20 @@ def test_positive_rows_and_subset_keep_rows_aligned():
     rows = positive_rows(EC())
     assert rows.tolist() == [0, 2, 4]
     emb = np.arange(10.0).reshape(5, 2)
-    inputs = RunInputs(emb, np.zeros((3, 2)), ["a", "b", "c"], [f"t{i}" for i in range(5)], None, list(range(5)),
-                       np.array([1, 0, 1, 0, 1]), np.eye(5, 3, dtype=bool), "gt", None, {}, "spotcheck")
+    inputs = RunInputs(
+        emb,
+        np.zeros((3, 2)),
+        ["a", "b", "c"],
+        [f"t{i}" for i in range(5)],
+        None,
+        list(range(5)),
+        np.array([1, 0, 1, 0, 1]),
+        np.eye(5, 3, dtype=bool),
+        "gt",
+        None,
+        {},
+        "spotcheck",
+    )
     conf = np.linspace(0, 1, 5)
     scores = Scores(conf, conf * 2, "φ", "ω", ModelScores(conf, conf * 2))
     si, ss = subset_inputs(inputs, scores, rows)
@@ -211,7 +262,8 @@ def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
     assert records[1]["device"] == "cpu"
     # the peer slicers' version matters only to benches that run them
     assert "slicers_version" in _bench.bench_config() and "slicers_version" not in _bench.bench_config(
-        with_slicers=False)
+        with_slicers=False
+    )
     assert len(_bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2), device="cuda")) == 2
 
 
@@ -223,8 +275,9 @@ def test_paper_protocol_end_to_end_on_a_tiny_ec():
     from lbee.spotcheck import make_ec
     from lbee.spotcheck._analysis import analyze_ec
 
-    ec = make_ec(3, sampling="uniform", per_combination=(6, 2, 4), n_rollable=6, epochs=2, min_outside=0.0,
-                 max_inside=1.0)
+    ec = make_ec(
+        3, sampling="uniform", per_combination=(6, 2, 4), n_rollable=6, epochs=2, min_outside=0.0, max_inside=1.0
+    )
     assert ec.verification["sampling"] == "uniform"
     analysis = analyze_ec(ec, create_encoder("spotcheck"), protocol="paper")
     positives = np.flatnonzero(ec.true_labels("test") == 1)
@@ -266,8 +319,15 @@ def test_worlds_are_kept_and_reused_by_another_bench(tmp_path, monkeypatch):
         return Summary()
 
     monkeypatch.setattr(_analysis, "analyze_ec", fake_analyze)
-    kwargs = dict(encoder=None, worlds=tmp_path / "worlds", per_combination=(2, 2, 2), epochs=1, min_outside=0.0,
-                  max_inside=1.0, with_slicers=False)
+    kwargs = dict(
+        encoder=None,
+        worlds=tmp_path / "worlds",
+        per_combination=(2, 2, 2),
+        epochs=1,
+        min_outside=0.0,
+        max_inside=1.0,
+        with_slicers=False,
+    )
     _bench.run_benchmark(1, tmp_path / "a", **kwargs)
     assert (tmp_path / "worlds" / "ec_0000" / "model.pt").is_file()
     made = _ec.make_ec

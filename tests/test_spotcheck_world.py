@@ -1,8 +1,17 @@
 import numpy as np
 import pytest
 
-from lbee.spotcheck import (ATTRIBUTES, Blindspot, DatasetDefinition, UnsatisfiableError, relevance_matrix, render,
-                            sample_blindspots, sample_dataset, spotcheck_sentences)
+from lbee.spotcheck import (
+    ATTRIBUTES,
+    Blindspot,
+    DatasetDefinition,
+    UnsatisfiableError,
+    relevance_matrix,
+    render,
+    sample_blindspots,
+    sample_dataset,
+    spotcheck_sentences,
+)
 from lbee.spotcheck._render import COLORS
 from lbee.spotcheck._world import _unambiguous
 
@@ -27,7 +36,7 @@ def test_blindspots_follow_appendix_a3():
         for b in bs:
             t = b.as_dict()
             assert 5 <= len(b.triplets) <= 7
-            for (layer, attr), v in t.items():
+            for layer, attr in t:
                 assert (layer, attr) in d.rollable or (layer, attr) == ("background", "position")
                 if layer != "background" and attr != "presence":  # feasibility constraint
                     assert t[(layer, "presence")] == "true"
@@ -52,9 +61,17 @@ def test_unsatisfiable_settings_name_the_constraint():
     tiny = DatasetDefinition(["background", "square", "circle"], [("square", "presence"), ("circle", "presence")])
     with pytest.raises(UnsatisfiableError, match="more rollable attributes"):
         sample_blindspots(rng, tiny, n_blindspots=1)
-    d = DatasetDefinition(["background", "square", "circle"],
-                          [("square", "presence"), ("circle", "presence"), ("circle", "color"),
-                           ("background", "color"), ("background", "texture"), ("square", "color")])
+    d = DatasetDefinition(
+        ["background", "square", "circle"],
+        [
+            ("square", "presence"),
+            ("circle", "presence"),
+            ("circle", "color"),
+            ("background", "color"),
+            ("background", "texture"),
+            ("square", "color"),
+        ],
+    )
     with pytest.raises(UnsatisfiableError, match="ambiguity constraints"):
         sample_blindspots(rng, d, n_blindspots=3, max_tries=2)
 
@@ -113,8 +130,15 @@ def test_render_follows_the_official_look():
 
 def test_two_squares_do_not_overlap():
     attrs = {k: v[0] for k, v in ATTRIBUTES.items()}
-    attrs.update({("square", "presence"): "true", ("square", "number"): "2", ("circle", "presence"): "true",
-                  ("rectangle", "presence"): "true", ("text", "presence"): "true"})
+    attrs.update(
+        {
+            ("square", "presence"): "true",
+            ("square", "number"): "2",
+            ("circle", "presence"): "true",
+            ("rectangle", "presence"): "true",
+            ("text", "presence"): "true",
+        }
+    )
     rng = np.random.default_rng(0)
     for _ in range(20):
         img, _ = render(attrs, rng, 64)
@@ -149,8 +173,7 @@ def test_sentence_file_matches_generator():
 
 
 def test_blindspot_membership_and_words():
-    b = Blindspot([("circle", "presence", "true"), ("circle", "color", "orange"), ("background", "position",
-                                                                                   "above")])
+    b = Blindspot([("circle", "presence", "true"), ("circle", "color", "orange"), ("background", "position", "above")])
     assert b.describe() == "circle present, circle orange, square above the centre"
     attrs = {("circle", "presence"): "true", ("circle", "color"): "orange", ("background", "position"): "above"}
     assert b.contains(attrs) and not b.contains({**attrs, ("circle", "color"): "blue"})

@@ -4,27 +4,37 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from conftest import planted_world
-from lbee.cli import cli
+
 from lbee.analyses.sweep import plot_sweep, sensitivity_sweep
+from lbee.cli import cli
 
 
 def planted_inputs():
     X, S, phi, sentences = planted_world(noise=0.01)
     omega = (phi > 0.5).astype(float)
     rel = np.zeros((24, 8), bool)
-    rel[:6, 0] = rel[12:18, 0] = True   # "road": easy A and hard A
-    rel[6:12, 1] = rel[18:, 1] = True   # "field": easy B and hard B
-    rel[12:18, 2] = True                # "at night": hard A only
-    rel[18:, 3] = True                  # "in fog": hard B only
+    rel[:6, 0] = rel[12:18, 0] = True  # "road": easy A and hard A
+    rel[6:12, 1] = rel[18:, 1] = True  # "field": easy B and hard B
+    rel[12:18, 2] = True  # "at night": hard A only
+    rel[18:, 3] = True  # "in fog": hard B only
     return X, S, phi, omega, rel
 
 
 def test_sweep_values_follow_the_definitions():
     X, S, phi, omega, rel = planted_inputs()
-    t = sensitivity_sweep(X, S, relevance=rel, performance=omega, confidence=phi, K=[1, 8], C=[1, 2],
-                          o=[0.2, 5.0], methods=["tops", "fpdiff"], n_clusters=2)
+    t = sensitivity_sweep(
+        X,
+        S,
+        relevance=rel,
+        performance=omega,
+        confidence=phi,
+        K=[1, 8],
+        C=[1, 2],
+        o=[0.2, 5.0],
+        methods=["tops", "fpdiff"],
+        n_clusters=2,
+    )
     assert set(t["parameter"]) == {"K", "C", "o"} and len(t) == 12
     row = t.set_index(["parameter", "value", "method"])
     # S* = {at night, in fog}: ω(road) = ω(field) = 1/2, mean ω = 1/2, β = 0.1.
@@ -54,28 +64,66 @@ def test_cli_sweep_writes_table_and_plot(tmp_path):
     np.save(tmp_path / "sen.npy", S)
     np.save(tmp_path / "rel.npy", rel)
     pd.DataFrame({"image": [f"i{i}" for i in range(24)], "confidence": phi, "performance": omega}).to_csv(
-        tmp_path / "pred.csv", index=False)
+        tmp_path / "pred.csv", index=False
+    )
     (tmp_path / "s.txt").write_text("\n".join(planted_world()[3]) + "\n")
-    r = CliRunner().invoke(cli, ["sweep", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
-                                 str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions",
-                                 str(tmp_path / "pred.csv"), "--relevance", str(tmp_path / "rel.npy"), "--k-grid", "1,3",
-                                 "--clusters-grid", "1,2", "--o-grid", "0.2", "--out", str(tmp_path / "sw")], obj={})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "sweep",
+            "--image-embeddings",
+            str(tmp_path / "img.npy"),
+            "--sentence-embeddings",
+            str(tmp_path / "sen.npy"),
+            "--sentences",
+            str(tmp_path / "s.txt"),
+            "--predictions",
+            str(tmp_path / "pred.csv"),
+            "--relevance",
+            str(tmp_path / "rel.npy"),
+            "--k-grid",
+            "1,3",
+            "--clusters-grid",
+            "1,2",
+            "--o-grid",
+            "0.2",
+            "--out",
+            str(tmp_path / "sw"),
+        ],
+        obj={},
+    )
     assert r.exit_code == 0, r.output
     table = pd.read_csv(tmp_path / "sw" / "sweep.csv")
     assert len(table) == 5 * 5 and set(table["parameter"]) == {"K", "C", "o"}
     png = (tmp_path / "sw" / "sweep.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
-    r = CliRunner().invoke(cli, ["sweep", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
-                                 str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions",
-                                 str(tmp_path / "pred.csv"), "--relevance", str(tmp_path / "rel.npy"), "--k-grid", "1,x"],
-                           obj={})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "sweep",
+            "--image-embeddings",
+            str(tmp_path / "img.npy"),
+            "--sentence-embeddings",
+            str(tmp_path / "sen.npy"),
+            "--sentences",
+            str(tmp_path / "s.txt"),
+            "--predictions",
+            str(tmp_path / "pred.csv"),
+            "--relevance",
+            str(tmp_path / "rel.npy"),
+            "--k-grid",
+            "1,x",
+        ],
+        obj={},
+    )
     assert r.exit_code == 2 and "--k-grid" in r.output and "'x'" in r.output
 
 
 def test_plot_sweep_draws_one_row_per_parameter(tmp_path):
     X, S, phi, omega, rel = planted_inputs()
-    t = sensitivity_sweep(X, S, relevance=rel, performance=omega, confidence=phi, K=[1, 2], C=[], o=[0.1, 0.2],
-                          n_clusters=2)
+    t = sensitivity_sweep(
+        X, S, relevance=rel, performance=omega, confidence=phi, K=[1, 2], C=[], o=[0.1, 0.2], n_clusters=2
+    )
     import matplotlib.image
 
     img = matplotlib.image.imread(plot_sweep(t, tmp_path / "p.png"))
@@ -92,8 +140,9 @@ def test_sweep_over_c_matches_independent_runs():
     phi = rng.normal(size=300)
     omega = (phi > 0).astype(float)
     rel = rng.random((300, 30)) < 0.2
-    t = sensitivity_sweep(X, S, relevance=rel, performance=omega, confidence=phi, K=[], o=[], C=[1, 4, 9],
-                          methods=["tops", "fpdiff"])
+    t = sensitivity_sweep(
+        X, S, relevance=rel, performance=omega, confidence=phi, K=[], o=[], C=[1, 4, 9], methods=["tops", "fpdiff"]
+    )
     for c in (1, 4, 9):
         exps = lbee.explain_methods(X, S, confidence=phi, methods=["tops", "fpdiff"], n_clusters=c)
         for m, e in exps.items():
@@ -108,11 +157,21 @@ def test_sweep_rows_say_what_ran_when_the_request_exceeds_the_data(caplog):
 
     caplog.set_level(logging.WARNING, logger="lbee")
     X, S, phi, omega, rel = planted_inputs()
-    t = sensitivity_sweep(X, S, relevance=rel, performance=omega, confidence=phi, K=[3, 20], C=[2, 50], o=[],
-                          methods=["tops"], n_clusters=2)
+    t = sensitivity_sweep(
+        X,
+        S,
+        relevance=rel,
+        performance=omega,
+        confidence=phi,
+        K=[3, 20],
+        C=[2, 50],
+        o=[],
+        methods=["tops"],
+        n_clusters=2,
+    )
     eff = t.set_index(["parameter", "value"])["effective"]
     assert eff[("K", 3)] == 3 and eff[("K", 20)] == 8  # 8 sentences exist
     n_hard = int(np.sum(phi < phi.mean() - 0.2 * phi.std()))
     assert eff[("C", 2)] == 2 and eff[("C", 50)] == n_hard < 50
-    assert "sweep C = 50 ran as C = %d (fewer hard images exist)" % n_hard in caplog.text
+    assert f"sweep C = 50 ran as C = {n_hard} (fewer hard images exist)" in caplog.text
     assert "sweep K = 20 ran as K = 8 (fewer sentences exist)" in caplog.text

@@ -6,14 +6,17 @@ import pytest
 import torch
 from click.testing import CliRunner
 from PIL import Image
+from vqa_tiny import tiny_blip, tiny_llava
 
 import vqa
 from lbee.cli import cli
 from lbee.io.sentences import list_sentence_sets, load_sentence_set
-from vqa_tiny import tiny_blip, tiny_llava
 
-QS = ["Was the image taken at night? Reply simply with 'yes' or 'no'.", "Does the image have a square?",
-      "Is this a circle?"]
+QS = [
+    "Was the image taken at night? Reply simply with 'yes' or 'no'.",
+    "Does the image have a square?",
+    "Is this a circle?",
+]
 
 
 def images(folder, n=3):
@@ -46,8 +49,10 @@ def test_every_builtin_sentence_gets_a_question(name):
 
 
 def test_question_rules_and_overrides(tmp_path):
-    assert vqa.sentence_to_question("An image taken at night") == \
-        "Was the image taken at night? Reply simply with 'yes' or 'no'."
+    assert (
+        vqa.sentence_to_question("An image taken at night")
+        == "Was the image taken at night? Reply simply with 'yes' or 'no'."
+    )
     assert vqa.sentence_to_question("An image of a tench", suffix="") == "Does the image show a tench?"
     assert vqa.sentence_to_question("An image with motion blur", suffix="") == "Does the image have motion blur?"
     assert vqa.sentence_to_question("A blurry image", suffix="") == "Is this a blurry image?"
@@ -65,8 +70,19 @@ def test_question_rules_and_overrides(tmp_path):
         vqa.questions_for(["Cars everywhere"], f)
 
 
-@pytest.mark.parametrize("text,value", [("yes", True), ("Yes, it is.", True), ("NO.", False), (" no it isn't", False),
-                                        ("maybe", None), ("", None), (None, None), ("The answer: yes", None)])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("yes", True),
+        ("Yes, it is.", True),
+        ("NO.", False),
+        (" no it isn't", False),
+        ("maybe", None),
+        ("", None),
+        (None, None),
+        ("The answer: yes", None),
+    ],
+)
 def test_parse_answer(text, value):
     assert vqa.parse_answer(text) is value
 
@@ -144,12 +160,15 @@ def test_runner_end_to_end_with_cache_and_resume(tmp_path, monkeypatch):
     (tmp_path / "bad.png").write_bytes(b"not an image")
     m1, p1 = tiny_llava(tmp_path)
     m2, p2 = tiny_blip(tmp_path)
-    backends = {"llava": vqa.LlavaBackend("tiny-l", model_obj=m1, processor=p1, device="cpu"),
-                "blip": vqa.BlipBackend("tiny-b", model_obj=m2, processor=p2, device="cpu")}
+    backends = {
+        "llava": vqa.LlavaBackend("tiny-l", model_obj=m1, processor=p1, device="cpu"),
+        "blip": vqa.BlipBackend("tiny-b", model_obj=m2, processor=p2, device="cpu"),
+    }
     sentences = ["An image taken at night", "An image with a square", "A photo of a circle"]
     with pytest.warns(UserWarning, match="Skipped 1 unreadable"):
-        res = vqa.compute_relevance(paths + [str(tmp_path / "bad.png")], sentences, backends, cache_dir=tmp_path / "c",
-                                    batch_size=5)
+        res = vqa.compute_relevance(
+            paths + [str(tmp_path / "bad.png")], sentences, backends, cache_dir=tmp_path / "c", batch_size=5
+        )
     assert res.relevance.shape == (4, 3) and len(res.failures) == 1 and res.n_computed == {"llava": 12, "blip": 12}
     assert np.array_equal(res.relevance, res.answers["llava"] & res.answers["blip"])
     frame = res.to_frame()
@@ -172,8 +191,9 @@ def test_runner_end_to_end_with_cache_and_resume(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         vqa.compute_relevance(paths, sentences, {"blip": backends["blip"]}, cache_dir=tmp_path / "c2", batch_size=2)
     backends["blip"].answer = real
-    resumed = vqa.compute_relevance(paths, sentences, {"blip": backends["blip"]}, cache_dir=tmp_path / "c2",
-                                    batch_size=2)
+    resumed = vqa.compute_relevance(
+        paths, sentences, {"blip": backends["blip"]}, cache_dir=tmp_path / "c2", batch_size=2
+    )
     assert resumed.n_computed == {"blip": 12 - 4}
 
 
@@ -181,8 +201,9 @@ def test_invalid_answers_are_counted_and_treated_as_no(tmp_path):
     paths = images(tmp_path, 2)
     answers = iter(["Yes, it is.", "maybe", "no", "purple"])
     backend = vqa.CallableBackend(lambda imgs, qs: [next(answers) for _ in qs])
-    res = vqa.compute_relevance(paths, ["An image taken at night", "A blurry image"], {"mine": backend},
-                                use_cache=False)
+    res = vqa.compute_relevance(
+        paths, ["An image taken at night", "A blurry image"], {"mine": backend}, use_cache=False
+    )
     assert res.invalid == {"mine": 2}
     assert res.relevance.tolist() == [[True, False], [False, False]]
     with pytest.raises(ValueError, match="question\\(s\\) are empty"):
@@ -195,8 +216,10 @@ def test_metadata_backend_reproduces_spotcheck_relevance(tmp_path):
     from lbee.spotcheck import ATTRIBUTES, DatasetDefinition, relevance_matrix, render, spotcheck_sentences
 
     rng = np.random.default_rng(0)
-    d = DatasetDefinition(["background", "square", "circle", "text"],
-                          [k for k in ATTRIBUTES if k[0] in ("background", "square", "circle", "text")])
+    d = DatasetDefinition(
+        ["background", "square", "circle", "text"],
+        [k for k in ATTRIBUTES if k[0] in ("background", "square", "circle", "text")],
+    )
     paths, attrs = [], {}
     for i in range(12):
         img, a = render(d.sample_attributes(rng), rng, 32)
@@ -206,13 +229,16 @@ def test_metadata_backend_reproduces_spotcheck_relevance(tmp_path):
         attrs[f"s{i}.png"] = a
     sents = spotcheck_sentences()
     conds = {s: c for s, c, _ in sents}
-    backend = vqa.MetadataBackend(function=lambda image_id, s: all(attrs[image_id].get(k) == v
-                                                                    for k, v in conds[s].items()))
+    backend = vqa.MetadataBackend(
+        function=lambda image_id, s: all(attrs[image_id].get(k) == v for k, v in conds[s].items())
+    )
     texts = [s for s, _, _ in sents]
-    res = vqa.compute_relevance(paths, texts, {"metadata": backend}, image_ids=[f"s{i}.png" for i in range(12)],
-                                use_cache=False)
-    assert np.array_equal(res.relevance, relevance_matrix([attrs[f"s{i}.png"] for i in range(12)],
-                                                          [c for _, c, _ in sents]))
+    res = vqa.compute_relevance(
+        paths, texts, {"metadata": backend}, image_ids=[f"s{i}.png" for i in range(12)], use_cache=False
+    )
+    assert np.array_equal(
+        res.relevance, relevance_matrix([attrs[f"s{i}.png"] for i in range(12)], [c for _, c, _ in sents])
+    )
 
 
 # ---------------------------------------------------------------- CLI with locally saved tiny models
@@ -226,17 +252,35 @@ def test_cli_vqa_with_saved_models_and_agreement(tmp_path):
         proc.save_pretrained(tmp_path / name)
     (tmp_path / "s.txt").write_text("An image taken at night\nAn image with a square\n")
     out = tmp_path / "rel.parquet"
-    args = ["--cache-dir", str(tmp_path / "c"), "--device", "cpu", "-q", "vqa", "--images", str(folder),
-            "--sentences", str(tmp_path / "s.txt"), "--backend", "llava+blip", "--llava-model",
-            str(tmp_path / "llava"), "--blip-model", str(tmp_path / "blip"), "--out", str(out)]
+    args = [
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--device",
+        "cpu",
+        "-q",
+        "vqa",
+        "--images",
+        str(folder),
+        "--sentences",
+        str(tmp_path / "s.txt"),
+        "--backend",
+        "llava+blip",
+        "--llava-model",
+        str(tmp_path / "llava"),
+        "--blip-model",
+        str(tmp_path / "blip"),
+        "--out",
+        str(out),
+    ]
     r = CliRunner().invoke(cli, args, obj={})
     assert r.exit_code == 0, r.output
     table = pd.read_parquet(out)
     assert len(table) == 6 and {"llava_p", "blip_p", "relevant"} <= set(table.columns)
     truth = table[["image", "sentence"]].assign(relevant=[True, False] * 3)
     truth.to_csv(tmp_path / "truth.csv", index=False)
-    r = CliRunner().invoke(cli, ["vqa", "agreement", "--pseudo", str(out), "--truth", str(tmp_path / "truth.csv")],
-                           obj={})
+    r = CliRunner().invoke(
+        cli, ["vqa", "agreement", "--pseudo", str(out), "--truth", str(tmp_path / "truth.csv")], obj={}
+    )
     assert r.exit_code == 0, r.output
     assert "llava & blip" in r.output and "Accuracy" in r.output
     r = CliRunner().invoke(cli, args[:-2] + ["--backend", "llava+nope"], obj={})
@@ -246,10 +290,27 @@ def test_cli_vqa_with_saved_models_and_agreement(tmp_path):
     np.save(tmp_path / "img.npy", rng.normal(size=(3, 8)))
     np.save(tmp_path / "sen.npy", rng.normal(size=(2, 8)))
     pd.DataFrame({"image": ["im0.png", "im1.png", "im2.png"], "confidence": [0.0, 0.5, 1.0]}).to_csv(
-        tmp_path / "pred.csv", index=False)
-    r = CliRunner().invoke(cli, ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings",
-                                 str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions",
-                                 str(tmp_path / "pred.csv"), "--out", str(tmp_path / "run"), "-k", "1"], obj={})
+        tmp_path / "pred.csv", index=False
+    )
+    r = CliRunner().invoke(
+        cli,
+        [
+            "describe",
+            "--image-embeddings",
+            str(tmp_path / "img.npy"),
+            "--sentence-embeddings",
+            str(tmp_path / "sen.npy"),
+            "--sentences",
+            str(tmp_path / "s.txt"),
+            "--predictions",
+            str(tmp_path / "pred.csv"),
+            "--out",
+            str(tmp_path / "run"),
+            "-k",
+            "1",
+        ],
+        obj={},
+    )
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(cli, ["evaluate", str(tmp_path / "run"), "--relevance", str(out)], obj={})
     assert r.exit_code == 0 and "fpdiff" in r.output, r.output

@@ -7,6 +7,9 @@ an answer that is neither yes nor no).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from lbee.extras import import_extra
@@ -14,7 +17,7 @@ from lbee.scoring.device import resolve_device
 
 from .parsing import parse_answer
 
-_BACKENDS = {}
+_BACKENDS: dict[str, Callable[..., Any]] = {}
 
 
 class VQAError(RuntimeError):
@@ -52,12 +55,16 @@ def _oom_guard(fn, name, device):
     try:
         return fn()
     except (torch.OutOfMemoryError, MemoryError) as exc:
-        raise VQAError(f"The {name} model does not fit on device {device!r} ({exc}). Try --device cpu, a smaller "
-                       "batch size, or a smaller model.") from exc
+        raise VQAError(
+            f"The {name} model does not fit on device {device!r} ({exc}). Try --device cpu, a smaller "
+            "batch size, or a smaller model."
+        ) from exc
     except RuntimeError as exc:
         if "out of memory" in str(exc).lower():
-            raise VQAError(f"The {name} model does not fit on device {device!r} ({exc}). Try --device cpu, a "
-                           "smaller batch size, or a smaller model.") from exc
+            raise VQAError(
+                f"The {name} model does not fit on device {device!r} ({exc}). Try --device cpu, a "
+                "smaller batch size, or a smaller model."
+            ) from exc
         raise
 
 
@@ -113,13 +120,14 @@ class _HFBackend(Backend):
             dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
             try:
                 processor = load_processor(model)
-                model_obj = _oom_guard(lambda: load_model(model, dtype=dtype).to(self.device), self.name,
-                                       self.device)
+                model_obj = _oom_guard(lambda: load_model(model, dtype=dtype).to(self.device), self.name, self.device)
             except VQAError:
                 raise
             except OSError as exc:
-                raise VQAError(f"Cannot load {self.label} model {model!r}: {exc}. Offline, the weights must be in "
-                               "the Hugging Face cache or a local folder.") from exc
+                raise VQAError(
+                    f"Cannot load {self.label} model {model!r}: {exc}. Offline, the weights must be in "
+                    "the Hugging Face cache or a local folder."
+                ) from exc
         self.model = model_obj.to(self.device).eval()
         self.processor = processor
         return processor.tokenizer
@@ -148,11 +156,27 @@ class LlavaBackend(_HFBackend):
     name = "llava"
     label = "LLaVA"
 
-    def __init__(self, model="llava-hf/llava-1.5-7b-hf", *, device=None, scoring="logits", max_new_tokens=5,
-                 model_obj=None, processor=None):
+    def __init__(
+        self,
+        model="llava-hf/llava-1.5-7b-hf",
+        *,
+        device=None,
+        scoring="logits",
+        max_new_tokens=5,
+        model_obj=None,
+        processor=None,
+    ):
         hf = _transformers(self.label)
-        tok = self._setup(model, device, scoring, max_new_tokens, model_obj, processor,
-                          hf.LlavaForConditionalGeneration.from_pretrained, hf.AutoProcessor.from_pretrained)
+        tok = self._setup(
+            model,
+            device,
+            scoring,
+            max_new_tokens,
+            model_obj,
+            processor,
+            hf.LlavaForConditionalGeneration.from_pretrained,
+            hf.AutoProcessor.from_pretrained,
+        )
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
         tok.padding_side = "left"
@@ -166,8 +190,9 @@ class LlavaBackend(_HFBackend):
     def answer(self, images, questions, sentences=None, image_ids=None):
         import torch
 
-        inputs = self.processor(images=list(images), text=self._prompts(questions), return_tensors="pt",
-                                padding=True).to(self.device)
+        inputs = self.processor(
+            images=list(images), text=self._prompts(questions), return_tensors="pt", padding=True
+        ).to(self.device)
         inputs.pop("token_type_ids", None)  # some tokenizers add it; LLaVA does not take it
         if "pixel_values" in inputs:
             inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
@@ -178,7 +203,7 @@ class LlavaBackend(_HFBackend):
                     logits = self.model(**inputs).logits[:, -1, :]
                     return _yes_probability(logits, self.yes_ids, self.no_ids)
                 out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
-                texts = self.processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+                texts = self.processor.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
                 return _parsed(texts)
 
         return _oom_guard(run, "llava", self.device)
@@ -202,11 +227,27 @@ class BlipBackend(_HFBackend):
     name = "blip"
     label = "BLIP"
 
-    def __init__(self, model="Salesforce/blip-vqa-base", *, device=None, scoring="logits", max_new_tokens=5,
-                 model_obj=None, processor=None):
+    def __init__(
+        self,
+        model="Salesforce/blip-vqa-base",
+        *,
+        device=None,
+        scoring="logits",
+        max_new_tokens=5,
+        model_obj=None,
+        processor=None,
+    ):
         hf = _transformers(self.label)
-        tok = self._setup(model, device, scoring, max_new_tokens, model_obj, processor,
-                          hf.BlipForQuestionAnswering.from_pretrained, hf.BlipProcessor.from_pretrained)
+        tok = self._setup(
+            model,
+            device,
+            scoring,
+            max_new_tokens,
+            model_obj,
+            processor,
+            hf.BlipForQuestionAnswering.from_pretrained,
+            hf.BlipProcessor.from_pretrained,
+        )
         self.yes_ids = _token_ids(tok, ["yes"])
         self.no_ids = _token_ids(tok, ["no"])
 
@@ -217,20 +258,24 @@ class BlipBackend(_HFBackend):
         m = self.model
         image_embeds = m.vision_model(pixel_values=inputs["pixel_values"])[0]
         image_mask = torch.ones(image_embeds.shape[:-1], dtype=torch.long, device=image_embeds.device)
-        q = m.text_encoder(input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask"),
-                           encoder_hidden_states=image_embeds, encoder_attention_mask=image_mask,
-                           return_dict=False)[0]
+        q = m.text_encoder(
+            input_ids=inputs["input_ids"],
+            attention_mask=inputs.get("attention_mask"),
+            encoder_hidden_states=image_embeds,
+            encoder_attention_mask=image_mask,
+            return_dict=False,
+        )[0]
         q_mask = torch.ones(q.shape[:-1], dtype=torch.long, device=q.device)
         bos = torch.full((q.shape[0], 1), m.decoder_start_token_id, device=q.device)
-        out = m.text_decoder(input_ids=bos, encoder_hidden_states=q, encoder_attention_mask=q_mask,
-                             return_dict=True)
+        out = m.text_decoder(input_ids=bos, encoder_hidden_states=q, encoder_attention_mask=q_mask, return_dict=True)
         return out.logits[:, -1, :]
 
     def answer(self, images, questions, sentences=None, image_ids=None):
         import torch
 
-        inputs = self.processor(images=list(images), text=list(questions), return_tensors="pt",
-                                padding=True).to(self.device)
+        inputs = self.processor(images=list(images), text=list(questions), return_tensors="pt", padding=True).to(
+            self.device
+        )
         inputs["pixel_values"] = inputs["pixel_values"].to(next(self.model.parameters()).dtype)
 
         def run():
@@ -275,8 +320,9 @@ class OFABackend(Backend):
         import torch
         from torchvision import transforms
 
-        tf = transforms.Compose([transforms.Resize((480, 480)), transforms.ToTensor(),
-                                 transforms.Normalize([0.5] * 3, [0.5] * 3)])
+        tf = transforms.Compose(
+            [transforms.Resize((480, 480)), transforms.ToTensor(), transforms.Normalize([0.5] * 3, [0.5] * 3)]
+        )
         patches = torch.stack([tf(im) for im in images]).to(self.device)
         ids = self.tokenizer(list(questions), return_tensors="pt", padding=True).input_ids.to(self.device)
         with torch.inference_mode():
@@ -285,7 +331,7 @@ class OFABackend(Backend):
 
 
 def _dict_bool(value, key):
-    from lbee.io.tables import parse_bool
+    from lbee.io.table_reader import parse_bool
 
     b = parse_bool(value)
     if b is None:
@@ -326,7 +372,7 @@ class MetadataBackend(Backend):
         if function is not None and not callable(function):
             raise TypeError(f"`function` must be callable; received {type(function).__name__}.")
         if table is not None and not isinstance(table, dict):
-            from lbee.io.tables import validate_metadata
+            from lbee.io.schemas import validate_metadata
 
             table = validate_metadata(table)  # names the file, row and column of a bad cell
         elif table is not None:
@@ -358,14 +404,19 @@ class MetadataBackend(Backend):
         """
         if self.table is None:
             return
-        from lbee.io.tables import report_unmatched
+        from lbee.io.matching import report_unmatched
 
         ids, sents = {str(i) for i in image_ids}, set(sentences)
         bad = [(i, s) for i, s in self.table if i not in ids or s not in sents]
-        report_unmatched(len(bad), len(self.table), what="(image, sentence) pair of the run",
-                         source=f"metadata backend {self.label!r}", examples=bad,
-                         hint="Images match the run's ids exactly (manifest 'path' values or paths relative to "
-                              "the folder); sentences match exactly, case included.")
+        report_unmatched(
+            len(bad),
+            len(self.table),
+            what="(image, sentence) pair of the run",
+            source=f"metadata backend {self.label!r}",
+            examples=bad,
+            hint="Images match the run's ids exactly (manifest 'path' values or paths relative to "
+            "the folder); sentences match exactly, case included.",
+        )
 
 
 @register_backend("callable")

@@ -53,9 +53,13 @@ def agreement(pseudo, truth):
     pos, neg = t.sum(), (~t).sum()
     tp, tn = (p & t).sum(), (~p & ~t).sum()
     nan = float("nan")
-    return {"accuracy": float((p == t).mean()) if t.size else nan,
-            "TP": tp / pos if pos else nan, "TN": tn / neg if neg else nan,
-            "FP": ((p & ~t).sum()) / neg if neg else nan, "FN": ((~p & t).sum()) / pos if pos else nan}
+    return {
+        "accuracy": float((p == t).mean()) if t.size else nan,
+        "TP": tp / pos if pos else nan,
+        "TN": tn / neg if neg else nan,
+        "FP": ((p & ~t).sum()) / neg if neg else nan,
+        "FN": ((~p & t).sum()) / pos if pos else nan,
+    }
 
 
 def agreement_table(backend_answers, truth):

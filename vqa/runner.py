@@ -40,8 +40,11 @@ class AnswerCache:
 
     def put(self, keys, values):
         if keys:
-            atomic_save_npz(self.root / f"shard-{uuid.uuid4().hex}.npz", keys=np.asarray(keys, dtype=str),
-                            values=np.asarray(values, dtype=np.float64))
+            atomic_save_npz(
+                self.root / f"shard-{uuid.uuid4().hex}.npz",
+                keys=np.asarray(keys, dtype=str),
+                values=np.asarray(values, dtype=np.float64),
+            )
             self.load().update(zip(keys, values))
 
 
@@ -83,8 +86,11 @@ class VQAResult:
         import pandas as pd
 
         n, m = self.relevance.shape
-        cols = {"image": np.repeat(self.image_ids, m), "sentence": np.tile(self.sentences, n),
-                "question": np.tile(self.questions, n)}
+        cols = {
+            "image": np.repeat(self.image_ids, m),
+            "sentence": np.tile(self.sentences, n),
+            "question": np.tile(self.questions, n),
+        }
         for name in self.probabilities:
             cols[f"{name}_p"] = self.probabilities[name].reshape(-1)
             cols[name] = self.answers[name].reshape(-1)
@@ -105,13 +111,26 @@ def _resolve_questions(sentences, questions):
     if questions is None:
         questions, missing = questions_for(sentences)
         if missing:
-            raise ValueError(f"{len(missing)} sentence(s) have no question (no rule applies), e.g. {missing[:3]}; "
-                             "pass an overrides file.")
+            raise ValueError(
+                f"{len(missing)} sentence(s) have no question (no rule applies), e.g. {missing[:3]}; "
+                "pass an overrides file."
+            )
     return questions
 
 
-def compute_relevance(image_paths, sentences, backends, *, questions=None, image_ids=None, combine="and",
-                      cache_dir=None, use_cache=True, batch_size=8, progress=False):
+def compute_relevance(
+    image_paths,
+    sentences,
+    backends,
+    *,
+    questions=None,
+    image_ids=None,
+    combine="and",
+    cache_dir=None,
+    use_cache=True,
+    batch_size=8,
+    progress=False,
+):
     """Ask every backend a yes/no question per (image, sentence) and combine.
 
     Parameters
@@ -133,7 +152,6 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
     VQAResult
     """
     from tqdm.auto import tqdm
-
 
     sentences = list(sentences)
     questions = _resolve_questions(sentences, questions)
@@ -165,7 +183,7 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
         # Answers that ignore the pixels (metadata) depend on the image id and sentence, not the file content.
         by_content = getattr(backend, "uses_images", True)
 
-        def cache_key(r, j):
+        def cache_key(r, j, by_content=by_content):
             if by_content:
                 return AnswerCache.key(hashes[r], questions[j])
             return AnswerCache.key("id:" + str(run_ids[r]), "sentence:" + sentences[j])
@@ -174,8 +192,8 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
         store = cache.load() if cache else {}
         mat = np.full((n, m), np.nan)
         todo = []
-        for r, i in enumerate(ok):
-            for j, q in enumerate(questions):
+        for r in range(len(ok)):
+            for j in range(len(questions)):
                 key = cache_key(r, j)
                 if key in store:
                     mat[r, j] = store[key]
@@ -185,11 +203,14 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
         bar = tqdm(total=len(todo), desc=f"vqa {name}", unit="q", disable=not progress)
         try:
             for start in range(0, len(todo), batch_size):
-                chunk = todo[start:start + batch_size]
+                chunk = todo[start : start + batch_size]
                 imgs = [_open(image_paths[ok[r]]) for r, _ in chunk] if backend.uses_images else [None] * len(chunk)
-                ans = backend.answer(imgs, [questions[j] for _, j in chunk],
-                                     sentences=[sentences[j] for _, j in chunk],
-                                     image_ids=[image_ids[ok[r]] for r, _ in chunk])
+                ans = backend.answer(
+                    imgs,
+                    [questions[j] for _, j in chunk],
+                    sentences=[sentences[j] for _, j in chunk],
+                    image_ids=[image_ids[ok[r]] for r, _ in chunk],
+                )
                 for (r, j), a in zip(chunk, ans):
                     mat[r, j] = a
                     pend_k.append(cache_key(r, j))
@@ -206,8 +227,17 @@ def compute_relevance(image_paths, sentences, backends, *, questions=None, image
         invalid[name] = int(np.isnan(mat).sum())
         computed[name] = len(todo)
     answers = {k: np.nan_to_num(v, nan=0.0) >= 0.5 for k, v in probs.items()}
-    return VQAResult(probs, answers, combine_answers(answers, combine), [image_ids[i] for i in ok], sentences,
-                     questions, invalid, failures, computed)
+    return VQAResult(
+        probs,
+        answers,
+        combine_answers(answers, combine),
+        [image_ids[i] for i in ok],
+        sentences,
+        questions,
+        invalid,
+        failures,
+        computed,
+    )
 
 
 class _VQAActor:
@@ -215,8 +245,9 @@ class _VQAActor:
 
     def __init__(self, backend_factories, sentences, questions, combine, cache_dir, use_cache, batch_size):
         self.backends = {name: make() for name, make in backend_factories.items()}
-        self.kw = dict(questions=questions, combine=combine, cache_dir=cache_dir, use_cache=use_cache,
-                       batch_size=batch_size)
+        self.kw = dict(
+            questions=questions, combine=combine, cache_dir=cache_dir, use_cache=use_cache, batch_size=batch_size
+        )
         self.sentences = sentences
 
     def run(self, start, paths, ids):
@@ -231,17 +262,36 @@ def merge_results(parts, combine="and"):
     names = list(first.probabilities)
     probs = {k: np.concatenate([p.probabilities[k] for p in parts]) for k in names}
     answers = {k: np.concatenate([p.answers[k] for p in parts]) for k in names}
-    return VQAResult(probs, answers, combine_answers(answers, combine) if names else
-                     np.zeros((0, len(first.sentences)), bool),
-                     [i for p in parts for i in p.image_ids], first.sentences, first.questions,
-                     {k: sum(p.invalid[k] for p in parts) for k in names},
-                     [f for p in parts for f in p.failures],
-                     {k: sum(p.n_computed[k] for p in parts) for k in names})
+    return VQAResult(
+        probs,
+        answers,
+        combine_answers(answers, combine) if names else np.zeros((0, len(first.sentences)), bool),
+        [i for p in parts for i in p.image_ids],
+        first.sentences,
+        first.questions,
+        {k: sum(p.invalid[k] for p in parts) for k in names},
+        [f for p in parts for f in p.failures],
+        {k: sum(p.n_computed[k] for p in parts) for k in names},
+    )
 
 
-def compute_relevance_ray(image_paths, sentences, backend_factories, *, questions=None, image_ids=None,
-                          combine="and", cache_dir=None, use_cache=True, batch_size=8, chunk_size=256,
-                          num_actors=None, gpus_per_actor=None, address=None, progress=False):
+def compute_relevance_ray(
+    image_paths,
+    sentences,
+    backend_factories,
+    *,
+    questions=None,
+    image_ids=None,
+    combine="and",
+    cache_dir=None,
+    use_cache=True,
+    batch_size=8,
+    chunk_size=256,
+    num_actors=None,
+    gpus_per_actor=None,
+    address=None,
+    progress=False,
+):
     """:func:`compute_relevance` on a Ray cluster: an actor pool of VQA models over chunks of images.
 
     Each actor builds every backend once (one GPU per actor when the cluster
@@ -268,8 +318,7 @@ def compute_relevance_ray(image_paths, sentences, backend_factories, *, question
     """
     from tqdm.auto import tqdm
 
-    from lbee._ray import actor_pool, kill_actors
-
+    from lbee.ray_pool import actor_pool, kill_actors
 
     sentences = list(sentences)
     questions = _resolve_questions(sentences, questions)
@@ -277,10 +326,14 @@ def compute_relevance_ray(image_paths, sentences, backend_factories, *, question
         raise ValueError("`backend_factories` is empty; expected at least one VQA backend.")
     paths = [str(p) for p in image_paths]
     ids = list(image_ids or paths)
-    pool, actors = actor_pool(_VQAActor, (dict(backend_factories), sentences, list(questions), combine, cache_dir,
-                                          use_cache, batch_size),
-                              num_actors=num_actors, gpus_per_actor=gpus_per_actor, address=address)
-    chunks = [(s, paths[s:s + chunk_size], ids[s:s + chunk_size]) for s in range(0, len(paths), chunk_size)]
+    pool, actors = actor_pool(
+        _VQAActor,
+        (dict(backend_factories), sentences, list(questions), combine, cache_dir, use_cache, batch_size),
+        num_actors=num_actors,
+        gpus_per_actor=gpus_per_actor,
+        address=address,
+    )
+    chunks = [(s, paths[s : s + chunk_size], ids[s : s + chunk_size]) for s in range(0, len(paths), chunk_size)]
     parts = {}
     bar = tqdm(total=len(paths), desc="vqa (ray)", unit="img", disable=not progress)
     try:
@@ -292,8 +345,9 @@ def compute_relevance_ray(image_paths, sentences, backend_factories, *, question
         kill_actors(actors)
     result = merge_results([parts[s] for s in sorted(parts)], combine)
     if result.failures:
-        warnings.warn(f"Skipped {len(result.failures)} unreadable image(s), first: {result.failures[0][0]}.",
-                      stacklevel=2)
+        warnings.warn(
+            f"Skipped {len(result.failures)} unreadable image(s), first: {result.failures[0][0]}.", stacklevel=2
+        )
     return result
 
 

@@ -44,13 +44,16 @@ class DominoSetting:
 
 def _take(rng, pool, count, name):
     if count > len(pool):
-        raise ValueError(f"The base dataset has {len(pool)} rows with {name}; the setting needs {count}. "
-                         "Use a smaller `n` or another `alpha`.")
+        raise ValueError(
+            f"The base dataset has {len(pool)} rows with {name}; the setting needs {count}. "
+            "Use a smaller `n` or another `alpha`."
+        )
     return rng.choice(pool, size=count, replace=False)
 
 
-def make_setting(target, slice_attribute, *, kind, alpha, n=1000, random_state=None, in_slice_rate=0.4,
-                 out_slice_rate=0.9):
+def make_setting(
+    target, slice_attribute, *, kind, alpha, n=1000, random_state=None, in_slice_rate=0.4, out_slice_rate=0.9
+):
     """Build a Domino setting.
 
     Parameters
@@ -89,19 +92,27 @@ def make_setting(target, slice_attribute, *, kind, alpha, n=1000, random_state=N
     if kind == "rare":
         n1 = n // 2
         n_slice = max(1, int(round(alpha * n1)))
-        idx = np.concatenate([_take(rng, cells[(1, 1)], n_slice, "Y=1 and C"),
-                              _take(rng, cells[(1, 0)], n1 - n_slice, "Y=1 and not C"),
-                              _take(rng, np.flatnonzero(y == 0), n - n1, "Y=0")])
+        idx = np.concatenate(
+            [
+                _take(rng, cells[(1, 1)], n_slice, "Y=1 and C"),
+                _take(rng, cells[(1, 0)], n1 - n_slice, "Y=1 and not C"),
+                _take(rng, np.flatnonzero(y == 0), n - n1, "Y=0"),
+            ]
+        )
         labels = y[idx]
         sl = (labels == 1) & c[idx]
     elif kind == "correlation":
         # P(Y=1) = P(C=1) = 1/2 and corr(Y, C) = alpha
         agree = int(round(n * (1 + alpha) / 4))
         disagree = n // 2 - agree
-        idx = np.concatenate([_take(rng, cells[(1, 1)], agree, "Y=1 and C"),
-                              _take(rng, cells[(0, 0)], agree, "Y=0 and not C"),
-                              _take(rng, cells[(1, 0)], disagree, "Y=1 and not C"),
-                              _take(rng, cells[(0, 1)], disagree, "Y=0 and C")])
+        idx = np.concatenate(
+            [
+                _take(rng, cells[(1, 1)], agree, "Y=1 and C"),
+                _take(rng, cells[(0, 0)], agree, "Y=0 and not C"),
+                _take(rng, cells[(1, 0)], disagree, "Y=1 and not C"),
+                _take(rng, cells[(0, 1)], disagree, "Y=0 and C"),
+            ]
+        )
         labels = y[idx]
         sl = c[idx] != (labels == 1)
     else:
@@ -112,7 +123,13 @@ def make_setting(target, slice_attribute, *, kind, alpha, n=1000, random_state=N
         labels[flip] = 1 - labels[flip]
     order = rng.permutation(len(idx))
     idx, labels, sl = idx[order], labels[order], sl[order]
-    probs = domino_synthetic_predictions(labels, sl, in_sensitivity=in_slice_rate, in_specificity=in_slice_rate,
-                                         out_sensitivity=out_slice_rate, out_specificity=out_slice_rate,
-                                         random_state=rng.integers(2 ** 31))
+    probs = domino_synthetic_predictions(
+        labels,
+        sl,
+        in_sensitivity=in_slice_rate,
+        in_specificity=in_slice_rate,
+        out_sensitivity=out_slice_rate,
+        out_specificity=out_slice_rate,
+        random_state=rng.integers(2**31),
+    )
     return DominoSetting(idx, labels, sl, probs, kind, alpha)

@@ -17,16 +17,17 @@ thread pool (the heavy parts, BLAS and FAISS, release the GIL).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from .._validation import as_unit_rows, check_choice, check_positive_int
 from ..core.evaluation import DEFAULT_O
 from ..core.explanation import EasyCluster, Explanation, HardCluster
-from ..core.split import split_by_confidence
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS_PER_CLASS, as_sentence_index, partition
 from ..core.selection import CLIP_TAU, METHODS
 from ..core.sentence_index import SentenceIndex
+from ..core.split import split_by_confidence
 
 CLASS_SPLITS = ("errors", "probability")
 
@@ -80,8 +81,10 @@ def class_splits(labels, *, preds=None, probs=None, split="errors", a=DEFAULT_A,
             raise ValueError(f"`probs` must have shape ({y.shape[0]}, n_classes); received {p.shape}.")
         unknown = np.unique(y[(y < 0) | (y >= p.shape[1])])
         if unknown.size:
-            raise ValueError(f"`labels` contains class(es) {unknown[:5].tolist()} absent from the predictions, which "
-                             f"cover {p.shape[1]} classes [0, {p.shape[1]}).")
+            raise ValueError(
+                f"`labels` contains class(es) {unknown[:5].tolist()} absent from the predictions, which "
+                f"cover {p.shape[1]} classes [0, {p.shape[1]})."
+            )
     if preds is None:
         if p is None:
             raise ValueError("Per-class analysis needs predictions: `preds` or `probs`.")
@@ -102,7 +105,7 @@ def class_splits(labels, *, preds=None, probs=None, split="errors", a=DEFAULT_A,
         if split == "errors":
             members = np.flatnonzero((y == c) | (yhat == c))
             hard = y[members] != yhat[members]  # false negatives and false positives
-            easy = ~hard                        # true positives
+            easy = ~hard  # true positives
         else:
             members = np.flatnonzero(y == c)
             if members.size:  # the μ ± aσ rule of the whole-dataset split, on the class probability
@@ -112,11 +115,15 @@ def class_splits(labels, *, preds=None, probs=None, split="errors", a=DEFAULT_A,
         if members.size == 0:
             skipped[c] = "no image labelled or predicted as this class"
         elif not hard.any():
-            skipped[c] = "no hard image (every prediction of this class is right)" if split == "errors" \
+            skipped[c] = (
+                "no hard image (every prediction of this class is right)"
+                if split == "errors"
                 else "no hard image (class probabilities do not spread)"
+            )
         elif not easy.any():
-            skipped[c] = "no easy image (the class is never predicted correctly)" if split == "errors" \
-                else "no easy image"
+            skipped[c] = (
+                "no easy image (the class is never predicted correctly)" if split == "errors" else "no easy image"
+            )
         else:
             splits.append(ClassSplit(int(c), members, hard, easy, correct[members]))
     return splits, skipped
@@ -124,33 +131,45 @@ def class_splits(labels, *, preds=None, probs=None, split="errors", a=DEFAULT_A,
 
 def _to_global(exp, members, label):
     """The same explanation with member indices into all n images."""
-    hard = [HardCluster(members[c.indices], c.prototype, c.easy_cluster, c.sentences, c.scores)
-            for c in exp.hard_clusters]
+    hard = [
+        HardCluster(members[c.indices], c.prototype, c.easy_cluster, c.sentences, c.scores) for c in exp.hard_clusters
+    ]
     easy = [EasyCluster(members[c.indices], c.prototype) for c in exp.easy_clusters]
     return Explanation(hard, easy, exp.method, dict(exp.params, label=int(label)), exp.sentence_texts)
 
 
 def _run_class(images, index, rel, cs, settings):
     """Explain (and with Γ, score) one class; cluster indices come back global."""
-    from ..core.evaluation import failure_sentences, score_explanation
-
     import warnings
 
     from ..core.clustering import ClusterCountWarning
+    from ..core.evaluation import failure_sentences, score_explanation
 
     with warnings.catch_warnings():  # a class with fewer hard images than C is common; n_hard_clusters records it
         warnings.simplefilter("ignore", ClusterCountWarning)
-        part = partition(images[cs.images], hard=cs.hard, easy=cs.easy, n_clusters=settings["n_clusters"],
-                         n_easy_clusters=settings["n_easy_clusters"])
-    exps = part.describe_methods(index, settings["methods"], k=settings["k"], tau=settings["tau"],
-                                 sentences=settings["sentences"])
+        part = partition(
+            images[cs.images],
+            hard=cs.hard,
+            easy=cs.easy,
+            n_clusters=settings["n_clusters"],
+            n_easy_clusters=settings["n_easy_clusters"],
+        )
+    exps = part.describe_methods(
+        index, settings["methods"], k=settings["k"], tau=settings["tau"], sentences=settings["sentences"]
+    )
     if rel is not None:
         class_rel = np.asarray(rel[cs.images])
         star = set(failure_sentences(class_rel, cs.performance, settings["o"]).tolist())
     rows = []
     for m, e in exps.items():
-        row = {"class": cs.label, "method": m, "n_images": int(cs.images.size), "n_hard": int(cs.hard.sum()),
-               "n_easy": int(cs.easy.sum()), "n_hard_clusters": len(e.hard_clusters)}
+        row = {
+            "class": cs.label,
+            "method": m,
+            "n_images": int(cs.images.size),
+            "n_hard": int(cs.hard.sum()),
+            "n_easy": int(cs.easy.sum()),
+            "n_hard_clusters": len(e.hard_clusters),
+        }
         if settings["class_names"] is not None:
             row["class_name"] = str(settings["class_names"][cs.label])
         if rel is not None:
@@ -159,7 +178,7 @@ def _run_class(images, index, rel, cs, settings):
     return cs.label, {m: _to_global(e, cs.images, cs.label) for m, e in exps.items()}, rows
 
 
-_WORKER_INDEX = {}
+_WORKER_INDEX: dict[tuple[Any, ...], Any] = {}  # the worker's SentenceIndex, built once per process
 
 
 def _run_chunk(images, sentence_embeddings, rel, chunk, settings):
@@ -202,9 +221,28 @@ class PerClassResult:
         return agg.reset_index()
 
 
-def explain_per_class(image_embeddings, sentence_embeddings, *, labels, preds=None, probs=None, split="errors",
-                      methods=METHODS, n_clusters=DEFAULT_N_CLUSTERS_PER_CLASS, n_easy_clusters=None, k=DEFAULT_K,
-                      tau=CLIP_TAU, a=DEFAULT_A, relevance=None, o=DEFAULT_O, classes=None, class_names=None, sentences=None, n_jobs=1, progress=False):
+def explain_per_class(
+    image_embeddings,
+    sentence_embeddings,
+    *,
+    labels,
+    preds=None,
+    probs=None,
+    split="errors",
+    methods=METHODS,
+    n_clusters=DEFAULT_N_CLUSTERS_PER_CLASS,
+    n_easy_clusters=None,
+    k=DEFAULT_K,
+    tau=CLIP_TAU,
+    a=DEFAULT_A,
+    relevance=None,
+    o=DEFAULT_O,
+    classes=None,
+    class_names=None,
+    sentences=None,
+    n_jobs=1,
+    progress=False,
+):
     """Run LBEE separately on each class.
 
     Parameters
@@ -242,18 +280,29 @@ def explain_per_class(image_embeddings, sentence_embeddings, *, labels, preds=No
     images = as_unit_rows(image_embeddings, "image_embeddings").astype(np.float32)
     index = as_sentence_index(sentence_embeddings)
     if labels is None or len(labels) != images.shape[0]:
-        raise ValueError(f"`labels` must have one entry per image ({images.shape[0]}); "
-                         f"received {None if labels is None else len(labels)}.")
+        raise ValueError(
+            f"`labels` must have one entry per image ({images.shape[0]}); "
+            f"received {None if labels is None else len(labels)}."
+        )
     rel = None
     if relevance is not None:
         rel = np.asarray(relevance, dtype=bool)
         if rel.shape != (images.shape[0], index.embeddings.shape[0]):
-            raise ValueError(f"`relevance` has shape {rel.shape}; expected ({images.shape[0]}, "
-                             f"{index.embeddings.shape[0]}).")
+            raise ValueError(
+                f"`relevance` has shape {rel.shape}; expected ({images.shape[0]}, {index.embeddings.shape[0]})."
+            )
     splits, skipped = class_splits(labels, preds=preds, probs=probs, split=split, a=a, classes=classes)
 
-    settings = dict(methods=list(methods), n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, k=k, tau=tau,
-                    sentences=sentences, o=o, class_names=class_names)
+    settings = dict(
+        methods=list(methods),
+        n_clusters=n_clusters,
+        n_easy_clusters=n_easy_clusters,
+        k=k,
+        tau=tau,
+        sentences=sentences,
+        o=o,
+        class_names=class_names,
+    )
     explanations, rows = {}, []
     n_workers = effective_n_jobs(n_jobs)
     bar = tqdm(total=len(splits), desc="classes", disable=not progress)
@@ -266,9 +315,10 @@ def explain_per_class(image_embeddings, sentence_embeddings, *, labels, preds=No
     else:
         # Worker processes, each with a few classes at a time: every worker builds its sentence index once
         # and reads the (memory-mapped) embeddings and Γ; threads would contend for the GIL in Ward.
-        chunks = [splits[i:i + 8] for i in range(0, len(splits), 8)]
+        chunks = [splits[i : i + 8] for i in range(0, len(splits), 8)]
         jobs = Parallel(n_jobs=n_workers, return_as="generator")(
-            delayed(_run_chunk)(images, index.embeddings, rel, chunk, settings) for chunk in chunks)
+            delayed(_run_chunk)(images, index.embeddings, rel, chunk, settings) for chunk in chunks
+        )
         for results in jobs:
             for label, exps, r in results:
                 explanations[label] = exps

@@ -30,8 +30,10 @@ def find_last_conv(model):
     import torch
 
     if isinstance(model, torch.jit.ScriptModule):
-        raise ValueError("GradCAM needs an eager torch module; a TorchScript model cannot take hooks. Load the "
-                         "model as 'torchvision:<arch>' or 'package.module:factory' with --weights instead.")
+        raise ValueError(
+            "GradCAM needs an eager torch module; a TorchScript model cannot take hooks. Load the "
+            "model as 'torchvision:<arch>' or 'package.module:factory' with --weights instead."
+        )
     names = [n for n, mod in model.named_modules() if isinstance(mod, torch.nn.Conv2d)]
     if not names:
         raise ValueError(f"{type(model).__name__} has no Conv2d layer; pass the GradCAM layer name explicitly.")
@@ -116,8 +118,21 @@ def alignment(saliency, mask, threshold=0.5):
     return {"iou": iou, "fg_density": fg, "bg_density": bg, "delta_density": fg - bg}
 
 
-def saliency_alignment(model, images, masks, labels, *, layer=None, preprocess=None, ids=None, class_names=None,
-                       threshold=0.5, batch_size=32, device=None, progress=False):
+def saliency_alignment(
+    model,
+    images,
+    masks,
+    labels,
+    *,
+    layer=None,
+    preprocess=None,
+    ids=None,
+    class_names=None,
+    threshold=0.5,
+    batch_size=32,
+    device=None,
+    progress=False,
+):
     """GradCAM / object-mask alignment per image (RIVAL10 §5.4).
 
     Parameters
@@ -146,8 +161,10 @@ def saliency_alignment(model, images, masks, labels, *, layer=None, preprocess=N
     n = len(images)
     labels = np.asarray(labels).astype(np.int64)
     if len(masks) != n or labels.shape != (n,):
-        raise ValueError(f"`images`, `masks` and `labels` must have the same length; received {n}, {len(masks)} "
-                         f"and labels of shape {labels.shape}.")
+        raise ValueError(
+            f"`images`, `masks` and `labels` must have the same length; received {n}, {len(masks)} "
+            f"and labels of shape {labels.shape}."
+        )
     preprocess = preprocess or Preprocess.preset("imagenet")
     layer = layer or find_last_conv(model)
     ids = ids or [str(p) if not isinstance(p, np.ndarray) else str(i) for i, p in enumerate(images)]
@@ -162,12 +179,18 @@ def saliency_alignment(model, images, masks, labels, *, layer=None, preprocess=N
             xs.append(x)
             ms.append(m[0].numpy() > 0.5)
         batch = preprocess.normalize(torch.stack(xs)).to(device)
-        cams = gradcam(model, batch, labels[start:start + len(xs)], layer)
+        cams = gradcam(model, batch, labels[start : start + len(xs)], layer)
         for j, (cam, m) in enumerate(zip(cams, ms)):
             i = start + j
             y = int(labels[i])
-            rows.append({"image": ids[i], "label": y,
-                         "class": class_names[y] if class_names is not None and 0 <= y < len(class_names) else str(y),
-                         **alignment(cam, m, threshold), "layer": layer})
+            rows.append(
+                {
+                    "image": ids[i],
+                    "label": y,
+                    "class": class_names[y] if class_names is not None and 0 <= y < len(class_names) else str(y),
+                    **alignment(cam, m, threshold),
+                    "layer": layer,
+                }
+            )
     table = pd.DataFrame(rows)
     return table.sort_values("iou", kind="stable", na_position="last").reset_index(drop=True)

@@ -29,212 +29,43 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .perturbation import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    Preprocess,
+    gray_background,
+    irfs,
+    region_noise,
+    relative_foreground_sensitivity,
+    rfs,
+)
+from .sensitivity_inputs import (
+    content_hash,
+    find_masks,
+    model_fingerprint,
+    open_image_and_mask,
+    spotcheck_masks_from_pixels,
+)
+from .sensitivity_outputs import (
+    confidence_from_sensitivity,
+    figure_bytes,
+    plot_irfs,
+    plot_rfs,
+    read_sensitivity_table,
+    write_outputs,
+)
+
 DEFAULT_SIGMAS = (30, 60, 90, 120, 150, 180, 210)
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 CACHE_VERSION = 1
-UNDEFINED_REASON = ("undefined: general noise robustness ā is 0 or 1, so a_bg − a_fg and its largest possible "
-                    "value 2·min(ā, 1 − ā) are both 0")
-
-
-# --------------------------------------------------------------------------- metrics
-def relative_foreground_sensitivity(a_fg, a_bg):
-    """RFS (RIVAL10 §5.1) or, with true-class probabilities, iRFS.
-
-    Parameters
-    ----------
-    a_fg, a_bg : float or array-like of shape (k,)
-        Accuracy (or probability) under foreground / background noise, in [0, 1].
-
-    Returns
-    -------
-    float or ndarray of shape (k,)
-        (a_bg − a_fg) / (2 min(ā, 1 − ā)) with ā = (a_fg + a_bg) / 2; NaN where
-        ā ∈ {0, 1} (0 / 0, see the module docstring).
-    """
-    fg = np.asarray(a_fg, dtype=float)
-    bg = np.asarray(a_bg, dtype=float)
-    if fg.shape != bg.shape:
-        raise ValueError(f"`a_fg` and `a_bg` must have the same shape; received {fg.shape} and {bg.shape}.")
-    if not (np.all(np.isfinite(fg)) and np.all(np.isfinite(bg))):
-        raise ValueError("`a_fg` and `a_bg` must be finite.")
-    if np.any((fg < 0) | (fg > 1) | (bg < 0) | (bg > 1)):
-        raise ValueError("`a_fg` and `a_bg` must lie in [0, 1] (accuracies or probabilities).")
-    abar = (fg + bg) / 2
-    denom = 2 * np.minimum(abar, 1 - abar)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(denom > 1e-12, (bg - fg) / np.where(denom > 1e-12, denom, 1.0), np.nan)
-    return float(out) if out.ndim == 0 else out
-
-
-rfs = relative_foreground_sensitivity
-irfs = relative_foreground_sensitivity
-
-
-# --------------------------------------------------------------------------- preprocessing
-@dataclass(frozen=True)
-class Preprocess:
-    """How images and masks reach the model: geometry on both, then normalisation of the (noisy) image.
-
-    Parameters
-    ----------
-    image_size : int, default=224
-        Side of the square input.
-    resize : int or None, default=256
-        Shorter side resized to this (bilinear; masks nearest), then centre crop
-        to ``image_size`` — :func:`lbee.scoring.classifier.default_transform`'s
-        convention. None: resize straight to ``image_size`` × ``image_size`` when
-        the image has another size.
-    mean, std : tuple of 3 floats
-        Normalisation applied after the noise: ``(x − mean) / std``.
-    """
-
-    image_size: int = 224
-    resize: int | None = 256
-    mean: tuple = IMAGENET_MEAN
-    std: tuple = IMAGENET_STD
-
-    @classmethod
-    def preset(cls, name, image_size=None):
-        """``'imagenet'`` (224, resize 256, ImageNet stats) or ``'spotcheck'`` (64, no resize, x / 127.5 − 1)."""
-        if name == "imagenet":
-            size = image_size or 224
-            return cls(size, int(round(size * 256 / 224)), IMAGENET_MEAN, IMAGENET_STD)
-        if name == "spotcheck":
-            return cls(image_size or 64, None, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
-        raise ValueError(f"Unknown preprocessing {name!r}; expected 'imagenet' or 'spotcheck'.")
-
-    def prepare(self, image, mask):
-        """Apply the geometry to an RGB PIL image and its 'L' mask.
-
-        Returns
-        -------
-        x : torch.Tensor of shape (3, S, S), float32 in [0, 1]
-        m : torch.Tensor of shape (1, S, S), float32 in {0, 1}
-        """
-        import torch
-        from PIL import Image
-        from torchvision.transforms import InterpolationMode
-        from torchvision.transforms import functional as TF
-
-        s = self.image_size
-        if self.resize:
-            image = TF.resize(image, self.resize, interpolation=InterpolationMode.BILINEAR, antialias=True)
-            mask = TF.resize(mask, self.resize, interpolation=InterpolationMode.NEAREST)
-            image, mask = TF.center_crop(image, s), TF.center_crop(mask, s)
-        elif image.size != (s, s):
-            image, mask = image.resize((s, s), Image.BILINEAR), mask.resize((s, s), Image.NEAREST)
-        x = TF.to_tensor(image)
-        m = torch.from_numpy((np.asarray(mask) >= 128).astype(np.float32))[None]
-        return x, m
-
-    def normalize(self, x):
-        import torch
-
-        mean = torch.tensor(self.mean, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
-        std = torch.tensor(self.std, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
-        return (x - mean) / std
-
-
-def region_noise(x, m, sigma, generator):
-    """Noisy-foreground and noisy-background versions of one image, with one shared noise draw.
-
-    Parameters
-    ----------
-    x : torch.Tensor of shape (3, H, W), in [0, 1]
-    m : torch.Tensor of shape (1, H, W), in {0, 1}
-    sigma : float
-        Noise standard deviation on the 0–255 scale (the [0, 1] noise has std σ / 255).
-    generator : torch.Generator
-
-    Returns
-    -------
-    x_fg, x_bg : torch.Tensor of shape (3, H, W), clipped to [0, 1]
-    """
-    import torch
-
-    n = torch.randn(x.shape, generator=generator) * (float(sigma) / 255.0)
-    return (x + n * m).clamp_(0, 1), (x + n * (1 - m)).clamp_(0, 1)
-
-
-def gray_background(x, m):
-    """RIVAL10 §5.3: keep the object, set every background pixel to 0.5. Shapes as :func:`region_noise`."""
-    return x * m + 0.5 * (1 - m)
-
-
-# --------------------------------------------------------------------------- inputs
-def _open_rgb(item, what):
-    from PIL import Image
-
-    if isinstance(item, np.ndarray):
-        arr = item
-        if arr.dtype == bool:
-            arr = arr.astype(np.uint8) * 255
-        if arr.dtype != np.uint8:
-            raise ValueError(f"{what} arrays must be uint8 (or bool masks); received {arr.dtype}.")
-        return Image.fromarray(arr)
-    try:
-        with Image.open(item) as img:
-            img.load()
-            return img.copy()
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"Cannot read {what} {str(item)!r}: {exc}") from None
-
-
-def open_image_and_mask(image, mask):
-    """An image as 8-bit RGB (high bit depths scaled, not clipped) and its object mask as "L", of the same size."""
-    from ..io.images import to_rgb
-
-    img = to_rgb(_open_rgb(image, "image"))
-    m = _open_rgb(mask, "mask").convert("L")
-    if m.size != img.size:
-        raise ValueError(f"Mask {_describe(mask)} has size {m.size}; its image {_describe(image)} has size "
-                         f"{img.size}; expected the same (W, H).")
-    return img, m
-
-
-def _content_hash(item):
-    from ..io.cache import file_sha256
-
-    if isinstance(item, np.ndarray):
-        h = hashlib.sha256(str((item.shape, str(item.dtype))).encode())
-        h.update(np.ascontiguousarray(item).tobytes())
-        return h.hexdigest()
-    return file_sha256(item)
-
-
-def model_fingerprint(model):
-    """Content hash of a module's parameters and buffers (names, shapes and values)."""
-    import torch
-
-    h = hashlib.sha256(type(model).__name__.encode())
-    for name, tensor in model.state_dict().items():
-        t = tensor.detach().cpu().contiguous()
-        h.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
-        if t.dtype in (torch.bfloat16, torch.float16):
-            t = t.float()
-        h.update(t.numpy().tobytes())
-    return h.hexdigest()
-
-
-def find_masks(image_paths, mask_dir):
-    """``mask_dir/<stem>.png`` for every image (the layout ``lbee rival10 export`` writes).
-
-    Raises ``FileNotFoundError`` naming how many are missing and the first one.
-    """
-    mask_dir = Path(mask_dir)
-    masks = [mask_dir / f"{Path(p).stem}.png" for p in image_paths]
-    missing = [str(m) for m in masks if not m.is_file()]
-    if missing:
-        raise FileNotFoundError(f"{len(missing)} of {len(masks)} images have no mask in {str(mask_dir)!r}; "
-                                f"expected <image stem>.png, e.g. {missing[0]!r}.")
-    return [str(m) for m in masks]
+UNDEFINED_REASON = (
+    "undefined: general noise robustness ā is 0 or 1, so a_bg − a_fg and its largest possible "
+    "value 2·min(ā, 1 − ā) are both 0"
+)
 
 
 # --------------------------------------------------------------------------- the analysis
@@ -274,7 +105,7 @@ def _one_image(model, x, m, label, sigmas, trials, seed_key, preprocess, batch_s
     probs, preds = [], []
     with torch.inference_mode():
         for i in range(0, len(tensors), batch_size):
-            batch = preprocess.normalize(torch.stack(tensors[i:i + batch_size])).to(device)
+            batch = preprocess.normalize(torch.stack(tensors[i : i + batch_size])).to(device)
             logits = model(batch)
             if isinstance(logits, (tuple, list)):
                 logits = logits[0]
@@ -285,10 +116,17 @@ def _one_image(model, x, m, label, sigmas, trials, seed_key, preprocess, batch_s
             preds.append(p.argmax(1))
     probs, preds = np.concatenate(probs), np.concatenate(preds)
     S = len(sigmas)
-    out = {"p_clean": probs[0], "pred_clean": preds[0], "p_gray": probs[1], "pred_gray": preds[1],
-           "p_fg": np.zeros((S, trials)), "p_bg": np.zeros((S, trials)),
-           "pred_fg": np.zeros((S, trials), np.int64), "pred_bg": np.zeros((S, trials), np.int64),
-           "fg_fraction": float(m.mean())}
+    out = {
+        "p_clean": probs[0],
+        "pred_clean": preds[0],
+        "p_gray": probs[1],
+        "pred_gray": preds[1],
+        "p_fg": np.zeros((S, trials)),
+        "p_bg": np.zeros((S, trials)),
+        "pred_fg": np.zeros((S, trials), np.int64),
+        "pred_bg": np.zeros((S, trials), np.int64),
+        "fg_fraction": float(m.mean()),
+    }
     for j, (kind, si, t) in enumerate(order[2:], start=2):
         out[f"p_{kind}"][si, t] = probs[j]
         out[f"pred_{kind}"][si, t] = preds[j]
@@ -307,9 +145,23 @@ def _load_cached(path):
         return None  # damaged entry: recomputed
 
 
-def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, trials=10, seed=0,
-                       preprocess=None, ids=None, class_names=None, batch_size=64, device=None, cache_dir=None,
-                       progress=False):
+def region_sensitivity(
+    model,
+    images,
+    masks,
+    labels,
+    *,
+    sigmas=DEFAULT_SIGMAS,
+    trials=10,
+    seed=0,
+    preprocess=None,
+    ids=None,
+    class_names=None,
+    batch_size=64,
+    device=None,
+    cache_dir=None,
+    progress=False,
+):
     """Accuracy and true-class probability under foreground vs background noise (RIVAL10 §5.1, §5.3).
 
     Parameters
@@ -355,8 +207,10 @@ def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, t
     if n == 0:
         raise ValueError("`images` is empty; expected at least one image.")
     if len(masks) != n or labels.shape != (n,):
-        raise ValueError(f"`images`, `masks` and `labels` must have the same length; received {n}, {len(masks)} "
-                         f"and labels of shape {labels.shape}.")
+        raise ValueError(
+            f"`images`, `masks` and `labels` must have the same length; received {n}, {len(masks)} "
+            f"and labels of shape {labels.shape}."
+        )
     if labels.dtype.kind not in "iu":
         if labels.dtype.kind == "f" and np.all(np.isfinite(labels)) and np.all(labels == np.round(labels)):
             labels = labels.astype(np.int64)
@@ -373,12 +227,17 @@ def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, t
         ids = [str(p) if not isinstance(p, np.ndarray) else str(i) for i, p in enumerate(images)]
     device = resolve_device(device)
     model = model.to(device).eval()
-    settings = {"version": CACHE_VERSION, "sigmas": sigmas, "trials": trials, "seed": int(seed),
-                "preprocess": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(preprocess).items()}}
+    settings = {
+        "version": CACHE_VERSION,
+        "sigmas": sigmas,
+        "trials": trials,
+        "seed": int(seed),
+        "preprocess": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(preprocess).items()},
+    }
     fingerprint = model_fingerprint(model) if cache_dir is not None else None
     results, n_computed = [], 0
     for i in tqdm(range(n), desc="region noise", disable=not progress):
-        img_hash, mask_hash = _content_hash(images[i]), _content_hash(masks[i])
+        img_hash, mask_hash = content_hash(images[i]), content_hash(masks[i])
         key = identity_key({"model": fingerprint, "image": img_hash, "mask": mask_hash, "settings": settings})
         label = int(labels[i])
         cached = _load_cached(_cache_path(cache_dir, key)) if cache_dir is not None else None
@@ -386,8 +245,9 @@ def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, t
             image, mask = open_image_and_mask(images[i], masks[i])
             x, m = preprocess.prepare(image, mask)
             try:
-                cached = _one_image(model, x, m, label, sigmas, trials, f"{seed}|{img_hash}", preprocess,
-                                    batch_size, device)
+                cached = _one_image(
+                    model, x, m, label, sigmas, trials, f"{seed}|{img_hash}", preprocess, batch_size, device
+                )
             except ValueError as exc:
                 raise ValueError(f"Image {ids[i]!r}: {exc}") from None
             n_computed += 1
@@ -402,10 +262,6 @@ def region_sensitivity(model, images, masks, labels, *, sigmas=DEFAULT_SIGMAS, t
     return SensitivityResult(table, summary, n_computed, {"results": results})
 
 
-def _describe(item):
-    return f"array{item.shape}" if isinstance(item, np.ndarray) else repr(str(item))
-
-
 def _table(results, ids, labels, sigmas, class_names):
     import pandas as pd
 
@@ -413,16 +269,26 @@ def _table(results, ids, labels, sigmas, class_names):
     for r, iid, y in zip(results, ids, labels):
         for si, s in enumerate(sigmas):
             p_fg, p_bg = float(np.mean(r["p_fg"][si])), float(np.mean(r["p_bg"][si]))
-            rows.append({"image": iid, "label": int(y),
-                         "class": class_names[int(y)] if class_names is not None and 0 <= y < len(class_names)
-                         else str(int(y)),
-                         "sigma": s, "p_fg": p_fg, "p_bg": p_bg,
-                         "acc_fg": float(np.mean(r["pred_fg"][si] == y)),
-                         "acc_bg": float(np.mean(r["pred_bg"][si] == y)),
-                         "irfs": relative_foreground_sensitivity(min(max(p_fg, 0.0), 1.0), min(max(p_bg, 0.0), 1.0)),
-                         "p_clean": float(r["p_clean"]), "correct_clean": bool(int(r["pred_clean"]) == y),
-                         "p_gray": float(r["p_gray"]), "correct_gray": bool(int(r["pred_gray"]) == y),
-                         "fg_fraction": float(r["fg_fraction"])})
+            rows.append(
+                {
+                    "image": iid,
+                    "label": int(y),
+                    "class": class_names[int(y)]
+                    if class_names is not None and 0 <= y < len(class_names)
+                    else str(int(y)),
+                    "sigma": s,
+                    "p_fg": p_fg,
+                    "p_bg": p_bg,
+                    "acc_fg": float(np.mean(r["pred_fg"][si] == y)),
+                    "acc_bg": float(np.mean(r["pred_bg"][si] == y)),
+                    "irfs": relative_foreground_sensitivity(min(max(p_fg, 0.0), 1.0), min(max(p_bg, 0.0), 1.0)),
+                    "p_clean": float(r["p_clean"]),
+                    "correct_clean": bool(int(r["pred_clean"]) == y),
+                    "p_gray": float(r["p_gray"]),
+                    "correct_gray": bool(int(r["pred_gray"]) == y),
+                    "fg_fraction": float(r["fg_fraction"]),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -463,23 +329,33 @@ def summarize(table, *, class_names=None):
     per_sigma = [{"sigma": float(s), **_rfs_block(table[table["sigma"] == s])} for s in sig]
     first = table[table["sigma"] == sig[0]]
     classes = {}
-    for c in sorted(table["class"].astype(str).unique(),
-                    key=lambda c: (class_names.index(c) if class_names and c in class_names else 1e9, c)):
+    for c in sorted(
+        table["class"].astype(str).unique(),
+        key=lambda c: (class_names.index(c) if class_names and c in class_names else 1e9, c),
+    ):
         part = table[table["class"].astype(str) == c]
         blocks = [{"sigma": float(s), **_rfs_block(part[part["sigma"] == s])} for s in sig]
         pf = part[part["sigma"] == sig[0]]
-        classes[c] = {"n_images": int(len(pf)), "per_sigma": blocks, "rfs_mean": _mean_rfs(blocks),
-                      "accuracy_clean": float(pf["correct_clean"].mean()),
-                      "accuracy_gray_background": float(pf["correct_gray"].mean()),
-                      "irfs_mean": _nanmean(part["irfs"])}
-    return {"n_images": int(len(first)), "sigmas": [float(s) for s in sig], "per_sigma": per_sigma,
-            "rfs_mean": _mean_rfs(per_sigma),
-            "general_robustness_mean": float(np.mean([b["abar"] for b in per_sigma])),
-            "accuracy_clean": float(first["correct_clean"].mean()),
-            "accuracy_gray_background": float(first["correct_gray"].mean()),
-            "irfs_mean": _nanmean(table["irfs"]),
-            "irfs_undefined_fraction": float(np.mean(~np.isfinite(table["irfs"].to_numpy(dtype=float)))),
-            "per_class": classes}
+        classes[c] = {
+            "n_images": int(len(pf)),
+            "per_sigma": blocks,
+            "rfs_mean": _mean_rfs(blocks),
+            "accuracy_clean": float(pf["correct_clean"].mean()),
+            "accuracy_gray_background": float(pf["correct_gray"].mean()),
+            "irfs_mean": _nanmean(part["irfs"]),
+        }
+    return {
+        "n_images": int(len(first)),
+        "sigmas": [float(s) for s in sig],
+        "per_sigma": per_sigma,
+        "rfs_mean": _mean_rfs(per_sigma),
+        "general_robustness_mean": float(np.mean([b["abar"] for b in per_sigma])),
+        "accuracy_clean": float(first["correct_clean"].mean()),
+        "accuracy_gray_background": float(first["correct_gray"].mean()),
+        "irfs_mean": _nanmean(table["irfs"]),
+        "irfs_undefined_fraction": float(np.mean(~np.isfinite(table["irfs"].to_numpy(dtype=float)))),
+        "per_class": classes,
+    }
 
 
 def _nanmean(values):
@@ -488,217 +364,32 @@ def _nanmean(values):
     return float(v.mean()) if len(v) else None
 
 
-# --------------------------------------------------------------------------- joining LBEE
-def read_sensitivity_table(path, *, need=("image", "sigma", "irfs")):
-    """Read a ``sensitivity.csv`` / ``saliency.csv`` and check its columns, naming the file."""
-    from ..io.images import read_table
-
-    table = read_table(path)
-    missing = [c for c in need if c not in table.columns]
-    if missing:
-        raise ValueError(f"{str(path)!r} lacks the column(s) {missing}; found {list(table.columns)}. "
-                         "Expected a file written by `lbee sensitivity`.")
-    return table
-
-
-def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=None):
-    """Per-image φ for LBEE's easy / hard split from a sensitivity run (higher = easier).
-
-    Parameters
-    ----------
-    sensitivity : path-like or pandas.DataFrame
-        ``sensitivity.csv`` (``kind='irfs'``) or ``saliency.csv`` (``kind='saliency'``).
-    image_ids : sequence of str, length n
-        The run's image ids; matched to the table's ``image`` column exactly,
-        else by file name.
-    kind : {'irfs', 'saliency'}, default='irfs'
-        ``'irfs'``: the image's iRFS (RIVAL10 §5.1) averaged over σ (NaN
-        iRFS, where p̄ ∈ {0, 1}, are left out of the mean; an image with none
-        defined gets 0, "no measured preference"). High iRFS = the model is
-        hurt more by noise on the object than on the background = it relies
-        on the object, so high is easy and low (background-reliant) is hard.
-        ``'saliency'``: the GradCAM / mask IoU (§5.4); high = the saliency lies
-        on the object = easy.
-    sigma : float, optional
-        Use iRFS at this σ only instead of the mean over σ.
-
-    Returns
-    -------
-    ndarray of float, shape (n,)
-    """
-    import pandas as pd
-
-    if kind not in ("irfs", "saliency"):
-        raise ValueError(f"`kind` must be 'irfs' or 'saliency'; received {kind!r}.")
-    column = "irfs" if kind == "irfs" else "iou"
-    if isinstance(sensitivity, pd.DataFrame):
-        table = sensitivity
-        if "image" not in table.columns or column not in table.columns:
-            raise ValueError(f"The sensitivity frame needs columns 'image' and {column!r}; "
-                             f"found {list(table.columns)}.")
-        source = "the sensitivity frame"
-    else:
-        table = read_sensitivity_table(sensitivity, need=("image", column))
-        source = repr(str(sensitivity))
-    if sigma is not None:
-        if "sigma" not in table.columns:
-            raise ValueError(f"{source} has no 'sigma' column; `sigma` only applies to kind='irfs'.")
-        table = table[np.isclose(table["sigma"].astype(float), float(sigma))]
-        if table.empty:
-            raise ValueError(f"{source} has no row with sigma={sigma}.")
-    values = pd.to_numeric(table[column], errors="coerce")
-    per_image = values.groupby(table["image"].astype(str)).mean()  # NaN-skipping mean over σ
-    by_name = {Path(k).name: v for k, v in per_image.items()}
-    out = np.empty(len(image_ids), dtype=float)
-    missing = []
-    for j, iid in enumerate(image_ids):
-        iid = str(iid)
-        if iid in per_image.index:
-            v = per_image[iid]
-        elif Path(iid).name in by_name:
-            v = by_name[Path(iid).name]
-        else:
-            missing.append(iid)
-            continue
-        out[j] = 0.0 if not np.isfinite(v) else float(v)
-    if missing:
-        raise ValueError(f"{source} has no row for {len(missing)} of the {len(image_ids)} images, "
-                         f"e.g. {missing[0]!r}; run `lbee sensitivity` on the same images.")
-    return out
-
-
-# --------------------------------------------------------------------------- outputs
-def write_outputs(result, out, *, plots=True):
-    """Write ``sensitivity.csv``, ``summary.json`` and (``plots``) ``rfs.png`` / ``irfs.png`` atomically.
-
-    Returns
-    -------
-    list of pathlib.Path
-    """
-    from ..io.cache import atomic_write_bytes
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "sensitivity.csv", out / "summary.json"]
-    atomic_write_bytes(written[0], result.table.to_csv(index=False).encode())
-    atomic_write_bytes(written[1], json.dumps(result.summary, indent=1, allow_nan=False).encode())
-    if plots:
-        atomic_write_bytes(out / "rfs.png", plot_rfs(result.summary))
-        atomic_write_bytes(out / "irfs.png", plot_irfs(result.table))
-        written += [out / "rfs.png", out / "irfs.png"]
-    return written
-
-
-def _figure_bytes(fig, fmt="png"):
-    buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return buf.getvalue()
-
-
-def plot_rfs(summary, fmt="png"):
-    """RIVAL10 Fig. 4 style: accuracy under foreground / background noise and RFS against σ.
-
-    Returns
-    -------
-    bytes
-        The encoded figure (``fmt``: 'png' or 'svg').
-    """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    s = [b["sigma"] for b in summary["per_sigma"]]
-    fig, ax = plt.subplots(1, 3, figsize=(11, 3.2))
-    ax[0].plot(s, [b["a_fg"] for b in summary["per_sigma"]], "o-", label="all")
-    ax[1].plot(s, [b["a_bg"] for b in summary["per_sigma"]], "o-", label="all")
-    ax[2].plot(s, [np.nan if b["rfs"] is None else b["rfs"] for b in summary["per_sigma"]], "o-", color="k")
-    for c, block in summary.get("per_class", {}).items():
-        ax[2].plot(s, [np.nan if b["rfs"] is None else b["rfs"] for b in block["per_sigma"]], ".--", lw=0.8,
-                   alpha=0.7, label=c)
-    ax[0].set_title("accuracy, noisy foreground")
-    ax[1].set_title("accuracy, noisy background")
-    ax[2].set_title("RFS (black: all; dashed: per class)")
-    for a in ax:
-        a.set_xlabel("σ (0–255 scale)")
-    ax[0].set_ylim(0, 1.02)
-    ax[1].set_ylim(0, 1.02)
-    ax[2].set_ylim(-1.02, 1.02)
-    ax[2].axhline(0, color="grey", lw=0.6)
-    if summary.get("per_class"):
-        ax[2].legend(fontsize=6, ncol=2)
-    return _figure_bytes(fig, fmt)
-
-
-def plot_irfs(table, fmt="png"):
-    """RIVAL10 Fig. 5 style: per-class iRFS histograms (σ-averaged) and the p_fg / p_bg scatter.
-
-    Returns
-    -------
-    bytes
-    """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    per = table.groupby("image").agg(irfs=("irfs", "mean"), p_fg=("p_fg", "mean"), p_bg=("p_bg", "mean"),
-                                     cls=("class", "first"))
-    classes = list(dict.fromkeys(table["class"].astype(str)))
-    fig, ax = plt.subplots(1, 2, figsize=(9, 3.4))
-    bins = np.linspace(-1, 1, 21)
-    for c in classes:
-        v = per.loc[per["cls"].astype(str) == c, "irfs"].to_numpy(dtype=float)
-        v = v[np.isfinite(v)]
-        if len(v):
-            ax[0].hist(v, bins=bins, histtype="step", label=c)
-        part = per[per["cls"].astype(str) == c]
-        ax[1].scatter(part["p_bg"], part["p_fg"], s=8, alpha=0.6, label=c)
-    ax[0].set_xlabel("iRFS (mean over σ); > 0: relies on the object")
-    ax[0].set_ylabel("images")
-    ax[1].plot([0, 1], [0, 1], color="grey", lw=0.6)
-    ax[1].set_xlabel("p(true class), noisy background")
-    ax[1].set_ylabel("p(true class), noisy foreground")
-    ax[1].set_xlim(0, 1)
-    ax[1].set_ylim(0, 1)
-    if len(classes) <= 12:
-        ax[0].legend(fontsize=6)
-    return _figure_bytes(fig, fmt)
-
-
-# --------------------------------------------------------------------------- SpotCheck worlds
-def spotcheck_masks_from_pixels(images, attributes):
-    """Object masks of saved SpotCheck renders, recovered from their pixels.
-
-    A saved EC keeps images and attributes but not where each shape was drawn.
-    :func:`lbee.spotcheck.render` with ``return_mask=True`` gives exact masks for
-    new renders; for saved ones this recovers them: pixels that differ from the
-    background colour, minus the background's salt-and-pepper noise (removed by
-    a 2×2 opening), with stripe gaps closed horizontally (1×5 closing). Shapes
-    painted in the background's own colour are invisible and stay background.
-
-    Parameters
-    ----------
-    images : ndarray of uint8, shape (n, S, S, 3)
-    attributes : list of dict, length n
-        As in ``ExperimentalConfiguration.attributes[split]``.
-
-    Returns
-    -------
-    ndarray of bool, shape (n, S, S)
-    """
-    from scipy import ndimage
-
-    from ..spotcheck._render import COLORS
-
-    out = np.zeros(images.shape[:3], dtype=bool)
-    for i, (img, attrs) in enumerate(zip(images, attributes)):
-        bg = np.array(COLORS[attrs[("background", "color")]], dtype=np.uint8)
-        diff = np.any(img != bg, axis=-1)
-        if attrs[("background", "texture")] == "noise":
-            diff = ndimage.binary_opening(diff, structure=np.ones((2, 2), bool))
-        out[i] = ndimage.binary_closing(diff, structure=np.ones((1, 5), bool)) | diff
-    return out
+# The trial and its metric live in lbee.analyses.perturbation, the inputs in lbee.analyses.sensitivity_inputs, the
+# run's files in lbee.analyses.sensitivity_outputs; their names stay importable from here, the analysis' entry point.
+__all__ = [
+    "CACHE_VERSION",
+    "DEFAULT_SIGMAS",
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "UNDEFINED_REASON",
+    "Preprocess",
+    "SensitivityResult",
+    "confidence_from_sensitivity",
+    "content_hash",
+    "figure_bytes",
+    "find_masks",
+    "gray_background",
+    "irfs",
+    "model_fingerprint",
+    "open_image_and_mask",
+    "plot_irfs",
+    "plot_rfs",
+    "read_sensitivity_table",
+    "region_noise",
+    "region_sensitivity",
+    "relative_foreground_sensitivity",
+    "rfs",
+    "spotcheck_masks_from_pixels",
+    "summarize",
+    "write_outputs",
+]

@@ -37,10 +37,26 @@ def _values(values, name, kind):
     return [kind(v) for v in values]
 
 
-def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, performance, confidence=None,
-                      hard=None, easy=None, K=K_GRID, C=C_GRID, o=O_GRID, methods=METHODS, k=DEFAULT_K,
-                      n_clusters=DEFAULT_N_CLUSTERS, tau=CLIP_TAU, a=DEFAULT_A, o_default=DEFAULT_O,
-                      ward=DEFAULT_WARD):
+def sensitivity_sweep(
+    image_embeddings,
+    sentence_embeddings,
+    *,
+    relevance,
+    performance,
+    confidence=None,
+    hard=None,
+    easy=None,
+    K=K_GRID,
+    C=C_GRID,
+    o=O_GRID,
+    methods=METHODS,
+    k=DEFAULT_K,
+    n_clusters=DEFAULT_N_CLUSTERS,
+    tau=CLIP_TAU,
+    a=DEFAULT_A,
+    o_default=DEFAULT_O,
+    ward=DEFAULT_WARD,
+):
     """Metrics of every method while one parameter varies and the others stay at their defaults.
 
     Parameters
@@ -83,11 +99,24 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
     def add(parameter, value, exps, star, effective=None):
         effective = value if effective is None else effective
         if effective != value:  # e.g. C above the number of hard images: say what was run
-            logger.warning("sweep %s = %s ran as %s = %s (fewer %s exist).", parameter, value, parameter, effective,
-                           "hard images" if parameter == "C" else "sentences")
+            logger.warning(
+                "sweep %s = %s ran as %s = %s (fewer %s exist).",
+                parameter,
+                value,
+                parameter,
+                effective,
+                "hard images" if parameter == "C" else "sentences",
+            )
         for m, e in exps.items():
-            rows.append({"parameter": parameter, "value": value, "effective": effective, "method": m,
-                         **score_explanation(e, rel, star)})
+            rows.append(
+                {
+                    "parameter": parameter,
+                    "value": value,
+                    "effective": effective,
+                    "method": m,
+                    **score_explanation(e, rel, star),
+                }
+            )
 
     import tempfile
 
@@ -100,20 +129,19 @@ def sensitivity_sweep(image_embeddings, sentence_embeddings, *, relevance, perfo
     def run(n_clusters_):
         part = partition(image_embeddings, n_clusters=n_clusters_, ward=ward, memory=memory, **split)
         if rel.shape[0] != part.embeddings_.shape[0]:
-            raise ValueError(f"`relevance` has {rel.shape[0]} rows; expected {part.embeddings_.shape[0]}, one per "
-                             "image.")
+            raise ValueError(
+                f"`relevance` has {rel.shape[0]} rows; expected {part.embeddings_.shape[0]}, one per image."
+            )
         return part
 
     part = run(n_clusters)
     base = part.describe_methods(index, methods, k=k, tau=tau)
     n_sentences = rel.shape[1]
     for value in K:  # one clustering, selection redone per K
-        add("K", value, part.describe_methods(index, methods, k=value, tau=tau), star_default,
-            min(value, n_sentences))
+        add("K", value, part.describe_methods(index, methods, k=value, tau=tau), star_default, min(value, n_sentences))
     for value in C:  # one cached Ward tree per side, cut at each C
         part_c = run(value)
-        add("C", value, part_c.describe_methods(index, methods, k=k, tau=tau), star_default,
-            part_c.n_hard_clusters_)
+        add("C", value, part_c.describe_methods(index, methods, k=k, tau=tau), star_default, part_c.n_hard_clusters_)
     for value in o:  # same explanations, another S*
         add("o", value, base, set(failure_sentences(rel, omega, value).tolist()))
     tree_cache.cleanup()
@@ -148,8 +176,7 @@ def sweep_figure(table):
     import matplotlib.pyplot as plt
 
     params = list(dict.fromkeys(table["parameter"]))
-    fig, axes = plt.subplots(len(params), len(METRICS), figsize=(3.2 * len(METRICS), 2.6 * len(params)),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(params), len(METRICS), figsize=(3.2 * len(METRICS), 2.6 * len(params)), squeeze=False)
     for r, p in enumerate(params):
         sub = table[table["parameter"] == p]
         for c, metric in enumerate(METRICS):

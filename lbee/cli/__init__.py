@@ -5,9 +5,20 @@ faiss, open_clip, transformers) happen inside command bodies so that
 ``lbee --help`` stays fast.
 """
 
+from . import (  # noqa: F401,E402
+    describe,
+    embed,
+    evaluate,
+    report,
+    rival10,
+    sensitivity,
+    sentences,
+    serve,
+    spotcheck,  # each module registers its commands
+    sweep,
+    vqa,
+)
 from ._base import LbeeError, cli
-from . import (describe, embed, evaluate, report, rival10, sensitivity, sentences, serve,  # noqa: F401,E402
-               spotcheck, sweep, vqa)  # each module registers its commands
 
 __all__ = ["cli", "LbeeError"]
 

@@ -12,6 +12,7 @@ import click
 
 from .._version import __version__
 
+
 class LbeeError(click.ClickException):
     """A user-facing error: message, exit code 1, no traceback."""
 
@@ -43,7 +44,7 @@ class LbeeGroup(click.Group):
             raise LbeeError(msg + " (run with --debug for the traceback)") from None
 
 
-def _fail(exc):
+def fail(exc):
     """Turn a library error into a one-line message (exit 1); ``--debug`` re-raises it with its traceback."""
     ctx = click.get_current_context(silent=True)
     if ctx is not None and (ctx.find_root().obj or {}).get("debug"):
@@ -53,8 +54,12 @@ def _fail(exc):
 
 @click.group(cls=LbeeGroup, context_settings={"auto_envvar_prefix": "LBEE", "help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lbee")
-@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
-              help="Embedding cache folder [env LBEE_CACHE_DIR; default ~/.cache/lbee].")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Embedding cache folder [env LBEE_CACHE_DIR; default ~/.cache/lbee].",
+)
 @click.option("--device", default=None, help="torch device, e.g. cpu or cuda:0 [default: cuda if available].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @click.option("-v", "--verbose", is_flag=True, help="More detail, including other libraries' log lines.")
@@ -67,10 +72,13 @@ def cli(ctx, cache_dir, device, quiet, verbose, debug):
     setup_logging(verbose)
 
 
-
-
-def _log(msg):
+def log(msg):
+    """One line on stderr (notes and warnings of a command; stdout keeps its results)."""
     click.echo(msg, err=True)
+
+
+# The old private names, kept while a command still imports them.
+_fail, _log = fail, log
 
 
 def setup_logging(verbose=False):
@@ -88,15 +96,16 @@ def setup_logging(verbose=False):
         def emit(self, record):
             click.echo(self.format(record), err=True)
 
-    log = logging.getLogger("lbee")
-    for h in [h for h in log.handlers if type(h).__name__ == "EchoHandler"]:
-        log.removeHandler(h)
+    logger = logging.getLogger("lbee")
+    for h in [h for h in logger.handlers if type(h).__name__ == "EchoHandler"]:
+        logger.removeHandler(h)
     handler = EchoHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s" if verbose else "%(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     logging.getLogger().setLevel(logging.INFO if verbose else logging.ERROR)
     if not verbose:
+
         def show(message, category, filename, lineno, file=None, line=None):
             if issubclass(category, (DeprecationWarning, FutureWarning)):
                 return  # library internals, not the user's input
@@ -104,8 +113,16 @@ def setup_logging(verbose=False):
             import textwrap
 
             width = max(40, shutil.get_terminal_size((100, 24)).columns)  # $COLUMNS, else the terminal
-            click.echo(textwrap.fill(f"Warning: {message}", width=width, subsequent_indent="  ",
-                                     break_long_words=False, break_on_hyphens=False), err=True)
+            click.echo(
+                textwrap.fill(
+                    f"Warning: {message}",
+                    width=width,
+                    subsequent_indent="  ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                ),
+                err=True,
+            )
 
         warnings.showwarning = show
 
@@ -125,9 +142,9 @@ def check_writable_folder(path, option):
 
 
 def check_encoder_spec(spec, option="--encoder"):
-    """:func:`lbee.encoders._registry.check_encoder_spec` as a usage error, before any heavy import."""
-    from ..encoders._registry import check_encoder_spec as check
+    """:func:`lbee.run.models.check_encoder_spec` as a usage error, before any heavy import."""
     from ..extras import MissingExtraError
+    from ..run.models import check_encoder_spec as check
 
     try:
         return check(spec)
@@ -139,7 +156,8 @@ def check_encoder_spec(spec, option="--encoder"):
 
 def require_extra(*extras, needed_for):
     """:func:`lbee.extras.require_extra` as a one-line CLI error (exit 1), before any heavy import."""
-    from ..extras import MissingExtraError, require_extra as require
+    from ..extras import MissingExtraError
+    from ..extras import require_extra as require
 
     try:
         require(*extras, needed_for=needed_for)
@@ -155,17 +173,32 @@ def _check_engine(ctx, param, value):
 
 def ray_options(what):
     """The options every command with a Ray engine shares (``lbee embed``, ``lbee vqa``)."""
+
     def decorate(fn):
-        for opt in reversed([
-            click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                         callback=_check_engine,
-                         help=f"local: this process; ray: an actor pool of {what} (one GPU each when present)."),
-            click.option("--ray-address", default=None,
-                         help="Ray cluster address; 'auto' joins the cluster of 'ray start --head' "
-                              "[default: a local Ray]."),
-            click.option("--num-actors", type=click.IntRange(min=1), default=None,
-                         help="Ray actors [default: one per GPU, else one per CPU]."),
-        ]):
+        for opt in reversed(
+            [
+                click.option(
+                    "--engine",
+                    type=click.Choice(["local", "ray"]),
+                    default="local",
+                    show_default=True,
+                    callback=_check_engine,
+                    help=f"local: this process; ray: an actor pool of {what} (one GPU each when present).",
+                ),
+                click.option(
+                    "--ray-address",
+                    default=None,
+                    help="Ray cluster address; 'auto' joins the cluster of 'ray start --head' [default: a local Ray].",
+                ),
+                click.option(
+                    "--num-actors",
+                    type=click.IntRange(min=1),
+                    default=None,
+                    help="Ray actors [default: one per GPU, else one per CPU].",
+                ),
+            ]
+        ):
             fn = opt(fn)
         return fn
+
     return decorate

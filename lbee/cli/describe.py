@@ -7,61 +7,145 @@ from pathlib import Path
 import click
 
 from ..run.settings import as_cli_message, settings_from_options, settings_options
-from ._base import LbeeError, _fail, check_encoder_spec, check_writable_folder, cli, require_extra
+from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fail, require_extra
 
 
 @cli.command()
 @click.argument("images", required=False, type=click.Path(exists=True))
-@click.option("--sentence-set", "--sentences", "sentence_set", default="conditions", show_default=True,
-              help="A built-in sentence set name or a sentence file.")
-@click.option("--predictions", type=click.Path(exists=True),
-              help="CSV/parquet with an image id column and 'confidence' or 'prob_<class>' columns, "
-                   "optional 'label' / 'pred'. Segmentation: a folder of per-image <name>.npy (K, H, W) "
-                   "logits/probabilities or (H, W) label maps.")
-@click.option("--masks", type=click.Path(exists=True, file_okay=False),
-              help="Segmentation: folder of ground-truth label maps <name>.png|.npy.")
+@click.option(
+    "--sentence-set",
+    "--sentences",
+    "sentence_set",
+    default="conditions",
+    show_default=True,
+    help="A built-in sentence set name or a sentence file.",
+)
+@click.option(
+    "--predictions",
+    type=click.Path(exists=True),
+    help="CSV/parquet with an image id column and 'confidence' or 'prob_<class>' columns, "
+    "optional 'label' / 'pred'. Segmentation: a folder of per-image <name>.npy (K, H, W) "
+    "logits/probabilities or (H, W) label maps.",
+)
+@click.option(
+    "--masks",
+    type=click.Path(exists=True, file_okay=False),
+    help="Segmentation: folder of ground-truth label maps <name>.png|.npy.",
+)
 @click.option("--model", "model_spec", help="TorchScript file, torchvision:<arch>, timm:<arch> or module:factory.")
 @click.option("--weights", type=click.Path(exists=True, dir_okay=False), help="State dict for --model.")
 @click.option("--num-classes", type=click.IntRange(min=1), default=None, help="Classes of a torchvision/timm --model.")
-@click.option("--image-size", type=click.IntRange(min=1), default=224, show_default=True,
-              help="Input size for --model.")
-@click.option("--encoder", default="open_clip", show_default=True,
-              help="Encoder spec: open_clip[:MODEL[@TAG|@CHECKPOINT]], open_clip:hf-hub:ORG/REPO, spotcheck.")
+@click.option(
+    "--image-size", type=click.IntRange(min=1), default=224, show_default=True, help="Input size for --model."
+)
+@click.option(
+    "--encoder",
+    default="open_clip",
+    show_default=True,
+    help="Encoder spec: open_clip[:MODEL[@TAG|@CHECKPOINT]], open_clip:hf-hub:ORG/REPO, spotcheck.",
+)
 @click.option("--logits", is_flag=True, help="The prob_<class> columns of --predictions hold logits (softmax them).")
-@click.option("--image-embeddings", type=click.Path(exists=True, dir_okay=False),
-              help="Precomputed (n, d) .npy image embeddings (rows in IMAGES order, or in --predictions order "
-                   "without IMAGES).")
-@click.option("--sentence-embeddings", type=click.Path(exists=True, dir_okay=False),
-              help="Precomputed (N, d) .npy sentence embeddings (rows in --sentences order).")
-@settings_options("task", "split_by", "ignore_index", "confidence_from", "methods", "slicers", "clusters",
-                  "easy_clusters", "k", "tau", "a", "ward")
-@click.option("--sensitivity", type=click.Path(exists=True),
-              help="A `lbee sensitivity` output folder: φ for --split-by irfs / saliency (RIVAL10 §5).")
+@click.option(
+    "--image-embeddings",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Precomputed (n, d) .npy image embeddings (rows in IMAGES order, or in --predictions order without IMAGES).",
+)
+@click.option(
+    "--sentence-embeddings",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Precomputed (N, d) .npy sentence embeddings (rows in --sentences order).",
+)
+@settings_options(
+    "task",
+    "split_by",
+    "ignore_index",
+    "confidence_from",
+    "methods",
+    "slicers",
+    "clusters",
+    "easy_clusters",
+    "k",
+    "tau",
+    "a",
+    "ward",
+)
+@click.option(
+    "--sensitivity",
+    type=click.Path(exists=True),
+    help="A `lbee sensitivity` output folder: φ for --split-by irfs / saliency (RIVAL10 §5).",
+)
 @click.option("--per-class", is_flag=True, help="Analyse each class separately (needs labels).")
-@click.option("--class-split", type=click.Choice(["errors", "probability"]), default="errors", show_default=True,
-              help="Per class: hard = false positives ∪ false negatives, easy = true positives (ImageNet), or a "
-                   "split of the class probability at μ ± aσ (NICO++).")
-@click.option("--relevance", type=click.Path(exists=True, dir_okay=False),
-              help="Per class: Γ (as for `lbee evaluate`) to score every class.")
+@click.option(
+    "--class-split",
+    type=click.Choice(["errors", "probability"]),
+    default="errors",
+    show_default=True,
+    help="Per class: hard = false positives ∪ false negatives, easy = true positives (ImageNet), or a "
+    "split of the class probability at μ ± aσ (NICO++).",
+)
+@click.option(
+    "--relevance",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Per class: Γ (as for `lbee evaluate`) to score every class.",
+)
 @click.option("--jobs", type=int, default=1, show_default=True, help="Per class: worker processes (-1 = all cores).")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Output folder (a folder that holds a run is refused unless --overwrite).")
-@click.option("--overwrite", is_flag=True,
-              help="Replace the run already in --out, whole (its old files do not stay beside the new ones).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Output folder (a folder that holds a run is refused unless --overwrite).",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace the run already in --out, whole (its old files do not stay beside the new ones).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON summary instead of text.")
-@click.option("--html", "html", is_flag=True,
-              help="Also write report.html into --out: the same page as `lbee report` (no YAML needed).")
+@click.option(
+    "--html",
+    "html",
+    is_flag=True,
+    help="Also write report.html into --out: the same page as `lbee report` (no YAML needed).",
+)
 @click.option("--strict", is_flag=True, help="Fail on the first unreadable image instead of skipping it.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
-@click.option("--num-workers", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Image-decoding worker processes.")
+@click.option(
+    "--num-workers", type=click.IntRange(min=0), default=2, show_default=True, help="Image-decoding worker processes."
+)
 @click.pass_context
-def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights, num_classes, image_size, encoder,
-             logits, image_embeddings, sentence_embeddings, sensitivity, per_class, class_split, relevance, jobs, out,
-             overwrite, as_json, html, strict, batch_size, num_workers, **knobs):
+def describe(
+    ctx,
+    images,
+    sentence_set,
+    predictions,
+    masks,
+    model_spec,
+    weights,
+    num_classes,
+    image_size,
+    encoder,
+    logits,
+    image_embeddings,
+    sentence_embeddings,
+    sensitivity,
+    per_class,
+    class_split,
+    relevance,
+    jobs,
+    out,
+    overwrite,
+    as_json,
+    html,
+    strict,
+    batch_size,
+    num_workers,
+    **knobs,
+):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
-    from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, preflight
+    from ..run.inputs import load_inputs
     from ..run.pipeline import run_model, write_run
+    from ..run.preflight import preflight
+    from ..run.specs import DatasetSpec, ModelSpec
 
     obj = ctx.obj
     try:
@@ -72,25 +156,33 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
     if predictions is None and model_spec is None:
         raise click.UsageError("Give the model's outputs: --predictions FILE or --model SPEC.")
     if task == "classification" and predictions and Path(predictions).is_dir():
-        raise click.BadParameter(f"{predictions!r} is a folder; classification expects a CSV/parquet file "
-                                 "(a folder of per-image outputs is for --task segmentation).",
-                                 param_hint="--predictions")
+        raise click.BadParameter(
+            f"{predictions!r} is a folder; classification expects a CSV/parquet file "
+            "(a folder of per-image outputs is for --task segmentation).",
+            param_hint="--predictions",
+        )
     if task == "segmentation" and predictions and not Path(predictions).is_dir():
-        raise click.BadParameter(f"{predictions!r} is a file; segmentation expects a folder of per-image .npy "
-                                 "outputs.", param_hint="--predictions")
+        raise click.BadParameter(
+            f"{predictions!r} is a file; segmentation expects a folder of per-image .npy outputs.",
+            param_hint="--predictions",
+        )
     if task == "classification" and masks:
         raise click.UsageError("--masks is for --task segmentation (object masks go to `lbee sensitivity`).")
     if settings.split_by in ("irfs", "saliency") and not sensitivity:
-        raise click.UsageError(f"--split-by {settings.split_by} takes φ from a region-sensitivity run: add "
-                               "--sensitivity DIR (the --out folder of `lbee sensitivity`).")
+        raise click.UsageError(
+            f"--split-by {settings.split_by} takes φ from a region-sensitivity run: add "
+            "--sensitivity DIR (the --out folder of `lbee sensitivity`)."
+        )
     if per_class and task == "segmentation":
         raise click.UsageError("--per-class is for classification.")
     if (relevance or jobs != 1) and not per_class:
         raise click.UsageError("--relevance and --jobs belong to --per-class (use `lbee evaluate` otherwise).")
     if image_embeddings:
         if task == "segmentation":
-            raise click.UsageError("--task segmentation reads IMAGES (to match predictions and masks by name); "
-                                   "--image-embeddings is for classification.")
+            raise click.UsageError(
+                "--task segmentation reads IMAGES (to match predictions and masks by name); "
+                "--image-embeddings is for classification."
+            )
         if not sentence_embeddings:
             raise click.UsageError("--image-embeddings needs --sentence-embeddings too.")
         if images is None and not predictions:
@@ -111,18 +203,33 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
             check_out_folder(out, overwrite=overwrite)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-    model = ModelSpec(name=Path(predictions).stem if predictions else str(model_spec),
-                      predictions=Path(predictions) if predictions else None, model=model_spec,
-                      weights=Path(weights) if weights else None, num_classes=num_classes, image_size=image_size)
+    model = ModelSpec(
+        name=Path(predictions).stem if predictions else str(model_spec),
+        predictions=Path(predictions) if predictions else None,
+        model=model_spec,
+        weights=Path(weights) if weights else None,
+        num_classes=num_classes,
+        image_size=image_size,
+    )
     if predictions:
         model.model = None
-    ds = DatasetSpec(name=Path(images).stem if images else "precomputed", images=Path(images) if images else None,
-                     image_embeddings=Path(image_embeddings) if image_embeddings else None,
-                     sentence_embeddings=Path(sentence_embeddings) if sentence_embeddings else None,
-                     masks=Path(masks) if masks else None, models=[model], settings=settings, encoder=encoder,
-                     sentence_set=sentence_set, relevance={"ground_truth": Path(relevance)} if relevance else None,
-                     batch_size=batch_size, num_workers=num_workers, strict=strict, logits=logits,
-                     sensitivity=Path(sensitivity) if sensitivity else None)
+    ds = DatasetSpec(
+        name=Path(images).stem if images else "precomputed",
+        images=Path(images) if images else None,
+        image_embeddings=Path(image_embeddings) if image_embeddings else None,
+        sentence_embeddings=Path(sentence_embeddings) if sentence_embeddings else None,
+        masks=Path(masks) if masks else None,
+        models=[model],
+        settings=settings,
+        encoder=encoder,
+        sentence_set=sentence_set,
+        relevance={"ground_truth": Path(relevance)} if relevance else None,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        strict=strict,
+        logits=logits,
+        sensitivity=Path(sensitivity) if sensitivity else None,
+    )
     try:
         preflight(ds)  # tables, manifest and sentence set first: a bad label fails before any embedding
         inputs = load_inputs(ds, cache_dir=obj["cache_dir"], device=obj["device"], progress=obj["progress"])
@@ -130,7 +237,7 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
     except click.ClickException:
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
-        _fail(exc)
+        fail(exc)
     folders = []
     if out:
         from ..run.outputs import staged_run_folder
@@ -147,11 +254,14 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
     if as_json:
         import json
 
-        from ..reports.text import summary_dict
+        from ..run.text import summary_dict
 
         if run.per_class is not None:
-            summary = {"per_class": run.per_class.summary().to_dict("records"),
-                       "skipped": {str(c): why for c, why in run.per_class.skipped.items()}, "out": out}
+            summary = {
+                "per_class": run.per_class.summary().to_dict("records"),
+                "skipped": {str(c): why for c, why in run.per_class.skipped.items()},
+                "out": out,
+            }
         else:
             summary = summary_dict(run.main, out)
         click.echo(json.dumps(summary, indent=1, default=float))
@@ -159,20 +269,27 @@ def describe(ctx, images, sentence_set, predictions, masks, model_spec, weights,
     if run.per_class is not None:
         _print_per_class(run, settings)
     else:
-        from ..reports.text import terminal_blocks
+        from ..run.text import terminal_blocks
 
         result = run.main
         p = next(iter(result.explanations.values())).params
-        click.echo(f"{p['n_images']} images: {p['n_hard']} hard, {p['n_easy']} easy; "
-                   f"{len(result.explanations[settings.methods[0]].hard_clusters)} hard groups.\n")
+        click.echo(
+            f"{p['n_images']} images: {p['n_hard']} hard, {p['n_easy']} easy; "
+            f"{len(result.explanations[settings.methods[0]].hard_clusters)} hard groups.\n"
+        )
         click.echo(terminal_blocks(result))
         if result.failures:
             click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)
     if out:
-        files = "per_class.json, per_class_metrics.csv, per_class_summary.csv" if run.per_class is not None else \
-            "explanation.json, assignments.parquet, report.md"
-        click.echo(f"\nWrote {files} into {folders[0]}" + (f" (and {len(folders) - 1} more slicer folder(s))"
-                                                           if len(folders) > 1 else ""))
+        files = (
+            "per_class.json, per_class_metrics.csv, per_class_summary.csv"
+            if run.per_class is not None
+            else "explanation.json, assignments.parquet, report.md"
+        )
+        click.echo(
+            f"\nWrote {files} into {folders[0]}"
+            + (f" (and {len(folders) - 1} more slicer folder(s))" if len(folders) > 1 else "")
+        )
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
 
@@ -191,8 +308,10 @@ def _write_html(ctx, run, ds, model, out):
 def _print_per_class(run, settings):
     res = run.per_class
     names = run.scores.class_names
-    click.echo(f"Per-class analysis of {len(res.explanations)} classes ({settings.per_class} split, "
-               f"C = {settings.n_clusters}); means over classes:")
+    click.echo(
+        f"Per-class analysis of {len(res.explanations)} classes ({settings.per_class} split, "
+        f"C = {settings.n_clusters}); means over classes:"
+    )
     click.echo(res.summary().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     if res.skipped:
         click.echo(f"\n{len(res.skipped)} class(es) skipped:", err=True)

@@ -7,29 +7,49 @@ from pathlib import Path
 import click
 
 from ..core.evaluation import DEFAULT_O
-from ._base import LbeeError, _fail, check_writable_folder, cli
+from ._base import LbeeError, check_writable_folder, cli, fail
 
 
 @cli.command()
 @click.argument("explanation", type=click.Path(exists=True))
-@click.option("--relevance", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Γ: .npy (n, N), or CSV/parquet (image, sentence, relevant) or wide.")
-@click.option("--performance", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="ω: .npy (n,) or a table with 'performance' [default: assignments.parquet beside the json].")
-@click.option("--o", "o_values", type=click.FloatRange(min=0), multiple=True, default=[DEFAULT_O], show_default=True,
-              help="Severity o (β = o·std ω); repeat for several.")
-@click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write metrics here (.json or .csv) [default: metrics.json beside the explanation, or "
-                   "evaluate_metrics.json when metrics.json there is another command's (a batch report's)].")
+@click.option(
+    "--relevance",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Γ: .npy (n, N), or CSV/parquet (image, sentence, relevant) or wide.",
+)
+@click.option(
+    "--performance",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="ω: .npy (n,) or a table with 'performance' [default: assignments.parquet beside the json].",
+)
+@click.option(
+    "--o",
+    "o_values",
+    type=click.FloatRange(min=0),
+    multiple=True,
+    default=[DEFAULT_O],
+    show_default=True,
+    help="Severity o (β = o·std ω); repeat for several.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write metrics here (.json or .csv) [default: metrics.json beside the explanation, or "
+    "evaluate_metrics.json when metrics.json there is another command's (a batch report's)].",
+)
 def evaluate(explanation, relevance, performance, o_values, out):
     """Score an explanation.json (AHR / ACR / TPR / JI per method)."""
     import pandas as pd
 
     from ..core.evaluation import evaluate as evaluate_fn
+    from ..io.arrays import load_npy
     from ..io.cache import atomic_write_bytes, json_bytes
     from ..io.relevance import load_relevance
-    from ..io.tables import read_table, validate_performance
-    from ..run.inputs import load_npy
+    from ..io.schemas import validate_performance
+    from ..io.table_reader import read_table
     from ..run.pipeline import load_explanations
 
     path = Path(explanation)
@@ -57,12 +77,15 @@ def evaluate(explanation, relevance, performance, o_values, out):
     except click.ClickException:
         raise
     except (ValueError, TypeError, KeyError, OSError) as exc:
-        _fail(exc)
+        fail(exc)
     table = pd.DataFrame(rows)
     click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     if (table["n_failure_sentences"] == 0).all():
-        click.echo("Warning: no failure sentence (S*_β is empty at every o): check that Γ marks some relevant "
-                   "pairs and that ω varies; TPR is then undefined (NaN, written as null).", err=True)
+        click.echo(
+            "Warning: no failure sentence (S*_β is empty at every o): check that Γ marks some relevant "
+            "pairs and that ω varies; TPR is then undefined (NaN, written as null).",
+            err=True,
+        )
     data = table.to_csv(index=False).encode() if target.suffix == ".csv" else json_bytes(rows)
     try:
         atomic_write_bytes(target, data)
@@ -84,8 +107,9 @@ def _default_target(folder):
         return target
     try:
         rows = json.loads(target.read_text(encoding="utf-8"))
-        ours = isinstance(rows, list) and bool(rows) and all(isinstance(r, dict) and set(r) == EVALUATE_KEYS
-                                                             for r in rows)
+        ours = (
+            isinstance(rows, list) and bool(rows) and all(isinstance(r, dict) and set(r) == EVALUATE_KEYS for r in rows)
+        )
     except (OSError, UnicodeDecodeError, ValueError):
         ours = False
     if ours:

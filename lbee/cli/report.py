@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-
 import click
 
-from ._base import _log, cli, require_extra
+from ._base import cli, log, require_extra
 
 
 @cli.command()
 @click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False))
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Output folder [default: the config's 'output', else lbee_out/report].")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Output folder [default: the config's 'output', else lbee_out/report].",
+)
 @click.option("--check", is_flag=True, help="Only validate every dataset entry (keys, types, paths) and exit.")
 @click.option("--keep-going", is_flag=True, help="Run the valid entries even when others have problems.")
 @click.option("--schema", is_flag=True, help="Print the config's JSON Schema (for editors) and exit.")
@@ -47,8 +50,15 @@ def report(ctx, config, out, check, keep_going, schema):
             click.echo(f"{config}: {len(cfg.datasets)} dataset(s), no problem found.")
             return
         require_extra("html", needed_for="lbee report")  # every report is an HTML page
-        result = run_report(config, output=out, cache_dir=obj["cache_dir"], device=obj["device"],
-                            progress=obj["progress"], log=_log, keep_going=keep_going)
+        result = run_report(
+            config,
+            output=out,
+            cache_dir=obj["cache_dir"],
+            device=obj["device"],
+            progress=obj["progress"],
+            log=log,
+            keep_going=keep_going,
+        )
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(f"\n{len(result.reports)} report(s); index: {result.index}")

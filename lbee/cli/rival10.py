@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import LbeeError, _fail, _log, cli
+from ._base import LbeeError, cli, fail, log
 
 
 @cli.group()
@@ -16,8 +16,12 @@ def rival10():
 @click.argument("root", type=click.Path(exists=True, file_okay=False))
 @click.option("--split", type=click.Choice(["train", "test"]), default="test", show_default=True)
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
-@click.option("--class-map", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="wnid -> class mapping (JSON object or CSV with wnid,class) replacing RIVAL10's Table 1.")
+@click.option(
+    "--class-map",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="wnid -> class mapping (JSON object or CSV with wnid,class) replacing RIVAL10's Table 1.",
+)
 @click.pass_context
 def rival10_export(ctx, root, split, out, class_map):
     """Write manifest.csv, relevance.parquet, rival10.txt and masks/<stem>.png for a split of ROOT.
@@ -33,10 +37,11 @@ def rival10_export(ctx, root, split, out, class_map):
     except click.ClickException:
         raise
     except (ValueError, TypeError, KeyError, OSError) as exc:
-        _fail(exc)
+        fail(exc)
     if info["n_images"] == 0:  # pragma: no cover - load_rival10 refuses an empty split
         raise LbeeError("No image exported.")
     if info["mask_fallbacks"]:
-        _log(f"{info['mask_fallbacks']} image(s) had no 'entire-object' mask; used the merged mask instead.")
-    click.echo(f"Exported {info['n_images']} images, {info['n_sentences']} sentences, {info['n_masks']} masks "
-               f"to {info['out']}")
+        log(f"{info['mask_fallbacks']} image(s) had no 'entire-object' mask; used the merged mask instead.")
+    click.echo(
+        f"Exported {info['n_images']} images, {info['n_sentences']} sentences, {info['n_masks']} masks to {info['out']}"
+    )

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, _log, check_writable_folder, cli
+from ._base import LbeeError, check_writable_folder, cli, fail, log
 
 
 def _sigmas(value):
     try:
         sig = [float(s) for s in str(value).split(",") if s.strip()]
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated numbers on the 0-255 scale; received {value!r}.")
+        raise click.BadParameter(f"expected comma-separated numbers on the 0-255 scale; received {value!r}.") from None
     if not sig or any(s < 0 for s in sig):
         raise click.BadParameter(f"expected non-negative numbers on the 0-255 scale; received {value!r}.")
     return sig
@@ -22,17 +22,21 @@ def _sigmas(value):
 def _from_manifest(images, masks):
     import numpy as np
 
+    from ..analyses.sensitivity_inputs import find_masks
     from ..io.images import discover_images, read_table
-    from ..analyses.sensitivity import find_masks
 
     listing = discover_images(images)
     if listing.labels is None:
-        raise LbeeError(f"{images!r}: labels come from a manifest (CSV / parquet) with a 'label' column, such as "
-                        "the manifest.csv written by `lbee rival10 export`; a plain folder has none.")
+        raise LbeeError(
+            f"{images!r}: labels come from a manifest (CSV / parquet) with a 'label' column, such as "
+            "the manifest.csv written by `lbee rival10 export`; a plain folder has none."
+        )
     labels = np.asarray(listing.labels)
     if labels.dtype.kind not in "iu" and not (labels.dtype.kind == "f" and np.all(labels == np.round(labels))):
-        raise LbeeError(f"Manifest {images!r}: column 'label' must hold integer class indices; received "
-                        f"values such as {labels[:3].tolist()}.")
+        raise LbeeError(
+            f"Manifest {images!r}: column 'label' must hold integer class indices; received "
+            f"values such as {labels[:3].tolist()}."
+        )
     labels = labels.astype(int)
     if labels.min() < 0:
         raise LbeeError(f"Manifest {images!r}: column 'label' holds {labels.min()}; expected indices >= 0.")
@@ -45,16 +49,17 @@ def _from_manifest(images, masks):
                 raise LbeeError(f"Manifest {images!r}: label {y} is named both {names[int(y)]!r} and {c!r}.")
         class_names = [names.get(i, str(i)) for i in range(max(names) + 1)]
     if masks is None:
-        raise LbeeError("--masks DIR is required with IMAGES (object masks <image stem>.png, e.g. the masks/ "
-                        "folder of `lbee rival10 export`).")
-    return listing.paths, find_masks(listing.paths, masks), labels, [Path(p).name for p in listing.paths], \
-        class_names
+        raise LbeeError(
+            "--masks DIR is required with IMAGES (object masks <image stem>.png, e.g. the masks/ "
+            "folder of `lbee rival10 export`)."
+        )
+    return listing.paths, find_masks(listing.paths, masks), labels, [Path(p).name for p in listing.paths], class_names
 
 
 def _from_ec(ec_dir):
     import numpy as np
 
-    from ..analyses.sensitivity import spotcheck_masks_from_pixels
+    from ..analyses.sensitivity_inputs import spotcheck_masks_from_pixels
     from ..spotcheck import ExperimentalConfiguration
 
     ec = ExperimentalConfiguration.load(ec_dir)
@@ -64,43 +69,88 @@ def _from_ec(ec_dir):
         from PIL import Image
 
         masks = [np.asarray(Image.open(mask_dir / f"{i:05d}.png").convert("L")) >= 128 for i in range(len(images))]
-        _log(f"Object masks from {mask_dir}.")
+        log(f"Object masks from {mask_dir}.")
     else:
         masks = list(spotcheck_masks_from_pixels(images, ec.attributes["test"]))
-        _log("Object masks recovered from the renders' pixels (the EC folder has no masks/test/).")
+        log("Object masks recovered from the renders' pixels (the EC folder has no masks/test/).")
     ids = [f"images/test/{i:05d}.png" for i in range(len(images))]
     return list(images), masks, ec.true_labels("test"), ids, ["no square", "square"], ec
 
 
 @cli.command()
 @click.argument("images", required=False, type=click.Path(exists=True))
-@click.option("--masks", type=click.Path(exists=True, file_okay=False), default=None,
-              help="Folder of object masks <image stem>.png (white = object).")
-@click.option("--model", "model_spec", default=None,
-              help="TorchScript file, torchvision:<arch>, timm:<arch> or package.module:factory "
-                   "[default with --ec: the world's classifier].")
+@click.option(
+    "--masks",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Folder of object masks <image stem>.png (white = object).",
+)
+@click.option(
+    "--model",
+    "model_spec",
+    default=None,
+    help="TorchScript file, torchvision:<arch>, timm:<arch> or package.module:factory "
+    "[default with --ec: the world's classifier].",
+)
 @click.option("--weights", type=click.Path(exists=True, dir_okay=False), default=None, help="State-dict file.")
 @click.option("--num-classes", type=click.IntRange(min=2), default=None, help="Output classes of --model.")
-@click.option("--ec", "ec_dir", type=click.Path(exists=True, file_okay=False), default=None,
-              help="A saved SpotCheck world (its test split, masks and classifier) instead of IMAGES.")
-@click.option("--sigmas", default="30,60,90,120,150,180,210", show_default=True,
-              help="Noise levels σ on the 0-255 pixel scale (std σ/255 on [0, 1] images).")
-@click.option("--trials", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Noise draws per image and σ.")
+@click.option(
+    "--ec",
+    "ec_dir",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="A saved SpotCheck world (its test split, masks and classifier) instead of IMAGES.",
+)
+@click.option(
+    "--sigmas",
+    default="30,60,90,120,150,180,210",
+    show_default=True,
+    help="Noise levels σ on the 0-255 pixel scale (std σ/255 on [0, 1] images).",
+)
+@click.option(
+    "--trials", type=click.IntRange(min=1), default=10, show_default=True, help="Noise draws per image and σ."
+)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--preprocess", type=click.Choice(["imagenet", "spotcheck"]), default=None,
-              help="Geometry and normalisation [default: imagenet; spotcheck with --ec].")
+@click.option(
+    "--preprocess",
+    type=click.Choice(["imagenet", "spotcheck"]),
+    default=None,
+    help="Geometry and normalisation [default: imagenet; spotcheck with --ec].",
+)
 @click.option("--image-size", type=click.IntRange(min=8), default=None, help="Model input side [224 / 64].")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--saliency", is_flag=True, help="Also GradCAM alignment with the masks (§5.4) -> saliency.csv.")
 @click.option("--layer", default=None, help="GradCAM layer name [default: the last Conv2d].")
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Least-aligned images to print with --saliency.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Least-aligned images to print with --saliency.",
+)
 @click.option("--no-plots", is_flag=True, help="Skip rfs.png / irfs.png.")
 @click.option("--out", required=True, type=click.Path(file_okay=False))
 @click.pass_context
-def sensitivity(ctx, images, masks, model_spec, weights, num_classes, ec_dir, sigmas, trials, seed, preprocess,
-                image_size, batch_size, saliency, layer, top, no_plots, out):
+def sensitivity(
+    ctx,
+    images,
+    masks,
+    model_spec,
+    weights,
+    num_classes,
+    ec_dir,
+    sigmas,
+    trials,
+    seed,
+    preprocess,
+    image_size,
+    batch_size,
+    saliency,
+    layer,
+    top,
+    no_plots,
+    out,
+):
     """Foreground vs background noise sensitivity (RFS / iRFS, RIVAL10 §5.1-5.3) of a classifier.
 
     IMAGES is a manifest (CSV / parquet with path and label, optional class),
@@ -117,7 +167,7 @@ def sensitivity(ctx, images, masks, model_spec, weights, num_classes, ec_dir, si
     if (images is None) == (ec_dir is None):
         raise LbeeError("Give either IMAGES (a manifest, with --masks and --model) or --ec DIR, not both.")
     if model_spec is not None:
-        from ..scoring.classifier import check_model_spec
+        from ..run.models import check_model_spec
 
         try:
             check_model_spec(model_spec)
@@ -135,34 +185,59 @@ def sensitivity(ctx, images, masks, model_spec, weights, num_classes, ec_dir, si
             preprocess = preprocess or "imagenet"
             model = None
         if model_spec is not None:
-            from ..scoring.classifier import load_classifier
+            from ..run.models import load_model
 
-            model = load_classifier(model_spec, weights, num_classes=num_classes)
+            model = load_model(model_spec, weights, num_classes=num_classes)
         elif model is None:
             raise LbeeError("--model is required with IMAGES.")
         pre = Preprocess.preset(preprocess, image_size)
         cache = Path(ctx.obj["cache_dir"]) if ctx.obj.get("cache_dir") else default_cache_dir()
-        result = region_sensitivity(model, paths, mask_list, labels, sigmas=sig, trials=trials, seed=seed,
-                                    preprocess=pre, ids=ids, class_names=class_names, batch_size=batch_size,
-                                    device=ctx.obj.get("device"), cache_dir=cache, progress=progress)
+        result = region_sensitivity(
+            model,
+            paths,
+            mask_list,
+            labels,
+            sigmas=sig,
+            trials=trials,
+            seed=seed,
+            preprocess=pre,
+            ids=ids,
+            class_names=class_names,
+            batch_size=batch_size,
+            device=ctx.obj.get("device"),
+            cache_dir=cache,
+            progress=progress,
+        )
         written = write_outputs(result, out, plots=not no_plots)
         sal = None
         if saliency:
             from ..analyses.saliency import saliency_alignment
             from ..io.cache import atomic_write_bytes
 
-            sal = saliency_alignment(model, paths, mask_list, labels, layer=layer, preprocess=pre, ids=ids,
-                                     class_names=class_names, batch_size=max(1, batch_size // 2),
-                                     device=ctx.obj.get("device"), progress=progress)
+            sal = saliency_alignment(
+                model,
+                paths,
+                mask_list,
+                labels,
+                layer=layer,
+                preprocess=pre,
+                ids=ids,
+                class_names=class_names,
+                batch_size=max(1, batch_size // 2),
+                device=ctx.obj.get("device"),
+                progress=progress,
+            )
             atomic_write_bytes(Path(out) / "saliency.csv", sal.to_csv(index=False).encode())
             written.append(Path(out) / "saliency.csv")
     except click.ClickException:
         raise
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:
-        _fail(exc)
+        fail(exc)
     s = result.summary
-    click.echo(f"{s['n_images']} images, {len(sig)} noise levels x {trials} trials "
-               f"({result.n_computed} computed, {s['n_images'] - result.n_computed} from the cache)")
+    click.echo(
+        f"{s['n_images']} images, {len(sig)} noise levels x {trials} trials "
+        f"({result.n_computed} computed, {s['n_images'] - result.n_computed} from the cache)"
+    )
     click.echo(f"clean accuracy {s['accuracy_clean']:.3f}, background grayed {s['accuracy_gray_background']:.3f}")
     click.echo(f"  {'sigma':>6} {'a_fg':>6} {'a_bg':>6} {'abar':>6} {'RFS':>7}")
     for b in s["per_sigma"]:
@@ -171,8 +246,7 @@ def sensitivity(ctx, images, masks, model_spec, weights, num_classes, ec_dir, si
     mean = "n/a (undefined at every σ)" if s["rfs_mean"] is None else f"{s['rfs_mean']:+.3f}"
     click.echo(f"RFS averaged over σ: {mean}")
     if sal is not None:
-        click.echo(f"\nmean GradCAM/mask IoU {sal['iou'].mean():.3f} (layer {sal['layer'].iloc[0]}); "
-                   f"least aligned:")
+        click.echo(f"\nmean GradCAM/mask IoU {sal['iou'].mean():.3f} (layer {sal['layer'].iloc[0]}); least aligned:")
         for _, row in sal.head(top).iterrows():
             click.echo(f"  {row['iou']:.3f}  {row['image']}  ({row['class']})")
     click.echo("Wrote " + ", ".join(str(p) for p in written))

@@ -13,43 +13,106 @@ def _db(url):
     try:
         from ..service.db import Database
     except ImportError as exc:
-        raise LbeeError(f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): "
-                        "pip install 'lbee[serve]'") from None
+        raise LbeeError(
+            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): pip install 'lbee[serve]'"
+        ) from None
     return Database(url)
 
 
-db_option = click.option("--db", "db_url", default=None, metavar="URL",
-                         help=f"SQLAlchemy database URL (SQLite file or PostgreSQL) [default: {DEFAULT_DB}].")
+db_option = click.option(
+    "--db",
+    "db_url",
+    default=None,
+    metavar="URL",
+    help=f"SQLAlchemy database URL (SQLite file or PostgreSQL) [default: {DEFAULT_DB}].",
+)
 
 
 @cli.group(invoke_without_command=True)
-@click.option("--root", type=click.Path(file_okay=False), default=None,
-              help="Data folder: jobs may read paths inside it only (required to start the server).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Interface to listen on (put a reverse proxy in front rather than 0.0.0.0).")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Data folder: jobs may read paths inside it only (required to start the server).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on (put a reverse proxy in front rather than 0.0.0.0).",
+)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @db_option
-@click.option("--output", type=click.Path(file_okay=False), default="lbee_out/service", show_default=True,
-              help="Where job outputs (reports, explanations, metrics) are written.")
-@click.option("--workers", type=click.IntRange(0, 64), default=1, show_default=True,
-              help="Job worker processes (0: queue only).")
-@click.option("--max-upload-mb", type=click.FloatRange(0.01, 4096), default=64, show_default=True,
-              help="Largest request body, in MiB (larger ones get 413).")
-@click.option("--explain-workers", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Processes answering POST /v1/explain (the server process never runs the analysis).")
-@click.option("--lease-seconds", type=click.FloatRange(1, 3600), default=30, show_default=True,
-              help="A job's lease; a job whose worker stopped heart-beating is taken again once it expired.")
-@click.option("--allow-encoder", "allow_encoders", multiple=True, metavar="SPEC",
-              help="An encoder spec jobs may use beyond the defaults (repeatable; e.g. an hf-hub: model you trust).")
-@click.option("--ssl-certfile", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="Serve HTTPS with this certificate (or terminate TLS in a reverse proxy).")
-@click.option("--ssl-keyfile", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="The key of --ssl-certfile.")
-@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info",
-              show_default=True)
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False),
+    default="lbee_out/service",
+    show_default=True,
+    help="Where job outputs (reports, explanations, metrics) are written.",
+)
+@click.option(
+    "--workers", type=click.IntRange(0, 64), default=1, show_default=True, help="Job worker processes (0: queue only)."
+)
+@click.option(
+    "--max-upload-mb",
+    type=click.FloatRange(0.01, 4096),
+    default=64,
+    show_default=True,
+    help="Largest request body, in MiB (larger ones get 413).",
+)
+@click.option(
+    "--explain-workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Processes answering POST /v1/explain (the server process never runs the analysis).",
+)
+@click.option(
+    "--lease-seconds",
+    type=click.FloatRange(1, 3600),
+    default=30,
+    show_default=True,
+    help="A job's lease; a job whose worker stopped heart-beating is taken again once it expired.",
+)
+@click.option(
+    "--allow-encoder",
+    "allow_encoders",
+    multiple=True,
+    metavar="SPEC",
+    help="An encoder spec jobs may use beyond the defaults (repeatable; e.g. an hf-hub: model you trust).",
+)
+@click.option(
+    "--ssl-certfile",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Serve HTTPS with this certificate (or terminate TLS in a reverse proxy).",
+)
+@click.option(
+    "--ssl-keyfile", type=click.Path(dir_okay=False, exists=True), default=None, help="The key of --ssl-certfile."
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="info",
+    show_default=True,
+)
 @click.pass_context
-def serve(ctx, root, host, port, db_url, output, workers, max_upload_mb, explain_workers, lease_seconds,
-          allow_encoders, ssl_certfile, ssl_keyfile, log_level):
+def serve(
+    ctx,
+    root,
+    host,
+    port,
+    db_url,
+    output,
+    workers,
+    max_upload_mb,
+    explain_workers,
+    lease_seconds,
+    allow_encoders,
+    ssl_certfile,
+    ssl_keyfile,
+    log_level,
+):
     """Start the lbee service (FastAPI under uvicorn): REST API at /v1, docs at /docs, run list at /.
 
     Every endpoint but /health needs a token: create one with
@@ -67,28 +130,49 @@ def serve(ctx, root, host, port, db_url, output, workers, max_upload_mb, explain
 
         from ..service import ServiceSettings, create_app
     except ImportError as exc:
-        raise LbeeError(f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): "
-                        "pip install 'lbee[serve]'") from None
+        raise LbeeError(
+            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): pip install 'lbee[serve]'"
+        ) from None
     import logging
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if bool(ssl_certfile) != bool(ssl_keyfile):
         raise click.UsageError("--ssl-certfile and --ssl-keyfile go together.")
-    settings = ServiceSettings(root=root, output=output, db_url=db_url or DEFAULT_DB,
-                               cache_dir=ctx.obj.get("cache_dir"), workers=workers,
-                               max_upload_bytes=int(max_upload_mb * 2**20), device=ctx.obj.get("device"),
-                               explain_workers=explain_workers, lease_seconds=lease_seconds,
-                               allowed_encoders=allow_encoders)
+    settings = ServiceSettings(
+        root=root,
+        output=output,
+        db_url=db_url or DEFAULT_DB,
+        cache_dir=ctx.obj.get("cache_dir"),
+        workers=workers,
+        max_upload_bytes=int(max_upload_mb * 2**20),
+        device=ctx.obj.get("device"),
+        explain_workers=explain_workers,
+        lease_seconds=lease_seconds,
+        allowed_encoders=allow_encoders,
+    )
     app = create_app(settings)
     scheme = "https" if ssl_certfile else "http"
-    click.echo(f"lbee serve: {scheme}://{host}:{port}/ (root {settings.root}, output {settings.output}, "
-               f"db {_shown(settings.db_url)})", err=True)
+    click.echo(
+        f"lbee serve: {scheme}://{host}:{port}/ (root {settings.root}, output {settings.output}, "
+        f"db {_shown(settings.db_url)})",
+        err=True,
+    )
     if scheme == "http" and not _is_loopback(host):
-        click.echo(f"WARNING: listening on {host} over plain HTTP: tokens and results cross the network in clear "
-                   "text. Put a TLS-terminating reverse proxy in front and bind 127.0.0.1 (docs/service.md), or "
-                   "pass --ssl-certfile / --ssl-keyfile.", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, proxy_headers=True, ssl_certfile=ssl_certfile,
-                ssl_keyfile=ssl_keyfile)
+        click.echo(
+            f"WARNING: listening on {host} over plain HTTP: tokens and results cross the network in clear "
+            "text. Put a TLS-terminating reverse proxy in front and bind 127.0.0.1 (docs/service.md), or "
+            "pass --ssl-certfile / --ssl-keyfile.",
+            err=True,
+        )
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        proxy_headers=True,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
+    )
 
 
 def _is_loopback(host):
@@ -123,8 +207,13 @@ def _url(ctx, db_url):
 
 @token.command("create")
 @click.argument("name")
-@click.option("--scope", type=click.Choice(["read", "submit"]), default="read", show_default=True,
-              help="read: GET endpoints and pages; submit: also POST /v1/explain and /v1/jobs.")
+@click.option(
+    "--scope",
+    type=click.Choice(["read", "submit"]),
+    default="read",
+    show_default=True,
+    help="read: GET endpoints and pages; submit: also POST /v1/explain and /v1/jobs.",
+)
 @db_option
 @click.pass_context
 def token_create(ctx, name, scope, db_url):

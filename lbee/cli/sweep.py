@@ -8,7 +8,7 @@ import click
 
 from ..analyses.sweep import C_GRID, K_GRID, O_GRID
 from ..run.settings import as_cli_message, settings_from_options, settings_options
-from ._base import _fail, check_encoder_spec, check_writable_folder, cli
+from ._base import check_encoder_spec, check_writable_folder, cli, fail
 
 
 def _number_list(kind):
@@ -22,38 +22,89 @@ def _number_list(kind):
             try:
                 out.append(kind(part.strip()))
             except ValueError:
-                raise click.BadParameter(f"{part.strip()!r} is not a{'n integer' if kind is int else ' number'}; "
-                                         "expected a comma-separated list such as 1,3,5.") from None
+                raise click.BadParameter(
+                    f"{part.strip()!r} is not a{'n integer' if kind is int else ' number'}; "
+                    "expected a comma-separated list such as 1,3,5."
+                ) from None
         return out
+
     return parse
 
 
 @cli.command()
 @click.argument("images", required=False, type=click.Path(exists=True))
-@click.option("--encoder", default="open_clip", show_default=True,
-              help="Encoder spec for IMAGES (as `lbee describe`): open_clip[:MODEL[@TAG]], spotcheck.")
-@click.option("--image-embeddings", type=click.Path(exists=True, dir_okay=False),
-              help="(n, d) .npy image embeddings (rows in --predictions order), instead of IMAGES.")
-@click.option("--sentence-embeddings", type=click.Path(exists=True, dir_okay=False),
-              help="(N, d) .npy sentence embeddings [default: the encoder embeds --sentences].")
-@click.option("--sentence-set", "--sentences", "sentence_set", default="conditions", show_default=True,
-              help="Sentence set (for its size and the output).")
-@click.option("--predictions", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Table with φ ('confidence' or 'prob_<class>') and ω ('performance', or label/pred), rows in "
-                   "embedding order.")
+@click.option(
+    "--encoder",
+    default="open_clip",
+    show_default=True,
+    help="Encoder spec for IMAGES (as `lbee describe`): open_clip[:MODEL[@TAG]], spotcheck.",
+)
+@click.option(
+    "--image-embeddings",
+    type=click.Path(exists=True, dir_okay=False),
+    help="(n, d) .npy image embeddings (rows in --predictions order), instead of IMAGES.",
+)
+@click.option(
+    "--sentence-embeddings",
+    type=click.Path(exists=True, dir_okay=False),
+    help="(N, d) .npy sentence embeddings [default: the encoder embeds --sentences].",
+)
+@click.option(
+    "--sentence-set",
+    "--sentences",
+    "sentence_set",
+    default="conditions",
+    show_default=True,
+    help="Sentence set (for its size and the output).",
+)
+@click.option(
+    "--predictions",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Table with φ ('confidence' or 'prob_<class>') and ω ('performance', or label/pred), rows in embedding order.",
+)
 @click.option("--relevance", required=True, type=click.Path(exists=True, dir_okay=False), help="Γ (n, N).")
 @click.option("--logits", is_flag=True, help="The prob_<class> columns of --predictions hold logits (softmax them).")
-@click.option("--k-grid", callback=_number_list(int), default=",".join(map(str, K_GRID)), show_default=True,
-              help="Sentences per cluster to try ('' skips).")
-@click.option("--clusters-grid", callback=_number_list(int), default=",".join(map(str, C_GRID)), show_default=True,
-              help="Cluster counts to try ('' skips).")
-@click.option("--o-grid", callback=_number_list(float), default=",".join(f"{v:g}" for v in O_GRID),
-              show_default=True, help="Severities to try ('' skips).")
+@click.option(
+    "--k-grid",
+    callback=_number_list(int),
+    default=",".join(map(str, K_GRID)),
+    show_default=True,
+    help="Sentences per cluster to try ('' skips).",
+)
+@click.option(
+    "--clusters-grid",
+    callback=_number_list(int),
+    default=",".join(map(str, C_GRID)),
+    show_default=True,
+    help="Cluster counts to try ('' skips).",
+)
+@click.option(
+    "--o-grid",
+    callback=_number_list(float),
+    default=",".join(f"{v:g}" for v in O_GRID),
+    show_default=True,
+    help="Severities to try ('' skips).",
+)
 @settings_options("methods", "confidence_from", "k", "clusters", "tau", "a", "o", "ward")
 @click.option("--out", type=click.Path(file_okay=False), default="lbee_out/sweep", show_default=True)
 @click.pass_context
-def sweep(ctx, images, encoder, image_embeddings, sentence_embeddings, sentence_set, predictions, relevance, logits,
-          k_grid, clusters_grid, o_grid, out, **knobs):
+def sweep(
+    ctx,
+    images,
+    encoder,
+    image_embeddings,
+    sentence_embeddings,
+    sentence_set,
+    predictions,
+    relevance,
+    logits,
+    k_grid,
+    clusters_grid,
+    o_grid,
+    out,
+    **knobs,
+):
     """Vary K, C and o one at a time: a table and plots of ACR / AHR / TPR / JI (LBEE Figures 6 and 10).
 
     Starts from IMAGES and --encoder, like `lbee describe`, or from precomputed
@@ -62,7 +113,10 @@ def sweep(ctx, images, encoder, image_embeddings, sentence_embeddings, sentence_
     fixed while another one varies.
     """
     from ..analyses.sweep import plot_sweep, sensitivity_sweep
-    from ..run.inputs import DatasetSpec, ModelSpec, load_inputs, model_scores, preflight
+    from ..run.inputs import load_inputs
+    from ..run.preflight import preflight
+    from ..run.scores import model_scores
+    from ..run.specs import DatasetSpec, ModelSpec
 
     try:
         settings = settings_from_options(knobs)
@@ -76,28 +130,47 @@ def sweep(ctx, images, encoder, image_embeddings, sentence_embeddings, sentence_
         check_encoder_spec(encoder)
     check_writable_folder(out, "--out")
     obj = ctx.obj or {}
-    ds = DatasetSpec(name="sweep", images=Path(images) if images else None, encoder=encoder,
-                     image_embeddings=Path(image_embeddings) if image_embeddings else None,
-                     sentence_embeddings=Path(sentence_embeddings) if sentence_embeddings else None,
-                     sentence_set=sentence_set,
-                     models=[ModelSpec(name=Path(predictions).stem, predictions=Path(predictions))],
-                     relevance={"ground_truth": Path(relevance)}, settings=settings, logits=logits)
+    ds = DatasetSpec(
+        name="sweep",
+        images=Path(images) if images else None,
+        encoder=encoder,
+        image_embeddings=Path(image_embeddings) if image_embeddings else None,
+        sentence_embeddings=Path(sentence_embeddings) if sentence_embeddings else None,
+        sentence_set=sentence_set,
+        models=[ModelSpec(name=Path(predictions).stem, predictions=Path(predictions))],
+        relevance={"ground_truth": Path(relevance)},
+        settings=settings,
+        logits=logits,
+    )
     try:
         preflight(ds)  # tables, sentence set and provenance before any embedding
-        inputs = load_inputs(ds, cache_dir=obj.get("cache_dir"), device=obj.get("device"),
-                             progress=obj.get("progress", False))
+        inputs = load_inputs(
+            ds, cache_dir=obj.get("cache_dir"), device=obj.get("device"), progress=obj.get("progress", False)
+        )
         scores = model_scores(ds, ds.models[0], inputs)
-        table = sensitivity_sweep(inputs.embeddings, inputs.sentence_embeddings, relevance=inputs.relevance,
-                                  performance=scores.performance, confidence=scores.confidence, K=k_grid,
-                                  C=clusters_grid, o=o_grid, methods=list(settings.methods), k=settings.k,
-                                  n_clusters=settings.n_clusters, tau=settings.resolved_tau(inputs.encoder_tau),
-                                  a=settings.a, o_default=settings.o, ward=settings.ward)
+        table = sensitivity_sweep(
+            inputs.embeddings,
+            inputs.sentence_embeddings,
+            relevance=inputs.relevance,
+            performance=scores.performance,
+            confidence=scores.confidence,
+            K=k_grid,
+            C=clusters_grid,
+            o=o_grid,
+            methods=list(settings.methods),
+            k=settings.k,
+            n_clusters=settings.n_clusters,
+            tau=settings.resolved_tau(inputs.encoder_tau),
+            a=settings.a,
+            o_default=settings.o,
+            ward=settings.ward,
+        )
         target = Path(out)
         table.to_csv(target / "sweep.csv", index=False)
         plot_sweep(table, target / "sweep.png")
     except click.ClickException:
         raise
     except (ValueError, TypeError, OSError) as exc:
-        _fail(exc)
+        fail(exc)
     click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     click.echo(f"\nWrote {target}/sweep.csv and sweep.png")

@@ -6,37 +6,65 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, check_writable_folder, cli, ray_options, require_extra
+from ._base import LbeeError, check_writable_folder, cli, fail, ray_options, require_extra
 
 
 @cli.group(invoke_without_command=True)
 @click.option("--images", type=click.Path(exists=True), help="A folder (recursive) or a manifest with 'path'.")
-@click.option("--sentence-set", "--sentences", "sentence_set", default="conditions", show_default=True,
-              help="A built-in sentence set name or a sentence file.")
-@click.option("--backend", default="llava+blip", show_default=True,
-              help="Backends joined by '+': llava, blip, ofa, metadata.")
+@click.option(
+    "--sentence-set",
+    "--sentences",
+    "sentence_set",
+    default="conditions",
+    show_default=True,
+    help="A built-in sentence set name or a sentence file.",
+)
+@click.option(
+    "--backend", default="llava+blip", show_default=True, help="Backends joined by '+': llava, blip, ofa, metadata."
+)
 @click.option("--combine", "how", type=click.Choice(["and", "or", "majority"]), default="and", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), default="relevance.parquet", show_default=True)
-@click.option("--questions", "questions_file", type=click.Path(exists=True, dir_okay=False),
-              help="Override file: 'sentence<TAB>question' lines.")
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Override file: 'sentence<TAB>question' lines.",
+)
 @click.option("--llava-model", default="llava-hf/llava-1.5-7b-hf", show_default=True, help="Hub name or folder.")
 @click.option("--blip-model", default="Salesforce/blip-vqa-base", show_default=True, help="Hub name or folder.")
-@click.option("--metadata", type=click.Path(exists=True, dir_okay=False),
-              help="Long-form table (image, sentence, relevant) for the 'metadata' backend.")
+@click.option(
+    "--metadata",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Long-form table (image, sentence, relevant) for the 'metadata' backend.",
+)
 @click.option("--scoring", type=click.Choice(["logits", "generate"]), default="logits", show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
 @ray_options("VQA models")
 @click.pass_context
-def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_model, blip_model, metadata, scoring,
-        batch_size, engine, ray_address, num_actors):
+def vqa(
+    ctx,
+    images,
+    sentence_set,
+    backend,
+    how,
+    out,
+    questions_file,
+    llava_model,
+    blip_model,
+    metadata,
+    scoring,
+    batch_size,
+    engine,
+    ray_address,
+    num_actors,
+):
     """Pseudo ground-truth relevance Γ from VQA models asked yes/no questions (LBEE app. C.3)."""
     if ctx.invoked_subcommand is not None:
         return
     if images is None:
         raise click.UsageError("Give --images (a folder or manifest), or a subcommand such as 'agreement'.")
     lbee_vqa()
-    from vqa import VQAError, compute_relevance, create_backend, parse_backend_spec, questions_for, \
-        write_relevance
+    from vqa import VQAError, compute_relevance, create_backend, parse_backend_spec, questions_for, write_relevance
     from vqa.questions import builtin_overrides
 
     from ..io.images import discover_images, read_table
@@ -59,8 +87,9 @@ def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_mode
         questions, missing = questions_for(sset.sentences, overrides)
         if missing:
             listing = "\n  ".join(missing[:20])
-            raise LbeeError(f"{len(missing)} sentence(s) have no question; add them to a --questions file:\n  "
-                            f"{listing}")
+            raise LbeeError(
+                f"{len(missing)} sentence(s) have no question; add them to a --questions file:\n  {listing}"
+            )
         imgs = discover_images(images)
         recipes = {}  # name -> (registered backend, keyword arguments)
         for name in parse_backend_spec(backend):
@@ -80,26 +109,42 @@ def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_mode
 
             from vqa.runner import compute_relevance_ray
 
-            result = compute_relevance_ray(imgs.paths, list(sset.sentences),
-                                           {k: partial(create_backend, b, **kw) for k, (b, kw) in recipes.items()},
-                                           questions=questions, image_ids=imgs.ids, combine=how,
-                                           cache_dir=obj["cache_dir"], batch_size=batch_size,
-                                           num_actors=num_actors, address=ray_address, progress=obj["progress"])
+            result = compute_relevance_ray(
+                imgs.paths,
+                list(sset.sentences),
+                {k: partial(create_backend, b, **kw) for k, (b, kw) in recipes.items()},
+                questions=questions,
+                image_ids=imgs.ids,
+                combine=how,
+                cache_dir=obj["cache_dir"],
+                batch_size=batch_size,
+                num_actors=num_actors,
+                address=ray_address,
+                progress=obj["progress"],
+            )
         else:
-            result = compute_relevance(imgs.paths, list(sset.sentences),
-                                       {k: create_backend(b, **kw) for k, (b, kw) in recipes.items()},
-                                       questions=questions, image_ids=imgs.ids, combine=how,
-                                       cache_dir=obj["cache_dir"], batch_size=batch_size, progress=obj["progress"])
+            result = compute_relevance(
+                imgs.paths,
+                list(sset.sentences),
+                {k: create_backend(b, **kw) for k, (b, kw) in recipes.items()},
+                questions=questions,
+                image_ids=imgs.ids,
+                combine=how,
+                cache_dir=obj["cache_dir"],
+                batch_size=batch_size,
+                progress=obj["progress"],
+            )
     except click.ClickException:
         raise
     except ImportError as exc:
         raise LbeeError(str(exc)) from None
     except (ValueError, TypeError, FileNotFoundError, VQAError) as exc:
-        _fail(exc)
+        fail(exc)
     write_relevance(result, out)
     n, m = result.relevance.shape
-    click.echo(f"{n} images x {m} sentences; relevant pairs: {int(result.relevance.sum())} ({how} of "
-               f"{', '.join(backends)})")
+    click.echo(
+        f"{n} images x {m} sentences; relevant pairs: {int(result.relevance.sum())} ({how} of {', '.join(backends)})"
+    )
     for name, k in result.invalid.items():
         if k:
             click.echo(f"  {name}: {k} answer(s) were neither yes nor no (counted as no)")
@@ -109,10 +154,15 @@ def vqa(ctx, images, sentence_set, backend, how, out, questions_file, llava_mode
 
 
 @vqa.command("agreement")
-@click.option("--pseudo", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="The table written by 'lbee vqa'.")
-@click.option("--truth", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Ground-truth Γ: long-form table (image, sentence, relevant).")
+@click.option(
+    "--pseudo", required=True, type=click.Path(exists=True, dir_okay=False), help="The table written by 'lbee vqa'."
+)
+@click.option(
+    "--truth",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Ground-truth Γ: long-form table (image, sentence, relevant).",
+)
 def vqa_agreement(pseudo, truth):
     """Compare pseudo Γ with ground truth: accuracy, TP, TN, FP, FN per backend and combination (Table 4)."""
     import pandas as pd
@@ -136,11 +186,13 @@ def vqa_agreement(pseudo, truth):
     except click.ClickException:
         raise
     except (ValueError, KeyError, OSError) as exc:
-        _fail(exc)
+        fail(exc)
     click.echo(f"{'':<22}{'Accuracy':>9}{'TP':>7}{'TN':>7}{'FP':>7}{'FN':>7}")
     for r in rows:
-        click.echo(f"{r['name']:<22}" + "".join(f"{r[k]:>{9 if k == 'accuracy' else 7}.3f}"
-                                            for k in ("accuracy", "TP", "TN", "FP", "FN")))
+        click.echo(
+            f"{r['name']:<22}"
+            + "".join(f"{r[k]:>{9 if k == 'accuracy' else 7}.3f}" for k in ("accuracy", "TP", "TN", "FP", "FN"))
+        )
 
 
 def lbee_vqa():
@@ -155,5 +207,6 @@ def lbee_vqa():
     if not getattr(mod, "__lbee__", False):
         raise click.ClickException(
             f"The module 'vqa' imported from {getattr(mod, '__file__', '?')} is not lbee's (another package "
-            "installs a top-level 'vqa'). Uninstall it, or reinstall lbee: pip install --force-reinstall 'lbee[vqa]'.")
+            "installs a top-level 'vqa'). Uninstall it, or reinstall lbee: pip install --force-reinstall 'lbee[vqa]'."
+        )
     return mod

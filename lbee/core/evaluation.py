@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._blas import one_blas_thread
 from .._validation import as_bool_matrix, as_float_vector, check_real
+from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
+
+if TYPE_CHECKING:
+    from .explanation import Explanation
 
 DEFAULT_O = 0.2  # severity: β = o·std(ω) (LBEE app. D)
 
 
-def check_relevance(relevance, performance):
+def check_relevance(relevance: ArrayLike, performance: ArrayLike) -> tuple[BoolArray, FloatArray]:
     """Validated (Γ as bool (n, N), ω as float (n,)); ``ValueError`` / ``TypeError`` name what is wrong."""
     omega = as_float_vector(performance, "performance")
     rel = np.asarray(relevance)
@@ -27,7 +33,7 @@ def check_relevance(relevance, performance):
 _BLOCK_ROWS = 256  # rows of Γ converted to float at a time (256 x 1,400 float64: 2.9 MB, stays in cache)
 
 
-def _hardness(rel, omega):
+def _hardness(rel: BoolArray, omega: FloatArray) -> tuple[FloatArray, IntArray]:
     """ω^n and |X_n| of a checked boolean Γ, in row blocks: Γ is never converted to float whole.
 
     Per block, ``ω_block @ Γ_block`` on one BLAS thread gives the sums and a
@@ -38,17 +44,17 @@ def _hardness(rel, omega):
     counts = np.zeros(n_sent)
     with one_blas_thread():
         for i0 in range(0, n_img, _BLOCK_ROWS):
-            block = rel[i0:i0 + _BLOCK_ROWS].astype(np.float64)
-            sums += omega[i0:i0 + _BLOCK_ROWS] @ block
+            block = rel[i0 : i0 + _BLOCK_ROWS].astype(np.float64)
+            sums += omega[i0 : i0 + _BLOCK_ROWS] @ block
             counts += block.sum(axis=0)
-    counts = np.rint(counts).astype(np.int64)
+    n_relevant: IntArray = np.rint(counts).astype(np.int64)
     hardness = np.full(n_sent, np.nan)
-    hit = counts > 0
-    hardness[hit] = sums[hit] / counts[hit]
-    return hardness, counts
+    hit = n_relevant > 0
+    hardness[hit] = sums[hit] / n_relevant[hit]
+    return hardness, n_relevant
 
 
-def sentence_hardness(relevance, performance):
+def sentence_hardness(relevance: ArrayLike, performance: ArrayLike) -> tuple[FloatArray, IntArray]:
     """ω^n: mean performance over the images each sentence is relevant to.
 
     Parameters
@@ -69,7 +75,7 @@ def sentence_hardness(relevance, performance):
     return _hardness(rel, omega)
 
 
-def _failure(rel, omega, o):
+def _failure(rel: BoolArray, omega: FloatArray, o: float) -> IntArray:
     hardness, counts = _hardness(rel, omega)
     beta = o * omega.std()
     with np.errstate(invalid="ignore"):
@@ -77,7 +83,7 @@ def _failure(rel, omega, o):
     return np.flatnonzero(failing)
 
 
-def failure_sentences(relevance, performance, o=DEFAULT_O):
+def failure_sentences(relevance: ArrayLike, performance: ArrayLike, o: float = DEFAULT_O) -> IntArray:
     """S*_β: sentences whose images perform worse than average by β = o·std(ω).
 
     Parameters
@@ -99,7 +105,9 @@ def failure_sentences(relevance, performance, o=DEFAULT_O):
     return _failure(rel, omega, o)
 
 
-def evaluate(explanation, relevance, performance, o=DEFAULT_O):
+def evaluate(
+    explanation: Explanation, relevance: ArrayLike, performance: ArrayLike, o: float = DEFAULT_O
+) -> dict[str, float]:
     """Score an explanation against relevance Γ and performance ω (SPEC §4).
 
     Parameters
@@ -133,10 +141,12 @@ def evaluate(explanation, relevance, performance, o=DEFAULT_O):
     if expected is None and explanation.sentence_texts is not None:
         expected = len(explanation.sentence_texts)
     if expected is not None and int(expected) != n_sent:
-        raise ValueError(f"`relevance` has {n_sent} sentence columns but the explanation was computed over "
-                         f"{int(expected)} sentences; expected Γ of shape (n_images, {int(expected)}), one column "
-                         "per sentence of the same set, in the same order.")
-    from .explanation import check_partition
+        raise ValueError(
+            f"`relevance` has {n_sent} sentence columns but the explanation was computed over "
+            f"{int(expected)} sentences; expected Γ of shape (n_images, {int(expected)}), one column "
+            "per sentence of the same set, in the same order."
+        )
+    from .explanation_checks import check_partition
 
     check_partition(explanation.hard_clusters, explanation.easy_clusters, "`explanation`")
     for c in explanation.hard_clusters:
@@ -154,7 +164,7 @@ def evaluate(explanation, relevance, performance, o=DEFAULT_O):
     return score_explanation(explanation, rel, set(_failure(rel, omega, o).tolist()))
 
 
-def score_explanation(explanation, relevance, star):
+def score_explanation(explanation: Explanation, relevance: BoolArray, star: set[int]) -> dict[str, float]:
     """AHR / ACR / TPR / JI of a checked explanation against a known S* (a set of int).
 
     :func:`evaluate` without its checks, for loops that score several methods
@@ -169,7 +179,8 @@ def score_explanation(explanation, relevance, star):
             cr.append(0.0)
             continue
         hr.append(len(set(r) & star) / len(r))
-        cr.append(float(rel[np.ix_(c.indices, r)].mean(axis=0).mean()) if c.indices.size else 0.0)
+        cols = np.asarray(r, dtype=np.int64)
+        cr.append(float(rel[np.ix_(c.indices, cols)].mean(axis=0).mean()) if c.indices.size else 0.0)
     selected = set(explanation.selected)
     inter = len(selected & star)
     union = len(selected | star)

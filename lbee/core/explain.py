@@ -7,24 +7,30 @@ once and describes with several methods.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from .._validation import check_choice
+from ..typing import ArrayLike
 from .clustering import DEFAULT_WARD
 from .partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, Partition, as_sentence_index
 from .selection import CLIP_TAU, METHODS
 
+if TYPE_CHECKING:
+    from .explanation import Explanation
+    from .sentence_index import SentenceIndex
 
-def _check_methods(methods):
-    if isinstance(methods, str):
-        methods = [methods]
-    methods = list(methods)
-    if not methods:
+
+def _check_methods(methods: str | Sequence[str]) -> list[str]:
+    names = [methods] if isinstance(methods, str) else list(methods)
+    if not names:
         raise ValueError(f"`methods` is empty; expected one or more of {list(METHODS)}.")
-    for m in methods:
+    for m in names:
         check_choice(m, "methods", set(METHODS))
-    return methods
+    return names
 
 
-def _column(data, value, name):
+def _column(data: Any, value: Any, name: str) -> Any:
     """``data[value]`` when ``value`` names a column of the DataFrame ``data``; else ``value`` itself."""
     if data is None or not isinstance(value, str):
         return value
@@ -33,14 +39,18 @@ def _column(data, value, name):
     return data[value].to_numpy()
 
 
-def _from_frame(data, image_embeddings, embeddings, confidence, hard, easy):
+def _from_frame(
+    data: Any, image_embeddings: Any, embeddings: str | None, confidence: Any, hard: Any, easy: Any
+) -> tuple[Any, Any, Any, Any, list[Any] | None]:
     """Resolve Domino-style column names (``data=df, embeddings="emb", confidence="phi"``) to arrays."""
     import numpy as np
 
     if data is None:
         if embeddings is not None:
-            raise ValueError("`embeddings` names a column of `data`; pass data=DataFrame too (or give the array as "
-                             "`image_embeddings`).")
+            raise ValueError(
+                "`embeddings` names a column of `data`; pass data=DataFrame too (or give the array as "
+                "`image_embeddings`)."
+            )
         return image_embeddings, confidence, hard, easy, None
     if not hasattr(data, "columns") or not hasattr(data, "index"):
         raise TypeError(f"`data` must be a pandas DataFrame; received {type(data).__name__}.")
@@ -50,20 +60,45 @@ def _from_frame(data, image_embeddings, embeddings, confidence, hard, easy):
     if isinstance(col, str):
         cells = _column(data, col, "embeddings")
         try:
-            emb = np.stack([np.asarray(c, dtype=np.float64).reshape(-1) for c in cells]) if len(cells) else \
-                np.zeros((0, 0))
+            emb = (
+                np.stack([np.asarray(c, dtype=np.float64).reshape(-1) for c in cells])
+                if len(cells)
+                else np.zeros((0, 0))
+            )
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"`embeddings`={col!r}: every cell must be a vector of the same length d ({exc}).") \
-                from None
+            raise ValueError(
+                f"`embeddings`={col!r}: every cell must be a vector of the same length d ({exc})."
+            ) from None
     else:
         emb = col
-    return (emb, _column(data, confidence, "confidence"), _column(data, hard, "hard"), _column(data, easy, "easy"),
-            list(data.index))
+    return (
+        emb,
+        _column(data, confidence, "confidence"),
+        _column(data, hard, "hard"),
+        _column(data, easy, "easy"),
+        list(data.index),
+    )
 
 
-def explain_methods(image_embeddings=None, sentence_embeddings=None, *, methods=METHODS, confidence=None, hard=None,
-                    easy=None, a=DEFAULT_A, n_clusters=DEFAULT_N_CLUSTERS, n_easy_clusters=None, k=DEFAULT_K,
-                    tau=None, slicer="ward", sentences=None, ward=DEFAULT_WARD, data=None, embeddings=None):
+def explain_methods(
+    image_embeddings: ArrayLike | str | None = None,
+    sentence_embeddings: ArrayLike | SentenceIndex | None = None,
+    *,
+    methods: str | Sequence[str] = METHODS,
+    confidence: ArrayLike | str | None = None,
+    hard: ArrayLike | str | None = None,
+    easy: ArrayLike | str | None = None,
+    a: float = DEFAULT_A,
+    n_clusters: int = DEFAULT_N_CLUSTERS,
+    n_easy_clusters: int | None = None,
+    k: int = DEFAULT_K,
+    tau: float | None = None,
+    slicer: Any = "ward",
+    sentences: Sequence[str] | None = None,
+    ward: str = DEFAULT_WARD,
+    data: Any = None,
+    embeddings: str | None = None,
+) -> dict[str, Explanation]:
     """Run several describers over one split and clustering.
 
     Same parameters as :func:`explain`, with ``methods`` (a list of method names)
@@ -75,13 +110,14 @@ def explain_methods(image_embeddings=None, sentence_embeddings=None, *, methods=
     """
     import numpy as np
 
-    image_embeddings, confidence, hard, easy, ids = _from_frame(data, image_embeddings, embeddings, confidence,
-                                                                hard, easy)
+    image_embeddings, confidence, hard, easy, ids = _from_frame(
+        data, image_embeddings, embeddings, confidence, hard, easy
+    )
     if sentence_embeddings is None:
         raise ValueError("`sentence_embeddings` is required: an (N, d) array (or a SentenceIndex).")
     if image_embeddings is None:
         raise ValueError("`image_embeddings` is required: an (n, d) array (or data=DataFrame, embeddings=column).")
-    methods = _check_methods(methods)
+    names = _check_methods(methods)
     if tau is None:  # arrays carry no encoder: say which τ is assumed (lbee.io.provenance)
         from ..io.provenance import warn_assumed_tau
 
@@ -94,16 +130,32 @@ def explain_methods(image_embeddings=None, sentence_embeddings=None, *, methods=
 
     check_describe_args(index, image_embeddings, k, tau, sentences)
     part.fit(image_embeddings, confidence=confidence, hard=hard, easy=easy)
-    out = {m: part.describe(index, m, k=k, tau=tau, sentences=sentences) for m in methods}
+    out = {m: part.describe(index, m, k=k, tau=tau, sentences=sentences) for m in names}
     phi = None if confidence is None else np.asarray(confidence, dtype=np.float64).reshape(-1)
     for e in out.values():  # kept in memory for Explanation.assignments()
         e.confidence, e.image_ids = phi, ids
     return out
 
 
-def explain(image_embeddings=None, sentence_embeddings=None, *, confidence=None, hard=None, easy=None, a=DEFAULT_A,
-            method="fpdiff", n_clusters=DEFAULT_N_CLUSTERS, n_easy_clusters=None, k=DEFAULT_K, tau=None,
-            slicer="ward", sentences=None, ward=DEFAULT_WARD, data=None, embeddings=None):
+def explain(
+    image_embeddings: ArrayLike | str | None = None,
+    sentence_embeddings: ArrayLike | SentenceIndex | None = None,
+    *,
+    confidence: ArrayLike | str | None = None,
+    hard: ArrayLike | str | None = None,
+    easy: ArrayLike | str | None = None,
+    a: float = DEFAULT_A,
+    method: str = "fpdiff",
+    n_clusters: int = DEFAULT_N_CLUSTERS,
+    n_easy_clusters: int | None = None,
+    k: int = DEFAULT_K,
+    tau: float | None = None,
+    slicer: Any = "ward",
+    sentences: Sequence[str] | None = None,
+    ward: str = DEFAULT_WARD,
+    data: Any = None,
+    embeddings: str | None = None,
+) -> Explanation:
     """Find hard clusters of images and the sentences that describe them.
 
     Parameters
@@ -162,7 +214,21 @@ def explain(image_embeddings=None, sentence_embeddings=None, *, confidence=None,
     lbee.partition : cluster once and describe many times.
     """
     check_choice(method, "method", set(METHODS))
-    return explain_methods(image_embeddings, sentence_embeddings, methods=[method], confidence=confidence,
-                           hard=hard, easy=easy, a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, k=k,
-                           tau=tau, slicer=slicer, sentences=sentences, ward=ward, data=data,
-                           embeddings=embeddings)[method]
+    return explain_methods(
+        image_embeddings,
+        sentence_embeddings,
+        methods=[method],
+        confidence=confidence,
+        hard=hard,
+        easy=easy,
+        a=a,
+        n_clusters=n_clusters,
+        n_easy_clusters=n_easy_clusters,
+        k=k,
+        tau=tau,
+        slicer=slicer,
+        sentences=sentences,
+        ward=ward,
+        data=data,
+        embeddings=embeddings,
+    )[method]

@@ -6,15 +6,26 @@ length n is accepted too). Hypotheses are ordered, most important first.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 
 from .._validation import check_positive_int, check_real
+from ..typing import ArrayLike, FloatArray
 
-__all__ = ["blindspot_precision", "blindspot_recall", "discovery_rate", "false_discovery_rate", "precision_at_k",
-           "failure_analysis", "prototype_precision_at_k"]
+__all__ = [
+    "blindspot_precision",
+    "blindspot_recall",
+    "discovery_rate",
+    "false_discovery_rate",
+    "precision_at_k",
+    "failure_analysis",
+    "prototype_precision_at_k",
+]
 
 
-def _as_index_set(group, name):
+def _as_index_set(group: ArrayLike, name: str) -> set[int]:
     arr = np.asarray(group)
     if arr.ndim != 1:
         raise ValueError(f"`{name}` must be a 1-D index array or boolean mask; received shape {arr.shape}.")
@@ -28,37 +39,37 @@ def _as_index_set(group, name):
     return set(int(i) for i in arr)
 
 
-def _as_groups(groups, name):
+def _as_groups(groups: Iterable[ArrayLike], name: str) -> list[set[int]]:
     if isinstance(groups, np.ndarray) and groups.ndim == 1 and groups.dtype != object:
         raise TypeError(f"`{name}` must be a list of index arrays; received a single 1-D array.")
     return [_as_index_set(g, f"{name}[{i}]") for i, g in enumerate(groups)]
 
 
-def _lambda(value, name):
-    value = check_real(value, name, minimum=0.0)
-    if value > 1:
-        raise ValueError(f"`{name}` must be in [0, 1]; received {value}.")
-    return value
+def _lambda(value: float, name: str) -> float:
+    out = check_real(value, name, minimum=0.0)
+    if out > 1:
+        raise ValueError(f"`{name}` must be in [0, 1]; received {out}.")
+    return out
 
 
-def _precision(h, b):
+def _precision(h: set[int], b: set[int]) -> float:
     return len(h & b) / len(h) if h else 0.0
 
 
-def _recall(hyps, b, lambda_p):
+def _recall(hyps: list[set[int]], b: set[int], lambda_p: float) -> float:
     if not b:
         raise ValueError("A true blindspot is empty; every blindspot needs at least one image.")
-    covered = set().union(*[h for h in hyps if _precision(h, b) >= lambda_p]) if hyps else set()
+    covered: set[int] = set().union(*[h for h in hyps if _precision(h, b) >= lambda_p]) if hyps else set()
     return len(covered & b) / len(b)
 
 
-def _dr(hyps, blinds, lambda_p, lambda_r):
+def _dr(hyps: list[set[int]], blinds: list[set[int]], lambda_p: float, lambda_r: float) -> float:
     if not blinds:
         raise ValueError("`blindspots` is empty; expected at least one true blindspot.")
     return sum(_recall(hyps, b, lambda_p) >= lambda_r for b in blinds) / len(blinds)
 
 
-def blindspot_precision(hypothesis, blindspot):
+def blindspot_precision(hypothesis: ArrayLike, blindspot: ArrayLike) -> float:
     """BP(ĥ, b) = |ĥ ∩ b| / |ĥ| (0 for an empty hypothesis).
 
     Parameters
@@ -73,7 +84,7 @@ def blindspot_precision(hypothesis, blindspot):
     return _precision(_as_index_set(hypothesis, "hypothesis"), _as_index_set(blindspot, "blindspot"))
 
 
-def blindspot_recall(hypotheses, blindspot, lambda_p=0.8):
+def blindspot_recall(hypotheses: Iterable[ArrayLike], blindspot: ArrayLike, lambda_p: float = 0.8) -> float:
     """BR(Ψ̂, b) = |(∪ {ĥ : BP(ĥ, b) ≥ λ_p}) ∩ b| / |b|.
 
     Parameters
@@ -88,11 +99,14 @@ def blindspot_recall(hypotheses, blindspot, lambda_p=0.8):
     -------
     float
     """
-    return _recall(_as_groups(hypotheses, "hypotheses"), _as_index_set(blindspot, "blindspot"),
-                   _lambda(lambda_p, "lambda_p"))
+    return _recall(
+        _as_groups(hypotheses, "hypotheses"), _as_index_set(blindspot, "blindspot"), _lambda(lambda_p, "lambda_p")
+    )
 
 
-def discovery_rate(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
+def discovery_rate(
+    hypotheses: Iterable[ArrayLike], blindspots: Iterable[ArrayLike], lambda_p: float = 0.8, lambda_r: float = 0.8
+) -> float:
     """DR: the fraction of true blindspots b with BR(Ψ̂, b) ≥ λ_r.
 
     Parameters
@@ -107,11 +121,17 @@ def discovery_rate(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
     -------
     float
     """
-    return _dr(_as_groups(hypotheses, "hypotheses"), _as_groups(blindspots, "blindspots"),
-               _lambda(lambda_p, "lambda_p"), _lambda(lambda_r, "lambda_r"))
+    return _dr(
+        _as_groups(hypotheses, "hypotheses"),
+        _as_groups(blindspots, "blindspots"),
+        _lambda(lambda_p, "lambda_p"),
+        _lambda(lambda_r, "lambda_r"),
+    )
 
 
-def false_discovery_rate(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
+def false_discovery_rate(
+    hypotheses: Iterable[ArrayLike], blindspots: Iterable[ArrayLike], lambda_p: float = 0.8, lambda_r: float = 0.8
+) -> float:
     """FDR over the shortest prefix of Ψ̂ that reaches the full DR.
 
     With u the smallest prefix length such that DR(Ψ̂[:u]) = DR(Ψ̂), FDR is the
@@ -136,7 +156,7 @@ def false_discovery_rate(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
     return false / u
 
 
-def precision_at_k(slice_scores, true_slices, k=10):
+def precision_at_k(slice_scores: ArrayLike, true_slices: ArrayLike, k: int = 10) -> FloatArray:
     """Domino's precision@k of predicted slices against true slices.
 
     Parameters
@@ -178,10 +198,13 @@ def precision_at_k(slice_scores, true_slices, k=10):
     top = np.argsort(-scores, axis=0, kind="stable")[:k]  # (k', m̂)
     # hits[j, t] = fraction of predicted slice j's top-k in true slice t
     hits = np.stack([truth[top[:, j]].mean(axis=0) for j in range(scores.shape[1])])
-    return hits.max(axis=0)
+    best: FloatArray = hits.max(axis=0)
+    return best
 
 
-def failure_analysis(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
+def failure_analysis(
+    hypotheses: Iterable[ArrayLike], blindspots: Iterable[ArrayLike], lambda_p: float = 0.8, lambda_r: float = 0.8
+) -> list[dict[str, Any]]:
     """Why uncovered blindspots were missed (SpotCheck app. F).
 
     For each true blindspot with BR < λ_r, the fractions of its images that are
@@ -198,7 +221,7 @@ def failure_analysis(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
     hyps = _as_groups(hypotheses, "hypotheses")
     blinds = _as_groups(blindspots, "blindspots")
     lambda_p, lambda_r = _lambda(lambda_p, "lambda_p"), _lambda(lambda_r, "lambda_r")
-    union = set().union(*blinds)
+    union: set[int] = set().union(*blinds)
     out = []
     for m, b in enumerate(blinds):
         if _recall(hyps, b, lambda_p) >= lambda_r:
@@ -218,7 +241,7 @@ def failure_analysis(hypotheses, blindspots, lambda_p=0.8, lambda_r=0.8):
     return out
 
 
-def prototype_precision_at_k(prototypes, embeddings, true_partitions, k=10):
+def prototype_precision_at_k(prototypes: Any, embeddings: ArrayLike, true_partitions: Any, k: int = 10) -> float:
     """The LBEE paper's comparison protocol (its app. B, after FACTS / Domino).
 
     Prototypes fitted on one set (the union of easy and hard prototypes) are

@@ -14,10 +14,14 @@ for (``n_clusters``) is a parameter; what was found (``n_hard_clusters_``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from .._validation import as_unit_rows, check_choice, check_positive_int, check_real
-from .clustering import DEFAULT_WARD, WARD_METHODS, match_easy, prototypes, ward_labels
+from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
+from .clustering import DEFAULT_WARD, WARD_METHODS, match_easy, prototypes, ward_hard_groups, ward_labels
 from .explanation import EasyCluster, Explanation, HardCluster
 from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS, select_all
 from .sentence_index import SentenceIndex
@@ -29,7 +33,7 @@ DEFAULT_N_CLUSTERS_PER_CLASS = 5  # C per class (LBEE app. D)
 DEFAULT_K = 3  # sentences per hard cluster (LBEE §5)
 
 
-def as_sentence_index(sentence_embeddings):
+def as_sentence_index(sentence_embeddings: ArrayLike | SentenceIndex) -> SentenceIndex:
     """A :class:`SentenceIndex` over ``sentence_embeddings`` (a prebuilt index is returned as is)."""
     if isinstance(sentence_embeddings, SentenceIndex):
         return sentence_embeddings
@@ -82,8 +86,30 @@ class Partition:
         Clusters actually formed.
     """
 
-    def __init__(self, *, a=DEFAULT_A, n_clusters=DEFAULT_N_CLUSTERS, n_easy_clusters=None, slicer="ward",
-                 ward=DEFAULT_WARD, memory=None):
+    # learned by fit (and merge)
+    embeddings_: FloatArray
+    hard_mask_: BoolArray
+    easy_mask_: BoolArray
+    hard_groups_: list[IntArray]
+    easy_groups_: list[IntArray]
+    slicer_groups_: list[IntArray]
+    hard_prototypes_: FloatArray
+    hard_means_: FloatArray
+    easy_prototypes_: FloatArray
+    matches_: IntArray
+    reference_mean_: FloatArray
+    hypotheses_: list[Any] | None
+
+    def __init__(
+        self,
+        *,
+        a: float = DEFAULT_A,
+        n_clusters: int = DEFAULT_N_CLUSTERS,
+        n_easy_clusters: int | None = None,
+        slicer: Any = "ward",
+        ward: str = DEFAULT_WARD,
+        memory: Any = None,
+    ) -> None:
         self.a = a
         self.n_clusters = n_clusters
         self.n_easy_clusters = n_easy_clusters
@@ -91,20 +117,29 @@ class Partition:
         self.ward = ward
         self.memory = memory
 
-    def _slicer(self):
-        from ..slicers import WardSlicer
-
+    def _hard_groups(self, images: FloatArray, confidence: ArrayLike | None, hard: BoolArray) -> list[IntArray]:
+        """The slicer's hard groups: LBEE's Ward clusters of the hard split for 'ward', else the object's."""
         if isinstance(self.slicer, str):
             check_choice(self.slicer, "slicer", {"ward"})
-            return WardSlicer(n_clusters=self.n_clusters, ward=self.ward, memory=self.memory)
+            return ward_hard_groups(
+                images, self.n_clusters, self.memory, method=self.ward, confidence=confidence, hard=hard
+            )[1]
         if not callable(getattr(self.slicer, "hard_groups", None)):
             raise TypeError(
                 f"`slicer` must be 'ward' or a slicer object (lbee.slicers) with a `hard_groups` method; "
                 f"received {type(self.slicer).__name__}."
             )
-        return self.slicer
+        groups: list[IntArray] = self.slicer.hard_groups(images, confidence=confidence, hard=hard)
+        return groups
 
-    def fit(self, image_embeddings, *, confidence=None, hard=None, easy=None):
+    def fit(
+        self,
+        image_embeddings: ArrayLike,
+        *,
+        confidence: ArrayLike | None = None,
+        hard: ArrayLike | None = None,
+        easy: ArrayLike | None = None,
+    ) -> Partition:
         """Split the images, form the hard and easy groups and match them.
 
         Parameters
@@ -122,12 +157,13 @@ class Partition:
         """
         images = as_unit_rows(image_embeddings, "image_embeddings")
         n_clusters = check_positive_int(self.n_clusters, "n_clusters")
-        n_easy = n_clusters if self.n_easy_clusters is None else \
-            check_positive_int(self.n_easy_clusters, "n_easy_clusters")
+        n_easy = (
+            n_clusters if self.n_easy_clusters is None else check_positive_int(self.n_easy_clusters, "n_easy_clusters")
+        )
         a = check_real(self.a, "a", minimum=0.0)
         check_choice(self.ward, "ward", set(WARD_METHODS))
         hard_mask, easy_mask = resolve_split(images.shape[0], confidence=confidence, hard=hard, easy=easy, a=a)
-        groups = self._slicer().hard_groups(images, confidence=confidence, hard=hard_mask)
+        groups = self._hard_groups(images, confidence, hard_mask)
         groups = [g for g in (np.asarray(g, dtype=np.int64) for g in groups) if g.size]
         if not groups:
             raise ValueError("`slicer` returned no non-empty hard group.")
@@ -147,21 +183,23 @@ class Partition:
         self._set_hard_groups(groups)
         return self
 
-    def _set_hard_groups(self, groups):
+    def _set_hard_groups(self, groups: Sequence[ArrayLike]) -> None:
         self.hard_groups_ = [np.asarray(g, dtype=np.int64) for g in groups]
         self.hard_prototypes_, self.hard_means_ = _group_prototypes(self.embeddings_, self.hard_groups_)
         self.matches_ = match_easy(self.hard_prototypes_, self.easy_prototypes_)
         self.n_hard_clusters_ = len(self.hard_groups_)
-        self._searches = {}
+        self._searches: dict[tuple[int, float], Any] = {}
 
-    def _search(self, index, tau):
+    def _search(self, index: SentenceIndex, tau: float) -> Any:
         """The 'compose' search over ``index`` (a grammar's sentence set), built once per index and τ."""
         from .atoms import literal_probabilities
         from .compose import ComposeSearch
 
         if index.conditions is None or index.grammar is None:
-            raise ValueError("method 'compose' needs a grammar's sentence set: sentences with their conditions "
-                             "(lbee sentences generate GRAMMAR, or a SentenceIndex with conditions= and grammar=).")
+            raise ValueError(
+                "method 'compose' needs a grammar's sentence set: sentences with their conditions "
+                "(lbee sentences generate GRAMMAR, or a SentenceIndex with conditions= and grammar=)."
+            )
         key = (id(index), float(tau))
         if key not in self._searches:
             lits = literal_probabilities(self.embeddings_, index.embeddings, index.conditions, tau, index.grammar)
@@ -169,7 +207,13 @@ class Partition:
                                                  np.flatnonzero(self.hard_mask_))}
         return self._searches[key]
 
-    def composed_relevance(self, sentence_embeddings, conditions, *, tau=CLIP_TAU):
+    def composed_relevance(
+        self,
+        sentence_embeddings: ArrayLike | SentenceIndex,
+        conditions: list[dict[Any, Any]],
+        *,
+        tau: float | None = CLIP_TAU,
+    ) -> tuple[FloatArray, BoolArray]:
         """Composed relevance of conjunctions on the partition's images (:func:`lbee.core.atoms.composed_relevance`).
 
         Returns
@@ -182,9 +226,12 @@ class Partition:
         self._check_fitted()
         index = as_sentence_index(sentence_embeddings)
         search = self._search(index, CLIP_TAU if tau is None else tau)
-        return composed_relevance(search.literals, conditions, index.grammar)
+        out: tuple[FloatArray, BoolArray] = composed_relevance(search.literals, conditions, index.grammar)
+        return out
 
-    def merge(self, sentence_embeddings, *, tau=CLIP_TAU, k=DEFAULT_K):
+    def merge(
+        self, sentence_embeddings: ArrayLike | SentenceIndex, *, tau: float | None = CLIP_TAU, k: int = DEFAULT_K
+    ) -> Partition:
         """One hypothesis per failure: merge the hard groups that are pieces of one, rank by error concentration.
 
         See :mod:`lbee.core.hypotheses`. The slicer's groups stay in
@@ -216,23 +263,36 @@ class Partition:
         self.hypotheses_ = hyps
         return self
 
-    def _check_fitted(self):
+    def _check_fitted(self) -> None:
         if not hasattr(self, "embeddings_"):
             from sklearn.exceptions import NotFittedError
 
             raise NotFittedError("This Partition is not fitted yet; call `fit` (or use lbee.partition(...)).")
 
     @property
-    def params(self):
+    def params(self) -> dict[str, Any]:
         """The parameters and split sizes recorded in every :class:`Explanation` of this partition."""
         self._check_fitted()
-        return {"a": float(self.a), "n_clusters": int(self.n_clusters),
-                "n_easy_clusters": int(self.n_easy_clusters_asked_),
-                "slicer": self.slicer if isinstance(self.slicer, str) else type(self.slicer).__name__,
-                "ward": self.ward, "n_images": int(self.embeddings_.shape[0]),
-                "n_hard": self.n_hard_, "n_easy": self.n_easy_}
+        return {
+            "a": float(self.a),
+            "n_clusters": int(self.n_clusters),
+            "n_easy_clusters": int(self.n_easy_clusters_asked_),
+            "slicer": self.slicer if isinstance(self.slicer, str) else type(self.slicer).__name__,
+            "ward": self.ward,
+            "n_images": int(self.embeddings_.shape[0]),
+            "n_hard": self.n_hard_,
+            "n_easy": self.n_easy_,
+        }
 
-    def describe(self, sentence_embeddings, method="fpdiff", *, k=DEFAULT_K, tau=CLIP_TAU, sentences=None):
+    def describe(
+        self,
+        sentence_embeddings: ArrayLike | SentenceIndex,
+        method: str = "fpdiff",
+        *,
+        k: int = DEFAULT_K,
+        tau: float | None = CLIP_TAU,
+        sentences: Sequence[str] | None = None,
+    ) -> Explanation:
         """Choose K sentences for every hard group against its easy twin (Step 4, SPEC §3.3).
 
         Parameters
@@ -255,42 +315,69 @@ class Partition:
         self._check_fitted()
         check_choice(method, "method", set(DESCRIBERS))
         index = as_sentence_index(sentence_embeddings)
-        k, tau, sentences = check_describe_args(index, self.embeddings_, k, tau, sentences)
+        k, tau_, texts = check_describe_args(index, self.embeddings_, k, tau, sentences)
         if method == COMPOSE:
-            return self._compose(index, k, tau, sentences)
-        chosen = select_all(method, index, self.hard_prototypes_, self.easy_prototypes_[self.matches_], k, tau,
-                            cluster_means=self.hard_means_, reference_mean=self.reference_mean_)
+            return self._compose(index, k, tau_, texts)
+        chosen = select_all(
+            method,
+            index,
+            self.hard_prototypes_,
+            self.easy_prototypes_[self.matches_],
+            k,
+            tau_,
+            cluster_means=self.hard_means_,
+            reference_mean=self.reference_mean_,
+        )
         easy = [EasyCluster(g, p) for g, p in zip(self.easy_groups_, self.easy_prototypes_)]
-        hard = [HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids.tolist(), scores.tolist())
-                for i, (g, (ids, scores)) in enumerate(zip(self.hard_groups_, chosen))]
-        params = dict(self.params, k=k, tau=tau, n_sentences=int(index.n_sentences), method=method)
-        return Explanation(hard, easy, method, params, sentences)
+        hard = [
+            HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids.tolist(), scores.tolist())
+            for i, (g, (ids, scores)) in enumerate(zip(self.hard_groups_, chosen))
+        ]
+        params = dict(self.params, k=k, tau=tau_, n_sentences=int(index.n_sentences), method=method)
+        return Explanation(hard, easy, method, params, texts)
 
-    def _compose(self, index, k, tau, sentences):
+    def _compose(self, index: SentenceIndex, k: int, tau: float, sentences: list[str] | None) -> Explanation:
         """The 'compose' describer (:mod:`lbee.core.compose`): sentences the grammar renders, appended when new."""
         search = self._search(index, tau)
         texts = list(sentences) if sentences is not None else [f"sentence {i}" for i in range(index.n_sentences)]
         where = {t: i for i, t in enumerate(texts)}
-        hard = []
+        hard: list[HardCluster] = []
         for i, g in enumerate(self.hard_groups_):
             found = search.search(g, twin=self.easy_groups_[int(self.matches_[i])], k=k)
-            ids, details = [], []
+            ids: list[int] = []
+            details: list[dict[str, Any]] = []
             for c in found:
                 text = index.grammar.render(c.conditions)
                 if text not in where:
                     where[text] = len(texts)
                     texts.append(text)
                 ids.append(where[text])
-                details.append({"conditions": c.conditions, "hard_share": c.hard_share, "easy_share": c.easy_share,
-                                "twin_share": c.twin_share})
-            hard.append(HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids,
-                                    [c.lift for c in found], details))
+                details.append(
+                    {
+                        "conditions": c.conditions,
+                        "hard_share": c.hard_share,
+                        "easy_share": c.easy_share,
+                        "twin_share": c.twin_share,
+                    }
+                )
+            hard.append(
+                HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids, [c.lift for c in found], details)
+            )
         easy = [EasyCluster(g, p) for g, p in zip(self.easy_groups_, self.easy_prototypes_)]
-        params = dict(self.params, k=k, tau=tau, n_sentences=len(texts), method=COMPOSE,
-                      n_base_sentences=int(index.n_sentences), grammar=index.grammar.name)
+        params = dict(
+            self.params,
+            k=k,
+            tau=tau,
+            n_sentences=len(texts),
+            method=COMPOSE,
+            n_base_sentences=int(index.n_sentences),
+            grammar=index.grammar.name,
+        )
         return Explanation(hard, easy, COMPOSE, params, texts)
 
-    def describe_methods(self, sentence_embeddings, methods=METHODS, **kwargs):
+    def describe_methods(
+        self, sentence_embeddings: ArrayLike | SentenceIndex, methods: str | Sequence[str] = METHODS, **kwargs: Any
+    ) -> dict[str, Explanation]:
         """:meth:`describe` for several methods over one sentence index; dict of method -> Explanation."""
         if isinstance(methods, str):
             methods = [methods]
@@ -302,33 +389,47 @@ class Partition:
         return {m: self.describe(index, m, **kwargs) for m in methods}
 
 
-def _group_prototypes(images, groups):
+def _group_prototypes(images: FloatArray, groups: Sequence[IntArray]) -> tuple[FloatArray, FloatArray]:
     labels = np.concatenate([np.full(len(g), i) for i, g in enumerate(groups)])
     members = images[np.concatenate(groups)]
     return prototypes(members, labels, len(groups))
 
 
-def check_describe_args(index, image_embeddings, k, tau, sentences):
+def check_describe_args(
+    index: SentenceIndex, image_embeddings: Any, k: int, tau: float | None, sentences: Sequence[Any] | None
+) -> tuple[int, float, list[str] | None]:
     """Validated (k, τ, sentence texts) for describing ``image_embeddings`` with ``index``."""
     k = check_positive_int(k, "k")
-    tau = CLIP_TAU if tau is None else check_real(tau, "tau")
+    threshold = CLIP_TAU if tau is None else check_real(tau, "tau")
     d = np.shape(image_embeddings)[1] if np.ndim(image_embeddings) == 2 else None
     if d is not None and index.embeddings.shape[1] != d:
         raise ValueError(
             f"`sentence_embeddings` has dimension d={index.embeddings.shape[1]} but `image_embeddings` has d={d}; "
             "both must come from the same joint encoder."
         )
+    texts = None
     if sentences is not None:
-        sentences = [str(s) for s in sentences]
-        if len(sentences) != index.n_sentences:
+        texts = [str(s) for s in sentences]
+        if len(texts) != index.n_sentences:
             raise ValueError(
-                f"`sentences` has {len(sentences)} entries but `sentence_embeddings` has {index.n_sentences} rows."
+                f"`sentences` has {len(texts)} entries but `sentence_embeddings` has {index.n_sentences} rows."
             )
-    return k, tau, sentences
+    return k, threshold, texts
 
 
-def partition(image_embeddings, *, confidence=None, hard=None, easy=None, a=DEFAULT_A, n_clusters=DEFAULT_N_CLUSTERS,
-              n_easy_clusters=None, slicer="ward", ward=DEFAULT_WARD, memory=None):
+def partition(
+    image_embeddings: ArrayLike,
+    *,
+    confidence: ArrayLike | None = None,
+    hard: ArrayLike | None = None,
+    easy: ArrayLike | None = None,
+    a: float = DEFAULT_A,
+    n_clusters: int = DEFAULT_N_CLUSTERS,
+    n_easy_clusters: int | None = None,
+    slicer: Any = "ward",
+    ward: str = DEFAULT_WARD,
+    memory: Any = None,
+) -> Partition:
     """Split and cluster once; describe many times with :meth:`Partition.describe`.
 
     Parameters are those of :class:`Partition` and :meth:`Partition.fit`.
@@ -343,5 +444,6 @@ def partition(image_embeddings, *, confidence=None, hard=None, easy=None, a=DEFA
     >>> part = lbee.partition(X, confidence=phi, n_clusters=10)         # doctest: +SKIP
     >>> exps = {m: part.describe(S, m, k=3) for m in ("tops", "fpdiff")}  # doctest: +SKIP
     """
-    return Partition(a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, slicer=slicer, ward=ward,
-                     memory=memory).fit(image_embeddings, confidence=confidence, hard=hard, easy=easy)
+    return Partition(
+        a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, slicer=slicer, ward=ward, memory=memory
+    ).fit(image_embeddings, confidence=confidence, hard=hard, easy=easy)

@@ -6,7 +6,17 @@ lower sentence index.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+from ..typing import ArrayLike, FloatArray, IntArray
+
+if TYPE_CHECKING:
+    from .sentence_index import SentenceIndex
+
+#: One cluster's sentences (indices, best first) and their scores.
+Selection = tuple[IntArray, FloatArray]
 
 METHODS = ("tops", "setdiff", "pdiff", "fpdiff", "domino")
 #: Every describer: the prototype ones above and "compose", which needs a grammar's sentence set (lbee.core.compose).
@@ -15,7 +25,7 @@ COMPOSE = "compose"
 CLIP_TAU = 0.25  # τ calibrated for CLIP (LBEE footnote 2)
 
 
-def resolve_tau(tau=None, encoder_tau=None):
+def resolve_tau(tau: float | None = None, encoder_tau: float | None = None) -> float:
     """The τ a run uses: ``tau`` when given, else the encoder's declared τ, else the CLIP value (SPEC §3.3).
 
     Parameters
@@ -34,8 +44,17 @@ def resolve_tau(tau=None, encoder_tau=None):
     return CLIP_TAU if encoder_tau is None else float(encoder_tau)
 
 
-def select_sentences(method, index, hard_prototype, easy_prototype, k, tau,
-                     *, cluster_mean=None, reference_mean=None):
+def select_sentences(
+    method: str,
+    index: SentenceIndex,
+    hard_prototype: ArrayLike,
+    easy_prototype: ArrayLike | None,
+    k: int,
+    tau: float,
+    *,
+    cluster_mean: ArrayLike | None = None,
+    reference_mean: ArrayLike | None = None,
+) -> Selection:
     """Sentences describing one hard cluster against its easy twin.
 
     Parameters
@@ -71,7 +90,7 @@ def select_sentences(method, index, hard_prototype, easy_prototype, k, tau,
     return select_all(method, index, hard, easy, k, tau, cluster_means=means, reference_mean=reference_mean)[0]
 
 
-def _best(scores, k, candidates=None):
+def _best(scores: FloatArray, k: int, candidates: IntArray | None = None) -> Selection:
     """The ``k`` best of ``candidates`` (sorted ascending; default all) by ``scores``, ties by lower index, in O(N).
 
     A partial sort finds the k-th best value; only the candidates at or above
@@ -84,12 +103,12 @@ def _best(scores, k, candidates=None):
         sub = np.flatnonzero(neg <= kth)
         order = sub[np.argsort(neg[sub], kind="stable")[:k]]
     else:
-        order = np.argsort(neg, kind="stable")[:max(k, 0)]
+        order = np.argsort(neg, kind="stable")[: max(k, 0)]
     chosen = order if candidates is None else candidates[order]
     return chosen, scores[chosen]
 
 
-def _top_or_above(sims, k, tau):
+def _top_or_above(sims: FloatArray, k: int, tau: float) -> IntArray:
     """Sorted union of the ``k`` most similar sentences and those strictly above ``tau`` (one row of sims)."""
     top, _ = _best(sims, k)
     mask = sims > tau
@@ -97,7 +116,17 @@ def _top_or_above(sims, k, tau):
     return np.flatnonzero(mask)
 
 
-def select_all(method, index, hard_prototypes, easy_prototypes, k, tau, *, cluster_means=None, reference_mean=None):
+def select_all(
+    method: str,
+    index: SentenceIndex,
+    hard_prototypes: ArrayLike,
+    easy_prototypes: ArrayLike | None,
+    k: int,
+    tau: float,
+    *,
+    cluster_means: ArrayLike | None = None,
+    reference_mean: ArrayLike | None = None,
+) -> list[Selection]:
     """:func:`select_sentences` for every hard cluster of one explanation, in one product.
 
     All the queries a method needs (hard prototypes, their easy twins, or

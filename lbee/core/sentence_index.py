@@ -10,10 +10,12 @@ including the tie rule (equal scores: lower sentence index first).
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
 from .._blas import one_blas_thread
+from ..typing import ArrayLike, FloatArray, IntArray
 
 # FAISS float32 inner products of unit vectors are within ~1e-6 of the exact value.
 _FLOAT32_SLACK = 1e-4
@@ -23,7 +25,7 @@ SMALL_QUERY_ROWS = 64
 REUSE_SLOTS = 64  # products similarities(..., reuse=True) keeps (64 x 2 x 1,400 floats: 1.4 MB)
 
 
-def stable_top_k(scores, k):
+def stable_top_k(scores: FloatArray, k: int) -> IntArray:
     """Indices of the ``k`` largest ``scores``, ties broken by lower index.
 
     Parameters
@@ -35,11 +37,13 @@ def stable_top_k(scores, k):
     -------
     ndarray of int, shape (min(k, n),)
     """
-    order = np.argsort(-scores, kind="stable")
+    order: IntArray = np.argsort(-scores, kind="stable")
     return order[:k]
 
 
-def faiss_kmeans(data, k, *, seed, n_iter=20, max_points_per_centroid=256):
+def faiss_kmeans(
+    data: ArrayLike, k: int, *, seed: int, n_iter: int = 20, max_points_per_centroid: int = 256
+) -> IntArray:
     """FAISS k-means of float32 rows; returns the nearest centroid of each row.
 
     Centroids are trained on at most ``k * max_points_per_centroid`` rows
@@ -61,11 +65,19 @@ def faiss_kmeans(data, k, *, seed, n_iter=20, max_points_per_centroid=256):
     import faiss
 
     Y = np.ascontiguousarray(data, dtype=np.float32)
-    km = faiss.Kmeans(Y.shape[1], int(k), niter=int(n_iter), seed=int(seed), verbose=False,
-                      min_points_per_centroid=1, max_points_per_centroid=int(max_points_per_centroid))
+    km = faiss.Kmeans(
+        Y.shape[1],
+        int(k),
+        niter=int(n_iter),
+        seed=int(seed),
+        verbose=False,
+        min_points_per_centroid=1,
+        max_points_per_centroid=int(max_points_per_centroid),
+    )
     km.train(Y)
     _, assign = km.index.search(Y, 1)
-    return assign[:, 0].astype(np.int64)
+    out: IntArray = assign[:, 0].astype(np.int64)
+    return out
 
 
 class SentenceIndex:
@@ -84,17 +96,28 @@ class SentenceIndex:
         The grammar of ``conditions``: the 'compose' describer renders its conjunctions with it.
     """
 
-    def __init__(self, embeddings, *, use_faiss=True, conditions=None, grammar=None):
+    def __init__(
+        self,
+        embeddings: ArrayLike,
+        *,
+        use_faiss: bool = True,
+        conditions: list[dict[Any, Any]] | None = None,
+        grammar: Any = None,
+    ) -> None:
         emb = np.asarray(embeddings, dtype=np.float64)
-        self.embeddings = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+        self.embeddings: FloatArray = emb / np.linalg.norm(emb, axis=1, keepdims=True)
         self.n_sentences, self.dim = self.embeddings.shape
         if conditions is not None and len(conditions) != self.n_sentences:
-            raise ValueError(f"`conditions` has {len(conditions)} entries but the sentence embeddings have "
-                             f"{self.n_sentences} rows; give one conjunction per sentence.")
+            raise ValueError(
+                f"`conditions` has {len(conditions)} entries but the sentence embeddings have "
+                f"{self.n_sentences} rows; give one conjunction per sentence."
+            )
         #: each sentence's conjunction {(subject, attribute): value} and the grammar that renders them ('compose')
         self.conditions, self.grammar = (None if conditions is None else list(conditions)), grammar
-        self._recent = OrderedDict()  # query bytes -> similarities, for similarities(..., reuse=True)
-        self._faiss_index = None
+        self._recent: OrderedDict[tuple[Any, bytes], FloatArray] = (
+            OrderedDict()
+        )  # query bytes -> similarities, for similarities(..., reuse=True)
+        self._faiss_index: Any = None
         if use_faiss:
             import faiss
 
@@ -104,7 +127,7 @@ class SentenceIndex:
             index.add(data)
             self._faiss_index = index
 
-    def similarities(self, queries, *, reuse=False):
+    def similarities(self, queries: ArrayLike, *, reuse: bool = False) -> FloatArray:
         """Exact cosine similarities of unit ``queries`` (n_queries, d), shape (n_queries, n_sentences).
 
         Up to :data:`SMALL_QUERY_ROWS` queries are multiplied on one BLAS thread.
@@ -113,7 +136,7 @@ class SentenceIndex:
         come back: the describers of one explanation all score the same hard
         and easy prototypes.
         """
-        q = np.atleast_2d(queries)
+        q: FloatArray = np.atleast_2d(queries)
         if reuse:
             q = np.ascontiguousarray(q, dtype=np.float64)
             key = (q.shape, q.tobytes())
@@ -123,7 +146,7 @@ class SentenceIndex:
                 return hit
         if q.shape[0] <= 4:  # matrix-vector products: 2 x 0.1 ms where a 2-row gemm takes 0.5 ms
             with one_blas_thread():
-                sims = np.stack([self.embeddings @ row for row in q])
+                sims: FloatArray = np.stack([self.embeddings @ row for row in q])
         elif q.shape[0] <= SMALL_QUERY_ROWS:
             with one_blas_thread():
                 sims = q @ self.embeddings.T
@@ -136,10 +159,11 @@ class SentenceIndex:
                 self._recent.popitem(last=False)
         return sims
 
-    def _exact(self, query, candidates):
-        return self.embeddings[candidates] @ query
+    def _exact(self, query: FloatArray, candidates: IntArray) -> FloatArray:
+        out: FloatArray = self.embeddings[candidates] @ query
+        return out
 
-    def top_k(self, query, k):
+    def top_k(self, query: FloatArray, k: int) -> IntArray:
         """The ``k`` most similar sentences to one unit ``query`` of shape (d,), best first."""
         k = min(int(k), self.n_sentences)
         if self._faiss_index is None or k >= self.n_sentences:
@@ -147,7 +171,7 @@ class SentenceIndex:
         fetch = min(self.n_sentences, k + 16)
         q32 = np.ascontiguousarray(query[None, :], dtype=np.float32)
         _, ids = self._faiss_index.search(q32, fetch)
-        cand = np.sort(ids[0][ids[0] >= 0])
+        cand: IntArray = np.sort(ids[0][ids[0] >= 0])
         exact = self._exact(query, cand)
         order = np.argsort(-exact, kind="stable")
         kth = exact[order[k - 1]]
@@ -156,11 +180,11 @@ class SentenceIndex:
             return stable_top_k(self.similarities(query)[0], k)
         return cand[order[:k]]
 
-    def above(self, query, tau):
+    def above(self, query: FloatArray, tau: float) -> IntArray:
         """Sorted indices of the sentences with cosine similarity strictly above ``tau``."""
         if self._faiss_index is None:
             return np.flatnonzero(self.similarities(query)[0] > tau)
         q32 = np.ascontiguousarray(query[None, :], dtype=np.float32)
         _, _, ids = self._faiss_index.range_search(q32, float(tau) - _FLOAT32_SLACK)
-        cand = np.sort(ids.astype(np.int64))
+        cand: IntArray = np.sort(ids.astype(np.int64))
         return cand[self._exact(query, cand) > tau]

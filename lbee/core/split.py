@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._validation import as_bool_vector, as_float_vector, check_real
+from ..typing import ArrayLike, BoolArray, FloatArray
 
 
-def split_by_confidence(confidence, *, a=0.2):
+def split_by_confidence(confidence: ArrayLike, *, a: float = 0.2) -> tuple[BoolArray, BoolArray]:
     """Split images by confidence with a margin of ``a`` standard deviations.
 
     With μ = mean(φ) and σ = std(φ) (population, ddof=0): hard = φ < μ − aσ,
@@ -30,17 +33,22 @@ def split_by_confidence(confidence, *, a=0.2):
     return phi < mu - a * sigma, phi > mu + a * sigma
 
 
-def _power_of_two_scaled(phi):
-    """φ divided by the power of two nearest its largest magnitude: the split is scale-free, and this keeps σ
-    from underflowing to 0 (φ × 1e-300) or overflowing to inf (φ × 1e300). A power of two scales exactly, so
-    for ordinary φ the masks are bit for bit those of the unscaled formula."""
+def _power_of_two_scaled(phi: FloatArray) -> FloatArray:
+    """φ divided by the power of two nearest its largest magnitude.
+
+    The split is scale-free, and this keeps σ from underflowing to 0 (φ × 1e-300) or overflowing to inf
+    (φ × 1e300). A power of two scales exactly, so for ordinary φ the masks are bit for bit those of the
+    unscaled formula.
+    """
     top = float(np.max(np.abs(phi))) if phi.size else 0.0
     if top == 0.0 or not np.isfinite(top):
         return phi
     return np.ldexp(phi, -int(np.frexp(top)[1]))
 
 
-def resolve_split(n, *, confidence=None, hard=None, easy=None, a=0.2):
+def resolve_split(
+    n: int, *, confidence: ArrayLike | None = None, hard: Any = None, easy: Any = None, a: float = 0.2
+) -> tuple[BoolArray, BoolArray]:
     """Return validated (hard, easy) masks from either confidence or explicit masks."""
     if confidence is not None and (hard is not None or easy is not None):
         raise ValueError("Pass either `confidence` or the `hard`/`easy` masks, not both.")

@@ -7,7 +7,22 @@ Specs are parsed in one place, :func:`parse_encoder_spec`.
 """
 
 from ._base import Encoder, EncoderLoadError
-from ._registry import create_encoder, list_encoders, parse_encoder_spec, register_encoder
+from ._registry import (
+    check_encoder_spec,
+    create_encoder,
+    encoder_caveat,
+    list_encoders,
+    parse_encoder_spec,
+    register_encoder,
+)
 
-__all__ = ["Encoder", "EncoderLoadError", "create_encoder", "list_encoders", "parse_encoder_spec",
-           "register_encoder"]
+__all__ = [
+    "Encoder",
+    "EncoderLoadError",
+    "check_encoder_spec",
+    "create_encoder",
+    "encoder_caveat",
+    "list_encoders",
+    "parse_encoder_spec",
+    "register_encoder",
+]

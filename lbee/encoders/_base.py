@@ -27,7 +27,7 @@ class Encoder:
     name = "encoder"
     #: SetDiff / FPDiff threshold calibrated for this space (SPEC §3.3); None: the CLIP value
     #: (``lbee.core.selection.resolve_tau``).
-    default_tau = None
+    default_tau: float | None = None
 
     def identity(self):
         """JSON-serialisable dict naming the model, its weights and its preprocessing (the cache key)."""
@@ -42,5 +42,5 @@ class Encoder:
         raise NotImplementedError
 
     def encode_text(self, sentences, batch_size=256):
-        """list of str (N) -> ndarray (N, d) of unit float32 rows."""
+        """List of str (N) -> ndarray (N, d) of unit float32 rows."""
         raise NotImplementedError

@@ -67,15 +67,17 @@ class OpenCLIPEncoder(Encoder):
                 f"(for example {DEFAULT_MODEL!r}) or pass 'hf-hub:org/repo'."
             )
         if self.pretrained and _looks_like_path(self.pretrained) and not Path(self.pretrained).is_file():
-            raise EncoderLoadError(f"Checkpoint file {self.pretrained!r} for open_clip model {self.model_name!r} "
-                                   "does not exist.")
+            raise EncoderLoadError(
+                f"Checkpoint file {self.pretrained!r} for open_clip model {self.model_name!r} does not exist."
+            )
         if self.pretrained and not _looks_like_path(self.pretrained):
             _check_weights_reachable(open_clip, self.model_name, self.pretrained)
         try:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)  # random weights are seeded: same seed, same weights, cache hits
                 model_obj, _, preprocess = open_clip.create_model_and_transforms(
-                    self.model_name, pretrained=self.pretrained, device=self.device, precision=self.precision)
+                    self.model_name, pretrained=self.pretrained, device=self.device, precision=self.precision
+                )
         except Exception as exc:  # download / hub failures surface as many exception types
             raise EncoderLoadError(
                 f"Could not load open_clip model {self.model_name!r} with pretrained weights "
@@ -91,16 +93,23 @@ class OpenCLIPEncoder(Encoder):
         self._dtype = next(model_obj.parameters()).dtype
         self._torch = torch
         if self.pretrained is None:
-            weights = f"random:seed={seed}:" + _state_fingerprint(model_obj) \
-                if not self.model_name.startswith("hf-hub:") else self.model_name
+            weights = (
+                f"random:seed={seed}:" + _state_fingerprint(model_obj)
+                if not self.model_name.startswith("hf-hub:")
+                else self.model_name
+            )
         elif _looks_like_path(self.pretrained):
             from ..io.cache import file_sha256
 
             weights = "sha256:" + file_sha256(self.pretrained)
         else:
             weights = "tag:" + self.pretrained
-        self._identity = {"encoder": "open_clip", "model": self.model_name, "weights": weights,
-                          "preprocess": repr(preprocess)}
+        self._identity = {
+            "encoder": "open_clip",
+            "model": self.model_name,
+            "weights": weights,
+            "preprocess": repr(preprocess),
+        }
 
     def identity(self):
         return dict(self._identity)
@@ -118,7 +127,7 @@ class OpenCLIPEncoder(Encoder):
         torch = self._torch
         out = []
         for start in range(0, len(sentences), batch_size):
-            tokens = self.tokenizer(list(sentences[start:start + batch_size])).to(self.device)
+            tokens = self.tokenizer(list(sentences[start : start + batch_size])).to(self.device)
             with torch.inference_mode():
                 out.append(self.model.encode_text(tokens).float().cpu().numpy())
         return unit_float32(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)
@@ -155,10 +164,12 @@ def _check_weights_reachable(open_clip, model, tag):
             pass
     raise EncoderLoadError(
         f"The weights of open_clip {model}@{tag} are not in the local cache and "
-        + ("HF_HUB_OFFLINE is set" if offline else "huggingface.co cannot be reached") + ". Either:\n"
+        + ("HF_HUB_OFFLINE is set" if offline else "huggingface.co cannot be reached")
+        + ". Either:\n"
         f"  --encoder 'open_clip:{model}@/path/to/open_clip_pytorch_model.bin'   (a local checkpoint file)\n"
         "  --encoder spotcheck                                  (the offline encoder of the synthetic world)\n"
-        f"  --encoder 'open_clip:{model}@random'                  (seeded random weights, to try the pipeline)")
+        f"  --encoder 'open_clip:{model}@random'                  (seeded random weights, to try the pipeline)"
+    )
 
 
 @register_encoder("open_clip")

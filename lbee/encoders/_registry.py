@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-_REGISTRY = {}
+from collections.abc import Callable
+from typing import Any
+
+_REGISTRY: dict[str, Callable[..., Any]] = {}
 
 
 def register_encoder(name):
@@ -16,8 +19,10 @@ def register_encoder(name):
 
 
 def _ensure_builtins():
-    from . import _open_clip  # noqa: F401  (registers "open_clip")
-    from . import _spotcheck  # noqa: F401  (registers "spotcheck")
+    from . import (
+        _open_clip,  # noqa: F401  (registers "open_clip")
+        _spotcheck,  # noqa: F401  (registers "spotcheck")
+    )
 
 
 def list_encoders():
@@ -99,21 +104,28 @@ def check_encoder_spec(spec):
     names = list_encoders()
     if backend not in names:
         near = difflib.get_close_matches(backend, names, n=1)
-        raise ValueError(f"encoder {spec!r}: unknown encoder {backend!r}"
-                         f"{f' (did you mean {near[0]!r}?)' if near else ''}; expected one of {', '.join(names)}.")
+        raise ValueError(
+            f"encoder {spec!r}: unknown encoder {backend!r}"
+            f"{f' (did you mean {near[0]!r}?)' if near else ''}; expected one of {', '.join(names)}."
+        )
     if backend == "open_clip" and model and not model.startswith("hf-hub:"):
         known = _open_clip_model_names()
         if known is not None and model not in known:
             near = difflib.get_close_matches(model, sorted(known), n=1)
-            raise ValueError(f"encoder {spec!r}: unknown open_clip model {model!r}"
-                             f"{f' (did you mean {near[0]!r}?)' if near else ''}; see open_clip.list_models(), "
-                             "e.g. 'ViT-B-32', or use 'hf-hub:ORG/REPO'.")
+            raise ValueError(
+                f"encoder {spec!r}: unknown open_clip model {model!r}"
+                f"{f' (did you mean {near[0]!r}?)' if near else ''}; see open_clip.list_models(), "
+                "e.g. 'ViT-B-32', or use 'hf-hub:ORG/REPO'."
+            )
     if backend == "spotcheck":  # its text tower is an extra: say so now, not after the images are embedded
         from ..extras import require_extra
 
         require_extra("spotcheck", needed_for=f"encoder {spec!r}")
-    if tag and (os.sep in tag or tag.endswith((".pt", ".pth", ".bin", ".safetensors", ".ckpt"))) \
-            and not Path(tag).is_file():
+    if (
+        tag
+        and (os.sep in tag or tag.endswith((".pt", ".pth", ".bin", ".safetensors", ".ckpt")))
+        and not Path(tag).is_file()
+    ):
         raise ValueError(f"encoder {spec!r}: the checkpoint file {tag!r} does not exist.")
     return backend, model, tag
 
@@ -135,10 +147,14 @@ def encoder_caveat(spec, images=None):
         if any((p / "ec.json").is_file() for p in (here, *here.parents)):
             return None
     if backend == "spotcheck":
-        return (f"encoder {spec!r} was trained on SpotCheck renders only: on other images its embeddings do not "
-                "follow the image content, so the sentences chosen will be meaningless. Use open_clip for real "
-                "images.")
+        return (
+            f"encoder {spec!r} was trained on SpotCheck renders only: on other images its embeddings do not "
+            "follow the image content, so the sentences chosen will be meaningless. Use open_clip for real "
+            "images."
+        )
     if tag is not None and (tag.lower() in ("none", "random") or tag.lower().startswith("random:")):
-        return (f"encoder {spec!r} has random weights: the sentences chosen will be meaningless (use it to try the "
-                "pipeline only; drop '@random' for the pretrained weights).")
+        return (
+            f"encoder {spec!r} has random weights: the sentences chosen will be meaningless (use it to try the "
+            "pipeline only; drop '@random' for the pretrained weights)."
+        )
     return None

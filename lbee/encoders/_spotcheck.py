@@ -48,7 +48,7 @@ class _Preprocess:
     def __call__(self, image):
         from PIL import Image
 
-        from ..spotcheck._network import to_tensor
+        from ..spotcheck import to_tensor
 
         img = image.convert("RGB").resize((self.size, self.size), Image.NEAREST)
         return to_tensor(np.asarray(img)[None])[0]
@@ -73,12 +73,14 @@ class SpotCheckEncoder(Encoder):
         import torch
 
         from ..io.cache import file_sha256
-        from ..spotcheck._network import ImageTower, TextHead
+        from ..spotcheck import ImageTower, TextHead
 
         path = Path(weights or WEIGHTS)
         if not path.is_file():
-            raise EncoderLoadError(f"SpotCheck encoder weights {str(path)!r} not found; train them with "
-                                   "python scripts/train_spotcheck_encoder.py.")
+            raise EncoderLoadError(
+                f"SpotCheck encoder weights {str(path)!r} not found; train them with "
+                "python scripts/train_spotcheck_encoder.py."
+            )
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
         cfg = ckpt["config"]
         self.tower = ImageTower(out_dim=cfg["out_dim"], widths=tuple(cfg["widths"]), image_size=cfg["image_size"])
@@ -95,8 +97,12 @@ class SpotCheckEncoder(Encoder):
         self.default_tau = float(cfg["tau"])
         self._preprocess = _Preprocess(self.image_size)
         self._text = text_model
-        self._identity = {"encoder": "spotcheck", "model": "ImageTower+all-MiniLM-L6-v2",
-                          "weights": "sha256:" + file_sha256(path), "preprocess": repr(self._preprocess)}
+        self._identity = {
+            "encoder": "spotcheck",
+            "model": "ImageTower+all-MiniLM-L6-v2",
+            "weights": "sha256:" + file_sha256(path),
+            "preprocess": repr(self._preprocess),
+        }
 
     def identity(self):
         return dict(self._identity)
@@ -112,17 +118,17 @@ class SpotCheckEncoder(Encoder):
 
     def encode_arrays(self, images, batch_size=512):
         """Embed uint8 renders of shape (n, S, S, 3) directly (no files)."""
-        from ..spotcheck._network import to_tensor
+        from ..spotcheck import to_tensor
 
-        out = [self.encode_image_batch(to_tensor(images[i:i + batch_size]))
-               for i in range(0, len(images), batch_size)]
+        out = [
+            self.encode_image_batch(to_tensor(images[i : i + batch_size])) for i in range(0, len(images), batch_size)
+        ]
         return np.concatenate(out)
 
     def encode_text(self, sentences, batch_size=256):
         if self._text is None:
             self._text = load_text_model(self.device)
-        emb = self._text.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True,
-                                show_progress_bar=False)
+        emb = self._text.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
         if self.text_head is not None:
             import torch
 

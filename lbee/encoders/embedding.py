@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..io.cache import EmbeddingCache, file_sha256
+from ..scoring.batches import ImageDataset, collate_images
 
 # Shards are flushed at least this often, so an interrupted run loses little.
 FLUSH_EVERY = 1024
@@ -38,37 +39,19 @@ class ImageEmbeddings:
     encoder_tau: float | None = None
 
 
-class _ImageDataset:
-    """Decodes and preprocesses images; a bad image yields None and the reason instead of raising."""
-
-    def __init__(self, paths, preprocess):
-        self.paths = paths
-        self.preprocess = preprocess
-
-    def __len__(self):
-        return len(self.paths)
-
-    def __getitem__(self, i):
-        from ..io.images import open_rgb
-
-        try:
-            tensor = self.preprocess(open_rgb(self.paths[i]))
-            return i, tensor, None
-        except Exception as exc:  # unreadable, truncated or not an image
-            return i, None, f"{type(exc).__name__}: {exc}"
-
-
-def _collate(items):
-    import torch
-
-    good = [(i, t) for i, t, _ in items if t is not None]
-    bad = [(i, r) for i, _, r in items if r is not None]
-    batch = torch.stack([t for _, t in good]) if good else None
-    return [i for i, _ in good], batch, bad
-
-
-def embed_images(encoder, paths, *, cache_dir=None, use_cache=True, batch_size=64, num_workers=0,
-                 progress=False, strict=False, cache=None, warn=True):
+def embed_images(
+    encoder,
+    paths,
+    *,
+    cache_dir=None,
+    use_cache=True,
+    batch_size=64,
+    num_workers=0,
+    progress=False,
+    strict=False,
+    cache=None,
+    warn=True,
+):
     """Embed image files, reusing and filling the on-disk cache.
 
     Parameters
@@ -130,8 +113,12 @@ def embed_images(encoder, paths, *, cache_dir=None, use_cache=True, batch_size=6
         pending_e.clear()
 
     if todo:
-        loader = DataLoader(_ImageDataset([paths[i] for i in todo], encoder.preprocess), batch_size=batch_size,
-                            num_workers=num_workers, collate_fn=_collate)
+        loader = DataLoader(
+            ImageDataset([paths[i] for i in todo], encoder.preprocess),
+            batch_size=batch_size,
+            num_workers=num_workers,
+            collate_fn=collate_images,
+        )
         bar = tqdm(total=len(todo), desc="embedding images", unit="img", disable=not progress)
         try:
             for local_ids, batch, bad in loader:
@@ -159,8 +146,9 @@ def embed_images(encoder, paths, *, cache_dir=None, use_cache=True, batch_size=6
     ok = np.array([i not in failures for i in range(len(paths))], dtype=bool)
     fail_list = [(paths[i], failures[i]) for i in sorted(failures)]
     if fail_list and not strict and warn:
-        warnings.warn(f"Skipped {len(fail_list)} unreadable image(s), first: {fail_list[0][0]} "
-                      f"({fail_list[0][1]}).", stacklevel=2)
+        warnings.warn(
+            f"Skipped {len(fail_list)} unreadable image(s), first: {fail_list[0][0]} ({fail_list[0][1]}).", stacklevel=2
+        )
     rows = [known[hashes[i]] for i in range(len(paths)) if ok[i]]
     dim = rows[0].shape[0] if rows else 0
     emb = np.stack(rows).astype(np.float32) if rows else np.zeros((0, dim), np.float32)
@@ -204,13 +192,26 @@ class _EmbedActor:
         return self.encoder.identity(), None if tau is None else float(tau)
 
     def embed(self, start, paths):
-        res = embed_images(self.encoder, paths, use_cache=self.use_cache, cache=self.cache,
-                           batch_size=self.batch_size, warn=False)
+        res = embed_images(
+            self.encoder, paths, use_cache=self.use_cache, cache=self.cache, batch_size=self.batch_size, warn=False
+        )
         return start, res.embeddings, res.ok, res.failures, res.n_encoded
 
 
-def embed_images_ray(encoder_factory, paths, *, out=None, cache_dir=None, use_cache=True, batch_size=64,
-                     chunk_size=1024, num_actors=None, gpus_per_actor=None, address=None, progress=False):
+def embed_images_ray(
+    encoder_factory,
+    paths,
+    *,
+    out=None,
+    cache_dir=None,
+    use_cache=True,
+    batch_size=64,
+    chunk_size=1024,
+    num_actors=None,
+    gpus_per_actor=None,
+    address=None,
+    progress=False,
+):
     """:func:`embed_images` on a Ray cluster: an actor pool of encoders over chunks of the image list.
 
     Every actor reads and fills the same content-hash cache as the local
@@ -249,13 +250,18 @@ def embed_images_ray(encoder_factory, paths, *, out=None, cache_dir=None, use_ca
 
     from tqdm.auto import tqdm
 
-    from .._ray import actor_pool, kill_actors
+    from ..ray_pool import actor_pool, kill_actors
 
     paths = [str(p) for p in paths]
     n = len(paths)
-    pool, actors = actor_pool(_EmbedActor, (encoder_factory, cache_dir, use_cache, batch_size),
-                              num_actors=num_actors, gpus_per_actor=gpus_per_actor, address=address)
-    chunks = [(s, paths[s:s + chunk_size]) for s in range(0, n, chunk_size)]
+    pool, actors = actor_pool(
+        _EmbedActor,
+        (encoder_factory, cache_dir, use_cache, batch_size),
+        num_actors=num_actors,
+        gpus_per_actor=gpus_per_actor,
+        address=address,
+    )
+    chunks = [(s, paths[s : s + chunk_size]) for s in range(0, n, chunk_size)]
     ok = np.zeros(n, dtype=bool)
     failures, n_encoded = [], 0
     full, full_path = None, None  # (n, d) rows in input order; unreadable rows stay unwritten
@@ -266,19 +272,19 @@ def embed_images_ray(encoder_factory, paths, *, out=None, cache_dir=None, use_ca
 
         identity, tau = ray.get(actors[0].provenance_basis.remote())
         for start, emb, chunk_ok, chunk_fail, chunk_encoded in pool.map_unordered(
-                lambda actor, chunk: actor.embed.remote(*chunk), chunks):
+            lambda actor, chunk: actor.embed.remote(*chunk), chunks
+        ):
             if full is None and emb.shape[0]:
                 if out is not None:
                     full_path = Path(str(out) + ".partial.npy")
                     full_path.parent.mkdir(parents=True, exist_ok=True)
-                    full = np.lib.format.open_memmap(full_path, mode="w+", dtype=np.float32,
-                                                     shape=(n, emb.shape[1]))
+                    full = np.lib.format.open_memmap(full_path, mode="w+", dtype=np.float32, shape=(n, emb.shape[1]))
                 else:
                     full = np.zeros((n, emb.shape[1]), dtype=np.float32)
             rows = start + np.flatnonzero(chunk_ok)
             if rows.size:
                 full[rows] = emb
-            ok[start:start + len(chunk_ok)] = chunk_ok
+            ok[start : start + len(chunk_ok)] = chunk_ok
             failures.extend(chunk_fail)
             n_encoded += chunk_encoded
             bar.update(len(chunk_ok))
@@ -288,8 +294,9 @@ def embed_images_ray(encoder_factory, paths, *, out=None, cache_dir=None, use_ca
     order = {p: i for i, p in enumerate(paths)}
     failures.sort(key=lambda f: order.get(f[0], n))
     if failures:
-        warnings.warn(f"Skipped {len(failures)} unreadable image(s), first: {failures[0][0]} "
-                      f"({failures[0][1]}).", stacklevel=2)
+        warnings.warn(
+            f"Skipped {len(failures)} unreadable image(s), first: {failures[0][0]} ({failures[0][1]}).", stacklevel=2
+        )
     d = 0 if full is None else full.shape[1]
     keep = np.flatnonzero(ok)
     if out is None:
@@ -305,7 +312,7 @@ def embed_images_ray(encoder_factory, paths, *, out=None, cache_dir=None, use_ca
         compact = Path(str(out) + ".compact.npy")
         target = np.lib.format.open_memmap(compact, mode="w+", dtype=np.float32, shape=(keep.size, d))
         for b in range(0, keep.size, 65536):
-            target[b:b + 65536] = full[keep[b:b + 65536]]
+            target[b : b + 65536] = full[keep[b : b + 65536]]
         target.flush()
         del target, full
         compact.replace(out)

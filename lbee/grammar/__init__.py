@@ -6,9 +6,32 @@
 'An image with a large blue square but no circle'
 """
 
-from ._grammar import (FALSE, PRESENCE, TRUE, Attribute, Grammar, Subject, count_conjunctions, format_conditions,
-                       generate, parse_conditions)
+from ._grammar import (
+    FALSE,
+    PRESENCE,
+    TRUE,
+    Attribute,
+    Grammar,
+    Subject,
+    count_conjunctions,
+    format_conditions,
+    generate,
+    parse_conditions,
+)
 from ._reader import list_grammars, load_grammar, parse_grammar
 
-__all__ = ["FALSE", "PRESENCE", "TRUE", "Attribute", "Grammar", "Subject", "count_conjunctions",
-           "format_conditions", "generate", "list_grammars", "load_grammar", "parse_conditions", "parse_grammar"]
+__all__ = [
+    "FALSE",
+    "PRESENCE",
+    "TRUE",
+    "Attribute",
+    "Grammar",
+    "Subject",
+    "count_conjunctions",
+    "format_conditions",
+    "generate",
+    "list_grammars",
+    "load_grammar",
+    "parse_conditions",
+    "parse_grammar",
+]

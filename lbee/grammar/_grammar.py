@@ -130,7 +130,7 @@ class Grammar:
             if not s.setting:
                 out.setdefault((subj, PRESENCE), TRUE)
             a = s.attribute(attr)
-            for (rs, ra, rv) in (a.requires if a is not None else ()):
+            for rs, ra, rv in a.requires if a is not None else ():
                 out.setdefault((rs, ra), rv)
         return out
 
@@ -312,14 +312,18 @@ def generate(grammar, max_conditions=None, *, limit=200_000):
         raise ValueError(f"`max_conditions` must be a positive integer; received {k!r}.")
     keys = grammar.keys()
     if k > len(keys):
-        raise ValueError(f"`max_conditions`={k} is larger than the {len(keys)} attributes (presence included) of "
-                         f"grammar {grammar.name!r}: a conjunction gives each attribute at most one value. Use "
-                         f"--max-conditions {len(keys)} or less.")
+        raise ValueError(
+            f"`max_conditions`={k} is larger than the {len(keys)} attributes (presence included) of "
+            f"grammar {grammar.name!r}: a conjunction gives each attribute at most one value. Use "
+            f"--max-conditions {len(keys)} or less."
+        )
     bound = count_conjunctions(grammar, k)
     if bound > limit:
-        raise ValueError(f"grammar {grammar.name!r} with --max-conditions {k} allows up to {bound:,} conjunctions, "
-                         f"over the limit of {limit:,} sentences to enumerate; use a smaller --max-conditions "
-                         "(the 'compose' describer searches longer conjunctions without enumerating them).")
+        raise ValueError(
+            f"grammar {grammar.name!r} with --max-conditions {k} allows up to {bound:,} conjunctions, "
+            f"over the limit of {limit:,} sentences to enumerate; use a smaller --max-conditions "
+            "(the 'compose' describer searches longer conjunctions without enumerating them)."
+        )
     seen, sentences, conds = set(), [], []
     stats = {"considered": 0, "contradictory": 0, "duplicates": 0}
     for size in range(1, k + 1):

@@ -43,8 +43,10 @@ def _build(node, path):
                 raise ValueError(f"{path}, line {k.start_mark.line + 1}: a key must be a plain word.")
             key = k.value
             if key in out:
-                raise ValueError(f"{path}, line {k.start_mark.line + 1}: key {key!r} is written twice (first on "
-                                 f"line {lines[key]}); keep one.")
+                raise ValueError(
+                    f"{path}, line {k.start_mark.line + 1}: key {key!r} is written twice (first on "
+                    f"line {lines[key]}); keep one."
+                )
             out[key], lines[key] = _build(v, path), k.start_mark.line + 1
         return _Node(out, line, lines)
     if isinstance(node, yaml.SequenceNode):
@@ -79,8 +81,7 @@ class _Ctx:
             self.fail(node.line, f"{where} must be a mapping; received {_kind(node)}.")
         for key in node.value:
             if key not in allowed:
-                self.fail(node.key_lines[key], f"unknown key {key!r} in {where}; expected one of "
-                                               f"{', '.join(allowed)}.")
+                self.fail(node.key_lines[key], f"unknown key {key!r} in {where}; expected one of {', '.join(allowed)}.")
         for key in required:
             if key not in node.value:
                 self.fail(node.line, f"{where} needs the key {key!r}.")
@@ -126,8 +127,9 @@ def _attribute(ctx, node, where, subject_ids):
     kind = ctx.text(m["kind"], f"{where} kind") if "kind" in m else "adjective"
     if kind not in ATTRIBUTE_KINDS:
         ctx.fail(m["kind"].line, f"{where} kind is {kind!r}; expected one of {', '.join(ATTRIBUTE_KINDS)}.")
-    vals = ctx.mapping(m["values"], f"{where} values", allowed=tuple(m["values"].value)
-                       if isinstance(m["values"].value, dict) else ())
+    vals = ctx.mapping(
+        m["values"], f"{where} values", allowed=tuple(m["values"].value) if isinstance(m["values"].value, dict) else ()
+    )
     if not vals:
         ctx.fail(m["values"].line, f"{where} values is empty; expected at least one value: words.")
     values = {}
@@ -138,21 +140,30 @@ def _attribute(ctx, node, where, subject_ids):
     seen = {}
     for value, words in values.items():
         if words.casefold() in seen:
-            ctx.fail(m["values"].line, f"{where}: values {seen[words.casefold()]!r} and {value!r} are both said "
-                                       f"{words!r}; every value needs its own words.")
+            ctx.fail(
+                m["values"].line,
+                f"{where}: values {seen[words.casefold()]!r} and {value!r} are both said "
+                f"{words!r}; every value needs its own words.",
+            )
         seen[words.casefold()] = value
-    plural = tuple(ctx.text(p, f"{where} plural") for p in ctx.sequence(m["plural"], f"{where} plural")) \
-        if "plural" in m else ()
+    plural = (
+        tuple(ctx.text(p, f"{where} plural") for p in ctx.sequence(m["plural"], f"{where} plural"))
+        if "plural" in m
+        else ()
+    )
     for p in plural:
         if p not in values:
-            ctx.fail(m["plural"].line, f"{where} plural names {p!r}, which is not one of its values "
-                                       f"({', '.join(values)}).")
+            ctx.fail(
+                m["plural"].line, f"{where} plural names {p!r}, which is not one of its values ({', '.join(values)})."
+            )
     requires = []
-    for r in (ctx.sequence(m["requires"], f"{where} requires") if "requires" in m else []):
+    for r in ctx.sequence(m["requires"], f"{where} requires") if "requires" in m else []:
         cell = ctx.text(r, f"{where} requires")
         mt = re.match(r"^([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)=(\S+)$", cell)
         if not mt:
-            ctx.fail(r.line, f"{where} requires {cell!r}; expected 'subject.attribute=value' (e.g. square.presence=true).")
+            ctx.fail(
+                r.line, f"{where} requires {cell!r}; expected 'subject.attribute=value' (e.g. square.presence=true)."
+            )
         requires.append((mt.group(1), mt.group(2), mt.group(3)))
     return Attribute(aid, values, kind, plural, tuple(requires), m["id"].line)
 
@@ -170,13 +181,24 @@ def _subject(ctx, node, where, setting):
         attrs.append(attr)
     if sum(a.kind == "determiner" for a in attrs) > 1 or sum(a.kind == "noun" for a in attrs) > 1:
         ctx.fail(m["id"].line, f"{where}: at most one 'determiner' and one 'noun' attribute.")
-    get = (lambda key, default="": ctx.text(m[key], f"{where} {key}", allow_empty=True) if key in m else default)
+
+    def get(key, default=""):
+        return ctx.text(m[key], f"{where} {key}", allow_empty=True) if key in m else default
+
     if setting and not attrs:
         ctx.fail(m["id"].line, f"{where}: a setting without attributes says nothing; give it attributes.")
-    return Subject(id=sid, noun=ctx.text(m["noun"], f"{where} noun"), article=get("article", "a"),
-                   plural_noun=get("plural"), bare=get("bare"), preposition=get("preposition"),
-                   deniable=ctx.boolean(m["deniable"], f"{where} deniable") if "deniable" in m else False,
-                   setting=setting, attributes=tuple(attrs), line=m["id"].line)
+    return Subject(
+        id=sid,
+        noun=ctx.text(m["noun"], f"{where} noun"),
+        article=get("article", "a"),
+        plural_noun=get("plural"),
+        bare=get("bare"),
+        preposition=get("preposition"),
+        deniable=ctx.boolean(m["deniable"], f"{where} deniable") if "deniable" in m else False,
+        setting=setting,
+        attributes=tuple(attrs),
+        line=m["id"].line,
+    )
 
 
 def parse_grammar(text, *, source="<grammar>"):
@@ -213,7 +235,8 @@ def parse_grammar(text, *, source="<grammar>"):
                 target = ids.get(rs)
                 ok = target is not None and (
                     (ra == PRESENCE and (rv in ((TRUE, FALSE) if target.deniable else (TRUE,))) and not target.setting)
-                    or (target.attribute(ra) is not None and rv in target.attribute(ra).values))
+                    or (target.attribute(ra) is not None and rv in target.attribute(ra).values)
+                )
                 if not ok:
                     ctx.fail(a.line, f"{s.id}.{a.id} requires {rs}.{ra}={rv}, which the grammar does not declare.")
     k = 2
@@ -223,14 +246,23 @@ def parse_grammar(text, *, source="<grammar>"):
             ctx.fail(top["max_conditions"].line, f"max_conditions is {raw!r}; expected a positive integer.")
         k = int(raw)
     digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
-    g = Grammar(name=ctx.text(top["name"], "name"), lead=ctx.text(top["lead"], "lead"),
-                bare=ctx.text(top["bare"], "bare") if "bare" in top else "An image", subjects=tuple(subjects),
-                max_conditions=k, description=ctx.text(top["description"], "description", allow_empty=True)
-                if "description" in top else "", source=str(source), digest=digest)
+    g = Grammar(
+        name=ctx.text(top["name"], "name"),
+        lead=ctx.text(top["lead"], "lead"),
+        bare=ctx.text(top["bare"], "bare") if "bare" in top else "An image",
+        subjects=tuple(subjects),
+        max_conditions=k,
+        description=ctx.text(top["description"], "description", allow_empty=True) if "description" in top else "",
+        source=str(source),
+        digest=digest,
+    )
     n_keys = len(g.keys())
     if k > n_keys:
-        ctx.fail(top["max_conditions"].line, f"max_conditions is {k} but the grammar has only {n_keys} attributes "
-                                             "(presence included); a conjunction gives each at most one value.")
+        ctx.fail(
+            top["max_conditions"].line,
+            f"max_conditions is {k} but the grammar has only {n_keys} attributes "
+            "(presence included); a conjunction gives each at most one value.",
+        )
     return g
 
 
@@ -244,7 +276,7 @@ def builtin_grammar_dir():
 
 def list_grammars():
     """Names of the built-in grammars, sorted."""
-    return sorted(p.name[:-len(SUFFIX)] for p in builtin_grammar_dir().glob(f"*{SUFFIX}"))
+    return sorted(p.name[: -len(SUFFIX)] for p in builtin_grammar_dir().glob(f"*{SUFFIX}"))
 
 
 def load_grammar(name_or_path):
@@ -262,8 +294,10 @@ def load_grammar(name_or_path):
     if not path.is_file():
         builtin = builtin_grammar_dir() / f"{name_or_path}{SUFFIX}"
         if not builtin.is_file():
-            raise ValueError(f"Unknown grammar {str(name_or_path)!r}: not a file and not a built-in grammar. "
-                             f"Built-in grammars: {', '.join(list_grammars())}.")
+            raise ValueError(
+                f"Unknown grammar {str(name_or_path)!r}: not a file and not a built-in grammar. "
+                f"Built-in grammars: {', '.join(list_grammars())}."
+            )
         path = builtin
     try:
         text = path.read_text(encoding="utf-8-sig")

@@ -90,7 +90,7 @@ def atomic_save_npz(path, **arrays):
 
 
 def sentence_list_key(sentences):
-    """Hex SHA-256 of a sentence list in an unambiguous (JSON) encoding.
+    r"""Hex SHA-256 of a sentence list in an unambiguous (JSON) encoding.
 
     Joining with newlines let ``["a\nb"]`` and ``["a", "b"]`` share a key; the
     JSON array keeps every sentence's boundaries.
@@ -101,8 +101,10 @@ def sentence_list_key(sentences):
 def _row_hashes(sentences, embeddings):
     """Per row: a hash of the sentence and its float32 embedding, so moving either to another row shows."""
     emb = np.ascontiguousarray(embeddings, dtype=np.float32)
-    return np.asarray([hashlib.sha256(s.encode() + b"\0" + row.tobytes()).hexdigest()[:32]
-                       for s, row in zip(sentences, emb)], dtype=str)
+    return np.asarray(
+        [hashlib.sha256(s.encode() + b"\0" + row.tobytes()).hexdigest()[:32] for s, row in zip(sentences, emb)],
+        dtype=str,
+    )
 
 
 class EmbeddingCache:
@@ -150,8 +152,9 @@ class EmbeddingCache:
         if not meta.exists():
             atomic_write_bytes(meta, json.dumps(self.identity, indent=2, sort_keys=True).encode())
         emb = np.asarray(embeddings, dtype=np.float32)
-        atomic_save_npz(self.root / "images" / f"shard-{uuid.uuid4().hex}.npz",
-                        hashes=np.asarray(hashes, dtype=str), embeddings=emb)
+        atomic_save_npz(
+            self.root / "images" / f"shard-{uuid.uuid4().hex}.npz", hashes=np.asarray(hashes, dtype=str), embeddings=emb
+        )
         store = self._load_images()
         store.update(zip(hashes, emb))
 
@@ -172,8 +175,12 @@ class EmbeddingCache:
             try:
                 with np.load(path) as data:
                     arr, rows = data["embeddings"], data["row_hashes"]
-                if (arr.ndim == 2 and arr.shape[0] == len(sentences) and rows.shape == (len(sentences),)
-                        and np.array_equal(rows, _row_hashes(sentences, arr))):
+                if (
+                    arr.ndim == 2
+                    and arr.shape[0] == len(sentences)
+                    and rows.shape == (len(sentences),)
+                    and np.array_equal(rows, _row_hashes(sentences, arr))
+                ):
                     return arr
             except (OSError, ValueError, KeyError, EOFError):
                 pass
@@ -184,8 +191,9 @@ class EmbeddingCache:
         sentences = [str(s) for s in sentences]
         emb = np.asarray(embeddings, dtype=np.float32)
         if emb.ndim != 2 or emb.shape[0] != len(sentences):
-            raise ValueError(f"`embeddings` must have shape ({len(sentences)}, d), one row per sentence; "
-                             f"received shape {emb.shape}.")
+            raise ValueError(
+                f"`embeddings` must have shape ({len(sentences)}, d), one row per sentence; received shape {emb.shape}."
+            )
         atomic_save_npz(self._sentence_path(sentences), embeddings=emb, row_hashes=_row_hashes(sentences, emb))
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .tables import read_table, validate_manifest  # noqa: F401  (read_table: re-exported, it lived here)
+from .schemas import validate_manifest
+from .table_reader import read_table
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm"}
 
@@ -37,7 +38,7 @@ def discover_images(source):
     source : path-like
         A folder, or a CSV / parquet manifest with column ``path`` (relative
         paths are resolved against the manifest's folder) and optional ``label``.
-        The manifest is validated (:func:`lbee.io.tables.validate_manifest`):
+        The manifest is validated (:func:`lbee.io.schemas.validate_manifest`):
         every ``path`` filled and unique, ``label`` filled with non-negative
         integer class indices; errors name the file, row and column.
 
@@ -64,10 +65,10 @@ def to_rgb(img):
     ``convert("RGB")`` clips 16-bit (``I;16``) and 32-bit integer (``I``)
     grey levels at 255, which turns most of a 16-bit PNG white. Here 16-bit
     modes (and ``I`` decoded from a PNG, which is 16-bit grey) are divided
-    by 257 (65535 → 255); another ``I`` image is treated as 16-bit when its values fit in [0, 65535] and some exceed 255 (PNG and
-    TIFF decoders give 16-bit grey as ``I``), else min–max scaled when it
-    exceeds that range; a float (``F``) image in [0, 1] is multiplied by 255,
-    otherwise min–max scaled.
+    by 257 (65535 → 255); another ``I`` image is treated as 16-bit when its
+    values fit in [0, 65535] and some exceed 255 (PNG and TIFF decoders give
+    16-bit grey as ``I``), else min–max scaled when it exceeds that range; a
+    float (``F``) image in [0, 1] is multiplied by 255, otherwise min–max scaled.
 
     Parameters
     ----------

@@ -57,8 +57,9 @@ def encoder_tau(encoder):
     return None if tau is None else float(tau)
 
 
-def make_provenance(kind, array, *, encoder=None, identity=None, spec=None, tau=None, sentences=None,
-                    sentence_set=None):
+def make_provenance(
+    kind, array, *, encoder=None, identity=None, spec=None, tau=None, sentences=None, sentence_set=None
+):
     """The provenance record of an embeddings array.
 
     Parameters
@@ -90,19 +91,29 @@ def make_provenance(kind, array, *, encoder=None, identity=None, spec=None, tau=
         raise ValueError("make_provenance needs the encoder (or its identity).")
     if tau is None and encoder is not None:
         tau = encoder_tau(encoder)
-    record = {"lbee_provenance": FORMAT, "kind": kind, "encoder": dict(identity),
-              "encoder_spec": spec, "weights": identity.get("weights"), "tau": None if tau is None else float(tau),
-              "normalisation": NORMALISATION, "shape": list(arr.shape), "dimension": int(arr.shape[1]),
-              "data_sha256": array_digest(arr)}
+    record = {
+        "lbee_provenance": FORMAT,
+        "kind": kind,
+        "encoder": dict(identity),
+        "encoder_spec": spec,
+        "weights": identity.get("weights"),
+        "tau": None if tau is None else float(tau),
+        "normalisation": NORMALISATION,
+        "shape": list(arr.shape),
+        "dimension": int(arr.shape[1]),
+        "data_sha256": array_digest(arr),
+    }
     if kind == "sentence_embeddings":
         if sentences is None:
             raise ValueError("sentence embeddings' provenance needs the sentences (their digest is stored).")
         sentences = [str(s) for s in sentences]
         if len(sentences) != arr.shape[0]:
-            raise ValueError(f"{len(sentences)} sentences for {arr.shape[0]} sentence embeddings; expected one "
-                             "sentence per row.")
-        record.update(sentence_set=sentence_set, n_sentences=len(sentences),
-                      sentences_sha256=sentence_list_key(sentences))
+            raise ValueError(
+                f"{len(sentences)} sentences for {arr.shape[0]} sentence embeddings; expected one sentence per row."
+            )
+        record.update(
+            sentence_set=sentence_set, n_sentences=len(sentences), sentences_sha256=sentence_list_key(sentences)
+        )
     from .._version import __version__
 
     record["lbee_version"] = __version__
@@ -120,8 +131,10 @@ def write_embeddings(path, array, provenance):
 
     arr = np.ascontiguousarray(np.asarray(array, dtype=np.float32))
     if provenance.get("data_sha256") != array_digest(arr) or list(arr.shape) != provenance.get("shape"):
-        raise ValueError("the provenance record describes another array (shape or digest); build it with "
-                         "make_provenance(kind, array, ...) from the array written.")
+        raise ValueError(
+            "the provenance record describes another array (shape or digest); build it with "
+            "make_provenance(kind, array, ...) from the array written."
+        )
     atomic_save_npy(path, arr)
     atomic_write_bytes(sidecar_path(path), json.dumps(provenance, indent=1).encode())
     return Path(path)
@@ -153,8 +166,9 @@ def read_provenance(path, name="embeddings"):
     else:
         if record.get("kind") not in KINDS:
             problems.append(f"'kind' is {record.get('kind')!r}, expected one of {list(KINDS)}")
-        if not isinstance(record.get("encoder"), dict) or not all(k in record["encoder"] for k in ("encoder",
-                                                                                                    "weights")):
+        if not isinstance(record.get("encoder"), dict) or not all(
+            k in record["encoder"] for k in ("encoder", "weights")
+        ):
             problems.append("'encoder' is not an encoder identity (encoder, model, weights)")
         tau = record.get("tau")
         if tau is not None and (isinstance(tau, bool) or not isinstance(tau, (int, float)) or not -1 <= tau <= 1):
@@ -165,8 +179,11 @@ def read_provenance(path, name="embeddings"):
         if record.get("kind") == "sentence_embeddings" and not isinstance(record.get("sentences_sha256"), str):
             problems.append("'sentences_sha256' is missing (sentence embeddings record their sentence list)")
     if problems:
-        raise ValueError(f"{side} is not a valid provenance record of {name} {str(path)!r}: " + "; ".join(problems)
-                         + ". Re-create the embeddings with `lbee embed`, or delete the sidecar to use them bare.")
+        raise ValueError(
+            f"{side} is not a valid provenance record of {name} {str(path)!r}: "
+            + "; ".join(problems)
+            + ". Re-create the embeddings with `lbee embed`, or delete the sidecar to use them bare."
+        )
     return record
 
 
@@ -176,10 +193,12 @@ def check_matches_array(record, array, path, name="embeddings"):
         return
     arr = np.asarray(array)
     if list(arr.shape) != record["shape"] or record.get("data_sha256") not in (None, array_digest(arr)):
-        raise ValueError(f"{name} {str(path)!r} does not match its provenance {sidecar_path(path).name} (shape "
-                         f"{tuple(arr.shape)} vs recorded {tuple(record['shape'])}, or other values): the .npy was "
-                         "replaced after lbee wrote it. Re-create both with `lbee embed`, or delete the sidecar to "
-                         "use the array bare.")
+        raise ValueError(
+            f"{name} {str(path)!r} does not match its provenance {sidecar_path(path).name} (shape "
+            f"{tuple(arr.shape)} vs recorded {tuple(record['shape'])}, or other values): the .npy was "
+            "replaced after lbee wrote it. Re-create both with `lbee embed`, or delete the sidecar to "
+            "use the array bare."
+        )
 
 
 def load_embeddings(path, name, *, kind=None):
@@ -197,12 +216,14 @@ def load_embeddings(path, name, *, kind=None):
     -------
     (ndarray, dict or None)
     """
-    from ..run.inputs import load_npy
+    from .arrays import load_npy
 
     record = read_provenance(path, name)
     if record is not None and kind is not None and record["kind"] != kind:
-        raise ValueError(f"{name} {str(path)!r} holds {record['kind'].replace('_', ' ')} (its provenance says so); "
-                         f"expected {kind.replace('_', ' ')}.")
+        raise ValueError(
+            f"{name} {str(path)!r} holds {record['kind'].replace('_', ' ')} (its provenance says so); "
+            f"expected {kind.replace('_', ' ')}."
+        )
     array = load_npy(path, name)
     check_matches_array(record, array, path, name)
     return array, record
@@ -213,15 +234,25 @@ def _space(identity):
 
 
 def _describe(record_or_identity):
-    ident = record_or_identity.get("encoder", record_or_identity) if "lbee_provenance" in record_or_identity \
+    ident = (
+        record_or_identity.get("encoder", record_or_identity)
+        if "lbee_provenance" in record_or_identity
         else record_or_identity
+    )
     spec = record_or_identity.get("encoder_spec") if "lbee_provenance" in record_or_identity else None
     text = spec or f"{ident.get('encoder')}:{ident.get('model')}"
     return f"{text} (weights {ident.get('weights')})"
 
 
-def check_pair(image=None, sentence=None, *, sentences=None, encoder_identity=None, image_name="image embeddings",
-               sentence_name="sentence embeddings"):
+def check_pair(
+    image=None,
+    sentence=None,
+    *,
+    sentences=None,
+    encoder_identity=None,
+    image_name="image embeddings",
+    sentence_name="sentence embeddings",
+):
     """Refuse embeddings that do not belong together; return the τ their provenance declares (or None).
 
     Parameters
@@ -249,21 +280,29 @@ def check_pair(image=None, sentence=None, *, sentences=None, encoder_identity=No
     known = [(n, r) for n, r in sides if r is not None]
     for (n1, r1), (n2, r2) in zip(known, known[1:]):
         if _space(r1["encoder"]) != _space(r2["encoder"]):
-            raise ValueError(f"{n1} come from {_describe(r1)} but {n2} from {_describe(r2)}; image and sentence "
-                             "embeddings must come from one encoder (one joint space), else the similarities mean "
-                             "nothing. Embed both with the same --encoder (`lbee embed`).")
+            raise ValueError(
+                f"{n1} come from {_describe(r1)} but {n2} from {_describe(r2)}; image and sentence "
+                "embeddings must come from one encoder (one joint space), else the similarities mean "
+                "nothing. Embed both with the same --encoder (`lbee embed`)."
+            )
     if sentence is not None and sentences is not None:
         if sentence.get("sentences_sha256") != sentence_list_key([str(s) for s in sentences]):
-            raise ValueError(f"{sentence_name} embed another sentence list ({sentence.get('n_sentences')} sentences"
-                             f"{', set ' + repr(sentence['sentence_set']) if sentence.get('sentence_set') else ''}) "
-                             f"than the run's {len(sentences)} sentences (rows must be these sentences, in this "
-                             "order); embed the sentence set you pass with `lbee embed --sentences SET`.")
+            raise ValueError(
+                f"{sentence_name} embed another sentence list ({sentence.get('n_sentences')} sentences"
+                f"{', set ' + repr(sentence['sentence_set']) if sentence.get('sentence_set') else ''}) "
+                f"than the run's {len(sentences)} sentences (rows must be these sentences, in this "
+                "order); embed the sentence set you pass with `lbee embed --sentences SET`."
+            )
     taus = [r.get("tau") for _, r in (sides[:2]) if r is not None and r.get("tau") is not None]
     return float(taus[0]) if taus else None
 
 
-def warn_assumed_tau(tau, what):
+def warn_assumed_tau(tau: float, what: str) -> None:
     """Warn that ``tau`` (the CLIP value) is assumed for embeddings without provenance (``what`` names them)."""
-    warnings.warn(f"{what} carry no provenance (no .provenance.json sidecar), so lbee cannot know their encoder: "
-                  f"τ = {tau:g} (CLIP's) is assumed. Pass τ explicitly (--tau / tau:) for another encoder, or "
-                  "create the embeddings with `lbee embed`, which records it.", ProvenanceWarning, stacklevel=3)
+    warnings.warn(
+        f"{what} carry no provenance (no .provenance.json sidecar), so lbee cannot know their encoder: "
+        f"τ = {tau:g} (CLIP's) is assumed. Pass τ explicitly (--tau / tau:) for another encoder, or "
+        "create the embeddings with `lbee embed`, which records it.",
+        ProvenanceWarning,
+        stacklevel=3,
+    )

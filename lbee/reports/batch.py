@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io.cache import atomic_write_bytes, json_bytes
-from .html import ReportRun, render_index, render_report
 from .config import ConfigError, load_report_config
+from .html import render_index, render_report
+from .page import ReportRun
 
 
 @dataclass
@@ -80,16 +81,17 @@ def _image_links(paths, page_dir):
 
 
 def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
-    """The :class:`lbee.reports.html.ReportRun` of a run-layer result: what ``lbee report`` and
-    ``lbee describe --html`` show, built in this one place.
+    """The :class:`lbee.reports.page.ReportRun` of a run-layer result, built in this one place.
+
+    What ``lbee report`` and ``lbee describe --html`` show.
 
     Parameters
     ----------
     run : lbee.run.pipeline.RunResult
         A whole-dataset run (``run.per_class`` is None); ``run.inputs`` holds the
-        :class:`lbee.run.inputs.RunInputs`.
-    ds : lbee.run.inputs.DatasetSpec
-    model : lbee.run.inputs.ModelSpec or None
+        :class:`lbee.run.specs.RunInputs`.
+    ds : lbee.run.specs.DatasetSpec
+    model : lbee.run.specs.ModelSpec or None
     page_dir : path-like, optional
         The folder the page is written to: thumbnails link to the full images relative to it.
     index_href : str, optional
@@ -103,10 +105,19 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
 
     inputs, st, scores = run.inputs, ds.settings, run.scores
     explanations = {name: r.explanations for name, r in run.results.items()}
-    params = {"encoder": inputs.encoder.get("encoder", ""), "sentence set": inputs.sentence_set,
-              "methods": ", ".join(st.methods), "slicers": ", ".join(explanations), "a": st.a,
-              "C (hard clusters)": st.n_clusters, "K (sentences per cluster)": st.k, "τ": run.tau, "o": st.o,
-              "φ": scores.confidence_desc, "ω": scores.performance_desc}
+    params = {
+        "encoder": inputs.encoder.get("encoder", ""),
+        "sentence set": inputs.sentence_set,
+        "methods": ", ".join(st.methods),
+        "slicers": ", ".join(explanations),
+        "a": st.a,
+        "C (hard clusters)": st.n_clusters,
+        "K (sentences per cluster)": st.k,
+        "τ": run.tau,
+        "o": st.o,
+        "φ": scores.confidence_desc,
+        "ω": scores.performance_desc,
+    }
     ms = scores.model_scores
     labels = preds = None
     if ms is not None and ms.labels is not None:
@@ -116,16 +127,30 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
     ec = inputs.spotcheck
     if ec is not None:
         blindspots = list(zip(ec.describe_blindspots(), ec.blindspot_indices("test")))
-    return ReportRun(dataset=ds.name, model=model_name(model), explanations=explanations,
-                     sentences=run.sentences or inputs.sentences, image_ids=inputs.image_ids,
-                     confidence=scores.confidence, performance=scores.performance,
-                     thumbnail_sources=inputs.thumbnails,
-                     relevance=run.relevance if run.relevance is not None else inputs.relevance,
-                     relevance_source=inputs.relevance_source, params=params, o=st.o, embeddings=inputs.embeddings,
-                     failures=inputs.failures, notes=inputs.notes, labels=labels, preds=preds,
-                     class_names=scores.class_names, blindspots=blindspots,
-                     image_links=_image_links(inputs.image_paths, page_dir), index_href=index_href,
-                     group_order=(ds.report or {}).get("group_order", "risk"))
+    return ReportRun(
+        dataset=ds.name,
+        model=model_name(model),
+        explanations=explanations,
+        sentences=run.sentences or inputs.sentences,
+        image_ids=inputs.image_ids,
+        confidence=scores.confidence,
+        performance=scores.performance,
+        thumbnail_sources=inputs.thumbnails,
+        relevance=run.relevance if run.relevance is not None else inputs.relevance,
+        relevance_source=inputs.relevance_source,
+        params=params,
+        o=st.o,
+        embeddings=inputs.embeddings,
+        failures=inputs.failures,
+        notes=inputs.notes,
+        labels=labels,
+        preds=preds,
+        class_names=scores.class_names,
+        blindspots=blindspots,
+        image_links=_image_links(inputs.image_paths, page_dir),
+        index_href=index_href,
+        group_order=(ds.report or {}).get("group_order", "risk"),
+    )
 
 
 def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None):
@@ -150,10 +175,22 @@ def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None):
 
         grid = rp["sweep"] if isinstance(rp["sweep"], dict) else {}
         page.sweep = sensitivity_sweep(
-            inputs.embeddings, inputs.sentence_embeddings, relevance=inputs.relevance,
-            performance=scores.performance, confidence=scores.confidence, K=grid.get("K", K_GRID),
-            C=grid.get("C", C_GRID), o=grid.get("o", O_GRID), methods=list(st.methods), k=st.k,
-            n_clusters=st.n_clusters, tau=run.tau, a=st.a, o_default=st.o, ward=st.ward)
+            inputs.embeddings,
+            inputs.sentence_embeddings,
+            relevance=inputs.relevance,
+            performance=scores.performance,
+            confidence=scores.confidence,
+            K=grid.get("K", K_GRID),
+            C=grid.get("C", C_GRID),
+            o=grid.get("o", O_GRID),
+            methods=list(st.methods),
+            k=st.k,
+            n_clusters=st.n_clusters,
+            tau=run.tau,
+            a=st.a,
+            o_default=st.o,
+            ward=st.ward,
+        )
         atomic_write_bytes(out / "sweep.csv", page.sweep.to_csv(index=False).encode())
     if ds.sensitivity is not None:  # RIVAL10 §5: where the model leans on the background
         from .sensitivity import sensitivity_panel_html
@@ -161,8 +198,13 @@ def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None):
         run_dir = ds.sensitivity if ds.sensitivity.is_dir() else ds.sensitivity.parent
         page.panels.append(sensitivity_panel_html(run_dir))
     rows = page.metrics()
-    html = render_report(page, thumbs=thumbs, n_thumbs=rp.get("thumbnails", 8), slicer_objects=run.slicer_objects,
-                         cache_dir=None if thumbs is None else thumbs.folder.parent)
+    html = render_report(
+        page,
+        thumbs=thumbs,
+        n_thumbs=rp.get("thumbnails", 8),
+        slicer_objects=run.slicer_objects,
+        cache_dir=None if thumbs is None else thumbs.folder.parent,
+    )
     atomic_write_bytes(out / "report.html", html.encode("utf-8"))
     return rows, run.main.explanations[st.methods[0]].params["n_hard"]
 
@@ -173,39 +215,62 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
     from ..run.pipeline import model_name
 
     st, res = ds.settings, run.per_class
-    split = {"errors": "hard = false positives ∪ false negatives, easy = true positives",
-             "probability": f"class probability at μ ± {st.a}σ"}[st.per_class]
-    params = {"encoder": inputs.encoder.get("encoder", ""), "sentence set": inputs.sentence_set,
-              "methods": ", ".join(st.methods), "per-class split": split, "C (hard clusters per class)":
-              st.n_clusters, "K (sentences per cluster)": st.k, "τ": run.tau, "o": st.o, "ω": "correctness"}
-    page = ReportRun(dataset=ds.name, model=model_name(model), explanations={}, sentences=inputs.sentences,
-                     image_ids=inputs.image_ids, confidence=run.scores.confidence,
-                     performance=run.scores.performance, thumbnail_sources=inputs.thumbnails,
-                     relevance=inputs.relevance, relevance_source=inputs.relevance_source, params=params, o=st.o,
-                     failures=inputs.failures, notes=inputs.notes)
-    html = render_per_class_report(page, res, thumbs=thumbs, n_classes=ds.report["classes_shown"],
-                                   n_thumbs=ds.report["thumbnails"])
+    split = {
+        "errors": "hard = false positives ∪ false negatives, easy = true positives",
+        "probability": f"class probability at μ ± {st.a}σ",
+    }[st.per_class]
+    params = {
+        "encoder": inputs.encoder.get("encoder", ""),
+        "sentence set": inputs.sentence_set,
+        "methods": ", ".join(st.methods),
+        "per-class split": split,
+        "C (hard clusters per class)": st.n_clusters,
+        "K (sentences per cluster)": st.k,
+        "τ": run.tau,
+        "o": st.o,
+        "ω": "correctness",
+    }
+    page = ReportRun(
+        dataset=ds.name,
+        model=model_name(model),
+        explanations={},
+        sentences=inputs.sentences,
+        image_ids=inputs.image_ids,
+        confidence=run.scores.confidence,
+        performance=run.scores.performance,
+        thumbnail_sources=inputs.thumbnails,
+        relevance=inputs.relevance,
+        relevance_source=inputs.relevance_source,
+        params=params,
+        o=st.o,
+        failures=inputs.failures,
+        notes=inputs.notes,
+    )
+    html = render_per_class_report(
+        page, res, thumbs=thumbs, n_classes=ds.report["classes_shown"], n_thumbs=ds.report["thumbnails"]
+    )
     atomic_write_bytes(out / "report.html", html.encode("utf-8"))
     summary = res.summary()
     rows = []
     if inputs.relevance is not None:  # means over classes, for the index page
-        rows = [{"slicer": "per class", "method": r["method"], **{k: float(r[k]) for k in ("ACR", "AHR", "TPR", "JI")}}
-                for r in summary.to_dict("records")]
+        rows = [
+            {"slicer": "per class", "method": r["method"], **{k: float(r[k]) for k in ("ACR", "AHR", "TPR", "JI")}}
+            for r in summary.to_dict("records")
+        ]
     atomic_write_bytes(out / "metrics.csv", summary.to_csv(index=False).encode())
     atomic_write_bytes(out / "metrics.json", json_bytes(rows))
     n_hard = int(res.metrics.drop_duplicates("class")["n_hard"].sum())
     return rows, n_hard
 
 
-def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log=None, thumbs=None,
-                index_root=None):
+def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log=None, thumbs=None, index_root=None):
     """One dataset entry through the run layer: every model's outputs, HTML page and metric tables.
 
     The loop body of :func:`run_report`, also what a ``lbee serve`` job runs.
 
     Parameters
     ----------
-    ds : lbee.run.inputs.DatasetSpec
+    ds : lbee.run.specs.DatasetSpec
         A parsed entry (``ds.error`` must be None).
     out_dir : path-like
         The dataset's folder; a dataset with several models gets one sub-folder per model.
@@ -253,8 +318,16 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
             failures.append((label, msg))
             log(f"[{label}] failed: {msg}")
             continue
-        reports.append({"dataset": ds.name, "model": model_name(model), "folder": out, "rows": rows,
-                        "n_images": n, "n_hard": n_hard})
+        reports.append(
+            {
+                "dataset": ds.name,
+                "model": model_name(model),
+                "folder": out,
+                "rows": rows,
+                "n_images": n,
+                "n_hard": n_hard,
+            }
+        )
         log(f"[{label}] wrote {out / 'report.html'}")
     return reports, failures
 
@@ -263,18 +336,20 @@ def config_problems(cfg, output=None):
     """Every dataset entry's problem, checked before anything runs: list of str.
 
     Keys, types and paths come from the config parser; then each valid entry's
-    tables, manifest and sentence set are read (:func:`lbee.run.inputs.preflight`),
+    tables, manifest and sentence set are read (:func:`lbee.run.preflight.preflight`),
     and a problem there is recorded on the entry too.
     """
-    from ..run.inputs import preflight
+    from ..run.preflight import preflight
 
     problems = []
     target = Path(output) if output else Path(cfg.output)
     while not target.exists() and target != target.parent:  # the folder that will hold the output
         target = target.parent
     if not target.is_dir() or not os.access(target, os.W_OK | os.X_OK):
-        problems.append(f"{cfg.path}: output {str(output or cfg.output)!r} cannot be created: {str(target)!r} is not a "
-                        "writable folder.")
+        problems.append(
+            f"{cfg.path}: output {str(output or cfg.output)!r} cannot be created: {str(target)!r} is not a "
+            "writable folder."
+        )
     for ds in cfg.datasets:
         if not ds.error:
             try:
@@ -292,8 +367,7 @@ def config_problems(cfg, output=None):
     return problems
 
 
-def run_report(config_path, *, output=None, cache_dir=None, device=None, progress=False, log=None,
-               keep_going=False):
+def run_report(config_path, *, output=None, cache_dir=None, device=None, progress=False, log=None, keep_going=False):
     """Run a report config.
 
     Parameters
@@ -344,14 +418,23 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
             continue
         log(f"[{ds.name}]")
         ds_dir = root / folders[id(ds)]
-        reports, failures = run_dataset(ds, ds_dir, cache_dir=cache, device=device, progress=progress, log=log,
-                                        thumbs=thumbs, index_root=root)
+        reports, failures = run_dataset(
+            ds, ds_dir, cache_dir=cache, device=device, progress=progress, log=log, thumbs=thumbs, index_root=root
+        )
         result.failures.extend(failures)
         for rep in reports:
             result.reports.append({k: rep[k] for k in ("dataset", "model", "folder", "rows")})
             href = f"{rep['folder'].relative_to(root).as_posix()}/report.html"
-            entries.append({"dataset": rep["dataset"], "model": rep["model"], "href": href, "rows": rep["rows"],
-                            "n_images": rep["n_images"], "n_hard": rep["n_hard"]})
+            entries.append(
+                {
+                    "dataset": rep["dataset"],
+                    "model": rep["model"],
+                    "href": href,
+                    "rows": rep["rows"],
+                    "n_images": rep["n_images"],
+                    "n_hard": rep["n_hard"],
+                }
+            )
     result.index = root / "index.html"
     atomic_write_bytes(result.index, render_index(entries, result.failures).encode("utf-8"))
     return result

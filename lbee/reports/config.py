@@ -26,82 +26,33 @@ problem with the file as a whole raises :class:`ConfigError`.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..io.sentences import WORLD_SENTENCE_SET
-from ..run.inputs import DatasetSpec, ModelSpec
-from ..run.settings import RunSettings, check_knob
-
-TOP_KEYS = ("output", "cache_dir", "defaults", "datasets")
-#: The analysis knobs: exactly the fields of RunSettings (defaults, choices and validation live there).
-KNOB_KEYS = tuple(RunSettings.knobs())
-#: Input and presentation settings of a dataset, with their defaults.
-INPUT_DEFAULTS = {"encoder": "open_clip", "sentences": "conditions", "relevance": None, "batch_size": 64,
-                  "num_workers": 0, "logits": False}
-REPORT_DEFAULTS = {"thumbnails": 8, "classes_shown": 12, "sweep": None, "group_order": "risk"}
-SETTING_KEYS = KNOB_KEYS + tuple(INPUT_DEFAULTS) + tuple(REPORT_DEFAULTS)
-SOURCE_KEYS = ("images", "spotcheck", "rival10", "image_embeddings", "sentence_embeddings", "masks", "sensitivity")
-MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
-DATASET_KEYS = ("name",) + SOURCE_KEYS + ("models",) + MODEL_KEYS[1:] + SETTING_KEYS
-SPOTCHECK_KEYS = ("seed", "path")
-RIVAL10_KEYS = ("path", "split", "class_map")
+from ..run.specs import DatasetSpec, ModelSpec
+from .config_entries import (
+    DATASET_KEYS,
+    INPUT_DEFAULTS,
+    KNOB_KEYS,
+    MODEL_KEYS,
+    REPORT_DEFAULTS,
+    RIVAL10_KEYS,
+    SETTING_KEYS,
+    SOURCE_KEYS,
+    SPOTCHECK_KEYS,
+    TOP_KEYS,
+    EntryError,
+    check_setting,
+    parse_dataset,
+    parse_dataset_entry,
+    unknown_key_message,
+)
+from .config_schema import config_schema
+from .yaml_reader import key_line, yaml_loader
 
 
 class ConfigError(ValueError):
     """The config file cannot be used at all (unreadable, not a mapping, bad top-level key)."""
-
-
-class _Mapping(dict):
-    """A YAML mapping that remembers its line and its keys' lines."""
-
-    line = 0
-    key_lines: dict
-
-
-def _loader():
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def construct_mapping(loader, node):
-        out = _Mapping()
-        out.line = node.start_mark.line + 1
-        out.key_lines = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, (str, int, float, bool)) and key is not None:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"a mapping key must be a plain name, found a {type(key).__name__}",
-                    key_node.start_mark)
-            if key in out:  # YAML would keep the last value in silence; a key written twice is a mistake
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"the key {key!r} is written twice (lines {out.key_lines[key]} and "
-                    f"{key_node.start_mark.line + 1}); expected each key once", key_node.start_mark)
-            out[key] = loader.construct_object(value_node, deep=True)
-            out.key_lines[key] = key_node.start_mark.line + 1
-        return out
-
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return Loader
-
-
-def yaml_loader():
-    """The YAML loader of report configs (safe, lines kept, a key written twice refused); ``lbee serve`` reads
-    job entries with it."""
-    return _loader()
-
-
-def _line(mapping, key=None):
-    if isinstance(mapping, _Mapping):
-        return mapping.key_lines.get(key, mapping.line) if key is not None else mapping.line
-    return 0
-
-
-class _EntryError(ValueError):
-    pass
 
 
 # Old names, kept for scripts that imported them.
@@ -117,254 +68,6 @@ class ReportConfig:
     output: Path
     cache_dir: Path | None
     datasets: list
-
-
-def _unknown(key, allowed, where, line, path):
-    near = difflib.get_close_matches(str(key), allowed, n=1)
-    hint = f" (did you mean {near[0]!r}?)" if near else ""
-    return f"{path}, line {line}: unknown key {key!r} in {where}{hint}; expected one of {', '.join(allowed)}."
-
-
-def _check_setting(key, value, where, line, path):
-    """Validate one setting; returns the value (normalised). Knobs are validated by :class:`RunSettings`."""
-    def bad(expected):
-        return _EntryError(f"{path}, line {line}: {where} key {key!r} is {value!r}; expected {expected}.")
-
-    if key in KNOB_KEYS:
-        try:
-            return check_knob(key, value)
-        except ValueError as exc:
-            raise _EntryError(f"{path}, line {line}: {where} " + str(exc).replace(f"`{key}`", f"key {key!r}", 1)) \
-                from None
-    positive = ("thumbnails", "batch_size", "classes_shown")
-    if key in positive and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-        raise bad("an integer >= 1")
-    if key == "logits" and not isinstance(value, bool):
-        raise bad("true (the prob_<class> columns hold logits) or false")
-    if key == "group_order" and value not in ("risk", "size"):
-        raise bad("risk (error rate × size, the default) or size")
-    if key == "num_workers" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-        raise bad("an integer >= 0")
-    if key == "sweep" and value not in (None, False, True):
-        if not isinstance(value, dict) or any(k not in ("K", "C", "o") for k in value) or any(
-                not isinstance(v, list) for v in value.values()):
-            raise bad("true (the default grids) or a mapping with lists K, C and/or o")
-    if key == "relevance" and not (value is None or value in ("none", "ground_truth") or isinstance(value, str)
-                                   or (isinstance(value, dict) and len(value) == 1
-                                       and next(iter(value)) in ("ground_truth", "vqa"))):
-        raise bad("none, ground_truth (SpotCheck), a file path, {ground_truth: FILE} or {vqa: FILE}")
-    if key in ("encoder", "sentences") and not isinstance(value, str):
-        raise bad("a string")
-    return value
-
-
-def _resolve_path(value, key, base, line, path, must_exist=True):
-    if not isinstance(value, str) or not value:
-        raise _EntryError(f"{path}, line {line}: key {key!r} must be a path string; received {value!r}.")
-    p = Path(value).expanduser()
-    p = p if p.is_absolute() else base / p
-    if must_exist and not p.exists():
-        raise _EntryError(f"{path}, line {line}: {key} path {value!r} does not exist (resolved to {p}).")
-    return p
-
-
-def _parse_model(entry, where, base, path, line):
-    if not isinstance(entry, dict):
-        raise _EntryError(f"{path}, line {line}: each entry of {where} must be a mapping with 'name' and "
-                          f"'predictions' or 'model'; received {entry!r}.")
-    for key in entry:
-        if key not in MODEL_KEYS:
-            raise _EntryError(_unknown(key, MODEL_KEYS, where, _line(entry, key), path))
-    if ("predictions" in entry) == ("model" in entry):
-        raise _EntryError(f"{path}, line {_line(entry)}: {where} needs exactly one of 'predictions' or 'model'.")
-    m = ModelSpec(name=str(entry.get("name") or entry.get("model") or Path(entry["predictions"]).stem))
-    if "predictions" in entry:
-        m.predictions = _resolve_path(entry["predictions"], "predictions", base, _line(entry, "predictions"), path)
-    if "model" in entry:
-        spec = entry["model"]
-        if not isinstance(spec, str):
-            raise _EntryError(f"{path}, line {_line(entry, 'model')}: key 'model' must be a spec string.")
-        local = base / spec
-        m.model = str(local) if local.is_file() else spec
-    if "weights" in entry:
-        m.weights = _resolve_path(entry["weights"], "weights", base, _line(entry, "weights"), path)
-    for key in ("num_classes", "image_size"):
-        if key in entry:
-            if not (isinstance(entry[key], int) and entry[key] >= 1):
-                raise _EntryError(f"{path}, line {_line(entry, key)}: {key!r} is {entry[key]!r}; expected an "
-                                  "integer >= 1.")
-            setattr(m, key, entry[key])
-    return m
-
-
-def _parse_dataset(entry, i, defaults, base, path):
-    where = f"datasets[{i}]"
-    if not isinstance(entry, dict):
-        raise _EntryError(f"{path}, line ?: {where} must be a mapping; received {entry!r}.")
-    name = str(entry.get("name") or f"dataset_{i}")
-    ds = DatasetSpec(name=name, line=_line(entry))
-    problems = []  # every independent problem of the entry is listed, not only the first
-
-    def attempt(check, *args):
-        try:
-            return check(*args)
-        except _EntryError as exc:
-            problems.append(str(exc))
-            return None
-
-    for key in entry:
-        if key not in DATASET_KEYS:
-            problems.append(_unknown(key, DATASET_KEYS, f"{where} ({name})", _line(entry, key), path))
-    settings = {**RunSettings().to_dict(), **INPUT_DEFAULTS, **REPORT_DEFAULTS}
-    settings.update(defaults)
-    for key in SETTING_KEYS:
-        if key in entry:
-            checked = attempt(_check_setting, key, entry[key], where, _line(entry, key), path)
-            if checked is not None or entry[key] is None:
-                settings[key] = checked
-    try:
-        _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, attempt)
-    except _EntryError as exc:
-        problems.append(str(exc))
-    if problems:
-        raise _EntryError("\n  ".join(dict.fromkeys(problems)))
-    return ds
-
-
-def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, attempt):
-    """The dataset entry past its keys and settings: sources, paths, models (independent checks via ``attempt``)."""
-    sources = [k for k in ("images", "spotcheck", "rival10") if k in entry]
-    if len(sources) > 1 or not (sources or "image_embeddings" in entry):
-        raise _EntryError(f"{path}, line {ds.line}: {where} ({name}) needs exactly one of 'images' (a folder or "
-                          "manifest), 'spotcheck' ({seed: N} or {path: EC folder}) or 'rival10' ({path: ROOT, "
-                          "split: test}), or precomputed 'image_embeddings' whose rows follow the predictions table.")
-    if "rival10" in entry:
-        rv = entry["rival10"]
-        rv = {"path": rv} if isinstance(rv, str) else rv
-        if not isinstance(rv, dict) or "path" not in rv or any(k not in RIVAL10_KEYS for k in rv) \
-                or rv.get("split", "test") not in ("train", "test"):
-            raise _EntryError(f"{path}, line {_line(entry, 'rival10')}: {where} 'rival10' must be {{path: ROOT, "
-                              f"split: train|test}} (optionally class_map: FILE); received {rv!r}.")
-        line = _line(entry, "rival10")
-        rv = dict(rv, path=_resolve_path(rv["path"], "rival10.path", base, line, path))
-        if "class_map" in rv:
-            rv["class_map"] = _resolve_path(rv["class_map"], "rival10.class_map", base, line, path)
-        ds.rival10 = rv
-        if "sentences" not in entry and "sentences" not in defaults:
-            settings["sentences"] = "rival10"
-        if "relevance" not in entry:
-            settings["relevance"] = "ground_truth"  # the attribute labels
-    if "spotcheck" in entry:
-        sc = entry["spotcheck"]
-        sc = {"seed": sc} if isinstance(sc, int) else sc
-        if not isinstance(sc, dict) or not sc or any(k not in SPOTCHECK_KEYS for k in sc):
-            raise _EntryError(f"{path}, line {_line(entry, 'spotcheck')}: {where} 'spotcheck' must be {{seed: N}} "
-                              f"or {{path: EC folder}}; received {sc!r}.")
-        if "path" in sc:
-            sc = dict(sc, path=_resolve_path(sc["path"], "spotcheck.path", base, _line(entry, "spotcheck"), path))
-        ds.spotcheck = dict(sc)
-        for key, own in (("encoder", "spotcheck"), ("sentences", WORLD_SENTENCE_SET)):  # the world's own
-            if key not in entry and key not in defaults:
-                settings[key] = own
-        if "confidence_from" not in entry and "confidence_from" not in defaults:
-            settings["confidence_from"] = "true_class"  # as `lbee demo`: the test labels are clean
-        if "relevance" not in entry:
-            settings["relevance"] = "ground_truth"
-    elif "rival10" not in entry:
-        if "images" in entry:
-            ds.images = attempt(_resolve_path, entry["images"], "images", base, _line(entry, "images"), path)
-        if settings["relevance"] == "ground_truth":
-            raise _EntryError(f"{path}, line {_line(entry, 'relevance')}: relevance 'ground_truth' without a "
-                              "file is only known for SpotCheck worlds and RIVAL10; give {ground_truth: FILE}.")
-    rel = settings["relevance"]
-    if isinstance(rel, str) and rel not in ("none", "ground_truth"):
-        rel = {"ground_truth": rel}
-    if isinstance(rel, dict):
-        (kind, file), = rel.items()
-        rel = {kind: attempt(_resolve_path, file, f"relevance.{kind}", base, _line(entry, "relevance"), path)}
-    settings["relevance"] = None if rel == "none" else rel
-    if settings["sweep"] and settings["relevance"] in (None, "none"):
-        raise _EntryError(f"{path}, line {_line(entry, 'sweep')}: a sweep scores AHR / ACR / TPR / JI and needs "
-                          "'relevance'.")
-    if settings["per_class"] and settings["task"] == "segmentation":
-        raise _EntryError(f"{path}, line {_line(entry, 'per_class')}: per_class is for classification.")
-    if settings["task"] == "segmentation" and ds.spotcheck is not None:
-        raise _EntryError(f"{path}, line {_line(entry, 'task')}: a SpotCheck world is a classification task.")
-    if settings["split_by"] != "entropy" and "masks" not in entry:
-        raise _EntryError(f"{path}, line {_line(entry, 'split_by')}: split_by {settings['split_by']!r} needs "
-                          "ground-truth 'masks' (a folder of label maps).")
-    for key in ("image_embeddings", "sentence_embeddings", "masks", "sensitivity"):
-        if key in entry:
-            setattr(ds, key, attempt(_resolve_path, entry[key], key, base, _line(entry, key), path))
-    if "models" in entry:
-        if not isinstance(entry["models"], list) or not entry["models"]:
-            raise _EntryError(f"{path}, line {_line(entry, 'models')}: {where} 'models' must be a non-empty list.")
-        if any(k in entry for k in MODEL_KEYS[1:]):
-            raise _EntryError(f"{path}, line {_line(entry, 'models')}: {where} has both 'models' and a single "
-                              "model's keys; use one.")
-        ds.models = [attempt(_parse_model, m, f"{where}.models[{j}]", base, path, _line(entry, "models"))
-                     for j, m in enumerate(entry["models"])]
-        ds.models = [m for m in ds.models if m is not None]
-    elif any(k in entry for k in ("predictions", "model")):
-        single = {k: entry[k] for k in MODEL_KEYS[1:] if k in entry}
-        single = _Mapping(single)
-        single.line, single.key_lines = ds.line, {k: _line(entry, k) for k in single}
-        ds.models = [_parse_model(single, where, base, path, ds.line)]
-        ds.models[0].name = str(entry.get("model") or Path(str(entry.get("predictions"))).stem)
-    elif ds.spotcheck is None:
-        raise _EntryError(f"{path}, line {ds.line}: {where} ({name}) needs the model's outputs: 'predictions', "
-                          "'model' or a 'models' list.")
-    try:
-        ds.settings = RunSettings(**{k: settings[k] for k in KNOB_KEYS})
-    except ValueError as exc:
-        raise _EntryError(f"{path}, line {ds.line}: {where} ({name}): {exc}") from None
-    sentences = settings["sentences"]
-    if (base / sentences).is_file():  # a sentence file beside the config, like every other relative path
-        sentences = str(base / sentences)
-    ds.encoder, ds.sentence_set, ds.relevance = settings["encoder"], sentences, settings["relevance"]
-    ds.batch_size, ds.num_workers, ds.logits = settings["batch_size"], settings["num_workers"], settings["logits"]
-    ds.report = {k: settings[k] for k in REPORT_DEFAULTS}
-    return ds
-
-
-def parse_dataset_entry(mapping, *, base, source="request", defaults=None):
-    """One dataset entry of a report config, parsed and checked as :func:`load_report_config` does.
-
-    For callers that receive an entry outside a YAML file (``lbee serve``'s
-    ``POST /v1/jobs``).
-
-    Parameters
-    ----------
-    mapping : dict
-        The entry (``name``, a source such as ``spotcheck`` or ``images``, models, settings).
-    base : path-like
-        Folder that relative paths are resolved against.
-    source : str, default='request'
-        Names the entry in error messages (in place of a file name).
-    defaults : dict, optional
-        Settings applied before the entry's own (a config's ``defaults`` block).
-
-    Returns
-    -------
-    DatasetSpec
-
-    Raises
-    ------
-    ValueError
-        Naming the key, the value received and what is expected.
-    """
-    import re
-
-    checked = {}
-    for key, value in (defaults or {}).items():
-        if key not in SETTING_KEYS:
-            raise ValueError(_unknown(key, SETTING_KEYS, "defaults", 0, source))
-        checked[key] = _check_setting(key, value, "defaults", 0, source)
-    try:
-        return _parse_dataset(mapping, 0, checked, Path(base), source)
-    except _EntryError as exc:  # entries that do not come from a file have no line to name
-        msg = re.sub(rf"(^|\n  ){re.escape(str(source))}, line (0|\?): ", rf"\g<1>{source}: ", str(exc))
-        raise ValueError(msg.replace("datasets[0]", "the entry")) from None
 
 
 def load_report_config(path):
@@ -392,91 +95,74 @@ def load_report_config(path):
     except OSError as exc:
         raise ConfigError(f"Cannot read config {str(path)!r}: {exc.strerror or exc}.") from None
     except UnicodeDecodeError as exc:
-        line = path.read_bytes()[:exc.start].count(b"\n") + 1
-        raise ConfigError(f"{path}, line {line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the "
-                          "config as UTF-8.") from None
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}, line {line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the config as UTF-8."
+        ) from None
     try:
-        data = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping with 'datasets'; received "
-                          f"{type(data).__name__}.")
+        raise ConfigError(f"{path}: the top level must be a mapping with 'datasets'; received {type(data).__name__}.")
     for key in data:
         if key not in TOP_KEYS:
-            raise ConfigError(_unknown(key, TOP_KEYS, "the top level", _line(data, key), path))
+            raise ConfigError(unknown_key_message(key, TOP_KEYS, "the top level", key_line(data, key), path))
     datasets = data.get("datasets")
     if not isinstance(datasets, list) or not datasets:
-        raise ConfigError(f"{path}, line {_line(data, 'datasets')}: 'datasets' must be a non-empty list.")
+        raise ConfigError(f"{path}, line {key_line(data, 'datasets')}: 'datasets' must be a non-empty list.")
     base = path.parent
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
-        raise ConfigError(f"{path}, line {_line(data, 'defaults')}: 'defaults' must be a mapping.")
+        raise ConfigError(f"{path}, line {key_line(data, 'defaults')}: 'defaults' must be a mapping.")
     checked = {}
     for key, value in defaults.items():
         if key not in SETTING_KEYS:
-            raise ConfigError(_unknown(key, SETTING_KEYS, "defaults", _line(defaults, key), path))
+            raise ConfigError(unknown_key_message(key, SETTING_KEYS, "defaults", key_line(defaults, key), path))
         try:
-            checked[key] = _check_setting(key, value, "defaults", _line(defaults, key), path)
-        except _EntryError as exc:
+            checked[key] = check_setting(key, value, "defaults", key_line(defaults, key), path)
+        except EntryError as exc:
             raise ConfigError(str(exc)) from None
     out = []
     names = set()
     for i, entry in enumerate(datasets):
         try:
-            ds = _parse_dataset(entry, i, checked, base, path)
-        except _EntryError as exc:
+            ds = parse_dataset(entry, i, checked, base, path)
+        except EntryError as exc:
             name = str(entry.get("name") or f"dataset_{i}") if isinstance(entry, dict) else f"dataset_{i}"
-            ds = DatasetSpec(name=name, line=_line(entry), error=str(exc))
+            ds = DatasetSpec(name=name, line=key_line(entry), error=str(exc))
         if ds.name in names:
             ds.error = f"{path}, line {ds.line}: dataset name {ds.name!r} is used twice; names must be unique."
         names.add(ds.name)
         out.append(ds)
     output = data.get("output", "lbee_out/report")
     cache_dir = data.get("cache_dir")
-    return ReportConfig(path, base / output if not Path(output).is_absolute() else Path(output),
-                        (base / cache_dir) if cache_dir else None, out)
+    return ReportConfig(
+        path,
+        base / output if not Path(output).is_absolute() else Path(output),
+        (base / cache_dir) if cache_dir else None,
+        out,
+    )
 
 
-def config_schema():
-    """The JSON Schema of a ``lbee report`` config, for editors (``lbee report --schema``).
-
-    The analysis knobs come from :class:`lbee.run.settings.RunSettings` (their
-    choices from the registries), so the schema cannot drift from the checks.
-    """
-    from ..run.settings import knob_schema
-
-    path = {"type": "string", "description": "A path, relative to the config file."}
-    settings = {k: knob_schema(k) for k in KNOB_KEYS}
-    settings.update({
-        "encoder": {"type": "string", "description": "open_clip[:MODEL[@TAG|@CHECKPOINT|@random[:SEED]]] or spotcheck"},
-        "sentences": {"type": "string", "description": "A built-in sentence set or a sentence file."},
-        "relevance": {"description": "none, ground_truth, a file, {ground_truth: FILE} or {vqa: FILE}",
-                      "anyOf": [{"type": "string"}, {"type": "null"}, {"type": "object", "maxProperties": 1}]},
-        "batch_size": {"type": "integer", "minimum": 1}, "num_workers": {"type": "integer", "minimum": 0},
-        "logits": {"type": "boolean", "description": "The prob_<class> columns hold logits (softmax them)."},
-        "thumbnails": {"type": "integer", "minimum": 1}, "classes_shown": {"type": "integer", "minimum": 1},
-        "group_order": {"enum": ["risk", "size"], "description": "Hard groups on the page: by error rate × size, "
-                                                                 "or by size."},
-        "sweep": {"anyOf": [{"type": "boolean"}, {"type": "null"}, {
-            "type": "object", "additionalProperties": False,
-            "properties": {k: {"type": "array", "items": {"type": "number"}} for k in ("K", "C", "o")}}]},
-    })
-    model = {"type": "object", "additionalProperties": False, "properties": {
-        "name": {"type": "string"}, "predictions": path, "model": {"type": "string"}, "weights": path,
-        "num_classes": {"type": "integer", "minimum": 1}, "image_size": {"type": "integer", "minimum": 1}}}
-    dataset = {"type": "object", "additionalProperties": False, "properties": {
-        "name": {"type": "string"}, "images": path, "image_embeddings": path, "sentence_embeddings": path,
-        "masks": path, "sensitivity": path,
-        "spotcheck": {"anyOf": [{"type": "integer"}, {"type": "object", "additionalProperties": False,
-                                                       "properties": {"seed": {"type": "integer"}, "path": path}}]},
-        "rival10": {"anyOf": [path, {"type": "object", "additionalProperties": False, "required": ["path"],
-                                     "properties": {"path": path, "split": {"enum": ["train", "test"]},
-                                                    "class_map": path}}]},
-        "models": {"type": "array", "minItems": 1, "items": model},
-        **{k: v for k, v in model["properties"].items() if k != "name"}, **settings}}
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "lbee report config",
-            "type": "object", "additionalProperties": False, "required": ["datasets"], "properties": {
-                "output": path, "cache_dir": path,
-                "defaults": {"type": "object", "additionalProperties": False, "properties": settings},
-                "datasets": {"type": "array", "minItems": 1, "items": dataset}}}
+# The YAML reader, the entry parser and the schema live in their own modules; their names stay importable from here.
+__all__ = [
+    "DATASET_KEYS",
+    "INPUT_DEFAULTS",
+    "KNOB_KEYS",
+    "MODEL_KEYS",
+    "REPORT_DEFAULTS",
+    "RIVAL10_KEYS",
+    "SETTING_KEYS",
+    "SOURCE_KEYS",
+    "SPOTCHECK_KEYS",
+    "TOP_KEYS",
+    "ConfigError",
+    "DatasetConfig",
+    "ModelConfig",
+    "ReportConfig",
+    "config_schema",
+    "load_report_config",
+    "parse_dataset_entry",
+    "yaml_loader",
+]

@@ -11,8 +11,10 @@ import numpy as np
 
 
 def _png_img(data, alt):
-    return (f'<img alt="{html.escape(alt)}" style="max-width:100%" '
-            f'src="data:image/png;base64,{base64.b64encode(data).decode("ascii")}">')
+    return (
+        f'<img alt="{html.escape(alt)}" style="max-width:100%" '
+        f'src="data:image/png;base64,{base64.b64encode(data).decode("ascii")}">'
+    )
 
 
 def _class_bars(summary):
@@ -21,19 +23,22 @@ def _class_bars(summary):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    from ..analyses.sensitivity import _figure_bytes
+    from ..analyses.sensitivity_outputs import figure_bytes
 
     classes = list(summary.get("per_class", {}))
     vals = [summary["per_class"][c]["rfs_mean"] for c in classes]
     fig, ax = plt.subplots(figsize=(max(3.5, 0.5 * len(classes) + 1), 2.8))
-    ax.bar(range(len(classes)), [np.nan if v is None else v for v in vals],
-           color=["#c0392b" if v is not None and v < 0 else "#2e86c1" for v in vals])
+    ax.bar(
+        range(len(classes)),
+        [np.nan if v is None else v for v in vals],
+        color=["#c0392b" if v is not None and v < 0 else "#2e86c1" for v in vals],
+    )
     ax.set_xticks(range(len(classes)))
     ax.set_xticklabels(classes, rotation=45, ha="right", fontsize=8)
     ax.axhline(0, color="grey", lw=0.6)
     ax.set_ylim(-1, 1)
     ax.set_ylabel("RFS (mean over σ)")
-    return _figure_bytes(fig)
+    return figure_bytes(fig)
 
 
 def sensitivity_panel_html(summary, *, saliency=None, n_least=8, thumbnails=None, title="Region sensitivity"):
@@ -72,40 +77,48 @@ def sensitivity_panel_html(summary, *, saliency=None, n_least=8, thumbnails=None
             raise ValueError(f"Cannot read sensitivity summary {str(path)!r}: {exc}") from None
     if not isinstance(summary, dict) or "per_sigma" not in summary:
         raise ValueError("The sensitivity summary needs a 'per_sigma' list (a summary.json of `lbee sensitivity`).")
-    from ..analyses.sensitivity import plot_rfs
+    from ..analyses.sensitivity_outputs import plot_rfs
 
     e = html.escape
     rfs_mean = summary.get("rfs_mean")
-    parts = [f'<section class="lbee-sensitivity"><h2>{e(title)}</h2>',
-             "<p>Noise added to the object versus the background (RIVAL10 §5.1). "
-             "RFS = (a<sub>bg</sub> − a<sub>fg</sub>) / (2 min(ā, 1 − ā)) in [−1, 1]: "
-             "positive when corrupting the object hurts more (the model uses the object), "
-             "negative when the background matters more.</p>",
-             f"<p><b>RFS (mean over σ): {e('n/a' if rfs_mean is None else f'{rfs_mean:+.3f}')}</b>; "
-             f"clean accuracy {summary.get('accuracy_clean', float('nan')):.3f}, background grayed "
-             f"{summary.get('accuracy_gray_background', float('nan')):.3f}; "
-             f"{int(summary.get('n_images', 0))} images.</p>",
-             _png_img(plot_rfs(summary), "accuracy under foreground and background noise, and RFS, against sigma")]
+    parts = [
+        f'<section class="lbee-sensitivity"><h2>{e(title)}</h2>',
+        "<p>Noise added to the object versus the background (RIVAL10 §5.1). "
+        "RFS = (a<sub>bg</sub> − a<sub>fg</sub>) / (2 min(ā, 1 − ā)) in [−1, 1]: "
+        "positive when corrupting the object hurts more (the model uses the object), "
+        "negative when the background matters more.</p>",
+        f"<p><b>RFS (mean over σ): {e('n/a' if rfs_mean is None else f'{rfs_mean:+.3f}')}</b>; "
+        f"clean accuracy {summary.get('accuracy_clean', float('nan')):.3f}, background grayed "
+        f"{summary.get('accuracy_gray_background', float('nan')):.3f}; "
+        f"{int(summary.get('n_images', 0))} images.</p>",
+        _png_img(plot_rfs(summary), "accuracy under foreground and background noise, and RFS, against sigma"),
+    ]
     if summary.get("per_class"):
         parts.append(_png_img(_class_bars(summary), "RFS per class"))
     undefined = [b["sigma"] for b in summary["per_sigma"] if b.get("rfs") is None]
     if undefined:
-        parts.append(f"<p>RFS undefined at σ = {e(', '.join(f'{s:g}' for s in undefined))}: "
-                     f"{e(summary['per_sigma'][0].get('rfs_reason', 'ā is 0 or 1'))}.</p>")
+        parts.append(
+            f"<p>RFS undefined at σ = {e(', '.join(f'{s:g}' for s in undefined))}: "
+            f"{e(summary['per_sigma'][0].get('rfs_reason', 'ā is 0 or 1'))}.</p>"
+        )
     if saliency is not None:
         table = saliency if isinstance(saliency, pd.DataFrame) else pd.read_csv(saliency)
         if not {"image", "iou"} <= set(table.columns):
             raise ValueError(f"The saliency table needs columns 'image' and 'iou'; found {list(table.columns)}.")
         least = table.sort_values("iou", kind="stable", na_position="last").head(n_least)
-        parts.append(f"<h3>Least aligned saliency (GradCAM vs object mask, §5.4); mean IoU "
-                     f"{table['iou'].mean():.3f}</h3><table><tr><th></th><th>image</th><th>class</th>"
-                     "<th>IoU</th><th>Δ density</th></tr>")
+        parts.append(
+            f"<h3>Least aligned saliency (GradCAM vs object mask, §5.4); mean IoU "
+            f"{table['iou'].mean():.3f}</h3><table><tr><th></th><th>image</th><th>class</th>"
+            "<th>IoU</th><th>Δ density</th></tr>"
+        )
         for _, row in least.iterrows():
             thumb = thumbnails(row["image"]) if thumbnails else None
             cell = f'<img alt="" src="{e(thumb)}" style="height:64px">' if thumb else ""
             delta = row.get("delta_density", float("nan"))
-            parts.append(f"<tr><td>{cell}</td><td>{e(str(row['image']))}</td><td>{e(str(row.get('class', '')))}"
-                         f"</td><td>{row['iou']:.3f}</td><td>{delta:+.3f}</td></tr>")
+            parts.append(
+                f"<tr><td>{cell}</td><td>{e(str(row['image']))}</td><td>{e(str(row.get('class', '')))}"
+                f"</td><td>{row['iou']:.3f}</td><td>{delta:+.3f}</td></tr>"
+            )
         parts.append("</table>")
     parts.append("</section>")
     return "\n".join(parts)

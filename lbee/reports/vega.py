@@ -1,4 +1,4 @@
-"""Interactive Vega-Lite charts of the HTML report, with the Vega libraries inlined (no CDN).
+r"""Interactive Vega-Lite charts of the HTML report, with the Vega libraries inlined (no CDN).
 
 The charts are plain Vega-Lite specifications (dicts); Altair is not needed to
 write them. The JavaScript of Vega, Vega-Lite and vega-embed comes from the
@@ -8,7 +8,7 @@ be mailed on its own. Building the bundle takes a few seconds; it is kept in
 memory and on disk under the lbee cache folder, keyed by the vl-convert version.
 
 Specs go into the page as ``<script type="application/json">`` blocks with
-every ``<``, ``>`` and ``&`` written as a JSON ``\\u`` escape, so a user string
+every ``<``, ``>`` and ``&`` written as a JSON ``\u`` escape, so a user string
 (an image file name, a sentence) can never close the script element.
 """
 
@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier, never fetched
-PHI_HELP = ("φ is the model's confidence, higher = easier. With --confidence-from entropy it is the negative "
-            "entropy of the softmax output: 0 means a one-hot (sure) prediction, more negative means the "
-            "probability is spread over more classes (−log C at worst).")
+PHI_HELP = (
+    "φ is the model's confidence, higher = easier. With --confidence-from entropy it is the negative "
+    "entropy of the softmax output: 0 means a one-hot (sure) prediction, more negative means the "
+    "probability is spread over more classes (−log C at worst)."
+)
 
 
 @lru_cache(maxsize=1)
@@ -95,21 +97,41 @@ def metric_bars_spec(rows, metrics=("ACR", "AHR", "TPR", "JI")):
         for m in metrics:
             v = r.get(m)
             ok = v is not None and np.isfinite(v)
-            values.append({"metric": m, "method": name, "value": _num(v) if ok else 0.0,
-                           "label": f"{v:.2f}" if ok else "no value"})
+            values.append(
+                {
+                    "metric": m,
+                    "method": name,
+                    "value": _num(v) if ok else 0.0,
+                    "label": f"{v:.2f}" if ok else "no value",
+                }
+            )
     enc_x = {"field": "method", "type": "nominal", "title": None, "sort": None, "axis": {"labelAngle": -35}}
     return {
-        "$schema": VEGA_LITE_SCHEMA, "data": {"values": values},
+        "$schema": VEGA_LITE_SCHEMA,
+        "data": {"values": values},
         "facet": {"column": {"field": "metric", "type": "nominal", "title": None, "sort": list(metrics)}},
-        "spec": {"width": {"step": 34}, "height": 150, "layer": [
-            {"mark": {"type": "bar", "tooltip": True},
-             "encoding": {"x": enc_x, "y": {"field": "value", "type": "quantitative", "title": None,
-                                            "scale": {"domain": [0, 1]}},
-                          "color": {"field": "method", "type": "nominal", "legend": None, "sort": None}}},
-            {"mark": {"type": "text", "dy": -6, "fontSize": 10, "angle": 0},
-             "encoding": {"x": enc_x, "y": {"field": "value", "type": "quantitative"},
-                          "text": {"field": "label"}}},
-        ]},
+        "spec": {
+            "width": {"step": 34},
+            "height": 150,
+            "layer": [
+                {
+                    "mark": {"type": "bar", "tooltip": True},
+                    "encoding": {
+                        "x": enc_x,
+                        "y": {"field": "value", "type": "quantitative", "title": None, "scale": {"domain": [0, 1]}},
+                        "color": {"field": "method", "type": "nominal", "legend": None, "sort": None},
+                    },
+                },
+                {
+                    "mark": {"type": "text", "dy": -6, "fontSize": 10, "angle": 0},
+                    "encoding": {
+                        "x": enc_x,
+                        "y": {"field": "value", "type": "quantitative"},
+                        "text": {"field": "label"},
+                    },
+                },
+            ],
+        },
         "config": {"view": {"stroke": None}},
     }
 
@@ -156,27 +178,40 @@ def plane_spec(coords, confidence, groups, image_ids, *, thumbs=None, max_points
     thumbs = thumbs or {}
     values = []
     for j in keep.tolist():
-        v = {"x": _num(coords[j, 0]), "y": _num(coords[j, 1]), "phi": _num(confidence[j]),
-             "group": "none" if group[j] < 0 else f"group {group[j]}", "id": str(image_ids[j]),
-             "hard": bool(group[j] >= 0)}
+        v = {
+            "x": _num(coords[j, 0]),
+            "y": _num(coords[j, 1]),
+            "phi": _num(confidence[j]),
+            "group": "none" if group[j] < 0 else f"group {group[j]}",
+            "id": str(image_ids[j]),
+            "hard": bool(group[j] >= 0),
+        }
         if j in thumbs:
             v["img"] = thumbs[j]
         values.append(v)
     sel = {"name": "pick", "select": {"type": "point", "fields": ["group"], "on": "click", "clear": "dblclick"}}
     # An expression, not a tooltip encoding: points without a thumbnail then have no (broken) image at all.
-    tooltip = {"expr": "{'image': datum.img, 'image id': datum.id, 'φ': format(datum.phi, '.3f'), "
-                       "'hard group': datum.group}"}
+    tooltip = {
+        "expr": "{'image': datum.img, 'image id': datum.id, 'φ': format(datum.phi, '.3f'), 'hard group': datum.group}"
+    }
     points = {
         "mark": {"type": "point", "filled": True, "size": 22 if len(keep) < 3000 else 10, "tooltip": tooltip},
         "params": [sel],
         "encoding": {
             "x": {"field": "x", "type": "quantitative", "axis": None, "scale": {"zero": False}},
             "y": {"field": "y", "type": "quantitative", "axis": None, "scale": {"zero": False}},
-            "color": {"field": "phi", "type": "quantitative", "scale": {"scheme": "viridis"},
-                      "legend": {"title": "φ (confidence)", "gradientLength": 180}},
-            "shape": {"field": "hard", "type": "nominal", "scale": {"domain": [False, True],
-                                                                   "range": ["circle", "diamond"]},
-                      "legend": {"title": "in a hard group", "labelExpr": "datum.label == 'true' ? 'yes' : 'no'"}},
+            "color": {
+                "field": "phi",
+                "type": "quantitative",
+                "scale": {"scheme": "viridis"},
+                "legend": {"title": "φ (confidence)", "gradientLength": 180},
+            },
+            "shape": {
+                "field": "hard",
+                "type": "nominal",
+                "scale": {"domain": [False, True], "range": ["circle", "diamond"]},
+                "legend": {"title": "in a hard group", "labelExpr": "datum.label == 'true' ? 'yes' : 'no'"},
+            },
             "stroke": {"condition": {"test": "datum.hard", "value": "#c0392b"}, "value": None},
             "strokeWidth": {"value": 0.6},
             "opacity": {"condition": {"param": "pick", "value": 0.95}, "value": 0.08},
@@ -188,13 +223,24 @@ def plane_spec(coords, confidence, groups, image_ids, *, thumbs=None, max_points
         if g.size:
             c = coords[g].mean(axis=0)
             centres.append({"x": _num(c[0]), "y": _num(c[1]), "text": str(i), "group": f"group {i}"})
-    labels = {"data": {"values": centres}, "mark": {"type": "text", "fontWeight": "bold", "fontSize": 13,
-                                                    "color": "#c0392b", "dy": -10},
-              "encoding": {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"},
-                           "text": {"field": "text"}}}
-    spec = {"$schema": VEGA_LITE_SCHEMA, "title": {"text": label, "fontSize": 12, "fontWeight": "normal"},
-            "width": 620, "height": 460, "data": {"values": values}, "layer": [points, labels],
-            "config": {"view": {"stroke": "#e1e4e8"}}}
+    labels = {
+        "data": {"values": centres},
+        "mark": {"type": "text", "fontWeight": "bold", "fontSize": 13, "color": "#c0392b", "dy": -10},
+        "encoding": {
+            "x": {"field": "x", "type": "quantitative"},
+            "y": {"field": "y", "type": "quantitative"},
+            "text": {"field": "text"},
+        },
+    }
+    spec = {
+        "$schema": VEGA_LITE_SCHEMA,
+        "title": {"text": label, "fontSize": 12, "fontWeight": "normal"},
+        "width": 620,
+        "height": 460,
+        "data": {"values": values},
+        "layer": [points, labels],
+        "config": {"view": {"stroke": "#e1e4e8"}},
+    }
     return spec, len(keep)
 
 
@@ -214,13 +260,24 @@ def phi_histogram_spec(confidence, group, twin, *, bins=20):
         frac = counts / x.size
         for b in range(bins):
             values.append({"set": name, "phi": _num((edges[b] + edges[b + 1]) / 2), "fraction": _num(frac[b])})
-    return {"$schema": VEGA_LITE_SCHEMA, "width": 230, "height": 90, "data": {"values": values},
-            "mark": {"type": "line", "interpolate": "step", "tooltip": True},
-            "encoding": {"x": {"field": "phi", "type": "quantitative", "title": "φ",
-                               "scale": {"domain": [_num(lo), _num(hi)]}},
-                         "y": {"field": "fraction", "type": "quantitative", "title": "share",
-                               "axis": {"format": ".0%"}},
-                         "color": {"field": "set", "type": "nominal", "title": None,
-                                   "scale": {"domain": ["this group", "easy twin", "all images"],
-                                             "range": ["#c0392b", "#3a9b5a", "#8a94a3"]}}},
-            "config": {"view": {"stroke": None}, "legend": {"orient": "bottom", "labelFontSize": 10}}}
+    return {
+        "$schema": VEGA_LITE_SCHEMA,
+        "width": 230,
+        "height": 90,
+        "data": {"values": values},
+        "mark": {"type": "line", "interpolate": "step", "tooltip": True},
+        "encoding": {
+            "x": {"field": "phi", "type": "quantitative", "title": "φ", "scale": {"domain": [_num(lo), _num(hi)]}},
+            "y": {"field": "fraction", "type": "quantitative", "title": "share", "axis": {"format": ".0%"}},
+            "color": {
+                "field": "set",
+                "type": "nominal",
+                "title": None,
+                "scale": {
+                    "domain": ["this group", "easy twin", "all images"],
+                    "range": ["#c0392b", "#3a9b5a", "#8a94a3"],
+                },
+            },
+        },
+        "config": {"view": {"stroke": None}, "legend": {"orient": "bottom", "labelFontSize": 10}},
+    }

@@ -6,10 +6,35 @@
 (5286, 28)
 """
 
-from ._dataset import (ATTRIBUTE_SENTENCES, ATTRIBUTES, CLASS_SENTENCES, CLASSES, WNID_TO_CLASS, Rival10Split,
-                       decode_mask, export_rival10, load_rival10, object_mask, read_class_map, rival10_sentences)
+from ._dataset import (
+    ATTRIBUTE_SENTENCES,
+    ATTRIBUTES,
+    CLASS_SENTENCES,
+    CLASSES,
+    WNID_TO_CLASS,
+    Rival10Split,
+    decode_mask,
+    export_rival10,
+    load_rival10,
+    object_mask,
+    read_class_map,
+    rival10_sentences,
+)
 from ._pickle import UnsafePickleError, load_attr_dict
 
-__all__ = ["ATTRIBUTES", "ATTRIBUTE_SENTENCES", "CLASSES", "CLASS_SENTENCES", "WNID_TO_CLASS", "Rival10Split",
-           "UnsafePickleError", "decode_mask", "export_rival10", "load_attr_dict", "load_rival10", "object_mask",
-           "read_class_map", "rival10_sentences"]
+__all__ = [
+    "ATTRIBUTES",
+    "ATTRIBUTE_SENTENCES",
+    "CLASSES",
+    "CLASS_SENTENCES",
+    "WNID_TO_CLASS",
+    "Rival10Split",
+    "UnsafePickleError",
+    "decode_mask",
+    "export_rival10",
+    "load_attr_dict",
+    "load_rival10",
+    "object_mask",
+    "read_class_map",
+    "rival10_sentences",
+]

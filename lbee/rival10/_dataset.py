@@ -24,34 +24,52 @@ from pathlib import Path
 import numpy as np
 
 #: The 18 attributes, in the column order of ``*_attr_labels.npy``.
-ATTRIBUTES = ("long-snout", "wings", "wheels", "text", "horns", "floppy-ears", "ears", "colored-eyes", "tail",
-              "mane", "beak", "hairy", "metallic", "rectangular", "wet", "long", "tall", "patterned")
+ATTRIBUTES = (
+    "long-snout",
+    "wings",
+    "wheels",
+    "text",
+    "horns",
+    "floppy-ears",
+    "ears",
+    "colored-eyes",
+    "tail",
+    "mane",
+    "beak",
+    "hairy",
+    "metallic",
+    "rectangular",
+    "wet",
+    "long",
+    "tall",
+    "patterned",
+)
 
 #: The 10 classes; an image's integer label is its index here (RIVAL10's label order).
 CLASSES = ("truck", "car", "plane", "ship", "cat", "dog", "equine", "deer", "frog", "bird")
 
 #: ImageNet wnid -> RIVAL10 class (RIVAL10 app. A, Table 1; names checked against ImageNet-1k).
 WNID_TO_CLASS = {
-    "n03796401": "truck",   # moving van
-    "n04467665": "truck",   # trailer truck ("semi")
-    "n02814533": "car",     # beach wagon
-    "n03100240": "car",     # convertible
-    "n02690373": "plane",   # airliner
-    "n04552348": "plane",   # warplane
-    "n03673027": "ship",    # liner
-    "n03095699": "ship",    # container ship
-    "n02123394": "cat",     # Persian cat
-    "n02124075": "cat",     # Egyptian cat
-    "n02099712": "dog",     # Labrador retriever
-    "n02099601": "dog",     # golden retriever
+    "n03796401": "truck",  # moving van
+    "n04467665": "truck",  # trailer truck ("semi")
+    "n02814533": "car",  # beach wagon
+    "n03100240": "car",  # convertible
+    "n02690373": "plane",  # airliner
+    "n04552348": "plane",  # warplane
+    "n03673027": "ship",  # liner
+    "n03095699": "ship",  # container ship
+    "n02123394": "cat",  # Persian cat
+    "n02124075": "cat",  # Egyptian cat
+    "n02099712": "dog",  # Labrador retriever
+    "n02099601": "dog",  # golden retriever
     "n02389026": "equine",  # sorrel
     "n02391049": "equine",  # zebra
-    "n02423022": "deer",    # gazelle
-    "n02422699": "deer",    # impala
-    "n01644900": "frog",    # tailed frog
-    "n01644373": "frog",    # tree frog
-    "n01531178": "bird",    # goldfinch
-    "n01532829": "bird",    # house finch
+    "n02423022": "deer",  # gazelle
+    "n02422699": "deer",  # impala
+    "n01644900": "frog",  # tailed frog
+    "n01644373": "frog",  # tree frog
+    "n01531178": "bird",  # goldfinch
+    "n01532829": "bird",  # house finch
 }
 
 #: One sentence per attribute, in :data:`ATTRIBUTES` order (the first 18 lines of ``sentence_sets/rival10.txt``).
@@ -192,8 +210,10 @@ def _split_dir(root, split):
         raise ValueError(f"`split` must be one of {list(SPLITS)}; received {split!r}.")
     folder = Path(root) / split / "ordinary"
     if not folder.is_dir():
-        raise FileNotFoundError(f"RIVAL10 folder {str(folder)!r} does not exist; expected ROOT/{split}/ordinary/ "
-                                f"with <stem>.JPEG and <stem>_attr_labels.npy files (ROOT = {str(root)!r}).")
+        raise FileNotFoundError(
+            f"RIVAL10 folder {str(folder)!r} does not exist; expected ROOT/{split}/ordinary/ "
+            f"with <stem>.JPEG and <stem>_attr_labels.npy files (ROOT = {str(root)!r})."
+        )
     return folder
 
 
@@ -203,11 +223,15 @@ def _read_attr_labels(path):
     except (OSError, ValueError) as exc:
         raise ValueError(f"Cannot read attribute labels {str(path)!r}: {exc}") from None
     if arr.shape != (2, len(ATTRIBUTES)):
-        raise ValueError(f"Attribute labels {str(path)!r} have shape {arr.shape}; expected (2, {len(ATTRIBUTES)}) "
-                         "(row 0: attributes present, row 1: augmentation changes).")
+        raise ValueError(
+            f"Attribute labels {str(path)!r} have shape {arr.shape}; expected (2, {len(ATTRIBUTES)}) "
+            "(row 0: attributes present, row 1: augmentation changes)."
+        )
     if arr.dtype.kind not in "biuf" or not np.all((arr == 0) | (arr == 1)):
-        raise ValueError(f"Attribute labels {str(path)!r} must hold 0 / 1; received values "
-                         f"{sorted(set(np.unique(arr).tolist()))[:5]} of dtype {arr.dtype}.")
+        raise ValueError(
+            f"Attribute labels {str(path)!r} must hold 0 / 1; received values "
+            f"{sorted(set(np.unique(arr).tolist()))[:5]} of dtype {arr.dtype}."
+        )
     return arr[0].astype(bool)
 
 
@@ -233,8 +257,9 @@ def load_rival10(root, split="test", *, class_map=None):
         class_map = WNID_TO_CLASS
     elif not isinstance(class_map, dict):
         class_map = read_class_map(class_map)
-    images = sorted(p for p in folder.iterdir()
-                    if p.suffix.lower() in (".jpeg", ".jpg") and not p.stem.endswith("_merged_mask"))
+    images = sorted(
+        p for p in folder.iterdir() if p.suffix.lower() in (".jpeg", ".jpg") and not p.stem.endswith("_merged_mask")
+    )
     if not images:
         raise ValueError(f"No image (<stem>.JPEG) found in {str(folder)!r}.")
     labels, attrs, dicts, masks = [], [], [], []
@@ -242,8 +267,10 @@ def load_rival10(root, split="test", *, class_map=None):
         stem = img.stem
         wnid = stem.split("_", 1)[0]
         if wnid not in class_map:
-            raise ValueError(f"Image {str(img)!r} starts with wnid {wnid!r}, which the class map does not know "
-                             f"(it has {len(class_map)} wnids); pass a class map file (JSON {{wnid: class}}).")
+            raise ValueError(
+                f"Image {str(img)!r} starts with wnid {wnid!r}, which the class map does not know "
+                f"(it has {len(class_map)} wnids); pass a class map file (JSON {{wnid: class}})."
+            )
         labels.append(CLASSES.index(class_map[wnid]))
         lab = folder / f"{stem}_attr_labels.npy"
         if not lab.is_file():
@@ -251,16 +278,28 @@ def load_rival10(root, split="test", *, class_map=None):
         attrs.append(_read_attr_labels(lab))
         pkl = folder / f"{stem}_attr_dict.pkl"
         dicts.append(str(pkl) if pkl.is_file() else None)
-        merged = [p for p in (folder / f"{stem}_merged_mask{img.suffix}", folder / f"{stem}_merged_mask.JPEG")
-                  if p.is_file()]
+        merged = [
+            p for p in (folder / f"{stem}_merged_mask{img.suffix}", folder / f"{stem}_merged_mask.JPEG") if p.is_file()
+        ]
         masks.append(str(merged[0]) if merged else None)
     labels = np.asarray(labels, dtype=np.int64)
     attributes = np.stack(attrs)
     relevance = np.zeros((len(images), len(ATTRIBUTES) + len(CLASSES)), dtype=bool)
-    relevance[:, :len(ATTRIBUTES)] = attributes
+    relevance[:, : len(ATTRIBUTES)] = attributes
     relevance[np.arange(len(images)), len(ATTRIBUTES) + labels] = True
-    return Rival10Split(str(root), split, [str(p) for p in images], [p.name for p in images], labels,
-                        list(CLASSES), rival10_sentences(), relevance, attributes, dicts, masks)
+    return Rival10Split(
+        str(root),
+        split,
+        [str(p) for p in images],
+        [p.name for p in images],
+        labels,
+        list(CLASSES),
+        rival10_sentences(),
+        relevance,
+        attributes,
+        dicts,
+        masks,
+    )
 
 
 def decode_mask(encoded, size=None, *, source="<mask>"):
@@ -308,8 +347,9 @@ def object_mask(attr_dict_path, merged_mask_path, size):
         if OBJECT_KEY in entries:
             return decode_mask(entries[OBJECT_KEY], size, source=f"{attr_dict_path!r}[{OBJECT_KEY!r}]")
     if merged_mask_path is None:
-        raise ValueError(f"No object mask: {attr_dict_path!r} has no {OBJECT_KEY!r} entry and there is no "
-                         "merged mask file.")
+        raise ValueError(
+            f"No object mask: {attr_dict_path!r} has no {OBJECT_KEY!r} entry and there is no merged mask file."
+        )
     try:
         with Image.open(merged_mask_path) as img:
             img = img.convert("L")
@@ -356,16 +396,25 @@ def export_rival10(root, out, split="test", *, class_map=None, progress=False):
         buf = io.BytesIO()
         Image.fromarray(mask.astype(np.uint8) * 255).save(buf, format="PNG")
         atomic_write_bytes(out / "masks" / f"{Path(data.ids[i]).stem}.png", buf.getvalue())
-    manifest = pd.DataFrame({"path": [str(Path(p).resolve()) for p in data.paths], "label": data.labels,
-                             "class": data.classes})
+    manifest = pd.DataFrame(
+        {"path": [str(Path(p).resolve()) for p in data.paths], "label": data.labels, "class": data.classes}
+    )
     atomic_write_bytes(out / "manifest.csv", manifest.to_csv(index=False).encode())
     n, m = data.relevance.shape
-    rel = pd.DataFrame({"image": np.repeat(data.ids, m), "sentence": np.tile(data.sentences, n),
-                        "relevant": data.relevance.reshape(-1)})
+    rel = pd.DataFrame(
+        {
+            "image": np.repeat(data.ids, m),
+            "sentence": np.tile(data.sentences, n),
+            "relevant": data.relevance.reshape(-1),
+        }
+    )
     buf = io.BytesIO()
     rel.to_parquet(buf, index=False)
     atomic_write_bytes(out / "relevance.parquet", buf.getvalue())
-    header = ["# rival10: RIVAL10's 18 object attributes, then its 10 classes (RIVAL10 §3, app. A).",
-              "# Written by lbee.rival10.export_rival10; the same sentences as the built-in set 'rival10'.", ""]
+    header = [
+        "# rival10: RIVAL10's 18 object attributes, then its 10 classes (RIVAL10 §3, app. A).",
+        "# Written by lbee.rival10.export_rival10; the same sentences as the built-in set 'rival10'.",
+        "",
+    ]
     atomic_write_bytes(out / "rival10.txt", "\n".join(header + data.sentences).encode("utf-8") + b"\n")
     return {"n_images": n, "n_sentences": m, "n_masks": n, "mask_fallbacks": fallbacks, "out": str(out)}

@@ -33,11 +33,14 @@ class _DictStrBytesUnpickler(pickle.Unpickler):
     def find_class(self, module, name):  # every GLOBAL / STACK_GLOBAL / INST / OBJ ends here
         raise UnsafePickleError(
             f"Refused to load {self._source!r}: the pickle asks for {module}.{name}, but RIVAL10 attribute "
-            "files may only hold a dict of strings and bytes; nothing in it was run.")
+            "files may only hold a dict of strings and bytes; nothing in it was run."
+        )
 
     def persistent_load(self, pid):
-        raise UnsafePickleError(f"Refused to load {self._source!r}: it uses persistent ids; "
-                                "RIVAL10 attribute files may only hold a dict of strings and bytes.")
+        raise UnsafePickleError(
+            f"Refused to load {self._source!r}: it uses persistent ids; "
+            "RIVAL10 attribute files may only hold a dict of strings and bytes."
+        )
 
 
 def load_attr_dict(path):
@@ -71,14 +74,18 @@ def load_attr_dict(path):
     except UnsafePickleError:
         raise
     except Exception as exc:  # truncated or not a pickle at all
-        raise ValueError(f"Attribute file {str(path)!r} is not a readable pickle: {type(exc).__name__}: {exc}") \
-            from None
+        raise ValueError(
+            f"Attribute file {str(path)!r} is not a readable pickle: {type(exc).__name__}: {exc}"
+        ) from None
     if not isinstance(obj, dict):
-        raise UnsafePickleError(f"Attribute file {str(path)!r} holds a {type(obj).__name__}; expected a dict "
-                                "from attribute name to base64 mask.")
+        raise UnsafePickleError(
+            f"Attribute file {str(path)!r} holds a {type(obj).__name__}; expected a dict "
+            "from attribute name to base64 mask."
+        )
     for key, value in obj.items():
         if not isinstance(key, str) or not isinstance(value, (str, bytes)):
             raise UnsafePickleError(
                 f"Attribute file {str(path)!r} maps {key!r} ({type(key).__name__}) to a {type(value).__name__}; "
-                "expected str keys and str / bytes values (base64 JPEG masks).")
+                "expected str keys and str / bytes values (base64 JPEG masks)."
+            )
     return obj

@@ -20,9 +20,21 @@ from contextlib import contextmanager
 from pathlib import Path
 
 #: Names a run writes into its folder (glob patterns): their presence means the folder holds a run.
-RUN_ENTRIES = ("explanation.json", "assignments.parquet", "report.md", "report.html", "per_class.json",
-               "per_class_metrics.csv", "per_class_summary.csv", "metrics.json", "metrics.csv", "sweep.csv",
-               "sweep.png", "slicer_*", "evaluate_metrics.json")
+RUN_ENTRIES = (
+    "explanation.json",
+    "assignments.parquet",
+    "report.md",
+    "report.html",
+    "per_class.json",
+    "per_class_metrics.csv",
+    "per_class_summary.csv",
+    "metrics.json",
+    "metrics.csv",
+    "sweep.csv",
+    "sweep.png",
+    "slicer_*",
+    "evaluate_metrics.json",
+)
 
 
 def run_entries(folder):
@@ -41,8 +53,10 @@ def check_out_folder(out, *, overwrite=False, option="--out"):
     found = run_entries(out)
     if found and not overwrite:
         shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
-        raise ValueError(f"{option} {str(out)!r} already holds a run ({shown}); lbee does not replace or mix runs. "
-                         f"Pass --overwrite to replace that run whole, or give another folder.")
+        raise ValueError(
+            f"{option} {str(out)!r} already holds a run ({shown}); lbee does not replace or mix runs. "
+            f"Pass --overwrite to replace that run whole, or give another folder."
+        )
     return found
 
 

@@ -61,11 +61,11 @@ class RunResult:
     slicer_objects : dict of str to slicer
         The fitted slicer objects of the non-Ward slicers (the HTML page shows their planes).
     per_class : PerClassResult or None
-    scores : lbee.run.inputs.Scores
+    scores : lbee.run.specs.Scores
     settings : RunSettings
     tau : float
         The τ the describers used.
-    inputs : lbee.run.inputs.RunInputs
+    inputs : lbee.run.specs.RunInputs
     """
 
     results: dict
@@ -90,7 +90,7 @@ def _slicer_object(spec):
     from ..slicers import create_slicer
 
     if isinstance(spec, dict):
-        (name, opts), = spec.items()
+        ((name, opts),) = spec.items()
         return name, create_slicer(name, **(opts or {}))
     return spec, (None if spec == "ward" else create_slicer(spec))
 
@@ -100,8 +100,8 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
 
     Parameters
     ----------
-    inputs : lbee.run.inputs.RunInputs
-    scores : lbee.run.inputs.Scores
+    inputs : lbee.run.specs.RunInputs
+    scores : lbee.run.specs.Scores
         φ and ω of the model.
     settings : RunSettings
     dataset, model : str
@@ -120,14 +120,20 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
     tau = settings.resolved_tau(inputs.encoder_tau)
     index, methods = describe_plan(inputs, settings)
     if settings.per_class:
-        return RunResult({}, {}, _per_class(inputs, scores, settings, tau, progress, n_jobs), scores, settings, tau,
-                         inputs)
+        return RunResult(
+            {}, {}, _per_class(inputs, scores, settings, tau, progress, n_jobs), scores, settings, tau, inputs
+        )
     results, objects = {}, {}
     texts, added = list(inputs.sentences), {}
     for spec in settings.slicers:
         name, obj = _slicer_object(spec)
-        part = Partition(a=settings.a, n_clusters=settings.n_clusters, n_easy_clusters=settings.easy_clusters,
-                         slicer="ward" if obj is None else obj, ward=settings.ward)
+        part = Partition(
+            a=settings.a,
+            n_clusters=settings.n_clusters,
+            n_easy_clusters=settings.easy_clusters,
+            slicer="ward" if obj is None else obj,
+            ward=settings.ward,
+        )
         try:
             if scores.split is not None:
                 part.fit(inputs.embeddings, hard=scores.split[0], easy=scores.split[1])
@@ -143,31 +149,48 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
         record_clusters_formed(exps, part)
         extra = {"dataset": dataset, "model": model, "slicer": name, **scores.extra}
         if part.hypotheses_ is not None:
-            extra["hypotheses"] = [{"pieces": h.pieces, "error_concentration": round(h.concentration, 4),
-                                    "lower_bound": round(h.lower_bound, 4), "p_value": float(f"{h.p_value:.3g}")}
-                                   for h in part.hypotheses_]
+            extra["hypotheses"] = [
+                {
+                    "pieces": h.pieces,
+                    "error_concentration": round(h.concentration, 4),
+                    "lower_bound": round(h.lower_bound, 4),
+                    "p_value": float(f"{h.p_value:.3g}"),
+                }
+                for h in part.hypotheses_
+            ]
         if "compose" in exps:
             _share_sentences(exps["compose"], texts, added)
-        results[name] = DescribeResult(exps, list(inputs.image_ids), np.asarray(scores.confidence, dtype=np.float64),
-                                       np.asarray(scores.performance, dtype=np.float64), texts,
-                                       inputs.encoder, inputs.sentence_set, list(inputs.failures),
-                                       inputs.image_paths, extra, part)
+        results[name] = DescribeResult(
+            exps,
+            list(inputs.image_ids),
+            np.asarray(scores.confidence, dtype=np.float64),
+            np.asarray(scores.performance, dtype=np.float64),
+            texts,
+            inputs.encoder,
+            inputs.sentence_set,
+            list(inputs.failures),
+            inputs.image_paths,
+            extra,
+            part,
+        )
     for r in results.values():
         for e in r.explanations.values():
             e.params["n_sentences"] = len(texts)
         if inputs.sentence_conditions is not None:  # each sentence's conditions, written with the run
             from ..grammar import format_conditions
 
-            conds = list(inputs.sentence_conditions) + [added[t] for t in texts[len(inputs.sentences):]]
+            conds = list(inputs.sentence_conditions) + [added[t] for t in texts[len(inputs.sentences) :]]
             r.extra["sentence_conditions"] = [format_conditions(c) for c in conds]
     relevance = inputs.relevance
     if relevance is not None and added:
         part = next(iter(results.values())).partition
-        new = [added[t] for t in texts[len(inputs.sentences):]]
+        new = [added[t] for t in texts[len(inputs.sentences) :]]
         _, extra_rel = part.composed_relevance(index, new, tau=tau)
         relevance = np.concatenate([np.asarray(relevance, dtype=bool), extra_rel], axis=1)
-        inputs.notes.append(f"Γ of the {len(new)} sentences 'compose' wrote is the composed relevance of their atoms "
-                            "(pseudo ground truth), the rest is " + inputs.relevance_source + ".")
+        inputs.notes.append(
+            f"Γ of the {len(new)} sentences 'compose' wrote is the composed relevance of their atoms "
+            "(pseudo ground truth), the rest is " + inputs.relevance_source + "."
+        )
     return RunResult(results, objects, None, scores, settings, tau, inputs, texts, relevance)
 
 
@@ -202,8 +225,10 @@ def describe_plan(inputs, settings):
     methods = list(settings.methods)
     if inputs.sentence_conditions is None:
         if COMPOSE in methods:
-            raise ValueError(f"method 'compose' needs a grammar's sentence set (lbee sentences generate GRAMMAR, or "
-                             f"--sentences spotcheck.grammar); {inputs.sentence_set!r} has no conditions.")
+            raise ValueError(
+                f"method 'compose' needs a grammar's sentence set (lbee sentences generate GRAMMAR, or "
+                f"--sentences spotcheck.grammar); {inputs.sentence_set!r} has no conditions."
+            )
         return SentenceIndex(inputs.sentence_embeddings), methods
     index = SentenceIndex(inputs.sentence_embeddings, conditions=inputs.sentence_conditions, grammar=inputs.grammar)
     if tuple(methods) == tuple(METHODS):
@@ -219,12 +244,26 @@ def _per_class(inputs, scores, settings, tau, progress, n_jobs):
         raise ValueError("per_class needs true labels: a 'label' column in the manifest or the predictions.")
     if s.preds is None and s.probs is None:
         raise ValueError("per_class needs predicted classes: 'pred' or 'prob_<class>' columns.")
-    return explain_per_class(inputs.embeddings, inputs.sentence_embeddings, labels=s.labels, preds=s.preds,
-                             probs=s.probs, split=settings.per_class, methods=list(settings.methods),
-                             n_clusters=settings.n_clusters, n_easy_clusters=settings.easy_clusters, k=settings.k,
-                             tau=tau, a=settings.a, relevance=inputs.relevance, o=settings.o,
-                             class_names=scores.class_names, sentences=inputs.sentences, n_jobs=n_jobs,
-                             progress=progress)
+    return explain_per_class(
+        inputs.embeddings,
+        inputs.sentence_embeddings,
+        labels=s.labels,
+        preds=s.preds,
+        probs=s.probs,
+        split=settings.per_class,
+        methods=list(settings.methods),
+        n_clusters=settings.n_clusters,
+        n_easy_clusters=settings.easy_clusters,
+        k=settings.k,
+        tau=tau,
+        a=settings.a,
+        relevance=inputs.relevance,
+        o=settings.o,
+        class_names=scores.class_names,
+        sentences=inputs.sentences,
+        n_jobs=n_jobs,
+        progress=progress,
+    )
 
 
 def run_model(ds, model, inputs, *, device=None, progress=False, n_jobs=1):
@@ -234,11 +273,12 @@ def run_model(ds, model, inputs, *, device=None, progress=False, n_jobs=1):
     -------
     RunResult
     """
-    from .inputs import model_scores
+    from .scores import model_scores
 
     scores = model_scores(ds, model, inputs, device=device, progress=progress)
-    return analyse(inputs, scores, ds.settings, dataset=ds.name, model=model_name(model), progress=progress,
-                   n_jobs=n_jobs)
+    return analyse(
+        inputs, scores, ds.settings, dataset=ds.name, model=model_name(model), progress=progress, n_jobs=n_jobs
+    )
 
 
 def model_name(model):
@@ -247,8 +287,10 @@ def model_name(model):
 
 
 def record_clusters_formed(explanations, part):
-    """Record in each explanation's ``params`` the clusters formed beside those asked for, and warn (once per
-    partition) when they were capped or are tiny (:func:`lbee.core.clustering.cluster_notes`)."""
+    """Record in each explanation's ``params`` the clusters formed beside those asked for.
+
+    Warns (once per partition) when they were capped or are tiny (:func:`lbee.core.clustering.cluster_notes`).
+    """
     from ..core.clustering import warn_cluster_notes
 
     for e in explanations.values():
@@ -270,8 +312,13 @@ def write_run(run, out_dir):
     """
     out = Path(out_dir)
     if run.per_class is not None:
-        write_per_class_outputs(run.per_class, out, image_ids=run.inputs.image_ids, sentences=run.inputs.sentences,
-                                sentence_set=run.inputs.sentence_set)
+        write_per_class_outputs(
+            run.per_class,
+            out,
+            image_ids=run.inputs.image_ids,
+            sentences=run.inputs.sentences,
+            sentence_set=run.inputs.sentence_set,
+        )
         return [out]
     folders = []
     for i, (name, result) in enumerate(run.results.items()):
@@ -306,14 +353,21 @@ def assignments_table(result):
 
     exp = next(iter(result.explanations.values()))
     split, cluster = exp.split_and_group(len(result.image_ids))
-    return pd.DataFrame({"image": result.image_ids, "split": split, "cluster": cluster,
-                         "confidence": result.confidence, "performance": result.performance})
+    return pd.DataFrame(
+        {
+            "image": result.image_ids,
+            "split": split,
+            "cluster": cluster,
+            "confidence": result.confidence,
+            "performance": result.performance,
+        }
+    )
 
 
 def write_outputs(result, out_dir):
     """Write ``explanation.json``, ``assignments.parquet`` and ``report.md`` into ``out_dir``."""
-    from ..core.explanation import compact_payload
-    from ..reports.text import render_markdown
+    from ..core.explanation_payload import compact_payload
+    from .text import render_markdown
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -325,7 +379,7 @@ def write_outputs(result, out_dir):
         "images": result.image_ids,
         "skipped_images": [{"path": p, "reason": r} for p, r in result.failures],
         "params": next(iter(result.explanations.values())).params,
-        # The clustering once, prototypes as float32 (lbee.core.explanation.compact_payload); read by
+        # The clustering once, prototypes as float32 (lbee.core.explanation_payload.compact_payload); read by
         # load_explanations, which also reads the older one-full-copy-per-method files.
         **compact_payload(result.explanations),
         **result.extra,
@@ -343,7 +397,7 @@ def write_outputs(result, out_dir):
 
 def load_explanations(path):
     """Read an ``explanation.json``: (dict of method -> Explanation, the whole payload)."""
-    from ..core.explanation import validate_explanation_payload
+    from ..core.explanation_payload import validate_explanation_payload
 
     path = Path(path)
     try:
@@ -364,8 +418,10 @@ def write_per_class_outputs(result, out_dir, *, image_ids, sentences, sentence_s
         "images": list(image_ids),
         "class_names": result.class_names,
         "skipped": {str(c): why for c, why in result.skipped.items()},
-        "classes": {str(c): {m: {k: v for k, v in e.to_dict().items() if k != "sentences"} for m, e in exps.items()}
-                    for c, exps in result.explanations.items()},
+        "classes": {
+            str(c): {m: {k: v for k, v in e.to_dict().items() if k != "sentences"} for m, e in exps.items()}
+            for c, exps in result.explanations.items()
+        },
     }
     atomic_write_bytes(out / "per_class.json", json.dumps(payload).encode())
     atomic_write_bytes(out / "per_class_metrics.csv", result.metrics.to_csv(index=False).encode())

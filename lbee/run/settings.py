@@ -58,10 +58,31 @@ def _choices(name):
     return None
 
 
-def _knob(default, help, *, kind, minimum=None, maximum=None, optional=False, many=False, flag=None, short=None,
-          default_text=None, default_factory=None):
-    meta = {"help": help, "kind": kind, "minimum": minimum, "maximum": maximum, "optional": optional, "many": many,
-            "flag": flag, "short": short, "default_text": default_text}
+def _knob(
+    default,
+    help,
+    *,
+    kind,
+    minimum=None,
+    maximum=None,
+    optional=False,
+    many=False,
+    flag=None,
+    short=None,
+    default_text=None,
+    default_factory=None,
+):
+    meta = {
+        "help": help,
+        "kind": kind,
+        "minimum": minimum,
+        "maximum": maximum,
+        "optional": optional,
+        "many": many,
+        "flag": flag,
+        "short": short,
+        "default_text": default_text,
+    }
     if default_factory is not None:
         return field(default_factory=default_factory, metadata=meta)
     return field(default=default, metadata=meta)
@@ -106,28 +127,59 @@ class RunSettings:
     """
 
     a: float = _knob(DEFAULT_A, "Split margin a: hard = φ < μ − aσ, easy = φ > μ + aσ.", kind=float, minimum=0.0)
-    clusters: int | None = _knob(None, "Hard clusters C^h.", kind=int, minimum=1, optional=True,
-                                 default_text=f"{DEFAULT_N_CLUSTERS}, or {DEFAULT_N_CLUSTERS_PER_CLASS} per class")
-    easy_clusters: int | None = _knob(None, "Easy clusters C^e.", kind=int, minimum=1, optional=True,
-                                      default_text="C^h")
+    clusters: int | None = _knob(
+        None,
+        "Hard clusters C^h.",
+        kind=int,
+        minimum=1,
+        optional=True,
+        default_text=f"{DEFAULT_N_CLUSTERS}, or {DEFAULT_N_CLUSTERS_PER_CLASS} per class",
+    )
+    easy_clusters: int | None = _knob(
+        None, "Easy clusters C^e.", kind=int, minimum=1, optional=True, default_text="C^h"
+    )
     k: int = _knob(DEFAULT_K, "Sentences kept per hard cluster.", kind=int, minimum=1, flag="-k")
-    tau: float | None = _knob(None, "SetDiff / FPDiff similarity threshold τ (a cosine similarity).", kind=float,
-                              minimum=-1.0, maximum=1.0, optional=True,
-                              default_text=f"the encoder's τ, else {CLIP_TAU:g} (CLIP)")
+    tau: float | None = _knob(
+        None,
+        "SetDiff / FPDiff similarity threshold τ (a cosine similarity).",
+        kind=float,
+        minimum=-1.0,
+        maximum=1.0,
+        optional=True,
+        default_text=f"the encoder's τ, else {CLIP_TAU:g} (CLIP)",
+    )
     o: float = _knob(DEFAULT_O, "Severity o of the failure sentences (β = o·std ω).", kind=float, minimum=0.0)
-    methods: tuple = _knob(None, "Describer(s); repeat the option, or 'all'.", kind=str, many=True,
-                           flag="--method", default_factory=lambda: tuple(METHODS))
-    slicers: tuple = _knob(None, "Where the hard groups come from; repeat for several (the first is the main "
-                                 "result).", kind=str, many=True, flag="--slicer", default_factory=lambda: ("ward",))
+    methods: tuple = _knob(
+        None,
+        "Describer(s); repeat the option, or 'all'.",
+        kind=str,
+        many=True,
+        flag="--method",
+        default_factory=lambda: tuple(METHODS),
+    )
+    slicers: tuple = _knob(
+        None,
+        "Where the hard groups come from; repeat for several (the first is the main result).",
+        kind=str,
+        many=True,
+        flag="--slicer",
+        default_factory=lambda: ("ward",),
+    )
     ward: str = _knob(DEFAULT_WARD, "Ward variant for the clusters.", kind=str)
     confidence_from: str = _knob("entropy", "How φ is derived from class probabilities.", kind=str)
     task: str = _knob("classification", "What the model does; segmentation scores per-pixel outputs.", kind=str)
-    split_by: str = _knob("entropy", "φ for the easy / hard split: segmentation entropy, pixel accuracy or mIoU "
-                                     "(LBEE Fig. 4), or a sensitivity run's irfs / saliency (RIVAL10 §5).", kind=str)
-    ignore_index: int | None = _knob(255, "Segmentation: mask value left out of pixel accuracy and mIoU.",
-                                     kind=int, optional=True)
-    per_class: str | None = _knob(None, "Per-class analysis: the ImageNet error split or the NICO++ probability "
-                                        "split.", kind=str, optional=True)
+    split_by: str = _knob(
+        "entropy",
+        "φ for the easy / hard split: segmentation entropy, pixel accuracy or mIoU "
+        "(LBEE Fig. 4), or a sensitivity run's irfs / saliency (RIVAL10 §5).",
+        kind=str,
+    )
+    ignore_index: int | None = _knob(
+        255, "Segmentation: mask value left out of pixel accuracy and mIoU.", kind=int, optional=True
+    )
+    per_class: str | None = _knob(
+        None, "Per-class analysis: the ImageNet error split or the NICO++ probability split.", kind=str, optional=True
+    )
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -135,11 +187,15 @@ class RunSettings:
         if self.per_class and self.task == "segmentation":
             raise ValueError("`per_class` is for classification; received task='segmentation'.")
         if self.split_by in SENSITIVITY_SPLITS and self.task == "segmentation":
-            raise ValueError(f"`split_by` {self.split_by!r} takes φ from a region-sensitivity run of a classifier; "
-                             "received task='segmentation'.")
+            raise ValueError(
+                f"`split_by` {self.split_by!r} takes φ from a region-sensitivity run of a classifier; "
+                "received task='segmentation'."
+            )
         if self.split_by not in SENSITIVITY_SPLITS + ("entropy",) and self.task == "classification":
-            raise ValueError(f"`split_by` {self.split_by!r} is for task='segmentation'; a classifier splits by "
-                             f"its confidence (confidence_from) or by {' / '.join(SENSITIVITY_SPLITS)}.")
+            raise ValueError(
+                f"`split_by` {self.split_by!r} is for task='segmentation'; a classifier splits by "
+                f"its confidence (confidence_from) or by {' / '.join(SENSITIVITY_SPLITS)}."
+            )
 
     # -- derived values: each rule written once
     @property
@@ -163,8 +219,9 @@ class RunSettings:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self):
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
-                for f in dataclasses.fields(self)}
+        return {
+            f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in dataclasses.fields(self)
+        }
 
     @classmethod
     def knobs(cls):
@@ -220,9 +277,18 @@ def knob_schema(name):
     if m["maximum"] is not None:
         item["maximum"] = m["maximum"]
     if name == "slicers":  # {name: {options}} entries too
-        item = {"anyOf": [item, {"type": "object", "minProperties": 1, "maxProperties": 1,
-                                 "propertyNames": {"enum": list(choices)},
-                                 "additionalProperties": {"type": ["object", "null"]}}]}
+        item = {
+            "anyOf": [
+                item,
+                {
+                    "type": "object",
+                    "minProperties": 1,
+                    "maxProperties": 1,
+                    "propertyNames": {"enum": list(choices)},
+                    "additionalProperties": {"type": ["object", "null"]},
+                },
+            ]
+        }
     out.update({"type": "array", "items": item} if m["many"] else item)
     return out
 
@@ -251,8 +317,11 @@ def _check(f, value):
         for item in items:
             item_name = next(iter(item), None) if isinstance(item, dict) and len(item) == 1 else item
             if item_name not in choices:
-                raise bad(f"a list of {', '.join(choices)}" + (" (or {name: {options}})" if name == "slicers" else "")
-                          + f"; {item_name!r} is not one")
+                raise bad(
+                    f"a list of {', '.join(choices)}"
+                    + (" (or {name: {options}})" if name == "slicers" else "")
+                    + f"; {item_name!r} is not one"
+                )
             if isinstance(item, dict) and not isinstance(next(iter(item.values())) or {}, dict):
                 raise bad("{name: {options}} with a mapping of options")
             names.append(item_name)
@@ -268,8 +337,12 @@ def _check(f, value):
             raise bad("an integer" + (f" >= {m['minimum']:g}" if m["minimum"] is not None else ""))
         value = int(value)
     elif kind is float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value \
-                or value in (float("inf"), float("-inf")):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, numbers.Real)
+            or value != value
+            or value in (float("inf"), float("-inf"))
+        ):
             raise bad("a finite number" + (f" >= {m['minimum']:g}" if m["minimum"] is not None else ""))
         value = float(value)
     if m["minimum"] is not None and value < m["minimum"]:
@@ -331,8 +404,11 @@ def settings_options(*names):
             elif m["kind"] is int:
                 kw["type"] = click.IntRange(min=m["minimum"]) if m["minimum"] is not None else int
             elif m["kind"] is float:
-                kw["type"] = click.FloatRange(min=m["minimum"], max=m["maximum"]) \
-                    if m["minimum"] is not None or m["maximum"] is not None else float
+                kw["type"] = (
+                    click.FloatRange(min=m["minimum"], max=m["maximum"])
+                    if m["minimum"] is not None or m["maximum"] is not None
+                    else float
+                )
             # The raw field default: building a RunSettings here would import every registry at `--help` time.
             default = f.default_factory() if f.default is dataclasses.MISSING else f.default
             if m["many"]:

@@ -27,33 +27,48 @@ def _load_state_dict(module, weights):
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # not a torch file, or a pickled object beyond plain tensors
-        raise ValueError(f"`weights` {str(path)!r} is not a loadable state dict ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''}); expected a file saved with "
-                         "torch.save(model.state_dict(), path). A whole pickled model or a TorchScript file "
-                         "is not accepted as --weights (pass a TorchScript file as the model itself).") from None
+        raise ValueError(
+            f"`weights` {str(path)!r} is not a loadable state dict ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}); expected a file saved with "
+            "torch.save(model.state_dict(), path). A whole pickled model or a TorchScript file "
+            "is not accepted as --weights (pass a TorchScript file as the model itself)."
+        ) from None
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
-    if not isinstance(state, dict) or not state or not all(
-            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
-        kind = type(state).__name__ if not isinstance(state, dict) else (
-            "an empty dict" if not state else "a dict whose values are not all tensors")
-        raise ValueError(f"`weights` {str(path)!r} holds {kind}; expected a state dict (parameter name -> "
-                         "tensor), as saved by torch.save(model.state_dict(), path).")
+    if (
+        not isinstance(state, dict)
+        or not state
+        or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items())
+    ):
+        kind = (
+            type(state).__name__
+            if not isinstance(state, dict)
+            else ("an empty dict" if not state else "a dict whose values are not all tensors")
+        )
+        raise ValueError(
+            f"`weights` {str(path)!r} holds {kind}; expected a state dict (parameter name -> "
+            "tensor), as saved by torch.save(model.state_dict(), path)."
+        )
     try:
         missing, unexpected = module.load_state_dict(state, strict=False)
     except RuntimeError as exc:  # shape mismatches
         first = str(exc).strip().splitlines()
-        raise ValueError(f"`weights` {str(path)!r} does not fit the model: "
-                         f"{' '.join(line.strip() for line in first[:3])}; is it the right architecture?") from None
+        raise ValueError(
+            f"`weights` {str(path)!r} does not fit the model: "
+            f"{' '.join(line.strip() for line in first[:3])}; is it the right architecture?"
+        ) from None
     if missing:
-        raise ValueError(f"`weights` {str(path)!r} lacks {len(missing)} parameter(s) of the model, "
-                         f"first: {missing[:3]}; is it the right architecture?")
+        raise ValueError(
+            f"`weights` {str(path)!r} lacks {len(missing)} parameter(s) of the model, "
+            f"first: {missing[:3]}; is it the right architecture?"
+        )
     return module
 
 
 def _not_a_spec(spec):
-    return ValueError(f"Model spec {spec!r} is neither a file, 'torchvision:<arch>', 'timm:<arch>' nor "
-                      "'package.module:factory'.")
+    return ValueError(
+        f"Model spec {spec!r} is neither a file, 'torchvision:<arch>', 'timm:<arch>' nor 'package.module:factory'."
+    )
 
 
 def check_model_spec(spec):
@@ -85,8 +100,10 @@ def check_model_spec(spec):
     if not colon or not attr.isidentifier() or not all(p.isidentifier() for p in mod_name.split(".")):
         raise _not_a_spec(spec)
     if importlib.util.find_spec(mod_name.split(".")[0]) is None:
-        raise ValueError(f"Model spec {spec!r}: no module {mod_name.split('.')[0]!r} can be imported (is it installed, "
-                         "or on PYTHONPATH?); expected 'package.module:factory'.")
+        raise ValueError(
+            f"Model spec {spec!r}: no module {mod_name.split('.')[0]!r} can be imported (is it installed, "
+            "or on PYTHONPATH?); expected 'package.module:factory'."
+        )
 
 
 def load_classifier(spec, weights=None, *, num_classes=None):
@@ -122,8 +139,10 @@ def load_classifier(spec, weights=None, *, num_classes=None):
         module = _load_state_dict(timm.create_model(arch, pretrained=False, **kwargs), weights)
     elif Path(spec).is_file():
         if weights is not None:
-            raise ValueError(f"`weights` {str(weights)!r} cannot be applied to the TorchScript model {spec!r}, "
-                             "which carries its own weights; drop `weights`.")
+            raise ValueError(
+                f"`weights` {str(weights)!r} cannot be applied to the TorchScript model {spec!r}, "
+                "which carries its own weights; drop `weights`."
+            )
         try:
             module = torch.jit.load(spec, map_location="cpu")
         except Exception as exc:
@@ -135,12 +154,16 @@ def load_classifier(spec, weights=None, *, num_classes=None):
         except (ImportError, AttributeError) as exc:
             raise ValueError(f"Cannot import model factory {spec!r}: {exc}") from None
         if not callable(factory):
-            raise TypeError(f"Model factory {spec!r} is a {type(factory).__name__}, not a callable; expected a "
-                            "function (or class) that returns a torch.nn.Module.")
+            raise TypeError(
+                f"Model factory {spec!r} is a {type(factory).__name__}, not a callable; expected a "
+                "function (or class) that returns a torch.nn.Module."
+            )
         built = factory()
         if not isinstance(built, torch.nn.Module):
-            raise TypeError(f"Model factory {spec!r} returned a {type(built).__name__}; expected a torch.nn.Module "
-                            "(call it with no argument and return the model).")
+            raise TypeError(
+                f"Model factory {spec!r} returned a {type(built).__name__}; expected a torch.nn.Module "
+                "(call it with no argument and return the model)."
+            )
         module = _load_state_dict(built, weights)
     else:  # pragma: no cover - check_model_spec refused it
         raise _not_a_spec(spec)
@@ -151,16 +174,17 @@ def default_transform(image_size=224):
     """ImageNet-style evaluation preprocessing."""
     from torchvision import transforms
 
-    return transforms.Compose([
-        transforms.Resize(int(image_size * 256 / 224)),
-        transforms.CenterCrop(image_size),
-        transforms.ToTensor(),
-        transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
-    ])
+    return transforms.Compose(
+        [
+            transforms.Resize(int(image_size * 256 / 224)),
+            transforms.CenterCrop(image_size),
+            transforms.ToTensor(),
+            transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+        ]
+    )
 
 
-def predict_probabilities(model, paths, *, transform=None, batch_size=64, num_workers=0, device=None,
-                          progress=False):
+def predict_probabilities(model, paths, *, transform=None, batch_size=64, num_workers=0, device=None, progress=False):
     """Softmax class probabilities of ``model`` over image files.
 
     Returns
@@ -173,14 +197,18 @@ def predict_probabilities(model, paths, *, transform=None, batch_size=64, num_wo
     from torch.utils.data import DataLoader
     from tqdm.auto import tqdm
 
+    from .batches import ImageDataset, collate_images
     from .confidence import softmax
-    from ..encoders.embedding import _collate, _ImageDataset
     from .device import resolve_device
 
     device = resolve_device(device)
     model = model.to(device)
-    loader = DataLoader(_ImageDataset(list(paths), transform or default_transform()), batch_size=batch_size,
-                        num_workers=num_workers, collate_fn=_collate)
+    loader = DataLoader(
+        ImageDataset(list(paths), transform or default_transform()),
+        batch_size=batch_size,
+        num_workers=num_workers,
+        collate_fn=collate_images,
+    )
     rows, ok = {}, np.zeros(len(paths), dtype=bool)
     with torch.inference_mode():
         for ids, batch, _ in tqdm(loader, desc="running model", disable=not progress):

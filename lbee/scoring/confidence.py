@@ -12,11 +12,10 @@ CONFIDENCE_KINDS = ("entropy", "max", "true_class")
 
 
 def softmax(logits):
-    """Row-wise softmax of (n, C) logits."""
-    z = np.asarray(logits, dtype=np.float64)
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    """Row-wise softmax of (n, C) logits, in float64 (:func:`scipy.special.softmax`, as the predictions reader)."""
+    from scipy.special import softmax as row_softmax
+
+    return row_softmax(np.asarray(logits, dtype=np.float64), axis=1)
 
 
 def negative_entropy(probs):
@@ -79,8 +78,9 @@ class ModelScores:
     def subset(self, rows):
         """The scores of ``rows`` (an int index array), in that order."""
         take = lambda v: None if v is None else v[rows]  # noqa: E731
-        return ModelScores(self.confidence[rows], self.performance[rows], take(self.probs), take(self.labels),
-                           take(self.preds))
+        return ModelScores(
+            self.confidence[rows], self.performance[rows], take(self.probs), take(self.labels), take(self.preds)
+        )
 
 
 def check_labels(labels, n, n_classes=None, name="labels"):
@@ -115,9 +115,11 @@ def check_labels(labels, n, n_classes=None, name="labels"):
     if bad:
         shown = [raw[i].item() if isinstance(raw[i], np.generic) else raw[i] for i in bad[:5]]
         rng = f"[0, {n_classes})" if n_classes is not None else "[0, ∞)"
-        raise ValueError(f"`{name}` holds {len(bad)} invalid value(s) at row(s) {[i + 1 for i in bad[:5]]} "
-                         f"(1-based), e.g. {shown}; expected integer class indices in {rng} "
-                         "(a missing label cannot be a class).")
+        raise ValueError(
+            f"`{name}` holds {len(bad)} invalid value(s) at row(s) {[i + 1 for i in bad[:5]]} "
+            f"(1-based), e.g. {shown}; expected integer class indices in {rng} "
+            "(a missing label cannot be a class)."
+        )
     return out
 
 
@@ -148,7 +150,7 @@ def scores_from_probabilities(probs, *, kind="entropy", labels=None):
 def class_names_from_table(table):
     """Class names from the ``prob_<class>`` columns of a predictions table, in column order (None if none)."""
     cols = [str(c) for c in table.columns if str(c).startswith("prob_")]
-    return [c[len("prob_"):] for c in cols] or None
+    return [c[len("prob_") :] for c in cols] or None
 
 
 def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="probabilities"):
@@ -161,14 +163,14 @@ def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="p
     indices), and optional ``performance``. With a ``confidence`` column and
     no ``prob_<class>`` columns, that column is φ whatever ``kind`` says (next
     to probability columns it is ignored, with a warning). The table is validated by
-    :func:`lbee.io.tables.validate_predictions`: ids filled and unique, no
+    :func:`lbee.io.predictions.validate_predictions`: ids filled and unique, no
     missing cell, probabilities in [0, 1] summing to 1; every error names the
     file, row and column.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        Best read with :func:`lbee.io.tables.read_table`, so messages name the file.
+        Best read with :func:`lbee.io.table_reader.read_table`, so messages name the file.
     kind : {'entropy', 'max', 'true_class'}, default='entropy'
     id_column : str, optional
     probabilities : {'probabilities', 'logits'}, default='probabilities'
@@ -179,7 +181,7 @@ def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="p
     ids : list of str
     scores : ModelScores
     """
-    from ..io.tables import validate_predictions
+    from ..io.predictions import validate_predictions
 
     pred = validate_predictions(table, id_column=id_column, probabilities=probabilities)
     labels = pred.labels

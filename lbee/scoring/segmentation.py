@@ -67,8 +67,10 @@ def image_performance(pred_labels, mask, num_classes, ignore_index=255):
     bad = gt[valid]
     bad = bad[(bad < 0) | (bad >= num_classes)]
     if bad.size:
-        raise ValueError(f"mask contains class {int(bad[0])}, absent from the prediction's {num_classes} classes "
-                         f"(values must be in [0, {num_classes}) or the ignore index {ignore_index}).")
+        raise ValueError(
+            f"mask contains class {int(bad[0])}, absent from the prediction's {num_classes} classes "
+            f"(values must be in [0, {num_classes}) or the ignore index {ignore_index})."
+        )
     if not valid.any():
         return float("nan"), float("nan")
     p, g = pred[valid], gt[valid]
@@ -116,8 +118,10 @@ class SegmentationScores:
     def _finite(values, name):
         bad = ~np.isfinite(values)
         if bad.any():
-            raise ValueError(f"{int(bad.sum())} image(s) have no {name} value (only hard labels, or every pixel "
-                             f"ignored), first at row {int(np.flatnonzero(bad)[0])}.")
+            raise ValueError(
+                f"{int(bad.sum())} image(s) have no {name} value (only hard labels, or every pixel "
+                f"ignored), first at row {int(np.flatnonzero(bad)[0])}."
+            )
         return values
 
 
@@ -211,8 +215,10 @@ def match_files(folder, image_ids, suffixes, what):
             missing.append(iid)
         out.append(hit)
     if missing:
-        raise ValueError(f"{len(missing)} image(s) have no {what} file in {str(folder)!r} (same name, suffix one of "
-                         f"{list(suffixes)}), first: {missing[:3]}.")
+        raise ValueError(
+            f"{len(missing)} image(s) have no {what} file in {str(folder)!r} (same name, suffix one of "
+            f"{list(suffixes)}), first: {missing[:3]}."
+        )
     return out
 
 
@@ -232,12 +238,10 @@ def scores_from_folders(image_ids, predictions_dir, masks_dir=None, *, num_class
     masks = None
     if masks_dir is not None:
         masks = (read_label_map(p) for p in match_files(masks_dir, image_ids, MASK_SUFFIXES, "mask"))
-    return segmentation_scores(preds, masks, num_classes=num_classes, ignore_index=ignore_index,
-                               names=list(image_ids))
+    return segmentation_scores(preds, masks, num_classes=num_classes, ignore_index=ignore_index, names=list(image_ids))
 
 
-def predict_segmentation(model, paths, *, masks=None, transform=None, device=None, ignore_index=255,
-                         progress=False):
+def predict_segmentation(model, paths, *, masks=None, transform=None, device=None, ignore_index=255, progress=False):
     """Run a segmentation model image by image and score it.
 
     The model maps a (1, 3, h, w) tensor to (1, K, h', w') logits (or a dict
@@ -260,17 +264,17 @@ def predict_segmentation(model, paths, *, masks=None, transform=None, device=Non
     """
     import torch
     from PIL import Image
-
-    from ..io.images import to_rgb
     from torchvision import transforms
     from tqdm.auto import tqdm
 
+    from ..io.images import to_rgb
     from .device import resolve_device
 
     device = resolve_device(device)
     model = model.to(device)
-    transform = transform or transforms.Compose([
-        transforms.ToTensor(), transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    transform = transform or transforms.Compose(
+        [transforms.ToTensor(), transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])]
+    )
 
     def predict_one(path):
         try:
@@ -283,10 +287,12 @@ def predict_segmentation(model, paths, *, masks=None, transform=None, device=Non
             if isinstance(out, dict):
                 out = out["out"]
             if out.ndim != 4:
-                raise ValueError(f"The segmentation model returned shape {tuple(out.shape)}; expected "
-                                 "(1, K, H, W) logits.")
-            out = torch.nn.functional.interpolate(out.float(), size=(img.height, img.width), mode="bilinear",
-                                                  align_corners=False)
+                raise ValueError(
+                    f"The segmentation model returned shape {tuple(out.shape)}; expected (1, K, H, W) logits."
+                )
+            out = torch.nn.functional.interpolate(
+                out.float(), size=(img.height, img.width), mode="bilinear", align_corners=False
+            )
             return torch.softmax(out[0], dim=0).cpu().numpy()
 
     # A lazy map, so one image's map is in memory at a time. Inference mode is entered per image: a

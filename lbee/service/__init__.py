@@ -14,8 +14,9 @@ def create_app(settings, **kwargs):
     try:
         from .app import create_app as _create_app
     except ImportError as exc:
-        raise ImportError(f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): "
-                          "pip install 'lbee[serve]'") from None
+        raise ImportError(
+            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): pip install 'lbee[serve]'"
+        ) from None
     return _create_app(settings, **kwargs)
 
 

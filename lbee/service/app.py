@@ -74,10 +74,16 @@ class BodyLimit:
                 await self._reject(send)
 
     async def _reject(self, send):
-        body = json.dumps({"detail": f"request body too large; the limit is {self.limit} bytes "
-                                     "(lbee serve --max-upload-mb)."}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        body = json.dumps(
+            {"detail": f"request body too large; the limit is {self.limit} bytes (lbee serve --max-upload-mb)."}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
@@ -105,14 +111,18 @@ class Context:
         def dependency(request: Request):
             token = self.token_of(request)
             if not token:
-                raise HTTPException(401, "missing bearer token (Authorization: Bearer <token>; "
-                                         "lbee serve token create NAME)", headers={"WWW-Authenticate": "Bearer"})
+                raise HTTPException(
+                    401,
+                    "missing bearer token (Authorization: Bearer <token>; lbee serve token create NAME)",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
             row = self.check_token(self.db, token)
             if row is None:
                 raise HTTPException(401, "invalid or revoked token", headers={"WWW-Authenticate": "Bearer"})
             if scope == "submit" and row.scope != "submit":
                 raise HTTPException(403, f"token {row.name!r} is read-only; this needs a token with --scope submit")
             return row
+
         return dependency
 
     def page_token(self, request):
@@ -205,11 +215,17 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
 
     # No /docs, /redoc or /openapi.json of FastAPI's own: they would answer without a token and load their
     # JavaScript from a CDN. lbee.service.pages serves them behind a token, with assets from the package.
-    app = FastAPI(title="lbee", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None,
-                  description="Find, and describe in plain language, where a computer-vision model fails. "
-                              "Every endpoint but /health needs `Authorization: Bearer <token>` "
-                              "(`lbee serve token create NAME`).")
+    app = FastAPI(
+        title="lbee",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        description="Find, and describe in plain language, where a computer-vision model fails. "
+        "Every endpoint but /health needs `Authorization: Bearer <token>` "
+        "(`lbee serve token create NAME`).",
+    )
     app.state.db, app.state.settings, app.state.ctx = db, settings, ctx
     app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)
 
@@ -220,9 +236,10 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
     @app.exception_handler(RequestValidationError)
     async def _validation(request, exc):  # FastAPI's own, with one readable line per problem first
         problems = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors()]
-        return JSONResponse({"detail": "; ".join(problems), "errors": json.loads(json.dumps(exc.errors(),
-                                                                                             default=str))},
-                            status_code=422)
+        return JSONResponse(
+            {"detail": "; ".join(problems), "errors": json.loads(json.dumps(exc.errors(), default=str))},
+            status_code=422,
+        )
 
     @app.middleware("http")
     async def _headers(request, call_next):

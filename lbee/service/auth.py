@@ -37,7 +37,7 @@ def create_token(db, name, scope="read"):
     with db.session() as s:
         if s.query(Token).filter(Token.name == name).first() is not None:
             raise ValueError(f"a token named {name!r} exists already; revoke it or pick another name.")
-        s.add(Token(name=name, digest=digest(token), prefix=token[:len(TOKEN_PREFIX) + 4], scope=scope))
+        s.add(Token(name=name, digest=digest(token), prefix=token[: len(TOKEN_PREFIX) + 4], scope=scope))
         s.commit()
     return token
 
@@ -47,8 +47,10 @@ def list_tokens(db):
     from .db import Token
 
     with db.session() as s:
-        return [{"name": t.name, "scope": t.scope, "prefix": t.prefix, "created": t.created, "revoked": t.revoked}
-                for t in s.query(Token).order_by(Token.created)]
+        return [
+            {"name": t.name, "scope": t.scope, "prefix": t.prefix, "created": t.created, "revoked": t.revoked}
+            for t in s.query(Token).order_by(Token.created)
+        ]
 
 
 def revoke_token(db, name):

@@ -20,8 +20,21 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from sqlalchemy import (Boolean, Column, DateTime, Float, ForeignKey, Integer, String, Text, create_engine, event,
-                        or_, select, update)
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    create_engine,
+    event,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
 JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
@@ -98,10 +111,11 @@ class Run(Base):
 
 
 class LeaseLost(BaseException):
-    """This worker no longer owns the job's lease (it expired and another worker took the job).
+    """The worker no longer owns the job's lease (it expired and another worker took the job).
 
     A BaseException, like :class:`lbee.service.jobs.JobCancelled`: the run layer's ``except Exception``
-    (a failing model is recorded and the others go on) must let it through."""
+    (a failing model is recorded and the others go on) must let it through.
+    """
 
 
 class Database:
@@ -132,12 +146,14 @@ class Database:
         except Exception as exc:  # a malformed URL or a missing driver
             raise ValueError(f"Cannot use database {url!r}: {exc}") from None
         if url.startswith("sqlite"):
+
             @event.listens_for(self.engine, "connect")
             def _pragmas(conn, _record):
                 cur = conn.cursor()
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute("PRAGMA busy_timeout=30000")
                 cur.close()
+
         if migrate:
             from .migrate import upgrade
 
@@ -155,24 +171,53 @@ class Database:
         now = utcnow()
         claimable = or_(Job.status == "queued", (Job.status == "running") & (Job.lease_expires < now))
         with self.session() as s:
-            for job_id, attempts, cancel in s.execute(select(Job.id, Job.attempts, Job.cancel_requested)
-                                                      .where(claimable).order_by(Job.created).limit(5)).all():
+            for job_id, attempts, cancel in s.execute(
+                select(Job.id, Job.attempts, Job.cancel_requested).where(claimable).order_by(Job.created).limit(5)
+            ).all():
                 if cancel:  # its worker died after a cancel was asked for
-                    s.execute(update(Job).where(Job.id == job_id, claimable).values(
-                        status="cancelled", finished=now, lease_owner=None, lease_expires=None,
-                        progress="cancelled", error="cancelled at the user's request"))
+                    s.execute(
+                        update(Job)
+                        .where(Job.id == job_id, claimable)
+                        .values(
+                            status="cancelled",
+                            finished=now,
+                            lease_owner=None,
+                            lease_expires=None,
+                            progress="cancelled",
+                            error="cancelled at the user's request",
+                        )
+                    )
                     s.commit()
                     continue
                 if attempts >= max_attempts:
-                    s.execute(update(Job).where(Job.id == job_id, claimable).values(
-                        status="failed", finished=now, lease_owner=None, lease_expires=None,
-                        error=f"interrupted {attempts} times (server restart or worker crash); not retried "
-                              f"again (max_attempts={max_attempts})."))
+                    s.execute(
+                        update(Job)
+                        .where(Job.id == job_id, claimable)
+                        .values(
+                            status="failed",
+                            finished=now,
+                            lease_owner=None,
+                            lease_expires=None,
+                            error=f"interrupted {attempts} times (server restart or worker crash); not retried "
+                            f"again (max_attempts={max_attempts}).",
+                        )
+                    )
                     s.commit()
                     continue
-                res = s.execute(update(Job).where(Job.id == job_id, Job.attempts == attempts, claimable).values(
-                    status="running", worker=worker, lease_owner=owner, started=now, heartbeat=now,
-                    lease_expires=now + _dt.timedelta(seconds=lease_seconds), attempts=attempts + 1, error=None))
+                res = s.execute(
+                    update(Job)
+                    .where(Job.id == job_id, Job.attempts == attempts, claimable)
+                    .values(
+                        status="running",
+                        worker=worker,
+                        lease_owner=owner,
+                        started=now,
+                        heartbeat=now,
+                        lease_expires=now + _dt.timedelta(seconds=lease_seconds),
+                        attempts=attempts + 1,
+                        error=None,
+                    )
+                )
                 s.commit()
                 if res.rowcount == 1:
                     return job_id, attempts + 1
@@ -188,9 +233,11 @@ class Database:
         """
         now = utcnow()
         with self.session() as s:
-            res = s.execute(update(Job).where(Job.id == job_id, Job.lease_owner == owner, Job.status == "running")
-                            .values(heartbeat=now, lease_expires=now + _dt.timedelta(seconds=lease_seconds),
-                                    **values))
+            res = s.execute(
+                update(Job)
+                .where(Job.id == job_id, Job.lease_owner == owner, Job.status == "running")
+                .values(heartbeat=now, lease_expires=now + _dt.timedelta(seconds=lease_seconds), **values)
+            )
             cancel = s.scalar(select(Job.cancel_requested).where(Job.id == job_id))
             s.commit()
         if res.rowcount != 1:
@@ -200,9 +247,11 @@ class Database:
     def finish(self, job_id, owner, status, *, runs=(), **values):
         """End a job as its lease owner, with its runs, in one transaction: whether it was still the owner."""
         with self.session() as s:
-            res = s.execute(update(Job).where(Job.id == job_id, Job.lease_owner == owner, Job.status == "running")
-                            .values(status=status, finished=utcnow(), lease_owner=None, lease_expires=None,
-                                    **values))
+            res = s.execute(
+                update(Job)
+                .where(Job.id == job_id, Job.lease_owner == owner, Job.status == "running")
+                .values(status=status, finished=utcnow(), lease_owner=None, lease_expires=None, **values)
+            )
             if res.rowcount != 1:
                 s.rollback()
                 return False
@@ -216,8 +265,11 @@ class Database:
         if not owners:
             return 0
         with self.session() as s:
-            res = s.execute(update(Job).where(Job.status == "running", Job.lease_owner.in_(list(owners)))
-                            .values(lease_expires=utcnow() - _dt.timedelta(seconds=1)))
+            res = s.execute(
+                update(Job)
+                .where(Job.status == "running", Job.lease_owner.in_(list(owners)))
+                .values(lease_expires=utcnow() - _dt.timedelta(seconds=1))
+            )
             s.commit()
             return res.rowcount
 

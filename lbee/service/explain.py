@@ -79,23 +79,33 @@ def _check_limits(X, S, st, masks, limits):
     from lbee.core.split import resolve_split
 
     n, N, d = len(X), len(S), X.shape[-1] if X.ndim == 2 else 0
-    for count, key, what in ((n, "images", "image_embeddings rows (images)"),
-                             (N, "sentences", "sentence_embeddings rows (sentences)"), (d, "dim", "dimensions")):
+    for count, key, what in (
+        (n, "images", "image_embeddings rows (images)"),
+        (N, "sentences", "sentence_embeddings rows (sentences)"),
+        (d, "dim", "dimensions"),
+    ):
         if count > limits[key]:
-            raise LimitExceeded(f"{count} {what}: this server answers at most {limits[key]} per /v1/explain "
-                                f"request (limit '{key}'); submit a job (POST /v1/jobs) for larger analyses.")
+            raise LimitExceeded(
+                f"{count} {what}: this server answers at most {limits[key]} per /v1/explain "
+                f"request (limit '{key}'); submit a job (POST /v1/jobs) for larger analyses."
+            )
     for key, value in (("clusters", st.n_clusters), ("easy_clusters", st.easy_clusters)):
         if value is not None and value > limits["clusters"]:
-            raise LimitExceeded(f"settings.{key} is {value}; this server forms at most {limits['clusters']} "
-                                "clusters per /v1/explain request (limit 'clusters').", status=422)
+            raise LimitExceeded(
+                f"settings.{key} is {value}; this server forms at most {limits['clusters']} "
+                "clusters per /v1/explain request (limit 'clusters').",
+                status=422,
+            )
     if st.ward in ("exact", "knn") and X.ndim == 2 and len(X) > limits["exact_ward"]:
         hard, easy = resolve_split(n, a=st.a, **masks)
         biggest = int(max(hard.sum(), easy.sum()))
         if biggest > limits["exact_ward"]:
-            raise LimitExceeded(f"settings.ward {st.ward!r} on a split of {biggest} images: this server clusters at "
-                                f"most {limits['exact_ward']} images per split that way (limit 'exact_ward'; memory "
-                                "grows with the square of the split); use ward 'auto' (the scalable Ward).",
-                                status=422)
+            raise LimitExceeded(
+                f"settings.ward {st.ward!r} on a split of {biggest} images: this server clusters at "
+                f"most {limits['exact_ward']} images per split that way (limit 'exact_ward'; memory "
+                "grows with the square of the split); use ward 'auto' (the scalable Ward).",
+                status=422,
+            )
 
 
 def explain_request(body, limits=None):
@@ -131,8 +141,10 @@ def explain_request(body, limits=None):
         raise ValueError(f"the body must be a JSON object; received {type(body).__name__}.")
     unknown = [k for k in body if k not in ARRAY_FIELDS + ("sentences", "settings")]
     if unknown:
-        raise ValueError(f"unknown field(s) {', '.join(map(repr, unknown))}; expected "
-                         f"{', '.join(ARRAY_FIELDS + ('sentences', 'settings'))}.")
+        raise ValueError(
+            f"unknown field(s) {', '.join(map(repr, unknown))}; expected "
+            f"{', '.join(ARRAY_FIELDS + ('sentences', 'settings'))}."
+        )
     for name in ("image_embeddings", "sentence_embeddings"):
         if body.get(name) is None:
             raise ValueError(f"`{name}` is required: an array of shape ({'n' if name[0] == 'i' else 'N'}, d).")
@@ -141,8 +153,10 @@ def explain_request(body, limits=None):
         raise ValueError(f"`settings` must be an object of knobs; received {type(settings).__name__}.")
     other = [k for k in settings if k not in EXPLAIN_KNOBS and k in RunSettings.knobs()]
     if other:
-        raise ValueError(f"settings {', '.join(map(repr, other))} need a dataset and a model (use POST /v1/jobs); "
-                         f"/v1/explain takes {', '.join(EXPLAIN_KNOBS)}.")
+        raise ValueError(
+            f"settings {', '.join(map(repr, other))} need a dataset and a model (use POST /v1/jobs); "
+            f"/v1/explain takes {', '.join(EXPLAIN_KNOBS)}."
+        )
     st = RunSettings.from_mapping(settings, where="settings")
     X = _array(body["image_embeddings"], "image_embeddings", np.float32)
     S = _array(body["sentence_embeddings"], "sentence_embeddings", np.float32)
@@ -154,9 +168,19 @@ def explain_request(body, limits=None):
     if sentences is not None and not (isinstance(sentences, list) and all(isinstance(s, str) for s in sentences)):
         raise ValueError("`sentences` must be a list of strings, one per row of sentence_embeddings.")
     _check_limits(X, S, st, masks, limits or EXPLAIN_LIMITS)
-    exps = lbee.explain_methods(X, S, methods=list(st.methods), a=st.a, n_clusters=st.n_clusters,
-                                n_easy_clusters=st.easy_clusters, k=st.k, tau=st.resolved_tau(None),
-                                sentences=sentences, ward=st.ward, **masks)
+    exps = lbee.explain_methods(
+        X,
+        S,
+        methods=list(st.methods),
+        a=st.a,
+        n_clusters=st.n_clusters,
+        n_easy_clusters=st.easy_clusters,
+        k=st.k,
+        tau=st.resolved_tau(None),
+        sentences=sentences,
+        ward=st.ward,
+        **masks,
+    )
     from lbee.core.clustering import cluster_notes
 
     for e in exps.values():
@@ -167,16 +191,23 @@ def explain_request(body, limits=None):
     if first is not None and first.params.get("n_clusters", 0) > first.params.get("n_hard", 10**12):
         from lbee.core.clustering import capped_clusters_message
 
-        notes.insert(0, capped_clusters_message(first.params["n_clusters"], first.params["n_hard"],
-                                                option="settings.clusters"))
+        notes.insert(
+            0, capped_clusters_message(first.params["n_clusters"], first.params["n_hard"], option="settings.clusters")
+        )
     if st.tau is None:  # bare arrays carry no encoder: say which τ was assumed (lbee.io.provenance)
-        notes.append(f"settings.tau not given and JSON arrays carry no provenance: τ = {st.resolved_tau(None):g} "
-                     "(CLIP's) was assumed; pass settings.tau for another encoder's embeddings (the SpotCheck "
-                     "encoder's is in the .provenance.json that `lbee embed` writes).")
+        notes.append(
+            f"settings.tau not given and JSON arrays carry no provenance: τ = {st.resolved_tau(None):g} "
+            "(CLIP's) was assumed; pass settings.tau for another encoder's embeddings (the SpotCheck "
+            "encoder's is in the .provenance.json that `lbee embed` writes)."
+        )
     used = {k: v for k, v in st.to_dict().items() if k in EXPLAIN_KNOBS}
     used["tau"] = st.resolved_tau(None)
-    return {"lbee_version": lbee.__version__, "settings": used, "warnings": notes,
-            "explanations": {m: e.to_dict() for m, e in exps.items()}}
+    return {
+        "lbee_version": lbee.__version__,
+        "settings": used,
+        "warnings": notes,
+        "explanations": {m: e.to_dict() for m, e in exps.items()},
+    }
 
 
 def parse_form(fields):
@@ -190,8 +221,11 @@ def parse_form(fields):
         elif key in ("settings",) + ARRAY_FIELDS:
             body[key] = parse_json(value, key)
         elif key == "sentences":
-            body[key] = parse_json(value, key) if value.lstrip().startswith("[") else \
-                [ln for ln in value.splitlines() if ln.strip()]
+            body[key] = (
+                parse_json(value, key)
+                if value.lstrip().startswith("[")
+                else [ln for ln in value.splitlines() if ln.strip()]
+            )
         else:
             body[key] = value
     return body

@@ -40,8 +40,11 @@ LOG_LINES = 200
 
 
 class JobCancelled(BaseException):
-    """Raised at a stage boundary of a cancelled job. A BaseException, so the run layer's per-dataset and
-    per-model ``except Exception`` (which records a failure and goes on) lets it through."""
+    """Raised at a stage boundary of a cancelled job.
+
+    A BaseException, so the run layer's per-dataset and per-model ``except Exception`` (which records a failure
+    and goes on) lets it through.
+    """
 
 
 def entry_key(entry, root):
@@ -51,7 +54,7 @@ def entry_key(entry, root):
 
 
 def validate_entry(entry, root, allowed_encoders=()):
-    """The parsed :class:`~lbee.run.inputs.DatasetSpec` of a raw entry, with every path confined to ``root``.
+    """The parsed :class:`~lbee.run.specs.DatasetSpec` of a raw entry, with every path confined to ``root``.
 
     Raises
     ------
@@ -59,12 +62,14 @@ def validate_entry(entry, root, allowed_encoders=()):
         A bad entry (the message names key and value, as ``lbee report`` does), an encoder outside the
         allow-list, or a :class:`~lbee.service.paths.PathEscape`.
     """
-    from ..reports.config import parse_dataset_entry
+    from ..reports.config_entries import parse_dataset_entry
     from .paths import check_dataset_paths, check_encoder, check_entry_paths
 
     if not isinstance(entry, dict):
-        raise ValueError(f"the job must be one dataset entry (a mapping such as {{name: demo, spotcheck: {{seed: 0}}}}"
-                         f"); received {type(entry).__name__}.")
+        raise ValueError(
+            f"the job must be one dataset entry (a mapping such as {{name: demo, spotcheck: {{seed: 0}}}}"
+            f"); received {type(entry).__name__}."
+        )
     check_entry_paths(entry, root)
     if isinstance(entry.get("encoder"), str) and entry["encoder"].strip():
         entry = {**entry, "encoder": check_encoder(entry["encoder"], root, allowed_encoders)}
@@ -82,13 +87,26 @@ def submit(db, settings, entry, *, token=None):
     ds = validate_entry(entry, settings.root, settings.allowed_encoders)
     key = entry_key(entry, settings.root)
     with db.session() as s:
-        same = s.scalars(select(Job).where(Job.key == key, Job.status.in_(("queued", "running")),
-                                           Job.cancel_requested.is_(False)).order_by(Job.created)).first()
+        same = s.scalars(
+            select(Job)
+            .where(Job.key == key, Job.status.in_(("queued", "running")), Job.cancel_requested.is_(False))
+            .order_by(Job.created)
+        ).first()
         if same is not None:
             return same.id, True
         job_id = uuid.uuid4().hex
-        s.add(Job(id=job_id, name=ds.name, key=key, entry=json.dumps(entry, default=str), root=str(settings.root),
-                  folder=f"jobs/{job_id}", status="queued", token=token))
+        s.add(
+            Job(
+                id=job_id,
+                name=ds.name,
+                key=key,
+                entry=json.dumps(entry, default=str),
+                root=str(settings.root),
+                folder=f"jobs/{job_id}",
+                status="queued",
+                token=token,
+            )
+        )
         s.commit()
         return job_id, False
 
@@ -108,11 +126,17 @@ def cancel(db, job_id):
     from .db import Job, utcnow
 
     with db.session() as s:
-        res = s.execute(update(Job).where(Job.id == job_id, Job.status == "queued").values(
-            status="cancelled", finished=utcnow(), progress="cancelled before it started"))
+        res = s.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "queued")
+            .values(status="cancelled", finished=utcnow(), progress="cancelled before it started")
+        )
         if res.rowcount == 0:
-            res = s.execute(update(Job).where(Job.id == job_id, Job.status == "running").values(
-                cancel_requested=True, progress="cancel requested: stops after the current stage"))
+            res = s.execute(
+                update(Job)
+                .where(Job.id == job_id, Job.status == "running")
+                .values(cancel_requested=True, progress="cancel requested: stops after the current stage")
+            )
         s.commit()
         job = s.get(Job, job_id)
     if job is None:
@@ -207,8 +231,11 @@ def _world_store(settings, job):
 
 
 def _seed_world(settings, job, attempt, out):
-    """Copy a SpotCheck world generated for this entry before (an earlier attempt, or an earlier job) into
-    ``out``: a line for the log, or None. The run layer loads it instead of generating it again."""
+    """Copy a SpotCheck world generated for this entry before into ``out``: a line for the log, or None.
+
+    The world comes from an earlier attempt or an earlier job; the run layer loads it instead of generating it
+    again.
+    """
     entry = json.loads(job.entry)
     if not isinstance(entry.get("spotcheck"), dict) or "seed" not in entry["spotcheck"] or (out / "ec").exists():
         return None
@@ -257,22 +284,27 @@ def run_job(db, settings, job_id, *, owner, attempt):
         return status if done else "lost"
 
     if job.root != str(settings.root):
-        return record("failed", error=f"the job was submitted for the data root {job.root!r}; this server reads "
-                                      f"{str(settings.root)!r} and does not run jobs of another root.")
+        return record(
+            "failed",
+            error=f"the job was submitted for the data root {job.root!r}; this server reads "
+            f"{str(settings.root)!r} and does not run jobs of another root.",
+        )
     if attempt > 1:
-        lines.append(f"attempt {attempt}: attempt {attempt - 1} stopped without finishing (its worker stopped or "
-                     "lost its lease); starting again")
+        lines.append(
+            f"attempt {attempt}: attempt {attempt - 1} stopped without finishing (its worker stopped or "
+            "lost its lease); starting again"
+        )
     folder = f"{job.folder}/attempt-{attempt}"
     out = settings.output / folder
 
     with _Heartbeat(db, job_id, owner, lease) as beat:
+
         def log(msg):
             lines.extend(str(msg).splitlines() or [""])
             del lines[:-LOG_LINES]
             if beat.lost:
                 raise LeaseLost(job_id)
-            cancel = db.renew(job_id, owner, lease_seconds=lease, progress=str(msg).strip()[:500],
-                              log="\n".join(lines))
+            cancel = db.renew(job_id, owner, lease_seconds=lease, progress=str(msg).strip()[:500], log="\n".join(lines))
             if cancel or beat.cancel:
                 raise JobCancelled()
 
@@ -298,13 +330,23 @@ def run_job(db, settings, job_id, *, owner, attempt):
             lines.append(f"failed: {msg}")
             return record("failed", error=msg)
     seconds = time.perf_counter() - t0
-    runs = [{"dataset": rep["dataset"], "model": rep["model"], "n_images": int(rep["n_images"]),
-             "folder": rep["folder"].relative_to(settings.output).as_posix(), "metrics": json.dumps(rep["rows"]),
-             "n_hard": int(rep["n_hard"]), "seconds": seconds} for rep in reports]
+    runs = [
+        {
+            "dataset": rep["dataset"],
+            "model": rep["model"],
+            "n_images": int(rep["n_images"]),
+            "folder": rep["folder"].relative_to(settings.output).as_posix(),
+            "metrics": json.dumps(rep["rows"]),
+            "n_hard": int(rep["n_hard"]),
+            "seconds": seconds,
+        }
+        for rep in reports
+    ]
     status = "done" if reports else "failed"
     error = "; ".join(f"{label}: {msg}" for label, msg in failures) or None
-    result = record(status, runs=runs, error=error, failures=json.dumps(failures),
-                    progress=f"{status} in {seconds:.1f} s")
+    result = record(
+        status, runs=runs, error=error, failures=json.dumps(failures), progress=f"{status} in {seconds:.1f} s"
+    )
     if result == "done":
         _keep_world(settings, job, out, attempt)
     return result

@@ -53,7 +53,9 @@ def upgrade(engine, revision="head"):
         elif current is not None and current not in known:
             from .._version import __version__
 
-            raise ValueError(f"the database {engine.url.render_as_string(hide_password=True)} has schema revision "
-                             f"{current!r}, which lbee {__version__} does not know (a newer lbee wrote it; this one "
-                             f"writes {HEAD!r}): upgrade lbee, or use another database.")
+            raise ValueError(
+                f"the database {engine.url.render_as_string(hide_password=True)} has schema revision "
+                f"{current!r}, which lbee {__version__} does not know (a newer lbee wrote it; this one "
+                f"writes {HEAD!r}): upgrade lbee, or use another database."
+            )
         command.upgrade(cfg, revision)

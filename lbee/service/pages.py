@@ -15,8 +15,11 @@ from .settings import MAX_ID
 from .views import METRICS, compare_runs, job_dict, run_dict
 
 #: Swagger UI files served under /static/swagger/ (and no others).
-SWAGGER_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css",
-                 "favicon-32x32.png": "image/png"}
+SWAGGER_FILES = {
+    "swagger-ui-bundle.js": "text/javascript",
+    "swagger-ui.css": "text/css",
+    "favicon-32x32.png": "image/png",
+}
 
 
 def _swagger_dir():
@@ -71,17 +74,22 @@ def add_pages(app, ctx):
             runs = [run_dict(r) for r in s.scalars(select(Run).order_by(Run.id.desc()).limit(500))]
             jobs = [job_dict(j) for j in s.scalars(select(Job).order_by(Job.created.desc()).limit(200))]
         for r in runs:
-            r["main"] = [row for row in r["metrics"] if row.get("slicer") == (r["metrics"][0]["slicer"])] \
-                if r["metrics"] else []
-        return templates.get_template("index.html").render(runs=runs, jobs=jobs, who=who.name, version=__version__,
-                                                           metrics=METRICS, root=str(settings.root))
+            r["main"] = (
+                [row for row in r["metrics"] if row.get("slicer") == (r["metrics"][0]["slicer"])]
+                if r["metrics"]
+                else []
+            )
+        return templates.get_template("index.html").render(
+            runs=runs, jobs=jobs, who=who.name, version=__version__, metrics=METRICS, root=str(settings.root)
+        )
 
     @app.get("/compare", response_class=HTMLResponse, include_in_schema=False)
     def compare_page(request: Request, a: int = Query(ge=1, le=MAX_ID), b: int = Query(ge=1, le=MAX_ID)):
         if ctx.page_token(request) is None:
             return RedirectResponse("/login", status_code=303)
-        return templates.get_template("compare.html").render(c=compare_runs(settings.output, ctx.run(a), ctx.run(b)),
-                                                             version=__version__)
+        return templates.get_template("compare.html").render(
+            c=compare_runs(settings.output, ctx.run(a), ctx.run(b)), version=__version__
+        )
 
     # ---- the API description, behind a token
     @app.get("/openapi.json", include_in_schema=False)
@@ -92,10 +100,13 @@ def add_pages(app, ctx):
     def docs(request: Request):
         if ctx.page_token(request) is None:
             return RedirectResponse("/login", status_code=303)
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="lbee · API",
-                                   swagger_js_url="/static/swagger/swagger-ui-bundle.js",
-                                   swagger_css_url="/static/swagger/swagger-ui.css",
-                                   swagger_favicon_url="/static/swagger/favicon-32x32.png")
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="lbee · API",
+            swagger_js_url="/static/swagger/swagger-ui-bundle.js",
+            swagger_css_url="/static/swagger/swagger-ui.css",
+            swagger_favicon_url="/static/swagger/favicon-32x32.png",
+        )
 
     @app.get("/static/swagger/{name}", include_in_schema=False)
     def swagger_asset(name: str, token=read):
@@ -104,5 +115,6 @@ def add_pages(app, ctx):
             from fastapi import HTTPException
 
             raise HTTPException(404, f"no asset {name!r} (pip install swagger-ui-py for /docs)")
-        return FileResponse(str(folder / name), media_type=SWAGGER_FILES[name],
-                            headers={"Cache-Control": "private, max-age=86400"})
+        return FileResponse(
+            str(folder / name), media_type=SWAGGER_FILES[name], headers={"Cache-Control": "private, max-age=86400"}
+        )

@@ -57,13 +57,17 @@ def confine(value, root, key):
 
 
 def named_sentence_set(value):
-    """Whether ``value`` names a built-in sentence set (``spotcheck``, or a built-in grammar's
-    ``street_scenes.grammar``) rather than a file, as :func:`lbee.io.sentences.load_sentence_set` reads it."""
+    """Whether ``value`` names a built-in sentence set rather than a file.
+
+    ``spotcheck``, or a built-in grammar's ``street_scenes.grammar``, as
+    :func:`lbee.io.sentences.load_sentence_set` reads it.
+    """
     from ..grammar import list_grammars
     from ..io.sentences import list_sentence_sets
 
-    return value in list_sentence_sets() or (value.endswith(".grammar") and
-                                             value[:-len(".grammar")] in list_grammars())
+    return value in list_sentence_sets() or (
+        value.endswith(".grammar") and value[: -len(".grammar")] in list_grammars()
+    )
 
 
 def check_encoder(spec, root, allowed=()):
@@ -90,11 +94,19 @@ def check_encoder(spec, root, allowed=()):
     if spec in tuple(allowed) + DEFAULT_ENCODERS:
         return spec
     backend, model, tag = parse_encoder_spec(spec)
-    hint = ("allowed: " + ", ".join(repr(a) for a in DEFAULT_ENCODERS + tuple(allowed)) +
-            ", open_clip:<model>@<pretrained tag>, or open_clip:<model>@<checkpoint file inside the data root> "
-            "(the server's operator adds others with lbee serve --allow-encoder SPEC)")
-    if backend == "open_clip" and model and not model.startswith("hf-hub:") and \
-            not (tag or "").startswith("hf-hub:") and "://" not in (tag or ""):
+    hint = (
+        "allowed: "
+        + ", ".join(repr(a) for a in DEFAULT_ENCODERS + tuple(allowed))
+        + ", open_clip:<model>@<pretrained tag>, or open_clip:<model>@<checkpoint file inside the data root> "
+        "(the server's operator adds others with lbee serve --allow-encoder SPEC)"
+    )
+    if (
+        backend == "open_clip"
+        and model
+        and not model.startswith("hf-hub:")
+        and not (tag or "").startswith("hf-hub:")
+        and "://" not in (tag or "")
+    ):
         if tag is None or re.fullmatch(r"[A-Za-z0-9_-]+(:[0-9]+)?", tag):  # a tag name (or @random:SEED)
             return spec
         return f"open_clip:{model}@{confine(tag, root, 'encoder checkpoint')}"  # a file: inside the root only
@@ -151,8 +163,10 @@ def _check_model_spec(spec, root, key):
     if spec.startswith(MODEL_SPEC_PREFIXES):
         return
     if ":" in spec and not Path(spec).suffix:
-        raise PathEscape(f"`{key}` {spec!r}: the service does not import model factories; use "
-                         "'torchvision:<arch>', 'timm:<arch>' or a TorchScript file inside the data root.")
+        raise PathEscape(
+            f"`{key}` {spec!r}: the service does not import model factories; use "
+            "'torchvision:<arch>', 'timm:<arch>' or a TorchScript file inside the data root."
+        )
     confine(spec, root, key)
 
 
@@ -170,7 +184,7 @@ def _walk_check(folder, root, key):
 
 
 def check_dataset_paths(ds, root):
-    """Check a parsed :class:`lbee.run.inputs.DatasetSpec` (resolved paths, folders walked, manifest rows)."""
+    """Check a parsed :class:`lbee.run.specs.DatasetSpec` (resolved paths, folders walked, manifest rows)."""
     root = Path(root).resolve()
     found = []
     for key in ("images", "image_embeddings", "sentence_embeddings", "masks", "sensitivity"):

@@ -14,8 +14,10 @@ RunId = Path(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
 
 
 def add_api_routes(app, ctx):
-    """Add the ``/v1`` endpoints and ``/metrics`` to ``app``, as closures over ``ctx``
-    (a :class:`~lbee.service.app.Context`)."""
+    """Add the ``/v1`` endpoints and ``/metrics`` to ``app``.
+
+    They are closures over ``ctx`` (a :class:`~lbee.service.app.Context`).
+    """
     from . import jobs as jobs_mod
     from .db import Job, Run
     from .explain import ARRAY_FIELDS, check_depth, parse_json
@@ -49,8 +51,9 @@ def add_api_routes(app, ctx):
         the limit; when every explain process is busy and the queue is full, 503.
         """
         if request.headers.get("content-type", "").startswith("multipart/form-data"):
-            form = await request.form(max_files=len(ARRAY_FIELDS), max_fields=8,
-                                      max_part_size=settings.max_upload_bytes)
+            form = await request.form(
+                max_files=len(ARRAY_FIELDS), max_fields=8, max_part_size=settings.max_upload_bytes
+            )
             fields = [(k, await v.read() if hasattr(v, "read") else v) for k, v in form.multi_items()]
             await form.close()
             status, body = await ctx.explain_pool.run("form", fields)
@@ -80,7 +83,7 @@ def add_api_routes(app, ctx):
     def _yaml(raw):
         import yaml
 
-        from ..reports.config import yaml_loader
+        from ..reports.yaml_reader import yaml_loader
 
         try:
             entry = yaml.load(raw.decode("utf-8"), Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
@@ -93,8 +96,11 @@ def add_api_routes(app, ctx):
 
     @app.post("/v1/jobs/{job_id}/cancel", status_code=202, tags=["jobs"])
     def cancel_job(job_id: str, token=submit):
-        """Cancel a job: a queued one at once (``cancelled``); a running one stops after its current stage
-        (``cancel_requested: true`` until its worker sees it). 409 for a job that has ended."""
+        """Cancel a job.
+
+        A queued one at once (``cancelled``); a running one stops after its current stage
+        (``cancel_requested: true`` until its worker sees it). 409 for a job that has ended.
+        """
         try:
             jobs_mod.cancel(db, job_id)
         except KeyError:
@@ -134,8 +140,9 @@ def add_api_routes(app, ctx):
 
     # ---- runs and comparisons
     @app.get("/v1/runs", tags=["runs"])
-    def list_runs(dataset: str | None = None, model: str | None = None, limit: int = Query(200, ge=1, le=5000),
-                  token=read):
+    def list_runs(
+        dataset: str | None = None, model: str | None = None, limit: int = Query(200, ge=1, le=5000), token=read
+    ):
         """Stored runs with their metrics, newest first; filter by dataset and / or model."""
         with db.session() as s:
             q = select(Run).order_by(Run.id.desc()).limit(limit)

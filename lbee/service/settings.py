@@ -95,8 +95,9 @@ class ServiceSettings:
             raise ValueError(f"`lease_seconds` is {self.lease_seconds!r}; expected a number of seconds >= 1.")
         unknown = sorted(set(self.explain_limits) - set(EXPLAIN_LIMITS))
         if unknown:
-            raise ValueError(f"`explain_limits` has unknown key(s) {', '.join(unknown)}; expected "
-                             f"{', '.join(EXPLAIN_LIMITS)}.")
+            raise ValueError(
+                f"`explain_limits` has unknown key(s) {', '.join(unknown)}; expected {', '.join(EXPLAIN_LIMITS)}."
+            )
         self.explain_limits = {**EXPLAIN_LIMITS, **self.explain_limits}
         for k, v in self.explain_limits.items():
             if not (isinstance(v, int) and v >= 1):

@@ -25,19 +25,38 @@ def _iso(dt):
 
 
 def run_dict(run):
-    return {"id": run.id, "job": run.job_id, "dataset": run.dataset, "model": run.model, "created": _iso(run.created),
-            "n_images": run.n_images, "n_hard": run.n_hard, "seconds": run.seconds, "metrics": clean(run.rows),
-            "links": {"report": f"/v1/runs/{run.id}/report", "job": f"/v1/jobs/{run.job_id}"}}
+    return {
+        "id": run.id,
+        "job": run.job_id,
+        "dataset": run.dataset,
+        "model": run.model,
+        "created": _iso(run.created),
+        "n_images": run.n_images,
+        "n_hard": run.n_hard,
+        "seconds": run.seconds,
+        "metrics": clean(run.rows),
+        "links": {"report": f"/v1/runs/{run.id}/report", "job": f"/v1/jobs/{run.job_id}"},
+    }
 
 
 def job_dict(job, runs=()):
     base = f"/v1/jobs/{job.id}"
-    out = {"id": job.id, "name": job.name, "status": job.status, "progress": job.progress, "error": job.error,
-           "failures": [{"run": label, "error": msg} for label, msg in json.loads(job.failures or "[]")],
-           "attempts": job.attempts, "cancel_requested": bool(job.cancel_requested), "created": _iso(job.created),
-           "started": _iso(job.started), "finished": _iso(job.finished), "entry": json.loads(job.entry),
-           "log": [ln for ln in (job.log or "").splitlines() if ln][-50:],
-           "runs": [run_dict(r) for r in runs]}
+    out = {
+        "id": job.id,
+        "name": job.name,
+        "status": job.status,
+        "progress": job.progress,
+        "error": job.error,
+        "failures": [{"run": label, "error": msg} for label, msg in json.loads(job.failures or "[]")],
+        "attempts": job.attempts,
+        "cancel_requested": bool(job.cancel_requested),
+        "created": _iso(job.created),
+        "started": _iso(job.started),
+        "finished": _iso(job.finished),
+        "entry": json.loads(job.entry),
+        "log": [ln for ln in (job.log or "").splitlines() if ln][-50:],
+        "runs": [run_dict(r) for r in runs],
+    }
     if job.status == "done":
         out["links"] = {"report": f"{base}/report", "explanation": f"{base}/explanation", "metrics": f"{base}/metrics"}
     return out
@@ -57,8 +76,16 @@ def compare_runs(output, a, b):
         ra, rb = rows_a.get(key, {}), rows_b.get(key, {})
         for m in METRICS:
             va, vb = clean(ra.get(m)), clean(rb.get(m))
-            metrics.append({"slicer": key[0], "method": key[1], "metric": m, "a": va, "b": vb,
-                            "delta": None if va is None or vb is None else vb - va})
+            metrics.append(
+                {
+                    "slicer": key[0],
+                    "method": key[1],
+                    "metric": m,
+                    "a": va,
+                    "b": vb,
+                    "delta": None if va is None or vb is None else vb - va,
+                }
+            )
 
     def selected(run):
         path = Path(output) / run.folder / "explanation.json"
@@ -72,6 +99,9 @@ def compare_runs(output, a, b):
     sentences = {}
     for m in [m for m in sa if m in sb]:
         A, B = set(sa[m]), set(sb[m])
-        sentences[m] = {"gained": [s for s in sb[m] if s not in A], "lost": [s for s in sa[m] if s not in B],
-                        "kept": [s for s in sb[m] if s in A]}
+        sentences[m] = {
+            "gained": [s for s in sb[m] if s not in A],
+            "lost": [s for s in sa[m] if s not in B],
+            "kept": [s for s in sb[m] if s in A],
+        }
     return {"a": run_dict(a), "b": run_dict(b), "metrics": metrics, "sentences": sentences}

@@ -80,8 +80,9 @@ class JobRunner:
     def _spawn(self):
         self._serial += 1
         name = f"worker-{os.getpid()}-{self._serial}"
-        proc = self._ctx.Process(target=worker_main, args=(self.settings.to_dict(), name, self._stop), name=name,
-                                 daemon=True)
+        proc = self._ctx.Process(
+            target=worker_main, args=(self.settings.to_dict(), name, self._stop), name=name, daemon=True
+        )
         proc.start()
         self.procs[name] = proc
 
@@ -109,10 +110,18 @@ class JobRunner:
                     continue
                 with self.db.session() as s:
                     ids = list(s.scalars(select(Job.id).where(Job.status == "running", Job.worker == name)))
-                    s.execute(update(Job).where(Job.id.in_(ids), Job.status == "running", Job.worker == name).values(
-                        status="failed", finished=utcnow(), lease_owner=None, lease_expires=None,
-                        error=f"the worker process died (exit code {proc.exitcode}) while running this job; "
-                              "the server goes on."))
+                    s.execute(
+                        update(Job)
+                        .where(Job.id.in_(ids), Job.status == "running", Job.worker == name)
+                        .values(
+                            status="failed",
+                            finished=utcnow(),
+                            lease_owner=None,
+                            lease_expires=None,
+                            error=f"the worker process died (exit code {proc.exitcode}) while running this job; "
+                            "the server goes on.",
+                        )
+                    )
                     s.commit()
                 logger.warning("worker %s died (exit code %s); starting another", name, proc.exitcode)
                 del self.procs[name]
@@ -154,8 +163,10 @@ def _noop():
 
 
 class ExplainPool:
-    """Processes answering ``POST /v1/explain`` (:func:`lbee.service.explain.answer`), at most
-    ``explain_workers`` at once plus ``explain_queue`` waiting; beyond that :meth:`run` answers 503."""
+    """Processes answering ``POST /v1/explain`` (:func:`lbee.service.explain.answer`).
+
+    At most ``explain_workers`` at once plus ``explain_queue`` waiting; beyond that :meth:`run` answers 503.
+    """
 
     def __init__(self, settings):
         self.size = settings.explain_workers
@@ -169,8 +180,9 @@ class ExplainPool:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            self._pool = ProcessPoolExecutor(self.size, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_explain_worker_init)
+            self._pool = ProcessPoolExecutor(
+                self.size, mp_context=multiprocessing.get_context("spawn"), initializer=_explain_worker_init
+            )
         return self._pool
 
     @property
@@ -193,16 +205,16 @@ class ExplainPool:
         from .explain import answer
 
         if self._busy >= self.capacity:
-            return 503, json.dumps({"detail": f"the server is busy ({self._busy} explain requests in progress or "
-                                              "waiting); retry later."}).encode()
+            return 503, json.dumps(
+                {"detail": f"the server is busy ({self._busy} explain requests in progress or waiting); retry later."}
+            ).encode()
         self._busy += 1
         try:
             return await asyncio.wrap_future(self._executor().submit(answer, kind, payload, self.limits))
         except BrokenProcessPool:  # a worker was killed (out of memory?): start afresh
             self._pool = None
             logger.error("an explain worker process died; starting new ones")
-            return 503, json.dumps({"detail": "the explain worker process died while answering; retry later."}
-                                   ).encode()
+            return 503, json.dumps({"detail": "the explain worker process died while answering; retry later."}).encode()
         finally:
             self._busy -= 1
 

@@ -21,8 +21,11 @@ if TYPE_CHECKING:  # for static tools (type checkers, the API reference); at run
     from ._ward import WardSlicer
 
 #: Registered slicers: name -> (module, class). ``ward`` is LBEE's own split-and-cluster (the default everywhere).
-_REGISTRY = {"ward": ("._ward", "WardSlicer"), "domino": ("._domino", "DominoSlicer"),
-             "planespot": ("._planespot", "PlaneSpotSlicer")}
+_REGISTRY = {
+    "ward": ("._ward", "WardSlicer"),
+    "domino": ("._domino", "DominoSlicer"),
+    "planespot": ("._planespot", "PlaneSpotSlicer"),
+}
 #: The registered slicer names, known without importing any slicer.
 SLICER_NAMES = tuple(_REGISTRY)
 _LAZY = {"BaseSlicer": "._base", **{cls: mod for mod, cls in _REGISTRY.values()}}
@@ -56,5 +59,13 @@ def create_slicer(name, **params):
     return getattr(import_module(mod, __name__), cls)(**params)
 
 
-__all__ = ["BaseSlicer", "WardSlicer", "DominoSlicer", "PlaneSpotSlicer", "SLICERS", "SLICER_NAMES",
-           "create_slicer", "list_slicers"]
+__all__ = [
+    "BaseSlicer",
+    "WardSlicer",
+    "DominoSlicer",
+    "PlaneSpotSlicer",
+    "SLICERS",
+    "SLICER_NAMES",
+    "create_slicer",
+    "list_slicers",
+]

@@ -66,6 +66,8 @@ class BaseSlicer(BaseEstimator):
             self.fit_split(image_embeddings, confidence=confidence, hard=hard)
         n = np.asarray(image_embeddings).shape[0]
         if n != self.n_samples_fit_:
-            raise ValueError(f"This {type(self).__name__} was fitted on {self.n_samples_fit_} rows but `explain` "
-                             f"received {n} images; fit it on the same images.")
+            raise ValueError(
+                f"This {type(self).__name__} was fitted on {self.n_samples_fit_} rows but `explain` "
+                f"received {n} images; fit it on the same images."
+            )
         return [np.asarray(s, dtype=np.int64) for s in self.slices_]

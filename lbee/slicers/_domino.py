@@ -81,9 +81,21 @@ class DominoSlicer(BaseSlicer):
     its slices are the embedding regions richest in hard images.
     """
 
-    def __init__(self, *, n_slices=5, n_mixture_components=25, n_pca_components=128, y_log_likelihood_weight=10.0,
-                 y_hat_log_likelihood_weight=10.0, max_iter=100, tol=1e-3, reg_covar=1e-6, init_params="confusion",
-                 confusion_noise=1e-3, random_state=None):
+    def __init__(
+        self,
+        *,
+        n_slices=5,
+        n_mixture_components=25,
+        n_pca_components=128,
+        y_log_likelihood_weight=10.0,
+        y_hat_log_likelihood_weight=10.0,
+        max_iter=100,
+        tol=1e-3,
+        reg_covar=1e-6,
+        init_params="confusion",
+        confusion_noise=1e-3,
+        random_state=None,
+    ):
         self.n_slices = n_slices
         self.n_mixture_components = n_mixture_components
         self.n_pca_components = n_pca_components
@@ -105,12 +117,16 @@ class DominoSlicer(BaseSlicer):
                 raise TypeError(f"`data` must be a pandas DataFrame; received {type(data).__name__}.")
             for name, col in (("embeddings", embeddings), ("targets", targets), ("pred_probs", pred_probs)):
                 if col not in data.columns:
-                    raise ValueError(f"With `data`, `{name}` must name a column; {col!r} is not among "
-                                     f"{list(data.columns)}.")
+                    raise ValueError(
+                        f"With `data`, `{name}` must name a column; {col!r} is not among {list(data.columns)}."
+                    )
             emb = np.stack([np.asarray(v, dtype=float) for v in data[embeddings]])
             targets, pred_probs = data[targets].to_numpy(), data[pred_probs]
-            pred_probs = np.stack([np.asarray(v, dtype=float) for v in pred_probs]) \
-                if np.asarray(pred_probs.iloc[0]).ndim else pred_probs.to_numpy()
+            pred_probs = (
+                np.stack([np.asarray(v, dtype=float) for v in pred_probs])
+                if np.asarray(pred_probs.iloc[0]).ndim
+                else pred_probs.to_numpy()
+            )
             embeddings = emb
         Z = as_float_matrix(embeddings, "embeddings")
         n = Z.shape[0]
@@ -141,14 +157,17 @@ class DominoSlicer(BaseSlicer):
             elif np.all((p >= 0) & (p <= 1)):
                 Yhat = np.stack([1 - p, p], axis=1)  # binary P(class 1)
                 if n_classes > 2:
-                    raise ValueError("1-D `pred_probs` in [0, 1] are binary probabilities, but `targets` has "
-                                     f"{n_classes} classes; pass (n, n_classes) probabilities.")
+                    raise ValueError(
+                        "1-D `pred_probs` in [0, 1] are binary probabilities, but `targets` has "
+                        f"{n_classes} classes; pass (n, n_classes) probabilities."
+                    )
             else:
                 raise ValueError("1-D `pred_probs` must be binary probabilities in [0, 1] or class indices.")
         else:
             if p.shape[1] < n_classes or np.any(p < 0):
-                raise ValueError(f"`pred_probs` has {p.shape[1]} columns; expected {n_classes} non-negative "
-                                 "class probabilities.")
+                raise ValueError(
+                    f"`pred_probs` has {p.shape[1]} columns; expected {n_classes} non-negative class probabilities."
+                )
             Yhat = p / np.maximum(p.sum(axis=1, keepdims=True), _EPS)
         if y.max() >= n_classes:
             raise ValueError(f"`targets` has class {y.max()} but the model was fitted with {n_classes} classes.")
@@ -160,22 +179,30 @@ class DominoSlicer(BaseSlicer):
         log_gauss = self._log_gauss(Z)
         log_p = np.log(np.clip(self.y_probs_, _EPS, 1))
         log_ph = np.log(np.clip(self.y_hat_probs_, _EPS, 1))
-        joint = (np.log(np.clip(self.weights_, _EPS, 1))[None] + log_gauss
-                 + self.y_log_likelihood_weight * Y @ log_p.T + self.y_hat_log_likelihood_weight * Yhat @ log_ph.T)
+        joint = (
+            np.log(np.clip(self.weights_, _EPS, 1))[None]
+            + log_gauss
+            + self.y_log_likelihood_weight * Y @ log_p.T
+            + self.y_hat_log_likelihood_weight * Yhat @ log_ph.T
+        )
         norm = logsumexp(joint, axis=1)
         return joint - norm[:, None], norm
 
     def _log_gauss(self, Z):
         # (x-μ)²/σ² expanded into matrix products (as scikit-learn's diagonal GMM): no (n, k, d) array
         prec = 1.0 / self.variances_
-        return -0.5 * (np.log(2 * np.pi * self.variances_).sum(1)[None]
-                       + (Z ** 2) @ prec.T - 2 * Z @ (self.means_ * prec).T + (self.means_ ** 2 * prec).sum(1)[None])
+        return -0.5 * (
+            np.log(2 * np.pi * self.variances_).sum(1)[None]
+            + (Z**2) @ prec.T
+            - 2 * Z @ (self.means_ * prec).T
+            + (self.means_**2 * prec).sum(1)[None]
+        )
 
     def _m_step(self, Z, Y, Yhat, Q):
         nk = Q.sum(0) + 10 * np.finfo(float).eps
         self.weights_ = nk / nk.sum()
         self.means_ = Q.T @ Z / nk[:, None]
-        self.variances_ = np.maximum(Q.T @ (Z ** 2) / nk[:, None] - self.means_ ** 2, 0) + self.reg_covar
+        self.variances_ = np.maximum(Q.T @ (Z**2) / nk[:, None] - self.means_**2, 0) + self.reg_covar
         self.y_probs_ = Q.T @ Y / nk[:, None]
         self.y_hat_probs_ = Q.T @ Yhat / nk[:, None]
 
@@ -195,7 +222,7 @@ class DominoSlicer(BaseSlicer):
             return Q / Q.sum(1, keepdims=True)
         from sklearn.cluster import KMeans
 
-        labels = KMeans(k, n_init=1, random_state=int(rng.integers(2 ** 31))).fit_predict(Z)
+        labels = KMeans(k, n_init=1, random_state=int(rng.integers(2**31))).fit_predict(Z)
         Q = _one_hot(labels, k) + rng.uniform(0, self.confusion_noise, size=(n, k))
         return Q / Q.sum(1, keepdims=True)
 
@@ -225,18 +252,17 @@ class DominoSlicer(BaseSlicer):
         for name in ("y_log_likelihood_weight", "y_hat_log_likelihood_weight"):
             check_real(getattr(self, name), name, minimum=0.0)
         if self.init_params not in ("confusion", "random", "kmeans"):
-            raise ValueError(f"`init_params` must be 'confusion', 'random' or 'kmeans'; received "
-                             f"{self.init_params!r}.")
+            raise ValueError(f"`init_params` must be 'confusion', 'random' or 'kmeans'; received {self.init_params!r}.")
         Z, Y, Yhat = self._inputs(embeddings, targets, pred_probs, data, fitting=True)
         n = Z.shape[0]
         if n < 2:
             raise ValueError(f"DominoSlicer needs at least 2 examples; received {n}.")
         self.n_classes_ = Y.shape[1]
-        rng = np.random.default_rng(check_random_state(self.random_state).randint(2 ** 31))
+        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
         self.pca_ = None
         if self.n_pca_components is not None and Z.shape[1] > self.n_pca_components:
             n_comp = min(check_positive_int(self.n_pca_components, "n_pca_components"), n)
-            self.pca_ = PCA(n_comp, random_state=int(rng.integers(2 ** 31))).fit(Z)
+            self.pca_ = PCA(n_comp, random_state=int(rng.integers(2**31))).fit(Z)
             Z = self.pca_.transform(Z)
         k = min(k, n)  # documented fallback: fewer examples than components
         self.n_components_ = k
@@ -244,7 +270,7 @@ class DominoSlicer(BaseSlicer):
         self._m_step(Z, Y, Yhat, Q)
         prev = -np.inf
         self.converged_ = False
-        for it in range(1, self.max_iter + 1):
+        for it in range(1, self.max_iter + 1):  # noqa: B007 - the count is n_iter_, read after the loop
             log_q, norm = self._log_resp(Z, Y, Yhat)
             self._m_step(Z, Y, Yhat, np.exp(log_q))
             lb = float(norm.mean())
@@ -272,8 +298,9 @@ class DominoSlicer(BaseSlicer):
         Z, Y, Yhat = self._inputs(embeddings, targets, pred_probs, data, fitting=False)
         if self.pca_ is not None:
             if Z.shape[1] != self.pca_.n_features_in_:
-                raise ValueError(f"`embeddings` has d={Z.shape[1]}; the slicer was fitted with "
-                                 f"d={self.pca_.n_features_in_}.")
+                raise ValueError(
+                    f"`embeddings` has d={Z.shape[1]}; the slicer was fitted with d={self.pca_.n_features_in_}."
+                )
             Z = self.pca_.transform(Z)
         elif Z.shape[1] != self.means_.shape[1]:
             raise ValueError(f"`embeddings` has d={Z.shape[1]}; the slicer was fitted with d={self.means_.shape[1]}.")

@@ -63,8 +63,20 @@ class PlaneSpotSlicer(BaseSlicer):
     image embeddings with min–max-scaled φ as confidence and the hard images as errors.
     """
 
-    def __init__(self, *, reducer="scvis", weight=0.025, min_components=10, max_components=32, n_slices=10,
-                 soft_errors=True, perplexity=30.0, scvis_iter=None, device="cpu", random_state=None):
+    def __init__(
+        self,
+        *,
+        reducer="scvis",
+        weight=0.025,
+        min_components=10,
+        max_components=32,
+        n_slices=10,
+        soft_errors=True,
+        perplexity=30.0,
+        scvis_iter=None,
+        device="cpu",
+        random_state=None,
+    ):
         self.reducer = reducer
         self.weight = weight
         self.min_components = min_components
@@ -134,8 +146,9 @@ class PlaneSpotSlicer(BaseSlicer):
         n = G.shape[0]
         conf = as_float_vector(confidence, "confidence", n)
         if conf.min() < 0 or conf.max() > 1:
-            raise ValueError(f"`confidence` must be probabilities in [0, 1]; received range "
-                             f"[{conf.min():.3g}, {conf.max():.3g}].")
+            raise ValueError(
+                f"`confidence` must be probabilities in [0, 1]; received range [{conf.min():.3g}, {conf.max():.3g}]."
+            )
         if errors is not None:
             err = np.asarray(errors, dtype=float)
         else:
@@ -191,8 +204,7 @@ class PlaneSpotSlicer(BaseSlicer):
         if G.shape[1] != self.n_features_in_:
             raise ValueError(f"`representation` has d={G.shape[1]}; fitted with d={self.n_features_in_}.")
         conf = as_float_vector(confidence, "confidence", G.shape[0])
-        coords = np.column_stack([G[:, 0], np.zeros(len(G))]) if self.reducer_ is None else \
-            self.reducer_.transform(G)
+        coords = np.column_stack([G[:, 0], np.zeros(len(G))]) if self.reducer_ is None else self.reducer_.transform(G)
         return self.gmm_.predict_proba(self._plane(coords, conf))[:, self._order]
 
     def predict(self, representation, confidence):

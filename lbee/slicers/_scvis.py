@@ -28,8 +28,9 @@ def batch_transition_probabilities(D2, perplexity, n_steps=24):
     b = D2.shape[0]
     target = float(np.log(perplexity) / np.log(2))
     k = int(min(b - 1, 3 * np.ceil(np.exp(target)) + 1))
-    d2, nn = torch.topk(D2.masked_fill(torch.eye(b, dtype=torch.bool, device=D2.device), float("inf")), k,
-                        dim=1, largest=False)
+    d2, nn = torch.topk(
+        D2.masked_fill(torch.eye(b, dtype=torch.bool, device=D2.device), float("inf")), k, dim=1, largest=False
+    )
     d2 = d2 - d2[:, :1]  # shift by the nearest distance: same P, no underflow
     scale = d2.mean(1, keepdim=True).clamp_min(1e-12)
     lo = torch.log(1e-6 / scale)
@@ -144,8 +145,20 @@ class ScVis(TransformerMixin, BaseEstimator):
         Steps run.
     """
 
-    def __init__(self, *, n_components=2, perplexity=10.0, n_iter=None, batch_size=512, learning_rate=0.01,
-                 max_epoch=100, l2=0.001, tsne_weight=1.0, device="cpu", random_state=None):
+    def __init__(
+        self,
+        *,
+        n_components=2,
+        perplexity=10.0,
+        n_iter=None,
+        batch_size=512,
+        learning_rate=0.01,
+        max_epoch=100,
+        l2=0.001,
+        tsne_weight=1.0,
+        device="cpu",
+        random_state=None,
+    ):
         self.n_components = n_components
         self.perplexity = perplexity
         self.n_iter = n_iter
@@ -166,8 +179,11 @@ class ScVis(TransformerMixin, BaseEstimator):
             raise ValueError(f"scvis needs at least 3 examples; received {n}.")
         k = check_positive_int(self.n_components, "n_components")
         b = min(check_positive_int(self.batch_size, "batch_size"), n)
-        steps = reference_iterations(n, b, check_positive_int(self.max_epoch, "max_epoch")) \
-            if self.n_iter is None else check_positive_int(self.n_iter, "n_iter")
+        steps = (
+            reference_iterations(n, b, check_positive_int(self.max_epoch, "max_epoch"))
+            if self.n_iter is None
+            else check_positive_int(self.n_iter, "n_iter")
+        )
         check_real(self.perplexity, "perplexity", minimum=1.0)
         seed = 0 if self.random_state is None else int(self.random_state)
         peak = float(np.abs(X).max())
@@ -186,7 +202,7 @@ class ScVis(TransformerMixin, BaseEstimator):
             for step in range(1, steps + 1):
                 if pos + b > n:  # a new epoch, reshuffled
                     order, pos = torch.randperm(n, generator=gen), 0
-                idx = order[pos:pos + b].to(self.device)
+                idx = order[pos : pos + b].to(self.device)
                 pos += b
                 x = Xs[idx]
                 with torch.no_grad():
@@ -197,7 +213,7 @@ class ScVis(TransformerMixin, BaseEstimator):
                 dof = vae.dof.clamp(0.1, 100)
                 loglik = torch.distributions.StudentT(dof, x_mu, x_s2.sqrt(), validate_args=False).log_prob(x).sum(1)
                 weight = P.sum(0).clamp(0.01, 2.0)
-                kl = 0.5 * (mu ** 2 + s2 - torch.log(s2) - 1).sum(1).mean() * max(0.1, d / step)
+                kl = 0.5 * (mu**2 + s2 - torch.log(s2) - 1).sum(1).mean() * max(0.1, d / step)
                 elbo = (loglik * weight).mean() - kl
                 num = (1 + torch.cdist(z, z).pow(2) / nu).pow(-(nu + 1) / 2)
                 p = P + 0.1 / b
@@ -205,7 +221,7 @@ class ScVis(TransformerMixin, BaseEstimator):
                 attraction = -(p * torch.log(num)).masked_fill(eye, 0).sum()
                 repellant = torch.log(num.sum(1) - 1).sum()
                 tsne = (attraction + repellant) / b * min(step, d)
-                reg = self.l2 * sum((w ** 2).sum() / 2 for w in vae.weights())
+                reg = self.l2 * sum((w**2).sum() / 2 for w in vae.weights())
                 loss = self.tsne_weight * tsne + reg - elbo
                 opt.zero_grad()
                 loss.backward()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import as_unit_rows, check_choice, check_positive_int, check_real
-from ..core.clustering import DEFAULT_WARD, WARD_METHODS, ward_labels
+from ..core.clustering import DEFAULT_WARD, ward_hard_groups
 from ._base import BaseSlicer
 
 
@@ -59,34 +58,10 @@ class WardSlicer(BaseSlicer):
         -------
         self
         """
-        from ..core.split import split_by_confidence
-
-        X = as_unit_rows(embeddings, "embeddings")
-        c = check_positive_int(self.n_clusters, "n_clusters")
-        check_choice(self.ward, "ward", set(WARD_METHODS))
-        if hard is not None:
-            mask = np.asarray(hard, dtype=bool)
-            if mask.shape != (X.shape[0],):
-                raise ValueError(f"`hard` must be a boolean mask of shape ({X.shape[0]},); received shape "
-                                 f"{mask.shape}.")
-        elif confidence is not None:
-            mask, _ = split_by_confidence(confidence, a=check_real(self.a, "a", minimum=0.0))
-        else:
-            mask = np.ones(X.shape[0], dtype=bool)
-        idx = np.flatnonzero(mask)
-        if idx.size == 0:
-            raise ValueError("The hard split is empty: WardSlicer has nothing to cluster.")
-        if c > idx.size:
-            import warnings
-
-            from ..core.clustering import ClusterCountWarning, capped_clusters_message
-
-            warnings.warn(capped_clusters_message(c, int(idx.size)), ClusterCountWarning, stacklevel=2)
-        labels = ward_labels(X[idx], c, self.memory, method=self.ward)
-        self.labels_ = np.full(X.shape[0], -1, dtype=np.int64)
-        self.labels_[idx] = labels
-        self.slices_ = [idx[labels == i] for i in range(int(labels.max()) + 1)]
-        self.n_samples_fit_ = X.shape[0]
+        self.labels_, self.slices_ = ward_hard_groups(
+            embeddings, self.n_clusters, self.memory, method=self.ward, hard=hard, confidence=confidence, a=self.a
+        )
+        self.n_samples_fit_ = self.labels_.shape[0]
         return self
 
     def fit_split(self, embeddings, *, confidence=None, hard=None):
@@ -94,8 +69,12 @@ class WardSlicer(BaseSlicer):
 
     def hard_groups(self, image_embeddings, *, confidence=None, hard=None):
         # Ward's groups depend on the split it is given, so it is always (re)fitted on it.
-        return BaseSlicer.hard_groups(self.fit(image_embeddings, confidence=confidence, hard=hard),
-                                      image_embeddings, confidence=confidence, hard=hard)
+        return BaseSlicer.hard_groups(
+            self.fit(image_embeddings, confidence=confidence, hard=hard),
+            image_embeddings,
+            confidence=confidence,
+            hard=hard,
+        )
 
     def predict(self, embeddings):
         """Cluster of each row the slicer was fitted on (-1 outside the hard split)."""
@@ -104,6 +83,8 @@ class WardSlicer(BaseSlicer):
         check_fitted(self)
         n = np.asarray(embeddings).shape[0]
         if n != self.n_samples_fit_:
-            raise ValueError(f"WardSlicer has no out-of-sample rule; it labels the {self.n_samples_fit_} rows it "
-                             f"was fitted on, and received {n}.")
+            raise ValueError(
+                f"WardSlicer has no out-of-sample rule; it labels the {self.n_samples_fit_} rows it "
+                f"was fitted on, and received {n}."
+            )
         return self.labels_

@@ -5,15 +5,54 @@
 >>> ec.describe_blindspots()                # doctest: +SKIP
 """
 
-from ._ec import (CorruptECError, ExperimentalConfiguration, domino_synthetic_predictions, make_ec, predict,
-                  train_classifier, verify_blindspots)
-from ._render import render
-from ._captions import sample_caption
-from ._sentences import relevance_matrix, spotcheck_sentences
-from ._world import (ATTRIBUTES, Blindspot, DatasetDefinition, UnsatisfiableError, sample_blindspots,
-                     sample_dataset)
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-__all__ = ["ATTRIBUTES", "Blindspot", "CorruptECError", "DatasetDefinition", "ExperimentalConfiguration",
-           "UnsatisfiableError", "domino_synthetic_predictions", "make_ec", "predict", "relevance_matrix",
-           "render", "sample_blindspots", "sample_caption", "sample_dataset", "spotcheck_sentences",
-           "train_classifier", "verify_blindspots"]
+from ._captions import sample_caption
+from ._classifier import domino_synthetic_predictions, predict, train_classifier, verify_blindspots
+from ._configuration import CorruptECError, ExperimentalConfiguration
+from ._ec import make_ec
+from ._render import COLORS, render
+from ._sentences import relevance_matrix, spotcheck_sentences
+from ._world import ATTRIBUTES, Blindspot, DatasetDefinition, UnsatisfiableError, sample_blindspots, sample_dataset
+
+if TYPE_CHECKING:  # for static tools; at run time the networks (and torch under them) load on first use
+    from ._network import ImageTower, SquareClassifier, TextHead, to_tensor
+
+#: The world's networks (torch modules), imported on first access: ``import lbee.spotcheck`` does not import torch.
+_LAZY = {"ImageTower": "._network", "SquareClassifier": "._network", "TextHead": "._network", "to_tensor": "._network"}
+
+
+def __getattr__(name):
+    """The networks of :data:`_LAZY`, imported on first access (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_LAZY[name], __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+__all__ = [
+    "ATTRIBUTES",
+    "COLORS",
+    "Blindspot",
+    "CorruptECError",
+    "DatasetDefinition",
+    "ExperimentalConfiguration",
+    "ImageTower",
+    "SquareClassifier",
+    "TextHead",
+    "UnsatisfiableError",
+    "domino_synthetic_predictions",
+    "make_ec",
+    "predict",
+    "relevance_matrix",
+    "render",
+    "sample_blindspots",
+    "sample_caption",
+    "sample_dataset",
+    "spotcheck_sentences",
+    "to_tensor",
+    "train_classifier",
+    "verify_blindspots",
+]

@@ -17,14 +17,29 @@ from __future__ import annotations
 from ._world import ATTRIBUTES
 
 _OBJECTS = ("square", "rectangle", "circle", "text")
-_NOUNS = {"square": ["square", "square", "box"], "rectangle": ["rectangle", "rectangle", "bar"],
-          "circle": ["circle", "circle", "disc", "round shape"], "text": ["text", "text", "letters", "writing"]}
-_WORDS = {("size", "small"): ["small", "tiny", "little"], ("size", "normal"): ["large", "big", "normal-sized"],
-          ("color", "blue"): ["blue"], ("color", "orange"): ["orange"],
-          ("texture", "stripes"): ["striped", "stripy", "vertically striped"],
-          ("texture", "solid"): ["solid", "plain", "filled"]}
-_LEADS = ["An image with", "A picture with", "An image showing", "A synthetic image with", "There is",
-          "A render of", "An image containing"]
+_NOUNS = {
+    "square": ["square", "square", "box"],
+    "rectangle": ["rectangle", "rectangle", "bar"],
+    "circle": ["circle", "circle", "disc", "round shape"],
+    "text": ["text", "text", "letters", "writing"],
+}
+_WORDS = {
+    ("size", "small"): ["small", "tiny", "little"],
+    ("size", "normal"): ["large", "big", "normal-sized"],
+    ("color", "blue"): ["blue"],
+    ("color", "orange"): ["orange"],
+    ("texture", "stripes"): ["striped", "stripy", "vertically striped"],
+    ("texture", "solid"): ["solid", "plain", "filled"],
+}
+_LEADS = [
+    "An image with",
+    "A picture with",
+    "An image showing",
+    "A synthetic image with",
+    "There is",
+    "A render of",
+    "An image containing",
+]
 
 
 def _word_key(layer, attr, value):
@@ -55,8 +70,11 @@ def _background_phrase(attrs, rng):
     if rng.random() < 0.6:
         parts.append(str(rng.choice([color, "gray"] if color == "grey" else [color])))
     if rng.random() < 0.6 or not parts:
-        parts.append(str(rng.choice(["noisy", "speckled", "salt-and-pepper"] if tex == "noise"
-                                    else ["clean", "plain", "smooth"])))
+        parts.append(
+            str(
+                rng.choice(["noisy", "speckled", "salt-and-pepper"] if tex == "noise" else ["clean", "plain", "smooth"])
+            )
+        )
     return f"on a {' '.join(parts)} background"
 
 
@@ -77,8 +95,9 @@ def sample_caption(attrs, rng):
             tail.append(_background_phrase(attrs, rng))
         elif kind == "pos":
             where = attrs[("background", "position")]
-            tail.append(str(rng.choice([f"where the square is {where} the center",
-                                        f"with the square {where} the middle line"])))
+            tail.append(
+                str(rng.choice([f"where the square is {where} the center", f"with the square {where} the middle line"]))
+            )
         elif kind == "two":
             objs.append("two squares")
     lead = str(rng.choice(_LEADS))
@@ -90,9 +109,16 @@ def sample_caption(attrs, rng):
 
 # ---- captions that state absences, with the dicts of their conditions (stage 2)
 #: leads of a caption that states only absences ("An image with no circle", "A render without a rectangle")
-_ABSENT_LEADS = [("An image with", "no"), ("A picture with", "no"), ("An image containing", "no"),
-                 ("There is", "no"), ("An image", "without"), ("A render", "without"), ("A picture", "without"),
-                 ("A synthetic image", "without")]
+_ABSENT_LEADS = [
+    ("An image with", "no"),
+    ("A picture with", "no"),
+    ("An image containing", "no"),
+    ("There is", "no"),
+    ("An image", "without"),
+    ("A render", "without"),
+    ("A picture", "without"),
+    ("A synthetic image", "without"),
+]
 #: joins between the stated objects and the absences ("a square but no circle")
 _ABSENT_JOINS = [("but", "no"), ("and", "no"), ("with", "no"), ("", "without"), ("but", "without")]
 _POSITION = ("background", "position")
@@ -103,8 +129,11 @@ CAPTION_VALUES = {**ATTRIBUTES, _POSITION: ("above", "below")}
 
 def _stated_object_phrase(layer, conds, rng):
     """Noun phrase of one present object stating exactly its conditions in ``conds``."""
-    words = [str(rng.choice(_WORDS[(k, _word_key(layer, k, conds[(layer, k)]))]))
-             for k in ("size", "color", "texture") if (layer, k) in conds]
+    words = [
+        str(rng.choice(_WORDS[(k, _word_key(layer, k, conds[(layer, k)]))]))
+        for k in ("size", "color", "texture")
+        if (layer, k) in conds
+    ]
     noun = str(rng.choice(_NOUNS[layer]))
     if layer == "square" and _NUMBER in conds:
         if conds[_NUMBER] == "2":
@@ -140,8 +169,15 @@ def _stated_background_phrase(conds, rng):
         color = conds[("background", "color")]
         parts.append(str(rng.choice([color, "gray"] if color == "grey" else [color])))
     if ("background", "texture") in conds:
-        parts.append(str(rng.choice(["noisy", "speckled", "salt-and-pepper"]
-                                    if conds[("background", "texture")] == "noise" else ["clean", "plain", "smooth"])))
+        parts.append(
+            str(
+                rng.choice(
+                    ["noisy", "speckled", "salt-and-pepper"]
+                    if conds[("background", "texture")] == "noise"
+                    else ["clean", "plain", "smooth"]
+                )
+            )
+        )
     return f"on a {' '.join(parts)} background"
 
 
@@ -161,8 +197,9 @@ def caption_from_conditions(conds, rng):
         tail.append(_stated_background_phrase(conds, rng))
     if _POSITION in conds:
         where = conds[_POSITION]
-        tail.append(str(rng.choice([f"where the square is {where} the center",
-                                    f"with the square {where} the middle line"])))
+        tail.append(
+            str(rng.choice([f"where the square is {where} the center", f"with the square {where} the middle line"]))
+        )
     tail = " ".join(tail)
     if objs:
         head = f"{rng.choice(_LEADS)} {' and '.join(objs)}"

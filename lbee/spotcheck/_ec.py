@@ -1,15 +1,12 @@
-"""Experimental configurations (EC): dataset + blindspots + images + a model with those blindspots.
-
-On-disk layout of an EC folder::
-
-    ec.json              definition: dataset, blindspots, seed, sizes, verification
-    metadata.parquet     one row per image: split, file, label, attributes, blindspot membership
-    images/<split>/<i>.png
-    model.pt             the classifier's state dict (weights_only loadable)
+"""Making an experimental configuration (EC) whose model verifiably has its blindspots: :func:`make_ec`.
 
 The demo world's classifier for its default seed ships in ``lbee/weights/``
 (:data:`SHIPPED_CLASSIFIERS`), so ``lbee demo`` renders its world and checks
 the shipped weights instead of training them (``make_ec(train=True)`` trains).
+
+The EC and its folder are :mod:`lbee.spotcheck._configuration`; the splits are rendered by
+:mod:`lbee.spotcheck._generation`; the square classifier is trained, run and checked by
+:mod:`lbee.spotcheck._classifier`.
 """
 
 from __future__ import annotations
@@ -19,276 +16,17 @@ import inspect
 import json
 import pickle
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ._render import render
-from ._world import ATTRIBUTES, META, Blindspot, DatasetDefinition, sample_blindspots, sample_dataset
+# predict and domino_synthetic_predictions are re-exported: they lived here (lbee.spotcheck._analysis imports predict).
+from ._classifier import domino_synthetic_predictions, predict, train_classifier, verify_blindspots  # noqa: F401
 
-SPLITS = ("train", "val", "test")
-EC_VERSION = 2  # 2: renders aligned with the official generator; text size values (normal, large)
-
-
-class CorruptECError(ValueError):
-    """An EC folder is missing files or holds inconsistent data."""
-
-
-def _attr_column(key):
-    return f"{key[0]}.{key[1]}"
-
-
-@dataclass
-class ExperimentalConfiguration:
-    """A SpotCheck EC in memory.
-
-    Attributes
-    ----------
-    dataset : DatasetDefinition
-    blindspots : list of Blindspot
-    images : dict of str to ndarray of uint8, shape (n, S, S, 3)
-        Per split.
-    attributes : dict of str to list of dict
-        Per split, each image's attributes (MetaAttribute included).
-    labels : dict of str to ndarray of int
-        Per split, the labels the model saw (train/val: blindspot images flipped) or true (test).
-    seed : int
-    image_size : int
-    model : torch.nn.Module or None
-    verification : dict
-    """
-
-    dataset: DatasetDefinition
-    blindspots: list
-    images: dict
-    attributes: dict
-    labels: dict
-    seed: int
-    image_size: int
-    model: object = None
-    verification: dict = field(default_factory=dict)
-
-    def true_labels(self, split):
-        """Whether a square is present, shape (n,)."""
-        return np.array([a[("square", "presence")] == "true" for a in self.attributes[split]], dtype=np.int64)
-
-    def membership(self, split):
-        """Boolean (n, n_blindspots): which images lie in which blindspot."""
-        attrs = self.attributes[split]
-        return np.array([[b.contains(a) for b in self.blindspots] for a in attrs], dtype=bool).reshape(
-            len(attrs), len(self.blindspots))
-
-    def blindspot_indices(self, split="test"):
-        """The true blindspots Ψ as index arrays into ``split``."""
-        m = self.membership(split)
-        return [np.flatnonzero(m[:, j]) for j in range(m.shape[1])]
-
-    def describe_blindspots(self):
-        return [b.describe() for b in self.blindspots]
-
-    # ---- persistence
-    def save(self, folder):
-        """Write the EC to ``folder`` (layout in the module docstring)."""
-        import pandas as pd
-        import torch
-        from PIL import Image
-
-        folder = Path(folder)
-        rows = []
-        for split in SPLITS:
-            (folder / "images" / split).mkdir(parents=True, exist_ok=True)
-            memb = self.membership(split)
-            for i, (img, attrs) in enumerate(zip(self.images[split], self.attributes[split])):
-                rel = f"images/{split}/{i:05d}.png"
-                Image.fromarray(img).save(folder / rel)
-                row = {"split": split, "index": i, "file": rel, "label": int(self.labels[split][i]),
-                       "has_square": attrs[("square", "presence")] == "true"}
-                row.update({_attr_column(k): v for k, v in attrs.items()})
-                row.update({f"blindspot_{j}": bool(memb[i, j]) for j in range(memb.shape[1])})
-                rows.append(row)
-        pd.DataFrame(rows).to_parquet(folder / "metadata.parquet", index=False)
-        if self.model is not None:
-            torch.save(self.model.state_dict(), folder / "model.pt")
-        definition = {"version": EC_VERSION, "seed": self.seed, "image_size": self.image_size,
-                      "dataset": self.dataset.to_dict(), "blindspots": [b.to_dict() for b in self.blindspots],
-                      "blindspot_descriptions": self.describe_blindspots(), "verification": self.verification,
-                      "sizes": {s: int(len(self.images[s])) for s in SPLITS}}
-        (folder / "ec.json").write_text(json.dumps(definition, indent=1))
-        return folder
-
-    @classmethod
-    def load(cls, folder, *, load_images=True):
-        """Read an EC folder; a missing or inconsistent part raises :class:`CorruptECError`."""
-        import pandas as pd
-
-        folder = Path(folder)
-        try:
-            definition = json.loads((folder / "ec.json").read_text())
-            meta = pd.read_parquet(folder / "metadata.parquet")
-        except (OSError, ValueError) as exc:
-            raise CorruptECError(f"EC folder {str(folder)!r} is incomplete or corrupt: {exc}") from None
-        if definition.get("version") != EC_VERSION:
-            raise CorruptECError(f"EC folder {str(folder)!r} has version {definition.get('version')!r}; "
-                                 f"expected {EC_VERSION}.")
-        try:
-            dataset = DatasetDefinition.from_dict(definition["dataset"])
-            blindspots = [Blindspot.from_dict(b) for b in definition["blindspots"]]
-            keys = list(ATTRIBUTES) + [META]
-            images, attributes, labels = {}, {}, {}
-            for split in SPLITS:
-                part = meta[meta["split"] == split].sort_values("index")
-                if len(part) != definition["sizes"][split]:
-                    raise CorruptECError(f"EC folder {str(folder)!r}: metadata has {len(part)} {split} rows, "
-                                         f"ec.json says {definition['sizes'][split]}.")
-                attributes[split] = [{k: str(r[_attr_column(k)]) for k in keys}
-                                     for r in part.to_dict("records")]
-                labels[split] = part["label"].to_numpy().astype(np.int64)
-                if load_images:
-                    images[split] = np.stack([_read_png(folder / f) for f in part["file"]]) if len(part) else \
-                        np.zeros((0, definition["image_size"], definition["image_size"], 3), np.uint8)
-        except KeyError as exc:
-            raise CorruptECError(f"EC folder {str(folder)!r} lacks the field {exc}.") from None
-        model = None
-        if (folder / "model.pt").exists():
-            model = load_classifier_weights(folder / "model.pt")
-        return cls(dataset, blindspots, images, attributes, labels, definition["seed"], definition["image_size"],
-                   model, definition.get("verification", {}))
-
-
-def _read_png(path):
-    from PIL import Image
-
-    try:
-        with Image.open(path) as img:
-            return np.asarray(img.convert("RGB"))
-    except (OSError, ValueError) as exc:
-        raise CorruptECError(f"EC image {str(path)!r} cannot be read: {exc}") from None
-
-
-def load_classifier_weights(path):
-    import torch
-
-    from ._network import SquareClassifier
-
-    model = SquareClassifier()
-    try:
-        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
-    except (RuntimeError, OSError, ValueError) as exc:
-        raise CorruptECError(f"Model weights {str(path)!r} cannot be loaded: {exc}") from None
-    return model.eval()
-
-
-def _label(attrs, blindspots, mislabel):
-    """The label the model sees: square present, flipped to 0 inside a blindspot when ``mislabel``.
-
-    Official definition (SpotCheck §3, njohnson99/spotcheck): blindspots hold
-    positive images only, and only positive labels are flipped.
-    """
-    y = int(attrs[("square", "presence")] == "true")
-    if mislabel and y == 1 and any(b.contains(attrs) for b in blindspots):
-        y = 0
-    return y
-
-
-def generate_images(dataset, blindspots, n, rng, size, *, mislabel, enrich=0.0):
-    """Render ``n`` images drawn at random; with ``mislabel`` positive blindspot images are labelled 0.
-
-    With ``enrich`` > 0, that fraction of images is drawn inside a random
-    blindspot (its triplets pinned, everything else sampled as usual). This is
-    the ``sampling="random"`` mode of :func:`make_ec` (lbee's earlier protocol).
-    """
-    images = np.empty((n, size, size, 3), np.uint8)
-    attrs, labels = [], np.empty(n, np.int64)
-    for i in range(n):
-        fixed = {}
-        if enrich and rng.random() < enrich:
-            fixed = blindspots[int(rng.integers(len(blindspots)))].as_dict()
-        images[i], a = render(dataset.sample_attributes(rng, fixed), rng, size, position=fixed.get(META))
-        attrs.append(a)
-        labels[i] = _label(a, blindspots, mislabel)
-    return images, attrs, labels
-
-
-def combinations(dataset):
-    """Every assignment of the dataset's rollable attributes, as fixed-attribute dicts (2^r of them)."""
-    import itertools
-
-    keys = list(dataset.rollable)
-    return [dict(zip(keys, values)) for values in itertools.product(*(ATTRIBUTES[k] for k in keys))]
-
-
-def generate_uniform_split(dataset, blindspots, per_combination, rng, size, *, mislabel, n_enrich=0):
-    """``per_combination`` images of every rollable-attribute combination, shuffled (official sampling).
-
-    The official generator (njohnson99/spotcheck ``data_utils.py``) renders a
-    fixed number of images per attribute combination (400 / 50 / 50 for train
-    / val / test), so a blindspot pinning m rollable attributes holds 2^-m of
-    the split (less again when it pins the square's position: "above" holds for
-    about half the one-square images and most two-square ones).
-    ``n_enrich`` extra images are drawn inside random blindspots (a training
-    aid of lbee's, used for the train split only; 0 is the official sampling).
-    """
-    fixed_list = [c for c in combinations(dataset) for _ in range(int(per_combination))]
-    fixed_list += [blindspots[int(rng.integers(len(blindspots)))].as_dict() for _ in range(int(n_enrich))]
-    order = rng.permutation(len(fixed_list))
-    n = len(fixed_list)
-    images = np.empty((n, size, size, 3), np.uint8)
-    attrs, labels = [], np.empty(n, np.int64)
-    for i, j in enumerate(order):
-        fixed = fixed_list[j]
-        images[i], a = render(dataset.sample_attributes(rng, fixed), rng, size, position=fixed.get(META))
-        attrs.append(a)
-        labels[i] = _label(a, blindspots, mislabel)
-    return images, attrs, labels
-
-
-def train_classifier(images, labels, *, epochs=12, batch_size=128, lr=5e-3, random_state=0, arch="cnn",
-                     on_epoch=None, device="cpu"):
-    """Train the square classifier ("cnn": small CNN; "resnet18": torchvision ResNet-18).
-
-    ``on_epoch(epoch, n_epochs, train_accuracy)`` is called after each epoch
-    (progress display). ``device`` is where the training steps run (a CUDA
-    device makes the paper's 400 images per combination cheap; its kernels are
-    not bitwise deterministic); the returned model is always on the CPU.
-    """
-    import torch
-
-    from ._network import SquareClassifier, to_tensor
-
-    device = torch.device(device)
-    torch.manual_seed(random_state)
-    if arch == "cnn":
-        model = SquareClassifier()
-    elif arch == "resnet18":
-        import torchvision
-
-        model = torchvision.models.resnet18(num_classes=2)
-    else:
-        raise ValueError(f"`arch` must be 'cnn' or 'resnet18'; received {arch!r}.")
-    model.to(device)
-    # uint8 on the device (a quarter of float32), converted per batch
-    x, y = torch.as_tensor(images).to(device), torch.as_tensor(labels).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
-    steps = epochs * ((len(x) + batch_size - 1) // batch_size)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.15)
-    gen = torch.Generator().manual_seed(random_state)
-    for epoch in range(epochs):
-        model.train()
-        correct = torch.zeros((), dtype=torch.int64, device=device)
-        for idx in torch.randperm(len(x), generator=gen).split(batch_size):
-            idx = idx.to(device)
-            out = model(to_tensor(x[idx]))
-            loss = torch.nn.functional.cross_entropy(out, y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            correct += (out.argmax(1) == y[idx]).sum()  # summed on the device: no sync per step
-        if on_epoch is not None:
-            on_epoch(epoch + 1, epochs, int(correct) / len(x))
-    return model.cpu().eval()
-
+# The EC and its folder are re-exported too (lbee.spotcheck._bench imports them from here).
+from ._configuration import EC_VERSION, SPLITS, CorruptECError, ExperimentalConfiguration  # noqa: F401
+from ._generation import generate_images, generate_uniform_split
+from ._world import sample_blindspots, sample_dataset
 
 #: Where the shipped classifier weights live (package data, next to the SpotCheck encoder's).
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
@@ -298,15 +36,28 @@ WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 #: recipe the weights were trained on. Made by ``python scripts/make_demo_classifier.py`` (which prints the
 #: entry), i.e. ``make_ec(seed, train=True)`` on the CPU with 2 torch threads.
 SHIPPED_CLASSIFIERS = {
-    0: {"file": "demo_classifier_seed0.pt",
+    0: {
+        "file": "demo_classifier_seed0.pt",
         "sha256": "3d792d3f29fa9c42a3ada15b5d53054a088a1a0bb2536bacc6b536111e17cbc1",
-        "train_data": "9f81a8adfaf6b85f2895775162d4320d9340aa490301ec7cb36afc6fcf0060e5"},
+        "train_data": "9f81a8adfaf6b85f2895775162d4320d9340aa490301ec7cb36afc6fcf0060e5",
+    },
 }
 
 #: The :func:`make_ec` arguments that decide a classifier's training data and recipe; shipped weights are
 #: considered only when all of them have their default values.
-_WORLD_ARGS = ("sampling", "per_combination", "train_enrich", "n_train", "enrich", "image_size", "epochs", "arch",
-               "n_blindspots", "n_rollable", "n_other_layers")
+_WORLD_ARGS = (
+    "sampling",
+    "per_combination",
+    "train_enrich",
+    "n_train",
+    "enrich",
+    "image_size",
+    "epochs",
+    "arch",
+    "n_blindspots",
+    "n_rollable",
+    "n_other_layers",
+)
 
 
 def _recipe(seed, epochs, arch):
@@ -344,10 +95,19 @@ def write_shipped_classifier(ec, path):
     v = ec.verification
     digest = training_digest(ec.images["train"], ec.labels["train"], _recipe(ec.seed, v["epochs"], v["arch"]))
     path = Path(path)
-    torch.save({"state_dict": ec.model.state_dict(), "ec_seed": int(ec.seed), "train_data": digest,
-                "recipe": _recipe(ec.seed, v["epochs"], v["arch"]), "torch": str(torch.__version__),
-                "threads": torch.get_num_threads(), "accuracy_outside": v["accuracy_outside"],
-                "accuracy_inside": list(v["accuracy_inside"])}, path)
+    torch.save(
+        {
+            "state_dict": ec.model.state_dict(),
+            "ec_seed": int(ec.seed),
+            "train_data": digest,
+            "recipe": _recipe(ec.seed, v["epochs"], v["arch"]),
+            "torch": str(torch.__version__),
+            "threads": torch.get_num_threads(),
+            "accuracy_outside": v["accuracy_outside"],
+            "accuracy_inside": list(v["accuracy_inside"]),
+        },
+        path,
+    )
     return {"file": path.name, "sha256": file_sha256(path), "train_data": digest}
 
 
@@ -360,8 +120,10 @@ def _shipped_classifier(entry, train_data):
 
     path = WEIGHTS_DIR / entry["file"]
     if entry["train_data"] != train_data:
-        return None, ("they were trained on other images or with another recipe (regenerate them: "
-                      "python scripts/make_demo_classifier.py)")
+        return None, (
+            "they were trained on other images or with another recipe (regenerate them: "
+            "python scripts/make_demo_classifier.py)"
+        )
     if not path.is_file():
         return None, f"{str(path)!r} is missing"
     digest = file_sha256(path)
@@ -383,54 +145,44 @@ def _say(log, message):
         warnings.warn(message, stacklevel=3)
 
 
-def predict(model, images, batch_size=512):
-    """Class probabilities (n, 2) and penultimate features (n, h) of the square classifier."""
-    import torch
-
-    from ._network import to_tensor
-
-    probs, feats = [], []
-    with torch.inference_mode():
-        for i in range(0, len(images), batch_size):
-            x = to_tensor(images[i:i + batch_size])
-            if hasattr(model, "features"):
-                f = model.features(x)
-                logits = model.fc(f)
-            else:
-                logits, f = model(x), None
-            probs.append(torch.softmax(logits, 1).numpy())
-            if f is not None:
-                feats.append(f.numpy())
-    return np.concatenate(probs), (np.concatenate(feats) if feats else None)
-
-
-def verify_blindspots(ec, split="val", *, min_outside=0.9, max_inside=0.2):
-    """The paper's check: high accuracy outside every blindspot, near-zero inside each (w.r.t. true labels)."""
-    probs, _ = predict(ec.model, ec.images[split])
-    correct = probs.argmax(1) == ec.true_labels(split)
-    memb = ec.membership(split)
-    outside = ~memb.any(axis=1)
-    acc_out = float(correct[outside].mean()) if outside.any() else float("nan")
-    acc_in = [float(correct[memb[:, j]].mean()) if memb[:, j].any() else float("nan")
-              for j in range(memb.shape[1])]
-    ok = bool(acc_out >= min_outside and all(np.isfinite(a) and a <= max_inside for a in acc_in))
-    return {"split": split, "accuracy_outside": acc_out, "accuracy_inside": acc_in, "passed": ok,
-            "n_inside": [int(memb[:, j].sum()) for j in range(memb.shape[1])]}
-
-
 #: The official per-combination counts (train, val, test) of njohnson99/spotcheck.
 PAPER_PER_COMBINATION = (400, 50, 50)
 
 
 #: The paper's world (SpotCheck §5.1, official generator): ``make_ec(seed, **PAPER_WORLD)``.
-PAPER_WORLD = {"sampling": "uniform", "per_combination": PAPER_PER_COMBINATION, "train_enrich": 0.0,
-               "min_outside": 0.99, "max_inside": 0.05}
+PAPER_WORLD = {
+    "sampling": "uniform",
+    "per_combination": PAPER_PER_COMBINATION,
+    "train_enrich": 0.0,
+    "min_outside": 0.99,
+    "max_inside": 0.05,
+}
 
 
-def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMBINATION, train_enrich=0.0,
-            n_train=3000, n_val=1000, n_test=2000, enrich=0.25, image_size=64, epochs=12, arch="cnn",
-            n_blindspots=None, n_rollable=None, n_other_layers=None, min_outside=0.9, max_inside=0.2,
-            max_attempts=5, min_blindspot_size=20, device="cpu", train="auto", log=None):
+def make_ec(
+    random_state=0,
+    *,
+    sampling="random",
+    per_combination=PAPER_PER_COMBINATION,
+    train_enrich=0.0,
+    n_train=3000,
+    n_val=1000,
+    n_test=2000,
+    enrich=0.25,
+    image_size=64,
+    epochs=12,
+    arch="cnn",
+    n_blindspots=None,
+    n_rollable=None,
+    n_other_layers=None,
+    min_outside=0.9,
+    max_inside=0.2,
+    max_attempts=5,
+    min_blindspot_size=20,
+    device="cpu",
+    train="auto",
+    log=None,
+):
     """Generate an EC whose model verifiably has its blindspots (SpotCheck §3, app. A–B).
 
     Parameters
@@ -487,16 +239,27 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
     if sampling == "uniform":
         per_combination = tuple(int(x) for x in per_combination)
         if len(per_combination) != 3 or min(per_combination) < 1:
-            raise ValueError(f"`per_combination` must be three positive counts (train, val, test); received "
-                             f"{per_combination!r}.")
+            raise ValueError(
+                f"`per_combination` must be three positive counts (train, val, test); received {per_combination!r}."
+            )
         if not 0 <= train_enrich < 1:
             raise ValueError(f"`train_enrich` must be in [0, 1); received {train_enrich!r}.")
     if train not in ("auto", True):
         raise ValueError(f"`train` must be 'auto' or True; received {train!r}.")
     defaults = inspect.signature(make_ec).parameters
-    world = {"sampling": sampling, "per_combination": per_combination, "train_enrich": train_enrich,
-             "n_train": n_train, "enrich": enrich, "image_size": image_size, "epochs": epochs, "arch": arch,
-             "n_blindspots": n_blindspots, "n_rollable": n_rollable, "n_other_layers": n_other_layers}
+    world = {
+        "sampling": sampling,
+        "per_combination": per_combination,
+        "train_enrich": train_enrich,
+        "n_train": n_train,
+        "enrich": enrich,
+        "image_size": image_size,
+        "epochs": epochs,
+        "arch": arch,
+        "n_blindspots": n_blindspots,
+        "n_rollable": n_rollable,
+        "n_other_layers": n_other_layers,
+    }
     may_ship = train == "auto" and all(world[k] == defaults[k].default for k in _WORLD_ARGS)
     rejected = []
     for attempt in range(max_attempts):
@@ -516,12 +279,24 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
         for i, split in enumerate(SPLITS):
             if sampling == "uniform":
                 images[split], attributes[split], labels[split] = generate_uniform_split(
-                    dataset, blindspots, per_combination[i], rng, image_size, mislabel=split != "test",
-                    n_enrich=n_enrich if split == "train" else 0)
+                    dataset,
+                    blindspots,
+                    per_combination[i],
+                    rng,
+                    image_size,
+                    mislabel=split != "test",
+                    n_enrich=n_enrich if split == "train" else 0,
+                )
             else:
                 images[split], attributes[split], labels[split] = generate_images(
-                    dataset, blindspots, (n_train, n_val, n_test)[i], rng, image_size, mislabel=split != "test",
-                    enrich=enrich)
+                    dataset,
+                    blindspots,
+                    (n_train, n_val, n_test)[i],
+                    rng,
+                    image_size,
+                    mislabel=split != "test",
+                    enrich=enrich,
+                )
         ec = ExperimentalConfiguration(dataset, blindspots, images, attributes, labels, seed, image_size)
         sizes = ec.membership("val").sum(0)
         test_sizes = ec.membership("test").sum(0)
@@ -537,19 +312,25 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
         if may_ship and seed in SHIPPED_CLASSIFIERS:
             entry = SHIPPED_CLASSIFIERS[seed]
             if log:
-                log(f"checking the shipped square classifier {entry['file']} (sha256, training data, blindspot "
-                    "gate) ...")
+                log(
+                    f"checking the shipped square classifier {entry['file']} (sha256, training data, blindspot "
+                    "gate) ..."
+                )
             ec.model, why = _shipped_classifier(entry, training_digest(images["train"], labels["train"], recipe))
             if ec.model is not None:
                 ec.verification = verify_blindspots(ec, min_outside=min_outside, max_inside=max_inside)
                 if ec.verification["passed"]:
                     source = "shipped"
                     if log:
-                        log(f"  passed (sha256 {entry['sha256'][:12]}...): using it; train=True / lbee demo --retrain "
-                            "trains it instead")
+                        log(
+                            f"  passed (sha256 {entry['sha256'][:12]}...): using it; train=True / lbee demo --retrain "
+                            "trains it instead"
+                        )
                 else:
-                    why = (f"they fail the blindspot gate (accuracy outside {ec.verification['accuracy_outside']:.3f}"
-                           f", inside {[round(x, 3) for x in ec.verification['accuracy_inside']]})")
+                    why = (
+                        f"they fail the blindspot gate (accuracy outside {ec.verification['accuracy_outside']:.3f}"
+                        f", inside {[round(x, 3) for x in ec.verification['accuracy_inside']]})"
+                    )
             if source != "shipped":
                 _say(log, f"the shipped square classifier for EC seed {seed} is not used: {why}; training it")
         if source == "trained":
@@ -559,20 +340,31 @@ def make_ec(random_state=0, *, sampling="random", per_combination=PAPER_PER_COMB
             on_epoch = (lambda e, n, acc: log(f"  epoch {e:>2}/{n}: train accuracy {acc:.3f}")) if log else None
             ec.model = train_classifier(images["train"], labels["train"], **recipe, on_epoch=on_epoch, device=device)
             ec.verification = verify_blindspots(ec, min_outside=min_outside, max_inside=max_inside)
-        ec.verification.update({"classifier": source, "sampling": sampling, "thresholds": [min_outside, max_inside],
-                                "attempts": rejected, "epochs": epochs, "arch": arch,
-                                "per_combination": list(per_combination) if sampling == "uniform" else None,
-                                "train_enrich": train_enrich if sampling == "uniform" else enrich})
+        ec.verification.update(
+            {
+                "classifier": source,
+                "sampling": sampling,
+                "thresholds": [min_outside, max_inside],
+                "attempts": rejected,
+                "epochs": epochs,
+                "arch": arch,
+                "per_combination": list(per_combination) if sampling == "uniform" else None,
+                "train_enrich": train_enrich if sampling == "uniform" else enrich,
+            }
+        )
         if ec.verification["passed"]:
             return ec
         v = ec.verification
-        reason = (f"model failed verification (accuracy outside {v['accuracy_outside']:.3f}, inside "
-                  f"{[round(x, 3) for x in v['accuracy_inside']]})")
+        reason = (
+            f"model failed verification (accuracy outside {v['accuracy_outside']:.3f}, inside "
+            f"{[round(x, 3) for x in v['accuracy_inside']]})"
+        )
         rejected.append({"seed": seed, "blindspots": ec.describe_blindspots(), "reason": reason})
         if log:
             log(f"EC seed {seed}: {reason}; regenerating")
-    raise ECGenerationError(f"No EC passed blindspot verification in {max_attempts} attempts from "
-                            f"random_state={random_state}.", rejected)
+    raise ECGenerationError(
+        f"No EC passed blindspot verification in {max_attempts} attempts from random_state={random_state}.", rejected
+    )
 
 
 class ECGenerationError(RuntimeError):
@@ -581,36 +373,3 @@ class ECGenerationError(RuntimeError):
     def __init__(self, message, attempts):
         super().__init__(message)
         self.attempts = attempts
-
-
-def domino_synthetic_predictions(targets, slices, *, in_sensitivity=0.4, in_specificity=0.4,
-                                 out_sensitivity=0.9, out_specificity=0.9, random_state=None):
-    """Domino's synthetic model (A.3.4): P(ŷ=1) drawn from beta distributions.
-
-    For an example with target 1 the predicted probability comes from a beta
-    whose mean is the sensitivity (in-slice or out-of-slice value); with target 0
-    from one whose mean is 1 − specificity.
-
-    Parameters
-    ----------
-    targets : array-like of {0, 1}, shape (n,)
-    slices : array-like of bool, shape (n,) or (n, m)
-        Examples inside any slice use the in-slice rates.
-
-    Returns
-    -------
-    ndarray of shape (n,)
-        Predicted probability of class 1.
-    """
-    rng = np.random.default_rng(random_state)
-    y = np.asarray(targets).astype(int)
-    s = np.asarray(slices, dtype=bool)
-    inside = s.any(axis=1) if s.ndim == 2 else s
-    for name, v in (("in_sensitivity", in_sensitivity), ("in_specificity", in_specificity),
-                    ("out_sensitivity", out_sensitivity), ("out_specificity", out_specificity)):
-        if not 0 < v < 1:
-            raise ValueError(f"`{name}` must be in (0, 1); received {v}.")
-    mean = np.where(y == 1, np.where(inside, in_sensitivity, out_sensitivity),
-                    1 - np.where(inside, in_specificity, out_specificity))
-    concentration = 8.0
-    return rng.beta(mean * concentration, (1 - mean) * concentration)

@@ -7,8 +7,9 @@ from torch import nn
 
 
 def _block(cin, cout):
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-                         nn.MaxPool2d(2))
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True), nn.MaxPool2d(2)
+    )
 
 
 class ImageTower(nn.Module):
@@ -62,8 +63,9 @@ class SquareClassifier(nn.Module):
         for w in widths:
             layers.append(_block(cin, w))
             cin = w
-        self.body = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(cin * 16, hidden),
-                                  nn.ReLU(inplace=True))
+        self.body = nn.Sequential(
+            *layers, nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(cin * 16, hidden), nn.ReLU(inplace=True)
+        )
         self.fc = nn.Linear(hidden, n_classes)
 
     def features(self, x):

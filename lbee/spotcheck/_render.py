@@ -41,8 +41,7 @@ def _place(boxes, w, h, size, rng):
     for _ in range(500):
         x = int(rng.integers(0, size - w + 1))
         y = int(rng.integers(0, size - h + 1))
-        if all(x + w + 1 <= bx or bx + bw + 1 <= x or y + h + 1 <= by or by + bh + 1 <= y
-               for bx, by, bw, bh in boxes):
+        if all(x + w + 1 <= bx or bx + bw + 1 <= x or y + h + 1 <= by or by + bh + 1 <= y for bx, by, bw, bh in boxes):
             return x, y
     return None
 
@@ -58,11 +57,7 @@ def _paint(img, mask, color, striped, phase):
 
 def _text_mask(w, h):
     """A bitmap of the text 'Hi!' scaled to (h, w)."""
-    glyphs = ["1001011100100",
-              "1001001000100",
-              "1111001000100",
-              "1001001000000",
-              "1001011100100"]
+    glyphs = ["1001011100100", "1001001000100", "1111001000100", "1001001000000", "1001011100100"]
     bits = np.array([[c == "1" for c in row] for row in glyphs])
     ys = (np.arange(h) * bits.shape[0] / h).astype(int)
     xs = (np.arange(w) * bits.shape[1] / w).astype(int)
@@ -103,8 +98,11 @@ def render(attrs, rng, size=64, position=None, *, return_mask=False):
             break
     else:
         # never an image whose attributes say more than it shows (Γ and the labels are exact)
-        raise ValueError(f"cannot draw {attrs} at {size} px: the objects do not fit"
-                         + (f" with the square {forced} the centre" if forced else "") + ".")
+        raise ValueError(
+            f"cannot draw {attrs} at {size} px: the objects do not fit"
+            + (f" with the square {forced} the centre" if forced else "")
+            + "."
+        )
     img, position, objects = drawn
     out = dict(attrs)
     out[("background", "position")] = position
@@ -135,10 +133,15 @@ def _draw(attrs, rng, size, n_squares):
             mask = (xx - (x + r - 0.5)) ** 2 + (yy - (y + r - 0.5)) ** 2 <= r * r
         else:
             mask = np.zeros((size, size), bool)
-            mask[y:y + h, x:x + w] = _text_mask(w, h) if layer == "text" else True
-        objects[mask if layer != "text" else np.s_[y:y + h, x:x + w]] = True
-        _paint(img, mask, attrs[(layer, "color")], attrs[(layer, "texture")] == "stripes",
-               int(rng.integers(0, 2 * max(1, size // 32))))
+            mask[y : y + h, x : x + w] = _text_mask(w, h) if layer == "text" else True
+        objects[mask if layer != "text" else np.s_[y : y + h, x : x + w]] = True
+        _paint(
+            img,
+            mask,
+            attrs[(layer, "color")],
+            attrs[(layer, "texture")] == "stripes",
+            int(rng.integers(0, 2 * max(1, size // 32))),
+        )
     # official MetaAttribute: the topmost square's centre above the image centre (smaller row) or not
     position = "none" if not square_rows else ("above" if min(square_rows) < (size - 1) / 2 else "below")
     return img, position, objects

@@ -10,9 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 OBJECT_NAMES = {"square": "square", "rectangle": "rectangle", "circle": "circle", "text": "text"}
-VALUE_WORDS = {"size": {"small": "small", "normal": "large"},
-               "color": {"blue": "blue", "orange": "orange"},
-               "texture": {"solid": "solid", "stripes": "striped"}}
+VALUE_WORDS = {
+    "size": {"small": "small", "normal": "large"},
+    "color": {"blue": "blue", "orange": "orange"},
+    "texture": {"solid": "solid", "stripes": "striped"},
+}
 #: Text's size option makes it larger (official generator), so its default is the small one.
 TEXT_SIZE_WORDS = {"normal": "small", "large": "large"}
 
@@ -46,36 +48,64 @@ def spotcheck_sentences():
                 out.append((f"An image with {_obj(layer, word)}", {**present, (layer, attr): value}, True))
         for cv, cw in VALUE_WORDS["color"].items():
             for tv, tw in VALUE_WORDS["texture"].items():
-                out.append((f"An image with {_obj(layer, cw, tw)}",
-                            {**present, (layer, "color"): cv, (layer, "texture"): tv}, False))
+                out.append(
+                    (
+                        f"An image with {_obj(layer, cw, tw)}",
+                        {**present, (layer, "color"): cv, (layer, "texture"): tv},
+                        False,
+                    )
+                )
             for sv, sw in value_words(layer, "size").items():
-                out.append((f"An image with {_obj(layer, sw, cw)}",
-                            {**present, (layer, "color"): cv, (layer, "size"): sv}, False))
+                out.append(
+                    (
+                        f"An image with {_obj(layer, sw, cw)}",
+                        {**present, (layer, "color"): cv, (layer, "size"): sv},
+                        False,
+                    )
+                )
         for sv, sw in value_words(layer, "size").items():
             for tv, tw in VALUE_WORDS["texture"].items():
-                out.append((f"An image with {_obj(layer, sw, tw)}",
-                            {**present, (layer, "size"): sv, (layer, "texture"): tv}, False))
+                out.append(
+                    (
+                        f"An image with {_obj(layer, sw, tw)}",
+                        {**present, (layer, "size"): sv, (layer, "texture"): tv},
+                        False,
+                    )
+                )
     sq = {("square", "presence"): "true"}
-    out += [("An image with two squares", {**sq, ("square", "number"): "2"}, True),
-            ("An image with a single square", {**sq, ("square", "number"): "1"}, True),
-            ("An image where the square is above the center", {("background", "position"): "above"}, True),
-            ("An image where the square is below the center", {("background", "position"): "below"}, True),
-            ("An image on a grey background", {("background", "color"): "grey"}, True),
-            ("An image on a white background", {("background", "color"): "white"}, True),
-            ("An image on a noisy background", {("background", "texture"): "noise"}, True),
-            ("An image on a clean background", {("background", "texture"): "solid"}, True)]
+    out += [
+        ("An image with two squares", {**sq, ("square", "number"): "2"}, True),
+        ("An image with a single square", {**sq, ("square", "number"): "1"}, True),
+        ("An image where the square is above the center", {("background", "position"): "above"}, True),
+        ("An image where the square is below the center", {("background", "position"): "below"}, True),
+        ("An image on a grey background", {("background", "color"): "grey"}, True),
+        ("An image on a white background", {("background", "color"): "white"}, True),
+        ("An image on a noisy background", {("background", "texture"): "noise"}, True),
+        ("An image on a clean background", {("background", "texture"): "solid"}, True),
+    ]
     for cv, cw in (("grey", "grey"), ("white", "white")):
         for tv, tw in (("noise", "noisy"), ("solid", "clean")):
-            out.append((f"An image on a {cw} {tw} background",
-                        {("background", "color"): cv, ("background", "texture"): tv}, False))
+            out.append(
+                (
+                    f"An image on a {cw} {tw} background",
+                    {("background", "color"): cv, ("background", "texture"): tv},
+                    False,
+                )
+            )
     layers = list(OBJECT_NAMES)
     for i, a in enumerate(layers):
-        for b in layers[i + 1:]:
-            out.append((f"An image with {_obj(a)} and {_obj(b)}",
-                        {(a, "presence"): "true", (b, "presence"): "true"}, False))
+        for b in layers[i + 1 :]:
+            out.append(
+                (f"An image with {_obj(a)} and {_obj(b)}", {(a, "presence"): "true", (b, "presence"): "true"}, False)
+            )
     for layer in ("rectangle", "circle", "text"):
-        out.append((f"An image with {_obj('square')} but no {layer}",
-                    {("square", "presence"): "true", (layer, "presence"): "false"}, False))
+        out.append(
+            (
+                f"An image with {_obj('square')} but no {layer}",
+                {("square", "presence"): "true", (layer, "presence"): "false"},
+                False,
+            )
+        )
     return out
 
 

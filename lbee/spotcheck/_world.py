@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 OBJECT_LAYERS = ("square", "rectangle", "circle", "text")
 OPTIONAL_OBJECTS = ("rectangle", "circle", "text")
 
 #: (layer, attribute) -> (default value, alternative value)   (Table 5)
-ATTRIBUTES = {("background", "color"): ("white", "grey"),
-              ("background", "texture"): ("solid", "noise")}
+ATTRIBUTES = {("background", "color"): ("white", "grey"), ("background", "texture"): ("solid", "noise")}
 for _layer in OBJECT_LAYERS:
     ATTRIBUTES[(_layer, "presence")] = ("false", "true")
     ATTRIBUTES[(_layer, "size")] = ("normal", "small")
@@ -122,7 +120,8 @@ def sample_dataset(rng, *, n_other_layers=None, n_rollable=None):
     if n_roll > len(candidates) or n_roll < len(rollable):
         raise UnsatisfiableError(
             f"`n_rollable`={n_roll} is impossible with layers {layers}: between {len(rollable)} (every object's "
-            f"presence) and {len(candidates)} attributes can be rollable.")
+            f"presence) and {len(candidates)} attributes can be rollable."
+        )
     while len(rollable) < n_roll:
         open_layers = sorted({a[0] for a in candidates if a not in rollable}, key=layers.index)
         layer = open_layers[int(rng.integers(len(open_layers)))]
@@ -142,8 +141,10 @@ def _sample_blindspot(rng, dataset, n_triplets):
     rollable = list(dataset.rollable) + [META]
     order = ["background", *OBJECT_LAYERS]
     if n_triplets > len(rollable):
-        raise UnsatisfiableError(f"A blindspot of {n_triplets} triplets needs more rollable attributes than "
-                                 f"the dataset's {len(dataset.rollable)} (+1 MetaAttribute).")
+        raise UnsatisfiableError(
+            f"A blindspot of {n_triplets} triplets needs more rollable attributes than "
+            f"the dataset's {len(dataset.rollable)} (+1 MetaAttribute)."
+        )
     chosen = {("square", "presence"): "true"}
     while len(chosen) < n_triplets:
         options = [a for a in rollable if a not in chosen]
@@ -181,8 +182,10 @@ def sample_blindspots(rng, dataset, *, n_blindspots=None, max_tries=2000):
         raise UnsatisfiableError(f"`n_blindspots` must be >= 1; received {n}.")
     most = min(7, len(dataset.rollable) + 1)
     if most < 5:
-        raise UnsatisfiableError(f"Blindspots need 5-7 triplets but the dataset has only {len(dataset.rollable)} "
-                                 "rollable attributes (+1 MetaAttribute); use a dataset with more rollable attributes.")
+        raise UnsatisfiableError(
+            f"Blindspots need 5-7 triplets but the dataset has only {len(dataset.rollable)} "
+            "rollable attributes (+1 MetaAttribute); use a dataset with more rollable attributes."
+        )
     found = []
     for _ in range(max_tries):
         bs = _sample_blindspot(rng, dataset, int(rng.integers(5, most + 1)))
@@ -193,4 +196,5 @@ def sample_blindspots(rng, dataset, *, n_blindspots=None, max_tries=2000):
     raise UnsatisfiableError(
         f"Could not place {n} blindspot(s) satisfying the feasibility and ambiguity constraints over "
         f"{len(dataset.rollable)} rollable attributes after {max_tries} tries; use fewer blindspots or a dataset "
-        "with more rollable attributes.")
+        "with more rollable attributes."
+    )

@@ -23,7 +23,8 @@ def upgrade():
         sa.Column("prefix", sa.String(16), nullable=False),
         sa.Column("scope", sa.String(16), nullable=False),
         sa.Column("created", sa.DateTime, nullable=False),
-        sa.Column("revoked", sa.DateTime, nullable=True))
+        sa.Column("revoked", sa.DateTime, nullable=True),
+    )
     op.create_table(
         "jobs",
         sa.Column("id", sa.String(32), primary_key=True),
@@ -43,7 +44,8 @@ def upgrade():
         sa.Column("created", sa.DateTime, nullable=False),
         sa.Column("started", sa.DateTime, nullable=True),
         sa.Column("finished", sa.DateTime, nullable=True),
-        sa.Column("heartbeat", sa.DateTime, nullable=True))
+        sa.Column("heartbeat", sa.DateTime, nullable=True),
+    )
     op.create_table(
         "runs",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -55,7 +57,8 @@ def upgrade():
         sa.Column("n_images", sa.Integer, nullable=False),
         sa.Column("n_hard", sa.Integer, nullable=False),
         sa.Column("seconds", sa.Float, nullable=True),
-        sa.Column("created", sa.DateTime, nullable=False))
+        sa.Column("created", sa.DateTime, nullable=False),
+    )
 
 
 def downgrade():

@@ -1,0 +1,204 @@
+"""The files of a region-sensitivity run: written, plotted, and read back as φ for LBEE's split.
+
+``sensitivity.csv`` (per image and σ), ``summary.json``, ``rfs.png`` /
+``irfs.png`` (RIVAL10 Fig. 4 / 5 style), and :func:`confidence_from_sensitivity`,
+which turns a ``sensitivity.csv`` (iRFS) or ``saliency.csv`` (GradCAM / mask
+IoU) into per-image φ (``split_by: irfs | saliency``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+# --------------------------------------------------------------------------- joining LBEE
+def read_sensitivity_table(path, *, need=("image", "sigma", "irfs")):
+    """Read a ``sensitivity.csv`` / ``saliency.csv`` and check its columns, naming the file."""
+    from ..io.images import read_table
+
+    table = read_table(path)
+    missing = [c for c in need if c not in table.columns]
+    if missing:
+        raise ValueError(
+            f"{str(path)!r} lacks the column(s) {missing}; found {list(table.columns)}. "
+            "Expected a file written by `lbee sensitivity`."
+        )
+    return table
+
+
+def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=None):
+    """Per-image φ for LBEE's easy / hard split from a sensitivity run (higher = easier).
+
+    Parameters
+    ----------
+    sensitivity : path-like or pandas.DataFrame
+        ``sensitivity.csv`` (``kind='irfs'``) or ``saliency.csv`` (``kind='saliency'``).
+    image_ids : sequence of str, length n
+        The run's image ids; matched to the table's ``image`` column exactly,
+        else by file name.
+    kind : {'irfs', 'saliency'}, default='irfs'
+        ``'irfs'``: the image's iRFS (RIVAL10 §5.1) averaged over σ (NaN
+        iRFS, where p̄ ∈ {0, 1}, are left out of the mean; an image with none
+        defined gets 0, "no measured preference"). High iRFS = the model is
+        hurt more by noise on the object than on the background = it relies
+        on the object, so high is easy and low (background-reliant) is hard.
+        ``'saliency'``: the GradCAM / mask IoU (§5.4); high = the saliency lies
+        on the object = easy.
+    sigma : float, optional
+        Use iRFS at this σ only instead of the mean over σ.
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+    """
+    import pandas as pd
+
+    if kind not in ("irfs", "saliency"):
+        raise ValueError(f"`kind` must be 'irfs' or 'saliency'; received {kind!r}.")
+    column = "irfs" if kind == "irfs" else "iou"
+    if isinstance(sensitivity, pd.DataFrame):
+        table = sensitivity
+        if "image" not in table.columns or column not in table.columns:
+            raise ValueError(
+                f"The sensitivity frame needs columns 'image' and {column!r}; found {list(table.columns)}."
+            )
+        source = "the sensitivity frame"
+    else:
+        table = read_sensitivity_table(sensitivity, need=("image", column))
+        source = repr(str(sensitivity))
+    if sigma is not None:
+        if "sigma" not in table.columns:
+            raise ValueError(f"{source} has no 'sigma' column; `sigma` only applies to kind='irfs'.")
+        table = table[np.isclose(table["sigma"].astype(float), float(sigma))]
+        if table.empty:
+            raise ValueError(f"{source} has no row with sigma={sigma}.")
+    values = pd.to_numeric(table[column], errors="coerce")
+    per_image = values.groupby(table["image"].astype(str)).mean()  # NaN-skipping mean over σ
+    by_name = {Path(k).name: v for k, v in per_image.items()}
+    out = np.empty(len(image_ids), dtype=float)
+    missing = []
+    for j, iid in enumerate(image_ids):
+        iid = str(iid)
+        if iid in per_image.index:
+            v = per_image[iid]
+        elif Path(iid).name in by_name:
+            v = by_name[Path(iid).name]
+        else:
+            missing.append(iid)
+            continue
+        out[j] = 0.0 if not np.isfinite(v) else float(v)
+    if missing:
+        raise ValueError(
+            f"{source} has no row for {len(missing)} of the {len(image_ids)} images, "
+            f"e.g. {missing[0]!r}; run `lbee sensitivity` on the same images."
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- outputs
+def write_outputs(result, out, *, plots=True):
+    """Write ``sensitivity.csv``, ``summary.json`` and (``plots``) ``rfs.png`` / ``irfs.png`` atomically.
+
+    Returns
+    -------
+    list of pathlib.Path
+    """
+    from ..io.cache import atomic_write_bytes
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "sensitivity.csv", out / "summary.json"]
+    atomic_write_bytes(written[0], result.table.to_csv(index=False).encode())
+    atomic_write_bytes(written[1], json.dumps(result.summary, indent=1, allow_nan=False).encode())
+    if plots:
+        atomic_write_bytes(out / "rfs.png", plot_rfs(result.summary))
+        atomic_write_bytes(out / "irfs.png", plot_irfs(result.table))
+        written += [out / "rfs.png", out / "irfs.png"]
+    return written
+
+
+def figure_bytes(fig, fmt="png"):
+    """A matplotlib figure encoded as ``fmt`` ('png' or 'svg'; 110 dpi, tight box); the figure is closed."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def plot_rfs(summary, fmt="png"):
+    """RIVAL10 Fig. 4 style: accuracy under foreground / background noise and RFS against σ.
+
+    Returns
+    -------
+    bytes
+        The encoded figure (``fmt``: 'png' or 'svg').
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    s = [b["sigma"] for b in summary["per_sigma"]]
+    fig, ax = plt.subplots(1, 3, figsize=(11, 3.2))
+    ax[0].plot(s, [b["a_fg"] for b in summary["per_sigma"]], "o-", label="all")
+    ax[1].plot(s, [b["a_bg"] for b in summary["per_sigma"]], "o-", label="all")
+    ax[2].plot(s, [np.nan if b["rfs"] is None else b["rfs"] for b in summary["per_sigma"]], "o-", color="k")
+    for c, block in summary.get("per_class", {}).items():
+        ax[2].plot(
+            s, [np.nan if b["rfs"] is None else b["rfs"] for b in block["per_sigma"]], ".--", lw=0.8, alpha=0.7, label=c
+        )
+    ax[0].set_title("accuracy, noisy foreground")
+    ax[1].set_title("accuracy, noisy background")
+    ax[2].set_title("RFS (black: all; dashed: per class)")
+    for a in ax:
+        a.set_xlabel("σ (0–255 scale)")
+    ax[0].set_ylim(0, 1.02)
+    ax[1].set_ylim(0, 1.02)
+    ax[2].set_ylim(-1.02, 1.02)
+    ax[2].axhline(0, color="grey", lw=0.6)
+    if summary.get("per_class"):
+        ax[2].legend(fontsize=6, ncol=2)
+    return figure_bytes(fig, fmt)
+
+
+def plot_irfs(table, fmt="png"):
+    """RIVAL10 Fig. 5 style: per-class iRFS histograms (σ-averaged) and the p_fg / p_bg scatter.
+
+    Returns
+    -------
+    bytes
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    per = table.groupby("image").agg(
+        irfs=("irfs", "mean"), p_fg=("p_fg", "mean"), p_bg=("p_bg", "mean"), cls=("class", "first")
+    )
+    classes = list(dict.fromkeys(table["class"].astype(str)))
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3.4))
+    bins = np.linspace(-1, 1, 21)
+    for c in classes:
+        v = per.loc[per["cls"].astype(str) == c, "irfs"].to_numpy(dtype=float)
+        v = v[np.isfinite(v)]
+        if len(v):
+            ax[0].hist(v, bins=bins, histtype="step", label=c)
+        part = per[per["cls"].astype(str) == c]
+        ax[1].scatter(part["p_bg"], part["p_fg"], s=8, alpha=0.6, label=c)
+    ax[0].set_xlabel("iRFS (mean over σ); > 0: relies on the object")
+    ax[0].set_ylabel("images")
+    ax[1].plot([0, 1], [0, 1], color="grey", lw=0.6)
+    ax[1].set_xlabel("p(true class), noisy background")
+    ax[1].set_ylabel("p(true class), noisy foreground")
+    ax[1].set_xlim(0, 1)
+    ax[1].set_ylim(0, 1)
+    if len(classes) <= 12:
+        ax[0].legend(fontsize=6)
+    return figure_bytes(fig, fmt)

@@ -1,0 +1,128 @@
+"""Matching the rows of a user table to the images of a run: one rule, exact or refused.
+
+Rows that match nothing in the run (an image id or sentence that is not
+part of it) are reported by :func:`report_unmatched`: an error when no row
+matches, a warning on the ``lbee`` logger with counts otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .table_reader import logger
+
+
+def report_unmatched(n_unmatched, n_total, *, what, source, examples=(), hint=""):
+    """Report rows of a table that matched nothing in the run.
+
+    Raises ``ValueError`` when no row matched (``n_unmatched == n_total``);
+    logs a warning on the ``lbee`` logger with the counts when some did not.
+    """
+    if n_unmatched == 0:
+        return
+    shown = ", ".join(repr(e) for e in list(examples)[:3])
+    more = f" (e.g. {shown})" if shown else ""
+    if n_unmatched >= n_total:
+        raise ValueError(f"{source}: none of its {n_total} row(s) matches {what}{more}.{(' ' + hint) if hint else ''}")
+    logger.warning(
+        "%s: %d of %d row(s) match no %s and are ignored%s.%s",
+        source,
+        n_unmatched,
+        n_total,
+        what,
+        more,
+        (" " + hint) if hint else "",
+    )
+
+
+def _posix(text):
+    return str(text).replace("\\", "/")
+
+
+def _same_file_name(a, b):
+    """One id ends with the other at a folder boundary (``x/a/f.png`` and ``a/f.png`` or ``f.png``)."""
+    a, b = _posix(a), _posix(b)
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+class IdMatcher:
+    """Match the ids of a user table to the images of a run: exactly, or refused.
+
+    The one rule for predictions tables, Γ tables and ω tables alike: a table
+    id matches the image whose id (or path) it equals; failing that, the image
+    whose id or path ends with it, or which it ends with, at a folder boundary
+    (``f00.png`` or ``/data/a/f00.png`` for the image ``a/f00.png``), but only
+    when exactly one image of the run matches that way. A shorter id that fits
+    two images (``f00.png`` for ``a/f00.png`` and ``b/f00.png``) raises
+    ``ValueError`` naming the colliding images, and so do two table ids that
+    fall on one image.
+
+    Parameters
+    ----------
+    run_ids : list of str
+        The run's image ids, in row order.
+    run_paths : list of str, optional
+        The images' file paths (also matched).
+    source : str
+        How messages name the table.
+    """
+
+    def __init__(self, run_ids, run_paths=None, *, source="table"):
+        self.run_ids = [str(i) for i in run_ids]
+        self.forms = [[i] for i in self.run_ids]
+        if run_paths is not None:
+            for forms, p in zip(self.forms, run_paths):
+                if p is not None and str(p) != forms[0]:
+                    forms.append(str(p))
+        self.source = source
+        self.exact, self.by_name = {}, {}
+        for i, forms in enumerate(self.forms):
+            for f in forms:
+                self.exact.setdefault(f, i)
+                self.by_name.setdefault(_posix(f).rsplit("/", 1)[-1], set()).add(i)
+        self.claimed = {}
+
+    def index(self, key):
+        """Row of the run's image that ``key`` names, or None when it names none."""
+        key = str(key)
+        i = self.exact.get(key)
+        if i is None:
+            name = _posix(key).rsplit("/", 1)[-1]
+            cands = sorted(j for j in self.by_name.get(name, ()) if any(_same_file_name(key, f) for f in self.forms[j]))
+            if len(cands) > 1:
+                shown = ", ".join(repr(self.run_ids[j]) for j in cands[:4]) + (", ..." if len(cands) > 4 else "")
+                raise ValueError(
+                    f"{self.source}: the id {key!r} matches {len(cands)} images of the run by its file "
+                    f"name ({shown}); expected an id that names one image: the image's id (its path "
+                    "relative to the folder, or the manifest's 'path'), or a path ending with it."
+                )
+            i = cands[0] if cands else None
+        if i is not None:
+            prev = self.claimed.setdefault(i, key)
+            if prev != key:
+                raise ValueError(
+                    f"{self.source}: the ids {prev!r} and {key!r} both match the image "
+                    f"{self.run_ids[i]!r} of the run; expected one id per image."
+                )
+        return i
+
+
+def match_table_rows(table_ids, image_ids, image_paths=None, *, source="table"):
+    """The table row of each image of the run (-1 for none), by :class:`IdMatcher`'s rule.
+
+    Returns
+    -------
+    rows : ndarray of int64, shape (n_images,)
+    unmatched : list of str
+        The table ids that name no image of the run, in table order.
+    """
+    matcher = IdMatcher(image_ids, image_paths, source=source)
+    rows = np.full(len(image_ids), -1, dtype=np.int64)
+    unmatched = []
+    for r, tid in enumerate(table_ids):
+        i = matcher.index(tid)
+        if i is None:
+            unmatched.append(str(tid))
+        elif rows[i] < 0:
+            rows[i] = r
+    return rows, unmatched

@@ -1,0 +1,208 @@
+"""The predictions table: a model's outputs per image (φ from probabilities or a confidence, ω, labels).
+
+:func:`validate_predictions` is the one reader of a user's predictions table
+(``lbee describe --predictions``, a report entry's ``predictions``, the
+service): probabilities or logits in ``prob_<class>`` columns, or a
+``confidence`` column; optional ``label``, ``pred`` and ``performance``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .table_reader import (
+    ID_COLUMNS,
+    check_not_empty,
+    check_probabilities,
+    check_unique,
+    class_column,
+    float_column,
+    logger,
+    table_source,
+    text_column,
+)
+
+
+def id_column_of(table, id_column=None, default="predictions table"):
+    """The image-id column: ``id_column`` or the first of ``path``, ``image``, ``image_id``, ``id``."""
+    cols = list(table.columns)
+    if id_column is None:
+        id_column = next((c for c in ID_COLUMNS if c in cols), None)
+        if id_column is None:
+            raise ValueError(
+                f"{table_source(table, default)} needs an image id column ('path', 'image', "
+                f"'image_id' or 'id'); found columns {cols}."
+            )
+    elif id_column not in cols:
+        raise ValueError(f"{table_source(table, default)} lacks the id column {id_column!r}; found columns {cols}.")
+    return id_column
+
+
+@dataclass
+class Predictions:
+    """A validated predictions table.
+
+    Attributes
+    ----------
+    ids : list of str
+    probs : ndarray of shape (n, C) or None
+        Probabilities (softmax applied when the table held logits).
+    class_names : list of str or None
+    confidence, performance : ndarray of shape (n,) or None
+    labels, preds : ndarray of int64, shape (n,), or None
+    columns_used : dict of str to str
+        What was read for the image id, φ and ω (``{'id': ..., 'phi': ..., 'omega': ...}``).
+    """
+
+    ids: list
+    probs: np.ndarray | None = None
+    class_names: list | None = None
+    confidence: np.ndarray | None = None
+    performance: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    preds: np.ndarray | None = None
+    columns_used: dict = field(default_factory=dict)
+
+
+def validate_predictions(table, *, id_column=None, probabilities="probabilities", tolerance=None):
+    """Validate a predictions table and return its typed columns as :class:`Predictions`.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    id_column : str, optional
+    probabilities : {'probabilities', 'logits'}, default='probabilities'
+        What the ``prob_<class>`` columns hold; logits get a row-wise softmax.
+    tolerance : float, optional
+        Allowed |row sum − 1| of probabilities (see :func:`check_probabilities`).
+    """
+    name = "predictions table"
+    if probabilities not in ("probabilities", "logits"):
+        raise ValueError(f"`probabilities` must be 'probabilities' or 'logits'; received {probabilities!r}.")
+    check_not_empty(table, name)
+    idc = id_column_of(table, id_column, name)
+    ids = text_column(table, idc, name)
+    check_unique(table, idc, name, what="image id")
+    cols = list(table.columns)
+    prob_cols = [c for c in cols if str(c).startswith("prob_")]
+    out = Predictions(ids)
+    if prob_cols:
+        names = [str(c)[len("prob_") :] for c in prob_cols]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{table_source(table, name)} repeats a prob_<class> column; found {prob_cols}.")
+        out.class_names = names
+        if probabilities == "logits":
+            from scipy.special import softmax
+
+            out.probs = softmax(np.column_stack([float_column(table, c, name) for c in prob_cols]), axis=1)
+        else:
+            out.probs = check_probabilities(table, prob_cols, name, tolerance=tolerance)
+        if "confidence" in cols:
+            logger.warning(
+                "%s has both 'confidence' and %s; φ comes from the probabilities and the "
+                "'confidence' column is ignored.",
+                table_source(table, name),
+                prob_cols,
+            )
+    elif "confidence" in cols:
+        out.confidence = float_column(table, "confidence", name)
+    else:
+        raise ValueError(
+            f"{table_source(table, name)} needs a 'confidence' column or class probability columns "
+            f"'prob_<class>'; found columns {cols}."
+        )
+    for col in ("label", "pred"):
+        if col in cols:
+            setattr(out, col + "s", class_column(table, col, out.class_names, name))
+    if out.probs is not None and out.preds is not None:
+        differ = np.flatnonzero(out.preds != out.probs.argmax(1))
+        if differ.size:  # a thresholded model may mean it; say so rather than pick silently
+            logger.warning(
+                "%s: 'pred' differs from the most probable class in %d of %d rows (first: row %d, "
+                "id %r); lbee takes 'pred' as the model's prediction.",
+                table_source(table, name),
+                differ.size,
+                len(ids),
+                int(differ[0]) + 1,
+                ids[int(differ[0])],
+            )
+    if "performance" in cols:
+        out.performance = float_column(table, "performance", name)
+    out.columns_used = _columns_used(idc, prob_cols, out)
+    _warn_unread_columns(table, name, cols, idc, prob_cols, out.columns_used)
+    return out
+
+
+#: Column names that probably mean one lbee reads under another name (checked case-insensitively).
+LIKELY_NAMES = {
+    "label": (
+        "true_label",
+        "target",
+        "targets",
+        "gt",
+        "ground_truth",
+        "y",
+        "y_true",
+        "true",
+        "truth",
+        "class",
+        "label_id",
+        "true_class",
+        "labels",
+        "class_id",
+        "gt_label",
+    ),
+    "pred": (
+        "predicted",
+        "prediction",
+        "predictions",
+        "pred_label",
+        "y_pred",
+        "predicted_label",
+        "preds",
+        "predicted_class",
+        "pred_class",
+        "pred_id",
+    ),
+    "confidence": ("score", "conf", "prob", "probability", "max_prob", "certainty", "confidence_score"),
+    "performance": ("correct", "is_correct", "accuracy", "omega", "perf"),
+}
+
+
+def _columns_used(idc, prob_cols, out):
+    """What each column was read as: {role: description} (the same words the warnings use)."""
+    used = {"id": repr(idc)}
+    used["phi"] = f"{len(prob_cols)} prob_<class> columns" if prob_cols else "'confidence'"
+    if out.performance is not None:
+        used["omega"] = "'performance'"
+    elif out.labels is not None and (out.preds is not None or out.probs is not None):
+        used["omega"] = "correctness: 'label' against " + (
+            "'pred'" if out.preds is not None else "the most probable class"
+        )
+    else:
+        used["omega"] = "−entropy of the probabilities (no 'label')" if prob_cols else "φ itself (no 'label')"
+    return used
+
+
+def _warn_unread_columns(table, name, cols, idc, prob_cols, used):
+    """Warn about columns lbee does not read but that look like ones it does (``true_label`` for ``label``)."""
+    read = {idc, "confidence", "label", "pred", "performance", *prob_cols}
+    hints = []
+    for c in cols:
+        if c in read or not isinstance(c, str):
+            continue
+        for target, names in LIKELY_NAMES.items():
+            if c.strip().lower() in names and target not in cols:
+                hints.append(f"{c!r} (did you mean {target!r}? rename the column to use it)")
+                break
+    if hints:
+        logger.warning(
+            "%s: column(s) %s are not read. lbee read: image id from %s, φ from %s, ω = %s.",
+            table_source(table, name),
+            ", ".join(hints),
+            used["id"],
+            used["phi"],
+            used["omega"],
+        )

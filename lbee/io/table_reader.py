@@ -1,0 +1,415 @@
+"""Reading a user table, and the typed column checks every table's schema is built from.
+
+:func:`read_table` reads a CSV / TSV / parquet file and remembers where it
+came from (``DataFrame.attrs``), so every later check can name the file, the
+row as a spreadsheet shows it (1-based data rows) and, for text files, the
+line of the file. The column checks (``text_column``, ``bool_column``,
+``float_column``, ``class_column``, ...) raise ``ValueError`` naming the file,
+the row(s), the column, what was received and what is expected.
+
+Booleans accept ``1/0``, ``true/false`` and ``yes/no`` in any case (and real
+booleans); anything else is an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger("lbee")
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
+ID_COLUMNS = ("path", "image", "image_id", "id")
+TRUE_WORDS = {"1", "true", "yes", "1.0"}
+FALSE_WORDS = {"0", "false", "no", "0.0"}
+_SOURCE = "lbee_source"
+_FORMAT = "lbee_format"
+_MAX_SHOWN = 5
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_table(path, *, kind=None):
+    """Read a CSV, TSV or parquet file into a DataFrame, with a clear error otherwise.
+
+    Parameters
+    ----------
+    path : path-like
+        ``.csv`` / ``.txt`` (comma separated), ``.tsv`` (tab separated) or
+        ``.parquet`` / ``.pq``. Text files are decoded as UTF-8; a leading byte
+        order mark is dropped; only an empty cell counts as missing (a class
+        named ``NA`` or ``null`` stays text).
+    kind : {'predictions', 'manifest', 'relevance', 'metadata', 'performance'}, optional
+        Validate the table against that schema (see :data:`lbee.io.schemas.SCHEMAS`) before
+        returning it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``attrs['lbee_source']`` holds the path and ``attrs['lbee_format']``
+        the format, so later checks can name the file, row and line.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Table {str(path)!r} does not exist.")
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise ValueError(f"Table {str(path)!r} has suffix {suffix!r}; expected .csv, .tsv or .parquet.")
+    if suffix not in (".parquet", ".pq"):
+        _check_header(path, "\t" if suffix == ".tsv" else ",")
+    else:
+        try:
+            import pyarrow.parquet as pq
+
+            names = pq.read_schema(path).names
+        except Exception:  # not readable as parquet: the reader below says so
+            names = []
+        _refuse_repeated_columns(names, path)
+    try:
+        if suffix in (".parquet", ".pq"):
+            table, fmt = pd.read_parquet(path), "parquet"
+        else:
+            fmt = "tsv" if suffix == ".tsv" else "csv"
+            # Only an empty cell is missing: pandas' default NA words ("NA", "null", "None", "nan", ...)
+            # would silently turn class names and ids into NaN.
+            table = pd.read_csv(
+                path, sep="\t" if fmt == "tsv" else ",", encoding="utf-8-sig", keep_default_na=False, na_values=[""]
+            )
+    except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
+        raise ValueError(f"Cannot read table {str(path)!r}: {exc}") from None
+    table.columns = [str(c).strip() if isinstance(c, str) else c for c in table.columns]
+    _refuse_repeated_columns(list(table.columns), path)
+    table.attrs[_SOURCE] = str(path)
+    table.attrs[_FORMAT] = fmt
+    if kind is not None:
+        from .schemas import validate_table
+
+        validate_table(table, kind)
+    return table
+
+
+def _refuse_repeated_columns(columns, path):
+    seen = {}
+    for pos, col in enumerate(columns, 1):
+        if col in seen:
+            raise ValueError(
+                f"Table {str(path)!r} repeats the column {col!r} (columns {seen[col]} and {pos} of the "
+                "header); expected each column once (lbee would not know which one to read)."
+            )
+        seen[col] = pos
+
+
+def _check_header(path, sep):
+    """Refuse a text table whose header names a column twice (pandas would rename the second ``x.1``)."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            header = next((r for r in csv.reader(fh, delimiter=sep) if r), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return  # the reader below reports an unreadable file
+    _refuse_repeated_columns([c.strip() for c in header], path)
+
+
+def table_source(table, default="table"):
+    """How messages name ``table``: its file path when it was read by :func:`read_table`."""
+    src = getattr(table, "attrs", {}).get(_SOURCE)
+    return f"{default} {src!r}" if src else default
+
+
+def _line_numbers(path, sep):
+    """First line of every data record of a text table (pandas skips blank lines; so do we)."""
+    import csv
+
+    lines = []
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        start = 1
+        header_seen = False
+        for record in reader:
+            if record:  # csv gives [] for an empty line, which pandas skips
+                if header_seen:
+                    lines.append(start)
+                header_seen = True
+            start = reader.line_num + 1
+    return lines
+
+
+def row_labels(table, positions):
+    """Describe rows (0-based positions) as a spreadsheet shows them.
+
+    Returns a list of strings such as ``"row 3 (line 4 of the file)"`` for
+    text files and ``"row 3"`` otherwise.
+    """
+    positions = [int(p) for p in positions]
+    index = getattr(table, "index", None)
+    rows = []
+    for p in positions:
+        label = index[p] if index is not None and p < len(index) else p
+        rows.append(int(label) + 1 if isinstance(label, numbers.Integral) else p + 1)
+    attrs = getattr(table, "attrs", {})
+    if attrs.get(_FORMAT) in ("csv", "tsv") and attrs.get(_SOURCE):
+        try:
+            lines = _line_numbers(attrs[_SOURCE], "\t" if attrs[_FORMAT] == "tsv" else ",")
+        except Exception:  # the file changed, vanished or is not parseable as CSV: rows only
+            lines = []
+        return [f"row {r} (line {lines[r - 1]} of the file)" if 0 < r <= len(lines) else f"row {r}" for r in rows]
+    return [f"row {r}" for r in rows]
+
+
+def _rows_phrase(table, positions, total=None):
+    positions = list(positions)
+    shown = row_labels(table, positions[:_MAX_SHOWN])
+    total = len(positions) if total is None else total
+    more = f" and {total - len(shown)} more" if total > len(shown) else ""
+    return ", ".join(shown) + more
+
+
+def _fail(table, what, column, positions, received, expected, default="table"):
+    raise ValueError(
+        f"{table_source(table, default)}: column {column!r} {what} at {_rows_phrase(table, positions)}; "
+        f"received {received}; expected {expected}."
+    )
+
+
+def _shown_values(values):
+    """The distinct offending values (first seen first), at most five."""
+    distinct, seen = [], set()
+    for v in values:
+        key = "<blank>" if _is_missing(v) else repr(v)
+        if key not in seen:
+            seen.add(key)
+            distinct.append(v)
+    values = distinct
+    out = []
+    for v in values[:_MAX_SHOWN]:
+        out.append("<blank>" if _is_missing(v) else repr(v.item() if isinstance(v, np.generic) else v))
+    return "[" + ", ".join(out) + ("" if len(values) <= _MAX_SHOWN else ", ...") + "]"
+
+
+def _is_missing(v):
+    if v is None:
+        return True
+    if isinstance(v, float) and math.isnan(v):
+        return True
+    if isinstance(v, str) and not v.strip():
+        return True
+    try:
+        import pandas as pd
+
+        return bool(pd.isna(v)) if not isinstance(v, (list, tuple, np.ndarray)) else False
+    except (TypeError, ValueError):
+        return False
+
+
+# --------------------------------------------------------------------------- column checks
+
+
+def require_columns(table, columns, default="table", hint=""):
+    """Raise when any of ``columns`` is absent."""
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        what = f"the column {missing[0]!r}" if len(missing) == 1 else f"the columns {missing}"
+        raise ValueError(
+            f"{table_source(table, default)} lacks {what}; it has columns "
+            f"{list(table.columns)}.{(' ' + hint) if hint else ''}"
+        )
+
+
+def check_no_missing(table, column, default="table"):
+    """Raise when ``column`` holds a blank / missing cell."""
+    values = table[column].to_numpy(dtype=object)
+    bad = [i for i, v in enumerate(values) if _is_missing(v)]
+    if bad:
+        _fail(table, "has missing cell(s)", column, bad, f"{len(bad)} blank value(s)", "a value in every row", default)
+
+
+def check_unique(table, column, default="table", what="id"):
+    """Raise when ``column`` repeats a value (after conversion to text)."""
+    seen, dups = {}, []
+    for i, v in enumerate(table[column].astype(str).tolist()):
+        if v in seen:
+            dups.append((seen[v], i, v))
+        else:
+            seen[v] = i
+    if dups:
+        first, second, value = dups[0]
+        a, b = row_labels(table, [first, second])
+        raise ValueError(
+            f"{table_source(table, default)}: column {column!r} repeats the {what} {value!r} at "
+            f"{a} and {b} ({len(dups)} repeated row(s) in all); expected each {what} once."
+        )
+
+
+def text_column(table, column, default="table"):
+    """``column`` as a list of stripped strings, with no blank cell."""
+    check_no_missing(table, column, default)
+    return [str(v).strip() if isinstance(v, str) else str(v) for v in table[column].tolist()]
+
+
+def parse_bool(value):
+    """``True`` / ``False`` for 1/0, true/false, yes/no (any case) or a real bool; ``None`` otherwise."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Real):
+        if value == 1:
+            return True
+        if value == 0:
+            return False
+        return None
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+    return None
+
+
+def bool_column(table, column, default="table"):
+    """``column`` as a bool array; any value other than 1/0, true/false, yes/no is an error."""
+    values = table[column].to_numpy(dtype=object)
+    if table[column].dtype == bool:
+        return values.astype(bool)
+    out = np.zeros(len(values), dtype=bool)
+    bad = []
+    for i, v in enumerate(values):
+        b = parse_bool(v)
+        if b is None:
+            bad.append(i)
+        else:
+            out[i] = b
+    if bad:
+        _fail(
+            table,
+            "holds non-boolean value(s)",
+            column,
+            bad,
+            _shown_values([values[i] for i in bad]),
+            "1/0, true/false or yes/no (any case)",
+            default,
+        )
+    return out
+
+
+def float_column(table, column, default="table", *, low=None, high=None):
+    """``column`` as finite float64, optionally within [low, high]."""
+    values = table[column].to_numpy(dtype=object)
+    out = np.empty(len(values), dtype=np.float64)
+    bad = []
+    for i, v in enumerate(values):
+        try:
+            f = np.nan if isinstance(v, (bool, np.bool_)) else float(v)
+        except (TypeError, ValueError):
+            f = np.nan
+        out[i] = f
+        if not np.isfinite(f) or (low is not None and f < low) or (high is not None and f > high):
+            bad.append(i)
+    if bad:
+        rng = "" if low is None and high is None else f" in [{low}, {high}]"
+        _fail(
+            table,
+            "holds invalid number(s)",
+            column,
+            bad,
+            _shown_values([values[i] for i in bad]),
+            f"finite numbers{rng} (no NaN or inf, no blank)",
+            default,
+        )
+    return out
+
+
+def class_column(table, column, class_names=None, default="table"):
+    """``label`` / ``pred`` as int64 class indices.
+
+    A cell may be a class name from ``class_names`` (the ``prob_<class>``
+    columns, names first: with classes named ``0`` and ``1`` a cell ``1`` is
+    the class ``prob_1``, wherever its column stands) or an integer index in
+    ``[0, n_classes)`` (the position of its ``prob_<class>`` column); without
+    ``class_names`` only non-negative integers are accepted. A blank cell or
+    any other value is an error naming the column and a few offending values.
+    """
+    values = table[column].to_numpy(dtype=object)
+    lookup = {str(c): k for k, c in enumerate(class_names)} if class_names else {}
+    n_classes = len(class_names) if class_names else None
+    out = np.empty(len(values), dtype=np.int64)
+    bad = []
+    for i, v in enumerate(values):
+        k = None
+        key = (
+            v.strip()
+            if isinstance(v, str)
+            else (str(int(v)) if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) else None)
+        )
+        if key is not None and key in lookup:  # a class name wins over an index (classes named "0", "1")
+            k = lookup[key]
+        elif not _is_missing(v) and not isinstance(v, (bool, np.bool_)):
+            try:
+                f = float(v.strip()) if isinstance(v, str) else float(v)
+            except (TypeError, ValueError):
+                f = math.nan
+            if math.isfinite(f) and f == int(f) and f >= 0 and (n_classes is None or f < n_classes):
+                k = int(f)
+        if k is None:
+            bad.append(i)
+        else:
+            out[i] = k
+    if bad:
+        if class_names:
+            shown = [str(c) for c in class_names[:_MAX_SHOWN]] + (["..."] if len(class_names) > _MAX_SHOWN else [])
+            expected = f"a class name of the prob_<class> columns ({', '.join(shown)}) or an index in [0, {n_classes})"
+        else:
+            expected = "a non-negative integer class index (class names need prob_<class> columns to fix their order)"
+        _fail(
+            table,
+            "holds invalid class value(s)",
+            column,
+            bad,
+            _shown_values([values[i] for i in bad]),
+            expected,
+            default,
+        )
+    return out
+
+
+def check_probabilities(table, columns, default="table", *, tolerance=None):
+    """Validate ``prob_<class>`` columns as probabilities; returns (n, C) float64 rows renormalised to sum 1.
+
+    Every cell must be a finite number in [0, 1] and every row must sum to 1
+    within ``tolerance`` (default ``1e-3 + 1e-6 · C``, room for values written
+    with six decimals). Rows that look like logits (a value outside [0, 1] or
+    a sum far from 1) raise an error suggesting ``probabilities='logits'``.
+    """
+    probs = np.column_stack([float_column(table, c, default) for c in columns])
+    n_cls = probs.shape[1]
+    tol = 1e-3 + 1e-6 * n_cls if tolerance is None else float(tolerance)
+    outside = np.flatnonzero(((probs < 0) | (probs > 1)).any(axis=1))
+    sums = probs.sum(axis=1)
+    off = np.flatnonzero(np.abs(sums - 1) > tol)
+    if outside.size or off.size:
+        rows = outside if outside.size else off
+        detail = (
+            f"values outside [0, 1] (e.g. {probs[rows[0]].min():.4g}..{probs[rows[0]].max():.4g})"
+            if outside.size
+            else f"rows summing to {sums[rows[0]]:.6g}"
+        )
+        raise ValueError(
+            f"{table_source(table, default)}: the prob_<class> columns are not probabilities at "
+            f"{_rows_phrase(table, rows)}: {detail}; expected values in [0, 1] summing to 1 (±{tol:.2g}). "
+            "If they are logits (raw scores), pass probabilities='logits' to apply a softmax (CLI: --logits; "
+            "report config: logits: true)."
+        )
+    return probs / sums[:, None]
+
+
+def check_not_empty(table, default):
+    """Raise when ``table`` has no data row."""
+    if len(table) == 0:
+        raise ValueError(f"{table_source(table, default)} has no data row; expected at least one.")

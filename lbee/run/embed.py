@@ -1,0 +1,141 @@
+"""Embedding a folder of images and/or a sentence set into files (``lbee embed``), locally or on Ray.
+
+Every ``.npy`` is written atomically with its provenance sidecar
+(``<name>.provenance.json``: the encoder, its weights digest and τ, the
+sentence list's digest), which :func:`lbee.run.inputs.load_inputs` reads back.
+The embeddings go to the content-hash cache too, so a later run over the same
+images with the same encoder encodes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .models import encoder_caveat, load_encoder
+
+
+@dataclass
+class EmbeddedFolder:
+    """What :func:`embed_to_folder` embedded.
+
+    Attributes
+    ----------
+    images : lbee.io.images.ImageList or None
+        The images found (``ids``, ``paths``), when images were given.
+    image_embeddings : lbee.encoders.embedding.ImageEmbeddings or None
+        ``ok`` marks the images that have a row in ``embeddings.npy``; ``failures`` lists the others.
+    sentence_set : lbee.io.sentences.SentenceSet or None
+        The sentence set embedded, when one was given.
+    """
+
+    images: object = None
+    image_embeddings: object = None
+    sentence_set: object = None
+
+
+def embed_to_folder(
+    out,
+    *,
+    images=None,
+    sentence_set=None,
+    encoder_spec="open_clip",
+    device=None,
+    cache_dir=None,
+    engine="local",
+    ray_address=None,
+    num_actors=None,
+    batch_size=64,
+    chunk_size=1024,
+    progress=False,
+    log=None,
+):
+    """Write ``embeddings.npy`` (images) and ``sentence_embeddings.npy`` + ``sentences.txt`` into ``out``.
+
+    Parameters
+    ----------
+    out : path-like
+        An existing, writable folder.
+    images : path-like, optional
+        A folder (searched recursively) or a manifest with a ``path`` column.
+    sentence_set : str, optional
+        A built-in sentence set name or a sentence file.
+    encoder_spec : str, default='open_clip'
+        Checked beforehand by the caller (:func:`lbee.run.models.check_encoder_spec`).
+    device : str, optional
+    cache_dir : path-like, optional
+        The embedding cache.
+    engine : {'local', 'ray'}, default='local'
+        'ray': an actor pool of encoders (``ray_address``, ``num_actors``, ``chunk_size`` images per task).
+    batch_size : int, default=64
+    progress : bool, default=False
+    log : callable, optional
+        Receives a one-line warning when the encoder cannot describe these images.
+
+    Returns
+    -------
+    EmbeddedFolder
+    """
+    from ..io.cache import atomic_write_bytes
+    from ..io.images import discover_images
+    from ..io.provenance import make_provenance, write_embeddings, write_sidecar
+    from ..io.sentences import load_sentence_set
+
+    out = Path(out)
+    caveat = encoder_caveat(encoder_spec, images) if images is not None else None
+    if caveat and log:  # said once, before the work
+        log(f"Warning: {caveat}")
+    sset = load_sentence_set(sentence_set) if sentence_set is not None else None  # before any embedding
+    imgs = discover_images(images) if images is not None else None
+    encoder = result = None
+    if imgs is not None and engine == "ray":
+        from ..encoders.embedding import EncoderSpec, embed_images_ray
+
+        target = out / "embeddings.npy"
+        kwargs = {"device": device} if device else {}
+        result = embed_images_ray(
+            EncoderSpec(encoder_spec, **kwargs),
+            imgs.paths,
+            out=target,
+            cache_dir=cache_dir,
+            batch_size=batch_size,
+            chunk_size=chunk_size,
+            num_actors=num_actors,
+            address=ray_address,
+            progress=progress,
+        )
+        write_sidecar(
+            target,
+            make_provenance(
+                "image_embeddings",
+                result.embeddings,
+                identity=result.encoder_identity,
+                tau=result.encoder_tau,
+                spec=encoder_spec,
+            ),
+        )
+    elif imgs is not None:
+        from ..encoders.embedding import embed_images
+
+        encoder = load_encoder(encoder_spec, device=device)
+        result = embed_images(encoder, imgs.paths, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
+        write_embeddings(
+            out / "embeddings.npy",
+            result.embeddings,
+            make_provenance("image_embeddings", result.embeddings, encoder=encoder, spec=encoder_spec),
+        )
+    if sset is not None:
+        from ..encoders.embedding import embed_sentences
+
+        encoder = encoder or load_encoder(encoder_spec, device=device)
+        texts = list(sset.sentences)
+        sen = embed_sentences(encoder, texts, cache_dir=cache_dir)
+        write_embeddings(
+            out / "sentence_embeddings.npy",
+            sen,
+            make_provenance(
+                "sentence_embeddings", sen, encoder=encoder, spec=encoder_spec, sentences=texts, sentence_set=sset.name
+            ),
+        )
+        atomic_write_bytes(out / "sentences.txt", "".join(f"{t}\n" for t in texts).encode())
+    return EmbeddedFolder(imgs, result, sset)

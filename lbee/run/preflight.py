@@ -1,0 +1,83 @@
+"""Checks of a run's inputs that cost seconds, made before minutes of embedding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..io.arrays import load_npy
+from .models import check_model_spec
+from .specs import probabilities_kind
+
+
+def preflight(ds, models=None):
+    """Check what can be checked without computing: model specs, sentence set, manifest, predictions, sensitivity.
+
+    Runs before any embedding, so a bad label in a predictions table is reported
+    in a second, not after minutes of work. Raises ``ValueError`` naming the file.
+
+    Parameters
+    ----------
+    ds : DatasetSpec
+    models : list of ModelSpec, optional
+        The models whose predictions tables are read (default: all of ``ds``;
+        ``[]`` checks the dataset alone).
+    """
+    from ..io.images import discover_images, read_table
+    from ..io.sentences import load_sentence_set
+    from ..scoring.confidence import scores_from_table
+
+    for model in ds.models if models is None else models:
+        if model is not None and model.model is not None:
+            check_model_spec(model.model)  # a typo in a model spec fails now, not after the images are embedded
+    sents = imgs = None
+    if ds.spotcheck is None and ds.rival10 is None:
+        sents = load_sentence_set(ds.sentence_set).sentences
+    if ds.images is not None:
+        imgs = discover_images(ds.images)
+    _preflight_arrays(ds, sents, imgs)
+    if ds.settings.task == "classification":
+        for model in ds.models if models is None else models:
+            if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
+                scores_from_table(
+                    read_table(model.predictions),
+                    kind=ds.settings.confidence_from,
+                    probabilities=probabilities_kind(ds),
+                )
+    if ds.settings.split_by in ("irfs", "saliency"):
+        if ds.sensitivity is None:
+            raise ValueError(f"split_by {ds.settings.split_by!r} needs a sensitivity run (`lbee sensitivity`).")
+        if not Path(ds.sensitivity).exists():
+            raise ValueError(f"sensitivity {str(ds.sensitivity)!r} does not exist.")
+
+
+def _preflight_arrays(ds, sents, imgs):
+    """Shapes of the precomputed ``.npy`` embeddings, from their headers (nothing is loaded)."""
+    shapes = {}
+    for field_, rows, what in (
+        ("image_embeddings", None if imgs is None else len(imgs.ids), "image"),
+        ("sentence_embeddings", None if sents is None else len(sents), "sentence"),
+    ):
+        path = getattr(ds, field_)
+        if path is None or Path(path).suffix.lower() != ".npy" or not Path(path).is_file():
+            continue  # other forms and missing files are reported by the loaders
+        arr = load_npy(path, field_, mmap=True)
+        if arr.ndim != 2 or arr.dtype.kind not in "fiu":
+            raise ValueError(
+                f"{field_} {str(path)!r} holds a {arr.ndim}-D {arr.dtype} array; expected a 2-D "
+                f"real array (one row per {what})."
+            )
+        if rows is not None and arr.shape[0] != rows:
+            raise ValueError(
+                f"{field_} {str(path)!r} has shape {arr.shape}; expected ({rows}, d), one row per "
+                f"{what} of the dataset."
+            )
+        shapes[field_] = arr.shape
+    if len(shapes) == 2 and shapes["image_embeddings"][1] != shapes["sentence_embeddings"][1]:
+        raise ValueError(
+            f"image_embeddings has dimension {shapes['image_embeddings'][1]} but sentence_embeddings "
+            f"{shapes['sentence_embeddings'][1]}; they must share one joint space."
+        )
+    from ..io.provenance import check_pair, read_provenance
+
+    provs = {f: read_provenance(getattr(ds, f), f) for f in shapes}  # sidecars only: the digests are checked on load
+    check_pair(provs.get("image_embeddings"), provs.get("sentence_embeddings"), sentences=sents)

@@ -1,0 +1,139 @@
+"""Plain-text views of a run: the Markdown report and the terminal table."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _fmt(x):
+    return "nan" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
+
+
+def render_markdown(result, metrics=None, n_examples=5):
+    """``report.md``: per hard cluster its size, mean confidence, example images and each method's sentences."""
+    exps = result.explanations
+    first = next(iter(exps.values()))
+    p = first.params
+    lines = [
+        "# lbee report",
+        "",
+        f"- encoder: `{result.encoder.get('encoder')}` {result.encoder.get('model', '')} "
+        f"({result.encoder.get('weights', '')})",
+        f"- sentence set: `{result.sentence_set}` ({len(result.sentences)} sentences)",
+        f"- images: {p['n_images']} embedded ({p['n_hard']} hard, {p['n_easy']} easy), {len(result.failures)} skipped",
+        f"- a={p['a']}, clusters={_asked_formed(p, 'n_clusters', 'n_hard_clusters_formed')}, "
+        f"easy clusters={_asked_formed(p, 'n_easy_clusters', 'n_easy_clusters_formed')}, k={p['k']}, "
+        f"tau={p['tau']}",
+        "",
+    ]
+    if metrics:
+        lines += ["## Metrics", "", "| method | AHR | ACR | TPR | JI | |S*| |", "|---|---|---|---|---|---|"]
+        for m, s in metrics.items():
+            lines.append(
+                f"| {m} | {_fmt(s['AHR'])} | {_fmt(s['ACR'])} | {_fmt(s['TPR'])} | {_fmt(s['JI'])} | "
+                f"{s['n_failure_sentences']} |"
+            )
+        lines.append("")
+    methods = list(exps)
+    lines += ["## Hard clusters", ""]
+    for i, c in enumerate(first.hard_clusters):
+        idx = c.indices
+        err = (
+            1.0 - float(np.mean(result.performance[idx])) if set(np.unique(result.performance)) <= {0.0, 1.0} else None
+        )
+        lines.append(
+            f"### Hard cluster {i} ({len(idx)} images, mean confidence "
+            f"{np.mean(result.confidence[idx]):.3f}"
+            + (f", error rate {err:.2f}" if err is not None else "")
+            + f", easy twin {c.easy_cluster})"
+        )
+        lines.append("")
+        shown = [result.image_ids[j] for j in idx[:n_examples]]
+        lines.append("Examples: " + ", ".join(f"`{s}`" for s in shown))
+        lines.append("")
+        lines.append("| rank | " + " | ".join(methods) + " |")
+        lines.append("|---|" + "---|" * len(methods))
+        for r in range(max(len(exps[m].hard_clusters[i].sentences) for m in methods)):
+            cells = []
+            for m in methods:
+                sent = exps[m].cluster_sentences(i)
+                cells.append(str(sent[r]).replace("|", "\\|") if r < len(sent) else "")
+            lines.append(f"| {r + 1} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if result.failures:
+        lines += ["## Skipped images", ""] + [f"- `{p}`: {r}" for p, r in result.failures] + [""]
+    return "\n".join(lines)
+
+
+def _columns(width=None):
+    import shutil
+
+    return width or max(60, shutil.get_terminal_size((100, 24)).columns)
+
+
+def terminal_table(result, width=None):
+    """Each hard group's top sentence per method, in columns that fit the terminal (long sentences wrap)."""
+    import textwrap
+
+    exps = result.explanations
+    methods = list(exps)
+    first = next(iter(exps.values()))
+    col = max(12, (_columns(width) - 16) // max(1, len(methods)) - 2)
+    header = f"{'group':>6} {'size':>6}  " + "  ".join(f"{m:<{col}}" for m in methods)
+    rows = [header, "-" * min(len(header), _columns(width))]
+    for i, c in enumerate(first.hard_clusters):
+        cells = [textwrap.wrap(str((exps[m].cluster_sentences(i) or [""])[0]), col) or [""] for m in methods]
+        for line in range(max(len(x) for x in cells)):
+            lead = f"{i:>6} {len(c.indices):>6}  " if line == 0 else " " * 15
+            rows.append(lead + "  ".join(f"{(x[line] if line < len(x) else ''):<{col}}" for x in cells).rstrip())
+    return "\n".join(rows)
+
+
+def terminal_blocks(result, width=None):
+    """One block per hard group: size, error rate, easy twin, and every method's K sentences, wrapped to fit."""
+    import textwrap
+
+    exps = result.explanations
+    first = next(iter(exps.values()))
+    cols = _columns(width)
+    omega = np.asarray(result.performance, dtype=float)
+    binary = np.isin(omega, (0.0, 1.0)).all()
+    out = []
+    for i, c in enumerate(first.hard_clusters):
+        rate = (
+            f", error rate {1 - omega[c.indices].mean():.2f}" if binary else f", mean ω {omega[c.indices].mean():.3f}"
+        )
+        out.append(f"Hard group {i}: {len(c.indices)} images{rate}, easy twin {c.easy_cluster}")
+        for m, e in exps.items():
+            text = " · ".join(e.cluster_sentences(i)) or "(no sentence)"
+            out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+def summary_dict(result, out=None):
+    """A machine-readable summary of a run (``lbee describe --json``)."""
+    first = next(iter(result.explanations.values()))
+    p = first.params
+    return {
+        "n_images": len(result.image_ids),
+        "n_hard": p.get("n_hard"),
+        "n_easy": p.get("n_easy"),
+        "n_skipped": len(result.failures),
+        "params": {k: p[k] for k in ("a", "n_clusters", "n_hard_clusters_formed", "k", "tau", "ward") if k in p},
+        "hard_groups": [
+            {
+                "group": i,
+                "size": int(len(c.indices)),
+                "sentences": {m: e.cluster_sentences(i) for m, e in result.explanations.items()},
+            }
+            for i, c in enumerate(first.hard_clusters)
+        ],
+        "out": None if out is None else str(out),
+    }
+
+
+def _asked_formed(params, asked, formed):
+    """``15``, or ``5000 asked, 607 formed`` when the split was smaller than the clusters asked for."""
+    a, f = params.get(asked), params.get(formed)
+    return f"{a}" if f is None or f == a else f"{a} asked, {f} formed"

@@ -1,0 +1,141 @@
+"""The square classifier of a SpotCheck world: trained, loaded, run, and checked to have its blindspots.
+
+Also Domino's synthetic model (A.3.4): predictions drawn without images.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def train_classifier(
+    images, labels, *, epochs=12, batch_size=128, lr=5e-3, random_state=0, arch="cnn", on_epoch=None, device="cpu"
+):
+    """Train the square classifier ("cnn": small CNN; "resnet18": torchvision ResNet-18).
+
+    ``on_epoch(epoch, n_epochs, train_accuracy)`` is called after each epoch
+    (progress display). ``device`` is where the training steps run (a CUDA
+    device makes the paper's 400 images per combination cheap; its kernels are
+    not bitwise deterministic); the returned model is always on the CPU.
+    """
+    import torch
+
+    from ._network import SquareClassifier, to_tensor
+
+    device = torch.device(device)
+    torch.manual_seed(random_state)
+    if arch == "cnn":
+        model = SquareClassifier()
+    elif arch == "resnet18":
+        import torchvision
+
+        model = torchvision.models.resnet18(num_classes=2)
+    else:
+        raise ValueError(f"`arch` must be 'cnn' or 'resnet18'; received {arch!r}.")
+    model.to(device)
+    # uint8 on the device (a quarter of float32), converted per batch
+    x, y = torch.as_tensor(images).to(device), torch.as_tensor(labels).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
+    steps = epochs * ((len(x) + batch_size - 1) // batch_size)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.15)
+    gen = torch.Generator().manual_seed(random_state)
+    for epoch in range(epochs):
+        model.train()
+        correct = torch.zeros((), dtype=torch.int64, device=device)
+        for idx in torch.randperm(len(x), generator=gen).split(batch_size):
+            idx = idx.to(device)
+            out = model(to_tensor(x[idx]))
+            loss = torch.nn.functional.cross_entropy(out, y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            correct += (out.argmax(1) == y[idx]).sum()  # summed on the device: no sync per step
+        if on_epoch is not None:
+            on_epoch(epoch + 1, epochs, int(correct) / len(x))
+    return model.cpu().eval()
+
+
+def predict(model, images, batch_size=512):
+    """Class probabilities (n, 2) and penultimate features (n, h) of the square classifier."""
+    import torch
+
+    from ._network import to_tensor
+
+    probs, feats = [], []
+    with torch.inference_mode():
+        for i in range(0, len(images), batch_size):
+            x = to_tensor(images[i : i + batch_size])
+            if hasattr(model, "features"):
+                f = model.features(x)
+                logits = model.fc(f)
+            else:
+                logits, f = model(x), None
+            probs.append(torch.softmax(logits, 1).numpy())
+            if f is not None:
+                feats.append(f.numpy())
+    return np.concatenate(probs), (np.concatenate(feats) if feats else None)
+
+
+def verify_blindspots(ec, split="val", *, min_outside=0.9, max_inside=0.2):
+    """The paper's check: high accuracy outside every blindspot, near-zero inside each (w.r.t. true labels)."""
+    probs, _ = predict(ec.model, ec.images[split])
+    correct = probs.argmax(1) == ec.true_labels(split)
+    memb = ec.membership(split)
+    outside = ~memb.any(axis=1)
+    acc_out = float(correct[outside].mean()) if outside.any() else float("nan")
+    acc_in = [float(correct[memb[:, j]].mean()) if memb[:, j].any() else float("nan") for j in range(memb.shape[1])]
+    ok = bool(acc_out >= min_outside and all(np.isfinite(a) and a <= max_inside for a in acc_in))
+    return {
+        "split": split,
+        "accuracy_outside": acc_out,
+        "accuracy_inside": acc_in,
+        "passed": ok,
+        "n_inside": [int(memb[:, j].sum()) for j in range(memb.shape[1])],
+    }
+
+
+def domino_synthetic_predictions(
+    targets,
+    slices,
+    *,
+    in_sensitivity=0.4,
+    in_specificity=0.4,
+    out_sensitivity=0.9,
+    out_specificity=0.9,
+    random_state=None,
+):
+    """Domino's synthetic model (A.3.4): P(ŷ=1) drawn from beta distributions.
+
+    For an example with target 1 the predicted probability comes from a beta
+    whose mean is the sensitivity (in-slice or out-of-slice value); with target 0
+    from one whose mean is 1 − specificity.
+
+    Parameters
+    ----------
+    targets : array-like of {0, 1}, shape (n,)
+    slices : array-like of bool, shape (n,) or (n, m)
+        Examples inside any slice use the in-slice rates.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Predicted probability of class 1.
+    """
+    rng = np.random.default_rng(random_state)
+    y = np.asarray(targets).astype(int)
+    s = np.asarray(slices, dtype=bool)
+    inside = s.any(axis=1) if s.ndim == 2 else s
+    for name, v in (
+        ("in_sensitivity", in_sensitivity),
+        ("in_specificity", in_specificity),
+        ("out_sensitivity", out_sensitivity),
+        ("out_specificity", out_specificity),
+    ):
+        if not 0 < v < 1:
+            raise ValueError(f"`{name}` must be in (0, 1); received {v}.")
+    mean = np.where(
+        y == 1, np.where(inside, in_sensitivity, out_sensitivity), 1 - np.where(inside, in_specificity, out_specificity)
+    )
+    concentration = 8.0
+    return rng.beta(mean * concentration, (1 - mean) * concentration)

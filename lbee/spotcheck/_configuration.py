@@ -1,0 +1,196 @@
+"""An experimental configuration (EC): dataset + blindspots + images + a model with those blindspots, and its folder.
+
+On-disk layout of an EC folder::
+
+    ec.json              definition: dataset, blindspots, seed, sizes, verification
+    metadata.parquet     one row per image: split, file, label, attributes, blindspot membership
+    images/<split>/<i>.png
+    model.pt             the classifier's state dict (weights_only loadable)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ._world import ATTRIBUTES, META, Blindspot, DatasetDefinition
+
+SPLITS = ("train", "val", "test")
+EC_VERSION = 2  # 2: renders aligned with the official generator; text size values (normal, large)
+
+
+class CorruptECError(ValueError):
+    """An EC folder is missing files or holds inconsistent data."""
+
+
+def _attr_column(key):
+    return f"{key[0]}.{key[1]}"
+
+
+@dataclass
+class ExperimentalConfiguration:
+    """A SpotCheck EC in memory.
+
+    Attributes
+    ----------
+    dataset : DatasetDefinition
+    blindspots : list of Blindspot
+    images : dict of str to ndarray of uint8, shape (n, S, S, 3)
+        Per split.
+    attributes : dict of str to list of dict
+        Per split, each image's attributes (MetaAttribute included).
+    labels : dict of str to ndarray of int
+        Per split, the labels the model saw (train/val: blindspot images flipped) or true (test).
+    seed : int
+    image_size : int
+    model : torch.nn.Module or None
+    verification : dict
+    """
+
+    dataset: DatasetDefinition
+    blindspots: list
+    images: dict
+    attributes: dict
+    labels: dict
+    seed: int
+    image_size: int
+    model: object = None
+    verification: dict = field(default_factory=dict)
+
+    def true_labels(self, split):
+        """Whether a square is present, shape (n,)."""
+        return np.array([a[("square", "presence")] == "true" for a in self.attributes[split]], dtype=np.int64)
+
+    def membership(self, split):
+        """Boolean (n, n_blindspots): which images lie in which blindspot."""
+        attrs = self.attributes[split]
+        return np.array([[b.contains(a) for b in self.blindspots] for a in attrs], dtype=bool).reshape(
+            len(attrs), len(self.blindspots)
+        )
+
+    def blindspot_indices(self, split="test"):
+        """The true blindspots Ψ as index arrays into ``split``."""
+        m = self.membership(split)
+        return [np.flatnonzero(m[:, j]) for j in range(m.shape[1])]
+
+    def describe_blindspots(self):
+        return [b.describe() for b in self.blindspots]
+
+    # ---- persistence
+    def save(self, folder):
+        """Write the EC to ``folder`` (layout in the module docstring)."""
+        import pandas as pd
+        import torch
+        from PIL import Image
+
+        folder = Path(folder)
+        rows = []
+        for split in SPLITS:
+            (folder / "images" / split).mkdir(parents=True, exist_ok=True)
+            memb = self.membership(split)
+            for i, (img, attrs) in enumerate(zip(self.images[split], self.attributes[split])):
+                rel = f"images/{split}/{i:05d}.png"
+                Image.fromarray(img).save(folder / rel)
+                row = {
+                    "split": split,
+                    "index": i,
+                    "file": rel,
+                    "label": int(self.labels[split][i]),
+                    "has_square": attrs[("square", "presence")] == "true",
+                }
+                row.update({_attr_column(k): v for k, v in attrs.items()})
+                row.update({f"blindspot_{j}": bool(memb[i, j]) for j in range(memb.shape[1])})
+                rows.append(row)
+        pd.DataFrame(rows).to_parquet(folder / "metadata.parquet", index=False)
+        if self.model is not None:
+            torch.save(self.model.state_dict(), folder / "model.pt")
+        definition = {
+            "version": EC_VERSION,
+            "seed": self.seed,
+            "image_size": self.image_size,
+            "dataset": self.dataset.to_dict(),
+            "blindspots": [b.to_dict() for b in self.blindspots],
+            "blindspot_descriptions": self.describe_blindspots(),
+            "verification": self.verification,
+            "sizes": {s: int(len(self.images[s])) for s in SPLITS},
+        }
+        (folder / "ec.json").write_text(json.dumps(definition, indent=1))
+        return folder
+
+    @classmethod
+    def load(cls, folder, *, load_images=True):
+        """Read an EC folder; a missing or inconsistent part raises :class:`CorruptECError`."""
+        import pandas as pd
+
+        folder = Path(folder)
+        try:
+            definition = json.loads((folder / "ec.json").read_text())
+            meta = pd.read_parquet(folder / "metadata.parquet")
+        except (OSError, ValueError) as exc:
+            raise CorruptECError(f"EC folder {str(folder)!r} is incomplete or corrupt: {exc}") from None
+        if definition.get("version") != EC_VERSION:
+            raise CorruptECError(
+                f"EC folder {str(folder)!r} has version {definition.get('version')!r}; expected {EC_VERSION}."
+            )
+        try:
+            dataset = DatasetDefinition.from_dict(definition["dataset"])
+            blindspots = [Blindspot.from_dict(b) for b in definition["blindspots"]]
+            keys = list(ATTRIBUTES) + [META]
+            images, attributes, labels = {}, {}, {}
+            for split in SPLITS:
+                part = meta[meta["split"] == split].sort_values("index")
+                if len(part) != definition["sizes"][split]:
+                    raise CorruptECError(
+                        f"EC folder {str(folder)!r}: metadata has {len(part)} {split} rows, "
+                        f"ec.json says {definition['sizes'][split]}."
+                    )
+                attributes[split] = [{k: str(r[_attr_column(k)]) for k in keys} for r in part.to_dict("records")]
+                labels[split] = part["label"].to_numpy().astype(np.int64)
+                if load_images:
+                    images[split] = (
+                        np.stack([_read_png(folder / f) for f in part["file"]])
+                        if len(part)
+                        else np.zeros((0, definition["image_size"], definition["image_size"], 3), np.uint8)
+                    )
+        except KeyError as exc:
+            raise CorruptECError(f"EC folder {str(folder)!r} lacks the field {exc}.") from None
+        model = None
+        if (folder / "model.pt").exists():
+            model = load_classifier_weights(folder / "model.pt")
+        return cls(
+            dataset,
+            blindspots,
+            images,
+            attributes,
+            labels,
+            definition["seed"],
+            definition["image_size"],
+            model,
+            definition.get("verification", {}),
+        )
+
+
+def _read_png(path):
+    from PIL import Image
+
+    try:
+        with Image.open(path) as img:
+            return np.asarray(img.convert("RGB"))
+    except (OSError, ValueError) as exc:
+        raise CorruptECError(f"EC image {str(path)!r} cannot be read: {exc}") from None
+
+
+def load_classifier_weights(path):
+    import torch
+
+    from ._network import SquareClassifier
+
+    model = SquareClassifier()
+    try:
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    except (RuntimeError, OSError, ValueError) as exc:
+        raise CorruptECError(f"Model weights {str(path)!r} cannot be loaded: {exc}") from None
+    return model.eval()
