@@ -240,10 +240,13 @@ class ComposeSearch:
         if not pool:
             return self._fallback(group, sets["group"][0], twin, k)
         pool.sort(key=lambda s: (-s.lift, -len(s.conds)))
-        chosen = [pool[0]]
+        best = self._prune(pool[0], group)
+        chosen = [best]
+        floor = best.lift - self.z * np.sqrt(1.0 / (best.h.sum() + SMOOTH) + 1.0 / (best.e.sum() + SMOOTH))
         for s in pool[1:]:
-            if len(chosen) >= k:
+            if len(chosen) >= k or s.lift < floor:  # only alternatives as good as the best, within noise
                 break
+            s = self._prune(s, group)
             if any(self.grammar.canonical(s.conds) == self.grammar.canonical(c.conds) for c in chosen):
                 continue
             merged = {}
@@ -255,6 +258,39 @@ class ComposeSearch:
                 continue
             chosen.append(s)
         return [self._describe(s, n_g, twin) for s in chosen]
+
+    def _prune(self, s, group):
+        """Drop the literals a conjunction does not need (backward elimination with the search's test).
+
+        A literal added early, while the region still held easy images, may
+        add nothing once later literals are in: it goes when the conjunction
+        without it is not significantly less concentrated.
+        """
+        lits = list(s.lits)
+        while len(lits) > 1:
+            h, e = self.counts(self.region(lits))
+            lift = _lift(h, e, self.n_hard, self.n_easy)
+            drop, loss = None, None
+            for j in lits:
+                rest = [m for m in lits if m != j]
+                if self.literals.closure(rest) == self.literals.closure(lits):
+                    continue  # another literal presupposes it
+                h2, e2 = self.counts(self.region(rest))
+                keep = min(1.0, (h + e) / max(h2 + e2, 1e-9))
+                gate = self.z * np.sqrt((1.0 - keep) * (1.0 / (h + SMOOTH) + 1.0 / (e + SMOOTH)))
+                lost = lift - _lift(h2, e2, self.n_hard, self.n_easy)
+                if lost <= gate and (loss is None or lost < loss):
+                    drop, loss = j, lost
+            if drop is None:
+                break
+            lits.remove(drop)
+        if len(lits) == len(s.lits):
+            return s
+        p = self.region(lits)
+        h, e = self.counts(p)
+        conds = {self.keys[j][0]: self.keys[j][1] for j in lits}
+        return _State(conds, tuple(lits), p[group], p[self.hard], p[self.easy],
+                      float(_lift(h, e, self.n_hard, self.n_easy)))
 
     def _describe(self, s, n_g, twin):
         twin_share = None
