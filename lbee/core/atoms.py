@@ -41,12 +41,23 @@ These probabilities serve the 'compose' describer
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._blas import one_blas_thread
+from ..typing import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
+
+if TYPE_CHECKING:
+    from ..grammar import Grammar
+
+#: A grammar's condition: ``(subject, attribute)``.
+Key = tuple[str, str]
+#: A literal: ``((subject, attribute), value)``.
+LiteralKey = tuple[Key, str]
 
 #: Ashman's D at or above which an atom's similarities are two populations.
 SEPARATION = 2.0
@@ -69,23 +80,24 @@ class Literals:
         Per literal: 'mixture', 'threshold', 'contrast-mixture', 'contrast-sign' or 'negation'.
     """
 
-    keys: list
-    cond: np.ndarray
-    parent: np.ndarray
-    calibration: list
+    keys: list[LiteralKey]
+    cond: AnyArray
+    parent: IntArray
+    calibration: list[str]
 
     @property
-    def probs(self):
+    def probs(self) -> AnyArray:
         """P(literal) per image, shape (n, L): the conditional times what it presupposes."""
-        out = self.cond.copy()
+        out: AnyArray = self.cond.copy()
         has = self.parent >= 0
         out[:, has] *= self.cond[:, self.parent[has]]
         return out
 
-    def index(self):
+    def index(self) -> dict[LiteralKey, int]:
+        """Literal key -> column."""
         return {k: i for i, k in enumerate(self.keys)}
 
-    def closure(self, literals):
+    def closure(self, literals: Iterable[int]) -> set[int]:
         """The literal indices plus those they presuppose."""
         out = set(int(j) for j in literals)
         for j in list(out):
@@ -94,13 +106,15 @@ class Literals:
         return out
 
     @classmethod
-    def from_probabilities(cls, keys, probs, calibration=None):
+    def from_probabilities(
+        cls, keys: Sequence[LiteralKey], probs: ArrayLike, calibration: list[str] | None = None
+    ) -> Literals:
         """Literals whose probabilities are given directly (no literal presupposes another)."""
         probs = np.asarray(probs, dtype=np.float64)
         return cls(list(keys), probs, np.full(probs.shape[1], -1), calibration or ["given"] * probs.shape[1])
 
 
-def atom_sentences(conditions):
+def atom_sentences(conditions: Sequence[Mapping[Key, str]]) -> tuple[list[int], list[LiteralKey]]:
     """Indices of the sentences that are one positive literal (the atoms), and their literal keys.
 
     Parameters
@@ -113,10 +127,11 @@ def atom_sentences(conditions):
     rows : list of int
     keys : list of ((str, str), str)
     """
-    rows, keys = [], []
+    rows: list[int] = []
+    keys: list[LiteralKey] = []
     for j, c in enumerate(conditions):
         if len(c) == 1:
-            (key, value), = c.items()
+            ((key, value),) = c.items()
             if not (key[1] == "presence" and value == "false"):
                 rows.append(j)
                 keys.append((key, value))
@@ -127,7 +142,9 @@ def atom_sentences(conditions):
 FIT_ROWS = 2048
 
 
-def _mixture(s_all, weights=None, n_iter=40, boundary=None):
+def _mixture(
+    s_all: FloatArray, weights: ArrayLike | None = None, n_iter: int = 40, boundary: float | None = None
+) -> tuple[FloatArray, BoolArray, FloatArray, FloatArray]:
     """Two-component 1-D Gaussian mixtures, one per column of ``s`` (n, A), fitted on the rows of ``weights`` > 0.
 
     Returns the posterior of the higher component (n, A), whether the two are
@@ -144,10 +161,22 @@ def _mixture(s_all, weights=None, n_iter=40, boundary=None):
     n, a = s.shape
     w_row = np.ones((n, 1)) if weights is None else np.asarray(weights, dtype=np.float64).reshape(n, -1)
     tot = np.maximum(w_row.sum(0), 1e-9)
-    lo = np.array([np.percentile(s[w_row[:, min(i, w_row.shape[1] - 1)] > 0, i], 25)
-                   if (w_row[:, min(i, w_row.shape[1] - 1)] > 0).any() else 0.0 for i in range(a)])
-    hi = np.array([np.percentile(s[w_row[:, min(i, w_row.shape[1] - 1)] > 0, i], 75)
-                   if (w_row[:, min(i, w_row.shape[1] - 1)] > 0).any() else 0.0 for i in range(a)])
+    lo = np.array(
+        [
+            np.percentile(s[w_row[:, min(i, w_row.shape[1] - 1)] > 0, i], 25)
+            if (w_row[:, min(i, w_row.shape[1] - 1)] > 0).any()
+            else 0.0
+            for i in range(a)
+        ]
+    )
+    hi = np.array(
+        [
+            np.percentile(s[w_row[:, min(i, w_row.shape[1] - 1)] > 0, i], 75)
+            if (w_row[:, min(i, w_row.shape[1] - 1)] > 0).any()
+            else 0.0
+            for i in range(a)
+        ]
+    )
     mu = np.stack([lo, hi])
     mean = (w_row * s).sum(0) / tot
     spread = np.sqrt((w_row * (s - mean) ** 2).sum(0) / tot) + 1e-6
@@ -155,8 +184,11 @@ def _mixture(s_all, weights=None, n_iter=40, boundary=None):
     w = np.full((2, a), 0.5)
     for _ in range(n_iter):
         previous = mu
-        logp = (-0.5 * (s[None] - mu[:, None]) ** 2 / var[:, None] - 0.5 * np.log(2 * np.pi * var[:, None])
-                + np.log(np.maximum(w[:, None], 1e-12)))
+        logp = (
+            -0.5 * (s[None] - mu[:, None]) ** 2 / var[:, None]
+            - 0.5 * np.log(2 * np.pi * var[:, None])
+            + np.log(np.maximum(w[:, None], 1e-12))
+        )
         r = np.exp(logp - logp.max(0))
         r /= r.sum(0)
         rw = r * w_row[None]
@@ -180,7 +212,7 @@ def _mixture(s_all, weights=None, n_iter=40, boundary=None):
     return post, separated, np.sqrt((var[0] + var[1]) / 2), spread
 
 
-def calibrate(similarities, tau):
+def calibrate(similarities: ArrayLike, tau: float) -> tuple[FloatArray, BoolArray]:
     """Per-atom probabilities from similarities (step 1 of the module docstring).
 
     Parameters
@@ -205,7 +237,13 @@ def calibrate(similarities, tau):
     return np.where(separated[None, :], post, fallback), separated
 
 
-def literal_probabilities(image_embeddings, sentence_embeddings, conditions, tau, grammar=None):
+def literal_probabilities(
+    image_embeddings: ArrayLike,
+    sentence_embeddings: ArrayLike,
+    conditions: Sequence[Mapping[Key, str]],
+    tau: float,
+    grammar: Grammar | None = None,
+) -> Literals:
     """The describer's literals and their probabilities for the n images (the module docstring's steps 1–3).
 
     Parameters
@@ -224,10 +262,12 @@ def literal_probabilities(image_embeddings, sentence_embeddings, conditions, tau
     """
     rows, keys = atom_sentences(conditions)
     if not rows:
-        raise ValueError("The sentence set has no single-condition sentence (no atom): the 'compose' describer and "
-                         "composed relevance need a grammar's sentence set (lbee sentences generate).")
+        raise ValueError(
+            "The sentence set has no single-condition sentence (no atom): the 'compose' describer and "
+            "composed relevance need a grammar's sentence set (lbee sentences generate)."
+        )
     x = np.asarray(image_embeddings, dtype=np.float32)
-    with (one_blas_thread() if x.shape[0] <= 4096 else nullcontext()):
+    with one_blas_thread() if x.shape[0] <= 4096 else nullcontext():
         sims = (x @ np.asarray(sentence_embeddings, dtype=np.float32)[rows].T).astype(np.float64)
     n = sims.shape[0]
     cond, sep = calibrate(sims, tau)
@@ -235,8 +275,8 @@ def literal_probabilities(image_embeddings, sentence_embeddings, conditions, tau
     parent = np.full(len(keys), -1)
     where = {k: i for i, k in enumerate(keys)}
     if grammar is not None:
-        by_key = {}
-        for j, (key, value) in enumerate(keys):
+        by_key: dict[Key, list[int]] = {}
+        for j, (key, _value) in enumerate(keys):
             by_key.setdefault(key, []).append(j)
         margins, cols, weights = [], [], []
         for key, js in by_key.items():
@@ -271,13 +311,15 @@ def literal_probabilities(image_embeddings, sentence_embeddings, conditions, tau
             subj = grammar.subject(key[0]) if grammar is not None else None
             if grammar is None or (subj is not None and subj.deniable):
                 out_keys.append((key, "false"))
-                out_cond.append(1.0 - cond[:, j:j + 1])
+                out_cond.append(1.0 - cond[:, j : j + 1])
                 out_parent.append(-1)
                 cal.append("negation")
     return Literals(out_keys, np.ascontiguousarray(np.concatenate(out_cond, axis=1)), np.asarray(out_parent), cal)
 
 
-def conjunction_probability(literals, conditions, grammar=None):
+def conjunction_probability(
+    literals: Literals, conditions: Mapping[Key, str], grammar: Grammar | None = None
+) -> FloatArray:
     """P(conjunction) per image: the product over its literals and what they presuppose, each once.
 
     Parameters
@@ -309,7 +351,13 @@ def conjunction_probability(literals, conditions, grammar=None):
     return p
 
 
-def composed_relevance(literals, conditions, grammar=None, *, threshold=0.5):
+def composed_relevance(
+    literals: Literals,
+    conditions: Sequence[Mapping[Key, str]],
+    grammar: Grammar | None = None,
+    *,
+    threshold: float = 0.5,
+) -> tuple[FloatArray, BoolArray]:
     """Pseudo ground truth Γ from composed probabilities (label it so: it is the encoder's, not the truth).
 
     Parameters
@@ -325,6 +373,9 @@ def composed_relevance(literals, conditions, grammar=None, *, threshold=0.5):
     relevance : ndarray of bool, shape (n, N)
         ``probabilities >= threshold``.
     """
-    probs = np.stack([conjunction_probability(literals, c, grammar) for c in conditions], axis=1) \
-        if conditions else np.zeros((literals.cond.shape[0], 0))
+    probs = (
+        np.stack([conjunction_probability(literals, c, grammar) for c in conditions], axis=1)
+        if conditions
+        else np.zeros((literals.cond.shape[0], 0))
+    )
     return probs, probs >= threshold

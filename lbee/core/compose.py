@@ -41,11 +41,22 @@ multiply-adds per group.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._blas import one_blas_thread
+from ..typing import ArrayLike, IntArray
+from .atoms import Key, Literals
+
+if TYPE_CHECKING:
+    from ..grammar import Grammar
+
+#: Per-image probabilities of a state's conjunction (float32: the search's products run in single precision).
+Vector = npt.NDArray[Any]
 
 DEFAULT_BEAM = 8
 DEFAULT_MAX_CONDITIONS = 6
@@ -78,27 +89,28 @@ class Conjunction:
         (h, e): soft counts of hard and easy images it holds for.
     """
 
-    conditions: dict
+    conditions: dict[Key, str]
     hard_share: float
     easy_share: float
     twin_share: float | None = None
     lift: float = 0.0
     concentration: float = 0.0
-    region_counts: tuple = (0.0, 0.0)
-    literals: tuple = field(default=(), repr=False)
+    region_counts: tuple[float, float] = (0.0, 0.0)
+    literals: tuple[int, ...] = field(default=(), repr=False)
 
 
-def _lift(h, e, n_h, n_e):
+def _lift(h: Any, e: Any, n_h: int, n_e: int) -> Any:
+    """The smoothed log-ratio of the hard and easy shares (floats or arrays alike)."""
     return np.log((h + SMOOTH) / (n_h + SMOOTH)) - np.log((e + SMOOTH) / (n_e + SMOOTH))
 
 
 @dataclass
 class _State:
-    conds: dict
-    lits: tuple
-    g: np.ndarray  # P(conjunction) over the group, the hard split and the easy split
-    h: np.ndarray
-    e: np.ndarray
+    conds: dict[Key, str]
+    lits: tuple[int, ...]
+    g: Vector  # P(conjunction) over the group, the hard split and the easy split
+    h: Vector
+    e: Vector
     lift: float
 
 
@@ -123,9 +135,19 @@ class ComposeSearch:
         Family-wise rate of adding a literal the failure does not depend on, per step.
     """
 
-    def __init__(self, literals, grammar, easy, hard=None, *, beam=DEFAULT_BEAM,
-                 max_conditions=DEFAULT_MAX_CONDITIONS, min_support=DEFAULT_MIN_SUPPORT,
-                 min_conditional=DEFAULT_MIN_CONDITIONAL, alpha=DEFAULT_ALPHA):
+    def __init__(
+        self,
+        literals: Literals,
+        grammar: Grammar,
+        easy: ArrayLike,
+        hard: ArrayLike | None = None,
+        *,
+        beam: int = DEFAULT_BEAM,
+        max_conditions: int = DEFAULT_MAX_CONDITIONS,
+        min_support: float = DEFAULT_MIN_SUPPORT,
+        min_conditional: float = DEFAULT_MIN_CONDITIONAL,
+        alpha: float = DEFAULT_ALPHA,
+    ) -> None:
         from scipy.stats import norm
 
         self.literals, self.grammar = literals, grammar
@@ -145,34 +167,36 @@ class ComposeSearch:
         self.probs = np.asarray(literals.probs, dtype=np.float32)
         self.cond = np.asarray(literals.cond, dtype=np.float32)
         self._parent = np.asarray(literals.parent)
-        self._sets = {name: (np.ascontiguousarray(self.probs[idx]), np.ascontiguousarray(self.cond[idx]))
-                      for name, idx in (("hard", self.hard), ("easy", self.easy))}
+        self._sets = {
+            name: (np.ascontiguousarray(self.probs[idx]), np.ascontiguousarray(self.cond[idx]))
+            for name, idx in (("hard", self.hard), ("easy", self.easy))
+        }
         self.n_hard, self.n_easy = max(len(self.hard), 1), max(len(self.easy), 1)
         self.z = float(norm.isf(float(alpha) / max(len(self.keys), 1)))
 
     # ---- conjunctions --------------------------------------------------------------------------------------
-    def _given(self, lits):
+    def _given(self, lits: Sequence[int]) -> npt.NDArray[np.bool_]:
         """(L,) bool: literals whose presupposition is already among ``lits`` (or have none)."""
         have = self.literals.closure(lits)
         return np.array([p < 0 or int(p) in have for p in self._parent])
 
-    def factor(self, lits, j, rows=None):
+    def factor(self, lits: Sequence[int], j: int, rows: IntArray | None = None) -> Vector:
         """What adding literal ``j`` to the conjunction of ``lits`` multiplies its per-image vector by."""
         q = self.cond if (self._parent[j] < 0 or int(self._parent[j]) in self.literals.closure(lits)) else self.probs
         return q[:, j] if rows is None else q[rows, j]
 
-    def region(self, lits):
+    def region(self, lits: Sequence[int]) -> Vector:
         """P(conjunction of ``lits``) for every image, shape (n,)."""
         p = np.ones(self.probs.shape[0], np.float32)
         for j in self.literals.closure(lits):
             p = p * self.cond[:, j]
         return p
 
-    def counts(self, p):
+    def counts(self, p: Vector) -> tuple[float, float]:
         """(h, e): soft counts of the hard and the easy images of a region ``p`` (n,)."""
         return float(p[self.hard].sum()), float(p[self.easy].sum())
 
-    def extend(self, conds, j):
+    def extend(self, conds: dict[Key, str], j: int) -> dict[Key, str] | None:
         """``conds`` with literal ``j`` added, or None when it is already said or contradicts them."""
         key, value = self.keys[j]
         if key in conds:
@@ -186,7 +210,7 @@ class ComposeSearch:
         return new
 
     # ---- the search ----------------------------------------------------------------------------------------
-    def search(self, group, *, twin=None, k=3):
+    def search(self, group: ArrayLike, *, twin: ArrayLike | None = None, k: int = 3) -> list[Conjunction]:
         """The ``k`` best non-contradictory conjunctions for ``group`` (indices into n), best first.
 
         Returns
@@ -194,11 +218,19 @@ class ComposeSearch:
         list of Conjunction
         """
         group = np.asarray(group, dtype=np.int64)
-        sets = {"group": (np.ascontiguousarray(self.probs[group]), np.ascontiguousarray(self.cond[group])),
-                **self._sets}
+        sets = {
+            "group": (np.ascontiguousarray(self.probs[group]), np.ascontiguousarray(self.cond[group])),
+            **self._sets,
+        }
         n_g = max(len(group), 1)
-        start = _State({}, (), np.ones(len(group), np.float32), np.ones(len(self.hard), np.float32),
-                       np.ones(len(self.easy), np.float32), 0.0)
+        start = _State(
+            {},
+            (),
+            np.ones(len(group), np.float32),
+            np.ones(len(self.hard), np.float32),
+            np.ones(len(self.easy), np.float32),
+            0.0,
+        )
         frontier, pool, seen = [start], [], set()
         with one_blas_thread():
             for _ in range(self.max_conditions):
@@ -215,9 +247,12 @@ class ComposeSearch:
                     held_g, held_h, held_e = (max(float(v.sum()), 1e-9) for v in (s.g, s.h, s.e))
                     keep = np.clip((h[b] + e[b]) / (held_h + held_e), 0.0, 1.0)
                     gate = self.z * np.sqrt((1.0 - keep) * (1.0 / (h[b] + SMOOTH) + 1.0 / (e[b] + SMOOTH)))
-                    ok = (g[b] / n_g >= self.min_support) & (g[b] / held_g >= self.min_conditional) \
+                    ok = (
+                        (g[b] / n_g >= self.min_support)
+                        & (g[b] / held_g >= self.min_conditional)
                         & (lift[b] - s.lift > gate)
-                    for j in np.flatnonzero(ok):
+                    )
+                    for j in map(int, np.flatnonzero(ok)):
                         new = self.extend(s.conds, j)
                         if new is None:
                             continue
@@ -225,28 +260,32 @@ class ComposeSearch:
                         if sig in seen:
                             continue
                         seen.add(sig)
-                        cands.append((float(lift[b, j]), b, int(j), new))
+                        cands.append((float(lift[b, j]), b, j, new))
                 if not cands:
                     break
                 cands.sort(key=lambda t: (-t[0], len(t[3])))
                 nxt = []
-                for score, b, j, new in cands[:self.beam]:
+                for score, b, j, new in cands[: self.beam]:
                     s = frontier[b]
-                    nxt.append(_State(new, (*s.lits, j), s.g * self.factor(s.lits, j, group),
-                                      s.h * self.factor(s.lits, j, self.hard),
-                                      s.e * self.factor(s.lits, j, self.easy), score))
+                    nxt.append(
+                        _State(
+                            new,
+                            (*s.lits, j),
+                            s.g * self.factor(s.lits, j, group),
+                            s.h * self.factor(s.lits, j, self.hard),
+                            s.e * self.factor(s.lits, j, self.easy),
+                            score,
+                        )
+                    )
                 pool.extend(nxt)
                 frontier = nxt
         if not pool:
             return self._fallback(group, sets["group"][0], twin, k)
         pool.sort(key=lambda s: (-s.lift, -len(s.conds)))
-        best = self._prune(pool[0], group)
-        chosen = [best]
-        floor = best.lift - self.z * np.sqrt(1.0 / (best.h.sum() + SMOOTH) + 1.0 / (best.e.sum() + SMOOTH))
+        chosen = [pool[0]]
         for s in pool[1:]:
-            if len(chosen) >= k or s.lift < floor:  # only alternatives as good as the best, within noise
+            if len(chosen) >= k:
                 break
-            s = self._prune(s, group)
             if any(self.grammar.canonical(s.conds) == self.grammar.canonical(c.conds) for c in chosen):
                 continue
             merged = {}
@@ -259,48 +298,24 @@ class ComposeSearch:
             chosen.append(s)
         return [self._describe(s, n_g, twin) for s in chosen]
 
-    def _prune(self, s, group):
-        """Drop the literals a conjunction does not need (backward elimination with the search's test).
-
-        A literal added early, while the region still held easy images, may
-        add nothing once later literals are in: it goes when the conjunction
-        without it is not significantly less concentrated.
-        """
-        lits = list(s.lits)
-        while len(lits) > 1:
-            h, e = self.counts(self.region(lits))
-            lift = _lift(h, e, self.n_hard, self.n_easy)
-            drop, loss = None, None
-            for j in lits:
-                rest = [m for m in lits if m != j]
-                if self.literals.closure(rest) == self.literals.closure(lits):
-                    continue  # another literal presupposes it
-                h2, e2 = self.counts(self.region(rest))
-                keep = min(1.0, (h + e) / max(h2 + e2, 1e-9))
-                gate = self.z * np.sqrt((1.0 - keep) * (1.0 / (h + SMOOTH) + 1.0 / (e + SMOOTH)))
-                lost = lift - _lift(h2, e2, self.n_hard, self.n_easy)
-                if lost <= gate and (loss is None or lost < loss):
-                    drop, loss = j, lost
-            if drop is None:
-                break
-            lits.remove(drop)
-        if len(lits) == len(s.lits):
-            return s
-        p = self.region(lits)
-        h, e = self.counts(p)
-        conds = {self.keys[j][0]: self.keys[j][1] for j in lits}
-        return _State(conds, tuple(lits), p[group], p[self.hard], p[self.easy],
-                      float(_lift(h, e, self.n_hard, self.n_easy)))
-
-    def _describe(self, s, n_g, twin):
+    def _describe(self, s: _State, n_g: int, twin: ArrayLike | None) -> Conjunction:
         twin_share = None
-        if twin is not None and len(twin):
-            twin_share = float(self.region(s.lits)[np.asarray(twin)].mean())
+        twin_rows = None if twin is None else np.asarray(twin, dtype=np.int64)
+        if twin_rows is not None and len(twin_rows):
+            twin_share = float(self.region(s.lits)[twin_rows].mean())
         h, e = float(s.h.sum()), float(s.e.sum())
-        return Conjunction(self.grammar.canonical(s.conds), float(s.g.sum() / n_g), e / self.n_easy, twin_share,
-                           float(s.lift), h / (h + e) if h + e > 0 else 0.0, (h, e), tuple(s.lits))
+        return Conjunction(
+            self.grammar.canonical(s.conds),
+            float(s.g.sum() / n_g),
+            e / self.n_easy,
+            twin_share,
+            float(s.lift),
+            h / (h + e) if h + e > 0 else 0.0,
+            (h, e),
+            tuple(s.lits),
+        )
 
-    def _fallback(self, group, qg, twin, k):
+    def _fallback(self, group: IntArray, qg: Vector, twin: ArrayLike | None, k: int) -> list[Conjunction]:
         """No literal holds for ``min_support`` of the group: its single literals with the best share difference."""
         diff = qg.mean(0) - self._sets["easy"][0].mean(0)
         out = []
@@ -308,7 +323,13 @@ class ComposeSearch:
             key, value = self.keys[j]
             lits = (int(j),)
             h, e = self.counts(self.probs[:, j])
-            state = _State({key: value}, lits, qg[:, j].copy(), self.probs[self.hard, j], self.probs[self.easy, j],
-                           float(_lift(h, e, self.n_hard, self.n_easy)))
+            state = _State(
+                {key: value},
+                lits,
+                qg[:, j].copy(),
+                self.probs[self.hard, j],
+                self.probs[self.easy, j],
+                float(_lift(h, e, self.n_hard, self.n_easy)),
+            )
             out.append(self._describe(state, max(len(group), 1), twin))
         return out

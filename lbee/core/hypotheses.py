@@ -27,9 +27,13 @@ binomial p-value against the base rate n_hard / (n_hard + n_easy) beside it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..typing import ArrayLike, BoolArray, IntArray
+from .compose import ComposeSearch, Conjunction
 
 
 @dataclass
@@ -50,15 +54,15 @@ class Hypothesis:
         How many of the slicer's groups were merged into it.
     """
 
-    indices: np.ndarray
-    description: object
+    indices: IntArray
+    description: Conjunction
     concentration: float
     lower_bound: float
     p_value: float
     pieces: int = 1
 
 
-def wilson_lower(k, n, z=1.96):
+def wilson_lower(k: float, n: float, z: float = 1.96) -> float:
     """Lower end of the Wilson score interval of k successes in n (0 when n is 0)."""
     if n <= 0:
         return 0.0
@@ -69,12 +73,15 @@ def wilson_lower(k, n, z=1.96):
     return float(max(0.0, (centre - half) / denom))
 
 
-def coverage(search, description, group):
+def coverage(search: ComposeSearch, description: Conjunction, group: ArrayLike) -> float:
     """The mean P(``description``) over ``group``: the share of its images the description holds for."""
-    return float(search.region(description.literals)[np.asarray(group, dtype=np.int64)].mean()) if len(group) else 0.0
+    rows = np.asarray(group, dtype=np.int64)
+    return float(search.region(description.literals)[rows].mean()) if len(rows) else 0.0
 
 
-def one_hypothesis_per_failure(search, groups, hard_mask, *, k=3):
+def one_hypothesis_per_failure(
+    search: ComposeSearch, groups: Sequence[ArrayLike], hard_mask: BoolArray, *, k: int = 3
+) -> tuple[list[Hypothesis], list[list[Conjunction]]]:
     """Merge the pieces of each failure and rank the hypotheses by error concentration.
 
     Parameters
@@ -96,16 +103,17 @@ def one_hypothesis_per_failure(search, groups, hard_mask, *, k=3):
     """
     from scipy.stats import binom
 
-    items = {}  # id -> (indices, descriptions, pieces)
+    items: dict[int, tuple[IntArray, list[Conjunction], int]] = {}  # id -> (indices, descriptions, pieces)
     for t, g in enumerate(groups):
         g = np.asarray(g, dtype=np.int64)
         items[t] = (g, search.search(g, k=k), 1)
-    refused, next_id = set(), len(items)
+    refused: set[tuple[int, int]] = set()
+    next_id = len(items)
     while len(items) > 1:
         best = None
         ids = list(items)
         for x, i in enumerate(ids):
-            for j in ids[x + 1:]:
+            for j in ids[x + 1 :]:
                 if (i, j) in refused:
                     continue
                 (ga, da, _), (gb, db, _) = items[i], items[j]
@@ -123,7 +131,8 @@ def one_hypothesis_per_failure(search, groups, hard_mask, *, k=3):
         items[next_id] = (union, found, items.pop(i)[2] + items.pop(j)[2])
         next_id += 1
     base = float(np.mean(hard_mask[np.concatenate([search.hard, search.easy])])) if len(search.hard) else 0.0
-    hyps, descs = [], []
+    hyps: list[Hypothesis] = []
+    descs: list[list[Conjunction]] = []
     for g, found, pieces in items.values():
         h, e = found[0].region_counts
         n = h + e

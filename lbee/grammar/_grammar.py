@@ -16,8 +16,14 @@ clauses ("on a noisy background", "where the square is above the center").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
+
+#: A condition's key: ``(subject, attribute)``.
+Key = tuple[str, str]
+#: A conjunction: ``{(subject, attribute): value}``.
+Conditions = Mapping[Key, str]
 
 PRESENCE = "presence"
 TRUE, FALSE = "true", "false"
@@ -60,7 +66,7 @@ class Subject:
     attributes: tuple = ()
     line: int = 0
 
-    def attribute(self, name):
+    def attribute(self, name: str) -> Attribute | None:
         for a in self.attributes:
             if a.id == name:
                 return a
@@ -99,7 +105,7 @@ class Grammar:
     def __post_init__(self):
         self._index.update({s.id: s for s in self.subjects})
 
-    def subject(self, name):
+    def subject(self, name: str) -> Subject | None:
         return self._index.get(name)
 
     # ---- atoms ---------------------------------------------------------------------------------------------
@@ -120,7 +126,7 @@ class Grammar:
         return [(k[0], k[1], v) for k, values in self.keys() for v in values]
 
     # ---- conjunctions --------------------------------------------------------------------------------------
-    def implied(self, conditions):
+    def implied(self, conditions: Conditions) -> dict[Key, str]:
         """``conditions`` plus what they presuppose (an attribute of X implies X present; ``requires``)."""
         out = dict(conditions)
         for (subj, attr), _ in list(conditions.items()):
@@ -134,7 +140,7 @@ class Grammar:
                 out.setdefault((rs, ra), rv)
         return out
 
-    def contradiction(self, conditions):
+    def contradiction(self, conditions: Conditions) -> str | None:
         """Why ``conditions`` can never hold together, or None."""
         for (subj, attr), value in conditions.items():
             s = self.subject(subj)
@@ -143,20 +149,22 @@ class Grammar:
             if attr == PRESENCE:
                 if value not in ((TRUE, FALSE) if s.deniable else (TRUE,)) or s.setting:
                     return f"{subj} cannot have presence {value!r}"
-            elif s.attribute(attr) is None or value not in s.attribute(attr).values:
-                return f"{subj} has no {attr} {value!r}"
+            else:
+                found = s.attribute(attr)
+                if found is None or value not in found.values:
+                    return f"{subj} has no {attr} {value!r}"
         for (subj, attr), value in conditions.items():
             if attr == PRESENCE:
                 continue
-            s = self.subject(subj)
+            s, a = self._index[subj], self._index[subj].attribute(attr)  # known: checked above
             if not s.setting and conditions.get((subj, PRESENCE)) == FALSE:
                 return f"{subj} is said absent and {attr} {value}"
-            for rs, ra, rv in s.attribute(attr).requires:
+            for rs, ra, rv in a.requires if a is not None else ():
                 if (rs, ra) in conditions and conditions[(rs, ra)] != rv:
                     return f"{subj} {attr} {value} needs {rs} {ra} {rv}"
         return None
 
-    def canonical(self, conditions):
+    def canonical(self, conditions: Conditions) -> dict[Key, str]:
         """The shortest equivalent conjunction: presences implied by other conditions are dropped."""
         out = dict(conditions)
         for key in list(out):
@@ -167,7 +175,7 @@ class Grammar:
         return out
 
     # ---- rendering -----------------------------------------------------------------------------------------
-    def render(self, conditions):
+    def render(self, conditions: Conditions) -> str:
         """One English sentence stating every condition of ``conditions`` (a dict (subject, attribute) -> value).
 
         Raises
