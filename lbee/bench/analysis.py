@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.evaluation import evaluate
-from ..core.selection import DESCRIBERS
 from ..core.metrics import discovery_rate, failure_analysis, false_discovery_rate
+from ..core.selection import DESCRIBERS
 from ..io.sentences import WORLD_SENTENCE_SET
-from ._ec import predict
-from ._sentences import spotcheck_sentences
+from ..spotcheck import predict, spotcheck_sentences
 
 
 def order_by_importance(groups, performance):
@@ -253,7 +252,7 @@ def _log_prob_true(ec, rows):
     """log P(true class) in float64 from the classifier's logits (−cross-entropy; never saturates)."""
     import torch
 
-    from ._network import to_tensor
+    from ..spotcheck import to_tensor
 
     y = ec.true_labels("test")[rows]
     out = []

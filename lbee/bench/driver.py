@@ -42,8 +42,8 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
     """
     import time
 
-    from ._analysis import analyze_ec
-    from ._ec import PAPER_WORLD, make_ec
+    from ..spotcheck import PAPER_WORLD, make_ec
+    from .analysis import analyze_ec
 
     out = Path(out_dir)
     (out / "ecs").mkdir(parents=True, exist_ok=True)
@@ -118,7 +118,7 @@ def bench_config(*, protocol="paper", with_slicers=True, encoder=None, **ec_kwar
 
     ``encoder``: its weights' digest is part of the configuration (records of two encoders never mix).
     """
-    from ._ec import EC_VERSION
+    from ..spotcheck import EC_VERSION
 
     slicers = {"slicers_version": SLICERS_VERSION} if with_slicers else {}
     identity = encoder.identity() if hasattr(encoder, "identity") else {}
@@ -130,7 +130,7 @@ def bench_config(*, protocol="paper", with_slicers=True, encoder=None, **ec_kwar
 
 def world_config(*, protocol="paper", **ec_kwargs):
     """What an EC's world and classifier depend on besides the seed (what ``worlds`` folders are matched by)."""
-    from ._ec import EC_VERSION
+    from ..spotcheck import EC_VERSION
 
     return json.loads(json.dumps({"protocol": protocol, "ec_version": EC_VERSION, **ec_kwargs},
                                  default=_jsonable, sort_keys=True))
@@ -141,7 +141,7 @@ WORLD_FILE = "bench_world.json"
 
 def load_world(worlds, seed, generation, *, log=None):
     """The EC of ``seed`` kept in ``worlds`` when it was generated with ``generation``, else None (said why)."""
-    from ._ec import CorruptECError, ExperimentalConfiguration
+    from ..spotcheck import CorruptECError, ExperimentalConfiguration
 
     folder = Path(worlds) / f"ec_{seed:04d}"
     if not (folder / WORLD_FILE).is_file():
