@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, _log, check_writable_folder, cli, require_extra
+from ._base import LbeeError, check_writable_folder, cli, fail, log, require_extra
 
 
 @cli.command()
@@ -21,17 +21,17 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     """Run lbee end to end on a fresh SpotCheck world (offline, CPU; the seed-0 classifier ships)."""
     import time
 
-    from ..encoders import create_encoder
+    from ..bench import analyze_ec
     from ..io.cache import atomic_write_bytes
-    from ..run.pipeline import write_outputs
     from ..reports.text import render_markdown, terminal_table
+    from ..run.models import load_encoder
+    from ..run.pipeline import write_outputs
     from ..spotcheck import make_ec
-    from ..spotcheck._analysis import analyze_ec
 
     t0 = time.perf_counter()
 
     def step(msg):
-        _log(f"[{time.perf_counter() - t0:5.1f} s] {msg}")
+        log(f"[{time.perf_counter() - t0:5.1f} s] {msg}")
 
     require_extra("spotcheck", "html", needed_for="lbee demo")  # the sentences' encoder, report.html's charts
     check_writable_folder(out, "--out")
@@ -45,7 +45,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     click.echo("\nTrue blindspots (where the model was taught to fail):")
     for i, d in enumerate(ec.describe_blindspots()):
         click.echo(f"  [{i}] {d}")
-    enc = create_encoder("spotcheck", device=ctx.obj["device"])
+    enc = load_encoder("spotcheck", device=ctx.obj["device"])
     if ctx.obj["progress"]:
         step(f"embedding {len(ec.images['test'])} test images and the sentences, clustering, describing ...")
     analysis = analyze_ec(ec, enc, protocol="lbee", n_clusters=clusters, k=k, a=a)
@@ -162,10 +162,10 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
 
     check_writable_folder(out, "--out")  # before the world is drawn and its classifier trained
     try:
-        ec = make_ec(seed, n_blindspots=n_blindspots, n_rollable=n_rollable, arch=arch, log=_log,
+        ec = make_ec(seed, n_blindspots=n_blindspots, n_rollable=n_rollable, arch=arch, log=log,
                      device=ctx.obj["device"] or "cpu")
     except (UnsatisfiableError, RuntimeError) as exc:
-        _fail(exc)
+        fail(exc)
     ec.save(out)
     for i, d in enumerate(ec.describe_blindspots()):
         click.echo(f"blindspot {i}: {d}")
@@ -207,8 +207,8 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
     """
     from tqdm.auto import tqdm
 
-    from ..encoders import create_encoder
-    from ..spotcheck._bench import failure_notes, run_benchmark, summarize, write_tables
+    from ..bench import failure_notes, run_benchmark, summarize, write_tables
+    from ..run.models import load_encoder
 
     require_extra("spotcheck", needed_for="lbee spotcheck bench")
     check_writable_folder(out, "--out")
@@ -227,9 +227,9 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
     for name, value in (("train_enrich", train_enrich), ("min_outside", min_outside), ("max_inside", max_inside)):
         if value is not None:
             kwargs[name] = value
-    enc = create_encoder("spotcheck", device=ctx.obj["device"])
+    enc = load_encoder("spotcheck", device=ctx.obj["device"])
     progress = (lambda it: tqdm(it, desc="ECs", unit="EC")) if ctx.obj["progress"] else None
-    records = run_benchmark(n_ecs, out, encoder=enc, first_seed=first_seed, progress=progress, log=_log,
+    records = run_benchmark(n_ecs, out, encoder=enc, first_seed=first_seed, progress=progress, log=log,
                             protocol=protocol, device=ctx.obj["device"] or "cpu", with_slicers=slicers, worlds=worlds,
                             **kwargs)
     if not records:
@@ -260,5 +260,5 @@ def compare_pak(explanation, embeddings, partitions, k):
         exp = next(iter(exps.values()))
         value = prototype_precision_at_k(exp, np.load(embeddings), np.load(partitions), k=k)
     except (ValueError, TypeError, OSError) as exc:
-        _fail(exc)
+        fail(exc)
     click.echo(f"P@{k} = {value:.3f}")
