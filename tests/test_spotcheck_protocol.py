@@ -263,19 +263,17 @@ def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
     # the device is recorded but is not part of the configuration: a CPU run resumes a GPU bench's records
     assert records[1]["device"] == "cpu"
     # the peer slicers' version matters only to benches that run them
-    assert "slicers_version" in bench.bench_config() and "slicers_version" not in bench.bench_config(
-        with_slicers=False
-    )
+    assert "slicers_version" in bench.bench_config() and "slicers_version" not in bench.bench_config(with_slicers=False)
     assert len(bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2), device="cuda")) == 2
 
 
 def test_paper_protocol_end_to_end_on_a_tiny_ec():
     """analyze_ec(protocol='paper') on a small uniform EC: positives only, φ = log P(true class), ≤ 10
     hypotheses, and the HTML report built from it shows exactly the analysed images."""
+    from lbee.bench import analyze_ec
     from lbee.encoders import create_encoder
     from lbee.reports.html import render_report, spotcheck_report_run
     from lbee.spotcheck import make_ec
-    from lbee.bench import analyze_ec
 
     ec = make_ec(
         3, sampling="uniform", per_combination=(6, 2, 4), n_rollable=6, epochs=2, min_outside=0.0, max_inside=1.0

@@ -22,8 +22,11 @@ SENTENCE_SET = WORLD_SENTENCE_SET
 
 def sentence_conditions(inputs, explanations):
     """Each sentence's conditions for the run's whole list: the set's, then those of the sentences 'compose' added."""
-    conds = list(inputs.sentence_conditions) if inputs.sentence_conditions is not None else \
-        [c for _, c, _ in spotcheck_sentences()]
+    conds = (
+        list(inputs.sentence_conditions)
+        if inputs.sentence_conditions is not None
+        else [c for _, c, _ in spotcheck_sentences()]
+    )
     e = explanations.get("compose")
     if e is None:
         return conds
@@ -60,14 +63,21 @@ class ECAnalysis:
     description_details: dict = field(default_factory=dict)
 
     def summary(self):
-        return {"protocol": self.protocol, "n_images": None if self.rows is None else int(len(self.rows)),
-                "scores": self.scores, "DR": self.dr, "FDR": self.fdr,
-                "description_score": self.description_score, "description_details": self.description_details,
-                "failure_analysis": self.failures, "slicers": self.slicers}
+        return {
+            "protocol": self.protocol,
+            "n_images": None if self.rows is None else int(len(self.rows)),
+            "scores": self.scores,
+            "DR": self.dr,
+            "FDR": self.fdr,
+            "description_score": self.description_score,
+            "description_details": self.description_details,
+            "failure_analysis": self.failures,
+            "slicers": self.slicers,
+        }
 
 
 def _log_prob_true(ec, rows):
-    """log P(true class) in float64 from the classifier's logits (−cross-entropy; never saturates)."""
+    """The true class's log-probability in float64, from the classifier's logits (−cross-entropy; never saturates)."""
     import torch
 
     from ..spotcheck import to_tensor
@@ -76,15 +86,29 @@ def _log_prob_true(ec, rows):
     out = []
     with torch.inference_mode():
         for i in range(0, len(rows), 512):
-            logits = ec.model(to_tensor(ec.images["test"][rows[i:i + 512]])).double()
+            logits = ec.model(to_tensor(ec.images["test"][rows[i : i + 512]])).double()
             out.append(torch.log_softmax(logits, 1).numpy())
     logp = np.concatenate(out) if out else np.zeros((0, 2))
     return logp[np.arange(len(rows)), y]
 
 
-def analyze_ec(ec, encoder, *, protocol="paper", methods=DESCRIBERS, n_clusters=None, k=3, a=0.2, o=0.2, tau=None,
-               image_ids=None, with_slicers=False, max_hypotheses=MAX_HYPOTHESES, random_state=0,
-               sentence_set=SENTENCE_SET):
+def analyze_ec(
+    ec,
+    encoder,
+    *,
+    protocol="paper",
+    methods=DESCRIBERS,
+    n_clusters=None,
+    k=3,
+    a=0.2,
+    o=0.2,
+    tau=None,
+    image_ids=None,
+    with_slicers=False,
+    max_hypotheses=MAX_HYPOTHESES,
+    random_state=0,
+    sentence_set=SENTENCE_SET,
+):
     """Embed the EC's test images, run the describers through the run layer and score them.
 
     Parameters
@@ -126,10 +150,17 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=DESCRIBERS, n_clusters=
         raise ValueError(f"`protocol` must be one of {PROTOCOLS}; received {protocol!r}.")
     if n_clusters is None:
         n_clusters = max_hypotheses if protocol == "paper" else 15
-    settings = RunSettings(a=a, clusters=n_clusters, k=k, tau=tau, o=o, methods=tuple(methods),
-                           confidence_from="true_class")
-    ds = DatasetSpec(name=f"SpotCheck world {ec.seed}", spotcheck={"seed": ec.seed}, encoder="spotcheck",
-                     sentence_set=sentence_set, relevance="ground_truth", settings=settings)
+    settings = RunSettings(
+        a=a, clusters=n_clusters, k=k, tau=tau, o=o, methods=tuple(methods), confidence_from="true_class"
+    )
+    ds = DatasetSpec(
+        name=f"SpotCheck world {ec.seed}",
+        spotcheck={"seed": ec.seed},
+        encoder="spotcheck",
+        sentence_set=sentence_set,
+        relevance="ground_truth",
+        settings=settings,
+    )
     inputs = spotcheck_inputs(ds, ec, encoder)
     scores = model_scores(ds, None, inputs)
     n_test = len(inputs.image_ids)
@@ -138,8 +169,9 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=DESCRIBERS, n_clusters=
         inputs, scores = subset_inputs(inputs, scores, rows)
         logp = _log_prob_true(ec, rows)
         wrong = logp < np.log(0.5)  # misclassified (binary): where a blindspot lives, by SpotCheck's definition
-        scores = dataclasses.replace(scores, confidence=logp, confidence_desc="log-probability of the true class",
-                                     split=(wrong, ~wrong))
+        scores = dataclasses.replace(
+            scores, confidence=logp, confidence_desc="log-probability of the true class", split=(wrong, ~wrong)
+        )
     else:
         rows = np.arange(n_test)
     t0 = time.perf_counter()
@@ -152,7 +184,7 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=DESCRIBERS, n_clusters=
     attrs = [ec.attributes["test"][i] for i in rows]
     rel = spotcheck_relevance(attrs, conditions, inputs.grammar)  # exact, 'compose''s own sentences included
     named = [inputs.grammar.implied(c) for c in conditions] if inputs.grammar is not None else conditions
-    scores_ = {m: evaluate(e, rel[:, :e.params["n_sentences"]], omega, o=o) for m, e in exps.items()}
+    scores_ = {m: evaluate(e, rel[:, : e.params["n_sentences"]], omega, o=o) for m, e in exps.items()}
     first = next(iter(exps.values()))
     groups = [c.indices for c in first.hard_clusters]
     part = result.partition
@@ -168,29 +200,66 @@ def analyze_ec(ec, encoder, *, protocol="paper", methods=DESCRIBERS, n_clusters=
     fdr = false_discovery_rate(hyps, truth)
     desc, details = {}, {}
     for m, e in exps.items():
-        desc[m], details[m] = description_score(memb, hyps, lambda i, e=e: e.hard_clusters[order[i]].sentences[:k],
-                                                rel, named, ec.blindspots)
+        desc[m], details[m] = description_score(
+            memb, hyps, lambda i, e=e: e.hard_clusters[order[i]].sentences[:k], rel, named, ec.blindspots
+        )
         for d in details[m]:  # the hard cluster of the covering hypothesis
             d["cluster"] = None if d["group"] is None else int(order[d["group"]])
     default_ids = [f"images/test/{i:05d}.png" for i in rows]
     result.image_ids = list(image_ids if image_ids is not None else default_ids)
-    result.extra = {"blindspots": ec.describe_blindspots(), "metrics": scores_, "DR": dr, "FDR": fdr,
-                    "description_score": desc, "ec_seed": ec.seed, "protocol": protocol,
-                    "confidence": scores.confidence_desc,
-                    **{key: result.extra[key] for key in ("hypotheses", "sentence_conditions") if key in result.extra}}
+    result.extra = {
+        "blindspots": ec.describe_blindspots(),
+        "metrics": scores_,
+        "DR": dr,
+        "FDR": fdr,
+        "description_score": desc,
+        "ec_seed": ec.seed,
+        "protocol": protocol,
+        "confidence": scores.confidence_desc,
+        **{key: result.extra[key] for key in ("hypotheses", "sentence_conditions") if key in result.extra},
+    }
     slicers = {"ward": {"DR": dr, "FDR": fdr, "fit_s": ward_s, "n_groups": len(hyps)}}
     if merged:  # beside it, the fixed-C Ward clusters ordered by importance, as before merging
         raw = part.slicer_groups_
-        raw_order = order_by_importance(raw, omega)[:max_hypotheses if protocol == "paper" else None]
+        raw_order = order_by_importance(raw, omega)[: max_hypotheses if protocol == "paper" else None]
         raw_h = [raw[i] for i in raw_order]
-        slicers["ward-fixed-c"] = {"DR": discovery_rate(raw_h, truth), "FDR": false_discovery_rate(raw_h, truth),
-                                   "fit_s": ward_s, "n_groups": len(raw_h)}
+        slicers["ward-fixed-c"] = {
+            "DR": discovery_rate(raw_h, truth),
+            "FDR": false_discovery_rate(raw_h, truth),
+            "fit_s": ward_s,
+            "n_groups": len(raw_h),
+        }
     if with_slicers:
         probs, feats = predict(ec.model, ec.images["test"][rows])
-        for name, (h, secs) in slicer_hypotheses(ec, inputs.embeddings, probs, feats, protocol=protocol, rows=rows,
-                                                 max_hypotheses=max_hypotheses,
-                                                 random_state=random_state).items():
-            slicers[name] = {"DR": discovery_rate(h, truth), "FDR": false_discovery_rate(h, truth),
-                             "fit_s": secs, "n_groups": len(h)}
-    return ECAnalysis(result, scores_, dr, fdr, desc, failure_analysis(hyps, truth), hyps, rel, slicers,
-                      inputs.embeddings, inputs.sentence_embeddings, rows, protocol, details)
+        for name, (h, secs) in slicer_hypotheses(
+            ec,
+            inputs.embeddings,
+            probs,
+            feats,
+            protocol=protocol,
+            rows=rows,
+            max_hypotheses=max_hypotheses,
+            random_state=random_state,
+        ).items():
+            slicers[name] = {
+                "DR": discovery_rate(h, truth),
+                "FDR": false_discovery_rate(h, truth),
+                "fit_s": secs,
+                "n_groups": len(h),
+            }
+    return ECAnalysis(
+        result,
+        scores_,
+        dr,
+        fdr,
+        desc,
+        failure_analysis(hyps, truth),
+        hyps,
+        rel,
+        slicers,
+        inputs.embeddings,
+        inputs.sentence_embeddings,
+        rows,
+        protocol,
+        details,
+    )

@@ -8,8 +8,19 @@ import numpy as np
 CLASS_CONDITION = ("square", "presence")
 
 
-def description_score(membership, hypotheses, top_sentences, relevance, conditions, blindspots, *,
-                      lambda_p=0.8, lambda_r=0.8, true_of=0.8, specific=0.3):
+def description_score(
+    membership,
+    hypotheses,
+    top_sentences,
+    relevance,
+    conditions,
+    blindspots,
+    *,
+    lambda_p=0.8,
+    lambda_r=0.8,
+    true_of=0.8,
+    specific=0.3,
+):
     """How well the sentences of the group covering each true blindspot describe it (beyond the papers).
 
     For every true blindspot Ψ_m: if no hypothesis covers it (BR < λ_r), it
@@ -54,8 +65,15 @@ def description_score(membership, hypotheses, top_sentences, relevance, conditio
     for j, bs in enumerate(blindspots):
         inside = np.asarray(membership[:, j], dtype=bool)
         b = np.flatnonzero(inside)
-        entry = {"blindspot": j, "covered": False, "group": None, "sentences": [], "recall": 0.0,
-                 "truthfulness": 0.0, "score": 0.0}
+        entry = {
+            "blindspot": j,
+            "covered": False,
+            "group": None,
+            "sentences": [],
+            "recall": 0.0,
+            "truthfulness": 0.0,
+            "score": 0.0,
+        }
         details.append(entry)
         if len(b) == 0 or blindspot_recall(hypotheses, b, lambda_p) < lambda_r:
             continue
@@ -69,8 +87,13 @@ def description_score(membership, hypotheses, top_sentences, relevance, conditio
         outside = ~inside
         spec = [(rel[outside, s].mean() if outside.any() else 0.0) <= specific for s in sents]
         defining = {(layer, attr): v for layer, attr, v in bs.triplets if (layer, attr) != CLASS_CONDITION}
-        named = {key for s, t, sp in zip(sents, true_, spec) if t and sp
-                 for key, v in conditions[s].items() if defining.get(key) == v}
+        named = {
+            key
+            for s, t, sp in zip(sents, true_, spec)
+            if t and sp
+            for key, v in conditions[s].items()
+            if defining.get(key) == v
+        }
         recall = len(named) / len(defining) if defining else 1.0
         truth = float(np.mean(true_))
         entry.update(recall=recall, truthfulness=truth, score=recall * truth, named=sorted(map(list, named)))

@@ -9,8 +9,18 @@ import numpy as np
 from .protocol import MAX_HYPOTHESES, PROTOCOLS
 
 
-def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, protocol="paper",
-                      planespot_reducers=None, rows=None, max_hypotheses=MAX_HYPOTHESES):
+def slicer_hypotheses(
+    ec,
+    image_embeddings,
+    probs,
+    features,
+    *,
+    random_state=0,
+    protocol="paper",
+    planespot_reducers=None,
+    rows=None,
+    max_hypotheses=MAX_HYPOTHESES,
+):
     """Hypothesised blindspots of Domino and PlaneSpot on the EC's test set, with fit times.
 
     ``protocol="paper"`` (SpotCheck §5.1, app. E): every method sees only the
@@ -49,13 +59,20 @@ def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, 
     out = {}
     t0 = time.perf_counter()
     if protocol == "paper":
-        dom = DominoSlicer(n_slices=max_hypotheses, n_mixture_components=25, y_log_likelihood_weight=10.0,
-                           y_hat_log_likelihood_weight=10.0, random_state=random_state)
+        dom = DominoSlicer(
+            n_slices=max_hypotheses,
+            n_mixture_components=25,
+            y_log_likelihood_weight=10.0,
+            y_hat_log_likelihood_weight=10.0,
+            random_state=random_state,
+        )
     else:
         dom = DominoSlicer(random_state=random_state)
     dom.fit(image_embeddings, y, probs[:, 1])
-    out["domino"] = ([s for s in dom.slices_ if len(s)][:max_hypotheses if protocol == "paper" else None],
-                     time.perf_counter() - t0)
+    out["domino"] = (
+        [s for s in dom.slices_ if len(s)][: max_hypotheses if protocol == "paper" else None],
+        time.perf_counter() - t0,
+    )
     if protocol == "paper" and features is not None:
         # SpotCheck app. I, Table 16 ("Domino-Model"): the same mixture on the classifier's own representation
         t0 = time.perf_counter()
@@ -71,16 +88,27 @@ def slicer_hypotheses(ec, image_embeddings, probs, features, *, random_state=0, 
             if len(idx) < 3:
                 continue
             if protocol == "paper":
-                ps = PlaneSpotSlicer(reducer=reducer, random_state=random_state, n_slices=max_hypotheses,
-                                     min_components=10, max_components=32, soft_errors=True)
+                ps = PlaneSpotSlicer(
+                    reducer=reducer,
+                    random_state=random_state,
+                    n_slices=max_hypotheses,
+                    min_components=10,
+                    max_components=32,
+                    soft_errors=True,
+                )
                 ps.fit(features[idx], probs[idx, c])
             else:
-                ps = PlaneSpotSlicer(reducer=reducer, random_state=random_state, n_slices=None, min_components=1,
-                                     max_components=10, soft_errors=False)
+                ps = PlaneSpotSlicer(
+                    reducer=reducer,
+                    random_state=random_state,
+                    n_slices=None,
+                    min_components=1,
+                    max_components=10,
+                    soft_errors=False,
+                )
                 ps.fit(features[idx], probs[idx, c], errors=pred[idx] != c)
             groups += [(imp, idx[g]) for imp, g in zip(ps.importance_, ps.slices_)]
         groups.sort(key=lambda t: -t[0])
         keep = [g for _, g in groups]
-        out[f"planespot-{reducer}"] = (keep[:max_hypotheses] if protocol == "paper" else keep,
-                                       time.perf_counter() - t0)
+        out[f"planespot-{reducer}"] = (keep[:max_hypotheses] if protocol == "paper" else keep, time.perf_counter() - t0)
     return out
