@@ -1,6 +1,6 @@
 """The SpotCheck paper-protocol bench over several processes (a many-core or GPU machine).
 
-ECs are independent: each worker runs ``lbee.spotcheck._bench.run_benchmark``
+ECs are independent: each worker runs ``lbee.bench.run_benchmark``
 over its own seeds into one ``--out`` folder (one JSON per EC, written
 atomically), and a last pass over the whole range reads them back and writes
 ``bench.md`` / ``bench.csv``, exactly as ``lbee spotcheck bench`` would.
@@ -67,7 +67,7 @@ def _worker(seeds, out, device, text_table, ec_kwargs):
     import torch
 
     torch.set_num_threads(1)  # one core per worker: the workers are the parallelism
-    from lbee.spotcheck._bench import run_benchmark
+    from lbee.bench import run_benchmark
 
     enc = _encoder(device, text_table)
     t0 = time.perf_counter()
@@ -77,7 +77,7 @@ def _worker(seeds, out, device, text_table, ec_kwargs):
 
 
 def run(args):
-    from lbee.spotcheck._bench import failure_notes, run_benchmark, summarize, write_tables
+    from lbee.bench import failure_notes, run_benchmark, summarize, write_tables
 
     ec_kwargs = {"epochs": args.epochs, "arch": args.arch}
     if args.per_combination:

@@ -31,7 +31,7 @@ def test_text_table_stands_in_for_the_sentence_model(tmp_path, script):
 
 def test_workers_write_one_record_per_seed_and_the_last_pass_the_table(tmp_path, script):
     """Two seeds over two spawned workers; the summary pass reads both records back (nothing recomputed)."""
-    from lbee.spotcheck._bench import bench_config
+    from lbee.bench import bench_config
 
     mod = script
     out = tmp_path / "bench"

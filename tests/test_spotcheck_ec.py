@@ -20,8 +20,8 @@ from lbee.spotcheck import (
 @pytest.mark.xfail(
     strict=True,
     reason="issue 22, open: since compose contrasts against the whole hard / easy split (paper-protocol worlds "
-    "0-4: 0.32 -> 0.85), the demo world's compose description score is 0.11 (0.63 before): blindspot 1 is not found and "
-    "blindspot 2's description stops before 'text' and 'no circle' (its region already holds no easy image)",
+    "0-4: 0.32 -> 0.85), the demo world's compose description score is 0.11 (0.63 before): blindspot 1 is not found "
+    "and blindspot 2's description stops before 'text' and 'no circle' (its region already holds no easy image)",
 )
 def test_demo_names_each_true_blindspot(demo_run):
     out, _ = demo_run
@@ -141,7 +141,8 @@ def test_domino_synthetic_model_rates():
 
 
 def test_benchmark_resumes_and_summarizes(tmp_path, monkeypatch):
-    from lbee.spotcheck import _bench, _ec
+    import lbee.spotcheck
+    from lbee import bench
 
     rec = {
         "seed": 0,
@@ -150,7 +151,7 @@ def test_benchmark_resumes_and_summarizes(tmp_path, monkeypatch):
         "scores": {"tops": {"AHR": 0.5, "ACR": 0.4, "TPR": 0.3, "JI": 0.2}},
         "description_accuracy": {"tops": 1.0},
         "failure_analysis": [{"blindspot": 0, "not_returned": 0.0, "found": 0.5, "merged": 0.5, "impure": 0.0}],
-        "config": _bench.bench_config(),
+        "config": bench.bench_config(),
     }
     (tmp_path / "ecs").mkdir()
     for seed, dr in ((0, 1.0), (1, 0.5)):
@@ -159,16 +160,16 @@ def test_benchmark_resumes_and_summarizes(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a finished EC was recomputed")
 
-    monkeypatch.setattr(_ec, "make_ec", boom)
-    records = _bench.run_benchmark(2, tmp_path, encoder=None)
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", boom)
+    records = bench.run_benchmark(2, tmp_path, encoder=None)
     assert [r["seed"] for r in records] == [0, 1]
     with pytest.raises(ValueError, match="another configuration"):  # never averaged with another protocol
-        _bench.run_benchmark(2, tmp_path, encoder=None, protocol="lbee")
-    rows = _bench.summarize(records)
+        bench.run_benchmark(2, tmp_path, encoder=None, protocol="lbee")
+    rows = bench.summarize(records)
     dr = next(r for r in rows if r["metric"] == "DR")
     assert dr["mean"] == pytest.approx(0.75) and dr["n"] == 2
     assert dr["ci95"] == pytest.approx(1.96 * 0.3535534 / 2**0.5)
-    md = _bench.write_tables(rows, tmp_path)
+    md = bench.write_tables(rows, tmp_path)
     assert "| DR |" in md and (tmp_path / "bench.csv").exists()
 
 
@@ -393,7 +394,7 @@ def test_the_shipped_demo_classifier_matches_its_pin(demo_run):
 def test_benches_and_retrain_always_train(tmp_path, monkeypatch):
     """The spotcheck bench trains every EC (never shipped weights); lbee demo --retrain asks make_ec to train."""
     import lbee.spotcheck
-    from lbee.spotcheck import _bench, _ec
+    from lbee import bench
 
     calls = []
 
@@ -401,12 +402,11 @@ def test_benches_and_retrain_always_train(tmp_path, monkeypatch):
         calls.append(kwargs)
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(_ec, "make_ec", record)
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", record)  # the bench and the demo both call lbee.spotcheck's
     for protocol in ("paper", "lbee"):
-        recs = _bench.run_benchmark(1, tmp_path / protocol, encoder=None, protocol=protocol)
+        recs = bench.run_benchmark(1, tmp_path / protocol, encoder=None, protocol=protocol)
         assert "stop here" in recs[0]["failed"]
     assert [c["train"] for c in calls] == [True, True]
-    monkeypatch.setattr(lbee.spotcheck, "make_ec", record)
     r = CliRunner().invoke(cli, ["demo", "--retrain", "--out", str(tmp_path / "demo")], obj={})
     assert "stop here" in r.output and calls[-1]["train"] is True
     CliRunner().invoke(cli, ["demo", "--out", str(tmp_path / "demo")], obj={})

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
+from lbee.bench import MAX_HYPOTHESES, description_score, positive_rows, slicer_hypotheses, subset_inputs
 from lbee.spotcheck import Blindspot, DatasetDefinition, sample_blindspots, sample_dataset, spotcheck_sentences
-from lbee.spotcheck._analysis import MAX_HYPOTHESES, description_score, positive_rows, slicer_hypotheses, subset_inputs
 from lbee.spotcheck._generation import _label, combinations, generate_uniform_split
 
 
@@ -213,7 +213,9 @@ def test_paper_protocol_slicers_see_positives_and_return_at_most_ten():
 
 
 def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
-    from lbee.spotcheck import _analysis, _bench, _ec
+    import lbee.spotcheck
+    from lbee import bench
+    from lbee.spotcheck import _ec
 
     class FakeEC:
         seed = 1001
@@ -235,45 +237,43 @@ def test_bench_records_a_failing_ec_and_goes_on(tmp_path, monkeypatch):
         assert kwargs["protocol"] == "paper"
         raise ValueError("The easy split is empty")
 
-    monkeypatch.setattr(_ec, "make_ec", fake_make_ec)
-    monkeypatch.setattr(_analysis, "analyze_ec", fake_analyze)
-    records = _bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", fake_make_ec)
+    monkeypatch.setattr(bench.analysis, "analyze_ec", fake_analyze)
+    records = bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))
     assert [r["seed"] for r in records] == [0, 1]
     assert "ECGenerationError" in records[0]["failed"] and records[0]["attempts"][0]["reason"] == "too hard"
     assert "easy split is empty" in records[1]["failed"] and len(records[1]["attempts"]) == 1
-    rows = {r["metric"]: r for r in _bench.summarize(records)}
+    rows = {r["metric"]: r for r in bench.summarize(records)}
     assert rows["ECs failed"]["mean"] == 2 and rows["ECs regenerated"]["mean"] == 2
     assert rows["rejected candidates"]["mean"] == 2
-    md = _bench.write_tables(_bench.summarize(records), tmp_path, _bench.failure_notes(records))
+    md = bench.write_tables(bench.summarize(records), tmp_path, bench.failure_notes(records))
     assert "too hard" in md and "easy split is empty" in md
     # the failed records are on disk: a rerun resumes without recomputing them
-    monkeypatch.setattr(_ec, "make_ec", lambda *a, **k: pytest.fail("recomputed"))
-    assert len(_bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))) == 2
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", lambda *a, **k: pytest.fail("recomputed"))
+    assert len(bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))) == 2
     with pytest.raises(ValueError, match="another configuration"):
-        _bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(3, 2, 2))
+        bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(3, 2, 2))
     # a record with the right configuration but missing its results (tampered) is recomputed, not tabulated
     good = (tmp_path / "ecs" / "ec_0001.json").read_text()
     (tmp_path / "ecs" / "ec_0001.json").write_text(json.dumps({"seed": 1, "config": records[1]["config"]}))
-    monkeypatch.setattr(_ec, "make_ec", fake_make_ec)
-    redone = _bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", fake_make_ec)
+    redone = bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2))
     assert "easy split is empty" in redone[1]["failed"]
     (tmp_path / "ecs" / "ec_0001.json").write_text(good)
     # the device is recorded but is not part of the configuration: a CPU run resumes a GPU bench's records
     assert records[1]["device"] == "cpu"
     # the peer slicers' version matters only to benches that run them
-    assert "slicers_version" in _bench.bench_config() and "slicers_version" not in _bench.bench_config(
-        with_slicers=False
-    )
-    assert len(_bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2), device="cuda")) == 2
+    assert "slicers_version" in bench.bench_config() and "slicers_version" not in bench.bench_config(with_slicers=False)
+    assert len(bench.run_benchmark(2, tmp_path, encoder=None, per_combination=(2, 2, 2), device="cuda")) == 2
 
 
 def test_paper_protocol_end_to_end_on_a_tiny_ec():
     """analyze_ec(protocol='paper') on a small uniform EC: positives only, φ = log P(true class), ≤ 10
     hypotheses, and the HTML report built from it shows exactly the analysed images."""
+    from lbee.bench import analyze_ec
     from lbee.encoders import create_encoder
     from lbee.reports.html import render_report, spotcheck_report_run
     from lbee.spotcheck import make_ec
-    from lbee.spotcheck._analysis import analyze_ec
 
     ec = make_ec(
         3, sampling="uniform", per_combination=(6, 2, 4), n_rollable=6, epochs=2, min_outside=0.0, max_inside=1.0
@@ -306,7 +306,8 @@ def test_worlds_are_kept_and_reused_by_another_bench(tmp_path, monkeypatch):
     other generation settings, or a damaged folder, generate it again."""
     import torch
 
-    from lbee.spotcheck import _analysis, _bench, _ec
+    import lbee.spotcheck
+    from lbee import bench
 
     seen = []
 
@@ -318,7 +319,7 @@ def test_worlds_are_kept_and_reused_by_another_bench(tmp_path, monkeypatch):
         seen.append((ec.images["test"].copy(), {k: v.clone() for k, v in ec.model.state_dict().items()}))
         return Summary()
 
-    monkeypatch.setattr(_analysis, "analyze_ec", fake_analyze)
+    monkeypatch.setattr(bench.analysis, "analyze_ec", fake_analyze)
     kwargs = dict(
         encoder=None,
         worlds=tmp_path / "worlds",
@@ -328,17 +329,17 @@ def test_worlds_are_kept_and_reused_by_another_bench(tmp_path, monkeypatch):
         max_inside=1.0,
         with_slicers=False,
     )
-    _bench.run_benchmark(1, tmp_path / "a", **kwargs)
+    bench.run_benchmark(1, tmp_path / "a", **kwargs)
     assert (tmp_path / "worlds" / "ec_0000" / "model.pt").is_file()
-    made = _ec.make_ec
-    monkeypatch.setattr(_ec, "make_ec", lambda *a, **k: pytest.fail("a kept world was generated again"))
-    _bench.run_benchmark(1, tmp_path / "b", **kwargs)
+    made = lbee.spotcheck.make_ec
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", lambda *a, **k: pytest.fail("a kept world was generated again"))
+    bench.run_benchmark(1, tmp_path / "b", **kwargs)
     (img_a, w_a), (img_b, w_b) = seen
     assert np.array_equal(img_a, img_b) and all(torch.equal(w_a[k], w_b[k]) for k in w_a)
     calls, logs = [], []
-    monkeypatch.setattr(_ec, "make_ec", lambda *a, **k: calls.append(k) or made(*a, **k))
-    _bench.run_benchmark(1, tmp_path / "c", **{**kwargs, "epochs": 2}, log=logs.append)
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", lambda *a, **k: calls.append(k) or made(*a, **k))
+    bench.run_benchmark(1, tmp_path / "c", **{**kwargs, "epochs": 2}, log=logs.append)
     assert len(calls) == 1 and any("other settings" in m for m in logs)
     (tmp_path / "worlds" / "ec_0000" / "ec.json").write_text("{")  # the folder now holds the epochs=2 world
-    _bench.run_benchmark(1, tmp_path / "d", **{**kwargs, "epochs": 2}, log=logs.append)
+    bench.run_benchmark(1, tmp_path / "d", **{**kwargs, "epochs": 2}, log=logs.append)
     assert len(calls) == 2 and any("cannot be read" in m for m in logs)

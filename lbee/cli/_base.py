@@ -77,10 +77,6 @@ def log(msg):
     click.echo(msg, err=True)
 
 
-# The old private names, kept while a command still imports them.
-_fail, _log = fail, log
-
-
 def setup_logging(verbose=False):
     """One voice on stderr: the ``lbee`` logger's lines, and Python warnings as one plain line each.
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, _fail, _log, check_writable_folder, cli, require_extra
+from ._base import LbeeError, check_writable_folder, cli, fail, log, require_extra
 
 
 @cli.command()
@@ -21,45 +21,54 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     """Run lbee end to end on a fresh SpotCheck world (offline, CPU; the seed-0 classifier ships)."""
     import time
 
-    from ..encoders import create_encoder
+    from ..bench import analyze_ec
     from ..io.cache import atomic_write_bytes
-    from ..run.pipeline import write_outputs
     from ..reports.text import render_markdown, terminal_table
+    from ..run.models import load_encoder
+    from ..run.pipeline import write_outputs
     from ..spotcheck import make_ec
-    from ..spotcheck._analysis import analyze_ec
 
     t0 = time.perf_counter()
 
     def step(msg):
-        _log(f"[{time.perf_counter() - t0:5.1f} s] {msg}")
+        log(f"[{time.perf_counter() - t0:5.1f} s] {msg}")
 
     require_extra("spotcheck", "html", needed_for="lbee demo")  # the sentences' encoder, report.html's charts
     check_writable_folder(out, "--out")
     click.echo(f"Generating a SpotCheck world (seed {seed}) with its square classifier ...")
-    click.echo("  (the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
-               "analysed; `lbee spotcheck bench` runs the paper's protocol)")
+    click.echo(
+        "  (the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
+        "analysed; `lbee spotcheck bench` runs the paper's protocol)"
+    )
     ec = make_ec(seed, log=step, train=True if retrain else "auto")
     v = ec.verification
-    click.echo(f"  model accuracy outside the blindspots {v['accuracy_outside']:.2f}, inside "
-               + ", ".join(f"{x:.2f}" for x in v["accuracy_inside"]) + " (validation)")
+    click.echo(
+        f"  model accuracy outside the blindspots {v['accuracy_outside']:.2f}, inside "
+        + ", ".join(f"{x:.2f}" for x in v["accuracy_inside"])
+        + " (validation)"
+    )
     click.echo("\nTrue blindspots (where the model was taught to fail):")
     for i, d in enumerate(ec.describe_blindspots()):
         click.echo(f"  [{i}] {d}")
-    enc = create_encoder("spotcheck", device=ctx.obj["device"])
+    enc = load_encoder("spotcheck", device=ctx.obj["device"])
     if ctx.obj["progress"]:
         step(f"embedding {len(ec.images['test'])} test images and the sentences, clustering, describing ...")
     analysis = analyze_ec(ec, enc, protocol="lbee", n_clusters=clusters, k=k, a=a)
     result = analysis.result
     p = next(iter(result.explanations.values())).params
-    click.echo(f"\nTest set: {p['n_images']} images, {p['n_hard']} hard, {p['n_easy']} easy; "
-               f"{len(result.explanations['tops'].hard_clusters)} hard clusters.\n")
+    click.echo(
+        f"\nTest set: {p['n_images']} images, {p['n_hard']} hard, {p['n_easy']} easy; "
+        f"{len(result.explanations['tops'].hard_clusters)} hard clusters.\n"
+    )
     click.echo("Top sentence of each hard cluster, per method:")
     click.echo(terminal_table(result))
     click.echo("\nMetrics with exact relevance (o = 0.2):")
     click.echo(f"  {'method':<8} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}  description score")
     for m, s in analysis.scores.items():
-        click.echo(f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
-                   f"{analysis.description_score[m]:.2f}")
+        click.echo(
+            f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
+            f"{analysis.description_score[m]:.2f}"
+        )
     click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     _echo_named_blindspots(ec, analysis)
     if ctx.obj["progress"]:
@@ -73,16 +82,22 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     from ..reports.thumbnails import ThumbnailCache
 
     _write_demo_inputs(Path(out) / "inputs", analysis)
-    html = render_report(spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
-                         thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
+    html = render_report(
+        spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
+        thumbs=ThumbnailCache(ctx.obj["cache_dir"]),
+    )
     atomic_write_bytes(Path(out) / "report.html", html.encode("utf-8"))
-    click.echo(f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
-               f"in {out}/inputs and the EC in {ec_dir} ({time.perf_counter() - t0:.0f} s).")
+    click.echo(
+        f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
+        f"in {out}/inputs and the EC in {ec_dir} ({time.perf_counter() - t0:.0f} s)."
+    )
     i = f"{out}/inputs"
-    click.echo(f"Sensitivity to K, C and o: lbee sweep --image-embeddings {i}/image_embeddings.npy "
-               f"--sentence-embeddings {i}/sentence_embeddings.npy --sentences {i}/sentences.txt "
-               f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.6g} "
-               f"--out {out}/sweep")
+    click.echo(
+        f"Sensitivity to K, C and o: lbee sweep --image-embeddings {i}/image_embeddings.npy "
+        f"--sentence-embeddings {i}/sentence_embeddings.npy --sentences {i}/sentences.txt "
+        f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.6g} "
+        f"--out {out}/sweep"
+    )
 
 
 def _echo_named_blindspots(ec, analysis):
@@ -99,11 +114,14 @@ def _echo_named_blindspots(ec, analysis):
             continue
         c = exp.hard_clusters[d["cluster"]]
         share = c.details[0] if c.details else {}
-        click.echo(f"      hard cluster {d['cluster']} ({len(c.indices)} images): "
-                   f"\"{exp.sentence_texts[c.sentences[0]]}\"")
+        click.echo(
+            f'      hard cluster {d["cluster"]} ({len(c.indices)} images): "{exp.sentence_texts[c.sentences[0]]}"'
+        )
         if share:
-            click.echo(f"      holds for {share['hard_share']:.0%} of the hypothesis, {share['easy_share']:.1%} of the "
-                       f"easy images; description score {d['score']:.2f}")
+            click.echo(
+                f"      holds for {share['hard_share']:.0%} of the hypothesis, {share['easy_share']:.1%} of the "
+                f"easy images; description score {d['score']:.2f}"
+            )
 
 
 def _write_demo_inputs(folder, analysis):
@@ -123,20 +141,40 @@ def _write_demo_inputs(folder, analysis):
     tau = analysis.result.explanations[next(iter(analysis.result.explanations))].params["tau"]
     img = np.asarray(analysis.embeddings, dtype=np.float32)
     sen = np.asarray(analysis.sentence_embeddings, dtype=np.float32)
-    write_embeddings(folder / "image_embeddings.npy", img,
-                     make_provenance("image_embeddings", img, identity=enc, spec="spotcheck", tau=tau))
-    write_embeddings(folder / "sentence_embeddings.npy", sen,
-                     make_provenance("sentence_embeddings", sen, identity=enc, spec="spotcheck", tau=tau,
-                                     sentences=list(r.sentences[:n_base]), sentence_set=WORLD_SENTENCE_SET))
+    write_embeddings(
+        folder / "image_embeddings.npy",
+        img,
+        make_provenance("image_embeddings", img, identity=enc, spec="spotcheck", tau=tau),
+    )
+    write_embeddings(
+        folder / "sentence_embeddings.npy",
+        sen,
+        make_provenance(
+            "sentence_embeddings",
+            sen,
+            identity=enc,
+            spec="spotcheck",
+            tau=tau,
+            sentences=list(r.sentences[:n_base]),
+            sentence_set=WORLD_SENTENCE_SET,
+        ),
+    )
     np.save(folder / "relevance.npy", analysis.relevance[:, :n_base])
     grammar = load_grammar("spotcheck")
     sentences, conditions, _ = generate(grammar)
     if list(sentences) != list(r.sentences[:n_base]):
         raise click.ClickException("internal: the demo's sentences are not the SpotCheck grammar's")
-    write_grammar_set(folder / "sentences.txt", grammar, sentences, conditions, max_conditions=grammar.max_conditions,
-                      source_ref="spotcheck")
+    write_grammar_set(
+        folder / "sentences.txt",
+        grammar,
+        sentences,
+        conditions,
+        max_conditions=grammar.max_conditions,
+        source_ref="spotcheck",
+    )
     pd.DataFrame({"image": r.image_ids, "confidence": r.confidence, "performance": r.performance}).to_csv(
-        folder / "predictions.csv", index=False)
+        folder / "predictions.csv", index=False
+    )
 
 
 @cli.group()
@@ -147,8 +185,13 @@ def spotcheck():
 @spotcheck.command("generate")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), required=True)
-@click.option("--blindspots", "n_blindspots", type=click.IntRange(1, 3), default=None,
-              help="Number of blindspots [default: 1-3 at random].")
+@click.option(
+    "--blindspots",
+    "n_blindspots",
+    type=click.IntRange(1, 3),
+    default=None,
+    help="Number of blindspots [default: 1-3 at random].",
+)
 @click.option("--rollable", "n_rollable", type=int, default=None, help="Rollable attributes [default: 6-8].")
 @click.option("--arch", type=click.Choice(["cnn", "resnet18"]), default="cnn", show_default=True)
 @click.pass_context
@@ -162,10 +205,16 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
 
     check_writable_folder(out, "--out")  # before the world is drawn and its classifier trained
     try:
-        ec = make_ec(seed, n_blindspots=n_blindspots, n_rollable=n_rollable, arch=arch, log=_log,
-                     device=ctx.obj["device"] or "cpu")
+        ec = make_ec(
+            seed,
+            n_blindspots=n_blindspots,
+            n_rollable=n_rollable,
+            arch=arch,
+            log=log,
+            device=ctx.obj["device"] or "cpu",
+        )
     except (UnsatisfiableError, RuntimeError) as exc:
-        _fail(exc)
+        fail(exc)
     ec.save(out)
     for i, d in enumerate(ec.describe_blindspots()):
         click.echo(f"blindspot {i}: {d}")
@@ -176,30 +225,71 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
 @click.option("--n-ecs", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--first-seed", type=int, default=0, show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), default="lbee_out/bench", show_default=True)
-@click.option("--protocol", type=click.Choice(["paper", "lbee"]), default="paper", show_default=True,
-              help="paper: uniform splits (400/50/50 per attribute combination), positives only, at most 10 "
-                   "hypotheses, model verified at >= 0.99 / <= 0.05; lbee: the earlier enriched world, whole test "
-                   "set, 15 hard clusters.")
-@click.option("--per-combination", default=None, metavar="TRAIN,VAL,TEST",
-              help="Images per attribute combination (paper protocol) [default: 400,50,50]; smaller for a "
-                   "reduced run.")
-@click.option("--train-enrich", type=click.FloatRange(0, 0.9), default=None,
-              help="Extra training images inside the blindspots, as a fraction of train (a training aid; the "
-                   "test split stays uniform) [default: 0].")
+@click.option(
+    "--protocol",
+    type=click.Choice(["paper", "lbee"]),
+    default="paper",
+    show_default=True,
+    help="paper: uniform splits (400/50/50 per attribute combination), positives only, at most 10 "
+    "hypotheses, model verified at >= 0.99 / <= 0.05; lbee: the earlier enriched world, whole test "
+    "set, 15 hard clusters.",
+)
+@click.option(
+    "--per-combination",
+    default=None,
+    metavar="TRAIN,VAL,TEST",
+    help="Images per attribute combination (paper protocol) [default: 400,50,50]; smaller for a reduced run.",
+)
+@click.option(
+    "--train-enrich",
+    type=click.FloatRange(0, 0.9),
+    default=None,
+    help="Extra training images inside the blindspots, as a fraction of train (a training aid; the "
+    "test split stays uniform) [default: 0].",
+)
 @click.option("--epochs", type=click.IntRange(min=1), default=12, show_default=True)
 @click.option("--arch", type=click.Choice(["cnn", "resnet18"]), default="cnn", show_default=True)
-@click.option("--min-outside", type=click.FloatRange(0, 1), default=None,
-              help="Verification: accuracy outside the blindspots [default: 0.99 paper, 0.9 lbee].")
-@click.option("--max-inside", type=click.FloatRange(0, 1), default=None,
-              help="Verification: accuracy inside each blindspot [default: 0.05 paper, 0.2 lbee].")
-@click.option("--slicers/--no-slicers", default=True, show_default=True,
-              help="Also run Domino and PlaneSpot (PlaneSpot's scvis takes ~30 s an EC on one core).")
-@click.option("--worlds", type=click.Path(file_okay=False), default=None,
-              help="Keep each EC (renders and trained classifier) in this folder and reuse it: a rerun with another "
-                   "encoder or describer (and a new --out) analyses the same worlds without training them again.")
+@click.option(
+    "--min-outside",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Verification: accuracy outside the blindspots [default: 0.99 paper, 0.9 lbee].",
+)
+@click.option(
+    "--max-inside",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Verification: accuracy inside each blindspot [default: 0.05 paper, 0.2 lbee].",
+)
+@click.option(
+    "--slicers/--no-slicers",
+    default=True,
+    show_default=True,
+    help="Also run Domino and PlaneSpot (PlaneSpot's scvis takes ~30 s an EC on one core).",
+)
+@click.option(
+    "--worlds",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Keep each EC (renders and trained classifier) in this folder and reuse it: a rerun with another "
+    "encoder or describer (and a new --out) analyses the same worlds without training them again.",
+)
 @click.pass_context
-def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, train_enrich, epochs, arch, min_outside,
-                    max_inside, slicers, worlds):
+def spotcheck_bench(
+    ctx,
+    n_ecs,
+    first_seed,
+    out,
+    protocol,
+    per_combination,
+    train_enrich,
+    epochs,
+    arch,
+    min_outside,
+    max_inside,
+    slicers,
+    worlds,
+):
     """Run N ECs and write bench.csv / bench.md (resumes from ECs already done; a failing EC is recorded).
 
     Each EC's classifier trains on the CPU unless lbee's --device names another ("lbee --device cuda spotcheck
@@ -207,8 +297,8 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
     """
     from tqdm.auto import tqdm
 
-    from ..encoders import create_encoder
-    from ..spotcheck._bench import failure_notes, run_benchmark, summarize, write_tables
+    from ..bench import failure_notes, run_benchmark, summarize, write_tables
+    from ..run.models import load_encoder
 
     require_extra("spotcheck", needed_for="lbee spotcheck bench")
     check_writable_folder(out, "--out")
@@ -219,19 +309,31 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
         try:
             kwargs["per_combination"] = tuple(int(x) for x in per_combination.split(","))
         except ValueError:
-            raise click.BadParameter(f"expected three integers TRAIN,VAL,TEST; received {per_combination!r}",
-                                     param_hint="--per-combination") from None
+            raise click.BadParameter(
+                f"expected three integers TRAIN,VAL,TEST; received {per_combination!r}", param_hint="--per-combination"
+            ) from None
         if len(kwargs["per_combination"]) != 3 or min(kwargs["per_combination"]) < 1:
-            raise click.BadParameter(f"expected three positive integers; received {per_combination!r}",
-                                     param_hint="--per-combination")
+            raise click.BadParameter(
+                f"expected three positive integers; received {per_combination!r}", param_hint="--per-combination"
+            )
     for name, value in (("train_enrich", train_enrich), ("min_outside", min_outside), ("max_inside", max_inside)):
         if value is not None:
             kwargs[name] = value
-    enc = create_encoder("spotcheck", device=ctx.obj["device"])
+    enc = load_encoder("spotcheck", device=ctx.obj["device"])
     progress = (lambda it: tqdm(it, desc="ECs", unit="EC")) if ctx.obj["progress"] else None
-    records = run_benchmark(n_ecs, out, encoder=enc, first_seed=first_seed, progress=progress, log=_log,
-                            protocol=protocol, device=ctx.obj["device"] or "cpu", with_slicers=slicers, worlds=worlds,
-                            **kwargs)
+    records = run_benchmark(
+        n_ecs,
+        out,
+        encoder=enc,
+        first_seed=first_seed,
+        progress=progress,
+        log=log,
+        protocol=protocol,
+        device=ctx.obj["device"] or "cpu",
+        with_slicers=slicers,
+        worlds=worlds,
+        **kwargs,
+    )
     if not records:
         raise LbeeError("No EC could be generated.")
     click.echo(write_tables(summarize(records), out, failure_notes(records)))
@@ -240,10 +342,18 @@ def spotcheck_bench(ctx, n_ecs, first_seed, out, protocol, per_combination, trai
 
 @cli.command("compare-pak")
 @click.argument("explanation", type=click.Path(exists=True))
-@click.option("--embeddings", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="(n, d) .npy embeddings of the evaluation set.")
-@click.option("--partitions", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="(n, t) boolean .npy ground-truth partitions of the evaluation set.")
+@click.option(
+    "--embeddings",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="(n, d) .npy embeddings of the evaluation set.",
+)
+@click.option(
+    "--partitions",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="(n, t) boolean .npy ground-truth partitions of the evaluation set.",
+)
 @click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True)
 def compare_pak(explanation, embeddings, partitions, k):
     """P@K of another set assigned to an explanation's easy ∪ hard prototypes (LBEE appendix B protocol)."""
@@ -260,5 +370,5 @@ def compare_pak(explanation, embeddings, partitions, k):
         exp = next(iter(exps.values()))
         value = prototype_precision_at_k(exp, np.load(embeddings), np.load(partitions), k=k)
     except (ValueError, TypeError, OSError) as exc:
-        _fail(exc)
+        fail(exc)
     click.echo(f"P@{k} = {value:.3f}")

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from ._captions import sample_caption
 from ._classifier import domino_synthetic_predictions, predict, train_classifier, verify_blindspots
-from ._configuration import CorruptECError, ExperimentalConfiguration
-from ._ec import make_ec
+from ._configuration import EC_VERSION, CorruptECError, ExperimentalConfiguration
+from ._ec import PAPER_WORLD, make_ec
 from ._render import COLORS, render
 from ._sentences import relevance_matrix, spotcheck_sentences
 from ._world import ATTRIBUTES, Blindspot, DatasetDefinition, UnsatisfiableError, sample_blindspots, sample_dataset
@@ -35,6 +35,8 @@ def __getattr__(name):
 __all__ = [
     "ATTRIBUTES",
     "COLORS",
+    "EC_VERSION",
+    "PAPER_WORLD",
     "Blindspot",
     "CorruptECError",
     "DatasetDefinition",

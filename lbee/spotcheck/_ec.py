@@ -20,11 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-# predict and domino_synthetic_predictions are re-exported: they lived here (lbee.spotcheck._analysis imports predict).
-from ._classifier import domino_synthetic_predictions, predict, train_classifier, verify_blindspots  # noqa: F401
-
-# The EC and its folder are re-exported too (lbee.spotcheck._bench imports them from here).
-from ._configuration import EC_VERSION, SPLITS, CorruptECError, ExperimentalConfiguration  # noqa: F401
+from ._classifier import train_classifier, verify_blindspots
+from ._configuration import SPLITS, ExperimentalConfiguration
 from ._generation import generate_images, generate_uniform_split
 from ._world import sample_blindspots, sample_dataset
 

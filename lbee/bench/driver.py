@@ -20,8 +20,20 @@ def mean_ci(values):
     return float(v.mean()), float(half), int(v.size)
 
 
-def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=None, with_slicers=True,
-                  protocol="paper", device="cpu", worlds=None, **ec_kwargs):
+def run_benchmark(
+    n_ecs,
+    out_dir,
+    *,
+    encoder,
+    first_seed=0,
+    progress=None,
+    log=None,
+    with_slicers=True,
+    protocol="paper",
+    device="cpu",
+    worlds=None,
+    **ec_kwargs,
+):
     """Run ``n_ecs`` ECs (seeds first_seed..), one JSON per EC in ``out_dir/ecs``; done ECs are skipped.
 
     ECs are independent, so disjoint seed ranges may run in separate processes
@@ -42,8 +54,8 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
     """
     import time
 
-    from ._analysis import analyze_ec
-    from ._ec import PAPER_WORLD, make_ec
+    from ..spotcheck import PAPER_WORLD, make_ec
+    from .analysis import analyze_ec
 
     out = Path(out_dir)
     (out / "ecs").mkdir(parents=True, exist_ok=True)
@@ -51,7 +63,7 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
     generation = world_config(protocol=protocol, **ec_kwargs)
     records = []
     seeds = range(first_seed, first_seed + n_ecs)
-    for seed in (progress(seeds) if progress else seeds):
+    for seed in progress(seeds) if progress else seeds:
         path = out / "ecs" / f"ec_{seed:04d}.json"
         if path.exists():
             try:
@@ -64,9 +76,11 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
                 old = None
             if old is not None:
                 if old.get("config") != config:
-                    raise ValueError(f"{str(path)!r} was written by a bench with another configuration "
-                                     f"({old.get('config')} vs {config}); use another --out, or remove the folder "
-                                     "to start over.")
+                    raise ValueError(
+                        f"{str(path)!r} was written by a bench with another configuration "
+                        f"({old.get('config')} vs {config}); use another --out, or remove the folder "
+                        "to start over."
+                    )
                 records.append(old)
                 continue
         t0 = time.perf_counter()
@@ -74,16 +88,29 @@ def run_benchmark(n_ecs, out_dir, *, encoder, first_seed=0, progress=None, log=N
         try:
             ec = None if worlds is None else load_world(worlds, seed, generation, log=log)
             if ec is None:
-                ec = make_ec(seed, log=log, device=device, train=True,  # every EC trains: never the demo's weights
-                             **{**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs})
+                ec = make_ec(
+                    seed,
+                    log=log,
+                    device=device,
+                    train=True,  # every EC trains: never the demo's weights
+                    **{**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs},
+                )
                 if worlds is not None:
                     save_world(ec, worlds, seed, generation)
             t1 = time.perf_counter()
-            rec.update({"ec_seed": ec.seed, "blindspots": ec.describe_blindspots(), "n_blindspots": len(ec.blindspots),
-                        "attempts": ec.verification.get("attempts", []),
-                        "verification": {k: ec.verification.get(k) for k in ("accuracy_outside", "accuracy_inside",
-                                                                               "n_inside")},
-                        "n_test": int(len(ec.images["test"])), "generate_and_train_s": t1 - t0})
+            rec.update(
+                {
+                    "ec_seed": ec.seed,
+                    "blindspots": ec.describe_blindspots(),
+                    "n_blindspots": len(ec.blindspots),
+                    "attempts": ec.verification.get("attempts", []),
+                    "verification": {
+                        k: ec.verification.get(k) for k in ("accuracy_outside", "accuracy_inside", "n_inside")
+                    },
+                    "n_test": int(len(ec.images["test"])),
+                    "generate_and_train_s": t1 - t0,
+                }
+            )
             analysis = analyze_ec(ec, encoder, with_slicers=with_slicers, protocol=protocol)
             rec.update({"analysis_s": time.perf_counter() - t1, **analysis.summary()})
         except Exception as exc:  # noqa: BLE001 - one EC's failure is recorded, never fatal to the bench
@@ -105,8 +132,9 @@ RECORD_KEYS = ("seed", "config", "scores", "failure_analysis")
 
 
 def _complete(record):
-    return isinstance(record, dict) and ("failed" in record and "seed" in record and "config" in record
-                                         or all(k in record for k in RECORD_KEYS))
+    return isinstance(record, dict) and (
+        "failed" in record and "seed" in record and "config" in record or all(k in record for k in RECORD_KEYS)
+    )
 
 
 #: 2: the SpotCheck grammar's sentences, 'compose', merged hypotheses ranked by error concentration.
@@ -118,22 +146,35 @@ def bench_config(*, protocol="paper", with_slicers=True, encoder=None, **ec_kwar
 
     ``encoder``: its weights' digest is part of the configuration (records of two encoders never mix).
     """
-    from ._ec import EC_VERSION
+    from ..spotcheck import EC_VERSION
 
     slicers = {"slicers_version": SLICERS_VERSION} if with_slicers else {}
     identity = encoder.identity() if hasattr(encoder, "identity") else {}
     weights = {"encoder_weights": identity["weights"]} if "weights" in identity else {}
-    return json.loads(json.dumps({"protocol": protocol, "ec_version": EC_VERSION, "with_slicers": with_slicers,
-                                  "describers_version": DESCRIBERS_VERSION, **slicers, **weights,
-                                  **ec_kwargs}, default=_jsonable, sort_keys=True))
+    return json.loads(
+        json.dumps(
+            {
+                "protocol": protocol,
+                "ec_version": EC_VERSION,
+                "with_slicers": with_slicers,
+                "describers_version": DESCRIBERS_VERSION,
+                **slicers,
+                **weights,
+                **ec_kwargs,
+            },
+            default=_jsonable,
+            sort_keys=True,
+        )
+    )
 
 
 def world_config(*, protocol="paper", **ec_kwargs):
     """What an EC's world and classifier depend on besides the seed (what ``worlds`` folders are matched by)."""
-    from ._ec import EC_VERSION
+    from ..spotcheck import EC_VERSION
 
-    return json.loads(json.dumps({"protocol": protocol, "ec_version": EC_VERSION, **ec_kwargs},
-                                 default=_jsonable, sort_keys=True))
+    return json.loads(
+        json.dumps({"protocol": protocol, "ec_version": EC_VERSION, **ec_kwargs}, default=_jsonable, sort_keys=True)
+    )
 
 
 WORLD_FILE = "bench_world.json"
@@ -141,7 +182,7 @@ WORLD_FILE = "bench_world.json"
 
 def load_world(worlds, seed, generation, *, log=None):
     """The EC of ``seed`` kept in ``worlds`` when it was generated with ``generation``, else None (said why)."""
-    from ._ec import CorruptECError, ExperimentalConfiguration
+    from ..spotcheck import CorruptECError, ExperimentalConfiguration
 
     folder = Path(worlds) / f"ec_{seed:04d}"
     if not (folder / WORLD_FILE).is_file():
@@ -188,13 +229,20 @@ def _jsonable(x):
 
 
 #: SpotCheck Table 2 (100 ECs, mean (standard error)); "domino-model" is app. I, Table 16.
-PAPER_TABLE2 = {"domino": ("0.64 (0.04)", "0.07 (0.01)"), "planespot-scvis": ("0.88 (0.03)", "0.02 (0.01)"),
-                "domino-model": ("0.80 (0.03) (Table 16)", "0.02 (0.01) (Table 16)"),
-                "spotlight": ("0.79 (0.03)", "0.09 (0.01)"), "barlow": ("0.43 (0.04)", "0.03 (0.01)")}
+PAPER_TABLE2 = {
+    "domino": ("0.64 (0.04)", "0.07 (0.01)"),
+    "planespot-scvis": ("0.88 (0.03)", "0.02 (0.01)"),
+    "domino-model": ("0.80 (0.03) (Table 16)", "0.02 (0.01) (Table 16)"),
+    "spotlight": ("0.79 (0.03)", "0.09 (0.01)"),
+    "barlow": ("0.43 (0.04)", "0.03 (0.01)"),
+}
 
 
 #: How the table names LBEE's hypotheses: merged pieces ranked by error concentration, and fixed-C Ward beside it.
-SLICER_LABELS = {"ward": "ward (LBEE split-and-cluster)", "ward-fixed-c": "ward, fixed C by importance (before merging)"}
+SLICER_LABELS = {
+    "ward": "ward (LBEE split-and-cluster)",
+    "ward-fixed-c": "ward, fixed C by importance (before merging)",
+}
 
 
 def summarize(records):
@@ -205,12 +253,22 @@ def summarize(records):
     slicer_names = list(dict.fromkeys(name for r in ok for name in r.get("slicers", {}))) or ["ward"]
     for name in slicer_names:
         for metric in ("DR", "FDR", "fit_s"):
-            vals = [r["slicers"][name][metric] if "slicers" in r else r.get(metric) for r in ok
-                    if "slicers" not in r or name in r["slicers"]]
+            vals = [
+                r["slicers"][name][metric] if "slicers" in r else r.get(metric)
+                for r in ok
+                if "slicers" not in r or name in r["slicers"]
+            ]
             m, h, n = mean_ci(vals)
             label = SLICER_LABELS.get(name, name)
-            rows.append({"metric": metric if metric != "fit_s" else "fit time (s)", "method": label, "mean": m,
-                         "ci95": h, "n": n})
+            rows.append(
+                {
+                    "metric": metric if metric != "fit_s" else "fit time (s)",
+                    "method": label,
+                    "mean": m,
+                    "ci95": h,
+                    "n": n,
+                }
+            )
     methods = list(ok[0]["scores"]) if ok else []
     for metric in ("AHR", "ACR", "TPR", "JI"):
         for meth in methods:
@@ -222,18 +280,40 @@ def summarize(records):
     fails = [f for r in ok for f in r["failure_analysis"]]
     for cat in ("not_returned", "found", "merged", "impure"):
         m, h, n = mean_ci([f[cat] for f in fails])
-        rows.append({"metric": f"uncovered: {cat}", "method": "ward (LBEE split-and-cluster)", "mean": m,
-                     "ci95": h, "n": n})
+        rows.append(
+            {"metric": f"uncovered: {cat}", "method": "ward (LBEE split-and-cluster)", "mean": m, "ci95": h, "n": n}
+        )
     regenerated = [r for r in records if r.get("attempts")]
-    rows.append({"metric": "ECs analysed", "method": "-", "mean": float(len(ok)), "ci95": float("nan"),
-                 "n": len(records)})
-    rows.append({"metric": "ECs failed", "method": "-", "mean": float(len(records) - len(ok)), "ci95": float("nan"),
-                 "n": len(records)})
-    rows.append({"metric": "ECs regenerated", "method": "-", "mean": float(len(regenerated)), "ci95": float("nan"),
-                 "n": len(records)})
-    rows.append({"metric": "rejected candidates", "method": "-",
-                 "mean": float(sum(len(r.get("attempts", [])) for r in records)), "ci95": float("nan"),
-                 "n": len(records)})
+    rows.append(
+        {"metric": "ECs analysed", "method": "-", "mean": float(len(ok)), "ci95": float("nan"), "n": len(records)}
+    )
+    rows.append(
+        {
+            "metric": "ECs failed",
+            "method": "-",
+            "mean": float(len(records) - len(ok)),
+            "ci95": float("nan"),
+            "n": len(records),
+        }
+    )
+    rows.append(
+        {
+            "metric": "ECs regenerated",
+            "method": "-",
+            "mean": float(len(regenerated)),
+            "ci95": float("nan"),
+            "n": len(records),
+        }
+    )
+    rows.append(
+        {
+            "metric": "rejected candidates",
+            "method": "-",
+            "mean": float(sum(len(r.get("attempts", [])) for r in records)),
+            "ci95": float("nan"),
+            "n": len(records),
+        }
+    )
     return rows
 
 
