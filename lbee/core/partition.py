@@ -203,11 +203,8 @@ class Partition:
         key = (id(index), float(tau))
         if key not in self._searches:
             lits = literal_probabilities(self.embeddings_, index.embeddings, index.conditions, tau, index.grammar)
-            self._searches = {
-                key: ComposeSearch(
-                    lits, index.grammar, np.flatnonzero(self.easy_mask_), np.flatnonzero(self.hard_mask_)
-                )
-            }
+            easy, hard = np.flatnonzero(self.easy_mask_), np.flatnonzero(self.hard_mask_)
+            self._searches = {key: ComposeSearch(lits, index.grammar, easy, hard)}
         return self._searches[key]
 
     def composed_relevance(
