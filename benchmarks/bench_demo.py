@@ -4,6 +4,7 @@ Runs `lbee demo` in a subprocess, as a user does, and timestamps each of its
 progress lines (stderr) as it arrives: start-up (imports) until the first line,
 rendering the world, the square classifier (the shipped weights checked and
 gated, or training), embedding + clustering + describing, writing the outputs.
+Each demo gets an empty embedding cache (as on a fresh clone).
 In the same run it embeds the demo's 2,000 test images with the SpotCheck
 encoder (median of 3 passes after a warm-up) and gives the demo's wall time
 as a multiple of that pass, so runs on machines of other speed or load compare.
@@ -49,6 +50,8 @@ def run_demo(seed, out, extra=()):
             stdout=stdout,
             stderr=subprocess.PIPE,
             text=True,
+            # an empty embedding cache, as on a fresh clone
+            env={**os.environ, "LBEE_CACHE_DIR": str(Path(out) / "cache")},
         )
         for line in proc.stderr:
             m = STEP.match(line.strip())
