@@ -107,6 +107,30 @@ def test_a_piece_is_described_by_its_failure_not_by_what_makes_it_a_piece():
     assert found[0].concentration > 0.95 and found[0].region_counts[0] > 1.5 * len(piece)
 
 
+def test_pruning_drops_a_literal_the_failure_does_not_need_and_keeps_those_it_does():
+    """Backward elimination: a state that says one condition too many ("a *small* square", the size independent of
+    the failure) loses it; the planted conditions each cost more than noise to drop, so they stay."""
+    from lbee.core.compose import _State
+
+    values, lits = planted_world(seed=1)
+    planted = {("square", "color"): "orange", ("circle", "presence"): "false", ("background", "texture"): "noise"}
+    hard = holds(values, planted)
+    search = ComposeSearch(lits, G, np.flatnonzero(~hard), np.flatnonzero(hard))
+    group = np.flatnonzero(hard)
+    index = {key: j for j, key in enumerate(search.keys)}
+    extra = {**planted, ("square", "size"): "small"}
+    chosen = [index[item] for item in extra.items()]
+    p = search.region(chosen)
+    state = _State(extra, tuple(chosen), p[group], p[search.hard], p[search.easy], 0.0)
+    (pruned,) = search._pruned([state], group)
+    assert pruned.conds == planted
+    h, e = search.counts(search.region(pruned.lits))
+    assert h > 0.9 * len(group) and e < 0.01 * len(search.easy)
+    # a state of exactly the planted conditions is left as it is
+    (same,) = search._pruned([pruned], group)
+    assert same.conds == planted
+
+
 def test_merging_keeps_each_failure_whole_and_never_merges_two():
     values, lits = planted_world(n=4000, seed=2)
     a = {("square", "color"): "orange", ("circle", "presence"): "false", ("background", "texture"): "noise"}

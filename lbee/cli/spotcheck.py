@@ -111,6 +111,7 @@ def _echo_named_blindspots(ec, analysis):
         click.echo(f"  [{d['blindspot']}] {text}")
         if not d["covered"]:
             click.echo("      not found (no hypothesis covers 80 % of it with 80 % precision)")
+            _echo_overlap(exp, ec, analysis, d["blindspot"])
             continue
         c = exp.hard_clusters[d["cluster"]]
         share = c.details[0] if c.details else {}
@@ -122,6 +123,28 @@ def _echo_named_blindspots(ec, analysis):
                 f"      holds for {share['hard_share']:.0%} of the hypothesis, {share['easy_share']:.1%} of the "
                 f"easy images; description score {d['score']:.2f}"
             )
+
+
+def _echo_overlap(exp, ec, analysis, blindspot):
+    """The hypothesis holding most of a blindspot that has none of its own, with its first 'compose' sentence."""
+    import numpy as np
+
+    inside = np.flatnonzero(ec.membership("test")[analysis.rows][:, blindspot])
+    best = max(
+        range(len(exp.hard_clusters)),
+        key=lambda i: len(np.intersect1d(exp.hard_clusters[i].indices, inside)),
+        default=None,
+    )
+    if best is None or not len(inside):
+        return
+    c = exp.hard_clusters[best]
+    both = len(np.intersect1d(c.indices, inside))
+    if both == 0:
+        return
+    click.echo(
+        f"      hard cluster {best} ({len(c.indices)} images) holds {both / len(inside):.0%} of it, and its images "
+        f'are {both / len(c.indices):.0%} this blindspot: "{exp.sentence_texts[c.sentences[0]]}"'
+    )
 
 
 def _write_demo_inputs(folder, analysis):

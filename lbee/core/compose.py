@@ -67,6 +67,8 @@ DEFAULT_MIN_CONDITIONAL = 0.85
 #: The family-wise false-addition rate of one step (Bonferroni over the literals).
 DEFAULT_ALPHA = 0.05
 SMOOTH = 0.5
+#: The best states per returned description that are pruned (:meth:`ComposeSearch._pruned`) before choosing.
+PRUNED_PER_K = 4
 
 
 @dataclass
@@ -282,6 +284,7 @@ class ComposeSearch:
         if not pool:
             return self._fallback(group, sets["group"][0], twin, k)
         pool.sort(key=lambda s: (-s.lift, -len(s.conds)))
+        pool = self._pruned(pool[: PRUNED_PER_K * k], group)
         chosen = [pool[0]]
         for s in pool[1:]:
             if len(chosen) >= k:
@@ -297,6 +300,63 @@ class ComposeSearch:
                 continue
             chosen.append(s)
         return [self._describe(s, n_g, twin) for s in chosen]
+
+    def _pruned(self, states: list[_State], group: IntArray) -> list[_State]:
+        """``states`` with each literal the failure does not need removed, deduplicated, best lift first.
+
+        The beam adds the literal of best lift a step, and an early literal
+        that a later one makes redundant stays ("a *small* square", when the
+        square's size only correlates with the failure's other conditions).
+        Backward elimination with the search's own gate: while some literal's
+        removal lowers the lift by no more than z σ (σ as for adding it back),
+        the one whose removal costs least goes.
+        """
+        out: dict[frozenset[tuple[Key, str]], _State] = {}
+        for s in states:
+            lits = list(s.lits)
+            while len(lits) > 1:
+                full = self.region(lits)
+                h, e = self.counts(full)
+                lift = float(_lift(h, e, self.n_hard, self.n_easy))
+                best: tuple[float, int] | None = None
+                for j in lits:
+                    rest = [x for x in lits if x != j]
+                    if j in self.literals.closure(rest):
+                        continue  # presupposed by a literal that stays
+                    parent = int(self._parent[j])
+                    if parent >= 0 and parent not in self.literals.closure(rest):
+                        rest.append(parent)  # "a small rectangle" generalises to "a rectangle"
+                    h2, e2 = self.counts(self.region(rest))
+                    keep = min(max((h + e) / max(h2 + e2, 1e-9), 0.0), 1.0)
+                    gate = self.z * np.sqrt((1.0 - keep) * (1.0 / (h + SMOOTH) + 1.0 / (e + SMOOTH)))
+                    margin = lift - float(_lift(h2, e2, self.n_hard, self.n_easy)) - gate
+                    if margin <= 0 and (best is None or margin < best[0]):
+                        best = (margin, j)
+                if best is None:
+                    break
+                j = best[1]
+                lits.remove(j)
+                parent = int(self._parent[j])
+                if parent >= 0 and parent not in self.literals.closure(lits):
+                    lits.append(parent)
+            if sorted(lits) == sorted(s.lits):
+                state = s
+            else:
+                p = self.region(lits)
+                h, e = self.counts(p)
+                conds = {self.keys[j][0]: self.keys[j][1] for j in lits}
+                state = _State(
+                    conds,
+                    tuple(lits),
+                    p[group],
+                    p[self.hard],
+                    p[self.easy],
+                    float(_lift(h, e, self.n_hard, self.n_easy)),
+                )
+            sig = frozenset(self.grammar.canonical(state.conds).items())
+            if sig not in out or out[sig].lift < state.lift:
+                out[sig] = state
+        return sorted(out.values(), key=lambda s: (-s.lift, -len(s.conds)))
 
     def _describe(self, s: _State, n_g: int, twin: ArrayLike | None) -> Conjunction:
         twin_share = None
