@@ -168,6 +168,7 @@ class ComposeSearch:
         # presupposition is in it, the first before
         self.probs = np.asarray(literals.probs, dtype=np.float32)
         self.cond = np.asarray(literals.cond, dtype=np.float32)
+        self._cond_t = np.ascontiguousarray(self.cond.T)  # (L, n): a literal's column read contiguously
         self._parent = np.asarray(literals.parent)
         self._sets = {
             name: (np.ascontiguousarray(self.probs[idx]), np.ascontiguousarray(self.cond[idx]))
@@ -191,7 +192,7 @@ class ComposeSearch:
         """P(conjunction of ``lits``) for every image, shape (n,)."""
         p = np.ones(self.probs.shape[0], np.float32)
         for j in self.literals.closure(lits):
-            p = p * self.cond[:, j]
+            p *= self._cond_t[j]
         return p
 
     def counts(self, p: Vector) -> tuple[float, float]:
@@ -312,11 +313,18 @@ class ComposeSearch:
         the one whose removal costs least goes.
         """
         out: dict[frozenset[tuple[Key, str]], _State] = {}
+        memo: dict[frozenset[int], tuple[float, float]] = {}
+
+        def counts(lits: list[int]) -> tuple[float, float]:
+            key = frozenset(self.literals.closure(lits))
+            if key not in memo:
+                memo[key] = self.counts(self.region(lits))
+            return memo[key]
+
         for s in states:
             lits = list(s.lits)
             while len(lits) > 1:
-                full = self.region(lits)
-                h, e = self.counts(full)
+                h, e = counts(lits)
                 lift = float(_lift(h, e, self.n_hard, self.n_easy))
                 best: tuple[float, int] | None = None
                 for j in lits:
@@ -326,7 +334,7 @@ class ComposeSearch:
                     parent = int(self._parent[j])
                     if parent >= 0 and parent not in self.literals.closure(rest):
                         rest.append(parent)  # "a small rectangle" generalises to "a rectangle"
-                    h2, e2 = self.counts(self.region(rest))
+                    h2, e2 = counts(rest)
                     keep = min(max((h + e) / max(h2 + e2, 1e-9), 0.0), 1.0)
                     gate = self.z * np.sqrt((1.0 - keep) * (1.0 / (h + SMOOTH) + 1.0 / (e + SMOOTH)))
                     margin = lift - float(_lift(h2, e2, self.n_hard, self.n_easy)) - gate
