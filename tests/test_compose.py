@@ -86,11 +86,31 @@ def test_beam_search_finds_a_planted_three_condition_failure():
     found = search.search(np.flatnonzero(hard), k=3)
     assert found[0].conditions == planted
     assert found[0].hard_share > 0.8 and found[0].easy_share < 0.01
-    assert len(found) == 3 and all(f.hard_share >= 0.75 for f in found)
+    assert 1 <= len(found) <= 3 and all(f.hard_share >= 0.75 for f in found)
+    # an alternative has a lower lift and covers more of the hard split than every sentence above it
+    for above, below in zip(found, found[1:]):
+        assert below.lift <= above.lift and below.region_counts[0] > above.region_counts[0]
     # never two contradictory sentences
     for a in found:
         for b in found:
             assert all(b.conditions.get(k, v) == v for k, v in a.conditions.items())
+
+
+def test_alternatives_cover_more_of_the_hard_split_and_narrower_ones_are_dropped():
+    """The sentences after the first trade concentration for coverage: with half of the orange squares without a
+    circle failing on any background, the failure's three conditions come first and the broader 'an orange square
+    but no circle' second; one dominated by them (lower lift, no more coverage) is not returned."""
+    values, lits = planted_world()
+    planted = {("square", "color"): "orange", ("circle", "presence"): "false", ("background", "texture"): "noise"}
+    broader = {("square", "color"): "orange", ("circle", "presence"): "false"}
+    core = holds(values, planted)
+    hard = core | (holds(values, broader) & (np.random.default_rng(0).random(len(core)) < 0.5))
+    search = ComposeSearch(lits, G, np.flatnonzero(~hard))
+    found = search.search(np.flatnonzero(core), k=3)
+    # 'an orange square on a noisy background' has a lower lift than the first and covers no more hard images
+    # than the second: dominated, not returned
+    assert [f.conditions for f in found] == [planted, broader]
+    assert found[1].region_counts[0] > 1.3 * found[0].region_counts[0] and found[1].lift < found[0].lift
 
 
 def test_a_piece_is_described_by_its_failure_not_by_what_makes_it_a_piece():

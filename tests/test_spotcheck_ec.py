@@ -20,8 +20,8 @@ from lbee.spotcheck import (
 @pytest.mark.xfail(
     strict=True,
     reason="issue 22, open: the demo world's compose description score is 0.17. Blindspot 0 is one hypothesis, named "
-    "in full; the model fails on the whole 'no circle, clean white background, square below the centre' region (15 of "
-    "the 17 test images of the other rectangle x text combinations are hard too), so blindspots 1 and 2 are one "
+    "in full; the model fails on the whole 'no circle, clean white background, square below the centre' region (the 15 "
+    "test images of the other two rectangle x text combinations are hard too), so blindspots 1 and 2 are one "
     "hypothesis and neither is found on its own",
 )
 def test_demo_names_each_true_blindspot(demo_run):

@@ -285,13 +285,18 @@ class ComposeSearch:
         if not pool:
             return self._fallback(group, sets["group"][0], twin, k)
         pool.sort(key=lambda s: (-s.lift, -len(s.conds)))
-        pool = self._pruned(pool[: PRUNED_PER_K * k], group)
+        head = PRUNED_PER_K * k
+        pool = sorted(self._pruned(pool[:head], group) + pool[head:], key=lambda s: (-s.lift, -len(s.conds)))
         chosen = [pool[0]]
+        covered = float(pool[0].h.sum())
         for s in pool[1:]:
             if len(chosen) >= k:
                 break
             if any(self.grammar.canonical(s.conds) == self.grammar.canonical(c.conds) for c in chosen):
                 continue
+            h = float(s.h.sum())
+            if h <= covered + self.z * np.sqrt(covered + SMOOTH):
+                continue  # dominated: a lower lift without covering more of the hard split beyond noise
             merged = {}
             for c in chosen:
                 merged.update(c.conds)
@@ -300,6 +305,7 @@ class ComposeSearch:
             if clash or self.grammar.contradiction(self.grammar.implied(merged)) is not None:
                 continue
             chosen.append(s)
+            covered = h
         return [self._describe(s, n_g, twin) for s in chosen]
 
     def _pruned(self, states: list[_State], group: IntArray) -> list[_State]:
