@@ -130,6 +130,14 @@ def test_description_score_rewards_naming_the_conditions():
     assert score == pytest.approx(1.0) and details[0]["recall"] == 1.0
     half = [idx["An image with an orange circle"]]
     assert description_score(memb, hyps, lambda i: half, rel, conditions, [bs])[0] == pytest.approx(2 / 3)
+    # the variant beside it: with K = 3 slots, one true sentence of one returned counts a third
+    score, details = description_score(memb, hyps, lambda i: half, rel, conditions, [bs], slots=3)
+    assert details[0]["truthfulness"] == pytest.approx(1 / 3) and score == pytest.approx(2 / 9)
+    # three sentences returned: the variant is the score
+    three = [*good, idx["An image with a blue circle"]]
+    assert description_score(memb, hyps, lambda i: three, rel, conditions, [bs], slots=3)[0] == pytest.approx(
+        description_score(memb, hyps, lambda i: three, rel, conditions, [bs])[0]
+    )
 
 
 def test_description_score_gives_nothing_for_generic_or_false_sentences():

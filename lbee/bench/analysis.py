@@ -61,6 +61,8 @@ class ECAnalysis:
     rows: np.ndarray | None = None
     protocol: str = "paper"
     description_details: dict = field(default_factory=dict)
+    #: variants of the description score, beside it: {variant: {method: score}}
+    description_variants: dict = field(default_factory=dict)
 
     def summary(self):
         return {
@@ -71,6 +73,7 @@ class ECAnalysis:
             "FDR": self.fdr,
             "description_score": self.description_score,
             "description_details": self.description_details,
+            "description_variants": self.description_variants,
             "failure_analysis": self.failures,
             "slicers": self.slicers,
         }
@@ -205,6 +208,22 @@ def analyze_ec(
         )
         for d in details[m]:  # the hard cluster of the covering hypothesis
             d["cluster"] = None if d["group"] is None else int(order[d["group"]])
+    # beside the score, never instead: the first sentence alone (K = 1), and missing sentences counted untrue
+    variants = {
+        name: {
+            m: description_score(
+                memb,
+                hyps,
+                lambda i, e=e, top=top: e.hard_clusters[order[i]].sentences[:top],
+                rel,
+                named,
+                ec.blindspots,
+                slots=slots,
+            )[0]
+            for m, e in exps.items()
+        }
+        for name, top, slots in (("first sentence", 1, None), ("missing sentences untrue", k, k))
+    }
     default_ids = [f"images/test/{i:05d}.png" for i in rows]
     result.image_ids = list(image_ids if image_ids is not None else default_ids)
     result.extra = {
@@ -262,4 +281,5 @@ def analyze_ec(
         rows,
         protocol,
         details,
+        variants,
     )

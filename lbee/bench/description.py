@@ -20,6 +20,7 @@ def description_score(
     lambda_r=0.8,
     true_of=0.8,
     specific=0.3,
+    slots=None,
 ):
     """How well the sentences of the group covering each true blindspot describe it (beyond the papers).
 
@@ -50,6 +51,10 @@ def description_score(
     conditions : list of dict
         Each sentence's conditions ``{(layer, attribute): value}``.
     blindspots : list of Blindspot
+    slots : int, optional
+        A variant, reported beside the score, never instead: truthfulness
+        over ``max(slots, number of sentences)``, so a method that returns
+        fewer than K sentences counts the missing ones as untrue.
 
     Returns
     -------
@@ -95,7 +100,7 @@ def description_score(
             if defining.get(key) == v
         }
         recall = len(named) / len(defining) if defining else 1.0
-        truth = float(np.mean(true_))
+        truth = float(np.sum(true_)) / max(len(true_), slots or 0)
         entry.update(recall=recall, truthfulness=truth, score=recall * truth, named=sorted(map(list, named)))
     score = float(np.mean([d["score"] for d in details])) if details else float("nan")
     return score, details

@@ -277,6 +277,11 @@ def summarize(records):
     for meth in methods:
         m, h, n = mean_ci([r.get("description_score", r.get("description_accuracy", {})).get(meth) for r in ok])
         rows.append({"metric": "description score", "method": meth, "mean": m, "ci95": h, "n": n})
+    variants = list(dict.fromkeys(v for r in ok for v in r.get("description_variants", {})))
+    for variant in variants:  # beside the score, never instead (lbee.bench.analysis)
+        for meth in methods:
+            m, h, n = mean_ci([r.get("description_variants", {}).get(variant, {}).get(meth) for r in ok])
+            rows.append({"metric": f"description score ({variant})", "method": meth, "mean": m, "ci95": h, "n": n})
     fails = [f for r in ok for f in r["failure_analysis"]]
     for cat in ("not_returned", "found", "merged", "impure"):
         m, h, n = mean_ci([f[cat] for f in fails])
