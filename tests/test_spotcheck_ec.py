@@ -19,10 +19,10 @@ from lbee.spotcheck import (
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 22, open: the demo world's compose description score is 0.33. Blindspot 0 is one hypothesis, named "
-    "in full (1.0); the model fails on the whole 'no circle, clean white background, square below the centre' region (the 15 "
-    "test images of the other two rectangle x text combinations are hard too), so blindspots 1 and 2 are one "
-    "hypothesis and neither is found on its own",
+    reason="issue 22, open: the demo world's compose description score is 0.33. Blindspot 0 is one hypothesis, "
+    "named in full (1.0); the model fails on the whole 'no circle, clean white background, square below the centre' "
+    "region (the 15 test images of the other two rectangle x text combinations are hard too), so blindspots 1 and 2 "
+    "are one hypothesis and neither is found on its own",
 )
 def test_demo_names_each_true_blindspot(demo_run):
     out, _ = demo_run
