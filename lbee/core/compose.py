@@ -150,7 +150,7 @@ class ComposeSearch:
         min_conditional: float = DEFAULT_MIN_CONDITIONAL,
         alpha: float = DEFAULT_ALPHA,
     ) -> None:
-        from scipy.stats import norm
+        from statistics import NormalDist  # the quantile without importing scipy.stats (half a second)
 
         self.literals, self.grammar = literals, grammar
         self.beam, self.max_conditions = int(beam), int(max_conditions)
@@ -175,7 +175,7 @@ class ComposeSearch:
             for name, idx in (("hard", self.hard), ("easy", self.easy))
         }
         self.n_hard, self.n_easy = max(len(self.hard), 1), max(len(self.easy), 1)
-        self.z = float(norm.isf(float(alpha) / max(len(self.keys), 1)))
+        self.z = -NormalDist().inv_cdf(float(alpha) / max(len(self.keys), 1))
 
     # ---- conjunctions --------------------------------------------------------------------------------------
     def _given(self, lits: Sequence[int]) -> npt.NDArray[np.bool_]:
