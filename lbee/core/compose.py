@@ -32,8 +32,12 @@ keeping the ``beam`` best states. A literal is added only when
 * it contradicts nothing already said (another value of the same attribute,
   an attribute of an object said absent, a clause whose subject is absent).
 
-The K best states that do not contradict one another are returned with their
-shares of G, of the easy set and of the twin. Nothing is enumerated: each
+The best states are pruned (backward elimination with the same gate: a
+literal goes when dropping it costs no more than z σ of lift), and up to K
+are returned with their shares of G, of the easy set and of the twin: the
+best, then alternatives that contradict none above them and cover more of
+the hard split than each of them by more than z √h (a lower lift is worth
+reading only if it buys coverage). Nothing is enumerated: each
 step is three matrix products, (beam × n)·(n × L) over G, H and E, so a
 50-atom grammar searched to 6 conditions costs max_conditions × beam × n × L
 multiply-adds per group.
@@ -214,7 +218,7 @@ class ComposeSearch:
 
     # ---- the search ----------------------------------------------------------------------------------------
     def search(self, group: ArrayLike, *, twin: ArrayLike | None = None, k: int = 3) -> list[Conjunction]:
-        """The ``k`` best non-contradictory conjunctions for ``group`` (indices into n), best first.
+        """Up to ``k`` non-contradictory conjunctions for ``group`` (indices into n), best first.
 
         Returns
         -------
