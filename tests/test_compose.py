@@ -78,6 +78,49 @@ def test_composed_relevance_is_a_product_with_negation():
         conjunction_probability(lits, {("text", "presence"): "true"}, G)
 
 
+@pytest.mark.parametrize("leak", [True, False])
+def test_a_value_seen_through_loose_binding_is_not_taken_for_its_subject(leak):
+    """'small circle' scoring high beside small text (a loosely binding encoder) is text's size, not the circle's."""
+    conds = [
+        {("circle", "presence"): "true"},
+        {("text", "presence"): "true"},
+        {("circle", "size"): "small"},
+        {("circle", "size"): "normal"},
+        {("text", "size"): "normal"},
+        {("text", "size"): "large"},
+    ]
+    rng = np.random.default_rng(2)
+    n = 1200
+    circle, text = rng.random(n) < 0.7, rng.random(n) < 0.5
+    small_text = text & (rng.random(n) < 0.5)
+    # leak: every circle is large, but "small circle" fires beside small text; else circles differ in size
+    small_circle = small_text if leak else circle & (rng.random(n) < 0.5)
+    x = np.stack(
+        [
+            np.where(circle, 0.6, 0.1),
+            np.where(text, 0.6, 0.1),
+            np.where(small_circle, 0.45, 0.2),
+            np.where(small_circle & ~np.array(leak), 0.2, 0.4),
+            np.where(small_text, 0.5, 0.2),
+            np.where(text & ~small_text, 0.5, 0.2),
+        ],
+        1,
+    )
+    x += rng.normal(0, 0.02, x.shape)
+    lits = literal_probabilities(x, np.eye(6), conds, tau=0.3, grammar=G)
+    col = lits.index()
+    small = lits.probs[:, col[(("circle", "size"), "small")]]
+    text_normal = lits.probs[:, col[(("text", "size"), "normal")]]
+    assert lits.calibration[col[(("text", "size"), "normal")]] == "contrast-mixture"
+    assert ((text_normal >= 0.5) == small_text).mean() > 0.98  # text's size stays text's
+    if leak:
+        assert lits.calibration[col[(("circle", "size"), "small")]] == "contrast-unbound"
+        assert small.max() < 0.5  # no circle is said to be small
+    else:  # independent sizes agree on half the images: left alone
+        assert lits.calibration[col[(("circle", "size"), "small")]] == "contrast-mixture"
+        assert ((small >= 0.5) == small_circle).mean() > 0.98
+
+
 def test_beam_search_finds_a_planted_three_condition_failure():
     values, lits = planted_world()
     planted = {("square", "color"): "orange", ("circle", "presence"): "false", ("background", "texture"): "noise"}

@@ -29,7 +29,9 @@ value — are embedded. For atom a and image i:
    contrast, "an orange square" scores like "a square" in a world of blue
    squares. P(blue square) = P(square) · P(blue | square); a value that
    presupposes another literal (a clause about the square) is likewise
-   conditioned on it.
+   conditioned on it. A value whose split is another subject's value seen
+   through the encoder's loose binding ("small circle" firing beside small
+   text) is taken as constant too (:func:`_unbound_values`).
 3. **Negation**: "no X" is 1 − P(X present).
 4. **Conjunction**: the product over its literals and what they presuppose,
    each counted once (the product t-norm).
@@ -77,7 +79,8 @@ class Literals:
     parent : ndarray of int, shape (L,)
         The literal each one presupposes (its subject's presence), or -1.
     calibration : list of str
-        Per literal: 'mixture', 'threshold', 'contrast-mixture', 'contrast-sign' or 'negation'.
+        Per literal: 'mixture', 'threshold', 'contrast-mixture', 'contrast-sign', 'contrast-unbound' (another
+        subject's value leaking through the encoder's binding, :func:`_unbound_values`) or 'negation'.
     """
 
     keys: list[LiteralKey]
@@ -144,11 +147,12 @@ FIT_ROWS = 2048
 
 def _mixture(
     s_all: FloatArray, weights: ArrayLike | None = None, n_iter: int = 40, boundary: float | None = None
-) -> tuple[FloatArray, BoolArray, FloatArray, FloatArray]:
+) -> tuple[FloatArray, BoolArray, FloatArray, FloatArray, FloatArray]:
     """Two-component 1-D Gaussian mixtures, one per column of ``s`` (n, A), fitted on the rows of ``weights`` > 0.
 
     Returns the posterior of the higher component (n, A), whether the two are
-    separated (A,), the components' pooled width (A,) and the column's spread (A,).
+    separated (A,), the components' pooled width (A,), the column's spread (A,)
+    and Ashman's D of the two components (A,).
     With ``boundary`` (a float, or (A,)), two components are one population
     unless they lie on either side of it: a similarity that is bimodal because
     of *other* attributes (two squares look a little like a rectangle) is not
@@ -209,7 +213,7 @@ def _mixture(
     log_hi = -0.5 * (s_all - mu[high, ar]) ** 2 / var[high, ar] - 0.5 * np.log(var[high, ar]) + np.log(w[high, ar])
     log_lo = -0.5 * (s_all - mu[lo, ar]) ** 2 / var[lo, ar] - 0.5 * np.log(var[lo, ar]) + np.log(w[lo, ar])
     post = 1.0 / (1.0 + np.exp(np.clip(log_lo - log_hi, -60, 60)))
-    return post, separated, np.sqrt((var[0] + var[1]) / 2), spread
+    return post, separated, np.sqrt((var[0] + var[1]) / 2), spread, d
 
 
 def calibrate(similarities: ArrayLike, tau: float) -> tuple[FloatArray, BoolArray]:
@@ -231,10 +235,84 @@ def calibrate(similarities: ArrayLike, tau: float) -> tuple[FloatArray, BoolArra
     n, a = s.shape
     if n == 0 or a == 0:
         return np.zeros((n, a)), np.zeros(a, bool)
-    post, separated, width, spread = _mixture(s, boundary=float(tau))
+    post, separated, width, spread, _ = _mixture(s, boundary=float(tau))
     temp = float(np.median(width[separated])) if separated.any() else float(np.median(spread))
     fallback = 1.0 / (1.0 + np.exp(-(s - float(tau)) / max(temp, 1e-6)))
     return np.where(separated[None, :], post, fallback), separated
+
+
+#: The share of images two subjects' values of one attribute must split alike to be one fact.
+BINDING_AGREEMENT = 0.9
+
+
+#: The smaller side's share below which a value does not split a set of images.
+MIN_SPLIT = 0.05
+
+
+def _split_share(post: FloatArray, rows: BoolArray) -> float | None:
+    """The smaller side's share of ``rows`` when split at posterior 0.5 (None with fewer than 3 rows)."""
+    if rows.sum() < 3:
+        return None
+    share = float(np.mean(post[rows] >= 0.5))
+    return min(share, 1.0 - share)
+
+
+def _unbound_values(
+    col_keys: Sequence[Key], post: FloatArray, separated: BoolArray, dist: FloatArray, weights: FloatArray
+) -> BoolArray:
+    """Which contrast columns are another subject's value leaking through the encoder's binding.
+
+    An image tower that binds attributes loosely lets "small text" shift
+    "a small circle" against "a large circle", so in a world of large circles
+    and texts of two sizes the circle's size margin is bimodal too, and splits
+    the images as the text's does. Two subjects' values of one attribute
+    (size, colour ...) whose splits (posterior ≥ 0.5) put at least
+    :data:`BINDING_AGREEMENT` of the images holding both on the same sides
+    (or on opposite sides throughout) are one visual fact the encoder cannot
+    assign to a subject. The leak is the one that does not split its own
+    subject's images where the other subject is absent (its smaller side under
+    :data:`MIN_SPLIT`, while the other's is not): "small circle" fires only
+    beside small text, text sizes differ with or without a circle. It is then
+    calibrated as one population (its value says nothing about any image, as it
+    should not). Independent attributes agree on about half the images, and
+    are left alone; so is a pair whose leak cannot be told.
+
+    Parameters
+    ----------
+    col_keys : list of (str, str)
+        The (subject, attribute) of each contrast column.
+    post : ndarray of shape (n, A)
+    separated, dist : ndarray of shape (A,)
+    weights : ndarray of shape (n, A)
+        The images where each column's subject is likely present.
+
+    Returns
+    -------
+    ndarray of bool, shape (A,)
+    """
+    first: dict[Key, int] = {}
+    for t, key in enumerate(col_keys):
+        if separated[t]:
+            first.setdefault(key, t)
+    leaked: set[Key] = set()
+    items = list(first.items())
+    for i, (ka, ta) in enumerate(items):
+        for kb, tb in items[i + 1 :]:
+            if ka[0] == kb[0] or ka[1] != kb[1]:
+                continue
+            both = (weights[:, ta] > 0) & (weights[:, tb] > 0)
+            if both.sum() < 3:
+                continue
+            same = float(np.mean((post[both, ta] >= 0.5) == (post[both, tb] >= 0.5)))
+            if max(same, 1.0 - same) < BINDING_AGREEMENT:
+                continue
+            # the leak is the value that splits its subject's images only where the other subject is there too
+            present = weights > 0
+            sa = _split_share(post[:, ta], present[:, ta] & ~present[:, tb])
+            sb = _split_share(post[:, tb], present[:, tb] & ~present[:, ta])
+            if sa is not None and sb is not None and min(sa, sb) < MIN_SPLIT <= max(sa, sb):
+                leaked.add(ka if sa < sb else kb)
+    return np.array([key in leaked for key in col_keys], dtype=bool)
 
 
 def literal_probabilities(
@@ -295,16 +373,17 @@ def literal_probabilities(
                     weights.append((w >= 0.5).astype(float) if (w >= 0.5).sum() >= 3 else np.ones(n))
         if cols:
             m = np.stack(margins, axis=1)
-            post, msep, width, spread = _mixture(m, np.stack(weights, axis=1))
+            post, msep, width, spread, dist = _mixture(m, np.stack(weights, axis=1))
             temp = float(np.median(width[msep])) if msep.any() else float(np.median(spread))
             wts = np.stack(weights, axis=1)
+            unbound = _unbound_values([keys[j][0] for j in cols], post, msep, dist, wts)
             for t, j in enumerate(cols):
-                if msep[t]:
+                if msep[t] and not unbound[t]:
                     cond[:, j] = post[:, t]
                 else:  # one population: one value for all, by the median margin where the subject is
                     med = float(np.median(m[wts[:, t] > 0, t])) if (wts[:, t] > 0).any() else 0.0
                     cond[:, j] = 1.0 / (1.0 + np.exp(-med / max(temp, 1e-6)))
-                cal[j] = "contrast-mixture" if msep[t] else "contrast-sign"
+                cal[j] = "contrast-unbound" if unbound[t] else "contrast-mixture" if msep[t] else "contrast-sign"
     out_keys, out_cond, out_parent = list(keys), [cond], list(parent)
     for j, (key, value) in enumerate(keys):
         if key[1] == "presence" and value == "true":
