@@ -82,7 +82,7 @@ def run(args):
     ec_kwargs = {"epochs": args.epochs, "arch": args.arch}
     if args.per_combination:
         ec_kwargs["per_combination"] = args.per_combination
-    for name in ("train_enrich", "min_outside", "max_inside"):
+    for name in ("train_enrich", "min_outside", "max_inside", "min_neighbour"):
         if getattr(args, name) is not None:
             ec_kwargs[name] = getattr(args, name)
     seeds = list(range(args.first_seed, args.first_seed + args.n_ecs))
@@ -138,6 +138,7 @@ def main(argv=None):
     p.add_argument("--train-enrich", type=float, default=None)
     p.add_argument("--min-outside", type=float, default=None)
     p.add_argument("--max-inside", type=float, default=None)
+    p.add_argument("--min-neighbour", type=float, default=None)
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--arch", default="cnn", choices=["cnn", "resnet18"])
     p.add_argument("--out", type=Path, required=True)

@@ -7,8 +7,10 @@ images and labels, and the blindspot gate (``lbee.spotcheck._ec.SHIPPED_CLASSIFI
 This script makes that file: ``make_ec(seed, train=True)`` on the CPU with
 2 torch threads (the thread count changes the trained bits; 2 is what a
 2-core machine trains with, so the shipped weights are the ones ``lbee demo``
-trained there before they shipped). It prints the entry to put in
-``SHIPPED_CLASSIFIERS``, and whether the new weights equal the file it replaces.
+trained there before they shipped). Every candidate make_ec tries ships,
+the ones the blindspot gate rejects too, so that ``lbee demo`` rejects them
+from their weights instead of training them. It prints the entries to put in
+``SHIPPED_CLASSIFIERS``, and whether the new weights equal the files they replace.
 
     python scripts/make_demo_classifier.py [--seed 0] [--threads 2] [--out lbee/weights]
 
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from lbee.spotcheck._classifier import verification_failure
 from lbee.spotcheck._ec import WEIGHTS_DIR, make_ec, write_shipped_classifier
 
 
@@ -32,30 +35,32 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    ec = make_ec(args.seed, train=True, log=lambda m: print(f"[{time.perf_counter() - t0:6.1f} s] {m}", flush=True))
-    path = args.out / f"demo_classifier_seed{ec.seed}.pt"
-    old = torch.load(path, map_location="cpu", weights_only=True)["state_dict"] if path.is_file() else None
-    entry = write_shipped_classifier(ec, path)
-    if old is not None:
-        new = ec.model.state_dict()
-        same = old.keys() == new.keys() and all(torch.equal(old[k], new[k]) for k in new)
-        diff = 0.0 if same else max(float((old[k].float() - new[k].float()).abs().max()) for k in new if k in old)
-        print(
-            "the new weights are bitwise equal to the file they replace"
-            if same
-            else f"the new weights differ from the file they replace (max |difference| {diff:.3g})"
-        )
-    v = ec.verification
-    print(
-        f"EC seed {ec.seed}: accuracy outside the blindspots {v['accuracy_outside']:.3f}, inside "
-        f"{[round(x, 3) for x in v['accuracy_inside']]}; rejected candidates: {len(v['attempts'])}"
-    )
-    print(
-        f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads, {time.perf_counter() - t0:.0f} s)"
-    )
-    print("SHIPPED_CLASSIFIERS entry (lbee/spotcheck/_ec.py):")
-    print(f"    {ec.seed}: {entry!r},")
+    entries = {}
+
+    def ship(ec):
+        # every candidate ships, rejected ones too: lbee demo then rejects them from their weights, untrained
+        path = args.out / f"demo_classifier_seed{ec.seed}.pt"
+        old = torch.load(path, map_location="cpu", weights_only=True)["state_dict"] if path.is_file() else None
+        entries[ec.seed] = write_shipped_classifier(ec, path)
+        v = ec.verification
+        verdict = "passed" if v["passed"] else f"rejected ({verification_failure(v)})"
+        print(f"EC seed {ec.seed}: {verdict}; wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
+        if old is not None:
+            new = ec.model.state_dict()
+            same = old.keys() == new.keys() and all(torch.equal(old[k], new[k]) for k in new)
+            diff = 0.0 if same else max(float((old[k].float() - new[k].float()).abs().max()) for k in new if k in old)
+            print(
+                "  the new weights are bitwise equal to the file they replace"
+                if same
+                else f"  the new weights differ from the file they replace (max |difference| {diff:.3g})"
+            )
+
+    log = lambda m: print(f"[{time.perf_counter() - t0:6.1f} s] {m}", flush=True)  # noqa: E731
+    ec = make_ec(args.seed, train=True, log=log, on_candidate=ship)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {time.perf_counter() - t0:.0f} s")
+    print(f"lbee demo --seed {args.seed} uses EC seed {ec.seed}. SHIPPED_CLASSIFIERS (lbee/spotcheck/_ec.py):")
+    for seed, entry in entries.items():
+        print(f"    {seed}: {entry!r},")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,8 @@ def test_workers_write_one_record_per_seed_and_the_last_pass_the_table(tmp_path,
             "0",
             "--max-inside",
             "1",
+            "--min-neighbour",
+            "0",
             "--out",
             str(out),
         ]
@@ -60,7 +62,13 @@ def test_workers_write_one_record_per_seed_and_the_last_pass_the_table(tmp_path,
     assert [r["seed"] for r in records] == [5, 6] and all(r["device"] == "cpu" for r in records)
     enc = mod._encoder("cpu", None)
     assert records[0]["config"] == bench_config(
-        epochs=1, arch="cnn", per_combination=(3, 2, 3), min_outside=0.0, max_inside=1.0, encoder=enc
+        epochs=1,
+        arch="cnn",
+        per_combination=(3, 2, 3),
+        min_outside=0.0,
+        max_inside=1.0,
+        min_neighbour=0.0,
+        encoder=enc,
     )
     assert records[0]["config"]["encoder_weights"] == enc.identity()["weights"]
     assert "| ECs analysed |" in (out / "bench.md").read_text()

@@ -284,7 +284,14 @@ def test_paper_protocol_end_to_end_on_a_tiny_ec():
     from lbee.spotcheck import make_ec
 
     ec = make_ec(
-        3, sampling="uniform", per_combination=(6, 2, 4), n_rollable=6, epochs=2, min_outside=0.0, max_inside=1.0
+        3,
+        sampling="uniform",
+        per_combination=(6, 2, 4),
+        n_rollable=6,
+        epochs=2,
+        min_outside=0.0,
+        max_inside=1.0,
+        min_neighbour=0.0,
     )
     assert ec.verification["sampling"] == "uniform"
     analysis = analyze_ec(ec, create_encoder("spotcheck"), protocol="paper")
@@ -307,6 +314,9 @@ def test_paper_protocol_end_to_end_on_a_tiny_ec():
         assert np.array_equal(idx, np.flatnonzero(memb[:, j]))
     html = render_report(run)
     assert "log-probability of the true class" in html and "paper" in html
+
+
+_FAILED = {"accuracy_outside": 0.5, "accuracy_inside": [0.0], "worst_neighbour": None}
 
 
 def test_worlds_are_kept_and_reused_by_another_bench(tmp_path, monkeypatch):
@@ -335,6 +345,7 @@ def test_worlds_are_kept_and_reused_by_another_bench(tmp_path, monkeypatch):
         epochs=1,
         min_outside=0.0,
         max_inside=1.0,
+        min_neighbour=0.0,
         with_slicers=False,
     )
     bench.run_benchmark(1, tmp_path / "a", **kwargs)
@@ -351,3 +362,11 @@ def test_worlds_are_kept_and_reused_by_another_bench(tmp_path, monkeypatch):
     (tmp_path / "worlds" / "ec_0000" / "ec.json").write_text("{")  # the folder now holds the epochs=2 world
     bench.run_benchmark(1, tmp_path / "d", **{**kwargs, "epochs": 2}, log=logs.append)
     assert len(calls) == 2 and any("cannot be read" in m for m in logs)
+    # a kept world whose classifier fails today's blindspot gate (a check added since it was kept) is made again
+    from lbee.spotcheck import _classifier
+
+    bench.run_benchmark(1, tmp_path / "e", **{**kwargs, "epochs": 2}, log=logs.append)
+    assert len(calls) == 2  # kept, and it passes the gate
+    monkeypatch.setattr(_classifier, "verify_blindspots", lambda ec, **gate: {"passed": False, **_FAILED})
+    bench.run_benchmark(1, tmp_path / "f", **{**kwargs, "epochs": 2}, log=logs.append)
+    assert len(calls) == 3 and any("fails the blindspot gate (accuracy outside 0.500" in m for m in logs)

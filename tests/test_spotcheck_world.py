@@ -196,3 +196,51 @@ def test_render_never_drops_an_object(monkeypatch):
     monkeypatch.setattr(r, "_place", lambda *a: None)  # nowhere to put anything: an error, not a short image
     with pytest.raises(ValueError, match="do not fit"):
         render(attrs, rng, 64)
+
+
+def _gate_world(groups):
+    """An EC of val images only, blindspot 'square present, circle absent'; ``groups`` is a list of
+    (square, circle, n, n_correct): n images with that presence, the model right on the first n_correct."""
+    from lbee.spotcheck import Blindspot, DatasetDefinition, ExperimentalConfiguration
+
+    attrs, correct = [], []
+    for square, circle, n, n_correct in groups:
+        for i in range(n):
+            attrs.append({("square", "presence"): square, ("circle", "presence"): circle})
+            correct.append(i < n_correct)
+    dataset = DatasetDefinition(["background", "square", "circle"], [("square", "presence"), ("circle", "presence")])
+    blindspot = Blindspot([("square", "presence", "true"), ("circle", "presence", "false")])
+    ec = ExperimentalConfiguration(
+        dataset, [blindspot], {"val": np.zeros((len(attrs), 8, 8, 3), np.uint8)}, {"val": attrs}, {}, 0, 8
+    )
+    truth = ec.true_labels("val")
+    predicted = np.where(correct, truth, 1 - truth)
+    probs = np.stack([1.0 - predicted, predicted], axis=1).astype(float)
+    return ec, probs
+
+
+@pytest.mark.parametrize(
+    ("neighbour", "passes"),
+    [
+        ((20, 18), True),  # right on the neighbour 'square present, circle present': exactly the planted blindspot
+        ((20, 2), False),  # wrong on most of it: the model fails wherever a square is, a broader blindspot
+        ((3, 0), True),  # three images wrong: not significant evidence (p = 0.125), no rejection by chance
+    ],
+)
+def test_the_gate_rejects_a_blindspot_broader_than_planted(monkeypatch, neighbour, passes):
+    from lbee.spotcheck import _classifier
+
+    n, n_correct = neighbour
+    ec, probs = _gate_world([("true", "false", 20, 0), ("true", "true", n, n_correct), ("false", "true", 400, 400)])
+    monkeypatch.setattr(_classifier, "predict", lambda model, images: (probs, None))
+    v = _classifier.verify_blindspots(ec)
+    # outside the blindspot and inside it, the paper's two checks pass in every case
+    assert v["accuracy_outside"] == pytest.approx((n_correct + 400) / (n + 400)) and v["accuracy_outside"] >= 0.9
+    assert v["accuracy_inside"] == [0.0]
+    assert _classifier.verify_blindspots(ec, min_neighbour=0.0)["passed"]
+    flips = {nb["flipped"]: nb for nb in v["neighbours"]}
+    assert set(flips) == {"circle present"}  # 'square absent, circle absent' has no image here
+    assert flips["circle present"]["n"] == n and flips["circle present"]["accuracy"] == pytest.approx(n_correct / n)
+    assert v["passed"] is passes
+    reason = _classifier.verification_failure(v)
+    assert ("where blindspot 0 holds but for circle present: 0.100 on 20 images" in reason) is not passes

@@ -86,14 +86,15 @@ def run_benchmark(
         t0 = time.perf_counter()
         rec = {"seed": seed, "protocol": protocol, "config": config, "device": str(device)}
         try:
-            ec = None if worlds is None else load_world(worlds, seed, generation, log=log)
+            world_kwargs = {**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs}
+            ec = None if worlds is None else load_world(worlds, seed, generation, gate=_gate(world_kwargs), log=log)
             if ec is None:
                 ec = make_ec(
                     seed,
                     log=log,
                     device=device,
                     train=True,  # every EC trains: never the demo's weights
-                    **{**(PAPER_WORLD if protocol == "paper" else {}), **ec_kwargs},
+                    **world_kwargs,
                 )
                 if worlds is not None:
                     save_world(ec, worlds, seed, generation)
@@ -180,9 +181,25 @@ def world_config(*, protocol="paper", **ec_kwargs):
 WORLD_FILE = "bench_world.json"
 
 
-def load_world(worlds, seed, generation, *, log=None):
-    """The EC of ``seed`` kept in ``worlds`` when it was generated with ``generation``, else None (said why)."""
+def _gate(world_kwargs):
+    """The blindspot gate's thresholds :func:`~lbee.spotcheck.make_ec` verifies with, given its arguments."""
+    import inspect
+
+    from ..spotcheck._ec import make_ec  # the function itself (its defaults), whatever lbee.spotcheck.make_ec is now
+
+    params = inspect.signature(make_ec).parameters
+    return {k: world_kwargs.get(k, params[k].default) for k in ("min_outside", "max_inside", "min_neighbour")}
+
+
+def load_world(worlds, seed, generation, *, gate=None, log=None):
+    """The EC of ``seed`` kept in ``worlds`` when it was generated with ``generation``, else None (said why).
+
+    With ``gate`` (:func:`~lbee.spotcheck._classifier.verify_blindspots` thresholds), a kept EC whose
+    classifier fails today's blindspot gate is generated again too: a world kept before the gate grew a
+    check is not analysed as if it had passed it.
+    """
     from ..spotcheck import CorruptECError, ExperimentalConfiguration
+    from ..spotcheck._classifier import verification_failure, verify_blindspots
 
     folder = Path(worlds) / f"ec_{seed:04d}"
     if not (folder / WORLD_FILE).is_file():
@@ -193,7 +210,18 @@ def load_world(worlds, seed, generation, *, log=None):
             if log:
                 log(f"{str(folder)!r} was generated with other settings; EC {seed} is generated again")
             return None
-        return ExperimentalConfiguration.load(folder)
+        ec = ExperimentalConfiguration.load(folder)
+        if gate is not None and ec.model is not None:
+            verification = verify_blindspots(ec, **gate)
+            if not verification["passed"]:
+                if log:
+                    log(
+                        f"{str(folder)!r} fails the blindspot gate ({verification_failure(verification)}); "
+                        f"EC {seed} is generated again"
+                    )
+                return None
+            ec.verification.update(verification)
+        return ec
     except (json.JSONDecodeError, CorruptECError, OSError) as exc:
         if log:
             log(f"{str(folder)!r} cannot be read ({exc}); EC {seed} is generated again")

@@ -285,6 +285,13 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
     help="Verification: accuracy inside each blindspot [default: 0.05 paper, 0.2 lbee].",
 )
 @click.option(
+    "--min-neighbour",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Verification: the accuracy no one-condition neighbour of a blindspot may lie significantly below "
+    "(a broader failure than the planted one) [default: 0.5].",
+)
+@click.option(
     "--slicers/--no-slicers",
     default=True,
     show_default=True,
@@ -310,6 +317,7 @@ def spotcheck_bench(
     arch,
     min_outside,
     max_inside,
+    min_neighbour,
     slicers,
     worlds,
 ):
@@ -339,7 +347,12 @@ def spotcheck_bench(
             raise click.BadParameter(
                 f"expected three positive integers; received {per_combination!r}", param_hint="--per-combination"
             )
-    for name, value in (("train_enrich", train_enrich), ("min_outside", min_outside), ("max_inside", max_inside)):
+    for name, value in (
+        ("train_enrich", train_enrich),
+        ("min_outside", min_outside),
+        ("max_inside", max_inside),
+        ("min_neighbour", min_neighbour),
+    ):
         if value is not None:
             kwargs[name] = value
     enc = load_encoder("spotcheck", device=ctx.obj["device"])

@@ -77,22 +77,108 @@ def predict(model, images, batch_size=512):
     return np.concatenate(probs), (np.concatenate(feats) if feats else None)
 
 
-def verify_blindspots(ec, split="val", *, min_outside=0.9, max_inside=0.2):
-    """The paper's check: high accuracy outside every blindspot, near-zero inside each (w.r.t. true labels)."""
+def blindspot_neighbours(ec, split="val"):
+    """Each blindspot's one-condition neighbours: where all of its conditions but one hold.
+
+    A neighbour of blindspot ``j`` is the set of images outside every blindspot
+    that meet each of ``j``'s conditions but one, and hold the other value of
+    that one ("square below the centre" → "square above the centre"). A model
+    that fails there too has learned a broader blindspot than the one planted.
+
+    Returns
+    -------
+    list of (int, tuple, ndarray of bool, shape (n,))
+        ``(j, flipped, mask)``: the blindspot, its condition with the other
+        value (a (layer, attribute, value) triplet), and the images in ``split``
+        that form the neighbour (possibly none).
+    """
+    from ._world import ATTRIBUTES, META, META_VALUES
+
+    attrs = ec.attributes[split]
+    outside = ~ec.membership(split).any(axis=1)
+    result = []
+    for j, blindspot in enumerate(ec.blindspots):
+        for t, (layer, attr, value) in enumerate(blindspot.triplets):
+            values = META_VALUES if (layer, attr) == META else ATTRIBUTES[(layer, attr)]
+            flipped = (layer, attr, values[1] if value == values[0] else values[0])
+            rest = [c for i, c in enumerate(blindspot.triplets) if i != t] + [flipped]
+            mask = np.array([all(a.get((ly, at)) == v for ly, at, v in rest) for a in attrs], dtype=bool)
+            result.append((j, flipped, mask & outside))
+    return result
+
+
+def verify_blindspots(ec, split="val", *, min_outside=0.9, max_inside=0.2, min_neighbour=0.5, alpha=0.05):
+    """The paper's check that the model has exactly its planted blindspots (SpotCheck §3).
+
+    High accuracy outside every blindspot (``min_outside``), near-zero inside each
+    (``max_inside``), and no broader failure: on no one-condition neighbour of a
+    blindspot (:func:`blindspot_neighbours`) is the accuracy significantly below
+    ``min_neighbour`` (one-sided binomial test at level ``alpha``, so a
+    neighbour of a handful of images cannot fail the check by chance). A model
+    wrong on most of a neighbour fails a region nobody planted (e.g. the union
+    of two blindspots that differ in one object), and the true blindspots would
+    no longer be the model's. Accuracies are w.r.t. true labels.
+
+    Returns
+    -------
+    dict
+        ``accuracy_outside``, ``accuracy_inside`` (per blindspot), ``n_inside``,
+        ``neighbours`` (one dict per neighbour with images: blindspot, flipped
+        condition, n, accuracy, p-value), ``worst_neighbour`` (the one with the
+        smallest p-value, or None) and ``passed``.
+    """
+    from scipy.stats import binomtest
+
+    from ._world import Blindspot
+
     probs, _ = predict(ec.model, ec.images[split])
     correct = probs.argmax(1) == ec.true_labels(split)
     memb = ec.membership(split)
     outside = ~memb.any(axis=1)
     acc_out = float(correct[outside].mean()) if outside.any() else float("nan")
     acc_in = [float(correct[memb[:, j]].mean()) if memb[:, j].any() else float("nan") for j in range(memb.shape[1])]
-    ok = bool(acc_out >= min_outside and all(np.isfinite(a) and a <= max_inside for a in acc_in))
+    neighbours = [
+        {
+            "blindspot": j,
+            "flipped": Blindspot([flipped]).describe(),
+            "n": int(mask.sum()),
+            "accuracy": float(correct[mask].mean()),
+            "p_value": float(binomtest(int(correct[mask].sum()), int(mask.sum()), min_neighbour, "less").pvalue),
+        }
+        for j, flipped, mask in blindspot_neighbours(ec, split)
+        if mask.any()
+    ]
+    worst = min(neighbours, key=lambda nb: (nb["p_value"], nb["accuracy"])) if neighbours else None
+    ok = bool(
+        acc_out >= min_outside
+        and all(np.isfinite(a) and a <= max_inside for a in acc_in)
+        and (worst is None or worst["p_value"] >= alpha)
+    )
     return {
         "split": split,
         "accuracy_outside": acc_out,
         "accuracy_inside": acc_in,
+        "neighbours": neighbours,
+        "worst_neighbour": worst,
+        "min_neighbour": min_neighbour,
+        "alpha": alpha,
         "passed": ok,
         "n_inside": [int(memb[:, j].sum()) for j in range(memb.shape[1])],
     }
+
+
+def verification_failure(verification):
+    """Why a :func:`verify_blindspots` result failed, in one line (for logs and the rejected attempts)."""
+    v = verification
+    text = f"accuracy outside {v['accuracy_outside']:.3f}, inside {[round(x, 3) for x in v['accuracy_inside']]}"
+    worst = v.get("worst_neighbour")
+    if worst is not None and worst["p_value"] < v.get("alpha", 0.0):
+        text += (
+            f"; where blindspot {worst['blindspot']} holds but for {worst['flipped']}: "
+            f"{worst['accuracy']:.3f} on {worst['n']} images (p = {worst['p_value']:.2g} that it is "
+            f"{v['min_neighbour']:g} or more)"
+        )
+    return text
 
 
 def domino_synthetic_predictions(

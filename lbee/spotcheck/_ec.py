@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._classifier import train_classifier, verify_blindspots
+from ._classifier import train_classifier, verification_failure, verify_blindspots
 from ._configuration import SPLITS, ExperimentalConfiguration
 from ._generation import generate_images, generate_uniform_split
 from ._world import sample_blindspots, sample_dataset
@@ -35,8 +35,13 @@ WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 SHIPPED_CLASSIFIERS = {
     0: {
         "file": "demo_classifier_seed0.pt",
-        "sha256": "3d792d3f29fa9c42a3ada15b5d53054a088a1a0bb2536bacc6b536111e17cbc1",
+        "sha256": "f6f617aca7bee71fa79b9427d95236fa7e6e5a1df2e93d4f4792eb9455a18972",
         "train_data": "9f81a8adfaf6b85f2895775162d4320d9340aa490301ec7cb36afc6fcf0060e5",
+    },
+    1: {
+        "file": "demo_classifier_seed1.pt",
+        "sha256": "d06d456beb98275b1065d080a0a6e0911dbeb28af88d0626213d6519ccb49b89",
+        "train_data": "6debad23232856c73e1a8f8e6268e16adacd3615ed65bfb141860d478e87e937",
     },
 }
 
@@ -174,11 +179,13 @@ def make_ec(
     n_other_layers=None,
     min_outside=0.9,
     max_inside=0.2,
+    min_neighbour=0.5,
     max_attempts=5,
     min_blindspot_size=20,
     device="cpu",
     train="auto",
     log=None,
+    on_candidate=None,
 ):
     """Generate an EC whose model verifiably has its blindspots (SpotCheck §3, app. A–B).
 
@@ -205,6 +212,12 @@ def make_ec(
     min_outside, max_inside : float, default=0.9, 0.2
         Verification on validation; the paper (§5.1) asks ~99 % accuracy
         outside the blindspots and near 0 inside (``PAPER_WORLD``: 0.99, 0.05).
+    min_neighbour : float, default=0.5
+        Verification: the least accuracy on each one-condition neighbour of a
+        blindspot (:func:`~lbee.spotcheck._classifier.verify_blindspots`), so
+        that the model has exactly the planted blindspots (§3: "we can verify
+        that the model learned to have exactly the set of blindspots that we
+        intended"), not a broader region around them.
     max_attempts : int, default=5
         Candidates tried before an :class:`ECGenerationError` (a RuntimeError).
     min_blindspot_size : int, default=20
@@ -217,12 +230,17 @@ def make_ec(
         'auto' takes the shipped classifier (:data:`SHIPPED_CLASSIFIERS`)
         where one exists for the candidate's seed and every argument that
         decides training has its default value (the demo's world), after
-        checking the file's sha256, that it was trained on exactly these
-        training images and labels, and the blindspot gate below; if any check
-        fails it says why in one line (``log``, else a warning) and trains.
-        True always trains. ``verification["classifier"]`` records which.
+        checking the file's sha256 and that it was trained on exactly these
+        training images and labels; if either check fails it says why in one
+        line (``log``, else a warning) and trains. The shipped weights stand for
+        the training: if they fail the blindspot gate, the candidate is rejected
+        as a trained one would be. True always trains. ``verification["classifier"]`` records which.
     log : callable, optional
         Progress messages.
+    on_candidate : callable, optional
+        Called with each candidate EC once its classifier is verified, passed
+        or not (``scripts/make_demo_classifier.py`` ships the weights of the
+        rejected ones too, so ``lbee demo`` need not train them to reject them).
 
     Returns
     -------
@@ -315,20 +333,13 @@ def make_ec(
                 )
             ec.model, why = _shipped_classifier(entry, training_digest(images["train"], labels["train"], recipe))
             if ec.model is not None:
-                ec.verification = verify_blindspots(ec, min_outside=min_outside, max_inside=max_inside)
-                if ec.verification["passed"]:
-                    source = "shipped"
-                    if log:
-                        log(
-                            f"  passed (sha256 {entry['sha256'][:12]}...): using it; train=True / lbee demo --retrain "
-                            "trains it instead"
-                        )
-                else:
-                    why = (
-                        f"they fail the blindspot gate (accuracy outside {ec.verification['accuracy_outside']:.3f}"
-                        f", inside {[round(x, 3) for x in ec.verification['accuracy_inside']]})"
+                source = "shipped"
+                if log:
+                    log(
+                        f"  sha256 {entry['sha256'][:12]}... and training data match: using it; train=True / lbee "
+                        "demo --retrain trains it instead"
                     )
-            if source != "shipped":
+            else:
                 _say(log, f"the shipped square classifier for EC seed {seed} is not used: {why}; training it")
         if source == "trained":
             n_tr = len(images["train"])
@@ -336,12 +347,14 @@ def make_ec(
                 log(f"training the square classifier ({epochs} epochs on {n_tr} images) ...")
             on_epoch = (lambda e, n, acc: log(f"  epoch {e:>2}/{n}: train accuracy {acc:.3f}")) if log else None
             ec.model = train_classifier(images["train"], labels["train"], **recipe, on_epoch=on_epoch, device=device)
-            ec.verification = verify_blindspots(ec, min_outside=min_outside, max_inside=max_inside)
+        ec.verification = verify_blindspots(
+            ec, min_outside=min_outside, max_inside=max_inside, min_neighbour=min_neighbour
+        )
         ec.verification.update(
             {
                 "classifier": source,
                 "sampling": sampling,
-                "thresholds": [min_outside, max_inside],
+                "thresholds": [min_outside, max_inside, min_neighbour],
                 "attempts": rejected,
                 "epochs": epochs,
                 "arch": arch,
@@ -349,13 +362,11 @@ def make_ec(
                 "train_enrich": train_enrich if sampling == "uniform" else enrich,
             }
         )
+        if on_candidate is not None:
+            on_candidate(ec)
         if ec.verification["passed"]:
             return ec
-        v = ec.verification
-        reason = (
-            f"model failed verification (accuracy outside {v['accuracy_outside']:.3f}, inside "
-            f"{[round(x, 3) for x in v['accuracy_inside']]})"
-        )
+        reason = f"{source} model failed verification ({verification_failure(ec.verification)})"
         rejected.append({"seed": seed, "blindspots": ec.describe_blindspots(), "reason": reason})
         if log:
             log(f"EC seed {seed}: {reason}; regenerating")
