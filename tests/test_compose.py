@@ -78,8 +78,9 @@ def test_composed_relevance_is_a_product_with_negation():
         conjunction_probability(lits, {("text", "presence"): "true"}, G)
 
 
+@pytest.mark.parametrize("circles", [0.7, 1.0])  # 1.0: no image without a circle (like the square among positives)
 @pytest.mark.parametrize("leak", [True, False])
-def test_a_value_seen_through_loose_binding_is_not_taken_for_its_subject(leak):
+def test_a_value_seen_through_loose_binding_is_not_taken_for_its_subject(leak, circles):
     """'small circle' scoring high beside small text (a loosely binding encoder) is text's size, not the circle's."""
     conds = [
         {("circle", "presence"): "true"},
@@ -91,7 +92,7 @@ def test_a_value_seen_through_loose_binding_is_not_taken_for_its_subject(leak):
     ]
     rng = np.random.default_rng(2)
     n = 1200
-    circle, text = rng.random(n) < 0.7, rng.random(n) < 0.5
+    circle, text = rng.random(n) < circles, rng.random(n) < 0.5
     small_text = text & (rng.random(n) < 0.5)
     # leak: every circle is large, but "small circle" fires beside small text; else circles differ in size
     small_circle = small_text if leak else circle & (rng.random(n) < 0.5)
