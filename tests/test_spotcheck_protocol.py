@@ -363,10 +363,8 @@ def test_worlds_are_kept_and_reused_by_another_bench(tmp_path, monkeypatch):
     bench.run_benchmark(1, tmp_path / "d", **{**kwargs, "epochs": 2}, log=logs.append)
     assert len(calls) == 2 and any("cannot be read" in m for m in logs)
     # a kept world whose classifier fails today's blindspot gate (a check added since it was kept) is made again
-    from lbee.spotcheck import _classifier
-
     bench.run_benchmark(1, tmp_path / "e", **{**kwargs, "epochs": 2}, log=logs.append)
     assert len(calls) == 2  # kept, and it passes the gate
-    monkeypatch.setattr(_classifier, "verify_blindspots", lambda ec, **gate: {"passed": False, **_FAILED})
+    monkeypatch.setattr(lbee.spotcheck, "verify_blindspots", lambda ec, **gate: {"passed": False, **_FAILED})
     bench.run_benchmark(1, tmp_path / "f", **{**kwargs, "epochs": 2}, log=logs.append)
     assert len(calls) == 3 and any("fails the blindspot gate (accuracy outside 0.500" in m for m in logs)

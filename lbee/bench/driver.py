@@ -183,12 +183,9 @@ WORLD_FILE = "bench_world.json"
 
 def _gate(world_kwargs):
     """The blindspot gate's thresholds :func:`~lbee.spotcheck.make_ec` verifies with, given its arguments."""
-    import inspect
+    from ..spotcheck import DEFAULT_GATE
 
-    from ..spotcheck._ec import make_ec  # the function itself (its defaults), whatever lbee.spotcheck.make_ec is now
-
-    params = inspect.signature(make_ec).parameters
-    return {k: world_kwargs.get(k, params[k].default) for k in ("min_outside", "max_inside", "min_neighbour")}
+    return {k: world_kwargs.get(k, default) for k, default in DEFAULT_GATE.items()}
 
 
 def load_world(worlds, seed, generation, *, gate=None, log=None):
@@ -198,8 +195,7 @@ def load_world(worlds, seed, generation, *, gate=None, log=None):
     classifier fails today's blindspot gate is generated again too: a world kept before the gate grew a
     check is not analysed as if it had passed it.
     """
-    from ..spotcheck import CorruptECError, ExperimentalConfiguration
-    from ..spotcheck._classifier import verification_failure, verify_blindspots
+    from ..spotcheck import CorruptECError, ExperimentalConfiguration, verification_failure, verify_blindspots
 
     folder = Path(worlds) / f"ec_{seed:04d}"
     if not (folder / WORLD_FILE).is_file():

@@ -9,7 +9,14 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from ._captions import sample_caption
-from ._classifier import domino_synthetic_predictions, predict, train_classifier, verify_blindspots
+from ._classifier import (
+    DEFAULT_GATE,
+    domino_synthetic_predictions,
+    predict,
+    train_classifier,
+    verification_failure,
+    verify_blindspots,
+)
 from ._configuration import EC_VERSION, CorruptECError, ExperimentalConfiguration
 from ._ec import PAPER_WORLD, make_ec
 from ._render import COLORS, render
@@ -35,6 +42,7 @@ def __getattr__(name):
 __all__ = [
     "ATTRIBUTES",
     "COLORS",
+    "DEFAULT_GATE",
     "EC_VERSION",
     "PAPER_WORLD",
     "Blindspot",
@@ -56,5 +64,6 @@ __all__ = [
     "spotcheck_sentences",
     "to_tensor",
     "train_classifier",
+    "verification_failure",
     "verify_blindspots",
 ]

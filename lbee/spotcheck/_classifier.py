@@ -107,7 +107,19 @@ def blindspot_neighbours(ec, split="val"):
     return result
 
 
-def verify_blindspots(ec, split="val", *, min_outside=0.9, max_inside=0.2, min_neighbour=0.5, alpha=0.05):
+#: The blindspot gate of lbee's world (``make_ec``'s defaults; the paper's world asks 0.99 / 0.05, ``PAPER_WORLD``).
+DEFAULT_GATE = {"min_outside": 0.9, "max_inside": 0.2, "min_neighbour": 0.5}
+
+
+def verify_blindspots(
+    ec,
+    split="val",
+    *,
+    min_outside=DEFAULT_GATE["min_outside"],
+    max_inside=DEFAULT_GATE["max_inside"],
+    min_neighbour=DEFAULT_GATE["min_neighbour"],
+    alpha=0.05,
+):
     """The paper's check that the model has exactly its planted blindspots (SpotCheck §3).
 
     High accuracy outside every blindspot (``min_outside``), near-zero inside each

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._classifier import train_classifier, verification_failure, verify_blindspots
+from ._classifier import DEFAULT_GATE, train_classifier, verification_failure, verify_blindspots
 from ._configuration import SPLITS, ExperimentalConfiguration
 from ._generation import generate_images, generate_uniform_split
 from ._world import sample_blindspots, sample_dataset
@@ -177,9 +177,9 @@ def make_ec(
     n_blindspots=None,
     n_rollable=None,
     n_other_layers=None,
-    min_outside=0.9,
-    max_inside=0.2,
-    min_neighbour=0.5,
+    min_outside=DEFAULT_GATE["min_outside"],
+    max_inside=DEFAULT_GATE["max_inside"],
+    min_neighbour=DEFAULT_GATE["min_neighbour"],
     max_attempts=5,
     min_blindspot_size=20,
     device="cpu",
