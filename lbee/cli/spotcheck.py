@@ -15,10 +15,12 @@ from ._base import LbeeError, check_writable_folder, cli, fail, log, require_ext
 @click.option("--clusters", type=click.IntRange(min=1), default=15, show_default=True)
 @click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--a", "a", type=click.FloatRange(min=0), default=0.2, show_default=True)
-@click.option("--retrain", is_flag=True, help="Train the square classifier even where lbee ships it (seed 0).")
+@click.option(
+    "--retrain", is_flag=True, help="Train the square classifier even where lbee ships it (seed 0's candidates)."
+)
 @click.pass_context
 def demo(ctx, seed, out, clusters, k, a, retrain):
-    """Run lbee end to end on a fresh SpotCheck world (offline, CPU; the seed-0 classifier ships)."""
+    """Run lbee end to end on a fresh SpotCheck world (offline, CPU; the seed-0 classifiers ship)."""
     import time
 
     from ..bench import analyze_ec

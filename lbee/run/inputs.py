@@ -76,7 +76,8 @@ def _spotcheck_inputs(ds, out_dir, device, log):
                 ec = ExperimentalConfiguration.load(ec_dir)
             except CorruptECError:
                 ec = None
-        if ec is None or ec.seed != seed:
+        # the world of `seed` may be a later candidate (ec.seed = seed * 1000 + attempt) when the gate rejected some
+        if ec is None or ec.verification.get("random_state", ec.seed) != seed:
             log(f"  generating SpotCheck world (seed {seed}) ...")
             ec = make_ec(seed, log=log)
             if ec_dir is not None:

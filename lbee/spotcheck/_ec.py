@@ -353,6 +353,7 @@ def make_ec(
         ec.verification.update(
             {
                 "classifier": source,
+                "random_state": int(random_state),  # the candidate's seed is random_state * 1000 + attempt
                 "sampling": sampling,
                 "thresholds": [min_outside, max_inside, min_neighbour],
                 "attempts": rejected,
