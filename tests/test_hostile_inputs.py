@@ -956,6 +956,11 @@ CASES = [
         Raises(ValueError, "label(s) ['horse'] are not among the classes", "cat, dog"),
     ),
     (
+        "make-ec-gate-nan",
+        lambda ctx: __import__("lbee.spotcheck", fromlist=["x"]).make_ec(0, min_neighbour=float("nan")),
+        Raises(ValueError, "`min_neighbour` must be an accuracy in [0, 1]; received nan"),
+    ),
+    (
         "explain-confidence-1e300",
         lambda ctx: lbee.explain(EXP_X, EXP_S, confidence=EXP_PHI * 1e300, n_clusters=3),
         Result(lambda r, c: len(r.hard_clusters) == 3),
@@ -1041,3 +1046,22 @@ def test_partial_long_form_relevance_with_negatives_warns(tmp_path, caplog):
     pd.DataFrame({"image": ["a", "b"], "sentence": ["s0", "s0"], "relevant": [1, 1]}).to_csv(path, index=False)
     load_relevance(path, ["a", "b"], ["s0", "s1"])  # positives only: clearly a sparse listing
     assert caplog.text == ""
+
+
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["spotcheck", "bench", "--n-ecs", "1", "--min-neighbour", "nan"], "--min-neighbour"),
+        (["spotcheck", "bench", "--n-ecs", "1", "--min-outside", "NaN"], "--min-outside"),
+        (["demo", "--a", "nan"], "--a"),
+    ],
+)
+def test_nan_is_refused_by_every_bounded_float_option(args, option, tmp_path):
+    """'nan' passes every comparison, so click's own FloatRange lets it through any bound; lbee's does not."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "out")], obj={})
+    assert r.exit_code == 2 and f"Invalid value for '{option}'" in r.output and "is not a number" in r.output
+    assert not (tmp_path / "out").exists()

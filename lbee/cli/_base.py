@@ -21,6 +21,18 @@ class LbeeError(click.ClickException):
 USER_ERRORS = (ValueError, TypeError, KeyError, OSError, RuntimeError, ImportError)
 
 
+class FloatRange(click.FloatRange):
+    """click's FloatRange that also refuses NaN ('nan' passes every comparison, so every bound)."""
+
+    def convert(self, value, param, ctx):
+        import math
+
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
+
+
 class LbeeGroup(click.Group):
     """The root group: a library error under any command ends in its message, not a traceback.
 

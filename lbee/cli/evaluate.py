@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..core.evaluation import DEFAULT_O
-from ._base import LbeeError, check_writable_folder, cli, fail
+from ._base import FloatRange, LbeeError, check_writable_folder, cli, fail
 
 
 @cli.command()
@@ -27,7 +27,7 @@ from ._base import LbeeError, check_writable_folder, cli, fail
 @click.option(
     "--o",
     "o_values",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     multiple=True,
     default=[DEFAULT_O],
     show_default=True,

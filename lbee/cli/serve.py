@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import LbeeError, cli
+from ._base import FloatRange, LbeeError, cli
 
 DEFAULT_DB = "sqlite:///lbee.db"
 
@@ -55,7 +55,7 @@ db_option = click.option(
 )
 @click.option(
     "--max-upload-mb",
-    type=click.FloatRange(0.01, 4096),
+    type=FloatRange(0.01, 4096),
     default=64,
     show_default=True,
     help="Largest request body, in MiB (larger ones get 413).",
@@ -69,7 +69,7 @@ db_option = click.option(
 )
 @click.option(
     "--lease-seconds",
-    type=click.FloatRange(1, 3600),
+    type=FloatRange(1, 3600),
     default=30,
     show_default=True,
     help="A job's lease; a job whose worker stopped heart-beating is taken again once it expired.",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, check_writable_folder, cli, fail, log, require_extra
+from ._base import FloatRange, LbeeError, check_writable_folder, cli, fail, log, require_extra
 
 
 @cli.command()
@@ -14,7 +14,7 @@ from ._base import LbeeError, check_writable_folder, cli, fail, log, require_ext
 @click.option("--out", type=click.Path(file_okay=False), default="lbee_out/demo", show_default=True)
 @click.option("--clusters", type=click.IntRange(min=1), default=15, show_default=True)
 @click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True)
-@click.option("--a", "a", type=click.FloatRange(min=0), default=0.2, show_default=True)
+@click.option("--a", "a", type=FloatRange(min=0), default=0.2, show_default=True)
 @click.option(
     "--retrain", is_flag=True, help="Train the square classifier even where lbee ships it (seed 0's candidates)."
 )
@@ -267,7 +267,7 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
 )
 @click.option(
     "--train-enrich",
-    type=click.FloatRange(0, 0.9),
+    type=FloatRange(0, 0.9),
     default=None,
     help="Extra training images inside the blindspots, as a fraction of train (a training aid; the "
     "test split stays uniform) [default: 0].",
@@ -276,19 +276,19 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
 @click.option("--arch", type=click.Choice(["cnn", "resnet18"]), default="cnn", show_default=True)
 @click.option(
     "--min-outside",
-    type=click.FloatRange(0, 1),
+    type=FloatRange(0, 1),
     default=None,
     help="Verification: accuracy outside the blindspots [default: 0.99 paper, 0.9 lbee].",
 )
 @click.option(
     "--max-inside",
-    type=click.FloatRange(0, 1),
+    type=FloatRange(0, 1),
     default=None,
     help="Verification: accuracy inside each blindspot [default: 0.05 paper, 0.2 lbee].",
 )
 @click.option(
     "--min-neighbour",
-    type=click.FloatRange(0, 1),
+    type=FloatRange(0, 1),
     default=None,
     help="Verification: the accuracy no one-condition neighbour of a blindspot may lie significantly below "
     "(a broader failure than the planted one) [default: 0.5].",

@@ -259,6 +259,9 @@ def make_ec(
             )
         if not 0 <= train_enrich < 1:
             raise ValueError(f"`train_enrich` must be in [0, 1); received {train_enrich!r}.")
+    for name, value in (("min_outside", min_outside), ("max_inside", max_inside), ("min_neighbour", min_neighbour)):
+        if not 0 <= value <= 1:  # NaN fails too
+            raise ValueError(f"`{name}` must be an accuracy in [0, 1]; received {value!r}.")
     if train not in ("auto", True):
         raise ValueError(f"`train` must be 'auto' or True; received {train!r}.")
     defaults = inspect.signature(make_ec).parameters
