@@ -366,8 +366,8 @@ def test_shipped_weights_failing_the_gate_reject_the_candidate_untrained(shipped
     from lbee.spotcheck._ec import ECGenerationError
 
     msgs = []
-    with pytest.raises(ECGenerationError) as info:  # nothing reaches 101 %
-        make_ec(5, log=msgs.append, max_attempts=1, **{**SMALL, "min_outside": 1.01})
+    with pytest.raises(ECGenerationError) as info:  # one epoch: not all right outside and all wrong inside
+        make_ec(5, log=msgs.append, max_attempts=1, **{**SMALL, "min_outside": 1.0, "max_inside": 0.0})
     assert info.value.attempts[0]["reason"].startswith("shipped model failed verification (accuracy outside")
     assert not any(m.startswith("training the square classifier") for m in msgs)
 
