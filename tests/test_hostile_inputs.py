@@ -956,6 +956,13 @@ CASES = [
         Raises(ValueError, "label(s) ['horse'] are not among the classes", "cat, dog"),
     ),
     (
+        "label-column-of-class-true",  # pandas reads a column of true / false words as booleans
+        lambda ctx: scores_from_table(
+            read_table(write(ctx, "path,prob_a,prob_true,label\nx,0.5,0.5,true\ny,0.9,0.1,true\n"))
+        ),
+        Result(lambda r, c: r[1].labels.tolist() == [1, 1]),
+    ),
+    (
         "make-ec-gate-nan",
         lambda ctx: __import__("lbee.spotcheck", fromlist=["x"]).make_ec(0, min_neighbour=float("nan")),
         Raises(ValueError, "`min_neighbour` must be an accuracy in [0, 1]; received nan"),

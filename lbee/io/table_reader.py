@@ -348,6 +348,11 @@ def class_column(table, column, class_names=None, default="table"):
             if isinstance(v, str)
             else (str(int(v)) if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) else None)
         )
+        if isinstance(v, (bool, np.bool_)):
+            # pandas reads a column of nothing but true / false words as booleans: a class so named gets its cell
+            word = "true" if v else "false"
+            named = [j for name, j in lookup.items() if name.lower() == word]
+            key, k = None, (named[0] if len(named) == 1 else None)
         if key is not None and key in lookup:  # a class name wins over an index (classes named "0", "1")
             k = lookup[key]
         elif not _is_missing(v) and not isinstance(v, (bool, np.bool_)):
