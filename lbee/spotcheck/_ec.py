@@ -214,7 +214,7 @@ def make_ec(
         outside the blindspots and near 0 inside (``PAPER_WORLD``: 0.99, 0.05).
     min_neighbour : float, default=0.5
         Verification: the least accuracy on each one-condition neighbour of a
-        blindspot (:func:`~lbee.spotcheck._classifier.verify_blindspots`), so
+        blindspot (:func:`~lbee.spotcheck.verify_blindspots`), so
         that the model has exactly the planted blindspots (§3: "we can verify
         that the model learned to have exactly the set of blindspots that we
         intended"), not a broader region around them.
