@@ -963,6 +963,11 @@ CASES = [
         Result(lambda r, c: r[1].labels.tolist() == [1, 1]),
     ),
     (
+        "ec-json-verification-not-an-object",
+        lambda ctx: __import__("lbee.spotcheck", fromlist=["x"]).ExperimentalConfiguration.load(_tampered_ec(ctx)),
+        Raises(__import__("lbee.spotcheck", fromlist=["x"]).CorruptECError, "'verification' is a list"),
+    ),
+    (
         "make-ec-gate-nan",
         lambda ctx: __import__("lbee.spotcheck", fromlist=["x"]).make_ec(0, min_neighbour=float("nan")),
         Raises(ValueError, "`min_neighbour` must be an accuracy in [0, 1]; received nan"),
@@ -973,6 +978,34 @@ CASES = [
         Result(lambda r, c: len(r.hard_clusters) == 3),
     ),
 ]
+
+
+def _tampered_ec(ctx):
+    """A tiny saved EC whose ec.json holds a list where the verification object belongs."""
+    from lbee.spotcheck import ATTRIBUTES, Blindspot, DatasetDefinition, ExperimentalConfiguration
+
+    attrs = [
+        {
+            **{k: v[0] for k, v in ATTRIBUTES.items()},
+            ("square", "presence"): "true",
+            ("background", "position"): "above",
+        }
+    ]
+    images = {split: np.zeros((1, 8, 8, 3), np.uint8) for split in ("train", "val", "test")}
+    ec = ExperimentalConfiguration(
+        DatasetDefinition(["background", "square"], [("square", "presence")]),
+        [Blindspot([("square", "presence", "true")])],
+        images,
+        {split: attrs for split in images},
+        {split: np.ones(1, np.int64) for split in images},
+        0,
+        8,
+    )
+    folder = ec.save(ctx.tmp / "ec")
+    definition = json.loads((folder / "ec.json").read_text())
+    definition["verification"] = ["passed"]
+    (folder / "ec.json").write_text(json.dumps(definition))
+    return folder
 
 
 def _hard_and_easy():

@@ -191,7 +191,7 @@ def _gate(world_kwargs):
 def load_world(worlds, seed, generation, *, gate=None, log=None):
     """The EC of ``seed`` kept in ``worlds`` when it was generated with ``generation``, else None (said why).
 
-    With ``gate`` (:func:`~lbee.spotcheck._classifier.verify_blindspots` thresholds), a kept EC whose
+    With ``gate`` (:func:`~lbee.spotcheck.verify_blindspots` thresholds), a kept EC whose
     classifier fails today's blindspot gate is generated again too: a world kept before the gate grew a
     check is not analysed as if it had passed it.
     """

@@ -352,7 +352,7 @@ def class_column(table, column, class_names=None, default="table"):
             # pandas reads a column of nothing but true / false words as booleans: a class so named gets its cell
             word = "true" if v else "false"
             named = [j for name, j in lookup.items() if name.lower() == word]
-            key, k = None, (named[0] if len(named) == 1 else None)
+            k = named[0] if len(named) == 1 else None
         if key is not None and key in lookup:  # a class name wins over an index (classes named "0", "1")
             k = lookup[key]
         elif not _is_missing(v) and not isinstance(v, (bool, np.bool_)):

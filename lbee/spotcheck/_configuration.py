@@ -157,6 +157,12 @@ class ExperimentalConfiguration:
                     )
         except KeyError as exc:
             raise CorruptECError(f"EC folder {str(folder)!r} lacks the field {exc}.") from None
+        verification = definition.get("verification", {})
+        if not isinstance(verification, dict):
+            raise CorruptECError(
+                f"EC folder {str(folder)!r}: ec.json's 'verification' is a {type(verification).__name__}; "
+                "expected an object."
+            )
         model = None
         if (folder / "model.pt").exists():
             model = load_classifier_weights(folder / "model.pt")
@@ -169,7 +175,7 @@ class ExperimentalConfiguration:
             definition["seed"],
             definition["image_size"],
             model,
-            definition.get("verification", {}),
+            verification,
         )
 
 
