@@ -526,3 +526,55 @@ def test_token_commands(tmp_path):
     assert "revoked" in run(cli, ["serve", "token", "list", "--db", url], obj={}).output
     res = run(cli, ["serve"], obj={})
     assert res.exit_code == 2 and "--root" in res.output
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["/etc/passwd", "../../../../../../etc/passwd", "outside.grammar.yaml"],
+)
+def test_a_sidecar_cannot_make_a_job_read_outside_the_root(service, data_root, ref):
+    """Issue 32's security case: a `.conditions.tsv`'s `# grammar:` line is confined like a request's paths."""
+    client, app, settings = service
+    root, outside = data_root
+    (outside / "secret.grammar.yaml").write_text("name: secret-words-inside\nlead: An image\nsubjects: []\n")
+    link = root / "ds" / "outside.grammar.yaml"
+    if not link.exists():
+        link.symlink_to(outside / "secret.grammar.yaml")
+    (root / "ds" / "leak.txt").write_text("at night\nbright\neverything\nnoise a\nnoise b\nnoise c\n")
+    sidecar = f"# grammar: {ref}\n# grammar_digest: sha256:0\nsentence\tconditions\n"
+    (root / "ds" / "leak.conditions.tsv").write_text(sidecar)
+    r = client.post("/v1/jobs", json=entry(name="leak", sentences="ds/leak.txt"), headers=client.auth_headers["submit"])
+    if r.status_code == 202:  # refused in the worker, before the file is opened
+        while run_next_job(app.state.db, settings) is not None:
+            pass
+        job = client.get(f"/v1/jobs/{r.json()['id']}", headers=client.auth_headers["read"]).json()
+        assert job["status"] == "failed", job
+        error = job["error"]
+    else:
+        assert r.status_code == 422, r.text
+        error = r.json()["detail"]
+    assert "outside the data root" in error, error
+    assert "root:" not in error and "secret-words" not in error  # nothing of the file is quoted
+
+
+def test_a_sidecar_may_name_any_grammar_on_the_command_line_but_not_under_a_root(tmp_path):
+    from lbee.grammar import load_grammar
+    from lbee.io.confinement import PathEscape, confined_to
+    from lbee.io.sentences import load_sentence_set
+
+    grammar_file = tmp_path / "g" / "photos.grammar.yaml"
+    grammar_file.parent.mkdir()
+    grammar_file.write_text((Path(lbee.io.sentences.builtin_dir()) / "object_photos.grammar.yaml").read_text())
+    g = load_grammar(grammar_file)
+    sents = tmp_path / "sets" / "s.txt"
+    sents.parent.mkdir()
+    from lbee.grammar import generate
+    from lbee.io.sentences import write_grammar_set
+
+    sentences, conditions, _ = generate(g, max_conditions=1)
+    write_grammar_set(sents, g, sentences, conditions, max_conditions=1, source_ref=str(grammar_file))
+    assert load_sentence_set(sents).grammar.digest == g.digest  # a user's own file: any path
+    with confined_to(tmp_path / "sets"), pytest.raises(PathEscape, match="outside the data root"):
+        load_sentence_set(sents)
+    with confined_to(tmp_path):
+        assert load_sentence_set(sents).grammar.digest == g.digest  # inside the root: read

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .confinement import resolve_named_path
 from .schemas import validate_manifest
 from .table_reader import read_table
 
@@ -55,7 +56,10 @@ def discover_images(source):
     if not source.exists():
         raise FileNotFoundError(f"Images {str(source)!r}: no such folder or manifest file.")
     ids, labels = validate_manifest(read_table(source))
-    paths = [str(p if Path(p).is_absolute() else source.parent / p) for p in ids]
+    paths = [
+        str(resolve_named_path(p, source.parent, key=f"row {i + 1}, column 'path',", source=str(source)))
+        for i, p in enumerate(ids)
+    ]
     return ImageList(paths, ids, labels)
 
 

@@ -73,7 +73,8 @@ def write_grammar_set(path, grammar, sentences, conditions, *, max_conditions, s
 
 def _read_conditions(table, sentences):
     """The validated conditions table of a generated set: (conditions per sentence, grammar)."""
-    from ..grammar import load_grammar, parse_conditions
+    from ..grammar import list_grammars, load_grammar, parse_conditions
+    from .confinement import resolve_named_path
 
     src = str(table)
     try:
@@ -90,8 +91,16 @@ def _read_conditions(table, sentences):
     if "grammar" not in meta:
         raise ValueError(f"{src}: no '# grammar: NAME' line; regenerate it with lbee sentences generate.")
     ref = meta["grammar"]
-    local = table.parent / ref
-    grammar = load_grammar(local if local.is_file() else ref)
+    if ref in list_grammars() and not (table.parent / ref).exists():
+        grammar = load_grammar(ref)
+    else:  # a path named by the file: confined to the data root when one is active (lbee serve)
+        local = resolve_named_path(ref, table.parent, key="its '# grammar:' line", source=src)
+        if not local.is_file():
+            raise ValueError(
+                f"{src}: its '# grammar:' line names {ref!r}, which is neither a file beside it nor a built-in "
+                f"grammar ({', '.join(list_grammars())}); regenerate the set with lbee sentences generate."
+            )
+        grammar = load_grammar(local)
     if meta.get("grammar_digest") and meta["grammar_digest"] != grammar.digest:
         raise ValueError(
             f"{src}: grammar {ref!r} has changed since these sentences were generated "

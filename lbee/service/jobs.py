@@ -62,6 +62,7 @@ def validate_entry(entry, root, allowed_encoders=()):
         A bad entry (the message names key and value, as ``lbee report`` does), an encoder outside the
         allow-list, or a :class:`~lbee.service.paths.PathEscape`.
     """
+    from ..io.confinement import confined_to
     from ..reports.config_entries import parse_dataset_entry
     from .paths import check_dataset_paths, check_encoder, check_entry_paths
 
@@ -70,11 +71,12 @@ def validate_entry(entry, root, allowed_encoders=()):
             f"the job must be one dataset entry (a mapping such as {{name: demo, spotcheck: {{seed: 0}}}}"
             f"); received {type(entry).__name__}."
         )
-    check_entry_paths(entry, root)
-    if isinstance(entry.get("encoder"), str) and entry["encoder"].strip():
-        entry = {**entry, "encoder": check_encoder(entry["encoder"], root, allowed_encoders)}
-    ds = parse_dataset_entry(entry, base=root)
-    check_dataset_paths(ds, root)
+    with confined_to(root):  # the paths its files name too (a sidecar's grammar, a manifest's rows)
+        check_entry_paths(entry, root)
+        if isinstance(entry.get("encoder"), str) and entry["encoder"].strip():
+            entry = {**entry, "encoder": check_encoder(entry["encoder"], root, allowed_encoders)}
+        ds = parse_dataset_entry(entry, base=root)
+        check_dataset_paths(ds, root)
     return ds
 
 
@@ -271,6 +273,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
     str
         The job's final status as recorded, or ``'lost'`` when the lease was lost (nothing recorded).
     """
+    from ..io.confinement import confined_to
     from ..reports.batch import run_dataset
     from .db import Job, LeaseLost
 
@@ -316,7 +319,8 @@ def run_job(db, settings, job_id, *, owner, attempt):
             reused = _seed_world(settings, job, attempt, out)
             if reused:
                 log(reused)
-            reports, failures = run_dataset(ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log)
+            with confined_to(settings.root):  # every path a file names stays inside the root
+                reports, failures = run_dataset(ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log)
             log(f"[{ds.name}] analysis finished in {time.perf_counter() - t0:.1f} s")
         except JobCancelled:
             lines.append("cancelled at the user's request")

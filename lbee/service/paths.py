@@ -12,48 +12,16 @@ parsed, so a request cannot learn whether a file outside the root exists.
 from __future__ import annotations
 
 import os
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
+
+from ..io.confinement import PathEscape, confine
+from ..io.confinement import inside as _inside
 
 #: Entry keys that hold a path (``relevance`` and ``sentences`` also take names, handled below).
 PATH_KEYS = ("images", "image_embeddings", "sentence_embeddings", "masks", "sensitivity", "predictions", "weights")
 MODEL_SPEC_PREFIXES = ("torchvision:", "timm:")
 #: Folders with more entries than this are not walked (a job that big belongs in `lbee report`).
 MAX_WALK = 500_000
-
-
-class PathEscape(ValueError):
-    """A path that leads outside the data root."""
-
-
-def _inside(path, root):
-    try:
-        Path(path).relative_to(root)
-        return True
-    except ValueError:
-        return False
-
-
-def confine(value, root, key):
-    """``value`` (a path string from a request) resolved inside ``root``: the resolved Path.
-
-    Raises
-    ------
-    PathEscape
-        ``..`` components, an absolute path outside the root, or a symlink leading out.
-    """
-    if not isinstance(value, str) or not value or "\x00" in value:
-        raise PathEscape(f"`{key}` must be a non-empty path string inside the data root; received {value!r}.")
-    parts = set(PurePosixPath(value).parts) | set(PureWindowsPath(value).parts)
-    if ".." in parts or value.startswith("~"):
-        raise PathEscape(f"`{key}` {value!r}: '..' and '~' are not allowed; give a path inside the data root.")
-    root = Path(root).resolve()
-    p = Path(value)
-    if p.is_absolute() and not _inside(os.path.abspath(p), root):
-        raise PathEscape(f"`{key}` {value!r} is outside the data root; give a path relative to the root.")
-    resolved = (p if p.is_absolute() else root / p).resolve()
-    if not _inside(resolved, root):
-        raise PathEscape(f"`{key}` {value!r} leads outside the data root (through a symbolic link).")
-    return resolved
 
 
 def named_sentence_set(value):

@@ -1,0 +1,120 @@
+"""The one confinement rule for paths: a request's paths and the paths its files name.
+
+``lbee serve`` reads files only inside its data root (``--root``). A request's
+own path fields are checked by :mod:`lbee.service.paths`; the paths that a
+*file* names (a ``.conditions.tsv`` sidecar's ``# grammar:`` line, a manifest's
+image rows) are resolved by :func:`resolve_named_path`, which checks them
+against the same root with the same rule (:func:`confine`) whenever one is
+active (:func:`confined_to`). On the command line no root is active: a user's
+own files may name any file the user can read.
+
+A path refused here is never opened, so an error can quote nothing of it.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+#: The active data root (process-wide: a service worker runs one job at a time, a server serves one root).
+_ROOT: Path | None = None
+
+
+class PathEscape(ValueError):
+    """A path that leads outside the data root."""
+
+
+def inside(path, root):
+    """Whether ``path`` (already absolute) lies inside ``root``."""
+    try:
+        Path(path).relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def confine(value, root, key):
+    """``value`` (a path string) resolved inside ``root``: the resolved Path.
+
+    Relative paths are read from the root; an absolute path must lie inside it;
+    ``..`` and ``~`` are refused; the path is resolved (symbolic links
+    followed) and checked again, so a link inside the root that points out is
+    refused.
+
+    Raises
+    ------
+    PathEscape
+        Naming ``key`` and the path as given, never anything read from it.
+    """
+    if not isinstance(value, str) or not value or "\x00" in value:
+        raise PathEscape(f"`{key}` must be a non-empty path string inside the data root; received {value!r}.")
+    parts = set(PurePosixPath(value).parts) | set(PureWindowsPath(value).parts)
+    if ".." in parts or value.startswith("~"):
+        raise PathEscape(f"`{key}` {value!r}: '..' and '~' are not allowed; give a path inside the data root.")
+    root = Path(root).resolve()
+    p = Path(value)
+    if p.is_absolute() and not inside(os.path.abspath(p), root):
+        raise PathEscape(f"`{key}` {value!r} is outside the data root; give a path relative to the root.")
+    resolved = (p if p.is_absolute() else root / p).resolve()
+    if not inside(resolved, root):
+        raise PathEscape(f"`{key}` {value!r} leads outside the data root (through a symbolic link).")
+    return resolved
+
+
+def data_root():
+    """The active data root, or None (no confinement: the command line)."""
+    return _ROOT
+
+
+@contextmanager
+def confined_to(root):
+    """Within the block, every path a file names must lie inside ``root`` (None: no confinement)."""
+    global _ROOT
+    before = _ROOT
+    _ROOT = None if root is None else Path(root).resolve()
+    try:
+        yield _ROOT
+    finally:
+        _ROOT = before
+
+
+def resolve_named_path(ref, base, *, key, source):
+    """The path a file names: ``ref`` read relative to the file's folder ``base``.
+
+    Under an active data root it must lie inside the root (:func:`confine`);
+    otherwise any path is accepted.
+
+    Parameters
+    ----------
+    ref : str
+        The path as the file writes it.
+    base : path-like
+        The folder of the file that names it.
+    key : str
+        What names the path, for the error (e.g. "its '# grammar:' line").
+    source : str
+        The naming file, for the error.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    PathEscape
+        Under a data root, for a path that leads out of it (the file is not opened).
+    """
+    path = Path(ref) if Path(ref).is_absolute() else Path(base) / ref
+    root = data_root()
+    if root is None:
+        return path
+    rel = os.path.relpath(os.path.abspath(path), root) if inside(os.path.abspath(path), root) else None
+    if rel is None:
+        raise PathEscape(f"{source}: {key} names {ref!r}, outside the data root; a file may only name files inside it.")
+    try:
+        return confine(rel, root, key)
+    except PathEscape:
+        raise PathEscape(
+            f"{source}: {key} names {ref!r}, which leads outside the data root (through a symbolic link)."
+        ) from None
