@@ -222,3 +222,49 @@ def test_merging_keeps_each_failure_whole_and_never_merges_two():
 def test_wilson_lower_bound():
     assert wilson_lower(0, 0) == 0.0
     assert 0.6 < wilson_lower(10, 10) < 0.75 < wilson_lower(100, 100)
+
+
+def _grammar_world(n=2000, seed=0, noise=0.08):
+    """Images embedded beside the spotcheck grammar's atom sentences (one axis each), failing on a planted region."""
+    from lbee.grammar import embedded_atoms
+
+    atoms, conds = embedded_atoms(G)
+    rng = np.random.default_rng(seed)
+    truth = {key: np.asarray(values)[rng.integers(0, len(values), n)] for key, values in G.keys()}
+    x = np.zeros((n, len(atoms) + 8))
+    for j, c in enumerate(conds):
+        ((key, value),) = c.items()
+        present = truth.get((key[0], "presence"), np.full(n, "true")) == "true"
+        x[:, j] = (truth[key] == value) & (present | (key[1] == "presence"))
+    x += rng.normal(0, noise, x.shape)
+    planted = {("square", "color"): "blue", ("circle", "presence"): "false", ("text", "presence"): "true"}
+    fail = np.all([truth[k] == v for k, v in planted.items()], axis=0)
+    phi = np.where(fail, 0.2, 0.9) + rng.normal(0, 0.05, n)
+    return x, np.eye(len(atoms), x.shape[1]), phi, fail, planted
+
+
+def test_compose_through_lbee_explain_from_atom_rows_or_the_whole_generated_set():
+    import lbee
+    from lbee.grammar import generate
+
+    x, S, phi, fail, planted = _grammar_world()
+    exp = lbee.explain(x, S, method="compose", grammar="spotcheck", confidence=phi, tau=0.15, n_clusters=8, k=2)
+    best = exp.hard_clusters[0]
+    assert fail[best.indices].mean() > 0.9
+    assert exp.sentence_texts[best.sentences[0]] == G.render(planted)
+    # the same rows inside the whole generated set (compose reads only the atom rows, found by their conditions)
+    sentences, conditions, _ = generate(G)
+    row = {frozenset(c.items()): i for i, c in enumerate(conditions)}
+    from lbee.grammar import embedded_atoms
+
+    full = np.random.default_rng(1).normal(size=(len(sentences), S.shape[1]))
+    for j, c in enumerate(embedded_atoms(G)[1]):
+        full[row[frozenset(c.items())]] = S[j]
+    again = lbee.explain(x, full, method="compose", grammar=G, confidence=phi, tau=0.15, n_clusters=8, k=2)
+    assert [again.sentence_texts[i] for i in again.hard_clusters[0].sentences] == [
+        exp.sentence_texts[i] for i in best.sentences
+    ]
+    with pytest.raises(ValueError, match="method 'compose' needs a grammar"):
+        lbee.explain(x, S, method="compose", confidence=phi, tau=0.15)
+    with pytest.raises(ValueError, match=f"has 5 rows.*its {len(sentences)} generated sentences.*its {len(S)} atom"):
+        lbee.explain(x[:, :5], S[:5, :5], method="compose", grammar="spotcheck", confidence=phi, tau=0.15)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._validation import check_choice
+from .._validation import as_unit_rows, check_choice
 from ..typing import ArrayLike
 from .clustering import DEFAULT_WARD
 from .partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, Partition, as_sentence_index
-from .selection import CLIP_TAU, METHODS
+from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS
 
 if TYPE_CHECKING:
     from .explanation import Explanation
@@ -24,10 +24,57 @@ if TYPE_CHECKING:
 def _check_methods(methods: str | Sequence[str]) -> list[str]:
     names = [methods] if isinstance(methods, str) else list(methods)
     if not names:
-        raise ValueError(f"`methods` is empty; expected one or more of {list(METHODS)}.")
+        raise ValueError(f"`methods` is empty; expected one or more of {list(DESCRIBERS)}.")
     for m in names:
-        check_choice(m, "methods", set(METHODS))
+        check_choice(m, "methods", set(DESCRIBERS))
     return names
+
+
+def grammar_index(
+    sentence_embeddings: ArrayLike | SentenceIndex, grammar: Any, sentences: Sequence[str] | None
+) -> tuple[SentenceIndex, Sequence[str] | None]:
+    """The sentence index of a grammar's rows, and their texts (``sentences``, or the grammar's).
+
+    Without ``grammar``, ``sentence_embeddings`` as it is. With it, the rows are either the grammar's
+    generated sentences (:func:`lbee.grammar.generate` at its ``max_conditions``) or only the sentences
+    'compose' reads (:func:`lbee.grammar.embedded_atoms`), both in their function's order; the row count
+    says which.
+    """
+    from .sentence_index import SentenceIndex
+
+    if grammar is None:
+        return as_sentence_index(sentence_embeddings), sentences
+    from ..grammar import embedded_atoms, generate, load_grammar
+
+    g = load_grammar(grammar)
+    if isinstance(sentence_embeddings, SentenceIndex):
+        if sentence_embeddings.grammar is not None and sentence_embeddings.grammar.digest != g.digest:
+            raise ValueError(
+                f"`grammar` {g.name!r} is not the grammar of the SentenceIndex ({sentence_embeddings.grammar.name!r})."
+            )
+        emb: Any = sentence_embeddings.embeddings
+    else:
+        emb = as_unit_rows(sentence_embeddings, "sentence_embeddings")
+    atoms, atom_conditions = embedded_atoms(g)
+    full, full_conditions, _ = generate(g)
+    if len(emb) == len(full):
+        texts, conditions = full, full_conditions
+    elif len(emb) == len(atoms):
+        texts, conditions = atoms, atom_conditions
+    else:
+        raise ValueError(
+            f"`sentence_embeddings` has {len(emb)} rows; with grammar {g.name!r} expected the embeddings of its "
+            f"{len(full)} generated sentences (lbee.grammar.generate) or of its {len(atoms)} atom sentences "
+            "(lbee.grammar.embedded_atoms), in that function's order."
+        )
+    if sentences is not None and list(sentences) != list(texts):
+        bad = next((i for i, (a, b) in enumerate(zip(sentences, texts)) if a != b), min(len(sentences), len(texts)))
+        got = sentences[bad] if bad < len(sentences) else "<none>"
+        want = texts[bad] if bad < len(texts) else "<none>"
+        raise ValueError(
+            f"`sentences` differs from grammar {g.name!r}'s rows at row {bad}: received {got!r}, expected {want!r}."
+        )
+    return SentenceIndex(emb, conditions=list(conditions), grammar=g), list(texts)
 
 
 def _column(data: Any, value: Any, name: str) -> Any:
@@ -98,6 +145,7 @@ def explain_methods(
     ward: str = DEFAULT_WARD,
     data: Any = None,
     embeddings: str | None = None,
+    grammar: Any = None,
 ) -> dict[str, Explanation]:
     """Run several describers over one split and clustering.
 
@@ -123,13 +171,20 @@ def explain_methods(
 
         warn_assumed_tau(CLIP_TAU, "`image_embeddings` and `sentence_embeddings` given as arrays")
         tau = CLIP_TAU
-    index = as_sentence_index(sentence_embeddings)
+    index, sentences = grammar_index(sentence_embeddings, grammar, sentences)
+    if COMPOSE in names and (index.grammar is None or index.conditions is None):
+        raise ValueError(
+            "method 'compose' needs a grammar: pass grammar= (a Grammar, a built-in grammar's name or a "
+            ".grammar.yaml path) with the embeddings of its sentences (lbee.grammar.embedded_atoms)."
+        )
     part = Partition(a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, slicer=slicer, ward=ward)
     # Cheap checks of the describe step first, so a bad k, τ or d fails before clustering.
     from .partition import check_describe_args
 
     check_describe_args(index, image_embeddings, k, tau, sentences)
     part.fit(image_embeddings, confidence=confidence, hard=hard, easy=easy)
+    if index.grammar is not None:  # one hypothesis per failure, as a run does (lbee.core.hypotheses)
+        part.merge(index, tau=tau, k=k)
     out = {m: part.describe(index, m, k=k, tau=tau, sentences=sentences) for m in names}
     phi = None if confidence is None else np.asarray(confidence, dtype=np.float64).reshape(-1)
     for e in out.values():  # kept in memory for Explanation.assignments()
@@ -155,6 +210,7 @@ def explain(
     ward: str = DEFAULT_WARD,
     data: Any = None,
     embeddings: str | None = None,
+    grammar: Any = None,
 ) -> Explanation:
     """Find hard clusters of images and the sentences that describe them.
 
@@ -172,8 +228,8 @@ def explain(
         Explicit split masks, an alternative to ``confidence``.
     a : float, default=0.2
         Split margin in standard deviations of φ (LBEE app. D).
-    method : {'tops', 'setdiff', 'pdiff', 'fpdiff', 'domino'}, default='fpdiff'
-        The describer (SPEC §3.3).
+    method : {'tops', 'setdiff', 'pdiff', 'fpdiff', 'domino', 'compose'}, default='fpdiff'
+        The describer (SPEC §3.3). 'compose' needs ``grammar``.
     n_clusters : int, default=15
         Hard clusters; the effective number is ``min(n_clusters, n_hard)``.
     n_easy_clusters : int, optional
@@ -203,6 +259,12 @@ def explain(
         The DataFrame's index becomes ``Explanation.image_ids``.
     embeddings : str, optional
         The embedding column of ``data``.
+    grammar : Grammar, str or path, optional
+        A grammar (:class:`lbee.grammar.Grammar`, a built-in grammar's name or a ``.grammar.yaml`` path) whose
+        sentences ``sentence_embeddings`` embeds: either all its generated sentences
+        (:func:`lbee.grammar.generate`) or only the ones 'compose' reads (:func:`lbee.grammar.embedded_atoms`),
+        in that function's order. With it, the hard groups that are pieces of one failure are merged, as in a
+        run (:meth:`lbee.core.partition.Partition.merge`), and ``sentences`` defaults to the grammar's texts.
 
     Returns
     -------
@@ -213,7 +275,7 @@ def explain(
     --------
     lbee.partition : cluster once and describe many times.
     """
-    check_choice(method, "method", set(METHODS))
+    check_choice(method, "method", set(DESCRIBERS))
     return explain_methods(
         image_embeddings,
         sentence_embeddings,
@@ -231,4 +293,5 @@ def explain(
         ward=ward,
         data=data,
         embeddings=embeddings,
+        grammar=grammar,
     )[method]

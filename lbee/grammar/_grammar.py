@@ -296,7 +296,9 @@ def count_conjunctions(grammar, max_conditions):
     return sum(e[1:])
 
 
-def generate(grammar, max_conditions=None, *, limit=200_000):
+def generate(
+    grammar: Grammar, max_conditions: int | None = None, *, limit: int = 200_000
+) -> tuple[list[str], list[dict[Key, str]], dict[str, int]]:
     """Every non-contradictory, canonical conjunction of 1..``max_conditions`` conditions, rendered.
 
     Parameters
@@ -361,3 +363,22 @@ def _product(lists):
     for v in lists[0]:
         for rest in _product(lists[1:]):
             yield (v, *rest)
+
+
+def embedded_atoms(grammar: Grammar) -> tuple[list[str], list[dict[Key, str]]]:
+    """The sentences whose embeddings the 'compose' describer reads, in the order :func:`generate` lists them.
+
+    One per literal that states a presence or a value ("An image with a circle", "An image with a blue
+    square"); "no X" is never embedded (it is composed as 1 − P(X)), nor is any conjunction (a product of
+    its literals). Embedding these rows alone is enough for ``lbee.explain(..., method="compose",
+    grammar=grammar)``; they are also the single-condition rows of ``generate(grammar)``, in the same order.
+
+    Returns
+    -------
+    sentences : list of str
+    conditions : list of dict
+        Each sentence's one condition ``{(subject, attribute): value}``.
+    """
+    sentences, conds, _ = generate(grammar, 1)
+    keep = [i for i, c in enumerate(conds) if not any(a == PRESENCE and v == FALSE for (_, a), v in c.items())]
+    return [sentences[i] for i in keep], [conds[i] for i in keep]

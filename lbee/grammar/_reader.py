@@ -279,7 +279,7 @@ def list_grammars():
     return sorted(p.name[: -len(SUFFIX)] for p in builtin_grammar_dir().glob(f"*{SUFFIX}"))
 
 
-def load_grammar(name_or_path):
+def load_grammar(name_or_path: Grammar | str | Path) -> Grammar:
     """A built-in grammar by name (:func:`list_grammars`) or a grammar file by path.
 
     Returns
