@@ -77,8 +77,7 @@ def _jaccard(a, b):
 
 def run_world(family, *, level, seed, n=10_000, n_failures=2, n_clusters=15, k=3, methods=None):
     """One world of ``family`` at encoder quality ``level``, every describer scored: a :class:`WorldRun`."""
-    import lbee
-
+    from ..core.explain import explain_methods
     from ..core.metrics import discovery_rate, false_discovery_rate
     from ..core.selection import DESCRIBERS
     from ..grammar import generate
@@ -94,7 +93,7 @@ def run_world(family, *, level, seed, n=10_000, n_failures=2, n_clusters=15, k=3
     texts, conditions, _ = generate(g)
     s = enc.embed_sentences(conditions)
     tau = enc.default_tau(world, x)
-    exps = lbee.explain_methods(
+    exps = explain_methods(
         x,
         s,
         methods=list(methods or DESCRIBERS),
