@@ -28,6 +28,8 @@ NA = ""
 ERROR_INSIDE, ERROR_OUTSIDE = 0.90, 0.03
 #: A failure covers this share of the images (the planted region; SpotCheck-like sizes).
 COVERAGE = (0.02, 0.10)
+#: Beta parameters of the true class's probability where the model is right and where it is wrong.
+CONFIDENCE_RIGHT, CONFIDENCE_WRONG = (10.0, 1.5), (1.5, 4.0)
 #: A confounder holds for this share of a failure's images.
 CONFOUNDER_INSIDE = 0.90
 
@@ -229,8 +231,9 @@ def make_world(grammar, *, n=10_000, n_failures=2, confounded=0.8, random_state=
     fail = np.stack([np.all([values[k] == v for k, v in g.implied(f).items()], axis=0) for f in failures], 1)
     inside = fail.any(axis=1)
     wrong = rng.random(n) < np.where(inside, ERROR_INSIDE, ERROR_OUTSIDE)
-    # the true class's probability: high when right, low when wrong (a confident model)
-    confidence = np.where(wrong, rng.beta(2, 6, n), rng.beta(6, 2, n))
+    # the true class's probability of a well-trained classifier: mostly near 1 when right (mean 0.87), low when
+    # wrong (mean 0.27); the split at μ − aσ still takes the least confident right images into the hard side
+    confidence = np.where(wrong, rng.beta(*CONFIDENCE_WRONG, n), rng.beta(*CONFIDENCE_RIGHT, n))
     for j, f in enumerate(failures):
         notes.append(f"failure {j}: {g.render(f)} ({fail[:, j].mean():.1%} of the images)")
     return AttributeWorld(g, values, failures, confounders, ~wrong, confidence, int(random_state), notes)
