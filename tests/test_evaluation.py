@@ -187,3 +187,26 @@ def test_evaluate_gives_the_same_metrics_for_the_same_gamma_in_three_formats(tmp
     assert (
         found[0][0]["AHR"] == pytest.approx(want["AHR"]) and found[0][0]["n_failure_sentences"] == 4
     )  # the composed one too (3 when it counted as 0)
+
+
+def test_a_run_composes_its_gamma_by_the_same_rule():
+    """lbee describe's own metrics: the columns of compose's sentences from the given Γ, as lbee evaluate does."""
+    from types import SimpleNamespace
+
+    from lbee.grammar import parse_conditions
+    from lbee.run.pipeline import _composed_columns
+
+    conds = [parse_conditions(c) for c in BASE_CONDITIONS]
+    inputs = SimpleNamespace(sentence_conditions=conds, relevance_source="ground truth: rel.npy", notes=[])
+    new = [parse_conditions("square.color=blue; circle.presence=false")]
+    rel = _composed_columns(inputs, SET_GAMMA, new, results=None, index=None, tau=0.25)
+    np.testing.assert_array_equal(rel[:, 4], SET_GAMMA[:, 3] & SET_GAMMA[:, 2])
+    assert "composed from the columns of their conditions' sentences in ground truth: rel.npy" in inputs.notes[0]
+
+    class Partition:  # a condition without a sentence of its own: the encoder's composed relevance, said so
+        def composed_relevance(self, index, conditions, tau):
+            return None, np.ones((6, len(conditions)), bool)
+
+    results = {"ward": SimpleNamespace(partition=Partition())}
+    rel = _composed_columns(inputs, SET_GAMMA, [{("square", "color"): "orange"}], results, index=None, tau=0.25)
+    assert rel[:, 4].all() and "pseudo ground truth" in inputs.notes[1]
