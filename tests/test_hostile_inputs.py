@@ -1047,6 +1047,18 @@ CASES = [
         Raises(ValueError, "rel.npy'", "the file is empty; expected a .npy array"),
     ),
     (
+        "performance-decimal-cells",  # a parquet decimal column arrives as Decimal objects: numbers, not text
+        lambda ctx: validate_performance(pd.DataFrame({"performance": [__import__("decimal").Decimal("0.5")]})),
+        Result(lambda r, c: r.tolist() == [0.5]),
+    ),
+    (
+        "explanation-json-nested-100k-deep",  # RecursionError, a traceback at `lbee evaluate`
+        lambda ctx: __import__("lbee.run.pipeline", fromlist=["x"]).load_explanations(
+            write(ctx, "[" * 100_000 + "]" * 100_000, "e.json")
+        ),
+        Raises(ValueError, "Cannot read explanation file", "e.json'", "recursion depth"),
+    ),
+    (
         "embeddings-npz-under-npy-name",
         lambda ctx: load_embeddings(_npz_as_npy(ctx, "emb.npy"), "--image-embeddings"),
         Raises(ValueError, "--image-embeddings", "emb.npy': it is an .npz archive"),

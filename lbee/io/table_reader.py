@@ -13,6 +13,7 @@ booleans); anything else is an error.
 
 from __future__ import annotations
 
+import decimal
 import logging
 import math
 import numbers
@@ -274,7 +275,7 @@ def parse_number(value):
     """A cell as float: a real number, or text matching :data:`NUMBER_PATTERN`; NaN for anything else (booleans too)."""
     if isinstance(value, (bool, np.bool_)):
         return math.nan
-    if isinstance(value, numbers.Real):
+    if isinstance(value, (numbers.Real, decimal.Decimal)):  # parquet decimal columns arrive as Decimal
         return float(value)
     if isinstance(value, str) and NUMBER_PATTERN.fullmatch(value.strip()):
         return float(value.strip())

@@ -419,7 +419,7 @@ def load_explanations(path):
     path = Path(path)
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # nested 100k deep
         raise ValueError(f"Cannot read explanation file {str(path)!r}: {exc}") from None
     return validate_explanation_payload(payload, source=str(path)), payload
 
