@@ -85,3 +85,128 @@ def test_evaluate_errors():
         lbee.failure_sentences(np.full((3, 2), 0.5), np.ones(3))
     with pytest.raises(ValueError, match="NaN"):
         lbee.failure_sentences(np.ones((3, 2), bool), np.array([1, np.nan, 0]))
+
+
+# ---------------------------------------------------------------- issue 32: the same Γ, whatever its format
+
+BASE = ["A square", "A circle", "No circle", "A blue square"]
+BASE_CONDITIONS = ["square.presence=true", "circle.presence=true", "circle.presence=false", "square.color=blue"]
+COMPOSED = "A blue square and no circle"  # a conjunction 'compose' wrote: not in the set, so not in its Γ
+IDS = [f"i{k}.png" for k in range(6)]
+SET_GAMMA = np.array(
+    [[1, 1, 0, 1], [1, 0, 1, 1], [1, 0, 1, 0], [0, 1, 0, 0], [1, 0, 1, 1], [0, 0, 1, 0]], dtype=bool
+)  # images 1 and 4 hold a blue square and no circle
+OMEGA = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0])
+
+
+def _gamma_files(tmp_path):
+    """The set's Γ (4 sentences) as a matrix, a long table and a wide table."""
+    import pandas as pd
+
+    np.save(tmp_path / "rel.npy", SET_GAMMA)
+    rows = [(IDS[i], BASE[j], int(SET_GAMMA[i, j])) for i in range(6) for j in range(4)]
+    pd.DataFrame(rows, columns=["image", "sentence", "relevant"]).to_csv(tmp_path / "long.csv", index=False)
+    wide = pd.DataFrame(SET_GAMMA.astype(int), columns=BASE)
+    wide.insert(0, "image", IDS)
+    wide.to_csv(tmp_path / "wide.csv", index=False)
+    return [tmp_path / "rel.npy", tmp_path / "long.csv", tmp_path / "wide.csv"]
+
+
+def test_composed_columns_are_composed_alike_from_every_format(tmp_path):
+    from lbee.io.relevance import load_relevance
+
+    conditions = [*BASE_CONDITIONS, "square.color=blue; circle.presence=false"]
+    expected = np.column_stack([SET_GAMMA, SET_GAMMA[:, 3] & SET_GAMMA[:, 2]])
+    for path in _gamma_files(tmp_path):
+        rel = load_relevance(path, IDS, [*BASE, COMPOSED], conditions=conditions, n_base=4)
+        np.testing.assert_array_equal(rel, expected, err_msg=path.name)
+    # a Γ with the composed column too is read as it is
+    np.save(tmp_path / "all.npy", expected & np.array([1, 1, 1, 1, 0], bool))
+    assert not load_relevance(tmp_path / "all.npy", IDS, [*BASE, COMPOSED], conditions=conditions, n_base=4)[:, 4].any()
+
+
+def test_a_composed_column_that_cannot_be_composed_is_refused_by_every_format(tmp_path):
+    from lbee.io.relevance import load_relevance
+
+    conditions = [*BASE_CONDITIONS, "square.color=orange; circle.presence=false"]  # orange: no sentence of its own
+    for path in _gamma_files(tmp_path):
+        with pytest.raises(ValueError, match="cannot be composed: no sentence of the set states its condition "):
+            load_relevance(path, IDS, [*BASE, COMPOSED], conditions=conditions, n_base=4)
+        with pytest.raises(ValueError, match="without each sentence's conditions they cannot be composed"):
+            load_relevance(path, IDS, [*BASE, COMPOSED], n_base=4)
+
+
+def test_evaluate_gives_the_same_metrics_for_the_same_gamma_in_three_formats(tmp_path, caplog):
+    """The demo's case, small: a run with a sentence compose wrote; its Γ over the set as .npy, long and wide CSV."""
+    import json
+
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    exp = make_exp([([1, 4], [4, 3]), ([0, 2, 3, 5], [0])])
+    body = {k: v for k, v in exp.to_dict().items() if k != "sentences"}
+    body["params"] = dict(body["params"], n_base_sentences=4)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "explanation.json").write_text(
+        json.dumps(
+            {
+                "sentences": [*BASE, COMPOSED],
+                "images": IDS,
+                "methods": {"tops": body},
+                "sentence_conditions": [*BASE_CONDITIONS, "square.color=blue; circle.presence=false"],
+            }
+        )
+    )
+    np.save(tmp_path / "omega.npy", OMEGA)
+    caplog.set_level("INFO", logger="lbee")
+    found = []
+    for path in _gamma_files(tmp_path):
+        out = tmp_path / f"metrics-{path.stem}.json"
+        r = CliRunner().invoke(
+            cli,
+            [
+                "evaluate",
+                str(run),
+                "--relevance",
+                str(path),
+                "--performance",
+                str(tmp_path / "omega.npy"),
+                "--out",
+                str(out),
+            ],
+            obj={},
+        )
+        assert r.exit_code == 0, r.output
+        assert f"{path.name}' has no column for the 1 sentence(s) compose wrote; each is composed" in caplog.text
+        found.append(json.loads(out.read_text()))
+    assert found[0] == found[1] == found[2]
+    full = np.column_stack([SET_GAMMA, SET_GAMMA[:, 3] & SET_GAMMA[:, 2]])
+    want = lbee.evaluate(exp, full, OMEGA)
+    assert (
+        found[0][0]["AHR"] == pytest.approx(want["AHR"]) and found[0][0]["n_failure_sentences"] == 4
+    )  # the composed one too (3 when it counted as 0)
+
+
+def test_a_run_composes_its_gamma_by_the_same_rule():
+    """lbee describe's own metrics: the columns of compose's sentences from the given Γ, as lbee evaluate does."""
+    from types import SimpleNamespace
+
+    from lbee.grammar import parse_conditions
+    from lbee.run.pipeline import _composed_columns
+
+    conds = [parse_conditions(c) for c in BASE_CONDITIONS]
+    inputs = SimpleNamespace(sentence_conditions=conds, relevance_source="ground truth: rel.npy", notes=[])
+    new = [parse_conditions("square.color=blue; circle.presence=false")]
+    rel = _composed_columns(inputs, SET_GAMMA, new, results=None, index=None, tau=0.25)
+    np.testing.assert_array_equal(rel[:, 4], SET_GAMMA[:, 3] & SET_GAMMA[:, 2])
+    assert "composed from the columns of their conditions' sentences in ground truth: rel.npy" in inputs.notes[0]
+
+    class Partition:  # a condition without a sentence of its own: the encoder's composed relevance, said so
+        def composed_relevance(self, index, conditions, tau):
+            return None, np.ones((6, len(conditions)), bool)
+
+    results = {"ward": SimpleNamespace(partition=Partition())}
+    rel = _composed_columns(inputs, SET_GAMMA, [{("square", "color"): "orange"}], results, index=None, tau=0.25)
+    assert rel[:, 4].all() and "pseudo ground truth" in inputs.notes[1]

@@ -25,6 +25,7 @@ import lbee
 from lbee.core.explanation import check_explanation_ranges, validate_explanation_payload
 from lbee.io.cache import EmbeddingCache, atomic_save_npz, atomic_write_bytes
 from lbee.io.images import discover_images, open_rgb
+from lbee.io.provenance import load_embeddings
 from lbee.io.relevance import load_relevance
 from lbee.io.sentences import load_sentence_set
 from lbee.io.tables import read_table, validate_performance
@@ -977,7 +978,98 @@ CASES = [
         lambda ctx: lbee.explain(EXP_X, EXP_S, confidence=EXP_PHI * 1e300, n_clusters=3),
         Result(lambda r, c: len(r.hard_clusters) == 3),
     ),
+    # --- issue 32: tables that disagree with themselves, numbers Python reads and people do not write
+    (
+        "pred-path-and-image-columns-disagree",
+        preds("path,image,confidence\na.png,a.png,0.5\nb.png,c.png,0.3\n"),
+        Raises(
+            ValueError, "t.csv'", "row 2 (line 3 of the file)", "column 'path' is 'b.png'", "column 'image' is 'c.png'"
+        ),
+    ),
+    (
+        "pred-path-and-image-columns-agree-by-folder",
+        preds("path,image,confidence\n/data/a.png,a.png,0.5\n/data/x/b.png,x/b.png,0.3\n"),
+        Result(lambda r, c: r[0] == ["/data/a.png", "/data/x/b.png"]),
+    ),
+    (
+        "pred-id-repeated-after-spaces",  # " a.png" and "a.png" are one image: one row was dropped unseen
+        preds('image,confidence\n" a.png",0.1\na.png,0.9\n'),
+        Raises(ValueError, "repeats the image id 'a.png'", "row 1 (line 2 of the file) and row 2", "' a.png'"),
+    ),
+    (
+        "pred-confidence-with-underscore",  # float("1_000") is 1000
+        preds("image,confidence\na.png,1_000\nb.png,0.5\n"),
+        Raises(ValueError, "column 'confidence'", "row 1 (line 2 of the file)", "'1_000'", "no '_'"),
+    ),
+    (
+        "pred-confidence-in-arabic-digits",  # float("٠٫٥") fails but float("٥") is 5.0
+        preds("image,confidence\na.png,\u0665\nb.png,0.5\n"),
+        Raises(ValueError, "column 'confidence'", "'\u0665'"),
+    ),
+    (
+        "pred-label-with-underscore",
+        preds("image,confidence,label\na.png,0.5,1_0\nb.png,0.5,1\n"),
+        Raises(ValueError, "column 'label'", "'1_0'"),
+    ),
+    (
+        "pred-probability-with-underscore",
+        preds(P_HEAD + "a,0.9,0.1,cat\nb,0_2,0.8,dog\n"),
+        Raises(ValueError, "column 'prob_cat'", "'0_2'"),
+    ),
+    (
+        "performance-with-underscore",
+        lambda ctx: validate_performance(read_table(write(ctx, "image,performance\na.png,1_0\nb.png,1\n"))),
+        Raises(ValueError, "column 'performance'", "'1_0'"),
+    ),
+    (
+        "labels-array-with-underscore",
+        lambda ctx: scores_from_probabilities(np.full((2, 12), 1 / 12), labels=["1_0", "1"]),  # was class 10
+        Raises(ValueError, "`labels` holds 1 invalid value(s)", "'1_0'"),
+    ),
+    (
+        "manifest-path-repeated-after-spaces",
+        manifest('path\n"x.png "\nx.png\n'),
+        Raises(ValueError, "m.csv'", "repeats the path 'x.png'", "'x.png '"),
+    ),
+    (
+        "relevance-wide-image-repeated-after-spaces",
+        relevance('image,A dog,A cat\n" a.png",1,0\na.png,0,1\nb.png,0,0\nc.png,0,0\n'),
+        Raises(ValueError, "repeats the image id 'a.png'", "row 1 (line 2 of the file) and row 2"),
+    ),
+    (
+        "relevance-npz-under-npy-name",  # np.load returned an NpzFile: AttributeError 'NpzFile' ... 'shape'
+        lambda ctx: load_relevance(_npz_as_npy(ctx, "rel.npy"), IDS, SENTS),
+        Raises(ValueError, "relevance", "rel.npy': it is an .npz archive (np.savez), expected a .npy array", "np.save"),
+    ),
+    (
+        "relevance-empty-npy-file",  # EOFError, which click turned into a bare "Aborted!"
+        lambda ctx: load_relevance(write(ctx, "", "rel.npy"), IDS, SENTS),
+        Raises(ValueError, "rel.npy'", "the file is empty; expected a .npy array"),
+    ),
+    (
+        "performance-decimal-cells",  # a parquet decimal column arrives as Decimal objects: numbers, not text
+        lambda ctx: validate_performance(pd.DataFrame({"performance": [__import__("decimal").Decimal("0.5")]})),
+        Result(lambda r, c: r.tolist() == [0.5]),
+    ),
+    (
+        "explanation-json-nested-100k-deep",  # RecursionError, a traceback at `lbee evaluate`
+        lambda ctx: __import__("lbee.run.pipeline", fromlist=["x"]).load_explanations(
+            write(ctx, "[" * 100_000 + "]" * 100_000, "e.json")
+        ),
+        Raises(ValueError, "Cannot read explanation file", "e.json'", "recursion depth"),
+    ),
+    (
+        "embeddings-npz-under-npy-name",
+        lambda ctx: load_embeddings(_npz_as_npy(ctx, "emb.npy"), "--image-embeddings"),
+        Raises(ValueError, "--image-embeddings", "emb.npy': it is an .npz archive"),
+    ),
 ]
+
+
+def _npz_as_npy(ctx, name):
+    """An ``np.savez`` archive under a ``.npy`` name."""
+    np.savez(ctx.tmp / "a.npz", x=np.ones((3, 2), bool))
+    return (ctx.tmp / "a.npz").rename(ctx.tmp / name)
 
 
 def _tampered_ec(ctx):

@@ -130,7 +130,9 @@ def test_two_encoders_are_refused(world):
     img = load_embeddings(world / "img.npy", "i")[1]
     other = dict(img, encoder=dict(img["encoder"], weights="tag:w2"), encoder_spec="stubtest@w2")
     with pytest.raises(
-        ValueError, match="image embeddings come from stubtest .*but sentence embeddings from stubtest@w2 .*one encoder"
+        ValueError,
+        match="image embeddings come from stubtest:stub \\(weights tag:w1, spec 'stubtest'\\) but sentence embeddings "
+        "from stubtest:stub \\(weights tag:w2, spec 'stubtest@w2'\\) \\(weights 'tag:w1' vs 'tag:w2'\\).*one encoder",
     ):
         check_pair(img, dict(other, kind="sentence_embeddings"))
 
@@ -402,3 +404,152 @@ def test_library_explain_names_the_tau_it_assumes_for_bare_arrays():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ProvenanceWarning)
         assert lbee.explain(X, S, confidence=phi, n_clusters=3, tau=0.3).params["tau"] == 0.3
+
+
+# ---------------------------------------------------------------- issue 32: a sidecar is evidence, not trust
+
+
+def _edit_sidecar(path, **changes):
+    side = sidecar_path(path)
+    record = json.loads(side.read_text())
+    for key, value in changes.items():
+        if key == "encoder_model":
+            record["encoder"]["model"] = value
+        else:
+            record[key] = value
+    side.write_text(json.dumps(record))
+
+
+def test_sidecars_disagreeing_on_tau_are_refused(world):
+    _edit_sidecar(world / "sen.npy", tau=0.25)  # the image sidecar says 0.0816: which one was used went unsaid
+    r = CliRunner().invoke(cli, ["describe", *_describe_args(world)], obj={})
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert f"image_embeddings '{world / 'img.npy'}' declare τ = 0.0816 but sentence_embeddings" in said
+    assert f"'{world / 'sen.npy'}' τ = 0.25" in said
+    # the encoder used now is a side too: its τ against a sidecar's
+    with pytest.raises(ValueError, match="sentence embeddings declare τ = 0.25 but the encoder used now τ = 0.0816"):
+        check_pair(
+            None,
+            load_embeddings(world / "sen.npy", "s")[1],
+            encoder_identity=StubEncoder().identity(),
+            encoder_tau=STUB_TAU,
+        )
+
+
+def test_a_missing_data_digest_is_refused(world):
+    _edit_sidecar(world / "img.npy", data_sha256=None)
+    np.save(world / "img.npy", np.ones((24, 8), np.float32))  # replaced: the null digest let it pass
+    with pytest.raises(ValueError, match="img.provenance.json is not a valid provenance record.*'data_sha256' is None"):
+        load_embeddings(world / "img.npy", "--image-embeddings")
+
+
+def test_a_tampered_encoder_is_named_by_what_differs(world):
+    _edit_sidecar(world / "sen.npy", encoder_model="other")  # encoder_spec still says 'stubtest'
+    r = CliRunner().invoke(cli, ["describe", *_describe_args(world)], obj={})
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1, r.output
+    assert "come from stubtest:stub (weights tag:w1, spec 'stubtest') but sentence_embeddings" in said
+    assert "from stubtest:other (weights tag:w1, spec 'stubtest') (model 'stub' vs 'other')" in said
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, " " * (2 << 20) + "{}"])
+def test_a_deeply_nested_or_huge_sidecar_is_a_clear_error(world, text):
+    sidecar_path(world / "img.npy").write_text(text)  # the first: "maximum recursion depth exceeded"
+    with pytest.raises(ValueError, match="img.provenance.json.*(nested too deep|bytes\\) is not a provenance record)"):
+        load_embeddings(world / "img.npy", "--image-embeddings")
+
+
+def _describe_args(p):
+    return [
+        "--image-embeddings",
+        str(p / "img.npy"),
+        "--sentence-embeddings",
+        str(p / "sen.npy"),
+        "--sentences",
+        str(p / "sents.txt"),
+        "--predictions",
+        str(p / "pred.csv"),
+        "--clusters",
+        "2",
+        "-k",
+        "1",
+        "--out",
+        str(p / "out"),
+    ]
+
+
+@pytest.fixture
+def embedded(tmp_path):
+    """``lbee embed`` of 24 images (embeddings.npy + ids.txt) and of two sentences, by the stub encoder."""
+    from PIL import Image
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for i in range(24):
+        Image.fromarray(np.full((4, 4, 3), (10 * i, 240 - 10 * i, (i % 4) * 60), np.uint8)).save(
+            folder / f"f{i:02d}.png"
+        )
+    r = run(
+        [
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "embed",
+            str(folder),
+            "--sentences",
+            str(_sentences(tmp_path)),
+            "--encoder",
+            "stubtest",
+            "--out",
+            str(tmp_path / "emb"),
+        ]
+    )
+    assert r.exit_code == 0, r.output
+    return tmp_path
+
+
+def _describe_embedded(p, ids, extra=()):
+    pd.DataFrame({"image": ids, "confidence": np.linspace(0, 1, len(ids))}).to_csv(p / "pred.csv", index=False)
+    return CliRunner().invoke(
+        cli,
+        [
+            "describe",
+            "--image-embeddings",
+            str(p / "emb" / "embeddings.npy"),
+            "--sentence-embeddings",
+            str(p / "emb" / "sentence_embeddings.npy"),
+            "--sentences",
+            str(p / "emb" / "sentences.txt"),
+            "--predictions",
+            str(p / "pred.csv"),
+            "--clusters",
+            "2",
+            "-k",
+            "1",
+            "--out",
+            str(p / "out"),
+            *extra,
+        ],
+        obj={},
+    )
+
+
+def test_embedding_rows_are_checked_against_the_predictions_ids(embedded):
+    ids = (embedded / "emb" / "ids.txt").read_text().splitlines()
+    r = _describe_embedded(embedded, ids[::-1])  # another row order than ids.txt: rows were mispaired in silence
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert "row 1 is the image 'f00.png' (ids.txt, line 1) but row 1 of the predictions table" in said
+    assert "is 'f23.png'; expected the same images in the same order" in said
+    r = _describe_embedded(embedded, [f"/data/imgs/{i}" for i in ids])  # the same images, as paths: accepted
+    assert r.exit_code == 0, r.output
+    r = _describe_embedded(embedded, ids[:-1], ["--overwrite"])  # a row short
+    assert r.exit_code == 1
+    assert "has 24 rows (ids.txt) but the predictions table" in " ".join(r.output.split())
+
+
+def test_an_ids_file_of_another_array_is_refused(embedded):
+    (embedded / "emb" / "ids.txt").write_text("f00.png\nf01.png\n")  # written apart from the 24-row array
+    r = _describe_embedded(embedded, [f"f{i:02d}.png" for i in range(24)])
+    assert r.exit_code == 1
+    assert "ids.txt lists 2 image ids but image_embeddings" in " ".join(r.output.split())

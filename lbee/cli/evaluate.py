@@ -60,7 +60,9 @@ def evaluate(explanation, relevance, performance, o_values, out):
     try:
         exps, payload = load_explanations(path)
         ids, sents = payload["images"], payload["sentences"]
-        rel = load_relevance(relevance, ids, sents)
+        # compose's sentences follow the set's: a Γ over the set composes their columns (one rule, every format)
+        n_base = next((e.params["n_base_sentences"] for e in exps.values() if "n_base_sentences" in e.params), None)
+        rel = load_relevance(relevance, ids, sents, conditions=payload.get("sentence_conditions"), n_base=n_base)
         if performance is None:
             assign = path.parent / "assignments.parquet"
             if not assign.exists():

@@ -39,7 +39,7 @@ def _posix(text):
     return str(text).replace("\\", "/")
 
 
-def _same_file_name(a, b):
+def same_image_id(a, b):
     """One id ends with the other at a folder boundary (``x/a/f.png`` and ``a/f.png`` or ``f.png``)."""
     a, b = _posix(a), _posix(b)
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
@@ -88,7 +88,7 @@ class IdMatcher:
         i = self.exact.get(key)
         if i is None:
             name = _posix(key).rsplit("/", 1)[-1]
-            cands = sorted(j for j in self.by_name.get(name, ()) if any(_same_file_name(key, f) for f in self.forms[j]))
+            cands = sorted(j for j in self.by_name.get(name, ()) if any(same_image_id(key, f) for f in self.forms[j]))
             if len(cands) > 1:
                 shown = ", ".join(repr(self.run_ids[j]) for j in cands[:4]) + (", ..." if len(cands) > 4 else "")
                 raise ValueError(

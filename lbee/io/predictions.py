@@ -14,12 +14,15 @@ import numpy as np
 
 from .table_reader import (
     ID_COLUMNS,
+    _is_missing,
+    cell_text,
     check_not_empty,
     check_probabilities,
     check_unique,
     class_column,
     float_column,
     logger,
+    row_labels,
     table_source,
     text_column,
 )
@@ -38,6 +41,31 @@ def id_column_of(table, id_column=None, default="predictions table"):
     elif id_column not in cols:
         raise ValueError(f"{table_source(table, default)} lacks the id column {id_column!r}; found columns {cols}.")
     return id_column
+
+
+def check_id_columns_agree(table, idc, default="predictions table"):
+    """Refuse a table whose id columns (two of ``path``, ``image``, ``image_id``, ``id``) name different images.
+
+    The id is read from ``idc`` (the first present); another id column beside
+    it must name the same image in every row (equal, or one a path ending with
+    the other at a folder boundary), or lbee would match rows by one of two
+    disagreeing ids without a word. Blank cells of the other column are not
+    compared.
+    """
+    from .matching import same_image_id
+
+    ids = table[idc].tolist()
+    for other in (c for c in ID_COLUMNS if c != idc and c in table.columns):
+        for r, (a, b) in enumerate(zip(ids, table[other].tolist())):
+            if _is_missing(b) or _is_missing(a):
+                continue
+            if not same_image_id(cell_text(a), cell_text(b)):
+                (row,) = row_labels(table, [r])
+                raise ValueError(
+                    f"{table_source(table, default)}: at {row}, column {idc!r} is {cell_text(a)!r} but column "
+                    f"{other!r} is {cell_text(b)!r}; expected the id columns to name the same image (lbee reads the "
+                    f"id from {idc!r}, the first of {list(ID_COLUMNS)}): keep one id column, or make them agree."
+                )
 
 
 @dataclass
@@ -85,6 +113,8 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
     idc = id_column_of(table, id_column, name)
     ids = text_column(table, idc, name)
     check_unique(table, idc, name, what="image id")
+    if id_column is None:  # an id column chosen by lbee: the others present must agree with it
+        check_id_columns_agree(table, idc, name)
     cols = list(table.columns)
     prob_cols = [c for c in cols if str(c).startswith("prob_")]
     out = Predictions(ids)

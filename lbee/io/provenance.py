@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import warnings
 from pathlib import Path
 
@@ -31,6 +32,8 @@ KINDS = ("image_embeddings", "sentence_embeddings")
 NORMALISATION = "unit L2 rows, float32"
 #: The identity keys that name an encoder's space (``preprocess`` is the image side's and may differ).
 _SPACE_KEYS = ("encoder", "model", "weights")
+#: Largest sidecar read (a record is under 2 kB; a bigger file is not one lbee wrote, and is never parsed).
+MAX_SIDECAR_BYTES = 1 << 20
 
 
 class ProvenanceWarning(UserWarning):
@@ -155,10 +158,22 @@ def read_provenance(path, name="embeddings"):
     side = sidecar_path(path)
     if not side.is_file():
         return None
+    fix = "Re-create the embeddings with `lbee embed`, or delete the sidecar to use them bare."
     try:
+        size = side.stat().st_size
+        if size > MAX_SIDECAR_BYTES:
+            raise ValueError(
+                f"{side} ({size:,} bytes) is not a provenance record of {name} {str(path)!r}: a record lbee "
+                f"writes is under {MAX_SIDECAR_BYTES:,} bytes. {fix}"
+            )
         record = json.loads(side.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"Cannot read the provenance of {name} {str(path)!r} ({side.name}): {exc}") from None
+    except RecursionError:  # JSON nested thousands deep: Python's parser recurses once per level
+        raise ValueError(
+            f"Cannot read the provenance of {name} {str(path)!r} ({side}): its JSON is nested too deep to be a "
+            f"provenance record (a flat object of a few keys). {fix}"
+        ) from None
     problems = []
     if not isinstance(record, dict) or record.get("lbee_provenance") != FORMAT:
         found = record.get("lbee_provenance") if isinstance(record, dict) else record
@@ -176,13 +191,14 @@ def read_provenance(path, name="embeddings"):
         shape = record.get("shape")
         if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(v, int) for v in shape)):
             problems.append(f"'shape' is {shape!r}, expected [rows, d]")
+        digest = record.get("data_sha256")
+        if not (isinstance(digest, str) and len(digest) == 64):  # without it, a replaced .npy would pass unseen
+            problems.append(f"'data_sha256' is {digest!r}, expected the 64-hex-digit digest of the rows")
         if record.get("kind") == "sentence_embeddings" and not isinstance(record.get("sentences_sha256"), str):
             problems.append("'sentences_sha256' is missing (sentence embeddings record their sentence list)")
     if problems:
         raise ValueError(
-            f"{side} is not a valid provenance record of {name} {str(path)!r}: "
-            + "; ".join(problems)
-            + ". Re-create the embeddings with `lbee embed`, or delete the sidecar to use them bare."
+            f"{side} is not a valid provenance record of {name} {str(path)!r}: " + "; ".join(problems) + f". {fix}"
         )
     return record
 
@@ -192,7 +208,7 @@ def check_matches_array(record, array, path, name="embeddings"):
     if record is None:
         return
     arr = np.asarray(array)
-    if list(arr.shape) != record["shape"] or record.get("data_sha256") not in (None, array_digest(arr)):
+    if list(arr.shape) != record["shape"] or record["data_sha256"] != array_digest(arr):
         raise ValueError(
             f"{name} {str(path)!r} does not match its provenance {sidecar_path(path).name} (shape "
             f"{tuple(arr.shape)} vs recorded {tuple(record['shape'])}, or other values): the .npy was "
@@ -229,19 +245,100 @@ def load_embeddings(path, name, *, kind=None):
     return array, record
 
 
+#: The row ids of image embeddings: ``<stem>.ids.txt`` beside them, else ``ids.txt`` (what ``lbee embed`` writes).
+ROW_IDS_SUFFIX, ROW_IDS_NAME = ".ids.txt", "ids.txt"
+
+
+def row_ids_path(path):
+    """The file naming the rows of the embeddings ``path`` (one image id per line), or None when there is none."""
+    path = Path(path)
+    for cand in (path.with_name(path.stem + ROW_IDS_SUFFIX), path.with_name(ROW_IDS_NAME)):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def check_row_ids(path, n_rows, run_ids, name, *, against):
+    """Refuse image embeddings whose rows name other images, or the same in another order, than the run's.
+
+    When the embeddings ``path`` has an ids file beside it (:func:`row_ids_path`),
+    its line r must name the run's image r: equal, or one a path ending with the
+    other at a folder boundary (``/data/a/f.png`` and ``a/f.png``), as the
+    predictions' ids match images (:class:`lbee.io.matching.IdMatcher`). Without
+    an ids file the rows are taken in the run's order (nothing to check).
+
+    Parameters
+    ----------
+    path : path-like
+        The embeddings ``.npy``.
+    n_rows : int
+        Its rows.
+    run_ids : list of str
+        The run's image ids, in the order the rows are used.
+    name : str
+        How messages name the embeddings (``image_embeddings``).
+    against : str
+        Where ``run_ids`` come from (``the predictions table 'p.csv'``).
+
+    Raises
+    ------
+    ValueError
+        Naming the ids file, the first differing row and both ids.
+    """
+    from .matching import same_image_id
+
+    ids_file = row_ids_path(path)
+    if ids_file is None:
+        return
+    try:
+        text = ids_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"Cannot read the row ids of {name} {str(path)!r} ({ids_file}): {exc}") from None
+    listed = [line.rstrip("\r") for line in text.split("\n")]
+    if listed and listed[-1] == "":
+        listed.pop()  # the final newline
+    fix = f"reorder {against} as {ids_file.name} lists, or re-embed its images with `lbee embed`"
+    if len(listed) != n_rows:
+        raise ValueError(
+            f"{ids_file} lists {len(listed)} image ids but {name} {str(path)!r} has {n_rows} rows; expected one "
+            "id per row (the two files were written apart): re-embed with `lbee embed`."
+        )
+    for r, (mine, theirs) in enumerate(zip(listed, run_ids)):
+        if not same_image_id(mine, theirs):
+            raise ValueError(
+                f"{name} {str(path)!r}: row {r + 1} is the image {mine!r} ({ids_file.name}, line {r + 1}) but "
+                f"row {r + 1} of {against} is {str(theirs)!r}; expected the same images in the same order: {fix}."
+            )
+    if len(run_ids) != n_rows:
+        raise ValueError(
+            f"{name} {str(path)!r} has {n_rows} rows ({ids_file.name}) but {against} has {len(run_ids)}; "
+            f"expected one row per image: {fix}."
+        )
+
+
 def _space(identity):
     return {k: identity.get(k) for k in _SPACE_KEYS}
 
 
-def _describe(record_or_identity):
-    ident = (
-        record_or_identity.get("encoder", record_or_identity)
-        if "lbee_provenance" in record_or_identity
-        else record_or_identity
-    )
-    spec = record_or_identity.get("encoder_spec") if "lbee_provenance" in record_or_identity else None
-    text = spec or f"{ident.get('encoder')}:{ident.get('model')}"
-    return f"{text} (weights {ident.get('weights')})"
+def _describe(record):
+    """How a message names the encoder of a record: its identity (what defines the space), then the spec written.
+
+    The identity comes first: a sidecar whose identity was edited keeps its old
+    ``encoder_spec``, and naming the spec alone would name both sides alike.
+    """
+    ident = record.get("encoder") or {}
+    text = f"{ident.get('encoder')}:{ident.get('model')} (weights {ident.get('weights')}"
+    spec = record.get("encoder_spec")
+    return text + (f", spec {spec!r})" if spec else ")")
+
+
+def _space_difference(a, b):
+    """``model 'x' vs 'y'; weights ...``: the identity keys two encoders differ in."""
+    return "; ".join(f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in _SPACE_KEYS if a.get(k) != b.get(k))
+
+
+#: Two τ closer than this (relative) are one τ (a float written to JSON and read back is exact; this is slack).
+TAU_RTOL = 1e-6
 
 
 def check_pair(
@@ -250,6 +347,7 @@ def check_pair(
     *,
     sentences=None,
     encoder_identity=None,
+    encoder_tau=None,
     image_name="image embeddings",
     sentence_name="sentence embeddings",
 ):
@@ -264,26 +362,37 @@ def check_pair(
         The run's sentences: the sentence embeddings must embed this list.
     encoder_identity : dict, optional
         The encoder lbee uses now for the side that has no file.
+    encoder_tau : float, optional
+        The τ that encoder declares (compared with the records' τ).
     image_name, sentence_name : str
-        How messages name the two inputs.
+        How messages name the two inputs (best with their files).
 
     Returns
     -------
     float or None
         τ of the records (None when no record declares one).
+
+    Raises
+    ------
+    ValueError
+        Two encoders; sentence embeddings of another list; or two sides that
+        declare different τ (one of the sidecars was edited or written by
+        another version: lbee will not pick one).
     """
     from .cache import sentence_list_key
 
     sides = [(image_name, image), (sentence_name, sentence)]
     if encoder_identity is not None:
-        sides.append(("the encoder used now", {"lbee_provenance": FORMAT, "encoder": encoder_identity}))
+        now = {"lbee_provenance": FORMAT, "encoder": encoder_identity, "tau": encoder_tau}
+        sides.append(("the encoder used now", now))
     known = [(n, r) for n, r in sides if r is not None]
     for (n1, r1), (n2, r2) in zip(known, known[1:]):
         if _space(r1["encoder"]) != _space(r2["encoder"]):
             raise ValueError(
-                f"{n1} come from {_describe(r1)} but {n2} from {_describe(r2)}; image and sentence "
-                "embeddings must come from one encoder (one joint space), else the similarities mean "
-                "nothing. Embed both with the same --encoder (`lbee embed`)."
+                f"{n1} come from {_describe(r1)} but {n2} from {_describe(r2)} "
+                f"({_space_difference(r1['encoder'], r2['encoder'])}); image and sentence embeddings must come "
+                "from one encoder (one joint space), else the similarities mean nothing. Embed both with the "
+                "same --encoder (`lbee embed`)."
             )
     if sentence is not None and sentences is not None:
         if sentence.get("sentences_sha256") != sentence_list_key([str(s) for s in sentences]):
@@ -293,8 +402,16 @@ def check_pair(
                 f"than the run's {len(sentences)} sentences (rows must be these sentences, in this "
                 "order); embed the sentence set you pass with `lbee embed --sentences SET`."
             )
-    taus = [r.get("tau") for _, r in (sides[:2]) if r is not None and r.get("tau") is not None]
-    return float(taus[0]) if taus else None
+    declared = [(n, float(r["tau"])) for n, r in known if r.get("tau") is not None]
+    for (n1, t1), (n2, t2) in zip(declared, declared[1:]):
+        if not math.isclose(t1, t2, rel_tol=TAU_RTOL):
+            raise ValueError(
+                f"{n1} declare τ = {t1:g} but {n2} τ = {t2:g}; one encoder has one τ, so one of the "
+                "provenance sidecars was edited or comes from elsewhere. Re-create the embeddings with "
+                "`lbee embed`, or delete the wrong sidecar."
+            )
+    taus = [t for n, t in declared if n != "the encoder used now"]
+    return taus[0] if taus else None
 
 
 def warn_assumed_tau(tau: float, what: str) -> None:

@@ -10,12 +10,13 @@ import numpy as np
 logger = logging.getLogger("lbee")
 
 
-def load_relevance(path, image_ids, sentences):
+def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
     """Load Γ aligned to ``image_ids`` (rows) and ``sentences`` (columns).
 
     Accepted files:
 
-    - ``.npy``: a (n_images, n_sentences) boolean / 0-1 array in the run's order;
+    - ``.npy``: a (n_images, n_sentences) boolean / 0-1 array in the run's order,
+      or (n_images, n_base): the set's sentences only (see below);
     - CSV / parquet, long form: columns ``image``, ``sentence`` (text or integer
       index) and ``relevant`` (0/1; a missing pair counts as 0, with a warning
       when the table also lists 0 rows, which suggests it was meant complete);
@@ -31,25 +32,48 @@ def load_relevance(path, image_ids, sentences):
     exactly, or by a file name or path suffix that fits one image of the run
     only; an id that fits several raises ``ValueError`` naming them.
 
+    The sentences ``compose`` wrote (``sentences[n_base:]``, conjunctions of
+    the set's conditions) may be absent from the file, whatever its format: a
+    Γ over the set's sentences gives each of their columns composed from its
+    literals' columns (:func:`compose_columns`: the AND of the columns of the
+    set's sentences that state one of its conditions alone), and a log line
+    says so. A column the file has is read as it is.
+
+    Parameters
+    ----------
+    path : path-like
+    image_ids : list of str
+    sentences : list of str
+        The run's sentences: the set's first, then those ``compose`` wrote.
+    conditions : list, optional
+        Each sentence's conditions (dicts ``{(subject, attribute): value}`` or
+        their text ``'square.color=blue; circle.presence=false'``), needed to
+        compose the columns of sentences ``compose`` wrote.
+    n_base : int, optional
+        How many of ``sentences`` are the set's (default: all of them).
+
     Returns
     -------
     ndarray of bool, shape (n_images, n_sentences)
     """
     path = Path(path)
     n, m = len(image_ids), len(sentences)
+    n_base = m if n_base is None else int(n_base)
     if path.suffix.lower() == ".npy":
-        try:
-            rel = np.load(path)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"Cannot read relevance {str(path)!r}: {exc}") from None
-        if rel.shape != (n, m):
+        from .arrays import load_npy
+
+        rel = load_npy(path, "relevance")
+        if rel.shape not in ((n, m), (n, n_base)):
+            also = "" if n_base == m else f" or ({n}, {n_base}) (the set's sentences; compose's {m - n_base} composed)"
             raise ValueError(
                 f"Relevance {str(path)!r} has shape {rel.shape}; expected ({n}, {m}) "
-                "(images of the run × sentences of its set)."
+                f"(images of the run × its sentences){also}."
             )
         if rel.dtype == object or (rel.dtype != bool and not np.all((rel == 0) | (rel == 1))):
             raise ValueError(f"Relevance {str(path)!r} must hold booleans or 0/1.")
-        return rel.astype(bool)
+        full = np.zeros((n, m), dtype=bool)
+        full[:, : rel.shape[1]] = rel.astype(bool)
+        return _compose_missing(full, range(rel.shape[1], m), sentences, conditions, n_base, f"relevance {str(path)!r}")
     from .matching import IdMatcher, report_unmatched
     from .schemas import validate_relevance
     from .table_reader import bool_column, check_unique, read_table, require_columns, table_source, text_column
@@ -71,6 +95,7 @@ def load_relevance(path, image_ids, sentences):
         images, sents, values = validate_relevance(table)
         bad_img, bad_sent, near = [], [], []
         covered, has_negatives = np.zeros((n, m), dtype=bool), False
+        named = np.zeros(m, dtype=bool)
         for img, sent, val in zip(images, sents, values):
             i = matcher.index(img)
             j = (sent if 0 <= sent < m else None) if isinstance(sent, int) else col_of.get(sent)
@@ -84,6 +109,7 @@ def load_relevance(path, image_ids, sentences):
                 continue
             rel[i, j] = bool(val)
             covered[i, j] = True
+            named[j] = True
             has_negatives |= not val
         hint = ""
         if near:
@@ -95,6 +121,9 @@ def load_relevance(path, image_ids, sentences):
             len(bad_sent), len(sents), what="sentence of the set", source=src, examples=bad_sent, hint=hint
         )
         report_unmatched(len(bad_img), len(images), what="image of the run", source=src, examples=bad_img)
+        composed = [j for j in range(n_base, m) if not named[j]]  # compose's sentences the table never names
+        rel = _compose_missing(rel, composed, sentences, conditions, n_base, src)
+        covered[:, composed] = True
         if has_negatives and not covered.all():
             # A table that lists negatives looks meant to be complete: say what the gaps become.
             i, j = np.argwhere(~covered)[0]
@@ -109,7 +138,8 @@ def load_relevance(path, image_ids, sentences):
                 str(sentences[j]),
             )
         return rel  # long form: an absent (image, sentence) pair is 0
-    missing = [s for s in sentences if s not in table.columns]
+    composed = [j for j in range(n_base, m) if sentences[j] not in table.columns]
+    missing = [s for j, s in enumerate(sentences) if s not in table.columns and j < n_base]
     if missing:
         raise ValueError(
             f"Wide relevance table {str(path)!r} lacks {len(missing)} sentence column(s), "
@@ -117,7 +147,9 @@ def load_relevance(path, image_ids, sentences):
         )
     images = text_column(table, "image", name)
     check_unique(table, "image", name, what="image id")
-    values = np.column_stack([bool_column(table, s, name) for s in sentences]) if m else np.zeros((len(table), 0), bool)
+    values = np.zeros((len(table), m), dtype=bool)
+    for j in sorted(set(range(m)) - set(composed)):
+        values[:, j] = bool_column(table, sentences[j], name)
     seen_rows, unmatched = set(), []
     for img, row in zip(images, values):
         i = matcher.index(img)
@@ -132,4 +164,95 @@ def load_relevance(path, image_ids, sentences):
         raise ValueError(
             f"Relevance {str(path)!r} covers {len(seen_rows)} of the run's {n} images; missing e.g. {absent}."
         )
+    return _compose_missing(rel, composed, sentences, conditions, n_base, src)
+
+
+def _as_conditions(value, where):
+    """One sentence's conditions as a dict (given as a dict, or as the text of a ``.conditions.tsv`` cell)."""
+    from ..grammar import parse_conditions
+
+    return dict(value) if isinstance(value, dict) else parse_conditions(str(value), source=where)
+
+
+def compose_columns(base, base_conditions, conditions, *, names=None, source="Γ"):
+    """Γ columns of conjunctions from a Γ over the set's sentences: the AND of their literals' columns.
+
+    A conjunction holds for an image when each of its conditions does (the
+    product over its literals, :mod:`lbee.core.atoms`; for a 0/1 Γ the AND).
+    The column of a condition is that of the set's sentence stating it alone
+    (the first such sentence); what a condition presupposes (an attribute of
+    X implies X present) is part of that sentence's truth already.
+
+    Parameters
+    ----------
+    base : ndarray of bool, shape (n, n_base)
+        Γ over the set's sentences.
+    base_conditions : list of length n_base
+        The set's sentences' conditions (dicts, or their text).
+    conditions : list
+        The conjunctions (dicts, or their text).
+    names : list of str, optional
+        The conjunctions' sentences (for messages).
+    source : str
+        How messages name Γ.
+
+    Returns
+    -------
+    ndarray of bool, shape (n, len(conditions))
+
+    Raises
+    ------
+    ValueError
+        A condition that no sentence of the set states alone (its column
+        cannot be composed), naming the sentence and the condition.
+    """
+    base = np.asarray(base, dtype=bool)
+    alone = {}
+    for j, c in enumerate(base_conditions):
+        if c is None:
+            continue
+        c = _as_conditions(c, f"{source}, sentence {j + 1}")
+        if len(c) == 1:
+            alone.setdefault(next(iter(c.items())), j)
+    out = np.ones((base.shape[0], len(conditions)), dtype=bool)
+    for k, c in enumerate(conditions):
+        c = _as_conditions(c, f"{source}, composed sentence {k + 1}")
+        for (subj, attr), value in c.items():
+            j = alone.get(((subj, attr), value))
+            if j is None:
+                said = repr(names[k]) if names is not None else f"composed sentence {k + 1}"
+                raise ValueError(
+                    f"{source} has no column for {said}, and it cannot be composed: no sentence of the set states "
+                    f"its condition {subj}.{attr}={value} alone; expected a Γ with a column for every sentence of "
+                    "the run (the set's and those compose wrote)."
+                )
+            out[:, k] &= base[:, j]
+    return out
+
+
+def _compose_missing(rel, columns, sentences, conditions, n_base, source):
+    """``rel`` with ``columns`` (sentences compose wrote that the file lacks) composed from the set's columns."""
+    columns = list(columns)
+    if not columns:
+        return rel
+    if conditions is None or len(conditions) != len(sentences):
+        raise ValueError(
+            f"{source} has no column for {len(columns)} sentence(s) compose wrote (first: "
+            f"{sentences[columns[0]]!r}), and without each sentence's conditions they cannot be composed; "
+            "expected a Γ with a column for every sentence of the run."
+        )
+    rel = rel.copy()
+    rel[:, columns] = compose_columns(
+        rel[:, :n_base],
+        conditions[:n_base],
+        [conditions[j] for j in columns],
+        names=[sentences[j] for j in columns],
+        source=source,
+    )
+    logger.info(
+        "%s has no column for the %d sentence(s) compose wrote; each is composed from its conditions' columns "
+        "(an image is relevant when every condition's sentence is).",
+        source,
+        len(columns),
+    )
     return rel

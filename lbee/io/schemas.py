@@ -9,6 +9,7 @@ received and what is expected.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from .table_reader import (
     check_unique,
     class_column,
     float_column,
+    parse_number,
     require_columns,
     row_labels,
     table_source,
@@ -128,13 +130,7 @@ def validate_manifest(table):
 
 
 def _is_number(value):
-    if isinstance(value, (bool, np.bool_)):
-        return False
-    try:
-        float(value.strip() if isinstance(value, str) else value)
-    except (TypeError, ValueError):
-        return False
-    return True
+    return not math.isnan(parse_number(value))
 
 
 def validate_relevance(table, *, image_ids=None, sentences=None):

@@ -13,9 +13,11 @@ booleans); anything else is an error.
 
 from __future__ import annotations
 
+import decimal
 import logging
 import math
 import numbers
+import re
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,9 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 ID_COLUMNS = ("path", "image", "image_id", "id")
 TRUE_WORDS = {"1", "true", "yes", "1.0"}
 FALSE_WORDS = {"0", "false", "no", "0.0"}
+#: A number written in a cell: ASCII digits, an optional sign, point and exponent. Python's ``float()`` also takes
+#: ``1_000`` (1000), non-ASCII digits and ``inf`` / ``nan``: a typo must not become a value.
+NUMBER_PATTERN = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 _SOURCE = "lbee_source"
 _FORMAT = "lbee_format"
 _MAX_SHOWN = 5
@@ -233,25 +238,48 @@ def check_no_missing(table, column, default="table"):
 
 def check_unique(table, column, default="table", what="id"):
     """Raise when ``column`` repeats a value (after conversion to text)."""
+    raw = table[column].tolist()
     seen, dups = {}, []
-    for i, v in enumerate(table[column].astype(str).tolist()):
-        if v in seen:
-            dups.append((seen[v], i, v))
+    for i, v in enumerate(raw):
+        key = cell_text(v)  # the text every later step compares: " a.png" and "a.png" are one id
+        if key in seen:
+            dups.append((seen[key], i, key))
         else:
-            seen[v] = i
+            seen[key] = i
     if dups:
         first, second, value = dups[0]
         a, b = row_labels(table, [first, second])
+        spaces = (
+            ""
+            if raw[first] == raw[second]
+            else f" (written {raw[first]!r} and {raw[second]!r}; spaces around a cell are ignored)"
+        )
         raise ValueError(
             f"{table_source(table, default)}: column {column!r} repeats the {what} {value!r} at "
-            f"{a} and {b} ({len(dups)} repeated row(s) in all); expected each {what} once."
+            f"{a} and {b}{spaces} ({len(dups)} repeated row(s) in all); expected each {what} once."
         )
+
+
+def cell_text(value):
+    """A cell as the text an id is compared by: a string stripped of surrounding spaces, anything else ``str``."""
+    return value.strip() if isinstance(value, str) else str(value)
 
 
 def text_column(table, column, default="table"):
     """``column`` as a list of stripped strings, with no blank cell."""
     check_no_missing(table, column, default)
-    return [str(v).strip() if isinstance(v, str) else str(v) for v in table[column].tolist()]
+    return [cell_text(v) for v in table[column].tolist()]
+
+
+def parse_number(value):
+    """A cell as float: a real number, or text matching :data:`NUMBER_PATTERN`; NaN for anything else (booleans too)."""
+    if isinstance(value, (bool, np.bool_)):
+        return math.nan
+    if isinstance(value, (numbers.Real, decimal.Decimal)):  # parquet decimal columns arrive as Decimal
+        return float(value)
+    if isinstance(value, str) and NUMBER_PATTERN.fullmatch(value.strip()):
+        return float(value.strip())
+    return math.nan
 
 
 def parse_bool(value):
@@ -305,10 +333,7 @@ def float_column(table, column, default="table", *, low=None, high=None):
     out = np.empty(len(values), dtype=np.float64)
     bad = []
     for i, v in enumerate(values):
-        try:
-            f = np.nan if isinstance(v, (bool, np.bool_)) else float(v)
-        except (TypeError, ValueError):
-            f = np.nan
+        f = parse_number(v)
         out[i] = f
         if not np.isfinite(f) or (low is not None and f < low) or (high is not None and f > high):
             bad.append(i)
@@ -320,7 +345,7 @@ def float_column(table, column, default="table", *, low=None, high=None):
             column,
             bad,
             _shown_values([values[i] for i in bad]),
-            f"finite numbers{rng} (no NaN or inf, no blank)",
+            f"finite numbers{rng} in ASCII digits (no '_' separator, no NaN or inf, no blank)",
             default,
         )
     return out
@@ -356,10 +381,7 @@ def class_column(table, column, class_names=None, default="table"):
         if key is not None and key in lookup:  # a class name wins over an index (classes named "0", "1")
             k = lookup[key]
         elif not _is_missing(v) and not isinstance(v, (bool, np.bool_)):
-            try:
-                f = float(v.strip()) if isinstance(v, str) else float(v)
-            except (TypeError, ValueError):
-                f = math.nan
+            f = parse_number(v)
             if math.isfinite(f) and f == int(f) and f >= 0 and (n_classes is None or f < n_classes):
                 k = int(f)
         if k is None:

@@ -29,7 +29,13 @@ def provenance_tau(ds, image_prov, sentence_prov, sentences, encoder, encoder_ta
     from ..io.provenance import check_pair, warn_assumed_tau
 
     declared = check_pair(
-        image_prov, sentence_prov, sentences=sentences, encoder_identity=None if encoder is None else encoder.identity()
+        image_prov,
+        sentence_prov,
+        sentences=sentences,
+        encoder_identity=None if encoder is None else encoder.identity(),
+        encoder_tau=None if encoder is None else encoder_tau,
+        image_name=_named("image_embeddings", ds.image_embeddings),
+        sentence_name=_named("sentence_embeddings", ds.sentence_embeddings),
     )
     if encoder is not None:
         return encoder_tau
@@ -44,6 +50,11 @@ def provenance_tau(ds, image_prov, sentence_prov, sentences, encoder, encoder_ta
     if declared is None and bare and ds.settings.tau is None:
         warn_assumed_tau(CLIP_TAU, " and ".join(f"{n} {Path(getattr(ds, n)).name!r}" for n in bare))
     return declared
+
+
+def _named(field, path):
+    """How provenance messages name an input: the field and, when it is a file, the file."""
+    return field if path is None else f"{field} {str(path)!r}"
 
 
 def _relevance(ds, ids, sents):
@@ -171,6 +182,15 @@ def _precomputed_ids(ds):
     return list(ids)
 
 
+def _id_source(ds, rival):
+    """Where a run's image ids come from, as messages name it."""
+    if rival is not None:
+        return f"the RIVAL10 split of {str(ds.rival10['path'])!r}"
+    if ds.images is not None:
+        return f"the images of {str(ds.images)!r}"
+    return f"the predictions table {str(ds.models[0].predictions)!r}"
+
+
 def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
     from ..io.sentences import load_sentence_set
 
@@ -198,11 +218,13 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
                 f"dataset {ds.name!r} needs images (a folder or manifest) or precomputed image embeddings."
             )
         ids, paths, labels = _precomputed_ids(ds), None, None
-    from ..io.provenance import load_embeddings
+    from ..io.provenance import check_row_ids, load_embeddings
 
     image_prov = sentence_prov = None
     if ds.image_embeddings is not None:
         emb, image_prov = load_embeddings(ds.image_embeddings, "image_embeddings", kind="image_embeddings")
+        if emb.ndim == 2:  # rows named beside the array (lbee embed's ids.txt) must be the run's images, in order
+            check_row_ids(ds.image_embeddings, emb.shape[0], ids, "image_embeddings", against=_id_source(ds, rival))
         if emb.ndim != 2 or emb.shape[0] != len(ids):
             where = f"image of {str(ds.images)!r}" if ds.images is not None else "row of the predictions table"
             raise ValueError(

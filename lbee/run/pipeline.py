@@ -183,15 +183,32 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
             r.extra["sentence_conditions"] = [format_conditions(c) for c in conds]
     relevance = inputs.relevance
     if relevance is not None and added:
-        part = next(iter(results.values())).partition
-        new = [added[t] for t in texts[len(inputs.sentences) :]]
-        _, extra_rel = part.composed_relevance(index, new, tau=tau)
-        relevance = np.concatenate([np.asarray(relevance, dtype=bool), extra_rel], axis=1)
-        inputs.notes.append(
-            f"Γ of the {len(new)} sentences 'compose' wrote is the composed relevance of their atoms "
-            "(pseudo ground truth), the rest is " + inputs.relevance_source + "."
+        relevance = _composed_columns(
+            inputs, relevance, [added[t] for t in texts[len(inputs.sentences) :]], results, index, tau
         )
     return RunResult(results, objects, None, scores, settings, tau, inputs, texts, relevance)
+
+
+def _composed_columns(inputs, relevance, new, results, index, tau):
+    """Γ of the run's sentences: the given Γ (the set's) and the columns of the conjunctions 'compose' wrote.
+
+    The one rule of :func:`lbee.io.relevance.compose_columns` (the AND of the
+    columns of each condition's sentence), as ``lbee evaluate`` applies it to
+    a Γ file: the same Γ gives the same metrics. Only when a condition has no
+    sentence of its own in the set are the columns the composed relevance of
+    the encoder's atoms (pseudo ground truth), and the notes say so.
+    """
+    from ..io.relevance import compose_columns
+
+    try:
+        extra_rel = compose_columns(relevance, inputs.sentence_conditions, new, source=inputs.relevance_source)
+        how = "composed from the columns of their conditions' sentences in "
+    except ValueError:
+        part = next(iter(results.values())).partition
+        _, extra_rel = part.composed_relevance(index, new, tau=tau)
+        how = "the composed relevance of their atoms (pseudo ground truth), the rest is "
+    inputs.notes.append(f"Γ of the {len(new)} sentences 'compose' wrote is {how}" + inputs.relevance_source + ".")
+    return np.concatenate([np.asarray(relevance, dtype=bool), extra_rel], axis=1)
 
 
 def _share_sentences(exp, texts, added):
@@ -402,7 +419,7 @@ def load_explanations(path):
     path = Path(path)
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # nested 100k deep
         raise ValueError(f"Cannot read explanation file {str(path)!r}: {exc}") from None
     return validate_explanation_payload(payload, source=str(path)), payload
 

@@ -80,4 +80,10 @@ def _preflight_arrays(ds, sents, imgs):
     from ..io.provenance import check_pair, read_provenance
 
     provs = {f: read_provenance(getattr(ds, f), f) for f in shapes}  # sidecars only: the digests are checked on load
-    check_pair(provs.get("image_embeddings"), provs.get("sentence_embeddings"), sentences=sents)
+    check_pair(
+        provs.get("image_embeddings"),
+        provs.get("sentence_embeddings"),
+        sentences=sents,
+        image_name=f"image_embeddings {str(ds.image_embeddings)!r}",
+        sentence_name=f"sentence_embeddings {str(ds.sentence_embeddings)!r}",
+    )

@@ -101,13 +101,12 @@ def check_labels(labels, n, n_classes=None, name="labels"):
                 ok &= f < n_classes
         if ok.all():
             return f.astype(np.int64)
+    from ..io.table_reader import parse_number
+
     out = np.empty(n, dtype=np.int64)
     bad = []
     for i, v in enumerate(raw.tolist()):
-        try:
-            f = float(v) if not isinstance(v, (bool, np.bool_)) else np.nan
-        except (TypeError, ValueError):
-            f = np.nan
+        f = parse_number(v)  # the tables' rule: "1_0" or "١" is no class index
         if not np.isfinite(f) or f != int(f) or f < 0 or (n_classes is not None and f >= n_classes):
             bad.append(i)
         else:
