@@ -196,6 +196,7 @@ def _write_demo_inputs(folder, analysis):
         conditions,
         max_conditions=grammar.max_conditions,
         source_ref="spotcheck",
+        overwrite=True,  # the demo's own inputs folder, rewritten by each demo
     )
     pd.DataFrame({"image": r.image_ids, "confidence": r.confidence, "performance": r.performance}).to_csv(
         folder / "predictions.csv", index=False
