@@ -309,8 +309,8 @@ def test_spotcheck_dataset_with_slicers_and_world_reuse(demo_run, tmp_path, monk
         slicers: [ward, {planespot: {reducer: pca}}]
     """,
     )
-    for _ in range(2):
-        res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
+    for rerun in (False, True):  # the rerun replaces the first report (overwrite)
+        res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache", overwrite=rerun)
         assert res.failures == []
     assert made == [0]  # generated once, then read back from out/world/ec
     rows = res.reports[0]["rows"]

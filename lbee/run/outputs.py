@@ -62,6 +62,27 @@ def check_out_folder(out, *, overwrite=False, option="--out"):
     return found
 
 
+def check_report_out(root, run_folders, *, overwrite=False, option="--out"):
+    """Refuse a report into ``root`` when it holds one and ``overwrite`` is false (``ValueError`` naming it).
+
+    A report is there when ``root/index.html`` exists or one of ``run_folders``
+    (the folders this report writes, inside ``root``) holds a run. Call it before any work.
+    """
+    root = Path(root)
+    found = ["index.html"] if (root / "index.html").exists() else []
+    for folder in run_folders:
+        recover_leftovers(folder)  # a killed run's swap is settled first
+        rel = Path(folder).relative_to(root).as_posix()
+        found += [n if rel == "." else f"{rel}/{n}" for n in run_entries(folder)]
+    if found and not overwrite:
+        shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+        raise ValueError(
+            f"{option} {str(root)!r} already holds a report ({shown}); lbee does not replace reports in silence. "
+            "Pass --overwrite to replace them, or give another folder."
+        )
+    return found
+
+
 @contextmanager
 def staged_run_folder(out, *, overwrite=False, option="--out"):
     """Yield a staging folder beside ``out``; on success its content replaces the run in ``out`` whole.
