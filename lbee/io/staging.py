@@ -19,8 +19,9 @@ killed writer left, once that writer's process is gone (its pid is in the
 name): a stage without the commit file is deleted (the old output was never
 touched); a committed stage has its swap finished, so the output is the complete
 new one; a replaced folder without a committed stage (not a state these steps
-leave) gives its entries back where their names are free, and is kept otherwise:
-old files are never deleted blindly.
+leave) means an unfinished new output, so the old entries are put back in its
+place. Old files are never deleted blindly, and names without a pid (written
+before pids were recorded) are left alone.
 
 Test hook: with the environment variable ``LBEE_TEST_KILL_AT`` set to a step
 (:data:`KILL_STEPS`), the writer SIGKILLs itself there, so tests interrupt it at
@@ -156,12 +157,16 @@ def recover_leftovers(folder, *, home=None, label=None):
         if mark is not None:  # the new output is complete: finish its swap
             _finish(folder, stage, aside, mark)
         else:
-            if aside.is_dir():  # no committed stage: the old entries go back where their names are free
+            if aside.is_dir():  # no committed stage: the new output is unfinished, so the old one goes back whole
+                folder.mkdir(parents=True, exist_ok=True)
                 for entry in sorted(aside.iterdir()):
-                    if not (folder / entry.name).exists():
-                        entry.rename(folder / entry.name)
-                if not any(aside.iterdir()):
-                    aside.rmdir()
+                    target = folder / entry.name
+                    if target.is_dir() and not target.is_symlink():
+                        shutil.rmtree(target)  # an unfinished new entry in the old one's place
+                    elif target.exists() or target.is_symlink():
+                        target.unlink()
+                    entry.rename(target)
+                aside.rmdir()
             shutil.rmtree(stage, ignore_errors=True)
     return sorted(owners)
 
