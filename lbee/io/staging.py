@@ -217,7 +217,7 @@ def _alive(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:  # another user's process: alive
+    except (OSError, OverflowError):  # another user's process, or not a pid (an older name's tag): left alone
         return True
     return True
 
