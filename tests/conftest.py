@@ -52,3 +52,31 @@ def demo_run(tmp_path_factory):
     )
     assert result.exit_code == 0, result.output
     return out, result.output
+
+
+@pytest.fixture
+def killed_lbee():
+    """Run ``lbee ARGS`` in a subprocess that SIGKILLs itself at a step of lbee.io.staging (``LBEE_TEST_KILL_AT``).
+
+    ``setup`` is Python run first in the subprocess (to register a test encoder). Returns the finished process.
+    """
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def run(args, step, *, setup=""):
+        code = f"{setup}\nimport sys\nfrom lbee.cli import cli\ncli(sys.argv[1:], prog_name='lbee', obj={{}})"
+        root = str(Path(__file__).resolve().parents[1])
+        env = {
+            **os.environ,
+            "LBEE_TEST_KILL_AT": step,
+            "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+        }
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stdout, proc.stderr)
+        return proc
+
+    return run

@@ -139,7 +139,8 @@ def test_cli_generate_writes_sentences_and_conditions(tmp_path):
     table.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match=r"sc.conditions.tsv, line 6: .*said absent"):
         load_sentence_set(out)
-    r = CliRunner().invoke(cli, ["sentences", "generate", "spotcheck", "--max-conditions", "6", "--out", str(out)])
+    args = ["sentences", "generate", "spotcheck", "--max-conditions", "6", "--out", str(out), "--overwrite"]
+    r = CliRunner().invoke(cli, args)
     assert r.exit_code != 0 and "over the limit" in r.output and "Traceback" not in r.output
 
 

@@ -94,6 +94,48 @@ def test_failed_run_leaves_the_folder_as_it_was(tmp_path):
     assert sorted(x.name for x in tmp_path.iterdir()) == ["out"]
 
 
+def _dead_pid():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(proc.stdout)
+
+
+def test_staging_leftovers_are_settled_only_when_their_writer_is_gone(tmp_path):
+    """Issue 32: hidden staging / replaced folders of a killed run are settled by the next run, never blindly."""
+    import os
+    import subprocess
+    import sys
+
+    from lbee.io.staging import recover_leftovers
+    from lbee.run.outputs import check_out_folder
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "explanation.json").write_text("new")  # a writer killed between its moves, without a commit file (not
+    aside = tmp_path / f".run.lbee-replaced-{_dead_pid()}-aa"  # a state lbee leaves): the old run goes back whole
+    aside.mkdir()
+    (aside / "explanation.json").write_text("old")
+    (aside / "report.md").write_text("old")
+    dead_stage = tmp_path / f".run.lbee-staging-{_dead_pid()}-bb"  # a dead writer's stage, never committed
+    dead_stage.mkdir()
+    (dead_stage / "report.md").write_text("half")
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live_stage = tmp_path / f".run.lbee-staging-{live.pid}-cc"  # a writer still at work: left alone
+        live_stage.mkdir()
+        legacy = tmp_path / ".run.lbee-staging-0123456789ab"  # written before pids were recorded: left alone
+        legacy.mkdir()
+        assert check_out_folder(out, overwrite=True) == ["explanation.json", "report.md"]
+        assert {p.name: p.read_text() for p in out.iterdir()} == {"explanation.json": "old", "report.md": "old"}
+        assert not aside.exists() and not dead_stage.exists() and live_stage.is_dir() and legacy.is_dir()
+    finally:
+        live.kill()
+        live.wait()
+    assert live.pid != os.getpid() and recover_leftovers(out) and not live_stage.exists()
+
+
 def test_evaluate_writes_beside_a_report_metrics_json(precomputed):
     p, out = precomputed, precomputed / "out"
     assert run(describe_args(p, "--clusters", "2", "--out", str(out))).exit_code == 0

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from conftest import planted_world
+from PIL import Image
 
 from lbee.cli import cli
 from lbee.encoders import register_encoder
@@ -337,6 +338,34 @@ def test_embed_is_atomic_on_a_full_disk(images, tmp_path, monkeypatch):
     assert r.exit_code == 1 and "No space left on device" in r.output
     assert (out / "embeddings.npy").read_bytes() == before
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
+
+
+@pytest.mark.parametrize("step", ["staged", "swapping"])
+def test_embed_killed_leaves_each_array_with_its_ids(images, tmp_path, killed_lbee, step):
+    """Issue 32: a SIGKILL during the sentence phase left new rows beside the old ids.txt."""
+    from pathlib import Path
+
+    from lbee.io.staging import recover_leftovers
+
+    out, cache = tmp_path / "emb", ["--cache-dir", str(tmp_path / "cache")]
+    args = ["embed", images, "--sentences", _sentences(tmp_path), "--encoder", "stubtest", "--out", out]
+    assert run([*cache, *map(str, args)]).exit_code == 0
+    old = {p.name: p.read_bytes() for p in out.iterdir()}
+    for i in range(4, 6):  # two more images, three sentences
+        Image.fromarray(np.full((8, 8, 3), 30 * i, np.uint8)).save(images / f"f{i}.png")
+    (tmp_path / "two.txt").write_text("A dog\nA cat\nA bird\n")
+    setup = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_provenance"
+    killed_lbee([*cache, *args], step, setup=setup)
+    if step == "staged":  # the new arrays were all in the stage: the folder is the old one
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == old
+    assert recover_leftovers(out)  # what the next run into the folder does first
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+    img, _ = load_embeddings(out / "embeddings.npy", "embeddings", kind="image_embeddings")
+    sen, _ = load_embeddings(out / "sentence_embeddings.npy", "s", kind="sentence_embeddings")
+    ids, texts = (out / "ids.txt").read_text().split(), (out / "sentences.txt").read_text().splitlines()
+    assert (len(img), len(ids), len(sen), len(texts)) == ((4, 4, 2, 2) if step == "staged" else (6, 6, 3, 3))
+    r = run([*cache, "embed", "--sentences", str(tmp_path / "two.txt"), "--encoder", "stubtest", "--out", str(out)])
+    assert r.exit_code == 0 and (out / "ids.txt").read_text().split() == ids  # another part's files stay
 
 
 def test_encoder_typo_fails_before_any_work(tmp_path):

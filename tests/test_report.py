@@ -309,8 +309,8 @@ def test_spotcheck_dataset_with_slicers_and_world_reuse(demo_run, tmp_path, monk
         slicers: [ward, {planespot: {reducer: pca}}]
     """,
     )
-    for _ in range(2):
-        res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache")
+    for rerun in (False, True):  # the rerun replaces the first report (overwrite)
+        res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache", overwrite=rerun)
         assert res.failures == []
     assert made == [0]  # generated once, then read back from out/world/ec
     rows = res.reports[0]["rows"]
@@ -429,3 +429,60 @@ def test_groups_sorted_by_risk_and_size(image_dataset):
     assert [v["size"] for v in cluster_views(run, "ward", exps, None, None, 2, 2, extras=True)] == [10, 4]
     assert short_names(["a/b/x.png", "a/b/c/y.png"]) == ["x.png", "c/y.png"]
     assert short_names(["x.png"]) == ["x.png"]
+
+
+def _one_run_config(root, out, clusters):
+    return (
+        config_text(root)
+        .split("      - name: no hard images")[0]
+        .replace(f"{root}/out", str(out))
+        .replace("clusters: 2", f"clusters: {clusters}")
+        .replace("          - {name: labels beyond classes, predictions: " + f"{root}/bad_labels.csv}}\n", "")
+    )
+
+
+def _files(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_rerun_is_refused_without_overwrite_then_replaces_each_run_whole(image_dataset, tmp_path):
+    """Issue 32: rerunning `lbee report` replaced the earlier pages in silence."""
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    cfg = write(tmp_path / "r.yaml", _one_run_config(root, out, 2))
+    base = ["-q", "--cache-dir", str(tmp_path / "cache"), "report", str(cfg)]
+    assert CliRunner().invoke(cli, base, obj={}).exit_code == 0
+    before = _files(out)
+    (out / "street_i_scenes_i" / "slicer_old").mkdir()  # an older run's extra slicer: gone after the rerun
+    r = CliRunner().invoke(cli, base, obj={})
+    assert r.exit_code == 2 and f"'{out}' already holds a report (index.html, street_i_scenes_i/" in r.output
+    assert "--overwrite" in r.output and _files(out) == before
+    r = CliRunner().invoke(cli, [*base, "--overwrite"], obj={})
+    assert r.exit_code == 0, r.output
+    assert not (out / "street_i_scenes_i" / "slicer_old").exists() and (out / "index.html").exists()
+    assert not [p for p in out.rglob("*") if ".lbee-" in p.name]
+
+
+@pytest.mark.parametrize("step", ["staged", "swapping"])
+def test_report_killed_leaves_each_run_folder_whole(image_dataset, tmp_path, killed_lbee, step):
+    """Issue 32: a SIGKILL left a new explanation.json (5 clusters) beside the old report.md (4 clusters)."""
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    cfg = write(tmp_path / "r.yaml", _one_run_config(root, out, 2))
+    cfg3 = write(tmp_path / "r3.yaml", _one_run_config(root, out, 3))
+    cache = ["-q", "--cache-dir", str(tmp_path / "cache")]
+    assert CliRunner().invoke(cli, [*cache, "report", str(cfg)], obj={}).exit_code == 0
+    run_dir = out / "street_i_scenes_i"
+    old = _files(run_dir)
+    killed_lbee([*cache, "report", str(cfg3), "--overwrite"], step)
+    if step == "staged":  # killed with the new run complete in the stage: the old one untouched
+        assert _files(run_dir) == old
+    else:  # killed between the moves: the next run finishes the committed one
+        assert any(".lbee-replaced-" in p.name for p in out.iterdir())
+    r = CliRunner().invoke(cli, [*cache, "report", str(cfg3)], obj={})  # settles what the kill left, then refuses
+    assert r.exit_code == 2 and "already holds a report" in r.output
+    assert not [p for p in out.rglob("*") if ".lbee-" in p.name]
+    clusters = json.loads((run_dir / "explanation.json").read_text())["params"]["n_clusters"]
+    assert clusters == (2 if step == "staged" else 3)
+    assert (_files(run_dir) == old) == (step == "staged")
+    assert sorted(_files(run_dir)) == sorted(old)  # one whole run: every file of it, and no other

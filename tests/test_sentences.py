@@ -40,3 +40,73 @@ def test_user_file_and_rejections(tmp_path):
     with pytest.raises(ValueError, match="Unknown sentence set 'nope'.*Built-in sets: conditions"):
         load_sentence_set("nope")
     assert parse_sentences("x\n  \ny")[0] == ["x", "y"]
+
+
+def _lbee(*args):
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
+
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_generate_never_replaces_a_file_without_overwrite_nor_its_own_input(tmp_path):
+    """Issue 32: --out onto a file, its sidecar, the source grammar or a grammar copy was replaced in silence."""
+    from lbee.io.sentences import builtin_dir
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    r = _lbee("sentences", "generate", "spotcheck", "--out", notes)
+    assert r.exit_code == 1 and "'" + str(notes) + "' already exists" in r.output and "--overwrite" in r.output
+    assert notes.read_text() == "my notes\n" and not (tmp_path / "notes.conditions.tsv").exists()
+    (tmp_path / "other.conditions.tsv").write_text("mine\n")  # the sidecar alone is protected too
+    r = _lbee("sentences", "generate", "spotcheck", "--out", tmp_path / "other.txt")
+    assert r.exit_code == 1 and "other.conditions.tsv' already exists" in r.output
+    assert (tmp_path / "other.conditions.tsv").read_text() == "mine\n" and not (tmp_path / "other.txt").exists()
+    grammar = tmp_path / "g.grammar.yaml"
+    grammar.write_text((builtin_dir() / "object_photos.grammar.yaml").read_text())
+    before = grammar.read_bytes()
+    for args in (["--out", grammar], ["--out", grammar, "--overwrite"]):  # its own grammar: never
+        r = _lbee("sentences", "generate", grammar, *args)
+        assert r.exit_code == 1 and "is the input file" in r.output, r.output
+    classes = tmp_path / "c.txt"
+    classes.write_text("cat\ndog\n")
+    r = _lbee("sentences", "generate", "object_photos", "--classes", classes, "--out", classes, "--overwrite")
+    assert r.exit_code == 1 and "is the input file" in r.output
+    r = _lbee("sentences", "generate", grammar, "--classes", classes, "--out", tmp_path / "g.txt", "--overwrite")
+    assert r.exit_code == 1 and "is the input file" in r.output  # the copy g.grammar.yaml would be the input
+    assert grammar.read_bytes() == before and classes.read_text() == "cat\ndog\n"
+    photos = tmp_path / "photos.grammar.yaml"
+    photos.write_text("old")
+    r = _lbee("sentences", "generate", "object_photos", "--classes", classes, "--out", tmp_path / "photos.txt")
+    assert r.exit_code == 1 and "photos.grammar.yaml' already exists" in r.output and "--overwrite" in r.output
+    assert photos.read_text() == "old" and not (tmp_path / "photos.txt").exists()
+    r = _lbee(
+        "sentences", "generate", "object_photos", "--classes", classes, "--out", tmp_path / "photos.txt", "--overwrite"
+    )
+    assert r.exit_code == 0, r.output
+    s = load_sentence_set(tmp_path / "photos.txt")  # the three files agree
+    assert s.grammar.digest in (tmp_path / "photos.txt").read_text() and "cat" in photos.read_text()
+    r = _lbee("sentences", "generate", "spotcheck", "--out", notes, "--overwrite")
+    assert r.exit_code == 0 and len(load_sentence_set(notes)) == 744
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
+@pytest.mark.parametrize("step", ["staged", "swapping"])
+def test_generate_killed_leaves_one_whole_set(tmp_path, killed_lbee, step):
+    """A kill while writing: the old set stays whole (before the commit) or the new one is finished (after it)."""
+    out = tmp_path / "s.txt"
+    assert _lbee("sentences", "generate", "spotcheck", "--max-conditions", "1", "--out", out).exit_code == 0
+    old, n_old = _snapshot(tmp_path), len(load_sentence_set(out))
+    killed_lbee(["sentences", "generate", "spotcheck", "--out", out, "--overwrite"], step)
+    assert [p.name for p in tmp_path.iterdir() if ".lbee-staging-" in p.name]  # what the kill left
+    if step == "staged":
+        assert _snapshot(tmp_path) == old
+    r = _lbee("sentences", "generate", "spotcheck", "--out", out)  # the next run settles the leftovers first
+    assert r.exit_code == 1 and "already exists" in r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.conditions.tsv", "s.txt"]
+    assert len(load_sentence_set(out)) == (len(load_sentence_set("spotcheck.grammar")) if step == "swapping" else n_old)

@@ -225,23 +225,12 @@ def load_world(worlds, seed, generation, *, gate=None, log=None):
 
 
 def save_world(ec, worlds, seed, generation):
-    """Keep ``ec`` in ``worlds`` (written in a staging folder, then moved in whole)."""
-    import shutil
-    import tempfile
+    """Keep ``ec`` in ``worlds``: its folder is written in a stage, then replaced whole (:mod:`lbee.io.staging`)."""
+    from ..io.staging import staged_entries
 
-    root = Path(worlds)
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / f"ec_{seed:04d}"
-    staging = Path(tempfile.mkdtemp(prefix=f".ec_{seed:04d}-", dir=root))
-    try:
-        ec.save(staging)
-        (staging / WORLD_FILE).write_text(json.dumps({"seed": seed, "generation": generation}, indent=1))
-        if final.exists():
-            shutil.rmtree(final)
-        staging.rename(final)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+    with staged_entries(Path(worlds) / f"ec_{seed:04d}", replaces=("*",)) as stage:
+        ec.save(stage)
+        (stage / WORLD_FILE).write_text(json.dumps({"seed": seed, "generation": generation}, indent=1))
 
 
 def _jsonable(x):

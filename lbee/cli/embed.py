@@ -48,7 +48,6 @@ def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_acto
     """
     import warnings
 
-    from ..io.cache import atomic_write_bytes
     from ..run.embed import embed_to_folder
 
     obj = ctx.obj
@@ -84,8 +83,6 @@ def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_acto
             raise LbeeError(f"Cannot write into {str(out)!r}: {exc.strerror or exc}.") from None
     imgs, result, sset = done.images, done.image_embeddings, done.sentence_set
     if imgs is not None:
-        ids = [i for i, good in zip(imgs.ids, result.ok) if good]
-        atomic_write_bytes(out / "ids.txt", "".join(f"{i}\n" for i in ids).encode())
         for p, r in result.failures:
             log(f"  skipped {p}: {r}")
         n, d = result.embeddings.shape

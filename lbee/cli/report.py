@@ -15,18 +15,24 @@ from ._base import cli, log, require_extra
     default=None,
     help="Output folder [default: the config's 'output', else lbee_out/report].",
 )
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace the report already in the output folder (each run folder is replaced whole).",
+)
 @click.option("--check", is_flag=True, help="Only validate every dataset entry (keys, types, paths) and exit.")
 @click.option("--keep-going", is_flag=True, help="Run the valid entries even when others have problems.")
 @click.option("--schema", is_flag=True, help="Print the config's JSON Schema (for editors) and exit.")
 @click.pass_context
-def report(ctx, config, out, check, keep_going, schema):
+def report(ctx, config, out, overwrite, check, keep_going, schema):
     """Batch HTML reports: every dataset × model × method (and slicer) of CONFIG (YAML).
 
     Each dataset gets report.html, explanation.json and metrics.csv/json; the
-    output folder gets index.html. Every entry is validated first: problems are
-    all listed and nothing runs (exit 2) unless --keep-going. A dataset that
-    fails while running does not stop the others; failures are listed at the
-    end and the exit code is 1.
+    output folder gets index.html. An output folder that holds a report is
+    refused unless --overwrite; each run folder is then replaced whole. Every
+    entry is validated first: problems are all listed and nothing runs (exit 2)
+    unless --keep-going. A dataset that fails while running does not stop the
+    others; failures are listed at the end and the exit code is 1.
     """
     from ..reports.batch import config_problems, run_report
     from ..reports.config import ConfigError, load_report_config
@@ -58,6 +64,7 @@ def report(ctx, config, out, check, keep_going, schema):
             progress=obj["progress"],
             log=log,
             keep_going=keep_going,
+            overwrite=overwrite,
         )
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None

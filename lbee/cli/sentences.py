@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import cli, fail
+from ._base import LbeeError, cli, fail
 
 
 @cli.group()
@@ -51,7 +51,8 @@ def sentences_show(name):
     "--out",
     type=click.Path(dir_okay=False),
     required=True,
-    help="The sentence file; its conditions go beside it in <stem>.conditions.tsv.",
+    help="The sentence file; its conditions go beside it in <stem>.conditions.tsv "
+    "(an existing file is refused unless --overwrite).",
 )
 @click.option(
     "--classes",
@@ -67,34 +68,53 @@ def sentences_show(name):
     show_default=True,
     help="Refuse a grammar and --max-conditions that allow more conjunctions than this.",
 )
-def sentences_generate(grammar, max_conditions, out, classes, limit):
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an existing sentence file, its conditions table and grammar copy (never the input grammar "
+    "or class list).",
+)
+def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
     """Write the sentences of an attribute GRAMMAR (a built-in name or a .grammar.yaml file).
 
     Every sentence is one non-contradictory conjunction of the grammar's atoms,
     said once (no two sentences with the same conditions); each sentence's
     conditions go in a table beside the file, which `describe --method compose`
-    and the composed relevance read.
+    and the composed relevance read. The files are written as one unit: an
+    interrupted run leaves the old ones whole.
     """
     from pathlib import Path
 
     from ..grammar import generate, load_grammar
-    from ..io.sentences import conditions_path, write_grammar_set
+    from ..io.sentences import check_grammar_set_out, conditions_path, write_grammar_set
     from ._base import check_writable_folder
 
     try:
         g = load_grammar(grammar)
+        inputs = [p for p in (g.source, classes) if p and Path(p).is_file()]  # never replaced
         if classes is not None:
             g = _with_classes(g, classes)
         check_writable_folder(str(Path(out).resolve().parent), "--out")
+        copy = classes is not None
+        check_grammar_set_out(out, grammar_copy=copy, overwrite=overwrite, inputs=inputs)  # before the work
         sents, conds, stats = generate(g, max_conditions, limit=limit)
+        k = g.max_conditions if max_conditions is None else max_conditions
+        ref = g.name if Path(grammar).name == grammar and not Path(grammar).is_file() else str(Path(grammar).resolve())
+        write_grammar_set(  # with --classes the table names the copy with these classes, a file that exists
+            out,
+            g,
+            sents,
+            conds,
+            max_conditions=k,
+            source_ref=None if copy else ref,
+            grammar_text=_grammar_yaml(g) if copy else None,
+            overwrite=overwrite,
+            inputs=inputs,
+        )
     except ValueError as exc:
         fail(exc)
-    k = g.max_conditions if max_conditions is None else max_conditions
-    ref = g.name if Path(grammar).name == grammar and not Path(grammar).is_file() else str(Path(grammar).resolve())
-    if classes is not None:  # the table names a grammar file that exists: the copy with these classes
-        ref = _write_grammar_copy(g, Path(out))
-        g = load_grammar(Path(out).with_name(ref))
-    write_grammar_set(out, g, sents, conds, max_conditions=k, source_ref=ref)
+    except OSError as exc:
+        raise LbeeError(f"Cannot write the sentence set {out!r}: {exc.strerror or exc}.") from None
     click.echo(
         f"grammar {g.name!r}: {stats['considered']:,} conjunctions of 1-{k} conditions, "
         f"{stats['contradictory']:,} contradictory, {stats['duplicates']:,} saying what another says; "
@@ -131,11 +151,9 @@ def _with_classes(grammar, path):
     return dataclasses.replace(grammar, subjects=tuple(subjects), _index={})
 
 
-def _write_grammar_copy(grammar, out):
-    """Write the grammar with the --classes values beside the output (the table must name a grammar that exists)."""
+def _grammar_yaml(grammar):
+    """The YAML text of a grammar (the copy with the --classes values, written beside the set)."""
     import yaml
-
-    from ..io.cache import atomic_write_bytes
 
     def subject(s):
         d = {"id": s.id, "noun": s.noun, "article": s.article}
@@ -172,6 +190,4 @@ def _write_grammar_copy(grammar, out):
     }
     if not doc["settings"]:
         del doc["settings"]
-    path = out.with_name(out.stem + ".grammar.yaml")
-    atomic_write_bytes(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode("utf-8"))
-    return path.name
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)

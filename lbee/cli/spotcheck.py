@@ -75,20 +75,22 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     _echo_named_blindspots(ec, analysis)
     if ctx.obj["progress"]:
         step("writing the EC, the explanation and the HTML report ...")
-    ec_dir = Path(out) / "ec"
-    ec.save(ec_dir)
-    result.image_ids = [f"ec/images/test/{i:05d}.png" for i in analysis.rows]
-    write_outputs(result, out)
-    atomic_write_bytes(Path(out) / "report.md", render_markdown(result, metrics=analysis.scores).encode())
     from ..reports.html import render_report, spotcheck_report_run
     from ..reports.thumbnails import ThumbnailCache
+    from ..run.outputs import staged_run_folder
 
-    _write_demo_inputs(Path(out) / "inputs", analysis)
-    html = render_report(
-        spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
-        thumbs=ThumbnailCache(ctx.obj["cache_dir"]),
-    )
-    atomic_write_bytes(Path(out) / "report.html", html.encode("utf-8"))
+    ec_dir = Path(out) / "ec"
+    with staged_run_folder(out, overwrite=True) as stage:  # the demo's own folder: replaced whole, never mixed
+        ec.save(stage / "ec")
+        result.image_ids = [f"ec/images/test/{i:05d}.png" for i in analysis.rows]
+        write_outputs(result, stage)
+        atomic_write_bytes(stage / "report.md", render_markdown(result, metrics=analysis.scores).encode())
+        _write_demo_inputs(stage / "inputs", analysis)
+        html = render_report(
+            spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
+            thumbs=ThumbnailCache(ctx.obj["cache_dir"]),
+        )
+        atomic_write_bytes(stage / "report.html", html.encode("utf-8"))
     click.echo(
         f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
         f"in {out}/inputs and the EC in {ec_dir} ({time.perf_counter() - t0:.0f} s)."
@@ -196,6 +198,7 @@ def _write_demo_inputs(folder, analysis):
         conditions,
         max_conditions=grammar.max_conditions,
         source_ref="spotcheck",
+        overwrite=True,  # the demo's own inputs folder (in the demo's stage)
     )
     pd.DataFrame({"image": r.image_ids, "confidence": r.confidence, "performance": r.performance}).to_csv(
         folder / "predictions.csv", index=False

@@ -113,6 +113,7 @@ def sweep(
     fixed while another one varies.
     """
     from ..analyses.sweep import plot_sweep, sensitivity_sweep
+    from ..io.staging import staged_entries
     from ..run.inputs import load_inputs
     from ..run.preflight import preflight
     from ..run.scores import model_scores
@@ -165,12 +166,12 @@ def sweep(
             o_default=settings.o,
             ward=settings.ward,
         )
-        target = Path(out)
-        table.to_csv(target / "sweep.csv", index=False)
-        plot_sweep(table, target / "sweep.png")
+        with staged_entries(Path(out), replaces=("sweep.csv", "sweep.png")) as stage:  # the pair replaced whole
+            table.to_csv(stage / "sweep.csv", index=False)
+            plot_sweep(table, stage / "sweep.png")
     except click.ClickException:
         raise
     except (ValueError, TypeError, OSError) as exc:
         fail(exc)
     click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    click.echo(f"\nWrote {target}/sweep.csv and sweep.png")
+    click.echo(f"\nWrote {Path(out)}/sweep.csv and sweep.png")

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..io.cache import atomic_write_bytes, json_bytes
 from .config import ConfigError, load_report_config
 from .html import render_index, render_report
+from .layout import dataset_folders, image_links, model_folders
 from .page import ReportRun
 
 
@@ -40,44 +41,22 @@ class BatchResult:
 
 def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None):
     """One dataset × model through the run layer, then its HTML page and metric tables."""
+    import pandas as pd
+
+    from ..run.outputs import staged_run_folder
     from ..run.pipeline import run_model, write_run
 
     run = run_model(ds, model, inputs, device=device, progress=progress)
-    out.mkdir(parents=True, exist_ok=True)
-    write_run(run, out)
     index_href = None
-    if root is not None:  # the page links back to the batch's index.html
-        import os
-
+    if root is not None:  # the page links back to the batch's index.html (the stage has the depth of out)
         index_href = Path(os.path.relpath(Path(root) / "index.html", out)).as_posix()
-    rows, n_hard = write_report_page(run, ds, model, out, thumbs=thumbs, index_href=index_href)
-    import pandas as pd
-
-    if run.per_class is None:  # per-class pages write their own (per-class) tables
-        atomic_write_bytes(out / "metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
-        atomic_write_bytes(out / "metrics.json", json_bytes(rows))
+    with staged_run_folder(out, overwrite=True) as stage:  # refused earlier (run_report); replaced whole
+        write_run(run, stage)
+        rows, n_hard = write_report_page(run, ds, model, stage, thumbs=thumbs, index_href=index_href)
+        if run.per_class is None:  # per-class pages write their own (per-class) tables
+            atomic_write_bytes(stage / "metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
+            atomic_write_bytes(stage / "metrics.json", json_bytes(rows))
     return rows, len(inputs.image_ids), n_hard
-
-
-def _image_links(paths, page_dir):
-    """Links from the page to the full images: relative to ``page_dir`` when possible, else file URIs."""
-    import os
-    from urllib.parse import quote
-
-    if paths is None:
-        return None
-    base = Path(page_dir).resolve() if page_dir is not None else None
-    links = []
-    for p in paths:
-        if p is None:
-            links.append(None)
-            continue
-        full = Path(p).resolve()
-        try:
-            links.append(quote(Path(os.path.relpath(full, base)).as_posix()) if base is not None else full.as_uri())
-        except ValueError:  # another drive (Windows): no relative path
-            links.append(full.as_uri())
-    return links
 
 
 def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
@@ -147,7 +126,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
         preds=preds,
         class_names=scores.class_names,
         blindspots=blindspots,
-        image_links=_image_links(inputs.image_paths, page_dir),
+        image_links=image_links(inputs.image_paths, page_dir),
         index_href=index_href,
         group_order=(ds.report or {}).get("group_order", "risk"),
     )
@@ -293,7 +272,7 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
         (dataset or dataset / model, message); a failing model does not stop the others.
     """
     from ..run.inputs import load_inputs
-    from ..run.pipeline import model_name, unique_slugs
+    from ..run.pipeline import model_name
     from .thumbnails import ThumbnailCache
 
     log = log or (lambda msg: None)
@@ -306,11 +285,7 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
         failures.append((ds.name, f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)))
         log(f"[{ds.name}] failed: {exc}")
         return reports, failures
-    models = ds.models or [None]
-    model_dirs = unique_slugs(model_name(m) for m in models)
-    for model, model_dir in zip(models, model_dirs):
-        label = ds.name if len(models) == 1 else f"{ds.name} / {model.name}"
-        out = ds_dir if len(models) == 1 else ds_dir / model_dir
+    for model, label, out in model_folders(ds, ds_dir):
         try:
             rows, n, n_hard = _run_model(ds, model, inputs, out, device, progress, thumbs, index_root)
         except Exception as exc:
@@ -367,7 +342,17 @@ def config_problems(cfg, output=None):
     return problems
 
 
-def run_report(config_path, *, output=None, cache_dir=None, device=None, progress=False, log=None, keep_going=False):
+def run_report(
+    config_path,
+    *,
+    output=None,
+    cache_dir=None,
+    device=None,
+    progress=False,
+    log=None,
+    keep_going=False,
+    overwrite=False,
+):
     """Run a report config.
 
     Parameters
@@ -385,6 +370,9 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
     keep_going : bool, default=False
         Run the valid dataset entries even when others have problems (they
         are then listed in ``BatchResult.failures``).
+    overwrite : bool, default=False
+        Replace the report already in the output folder (its ``index.html`` or a
+        run in a folder this config writes); without it that is refused before any work.
 
     Returns
     -------
@@ -393,24 +381,31 @@ def run_report(config_path, *, output=None, cache_dir=None, device=None, progres
     Raises
     ------
     lbee.reports.config.ConfigError
-        When the file as a whole is unusable. Problems of single datasets are
-        returned in ``BatchResult.failures`` instead.
+        When the file as a whole is unusable, or the output holds a report and
+        ``overwrite`` is false. Problems of single datasets are returned in
+        ``BatchResult.failures`` instead.
     """
-    from ..run.pipeline import unique_slugs
+    from ..run.outputs import check_report_out
     from .thumbnails import ThumbnailCache
 
     log = log or (lambda msg: None)
     cfg = load_report_config(config_path)
+    root = Path(output) if output else cfg.output
+    folders = dataset_folders(cfg)
+    runs = [f for ds in cfg.datasets for _, _, f in model_folders(ds, root / folders[id(ds)])]
+    option = "--out" if output else f"{cfg.path}: output"
+    try:  # before any work: a rerun does not replace the earlier pages in silence
+        check_report_out(root, runs, overwrite=overwrite, option=option)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     problems = config_problems(cfg, output)
     if problems and not keep_going:
         raise ConfigError(f"{len(problems)} problem(s) in {cfg.path}; nothing was run:\n  " + "\n  ".join(problems))
-    root = Path(output) if output else cfg.output
     root.mkdir(parents=True, exist_ok=True)
     cache = cache_dir or cfg.cache_dir
     thumbs = ThumbnailCache(cache)
     result = BatchResult()
     entries = []
-    folders = dict(zip((id(ds) for ds in cfg.datasets), unique_slugs(ds.name for ds in cfg.datasets)))
     for ds in cfg.datasets:
         if ds.error:
             result.failures.append((ds.name, ds.error))

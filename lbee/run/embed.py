@@ -14,6 +14,10 @@ from pathlib import Path
 
 from .models import encoder_caveat, load_encoder
 
+#: The files of each part of ``lbee embed``'s output, each replaced as one unit (an array, its provenance, its rows).
+IMAGE_FILES = ("embeddings.npy", "embeddings.provenance.json", "ids.txt")
+SENTENCE_FILES = ("sentence_embeddings.npy", "sentence_embeddings.provenance.json", "sentences.txt")
+
 
 @dataclass
 class EmbeddedFolder:
@@ -50,12 +54,18 @@ def embed_to_folder(
     progress=False,
     log=None,
 ):
-    """Write ``embeddings.npy`` (images) and ``sentence_embeddings.npy`` + ``sentences.txt`` into ``out``.
+    """Write ``embeddings.npy`` + ``ids.txt`` (images) and ``sentence_embeddings.npy`` + ``sentences.txt`` into ``out``.
+
+    Everything this call writes is staged beside ``out`` and moved in at the
+    end as one unit (:mod:`lbee.io.staging`): the files of the parts it embeds
+    (:data:`IMAGE_FILES`, :data:`SENTENCE_FILES`) replace the earlier ones
+    together, and an error or a kill leaves the earlier files whole. The
+    embedding cache (``cache_dir``) is apart: a rerun encodes only what is missing.
 
     Parameters
     ----------
     out : path-like
-        An existing, writable folder.
+        A writable folder (created when missing).
     images : path-like, optional
         A folder (searched recursively) or a manifest with a ``path`` column.
     sentence_set : str, optional
@@ -80,6 +90,7 @@ def embed_to_folder(
     from ..io.images import discover_images
     from ..io.provenance import make_provenance, write_embeddings, write_sidecar
     from ..io.sentences import load_sentence_set
+    from ..io.staging import staged_entries
 
     out = Path(out)
     caveat = encoder_caveat(encoder_spec, images) if images is not None else None
@@ -87,55 +98,65 @@ def embed_to_folder(
         log(f"Warning: {caveat}")
     sset = load_sentence_set(sentence_set) if sentence_set is not None else None  # before any embedding
     imgs = discover_images(images) if images is not None else None
-    encoder = result = None
-    if imgs is not None and engine == "ray":
-        from ..encoders.embedding import EncoderSpec, embed_images_ray
+    parts = (IMAGE_FILES if imgs is not None else ()) + (SENTENCE_FILES if sset is not None else ())
+    with staged_entries(out, replaces=parts) as stage:
+        encoder = result = None
+        if imgs is not None and engine == "ray":
+            from ..encoders.embedding import EncoderSpec, embed_images_ray
 
-        target = out / "embeddings.npy"
-        kwargs = {"device": device} if device else {}
-        result = embed_images_ray(
-            EncoderSpec(encoder_spec, **kwargs),
-            imgs.paths,
-            out=target,
-            cache_dir=cache_dir,
-            batch_size=batch_size,
-            chunk_size=chunk_size,
-            num_actors=num_actors,
-            address=ray_address,
-            progress=progress,
-        )
-        write_sidecar(
-            target,
-            make_provenance(
-                "image_embeddings",
+            target = stage / "embeddings.npy"
+            kwargs = {"device": device} if device else {}
+            result = embed_images_ray(
+                EncoderSpec(encoder_spec, **kwargs),
+                imgs.paths,
+                out=target,
+                cache_dir=cache_dir,
+                batch_size=batch_size,
+                chunk_size=chunk_size,
+                num_actors=num_actors,
+                address=ray_address,
+                progress=progress,
+            )
+            write_sidecar(
+                target,
+                make_provenance(
+                    "image_embeddings",
+                    result.embeddings,
+                    identity=result.encoder_identity,
+                    tau=result.encoder_tau,
+                    spec=encoder_spec,
+                ),
+            )
+        elif imgs is not None:
+            from ..encoders.embedding import embed_images
+
+            encoder = load_encoder(encoder_spec, device=device)
+            result = embed_images(encoder, imgs.paths, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
+            write_embeddings(
+                stage / "embeddings.npy",
                 result.embeddings,
-                identity=result.encoder_identity,
-                tau=result.encoder_tau,
-                spec=encoder_spec,
-            ),
-        )
-    elif imgs is not None:
-        from ..encoders.embedding import embed_images
+                make_provenance("image_embeddings", result.embeddings, encoder=encoder, spec=encoder_spec),
+            )
+        if sset is not None:
+            from ..encoders.embedding import embed_sentences
 
-        encoder = load_encoder(encoder_spec, device=device)
-        result = embed_images(encoder, imgs.paths, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
-        write_embeddings(
-            out / "embeddings.npy",
-            result.embeddings,
-            make_provenance("image_embeddings", result.embeddings, encoder=encoder, spec=encoder_spec),
-        )
-    if sset is not None:
-        from ..encoders.embedding import embed_sentences
-
-        encoder = encoder or load_encoder(encoder_spec, device=device)
-        texts = list(sset.sentences)
-        sen = embed_sentences(encoder, texts, cache_dir=cache_dir)
-        write_embeddings(
-            out / "sentence_embeddings.npy",
-            sen,
-            make_provenance(
-                "sentence_embeddings", sen, encoder=encoder, spec=encoder_spec, sentences=texts, sentence_set=sset.name
-            ),
-        )
-        atomic_write_bytes(out / "sentences.txt", "".join(f"{t}\n" for t in texts).encode())
+            encoder = encoder or load_encoder(encoder_spec, device=device)
+            texts = list(sset.sentences)
+            sen = embed_sentences(encoder, texts, cache_dir=cache_dir)
+            write_embeddings(
+                stage / "sentence_embeddings.npy",
+                sen,
+                make_provenance(
+                    "sentence_embeddings",
+                    sen,
+                    encoder=encoder,
+                    spec=encoder_spec,
+                    sentences=texts,
+                    sentence_set=sset.name,
+                ),
+            )
+            atomic_write_bytes(stage / "sentences.txt", "".join(f"{t}\n" for t in texts).encode())
+        if imgs is not None:  # the row order of embeddings.npy, in the same unit
+            ids = [i for i, good in zip(imgs.ids, result.ok) if good]
+            atomic_write_bytes(stage / "ids.txt", "".join(f"{i}\n" for i in ids).encode())
     return EmbeddedFolder(imgs, result, sset)

@@ -5,19 +5,20 @@ The ``--overwrite`` rule, for every command that writes a run into ``--out``:
 - a folder that already holds a run (any of :data:`RUN_ENTRIES`) is refused,
   before any work, unless ``overwrite=True``;
 - a run is written into a staging folder beside ``--out`` and moved in whole
-  when it is complete: the previous run's entries (``report.html``,
+  when it is complete (:mod:`lbee.io.staging`, the one mechanism for every
+  multi-file output): the previous run's entries (``report.html``,
   ``slicer_domino/``, ...) are moved out first, so the folder never mixes two
-  runs, and a run that fails half-way leaves the folder as it was. Files that
-  are not a run's own (a cache folder, notes) are left where they are.
+  runs, and a run that fails or is killed half-way leaves the folder as it
+  was. Files that are not a run's own (a cache folder, notes) are left where they are.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import shutil
-import uuid
 from contextlib import contextmanager
 from pathlib import Path
+
+from ..io.staging import recover_leftovers, staged_entries
 
 #: Names a run writes into its folder (glob patterns): their presence means the folder holds a run.
 RUN_ENTRIES = (
@@ -50,6 +51,7 @@ def check_out_folder(out, *, overwrite=False, option="--out"):
 
     Call it before any work: the answer comes in a second, not after the embedding.
     """
+    recover_leftovers(out)  # a killed run's swap is settled first, so what is checked is one whole run
     found = run_entries(out)
     if found and not overwrite:
         shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
@@ -60,35 +62,39 @@ def check_out_folder(out, *, overwrite=False, option="--out"):
     return found
 
 
+def check_report_out(root, run_folders, *, overwrite=False, option="--out"):
+    """Refuse a report into ``root`` when it holds one and ``overwrite`` is false (``ValueError`` naming it).
+
+    A report is there when ``root/index.html`` exists or one of ``run_folders``
+    (the folders this report writes, inside ``root``) holds a run. Call it before any work.
+    """
+    root = Path(root)
+    found = ["index.html"] if (root / "index.html").exists() else []
+    for folder in run_folders:
+        recover_leftovers(folder)  # a killed run's swap is settled first
+        rel = Path(folder).relative_to(root).as_posix()
+        found += [n if rel == "." else f"{rel}/{n}" for n in run_entries(folder)]
+    if found and not overwrite:
+        shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+        raise ValueError(
+            f"{option} {str(root)!r} already holds a report ({shown}); lbee does not replace reports in silence. "
+            "Pass --overwrite to replace them, or give another folder."
+        )
+    return found
+
+
 @contextmanager
 def staged_run_folder(out, *, overwrite=False, option="--out"):
-    """Yield a staging folder beside ``out``; on success move its content into ``out`` whole.
+    """Yield a staging folder beside ``out``; on success its content replaces the run in ``out`` whole.
 
     The previous run's entries in ``out`` (:func:`run_entries`) are moved
-    aside first and deleted once the new ones are in place; an exception
-    inside the block removes the staging folder and leaves ``out`` untouched.
-    The staging folder has the depth of ``out``, so relative links written by
-    the run (thumbnails, images) stay right after the move.
+    aside and deleted once the new ones are in place; an exception inside the
+    block removes the staging folder and leaves ``out`` untouched, and a kill
+    at any step leaves either run whole (:mod:`lbee.io.staging`, which the next
+    run into ``out`` settles). The staging folder has the depth of ``out``, so
+    relative links written by the run (thumbnails, images) stay right after the move.
     """
     out = Path(out)
     check_out_folder(out, overwrite=overwrite, option=option)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tag = uuid.uuid4().hex[:12]
-    stage = out.parent / f".{out.name}.lbee-staging-{tag}"
-    stage.mkdir()
-    try:
+    with staged_entries(out, replaces=RUN_ENTRIES) as stage:
         yield stage
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    out.mkdir(parents=True, exist_ok=True)
-    old = out.parent / f".{out.name}.lbee-replaced-{tag}"
-    previous = run_entries(out)
-    if previous:
-        old.mkdir()
-        for name in previous:
-            (out / name).rename(old / name)
-    for entry in sorted(stage.iterdir()):  # renames within one folder's parent: no copy, no partial file
-        entry.rename(out / entry.name)
-    shutil.rmtree(stage, ignore_errors=True)
-    shutil.rmtree(old, ignore_errors=True)  # kept (hidden, beside out) only if a rename above failed

@@ -19,6 +19,8 @@ import numpy as np
 from ._world import ATTRIBUTES, META, Blindspot, DatasetDefinition
 
 SPLITS = ("train", "val", "test")
+#: The entries of an EC folder (the layout above): replaced together when an EC is saved over another.
+EC_ENTRIES = ("ec.json", "metadata.parquet", "images", "model.pt")
 EC_VERSION = 2  # 2: renders aligned with the official generator; text size values (normal, large)
 
 
@@ -81,12 +83,24 @@ class ExperimentalConfiguration:
 
     # ---- persistence
     def save(self, folder):
-        """Write the EC to ``folder`` (layout in the module docstring)."""
+        """Write the EC to ``folder`` (layout in the module docstring) as one unit.
+
+        The files are staged beside ``folder`` and moved in together
+        (:mod:`lbee.io.staging`): an error or a kill leaves the previous EC
+        whole (or none), never a mix of two; other files in ``folder`` stay.
+        """
+        from ..io.staging import staged_entries
+
+        folder = Path(folder)
+        with staged_entries(folder, replaces=EC_ENTRIES) as stage:
+            self._write(stage)
+        return folder
+
+    def _write(self, folder):
         import pandas as pd
         import torch
         from PIL import Image
 
-        folder = Path(folder)
         rows = []
         for split in SPLITS:
             (folder / "images" / split).mkdir(parents=True, exist_ok=True)
@@ -118,7 +132,6 @@ class ExperimentalConfiguration:
             "sizes": {s: int(len(self.images[s])) for s in SPLITS},
         }
         (folder / "ec.json").write_text(json.dumps(definition, indent=1))
-        return folder
 
     @classmethod
     def load(cls, folder, *, load_images=True):

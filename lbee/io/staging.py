@@ -1,0 +1,227 @@
+"""Outputs of several files, replaced whole: staged beside their place, then swapped in.
+
+Every lbee command that writes more than one file (a run folder, a report's run
+folders, ``lbee embed``'s arrays with their ids and provenance, a generated
+sentence set with its ``.conditions.tsv`` and grammar copy) writes through
+:func:`staged_entries`, so a reader never sees the old and the new output mixed,
+even after a SIGKILL. The steps, each safe to interrupt:
+
+1. **stage**: the new entries are written into ``<home>/.<label>.lbee-staging-<pid>-<tag>/``;
+   the output is untouched. Killed here, the output is the old one.
+2. **commit**: ``.lbee-complete.json`` (the new entries' names and the old ones
+   they replace) is written atomically into the stage: the new output is complete.
+3. **swap**: the old entries are moved into ``<home>/.<label>.lbee-replaced-<pid>-<tag>/``,
+   then the new ones from the stage into the output folder (renames, no copy).
+4. **clean**: the replaced folder, then the stage, are removed.
+
+The next writer into the same output (:func:`recover_leftovers`) handles what a
+killed writer left, once that writer's process is gone (its pid is in the
+name): a stage without the commit file is deleted (the old output was never
+touched); a committed stage has its swap finished, so the output is the complete
+new one; a replaced folder without a committed stage (not a state these steps
+leave) means an unfinished new output, so the old entries are put back in its
+place. Old files are never deleted blindly, and names without a pid (written
+before pids were recorded) are left alone.
+
+Test hook: with the environment variable ``LBEE_TEST_KILL_AT`` set to a step
+(:data:`KILL_STEPS`), the writer SIGKILLs itself there, so tests interrupt it at
+a known point (``staged``: the new output is complete in the stage, not yet
+committed; ``swapping``: the old entries are aside and one new entry is in).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+import signal
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+#: The commit file inside a stage: the new output is complete (JSON: ``new`` and ``old`` entry names).
+COMPLETE = ".lbee-complete.json"
+#: Where ``LBEE_TEST_KILL_AT`` can stop a writer (see the module docstring).
+KILL_STEPS = ("staged", "swapping")
+
+
+class OutputExistsError(ValueError):
+    """An output would replace existing files (or the command's own input) and that was not asked for."""
+
+
+def check_no_replace(paths, *, overwrite=False, option="--out", inputs=()):
+    """Refuse to write ``paths`` when one exists (unless ``overwrite``) or is one of ``inputs`` (always).
+
+    Call it before any long work. Raises :class:`OutputExistsError` naming the
+    file and the option.
+
+    Parameters
+    ----------
+    paths : iterable of path-like
+        The files (or folders) the command would write.
+    overwrite : bool, default=False
+        Whether the user asked to replace existing outputs (``--overwrite``).
+    option : str, default='--out'
+        The option that named the output, for the message.
+    inputs : iterable of path-like, default=()
+        The files the command reads (a grammar, a class list): never replaced, even with ``overwrite``.
+    """
+    inputs = [Path(p) for p in inputs if p is not None and Path(p).exists()]
+    for path in map(Path, paths):
+        if not (path.exists() or path.is_symlink()):
+            continue
+        for src in inputs:
+            if path.exists() and os.path.samefile(path, src):
+                raise OutputExistsError(
+                    f"{option}: {str(path)!r} is the input file {str(src)!r} of this command; "
+                    "an output never replaces its own input, even with --overwrite. Give another name."
+                )
+        if not overwrite:
+            raise OutputExistsError(
+                f"{option}: {str(path)!r} already exists; lbee does not replace files in silence. "
+                "Pass --overwrite to replace it, or give another name."
+            )
+
+
+@contextmanager
+def staged_entries(folder, *, replaces=(), home=None, label=None):
+    """Yield an empty stage folder; on success, its entries replace the output's in ``folder`` whole.
+
+    Parameters
+    ----------
+    folder : path-like
+        Where the output's entries go (created when missing).
+    replaces : tuple of str, default=()
+        Glob patterns of the previous output's entries in ``folder``, moved out
+        even when the new output has no entry of that name (a run's old
+        ``slicer_domino/``). An entry of the same name as a new one is always replaced.
+    home : path-like, optional
+        The folder that holds the stage and the replaced entries, on the same
+        file system as ``folder`` [default: ``folder``'s parent, so the stage has
+        the depth of ``folder`` and relative links written into it stay right].
+    label : str, optional
+        Names the hidden folders ``.<label>.lbee-staging-*`` [default: ``folder``'s name].
+
+    An exception inside the block removes the stage and leaves ``folder`` as it was.
+    """
+    folder = Path(folder)
+    home = folder.parent if home is None else Path(home)
+    label = folder.name if label is None else label
+    recover_leftovers(folder, home=home, label=label)
+    home.mkdir(parents=True, exist_ok=True)
+    owner = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    stage, aside = _names(home, label, owner)
+    stage.mkdir()
+    try:
+        yield stage
+        new = sorted(p.name for p in stage.iterdir() if p.name != COMPLETE)
+        old = sorted(
+            p.name
+            for p in (folder.iterdir() if folder.is_dir() else ())
+            if p.name in new or any(fnmatch.fnmatch(p.name, pat) for pat in replaces)
+        )
+        _test_kill("staged")
+        from .cache import atomic_write_bytes
+
+        atomic_write_bytes(stage / COMPLETE, json.dumps({"new": new, "old": old}).encode())
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    folder.mkdir(parents=True, exist_ok=True)
+    _finish(folder, stage, aside, {"new": new, "old": old})
+
+
+def recover_leftovers(folder, *, home=None, label=None):
+    """Settle what killed writers left for this output (see the module docstring); return the folders handled.
+
+    Only leftovers whose writer process is gone are touched; a live writer's stage is left alone.
+    """
+    folder = Path(folder)
+    home = folder.parent if home is None else Path(home)
+    label = folder.name if label is None else label
+    if not home.is_dir():
+        return []
+    owners = set()
+    for kind in ("staging", "replaced"):
+        prefix = f".{label}.lbee-{kind}-"
+        for p in home.iterdir():
+            if p.name.startswith(prefix):
+                owner = p.name[len(prefix) :]
+                pid = owner.split("-", 1)[0]
+                if pid.isdigit() and not _alive(int(pid)):  # older names without a pid: left alone
+                    owners.add(owner)
+    for owner in sorted(owners):
+        stage, aside = _names(home, label, owner)
+        mark = _read_mark(stage)
+        if mark is not None:  # the new output is complete: finish its swap
+            _finish(folder, stage, aside, mark)
+        else:
+            if aside.is_dir():  # no committed stage: the new output is unfinished, so the old one goes back whole
+                folder.mkdir(parents=True, exist_ok=True)
+                for entry in sorted(aside.iterdir()):
+                    target = folder / entry.name
+                    if target.is_dir() and not target.is_symlink():
+                        shutil.rmtree(target)  # an unfinished new entry in the old one's place
+                    elif target.exists() or target.is_symlink():
+                        target.unlink()
+                    entry.rename(target)
+                aside.rmdir()
+            shutil.rmtree(stage, ignore_errors=True)
+    return sorted(owners)
+
+
+def _names(home, label, owner):
+    return home / f".{label}.lbee-staging-{owner}", home / f".{label}.lbee-replaced-{owner}"
+
+
+def _finish(folder, stage, aside, mark):
+    """Steps 3 and 4: old entries aside, new ones in, then clean. Safe to run again after an interruption."""
+    new, old = mark["new"], mark["old"]
+    for name in old:
+        if name in new and not (stage / name).exists():  # this name's new entry is already in place
+            continue
+        src = folder / name
+        if src.exists() or src.is_symlink():
+            aside.mkdir(exist_ok=True)
+            src.rename(aside / name)
+    for i, name in enumerate(new):
+        if (stage / name).exists() or (stage / name).is_symlink():
+            (stage / name).rename(folder / name)  # within one file system: no copy, no partial file
+            if i == 0:
+                _test_kill("swapping")
+    shutil.rmtree(aside, ignore_errors=True)
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+def _read_mark(stage):
+    try:
+        mark = json.loads((stage / COMPLETE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(mark, dict) and all(
+        isinstance(mark.get(k), list)
+        and all(isinstance(n, str) and "/" not in n and n not in ("", ".", "..") for n in mark[k])
+        for k in ("new", "old")
+    )
+    return mark if ok else None
+
+
+def _alive(pid):
+    """Whether process ``pid`` exists (on Windows, where signal 0 would end it, every process counts as alive)."""
+    if pid == os.getpid():
+        return True
+    if os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process, or not a pid (an older name's tag): left alone
+        return True
+    return True
+
+
+def _test_kill(step):
+    if os.environ.get("LBEE_TEST_KILL_AT") == step:
+        os.kill(os.getpid(), signal.SIGKILL)
