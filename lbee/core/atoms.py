@@ -64,6 +64,8 @@ LiteralKey = tuple[Key, str]
 
 #: Ashman's D at or above which an atom's similarities are two populations.
 SEPARATION = 2.0
+#: Ashman's D below which two fitted components are one population split in two (a unimodal, skewed atom).
+MIN_SEPARATION = 0.5
 MIN_WEIGHT = 0.01
 
 
@@ -147,13 +149,20 @@ FIT_ROWS = 2048
 
 
 def _mixture(
-    s_all: FloatArray, weights: ArrayLike | None = None, n_iter: int = 40, boundary: float | None = None
-) -> tuple[FloatArray, BoolArray, FloatArray, FloatArray, FloatArray]:
+    s_all: FloatArray,
+    weights: ArrayLike | None = None,
+    n_iter: int = 40,
+    boundary: float | None = None,
+    split_at: float | None = None,
+) -> tuple[FloatArray, BoolArray, FloatArray, FloatArray, FloatArray, BoolArray]:
     """Two-component 1-D Gaussian mixtures, one per column of ``s`` (n, A), fitted on the rows of ``weights`` > 0.
 
-    Returns the posterior of the higher component (n, A), whether the two are
-    separated (A,), the components' pooled width (A,), the column's spread (A,)
-    and Ashman's D of the two components (A,).
+    Returns the posterior of the higher component (n, A), non-decreasing in s,
+    whether the two are separated (A,), the components' pooled width (A,), the
+    column's spread (A,), Ashman's D of the two components (A,) and whether
+    they are two populations at all (A,): each with its share, D ≥
+    ``MIN_SEPARATION`` (however much they overlap), on either side of
+    ``boundary`` and of ``split_at``.
     With ``boundary`` (a float, or (A,)), two components are one population
     unless they lie on either side of it: a similarity that is bimodal because
     of *other* attributes (two squares look a little like a rectangle) is not
@@ -205,16 +214,34 @@ def _mixture(
             break
     high = np.argmax(mu, axis=0)
     d = np.sqrt(2) * np.abs(mu[0] - mu[1]) / np.sqrt(var[0] + var[1])
-    separated = (d >= SEPARATION) & (w.min(0) >= MIN_WEIGHT) & (w.min(0) * tot >= 3)
+    # two populations, however much they overlap: each with its share of the images (on either side of
+    # `boundary`); separated: also far enough apart to be told apart image by image
+    two = (w.min(0) >= MIN_WEIGHT) & (w.min(0) * tot >= 3) & (d >= MIN_SEPARATION)
     if boundary is not None:
-        separated &= (mu.min(0) < boundary) & (boundary < mu.max(0))
+        two &= (mu.min(0) < boundary) & (boundary < mu.max(0))
+    separated = two & (d >= SEPARATION)
+    if split_at is not None:  # the overlapping populations must also lie on either side of `split_at`
+        two &= (mu.min(0) < split_at) & (split_at < mu.max(0))
     # posterior of the higher component for every image: a logistic in s (two Gaussians of their own variances)
     lo = 1 - high
     ar = np.arange(a)
     log_hi = -0.5 * (s_all - mu[high, ar]) ** 2 / var[high, ar] - 0.5 * np.log(var[high, ar]) + np.log(w[high, ar])
     log_lo = -0.5 * (s_all - mu[lo, ar]) ** 2 / var[lo, ar] - 0.5 * np.log(var[lo, ar]) + np.log(w[lo, ar])
-    post = 1.0 / (1.0 + np.exp(np.clip(log_lo - log_hi, -60, 60)))
-    return post, separated, np.sqrt((var[0] + var[1]) / 2), spread, d
+    post = _monotone(s_all, 1.0 / (1.0 + np.exp(np.clip(log_lo - log_hi, -60, 60))))
+    return post, separated, np.sqrt((var[0] + var[1]) / 2), spread, d, two
+
+
+def _monotone(s: FloatArray, post: FloatArray, grid: int = 1024) -> FloatArray:
+    """``post`` made non-decreasing in ``s``, column by column (a higher similarity never means a lower P).
+
+    Two Gaussians of different widths give a posterior that turns down again in the far tail of the narrower
+    one; the running maximum over a grid of similarities removes that, and the ranking is the similarity's.
+    """
+    out = np.empty_like(post)
+    for j in range(s.shape[1]):
+        order = np.argsort(s[:, j], kind="stable")
+        out[order, j] = np.maximum.accumulate(post[order, j])
+    return out
 
 
 def calibrate(similarities: ArrayLike, tau: float) -> tuple[FloatArray, BoolArray]:
@@ -236,10 +263,10 @@ def calibrate(similarities: ArrayLike, tau: float) -> tuple[FloatArray, BoolArra
     n, a = s.shape
     if n == 0 or a == 0:
         return np.zeros((n, a)), np.zeros(a, bool)
-    post, separated, width, spread, _ = _mixture(s, boundary=float(tau))
+    post, separated, width, spread, _, two = _mixture(s, boundary=float(tau))
     temp = float(np.median(width[separated])) if separated.any() else float(np.median(spread))
     fallback = 1.0 / (1.0 + np.exp(-(s - float(tau)) / max(temp, 1e-6)))
-    return np.where(separated[None, :], post, fallback), separated
+    return np.where(two[None, :], post, fallback), separated
 
 
 def literal_probabilities(
@@ -300,17 +327,27 @@ def literal_probabilities(
                     weights.append((w >= 0.5).astype(float) if (w >= 0.5).sum() >= 3 else np.ones(n))
         if cols:
             m = np.stack(margins, axis=1)
-            post, msep, width, spread, dist = _mixture(m, np.stack(weights, axis=1))
+            post, msep, width, spread, dist, mtwo = _mixture(m, np.stack(weights, axis=1), split_at=0.0)
             temp = float(np.median(width[msep])) if msep.any() else float(np.median(spread))
             wts = np.stack(weights, axis=1)
             unbound = unbound_values([keys[j][0] for j in cols], post, msep, dist, wts)
             for t, j in enumerate(cols):
-                if msep[t] and not unbound[t]:
-                    cond[:, j] = post[:, t]
-                else:  # one population: one value for all, by the median margin where the subject is
+                if unbound[t]:  # another subject's value seen through loose binding: one value for all
                     med = float(np.median(m[wts[:, t] > 0, t])) if (wts[:, t] > 0).any() else 0.0
                     cond[:, j] = 1.0 / (1.0 + np.exp(-med / max(temp, 1e-6)))
-                cal[j] = "contrast-unbound" if unbound[t] else "contrast-mixture" if msep[t] else "contrast-sign"
+                elif mtwo[t]:  # two populations of margins, however much they overlap: the posterior
+                    cond[:, j] = post[:, t]
+                else:  # one population: the margin's sign, image by image (never one value for all)
+                    cond[:, j] = 1.0 / (1.0 + np.exp(-m[:, t] / max(temp, 1e-6)))
+                cal[j] = (
+                    "contrast-unbound"
+                    if unbound[t]
+                    else "contrast-mixture"
+                    if msep[t]
+                    else "contrast-overlap"
+                    if mtwo[t]
+                    else "contrast-sign"
+                )
     out_keys, out_cond, out_parent = list(keys), [cond], list(parent)
     for j, (key, value) in enumerate(keys):
         if key[1] == "presence" and value == "true":

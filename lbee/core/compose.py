@@ -180,6 +180,11 @@ class ComposeSearch:
         }
         self.n_hard, self.n_easy = max(len(self.hard), 1), max(len(self.easy), 1)
         self.z = -NormalDist().inv_cdf(float(alpha) / max(len(self.keys), 1))
+        # What each literal can reach: the mean P over the images it holds for, E[p | holds] = E[p²] / E[p] for
+        # calibrated p. A noisy atom's P stays below 1 where it holds, so the support gates ask a share of what
+        # the literals can reach, not of 1 (a near-perfect encoder reaches 1, where nothing changes).
+        c64 = self.cond.astype(np.float64)
+        self.reach = np.clip((c64**2).sum(0) / np.maximum(c64.sum(0), 1e-9), 1e-3, 1.0)
 
     # ---- conjunctions --------------------------------------------------------------------------------------
     def _given(self, lits: Sequence[int]) -> npt.NDArray[np.bool_]:
@@ -198,6 +203,10 @@ class ComposeSearch:
         for j in self.literals.closure(lits):
             p *= self._cond_t[j]
         return p
+
+    def reachable(self, lits: Sequence[int]) -> float:
+        """The support a conjunction of ``lits`` reaches where it holds: the product of its literals' reach."""
+        return float(np.prod([self.reach[j] for j in self.literals.closure(lits)])) if len(lits) else 1.0
 
     def counts(self, p: Vector) -> tuple[float, float]:
         """(h, e): soft counts of the hard and the easy images of a region ``p`` (n,)."""
@@ -254,9 +263,10 @@ class ComposeSearch:
                     held_g, held_h, held_e = (max(float(v.sum()), 1e-9) for v in (s.g, s.h, s.e))
                     keep = np.clip((h[b] + e[b]) / (held_h + held_e), 0.0, 1.0)
                     gate = self.z * np.sqrt((1.0 - keep) * (1.0 / (h[b] + SMOOTH) + 1.0 / (e[b] + SMOOTH)))
+                    reach = self.reachable(s.lits) * self.reach  # what the conjunction with each literal can reach
                     ok = (
-                        (g[b] / n_g >= self.min_support)
-                        & (g[b] / held_g >= self.min_conditional)
+                        (g[b] / n_g >= self.min_support * reach)
+                        & (g[b] / held_g >= self.min_conditional * self.reach)
                         & (lift[b] - s.lift > gate)
                     )
                     for j in map(int, np.flatnonzero(ok)):

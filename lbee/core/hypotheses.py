@@ -117,7 +117,10 @@ def one_hypothesis_per_failure(
                 if (i, j) in refused:
                     continue
                 (ga, da, _), (gb, db, _) = items[i], items[j]
-                mutual = min(coverage(search, da[0], gb), coverage(search, db[0], ga))
+                mutual = min(
+                    coverage(search, da[0], gb) / search.reachable(da[0].literals),
+                    coverage(search, db[0], ga) / search.reachable(db[0].literals),
+                )
                 if mutual >= search.min_support and (best is None or mutual > best[0]):
                     best = (mutual, i, j)
         if best is None:
@@ -125,11 +128,12 @@ def one_hypothesis_per_failure(
         _, i, j = best
         union = np.union1d(items[i][0], items[j][0])
         found = search.search(union, k=k)
-        if coverage(search, found[0], union) < search.min_support:
+        if coverage(search, found[0], union) < search.min_support * search.reachable(found[0].literals):
             refused.add((i, j))  # the union has no description of its own: two failures
             continue
         items[next_id] = (union, found, items.pop(i)[2] + items.pop(j)[2])
         next_id += 1
+    items = _refined(search, items, k)
     base = float(np.mean(hard_mask[np.concatenate([search.hard, search.easy])])) if len(search.hard) else 0.0
     hyps: list[Hypothesis] = []
     descs: list[list[Conjunction]] = []
@@ -141,3 +145,71 @@ def one_hypothesis_per_failure(
         descs.append(found)
     order = sorted(range(len(hyps)), key=lambda t: (-hyps[t].lower_bound, -len(hyps[t].indices)))
     return [hyps[t] for t in order], [descs[t] for t in order]
+
+
+#: Rounds of :func:`refine` at most (it stops earlier when the description no longer changes).
+REFINE_ROUNDS = 4
+#: A refined group must keep this share of the group it came from (else the group stays as it was).
+KEEP_OWN = 0.3
+#: Two hypotheses whose images overlap by this share of the smaller one are one failure (merging by images).
+SAME_IMAGES = 0.5
+
+
+def refine(search: ComposeSearch, description: Conjunction, k: int = 3) -> tuple[IntArray, list[Conjunction]]:
+    """The hard images a description holds for, described again, until the description is stable.
+
+    A slicer's group mixes a failure's images with others when the embedding's main directions are not the
+    failure's attributes, and its description then misses a condition or states one of the mixture. The hard
+    images the description holds for are the failure's, mostly: their expected number is the soft count
+    h = Σ P(description) over the hard split, and the h hard images of highest P are taken as the group and
+    described again. A condition every one of them shares enters, a confounder that the easy images of the
+    same region share too does not.
+
+    Returns
+    -------
+    indices : ndarray of int
+        The final group (indices into n).
+    descriptions : list of Conjunction
+        Its descriptions (:meth:`ComposeSearch.search`).
+    """
+    found = [description]
+    group = np.zeros(0, dtype=np.int64)
+    for _ in range(REFINE_ROUNDS):
+        p = search.region(found[0].literals)[search.hard]
+        m = int(round(float(p.sum())))
+        if m < 3:
+            break
+        group = np.sort(search.hard[np.argsort(-p, kind="stable")[:m]])
+        again = search.search(group, k=k)
+        same = search.grammar.canonical(again[0].conditions) == search.grammar.canonical(found[0].conditions)
+        found = again
+        if same:
+            break
+    return group, found
+
+
+def _refined(
+    search: ComposeSearch, items: dict[int, tuple[IntArray, list[Conjunction], int]], k: int
+) -> dict[int, tuple[IntArray, list[Conjunction], int]]:
+    """Each hypothesis refined where that says more (:func:`refine`), then those holding the same images merged."""
+    out: list[tuple[IntArray, list[Conjunction], int]] = []
+    for g, found, pieces in items.values():
+        group, again = refine(search, found[0], k)
+        # adopted when it says more (a higher lift) and still describes these images (stray errors keep theirs)
+        ok = (
+            again[0].lift > found[0].lift
+            and search.grammar.canonical(again[0].conditions) != search.grammar.canonical(found[0].conditions)
+            and len(np.intersect1d(group, g)) >= KEEP_OWN * len(g)
+        )
+        out.append((group, again, pieces) if ok else (g, found, pieces))
+    out.sort(key=lambda t: -t[1][0].lift)
+    kept: list[tuple[IntArray, list[Conjunction], int]] = []
+    for g, found, pieces in out:
+        for t, (kg, kf, kp) in enumerate(kept):
+            shared = len(np.intersect1d(g, kg, assume_unique=True))
+            if shared >= SAME_IMAGES * min(len(g), len(kg)):
+                kept[t] = (kg, kf, kp + pieces)  # the same failure: the better-lifted description stands
+                break
+        else:
+            kept.append((g, found, pieces))
+    return dict(enumerate(kept))
