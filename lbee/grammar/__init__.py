@@ -18,7 +18,7 @@ from ._grammar import (
     generate,
     parse_conditions,
 )
-from ._reader import list_grammars, load_grammar, parse_grammar
+from ._reader import line_break_in, list_grammars, load_grammar, parse_grammar
 
 __all__ = [
     "FALSE",
@@ -30,6 +30,7 @@ __all__ = [
     "count_conjunctions",
     "format_conditions",
     "generate",
+    "line_break_in",
     "list_grammars",
     "load_grammar",
     "parse_conditions",
