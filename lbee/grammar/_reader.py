@@ -254,8 +254,11 @@ def parse_grammar(text, *, source="<grammar>"):
     ------
     ValueError
         Naming ``source`` and the line: unknown or repeated keys, empty
-        vocabularies, two values said with the same words, a ``requires`` or
-        ``plural`` that names nothing, a subject declared twice.
+        vocabularies, two values of a subject said with the same words, a
+        ``requires`` or ``plural`` that names nothing, a subject declared
+        twice, words with a line break, tab or control character
+        (:func:`line_break_in`), a value name outside :data:`VALUE_NAME`, YAML
+        nested or aliased past ``lbee._yaml``'s bounds.
     """
     ctx = _Ctx(source)
     root = _parse_yaml(text, source)
