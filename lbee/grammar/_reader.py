@@ -212,9 +212,9 @@ def _subject(ctx, node, where, setting):
         seen[attr.id] = attr.line
         attrs.append(attr)
     said = {}
-    for a in attrs:  # two attributes said with the same words would give two conjunctions one sentence
+    for a in attrs:  # two attributes of one kind said with the same words: two conjunctions, one sentence
         for value, words in a.values.items():
-            other = said.setdefault(words.casefold(), (a, value))
+            other = said.setdefault((a.kind, words.casefold()), (a, value))
             if other[0] is not a:
                 ctx.fail(
                     a.line,
