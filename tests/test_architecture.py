@@ -19,7 +19,8 @@ SOURCES = ("lbee", "vqa")
 #: The packages in data-flow order (CONTRIBUTING.md, "Architecture"): a package imports only packages of its own
 #: layer or of a layer above it in this list. A new package (or top-level module of lbee) is added here.
 LAYERS = (
-    ("lbee._version", "lbee.typing", "lbee._validation", "lbee._blas", "lbee.extras", "lbee.ray_pool"),  # helpers
+    # helpers
+    ("lbee._version", "lbee.typing", "lbee._validation", "lbee._blas", "lbee._yaml", "lbee.extras", "lbee.ray_pool"),
     ("lbee.grammar",),
     ("lbee.io",),
     ("lbee.scoring",),

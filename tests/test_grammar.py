@@ -1,5 +1,7 @@
 """Attribute grammars: the reader refuses hostile files by file and line; sentences match the exact Γ."""
 
+import json
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -170,3 +172,244 @@ def test_cli_generate_with_classes(tmp_path):
 def test_grammar_as_sentence_set_name():
     s = load_sentence_set("spotcheck.grammar")
     assert s.grammar.name == "spotcheck" and len(s.sentences) == len(s.conditions) == 744
+
+
+# ---- issue 32: bounded reading, hostile values, the sidecar as evidence ---------------------------------------
+
+
+def alias_bomb(levels, width=10):
+    """A grammar whose 'description' holds ``width ** levels`` values in a few hundred bytes."""
+    lines = [MINI.rstrip("\n"), 'a0: &a0 ["x"]']
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]")
+    return "\n".join([*lines, f"description: *a{levels}"]) + "\n"
+
+
+def test_a_grammar_alias_bomb_is_refused_before_it_is_built(tmp_path):
+    """Issue 32: 8 alias levels made `sentences generate` reach 3.7 GB in 60 s; refused from the node graph."""
+    import time
+
+    (tmp_path / "g.yaml").write_text(alias_bomb(6))
+    start = time.perf_counter()
+    expected = r"g.yaml: its aliases expand to 4,456,781 nodes beyond the 41 the text writes; at most 100,000"
+    with pytest.raises(ValueError, match=expected):
+        load_grammar(tmp_path / "g.yaml")
+    assert time.perf_counter() - start < 5  # 10^6 nodes were built before the fix
+
+
+def test_the_cli_refuses_a_grammar_alias_bomb_quickly(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    bomb = tmp_path / "bomb.grammar.yaml"
+    bomb.write_text(alias_bomb(8))
+    start = time.perf_counter()
+    run = subprocess.run(  # a subprocess, so that a regression is a timeout, not a machine out of memory
+        [sys.executable, "-c", "from lbee.cli import cli; cli()", "sentences", "generate", str(bomb), "--out", "o.txt"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert time.perf_counter() - start < 60
+    assert (
+        run.returncode != 0
+        and "at most 100,000 are accepted" in run.stderr + run.stdout
+        and "Traceback" not in run.stderr
+    )
+    assert not (tmp_path / "o.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (MINI + "loop: &l [x, *l]\n", r"g.yaml, line \d+: an alias refers to the mapping or list that contains it"),
+        (MINI + "deep: " + "[" * 3000 + "]" * 3000 + "\n", r"g.yaml, line 10: .*nested more than 64 levels"),
+        (
+            MINI + "deep:\n" + "".join(" " * i + f"k{i}:\n" for i in range(1, 3000)) + " " * 3000 + "x\n",
+            r"g.yaml, line 74: .*nested more than 64 levels",
+        ),
+    ],
+    ids=["recursive alias", "3000 nested lists", "3000 nested mappings"],
+)
+def test_recursive_and_deep_grammars_are_clear_errors(text, message):
+    """Issue 32: both gave RecursionError."""
+    with pytest.raises(ValueError, match=message):
+        parse_grammar(text, source="g.yaml")
+
+
+def test_a_grammar_of_40k_values_reads_in_linear_time():
+    """Issue 32: each value name was tested against a tuple of all of them (40k values: 60 s)."""
+    import time
+
+    values = "\n".join(f"          v{i}: word {i}" for i in range(40_000))
+    text = MINI.replace("        values: {blue: blue, orange: orange}\n", f"        values:\n{values}\n")
+    start = time.perf_counter()
+    g = parse_grammar(text, source="g.yaml")
+    assert time.perf_counter() - start < 20  # about 2 s
+    assert len(g.subject("square").attribute("color").values) == 40_000
+
+
+@pytest.mark.parametrize(
+    "words, char",
+    [("blue\nAn image with a red", "000A"), ("blue\u2028square", "2028"), ("blue\x85sky", "0085"), ("a\tb", "0009")],
+)
+def test_grammar_words_on_two_lines_are_refused(words, char):
+    """Issue 32: 'An image with a blue' loaded with no conditions, the rest of the words on another line."""
+    text = MINI.replace("{blue: blue, orange: orange}", "{blue: " + json.dumps(words) + ", orange: orange}")
+    with pytest.raises(ValueError, match=rf"g.yaml, line 9: .*value 'blue' .* holds the character U\+{char}"):
+        parse_grammar(text, source="g.yaml")
+
+
+@pytest.mark.parametrize("name", ["blue; square.presence=false", "a=b", "sq.blue", "", " blue", "blue sky"])
+def test_value_names_cannot_hold_the_conditions_separators(name):
+    """Issue 32: a value named 'blue; circle.presence=false' injected a condition into the sidecar."""
+    text = MINI.replace("{blue: blue, orange: orange}", "{" + json.dumps(name) + ": blue, orange: orange}")
+    with pytest.raises(ValueError, match=r"g.yaml, line 9: .*value name .* must be letters, digits, '_' or '-'"):
+        parse_grammar(text, source="g.yaml")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (MINI + 'max_conditions: "²"\n', r"line 10: max_conditions is '²'; expected a positive integer"),
+        (MINI + f"max_conditions: {'9' * 5000}\n", r"line 10: max_conditions is '9999.*expected a positive integer"),
+        (MINI.replace("lead: An image with", "lead: '#1 An image with'"), r"line 2: lead '#1 An image with' starts"),
+        (
+            MINI.replace("      - id: color\n", "      - id: tone\n        values: {navy: blue}\n      - id: color\n"),
+            r"line 10: .*color=blue and tone=navy \(line 8\) are both said 'blue'",
+        ),
+    ],
+    ids=["superscript", "5000 digits", "lead opens a comment", "two attributes, one word"],
+)
+def test_more_hostile_grammar_values(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_grammar(text, source="g.yaml")
+
+
+CHAIN = """\
+name: chain
+lead: An image with
+subjects:
+  - id: square
+    noun: square
+    deniable: true
+    attributes:
+      - id: anchor
+        values: {top: anchored}
+        requires: [circle.marker=set]
+  - id: circle
+    noun: circle
+    deniable: true
+    attributes:
+      - id: marker
+        values: {set: marked}
+        requires: [text.presence=true]
+  - id: text
+    noun: text
+    article: ""
+    deniable: true
+settings:
+  - id: scene
+    noun: scene
+    attributes:
+      - id: layout
+        kind: clause
+        values: {above: where the square is above the circle}
+        requires: [square.anchor=top]
+"""
+
+
+def test_a_requires_chain_is_followed_to_its_end():
+    """Issue 32: layout needs square.anchor, which needs circle.marker, which needs text: 'no text' contradicts."""
+    g = parse_grammar(CHAIN, source="chain.yaml")
+    assert g.implied({("scene", "layout"): "above"}) == {
+        ("scene", "layout"): "above",
+        ("square", "anchor"): "top",
+        ("square", "presence"): "true",
+        ("circle", "marker"): "set",
+        ("circle", "presence"): "true",
+        ("text", "presence"): "true",
+    }
+    sentences, conditions, _ = generate(g, 2)
+    assert "An image with no text, where the square is above the circle" not in sentences
+    for c in conditions:  # every literal a sentence commits to, the chain's end included, holds together
+        assert g.contradiction(g.implied(c)) is None, c
+
+
+def test_two_conjunctions_said_alike_are_refused_by_generate():
+    """Issue 32: two attributes sharing words gave duplicate sentence texts (the set then failed to load)."""
+    g = parse_grammar(MINI.replace("noun: square", "noun: circle") + "  - id: circle\n    noun: circle\n", source="g")
+    with pytest.raises(ValueError, match=r"\{square.presence=true\} and \{circle.presence=true\} are both said"):
+        generate(g, 1)
+
+
+@pytest.mark.parametrize(
+    "classes, message",
+    [
+        ("# my classes\ndog\n#1 hit\n", r"line 3: '#1 hit' starts with '#' but is not a comment"),
+        ("dog\ncat\tbird\n", r"line 2: 'cat\\tbird' holds the character U\+0009"),
+        ("dog\nDog\n", r"line 2 repeats the class of line 1"),
+    ],
+)
+def test_cli_classes_lines_are_never_dropped_in_silence(tmp_path, classes, message):
+    """Issue 32: a --classes line '#1 hit' was read as a comment and dropped."""
+    import re
+
+    (tmp_path / "c.txt").write_text(classes)
+    args = ["sentences", "generate", "object_photos", "--classes", str(tmp_path / "c.txt")]
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "p.txt")])
+    assert r.exit_code != 0 and re.search(message, r.output), r.output
+    (tmp_path / "c.txt").write_text("# my classes\n#\n#  spaced comment\ndog\n")
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "q.txt")])
+    assert r.exit_code == 0, r.output
+    assert [v for _, v in load_sentence_set(tmp_path / "q.txt").grammar.keys() if v != ("true",)][0] == ("dog",)
+
+
+def _generated(tmp_path):
+    out = tmp_path / "sc.txt"
+    r = CliRunner().invoke(cli, ["sentences", "generate", "spotcheck", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    return out, tmp_path / "sc.conditions.tsv"
+
+
+def _edit(table, edit):
+    lines = table.read_text().splitlines()
+    edit(lines)
+    table.write_text("\n".join(lines) + "\n")
+
+
+def _swap_cells(lines):
+    (s1, c1), (s2, c2) = lines[3].split("\t"), lines[4].split("\t")
+    lines[3], lines[4] = f"{s1}\t{c2}", f"{s2}\t{c1}"
+
+
+def _blank_cell(lines):
+    lines[3] = lines[3].split("\t")[0] + "\t"
+
+
+def _drop_digest(lines):
+    lines[:] = [ln for ln in lines if not ln.startswith("# grammar_digest")]
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            _swap_cells,
+            r"sc.conditions.tsv, line 4: sentence 'An image with a square' is not what grammar 'spotcheck' says "
+            r"for its conditions 'square.presence=false' \(expected 'An image with no square'\)",
+        ),
+        (_blank_cell, r"sc.conditions.tsv, line 4: the conditions cell of 'An image with a square' is empty"),
+        (_drop_digest, r"sc.conditions.tsv: no '# grammar_digest: sha256:...' line"),
+    ],
+    ids=["swapped cells", "blank cell", "no digest"],
+)
+def test_a_sidecar_row_must_be_what_the_grammar_says(tmp_path, edit, message):
+    """Issue 32: swapped or blanked condition cells loaded, and so did a sidecar without its digest line."""
+    out, table = _generated(tmp_path)
+    assert len(load_sentence_set(out).conditions) == 744
+    _edit(table, edit)
+    with pytest.raises(ValueError, match=message):
+        load_sentence_set(out)

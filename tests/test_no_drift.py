@@ -3,6 +3,7 @@ outputs are written atomically, configs are read strictly (CLI level; the librar
 tests/test_hostile_inputs.py, provenance is tests/test_provenance.py)."""
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -211,10 +212,38 @@ def test_yaml_key_written_twice_is_refused(tmp_path):
 def test_service_yaml_shares_the_strict_loader():
     import yaml
 
-    from lbee.reports.yaml_reader import _loader
+    from lbee.reports.yaml_reader import _loader, load_yaml
 
     with pytest.raises(yaml.YAMLError, match="'k' is written twice"):
         yaml.load("name: a\nk: 1\nk: 2\n", Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+    with pytest.raises(yaml.YAMLError, match="'k' is written twice"):
+        load_yaml("name: a\nk: 1\nk: 2\n", source="the body")
+
+
+CONFIG_BOMB = "\n".join(
+    ["datasets: []", "a0: &a0 [x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (CONFIG_BOMB, r"c.yaml: its aliases expand to [\d,]+ nodes beyond the \d+ the text writes; at most 100,000"),
+        ("datasets: &d [*d]\n", r"c.yaml, line 1: an alias refers to the mapping or list that contains it"),
+        ("datasets: " + "[" * 3000 + "]" * 3000 + "\n", r"c.yaml, line 1: .*nested more than 64 levels deep"),
+    ],
+    ids=["alias bomb", "recursive alias", "3000 levels"],
+)
+def test_report_configs_are_read_by_the_bounded_yaml_reader(tmp_path, text, message):
+    """Issue 32: one bounded YAML reader for jobs, configs and grammars."""
+    import time
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(text)
+    start = time.perf_counter()
+    r = run(["report", "--check", str(cfg)])
+    assert time.perf_counter() - start < 10
+    assert r.exit_code == 2 and re.search(message, r.output), r.output
 
 
 def test_report_check_lists_every_problem_of_an_entry(tmp_path):

@@ -135,6 +135,25 @@ def test_deeply_nested_json_and_yaml_are_a_422(service):
     assert r.status_code == 422 and "Traceback" not in r.text
 
 
+def test_a_yaml_alias_bomb_job_body_is_a_quick_422(service):
+    """Issue 32: nine anchor levels x 10 (554 bytes) made check_depth walk 10^9 paths (a core at 100 % > 90 s)."""
+    import time
+
+    client, _, _ = service
+    h = {**client.auth_headers["submit"], "content-type": "application/yaml"}
+    lines = ["name: bomb", 'a0: &a0 ["x"]']
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    for body in ("\n".join(lines) + "\n", "name: loop\nreport: &r [1, *r]\n"):
+        start = time.perf_counter()
+        r = client.post("/v1/jobs", content=body.encode(), headers=h)
+        assert time.perf_counter() - start < 10
+        assert r.status_code == 422 and r.json()["detail"].startswith("the body"), r.text
+    assert "at most 100,000 are accepted" in client.post("/v1/jobs", content="\n".join(lines), headers=h).text
+    assert "recursive alias" in r.json()["detail"]
+    assert client.get("/v1/jobs", headers=client.auth_headers["read"]).json() == []
+
+
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 def test_ids_beyond_the_database_range_are_a_422_not_an_overflow(service):
     client, _, _ = service

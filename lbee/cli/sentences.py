@@ -59,7 +59,8 @@ def sentences_show(name):
     type=click.Path(dir_okay=False, exists=True),
     default=None,
     help="A file of class names, one a line: the values of the grammar's 'noun' attribute "
-    "(object_photos: 'A photo of a {class}').",
+    "(object_photos: 'A photo of a {class}'). Blank lines and comments ('#' alone, or '# ' and text) are "
+    "skipped; any other line starting with '#' is refused, as a class name cannot start with '#'.",
 )
 @click.option(
     "--limit",
@@ -122,17 +123,46 @@ def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
     )
 
 
+def _read_classes(path):
+    """The class names of a --classes file: one a line; blank lines and '# ' comments skipped (see --classes)."""
+    from ..grammar import line_break_in
+
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"Cannot read --classes file {path!r}: {exc}.") from None
+    names, seen = [], {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        name = raw.strip()
+        if not name or name == "#" or name.startswith("# "):
+            continue
+        if name.startswith("#"):  # '#1 hit': a class or a comment? neither is guessed
+            raise ValueError(
+                f"--classes {path}, line {lineno}: {name!r} starts with '#' but is not a comment ('# ' and text); "
+                "a class name cannot start with '#' (write a comment as '# text')."
+            )
+        bad = line_break_in(name)
+        if bad is not None:
+            raise ValueError(
+                f"--classes {path}, line {lineno}: {name!r} holds the character U+{ord(bad):04X} (a tab or "
+                "control character); expected a class name on one line."
+            )
+        if name.casefold() in seen:
+            raise ValueError(f"--classes {path}, line {lineno} repeats the class of line {seen[name.casefold()]}.")
+        seen[name.casefold()] = lineno
+        names.append(name)
+    if not names:
+        raise ValueError(f"--classes {path}: no class name found; expected one class name per line.")
+    return names
+
+
 def _with_classes(grammar, path):
     """The grammar with its 'noun' attribute's values replaced by the class names of ``path``."""
     import dataclasses
     import re
 
-    from ..io.sentences import parse_sentences
-
-    try:
-        names, _ = parse_sentences(open(path, encoding="utf-8-sig").read(), source=str(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"Cannot read --classes file {path!r}: {exc}.") from None
+    names = _read_classes(path)
     subjects, done = [], False
     for s in grammar.subjects:
         attrs = []

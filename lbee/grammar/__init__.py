@@ -19,7 +19,7 @@ from ._grammar import (
     generate,
     parse_conditions,
 )
-from ._reader import list_grammars, load_grammar, parse_grammar
+from ._reader import line_break_in, list_grammars, load_grammar, parse_grammar
 
 __all__ = [
     "FALSE",
@@ -32,6 +32,7 @@ __all__ = [
     "embedded_atoms",
     "format_conditions",
     "generate",
+    "line_break_in",
     "list_grammars",
     "load_grammar",
     "parse_conditions",

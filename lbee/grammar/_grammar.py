@@ -127,17 +127,24 @@ class Grammar:
 
     # ---- conjunctions --------------------------------------------------------------------------------------
     def implied(self, conditions: Conditions) -> dict[Key, str]:
-        """``conditions`` plus what they presuppose (an attribute of X implies X present; ``requires``)."""
+        """``conditions`` plus all they presuppose, transitively (an attribute of X implies X present; ``requires``).
+
+        A condition implied by another's ``requires`` brings its own presuppositions too (a chain of any length),
+        so :meth:`contradiction` of the result sees every literal the conjunction commits to.
+        """
         out = dict(conditions)
-        for (subj, attr), _ in list(conditions.items()):
+        todo = list(conditions)
+        while todo:  # each key enters ``out`` once, so this ends after at most all the grammar's keys
+            subj, attr = todo.pop()
             s = self.subject(subj)
             if s is None or attr == PRESENCE:
                 continue
-            if not s.setting:
-                out.setdefault((subj, PRESENCE), TRUE)
             a = s.attribute(attr)
-            for rs, ra, rv in a.requires if a is not None else ():
-                out.setdefault((rs, ra), rv)
+            needs = [] if s.setting else [(subj, PRESENCE, TRUE)]
+            for rs, ra, rv in [*needs, *(a.requires if a is not None else ())]:
+                if (rs, ra) not in out:
+                    out[(rs, ra)] = rv
+                    todo.append((rs, ra))
         return out
 
     def contradiction(self, conditions: Conditions) -> str | None:
@@ -316,6 +323,12 @@ def generate(
         Each sentence's conjunction (canonical: presences implied by an attribute are left out).
     stats : dict
         ``considered`` (conjunctions tried), ``contradictory``, ``duplicates`` and ``kept``.
+
+    Raises
+    ------
+    ValueError
+        When two different conjunctions render the same sentence (case and spacing aside): a sentence file
+        holds each sentence once, so the grammar must say them differently.
     """
     k = grammar.max_conditions if max_conditions is None else max_conditions
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -334,7 +347,7 @@ def generate(
             f"over the limit of {limit:,} sentences to enumerate; use a smaller --max-conditions "
             "(the 'compose' describer searches longer conjunctions without enumerating them)."
         )
-    seen, sentences, conds = set(), [], []
+    seen, texts, sentences, conds = set(), {}, [], []
     stats = {"considered": 0, "contradictory": 0, "duplicates": 0}
     for size in range(1, k + 1):
         for combo in combinations(keys, size):
@@ -350,7 +363,14 @@ def generate(
                     stats["duplicates"] += 1
                     continue
                 seen.add(sig)
-                sentences.append(grammar.render(c))
+                text = grammar.render(c)
+                said = texts.setdefault(" ".join(text.split()).casefold(), c)
+                if said is not c:  # a sentence file holds each sentence once: two conjunctions, one text
+                    raise ValueError(
+                        f"grammar {grammar.name!r}: conditions {_show(said)} and {_show(c)} are both said "
+                        f"{text!r}; give their values different words."
+                    )
+                sentences.append(text)
                 conds.append(c)
     stats["kept"] = len(sentences)
     return sentences, conds, stats

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from importlib import resources
 from pathlib import Path
 
@@ -18,7 +19,11 @@ TOP_KEYS = ("name", "description", "lead", "bare", "max_conditions", "subjects",
 SUBJECT_KEYS = ("id", "noun", "plural", "article", "bare", "deniable", "attributes")
 SETTING_KEYS = ("id", "noun", "article", "preposition", "attributes")
 ATTRIBUTE_KEYS = ("id", "kind", "values", "plural", "requires")
-_ID = re.compile(r"^[a-z][a-z0-9_]*$")
+_ID = re.compile(r"[a-z][a-z0-9_]*")
+#: A value's name: it is written in a `.conditions.tsv` cell ('subject.attribute=value; ...'), so none of the
+#: cell's separators (';', '=', '.', a tab, spaces) may be part of it.
+VALUE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+_REQUIRES = re.compile(rf"([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)=({VALUE_NAME.pattern})")
 #: Where the built-in grammars live (beside the built-in sentence sets).
 SUFFIX = ".grammar.yaml"
 
@@ -57,9 +62,12 @@ def _build(node, path):
 def _parse_yaml(text, path):
     import yaml
 
+    from .._yaml import compose_yaml
+
     try:
-        # BaseLoader: every scalar is a string; no YAML 1.1 yes/no/on/off booleans, no octal surprises.
-        root = yaml.compose(text, Loader=yaml.BaseLoader)
+        # every scalar a string (no YAML 1.1 yes/no/on/off booleans, no octal surprises); nesting and alias
+        # expansion bounded before anything is built (lbee._yaml)
+        root = compose_yaml(text, source=path)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark is not None else ""
@@ -76,10 +84,11 @@ class _Ctx:
     def fail(self, line, msg):
         raise ValueError(f"{self.path}, line {line}: {msg}")
 
-    def mapping(self, node, where, allowed, required=()):
+    def mapping(self, node, where, allowed=None, required=()):
+        """``node``'s mapping; ``allowed`` (a tuple of schema keys) or None for any key (a values mapping)."""
         if not isinstance(node.value, dict):
             self.fail(node.line, f"{where} must be a mapping; received {_kind(node)}.")
-        for key in node.value:
+        for key in node.value if allowed is not None else ():
             if key not in allowed:
                 self.fail(node.key_lines[key], f"unknown key {key!r} in {where}; expected one of {', '.join(allowed)}.")
         for key in required:
@@ -87,17 +96,24 @@ class _Ctx:
                 self.fail(node.line, f"{where} needs the key {key!r}.")
         return node.value
 
-    def text(self, node, where, *, allow_empty=False):
+    def text(self, node, where, *, allow_empty=False, one_line=True):
         if not isinstance(node.value, str):
             self.fail(node.line, f"{where} must be text; received {_kind(node)}.")
         value = node.value.strip()
         if not value and not allow_empty:
             self.fail(node.line, f"{where} is empty; expected some words.")
+        bad = line_break_in(value) if one_line else None
+        if bad is not None:  # a sentence is one line of the sentence file and one cell of the conditions table
+            self.fail(
+                node.line,
+                f"{where} {value!r} holds the character U+{ord(bad):04X} (a line break, tab or control "
+                "character); expected words on one line.",
+            )
         return value
 
     def ident(self, node, where):
         value = self.text(node, where)
-        if not _ID.match(value):
+        if not _ID.fullmatch(value):
             self.fail(node.line, f"{where} {value!r} must be a lower-case identifier (letters, digits, '_').")
         return value
 
@@ -111,6 +127,20 @@ class _Ctx:
         if not isinstance(node.value, list):
             self.fail(node.line, f"{where} must be a list; received {_kind(node)}.")
         return node.value
+
+
+def line_break_in(text):
+    r"""The first character of ``text`` that would split a sentence across lines or cells, or None.
+
+    Any ``str.splitlines`` boundary (``\n``, ``\r``, U+0085, U+2028, U+2029, ...), a tab, or another control
+    character: grammar words and ``--classes`` names are refused with one.
+    """
+    return next((c for c in text if _breaks_a_line(c)), None)
+
+
+def _breaks_a_line(c):
+    """Whether ``c`` would split a sentence across lines (any ``str.splitlines`` boundary) or cells (a tab)."""
+    return unicodedata.category(c) in ("Cc", "Zl", "Zp")  # \t \n \r \v \f \x1c-\x1e \x85 U+2028 U+2029
 
 
 def _kind(node):
@@ -127,16 +157,18 @@ def _attribute(ctx, node, where, subject_ids):
     kind = ctx.text(m["kind"], f"{where} kind") if "kind" in m else "adjective"
     if kind not in ATTRIBUTE_KINDS:
         ctx.fail(m["kind"].line, f"{where} kind is {kind!r}; expected one of {', '.join(ATTRIBUTE_KINDS)}.")
-    vals = ctx.mapping(
-        m["values"], f"{where} values", allowed=tuple(m["values"].value) if isinstance(m["values"].value, dict) else ()
-    )
+    vals = ctx.mapping(m["values"], f"{where} values")  # any value names (checked below), in linear time
     if not vals:
         ctx.fail(m["values"].line, f"{where} values is empty; expected at least one value: words.")
     values = {}
     for value, words in vals.items():
-        if not value.strip():
-            ctx.fail(m["values"].key_lines[value], f"{where}: a value name is empty.")
-        values[value.strip()] = ctx.text(words, f"{where} value {value!r}")
+        if not VALUE_NAME.fullmatch(value):
+            ctx.fail(
+                m["values"].key_lines[value],
+                f"{where}: value name {value!r} must be letters, digits, '_' or '-' (it is written in the "
+                "conditions table, whose cells use ';', '=' and '.').",
+            )
+        values[value] = ctx.text(words, f"{where} value {value!r}")
     seen = {}
     for value, words in values.items():
         if words.casefold() in seen:
@@ -159,7 +191,7 @@ def _attribute(ctx, node, where, subject_ids):
     requires = []
     for r in ctx.sequence(m["requires"], f"{where} requires") if "requires" in m else []:
         cell = ctx.text(r, f"{where} requires")
-        mt = re.match(r"^([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)=(\S+)$", cell)
+        mt = _REQUIRES.fullmatch(cell)
         if not mt:
             ctx.fail(
                 r.line, f"{where} requires {cell!r}; expected 'subject.attribute=value' (e.g. square.presence=true)."
@@ -179,6 +211,16 @@ def _subject(ctx, node, where, setting):
             ctx.fail(attr.line, f"{where}: attribute {attr.id!r} is declared twice (first on line {seen[attr.id]}).")
         seen[attr.id] = attr.line
         attrs.append(attr)
+    said = {}
+    for a in attrs:  # two attributes of one kind said with the same words: two conjunctions, one sentence
+        for value, words in a.values.items():
+            other = said.setdefault((a.kind, words.casefold()), (a, value))
+            if other[0] is not a:
+                ctx.fail(
+                    a.line,
+                    f"{where}: {a.id}={value} and {other[0].id}={other[1]} (line {other[0].line}) are both said "
+                    f"{words!r}; every value of a subject needs its own words.",
+                )
     if sum(a.kind == "determiner" for a in attrs) > 1 or sum(a.kind == "noun" for a in attrs) > 1:
         ctx.fail(m["id"].line, f"{where}: at most one 'determiner' and one 'noun' attribute.")
 
@@ -212,8 +254,11 @@ def parse_grammar(text, *, source="<grammar>"):
     ------
     ValueError
         Naming ``source`` and the line: unknown or repeated keys, empty
-        vocabularies, two values said with the same words, a ``requires`` or
-        ``plural`` that names nothing, a subject declared twice.
+        vocabularies, two values of a subject said with the same words, a
+        ``requires`` or ``plural`` that names nothing, a subject declared
+        twice, words with a line break, tab or control character
+        (:func:`line_break_in`), a value name outside :data:`VALUE_NAME`, YAML
+        nested or aliased past ``lbee._yaml``'s bounds.
     """
     ctx = _Ctx(source)
     root = _parse_yaml(text, source)
@@ -242,17 +287,30 @@ def parse_grammar(text, *, source="<grammar>"):
     k = 2
     if "max_conditions" in top:
         raw = ctx.text(top["max_conditions"], "max_conditions")
-        if not raw.isdigit() or int(raw) < 1:
-            ctx.fail(top["max_conditions"].line, f"max_conditions is {raw!r}; expected a positive integer.")
+        # str.isdigit alone accepts '²'; nine digits keep int() clear of its 4,300-digit limit
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or int(raw) < 1:
+            ctx.fail(
+                top["max_conditions"].line,
+                f"max_conditions is {raw!r}; expected a positive integer (at most the number of attributes).",
+            )
         k = int(raw)
     digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    lead = ctx.text(top["lead"], "lead")
+    bare = ctx.text(top["bare"], "bare") if "bare" in top else "An image"
+    for key, opening in (("lead", lead), ("bare", bare)):
+        if opening.startswith("#"):  # every sentence opens with one of them; the sentence file reads '#' as a comment
+            ctx.fail(top[key].line, f"{key} {opening!r} starts with '#', which starts a comment in a sentence file.")
     g = Grammar(
         name=ctx.text(top["name"], "name"),
-        lead=ctx.text(top["lead"], "lead"),
-        bare=ctx.text(top["bare"], "bare") if "bare" in top else "An image",
+        lead=lead,
+        bare=bare,
         subjects=tuple(subjects),
         max_conditions=k,
-        description=ctx.text(top["description"], "description", allow_empty=True) if "description" in top else "",
+        description=(
+            ctx.text(top["description"], "description", allow_empty=True, one_line=False)
+            if "description" in top
+            else ""
+        ),
         source=str(source),
         digest=digest,
     )

@@ -121,6 +121,12 @@ def write_grammar_set(
     if (source_ref is None) == (grammar_text is None):
         raise TypeError("give exactly one of `source_ref` (the grammar's name or path) and `grammar_text` (a copy).")
     path = Path(path)
+    for sentence, cond in zip(sentences, conditions, strict=True):  # write only what the reader will accept
+        if grammar.render(cond) != sentence:
+            raise ValueError(
+                f"{path}: sentence {sentence!r} is not what grammar {grammar.name!r} says for "
+                f"{format_conditions(cond)!r} ({grammar.render(cond)!r})."
+            )
     check_grammar_set_out(path, grammar_copy=grammar_text is not None, overwrite=overwrite, inputs=inputs)
     with staged_entries(path.parent, home=path.parent, label=path.name) as stage:
         target = stage / path.name
@@ -169,7 +175,12 @@ def _read_conditions(table, sentences):
                 f"grammar ({', '.join(list_grammars())}); regenerate the set with lbee sentences generate."
             )
         grammar = load_grammar(local)
-    if meta.get("grammar_digest") and meta["grammar_digest"] != grammar.digest:
+    if not meta.get("grammar_digest"):  # without it, an edited grammar and the sentences could disagree unseen
+        raise ValueError(
+            f"{src}: no '# grammar_digest: sha256:...' line; expected the digest of the grammar the sentences "
+            "were generated from. Regenerate them with lbee sentences generate."
+        )
+    if meta["grammar_digest"] != grammar.digest:
         raise ValueError(
             f"{src}: grammar {ref!r} has changed since these sentences were generated "
             f"({meta['grammar_digest']} vs {grammar.digest}); regenerate them with lbee sentences generate."
@@ -189,10 +200,21 @@ def _read_conditions(table, sentences):
         text, _, cell = line.partition("\t")
         if text != sent:
             raise ValueError(f"{src}, line {ln}: sentence {text!r} differs from the sentence file's {sent!r}.")
+        if not cell.strip():  # parse_conditions reads it as the empty conjunction, which no sentence says
+            raise ValueError(
+                f"{src}, line {ln}: the conditions cell of {text!r} is empty; expected "
+                "'subject.attribute=value; ...'. Regenerate the set with lbee sentences generate."
+            )
         cond = parse_conditions(cell, source=src, line=ln)
         why = grammar.contradiction(grammar.implied(cond))
         if why is not None:
             raise ValueError(f"{src}, line {ln}: conditions {cell!r} do not fit grammar {grammar.name!r}: {why}.")
+        said = grammar.render(cond)
+        if said != text:  # the row is evidence: its sentence must be what the grammar says for its conditions
+            raise ValueError(
+                f"{src}, line {ln}: sentence {text!r} is not what grammar {grammar.name!r} says for its "
+                f"conditions {cell!r} (expected {said!r}); regenerate the set with lbee sentences generate."
+            )
         out.append(cond)
     return tuple(out), grammar
 

@@ -48,7 +48,7 @@ from .config_entries import (
     unknown_key_message,
 )
 from .config_schema import config_schema
-from .yaml_reader import key_line, yaml_loader
+from .yaml_reader import YAMLLimitError, key_line, load_yaml, yaml_loader
 
 
 class ConfigError(ValueError):
@@ -100,7 +100,9 @@ def load_report_config(path):
             f"{path}, line {line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the config as UTF-8."
         ) from None
     try:
-        data = yaml.load(text, Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
+        data = load_yaml(text, source=str(path))
+    except YAMLLimitError as exc:
+        raise ConfigError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):

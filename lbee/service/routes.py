@@ -83,12 +83,13 @@ def add_api_routes(app, ctx):
     def _yaml(raw):
         import yaml
 
-        from ..reports.yaml_reader import yaml_loader
+        from ..reports.yaml_reader import YAMLLimitError, load_yaml
 
         try:
-            entry = yaml.load(raw.decode("utf-8"), Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
-        except RecursionError:
-            raise ValueError(f"the body is nested too deeply; at most {MAX_NESTING} levels are accepted.") from None
+            # bounded before anything is built: nesting (MAX_NESTING) and alias expansion (an alias bomb)
+            entry = load_yaml(raw.decode("utf-8"), source="the body", max_depth=MAX_NESTING)
+        except YAMLLimitError:
+            raise
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise ValueError(f"the body is not valid YAML: {exc}") from None
         check_depth(entry, "the body")
