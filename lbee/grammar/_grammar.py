@@ -347,7 +347,10 @@ def generate(
             f"over the limit of {limit:,} sentences to enumerate; use a smaller --max-conditions "
             "(the 'compose' describer searches longer conjunctions without enumerating them)."
         )
-    seen, texts, sentences, conds = set(), {}, [], []
+    seen: set[frozenset[tuple[Key, str]]] = set()
+    texts: dict[str, dict[Key, str]] = {}
+    sentences: list[str] = []
+    conds: list[dict[Key, str]] = []
     stats = {"considered": 0, "contradictory": 0, "duplicates": 0}
     for size in range(1, k + 1):
         for combo in combinations(keys, size):
