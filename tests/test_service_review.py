@@ -282,3 +282,79 @@ def test_an_upgrade_keeps_the_runs_stored_at_the_previous_schema(data_root, tmp_
     with pytest.raises(ValueError, match="revision '9999'.*newer lbee"):
         Database(backend)
     engine.dispose()
+
+
+# ---- issue 32: bounded settings checked at submission, duplicate keys, linear key checks
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"clusters": 100_000_000}, "'clusters' is 100000000; expected an integer in [1, 1000]"),
+        ({"easy_clusters": 10**6}, "'easy_clusters' is 1000000; expected an integer in [1, 1000]"),
+        ({"k": 10**30}, "'k' is 1000000000000000000000000000000; expected an integer in [1, 100]"),
+        ({"a": 10**400}, "expected a number in [0, 10]"),
+        ({"o": 1e308}, "'o' is 1e+308; expected a number in [0, 10]"),
+        ({"tau": -2}, "expected a number in [-1, 1]"),
+        ({"ignore_index": -(10**30)}, "expected an integer in [-2147483648, 2147483647]"),
+        ({"thumbnails": 10**12}, "'thumbnails' is 1000000000000; expected an integer in [1, 200]"),
+        ({"batch_size": 0}, "'batch_size' is 0; expected an integer in [1, 65536]"),
+        ({"sweep": {"C": [10**20]}}, "sweep C as a list of at most 50 integers in [1, 1000]"),
+        ({"sweep": {"K": list(range(1, 80))}}, "at most 50"),
+        ({"sweep": {"o": [-0.5]}}, "numbers in [0.0, 10.0]"),
+    ],
+)
+def test_every_numeric_setting_is_bounded_at_submission(service, change, message):
+    client, _, _ = service
+    r = client.post("/v1/jobs", json={**entry(), **change}, headers=client.auth_headers["submit"])
+    assert r.status_code == 422 and message in r.json()["detail"], r.text
+    assert client.get("/v1/jobs", headers=client.auth_headers["read"]).json() == []  # nothing queued
+
+
+@pytest.mark.parametrize("seed", [-1, 10**23, 2**32, True, 1.5])
+def test_a_world_seed_outside_the_generator_range_is_refused_at_submission(service, seed):
+    client, _, _ = service
+    for body in ({"name": "x", "spotcheck": {"seed": seed}}, {"name": "x", "spotcheck": seed}):
+        r = client.post("/v1/jobs", json=body, headers=client.auth_headers["submit"])
+        assert r.status_code == 422, (body, r.text)
+        assert "spotcheck" in r.json()["detail"], r.text
+    r = client.post(
+        "/v1/jobs", json={"name": "x", "spotcheck": {"seed": 2**32 - 1}}, headers=client.auth_headers["submit"]
+    )
+    assert r.status_code == 202, r.text
+
+
+def test_the_cli_refuses_settings_out_of_range_with_a_clear_error(tmp_path):
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    for args, message in (
+        (["describe", str(tmp_path), "--clusters", "100000"], "100000 is not in the range 1<=x<=1000"),
+        (["demo", "--seed", "-1"], "-1 is not in the range 0<=x<=4294967295"),
+        (["spotcheck", "generate", "--seed", str(10**23), "--out", str(tmp_path / "w")], "not in the range"),
+    ):
+        res = CliRunner().invoke(cli, args, obj={})
+        assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, res.output
+
+
+def test_a_json_key_written_twice_is_refused_naming_it(service):
+    client, _, _ = service
+    h = {**client.auth_headers["submit"], "content-type": "application/json"}
+    body = json.dumps(entry())[:-1] + ', "clusters": 3}'  # `clusters` twice: the last one used to win
+    r = client.post("/v1/jobs", content=body.encode(), headers=h)
+    assert r.status_code == 422 and "'clusters' is written twice" in r.json()["detail"], r.text
+    r = client.post("/v1/explain", content=b'{"settings": {"k": 1, "k": 2}}', headers=h)
+    assert r.status_code == 422 and "'k' is written twice" in r.json()["detail"], r.text
+
+
+def test_an_entry_with_90000_unknown_keys_is_refused_in_linear_time(service):
+    import time
+
+    client, _, _ = service
+    body = {**entry(), **{f"k{i}": 1 for i in range(90_000)}}
+    t0 = time.perf_counter()
+    r = client.post("/v1/jobs", json=body, headers=client.auth_headers["submit"])
+    assert time.perf_counter() - t0 < 5  # 9 s when every unknown key got a did-you-mean
+    detail = r.json()["detail"]
+    assert r.status_code == 422 and "unknown key 'k0'" in detail and "89995 more unknown keys" in detail

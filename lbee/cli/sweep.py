@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..analyses.sweep import C_GRID, K_GRID, O_GRID
-from ..run.settings import as_cli_message, settings_from_options, settings_options
+from ..run.settings_cli import as_cli_message, settings_from_options, settings_options
 from ._base import check_encoder_spec, check_writable_folder, cli, fail
 
 

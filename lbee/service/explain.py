@@ -30,10 +30,31 @@ class LimitExceeded(ValueError):
         self.status = status
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that names a key twice (YAML refuses it too; the last one must not win in silence)."""
+
+
+def _unique_pairs(pairs):
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise DuplicateKey(f"key {key!r} is written twice in one object; give each key once.")
+    return out
+
+
 def parse_json(raw, what, max_depth=MAX_NESTING):
-    """JSON text → value, refusing invalid text and nesting deeper than ``max_depth`` with a ValueError."""
+    """JSON text → value, refusing invalid text, a key written twice and nesting deeper than ``max_depth``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``what`` and the problem.
+    """
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, object_pairs_hook=_unique_pairs)
+    except DuplicateKey as exc:
+        raise ValueError(f"{what} is not accepted: {exc}") from None
     except RecursionError:
         raise ValueError(f"{what} is nested too deeply; at most {max_depth} levels are accepted.") from None
     except (ValueError, UnicodeDecodeError) as exc:
