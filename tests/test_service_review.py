@@ -358,3 +358,26 @@ def test_an_entry_with_90000_unknown_keys_is_refused_in_linear_time(service):
     assert time.perf_counter() - t0 < 5  # 9 s when every unknown key got a did-you-mean
     detail = r.json()["detail"]
     assert r.status_code == 422 and "unknown key 'k0'" in detail and "89995 more unknown keys" in detail
+
+
+def test_a_big_manifest_is_checked_by_the_worker_not_in_the_request(service, data_root):
+    """Issue 32: the POST of a job naming a 1M-row manifest took 108 s (its rows were read in the request)."""
+    import time
+
+    from lbee.service.jobs import run_next_job
+
+    client, app, settings = service
+    root, _ = data_root
+    rows = "\n".join(f"imgs/{i:06d}.png" for i in range(200_000))
+    (root / "ds" / "big.csv").write_text("path\n" + rows + "\n")
+    (root / "ds" / "leaky.csv").write_text("path\nimgs/a.png\n/etc/passwd\n")
+    h = client.auth_headers["submit"]
+    big = {"name": "big", "images": "ds/big.csv", "predictions": "ds/good.csv"}
+    t0 = time.perf_counter()
+    r = client.post("/v1/jobs", json=big, headers=h)
+    assert r.status_code == 202 and time.perf_counter() - t0 < 5, r.text
+    client.post(f"/v1/jobs/{r.json()['id']}/cancel", headers=h)
+    leaky = client.post("/v1/jobs", json={**big, "name": "leaky", "images": "ds/leaky.csv"}, headers=h).json()
+    run_next_job(app.state.db, settings)  # the worker reads the rows first, and refuses the one outside the root
+    job = client.get(f"/v1/jobs/{leaky['id']}", headers=client.auth_headers["read"]).json()
+    assert job["status"] == "failed" and "outside the data root" in job["error"] and "root:" not in job["error"]

@@ -53,8 +53,11 @@ def entry_key(entry, root):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def validate_entry(entry, root, allowed_encoders=()):
+def validate_entry(entry, root, allowed_encoders=(), *, deep=True):
     """The parsed :class:`~lbee.run.specs.DatasetSpec` of a raw entry, with every path confined to ``root``.
+
+    ``deep=False`` (a submission) leaves out the checks whose cost grows with the data (walking folders,
+    reading a manifest's rows): the worker runs them, with ``deep=True``, before the job reads anything.
 
     Raises
     ------
@@ -76,7 +79,7 @@ def validate_entry(entry, root, allowed_encoders=()):
         if isinstance(entry.get("encoder"), str) and entry["encoder"].strip():
             entry = {**entry, "encoder": check_encoder(entry["encoder"], root, allowed_encoders)}
         ds = parse_dataset_entry(entry, base=root)
-        check_dataset_paths(ds, root)
+        check_dataset_paths(ds, root, deep=deep)
     return ds
 
 
@@ -86,7 +89,7 @@ def submit(db, settings, entry, *, token=None):
 
     from .db import Job
 
-    ds = validate_entry(entry, settings.root, settings.allowed_encoders)
+    ds = validate_entry(entry, settings.root, settings.allowed_encoders, deep=False)  # the worker checks deeply
     key = entry_key(entry, settings.root)
     with db.session() as s:
         same = s.scalars(
