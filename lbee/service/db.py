@@ -244,6 +244,11 @@ class Database:
             raise LeaseLost(f"job {job_id}: the lease of {owner} was lost")
         return bool(cancel)
 
+    def cancel_requested(self, job_id):
+        """Whether a cancel of the job was requested (a read only: the heartbeat polls it between renewals)."""
+        with self.session() as s:
+            return bool(s.scalar(select(Job.cancel_requested).where(Job.id == job_id)))
+
     def finish(self, job_id, owner, status, *, runs=(), **values):
         """End a job as its lease owner, with its runs, in one transaction: whether it was still the owner."""
         with self.session() as s:

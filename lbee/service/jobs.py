@@ -18,11 +18,14 @@ Reliability:
   embedding cache and a generated SpotCheck world; its log says what was
   reused and what was computed, as it happened.
 - Cancellation is checked between stages (each step the run layer logs) and
-  by the heartbeat: a running job stops at the next stage.
+  by the heartbeat thread, every :data:`CANCEL_POLL` seconds: on a cancel it
+  raises :class:`JobCancelled` in the job's thread, so a long phase that never
+  logs (clustering, merging hypotheses, reading a grammar) stops too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -37,6 +40,8 @@ import uuid
 logger = logging.getLogger("lbee")
 
 LOG_LINES = 200
+#: Seconds between the heartbeat's looks for a cancel request: a running job stops within about this.
+CANCEL_POLL = 1.0
 
 
 class JobCancelled(BaseException):
@@ -117,7 +122,7 @@ def submit(db, settings, entry, *, token=None):
 
 
 def cancel(db, job_id):
-    """Cancel a queued job now, or ask a running one to stop at its next stage: its new status.
+    """Cancel a queued job now, or ask a running one to stop (within :data:`CANCEL_POLL` s): its new status.
 
     Raises
     ------
@@ -140,7 +145,7 @@ def cancel(db, job_id):
             res = s.execute(
                 update(Job)
                 .where(Job.id == job_id, Job.status == "running")
-                .values(cancel_requested=True, progress="cancel requested: stops after the current stage")
+                .values(cancel_requested=True, progress="cancel requested: the job stops within seconds")
             )
         s.commit()
         job = s.get(Job, job_id)
@@ -201,26 +206,65 @@ def recover(db, settings):
     return ids
 
 
-class _Heartbeat:
-    """Renews the lease every third of its length while the job runs; notes a cancel or a lost lease."""
+def _async_raise(thread_id, exc_type):
+    """Raise ``exc_type`` in thread ``thread_id`` at its next Python instruction (None: withdraw a pending one)."""
+    import ctypes
 
-    def __init__(self, db, job_id, owner, lease_seconds):
+    exc = None if exc_type is None else ctypes.py_object(exc_type)  # None: a NULL pointer
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), exc)
+
+
+class _Heartbeat:
+    """Renews the lease every third of its length while the job runs; notes a cancel or a lost lease.
+
+    Between renewals it looks for a cancel every :data:`CANCEL_POLL` seconds; inside :meth:`interruptible`,
+    a cancel raises :class:`JobCancelled` in the thread that entered the heartbeat (the job's), once.
+    """
+
+    def __init__(self, db, job_id, owner, lease_seconds, poll=None):
         self.db, self.job_id, self.owner, self.lease_seconds = db, job_id, owner, lease_seconds
+        self.poll = min(CANCEL_POLL if poll is None else poll, lease_seconds / 3)
         self.cancel = self.lost = False
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lease-{job_id[:8]}", daemon=True)
+        self._target, self._armed, self._sent = threading.get_ident(), False, False
+        self._lock = threading.Lock()
 
     def _run(self):
         from .db import LeaseLost
 
-        while not self._done.wait(self.lease_seconds / 3):
+        renew_at = time.monotonic() + self.lease_seconds / 3
+        while not self._done.wait(self.poll):
             try:
-                self.cancel = self.db.renew(self.job_id, self.owner, lease_seconds=self.lease_seconds) or self.cancel
+                if time.monotonic() >= renew_at:
+                    renew_at = time.monotonic() + self.lease_seconds / 3
+                    self.cancel = (
+                        self.db.renew(self.job_id, self.owner, lease_seconds=self.lease_seconds) or self.cancel
+                    )
+                elif not self.cancel:
+                    self.cancel = self.db.cancel_requested(self.job_id)
             except LeaseLost:
                 self.lost = True
                 return
             except Exception:  # the database is briefly unreachable: try again next beat
                 logger.warning("job %s: lease renewal failed", self.job_id, exc_info=True)
+            if self.cancel and not self._sent:
+                with self._lock:
+                    if self._armed:
+                        self._sent = True
+                        _async_raise(self._target, JobCancelled)
+
+    @contextlib.contextmanager
+    def interruptible(self):
+        """While inside, a cancel interrupts the job's thread wherever it is (a phase that never logs)."""
+        self._armed = True
+        try:
+            yield
+        finally:
+            with self._lock:  # after this, nothing is raised in the job's thread any more
+                self._armed = False
+                if self._sent:
+                    _async_raise(self._target, None)  # withdraw it if it has not fired yet
 
     def __enter__(self):
         self._thread.start()
@@ -316,15 +360,18 @@ def run_job(db, settings, job_id, *, owner, attempt):
 
         t0 = time.perf_counter()
         try:
-            ds = validate_entry(json.loads(job.entry), settings.root, settings.allowed_encoders)  # links may change
-            out.mkdir(parents=True, exist_ok=True)
-            log(f"[{ds.name}] started (attempt {attempt}, folder {folder})")
-            reused = _seed_world(settings, job, attempt, out)
-            if reused:
-                log(reused)
-            with confined_to(settings.root):  # every path a file names stays inside the root
-                reports, failures = run_dataset(ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log)
-            log(f"[{ds.name}] analysis finished in {time.perf_counter() - t0:.1f} s")
+            with beat.interruptible():
+                ds = validate_entry(json.loads(job.entry), settings.root, settings.allowed_encoders)  # links may change
+                out.mkdir(parents=True, exist_ok=True)
+                log(f"[{ds.name}] started (attempt {attempt}, folder {folder})")
+                reused = _seed_world(settings, job, attempt, out)
+                if reused:
+                    log(reused)
+                with confined_to(settings.root):  # every path a file names stays inside the root
+                    reports, failures = run_dataset(
+                        ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log
+                    )
+                log(f"[{ds.name}] analysis finished in {time.perf_counter() - t0:.1f} s")
         except JobCancelled:
             lines.append("cancelled at the user's request")
             return record("cancelled", progress="cancelled", error="cancelled at the user's request")
