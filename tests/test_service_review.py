@@ -381,3 +381,24 @@ def test_a_big_manifest_is_checked_by_the_worker_not_in_the_request(service, dat
     run_next_job(app.state.db, settings)  # the worker reads the rows first, and refuses the one outside the root
     job = client.get(f"/v1/jobs/{leaky['id']}", headers=client.auth_headers["read"]).json()
     assert job["status"] == "failed" and "outside the data root" in job["error"] and "root:" not in job["error"]
+
+
+def test_job_errors_and_logs_show_no_server_path(service, data_root):
+    from lbee.service.jobs import run_next_job
+    from lbee.service.paths import redact_paths
+
+    client, app, settings = service
+    root, _ = data_root
+    h = client.auth_headers["submit"]
+    job = client.post("/v1/jobs", json=entry(name="npy", sentence_embeddings="ds/good.csv"), headers=h).json()["id"]
+    run_next_job(app.state.db, settings)
+    st = client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]).json()
+    shown = json.dumps(st)
+    assert st["status"] == "failed" and "'ds/good.csv'" in st["error"], st
+    assert str(root) not in shown and str(settings.output) not in shown and "/tmp" not in shown
+    # the rule: inside the root relative to it, the output and cache by name, anything else by its last part
+    site = "/usr/lib/python3/site-packages/numpy/lib/npyio.py"
+    text = f"{root}/ds/x.csv, line 3; wrote {settings.output}/jobs/1/report.html; {site}:456; {settings.cache_dir}/a"
+    assert (
+        redact_paths(text, settings) == "ds/x.csv, line 3; wrote <output>/jobs/1/report.html; …/npyio.py:456; <cache>/a"
+    )

@@ -323,21 +323,26 @@ def run_job(db, settings, job_id, *, owner, attempt):
     from ..io.confinement import confined_to
     from ..reports.batch import run_dataset
     from .db import Job, LeaseLost
+    from .paths import redact_paths
 
     with db.session() as s:
         job = s.get(Job, job_id)
     lines = [ln for ln in (job.log or "").splitlines() if ln]
     lease = settings.lease_seconds
 
+    def private(text):  # what a job shows (error, log, failures) names no server path
+        return None if text is None else redact_paths(text, settings)
+
     def record(status, **values):
+        values = {k: private(v) if k in ("error", "progress") else v for k, v in values.items()}
         done = db.finish(job_id, owner, status, log="\n".join(lines[-LOG_LINES:]), **values)
         return status if done else "lost"
 
     if job.root != str(settings.root):
         return record(
             "failed",
-            error=f"the job was submitted for the data root {job.root!r}; this server reads "
-            f"{str(settings.root)!r} and does not run jobs of another root.",
+            error=f"the job was submitted for another data root ({job.root!r}); this server reads only its own "
+            "--root and does not run jobs of another root.",
         )
     if attempt > 1:
         lines.append(
@@ -350,11 +355,12 @@ def run_job(db, settings, job_id, *, owner, attempt):
     with _Heartbeat(db, job_id, owner, lease) as beat:
 
         def log(msg):
-            lines.extend(str(msg).splitlines() or [""])
+            msg = private(str(msg))
+            lines.extend(msg.splitlines() or [""])
             del lines[:-LOG_LINES]
             if beat.lost:
                 raise LeaseLost(job_id)
-            cancel = db.renew(job_id, owner, lease_seconds=lease, progress=str(msg).strip()[:500], log="\n".join(lines))
+            cancel = db.renew(job_id, owner, lease_seconds=lease, progress=msg.strip()[:500], log="\n".join(lines))
             if cancel or beat.cancel:
                 raise JobCancelled()
 
@@ -380,7 +386,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
             return "lost"
         except Exception as exc:  # the job fails, the worker goes on
             logger.debug("job %s failed:\n%s", job_id, traceback.format_exc())
-            msg = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+            msg = private(str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}")
             lines.append(f"failed: {msg}")
             return record("failed", error=msg)
     seconds = time.perf_counter() - t0
@@ -396,6 +402,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
         }
         for rep in reports
     ]
+    failures = [(label, private(msg)) for label, msg in failures]
     status = "done" if reports else "failed"
     error = "; ".join(f"{label}: {msg}" for label, msg in failures) or None
     result = record(

@@ -12,6 +12,7 @@ parsed, so a request cannot learn whether a file outside the root exists.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..io.confinement import PathEscape, confine
@@ -192,3 +193,31 @@ def check_dataset_paths(ds, root, *, deep=True):
         for p in discover_images(ds.images).paths:
             if not _inside(Path(p).resolve(), root):
                 raise PathEscape(f"`images` manifest row {str(p)!r} is outside the data root.")
+
+
+#: An absolute path in a message: from a '/' that does not continue a word, up to a space, quote or separator.
+_ABSOLUTE = re.compile(r"(?<![\w.~>/-])/[^\s'\"`,;:()\[\]{}<>|]+")
+
+
+def redact_paths(text, settings):
+    """``text`` (a job's error or log line) without the server's paths.
+
+    A path inside the data root is shown relative to it (as the job named it), one in the output folder or
+    the cache as ``<output>/...`` / ``<cache>/...``; any other absolute path (site-packages, a home folder)
+    shows only its last component, as ``…/name``.
+    """
+    places = [(Path(settings.root), None), (Path(settings.output), "<output>"), (Path(settings.cache_dir), "<cache>")]
+    places = sorted(places, key=lambda p: -len(str(p[0])))  # the most specific folder first (cache in output)
+
+    def shown(match):
+        token = match.group(0)
+        if token.startswith("/v1/") or token.count("/") < 2:  # an API path or a bare '/x', not a server path
+            return token
+        for folder, label in places:
+            for base in {str(folder), os.path.realpath(folder)}:
+                if token == base or token.startswith(base.rstrip("/") + "/"):
+                    rel = token[len(base) :].lstrip("/")
+                    return (f"{label}/{rel}" if rel else label) if label else (rel or ".")
+        return "…/" + token.rstrip("/").rsplit("/", 1)[-1]
+
+    return _ABSOLUTE.sub(shown, str(text))
