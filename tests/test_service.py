@@ -528,6 +528,25 @@ def test_token_commands(tmp_path):
     assert res.exit_code == 2 and "--root" in res.output
 
 
+def test_token_commands_refuse_a_missing_database_or_a_file_that_is_not_one(tmp_path):
+    """Issue 32: `token list --db sqlite:////typo/x.db` created the folders and an empty database."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    run = CliRunner().invoke
+    typo = tmp_path / "typo" / "x.db"
+    for args in (["token", "list"], ["token", "revoke", "alice"]):
+        res = run(cli, ["serve", *args, "--db", f"sqlite:///{typo}"], obj={})
+        assert res.exit_code == 1 and f"database 'sqlite:///{typo}' does not exist" in res.output, res.output
+        assert "Traceback" not in res.output and not typo.parent.exists()
+    (tmp_path / "notes.db").write_text("not a database\n" * 100)
+    for args in (["token", "list"], ["token", "create", "alice"]):
+        res = run(cli, ["serve", *args, "--db", f"sqlite:///{tmp_path / 'notes.db'}"], obj={})
+        assert res.exit_code == 1 and "file is not a database" in res.output and "notes.db" in res.output
+        assert "Traceback" not in res.output and "sqlalchemy" not in res.output.lower()
+
+
 @pytest.mark.parametrize(
     "ref",
     ["/etc/passwd", "../../../../../../etc/passwd", "outside.grammar.yaml"],
