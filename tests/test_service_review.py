@@ -402,3 +402,29 @@ def test_job_errors_and_logs_show_no_server_path(service, data_root):
     assert (
         redact_paths(text, settings) == "ds/x.csv, line 3; wrote <output>/jobs/1/report.html; …/npyio.py:456; <cache>/a"
     )
+
+
+def _npy_claiming(shape):
+    """A .npy file of a 2 × 8 float32 array whose header claims ``shape``."""
+    raw = _npy(np.zeros((2, 8), np.float32))
+    n = int.from_bytes(raw[8:10], "little")
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}"
+    return raw[:10] + (header + " " * (n - len(header) - 1) + "\n").encode() + raw[10 + n :]
+
+
+def test_an_npy_upload_is_checked_by_its_header_before_anything_is_allocated(service):
+    """Issue 32: a header claiming (10**12, 8) gave a 500 from a MemoryError; an .npz gave AttributeError."""
+    client, _, _ = service
+    h = client.auth_headers["submit"]
+    S = ("s.npy", _npy(np.eye(8, dtype=np.float32)))
+    z = io.BytesIO()
+    np.savez(z, a=np.zeros((2, 8)))
+    for data, status, message in (
+        (_npy_claiming((10**12, 8)), 413, "1000000000000 is over this server's limit 'images' of 200"),
+        (_npy_claiming((2, 10**9)), 413, "limit 'dim'"),
+        (_npy_claiming((150, 4000)), 422, "its header claims shape (150, 4000)"),
+        (_npy_claiming((2, 8, 8)), 422, "expected 2 dimension(s)"),
+        (z.getvalue(), 422, "is an .npz archive (np.savez), not a .npy array"),
+    ):
+        r = client.post("/v1/explain", files={"image_embeddings": ("x.npy", data), "sentence_embeddings": S}, headers=h)
+        assert r.status_code == status and message in r.json()["detail"], r.text
