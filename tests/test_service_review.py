@@ -428,3 +428,29 @@ def test_an_npy_upload_is_checked_by_its_header_before_anything_is_allocated(ser
     ):
         r = client.post("/v1/explain", files={"image_embeddings": ("x.npy", data), "sentence_embeddings": S}, headers=h)
         assert r.status_code == status and message in r.json()["detail"], r.text
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"images": "ds/" + "a" * 5000}, "File name too long"),  # was a 500 (OSError from Path.exists)
+        ({"name": ["x"]}, "'name' is ['x']; expected a string"),  # was accepted as the folder name "['x']"
+        ({"slicers": [{"ward": {"x": 1}}]}, "options that slicer 'ward' takes"),  # failed in the worker
+        ({"slicers": [{"domino": {"random_state": -5}}]}, "`slicers.domino.random_state` is -5"),
+        ({"encoder": "open_clip:ViT-B-32@random:99999999999999999999999"}, "`encoder @random:SEED` is 9999"),
+    ],
+)
+def test_hostile_entries_are_a_422_at_submission_never_a_500_nor_a_worker_failure(service, body, message):
+    client, _, _ = service
+    e = {**entry(), **body}
+    if "images" in body or "encoder" in body:
+        e.pop("image_embeddings")
+    r = client.post("/v1/jobs", json=e, headers=client.auth_headers["submit"])
+    assert r.status_code == 422 and message in r.json()["detail"], r.text
+
+
+def test_an_escaped_lone_surrogate_is_a_422_naming_it(service):
+    client, _, _ = service
+    h = {**client.auth_headers["submit"], "content-type": "application/json"}
+    r = client.post("/v1/jobs", content=b'{"name": "\\ud800", "spotcheck": {"seed": 0}}', headers=h)
+    assert r.status_code == 422 and "\\ud800, a lone surrogate" in r.json()["detail"], r.text

@@ -119,7 +119,11 @@ def _resolve_path(value, key, base, line, path, must_exist=True):
         raise EntryError(f"{path}, line {line}: key {key!r} must be a path string; received {value!r}.")
     p = Path(value).expanduser()
     p = p if p.is_absolute() else base / p
-    if must_exist and not p.exists():
+    try:
+        exists = p.exists()
+    except OSError as exc:  # a name too long for the file system, say
+        raise EntryError(f"{path}, line {line}: {key} path {value!r} cannot be used: {exc.strerror}.") from None
+    if must_exist and not exists:
         raise EntryError(f"{path}, line {line}: {key} path {value!r} does not exist (resolved to {p}).")
     return p
 
@@ -164,6 +168,11 @@ def parse_dataset(entry, i, defaults, base, path):
     name = str(entry.get("name") or f"dataset_{i}")
     ds = DatasetSpec(name=name, line=key_line(entry))
     problems = []  # every independent problem of the entry is listed, not only the first
+    if "name" in entry and (isinstance(entry["name"], bool) or not isinstance(entry["name"], (str, int))):
+        name = f"dataset_{i}"  # a list or mapping as a name would be its repr in every folder and page
+        problems.append(
+            f"{path}, line {key_line(entry, 'name')}: {where} 'name' is {entry['name']!r}; expected a string."
+        )
 
     def attempt(check, *args):
         try:

@@ -304,6 +304,19 @@ def knob_schema(name):
     return out
 
 
+def _check_slicer_options(name, options, bad):
+    """A slicer's options: names its class takes (checked by building it: __init__ only stores them), seeds."""
+    from .._validation import check_seed
+    from ..slicers import create_slicer
+
+    if options.get("random_state") is not None:
+        check_seed(options["random_state"], f"slicers.{name}.random_state")
+    try:
+        create_slicer(name, **options)
+    except TypeError as exc:
+        raise bad(f"options that slicer {name!r} takes ({exc})") from None
+
+
 def _check(f, value):
     """One knob's validation: the rule for API, CLI and YAML alike."""
     m = f.metadata
@@ -341,6 +354,8 @@ def _check(f, value):
                 )
             if isinstance(item, dict) and not isinstance(next(iter(item.values())) or {}, dict):
                 raise bad("{name: {options}} with a mapping of options")
+            if isinstance(item, dict) and next(iter(item.values())):
+                _check_slicer_options(item_name, next(iter(item.values())), bad)
             names.append(item_name)
         if len(set(names)) != len(names):
             raise bad("each entry at most once")

@@ -59,6 +59,12 @@ def parse_json(raw, what, max_depth=MAX_NESTING):
         raise ValueError(f"{what} is nested too deeply; at most {max_depth} levels are accepted.") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"{what} is not valid JSON: {exc}") from None
+    if b"\\u" in (raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")):
+        try:  # an escaped lone surrogate ("\ud800") is JSON, but no text: it fails wherever it is written
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode()
+            raise ValueError(f"{what} holds {bad}, a lone surrogate; expected valid Unicode text.") from None
     check_depth(value, what, max_depth)
     return value
 

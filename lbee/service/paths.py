@@ -77,6 +77,10 @@ def check_encoder(spec, root, allowed=()):
         and "://" not in (tag or "")
     ):
         if tag is None or re.fullmatch(r"[A-Za-z0-9_-]+(:[0-9]+)?", tag):  # a tag name (or @random:SEED)
+            if tag and tag.lower().startswith("random:"):
+                from .._validation import check_seed
+
+                check_seed(int(tag.partition(":")[2]), "encoder @random:SEED")
             return spec
         return f"open_clip:{model}@{confine(tag, root, 'encoder checkpoint')}"  # a file: inside the root only
     if backend == "spotcheck" and model is None and tag is None:
