@@ -333,6 +333,8 @@ def test_the_cli_refuses_settings_out_of_range_with_a_clear_error(tmp_path):
         (["describe", str(tmp_path), "--clusters", "100000"], "100000 is not in the range 1<=x<=1000"),
         (["demo", "--seed", "-1"], "-1 is not in the range 0<=x<=4294967295"),
         (["spotcheck", "generate", "--seed", str(10**23), "--out", str(tmp_path / "w")], "not in the range"),
+        (["sweep", "--clusters-grid", "1,100000", "--predictions", __file__, "--relevance", __file__], "[1, 1000]"),
+        (["sweep", "--o-grid", "nan", "--predictions", __file__, "--relevance", __file__], "'nan' is outside"),
     ):
         res = CliRunner().invoke(cli, args, obj={})
         assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, res.output

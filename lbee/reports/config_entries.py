@@ -50,8 +50,7 @@ INT_RANGES = {
     "num_classes": (1, limits.MAX_NUM_CLASSES),
     "image_size": (1, limits.MAX_IMAGE_SIZE),
 }
-#: A sweep grid's values: the knob each one sets, and its range.
-SWEEP_RANGES = {"K": (int, 1, limits.MAX_K), "C": (int, 1, limits.MAX_CLUSTERS), "o": (float, 0.0, limits.MAX_O)}
+SWEEP_RANGES = limits.SWEEP_RANGES
 #: Unknown keys named (with a did-you-mean) in one message; an entry of 90,000 keys is refused in linear time.
 MAX_UNKNOWN_NAMED = 5
 

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_SEED",
     "MAX_SWEEP_POINTS",
     "MAX_THUMBNAILS",
+    "SWEEP_RANGES",
 ]
 
 #: Hard (and easy) clusters C: LBEE uses 15 (5 per class). A run forms at most one cluster per image of its split
@@ -38,8 +39,11 @@ MAX_A = 10.0
 MAX_O = 10.0
 #: A mask value (``ignore_index``): a 32-bit label.
 IGNORE_INDEX_RANGE = (-(2**31), 2**31 - 1)
-#: Values in one sweep grid (``sweep: {K: [...], C: [...], o: [...]}``): each is a full describe.
+#: Values in one sweep grid (``sweep: {K: [...], C: [...], o: [...]}``, ``lbee sweep --k-grid``): each is a
+#: full describe.
 MAX_SWEEP_POINTS = 50
+#: A sweep grid's values: (type, lowest, highest), the range of the knob each one sets.
+SWEEP_RANGES = {"K": (int, 1, MAX_K), "C": (int, 1, MAX_CLUSTERS), "o": (float, 0.0, MAX_O)}
 #: Thumbnails per group on the report page, and classes shown.
 MAX_THUMBNAILS = 200
 MAX_CLASSES_SHOWN = 1000
