@@ -15,6 +15,10 @@ import numpy as np
 
 from .typing import BoolArray, FloatArray
 
+#: Largest seed accepted anywhere (a SpotCheck world, ``@random:SEED``, ``--seed``): numpy's legacy generator and
+#: scikit-learn's ``random_state`` take seeds in [0, 2**32 - 1]; a seed outside fails deep inside a run.
+MAX_SEED = 2**32 - 1
+
 
 def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
@@ -112,6 +116,13 @@ def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
         raise TypeError(f"`{name}` must be an integer >= {minimum}; received {_describe(value)}.")
     if value < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}; received {value}.")
+    return int(value)
+
+
+def check_seed(value: Any, name: str) -> int:
+    """A seed in [0, :data:`MAX_SEED`] (numpy's generator range): the one rule for API, CLI, config and service."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= MAX_SEED:
+        raise ValueError(f"`{name}` is {value!r}; expected an integer seed in [0, {MAX_SEED}] (2**32 - 1).")
     return int(value)
 
 

@@ -157,14 +157,14 @@ def test_evaluate_writes_beside_a_report_metrics_json(precomputed):
 
 def test_clusters_beyond_the_split_are_recorded_and_warned(precomputed):
     p, out = precomputed, precomputed / "out"
-    r = run(describe_args(p, "--clusters", "5000", "--out", str(out)))
+    r = run(describe_args(p, "--clusters", "500", "--out", str(out)))
     assert r.exit_code == 0, r.output
     said = " ".join(r.output.split())  # warnings are wrapped to the terminal's width
-    assert "5000 hard clusters were asked for but the hard split has 12 image(s)" in said
+    assert "500 hard clusters were asked for but the hard split has 12 image(s)" in said
     assert "hard clusters of 12 hard images are tiny" in said and "Try about 1 cluster(s)" in said
     payload = json.loads((out / "explanation.json").read_text())
-    assert payload["params"]["n_clusters"] == 5000 and payload["params"]["n_hard_clusters_formed"] == 12
-    assert "clusters=5000 asked, 12 formed" in (out / "report.md").read_text()
+    assert payload["params"]["n_clusters"] == 500 and payload["params"]["n_hard_clusters_formed"] == 12
+    assert "clusters=500 asked, 12 formed" in (out / "report.md").read_text()
 
 
 def test_library_warns_when_clusters_are_capped():

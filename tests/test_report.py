@@ -181,7 +181,9 @@ def test_config_errors_name_key_and_line(tmp_path, image_dataset):
       - {name: x, spotcheck: {seed: 0}}
     """,
     )
-    with pytest.raises(ConfigError, match=r"line 2: defaults key 'clusters' is 'zero'; expected an integer >= 1"):
+    with pytest.raises(
+        ConfigError, match=r"line 2: defaults key 'clusters' is 'zero'; expected an integer in \[1, 1000\]"
+    ):
         load_report_config(bad_default)
     entries = write(
         tmp_path / "c.yaml",

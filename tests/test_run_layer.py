@@ -49,8 +49,10 @@ def test_tau_rule_lives_in_one_function():
 @pytest.mark.parametrize(
     "bad, phrase",
     [
-        (dict(k=0), "`k` is 0; expected a value >= 1"),
-        (dict(a=-1), "`a` is -1; expected a value >= 0"),
+        (dict(k=0), "`k` is 0; expected an integer in .1, 100."),
+        (dict(a=-1), "`a` is -1; expected a number in .0, 10."),
+        (dict(clusters=10**8), "`clusters` is 100000000; expected an integer in .1, 1000."),
+        (dict(a=10**400), "expected a number in .0, 10."),
         (dict(methods=["tops", "nope"]), "'nope' is not one"),
         (dict(methods=[]), "a non-empty list"),
         (dict(slicers=["ward", "ward"]), "at most once"),

@@ -528,6 +528,25 @@ def test_token_commands(tmp_path):
     assert res.exit_code == 2 and "--root" in res.output
 
 
+def test_token_commands_refuse_a_missing_database_or_a_file_that_is_not_one(tmp_path):
+    """Issue 32: `token list --db sqlite:////typo/x.db` created the folders and an empty database."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    run = CliRunner().invoke
+    typo = tmp_path / "typo" / "x.db"
+    for args in (["token", "list"], ["token", "revoke", "alice"]):
+        res = run(cli, ["serve", *args, "--db", f"sqlite:///{typo}"], obj={})
+        assert res.exit_code == 1 and f"database 'sqlite:///{typo}' does not exist" in res.output, res.output
+        assert "Traceback" not in res.output and not typo.parent.exists()
+    (tmp_path / "notes.db").write_text("not a database\n" * 100)
+    for args in (["token", "list"], ["token", "create", "alice"]):
+        res = run(cli, ["serve", *args, "--db", f"sqlite:///{tmp_path / 'notes.db'}"], obj={})
+        assert res.exit_code == 1 and "file is not a database" in res.output and "notes.db" in res.output
+        assert "Traceback" not in res.output and "sqlalchemy" not in res.output.lower()
+
+
 @pytest.mark.parametrize(
     "ref",
     ["/etc/passwd", "../../../../../../etc/passwd", "outside.grammar.yaml"],
@@ -578,3 +597,33 @@ def test_a_sidecar_may_name_any_grammar_on_the_command_line_but_not_under_a_root
         load_sentence_set(sents)
     with confined_to(tmp_path):
         assert load_sentence_set(sents).grammar.digest == g.digest  # inside the root: read
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_cancel_reaches_a_long_phase_that_never_logs(service, monkeypatch):
+    """Issue 32: a job in one-hypothesis-per-failure for 14 minutes never saw its cancel (checked only at a log)."""
+    import threading
+
+    import lbee.reports.batch
+    from lbee.service import jobs as jobs_mod
+
+    client, app, settings = service
+    db = app.state.db
+    calls = []
+
+    def long_phase(*args, **kwargs):  # a phase that computes for a minute and never calls `log`
+        calls.append(1)
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            sum(range(1000))
+        return [], []
+
+    monkeypatch.setattr(lbee.reports.batch, "run_dataset", long_phase)
+    job = client.post("/v1/jobs", json=entry(name="long"), headers=client.auth_headers["submit"]).json()["id"]
+    threading.Timer(1.0, jobs_mod.cancel, (db, job)).start()
+    t0 = time.monotonic()
+    assert run_next_job(db, settings) == job
+    assert calls and time.monotonic() - t0 < 15  # within the poll of the heartbeat, not the minute of the phase
+    st = client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]).json()
+    assert st["status"] == "cancelled" and st["runs"] == [], st
+    time.sleep(2 * jobs_mod.CANCEL_POLL)  # nothing is raised in this thread once the job has ended

@@ -301,3 +301,177 @@ def test_an_upgrade_keeps_the_runs_stored_at_the_previous_schema(data_root, tmp_
     with pytest.raises(ValueError, match="revision '9999'.*newer lbee"):
         Database(backend)
     engine.dispose()
+
+
+# ---- issue 32: bounded settings checked at submission, duplicate keys, linear key checks
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"clusters": 100_000_000}, "'clusters' is 100000000; expected an integer in [1, 1000]"),
+        ({"easy_clusters": 10**6}, "'easy_clusters' is 1000000; expected an integer in [1, 1000]"),
+        ({"k": 10**30}, "'k' is 1000000000000000000000000000000; expected an integer in [1, 100]"),
+        ({"a": 10**400}, "expected a number in [0, 10]"),
+        ({"o": 1e308}, "'o' is 1e+308; expected a number in [0, 10]"),
+        ({"tau": -2}, "expected a number in [-1, 1]"),
+        ({"ignore_index": -(10**30)}, "expected an integer in [-2147483648, 2147483647]"),
+        ({"thumbnails": 10**12}, "'thumbnails' is 1000000000000; expected an integer in [1, 200]"),
+        ({"batch_size": 0}, "'batch_size' is 0; expected an integer in [1, 65536]"),
+        ({"sweep": {"C": [10**20]}}, "sweep C as a list of at most 50 integers in [1, 1000]"),
+        ({"sweep": {"K": list(range(1, 80))}}, "at most 50"),
+        ({"sweep": {"o": [-0.5]}}, "numbers in [0.0, 10.0]"),
+    ],
+)
+def test_every_numeric_setting_is_bounded_at_submission(service, change, message):
+    client, _, _ = service
+    r = client.post("/v1/jobs", json={**entry(), **change}, headers=client.auth_headers["submit"])
+    assert r.status_code == 422 and message in r.json()["detail"], r.text
+    assert client.get("/v1/jobs", headers=client.auth_headers["read"]).json() == []  # nothing queued
+
+
+@pytest.mark.parametrize("seed", [-1, 10**23, 2**32, True, 1.5])
+def test_a_world_seed_outside_the_generator_range_is_refused_at_submission(service, seed):
+    client, _, _ = service
+    for body in ({"name": "x", "spotcheck": {"seed": seed}}, {"name": "x", "spotcheck": seed}):
+        r = client.post("/v1/jobs", json=body, headers=client.auth_headers["submit"])
+        assert r.status_code == 422, (body, r.text)
+        assert "spotcheck" in r.json()["detail"], r.text
+    r = client.post(
+        "/v1/jobs", json={"name": "x", "spotcheck": {"seed": 2**32 - 1}}, headers=client.auth_headers["submit"]
+    )
+    assert r.status_code == 202, r.text
+
+
+def test_the_cli_refuses_settings_out_of_range_with_a_clear_error(tmp_path):
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    for args, message in (
+        (["describe", str(tmp_path), "--clusters", "100000"], "100000 is not in the range 1<=x<=1000"),
+        (["demo", "--seed", "-1"], "-1 is not in the range 0<=x<=4294967295"),
+        (["spotcheck", "generate", "--seed", str(10**23), "--out", str(tmp_path / "w")], "not in the range"),
+        (["sweep", "--clusters-grid", "1,100000", "--predictions", __file__, "--relevance", __file__], "[1, 1000]"),
+        (["sweep", "--o-grid", "nan", "--predictions", __file__, "--relevance", __file__], "'nan' is outside"),
+    ):
+        res = CliRunner().invoke(cli, args, obj={})
+        assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, res.output
+
+
+def test_a_json_key_written_twice_is_refused_naming_it(service):
+    client, _, _ = service
+    h = {**client.auth_headers["submit"], "content-type": "application/json"}
+    body = json.dumps(entry())[:-1] + ', "clusters": 3}'  # `clusters` twice: the last one used to win
+    r = client.post("/v1/jobs", content=body.encode(), headers=h)
+    assert r.status_code == 422 and "'clusters' is written twice" in r.json()["detail"], r.text
+    r = client.post("/v1/explain", content=b'{"settings": {"k": 1, "k": 2}}', headers=h)
+    assert r.status_code == 422 and "'k' is written twice" in r.json()["detail"], r.text
+
+
+def test_an_entry_with_90000_unknown_keys_is_refused_in_linear_time(service):
+    import time
+
+    client, _, _ = service
+    body = {**entry(), **{f"k{i}": 1 for i in range(90_000)}}
+    t0 = time.perf_counter()
+    r = client.post("/v1/jobs", json=body, headers=client.auth_headers["submit"])
+    assert time.perf_counter() - t0 < 5  # 9 s when every unknown key got a did-you-mean
+    detail = r.json()["detail"]
+    assert r.status_code == 422 and "unknown key 'k0'" in detail and "89995 more unknown keys" in detail
+
+
+def test_a_big_manifest_is_checked_by_the_worker_not_in_the_request(service, data_root):
+    """Issue 32: the POST of a job naming a 1M-row manifest took 108 s (its rows were read in the request)."""
+    import time
+
+    from lbee.service.jobs import run_next_job
+
+    client, app, settings = service
+    root, _ = data_root
+    rows = "\n".join(f"imgs/{i:06d}.png" for i in range(200_000))
+    (root / "ds" / "big.csv").write_text("path\n" + rows + "\n")
+    (root / "ds" / "leaky.csv").write_text("path\nimgs/a.png\n/etc/passwd\n")
+    h = client.auth_headers["submit"]
+    big = {"name": "big", "images": "ds/big.csv", "predictions": "ds/good.csv"}
+    t0 = time.perf_counter()
+    r = client.post("/v1/jobs", json=big, headers=h)
+    assert r.status_code == 202 and time.perf_counter() - t0 < 5, r.text
+    client.post(f"/v1/jobs/{r.json()['id']}/cancel", headers=h)
+    leaky = client.post("/v1/jobs", json={**big, "name": "leaky", "images": "ds/leaky.csv"}, headers=h).json()
+    run_next_job(app.state.db, settings)  # the worker reads the rows first, and refuses the one outside the root
+    job = client.get(f"/v1/jobs/{leaky['id']}", headers=client.auth_headers["read"]).json()
+    assert job["status"] == "failed" and "outside the data root" in job["error"] and "root:" not in job["error"]
+
+
+def test_job_errors_and_logs_show_no_server_path(service, data_root):
+    from lbee.service.jobs import run_next_job
+    from lbee.service.paths import redact_paths
+
+    client, app, settings = service
+    root, _ = data_root
+    h = client.auth_headers["submit"]
+    job = client.post("/v1/jobs", json=entry(name="npy", sentence_embeddings="ds/good.csv"), headers=h).json()["id"]
+    run_next_job(app.state.db, settings)
+    st = client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]).json()
+    shown = json.dumps(st)
+    assert st["status"] == "failed" and "'ds/good.csv'" in st["error"], st
+    assert str(root) not in shown and str(settings.output) not in shown and "/tmp" not in shown
+    # the rule: inside the root relative to it, the output and cache by name, anything else by its last part
+    site = "/usr/lib/python3/site-packages/numpy/lib/npyio.py"
+    text = f"{root}/ds/x.csv, line 3; wrote {settings.output}/jobs/1/report.html; {site}:456; {settings.cache_dir}/a"
+    assert (
+        redact_paths(text, settings) == "ds/x.csv, line 3; wrote <output>/jobs/1/report.html; …/npyio.py:456; <cache>/a"
+    )
+
+
+def _npy_claiming(shape):
+    """A .npy file of a 2 × 8 float32 array whose header claims ``shape``."""
+    raw = _npy(np.zeros((2, 8), np.float32))
+    n = int.from_bytes(raw[8:10], "little")
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}"
+    return raw[:10] + (header + " " * (n - len(header) - 1) + "\n").encode() + raw[10 + n :]
+
+
+def test_an_npy_upload_is_checked_by_its_header_before_anything_is_allocated(service):
+    """Issue 32: a header claiming (10**12, 8) gave a 500 from a MemoryError; an .npz gave AttributeError."""
+    client, _, _ = service
+    h = client.auth_headers["submit"]
+    S = ("s.npy", _npy(np.eye(8, dtype=np.float32)))
+    z = io.BytesIO()
+    np.savez(z, a=np.zeros((2, 8)))
+    for data, status, message in (
+        (_npy_claiming((10**12, 8)), 413, "1000000000000 is over this server's limit 'images' of 200"),
+        (_npy_claiming((2, 10**9)), 413, "limit 'dim'"),
+        (_npy_claiming((150, 4000)), 422, "its header claims shape (150, 4000)"),
+        (_npy_claiming((2, 8, 8)), 422, "expected 2 dimension(s)"),
+        (z.getvalue(), 422, "is an .npz archive (np.savez), not a .npy array"),
+    ):
+        r = client.post("/v1/explain", files={"image_embeddings": ("x.npy", data), "sentence_embeddings": S}, headers=h)
+        assert r.status_code == status and message in r.json()["detail"], r.text
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"images": "ds/" + "a" * 5000}, "File name too long"),  # was a 500 (OSError from Path.exists)
+        ({"name": ["x"]}, "'name' is ['x']; expected a string"),  # was accepted as the folder name "['x']"
+        ({"slicers": [{"ward": {"x": 1}}]}, "options that slicer 'ward' takes"),  # failed in the worker
+        ({"slicers": [{"domino": {"random_state": -5}}]}, "`slicers.domino.random_state` is -5"),
+        ({"encoder": "open_clip:ViT-B-32@random:99999999999999999999999"}, "`encoder @random:SEED` is 9999"),
+    ],
+)
+def test_hostile_entries_are_a_422_at_submission_never_a_500_nor_a_worker_failure(service, body, message):
+    client, _, _ = service
+    e = {**entry(), **body}
+    if "images" in body or "encoder" in body:
+        e.pop("image_embeddings")
+    r = client.post("/v1/jobs", json=e, headers=client.auth_headers["submit"])
+    assert r.status_code == 422 and message in r.json()["detail"], r.text
+
+
+def test_an_escaped_lone_surrogate_is_a_422_naming_it(service):
+    client, _, _ = service
+    h = {**client.auth_headers["submit"], "content-type": "application/json"}
+    r = client.post("/v1/jobs", content=b'{"name": "\\ud800", "spotcheck": {"seed": 0}}', headers=h)
+    assert r.status_code == 422 and "\\ud800, a lone surrogate" in r.json()["detail"], r.text

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from .._validation import MAX_SEED
 from .._version import __version__
 
 
@@ -19,6 +20,10 @@ class LbeeError(click.ClickException):
 
 #: Errors that bad input raises in the library (they name the argument or file): shown as a message, exit 1.
 USER_ERRORS = (ValueError, TypeError, KeyError, OSError, RuntimeError, ImportError)
+
+
+#: The type of every seed option: numpy's generator range, as lbee._validation.check_seed (config, service).
+SEED = click.IntRange(0, MAX_SEED)
 
 
 class FloatRange(click.FloatRange):

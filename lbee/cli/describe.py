@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..run.settings import as_cli_message, settings_from_options, settings_options
+from ..run.settings_cli import as_cli_message, settings_from_options, settings_options
 from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fail, require_extra
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, check_writable_folder, cli, fail, log
+from ._base import SEED, LbeeError, check_writable_folder, cli, fail, log
 
 
 def _sigmas(value):
@@ -110,7 +110,7 @@ def _from_ec(ec_dir):
 @click.option(
     "--trials", type=click.IntRange(min=1), default=10, show_default=True, help="Noise draws per image and σ."
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option(
     "--preprocess",
     type=click.Choice(["imagenet", "spotcheck"]),

@@ -9,14 +9,14 @@ from ._base import FloatRange, LbeeError, cli
 DEFAULT_DB = "sqlite:///lbee.db"
 
 
-def _db(url):
+def _db(url, must_exist=False):
     try:
         from ..service.db import Database
     except ImportError as exc:
         raise LbeeError(
             f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): pip install 'lbee[serve]'"
         ) from None
-    return Database(url)
+    return Database(url, must_exist=must_exist)
 
 
 db_option = click.option(
@@ -230,7 +230,7 @@ def token_list(ctx, db_url):
     """Tokens with their scope and state (never the tokens themselves)."""
     from ..service.auth import list_tokens
 
-    rows = list_tokens(_db(_url(ctx, db_url)))
+    rows = list_tokens(_db(_url(ctx, db_url), must_exist=True))
     if not rows:
         click.echo("no token; create one with `lbee serve token create NAME`.")
     for r in rows:
@@ -246,5 +246,5 @@ def token_revoke(ctx, name, db_url):
     """Revoke the token NAME (requests with it get 401 from now on)."""
     from ..service.auth import revoke_token
 
-    revoke_token(_db(_url(ctx, db_url)), name)
+    revoke_token(_db(_url(ctx, db_url), must_exist=True), name)
     click.echo(f"revoked {name}")

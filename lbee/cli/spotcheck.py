@@ -6,15 +6,16 @@ from pathlib import Path
 
 import click
 
-from ._base import FloatRange, LbeeError, check_writable_folder, cli, fail, log, require_extra
+from ..run.limits import MAX_A, MAX_CLUSTERS, MAX_K
+from ._base import SEED, FloatRange, LbeeError, check_writable_folder, cli, fail, log, require_extra
 
 
 @cli.command()
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the experimental configuration.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the experimental configuration.")
 @click.option("--out", type=click.Path(file_okay=False), default="lbee_out/demo", show_default=True)
-@click.option("--clusters", type=click.IntRange(min=1), default=15, show_default=True)
-@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True)
-@click.option("--a", "a", type=FloatRange(min=0), default=0.2, show_default=True)
+@click.option("--clusters", type=click.IntRange(1, MAX_CLUSTERS), default=15, show_default=True)
+@click.option("-k", "k", type=click.IntRange(1, MAX_K), default=3, show_default=True)
+@click.option("--a", "a", type=FloatRange(0, MAX_A), default=0.2, show_default=True)
 @click.option(
     "--retrain", is_flag=True, help="Train the square classifier even where lbee ships it (seed 0's candidates)."
 )
@@ -211,7 +212,7 @@ def spotcheck():
 
 
 @spotcheck.command("generate")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), required=True)
 @click.option(
     "--blindspots",
@@ -251,7 +252,7 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
 
 @spotcheck.command("bench")
 @click.option("--n-ecs", type=click.IntRange(min=1), default=20, show_default=True)
-@click.option("--first-seed", type=int, default=0, show_default=True)
+@click.option("--first-seed", type=SEED, default=0, show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), default="lbee_out/bench", show_default=True)
 @click.option(
     "--protocol",

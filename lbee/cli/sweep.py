@@ -7,11 +7,16 @@ from pathlib import Path
 import click
 
 from ..analyses.sweep import C_GRID, K_GRID, O_GRID
-from ..run.settings import as_cli_message, settings_from_options, settings_options
+from ..run.settings_cli import as_cli_message, settings_from_options, settings_options
 from ._base import check_encoder_spec, check_writable_folder, cli, fail
 
 
-def _number_list(kind):
+def _number_list(grid):
+    """A grid option's parser: values of the knob's range (lbee.run.limits.SWEEP_RANGES), at most MAX_SWEEP_POINTS."""
+    from ..run.limits import MAX_SWEEP_POINTS, SWEEP_RANGES
+
+    kind, low, high = SWEEP_RANGES[grid]
+
     def parse(ctx, param, value):
         if value is None:
             return None
@@ -26,6 +31,10 @@ def _number_list(kind):
                     f"{part.strip()!r} is not a{'n integer' if kind is int else ' number'}; "
                     "expected a comma-separated list such as 1,3,5."
                 ) from None
+            if not low <= out[-1] <= high:  # also refuses nan
+                raise click.BadParameter(f"{part.strip()!r} is outside [{low}, {high}].")
+        if len(out) > MAX_SWEEP_POINTS:
+            raise click.BadParameter(f"{len(out)} values; a grid has at most {MAX_SWEEP_POINTS}.")
         return out
 
     return parse
@@ -67,21 +76,21 @@ def _number_list(kind):
 @click.option("--logits", is_flag=True, help="The prob_<class> columns of --predictions hold logits (softmax them).")
 @click.option(
     "--k-grid",
-    callback=_number_list(int),
+    callback=_number_list("K"),
     default=",".join(map(str, K_GRID)),
     show_default=True,
     help="Sentences per cluster to try ('' skips).",
 )
 @click.option(
     "--clusters-grid",
-    callback=_number_list(int),
+    callback=_number_list("C"),
     default=",".join(map(str, C_GRID)),
     show_default=True,
     help="Cluster counts to try ('' skips).",
 )
 @click.option(
     "--o-grid",
-    callback=_number_list(float),
+    callback=_number_list("o"),
     default=",".join(f"{v:g}" for v in O_GRID),
     show_default=True,
     help="Severities to try ('' skips).",

@@ -27,12 +27,13 @@ binomial p-value against the base rate n_hard / (n_hard + n_easy) beside it.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..typing import ArrayLike, BoolArray, IntArray
+from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
 from .compose import ComposeSearch, Conjunction
 
 
@@ -73,10 +74,13 @@ def wilson_lower(k: float, n: float, z: float = 1.96) -> float:
     return float(max(0.0, (centre - half) / denom))
 
 
+def _mean(region: FloatArray, rows: IntArray) -> float:
+    return float(region[rows].mean()) if len(rows) else 0.0
+
+
 def coverage(search: ComposeSearch, description: Conjunction, group: ArrayLike) -> float:
     """The mean P(``description``) over ``group``: the share of its images the description holds for."""
-    rows = np.asarray(group, dtype=np.int64)
-    return float(search.region(description.literals)[rows].mean()) if len(rows) else 0.0
+    return _mean(search.region(description.literals), np.asarray(group, dtype=np.int64))
 
 
 def one_hypothesis_per_failure(
@@ -104,34 +108,36 @@ def one_hypothesis_per_failure(
     from scipy.stats import binom
 
     items: dict[int, tuple[IntArray, list[Conjunction], int]] = {}  # id -> (indices, descriptions, pieces)
+    regions: dict[int, FloatArray] = {}  # id -> P(its best description) per image, computed once per item
+    # Candidate pairs in a heap keyed by (-mutual coverage, i, j): the same pair, in the same order (ties to the
+    # oldest ids), as scanning every pair at each step, but each pair's coverage is computed once; quadratic in
+    # the groups instead of cubic (575 one-image groups took minutes).
+    heap: list[tuple[float, int, int]] = []
+
+    def add(t: int, g: IntArray, found: list[Conjunction], pieces: int) -> None:
+        regions[t] = search.region(found[0].literals)
+        reach_t = search.reachable(found[0].literals)  # coverage as a share of what the description can reach
+        for u, (gu, fu, _) in items.items():
+            mutual = min(_mean(regions[u], g) / search.reachable(fu[0].literals), _mean(regions[t], gu) / reach_t)
+            if mutual >= search.min_support:
+                heapq.heappush(heap, (-mutual, u, t))
+        items[t] = (g, found, pieces)
+
     for t, g in enumerate(groups):
         g = np.asarray(g, dtype=np.int64)
-        items[t] = (g, search.search(g, k=k), 1)
-    refused: set[tuple[int, int]] = set()
+        add(t, g, search.search(g, k=k), 1)
     next_id = len(items)
-    while len(items) > 1:
-        best = None
-        ids = list(items)
-        for x, i in enumerate(ids):
-            for j in ids[x + 1 :]:
-                if (i, j) in refused:
-                    continue
-                (ga, da, _), (gb, db, _) = items[i], items[j]
-                mutual = min(
-                    coverage(search, da[0], gb) / search.reachable(da[0].literals),
-                    coverage(search, db[0], ga) / search.reachable(db[0].literals),
-                )
-                if mutual >= search.min_support and (best is None or mutual > best[0]):
-                    best = (mutual, i, j)
-        if best is None:
-            break
-        _, i, j = best
+    while len(items) > 1 and heap:
+        _, i, j = heapq.heappop(heap)
+        if i not in items or j not in items:
+            continue  # merged into another already
         union = np.union1d(items[i][0], items[j][0])
         found = search.search(union, k=k)
         if coverage(search, found[0], union) < search.min_support * search.reachable(found[0].literals):
-            refused.add((i, j))  # the union has no description of its own: two failures
-            continue
-        items[next_id] = (union, found, items.pop(i)[2] + items.pop(j)[2])
+            continue  # the union has no description of its own: two failures (the pair is not tried again)
+        pieces = items.pop(i)[2] + items.pop(j)[2]
+        del regions[i], regions[j]
+        add(next_id, union, found, pieces)
         next_id += 1
     items = _refined(search, items, k)
     base = float(np.mean(hard_mask[np.concatenate([search.hard, search.easy])])) if len(search.hard) else 0.0

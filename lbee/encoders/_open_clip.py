@@ -181,6 +181,8 @@ def _make_open_clip(model=None, pretrained=None, **kwargs):
         seed = pretrained.partition(":")[2]
         if seed and not seed.isdigit():
             raise ValueError(f"`@random:SEED` needs an integer seed; received {pretrained!r}.")
-        kwargs.setdefault("seed", int(seed or 0))
+        from .._validation import check_seed
+
+        kwargs.setdefault("seed", check_seed(int(seed or 0), "@random:SEED"))
         pretrained = None
     return OpenCLIPEncoder(model or DEFAULT_MODEL, pretrained, **kwargs)

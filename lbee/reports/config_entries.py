@@ -9,7 +9,9 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from .._validation import check_seed
 from ..io.sentences import WORLD_SENTENCE_SET
+from ..run import limits
 from ..run.settings import RunSettings, check_knob
 from ..run.specs import DatasetSpec, ModelSpec
 from .yaml_reader import LineMapping, key_line
@@ -39,6 +41,27 @@ class EntryError(ValueError):
     """A problem inside one dataset entry (the batch records it on that dataset and runs the others)."""
 
 
+#: Integer settings of an entry besides the knobs, with their documented ranges (lbee.run.limits).
+INT_RANGES = {
+    "thumbnails": (1, limits.MAX_THUMBNAILS),
+    "batch_size": (1, limits.MAX_BATCH_SIZE),
+    "classes_shown": (1, limits.MAX_CLASSES_SHOWN),
+    "num_workers": (0, limits.MAX_NUM_WORKERS),
+    "num_classes": (1, limits.MAX_NUM_CLASSES),
+    "image_size": (1, limits.MAX_IMAGE_SIZE),
+}
+SWEEP_RANGES = limits.SWEEP_RANGES
+#: Unknown keys named (with a did-you-mean) in one message; an entry of 90,000 keys is refused in linear time.
+MAX_UNKNOWN_NAMED = 5
+
+
+def in_range(value, low, high, kind=int):
+    """Whether ``value`` is a ``kind`` (int: not a bool; float: any finite real) in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int if kind is int else (int, float)):
+        return False
+    return low <= value <= high  # also false for nan; an int too large for a float compares exactly
+
+
 def unknown_key_message(key, allowed, where, line, path):
     near = difflib.get_close_matches(str(key), allowed, n=1)
     hint = f" (did you mean {near[0]!r}?)" if near else ""
@@ -58,15 +81,12 @@ def check_setting(key, value, where, line, path):
             raise EntryError(
                 f"{path}, line {line}: {where} " + str(exc).replace(f"`{key}`", f"key {key!r}", 1)
             ) from None
-    positive = ("thumbnails", "batch_size", "classes_shown")
-    if key in positive and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-        raise bad("an integer >= 1")
+    if key in INT_RANGES and not in_range(value, *INT_RANGES[key]):
+        raise bad("an integer in [{}, {}]".format(*INT_RANGES[key]))
     if key == "logits" and not isinstance(value, bool):
         raise bad("true (the prob_<class> columns hold logits) or false")
     if key == "group_order" and value not in ("risk", "size"):
         raise bad("risk (error rate × size, the default) or size")
-    if key == "num_workers" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-        raise bad("an integer >= 0")
     if key == "sweep" and value not in (None, False, True):
         if (
             not isinstance(value, dict)
@@ -74,6 +94,13 @@ def check_setting(key, value, where, line, path):
             or any(not isinstance(v, list) for v in value.values())
         ):
             raise bad("true (the default grids) or a mapping with lists K, C and/or o")
+        for grid, values in value.items():
+            kind, low, high = SWEEP_RANGES[grid]
+            if len(values) > limits.MAX_SWEEP_POINTS or not all(in_range(v, low, high, kind) for v in values):
+                raise bad(
+                    f"sweep {grid} as a list of at most {limits.MAX_SWEEP_POINTS} "
+                    f"{'integers' if kind is int else 'numbers'} in [{low}, {high}]"
+                )
     if key == "relevance" and not (
         value is None
         or value in ("none", "ground_truth")
@@ -91,7 +118,11 @@ def _resolve_path(value, key, base, line, path, must_exist=True):
         raise EntryError(f"{path}, line {line}: key {key!r} must be a path string; received {value!r}.")
     p = Path(value).expanduser()
     p = p if p.is_absolute() else base / p
-    if must_exist and not p.exists():
+    try:
+        exists = p.exists()
+    except OSError as exc:  # a name too long for the file system, say
+        raise EntryError(f"{path}, line {line}: {key} path {value!r} cannot be used: {exc.strerror}.") from None
+    if must_exist and not exists:
         raise EntryError(f"{path}, line {line}: {key} path {value!r} does not exist (resolved to {p}).")
     return p
 
@@ -120,9 +151,10 @@ def _parse_model(entry, where, base, path, line):
         m.weights = _resolve_path(entry["weights"], "weights", base, key_line(entry, "weights"), path)
     for key in ("num_classes", "image_size"):
         if key in entry:
-            if not (isinstance(entry[key], int) and entry[key] >= 1):
+            if not in_range(entry[key], *INT_RANGES[key]):
                 raise EntryError(
-                    f"{path}, line {key_line(entry, key)}: {key!r} is {entry[key]!r}; expected an integer >= 1."
+                    f"{path}, line {key_line(entry, key)}: {key!r} is {entry[key]!r}; expected an integer "
+                    "in [{}, {}].".format(*INT_RANGES[key])
                 )
             setattr(m, key, entry[key])
     return m
@@ -135,6 +167,11 @@ def parse_dataset(entry, i, defaults, base, path):
     name = str(entry.get("name") or f"dataset_{i}")
     ds = DatasetSpec(name=name, line=key_line(entry))
     problems = []  # every independent problem of the entry is listed, not only the first
+    if "name" in entry and (isinstance(entry["name"], bool) or not isinstance(entry["name"], (str, int))):
+        name = f"dataset_{i}"  # a list or mapping as a name would be its repr in every folder and page
+        problems.append(
+            f"{path}, line {key_line(entry, 'name')}: {where} 'name' is {entry['name']!r}; expected a string."
+        )
 
     def attempt(check, *args):
         try:
@@ -143,9 +180,13 @@ def parse_dataset(entry, i, defaults, base, path):
             problems.append(str(exc))
             return None
 
-    for key in entry:
-        if key not in DATASET_KEYS:
-            problems.append(unknown_key_message(key, DATASET_KEYS, f"{where} ({name})", key_line(entry, key), path))
+    unknown = [key for key in entry if key not in DATASET_KEYS]
+    for key in unknown[:MAX_UNKNOWN_NAMED]:  # did-you-mean for a few: linear however many keys the entry has
+        problems.append(unknown_key_message(key, DATASET_KEYS, f"{where} ({name})", key_line(entry, key), path))
+    if len(unknown) > MAX_UNKNOWN_NAMED:
+        problems.append(
+            f"{path}, line {ds.line}: {where} ({name}) has {len(unknown) - MAX_UNKNOWN_NAMED} more unknown keys."
+        )
     settings = {**RunSettings().to_dict(), **INPUT_DEFAULTS, **REPORT_DEFAULTS}
     settings.update(defaults)
     for key in SETTING_KEYS:
@@ -195,12 +236,17 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
             settings["relevance"] = "ground_truth"  # the attribute labels
     if "spotcheck" in entry:
         sc = entry["spotcheck"]
-        sc = {"seed": sc} if isinstance(sc, int) else sc
+        sc = {"seed": sc} if isinstance(sc, int) and not isinstance(sc, bool) else sc
         if not isinstance(sc, dict) or not sc or any(k not in SPOTCHECK_KEYS for k in sc):
             raise EntryError(
                 f"{path}, line {key_line(entry, 'spotcheck')}: {where} 'spotcheck' must be {{seed: N}} "
                 f"or {{path: EC folder}}; received {sc!r}."
             )
+        if "seed" in sc:
+            try:
+                check_seed(sc["seed"], "spotcheck.seed")
+            except ValueError as exc:
+                raise EntryError(f"{path}, line {key_line(entry, 'spotcheck')}: {where} {exc}") from None
         if "path" in sc:
             sc = dict(sc, path=_resolve_path(sc["path"], "spotcheck.path", base, key_line(entry, "spotcheck"), path))
         ds.spotcheck = dict(sc)

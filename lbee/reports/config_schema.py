@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from .config_entries import KNOB_KEYS
+from .._validation import MAX_SEED
+from ..run.limits import MAX_SWEEP_POINTS
+from .config_entries import INT_RANGES, KNOB_KEYS, SWEEP_RANGES
+
+
+def _int(key):
+    """An integer setting's schema with its documented range (lbee.run.limits, as the entry parser checks it)."""
+    low, high = INT_RANGES[key]
+    return {"type": "integer", "minimum": low, "maximum": high}
 
 
 def config_schema():
@@ -26,11 +34,11 @@ def config_schema():
                 "description": "none, ground_truth, a file, {ground_truth: FILE} or {vqa: FILE}",
                 "anyOf": [{"type": "string"}, {"type": "null"}, {"type": "object", "maxProperties": 1}],
             },
-            "batch_size": {"type": "integer", "minimum": 1},
-            "num_workers": {"type": "integer", "minimum": 0},
+            "batch_size": _int("batch_size"),
+            "num_workers": _int("num_workers"),
             "logits": {"type": "boolean", "description": "The prob_<class> columns hold logits (softmax them)."},
-            "thumbnails": {"type": "integer", "minimum": 1},
-            "classes_shown": {"type": "integer", "minimum": 1},
+            "thumbnails": _int("thumbnails"),
+            "classes_shown": _int("classes_shown"),
             "group_order": {
                 "enum": ["risk", "size"],
                 "description": "Hard groups on the page: by error rate × size, or by size.",
@@ -42,7 +50,14 @@ def config_schema():
                     {
                         "type": "object",
                         "additionalProperties": False,
-                        "properties": {k: {"type": "array", "items": {"type": "number"}} for k in ("K", "C", "o")},
+                        "properties": {
+                            k: {
+                                "type": "array",
+                                "maxItems": MAX_SWEEP_POINTS,
+                                "items": {"type": "integer" if kind is int else "number", "minimum": lo, "maximum": hi},
+                            }
+                            for k, (kind, lo, hi) in SWEEP_RANGES.items()
+                        },
                     },
                 ]
             },
@@ -56,10 +71,11 @@ def config_schema():
             "predictions": path,
             "model": {"type": "string"},
             "weights": path,
-            "num_classes": {"type": "integer", "minimum": 1},
-            "image_size": {"type": "integer", "minimum": 1},
+            "num_classes": _int("num_classes"),
+            "image_size": _int("image_size"),
         },
     }
+    seed = {"type": "integer", "minimum": 0, "maximum": MAX_SEED}
     dataset = {
         "type": "object",
         "additionalProperties": False,
@@ -72,11 +88,11 @@ def config_schema():
             "sensitivity": path,
             "spotcheck": {
                 "anyOf": [
-                    {"type": "integer"},
+                    seed,
                     {
                         "type": "object",
                         "additionalProperties": False,
-                        "properties": {"seed": {"type": "integer"}, "path": path},
+                        "properties": {"seed": seed, "path": path},
                     },
                 ]
             },

@@ -21,6 +21,7 @@ from ..core.clustering import DEFAULT_WARD, WARD_METHODS
 from ..core.evaluation import DEFAULT_O
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N_CLUSTERS_PER_CLASS
 from ..core.selection import CLIP_TAU, DESCRIBERS, METHODS, resolve_tau
+from .limits import IGNORE_INDEX_RANGE, MAX_A, MAX_CLUSTERS, MAX_K, MAX_O
 
 TASKS = ("classification", "segmentation")
 #: φ from a region-sensitivity run (RIVAL10 §5): per-image iRFS or saliency / mask IoU, classification only.
@@ -126,19 +127,22 @@ class RunSettings:
         NICO++ probability split.
     """
 
-    a: float = _knob(DEFAULT_A, "Split margin a: hard = φ < μ − aσ, easy = φ > μ + aσ.", kind=float, minimum=0.0)
+    a: float = _knob(
+        DEFAULT_A, "Split margin a: hard = φ < μ − aσ, easy = φ > μ + aσ.", kind=float, minimum=0.0, maximum=MAX_A
+    )
     clusters: int | None = _knob(
         None,
         "Hard clusters C^h.",
         kind=int,
         minimum=1,
+        maximum=MAX_CLUSTERS,
         optional=True,
         default_text=f"{DEFAULT_N_CLUSTERS}, or {DEFAULT_N_CLUSTERS_PER_CLASS} per class",
     )
     easy_clusters: int | None = _knob(
-        None, "Easy clusters C^e.", kind=int, minimum=1, optional=True, default_text="C^h"
+        None, "Easy clusters C^e.", kind=int, minimum=1, maximum=MAX_CLUSTERS, optional=True, default_text="C^h"
     )
-    k: int = _knob(DEFAULT_K, "Sentences kept per hard cluster.", kind=int, minimum=1, flag="-k")
+    k: int = _knob(DEFAULT_K, "Sentences kept per hard cluster.", kind=int, minimum=1, maximum=MAX_K, flag="-k")
     tau: float | None = _knob(
         None,
         "SetDiff / FPDiff similarity threshold τ (a cosine similarity).",
@@ -148,7 +152,9 @@ class RunSettings:
         optional=True,
         default_text=f"the encoder's τ, else {CLIP_TAU:g} (CLIP)",
     )
-    o: float = _knob(DEFAULT_O, "Severity o of the failure sentences (β = o·std ω).", kind=float, minimum=0.0)
+    o: float = _knob(
+        DEFAULT_O, "Severity o of the failure sentences (β = o·std ω).", kind=float, minimum=0.0, maximum=MAX_O
+    )
     methods: tuple = _knob(
         None,
         "Describer(s); repeat the option, or 'all'.",
@@ -175,7 +181,12 @@ class RunSettings:
         kind=str,
     )
     ignore_index: int | None = _knob(
-        255, "Segmentation: mask value left out of pixel accuracy and mIoU.", kind=int, optional=True
+        255,
+        "Segmentation: mask value left out of pixel accuracy and mIoU.",
+        kind=int,
+        minimum=IGNORE_INDEX_RANGE[0],
+        maximum=IGNORE_INDEX_RANGE[1],
+        optional=True,
     )
     per_class: str | None = _knob(
         None, "Per-class analysis: the ImageNet error split or the NICO++ probability split.", kind=str, optional=True
@@ -293,6 +304,19 @@ def knob_schema(name):
     return out
 
 
+def _check_slicer_options(name, options, bad):
+    """A slicer's options: names its class takes (checked by building it: __init__ only stores them), seeds."""
+    from .._validation import check_seed
+    from ..slicers import create_slicer
+
+    if options.get("random_state") is not None:
+        check_seed(options["random_state"], f"slicers.{name}.random_state")
+    try:
+        create_slicer(name, **options)
+    except TypeError as exc:
+        raise bad(f"options that slicer {name!r} takes ({exc})") from None
+
+
 def _check(f, value):
     """One knob's validation: the rule for API, CLI and YAML alike."""
     m = f.metadata
@@ -301,7 +325,13 @@ def _check(f, value):
     received = value
 
     def bad(expected):
-        return ValueError(f"`{name}` is {received!r}; expected {expected}.")
+        shown = repr(received)
+        shown = shown if len(shown) <= 60 else f"{shown[:40]}… ({len(shown)} characters)"
+        return ValueError(f"`{name}` is {shown}; expected {expected}.")
+
+    low, high = m["minimum"], m["maximum"]
+    low_, high_ = (f"{b:g}" if isinstance(b, float) else str(b) for b in (low, high))
+    span = f" in [{low_}, {high_}]" if None not in (low, high) else f" >= {low_}" if low is not None else ""
 
     if value is None or (name == "per_class" and value is False):
         if m["optional"]:
@@ -324,6 +354,8 @@ def _check(f, value):
                 )
             if isinstance(item, dict) and not isinstance(next(iter(item.values())) or {}, dict):
                 raise bad("{name: {options}} with a mapping of options")
+            if isinstance(item, dict) and next(iter(item.values())):
+                _check_slicer_options(item_name, next(iter(item.values())), bad)
             names.append(item_name)
         if len(set(names)) != len(names):
             raise bad("each entry at most once")
@@ -334,7 +366,7 @@ def _check(f, value):
         return value
     if kind is int:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise bad("an integer" + (f" >= {m['minimum']:g}" if m["minimum"] is not None else ""))
+            raise bad("an integer" + span)
         value = int(value)
     elif kind is float:
         if (
@@ -343,106 +375,8 @@ def _check(f, value):
             or value != value
             or value in (float("inf"), float("-inf"))
         ):
-            raise bad("a finite number" + (f" >= {m['minimum']:g}" if m["minimum"] is not None else ""))
-        value = float(value)
-    if m["minimum"] is not None and value < m["minimum"]:
-        raise bad(f"a value >= {m['minimum']:g}" + (f" and <= {m['maximum']:g}" if m["maximum"] is not None else ""))
-    if m["maximum"] is not None and value > m["maximum"]:
-        raise bad(f"a value <= {m['maximum']:g}" + (f" and >= {m['minimum']:g}" if m["minimum"] is not None else ""))
-    return value
-
-
-_CHOICE_KNOBS = ("methods", "slicers", "ward", "confidence_from", "split_by", "per_class", "task")
-
-
-def _lazy_choice_type():
-    import click
-
-    class LazyChoice(click.Choice):
-        """A click Choice whose values are read from their registry when first needed (keeps ``--help`` fast)."""
-
-        def __init__(self, knob):
-            self.knob = knob
-            self.case_sensitive = True
-
-        @property
-        def choices(self):
-            return tuple(_choices(self.knob)) + (("all",) if self.knob == "methods" else ())
-
-        @choices.setter
-        def choices(self, value):  # click may assign it; the registry stays the source
-            pass
-
-    return LazyChoice
-
-
-def _LazyChoice(knob):
-    return _lazy_choice_type()(knob)
-
-
-def settings_options(*names):
-    """Click options for the named knobs, built from :class:`RunSettings` (defaults, choices, help).
-
-    The command receives each knob under its own name (``methods``, ``slicers``
-    as tuples); :func:`settings_from_options` turns them into a
-    :class:`RunSettings`.
-    """
-    import click
-
-    fields = {f.name: f for f in dataclasses.fields(RunSettings)}
-
-    def decorate(fn):
-        for name in reversed(names):
-            f = fields[name]
-            m = f.metadata
-            flag = flag_of(name)
-            decls = [m["short"], flag, name] if m["short"] else [flag, name]
-            choices = name in _CHOICE_KNOBS
-            kw = {"help": m["help"]}
-            if choices:
-                kw["type"] = _LazyChoice(name)
-            elif m["kind"] is int:
-                kw["type"] = click.IntRange(min=m["minimum"]) if m["minimum"] is not None else int
-            elif m["kind"] is float:
-                kw["type"] = (
-                    click.FloatRange(min=m["minimum"], max=m["maximum"])
-                    if m["minimum"] is not None or m["maximum"] is not None
-                    else float
-                )
-            # The raw field default: building a RunSettings here would import every registry at `--help` time.
-            default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-            if m["many"]:
-                kw.update(multiple=True, default=["all"] if name == "methods" else list(default), show_default=True)
-            elif m["default_text"]:
-                kw.update(default=None, show_default=m["default_text"])
-            else:
-                kw.update(default=default, show_default=True)
-            fn = click.option(*decls, **kw)(fn)
-        return fn
-
-    return decorate
-
-
-def flag_of(name):
-    """The CLI flag of a knob (``methods`` -> ``--method``, ``k`` -> ``-k``)."""
-    f = {f.name: f for f in dataclasses.fields(RunSettings)}[name]
-    return f.metadata["flag"] or "--" + name.replace("_", "-")
-
-
-def as_cli_message(exc):
-    """A settings error with each `knob` named by its CLI flag."""
-    import re
-
-    known = set(RunSettings.knobs())
-    return re.sub(r"`(\w+)`", lambda m: flag_of(m.group(1)) if m.group(1) in known else m.group(0), str(exc))
-
-
-def settings_from_options(options, **overrides):
-    """A :class:`RunSettings` from a command's keyword arguments (knob names only are read)."""
-    known = set(RunSettings.knobs())
-    values = {k: v for k, v in options.items() if k in known}
-    values.update(overrides)
-    for key in ("methods", "slicers"):
-        if key in values and not values[key]:
-            values.pop(key)  # an empty repeatable option means the default
-    return RunSettings(**values)
+            raise bad("a finite number" + span)
+    # compared before float(): an integer too large for a float (10**400) is out of range, not an OverflowError
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise bad(("an integer" if kind is int else "a number") + span)
+    return float(value) if kind is float else value

@@ -118,6 +118,16 @@ class LeaseLost(BaseException):
     """
 
 
+def _hidden(url):
+    """``url`` with its password hidden."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url
+
+
 class Database:
     """An engine and a session factory.
 
@@ -128,23 +138,38 @@ class Database:
     migrate : bool, default=True
         Create or upgrade the schema to this lbee's (the server and the token
         commands do; worker processes, started by a server that did, do not).
+    must_exist : bool, default=False
+        Refuse an SQLite file that does not exist instead of creating it (and
+        its folders): commands that read a database (``token list``, ``revoke``).
+
+    Raises
+    ------
+    ValueError
+        Naming the URL (password hidden): a malformed URL, a missing driver, a
+        database that does not exist (``must_exist``) or cannot be opened, or a
+        file that is not a database.
 
     SQLite files get WAL mode and a busy timeout so the server and its worker
     processes can share one file.
     """
 
-    def __init__(self, url, *, migrate=True):
+    def __init__(self, url, *, migrate=True, must_exist=False):
         self.url = url
         kwargs = {"pool_pre_ping": True}
         if url.startswith("sqlite"):
             path = url.split("///", 1)[-1]
+            if path and path != ":memory:" and must_exist and not Path(path).is_file():
+                raise ValueError(
+                    f"database {url!r} does not exist (no file {path!r}); check the --db URL, or create it with "
+                    "`lbee serve token create NAME --db URL` or by starting `lbee serve`."
+                )
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             kwargs = {"connect_args": {"check_same_thread": False, "timeout": 30}}
         try:
             self.engine = create_engine(url, **kwargs)
         except Exception as exc:  # a malformed URL or a missing driver
-            raise ValueError(f"Cannot use database {url!r}: {exc}") from None
+            raise ValueError(f"Cannot use database {_hidden(url)!r}: {exc}") from None
         if url.startswith("sqlite"):
 
             @event.listens_for(self.engine, "connect")
@@ -155,9 +180,16 @@ class Database:
                 cur.close()
 
         if migrate:
+            from sqlalchemy.exc import SQLAlchemyError
+
             from .migrate import upgrade
 
-            upgrade(self.engine)
+            try:
+                upgrade(self.engine)
+            except SQLAlchemyError as exc:  # not a database, unreachable, or no such database on the server
+                self.engine.dispose()
+                reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+                raise ValueError(f"Cannot use database {_hidden(url)!r}: {reason}.") from None
         self.session = sessionmaker(self.engine, expire_on_commit=False)
 
     # ---- leases
@@ -243,6 +275,11 @@ class Database:
         if res.rowcount != 1:
             raise LeaseLost(f"job {job_id}: the lease of {owner} was lost")
         return bool(cancel)
+
+    def cancel_requested(self, job_id):
+        """Whether a cancel of the job was requested (a read only: the heartbeat polls it between renewals)."""
+        with self.session() as s:
+            return bool(s.scalar(select(Job.cancel_requested).where(Job.id == job_id)))
 
     def finish(self, job_id, owner, status, *, runs=(), **values):
         """End a job as its lease owner, with its runs, in one transaction: whether it was still the owner."""

@@ -30,14 +30,41 @@ class LimitExceeded(ValueError):
         self.status = status
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that names a key twice (YAML refuses it too; the last one must not win in silence)."""
+
+
+def _unique_pairs(pairs):
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise DuplicateKey(f"key {key!r} is written twice in one object; give each key once.")
+    return out
+
+
 def parse_json(raw, what, max_depth=MAX_NESTING):
-    """JSON text → value, refusing invalid text and nesting deeper than ``max_depth`` with a ValueError."""
+    """JSON text → value, refusing invalid text, a key written twice and nesting deeper than ``max_depth``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``what`` and the problem.
+    """
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, object_pairs_hook=_unique_pairs)
+    except DuplicateKey as exc:
+        raise ValueError(f"{what} is not accepted: {exc}") from None
     except RecursionError:
         raise ValueError(f"{what} is nested too deeply; at most {max_depth} levels are accepted.") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"{what} is not valid JSON: {exc}") from None
+    if b"\\u" in (raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")):
+        try:  # an escaped lone surrogate ("\ud800") is JSON, but no text: it fails wherever it is written
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode()
+            raise ValueError(f"{what} holds {bad}, a lone surrogate; expected valid Unicode text.") from None
     check_depth(value, what, max_depth)
     return value
 
@@ -66,8 +93,50 @@ def _array(value, name, dtype):
     return arr
 
 
-def load_npy_bytes(data, name):
-    """A ``.npy`` upload (no pickles)."""
+#: Which limit of EXPLAIN_LIMITS bounds each axis of an uploaded array (rows, then columns).
+_UPLOAD_AXES = {
+    "image_embeddings": ("images", "dim"),
+    "sentence_embeddings": ("sentences", "dim"),
+    "confidence": ("images",),
+    "hard": ("images",),
+    "easy": ("images",),
+}
+
+
+def load_npy_bytes(data, name, limits=None):
+    """A ``.npy`` upload (no pickles), its header checked before anything is allocated.
+
+    The shape the header claims must fit the request's limits (413 naming the limit) and the bytes that
+    came (a header claiming (10**12, 8) allocated terabytes); an ``.npz`` archive under any name is refused.
+    """
+    from numpy.lib import format as npformat
+
+    if data[:4] == b"PK\x03\x04":
+        raise ValueError(
+            f"`{name}` is an .npz archive (np.savez), not a .npy array; upload each array as its own .npy (np.save)."
+        )
+    f = io.BytesIO(data)
+    try:
+        version = npformat.read_magic(f)
+        read_header = npformat.read_array_header_1_0 if version == (1, 0) else npformat.read_array_header_2_0
+        shape, _, dtype = read_header(f)  # the header only: nothing is allocated
+    except (OSError, ValueError, EOFError, SyntaxError) as exc:
+        raise ValueError(f"`{name}` is not a readable .npy file: {exc}") from None
+    axes = _UPLOAD_AXES.get(name, ())
+    if len(shape) > max(len(axes), 1):
+        raise ValueError(f"`{name}` has shape {shape}; expected {len(axes) or 1} dimension(s).")
+    for size, key in zip(shape, axes):
+        if limits is not None and size > limits[key]:
+            raise LimitExceeded(
+                f"`{name}` has shape {shape}: {size} is over this server's limit '{key}' of {limits[key]} "
+                "per /v1/explain request; submit a job (POST /v1/jobs) for larger analyses."
+            )
+    needed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if needed > len(data) - f.tell():
+        raise ValueError(
+            f"`{name}`: its header claims shape {shape} ({needed} bytes of {dtype}) but the file holds "
+            f"{len(data) - f.tell()} bytes of data; expected a complete .npy file (np.save)."
+        )
     try:
         return np.load(io.BytesIO(data), allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
@@ -210,14 +279,14 @@ def explain_request(body, limits=None):
     }
 
 
-def parse_form(fields):
+def parse_form(fields, limits=None):
     """The body of a ``multipart/form-data`` request: ``fields`` is a list of (name, str or bytes of a file)."""
     body = {}
     for key, value in fields:
         if isinstance(value, bytes):
             if key not in ARRAY_FIELDS:
                 raise ValueError(f"unexpected file field {key!r}; files are {', '.join(ARRAY_FIELDS)}.")
-            body[key] = load_npy_bytes(value, key)
+            body[key] = load_npy_bytes(value, key, limits)
         elif key in ("settings",) + ARRAY_FIELDS:
             body[key] = parse_json(value, key)
         elif key == "sentences":
@@ -236,10 +305,13 @@ def answer(kind, payload, limits):
     from .views import clean
 
     try:
-        body = parse_json(payload, "the body") if kind == "json" else parse_form(payload)
+        body = parse_json(payload, "the body") if kind == "json" else parse_form(payload, limits)
         result = explain_request(body, limits)
     except LimitExceeded as exc:
         return exc.status, json.dumps({"detail": str(exc)}).encode()
+    except MemoryError:
+        detail = "the request needs more memory than this server's explain process has; submit a job instead."
+        return 413, json.dumps({"detail": detail}).encode()
     except (ValueError, TypeError) as exc:
         return 422, json.dumps({"detail": str(exc)}).encode()
     return 200, json.dumps(clean(result)).encode()

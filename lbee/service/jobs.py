@@ -18,11 +18,14 @@ Reliability:
   embedding cache and a generated SpotCheck world; its log says what was
   reused and what was computed, as it happened.
 - Cancellation is checked between stages (each step the run layer logs) and
-  by the heartbeat: a running job stops at the next stage.
+  by the heartbeat thread, every :data:`CANCEL_POLL` seconds: on a cancel it
+  raises :class:`JobCancelled` in the job's thread, so a long phase that never
+  logs (clustering, merging hypotheses, reading a grammar) stops too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -37,6 +40,8 @@ import uuid
 logger = logging.getLogger("lbee")
 
 LOG_LINES = 200
+#: Seconds between the heartbeat's looks for a cancel request: a running job stops within about this.
+CANCEL_POLL = 1.0
 
 
 class JobCancelled(BaseException):
@@ -53,8 +58,11 @@ def entry_key(entry, root):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def validate_entry(entry, root, allowed_encoders=()):
+def validate_entry(entry, root, allowed_encoders=(), *, deep=True):
     """The parsed :class:`~lbee.run.specs.DatasetSpec` of a raw entry, with every path confined to ``root``.
+
+    ``deep=False`` (a submission) leaves out the checks whose cost grows with the data (walking folders,
+    reading a manifest's rows): the worker runs them, with ``deep=True``, before the job reads anything.
 
     Raises
     ------
@@ -76,7 +84,7 @@ def validate_entry(entry, root, allowed_encoders=()):
         if isinstance(entry.get("encoder"), str) and entry["encoder"].strip():
             entry = {**entry, "encoder": check_encoder(entry["encoder"], root, allowed_encoders)}
         ds = parse_dataset_entry(entry, base=root)
-        check_dataset_paths(ds, root)
+        check_dataset_paths(ds, root, deep=deep)
     return ds
 
 
@@ -86,7 +94,7 @@ def submit(db, settings, entry, *, token=None):
 
     from .db import Job
 
-    ds = validate_entry(entry, settings.root, settings.allowed_encoders)
+    ds = validate_entry(entry, settings.root, settings.allowed_encoders, deep=False)  # the worker checks deeply
     key = entry_key(entry, settings.root)
     with db.session() as s:
         same = s.scalars(
@@ -114,7 +122,7 @@ def submit(db, settings, entry, *, token=None):
 
 
 def cancel(db, job_id):
-    """Cancel a queued job now, or ask a running one to stop at its next stage: its new status.
+    """Cancel a queued job now, or ask a running one to stop (within :data:`CANCEL_POLL` s): its new status.
 
     Raises
     ------
@@ -137,7 +145,7 @@ def cancel(db, job_id):
             res = s.execute(
                 update(Job)
                 .where(Job.id == job_id, Job.status == "running")
-                .values(cancel_requested=True, progress="cancel requested: stops after the current stage")
+                .values(cancel_requested=True, progress="cancel requested: the job stops within seconds")
             )
         s.commit()
         job = s.get(Job, job_id)
@@ -198,26 +206,65 @@ def recover(db, settings):
     return ids
 
 
-class _Heartbeat:
-    """Renews the lease every third of its length while the job runs; notes a cancel or a lost lease."""
+def _async_raise(thread_id, exc_type):
+    """Raise ``exc_type`` in thread ``thread_id`` at its next Python instruction (None: withdraw a pending one)."""
+    import ctypes
 
-    def __init__(self, db, job_id, owner, lease_seconds):
+    exc = None if exc_type is None else ctypes.py_object(exc_type)  # None: a NULL pointer
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), exc)
+
+
+class _Heartbeat:
+    """Renews the lease every third of its length while the job runs; notes a cancel or a lost lease.
+
+    Between renewals it looks for a cancel every :data:`CANCEL_POLL` seconds; inside :meth:`interruptible`,
+    a cancel raises :class:`JobCancelled` in the thread that entered the heartbeat (the job's), once.
+    """
+
+    def __init__(self, db, job_id, owner, lease_seconds, poll=None):
         self.db, self.job_id, self.owner, self.lease_seconds = db, job_id, owner, lease_seconds
+        self.poll = min(CANCEL_POLL if poll is None else poll, lease_seconds / 3)
         self.cancel = self.lost = False
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lease-{job_id[:8]}", daemon=True)
+        self._target, self._armed, self._sent = threading.get_ident(), False, False
+        self._lock = threading.Lock()
 
     def _run(self):
         from .db import LeaseLost
 
-        while not self._done.wait(self.lease_seconds / 3):
+        renew_at = time.monotonic() + self.lease_seconds / 3
+        while not self._done.wait(self.poll):
             try:
-                self.cancel = self.db.renew(self.job_id, self.owner, lease_seconds=self.lease_seconds) or self.cancel
+                if time.monotonic() >= renew_at:
+                    renew_at = time.monotonic() + self.lease_seconds / 3
+                    self.cancel = (
+                        self.db.renew(self.job_id, self.owner, lease_seconds=self.lease_seconds) or self.cancel
+                    )
+                elif not self.cancel:
+                    self.cancel = self.db.cancel_requested(self.job_id)
             except LeaseLost:
                 self.lost = True
                 return
             except Exception:  # the database is briefly unreachable: try again next beat
                 logger.warning("job %s: lease renewal failed", self.job_id, exc_info=True)
+            if self.cancel and not self._sent:
+                with self._lock:
+                    if self._armed:
+                        self._sent = True
+                        _async_raise(self._target, JobCancelled)
+
+    @contextlib.contextmanager
+    def interruptible(self):
+        """While inside, a cancel interrupts the job's thread wherever it is (a phase that never logs)."""
+        self._armed = True
+        try:
+            yield
+        finally:
+            with self._lock:  # after this, nothing is raised in the job's thread any more
+                self._armed = False
+                if self._sent:
+                    _async_raise(self._target, None)  # withdraw it if it has not fired yet
 
     def __enter__(self):
         self._thread.start()
@@ -276,21 +323,26 @@ def run_job(db, settings, job_id, *, owner, attempt):
     from ..io.confinement import confined_to
     from ..reports.batch import run_dataset
     from .db import Job, LeaseLost
+    from .paths import redact_paths
 
     with db.session() as s:
         job = s.get(Job, job_id)
     lines = [ln for ln in (job.log or "").splitlines() if ln]
     lease = settings.lease_seconds
 
+    def private(text):  # what a job shows (error, log, failures) names no server path
+        return None if text is None else redact_paths(text, settings)
+
     def record(status, **values):
+        values = {k: private(v) if k in ("error", "progress") else v for k, v in values.items()}
         done = db.finish(job_id, owner, status, log="\n".join(lines[-LOG_LINES:]), **values)
         return status if done else "lost"
 
     if job.root != str(settings.root):
         return record(
             "failed",
-            error=f"the job was submitted for the data root {job.root!r}; this server reads "
-            f"{str(settings.root)!r} and does not run jobs of another root.",
+            error=f"the job was submitted for another data root ({job.root!r}); this server reads only its own "
+            "--root and does not run jobs of another root.",
         )
     if attempt > 1:
         lines.append(
@@ -303,25 +355,29 @@ def run_job(db, settings, job_id, *, owner, attempt):
     with _Heartbeat(db, job_id, owner, lease) as beat:
 
         def log(msg):
-            lines.extend(str(msg).splitlines() or [""])
+            msg = private(str(msg))
+            lines.extend(msg.splitlines() or [""])
             del lines[:-LOG_LINES]
             if beat.lost:
                 raise LeaseLost(job_id)
-            cancel = db.renew(job_id, owner, lease_seconds=lease, progress=str(msg).strip()[:500], log="\n".join(lines))
+            cancel = db.renew(job_id, owner, lease_seconds=lease, progress=msg.strip()[:500], log="\n".join(lines))
             if cancel or beat.cancel:
                 raise JobCancelled()
 
         t0 = time.perf_counter()
         try:
-            ds = validate_entry(json.loads(job.entry), settings.root, settings.allowed_encoders)  # links may change
-            out.mkdir(parents=True, exist_ok=True)
-            log(f"[{ds.name}] started (attempt {attempt}, folder {folder})")
-            reused = _seed_world(settings, job, attempt, out)
-            if reused:
-                log(reused)
-            with confined_to(settings.root):  # every path a file names stays inside the root
-                reports, failures = run_dataset(ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log)
-            log(f"[{ds.name}] analysis finished in {time.perf_counter() - t0:.1f} s")
+            with beat.interruptible():
+                ds = validate_entry(json.loads(job.entry), settings.root, settings.allowed_encoders)  # links may change
+                out.mkdir(parents=True, exist_ok=True)
+                log(f"[{ds.name}] started (attempt {attempt}, folder {folder})")
+                reused = _seed_world(settings, job, attempt, out)
+                if reused:
+                    log(reused)
+                with confined_to(settings.root):  # every path a file names stays inside the root
+                    reports, failures = run_dataset(
+                        ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log
+                    )
+                log(f"[{ds.name}] analysis finished in {time.perf_counter() - t0:.1f} s")
         except JobCancelled:
             lines.append("cancelled at the user's request")
             return record("cancelled", progress="cancelled", error="cancelled at the user's request")
@@ -330,7 +386,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
             return "lost"
         except Exception as exc:  # the job fails, the worker goes on
             logger.debug("job %s failed:\n%s", job_id, traceback.format_exc())
-            msg = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+            msg = private(str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}")
             lines.append(f"failed: {msg}")
             return record("failed", error=msg)
     seconds = time.perf_counter() - t0
@@ -346,6 +402,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
         }
         for rep in reports
     ]
+    failures = [(label, private(msg)) for label, msg in failures]
     status = "done" if reports else "failed"
     error = "; ".join(f"{label}: {msg}" for label, msg in failures) or None
     result = record(

@@ -12,6 +12,7 @@ parsed, so a request cannot learn whether a file outside the root exists.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..io.confinement import PathEscape, confine
@@ -76,6 +77,10 @@ def check_encoder(spec, root, allowed=()):
         and "://" not in (tag or "")
     ):
         if tag is None or re.fullmatch(r"[A-Za-z0-9_-]+(:[0-9]+)?", tag):  # a tag name (or @random:SEED)
+            if tag and tag.lower().startswith("random:"):
+                from .._validation import check_seed
+
+                check_seed(int(tag.partition(":")[2]), "encoder @random:SEED")
             return spec
         return f"open_clip:{model}@{confine(tag, root, 'encoder checkpoint')}"  # a file: inside the root only
     if backend == "spotcheck" and model is None and tag is None:
@@ -151,8 +156,16 @@ def _walk_check(folder, root, key):
                 raise PathEscape(f"`{key}`: {rel!r} is a symbolic link leading outside the data root.")
 
 
-def check_dataset_paths(ds, root):
-    """Check a parsed :class:`lbee.run.specs.DatasetSpec` (resolved paths, folders walked, manifest rows)."""
+def check_dataset_paths(ds, root, *, deep=True):
+    """Check a parsed :class:`lbee.run.specs.DatasetSpec` (resolved paths; with ``deep``, folders and manifest rows).
+
+    Parameters
+    ----------
+    deep : bool, default=True
+        Walk folders (a link inside that leads out) and read a manifest's rows. Their cost grows with the
+        data (a 1M-row manifest took 108 s), so a submission checks the resolved paths only and the worker
+        runs the deep check before it reads anything.
+    """
     root = Path(root).resolve()
     found = []
     for key in ("images", "image_embeddings", "sentence_embeddings", "masks", "sensitivity"):
@@ -176,11 +189,39 @@ def check_dataset_paths(ds, root):
         resolved = Path(p).resolve()
         if not _inside(resolved, root):
             raise PathEscape(f"`{key}` leads outside the data root.")
-        if resolved.is_dir():
+        if deep and resolved.is_dir():
             _walk_check(resolved, root, key)
-    if ds.images is not None and Path(ds.images).is_file():  # a manifest: its rows name the images
+    if deep and ds.images is not None and Path(ds.images).is_file():  # a manifest: its rows name the images
         from ..io.images import discover_images
 
         for p in discover_images(ds.images).paths:
             if not _inside(Path(p).resolve(), root):
                 raise PathEscape(f"`images` manifest row {str(p)!r} is outside the data root.")
+
+
+#: An absolute path in a message: from a '/' that does not continue a word, up to a space, quote or separator.
+_ABSOLUTE = re.compile(r"(?<![\w.~>/-])/[^\s'\"`,;:()\[\]{}<>|]+")
+
+
+def redact_paths(text, settings):
+    """``text`` (a job's error or log line) without the server's paths.
+
+    A path inside the data root is shown relative to it (as the job named it), one in the output folder or
+    the cache as ``<output>/...`` / ``<cache>/...``; any other absolute path (site-packages, a home folder)
+    shows only its last component, as ``…/name``.
+    """
+    places = [(Path(settings.root), None), (Path(settings.output), "<output>"), (Path(settings.cache_dir), "<cache>")]
+    places = sorted(places, key=lambda p: -len(str(p[0])))  # the most specific folder first (cache in output)
+
+    def shown(match):
+        token = match.group(0)
+        if token.startswith("/v1/") or token.count("/") < 2:  # an API path or a bare '/x', not a server path
+            return token
+        for folder, label in places:
+            for base in {str(folder), os.path.realpath(folder)}:
+                if token == base or token.startswith(base.rstrip("/") + "/"):
+                    rel = token[len(base) :].lstrip("/")
+                    return (f"{label}/{rel}" if rel else label) if label else (rel or ".")
+        return "…/" + token.rstrip("/").rsplit("/", 1)[-1]
+
+    return _ABSOLUTE.sub(shown, str(text))

@@ -99,7 +99,7 @@ def add_api_routes(app, ctx):
     def cancel_job(job_id: str, token=submit):
         """Cancel a job.
 
-        A queued one at once (``cancelled``); a running one stops after its current stage
+        A queued one at once (``cancelled``); a running one within about a second, in any phase
         (``cancel_requested: true`` until its worker sees it). 409 for a job that has ended.
         """
         try:

@@ -249,6 +249,9 @@ def make_ec(
         blindspots, reason), so a benchmark can report how many ECs were
         regenerated and why (a survivorship bias made visible).
     """
+    from .._validation import check_seed
+
+    random_state = check_seed(random_state, "random_state")  # a seed out of range failed deep in the rendering
     if sampling not in ("uniform", "random"):
         raise ValueError(f"`sampling` must be 'uniform' or 'random'; received {sampling!r}.")
     if sampling == "uniform":

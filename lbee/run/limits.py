@@ -1,0 +1,55 @@
+"""The documented range of every numeric setting: one place for the API, the CLI, YAML configs and the service.
+
+:class:`lbee.run.settings.RunSettings` (the analysis knobs), the entry parser of
+``lbee report`` / ``lbee serve`` (:mod:`lbee.reports.config_entries`) and the
+config's JSON Schema read these; ``docs/errors.md`` lists them. Each bound keeps
+one request from asking for unbounded work (a cluster count of 10⁸, a sweep of
+a million points) while staying far above what an analysis uses.
+"""
+
+from __future__ import annotations
+
+from .._validation import MAX_SEED
+
+__all__ = [
+    "IGNORE_INDEX_RANGE",
+    "MAX_A",
+    "MAX_BATCH_SIZE",
+    "MAX_CLASSES_SHOWN",
+    "MAX_CLUSTERS",
+    "MAX_IMAGE_SIZE",
+    "MAX_K",
+    "MAX_NUM_CLASSES",
+    "MAX_NUM_WORKERS",
+    "MAX_O",
+    "MAX_SEED",
+    "MAX_SWEEP_POINTS",
+    "MAX_THUMBNAILS",
+    "SWEEP_RANGES",
+]
+
+#: Hard (and easy) clusters C: LBEE uses 15 (5 per class). A run forms at most one cluster per image of its split
+#: (more are capped, with a warning), and each cluster costs a description and a merge test.
+MAX_CLUSTERS = 1000
+#: Sentences kept per hard cluster.
+MAX_K = 100
+#: Split margin a (in standard deviations): beyond it no image is hard or easy.
+MAX_A = 10.0
+#: Severity o of the failure sentences (in standard deviations of ω).
+MAX_O = 10.0
+#: A mask value (``ignore_index``): a 32-bit label.
+IGNORE_INDEX_RANGE = (-(2**31), 2**31 - 1)
+#: Values in one sweep grid (``sweep: {K: [...], C: [...], o: [...]}``, ``lbee sweep --k-grid``): each is a
+#: full describe.
+MAX_SWEEP_POINTS = 50
+#: A sweep grid's values: (type, lowest, highest), the range of the knob each one sets.
+SWEEP_RANGES = {"K": (int, 1, MAX_K), "C": (int, 1, MAX_CLUSTERS), "o": (float, 0.0, MAX_O)}
+#: Thumbnails per group on the report page, and classes shown.
+MAX_THUMBNAILS = 200
+MAX_CLASSES_SHOWN = 1000
+#: Images per encoder batch, and data-loader processes.
+MAX_BATCH_SIZE = 65_536
+MAX_NUM_WORKERS = 256
+#: A model's classes and its input side in pixels.
+MAX_NUM_CLASSES = 1_000_000
+MAX_IMAGE_SIZE = 16_384
