@@ -8,9 +8,10 @@ value — are embedded. For atom a and image i:
 
 1. **Presence** ("an image with a circle") and one-valued attributes:
    the n similarities s_ia are fitted by a two-component 1-D Gaussian
-   mixture; when the components are separated (Ashman's D ≥ 2, each holding
-   ≥ 1 % and ≥ 3 of the images) and lie on either side of τ, the encoder's
-   relevance threshold, p_ia is the posterior of the higher one. (A
+   mixture; when the components are two populations (each holding ≥ 1 % and
+   ≥ 3 of the images, Ashman's D ≥ 0.5 however much they overlap) on either
+   side of τ, the encoder's relevance threshold, p_ia is the posterior of the
+   higher one, made non-decreasing in s_ia (a noisy atom keeps its ranking). (A
    similarity can be bimodal because of *other* attributes — in a world
    without rectangles, "an image with a rectangle" scores two squares a
    little higher than one — so the mixture says who is in which population,
@@ -22,10 +23,9 @@ value — are embedded. For atom a and image i:
    its sibling values, given its subject: the margin m = s(value) − max
    s(other values) is fitted the same way over the images the subject is
    likely in (P(present) ≥ 0.5), its two components on either side of 0 (some
-   images prefer the value, some another). A one-population margin means the encoder
-   prefers one value for every image: the attribute is taken as constant,
-   σ(median m / T) for every image (it can then never tell images apart, as
-   it cannot). Without the
+   images prefer the value, some another). A one-population margin gives each
+   image σ(m / T): the encoder's preference, image by image, never one constant
+   for all (which threw a noisy atom's information away). Without the
    contrast, "an orange square" scores like "a square" in a world of blue
    squares. P(blue square) = P(square) · P(blue | square); a value that
    presupposes another literal (a clause about the square) is likewise

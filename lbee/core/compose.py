@@ -23,7 +23,10 @@ keeping the ``beam`` best states. A literal is added only when
 
 * the conjunction still holds for ``min_support`` of G, and the literal for
   ``min_conditional`` of G's images the conjunction held for (a condition of
-  a failure holds across it);
+  a failure holds across it), both as shares of what the literals can reach:
+  a literal's E[P | holds] = E[P²] / E[P] (1 for a near-perfect encoder; a
+  noisy atom's P stays below 1 where it holds, and a product of three of them
+  far below an absolute 0.75);
 * the lift improves beyond noise: by more than z σ, where σ² = (1 − p)
   (1/(h + ½) + 1/(e + ½)) is the variance of the change of a log-ratio when a
   literal that keeps a share p of the region is independent of the failure,
