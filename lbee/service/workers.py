@@ -108,6 +108,10 @@ class JobRunner:
             for name, proc in list(self.procs.items()):
                 if proc.is_alive() or self._stopping.is_set():
                     continue
+                # replaced first, so that whoever sees the job failed also sees the new worker
+                logger.warning("worker %s died (exit code %s); starting another", name, proc.exitcode)
+                del self.procs[name]
+                self._spawn()
                 with self.db.session() as s:
                     ids = list(s.scalars(select(Job.id).where(Job.status == "running", Job.worker == name)))
                     s.execute(
@@ -123,9 +127,6 @@ class JobRunner:
                         )
                     )
                     s.commit()
-                logger.warning("worker %s died (exit code %s); starting another", name, proc.exitcode)
-                del self.procs[name]
-                self._spawn()
             if time.monotonic() - last_recover > self.settings.lease_seconds:
                 last_recover = time.monotonic()
                 try:
