@@ -334,7 +334,8 @@ def test_embed_is_atomic_on_a_full_disk(images, tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(np, "save", full_disk)
-    r = CliRunner().invoke(cli, ["embed", str(images), "--encoder", "stubtest", "--out", str(out)], obj={})
+    args = ["embed", str(images), "--encoder", "stubtest", "--out", str(out), "--overwrite"]
+    r = CliRunner().invoke(cli, args, obj={})
     assert r.exit_code == 1 and "No space left on device" in r.output
     assert (out / "embeddings.npy").read_bytes() == before
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
@@ -355,7 +356,7 @@ def test_embed_killed_leaves_each_array_with_its_ids(images, tmp_path, killed_lb
         Image.fromarray(np.full((8, 8, 3), 30 * i, np.uint8)).save(images / f"f{i}.png")
     (tmp_path / "two.txt").write_text("A dog\nA cat\nA bird\n")
     setup = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_provenance"
-    killed_lbee([*cache, *args], step, setup=setup)
+    killed_lbee([*cache, *args, "--overwrite"], step, setup=setup)
     if step == "staged":  # the new arrays were all in the stage: the folder is the old one
         assert {p.name: p.read_bytes() for p in out.iterdir()} == old
     assert recover_leftovers(out)  # what the next run into the folder does first
@@ -364,8 +365,37 @@ def test_embed_killed_leaves_each_array_with_its_ids(images, tmp_path, killed_lb
     sen, _ = load_embeddings(out / "sentence_embeddings.npy", "s", kind="sentence_embeddings")
     ids, texts = (out / "ids.txt").read_text().split(), (out / "sentences.txt").read_text().splitlines()
     assert (len(img), len(ids), len(sen), len(texts)) == ((4, 4, 2, 2) if step == "staged" else (6, 6, 3, 3))
-    r = run([*cache, "embed", "--sentences", str(tmp_path / "two.txt"), "--encoder", "stubtest", "--out", str(out)])
+    again = ["embed", "--sentences", tmp_path / "two.txt", "--encoder", "stubtest", "--out", out, "--overwrite"]
+    r = run([*cache, *map(str, again)])
     assert r.exit_code == 0 and (out / "ids.txt").read_text().split() == ids  # another part's files stay
+
+
+def test_embed_refuses_to_replace_arrays_without_overwrite(images, tmp_path, monkeypatch):
+    """Sweep #8: a second embed into the same folder replaced 2000 rows by 5, with no --overwrite and no word."""
+    import lbee.run.embed as embed_mod
+
+    out = tmp_path / "emb"
+    assert run(["embed", str(images), "--encoder", "stubtest", "--out", str(out)]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    # a sentences-only embed into a folder holding only the images' part replaces nothing: allowed, images' files stay
+    r = run(["embed", "--sentences", str(_sentences(tmp_path)), "--encoder", "stubtest", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert all((out / name).read_bytes() == data for name, data in before.items())
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the refusal comes before any work")
+
+    monkeypatch.setattr(embed_mod, "load_encoder", no_work)
+    for extra in (["--sentences", str(_sentences(tmp_path))], [str(images)]):
+        r = CliRunner().invoke(cli, ["embed", *extra, "--encoder", "stubtest", "--out", str(out)], obj={})
+        assert r.exit_code == 1 and "already exists" in r.output and "--overwrite" in r.output, r.output
+        assert ("sentence_embeddings.npy" if "--sentences" in extra else "embeddings.npy") in r.output
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    monkeypatch.undo()
+    r = run(["embed", str(images), "--encoder", "stubtest", "--out", str(out), "--overwrite"])
+    assert r.exit_code == 0, r.output
+    assert (out / "sentences.txt").read_bytes() == before["sentences.txt"]  # the other part stays
 
 
 def test_encoder_typo_fails_before_any_work(tmp_path):

@@ -33,10 +33,19 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
     required=True,
     type=click.Path(file_okay=False),
     help="Folder for embeddings.npy (unit float32 rows) and ids.txt (one image id per row), "
-    "sentence_embeddings.npy and sentences.txt, each .npy with its .provenance.json.",
+    "sentence_embeddings.npy and sentences.txt, each .npy with its .provenance.json. "
+    "A folder that already holds the files of a part embedded is refused unless --overwrite.",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace the arrays (with their ids / sentences and provenance) already in --out; "
+    "the other part's files and the embedding cache stay.",
 )
 @click.pass_context
-def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_actors, batch_size, chunk_size, out_dir):
+def embed(
+    ctx, images, sentence_set, encoder_spec, engine, ray_address, num_actors, batch_size, chunk_size, out_dir, overwrite
+):
     """Embed IMAGES (a folder, searched recursively, or a manifest with 'path') and/or a sentence set.
 
     The embeddings go to the content-hash cache too, so a later 'lbee describe'
@@ -72,6 +81,7 @@ def embed(ctx, images, sentence_set, encoder_spec, engine, ray_address, num_acto
                 chunk_size=chunk_size,
                 progress=obj["progress"],
                 log=log,
+                overwrite=overwrite,
             )
         except click.ClickException:
             raise

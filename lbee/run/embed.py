@@ -53,6 +53,7 @@ def embed_to_folder(
     chunk_size=1024,
     progress=False,
     log=None,
+    overwrite=False,
 ):
     """Write ``embeddings.npy`` + ``ids.txt`` (images) and ``sentence_embeddings.npy`` + ``sentences.txt`` into ``out``.
 
@@ -81,6 +82,10 @@ def embed_to_folder(
     progress : bool, default=False
     log : callable, optional
         Receives a one-line warning when the encoder cannot describe these images.
+    overwrite : bool, default=False
+        Replace the files of the parts this call embeds when ``out`` already holds them. Without it,
+        such a folder is refused before any work (:class:`lbee.io.staging.OutputExistsError`); the
+        other part's files (the images' when only sentences are embedded, and vice versa) are never touched.
 
     Returns
     -------
@@ -90,15 +95,16 @@ def embed_to_folder(
     from ..io.images import discover_images
     from ..io.provenance import make_provenance, write_embeddings, write_sidecar
     from ..io.sentences import load_sentence_set
-    from ..io.staging import staged_entries
+    from ..io.staging import check_no_replace, staged_entries
 
     out = Path(out)
+    parts = (IMAGE_FILES if images is not None else ()) + (SENTENCE_FILES if sentence_set is not None else ())
+    check_no_replace([out / name for name in parts], overwrite=overwrite)  # before any work
     caveat = encoder_caveat(encoder_spec, images) if images is not None else None
     if caveat and log:  # said once, before the work
         log(f"Warning: {caveat}")
     sset = load_sentence_set(sentence_set) if sentence_set is not None else None  # before any embedding
     imgs = discover_images(images) if images is not None else None
-    parts = (IMAGE_FILES if imgs is not None else ()) + (SENTENCE_FILES if sset is not None else ())
     with staged_entries(out, replaces=parts) as stage:
         encoder = result = None
         if imgs is not None and engine == "ray":
