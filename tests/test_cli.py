@@ -92,6 +92,18 @@ def test_describe_and_evaluate_precomputed(precomputed):
     )
     assert r.exit_code == 0, r.output
     assert set(pd.read_csv(p / "m.csv")["method"]) == {"tops", "setdiff", "pdiff", "fpdiff", "domino"}
+    # sweep #10: an existing --out file (or the default metrics.json) is never replaced in silence, nor an input ever
+    (p / "prec.csv").write_text("precious")
+    for target in (["--out", str(p / "prec.csv")], []):
+        r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.csv"), *target])
+        assert r.exit_code == 1 and "already exists" in r.output and "--overwrite" in r.output, r.output
+    assert (p / "prec.csv").read_text() == "precious" and fp_row in json.loads((p / "out" / "metrics.json").read_text())
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.csv"), "--out", str(p / "rel.csv"), "--overwrite"])
+    assert r.exit_code == 1 and "is the input file" in r.output, r.output
+    r = run(
+        ["evaluate", str(p / "out"), "--relevance", str(p / "rel.csv"), "--out", str(p / "prec.csv"), "--overwrite"]
+    )
+    assert r.exit_code == 0 and set(pd.read_csv(p / "prec.csv")["method"]) >= {"fpdiff"}, r.output
 
 
 def test_describe_errors(precomputed):

@@ -268,6 +268,29 @@ def test_sweep_takes_tau_from_provenance(world, monkeypatch):
     assert seen["tau"] == STUB_TAU
 
 
+def test_sweep_refuses_to_replace_its_outputs_without_overwrite(world, monkeypatch):
+    """Sweep #9: a second `lbee sweep` into the same folder replaced sweep.csv and sweep.png in silence."""
+    import lbee.analyses.sweep as sweep_mod
+
+    args = ["sweep", "--image-embeddings", str(world / "img.npy"), "--sentence-embeddings", str(world / "sen.npy")]
+    args += ["--sentences", str(world / "sents.txt"), "--predictions", str(world / "pred.csv")]
+    args += ["--relevance", str(world / "rel.npy"), "--k-grid", "1", "--clusters-grid", "", "--o-grid", ""]
+    args += ["--clusters", "2", "-k", "1", "--method", "fpdiff", "--out", str(world / "sweep")]
+    assert run(args).exit_code == 0
+    before = (world / "sweep" / "sweep.csv").read_bytes()
+
+    def no_work(*a, **kw):
+        raise AssertionError("the refusal comes before any work")
+
+    monkeypatch.setattr(sweep_mod, "sensitivity_sweep", no_work)
+    r = CliRunner().invoke(cli, [*args, "--k-grid", "2"], obj={})
+    assert r.exit_code == 1 and "sweep.csv' already exists" in r.output and "--overwrite" in r.output, r.output
+    assert (world / "sweep" / "sweep.csv").read_bytes() == before
+    monkeypatch.undo()
+    assert run([*args, "--k-grid", "2", "--overwrite"]).exit_code == 0
+    assert (world / "sweep" / "sweep.csv").read_bytes() != before
+
+
 # ---------------------------------------------------------------- lbee embed writes it (images and sentence sets)
 
 

@@ -354,6 +354,9 @@ def test_the_cli_refuses_settings_out_of_range_with_a_clear_error(tmp_path):
         (["spotcheck", "generate", "--seed", str(10**23), "--out", str(tmp_path / "w")], "not in the range"),
         (["sweep", "--clusters-grid", "1,100000", "--predictions", __file__, "--relevance", __file__], "[1, 1000]"),
         (["sweep", "--o-grid", "nan", "--predictions", __file__, "--relevance", __file__], "'nan' is outside"),
+        (["evaluate", __file__, "--relevance", __file__, "--o", "11"], "11.0 is not in the range 0.0<=x<=10.0"),  # #30
+        (["evaluate", __file__, "--relevance", __file__, "--o", "1e308"], "not in the range 0.0<=x<=10.0"),
+        (["sweep", "--o", "11", "--predictions", __file__, "--relevance", __file__], "not in the range 0.0<=x<=10.0"),
     ):
         res = CliRunner().invoke(cli, args, obj={})
         assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, res.output

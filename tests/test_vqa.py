@@ -314,3 +314,34 @@ def test_cli_vqa_with_saved_models_and_agreement(tmp_path):
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(cli, ["evaluate", str(tmp_path / "run"), "--relevance", str(out)], obj={})
     assert r.exit_code == 0 and "fpdiff" in r.output, r.output
+
+
+def test_cli_vqa_refuses_to_replace_an_existing_out_file(tmp_path, monkeypatch):
+    """Sweep #11: an existing --out file was replaced without --overwrite."""
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    images(folder, 2)
+    (tmp_path / "s.txt").write_text("An image taken at night\n")
+    pd.DataFrame(
+        {"image": ["im0.png", "im1.png"], "sentence": ["An image taken at night"] * 2, "relevant": [1, 0]}
+    ).to_csv(tmp_path / "meta.csv", index=False)
+    out = tmp_path / "vq.parquet"
+    out.write_text("precious")
+    args = ["--cache-dir", str(tmp_path / "c"), "-q", "vqa", "--images", str(folder), "--sentences"]
+    args += [
+        str(tmp_path / "s.txt"),
+        "--backend",
+        "metadata",
+        "--metadata",
+        str(tmp_path / "meta.csv"),
+        "--out",
+        str(out),
+    ]
+    r = CliRunner().invoke(cli, args, obj={})
+    assert r.exit_code == 1 and "vq.parquet' already exists" in r.output and "--overwrite" in r.output, r.output
+    assert out.read_text() == "precious"
+    r = CliRunner().invoke(cli, args[:-1] + [str(tmp_path / "meta.csv"), "--overwrite"], obj={})
+    assert r.exit_code == 1 and "is the input file" in r.output, r.output  # never its own input
+    r = CliRunner().invoke(cli, [*args, "--overwrite"], obj={})
+    assert r.exit_code == 0, r.output
+    assert pd.read_parquet(out)["relevant"].tolist() == [True, False]

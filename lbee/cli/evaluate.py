@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..core.evaluation import DEFAULT_O
+from ..run.limits import MAX_O
 from ._base import FloatRange, LbeeError, check_writable_folder, cli, fail
 
 
@@ -27,7 +28,7 @@ from ._base import FloatRange, LbeeError, check_writable_folder, cli, fail
 @click.option(
     "--o",
     "o_values",
-    type=FloatRange(min=0),
+    type=FloatRange(0.0, MAX_O),
     multiple=True,
     default=[DEFAULT_O],
     show_default=True,
@@ -38,9 +39,11 @@ from ._base import FloatRange, LbeeError, check_writable_folder, cli, fail
     type=click.Path(dir_okay=False),
     default=None,
     help="Write metrics here (.json or .csv) [default: metrics.json beside the explanation, or "
-    "evaluate_metrics.json when metrics.json there is another command's (a batch report's)].",
+    "evaluate_metrics.json when metrics.json there is another command's (a batch report's)]. "
+    "An existing file is refused unless --overwrite.",
 )
-def evaluate(explanation, relevance, performance, o_values, out):
+@click.option("--overwrite", is_flag=True, help="Replace the metrics file if it exists.")
+def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     """Score an explanation.json (AHR / ACR / TPR / JI per method)."""
     import pandas as pd
 
@@ -49,6 +52,7 @@ def evaluate(explanation, relevance, performance, o_values, out):
     from ..io.cache import atomic_write_bytes, json_bytes
     from ..io.relevance import load_relevance
     from ..io.schemas import validate_performance
+    from ..io.staging import OutputExistsError, check_no_replace
     from ..io.table_reader import read_table
     from ..run.pipeline import load_explanations
 
@@ -57,6 +61,10 @@ def evaluate(explanation, relevance, performance, o_values, out):
         path = path / "explanation.json"
     target = Path(out) if out else _default_target(path.parent)
     check_writable_folder(target.parent, "--out" if out else "the explanation's folder")
+    try:  # before reading Γ
+        check_no_replace([target], overwrite=overwrite, inputs=[path, relevance, performance])
+    except OutputExistsError as exc:
+        fail(exc)
     try:
         exps, payload = load_explanations(path)
         ids, sents = payload["images"], payload["sentences"]

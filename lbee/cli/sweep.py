@@ -96,7 +96,14 @@ def _number_list(grid):
     help="Severities to try ('' skips).",
 )
 @settings_options("methods", "confidence_from", "k", "clusters", "tau", "a", "o", "ward")
-@click.option("--out", type=click.Path(file_okay=False), default="lbee_out/sweep", show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="lbee_out/sweep",
+    show_default=True,
+    help="Folder for sweep.csv and sweep.png (refused when it holds them, unless --overwrite).",
+)
+@click.option("--overwrite", is_flag=True, help="Replace the sweep.csv and sweep.png already in --out.")
 @click.pass_context
 def sweep(
     ctx,
@@ -112,6 +119,7 @@ def sweep(
     clusters_grid,
     o_grid,
     out,
+    overwrite,
     **knobs,
 ):
     """Vary K, C and o one at a time: a table and plots of ACR / AHR / TPR / JI (LBEE Figures 6 and 10).
@@ -122,7 +130,7 @@ def sweep(
     fixed while another one varies.
     """
     from ..analyses.sweep import plot_sweep, sensitivity_sweep
-    from ..io.staging import staged_entries
+    from ..io.staging import OutputExistsError, check_no_replace, staged_entries
     from ..run.inputs import load_inputs
     from ..run.preflight import preflight
     from ..run.scores import model_scores
@@ -139,6 +147,10 @@ def sweep(
     if images is not None:
         check_encoder_spec(encoder)
     check_writable_folder(out, "--out")
+    try:  # before any embedding or describe
+        check_no_replace([Path(out) / "sweep.csv", Path(out) / "sweep.png"], overwrite=overwrite)
+    except OutputExistsError as exc:
+        fail(exc)
     obj = ctx.obj or {}
     ds = DatasetSpec(
         name="sweep",

@@ -23,7 +23,14 @@ from ._base import LbeeError, check_writable_folder, cli, fail, ray_options, req
     "--backend", default="llava+blip", show_default=True, help="Backends joined by '+': llava, blip, ofa, metadata."
 )
 @click.option("--combine", "how", type=click.Choice(["and", "or", "majority"]), default="and", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False), default="relevance.parquet", show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default="relevance.parquet",
+    show_default=True,
+    help="The relevance table (refused when it exists, unless --overwrite).",
+)
+@click.option("--overwrite", is_flag=True, help="Replace the --out file if it exists.")
 @click.option(
     "--questions",
     "questions_file",
@@ -48,6 +55,7 @@ def vqa(
     backend,
     how,
     out,
+    overwrite,
     questions_file,
     llava_model,
     blip_model,
@@ -77,6 +85,12 @@ def vqa(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--backend") from None
     check_writable_folder(Path(out).parent, "--out's folder")  # before any model is loaded, not after
+    from ..io.staging import OutputExistsError, check_no_replace
+
+    try:
+        check_no_replace([out], overwrite=overwrite, inputs=[images, metadata, questions_file])
+    except OutputExistsError as exc:
+        fail(exc)
     try:
         sset = load_sentence_set(sentence_set)
         overrides = builtin_overrides(sset.name) or {}
