@@ -12,7 +12,13 @@ from ._base import SEED, FloatRange, LbeeError, check_writable_folder, cli, fail
 
 @cli.command()
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the experimental configuration.")
-@click.option("--out", type=click.Path(file_okay=False), default="lbee_out/demo", show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="lbee_out/demo",
+    show_default=True,
+    help="The demo's own folder, refreshed whole on every run (unlike other outputs: no --overwrite needed).",
+)
 @click.option("--clusters", type=click.IntRange(1, MAX_CLUSTERS), default=15, show_default=True)
 @click.option("-k", "k", type=click.IntRange(1, MAX_K), default=3, show_default=True)
 @click.option("--a", "a", type=FloatRange(0, MAX_A), default=0.2, show_default=True)
