@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..run.limits import MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_NUM_CLASSES, MAX_NUM_WORKERS
 from ..run.settings_cli import as_cli_message, settings_from_options, settings_options
 from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fail, require_extra
 
@@ -34,9 +35,18 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
 )
 @click.option("--model", "model_spec", help="TorchScript file, torchvision:<arch>, timm:<arch> or module:factory.")
 @click.option("--weights", type=click.Path(exists=True, dir_okay=False), help="State dict for --model.")
-@click.option("--num-classes", type=click.IntRange(min=1), default=None, help="Classes of a torchvision/timm --model.")
 @click.option(
-    "--image-size", type=click.IntRange(min=1), default=224, show_default=True, help="Input size for --model."
+    "--num-classes",
+    type=click.IntRange(1, MAX_NUM_CLASSES),
+    default=None,
+    help="Classes of a torchvision/timm --model.",
+)
+@click.option(
+    "--image-size",
+    type=click.IntRange(1, MAX_IMAGE_SIZE),
+    default=224,
+    show_default=True,
+    help="Input size for --model.",
 )
 @click.option(
     "--encoder",
@@ -108,9 +118,13 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
     help="Also write report.html into --out: the same page as `lbee report` (no YAML needed).",
 )
 @click.option("--strict", is_flag=True, help="Fail on the first unreadable image instead of skipping it.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, MAX_BATCH_SIZE), default=64, show_default=True)
 @click.option(
-    "--num-workers", type=click.IntRange(min=0), default=2, show_default=True, help="Image-decoding worker processes."
+    "--num-workers",
+    type=click.IntRange(0, MAX_NUM_WORKERS),
+    default=2,
+    show_default=True,
+    help="Image-decoding worker processes.",
 )
 @click.pass_context
 def describe(

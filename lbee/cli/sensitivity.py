@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..run.limits import MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_NUM_CLASSES
 from ._base import SEED, LbeeError, check_writable_folder, cli, fail, log
 
 
@@ -93,7 +94,7 @@ def _from_ec(ec_dir):
     "[default with --ec: the world's classifier].",
 )
 @click.option("--weights", type=click.Path(exists=True, dir_okay=False), default=None, help="State-dict file.")
-@click.option("--num-classes", type=click.IntRange(min=2), default=None, help="Output classes of --model.")
+@click.option("--num-classes", type=click.IntRange(2, MAX_NUM_CLASSES), default=None, help="Output classes of --model.")
 @click.option(
     "--ec",
     "ec_dir",
@@ -117,8 +118,8 @@ def _from_ec(ec_dir):
     default=None,
     help="Geometry and normalisation [default: imagenet; spotcheck with --ec].",
 )
-@click.option("--image-size", type=click.IntRange(min=8), default=None, help="Model input side [224 / 64].")
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--image-size", type=click.IntRange(8, MAX_IMAGE_SIZE), default=None, help="Model input side [224 / 64].")
+@click.option("--batch-size", type=click.IntRange(1, MAX_BATCH_SIZE), default=64, show_default=True)
 @click.option("--saliency", is_flag=True, help="Also GradCAM alignment with the masks (§5.4) -> saliency.csv.")
 @click.option("--layer", default=None, help="GradCAM layer name [default: the last Conv2d].")
 @click.option(

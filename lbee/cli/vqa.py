@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..run.limits import MAX_BATCH_SIZE
 from ._base import LbeeError, check_writable_folder, cli, fail, ray_options, require_extra
 
 
@@ -45,7 +46,7 @@ from ._base import LbeeError, check_writable_folder, cli, fail, ray_options, req
     help="Long-form table (image, sentence, relevant) for the 'metadata' backend.",
 )
 @click.option("--scoring", type=click.Choice(["logits", "generate"]), default="logits", show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, MAX_BATCH_SIZE), default=8, show_default=True)
 @ray_options("VQA models")
 @click.pass_context
 def vqa(
