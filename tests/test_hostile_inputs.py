@@ -1197,3 +1197,21 @@ def test_nan_is_refused_by_every_bounded_float_option(args, option, tmp_path):
     r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "out")], obj={})
     assert r.exit_code == 2 and f"Invalid value for '{option}'" in r.output and "is not a number" in r.output
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_a_truncated_npy_says_how_many_bytes_its_header_claims(tmp_path, mmap):
+    """Sweep #28: half an embeddings .npy gave numpy's 'mmap length is greater than file size'."""
+    from lbee.io.arrays import load_npy
+
+    path = tmp_path / "image_embeddings.npy"
+    np.save(path, np.zeros((200, 8), np.float32))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(
+        ValueError,
+        match=r"truncated: its header claims shape \(200, 8\) \(6400 bytes of float32\) but "
+        r"the file holds \d+ bytes of data",
+    ) as info:
+        load_npy(path, "image_embeddings", mmap=mmap)
+    assert str(path) in str(info.value)
