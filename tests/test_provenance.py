@@ -118,7 +118,10 @@ def test_round_trip_keeps_encoder_and_tau(world):
 
 def test_replaced_npy_is_refused(world):
     np.save(world / "img.npy", np.ones((24, 8), np.float32))  # overwritten by something else after lbee wrote it
-    with pytest.raises(ValueError, match="does not match its provenance img.provenance.json"):
+    with pytest.raises(ValueError, match=r"does not match its provenance img.provenance.json \('data_sha256' differs"):
+        load_embeddings(world / "img.npy", "--image-embeddings")  # sweep #29: the differing field is named
+    np.save(world / "img.npy", np.ones((23, 8), np.float32))
+    with pytest.raises(ValueError, match=r"\('shape' differs: the array is \(23, 8\), the record says \(24, 8\)\)"):
         load_embeddings(world / "img.npy", "--image-embeddings")
 
 

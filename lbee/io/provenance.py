@@ -208,13 +208,19 @@ def check_matches_array(record, array, path, name="embeddings"):
     if record is None:
         return
     arr = np.asarray(array)
-    if list(arr.shape) != record["shape"] or record["data_sha256"] != array_digest(arr):
-        raise ValueError(
-            f"{name} {str(path)!r} does not match its provenance {sidecar_path(path).name} (shape "
-            f"{tuple(arr.shape)} vs recorded {tuple(record['shape'])}, or other values): the .npy was "
-            "replaced after lbee wrote it. Re-create both with `lbee embed`, or delete the sidecar to "
-            "use the array bare."
+    if list(arr.shape) != record["shape"]:
+        differs = f"'shape' differs: the array is {tuple(arr.shape)}, the record says {tuple(record['shape'])}"
+    elif record["data_sha256"] != (digest := array_digest(arr)):
+        differs = (
+            f"'data_sha256' differs: the rows digest to {digest[:12]}…, the record says {record['data_sha256'][:12]}…"
         )
+    else:
+        return
+    raise ValueError(
+        f"{name} {str(path)!r} does not match its provenance {sidecar_path(path).name} ({differs}): the .npy "
+        "was replaced after lbee wrote it, or the record edited. Re-create both with `lbee embed`, or delete the "
+        "sidecar to use the array bare."
+    )
 
 
 def load_embeddings(path, name, *, kind=None):
