@@ -1215,3 +1215,13 @@ def test_a_truncated_npy_says_how_many_bytes_its_header_claims(tmp_path, mmap):
     ) as info:
         load_npy(path, "image_embeddings", mmap=mmap)
     assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_utf16_table_is_named_as_such(tmp_path, encoding):
+    """Sweep #44: a UTF-16 predictions CSV gave pandas' "'utf-8' codec can't decode byte 0xff"."""
+    path = tmp_path / "t3.csv"
+    text = "image,confidence\na.png,0.3\n"
+    path.write_bytes(b"\xfe\xff" + text.encode(encoding) if encoding == "utf-16-be" else text.encode(encoding))
+    with pytest.raises(ValueError, match=r"t3.csv': it is UTF-16 or UTF-32; save it as UTF-8"):
+        read_table(path)

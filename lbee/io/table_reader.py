@@ -112,10 +112,13 @@ def _refuse_repeated_columns(columns, path):
 
 
 def _check_header(path, sep):
-    """Refuse a text table whose header names a column twice (pandas would rename the second ``x.1``)."""
+    """Refuse a text table that is UTF-16 (Excel's "Unicode text"), or whose header names a column twice."""
     import csv
 
     try:
+        with open(path, "rb") as fh:  # UTF-16's marks (UTF-32 LE's begins with UTF-16 LE's); pandas says "0xff"
+            if fh.read(2) in (b"\xff\xfe", b"\xfe\xff"):
+                raise ValueError(f"Cannot read table {str(path)!r}: it is UTF-16 or UTF-32; save it as UTF-8.")
         with open(path, newline="", encoding="utf-8-sig") as fh:
             header = next((r for r in csv.reader(fh, delimiter=sep) if r), [])
     except (OSError, UnicodeDecodeError, csv.Error):
