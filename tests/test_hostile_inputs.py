@@ -340,6 +340,11 @@ CASES = [
         Result(lambda r, c: r[1].preds.tolist() == [1, 1] and r[1].performance.tolist() == [0, 1]),
     ),
     (
+        "pred-empty-class-name",  # sweep #46: 'prob_' was read as a class named ''
+        preds("path,label,prob_cat,prob_dog,prob_\na,cat,0.9,0.1,0\nb,dog,0.2,0.8,0\n"),
+        Raises(ValueError, "t.csv'", "column 'prob_' with no class name", "'prob_<class>'"),
+    ),
+    (
         "pred-duplicate-id",
         preds(P_HEAD + "a,0.9,0.1,0\na,0.2,0.8,1\n"),
         Raises(ValueError, "repeats the image id 'a'", "row 1 (line 2 of the file) and row 2 (line 3 of the file)"),

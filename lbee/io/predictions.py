@@ -120,6 +120,11 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
     out = Predictions(ids)
     if prob_cols:
         names = [str(c)[len("prob_") :] for c in prob_cols]
+        if not all(n.strip() for n in names):  # a class named '' would be listed, scored and shown as nothing
+            raise ValueError(
+                f"{table_source(table, name)} has a column 'prob_' with no class name; "
+                "expected 'prob_<class>' such as 'prob_cat'."
+            )
         if len(set(names)) != len(names):
             raise ValueError(f"{table_source(table, name)} repeats a prob_<class> column; found {prob_cols}.")
         out.class_names = names
