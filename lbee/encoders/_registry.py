@@ -148,9 +148,9 @@ def encoder_caveat(spec, images=None):
             return None
     if backend == "spotcheck":
         return (
-            f"encoder {spec!r} was trained on SpotCheck renders only: on other images its embeddings do not "
-            "follow the image content, so the sentences chosen will be meaningless. Use open_clip for real "
-            "images."
+            f"encoder {spec!r} was trained on SpotCheck renders only, and these images lie in no saved SpotCheck "
+            "world (no ec.json above them): unless they are SpotCheck renders, its embeddings do not follow the "
+            "image content and the sentences chosen will be meaningless. Use open_clip for real images."
         )
     if tag is not None and (tag.lower() in ("none", "random") or tag.lower().startswith("random:")):
         return (
