@@ -340,6 +340,11 @@ CASES = [
         Result(lambda r, c: r[1].preds.tolist() == [1, 1] and r[1].performance.tolist() == [0, 1]),
     ),
     (
+        "pred-digit-class-names-out-of-order",  # sweep #45: label '1' read as the class named 1 (column 0), unsaid
+        preds("image,label,prob_1,prob_0\na,1,0.9,0.1\nb,0,0.2,0.8\n"),
+        Result(warned("read as the class named '1' (prob_1), not as the index 1")),
+    ),
+    (
         "pred-empty-class-name",  # sweep #46: 'prob_' was read as a class named ''
         preds("path,label,prob_cat,prob_dog,prob_\na,cat,0.9,0.1,0\nb,dog,0.2,0.8,0\n"),
         Raises(ValueError, "t.csv'", "column 'prob_' with no class name", "'prob_<class>'"),

@@ -148,9 +148,24 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
             f"{table_source(table, name)} needs a 'confidence' column or class probability columns "
             f"'prob_<class>'; found columns {cols}."
         )
+    # classes named by digits that are not their positions (prob_1, prob_0): a cell '1' is the class named '1'
+    moved = [c for k, c in enumerate(out.class_names or ()) if c.isascii() and c.isdigit() and c != str(k)]
     for col in ("label", "pred"):
         if col in cols:
             setattr(out, col + "s", class_column(table, col, out.class_names, name))
+            if moved:  # names win (documented), but a reader who meant indices would be silently wrong: say so
+                logger.warning(
+                    "%s: classes are named by digits that differ from their column positions (%s); a %r cell "
+                    "such as %r is read as the class named %r (prob_%s), not as the index %s. Name the classes "
+                    "with words, or order the prob_<class> columns so that prob_<k> is column k.",
+                    table_source(table, name),
+                    ", ".join(f"prob_{c} is column {out.class_names.index(c)}" for c in moved[:5]),
+                    col,
+                    moved[0],
+                    moved[0],
+                    moved[0],
+                    moved[0],
+                )
     if out.probs is not None and out.preds is not None:
         differ = np.flatnonzero(out.preds != out.probs.argmax(1))
         if differ.size:  # a thresholded model may mean it; say so rather than pick silently
