@@ -47,7 +47,7 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class YAMLLimitError(ValueError):
-    """A YAML text past the reader's bounds: nested too deeply, a recursive alias, or aliases that expand too far."""
+    """YAML past the reader's bounds (deep nesting, a recursive alias, aliases expanding too far), or a merge key."""
 
 
 class LineMapping(dict):
@@ -103,8 +103,8 @@ def _strict(base):
         out.key_lines = {}
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:  # SafeLoader's merge would hide where each key came from
-                raise yaml.constructor.ConstructorError(
-                    None, None, "merge keys (<<) are not supported; write the keys out", key_node.start_mark
+                raise YAMLLimitError(
+                    f"line {key_node.start_mark.line + 1}: merge keys (<<) are not supported; write the keys out."
                 )
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, (str, int, float, bool)) and key is not None:
