@@ -399,6 +399,14 @@ def _drop_digest(lines):
     lines[:] = [ln for ln in lines if not ln.startswith("# grammar_digest")]
 
 
+def _two_grammars(lines):
+    lines.insert(0, "# grammar: street_scenes")
+
+
+def _two_digests(lines):
+    lines.insert(2, "# grammar_digest: sha256:" + "0" * 64)
+
+
 @pytest.mark.parametrize(
     "edit, message",
     [
@@ -409,8 +417,10 @@ def _drop_digest(lines):
         ),
         (_blank_cell, r"sc.conditions.tsv, line 4: the conditions cell of 'An image with a square' is empty"),
         (_drop_digest, r"sc.conditions.tsv: no '# grammar_digest: sha256:...' line"),
+        (_two_grammars, r"sc.conditions.tsv, line 2: a second '# grammar:' line; expected one"),
+        (_two_digests, r"sc.conditions.tsv, line 3: a second '# grammar_digest:' line; expected one"),
     ],
-    ids=["swapped cells", "blank cell", "no digest"],
+    ids=["swapped cells", "blank cell", "no digest", "two grammar lines (sweep #36)", "two digests"],
 )
 def test_a_sidecar_row_must_be_what_the_grammar_says(tmp_path, edit, message):
     """Issue 32: swapped or blanked condition cells loaded, and so did a sidecar without its digest line."""
