@@ -280,8 +280,13 @@ def test_value_names_cannot_hold_the_conditions_separators(name):
             MINI.replace("      - id: color\n", "      - id: tone\n        values: {navy: blue}\n      - id: color\n"),
             r"line 10: .*color=blue and tone=navy \(line 8\) are both said 'blue'",
         ),
+        (
+            MINI.replace("      - id: color\n", "      - id: color\n        requires: [square.color=blue]\n"),
+            r"g.yaml, line 8: square.color requires square.color=blue, a value of the same attribute: its other "
+            r"values \(orange\) can never hold",
+        ),
     ],
-    ids=["superscript", "5000 digits", "lead opens a comment", "two attributes, one word"],
+    ids=["superscript", "5000 digits", "lead opens a comment", "two attributes, one word", "requires itself (#35)"],
 )
 def test_more_hostile_grammar_values(text, message):
     with pytest.raises(ValueError, match=message):

@@ -317,6 +317,14 @@ def parse_grammar(text, *, source="<grammar>"):
                 )
                 if not ok:
                     ctx.fail(a.line, f"{s.id}.{a.id} requires {rs}.{ra}={rv}, which the grammar does not declare.")
+                others = [v for v in a.values if v != rv]
+                if (rs, ra) == (s.id, a.id) and others:  # one value of an attribute at a time: the others never hold
+                    ctx.fail(
+                        a.line,
+                        f"{s.id}.{a.id} requires {rs}.{ra}={rv}, a value of the same attribute: its other values "
+                        f"({', '.join(others[:5])}{', ...' if len(others) > 5 else ''}) can never hold; "
+                        "drop the requirement or move those values to another attribute.",
+                    )
     k = 2
     if "max_conditions" in top:
         raw = ctx.text(top["max_conditions"], "max_conditions")
