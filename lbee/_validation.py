@@ -8,6 +8,7 @@ expected, as SPEC §2 asks.
 from __future__ import annotations
 
 import numbers
+import reprlib
 from collections.abc import Collection
 from typing import Any, Literal, overload
 
@@ -20,10 +21,49 @@ from .typing import BoolArray, FloatArray
 MAX_SEED = 2**32 - 1
 
 
+#: A user's value quoted in a message is cut to this many characters (and says how long it was): a value can be
+#: megabytes long (a YAML alias, a pasted file), and its full repr would be built and sent with every error.
+SHOWN_CHARS = 80
+
+
+class _Short(reprlib.Repr):
+    """reprlib's cut repr, also for subclasses of str, list and dict (reprlib names types by their class name)."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxstring = self.maxother = self.maxlong = SHOWN_CHARS
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 4
+        self.maxlevel = 3
+
+    def repr1(self, x, level):
+        for base in (str, list, tuple, dict):
+            if isinstance(x, base) and type(x) is not base:
+                return getattr(self, f"repr_{base.__name__}")(base(x) if base is not dict else x, level)
+        return super().repr1(x, level)
+
+
+_SHORT = _Short()
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` cut at about ``limit`` characters, saying how long a longer value was.
+
+    Never builds the full repr, so quoting a gigabyte value in a message costs as little as quoting a word.
+    """
+    text = _SHORT.repr(value)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    if isinstance(value, str) and len(value) > limit - 2:
+        text += f" ({len(value):,} characters)"
+    elif isinstance(value, (list, tuple, dict, set)) and len(value) > 4:
+        text += f" ({len(value):,} items)"
+    return text
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape} and dtype {value.dtype}"
-    return f"{type(value).__name__} {value!r}"[:120]
+    return f"{type(value).__name__} {shown(value)}"
 
 
 def as_float_matrix(value: Any, name: str, *, allow_empty: bool = False) -> FloatArray:

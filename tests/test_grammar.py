@@ -274,14 +274,19 @@ def test_value_names_cannot_hold_the_conditions_separators(name):
     "text, message",
     [
         (MINI + 'max_conditions: "²"\n', r"line 10: max_conditions is '²'; expected a positive integer"),
-        (MINI + f"max_conditions: {'9' * 5000}\n", r"line 10: max_conditions is '9999.*expected a positive integer"),
+        (MINI + f"max_conditions: {'9' * 5000}\n", r"line 10: max_conditions is 5,000 characters long"),
         (MINI.replace("lead: An image with", "lead: '#1 An image with'"), r"line 2: lead '#1 An image with' starts"),
         (
             MINI.replace("      - id: color\n", "      - id: tone\n        values: {navy: blue}\n      - id: color\n"),
             r"line 10: .*color=blue and tone=navy \(line 8\) are both said 'blue'",
         ),
+        (
+            MINI.replace("      - id: color\n", "      - id: color\n        requires: [square.color=blue]\n"),
+            r"g.yaml, line 8: square.color requires square.color=blue, a value of the same attribute: its other "
+            r"values \(orange\) can never hold",
+        ),
     ],
-    ids=["superscript", "5000 digits", "lead opens a comment", "two attributes, one word"],
+    ids=["superscript", "5000 digits", "lead opens a comment", "two attributes, one word", "requires itself (#35)"],
 )
 def test_more_hostile_grammar_values(text, message):
     with pytest.raises(ValueError, match=message):
@@ -351,7 +356,13 @@ def test_two_conjunctions_said_alike_are_refused_by_generate():
         ("# my classes\ndog\n#1 hit\n", r"line 3: '#1 hit' starts with '#' but is not a comment"),
         ("dog\ncat\tbird\n", r"line 2: 'cat\\tbird' holds the character U\+0009"),
         ("dog\nDog\n", r"line 2 repeats the class of line 1"),
+        ("dog\n\u202ecat\n", r"line 2: '\\u202ecat' holds the character U\+202E .*invisible format character"),
+        ("cat\u200b\ndog\n", r"line 1: 'cat\\u200b' holds the character U\+200B"),
+        ("caf\u00e9\ncafe\u0301\n", r"line 2 repeats the class of line 1"),
+        ("a b\ndog\na-b\n", r"lines 1 and 3: 'a b' and 'a-b' both map to the value id 'a_b'"),
+        ("dog\n" + "x" * 201 + "\n", r"line 2: the class name is 201 characters long; expected at most 200"),
     ],
+    ids=["hash", "tab", "case", "bidi override", "zero-width space", "NFC and NFD", "one value id", "too long"],
 )
 def test_cli_classes_lines_are_never_dropped_in_silence(tmp_path, classes, message):
     """Issue 32: a --classes line '#1 hit' was read as a comment and dropped."""
@@ -393,6 +404,14 @@ def _drop_digest(lines):
     lines[:] = [ln for ln in lines if not ln.startswith("# grammar_digest")]
 
 
+def _two_grammars(lines):
+    lines.insert(0, "# grammar: street_scenes")
+
+
+def _two_digests(lines):
+    lines.insert(2, "# grammar_digest: sha256:" + "0" * 64)
+
+
 @pytest.mark.parametrize(
     "edit, message",
     [
@@ -403,8 +422,10 @@ def _drop_digest(lines):
         ),
         (_blank_cell, r"sc.conditions.tsv, line 4: the conditions cell of 'An image with a square' is empty"),
         (_drop_digest, r"sc.conditions.tsv: no '# grammar_digest: sha256:...' line"),
+        (_two_grammars, r"sc.conditions.tsv, line 2: a second '# grammar:' line; expected one"),
+        (_two_digests, r"sc.conditions.tsv, line 3: a second '# grammar_digest:' line; expected one"),
     ],
-    ids=["swapped cells", "blank cell", "no digest"],
+    ids=["swapped cells", "blank cell", "no digest", "two grammar lines (sweep #36)", "two digests"],
 )
 def test_a_sidecar_row_must_be_what_the_grammar_says(tmp_path, edit, message):
     """Issue 32: swapped or blanked condition cells loaded, and so did a sidecar without its digest line."""
@@ -413,3 +434,72 @@ def test_a_sidecar_row_must_be_what_the_grammar_says(tmp_path, edit, message):
     _edit(table, edit)
     with pytest.raises(ValueError, match=message):
         load_sentence_set(out)
+
+
+@pytest.mark.parametrize("words", ["re\u200bd", "\u202ered", "soft\u00adhyphen", "\ufeffred"])
+def test_grammar_words_with_invisible_format_characters_are_refused(words):
+    """Sweep #18: a zero-width space or a right-to-left override was accepted into the sentence text."""
+    text = MINI.replace("{blue: blue, orange: orange}", "{blue: " + json.dumps(words) + ", orange: orange}")
+    message = r"g.yaml, line 9: .*value 'blue' .* holds the character U\+[0-9A-F]{4} .*invisible format character"
+    with pytest.raises(ValueError, match=message):
+        parse_grammar(text, source="g.yaml")
+
+
+@pytest.mark.parametrize(
+    "a, b", [("caf\u00e9", "cafe\u0301"), ("\ufb01ne", "fine"), ("Blue", "blue")], ids=["NFC/NFD", "ligature", "case"]
+)
+def test_values_said_alike_once_normalised_are_refused(a, b):
+    """Sweep #17: 'café' precomposed and with a combining accent gave pairs of sentences that look the same."""
+    text = MINI.replace("{blue: blue, orange: orange}", "{blue: " + json.dumps(a) + ", orange: " + json.dumps(b) + "}")
+    with pytest.raises(ValueError, match=r"g.yaml, line 9: .*values 'blue' and 'orange' are both said"):
+        parse_grammar(text, source="g.yaml")
+
+
+def test_a_long_word_is_refused_with_its_line():
+    text = MINI.replace("{blue: blue, orange: orange}", "{blue: " + "b" * 201 + ", orange: orange}")
+    with pytest.raises(ValueError, match=r"g.yaml, line 9: .*value 'blue' is 201 characters long .*at most 200"):
+        parse_grammar(text, source="g.yaml")
+    assert parse_grammar(text.replace("b" * 201, "b" * 200), source="g.yaml")
+
+
+def test_an_aliased_long_word_is_refused_before_any_sentence_is_rendered(tmp_path):
+    """Sweep #7: 100 subjects whose value 'a' is one aliased 100,000-character word (109 KB) rendered gigabytes of
+    sentences: `sentences generate` ended in a bare MemoryError after 15 s (at a 4 GB limit)."""
+    import resource
+    import subprocess
+    import sys
+    import time
+
+    lines = ["name: nb", "lead: An image with", "max_conditions: 2", "subjects:"]
+    for i in range(100):
+        word = '&s "' + "x" * 100_000 + '"' if i == 0 else "*s"
+        lines += [f"  - id: thing{i}", f"    noun: thing{i}", "    attributes:", "      - id: c"]
+        lines += [f"        values: {{a: {word}, b: plain}}"]
+    (tmp_path / "nb.grammar.yaml").write_text("\n".join(lines) + "\n")
+
+    def at_most_3_gb():  # in the child: a regression is a MemoryError, not a machine out of memory
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    start = time.perf_counter()
+    run = subprocess.run(
+        [sys.executable, "-c", "from lbee.cli import cli; cli()", "sentences", "generate", "nb.grammar.yaml"]
+        + ["--out", "nb.txt"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=at_most_3_gb,
+    )
+    assert time.perf_counter() - start < 60
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "Traceback" not in said, said[-2000:]
+    assert "nb.grammar.yaml, line 9: subjects entry 1 (thing0) attribute 1 (c) value 'a' is 100,000 characters" in said
+    assert not (tmp_path / "nb.txt").exists()
+
+
+def test_aliases_that_add_too_much_text_are_refused_from_the_node_graph():
+    """Sweep #5-#7: the alias limit counted nodes only; a long string aliased thousands of times passed it."""
+    text = MINI + 'long: &s "' + "x" * 500_000 + '"\ndescription: [' + ", ".join(["*s"] * 4000) + "]\n"
+    message = r"g.yaml: its aliases expand to 2,000,000,000 characters of text beyond the .* at most 10,000,000"
+    with pytest.raises(ValueError, match=message):
+        parse_grammar(text, source="g.yaml")

@@ -155,6 +155,18 @@ def test_garbled_sidecar_is_named(world):
         load_embeddings(world / "img.npy", "--image-embeddings")
 
 
+def test_a_sidecar_key_written_twice_is_refused(world):
+    """Sweep #19: `"tau": 0.5, "tau": 0.0924` was accepted; json kept the last value in silence."""
+    side = sidecar_path(world / "img.npy")
+    text = side.read_text()
+    assert text.count('"tau": ') == 1
+    side.write_text(text.replace('"tau": ', '"tau": 0.5, "tau": ', 1))
+    with pytest.raises(
+        ValueError, match=r"img.provenance.json is not a provenance record .*the key 'tau' is written tw"
+    ):
+        load_embeddings(world / "img.npy", "--image-embeddings")
+
+
 # ---------------------------------------------------------------- consumers: describe, sweep, report config
 
 

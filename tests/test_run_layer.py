@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -104,6 +105,78 @@ def test_yaml_and_api_reject_the_same_value(tmp_path):
     with pytest.raises(ValueError) as api:
         RunSettings(ward="fast")
     assert "line 4" in ds.error and str(api.value).split("; ")[1] in ds.error
+
+
+@pytest.mark.parametrize("written", ["010", "07", "1:0", "0x10", "1_000", "0o17", "+0x1"])
+def test_yaml_1_1_numbers_are_not_read_as_other_numbers(tmp_path, written):
+    """Sweep #12: `clusters: 010` became 8 (octal), `1:0` 60, `0x10` 16, `1_000` 1000, in silence."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"datasets:\n  - name: x\n    spotcheck: {{seed: 0}}\n    clusters: {written}\n")
+    ds = load_report_config(cfg).datasets[0]
+    assert ds.error and f"line 4: datasets[0] key 'clusters' is '{written}'; expected an integer" in ds.error
+
+
+def test_yaml_numbers_in_decimal_are_numbers(tmp_path):
+    """Sweep #32: `a: 1e-1` stayed the text '1e-1' (YAML 1.1 wants a dot); numbers follow YAML 1.2's core schema."""
+    from lbee.reports.yaml_reader import load_yaml
+
+    text = "a: 1e-1\nb: 12\nc: -0.5\nd: .5\ne: 0\nf: 1E+2\ng: 010.5\n"
+    assert load_yaml(text, source="t") == {"a": 0.1, "b": 12, "c": -0.5, "d": 0.5, "e": 0, "f": 100.0, "g": 10.5}
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("datasets:\n  - name: x\n    spotcheck: {seed: 0}\n    a: 1e-1\n")
+    assert load_report_config(cfg).datasets[0].error is None
+
+
+def test_yaml_merge_keys_are_a_clear_error(tmp_path):
+    """Sweep #33: `<<: *b` gave "could not determine a constructor for the tag 'tag:yaml.org,2002:merge'"."""
+    from lbee.reports.config import ConfigError
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("base: &b {seed: 0}\ndatasets:\n  - name: x\n    spotcheck: {<<: *b}\n")
+    with pytest.raises(ConfigError, match=r"c.yaml, line 4: merge keys \(<<\) are not supported; write the keys out.$"):
+        load_report_config(cfg)
+
+
+def _long_alias_config(path, aliases):
+    """A config whose methods list aliases a 500,000-character name ``aliases`` times (sweep #6)."""
+    path.write_text(
+        'datasets:\n  - {name: &s "'
+        + "x" * 500_000
+        + '", spotcheck: {seed: 0}, methods: ['
+        + ", ".join(["*s"] * aliases)
+        + "]}\n"
+    )
+    return path
+
+
+def test_a_config_whose_aliases_expand_to_gigabytes_is_refused_quickly(tmp_path):
+    """Sweep #6: `lbee report --check` took 1 GB (2,000 aliases) to build one error message; linear in aliases."""
+    import resource
+    import time
+
+    cfg = _long_alias_config(tmp_path / "c.yaml", 4000)
+
+    def at_most_2_gb():  # in the child: a regression is a MemoryError, not a machine out of memory
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    start = time.perf_counter()
+    run = subprocess.run(
+        [sys.executable, "-c", "from lbee.cli import cli; cli()", "report", "--check", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=at_most_2_gb,
+    )
+    assert time.perf_counter() - start < 60
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "Traceback" not in said, said[-2000:]
+    assert "its aliases expand to 2,000,000,000 characters of text beyond" in said and len(said) < 2000
+
+
+def test_a_long_value_is_quoted_cut_in_messages(tmp_path):
+    """Sweep #5, #6: the message quoted the full repr of the value (19 aliases of 500,000 characters: 9.5 MB)."""
+    ds = load_report_config(_long_alias_config(tmp_path / "c.yaml", 19)).datasets[0]
+    assert "key 'methods' is ['xxxx" in ds.error and "(19 items)" in ds.error and len(ds.error) < 1000
 
 
 # ---------------------------------------------------------------- partition

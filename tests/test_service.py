@@ -522,6 +522,9 @@ def test_token_commands(tmp_path):
     assert "alice\tsubmit" in res.output and token not in res.output and "active" in res.output
     res = run(cli, ["serve", "token", "create", "alice", "--db", url], obj={})
     assert res.exit_code == 1 and "exists already" in res.output and "Traceback" not in res.output
+    for name, char in (("a\nb", "000A"), ("a\u2028b", "2028"), ("ali\u200bce", "200B")):  # sweep #38
+        res = run(cli, ["serve", "token", "create", name, "--db", url], obj={})
+        assert res.exit_code == 1 and f"holds the character U+{char}" in res.output, res.output
     assert run(cli, ["serve", "token", "revoke", "alice", "--db", url], obj={}).exit_code == 0
     assert "revoked" in run(cli, ["serve", "token", "list", "--db", url], obj={}).output
     res = run(cli, ["serve"], obj={})

@@ -154,6 +154,41 @@ def test_a_yaml_alias_bomb_job_body_is_a_quick_422(service):
     assert client.get("/v1/jobs", headers=client.auth_headers["read"]).json() == []
 
 
+def test_a_yaml_body_of_long_aliased_text_is_a_quick_short_422(service):
+    """Sweep #5: a 500,000-character name aliased 4,000 times (512 KB) grew the server process by 1.8 GB to build
+    the message's repr. Aliases may add at most the body limit (1 MiB) of text; a value under it is quoted cut."""
+    import time
+
+    client, _, _ = service
+    h = {**client.auth_headers["submit"], "content-type": "application/yaml"}
+
+    def body(aliases):
+        return 'name: &s "' + "x" * 500_000 + '"\nspotcheck: {seed: 0}\nmethods: [' + ",".join(["*s"] * aliases) + "]\n"
+
+    start = time.perf_counter()
+    r = client.post("/v1/jobs", content=body(4000).encode(), headers=h)
+    assert time.perf_counter() - start < 10
+    assert r.status_code == 422 and len(r.text) < 1000, r.text[:1000]
+    assert "the body: its aliases expand to 2,000,000,000 characters of text beyond" in r.json()["detail"]
+    r = client.post("/v1/jobs", content=body(2).encode(), headers=h)  # 1,000,000 characters added: under 1 MiB
+    assert r.status_code == 422 and len(r.text) < 1000 and "(2 items)" not in r.text, r.text[:1000]
+    assert "key 'methods' is ['xxxx" in r.text
+    r = client.post("/v1/jobs", content=body(3).encode(), headers=h)  # 1,500,000: past the body's 1 MiB
+    assert r.status_code == 422 and "at most 1,048,576 are accepted" in r.text, r.text[:1000]
+    assert client.get("/v1/jobs", headers=client.auth_headers["read"]).json() == []
+
+
+@pytest.mark.parametrize("written", ["010", "1:0", "0x10", "1_000"])
+def test_yaml_1_1_integers_in_a_job_body_are_refused_not_converted(service, written):
+    """Sweep #12: `clusters: 010` was stored as 8, `1:0` as 60, `0x10` as 16, `1_000` as 1000."""
+    client, _, _ = service
+    h = {**client.auth_headers["submit"], "content-type": "application/yaml"}
+    r = client.post("/v1/jobs", content=f"name: yo\nspotcheck: {{seed: 0}}\nclusters: {written}\n", headers=h)
+    assert r.status_code == 422 and f"'clusters' is '{written}'; expected an integer" in r.json()["detail"], r.text
+    r = client.post("/v1/jobs", content="name: yo\nspotcheck: {<<: {seed: 0}}\n", headers=h)
+    assert r.status_code == 422 and "line 2: merge keys (<<) are not supported" in r.json()["detail"], r.text
+
+
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 def test_ids_beyond_the_database_range_are_a_422_not_an_overflow(service):
     client, _, _ = service

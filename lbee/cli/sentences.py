@@ -124,37 +124,43 @@ def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
 
 
 def _read_classes(path):
-    """The class names of a --classes file: one a line; blank lines and '# ' comments skipped (see --classes)."""
-    from ..grammar import line_break_in
+    """The class names of a --classes file and their lines: one a line; blank lines and '# ' comments skipped."""
+    from ..grammar import INVISIBLE, MAX_WORDS_CHARS, line_break_in, said_alike
 
     try:
         with open(path, encoding="utf-8-sig") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"Cannot read --classes file {path!r}: {exc}.") from None
-    names, seen = [], {}
+    names, lines, seen = [], [], {}
     for lineno, raw in enumerate(text.splitlines(), start=1):
         name = raw.strip()
         if not name or name == "#" or name.startswith("# "):
             continue
+        where = f"--classes {path}, line {lineno}"
         if name.startswith("#"):  # '#1 hit': a class or a comment? neither is guessed
             raise ValueError(
-                f"--classes {path}, line {lineno}: {name!r} starts with '#' but is not a comment ('# ' and text); "
+                f"{where}: {name[:80]!r} starts with '#' but is not a comment ('# ' and text); "
                 "a class name cannot start with '#' (write a comment as '# text')."
+            )
+        if len(name) > MAX_WORDS_CHARS:
+            raise ValueError(
+                f"{where}: the class name is {len(name):,} characters long; expected at most {MAX_WORDS_CHARS}."
             )
         bad = line_break_in(name)
         if bad is not None:
             raise ValueError(
-                f"--classes {path}, line {lineno}: {name!r} holds the character U+{ord(bad):04X} (a tab or "
-                "control character); expected a class name on one line."
+                f"{where}: {name!r} holds the character U+{ord(bad):04X} ({INVISIBLE}); "
+                "expected a class name on one line."
             )
-        if name.casefold() in seen:
-            raise ValueError(f"--classes {path}, line {lineno} repeats the class of line {seen[name.casefold()]}.")
-        seen[name.casefold()] = lineno
+        if said_alike(name) in seen:  # 'café' twice, once with a combining accent, is one class
+            raise ValueError(f"{where} repeats the class of line {seen[said_alike(name)]}.")
+        seen[said_alike(name)] = lineno
         names.append(name)
+        lines.append(lineno)
     if not names:
         raise ValueError(f"--classes {path}: no class name found; expected one class name per line.")
-    return names
+    return names, lines
 
 
 def _with_classes(grammar, path):
@@ -162,17 +168,21 @@ def _with_classes(grammar, path):
     import dataclasses
     import re
 
-    names = _read_classes(path)
+    names, lines = _read_classes(path)
     subjects, done = [], False
     for s in grammar.subjects:
         attrs = []
         for a in s.attributes:
             if a.kind == "noun" and not done:
-                values = {
-                    re.sub(r"[^a-z0-9_]+", "_", n.lower()).strip("_") or f"class_{i}": n for i, n in enumerate(names)
-                }
-                if len(values) != len(names):
-                    raise ValueError(f"--classes {path!r}: two class names map to the same value id.")
+                values, first = {}, {}
+                for i, (n, line) in enumerate(zip(names, lines)):
+                    vid = re.sub(r"[^a-z0-9_]+", "_", n.lower()).strip("_") or f"class_{i}"
+                    if vid in values:
+                        raise ValueError(
+                            f"--classes {path}, lines {first[vid]} and {line}: {values[vid]!r} and {n!r} both map "
+                            f"to the value id {vid!r}; rename one."
+                        )
+                    values[vid], first[vid] = n, line
                 a, done = dataclasses.replace(a, values=values), True
             attrs.append(a)
         subjects.append(dataclasses.replace(s, attributes=tuple(attrs)))

@@ -19,10 +19,12 @@ from ._grammar import (
     generate,
     parse_conditions,
 )
-from ._reader import line_break_in, list_grammars, load_grammar, parse_grammar
+from ._reader import INVISIBLE, MAX_WORDS_CHARS, line_break_in, list_grammars, load_grammar, parse_grammar, said_alike
 
 __all__ = [
     "FALSE",
+    "INVISIBLE",
+    "MAX_WORDS_CHARS",
     "PRESENCE",
     "TRUE",
     "Attribute",
@@ -37,4 +39,5 @@ __all__ = [
     "load_grammar",
     "parse_conditions",
     "parse_grammar",
+    "said_alike",
 ]

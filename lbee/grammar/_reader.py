@@ -24,6 +24,10 @@ _ID = re.compile(r"[a-z][a-z0-9_]*")
 #: cell's separators (';', '=', '.', a tab, spaces) may be part of it.
 VALUE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 _REQUIRES = re.compile(rf"([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)=({VALUE_NAME.pattern})")
+#: At most this many characters in one piece of a grammar's words (a value's words, a noun, the lead, ...): a
+#: sentence joins several of them, and a grammar of long words (an aliased 100,000-character string, say) would
+#: render gigabytes of sentence text. The longest built-in piece is a few dozen characters.
+MAX_WORDS_CHARS = 200
 #: Where the built-in grammars live (beside the built-in sentence sets).
 SUFFIX = ".grammar.yaml"
 
@@ -102,12 +106,18 @@ class _Ctx:
         value = node.value.strip()
         if not value and not allow_empty:
             self.fail(node.line, f"{where} is empty; expected some words.")
+        if one_line and len(value) > MAX_WORDS_CHARS:
+            self.fail(
+                node.line,
+                f"{where} is {len(value):,} characters long (it starts {value[:40]!r}); expected at most "
+                f"{MAX_WORDS_CHARS}.",
+            )
         bad = line_break_in(value) if one_line else None
         if bad is not None:  # a sentence is one line of the sentence file and one cell of the conditions table
             self.fail(
                 node.line,
-                f"{where} {value!r} holds the character U+{ord(bad):04X} (a line break, tab or control "
-                "character); expected words on one line.",
+                f"{where} {shown(value)} holds the character U+{ord(bad):04X} ({INVISIBLE}); "
+                "expected words on one line.",
             )
         return value
 
@@ -129,23 +139,45 @@ class _Ctx:
         return node.value
 
 
-def line_break_in(text):
-    r"""The first character of ``text`` that would split a sentence across lines or cells, or None.
+#: What :func:`line_break_in` finds, as messages say it.
+INVISIBLE = "a line break, tab, control character or invisible format character"
 
-    Any ``str.splitlines`` boundary (``\n``, ``\r``, U+0085, U+2028, U+2029, ...), a tab, or another control
-    character: grammar words and ``--classes`` names are refused with one.
+
+def line_break_in(text):
+    r"""The first character of ``text`` that would split a sentence across lines or cells, or hide in it; or None.
+
+    Any ``str.splitlines`` boundary (``\n``, ``\r``, U+0085, U+2028, U+2029, ...), a tab, another control
+    character, or a Unicode format character (category Cf: zero-width spaces and joiners, bidirectional
+    overrides, a soft hyphen), which makes two sentences that look the same differ, or reorders what is shown:
+    grammar words and ``--classes`` names are refused with one.
     """
     return next((c for c in text if _breaks_a_line(c)), None)
 
 
 def _breaks_a_line(c):
-    """Whether ``c`` would split a sentence across lines (any ``str.splitlines`` boundary) or cells (a tab)."""
-    return unicodedata.category(c) in ("Cc", "Zl", "Zp")  # \t \n \r \v \f \x1c-\x1e \x85 U+2028 U+2029
+    """Whether ``c`` would split a sentence across lines or cells (a tab), or is invisible (a format character)."""
+    return unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cf")  # \t \n \r \x85 U+2028 U+2029; U+200B U+202E
+
+
+def said_alike(words):
+    """The form in which two words are compared: NFKC-normalised and case-folded.
+
+    "café" written with a combining accent (NFD) and precomposed (NFC) look the same, and so do "ﬁne" and
+    "fine" once a tokenizer normalises them: two values said so would give sentences that cannot be told apart.
+    """
+    return unicodedata.normalize("NFKC", words).casefold()
+
+
+def shown(value):
+    """``value``'s repr cut short (:func:`lbee._validation.shown`, imported late: it brings numpy)."""
+    from .._validation import shown as cut
+
+    return cut(value)
 
 
 def _kind(node):
     v = node.value
-    return "a mapping" if isinstance(v, dict) else "a list" if isinstance(v, list) else f"{v!r}"
+    return "a mapping" if isinstance(v, dict) else "a list" if isinstance(v, list) else shown(v)
 
 
 def _attribute(ctx, node, where, subject_ids):
@@ -171,13 +203,14 @@ def _attribute(ctx, node, where, subject_ids):
         values[value] = ctx.text(words, f"{where} value {value!r}")
     seen = {}
     for value, words in values.items():
-        if words.casefold() in seen:
+        alike = said_alike(words)
+        if alike in seen:
             ctx.fail(
                 m["values"].line,
-                f"{where}: values {seen[words.casefold()]!r} and {value!r} are both said "
+                f"{where}: values {seen[alike]!r} and {value!r} are both said "
                 f"{words!r}; every value needs its own words.",
             )
-        seen[words.casefold()] = value
+        seen[alike] = value
     plural = (
         tuple(ctx.text(p, f"{where} plural") for p in ctx.sequence(m["plural"], f"{where} plural"))
         if "plural" in m
@@ -214,7 +247,7 @@ def _subject(ctx, node, where, setting):
     said = {}
     for a in attrs:  # two attributes of one kind said with the same words: two conjunctions, one sentence
         for value, words in a.values.items():
-            other = said.setdefault((a.kind, words.casefold()), (a, value))
+            other = said.setdefault((a.kind, said_alike(words)), (a, value))
             if other[0] is not a:
                 ctx.fail(
                     a.line,
@@ -256,8 +289,8 @@ def parse_grammar(text, *, source="<grammar>"):
         Naming ``source`` and the line: unknown or repeated keys, empty
         vocabularies, two values of a subject said with the same words, a
         ``requires`` or ``plural`` that names nothing, a subject declared
-        twice, words with a line break, tab or control character
-        (:func:`line_break_in`), a value name outside :data:`VALUE_NAME`, YAML
+        twice, words with a line break, tab, control or format character
+        (:func:`line_break_in`) or longer than :data:`MAX_WORDS_CHARS`, a value name outside :data:`VALUE_NAME`, YAML
         nested or aliased past ``lbee._yaml``'s bounds.
     """
     ctx = _Ctx(source)
@@ -284,6 +317,14 @@ def parse_grammar(text, *, source="<grammar>"):
                 )
                 if not ok:
                     ctx.fail(a.line, f"{s.id}.{a.id} requires {rs}.{ra}={rv}, which the grammar does not declare.")
+                others = [v for v in a.values if v != rv]
+                if (rs, ra) == (s.id, a.id) and others:  # one value of an attribute at a time: the others never hold
+                    ctx.fail(
+                        a.line,
+                        f"{s.id}.{a.id} requires {rs}.{ra}={rv}, a value of the same attribute: its other values "
+                        f"({', '.join(others[:5])}{', ...' if len(others) > 5 else ''}) can never hold; "
+                        "drop the requirement or move those values to another attribute.",
+                    )
     k = 2
     if "max_conditions" in top:
         raw = ctx.text(top["max_conditions"], "max_conditions")

@@ -159,6 +159,11 @@ def _read_conditions(table, sentences):
     for lineno, line in enumerate(lines, start=1):
         if line.startswith("#"):
             key, _, value = line[1:].partition(":")
+            if key.strip() in ("grammar", "grammar_digest") and key.strip() in meta:  # which one holds?
+                raise ValueError(
+                    f"{src}, line {lineno}: a second '# {key.strip()}:' line; expected one (the grammar the "
+                    "sentences were generated from)."
+                )
             meta[key.strip()] = value.strip()
         elif line.strip():
             body.append((lineno, line))

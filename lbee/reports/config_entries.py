@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from .._validation import check_seed
+from .._validation import check_seed, shown
 from ..io.sentences import WORLD_SENTENCE_SET
 from ..run import limits
 from ..run.settings import RunSettings, check_knob
@@ -65,14 +65,14 @@ def in_range(value, low, high, kind=int):
 def unknown_key_message(key, allowed, where, line, path):
     near = difflib.get_close_matches(str(key), allowed, n=1)
     hint = f" (did you mean {near[0]!r}?)" if near else ""
-    return f"{path}, line {line}: unknown key {key!r} in {where}{hint}; expected one of {', '.join(allowed)}."
+    return f"{path}, line {line}: unknown key {shown(key)} in {where}{hint}; expected one of {', '.join(allowed)}."
 
 
 def check_setting(key, value, where, line, path):
     """Validate one setting; returns the value (normalised). Knobs are validated by :class:`RunSettings`."""
 
     def bad(expected):
-        return EntryError(f"{path}, line {line}: {where} key {key!r} is {value!r}; expected {expected}.")
+        return EntryError(f"{path}, line {line}: {where} key {key!r} is {shown(value)}; expected {expected}.")
 
     if key in KNOB_KEYS:
         try:
@@ -115,15 +115,15 @@ def check_setting(key, value, where, line, path):
 
 def _resolve_path(value, key, base, line, path, must_exist=True):
     if not isinstance(value, str) or not value:
-        raise EntryError(f"{path}, line {line}: key {key!r} must be a path string; received {value!r}.")
+        raise EntryError(f"{path}, line {line}: key {key!r} must be a path string; received {shown(value)}.")
     p = Path(value).expanduser()
     p = p if p.is_absolute() else base / p
     try:
         exists = p.exists()
     except OSError as exc:  # a name too long for the file system, say
-        raise EntryError(f"{path}, line {line}: {key} path {value!r} cannot be used: {exc.strerror}.") from None
+        raise EntryError(f"{path}, line {line}: {key} path {shown(value)} cannot be used: {exc.strerror}.") from None
     if must_exist and not exists:
-        raise EntryError(f"{path}, line {line}: {key} path {value!r} does not exist (resolved to {p}).")
+        raise EntryError(f"{path}, line {line}: {key} path {shown(value)} does not exist (resolved to {p}).")
     return p
 
 
@@ -131,7 +131,7 @@ def _parse_model(entry, where, base, path, line):
     if not isinstance(entry, dict):
         raise EntryError(
             f"{path}, line {line}: each entry of {where} must be a mapping with 'name' and "
-            f"'predictions' or 'model'; received {entry!r}."
+            f"'predictions' or 'model'; received {shown(entry)}."
         )
     for key in entry:
         if key not in MODEL_KEYS:
@@ -153,7 +153,7 @@ def _parse_model(entry, where, base, path, line):
         if key in entry:
             if not in_range(entry[key], *INT_RANGES[key]):
                 raise EntryError(
-                    f"{path}, line {key_line(entry, key)}: {key!r} is {entry[key]!r}; expected an integer "
+                    f"{path}, line {key_line(entry, key)}: {key!r} is {shown(entry[key])}; expected an integer "
                     "in [{}, {}].".format(*INT_RANGES[key])
                 )
             setattr(m, key, entry[key])
@@ -163,14 +163,14 @@ def _parse_model(entry, where, base, path, line):
 def parse_dataset(entry, i, defaults, base, path):
     where = f"datasets[{i}]"
     if not isinstance(entry, dict):
-        raise EntryError(f"{path}, line ?: {where} must be a mapping; received {entry!r}.")
+        raise EntryError(f"{path}, line ?: {where} must be a mapping; received {shown(entry)}.")
     name = str(entry.get("name") or f"dataset_{i}")
     ds = DatasetSpec(name=name, line=key_line(entry))
     problems = []  # every independent problem of the entry is listed, not only the first
     if "name" in entry and (isinstance(entry["name"], bool) or not isinstance(entry["name"], (str, int))):
         name = f"dataset_{i}"  # a list or mapping as a name would be its repr in every folder and page
         problems.append(
-            f"{path}, line {key_line(entry, 'name')}: {where} 'name' is {entry['name']!r}; expected a string."
+            f"{path}, line {key_line(entry, 'name')}: {where} 'name' is {shown(entry['name'])}; expected a string."
         )
 
     def attempt(check, *args):
@@ -223,7 +223,7 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
         ):
             raise EntryError(
                 f"{path}, line {key_line(entry, 'rival10')}: {where} 'rival10' must be {{path: ROOT, "
-                f"split: train|test}} (optionally class_map: FILE); received {rv!r}."
+                f"split: train|test}} (optionally class_map: FILE); received {shown(rv)}."
             )
         line = key_line(entry, "rival10")
         rv = dict(rv, path=_resolve_path(rv["path"], "rival10.path", base, line, path))
@@ -240,7 +240,7 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
         if not isinstance(sc, dict) or not sc or any(k not in SPOTCHECK_KEYS for k in sc):
             raise EntryError(
                 f"{path}, line {key_line(entry, 'spotcheck')}: {where} 'spotcheck' must be {{seed: N}} "
-                f"or {{path: EC folder}}; received {sc!r}."
+                f"or {{path: EC folder}}; received {shown(sc)}."
             )
         if "seed" in sc:
             try:

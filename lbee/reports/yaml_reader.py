@@ -1,7 +1,8 @@
 """The YAML reader of report configs and service job entries: :mod:`lbee._yaml`'s bounded, strict reader.
 
 Safe tags only, lines kept, a key written twice refused; nesting and alias expansion bounded before
-anything is built (``lbee._yaml.MAX_YAML_DEPTH``, ``lbee._yaml.MAX_YAML_ALIAS_NODES``).
+anything is built (``lbee._yaml.MAX_YAML_DEPTH``, ``MAX_YAML_ALIAS_NODES``, ``MAX_YAML_ALIAS_CHARS``);
+numbers in ASCII decimal only (``INT_PATTERN``, ``FLOAT_PATTERN``), merge keys refused.
 """
 
 from __future__ import annotations

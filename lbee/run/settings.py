@@ -263,7 +263,7 @@ class RunSettings:
             if key not in known:
                 near = difflib.get_close_matches(str(key), known, n=1)
                 hint = f" (did you mean {near[0]!r}?)" if near else ""
-                raise ValueError(f"unknown key {key!r} in {where}{hint}; expected one of {', '.join(known)}.")
+                raise ValueError(f"unknown key {_shown(key)} in {where}{hint}; expected one of {', '.join(known)}.")
             changes[key] = value
         return dataclasses.replace(base or cls(), **changes)
 
@@ -272,7 +272,7 @@ def check_knob(name, value):
     """Validate one knob alone (rules between knobs are checked when the :class:`RunSettings` is built)."""
     fields = {f.name: f for f in dataclasses.fields(RunSettings)}
     if name not in fields:
-        raise ValueError(f"unknown knob {name!r}; expected one of {', '.join(fields)}.")
+        raise ValueError(f"unknown knob {_shown(name)}; expected one of {', '.join(fields)}.")
     return _check(fields[name], value)
 
 
@@ -317,6 +317,12 @@ def _check_slicer_options(name, options, bad):
         raise bad(f"options that slicer {name!r} takes ({exc})") from None
 
 
+def _shown(value):
+    from .._validation import shown
+
+    return shown(value)
+
+
 def _check(f, value):
     """One knob's validation: the rule for API, CLI and YAML alike."""
     m = f.metadata
@@ -325,9 +331,9 @@ def _check(f, value):
     received = value
 
     def bad(expected):
-        shown = repr(received)
-        shown = shown if len(shown) <= 60 else f"{shown[:40]}… ({len(shown)} characters)"
-        return ValueError(f"`{name}` is {shown}; expected {expected}.")
+        from .._validation import shown  # cut before it is built: a value can be megabytes long
+
+        return ValueError(f"`{name}` is {shown(received)}; expected {expected}.")
 
     low, high = m["minimum"], m["maximum"]
     low_, high_ = (f"{b:g}" if isinstance(b, float) else str(b) for b in (low, high))
@@ -350,7 +356,7 @@ def _check(f, value):
                 raise bad(
                     f"a list of {', '.join(choices)}"
                     + (" (or {name: {options}})" if name == "slicers" else "")
-                    + f"; {item_name!r} is not one"
+                    + f"; {_shown(item_name)} is not one"
                 )
             if isinstance(item, dict) and not isinstance(next(iter(item.values())) or {}, dict):
                 raise bad("{name: {options}} with a mapping of options")

@@ -33,6 +33,11 @@ def create_token(db, name, scope="read"):
         raise ValueError(f"`scope` is {scope!r}; expected one of {', '.join(SCOPES)}.")
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
         raise ValueError(f"token name {name!r} must be a non-empty string of at most 200 characters.")
+    from ..grammar import INVISIBLE, line_break_in  # one rule for words on one line: `token list` prints a row each
+
+    bad = line_break_in(name)
+    if bad is not None:
+        raise ValueError(f"token name {name!r} holds the character U+{ord(bad):04X} ({INVISIBLE}); expected one line.")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with db.session() as s:
         if s.query(Token).filter(Token.name == name).first() is not None:

@@ -86,8 +86,11 @@ def add_api_routes(app, ctx):
         from ..reports.yaml_reader import YAMLLimitError, load_yaml
 
         try:
-            # bounded before anything is built: nesting (MAX_NESTING) and alias expansion (an alias bomb)
-            entry = load_yaml(raw.decode("utf-8"), source="the body", max_depth=MAX_NESTING)
+            # bounded before anything is built: nesting (MAX_NESTING) and alias expansion (an alias bomb); the
+            # text aliases add at most MAX_ENTRY_BYTES, so a stored entry stays within twice the body limit
+            entry = load_yaml(
+                raw.decode("utf-8"), source="the body", max_depth=MAX_NESTING, max_alias_chars=MAX_ENTRY_BYTES
+            )
         except YAMLLimitError:
             raise
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
