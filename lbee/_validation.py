@@ -29,17 +29,18 @@ SHOWN_CHARS = 80
 class _Short(reprlib.Repr):
     """reprlib's cut repr, also for subclasses of str, list and dict (reprlib names types by their class name)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.maxstring = self.maxother = self.maxlong = SHOWN_CHARS
         self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 4
         self.maxlevel = 3
 
-    def repr1(self, x, level):
+    def repr1(self, x: Any, level: int) -> str:
         for base in (str, list, tuple, dict):
             if isinstance(x, base) and type(x) is not base:
-                return getattr(self, f"repr_{base.__name__}")(base(x) if base is not dict else x, level)
-        return super().repr1(x, level)
+                plain: Any = x if base is dict else base(x)
+                return str(getattr(self, f"repr_{base.__name__}")(plain, level))
+        return str(super().repr1(x, level))
 
 
 _SHORT = _Short()
