@@ -36,7 +36,8 @@ class _Short(reprlib.Repr):
         self.maxlevel = 3
 
     def repr1(self, x: Any, level: int) -> str:
-        for base in (str, list, tuple, dict):
+        bases: tuple[type[Any], ...] = (str, list, tuple, dict)
+        for base in bases:
             if isinstance(x, base) and type(x) is not base:
                 plain: Any = x if base is dict else base(x)
                 return str(getattr(self, f"repr_{base.__name__}")(plain, level))
