@@ -627,3 +627,63 @@ def test_cancel_reaches_a_long_phase_that_never_logs(service, monkeypatch):
     st = client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]).json()
     assert st["status"] == "cancelled" and st["runs"] == [], st
     time.sleep(2 * jobs_mod.CANCEL_POLL)  # nothing is raised in this thread once the job has ended
+
+
+def _job_error(client, app, settings, body):
+    """The error of a job: the 422 of its submission, or the error its worker recorded."""
+    r = client.post("/v1/jobs", json=body, headers=client.auth_headers["submit"])
+    if r.status_code == 422:
+        return "failed", r.json()["detail"]
+    assert r.status_code == 202, r.text
+    while run_next_job(app.state.db, settings) is not None:
+        pass
+    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=client.auth_headers["read"]).json()
+    return job["status"], job["error"]
+
+
+def _case_folder(root, name):
+    """A folder of the root with copies of the dataset's embeddings and sentences (sidecars are added beside)."""
+    folder = root / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir()
+    for f in ("img.npy", "sents.txt"):
+        shutil.copy(root / "ds" / f, folder / f)
+    return folder
+
+
+SIDECARS = {  # sidecar name beside the case's input -> (entry key, input, content of the outside file)
+    "ids.txt": ("image_embeddings", "img.npy", "".join(f"TOPSECRET-row{i}\n" for i in range(24))),
+    "img.ids.txt": ("image_embeddings", "img.npy", "".join(f"TOPSECRET-row{i}\n" for i in range(24))),
+    "img.provenance.json": ("image_embeddings", "img.npy", '{"lbee_provenance": 1, "kind": "TOPSECRET-kind"}'),
+    "sents.conditions.tsv": ("sentences", "sents.txt", "# grammar: TOPSECRET\n# grammar_digest: sha256:0\n"),
+}
+
+
+@pytest.mark.parametrize("side", sorted(SIDECARS))
+def test_a_sidecar_beside_an_input_is_confined_to_the_root(service, data_root, side):
+    """Sweep #1-#3: a file an input names implicitly (its ids, provenance, conditions) is not read through a link."""
+    client, app, settings = service
+    root, outside = data_root
+    key, name, content = SIDECARS[side]
+    (outside / f"leak-{side}").write_text(content)
+    folder = _case_folder(root, f"side-{side.replace('.', '-')}")
+    (folder / side).symlink_to(outside / f"leak-{side}")
+    status, error = _job_error(client, app, settings, entry(name="side", **{key: f"{folder.name}/{name}"}))
+    assert status == "failed" and "leads outside the data root" in error and repr(side) in error, error
+    assert "TOPSECRET" not in error and str(outside) not in error and "leak-" not in error, error
+
+
+@pytest.mark.parametrize("side", sorted(SIDECARS))
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_sidecar_that_is_not_a_regular_file_is_an_error_naming_it(service, data_root, side, kind):
+    """Sweep #20: a FIFO or a folder where a sidecar belongs was silently skipped (and a FIFO must not block)."""
+    client, app, settings = service
+    root, _ = data_root
+    key, name, _ = SIDECARS[side]
+    folder = _case_folder(root, f"odd-{kind}-{side.replace('.', '-')}")
+    os.mkfifo(folder / side) if kind == "fifo" else (folder / side).mkdir()
+    t0 = time.monotonic()
+    status, error = _job_error(client, app, settings, entry(name="odd", **{key: f"{folder.name}/{name}"}))
+    assert status == "failed" and "not a regular file" in error and side in error, error
+    assert str(root) not in error and time.monotonic() - t0 < 60
