@@ -687,3 +687,27 @@ def test_a_sidecar_that_is_not_a_regular_file_is_an_error_naming_it(service, dat
     status, error = _job_error(client, app, settings, entry(name="odd", **{key: f"{folder.name}/{name}"}))
     assert status == "failed" and "not a regular file" in error and side in error, error
     assert str(root) not in error and time.monotonic() - t0 < 60
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"image_embeddings": "ds/nonexist.npy"}, "image_embeddings path 'ds/nonexist.npy' does not exist in the data"),
+        ({"predictions": "ds/missing.csv"}, "does not exist in the data root"),
+        ({"predictions": "fifos/p.csv"}, "'fifos/p.csv' is a FIFO (named pipe), not a regular file"),
+        ({"sentences": "fifos/s.txt"}, "sentences 'fifos/s.txt' is a FIFO (named pipe); expected a text file"),
+        ({"predictions": "ds"}, "predictions 'ds' is a folder; expected a CSV/TSV/parquet file"),
+        ({"image_embeddings": "ds"}, "image_embeddings 'ds' is a folder; expected an .npy file"),
+    ],
+)
+def test_a_submission_error_names_paths_relative_to_the_root_and_what_is_wrong(service, data_root, change, message):
+    """Sweep #4 (the server's root in a 422), #25-#27 (a FIFO or folder reported as missing or outside)."""
+    client, _, _ = service
+    root, _ = data_root
+    (root / "fifos").mkdir(exist_ok=True)
+    for fifo in ("p.csv", "s.txt"):
+        if not (root / "fifos" / fifo).exists():
+            os.mkfifo(root / "fifos" / fifo)
+    r = client.post("/v1/jobs", json={**entry(), **change}, headers=client.auth_headers["submit"])
+    assert r.status_code == 422 and message in r.json()["detail"], r.text
+    assert str(root) not in r.text and os.path.realpath(root) not in r.text, r.text
