@@ -711,3 +711,29 @@ def test_a_submission_error_names_paths_relative_to_the_root_and_what_is_wrong(s
     r = client.post("/v1/jobs", json={**entry(), **change}, headers=client.auth_headers["submit"])
     assert r.status_code == 422 and message in r.json()["detail"], r.text
     assert str(root) not in r.text and os.path.realpath(root) not in r.text, r.text
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_control_characters_and_bad_filters_are_refused_before_the_database(service):
+    """Sweep #22-#24 (HTTP 500 on PostgreSQL for a NUL), #31 (an unknown status listed nothing), #40, #42."""
+    client, _, _ = service
+    sub, read = client.auth_headers["submit"], client.auth_headers["read"]
+    for name, says in [
+        ("a\u0000b", "U+0000"),
+        ("a\nb", "U+000A"),
+        ("re\u200bd", "U+200B"),
+        ("x" * 201, "has 201 characters; expected at most 200"),
+    ]:
+        r = client.post("/v1/jobs", json=entry(name=name), headers=sub)
+        assert r.status_code == 422 and "name" in r.json()["detail"] and says in r.json()["detail"], r.text
+    assert client.post("/v1/jobs", json=entry(name="x" * 200), headers=sub).status_code == 202
+    r = client.get("/v1/runs", params={"dataset": "a\u0000b"}, headers=read)
+    assert r.status_code == 422 and "query dataset" in r.json()["detail"] and "U+0000" in r.json()["detail"], r.text
+    r = client.get("/v1/runs", params={"model": "m\u0000"}, headers=read)
+    assert r.status_code == 422 and "query model" in r.json()["detail"], r.text
+    for status in ("a\u0000", "bogus"):
+        r = client.get("/v1/jobs", params={"status": status}, headers=read)
+        assert r.status_code == 422 and "queued, running, done, failed, cancelled" in r.json()["detail"], r.text
+    assert client.get("/v1/jobs", params={"status": "queued"}, headers=read).status_code == 200
+    assert client.get("/v1/jobs/a%00b", headers=read).status_code == 404
+    assert client.post("/v1/jobs/a%00b/cancel", headers=sub).status_code == 404

@@ -10,7 +10,7 @@ import difflib
 import stat
 from pathlib import Path
 
-from .._validation import check_seed
+from .._validation import check_name_text, check_seed
 from ..io.confinement import data_root, file_kind
 from ..io.sentences import WORLD_SENTENCE_SET
 from ..run import limits
@@ -191,6 +191,12 @@ def parse_dataset(entry, i, defaults, base, path):
         problems.append(
             f"{path}, line {key_line(entry, 'name')}: {where} 'name' is {entry['name']!r}; expected a string."
         )
+    elif "name" in entry:
+        try:
+            check_name_text(name, f"{where}.name")
+        except ValueError as exc:
+            name = f"dataset_{i}"  # never shown: the entry is refused
+            problems.append(f"{path}, line {key_line(entry, 'name')}: {exc}")
 
     def attempt(check, *args):
         try:
