@@ -737,3 +737,60 @@ def test_control_characters_and_bad_filters_are_refused_before_the_database(serv
     assert client.get("/v1/jobs", params={"status": "queued"}, headers=read).status_code == 200
     assert client.get("/v1/jobs/a%00b", headers=read).status_code == 404
     assert client.post("/v1/jobs/a%00b/cancel", headers=sub).status_code == 404
+
+
+def _npy(a):
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(a))
+    return buf.getvalue()
+
+
+def test_explain_refuses_what_it_would_read_as_something_else(service, planted):
+    """Sweep #13 (strings and booleans read as numbers), #37 (blank / repeated sentences), #41 (a line break)."""
+    client, _, _ = service
+    X, S, phi, sentences = planted
+    base = {"image_embeddings": X.tolist(), "sentence_embeddings": S.tolist(), "confidence": phi.tolist()}
+    twice = [sentences[0]] + sentences[:-1]
+    for change, message in [
+        ({"confidence": ["1_0"] + phi.tolist()[1:]}, '`confidence` holds "1_0" (str, row 0); expected JSON numbers'),
+        ({"confidence": phi.tolist()[:-1] + ["\u0661"]}, "`confidence` holds"),
+        ({"confidence": [True] + phi.tolist()[1:]}, "`confidence` holds true (bool"),
+        ({"image_embeddings": [[" 1 "] + X.tolist()[0][1:]] + X.tolist()[1:]}, "`image_embeddings` holds"),
+        ({"sentence_embeddings": S.tolist()[:-1] + [[None] * S.shape[1]]}, "`sentence_embeddings` holds null"),
+        ({"sentences": twice}, f"`sentences[1]` repeats sentences[0] {sentences[0]!r}"),
+        ({"sentences": [" "] + sentences[1:]}, "`sentences[0]` is blank"),
+        ({"sentences": ["a\nb"] + sentences[1:]}, "`sentences[0]` holds a line break"),
+    ]:
+        r = client.post("/v1/explain", json={**base, **change}, headers=client.auth_headers["submit"])
+        assert r.status_code == 422 and message in r.json()["detail"], (change.keys(), r.text)
+    masks = {"hard": (phi < 0.3).tolist(), "easy": (phi > 0.7).tolist()}
+    r = client.post("/v1/explain", json={**base, "confidence": None, **masks}, headers=client.auth_headers["submit"])
+    assert r.status_code == 200, r.text  # booleans are what a mask holds
+
+
+def test_explain_uploads_are_refused_when_ambiguous_or_not_real_numbers(service, planted):
+    """Sweep #14 (a field given twice), #15 (bytes after the data), #16 (datetime and other non-real dtypes)."""
+    client, _, _ = service
+    X, S, phi, _ = planted
+    files = {"image_embeddings": ("x.npy", _npy(X)), "sentence_embeddings": ("s.npy", _npy(S))}
+
+    def post(extra):
+        parts = [(k, v) for k, v in files.items() if k not in dict(extra)] + list(extra)
+        return client.post("/v1/explain", files=parts, headers=client.auth_headers["submit"])
+
+    r = post([("confidence", ("c.npy", _npy(phi))), ("confidence", ("r.npy", _npy(phi[::-1])))])
+    assert r.status_code == 422 and "field 'confidence' is given twice" in r.json()["detail"], r.text
+    r = post([("confidence", ("c.npy", _npy(phi) + b"\0" * 1000))])
+    assert r.status_code == 422 and "nothing after it" in r.json()["detail"], r.text
+    for name, array, says in [
+        ("image_embeddings", X.astype("datetime64[s]"), "dtype datetime64[s]; expected real numbers"),
+        ("image_embeddings", X.astype(bool), "dtype bool; expected real numbers"),
+        ("sentence_embeddings", S.astype(np.complex64), "dtype complex64"),
+        ("confidence", phi.astype("timedelta64[s]"), "dtype timedelta64[s]"),
+        ("hard", (phi < 0.5).astype(np.float32), "dtype float32; expected booleans or integers"),
+    ]:
+        r = post(
+            [(name, ("a.npy", _npy(array)))] + ([] if name == "confidence" else [("confidence", ("c.npy", _npy(phi)))])
+        )
+        assert r.status_code == 422 and f"`{name}` has {says}" in r.json()["detail"], (name, r.text)
+    assert post([("confidence", ("c.npy", _npy(phi)))]).status_code == 200
