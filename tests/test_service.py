@@ -697,6 +697,7 @@ def test_a_sidecar_that_is_not_a_regular_file_is_an_error_naming_it(service, dat
         ({"predictions": "fifos/p.csv"}, "'fifos/p.csv' is a FIFO (named pipe), not a regular file"),
         ({"sentences": "fifos/s.txt"}, "sentences 'fifos/s.txt' is a FIFO (named pipe); expected a text file"),
         ({"predictions": "ds"}, "predictions 'ds' is a folder; expected a CSV/TSV/parquet file"),
+        ({"sentences": "ds/nosuch.txt"}, "`sentences` path 'ds/nosuch.txt' does not exist in the data root"),
         ({"image_embeddings": "ds"}, "image_embeddings 'ds' is a folder; expected an .npy file"),
     ],
 )
