@@ -522,6 +522,8 @@ def test_token_commands(tmp_path):
     assert "alice\tsubmit" in res.output and token not in res.output and "active" in res.output
     res = run(cli, ["serve", "token", "create", "alice", "--db", url], obj={})
     assert res.exit_code == 1 and "exists already" in res.output and "Traceback" not in res.output
+    res = run(cli, ["serve", "token", "create", "a\nb", "--db", url], obj={})  # sweep #38: `token list` rows split
+    assert res.exit_code == 1 and "token name" in res.output and "U+000A" in res.output, res.output
     assert run(cli, ["serve", "token", "revoke", "alice", "--db", url], obj={}).exit_code == 0
     assert "revoked" in run(cli, ["serve", "token", "list", "--db", url], obj={}).output
     res = run(cli, ["serve"], obj={})
