@@ -161,6 +161,35 @@ def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
+#: Longest name accepted (a dataset or job name, a name in a query): it shows in every page, folder and log line.
+MAX_NAME_CHARS = 200
+#: Unicode categories refused in a name: control (NUL, line breaks, tabs), format (invisible, reordering),
+#: surrogates and line / paragraph separators. A database may refuse them (PostgreSQL: U+0000) and a
+#: page or log line cannot show them.
+_NAME_REFUSED = ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
+def check_name_text(value: Any, name: str, *, max_chars: int = MAX_NAME_CHARS) -> str:
+    """``value`` if it is a name: a string on one line of visible characters, at most ``max_chars`` long.
+
+    The one rule for dataset and job names and the names a query filters by (API, YAML configs, service).
+    The message quotes the refused character's code point, never the whole value (it may be huge).
+    """
+    import unicodedata
+
+    if not isinstance(value, str):
+        raise ValueError(f"`{name}` is {_describe(value)}; expected a string.")
+    if len(value) > max_chars:
+        raise ValueError(f"`{name}` has {len(value):,} characters; expected at most {max_chars}.")
+    for i, c in enumerate(value):
+        if unicodedata.category(c) in _NAME_REFUSED:
+            raise ValueError(
+                f"`{name}` holds U+{ord(c):04X} (a control or invisible character) at position {i + 1}; "
+                "expected a name of visible characters on one line."
+            )
+    return value
+
+
 def check_seed(value: Any, name: str) -> int:
     """A seed in [0, :data:`MAX_SEED`] (numpy's generator range): the one rule for API, CLI, config and service."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= MAX_SEED:

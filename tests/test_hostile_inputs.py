@@ -1235,3 +1235,39 @@ def test_a_utf16_table_is_named_as_such(tmp_path, encoding):
     path.write_bytes(b"\xfe\xff" + text.encode(encoding) if encoding == "utf-16-be" else text.encode(encoding))
     with pytest.raises(ValueError, match=r"t3.csv': it is UTF-16 or UTF-32; save it as UTF-8"):
         read_table(path)
+
+
+@pytest.mark.parametrize("side", ["ids.txt", "x.ids.txt", "x.provenance.json", "s.conditions.tsv"])
+def test_a_sidecar_is_a_regular_file_inside_the_root_or_an_error_naming_it(side, tmp_path):
+    """Sweep #1-#3, #20: the one rule for files beside an input (lbee.io.confinement.sidecar).
+
+    On the command line a FIFO or a folder where a sidecar belongs is an error naming it (it was skipped in
+    silence); under a data root a sidecar linked outside is refused without being opened (the link leads to
+    a FIFO outside: opening it would block this test).
+    """
+    from lbee.io.confinement import NotRegularFile, PathEscape, confined_to
+    from lbee.io.provenance import check_row_ids
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir(), outside.mkdir()
+    np.save(root / "x.npy", np.eye(3, dtype=np.float32))
+    (root / "s.txt").write_text("A dog\nA cat\n")
+
+    def read():
+        if side.endswith(".tsv"):
+            return load_sentence_set(root / "s.txt")
+        if side.endswith(".json"):
+            return load_embeddings(root / "x.npy", "image_embeddings")
+        return check_row_ids(root / "x.npy", 3, ["a", "b", "c"], "image_embeddings", against="the table")
+
+    for kind in ("fifo", "folder"):
+        os.mkfifo(root / side) if kind == "fifo" else (root / side).mkdir()
+        with pytest.raises(NotRegularFile, match="not a regular file") as info:
+            read()
+        assert side in str(info.value)
+        os.remove(root / side) if kind == "fifo" else (root / side).rmdir()
+    os.mkfifo(outside / "pipe")
+    (root / side).symlink_to(outside / "pipe")
+    with confined_to(root), pytest.raises(PathEscape, match="leads outside the data root") as info:
+        read()
+    assert repr(side) in str(info.value) and "pipe" not in str(info.value) and str(outside) not in str(info.value)

@@ -14,6 +14,7 @@ A path refused here is never opened, so an error can quote nothing of it.
 from __future__ import annotations
 
 import os
+import stat
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -23,6 +24,24 @@ _ROOT: Path | None = None
 
 class PathEscape(ValueError):
     """A path that leads outside the data root."""
+
+
+class NotRegularFile(ValueError):
+    """A path that exists but is not a regular file where one is read (a folder, a FIFO, a device)."""
+
+
+def file_kind(mode):
+    """What a ``st_mode`` is, in words ('a folder', 'a FIFO', ...), for messages."""
+    for test, words in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return words
+    return "not a regular file"
 
 
 def inside(path, root):
@@ -118,3 +137,56 @@ def resolve_named_path(ref, base, *, key, source):
         raise PathEscape(
             f"{source}: {key} names {ref!r}, which leads outside the data root (through a symbolic link)."
         ) from None
+
+
+def sidecar(path, *, of, what):
+    """A sidecar of an input: a file the input names implicitly, by sitting beside it under a derived name.
+
+    ``ids.txt`` / ``<stem>.ids.txt`` and ``<stem>.provenance.json`` beside embeddings, ``<stem>.conditions.tsv``
+    beside a sentence file. Every reader of a sidecar goes through here, so that one rule holds: under an
+    active data root (:func:`confined_to`) the sidecar must lie inside it, symbolic links followed, as
+    every other path does (:func:`confine`); a sidecar that exists must be a regular file. Nothing is
+    opened here (``stat`` only), so a FIFO cannot block and a refused file is never read.
+
+    Parameters
+    ----------
+    path : path-like
+        Where the sidecar would be.
+    of : str
+        The input it belongs to, as messages name it (``image_embeddings 'ds/x.npy'``).
+    what : str
+        What the sidecar is, for messages (``row ids file``).
+
+    Returns
+    -------
+    pathlib.Path or None
+        ``path`` when a regular file is there; None when nothing is (a dangling link inside the root included).
+
+    Raises
+    ------
+    PathEscape
+        Under a data root, a sidecar that leads outside it (named by its own name, never by where it leads).
+    NotRegularFile
+        A sidecar that is a folder, a FIFO, a socket or a device.
+    """
+    path = Path(path)
+    try:
+        if not os.path.lexists(path):
+            return None
+        root = data_root()
+        if root is not None and not inside(os.path.realpath(path), root):
+            raise PathEscape(
+                f"{of}: its {what} {path.name!r} leads outside the data root (through a symbolic link); "
+                "a file beside an input is read only inside the root."
+            )
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:  # a dangling link inside the root: nothing there
+        return None
+    except OSError as exc:
+        raise ValueError(f"{of}: its {what} {path.name!r} cannot be used: {exc.strerror}.") from None
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(
+            f"{of}: its {what} {str(path)!r} is {file_kind(mode)}, not a regular file; remove it, or replace it "
+            "with the file lbee wrote."
+        )
+    return path

@@ -169,8 +169,10 @@ def read_provenance(path, name="embeddings"):
 
     Raises ``ValueError`` naming the sidecar when it is unreadable or not an lbee provenance record.
     """
-    side = sidecar_path(path)
-    if not side.is_file():
+    from .confinement import sidecar
+
+    side = sidecar(sidecar_path(path), of=f"{name} {str(path)!r}", what="provenance sidecar")
+    if side is None:
         return None
     fix = "Re-create the embeddings with `lbee embed`, or delete the sidecar to use them bare."
     try:
@@ -274,12 +276,19 @@ def load_embeddings(path, name, *, kind=None):
 ROW_IDS_SUFFIX, ROW_IDS_NAME = ".ids.txt", "ids.txt"
 
 
-def row_ids_path(path):
-    """The file naming the rows of the embeddings ``path`` (one image id per line), or None when there is none."""
+def row_ids_path(path, name="embeddings"):
+    """The file naming the rows of the embeddings ``path`` (one image id per line), or None when there is none.
+
+    A sidecar (:func:`lbee.io.confinement.sidecar`): confined to the data root when one is active, and refused
+    when it is there but not a regular file.
+    """
+    from .confinement import sidecar
+
     path = Path(path)
     for cand in (path.with_name(path.stem + ROW_IDS_SUFFIX), path.with_name(ROW_IDS_NAME)):
-        if cand.is_file():
-            return cand
+        found = sidecar(cand, of=f"{name} {str(path)!r}", what="row ids file")
+        if found is not None:
+            return found
     return None
 
 
@@ -312,7 +321,7 @@ def check_row_ids(path, n_rows, run_ids, name, *, against):
     """
     from .matching import same_image_id
 
-    ids_file = row_ids_path(path)
+    ids_file = row_ids_path(path, name)
     if ids_file is None:
         return
     try:

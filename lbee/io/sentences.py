@@ -307,8 +307,10 @@ def load_sentence_set(name_or_path):
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"Cannot read sentence file {str(path)!r}: {exc}.") from None
     sentences, header = parse_sentences(text, source=str(path))
-    table = conditions_path(path)
-    if table.is_file():
+    from .confinement import sidecar
+
+    table = sidecar(conditions_path(path), of=f"sentence file {str(path)!r}", what="conditions table")
+    if table is not None:
         conditions, grammar = _read_conditions(table, sentences)
         return SentenceSet(path.stem, tuple(sentences), header, str(path), conditions, grammar)
     return SentenceSet(path.stem, tuple(sentences), header, str(path))

@@ -7,9 +7,11 @@ problem of an entry is listed, not only the first.
 from __future__ import annotations
 
 import difflib
+import stat
 from pathlib import Path
 
-from .._validation import check_seed, shown
+from .._validation import check_name_text, check_seed, shown
+from ..io.confinement import data_root, file_kind
 from ..io.sentences import WORLD_SENTENCE_SET
 from ..run import limits
 from ..run.settings import RunSettings, check_knob
@@ -113,6 +115,16 @@ def check_setting(key, value, where, line, path):
     return value
 
 
+#: Path keys that name one file (the others may name a folder), with what the file holds, for messages.
+FILE_KEYS = {
+    "predictions": "a CSV/TSV/parquet file",
+    "weights": "a weights file",
+    "image_embeddings": "an .npy file",
+    "sentence_embeddings": "an .npy file",
+    "rival10.class_map": "a class map file",
+}
+
+
 def _resolve_path(value, key, base, line, path, must_exist=True):
     if not isinstance(value, str) or not value:
         raise EntryError(f"{path}, line {line}: key {key!r} must be a path string; received {shown(value)}.")
@@ -123,7 +135,14 @@ def _resolve_path(value, key, base, line, path, must_exist=True):
     except OSError as exc:  # a name too long for the file system, say
         raise EntryError(f"{path}, line {line}: {key} path {shown(value)} cannot be used: {exc.strerror}.") from None
     if must_exist and not exists:
-        raise EntryError(f"{path}, line {line}: {key} path {shown(value)} does not exist (resolved to {p}).")
+        where = "in the data root" if data_root() is not None else f"(resolved to {p})"  # no server path shown
+        raise EntryError(f"{path}, line {line}: {key} path {shown(value)} does not exist {where}.")
+    if exists:
+        mode = p.stat().st_mode
+        if key in FILE_KEYS and stat.S_ISDIR(mode):
+            raise EntryError(f"{path}, line {line}: {key} {shown(value)} is a folder; expected {FILE_KEYS[key]}.")
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):  # a FIFO would block its reader, a device never ends
+            raise EntryError(f"{path}, line {line}: {key} {shown(value)} is {file_kind(mode)}, not a regular file.")
     return p
 
 
@@ -172,6 +191,12 @@ def parse_dataset(entry, i, defaults, base, path):
         problems.append(
             f"{path}, line {key_line(entry, 'name')}: {where} 'name' is {shown(entry['name'])}; expected a string."
         )
+    elif "name" in entry:
+        try:
+            check_name_text(name, f"{where}.name")
+        except ValueError as exc:
+            name = f"dataset_{i}"  # never shown: the entry is refused
+            problems.append(f"{path}, line {key_line(entry, 'name')}: {exc}")
 
     def attempt(check, *args):
         try:
@@ -319,6 +344,11 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
     sentences = settings["sentences"]
     if (base / sentences).is_file():  # a sentence file beside the config, like every other relative path
         sentences = str(base / sentences)
+    elif (Path(sentences).suffix or "/" in sentences) and (base / sentences).exists():  # a folder, a FIFO
+        raise EntryError(
+            f"{path}, line {key_line(entry, 'sentences')}: sentences {sentences!r} is "
+            f"{file_kind((base / sentences).stat().st_mode)}; expected a text file of sentences, one per line."
+        )
     ds.encoder, ds.sentence_set, ds.relevance = settings["encoder"], sentences, settings["relevance"]
     ds.batch_size, ds.num_workers, ds.logits = settings["batch_size"], settings["num_workers"], settings["logits"]
     ds.report = {k: settings[k] for k in REPORT_DEFAULTS}

@@ -141,6 +141,8 @@ class Context:
     def job(self, job_id):
         from .db import Job, Run
 
+        if not _plausible_id(job_id):  # a NUL or a megabyte of id never reaches the database
+            raise HTTPException(404, f"no job {job_id[:40]!r}")
         with self.db.session() as s:
             job = s.get(Job, job_id)
             if job is None:
@@ -163,6 +165,17 @@ class Context:
         if not path.is_relative_to(output) or not path.is_file():
             raise HTTPException(404, f"{name} of run {run.id} is missing from the output folder.")
         return FileResponse(path, media_type=media_type)
+
+
+def _plausible_id(job_id):
+    """Whether ``job_id`` could name a job (a name without control characters); others are 404 before the database."""
+    from .._validation import check_name_text
+
+    try:
+        check_name_text(job_id, "job id")
+    except ValueError:
+        return False
+    return True
 
 
 def create_app(settings, *, start_workers=True, explain_pool=None):

@@ -27,17 +27,14 @@ def create_token(db, name, scope="read"):
     ValueError
         An empty or taken name, or a scope other than ``read`` / ``submit``.
     """
+    from .._validation import MAX_NAME_CHARS, check_name_text
     from .db import Token
 
     if scope not in SCOPES:
         raise ValueError(f"`scope` is {scope!r}; expected one of {', '.join(SCOPES)}.")
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        raise ValueError(f"token name {name!r} must be a non-empty string of at most 200 characters.")
-    from ..grammar import INVISIBLE, line_break_in  # one rule for words on one line: `token list` prints a row each
-
-    bad = line_break_in(name)
-    if bad is not None:
-        raise ValueError(f"token name {name!r} holds the character U+{ord(bad):04X} ({INVISIBLE}); expected one line.")
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"token name {name!r} must be a non-empty string of at most {MAX_NAME_CHARS} characters.")
+    check_name_text(name, "token name")  # one line of visible text: `token list` shows one row per token
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with db.session() as s:
         if s.query(Token).filter(Token.name == name).first() is not None:

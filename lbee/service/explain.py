@@ -80,10 +80,30 @@ def check_depth(value, what, max_depth=MAX_NESTING):
             stack.extend((c, depth + 1) for c in (v.values() if isinstance(v, dict) else v))
 
 
+#: The JSON values an array field may hold: numbers (bools are refused: they are not numbers in JSON, and
+#: numpy would read true as 1); the boolean masks also take true / false.
+_JSON_LEAVES = {"hard": (bool, int, float), "easy": (bool, int, float)}
+
+
+def _check_json_leaves(value, name):
+    """Refuse strings, booleans (outside the masks), nulls and objects inside a JSON array, naming one."""
+    allowed = _JSON_LEAVES.get(name, (int, float))
+    for row_i, row in enumerate(value if isinstance(value, list) else [value]):
+        for v in row if isinstance(row, list) else [row]:
+            if isinstance(v, list) or (type(v) in allowed):
+                continue
+            what = "true / false" if name in _JSON_LEAVES else "JSON numbers"
+            raise ValueError(
+                f"`{name}` holds {json.dumps(v)[:40]} ({type(v).__name__}, row {row_i}); expected {what}, "
+                "not strings, booleans or nulls."
+            )
+
+
 def _array(value, name, dtype):
     if isinstance(value, np.ndarray):
         arr = value
     else:
+        _check_json_leaves(value, name)
         try:
             arr = np.asarray(value, dtype=dtype)
         except (ValueError, TypeError) as exc:
@@ -92,6 +112,10 @@ def _array(value, name, dtype):
         raise ValueError(f"`{name}` must be a numeric array; received objects.")
     return arr
 
+
+#: The numpy dtype kinds an uploaded ``.npy`` may have: real numbers ('f' float, 'i' / 'u' integers); the masks
+#: also booleans ('b'). Datetimes, complex numbers, text and records are refused before the data is read.
+_NPY_KINDS = {"hard": "biu", "easy": "biu"}
 
 #: Which limit of EXPLAIN_LIMITS bounds each axis of an uploaded array (rows, then columns).
 _UPLOAD_AXES = {
@@ -131,11 +155,17 @@ def load_npy_bytes(data, name, limits=None):
                 f"`{name}` has shape {shape}: {size} is over this server's limit '{key}' of {limits[key]} "
                 "per /v1/explain request; submit a job (POST /v1/jobs) for larger analyses."
             )
+    kinds = _NPY_KINDS.get(name, "fiu")
+    if dtype.kind not in kinds or dtype.fields is not None:  # datetimes, complex, text, records, objects
+        raise ValueError(
+            f"`{name}` has dtype {dtype}; expected {'booleans or integers' if 'b' in kinds else 'real numbers'} "
+            "(float or integer)."
+        )
     needed = int(np.prod(shape, dtype=object)) * dtype.itemsize
-    if needed > len(data) - f.tell():
+    if needed != len(data) - f.tell():  # fewer: a truncated upload; more: data the header does not describe
         raise ValueError(
             f"`{name}`: its header claims shape {shape} ({needed} bytes of {dtype}) but the file holds "
-            f"{len(data) - f.tell()} bytes of data; expected a complete .npy file (np.save)."
+            f"{len(data) - f.tell()} bytes of data; expected a complete .npy file (np.save) and nothing after it."
         )
     try:
         return np.load(io.BytesIO(data), allow_pickle=False)
@@ -234,8 +264,8 @@ def explain_request(body, limits=None):
         if body.get(name) is not None:  # masks keep their dtype: the library refuses 0.3 rather than read True
             masks[name] = _array(body[name], name, np.float64 if name == "confidence" else None)
     sentences = body.get("sentences")
-    if sentences is not None and not (isinstance(sentences, list) and all(isinstance(s, str) for s in sentences)):
-        raise ValueError("`sentences` must be a list of strings, one per row of sentence_embeddings.")
+    if sentences is not None:
+        check_sentence_list(sentences)
     _check_limits(X, S, st, masks, limits or EXPLAIN_LIMITS)
     exps = lbee.explain_methods(
         X,
@@ -279,10 +309,32 @@ def explain_request(body, limits=None):
     }
 
 
+def check_sentence_list(sentences):
+    """Refuse what a sentence file cannot hold (:func:`lbee.io.sentences.parse_sentences`'s rule).
+
+    Strings on one line, none blank, none repeated (case-insensitive): a blank or repeated sentence
+    makes rows that no explanation can tell apart.
+    """
+    if not (isinstance(sentences, list) and all(isinstance(s, str) for s in sentences)):
+        raise ValueError("`sentences` must be a list of strings, one per row of sentence_embeddings.")
+    seen = {}
+    for i, text in enumerate(sentences):
+        if not text.strip():
+            raise ValueError(f"`sentences[{i}]` is blank; expected a sentence.")
+        if any(c in text for c in "\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029"):
+            raise ValueError(f"`sentences[{i}]` holds a line break; expected one sentence on one line.")
+        key = text.strip().casefold()
+        if key in seen:
+            raise ValueError(f"`sentences[{i}]` repeats sentences[{seen[key]}] {text[:80]!r}; give each once.")
+        seen[key] = i
+
+
 def parse_form(fields, limits=None):
     """The body of a ``multipart/form-data`` request: ``fields`` is a list of (name, str or bytes of a file)."""
     body = {}
     for key, value in fields:
+        if key in body:  # one of them would win in silence (a JSON body refuses a key written twice too)
+            raise ValueError(f"field {key!r} is given twice; give each field once.")
         if isinstance(value, bytes):
             if key not in ARRAY_FIELDS:
                 raise ValueError(f"unexpected file field {key!r}; files are {', '.join(ARRAY_FIELDS)}.")

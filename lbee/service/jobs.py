@@ -93,8 +93,12 @@ def submit(db, settings, entry, *, token=None):
     from sqlalchemy import select
 
     from .db import Job
+    from .paths import redact_paths
 
-    ds = validate_entry(entry, settings.root, settings.allowed_encoders, deep=False)  # the worker checks deeply
+    try:
+        ds = validate_entry(entry, settings.root, settings.allowed_encoders, deep=False)  # the worker checks deeply
+    except ValueError as exc:  # a 422 names no server path, as a job's error does
+        raise ValueError(redact_paths(str(exc), settings)) from None
     key = entry_key(entry, settings.root)
     with db.session() as s:
         same = s.scalars(

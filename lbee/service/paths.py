@@ -178,7 +178,10 @@ def check_dataset_paths(ds, root, *, deep=True):
     if isinstance(ds.relevance, dict):
         found += [(f"relevance.{k}", v) for k, v in ds.relevance.items()]
     if not named_sentence_set(ds.sentence_set) and (Path(ds.sentence_set).suffix or os.sep in ds.sentence_set):
-        found.append(("sentences", Path(ds.sentence_set)))
+        sentences = Path(ds.sentence_set) if Path(ds.sentence_set).is_absolute() else root / ds.sentence_set
+        if not os.path.lexists(sentences):  # read from the root, not from the server's working folder
+            raise ValueError(f"`sentences` path {ds.sentence_set!r} does not exist in the data root.")
+        found.append(("sentences", sentences))
     for m in ds.models:
         for k in ("predictions", "weights"):
             if getattr(m, k) is not None:

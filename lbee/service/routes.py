@@ -7,6 +7,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from sqlalchemy import select
 
+from .._validation import check_name_text
 from .settings import MAX_ENTRY_BYTES, MAX_ID, MAX_NESTING
 from .views import compare_runs, job_dict, run_dict
 
@@ -19,7 +20,7 @@ def add_api_routes(app, ctx):
     They are closures over ``ctx`` (a :class:`~lbee.service.app.Context`).
     """
     from . import jobs as jobs_mod
-    from .db import Job, Run
+    from .db import JOB_STATES, Job, Run
     from .explain import ARRAY_FIELDS, check_depth, parse_json
 
     db, settings, read, submit = ctx.db, ctx.settings, ctx.read, ctx.submit
@@ -105,6 +106,7 @@ def add_api_routes(app, ctx):
         A queued one at once (``cancelled``); a running one within about a second, in any phase
         (``cancel_requested: true`` until its worker sees it). 409 for a job that has ended.
         """
+        ctx.job(job_id)  # 404 for an id that names no job (checked before the database sees it)
         try:
             jobs_mod.cancel(db, job_id)
         except KeyError:
@@ -116,6 +118,9 @@ def add_api_routes(app, ctx):
     @app.get("/v1/jobs", tags=["jobs"])
     def list_jobs(status: str | None = None, limit: int = Query(100, ge=1, le=1000), token=read):
         """The latest jobs, newest first (``status`` filters: queued, running, done, failed, cancelled)."""
+        if status is not None and status not in JOB_STATES:  # checked before the database sees it
+            shown = status if len(status) <= 40 else status[:40] + "…"
+            raise ValueError(f"query `status` is {shown!r}; expected one of {', '.join(JOB_STATES)}.")
         with db.session() as s:
             q = select(Job).order_by(Job.created.desc()).limit(limit)
             if status:
@@ -148,6 +153,9 @@ def add_api_routes(app, ctx):
         dataset: str | None = None, model: str | None = None, limit: int = Query(200, ge=1, le=5000), token=read
     ):
         """Stored runs with their metrics, newest first; filter by dataset and / or model."""
+        for key, value in (("dataset", dataset), ("model", model)):
+            if value is not None:  # before the database: PostgreSQL refuses a NUL with an error of its own
+                check_name_text(value, f"query {key}")
         with db.session() as s:
             q = select(Run).order_by(Run.id.desc()).limit(limit)
             if dataset is not None:
