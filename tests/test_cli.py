@@ -273,3 +273,15 @@ def test_the_vqa_package_is_ours_and_a_shadowing_one_is_refused(tmp_path, monkey
         cli, ["vqa", "agreement", "--pseudo", str(tmp_path / "a.csv"), "--truth", str(tmp_path / "a.csv")], obj={}
     )
     assert r.exit_code == 1 and "is not lbee's" in r.output and "/elsewhere/vqa" in r.output, r.output
+
+
+def test_an_explanation_whose_images_were_reordered_is_refused_by_evaluate(precomputed):
+    """Sweep #21: reversed `images` in explanation.json scored differently with a .npy and a long-table Γ."""
+    p = precomputed
+    assert run(describe_args(p, "--out", str(p / "out"))).exit_code == 0
+    path = p / "out" / "explanation.json"
+    payload = json.loads(path.read_text())
+    payload["images"] = payload["images"][::-1]
+    path.write_text(json.dumps(payload))
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
+    assert r.exit_code == 1 and "differ from the run's assignments.parquet at row 1" in r.output, r.output

@@ -71,8 +71,10 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
         # compose's sentences follow the set's: a Γ over the set composes their columns (one rule, every format)
         n_base = next((e.params["n_base_sentences"] for e in exps.values() if "n_base_sentences" in e.params), None)
         rel = load_relevance(relevance, ids, sents, conditions=payload.get("sentence_conditions"), n_base=n_base)
+        assign = path.parent / "assignments.parquet"
+        if assign.is_file():  # the run's image order: an edited explanation.json must not pair Γ rows with others
+            _check_same_images(ids, read_table(assign), path, assign)
         if performance is None:
-            assign = path.parent / "assignments.parquet"
             if not assign.exists():
                 raise LbeeError("No --performance given and no assignments.parquet beside the explanation.")
             omega = validate_performance(read_table(assign), image_ids=ids)
@@ -127,3 +129,24 @@ def _default_target(folder):
     beside = folder / "evaluate_metrics.json"
     click.echo(f"{target} holds another command's metrics (a report's); writing {beside.name} beside it.", err=True)
     return beside
+
+
+def _check_same_images(ids, assignments, explanation, assign):
+    """Refuse an explanation whose ``images`` differ from the run's ``assignments.parquet`` (same order, same ids).
+
+    A Γ matrix has no ids: its rows are taken in the explanation's order, while a long table is matched by id, so
+    an edited image list would give two formats two results.
+    """
+    if "image" not in assignments.columns:
+        return
+    run = [str(v) for v in assignments["image"]]
+    mine = [str(v) for v in ids]
+    if run == mine:
+        return
+    row = next((i for i, (a, b) in enumerate(zip(mine, run)) if a != b), min(len(mine), len(run)))
+    a = mine[row] if row < len(mine) else "<none>"
+    b = run[row] if row < len(run) else "<none>"
+    raise ValueError(
+        f"{explanation}: its images differ from the run's {assign.name} at row {row + 1} ({a!r} vs {b!r}; "
+        f"{len(mine)} vs {len(run)} images): the explanation was edited or belongs to another run."
+    )
