@@ -117,7 +117,6 @@ def check_setting(key, value, where, line, path):
 
 #: Path keys that name one file (the others may name a folder), with what the file holds, for messages.
 FILE_KEYS = {
-    "predictions": "a CSV/TSV/parquet file",
     "weights": "a weights file",
     "image_embeddings": "an .npy file",
     "sentence_embeddings": "an .npy file",
@@ -337,6 +336,15 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
             f"{path}, line {ds.line}: {where} ({name}) needs the model's outputs: 'predictions', "
             "'model' or a 'models' list."
         )
+    if settings["task"] != "segmentation":  # a folder of per-image outputs is a segmentation model's
+        for m in ds.models:
+            if m.predictions is not None and Path(m.predictions).is_dir():
+                raise EntryError(
+                    f"{path}, line {key_line(entry, 'predictions') or ds.line}: predictions "
+                    f"{shown(entry['predictions'] if 'models' not in entry else Path(m.predictions).name)} is a "
+                    "folder; expected a CSV/TSV/parquet file "
+                    "(a folder of per-image outputs is for task: segmentation)."
+                )
     try:
         ds.settings = RunSettings(**{k: settings[k] for k in KNOB_KEYS})
     except ValueError as exc:
