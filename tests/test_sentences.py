@@ -110,3 +110,22 @@ def test_generate_killed_leaves_one_whole_set(tmp_path, killed_lbee, step):
     assert r.exit_code == 1 and "already exists" in r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.conditions.tsv", "s.txt"]
     assert len(load_sentence_set(out)) == (len(load_sentence_set("spotcheck.grammar")) if step == "swapping" else n_old)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("caf\u00e9\ncafe\u0301\n", "repeats the sentence of line 1"),  # NFC and NFD
+        ("a  b\na b\n", "repeats the sentence of line 1"),  # spacing
+        ("\uff41 dog\na dog\n", "repeats the sentence of line 1"),  # full-width
+        ("a dog \x1b]0;PWNED\x07\x1b[2J\n", r"U\+001B"),  # a terminal escape sequence
+        ("re\u200bd\n", r"U\+200B"),  # zero-width space
+        ("s0\x00x\n", r"U\+0000"),
+    ],
+)
+def test_sentence_files_hold_visible_text_compared_as_it_reads(text, message):
+    """Second sweep N1, N2, N5, N6: sentences follow the rule grammar words do."""
+    from lbee.io.sentences import parse_sentences
+
+    with pytest.raises(ValueError, match=message):
+        parse_sentences(text, source="s.txt")

@@ -798,3 +798,26 @@ def test_explain_uploads_are_refused_when_ambiguous_or_not_real_numbers(service,
         )
         assert r.status_code == 422 and f"`{name}` has {says}" in r.json()["detail"], (name, r.text)
     assert post([("confidence", ("c.npy", _npy(phi)))]).status_code == 200
+
+
+def test_a_jobs_warnings_reach_its_log(service, data_root):
+    """Second sweep N3: a Γ row that matches no sentence was ignored with a warning on the server's stderr only."""
+    client, app, settings = service
+    root, _ = data_root
+    rel = np.load(root / "ds" / "rel.npy")
+    sentences = (root / "ds" / "sents.txt").read_text().split("\n")[:6]
+    names = [f"img_{i:02d}.png" for i in range(24)]
+    rows = [
+        {"image": names[i], "sentence": sentences[j], "relevant": int(rel[i, j])} for i in range(24) for j in range(6)
+    ]
+    rows[0]["sentence"] = "at  night"  # two spaces: matches no sentence
+    pd.DataFrame(rows).to_csv(root / "ds" / "long_ws.csv", index=False)
+    e = entry(name="warned", relevance={"ground_truth": "ds/long_ws.csv"})
+    job = client.post("/v1/jobs", json=e, headers=client.auth_headers["submit"]).json()["id"]
+    while run_next_job(app.state.db, settings) is not None:
+        pass
+    st = client.get(f"/v1/jobs/{job}", headers=client.auth_headers["read"]).json()
+    assert st["status"] == "done", st
+    warned = [line for line in st["log"] if line.startswith("warning:")]
+    assert any("match no" in line for line in warned), st["log"]
+    assert not any(str(root) in line for line in warned)  # paths as job errors show them

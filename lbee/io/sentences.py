@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ..grammar import INVISIBLE, line_break_in
+
 
 @dataclass(frozen=True)
 class SentenceSet:
@@ -241,6 +243,17 @@ def list_sentence_sets():
     return sorted(p.stem for p in _builtin_dir().glob("*.txt"))
 
 
+def sentence_key(text):
+    """The form in which two sentences are compared: NFKC-normalised, spaces collapsed, case-folded.
+
+    "café" written with a combining accent and precomposed, or with two spaces instead of one, look the same
+    and embed alike: a set holding both would have two rows no explanation can tell apart.
+    """
+    import unicodedata
+
+    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
+
+
 def parse_sentences(text, source="<text>"):
     """Parse sentence-file text.
 
@@ -266,7 +279,13 @@ def parse_sentences(text, source="<text>"):
         if not line:
             continue
         in_header = False
-        key = line.casefold()
+        bad = line_break_in(line)
+        if bad is not None:  # an escape sequence would reach the terminal and the report, a zero-width space hide
+            raise ValueError(
+                f"{source}: line {lineno} holds the character U+{ord(bad):04X} ({INVISIBLE}); expected one "
+                "sentence of visible text per line."
+            )
+        key = sentence_key(line)
         if key in seen:
             raise ValueError(f"{source}: line {lineno} repeats the sentence of line {seen[key]}: {line!r}.")
         seen[key] = lineno

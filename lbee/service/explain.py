@@ -312,18 +312,26 @@ def explain_request(body, limits=None):
 def check_sentence_list(sentences):
     """Refuse what a sentence file cannot hold (:func:`lbee.io.sentences.parse_sentences`'s rule).
 
-    Strings on one line, none blank, none repeated (case-insensitive): a blank or repeated sentence
-    makes rows that no explanation can tell apart.
+    Strings of visible text on one line, none blank, none repeated (compared as
+    :func:`lbee.io.sentences.sentence_key` does): a blank or repeated sentence makes rows that no explanation
+    can tell apart.
     """
     if not (isinstance(sentences, list) and all(isinstance(s, str) for s in sentences)):
         raise ValueError("`sentences` must be a list of strings, one per row of sentence_embeddings.")
+    from ..grammar import INVISIBLE, line_break_in
+    from ..io.sentences import sentence_key
+
     seen = {}
     for i, text in enumerate(sentences):
         if not text.strip():
             raise ValueError(f"`sentences[{i}]` is blank; expected a sentence.")
-        if any(c in text for c in "\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029"):
-            raise ValueError(f"`sentences[{i}]` holds a line break; expected one sentence on one line.")
-        key = text.strip().casefold()
+        bad = line_break_in(text.strip())
+        if bad is not None:
+            raise ValueError(
+                f"`sentences[{i}]` holds the character U+{ord(bad):04X} ({INVISIBLE}); expected one sentence of "
+                "visible text on one line."
+            )
+        key = sentence_key(text)
         if key in seen:
             raise ValueError(f"`sentences[{i}]` repeats sentences[{seen[key]}] {text[:80]!r}; give each once.")
         seen[key] = i

@@ -327,6 +327,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
     from ..io.confinement import confined_to
     from ..reports.batch import run_dataset
     from .db import Job, LeaseLost
+    from .job_warnings import job_warnings
     from .paths import redact_paths
 
     with db.session() as s:
@@ -377,7 +378,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
                 reused = _seed_world(settings, job, attempt, out)
                 if reused:
                     log(reused)
-                with confined_to(settings.root):  # every path a file names stays inside the root
+                with confined_to(settings.root), job_warnings(lines, settings):  # paths stay inside the root
                     reports, failures = run_dataset(
                         ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log
                     )
