@@ -284,4 +284,20 @@ def test_an_explanation_whose_images_were_reordered_is_refused_by_evaluate(preco
     payload["images"] = payload["images"][::-1]
     path.write_text(json.dumps(payload))
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
+    assert r.exit_code == 1 and "the file was edited" in r.output, r.output  # its rows' digest
+    del payload["rows_sha256"]  # a file written before the digest: the run's assignments.parquet tells
+    path.write_text(json.dumps(payload))
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
     assert r.exit_code == 1 and "differ from the run's assignments.parquet at row 1" in r.output, r.output
+
+
+def test_an_explanation_whose_sentences_were_edited_is_refused(precomputed):
+    """Second sweep, #21's other half: reversed `sentences` in explanation.json gave two results for one Γ."""
+    p = precomputed
+    assert run(describe_args(p, "--out", str(p / "out"))).exit_code == 0
+    path = p / "out" / "explanation.json"
+    payload = json.loads(path.read_text())
+    payload["sentences"] = payload["sentences"][::-1]
+    path.write_text(json.dumps(payload))
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
+    assert r.exit_code == 1 and "the file was edited" in r.output, r.output

@@ -213,6 +213,13 @@ def validate_explanation_payload(payload: Any, *, source: object) -> dict[str, E
     images = payload.get("images")
     if images is not None and not isinstance(images, list):
         bad_field(repr(src), "images", show_value(images), "a list of image ids")
+    digest = payload.get("rows_sha256")
+    if digest is not None and digest != rows_digest(images, sentences):
+        # indices point into these lists: reordered or edited, they would pair Γ's rows and columns with others
+        raise ValueError(
+            f"{src!r}: its 'images' or 'sentences' differ from the ones it was written with (rows_sha256); "
+            "the file was edited. Write it again with lbee describe."
+        )
     n_images = None if images is None else len(images)
     fmt = payload.get("format", 1)
     if isinstance(fmt, bool) or not isinstance(fmt, int) or not 1 <= fmt <= PAYLOAD_FORMAT:
@@ -236,3 +243,12 @@ def validate_explanation_payload(payload: Any, *, source: object) -> dict[str, E
         if exps[name].method != name:
             bad_field(repr(src), f"methods.{name}.method", repr(exps[name].method), repr(name))
     return exps
+
+
+def rows_digest(images: Any, sentences: Any) -> str:
+    """The digest of an explanation's image ids and sentences, in order, that ``explanation.json`` records."""
+    import hashlib
+    import json
+
+    text = json.dumps({"images": images, "sentences": sentences}, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()

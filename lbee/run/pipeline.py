@@ -383,7 +383,7 @@ def assignments_table(result):
 
 def write_outputs(result, out_dir):
     """Write ``explanation.json``, ``assignments.parquet`` and ``report.md`` into ``out_dir``."""
-    from ..core.explanation_payload import compact_payload
+    from ..core.explanation_payload import compact_payload, rows_digest
     from .text import render_markdown
 
     out = Path(out_dir)
@@ -394,6 +394,7 @@ def write_outputs(result, out_dir):
         "sentence_set": result.sentence_set,
         "sentences": result.sentences,
         "images": result.image_ids,
+        "rows_sha256": rows_digest(list(result.image_ids), list(result.sentences)),  # an edit is refused on reading
         "skipped_images": [{"path": p, "reason": r} for p, r in result.failures],
         "params": next(iter(result.explanations.values())).params,
         # The clustering once, prototypes as float32 (lbee.core.explanation_payload.compact_payload); read by
