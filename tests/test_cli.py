@@ -301,3 +301,30 @@ def test_an_explanation_whose_sentences_were_edited_is_refused(precomputed):
     path.write_text(json.dumps(payload))
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
     assert r.exit_code == 1 and "the file was edited" in r.output, r.output
+
+
+def test_overwrite_never_deletes_an_input_that_a_run_folder_holds(precomputed):
+    """Third sweep L1, L2: `--overwrite` replaced the run's assignments.parquet (read as ω), or an input named
+    like a run file."""
+    p = precomputed
+    assert run(describe_args(p, "--out", str(p / "out"))).exit_code == 0
+    r = run(
+        [
+            "evaluate",
+            str(p / "out"),
+            "--relevance",
+            str(p / "rel.npy"),
+            "--out",
+            str(p / "out" / "assignments.parquet"),
+            "--overwrite",
+        ]
+    )
+    assert r.exit_code != 0 and "input file" in r.output, r.output
+    assert pd.read_parquet(p / "out" / "assignments.parquet").shape[0] == 24  # still the run's ω
+    (p / "e2").mkdir()
+    (p / "e2" / "metrics.csv").write_text((p / "pred.csv").read_text())
+    args = describe_args(p, "--out", str(p / "e2"), "--overwrite")
+    args[args.index("--predictions") + 1] = str(p / "e2" / "metrics.csv")
+    r = run(args)
+    assert r.exit_code != 0 and "this command's input" in r.output, r.output
+    assert (p / "e2" / "metrics.csv").read_text() == (p / "pred.csv").read_text()

@@ -763,7 +763,7 @@ def test_explain_refuses_what_it_would_read_as_something_else(service, planted):
         ({"sentence_embeddings": S.tolist()[:-1] + [[None] * S.shape[1]]}, "`sentence_embeddings` holds null"),
         ({"sentences": twice}, f"`sentences[1]` repeats sentences[0] {sentences[0]!r}"),
         ({"sentences": [" "] + sentences[1:]}, "`sentences[0]` is blank"),
-        ({"sentences": ["a\nb"] + sentences[1:]}, "`sentences[0]` holds a line break"),
+        ({"sentences": ["a\nb"] + sentences[1:]}, "`sentences[0]` holds the character U+000A"),
     ]:
         r = client.post("/v1/explain", json={**base, **change}, headers=client.auth_headers["submit"])
         assert r.status_code == 422 and message in r.json()["detail"], (change.keys(), r.text)

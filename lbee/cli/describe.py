@@ -209,12 +209,14 @@ def describe(
         require_extra("html", needed_for="--html")
     if not image_embeddings:
         check_encoder_spec(encoder)  # a typo in --encoder fails now, not after loading torch
+    # what this command reads: never deleted by replacing a run in --out, even with --overwrite
+    _inputs = [predictions, image_embeddings, sentence_embeddings, relevance, sentence_set, manifest_or_none(images)]
     if out:
         from ..run.outputs import check_out_folder
 
         check_writable_folder(out, "--out")  # before any embedding, not after
         try:
-            check_out_folder(out, overwrite=overwrite)
+            check_out_folder(out, overwrite=overwrite, inputs=_inputs)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
     model = ModelSpec(
@@ -257,7 +259,7 @@ def describe(
         from ..run.outputs import staged_run_folder
 
         try:  # the whole run is written beside --out, then moved in: never a half-written or mixed folder
-            with staged_run_folder(out, overwrite=overwrite) as stage:
+            with staged_run_folder(out, overwrite=overwrite, inputs=_inputs) as stage:
                 folders = [Path(out) / Path(f).relative_to(stage) for f in write_run(run, stage)]
                 if html:
                     _write_html(ctx, run, ds, model, stage)
@@ -332,3 +334,8 @@ def _print_per_class(run, settings):
         for c, why in list(res.skipped.items())[:20]:
             name = f" ({names[c]})" if names and c < len(names) else ""
             click.echo(f"  class {c}{name}: {why}", err=True)
+
+
+def manifest_or_none(images):
+    """``images`` when it names a manifest file (an input a run folder could hold), else None."""
+    return images if images and Path(images).is_file() else None

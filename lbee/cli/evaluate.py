@@ -62,7 +62,9 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     target = Path(out) if out else _default_target(path.parent)
     check_writable_folder(target.parent, "--out" if out else "the explanation's folder")
     try:  # before reading Γ
-        check_no_replace([target], overwrite=overwrite, inputs=[path, relevance, performance])
+        # assignments.parquet is read too when no --performance is given (ω): never written over
+        implicit = path.parent / "assignments.parquet"
+        check_no_replace([target], overwrite=overwrite, inputs=[path, relevance, performance, implicit])
     except OutputExistsError as exc:
         fail(exc)
     try:

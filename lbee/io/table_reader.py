@@ -240,11 +240,24 @@ def check_no_missing(table, column, default="table"):
 
 
 def check_unique(table, column, default="table", what="id"):
-    """Raise when ``column`` repeats a value (after conversion to text)."""
+    """Raise when ``column`` repeats a value (after conversion to text), or holds one that is not visible text.
+
+    An id is shown in reports and on the terminal: a control or format character (a terminal escape sequence, a
+    zero-width space) is refused, naming the row.
+    """
+    from ..grammar import INVISIBLE, line_break_in
+
     raw = table[column].tolist()
     seen, dups = {}, []
     for i, v in enumerate(raw):
         key = cell_text(v)  # the text every later step compares: " a.png" and "a.png" are one id
+        bad = line_break_in(key)
+        if bad is not None:
+            (where,) = row_labels(table, [i])
+            raise ValueError(
+                f"{table_source(table, default)}: column {column!r} at {where} holds the character "
+                f"U+{ord(bad):04X} ({INVISIBLE}); expected an {what} of visible text."
+            )
         if key in seen:
             dups.append((seen[key], i, key))
         else:

@@ -46,13 +46,27 @@ def run_entries(folder):
     return sorted(p.name for p in folder.iterdir() if any(fnmatch.fnmatch(p.name, pat) for pat in RUN_ENTRIES))
 
 
-def check_out_folder(out, *, overwrite=False, option="--out"):
+def check_out_folder(out, *, overwrite=False, option="--out", inputs=()):
     """Refuse ``out`` when it holds a run and ``overwrite`` is false (``ValueError`` naming what is there).
 
-    Call it before any work: the answer comes in a second, not after the embedding.
+    An entry that is one of ``inputs`` (a predictions table named ``metrics.csv``, say) is refused even with
+    ``overwrite``: replacing the run would delete the command's own input. Call it before any work: the answer
+    comes in a second, not after the embedding.
     """
+    import os
+
     recover_leftovers(out)  # a killed run's swap is settled first, so what is checked is one whole run
     found = run_entries(out)
+    sources = [Path(p) for p in inputs if p is not None and Path(p).exists()]
+    for name in found:
+        entry = Path(out) / name
+        for src in sources:
+            same = entry == src or (entry.is_dir() and src.resolve().is_relative_to(entry.resolve()))
+            if same or (entry.exists() and not entry.is_dir() and os.path.samefile(entry, src)):
+                raise ValueError(
+                    f"{option} {str(out)!r}: its {name!r} is this command's input {str(src)!r}; replacing the run "
+                    "would delete it, even with --overwrite. Give another folder."
+                )
     if found and not overwrite:
         shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
         raise ValueError(
@@ -84,7 +98,7 @@ def check_report_out(root, run_folders, *, overwrite=False, option="--out"):
 
 
 @contextmanager
-def staged_run_folder(out, *, overwrite=False, option="--out"):
+def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
     """Yield a staging folder beside ``out``; on success its content replaces the run in ``out`` whole.
 
     The previous run's entries in ``out`` (:func:`run_entries`) are moved
@@ -95,6 +109,6 @@ def staged_run_folder(out, *, overwrite=False, option="--out"):
     relative links written by the run (thumbnails, images) stay right after the move.
     """
     out = Path(out)
-    check_out_folder(out, overwrite=overwrite, option=option)
+    check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs)
     with staged_entries(out, replaces=RUN_ENTRIES) as stage:
         yield stage
