@@ -21,7 +21,7 @@ Four ways to compute Ward (``ward_labels(method=...)``):
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -62,13 +62,17 @@ def capped_clusters_message(asked: int, n: int, side: str = "hard", option: str 
     )
 
 
-def cluster_notes(explanation: Explanation) -> list[str]:
+def cluster_notes(explanation: Explanation, group_sizes: Sequence[int] | None = None) -> list[str]:
     """Warnings about what an explanation's clustering became, from its clusters and ``params``.
 
     Says when the easy clusters asked for exceed the easy split (the hard side
     is warned about by :class:`lbee.slicers.WardSlicer` as it clusters), and
     when the hard groups are tiny (median below :data:`TINY_GROUP` images),
     with the number of clusters to try instead.
+
+    ``group_sizes``: the sizes of the groups the number of clusters made, when the explanation's hard
+    clusters are something else (hypotheses merged from them, where a few images of stray errors are one
+    hypothesis, not a sign of too many clusters).
 
     Returns
     -------
@@ -81,7 +85,7 @@ def cluster_notes(explanation: Explanation) -> list[str]:
         notes.append(
             capped_clusters_message(int(asked_e), int(n_easy), "easy", "n_easy_clusters (CLI --easy-clusters)")
         )
-    sizes = np.array([len(c.indices) for c in explanation.hard_clusters])
+    sizes = np.array([len(c.indices) for c in explanation.hard_clusters] if group_sizes is None else list(group_sizes))
     if sizes.size > 1 and np.median(sizes) < TINY_GROUP:
         n_hard = int(sizes.sum())
         twins = {int(c.easy_cluster) for c in explanation.hard_clusters}
@@ -96,9 +100,9 @@ def cluster_notes(explanation: Explanation) -> list[str]:
     return notes
 
 
-def warn_cluster_notes(explanation: Explanation, stacklevel: int = 2) -> None:
+def warn_cluster_notes(explanation: Explanation, stacklevel: int = 2, group_sizes: Sequence[int] | None = None) -> None:
     """:func:`cluster_notes` as :class:`ClusterCountWarning` warnings."""
-    for note in cluster_notes(explanation):
+    for note in cluster_notes(explanation, group_sizes):
         warnings.warn(note, ClusterCountWarning, stacklevel=stacklevel + 1)
 
 

@@ -313,8 +313,10 @@ def record_clusters_formed(explanations, part):
     for e in explanations.values():
         e.params["n_hard_clusters_formed"] = len(e.hard_clusters)
         e.params["n_easy_clusters_formed"] = len(e.easy_clusters)
-    if explanations:
-        warn_cluster_notes(next(iter(explanations.values())), stacklevel=3)
+    if explanations:  # merged hypotheses: judge the slicer's groups, which --clusters made
+        merged = getattr(part, "hypotheses_", None) is not None
+        sizes = [len(g) for g in part.slicer_groups_] if merged else None
+        warn_cluster_notes(next(iter(explanations.values())), stacklevel=3, group_sizes=sizes)
 
 
 def write_run(run, out_dir):
