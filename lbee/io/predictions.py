@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .probabilities import check_probabilities
 from .table_reader import (
     ID_COLUMNS,
     _is_missing,
     cell_text,
     check_not_empty,
-    check_probabilities,
     check_unique,
     class_column,
     float_column,

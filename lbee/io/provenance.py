@@ -272,82 +272,8 @@ def load_embeddings(path, name, *, kind=None):
     return array, record
 
 
-#: The row ids of image embeddings: ``<stem>.ids.txt`` beside them, else ``ids.txt`` (what ``lbee embed`` writes).
-ROW_IDS_SUFFIX, ROW_IDS_NAME = ".ids.txt", "ids.txt"
-
-
-def row_ids_path(path, name="embeddings"):
-    """The file naming the rows of the embeddings ``path`` (one image id per line), or None when there is none.
-
-    A sidecar (:func:`lbee.io.confinement.sidecar`): confined to the data root when one is active, and refused
-    when it is there but not a regular file.
-    """
-    from .confinement import sidecar
-
-    path = Path(path)
-    for cand in (path.with_name(path.stem + ROW_IDS_SUFFIX), path.with_name(ROW_IDS_NAME)):
-        found = sidecar(cand, of=f"{name} {str(path)!r}", what="row ids file")
-        if found is not None:
-            return found
-    return None
-
-
-def check_row_ids(path, n_rows, run_ids, name, *, against):
-    """Refuse image embeddings whose rows name other images, or the same in another order, than the run's.
-
-    When the embeddings ``path`` has an ids file beside it (:func:`row_ids_path`),
-    its line r must name the run's image r: equal, or one a path ending with the
-    other at a folder boundary (``/data/a/f.png`` and ``a/f.png``), as the
-    predictions' ids match images (:class:`lbee.io.matching.IdMatcher`). Without
-    an ids file the rows are taken in the run's order (nothing to check).
-
-    Parameters
-    ----------
-    path : path-like
-        The embeddings ``.npy``.
-    n_rows : int
-        Its rows.
-    run_ids : list of str
-        The run's image ids, in the order the rows are used.
-    name : str
-        How messages name the embeddings (``image_embeddings``).
-    against : str
-        Where ``run_ids`` come from (``the predictions table 'p.csv'``).
-
-    Raises
-    ------
-    ValueError
-        Naming the ids file, the first differing row and both ids.
-    """
-    from .matching import same_image_id
-
-    ids_file = row_ids_path(path, name)
-    if ids_file is None:
-        return
-    try:
-        text = ids_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"Cannot read the row ids of {name} {str(path)!r} ({ids_file}): {exc}") from None
-    listed = [line.rstrip("\r") for line in text.split("\n")]
-    if listed and listed[-1] == "":
-        listed.pop()  # the final newline
-    fix = f"reorder {against} as {ids_file.name} lists, or re-embed its images with `lbee embed`"
-    if len(listed) != n_rows:
-        raise ValueError(
-            f"{ids_file} lists {len(listed)} image ids but {name} {str(path)!r} has {n_rows} rows; expected one "
-            "id per row (the two files were written apart): re-embed with `lbee embed`."
-        )
-    for r, (mine, theirs) in enumerate(zip(listed, run_ids)):
-        if not same_image_id(mine, theirs):
-            raise ValueError(
-                f"{name} {str(path)!r}: row {r + 1} is the image {mine!r} ({ids_file.name}, line {r + 1}) but "
-                f"row {r + 1} of {against} is {str(theirs)!r}; expected the same images in the same order: {fix}."
-            )
-    if len(run_ids) != n_rows:
-        raise ValueError(
-            f"{name} {str(path)!r} has {n_rows} rows ({ids_file.name}) but {against} has {len(run_ids)}; "
-            f"expected one row per image: {fix}."
-        )
+# The row ids beside image embeddings live in lbee.io.row_ids (re-exported here, their first home).
+from .row_ids import ROW_IDS_NAME, ROW_IDS_SUFFIX, check_row_ids, row_ids_path  # noqa: E402,F401
 
 
 def _space(identity):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from .matching import IdMatcher, match_table_rows, report_unmatched
 from .predictions import LIKELY_NAMES, Predictions, id_column_of, validate_predictions
+from .probabilities import check_probabilities
 from .schemas import (
     SCHEMAS,
     TableSchema,
@@ -43,7 +44,6 @@ from .table_reader import (
     bool_column,
     check_no_missing,
     check_not_empty,
-    check_probabilities,
     check_unique,
     class_column,
     float_column,

@@ -15,8 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from ..io.confinement import PathEscape, confine
-from ..io.confinement import inside as _inside
+from ..io.confinement import PathEscape, confine, inside
 
 #: Entry keys that hold a path (``relevance`` and ``sentences`` also take names, handled below).
 PATH_KEYS = ("images", "image_embeddings", "sentence_embeddings", "masks", "sensitivity", "predictions", "weights")
@@ -151,7 +150,7 @@ def _walk_check(folder, root, key):
             if n > MAX_WALK:
                 raise PathEscape(f"`{key}` folder {str(folder)!r} has more than {MAX_WALK} entries.")
             p = os.path.join(dirpath, name)
-            if os.path.islink(p) and not _inside(os.path.realpath(p), root):
+            if os.path.islink(p) and not inside(os.path.realpath(p), root):
                 rel = os.path.relpath(p, root)
                 raise PathEscape(f"`{key}`: {rel!r} is a symbolic link leading outside the data root.")
 
@@ -190,7 +189,7 @@ def check_dataset_paths(ds, root, *, deep=True):
             found.append((f"{m.name}.model", Path(m.model)))
     for key, p in found:
         resolved = Path(p).resolve()
-        if not _inside(resolved, root):
+        if not inside(resolved, root):
             raise PathEscape(f"`{key}` leads outside the data root.")
         if deep and resolved.is_dir():
             _walk_check(resolved, root, key)
@@ -198,7 +197,7 @@ def check_dataset_paths(ds, root, *, deep=True):
         from ..io.images import discover_images
 
         for p in discover_images(ds.images).paths:
-            if not _inside(Path(p).resolve(), root):
+            if not inside(Path(p).resolve(), root):
                 raise PathEscape(f"`images` manifest row {str(p)!r} is outside the data root.")
 
 

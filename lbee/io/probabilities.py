@@ -1,0 +1,37 @@
+"""The ``prob_<class>`` columns of a predictions table, checked as probabilities."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .table_reader import _rows_phrase, float_column, table_source
+
+
+def check_probabilities(table, columns, default="table", *, tolerance=None):
+    """Validate ``prob_<class>`` columns as probabilities; returns (n, C) float64 rows renormalised to sum 1.
+
+    Every cell must be a finite number in [0, 1] and every row must sum to 1
+    within ``tolerance`` (default ``1e-3 + 1e-6 · C``, room for values written
+    with six decimals). Rows that look like logits (a value outside [0, 1] or
+    a sum far from 1) raise an error suggesting ``probabilities='logits'``.
+    """
+    probs = np.column_stack([float_column(table, c, default) for c in columns])
+    n_cls = probs.shape[1]
+    tol = 1e-3 + 1e-6 * n_cls if tolerance is None else float(tolerance)
+    outside = np.flatnonzero(((probs < 0) | (probs > 1)).any(axis=1))
+    sums = probs.sum(axis=1)
+    off = np.flatnonzero(np.abs(sums - 1) > tol)
+    if outside.size or off.size:
+        rows = outside if outside.size else off
+        detail = (
+            f"values outside [0, 1] (e.g. {probs[rows[0]].min():.4g}..{probs[rows[0]].max():.4g})"
+            if outside.size
+            else f"rows summing to {sums[rows[0]]:.6g}"
+        )
+        raise ValueError(
+            f"{table_source(table, default)}: the prob_<class> columns are not probabilities at "
+            f"{_rows_phrase(table, rows)}: {detail}; expected values in [0, 1] summing to 1 (±{tol:.2g}). "
+            "If they are logits (raw scores), pass probabilities='logits' to apply a softmax (CLI: --logits; "
+            "report config: logits: true)."
+        )
+    return probs / sums[:, None]
