@@ -285,7 +285,11 @@ def test_an_explanation_whose_images_were_reordered_is_refused_by_evaluate(preco
     path.write_text(json.dumps(payload))
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
     assert r.exit_code == 1 and "the file was edited" in r.output, r.output  # its rows' digest
-    del payload["rows_sha256"]  # a file written before the digest: the run's assignments.parquet tells
+    del payload["rows_sha256"]  # a format-3 file always has it: deleting it is an edit too (third sweep F1)
+    path.write_text(json.dumps(payload))
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
+    assert r.exit_code == 1 and "has none: the file was edited" in r.output, r.output
+    payload["format"] = 2  # a file written before the digest: the run's assignments.parquet tells
     path.write_text(json.dumps(payload))
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
     assert r.exit_code == 1 and "differ from the run's assignments.parquet at row 1" in r.output, r.output
@@ -301,6 +305,12 @@ def test_an_explanation_whose_sentences_were_edited_is_refused(precomputed):
     path.write_text(json.dumps(payload))
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
     assert r.exit_code == 1 and "the file was edited" in r.output, r.output
+    del payload["rows_sha256"]
+    payload["format"] = 2  # an older file: read, but never in silence (third sweep F1)
+    path.write_text(json.dumps(payload))
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 0 and "its 'sentences' cannot be checked against edits" in said, r.output
 
 
 def test_overwrite_never_deletes_an_input_that_a_run_folder_holds(precomputed):

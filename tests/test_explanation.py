@@ -279,7 +279,7 @@ def test_explain_takes_a_dataframe_and_explanation_reads_in_a_notebook():
 
 
 def test_explanation_json_stores_the_clustering_once_and_reads_old_files(tmp_path):
-    from lbee.core.explanation import validate_explanation_payload
+    from lbee.core.explanation import PAYLOAD_FORMAT, validate_explanation_payload
     from lbee.run.pipeline import DescribeResult, load_explanations, write_outputs
 
     rng = np.random.default_rng(0)
@@ -300,7 +300,7 @@ def test_explanation_json_stores_the_clustering_once_and_reads_old_files(tmp_pat
     new = (tmp_path / "explanation.json").stat().st_size
     old_payload = json.loads((tmp_path / "explanation.json").read_text())
     loaded, payload = load_explanations(tmp_path / "explanation.json")
-    assert payload["format"] == 2 and set(loaded) == set(exps)
+    assert payload["format"] == PAYLOAD_FORMAT == 3 and set(loaded) == set(exps)
     for m, e in exps.items():
         got = loaded[m]
         assert [c.indices.tolist() for c in got.hard_clusters] == [c.indices.tolist() for c in e.hard_clusters]

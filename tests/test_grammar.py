@@ -356,7 +356,7 @@ def test_two_conjunctions_said_alike_are_refused_by_generate():
         ("# my classes\ndog\n#1 hit\n", r"line 3: '#1 hit' starts with '#' but is not a comment"),
         ("dog\ncat\tbird\n", r"line 2: 'cat\\tbird' holds the character U\+0009"),
         ("dog\nDog\n", r"line 2 repeats the class of line 1"),
-        ("dog\n\u202ecat\n", r"line 2: '\\u202ecat' holds the character U\+202E .*invisible format character"),
+        ("dog\n\u202ecat\n", r"line 2: '\\u202ecat' holds the character U\+202E .*invisible character"),
         ("cat\u200b\ndog\n", r"line 1: 'cat\\u200b' holds the character U\+200B"),
         ("caf\u00e9\ncafe\u0301\n", r"line 2 repeats the class of line 1"),
         ("a b\ndog\na-b\n", r"lines 1 and 3: 'a b' and 'a-b' both map to the value id 'a_b'"),
@@ -440,7 +440,7 @@ def test_a_sidecar_row_must_be_what_the_grammar_says(tmp_path, edit, message):
 def test_grammar_words_with_invisible_format_characters_are_refused(words):
     """Sweep #18: a zero-width space or a right-to-left override was accepted into the sentence text."""
     text = MINI.replace("{blue: blue, orange: orange}", "{blue: " + json.dumps(words) + ", orange: orange}")
-    message = r"g.yaml, line 9: .*value 'blue' .* holds the character U\+[0-9A-F]{4} .*invisible format character"
+    message = r"g.yaml, line 9: .*value 'blue' .* holds the character U\+[0-9A-F]{4} .*invisible character"
     with pytest.raises(ValueError, match=message):
         parse_grammar(text, source="g.yaml")
 

@@ -1282,3 +1282,16 @@ def test_an_id_with_a_terminal_escape_is_refused(tmp_path):
 
     with pytest.raises(ValueError, match=r"holds the character U\+001B"):
         check_unique(read_table(path), "image", what="image id")
+
+
+@pytest.mark.parametrize("name", ["b\nc.png", "d\x1b[2Je.png"])
+def test_an_image_file_name_that_is_not_visible_text_is_refused_before_embedding(tmp_path, name):
+    """Third sweep B1: `lbee embed` wrote a name with a line break as two lines of ids.txt, which it then refused."""
+    from lbee.io.images import discover_images
+
+    (tmp_path / "a.png").write_bytes(b"")
+    (tmp_path / name).write_bytes(b"")
+    with pytest.raises(ValueError, match=r"the file name .* holds the character U\+00(0A|1B).*Rename the file"):
+        discover_images(tmp_path)
+    (tmp_path / name).unlink()
+    assert discover_images(tmp_path).ids == ["a.png"]

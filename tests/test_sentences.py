@@ -121,6 +121,10 @@ def test_generate_killed_leaves_one_whole_set(tmp_path, killed_lbee, step):
         ("a dog \x1b]0;PWNED\x07\x1b[2J\n", r"U\+001B"),  # a terminal escape sequence
         ("re\u200bd\n", r"U\+200B"),  # zero-width space
         ("s0\x00x\n", r"U\+0000"),
+        ("a\ufe0f\na\n", r"line 1 holds .*U\+FE0F"),  # third sweep F2: a variation selector, NFKC keeps it
+        ("a\u2800b\nab\n", r"U\+2800"),  # a braille cell drawn blank
+        ("a\u3164b\n", r"U\+3164"),  # a Hangul filler, a letter drawn as nothing
+        ("\u0301a\n", r"U\+0301"),  # a leading combining mark
     ],
 )
 def test_sentence_files_hold_visible_text_compared_as_it_reads(text, message):

@@ -1,7 +1,7 @@
 """The ``explanation.json`` payload: written once per run, read back with every check.
 
 :func:`compact_payload` stores the methods of a run with their shared split
-and clustering once (format 2, prototypes as base64 float32);
+and clustering once (format 2 and later, prototypes as base64 float32; format 3 adds the rows digest);
 :func:`validate_explanation_payload` reads that and the older format (one
 full :meth:`~lbee.core.explanation.Explanation.to_dict` per method).
 """
@@ -18,7 +18,10 @@ from .explanation_checks import bad_field, check_index, check_mapping, show_valu
 if TYPE_CHECKING:
     from .explanation import Explanation
 
-PAYLOAD_FORMAT = 2
+PAYLOAD_FORMAT = 3
+# From format 3 on, a file that lists its images or sentences records their digest (rows_sha256): a file of
+# that format without it was edited. Older formats are read with a warning that their sentences are unchecked.
+ROWS_DIGEST_SINCE = 3
 
 
 def _encode_f32(rows: ArrayLike) -> str:
@@ -61,7 +64,7 @@ def compact_payload(explanations: dict[str, Explanation]) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``{"format": 2, "clustering": ..., "methods": ...}`` or ``{"methods": ...}``.
+        ``{"format": 3, "clustering": ..., "methods": ...}`` or ``{"methods": ...}``.
     """
     exps = list(explanations.values())
     first = exps[0]
@@ -172,7 +175,7 @@ def validate_explanation_payload(payload: Any, *, source: object) -> dict[str, E
     """Validate an ``explanation.json`` payload and rebuild its explanations.
 
     The payload is what :func:`lbee.run.pipeline.write_outputs` writes: the
-    run's ``sentences`` and ``images`` lists and either (format 2, see
+    run's ``sentences`` and ``images`` lists and either (format 2 or later, see
     :func:`compact_payload`) one shared ``clustering`` with a ``methods`` object
     of sentences and scores, or (the older format, still read) a ``methods``
     object of method name → :meth:`Explanation.to_dict` without ``sentences``.
@@ -214,6 +217,22 @@ def validate_explanation_payload(payload: Any, *, source: object) -> dict[str, E
     if images is not None and not isinstance(images, list):
         bad_field(repr(src), "images", show_value(images), "a list of image ids")
     digest = payload.get("rows_sha256")
+    fmt = payload.get("format", 1)
+    lists_rows = images is not None or sentences is not None
+    if digest is None and lists_rows and isinstance(fmt, int) and fmt >= ROWS_DIGEST_SINCE:
+        raise ValueError(
+            f"{src!r}: format {fmt} records the digest of its 'images' and 'sentences' (rows_sha256), and this "
+            "file has none: the file was edited. Write it again with lbee describe."
+        )
+    if digest is None and sentences is not None:
+        import warnings
+
+        warnings.warn(
+            f"{src!r} was written before lbee recorded the digest of its rows: its 'sentences' cannot be checked "
+            "against edits. Write it again with lbee describe to have them checked.",
+            UserWarning,
+            stacklevel=3,
+        )
     if digest is not None and digest != rows_digest(images, sentences):
         # indices point into these lists: reordered or edited, they would pair Γ's rows and columns with others
         raise ValueError(
@@ -221,7 +240,6 @@ def validate_explanation_payload(payload: Any, *, source: object) -> dict[str, E
             "the file was edited. Write it again with lbee describe."
         )
     n_images = None if images is None else len(images)
-    fmt = payload.get("format", 1)
     if isinstance(fmt, bool) or not isinstance(fmt, int) or not 1 <= fmt <= PAYLOAD_FORMAT:
         bad_field(
             repr(src),

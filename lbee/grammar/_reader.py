@@ -140,7 +140,7 @@ class _Ctx:
 
 
 #: What :func:`line_break_in` finds, as messages say it.
-INVISIBLE = "a line break, tab, control character or invisible format character"
+INVISIBLE = "a line break, tab, control character, invisible character or leading combining mark"
 
 
 def line_break_in(text):
@@ -148,15 +148,38 @@ def line_break_in(text):
 
     Any ``str.splitlines`` boundary (``\n``, ``\r``, U+0085, U+2028, U+2029, ...), a tab, another control
     character, or a Unicode format character (category Cf: zero-width spaces and joiners, bidirectional
-    overrides, a soft hyphen), which makes two sentences that look the same differ, or reorders what is shown:
-    grammar words and ``--classes`` names are refused with one.
+    overrides, a soft hyphen), another default-ignorable or blank-drawn character (variation selectors, Hangul
+    fillers, U+2800), or a leading combining mark, which makes two sentences that look the same differ, or
+    reorders what is shown: grammar words and ``--classes`` names are refused with one.
     """
+    if text and unicodedata.category(text[0]).startswith("M"):  # a combining mark with no letter to sit on
+        return text[0]
     return next((c for c in text if _breaks_a_line(c)), None)
+
+
+# Unicode's Default_Ignorable_Code_Point ranges outside category Cf (variation selectors, Hangul fillers, the
+# combining grapheme joiner, Mongolian free variation selectors, ...), and U+2800, a braille cell drawn blank:
+# NFKC folds none of them, so "a" and "a\ufe0f" would be two sentences that look alike.
+_IGNORABLE = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0FFF),
+)
 
 
 def _breaks_a_line(c):
     """Whether ``c`` would split a sentence across lines or cells (a tab), or is invisible (a format character)."""
-    return unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cf")  # \t \n \r \x85 U+2028 U+2029; U+200B U+202E
+    if unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cf"):  # \t \n \r \x85 U+2028 U+2029; U+200B U+202E
+        return True
+    code = ord(c)
+    return any(lo <= code <= hi for lo, hi in _IGNORABLE)
 
 
 def said_alike(words):

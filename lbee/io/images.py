@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..grammar import INVISIBLE, line_break_in
 from .confinement import resolve_named_path
 from .schemas import validate_manifest
 from .table_reader import read_table
@@ -52,7 +53,15 @@ def discover_images(source):
         files = sorted(p for p in source.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
         if not files:
             raise ValueError(f"No image found under {str(source)!r} (looked for {sorted(IMAGE_SUFFIXES)}).")
-        return ImageList([str(p) for p in files], [str(p.relative_to(source)) for p in files])
+        ids = [str(p.relative_to(source)) for p in files]
+        for image_id in ids:  # an id is a line of ids.txt and is shown in reports: visible text, as in tables
+            bad = line_break_in(image_id)
+            if bad is not None:
+                raise ValueError(
+                    f"Images {str(source)!r}: the file name {image_id!r} holds the character U+{ord(bad):04X} "
+                    f"({INVISIBLE}); expected image file names of visible text. Rename the file."
+                )
+        return ImageList([str(p) for p in files], ids)
     if not source.exists():
         raise FileNotFoundError(f"Images {str(source)!r}: no such folder or manifest file.")
     ids, labels = validate_manifest(read_table(source))
