@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
 from .compose import ComposeSearch, Conjunction
+from .discovery import Discovered, discover_failures
 
 
 @dataclass
@@ -52,7 +53,10 @@ class Hypothesis:
     p_value : float
         One-sided binomial test of the region's hard count against the base rate.
     pieces : int
-        How many of the slicer's groups were merged into it.
+        How many of the slicer's groups were merged into it (0: found by its description alone,
+        :mod:`lbee.core.discovery`).
+    descriptions : list of Conjunction
+        Its ``k`` descriptions, ``description`` first.
     """
 
     indices: IntArray
@@ -61,6 +65,7 @@ class Hypothesis:
     lower_bound: float
     p_value: float
     pieces: int = 1
+    descriptions: list[Conjunction] = field(default_factory=list)
 
 
 def wilson_lower(k: float, n: float, z: float = 1.96) -> float:
@@ -139,7 +144,7 @@ def one_hypothesis_per_failure(
         del regions[i], regions[j]
         add(next_id, union, found, pieces)
         next_id += 1
-    items = _refined(search, items, k)
+    items = _refined(search, items, k, discover_failures(search))
     base = float(np.mean(hard_mask[np.concatenate([search.hard, search.easy])])) if len(search.hard) else 0.0
     hyps: list[Hypothesis] = []
     descs: list[list[Conjunction]] = []
@@ -147,7 +152,7 @@ def one_hypothesis_per_failure(
         h, e = found[0].region_counts
         n = h + e
         p_value = float(binom.sf(int(round(h)) - 1, max(int(round(n)), 1), base)) if n > 0 else 1.0
-        hyps.append(Hypothesis(g, found[0], found[0].concentration, wilson_lower(h, n), p_value, pieces))
+        hyps.append(Hypothesis(g, found[0], found[0].concentration, wilson_lower(h, n), p_value, pieces, found))
         descs.append(found)
     order = sorted(range(len(hyps)), key=lambda t: (-hyps[t].lower_bound, -len(hyps[t].indices)))
     return [hyps[t] for t in order], [descs[t] for t in order]
@@ -195,9 +200,24 @@ def refine(search: ComposeSearch, description: Conjunction, k: int = 3) -> tuple
 
 
 def _refined(
-    search: ComposeSearch, items: dict[int, tuple[IntArray, list[Conjunction], int]], k: int
+    search: ComposeSearch,
+    items: dict[int, tuple[IntArray, list[Conjunction], int]],
+    k: int,
+    discovered: Sequence[Discovered] = (),
 ) -> dict[int, tuple[IntArray, list[Conjunction], int]]:
-    """Each hypothesis refined where that says more (:func:`refine`), then those holding the same images merged."""
+    """Each hypothesis refined where that says more (:func:`refine`), then those holding the same images merged.
+
+    The failures found by their descriptions (:func:`lbee.core.discovery.discover_failures`) come first: where one
+    holds the same images as a slicer's group, it stands, since its images were collected by what it says.
+    """
+    first: list[tuple[IntArray, list[Conjunction], int]] = []
+    for d in discovered:
+        alternatives = [
+            c
+            for c in search.search(d.indices, k=k)
+            if search.grammar.canonical(c.conditions) != search.grammar.canonical(d.description.conditions)
+        ]
+        first.append((d.indices, [d.description, *alternatives][:k], 0))
     out: list[tuple[IntArray, list[Conjunction], int]] = []
     for g, found, pieces in items.values():
         group, again = refine(search, found[0], k)
@@ -209,7 +229,7 @@ def _refined(
         )
         out.append((group, again, pieces) if ok else (g, found, pieces))
     out.sort(key=lambda t: -t[1][0].lift)
-    kept: list[tuple[IntArray, list[Conjunction], int]] = []
+    kept = first  # failures found apart are apart: only the slicer's groups merge into them
     for g, found, pieces in out:
         for t, (kg, kf, kp) in enumerate(kept):
             shared = len(np.intersect1d(g, kg, assume_unique=True))
@@ -219,3 +239,11 @@ def _refined(
         else:
             kept.append((g, found, pieces))
     return dict(enumerate(kept))
+
+
+def with_twin(search: ComposeSearch, descriptions: Sequence[Conjunction], twin: ArrayLike) -> list[Conjunction]:
+    """``descriptions`` with their share of the matched easy cluster ``twin`` (indices into n) filled in."""
+    rows = np.asarray(twin, dtype=np.int64)
+    if not len(rows):
+        return list(descriptions)
+    return [replace(c, twin_share=float(search.region(c.literals)[rows].mean())) for c in descriptions]

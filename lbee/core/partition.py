@@ -338,42 +338,9 @@ class Partition:
 
     def _compose(self, index: SentenceIndex, k: int, tau: float, sentences: list[str] | None) -> Explanation:
         """The 'compose' describer (:mod:`lbee.core.compose`): sentences the grammar renders, appended when new."""
-        search = self._search(index, tau)
-        texts = list(sentences) if sentences is not None else [f"sentence {i}" for i in range(index.n_sentences)]
-        where = {t: i for i, t in enumerate(texts)}
-        hard: list[HardCluster] = []
-        for i, g in enumerate(self.hard_groups_):
-            found = search.search(g, twin=self.easy_groups_[int(self.matches_[i])], k=k)
-            ids: list[int] = []
-            details: list[dict[str, Any]] = []
-            for c in found:
-                text = index.grammar.render(c.conditions)
-                if text not in where:
-                    where[text] = len(texts)
-                    texts.append(text)
-                ids.append(where[text])
-                details.append(
-                    {
-                        "conditions": c.conditions,
-                        "hard_share": c.hard_share,
-                        "easy_share": c.easy_share,
-                        "twin_share": c.twin_share,
-                    }
-                )
-            hard.append(
-                HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids, [c.lift for c in found], details)
-            )
-        easy = [EasyCluster(g, p) for g, p in zip(self.easy_groups_, self.easy_prototypes_)]
-        params = dict(
-            self.params,
-            k=k,
-            tau=tau,
-            n_sentences=len(texts),
-            method=COMPOSE,
-            n_base_sentences=int(index.n_sentences),
-            grammar=index.grammar.name,
-        )
-        return Explanation(hard, easy, COMPOSE, params, texts)
+        from .compose_describer import compose_explanation
+
+        return compose_explanation(self, self._search(index, tau), index, k, tau, sentences)
 
     def describe_methods(
         self, sentence_embeddings: ArrayLike | SentenceIndex, methods: str | Sequence[str] = METHODS, **kwargs: Any

@@ -1,0 +1,160 @@
+"""Failures found by their descriptions: the hard split covered by conjunctions, one failure at a time.
+
+A slicer groups images that look alike. Where the embedding's main directions are not the failure's attributes
+(the weather, the road, the time of day of a dash camera), its pieces mix failures, and each piece's description
+states what the piece shares: often a confounder. :func:`discover_failures` does not start from pieces. It
+searches conjunctions over the whole hard split (subgroup discovery), scored by Klösgen's quality
+
+    q(c) = √(h + e) · (h / (h + e) − b),
+
+where h and e are the soft counts of the hard images not yet covered and of the easy images that c holds for
+(:class:`lbee.core.compose.ComposeSearch`'s literal probabilities) and b the hard share of all images. The quality
+trades the region's error concentration against its size: a confounder holds for many images but barely more
+often where the model fails, a failure's own conditions for fewer images, nearly all hard. The best conjunction's
+hard images are collected, discounted by P(conjunction), and the search runs again, while the region's
+concentration is significant (one-sided binomial test against b, Bonferroni over the literals and rounds).
+
+A beam of states grows one literal a step, with the search's own gate: a literal is added only when the lift rises
+by more than z σ (:mod:`lbee.core.compose`). The hypotheses it returns join the slicer's merged groups in
+:func:`lbee.core.hypotheses.one_hypothesis_per_failure`; where both hold the same images, the discovered one stands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._blas import one_blas_thread
+from ..typing import IntArray
+from .compose import SMOOTH, ComposeSearch, Conjunction, _lift, _State
+
+#: Failures collected at most (each round covers one).
+MAX_ROUNDS = 8
+#: The family-wise rate of collecting a region whose errors are not concentrated (Bonferroni over literals × rounds).
+DISCOVERY_ALPHA = 0.05
+#: A discovered group smaller than this is noise, not a failure.
+MIN_GROUP = 5
+
+
+@dataclass
+class Discovered:
+    """One failure found by its description.
+
+    Attributes
+    ----------
+    indices : ndarray of int
+        Its hard images (indices into n): the ``round(h / reach)`` uncovered hard images of highest P(description),
+        none below half of ``reach`` (:meth:`ComposeSearch.reachable`).
+    description : Conjunction
+        Shares and lift against the whole hard and easy splits, as :meth:`ComposeSearch.search` reports them.
+    """
+
+    indices: IntArray
+    description: Conjunction
+
+
+def discover_failures(search: ComposeSearch, *, max_rounds: int = MAX_ROUNDS) -> list[Discovered]:
+    """Cover the hard split with conjunctions, one failure a round (module docstring).
+
+    Parameters
+    ----------
+    search : ComposeSearch
+        Its literal probabilities over the n images and its hard and easy splits.
+    max_rounds : int, default=8
+
+    Returns
+    -------
+    list of Discovered
+        In the order found (the most significant first).
+    """
+    from scipy.stats import binom
+
+    hard, easy = search.hard, search.easy
+    n_h, n_e = len(hard), len(easy)
+    if n_h == 0 or n_e == 0:
+        return []
+    base = n_h / (n_h + n_e)
+    sets = {name: search._sets[name] for name in ("hard", "easy")}  # (marginal, conditional) P, rows of the split
+    threshold = DISCOVERY_ALPHA / (max(len(search.keys), 1) * max_rounds)
+    weight = np.ones(n_h, np.float32)  # 1 - P(covered) per hard image
+    found: list[Discovered] = []
+    with one_blas_thread():
+        for _ in range(max_rounds):
+            best = _best_conjunction(search, weight, sets, base)
+            if best is None:
+                break
+            state, h = best
+            e = float(state.e.sum())
+            if binom.sf(int(round(h)) - 1, max(int(round(h + e)), 1), base) > threshold:
+                break
+            score = state.h * weight
+            # A calibrated P stays below 1 where a noisy atom holds: h / reach is about how many hard images the
+            # conjunction holds for. That estimate compounds each literal's error, so no image below half of what
+            # the conjunction reaches is taken (a near-perfect encoder: exactly the images it holds for).
+            reach = search.reachable(state.lits)
+            m = min(int(round(h / reach)), int((score >= 0.5 * reach).sum()), int((weight > 0.5).sum()))
+            if m < MIN_GROUP:
+                break
+            rows = np.sort(hard[np.argsort(-score, kind="stable")[:m]])
+            h_all = float(state.h.sum())
+            full = _State(
+                state.conds,
+                state.lits,
+                search.region(state.lits)[rows],
+                state.h,
+                state.e,
+                float(_lift(h_all, e, search.n_hard, search.n_easy)),
+            )
+            found.append(Discovered(rows, search._describe(full, len(rows), None)))
+            weight = weight * (1.0 - state.h)
+    return found
+
+
+def _best_conjunction(
+    search: ComposeSearch, weight: np.ndarray, sets: dict, base: float
+) -> tuple[_State, float] | None:
+    """The state of best quality over the uncovered hard images, and its uncovered soft count h; or None."""
+    n_h = float(weight.sum())
+    empty = np.zeros(0, np.float32)  # the group's vector: no group anchors this search
+    start = _State({}, (), empty, np.ones(len(search.hard), np.float32), np.ones(len(search.easy), np.float32), 0.0)
+    frontier, best, seen = [(start, 0.0)], None, set()
+    for _ in range(search.max_conditions):
+        cands = []
+        for s, quality in frontier:
+            given = search._given(s.lits)
+            wh = s.h * weight
+            marg, cond = sets["hard"]
+            h = np.where(given, wh @ cond, wh @ marg).astype(np.float64)
+            marg, cond = sets["easy"]
+            e = np.where(given, s.e @ cond, s.e @ marg).astype(np.float64)
+            lift = _lift(h, e, n_h, search.n_easy)
+            q = np.sqrt(h + e) * (h / np.maximum(h + e, 1e-9) - base)
+            keep = np.clip((h + e) / max(float(wh.sum()) + float(s.e.sum()), 1e-9), 0.0, 1.0)
+            gate = search.z * np.sqrt((1.0 - keep) * (1.0 / (h + SMOOTH) + 1.0 / (e + SMOOTH)))
+            for j in map(int, np.flatnonzero((lift - s.lift > gate) & (q > quality))):
+                new = search.extend(s.conds, j)
+                if new is None:
+                    continue
+                sig = frozenset(search.grammar.canonical(new).items())
+                if sig in seen:
+                    continue
+                seen.add(sig)
+                cands.append((float(q[j]), float(lift[j]), float(h[j]), s, j, new))
+        if not cands:
+            break
+        cands.sort(key=lambda t: -t[0])
+        frontier = []
+        for quality, lift_j, h_j, s, j, new in cands[: search.beam]:
+            nxt = _State(
+                new,
+                (*s.lits, j),
+                empty,
+                s.h * search.factor(s.lits, j, search.hard),
+                s.e * search.factor(s.lits, j, search.easy),
+                lift_j,
+            )
+            frontier.append((nxt, quality))
+            if best is None or quality > best[0]:
+                best = (quality, nxt, h_j)
+    return None if best is None else (best[1], best[2])
