@@ -3,7 +3,7 @@
 A slicer cuts a failure into pieces along attributes the failure does not
 depend on (the background colour, the size of the square), and ranking groups
 by size puts large clusters of stray errors first. 'compose'
-(:mod:`lbee.core.compose`) describes each piece against the whole hard and
+(`lbee.core.compose`) describes each piece against the whole hard and
 easy splits, so the pieces of one failure get descriptions that agree: each
 holds for the other's images.
 
@@ -103,7 +103,7 @@ def one_hypothesis_per_failure(
     hypotheses : list of Hypothesis
         Most concentrated first.
     descriptions : list of list of Conjunction
-        The ``k`` descriptions of each hypothesis (:meth:`ComposeSearch.search`), in the same order.
+        The ``k`` descriptions of each hypothesis (`ComposeSearch.search`), in the same order.
     """
     from scipy.stats import binom
 
@@ -153,7 +153,7 @@ def one_hypothesis_per_failure(
     return [hyps[t] for t in order], [descs[t] for t in order]
 
 
-#: Rounds of :func:`refine` at most (it stops earlier when the description no longer changes).
+#: Rounds of `refine` at most (it stops earlier when the description no longer changes).
 REFINE_ROUNDS = 4
 #: A refined group must keep this share of the group it came from (else the group stays as it was).
 KEEP_OWN = 0.3
@@ -176,7 +176,7 @@ def refine(search: ComposeSearch, description: Conjunction, k: int = 3) -> tuple
     indices : ndarray of int
         The final group (indices into n).
     descriptions : list of Conjunction
-        Its descriptions (:meth:`ComposeSearch.search`).
+        Its descriptions (`ComposeSearch.search`).
     """
     found = [description]
     group = np.zeros(0, dtype=np.int64)
@@ -197,7 +197,7 @@ def refine(search: ComposeSearch, description: Conjunction, k: int = 3) -> tuple
 def _refined(
     search: ComposeSearch, items: dict[int, tuple[IntArray, list[Conjunction], int]], k: int
 ) -> dict[int, tuple[IntArray, list[Conjunction], int]]:
-    """Each hypothesis refined where that says more (:func:`refine`), then those holding the same images merged."""
+    """Each hypothesis refined where that says more (`refine`), then those holding the same images merged."""
     out: list[tuple[IntArray, list[Conjunction], int]] = []
     for g, found, pieces in items.values():
         group, again = refine(search, found[0], k)

@@ -1,9 +1,10 @@
 """One settings object for every analysis knob: its default, its choices and its validation.
 
-:class:`RunSettings` is the single place where a knob of an analysis run is
-defined. The CLI builds its options from it (:func:`settings_options`), the
-YAML schema of ``lbee report`` validates against it (:meth:`RunSettings.from_mapping`),
-and the run layer (:mod:`lbee.run.pipeline`) reads it. The default *values*
+[`RunSettings`][lbee.RunSettings] is the single place where a knob of an analysis run is
+defined. The CLI builds its options from it (`settings_options`), the
+YAML schema of ``lbee report`` validates against it
+([`RunSettings.from_mapping`][lbee.run.settings.RunSettings.from_mapping]),
+and the run layer (`lbee.run.pipeline`) reads it. The default *values*
 themselves live with the step they belong to (``lbee.core.partition.DEFAULT_A``,
 ``lbee.core.selection.CLIP_TAU``, ``lbee.core.evaluation.DEFAULT_O``, ...), and
 the lists of *choices* with the registry that implements them (``METHODS``,
@@ -96,7 +97,7 @@ class RunSettings:
     Parameters
     ----------
     a : float, default=0.2
-        Split margin: hard = φ < μ − aσ, easy = φ > μ + aσ (SPEC §3.1).
+        Split margin: hard = φ < μ − aσ, easy = φ > μ + aσ (LBEE Step 1).
     clusters : int or None, default=None
         Hard clusters C^h; None means 15, or 5 per class (LBEE app. D).
     easy_clusters : int or None, default=None
@@ -105,10 +106,11 @@ class RunSettings:
         Sentences kept per hard cluster (LBEE §5).
     tau : float or None, default=None
         SetDiff / FPDiff threshold; None means the encoder's declared τ, else
-        the CLIP value ``CLIP_TAU`` (:meth:`resolved_tau`).
+        the CLIP value ``CLIP_TAU`` ([`resolved_tau`][lbee.RunSettings.resolved_tau]).
     o : float, default=0.2
         Severity of the failure sentences, β = o·std(ω).
-    methods : tuple of str, default=all five describers
+    methods : tuple of str, default=lbee.core.selection.METHODS
+        The describers (all of them but 'compose').
     slicers : tuple, default=('ward',)
         Slicer names of ``lbee.slicers.SLICERS``; in YAML an entry may also be
         ``{name: {options}}``. The first one is the main result.
@@ -122,8 +124,8 @@ class RunSettings:
         low = the model leans on the background), else the confidence.
     ignore_index : int or None, default=255
         Segmentation: mask value left out of pixel accuracy and mIoU.
-    per_class : {'errors', 'probability'} or None, default=None
-        Analyse each class separately, with the ImageNet error split or the
+    per_class : str or None, default=None
+        'errors' or 'probability': analyse each class separately, with the ImageNet error split or the
         NICO++ probability split.
     """
 
@@ -269,7 +271,7 @@ class RunSettings:
 
 
 def check_knob(name, value):
-    """Validate one knob alone (rules between knobs are checked when the :class:`RunSettings` is built)."""
+    """Validate one knob alone (rules between knobs are checked when the [`RunSettings`][lbee.RunSettings] is built)."""
     fields = {f.name: f for f in dataclasses.fields(RunSettings)}
     if name not in fields:
         raise ValueError(f"unknown knob {_shown(name)}; expected one of {', '.join(fields)}.")
