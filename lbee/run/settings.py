@@ -130,11 +130,16 @@ class RunSettings:
     """
 
     a: float = _knob(
-        DEFAULT_A, "Split margin a: hard = φ < μ − aσ, easy = φ > μ + aσ.", kind=float, minimum=0.0, maximum=MAX_A
+        DEFAULT_A,
+        "How far from the mean confidence an image must be to count as hard or easy, in standard deviations "
+        "(a: hard below mean − a·std, easy above mean + a·std).",
+        kind=float,
+        minimum=0.0,
+        maximum=MAX_A,
     )
     clusters: int | None = _knob(
         None,
-        "Hard clusters C^h.",
+        "Number of groups the hard images are split into.",
         kind=int,
         minimum=1,
         maximum=MAX_CLUSTERS,
@@ -142,12 +147,19 @@ class RunSettings:
         default_text=f"{DEFAULT_N_CLUSTERS}, or {DEFAULT_N_CLUSTERS_PER_CLASS} per class",
     )
     easy_clusters: int | None = _knob(
-        None, "Easy clusters C^e.", kind=int, minimum=1, maximum=MAX_CLUSTERS, optional=True, default_text="C^h"
+        None,
+        "Number of groups of easy images, the look-alikes each hard group is compared with.",
+        kind=int,
+        minimum=1,
+        maximum=MAX_CLUSTERS,
+        optional=True,
+        default_text="as many as the hard groups",
     )
     k: int = _knob(DEFAULT_K, "Sentences kept per hard cluster.", kind=int, minimum=1, maximum=MAX_K, flag="-k")
     tau: float | None = _knob(
         None,
-        "SetDiff / FPDiff similarity threshold τ (a cosine similarity).",
+        "The cosine similarity above which a sentence counts as true of an image, for the SetDiff and FPDiff "
+        "describers (τ).",
         kind=float,
         minimum=-1.0,
         maximum=1.0,
@@ -155,11 +167,16 @@ class RunSettings:
         default_text=f"the encoder's τ, else {CLIP_TAU:g} (CLIP)",
     )
     o: float = _knob(
-        DEFAULT_O, "Severity o of the failure sentences (β = o·std ω).", kind=float, minimum=0.0, maximum=MAX_O
+        DEFAULT_O,
+        "How much worse than average the images of a sentence must do for it to count as a failure sentence, in "
+        "standard deviations of the per-image performance (o).",
+        kind=float,
+        minimum=0.0,
+        maximum=MAX_O,
     )
     methods: tuple = _knob(
         None,
-        "Describer(s); repeat the option, or 'all'.",
+        "How each group's sentences are picked (the describer); repeat the option, or 'all'.",
         kind=str,
         many=True,
         flag="--method",
@@ -173,13 +190,18 @@ class RunSettings:
         flag="--slicer",
         default_factory=lambda: ("ward",),
     )
-    ward: str = _knob(DEFAULT_WARD, "Ward variant for the clusters.", kind=str)
+    ward: str = _knob(
+        DEFAULT_WARD,
+        "How images are grouped: exact Ward clustering, or a faster approximation for many images ('auto' picks).",
+        kind=str,
+    )
     confidence_from: str = _knob("entropy", "How φ is derived from class probabilities.", kind=str)
     task: str = _knob("classification", "What the model does; segmentation scores per-pixel outputs.", kind=str)
     split_by: str = _knob(
         "entropy",
-        "φ for the easy / hard split: segmentation entropy, pixel accuracy or mIoU "
-        "(LBEE Fig. 4), or a sensitivity run's irfs / saliency (RIVAL10 §5).",
+        "What ranks images from easy to hard: for a segmentation model, the entropy, pixel accuracy or mean IoU "
+        "of its output; for a classifier, its confidence (entropy) or how much it leans on the background "
+        "according to a `lbee sensitivity` run (irfs, saliency).",
         kind=str,
     )
     ignore_index: int | None = _knob(
@@ -191,7 +213,11 @@ class RunSettings:
         optional=True,
     )
     per_class: str | None = _knob(
-        None, "Per-class analysis: the ImageNet error split or the NICO++ probability split.", kind=str, optional=True
+        None,
+        "Analyse each class on its own: 'errors' (hard = the class's wrong predictions, easy = its right ones) or "
+        "'probability' (split by the predicted probability of the class).",
+        kind=str,
+        optional=True,
     )
 
     def __post_init__(self):
