@@ -35,9 +35,10 @@ browser:
 	fi
 
 # The documentation site (MkDocs Material; the API reference from the docstrings), offline; --strict fails on a
-# broken link, a missing page or a docstring mkdocstrings cannot render.
+# broken link, a missing page or a docstring mkdocstrings cannot render. Never --quiet: it drops the warnings that
+# --strict counts, and the build passes with a broken anchor.
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # ruff (lint, then the format check) and mypy (strict on lbee/core), configured in pyproject.toml.
 lint: $(STAMP)

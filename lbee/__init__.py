@@ -1,6 +1,6 @@
 """lbee: find, and describe in plain language, where a computer-vision model fails.
 
-The public API (SPEC §2)::
+The public API::
 
     exp = lbee.explain(image_embeddings, sentence_embeddings, confidence=phi)
     scores = lbee.evaluate(exp, relevance, performance)

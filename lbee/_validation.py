@@ -191,7 +191,7 @@ def check_name_text(value: Any, name: str, *, max_chars: int = MAX_NAME_CHARS) -
 
 
 def check_seed(value: Any, name: str) -> int:
-    """A seed in [0, :data:`MAX_SEED`] (numpy's generator range): the one rule for API, CLI, config and service."""
+    """A seed in [0, `MAX_SEED`] (numpy's generator range): the one rule for API, CLI, config and service."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= MAX_SEED:
         raise ValueError(f"`{name}` is {value!r}; expected an integer seed in [0, {MAX_SEED}] (2**32 - 1).")
     return int(value)

@@ -12,12 +12,12 @@ document 3,000 levels deep is refused before Python's recursion limit).
 
 Two readers:
 
-- :func:`compose_yaml`: the checked node graph, every scalar a string
+- `compose_yaml`: the checked node graph, every scalar a string
   (``BaseLoader``: no YAML 1.1 ``yes`` / ``no`` / octal surprises); grammars.
-- :func:`load_yaml`: Python objects from a safe loader whose mappings keep
-  their lines (:class:`LineMapping`) and refuse a key written twice and a
+- `load_yaml`: Python objects from a safe loader whose mappings keep
+  their lines (`LineMapping`) and refuse a key written twice and a
   merge key (``<<``), whose numbers are ASCII decimal only
-  (:data:`INT_PATTERN`, :data:`FLOAT_PATTERN`); report configs and service
+  (`INT_PATTERN`, `FLOAT_PATTERN`); report configs and service
   job bodies.
 """
 
@@ -84,7 +84,7 @@ def _bounded(base, max_depth):
 
 
 def _strict(base):
-    """``base`` whose mappings are :class:`LineMapping` and refuse a key written twice."""
+    """``base`` whose mappings are `LineMapping` and refuse a key written twice."""
     import yaml
 
     class Strict(base):
@@ -128,7 +128,7 @@ def _strict(base):
 
 
 def strict_loader():
-    """The safe loader of :func:`load_yaml` (lines kept, a key written twice refused), without the bounds."""
+    """The safe loader of `load_yaml` (lines kept, a key written twice refused), without the bounds."""
     import yaml
 
     return _strict(yaml.SafeLoader)
@@ -246,12 +246,12 @@ def load_yaml(
     max_alias_nodes=MAX_YAML_ALIAS_NODES,
     max_alias_chars=MAX_YAML_ALIAS_CHARS,
 ):
-    """Python objects from ``text`` (safe tags only; mappings are :class:`LineMapping`), checked first.
+    """Python objects from ``text`` (safe tags only; mappings are `LineMapping`), checked first.
 
     Raises
     ------
     YAMLLimitError
-        As :func:`compose_yaml`.
+        As `compose_yaml`.
     yaml.YAMLError
         When ``text`` is not YAML, or a mapping writes a key twice.
     """
@@ -271,7 +271,7 @@ def load_yaml(
 
 
 def key_line(mapping, key=None):
-    """The line of ``key`` in a mapping read by :func:`load_yaml`.
+    """The line of ``key`` in a mapping read by `load_yaml`.
 
     Without ``key``, the line of the mapping itself; 0 when unknown.
     """

@@ -2,8 +2,8 @@
 
 The one place in the code that maps an extra of ``pyproject.toml`` to the
 modules it provides (a test checks that both agree). A part of lbee that needs
-an extra imports it through :func:`import_extra`; a command checks with
-:func:`require_extra` before any long or heavy work, so a missing extra is one
+an extra imports it through `import_extra`; a command checks with
+`require_extra` before any long or heavy work, so a missing extra is one
 line naming ``pip install "lbee[EXTRA]"``, seconds before anything is loaded.
 """
 
@@ -53,12 +53,12 @@ def missing_modules(extra):
 
 
 def require_extra(*extras, needed_for):
-    """Raise :class:`MissingExtraError` unless every module of ``extras`` can be found (no import: instant).
+    """Raise `MissingExtraError` unless every module of ``extras`` can be found (no import: instant).
 
     Parameters
     ----------
     *extras : str
-        Names of :data:`EXTRAS`.
+        Names of `EXTRAS`.
     needed_for : str
         What needs them, for the message (``"lbee demo"``, ``"--html"``).
     """
@@ -73,7 +73,7 @@ def require_extra(*extras, needed_for):
 
 
 def import_extra(module, extra, *, needed_for):
-    """``import module``, or a :class:`MissingExtraError` that names ``pip install "lbee[extra]"``."""
+    """``import module``, or a `MissingExtraError` that names ``pip install "lbee[extra]"``."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:

@@ -40,7 +40,7 @@ def actor_pool(worker_cls, args, *, num_actors=None, gpus_per_actor=None, addres
     gpus_per_actor : float, optional
         Default 1 when the cluster has GPUs, else 0.
     address : str, optional
-        Ray address for :func:`ensure_ray`.
+        Ray address for `ensure_ray`.
     """
     ray = ensure_ray(address)
     resources = ray.cluster_resources()

@@ -72,3 +72,12 @@ def test_no_page_repeats_another():
             seen[para].add(str(path.relative_to(ROOT)))
     repeated = {p[:80]: sorted(where) for p, where in seen.items() if len(where) > 1}
     assert not repeated, f"paragraphs said on several pages (say it once, link to it): {repeated}"
+
+
+def test_install_page_names_the_wheel_that_builds():
+    """lbee is not on PyPI: the install page's wheel commands name the file `pip wheel .` writes for this version."""
+    from lbee._version import __version__
+
+    text = (DOCS / "install.md").read_text()
+    wheels = set(re.findall(r"lbee-[\w.]+-py3-none-any\.whl", text))
+    assert wheels == {f"lbee-{__version__}-py3-none-any.whl"}, wheels

@@ -167,11 +167,8 @@ def workspace(tmp_path_factory):
         obj={},
     )
     assert res.exit_code == 0, res.output
+    # The pages use the files `lbee embed` writes, under their own names (emb/embeddings.npy, ...), nothing renamed.
     assert (ws / "emb" / "ids.txt").read_text().split() == list(preds["image"])
-    for src, dst in (("embeddings", "img"), ("sentence_embeddings", "sen")):
-        shutil.copy(ws / "emb" / f"{src}.npy", ws / f"{dst}.npy")
-        shutil.copy(ws / "emb" / f"{src}.provenance.json", ws / f"{dst}.provenance.json")
-    shutil.rmtree(ws / "emb")
 
     # Semantic segmentation: 3 classes, per-image probability maps and label masks.
     for sub in ("images", "outputs", "masks"):

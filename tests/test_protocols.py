@@ -42,12 +42,15 @@ def test_protocol_fit_on_one_set_assess_on_another(tmp_path):
     (d / "run" / "explanation.json").write_text(json.dumps({"methods": {exp.method: exp.to_dict()}, "sentences": None}))
     np.save(d / "B.npy", B)
     np.save(d / "parts.npy", truth)
-    r = CliRunner().invoke(
-        cli,
-        ["compare-pak", str(d / "run"), "--embeddings", str(d / "B.npy"), "--partitions", str(d / "parts.npy")],
-        obj={},
-    )
-    assert r.exit_code == 0 and "P@10 = 1.000" in r.output
+    for name in ("prototype-precision", "compare-pak"):  # compare-pak: the command's first name, kept working
+        r = CliRunner().invoke(
+            cli,
+            [name, str(d / "run"), "--embeddings", str(d / "B.npy"), "--partitions", str(d / "parts.npy")],
+            obj={},
+        )
+        assert r.exit_code == 0 and "P@10 = 1.000" in r.output, (name, r.output)
+    listed = CliRunner().invoke(cli, ["--help"], obj={}).output
+    assert "prototype-precision" in listed and "compare-pak" not in listed
 
 
 @pytest.mark.parametrize("kind,alpha", [("rare", 0.05), ("correlation", 0.6), ("noisy_label", 0.2)])

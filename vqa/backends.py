@@ -1,8 +1,7 @@
 """VQA backends in a registry. Each answers (image, question) pairs with P(yes) in [0, 1].
 
-Backends that expose next-token logits (LLaVA, BLIP) score "yes" against "no"
-from the logits; the others return parsed text answers (1.0 / 0.0, or NaN for
-an answer that is neither yes nor no).
+Backends that expose next-token logits (LLaVA, BLIP) score "yes" against "no" from the logits; the others
+return parsed text answers (1.0 / 0.0, or NaN for an answer that is neither yes nor no).
 """
 
 from __future__ import annotations
@@ -221,7 +220,9 @@ class BlipBackend(_HFBackend):
     Parameters
     ----------
     model : str, default='Salesforce/blip-vqa-base'
-    device, scoring, model_obj, processor : as for :class:`LlavaBackend`
+    scoring : {'logits', 'generate'}, default='logits'
+    device, model_obj, processor : optional
+        As for [`LlavaBackend`][vqa.LlavaBackend], ``scoring`` too.
     """
 
     name = "blip"

@@ -2,7 +2,7 @@
 
 Rules cover the templates of every built-in sentence set; a per-set override
 file ``sentence_sets/<name>.questions.tsv`` (``sentence<TAB>question`` lines)
-supplies hand-written questions, and :func:`questions_for` lists the sentences
+supplies hand-written questions, and [`questions_for`][vqa.questions_for] lists the sentences
 no rule could convert.
 """
 

@@ -139,7 +139,7 @@ def compute_relevance(
     sentences : list of str
     backends : dict of str to vqa.backends.Backend
     questions : list of str, optional
-        One per sentence; default from :func:`vqa.questions.questions_for` (a
+        One per sentence; default from [`vqa.questions.questions_for`][vqa.questions_for] (a
         sentence without a question is an error naming it).
     image_ids : list of str, optional
         Names in the output (default: the paths).
@@ -241,7 +241,7 @@ def compute_relevance(
 
 
 class _VQAActor:
-    """A Ray actor: the backends built once, chunks of images in, a :class:`VQAResult` per chunk out."""
+    """A Ray actor: the backends built once, chunks of images in, a [`VQAResult`][vqa.VQAResult] per chunk out."""
 
     def __init__(self, backend_factories, sentences, questions, combine, cache_dir, use_cache, batch_size):
         self.backends = {name: make() for name, make in backend_factories.items()}
@@ -257,7 +257,7 @@ class _VQAActor:
 
 
 def merge_results(parts, combine="and"):
-    """One :class:`VQAResult` from results over consecutive image chunks (in image order)."""
+    """One [`VQAResult`][vqa.VQAResult] from results over consecutive image chunks (in image order)."""
     first = parts[0]
     names = list(first.probabilities)
     probs = {k: np.concatenate([p.probabilities[k] for p in parts]) for k in names}
@@ -292,24 +292,24 @@ def compute_relevance_ray(
     address=None,
     progress=False,
 ):
-    """:func:`compute_relevance` on a Ray cluster: an actor pool of VQA models over chunks of images.
+    """[`compute_relevance`][vqa.compute_relevance] on a Ray cluster: an actor pool of VQA models over chunks of images.
 
     Each actor builds every backend once (one GPU per actor when the cluster
     has GPUs) and answers through the same answer cache as the local path,
     so a later local run asks nothing again. Same result as
-    :func:`compute_relevance`.
+    [`compute_relevance`][vqa.compute_relevance].
 
     Parameters
     ----------
     image_paths, sentences, questions, image_ids, combine, cache_dir, use_cache, batch_size
-        As in :func:`compute_relevance`.
+        As in [`compute_relevance`][vqa.compute_relevance].
     backend_factories : dict of str to callable
         Picklable callables returning the backends, e.g.
         ``{"blip": functools.partial(create_backend, "blip")}``.
     chunk_size : int, default=256
         Images per task.
     num_actors, gpus_per_actor, address
-        As in :func:`lbee.encoders.embedding.embed_images_ray`.
+        As in [`lbee.encoders.embedding.embed_images_ray`][lbee.encoders.embedding.embed_images_ray].
     progress : bool, default=False
 
     Returns

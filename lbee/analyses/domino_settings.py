@@ -62,14 +62,22 @@ def make_setting(
         Y of the base dataset.
     slice_attribute : array-like of bool, shape (n_base,)
         C, the metadata attribute defining the slice (e.g. "the circle is orange").
-    kind : {'rare', 'correlation', 'noisy_label'}
+    kind : str
+        One of:
+
         - 'rare': among Y = 1, C occurs with proportion α (0.01–0.1 in Domino); slice = Y ∧ C.
         - 'correlation': Y and C have correlation α (0.2–0.8); slice = [C ≠ Y].
         - 'noisy_label': labels inside C are flipped with probability α (0.01–0.3); slice = C.
     alpha : float
+        The setting's strength α (above).
     n : int, default=1000
-    in_slice_rate, out_slice_rate : float
-        Sensitivity = specificity of the simulated model inside / outside the slice.
+        Images drawn.
+    random_state : int, Generator or None, default=None
+        Seed of the draw.
+    in_slice_rate : float, default=0.4
+        Sensitivity = specificity of the simulated model inside the slice.
+    out_slice_rate : float, default=0.9
+        Sensitivity = specificity of the simulated model outside the slice.
 
     Returns
     -------

@@ -9,7 +9,7 @@ Two ways of splitting a class's images, both from the paper:
   μ ± a·σ of the predicted probability of that class. ω as above.
 
 Embeddings are normalised once and every class shares one
-:class:`~lbee.core.sentence_index.SentenceIndex`, so 1,000 classes over 50,000
+`SentenceIndex`, so 1,000 classes over 50,000
 images never re-embed anything nor rebuild the sentence side; classes run in a
 thread pool (the heavy parts, BLAS and FAISS, release the GIL).
 """
@@ -249,18 +249,37 @@ def explain_per_class(
     ----------
     image_embeddings : array-like of shape (n, d)
     sentence_embeddings : array-like of shape (N, d) or SentenceIndex
-    labels, preds, probs, split, a, classes
-        See :func:`class_splits`.
-    methods : list of str, default=all describers
+    labels : array-like of int, shape (n,)
+        True classes.
+    preds : array-like of int, shape (n,), optional
+        Predicted classes (default: argmax of ``probs``).
+    probs : array-like of shape (n, n_classes), optional
+        Predicted probabilities; needed for ``split='probability'``.
+    split : {'errors', 'probability'}, default='errors'
+        How each class is split (see [`class_splits`][lbee.analyses.per_class.class_splits]).
+    methods : sequence of str, default=lbee.core.selection.METHODS
+        The describers (all of them by default).
     n_clusters : int, default=5
         Hard clusters per class (the paper's per-class default).
-    n_easy_clusters, k, tau, sentences
-        As in :func:`lbee.explain`.
+    n_easy_clusters : int, optional
+        As in [`lbee.explain`][lbee.explain].
+    k : int, default=3
+        Sentences kept per hard cluster.
+    tau : float, default=lbee.core.selection.CLIP_TAU
+        Similarity threshold of SetDiff / FPDiff (the CLIP value by default).
+    a : float, default=0.2
+        Margin of the probability split.
+    classes : iterable of int, optional
+        Classes to analyse (default: every class in ``labels``, and with the
+        error split also every predicted class).
     relevance : array-like of bool, shape (n, N), optional
         Γ; with it each class gets AHR / ACR / TPR / JI on its own images.
     o : float, default=0.2
+        Severity of the failure sentences, β = o·std(ω).
     class_names : list of str, optional
         Names indexed by class, for readable output.
+    sentences : list of str, optional
+        Sentence texts, kept for readable output.
     n_jobs : int, default=1
         Worker processes (joblib); -1 uses every core. Results do not depend on it.
     progress : bool, default=False

@@ -1,11 +1,12 @@
 """What one trial of the region-sensitivity analysis does (RIVAL10 §5.1, §5.3), and its metric.
 
-An image and its object mask reach the model through :class:`Preprocess`
-(geometry on both, normalisation after the noise); :func:`region_noise` adds
-one noise draw to the foreground or to the background, :func:`gray_background`
-replaces the background by gray; :func:`relative_foreground_sensitivity` turns
+An image and its object mask reach the model through [`Preprocess`][lbee.analyses.perturbation.Preprocess]
+(geometry on both, normalisation after the noise); [`region_noise`][lbee.analyses.perturbation.region_noise] adds
+one noise draw to the foreground or to the background, [`gray_background`][lbee.analyses.perturbation.gray_background]
+replaces the background by gray;
+[`relative_foreground_sensitivity`][lbee.analyses.perturbation.relative_foreground_sensitivity] turns
 the accuracies (or true-class probabilities) under both kinds of noise into
-RFS (or iRFS). See :mod:`lbee.analyses.sensitivity` for the formulas.
+RFS (or iRFS). See [`lbee.analyses.sensitivity`][lbee.analyses.sensitivity] for the formulas.
 """
 
 from __future__ import annotations
@@ -63,11 +64,13 @@ class Preprocess:
         Side of the square input.
     resize : int or None, default=256
         Shorter side resized to this (bilinear; masks nearest), then centre crop
-        to ``image_size`` — :func:`lbee.scoring.classifier.default_transform`'s
+        to ``image_size`` — `lbee.scoring.classifier.default_transform`'s
         convention. None: resize straight to ``image_size`` × ``image_size`` when
         the image has another size.
-    mean, std : tuple of 3 floats
+    mean : tuple of 3 floats, default=(0.485, 0.456, 0.406)
         Normalisation applied after the noise: ``(x − mean) / std``.
+    std : tuple of 3 floats, default=(0.229, 0.224, 0.225)
+        As ``mean``.
     """
 
     image_size: int = 224
@@ -139,5 +142,5 @@ def region_noise(x, m, sigma, generator):
 
 
 def gray_background(x, m):
-    """RIVAL10 §5.3: keep the object, set every background pixel to 0.5. Shapes as :func:`region_noise`."""
+    """RIVAL10 §5.3: keep the object, set every background pixel to 0.5. Shapes as `region_noise`."""
     return x * m + 0.5 * (1 - m)

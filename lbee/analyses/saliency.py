@@ -51,7 +51,7 @@ def gradcam(model, x, targets, layer=None):
     targets : array-like of int, shape (B,)
         Class whose logit is explained.
     layer : str, optional
-        Module name (``dict(model.named_modules())``); default :func:`find_last_conv`.
+        Module name (``dict(model.named_modules())``); default `find_last_conv`.
 
     Returns
     -------
@@ -139,7 +139,7 @@ def saliency_alignment(
     ----------
     model : torch.nn.Module
     images, masks, labels, preprocess, ids, class_names, batch_size, device, progress
-        As in :func:`lbee.analyses.sensitivity.region_sensitivity`.
+        As in [`lbee.analyses.sensitivity.region_sensitivity`][lbee.analyses.sensitivity.region_sensitivity].
     layer : str, optional
         GradCAM layer; default the last Conv2d.
     threshold : float, default=0.5

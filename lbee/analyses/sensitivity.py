@@ -71,7 +71,7 @@ UNDEFINED_REASON = (
 # --------------------------------------------------------------------------- the analysis
 @dataclass
 class SensitivityResult:
-    """Result of :func:`region_sensitivity`.
+    """Result of [`region_sensitivity`][lbee.analyses.sensitivity.region_sensitivity].
 
     Attributes
     ----------
@@ -172,7 +172,7 @@ def region_sensitivity(
     masks : list of (path-like or ndarray of bool / uint8, shape (H, W)), length n
         Object masks, same size as their image; a pixel ≥ 128 (or True) is object.
     labels : array-like of int, shape (n,)
-    sigmas : sequence of float, default=(30, 60, ..., 210)
+    sigmas : sequence of float, default=(30, 60, 90, 120, 150, 180, 210)
         Noise levels on the 0–255 scale (RIVAL10 §5.1's seven levels).
     trials : int, default=10
         Noise draws per image and σ; each draw is used for both regions.
@@ -180,7 +180,7 @@ def region_sensitivity(
         Noise draw (σ, t) of an image is seeded from (seed, the image's content
         hash, σ, t): results do not depend on order, batching or caching.
     preprocess : Preprocess, optional
-        Default :meth:`Preprocess.preset` ``('imagenet')``.
+        Default `Preprocess.preset` ``('imagenet')``.
     ids : list of str, optional
         Image names in the table (default: the paths, or ``'0'``, ``'1'``, … for arrays).
     class_names : list of str, optional
@@ -316,7 +316,7 @@ def summarize(table, *, class_names=None):
     Parameters
     ----------
     table : pandas.DataFrame
-        As in :class:`SensitivityResult` (or read from ``sensitivity.csv``).
+        As in [`SensitivityResult`][lbee.analyses.sensitivity.SensitivityResult] (or read from ``sensitivity.csv``).
 
     Returns
     -------

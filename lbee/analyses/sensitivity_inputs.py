@@ -2,7 +2,7 @@
 
 Masks come from files (``<image stem>.png``, as ``lbee rival10 export`` writes
 them), from arrays, or, for saved SpotCheck renders, from the pixels
-(:func:`spotcheck_masks_from_pixels`).
+([`spotcheck_masks_from_pixels`][lbee.analyses.sensitivity.spotcheck_masks_from_pixels]).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def spotcheck_masks_from_pixels(images, attributes):
     """Object masks of saved SpotCheck renders, recovered from their pixels.
 
     A saved EC keeps images and attributes but not where each shape was drawn.
-    :func:`lbee.spotcheck.render` with ``return_mask=True`` gives exact masks for
+    [`lbee.spotcheck.render`][lbee.spotcheck.render] with ``return_mask=True`` gives exact masks for
     new renders; for saved ones this recovers them: pixels that differ from the
     background colour, minus the background's salt-and-pepper noise (removed by
     a 2×2 opening), with stripe gaps closed horizontally (1×5 closing). Shapes

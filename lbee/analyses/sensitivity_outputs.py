@@ -1,7 +1,8 @@
 """The files of a region-sensitivity run: written, plotted, and read back as φ for LBEE's split.
 
 ``sensitivity.csv`` (per image and σ), ``summary.json``, ``rfs.png`` /
-``irfs.png`` (RIVAL10 Fig. 4 / 5 style), and :func:`confidence_from_sensitivity`,
+``irfs.png`` (RIVAL10 Fig. 4 / 5 style), and
+[`confidence_from_sensitivity`][lbee.analyses.sensitivity.confidence_from_sensitivity],
 which turns a ``sensitivity.csv`` (iRFS) or ``saliency.csv`` (GradCAM / mask
 IoU) into per-image φ (``split_by: irfs | saliency``).
 """

@@ -67,16 +67,30 @@ def sensitivity_sweep(
         Γ.
     performance : array-like of shape (n,)
         ω.
-    confidence, hard, easy, a, tau
-        The split, as in :func:`lbee.explain`.
-    K, C, o : sequence, optional
-        Values to try for the sentences per cluster, the number of clusters
-        (C^h = C^e) and the severity; an empty sequence skips that sweep.
-    methods : list of str
-    k, n_clusters, o_default
-        The values held fixed while another parameter varies (paper defaults).
+    confidence : array-like of shape (n,), optional
+        φ, higher = easier; the split, as in [`lbee.explain`][lbee.explain].
+    hard, easy : array-like of bool, shape (n,), optional
+        Explicit split masks, an alternative to ``confidence``.
+    K : sequence of int, default=(1, 2, 3, 5, 10)
+        Sentences per cluster to try; an empty sequence skips that sweep.
+    C : sequence of int, default=(1, 5, 10, 15, 20, 30)
+        Cluster counts to try (as many easy clusters as hard ones); an empty sequence skips that sweep.
+    o : sequence of float, default=(0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+        Severities to try; an empty sequence skips that sweep.
+    methods : sequence of str, default=lbee.core.selection.METHODS
+        The describers (all of them by default).
+    k : int, default=3
+        Sentences per cluster while another parameter varies.
+    n_clusters : int, default=15
+        Clusters while another parameter varies.
+    tau : float, default=lbee.core.selection.CLIP_TAU
+        Similarity threshold of SetDiff / FPDiff (the CLIP value by default).
+    a : float, default=0.2
+        Split margin in standard deviations of φ.
+    o_default : float, default=0.2
+        Severity while another parameter varies.
     ward : str, default=lbee.core.clustering.DEFAULT_WARD
-        As in :func:`lbee.explain`.
+        As in [`lbee.explain`][lbee.explain].
 
     Returns
     -------
@@ -149,7 +163,7 @@ def sensitivity_sweep(
 
 
 def plot_sweep(table, path):
-    """Write :func:`sweep_figure` to ``path`` (.png or .svg) and return ``path``."""
+    """Write [`sweep_figure`][lbee.analyses.sweep.sweep_figure] to ``path`` (.png or .svg) and return ``path``."""
     import matplotlib.pyplot as plt
 
     fig = sweep_figure(table)
@@ -164,7 +178,7 @@ def sweep_figure(table):
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`sensitivity_sweep` output.
+        [`sensitivity_sweep`][lbee.analyses.sweep.sensitivity_sweep] output.
 
     Returns
     -------

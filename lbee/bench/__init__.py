@@ -1,10 +1,10 @@
 """The SpotCheck benchmark: lbee and its peers on worlds with known blindspots, scored against them.
 
-It drives the run layer (:mod:`lbee.run`) over the worlds of :mod:`lbee.spotcheck`, so it sits after both.
-:mod:`lbee.bench.analysis` analyses one experimental configuration (EC) and scores it with complete ground truth;
-:mod:`lbee.bench.driver` runs many ECs (``lbee spotcheck bench``), resumably, into one table. Beside them:
-:mod:`~lbee.bench.protocol` (what the methods see under each protocol), :mod:`~lbee.bench.peers` (Domino and
-PlaneSpot as the SpotCheck paper ran them) and :mod:`~lbee.bench.description` (the description score).
+It drives the run layer (`lbee.run`) over the worlds of [`lbee.spotcheck`][lbee.spotcheck], so it sits after both.
+`lbee.bench.analysis` analyses one experimental configuration (EC) and scores it with complete ground truth;
+`lbee.bench.driver` runs many ECs (``lbee spotcheck bench``), resumably, into one table. Beside them:
+`protocol` (what the methods see under each protocol), `peers` (Domino and
+PlaneSpot as the SpotCheck paper ran them) and `description` (the description score).
 
 >>> from lbee.bench import analyze_ec, run_benchmark
 >>> from lbee.run.models import load_encoder

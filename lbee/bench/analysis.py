@@ -16,7 +16,7 @@ from .description import description_score
 from .peers import slicer_hypotheses
 from .protocol import MAX_HYPOTHESES, PROTOCOLS, order_by_importance, positive_rows, subset_inputs
 
-#: The sentences the demo and the bench describe with (one place: :data:`lbee.io.sentences.WORLD_SENTENCE_SET`).
+#: The sentences the demo and the bench describe with (one place: `lbee.io.sentences.WORLD_SENTENCE_SET`).
 SENTENCE_SET = WORLD_SENTENCE_SET
 
 
@@ -134,14 +134,14 @@ def analyze_ec(
     n_clusters : int, optional
         Hard clusters C^h (default 10 under 'paper', 15 under 'lbee').
     with_slicers : bool, default=False
-        Also run Domino and PlaneSpot (:func:`slicer_hypotheses`).
+        Also run Domino and PlaneSpot (`slicer_hypotheses`).
 
     Returns
     -------
     ECAnalysis
         DR / FDR (λ_p = λ_r = 0.8) of LBEE's hard clusters ordered by error
         rate × errors, the metrics of every describer with exact Γ, and
-        :func:`description_score` per describer.
+        `description_score` per describer.
     """
     import dataclasses
 

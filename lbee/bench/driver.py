@@ -182,7 +182,7 @@ WORLD_FILE = "bench_world.json"
 
 
 def _gate(world_kwargs):
-    """The blindspot gate's thresholds :func:`~lbee.spotcheck.make_ec` verifies with, given its arguments."""
+    """The blindspot gate's thresholds [`make_ec`][lbee.spotcheck.make_ec] verifies with, given its arguments."""
     from ..spotcheck import DEFAULT_GATE
 
     return {k: world_kwargs.get(k, default) for k, default in DEFAULT_GATE.items()}
@@ -191,7 +191,7 @@ def _gate(world_kwargs):
 def load_world(worlds, seed, generation, *, gate=None, log=None):
     """The EC of ``seed`` kept in ``worlds`` when it was generated with ``generation``, else None (said why).
 
-    With ``gate`` (:func:`~lbee.spotcheck.verify_blindspots` thresholds), a kept EC whose
+    With ``gate`` ([`verify_blindspots`][lbee.spotcheck.verify_blindspots] thresholds), a kept EC whose
     classifier fails today's blindspot gate is generated again too: a world kept before the gate grew a
     check is not analysed as if it had passed it.
     """
@@ -225,7 +225,7 @@ def load_world(worlds, seed, generation, *, gate=None, log=None):
 
 
 def save_world(ec, worlds, seed, generation):
-    """Keep ``ec`` in ``worlds``: its folder is written in a stage, then replaced whole (:mod:`lbee.io.staging`)."""
+    """Keep ``ec`` in ``worlds``: its folder is written in a stage, then replaced whole (`lbee.io.staging`)."""
     from ..io.staging import staged_entries
 
     with staged_entries(Path(worlds) / f"ec_{seed:04d}", replaces=("*",)) as stage:

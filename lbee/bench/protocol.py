@@ -1,6 +1,6 @@
 """The two protocols of the SpotCheck bench: which test images the methods see, how many hypotheses they return.
 
-'paper' (SpotCheck §5.1): the positive test images only, at most :data:`MAX_HYPOTHESES` hypotheses per method.
+'paper' (SpotCheck §5.1): the positive test images only, at most `MAX_HYPOTHESES` hypotheses per method.
 'lbee' (lbee's earlier protocol, kept for comparison): the whole test set, no cap.
 """
 

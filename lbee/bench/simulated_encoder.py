@@ -2,7 +2,7 @@
 
 Every literal a grammar can state gets a random direction in R^d. An image's embedding is the sum of the
 directions of the literals it holds, plus nuisance directions (what varies in every photo and no sentence
-states) and isotropic noise whose scale sets the quality: :meth:`SimulatedEncoder.fit_quality` finds the
+states) and isotropic noise whose scale sets the quality: `SimulatedEncoder.fit_quality` finds the
 noise that gives a target median atom ROC-AUC (0.75 is CLIP-like on fine attributes, 0.99 a near-perfect
 encoder). The faults, each with its own weight:
 
@@ -16,7 +16,7 @@ encoder). The faults, each with its own weight:
 - **weak negation**: "no X" is embedded close to X, as caption-trained encoders do.
 
 Sentences of any conjunction are embedded (the prototype describers need every generated sentence); 'compose'
-reads only the atoms (:func:`lbee.grammar.embedded_atoms`).
+reads only the atoms (`lbee.grammar.embedded_atoms`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 
 from ..grammar import FALSE, PRESENCE, TRUE, embedded_atoms
 
-#: The fault weights (see the module docstring), the defaults of :class:`SimulatedEncoder`.
+#: The fault weights (see the module docstring), the defaults of `SimulatedEncoder`.
 FAULTS = {"leak": 0.5, "hypernym": 0.5, "weak_presence": 0.45, "nuisance": 0.8, "negation": 0.6}
 
 
@@ -34,7 +34,7 @@ def _unit(v):
 
 
 class SimulatedEncoder:
-    """Embeds an :class:`~lbee.bench.worlds.AttributeWorld`'s images and its grammar's sentences.
+    """Embeds an `AttributeWorld`'s images and its grammar's sentences.
 
     Parameters
     ----------
@@ -43,12 +43,12 @@ class SimulatedEncoder:
     n_nuisance : int, default=8
     random_state : int, default=0
     **faults : float
-        Overrides of :data:`FAULTS`.
+        Overrides of `FAULTS`.
 
     Attributes
     ----------
     noise : float
-        The isotropic noise's scale (std of its projection on any unit direction); set by :meth:`fit_quality`.
+        The isotropic noise's scale (std of its projection on any unit direction); set by `fit_quality`.
     """
 
     def __init__(self, grammar, *, dim=256, n_nuisance=8, random_state=0, **faults):
@@ -164,7 +164,7 @@ class SimulatedEncoder:
         return auc  # NaN for an atom that holds for every image or for none
 
     def fit_quality(self, world, median_auc, *, tol=0.002):
-        """Set :attr:`noise` so that the median atom ROC-AUC on ``world`` is ``median_auc``. Returns self."""
+        """Set `noise` so that the median atom ROC-AUC on ``world`` is ``median_auc``. Returns self."""
         if not 0.5 < median_auc < 1:
             raise ValueError(f"`median_auc` must lie in (0.5, 1); received {median_auc!r}.")
         base = self.signal(world)

@@ -1,18 +1,18 @@
 """The worlds bench: every describer on attribute worlds of any grammar, scored against the planted failures.
 
-For each world (:func:`lbee.bench.worlds.make_world`) and encoder quality (a median atom ROC-AUC of
-:class:`lbee.bench.simulated_encoder.SimulatedEncoder`), lbee runs as ``lbee describe`` does with the grammar's
+For each world (`lbee.bench.worlds.make_world`) and encoder quality (a median atom ROC-AUC of
+`lbee.bench.simulated_encoder.SimulatedEncoder`), lbee runs as ``lbee describe`` does with the grammar's
 generated sentences and the model's true-class probability as confidence: one split, Ward, the pieces of one
 failure merged (one hypothesis per failure), every describer over the same hypotheses.
 
 Scores, per planted failure and describer, from the **first sentence of the hypothesis that overlaps the failure
 most** (Jaccard of images): its literals against the failure's (canonical conditions: a presence an attribute
 implies is left out) give literal precision, recall, F1 and exact match. Per world, the hypotheses against the
-failures' images give DR / FDR (:mod:`lbee.core.metrics`) at SpotCheck's λ_p = λ_r = 0.8 ("strict") and, beside
+failures' images give DR / FDR (`lbee.core.metrics`) at SpotCheck's λ_p = λ_r = 0.8 ("strict") and, beside
 it, a loose variant (λ_p = 50 %, λ_r = 25 %, issue 31's) that the finer grammars need: a failure's images the
 model gets right (10 %) are in no hard group.
 
-Development worlds use seeds from 0, held-out test worlds seeds from :data:`TEST_FIRST_SEED`: a change to a
+Development worlds use seeds from 0, held-out test worlds seeds from `TEST_FIRST_SEED`: a change to a
 describer counts only when it holds on both.
 """
 
@@ -76,7 +76,7 @@ def _jaccard(a, b):
 
 
 def run_world(family, *, level, seed, n=10_000, n_failures=2, n_clusters=15, k=3, methods=None):
-    """One world of ``family`` at encoder quality ``level``, every describer scored: a :class:`WorldRun`."""
+    """One world of ``family`` at encoder quality ``level``, every describer scored: a `WorldRun`."""
     from ..core.explain import explain_methods
     from ..core.metrics import discovery_rate, false_discovery_rate
     from ..core.selection import DESCRIBERS
@@ -145,7 +145,7 @@ def run_world(family, *, level, seed, n=10_000, n_failures=2, n_clusters=15, k=3
 
 
 def run_worlds(families=FAMILIES, levels=LEVELS, *, n_worlds=6, first_seed=0, n=10_000, progress=None, **kwargs):
-    """Every family × quality × world: a list of :class:`WorldRun` (``progress(run)`` after each)."""
+    """Every family × quality × world: a list of `WorldRun` (``progress(run)`` after each)."""
     runs = []
     for family in families:
         for level in levels:

@@ -1,12 +1,13 @@
 """Synthetic attribute worlds from any grammar, with planted failures and their confounders.
 
 The SpotCheck bench is the paper's yardstick; these worlds are the describers' development yardstick in any
-domain. A world draws, for n images, a value of every attribute of a grammar (:func:`lbee.grammar.load_grammar`)
+domain. A world draws, for n images, a value of every attribute of a grammar
+([`lbee.grammar.load_grammar`][lbee.grammar.load_grammar])
 with a dependence structure, plants failures of 2–4 literals (absences among them) that cover 2–10 % of the
 images, gives most failures a *confounder* (a literal outside the failure that holds for ~90 % of its images
 against its base rate elsewhere), and a model that is wrong on 90 % of a failure's images and on 3 % of the rest
-(label noise). Embeddings come from :class:`lbee.bench.simulated_encoder.SimulatedEncoder`; scoring from
-:mod:`lbee.bench.world_bench`.
+(label noise). Embeddings come from `lbee.bench.simulated_encoder.SimulatedEncoder`; scoring from
+`lbee.bench.world_bench`.
 
 >>> from lbee.bench.worlds import make_world
 >>> world = make_world("street_scenes", n=2000, random_state=0)
@@ -42,7 +43,7 @@ class AttributeWorld:
     ----------
     grammar : lbee.grammar.Grammar
     values : dict of (str, str) to ndarray of str, shape (n,)
-        Each key's value per image (:data:`NA` where it does not apply); presences are 'true' / 'false'.
+        Each key's value per image (`NA` where it does not apply); presences are 'true' / 'false'.
     failures : list of dict
         The planted failures' canonical conditions ``{(subject, attribute): value}``.
     confounders : list of ((str, str), str) or None

@@ -155,7 +155,7 @@ def check_writable_folder(path, option):
 
 
 def check_encoder_spec(spec, option="--encoder"):
-    """:func:`lbee.run.models.check_encoder_spec` as a usage error, before any heavy import."""
+    """`lbee.run.models.check_encoder_spec` as a usage error, before any heavy import."""
     from ..extras import MissingExtraError
     from ..run.models import check_encoder_spec as check
 
@@ -168,7 +168,7 @@ def check_encoder_spec(spec, option="--encoder"):
 
 
 def require_extra(*extras, needed_for):
-    """:func:`lbee.extras.require_extra` as a one-line CLI error (exit 1), before any heavy import."""
+    """`lbee.extras.require_extra` as a one-line CLI error (exit 1), before any heavy import."""
     from ..extras import MissingExtraError
     from ..extras import require_extra as require
 

@@ -53,7 +53,8 @@ def worlds(ctx, grammars, levels, n_worlds, first_seed, n, failures, clusters, o
 
     GRAMMARS are built-in names or .grammar.yaml files (default: street_scenes, object_photos, camera_traps).
     Per failure, the first sentence of the hypothesis that overlaps it most is scored by its literals
-    (precision, recall, F1, exact match); per world, DR / FDR at SpotCheck's 80 % / 80 % and a loose 50 % / 25 %.
+    (precision, recall, F1, exact match); per world, the discovery rate and false discovery rate (DR / FDR) at
+    SpotCheck's 80 % / 80 % and at a loose 50 % / 25 %.
     See docs/worlds.md.
     """
     import warnings

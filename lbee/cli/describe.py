@@ -82,7 +82,8 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
 @click.option(
     "--sensitivity",
     type=click.Path(exists=True),
-    help="A `lbee sensitivity` output folder: φ for --split-by irfs / saliency (RIVAL10 §5).",
+    help="A `lbee sensitivity` output folder: how much each image's prediction leans on the background, for "
+    "--split-by irfs / saliency.",
 )
 @click.option("--per-class", is_flag=True, help="Analyse each class separately (needs labels).")
 @click.option(
@@ -90,13 +91,13 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
     type=click.Choice(["errors", "probability"]),
     default="errors",
     show_default=True,
-    help="Per class: hard = false positives ∪ false negatives, easy = true positives (ImageNet), or a "
-    "split of the class probability at μ ± aσ (NICO++).",
+    help="Per class: 'errors': hard = the class's wrong predictions (false positives and false negatives), easy "
+    "= its right ones; 'probability': split by the class's predicted probability, as --a splits the confidence.",
 )
 @click.option(
     "--relevance",
     type=click.Path(exists=True, dir_okay=False),
-    help="Per class: Γ (as for `lbee evaluate`) to score every class.",
+    help="Per class: which sentences are true of which images (as for `lbee evaluate`), to score every class.",
 )
 @click.option("--jobs", type=int, default=1, show_default=True, help="Per class: worker processes (-1 = all cores).")
 @click.option(

@@ -17,13 +17,15 @@ from ._base import FloatRange, LbeeError, check_writable_folder, cli, fail
     "--relevance",
     required=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="Γ: .npy (n, N), or CSV/parquet (image, sentence, relevant) or wide.",
+    help="Which sentences are true of which images (relevance Γ): .npy (n, N), or CSV/parquet long "
+    "(image, sentence, relevant) or wide.",
 )
 @click.option(
     "--performance",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="ω: .npy (n,) or a table with 'performance' [default: assignments.parquet beside the json].",
+    help="Per-image performance (ω, higher = better): .npy (n,) or a table with 'performance' "
+    "[default: assignments.parquet beside the json].",
 )
 @click.option(
     "--o",
@@ -32,7 +34,8 @@ from ._base import FloatRange, LbeeError, check_writable_folder, cli, fail
     multiple=True,
     default=[DEFAULT_O],
     show_default=True,
-    help="Severity o (β = o·std ω); repeat for several.",
+    help="How much worse than average a failure sentence's images must do, in standard deviations of the "
+    "performance (o); repeat for several.",
 )
 @click.option(
     "--out",
@@ -44,7 +47,11 @@ from ._base import FloatRange, LbeeError, check_writable_folder, cli, fail
 )
 @click.option("--overwrite", is_flag=True, help="Replace the metrics file if it exists.")
 def evaluate(explanation, relevance, performance, o_values, out, overwrite):
-    """Score an explanation.json (AHR / ACR / TPR / JI per method)."""
+    """Score an explanation.json against the truth, per method.
+
+    How many of its sentences name real failures and how well they fit their groups: hit rate, coverage, recall
+    and overlap (AHR / ACR / TPR / JI).
+    """
     import pandas as pd
 
     from ..core.evaluation import evaluate as evaluate_fn

@@ -9,7 +9,7 @@ from ._base import LbeeError, cli, fail, log
 
 @cli.group()
 def rival10():
-    """RIVAL10: real images with 18 exact attributes and object masks (RIVAL10 §3)."""
+    """RIVAL10, a public dataset of real images with 18 annotated attributes and object masks."""
 
 
 @rival10.command("export")
@@ -20,7 +20,7 @@ def rival10():
     "--class-map",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="wnid -> class mapping (JSON object or CSV with wnid,class) replacing RIVAL10's Table 1.",
+    help="wnid -> class mapping (JSON object or CSV with wnid,class) replacing the release's own class list.",
 )
 @click.pass_context
 def rival10_export(ctx, root, split, out, class_map):

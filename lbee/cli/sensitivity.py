@@ -120,7 +120,11 @@ def _from_ec(ec_dir):
 )
 @click.option("--image-size", type=click.IntRange(8, MAX_IMAGE_SIZE), default=None, help="Model input side [224 / 64].")
 @click.option("--batch-size", type=click.IntRange(1, MAX_BATCH_SIZE), default=64, show_default=True)
-@click.option("--saliency", is_flag=True, help="Also GradCAM alignment with the masks (§5.4) -> saliency.csv.")
+@click.option(
+    "--saliency",
+    is_flag=True,
+    help="Also how well the model's GradCAM saliency overlaps the object masks -> saliency.csv.",
+)
 @click.option("--layer", default=None, help="GradCAM layer name [default: the last Conv2d].")
 @click.option(
     "--top",
@@ -152,7 +156,10 @@ def sensitivity(
     no_plots,
     out,
 ):
-    """Foreground vs background noise sensitivity (RFS / iRFS, RIVAL10 §5.1-5.3) of a classifier.
+    """How much a classifier's accuracy drops under noise on the object versus on the background (RFS / iRFS).
+
+    The relative foreground sensitivity of the RIVAL10 paper: a model that loses more to background noise
+    than to object noise leans on the background.
 
     IMAGES is a manifest (CSV / parquet with path and label, optional class),
     e.g. the manifest.csv of `lbee rival10 export`. Writes sensitivity.csv (per

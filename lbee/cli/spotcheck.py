@@ -1,7 +1,8 @@
-"""``lbee demo``, ``lbee spotcheck`` and ``lbee compare-pak``: the SpotCheck world."""
+"""``lbee demo``, ``lbee spotcheck`` and ``lbee prototype-precision``: the SpotCheck world, the paper protocols."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import click
@@ -214,7 +215,7 @@ def _write_demo_inputs(folder, analysis):
 
 @cli.group()
 def spotcheck():
-    """The SpotCheck synthetic world: generate ECs, run the benchmark."""
+    """The SpotCheck synthetic world: generate experimental configurations (ECs), run the benchmark."""
 
 
 @spotcheck.command("generate")
@@ -231,7 +232,7 @@ def spotcheck():
 @click.option("--arch", type=click.Choice(["cnn", "resnet18"]), default="cnn", show_default=True)
 @click.pass_context
 def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
-    """Generate one EC (dataset, blindspots, images, verified model) into OUT.
+    """Generate one experimental configuration (EC: dataset, blindspots, images, verified model) into OUT.
 
     The classifier trains on the CPU unless lbee's --device names another (GPU kernels are not bitwise
     deterministic, so the same seed may then give a slightly different model).
@@ -333,7 +334,7 @@ def spotcheck_bench(
     slicers,
     worlds,
 ):
-    """Run N ECs and write bench.csv / bench.md (resumes from ECs already done; a failing EC is recorded).
+    """Run N experimental configurations (ECs), write bench.csv / bench.md (resumes; a failing EC is recorded).
 
     Each EC's classifier trains on the CPU unless lbee's --device names another ("lbee --device cuda spotcheck
     bench"; GPU kernels are not bitwise deterministic, so the same seed may give a slightly different model).
@@ -388,7 +389,7 @@ def spotcheck_bench(
     click.echo(f"Wrote {out}/bench.csv and bench.md ({len(records)} ECs)")
 
 
-@cli.command("compare-pak")
+@cli.command("prototype-precision")
 @click.argument("explanation", type=click.Path(exists=True))
 @click.option(
     "--embeddings",
@@ -403,8 +404,13 @@ def spotcheck_bench(
     help="(n, t) boolean .npy ground-truth partitions of the evaluation set.",
 )
 @click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True)
-def compare_pak(explanation, embeddings, partitions, k):
-    """P@K of another set assigned to an explanation's easy ∪ hard prototypes (LBEE appendix B protocol)."""
+def prototype_precision(explanation, embeddings, partitions, k):
+    """Precision at K of another image set matched to an explanation's groups (the LBEE paper's appendix B).
+
+    Each image of the other set goes to its nearest group prototype, easy or hard, and each prototype ranks its
+    images by similarity; the score is the precision of the top K against the set's true partitions, averaged
+    over the partitions. (Formerly `lbee compare-pak`, which still works.)
+    """
     import numpy as np
 
     from ..core.metrics import prototype_precision_at_k
@@ -420,3 +426,9 @@ def compare_pak(explanation, embeddings, partitions, k):
     except (ValueError, TypeError, OSError) as exc:
         fail(exc)
     click.echo(f"P@{k} = {value:.3f}")
+
+
+# The command's first name keeps working for scripts written before the rename; --help lists the new one only.
+_COMPARE_PAK = copy.copy(prototype_precision)
+_COMPARE_PAK.hidden = True
+cli.add_command(_COMPARE_PAK, "compare-pak")

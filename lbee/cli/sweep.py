@@ -70,9 +70,15 @@ def _number_list(grid):
     "--predictions",
     required=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="Table with φ ('confidence' or 'prob_<class>') and ω ('performance', or label/pred), rows in embedding order.",
+    help="Table with the model's confidence ('confidence' or 'prob_<class>' columns) and per-image performance "
+    "('performance', or label / pred), rows in embedding order.",
 )
-@click.option("--relevance", required=True, type=click.Path(exists=True, dir_okay=False), help="Γ (n, N).")
+@click.option(
+    "--relevance",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Which sentences are true of which images (relevance Γ, as for `lbee evaluate`).",
+)
 @click.option("--logits", is_flag=True, help="The prob_<class> columns of --predictions hold logits (softmax them).")
 @click.option(
     "--k-grid",
@@ -122,11 +128,14 @@ def sweep(
     overwrite,
     **knobs,
 ):
-    """Vary K, C and o one at a time: a table and plots of ACR / AHR / TPR / JI (LBEE Figures 6 and 10).
+    """Vary the sentences per group (K), the number of groups (C) and the severity (o) one at a time.
+
+    Writes a table and plots of the four scores of `lbee evaluate` (ACR / AHR / TPR / JI), as the LBEE
+    paper's Figures 6 and 10.
 
     Starts from IMAGES and --encoder, like `lbee describe`, or from precomputed
-    --image-embeddings and --sentence-embeddings (τ then defaults from their
-    provenance, see `lbee embed`). -k, --clusters and --o are the values held
+    --image-embeddings and --sentence-embeddings (the similarity threshold τ then
+    defaults from their provenance, see `lbee embed`). -k, --clusters and --o are the values held
     fixed while another one varies.
     """
     from ..analyses.sweep import plot_sweep, sensitivity_sweep

@@ -67,7 +67,11 @@ def vqa(
     ray_address,
     num_actors,
 ):
-    """Pseudo ground-truth relevance Γ from VQA models asked yes/no questions (LBEE app. C.3)."""
+    """Which sentences are true of which images, by asking visual question-answering (VQA) models yes/no questions.
+
+    The answers are a pseudo ground truth (relevance Γ) for `lbee evaluate` where no annotation exists, as in
+    the LBEE paper's appendix C.3.
+    """
     if ctx.invoked_subcommand is not None:
         return
     if images is None:
@@ -176,10 +180,13 @@ def vqa(
     "--truth",
     required=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="Ground-truth Γ: long-form table (image, sentence, relevant).",
+    help="Annotated relevance: long-form table (image, sentence, relevant).",
 )
 def vqa_agreement(pseudo, truth):
-    """Compare pseudo Γ with ground truth: accuracy, TP, TN, FP, FN per backend and combination (Table 4)."""
+    """Compare the VQA answers with annotated truth, per backend and combination.
+
+    Accuracy and the four outcome counts (true / false positives and negatives), as the LBEE paper's Table 4.
+    """
     import pandas as pd
 
     lbee_vqa()

@@ -31,14 +31,14 @@ value — are embedded. For atom a and image i:
    presupposes another literal (a clause about the square) is likewise
    conditioned on it. A value whose split is another subject's value seen
    through the encoder's loose binding ("small circle" firing beside small
-   text) is taken as constant too (:func:`~lbee.core.binding.unbound_values`).
+   text) is taken as constant too (`unbound_values`).
 3. **Negation**: "no X" is 1 − P(X present).
 4. **Conjunction**: the product over its literals and what they presuppose,
    each counted once (the product t-norm).
 
 These probabilities serve the 'compose' describer
-(:mod:`lbee.core.compose`) and, thresholded at 0.5, as pseudo ground truth
-Γ (:func:`composed_relevance`), labelled as such, like VQA's.
+(`lbee.core.compose`) and, thresholded at 0.5, as pseudo ground truth
+Γ (`composed_relevance`), labelled as such, like VQA's.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Literals:
         The literal each one presupposes (its subject's presence), or -1.
     calibration : list of str
         Per literal: 'mixture', 'threshold', 'contrast-mixture', 'contrast-sign', 'contrast-unbound' (another
-        subject's value leaking through the encoder's binding, :func:`~lbee.core.binding.unbound_values`) or 'negation'.
+        subject's value leaking through the encoder's binding, `unbound_values`) or 'negation'.
     """
 
     keys: list[LiteralKey]

@@ -1,7 +1,7 @@
 """The binding guard: an attribute value that is another subject's, seen through a loosely binding encoder.
 
-Used by :func:`lbee.core.atoms.literal_probabilities` on the contrast
-mixtures of attribute values (step 2 of :mod:`lbee.core.atoms`); the
+Used by `lbee.core.atoms.literal_probabilities` on the contrast
+mixtures of attribute values (step 2 of `lbee.core.atoms`); the
 literals it flags are calibrated as one population, ``contrast-unbound``.
 """
 
@@ -43,12 +43,12 @@ def unbound_values(
     and texts of two sizes the circle's size margin is bimodal too, and splits
     the images as the text's does. Two subjects' values of one attribute
     (size, colour ...) that both split the images holding both subjects
-    (posterior ≥ 0.5; each smaller side ≥ :data:`SHARED_SPLIT`, where
+    (posterior ≥ 0.5; each smaller side ≥ `SHARED_SPLIT`, where
     independent splits agree on at most 82 % of the images) and put at least
-    :data:`BINDING_AGREEMENT` of them on the same sides (or on opposite sides
+    `BINDING_AGREEMENT` of them on the same sides (or on opposite sides
     throughout) are one visual fact the encoder cannot assign to a subject.
     The leak is the one that does not split its own subject's images where
-    the other subject is absent (its smaller side under :data:`MIN_SPLIT`),
+    the other subject is absent (its smaller side under `MIN_SPLIT`),
     while the other's does or cannot be checked (no such images: the square
     among positive images only): "small circle" fires only beside small text,
     text sizes differ with or without a circle. It is then calibrated as one

@@ -1,4 +1,4 @@
-"""Step 2 of LBEE: Ward clustering of a split and cluster prototypes (the algorithms: :mod:`lbee.core.ward`).
+"""Step 2 of LBEE: Ward clustering of a split and cluster prototypes (the algorithms: `lbee.core.ward`).
 
 Four ways to compute Ward (``ward_labels(method=...)``):
 
@@ -14,7 +14,7 @@ Four ways to compute Ward (``ward_labels(method=...)``):
   only on their sizes and means, so this *is* Ward under the one constraint
   that a cell is never split.
 - ``'knn'``: scikit-learn's structured Ward on a nearest-neighbour graph.
-- ``'auto'`` (default): ``'exact'`` up to :data:`AUTO_WARD_THRESHOLD` images,
+- ``'auto'`` (default): ``'exact'`` up to `AUTO_WARD_THRESHOLD` images,
   ``'kmeans'`` above.
 """
 
@@ -66,8 +66,8 @@ def cluster_notes(explanation: Explanation, group_sizes: Sequence[int] | None = 
     """Warnings about what an explanation's clustering became, from its clusters and ``params``.
 
     Says when the easy clusters asked for exceed the easy split (the hard side
-    is warned about by :class:`lbee.slicers.WardSlicer` as it clusters), and
-    when the hard groups are tiny (median below :data:`TINY_GROUP` images),
+    is warned about by [`lbee.slicers.WardSlicer`][lbee.slicers.WardSlicer] as it clusters), and
+    when the hard groups are tiny (median below `TINY_GROUP` images),
     with the number of clusters to try instead.
 
     ``group_sizes``: the sizes of the groups the number of clusters made, when the explanation's hard
@@ -101,7 +101,7 @@ def cluster_notes(explanation: Explanation, group_sizes: Sequence[int] | None = 
 
 
 def warn_cluster_notes(explanation: Explanation, stacklevel: int = 2, group_sizes: Sequence[int] | None = None) -> None:
-    """:func:`cluster_notes` as :class:`ClusterCountWarning` warnings."""
+    """`cluster_notes` as `ClusterCountWarning` warnings."""
     for note in cluster_notes(explanation, group_sizes):
         warnings.warn(note, ClusterCountWarning, stacklevel=stacklevel + 1)
 
@@ -133,7 +133,7 @@ def ward_labels(
         on a few hundred k-means cells weighted by their sizes (see the module
         docstring); 'knn' restricts merges to a ``n_neighbors`` graph
         (scikit-learn's structured Ward). 'auto' is 'exact' up to
-        :data:`AUTO_WARD_THRESHOLD` images and 'kmeans' above.
+        `AUTO_WARD_THRESHOLD` images and 'kmeans' above.
     n_neighbors : int, default=15
         Graph degree for ``method='knn'``.
     n_cells : int, optional
@@ -181,9 +181,9 @@ def ward_hard_groups(
 ) -> tuple[IntArray, list[IntArray]]:
     """Ward clusters of the hard rows (LBEE Step 2): the hard groups of ``slicer='ward'``.
 
-    The one implementation behind :class:`lbee.slicers.WardSlicer` and
-    :class:`lbee.core.partition.Partition`'s default slicer. Warns
-    (:class:`ClusterCountWarning`) when ``n_clusters`` exceeds the hard split.
+    The one implementation behind [`lbee.slicers.WardSlicer`][lbee.slicers.WardSlicer] and
+    [`lbee.core.partition.Partition`][lbee.Partition]'s default slicer. Warns
+    (`ClusterCountWarning`) when ``n_clusters`` exceeds the hard split.
 
     Parameters
     ----------
@@ -191,7 +191,7 @@ def ward_hard_groups(
         Renormalised to unit rows.
     n_clusters : int
     memory : joblib.Memory or str, optional
-        See :func:`ward_labels`.
+        See `ward_labels`.
     method : {'auto', 'exact', 'kmeans', 'knn'}, default='auto'
     hard : array-like of bool, shape (n,), optional
         The hard split. With neither ``hard`` nor ``confidence``, every row is clustered.

@@ -3,7 +3,7 @@
 A hard group G is a piece of the hard split H that the slicer cut out; the
 easy split E is the contrast (the matched easy twin T is reported as a second
 view). Every conjunction c has a soft count in each set, the sum over its
-images of P(c) (:mod:`lbee.core.atoms`), and a *region*: the images it holds
+images of P(c) (`lbee.core.atoms`), and a *region*: the images it holds
 for. A conjunction is scored by the smoothed log-ratio of its shares of the
 hard and the easy split,
 
@@ -74,7 +74,7 @@ DEFAULT_MIN_CONDITIONAL = 0.85
 #: The family-wise false-addition rate of one step (Bonferroni over the literals).
 DEFAULT_ALPHA = 0.05
 SMOOTH = 0.5
-#: The best states per returned description that are pruned (:meth:`ComposeSearch._pruned`) before choosing.
+#: The best states per returned description that are pruned (`ComposeSearch._pruned`) before choosing.
 PRUNED_PER_K = 4
 
 

@@ -1,4 +1,4 @@
-"""The 'compose' describer's explanation of a partition's hard groups (:mod:`lbee.core.compose`)."""
+"""The 'compose' describer's explanation of a partition's hard groups (`lbee.core.compose`)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ def compose_explanation(
 ) -> Explanation:
     """Up to ``k`` conjunctions per hard group of ``part``, rendered by the grammar; new sentences are appended.
 
-    Merged hypotheses (:meth:`Partition.merge`) keep the descriptions they were found by; the slicer's groups are
-    searched (:meth:`ComposeSearch.search`), with their matched easy cluster as the twin.
+    Merged hypotheses (`Partition.merge`) keep the descriptions they were found by; the slicer's groups are
+    searched (`ComposeSearch.search`), with their matched easy cluster as the twin.
     """
     texts = list(sentences) if sentences is not None else [f"sentence {i}" for i in range(index.n_sentences)]
     where = {t: i for i, t in enumerate(texts)}

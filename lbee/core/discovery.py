@@ -2,21 +2,21 @@
 
 A slicer groups images that look alike. Where the embedding's main directions are not the failure's attributes
 (the weather, the road, the time of day of a dash camera), its pieces mix failures, and each piece's description
-states what the piece shares: often a confounder. :func:`discover_failures` does not start from pieces. It
+states what the piece shares: often a confounder. `discover_failures` does not start from pieces. It
 searches conjunctions over the whole hard split (subgroup discovery), scored by Klösgen's quality
 
     q(c) = √(h + e) · (h / (h + e) − b),
 
 where h and e are the soft counts of the hard images not yet covered and of the easy images that c holds for
-(:class:`lbee.core.compose.ComposeSearch`'s literal probabilities) and b the hard share of all images. The quality
+(`lbee.core.compose.ComposeSearch`'s literal probabilities) and b the hard share of all images. The quality
 trades the region's error concentration against its size: a confounder holds for many images but barely more
 often where the model fails, a failure's own conditions for fewer images, nearly all hard. The best conjunction's
 hard images are collected, discounted by P(conjunction), and the search runs again, while the region's
 concentration is significant (one-sided binomial test against b, Bonferroni over the literals and rounds).
 
 A beam of states grows one literal a step, with the search's own gate: a literal is added only when the lift rises
-by more than z σ (:mod:`lbee.core.compose`). The hypotheses it returns join the slicer's merged groups in
-:func:`lbee.core.hypotheses.one_hypothesis_per_failure`; where both hold the same images, the discovered one stands.
+by more than z σ (`lbee.core.compose`). The hypotheses it returns join the slicer's merged groups in
+`lbee.core.hypotheses.one_hypothesis_per_failure`; where both hold the same images, the discovered one stands.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ class Discovered:
     ----------
     indices : ndarray of int
         Its hard images (indices into n): the ``round(h / reach)`` uncovered hard images of highest P(description),
-        none below half of ``reach`` (:meth:`ComposeSearch.reachable`).
+        none below half of ``reach`` (`ComposeSearch.reachable`).
     description : Conjunction
-        Shares and lift against the whole hard and easy splits, as :meth:`ComposeSearch.search` reports them.
+        Shares and lift against the whole hard and easy splits, as `ComposeSearch.search` reports them.
     """
 
     indices: IntArray

@@ -1,4 +1,4 @@
-"""LBEE evaluation: failure sentences S*_β and AHR / ACR / TPR / JI (SPEC §4)."""
+"""LBEE evaluation: failure sentences S*_β and AHR / ACR / TPR / JI (the LBEE paper's metrics)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def failure_sentences(relevance: ArrayLike, performance: ArrayLike, o: float = D
 def evaluate(
     explanation: Explanation, relevance: ArrayLike, performance: ArrayLike, o: float = DEFAULT_O
 ) -> dict[str, float]:
-    """Score an explanation against relevance Γ and performance ω (SPEC §4).
+    """Score an explanation against relevance Γ and performance ω (the LBEE paper's metrics).
 
     Parameters
     ----------
@@ -167,7 +167,7 @@ def evaluate(
 def score_explanation(explanation: Explanation, relevance: BoolArray, star: set[int]) -> dict[str, float]:
     """AHR / ACR / TPR / JI of a checked explanation against a known S* (a set of int).
 
-    :func:`evaluate` without its checks, for loops that score several methods
+    [`evaluate`][lbee.evaluate] without its checks, for loops that score several methods
     against one S* (per-class analysis, sweeps).
     """
     rel = relevance

@@ -1,7 +1,7 @@
-"""``lbee.explain``: LBEE's split–cluster–match–select in one call (SPEC §2–3).
+"""``lbee.explain``: LBEE's split–cluster–match–select in one call.
 
-:func:`explain` is :func:`lbee.partition` followed by
-:meth:`lbee.core.partition.Partition.describe`; :func:`explain_methods` clusters
+[`explain`][lbee.explain] is [`lbee.partition`][lbee.partition] followed by
+[`lbee.core.partition.Partition.describe`][lbee.Partition.describe]; [`explain_methods`][lbee.explain_methods] clusters
 once and describes with several methods.
 """
 
@@ -36,8 +36,9 @@ def grammar_index(
     """The sentence index of a grammar's rows, and their texts (``sentences``, or the grammar's).
 
     Without ``grammar``, ``sentence_embeddings`` as it is. With it, the rows are either the grammar's
-    generated sentences (:func:`lbee.grammar.generate` at its ``max_conditions``) or only the sentences
-    'compose' reads (:func:`lbee.grammar.embedded_atoms`), both in their function's order; the row count
+    generated sentences ([`lbee.grammar.generate`][lbee.grammar.generate] at its ``max_conditions``) or only the
+    sentences
+    'compose' reads (`lbee.grammar.embedded_atoms`), both in their function's order; the row count
     says which.
     """
     from .sentence_index import SentenceIndex
@@ -149,7 +150,7 @@ def explain_methods(
 ) -> dict[str, Explanation]:
     """Run several describers over one split and clustering.
 
-    Same parameters as :func:`explain`, with ``methods`` (a list of method names)
+    Same parameters as [`explain`][lbee.explain], with ``methods`` (a list of method names)
     instead of ``method``. Clustering is computed once.
 
     Returns
@@ -220,7 +221,7 @@ def explain(
         Image embeddings in the joint space (renormalised to unit rows).
     sentence_embeddings : array-like of shape (N, d) or SentenceIndex
         Sentence embeddings in the same space (renormalised to unit rows). A
-        prebuilt :class:`lbee.core.sentence_index.SentenceIndex` is reused as is,
+        prebuilt `lbee.core.sentence_index.SentenceIndex` is reused as is,
         which saves its set-up in loops over classes.
     confidence : array-like of shape (n,), optional
         φ, higher = easier (pass −entropy for entropy). Splits at μ ± aσ.
@@ -228,8 +229,9 @@ def explain(
         Explicit split masks, an alternative to ``confidence``.
     a : float, default=0.2
         Split margin in standard deviations of φ (LBEE app. D).
-    method : {'tops', 'setdiff', 'pdiff', 'fpdiff', 'domino', 'compose'}, default='fpdiff'
-        The describer (SPEC §3.3). 'compose' needs ``grammar``.
+    method : {'fpdiff', 'tops', 'setdiff', 'pdiff', 'domino', 'compose'}, default='fpdiff'
+        The describer: the rule that picks each hard group's sentences (LBEE Step 4). 'compose' needs
+        ``grammar``.
     n_clusters : int, default=15
         Hard clusters; the effective number is ``min(n_clusters, n_hard)``.
     n_easy_clusters : int, optional
@@ -239,18 +241,18 @@ def explain(
     tau : float or None, default=None
         Similarity threshold of SetDiff / FPDiff. Arrays carry no encoder, so
         None assumes the CLIP value ``lbee.core.selection.CLIP_TAU`` with a
-        :class:`lbee.io.provenance.ProvenanceWarning`; pass the encoder's
-        ``default_tau`` for another encoder (see :func:`lbee.core.selection.resolve_tau`).
+        [`lbee.io.provenance.ProvenanceWarning`][lbee.io.provenance.ProvenanceWarning]; pass the encoder's
+        ``default_tau`` for another encoder (see `lbee.core.selection.resolve_tau`).
     slicer : 'ward' or slicer object, default='ward'
-        'ward' clusters the hard split (:class:`lbee.slicers.WardSlicer`); a
-        slicer from :mod:`lbee.slicers` (fitted on these images, or unfitted:
+        'ward' clusters the hard split ([`lbee.slicers.WardSlicer`][lbee.slicers.WardSlicer]); a
+        slicer from `lbee.slicers` (fitted on these images, or unfitted:
         then fitted here with the split as its error signal) supplies the hard
         groups, most important first. The easy side is always Ward-clustered.
     sentences : list of str of length N, optional
         Sentence texts, kept for readable output.
     ward : str, default=lbee.core.clustering.DEFAULT_WARD
         The Ward variant, one of ``lbee.core.clustering.WARD_METHODS`` (see
-        :func:`lbee.core.clustering.ward_labels`).
+        `lbee.core.clustering.ward_labels`).
     data : pandas.DataFrame, optional
         Domino style: one row per image. ``embeddings`` (or
         ``image_embeddings``) then names the column whose cells are the (d,)
@@ -260,16 +262,19 @@ def explain(
     embeddings : str, optional
         The embedding column of ``data``.
     grammar : Grammar, str or path, optional
-        A grammar (:class:`lbee.grammar.Grammar`, a built-in grammar's name or a ``.grammar.yaml`` path) whose
+        A grammar ([`lbee.grammar.Grammar`][lbee.grammar.Grammar], a built-in grammar's name or a ``.grammar.yaml``
+        path) whose
         sentences ``sentence_embeddings`` embeds: either all its generated sentences
-        (:func:`lbee.grammar.generate`) or only the ones 'compose' reads (:func:`lbee.grammar.embedded_atoms`),
+        ([`lbee.grammar.generate`][lbee.grammar.generate]) or only the ones 'compose' reads
+        (`lbee.grammar.embedded_atoms`),
         in that function's order. With it, the hard groups that are pieces of one failure are merged, as in a
-        run (:meth:`lbee.core.partition.Partition.merge`), and ``sentences`` defaults to the grammar's texts.
+        run ([`lbee.core.partition.Partition.merge`][lbee.Partition.merge]), and ``sentences`` defaults to the grammar's
+        texts.
 
     Returns
     -------
     Explanation
-        φ (when given) is kept on it for :meth:`Explanation.assignments`.
+        φ (when given) is kept on it for `Explanation.assignments`.
 
     See Also
     --------

@@ -1,7 +1,7 @@
 """What ``lbee.explain`` returns: hard and easy clusters with their sentences (SPEC §2).
 
-Reading one back checks it (:mod:`lbee.core.explanation_checks`); a run's ``explanation.json`` is
-:mod:`lbee.core.explanation_payload`.
+Reading one back checks it (`lbee.core.explanation_checks`); a run's ``explanation.json`` is
+`lbee.core.explanation_payload`.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class HardCluster:
 
 @dataclass
 class Explanation:
-    """The result of :func:`lbee.explain`.
+    """The result of [`lbee.explain`][lbee.explain].
 
     Attributes
     ----------
@@ -101,8 +101,9 @@ class Explanation:
     sentence_texts : list of str or None
         The N sentences, when they were given.
     confidence : ndarray of shape (n,) or None
-        φ of the n images when :func:`lbee.explain` was given it, for
-        :meth:`assignments`. Kept in memory only: :meth:`to_dict` does not store
+        φ of the n images when [`lbee.explain`][lbee.explain] was given it, for
+        [`assignments`][lbee.Explanation.assignments]. Kept in memory only: [`to_dict`][lbee.Explanation.to_dict] does
+        not store
         it (``explanation.json`` has ``assignments.parquet`` beside it).
     image_ids : list or None
         Row labels of the images (the DataFrame index with ``lbee.explain(data=df, ...)``); in memory only.
@@ -130,7 +131,7 @@ class Explanation:
     def to_pandas(self) -> pd.DataFrame:
         """One row per hard cluster: ``group``, ``size``, ``easy_cluster``, ``sentences``, ``scores``.
 
-        ``sentences`` are texts, best first. For one row per image use :meth:`assignments`.
+        ``sentences`` are texts, best first. For one row per image use [`assignments`][lbee.Explanation.assignments].
 
         Returns
         -------
@@ -160,7 +161,7 @@ class Explanation:
         ``group`` is the hard-cluster index for hard images, the easy-cluster index for easy ones, -1 for neutral.
 
         φ and ω are not part of an explanation's file: pass them, or φ is the
-        ``confidence`` that :func:`lbee.explain` was given (else NaN); ω is NaN
+        ``confidence`` that [`lbee.explain`][lbee.explain] was given (else NaN); ω is NaN
         when not passed.
 
         Parameters
@@ -266,7 +267,7 @@ class Explanation:
         return [self.sentence_texts[s] for s in ids]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict; :meth:`from_dict` round-trips it."""
+        """A JSON-serialisable dict; [`from_dict`][lbee.core.explanation.Explanation.from_dict] round-trips it."""
         return {
             "method": self.method,
             "params": dict(self.params),
@@ -280,7 +281,7 @@ class Explanation:
     def from_dict(
         cls, data: Any, *, n_images: int | None = None, n_sentences: int | None = None, source: str = "data"
     ) -> Explanation:
-        """Rebuild an :class:`Explanation` from :meth:`to_dict` output, validating it.
+        """Rebuild an `Explanation` from `to_dict` output, validating it.
 
         A file may have been edited, truncated or produced by something else:
         structure, types and ranges are checked and any problem raises

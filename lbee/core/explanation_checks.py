@@ -32,7 +32,7 @@ def show_value(value: object) -> str:
 
 
 def check_index(value: Any, field: str, source: str, *, upper: int | None = None, what: str = "index") -> int:
-    """A non-negative integer below ``upper`` (else below :data:`MAX_INDEX`)."""
+    """A non-negative integer below ``upper`` (else below `MAX_INDEX`)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         bad_field(source, field, f"{type(value).__name__} {show_value(value)}", f"an integer {what}")
     index = int(value)
@@ -48,7 +48,7 @@ def check_index(value: Any, field: str, source: str, *, upper: int | None = None
 def check_index_list(
     values: Any, field: str, source: str, *, upper: int | None = None, what: str = "index", unique: bool = True
 ) -> IntArray:
-    """A list of :func:`check_index` values (distinct when ``unique``), as int64."""
+    """A list of `check_index` values (distinct when ``unique``), as int64."""
     if not isinstance(values, (list, tuple, np.ndarray)):
         bad_field(source, field, f"{type(values).__name__} {show_value(values)}", f"a list of integer {what}es")
     out = [check_index(v, f"{field}[{i}]", source, upper=upper, what=what) for i, v in enumerate(values)]
@@ -156,7 +156,7 @@ def check_explanation_ranges(
     n_sentences: int | None = None,
     source: str = "explanation",
 ) -> Explanation:
-    """Check that an :class:`Explanation` indexes within ``n_images`` images and ``n_sentences`` sentences.
+    """Check that an `Explanation` indexes within ``n_images`` images and ``n_sentences`` sentences.
 
     Loaders call it once they know the run's sizes (the file's ``images`` and
     ``sentences`` lists). Raises ``ValueError`` naming the cluster and field.

@@ -1,9 +1,9 @@
 """The ``explanation.json`` payload: written once per run, read back with every check.
 
-:func:`compact_payload` stores the methods of a run with their shared split
+`compact_payload` stores the methods of a run with their shared split
 and clustering once (format 2 and later, prototypes as base64 float32; format 3 adds the rows digest);
-:func:`validate_explanation_payload` reads that and the older format (one
-full :meth:`~lbee.core.explanation.Explanation.to_dict` per method).
+`validate_explanation_payload` reads that and the older format (one
+full `lbee.core.explanation.Explanation.to_dict` per method).
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def compact_payload(explanations: dict[str, Explanation]) -> dict[str, Any]:
     The methods of one run share their split and clustering, so it is stored
     once (``clustering``: member indices, easy matches, prototypes as base64
     little-endian float32); each method keeps only its parameters, sentences and
-    scores. :func:`validate_explanation_payload` reads this and the older
-    format (one full :meth:`Explanation.to_dict` per method). When the methods
+    scores. `validate_explanation_payload` reads this and the older
+    format (one full `Explanation.to_dict` per method). When the methods
     do not share one clustering, the older format is returned.
 
     Parameters
@@ -118,7 +118,7 @@ def compact_payload(explanations: dict[str, Explanation]) -> dict[str, Any]:
 
 
 def _expand_compact(payload: dict[str, Any], src: str) -> dict[str, dict[str, Any]]:
-    """Format 2 -> one :meth:`Explanation.to_dict`-like body per method (validated afterwards)."""
+    """Format 2 -> one `Explanation.to_dict`-like body per method (validated afterwards)."""
     cl = payload["clustering"]
     check_mapping(cl, "clustering", repr(src), ("hard", "easy", "prototypes"))
     for key in ("hard", "easy"):
@@ -174,11 +174,11 @@ def _expand_compact(payload: dict[str, Any], src: str) -> dict[str, dict[str, An
 def validate_explanation_payload(payload: Any, *, source: object) -> dict[str, Explanation]:
     """Validate an ``explanation.json`` payload and rebuild its explanations.
 
-    The payload is what :func:`lbee.run.pipeline.write_outputs` writes: the
+    The payload is what `lbee.run.pipeline.write_outputs` writes: the
     run's ``sentences`` and ``images`` lists and either (format 2 or later, see
-    :func:`compact_payload`) one shared ``clustering`` with a ``methods`` object
+    `compact_payload`) one shared ``clustering`` with a ``methods`` object
     of sentences and scores, or (the older format, still read) a ``methods``
-    object of method name → :meth:`Explanation.to_dict` without ``sentences``.
+    object of method name → `Explanation.to_dict` without ``sentences``.
     Indices are checked against the lists.
 
     Parameters

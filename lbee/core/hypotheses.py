@@ -3,7 +3,7 @@
 A slicer cuts a failure into pieces along attributes the failure does not
 depend on (the background colour, the size of the square), and ranking groups
 by size puts large clusters of stray errors first. 'compose'
-(:mod:`lbee.core.compose`) describes each piece against the whole hard and
+(`lbee.core.compose`) describes each piece against the whole hard and
 easy splits, so the pieces of one failure get descriptions that agree: each
 holds for the other's images.
 
@@ -54,7 +54,7 @@ class Hypothesis:
         One-sided binomial test of the region's hard count against the base rate.
     pieces : int
         How many of the slicer's groups were merged into it (0: found by its description alone,
-        :mod:`lbee.core.discovery`).
+        `lbee.core.discovery`).
     descriptions : list of Conjunction
         Its ``k`` descriptions, ``description`` first.
     """
@@ -108,7 +108,7 @@ def one_hypothesis_per_failure(
     hypotheses : list of Hypothesis
         Most concentrated first.
     descriptions : list of list of Conjunction
-        The ``k`` descriptions of each hypothesis (:meth:`ComposeSearch.search`), in the same order.
+        The ``k`` descriptions of each hypothesis (`ComposeSearch.search`), in the same order.
     """
     from scipy.stats import binom
 
@@ -158,7 +158,7 @@ def one_hypothesis_per_failure(
     return [hyps[t] for t in order], [descs[t] for t in order]
 
 
-#: Rounds of :func:`refine` at most (it stops earlier when the description no longer changes).
+#: Rounds of `refine` at most (it stops earlier when the description no longer changes).
 REFINE_ROUNDS = 4
 #: A refined group must keep this share of the group it came from (else the group stays as it was).
 KEEP_OWN = 0.3
@@ -181,7 +181,7 @@ def refine(search: ComposeSearch, description: Conjunction, k: int = 3) -> tuple
     indices : ndarray of int
         The final group (indices into n).
     descriptions : list of Conjunction
-        Its descriptions (:meth:`ComposeSearch.search`).
+        Its descriptions (`ComposeSearch.search`).
     """
     found = [description]
     group = np.zeros(0, dtype=np.int64)
@@ -205,9 +205,9 @@ def _refined(
     k: int,
     discovered: Sequence[Discovered] = (),
 ) -> dict[int, tuple[IntArray, list[Conjunction], int]]:
-    """Each hypothesis refined where that says more (:func:`refine`), then those holding the same images merged.
+    """Each hypothesis refined where that says more (`refine`), then those holding the same images merged.
 
-    The failures found by their descriptions (:func:`lbee.core.discovery.discover_failures`) come first: where one
+    The failures found by their descriptions (`lbee.core.discovery.discover_failures`) come first: where one
     holds the same images as a slicer's group, it stands, since its images were collected by what it says.
     """
     first: list[tuple[IntArray, list[Conjunction], int]] = []

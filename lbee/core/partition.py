@@ -1,11 +1,11 @@
-"""Cluster once, describe many times: LBEE's Steps 1–3 as a public, reusable step (SPEC §3.1–3.2).
+"""Cluster once, describe many times: LBEE's Steps 1–3 as a public, reusable step.
 
-A :class:`Partition` holds the easy / hard split, the hard groups (Ward
+A [`Partition`][lbee.Partition] holds the easy / hard split, the hard groups (Ward
 clusters of the hard split, or the groups of another slicer), the Ward clusters
 of the easy split, their prototypes and each hard group's easy twin. Every
-describer (Step 4, :mod:`lbee.core.selection`) works on the same partition, so
+describer (Step 4, `lbee.core.selection`) works on the same partition, so
 ``explain_methods``, sensitivity sweeps and per-class runs cluster once and
-call :meth:`Partition.describe` per method and per K.
+call [`Partition.describe`][lbee.Partition.describe] per method and per K.
 
 Parameters and fitted facts are kept apart, scikit-learn style: what was asked
 for (``n_clusters``) is a parameter; what was found (``n_hard_clusters_``,
@@ -34,7 +34,7 @@ DEFAULT_K = 3  # sentences per hard cluster (LBEE §5)
 
 
 def as_sentence_index(sentence_embeddings: ArrayLike | SentenceIndex) -> SentenceIndex:
-    """A :class:`SentenceIndex` over ``sentence_embeddings`` (a prebuilt index is returned as is)."""
+    """A `SentenceIndex` over ``sentence_embeddings`` (a prebuilt index is returned as is)."""
     if isinstance(sentence_embeddings, SentenceIndex):
         return sentence_embeddings
     return SentenceIndex(as_unit_rows(sentence_embeddings, "sentence_embeddings"))
@@ -46,18 +46,18 @@ class Partition:
     Parameters
     ----------
     a : float, default=0.2
-        Split margin in standard deviations of φ (SPEC §3.1).
+        Split margin in standard deviations of φ (LBEE Step 1).
     n_clusters : int, default=15
         Hard clusters C^h asked for; Ward forms ``min(n_clusters, n_hard)``.
     n_easy_clusters : int, optional
         Easy clusters C^e asked for, default ``n_clusters``.
     slicer : 'ward' or slicer object, default='ward'
         Where the hard groups come from: Ward on the hard split
-        (:class:`lbee.slicers.WardSlicer`), or any slicer of
-        :mod:`lbee.slicers` (fitted on these images, or unfitted: then fitted
+        ([`lbee.slicers.WardSlicer`][lbee.slicers.WardSlicer]), or any slicer of
+        `lbee.slicers` (fitted on these images, or unfitted: then fitted
         here with the split as its error signal).
     ward : str, default=lbee.core.clustering.DEFAULT_WARD
-        The Ward variant (see :func:`lbee.core.clustering.ward_labels`), for
+        The Ward variant (see `lbee.core.clustering.ward_labels`), for
         both sides.
     memory : joblib.Memory, optional
         Caches the Ward trees, so that partitions of the same data at other
@@ -214,7 +214,7 @@ class Partition:
         *,
         tau: float | None = CLIP_TAU,
     ) -> tuple[FloatArray, BoolArray]:
-        """Composed relevance of conjunctions on the partition's images (:func:`lbee.core.atoms.composed_relevance`).
+        """Composed relevance of conjunctions on the partition's images (`lbee.core.atoms.composed_relevance`).
 
         Returns
         -------
@@ -234,7 +234,7 @@ class Partition:
     ) -> Partition:
         """One hypothesis per failure: merge the hard groups that are pieces of one, rank by error concentration.
 
-        See :mod:`lbee.core.hypotheses`. The slicer's groups stay in
+        See `lbee.core.hypotheses`. The slicer's groups stay in
         ``slicer_groups_``; ``hard_groups_`` become the merged ones, most
         concentrated first, and ``hypotheses_`` holds their descriptions and
         statistics.
@@ -271,7 +271,7 @@ class Partition:
 
     @property
     def params(self) -> dict[str, Any]:
-        """The parameters and split sizes recorded in every :class:`Explanation` of this partition."""
+        """The parameters and split sizes recorded in every [`Explanation`][lbee.Explanation] of this partition."""
         self._check_fitted()
         return {
             "a": float(self.a),
@@ -293,14 +293,14 @@ class Partition:
         tau: float | None = CLIP_TAU,
         sentences: Sequence[str] | None = None,
     ) -> Explanation:
-        """Choose K sentences for every hard group against its easy twin (Step 4, SPEC §3.3).
+        """Choose K sentences for every hard group against its easy twin (LBEE Step 4).
 
         Parameters
         ----------
         sentence_embeddings : array-like of shape (N, d) or SentenceIndex
             Sentence embeddings in the joint space; a prebuilt
-            :class:`lbee.core.sentence_index.SentenceIndex` is reused.
-        method : {'tops', 'setdiff', 'pdiff', 'fpdiff', 'domino'}, default='fpdiff'
+            `lbee.core.sentence_index.SentenceIndex` is reused.
+        method : {'fpdiff', 'tops', 'setdiff', 'pdiff', 'domino'}, default='fpdiff'
         k : int, default=3
         tau : float or None, default=lbee.core.selection.CLIP_TAU
             Threshold of SetDiff / FPDiff; None means the CLIP value (pass the
@@ -337,7 +337,7 @@ class Partition:
         return Explanation(hard, easy, method, params, texts)
 
     def _compose(self, index: SentenceIndex, k: int, tau: float, sentences: list[str] | None) -> Explanation:
-        """The 'compose' describer (:mod:`lbee.core.compose`): sentences the grammar renders, appended when new."""
+        """The 'compose' describer (`lbee.core.compose`): sentences the grammar renders, appended when new."""
         from .compose_describer import compose_explanation
 
         return compose_explanation(self, self._search(index, tau), index, k, tau, sentences)
@@ -345,7 +345,7 @@ class Partition:
     def describe_methods(
         self, sentence_embeddings: ArrayLike | SentenceIndex, methods: str | Sequence[str] = METHODS, **kwargs: Any
     ) -> dict[str, Explanation]:
-        """:meth:`describe` for several methods over one sentence index; dict of method -> Explanation."""
+        """`describe` for several methods over one sentence index; dict of method -> Explanation."""
         if isinstance(methods, str):
             methods = [methods]
         if not methods:
@@ -397,9 +397,9 @@ def partition(
     ward: str = DEFAULT_WARD,
     memory: Any = None,
 ) -> Partition:
-    """Split and cluster once; describe many times with :meth:`Partition.describe`.
+    """Split and cluster once; describe many times with [`Partition.describe`][lbee.Partition.describe].
 
-    Parameters are those of :class:`Partition` and :meth:`Partition.fit`.
+    Parameters are those of [`Partition`][lbee.Partition] and [`Partition.fit`][lbee.Partition.fit].
 
     Returns
     -------

@@ -59,7 +59,8 @@ def select_sentences(
 
     Parameters
     ----------
-    method : {'tops', 'setdiff', 'pdiff', 'fpdiff', 'domino'}
+    method : str
+        'tops', 'setdiff', 'pdiff', 'fpdiff' or 'domino'.
     index : SentenceIndex
         The sentence set (N sentences).
     hard_prototype, easy_prototype : ndarray of shape (d,)
@@ -80,7 +81,7 @@ def select_sentences(
 
     Notes
     -----
-    One cluster of :func:`select_all`: the similarities are exact (dense,
+    One cluster of `select_all`: the similarities are exact (dense,
     float64), top-k and ``> tau`` are read off them, and a product of the same
     prototypes is reused across describers (see ``SentenceIndex.similarities``).
     """
@@ -127,7 +128,7 @@ def select_all(
     cluster_means: ArrayLike | None = None,
     reference_mean: ArrayLike | None = None,
 ) -> list[Selection]:
-    """:func:`select_sentences` for every hard cluster of one explanation, in one product.
+    """`select_sentences` for every hard cluster of one explanation, in one product.
 
     All the queries a method needs (hard prototypes, their easy twins, or
     Domino's mean differences) are scored against the sentences in one
@@ -140,7 +141,8 @@ def select_all(
 
     Parameters
     ----------
-    method : {'tops', 'setdiff', 'pdiff', 'fpdiff', 'domino'}
+    method : str
+        'tops', 'setdiff', 'pdiff', 'fpdiff' or 'domino'.
     index : SentenceIndex
     hard_prototypes : ndarray of shape (C, d)
         Unit prototypes of the hard clusters.

@@ -1,6 +1,6 @@
 """A FAISS inner-product index over unit sentence embeddings.
 
-This is the one module that imports :mod:`faiss` (it also hosts the k-means
+This is the one module that imports `faiss` (it also hosts the k-means
 that ``ward='kmeans'`` cuts its cells with). FAISS computes in float32,
 so every query asks FAISS for a few more candidates than needed and re-scores
 them exactly in float64: results equal the exact definitions of SPEC §3.3,
@@ -130,8 +130,8 @@ class SentenceIndex:
     def similarities(self, queries: ArrayLike, *, reuse: bool = False) -> FloatArray:
         """Exact cosine similarities of unit ``queries`` (n_queries, d), shape (n_queries, n_sentences).
 
-        Up to :data:`SMALL_QUERY_ROWS` queries are multiplied on one BLAS thread.
-        With ``reuse=True`` the last :data:`REUSE_SLOTS` such products are
+        Up to `SMALL_QUERY_ROWS` queries are multiplied on one BLAS thread.
+        With ``reuse=True`` the last `REUSE_SLOTS` such products are
         kept and returned again (read-only) when the same queries (same bytes)
         come back: the describers of one explanation all score the same hard
         and easy prototypes.

@@ -1,4 +1,4 @@
-"""Ward's tree, computed three ways (the algorithms behind :func:`lbee.core.clustering.ward_labels`).
+"""Ward's tree, computed three ways (the algorithms behind `lbee.core.clustering.ward_labels`).
 
 - exact Ward on all pairs: distances from blocked BLAS products (float64) into
   a condensed matrix, the tree from ``fastcluster`` (or SciPy's
@@ -8,7 +8,7 @@
 - k-means cells (FAISS, in a PCA reduction) and the weighted Ward tree of
   their means: Ward under the one constraint that a cell is never split.
 
-Trees are SciPy linkage matrices; :func:`cut_tree_labels` cuts one into
+Trees are SciPy linkage matrices; `cut_tree_labels` cuts one into
 labels numbered as scikit-learn numbers them.
 """
 

@@ -3,7 +3,7 @@
 >>> from lbee.encoders import create_encoder, list_encoders
 >>> enc = create_encoder("open_clip:ViT-B-32@laion2b_s34b_b79k")  # doctest: +SKIP
 
-Specs are parsed in one place, :func:`parse_encoder_spec`.
+Specs are parsed in one place, [`parse_encoder_spec`][lbee.encoders.parse_encoder_spec].
 """
 
 from ._base import Encoder, EncoderLoadError

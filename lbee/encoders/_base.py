@@ -19,8 +19,9 @@ def unit_float32(x):
 class Encoder:
     """A joint image–text encoder.
 
-    Subclasses set ``name`` and ``default_tau`` and implement :meth:`identity`,
-    :meth:`preprocess`, :meth:`encode_image_batch` and :meth:`encode_text`.
+    Subclasses set ``name`` and ``default_tau`` and implement [`identity`][lbee.encoders.Encoder.identity],
+    [`preprocess`][lbee.encoders.Encoder.preprocess], [`encode_image_batch`][lbee.encoders.Encoder.encode_image_batch]
+    and [`encode_text`][lbee.encoders.Encoder.encode_text].
     Every output row is a unit float32 vector.
     """
 

@@ -30,7 +30,7 @@ def _state_fingerprint(model):
 
 
 class OpenCLIPEncoder(Encoder):
-    """An open_clip model as an :class:`~lbee.encoders.Encoder`.
+    """An open_clip model as an [`Encoder`][lbee.encoders.Encoder].
 
     Parameters
     ----------
@@ -43,8 +43,8 @@ class OpenCLIPEncoder(Encoder):
         fix, instead of open_clip's minute of hub retries.
     device : str, optional
         Default: CUDA when available, else CPU.
-    precision : {'fp32', 'fp16', 'bf16'}, optional
-        Default: fp16 on CUDA, fp32 on CPU.
+    precision : str, optional
+        'fp32', 'fp16' or 'bf16'. Default: fp16 on CUDA, fp32 on CPU.
     seed : int, default=0
         Seed of random weights (``pretrained=None``): the same seed gives the
         same weights, hence the same identity and embedding-cache hits.

@@ -50,7 +50,7 @@ def parse_encoder_spec(spec):
 
 
 def create_encoder(spec="open_clip", *, pretrained=None, **kwargs):
-    """Build an encoder from a spec string (see :func:`parse_encoder_spec`).
+    """Build an encoder from a spec string (see [`parse_encoder_spec`][lbee.encoders.parse_encoder_spec]).
 
     Parameters
     ----------
@@ -88,13 +88,13 @@ def check_encoder_spec(spec):
     must exist. The encoder's own constructor checks the rest (weights that
     can be reached). Raises ``ValueError`` naming the spec, what was received
     and what is expected (with the nearest valid name), or
-    :class:`lbee.extras.MissingExtraError` when the encoder needs an extra that
+    `lbee.extras.MissingExtraError` when the encoder needs an extra that
     is not installed.
 
     Returns
     -------
     (str, str or None, str or None)
-        As :func:`parse_encoder_spec`.
+        As [`parse_encoder_spec`][lbee.encoders.parse_encoder_spec].
     """
     import difflib
     import os

@@ -16,7 +16,7 @@ FLUSH_EVERY = 1024
 
 @dataclass
 class ImageEmbeddings:
-    """Result of :func:`embed_images`.
+    """Result of [`embed_images`][lbee.encoders.embedding.embed_images].
 
     Attributes
     ----------
@@ -34,7 +34,8 @@ class ImageEmbeddings:
     ok: np.ndarray
     failures: list = field(default_factory=list)
     n_encoded: int = 0
-    #: the encoder's identity and declared τ, for the provenance sidecar (set by :func:`embed_images_ray`)
+    #: the encoder's identity and declared τ, for the provenance sidecar (set by
+    #: [`embed_images_ray`][lbee.encoders.embedding.embed_images_ray])
     encoder_identity: dict | None = None
     encoder_tau: float | None = None
 
@@ -212,7 +213,7 @@ def embed_images_ray(
     address=None,
     progress=False,
 ):
-    """:func:`embed_images` on a Ray cluster: an actor pool of encoders over chunks of the image list.
+    """`embed_images` on a Ray cluster: an actor pool of encoders over chunks of the image list.
 
     Every actor reads and fills the same content-hash cache as the local
     path (``cache_dir`` must be a folder every node sees), so a later local
@@ -222,14 +223,18 @@ def embed_images_ray(
     Parameters
     ----------
     encoder_factory : callable
-        Picklable, returns an :class:`~lbee.encoders.Encoder`; e.g. ``EncoderSpec('open_clip:ViT-B-32')``.
+        Picklable, returns an [`Encoder`][lbee.encoders.Encoder]; e.g. ``EncoderSpec('open_clip:ViT-B-32')``.
     paths : list of str
     out : path-like, optional
         The ``.npy`` the embeddings of the readable images are streamed to
         (memory-mapped); without it they are gathered in memory. Pass it for
         large runs.
-    cache_dir, use_cache, batch_size
-        As in :func:`embed_images`.
+    cache_dir : path-like, optional
+        As in `embed_images`.
+    use_cache : bool, default=True
+        As in `embed_images`.
+    batch_size : int, default=64
+        As in `embed_images`.
     chunk_size : int, default=1024
         Paths per task.
     num_actors : int, optional

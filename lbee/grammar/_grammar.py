@@ -75,7 +75,7 @@ class Subject:
 
 @dataclass(frozen=True)
 class Grammar:
-    """A parsed grammar (:func:`lbee.grammar.load_grammar`).
+    """A parsed grammar ([`lbee.grammar.load_grammar`][lbee.grammar.load_grammar]).
 
     Attributes
     ----------
@@ -87,7 +87,7 @@ class Grammar:
     subjects : tuple of Subject
         In rendering order; settings included.
     max_conditions : int
-        The default of :func:`generate`.
+        The default of [`generate`][lbee.grammar.generate].
     source : str
         The file it was read from.
     """
@@ -130,7 +130,8 @@ class Grammar:
         """``conditions`` plus all they presuppose, transitively (an attribute of X implies X present; ``requires``).
 
         A condition implied by another's ``requires`` brings its own presuppositions too (a chain of any length),
-        so :meth:`contradiction` of the result sees every literal the conjunction commits to.
+        so [`contradiction`][lbee.grammar.Grammar.contradiction] of the result sees every literal the conjunction
+        commits to.
         """
         out = dict(conditions)
         todo = list(conditions)
@@ -276,7 +277,7 @@ def format_conditions(conditions):
 
 
 def parse_conditions(cell, *, source="<conditions>", line=0):
-    """The inverse of :func:`format_conditions` (an empty cell is the empty conjunction)."""
+    """The inverse of [`format_conditions`][lbee.grammar.format_conditions] (an empty cell is the empty conjunction)."""
     out = {}
     for part in filter(None, (p.strip() for p in str(cell).split(";"))):
         key, eq, value = part.partition("=")
@@ -314,7 +315,8 @@ def generate(
     max_conditions : int, optional
         Default ``grammar.max_conditions``.
     limit : int, default=200000
-        Refuse (``ValueError``) when the upper bound of :func:`count_conjunctions` exceeds it.
+        Refuse (``ValueError``) when the upper bound of [`count_conjunctions`][lbee.grammar.count_conjunctions] exceeds
+        it.
 
     Returns
     -------
@@ -389,7 +391,7 @@ def _product(lists):
 
 
 def embedded_atoms(grammar: Grammar) -> tuple[list[str], list[dict[Key, str]]]:
-    """The sentences whose embeddings the 'compose' describer reads, in the order :func:`generate` lists them.
+    """The sentences whose embeddings the 'compose' describer reads, in the order `generate` lists them.
 
     One per literal that states a presence or a value ("An image with a circle", "An image with a blue
     square"); "no X" is never embedded (it is composed as 1 − P(X)), nor is any conjunction (a product of

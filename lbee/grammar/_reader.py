@@ -139,7 +139,7 @@ class _Ctx:
         return node.value
 
 
-#: What :func:`line_break_in` finds, as messages say it.
+#: What `line_break_in` finds, as messages say it.
 INVISIBLE = "a line break, tab, control character, invisible character or leading combining mark"
 
 
@@ -192,7 +192,7 @@ def said_alike(words):
 
 
 def shown(value):
-    """``value``'s repr cut short (:func:`lbee._validation.shown`, imported late: it brings numpy)."""
+    """``value``'s repr cut short (`lbee._validation.shown`, imported late: it brings numpy)."""
     from .._validation import shown as cut
 
     return cut(value)
@@ -313,7 +313,7 @@ def parse_grammar(text, *, source="<grammar>"):
         vocabularies, two values of a subject said with the same words, a
         ``requires`` or ``plural`` that names nothing, a subject declared
         twice, words with a line break, tab, control or format character
-        (:func:`line_break_in`) or longer than :data:`MAX_WORDS_CHARS`, a value name outside :data:`VALUE_NAME`, YAML
+        (`line_break_in`) or longer than `MAX_WORDS_CHARS`, a value name outside `VALUE_NAME`, YAML
         nested or aliased past ``lbee._yaml``'s bounds.
     """
     ctx = _Ctx(source)
@@ -402,7 +402,7 @@ def list_grammars():
 
 
 def load_grammar(name_or_path: Grammar | str | Path) -> Grammar:
-    """A built-in grammar by name (:func:`list_grammars`) or a grammar file by path.
+    """A built-in grammar by name ([`list_grammars`][lbee.grammar.list_grammars]) or a grammar file by path.
 
     Returns
     -------

@@ -63,7 +63,7 @@ def atomic_save_npy(path, array):
     """``np.save`` of ``array`` to ``path`` atomically: streamed into a temp file beside it, then renamed.
 
     A full disk or a crash leaves the previous file whole (``np.save`` onto the
-    path itself truncates it first). Mode as :func:`atomic_write_bytes`.
+    path itself truncates it first). Mode as `atomic_write_bytes`.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +81,7 @@ def atomic_save_npy(path, array):
 
 
 def atomic_save_npz(path, **arrays):
-    """``np.savez`` through :func:`atomic_write_bytes` (atomic, umask-honouring)."""
+    """``np.savez`` through `atomic_write_bytes` (atomic, umask-honouring)."""
     import io
 
     buf = io.BytesIO()
@@ -115,7 +115,7 @@ class EmbeddingCache:
     identity : dict
         JSON-serialisable; encoder name, weights identity and preprocessing.
     cache_dir : path-like, optional
-        Root folder, default :func:`default_cache_dir`.
+        Root folder, default `default_cache_dir`.
     """
 
     def __init__(self, identity, cache_dir=None):

@@ -1,11 +1,11 @@
 """The one confinement rule for paths: a request's paths and the paths its files name.
 
 ``lbee serve`` reads files only inside its data root (``--root``). A request's
-own path fields are checked by :mod:`lbee.service.paths`; the paths that a
+own path fields are checked by `lbee.service.paths`; the paths that a
 *file* names (a ``.conditions.tsv`` sidecar's ``# grammar:`` line, a manifest's
-image rows) are resolved by :func:`resolve_named_path`, which checks them
-against the same root with the same rule (:func:`confine`) whenever one is
-active (:func:`confined_to`). On the command line no root is active: a user's
+image rows) are resolved by `resolve_named_path`, which checks them
+against the same root with the same rule (`confine`) whenever one is
+active (`confined_to`). On the command line no root is active: a user's
 own files may name any file the user can read.
 
 A path refused here is never opened, so an error can quote nothing of it.
@@ -101,7 +101,7 @@ def confined_to(root):
 def resolve_named_path(ref, base, *, key, source):
     """The path a file names: ``ref`` read relative to the file's folder ``base``.
 
-    Under an active data root it must lie inside the root (:func:`confine`);
+    Under an active data root it must lie inside the root (`confine`);
     otherwise any path is accepted.
 
     Parameters
@@ -144,8 +144,8 @@ def sidecar(path, *, of, what):
 
     ``ids.txt`` / ``<stem>.ids.txt`` and ``<stem>.provenance.json`` beside embeddings, ``<stem>.conditions.tsv``
     beside a sentence file. Every reader of a sidecar goes through here, so that one rule holds: under an
-    active data root (:func:`confined_to`) the sidecar must lie inside it, symbolic links followed, as
-    every other path does (:func:`confine`); a sidecar that exists must be a regular file. Nothing is
+    active data root (`confined_to`) the sidecar must lie inside it, symbolic links followed, as
+    every other path does (`confine`); a sidecar that exists must be a regular file. Nothing is
     opened here (``stat`` only), so a FIFO cannot block and a refused file is never read.
 
     Parameters

@@ -40,7 +40,7 @@ def discover_images(source):
     source : path-like
         A folder, or a CSV / parquet manifest with column ``path`` (relative
         paths are resolved against the manifest's folder) and optional ``label``.
-        The manifest is validated (:func:`lbee.io.schemas.validate_manifest`):
+        The manifest is validated ([`lbee.io.schemas.validate_manifest`][lbee.io.schemas.validate_manifest]):
         every ``path`` filled and unique, ``label`` filled with non-negative
         integer class indices; errors name the file, row and column.
 
@@ -115,7 +115,7 @@ def to_rgb(img):
 
 
 def open_rgb(path):
-    """Open an image file as 8-bit RGB (see :func:`to_rgb`); the file is closed on return."""
+    """Open an image file as 8-bit RGB (see `to_rgb`); the file is closed on return."""
     from PIL import Image
 
     with Image.open(path) as img:

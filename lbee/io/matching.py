@@ -1,7 +1,7 @@
 """Matching the rows of a user table to the images of a run: one rule, exact or refused.
 
 Rows that match nothing in the run (an image id or sentence that is not
-part of it) are reported by :func:`report_unmatched`: an error when no row
+part of it) are reported by [`report_unmatched`][lbee.io.matching.report_unmatched]: an error when no row
 matches, a warning on the ``lbee`` logger with counts otherwise.
 """
 
@@ -108,7 +108,7 @@ class IdMatcher:
 
 
 def match_table_rows(table_ids, image_ids, image_paths=None, *, source="table"):
-    """The table row of each image of the run (-1 for none), by :class:`IdMatcher`'s rule.
+    """The table row of each image of the run (-1 for none), by [`IdMatcher`][lbee.io.matching.IdMatcher]'s rule.
 
     Returns
     -------

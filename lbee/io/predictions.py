@@ -1,6 +1,6 @@
 """The predictions table: a model's outputs per image (φ from probabilities or a confidence, ω, labels).
 
-:func:`validate_predictions` is the one reader of a user's predictions table
+[`validate_predictions`][lbee.io.predictions.validate_predictions] is the one reader of a user's predictions table
 (``lbee describe --predictions``, a report entry's ``predictions``, the
 service): probabilities or logits in ``prob_<class>`` columns, or a
 ``confidence`` column; optional ``label``, ``pred`` and ``performance``.
@@ -95,7 +95,7 @@ class Predictions:
 
 
 def validate_predictions(table, *, id_column=None, probabilities="probabilities", tolerance=None):
-    """Validate a predictions table and return its typed columns as :class:`Predictions`.
+    """Validate a predictions table and return its typed columns as [`Predictions`][lbee.io.predictions.Predictions].
 
     Parameters
     ----------
@@ -104,7 +104,7 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
     probabilities : {'probabilities', 'logits'}, default='probabilities'
         What the ``prob_<class>`` columns hold; logits get a row-wise softmax.
     tolerance : float, optional
-        Allowed |row sum − 1| of probabilities (see :func:`check_probabilities`).
+        Allowed |row sum − 1| of probabilities (see `check_probabilities`).
     """
     name = "predictions table"
     if probabilities not in ("probabilities", "logits"):

@@ -1,11 +1,11 @@
 """Provenance of embeddings files: the encoder and τ travel with the numbers.
 
 The provenance rule: every embeddings ``.npy`` lbee writes (``lbee embed``,
-:func:`write_embeddings`) has a sidecar ``<name>.provenance.json`` beside it
+[`write_embeddings`][lbee.io.provenance.write_embeddings]) has a sidecar ``<name>.provenance.json`` beside it
 with the encoder's identity (spec, model, weights digest), its τ, the
 normalisation, the shape, a digest of the rows and, for sentence embeddings,
 the digest of the sentence list they embed. Every consumer reads it through
-:func:`load_embeddings` and :func:`check_pair`:
+[`load_embeddings`][lbee.io.provenance.load_embeddings] and [`check_pair`][lbee.io.provenance.check_pair]:
 
 - τ defaults to the sidecar's (``--tau`` / ``tau:`` still wins);
 - image and sentence embeddings from two encoders are refused, and so are
@@ -67,12 +67,13 @@ def make_provenance(
 
     Parameters
     ----------
-    kind : {'image_embeddings', 'sentence_embeddings'}
+    kind : str
+        'image_embeddings' or 'sentence_embeddings'.
     array : ndarray of shape (n, d)
     encoder : lbee.encoders.Encoder, optional
         Gives ``identity`` and ``tau`` when they are not passed.
     identity : dict, optional
-        The encoder's :meth:`~lbee.encoders.Encoder.identity`.
+        The encoder's [`identity`][lbee.encoders.Encoder.identity].
     spec : str, optional
         The encoder spec as the user wrote it (``open_clip:ViT-B-32@laion2b_s34b_b79k``).
     tau : float, optional
@@ -252,8 +253,9 @@ def load_embeddings(path, name, *, kind=None):
     path : path-like
     name : str
         How messages name the file (``--image-embeddings``, ``image_embeddings``).
-    kind : {'image_embeddings', 'sentence_embeddings'}, optional
-        Refuse a sidecar of the other kind (image embeddings passed as sentences).
+    kind : str, optional
+        'image_embeddings' or 'sentence_embeddings': refuse a sidecar of the other kind (image embeddings passed as
+        sentences).
 
     Returns
     -------
@@ -324,8 +326,10 @@ def check_pair(
         The encoder lbee uses now for the side that has no file.
     encoder_tau : float, optional
         The τ that encoder declares (compared with the records' τ).
-    image_name, sentence_name : str
-        How messages name the two inputs (best with their files).
+    image_name : str, default='image embeddings'
+        How messages name the image embeddings (best with their file).
+    sentence_name : str, default='sentence embeddings'
+        How messages name the sentence embeddings (best with their file).
 
     Returns
     -------

@@ -22,20 +22,20 @@ def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
       when the table also lists 0 rows, which suggests it was meant complete);
     - CSV / parquet, wide form: column ``image`` and one column per sentence text.
 
-    Tables are validated (:mod:`lbee.io.schemas`): ``relevant`` holds 1/0,
+    Tables are validated ([`lbee.io.schemas`][lbee.io.schemas]): ``relevant`` holds 1/0,
     true/false or yes/no; no blank cell; two rows giving one (image, sentence)
     pair different values are an error. Rows whose image or sentence matches
     nothing in the run are logged as a warning on the ``lbee`` logger with
     counts, and raise ``ValueError`` when no row matches (sentences match
     exactly, so a lower-cased copy of the set is caught instead of giving an
-    ACR of 0). Image ids match as :class:`lbee.io.matching.IdMatcher` says:
+    ACR of 0). Image ids match as [`lbee.io.matching.IdMatcher`][lbee.io.matching.IdMatcher] says:
     exactly, or by a file name or path suffix that fits one image of the run
     only; an id that fits several raises ``ValueError`` naming them.
 
     The sentences ``compose`` wrote (``sentences[n_base:]``, conjunctions of
     the set's conditions) may be absent from the file, whatever its format: a
     Γ over the set's sentences gives each of their columns composed from its
-    literals' columns (:func:`compose_columns`: the AND of the columns of the
+    literals' columns ([`compose_columns`][lbee.io.relevance.compose_columns]: the AND of the columns of the
     set's sentences that state one of its conditions alone), and a log line
     says so. A column the file has is read as it is.
 
@@ -178,7 +178,7 @@ def compose_columns(base, base_conditions, conditions, *, names=None, source="Γ
     """Γ columns of conjunctions from a Γ over the set's sentences: the AND of their literals' columns.
 
     A conjunction holds for an image when each of its conditions does (the
-    product over its literals, :mod:`lbee.core.atoms`; for a 0/1 Γ the AND).
+    product over its literals, `lbee.core.atoms`; for a 0/1 Γ the AND).
     The column of a condition is that of the set's sentence stating it alone
     (the first such sentence); what a condition presupposes (an attribute of
     X implies X present) is part of that sentence's truth already.

@@ -11,7 +11,7 @@ ROW_IDS_SUFFIX, ROW_IDS_NAME = ".ids.txt", "ids.txt"
 def row_ids_path(path, name="embeddings"):
     """The file naming the rows of the embeddings ``path`` (one image id per line), or None when there is none.
 
-    A sidecar (:func:`lbee.io.confinement.sidecar`): confined to the data root when one is active, and refused
+    A sidecar (`lbee.io.confinement.sidecar`): confined to the data root when one is active, and refused
     when it is there but not a regular file.
     """
     from .confinement import sidecar
@@ -27,10 +27,10 @@ def row_ids_path(path, name="embeddings"):
 def check_row_ids(path, n_rows, run_ids, name, *, against):
     """Refuse image embeddings whose rows name other images, or the same in another order, than the run's.
 
-    When the embeddings ``path`` has an ids file beside it (:func:`row_ids_path`),
+    When the embeddings ``path`` has an ids file beside it (`row_ids_path`),
     its line r must name the run's image r: equal, or one a path ending with the
     other at a folder boundary (``/data/a/f.png`` and ``a/f.png``), as the
-    predictions' ids match images (:class:`lbee.io.matching.IdMatcher`). Without
+    predictions' ids match images ([`lbee.io.matching.IdMatcher`][lbee.io.matching.IdMatcher]). Without
     an ids file the rows are taken in the run's order (nothing to check).
 
     Parameters

@@ -1,7 +1,7 @@
 """The declared schema of every kind of user table, and the validators that apply them.
 
 One validator per kind (predictions, manifest, Γ, VQA metadata, ω) reads its
-table through the typed column checks of :mod:`lbee.io.table_reader`: column
+table through the typed column checks of [`lbee.io.table_reader`][lbee.io.table_reader]: column
 names, dtypes, allowed values, no missing cells and unique ids. Every failure
 raises ``ValueError`` naming the file, the row(s), the column, what was
 received and what is expected.
@@ -41,7 +41,7 @@ class TableSchema:
     name : str
         How messages call the table.
     required : tuple of str
-        Columns that must exist (``ID`` means one of :data:`ID_COLUMNS`).
+        Columns that must exist (``ID`` means one of `ID_COLUMNS`).
     optional : tuple of str
         Columns read when present.
     dtypes : dict of str to str
@@ -92,7 +92,7 @@ SCHEMAS = {
 
 
 def validate_table(table, kind, **kwargs):
-    """Validate ``table`` against the schema ``kind`` (see :data:`SCHEMAS`); returns what the validator returns."""
+    """Validate ``table`` against the schema ``kind`` (see `SCHEMAS`); returns what the validator returns."""
     validators = {
         "predictions": validate_predictions,
         "manifest": validate_manifest,
@@ -111,7 +111,7 @@ def validate_manifest(table):
     ``path`` must be filled and unique; ``label`` (optional) must be filled and
     hold non-negative integer class indices, or class names (returned as an
     object array of str), which the predictions' ``prob_<class>`` columns turn
-    into indices (:func:`lbee.run.scores.model_scores`).
+    into indices (`lbee.run.scores.model_scores`).
     """
     name = "manifest"
     check_not_empty(table, name)

@@ -67,8 +67,8 @@ def grammar_set_paths(sentence_file, *, grammar_copy=False):
 def check_grammar_set_out(path, *, grammar_copy=False, overwrite=False, inputs=(), option="--out"):
     """Refuse to write a generated set over existing files (without ``overwrite``) or over an input (ever).
 
-    A killed earlier write into the same place is settled first (:func:`lbee.io.staging.recover_leftovers`).
-    Raises :class:`lbee.io.staging.OutputExistsError` naming the file and ``--overwrite``.
+    A killed earlier write into the same place is settled first (`lbee.io.staging.recover_leftovers`).
+    Raises `lbee.io.staging.OutputExistsError` naming the file and ``--overwrite``.
     """
     from .staging import check_no_replace, recover_leftovers
 
@@ -93,13 +93,13 @@ def write_grammar_set(
 ):
     """Write a generated set as one unit: the sentence file, its conditions table and its grammar copy if any.
 
-    The files are staged and moved in together (:mod:`lbee.io.staging`): after
+    The files are staged and moved in together (`lbee.io.staging`): after
     an error or a kill a reader finds the old set whole or the new one whole.
 
     Parameters
     ----------
     path : path-like
-        The sentence file; the table goes beside it (:func:`conditions_path`).
+        The sentence file; the table goes beside it (`conditions_path`).
     grammar : lbee.grammar.Grammar
         The grammar the sentences were generated from.
     sentences : list of str
@@ -110,9 +110,9 @@ def write_grammar_set(
         How the table names the grammar: a built-in name, or a path. Not with ``grammar_text``.
     grammar_text : str, optional
         The YAML of ``grammar`` (a copy with ``--classes`` values): written as
-        ``<stem>.grammar.yaml`` (:func:`grammar_copy_path`) in the same unit, and named by the table.
+        ``<stem>.grammar.yaml`` (`grammar_copy_path`) in the same unit, and named by the table.
     overwrite : bool, default=False
-        Replace existing files of the set; without it an existing one is refused (:func:`check_grammar_set_out`).
+        Replace existing files of the set; without it an existing one is refused (`check_grammar_set_out`).
     inputs : iterable of path-like, default=()
         The command's input files (its grammar, its class list): never replaced, even with ``overwrite``.
     """
@@ -301,7 +301,7 @@ def load_sentence_set(name_or_path):
     Parameters
     ----------
     name_or_path : str or path-like
-        A name from :func:`list_sentence_sets` or a path to a text file.
+        A name from `list_sentence_sets` or a path to a text file.
 
     Returns
     -------

@@ -3,7 +3,7 @@
 Every lbee command that writes more than one file (a run folder, a report's run
 folders, ``lbee embed``'s arrays with their ids and provenance, a generated
 sentence set with its ``.conditions.tsv`` and grammar copy) writes through
-:func:`staged_entries`, so a reader never sees the old and the new output mixed,
+`staged_entries`, so a reader never sees the old and the new output mixed,
 even after a SIGKILL. The steps, each safe to interrupt:
 
 1. **stage**: the new entries are written into ``<home>/.<label>.lbee-staging-<pid>-<tag>/``;
@@ -14,7 +14,7 @@ even after a SIGKILL. The steps, each safe to interrupt:
    then the new ones from the stage into the output folder (renames, no copy).
 4. **clean**: the replaced folder, then the stage, are removed.
 
-The next writer into the same output (:func:`recover_leftovers`) handles what a
+The next writer into the same output (`recover_leftovers`) handles what a
 killed writer left, once that writer's process is gone (its pid is in the
 name): a stage without the commit file is deleted (the old output was never
 touched); a committed stage has its swap finished, so the output is the complete
@@ -24,7 +24,7 @@ place. Old files are never deleted blindly, and names without a pid (written
 before pids were recorded) are left alone.
 
 Test hook: with the environment variable ``LBEE_TEST_KILL_AT`` set to a step
-(:data:`KILL_STEPS`), the writer SIGKILLs itself there, so tests interrupt it at
+(`KILL_STEPS`), the writer SIGKILLs itself there, so tests interrupt it at
 a known point (``staged``: the new output is complete in the stage, not yet
 committed; ``swapping``: the old entries are aside and one new entry is in).
 """
@@ -53,7 +53,7 @@ class OutputExistsError(ValueError):
 def check_no_replace(paths, *, overwrite=False, option="--out", inputs=()):
     """Refuse to write ``paths`` when one exists (unless ``overwrite``) or is one of ``inputs`` (always).
 
-    Call it before any long work. Raises :class:`OutputExistsError` naming the
+    Call it before any long work. Raises `OutputExistsError` naming the
     file and the option.
 
     Parameters

@@ -1,6 +1,6 @@
 """Reading a user table, and the typed column checks every table's schema is built from.
 
-:func:`read_table` reads a CSV / TSV / parquet file and remembers where it
+[`read_table`][lbee.io.table_reader.read_table] reads a CSV / TSV / parquet file and remembers where it
 came from (``DataFrame.attrs``), so every later check can name the file, the
 row as a spreadsheet shows it (1-based data rows) and, for text files, the
 line of the file. The column checks (``text_column``, ``bool_column``,
@@ -49,9 +49,9 @@ def read_table(path, *, kind=None):
         ``.parquet`` / ``.pq``. Text files are decoded as UTF-8; a leading byte
         order mark is dropped; only an empty cell counts as missing (a class
         named ``NA`` or ``null`` stays text).
-    kind : {'predictions', 'manifest', 'relevance', 'metadata', 'performance'}, optional
-        Validate the table against that schema (see :data:`lbee.io.schemas.SCHEMAS`) before
-        returning it.
+    kind : str, optional
+        'predictions', 'manifest', 'relevance', 'metadata' or 'performance': validate the table against
+        that schema (see `lbee.io.schemas.SCHEMAS`) before returning it.
 
     Returns
     -------
@@ -127,7 +127,7 @@ def _check_header(path, sep):
 
 
 def table_source(table, default="table"):
-    """How messages name ``table``: its file path when it was read by :func:`read_table`."""
+    """How messages name ``table``: its file path when it was read by `read_table`."""
     src = getattr(table, "attrs", {}).get(_SOURCE)
     return f"{default} {src!r}" if src else default
 
@@ -288,7 +288,7 @@ def text_column(table, column, default="table"):
 
 
 def parse_number(value):
-    """A cell as float: a real number, or text matching :data:`NUMBER_PATTERN`; NaN for anything else (booleans too)."""
+    """A cell as float: a real number, or text matching `NUMBER_PATTERN`; NaN for anything else (booleans too)."""
     if isinstance(value, (bool, np.bool_)):
         return math.nan
     if isinstance(value, (numbers.Real, decimal.Decimal)):  # parquet decimal columns arrive as Decimal

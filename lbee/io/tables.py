@@ -1,6 +1,6 @@
 """One validating reader for every user table (predictions, manifests, Γ, VQA metadata, ω).
 
-:func:`read_table` reads a CSV / TSV / parquet file and remembers where it
+[`read_table`][lbee.io.table_reader.read_table] reads a CSV / TSV / parquet file and remembers where it
 came from (``DataFrame.attrs``), so every later check can name the file, the
 row as a spreadsheet shows it (1-based data rows) and, for text files, the
 line of the file. The ``validate_*`` functions apply one declared schema per
@@ -12,14 +12,14 @@ Booleans accept ``1/0``, ``true/false`` and ``yes/no`` in any case (and real
 booleans); anything else is an error.
 
 Rows that match nothing in the run (an image id or sentence that is not
-part of it) are reported by :func:`report_unmatched`: an error when no row
+part of it) are reported by [`report_unmatched`][lbee.io.matching.report_unmatched]: an error when no row
 matches, a warning on the ``lbee`` logger with counts otherwise.
 
 This module gathers the names of its parts, one concern each:
-:mod:`lbee.io.table_reader` (reading and the typed column checks),
-:mod:`lbee.io.schemas` (one schema and validator per kind of table),
-:mod:`lbee.io.predictions` (the predictions table) and
-:mod:`lbee.io.matching` (table ids to the run's images).
+[`lbee.io.table_reader`][lbee.io.table_reader] (reading and the typed column checks),
+[`lbee.io.schemas`][lbee.io.schemas] (one schema and validator per kind of table),
+[`lbee.io.predictions`][lbee.io.predictions] (the predictions table) and
+[`lbee.io.matching`][lbee.io.matching] (table ids to the run's images).
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None):
 
 
 def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
-    """The :class:`lbee.reports.page.ReportRun` of a run-layer result, built in this one place.
+    """The `lbee.reports.page.ReportRun` of a run-layer result, built in this one place.
 
     What ``lbee report`` and ``lbee describe --html`` show.
 
@@ -68,7 +68,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
     ----------
     run : lbee.run.pipeline.RunResult
         A whole-dataset run (``run.per_class`` is None); ``run.inputs`` holds the
-        :class:`lbee.run.specs.RunInputs`.
+        `lbee.run.specs.RunInputs`.
     ds : lbee.run.specs.DatasetSpec
     model : lbee.run.specs.ModelSpec or None
     page_dir : path-like, optional
@@ -245,7 +245,7 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
 def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log=None, thumbs=None, index_root=None):
     """One dataset entry through the run layer: every model's outputs, HTML page and metric tables.
 
-    The loop body of :func:`run_report`, also what a ``lbee serve`` job runs.
+    The loop body of `run_report`, also what a ``lbee serve`` job runs.
 
     Parameters
     ----------
@@ -311,7 +311,7 @@ def config_problems(cfg, output=None):
     """Every dataset entry's problem, checked before anything runs: list of str.
 
     Keys, types and paths come from the config parser; then each valid entry's
-    tables, manifest and sentence set are read (:func:`lbee.run.preflight.preflight`),
+    tables, manifest and sentence set are read (`lbee.run.preflight.preflight`),
     and a problem there is recorded on the entry too.
     """
     from ..run.preflight import preflight
@@ -358,7 +358,7 @@ def run_report(
     Parameters
     ----------
     config_path : path-like
-        The YAML file (see :mod:`lbee.reports.config`).
+        The YAML file (see `lbee.reports.config`).
     output : path-like, optional
         Overrides the config's ``output``.
     cache_dir : path-like, optional

@@ -21,7 +21,7 @@ Example::
 
 Errors name the key or path and the line of the file. A problem inside one
 dataset entry is recorded on that dataset (the batch runs the others); a
-problem with the file as a whole raises :class:`ConfigError`.
+problem with the file as a whole raises `ConfigError`.
 """
 
 from __future__ import annotations

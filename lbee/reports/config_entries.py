@@ -1,4 +1,4 @@
-"""One dataset entry of a report config (or a service job), parsed and checked into a :class:`DatasetSpec`.
+"""One dataset entry of a report config (or a service job), parsed and checked into a `DatasetSpec`.
 
 Errors name the key or path and the line of the file. Every independent
 problem of an entry is listed, not only the first.
@@ -71,7 +71,7 @@ def unknown_key_message(key, allowed, where, line, path):
 
 
 def check_setting(key, value, where, line, path):
-    """Validate one setting; returns the value (normalised). Knobs are validated by :class:`RunSettings`."""
+    """Validate one setting; returns the value (normalised). Knobs are validated by `RunSettings`."""
 
     def bad(expected):
         return EntryError(f"{path}, line {line}: {where} key {key!r} is {shown(value)}; expected {expected}.")
@@ -364,7 +364,7 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
 
 
 def parse_dataset_entry(mapping, *, base, source="request", defaults=None):
-    """One dataset entry of a report config, parsed and checked as :func:`load_report_config` does.
+    """One dataset entry of a report config, parsed and checked as `load_report_config` does.
 
     For callers that receive an entry outside a YAML file (``lbee serve``'s
     ``POST /v1/jobs``).

@@ -16,7 +16,7 @@ def _int(key):
 def config_schema():
     """The JSON Schema of a ``lbee report`` config, for editors (``lbee report --schema``).
 
-    The analysis knobs come from :class:`lbee.run.settings.RunSettings` (their
+    The analysis knobs come from [`lbee.run.settings.RunSettings`][lbee.RunSettings] (their
     choices from the registries), so the schema cannot drift from the checks.
     """
     from ..run.settings import knob_schema

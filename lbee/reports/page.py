@@ -1,7 +1,7 @@
-"""The page model of an HTML report: what one run shows (:class:`ReportRun`) and the views built from it.
+"""The page model of an HTML report: what one run shows (`ReportRun`) and the views built from it.
 
 Everything here is data (dicts, strings, data URIs of CSV files); turning it
-into HTML is :mod:`lbee.reports.html`.
+into HTML is `lbee.reports.html`.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ class ReportRun:
     notes : list of str
         Extra lines for the summary (e.g. SpotCheck's true blindspots).
     sweep : pandas.DataFrame or None
-        :func:`lbee.analyses.sweep.sensitivity_sweep` output, drawn as Fig. 6 / Fig. 10.
+        [`lbee.analyses.sweep.sensitivity_sweep`][lbee.analyses.sweep.sensitivity_sweep] output, drawn as Fig. 6 / Fig.
+        10.
     panels : list of str
         Extra self-contained, already escaped ``<section>`` blocks (e.g. the sensitivity panel).
     labels, preds : ndarray of int, shape (n,), or None
@@ -104,7 +105,7 @@ class ReportRun:
     def metrics(self, star=None):
         """Rows (slicer, method, ACR, AHR, TPR, JI, n_failure_sentences); empty without relevance.
 
-        ``star`` is S*_β when the caller already has it (:meth:`failure_set`).
+        ``star`` is S*_β when the caller already has it (`failure_set`).
         """
         if self.relevance is None:
             return []
@@ -330,7 +331,7 @@ def _thumbs(run, indices, thumbs, short=None):
 
 
 def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
-    """A :class:`ReportRun` of an analysed EC: exact Γ, its test renders as thumbnails.
+    """A `ReportRun` of an analysed EC: exact Γ, its test renders as thumbnails.
 
     Groups show the true blindspot they cover and their label → prediction
     confusion (the square classifier is binary, so the prediction follows from

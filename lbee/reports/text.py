@@ -1,4 +1,4 @@
-"""Alias of :mod:`lbee.run.text`: the plain-text views of a run (the run layer writes ``report.md`` itself)."""
+"""Alias of `lbee.run.text`: the plain-text views of a run (the run layer writes ``report.md`` itself)."""
 
 from ..run.text import render_markdown, summary_dict, terminal_blocks, terminal_table
 

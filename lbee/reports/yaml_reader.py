@@ -1,4 +1,4 @@
-"""The YAML reader of report configs and service job entries: :mod:`lbee._yaml`'s bounded, strict reader.
+"""The YAML reader of report configs and service job entries: `lbee._yaml`'s bounded, strict reader.
 
 Safe tags only, lines kept, a key written twice refused; nesting and alias expansion bounded before
 anything is built (``lbee._yaml.MAX_YAML_DEPTH``, ``MAX_YAML_ALIAS_NODES``, ``MAX_YAML_ALIAS_CHARS``);
@@ -17,7 +17,7 @@ def _loader():
 def yaml_loader():
     """The strict YAML loader class (safe, lines kept, a key written twice refused), without the bounds.
 
-    Read files with :func:`load_yaml`, which also bounds nesting and alias expansion.
+    Read files with `load_yaml`, which also bounds nesting and alias expansion.
     """
     return strict_loader()
 

@@ -10,7 +10,7 @@ Layout of the release (RIVAL10 §3, app. A), per split ``train/`` or ``test/``::
 
 An image's class comes from the ImageNet wnid that starts its stem
 (``n02099712_1234`` -> dog), through the 20-wnid table of RIVAL10 app. A,
-Table 1 (:data:`WNID_TO_CLASS`); a user mapping file can replace it.
+Table 1 (`WNID_TO_CLASS`); a user mapping file can replace it.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ WNID_TO_CLASS = {
     "n01532829": "bird",  # house finch
 }
 
-#: One sentence per attribute, in :data:`ATTRIBUTES` order (the first 18 lines of ``sentence_sets/rival10.txt``).
+#: One sentence per attribute, in `ATTRIBUTES` order (the first 18 lines of ``sentence_sets/rival10.txt``).
 ATTRIBUTE_SENTENCES = (
     "An image of an animal with a long snout",
     "An image of something with wings",
@@ -94,7 +94,7 @@ ATTRIBUTE_SENTENCES = (
     "An image of a patterned object",
 )
 
-#: One sentence per class, in :data:`CLASSES` order (the last 10 lines of ``sentence_sets/rival10.txt``).
+#: One sentence per class, in `CLASSES` order (the last 10 lines of ``sentence_sets/rival10.txt``).
 CLASS_SENTENCES = (
     "An image of a truck",
     "An image of a car",
@@ -124,7 +124,8 @@ class Rival10Split:
     Attributes
     ----------
     root : str
-    split : {'train', 'test'}
+    split : str
+        'train' or 'test'.
     paths : list of str, length n
         Image files.
     ids : list of str, length n
@@ -181,7 +182,7 @@ class Rival10Split:
 def read_class_map(path):
     """Read a user wnid -> class mapping: JSON object, or CSV / TSV with columns ``wnid``, ``class``.
 
-    Every class must be one of :data:`CLASSES` (labels are indices into it).
+    Every class must be one of `CLASSES` (labels are indices into it).
     """
     path = Path(path)
     try:
@@ -242,10 +243,10 @@ def load_rival10(root, split="test", *, class_map=None):
     ----------
     root : path-like
         The folder holding ``train/`` and ``test/``.
-    split : {'train', 'test'}, default='test'
+    split : {'test', 'train'}, default='test'
     class_map : dict or path-like, optional
-        wnid -> class name; default :data:`WNID_TO_CLASS` (RIVAL10 Table 1).
-        A path is read with :func:`read_class_map`.
+        wnid -> class name; default `WNID_TO_CLASS` (RIVAL10 Table 1).
+        A path is read with [`read_class_map`][lbee.rival10.read_class_map].
 
     Returns
     -------

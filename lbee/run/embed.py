@@ -2,7 +2,7 @@
 
 Every ``.npy`` is written atomically with its provenance sidecar
 (``<name>.provenance.json``: the encoder, its weights digest and τ, the
-sentence list's digest), which :func:`lbee.run.inputs.load_inputs` reads back.
+sentence list's digest), which `lbee.run.inputs.load_inputs` reads back.
 The embeddings go to the content-hash cache too, so a later run over the same
 images with the same encoder encodes nothing.
 """
@@ -21,7 +21,7 @@ SENTENCE_FILES = ("sentence_embeddings.npy", "sentence_embeddings.provenance.jso
 
 @dataclass
 class EmbeddedFolder:
-    """What :func:`embed_to_folder` embedded.
+    """What `embed_to_folder` embedded.
 
     Attributes
     ----------
@@ -58,8 +58,8 @@ def embed_to_folder(
     """Write ``embeddings.npy`` + ``ids.txt`` (images) and ``sentence_embeddings.npy`` + ``sentences.txt`` into ``out``.
 
     Everything this call writes is staged beside ``out`` and moved in at the
-    end as one unit (:mod:`lbee.io.staging`): the files of the parts it embeds
-    (:data:`IMAGE_FILES`, :data:`SENTENCE_FILES`) replace the earlier ones
+    end as one unit (`lbee.io.staging`): the files of the parts it embeds
+    (`IMAGE_FILES`, `SENTENCE_FILES`) replace the earlier ones
     together, and an error or a kill leaves the earlier files whole. The
     embedding cache (``cache_dir``) is apart: a rerun encodes only what is missing.
 
@@ -72,7 +72,7 @@ def embed_to_folder(
     sentence_set : str, optional
         A built-in sentence set name or a sentence file.
     encoder_spec : str, default='open_clip'
-        Checked beforehand by the caller (:func:`lbee.run.models.check_encoder_spec`).
+        Checked beforehand by the caller (`lbee.run.models.check_encoder_spec`).
     device : str, optional
     cache_dir : path-like, optional
         The embedding cache.
@@ -84,7 +84,7 @@ def embed_to_folder(
         Receives a one-line warning when the encoder cannot describe these images.
     overwrite : bool, default=False
         Replace the files of the parts this call embeds when ``out`` already holds them. Without it,
-        such a folder is refused before any work (:class:`lbee.io.staging.OutputExistsError`); the
+        such a folder is refused before any work (`lbee.io.staging.OutputExistsError`); the
         other part's files (the images' when only sentences are embedded, and vice versa) are never touched.
 
     Returns

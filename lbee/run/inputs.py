@@ -1,8 +1,8 @@
-"""What a run reads: loading a :class:`~lbee.run.specs.DatasetSpec` into arrays (embeddings, sentences, Γ).
+"""What a run reads: loading a `DatasetSpec` into arrays (embeddings, sentences, Γ).
 
-:func:`load_inputs` embeds and reads what every model of a dataset shares;
-:func:`lbee.run.scores.model_scores` computes one model's φ and ω, and
-:func:`lbee.run.preflight.preflight` checks what can be checked in seconds.
+`load_inputs` embeds and reads what every model of a dataset shares;
+`lbee.run.scores.model_scores` computes one model's φ and ω, and
+`lbee.run.preflight.preflight` checks what can be checked in seconds.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .specs import DatasetSpec, ModelSpec, RunInputs, Scores, probabilities_kind
 
 
 def provenance_tau(ds, image_prov, sentence_prov, sentences, encoder, encoder_tau):
-    """The provenance rule for a run's embeddings (:mod:`lbee.io.provenance`); returns the encoder's τ.
+    """The provenance rule for a run's embeddings ([`lbee.io.provenance`][lbee.io.provenance]); returns the encoder's τ.
 
     Embeddings of two encoders, or sentence embeddings of another sentence
     list, are refused; τ comes from the encoder used now, else from the
@@ -97,7 +97,7 @@ def _spotcheck_inputs(ds, out_dir, device, log):
 
 
 def spotcheck_inputs(ds, ec, encoder):
-    """:class:`RunInputs` of a SpotCheck world in memory: its test renders, sentences and exact Γ.
+    """`RunInputs` of a SpotCheck world in memory: its test renders, sentences and exact Γ.
 
     Parameters
     ----------
@@ -158,7 +158,7 @@ def spotcheck_relevance(attributes, conditions, grammar=None):
 
     An absent object keeps default attribute values in the world, so "a blue
     circle" needs "circle present" spelled out: the grammar's
-    :meth:`~lbee.grammar.Grammar.implied` adds it.
+    [`implied`][lbee.grammar.Grammar.implied] adds it.
     """
     from ..spotcheck import relevance_matrix
 

@@ -1,7 +1,7 @@
 """The documented range of every numeric setting: one place for the API, the CLI, YAML configs and the service.
 
-:class:`lbee.run.settings.RunSettings` (the analysis knobs), the entry parser of
-``lbee report`` / ``lbee serve`` (:mod:`lbee.reports.config_entries`) and the
+[`lbee.run.settings.RunSettings`][lbee.RunSettings] (the analysis knobs), the entry parser of
+``lbee report`` / ``lbee serve`` (`lbee.reports.config_entries`) and the
 config's JSON Schema read these; ``docs/errors.md`` lists them. Each bound keeps
 one request from asking for unbounded work (a cluster count of 10⁸, a sweep of
 a million points) while staying far above what an analysis uses.

@@ -1,8 +1,8 @@
 """The run layer's one door to models and encoders: checking a spec, loading what it names.
 
-The CLI, the report batch and the service reach :mod:`lbee.scoring` and
-:mod:`lbee.encoders` through here (and :mod:`lbee.run.scores` /
-:mod:`lbee.run.inputs`), so a spec is checked and loaded one way everywhere.
+The CLI, the report batch and the service reach `lbee.scoring` and
+`lbee.encoders` through here (and `lbee.run.scores` /
+`lbee.run.inputs`), so a spec is checked and loaded one way everywhere.
 Nothing heavy is imported until a function is called.
 """
 
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 
 def check_model_spec(spec):
-    """Check a model spec in a fraction of a second, before torch (:func:`lbee.scoring.classifier.check_model_spec`)."""
+    """Check a model spec in a fraction of a second, before torch (`lbee.scoring.classifier.check_model_spec`)."""
     from ..scoring.classifier import check_model_spec as check
 
     return check(spec)
 
 
 def load_model(spec, weights=None, *, num_classes=None):
-    """A classifier or segmentation ``nn.Module`` in eval mode (:func:`lbee.scoring.classifier.load_classifier`).
+    """A classifier or segmentation ``nn.Module`` in eval mode (`lbee.scoring.classifier.load_classifier`).
 
     Parameters
     ----------
@@ -34,21 +34,21 @@ def load_model(spec, weights=None, *, num_classes=None):
 
 
 def check_encoder_spec(spec):
-    """Check an encoder spec before any model is loaded (:func:`lbee.encoders.check_encoder_spec`)."""
+    """Check an encoder spec before any model is loaded (`lbee.encoders.check_encoder_spec`)."""
     from ..encoders import check_encoder_spec as check
 
     return check(spec)
 
 
 def encoder_caveat(spec, images=None):
-    """A warning when an encoder cannot describe ordinary images, else None (:func:`lbee.encoders.encoder_caveat`)."""
+    """A warning when an encoder cannot describe ordinary images, else None (`lbee.encoders.encoder_caveat`)."""
     from ..encoders import encoder_caveat as caveat
 
     return caveat(spec, images)
 
 
 def load_encoder(spec, *, device=None):
-    """The encoder a spec names, on ``device`` (:func:`lbee.encoders.create_encoder`)."""
+    """The encoder a spec names, on ``device`` ([`lbee.encoders.create_encoder`][lbee.encoders.create_encoder])."""
     from ..encoders import create_encoder
 
     return create_encoder(spec, **({"device": device} if device else {}))

@@ -2,10 +2,10 @@
 
 The ``--overwrite`` rule, for every command that writes a run into ``--out``:
 
-- a folder that already holds a run (any of :data:`RUN_ENTRIES`) is refused,
+- a folder that already holds a run (any of `RUN_ENTRIES`) is refused,
   before any work, unless ``overwrite=True``;
 - a run is written into a staging folder beside ``--out`` and moved in whole
-  when it is complete (:mod:`lbee.io.staging`, the one mechanism for every
+  when it is complete (`lbee.io.staging`, the one mechanism for every
   multi-file output): the previous run's entries (``report.html``,
   ``slicer_domino/``, ...) are moved out first, so the folder never mixes two
   runs, and a run that fails or is killed half-way leaves the folder as it
@@ -101,10 +101,10 @@ def check_report_out(root, run_folders, *, overwrite=False, option="--out"):
 def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
     """Yield a staging folder beside ``out``; on success its content replaces the run in ``out`` whole.
 
-    The previous run's entries in ``out`` (:func:`run_entries`) are moved
+    The previous run's entries in ``out`` (`run_entries`) are moved
     aside and deleted once the new ones are in place; an exception inside the
     block removes the staging folder and leaves ``out`` untouched, and a kill
-    at any step leaves either run whole (:mod:`lbee.io.staging`, which the next
+    at any step leaves either run whole (`lbee.io.staging`, which the next
     run into ``out`` settles). The staging folder has the depth of ``out``, so
     relative links written by the run (thumbnails, images) stay right after the move.
     """

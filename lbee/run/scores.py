@@ -11,7 +11,7 @@ from .specs import Scores, probabilities_kind
 
 
 def align_scores(image_ids, image_paths, table_ids, *, source="the predictions file"):
-    """Row of the predictions table for each image (:class:`lbee.io.matching.IdMatcher`'s rule).
+    """Row of the predictions table for each image ([`lbee.io.matching.IdMatcher`][lbee.io.matching.IdMatcher]'s rule).
 
     An id equal to the image's id or path matches; a shorter or longer one
     (a bare file name, an absolute path) only when it fits exactly one image

@@ -1,9 +1,10 @@
 """One settings object for every analysis knob: its default, its choices and its validation.
 
-:class:`RunSettings` is the single place where a knob of an analysis run is
-defined. The CLI builds its options from it (:func:`settings_options`), the
-YAML schema of ``lbee report`` validates against it (:meth:`RunSettings.from_mapping`),
-and the run layer (:mod:`lbee.run.pipeline`) reads it. The default *values*
+[`RunSettings`][lbee.RunSettings] is the single place where a knob of an analysis run is
+defined. The CLI builds its options from it (`settings_options`), the
+YAML schema of ``lbee report`` validates against it
+([`RunSettings.from_mapping`][lbee.run.settings.RunSettings.from_mapping]),
+and the run layer (`lbee.run.pipeline`) reads it. The default *values*
 themselves live with the step they belong to (``lbee.core.partition.DEFAULT_A``,
 ``lbee.core.selection.CLIP_TAU``, ``lbee.core.evaluation.DEFAULT_O``, ...), and
 the lists of *choices* with the registry that implements them (``METHODS``,
@@ -96,7 +97,7 @@ class RunSettings:
     Parameters
     ----------
     a : float, default=0.2
-        Split margin: hard = φ < μ − aσ, easy = φ > μ + aσ (SPEC §3.1).
+        Split margin: hard = φ < μ − aσ, easy = φ > μ + aσ (LBEE Step 1).
     clusters : int or None, default=None
         Hard clusters C^h; None means 15, or 5 per class (LBEE app. D).
     easy_clusters : int or None, default=None
@@ -105,10 +106,11 @@ class RunSettings:
         Sentences kept per hard cluster (LBEE §5).
     tau : float or None, default=None
         SetDiff / FPDiff threshold; None means the encoder's declared τ, else
-        the CLIP value ``CLIP_TAU`` (:meth:`resolved_tau`).
+        the CLIP value ``CLIP_TAU`` ([`resolved_tau`][lbee.RunSettings.resolved_tau]).
     o : float, default=0.2
         Severity of the failure sentences, β = o·std(ω).
-    methods : tuple of str, default=all five describers
+    methods : tuple of str, default=lbee.core.selection.METHODS
+        The describers (all of them but 'compose').
     slicers : tuple, default=('ward',)
         Slicer names of ``lbee.slicers.SLICERS``; in YAML an entry may also be
         ``{name: {options}}``. The first one is the main result.
@@ -122,17 +124,22 @@ class RunSettings:
         low = the model leans on the background), else the confidence.
     ignore_index : int or None, default=255
         Segmentation: mask value left out of pixel accuracy and mIoU.
-    per_class : {'errors', 'probability'} or None, default=None
-        Analyse each class separately, with the ImageNet error split or the
+    per_class : str or None, default=None
+        'errors' or 'probability': analyse each class separately, with the ImageNet error split or the
         NICO++ probability split.
     """
 
     a: float = _knob(
-        DEFAULT_A, "Split margin a: hard = φ < μ − aσ, easy = φ > μ + aσ.", kind=float, minimum=0.0, maximum=MAX_A
+        DEFAULT_A,
+        "How far from the mean confidence an image must be to count as hard or easy, in standard deviations "
+        "(a: hard below mean − a·std, easy above mean + a·std).",
+        kind=float,
+        minimum=0.0,
+        maximum=MAX_A,
     )
     clusters: int | None = _knob(
         None,
-        "Hard clusters C^h.",
+        "Number of groups the hard images are split into.",
         kind=int,
         minimum=1,
         maximum=MAX_CLUSTERS,
@@ -140,12 +147,19 @@ class RunSettings:
         default_text=f"{DEFAULT_N_CLUSTERS}, or {DEFAULT_N_CLUSTERS_PER_CLASS} per class",
     )
     easy_clusters: int | None = _knob(
-        None, "Easy clusters C^e.", kind=int, minimum=1, maximum=MAX_CLUSTERS, optional=True, default_text="C^h"
+        None,
+        "Number of groups of easy images, the look-alikes each hard group is compared with.",
+        kind=int,
+        minimum=1,
+        maximum=MAX_CLUSTERS,
+        optional=True,
+        default_text="as many as the hard groups",
     )
     k: int = _knob(DEFAULT_K, "Sentences kept per hard cluster.", kind=int, minimum=1, maximum=MAX_K, flag="-k")
     tau: float | None = _knob(
         None,
-        "SetDiff / FPDiff similarity threshold τ (a cosine similarity).",
+        "The cosine similarity above which a sentence counts as true of an image, for the SetDiff and FPDiff "
+        "describers (τ).",
         kind=float,
         minimum=-1.0,
         maximum=1.0,
@@ -153,11 +167,16 @@ class RunSettings:
         default_text=f"the encoder's τ, else {CLIP_TAU:g} (CLIP)",
     )
     o: float = _knob(
-        DEFAULT_O, "Severity o of the failure sentences (β = o·std ω).", kind=float, minimum=0.0, maximum=MAX_O
+        DEFAULT_O,
+        "How much worse than average the images of a sentence must do for it to count as a failure sentence, in "
+        "standard deviations of the per-image performance (o).",
+        kind=float,
+        minimum=0.0,
+        maximum=MAX_O,
     )
     methods: tuple = _knob(
         None,
-        "Describer(s); repeat the option, or 'all'.",
+        "How each group's sentences are picked (the describer); repeat the option, or 'all'.",
         kind=str,
         many=True,
         flag="--method",
@@ -171,13 +190,18 @@ class RunSettings:
         flag="--slicer",
         default_factory=lambda: ("ward",),
     )
-    ward: str = _knob(DEFAULT_WARD, "Ward variant for the clusters.", kind=str)
+    ward: str = _knob(
+        DEFAULT_WARD,
+        "How images are grouped: exact Ward clustering, or a faster approximation for many images ('auto' picks).",
+        kind=str,
+    )
     confidence_from: str = _knob("entropy", "How φ is derived from class probabilities.", kind=str)
     task: str = _knob("classification", "What the model does; segmentation scores per-pixel outputs.", kind=str)
     split_by: str = _knob(
         "entropy",
-        "φ for the easy / hard split: segmentation entropy, pixel accuracy or mIoU "
-        "(LBEE Fig. 4), or a sensitivity run's irfs / saliency (RIVAL10 §5).",
+        "What ranks images from easy to hard: for a segmentation model, the entropy, pixel accuracy or mean IoU "
+        "of its output; for a classifier, its confidence (entropy) or how much it leans on the background "
+        "according to a `lbee sensitivity` run (irfs, saliency).",
         kind=str,
     )
     ignore_index: int | None = _knob(
@@ -189,7 +213,11 @@ class RunSettings:
         optional=True,
     )
     per_class: str | None = _knob(
-        None, "Per-class analysis: the ImageNet error split or the NICO++ probability split.", kind=str, optional=True
+        None,
+        "Analyse each class on its own: 'errors' (hard = the class's wrong predictions, easy = its right ones) or "
+        "'probability' (split by the predicted probability of the class).",
+        kind=str,
+        optional=True,
     )
 
     def __post_init__(self):
@@ -269,7 +297,7 @@ class RunSettings:
 
 
 def check_knob(name, value):
-    """Validate one knob alone (rules between knobs are checked when the :class:`RunSettings` is built)."""
+    """Validate one knob alone (rules between knobs are checked when the [`RunSettings`][lbee.RunSettings] is built)."""
     fields = {f.name: f for f in dataclasses.fields(RunSettings)}
     if name not in fields:
         raise ValueError(f"unknown knob {_shown(name)}; expected one of {', '.join(fields)}.")

@@ -1,4 +1,4 @@
-"""Click options built from :class:`lbee.run.settings.RunSettings`: defaults, choices, ranges and help, written once."""
+"""Click options built from `lbee.run.settings.RunSettings`: defaults, choices, ranges and help, written once."""
 
 from __future__ import annotations
 
@@ -35,11 +35,11 @@ def _LazyChoice(knob):
 
 
 def settings_options(*names):
-    """Click options for the named knobs, built from :class:`RunSettings` (defaults, choices, help).
+    """Click options for the named knobs, built from [`RunSettings`][lbee.RunSettings] (defaults, choices, help).
 
     The command receives each knob under its own name (``methods``, ``slicers``
-    as tuples); :func:`settings_from_options` turns them into a
-    :class:`RunSettings`.
+    as tuples); `settings_from_options` turns them into a
+    [`RunSettings`][lbee.RunSettings].
     """
     import click
 
@@ -92,7 +92,7 @@ def as_cli_message(exc):
 
 
 def settings_from_options(options, **overrides):
-    """A :class:`RunSettings` from a command's keyword arguments (knob names only are read)."""
+    """A [`RunSettings`][lbee.RunSettings] from a command's keyword arguments (knob names only are read)."""
     known = set(RunSettings.knobs())
     values = {k: v for k, v in options.items() if k in known}
     values.update(overrides)

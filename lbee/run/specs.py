@@ -1,11 +1,11 @@
 """The specifications of a run (a dataset and its models) and what loading them gives.
 
-One :class:`DatasetSpec` describes a run's inputs whichever way they came (a
+One `DatasetSpec` describes a run's inputs whichever way they came (a
 ``lbee describe`` command line, a ``lbee report`` YAML entry, ``lbee demo``, a
 service job): images with an encoder, precomputed embeddings, a SpotCheck
-world, plus one or more :class:`ModelSpec` (a predictions table, a predictions
-folder for segmentation, or a checkpoint). :class:`RunInputs` is what every
-model of a dataset shares once loaded, :class:`Scores` one model's φ and ω.
+world, plus one or more `ModelSpec` (a predictions table, a predictions
+folder for segmentation, or a checkpoint). `RunInputs` is what every
+model of a dataset shares once loaded, `Scores` one model's φ and ω.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class ImageDataset:
 
 
 def collate_images(items):
-    """``DataLoader`` collate of :class:`ImageDataset` items: (positions read, batch or None, [(position, reason)])."""
+    """``DataLoader`` collate of `ImageDataset` items: (positions read, batch or None, [(position, reason)])."""
     import torch
 
     good = [(i, t) for i, t, _ in items if t is not None]

@@ -77,7 +77,7 @@ def check_model_spec(spec):
     What can be told without loading anything: a string; an existing file, or
     ``torchvision:`` / ``timm:`` with an architecture name, or
     ``package.module:factory`` with identifiers on both sides whose top-level
-    package can be found. :func:`load_classifier` checks the rest (the
+    package can be found. `load_classifier` checks the rest (the
     architecture exists, the weights fit).
 
     Raises

@@ -12,7 +12,7 @@ CONFIDENCE_KINDS = ("entropy", "max", "true_class")
 
 
 def softmax(logits):
-    """Row-wise softmax of (n, C) logits, in float64 (:func:`scipy.special.softmax`, as the predictions reader)."""
+    """Row-wise softmax of (n, C) logits, in float64 (`scipy.special.softmax`, as the predictions reader)."""
     from scipy.special import softmax as row_softmax
 
     return row_softmax(np.asarray(logits, dtype=np.float64), axis=1)
@@ -123,7 +123,7 @@ def check_labels(labels, n, n_classes=None, name="labels"):
 
 
 def scores_from_probabilities(probs, *, kind="entropy", labels=None):
-    """:class:`ModelScores` from (n, C) probabilities and optional labels.
+    """`ModelScores` from (n, C) probabilities and optional labels.
 
     Parameters
     ----------
@@ -153,7 +153,7 @@ def class_names_from_table(table):
 
 
 def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="probabilities"):
-    """:class:`ModelScores` and image ids from a predictions table.
+    """`ModelScores` and image ids from a predictions table.
 
     The table has an id column (``id_column``, else the first of ``path``,
     ``image``, ``image_id``, ``id``) and either a ``confidence`` column or class
@@ -162,14 +162,14 @@ def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="p
     indices), and optional ``performance``. With a ``confidence`` column and
     no ``prob_<class>`` columns, that column is φ whatever ``kind`` says (next
     to probability columns it is ignored, with a warning). The table is validated by
-    :func:`lbee.io.predictions.validate_predictions`: ids filled and unique, no
+    [`lbee.io.predictions.validate_predictions`][lbee.io.predictions.validate_predictions]: ids filled and unique, no
     missing cell, probabilities in [0, 1] summing to 1; every error names the
     file, row and column.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        Best read with :func:`lbee.io.table_reader.read_table`, so messages name the file.
+        Best read with [`lbee.io.table_reader.read_table`][lbee.io.table_reader.read_table], so messages name the file.
     kind : {'entropy', 'max', 'true_class'}, default='entropy'
     id_column : str, optional
     probabilities : {'probabilities', 'logits'}, default='probabilities'

@@ -3,7 +3,8 @@
 Unsupervised: φ = −(mean over pixels of the per-pixel softmax entropy).
 With ground-truth masks: ω = per-image mIoU or pixel accuracy, ignoring the
 pixels labelled ``ignore_index``. The paper's Fig. 4 compares splitting by
-entropy, pixel accuracy and mIoU: :meth:`SegmentationScores.confidence` takes
+entropy, pixel accuracy and mIoU:
+[`SegmentationScores.confidence`][lbee.scoring.segmentation.SegmentationScores.confidence] takes
 that choice as one argument (``split_by``), and so does ``lbee describe``.
 
 Predictions are consumed one image at a time, so nothing of size n × K × H × W
@@ -223,7 +224,7 @@ def match_files(folder, image_ids, suffixes, what):
 
 
 def scores_from_folders(image_ids, predictions_dir, masks_dir=None, *, num_classes=None, ignore_index=255):
-    """:class:`SegmentationScores` from per-image ``.npy`` predictions and optional mask files.
+    """`SegmentationScores` from per-image ``.npy`` predictions and optional mask files.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """``lbee serve``: the error-explanation service (FastAPI + SQLAlchemy), built on the run layer.
 
 ``create_app(ServiceSettings(root=...))`` gives the application; jobs run
-:func:`lbee.reports.batch.run_dataset` in worker processes (:mod:`lbee.service.jobs`).
+`lbee.reports.batch.run_dataset` in worker processes (`lbee.service.jobs`).
 FastAPI, SQLAlchemy and uvicorn are imported only when the service is used
 (``pip install 'lbee[serve]'``).
 """
@@ -10,7 +10,7 @@ from .settings import ServiceSettings
 
 
 def create_app(settings, **kwargs):
-    """The FastAPI application; see :func:`lbee.service.app.create_app`."""
+    """The FastAPI application; see `lbee.service.app.create_app`."""
     try:
         from .app import create_app as _create_app
     except ImportError as exc:

@@ -1,4 +1,4 @@
-"""The FastAPI application of ``lbee serve``: :func:`create_app` builds it from :class:`ServiceSettings`.
+"""The FastAPI application of ``lbee serve``: `create_app` builds it from `ServiceSettings`.
 
 Endpoints; every one but ``/health`` and the login page needs a token, sent as
 ``Authorization: Bearer <token>`` (or, for the HTML pages, the API description
@@ -186,7 +186,7 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
     settings : ServiceSettings
     start_workers : bool, default=True
         Start ``settings.workers`` job worker processes with the app (tests
-        pass False and run jobs with :func:`lbee.service.jobs.run_next_job`).
+        pass False and run jobs with `lbee.service.jobs.run_next_job`).
         The explain processes start on the first request then.
     explain_pool : lbee.service.workers.ExplainPool, optional
         Shared explain processes (tests share one across apps); the app does not shut it down.
@@ -194,7 +194,7 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
     Returns
     -------
     fastapi.FastAPI
-        ``app.state.db`` is the :class:`~lbee.service.db.Database`, ``app.state.ctx`` the :class:`Context`.
+        ``app.state.db`` is the `Database`, ``app.state.ctx`` the `Context`.
     """
     from .._version import __version__
     from . import jobs as jobs_mod

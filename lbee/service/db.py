@@ -1,6 +1,6 @@
 """The service's database: API tokens, jobs and the runs they produced (SQLAlchemy; SQLite or PostgreSQL).
 
-The schema is versioned with Alembic (:mod:`lbee.service.migrations`, shipped
+The schema is versioned with Alembic (`lbee.service.migrations`, shipped
 in the package): the server upgrades a database on start, so an upgrade of
 lbee keeps the stored runs.
 
@@ -113,7 +113,7 @@ class Run(Base):
 class LeaseLost(BaseException):
     """The worker no longer owns the job's lease (it expired and another worker took the job).
 
-    A BaseException, like :class:`lbee.service.jobs.JobCancelled`: the run layer's ``except Exception``
+    A BaseException, like `lbee.service.jobs.JobCancelled`: the run layer's ``except Exception``
     (a failing model is recorded and the others go on) must let it through.
     """
 

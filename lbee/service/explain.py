@@ -1,8 +1,8 @@
-"""``POST /v1/explain``: arrays in, explanations out, through :func:`lbee.explain_methods`, in worker processes.
+"""``POST /v1/explain``: arrays in, explanations out, through `lbee.explain_methods`, in worker processes.
 
 The server only reads the (size-limited) body; parsing, the limits of
-:data:`lbee.service.settings.EXPLAIN_LIMITS` and the analysis run in an
-:class:`ExplainPool` process, so a request's memory is never the server's and
+`lbee.service.settings.EXPLAIN_LIMITS` and the analysis run in an
+`ExplainPool` process, so a request's memory is never the server's and
 its cost is bounded: over a limit it is refused (413 for too many images,
 sentences or dimensions, 422 for too many clusters or an exact Ward split too
 large) with the limit in the message.
@@ -215,10 +215,10 @@ def explain_request(body, limits=None):
     body : dict
         ``image_embeddings`` (n, d), ``sentence_embeddings`` (N, d), ``confidence``
         (n,) or ``hard`` / ``easy`` (n,) boolean masks, optional ``sentences`` (N strings)
-        and ``settings`` (the knobs of :data:`EXPLAIN_KNOBS`, validated by
-        :class:`lbee.RunSettings`).
+        and ``settings`` (the knobs of `EXPLAIN_KNOBS`, validated by
+        [`lbee.RunSettings`][lbee.RunSettings]).
     limits : dict, optional
-        :data:`lbee.service.settings.EXPLAIN_LIMITS` as configured (default: those).
+        `lbee.service.settings.EXPLAIN_LIMITS` as configured (default: those).
 
     Returns
     -------
@@ -310,10 +310,10 @@ def explain_request(body, limits=None):
 
 
 def check_sentence_list(sentences):
-    """Refuse what a sentence file cannot hold (:func:`lbee.io.sentences.parse_sentences`'s rule).
+    """Refuse what a sentence file cannot hold (`lbee.io.sentences.parse_sentences`'s rule).
 
     Strings of visible text on one line, none blank, none repeated (compared as
-    :func:`lbee.io.sentences.sentence_key` does): a blank or repeated sentence makes rows that no explanation
+    `lbee.io.sentences.sentence_key` does): a blank or repeated sentence makes rows that no explanation
     can tell apart.
     """
     if not (isinstance(sentences, list) and all(isinstance(s, str) for s in sentences)):

@@ -2,14 +2,14 @@
 
 A job is one dataset entry of a ``lbee report`` config. It is stored in the
 database (``queued``), claimed with a lease by one worker process
-(``running``), run through :func:`lbee.reports.batch.run_dataset` (the run
+(``running``), run through `lbee.reports.batch.run_dataset` (the run
 layer: no second copy of the analysis) and ends ``done`` (with a row per model
 in ``runs``), ``failed`` (with the reason) or ``cancelled``.
 
 Reliability:
 
 - Every attempt writes its own folder (``jobs/<id>/attempt-<n>``) and only the
-  owner of the job's lease may record its runs (:class:`lbee.service.db.Database`),
+  owner of the job's lease may record its runs (`lbee.service.db.Database`),
   so a stored run's files are never written again: a resubmission gets a new
   job and new folders, and an older run keeps its report and numbers.
 - A job whose worker died with its server is taken again once its lease
@@ -18,8 +18,8 @@ Reliability:
   embedding cache and a generated SpotCheck world; its log says what was
   reused and what was computed, as it happened.
 - Cancellation is checked between stages (each step the run layer logs) and
-  by the heartbeat thread, every :data:`CANCEL_POLL` seconds: on a cancel it
-  raises :class:`JobCancelled` in the job's thread, so a long phase that never
+  by the heartbeat thread, every `CANCEL_POLL` seconds: on a cancel it
+  raises `JobCancelled` in the job's thread, so a long phase that never
   logs (clustering, merging hypotheses, reading a grammar) stops too.
 """
 
@@ -59,7 +59,7 @@ def entry_key(entry, root):
 
 
 def validate_entry(entry, root, allowed_encoders=(), *, deep=True):
-    """The parsed :class:`~lbee.run.specs.DatasetSpec` of a raw entry, with every path confined to ``root``.
+    """The parsed `DatasetSpec` of a raw entry, with every path confined to ``root``.
 
     ``deep=False`` (a submission) leaves out the checks whose cost grows with the data (walking folders,
     reading a manifest's rows): the worker runs them, with ``deep=True``, before the job reads anything.
@@ -68,7 +68,7 @@ def validate_entry(entry, root, allowed_encoders=(), *, deep=True):
     ------
     ValueError
         A bad entry (the message names key and value, as ``lbee report`` does), an encoder outside the
-        allow-list, or a :class:`~lbee.service.paths.PathEscape`.
+        allow-list, or a `PathEscape`.
     """
     from ..io.confinement import confined_to
     from ..reports.config_entries import parse_dataset_entry
@@ -126,7 +126,7 @@ def submit(db, settings, entry, *, token=None):
 
 
 def cancel(db, job_id):
-    """Cancel a queued job now, or ask a running one to stop (within :data:`CANCEL_POLL` s): its new status.
+    """Cancel a queued job now, or ask a running one to stop (within `CANCEL_POLL` s): its new status.
 
     Raises
     ------
@@ -221,8 +221,8 @@ def _async_raise(thread_id, exc_type):
 class _Heartbeat:
     """Renews the lease every third of its length while the job runs; notes a cancel or a lost lease.
 
-    Between renewals it looks for a cancel every :data:`CANCEL_POLL` seconds; inside :meth:`interruptible`,
-    a cancel raises :class:`JobCancelled` in the thread that entered the heartbeat (the job's), once.
+    Between renewals it looks for a cancel every `CANCEL_POLL` seconds; inside `interruptible`,
+    a cancel raises `JobCancelled` in the thread that entered the heartbeat (the job's), once.
     """
 
     def __init__(self, db, job_id, owner, lease_seconds, poll=None):

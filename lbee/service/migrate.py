@@ -1,4 +1,4 @@
-"""Schema migrations of the service database (Alembic, scripts in :mod:`lbee.service.migrations`)."""
+"""Schema migrations of the service database (Alembic, scripts in `lbee.service.migrations`)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ def named_sentence_set(value):
     """Whether ``value`` names a built-in sentence set rather than a file.
 
     ``spotcheck``, or a built-in grammar's ``street_scenes.grammar``, as
-    :func:`lbee.io.sentences.load_sentence_set` reads it.
+    `lbee.io.sentences.load_sentence_set` reads it.
     """
     from ..grammar import list_grammars
     from ..io.sentences import list_sentence_sets
@@ -39,14 +39,14 @@ def named_sentence_set(value):
 
 
 def check_encoder(spec, root, allowed=()):
-    """The encoder spec to run if the server's allow-list has it; raises :class:`EncoderRefused` otherwise.
+    """The encoder spec to run if the server's allow-list has it; raises `EncoderRefused` otherwise.
 
     Allowed: the specs in ``allowed`` (exact), the SpotCheck encoder, and open_clip
     models with a named pretrained tag (``open_clip:ViT-B-32@laion2b_s34b_b79k``;
     open_clip resolves a name only against its own registry) or a checkpoint file
     inside ``root``. ``hf-hub:`` names (which download and load any repository) and
     other backends are refused unless listed in ``allowed``
-    (:data:`lbee.service.settings.DEFAULT_ENCODERS`, ``lbee serve --allow-encoder``).
+    (`lbee.service.settings.DEFAULT_ENCODERS`, ``lbee serve --allow-encoder``).
 
     Returns
     -------
@@ -92,7 +92,7 @@ class EncoderRefused(ValueError):
 
 
 def check_entry_paths(entry, root):
-    """Check every path of a raw dataset entry (before parsing). Returns None; raises :class:`PathEscape`."""
+    """Check every path of a raw dataset entry (before parsing). Returns None; raises `PathEscape`."""
     if not isinstance(entry, dict):
         return
     for key in PATH_KEYS:
@@ -156,7 +156,7 @@ def _walk_check(folder, root, key):
 
 
 def check_dataset_paths(ds, root, *, deep=True):
-    """Check a parsed :class:`lbee.run.specs.DatasetSpec` (resolved paths; with ``deep``, folders and manifest rows).
+    """Check a parsed `lbee.run.specs.DatasetSpec` (resolved paths; with ``deep``, folders and manifest rows).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""The REST API of ``lbee serve`` (``/v1/...`` and ``/metrics``), added to the app by :func:`add_api_routes`."""
+"""The REST API of ``lbee serve`` (``/v1/...`` and ``/metrics``), added to the app by `add_api_routes`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ RunId = Path(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
 def add_api_routes(app, ctx):
     """Add the ``/v1`` endpoints and ``/metrics`` to ``app``.
 
-    They are closures over ``ctx`` (a :class:`~lbee.service.app.Context`).
+    They are closures over ``ctx`` (a `Context`).
     """
     from . import jobs as jobs_mod
     from .db import JOB_STATES, Job, Run

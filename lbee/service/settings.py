@@ -56,9 +56,9 @@ class ServiceSettings:
     explain_queue : int, default=4
         Explain requests waiting for a process beyond these are answered 503 (retry later).
     explain_limits : dict, optional
-        Overrides of :data:`EXPLAIN_LIMITS` (``images``, ``sentences``, ``dim``, ``clusters``, ``exact_ward``).
+        Overrides of `EXPLAIN_LIMITS` (``images``, ``sentences``, ``dim``, ``clusters``, ``exact_ward``).
     allowed_encoders : tuple of str, optional
-        Exact encoder specs allowed in jobs beyond :data:`DEFAULT_ENCODERS` (e.g. an ``hf-hub:`` model the
+        Exact encoder specs allowed in jobs beyond `DEFAULT_ENCODERS` (e.g. an ``hf-hub:`` model the
         operator trusts).
     """
 

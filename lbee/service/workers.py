@@ -1,11 +1,11 @@
-"""The server's child processes: job workers (:class:`JobRunner`) and what every child does to die with it.
+"""The server's child processes: job workers (`JobRunner`) and what every child does to die with it.
 
 Children are spawned (no state shared with the server). Each one watches the
-pipe that :mod:`multiprocessing` keeps open from its parent
+pipe that `multiprocessing` keeps open from its parent
 (``parent_process().sentinel``): the kernel closes it when the server process
 ends, however it ends (``kill -9`` included), and the child exits at once, so
 no orphan goes on taking jobs. Its job's lease then expires, or is expired at
-once by the next server on the same host (:func:`lbee.service.jobs.recover`).
+once by the next server on the same host (`lbee.service.jobs.recover`).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class JobRunner:
 
     A worker that dies fails the job it was running (with its exit code) and is
     replaced. Every ``lease_seconds`` the thread also frees the jobs of dead
-    workers of this host (:func:`lbee.service.jobs.recover`).
+    workers of this host (`lbee.service.jobs.recover`).
     """
 
     def __init__(self, db, settings, *, check_every=1.0):
@@ -138,7 +138,7 @@ class JobRunner:
         """Ask workers to stop after their current job; terminate them after ``timeout`` seconds.
 
         A terminated worker's job stays ``running`` until its lease expires (or the
-        next start on this host frees it, :func:`lbee.service.jobs.recover`) and is
+        next start on this host frees it, `lbee.service.jobs.recover`) and is
         then taken again.
         """
         self._stopping.set()
@@ -164,9 +164,9 @@ def _noop():
 
 
 class ExplainPool:
-    """Processes answering ``POST /v1/explain`` (:func:`lbee.service.explain.answer`).
+    """Processes answering ``POST /v1/explain`` (`lbee.service.explain.answer`).
 
-    At most ``explain_workers`` at once plus ``explain_queue`` waiting; beyond that :meth:`run` answers 503.
+    At most ``explain_workers`` at once plus ``explain_queue`` waiting; beyond that `run` answers 503.
     """
 
     def __init__(self, settings):

@@ -7,7 +7,7 @@ as hypothesised blindspots by the DR / FDR / precision@k evaluators and as hard
 groups by ``lbee.explain(..., slicer=obj)``.
 
 The classes (and scikit-learn under them) are imported on first use: the CLI
-reads :data:`SLICER_NAMES` for its ``--slicers`` choices, and ``lbee describe
+reads `SLICER_NAMES` for its ``--slicers`` choices, and ``lbee describe
 --help`` must not wait seconds for scikit-learn.
 """
 

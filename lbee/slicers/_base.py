@@ -56,7 +56,7 @@ class BaseSlicer(BaseEstimator):
         raise NotImplementedError
 
     def hard_groups(self, image_embeddings, *, confidence=None, hard=None):
-        """Hard groups for :func:`lbee.explain`.
+        """Hard groups for [`lbee.explain`][lbee.explain].
 
         A fitted slicer returns its ``slices_`` (it must have been fitted on the
         same n images). An unfitted one is first fitted on the image embeddings

@@ -26,13 +26,15 @@ class PlaneSpotSlicer(BaseSlicer):
     reducer : {'scvis', 'tsne', 'pca'}, default='scvis'
     weight : float, default=0.025
         w, the weight of the confidence column (SpotCheck app. E).
-    min_components, max_components : int, default=10, 32
-        GMM sizes considered (capped at the number of examples − 1).
+    min_components : int, default=10
+        The fewest GMM components considered.
+    max_components : int, default=32
+        The most GMM components considered (capped at the number of examples − 1).
     n_slices : int or None, default=10
         How many groups ``slices_`` returns (None: all components).
     soft_errors : bool, default=True
         Importance from 1 − confidence (reference) rather than hard errors;
-        ``errors`` given to :meth:`fit` always take precedence.
+        ``errors`` given to [`fit`][lbee.slicers.PlaneSpotSlicer.fit] always take precedence.
     perplexity : float, default=30.0
         For 'tsne' (scvis uses its own default).
     scvis_iter : int or None, default=None

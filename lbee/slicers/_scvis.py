@@ -115,7 +115,7 @@ class ScVis(TransformerMixin, BaseEstimator):
     Differences from the reference: the 10 % drop-connect on the latent
     mean's weights is left out (the embedding is read from the mean, as the
     reference reads it); P keeps each row's nearest neighbours only
-    (:func:`batch_transition_probabilities`); weights start from PyTorch's
+    (`batch_transition_probabilities`); weights start from PyTorch's
     default initialisation (the reference: truncated normal with std
     √(2 / fan_in), biases 0.1); Adam's ε = 1e-4 is added after the bias
     correction (TensorFlow adds it before, which makes it larger in the
@@ -126,7 +126,7 @@ class ScVis(TransformerMixin, BaseEstimator):
     n_components : int, default=2
     perplexity : float, default=10.0
     n_iter : int or None, default=None
-        Mini-batch steps; None: the reference's rule (:func:`reference_iterations`).
+        Mini-batch steps; None: the reference's rule (`reference_iterations`).
     batch_size : int, default=512
     learning_rate : float, default=0.01
     max_epoch : int, default=100

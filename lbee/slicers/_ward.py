@@ -19,11 +19,11 @@ class WardSlicer(BaseSlicer):
     ----------
     n_clusters : int, default=15
         Clusters asked for; Ward forms ``min(n_clusters, n_hard)``, with a
-        :class:`lbee.core.clustering.ClusterCountWarning` when it is fewer.
+        `lbee.core.clustering.ClusterCountWarning` when it is fewer.
     ward : str, default=lbee.core.clustering.DEFAULT_WARD
         The Ward variant, one of ``lbee.core.clustering.WARD_METHODS``.
     a : float, default=0.2
-        Split margin used when :meth:`fit` is given ``confidence`` only.
+        Split margin used when [`fit`][lbee.slicers.WardSlicer.fit] is given ``confidence`` only.
     memory : joblib.Memory, optional
         Caches the Ward tree (sweeps over ``n_clusters`` cut one tree).
 

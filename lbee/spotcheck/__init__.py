@@ -31,7 +31,7 @@ _LAZY = {"ImageTower": "._network", "SquareClassifier": "._network", "TextHead":
 
 
 def __getattr__(name):
-    """The networks of :data:`_LAZY`, imported on first access (PEP 562)."""
+    """The networks of `_LAZY`, imported on first access (PEP 562)."""
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(_LAZY[name], __name__), name)

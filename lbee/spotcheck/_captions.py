@@ -2,11 +2,11 @@
 
 Two kinds, for the two stages of training:
 
-- :func:`sample_caption`: a random subset (1–3) of an image's true *positive*
+- [`sample_caption`][lbee.spotcheck.sample_caption]: a random subset (1–3) of an image's true *positive*
   facts in varied wording — the image tower's captions (stage 1);
-- :func:`sample_caption_conditions` + :func:`caption_from_conditions`: a
+- `sample_caption_conditions` + `caption_from_conditions`: a
   random true condition dict that may state absences ("a square but no
-  circle", "an image without text"), and :func:`hard_negative_conditions`,
+  circle", "an image without text"), and `hard_negative_conditions`,
   the dicts that differ from it in one fact and are false for the image —
   the text head's captions (stage 2), worded in varied wording or by the
   SpotCheck grammar.

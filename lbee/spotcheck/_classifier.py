@@ -124,7 +124,7 @@ def verify_blindspots(
 
     High accuracy outside every blindspot (``min_outside``), near-zero inside each
     (``max_inside``), and no broader failure: on no one-condition neighbour of a
-    blindspot (:func:`blindspot_neighbours`) is the accuracy significantly below
+    blindspot (`blindspot_neighbours`) is the accuracy significantly below
     ``min_neighbour`` (one-sided binomial test at level ``alpha``, so a
     neighbour of a handful of images cannot fail the check by chance). A model
     wrong on most of a neighbour fails a region nobody planted (e.g. the union
@@ -180,7 +180,7 @@ def verify_blindspots(
 
 
 def verification_failure(verification):
-    """Why a :func:`verify_blindspots` result failed, in one line (for logs and the rejected attempts)."""
+    """Why a `verify_blindspots` result failed, in one line (for logs and the rejected attempts)."""
     v = verification
     text = f"accuracy outside {v['accuracy_outside']:.3f}, inside {[round(x, 3) for x in v['accuracy_inside']]}"
     worst = v.get("worst_neighbour")

@@ -86,7 +86,7 @@ class ExperimentalConfiguration:
         """Write the EC to ``folder`` (layout in the module docstring) as one unit.
 
         The files are staged beside ``folder`` and moved in together
-        (:mod:`lbee.io.staging`): an error or a kill leaves the previous EC
+        (`lbee.io.staging`): an error or a kill leaves the previous EC
         whole (or none), never a mix of two; other files in ``folder`` stay.
         """
         from ..io.staging import staged_entries
@@ -135,7 +135,7 @@ class ExperimentalConfiguration:
 
     @classmethod
     def load(cls, folder, *, load_images=True):
-        """Read an EC folder; a missing or inconsistent part raises :class:`CorruptECError`."""
+        """Read an EC folder; a missing or inconsistent part raises `CorruptECError`."""
         import pandas as pd
 
         folder = Path(folder)

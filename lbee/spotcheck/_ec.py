@@ -1,12 +1,12 @@
-"""Making an experimental configuration (EC) whose model verifiably has its blindspots: :func:`make_ec`.
+"""Making an experimental configuration (EC) whose model verifiably has its blindspots: `make_ec`.
 
 The demo world's classifier for its default seed ships in ``lbee/weights/``
-(:data:`SHIPPED_CLASSIFIERS`), so ``lbee demo`` renders its world and checks
+(`SHIPPED_CLASSIFIERS`), so ``lbee demo`` renders its world and checks
 the shipped weights instead of training them (``make_ec(train=True)`` trains).
 
-The EC and its folder are :mod:`lbee.spotcheck._configuration`; the splits are rendered by
-:mod:`lbee.spotcheck._generation`; the square classifier is trained, run and checked by
-:mod:`lbee.spotcheck._classifier`.
+The EC and its folder are `lbee.spotcheck._configuration`; the splits are rendered by
+`lbee.spotcheck._generation`; the square classifier is trained, run and checked by
+`lbee.spotcheck._classifier`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from ._world import sample_blindspots, sample_dataset
 #: Where the shipped classifier weights live (package data, next to the SpotCheck encoder's).
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 
-#: Square classifiers that ship with lbee, by EC seed, for :func:`make_ec`'s default world only (``lbee
-#: demo``'s). ``sha256`` pins the file; ``train_data`` is :func:`training_digest` of the images, labels and
+#: Square classifiers that ship with lbee, by EC seed, for [`make_ec`][lbee.spotcheck.make_ec]'s default world only
+#: (``lbee
+#: demo``'s). ``sha256`` pins the file; ``train_data`` is `training_digest` of the images, labels and
 #: recipe the weights were trained on. Made by ``python scripts/make_demo_classifier.py`` (which prints the
 #: entry), i.e. ``make_ec(seed, train=True)`` on the CPU with 2 torch threads.
 SHIPPED_CLASSIFIERS = {
@@ -45,7 +46,8 @@ SHIPPED_CLASSIFIERS = {
     },
 }
 
-#: The :func:`make_ec` arguments that decide a classifier's training data and recipe; shipped weights are
+#: The [`make_ec`][lbee.spotcheck.make_ec] arguments that decide a classifier's training data and recipe; shipped
+#: weights are
 #: considered only when all of them have their default values.
 _WORLD_ARGS = (
     "sampling",
@@ -63,7 +65,7 @@ _WORLD_ARGS = (
 
 
 def _recipe(seed, epochs, arch):
-    """The :func:`train_classifier` arguments (besides the data) that make_ec trains with."""
+    """The `train_classifier` arguments (besides the data) that make_ec trains with."""
     return {"random_state": int(seed), "epochs": int(epochs), "arch": arch, "batch_size": 128, "lr": 5e-3}
 
 
@@ -75,7 +77,8 @@ def training_digest(images, labels, recipe):
     images : ndarray of uint8, shape (n, S, S, 3)
     labels : ndarray of int, shape (n,)
     recipe : dict
-        The :func:`train_classifier` arguments (seed, epochs, arch, batch size, learning rate).
+        The [`train_classifier`][lbee.spotcheck.train_classifier] arguments (seed, epochs, arch, batch size, learning
+        rate).
     """
     h = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode())
     h.update(np.ascontiguousarray(images, dtype=np.uint8).tobytes())
@@ -84,7 +87,7 @@ def training_digest(images, labels, recipe):
 
 
 def write_shipped_classifier(ec, path):
-    """Save ``ec``'s trained classifier as shippable weights; returns its :data:`SHIPPED_CLASSIFIERS` entry.
+    """Save ``ec``'s trained classifier as shippable weights; returns its `SHIPPED_CLASSIFIERS` entry.
 
     The file holds the state dict and, for the record, the EC seed, the
     training digest, the verification and the torch version / threads it was
@@ -114,7 +117,7 @@ def write_shipped_classifier(ec, path):
 
 
 def _shipped_classifier(entry, train_data):
-    """(model, None) from a :data:`SHIPPED_CLASSIFIERS` entry that fits this training data, else (None, why not)."""
+    """(model, None) from a `SHIPPED_CLASSIFIERS` entry that fits this training data, else (None, why not)."""
     import torch
 
     from ..io.cache import file_sha256
@@ -193,11 +196,11 @@ def make_ec(
     ----------
     random_state : int
         Attempt ``a`` uses the seed ``random_state * 1000 + a``.
-    sampling : {'uniform', 'random'}, default='random'
+    sampling : {'random', 'uniform'}, default='random'
         The defaults are lbee's small demo world (a minute on CPU); pass
         ``**PAPER_WORLD`` for the paper's. 'uniform' is the official sampling: ``per_combination`` = (train, val,
         test) images per combination of the rollable attributes
-        (:func:`generate_uniform_split`), so val and test are unenriched.
+        (`generate_uniform_split`), so val and test are unenriched.
         'random' is lbee's earlier protocol: ``n_train`` / ``n_val`` /
         ``n_test`` random images, an ``enrich`` fraction of *every* split drawn
         inside a blindspot (blindspots are then ~25-30 % of the test set, far
@@ -207,19 +210,24 @@ def make_ec(
         'uniform' only: extra training images drawn inside the blindspots, as a
         fraction of the train split (a training aid for small CPU runs; the
         images the methods see are never enriched).
-    epochs, arch :
-        The square classifier (:func:`train_classifier`).
-    min_outside, max_inside : float, default=0.9, 0.2
-        Verification on validation; the paper (§5.1) asks ~99 % accuracy
-        outside the blindspots and near 0 inside (``PAPER_WORLD``: 0.99, 0.05).
+    epochs : int, default=12
+        Training epochs of the square classifier ([`train_classifier`][lbee.spotcheck.train_classifier]).
+    arch : {'cnn', 'resnet18'}, default='cnn'
+        The square classifier's network.
+    min_outside : float, default=0.9
+        Verification on validation: the least accuracy outside the blindspots. The paper (§5.1) asks ~99 %
+        (``PAPER_WORLD``: 0.99).
+    max_inside : float, default=0.2
+        Verification on validation: the most accuracy inside each blindspot. The paper asks near 0
+        (``PAPER_WORLD``: 0.05).
     min_neighbour : float, default=0.5
         Verification: the least accuracy on each one-condition neighbour of a
-        blindspot (:func:`~lbee.spotcheck.verify_blindspots`), so
+        blindspot ([`verify_blindspots`][lbee.spotcheck.verify_blindspots]), so
         that the model has exactly the planted blindspots (§3: "we can verify
         that the model learned to have exactly the set of blindspots that we
         intended"), not a broader region around them.
     max_attempts : int, default=5
-        Candidates tried before an :class:`ECGenerationError` (a RuntimeError).
+        Candidates tried before an `ECGenerationError` (a RuntimeError).
     min_blindspot_size : int, default=20
         'random' sampling only: a candidate with fewer test images (half as
         many validation images) in a blindspot is regenerated.
@@ -227,7 +235,7 @@ def make_ec(
         Where the classifier trains (``'cuda'`` for the paper's world in
         minutes); the EC's model is returned on the CPU either way.
     train : {'auto', True}, default='auto'
-        'auto' takes the shipped classifier (:data:`SHIPPED_CLASSIFIERS`)
+        'auto' takes the shipped classifier (`SHIPPED_CLASSIFIERS`)
         where one exists for the candidate's seed and every argument that
         decides training has its default value (the demo's world), after
         checking the file's sha256 and that it was trained on exactly these

@@ -25,7 +25,7 @@ def generate_images(dataset, blindspots, n, rng, size, *, mislabel, enrich=0.0):
 
     With ``enrich`` > 0, that fraction of images is drawn inside a random
     blindspot (its triplets pinned, everything else sampled as usual). This is
-    the ``sampling="random"`` mode of :func:`make_ec` (lbee's earlier protocol).
+    the ``sampling="random"`` mode of `make_ec` (lbee's earlier protocol).
     """
     images = np.empty((n, size, size, 3), np.uint8)
     attrs, labels = [], np.empty(n, np.int64)

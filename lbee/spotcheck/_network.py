@@ -55,7 +55,7 @@ class TextHead(nn.Module):
 
 
 class SquareClassifier(nn.Module):
-    """The "is there a square?" model; :meth:`features` gives the penultimate representation."""
+    """The "is there a square?" model; `features` gives the penultimate representation."""
 
     def __init__(self, widths=(16, 32, 64), hidden=64, n_classes=2):
         super().__init__()

@@ -70,12 +70,12 @@ def render(attrs, rng, size=64, position=None, *, return_mask=False):
     Parameters
     ----------
     attrs : dict
-        ``{(layer, attribute): value}`` from :meth:`DatasetDefinition.sample_attributes`.
+        ``{(layer, attribute): value}`` from `DatasetDefinition.sample_attributes`.
     rng : numpy.random.Generator
         Positions and noise.
     size : int, default=64
-    position : {'above', 'below'}, optional
-        Force the MetaAttribute: the squares are redrawn until the topmost
+    position : str, optional
+        'above' or 'below': force the MetaAttribute: the squares are redrawn until the topmost
         square's centre lies on that side of the centre line.
     return_mask : bool, default=False
         Also return the object mask: every pixel inside a drawn shape's outline

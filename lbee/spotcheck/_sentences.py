@@ -1,6 +1,6 @@
 """SpotCheck sentences and the exact conditions that make each true.
 
-Every sentence of ``sentence_sets/spotcheck.txt`` comes from :func:`spotcheck_sentences`
+Every sentence of ``sentence_sets/spotcheck.txt`` comes from [`spotcheck_sentences`][lbee.spotcheck.spotcheck_sentences]
 with a condition dict ``{(layer, attribute): value}``; Γ(image, sentence) = 1
 exactly when all its conditions hold for the image's attributes.
 """

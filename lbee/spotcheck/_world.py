@@ -175,7 +175,7 @@ def sample_blindspots(rng, dataset, *, n_blindspots=None, max_tries=2000):
     """1–3 random blindspots of 5–7 triplets each, satisfying both constraints (app. A.3).
 
     Every blindspot pins "square present" (the official definition; see
-    :func:`_sample_blindspot`), so it is a set of positive images.
+    `_sample_blindspot`), so it is a set of positive images.
     """
     n = int(rng.integers(1, 4)) if n_blindspots is None else int(n_blindspots)
     if n < 1:

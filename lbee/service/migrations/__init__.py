@@ -1,1 +1,1 @@
-"""Alembic migrations of the service database (run by :func:`lbee.service.migrate.upgrade`)."""
+"""Alembic migrations of the service database (run by `lbee.service.migrate.upgrade`)."""

@@ -1,4 +1,4 @@
-"""Alembic environment: migrations run on the connection that :func:`lbee.service.migrate.upgrade` passes in."""
+"""Alembic environment: migrations run on the connection that `lbee.service.migrate.upgrade` passes in."""
 
 from alembic import context
 

@@ -1,0 +1,29 @@
+"""`--help` says things in words: a symbol or a paper's section may follow the words, never replace them."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from lbee.cli import cli
+
+#: Notation that means nothing to a reader without the papers open.
+JARGON = ("C^h", "C^e", "aσ", "β =", "§", "Fig.", "LBEE app", "Table 1", "P@K", "φ for", "Γ:", "ω:")
+
+
+def _commands(group, path=()):
+    for name, command in group.commands.items():
+        if command.hidden:
+            continue
+        yield (*path, name)
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+
+
+@pytest.mark.parametrize("path", [(), *_commands(cli)], ids=lambda p: " ".join(p) or "lbee")
+def test_help_is_in_words(path):
+    result = CliRunner().invoke(cli, [*path, "--help"], obj={}, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    found = [word for word in JARGON if word in result.output]
+    assert not found, f"lbee {' '.join(path)} --help says {found}"
