@@ -78,6 +78,7 @@ def discover_failures(search: ComposeSearch, *, max_rounds: int = MAX_ROUNDS) ->
     sets = {name: search._sets[name] for name in ("hard", "easy")}  # (marginal, conditional) P, rows of the split
     threshold = DISCOVERY_ALPHA / (max(len(search.keys), 1) * max_rounds)
     weight = np.ones(n_h, np.float32)  # 1 - P(covered) per hard image
+    free = np.ones(n_h, bool)  # not collected yet
     found: list[Discovered] = []
     with one_blas_thread():
         for _ in range(max_rounds):
@@ -88,15 +89,17 @@ def discover_failures(search: ComposeSearch, *, max_rounds: int = MAX_ROUNDS) ->
             e = float(state.e.sum())
             if binom.sf(int(round(h)) - 1, max(int(round(h + e)), 1), base) > threshold:
                 break
-            score = state.h * weight
+            score = np.where(free, state.h * weight, -1.0)  # each image in one failure at most
             # A calibrated P stays below 1 where a noisy atom holds: h / reach is about how many hard images the
             # conjunction holds for. That estimate compounds each literal's error, so no image below half of what
             # the conjunction reaches is taken (a near-perfect encoder: exactly the images it holds for).
             reach = search.reachable(state.lits)
-            m = min(int(round(h / reach)), int((score >= 0.5 * reach).sum()), int((weight > 0.5).sum()))
+            m = min(int(round(h / reach)), int((score >= 0.5 * reach).sum()))
             if m < MIN_GROUP:
                 break
-            rows = np.sort(hard[np.argsort(-score, kind="stable")[:m]])
+            taken = np.argsort(-score, kind="stable")[:m]
+            free[taken] = False
+            rows = np.sort(hard[taken])
             h_all = float(state.h.sum())
             full = _State(
                 state.conds,

@@ -164,6 +164,8 @@ REFINE_ROUNDS = 4
 KEEP_OWN = 0.3
 #: Two hypotheses whose images overlap by this share of the smaller one are one failure (merging by images).
 SAME_IMAGES = 0.5
+#: A group whose other images all lie in other hypotheses is dropped when fewer than this many remain.
+MIN_REST = 3
 
 
 def refine(search: ComposeSearch, description: Conjunction, k: int = 3) -> tuple[IntArray, list[Conjunction]]:
@@ -237,7 +239,12 @@ def _refined(
                 kept[t] = (kg, kf, kp + pieces)  # the same failure: the better-lifted description stands
                 break
         else:
-            kept.append((g, found, pieces))
+            # an image is in one hypothesis at most: what another already holds is left out, the rest described anew
+            rest = np.setdiff1d(g, np.concatenate([kg for kg, _, _ in kept]), assume_unique=True) if kept else g
+            if len(rest) == len(g):
+                kept.append((g, found, pieces))
+            elif len(rest) >= MIN_REST:
+                kept.append((rest, search.search(rest, k=k), pieces))
     return dict(enumerate(kept))
 
 
