@@ -82,7 +82,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     _echo_named_blindspots(ec, analysis)
     if ctx.obj["progress"]:
-        step("rendering fresh images for each hypothesis's statement and its one-condition variants ...")
+        step("counterfactual check: fresh renders for each hypothesis's statement and its one-condition variants ...")
     echo_counterfactuals(ec, analysis, random_state=seed)
     if ctx.obj["progress"]:
         step("writing the EC, the explanation and the HTML report ...")
