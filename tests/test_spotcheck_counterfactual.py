@@ -212,3 +212,11 @@ def test_bench_columns_beside_the_description_score(demo_ec):
     (acc,) = [r for r in rows if r["metric"].startswith("counterfactual accuracy")]
     assert acc["mean"] == pytest.approx(cf["good"]["accuracy"]) and acc["n"] == 1
     assert not any("counterfactual" in r["metric"] for r in bench.summarize([{**rec, "failure_analysis": []}]))
+
+
+def test_a_statement_the_model_gets_right_is_no_failure(demo_ec):
+    """Where the model is right, no condition is 'needed' and no open attribute is said to be missing."""
+    check = counterfactual_check(demo_ec, {("square", "presence"): "true", ("circle", "presence"): "false"}, n_images=N)
+    assert check.holds.accuracy >= 0.5 and not check.fails
+    assert check.holds.narrower is None and not any(check.needed())
+    assert "not needed" not in check.summary() and "the failure needs" not in check.summary()

@@ -54,9 +54,10 @@ class RenderedCheck:
         ("no circle", "a circle"); None for the statement itself.
     narrower : tuple or None
         For the statement itself: an attribute it leaves open that parts the model's accuracy on its renders
-        (Fisher's exact test, p < :data:`NARROWER_ALPHA`), as ``((phrase, accuracy, n), (phrase, accuracy, n))``,
-        the value with the lower accuracy first (("small text", 0.02, 48), ("large text", 0.70, 52)): the
-        statement holds more widely than the failure, which needs that condition too. None otherwise.
+        (Fisher's exact test, p < :data:`NARROWER_ALPHA`; below :data:`NEEDED_ACCURACY` on one side), as
+        ``((phrase, accuracy, n), (phrase, accuracy, n))``, the value with the lower accuracy first
+        (("small text", 0.02, 48), ("large text", 0.70, 52)): the statement holds more widely than the
+        failure, which needs that condition too. None otherwise.
     """
 
     conditions: dict
@@ -216,7 +217,8 @@ def _render_satisfying(ec, conditions, n, rng):
 def _narrower(conditions, attributes, correct, grammar):
     """The open attribute whose two values part the renders' accuracy most, when significantly (Fisher, p < ALPHA).
 
-    Only attributes the renders are about count: a setting's, or one of an object the conditions make present.
+    Only attributes the renders are about count: a setting's, or one of an object the conditions make present;
+    and only where the model fails on one side (accuracy below :data:`NEEDED_ACCURACY`).
     Returns ``(phrase, accuracy, n)`` of the value with the lower accuracy, then of the other, or None.
     """
     from scipy.stats import fisher_exact
@@ -232,8 +234,10 @@ def _narrower(conditions, attributes, correct, grammar):
         if len(groups) != 2:
             continue  # the attribute is constant in this world (or here)
         table = [[int(correct[g].sum()), int((~correct[g]).sum())] for g in groups]
+        low = min(correct[g].mean() for g in groups)
         gap = abs(correct[groups[0]].mean() - correct[groups[1]].mean())
-        if fisher_exact(table).pvalue < NARROWER_ALPHA and gap > best_gap:
+        # one side is a failure (not merely a few more errors on a statement the model gets right)
+        if low < NEEDED_ACCURACY and fisher_exact(table).pvalue < NARROWER_ALPHA and gap > best_gap:
             parts = [(phrase(grammar, key, values[g][0]), float(correct[g].mean()), int(g.sum())) for g in groups]
             best, best_gap = tuple(sorted(parts, key=lambda x: x[1])), gap
     return best
