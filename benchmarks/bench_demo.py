@@ -3,7 +3,8 @@
 Runs `lbee demo` in a subprocess, as a user does, and timestamps each of its
 progress lines (stderr) as it arrives: start-up (imports) until the first line,
 rendering the world, the square classifier (the shipped weights checked and
-gated, or training), embedding + clustering + describing, writing the outputs.
+gated, or training), embedding + clustering + describing, the counterfactual check (fresh renders of each
+hypothesis's statement), writing the outputs.
 Each demo gets an empty embedding cache (as on a fresh clone).
 In the same run it embeds the demo's 2,000 test images with the SpotCheck
 encoder (median of 3 passes after a warm-up) and gives the demo's wall time
@@ -35,6 +36,7 @@ PHASES = [
     ("the shipped square classifier", "classifier: training"),
     ("training", "classifier: training"),
     ("embedding", "embedding, clustering, describing"),
+    ("counterfactual", "counterfactual check"),
     ("writing", "writing the outputs"),
 ]
 

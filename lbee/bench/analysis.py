@@ -63,6 +63,11 @@ class ECAnalysis:
     description_details: dict = field(default_factory=dict)
     #: variants of the description score, beside it: {variant: {method: score}}
     description_variants: dict = field(default_factory=dict)
+    #: each sentence's conditions over the world's attributes (None where it has none), by sentence index
+    sentence_conditions: list | None = None
+    #: beside the description score, never instead: {method: {"accuracy", "needed"}} on fresh renders
+    #: (:func:`lbee.bench.counterfactual.blindspot_counterfactuals`; empty until it is run)
+    counterfactual: dict = field(default_factory=dict)
 
     def summary(self):
         return {
@@ -74,6 +79,7 @@ class ECAnalysis:
             "description_score": self.description_score,
             "description_details": self.description_details,
             "description_variants": self.description_variants,
+            "counterfactual": self.counterfactual,
             "failure_analysis": self.failures,
             "slicers": self.slicers,
         }
@@ -282,4 +288,5 @@ def analyze_ec(
         protocol,
         details,
         variants,
+        conditions,
     )

@@ -56,6 +56,7 @@ def run_benchmark(
 
     from ..spotcheck import PAPER_WORLD, make_ec
     from .analysis import analyze_ec
+    from .counterfactual import blindspot_counterfactuals
 
     out = Path(out_dir)
     (out / "ecs").mkdir(parents=True, exist_ok=True)
@@ -113,6 +114,7 @@ def run_benchmark(
                 }
             )
             analysis = analyze_ec(ec, encoder, with_slicers=with_slicers, protocol=protocol)
+            analysis.counterfactual = blindspot_counterfactuals(ec, analysis)  # beside the description score
             rec.update({"analysis_s": time.perf_counter() - t1, **analysis.summary()})
         except Exception as exc:  # noqa: BLE001 - one EC's failure is recorded, never fatal to the bench
             rec["failed"] = f"{type(exc).__name__}: {exc}"
@@ -258,6 +260,13 @@ SLICER_LABELS = {
 }
 
 
+#: The counterfactual columns (:mod:`lbee.bench.counterfactual`): key of an EC record's "counterfactual" -> label.
+COUNTERFACTUAL_METRICS = {
+    "accuracy": "counterfactual accuracy where the sentence holds (lower: it is the failure)",
+    "needed": "counterfactual share of the sentence's conditions the failure needs",
+}
+
+
 def summarize(records):
     """Rows (metric, method, mean, ci95, n) over the successful EC records, plus the bookkeeping rows."""
     ok = [r for r in records if "failed" not in r]
@@ -295,6 +304,10 @@ def summarize(records):
         for meth in methods:
             m, h, n = mean_ci([r.get("description_variants", {}).get(variant, {}).get(meth) for r in ok])
             rows.append({"metric": f"description score ({variant})", "method": meth, "mean": m, "ci95": h, "n": n})
+    for key, label in COUNTERFACTUAL_METRICS.items():  # beside the description score, never instead
+        for meth in methods if any(r.get("counterfactual") for r in ok) else ():
+            m, h, n = mean_ci([r.get("counterfactual", {}).get(meth, {}).get(key) for r in ok])
+            rows.append({"metric": label, "method": meth, "mean": m, "ci95": h, "n": n})
     fails = [f for r in ok for f in r["failure_analysis"]]
     for cat in ("not_returned", "found", "merged", "impure"):
         m, h, n = mean_ci([f[cat] for f in fails])

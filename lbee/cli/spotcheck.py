@@ -9,6 +9,7 @@ import click
 
 from ..run.limits import MAX_A, MAX_CLUSTERS, MAX_K
 from ._base import SEED, FloatRange, LbeeError, check_writable_folder, cli, fail, log, require_extra
+from ._counterfactual import echo_counterfactuals
 
 
 @cli.command()
@@ -81,6 +82,9 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
         )
     click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     _echo_named_blindspots(ec, analysis)
+    if ctx.obj["progress"]:
+        step("counterfactual check: fresh renders for each hypothesis's statement and its one-condition variants ...")
+    echo_counterfactuals(ec, analysis, random_state=seed)
     if ctx.obj["progress"]:
         step("writing the EC, the explanation and the HTML report ...")
     from ..reports.html import render_report, spotcheck_report_run

@@ -18,6 +18,14 @@ from ._classifier import (
     verify_blindspots,
 )
 from ._configuration import EC_VERSION, CorruptECError, ExperimentalConfiguration
+from ._counterfactual import (
+    N_COUNTERFACTUAL,
+    NEEDED_ACCURACY,
+    CounterfactualCheck,
+    RenderedCheck,
+    counterfactual_check,
+    one_condition_variants,
+)
 from ._ec import PAPER_WORLD, make_ec
 from ._render import COLORS, render
 from ._sentences import relevance_matrix, spotcheck_sentences
@@ -44,17 +52,23 @@ __all__ = [
     "COLORS",
     "DEFAULT_GATE",
     "EC_VERSION",
+    "N_COUNTERFACTUAL",
+    "NEEDED_ACCURACY",
     "PAPER_WORLD",
     "Blindspot",
     "CorruptECError",
+    "CounterfactualCheck",
     "DatasetDefinition",
     "ExperimentalConfiguration",
     "ImageTower",
+    "RenderedCheck",
     "SquareClassifier",
     "TextHead",
     "UnsatisfiableError",
+    "counterfactual_check",
     "domino_synthetic_predictions",
     "make_ec",
+    "one_condition_variants",
     "predict",
     "relevance_matrix",
     "render",
