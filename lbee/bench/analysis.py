@@ -66,7 +66,7 @@ class ECAnalysis:
     #: each sentence's conditions over the world's attributes (None where it has none), by sentence index
     sentence_conditions: list | None = None
     #: beside the description score, never instead: {method: {"accuracy", "needed"}} on fresh renders
-    #: (:func:`lbee.bench.counterfactual.blindspot_counterfactuals`; empty until it is run)
+    #: (`lbee.bench.counterfactual.blindspot_counterfactuals`; empty until it is run)
     counterfactual: dict = field(default_factory=dict)
 
     def summary(self):

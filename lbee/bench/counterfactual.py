@@ -1,14 +1,14 @@
 """Counterfactual verification of an analysis's statements on fresh renders of its SpotCheck world (beyond the papers).
 
-:func:`lbee.spotcheck.counterfactual_check` runs a world's model on new images where one statement holds and
-where exactly one of its conditions differs. Here it is applied to an analysis (:class:`~lbee.bench.ECAnalysis`):
+`lbee.spotcheck.counterfactual_check` runs a world's model on new images where one statement holds and
+where exactly one of its conditions differs. Here it is applied to an analysis (`ECAnalysis`):
 
-- :func:`hypothesis_checks`: each hypothesis of one describer, by its first sentence (``lbee demo``);
-- :func:`blindspot_counterfactuals`: for each describer, the first sentence of the hypothesis covering each true
+- `hypothesis_checks`: each hypothesis of one describer, by its first sentence (``lbee demo``);
+- `blindspot_counterfactuals`: for each describer, the first sentence of the hypothesis covering each true
   blindspot (the one the description score reads), summarised as the bench's counterfactual columns: the model's
   accuracy on fresh renders where that sentence holds (low: the sentence is the failure) and the share of its
   conditions the failure needs (changing one brings the accuracy to
-  :data:`~lbee.spotcheck.NEEDED_ACCURACY` or above). Both stand beside the description score, never instead of it.
+  `lbee.spotcheck.NEEDED_ACCURACY` or above). Both stand beside the description score, never instead of it.
 """
 
 from __future__ import annotations

@@ -260,7 +260,7 @@ SLICER_LABELS = {
 }
 
 
-#: The counterfactual columns (:mod:`lbee.bench.counterfactual`): key of an EC record's "counterfactual" -> label.
+#: The counterfactual columns (`lbee.bench.counterfactual`): key of an EC record's "counterfactual" -> label.
 COUNTERFACTUAL_METRICS = {
     "accuracy": "counterfactual accuracy where the sentence holds (lower: it is the failure)",
     "needed": "counterfactual share of the sentence's conditions the failure needs",

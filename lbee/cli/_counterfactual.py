@@ -8,8 +8,8 @@ import click
 def echo_counterfactuals(ec, analysis, *, method="compose", random_state=0):
     """Print, per hypothesis of ``method``, the model's accuracy where its first sentence holds and per variant.
 
-    Renders :data:`lbee.bench.counterfactual.DEMO_COUNTERFACTUAL` images per statement and per variant, seeded
-    by ``random_state`` (:func:`lbee.bench.counterfactual.hypothesis_checks`).
+    Renders `lbee.bench.counterfactual.DEMO_COUNTERFACTUAL` images per statement and per variant, seeded
+    by ``random_state`` (`lbee.bench.counterfactual.hypothesis_checks`).
     """
     from ..bench.counterfactual import DEMO_COUNTERFACTUAL, hypothesis_checks
 

@@ -1,8 +1,8 @@
 """Counterfactual verification of a failure statement in a SpotCheck world: fresh renders, the model's accuracy.
 
 A statement such as "An image with two squares but no circle, where the square is below the center" is a
-conjunction of the world's attribute conditions (:mod:`lbee.grammar`: ``{(subject, attribute): value}``). In
-the SpotCheck world, truth can be produced on demand: :func:`counterfactual_check` renders new images for which
+conjunction of the world's attribute conditions (`lbee.grammar`: ``{(subject, attribute): value}``). In
+the SpotCheck world, truth can be produced on demand: `counterfactual_check` renders new images for which
 the statement holds (every attribute it leaves open drawn as the world draws it), and, for each of its conditions,
 images that differ from it in exactly that one ("a circle" instead of "no circle"). The world's model runs on
 them; its accuracy on each tells whether the statement *is* the failure (low where it holds) and which of its
@@ -26,7 +26,7 @@ from ._world import ATTRIBUTES, META
 N_COUNTERFACTUAL = 200
 #: A condition is *needed* by the failure when the model's accuracy, that condition changed, is at least this
 #: (the failure is gone: the model is right on most images again). The same 0.5 as the blindspot gate's
-#: ``min_neighbour`` (:data:`~lbee.spotcheck.DEFAULT_GATE`), which asks it of every planted blindspot's neighbours.
+#: ``min_neighbour`` (`lbee.spotcheck.DEFAULT_GATE`), which asks it of every planted blindspot's neighbours.
 NEEDED_ACCURACY = 0.5
 #: The level below which an attribute the statement leaves open is said to part its accuracy (Fisher's exact test).
 NARROWER_ALPHA = 0.001
@@ -54,7 +54,7 @@ class RenderedCheck:
         ("no circle", "a circle"); None for the statement itself.
     narrower : tuple or None
         For the statement itself: an attribute it leaves open that parts the model's accuracy on its renders
-        (Fisher's exact test, p < :data:`NARROWER_ALPHA`; below :data:`NEEDED_ACCURACY` on one side), as
+        (Fisher's exact test, p < `NARROWER_ALPHA`; below `NEEDED_ACCURACY` on one side), as
         ``((phrase, accuracy, n), (phrase, accuracy, n))``, the value with the lower accuracy first
         (("small text", 0.02, 48), ("large text", 0.70, 52)): the statement holds more widely than the
         failure, which needs that condition too. None otherwise.
@@ -99,13 +99,13 @@ class CounterfactualCheck:
 
     @property
     def fails(self):
-        """Whether the model fails where the statement holds (accuracy below :data:`NEEDED_ACCURACY`)."""
+        """Whether the model fails where the statement holds (accuracy below `NEEDED_ACCURACY`)."""
         return bool(np.isfinite(self.holds.accuracy) and self.holds.accuracy < NEEDED_ACCURACY)
 
     def needed(self):
         """Per variant, whether the failure needs its condition (changed, the accuracy is NEEDED_ACCURACY or more).
 
-        All False when the statement is no failure (:attr:`fails`).
+        All False when the statement is no failure (`fails`).
         """
         return [self.fails and bool(np.isfinite(v.accuracy) and v.accuracy >= NEEDED_ACCURACY) for v in self.variants]
 
@@ -218,7 +218,7 @@ def _narrower(conditions, attributes, correct, grammar):
     """The open attribute whose two values part the renders' accuracy most, when significantly (Fisher, p < ALPHA).
 
     Only attributes the renders are about count: a setting's, or one of an object the conditions make present;
-    and only where the model fails on one side (accuracy below :data:`NEEDED_ACCURACY`).
+    and only where the model fails on one side (accuracy below `NEEDED_ACCURACY`).
     Returns ``(phrase, accuracy, n)`` of the value with the lower accuracy, then of the other, or None.
     """
     from scipy.stats import fisher_exact
@@ -276,7 +276,7 @@ def counterfactual_check(ec, conditions, *, statement=None, n_images=N_COUNTERFA
     random_state : int, default=0
         Seeds the renders: the same state gives the same images and accuracies.
     grammar : lbee.grammar.Grammar or str, optional
-        The grammar of the world's attributes; default :data:`WORLD_GRAMMAR`.
+        The grammar of the world's attributes; default `WORLD_GRAMMAR`.
 
     Returns
     -------
