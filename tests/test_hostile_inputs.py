@@ -1295,3 +1295,42 @@ def test_an_image_file_name_that_is_not_visible_text_is_refused_before_embedding
         discover_images(tmp_path)
     (tmp_path / name).unlink()
     assert discover_images(tmp_path).ids == ["a.png"]
+
+
+@pytest.mark.parametrize(
+    "a, b, message",
+    [
+        ("cat", "cat\u200b", r"'prob_cat\\u200b' names a class holding the character U\+200B"),
+        ("caf\u00e9", "cafe\u0301", r"columns 'prob_caf\\xe9' and 'prob_cafe\\u0301' name one class"),
+        ("a\nb", "c", r"U\+000A"),
+        ("cat\x1b]0;PWNED\x07", "dog", r"U\+001B"),
+    ],
+)
+def test_class_names_from_prob_columns_follow_the_classes_rule(tmp_path, a, b, message):
+    """Fourth sweep S1, F1: escapes in prob_<class> headers reached stderr and per_class_metrics.csv; look-alike
+    class names were two classes."""
+    from lbee.scoring.confidence import scores_from_table
+
+    path = tmp_path / "p.csv"
+    table = {"image": ["x.png", "y.png"], f"prob_{a}": [0.2, 0.7], f"prob_{b}": [0.8, 0.3]}
+    pd.DataFrame(table).to_csv(path, index=False)
+    with pytest.raises(ValueError, match=message):
+        scores_from_table(read_table(path))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_explanation_or_a_config_that_is_not_a_regular_file_is_refused_at_once(tmp_path, kind):
+    """Fourth sweep H2: /dev/zero grew to 3.4 GB and a MemoryError traceback; a FIFO blocked forever."""
+    import os
+
+    from lbee.reports.config import ConfigError, load_report_config
+    from lbee.run.pipeline import load_explanations
+
+    path = "/dev/zero"
+    if kind == "fifo":
+        path = str(tmp_path / "e.json")
+        os.mkfifo(path)
+    with pytest.raises(ValueError, match="not a regular file"):
+        load_explanations(path)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_report_config(path)

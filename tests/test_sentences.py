@@ -125,6 +125,7 @@ def test_generate_killed_leaves_one_whole_set(tmp_path, killed_lbee, step):
         ("a\u2800b\nab\n", r"U\+2800"),  # a braille cell drawn blank
         ("a\u3164b\n", r"U\+3164"),  # a Hangul filler, a letter drawn as nothing
         ("\u0301a\n", r"U\+0301"),  # a leading combining mark
+        ("a\u2065b\nab\n", r"U\+2065"),  # fourth sweep F3: unassigned (Cn), default-ignorable
     ],
 )
 def test_sentence_files_hold_visible_text_compared_as_it_reads(text, message):

@@ -176,8 +176,8 @@ _IGNORABLE = (
 
 def _breaks_a_line(c):
     """Whether ``c`` would split a sentence across lines or cells (a tab), or is invisible (a format character)."""
-    if unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cf"):  # \t \n \r \x85 U+2028 U+2029; U+200B U+202E
-        return True
+    if unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cf", "Cn"):  # \t \n \r \x85 U+2028 U+2029; U+200B U+202E
+        return True  # Cn: unassigned, drawn as nothing or a box (U+2065, an ignorable of the future)
     code = ord(c)
     return any(lo <= code <= hi for lo, hi in _IGNORABLE)
 

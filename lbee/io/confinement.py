@@ -30,6 +30,19 @@ class NotRegularFile(ValueError):
     """A path that exists but is not a regular file where one is read (a folder, a FIFO, a device)."""
 
 
+def check_regular_file(path, what):
+    """Raise `NotRegularFile` when ``path`` exists but is a folder, a FIFO, a socket or a device.
+
+    Read whole, a FIFO would block and a device (``/dev/zero``) never end; a missing path is left to the reader.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(f"{what} {str(path)!r} is {file_kind(mode)}, not a regular file.")
+
+
 def file_kind(mode):
     """What a ``st_mode`` is, in words ('a folder', 'a FIFO', ...), for messages."""
     for test, words in (

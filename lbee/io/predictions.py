@@ -127,6 +127,7 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
             )
         if len(set(names)) != len(names):
             raise ValueError(f"{table_source(table, name)} repeats a prob_<class> column; found {prob_cols}.")
+        check_class_names(names, table_source(table, name))
         out.class_names = names
         if probabilities == "logits":
             from scipy.special import softmax
@@ -256,3 +257,29 @@ def _warn_unread_columns(table, name, cols, idc, prob_cols, used):
             used["phi"],
             used["omega"],
         )
+
+
+def check_class_names(names, source):
+    """Raise unless every class name is visible text on one line and no two are said alike (NFKC, case-folded).
+
+    The rule of ``--classes`` files, for the names a ``prob_<class>`` header gives: a name is printed on the
+    terminal and written into tables, and "cat" with a zero-width space would be a second class that looks like
+    the first.
+    """
+    from ..grammar import INVISIBLE, line_break_in, said_alike
+
+    seen = {}
+    for c in names:
+        bad = line_break_in(c)
+        if bad is not None:
+            raise ValueError(
+                f"{source}: column {'prob_' + c!r} names a class holding the character U+{ord(bad):04X} "
+                f"({INVISIBLE}); expected class names of visible text."
+            )
+        if said_alike(c) in seen:
+            first = "prob_" + seen[said_alike(c)]
+            raise ValueError(
+                f"{source}: columns {ascii(first)} and {ascii('prob_' + c)} name one class "
+                "(compared NFKC-normalised and case-folded); expected distinct class names."
+            )
+        seen[said_alike(c)] = c

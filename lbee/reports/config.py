@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..io.confinement import NotRegularFile, check_regular_file
 from ..run.specs import DatasetSpec, ModelSpec
 from .config_entries import (
     DATASET_KEYS,
@@ -90,6 +91,10 @@ def load_report_config(path):
     import yaml
 
     path = Path(path)
+    try:
+        check_regular_file(path, "Config")
+    except NotRegularFile as exc:
+        raise ConfigError(str(exc)) from None
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:

@@ -134,7 +134,7 @@ def _resolve_path(value, key, base, line, path, must_exist=True):
     except OSError as exc:  # a name too long for the file system, say
         raise EntryError(f"{path}, line {line}: {key} path {shown(value)} cannot be used: {exc.strerror}.") from None
     if must_exist and not exists:
-        where = "in the data root" if data_root() is not None else f"(resolved to {p})"  # no server path shown
+        where = "in the data root" if data_root() is not None else f"(resolved to {shown(str(p))})"  # no server path
         raise EntryError(f"{path}, line {line}: {key} path {shown(value)} does not exist {where}.")
     if exists:
         mode = p.stat().st_mode

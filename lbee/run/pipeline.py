@@ -418,8 +418,9 @@ def write_outputs(result, out_dir):
 def load_explanations(path):
     """Read an ``explanation.json``: (dict of method -> Explanation, the whole payload)."""
     from ..core.explanation_payload import validate_explanation_payload
+    from ..io.confinement import check_regular_file
 
-    path = Path(path)
+    check_regular_file(path := Path(path), "Explanation file")  # /dev/zero or a FIFO would never end
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # nested 100k deep
