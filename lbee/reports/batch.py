@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io.cache import atomic_write_bytes, json_bytes
+from .browse import write_images_table
 from .config import ConfigError, load_report_config
 from .html import render_index, render_report
 from .layout import dataset_folders, image_links, model_folders
@@ -185,6 +186,7 @@ def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None):
         cache_dir=None if thumbs is None else thumbs.folder.parent,
     )
     atomic_write_bytes(out / "report.html", html.encode("utf-8"))
+    write_images_table(page, out)  # every image with its group: `lbee serve`'s browser, `lbee export spotlight`
     return rows, run.main.explanations[st.methods[0]].params["n_hard"]
 
 
