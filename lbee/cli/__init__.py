@@ -10,6 +10,7 @@ from . import (  # noqa: F401,E402
     describe,
     embed,
     evaluate,
+    export,
     report,
     rival10,
     sensitivity,
