@@ -17,6 +17,7 @@ from . import (  # noqa: F401,E402
     sentences,
     serve,
     spotcheck,  # each module registers its commands
+    submit,
     sweep,
     vqa,
 )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io.cache import atomic_write_bytes, json_bytes
+from ..progress import report
 from .browse import write_images_table
 from .config import ConfigError, load_report_config
 from .html import render_index, render_report
@@ -47,7 +48,9 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None):
     from ..run.outputs import staged_run_folder
     from ..run.pipeline import run_model, write_run
 
+    report("describing")
     run = run_model(ds, model, inputs, device=device, progress=progress)
+    report("writing the report")
     index_href = None
     if root is not None:  # the page links back to the batch's index.html (the stage has the depth of out)
         index_href = Path(os.path.relpath(Path(root) / "index.html", out)).as_posix()
@@ -282,6 +285,7 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
     ds_dir = Path(out_dir)
     reports, failures = [], []
     try:
+        report("preparing")
         inputs = load_inputs(ds, cache_dir=cache_dir, device=device, progress=progress, out_dir=ds_dir, log=log)
     except Exception as exc:  # one dataset's failure must not stop the batch
         failures.append((ds.name, f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)))

@@ -278,7 +278,8 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     Returns
     -------
     dict
-        ``rows`` (list of dict, with ``index``: the row of ``table``), ``page``, ``n_pages``, ``n``, ``sentence``.
+        ``rows`` (list of dict, with ``index``: the row of ``table``), ``page``, ``n_pages``, ``n`` (images in the
+        group), ``first`` (the 1-based rank of the page's first image) and ``sentence``.
 
     Raises
     ------
@@ -298,7 +299,14 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
         raise ValueError(f"`page` is {page!r}; group {group} has pages 1 to {n_pages}.")
     chunk = members.iloc[(page - 1) * page_size : page * page_size]
     rows = [{"index": int(i), **{k: _plain(v) for k, v in r.items()}} for i, r in chunk.iterrows()]
-    return {"rows": rows, "page": page, "n_pages": n_pages, "n": len(members), "sentence": members["sentence"].iloc[0]}
+    return {
+        "rows": rows,
+        "page": page,
+        "n_pages": n_pages,
+        "n": len(members),
+        "first": (page - 1) * page_size + 1,
+        "sentence": members["sentence"].iloc[0],
+    }
 
 
 def _plain(v):
