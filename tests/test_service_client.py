@@ -68,3 +68,13 @@ def test_progress_line():
     assert describe_progress({"status": "done", "phase": "done", "fraction": None, "progress": "done in 3.1 s"}) == (
         "done · done in 3.1 s"
     )
+
+
+def test_the_service_uses_the_clis_embedding_cache_by_default(tmp_path, monkeypatch):
+    """One content-addressed cache on one machine: a job reuses what `lbee describe` embedded, and back."""
+    from lbee.io.cache import default_cache_dir
+    from lbee.service import ServiceSettings
+
+    monkeypatch.setenv("LBEE_CACHE_DIR", str(tmp_path / "shared"))
+    assert ServiceSettings(root=tmp_path, output=tmp_path / "out").cache_dir == default_cache_dir().resolve()
+    assert ServiceSettings(root=tmp_path, cache_dir=tmp_path / "own").cache_dir == (tmp_path / "own").resolve()

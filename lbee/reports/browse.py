@@ -26,9 +26,10 @@ BROWSE_SORTS = {
     "-confidence": "confidence φ, highest first",
     "name": "image name",
 }
-#: Most thumbnails one report inlines for its browsers (each image once, about 3 kB each): beyond, the rows are
-#: still listed, without a picture (``lbee serve`` and Spotlight show every image from the stored files).
-BROWSE_MAX_INLINE = 5000
+#: Most thumbnails one report inlines for its browsers (each image once, 1 to 4 kB each), so the page stays a few
+#: MB whatever the dataset: beyond, the rows are still listed, without a picture (``lbee serve`` and Spotlight show
+#: every image from the stored files).
+BROWSE_MAX_INLINE = 2000
 #: The per-image table written beside ``report.html``.
 IMAGES_TABLE = "images.parquet"
 #: Its columns, in order (``label`` / ``prediction`` empty without labels, ``holds`` empty without Γ).
@@ -112,11 +113,13 @@ def browse_view(run, idx, sentence, anchor, short):
     }
 
 
-def browse_thumbs(run, sections, thumbs, limit=BROWSE_MAX_INLINE):
+def browse_thumbs(run, sections, thumbs, limit=None):
     """Thumbnails of the images the page's browsers list, each once: JSON ``{index: data URI}``.
 
-    Images are taken group by group, in the order the page shows them, up to ``limit``.
+    Images are taken group by group, in the order the page shows them, up to ``limit`` (default
+    :data:`BROWSE_MAX_INLINE`).
     """
+    limit = BROWSE_MAX_INLINE if limit is None else limit
     out = {}
     if run.thumbnail_sources is None or thumbs is None:
         return "{}"
