@@ -198,12 +198,13 @@ class Client:
         -------
         list of pathlib.Path
         """
+        from ..io.cache import atomic_write_bytes
+
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         paths = []
         for name, endpoint in RESULT_FILES.items():
             data = self._request("GET", f"/v1/jobs/{job_id}/{endpoint}{_model(model)}", raw=True)
-            (out / name).write_bytes(data)
+            atomic_write_bytes(out / name, data)  # a file is whole or absent, never half-written
             paths.append(out / name)
         return paths
 
