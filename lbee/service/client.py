@@ -1,7 +1,7 @@
 """A Python client of ``lbee serve``: submit a job, poll its progress, fetch its results.
 
-Only the standard library (``urllib``): ``pip install lbee`` is enough to talk
-to a server.
+HTTP through the standard library (``urllib``), no server library: ``pip install
+lbee`` is enough to talk to a server.
 
 >>> from lbee.service.client import Client                      # doctest: +SKIP
 >>> c = Client("http://127.0.0.1:8000", token="lbee_...")        # doctest: +SKIP
