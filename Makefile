@@ -16,7 +16,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
-install: $(STAMP)
+# Renumics Spotlight (pyproject's `spotlight` extra) pins pandas < 3, so it gets a venv of its own: the Spotlight
+# browser test (tests/test_spotlight.py) starts its server from there on a file `lbee export spotlight` wrote.
+SPOTLIGHT_VENV := .venv-spotlight
+SPOTLIGHT_STAMP := $(SPOTLIGHT_VENV)/.installed
+SPOTLIGHT_REQ := renumics-spotlight>=1.6
+
+$(SPOTLIGHT_STAMP): pyproject.toml
+	test -x $(SPOTLIGHT_VENV)/bin/python || $(PYTHON) -m venv $(SPOTLIGHT_VENV)
+	$(SPOTLIGHT_VENV)/bin/python -m pip install -q "$(SPOTLIGHT_REQ)"
+	touch $(SPOTLIGHT_STAMP)
+
+install: $(STAMP) $(SPOTLIGHT_STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/lbee demo --out lbee_out/demo
@@ -46,7 +57,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: $(STAMP) lint browser docs
+test: $(STAMP) $(SPOTLIGHT_STAMP) lint browser docs
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q tests
 
 # Build the wheel, install it into a fresh venv (torch pins first) and run `lbee demo` outside the tree.
@@ -60,4 +71,4 @@ bench-serve: $(STAMP)
 	$(PY) benchmarks/bench_serve.py
 
 clean:
-	rm -rf $(VENV) lbee_out build dist site *.egg-info
+	rm -rf $(VENV) $(SPOTLIGHT_VENV) lbee_out build dist site *.egg-info

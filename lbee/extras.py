@@ -21,6 +21,7 @@ EXTRAS = {
     "html": ("the HTML report's charts (the Vega JavaScript, inlined from vl-convert-python)", ("vl_convert",)),
     "vqa": ("the VQA backends' models (transformers)", ("transformers",)),
     "ray": ("the Ray engine", ("ray",)),
+    "spotlight": ("Renumics Spotlight, to browse a run's images", ("renumics",)),
     "serve": (
         "the service (FastAPI, uvicorn, SQLAlchemy, Alembic, the PostgreSQL driver)",
         (
@@ -36,6 +37,10 @@ EXTRAS = {
         ),
     ),
 }
+
+#: Extras outside ``all`` / ``dev``, which ``make install`` puts into a virtual environment of their own
+#: (``.venv-<extra>``): renumics-spotlight pins pandas < 3, and lbee is developed and tested with pandas 3.
+SEPARATE_EXTRAS = ("spotlight",)
 
 
 class MissingExtraError(ImportError):

@@ -20,7 +20,16 @@ SOURCES = ("lbee", "vqa")
 #: layer or of a layer above it in this list. A new package (or top-level module of lbee) is added here.
 LAYERS = (
     # helpers
-    ("lbee._version", "lbee.typing", "lbee._validation", "lbee._blas", "lbee._yaml", "lbee.extras", "lbee.ray_pool"),
+    (
+        "lbee._version",
+        "lbee.typing",
+        "lbee._validation",
+        "lbee._blas",
+        "lbee._yaml",
+        "lbee.extras",
+        "lbee.ray_pool",
+        "lbee.progress",
+    ),
     ("lbee.grammar",),
     ("lbee.io",),
     ("lbee.scoring",),

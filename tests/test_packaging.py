@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from lbee.cli import cli
-from lbee.extras import EXTRAS, MissingExtraError
+from lbee.extras import EXTRAS, SEPARATE_EXTRAS, MissingExtraError
 
 ROOT = Path(__file__).resolve().parents[1]
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
@@ -98,11 +98,19 @@ def test_extras_match_lbee_extras_and_keep_the_core_lean():
         d.split(">")[0].split("=")[0].strip().lower().replace("_", "-") for d in PYPROJECT["project"]["dependencies"]
     }
     for extra, (_, modules) in EXTRAS.items():
+        if extra in SEPARATE_EXTRAS:  # installed by make into .venv-<extra>, with the requirement pyproject names
+            (req,) = PYPROJECT["project"]["optional-dependencies"][extra]
+            assert f"{extra.upper()}_REQ := {req}\n" in (ROOT / "Makefile").read_text()
+            assert (
+                not _requirements(extra) & _requirements("all")
+                and f".venv-{extra}\n" in (ROOT / ".gitignore").read_text()
+            )
+            continue
         names = {d.lower().replace("_", "-") for m in modules for d in dists.get(m, [])}
         assert names, f"no installed distribution provides {modules} (make test installs every extra)"
         assert names <= _requirements(extra), (extra, names)
         assert not names & core, f"the core depends on {names & core}, which the {extra!r} extra is for"
-    everything = set().union(*(_requirements(e) for e in EXTRAS))
+    everything = set().union(*(_requirements(e) for e in EXTRAS if e not in SEPARATE_EXTRAS))
     assert _requirements("all") == everything and everything <= _requirements("dev")
     assert not any("<" in d for d in PYPROJECT["project"]["dependencies"])  # floors only: installs beside newer
     assert '-e ".[dev]"' in (ROOT / "Makefile").read_text()

@@ -217,8 +217,14 @@ def test_config_errors_name_key_and_line(tmp_path, image_dataset):
     assert r.exit_code == 2 and "outptu" in r.output
 
 
-def test_report_of_a_large_dataset_stays_small(tmp_path):
-    """20,000 images: only shown images get thumbnails; the page size does not grow with n."""
+def test_report_of_a_large_dataset_stays_small(tmp_path, monkeypatch):
+    """20,000 images: only shown images get thumbnails (the strips, and the group browsers' up to
+    BROWSE_MAX_INLINE); the page size does not grow with n."""
+    import re
+
+    import lbee.reports.browse as browse
+
+    monkeypatch.setattr(browse, "BROWSE_MAX_INLINE", 100)
     from lbee import explain_methods
     from lbee.reports.html import ReportRun, render_report
     from lbee.reports.thumbnails import ThumbnailCache
@@ -245,7 +251,14 @@ def test_report_of_a_large_dataset_stays_small(tmp_path):
     )
     thumbs = ThumbnailCache(tmp_path)
     html = render_report(run, thumbs=thumbs)
-    assert thumbs.n_generated + thumbs.n_cached <= 5 * 12
+    assert thumbs.n_generated + thumbs.n_cached <= 5 * 12 + 100
+    inlined = json.loads(re.search(r'id="browse-thumbs">(.*?)</script>', html).group(1))
+    listed = [
+        json.loads(m)
+        for m in re.findall(r'<script type="application/json" id="browse-[^"]+-rows">(.*?)</script>', html)
+    ]
+    n_hard = sum(len(c.indices) for c in exps["tops"].hard_clusters)
+    assert len(inlined) == 100 and sum(map(len, listed)) == n_hard > 100  # every image listed, 100 with a picture
     # The inlined Vega libraries are a fixed cost; the map draws at most 5,000 points whatever n is.
     from lbee.reports.vega import vega_bundle
 

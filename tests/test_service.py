@@ -821,3 +821,87 @@ def test_a_jobs_warnings_reach_its_log(service, data_root):
     warned = [line for line in st["log"] if line.startswith("warning:")]
     assert any("match no" in line for line in warned), st["log"]
     assert not any(str(root) in line for line in warned)  # paths as job errors show them
+
+
+def test_a_job_shows_its_phase_while_it_runs(service, monkeypatch):
+    """The job's row says which step it is in (lbee.progress.PHASES) as it runs, then its final status."""
+    from lbee.progress import PHASES
+
+    client, app, settings = service
+    db, phases = app.state.db, []
+    renew = db.renew
+
+    def spy(job_id, owner, **values):
+        if "phase" in values:
+            phases.append(values["phase"])
+            assert values["progress"].startswith(values["phase"])
+        return renew(job_id, owner, **values)
+
+    monkeypatch.setattr(db, "renew", spy)
+    job = client.post("/v1/jobs", json=entry(name="phased"), headers=client.auth_headers["submit"]).json()
+    assert job["phase"] == "queued" and job["fraction"] is None
+    while run_next_job(db, settings) is not None:
+        pass
+    st = client.get(f"/v1/jobs/{job['id']}", headers=client.auth_headers["read"]).json()
+    assert st["status"] == st["phase"] == "done", st
+    assert phases[0] == "preparing" and {"describing", "writing the report"} <= set(phases) <= set(PHASES)
+    assert phases.index("describing") < phases.index("writing the report")
+
+
+def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(service, data_root):
+    """lbee serve's browser: a hard group's pages (JSON and HTML) list each of its images once, sortable by
+    confidence, with thumbnails made from the stored image files."""
+    from PIL import Image
+
+    from lbee.reports.browse import BROWSE_PAGE_SIZE
+
+    client, app, settings = service
+    root, _ = data_root
+    (root / "br").mkdir()
+    for name in ("img.npy", "sen.npy", "sents.txt", "rel.npy", "good.csv"):
+        (root / "br" / name).write_bytes((root / "ds" / name).read_bytes())
+    for i in range(24):
+        Image.new("RGB", (20, 16), (10 * i, 0, 0)).save(root / "br" / f"img_{i:02d}.png")
+    e = entry(
+        name="browse",
+        images="br",
+        image_embeddings="br/img.npy",
+        sentence_embeddings="br/sen.npy",
+        sentences="br/sents.txt",
+        relevance={"ground_truth": "br/rel.npy"},
+        predictions="br/good.csv",
+    )
+    read = client.auth_headers["read"]
+    client.post("/v1/jobs", json=e, headers=client.auth_headers["submit"])
+    while run_next_job(app.state.db, settings) is not None:
+        pass
+    run = client.get("/v1/runs?dataset=browse", headers=read).json()[0]
+    groups = {}
+    for g in range(2):
+        first = client.get(f"/v1/runs/{run['id']}/groups/{g}/images?sort=-confidence", headers=read).json()
+        rows = [
+            r
+            for p in range(1, first["n_pages"] + 1)
+            for r in client.get(
+                f"/v1/runs/{run['id']}/groups/{g}/images?page={p}&sort=-confidence", headers=read
+            ).json()["rows"]
+        ]
+        assert len(rows) == first["n"] == len({r["image"] for r in rows}) > 0
+        assert [r["confidence"] for r in rows] == sorted((r["confidence"] for r in rows), reverse=True)
+        assert all(r["split"] == "hard" and r["group"] == g and r["label"] is not None for r in rows)
+        groups[g] = rows
+    assert sum(len(v) for v in groups.values()) == run["n_hard"]
+    thumb = client.get(groups[0][0]["thumbnail"], headers=read)
+    assert (
+        thumb.status_code == 200 and thumb.headers["content-type"] == "image/jpeg" and thumb.content[:2] == b"\xff\xd8"
+    )
+    page = client.get(f"/runs/{run['id']}/groups/0", headers=read)
+    assert page.status_code == 200 and page.text.count('loading="lazy"') == min(len(groups[0]), BROWSE_PAGE_SIZE)
+    assert f"of {len(groups[0])}" in page.text and "page 1 of 1" in page.text and "→" in page.text
+    assert client.get(f"/runs/{run['id']}/groups/0").status_code in (303, 200)  # no token: the login form
+    assert client.get(f"/v1/runs/{run['id']}/groups/9/images", headers=read).status_code == 404
+    bad = client.get(f"/v1/runs/{run['id']}/groups/0/images?sort=size", headers=read)
+    assert bad.status_code == 422 and "expected one of confidence" in bad.text
+    assert client.get(f"/v1/runs/{run['id']}/images/999/thumbnail", headers=read).status_code == 404
+    assert client.get(f"/v1/runs/{run['id']}/groups/0/images").status_code == 401
+    assert 'class="browse-link"' in client.get("/", headers=read).text

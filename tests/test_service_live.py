@@ -188,3 +188,53 @@ def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
     assert "done" in state["jobs"] and "demo" in state["jobs"]
     assert errors == [], errors
     assert "demo" in report_title and "EC classifier" in report_title
+
+
+def test_submit_runs_a_job_end_to_end(live_server, demo_job, tmp_path):
+    """`lbee submit` (lbee.service.client) submits an entry, follows its phases to the end and fetches the results;
+    the client reads the same job back."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+    from lbee.service.client import Client, JobFailed
+
+    base, submit, read, tmp = live_server
+    (tmp_path / "demo.yaml").write_text("name: demo\nspotcheck: {seed: 0}\n")
+    r = CliRunner().invoke(
+        cli,
+        ["submit", str(tmp_path / "demo.yaml"), "--url", base, "--token", submit, "--out", str(tmp_path / "res")],
+        obj={},
+    )
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    job_id = lines[0].split()[1]
+    assert lines[0].endswith(f"{base}/v1/jobs/{job_id}") and "queued" in lines[0]
+    assert any("running · describing" in ln for ln in lines), lines  # the phases, as they came
+    assert any(ln.split("] ", 1)[-1].startswith("done") for ln in lines)
+    for name in ("report.html", "explanation.json", "metrics.json"):
+        assert f"Wrote {tmp_path / 'res' / name}" in r.output and (tmp_path / "res" / name).stat().st_size > 100
+    assert "Browse all" in (tmp_path / "res" / "report.html").read_text()
+    c = Client(base, read)
+    job = c.job(job_id)
+    assert job["status"] == job["phase"] == "done" and job_id != demo_job[0]
+    assert c.explanation(job_id)["sentence_set"] and c.metrics(job_id)["metrics"]
+    # a job that fails (CLIP weights not cached, offline) ends the wait with its reason, whose advice names the
+    # entry's `encoder:` key, not the CLI's --encoder
+    from PIL import Image
+
+    (tmp / "root" / "mini").mkdir()
+    for i in range(4):
+        Image.new("RGB", (16, 16), (60 * i, 0, 0)).save(tmp / "root" / "mini" / f"{i}.png")
+    (tmp / "root" / "mini" / "p.csv").write_text(
+        "path,label,prob_a,prob_b\n" + "".join(f"{i}.png,0,0.9,0.1\n" for i in range(4))
+    )
+    entry = {
+        "name": "mini",
+        "images": "mini",
+        "predictions": "mini/p.csv",
+        "encoder": "open_clip:ViT-B-32@laion2b_s34b_b79k",
+    }
+    with pytest.raises(JobFailed, match="failed") as failed:
+        Client(base, submit).run(entry, poll=0.2, timeout=300)
+    error = failed.value.job["error"]
+    assert "encoder: 'open_clip:ViT-B-32@" in error and "--encoder" not in error, error

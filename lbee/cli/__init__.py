@@ -10,12 +10,14 @@ from . import (  # noqa: F401,E402
     describe,
     embed,
     evaluate,
+    export,
     report,
     rival10,
     sensitivity,
     sentences,
     serve,
     spotcheck,  # each module registers its commands
+    submit,
     sweep,
     vqa,
 )

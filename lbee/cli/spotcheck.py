@@ -87,6 +87,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     echo_counterfactuals(ec, analysis, random_state=seed)
     if ctx.obj["progress"]:
         step("writing the EC, the explanation and the HTML report ...")
+    from ..reports.browse import write_images_table
     from ..reports.html import render_report, spotcheck_report_run
     from ..reports.thumbnails import ThumbnailCache
     from ..run.outputs import staged_run_folder
@@ -98,11 +99,10 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
         write_outputs(result, stage)
         atomic_write_bytes(stage / "report.md", render_markdown(result, metrics=analysis.scores).encode())
         _write_demo_inputs(stage / "inputs", analysis)
-        html = render_report(
-            spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world {seed}"),
-            thumbs=ThumbnailCache(ctx.obj["cache_dir"]),
-        )
+        page = spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world {seed}")
+        html = render_report(page, thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
         atomic_write_bytes(stage / "report.html", html.encode("utf-8"))
+        write_images_table(page, stage)  # every image with its group, for `lbee serve` and `lbee export spotlight`
     click.echo(
         f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
         f"in {out}/inputs and the EC in {ec_dir} ({time.perf_counter() - t0:.0f} s)."

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..io.cache import EmbeddingCache, file_sha256
+from ..progress import report
 from ..scoring.batches import ImageDataset, collate_images
 
 # Shards are flushed at least this often, so an interrupted run loses little.
@@ -86,6 +87,7 @@ def embed_images(
     failures = {}
     hashes = [None] * len(paths)
     for i, p in enumerate(tqdm(paths, desc="hashing", disable=not progress, leave=False)):
+        report("hashing images", i, len(paths))
         try:
             hashes[i] = file_sha256(p)
         except OSError as exc:
@@ -121,6 +123,7 @@ def embed_images(
             collate_fn=collate_images,
         )
         bar = tqdm(total=len(todo), desc="embedding images", unit="img", disable=not progress)
+        report("embedding images", 0, len(todo))
         try:
             for local_ids, batch, bad in loader:
                 for j, reason in bad:
@@ -137,6 +140,7 @@ def embed_images(
                     if len(pending_h) >= FLUSH_EVERY:
                         flush()
                 bar.update(len(local_ids) + len(bad))
+                report("embedding images", bar.n, len(todo))
         finally:
             flush()  # keep what was computed, even on interruption
             bar.close()
@@ -329,6 +333,7 @@ def embed_images_ray(
 def embed_sentences(encoder, sentences, *, cache_dir=None, use_cache=True):
     """Unit float32 sentence embeddings of shape (N, d), cached per sentence list and encoder."""
     sentences = list(sentences)
+    report("embedding sentences", 0, len(sentences))
     cache = EmbeddingCache(encoder.identity(), cache_dir) if use_cache else None
     if cache is not None:
         hit = cache.get_sentences(sentences)

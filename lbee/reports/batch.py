@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io.cache import atomic_write_bytes, json_bytes
+from ..progress import report
+from .browse import write_images_table
 from .config import ConfigError, load_report_config
 from .html import render_index, render_report
 from .layout import dataset_folders, image_links, model_folders
@@ -46,7 +48,9 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None):
     from ..run.outputs import staged_run_folder
     from ..run.pipeline import run_model, write_run
 
+    report("describing")
     run = run_model(ds, model, inputs, device=device, progress=progress)
+    report("writing the report")
     index_href = None
     if root is not None:  # the page links back to the batch's index.html (the stage has the depth of out)
         index_href = Path(os.path.relpath(Path(root) / "index.html", out)).as_posix()
@@ -185,6 +189,7 @@ def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None):
         cache_dir=None if thumbs is None else thumbs.folder.parent,
     )
     atomic_write_bytes(out / "report.html", html.encode("utf-8"))
+    write_images_table(page, out)  # every image with its group: `lbee serve`'s browser, `lbee export spotlight`
     return rows, run.main.explanations[st.methods[0]].params["n_hard"]
 
 
@@ -280,6 +285,7 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
     ds_dir = Path(out_dir)
     reports, failures = [], []
     try:
+        report("preparing")
         inputs = load_inputs(ds, cache_dir=cache_dir, device=device, progress=progress, out_dir=ds_dir, log=log)
     except Exception as exc:  # one dataset's failure must not stop the batch
         failures.append((ds.name, f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)))

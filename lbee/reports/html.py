@@ -23,6 +23,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.evaluation import failure_sentences
+from .browse import browse_thumbs
 from .page import (
     METRIC_NAMES,
     ReportRun,
@@ -166,6 +167,7 @@ def render_report(
         }
         for s, exps in run.explanations.items()
     ]
+    browse_thumbs_json = browse_thumbs(run, sections, thumbs)
     coords, plane_label = plane_coords(run, slicer_objects)
     plane = plane_points = None
     if coords is not None:
@@ -214,6 +216,7 @@ def render_report(
             anchors=anchors,
             primary=primary,
             phi_help=PHI_HELP,
+            browse_thumbs=browse_thumbs_json,
             vega_js=vega_bundle(cache_dir) if (chart or plane or sections) else None,
         )
     )

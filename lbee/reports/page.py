@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.evaluation import failure_sentences, score_explanation
+from .browse import browse_view
 
 METRIC_NAMES = ("ACR", "AHR", "TPR", "JI")
 
@@ -293,6 +294,10 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
             view["csv"] = members_csv_uri(run, idx, short)
             view["csv_name"] = f"{anchor}_group_{i}.csv"
             view["blindspot"] = _blindspot_cover(run, idx)
+            top = next(
+                (int(m.hard_clusters[i].sentences[0]) for m in exps.values() if len(m.hard_clusters[i].sentences)), None
+            )
+            view["member_order"], view["browse"] = order.tolist(), browse_view(run, order, top, view["anchor"], short)
         view["risk"] = _risk(view)
         views.append(view)
     if extras:

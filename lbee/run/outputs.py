@@ -24,6 +24,8 @@ from ..io.staging import recover_leftovers, staged_entries
 RUN_ENTRIES = (
     "explanation.json",
     "assignments.parquet",
+    "images.parquet",
+    "spotlight.parquet",
     "report.md",
     "report.html",
     "per_class.json",

@@ -198,6 +198,7 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
     """
     from .._version import __version__
     from . import jobs as jobs_mod
+    from .browse import add_browse_routes
     from .db import Database
     from .pages import add_pages
     from .routes import add_api_routes
@@ -263,4 +264,5 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
 
     add_api_routes(app, ctx)
     add_pages(app, ctx)
+    add_browse_routes(app, ctx)
     return app

@@ -75,6 +75,8 @@ class Job(Base):
     folder = Column(Text, nullable=False)  # the job's folder, relative to the service output (an attempt's below)
     status = Column(String(16), nullable=False, default="queued", index=True)
     progress = Column(Text, nullable=False, default="")
+    phase = Column(String(40), nullable=True)  # lbee.progress.PHASES while running, then the final status
+    fraction = Column(Float, nullable=True)  # how far into the phase (0 to 1), when it counts
     log = Column(Text, nullable=False, default="")
     error = Column(Text, nullable=True)
     failures = Column(Text, nullable=False, default="[]")  # JSON list of [label, message]

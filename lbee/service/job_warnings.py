@@ -4,6 +4,30 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
+
+_FLAG_AND_KEY = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*) / ([a-z_]+:)")  # "--tau / tau:": the key is there
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)(?:=| (?=[^\s(]))?")
+
+
+def entry_advice(text):
+    """``text`` with each CLI flag that is also a key of a job's entry named as that key (``encoder: X``).
+
+    lbee's messages give a CLI user the flag to use; a job is configured by its entry's keys
+    (:data:`lbee.reports.config_entries.DATASET_KEYS`), so its error and warnings name those. Other flags stay.
+    """
+    from ..reports.config_entries import DATASET_KEYS
+
+    def key(m):
+        name = m.group(1).replace("-", "_")
+        if name not in DATASET_KEYS or m.string[max(0, m.start() - 4) : m.start()] == "CLI ":
+            return m.group(0)  # not a key, or named as the CLI's beside the key already
+        return f"`{name}:`" if m.group(0) == f"--{m.group(1)}" else f"{name}: "  # a flag with a value: key: value
+
+    text = _FLAG_AND_KEY.sub(
+        lambda m: m.group(2) if m.group(1).replace("-", "_") == m.group(2)[:-1] else m.group(0), text
+    )
+    return _FLAG.sub(key, text)
 
 
 @contextlib.contextmanager
@@ -19,7 +43,7 @@ def job_warnings(lines, settings):
 
     class ToLog(logging.Handler):
         def emit(self, record):
-            lines.append("warning: " + redact_paths(record.getMessage(), settings))
+            lines.append("warning: " + entry_advice(redact_paths(record.getMessage(), settings)))
 
     handler = ToLog(level=logging.WARNING)
     lbee_logger = logging.getLogger("lbee")
@@ -27,7 +51,7 @@ def job_warnings(lines, settings):
     shown = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
-        lines.append("warning: " + redact_paths(str(message), settings))
+        lines.append("warning: " + entry_advice(redact_paths(str(message), settings)))
         shown(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show

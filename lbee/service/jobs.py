@@ -325,9 +325,11 @@ def run_job(db, settings, job_id, *, owner, attempt):
         The job's final status as recorded, or ``'lost'`` when the lease was lost (nothing recorded).
     """
     from ..io.confinement import confined_to
+    from ..progress import listening
     from ..reports.batch import run_dataset
     from .db import Job, LeaseLost
-    from .job_warnings import job_warnings
+    from .job_progress import job_listener
+    from .job_warnings import entry_advice, job_warnings
     from .paths import redact_paths
 
     with db.session() as s:
@@ -339,7 +341,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
         return None if text is None else redact_paths(text, settings)
 
     def record(status, **values):
-        values = {k: private(v) if k in ("error", "progress") else v for k, v in values.items()}
+        values = {"phase": status, **{k: private(v) if k in ("error", "progress") else v for k, v in values.items()}}
         done = db.finish(job_id, owner, status, log="\n".join(lines[-LOG_LINES:]), **values)
         return status if done else "lost"
 
@@ -359,15 +361,17 @@ def run_job(db, settings, job_id, *, owner, attempt):
 
     with _Heartbeat(db, job_id, owner, lease) as beat:
 
+        def beat_with(**values):  # a heartbeat that writes values: a cancel or a lost lease stops the job here
+            if beat.lost:
+                raise LeaseLost(job_id)
+            if db.renew(job_id, owner, lease_seconds=lease, **values) or beat.cancel:
+                raise JobCancelled()
+
         def log(msg):
             msg = private(str(msg))
             lines.extend(msg.splitlines() or [""])
             del lines[:-LOG_LINES]
-            if beat.lost:
-                raise LeaseLost(job_id)
-            cancel = db.renew(job_id, owner, lease_seconds=lease, progress=msg.strip()[:500], log="\n".join(lines))
-            if cancel or beat.cancel:
-                raise JobCancelled()
+            beat_with(progress=msg.strip()[:500], log="\n".join(lines))
 
         t0 = time.perf_counter()
         try:
@@ -378,7 +382,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
                 reused = _seed_world(settings, job, attempt, out)
                 if reused:
                     log(reused)
-                with confined_to(settings.root), job_warnings(lines, settings):  # paths stay inside the root
+                with confined_to(settings.root), job_warnings(lines, settings), listening(job_listener(beat_with)):
                     reports, failures = run_dataset(
                         ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log
                     )
@@ -391,7 +395,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
             return "lost"
         except Exception as exc:  # the job fails, the worker goes on
             logger.debug("job %s failed:\n%s", job_id, traceback.format_exc())
-            msg = private(str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}")
+            msg = entry_advice(private(str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"))
             lines.append(f"failed: {msg}")
             return record("failed", error=msg)
     seconds = time.perf_counter() - t0
@@ -407,7 +411,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
         }
         for rep in reports
     ]
-    failures = [(label, private(msg)) for label, msg in failures]
+    failures = [(label, entry_advice(private(msg))) for label, msg in failures]
     status = "done" if reports else "failed"
     error = "; ".join(f"{label}: {msg}" for label, msg in failures) or None
     result = record(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from ..io.cache import default_cache_dir
+
 #: Default body limit of ``POST /v1/explain`` (a 2k × 512 float32 upload is 4 MB; as JSON about 20 MB).
 DEFAULT_MAX_UPLOAD = 64 * 2**20
 #: Body limit of ``POST /v1/jobs`` (a config entry).
@@ -39,7 +41,9 @@ class ServiceSettings:
     db_url : str, optional
         SQLAlchemy URL; default ``sqlite:///<output>/lbee.db``. PostgreSQL works the same.
     cache_dir : path-like, optional
-        Embedding and thumbnail cache shared by the jobs; default ``<output>/cache``.
+        Embedding and thumbnail cache shared by the jobs; default the CLI's (``$LBEE_CACHE_DIR``, else
+        ``~/.cache/lbee``): embeddings are keyed by the encoder and each image's content, so a job reuses what
+        ``lbee describe`` or ``lbee embed`` embedded on this machine, and the CLI what a job did.
     workers : int, default=1
         Job worker processes (0: jobs stay queued, for API tests).
     max_upload_bytes : int, default=64 MiB
@@ -84,7 +88,8 @@ class ServiceSettings:
         self.output = Path(self.output).expanduser().resolve()
         if self.db_url is None:
             self.db_url = f"sqlite:///{self.output / 'lbee.db'}"
-        self.cache_dir = Path(self.cache_dir).expanduser().resolve() if self.cache_dir else self.output / "cache"
+        # the CLI's cache by default: content-addressed, so a job reuses what `lbee describe` embedded, and back
+        self.cache_dir = Path(self.cache_dir or default_cache_dir()).expanduser().resolve()
         for name, low in (("workers", 0), ("explain_workers", 1), ("explain_queue", 0), ("max_attempts", 1)):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):

@@ -46,6 +46,8 @@ def job_dict(job, runs=()):
         "name": job.name,
         "status": job.status,
         "progress": job.progress,
+        "phase": job.phase or job.status,
+        "fraction": job.fraction,
         "error": job.error,
         "failures": [{"run": label, "error": msg} for label, msg in json.loads(job.failures or "[]")],
         "attempts": job.attempts,

@@ -1,0 +1,48 @@
+"""``lbee export``: a stored run in another tool (``lbee export spotlight RUN_DIR``)."""
+
+from __future__ import annotations
+
+import shlex
+
+import click
+
+from ._base import LbeeError, cli, require_extra
+
+
+@cli.group()
+def export():
+    """Open a run's images in another tool."""
+
+
+@export.command("spotlight")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The parquet file to write [default: RUN_DIR/spotlight.parquet].",
+)
+@click.option(
+    "--open",
+    "open_",
+    is_flag=True,
+    help='Start Renumics Spotlight on it now, in this Python (pip install "lbee[spotlight]").',
+)
+def spotlight(run_dir, out, open_):
+    """A run in Renumics Spotlight: one row per image with its hypothesis, sentence, hard / easy and confidence.
+
+    RUN_DIR is the output folder of `lbee describe --out`, `lbee demo` or one model of `lbee report`. Writes a
+    parquet file (image path, image id, hypothesis, sentence, split, confidence, performance, label, prediction,
+    holds) and prints the `spotlight` command that opens it.
+    """
+    from ..reports.spotlight import export_spotlight, open_in_spotlight, spotlight_command
+
+    if open_:
+        require_extra("spotlight", needed_for="lbee export spotlight --open")
+    try:
+        path = export_spotlight(run_dir, out)
+    except OSError as exc:
+        raise LbeeError(f"Cannot write {out or run_dir!r}: {exc.strerror or exc}.") from None
+    click.echo(f"Wrote {path}. Open it in Spotlight with:\n  {shlex.join(spotlight_command(path))}")
+    if open_:
+        open_in_spotlight(path)

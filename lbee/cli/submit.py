@@ -1,0 +1,51 @@
+"""``lbee submit``: a job to a ``lbee serve``, its progress as it runs, and its results."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from ._base import LbeeError, cli
+
+
+@cli.command()
+@click.argument("entry", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--url", envvar="LBEE_URL", default=None, help="The server [env LBEE_URL; default http://127.0.0.1:8000]."
+)
+@click.option("--token", envvar="LBEE_TOKEN", default=None, help="An API token of submit scope [env LBEE_TOKEN].")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write the finished job's report.html, explanation.json and metrics.json here.",
+)
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Follow the job until it ends.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None, help="Stop following after this many seconds.")
+def submit(entry, url, token, out, wait, timeout):
+    """Submit ENTRY (one dataset entry of a `lbee report` config, YAML or JSON) to `lbee serve` as a job.
+
+    Prints the job's phase and progress (embedding, describing, ...) until it ends, then fetches its results
+    into --out. Paths in the entry are relative to the server's --root; the encoder is the entry's `encoder:`.
+    """
+    from ..service.client import Client, JobFailed, ServiceError, describe_progress
+
+    client = Client(url, token)
+    try:
+        job = client.submit(entry)
+        click.echo(
+            f"job {job['id']} {'(an identical job, already queued or running) ' if job.get('reused') else ''}"
+            f"{job['status']}: {client.url}/v1/jobs/{job['id']}"
+        )
+        if not wait:
+            return
+        t0 = time.monotonic()
+        job = client.wait(job["id"], timeout=timeout, on_progress=lambda j: click.echo(describe_progress(j, t0)))
+        if out:
+            for path in client.fetch(job["id"], out):
+                click.echo(f"Wrote {path}")
+    except JobFailed as exc:
+        raise LbeeError(str(exc)) from None
+    except (ServiceError, TimeoutError) as exc:
+        raise LbeeError(str(exc)) from None

@@ -1,0 +1,321 @@
+"""Every image of a hypothesis, page by page: the rows the report's browser, ``lbee serve`` and Spotlight share.
+
+A hard group is shown in the report as a strip of its least confident images;
+this module gives the whole group: one row per member with its confidence φ,
+performance ω, label and prediction (when known) and whether the group's top
+sentence holds for it (from the relevance Γ, when known). The HTML report pages
+through these rows in the browser (thumbnails inlined once per image, loaded
+lazily); ``lbee serve`` pages through the same table of a stored run
+(``images.parquet``, written beside ``report.html``), and ``lbee export
+spotlight`` opens it in Renumics Spotlight.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+#: Images per page of a group's browser (the report's and ``lbee serve``'s).
+BROWSE_PAGE_SIZE = 48
+#: Orders a group's images can be browsed in (value: what the page calls it): least confident first (the clearest
+#: failures), most confident first, or by image name.
+BROWSE_SORTS = {
+    "confidence": "confidence φ, lowest first",
+    "-confidence": "confidence φ, highest first",
+    "name": "image name",
+}
+#: Most thumbnails one report inlines for its browsers (each image once, 1 to 4 kB each), so the page stays a few
+#: MB whatever the dataset: beyond, the rows are still listed, without a picture (``lbee serve`` and Spotlight show
+#: every image from the stored files).
+BROWSE_MAX_INLINE = 2000
+#: The per-image table written beside ``report.html``.
+IMAGES_TABLE = "images.parquet"
+#: Its columns, in order (``label`` / ``prediction`` empty without labels, ``holds`` empty without Γ).
+IMAGE_COLUMNS = (
+    "image",
+    "path",
+    "split",
+    "group",
+    "sentence",
+    "holds",
+    "confidence",
+    "performance",
+    "label",
+    "prediction",
+)
+
+
+def _name(class_names, c):
+    c = int(c)
+    return str(class_names[c]) if class_names is not None and 0 <= c < len(class_names) else str(c)
+
+
+def member_rows(run, idx, sentence, short):
+    """One dict per member of a group: its row in the report's browser.
+
+    Parameters
+    ----------
+    run : lbee.reports.page.ReportRun
+    idx : ndarray of int, shape (m,)
+        The group's members (indices into the run's images).
+    sentence : int or None
+        The group's top sentence: ``holds`` is Γ[image, sentence] (None without Γ or sentence).
+    short : list of str
+        Short image names, one per image of the run.
+
+    Returns
+    -------
+    list of dict
+        ``i`` (image index), ``id``, ``name``, ``phi``, ``omega``, ``label``, ``pred``, ``holds`` and ``href``
+        (the full image, or None); in the order of ``idx``.
+    """
+    has_cls = run.labels is not None
+    rows = []
+    for j in np.asarray(idx, dtype=np.int64).tolist():
+        holds = None
+        if run.relevance is not None and sentence is not None:
+            holds = bool(run.relevance[j, sentence])
+        rows.append(
+            {
+                "i": j,
+                "id": str(run.image_ids[j]),
+                "name": short[j],
+                "phi": round(float(run.confidence[j]), 6),
+                "omega": round(float(run.performance[j]), 6),
+                "label": _name(run.class_names, run.labels[j]) if has_cls else None,
+                "pred": _name(run.class_names, run.preds[j]) if has_cls and run.preds is not None else None,
+                "holds": holds,
+                "href": None if run.image_links is None else run.image_links[j],
+            }
+        )
+    return rows
+
+
+def _script_json(obj):
+    """JSON to put inside ``<script type="application/json">``: no ``<`` can close the element early."""
+    return json.dumps(obj, ensure_ascii=False).replace("<", "\\u003c")
+
+
+def browse_view(run, idx, sentence, anchor, short):
+    """What one group's browser needs: the rows as JSON, its element ids, the page size and sort orders."""
+    rows = member_rows(run, idx, sentence, short)
+    return {
+        "id": f"browse-{anchor}",
+        "n": len(rows),
+        "json": _script_json(rows),
+        "page_size": BROWSE_PAGE_SIZE,
+        "sorts": BROWSE_SORTS,
+        "sentence": None if sentence is None else run.sentences[sentence],
+        "has_labels": run.labels is not None,
+        "has_relevance": run.relevance is not None and sentence is not None,
+    }
+
+
+def browse_thumbs(run, sections, thumbs, limit=None):
+    """Thumbnails of the images the page's browsers list, each once: JSON ``{index: data URI}``.
+
+    Images are taken group by group, in the order the page shows them, up to ``limit`` (default
+    :data:`BROWSE_MAX_INLINE`).
+    """
+    limit = BROWSE_MAX_INLINE if limit is None else limit
+    out = {}
+    if run.thumbnail_sources is None or thumbs is None:
+        return "{}"
+    for sec in sections:
+        for c in sec["clusters"]:
+            for j in c.get("member_order", []):
+                if j in out:
+                    continue
+                if len(out) >= limit:
+                    return _script_json(out)
+                uri = thumbs.data_uri(run.thumbnail_sources[j])
+                if uri is not None:
+                    out[j] = uri
+    return _script_json(out)
+
+
+def images_table(run, slicer=None):
+    """One row per image of a report's run, the columns of :data:`IMAGE_COLUMNS`.
+
+    Parameters
+    ----------
+    run : lbee.reports.page.ReportRun
+    slicer : str, optional
+        Whose groups; default the run's first slicer. ``group`` is the hard or easy cluster within its split
+        (-1 for a neutral image), ``sentence`` the top sentence of the first method for a hard image.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    import pandas as pd
+
+    exps = run.explanations[slicer or next(iter(run.explanations))]
+    first = next(iter(exps.values()))
+    n = len(run.image_ids)
+    split, group = first.split_and_group(n)
+    sentence = np.full(n, None, dtype=object)
+    holds = np.full(n, None, dtype=object)
+    for c in first.hard_clusters:
+        if not len(c.sentences):
+            continue
+        s = int(c.sentences[0])
+        sentence[c.indices] = run.sentences[s]
+        if run.relevance is not None:
+            holds[c.indices] = np.asarray(run.relevance[c.indices, s], dtype=bool)
+    paths = [str(p) if isinstance(p, (str, Path)) else None for p in (run.thumbnail_sources or [None] * n)]
+    has_cls = run.labels is not None
+    return pd.DataFrame(
+        {
+            "image": [str(i) for i in run.image_ids],
+            "path": paths,
+            "split": split.astype(str),
+            "group": group,
+            "sentence": sentence,
+            "holds": pd.array(holds.tolist(), dtype="boolean"),
+            "confidence": np.asarray(run.confidence, dtype=np.float64),
+            "performance": np.asarray(run.performance, dtype=np.float64),
+            "label": [_name(run.class_names, v) for v in run.labels] if has_cls else [None] * n,
+            "prediction": [_name(run.class_names, v) for v in run.preds]
+            if has_cls and run.preds is not None
+            else [None] * n,
+        },
+        columns=list(IMAGE_COLUMNS),
+    )
+
+
+def write_images_table(run, out_dir):
+    """Write :data:`IMAGES_TABLE` (:func:`images_table`) into ``out_dir``; returns its path."""
+    import io
+
+    from ..io.cache import atomic_write_bytes
+
+    buf = io.BytesIO()
+    images_table(run).to_parquet(buf, index=False)
+    path = Path(out_dir) / IMAGES_TABLE
+    atomic_write_bytes(path, buf.getvalue())
+    return path
+
+
+def stored_images_table(run_dir):
+    """The per-image table of a stored run folder.
+
+    :data:`IMAGES_TABLE` when the run wrote one (with its report); otherwise built from ``explanation.json``
+    and ``assignments.parquet`` (``lbee describe`` without ``--html``: no labels, predictions or Γ).
+
+    Raises
+    ------
+    ValueError
+        The folder holds neither.
+    """
+    import pandas as pd
+
+    run_dir = Path(run_dir)
+    if (run_dir / IMAGES_TABLE).is_file():
+        try:
+            table = pd.read_parquet(run_dir / IMAGES_TABLE)
+        except Exception as exc:  # a damaged or foreign file: one clean line
+            raise ValueError(f"Cannot read {str(run_dir / IMAGES_TABLE)!r}: {exc}") from None
+        missing = [c for c in IMAGE_COLUMNS if c not in table.columns]
+        if missing:
+            raise ValueError(
+                f"{str(run_dir / IMAGES_TABLE)!r} has no column(s) {', '.join(missing)}; expected "
+                f"{', '.join(IMAGE_COLUMNS)} (written by lbee with report.html)."
+            )
+        return table
+    if not (run_dir / "explanation.json").is_file():
+        raise ValueError(
+            f"{str(run_dir)!r} holds neither {IMAGES_TABLE} nor explanation.json; expected the output folder of "
+            "`lbee describe --out FOLDER`, `lbee report` or `lbee demo`."
+        )
+    from ..run.pipeline import load_explanations
+
+    exps, payload = load_explanations(run_dir / "explanation.json")
+    first = next(iter(exps.values()))
+    ids = [str(i) for i in payload.get("images") or []]
+    texts = payload.get("sentences") or []
+    n = len(ids)
+    split, group = first.split_and_group(n)
+    sentence = np.full(n, None, dtype=object)
+    for c in first.hard_clusters:
+        if len(c.sentences) and int(c.sentences[0]) < len(texts):
+            sentence[c.indices] = texts[int(c.sentences[0])]
+    conf = perf = np.full(n, np.nan)
+    if (run_dir / "assignments.parquet").is_file():
+        assign = pd.read_parquet(run_dir / "assignments.parquet")
+        if len(assign) == n:
+            conf = assign["confidence"].to_numpy(np.float64)
+            perf = assign["performance"].to_numpy(np.float64)
+    return pd.DataFrame(
+        {
+            "image": ids,
+            "path": ids,
+            "split": split.astype(str),
+            "group": group,
+            "sentence": sentence,
+            "holds": pd.array([None] * n, dtype="boolean"),
+            "confidence": conf,
+            "performance": perf,
+            "label": [None] * n,
+            "prediction": [None] * n,
+        },
+        columns=list(IMAGE_COLUMNS),
+    )
+
+
+def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE_SIZE):
+    """One page of a hard group's images from a per-image table (``lbee serve``'s browser).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`images_table` / :func:`stored_images_table`.
+    group : int
+        The hard group.
+    page : int, default=1
+        1-based; a page past the last is refused.
+    sort : {'confidence', '-confidence', 'name'}, default='confidence'
+
+    Returns
+    -------
+    dict
+        ``rows`` (list of dict, with ``index``: the row of ``table``), ``page``, ``n_pages``, ``n`` (images in the
+        group), ``first`` (the 1-based rank of the page's first image) and ``sentence``.
+
+    Raises
+    ------
+    ValueError
+        An unknown sort, a group with no image, or a page out of range.
+    """
+    if sort not in BROWSE_SORTS:
+        raise ValueError(f"`sort` is {sort!r}; expected one of {', '.join(BROWSE_SORTS)}.")
+    members = table[(table["split"] == "hard") & (table["group"] == int(group))]
+    if members.empty:
+        groups = sorted(set(table.loc[table["split"] == "hard", "group"].tolist()))
+        raise ValueError(f"`group` is {group}; this run has hard groups {', '.join(map(str, groups)) or '(none)'}.")
+    key, ascending = ("image", True) if sort == "name" else ("confidence", sort == "confidence")
+    members = members.sort_values([key, "image"], ascending=[ascending, True], kind="stable")
+    n_pages = max(1, -(-len(members) // page_size))
+    if not (isinstance(page, int) and 1 <= page <= n_pages):
+        raise ValueError(f"`page` is {page!r}; group {group} has pages 1 to {n_pages}.")
+    chunk = members.iloc[(page - 1) * page_size : page * page_size]
+    rows = [{"index": int(i), **{k: _plain(v) for k, v in r.items()}} for i, r in chunk.iterrows()]
+    return {
+        "rows": rows,
+        "page": page,
+        "n_pages": n_pages,
+        "n": len(members),
+        "first": (page - 1) * page_size + 1,
+        "sentence": members["sentence"].iloc[0],
+    }
+
+
+def _plain(v):
+    """A JSON / template value: None for a missing one (NaN, pandas.NA), Python scalars for numpy ones."""
+    import pandas as pd
+
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
+        return None
+    return v.item() if hasattr(v, "item") else v

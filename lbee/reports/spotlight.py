@@ -1,0 +1,130 @@
+"""A run opened in Renumics Spotlight: one row per image with its hypothesis, sentence, split and confidence.
+
+``lbee export spotlight RUN_DIR`` writes ``RUN_DIR/spotlight.parquet`` from the
+run's per-image table (:func:`lbee.reports.browse.stored_images_table`), with
+``image`` the absolute path of each image file, and prints the ``spotlight``
+command that opens it. Writing the file needs no Spotlight; ``--open`` starts
+Spotlight in this Python (``pip install "lbee[spotlight]"``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: The exported file, written into the run's folder by default.
+SPOTLIGHT_FILE = "spotlight.parquet"
+#: Columns of the export, in order: the image file, its id, its hypothesis (the hard group; -1 for an easy or a
+#: neutral image), the hypothesis' sentence, its split (hard / easy / neutral), φ, ω, label, prediction and
+#: whether the sentence holds for it (Γ, when the run had one).
+SPOTLIGHT_COLUMNS = (
+    "image",
+    "image_id",
+    "hypothesis",
+    "sentence",
+    "split",
+    "confidence",
+    "performance",
+    "label",
+    "prediction",
+    "holds",
+)
+#: Spotlight column types that are not read from the data (``image``: paths shown as pictures).
+SPOTLIGHT_DTYPES = {"image": "Image", "split": "Category", "hypothesis": "Category"}
+
+
+def _image_file(row, run_dir):
+    """The absolute path of a row's image: its recorded path, else its id relative to the run folder; or None."""
+    for candidate in (row["path"], row["image"]):
+        if not isinstance(candidate, str) or not candidate:
+            continue
+        p = Path(candidate)
+        p = p if p.is_absolute() else run_dir / p
+        if p.is_file():
+            return str(p.resolve())
+    return None
+
+
+def spotlight_table(run_dir):
+    """The Spotlight table of a stored run: a DataFrame with :data:`SPOTLIGHT_COLUMNS`, one row per image.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The output folder of ``lbee describe --out``, ``lbee report`` (one model's folder) or ``lbee demo``.
+
+    Returns
+    -------
+    pandas.DataFrame of shape (n_images, 10)
+
+    Raises
+    ------
+    ValueError
+        The folder holds no run (:func:`lbee.reports.browse.stored_images_table`).
+    """
+    import pandas as pd
+
+    from .browse import stored_images_table
+
+    run_dir = Path(run_dir).resolve()
+    table = stored_images_table(run_dir)
+    hard = table["split"] == "hard"
+    return pd.DataFrame(
+        {
+            "image": [_image_file(r, run_dir) for r in table[["path", "image"]].to_dict("records")],
+            "image_id": table["image"].astype(str),
+            "hypothesis": table["group"].where(hard, -1).astype("int64"),
+            "sentence": table["sentence"].where(hard, None),
+            "split": table["split"].astype(str),
+            "confidence": table["confidence"],
+            "performance": table["performance"],
+            "label": table["label"],
+            "prediction": table["prediction"],
+            "holds": table["holds"],
+        },
+        columns=list(SPOTLIGHT_COLUMNS),
+    )
+
+
+def export_spotlight(run_dir, out=None):
+    """Write the Spotlight table of ``run_dir`` as parquet: its path.
+
+    Parameters
+    ----------
+    run_dir : path-like
+    out : path-like, optional
+        Default ``run_dir / spotlight.parquet``.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    import io
+
+    from ..io.cache import atomic_write_bytes
+
+    table = spotlight_table(run_dir)
+    out = Path(out) if out is not None else Path(run_dir) / SPOTLIGHT_FILE
+    buf = io.BytesIO()
+    table.to_parquet(buf, index=False)
+    atomic_write_bytes(out, buf.getvalue())
+    return out
+
+
+def spotlight_command(path):
+    """The ``spotlight`` command line (list of str) that opens an exported file with its column types."""
+    args = ["spotlight", str(path)]
+    for column, dtype in SPOTLIGHT_DTYPES.items():
+        args += ["--dtype", f"{column}={dtype}"]
+    return args
+
+
+def open_in_spotlight(path, *, host="127.0.0.1", port="auto", browser=True):
+    """Start Spotlight on an exported file in this Python (needs ``lbee[spotlight]``); returns its viewer."""
+    import pandas as pd
+
+    from ..extras import import_extra
+
+    spotlight = import_extra("renumics.spotlight", "spotlight", needed_for="lbee export spotlight --open")
+    return spotlight.show(
+        pd.read_parquet(path), dtype=dict(SPOTLIGHT_DTYPES), host=host, port=port, no_browser=not browser, wait=True
+    )

@@ -1,0 +1,112 @@
+"""Every image of a stored run's hypotheses in ``lbee serve``: paged group pages, their JSON, the thumbnails.
+
+The rows come from the run's folder (:func:`lbee.reports.browse.stored_images_table`); a thumbnail is made from
+the stored image file, which must lie inside the server's data root or the run's own folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import HTTPException, Query, Request
+from fastapi import Path as PathParam
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from .settings import MAX_ID
+
+RunIdPath = PathParam(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
+GroupPath = PathParam(ge=0, le=MAX_ID, description="A hard group (hypothesis) of the run.")
+IndexPath = PathParam(ge=0, le=MAX_ID, description="An image of the run (a row of its per-image table).")
+
+
+def add_browse_routes(app, ctx):
+    """Add ``/runs/{id}/groups/{g}`` (page), ``/v1/runs/{id}/groups/{g}/images`` and the image thumbnails."""
+    from ..reports.browse import BROWSE_SORTS, group_page, stored_images_table
+
+    settings, templates, read = ctx.settings, ctx.templates, ctx.read
+
+    def table_of(run):
+        folder = (settings.output / run.folder).resolve()
+        if not folder.is_relative_to(settings.output) or not folder.is_dir():
+            raise HTTPException(404, f"the folder of run {run.id} is missing from the output folder.")
+        try:
+            return folder, stored_images_table(folder)
+        except ValueError as exc:
+            raise HTTPException(404, f"run {run.id} has no per-image table: {exc}") from None
+
+    def page_of(run_id, group, page, sort):
+        run = ctx.run(run_id)
+        folder, table = table_of(run)
+        try:
+            return run, table, group_page(table, group, page=page, sort=sort)
+        except ValueError as exc:
+            raise HTTPException(404 if "`group`" in str(exc) or "`page`" in str(exc) else 422, str(exc)) from None
+
+    @app.get("/v1/runs/{run_id}/groups/{group}/images", tags=["runs"])
+    def group_images(
+        run_id: int = RunIdPath,
+        group: int = GroupPath,
+        page: int = Query(1, ge=1, le=MAX_ID),
+        sort: str = Query("confidence", description=f"One of {', '.join(BROWSE_SORTS)}."),
+        token=read,
+    ):
+        """One page of a hard group's images, with the group's sentence and ``page`` / ``n_pages`` / ``n``.
+
+        Each row: image, split, group, sentence, holds, confidence, performance, label, prediction, ``thumbnail``.
+        """
+        _, _, out = page_of(run_id, group, page, sort)
+        for r in out["rows"]:
+            r["thumbnail"] = f"/v1/runs/{run_id}/images/{r['index']}/thumbnail"
+        return out
+
+    @app.get("/v1/runs/{run_id}/images/{index}/thumbnail", tags=["runs"])
+    async def thumbnail(run_id: int = RunIdPath, index: int = IndexPath, token=read):
+        """A JPEG thumbnail of image ``index`` of the run, made from its stored file."""
+        return await run_in_threadpool(_thumbnail, run_id, index)
+
+    def _thumbnail(run_id, index):
+        from ..reports.thumbnails import ThumbnailCache
+
+        folder, table = table_of(ctx.run(run_id))
+        if index >= len(table):
+            raise HTTPException(404, f"run {run_id} has {len(table)} images; no image {index}.")
+        path = image_file(table.iloc[index], folder, settings.root)
+        data = None if path is None else ThumbnailCache(settings.cache_dir).jpeg(str(path))
+        if data is None:
+            raise HTTPException(404, f"image {index} of run {run_id} is not readable from the stored files.")
+        return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=86400"})
+
+    @app.get("/runs/{run_id}/groups/{group}", response_class=HTMLResponse, include_in_schema=False)
+    def group_html(
+        request: Request,
+        run_id: int = RunIdPath,
+        group: int = GroupPath,
+        page: int = Query(1, ge=1, le=MAX_ID),
+        sort: str = Query("confidence"),
+    ):
+        if ctx.page_token(request) is None:
+            return RedirectResponse("/login", status_code=303)
+        run, table, out = page_of(run_id, group, page, sort)
+        hard = table[table["split"] == "hard"]
+        groups = [(int(g), int(n)) for g, n in hard.groupby("group").size().items()]
+        from .._version import __version__
+
+        return templates.get_template("browse.html").render(
+            run=run, group=group, p=out, sort=sort, sorts=BROWSE_SORTS, groups=groups, version=__version__
+        )
+
+
+def image_file(row, run_folder, root):
+    """The stored image file of a row inside ``root`` or ``run_folder``; None when there is none.
+
+    The row's recorded path, else its image id relative to the run folder (the demo's ``ec/images/test/...``).
+    """
+    for candidate in (row["path"], row["image"]):
+        if not isinstance(candidate, str) or not candidate:
+            continue
+        p = Path(candidate)
+        p = (p if p.is_absolute() else run_folder / p).resolve()
+        if (p.is_relative_to(root) or p.is_relative_to(run_folder)) and p.is_file():
+            return p
+    return None

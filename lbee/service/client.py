@@ -1,0 +1,232 @@
+"""A Python client of ``lbee serve``: submit a job, poll its progress, fetch its results.
+
+HTTP through the standard library (``urllib``), no server library: ``pip install
+lbee`` is enough to talk to a server.
+
+>>> from lbee.service.client import Client                      # doctest: +SKIP
+>>> c = Client("http://127.0.0.1:8000", token="lbee_...")        # doctest: +SKIP
+>>> job = c.run({"name": "demo", "spotcheck": {"seed": 0}},      # doctest: +SKIP
+...             on_progress=lambda j: print(j["phase"], j["fraction"]))
+>>> c.fetch(job["id"], "results/")                               # doctest: +SKIP
+
+``lbee submit ENTRY.yaml --url URL`` does the same from the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+#: The server a client talks to when none is named (``lbee serve``'s default address).
+DEFAULT_URL = "http://127.0.0.1:8000"
+#: Environment variables of the server address and the API token.
+URL_ENV, TOKEN_ENV = "LBEE_URL", "LBEE_TOKEN"
+#: Seconds between two looks at a running job.
+POLL_SECONDS = 1.0
+#: Job states after which nothing changes (:data:`lbee.service.db.FINAL_STATES`, kept here: the client needs no
+#: database library).
+FINAL_STATES = ("done", "failed", "cancelled")
+#: What :meth:`Client.fetch` writes: file name -> the job's endpoint.
+RESULT_FILES = {"report.html": "report", "explanation.json": "explanation", "metrics.json": "metrics"}
+
+
+class ServiceError(RuntimeError):
+    """The server answered with an error; ``status`` is the HTTP status (0: no answer)."""
+
+    def __init__(self, message, status=0):
+        super().__init__(message)
+        self.status = status
+
+
+class JobFailed(ServiceError):
+    """The job ended ``failed`` or ``cancelled``; ``job`` is its last state (``job['error']`` says why)."""
+
+    def __init__(self, job):
+        super().__init__(f"job {job['id']} {job['status']}: {job.get('error') or 'no reason given'}", 0)
+        self.job = job
+
+
+def read_entry(path):
+    """One dataset entry from a YAML or JSON file (as ``lbee report``'s ``datasets:`` items are written).
+
+    Raises
+    ------
+    ValueError
+        The file is not a mapping, or is a whole ``lbee report`` config (with ``datasets:``).
+    """
+    import yaml
+
+    path = Path(path)
+    try:
+        entry = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"Cannot read the job entry {str(path)!r}: {exc}") from None
+    if isinstance(entry, dict) and "datasets" in entry:
+        raise ValueError(
+            f"{str(path)!r} is a `lbee report` config (it has `datasets:`); a job is one dataset entry: put one "
+            "item of its `datasets:` list (with the settings it needs) in a file of its own."
+        )
+    if not isinstance(entry, dict):
+        raise ValueError(
+            f"{str(path)!r} holds a {type(entry).__name__}; expected one dataset entry, a mapping such as "
+            "{name: demo, spotcheck: {seed: 0}}."
+        )
+    return entry
+
+
+class Client:
+    """Talks to one ``lbee serve``.
+
+    Parameters
+    ----------
+    url : str, optional
+        The server, e.g. ``http://127.0.0.1:8000``; default ``$LBEE_URL``, else :data:`DEFAULT_URL`.
+    token : str, optional
+        An API token (``lbee serve token create``): ``submit`` scope to submit, ``read`` to look; default
+        ``$LBEE_TOKEN``.
+    timeout : float, default=60
+        Seconds one request may take.
+    """
+
+    def __init__(self, url=None, token=None, *, timeout=60.0):
+        self.url = (url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+        self.token = token if token is not None else os.environ.get(TOKEN_ENV)
+        self.timeout = timeout
+
+    # ---- HTTP
+    def _request(self, method, path, body=None, *, raw=False):
+        headers = {"Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                payload = resp.read()
+        except urllib.error.HTTPError as exc:
+            text = exc.read().decode("utf-8", "replace")
+            try:
+                detail = json.loads(text).get("detail", text)
+            except (ValueError, AttributeError):
+                detail = text
+            if not isinstance(detail, str):
+                detail = json.dumps(detail)
+            raise ServiceError(f"{method} {path}: HTTP {exc.code}: {detail.strip()[:2000]}", exc.code) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ServiceError(f"Cannot reach the lbee server at {self.url}: {reason}") from None
+        return payload if raw else json.loads(payload)
+
+    # ---- jobs
+    def submit(self, entry):
+        """Queue a job: one dataset entry (a dict, or the path of a YAML / JSON file). Returns the job (dict).
+
+        An identical entry already queued or running is returned instead (``reused: true``).
+        """
+        if isinstance(entry, (str, os.PathLike)):
+            entry = read_entry(entry)
+        return self._request("POST", "/v1/jobs", entry)
+
+    def job(self, job_id):
+        """The job's state: ``status``, ``phase``, ``fraction``, ``progress``, ``log``, ``error``, ``runs``."""
+        return self._request("GET", f"/v1/jobs/{job_id}")
+
+    def cancel(self, job_id):
+        """Cancel a queued or running job; returns its state."""
+        return self._request("POST", f"/v1/jobs/{job_id}/cancel")
+
+    def wait(self, job_id, *, poll=POLL_SECONDS, timeout=None, on_progress=None):
+        """Poll the job until it ends; returns its final state.
+
+        Parameters
+        ----------
+        poll : float, default=POLL_SECONDS
+        timeout : float, optional
+            Give up (``TimeoutError``) after this many seconds; the job goes on.
+        on_progress : callable, optional
+            Called with the job's state each time its phase or progress changes.
+
+        Raises
+        ------
+        JobFailed
+            The job ended failed or cancelled.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        seen = None
+        while True:
+            job = self.job(job_id)
+            now = (job["status"], job.get("phase"), job.get("fraction"), job.get("progress"))
+            if on_progress is not None and now != seen:
+                on_progress(job)
+            seen = now
+            if job["status"] in FINAL_STATES:
+                if job["status"] != "done":
+                    raise JobFailed(job)
+                return job
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"job {job_id} is still {job['status']} after {timeout} s ({job.get('progress')})")
+            time.sleep(poll)
+
+    def run(self, entry, **wait_options):
+        """:meth:`submit` then :meth:`wait`: the finished job's state."""
+        return self.wait(self.submit(entry)["id"], **wait_options)
+
+    # ---- results
+    def explanation(self, job_id, model=None):
+        """The job's ``explanation.json`` (a dict; ``model`` picks one of an entry with several)."""
+        return self._request("GET", f"/v1/jobs/{job_id}/explanation{_model(model)}")
+
+    def metrics(self, job_id, model=None):
+        """The job's run with its metric rows (ACR, AHR, TPR, JI per slicer and method; empty without Γ)."""
+        return self._request("GET", f"/v1/jobs/{job_id}/metrics{_model(model)}")
+
+    def report(self, job_id, model=None):
+        """The job's HTML report (str)."""
+        return self._request("GET", f"/v1/jobs/{job_id}/report{_model(model)}", raw=True).decode("utf-8")
+
+    def fetch(self, job_id, out_dir, model=None):
+        """Write the job's ``report.html``, ``explanation.json`` and ``metrics.json`` into ``out_dir``.
+
+        Returns
+        -------
+        list of pathlib.Path
+        """
+        from ..io.cache import atomic_write_bytes
+
+        out = Path(out_dir)
+        paths = []
+        for name, endpoint in RESULT_FILES.items():
+            data = self._request("GET", f"/v1/jobs/{job_id}/{endpoint}{_model(model)}", raw=True)
+            atomic_write_bytes(out / name, data)  # a file is whole or absent, never half-written
+            paths.append(out / name)
+        return paths
+
+
+def _model(model):
+    from urllib.parse import quote
+
+    return "" if model is None else f"?model={quote(str(model))}"
+
+
+def describe_progress(job, t0=None):
+    """One line for a job's state: ``[12 s] running · embedding images 40% (1200 of 3000)``."""
+    when = "" if t0 is None else f"[{time.monotonic() - t0:4.0f} s] "
+    phase, fraction = job.get("phase") or job["status"], job.get("fraction")
+    line = f"{when}{job['status']}"
+    if phase != job["status"]:
+        line += f" · {phase}"
+    if fraction is not None:
+        line += f" {100 * fraction:.0f}%"
+    detail = job.get("progress") or ""
+    if detail and detail != phase and not detail.startswith(phase + ":"):
+        line += f" · {detail}"
+    elif detail.startswith(phase + ":"):
+        line += f" ({detail[len(phase) + 1 :].strip()})"
+    return line

@@ -1,0 +1,37 @@
+"""A job's phase and fraction in its row while it runs, from the run layer's :mod:`lbee.progress` reports."""
+
+from __future__ import annotations
+
+import time
+
+#: Seconds between two writes of a job's progress within one phase (a new phase is written at once).
+PROGRESS_EVERY = 1.0
+
+
+def job_listener(write, every=PROGRESS_EVERY, clock=time.monotonic):
+    """A :func:`lbee.progress.listening` callback that writes a job's progress, throttled.
+
+    Parameters
+    ----------
+    write : callable
+        ``write(phase=str, fraction=float or None, progress=str)``: the job's heartbeat with these values (it
+        raises to stop the job when a cancel came).
+    every : float, default=PROGRESS_EVERY
+        Within a phase, at most one write per ``every`` seconds, and the phase's last step (done = total).
+    """
+    last = {"phase": None, "at": 0.0}
+
+    def on_progress(phase, done, total):
+        now = clock()
+        finished = total is not None and done is not None and done >= total
+        if phase == last["phase"] and now - last["at"] < every and not finished:
+            return
+        last.update(phase=phase, at=now)
+        counted = total is not None and done is not None and total > 0
+        write(
+            phase=phase,
+            fraction=min(1.0, done / total) if counted else None,
+            progress=f"{phase}: {done} of {total}" if counted else phase,
+        )
+
+    return on_progress

@@ -1,0 +1,120 @@
+"""Every image of a hypothesis: the report's group browser (in Chromium), the per-image table, its pages."""
+
+import json
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lbee.reports.browse import (
+    BROWSE_PAGE_SIZE,
+    IMAGE_COLUMNS,
+    IMAGES_TABLE,
+    group_page,
+    stored_images_table,
+)
+from tests.test_report_browser import _browser
+
+
+def _groups(out):
+    """Hard groups of the demo run: {group: set of image ids}, from assignments.parquet (written by the run)."""
+    assign = pd.read_parquet(out / "assignments.parquet")
+    hard = assign[assign["split"] == "hard"]
+    return {int(g): set(rows["image"]) for g, rows in hard.groupby("cluster")}
+
+
+def test_report_group_browser_pages_list_all_images(demo_run, tmp_path):
+    """In the report, paging through a group lists each of its images once, least confident first, with the label,
+    the prediction and whether the top sentence holds; sorting by confidence the other way reverses the order."""
+    from selenium.webdriver.common.by import By
+
+    out, _ = demo_run
+    groups = _groups(out)
+    big = max(groups, key=lambda g: len(groups[g]))
+    assert len(groups[big]) > BROWSE_PAGE_SIZE  # several pages to turn
+    driver = _browser(tmp_path)
+    try:
+        driver.get((out / "report.html").resolve().as_uri())
+        box = driver.find_element(By.ID, f"browse-g-ward-{big}")
+        driver.execute_script("arguments[0].scrollIntoView(); arguments[0].open = true;", box)
+        seen, phis, pages, lazy, captions = [], [], 0, set(), []
+        for _ in range(100):
+            for _ in range(50):  # the toggle event renders the first page asynchronously
+                if box.get_attribute("data-page"):
+                    break
+                time.sleep(0.05)
+            tiles = box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")
+            seen += [t.get_attribute("data-image") for t in tiles]
+            phis += [float(t.get_attribute("data-phi")) for t in tiles]
+            lazy |= {i.get_attribute("loading") for i in box.find_elements(By.CSS_SELECTOR, ".browse-grid img")}
+            captions += [t.text for t in tiles[:3]]
+            pages += 1
+            nxt = box.find_element(By.CSS_SELECTOR, ".browse-next")
+            if not nxt.is_enabled():
+                break
+            nxt.click()
+        status = box.find_element(By.CSS_SELECTOR, ".browse-status").text
+        box.find_element(By.CSS_SELECTOR, ".browse-sort option[value='-confidence']").click()
+        first_desc = [
+            float(t.get_attribute("data-phi")) for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")
+        ]
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    finally:
+        driver.quit()
+    assert errors == [], errors
+    assert len(seen) == len(set(seen)) == len(groups[big]) and set(seen) == groups[big]
+    assert pages == -(-len(groups[big]) // BROWSE_PAGE_SIZE) and f"page {pages} of {pages}" in status
+    assert phis == sorted(phis)  # least confident first
+    assert first_desc and first_desc[0] == max(phis) and first_desc == sorted(first_desc, reverse=True)
+    assert lazy == {"lazy"}
+    assert all("→" in c and "statement" in c and "φ" in c for c in captions), captions
+
+
+def test_images_table_and_group_pages(demo_run):
+    """images.parquet has one row per image; a hard group's pages (lbee serve's) hold each of its members once."""
+    out, _ = demo_run
+    table = stored_images_table(out)
+    assert list(table.columns) == list(IMAGE_COLUMNS)
+    assign = pd.read_parquet(out / "assignments.parquet")
+    assert len(table) == len(assign) and table["image"].tolist() == assign["image"].tolist()
+    assert table["split"].tolist() == assign["split"].tolist()
+    assert table.loc[table["split"] == "hard", "sentence"].notna().all()
+    assert table.loc[table["split"] == "hard", "holds"].notna().all() and table["label"].notna().all()
+    for g, members in _groups(out).items():
+        first = group_page(table, g, page=1)
+        rows = [r for p in range(1, first["n_pages"] + 1) for r in group_page(table, g, page=p)["rows"]]
+        assert [r["image"] for r in rows] != [] and {r["image"] for r in rows} == members
+        assert len(rows) == len(members) and first["n"] == len(members)
+        phi = [r["confidence"] for r in rows]
+        assert phi == sorted(phi)
+    with pytest.raises(ValueError, match="`page` is 99"):
+        group_page(table, 0, page=99)
+    with pytest.raises(ValueError, match="`sort` is 'size'; expected one of confidence, -confidence, name"):
+        group_page(table, 0, sort="size")
+    with pytest.raises(ValueError, match="`group` is 77; this run has hard groups 0, 1"):
+        group_page(table, 77)
+
+
+def test_stored_table_without_images_parquet(demo_run, tmp_path):
+    """A run folder of `lbee describe` without --html (no images.parquet): built from its explanation and
+    assignments, without labels or Γ; a folder with neither is refused naming it."""
+    out, _ = demo_run
+    for name in ("explanation.json", "assignments.parquet"):
+        (tmp_path / name).write_bytes((out / name).read_bytes())
+    table = stored_images_table(tmp_path)
+    full = pd.read_parquet(out / IMAGES_TABLE)
+    assert table["image"].tolist() == full["image"].tolist()
+    assert table["group"].tolist() == full["group"].tolist() and table["split"].tolist() == full["split"].tolist()
+    assert np.allclose(table["confidence"], full["confidence"]) and table["label"].isna().all()
+    assert table["sentence"].fillna("").tolist() == full["sentence"].fillna("").tolist()
+    with pytest.raises(ValueError, match="holds neither images.parquet nor explanation.json"):
+        stored_images_table(tmp_path / "nothing")
+
+
+def test_browse_rows_escape_script_end():
+    """An image id holding ``</script>`` cannot end the page's JSON early."""
+    from lbee.reports.browse import _script_json
+
+    text = _script_json([{"id": "a</script><script>alert(1)</script>"}])
+    assert "<" not in text and json.loads(text)[0]["id"].startswith("a</script>")

@@ -1,0 +1,80 @@
+"""The service's client side without a server: progress throttling, the entry-key advice, entry files.
+
+The client against a real server is in tests/test_service_live.py (test_submit_runs_a_job_end_to_end).
+"""
+
+import pytest
+
+from lbee.service.client import Client, ServiceError, describe_progress, read_entry
+from lbee.service.job_progress import job_listener
+from lbee.service.job_warnings import entry_advice
+
+
+def test_job_listener_writes_each_new_phase_at_once_and_a_phase_at_most_once_a_second():
+    now, writes = [0.0], []
+    on = job_listener(lambda **v: writes.append(v), every=1.0, clock=lambda: now[0])
+    on("preparing", None, None)
+    on("embedding images", 0, 100)
+    for done in range(1, 100):  # a hundred batches within 0.99 s: none written until the last one
+        now[0] += 0.01
+        on("embedding images", done, 100)
+    on("embedding images", 100, 100)
+    now[0] += 0.01
+    on("describing", None, None)
+    assert [w["phase"] for w in writes] == ["preparing", "embedding images", "embedding images", "describing"]
+    assert writes[1] == {"phase": "embedding images", "fraction": 0.0, "progress": "embedding images: 0 of 100"}
+    assert writes[2]["fraction"] == 1.0 and writes[3] == {
+        "phase": "describing",
+        "fraction": None,
+        "progress": "describing",
+    }
+
+
+def test_a_failed_jobs_advice_names_the_entry_key_not_the_cli_flag():
+    msg = (
+        "The weights of open_clip ViT-B-32@laion2b_s34b_b79k are not in the local cache. Either:\n"
+        "  --encoder 'open_clip:ViT-B-32@/path/to/open_clip_pytorch_model.bin'   (a local checkpoint file)\n"
+        "  --encoder spotcheck\n"
+        "Embed both with the same --encoder (`lbee embed`); see --out and --batch-size=32."
+    )
+    out = entry_advice(msg)
+    assert "--encoder" not in out and "  encoder: 'open_clip:ViT-B-32@/path/to/" in out
+    assert "  encoder: spotcheck" in out and "the same `encoder:` (`lbee embed`)" in out
+    assert "--out" in out and "batch_size: 32" in out  # --out is no entry key; batch_size is
+    # a message that names the key already keeps it once; one that names the CLI's flag as such keeps it
+    assert entry_advice("Pass τ explicitly (--tau / tau:).") == "Pass τ explicitly (tau:)."
+    assert entry_advice("(n_clusters; CLI --clusters)") == "(n_clusters; CLI --clusters)"
+
+
+def test_read_entry_refuses_a_whole_config_and_a_list(tmp_path):
+    (tmp_path / "cfg.yaml").write_text("datasets:\n  - name: a\n")
+    with pytest.raises(ValueError, match="is a `lbee report` config"):
+        read_entry(tmp_path / "cfg.yaml")
+    (tmp_path / "list.yaml").write_text("- name: a\n")
+    with pytest.raises(ValueError, match="holds a list; expected one dataset entry"):
+        read_entry(tmp_path / "list.yaml")
+    (tmp_path / "ok.yaml").write_text("name: demo\nspotcheck: {seed: 0}\n")
+    assert read_entry(tmp_path / "ok.yaml") == {"name": "demo", "spotcheck": {"seed": 0}}
+
+
+def test_no_server_is_one_clean_error():
+    with pytest.raises(ServiceError, match="Cannot reach the lbee server at http://127.0.0.1:9"):
+        Client("http://127.0.0.1:9", "t", timeout=5).job("x")
+
+
+def test_progress_line():
+    job = {"status": "running", "phase": "embedding images", "fraction": 0.4, "progress": "embedding images: 4 of 10"}
+    assert describe_progress(job) == "running · embedding images 40% (4 of 10)"
+    assert describe_progress({"status": "done", "phase": "done", "fraction": None, "progress": "done in 3.1 s"}) == (
+        "done · done in 3.1 s"
+    )
+
+
+def test_the_service_uses_the_clis_embedding_cache_by_default(tmp_path, monkeypatch):
+    """One content-addressed cache on one machine: a job reuses what `lbee describe` embedded, and back."""
+    from lbee.io.cache import default_cache_dir
+    from lbee.service import ServiceSettings
+
+    monkeypatch.setenv("LBEE_CACHE_DIR", str(tmp_path / "shared"))
+    assert ServiceSettings(root=tmp_path, output=tmp_path / "out").cache_dir == default_cache_dir().resolve()
+    assert ServiceSettings(root=tmp_path, cache_dir=tmp_path / "own").cache_dir == (tmp_path / "own").resolve()

@@ -1,0 +1,117 @@
+"""`lbee export spotlight`: the file, and Renumics Spotlight showing it in a real headless Chromium.
+
+Spotlight pins pandas < 3, so `make install` puts it into .venv-spotlight (pyproject's `spotlight` extra); the
+browser test starts Spotlight's own server from there (or $LBEE_SPOTLIGHT, or a `spotlight` on PATH). Without it
+the browser test is skipped, and fails under CI=true, as the report's browser test does.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from lbee.cli import cli
+from lbee.reports.spotlight import SPOTLIGHT_COLUMNS, spotlight_command
+from tests.test_report_browser import _browser
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _spotlight_exe():
+    for exe in (os.environ.get("LBEE_SPOTLIGHT"), ROOT / ".venv-spotlight" / "bin" / "spotlight"):
+        if exe and Path(exe).is_file():
+            return str(exe)
+    return shutil.which("spotlight")
+
+
+def _export(out, tmp_path):
+    dest = tmp_path / "run.parquet"
+    r = CliRunner().invoke(cli, ["export", "spotlight", str(out), "--out", str(dest)], obj={})
+    assert r.exit_code == 0, r.output
+    assert f"Wrote {dest}" in r.output and f"spotlight {dest} --dtype image=Image" in r.output
+    return dest
+
+
+def test_export_has_one_row_per_image_with_hypothesis_sentence_split_confidence(demo_run, tmp_path):
+    out, _ = demo_run
+    table = pd.read_parquet(_export(out, tmp_path))
+    assign = pd.read_parquet(out / "assignments.parquet")
+    assert list(table.columns) == list(SPOTLIGHT_COLUMNS) and len(table) == len(assign)
+    assert table["image_id"].tolist() == assign["image"].tolist()
+    assert all(Path(p).is_file() and Path(p).is_absolute() for p in table["image"])
+    hard = assign["split"] == "hard"
+    assert (table["hypothesis"][hard] == assign["cluster"][hard]).all() and (table["hypothesis"][~hard] == -1).all()
+    assert table["sentence"][hard].notna().all() and table["sentence"][~hard].isna().all()
+    assert table["split"].tolist() == assign["split"].tolist()
+    assert table["confidence"].tolist() == pytest.approx(assign["confidence"].tolist())
+    assert table["label"].notna().all() and table["holds"][hard].notna().all()
+
+
+def test_export_of_a_folder_without_a_run_is_one_line(tmp_path):
+    r = CliRunner().invoke(cli, ["export", "spotlight", str(tmp_path)], obj={})
+    assert r.exit_code == 1 and "holds neither images.parquet nor explanation.json" in r.output
+    assert "Traceback" not in r.output
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_spotlight_opens_the_export_in_chromium_with_one_row_per_image(demo_run, tmp_path):
+    """Spotlight's own server, started on the exported file, shows it in the browser: all rows, our columns."""
+    exe = _spotlight_exe()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("Renumics Spotlight is required in CI (make install puts it into .venv-spotlight)")
+        pytest.skip("Renumics Spotlight not installed: the Spotlight browser test did NOT run (make install)")
+    out, _ = demo_run
+    dest = _export(out, tmp_path)
+    n = len(pd.read_parquet(dest))
+    port = _free_port()
+    args = spotlight_command(dest)[1:] + ["--host", "127.0.0.1", "--port", str(port), "--no-browser"]
+    env = {**os.environ, "SPOTLIGHT_OPT_OUT": "1", "HOME": str(tmp_path)}  # its settings stay in the test's folder
+    log = tmp_path / "spotlight.log"
+    with open(log, "wb") as fh:  # a file, not a pipe: a chatty server never blocks on a full pipe
+        server = subprocess.Popen([exe, *args, "--no-filebrowsing"], stdout=fh, stderr=subprocess.STDOUT, env=env)
+    driver = None
+    try:
+        for _ in range(240):  # Spotlight imports a lot before it listens
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).status == 200:
+                    break
+            except OSError:
+                time.sleep(0.5)
+            assert server.poll() is None, log.read_text(errors="replace")[-2000:]
+        driver = _browser(tmp_path)
+        driver.get(f"http://127.0.0.1:{port}/")
+        text = ""
+        for _ in range(120):
+            text = driver.execute_script("return document.body.innerText")
+            if f"{len(SPOTLIGHT_COLUMNS)} cols / {n} rows" in text and "hypothesis" in text:
+                break
+            time.sleep(0.5)
+        driver.save_screenshot(str(tmp_path / "spotlight.png"))
+    finally:
+        if driver is not None:
+            driver.quit()
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    assert f"{len(SPOTLIGHT_COLUMNS)} cols / {n} rows" in text, text[-500:]
+    lines = text.splitlines()
+    assert lines[lines.index("All") + 1] == str(n)
+    for column in ("image_id", "hypothesis", "sentence", "split", "confidence"):
+        assert column in lines
+    assert "hard" in lines and "easy" in lines
