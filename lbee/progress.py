@@ -1,7 +1,7 @@
 """Progress of a run's long steps, for whoever listens: the phase, and how far into it (done of total).
 
-The run layer reports its steps here (:func:`report`); nothing listens unless a
-caller opened :func:`listening` around the work, as a ``lbee serve`` job does to
+The run layer reports its steps here (`report`); nothing listens unless a
+caller opened `listening` around the work, as a ``lbee serve`` job does to
 show its phase and fraction in the job's row while it embeds and describes. The
 terminal's progress bars are separate (tqdm).
 """
@@ -19,7 +19,7 @@ _LISTENER: contextvars.ContextVar = contextvars.ContextVar("lbee_progress", defa
 
 @contextlib.contextmanager
 def listening(callback):
-    """Within the block, :func:`report` calls ``callback(phase, done, total)`` (``done`` / ``total``: int or None).
+    """Within the block, `report` calls ``callback(phase, done, total)`` (``done`` / ``total``: int or None).
 
     The callback is called often (per image while hashing, per batch while embedding): it throttles itself.
     """
@@ -31,7 +31,7 @@ def listening(callback):
 
 
 def report(phase, done=None, total=None):
-    """Tell the listener (if any) that the run is in ``phase`` (one of :data:`PHASES`), ``done`` of ``total``."""
+    """Tell the listener (if any) that the run is in ``phase`` (one of `PHASES`), ``done`` of ``total``."""
     callback = _LISTENER.get()
     if callback is not None:
         callback(phase, done, total)

@@ -117,7 +117,7 @@ def browse_thumbs(run, sections, thumbs, limit=None):
     """Thumbnails of the images the page's browsers list, each once: JSON ``{index: data URI}``.
 
     Images are taken group by group, in the order the page shows them, up to ``limit`` (default
-    :data:`BROWSE_MAX_INLINE`).
+    `BROWSE_MAX_INLINE`).
     """
     limit = BROWSE_MAX_INLINE if limit is None else limit
     out = {}
@@ -137,7 +137,7 @@ def browse_thumbs(run, sections, thumbs, limit=None):
 
 
 def images_table(run, slicer=None):
-    """One row per image of a report's run, the columns of :data:`IMAGE_COLUMNS`.
+    """One row per image of a report's run, the columns of `IMAGE_COLUMNS`.
 
     Parameters
     ----------
@@ -187,7 +187,7 @@ def images_table(run, slicer=None):
 
 
 def write_images_table(run, out_dir):
-    """Write :data:`IMAGES_TABLE` (:func:`images_table`) into ``out_dir``; returns its path."""
+    """Write `IMAGES_TABLE` (`images_table`) into ``out_dir``; returns its path."""
     import io
 
     from ..io.cache import atomic_write_bytes
@@ -202,7 +202,7 @@ def write_images_table(run, out_dir):
 def stored_images_table(run_dir):
     """The per-image table of a stored run folder.
 
-    :data:`IMAGES_TABLE` when the run wrote one (with its report); otherwise built from ``explanation.json``
+    `IMAGES_TABLE` when the run wrote one (with its report); otherwise built from ``explanation.json``
     and ``assignments.parquet`` (``lbee describe`` without ``--html``: no labels, predictions or Γ).
 
     Raises
@@ -271,7 +271,7 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`images_table` / :func:`stored_images_table`.
+        `images_table` / `stored_images_table`.
     group : int
         The hard group.
     page : int, default=1

@@ -1,7 +1,7 @@
 """A run opened in Renumics Spotlight: one row per image with its hypothesis, sentence, split and confidence.
 
 ``lbee export spotlight RUN_DIR`` writes ``RUN_DIR/spotlight.parquet`` from the
-run's per-image table (:func:`lbee.reports.browse.stored_images_table`), with
+run's per-image table (`lbee.reports.browse.stored_images_table`), with
 ``image`` the absolute path of each image file, and prints the ``spotlight``
 command that opens it. Writing the file needs no Spotlight; ``--open`` starts
 Spotlight in this Python (``pip install "lbee[spotlight]"``).
@@ -45,7 +45,7 @@ def _image_file(row, run_dir):
 
 
 def spotlight_table(run_dir):
-    """The Spotlight table of a stored run: a DataFrame with :data:`SPOTLIGHT_COLUMNS`, one row per image.
+    """The Spotlight table of a stored run: a DataFrame with `SPOTLIGHT_COLUMNS`, one row per image.
 
     Parameters
     ----------
@@ -59,7 +59,7 @@ def spotlight_table(run_dir):
     Raises
     ------
     ValueError
-        The folder holds no run (:func:`lbee.reports.browse.stored_images_table`).
+        The folder holds no run (`lbee.reports.browse.stored_images_table`).
     """
     import pandas as pd
 

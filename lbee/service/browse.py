@@ -1,6 +1,6 @@
 """Every image of a stored run's hypotheses in ``lbee serve``: paged group pages, their JSON, the thumbnails.
 
-The rows come from the run's folder (:func:`lbee.reports.browse.stored_images_table`); a thumbnail is made from
+The rows come from the run's folder (`lbee.reports.browse.stored_images_table`); a thumbnail is made from
 the stored image file, which must lie inside the server's data root or the run's own folder.
 """
 

@@ -27,10 +27,10 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 URL_ENV, TOKEN_ENV = "LBEE_URL", "LBEE_TOKEN"
 #: Seconds between two looks at a running job.
 POLL_SECONDS = 1.0
-#: Job states after which nothing changes (:data:`lbee.service.db.FINAL_STATES`, kept here: the client needs no
+#: Job states after which nothing changes (`lbee.service.db.FINAL_STATES`, kept here: the client needs no
 #: database library).
 FINAL_STATES = ("done", "failed", "cancelled")
-#: What :meth:`Client.fetch` writes: file name -> the job's endpoint.
+#: What `Client.fetch` writes: file name -> the job's endpoint.
 RESULT_FILES = {"report.html": "report", "explanation.json": "explanation", "metrics.json": "metrics"}
 
 
@@ -84,7 +84,7 @@ class Client:
     Parameters
     ----------
     url : str, optional
-        The server, e.g. ``http://127.0.0.1:8000``; default ``$LBEE_URL``, else :data:`DEFAULT_URL`.
+        The server, e.g. ``http://127.0.0.1:8000``; default ``$LBEE_URL``, else `DEFAULT_URL`.
     token : str, optional
         An API token (``lbee serve token create``): ``submit`` scope to submit, ``read`` to look; default
         ``$LBEE_TOKEN``.
@@ -175,7 +175,7 @@ class Client:
             time.sleep(poll)
 
     def run(self, entry, **wait_options):
-        """:meth:`submit` then :meth:`wait`: the finished job's state."""
+        """`submit` then `wait`: the finished job's state."""
         return self.wait(self.submit(entry)["id"], **wait_options)
 
     # ---- results

@@ -1,4 +1,4 @@
-"""A job's phase and fraction in its row while it runs, from the run layer's :mod:`lbee.progress` reports."""
+"""A job's phase and fraction in its row while it runs, from the run layer's `lbee.progress` reports."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ PROGRESS_EVERY = 1.0
 
 
 def job_listener(write, every=PROGRESS_EVERY, clock=time.monotonic):
-    """A :func:`lbee.progress.listening` callback that writes a job's progress, throttled.
+    """A `lbee.progress.listening` callback that writes a job's progress, throttled.
 
     Parameters
     ----------

@@ -14,7 +14,7 @@ def entry_advice(text):
     """``text`` with each CLI flag that is also a key of a job's entry named as that key (``encoder: X``).
 
     lbee's messages give a CLI user the flag to use; a job is configured by its entry's keys
-    (:data:`lbee.reports.config_entries.DATASET_KEYS`), so its error and warnings name those. Other flags stay.
+    (`lbee.reports.config_entries.DATASET_KEYS`), so its error and warnings name those. Other flags stay.
     """
     from ..reports.config_entries import DATASET_KEYS
 
