@@ -11,7 +11,7 @@ import numpy as np
 from ..core.selection import CLIP_TAU
 from ..scoring.device import resolve_device
 from ._base import Encoder, EncoderLoadError, unit_float32
-from ._registry import register_encoder
+from ._registry import is_random_tag, register_encoder
 
 DEFAULT_MODEL = "ViT-B-32"
 DEFAULT_PRETRAINED = "laion2b_s34b_b79k"  # LAION-2B, as in the LBEE paper
@@ -177,7 +177,7 @@ def _make_open_clip(model=None, pretrained=None, **kwargs):
     """``open_clip[:MODEL[@TAG|@CHECKPOINT|@random[:SEED]]]``; no tag means the default weights."""
     if pretrained is None:
         pretrained = DEFAULT_PRETRAINED
-    elif pretrained.lower() in ("none", "random") or pretrained.lower().startswith("random:"):
+    elif is_random_tag(pretrained):
         seed = pretrained.partition(":")[2]
         if seed and not seed.isdigit():
             raise ValueError(f"`@random:SEED` needs an integer seed; received {pretrained!r}.")

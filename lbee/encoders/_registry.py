@@ -49,6 +49,11 @@ def parse_encoder_spec(spec):
     return backend, model or None, pretrained or None
 
 
+def is_random_tag(tag):
+    """Whether the ``@TAG`` of a spec asks for seeded random weights (``@random``, ``@random:SEED``, ``@none``)."""
+    return isinstance(tag, str) and (tag.lower() in ("none", "random") or tag.lower().startswith("random:"))
+
+
 def create_encoder(spec="open_clip", *, pretrained=None, **kwargs):
     """Build an encoder from a spec string (see :func:`parse_encoder_spec`).
 
@@ -152,7 +157,7 @@ def encoder_caveat(spec, images=None):
             "world (no ec.json above them): unless they are SpotCheck renders, its embeddings do not follow the "
             "image content and the sentences chosen will be meaningless. Use open_clip for real images."
         )
-    if tag is not None and (tag.lower() in ("none", "random") or tag.lower().startswith("random:")):
+    if is_random_tag(tag):
         return (
             f"encoder {spec!r} has random weights: the sentences chosen will be meaningless (use it to try the "
             "pipeline only; drop '@random' for the pretrained weights)."

@@ -32,9 +32,6 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
     return rows
 
 
-_PHI = {"entropy": "−entropy", "max": "max probability", "true_class": "probability of the true class"}
-
-
 def model_scores(ds, model, inputs, *, device=None, progress=False):
     """One model's φ (by ``settings.confidence_from``) and ω over the images of ``inputs``.
 
@@ -123,7 +120,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
                 f"({scores.probs.shape[1]} classes)."
             )
     omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
-    phi, phi_desc = scores.confidence, _PHI[kind]
+    phi, phi_desc, extra = _label_aware_phi(scores, kind)
     if st.split_by in ("irfs", "saliency"):
         from ..analyses.sensitivity_outputs import confidence_from_sensitivity
 
@@ -141,7 +138,37 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
             if st.split_by == "irfs"
             else "GradCAM / object-mask IoU (low: evidence off the object)"
         )
-    return Scores(phi, scores.performance, phi_desc, omega, scores, names)
+        extra = {"split_criterion": f"Split by the {phi_desc} (asked for: split_by {st.split_by!r})."}
+    return Scores(phi, scores.performance, phi_desc, omega, scores, names, extra)
+
+
+def _label_aware_phi(scores, kind):
+    """φ by ``kind`` once the labels are known (a manifest's come after the table), its words, and why.
+
+    'auto' becomes the probability of the true class when there are labels and
+    class probabilities (:func:`lbee.scoring.confidence.resolve_confidence`).
+
+    Returns
+    -------
+    (ndarray of shape (n,), str, dict)
+        φ, what it is, and ``{"confidence_from": the kind used, "split_criterion": a sentence}``
+        (recorded in explanation.json, shown by the CLI and the HTML page).
+    """
+    from ..scoring.confidence import (
+        CONFIDENCE_WORDS,
+        confidence_from_probabilities,
+        resolve_confidence,
+        split_criterion,
+    )
+
+    has_labels, has_probs = scores.labels is not None, scores.probs is not None
+    chosen = resolve_confidence(kind, has_labels)
+    if has_probs and kind == "auto":
+        scores.confidence = confidence_from_probabilities(scores.probs, chosen, scores.labels)
+    criterion = split_criterion(kind, has_labels, confidence_column=not has_probs)
+    words = CONFIDENCE_WORDS[chosen] if has_probs else "the predictions' confidence column"
+    extra = {"confidence_from": chosen if has_probs else "column", "split_criterion": criterion}
+    return scores.confidence, words, extra
 
 
 def with_manifest_labels(scores, labels, class_names, *, performance_column=False, source="the manifest"):
