@@ -4,7 +4,8 @@ The one place in the code that maps an extra of ``pyproject.toml`` to the
 modules it provides (a test checks that both agree). A part of lbee that needs
 an extra imports it through :func:`import_extra`; a command checks with
 :func:`require_extra` before any long or heavy work, so a missing extra is one
-line naming ``pip install "lbee[EXTRA]"``, seconds before anything is loaded.
+line naming the command that installs it (:func:`install_command`: from the
+clone or the wheel lbee came from), seconds before anything is loaded.
 """
 
 from __future__ import annotations
@@ -42,9 +43,58 @@ class MissingExtraError(ImportError):
     """An optional dependency is not installed; the message names the ``pip install`` command."""
 
 
-def install_command(*extras):
-    """``pip install "lbee[a,b]"``: the command that installs the given extras."""
-    return f'pip install "lbee[{",".join(extras)}]"'
+def install_command(*extras, reinstall=False):
+    """The command that installs the given extras into this lbee, wherever it came from (lbee is not on PyPI).
+
+    - From a source tree (a clone, installed with ``pip install -e .`` or run from it): ``pip install -e
+      "/path/to/clone[a,b]"``.
+    - From a wheel: ``pip install "/path/to/lbee-VERSION-py3-none-any.whl[a,b]"``, the wheel pip recorded
+      (PEP 610 ``direct_url.json``) when it still exists, else the wheel's file name, to run where it lies.
+
+    ``reinstall=True`` adds ``--force-reinstall``.
+
+    Returns
+    -------
+    str
+    """
+    pip = "pip install --force-reinstall" if reinstall else "pip install"
+    wanted = ",".join(extras)
+    tree = _source_tree()
+    if tree is not None:
+        return f'{pip} -e "{tree}[{wanted}]"'
+    return f'{pip} "{_wheel()}[{wanted}]"'
+
+
+def _source_tree():
+    """The folder of the clone this lbee is imported from (a ``pyproject.toml`` naming lbee beside it), or None."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return root if 'name = "lbee"' in text else None
+
+
+def _wheel():
+    """The wheel this lbee was installed from, as pip recorded it; else its file name (``lbee-VERSION-...whl``)."""
+    import json
+    from importlib import metadata
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    from ._version import __version__
+
+    try:
+        url = json.loads(metadata.distribution("lbee").read_text("direct_url.json") or "{}").get("url", "")
+    except (metadata.PackageNotFoundError, ValueError):
+        url = ""
+    if url.startswith("file:") and url.endswith(".whl"):
+        path = Path(unquote(urlparse(url).path))
+        if path.is_file():
+            return path
+    return f"lbee-{__version__}-py3-none-any.whl"
 
 
 def missing_modules(extra):
@@ -73,7 +123,7 @@ def require_extra(*extras, needed_for):
 
 
 def import_extra(module, extra, *, needed_for):
-    """``import module``, or a :class:`MissingExtraError` that names ``pip install "lbee[extra]"``."""
+    """``import module``, or a :class:`MissingExtraError` that names :func:`install_command`."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:

@@ -117,3 +117,91 @@ def test_random_weights_show_the_banner_in_the_terminal_the_html_and_report_md(c
     tagged = dict(RANDOM_CLIP, weights="tag:laion2b_s34b_b79k")
     assert random_weights_banner(tagged) is None and weights_words(tagged) == "pretrained tag laion2b_s34b_b79k"
     assert weights_words({"weights": "sha256:" + "ab" * 32}) == "checkpoint sha256:abababababab…"
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def _python(code, *args, env=None, timeout=600):
+    """Run ``code`` in a fresh interpreter with this tree's lbee first on the path."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO
+    )
+
+
+def test_the_missing_weights_error_comes_before_torch_is_imported(tmp_path):
+    from PIL import Image
+
+    (tmp_path / "imgs").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / "imgs" / "a.png")
+    (tmp_path / "p.csv").write_text("image,confidence\na.png,0.5\n")
+    code = (
+        "import sys\nfrom lbee.cli import cli\n"
+        "try:\n    cli(sys.argv[1:], obj={}, standalone_mode=False)\n"
+        "except Exception as exc:\n    print(type(exc).__name__, str(exc).splitlines()[0])\n"
+        "print('torch imported:', 'torch' in sys.modules, 'open_clip imported:', 'open_clip' in sys.modules)\n"
+    )
+    empty_cache = {"HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    r = _python(code, "describe", str(tmp_path / "imgs"), "--predictions", str(tmp_path / "p.csv"), env=empty_cache)
+    assert "LbeeError The weights of open_clip ViT-B-32@laion2b_s34b_b79k are not in the local cache" in r.stdout, r
+    assert "torch imported: False open_clip imported: False" in r.stdout, r.stdout + r.stderr
+
+
+def test_global_options_work_after_the_command_too(confident_errors):
+    p, _ = confident_errors
+    obj = {}
+    args = ["describe", "--image-embeddings", str(p / "img.npy"), "--sentence-embeddings", str(p / "sen.npy")]
+    args += ["--sentences", str(p / "sents.txt"), "--predictions", str(p / "pred.csv"), "--method", "tops"]
+    r = CliRunner().invoke(cli, [*args, "-q", "--cache-dir", str(p / "cache"), "--debug"], obj=obj)
+    assert r.exit_code == 0, r.output
+    assert obj["progress"] is False and obj["cache_dir"] == str(p / "cache") and obj["debug"] is True
+    # before the command, as always; a command's own option of the same name is its own
+    obj = {}
+    assert CliRunner().invoke(cli, ["-q", *args], obj=obj).exit_code == 0 and obj["progress"] is False
+    assert "--quiet" not in CliRunner().invoke(cli, ["describe", "--help"], obj={}).output  # hidden in its help
+    r = CliRunner().invoke(cli, ["describe", "--nope"], obj={})
+    assert r.exit_code == 2 and "No such option '--nope'" in r.output
+
+
+def test_a_library_logging_through_the_root_logger_does_not_print_lbee_warnings_twice():
+    # open_clip logs with logging.info(...): without a root handler, logging.basicConfig added one, and every
+    # lbee warning came out twice, plain and as "WARNING:lbee:..."
+    code = (
+        "import logging\nfrom lbee.cli._base import setup_logging\nsetup_logging(False)\n"
+        "logging.info('Loaded ViT-B-32 model config.')\nlogging.getLogger('lbee').warning('once, please')\n"
+    )
+    r = _python(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("once, please") == 1 and "WARNING:lbee" not in r.stderr, r.stderr
+
+
+def test_describe_on_the_demos_inputs_prints_no_warning_twice(demo_run, tmp_path):
+    """New images of the demo's world (a copy: the embedding cache and the EC know none), one of them missing."""
+    import shutil
+
+    out, _ = demo_run
+    rows = pd.read_csv(out / "inputs" / "predictions.csv").head(60)
+    (tmp_path / "imgs").mkdir()
+    for image in rows["image"]:
+        shutil.copy(out / image, tmp_path / "imgs" / image.rsplit("/", 1)[-1])
+    rows = rows.assign(image=rows["image"].str.rsplit("/", n=1).str[-1])
+    (tmp_path / "imgs" / rows["image"].iloc[0]).unlink()  # listed in the predictions, gone from the folder
+    manifest = pd.DataFrame({"path": rows["image"]})
+    manifest.to_csv(tmp_path / "imgs" / "manifest.csv", index=False)
+    rows.to_csv(tmp_path / "predictions.csv", index=False)
+    args = ["--cache-dir", str(tmp_path / "cache"), "describe", str(tmp_path / "imgs" / "manifest.csv")]
+    args += ["--predictions", str(tmp_path / "predictions.csv"), "--encoder", "spotcheck", "--clusters", "3"]
+    args += ["--sentences", str(out / "inputs" / "sentences.txt"), "--method", "tops"]
+    r = _python("import sys\nfrom lbee.cli import cli\ncli(sys.argv[1:], prog_name='lbee', obj={})", *args)
+    assert r.returncode == 0, r.stderr
+    lines = [line.strip() for line in r.stderr.replace("\r", "\n").splitlines() if line.strip()]
+    lines = [line for line in lines if "%|" not in line]  # progress bars redraw themselves
+    assert len(lines) == len(set(lines)), r.stderr
+    assert "not writable" not in r.stderr and "WARNING:lbee" not in r.stderr
+    # the missing image, said once: skipped (its predictions row is not also reported as matching no image)
+    assert r.stderr.count("Skipped 1 unreadable image") == 1 and "match no image" not in r.stderr, r.stderr

@@ -248,6 +248,8 @@ def describe(
     )
     try:
         preflight(ds)  # tables, manifest and sentence set first: a bad label fails before any embedding
+        if not image_embeddings:
+            check_encoder_spec(encoder, weights=True)  # missing CLIP weights: said before torch is imported
         inputs = load_inputs(ds, cache_dir=obj["cache_dir"], device=obj["device"], progress=obj["progress"])
         run = run_model(ds, model, inputs, device=obj["device"], progress=obj["progress"], n_jobs=jobs)
     except click.ClickException:

@@ -85,7 +85,7 @@ def _open_clip_model_names():
     return names or None
 
 
-def check_encoder_spec(spec):
+def check_encoder_spec(spec, *, weights=False):
     """Check an encoder spec in a fraction of a second, before any model is loaded.
 
     The backend must be registered; an open_clip model name must be one of
@@ -94,7 +94,10 @@ def check_encoder_spec(spec):
     can be reached). Raises ``ValueError`` naming the spec, what was received
     and what is expected (with the nearest valid name), or
     :class:`lbee.extras.MissingExtraError` when the encoder needs an extra that
-    is not installed.
+    is not installed. With ``weights=True``, the default open_clip weights must
+    also be in the hub cache or downloadable, else :class:`EncoderLoadError`
+    (still without importing torch: ``lbee describe`` says so in a second, not
+    after half a minute of imports).
 
     Returns
     -------
@@ -132,6 +135,10 @@ def check_encoder_spec(spec):
         and not Path(tag).is_file()
     ):
         raise ValueError(f"encoder {spec!r}: the checkpoint file {tag!r} does not exist.")
+    if weights and backend == "open_clip" and not is_random_tag(tag) and not (model or "").startswith("hf-hub:"):
+        from ._open_clip import check_weights_before_loading
+
+        check_weights_before_loading(model, tag)
     return backend, model, tag
 
 

@@ -10,18 +10,29 @@ from .models import load_model
 from .specs import Scores, probabilities_kind
 
 
-def align_scores(image_ids, image_paths, table_ids, *, source="the predictions file"):
+def align_scores(image_ids, image_paths, table_ids, *, source="the predictions file", skipped=()):
     """Row of the predictions table for each image (:class:`lbee.io.matching.IdMatcher`'s rule).
 
     An id equal to the image's id or path matches; a shorter or longer one
     (a bare file name, an absolute path) only when it fits exactly one image
     of the run; otherwise ``ValueError`` names the colliding images. Images
     without a row raise; table rows that match no image are reported as a
-    warning with their count and the first few ids.
+    warning with their count and the first few ids, except the rows of
+    ``skipped`` images (paths of unreadable images, already warned about once).
     """
-    from ..io.matching import match_table_rows, report_unmatched
+    from ..io.matching import IdMatcher, match_table_rows, report_unmatched
 
     rows, unmatched = match_table_rows(table_ids, image_ids, image_paths, source=source)
+    if unmatched and skipped:
+        of_skipped = IdMatcher(list(skipped), source=source)
+
+        def names_a_skipped_image(tid):
+            try:
+                return of_skipped.index(tid) is not None
+            except ValueError:  # it names several skipped images, or one twice: skipped all the same
+                return True
+
+        unmatched = [tid for tid in unmatched if not names_a_skipped_image(tid)]
     missing = [iid for iid, r in zip(image_ids, rows) if r < 0]
     if missing:
         raise ValueError(
@@ -80,7 +91,11 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
         else:
             scores = scores.subset(
                 align_scores(
-                    inputs.image_ids, inputs.image_paths, table_ids, source=f"predictions {str(model.predictions)!r}"
+                    inputs.image_ids,
+                    inputs.image_paths,
+                    table_ids,
+                    source=f"predictions {str(model.predictions)!r}",
+                    skipped=[path for path, _ in inputs.failures],
                 )
             )
         if inputs.labels is not None:

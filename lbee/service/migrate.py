@@ -39,11 +39,17 @@ def upgrade(engine, revision="head"):
     ValueError
         The database is at a revision this lbee does not know (a newer lbee made it).
     """
+    import logging
+
     from alembic import command
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
     from sqlalchemy import inspect
 
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        # alembic logs each routine step at INFO (its plugins, "Context impl SQLiteImpl", every revision): ten lines
+        # at each start of `lbee serve`. The one line that matters, a schema change, is lbee's own below.
+        logging.getLogger("alembic").setLevel(logging.WARNING)
     with engine.begin() as conn:
         cfg = _config(conn)
         known = {r.revision for r in ScriptDirectory.from_config(cfg).walk_revisions()}
@@ -59,3 +65,6 @@ def upgrade(engine, revision="head"):
                 f"writes {HEAD!r}): upgrade lbee, or use another database."
             )
         command.upgrade(cfg, revision)
+        now = MigrationContext.configure(conn).get_current_revision()
+    if now != current:
+        logging.getLogger("lbee").info("database schema: %s -> %s", current or "new database", now)
