@@ -46,10 +46,11 @@ class MissingExtraError(ImportError):
 def install_command(*extras, reinstall=False):
     """The command that installs the given extras into this lbee, wherever it came from (lbee is not on PyPI).
 
-    - From a source tree (a clone, installed with ``pip install -e .`` or run from it): ``pip install -e
-      "/path/to/clone[a,b]"``.
-    - From a wheel: ``pip install "/path/to/lbee-VERSION-py3-none-any.whl[a,b]"``, the wheel pip recorded
-      (PEP 610 ``direct_url.json``) when it still exists, else the wheel's file name, to run where it lies.
+    - Imported from a source tree (a clone, ``pip install -e .``, or on ``PYTHONPATH``):
+      ``pip install -e "/path/to/clone[a,b]"``.
+    - Installed by pip from a wheel or a folder: that wheel or folder as pip recorded it (PEP 610
+      ``direct_url.json``), ``pip install "/path/to/lbee-VERSION-py3-none-any.whl[a,b]"``, when it still exists;
+      else the wheel's file name, to run where the wheel lies.
 
     ``reinstall=True`` adds ``--force-reinstall``.
 
@@ -58,27 +59,12 @@ def install_command(*extras, reinstall=False):
     str
     """
     pip = "pip install --force-reinstall" if reinstall else "pip install"
-    wanted = ",".join(extras)
-    tree = _source_tree()
-    if tree is not None:
-        return f'{pip} -e "{tree}[{wanted}]"'
-    return f'{pip} "{_wheel()}[{wanted}]"'
+    target, editable = _installed_from()
+    return f'{pip}{" -e" if editable else ""} "{target}[{",".join(extras)}]"'
 
 
-def _source_tree():
-    """The folder of the clone this lbee is imported from (a ``pyproject.toml`` naming lbee beside it), or None."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    try:
-        text = (root / "pyproject.toml").read_text(encoding="utf-8")
-    except OSError:
-        return None
-    return root if 'name = "lbee"' in text else None
-
-
-def _wheel():
-    """The wheel this lbee was installed from, as pip recorded it; else its file name (``lbee-VERSION-...whl``)."""
+def _installed_from():
+    """(what to name in ``pip install``, whether editable): the source tree, pip's record, or the wheel's name."""
     import json
     from importlib import metadata
     from pathlib import Path
@@ -86,15 +72,21 @@ def _wheel():
 
     from ._version import __version__
 
+    root = Path(__file__).resolve().parent.parent
+    try:
+        if 'name = "lbee"' in (root / "pyproject.toml").read_text(encoding="utf-8"):
+            return root, True  # imported from a clone
+    except OSError:
+        pass
     try:
         url = json.loads(metadata.distribution("lbee").read_text("direct_url.json") or "{}").get("url", "")
     except (metadata.PackageNotFoundError, ValueError):
         url = ""
-    if url.startswith("file:") and url.endswith(".whl"):
+    if url.startswith("file:"):
         path = Path(unquote(urlparse(url).path))
-        if path.is_file():
-            return path
-    return f"lbee-{__version__}-py3-none-any.whl"
+        if path.exists():
+            return path, False
+    return f"lbee-{__version__}-py3-none-any.whl", False
 
 
 def missing_modules(extra):

@@ -261,7 +261,7 @@ def test_the_install_advice_works_from_a_clone_or_a_wheel_since_lbee_is_not_on_p
 
     root = Path(__file__).resolve().parents[1]
     assert install_command("spotcheck", "html") == f'pip install -e "{root}[spotcheck,html]"'  # this clone
-    monkeypatch.setattr(extras, "_source_tree", lambda: None)  # as installed from a wheel
+    monkeypatch.setattr(extras, "__file__", str(tmp_path / "site-packages" / "lbee" / "extras.py"))  # a wheel's
     wheel = tmp_path / "dist" / "lbee-0.1.0-py3-none-any.whl"
     wheel.parent.mkdir()
     wheel.write_bytes(b"")

@@ -10,6 +10,19 @@ HEAD = "0002"
 FIRST = "0001"
 
 
+def _quiet_alembic():
+    """Keep Alembic's INFO lines out of the server's log unless --log-level is debug.
+
+    Alembic logs each routine step at INFO (its plugins as it is imported, "Context impl SQLiteImpl", every
+    revision): ten lines at each start of ``lbee serve``. The one line that matters, a schema change, is lbee's
+    own (:func:`upgrade`).
+    """
+    import logging
+
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
 def _config(connection):
     from alembic.config import Config
 
@@ -21,6 +34,7 @@ def _config(connection):
 
 def current_revision(engine):
     """The database's schema revision (None: empty database)."""
+    _quiet_alembic()
     from alembic.runtime.migration import MigrationContext
     from sqlalchemy import inspect
 
@@ -41,15 +55,12 @@ def upgrade(engine, revision="head"):
     """
     import logging
 
+    _quiet_alembic()
     from alembic import command
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
     from sqlalchemy import inspect
 
-    if not logging.getLogger().isEnabledFor(logging.DEBUG):
-        # alembic logs each routine step at INFO (its plugins, "Context impl SQLiteImpl", every revision): ten lines
-        # at each start of `lbee serve`. The one line that matters, a schema change, is lbee's own below.
-        logging.getLogger("alembic").setLevel(logging.WARNING)
     with engine.begin() as conn:
         cfg = _config(conn)
         known = {r.revision for r in ScriptDirectory.from_config(cfg).walk_revisions()}
