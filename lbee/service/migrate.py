@@ -14,8 +14,8 @@ def _quiet_alembic():
     """Keep Alembic's INFO lines out of the server's log unless --log-level is debug.
 
     Alembic logs each routine step at INFO (its plugins as it is imported, "Context impl SQLiteImpl", every
-    revision): ten lines at each start of ``lbee serve``. The one line that matters, a schema change, is lbee's
-    own (:func:`upgrade`).
+    revision): ten lines at each start of ``lbee serve``. The one line that matters, the upgrade of an existing
+    database, is lbee's own (:func:`upgrade`).
     """
     import logging
 
@@ -77,5 +77,5 @@ def upgrade(engine, revision="head"):
             )
         command.upgrade(cfg, revision)
         now = MigrationContext.configure(conn).get_current_revision()
-    if now != current:
-        logging.getLogger("lbee").info("database schema: %s -> %s", current or "new database", now)
+    if current is not None and now != current:  # a new database is no news; an upgraded one is
+        logging.getLogger("lbee").info("database schema upgraded: %s -> %s", current, now)
