@@ -58,7 +58,7 @@ def weights_words(identity):
     if weights.startswith("sha256:"):
         return f"checkpoint sha256:{weights[len('sha256:') :][:DIGEST_SHOWN]}…"
     if is_random_weights(identity):
-        seed = weights.split(":")[1].removeprefix("seed=") if weights.count(":") >= 1 else "0"
+        seed = weights.split(":")[1].removeprefix("seed=")  # 'random:seed=0:<fingerprint>'
         return f"@random (seed {seed})"
     return weights
 
