@@ -110,6 +110,8 @@ def test_random_weights_show_the_banner_in_the_terminal_the_html_and_report_md(c
     assert "<dt>weights</dt><dd>@random (seed 0)</dd>" in html
     md = (p / "random" / "report.md").read_text()
     assert banner in md and "weights @random (seed 0)" in md
+    summary = json.loads(_describe(p, "pred.csv", "random-json", "--json").stdout)
+    assert summary["random_weights"] is True and summary["weights"] == "@random (seed 0)"
 
     # pretrained weights: no banner, the tag named
     from lbee.run.identity import random_weights_banner, weights_words

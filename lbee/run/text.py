@@ -148,9 +148,15 @@ def terminal_blocks(result, width=None):
 
 def summary_dict(result, out=None):
     """A machine-readable summary of a run (``lbee describe --json``)."""
+    from .identity import encoder_words, is_random_weights, weights_words
+
     first = next(iter(result.explanations.values()))
     p = first.params
     return {
+        "encoder": encoder_words(result.encoder),
+        "weights": weights_words(result.encoder),
+        "random_weights": is_random_weights(result.encoder),
+        "split_criterion": result.extra.get("split_criterion"),
         "n_images": len(result.image_ids),
         "n_hard": p.get("n_hard"),
         "n_easy": p.get("n_easy"),
