@@ -21,13 +21,21 @@ logger = logging.getLogger("lbee")
 ORPHAN_EXIT = 70
 
 
+def _exit_cleanly(signum, frame):
+    """SIGTERM in a child (the server stopping it): a normal exit, so that its finalizers run.
+
+    Killed outright, a worker left the semaphores it had made (tqdm's lock, a DataLoader's queues) registered, and
+    the resource tracker reported them at the server's stop ("There appear to be 1 leaked semaphore objects").
+    """
+    raise SystemExit(128 + signum)
+
+
 def die_with_parent():
     """In a spawned child: exit as soon as the parent process is gone (a thread waits on its pipe).
 
     The child also ignores SIGINT: Ctrl-C in a terminal reaches the whole process group, and the server stops its
     children itself (the stop event, then terminate). Without this, each child printed a KeyboardInterrupt
-    traceback at every stop, and one interrupted inside its work left its semaphores behind
-    ("leaked semaphore objects").
+    traceback at every stop. SIGTERM (terminate) ends it as a normal exit (:func:`_exit_cleanly`).
     """
     import multiprocessing
     import signal
@@ -37,6 +45,7 @@ def die_with_parent():
     if parent is None:
         return
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_cleanly)
 
     def watch():
         wait([parent.sentinel])
