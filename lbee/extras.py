@@ -4,7 +4,8 @@ The one place in the code that maps an extra of ``pyproject.toml`` to the
 modules it provides (a test checks that both agree). A part of lbee that needs
 an extra imports it through `import_extra`; a command checks with
 `require_extra` before any long or heavy work, so a missing extra is one
-line naming ``pip install "lbee[EXTRA]"``, seconds before anything is loaded.
+line naming the command that installs it (`install_command`: from the
+clone or the wheel lbee came from), seconds before anything is loaded.
 """
 
 from __future__ import annotations
@@ -47,9 +48,50 @@ class MissingExtraError(ImportError):
     """An optional dependency is not installed; the message names the ``pip install`` command."""
 
 
-def install_command(*extras):
-    """``pip install "lbee[a,b]"``: the command that installs the given extras."""
-    return f'pip install "lbee[{",".join(extras)}]"'
+def install_command(*extras, reinstall=False):
+    """The command that installs the given extras into this lbee, wherever it came from (lbee is not on PyPI).
+
+    - Imported from a source tree (a clone, ``pip install -e .``, or on ``PYTHONPATH``):
+      ``pip install -e "/path/to/clone[a,b]"``.
+    - Installed by pip from a wheel or a folder: that wheel or folder as pip recorded it (PEP 610
+      ``direct_url.json``), ``pip install "/path/to/lbee-VERSION-py3-none-any.whl[a,b]"``, when it still exists;
+      else the wheel's file name, to run where the wheel lies.
+
+    ``reinstall=True`` adds ``--force-reinstall``.
+
+    Returns
+    -------
+    str
+    """
+    pip = "pip install --force-reinstall" if reinstall else "pip install"
+    target, editable = _installed_from()
+    return f'{pip}{" -e" if editable else ""} "{target}[{",".join(extras)}]"'
+
+
+def _installed_from():
+    """(what to name in ``pip install``, whether editable): the source tree, pip's record, or the wheel's name."""
+    import json
+    from importlib import metadata
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    from ._version import __version__
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        if 'name = "lbee"' in (root / "pyproject.toml").read_text(encoding="utf-8"):
+            return root, True  # imported from a clone
+    except OSError:
+        pass
+    try:
+        url = json.loads(metadata.distribution("lbee").read_text("direct_url.json") or "{}").get("url", "")
+    except (metadata.PackageNotFoundError, ValueError):
+        url = ""
+    if url.startswith("file:"):
+        path = Path(unquote(urlparse(url).path))
+        if path.exists():
+            return path, False
+    return f"lbee-{__version__}-py3-none-any.whl", False
 
 
 def missing_modules(extra):
@@ -78,7 +120,7 @@ def require_extra(*extras, needed_for):
 
 
 def import_extra(module, extra, *, needed_for):
-    """``import module``, or a `MissingExtraError` that names ``pip install "lbee[extra]"``."""
+    """``import module``, or a `MissingExtraError` that names `install_command`."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:

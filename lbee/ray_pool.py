@@ -1,6 +1,6 @@
 """Ray plumbing shared by the distributed engines (``lbee embed --engine ray``, ``lbee vqa --engine ray``).
 
-Ray is optional (``pip install "lbee[ray]"``) and imported only here, lazily.
+Ray is optional (the ``ray`` extra) and imported only here, lazily.
 Work goes to a pool of actors, each holding one model: one GPU per actor when
 the cluster has GPUs, one CPU otherwise.
 """

@@ -10,7 +10,8 @@ Fails (exit 1) when
 - the wheel's files differ from the source tree's (every tracked file under
   ``lbee/``, ``vqa/`` and ``sentence_sets/``, the last as ``lbee/sentence_sets/``),
 - the core install brings an extra's module, or ``lbee demo`` without its extras
-  does not stop with one line naming ``pip install "lbee[...]"``,
+  does not stop with one line naming ``pip install "WHEEL[...]"`` (lbee is not on PyPI: the
+  wheel it was installed from), or that command (run as it is printed) does not install them,
 - ``lbee demo``, with the extras that line names, fails or shows a warning raised
   in lbee's code (``PYTHONWARNINGS=default``; library warnings with the caller's
   line count as lbee's).
@@ -99,8 +100,11 @@ def clean_env(**extra):
     return env
 
 
-def demo_without_extras(lbee, outside, env):
-    """The core install: no extra's module, and ``lbee demo`` stops at once with the pip line. Returns its extras."""
+def demo_without_extras(lbee, outside, env, wheel):
+    """The core install: no extra's module, and ``lbee demo`` stops at once with the pip line.
+
+    Returns the line's install target (the wheel, as lbee found it in pip's record) and extras.
+    """
     proc = run(
         [
             lbee.parent / "python",
@@ -117,14 +121,16 @@ def demo_without_extras(lbee, outside, env):
     proc = run([lbee, "demo", "--out", outside / "no-extras"], cwd=outside, env=env, check=False)
     took = time.perf_counter() - t
     text = proc.stdout + proc.stderr
-    found = re.search(r'pip install "lbee\[([a-z,]+)\]"', text)
+    found = re.search(r'pip install "([^"\[]+)\[([a-z,]+)\]"', text)
     if proc.returncode != 1 or "Traceback" in text or not found or len(text.strip().splitlines()) != 1:
         raise CheckFailed(
             f"`lbee demo` without its extras should stop with one line naming pip install "
-            f'"lbee[...]"; exit {proc.returncode}:\n{text[-3000:]}'
+            f'"WHEEL[...]"; exit {proc.returncode}:\n{text[-3000:]}'
         )
+    if Path(found.group(1)).resolve() != Path(wheel).resolve():
+        raise CheckFailed(f"the install advice names {found.group(1)!r}, not the wheel lbee came from ({wheel})")
     print(f"  without extras: {text.strip()} ({took:.2f} s)", flush=True)
-    return found.group(1)
+    return found.group(1), found.group(2)
 
 
 def lbee_warnings(text, site):
@@ -182,10 +188,10 @@ def main(argv=None):
         t = time.perf_counter()
         run([lbee, "describe", "--help"], cwd=outside, env=env)
         print(f"  lbee describe --help: {time.perf_counter() - t:.2f} s (wall, fresh venv)", flush=True)
-        extras = demo_without_extras(lbee, outside, env)
+        target, extras = demo_without_extras(lbee, outside, env, wheel)
 
         t = time.perf_counter()
-        run([py, "-m", "pip", "install", "-q", f"{wheel}[{extras}]"], env=env)
+        run([py, "-m", "pip", "install", "-q", f"{target}[{extras}]"], env=env)  # the advice, as printed
         step(f"install the extras the demo names ({extras})", t)
 
         t = time.perf_counter()

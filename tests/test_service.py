@@ -905,3 +905,30 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     assert client.get(f"/v1/runs/{run['id']}/images/999/thumbnail", headers=read).status_code == 404
     assert client.get(f"/v1/runs/{run['id']}/groups/0/images").status_code == 401
     assert 'class="browse-link"' in client.get("/", headers=read).text
+
+
+def test_a_run_on_random_weights_carries_the_banner_on_the_run_list_and_its_report(service, data_root):
+    from test_first_day import RANDOM_CLIP, write_random_weight_embeddings
+
+    from lbee.run.identity import RANDOM_WEIGHTS_BANNER
+
+    client, app, settings = service
+    root, _ = data_root
+    (root / "rnd").mkdir(exist_ok=True)
+    sentences = (root / "ds" / "sents.txt").read_text().splitlines()
+    write_random_weight_embeddings(root / "rnd", np.load(root / "ds" / "img.npy"), np.eye(6), sentences)
+    read, submit = client.auth_headers["read"], client.auth_headers["submit"]
+    spec = f"open_clip:{RANDOM_CLIP['model']}@random"
+    body = entry(name="noise", image_embeddings="rnd/img.npy", sentence_embeddings="rnd/sen.npy", encoder=spec)
+    job = client.post("/v1/jobs", json=body, headers=submit).json()["id"]
+    plain = client.post("/v1/jobs", json=entry(name="plain"), headers=submit).json()["id"]
+    while run_next_job(app.state.db, settings) is not None:
+        pass
+    assert client.get(f"/v1/jobs/{job}", headers=read).json()["status"] == "done"
+    banner = RANDOM_WEIGHTS_BANNER.format(encoder=spec)
+    index = client.get("/", headers=read).text.replace("&#39;", "'")
+    assert 'id="random-weights"' in index and banner in index
+    assert index.count('<span class="random-weights">random weights</span>') == 1  # the plain run is not marked
+    report = client.get(f"/v1/jobs/{job}/report", headers=read).text
+    assert 'id="random-weights"' in report
+    assert 'id="random-weights"' not in client.get(f"/v1/jobs/{plain}/report", headers=read).text

@@ -311,8 +311,8 @@ def test_shipped_weights_are_used_without_training(shipped_small):
     again = make_ec(5, log=msgs.append, **SMALL)
     assert again.verification["classifier"] == "shipped" and again.verification["passed"]
     assert _same_weights(again.model, ec.model)
-    assert msgs[1] == "checking the shipped square classifier small.pt (sha256, training data, blindspot gate) ..."
-    assert msgs[2].startswith(f"  sha256 {entry['sha256'][:12]}... and training data match: using it")
+    assert msgs[1] == "checking that the square classifier shipped for this world (small.pt) fits it ..."
+    assert msgs[2].startswith("  it was trained on exactly this world's training images, so it is used")
     assert not any(m.startswith("training") or "epoch" in m for m in msgs)
     assert again.verification["accuracy_inside"] == pytest.approx(ec.verification["accuracy_inside"])
 
@@ -370,6 +370,10 @@ def test_shipped_weights_failing_the_gate_reject_the_candidate_untrained(shipped
         make_ec(5, log=msgs.append, max_attempts=1, **{**SMALL, "min_outside": 1.0, "max_inside": 0.0})
     assert info.value.attempts[0]["reason"].startswith("shipped model failed verification (accuracy outside")
     assert not any(m.startswith("training the square classifier") for m in msgs)
+    # told as a story: which candidate, why in words, and why a candidate is set aside at all
+    (told,) = [m for m in msgs if "set aside" in m]
+    assert told.startswith("the shipped classifier of candidate world 1 (seed 5000) is set aside: it ")
+    assert told.endswith("fails exactly in the blindspots planted in it, so the next candidate is drawn")
 
 
 def test_shipped_weights_only_for_the_default_world(shipped_small, monkeypatch):

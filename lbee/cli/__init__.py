@@ -21,7 +21,9 @@ from . import (  # noqa: F401,E402
     sweep,
     vqa,
 )
-from ._base import LbeeError, cli
+from ._base import LbeeError, add_global_options, cli
+
+add_global_options(cli)  # after every module registered its commands
 
 __all__ = ["cli", "LbeeError"]
 

@@ -83,10 +83,63 @@ def fail(exc):
 @click.option("--debug", is_flag=True, help="Show Python tracebacks of errors [env LBEE_DEBUG].")
 @click.pass_context
 def cli(ctx, cache_dir, device, quiet, verbose, debug):
-    """lbee: find, and describe in plain language, where a vision model fails."""
+    """lbee: find, and describe in plain language, where a vision model fails.
+
+    The options below go before or after the command: lbee -q describe ... is lbee describe ... -q.
+    """
     ctx.ensure_object(dict)
     ctx.obj.update(cache_dir=cache_dir, device=device, progress=not quiet, debug=debug, verbose=verbose)
     setup_logging(verbose)
+
+
+#: The root group's options that every command also takes after its name (``lbee describe ... -q``).
+GLOBAL_OPTIONS = ("cache_dir", "device", "quiet", "verbose", "debug")
+
+
+def _set_global(ctx, param, value):
+    """A global option given after the command: it overrides what the root group set (the root ran first)."""
+    if value is None or value is False:
+        return
+    obj = ctx.find_root().obj
+    if param.name == "quiet":
+        obj["progress"] = False
+    elif param.name == "verbose":
+        obj["verbose"] = True
+        setup_logging(True)
+    else:
+        obj[param.name] = value
+
+
+def add_global_options(group):
+    """Give every command under ``group`` the root's `GLOBAL_OPTIONS` (hidden in its --help).
+
+    ``lbee -q describe ...`` and ``lbee describe ... -q`` are the same command. A command that has an option of
+    the same name keeps its own.
+    """
+    shared = [p for p in group.params if p.name in GLOBAL_OPTIONS]
+
+    def visit(cmd):
+        taken = {o for p in cmd.params for o in [*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ())]}
+        for p in shared:
+            if any(o in taken for o in p.opts) or any(getattr(q, "name", None) == p.name for q in cmd.params):
+                continue
+            kind = {"is_flag": True} if p.is_flag else {"type": p.type}
+            cmd.params.append(
+                click.Option(
+                    p.opts,
+                    **kind,
+                    help=p.help,
+                    hidden=True,
+                    expose_value=False,
+                    callback=_set_global,
+                    allow_from_autoenv=False,
+                )
+            )
+        for sub in getattr(cmd, "commands", {}).values():
+            visit(sub)
+
+    for sub in group.commands.values():
+        visit(sub)
 
 
 def log(msg):
@@ -109,14 +162,31 @@ def setup_logging(verbose=False):
         def emit(self, record):
             click.echo(self.format(record), err=True)
 
+    class OthersHandler(EchoHandler):
+        """The root logger's handler: other libraries' records (lbee's are written by the ``lbee`` logger's).
+
+        Its presence also keeps ``logging.basicConfig`` from adding a second root handler when a library logs
+        through the root logger (open_clip's ``logging.info``): that handler printed every lbee warning a second
+        time, as ``WARNING:lbee:...``.
+        """
+
+        def emit(self, record):
+            if record.name != "lbee" and not record.name.startswith("lbee."):
+                super().emit(record)
+
     logger = logging.getLogger("lbee")
-    for h in [h for h in logger.handlers if type(h).__name__ == "EchoHandler"]:
-        logger.removeHandler(h)
+    root = logging.getLogger()
+    for owner in (logger, root):
+        for h in [h for h in owner.handlers if type(h).__name__ in ("EchoHandler", "OthersHandler")]:
+            owner.removeHandler(h)
     handler = EchoHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s" if verbose else "%(message)s"))
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
-    logging.getLogger().setLevel(logging.INFO if verbose else logging.ERROR)
+    others = OthersHandler()
+    others.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(others)
+    root.setLevel(logging.INFO if verbose else logging.ERROR)
     if not verbose:
 
         def show(message, category, filename, lineno, file=None, line=None):
@@ -154,16 +224,19 @@ def check_writable_folder(path, option):
     return target
 
 
-def check_encoder_spec(spec, option="--encoder"):
-    """`lbee.run.models.check_encoder_spec` as a usage error, before any heavy import."""
+def check_encoder_spec(spec, option="--encoder", *, weights=False):
+    """`lbee.run.models.check_encoder_spec` as a usage error, before any heavy import.
+
+    ``weights=True`` also checks that the default open_clip weights can be had (a one-line error otherwise).
+    """
     from ..extras import MissingExtraError
     from ..run.models import check_encoder_spec as check
 
     try:
-        return check(spec)
+        return check(spec, weights=weights)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=option) from None
-    except MissingExtraError as exc:
+    except (MissingExtraError, RuntimeError) as exc:  # RuntimeError: lbee.encoders.EncoderLoadError
         raise LbeeError(str(exc)) from None
 
 

@@ -249,6 +249,8 @@ def describe(
     )
     try:
         preflight(ds)  # tables, manifest and sentence set first: a bad label fails before any embedding
+        if not image_embeddings:
+            check_encoder_spec(encoder, weights=True)  # missing CLIP weights: said before torch is imported
         inputs = load_inputs(ds, cache_dir=obj["cache_dir"], device=obj["device"], progress=obj["progress"])
         run = run_model(ds, model, inputs, device=obj["device"], progress=obj["progress"], n_jobs=jobs)
     except click.ClickException:
@@ -286,10 +288,14 @@ def describe(
     if run.per_class is not None:
         _print_per_class(run, settings)
     else:
-        from ..run.text import terminal_blocks
+        from ..run.text import run_header, terminal_blocks
 
         result = run.main
         p = next(iter(result.explanations.values())).params
+        banner, header = run_header(run)
+        if banner:
+            click.secho(banner, fg="red", bold=True)
+        click.echo(header)
         click.echo(
             f"{p['n_images']} images: {p['n_hard']} hard, {p['n_easy']} easy; "
             f"{len(result.explanations[settings.methods[0]].hard_clusters)} hard groups.\n"

@@ -67,7 +67,7 @@ def embed(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Skipped")  # every skipped image is listed below
         try:
-            check_encoder_spec(encoder_spec)
+            check_encoder_spec(encoder_spec, weights=True)
             done = embed_to_folder(
                 out,
                 images=images,

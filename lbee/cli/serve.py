@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..extras import install_command
 from ._base import FloatRange, LbeeError, cli
 
 DEFAULT_DB = "sqlite:///lbee.db"
@@ -14,7 +15,7 @@ def _db(url, must_exist=False):
         from ..service.db import Database
     except ImportError as exc:
         raise LbeeError(
-            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): pip install 'lbee[serve]'"
+            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): {install_command('serve')}"
         ) from None
     return Database(url, must_exist=must_exist)
 
@@ -131,11 +132,16 @@ def serve(
         from ..service import ServiceSettings, create_app
     except ImportError as exc:
         raise LbeeError(
-            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): pip install 'lbee[serve]'"
+            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): {install_command('serve')}"
         ) from None
     import logging
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # A server's log: timestamps, and every record once, through the root logger (the CLI's own handlers go).
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+    lbee_logger = logging.getLogger("lbee")
+    for h in [h for h in lbee_logger.handlers if type(h).__name__ == "EchoHandler"]:
+        lbee_logger.removeHandler(h)
+    lbee_logger.setLevel(logging.NOTSET)  # --log-level decides for lbee too
     if bool(ssl_certfile) != bool(ssl_keyfile):
         raise click.UsageError("--ssl-certfile and --ssl-keyfile go together.")
     settings = ServiceSettings(

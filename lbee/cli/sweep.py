@@ -154,7 +154,7 @@ def sweep(
     if images is not None and image_embeddings:
         raise click.UsageError("Give IMAGES or --image-embeddings, not both.")
     if images is not None:
-        check_encoder_spec(encoder)
+        check_encoder_spec(encoder, weights=True)
     check_writable_folder(out, "--out")
     try:  # before any embedding or describe
         check_no_replace([Path(out) / "sweep.csv", Path(out) / "sweep.png"], overwrite=overwrite)

@@ -227,8 +227,10 @@ def lbee_vqa():
     import vqa as mod
 
     if not getattr(mod, "__lbee__", False):
+        from ..extras import install_command
+
         raise click.ClickException(
             f"The module 'vqa' imported from {getattr(mod, '__file__', '?')} is not lbee's (another package "
-            "installs a top-level 'vqa'). Uninstall it, or reinstall lbee: pip install --force-reinstall 'lbee[vqa]'."
+            f"installs a top-level 'vqa'). Uninstall it, or reinstall lbee: {install_command('vqa', reinstall=True)}."
         )
     return mod

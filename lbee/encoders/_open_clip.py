@@ -11,10 +11,15 @@ import numpy as np
 from ..core.selection import CLIP_TAU
 from ..scoring.device import resolve_device
 from ._base import Encoder, EncoderLoadError, unit_float32
-from ._registry import register_encoder
+from ._registry import is_random_tag, register_encoder
 
 DEFAULT_MODEL = "ViT-B-32"
 DEFAULT_PRETRAINED = "laion2b_s34b_b79k"  # LAION-2B, as in the LBEE paper
+#: The hub repository of the weights checked before torch is imported (`check_weights_before_loading`):
+#: the default's. Other tags are checked once open_clip is loaded (it knows their repositories).
+WEIGHTS_REPOS = {(DEFAULT_MODEL, DEFAULT_PRETRAINED): "laion/CLIP-ViT-B-32-laion2B-s34B-b79K"}
+#: The files open_clip reads from a hub repository (either one).
+WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")
 
 
 def _looks_like_path(value):
@@ -133,15 +138,61 @@ class OpenCLIPEncoder(Encoder):
         return unit_float32(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)
 
 
+def _offline():
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+
+
+def _hub_reachable():
+    """One short connection attempt to huggingface.co (never when HF_HUB_OFFLINE is set)."""
+    import socket
+
+    if _offline():
+        return False
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+def _missing_weights(model, tag):
+    return EncoderLoadError(
+        f"The weights of open_clip {model}@{tag} are not in the local cache and "
+        + ("HF_HUB_OFFLINE is set" if _offline() else "huggingface.co cannot be reached")
+        + ". Either:\n"
+        f"  --encoder 'open_clip:{model}@/path/to/open_clip_pytorch_model.bin'   (a local checkpoint file)\n"
+        "  --encoder spotcheck                                  (the offline encoder of the synthetic world)\n"
+        f"  --encoder 'open_clip:{model}@random'                  (seeded random weights, to try the pipeline)"
+    )
+
+
+def weights_in_hub_cache(repo):
+    """Whether huggingface_hub's cache holds a weights file of ``repo`` (its folder layout read; nothing imported)."""
+    from huggingface_hub import constants  # the cache's location only: no network code, no torch
+
+    snapshots = Path(constants.HF_HUB_CACHE) / ("models--" + repo.replace("/", "--")) / "snapshots"
+    return any((snap / name).exists() for snap in snapshots.glob("*") for name in WEIGHT_FILES)
+
+
+def check_weights_before_loading(model, tag):
+    """Fail in a second, before torch and open_clip are imported, when known weights cannot be had.
+
+    Only the weights of `WEIGHTS_REPOS` (the default encoder's) are known without open_clip; others
+    pass here and are checked by the encoder once open_clip is loaded. Raises `EncoderLoadError`
+    naming the alternatives (a local checkpoint, the SpotCheck encoder, random weights).
+    """
+    repo = WEIGHTS_REPOS.get((model or DEFAULT_MODEL, tag or DEFAULT_PRETRAINED))
+    if repo is None or weights_in_hub_cache(repo) or _hub_reachable():
+        return
+    raise _missing_weights(model or DEFAULT_MODEL, tag or DEFAULT_PRETRAINED)
+
+
 def _check_weights_reachable(open_clip, model, tag):
     """Fail fast, with the fix, when a pretrained tag is neither cached nor downloadable.
 
     Without this, open_clip retries the hub for about a minute and a half before failing. The local
     huggingface_hub cache is tried first; otherwise one short connection attempt decides.
     """
-    import os
-    import socket
-
     cfg = open_clip.get_pretrained_cfg(model, tag)
     if not cfg:
         tags = ", ".join(t for m, t in open_clip.list_pretrained() if m == model) or "none"
@@ -155,21 +206,8 @@ def _check_weights_reachable(open_clip, model, tag):
             return  # cached
         except Exception:  # noqa: BLE001 - not cached (the exception type varies across versions)
             pass
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
-    if not offline:
-        try:
-            socket.create_connection(("huggingface.co", 443), timeout=3).close()
-            return
-        except OSError:
-            pass
-    raise EncoderLoadError(
-        f"The weights of open_clip {model}@{tag} are not in the local cache and "
-        + ("HF_HUB_OFFLINE is set" if offline else "huggingface.co cannot be reached")
-        + ". Either:\n"
-        f"  --encoder 'open_clip:{model}@/path/to/open_clip_pytorch_model.bin'   (a local checkpoint file)\n"
-        "  --encoder spotcheck                                  (the offline encoder of the synthetic world)\n"
-        f"  --encoder 'open_clip:{model}@random'                  (seeded random weights, to try the pipeline)"
-    )
+    if not _hub_reachable():
+        raise _missing_weights(model, tag)
 
 
 @register_encoder("open_clip")
@@ -177,7 +215,7 @@ def _make_open_clip(model=None, pretrained=None, **kwargs):
     """``open_clip[:MODEL[@TAG|@CHECKPOINT|@random[:SEED]]]``; no tag means the default weights."""
     if pretrained is None:
         pretrained = DEFAULT_PRETRAINED
-    elif pretrained.lower() in ("none", "random") or pretrained.lower().startswith("random:"):
+    elif is_random_tag(pretrained):
         seed = pretrained.partition(":")[2]
         if seed and not seed.isdigit():
             raise ValueError(f"`@random:SEED` needs an integer seed; received {pretrained!r}.")

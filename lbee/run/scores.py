@@ -10,18 +10,29 @@ from .models import load_model
 from .specs import Scores, probabilities_kind
 
 
-def align_scores(image_ids, image_paths, table_ids, *, source="the predictions file"):
-    """Row of the predictions table for each image ([`lbee.io.matching.IdMatcher`][lbee.io.matching.IdMatcher]'s rule).
+def align_scores(image_ids, image_paths, table_ids, *, source="the predictions file", skipped=()):
+    """Row of the predictions table for each image (`lbee.io.matching.IdMatcher`'s rule).
 
     An id equal to the image's id or path matches; a shorter or longer one
     (a bare file name, an absolute path) only when it fits exactly one image
     of the run; otherwise ``ValueError`` names the colliding images. Images
     without a row raise; table rows that match no image are reported as a
-    warning with their count and the first few ids.
+    warning with their count and the first few ids, except the rows of
+    ``skipped`` images (paths of unreadable images, already warned about once).
     """
-    from ..io.matching import match_table_rows, report_unmatched
+    from ..io.matching import IdMatcher, match_table_rows, report_unmatched
 
     rows, unmatched = match_table_rows(table_ids, image_ids, image_paths, source=source)
+    if unmatched and skipped:
+        of_skipped = IdMatcher(list(skipped), source=source)
+
+        def names_a_skipped_image(tid):
+            try:
+                return of_skipped.index(tid) is not None
+            except ValueError:  # it names several skipped images, or one twice: skipped all the same
+                return True
+
+        unmatched = [tid for tid in unmatched if not names_a_skipped_image(tid)]
     missing = [iid for iid, r in zip(image_ids, rows) if r < 0]
     if missing:
         raise ValueError(
@@ -30,9 +41,6 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
         )
     report_unmatched(len(unmatched), len(table_ids), what="image of the run", source=source, examples=unmatched)
     return rows
-
-
-_PHI = {"entropy": "−entropy", "max": "max probability", "true_class": "probability of the true class"}
 
 
 def model_scores(ds, model, inputs, *, device=None, progress=False):
@@ -83,7 +91,11 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
         else:
             scores = scores.subset(
                 align_scores(
-                    inputs.image_ids, inputs.image_paths, table_ids, source=f"predictions {str(model.predictions)!r}"
+                    inputs.image_ids,
+                    inputs.image_paths,
+                    table_ids,
+                    source=f"predictions {str(model.predictions)!r}",
+                    skipped=[path for path, _ in inputs.failures],
                 )
             )
         if inputs.labels is not None:
@@ -123,7 +135,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
                 f"({scores.probs.shape[1]} classes)."
             )
     omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
-    phi, phi_desc = scores.confidence, _PHI[kind]
+    phi, phi_desc, extra = _label_aware_phi(scores, kind)
     if st.split_by in ("irfs", "saliency"):
         from ..analyses.sensitivity_outputs import confidence_from_sensitivity
 
@@ -141,7 +153,37 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
             if st.split_by == "irfs"
             else "GradCAM / object-mask IoU (low: evidence off the object)"
         )
-    return Scores(phi, scores.performance, phi_desc, omega, scores, names)
+        extra = {"split_criterion": f"Split by the {phi_desc} (asked for: split_by {st.split_by!r})."}
+    return Scores(phi, scores.performance, phi_desc, omega, scores, names, extra)
+
+
+def _label_aware_phi(scores, kind):
+    """φ by ``kind`` once the labels are known (a manifest's come after the table), its words, and why.
+
+    'auto' becomes the probability of the true class when there are labels and
+    class probabilities (`lbee.scoring.confidence.resolve_confidence`).
+
+    Returns
+    -------
+    (ndarray of shape (n,), str, dict)
+        φ, what it is, and ``{"confidence_from": the kind used, "split_criterion": a sentence}``
+        (recorded in explanation.json, shown by the CLI and the HTML page).
+    """
+    from ..scoring.confidence import (
+        CONFIDENCE_WORDS,
+        confidence_from_probabilities,
+        resolve_confidence,
+        split_criterion,
+    )
+
+    has_labels, has_probs = scores.labels is not None, scores.probs is not None
+    chosen = resolve_confidence(kind, has_labels)
+    if has_probs and kind == "auto":
+        scores.confidence = confidence_from_probabilities(scores.probs, chosen, scores.labels)
+    criterion = split_criterion(kind, has_labels, confidence_column=not has_probs)
+    words = CONFIDENCE_WORDS[chosen] if has_probs else "the predictions' confidence column"
+    extra = {"confidence_from": chosen if has_probs else "column", "split_criterion": criterion}
+    return scores.confidence, words, extra
 
 
 def with_manifest_labels(scores, labels, class_names, *, performance_column=False, source="the manifest"):

@@ -22,6 +22,7 @@ from ..core.clustering import DEFAULT_WARD, WARD_METHODS
 from ..core.evaluation import DEFAULT_O
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N_CLUSTERS_PER_CLASS
 from ..core.selection import CLIP_TAU, DESCRIBERS, METHODS, resolve_tau
+from ..scoring.confidence import DEFAULT_CONFIDENCE
 from .limits import IGNORE_INDEX_RANGE, MAX_A, MAX_CLUSTERS, MAX_K, MAX_O
 
 TASKS = ("classification", "segmentation")
@@ -115,8 +116,11 @@ class RunSettings:
         Slicer names of ``lbee.slicers.SLICERS``; in YAML an entry may also be
         ``{name: {options}}``. The first one is the main result.
     ward : str, default=lbee.core.clustering.DEFAULT_WARD
-    confidence_from : {'entropy', 'max', 'true_class'}, default='entropy'
-        How φ is derived from class probabilities.
+    confidence_from : {'auto', 'entropy', 'max', 'true_class'}, default='auto'
+        How φ is derived from class probabilities: 'auto' is the probability
+        of the true class when the predictions carry labels (every error is
+        hard, a confident one too), else −entropy
+        (`lbee.scoring.confidence.resolve_confidence`).
     task : {'classification', 'segmentation'}, default='classification'
     split_by : {'entropy', 'pixel_accuracy', 'miou', 'irfs', 'saliency'}, default='entropy'
         Segmentation: the φ of the split (LBEE Fig. 4). Classification:
@@ -195,7 +199,12 @@ class RunSettings:
         "How images are grouped: exact Ward clustering, or a faster approximation for many images ('auto' picks).",
         kind=str,
     )
-    confidence_from: str = _knob("entropy", "How φ is derived from class probabilities.", kind=str)
+    confidence_from: str = _knob(
+        DEFAULT_CONFIDENCE,
+        "How φ (the easy / hard split's confidence) comes from class probabilities; 'auto': the true "
+        "class's probability when the predictions carry labels, else −entropy.",
+        kind=str,
+    )
     task: str = _knob("classification", "What the model does; segmentation scores per-pixel outputs.", kind=str)
     split_by: str = _knob(
         "entropy",

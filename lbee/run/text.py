@@ -14,11 +14,16 @@ def render_markdown(result, metrics=None, n_examples=5):
     exps = result.explanations
     first = next(iter(exps.values()))
     p = first.params
+    from .identity import encoder_words, random_weights_banner, weights_words
+
+    banner = random_weights_banner(result.encoder)
     lines = [
         "# lbee report",
         "",
-        f"- encoder: `{result.encoder.get('encoder')}` {result.encoder.get('model', '')} "
-        f"({result.encoder.get('weights', '')})",
+        *([f"> **{banner}**", ""] if banner else []),
+        f"- encoder: {encoder_words(result.encoder)}, weights {weights_words(result.encoder)} "
+        f"(`{result.encoder.get('weights', '')}`)",
+        *([f"- split: {result.extra['split_criterion']}"] if result.extra.get("split_criterion") else []),
         f"- sentence set: `{result.sentence_set}` ({len(result.sentences)} sentences)",
         f"- images: {p['n_images']} embedded ({p['n_hard']} hard, {p['n_easy']} easy), {len(result.failures)} skipped",
         f"- a={p['a']}, clusters={_asked_formed(p, 'n_clusters', 'n_hard_clusters_formed')}, "
@@ -71,6 +76,36 @@ def _columns(width=None):
     return width or max(60, shutil.get_terminal_size((100, 24)).columns)
 
 
+def run_header(run, width=None):
+    """The terminal's first lines of a run: a framed banner on random weights, encoder, weights, τ, the split.
+
+    Parameters
+    ----------
+    run : lbee.run.pipeline.RunResult
+        A whole-dataset run.
+
+    Returns
+    -------
+    (str or None, str)
+        The banner (framed, for the caller to colour) and the other lines.
+    """
+    import textwrap
+
+    from .identity import random_weights_banner, run_identity_lines
+
+    result = run.main
+    cols = _columns(width)
+    lines = [
+        textwrap.fill(line, cols, subsequent_indent="  ")
+        for line in run_identity_lines(result.encoder, run.tau, result.extra.get("split_criterion"))
+    ]
+    banner = random_weights_banner(result.encoder)
+    if banner is not None:
+        rule = "!" * min(cols, 100)
+        banner = "\n".join([rule, textwrap.fill(banner, min(cols, 100)), rule])
+    return banner, "\n".join(lines)
+
+
 def terminal_table(result, width=None):
     """Each hard group's top sentence per method, in columns that fit the terminal (long sentences wrap)."""
     import textwrap
@@ -113,9 +148,15 @@ def terminal_blocks(result, width=None):
 
 def summary_dict(result, out=None):
     """A machine-readable summary of a run (``lbee describe --json``)."""
+    from .identity import encoder_words, is_random_weights, weights_words
+
     first = next(iter(result.explanations.values()))
     p = first.params
     return {
+        "encoder": encoder_words(result.encoder),
+        "weights": weights_words(result.encoder),
+        "random_weights": is_random_weights(result.encoder),
+        "split_criterion": result.extra.get("split_criterion"),
         "n_images": len(result.image_ids),
         "n_hard": p.get("n_hard"),
         "n_easy": p.get("n_easy"),

@@ -8,7 +8,69 @@ import numpy as np
 
 from .._validation import check_choice
 
-CONFIDENCE_KINDS = ("entropy", "max", "true_class")
+#: How φ is derived from class probabilities. 'auto' is the probability of the true class when the
+#: predictions carry labels (LBEE §3: "if ground-truth for the target set is available, we can use model
+#: performance to split the data"; a confident error has low entropy and would land in easy), else −entropy.
+CONFIDENCE_KINDS = ("auto", "entropy", "max", "true_class")
+#: The default of every run (RunSettings.confidence_from: API, CLI, YAML and service alike).
+DEFAULT_CONFIDENCE = "auto"
+#: Each concrete kind in words (the run's split criterion).
+CONFIDENCE_WORDS = {"entropy": "−entropy", "max": "max probability", "true_class": "probability of the true class"}
+
+
+def resolve_confidence(kind, has_labels):
+    """The concrete kind that ``kind`` means: 'auto' is 'true_class' with labels, else 'entropy'.
+
+    Parameters
+    ----------
+    kind : {'auto', 'entropy', 'max', 'true_class'}
+    has_labels : bool
+        Whether the images' true classes are known.
+
+    Returns
+    -------
+    str
+        One of 'entropy', 'max', 'true_class'.
+    """
+    check_choice(kind, "confidence", set(CONFIDENCE_KINDS))
+    if kind != "auto":
+        return kind
+    return "true_class" if has_labels else "entropy"
+
+
+def split_criterion(kind, has_labels, *, confidence_column=False):
+    """One sentence: what φ of the easy / hard split is and why it was chosen.
+
+    Parameters
+    ----------
+    kind : {'auto', 'entropy', 'max', 'true_class'}
+        The kind asked for (the setting).
+    has_labels : bool
+    confidence_column : bool, default=False
+        φ is the predictions table's own ``confidence`` column (no ``prob_<class>`` columns).
+
+    Returns
+    -------
+    str
+    """
+    if confidence_column:
+        why = "the predictions give no prob_<class> columns" + (
+            ", so the labels cannot give the true class's probability" if has_labels else ""
+        )
+        return f"Split by the predictions' confidence column ({why})."
+    chosen = resolve_confidence(kind, has_labels)
+    words = CONFIDENCE_WORDS[chosen]
+    if kind != "auto":
+        return f"Split by the {words} (asked for: confidence_from {kind!r})."
+    if has_labels:
+        return (
+            f"Split by the {words}, because the predictions carry labels: every error, confident or not, "
+            "is hard (confidence_from 'entropy' splits by the model's uncertainty instead)."
+        )
+    return (
+        f"Split by the model's {words} (its uncertainty), because the predictions carry no labels "
+        "(a 'label' column would split by the probability of the true class)."
+    )
 
 
 def softmax(logits):
@@ -24,22 +86,24 @@ def negative_entropy(probs):
     return (p * np.log(p)).sum(axis=1)
 
 
-def confidence_from_probabilities(probs, kind="entropy", labels=None):
+def confidence_from_probabilities(probs, kind=DEFAULT_CONFIDENCE, labels=None):
     """φ from class probabilities.
 
     Parameters
     ----------
     probs : array-like of shape (n, n_classes)
-    kind : {'entropy', 'max', 'true_class'}, default='entropy'
+    kind : {'auto', 'entropy', 'max', 'true_class'}, default='auto'
         −entropy (unsupervised, the paper's default), the max probability, or
-        the probability of the true class (needs ``labels``).
+        the probability of the true class (needs ``labels``); 'auto' is the
+        true class's probability when ``labels`` are given, else −entropy
+        (`resolve_confidence`).
     labels : array-like of int, shape (n,), optional
 
     Returns
     -------
     ndarray of shape (n,)
     """
-    check_choice(kind, "confidence", set(CONFIDENCE_KINDS))
+    kind = resolve_confidence(kind, labels is not None)
     p = np.asarray(probs, dtype=np.float64)
     if p.ndim != 2 or p.shape[0] == 0:
         raise ValueError(f"`probs` must be 2-D of shape (n, n_classes); received shape {p.shape}.")
@@ -122,13 +186,13 @@ def check_labels(labels, n, n_classes=None, name="labels"):
     return out
 
 
-def scores_from_probabilities(probs, *, kind="entropy", labels=None):
+def scores_from_probabilities(probs, *, kind=DEFAULT_CONFIDENCE, labels=None):
     """`ModelScores` from (n, C) probabilities and optional labels.
 
     Parameters
     ----------
     probs : array-like of shape (n, C)
-    kind : {'entropy', 'max', 'true_class'}, default='entropy'
+    kind : {'auto', 'entropy', 'max', 'true_class'}, default='auto'
     labels : array-like of int, shape (n,), optional
         Class indices in [0, C); NaN or other values raise ``ValueError``.
     """
@@ -152,7 +216,7 @@ def class_names_from_table(table):
     return [c[len("prob_") :] for c in cols] or None
 
 
-def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="probabilities"):
+def scores_from_table(table, *, kind=DEFAULT_CONFIDENCE, id_column=None, probabilities="probabilities"):
     """`ModelScores` and image ids from a predictions table.
 
     The table has an id column (``id_column``, else the first of ``path``,
@@ -169,8 +233,9 @@ def scores_from_table(table, *, kind="entropy", id_column=None, probabilities="p
     Parameters
     ----------
     table : pandas.DataFrame
-        Best read with [`lbee.io.table_reader.read_table`][lbee.io.table_reader.read_table], so messages name the file.
-    kind : {'entropy', 'max', 'true_class'}, default='entropy'
+        Best read with `lbee.io.table_reader.read_table`, so messages name the file.
+    kind : {'auto', 'entropy', 'max', 'true_class'}, default='auto'
+        'auto': the true class's probability when the table has a ``label`` column, else −entropy.
     id_column : str, optional
     probabilities : {'probabilities', 'logits'}, default='probabilities'
         What the ``prob_<class>`` columns hold; ``'logits'`` applies a row-wise softmax.

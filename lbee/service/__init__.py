@@ -3,7 +3,7 @@
 ``create_app(ServiceSettings(root=...))`` gives the application; jobs run
 `lbee.reports.batch.run_dataset` in worker processes (`lbee.service.jobs`).
 FastAPI, SQLAlchemy and uvicorn are imported only when the service is used
-(``pip install 'lbee[serve]'``).
+(the ``serve`` extra: `lbee.extras.install_command` names the command).
 """
 
 from .settings import ServiceSettings
@@ -14,8 +14,10 @@ def create_app(settings, **kwargs):
     try:
         from .app import create_app as _create_app
     except ImportError as exc:
+        from ..extras import install_command
+
         raise ImportError(
-            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): pip install 'lbee[serve]'"
+            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): {install_command('serve')}"
         ) from None
     return _create_app(settings, **kwargs)
 

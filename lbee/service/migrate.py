@@ -10,6 +10,19 @@ HEAD = "0002"
 FIRST = "0001"
 
 
+def _quiet_alembic():
+    """Keep Alembic's INFO lines out of the server's log unless --log-level is debug.
+
+    Alembic logs each routine step at INFO (its plugins as it is imported, "Context impl SQLiteImpl", every
+    revision): ten lines at each start of ``lbee serve``. The one line that matters, the upgrade of an existing
+    database, is lbee's own (`upgrade`).
+    """
+    import logging
+
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
 def _config(connection):
     from alembic.config import Config
 
@@ -21,6 +34,7 @@ def _config(connection):
 
 def current_revision(engine):
     """The database's schema revision (None: empty database)."""
+    _quiet_alembic()
     from alembic.runtime.migration import MigrationContext
     from sqlalchemy import inspect
 
@@ -39,6 +53,9 @@ def upgrade(engine, revision="head"):
     ValueError
         The database is at a revision this lbee does not know (a newer lbee made it).
     """
+    import logging
+
+    _quiet_alembic()
     from alembic import command
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
@@ -59,3 +76,6 @@ def upgrade(engine, revision="head"):
                 f"writes {HEAD!r}): upgrade lbee, or use another database."
             )
         command.upgrade(cfg, revision)
+        now = MigrationContext.configure(conn).get_current_revision()
+    if current is not None and now != current:  # a new database is no news; an upgraded one is
+        logging.getLogger("lbee").info("database schema upgraded: %s -> %s", current, now)

@@ -73,6 +73,8 @@ def add_pages(app, ctx):
         with db.session() as s:
             runs = [run_dict(r) for r in s.scalars(select(Run).order_by(Run.id.desc()).limit(500))]
             jobs = [job_dict(j) for j in s.scalars(select(Job).order_by(Job.created.desc()).limit(200))]
+            entries = s.execute(select(Job.id, Job.entry).where(Job.id.in_({r["job"] for r in runs}))).all()
+        random = random_weight_runs(runs, dict(entries))
         for r in runs:
             r["main"] = (
                 [row for row in r["metrics"] if row.get("slicer") == (r["metrics"][0]["slicer"])]
@@ -80,7 +82,13 @@ def add_pages(app, ctx):
                 else []
             )
         return templates.get_template("index.html").render(
-            runs=runs, jobs=jobs, who=who.name, version=__version__, metrics=METRICS, root=str(settings.root)
+            runs=runs,
+            jobs=jobs,
+            who=who.name,
+            version=__version__,
+            metrics=METRICS,
+            root=str(settings.root),
+            random=random,
         )
 
     @app.get("/compare", response_class=HTMLResponse, include_in_schema=False)
@@ -118,3 +126,31 @@ def add_pages(app, ctx):
         return FileResponse(
             str(folder / name), media_type=SWAGGER_FILES[name], headers={"Cache-Control": "private, max-age=86400"}
         )
+
+
+def random_weight_runs(runs, entries):
+    """The banner of the run list when some runs used an encoder with random weights, else None.
+
+    Each such run dict gets ``random_weights = True`` (its row is marked too).
+
+    Parameters
+    ----------
+    runs : list of dict
+        `lbee.service.views.run_dict` rows.
+    entries : dict of str to str
+        Job id -> the job's entry (JSON), whose ``encoder`` names the weights.
+    """
+    import json
+
+    from ..run.identity import RANDOM_WEIGHTS_BANNER, is_random_spec
+
+    specs = {}
+    for r in runs:
+        spec = json.loads(entries.get(r["job"]) or "{}").get("encoder")
+        r["random_weights"] = isinstance(spec, str) and is_random_spec(spec)
+        if r["random_weights"]:
+            specs.setdefault(spec, []).append(r["id"])
+    if not specs:
+        return None
+    which = "; ".join(f"run(s) {', '.join(map(str, ids))}: {spec}" for spec, ids in specs.items())
+    return f"{RANDOM_WEIGHTS_BANNER.format(encoder=', '.join(specs))} ({which})"

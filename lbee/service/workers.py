@@ -21,14 +21,31 @@ logger = logging.getLogger("lbee")
 ORPHAN_EXIT = 70
 
 
+def _exit_cleanly(signum, frame):
+    """SIGTERM in a child (the server stopping it): a normal exit, so that its finalizers run.
+
+    Killed outright, a worker left the semaphores it had made (tqdm's lock, a DataLoader's queues) registered, and
+    the resource tracker reported them at the server's stop ("There appear to be 1 leaked semaphore objects").
+    """
+    raise SystemExit(128 + signum)
+
+
 def die_with_parent():
-    """In a spawned child: exit as soon as the parent process is gone (a thread waits on its pipe)."""
+    """In a spawned child: exit as soon as the parent process is gone (a thread waits on its pipe).
+
+    The child also ignores SIGINT: Ctrl-C in a terminal reaches the whole process group, and the server stops its
+    children itself (the stop event, then terminate). Without this, each child printed a KeyboardInterrupt
+    traceback at every stop. SIGTERM (terminate) ends it as a normal exit (`_exit_cleanly`).
+    """
     import multiprocessing
+    import signal
     from multiprocessing.connection import wait
 
     parent = multiprocessing.parent_process()
     if parent is None:
         return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_cleanly)
 
     def watch():
         wait([parent.sentinel])
@@ -40,7 +57,10 @@ def die_with_parent():
 def worker_main(settings_dict, name, stop, poll=0.5):
     """A job worker process: claim and run jobs until ``stop`` (a multiprocessing Event) is set."""
     die_with_parent()
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(message)s")
+    # lbee's lines at INFO; other libraries' INFO (faiss probing CPU features, sentence-transformers loading) is
+    # not the server operator's business: WARNING and above only.
+    logging.basicConfig(level=logging.WARNING, format=f"%(asctime)s {name} %(levelname)s %(message)s")
+    logging.getLogger("lbee").setLevel(logging.INFO)
     from .db import Database
     from .jobs import run_next_job
     from .settings import ServiceSettings
@@ -221,5 +241,6 @@ class ExplainPool:
 
     def shutdown(self):
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            # waits for a running request (bounded by EXPLAIN_LIMITS): its processes end and release their queues
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None

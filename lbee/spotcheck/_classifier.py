@@ -193,6 +193,29 @@ def verification_failure(verification):
     return text
 
 
+def verification_story(verification, min_outside, max_inside):
+    """Why a classifier failed `verify_blindspots`, in words for the demo's reader (not a log line).
+
+    ``'it also fails where blindspot 1 holds but for rectangle absent (right on 0 of 10 images)'``,
+    ``'it is right on only 94% of the images outside its blindspots'`` or
+    ``'it is right on 40% of blindspot 2's images'``.
+    """
+    v = verification
+    worst = v.get("worst_neighbour")
+    if worst is not None and worst["p_value"] < v.get("alpha", 0.0):
+        right = int(round(worst["accuracy"] * worst["n"]))
+        return (
+            f"it also fails where blindspot {worst['blindspot']} holds but for {worst['flipped']} "
+            f"(right on {right} of {worst['n']} images), a region nobody planted"
+        )
+    if not v["accuracy_outside"] >= min_outside:
+        return f"it is right on only {v['accuracy_outside']:.0%} of the images outside its blindspots"
+    for j, acc in enumerate(v["accuracy_inside"]):
+        if not (np.isfinite(acc) and acc <= max_inside):
+            return f"it is right on {acc:.0%} of blindspot {j}'s images, where it should fail"
+    return "it does not fail exactly inside its blindspots"
+
+
 def domino_synthetic_predictions(
     targets,
     slices,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._classifier import DEFAULT_GATE, train_classifier, verification_failure, verify_blindspots
+from ._classifier import DEFAULT_GATE, train_classifier, verification_failure, verification_story, verify_blindspots
 from ._configuration import SPLITS, ExperimentalConfiguration
 from ._generation import generate_images, generate_uniform_split
 from ._world import sample_blindspots, sample_dataset
@@ -334,24 +334,21 @@ def make_ec(
             reason = f"a blindspot is too rare (val sizes {sizes.tolist()}, test {test_sizes.tolist()})"
             rejected.append({"seed": seed, "blindspots": ec.describe_blindspots(), "reason": reason})
             if log:
-                log(f"EC seed {seed}: {reason}; regenerating")
+                log(f"candidate world {attempt + 1} (seed {seed}) is set aside: {reason}; drawing the next one")
             continue
         recipe = _recipe(seed, epochs, arch)
         source = "trained"
         if may_ship and seed in SHIPPED_CLASSIFIERS:
             entry = SHIPPED_CLASSIFIERS[seed]
             if log:
-                log(
-                    f"checking the shipped square classifier {entry['file']} (sha256, training data, blindspot "
-                    "gate) ..."
-                )
+                log(f"checking that the square classifier shipped for this world ({entry['file']}) fits it ...")
             ec.model, why = _shipped_classifier(entry, training_digest(images["train"], labels["train"], recipe))
             if ec.model is not None:
                 source = "shipped"
                 if log:
                     log(
-                        f"  sha256 {entry['sha256'][:12]}... and training data match: using it; train=True / lbee "
-                        "demo --retrain trains it instead"
+                        "  it was trained on exactly this world's training images, so it is used instead of "
+                        "training one (--retrain trains one)"
                     )
             else:
                 _say(log, f"the shipped square classifier for EC seed {seed} is not used: {why}; training it")
@@ -384,7 +381,12 @@ def make_ec(
         reason = f"{source} model failed verification ({verification_failure(ec.verification)})"
         rejected.append({"seed": seed, "blindspots": ec.describe_blindspots(), "reason": reason})
         if log:
-            log(f"EC seed {seed}: {reason}; regenerating")
+            why = verification_story(ec.verification, min_outside, max_inside)
+            log(
+                f"the {source} classifier of candidate world {attempt + 1} (seed {seed}) is set aside: {why}. "
+                "A world is kept only when its classifier fails exactly in the blindspots planted in it, "
+                "so the next candidate is drawn"
+            )
     raise ECGenerationError(
         f"No EC passed blindspot verification in {max_attempts} attempts from random_state={random_state}.", rejected
     )

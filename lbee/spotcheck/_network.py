@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -76,6 +77,13 @@ class SquareClassifier(nn.Module):
 
 
 def to_tensor(images):
-    """uint8 (n, H, W, 3) -> float tensor (n, 3, H, W) in [-1, 1]."""
+    """uint8 (n, H, W, 3) -> float tensor (n, 3, H, W) in [-1, 1].
+
+    A read-only array (``np.asarray`` of a PIL image, a memory map) is copied first: torch cannot share memory it
+    may not write, and warned so once per process ("The given NumPy array is not writable").
+    """
+    images = np.asarray(images)
+    if not images.flags.writeable:
+        images = images.copy()
     x = torch.as_tensor(images).permute(0, 3, 1, 2).float()
     return x / 127.5 - 1.0

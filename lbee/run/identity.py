@@ -1,0 +1,94 @@
+"""An encoder's identity in words: which encoder, which weights, and whether they are random.
+
+Every report of a run says what produced its sentences (the terminal, ``report.md``,
+the HTML page and the service's run page all read these functions): the encoder,
+its weights (a pretrained tag, a checkpoint digest, or ``@random``) and τ. A run on
+random weights carries `RANDOM_WEIGHTS_BANNER`, because its sentences look
+like real CLIP output and mean nothing.
+"""
+
+from __future__ import annotations
+
+#: The banner of a run whose encoder has random weights (HTML page, terminal, service page: one text).
+RANDOM_WEIGHTS_BANNER = (
+    "Random weights: the encoder {encoder} was never trained, so the sentences below are meaningless. "
+    "This run only shows that the pipeline works; describe with pretrained weights (drop '@random') for a real audit."
+)
+#: Characters of a sha256 digest shown (the whole digest stays in explanation.json).
+DIGEST_SHOWN = 12
+
+
+def is_random_weights(identity):
+    """Whether an encoder identity (`lbee.encoders.Encoder.identity`) has seeded random weights."""
+    weights = (identity or {}).get("weights")
+    return isinstance(weights, str) and weights.startswith("random:")
+
+
+def is_random_spec(spec):
+    """Whether an encoder spec (``open_clip:ViT-B-32@random``) asks for random weights; False for a bad spec."""
+    from ..encoders import is_random_tag, parse_encoder_spec
+
+    try:
+        return is_random_tag(parse_encoder_spec(spec)[2])
+    except ValueError:
+        return False
+
+
+def encoder_words(identity):
+    """``'open_clip ViT-B-32'``: the encoder and its model; precomputed embeddings say so."""
+    identity = identity or {}
+    name = identity.get("encoder") or "unknown encoder"
+    if name == "precomputed":
+        return "unknown (precomputed embeddings without a provenance record)"
+    model = identity.get("model")
+    return f"{name} {model}" if model else str(name)
+
+
+def weights_words(identity):
+    """The weights in words.
+
+    ``'pretrained tag laion2b_s34b_b79k'``, ``'checkpoint sha256:2d164f5d11ce…'``,
+    ``'@random (seed 0)'``, an ``hf-hub:`` name, or ``'unknown'``.
+    """
+    weights = (identity or {}).get("weights")
+    if not isinstance(weights, str) or not weights:
+        return "unknown"
+    if weights.startswith("tag:"):
+        return f"pretrained tag {weights[len('tag:') :]}"
+    if weights.startswith("sha256:"):
+        return f"checkpoint sha256:{weights[len('sha256:') :][:DIGEST_SHOWN]}…"
+    if is_random_weights(identity):
+        seed = weights.split(":")[1].removeprefix("seed=")  # 'random:seed=0:<fingerprint>'
+        return f"@random (seed {seed})"
+    return weights
+
+
+def random_weights_banner(identity):
+    """`RANDOM_WEIGHTS_BANNER` for ``identity``, or None when its weights are not random."""
+    if not is_random_weights(identity):
+        return None
+    return RANDOM_WEIGHTS_BANNER.format(encoder=encoder_words(identity))
+
+
+def run_identity_lines(identity, tau, criterion=None):
+    """The lines every report of a run starts with: encoder, weights and τ, then how the split was made.
+
+    The random-weights banner is apart (`random_weights_banner`): each report shows it its own way.
+
+    Parameters
+    ----------
+    identity : dict
+        The encoder identity of the run.
+    tau : float
+        The τ the describers used.
+    criterion : str, optional
+        How the easy / hard split was made, and why (``Scores.extra['split_criterion']``).
+
+    Returns
+    -------
+    list of str
+    """
+    lines = [f"Encoder {encoder_words(identity)}, weights {weights_words(identity)}; τ = {float(tau):.4g}."]
+    if criterion:
+        lines.append(criterion)
+    return lines

@@ -1,0 +1,209 @@
+"""A real user's first day (issue 34): labels lead the split, reports say what they are, one line each."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from lbee.cli import cli
+
+
+def run(args, **kw):
+    return CliRunner().invoke(cli, args, obj={}, catch_exceptions=False, **kw)
+
+
+@pytest.fixture
+def confident_errors(tmp_path):
+    """300 images of two classes with labels; 40 planted failures the model gets wrong with confidence.
+
+    The planted images share a direction of the embedding space (the "dark image with a red blob"); the
+    model gives their wrong class 0.97, so their entropy is low: an entropy split puts them in easy.
+    """
+    rng = np.random.default_rng(0)
+    n, d, planted = 300, 16, np.arange(40)
+    X = rng.normal(size=(n, d))
+    X[planted] += 4.0 * np.eye(d)[0]
+    labels = rng.integers(0, 2, n)
+    p_true = rng.uniform(0.55, 0.99, n)  # right, and more or less sure
+    p_true[planted] = 0.03  # wrong, and sure of it
+    probs = np.where(labels == 1, p_true, 1 - p_true)
+    np.save(tmp_path / "img.npy", X)
+    np.save(tmp_path / "sen.npy", np.eye(d))
+    (tmp_path / "sents.txt").write_text("\n".join(f"sentence {j}" for j in range(d)) + "\n")
+    table = pd.DataFrame({"image": [f"{i:03d}.png" for i in range(n)], "prob_cat": 1 - probs, "prob_dog": probs})
+    table.assign(label=np.where(labels == 1, "dog", "cat")).to_csv(tmp_path / "pred.csv", index=False)
+    table.to_csv(tmp_path / "pred_unlabelled.csv", index=False)
+    return tmp_path, planted
+
+
+def _describe(p, predictions, out, *extra):
+    args = ["describe", "--image-embeddings", str(p / "img.npy"), "--sentence-embeddings", str(p / "sen.npy")]
+    args += ["--sentences", str(p / "sents.txt"), "--predictions", str(p / predictions), "--method", "tops"]
+    return run([*args, "--clusters", "3", "-k", "1", "--out", str(p / out), *extra])
+
+
+def test_labels_lead_to_the_label_aware_split_and_the_planted_failures_all_land_in_hard(confident_errors):
+    p, planted = confident_errors
+    r = _describe(p, "pred.csv", "labelled")
+    assert r.exit_code == 0, r.output
+    assert "Split by the probability of the true class, because the predictions carry labels" in r.output
+    split = pd.read_parquet(p / "labelled" / "assignments.parquet")["split"].to_numpy()
+    assert (split[planted] == "hard").all(), split[planted]
+    payload = json.loads((p / "labelled" / "explanation.json").read_text())
+    assert payload["confidence_from"] == "true_class"
+    assert "because the predictions carry labels" in payload["split_criterion"]
+
+    # without labels the confidence-only criterion stays (and the confident errors look easy: why labels matter)
+    r = _describe(p, "pred_unlabelled.csv", "unlabelled")
+    assert r.exit_code == 0, r.output
+    assert "Split by the model's −entropy (its uncertainty), because the predictions carry no labels" in r.output
+    split = pd.read_parquet(p / "unlabelled" / "assignments.parquet")["split"].to_numpy()
+    assert not (split[planted] == "hard").any()
+
+    # asked for explicitly, entropy is used even with labels, and the run says it was asked for
+    r = _describe(p, "pred.csv", "entropy", "--confidence-from", "entropy")
+    assert "Split by the −entropy (asked for: confidence_from 'entropy')" in r.output
+    assert not (pd.read_parquet(p / "entropy" / "assignments.parquet")["split"].to_numpy()[planted] == "hard").any()
+
+
+def test_the_default_is_one_constant_for_the_api_the_cli_and_the_yaml():
+    from lbee.reports.config_schema import config_schema
+    from lbee.run.settings import RunSettings
+    from lbee.scoring.confidence import DEFAULT_CONFIDENCE
+
+    assert RunSettings().confidence_from == DEFAULT_CONFIDENCE == "auto"
+    option = next(o for o in cli.commands["describe"].params if o.name == "confidence_from")
+    assert option.default == DEFAULT_CONFIDENCE
+    assert "auto" in json.dumps(config_schema())
+
+
+#: The identity an open_clip encoder with seeded random weights records (lbee.encoders._open_clip).
+RANDOM_CLIP = {"encoder": "open_clip", "model": "ViT-B-32", "weights": "random:seed=0:0123456789abcdef01234567"}
+
+
+def write_random_weight_embeddings(folder, X, S, sentences):
+    """Embeddings whose provenance says: open_clip ViT-B-32 with random weights (as `lbee embed` writes them)."""
+    from lbee.io.provenance import make_provenance, write_embeddings
+
+    unit = lambda a: (a / np.linalg.norm(a, axis=1, keepdims=True)).astype(np.float32)  # noqa: E731
+    X, S = unit(X), unit(S)
+    write_embeddings(folder / "img.npy", X, make_provenance("image_embeddings", X, identity=RANDOM_CLIP, tau=0.25))
+    record = make_provenance("sentence_embeddings", S, identity=RANDOM_CLIP, tau=0.25, sentences=sentences)
+    write_embeddings(folder / "sen.npy", S, record)
+
+
+def test_random_weights_show_the_banner_in_the_terminal_the_html_and_report_md(confident_errors):
+    from lbee.run.identity import RANDOM_WEIGHTS_BANNER
+
+    p, _ = confident_errors
+    sentences = (p / "sents.txt").read_text().splitlines()
+    write_random_weight_embeddings(p, np.load(p / "img.npy"), np.load(p / "sen.npy"), sentences)
+    r = _describe(p, "pred.csv", "random", "--html")
+    assert r.exit_code == 0, r.output
+    banner = RANDOM_WEIGHTS_BANNER.format(encoder="open_clip ViT-B-32")
+    assert banner[:60] in r.output  # framed and wrapped to the terminal, but there
+    assert "Encoder open_clip ViT-B-32, weights @random (seed 0); τ = 0.25." in r.output
+    html = (p / "random" / "report.html").read_text()
+    assert f'<div class="banner" id="random-weights" role="alert">{banner}</div>' in html.replace("&#39;", "'")
+    assert "<dt>weights</dt><dd>@random (seed 0)</dd>" in html
+    md = (p / "random" / "report.md").read_text()
+    assert banner in md and "weights @random (seed 0)" in md
+    summary = json.loads(_describe(p, "pred.csv", "random-json", "--json").stdout)
+    assert summary["random_weights"] is True and summary["weights"] == "@random (seed 0)"
+
+    # pretrained weights: no banner, the tag named
+    from lbee.run.identity import random_weights_banner, weights_words
+
+    tagged = dict(RANDOM_CLIP, weights="tag:laion2b_s34b_b79k")
+    assert random_weights_banner(tagged) is None and weights_words(tagged) == "pretrained tag laion2b_s34b_b79k"
+    assert weights_words({"weights": "sha256:" + "ab" * 32}) == "checkpoint sha256:abababababab…"
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def _python(code, *args, env=None, timeout=600):
+    """Run ``code`` in a fresh interpreter with this tree's lbee first on the path."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO
+    )
+
+
+def test_the_missing_weights_error_comes_before_torch_is_imported(tmp_path):
+    from PIL import Image
+
+    (tmp_path / "imgs").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / "imgs" / "a.png")
+    (tmp_path / "p.csv").write_text("image,confidence\na.png,0.5\n")
+    code = (
+        "import sys\nfrom lbee.cli import cli\n"
+        "try:\n    cli(sys.argv[1:], obj={}, standalone_mode=False)\n"
+        "except Exception as exc:\n    print(type(exc).__name__, str(exc).splitlines()[0])\n"
+        "print('torch imported:', 'torch' in sys.modules, 'open_clip imported:', 'open_clip' in sys.modules)\n"
+    )
+    empty_cache = {"HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    r = _python(code, "describe", str(tmp_path / "imgs"), "--predictions", str(tmp_path / "p.csv"), env=empty_cache)
+    assert "LbeeError The weights of open_clip ViT-B-32@laion2b_s34b_b79k are not in the local cache" in r.stdout, r
+    assert "torch imported: False open_clip imported: False" in r.stdout, r.stdout + r.stderr
+
+
+def test_global_options_work_after_the_command_too(confident_errors):
+    p, _ = confident_errors
+    obj = {}
+    args = ["describe", "--image-embeddings", str(p / "img.npy"), "--sentence-embeddings", str(p / "sen.npy")]
+    args += ["--sentences", str(p / "sents.txt"), "--predictions", str(p / "pred.csv"), "--method", "tops"]
+    r = CliRunner().invoke(cli, [*args, "-q", "--cache-dir", str(p / "cache"), "--debug"], obj=obj)
+    assert r.exit_code == 0, r.output
+    assert obj["progress"] is False and obj["cache_dir"] == str(p / "cache") and obj["debug"] is True
+    # before the command, as always; a command's own option of the same name is its own
+    obj = {}
+    assert CliRunner().invoke(cli, ["-q", *args], obj=obj).exit_code == 0 and obj["progress"] is False
+    assert "--quiet" not in CliRunner().invoke(cli, ["describe", "--help"], obj={}).output  # hidden in its help
+    r = CliRunner().invoke(cli, ["describe", "--nope"], obj={})
+    assert r.exit_code == 2 and "No such option '--nope'" in r.output
+
+
+def test_a_library_logging_through_the_root_logger_does_not_print_lbee_warnings_twice():
+    # open_clip logs with logging.info(...): without a root handler, logging.basicConfig added one, and every
+    # lbee warning came out twice, plain and as "WARNING:lbee:..."
+    code = (
+        "import logging\nfrom lbee.cli._base import setup_logging\nsetup_logging(False)\n"
+        "logging.info('Loaded ViT-B-32 model config.')\nlogging.getLogger('lbee').warning('once, please')\n"
+    )
+    r = _python(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("once, please") == 1 and "WARNING:lbee" not in r.stderr, r.stderr
+
+
+def test_describe_on_the_demos_inputs_prints_no_warning_twice(demo_run, tmp_path):
+    """New images of the demo's world (a copy: the embedding cache and the EC know none), one of them missing."""
+    import shutil
+
+    out, _ = demo_run
+    rows = pd.read_csv(out / "inputs" / "predictions.csv").head(60)
+    (tmp_path / "imgs").mkdir()
+    for image in rows["image"]:
+        shutil.copy(out / image, tmp_path / "imgs" / image.rsplit("/", 1)[-1])
+    rows = rows.assign(image=rows["image"].str.rsplit("/", n=1).str[-1])
+    (tmp_path / "imgs" / rows["image"].iloc[0]).unlink()  # listed in the predictions, gone from the folder
+    manifest = pd.DataFrame({"path": rows["image"]})
+    manifest.to_csv(tmp_path / "imgs" / "manifest.csv", index=False)
+    rows.to_csv(tmp_path / "predictions.csv", index=False)
+    args = ["--cache-dir", str(tmp_path / "cache"), "describe", str(tmp_path / "imgs" / "manifest.csv")]
+    args += ["--predictions", str(tmp_path / "predictions.csv"), "--encoder", "spotcheck", "--clusters", "3"]
+    args += ["--sentences", str(out / "inputs" / "sentences.txt"), "--method", "tops"]
+    r = _python("import sys\nfrom lbee.cli import cli\ncli(sys.argv[1:], prog_name='lbee', obj={})", *args)
+    assert r.returncode == 0, r.stderr
+    lines = [line.strip() for line in r.stderr.replace("\r", "\n").splitlines() if line.strip()]
+    lines = [line for line in lines if "%|" not in line]  # progress bars redraw themselves
+    assert len(lines) == len(set(lines)), r.stderr
+    assert "not writable" not in r.stderr and "WARNING:lbee" not in r.stderr
+    # the missing image, said once: skipped (its predictions row is not also reported as matching no image)
+    assert r.stderr.count("Skipped 1 unreadable image") == 1 and "match no image" not in r.stderr, r.stderr
