@@ -198,6 +198,11 @@ def analyze_ec(
         order = order[:max_hypotheses]
     hyps = [groups[i] for i in order]
     memb = ec.membership("test")[rows]
+    all_truth = [np.flatnonzero(memb[:, j]) for j in range(memb.shape[1])]  # the peers see every image
+    conf = result.extra.get("confirmation") or {}
+    if conf.get("held_out"):  # the hypotheses are found on the rest: blindspots are scored there
+        memb = memb.copy()
+        memb[np.asarray(conf["held_out"], dtype=np.int64)] = False
     truth = [np.flatnonzero(memb[:, j]) for j in range(memb.shape[1])]
     dr = discovery_rate(hyps, truth)
     fdr = false_discovery_rate(hyps, truth)
@@ -235,7 +240,11 @@ def analyze_ec(
         "ec_seed": ec.seed,
         "protocol": protocol,
         "confidence": scores.confidence_desc,
-        **{key: result.extra[key] for key in ("hypotheses", "sentence_conditions") if key in result.extra},
+        **{
+            key: result.extra[key]
+            for key in ("hypotheses", "sentence_conditions", "confirmation")
+            if key in result.extra
+        },
     }
     slicers = {"ward": {"DR": dr, "FDR": fdr, "fit_s": ward_s, "n_groups": len(hyps)}}
     if merged:  # beside it, the fixed-C Ward clusters ordered by importance, as before merging
@@ -261,8 +270,8 @@ def analyze_ec(
             random_state=random_state,
         ).items():
             slicers[name] = {
-                "DR": discovery_rate(h, truth),
-                "FDR": false_discovery_rate(h, truth),
+                "DR": discovery_rate(h, all_truth),
+                "FDR": false_discovery_rate(h, all_truth),
                 "fit_s": secs,
                 "n_groups": len(h),
             }

@@ -81,6 +81,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
     ReportRun
     """
     from ..run.pipeline import model_name
+    from ..run.text import confirmation_note
 
     inputs, st, scores = run.inputs, ds.settings, run.scores
     explanations = {name: r.explanations for name, r in run.results.items()}
@@ -121,7 +122,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
         o=st.o,
         embeddings=inputs.embeddings,
         failures=inputs.failures,
-        notes=inputs.notes,
+        notes=inputs.notes + [n for n in (confirmation_note(run.main.extra.get("confirmation")),) if n],
         labels=labels,
         preds=preds,
         class_names=scores.class_names,
@@ -129,6 +130,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
         image_links=image_links(inputs.image_paths, page_dir),
         index_href=index_href,
         group_order=(ds.report or {}).get("group_order", "risk"),
+        confirmations={name: r.extra["confirmation"] for name, r in run.results.items() if "confirmation" in r.extra},
     )
 
 

@@ -65,7 +65,11 @@ class ReportRun:
     index_href : str or None
         Link back to the batch's index page.
     group_order : {'risk', 'size'}, default='risk'
-        Hard groups sorted by error rate × size (risk: 1 − mean ω times size) or by size alone.
+        Hard groups sorted by error rate × size (risk: 1 − mean ω times size) or by size alone. When the
+        run confirmed its statements on held-out images, 'risk' keeps the run's order instead: confirmed
+        hypotheses first, by the lower bound of their error rate there.
+    confirmations : dict of str to dict
+        Per slicer, the run's ``confirmation`` record (``explanation.json``).
     """
 
     dataset: str
@@ -94,6 +98,8 @@ class ReportRun:
     image_links: list | None = None
     index_href: str | None = None
     group_order: str = "risk"
+    #: per slicer, the run's ``confirmation`` record (:func:`lbee.run.confirm.confirm_run`); its groups' order is kept
+    confirmations: dict = field(default_factory=dict)
 
     def failure_set(self):
         """S*_β as a set of sentence indices; None without relevance."""
@@ -240,10 +246,13 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
     confusion, the φ histogram spec, a CSV of its members and the true
     blindspot it covers; the views are then sorted by ``run.group_order``.
     """
+    from ..run.text import confirmation_lines
     from .vega import phi_histogram_spec, spec_json
 
     first = next(iter(exps.values()))
     binary = set(np.unique(run.performance).tolist()) <= {0.0, 1.0}
+    conf = run.confirmations.get(slicer) or {}
+    tested = {s["text"]: s["confirmed"] for s in conf.get("statements", ())}
     short = short or short_names(run.image_ids)
     anchor = slug(slicer)
     views = []
@@ -265,6 +274,7 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
                         {
                             "text": run.sentences[s],
                             "in_star": None if star is None else s in star,
+                            "confirmed": tested.get(run.sentences[s]),
                             "coverage": None
                             if run.relevance is None or not idx.size
                             else float(run.relevance[idx, s].mean()),
@@ -285,6 +295,8 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
             "thumbs": thumbs_hard,
             "twin_thumbs": _thumbs(run, twin, thumbs, short),
             "methods": methods,
+            "confirmation": confirmation_lines(conf, i),
+            "confirmed": bool(conf.get("groups") and i < len(conf["groups"]) and conf["groups"][i]["confirmed"]),
         }
         if extras:
             view["confusion"] = _confusion(run, idx)
@@ -297,6 +309,8 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
     if extras:
         if run.group_order == "size":
             views.sort(key=lambda v: (-v["size"], v["index"]))
+        elif conf.get("status") == "done":
+            pass  # the run's order: confirmed first, by their lower bound on held-out images
         else:
             views.sort(key=lambda v: (-v["risk"], -v["size"], v["index"]))
     return views
@@ -342,7 +356,8 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     p = next(iter(result.explanations.values())).params
     # the analysed test images: all of them ('lbee' protocol) or the positives ('paper' protocol)
     rows = np.arange(len(ec.images["test"])) if analysis.rows is None else np.asarray(analysis.rows)
-    memb = ec.membership("test")[rows]
+    memb = ec.membership("test")[rows].copy()
+    memb[result.extra.get("confirmation", {}).get("held_out") or []] = False  # groups are found on the rest
     notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
     notes.append(f"Hard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     params = {
@@ -383,4 +398,5 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
         class_names=["no square", "square"],
         blindspots=[(d, np.flatnonzero(memb[:, j])) for j, d in enumerate(ec.describe_blindspots())],
         image_links=links,
+        confirmations={"ward": result.extra["confirmation"]} if "confirmation" in result.extra else {},
     )
