@@ -107,12 +107,12 @@ def bh_qvalues(p_values: ArrayLike) -> FloatArray:
     """Benjamini–Hochberg q-values of ``p_values`` (m,), in the same order."""
     p: FloatArray = np.asarray(p_values, dtype=np.float64)
     m = p.size
+    out: FloatArray = np.empty(m)
     if m == 0:
-        return p.copy()
+        return out
     order = np.argsort(p, kind="stable")
     ranked = p[order] * m / np.arange(1, m + 1)
     q = np.minimum.accumulate(ranked[::-1])[::-1]
-    out = np.empty(m)
     out[order] = np.minimum(q, 1.0)
     return out
 
