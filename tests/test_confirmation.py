@@ -19,10 +19,13 @@ G = load_grammar("spotcheck")
 FAILURE = {("square", "color"): "blue", ("circle", "presence"): "false", ("text", "presence"): "true"}
 
 
-def grammar_world(n=3000, seed=0, noise=0.08, failure=FAILURE, fail_rate=0.9, noise_rate=0.03):
+def grammar_world(n=3000, seed=0, noise=0.08, failure=FAILURE, fail_rate=0.9, noise_rate=0.03, grammar=True):
     """Images embedded beside the spotcheck grammar's atom sentences (one axis each), failing inside ``failure``.
 
-    Returns (RunInputs, Scores): ω is a 0/1 correctness, φ the confidence (low where the model fails).
+    ``failure=None``: label noise only (every image fails at ``noise_rate``). ``grammar=False``: the sentences
+    carry no conditions (no 'compose'; statements are tested by similarity above τ).
+
+    Returns (RunInputs, Scores, inside): ω is a 0/1 correctness, φ the confidence (low where the model fails).
     """
     from lbee.grammar import embedded_atoms
     from lbee.run.specs import RunInputs, Scores
@@ -52,17 +55,17 @@ def grammar_world(n=3000, seed=0, noise=0.08, failure=FAILURE, fail_rate=0.9, no
         0.15,
         {"encoder": "planted"},
         "spotcheck.grammar",
-        sentence_conditions=conds,
-        grammar=G,
+        sentence_conditions=conds if grammar else None,
+        grammar=G if grammar else None,
     )
     return inputs, Scores(phi, (~wrong).astype(float), "φ", "correctness"), inside
 
 
-def run(inputs, scores, **settings):
+def run(inputs, scores, methods=("compose",), **settings):
     from lbee.run.pipeline import analyse
     from lbee.run.settings import RunSettings
 
-    return analyse(inputs, scores, RunSettings(methods=("compose",), clusters=8, k=2, **settings))
+    return analyse(inputs, scores, RunSettings(methods=methods, clusters=8, k=2, **settings))
 
 
 def test_held_out_split_is_stratified_and_seeded():
@@ -180,3 +183,26 @@ def test_confirmation_off_or_skipped_is_said_and_changes_nothing_else():
     assert [c.indices.tolist() for c in off.explanations["compose"].hard_clusters] == [
         c.indices.tolist() for c in r.explanations["compose"].hard_clusters
     ]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_label_noise_alone_confirms_no_statement(seed):
+    """No planted failure: the model errs on 10 % of the images at random. Every describer still returns
+    statements (found on the discovery images); none confirms on the held-out ones at q <= 0.05."""
+    inputs, scores, _ = grammar_world(seed=seed, failure=None, noise_rate=0.1)
+    conf = run(inputs, scores, methods=("compose", "tops", "fpdiff")).main.extra["confirmation"]
+    assert conf["status"] == "done" and len(conf["statements"]) >= 5
+    assert not any(s["confirmed"] for s in conf["statements"]), [s for s in conf["statements"] if s["confirmed"]]
+    assert not any(g["confirmed"] for g in conf["groups"])
+
+
+def test_sentences_without_conditions_are_tested_by_similarity_above_tau():
+    inputs, scores, inside = grammar_world(grammar=False)
+    r = run(inputs, scores, methods=("fpdiff",)).main
+    conf = r.extra["confirmation"]
+    assert conf["status"] == "done" and all("conditions" not in s for s in conf["statements"])
+    tau = r.explanations["fpdiff"].params["tau"]
+    s = conf["statements"][0]
+    held = np.asarray(conf["held_out"])
+    region = inputs.embeddings[held] / np.linalg.norm(inputs.embeddings[held], axis=1, keepdims=True)
+    assert s["n_in"] == int((region @ inputs.sentence_embeddings[s["sentence"]] > tau).sum())

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.evaluation import evaluate
-from ..core.metrics import discovery_rate, failure_analysis, false_discovery_rate
+from ..core.metrics import blindspot_precision, discovery_rate, failure_analysis, false_discovery_rate
 from ..core.selection import DESCRIBERS
 from ..io.sentences import WORLD_SENTENCE_SET
 from ..spotcheck import predict, spotcheck_sentences
@@ -63,6 +63,8 @@ class ECAnalysis:
     description_details: dict = field(default_factory=dict)
     #: variants of the description score, beside it: {variant: {method: score}}
     description_variants: dict = field(default_factory=dict)
+    #: hypotheses confirmed on held-out images, of the blindspots' and of the others (None: not confirmed)
+    confirmation: dict | None = None
 
     def summary(self):
         return {
@@ -76,6 +78,7 @@ class ECAnalysis:
             "description_variants": self.description_variants,
             "failure_analysis": self.failures,
             "slicers": self.slicers,
+            "confirmation": self.confirmation,
         }
 
 
@@ -229,6 +232,7 @@ def analyze_ec(
         }
         for name, top, slots in (("first sentence", 1, None), ("missing sentences untrue", k, k))
     }
+    confirmation = confirmation_counts(result.extra.get("confirmation"), groups, truth, details)
     default_ids = [f"images/test/{i:05d}.png" for i in rows]
     result.image_ids = list(image_ids if image_ids is not None else default_ids)
     result.extra = {
@@ -291,4 +295,29 @@ def analyze_ec(
         protocol,
         details,
         variants,
+        confirmation,
     )
+
+
+def confirmation_counts(conf, groups, truth, details, lambda_p=0.8):
+    """How many blindspots' hypotheses confirmed on held-out images, and how many of the hypotheses matching none.
+
+    A blindspot's hypothesis is the one the description score found covering it (``details``, the first
+    describer's); a hypothesis matches no blindspot when at most ``lambda_p`` of its images lie in each one.
+
+    Returns
+    -------
+    dict or None
+        ``blindspots``, ``blindspots_confirmed``, ``others``, ``others_confirmed``; None when the run did not
+        confirm (skipped or off).
+    """
+    if not conf or conf.get("status") != "done":
+        return None
+    found = [d for d in next(iter(details.values()), []) if d.get("covered")]
+    others = [i for i, g in enumerate(groups) if all(blindspot_precision(g, b) < lambda_p for b in truth)]
+    return {
+        "blindspots": len(truth),
+        "blindspots_confirmed": sum(bool(conf["groups"][d["cluster"]]["confirmed"]) for d in found),
+        "others": len(others),
+        "others_confirmed": sum(bool(conf["groups"][i]["confirmed"]) for i in others),
+    }

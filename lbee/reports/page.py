@@ -128,7 +128,13 @@ def plane_coords(run, slicer_objects):
     if run.plane is not None:
         return np.asarray(run.plane, dtype=np.float64), run.plane_label or "2-D plane"
     if ps is not None and getattr(ps, "embedding_", None) is not None:
-        return np.asarray(ps.embedding_, dtype=np.float64), "PlaneSpot 2-D plane"
+        plane = np.asarray(ps.embedding_, dtype=np.float64)
+        held = (run.confirmations.get("planespot") or {}).get("held_out")
+        if held and len(plane) < len(run.image_ids):  # fitted on the discovery images: held-out ones not drawn
+            full = np.full((len(run.image_ids), plane.shape[1]), np.nan)
+            full[np.setdiff1d(np.arange(len(run.image_ids)), held)] = plane
+            plane = full
+        return plane, "PlaneSpot 2-D plane"
     if run.embeddings is None or len(run.embeddings) < 3:
         return None, ""
     from sklearn.decomposition import PCA

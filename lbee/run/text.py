@@ -116,7 +116,7 @@ def terminal_blocks(result, width=None):
             out.extend(textwrap.wrap(line, cols, initial_indent="  ", subsequent_indent=" " * 4))
         out.append("")
     note = confirmation_note(result.extra.get("confirmation"))
-    return "\n".join(out + ([note] if note else [])).rstrip()
+    return "\n".join(out + (textwrap.wrap(note, cols) if note else [])).rstrip()
 
 
 def confirmation_note(conf):
