@@ -149,9 +149,14 @@ def test_a_confounder_that_compose_keeps_is_marked_not_needed_on_held_out_images
     assert all(verdict[k] == NEEDED for k in failure)
 
 
-def test_a_run_confirms_a_planted_failure_and_ranks_it_first():
-    inputs, scores, inside = grammar_world()
-    r = run(inputs, scores).main
+@pytest.fixture(scope="module")
+def planted_run():
+    inputs, scores, _ = grammar_world()
+    return run(inputs, scores).main
+
+
+def test_a_run_confirms_a_planted_failure_and_ranks_it_first(planted_run):
+    r = planted_run
     conf = r.extra["confirmation"]
     assert conf["status"] == "done" and conf["n_held_out"] == len(conf["held_out"]) == 900
     held = np.asarray(conf["held_out"])
@@ -206,3 +211,20 @@ def test_sentences_without_conditions_are_tested_by_similarity_above_tau():
     held = np.asarray(conf["held_out"])
     region = inputs.embeddings[held] / np.linalg.norm(inputs.embeddings[held], axis=1, keepdims=True)
     assert s["n_in"] == int((region @ inputs.sentence_embeddings[s["sentence"]] > tau).sum())
+
+
+def test_terminal_and_markdown_tell_confirmed_from_unconfirmed(planted_run):
+    from lbee.run.text import render_markdown, summary_dict, terminal_blocks
+
+    conf = planted_run.extra["confirmation"]
+    kinds = [g["confirmed"] for g in conf["groups"]]
+    assert True in kinds and False in kinds  # the planted world has both
+    text = terminal_blocks(planted_run, width=100)
+    blocks = [b for b in text.split("\n\n") if b.startswith("Hard group")]
+    marks = [("NOT CONFIRMED" in b, "CONFIRMED on" in b.replace("NOT CONFIRMED on", "")) for b in blocks]
+    assert marks == [(not k, k) for k in kinds]
+    assert "needed" in blocks[0] and max(map(len, text.splitlines())) <= 100
+    md = render_markdown(planted_run)
+    assert md.count("- NOT CONFIRMED on") == kinds.count(False) and md.count("- CONFIRMED on") == kinds.count(True)
+    groups = summary_dict(planted_run)["hard_groups"]
+    assert [g["confirmation"]["confirmed"] for g in groups] == kinds
