@@ -154,7 +154,9 @@ def confirm_run(plan, part, exps, index, tau):
 
     The explanations' hard clusters are reordered in place: confirmed hypotheses first, by the lower end of the
     95 % Wilson interval of their leading statement's error rate on the held-out images, then the unconfirmed
-    ones. The leading statement is the first sentence of 'compose' when it ran, else of the first describer.
+    ones. The leading statement of a merged hypothesis (a grammar's sentences) is its own description
+    (:mod:`lbee.core.hypotheses`, tested beside the describers' statements), so the order does not depend on which
+    describers ran; without merging it is the first describer's first sentence.
 
     Returns
     -------
@@ -169,6 +171,15 @@ def confirm_run(plan, part, exps, index, tau):
     if plan.mask is not None:
         rows = np.flatnonzero(plan.mask & plan.counted)
         statements = _statements(exps, index)
+        if hyps is not None:  # each hypothesis's own description leads it
+            leading = [index.grammar.render(h.description.conditions) for h in hyps]
+            known = {st["text"] for st in statements}
+            for h, text in zip(hyps, leading):
+                if text not in known:
+                    known.add(text)
+                    statements.append({"text": text, "sentence": None, "conditions": dict(h.description.conditions)})
+        else:
+            leading = [(first.cluster_sentences(i) or [None])[0] for i in order]
         regions = _regions(part, index, tau, statements)
         found = [region_test(regions[:, j], plan.failed, rows) for j in range(len(statements))]
         q = bh_qvalues([t.p_value for t in found])
@@ -181,8 +192,6 @@ def confirm_run(plan, part, exps, index, tau):
 
                 s["conditions"] = format_conditions(s["conditions"])
         tests = {s["text"]: (j, s) for j, s in enumerate(statements)}
-        lead = exps.get("compose", first)
-        leading = [(lead.cluster_sentences(i) or [None])[0] for i in order]
         order.sort(key=lambda i: (*rank_key(tests.get(leading[i], (0, None))[1]), i))
         groups = []
         for i in order:
