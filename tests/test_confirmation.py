@@ -19,11 +19,14 @@ G = load_grammar("spotcheck")
 FAILURE = {("square", "color"): "blue", ("circle", "presence"): "false", ("text", "presence"): "true"}
 
 
-def grammar_world(n=3000, seed=0, noise=0.08, failure=FAILURE, fail_rate=0.9, noise_rate=0.03, grammar=True):
+def grammar_world(
+    n=3000, seed=0, noise=0.08, failure=FAILURE, fail_rate=0.9, noise_rate=0.03, grammar=True, confounder=None
+):
     """Images embedded beside the spotcheck grammar's atom sentences (one axis each), failing inside ``failure``.
 
     ``failure=None``: label noise only (every image fails at ``noise_rate``). ``grammar=False``: the sentences
-    carry no conditions (no 'compose'; statements are tested by similarity above τ).
+    carry no conditions (no 'compose'; statements are tested by similarity above τ). ``confounder=(key, value, p_in,
+    p_out)``: the attribute ``key`` has ``value`` with probability p_in inside the failure, p_out outside.
 
     Returns (RunInputs, Scores, inside): ω is a 0/1 correctness, φ the confidence (low where the model fails).
     """
@@ -33,13 +36,17 @@ def grammar_world(n=3000, seed=0, noise=0.08, failure=FAILURE, fail_rate=0.9, no
     atoms, conds = embedded_atoms(G)
     rng = np.random.default_rng(seed)
     truth = {key: np.asarray(values)[rng.integers(0, len(values), n)] for key, values in G.keys()}
+    inside = np.all([truth[k] == v for k, v in (failure or {}).items()], axis=0) if failure else np.zeros(n, bool)
+    if confounder is not None:
+        key, value, p_in, p_out = confounder
+        other = next(v for v in dict(G.keys())[key] if v != value)
+        truth[key] = np.where(rng.random(n) < np.where(inside, p_in, p_out), value, other)
     x = np.zeros((n, len(atoms) + 8))
     for j, c in enumerate(conds):
         ((key, value),) = c.items()
         present = truth.get((key[0], "presence"), np.full(n, "true")) == "true"
         x[:, j] = (truth[key] == value) & (present | (key[1] == "presence"))
     x += rng.normal(0, noise, x.shape)
-    inside = np.all([truth[k] == v for k, v in (failure or {}).items()], axis=0) if failure else np.zeros(n, bool)
     wrong = rng.random(n) < np.where(inside, fail_rate, noise_rate)
     phi = np.where(wrong, 0.2, 0.9) + rng.normal(0, 0.05, n)
     inputs = RunInputs(
@@ -228,3 +235,21 @@ def test_terminal_and_markdown_tell_confirmed_from_unconfirmed(planted_run):
     assert md.count("- NOT CONFIRMED on") == kinds.count(False) and md.count("- CONFIRMED on") == kinds.count(True)
     groups = summary_dict(planted_run)["hard_groups"]
     assert [g["confirmation"]["confirmed"] for g in groups] == kinds
+
+
+def test_a_run_never_calls_a_confounder_needed():
+    """Through the whole run: grey held by 90 % of the failure's images and 50 % of the others. With noisy atoms
+    compose names it; on the held-out images its ablation says 'not needed' where the excluded images suffice to
+    tell (about 10 % of the failure's held-out images), else that it cannot tell, never 'needed'; a planted
+    condition is never called 'not needed'."""
+    grey = ("background.color=grey", ("background", "color"), "grey")
+    verdicts = []
+    for seed in range(3):
+        inputs, scores, _ = grammar_world(n=12000, seed=seed, noise=0.2, confounder=(grey[1], grey[2], 0.9, 0.5))
+        conf = run(inputs, scores).main.extra["confirmation"]
+        lead = conf["statements"][conf["groups"][0]["statement"]]
+        assert lead["confirmed"] and lead["text"].startswith(G.render(FAILURE)), lead["text"]
+        verdict = {a["condition"]: a["verdict"] for a in lead["ablation"]}
+        assert all(verdict[f"{k[0]}.{k[1]}={v}"] != NOT_NEEDED for k, v in FAILURE.items()), verdict
+        verdicts.append(verdict.get(grey[0]))
+    assert NEEDED not in verdicts and NOT_NEEDED in verdicts, verdicts
