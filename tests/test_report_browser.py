@@ -84,6 +84,11 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
                                      && !document.getElementById(a.getAttribute('href').slice(1)))
                         .map(a => a.getAttribute('href')),
                     fullImage: (document.querySelector('.strip a[target=_blank]') || {}).href || null,
+                    confirmation: Array.from(document.querySelectorAll('.cluster ul.confirmation'))
+                        .map(u => [u.className, u.textContent]),
+                    marks: Object.fromEntries(['confirmed', 'unconfirmed'].map(c => {
+                        const s = document.querySelectorAll('.methods span.' + c);
+                        return [c, [s.length, s.length ? getComputedStyle(s[0]).color : null]]; })),
                     title: document.title};""")
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         shot = artifacts / "demo_report.png"
@@ -130,6 +135,12 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
     assert broken == [] and len(state["images"]) > 20
     assert state["groups"] >= 2 and state["table1"] > 5
     assert state["brokenAnchors"] == []
+    # confirmation on held-out images: every group says it, confirmed ones first, the two kinds coloured apart
+    kinds = [c[0].split()[-1] for c in state["confirmation"]]
+    assert len(kinds) == state["groups"] and kinds[0] == "confirmed" and kinds == sorted(kinds)
+    assert all(("NOT CONFIRMED" in t) == (k == "unconfirmed") for (_, t), k in zip(state["confirmation"], kinds))
+    (n_yes, yes), (n_no, no) = state["marks"]["confirmed"], state["marks"]["unconfirmed"]
+    assert n_yes > 0 and n_no > 0 and yes != no
     assert state["fullImage"] and state["fullImage"].startswith(out.resolve().as_uri() + "/ec/images/test/")
     assert tip is not None and "visible" in tip[0], tip
     assert '<img src="data:image/jpeg;base64,' in tip[1] and "φ" in tip[1] and "group " in tip[1]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.evaluation import evaluate
-from ..core.metrics import discovery_rate, failure_analysis, false_discovery_rate
+from ..core.metrics import blindspot_precision, discovery_rate, failure_analysis, false_discovery_rate
 from ..core.selection import DESCRIBERS
 from ..io.sentences import WORLD_SENTENCE_SET
 from ..spotcheck import predict, spotcheck_sentences
@@ -68,6 +68,8 @@ class ECAnalysis:
     #: beside the description score, never instead: {method: {"accuracy", "needed"}} on fresh renders
     #: (`lbee.bench.counterfactual.blindspot_counterfactuals`; empty until it is run)
     counterfactual: dict = field(default_factory=dict)
+    #: hypotheses confirmed on held-out images, of the blindspots' and of the others (None: not confirmed)
+    confirmation: dict | None = None
 
     def summary(self):
         return {
@@ -82,6 +84,7 @@ class ECAnalysis:
             "counterfactual": self.counterfactual,
             "failure_analysis": self.failures,
             "slicers": self.slicers,
+            "confirmation": self.confirmation,
         }
 
 
@@ -204,6 +207,11 @@ def analyze_ec(
         order = order[:max_hypotheses]
     hyps = [groups[i] for i in order]
     memb = ec.membership("test")[rows]
+    all_truth = [np.flatnonzero(memb[:, j]) for j in range(memb.shape[1])]  # the peers see every image
+    conf = result.extra.get("confirmation") or {}
+    if conf.get("held_out"):  # the hypotheses are found on the rest: blindspots are scored there
+        memb = memb.copy()
+        memb[np.asarray(conf["held_out"], dtype=np.int64)] = False
     truth = [np.flatnonzero(memb[:, j]) for j in range(memb.shape[1])]
     dr = discovery_rate(hyps, truth)
     fdr = false_discovery_rate(hyps, truth)
@@ -230,6 +238,7 @@ def analyze_ec(
         }
         for name, top, slots in (("first sentence", 1, None), ("missing sentences untrue", k, k))
     }
+    confirmation = confirmation_counts(result.extra.get("confirmation"), groups, truth, details)
     default_ids = [f"images/test/{i:05d}.png" for i in rows]
     result.image_ids = list(image_ids if image_ids is not None else default_ids)
     result.extra = {
@@ -241,7 +250,11 @@ def analyze_ec(
         "ec_seed": ec.seed,
         "protocol": protocol,
         "confidence": scores.confidence_desc,
-        **{key: result.extra[key] for key in ("hypotheses", "sentence_conditions") if key in result.extra},
+        **{
+            key: result.extra[key]
+            for key in ("hypotheses", "sentence_conditions", "confirmation")
+            if key in result.extra
+        },
     }
     slicers = {"ward": {"DR": dr, "FDR": fdr, "fit_s": ward_s, "n_groups": len(hyps)}}
     if merged:  # beside it, the fixed-C Ward clusters ordered by importance, as before merging
@@ -267,8 +280,8 @@ def analyze_ec(
             random_state=random_state,
         ).items():
             slicers[name] = {
-                "DR": discovery_rate(h, truth),
-                "FDR": false_discovery_rate(h, truth),
+                "DR": discovery_rate(h, all_truth),
+                "FDR": false_discovery_rate(h, all_truth),
                 "fit_s": secs,
                 "n_groups": len(h),
             }
@@ -289,4 +302,29 @@ def analyze_ec(
         details,
         variants,
         conditions,
+        confirmation=confirmation,
     )
+
+
+def confirmation_counts(conf, groups, truth, details, lambda_p=0.8):
+    """How many blindspots' hypotheses confirmed on held-out images, and how many of the hypotheses matching none.
+
+    A blindspot's hypothesis is the one the description score found covering it (``details``, the first
+    describer's); a hypothesis matches no blindspot when at most ``lambda_p`` of its images lie in each one.
+
+    Returns
+    -------
+    dict or None
+        ``blindspots``, ``blindspots_confirmed``, ``others``, ``others_confirmed``; None when the run did not
+        confirm (skipped or off).
+    """
+    if not conf or conf.get("status") != "done":
+        return None
+    found = [d for d in next(iter(details.values()), []) if d.get("covered")]
+    others = [i for i, g in enumerate(groups) if all(blindspot_precision(g, b) < lambda_p for b in truth)]
+    return {
+        "blindspots": len(truth),
+        "blindspots_confirmed": sum(bool(conf["groups"][d["cluster"]]["confirmed"]) for d in found),
+        "others": len(others),
+        "others_confirmed": sum(bool(conf["groups"][i]["confirmed"]) for i in others),
+    }

@@ -308,6 +308,10 @@ def summarize(records):
         for meth in methods if any(r.get("counterfactual") for r in ok) else ():
             m, h, n = mean_ci([r.get("counterfactual", {}).get(meth, {}).get(key) for r in ok])
             rows.append({"metric": label, "method": meth, "mean": m, "ci95": h, "n": n})
+    conf = [r["confirmation"] for r in ok if r.get("confirmation")]
+    for what, label in (("blindspots", "blindspots' hypotheses"), ("others", "hypotheses matching no blindspot")):
+        m, h, n = mean_ci([c[f"{what}_confirmed"] / c[what] for c in conf if c[what]])
+        rows.append({"metric": f"confirmed (held out): {label}", "method": "compose", "mean": m, "ci95": h, "n": n})
     fails = [f for r in ok for f in r["failure_analysis"]]
     for cat in ("not_returned", "found", "merged", "impure"):
         m, h, n = mean_ci([f[cat] for f in fails])

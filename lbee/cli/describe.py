@@ -78,6 +78,7 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
     "tau",
     "a",
     "ward",
+    "confirm",
 )
 @click.option(
     "--sensitivity",

@@ -118,6 +118,10 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
 
 def _echo_named_blindspots(ec, analysis):
     """Each true blindspot, the hypothesis that covers it and its first 'compose' sentence, with its shares."""
+    import textwrap
+
+    from ..run.text import confirmation_lines, confirmation_note
+
     details = analysis.description_details.get("compose")
     exp = analysis.result.explanations.get("compose")
     if not details or exp is None:
@@ -139,6 +143,11 @@ def _echo_named_blindspots(ec, analysis):
                 f"      holds for {share['hard_share']:.0%} of the hypothesis, {share['easy_share']:.1%} of the "
                 f"easy images; description score {d['score']:.2f}"
             )
+        for line in confirmation_lines(analysis.result.extra.get("confirmation"), d["cluster"]):
+            click.echo(textwrap.fill(line, 110, initial_indent="      ", subsequent_indent="        "))
+    note = confirmation_note(analysis.result.extra.get("confirmation"))
+    if note:
+        click.echo(f"  {note}")
 
 
 def _echo_overlap(exp, ec, analysis, blindspot):

@@ -180,7 +180,7 @@ def explain_methods(
         )
     part = Partition(a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, slicer=slicer, ward=ward)
     # Cheap checks of the describe step first, so a bad k, τ or d fails before clustering.
-    from .partition import check_describe_args
+    from .selection import check_describe_args
 
     check_describe_args(index, image_embeddings, k, tau, sentences)
     part.fit(image_embeddings, confidence=confidence, hard=hard, easy=easy)

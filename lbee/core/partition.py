@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_unit_rows, check_choice, check_positive_int, check_real
+from .._validation import as_bool_vector, as_unit_rows, check_choice, check_positive_int, check_real
 from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
 from .clustering import DEFAULT_WARD, WARD_METHODS, match_easy, prototypes, ward_hard_groups, ward_labels
 from .explanation import EasyCluster, Explanation, HardCluster
-from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS, select_all
+from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS, check_describe_args, select_all
 from .sentence_index import SentenceIndex
 from .split import resolve_split
 
@@ -139,6 +139,7 @@ class Partition:
         confidence: ArrayLike | None = None,
         hard: ArrayLike | None = None,
         easy: ArrayLike | None = None,
+        held_out: ArrayLike | None = None,
     ) -> Partition:
         """Split the images, form the hard and easy groups and match them.
 
@@ -150,6 +151,9 @@ class Partition:
             φ, higher = easier. Splits at μ ± aσ.
         hard, easy : array-like of bool, shape (n,), optional
             Explicit split masks, an alternative to ``confidence``.
+        held_out : array-like of bool, shape (n,), optional
+            Images kept for confirmation (`lbee.core.confirmation`): split with the rest (one threshold),
+            then left out of both splits, so the slicer, the groups and the describers never see them.
 
         Returns
         -------
@@ -163,7 +167,15 @@ class Partition:
         a = check_real(self.a, "a", minimum=0.0)
         check_choice(self.ward, "ward", set(WARD_METHODS))
         hard_mask, easy_mask = resolve_split(images.shape[0], confidence=confidence, hard=hard, easy=easy, a=a)
-        groups = self._hard_groups(images, confidence, hard_mask)
+        if held_out is None:
+            groups = self._hard_groups(images, confidence, hard_mask)
+        else:  # the slicer sees the discovery images only; its groups index into all n
+            keep = ~as_bool_vector(held_out, "held_out", images.shape[0])
+            hard_mask, easy_mask, rows = hard_mask & keep, easy_mask & keep, np.flatnonzero(keep)
+            phi = None if confidence is None else np.asarray(confidence, dtype=np.float64)[rows]
+            groups = [
+                rows[np.asarray(g, dtype=np.int64)] for g in self._hard_groups(images[rows], phi, hard_mask[rows])
+            ]
         groups = [g for g in (np.asarray(g, dtype=np.int64) for g in groups) if g.size]
         if not groups:
             raise ValueError("`slicer` returned no non-empty hard group.")
@@ -360,28 +372,6 @@ def _group_prototypes(images: FloatArray, groups: Sequence[IntArray]) -> tuple[F
     labels = np.concatenate([np.full(len(g), i) for i, g in enumerate(groups)])
     members = images[np.concatenate(groups)]
     return prototypes(members, labels, len(groups))
-
-
-def check_describe_args(
-    index: SentenceIndex, image_embeddings: Any, k: int, tau: float | None, sentences: Sequence[Any] | None
-) -> tuple[int, float, list[str] | None]:
-    """Validated (k, τ, sentence texts) for describing ``image_embeddings`` with ``index``."""
-    k = check_positive_int(k, "k")
-    threshold = CLIP_TAU if tau is None else check_real(tau, "tau")
-    d = np.shape(image_embeddings)[1] if np.ndim(image_embeddings) == 2 else None
-    if d is not None and index.embeddings.shape[1] != d:
-        raise ValueError(
-            f"`sentence_embeddings` has dimension d={index.embeddings.shape[1]} but `image_embeddings` has d={d}; "
-            "both must come from the same joint encoder."
-        )
-    texts = None
-    if sentences is not None:
-        texts = [str(s) for s in sentences]
-        if len(texts) != index.n_sentences:
-            raise ValueError(
-                f"`sentences` has {len(texts)} entries but `sentence_embeddings` has {index.n_sentences} rows."
-            )
-    return k, threshold, texts
 
 
 def partition(

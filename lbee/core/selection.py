@@ -6,10 +6,12 @@ lower sentence index.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._validation import check_positive_int, check_real
 from ..typing import ArrayLike, FloatArray, IntArray
 
 if TYPE_CHECKING:
@@ -195,3 +197,25 @@ def select_all(
         else:  # fpdiff
             out.append(_best(v_h[i] - v_e[i], k, _top_or_above(v_h[i], k, tau)))
     return out
+
+
+def check_describe_args(
+    index: SentenceIndex, image_embeddings: Any, k: int, tau: float | None, sentences: Sequence[Any] | None
+) -> tuple[int, float, list[str] | None]:
+    """Validated (k, τ, sentence texts) for describing ``image_embeddings`` with ``index``."""
+    k = check_positive_int(k, "k")
+    threshold = CLIP_TAU if tau is None else check_real(tau, "tau")
+    d = np.shape(image_embeddings)[1] if np.ndim(image_embeddings) == 2 else None
+    if d is not None and index.embeddings.shape[1] != d:
+        raise ValueError(
+            f"`sentence_embeddings` has dimension d={index.embeddings.shape[1]} but `image_embeddings` has d={d}; "
+            "both must come from the same joint encoder."
+        )
+    texts = None
+    if sentences is not None:
+        texts = [str(s) for s in sentences]
+        if len(texts) != index.n_sentences:
+            raise ValueError(
+                f"`sentences` has {len(texts)} entries but `sentence_embeddings` has {index.n_sentences} rows."
+            )
+    return k, threshold, texts

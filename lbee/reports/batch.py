@@ -86,6 +86,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
     """
     from ..run.identity import encoder_words, random_weights_banner, weights_words
     from ..run.pipeline import model_name
+    from ..run.text import confirmation_note
 
     inputs, st, scores = run.inputs, ds.settings, run.scores
     explanations = {name: r.explanations for name, r in run.results.items()}
@@ -128,7 +129,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
         o=st.o,
         embeddings=inputs.embeddings,
         failures=inputs.failures,
-        notes=inputs.notes,
+        notes=inputs.notes + [n for n in (confirmation_note(run.main.extra.get("confirmation")),) if n],
         labels=labels,
         preds=preds,
         class_names=scores.class_names,
@@ -137,6 +138,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
         index_href=index_href,
         group_order=(ds.report or {}).get("group_order", "risk"),
         banner=random_weights_banner(inputs.encoder),
+        confirmations={name: r.extra["confirmation"] for name, r in run.results.items() if "confirmation" in r.extra},
     )
 
 

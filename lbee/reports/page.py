@@ -67,7 +67,11 @@ class ReportRun:
     index_href : str or None
         Link back to the batch's index page.
     group_order : {'risk', 'size'}, default='risk'
-        Hard groups sorted by error rate × size (risk: 1 − mean ω times size) or by size alone.
+        Hard groups sorted by error rate × size (risk: 1 − mean ω times size) or by size alone. When the
+        run confirmed its statements on held-out images, 'risk' keeps the run's order instead: confirmed
+        hypotheses first, by the lower bound of their error rate there.
+    confirmations : dict of str to dict
+        Per slicer, the run's ``confirmation`` record (``explanation.json``).
     banner : str or None
         A warning shown above everything (`lbee.run.identity.RANDOM_WEIGHTS_BANNER`).
     """
@@ -99,6 +103,8 @@ class ReportRun:
     index_href: str | None = None
     group_order: str = "risk"
     banner: str | None = None
+    #: per slicer, the run's ``confirmation`` record (`lbee.run.confirm.confirm_run`); its groups' order is kept
+    confirmations: dict = field(default_factory=dict)
 
     def failure_set(self):
         """S*_β as a set of sentence indices; None without relevance."""
@@ -127,7 +133,13 @@ def plane_coords(run, slicer_objects):
     if run.plane is not None:
         return np.asarray(run.plane, dtype=np.float64), run.plane_label or "2-D plane"
     if ps is not None and getattr(ps, "embedding_", None) is not None:
-        return np.asarray(ps.embedding_, dtype=np.float64), "PlaneSpot 2-D plane"
+        plane = np.asarray(ps.embedding_, dtype=np.float64)
+        held = (run.confirmations.get("planespot") or {}).get("held_out")
+        if held and len(plane) < len(run.image_ids):  # fitted on the discovery images: held-out ones not drawn
+            full = np.full((len(run.image_ids), plane.shape[1]), np.nan)
+            full[np.setdiff1d(np.arange(len(run.image_ids)), held)] = plane
+            plane = full
+        return plane, "PlaneSpot 2-D plane"
     if run.embeddings is None or len(run.embeddings) < 3:
         return None, ""
     from sklearn.decomposition import PCA
@@ -245,10 +257,13 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
     confusion, the φ histogram spec, a CSV of its members and the true
     blindspot it covers; the views are then sorted by ``run.group_order``.
     """
+    from ..run.text import confirmation_lines
     from .vega import phi_histogram_spec, spec_json
 
     first = next(iter(exps.values()))
     binary = set(np.unique(run.performance).tolist()) <= {0.0, 1.0}
+    conf = run.confirmations.get(slicer) or {}
+    tested = {s["text"]: s["confirmed"] for s in conf.get("statements", ())}
     short = short or short_names(run.image_ids)
     anchor = slug(slicer)
     views = []
@@ -270,6 +285,7 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
                         {
                             "text": run.sentences[s],
                             "in_star": None if star is None else s in star,
+                            "confirmed": tested.get(run.sentences[s]),
                             "coverage": None
                             if run.relevance is None or not idx.size
                             else float(run.relevance[idx, s].mean()),
@@ -290,6 +306,8 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
             "thumbs": thumbs_hard,
             "twin_thumbs": _thumbs(run, twin, thumbs, short),
             "methods": methods,
+            "confirmation": confirmation_lines(conf, i),
+            "confirmed": bool(conf.get("groups") and i < len(conf["groups"]) and conf["groups"][i]["confirmed"]),
         }
         if extras:
             view["confusion"] = _confusion(run, idx)
@@ -306,6 +324,8 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
     if extras:
         if run.group_order == "size":
             views.sort(key=lambda v: (-v["size"], v["index"]))
+        elif conf.get("status") == "done":
+            pass  # the run's order: confirmed first, by their lower bound on held-out images
         else:
             views.sort(key=lambda v: (-v["risk"], -v["size"], v["index"]))
     return views
@@ -353,7 +373,8 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     p = next(iter(result.explanations.values())).params
     # the analysed test images: all of them ('lbee' protocol) or the positives ('paper' protocol)
     rows = np.arange(len(ec.images["test"])) if analysis.rows is None else np.asarray(analysis.rows)
-    memb = ec.membership("test")[rows]
+    memb = ec.membership("test")[rows].copy()
+    memb[result.extra.get("confirmation", {}).get("held_out") or []] = False  # groups are found on the rest
     notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
     notes.append(f"Hard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     params = {
@@ -396,4 +417,5 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
         blindspots=[(d, np.flatnonzero(memb[:, j])) for j, d in enumerate(ec.describe_blindspots())],
         image_links=links,
         banner=random_weights_banner(result.encoder),
+        confirmations={"ward": result.extra["confirmation"]} if "confirmation" in result.extra else {},
     )

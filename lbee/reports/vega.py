@@ -175,6 +175,7 @@ def plane_spec(coords, confidence, groups, image_ids, *, thumbs=None, max_points
         keep = np.sort(np.concatenate([members, extra]))
     else:
         keep = np.arange(n)
+    keep = keep[np.isfinite(coords[keep]).all(axis=1)]  # images off the plane (held out from PlaneSpot's fit)
     thumbs = thumbs or {}
     values = []
     for j in keep.tolist():

@@ -116,6 +116,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
     RunResult
     """
     from ..core.partition import Partition
+    from .confirm import confirm_run, confirmation_plan
 
     tau = settings.resolved_tau(inputs.encoder_tau)
     index, methods = describe_plan(inputs, settings)
@@ -125,6 +126,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
         )
     results, objects = {}, {}
     texts, added = list(inputs.sentences), {}
+    plan = confirmation_plan(inputs, scores, settings)  # held-out images (lbee.run.confirm)
     for spec in settings.slicers:
         name, obj = _slicer_object(spec)
         part = Partition(
@@ -136,28 +138,19 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
         )
         try:
             if scores.split is not None:
-                part.fit(inputs.embeddings, hard=scores.split[0], easy=scores.split[1])
+                part.fit(inputs.embeddings, hard=scores.split[0], easy=scores.split[1], held_out=plan.mask)
             else:
-                part.fit(inputs.embeddings, confidence=scores.confidence)
+                part.fit(inputs.embeddings, confidence=scores.confidence, held_out=plan.mask)
             if index.grammar is not None:  # one hypothesis per failure (lbee.core.hypotheses)
                 part.merge(index, tau=tau, k=settings.k)
             exps = part.describe_methods(index, methods, k=settings.k, tau=tau, sentences=inputs.sentences)
+            confirmed = confirm_run(plan, part, exps, index, tau)  # statements tested, hypotheses ranked
         except ValueError as exc:
             raise ValueError(f"slicer {name!r}: {exc}" if len(settings.slicers) > 1 else str(exc)) from None
         if obj is not None:
             objects[name] = obj
         record_clusters_formed(exps, part)
-        extra = {"dataset": dataset, "model": model, "slicer": name, **scores.extra}
-        if part.hypotheses_ is not None:
-            extra["hypotheses"] = [
-                {
-                    "pieces": h.pieces,
-                    "error_concentration": round(h.concentration, 4),
-                    "lower_bound": round(h.lower_bound, 4),
-                    "p_value": float(f"{h.p_value:.3g}"),
-                }
-                for h in part.hypotheses_
-            ]
+        extra = {"dataset": dataset, "model": model, "slicer": name, **scores.extra, **confirmed}
         if "compose" in exps:
             _share_sentences(exps["compose"], texts, added)
         results[name] = DescribeResult(

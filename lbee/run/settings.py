@@ -19,6 +19,7 @@ import numbers
 from dataclasses import dataclass, field
 
 from ..core.clustering import DEFAULT_WARD, WARD_METHODS
+from ..core.confirmation import DEFAULT_CONFIRM_FRACTION, MAX_CONFIRM_FRACTION, MIN_CONFIRM_IMAGES
 from ..core.evaluation import DEFAULT_O
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N_CLUSTERS_PER_CLASS
 from ..core.selection import CLIP_TAU, DESCRIBERS, METHODS, resolve_tau
@@ -131,6 +132,10 @@ class RunSettings:
     per_class : str or None, default=None
         'errors' or 'probability': analyse each class separately, with the ImageNet error split or the
         NICO++ probability split.
+    confirm : float, default=lbee.core.confirmation.DEFAULT_CONFIRM_FRACTION
+        Share of the images held out (stratified, seeded) to test every
+        statement on (`lbee.run.confirm`); 0 turns it off. Skipped,
+        and said so, below ``MIN_CONFIRM_IMAGES`` images.
     """
 
     a: float = _knob(
@@ -227,6 +232,14 @@ class RunSettings:
         "'probability' (split by the predicted probability of the class).",
         kind=str,
         optional=True,
+    )
+    confirm: float = _knob(
+        DEFAULT_CONFIRM_FRACTION,
+        f"Share of the images held out to confirm each statement on (0: off; skipped below {MIN_CONFIRM_IMAGES} "
+        "images).",
+        kind=float,
+        minimum=0.0,
+        maximum=MAX_CONFIRM_FRACTION,
     )
 
     def __post_init__(self):

@@ -53,6 +53,8 @@ def render_markdown(result, metrics=None, n_examples=5):
             + f", easy twin {c.easy_cluster})"
         )
         lines.append("")
+        confirmed = confirmation_lines(result.extra.get("confirmation"), i)
+        lines += [f"- {t}" for t in confirmed] + ([""] if confirmed else [])
         shown = [result.image_ids[j] for j in idx[:n_examples]]
         lines.append("Examples: " + ", ".join(f"`{s}`" for s in shown))
         lines.append("")
@@ -65,6 +67,9 @@ def render_markdown(result, metrics=None, n_examples=5):
                 cells.append(str(sent[r]).replace("|", "\\|") if r < len(sent) else "")
             lines.append(f"| {r + 1} | " + " | ".join(cells) + " |")
         lines.append("")
+    note = confirmation_note(result.extra.get("confirmation"))
+    if note:
+        lines += [note, ""]
     if result.failures:
         lines += ["## Skipped images", ""] + [f"- `{p}`: {r}" for p, r in result.failures] + [""]
     return "\n".join(lines)
@@ -142,8 +147,42 @@ def terminal_blocks(result, width=None):
         for m, e in exps.items():
             text = " · ".join(e.cluster_sentences(i)) or "(no sentence)"
             out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
+        for line in confirmation_lines(result.extra.get("confirmation"), i):
+            out.extend(textwrap.wrap(line, cols, initial_indent="  ", subsequent_indent=" " * 4))
         out.append("")
-    return "\n".join(out).rstrip()
+    note = confirmation_note(result.extra.get("confirmation"))
+    return "\n".join(out + (textwrap.wrap(note, cols) if note else [])).rstrip()
+
+
+def confirmation_note(conf):
+    """One line on the run's confirmation when it was skipped or turned off (None when it ran, or no record)."""
+    if not conf or conf.get("status") == "done":
+        return None
+    return f"Confirmation on held-out images {conf['status']}: {conf.get('reason', '')}; no statement is confirmed."
+
+
+def confirmation_lines(conf, i):
+    """Hard group ``i``'s leading statement tested on held-out images, and which of its conditions are needed."""
+    if not conf or conf.get("status") != "done" or i >= len(conf.get("groups", ())):
+        return []
+    g = conf["groups"][i]
+    if g["statement"] is None:
+        return ["NOT CONFIRMED: no statement to test on the held-out images"]
+    s = conf["statements"][g["statement"]]
+    lift = "∞" if s["lift"] is None else f"{s['lift']:.1f}"
+    lines = [
+        ("CONFIRMED" if s["confirmed"] else "NOT CONFIRMED")
+        + f" on {conf['n_held_out']} held-out images: the description's region, {s['n_in']} images, "
+        f"{conf['outcome']} {s['error_rate_in']:.2f} (95 % CI {s['ci'][0]:.2f}–{s['ci'][1]:.2f}) against "
+        f"{s['error_rate_out']:.2f} outside, lift {lift}, q = {s['q_value']:.2g}"
+    ]
+    for a in s.get("ablation") or []:
+        lines.append(
+            f"without {a['condition']}: {a['n']} images, {a['error_rate']:.2f}; the {a['n_excluded']} it kept out "
+            + ("" if a["error_rate_excluded"] is None else f"fail at {a['error_rate_excluded']:.2f}")
+            + f": {a['verdict']}"
+        )
+    return lines
 
 
 def summary_dict(result, out=None):
@@ -167,11 +206,20 @@ def summary_dict(result, out=None):
                 "group": i,
                 "size": int(len(c.indices)),
                 "sentences": {m: e.cluster_sentences(i) for m, e in result.explanations.items()},
+                "confirmation": _group_test(result.extra.get("confirmation"), i),
             }
             for i, c in enumerate(first.hard_clusters)
         ],
         "out": None if out is None else str(out),
     }
+
+
+def _group_test(conf, i):
+    """Hard group ``i``'s entry of the run's confirmation with its leading statement's test (None when none)."""
+    if not conf or conf.get("status") != "done" or i >= len(conf.get("groups", ())):
+        return None
+    g = conf["groups"][i]
+    return {**g, "statement": None if g["statement"] is None else conf["statements"][g["statement"]]}
 
 
 def _asked_formed(params, asked, formed):

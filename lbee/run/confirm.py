@@ -1,0 +1,233 @@
+"""A run's confirmation on held-out images: the split before slicing, the tests after describing.
+
+`confirmation_plan` holds a seeded, stratified share of the images out before the partition is fitted
+(`lbee.core.partition.Partition` ``fit(..., held_out=)``); `confirm_run` tests every statement the
+describers returned on those images (`lbee.core.confirmation`), orders the hypotheses by their confirmed
+lower bound and returns what ``explanation.json`` records under ``confirmation`` and ``hypotheses``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.confirmation import (
+    CONFIRM_Q,
+    CONFIRM_SEED,
+    MIN_CONFIRM_FAILURES,
+    MIN_CONFIRM_IMAGES,
+    ablation,
+    bh_qvalues,
+    failure_outcome,
+    held_out,
+    rank_key,
+    region_test,
+)
+
+
+@dataclass
+class ConfirmationPlan:
+    """Which images are held out, and why not when none are.
+
+    Attributes
+    ----------
+    mask : ndarray of bool, shape (n,), or None
+        The held-out images; None when confirmation is off or skipped.
+    status : {'done', 'skipped', 'off'}
+    reason : str
+        Why it was skipped or off ('' when done).
+    fraction : float
+    failed, counted : ndarray of bool, shape (n,), or None
+        `lbee.core.confirmation.failure_outcome`.
+    outcome : str
+        What the rate is.
+    """
+
+    mask: np.ndarray | None
+    status: str
+    reason: str = ""
+    fraction: float = 0.0
+    failed: np.ndarray | None = field(default=None, repr=False)
+    counted: np.ndarray | None = field(default=None, repr=False)
+    outcome: str = ""
+
+    def header(self):
+        """What ``explanation.json`` records of the plan."""
+        out = {"status": self.status, "fraction": self.fraction, "seed": CONFIRM_SEED}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.mask is not None:
+            out.update(
+                outcome=self.outcome,
+                q_level=CONFIRM_Q,
+                n_held_out=int(self.mask.sum()),
+                held_out=np.flatnonzero(self.mask).tolist(),
+            )
+        return out
+
+
+def confirmation_plan(inputs, scores, settings):
+    """Hold out ``settings.confirm`` of the images (stratified by hard / easy / neutral, seeded), or say why not.
+
+    Returns
+    -------
+    ConfirmationPlan
+    """
+    from ..core.split import split_by_confidence
+
+    fraction = float(settings.confirm)
+    if scores.split is not None:
+        hard, easy = (np.asarray(m, dtype=bool) for m in scores.split)
+    else:
+        hard, easy = split_by_confidence(scores.confidence, a=settings.a)
+    failed, counted, outcome = failure_outcome(scores.performance, hard, easy)
+    if fraction == 0:
+        return ConfirmationPlan(None, "off", "turned off (confirm = 0)", 0.0, failed, counted, outcome)
+    n = int(np.shape(inputs.embeddings)[0])
+    if n < MIN_CONFIRM_IMAGES:
+        why = f"{n} images: confirmation needs at least {MIN_CONFIRM_IMAGES} (statements are found on all of them)"
+        return ConfirmationPlan(None, "skipped", why, fraction, failed, counted, outcome)
+    mask = held_out(hard.astype(int) + 2 * easy.astype(int), fraction)
+    n_failed = int((failed & counted & mask).sum())
+    if n_failed < MIN_CONFIRM_FAILURES or not (hard & ~mask).any() or not (easy & ~mask).any():
+        why = (
+            f"{n_failed} failures among the {int(mask.sum())} held-out images: confirmation needs at least "
+            f"{MIN_CONFIRM_FAILURES} (statements are found on all images)"
+        )
+        return ConfirmationPlan(None, "skipped", why, fraction, failed, counted, outcome)
+    return ConfirmationPlan(mask, "done", "", fraction, failed, counted, outcome)
+
+
+def _regions(part, index, tau, statements):
+    """(n, S) bool: each statement's region, by composed relevance of its conditions or similarity above τ."""
+    n = part.embeddings_.shape[0]
+    out = np.zeros((n, len(statements)), dtype=bool)
+    conds = [s.get("conditions") for s in statements]
+    by_conditions = [i for i, c in enumerate(conds) if c is not None]
+    if by_conditions:
+        out[:, by_conditions] = part.composed_relevance(index, [conds[i] for i in by_conditions], tau=tau)[1]
+    by_similarity = [i for i, c in enumerate(conds) if c is None]
+    if by_similarity:
+        rows = [statements[i]["sentence"] for i in by_similarity]
+        out[:, by_similarity] = part.embeddings_ @ index.embeddings[rows].T > tau
+    return out
+
+
+def _statements(exps, index):
+    """The run's unique statements (by text), each with its sentence row or its conditions."""
+    found = {}
+    for e in exps.values():
+        n_base = e.params.get("n_base_sentences", index.n_sentences)
+        for c in e.hard_clusters:
+            for r, s in enumerate(c.sentences):
+                text = e.sentence_texts[s] if e.sentence_texts is not None else f"sentence {int(s)}"
+                if text in found:
+                    continue
+                entry = {"text": text, "sentence": int(s)}
+                if c.details and r < len(c.details) and c.details[r]:
+                    entry["conditions"] = dict(c.details[r]["conditions"])
+                elif index.conditions is not None and index.grammar is not None and s < n_base:
+                    entry["conditions"] = dict(index.conditions[s])
+                found[text] = entry
+    return list(found.values())
+
+
+def _ablate(part, index, tau, plan, statement, region, rows):
+    """Drop each of a composed statement's conditions in turn (`lbee.core.confirmation.ablation`)."""
+    from ..grammar import format_conditions
+
+    conds = statement.get("conditions") or {}
+    if len(conds) < 2:
+        return None
+    rests = [{k: v for k, v in conds.items() if k != key} for key in conds]
+    wider = part.composed_relevance(index, rests, tau=tau)[1]
+    out = ablation(region, list(wider.T), plan.failed, rows)
+    for entry, key, rest in zip(out, conds, rests):
+        entry["condition"] = format_conditions({key: conds[key]})
+        entry["without"] = index.grammar.render(rest)
+    return out
+
+
+def confirm_run(plan, part, exps, index, tau):
+    """Test every statement on the held-out images, rank the hypotheses, and return what the run records.
+
+    The explanations' hard clusters are reordered in place: confirmed hypotheses first, by the lower end of the
+    95 % Wilson interval of their leading statement's error rate on the held-out images, then the unconfirmed
+    ones. The leading statement of a merged hypothesis (a grammar's sentences) is its own description
+    (`lbee.core.hypotheses`, tested beside the describers' statements), so the order does not depend on which
+    describers ran; without merging it is the first describer's first sentence.
+
+    Returns
+    -------
+    dict
+        ``confirmation`` (always) and ``hypotheses`` (when the groups were merged), for ``explanation.json``.
+    """
+    out = {"confirmation": plan.header()}
+    hyps = list(part.hypotheses_) if part.hypotheses_ is not None else None
+    first = next(iter(exps.values()))
+    order = list(range(len(first.hard_clusters)))
+    tests = {}
+    if plan.mask is not None:
+        rows = np.flatnonzero(plan.mask & plan.counted)
+        statements = _statements(exps, index)
+        if hyps is not None:  # each hypothesis's own description leads it
+            leading = [index.grammar.render(h.description.conditions) for h in hyps]
+            known = {st["text"] for st in statements}
+            for h, text in zip(hyps, leading):
+                if text not in known:
+                    known.add(text)
+                    statements.append({"text": text, "sentence": None, "conditions": dict(h.description.conditions)})
+        else:
+            leading = [(first.cluster_sentences(i) or [None])[0] for i in order]
+        regions = _regions(part, index, tau, statements)
+        found = [region_test(regions[:, j], plan.failed, rows) for j in range(len(statements))]
+        q = bh_qvalues([t.p_value for t in found])
+        for j, (s, t) in enumerate(zip(statements, found)):
+            s.update(t.to_dict(), q_value=float(f"{q[j]:.3g}"), confirmed=bool(q[j] <= CONFIRM_Q))
+            if s["confirmed"]:
+                s["ablation"] = _ablate(part, index, tau, plan, s, regions[:, j], rows)
+            if "conditions" in s:
+                from ..grammar import format_conditions
+
+                s["conditions"] = format_conditions(s["conditions"])
+        tests = {s["text"]: (j, s) for j, s in enumerate(statements)}
+        order.sort(key=lambda i: (*rank_key(tests.get(leading[i], (0, None))[1]), i))
+        groups = []
+        for i in order:
+            idx = first.hard_clusters[i].indices
+            j = tests.get(leading[i], (None, None))[0]
+            groups.append(
+                {
+                    "images": int(len(idx)),
+                    "hypothesis_error_rate": round(float(plan.failed[idx].mean()), 4) if len(idx) else None,
+                    "statement": j,
+                    "confirmed": bool(j is not None and statements[j]["confirmed"]),
+                }
+            )
+        for e in exps.values():
+            e.hard_clusters = [e.hard_clusters[i] for i in order]
+            e.params["confirm"] = plan.fraction
+            e.params["n_held_out"] = int(plan.mask.sum())
+        out["confirmation"].update(statements=statements, groups=groups)
+    else:
+        for e in exps.values():
+            e.params["confirm"] = plan.fraction
+    if hyps is not None:
+        out["hypotheses"] = [_hypothesis_entry(hyps[i], plan) for i in order]
+    return out
+
+
+def _hypothesis_entry(h, plan):
+    """A merged hypothesis: its images' error rate beside its description's region statistics, each named."""
+    entry = {
+        "pieces": h.pieces,
+        "images": int(len(h.indices)),
+        # the description's region on the discovery images (where it was chosen: biased upward)
+        "error_concentration": round(h.concentration, 4),
+        "lower_bound": round(h.lower_bound, 4),
+        "p_value": float(f"{h.p_value:.3g}"),
+    }
+    if plan.failed is not None and len(h.indices):
+        entry["hypothesis_error_rate"] = round(float(plan.failed[h.indices].mean()), 4)
+    return entry
