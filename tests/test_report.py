@@ -501,3 +501,44 @@ def test_report_killed_leaves_each_run_folder_whole(image_dataset, tmp_path, kil
     assert clusters == (2 if step == "staged" else 3)
     assert (_files(run_dir) == old) == (step == "staged")
     assert sorted(_files(run_dir)) == sorted(old)  # one whole run: every file of it, and no other
+
+
+@pytest.mark.parametrize("how", ["own name", "through a symlink"])
+def test_overwrite_never_deletes_a_dataset_input_in_its_run_folder(image_dataset, tmp_path, how):
+    """Fourth sweep L1: `lbee report --overwrite` replaced a dataset's predictions named metrics.csv (and its
+    sentences named report.md) in its own run folder, with no copy left; before --overwrite it called them a report."""
+    root, _ = image_dataset
+    run_dir = tmp_path / "data2"
+    run_dir.mkdir()
+    (run_dir / "metrics.csv").write_bytes((root / "good.csv").read_bytes())
+    (run_dir / "report.md").write_bytes((root / "sents.txt").read_bytes())
+    pred = run_dir / "metrics.csv"
+    if how == "through a symlink":  # the config names a link elsewhere; replacing the run would leave it dangling
+        pred = tmp_path / "preds.csv"
+        pred.symlink_to(run_dir / "metrics.csv")
+    cfg = write(
+        tmp_path / "c2.yaml",
+        f"""\
+        output: .
+        datasets:
+          - name: data2
+            images: {root}/imgs/manifest.csv
+            image_embeddings: {root}/img.npy
+            sentence_embeddings: {root}/sen.npy
+            sentences: data2/report.md
+            predictions: {pred}
+            clusters: 2
+            methods: [tops]
+        """,
+    )
+    before = _files(run_dir)
+    base = ["-q", "--cache-dir", str(tmp_path / "cache"), "report", str(cfg)]
+    for extra in ([], ["--overwrite"]):
+        r = CliRunner().invoke(cli, [*base, *extra], obj={})
+        assert r.exit_code == 2, r.output
+        assert (
+            f"line 3: datasets[0]: the run folder '{run_dir}' holds this dataset's input '{pred}'; replacing the run "
+            "would delete it, even with --overwrite" in " ".join(r.output.split())
+        )
+        assert "already holds a report" not in r.output
+        assert _files(run_dir) == before and not (tmp_path / "index.html").exists()

@@ -185,3 +185,57 @@ def test_a_server_killed_mid_job_leaves_no_orphan_and_the_job_finishes_once(cras
     assert not (tmp_path / "out" / "jobs" / job_id / "attempt-1").exists()  # the unfinished attempt is dropped
     poll(lambda: not _running(children), 60, "the stopped server's processes to end")
     assert json.loads(done.failures) == []
+
+
+STOP_AFTER_KILL = """
+import os, signal, sys, time
+from pathlib import Path
+
+from lbee.service import ServiceSettings
+from lbee.service.db import Database
+from lbee.service.workers import JobRunner
+
+
+def cpu_ticks(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def main():
+    tmp = Path(sys.argv[1])
+    settings = ServiceSettings(root=tmp, output=tmp / "out", workers=1)
+    runner = JobRunner(Database(settings.db_url), settings, check_every=0.1).start()
+    (proc,) = runner.procs.values()
+    last, still, deadline = cpu_ticks(proc.pid), 0, time.monotonic() + 60
+    while still < 10 and time.monotonic() < deadline:  # idle (imports done, waiting for a job): no CPU for 1 s
+        time.sleep(0.1)
+        now = cpu_ticks(proc.pid)
+        still, last = (still + 1 if now == last else 0), now
+    os.kill(proc.pid, signal.SIGKILL)  # killed while it waits, as the OOM killer would
+    proc.join(10)
+    t0 = time.monotonic()
+    runner.stop()
+    print(f"stopped in {time.monotonic() - t0:.2f} s; alive: {runner.pids()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads a worker's CPU time from /proc (Linux)")
+def test_stopping_after_an_idle_worker_was_killed_ends_within_the_bound(tmp_path):
+    """Fourth sweep H1: after `kill -9` of an idle job worker, SIGTERM never ended the server (JobRunner.stop waited
+    on a multiprocessing.Event for the dead sleeper). stop() must end within its 5 s + 10 s + 5 s."""
+    script = tmp_path / "stop_after_kill.py"
+    script.write_text(STOP_AFTER_KILL)
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    try:
+        out = subprocess.run(
+            [sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True, timeout=120
+        )
+    except subprocess.TimeoutExpired as exc:  # the old hang: the process group's children die with it (daemons)
+        pytest.fail(f"JobRunner.stop() never returned after a worker was killed: {exc.stdout!r}")
+    assert out.returncode == 0, out.stderr
+    seconds = float(out.stdout.split("stopped in ")[1].split(" s")[0])
+    assert seconds < 20 and "alive: []" in out.stdout, out.stdout

@@ -47,6 +47,7 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None):
 
     from ..run.outputs import staged_run_folder
     from ..run.pipeline import run_model, write_run
+    from ..run.specs import input_paths
 
     report("describing")
     run = run_model(ds, model, inputs, device=device, progress=progress)
@@ -54,7 +55,8 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None):
     index_href = None
     if root is not None:  # the page links back to the batch's index.html (the stage has the depth of out)
         index_href = Path(os.path.relpath(Path(root) / "index.html", out)).as_posix()
-    with staged_run_folder(out, overwrite=True) as stage:  # refused earlier (run_report); replaced whole
+    # refused earlier (run_report); replaced whole, and never when it holds an input
+    with staged_run_folder(out, overwrite=True, inputs=input_paths(ds)) as stage:
         write_run(run, stage)
         rows, n_hard = write_report_page(run, ds, model, stage, thumbs=thumbs, index_href=index_href)
         if run.per_class is None:  # per-class pages write their own (per-class) tables
@@ -401,6 +403,7 @@ def run_report(
         ``BatchResult.failures`` instead.
     """
     from ..run.outputs import check_report_out
+    from ..run.specs import input_paths
     from .thumbnails import ThumbnailCache
 
     log = log or (lambda msg: None)
@@ -409,8 +412,9 @@ def run_report(
     folders = dataset_folders(cfg)
     runs = [f for ds in cfg.datasets for _, _, f in model_folders(ds, root / folders[id(ds)])]
     option = "--out" if output else f"{cfg.path}: output"
-    try:  # before any work: a rerun does not replace the earlier pages in silence
-        check_report_out(root, runs, overwrite=overwrite, option=option)
+    inputs = [(f"{cfg.path}, line {ds.line}: datasets[{i}]", input_paths(ds)) for i, ds in enumerate(cfg.datasets)]
+    try:  # before any work: a rerun does not replace the earlier pages in silence, nor ever delete an input
+        check_report_out(root, runs, overwrite=overwrite, option=option, inputs=inputs)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     problems = config_problems(cfg, output)

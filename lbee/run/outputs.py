@@ -48,6 +48,25 @@ def run_entries(folder):
     return sorted(p.name for p in folder.iterdir() if any(fnmatch.fnmatch(p.name, pat) for pat in RUN_ENTRIES))
 
 
+def held_input(folder, inputs):
+    """The first ``(entry, input)`` where a run entry of ``folder`` is, or holds, one of ``inputs``; else None.
+
+    ``entry`` is the entry's name (`run_entries`), ``input`` the path as given. Replacing that run would delete
+    the input, so callers refuse it even with ``overwrite``: a predictions table named ``metrics.csv`` in the
+    run folder, say, found by name, through a symlink or a hard link, or inside a ``slicer_*`` folder.
+    """
+    import os
+
+    sources = [Path(p) for p in inputs if p is not None and Path(p).exists()]
+    for name in run_entries(folder):
+        entry = Path(folder) / name
+        for src in sources:
+            same = entry == src or (entry.is_dir() and src.resolve().is_relative_to(entry.resolve()))
+            if same or (entry.exists() and not entry.is_dir() and os.path.samefile(entry, src)):
+                return name, src
+    return None
+
+
 def check_out_folder(out, *, overwrite=False, option="--out", inputs=()):
     """Refuse ``out`` when it holds a run and ``overwrite`` is false (``ValueError`` naming what is there).
 
@@ -55,20 +74,14 @@ def check_out_folder(out, *, overwrite=False, option="--out", inputs=()):
     ``overwrite``: replacing the run would delete the command's own input. Call it before any work: the answer
     comes in a second, not after the embedding.
     """
-    import os
-
     recover_leftovers(out)  # a killed run's swap is settled first, so what is checked is one whole run
     found = run_entries(out)
-    sources = [Path(p) for p in inputs if p is not None and Path(p).exists()]
-    for name in found:
-        entry = Path(out) / name
-        for src in sources:
-            same = entry == src or (entry.is_dir() and src.resolve().is_relative_to(entry.resolve()))
-            if same or (entry.exists() and not entry.is_dir() and os.path.samefile(entry, src)):
-                raise ValueError(
-                    f"{option} {str(out)!r}: its {name!r} is this command's input {str(src)!r}; replacing the run "
-                    "would delete it, even with --overwrite. Give another folder."
-                )
+    held = held_input(out, inputs)
+    if held:
+        raise ValueError(
+            f"{option} {str(out)!r}: its {held[0]!r} is this command's input {str(held[1])!r}; replacing the run "
+            "would delete it, even with --overwrite. Give another folder."
+        )
     if found and not overwrite:
         shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
         raise ValueError(
@@ -78,16 +91,27 @@ def check_out_folder(out, *, overwrite=False, option="--out", inputs=()):
     return found
 
 
-def check_report_out(root, run_folders, *, overwrite=False, option="--out"):
+def check_report_out(root, run_folders, *, overwrite=False, option="--out", inputs=()):
     """Refuse a report into ``root`` when it holds one and ``overwrite`` is false (``ValueError`` naming it).
 
     A report is there when ``root/index.html`` exists or one of ``run_folders``
-    (the folders this report writes, inside ``root``) holds a run. Call it before any work.
+    (the folders this report writes, inside ``root``) holds a run. ``inputs`` is a sequence of
+    ``(label, paths)``, one per dataset entry (``label`` names it, e.g. ``"r.yaml, line 3: datasets[0] (cats)"``):
+    a run folder whose run entry is, or holds, one of those paths is refused even with ``overwrite``
+    (`held_input`), since replacing the run would delete that input. Call it before any work.
     """
     root = Path(root)
     found = ["index.html"] if (root / "index.html").exists() else []
     for folder in run_folders:
         recover_leftovers(folder)  # a killed run's swap is settled first
+        for label, paths in inputs:
+            held = held_input(folder, paths)
+            if held:
+                raise ValueError(
+                    f"{label}: the run folder {str(folder)!r} holds this dataset's input {str(held[1])!r}; replacing "
+                    "the run would delete it, even with --overwrite. Move the input out of that folder, or give "
+                    "another output."
+                )
         rel = Path(folder).relative_to(root).as_posix()
         found += [n if rel == "." else f"{rel}/{n}" for n in run_entries(folder)]
     if found and not overwrite:

@@ -143,3 +143,29 @@ class Scores:
 def probabilities_kind(ds):
     """What the ``prob_<class>`` columns of ``ds``'s predictions tables hold: ``'logits'`` or ``'probabilities'``."""
     return "logits" if ds.logits else "probabilities"
+
+
+def input_paths(ds):
+    """Every file or folder that ``ds`` and its models read, as given: what replacing a run must never delete.
+
+    Parameters
+    ----------
+    ds : DatasetSpec
+
+    Returns
+    -------
+    list of Path
+        Images (folder or manifest), embeddings, masks, sensitivity, a SpotCheck or RIVAL10 folder (and class
+        map), Γ files, a sentence file, and each model's predictions, weights and local checkpoint.
+    """
+    paths = [ds.images, ds.sensitivity, ds.image_embeddings, ds.sentence_embeddings, ds.masks]
+    for source in (ds.spotcheck, ds.rival10):
+        if isinstance(source, dict):
+            paths += [source.get("path"), source.get("class_map")]
+    if isinstance(ds.relevance, dict):
+        paths += list(ds.relevance.values())
+    if ds.sentence_set and Path(ds.sentence_set).is_file():
+        paths.append(ds.sentence_set)
+    for m in ds.models:
+        paths += [m.predictions, m.weights, m.model if m.model and Path(m.model).is_file() else None]
+    return [Path(p) for p in paths if isinstance(p, (str, Path))]

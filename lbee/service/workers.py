@@ -55,7 +55,12 @@ def die_with_parent():
 
 
 def worker_main(settings_dict, name, stop, poll=0.5):
-    """A job worker process: claim and run jobs until ``stop`` (a multiprocessing Event) is set."""
+    """A job worker process: claim and run jobs until ``stop`` is readable.
+
+    ``stop`` is the read end of a pipe whose write end only the server holds: a message or its closing (EOF,
+    also when the server dies) both make it readable. Unlike a shared ``multiprocessing.Event``, whose ``set``
+    waits for every sleeper to wake, no worker killed while it waits can wedge it for the server or the others.
+    """
     die_with_parent()
     # lbee's lines at INFO; other libraries' INFO (faiss probing CPU features, sentence-transformers loading) is
     # not the server operator's business: WARNING and above only.
@@ -67,14 +72,14 @@ def worker_main(settings_dict, name, stop, poll=0.5):
 
     settings = ServiceSettings(**settings_dict)
     db = Database(settings.db_url, migrate=False)  # the server migrated it
-    while not stop.is_set():
+    while not stop.poll():
         try:
             job_id = run_next_job(db, settings, worker=name)
         except Exception:  # the database was briefly unavailable: wait and try again
             logger.exception("worker %s: could not claim a job", name)
             job_id = None
         if job_id is None:
-            stop.wait(poll)
+            stop.poll(poll)
     db.dispose()
 
 
@@ -94,17 +99,17 @@ class JobRunner:
         import multiprocessing
 
         self._ctx = multiprocessing.get_context("spawn")
-        self._stop = self._ctx.Event()
+        self._stops = {}  # worker name -> the write end of its stop pipe (`worker_main`)
         self._serial = 0
 
     def _spawn(self):
         self._serial += 1
         name = f"worker-{os.getpid()}-{self._serial}"
-        proc = self._ctx.Process(
-            target=worker_main, args=(self.settings.to_dict(), name, self._stop), name=name, daemon=True
-        )
+        recv, send = self._ctx.Pipe(duplex=False)
+        proc = self._ctx.Process(target=worker_main, args=(self.settings.to_dict(), name, recv), name=name, daemon=True)
         proc.start()
-        self.procs[name] = proc
+        recv.close()  # the worker holds its own copy: the pipe ends for it only when the server closes `send`
+        self.procs[name], self._stops[name] = proc, send
 
     def start(self):
         for _ in range(self.settings.workers):
@@ -131,6 +136,7 @@ class JobRunner:
                 # replaced first, so that whoever sees the job failed also sees the new worker
                 logger.warning("worker %s died (exit code %s); starting another", name, proc.exitcode)
                 del self.procs[name]
+                _close_stop(self._stops.pop(name, None))
                 self._spawn()
                 with self.db.session() as s:
                     ids = list(s.scalars(select(Job.id).where(Job.status == "running", Job.worker == name)))
@@ -157,21 +163,37 @@ class JobRunner:
     def stop(self, timeout=10):
         """Ask workers to stop after their current job; terminate them after ``timeout`` seconds.
 
-        A terminated worker's job stays ``running`` until its lease expires (or the
-        next start on this host frees it, `lbee.service.jobs.recover`) and is
-        then taken again.
+        At most 5 s for the watching thread, ``timeout`` for the workers, then 5 s per worker still alive
+        (terminated). Nothing here waits on a worker: one that died (``kill -9``, the OOM killer) cannot
+        hold up the shutdown. A terminated worker's job stays ``running`` until its lease expires (or the
+        next start on this host frees it, `lbee.service.jobs.recover`) and is then taken again.
         """
         self._stopping.set()
-        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)  # first, so that no worker is started while the others are stopped
+        procs = list(self.procs.values())
+        for name in list(self._stops):
+            _close_stop(self._stops.pop(name), message=True)
         deadline = time.monotonic() + timeout
-        for proc in self.procs.values():
+        for proc in procs:
             proc.join(max(0.0, deadline - time.monotonic()))
-        for proc in self.procs.values():
+        for proc in procs:
             if proc.is_alive():
                 proc.terminate()
                 proc.join(5)
-        if self._thread is not None:
-            self._thread.join(5)
+
+
+def _close_stop(send, message=False):
+    """Close the server's end of a worker's stop pipe, telling it to stop first when ``message``; never blocks."""
+    if send is None:
+        return
+    try:
+        if message:
+            send.send_bytes(b"stop")  # a few bytes into an empty pipe: no wait, even for a worker that is gone
+    except OSError:  # the worker is gone, and so is the pipe's other end
+        pass
+    finally:
+        send.close()
 
 
 def _explain_worker_init():
