@@ -108,7 +108,7 @@ class Conjunction:
     literals: tuple[int, ...] = field(default=(), repr=False)
 
 
-def _lift(h: Any, e: Any, n_h: int, n_e: int) -> Any:
+def _lift(h: Any, e: Any, n_h: float, n_e: float) -> Any:
     """The smoothed log-ratio of the hard and easy shares (floats or arrays alike)."""
     return np.log((h + SMOOTH) / (n_h + SMOOTH)) - np.log((e + SMOOTH) / (n_e + SMOOTH))
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._blas import one_blas_thread
 from ..typing import IntArray
-from .compose import SMOOTH, ComposeSearch, Conjunction, _lift, _State
+from .compose import SMOOTH, ComposeSearch, Conjunction, Vector, _lift, _State
 
 #: Failures collected at most (each round covers one).
 MAX_ROUNDS = 8
@@ -110,12 +110,12 @@ def discover_failures(search: ComposeSearch, *, max_rounds: int = MAX_ROUNDS) ->
                 float(_lift(h_all, e, search.n_hard, search.n_easy)),
             )
             found.append(Discovered(rows, search._describe(full, len(rows), None)))
-            weight = weight * (1.0 - state.h)
+            weight = (weight * (1.0 - state.h)).astype(np.float32)
     return found
 
 
 def _best_conjunction(
-    search: ComposeSearch, weight: np.ndarray, sets: dict, base: float
+    search: ComposeSearch, weight: Vector, sets: dict[str, tuple[Vector, Vector]], base: float
 ) -> tuple[_State, float] | None:
     """The state of best quality over the uncovered hard images, and its uncovered soft count h; or None."""
     n_h = float(weight.sum())
