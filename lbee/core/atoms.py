@@ -53,6 +53,7 @@ import numpy as np
 from .._blas import one_blas_thread
 from ..typing import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 from .binding import unbound_values
+from .rows import UnitRows
 
 if TYPE_CHECKING:
     from ..grammar import Grammar
@@ -269,6 +270,19 @@ def calibrate(similarities: ArrayLike, tau: float) -> tuple[FloatArray, BoolArra
     return np.where(two[None, :], post, fallback), separated
 
 
+def _similarities(images: ArrayLike | UnitRows, atoms: FloatArray) -> FloatArray:
+    """Float32 similarities of the images (n, d) to the atoms (A, d), as float64 (n, A); UnitRows in blocks."""
+    if not isinstance(images, UnitRows):
+        x = np.asarray(images, dtype=np.float32)
+        with one_blas_thread() if x.shape[0] <= 4096 else nullcontext():
+            return (x @ atoms.T).astype(np.float64)
+    out = np.empty((images.shape[0], atoms.shape[0]))
+    with one_blas_thread() if images.shape[0] <= 4096 else nullcontext():
+        for i0, b in images.blocks():
+            out[i0 : i0 + len(b)] = b.astype(np.float32) @ atoms.T
+    return out
+
+
 def literal_probabilities(
     image_embeddings: ArrayLike,
     sentence_embeddings: ArrayLike,
@@ -280,7 +294,8 @@ def literal_probabilities(
 
     Parameters
     ----------
-    image_embeddings : ndarray of shape (n, d)
+    image_embeddings : ndarray or lbee.core.rows.UnitRows of shape (n, d)
+        A UnitRows is read in row blocks.
     sentence_embeddings : ndarray of shape (N, d)
     conditions : list of dict of length N
     tau : float
@@ -298,9 +313,7 @@ def literal_probabilities(
             "The sentence set has no single-condition sentence (no atom): the 'compose' describer and "
             "composed relevance need a grammar's sentence set (lbee sentences generate)."
         )
-    x = np.asarray(image_embeddings, dtype=np.float32)
-    with one_blas_thread() if x.shape[0] <= 4096 else nullcontext():
-        sims = (x @ np.asarray(sentence_embeddings, dtype=np.float32)[rows].T).astype(np.float64)
+    sims = _similarities(image_embeddings, np.asarray(sentence_embeddings, dtype=np.float32)[rows])
     n = sims.shape[0]
     cond, sep = calibrate(sims, tau)
     cal = ["mixture" if t else "threshold" for t in sep]
