@@ -270,12 +270,13 @@ def calibrate(similarities: ArrayLike, tau: float) -> tuple[FloatArray, BoolArra
     return np.where(two[None, :], post, fallback), separated
 
 
-def _similarities(images: ArrayLike | UnitRows, atoms: FloatArray) -> FloatArray:
+def _similarities(images: ArrayLike | UnitRows, atoms: AnyArray) -> FloatArray:
     """Float32 similarities of the images (n, d) to the atoms (A, d), as float64 (n, A); UnitRows in blocks."""
     if not isinstance(images, UnitRows):
         x = np.asarray(images, dtype=np.float32)
         with one_blas_thread() if x.shape[0] <= 4096 else nullcontext():
-            return (x @ atoms.T).astype(np.float64)
+            sims: FloatArray = (x @ atoms.T).astype(np.float64)
+            return sims
     out = np.empty((images.shape[0], atoms.shape[0]))
     with one_blas_thread() if images.shape[0] <= 4096 else nullcontext():
         for i0, b in images.blocks():

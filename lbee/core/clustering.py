@@ -108,7 +108,7 @@ def warn_cluster_notes(explanation: Explanation, stacklevel: int = 2, group_size
 
 
 def ward_labels(
-    embeddings: FloatArray,
+    embeddings: FloatArray | UnitRows,
     n_clusters: int,
     memory: Any = None,
     *,
@@ -272,7 +272,7 @@ def _knn_labels(embeddings: FloatArray, c: int, memory: Any, n_neighbors: int) -
 # --------------------------------------------------------------------------- prototypes
 
 
-def prototypes(embeddings: FloatArray, labels: ArrayLike, n_clusters: int) -> tuple[FloatArray, FloatArray]:
+def prototypes(embeddings: FloatArray | UnitRows, labels: ArrayLike, n_clusters: int) -> tuple[FloatArray, FloatArray]:
     """Renormalised mean of each cluster's unit embeddings.
 
     Parameters

@@ -62,7 +62,13 @@ class UnitRows:
         Checked in blocks, the first bad row named.
     """
 
-    def __init__(self, data: Any, name: str = "image_embeddings", *, rows: IntArray | None = None) -> None:
+    data: Any
+    name: str
+    rows: IntArray | None
+    peak: FloatArray
+    norm: FloatArray
+
+    def __init__(self, data: Any, name: str = "image_embeddings", *, rows: Any = None) -> None:
         if isinstance(data, UnitRows):
             rows = data.rows if rows is None else data._global(rows)
             self.peak, self.norm = data.peak, data.norm
@@ -125,15 +131,17 @@ class UnitRows:
     def __getitem__(self, index: Any) -> FloatArray:
         if isinstance(index, tuple):
             rows, cols = index
-            return self.take(rows)[:, cols]
+            part: FloatArray = self.take(rows)[:, cols]
+            return part
         if isinstance(index, (int, np.integer)):
-            return self.take(np.asarray([index]))[0]
+            row: FloatArray = self.take(np.asarray([index]))[0]
+            return row
         return self.take(index)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> FloatArray:
         """The whole matrix, materialised (float64): for callers that need an ndarray; avoid at scale."""
         out = self.block(0, self.shape[0])
-        return out if dtype is None else out.astype(dtype, copy=False)
+        return out if dtype is None else np.asarray(out, dtype=dtype)
 
     def sum(self) -> FloatArray:
         """Column sums, shape (d,), float64, block by block."""
@@ -194,7 +202,7 @@ def _check_blocks(data: Any, name: str) -> tuple[FloatArray, FloatArray]:
     """
     n = data.shape[0]
     peak, norm = np.empty(n), np.empty(n)
-    bad_values, zero_rows = 0, []
+    bad_values, zero_rows = 0, list[int]()
     for i0 in range(0, n, BLOCK_ROWS):
         block = np.array(data[i0 : i0 + BLOCK_ROWS], dtype=np.float64)
         finite = np.isfinite(block)

@@ -19,7 +19,7 @@ import heapq
 import numpy as np
 
 from .._blas import one_blas_thread
-from ..typing import ArrayLike, FloatArray, IntArray
+from ..typing import AnyArray, ArrayLike, FloatArray, IntArray
 from . import rows as rows_module
 from .rows import UnitRows
 
@@ -227,7 +227,7 @@ def _relabel(Z: FloatArray, n: int) -> FloatArray:
 
 
 def kmeans_cells(
-    X: FloatArray, n_cells: int, *, dim: int = KMEANS_DIM, random_state: int = 0, n_iter: int = KMEANS_ITER
+    X: FloatArray | UnitRows, n_cells: int, *, dim: int = KMEANS_DIM, random_state: int = 0, n_iter: int = KMEANS_ITER
 ) -> IntArray:
     """Cut the rows of X into k-means cells found in a PCA reduction.
 
@@ -275,18 +275,18 @@ def kmeans_cells(
     return cell_of.astype(np.int64).ravel()
 
 
-def _basis(rows: FloatArray, mean: FloatArray, dim: int) -> FloatArray:
+def _basis(rows: AnyArray, mean: FloatArray, dim: int) -> AnyArray:
     """The ``dim`` leading principal directions (d, dim) float32 of float32 ``rows`` about ``mean``."""
     return _leading((rows.T @ rows).astype(np.float64) / rows.shape[0] - np.outer(mean, mean), dim)
 
 
-def _leading(cov: FloatArray, dim: int) -> FloatArray:
+def _leading(cov: FloatArray, dim: int) -> AnyArray:
     _, vecs = np.linalg.eigh(cov)
-    basis: FloatArray = np.ascontiguousarray(vecs[:, ::-1][:, :dim], dtype=np.float32)
+    basis: AnyArray = np.ascontiguousarray(vecs[:, ::-1][:, :dim], dtype=np.float32)
     return basis
 
 
-def _reduce_blocks(X: UnitRows, dim: int, random_state: int) -> FloatArray:
+def _reduce_blocks(X: UnitRows, dim: int, random_state: int) -> AnyArray:
     """:func:`kmeans_cells`' centred PCA projection (n, dim) float32 of ``X``, read in row blocks.
 
     The same computation as for an in-memory array, block by block: the float32 column mean (summed in
