@@ -241,8 +241,8 @@ def domino(n, d=128, k=25):
     return {"lbee": t_lbee, "sklearn": t_sk}
 
 
-def run_stage(name, folder, n):
-    cmd = [sys.executable, os.path.abspath(__file__), "--stage", name, "--dir", folder, "--n", str(n)]
+def run_stage(name, root, n):
+    cmd = [sys.executable, os.path.abspath(__file__), "--stage", name, "--dir", root, "--n", str(n)]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode:
         sys.exit(f"stage {name} failed:\n{res.stderr[-3000:]}")
@@ -267,9 +267,9 @@ def main():
         f"data: n = {args.n:,}, d = {D}, N = {N_SENT} ({time.perf_counter() - t0:.0f} s to write; "
         f"embeddings {emb_gb:.2f} GB float32, memory-mapped)"
     )
-    base = run_stage("baseline", folder, args.n)
+    base = run_stage("baseline", args.dir, args.n)
     print(f"baseline: one X @ S.T pass (blocked, from the memory map): {base['seconds']:.2f} s")
-    a = run_stage("analysis", folder, args.n)
+    a = run_stage("analysis", args.dir, args.n)
     print(
         f"whole analysis (split, Ward, merging, 5 describers, compose, metrics): {a['seconds']:.2f} s = "
         f"{a['seconds'] / base['seconds']:.2f}x the pass (goal <= 3x); peak RSS {a['peak_gb']:.2f} GB = "
@@ -277,19 +277,19 @@ def main():
         f"{a['groups']} hypotheses; compose: {a['compose']}"
     )
     if "agreement" not in args.skip:
-        g = run_stage("agreement", folder, args.n)
+        g = run_stage("agreement", args.dir, args.n)
         print(
             f"memory-mapped vs in memory, first {min(SUBSET, args.n):,} rows: ARI {g['ari']:.3f}, "
             f"same sentences: {g['same_sentences']}"
         )
     if "per_class" not in args.skip:
-        p = run_stage("per_class", folder, args.n)
+        p = run_stage("per_class", args.dir, args.n)
         print(
             f"per class (explain_per_class + metrics, 1,000 x 50, serial): {p['seconds']:.2f} s = "
             f"{p['seconds'] / p['pass']:.1f}x its pass ({p['pass']:.3f} s; goal <= 4x)"
         )
     if "domino" not in args.skip:
-        dm = run_stage("domino", folder, args.n)
+        dm = run_stage("domino", args.dir, args.n)
         print(
             f"Domino EM, {args.n:,} x 128, 25 components, 15 iterations: lbee {dm['lbee']:.2f} s, "
             f"sklearn {dm['sklearn']:.2f} s = {dm['lbee'] / dm['sklearn']:.2f}x (goal <= 1.5x)"

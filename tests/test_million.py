@@ -117,3 +117,29 @@ def test_a_folder_written_by_lbee_embed_names_its_embeddings(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="is a folder without embeddings.npy"):
         embeddings_file(tmp_path / "empty", "--image-embeddings")
+
+
+def test_the_posterior_made_monotone_without_sorting_is_the_running_maximum():
+    from lbee.core.atoms import _monotone
+
+    rng = np.random.default_rng(3)
+    s = rng.normal(size=(5000, 6))
+    s[::7, 0] = s[0, 0]  # ties in s
+    cases = []
+    for mu_lo, mu_hi, v_lo, v_hi in (
+        (0, 1, 1.0, 0.1),
+        (0, 1, 0.1, 1.0),
+        (0, 1, 0.5, 0.5),
+        (1, 0, 1, 1),
+        (0, 2, 4, 0.01),
+        (0, 0.1, 0.01, 9),
+    ):
+        cases.append(-0.5 * (s[:, len(cases)] - mu_lo) ** 2 / v_lo + 0.5 * (s[:, len(cases)] - mu_hi) ** 2 / v_hi)
+    post = 1.0 / (1.0 + np.exp(np.clip(np.stack(cases, axis=1), -60, 60)))
+    want = np.empty_like(post)
+    for j in range(s.shape[1]):  # the definition: the running maximum in the order of s
+        order = np.argsort(s[:, j], kind="stable")
+        want[order, j] = np.maximum.accumulate(post[order, j])
+    got = _monotone(s, post)
+    assert np.allclose(got, want, rtol=0, atol=1e-12)
+    assert not np.allclose(post, want)  # the cases do turn down
