@@ -190,6 +190,11 @@ def stage(name, folder, n):
 
 
 def per_class(n_classes=1000, per=50):
+    # imports the call makes on first use (pandas, SciPy's distances, fastcluster): paid once per process, not timed
+    import fastcluster  # noqa: F401
+    import pandas  # noqa: F401
+    import scipy.spatial  # noqa: F401
+
     from lbee.analyses.per_class import explain_per_class
 
     rng = np.random.default_rng(0)
