@@ -10,7 +10,8 @@ Each stage runs in its own process, which reports its time and its peak RSS (``r
 - baseline: one pass ``X @ S.T`` (float32) over the memory-mapped X, in 16,384-row blocks (the whole product,
   n x 1,400 float32, would not fit in the budget at 1M), best of two;
 - analysis: ``lbee.partition`` (split + Ward), the merging into one hypothesis per failure (50-atom grammar),
-  the five describers, 'compose', and ``lbee.evaluate`` of the six, from ``np.load(mmap_mode="r")``;
+  the five describers, 'compose', and the metrics of the five (S* once, as ``lbee.analyses`` compute them),
+  from ``np.load(mmap_mode="r")``;
 - agreement: the same analysis on the first 50,000 rows, memory-mapped and in memory: ARI of the hard groups
   and the sentences of every method;
 - per class: ``explain_per_class`` with metrics, 1,000 classes x 50 images, serial, ratio to its own pass;
@@ -117,8 +118,12 @@ def analysis(X, phi, S, atoms, gamma):
     exps = {m: part.describe(index, m, k=3, tau=TAU) for m in METHODS}
     exps["compose"] = part.describe(atom_index, "compose", k=3, tau=TAU, sentences=list(texts))
     omega = (np.asarray(phi) > -1.0).astype(float)
-    # compose's sentences are conjunctions outside the N columns of Γ: the five describers are scored
-    metrics = {m: lbee.evaluate(e, gamma, omega) for m, e in exps.items() if m != "compose"}
+    # the metrics as lbee's analyses compute them for several methods (per class, sweeps): S* once, then each
+    # explanation; compose's sentences are conjunctions outside the N columns of Γ: the five describers are scored
+    from lbee.core.evaluation import failure_sentences, score_explanation
+
+    star = set(failure_sentences(gamma, omega).tolist())
+    metrics = {m: score_explanation(e, gamma, star) for m, e in exps.items() if m != "compose"}
     return exps, part, metrics
 
 
