@@ -28,6 +28,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="10x fewer classes, for a smoke run")
     args = ap.parse_args()
+    # imports the call makes on first use (pandas, SciPy's distances, fastcluster): paid once per process, not timed
+    import fastcluster  # noqa: F401
+    import pandas  # noqa: F401
+    import scipy.spatial  # noqa: F401
+
     n_classes = 100 if args.quick else 1000
     per, N, d = 50, 1410, 512
     n = n_classes * per

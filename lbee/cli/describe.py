@@ -57,8 +57,9 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
 @click.option("--logits", is_flag=True, help="The prob_<class> columns of --predictions hold logits (softmax them).")
 @click.option(
     "--image-embeddings",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Precomputed (n, d) .npy image embeddings (rows in IMAGES order, or in --predictions order without IMAGES).",
+    type=click.Path(exists=True),
+    help="Precomputed (n, d) .npy image embeddings, or the folder `lbee embed` wrote (its embeddings.npy); "
+    "memory-mapped, read in blocks (rows in IMAGES order, or in --predictions order without IMAGES).",
 )
 @click.option(
     "--sentence-embeddings",

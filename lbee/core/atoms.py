@@ -53,6 +53,7 @@ import numpy as np
 from .._blas import one_blas_thread
 from ..typing import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 from .binding import unbound_values
+from .rows import UnitRows
 
 if TYPE_CHECKING:
     from ..grammar import Grammar
@@ -231,16 +232,23 @@ def _mixture(
     return post, separated, np.sqrt((var[0] + var[1]) / 2), spread, d, two
 
 
-def _monotone(s: FloatArray, post: FloatArray, grid: int = 1024) -> FloatArray:
+def _monotone(s: FloatArray, post: FloatArray) -> FloatArray:
     """``post`` made non-decreasing in ``s``, column by column (a higher similarity never means a lower P).
 
     Two Gaussians of different widths give a posterior that turns down again in the far tail of the narrower
-    one; the running maximum over a grid of similarities removes that, and the ranking is the similarity's.
+    one. The posterior is a logistic of a quadratic in s, so along s it rises then falls, or falls then
+    rises (or is monotone), and its running maximum in the order of s is, without sorting (O(n), not
+    O(n log n) per column: a million images): up to the highest posterior (its lowest s), the larger of the
+    posterior and the posterior at the lowest s; above it, the highest posterior. The ranking is the
+    similarity's.
     """
     out = np.empty_like(post)
     for j in range(s.shape[1]):
-        order = np.argsort(s[:, j], kind="stable")
-        out[order, j] = np.maximum.accumulate(post[order, j])
+        sj, pj = s[:, j], post[:, j]
+        top = pj.max()
+        turn = sj[pj == top].min()  # the lowest s where the posterior peaks
+        low = pj[np.argmin(sj)]  # the posterior at the lowest s
+        out[:, j] = np.where(sj <= turn, np.maximum(pj, low), top)
     return out
 
 
@@ -269,6 +277,20 @@ def calibrate(similarities: ArrayLike, tau: float) -> tuple[FloatArray, BoolArra
     return np.where(two[None, :], post, fallback), separated
 
 
+def _similarities(images: ArrayLike | UnitRows, atoms: AnyArray) -> FloatArray:
+    """Float32 similarities of the images (n, d) to the atoms (A, d), as float64 (n, A); UnitRows in blocks."""
+    if not isinstance(images, UnitRows):
+        x = np.asarray(images, dtype=np.float32)
+        with one_blas_thread() if x.shape[0] <= 4096 else nullcontext():
+            sims: FloatArray = (x @ atoms.T).astype(np.float64)
+            return sims
+    out = np.empty((images.shape[0], atoms.shape[0]))
+    with one_blas_thread() if images.shape[0] <= 4096 else nullcontext():
+        for i0, b in images.blocks():
+            out[i0 : i0 + len(b)] = b.astype(np.float32) @ atoms.T
+    return out
+
+
 def literal_probabilities(
     image_embeddings: ArrayLike,
     sentence_embeddings: ArrayLike,
@@ -280,7 +302,8 @@ def literal_probabilities(
 
     Parameters
     ----------
-    image_embeddings : ndarray of shape (n, d)
+    image_embeddings : ndarray or lbee.core.rows.UnitRows of shape (n, d)
+        A UnitRows is read in row blocks.
     sentence_embeddings : ndarray of shape (N, d)
     conditions : list of dict of length N
     tau : float
@@ -298,9 +321,7 @@ def literal_probabilities(
             "The sentence set has no single-condition sentence (no atom): the 'compose' describer and "
             "composed relevance need a grammar's sentence set (lbee sentences generate)."
         )
-    x = np.asarray(image_embeddings, dtype=np.float32)
-    with one_blas_thread() if x.shape[0] <= 4096 else nullcontext():
-        sims = (x @ np.asarray(sentence_embeddings, dtype=np.float32)[rows].T).astype(np.float64)
+    sims = _similarities(image_embeddings, np.asarray(sentence_embeddings, dtype=np.float32)[rows])
     n = sims.shape[0]
     cond, sep = calibrate(sims, tau)
     cal = ["mixture" if t else "threshold" for t in sep]

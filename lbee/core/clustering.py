@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..typing import ArrayLike, FloatArray, IntArray
+from .rows import UnitRows
 from .ward import (
     condensed_distances,
     cut_tree_labels,
@@ -107,7 +108,7 @@ def warn_cluster_notes(explanation: Explanation, stacklevel: int = 2, group_size
 
 
 def ward_labels(
-    embeddings: FloatArray,
+    embeddings: FloatArray | UnitRows,
     n_clusters: int,
     memory: Any = None,
     *,
@@ -120,8 +121,9 @@ def ward_labels(
 
     Parameters
     ----------
-    embeddings : ndarray of shape (n_samples, d)
-        Unit rows.
+    embeddings : ndarray or lbee.core.rows.UnitRows of shape (n_samples, d)
+        Unit rows. A `UnitRows` of more than one block is read in blocks by 'kmeans'
+        (never copied whole); 'exact' and 'knn' materialise it.
     n_clusters : int
         Requested clusters; the effective number is ``min(n_clusters, n_samples)``.
     memory : joblib.Memory or str, optional
@@ -163,10 +165,12 @@ def ward_labels(
         return cut_tree_labels(Z, c)
     if method == "kmeans":
         cells = n_cells if n_cells is not None else max(256, 16 * c)
-        cell_of, Z = _cached(kmeans_tree, memory)(np.asarray(embeddings), int(cells), int(random_state))
+        # UnitRows (lbee.core.rows) stay lazy: the cells and their means are computed in row blocks
+        rows = embeddings if isinstance(embeddings, UnitRows) and not embeddings.small() else np.asarray(embeddings)
+        cell_of, Z = _cached(kmeans_tree, memory)(rows, int(cells), int(random_state))
         labels: IntArray = cut_tree_labels(Z, min(c, Z.shape[0] + 1))[cell_of]
         return labels
-    return _knn_labels(embeddings, c, memory, n_neighbors)
+    return _knn_labels(np.asarray(embeddings), c, memory, n_neighbors)
 
 
 def ward_hard_groups(
@@ -206,10 +210,10 @@ def ward_hard_groups(
     groups : list of ndarray of int64
         The clusters (indices into the rows), in ``ward_labels``' label order.
     """
-    from .._validation import as_unit_rows, check_choice, check_positive_int, check_real
+    from .._validation import check_choice, check_positive_int, check_real
     from .split import split_by_confidence
 
-    X = as_unit_rows(embeddings, "embeddings")
+    X = embeddings if isinstance(embeddings, UnitRows) else UnitRows(embeddings, "embeddings")
     c = check_positive_int(n_clusters, "n_clusters")
     check_choice(method, "ward", set(WARD_METHODS))
     if hard is not None:
@@ -225,7 +229,7 @@ def ward_hard_groups(
         raise ValueError("The hard split is empty: WardSlicer has nothing to cluster.")
     if c > idx.size:  # blame the caller of WardSlicer.fit / Partition.fit
         warnings.warn(capped_clusters_message(c, int(idx.size)), ClusterCountWarning, stacklevel=3)
-    labels = ward_labels(X[idx], c, memory, method=method)
+    labels = ward_labels(X.subset(idx), c, memory, method=method)
     full = np.full(X.shape[0], -1, dtype=np.int64)
     full[idx] = labels
     return full, [idx[labels == i] for i in range(int(labels.max()) + 1)]
@@ -268,12 +272,13 @@ def _knn_labels(embeddings: FloatArray, c: int, memory: Any, n_neighbors: int) -
 # --------------------------------------------------------------------------- prototypes
 
 
-def prototypes(embeddings: FloatArray, labels: ArrayLike, n_clusters: int) -> tuple[FloatArray, FloatArray]:
+def prototypes(embeddings: FloatArray | UnitRows, labels: ArrayLike, n_clusters: int) -> tuple[FloatArray, FloatArray]:
     """Renormalised mean of each cluster's unit embeddings.
 
     Parameters
     ----------
-    embeddings : ndarray of shape (n, d)
+    embeddings : ndarray or lbee.core.rows.UnitRows of shape (n, d)
+        Summed in row blocks (`lbee.core.ward.group_sums`).
     labels : ndarray of int, shape (n,)
         In ``range(n_clusters)``.
     n_clusters : int

@@ -23,6 +23,7 @@ from .._validation import as_bool_vector, as_unit_rows, check_choice, check_posi
 from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
 from .clustering import DEFAULT_WARD, WARD_METHODS, match_easy, prototypes, ward_hard_groups, ward_labels
 from .explanation import EasyCluster, Explanation, HardCluster
+from .rows import UnitRows
 from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS, check_describe_args, select_all
 from .sentence_index import SentenceIndex
 from .split import resolve_split
@@ -65,8 +66,9 @@ class Partition:
 
     Attributes
     ----------
-    embeddings_ : ndarray of shape (n, d)
-        The unit image embeddings.
+    embeddings_ : lbee.core.rows.UnitRows of shape (n, d)
+        The unit image embeddings, read in row blocks from the array given (a memory-mapped ``.npy`` stays
+        on disk); ``np.asarray(part.embeddings_)`` materialises them (float64).
     hard_mask_, easy_mask_ : ndarray of bool, shape (n,)
     hard_groups_ : list of ndarray of int
         Members of each hard group (indices into the n images), in the
@@ -87,7 +89,7 @@ class Partition:
     """
 
     # learned by fit (and merge)
-    embeddings_: FloatArray
+    embeddings_: UnitRows
     hard_mask_: BoolArray
     easy_mask_: BoolArray
     hard_groups_: list[IntArray]
@@ -117,7 +119,7 @@ class Partition:
         self.ward = ward
         self.memory = memory
 
-    def _hard_groups(self, images: FloatArray, confidence: ArrayLike | None, hard: BoolArray) -> list[IntArray]:
+    def _hard_groups(self, images: UnitRows, confidence: ArrayLike | None, hard: BoolArray) -> list[IntArray]:
         """The slicer's hard groups: LBEE's Ward clusters of the hard split for 'ward', else the object's."""
         if isinstance(self.slicer, str):
             check_choice(self.slicer, "slicer", {"ward"})
@@ -129,7 +131,8 @@ class Partition:
                 f"`slicer` must be 'ward' or a slicer object (lbee.slicers) with a `hard_groups` method; "
                 f"received {type(self.slicer).__name__}."
             )
-        groups: list[IntArray] = self.slicer.hard_groups(images, confidence=confidence, hard=hard)
+        # another slicer gets the unit rows as an in-memory array
+        groups: list[IntArray] = self.slicer.hard_groups(np.asarray(images), confidence=confidence, hard=hard)
         return groups
 
     def fit(
@@ -159,7 +162,7 @@ class Partition:
         -------
         self
         """
-        images = as_unit_rows(image_embeddings, "image_embeddings")
+        images = UnitRows(image_embeddings, "image_embeddings")  # read in row blocks, never copied whole
         n_clusters = check_positive_int(self.n_clusters, "n_clusters")
         n_easy = (
             n_clusters if self.n_easy_clusters is None else check_positive_int(self.n_easy_clusters, "n_easy_clusters")
@@ -173,19 +176,18 @@ class Partition:
             keep = ~as_bool_vector(held_out, "held_out", images.shape[0])
             hard_mask, easy_mask, rows = hard_mask & keep, easy_mask & keep, np.flatnonzero(keep)
             phi = None if confidence is None else np.asarray(confidence, dtype=np.float64)[rows]
-            groups = [
-                rows[np.asarray(g, dtype=np.int64)] for g in self._hard_groups(images[rows], phi, hard_mask[rows])
-            ]
+            found = self._hard_groups(images.subset(rows), phi, hard_mask[rows])
+            groups = [rows[np.asarray(g, dtype=np.int64)] for g in found]
         groups = [g for g in (np.asarray(g, dtype=np.int64) for g in groups) if g.size]
         if not groups:
             raise ValueError("`slicer` returned no non-empty hard group.")
         easy_idx = np.flatnonzero(easy_mask)
-        labels = ward_labels(images[easy_idx], n_easy, self.memory, method=self.ward)
+        labels = ward_labels(images.subset(easy_idx), n_easy, self.memory, method=self.ward)
         c_e = int(labels.max()) + 1
         self.embeddings_ = images
         self.hard_mask_, self.easy_mask_ = hard_mask, easy_mask
         self.easy_groups_ = [easy_idx[labels == j] for j in range(c_e)]
-        self.easy_prototypes_, _ = prototypes(images[easy_idx], labels, c_e)
+        self.easy_prototypes_, _ = prototypes(images.subset(easy_idx), labels, c_e)
         self.reference_mean_ = images.mean(axis=0)
         self.n_hard_, self.n_easy_ = int(hard_mask.sum()), int(easy_mask.sum())
         self.n_easy_clusters_ = c_e
@@ -368,9 +370,9 @@ class Partition:
         return {m: self.describe(index, m, **kwargs) for m in methods}
 
 
-def _group_prototypes(images: FloatArray, groups: Sequence[IntArray]) -> tuple[FloatArray, FloatArray]:
+def _group_prototypes(images: UnitRows, groups: Sequence[IntArray]) -> tuple[FloatArray, FloatArray]:
     labels = np.concatenate([np.full(len(g), i) for i, g in enumerate(groups)])
-    members = images[np.concatenate(groups)]
+    members = images.subset(np.concatenate(groups))
     return prototypes(members, labels, len(groups))
 
 

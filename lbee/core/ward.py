@@ -19,11 +19,14 @@ import heapq
 import numpy as np
 
 from .._blas import one_blas_thread
-from ..typing import ArrayLike, FloatArray, IntArray
+from ..typing import AnyArray, ArrayLike, FloatArray, IntArray
+from . import rows as rows_module
+from .rows import UnitRows
 
 KMEANS_DIM = 64  # PCA dimensions the k-means cells are found in
 KMEANS_TRAIN_PER_CELL = 48  # k-means trains on at most this many sampled rows per cell, then assigns every row
 KMEANS_ITER = 15
+PCA_ROWS = 16384  # the PCA basis of 'kmeans' comes from at most this many sampled rows
 # Up to this many rows the PCA and k-means of 'kmeans' run on one thread (BLAS and OpenMP): on a busy machine
 # two spinning threads made them 5-10x slower than one (benchmarks/bench_ward.py); results do not depend on it.
 KMEANS_ONE_THREAD_ROWS = 200_000
@@ -224,13 +227,14 @@ def _relabel(Z: FloatArray, n: int) -> FloatArray:
 
 
 def kmeans_cells(
-    X: FloatArray, n_cells: int, *, dim: int = KMEANS_DIM, random_state: int = 0, n_iter: int = KMEANS_ITER
+    X: FloatArray | UnitRows, n_cells: int, *, dim: int = KMEANS_DIM, random_state: int = 0, n_iter: int = KMEANS_ITER
 ) -> IntArray:
     """Cut the rows of X into k-means cells found in a PCA reduction.
 
     Parameters
     ----------
-    X : ndarray of shape (n, d)
+    X : ndarray or lbee.core.rows.UnitRows of shape (n, d)
+        A UnitRows is read in row blocks (only the float32 projection, n x ``dim``, is held).
     n_cells : int
         Requested cells (at most n; empty cells are dropped).
     dim : int, default=64
@@ -251,18 +255,19 @@ def kmeans_cells(
     k = min(int(n_cells), n)
     if k >= n:
         return np.arange(n, dtype=np.int64)
-    Xf = np.asarray(X, dtype=np.float32)
-    mean = Xf.mean(axis=0, dtype=np.float64)
-    if d > dim:
-        # the basis from at most 16,384 rows (a seeded sample): enough for 64 directions
-        rows = Xf if n <= 16384 else Xf[np.random.default_rng(random_state).choice(n, 16384, replace=False)]
-        cov = (rows.T @ rows).astype(np.float64) / rows.shape[0] - np.outer(mean, mean)
-        _, vecs = np.linalg.eigh(cov)
-        basis = np.ascontiguousarray(vecs[:, ::-1][:, :dim], dtype=np.float32)
-        Y = Xf @ basis
-        Y -= (mean.astype(np.float32) @ basis)[None, :]
+    if isinstance(X, UnitRows):  # read in row blocks: only the (n, dim) projection is held
+        Y = _reduce_blocks(X, dim, random_state)
     else:
-        Y = Xf - mean.astype(np.float32)[None, :]
+        Xf = np.asarray(X, dtype=np.float32)
+        mean = Xf.mean(axis=0, dtype=np.float64)
+        if d > dim:
+            # the basis from at most 16,384 rows (a seeded sample): enough for 64 directions
+            rows = Xf if n <= PCA_ROWS else Xf[np.random.default_rng(random_state).choice(n, PCA_ROWS, replace=False)]
+            basis = _basis(rows, mean, dim)
+            Y = Xf @ basis
+            Y -= (mean.astype(np.float32) @ basis)[None, :]
+        else:
+            Y = Xf - mean.astype(np.float32)[None, :]
     cell = faiss_kmeans(
         Y, k, seed=int(random_state) + 1234, n_iter=n_iter, max_points_per_centroid=KMEANS_TRAIN_PER_CELL
     )
@@ -270,7 +275,47 @@ def kmeans_cells(
     return cell_of.astype(np.int64).ravel()
 
 
-def kmeans_tree(X: FloatArray, n_cells: int, random_state: int) -> tuple[IntArray, FloatArray]:
+def _basis(rows: AnyArray, mean: FloatArray, dim: int) -> AnyArray:
+    """The ``dim`` leading principal directions (d, dim) float32 of float32 ``rows`` about ``mean``."""
+    return _leading((rows.T @ rows).astype(np.float64) / rows.shape[0] - np.outer(mean, mean), dim)
+
+
+def _leading(cov: FloatArray, dim: int) -> AnyArray:
+    _, vecs = np.linalg.eigh(cov)
+    basis: AnyArray = np.ascontiguousarray(vecs[:, ::-1][:, :dim], dtype=np.float32)
+    return basis
+
+
+def _reduce_blocks(X: UnitRows, dim: int, random_state: int) -> AnyArray:
+    """`kmeans_cells`' centred PCA projection (n, dim) float32 of ``X``, read in row blocks.
+
+    The same computation as for an in-memory array, block by block: the float32 column mean (summed in
+    float64), the basis from the same seeded sample, each block projected with one product.
+    """
+    n, d = X.shape
+    total = np.zeros(d)
+    for _, b in X.blocks():
+        total += b.astype(np.float32).sum(axis=0, dtype=np.float64)
+    mean = total / n
+    if d <= dim:
+        Y = np.empty((n, d), dtype=np.float32)
+        for i0, b in X.blocks():
+            Y[i0 : i0 + len(b)] = b.astype(np.float32) - mean.astype(np.float32)[None, :]
+        return Y
+    sample = np.arange(n) if n <= PCA_ROWS else np.random.default_rng(random_state).choice(n, PCA_ROWS, replace=False)
+    gram = np.zeros((d, d))
+    for p0 in range(0, sample.size, rows_module.BLOCK_ROWS):  # the sample's Gram matrix, a block at a time
+        b = X.take(sample[p0 : p0 + rows_module.BLOCK_ROWS]).astype(np.float32)
+        gram += b.T @ b
+    basis = _leading(gram / sample.size - np.outer(mean, mean), dim)
+    shift = (mean.astype(np.float32) @ basis)[None, :]
+    Y = np.empty((n, dim), dtype=np.float32)
+    for i0, b in X.blocks():
+        Y[i0 : i0 + len(b)] = b.astype(np.float32) @ basis - shift
+    return Y
+
+
+def kmeans_tree(X: FloatArray | UnitRows, n_cells: int, random_state: int) -> tuple[IntArray, FloatArray]:
     """Cells of X and the weighted Ward tree of their full-dimensional means."""
     if X.shape[0] <= KMEANS_ONE_THREAD_ROWS:
         from threadpoolctl import threadpool_limits
@@ -285,14 +330,22 @@ def kmeans_tree(X: FloatArray, n_cells: int, random_state: int) -> tuple[IntArra
     return cell_of, weighted_ward_linkage(means, counts)
 
 
-def group_sums(X: FloatArray, labels: IntArray, n_groups: int) -> FloatArray:
+def group_sums(X: FloatArray | UnitRows, labels: IntArray, n_groups: int) -> FloatArray:
     """Row sums per label: one sparse (n_groups x n) indicator product, no ``np.add.at``.
 
     Each group's rows are added in index order, as ``np.add.at`` adds them
-    (same floating-point result), in one pass over X.
+    (same floating-point result), in one pass over X. A `UnitRows` of more than one
+    block is summed block by block (the blocks' sums added: the last digits may differ from one product).
     """
     from scipy.sparse import csr_matrix
 
     n = X.shape[0]
+    if isinstance(X, UnitRows) and not X.small():  # one indicator product per row block, summed
+        sums = np.zeros((n_groups, X.shape[1]))
+        for i0, b in X.blocks():
+            m = len(b)
+            part = csr_matrix((np.ones(m), (labels[i0 : i0 + m], np.arange(m))), shape=(n_groups, m))
+            sums += part @ b
+        return sums
     indicator = csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(n_groups, n))
-    return np.asarray(indicator @ X, dtype=np.float64)
+    return np.asarray(indicator @ np.asarray(X), dtype=np.float64)

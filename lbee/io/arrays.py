@@ -2,9 +2,48 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 _ZIP_MAGIC = b"PK\x03\x04"  # an .npz archive is a zip file (np.savez), whatever its name
+#: The image embeddings in a folder written by ``lbee embed`` (and its Ray path): ``--image-embeddings FOLDER``.
+EMBEDDINGS_NPY = "embeddings.npy"
+#: Rows read at a time when a memory-mapped array is checked (65,536 x 512 float32: 128 MiB of pages, released).
+CHECK_ROWS = 65536
+
+
+def embeddings_file(path, name):
+    """The ``.npy`` that ``path`` names: the file itself, or ``embeddings.npy`` in a folder ``lbee embed`` wrote."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    inside = path / EMBEDDINGS_NPY
+    if not inside.is_file():
+        raise ValueError(
+            f"{name} {str(path)!r} is a folder without {EMBEDDINGS_NPY}; expected a .npy file or a folder "
+            "written by `lbee embed`."
+        )
+    return inside
+
+
+def check_embeddings(array, path, name):
+    """Refuse a (memory-mapped) array that is not a 2-D real matrix of finite numbers, reading it in row blocks.
+
+    Never copies the whole array: :data:`CHECK_ROWS` rows are checked at a time and the first bad row is named.
+    """
+    if array.ndim != 2 or array.dtype.kind not in "fiu" or 0 in array.shape:
+        raise ValueError(
+            f"{name} {str(path)!r} holds a {array.ndim}-D {array.dtype} array of shape {array.shape}; expected a "
+            "non-empty 2-D real array (one row per image)."
+        )
+    if array.dtype.kind != "f":
+        return
+    for i0 in range(0, array.shape[0], CHECK_ROWS):
+        finite = np.isfinite(array[i0 : i0 + CHECK_ROWS]).all(axis=1)
+        if not finite.all():
+            row = i0 + int(np.flatnonzero(~finite)[0])
+            raise ValueError(f"{name} {str(path)!r}: row {row} holds a NaN or inf; expected finite numbers only.")
 
 
 def load_npy(path, name, *, mmap=False):

@@ -48,9 +48,15 @@ def sidecar_path(path):
 
 def array_digest(array):
     """Hex SHA-256 of the rows as contiguous float32 (what lbee stores and reads)."""
-    arr = np.ascontiguousarray(np.asarray(array, dtype=np.float32))
-    h = hashlib.sha256(str(arr.shape).encode())
-    h.update(memoryview(arr).cast("B"))
+    if np.ndim(array) != 2:
+        arr = np.ascontiguousarray(np.asarray(array, dtype=np.float32))
+        h = hashlib.sha256(str(arr.shape).encode())
+        h.update(memoryview(arr).cast("B"))
+        return h.hexdigest()
+    h = hashlib.sha256(str(tuple(np.shape(array))).encode())
+    step = 65536  # rows at a time: a memory-mapped array is never copied whole (the same bytes, the same digest)
+    for i0 in range(0, np.shape(array)[0], step):
+        h.update(memoryview(np.ascontiguousarray(np.asarray(array[i0 : i0 + step], dtype=np.float32))).cast("B"))
     return h.hexdigest()
 
 
@@ -260,6 +266,8 @@ def load_embeddings(path, name, *, kind=None):
     Returns
     -------
     (ndarray, dict or None)
+        Image embeddings (``kind='image_embeddings'``) come memory-mapped (``np.load(mmap_mode="r")``),
+        checked in row blocks (`lbee.io.arrays.check_embeddings`): the analysis reads them in blocks.
     """
     from .arrays import load_npy
 
@@ -269,7 +277,12 @@ def load_embeddings(path, name, *, kind=None):
             f"{name} {str(path)!r} holds {record['kind'].replace('_', ' ')} (its provenance says so); "
             f"expected {kind.replace('_', ' ')}."
         )
-    array = load_npy(path, name)
+    image = kind == "image_embeddings"  # image embeddings stay on disk, memory-mapped (never loaded whole)
+    array = load_npy(path, name, mmap=image)
+    if image:
+        from .arrays import check_embeddings
+
+        check_embeddings(array, path, name)
     check_matches_array(record, array, path, name)
     return array, record
 

@@ -222,13 +222,16 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
 
     image_prov = sentence_prov = None
     if ds.image_embeddings is not None:
-        emb, image_prov = load_embeddings(ds.image_embeddings, "image_embeddings", kind="image_embeddings")
+        from ..io.arrays import embeddings_file
+
+        img_path = embeddings_file(ds.image_embeddings, "image_embeddings")  # a file, or lbee embed's folder
+        emb, image_prov = load_embeddings(img_path, "image_embeddings", kind="image_embeddings")
         if emb.ndim == 2:  # rows named beside the array (lbee embed's ids.txt) must be the run's images, in order
-            check_row_ids(ds.image_embeddings, emb.shape[0], ids, "image_embeddings", against=_id_source(ds, rival))
+            check_row_ids(img_path, emb.shape[0], ids, "image_embeddings", against=_id_source(ds, rival))
         if emb.ndim != 2 or emb.shape[0] != len(ids):
             where = f"image of {str(ds.images)!r}" if ds.images is not None else "row of the predictions table"
             raise ValueError(
-                f"image_embeddings {Path(ds.image_embeddings).name!r} has shape {emb.shape}; expected "
+                f"image_embeddings {Path(img_path).name!r} has shape {emb.shape}; expected "
                 f"({len(ids)}, d), one row per {where}."
             )
         ok = np.ones(len(ids), bool)
