@@ -36,7 +36,12 @@ def grammar_world(
     atoms, conds = embedded_atoms(G)
     rng = np.random.default_rng(seed)
     truth = {key: np.asarray(values)[rng.integers(0, len(values), n)] for key, values in G.keys()}
-    inside = np.all([truth[k] == v for k, v in (failure or {}).items()], axis=0) if failure else np.zeros(n, bool)
+
+    def holds(key, value):  # "a blue square" holds only where there is a square, as the grammar says it
+        present = truth.get((key[0], "presence"), np.full(n, "true")) == "true"
+        return (truth[key] == value) & (present | (key[1] == "presence"))
+
+    inside = np.all([holds(k, v) for k, v in (failure or {}).items()], axis=0) if failure else np.zeros(n, bool)
     if confounder is not None:
         key, value, p_in, p_out = confounder
         other = next(v for v in dict(G.keys())[key] if v != value)
@@ -140,9 +145,10 @@ def test_a_confounder_that_compose_keeps_is_marked_not_needed_on_held_out_images
     big = values[("square", "size")] == 1
     groups = [np.flatnonzero(wrong & ~test & m) for m in (inside & big, inside & ~big, ~inside)]
     _, descs = one_hypothesis_per_failure(search, groups, wrong)
-    named = descs[0][0].conditions
-    if grey not in named:
-        pytest.skip("compose left the confounder out on this seed (nothing to ablate)")
+    # compose, searching the whole hard split (lbee.core.discovery), mostly leaves grey out; the statement that
+    # names it beside the failure, as compose said before, is the one ablated
+    named = {**descs[0][0].conditions, grey: KEYS[grey][0]}
+    assert {k: v for k, v in named.items() if k != grey} == failure
     index = {key: j for j, key in enumerate(search.keys)}
 
     def region(conds):
@@ -238,8 +244,8 @@ def test_terminal_and_markdown_tell_confirmed_from_unconfirmed(planted_run):
 
 
 def test_a_run_never_calls_a_confounder_needed():
-    """Through the whole run: grey held by 90 % of the failure's images and 50 % of the others. With noisy atoms
-    compose names it; on the held-out images its ablation says 'not needed' where the excluded images suffice to
+    """Through the whole run: grey held by 90 % of the failure's images and 50 % of the others. Where compose
+    names it, on the held-out images its ablation says 'not needed' where the excluded images suffice to
     tell (about 10 % of the failure's held-out images), else that it cannot tell, never 'needed'; a planted
     condition is never called 'not needed'."""
     grey = ("background.color=grey", ("background", "color"), "grey")
@@ -252,4 +258,6 @@ def test_a_run_never_calls_a_confounder_needed():
         verdict = {a["condition"]: a["verdict"] for a in lead["ablation"]}
         assert all(verdict[f"{k[0]}.{k[1]}={v}"] != NOT_NEEDED for k, v in FAILURE.items()), verdict
         verdicts.append(verdict.get(grey[0]))
-    assert NEEDED not in verdicts and NOT_NEEDED in verdicts, verdicts
+    # Where the lead names grey, its ablation says so; found by its description (lbee.core.discovery) the failure
+    # is usually named without it (None: grey not said). The ablation of a named grey is tested above.
+    assert NEEDED not in verdicts, verdicts
