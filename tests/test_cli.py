@@ -338,3 +338,26 @@ def test_overwrite_never_deletes_an_input_that_a_run_folder_holds(precomputed):
     r = run(args)
     assert r.exit_code != 0 and "this command's input" in r.output, r.output
     assert (p / "e2" / "metrics.csv").read_text() == (p / "pred.csv").read_text()
+
+
+def test_the_spotlight_export_never_replaces_a_file_in_silence_nor_the_run_it_reads(precomputed):
+    """Fifth sweep L-A: `lbee export spotlight RUN --out FILE` replaced any file, the run's explanation.json too."""
+    p = precomputed
+    assert run(describe_args(p, "--out", str(p / "out"))).exit_code == 0
+    before = (p / "out" / "explanation.json").read_bytes()
+    r = run(["export", "spotlight", str(p / "out"), "--out", str(p / "out" / "explanation.json"), "--overwrite"])
+    assert r.exit_code == 1 and "never replaces its own input" in r.output, r.output
+    assert (p / "out" / "explanation.json").read_bytes() == before
+    assert run(["export", "spotlight", str(p / "out")]).exit_code == 0
+    r = run(["export", "spotlight", str(p / "out")])
+    assert r.exit_code == 1 and "--overwrite" in r.output, r.output
+    assert run(["export", "spotlight", str(p / "out"), "--overwrite"]).exit_code == 0
+
+
+def test_submit_out_of_an_entry_with_several_models_asks_whose_results(tmp_path):
+    """Fifth sweep F-B: `lbee submit --out` of a two-model entry wrote the first model's files alone, no word."""
+    entry = tmp_path / "e.yaml"
+    entry.write_text("name: e\nmodels:\n  - {name: m1, predictions: p.csv}\n  - {name: m2, predictions: p.csv}\n")
+    r = run(["submit", str(entry), "--url", "http://127.0.0.1:9", "--token", "t", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 1 and "has 2 models (m1, m2); pass --model NAME" in r.output, r.output
+    assert not (tmp_path / "o").exists()

@@ -1334,3 +1334,64 @@ def test_an_explanation_or_a_config_that_is_not_a_regular_file_is_refused_at_onc
         load_explanations(path)
     with pytest.raises(ConfigError, match="not a regular file"):
         load_report_config(path)
+
+
+def test_a_job_entry_is_read_bounded_and_from_a_regular_file(tmp_path):
+    """Fifth sweep H-A, H-B: `lbee submit` read its entry with plain yaml.safe_load (a 476-byte alias bomb grew to
+    2.5 GB) and read /dev/zero until a MemoryError."""
+    from lbee.service.client import read_entry
+
+    bomb = tmp_path / "bomb.yaml"
+    rows = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    rows += [
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]"
+        for p, c in zip("abcdefgh", "bcdefghi")
+    ]
+    bomb.write_text("\n".join(rows) + "\nname: x\n")
+    with pytest.raises(ValueError, match="Cannot read the job entry"):
+        read_entry(bomb)
+    with pytest.raises(ValueError, match="not a regular file"):
+        read_entry("/dev/zero")
+    (tmp_path / "ok.yaml").write_text("name: demo\nspotcheck: {seed: 0}\n")
+    assert read_entry(tmp_path / "ok.yaml") == {"name": "demo", "spotcheck": {"seed": 0}}
+
+
+def test_fetching_a_jobs_results_never_replaces_files_in_silence(tmp_path, monkeypatch):
+    """Fifth sweep L-B: `lbee submit --out DIR` replaced another run's explanation.json beside its
+    assignments.parquet, and a failed request left old and new files mixed."""
+    from lbee.io.staging import OutputExistsError
+    from lbee.service.client import Client
+
+    client = Client("http://127.0.0.1:9", "t")
+    monkeypatch.setattr(client, "_request", lambda method, path, raw=False: path.encode())
+    (tmp_path / "explanation.json").write_text("the old run's")
+    with pytest.raises(OutputExistsError, match="explanation.json"):
+        client.fetch("j1", tmp_path)
+    assert (tmp_path / "explanation.json").read_text() == "the old run's"
+
+    def failing(method, path, raw=False):
+        if path.endswith("metrics"):
+            raise OSError("connection reset")
+        return path.encode()
+
+    monkeypatch.setattr(client, "_request", failing)
+    with pytest.raises(OSError):
+        client.fetch("j1", tmp_path, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["explanation.json"]  # nothing written before all came
+    monkeypatch.setattr(client, "_request", lambda method, path, raw=False: path.encode())
+    client.fetch("j1", tmp_path, overwrite=True)
+    assert (tmp_path / "explanation.json").read_text() == "/v1/jobs/j1/explanation"
+
+
+def test_an_image_of_too_many_pixels_gets_no_thumbnail(tmp_path):
+    """Fifth sweep H-C: a 17 KB 12000 x 12000 PNG took 600 MB of the server per thumbnail request."""
+    from PIL import Image
+
+    from lbee.reports.thumbnails import MAX_SOURCE_PIXELS, ThumbnailCache
+
+    side = int(MAX_SOURCE_PIXELS**0.5) + 1
+    Image.new("1", (side, side)).save(tmp_path / "big.png", optimize=True)
+    Image.new("RGB", (40, 30)).save(tmp_path / "small.png")
+    cache = ThumbnailCache(tmp_path / "cache")
+    assert cache.jpeg(str(tmp_path / "big.png")) is None
+    assert cache.jpeg(str(tmp_path / "small.png"))[:2] == b"\xff\xd8"

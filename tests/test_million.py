@@ -112,6 +112,10 @@ def test_blocked_digest_is_the_digest_of_the_whole_array():
 
 def test_a_folder_written_by_lbee_embed_names_its_embeddings(tmp_path):
     np.save(tmp_path / "embeddings.npy", np.ones((2, 2), np.float32))
+    # fifth sweep F-A: without the ids lbee embed writes, rows paired with the predictions by position, no word
+    with pytest.raises(ValueError, match="is a folder without ids.txt"):
+        embeddings_file(tmp_path, "--image-embeddings")
+    (tmp_path / "ids.txt").write_text("a.png\nb.png\n")
     assert embeddings_file(tmp_path, "--image-embeddings") == tmp_path / "embeddings.npy"
     assert embeddings_file(tmp_path / "x.npy", "--image-embeddings") == tmp_path / "x.npy"
     (tmp_path / "empty").mkdir()

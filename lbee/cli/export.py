@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import click
 
@@ -22,13 +23,14 @@ def export():
     default=None,
     help="The parquet file to write [default: RUN_DIR/spotlight.parquet].",
 )
+@click.option("--overwrite", is_flag=True, help="Replace the parquet file if it exists.")
 @click.option(
     "--open",
     "open_",
     is_flag=True,
     help='Start Renumics Spotlight on it now, in this Python (pip install "lbee[spotlight]").',
 )
-def spotlight(run_dir, out, open_):
+def spotlight(run_dir, out, overwrite, open_):
     """A run in Renumics Spotlight: one row per image with its hypothesis, sentence, hard / easy and confidence.
 
     RUN_DIR is the output folder of `lbee describe --out`, `lbee demo` or one model of `lbee report`. Writes a
@@ -39,8 +41,14 @@ def spotlight(run_dir, out, open_):
 
     if open_:
         require_extra("spotlight", needed_for="lbee export spotlight --open")
+    from ..io.staging import check_no_replace
+    from ..reports.spotlight import SPOTLIGHT_FILE
+
+    target = Path(out) if out is not None else Path(run_dir) / SPOTLIGHT_FILE
+    run_files = [Path(run_dir) / name for name in ("explanation.json", "assignments.parquet", "images.parquet")]
+    check_no_replace([target], overwrite=overwrite, inputs=run_files)  # the run it reads is never replaced
     try:
-        path = export_spotlight(run_dir, out)
+        path = export_spotlight(run_dir, target)
     except OSError as exc:
         raise LbeeError(f"Cannot write {out or run_dir!r}: {exc.strerror or exc}.") from None
     click.echo(f"Wrote {path}. Open it in Spotlight with:\n  {shlex.join(spotlight_command(path))}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import click
 
@@ -21,9 +22,11 @@ from ._base import LbeeError, cli
     default=None,
     help="Write the finished job's report.html, explanation.json and metrics.json here.",
 )
+@click.option("--model", default=None, help="Whose results --out receives, when the entry has several models.")
+@click.option("--overwrite", is_flag=True, help="Replace result files already in --out.")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Follow the job until it ends.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None, help="Stop following after this many seconds.")
-def submit(entry, url, token, out, wait, timeout):
+def submit(entry, url, token, out, model, overwrite, wait, timeout):
     """Submit ENTRY (one dataset entry of a `lbee report` config, YAML or JSON) to `lbee serve` as a job.
 
     Prints the job's phase and progress (embedding, describing, ...) until it ends, then fetches its results
@@ -32,6 +35,17 @@ def submit(entry, url, token, out, wait, timeout):
     from ..service.client import Client, JobFailed, ServiceError, describe_progress
 
     client = Client(url, token)
+    if out:  # before the job runs: refused now, not after minutes of work
+        from ..io.staging import check_no_replace
+        from ..service.client import RESULT_FILES, read_entry
+
+        check_no_replace([Path(out) / name for name in RESULT_FILES], overwrite=overwrite)
+        models = [m.get("name") for m in read_entry(entry).get("models") or () if isinstance(m, dict)]
+        if model is None and len(models) > 1:  # the server would answer with the first model's files alone
+            raise LbeeError(
+                f"--out: {entry!r} has {len(models)} models ({', '.join(map(str, models))}); pass --model NAME to "
+                "say whose results --out receives."
+            )
     try:
         job = client.submit(entry)
         click.echo(
@@ -43,7 +57,7 @@ def submit(entry, url, token, out, wait, timeout):
         t0 = time.monotonic()
         job = client.wait(job["id"], timeout=timeout, on_progress=lambda j: click.echo(describe_progress(j, t0)))
         if out:
-            for path in client.fetch(job["id"], out):
+            for path in client.fetch(job["id"], out, model, overwrite=overwrite):
                 click.echo(f"Wrote {path}")
     except JobFailed as exc:
         raise LbeeError(str(exc)) from None

@@ -24,6 +24,12 @@ def embeddings_file(path, name):
             f"{name} {str(path)!r} is a folder without {EMBEDDINGS_NPY}; expected a .npy file or a folder "
             "written by `lbee embed`."
         )
+    if not (path / "ids.txt").is_file():  # lbee embed names every row: without it rows would pair by position
+        raise ValueError(
+            f"{name} {str(path)!r} is a folder without ids.txt, which `lbee embed` writes beside {EMBEDDINGS_NPY} "
+            "to name its rows' images; without it the rows cannot be matched to the predictions. Re-embed with "
+            f"`lbee embed`, or pass {str(inside)!r} itself to take its rows in the predictions' order."
+        )
     return inside
 
 

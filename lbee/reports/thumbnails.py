@@ -18,6 +18,10 @@ import numpy as np
 
 from ..io.cache import atomic_write_bytes, default_cache_dir
 
+#: Images with more pixels than this get no thumbnail (Pillow's own bomb limit is 89 M pixels, about 270 MB decoded;
+#: a 12000 x 12000 PNG of 17 KB took 600 MB of a server's memory per request).
+MAX_SOURCE_PIXELS = 40_000_000
+
 
 class ThumbnailCache:
     """Thumbnails as ``data:`` URIs, cached under ``cache_dir/thumbnails``.
@@ -65,6 +69,9 @@ class ThumbnailCache:
             return path.read_bytes()
         try:
             img = Image.fromarray(source) if isinstance(source, np.ndarray) else Image.open(source)
+            if img.width * img.height > MAX_SOURCE_PIXELS:  # a 17 KB PNG can decode to 600 MB: no thumbnail
+                return None
+            img.draft("RGB", (self.size, self.size))  # JPEGs decode at the thumbnail's scale
             img = img.convert("RGB")
             img.thumbnail((self.size, self.size))
         except Exception:  # an unreadable image gets no thumbnail, not a failed report

@@ -60,10 +60,14 @@ def read_entry(path):
     """
     import yaml
 
+    from .._yaml import YAMLLimitError, load_yaml
+    from ..io.confinement import check_regular_file
+
     path = Path(path)
-    try:
-        entry = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    check_regular_file(path, "The job entry")  # /dev/zero would never end, a FIFO block
+    try:  # lbee's bounded reader: an alias bomb is refused before it is built
+        entry = load_yaml(path.read_text(encoding="utf-8"), source=str(path))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, YAMLLimitError) as exc:
         raise ValueError(f"Cannot read the job entry {str(path)!r}: {exc}") from None
     if isinstance(entry, dict) and "datasets" in entry:
         raise ValueError(
@@ -191,22 +195,28 @@ class Client:
         """The job's HTML report (str)."""
         return self._request("GET", f"/v1/jobs/{job_id}/report{_model(model)}", raw=True).decode("utf-8")
 
-    def fetch(self, job_id, out_dir, model=None):
+    def fetch(self, job_id, out_dir, model=None, *, overwrite=False):
         """Write the job's ``report.html``, ``explanation.json`` and ``metrics.json`` into ``out_dir``.
+
+        All three are fetched before any is written, so a failed request leaves ``out_dir`` as it was; an existing
+        result file is refused unless ``overwrite`` (the folder may hold another run's).
 
         Returns
         -------
         list of pathlib.Path
         """
         from ..io.cache import atomic_write_bytes
+        from ..io.staging import check_no_replace
 
         out = Path(out_dir)
-        paths = []
-        for name, endpoint in RESULT_FILES.items():
-            data = self._request("GET", f"/v1/jobs/{job_id}/{endpoint}{_model(model)}", raw=True)
-            atomic_write_bytes(out / name, data)  # a file is whole or absent, never half-written
-            paths.append(out / name)
-        return paths
+        check_no_replace([out / name for name in RESULT_FILES], overwrite=overwrite)
+        data = {
+            name: self._request("GET", f"/v1/jobs/{job_id}/{endpoint}{_model(model)}", raw=True)
+            for name, endpoint in RESULT_FILES.items()
+        }
+        for name, body in data.items():
+            atomic_write_bytes(out / name, body)  # a file is whole or absent, never half-written
+        return [out / name for name in RESULT_FILES]
 
 
 def _model(model):
