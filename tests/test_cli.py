@@ -354,6 +354,16 @@ def test_the_spotlight_export_never_replaces_a_file_in_silence_nor_the_run_it_re
     assert run(["export", "spotlight", str(p / "out"), "--overwrite"]).exit_code == 0
 
 
+def test_spotcheck_generate_never_replaces_an_ec_in_silence(tmp_path):
+    """`lbee spotcheck generate --out` replaced an EC folder's files without --overwrite (left open by stop 36)."""
+    out = tmp_path / "ec"
+    out.mkdir()
+    (out / "ec.json").write_text("{}")
+    r = run(["spotcheck", "generate", "--seed", "0", "--out", str(out)])  # refused before any world is drawn
+    assert r.exit_code == 1 and "ec.json" in r.output and "--overwrite" in r.output, r.output
+    assert (out / "ec.json").read_text() == "{}"
+
+
 def test_submit_out_of_an_entry_with_several_models_asks_whose_results(tmp_path):
     """Fifth sweep F-B: `lbee submit --out` of a two-model entry wrote the first model's files alone, no word."""
     entry = tmp_path / "e.yaml"

@@ -116,6 +116,22 @@ def test_export_cli_end_to_end(rival_root, tmp_path):
     assert list(load_sentence_set(out / "rival10.txt").sentences) == rival10_sentences()
 
 
+def test_export_never_replaces_an_export_in_silence(rival_root, tmp_path):
+    out = tmp_path / "export"
+    args = ["-q", "rival10", "export", str(rival_root), "--out", str(out)]
+    assert CliRunner().invoke(cli, args, obj={}).exit_code == 0
+    (out / "masks" / "stale.png").write_bytes(b"x")  # an earlier export's entry: replaced whole with --overwrite
+    (out / "notes.txt").write_text("mine")  # not the export's: kept
+    before = (out / "manifest.csv").read_bytes()
+    refused = CliRunner().invoke(cli, args, obj={})
+    assert refused.exit_code == 1 and "--overwrite" in refused.output and "manifest.csv" in refused.output
+    assert (out / "manifest.csv").read_bytes() == before and (out / "masks" / "stale.png").exists()
+    assert CliRunner().invoke(cli, args + ["--overwrite"], obj={}).exit_code == 0
+    assert not (out / "masks" / "stale.png").exists() and (out / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in (out / "masks").iterdir()) == sorted(f"{stem}.png" for stem, *_ in ITEMS)
+    assert not [p for p in tmp_path.iterdir() if "lbee-staging" in p.name or "replaced" in p.name]
+
+
 class _Evil:
     def __init__(self, marker):
         self.marker = marker

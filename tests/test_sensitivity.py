@@ -225,8 +225,20 @@ def test_cli_manifest_run_writes_outputs_and_panel(tmp_path):
     assert len(table) == 6 and table["class"].unique().tolist() == ["<thing>"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["rfs_mean"] == -1.0 and (out / "rfs.png").stat().st_size > 1000
-    again = CliRunner().invoke(cli, args, obj={})
+    before = (out / "sensitivity.csv").read_bytes()
+    refused = CliRunner().invoke(cli, args, obj={})  # the outputs are there: never replaced in silence
+    assert refused.exit_code == 1 and "--overwrite" in refused.output and "Traceback" not in refused.output
+    assert (out / "sensitivity.csv").read_bytes() == before
+    again = CliRunner().invoke(cli, args + ["--overwrite"], obj={})
+    assert again.exit_code == 0, again.output
     assert "0 computed, 3 from the cache" in again.output
+    (out / "sensitivity.csv").rename(out / "keep.csv")
+    (out / "keep.csv").write_bytes((tmp_path / "manifest.csv").read_bytes())
+    (out / "keep.csv").rename(out / "sensitivity.csv")  # a manifest that bears an output's name, in --out
+    own = [args[0], args[1], args[2], args[3], str(out / "sensitivity.csv")] + args[5:] + ["--overwrite"]
+    refused = CliRunner().invoke(cli, own, obj={})
+    assert refused.exit_code == 1 and "input file" in refused.output  # never replaced, even with --overwrite
+    assert (out / "sensitivity.csv").read_bytes() == (tmp_path / "manifest.csv").read_bytes()
     panel = sensitivity_panel_html(out)
     assert panel.startswith('<section class="lbee-sensitivity">') and "data:image/png;base64," in panel
     assert "RFS (mean over σ): -1.000" in panel and "<thing>" not in panel
@@ -241,7 +253,7 @@ def test_cli_manifest_run_writes_outputs_and_panel(tmp_path):
             "--model",
             "test_sensitivity:bg_model",
             "--out",
-            str(out),
+            str(tmp_path / "out2"),
         ],
         obj={},
     )

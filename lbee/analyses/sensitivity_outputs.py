@@ -101,6 +101,10 @@ def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=No
 
 
 # --------------------------------------------------------------------------- outputs
+#: What ``lbee sensitivity`` writes into its --out folder.
+OUTPUT_ENTRIES = ("sensitivity.csv", "summary.json", "rfs.png", "irfs.png", "saliency.csv")
+
+
 def write_outputs(result, out, *, plots=True):
     """Write ``sensitivity.csv``, ``summary.json`` and (``plots``) ``rfs.png`` / ``irfs.png`` atomically.
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from ._base import LbeeError, cli, fail, log
+from ._base import LbeeError, check_writable_folder, cli, fail, log
 
 
 @cli.group()
@@ -22,16 +24,24 @@ def rival10():
     default=None,
     help="wnid -> class mapping (JSON object or CSV with wnid,class) replacing the release's own class list.",
 )
+@click.option("--overwrite", is_flag=True, help="Replace an export already in --out.")
 @click.pass_context
-def rival10_export(ctx, root, split, out, class_map):
+def rival10_export(ctx, root, split, out, class_map, overwrite):
     """Write manifest.csv, relevance.parquet, rival10.txt and masks/<stem>.png for a split of ROOT.
 
     ROOT holds train/ordinary/ and test/ordinary/ as released. The attribute
     .pkl files are read with a restricted unpickler (dicts, strings and bytes
     only); a file asking for anything else is refused and nothing in it runs.
     """
+    from ..io.staging import OutputExistsError, check_no_replace
     from ..rival10 import export_rival10
+    from ..rival10._dataset import EXPORT_ENTRIES
 
+    check_writable_folder(out, "--out")
+    try:  # before any image is read; ROOT and the class map are never replaced, even with --overwrite
+        check_no_replace([Path(out) / e for e in EXPORT_ENTRIES], overwrite=overwrite, inputs=[root, class_map])
+    except OutputExistsError as exc:
+        fail(exc)
     try:
         info = export_rival10(root, out, split, class_map=class_map, progress=ctx.obj.get("progress", True))
     except click.ClickException:

@@ -135,6 +135,7 @@ def _from_ec(ec_dir):
 )
 @click.option("--no-plots", is_flag=True, help="Skip rfs.png / irfs.png.")
 @click.option("--out", required=True, type=click.Path(file_okay=False))
+@click.option("--overwrite", is_flag=True, help="Replace the outputs already in --out.")
 @click.pass_context
 def sensitivity(
     ctx,
@@ -155,6 +156,7 @@ def sensitivity(
     top,
     no_plots,
     out,
+    overwrite,
 ):
     """How much a classifier's accuracy drops under noise on the object versus on the background (RFS / iRFS).
 
@@ -181,7 +183,16 @@ def sensitivity(
             check_model_spec(model_spec)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
+    from ..analyses.sensitivity_outputs import OUTPUT_ENTRIES
+    from ..io.staging import OutputExistsError, check_no_replace, staged_entries
+
     check_writable_folder(out, "--out")  # before minutes of noise trials, not after
+    try:  # the manifest, masks, weights and EC read are never replaced, even with --overwrite
+        check_no_replace(
+            [Path(out) / e for e in OUTPUT_ENTRIES], overwrite=overwrite, inputs=[images, masks, weights, ec_dir]
+        )
+    except OutputExistsError as exc:
+        fail(exc)
     progress = ctx.obj.get("progress", True)
     try:
         if ec_dir is not None:
@@ -216,11 +227,9 @@ def sensitivity(
             cache_dir=cache,
             progress=progress,
         )
-        written = write_outputs(result, out, plots=not no_plots)
         sal = None
         if saliency:
             from ..analyses.saliency import saliency_alignment
-            from ..io.cache import atomic_write_bytes
 
             sal = saliency_alignment(
                 model,
@@ -235,8 +244,13 @@ def sensitivity(
                 device=ctx.obj.get("device"),
                 progress=progress,
             )
-            atomic_write_bytes(Path(out) / "saliency.csv", sal.to_csv(index=False).encode())
-            written.append(Path(out) / "saliency.csv")
+        # every output of the run moved in together: a kill never leaves this run's table beside the last one's plots
+        with staged_entries(Path(out), replaces=OUTPUT_ENTRIES) as stage:
+            names = [p.name for p in write_outputs(result, stage, plots=not no_plots)]
+            if sal is not None:
+                sal.to_csv(stage / "saliency.csv", index=False)
+                names.append("saliency.csv")
+        written = [Path(out) / name for name in names]
     except click.ClickException:
         raise
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:

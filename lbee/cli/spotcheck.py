@@ -243,16 +243,23 @@ def spotcheck():
 )
 @click.option("--rollable", "n_rollable", type=int, default=None, help="Rollable attributes [default: 6-8].")
 @click.option("--arch", type=click.Choice(["cnn", "resnet18"]), default="cnn", show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace an EC already in --out.")
 @click.pass_context
-def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch):
+def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch, overwrite):
     """Generate one experimental configuration (EC: dataset, blindspots, images, verified model) into OUT.
 
     The classifier trains on the CPU unless lbee's --device names another (GPU kernels are not bitwise
     deterministic, so the same seed may then give a slightly different model).
     """
+    from ..io.staging import OutputExistsError, check_no_replace
     from ..spotcheck import UnsatisfiableError, make_ec
+    from ..spotcheck._configuration import EC_ENTRIES
 
     check_writable_folder(out, "--out")  # before the world is drawn and its classifier trained
+    try:
+        check_no_replace([Path(out) / e for e in EC_ENTRIES], overwrite=overwrite)
+    except OutputExistsError as exc:
+        fail(exc)
     try:
         ec = make_ec(
             seed,

@@ -109,6 +109,8 @@ CLASS_SENTENCES = (
 )
 
 OBJECT_KEY = "entire-object"
+#: What `export_rival10` writes into its folder (replaced whole).
+EXPORT_ENTRIES = ("manifest.csv", "relevance.parquet", "rival10.txt", "masks")
 SPLITS = ("train", "test")
 
 
@@ -364,7 +366,8 @@ def object_mask(attr_dict_path, merged_mask_path, size):
 def export_rival10(root, out, split="test", *, class_map=None, progress=False):
     """Write a RIVAL10 split in lbee's formats.
 
-    Writes, under ``out`` (all atomically):
+    Writes, under ``out`` (staged and moved in together, so an error or a kill leaves the previous export whole;
+    the caller decides whether an existing export may be replaced, as ``lbee rival10 export --overwrite`` does):
 
     - ``manifest.csv``: ``path`` (absolute image path), ``label`` (int), ``class``;
     - ``relevance.parquet``: long form ``image`` (file name), ``sentence`` (text), ``relevant`` (bool),
@@ -378,14 +381,24 @@ def export_rival10(root, out, split="test", *, class_map=None, progress=False):
         ``n_images``, ``n_sentences``, ``n_masks``, ``mask_fallbacks`` (images whose
         mask came from the merged mask), ``out``.
     """
+    from ..io.staging import staged_entries
+
+    data = load_rival10(root, split, class_map=class_map)
+    out = Path(out)
+    with staged_entries(out, replaces=EXPORT_ENTRIES) as stage:  # the export replaced whole, never mixed
+        fallbacks = _write_export(data, stage, progress)
+    n, m = data.relevance.shape
+    return {"n_images": n, "n_sentences": m, "n_masks": n, "mask_fallbacks": fallbacks, "out": str(out)}
+
+
+def _write_export(data, out, progress):
+    """Write the export's entries (`EXPORT_ENTRIES`) into ``out``; returns how many masks fell back."""
     import pandas as pd
     from PIL import Image
     from tqdm.auto import tqdm
 
     from ..io.cache import atomic_write_bytes
 
-    data = load_rival10(root, split, class_map=class_map)
-    out = Path(out)
     (out / "masks").mkdir(parents=True, exist_ok=True)
     fallbacks = 0
     for i in tqdm(range(len(data)), desc="masks", disable=not progress):
@@ -418,4 +431,4 @@ def export_rival10(root, out, split="test", *, class_map=None, progress=False):
         "",
     ]
     atomic_write_bytes(out / "rival10.txt", "\n".join(header + data.sentences).encode("utf-8") + b"\n")
-    return {"n_images": n, "n_sentences": m, "n_masks": n, "mask_fallbacks": fallbacks, "out": str(out)}
+    return fallbacks
