@@ -137,6 +137,41 @@ def test_staging_leftovers_are_settled_only_when_their_writer_is_gone(tmp_path):
     assert live.pid != os.getpid() and recover_leftovers(out) and not live_stage.exists()
 
 
+def test_two_writers_into_one_output_take_turns_and_each_replaces_the_other_whole(tmp_path):
+    """Stop 36 left it open: two writers into one output were not locked against each other, so their moves could
+    interleave (one run's explanation.json beside the other's report.md). The swap now holds the output's lock."""
+    import fcntl
+    import os
+    import threading
+
+    from lbee.io.staging import staged_entries
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "report.md").write_text("first")
+    (out / "extra.txt").write_text("first")  # the first run's entry that the second does not write
+    held = os.open(out, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # another writer is swapping its run in
+    done = threading.Event()
+
+    def second():
+        with staged_entries(out, replaces=("*.md", "*.txt")) as stage:
+            (stage / "report.md").write_text("second")
+        done.set()
+
+    t = threading.Thread(target=second)
+    t.start()
+    try:
+        assert not done.wait(1.0)  # it waits for the lock: nothing of the second run is in yet
+        assert (out / "report.md").read_text() == "first" and (out / "extra.txt").exists()
+    finally:
+        os.close(held)
+    t.join(30)
+    assert done.is_set()
+    assert {p.name: p.read_text() for p in out.iterdir()} == {"report.md": "second"}  # the first run gone whole
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".run.lbee-")]
+
+
 def test_evaluate_writes_beside_a_report_metrics_json(precomputed):
     p, out = precomputed, precomputed / "out"
     assert run(describe_args(p, "--clusters", "2", "--out", str(out))).exit_code == 0

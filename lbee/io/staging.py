@@ -113,23 +113,50 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
     owner = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
     stage, aside = _names(home, label, owner)
     stage.mkdir()
+    lock = None
     try:
         yield stage
         new = sorted(p.name for p in stage.iterdir() if p.name != COMPLETE)
-        old = sorted(
-            p.name
-            for p in (folder.iterdir() if folder.is_dir() else ())
-            if p.name in new or any(fnmatch.fnmatch(p.name, pat) for pat in replaces)
-        )
         _test_kill("staged")
         from .cache import atomic_write_bytes
 
+        folder.mkdir(parents=True, exist_ok=True)
+        # Two writers into one output take turns from here: each sees what the other left and replaces it whole.
+        lock = _lock(folder)
+        old = sorted(
+            p.name
+            for p in folder.iterdir()
+            if p.name in new or any(fnmatch.fnmatch(p.name, pat) for pat in replaces)
+        )
         atomic_write_bytes(stage / COMPLETE, json.dumps({"new": new, "old": old}).encode())
     except BaseException:
+        _unlock(lock)
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    folder.mkdir(parents=True, exist_ok=True)
-    _finish(folder, stage, aside, {"new": new, "old": old})
+    try:
+        _finish(folder, stage, aside, {"new": new, "old": old})
+    finally:
+        _unlock(lock)
+
+
+def _lock(folder):
+    """An exclusive lock on the output folder itself (no lock file is left); None where flock is unavailable."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: writers are not serialised
+        return None
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # waits for the other writer's swap, a few renames
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _unlock(fd):
+    if fd is not None:
+        os.close(fd)  # closing the descriptor releases its flock
 
 
 def recover_leftovers(folder, *, home=None, label=None):
@@ -151,6 +178,18 @@ def recover_leftovers(folder, *, home=None, label=None):
                 pid = owner.split("-", 1)[0]
                 if pid.isdigit() and not _alive(int(pid)):  # older names without a pid: left alone
                     owners.add(owner)
+    if not owners:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = _lock(folder)  # two writers starting at once settle a dead writer's leftovers one after the other
+    try:
+        _settle(folder, home, label, owners)
+    finally:
+        _unlock(lock)
+    return sorted(owners)
+
+
+def _settle(folder, home, label, owners):
     for owner in sorted(owners):
         stage, aside = _names(home, label, owner)
         mark = _read_mark(stage)
@@ -168,7 +207,6 @@ def recover_leftovers(folder, *, home=None, label=None):
                     entry.rename(target)
                 aside.rmdir()
             shutil.rmtree(stage, ignore_errors=True)
-    return sorted(owners)
 
 
 def _names(home, label, owner):
