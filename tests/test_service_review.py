@@ -501,6 +501,12 @@ def test_an_npy_upload_is_checked_by_its_header_before_anything_is_allocated(ser
         ({"name": ["x"]}, "'name' is ['x']; expected a string"),  # was accepted as the folder name "['x']"
         ({"slicers": [{"ward": {"x": 1}}]}, "options that slicer 'ward' takes"),  # failed in the worker
         ({"slicers": [{"domino": {"random_state": -5}}]}, "`slicers.domino.random_state` is -5"),
+        # Ward's joblib cache folder is the library's, never a job's: it wrote anywhere on the server
+        ({"slicers": [{"ward": {"memory": "/tmp/outside"}}]}, "'memory' is not one"),
+        ({"slicers": [{"planespot": {"device": "cuda:7"}}]}, "'device' is not one"),
+        ({"slicers": [{"ward": {"n_clusters": 10**8}}]}, "`slicers.ward.n_clusters` is 100000000; expected an integer in [1, 1000]"),
+        ({"slicers": [{"domino": {"max_iter": 10**12}}]}, "`slicers.domino.max_iter` is 1000000000000"),
+        ({"slicers": [{"domino": {"tol": "nan"}}]}, "`slicers.domino.tol` is 'nan'; expected a number"),
         ({"encoder": "open_clip:ViT-B-32@random:99999999999999999999999"}, "`encoder @random:SEED` is 9999"),
     ],
 )

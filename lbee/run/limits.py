@@ -25,6 +25,7 @@ __all__ = [
     "MAX_SEED",
     "MAX_SWEEP_POINTS",
     "MAX_THUMBNAILS",
+    "SLICER_OPTIONS",
     "SWEEP_RANGES",
 ]
 
@@ -53,3 +54,38 @@ MAX_NUM_WORKERS = 256
 #: A model's classes and its input side in pixels.
 MAX_NUM_CLASSES = 1_000_000
 MAX_IMAGE_SIZE = 16_384
+#: Iterations of a slicer's fit (Domino's EM, PlaneSpot's scvis), PCA dimensions, and a likelihood weight.
+MAX_ITERATIONS = 100_000
+MAX_DIMENSIONS = 16_384
+MAX_WEIGHT = 1e6
+#: The options a config or a job may give each slicer (``slicers: [{domino: {n_slices: 8}}]``): the range of each
+#: number, ``"seed"`` for a seed, None for a choice or a flag (the slicer checks it). Its class takes others that
+#: belong to the library, never to a config: Ward's ``memory`` (a folder on the machine that runs the job) and
+#: PlaneSpot's ``device``.
+SLICER_OPTIONS = {
+    "ward": {"n_clusters": (1, MAX_CLUSTERS), "a": (0.0, MAX_A), "ward": None},
+    "domino": {
+        "n_slices": (1, MAX_CLUSTERS),
+        "n_mixture_components": (1, MAX_CLUSTERS),
+        "n_pca_components": (1, MAX_DIMENSIONS),
+        "y_log_likelihood_weight": (0.0, MAX_WEIGHT),
+        "y_hat_log_likelihood_weight": (0.0, MAX_WEIGHT),
+        "max_iter": (1, MAX_ITERATIONS),
+        "tol": (0.0, 1.0),
+        "reg_covar": (0.0, 1.0),
+        "init_params": None,
+        "confusion_noise": (0.0, 1.0),
+        "random_state": "seed",
+    },
+    "planespot": {
+        "reducer": None,
+        "weight": (0.0, MAX_WEIGHT),
+        "min_components": (1, MAX_CLUSTERS),
+        "max_components": (1, MAX_CLUSTERS),
+        "n_slices": (1, MAX_CLUSTERS),
+        "soft_errors": None,
+        "perplexity": (1.0, 1000.0),
+        "scvis_iter": (1, MAX_ITERATIONS),
+        "random_state": "seed",
+    },
+}

@@ -355,12 +355,31 @@ def knob_schema(name):
 
 
 def _check_slicer_options(name, options, bad):
-    """A slicer's options: names its class takes (checked by building it: __init__ only stores them), seeds."""
+    """A slicer's options: those a config may give it (`lbee.run.limits.SLICER_OPTIONS`), numbers in range, seeds."""
+    import math
+    import numbers
+
     from .._validation import check_seed
     from ..slicers import create_slicer
+    from .limits import SLICER_OPTIONS
 
-    if options.get("random_state") is not None:
-        check_seed(options["random_state"], f"slicers.{name}.random_state")
+    allowed = SLICER_OPTIONS.get(name, {})
+    for key, value in options.items():
+        where = f"slicers.{name}.{key}"
+        if key not in allowed:
+            raise bad(f"options that slicer {name!r} takes from a config ({', '.join(allowed) or 'none'}); {key!r} is not one")
+        rule = allowed[key]
+        if rule == "seed":
+            if value is not None:
+                check_seed(value, where)
+        elif rule is not None and value is not None:
+            low, high = rule
+            integral = isinstance(low, int)
+            kind = numbers.Integral if integral else numbers.Real
+            if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or not low <= value <= high:
+                raise ValueError(
+                    f"`{where}` is {_shown(value)}; expected {'an integer' if integral else 'a number'} in [{low:g}, {high:g}]."
+                )
     try:
         create_slicer(name, **options)
     except TypeError as exc:
