@@ -504,7 +504,7 @@ def test_an_npy_upload_is_checked_by_its_header_before_anything_is_allocated(ser
         # Ward's joblib cache folder is the library's, never a job's: it wrote anywhere on the server
         ({"slicers": [{"ward": {"memory": "/tmp/outside"}}]}, "'memory' is not one"),
         ({"slicers": [{"planespot": {"device": "cuda:7"}}]}, "'device' is not one"),
-        ({"slicers": [{"ward": {"n_clusters": 10**8}}]}, "`slicers.ward.n_clusters` is 100000000; expected an integer in [1, 1000]"),
+        ({"slicers": [{"ward": {"n_clusters": 10**8}}]}, "is 100000000; expected an integer in [1, 1000]"),
         ({"slicers": [{"domino": {"max_iter": 10**12}}]}, "`slicers.domino.max_iter` is 1000000000000"),
         ({"slicers": [{"domino": {"tol": "nan"}}]}, "`slicers.domino.tol` is 'nan'; expected a number"),
         ({"encoder": "open_clip:ViT-B-32@random:99999999999999999999999"}, "`encoder @random:SEED` is 9999"),

@@ -124,9 +124,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
         # Two writers into one output take turns from here: each sees what the other left and replaces it whole.
         lock = _lock(folder)
         old = sorted(
-            p.name
-            for p in folder.iterdir()
-            if p.name in new or any(fnmatch.fnmatch(p.name, pat) for pat in replaces)
+            p.name for p in folder.iterdir() if p.name in new or any(fnmatch.fnmatch(p.name, pat) for pat in replaces)
         )
         atomic_write_bytes(stage / COMPLETE, json.dumps({"new": new, "old": old}).encode())
     except BaseException:

@@ -367,7 +367,8 @@ def _check_slicer_options(name, options, bad):
     for key, value in options.items():
         where = f"slicers.{name}.{key}"
         if key not in allowed:
-            raise bad(f"options that slicer {name!r} takes from a config ({', '.join(allowed) or 'none'}); {key!r} is not one")
+            takes = ", ".join(allowed) or "none"
+            raise bad(f"options that slicer {name!r} takes from a config ({takes}); {key!r} is not one")
         rule = allowed[key]
         if rule == "seed":
             if value is not None:
@@ -376,10 +377,10 @@ def _check_slicer_options(name, options, bad):
             low, high = rule
             integral = isinstance(low, int)
             kind = numbers.Integral if integral else numbers.Real
-            if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or not low <= value <= high:
-                raise ValueError(
-                    f"`{where}` is {_shown(value)}; expected {'an integer' if integral else 'a number'} in [{low:g}, {high:g}]."
-                )
+            ok = not isinstance(value, bool) and isinstance(value, kind) and math.isfinite(value)
+            if not (ok and low <= value <= high):
+                what = "an integer" if integral else "a number"
+                raise ValueError(f"`{where}` is {_shown(value)}; expected {what} in [{low:g}, {high:g}].")
     try:
         create_slicer(name, **options)
     except TypeError as exc:
