@@ -51,6 +51,21 @@ def test_protocol_fit_on_one_set_assess_on_another(tmp_path):
         assert r.exit_code == 0 and "P@10 = 1.000" in r.output, (name, r.output)
     listed = CliRunner().invoke(cli, ["--help"], obj={}).output
     assert "prototype-precision" in listed and "compare-pak" not in listed
+    with open(d / "archive.npy", "wb") as fh:  # an .npz under a .npy name: numpy returns an archive, not an array
+        np.savez(fh, a=B)
+    r = CliRunner().invoke(
+        cli,
+        [
+            "prototype-precision",
+            str(d / "run"),
+            "--embeddings",
+            str(d / "archive.npy"),
+            "--partitions",
+            str(d / "parts.npy"),
+        ],
+        obj={},
+    )
+    assert r.exit_code == 1 and "is an .npz archive" in r.output and "Traceback" not in r.output, r.output
 
 
 @pytest.mark.parametrize("kind,alpha", [("rare", 0.05), ("correlation", 0.6), ("noisy_label", 0.2)])

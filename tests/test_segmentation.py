@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from PIL import Image
 
 from lbee.cli import cli
-from lbee.scoring.segmentation import image_performance, mean_pixel_entropy, segmentation_scores
+from lbee.scoring.segmentation import image_performance, mean_pixel_entropy, read_label_map, segmentation_scores
 
 
 def test_entropy_of_uniform_and_one_hot_maps():
@@ -35,6 +35,16 @@ def test_pixel_accuracy_and_miou_by_hand_with_ignore_index():
     with pytest.raises(ValueError, match="class 255"):
         image_performance(pred, gt, num_classes=3, ignore_index=None)
     assert np.isnan(image_performance(pred, np.full_like(gt, 255), 3)[0])
+
+
+def test_a_label_map_npy_that_is_not_an_array_is_one_clear_line(tmp_path):
+    (tmp_path / "empty.npy").write_bytes(b"")
+    with pytest.raises(ValueError, match="label map .*empty.npy.*the file is empty"):
+        read_label_map(tmp_path / "empty.npy")
+    with open(tmp_path / "z.npy", "wb") as fh:
+        np.savez(fh, a=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="is an .npz archive"):
+        read_label_map(tmp_path / "z.npy")
 
 
 def test_scores_need_matching_sizes_and_known_classes():

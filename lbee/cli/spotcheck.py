@@ -431,9 +431,8 @@ def prototype_precision(explanation, embeddings, partitions, k):
     images by similarity; the score is the precision of the top K against the set's true partitions, averaged
     over the partitions. (Formerly `lbee compare-pak`, which still works.)
     """
-    import numpy as np
-
     from ..core.metrics import prototype_precision_at_k
+    from ..io.arrays import load_npy
     from ..run.pipeline import load_explanations
 
     path = Path(explanation)
@@ -442,7 +441,9 @@ def prototype_precision(explanation, embeddings, partitions, k):
     try:
         exps, _ = load_explanations(path)
         exp = next(iter(exps.values()))
-        value = prototype_precision_at_k(exp, np.load(embeddings), np.load(partitions), k=k)
+        emb = load_npy(embeddings, "EMBEDDINGS")
+        parts = load_npy(partitions, "PARTITIONS")
+        value = prototype_precision_at_k(exp, emb, parts, k=k)
     except (ValueError, TypeError, OSError) as exc:
         fail(exc)
     click.echo(f"P@{k} = {value:.3f}")

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import check_choice
+from ..io.arrays import load_npy
 
 SPLIT_BY = ("entropy", "pixel_accuracy", "miou")
 MASK_SUFFIXES = (".png", ".npy", ".bmp", ".tif", ".tiff")
@@ -186,16 +187,16 @@ def segmentation_scores(predictions, masks=None, *, num_classes=None, ignore_ind
 def read_label_map(path):
     """(H, W) int64 class indices from a PNG (palette or grey) or an .npy file."""
     path = Path(path)
-    try:
-        if path.suffix.lower() == ".npy":
-            arr = np.load(path)
-        else:
+    if path.suffix.lower() == ".npy":
+        arr = load_npy(path, "label map")  # its own one-line errors: empty, .npz, truncated, pickled
+    else:
+        try:
             from PIL import Image
 
             with Image.open(path) as img:
                 arr = np.asarray(img)
-    except Exception as exc:
-        raise ValueError(f"Cannot read label map {str(path)!r}: {exc}") from None
+        except Exception as exc:
+            raise ValueError(f"Cannot read label map {str(path)!r}: {exc}") from None
     if arr.ndim != 2:
         raise ValueError(f"Label map {str(path)!r} has shape {arr.shape}; expected (H, W) class indices.")
     return arr.astype(np.int64)
@@ -235,7 +236,7 @@ def scores_from_folders(image_ids, predictions_dir, masks_dir=None, *, num_class
     masks_dir : path-like, optional
     """
     pred_files = match_files(predictions_dir, image_ids, (".npy", ".png"), "prediction")
-    preds = (np.load(p) if p.suffix == ".npy" else read_label_map(p) for p in pred_files)
+    preds = (load_npy(p, "prediction") if p.suffix == ".npy" else read_label_map(p) for p in pred_files)
     masks = None
     if masks_dir is not None:
         masks = (read_label_map(p) for p in match_files(masks_dir, image_ids, MASK_SUFFIXES, "mask"))
