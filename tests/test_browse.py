@@ -112,6 +112,36 @@ def test_stored_table_without_images_parquet(demo_run, tmp_path):
         stored_images_table(tmp_path / "nothing")
 
 
+def test_stored_tables_that_disagree_with_the_explanation_are_refused(demo_run, tmp_path):
+    """Sixth sweep W1-W3: assignments.parquet was read by row position (reversed rows gave each image another's
+    confidence), a short or FIFO one gave NaN confidences in silence, and an edited images.parquet (every image
+    hard, group 0) was exported as it was. Each is now an error naming the file and the first differing row."""
+    import os
+
+    out, _ = demo_run
+    for name in ("explanation.json", "assignments.parquet", IMAGES_TABLE):
+        (tmp_path / name).write_bytes((out / name).read_bytes())
+    assign = pd.read_parquet(out / "assignments.parquet")
+    assign.iloc[::-1].to_parquet(tmp_path / "assignments.parquet", index=False)
+    (tmp_path / IMAGES_TABLE).unlink()
+    with pytest.raises(ValueError, match=r"assignments.parquet' row 1 is .* where explanation.json has"):
+        stored_images_table(tmp_path)
+    assign.iloc[:-1].to_parquet(tmp_path / "assignments.parquet", index=False)
+    with pytest.raises(ValueError, match="holds 1999 images and explanation.json 2000"):
+        stored_images_table(tmp_path)
+    (tmp_path / "assignments.parquet").unlink()
+    os.mkfifo(tmp_path / "assignments.parquet")
+    with pytest.raises(ValueError, match="is not a regular file"):
+        stored_images_table(tmp_path)
+    (tmp_path / "assignments.parquet").unlink()
+    table = pd.read_parquet(out / IMAGES_TABLE)
+    table.assign(split="hard", group=0).to_parquet(tmp_path / IMAGES_TABLE, index=False)
+    with pytest.raises(ValueError, match=r"images.parquet' row \d+ is .* where explanation.json has"):
+        stored_images_table(tmp_path)
+    table.to_parquet(tmp_path / IMAGES_TABLE, index=False)
+    assert stored_images_table(tmp_path)["split"].tolist() == table["split"].tolist()
+
+
 def test_browse_rows_escape_script_end():
     """An image id holding ``</script>`` cannot end the page's JSON early."""
     from lbee.reports.browse import _script_json

@@ -889,8 +889,11 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
         assert len(rows) == first["n"] == len({r["image"] for r in rows}) > 0
         assert [r["confidence"] for r in rows] == sorted((r["confidence"] for r in rows), reverse=True)
         assert all(r["split"] == "hard" and r["group"] == g and r["label"] is not None for r in rows)
+        assert "path" not in rows[0] and not [r for r in rows if str(root) in json.dumps(r)]  # no server path shown
         groups[g] = rows
     assert sum(len(v) for v in groups.values()) == run["n_hard"]
+    html = client.get(f"/v1/runs/{run['id']}/report", headers=read).text  # sixth sweep S2: links spelt the server's
+    assert html.count("img_0") > 0 and str(root) not in html and 'href="../' not in html  # folders, and could not open
     thumb = client.get(groups[0][0]["thumbnail"], headers=read)
     assert (
         thumb.status_code == 200 and thumb.headers["content-type"] == "image/jpeg" and thumb.content[:2] == b"\xff\xd8"

@@ -54,6 +54,36 @@ def test_export_has_one_row_per_image_with_hypothesis_sentence_split_confidence(
     assert table["label"].notna().all() and table["holds"][hard].notna().all()
 
 
+def test_export_of_a_run_made_from_a_relative_folder_finds_every_image(tmp_path, monkeypatch):
+    """A new user's run: `lbee describe imgs/ ... --html` from their folder, then the export from another one
+    wrote image = None on every row (the recorded paths were relative to where describe ran)."""
+    import numpy as np
+    from PIL import Image
+
+    work = tmp_path / "work"
+    (work / "imgs").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(40):
+        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(work / "imgs" / f"{i:02d}.png")
+        rows.append({"image": f"{i:02d}.png", "confidence": float(rng.random()), "performance": 1.0})
+    pd.DataFrame(rows).to_csv(work / "preds.csv", index=False)
+    np.save(work / "x.npy", rng.normal(size=(40, 6)))
+    np.save(work / "s.npy", rng.normal(size=(4, 6)))
+    (work / "s.txt").write_text("An image of a\nAn image of b\nAn image of c\nAn image of d\n")
+    monkeypatch.chdir(work)
+    args = ["describe", "imgs", "--image-embeddings", "x.npy", "--sentence-embeddings", "s.npy", "--sentences"]
+    r = CliRunner().invoke(
+        cli,
+        args + ["s.txt", "--predictions", "preds.csv", "--clusters", "2", "--confirm", "0", "--out", "run", "--html"],
+        obj={},
+    )
+    assert r.exit_code == 0, r.output
+    monkeypatch.chdir(tmp_path)
+    table = pd.read_parquet(_export(work / "run", tmp_path))
+    assert table["image"].notna().all() and all(Path(p).is_file() for p in table["image"])
+
+
 def test_export_of_a_folder_without_a_run_is_one_line(tmp_path):
     r = CliRunner().invoke(cli, ["export", "spotlight", str(tmp_path)], obj={})
     assert r.exit_code == 1 and "holds neither images.parquet nor explanation.json" in r.output

@@ -41,7 +41,7 @@ class BatchResult:
     index: Path | None = None
 
 
-def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None):
+def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None, links=True):
     """One dataset × model through the run layer, then its HTML page and metric tables."""
     import pandas as pd
 
@@ -58,14 +58,14 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None):
     # refused earlier (run_report); replaced whole, and never when it holds an input
     with staged_run_folder(out, overwrite=True, inputs=input_paths(ds)) as stage:
         write_run(run, stage)
-        rows, n_hard = write_report_page(run, ds, model, stage, thumbs=thumbs, index_href=index_href)
+        rows, n_hard = write_report_page(run, ds, model, stage, thumbs=thumbs, index_href=index_href, links=links)
         if run.per_class is None:  # per-class pages write their own (per-class) tables
             atomic_write_bytes(stage / "metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
             atomic_write_bytes(stage / "metrics.json", json_bytes(rows))
     return rows, len(inputs.image_ids), n_hard
 
 
-def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
+def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True):
     """The `lbee.reports.page.ReportRun` of a run-layer result, built in this one place.
 
     What ``lbee report`` and ``lbee describe --html`` show.
@@ -81,6 +81,9 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
         The folder the page is written to: thumbnails link to the full images relative to it.
     index_href : str, optional
         Link back to the batch's index page.
+    links : bool, default=True
+        Thumbnails link to the full image files. ``lbee serve`` writes pages without them: a link would spell out
+        the server's folders and cannot open on a client.
 
     Returns
     -------
@@ -136,7 +139,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
         preds=preds,
         class_names=scores.class_names,
         blindspots=blindspots,
-        image_links=image_links(inputs.image_paths, page_dir),
+        image_links=image_links(inputs.image_paths, page_dir) if links else None,
         index_href=index_href,
         group_order=(ds.report or {}).get("group_order", "risk"),
         banner=random_weights_banner(inputs.encoder),
@@ -144,7 +147,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None):
     )
 
 
-def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None):
+def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None, links=True):
     """Write ``out/report.html`` of a run (whole-dataset or per-class), and ``sweep.csv`` when asked.
 
     The one function behind ``lbee report`` and ``lbee describe --html``.
@@ -160,7 +163,7 @@ def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None):
     if run.per_class is not None:
         return _per_class_page(ds, model, inputs, out, run, thumbs)
     st, scores = ds.settings, run.scores
-    page = report_run_of(run, ds, model, page_dir=out, index_href=index_href)
+    page = report_run_of(run, ds, model, page_dir=out, index_href=index_href, links=links)
     if rp.get("sweep"):
         from ..analyses.sweep import C_GRID, K_GRID, O_GRID, sensitivity_sweep
 
@@ -258,7 +261,9 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
     return rows, n_hard
 
 
-def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log=None, thumbs=None, index_root=None):
+def run_dataset(
+    ds, out_dir, *, cache_dir=None, device=None, progress=False, log=None, thumbs=None, index_root=None, links=True
+):
     """One dataset entry through the run layer: every model's outputs, HTML page and metric tables.
 
     The loop body of `run_report`, also what a ``lbee serve`` job runs.
@@ -279,6 +284,8 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
         Made from ``cache_dir`` when not given.
     index_root : path-like, optional
         The batch's output root: each page links back to its ``index.html``.
+    links : bool, default=True
+        Thumbnails link to the full image files (`report_run_of`); ``lbee serve`` passes False.
 
     Returns
     -------
@@ -304,7 +311,7 @@ def run_dataset(ds, out_dir, *, cache_dir=None, device=None, progress=False, log
         return reports, failures
     for model, label, out in model_folders(ds, ds_dir):
         try:
-            rows, n, n_hard = _run_model(ds, model, inputs, out, device, progress, thumbs, index_root)
+            rows, n, n_hard = _run_model(ds, model, inputs, out, device, progress, thumbs, index_root, links)
         except Exception as exc:
             msg = str(exc) if isinstance(exc, (ValueError, FileNotFoundError)) else f"{type(exc).__name__}: {exc}"
             failures.append((label, msg))

@@ -165,7 +165,10 @@ def images_table(run, slicer=None):
         sentence[c.indices] = run.sentences[s]
         if run.relevance is not None:
             holds[c.indices] = np.asarray(run.relevance[c.indices, s], dtype=bool)
-    paths = [str(p) if isinstance(p, (str, Path)) else None for p in (run.thumbnail_sources or [None] * n)]
+    # absolute: a run folder is read from anywhere (lbee export spotlight, lbee serve), not from where it was made
+    paths = [
+        str(Path(p).resolve()) if isinstance(p, (str, Path)) else None for p in (run.thumbnail_sources or [None] * n)
+    ]
     has_cls = run.labels is not None
     return pd.DataFrame(
         {
@@ -204,50 +207,73 @@ def stored_images_table(run_dir):
 
     `IMAGES_TABLE` when the run wrote one (with its report); otherwise built from ``explanation.json``
     and ``assignments.parquet`` (``lbee describe`` without ``--html``: no labels, predictions or Γ).
+    Either way the table must agree with ``explanation.json`` when the folder holds it: the same images in the
+    same order, each in its split and group (an edited or another run's table is refused, naming the first
+    differing row), and ``assignments.parquet`` is matched by image id, never by row position.
 
     Raises
     ------
     ValueError
-        The folder holds neither.
+        The folder holds neither, a file is not a regular file, or the files disagree.
     """
     import pandas as pd
 
     run_dir = Path(run_dir)
-    if (run_dir / IMAGES_TABLE).is_file():
-        try:
-            table = pd.read_parquet(run_dir / IMAGES_TABLE)
-        except Exception as exc:  # a damaged or foreign file: one clean line
-            raise ValueError(f"Cannot read {str(run_dir / IMAGES_TABLE)!r}: {exc}") from None
-        missing = [c for c in IMAGE_COLUMNS if c not in table.columns]
-        if missing:
-            raise ValueError(
-                f"{str(run_dir / IMAGES_TABLE)!r} has no column(s) {', '.join(missing)}; expected "
-                f"{', '.join(IMAGE_COLUMNS)} (written by lbee with report.html)."
-            )
-        return table
-    if not (run_dir / "explanation.json").is_file():
+    images_path, expl_path, assign_path = (
+        run_dir / n for n in (IMAGES_TABLE, "explanation.json", "assignments.parquet")
+    )
+    for path in (images_path, expl_path, assign_path):
+        if (path.exists() or path.is_symlink()) and not path.is_file():  # a FIFO would block, a folder is no table
+            raise ValueError(f"{str(path)!r} is not a regular file; expected the file lbee wrote there.")
+    if not expl_path.is_file() and not images_path.is_file():
         raise ValueError(
             f"{str(run_dir)!r} holds neither {IMAGES_TABLE} nor explanation.json; expected the output folder of "
             "`lbee describe --out FOLDER`, `lbee report` or `lbee demo`."
         )
-    from ..run.pipeline import load_explanations
+    truth = None
+    if expl_path.is_file():
+        from ..run.pipeline import load_explanations
 
-    exps, payload = load_explanations(run_dir / "explanation.json")
-    first = next(iter(exps.values()))
-    ids = [str(i) for i in payload.get("images") or []]
-    texts = payload.get("sentences") or []
+        exps, payload = load_explanations(expl_path)
+        first = next(iter(exps.values()))
+        ids = [str(i) for i in payload.get("images") or []]
+        split, group = first.split_and_group(len(ids))
+        truth = (ids, split.astype(str), group, first, payload.get("sentences") or [])
+    if images_path.is_file():
+        try:
+            table = pd.read_parquet(images_path)
+        except Exception as exc:  # a damaged or foreign file: one clean line
+            raise ValueError(f"Cannot read {str(images_path)!r}: {exc}") from None
+        missing = [c for c in IMAGE_COLUMNS if c not in table.columns]
+        if missing:
+            raise ValueError(
+                f"{str(images_path)!r} has no column(s) {', '.join(missing)}; expected "
+                f"{', '.join(IMAGE_COLUMNS)} (written by lbee with report.html)."
+            )
+        if truth is not None:
+            ids, split, group, _, _ = truth
+            _check_rows(
+                images_path,
+                "explanation.json",
+                [(str(a), str(b), int(c)) for a, b, c in zip(table["image"], table["split"], table["group"])],
+                list(zip(ids, split.tolist(), group.tolist())),
+            )
+        return table
+    ids, split, group, first, texts = truth
     n = len(ids)
-    split, group = first.split_and_group(n)
     sentence = np.full(n, None, dtype=object)
     for c in first.hard_clusters:
         if len(c.sentences) and int(c.sentences[0]) < len(texts):
             sentence[c.indices] = texts[int(c.sentences[0])]
     conf = perf = np.full(n, np.nan)
-    if (run_dir / "assignments.parquet").is_file():
-        assign = pd.read_parquet(run_dir / "assignments.parquet")
-        if len(assign) == n:
-            conf = assign["confidence"].to_numpy(np.float64)
-            perf = assign["performance"].to_numpy(np.float64)
+    if assign_path.is_file():
+        try:
+            assign = pd.read_parquet(assign_path, columns=["image", "confidence", "performance"])
+        except Exception as exc:
+            raise ValueError(f"Cannot read {str(assign_path)!r}: {exc}") from None
+        _check_rows(assign_path, "explanation.json", [str(i) for i in assign["image"]], ids)
+        conf = assign["confidence"].to_numpy(np.float64)
+        perf = assign["performance"].to_numpy(np.float64)
     return pd.DataFrame(
         {
             "image": ids,
@@ -263,6 +289,20 @@ def stored_images_table(run_dir):
         },
         columns=list(IMAGE_COLUMNS),
     )
+
+
+def _check_rows(path, against, rows, expected):
+    """Refuse ``path`` whose rows (image, or (image, split, group)) differ from ``against``'s, naming the first."""
+    if len(rows) != len(expected):
+        raise ValueError(
+            f"{str(path)!r} holds {len(rows)} images and {against} {len(expected)}; expected the files of one run."
+        )
+    for i, (got, want) in enumerate(zip(rows, expected)):
+        if got != want:
+            raise ValueError(
+                f"{str(path)!r} row {i + 1} is {got!r} where {against} has {want!r}; expected the files of one run "
+                "(edited, or from another run)."
+            )
 
 
 def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE_SIZE):
@@ -281,7 +321,8 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     Returns
     -------
     dict
-        ``rows`` (list of dict, with ``index``: the row of ``table``), ``page``, ``n_pages``, ``n`` (images in the
+        ``rows`` (list of dict: the table's columns but ``path``, with ``index``: the row of ``table``),
+        ``page``, ``n_pages``, ``n`` (images in the
         group), ``first`` (the 1-based rank of the page's first image) and ``sentence``.
 
     Raises
@@ -300,7 +341,7 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     n_pages = max(1, -(-len(members) // page_size))
     if not (isinstance(page, int) and 1 <= page <= n_pages):
         raise ValueError(f"`page` is {page!r}; group {group} has pages 1 to {n_pages}.")
-    chunk = members.iloc[(page - 1) * page_size : page * page_size]
+    chunk = members.iloc[(page - 1) * page_size : page * page_size].drop(columns=["path"])  # a file on the server
     rows = [{"index": int(i), **{k: _plain(v) for k, v in r.items()}} for i, r in chunk.iterrows()]
     return {
         "rows": rows,

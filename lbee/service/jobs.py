@@ -383,8 +383,8 @@ def run_job(db, settings, job_id, *, owner, attempt):
                 if reused:
                     log(reused)
                 with confined_to(settings.root), job_warnings(lines, settings), listening(job_listener(beat_with)):
-                    reports, failures = run_dataset(
-                        ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log
+                    reports, failures = run_dataset(  # pages without links to files: no server path in them
+                        ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log, links=False
                     )
                 log(f"[{ds.name}] analysis finished in {time.perf_counter() - t0:.1f} s")
         except JobCancelled:
