@@ -1395,3 +1395,35 @@ def test_an_image_of_too_many_pixels_gets_no_thumbnail(tmp_path):
     cache = ThumbnailCache(tmp_path / "cache")
     assert cache.jpeg(str(tmp_path / "big.png")) is None
     assert cache.jpeg(str(tmp_path / "small.png"))[:2] == b"\xff\xd8"
+
+
+def test_an_image_declaring_too_many_pixels_is_refused_before_it_is_decoded(tmp_path):
+    """Sixth sweep H1: a 343 kB 16-bit PNG of 13,300 x 13,300 pixels (under PIL's own bomb limit) made `lbee embed`
+    peak at 8.9 GB and a service worker at 7.2 GB. It is refused from its header, naming the file and the limit,
+    within a 1 GB address space."""
+    import subprocess
+
+    from PIL import Image
+
+    from lbee.io.images import MAX_IMAGE_PIXELS
+
+    side = int(MAX_IMAGE_PIXELS**0.5) + 1
+    Image.new("I;16", (side, side)).save(tmp_path / "big16.png", optimize=True)
+    assert (tmp_path / "big16.png").stat().st_size < 2_000_000
+    probe = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from lbee.io.images import open_rgb\n"
+        "try:\n"
+        "    open_rgb(sys.argv[1])\n"
+        "except ValueError as exc:\n"
+        "    print(exc)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "big16.png")], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"big16.png' is {side} x {side}" in proc.stdout and "MAX_IMAGE_PIXELS" in proc.stdout
+    small = tmp_path / "small16.png"
+    Image.fromarray(np.full((40, 30), 65535, np.uint16)).save(small)
+    assert np.asarray(open_rgb(small)).min() == 255  # 16-bit white is still white: scaled, not clipped

@@ -16,6 +16,8 @@ import numpy as np
 def _open_rgb(item, what):
     from PIL import Image
 
+    from ..io.images import open_image
+
     if isinstance(item, np.ndarray):
         arr = item
         if arr.dtype == bool:
@@ -24,7 +26,7 @@ def _open_rgb(item, what):
             raise ValueError(f"{what} arrays must be uint8 (or bool masks); received {arr.dtype}.")
         return Image.fromarray(arr)
     try:
-        with Image.open(item) as img:
+        with open_image(item) as img:
             img.load()
             return img.copy()
     except (OSError, ValueError) as exc:

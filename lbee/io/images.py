@@ -1,7 +1,8 @@
-"""Finding images: a folder (searched recursively) or a CSV / parquet manifest."""
+"""Finding images (a folder, searched recursively, or a CSV / parquet manifest) and opening them."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,9 @@ from .schemas import validate_manifest
 from .table_reader import read_table
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm"}
+#: The largest image lbee decodes, in pixels (width × height), read from the file's header before any pixel: a PNG of
+#: a few hundred kB can declare 13,000 × 13,000 16-bit pixels and decode to gigabytes (8,000 × 8,000 is allowed).
+MAX_IMAGE_PIXELS = 64_000_000
 
 
 @dataclass
@@ -96,7 +100,7 @@ def to_rgb(img):
 
     mode = img.mode
     if mode.startswith("I;16") or mode in ("I", "F"):
-        arr = np.asarray(img, dtype=np.float64)
+        arr = np.asarray(img, dtype=np.float32)  # 4 bytes a pixel: enough to scale to 8 bits
         finite = arr[np.isfinite(arr)]
         lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
         if mode.startswith("I;16") or (mode == "I" and getattr(img, "format", None) == "PNG"):
@@ -114,10 +118,30 @@ def to_rgb(img):
     return img.convert("RGB")
 
 
-def open_rgb(path):
-    """Open an image file as 8-bit RGB (see `to_rgb`); the file is closed on return."""
+@contextmanager
+def open_image(path, name=None):
+    """``PIL.Image.open(path)``, refused before decoding when it declares more than `MAX_IMAGE_PIXELS` pixels.
+
+    ``path`` may be a file object; ``name`` then says what it is in the message.
+
+    Raises
+    ------
+    ValueError
+        Naming the file, its size and the limit.
+    """
     from PIL import Image
 
     with Image.open(path) as img:
+        if img.width * img.height > MAX_IMAGE_PIXELS:
+            raise ValueError(
+                f"image {name or str(path)!r} is {img.width} x {img.height} = {img.width * img.height:,} pixels; lbee "
+                f"decodes images of at most {MAX_IMAGE_PIXELS:,} pixels (MAX_IMAGE_PIXELS). Downscale it first."
+            )
+        yield img
+
+
+def open_rgb(path):
+    """Open an image file as 8-bit RGB (see `to_rgb`); the file is closed on return."""
+    with open_image(path) as img:
         img.load()
         return to_rgb(img)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io.images import open_image
+
 #: The 18 attributes, in the column order of ``*_attr_labels.npy``.
 ATTRIBUTES = (
     "long-snout",
@@ -323,7 +325,7 @@ def decode_mask(encoded, size=None, *, source="<mask>"):
         encoded = encoded.split("base64,", 1)[1]
     try:
         raw = base64.b64decode(encoded, validate=False)
-        with Image.open(io.BytesIO(raw)) as img:
+        with open_image(io.BytesIO(raw), f"the mask of {source}") as img:
             img = img.convert("L")
             if size is not None and img.size != tuple(size):
                 img = img.resize(tuple(size), Image.NEAREST)
@@ -354,7 +356,7 @@ def object_mask(attr_dict_path, merged_mask_path, size):
             f"No object mask: {attr_dict_path!r} has no {OBJECT_KEY!r} entry and there is no merged mask file."
         )
     try:
-        with Image.open(merged_mask_path) as img:
+        with open_image(merged_mask_path) as img:
             img = img.convert("L")
             if img.size != tuple(size):
                 img = img.resize(tuple(size), Image.NEAREST)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .._validation import check_choice
 from ..io.arrays import load_npy
+from ..io.images import open_image
 
 SPLIT_BY = ("entropy", "pixel_accuracy", "miou")
 MASK_SUFFIXES = (".png", ".npy", ".bmp", ".tif", ".tiff")
@@ -191,9 +192,7 @@ def read_label_map(path):
         arr = load_npy(path, "label map")  # its own one-line errors: empty, .npz, truncated, pickled
     else:
         try:
-            from PIL import Image
-
-            with Image.open(path) as img:
+            with open_image(path) as img:
                 arr = np.asarray(img)
         except Exception as exc:
             raise ValueError(f"Cannot read label map {str(path)!r}: {exc}") from None
@@ -265,7 +264,6 @@ def predict_segmentation(model, paths, *, masks=None, transform=None, device=Non
     SegmentationScores
     """
     import torch
-    from PIL import Image
     from torchvision import transforms
     from tqdm.auto import tqdm
 
@@ -280,7 +278,7 @@ def predict_segmentation(model, paths, *, masks=None, transform=None, device=Non
 
     def predict_one(path):
         try:
-            with Image.open(path) as img:
+            with open_image(path) as img:
                 img = to_rgb(img)
         except Exception as exc:
             raise ValueError(f"Cannot read image {path!r}: {exc}") from None
