@@ -8,6 +8,7 @@ expected, as SPEC §2 asks.
 from __future__ import annotations
 
 import numbers
+import re
 import reprlib
 from collections.abc import Collection
 from typing import Any, Literal, overload
@@ -19,6 +20,18 @@ from .typing import BoolArray, FloatArray
 #: Largest seed accepted anywhere (a SpotCheck world, ``@random:SEED``, ``--seed``): numpy's legacy generator and
 #: scikit-learn's ``random_state`` take seeds in [0, 2**32 - 1]; a seed outside fails deep inside a run.
 MAX_SEED = 2**32 - 1
+#: A number written by a user (a table cell, a command-line value): ASCII digits, an optional sign, point and
+#: exponent. Python's ``int()`` / ``float()`` also take ``1_000`` (1000), full-width or other scripts' digits and
+#: ``inf`` / ``nan``: a typo must not become a value.
+NUMBER_PATTERN = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def parse_number(text: str, kind: type = float) -> Any:
+    """``text`` as ``kind`` (int or float) when it matches `NUMBER_PATTERN` (an int: digits only); else ValueError."""
+    t = text.strip()
+    if not NUMBER_PATTERN.fullmatch(t) or (kind is int and not t.lstrip("+-").isdigit()):
+        raise ValueError(f"{text!r} is not {'an integer' if kind is int else 'a number'} in ASCII digits")
+    return kind(t)
 
 
 #: A user's value quoted in a message is cut to this many characters (and says how long it was): a value can be

@@ -371,3 +371,24 @@ def test_submit_out_of_an_entry_with_several_models_asks_whose_results(tmp_path)
     r = run(["submit", str(entry), "--url", "http://127.0.0.1:9", "--token", "t", "--out", str(tmp_path / "o")])
     assert r.exit_code == 1 and "has 2 models (m1, m2); pass --model NAME" in r.output, r.output
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["describe", "imgs", "--predictions", "p.csv", "--clusters", "1_0"],
+        ["describe", "imgs", "--predictions", "p.csv", "--clusters=1_0"],
+        ["describe", "imgs", "--predictions", "p.csv", "-k", "\u0663"],  # Arabic-Indic 3
+        ["describe", "imgs", "--predictions", "p.csv", "-k\u0663"],
+        ["describe", "imgs", "--predictions", "p.csv", "--a", "\uff10.\uff15"],  # full-width 0.5
+        ["describe", "imgs", "--predictions", "p.csv", "--confirm", "0.1_5"],
+        ["bench", "worlds", "--levels", "\uff10.\uff19"],
+        ["sweep", "--k-grid", "1_0", "--predictions", "p.csv", "--relevance", "r.npy"],
+    ],
+)
+def test_numbers_on_the_command_line_are_ascii_decimal_as_in_tables_and_yaml(args):
+    """Sixth sweep W5: `--clusters 1_0` ran with 10 clusters, `--a ０.５` with 0.5 and `-k ٣` with 3 (Python's int()
+    and float()), while tables, YAML and the service refuse those forms. Refused before anything is read."""
+    r = run(args)
+    said = "ASCII digits" in r.output or "is not an integer;" in r.output or "expected comma-separated AUCs" in r.output
+    assert r.exit_code == 2 and said and "Traceback" not in r.output, r.output

@@ -38,11 +38,75 @@ class FloatRange(click.FloatRange):
         return number
 
 
+def check_number_options(command, args):
+    """Refuse a numeric option's value that is not ASCII decimal, before click converts it.
+
+    click converts with Python's ``int()`` / ``float()``, which take ``1_0`` (10), full-width ``０.５`` and other
+    scripts' digits (``٣``): lbee's tables and YAML refuse those, and so does its command line
+    (`lbee._validation.NUMBER_PATTERN`).
+    """
+    from .._validation import parse_number
+
+    numeric = {}
+    for p in command.params:
+        if isinstance(p, click.Option) and not p.is_flag and isinstance(p.type, click.types._NumberParamTypeBase):
+            kind = int if isinstance(p.type, click.types.IntParamType) else float
+            for opt in p.opts:
+                numeric[opt] = (kind, opt)
+    i = 0
+    while i < len(args):
+        token, value = args[i], None
+        if token == "--":
+            break
+        name, eq, rest = token.partition("=")
+        if name in numeric and name.startswith("--"):
+            value = rest if eq else (args[i + 1] if i + 1 < len(args) else None)
+            i += 0 if eq else 1
+        elif token[:2] in numeric and not token.startswith("--"):
+            name = token[:2]
+            value = token[2:] if len(token) > 2 else (args[i + 1] if i + 1 < len(args) else None)
+            i += 0 if len(token) > 2 else 1
+        if value is not None:
+            kind, opt = numeric[name]
+            try:
+                parse_number(value, kind)
+            except ValueError:
+                what = "an integer" if kind is int else "a number"
+                raise click.BadParameter(
+                    f"{value!r} is not {what} in ASCII digits (no '_', no other scripts' digits).",
+                    param_hint=f"'{opt}'",
+                ) from None
+        i += 1
+
+
+class LbeeCommand(click.Command):
+    """A command whose numeric options are ASCII decimal (`check_number_options`)."""
+
+    def parse_args(self, ctx, args):
+        check_number_options(self, args)
+        return super().parse_args(ctx, args)
+
+
 class LbeeGroup(click.Group):
     """The root group: a library error under any command ends in its message, not a traceback.
 
-    ``--debug`` (or ``LBEE_DEBUG=1``) lets the traceback through.
+    ``--debug`` (or ``LBEE_DEBUG=1``) lets the traceback through. Its commands are of `LbeeCommand` and its
+    groups are of its own class, so every numeric option is ASCII decimal.
     """
+
+    command_class = LbeeCommand
+    group_class = type  # subgroups are LbeeGroups (click: ``type`` means the parent's class)
+
+    def parse_args(self, ctx, args):
+        check_number_options(self, args[: self._own_args_end(ctx, args)])
+        return super().parse_args(ctx, args)
+
+    def _own_args_end(self, ctx, args):
+        """Where the subcommand's name starts in ``args`` (its own options come before it)."""
+        for i, token in enumerate(args):
+            if not token.startswith("-") and token in self.commands:
+                return i
+        return len(args)
 
     def invoke(self, ctx):
         try:

@@ -10,8 +10,10 @@ from ._base import cli
 
 
 def _levels(ctx, param, value):
+    from .._validation import parse_number
+
     try:
-        levels = tuple(float(v) for v in value.split(","))
+        levels = tuple(parse_number(v) for v in value.split(","))
     except ValueError:
         raise click.BadParameter(f"{value!r}: expected comma-separated AUCs such as 0.75,0.88,0.97.") from None
     if not levels or any(not 0.5 < q < 1 for q in levels):

@@ -11,8 +11,10 @@ from ._base import SEED, LbeeError, check_writable_folder, cli, fail, log
 
 
 def _sigmas(value):
+    from .._validation import parse_number
+
     try:
-        sig = [float(s) for s in str(value).split(",") if s.strip()]
+        sig = [parse_number(s) for s in str(value).split(",") if s.strip()]
     except ValueError:
         raise click.BadParameter(f"expected comma-separated numbers on the 0-255 scale; received {value!r}.") from None
     if not sig or any(s < 0 for s in sig):

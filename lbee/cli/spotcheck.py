@@ -370,8 +370,10 @@ def spotcheck_bench(
         check_writable_folder(worlds, "--worlds")
     kwargs = {"epochs": epochs, "arch": arch}
     if per_combination is not None:
+        from .._validation import parse_number
+
         try:
-            kwargs["per_combination"] = tuple(int(x) for x in per_combination.split(","))
+            kwargs["per_combination"] = tuple(parse_number(x, int) for x in per_combination.split(","))
         except ValueError:
             raise click.BadParameter(
                 f"expected three integers TRAIN,VAL,TEST; received {per_combination!r}", param_hint="--per-combination"

@@ -13,6 +13,7 @@ from ._base import check_encoder_spec, check_writable_folder, cli, fail
 
 def _number_list(grid):
     """A grid option's parser: values of the knob's range (lbee.run.limits.SWEEP_RANGES), at most MAX_SWEEP_POINTS."""
+    from .._validation import parse_number
     from ..run.limits import MAX_SWEEP_POINTS, SWEEP_RANGES
 
     kind, low, high = SWEEP_RANGES[grid]
@@ -25,7 +26,7 @@ def _number_list(grid):
         out = []
         for part in value.split(","):
             try:
-                out.append(kind(part.strip()))
+                out.append(parse_number(part, kind))
             except ValueError:
                 raise click.BadParameter(
                     f"{part.strip()!r} is not a{'n integer' if kind is int else ' number'}; "

@@ -17,10 +17,11 @@ import decimal
 import logging
 import math
 import numbers
-import re
 from pathlib import Path
 
 import numpy as np
+
+from .._validation import NUMBER_PATTERN  # a number in a cell: ASCII digits, not 1_000 or nan
 
 logger = logging.getLogger("lbee")
 
@@ -28,9 +29,6 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 ID_COLUMNS = ("path", "image", "image_id", "id")
 TRUE_WORDS = {"1", "true", "yes", "1.0"}
 FALSE_WORDS = {"0", "false", "no", "0.0"}
-#: A number written in a cell: ASCII digits, an optional sign, point and exponent. Python's ``float()`` also takes
-#: ``1_000`` (1000), non-ASCII digits and ``inf`` / ``nan``: a typo must not become a value.
-NUMBER_PATTERN = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 _SOURCE = "lbee_source"
 _FORMAT = "lbee_format"
 _MAX_SHOWN = 5
