@@ -93,3 +93,35 @@ def test_a_world_run_scores_every_describer_against_the_planted_failures():
         assert 0 <= r["f1"] <= 1 and r["sentence"]
     for d in run.discovery:
         assert 0 <= d["dr"] <= d["dr_loose"] <= 1  # the loose variant finds at least what the strict one does
+
+
+def test_bench_worlds_refuses_a_huge_grammar_and_never_replaces_its_files_in_silence(tmp_path):
+    """Sixth sweep H2 and L2: a 6 kB grammar of YAML aliases (60 subjects x 8 attributes x 30 values) kept `lbee
+    bench worlds` fitting for minutes; its --out replaced a user's worlds.md, file by file, with no --overwrite."""
+    from click.testing import CliRunner
+
+    from lbee.bench.worlds import MAX_WORLD_LITERALS
+    from lbee.cli import cli
+
+    attrs = "".join(
+        f"      - id: a{a}\n        values: {{{', '.join(f'v{v}: w{a}x{v}' for v in range(30))}}}\n" for a in range(8)
+    )
+    subjects = "".join(f"  - {{id: s{i}, noun: t{i}, deniable: true, attributes: *A}}\n" for i in range(1, 60))
+    grammar = tmp_path / "big.grammar.yaml"
+    grammar.write_text(
+        "name: big\ndescription: x\nlead: An image with\nbare: An image\nmax_conditions: 1\nsubjects:\n"
+        f"  - id: s0\n    noun: t0\n    deniable: true\n    attributes: &A\n{attrs}{subjects}"
+    )
+    assert grammar.stat().st_size < 10_000
+    r = CliRunner().invoke(cli, ["-q", "bench", "worlds", str(grammar), "--worlds", "1", "--n", "500"], obj={})
+    assert r.exit_code == 1 and f"at most {MAX_WORLD_LITERALS}" in r.output and "Traceback" not in r.output, r.output
+    out = tmp_path / "bw"
+    out.mkdir()
+    (out / "worlds.md").write_text("keep")
+    args = ["-q", "bench", "worlds", "object_photos", "--worlds", "1", "--n", "500", "--levels", "0.97", "--out"]
+    r = CliRunner().invoke(cli, args + [str(out)], obj={})
+    assert r.exit_code == 1 and "--overwrite" in r.output and (out / "worlds.md").read_text() == "keep", r.output
+    r = CliRunner().invoke(cli, args + [str(out), "--overwrite", "--clusters", "4"], obj={})
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["discovery.csv", "worlds.csv", "worlds.md"]
+    assert (out / "worlds.md").read_text().startswith("| level")

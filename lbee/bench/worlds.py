@@ -33,6 +33,9 @@ COVERAGE = (0.02, 0.10)
 CONFIDENCE_RIGHT, CONFIDENCE_WRONG = (10.0, 1.5), (1.5, 4.0)
 #: A confounder holds for this share of a failure's images.
 CONFOUNDER_INSIDE = 0.90
+#: Literals a world's grammar may have: the simulated encoder fits one direction and one noise level per literal,
+#: so its cost grows with their number (the shipped families have 31-43; a 6 kB grammar of aliases declared 14,400).
+MAX_WORLD_LITERALS = 500
 
 
 @dataclass
@@ -175,6 +178,18 @@ def _random_failure(world_values, grammar, rng, size):
     return grammar.canonical(cond)
 
 
+def check_world_grammar(grammar):
+    """The grammar loaded, refused when it has more than `MAX_WORLD_LITERALS` literals (before any world is made)."""
+    g = load_grammar(grammar)
+    n = len(g.atoms())
+    if n > MAX_WORLD_LITERALS:
+        raise ValueError(
+            f"grammar {g.name!r} has {n:,} literals; a world's grammar has at most {MAX_WORLD_LITERALS} "
+            "(MAX_WORLD_LITERALS: the simulated encoder's fit grows with them)."
+        )
+    return g
+
+
 def make_world(grammar, *, n=10_000, n_failures=2, confounded=0.8, random_state=0):
     """A synthetic world of ``grammar`` with planted failures (the module docstring).
 
@@ -192,7 +207,7 @@ def make_world(grammar, *, n=10_000, n_failures=2, confounded=0.8, random_state=
     -------
     AttributeWorld
     """
-    g = load_grammar(grammar)
+    g = check_world_grammar(grammar)
     rng = np.random.default_rng(random_state)
     sampler = _Sampler(g, rng)
     values = sampler.sample(n)

@@ -8,6 +8,9 @@ import click
 
 from ._base import cli
 
+#: What ``lbee bench worlds --out`` writes.
+OUTPUT_FILES = ("worlds.csv", "discovery.csv", "worlds.md")
+
 
 def _levels(ctx, param, value):
     from .._validation import parse_number
@@ -49,8 +52,9 @@ def bench():
 @click.option(
     "--out", type=click.Path(file_okay=False), default=None, help="Write worlds.csv, discovery.csv and worlds.md here."
 )
+@click.option("--overwrite", is_flag=True, help="Replace the files already in --out.")
 @click.pass_context
-def worlds(ctx, grammars, levels, n_worlds, first_seed, n, failures, clusters, out):
+def worlds(ctx, grammars, levels, n_worlds, first_seed, n, failures, clusters, out, overwrite):
     """Plant failures with confounders in worlds of GRAMMARS and score every describer on them.
 
     GRAMMARS are built-in names or .grammar.yaml files (default: street_scenes, object_photos, camera_traps).
@@ -65,13 +69,19 @@ def worlds(ctx, grammars, levels, n_worlds, first_seed, n, failures, clusters, o
     from tqdm.auto import tqdm
 
     from ..bench.world_bench import FAMILIES, markdown_table, run_worlds, summarize_worlds
-    from ..grammar import load_grammar
+    from ..bench.worlds import check_world_grammar
+    from ..io.staging import check_no_replace, staged_entries
+    from ._base import check_writable_folder, fail
 
     families = tuple(grammars) or FAMILIES
-    for g in families:
-        load_grammar(g)  # every grammar readable before any work
-    if out is not None:
-        Path(out).mkdir(parents=True, exist_ok=True)
+    try:
+        for g in families:
+            check_world_grammar(g)  # every grammar readable, and of a bounded size, before any work
+        if out is not None:
+            check_writable_folder(out, "--out")
+            check_no_replace([Path(out) / f for f in OUTPUT_FILES], overwrite=overwrite, inputs=grammars)
+    except (ValueError, OSError) as exc:
+        fail(exc)
     total = len(families) * len(levels) * n_worlds
     bar = tqdm(total=total, desc="worlds", unit="world", disable=not ctx.obj.get("progress", True))
     with warnings.catch_warnings():
@@ -87,11 +97,11 @@ def worlds(ctx, grammars, levels, n_worlds, first_seed, n, failures, clusters, o
             progress=lambda run: bar.update(1),
         )
     bar.close()
-    if out is not None:  # the raw rows first: the table is computed from them
-        pd.DataFrame([r for run in runs for r in run.rows]).to_csv(Path(out) / "worlds.csv", index=False)
-        pd.DataFrame([r for run in runs for r in run.discovery]).to_csv(Path(out) / "discovery.csv", index=False)
     text = markdown_table(summarize_worlds(runs))
     click.echo(text)
     if out is not None:
-        Path(out, "worlds.md").write_text(text + "\n", encoding="utf-8")
+        with staged_entries(Path(out), replaces=OUTPUT_FILES) as stage:  # the three files replaced together
+            pd.DataFrame([r for run in runs for r in run.rows]).to_csv(stage / "worlds.csv", index=False)
+            pd.DataFrame([r for run in runs for r in run.discovery]).to_csv(stage / "discovery.csv", index=False)
+            (stage / "worlds.md").write_text(text + "\n", encoding="utf-8")
         click.echo(f"Wrote {out}/worlds.csv (one row per failure and describer) and worlds.md")
