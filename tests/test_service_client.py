@@ -78,3 +78,47 @@ def test_the_service_uses_the_clis_embedding_cache_by_default(tmp_path, monkeypa
     monkeypatch.setenv("LBEE_CACHE_DIR", str(tmp_path / "shared"))
     assert ServiceSettings(root=tmp_path, output=tmp_path / "out").cache_dir == default_cache_dir().resolve()
     assert ServiceSettings(root=tmp_path, cache_dir=tmp_path / "own").cache_dir == (tmp_path / "own").resolve()
+
+
+def test_fetch_replaces_a_jobs_three_results_together_or_not_at_all(tmp_path, monkeypatch):
+    """Sixth sweep L1: fetch wrote report.html, explanation.json and metrics.json one by one, so a kill after the
+    first left a new report beside another job's explanation. Now they are staged and moved in together."""
+    from pathlib import Path
+
+    from lbee.service.client import RESULT_FILES
+
+    class Fake(Client):
+        def __init__(self, tag):
+            self.tag = tag
+
+        def _request(self, method, path, body=None, *, raw=False):
+            return f"{self.tag} {path}".encode()
+
+    out = tmp_path / "res"
+    Fake("old").fetch("j1", out)
+    with pytest.raises(ValueError, match="--overwrite"):
+        Fake("new").fetch("j2", out)
+    real = Path.write_bytes
+    calls = []
+
+    def dies_on_the_second(self, data):
+        calls.append(self.name)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", dies_on_the_second)
+    with pytest.raises(OSError):
+        Fake("new").fetch("j2", out, overwrite=True)
+    monkeypatch.setattr(Path, "write_bytes", real)
+    assert {p.name: p.read_text().split()[0] for p in out.iterdir()} == dict.fromkeys(RESULT_FILES, "old")
+    Fake("new").fetch("j2", out, overwrite=True)
+    assert {p.name: p.read_text().split()[0] for p in out.iterdir()} == dict.fromkeys(RESULT_FILES, "new")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd#", "ftp://127.0.0.1/x", "127.0.0.1:8000", "http://"])
+def test_the_client_speaks_http_only(url):
+    """Sixth sweep M2: `lbee submit --url file:///...` had urllib open a local file."""
+    with pytest.raises(ValueError, match="expected http://HOST:PORT"):
+        Client(url)

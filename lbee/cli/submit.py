@@ -34,7 +34,10 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
     """
     from ..service.client import Client, JobFailed, ServiceError, describe_progress
 
-    client = Client(url, token)
+    try:
+        client = Client(url, token)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--url") from None
     if out:  # before the job runs: refused now, not after minutes of work
         from ..io.staging import check_no_replace
         from ..service.client import RESULT_FILES, read_entry

@@ -98,6 +98,11 @@ class Client:
 
     def __init__(self, url=None, token=None, *, timeout=60.0):
         self.url = (url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:  # urllib would also open file:// and ftp://
+            raise ValueError(f"The service URL is {self.url!r}; expected http://HOST:PORT or https://HOST:PORT.")
         self.token = token if token is not None else os.environ.get(TOKEN_ENV)
         self.timeout = timeout
 
@@ -199,14 +204,14 @@ class Client:
         """Write the job's ``report.html``, ``explanation.json`` and ``metrics.json`` into ``out_dir``.
 
         All three are fetched before any is written, so a failed request leaves ``out_dir`` as it was; an existing
-        result file is refused unless ``overwrite`` (the folder may hold another run's).
+        result file is refused unless ``overwrite`` (the folder may hold another run's). The three are staged and
+        moved in together (`lbee.io.staging`): a kill never leaves one job's report beside another's explanation.
 
         Returns
         -------
         list of pathlib.Path
         """
-        from ..io.cache import atomic_write_bytes
-        from ..io.staging import check_no_replace
+        from ..io.staging import check_no_replace, staged_entries
 
         out = Path(out_dir)
         check_no_replace([out / name for name in RESULT_FILES], overwrite=overwrite)
@@ -214,8 +219,9 @@ class Client:
             name: self._request("GET", f"/v1/jobs/{job_id}/{endpoint}{_model(model)}", raw=True)
             for name, endpoint in RESULT_FILES.items()
         }
-        for name, body in data.items():
-            atomic_write_bytes(out / name, body)  # a file is whole or absent, never half-written
+        with staged_entries(out, replaces=tuple(RESULT_FILES)) as stage:
+            for name, body in data.items():
+                (stage / name).write_bytes(body)
         return [out / name for name in RESULT_FILES]
 
 
