@@ -1228,6 +1228,22 @@ def test_a_truncated_npy_says_how_many_bytes_its_header_claims(tmp_path, mmap):
     assert str(path) in str(info.value)
 
 
+@pytest.mark.parametrize("mmap", [False, True])
+def test_an_npy_header_claiming_a_negative_size_is_one_clear_line(tmp_path, mmap):
+    """Sixth sweep T1: a header claiming shape (2000, -1) before real data gave a traceback ending in numpy's
+    'OverflowError: memory mapped length must be positive' (and the same raw text as a job error)."""
+    from numpy.lib import format as npformat
+
+    from lbee.io.arrays import load_npy
+
+    path = tmp_path / "neg.npy"
+    with open(path, "wb") as fh:
+        npformat.write_array_header_1_0(fh, {"descr": "<f4", "fortran_order": False, "shape": (2000, -1)})
+        fh.write(np.zeros((2000, 8), np.float32).tobytes())
+    with pytest.raises(ValueError, match=r"neg.npy': its header claims shape \(2000, -1\); expected non-negative"):
+        load_npy(path, "image_embeddings", mmap=mmap)
+
+
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
 def test_a_utf16_table_is_named_as_such(tmp_path, encoding):
     """Sweep #44: a UTF-16 predictions CSV gave pandas' "'utf-8' codec can't decode byte 0xff"."""

@@ -108,6 +108,11 @@ def _check_complete(path, name):
             held = os.fstat(fh.fileno()).st_size - fh.tell()
     except (OSError, ValueError, EOFError, SyntaxError):
         return
+    if any(not isinstance(d, int) or d < 0 for d in shape):  # numpy's mmap dies with an OverflowError
+        raise ValueError(
+            f"Cannot read {name} {str(path)!r}: its header claims shape {shape}; expected non-negative sizes "
+            "(a .npy file written by np.save)."
+        )
     if dtype.hasobject:  # pickled objects: refused by np.load below, with lbee's word for them
         return
     needed = int(np.prod(shape, dtype=object)) * dtype.itemsize
