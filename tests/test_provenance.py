@@ -652,3 +652,16 @@ def test_an_ids_file_of_another_array_is_refused(embedded):
     r = _describe_embedded(embedded, [f"f{i:02d}.png" for i in range(24)])
     assert r.exit_code == 1
     assert "ids.txt lists 2 image ids but image_embeddings" in " ".join(r.output.split())
+
+
+def test_two_row_ids_files_that_disagree_are_refused(embedded):
+    """Sixth sweep W7: with embeddings.ids.txt (right) and ids.txt (two rows swapped) beside the array, the first
+    won and the other was ignored in silence."""
+    ids = (embedded / "emb" / "ids.txt").read_text().splitlines()
+    (embedded / "emb" / "embeddings.ids.txt").write_text("\n".join(ids) + "\n")
+    assert _describe_embedded(embedded, ids).exit_code == 0  # the same ids twice: fine
+    swapped = [ids[1], ids[0], *ids[2:]]
+    (embedded / "emb" / "ids.txt").write_text("\n".join(swapped) + "\n")
+    r = _describe_embedded(embedded, ids, ["--overwrite"])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and "two row ids files that disagree, embeddings.ids.txt and ids.txt" in said, said

@@ -12,16 +12,22 @@ def row_ids_path(path, name="embeddings"):
     """The file naming the rows of the embeddings ``path`` (one image id per line), or None when there is none.
 
     A sidecar (`lbee.io.confinement.sidecar`): confined to the data root when one is active, and refused
-    when it is there but not a regular file.
+    when it is there but not a regular file. ``<stem>.ids.txt`` and ``ids.txt`` both there must agree.
     """
     from .confinement import sidecar
 
     path = Path(path)
-    for cand in (path.with_name(path.stem + ROW_IDS_SUFFIX), path.with_name(ROW_IDS_NAME)):
-        found = sidecar(cand, of=f"{name} {str(path)!r}", what="row ids file")
-        if found is not None:
-            return found
-    return None
+    found = [
+        f
+        for cand in (path.with_name(path.stem + ROW_IDS_SUFFIX), path.with_name(ROW_IDS_NAME))
+        if (f := sidecar(cand, of=f"{name} {str(path)!r}", what="row ids file")) is not None
+    ]
+    if len(found) == 2 and found[0].read_bytes() != found[1].read_bytes():  # which one names the rows? neither
+        raise ValueError(
+            f"{name} {str(path)!r} has two row ids files that disagree, {found[0].name} and {found[1].name}; "
+            "expected one (or both the same): remove the one that does not belong to these embeddings."
+        )
+    return found[0] if found else None
 
 
 def check_row_ids(path, n_rows, run_ids, name, *, against):
