@@ -1443,3 +1443,18 @@ def test_an_image_declaring_too_many_pixels_is_refused_before_it_is_decoded(tmp_
     small = tmp_path / "small16.png"
     Image.fromarray(np.full((40, 30), 65535, np.uint16)).save(small)
     assert np.asarray(open_rgb(small)).min() == 255  # 16-bit white is still white: scaled, not clipped
+
+
+@pytest.mark.parametrize("cell", ["1.0", "1e0", "+1", "01"])
+def test_a_class_index_in_a_column_of_names_is_written_as_digits(tmp_path, cell):
+    """Sixth sweep W6: in a label column of names (cat, dog), a cell '1.0', '1e0', '+1' or '01' was read as the
+    class index 1 (dog), while 'CAT' or 'True' were refused. An index in text is digits only."""
+    from lbee.io.predictions import validate_predictions
+    from lbee.io.table_reader import read_table
+
+    path = tmp_path / "p.csv"
+    path.write_text(f"image,prob_cat,prob_dog,label\na.png,0.9,0.1,cat\nb.png,0.2,0.8,{cell}\nc.png,0.3,0.7,1\n")
+    with pytest.raises(ValueError, match=r"column 'label' holds invalid class value\(s\) at row 2"):
+        validate_predictions(read_table(path))
+    path.write_text("image,prob_cat,prob_dog,label\na.png,0.9,0.1,0.0\nb.png,0.2,0.8,1.0\n")  # a float column
+    assert validate_predictions(read_table(path)).labels.tolist() == [0, 1]

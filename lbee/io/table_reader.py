@@ -371,9 +371,11 @@ def class_column(table, column, class_names=None, default="table"):
     A cell may be a class name from ``class_names`` (the ``prob_<class>``
     columns, names first: with classes named ``0`` and ``1`` a cell ``1`` is
     the class ``prob_1``, wherever its column stands) or an integer index in
-    ``[0, n_classes)`` (the position of its ``prob_<class>`` column); without
-    ``class_names`` only non-negative integers are accepted. A blank cell or
-    any other value is an error naming the column and a few offending values.
+    ``[0, n_classes)`` (the position of its ``prob_<class>`` column), written as
+    digits in a text cell (``1``; ``1.0``, ``+1``, ``01`` and ``1e0`` are no index)
+    or an integral number in a number column; without ``class_names`` only
+    non-negative integers are accepted. A blank cell or any other value is an
+    error naming the column and a few offending values.
     """
     values = table[column].to_numpy(dtype=object)
     lookup = {str(c): k for k, c in enumerate(class_names)} if class_names else {}
@@ -394,7 +396,11 @@ def class_column(table, column, class_names=None, default="table"):
             k = named[0] if len(named) == 1 else None
         if key is not None and key in lookup:  # a class name wins over an index (classes named "0", "1")
             k = lookup[key]
-        elif not _is_missing(v) and not isinstance(v, (bool, np.bool_)):
+        elif isinstance(v, str):  # text: an index is written as one, digits only ("1", not "1.0", "+1", "01")
+            if key.isascii() and key.isdigit() and (key == "0" or not key.startswith("0")):
+                if n_classes is None or int(key) < n_classes:
+                    k = int(key)
+        elif not _is_missing(v) and not isinstance(v, (bool, np.bool_)):  # a number column (1.0 from floats)
             f = parse_number(v)
             if math.isfinite(f) and f == int(f) and f >= 0 and (n_classes is None or f < n_classes):
                 k = int(f)
