@@ -37,7 +37,7 @@ MAX_YAML_ALIAS_CHARS = 10_000_000
 #: The numbers a report config or job body may write (YAML 1.2's core schema, ASCII decimal only): an integer
 #: without leading zeros, a float with a point or an exponent. YAML 1.1 would also read ``010`` as 8 (octal),
 #: ``1:0`` as 60 (base 60), ``0x10`` as 16 and ``1_000`` as 1000; those stay text, which the key's check refuses.
-INT_PATTERN = r"[-+]?(?:0|[1-9][0-9]*)"
+INT_PATTERN = r"[-+]?(?:0|[1-9][0-9]{0,99})"  # at most 100 digits: longer stays text, which the key's check names
 FLOAT_PATTERN = r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][-+]?[0-9]+)?"
 
 

@@ -30,7 +30,11 @@ class LimitExceeded(ValueError):
         self.status = status
 
 
-class DuplicateKey(ValueError):
+class RefusedJSON(ValueError):
+    """Valid JSON that a body may not hold (`DuplicateKey`, a number of more than `MAX_INT_DIGITS` digits)."""
+
+
+class DuplicateKey(RefusedJSON):
     """A JSON object that names a key twice (YAML refuses it too; the last one must not win in silence)."""
 
 
@@ -43,6 +47,16 @@ def _unique_pairs(pairs):
     return out
 
 
+#: Digits of the longest integer a JSON body may write (Python refuses above 4,300, in words of its own).
+MAX_INT_DIGITS = 100
+
+
+def _bounded_int(text):
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise RefusedJSON(f"a number of {len(text.lstrip('-')):,} digits; at most {MAX_INT_DIGITS} are accepted.")
+    return int(text)
+
+
 def parse_json(raw, what, max_depth=MAX_NESTING):
     """JSON text → value, refusing invalid text, a key written twice and nesting deeper than ``max_depth``.
 
@@ -52,8 +66,8 @@ def parse_json(raw, what, max_depth=MAX_NESTING):
         Naming ``what`` and the problem.
     """
     try:
-        value = json.loads(raw, object_pairs_hook=_unique_pairs)
-    except DuplicateKey as exc:
+        value = json.loads(raw, object_pairs_hook=_unique_pairs, parse_int=_bounded_int)
+    except RefusedJSON as exc:
         raise ValueError(f"{what} is not accepted: {exc}") from None
     except RecursionError:
         raise ValueError(f"{what} is nested too deeply; at most {max_depth} levels are accepted.") from None
