@@ -290,6 +290,7 @@ def test_an_explanation_whose_images_were_reordered_is_refused_by_evaluate(preco
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
     assert r.exit_code == 1 and "has none: the file was edited" in r.output, r.output
     payload["format"] = 2  # a file written before the digest: the run's assignments.parquet tells
+    del payload["content_sha256"]
     path.write_text(json.dumps(payload))
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
     assert r.exit_code == 1 and "differ from the run's assignments.parquet at row 1" in r.output, r.output
@@ -305,7 +306,7 @@ def test_an_explanation_whose_sentences_were_edited_is_refused(precomputed):
     path.write_text(json.dumps(payload))
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
     assert r.exit_code == 1 and "the file was edited" in r.output, r.output
-    del payload["rows_sha256"]
+    del payload["rows_sha256"], payload["content_sha256"]
     payload["format"] = 2  # an older file: read, but never in silence (third sweep F1)
     path.write_text(json.dumps(payload))
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
@@ -392,3 +393,26 @@ def test_numbers_on_the_command_line_are_ascii_decimal_as_in_tables_and_yaml(arg
     r = run(args)
     said = "ASCII digits" in r.output or "is not an integer;" in r.output or "expected comma-separated AUCs" in r.output
     assert r.exit_code == 2 and said and "Traceback" not in r.output, r.output
+
+
+def test_an_explanation_whose_results_were_edited_is_refused(precomputed):
+    """Sixth sweep W8: rows_sha256 covered the images and sentences only, so a group's sentence copied over
+    another's (AHR 0.40 -> 0.33, ACR 1.00 -> 0.90) was scored. Format 4 digests the whole content."""
+    p = precomputed
+    assert run(describe_args(p, "--out", str(p / "out"))).exit_code == 0
+    path = p / "out" / "explanation.json"
+    payload = json.loads(path.read_text())
+    assert payload["format"] == 4 and payload["content_sha256"].startswith("sha256:")
+    method = next(iter(payload["methods"]))
+    edited = json.loads(json.dumps(payload))
+    body = edited["methods"][method]
+    body["hard_scores"][0] = [v + 1.0 for v in body["hard_scores"][0]]  # well-formed, only the numbers changed
+    path.write_text(json.dumps(edited))
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
+    assert r.exit_code == 1 and "its content differs from what it was written with" in r.output, r.output
+    del edited["content_sha256"]
+    path.write_text(json.dumps(edited))
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
+    assert r.exit_code == 1 and "records the digest of its content (content_sha256)" in r.output, r.output
+    path.write_text(json.dumps(payload, indent=2))  # the same content, laid out otherwise: accepted
+    assert run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")]).exit_code == 0

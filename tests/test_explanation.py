@@ -300,7 +300,7 @@ def test_explanation_json_stores_the_clustering_once_and_reads_old_files(tmp_pat
     new = (tmp_path / "explanation.json").stat().st_size
     old_payload = json.loads((tmp_path / "explanation.json").read_text())
     loaded, payload = load_explanations(tmp_path / "explanation.json")
-    assert payload["format"] == PAYLOAD_FORMAT == 3 and set(loaded) == set(exps)
+    assert payload["format"] == PAYLOAD_FORMAT == 4 and set(loaded) == set(exps)
     for m, e in exps.items():
         got = loaded[m]
         assert [c.indices.tolist() for c in got.hard_clusters] == [c.indices.tolist() for c in e.hard_clusters]
@@ -310,7 +310,7 @@ def test_explanation_json_stores_the_clustering_once_and_reads_old_files(tmp_pat
         assert got.selected == e.selected
     # The older format (a full copy per method) still loads, and is several times larger.
     old = {
-        **{k: v for k, v in old_payload.items() if k not in ("format", "clustering")},
+        **{k: v for k, v in old_payload.items() if k not in ("format", "clustering", "content_sha256")},
         "methods": {m: {k: v for k, v in e.to_dict().items() if k != "sentences"} for m, e in exps.items()},
     }
     assert len(json.dumps(old, indent=1)) > 5 * new

@@ -422,7 +422,7 @@ def test_describe_html_writes_the_report_page(image_dataset, tmp_path):
     from lbee.run.pipeline import load_explanations
 
     tops = load_explanations(out / "explanation.json")[0]["tops"]
-    assert payload["format"] == 3  # the rows digest (rows_sha256) since format 3
+    assert payload["format"] == 4  # the rows digest (rows_sha256) since format 3, the content digest since 4
     assert sorted(sum((c.indices.tolist() for c in tops.hard_clusters), [])) == np.flatnonzero(dark).tolist()
 
 

@@ -18,10 +18,14 @@ from .explanation_checks import bad_field, check_index, check_mapping, show_valu
 if TYPE_CHECKING:
     from .explanation import Explanation
 
-PAYLOAD_FORMAT = 3
+PAYLOAD_FORMAT = 4
 # From format 3 on, a file that lists its images or sentences records their digest (rows_sha256): a file of
 # that format without it was edited. Older formats are read with a warning that their sentences are unchecked.
 ROWS_DIGEST_SINCE = 3
+# From format 4 on, the file records the digest of all it holds (content_sha256: the groups, each method's
+# sentences and scores, the statistics): a file of that format without it, or whose content differs, was edited.
+# Format 3 is read with a warning that its results are unchecked.
+CONTENT_DIGEST_SINCE = 4
 
 
 def _encode_f32(rows: ArrayLike) -> str:
@@ -260,7 +264,38 @@ def validate_explanation_payload(payload: Any, *, source: object) -> dict[str, E
         )
         if exps[name].method != name:
             bad_field(repr(src), f"methods.{name}.method", repr(exps[name].method), repr(name))
+    # after the fields' checks, which name what is malformed: a well-formed edit is caught here
+    content = payload.get("content_sha256")
+    if content is None and isinstance(fmt, int) and fmt >= CONTENT_DIGEST_SINCE:
+        raise ValueError(
+            f"{src!r}: format {fmt} records the digest of its content (content_sha256), and this file has none: "
+            "the file was edited. Write it again with lbee describe."
+        )
+    if content is None and isinstance(fmt, int) and fmt == ROWS_DIGEST_SINCE:
+        import warnings
+
+        warnings.warn(
+            f"{src!r} was written before lbee recorded the digest of its content: its groups, sentences and scores "
+            "cannot be checked against edits. Write it again with lbee describe to have them checked.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if content is not None and content != content_digest(payload):
+        raise ValueError(
+            f"{src!r}: its content differs from what it was written with (content_sha256): the groups, a method's "
+            "sentences or scores, or the statistics were edited. Write it again with lbee describe."
+        )
     return exps
+
+
+def content_digest(payload: dict[str, Any]) -> str:
+    """The digest of everything an ``explanation.json`` holds but its ``content_sha256`` (canonical JSON)."""
+    import hashlib
+    import json
+
+    body = {k: v for k, v in payload.items() if k != "content_sha256"}
+    text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def rows_digest(images: Any, sentences: Any) -> str:
