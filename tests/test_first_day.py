@@ -51,6 +51,12 @@ def test_labels_lead_to_the_label_aware_split_and_the_planted_failures_all_land_
     assert "Split by the probability of the true class, because the predictions carry labels" in r.output
     split = pd.read_parquet(p / "labelled" / "assignments.parquet")["split"].to_numpy()
     assert (split[planted] == "hard").all(), split[planted]
+    # the failure first: groups in order of harm, (error rate x size), as the HTML report lists them (a new user's
+    # terminal showed groups of 8 and 4 right images before the 33-image failure)
+    import re
+
+    shown = [(int(n), float(e)) for n, e in re.findall(r"Hard group \d+: (\d+) images, error rate ([\d.]+)", r.output)]
+    assert len(shown) >= 2 and [n * e for n, e in shown] == sorted((n * e for n, e in shown), reverse=True), shown
     payload = json.loads((p / "labelled" / "explanation.json").read_text())
     assert payload["confidence_from"] == "true_class"
     assert "because the predictions carry labels" in payload["split_criterion"]

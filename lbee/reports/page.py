@@ -244,12 +244,6 @@ def members_csv_uri(run, idx, short):
     return "data:text/csv;charset=utf-8," + quote(buf.getvalue())
 
 
-def _risk(view):
-    """Error rate × size (1 − mean ω when ω is not a 0/1 correctness)."""
-    err = view["error_rate"] if view["error_rate"] is not None else 1.0 - view["mean_performance"]
-    return err * view["size"]
-
-
 def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, extras=False, short=None):
     """Per hard group of ``slicer``: thumbnails, twin thumbnails, size, error rate and sentences per method.
 
@@ -319,15 +313,14 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
                 (int(m.hard_clusters[i].sentences[0]) for m in exps.values() if len(m.hard_clusters[i].sentences)), None
             )
             view["member_order"], view["browse"] = order.tolist(), browse_view(run, order, top, view["anchor"], short)
-        view["risk"] = _risk(view)
         views.append(view)
     if extras:
         if run.group_order == "size":
             views.sort(key=lambda v: (-v["size"], v["index"]))
-        elif conf.get("status") == "done":
-            pass  # the run's order: confirmed first, by their lower bound on held-out images
-        else:
-            views.sort(key=lambda v: (-v["risk"], -v["size"], v["index"]))
+        else:  # the order the terminal and report.md show (lbee.run.text.group_order)
+            from ..run.text import group_order
+
+            views = [views[i] for i in group_order(first.hard_clusters, run.performance, conf)]
     return views
 
 

@@ -9,6 +9,27 @@ def _fmt(x):
     return "nan" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
 
 
+def group_order(hard_clusters, performance, conf=None):
+    """The order hard groups are shown in, everywhere (terminal, ``report.md``, the HTML report).
+
+    When the run's statements were confirmed on held-out images, the run's own order (confirmed groups first, by
+    the lower bound of their held-out error rate: `lbee.run.confirm`). Otherwise by harm, (1 − mean ω) × size,
+    the most harmful first: the failures before the groups of the least confident right images.
+
+    Returns
+    -------
+    list of int
+        Indices into ``hard_clusters``.
+    """
+    n = len(hard_clusters)
+    if conf and conf.get("status") == "done":
+        return list(range(n))
+    omega = np.asarray(performance, dtype=float)
+    sizes = [len(c.indices) for c in hard_clusters]
+    risk = [(1.0 - float(omega[np.asarray(c.indices)].mean())) * k if k else 0.0 for c, k in zip(hard_clusters, sizes)]
+    return sorted(range(n), key=lambda i: (-risk[i], -sizes[i], i))
+
+
 def render_markdown(result, metrics=None, n_examples=5):
     """``report.md``: per hard cluster its size, mean confidence, example images and each method's sentences."""
     exps = result.explanations
@@ -41,7 +62,8 @@ def render_markdown(result, metrics=None, n_examples=5):
         lines.append("")
     methods = list(exps)
     lines += ["## Hard clusters", ""]
-    for i, c in enumerate(first.hard_clusters):
+    for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
+        c = first.hard_clusters[i]
         idx = c.indices
         err = (
             1.0 - float(np.mean(result.performance[idx])) if set(np.unique(result.performance)) <= {0.0, 1.0} else None
@@ -121,7 +143,8 @@ def terminal_table(result, width=None):
     col = max(12, (_columns(width) - 16) // max(1, len(methods)) - 2)
     header = f"{'group':>6} {'size':>6}  " + "  ".join(f"{m:<{col}}" for m in methods)
     rows = [header, "-" * min(len(header), _columns(width))]
-    for i, c in enumerate(first.hard_clusters):
+    for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
+        c = first.hard_clusters[i]
         cells = [textwrap.wrap(str((exps[m].cluster_sentences(i) or [""])[0]), col) or [""] for m in methods]
         for line in range(max(len(x) for x in cells)):
             lead = f"{i:>6} {len(c.indices):>6}  " if line == 0 else " " * 15
@@ -139,7 +162,8 @@ def terminal_blocks(result, width=None):
     omega = np.asarray(result.performance, dtype=float)
     binary = np.isin(omega, (0.0, 1.0)).all()
     out = []
-    for i, c in enumerate(first.hard_clusters):
+    for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
+        c = first.hard_clusters[i]
         rate = (
             f", error rate {1 - omega[c.indices].mean():.2f}" if binary else f", mean ω {omega[c.indices].mean():.3f}"
         )
