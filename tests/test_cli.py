@@ -192,6 +192,12 @@ def test_describe_images_end_to_end_with_open_clip(tmp_path):
     assert "broken.png" in (tmp_path / "out" / "report.md").read_text()
     r = CliRunner().invoke(cli, args[:-6] + ["--strict", "--num-workers", "0"], obj={})
     assert r.exit_code == 1 and "broken.png" in r.output
+    # a new user's run, not quiet: random weights said once, by the banner (it was also a warning on stderr, and
+    # open_clip's root logger added "No pretrained weights loaded")
+    loud = [a for a in args if a != "-q"][:-1] + [str(tmp_path / "loud")]
+    r = CliRunner().invoke(cli, loud, obj={})
+    assert r.exit_code == 0, r.output
+    assert r.output.count("meaningless") == 1 and "No pretrained weights loaded" not in r.output, r.output
 
 
 def test_manifest_missing_column(tmp_path):

@@ -78,7 +78,7 @@ class OpenCLIPEncoder(Encoder):
         if self.pretrained and not _looks_like_path(self.pretrained):
             _check_weights_reachable(open_clip, self.model_name, self.pretrained)
         try:
-            with torch.random.fork_rng(devices=[]):
+            with torch.random.fork_rng(devices=[]), _asked_random(self.pretrained is None):
                 torch.manual_seed(seed)  # random weights are seeded: same seed, same weights, cache hits
                 model_obj, _, preprocess = open_clip.create_model_and_transforms(
                     self.model_name, pretrained=self.pretrained, device=self.device, precision=self.precision
@@ -224,3 +224,33 @@ def _make_open_clip(model=None, pretrained=None, **kwargs):
         kwargs.setdefault("seed", check_seed(int(seed or 0), "@random:SEED"))
         pretrained = None
     return OpenCLIPEncoder(model or DEFAULT_MODEL, pretrained, **kwargs)
+
+
+class _NoRandomWeightsNews(__import__("logging").Filter):
+    def filter(self, record):
+        return "No pretrained weights loaded" not in record.getMessage()
+
+
+def _asked_random(asked):
+    """Silence open_clip's "No pretrained weights loaded" (root logger) when random weights were asked for.
+
+    ``@random``: every report of the run carries lbee's banner saying so, in its own words.
+    """
+    import logging
+    from contextlib import contextmanager
+
+    @contextmanager
+    def quiet():
+        root, f = logging.getLogger(), _NoRandomWeightsNews()
+        if asked:
+            root.addFilter(f)
+            for h in root.handlers:
+                h.addFilter(f)
+        try:
+            yield
+        finally:
+            root.removeFilter(f)
+            for h in root.handlers:
+                h.removeFilter(f)
+
+    return quiet()

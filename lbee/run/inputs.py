@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .identity import is_random_spec
 from .models import encoder_caveat, load_encoder
 from .preflight import preflight
 from .scores import align_scores, model_scores, with_manifest_labels
@@ -241,7 +242,8 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
     else:
         from ..encoders.embedding import embed_images
 
-        if (caveat := encoder_caveat(ds.encoder, ds.images)) is not None:
+        # random weights: every report of the run carries the banner (lbee.run.identity), so no second warning
+        if (caveat := encoder_caveat(ds.encoder, ds.images)) is not None and not is_random_spec(ds.encoder):
             import warnings
 
             warnings.warn(caveat, UserWarning, stacklevel=2)
