@@ -213,3 +213,37 @@ def test_describe_on_the_demos_inputs_prints_no_warning_twice(demo_run, tmp_path
     assert "not writable" not in r.stderr and "WARNING:lbee" not in r.stderr
     # the missing image, said once: skipped (its predictions row is not also reported as matching no image)
     assert r.stderr.count("Skipped 1 unreadable image") == 1 and "match no image" not in r.stderr, r.stderr
+
+
+def test_progress_bars_show_on_a_terminal_that_reports_no_size():
+    """A new user's `lbee describe` under a pty nobody sized (`script`) drew no bar for a minute of embedding:
+    tqdm hides a bar past the terminal's height, and such a terminal has 0 lines. The bars run in a subprocess
+    whose stderr is such a pty, and the bar's text reaches it."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    code = (
+        "import time\n"
+        "from lbee.cli._base import bars_fit_the_terminal\n"
+        "bars_fit_the_terminal()\n"
+        "from tqdm.auto import tqdm\n"
+        "for _ in tqdm(range(3), desc='embedding images'): time.sleep(0.05)\n"
+    )
+    master, slave = pty.openpty()  # 0 columns, 0 lines
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], stderr=slave, cwd=REPO, timeout=60)
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0 and b"embedding images: 100%" in seen, seen

@@ -154,6 +154,25 @@ def cli(ctx, cache_dir, device, quiet, verbose, debug):
     ctx.ensure_object(dict)
     ctx.obj.update(cache_dir=cache_dir, device=device, progress=not quiet, debug=debug, verbose=verbose)
     setup_logging(verbose)
+    bars_fit_the_terminal()
+
+
+def bars_fit_the_terminal():
+    """Progress bars on a terminal that reports no size (a pty nobody sized, as ``script`` and some runners make).
+
+    tqdm hides a bar whose line is past the terminal's height, and such a terminal has 0 lines, so no bar was
+    drawn at all and a minute of embedding looked hung. It gets 100 x 24 instead.
+    """
+    import os
+    import sys
+
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno()) if sys.stderr.isatty() else None
+    except (OSError, ValueError, AttributeError):  # no real stderr (click's test runner)
+        return
+    if size is not None and (size.columns == 0 or size.lines == 0):
+        os.environ.setdefault("TQDM_NCOLS", "100")  # read by every tqdm bar (tqdm >= 4.66)
+        os.environ.setdefault("TQDM_NROWS", "24")
 
 
 #: The root group's options that every command also takes after its name (``lbee describe ... -q``).
