@@ -106,3 +106,20 @@ def test_corrupt_and_missing_images(random_clip, tmp_path):
     assert res.embeddings.shape[0] == 3 and len(res.failures) == 3
     with pytest.raises((ValueError, OSError)):
         embed_images(random_clip, allp, cache_dir=tmp_path / "c2", strict=True)
+
+
+def test_embedding_reports_its_progress_without_a_terminal(random_clip, tmp_path):
+    """A new user's `lbee submit` sat at "embedding images 0% (0 of 300)" for the whole embedding: a job has no
+    terminal, so its tqdm bar was disabled, and the count reported to the job was the disabled bar's (always 0)."""
+    from lbee.progress import listening
+
+    paths = []
+    for i in range(6):
+        p = tmp_path / f"{i}.png"
+        Image.fromarray(np.full((16, 16, 3), 40 * i, np.uint8)).save(p)
+        paths.append(str(p))
+    calls = []
+    with listening(lambda phase, done, total: calls.append((phase, done, total))):
+        embed_images(random_clip, paths, cache_dir=tmp_path / "c", batch_size=2, num_workers=0, progress=False)
+    counts = [done for phase, done, total in calls if phase == "embedding images"]
+    assert counts == [0, 2, 4, 6], calls

@@ -128,6 +128,7 @@ def embed_images(
             collate_fn=collate_images,
         )
         bar = tqdm(total=len(todo), desc="embedding images", unit="img", disable=not progress)
+        done = 0
         report("embedding images", 0, len(todo))
         try:
             for local_ids, batch, bad in loader:
@@ -144,8 +145,9 @@ def embed_images(
                     pending_e.append(emb)
                     if len(pending_h) >= FLUSH_EVERY:
                         flush()
+                done += len(local_ids) + len(bad)
                 bar.update(len(local_ids) + len(bad))
-                report("embedding images", bar.n, len(todo))
+                report("embedding images", done, len(todo))  # not bar.n: a disabled bar (no terminal) counts nothing
         finally:
             flush()  # keep what was computed, even on interruption
             bar.close()
