@@ -247,3 +247,18 @@ def test_progress_bars_show_on_a_terminal_that_reports_no_size():
     finally:
         os.close(master)
     assert proc.returncode == 0 and b"embedding images: 100%" in seen, seen
+
+
+def test_describe_says_when_its_groups_were_merged_into_one_hypothesis_per_failure(demo_run, tmp_path):
+    """A new user's `lbee describe --clusters 5` on the demo's inputs printed "3 hard groups" with no reason."""
+    out, _ = demo_run
+    inputs = out / "inputs"
+    args = ["describe", "--image-embeddings", str(inputs / "image_embeddings.npy"), "--sentence-embeddings"]
+    args += [str(inputs / "sentence_embeddings.npy"), "--sentences", str(inputs / "sentences.txt"), "--predictions"]
+    r = run([*args, str(inputs / "predictions.csv"), "--clusters", "5", "--out", str(tmp_path / "d")])
+    assert r.exit_code == 0, r.output
+    made = json.loads((tmp_path / "d" / "explanation.json").read_text())["params"]
+    assert made["n_slicer_groups"] == 5 and made["n_hard_clusters_formed"] < 5, made
+    said = " ".join(r.output.split())
+    assert f"5 hard groups from the clustering, merged into {made['n_hard_clusters_formed']} hypotheses" in said
+    assert "groups merged into one hypothesis per failure" in (tmp_path / "d" / "report.md").read_text()

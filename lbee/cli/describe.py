@@ -298,10 +298,9 @@ def describe(
         if banner:
             click.secho(banner, fg="red", bold=True)
         click.echo(header)
-        click.echo(
-            f"{p['n_images']} images: {p['n_hard']} hard, {p['n_easy']} easy; "
-            f"{len(result.explanations[settings.methods[0]].hard_clusters)} hard groups.\n"
-        )
+        from ..run.text import groups_line
+
+        click.echo(groups_line(p, len(result.explanations[settings.methods[0]].hard_clusters)) + "\n")
         click.echo(terminal_blocks(result))
         if result.failures:
             click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)

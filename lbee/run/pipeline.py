@@ -303,11 +303,13 @@ def record_clusters_formed(explanations, part):
     """
     from ..core.clustering import warn_cluster_notes
 
+    merged = getattr(part, "hypotheses_", None) is not None
     for e in explanations.values():
         e.params["n_hard_clusters_formed"] = len(e.hard_clusters)
         e.params["n_easy_clusters_formed"] = len(e.easy_clusters)
+        if merged:  # the slicer's groups became one hypothesis per failure: say how many it made
+            e.params["n_slicer_groups"] = len(part.slicer_groups_)
     if explanations:  # merged hypotheses: judge the slicer's groups, which --clusters made
-        merged = getattr(part, "hypotheses_", None) is not None
         sizes = [len(g) for g in part.slicer_groups_] if merged else None
         warn_cluster_notes(next(iter(explanations.values())), stacklevel=3, group_sizes=sizes)
 

@@ -47,7 +47,13 @@ def render_markdown(result, metrics=None, n_examples=5):
         *([f"- split: {result.extra['split_criterion']}"] if result.extra.get("split_criterion") else []),
         f"- sentence set: `{result.sentence_set}` ({len(result.sentences)} sentences)",
         f"- images: {p['n_images']} embedded ({p['n_hard']} hard, {p['n_easy']} easy), {len(result.failures)} skipped",
-        f"- a={p['a']}, clusters={_asked_formed(p, 'n_clusters', 'n_hard_clusters_formed')}, "
+        f"- a={p['a']}, clusters={_asked_formed(p, 'n_clusters', 'n_hard_clusters_formed')}"
+        + (
+            f" (the clustering's {p['n_slicer_groups']} groups merged into one hypothesis per failure)"
+            if p.get("n_slicer_groups") not in (None, p.get("n_hard_clusters_formed"))
+            else ""
+        )
+        + ", "
         f"easy clusters={_asked_formed(p, 'n_easy_clusters', 'n_easy_clusters_formed')}, k={p['k']}, "
         f"tau={p['tau']}",
         "",
@@ -244,6 +250,18 @@ def _group_test(conf, i):
         return None
     g = conf["groups"][i]
     return {**g, "statement": None if g["statement"] is None else conf["statements"][g["statement"]]}
+
+
+def groups_line(params, n_groups):
+    """``2000 images: 403 hard, 986 easy; 5 hard groups.``, saying so when the slicer's groups were merged."""
+    line = f"{params['n_images']} images: {params['n_hard']} hard, {params['n_easy']} easy; "
+    made = params.get("n_slicer_groups")
+    if made is not None and made != n_groups:
+        return line + (
+            f"{made} hard groups from the clustering, merged into {n_groups} hypotheses, one per failure (groups "
+            "that one description covers are pieces of one failure)."
+        )
+    return line + f"{n_groups} hard groups."
 
 
 def _asked_formed(params, asked, formed):
