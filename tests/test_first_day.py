@@ -262,3 +262,10 @@ def test_describe_says_when_its_groups_were_merged_into_one_hypothesis_per_failu
     said = " ".join(r.output.split())
     assert f"5 hard groups from the clustering, merged into {made['n_hard_clusters_formed']} hypotheses" in said
     assert "groups merged into one hypothesis per failure" in (tmp_path / "d" / "report.md").read_text()
+
+
+def test_the_demo_says_on_stdout_which_world_it_uses_and_why_the_first_was_set_aside(demo_run):
+    """A new user read "Generating a SpotCheck world (seed 0)" on stdout while seed 1 was used (stderr said why)."""
+    _, text = demo_run
+    assert "candidate world 1 (seed 0) was set aside: its classifier did not fail exactly in the blindspots" in text
+    assert "the demo uses candidate world 2 (seed 1)" in text

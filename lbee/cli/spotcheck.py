@@ -53,6 +53,14 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     )
     ec = make_ec(seed, log=step, train=True if retrain else "auto")
     v = ec.verification
+    for n, attempt in enumerate(v.get("attempts") or (), start=1):  # the story, on stdout: which world, and why
+        click.echo(
+            f"  candidate world {n} (seed {attempt['seed']}) was set aside: its classifier did not fail exactly in "
+            "the blindspots planted in it, so it could not test whether lbee names them (a world is kept only when "
+            "it does; details on stderr)"
+        )
+    if v.get("attempts"):
+        click.echo(f"  the demo uses candidate world {len(v['attempts']) + 1} (seed {ec.seed})")
     click.echo(
         f"  model accuracy outside the blindspots {v['accuracy_outside']:.2f}, inside "
         + ", ".join(f"{x:.2f}" for x in v["accuracy_inside"])
