@@ -70,7 +70,9 @@ def test_labels_lead_to_the_label_aware_split_and_the_planted_failures_all_land_
 
     # asked for explicitly, entropy is used even with labels, and the run says it was asked for
     r = _describe(p, "pred.csv", "entropy", "--confidence-from", "entropy")
-    assert "Split by the −entropy (asked for: confidence_from 'entropy')" in r.output
+    assert "Split by the −entropy (asked for: --confidence-from entropy, or confidence_from: entropy in a config)" in (
+        " ".join(r.output.split())
+    )
     assert not (pd.read_parquet(p / "entropy" / "assignments.parquet")["split"].to_numpy()[planted] == "hard").any()
 
 

@@ -61,11 +61,12 @@ def split_criterion(kind, has_labels, *, confidence_column=False):
     chosen = resolve_confidence(kind, has_labels)
     words = CONFIDENCE_WORDS[chosen]
     if kind != "auto":
-        return f"Split by the {words} (asked for: confidence_from {kind!r})."
+        return f"Split by the {words} (asked for: --confidence-from {kind}, or confidence_from: {kind} in a config)."
     if has_labels:
         return (
             f"Split by the {words}, because the predictions carry labels: every error, confident or not, "
-            "is hard (confidence_from 'entropy' splits by the model's uncertainty instead)."
+            "is hard (--confidence-from entropy, or confidence_from: entropy in a config, splits by the model's "
+            "uncertainty instead)."
         )
     return (
         f"Split by the model's {words} (its uncertainty), because the predictions carry no labels "
