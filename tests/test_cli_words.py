@@ -27,3 +27,13 @@ def test_help_is_in_words(path):
     assert result.exit_code == 0, result.output
     found = [word for word in JARGON if word in result.output]
     assert not found, f"lbee {' '.join(path)} --help says {found}"
+
+
+@pytest.mark.parametrize("path", [(), *_commands(cli)], ids=lambda p: " ".join(p) or "lbee")
+def test_every_option_says_what_it_does(path):
+    """A new user found --batch-size, serve --port and --log-level with no help at all."""
+    command = cli
+    for name in path:
+        command = command.commands[name]
+    bare = [p.opts[0] for p in command.params if isinstance(p, click.Option) and not p.hidden and not p.help]
+    assert not [o for o in bare if o not in ("-h", "--help")], f"lbee {' '.join(path)}: {bare} have no help"

@@ -38,7 +38,14 @@ def bench():
     callback=_levels,
     help="Encoder qualities: median atom ROC-AUCs of the simulated encoder.",
 )
-@click.option("--worlds", "n_worlds", type=click.IntRange(1, 1000), default=6, show_default=True)
+@click.option(
+    "--worlds",
+    "n_worlds",
+    type=click.IntRange(1, 1000),
+    default=6,
+    show_default=True,
+    help="Worlds per family and level.",
+)
 @click.option(
     "--first-seed",
     type=click.IntRange(0, 2**31),
@@ -48,7 +55,9 @@ def bench():
 )
 @click.option("--n", "n", type=click.IntRange(500, 1_000_000), default=10_000, show_default=True, help="Images.")
 @click.option("--failures", type=click.IntRange(1, 6), default=2, show_default=True, help="Planted per world.")
-@click.option("--clusters", type=click.IntRange(1, 100), default=15, show_default=True)
+@click.option(
+    "--clusters", type=click.IntRange(1, 100), default=15, show_default=True, help="Hard groups the clustering forms."
+)
 @click.option(
     "--out", type=click.Path(file_okay=False), default=None, help="Write worlds.csv, discovery.csv and worlds.md here."
 )

@@ -121,7 +121,13 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
     help="Also write report.html into --out: the same page as `lbee report` (no YAML needed).",
 )
 @click.option("--strict", is_flag=True, help="Fail on the first unreadable image instead of skipping it.")
-@click.option("--batch-size", type=click.IntRange(1, MAX_BATCH_SIZE), default=64, show_default=True)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, MAX_BATCH_SIZE),
+    default=64,
+    show_default=True,
+    help="Images per batch of the encoder (or the model); lower it when memory runs short.",
+)
 @click.option(
     "--num-workers",
     type=click.IntRange(0, MAX_NUM_WORKERS),

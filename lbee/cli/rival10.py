@@ -16,7 +16,13 @@ def rival10():
 
 @rival10.command("export")
 @click.argument("root", type=click.Path(exists=True, file_okay=False))
-@click.option("--split", type=click.Choice(["train", "test"]), default="test", show_default=True)
+@click.option(
+    "--split",
+    type=click.Choice(["train", "test"]),
+    default="test",
+    show_default=True,
+    help="The release's split to export.",
+)
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
 @click.option(
     "--class-map",

@@ -113,7 +113,7 @@ def _from_ec(ec_dir):
 @click.option(
     "--trials", type=click.IntRange(min=1), default=10, show_default=True, help="Noise draws per image and σ."
 )
-@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the noise trials.")
 @click.option(
     "--preprocess",
     type=click.Choice(["imagenet", "spotcheck"]),
@@ -121,7 +121,13 @@ def _from_ec(ec_dir):
     help="Geometry and normalisation [default: imagenet; spotcheck with --ec].",
 )
 @click.option("--image-size", type=click.IntRange(8, MAX_IMAGE_SIZE), default=None, help="Model input side [224 / 64].")
-@click.option("--batch-size", type=click.IntRange(1, MAX_BATCH_SIZE), default=64, show_default=True)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, MAX_BATCH_SIZE),
+    default=64,
+    show_default=True,
+    help="Images per batch of the classifier; lower it when memory runs short.",
+)
 @click.option(
     "--saliency",
     is_flag=True,
@@ -136,7 +142,12 @@ def _from_ec(ec_dir):
     help="Least-aligned images to print with --saliency.",
 )
 @click.option("--no-plots", is_flag=True, help="Skip rfs.png / irfs.png.")
-@click.option("--out", required=True, type=click.Path(file_okay=False))
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Folder for sensitivity.csv, summary.json and the plots.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace the outputs already in --out.")
 @click.pass_context
 def sensitivity(

@@ -42,7 +42,13 @@ db_option = click.option(
     show_default=True,
     help="Interface to listen on (put a reverse proxy in front rather than 0.0.0.0).",
 )
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port to listen on (0: any free one).",
+)
 @db_option
 @click.option(
     "--output",
@@ -96,6 +102,7 @@ db_option = click.option(
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
     show_default=True,
+    help="How much the server logs (uvicorn's and lbee's lines).",
 )
 @click.pass_context
 def serve(
@@ -117,8 +124,8 @@ def serve(
     """Start the lbee service (FastAPI under uvicorn): REST API at /v1, docs at /docs, run list at /.
 
     Every endpoint but /health needs a token: create one with
-    `lbee serve token create NAME --scope submit`. docs/service.md has the
-    limits, the job leases and the PostgreSQL set-up.
+    `lbee serve token create NAME --scope submit`. The service page of lbee's documentation (docs/service.md in
+    the source) has the limits, the job leases and the PostgreSQL set-up.
     """
     ctx.ensure_object(dict)
     ctx.obj["serve_db"] = db_url

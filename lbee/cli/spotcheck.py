@@ -21,9 +21,22 @@ from ._counterfactual import echo_counterfactuals
     show_default=True,
     help="The demo's own folder, refreshed whole on every run (unlike other outputs: no --overwrite needed).",
 )
-@click.option("--clusters", type=click.IntRange(1, MAX_CLUSTERS), default=15, show_default=True)
-@click.option("-k", "k", type=click.IntRange(1, MAX_K), default=3, show_default=True)
-@click.option("--a", "a", type=FloatRange(0, MAX_A), default=0.2, show_default=True)
+@click.option(
+    "--clusters",
+    type=click.IntRange(1, MAX_CLUSTERS),
+    default=15,
+    show_default=True,
+    help="Hard groups the clustering forms.",
+)
+@click.option("-k", "k", type=click.IntRange(1, MAX_K), default=3, show_default=True, help="Sentences kept per group.")
+@click.option(
+    "--a",
+    "a",
+    type=FloatRange(0, MAX_A),
+    default=0.2,
+    show_default=True,
+    help="Split margin in standard deviations of the confidence: hard below mean - a x std, easy above mean + a x std.",
+)
 @click.option(
     "--retrain", is_flag=True, help="Train the square classifier even where lbee ships it (seed 0's candidates)."
 )
@@ -240,8 +253,8 @@ def spotcheck():
 
 
 @spotcheck.command("generate")
-@click.option("--seed", type=SEED, default=0, show_default=True)
-@click.option("--out", type=click.Path(file_okay=False), required=True)
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the experimental configuration.")
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder for the EC.")
 @click.option(
     "--blindspots",
     "n_blindspots",
@@ -250,7 +263,13 @@ def spotcheck():
     help="Number of blindspots [default: 1-3 at random].",
 )
 @click.option("--rollable", "n_rollable", type=int, default=None, help="Rollable attributes [default: 6-8].")
-@click.option("--arch", type=click.Choice(["cnn", "resnet18"]), default="cnn", show_default=True)
+@click.option(
+    "--arch",
+    type=click.Choice(["cnn", "resnet18"]),
+    default="cnn",
+    show_default=True,
+    help="The square classifier's network.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an EC already in --out.")
 @click.pass_context
 def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch, overwrite):
@@ -286,9 +305,17 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch, overwrite
 
 
 @spotcheck.command("bench")
-@click.option("--n-ecs", type=click.IntRange(min=1), default=20, show_default=True)
-@click.option("--first-seed", type=SEED, default=0, show_default=True)
-@click.option("--out", type=click.Path(file_okay=False), default="lbee_out/bench", show_default=True)
+@click.option(
+    "--n-ecs", type=click.IntRange(1, 1000), default=20, show_default=True, help="Experimental configurations (worlds)."
+)
+@click.option("--first-seed", type=SEED, default=0, show_default=True, help="Seed of the first world.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="lbee_out/bench",
+    show_default=True,
+    help="Folder for bench.csv, bench.md and each world's results (a rerun resumes).",
+)
 @click.option(
     "--protocol",
     type=click.Choice(["paper", "lbee"]),
@@ -311,8 +338,16 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch, overwrite
     help="Extra training images inside the blindspots, as a fraction of train (a training aid; the "
     "test split stays uniform) [default: 0].",
 )
-@click.option("--epochs", type=click.IntRange(min=1), default=12, show_default=True)
-@click.option("--arch", type=click.Choice(["cnn", "resnet18"]), default="cnn", show_default=True)
+@click.option(
+    "--epochs", type=click.IntRange(1, 1000), default=12, show_default=True, help="Training epochs of each classifier."
+)
+@click.option(
+    "--arch",
+    type=click.Choice(["cnn", "resnet18"]),
+    default="cnn",
+    show_default=True,
+    help="The square classifier's network.",
+)
 @click.option(
     "--min-outside",
     type=FloatRange(0, 1),
@@ -433,7 +468,14 @@ def spotcheck_bench(
     type=click.Path(exists=True, dir_okay=False),
     help="(n, t) boolean .npy ground-truth partitions of the evaluation set.",
 )
-@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "-k",
+    "k",
+    type=click.IntRange(1, 100_000),
+    default=10,
+    show_default=True,
+    help="Images ranked per prototype (precision at k).",
+)
 def prototype_precision(explanation, embeddings, partitions, k):
     """Precision at K of another image set matched to an explanation's groups (the LBEE paper's appendix B).
 

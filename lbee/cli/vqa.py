@@ -23,7 +23,14 @@ from ._base import LbeeError, check_writable_folder, cli, fail, ray_options, req
 @click.option(
     "--backend", default="llava+blip", show_default=True, help="Backends joined by '+': llava, blip, ofa, metadata."
 )
-@click.option("--combine", "how", type=click.Choice(["and", "or", "majority"]), default="and", show_default=True)
+@click.option(
+    "--combine",
+    "how",
+    type=click.Choice(["and", "or", "majority"]),
+    default="and",
+    show_default=True,
+    help="How the answers of several questions about one sentence make its relevance.",
+)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -45,8 +52,20 @@ from ._base import LbeeError, check_writable_folder, cli, fail, ray_options, req
     type=click.Path(exists=True, dir_okay=False),
     help="Long-form table (image, sentence, relevant) for the 'metadata' backend.",
 )
-@click.option("--scoring", type=click.Choice(["logits", "generate"]), default="logits", show_default=True)
-@click.option("--batch-size", type=click.IntRange(1, MAX_BATCH_SIZE), default=8, show_default=True)
+@click.option(
+    "--scoring",
+    type=click.Choice(["logits", "generate"]),
+    default="logits",
+    show_default=True,
+    help="Read yes / no from the answer's first-token logits, or from generated text.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, MAX_BATCH_SIZE),
+    default=8,
+    show_default=True,
+    help="Questions per batch of the VQA model; lower it when memory runs short.",
+)
 @ray_options("VQA models")
 @click.pass_context
 def vqa(
