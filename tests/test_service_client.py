@@ -122,3 +122,22 @@ def test_the_client_speaks_http_only(url):
     """Sixth sweep M2: `lbee submit --url file:///...` had urllib open a local file."""
     with pytest.raises(ValueError, match="expected http://HOST:PORT"):
         Client(url)
+
+
+def test_a_jobs_python_warning_is_one_line_of_the_server_log_and_one_of_the_jobs(caplog, capsys, tmp_path):
+    """A new user's server log carried `.../lbee/run/inputs.py:332: UserWarning: ...` and its source line."""
+    import logging
+    import warnings
+    from types import SimpleNamespace
+
+    from lbee.service.job_warnings import job_warnings
+
+    lines = []
+    settings = SimpleNamespace(root=tmp_path, output=tmp_path / "out", cache_dir=tmp_path / "cache")
+    with caplog.at_level(logging.WARNING, logger="py.warnings"), warnings.catch_warnings():
+        warnings.simplefilter("always")
+        with job_warnings(lines, settings):
+            warnings.warn("rows of a table match no image", UserWarning, stacklevel=1)
+    assert lines == ["warning: rows of a table match no image"]
+    assert [r.getMessage() for r in caplog.records if r.name == "py.warnings"] == ["rows of a table match no image"]
+    assert "UserWarning" not in capsys.readouterr().err

@@ -114,12 +114,18 @@ class LbeeGroup(click.Group):
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except USER_ERRORS as exc:
+            from ..extras import MissingExtraError
+
             if (ctx.obj or {}).get("debug"):
                 raise
+            if isinstance(exc, MissingExtraError):  # its message is the pip command: nothing to debug
+                raise LbeeError(str(exc)) from None
             if isinstance(exc, OSError) and exc.filename:
                 msg = f"{exc.strerror or exc}: {exc.filename}"
             elif isinstance(exc, (ValueError, KeyError)):
                 msg = str(exc).strip("'\"")
+            elif isinstance(exc, ImportError):
+                msg = f"a package lbee needs could not be imported: {exc}"
             else:
                 msg = f"{type(exc).__name__}: {exc}"
             raise LbeeError(msg + " (run with --debug for the traceback)") from None

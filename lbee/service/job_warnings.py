@@ -52,7 +52,8 @@ def job_warnings(lines, settings):
 
     def show(message, category, filename, lineno, file=None, line=None):
         lines.append("warning: " + entry_advice(redact_paths(str(message), settings)))
-        shown(message, category, filename, lineno, file, line)
+        # the server's log: one line with its timestamp, as every other record (not Python's source line)
+        logging.getLogger("py.warnings").warning("%s", message)
 
     warnings.showwarning = show
     try:

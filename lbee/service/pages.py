@@ -152,5 +152,13 @@ def random_weight_runs(runs, entries):
             specs.setdefault(spec, []).append(r["id"])
     if not specs:
         return None
-    which = "; ".join(f"run(s) {', '.join(map(str, ids))}: {spec}" for spec, ids in specs.items())
-    return f"{RANDOM_WEIGHTS_BANNER.format(encoder=', '.join(specs))} ({which})"
+
+    def runs_of(ids):
+        return f"run {ids[0]}" if len(ids) == 1 else f"runs {', '.join(map(str, ids[:-1]))} and {ids[-1]}"
+
+    which = "; ".join(f"{runs_of(ids)}: {spec}" for spec, ids in specs.items())
+    if len(specs) == 1:
+        return f"{RANDOM_WEIGHTS_BANNER.format(encoder=next(iter(specs)))} ({which})"
+    # several encoders: the banner's sentence is about one; said for each in the list that follows
+    text = RANDOM_WEIGHTS_BANNER.format(encoder="of each run below")
+    return f"{text} ({which})"
