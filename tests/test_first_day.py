@@ -271,3 +271,20 @@ def test_the_demo_says_on_stdout_which_world_it_uses_and_why_the_first_was_set_a
     _, text = demo_run
     assert "candidate world 1 (seed 0) was set aside: its classifier did not fail exactly in the blindspots" in text
     assert "the demo uses candidate world 2 (seed 1)" in text
+
+
+def test_describe_with_relevance_scores_the_run_and_marks_where_each_statement_holds(demo_run, tmp_path):
+    """A new user could not see "statement holds" marks from `lbee describe --html`: --relevance was per-class
+    only. Whole-dataset runs are now scored too (the terminal, metrics.csv / .json) and the browser marks holds."""
+    out, _ = demo_run
+    inputs = out / "inputs"
+    args = ["describe", "--image-embeddings", str(inputs / "image_embeddings.npy"), "--sentence-embeddings"]
+    args += [str(inputs / "sentence_embeddings.npy"), "--sentences", str(inputs / "sentences.txt"), "--predictions"]
+    args += [str(inputs / "predictions.csv"), "--relevance", str(inputs / "relevance.npy"), "--html"]
+    r = run([*args, "--out", str(tmp_path / "d")])
+    assert r.exit_code == 0, r.output
+    assert "Scored against --relevance (o = 0.2):" in r.output
+    metrics = pd.read_csv(tmp_path / "d" / "metrics.csv")
+    assert set(metrics["method"]) >= {"compose", "tops"} and metrics[["AHR", "ACR", "TPR", "JI"]].notna().all().all()
+    table = pd.read_parquet(tmp_path / "d" / "images.parquet")
+    assert table.loc[table["split"] == "hard", "holds"].notna().all()

@@ -99,7 +99,8 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
 @click.option(
     "--relevance",
     type=click.Path(exists=True, dir_okay=False),
-    help="Per class: which sentences are true of which images (as for `lbee evaluate`), to score every class.",
+    help="Which sentences are true of which images (as for `lbee evaluate`): the run is scored (AHR, ACR, TPR, JI) "
+    "and the report's image browser marks where each group's sentence holds; with --per-class, every class.",
 )
 @click.option("--jobs", type=int, default=1, show_default=True, help="Per class: worker processes (-1 = all cores).")
 @click.option(
@@ -198,8 +199,8 @@ def describe(
         )
     if per_class and task == "segmentation":
         raise click.UsageError("--per-class is for classification.")
-    if (relevance or jobs != 1) and not per_class:
-        raise click.UsageError("--relevance and --jobs belong to --per-class (use `lbee evaluate` otherwise).")
+    if jobs != 1 and not per_class:
+        raise click.UsageError("--jobs belongs to --per-class.")
     if image_embeddings:
         if task == "segmentation":
             raise click.UsageError(
@@ -265,6 +266,7 @@ def describe(
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
         fail(exc)
+    metrics = _metrics(run, settings) if run.per_class is None and run.relevance is not None else []
     folders = []
     if out:
         from ..run.outputs import staged_run_folder
@@ -274,6 +276,11 @@ def describe(
                 folders = [Path(out) / Path(f).relative_to(stage) for f in write_run(run, stage)]
                 if html:
                     _write_html(ctx, run, ds, model, stage)
+                if metrics:  # the same files as a `lbee report` page's
+                    from ..io.cache import atomic_write_bytes, json_bytes
+
+                    atomic_write_bytes(stage / "metrics.csv", _metrics_csv(metrics))
+                    atomic_write_bytes(stage / "metrics.json", json_bytes(metrics))
         except OSError as exc:
             raise LbeeError(f"Cannot write the outputs into {out!r}: {exc.strerror or exc}.") from None
         if html:
@@ -308,13 +315,18 @@ def describe(
 
         click.echo(groups_line(p, len(result.explanations[settings.methods[0]].hard_clusters)) + "\n")
         click.echo(terminal_blocks(result))
+        if metrics:
+            click.echo(f"\nScored against --relevance (o = {settings.o:g}):")
+            click.echo(f"  {'method':<9} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}")
+            for r in metrics:
+                click.echo(f"  {r['method']:<9} " + " ".join(f"{r[k]:>6.3f}" for k in ("AHR", "ACR", "TPR", "JI")))
         if result.failures:
             click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)
     if out:
         files = (
             "per_class.json, per_class_metrics.csv, per_class_summary.csv"
             if run.per_class is not None
-            else "explanation.json, assignments.parquet, report.md"
+            else "explanation.json, assignments.parquet, report.md" + (", metrics.csv, metrics.json" if metrics else "")
         )
         click.echo(
             f"\nWrote {files} into {folders[0]}"
@@ -322,6 +334,21 @@ def describe(
         )
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
+
+
+def _metrics(run, settings):
+    """AHR / ACR / TPR / JI of each method of the main slicer against the run's Γ (S* once), one row each."""
+    from ..core.evaluation import failure_sentences, score_explanation
+
+    result = run.main
+    star = set(failure_sentences(run.relevance, result.performance, settings.o).tolist())
+    return [{"method": m, **score_explanation(e, run.relevance, star)} for m, e in result.explanations.items()]
+
+
+def _metrics_csv(rows):
+    import pandas as pd
+
+    return pd.DataFrame(rows).to_csv(index=False).encode()
 
 
 def _write_html(ctx, run, ds, model, out):
