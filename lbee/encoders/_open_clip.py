@@ -160,10 +160,20 @@ def _missing_weights(model, tag):
         f"The weights of open_clip {model}@{tag} are not in the local cache and "
         + ("HF_HUB_OFFLINE is set" if _offline() else "huggingface.co cannot be reached")
         + ". Either:\n"
-        f"  --encoder 'open_clip:{model}@/path/to/open_clip_pytorch_model.bin'   (a local checkpoint file)\n"
-        "  --encoder spotcheck                                  (the offline encoder of the synthetic world)\n"
-        f"  --encoder 'open_clip:{model}@random'                  (seeded random weights, to try the pipeline)"
+        + _aligned(
+            [
+                (f"--encoder 'open_clip:{model}@/path/to/open_clip_pytorch_model.bin'", "a local checkpoint file"),
+                ("--encoder spotcheck", "the offline encoder of the synthetic world"),
+                (f"--encoder 'open_clip:{model}@random'", "seeded random weights, to try the pipeline"),
+            ]
+        )
     )
+
+
+def _aligned(rows):
+    """``  command   (why)`` lines, the reasons in one column."""
+    width = max(len(command) for command, _ in rows)
+    return "\n".join(f"  {command:<{width}}   ({why})" for command, why in rows)
 
 
 def weights_in_hub_cache(repo):
