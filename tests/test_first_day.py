@@ -188,6 +188,8 @@ def test_a_library_logging_through_the_root_logger_does_not_print_lbee_warnings_
     r = _python(code)
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("once, please") == 1 and "WARNING:lbee" not in r.stderr, r.stderr
+    # and said as Python's warnings are (a new user's "rows match no image" had no prefix): one "Warning:" line
+    assert "Warning: once, please" in r.stderr, r.stderr
 
 
 def test_describe_on_the_demos_inputs_prints_no_warning_twice(demo_run, tmp_path):

@@ -245,11 +245,25 @@ def setup_logging(verbose=False):
     import logging
     import warnings
 
+    def wrapped(text):
+        import shutil
+        import textwrap
+
+        width = max(40, shutil.get_terminal_size((100, 24)).columns)  # $COLUMNS, else the terminal
+        lines = text.split("\n")  # a message laid out in lines (a list of commands) keeps them
+        first = textwrap.fill(
+            lines[0], width=width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        )
+        return "\n".join([first, *lines[1:]])
+
     class EchoHandler(logging.Handler):
-        """Writes to the current stderr at each record (click's test runner swaps it)."""
+        """Writes to the current stderr at each record (click's test runner swaps it); a warning as Python's are."""
 
         def emit(self, record):
-            click.echo(self.format(record), err=True)
+            text = self.format(record)
+            if record.levelno >= logging.WARNING and not verbose:
+                text = wrapped(f"Warning: {text}")
+            click.echo(text, err=True)
 
     class OthersHandler(EchoHandler):
         """The root logger's handler: other libraries' records (lbee's are written by the ``lbee`` logger's).
@@ -281,20 +295,7 @@ def setup_logging(verbose=False):
         def show(message, category, filename, lineno, file=None, line=None):
             if issubclass(category, (DeprecationWarning, FutureWarning)):
                 return  # library internals, not the user's input
-            import shutil
-            import textwrap
-
-            width = max(40, shutil.get_terminal_size((100, 24)).columns)  # $COLUMNS, else the terminal
-            click.echo(
-                textwrap.fill(
-                    f"Warning: {message}",
-                    width=width,
-                    subsequent_indent="  ",
-                    break_long_words=False,
-                    break_on_hyphens=False,
-                ),
-                err=True,
-            )
+            click.echo(wrapped(f"Warning: {message}"), err=True)
 
         warnings.showwarning = show
 
