@@ -153,3 +153,16 @@ def test_no_page_cites_internal_documents(site):
             if phrase in text:
                 found.append(f"{page.relative_to(site)}: {phrase!r}")
     assert not found, found
+
+
+def test_signatures_show_default_values_not_constant_names(site):
+    """A new user read `a=DEFAULT_A, k=DEFAULT_K, ward=DEFAULT_WARD` in the API pages' signatures: names a reader
+    cannot look up. docs/griffe_real_defaults.py shows the values (the constants stay the one place in the code)."""
+    page = _text((site / "api" / "lbee.html").read_text(encoding="utf-8"))
+    start = page.index("explain(")
+    signature = page[start : page.index(")", start)]
+    assert "a=0.2" in signature and "k=3" in signature and 'ward="auto"' in signature.replace("'", '"'), signature
+    assert "DEFAULT_" not in signature
+    spotcheck = _text((site / "api" / "spotcheck.html").read_text(encoding="utf-8"))
+    at = spotcheck.find("DEFAULT_GATE[")
+    assert at < 0 and re.search(r"min_outside=0\.\d+,", spotcheck), spotcheck[max(0, at - 300) : at + 100]

@@ -257,7 +257,7 @@ def explain_per_class(
         Predicted probabilities; needed for ``split='probability'``.
     split : {'errors', 'probability'}, default='errors'
         How each class is split (see [`class_splits`][lbee.analyses.per_class.class_splits]).
-    methods : sequence of str, default=lbee.core.selection.METHODS
+    methods : sequence of str, default=('tops', 'setdiff', 'pdiff', 'fpdiff', 'domino')
         The describers (all of them by default).
     n_clusters : int, default=5
         Hard clusters per class (the paper's per-class default).
@@ -265,7 +265,7 @@ def explain_per_class(
         As in [`lbee.explain`][lbee.explain].
     k : int, default=3
         Sentences kept per hard cluster.
-    tau : float, default=lbee.core.selection.CLIP_TAU
+    tau : float, default=0.25
         Similarity threshold of SetDiff / FPDiff (the CLIP value by default).
     a : float, default=0.2
         Margin of the probability split.

@@ -77,19 +77,19 @@ def sensitivity_sweep(
         Cluster counts to try (as many easy clusters as hard ones); an empty sequence skips that sweep.
     o : sequence of float, default=(0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
         Severities to try; an empty sequence skips that sweep.
-    methods : sequence of str, default=lbee.core.selection.METHODS
+    methods : sequence of str, default=('tops', 'setdiff', 'pdiff', 'fpdiff', 'domino')
         The describers (all of them by default).
     k : int, default=3
         Sentences per cluster while another parameter varies.
     n_clusters : int, default=15
         Clusters while another parameter varies.
-    tau : float, default=lbee.core.selection.CLIP_TAU
+    tau : float, default=0.25
         Similarity threshold of SetDiff / FPDiff (the CLIP value by default).
     a : float, default=0.2
         Split margin in standard deviations of φ.
     o_default : float, default=0.2
         Severity while another parameter varies.
-    ward : str, default=lbee.core.clustering.DEFAULT_WARD
+    ward : str, default='auto'
         As in [`lbee.explain`][lbee.explain].
 
     Returns

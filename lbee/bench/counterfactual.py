@@ -47,7 +47,7 @@ def hypothesis_checks(ec, analysis, *, method="compose", n_images=N_COUNTERFACTU
         The world ``analysis`` was made on.
     analysis : ECAnalysis
     method : str, default='compose'
-    n_images : int, default=N_COUNTERFACTUAL
+    n_images : int, default=200
     random_state : int, default=0
 
     Returns

@@ -66,7 +66,7 @@ def held_out(strata: ArrayLike, fraction: float, seed: int = CONFIRM_SEED) -> Bo
         A stratum per image (hard / easy / neutral).
     fraction : float
         In [0, 1); each stratum of m images gives round(fraction · m) of them.
-    seed : int, default=CONFIRM_SEED
+    seed : int, default=0
 
     Returns
     -------

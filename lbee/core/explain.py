@@ -250,7 +250,7 @@ def explain(
         groups, most important first. The easy side is always Ward-clustered.
     sentences : list of str of length N, optional
         Sentence texts, kept for readable output.
-    ward : str, default=lbee.core.clustering.DEFAULT_WARD
+    ward : str, default='auto'
         The Ward variant, one of ``lbee.core.clustering.WARD_METHODS`` (see
         `lbee.core.clustering.ward_labels`).
     data : pandas.DataFrame, optional

@@ -111,12 +111,12 @@ class RunSettings:
         the CLIP value ``CLIP_TAU`` ([`resolved_tau`][lbee.RunSettings.resolved_tau]).
     o : float, default=0.2
         Severity of the failure sentences, β = o·std(ω).
-    methods : tuple of str, default=lbee.core.selection.METHODS
+    methods : tuple of str, default=('tops', 'setdiff', 'pdiff', 'fpdiff', 'domino')
         The describers (all of them but 'compose').
     slicers : tuple, default=('ward',)
         Slicer names of ``lbee.slicers.SLICERS``; in YAML an entry may also be
         ``{name: {options}}``. The first one is the main result.
-    ward : str, default=lbee.core.clustering.DEFAULT_WARD
+    ward : str, default='auto'
     confidence_from : {'auto', 'entropy', 'max', 'true_class'}, default='auto'
         How φ is derived from class probabilities: 'auto' is the probability
         of the true class when the predictions carry labels (every error is
@@ -132,7 +132,7 @@ class RunSettings:
     per_class : str or None, default=None
         'errors' or 'probability': analyse each class separately, with the ImageNet error split or the
         NICO++ probability split.
-    confirm : float, default=lbee.core.confirmation.DEFAULT_CONFIRM_FRACTION
+    confirm : float, default=0.3
         Share of the images held out (stratified, seeded) to test every
         statement on (`lbee.run.confirm`); 0 turns it off. Skipped,
         and said so, below ``MIN_CONFIRM_IMAGES`` images.

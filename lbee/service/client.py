@@ -156,7 +156,7 @@ class Client:
 
         Parameters
         ----------
-        poll : float, default=POLL_SECONDS
+        poll : float, default=1.0
         timeout : float, optional
             Give up (``TimeoutError``) after this many seconds; the job goes on.
         on_progress : callable, optional

@@ -16,7 +16,7 @@ def job_listener(write, every=PROGRESS_EVERY, clock=time.monotonic):
     write : callable
         ``write(phase=str, fraction=float or None, progress=str)``: the job's heartbeat with these values (it
         raises to stop the job when a cancel came).
-    every : float, default=PROGRESS_EVERY
+    every : float, default=1.0
         Within a phase, at most one write per ``every`` seconds, and the phase's last step (done = total).
     """
     last = {"phase": None, "at": 0.0}

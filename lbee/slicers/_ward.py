@@ -20,7 +20,7 @@ class WardSlicer(BaseSlicer):
     n_clusters : int, default=15
         Clusters asked for; Ward forms ``min(n_clusters, n_hard)``, with a
         `lbee.core.clustering.ClusterCountWarning` when it is fewer.
-    ward : str, default=lbee.core.clustering.DEFAULT_WARD
+    ward : str, default='auto'
         The Ward variant, one of ``lbee.core.clustering.WARD_METHODS``.
     a : float, default=0.2
         Split margin used when [`fit`][lbee.slicers.WardSlicer.fit] is given ``confidence`` only.

@@ -271,7 +271,7 @@ def counterfactual_check(ec, conditions, *, statement=None, n_images=N_COUNTERFA
         square).
     statement : str, optional
         The statement's words; default: the grammar's sentence for ``conditions``.
-    n_images : int, default=N_COUNTERFACTUAL
+    n_images : int, default=200
         Renders for the statement and for each variant.
     random_state : int, default=0
         Seeds the renders: the same state gives the same images and accuracies.
