@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from pathlib import Path
 
@@ -236,7 +237,9 @@ def _make_open_clip(model=None, pretrained=None, **kwargs):
     return OpenCLIPEncoder(model or DEFAULT_MODEL, pretrained, **kwargs)
 
 
-class _NoRandomWeightsNews(__import__("logging").Filter):
+class _NoRandomWeightsNews(logging.Filter):
+    """Drops open_clip's record that the weights are random (``_asked_random``)."""
+
     def filter(self, record):
         return "No pretrained weights loaded" not in record.getMessage()
 
@@ -246,7 +249,6 @@ def _asked_random(asked):
 
     ``@random``: every report of the run carries lbee's banner saying so, in its own words.
     """
-    import logging
     from contextlib import contextmanager
 
     @contextmanager
