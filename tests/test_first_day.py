@@ -290,3 +290,16 @@ def test_describe_with_relevance_scores_the_run_and_marks_where_each_statement_h
     assert set(metrics["method"]) >= {"compose", "tops"} and metrics[["AHR", "ACR", "TPR", "JI"]].notna().all().all()
     table = pd.read_parquet(tmp_path / "d" / "images.parquet")
     assert table.loc[table["split"] == "hard", "holds"].notna().all()
+
+
+def test_the_demo_says_what_its_numbers_mean(demo_run):
+    """A new user met AHR, ACR, TPR, JI, DR, FDR and "the EC" in the demo's output with no word on what they are."""
+    _, text = demo_run
+    for words in (
+        "AHR: share of each group's sentences",
+        "TPR: share of the failure sentences found",
+        "DR: share of the true blindspots a cluster covers",
+        "FDR: share of clusters that cover no",
+    ):
+        assert words in text, words
+    assert "the EC" not in text

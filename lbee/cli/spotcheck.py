@@ -101,7 +101,14 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
             f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
             f"{analysis.description_score[m]:.2f}"
         )
+    click.echo(
+        "  (AHR: share of each group's sentences that are failure sentences (true where the model fails);\n"
+        "   ACR: how much of its group each sentence is true of; TPR: share of the failure sentences found;\n"
+        "   JI: overlap of the sentences found with the failure sentences; description score: whether the\n"
+        "   sentences for a found blindspot state its conditions and are true of it. 1 is best for all.)"
+    )
     click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+    click.echo("  (DR: share of the true blindspots a cluster covers; FDR: share of clusters that cover no blindspot)")
     _echo_named_blindspots(ec, analysis)
     if ctx.obj["progress"]:
         step("counterfactual check: fresh renders for each hypothesis's statement and its one-condition variants ...")
@@ -126,7 +133,8 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
         write_images_table(page, stage)  # every image with its group, for `lbee serve` and `lbee export spotlight`
     click.echo(
         f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
-        f"in {out}/inputs and the EC in {ec_dir} ({time.perf_counter() - t0:.0f} s)."
+        f"in {out}/inputs and the world (its images, blindspots and classifier) in {ec_dir} "
+        f"({time.perf_counter() - t0:.0f} s)."
     )
     i = f"{out}/inputs"
     click.echo(
