@@ -38,6 +38,19 @@ class FloatRange(click.FloatRange):
         return number
 
 
+def batch_size_option(default, what):
+    """``--batch-size``: ``what`` per batch, in [1, MAX_BATCH_SIZE]; one definition for every command."""
+    from ..run.limits import MAX_BATCH_SIZE
+
+    return click.option(
+        "--batch-size",
+        type=click.IntRange(1, MAX_BATCH_SIZE),
+        default=default,
+        show_default=True,
+        help=f"{what} per batch; lower it when memory runs short.",
+    )
+
+
 def check_number_options(command, args):
     """Refuse a numeric option's value that is not ASCII decimal, before click converts it.
 

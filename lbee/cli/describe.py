@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from ..run.limits import MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_NUM_CLASSES, MAX_NUM_WORKERS
+from ..run.limits import MAX_IMAGE_SIZE, MAX_NUM_CLASSES, MAX_NUM_WORKERS
 from ..run.settings_cli import as_cli_message, settings_from_options, settings_options
-from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fail, require_extra
+from ._base import LbeeError, batch_size_option, check_encoder_spec, check_writable_folder, cli, fail, require_extra
 
 
 @cli.command()
@@ -122,13 +122,7 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
     help="Also write report.html into --out: the same page as `lbee report` (no YAML needed).",
 )
 @click.option("--strict", is_flag=True, help="Fail on the first unreadable image instead of skipping it.")
-@click.option(
-    "--batch-size",
-    type=click.IntRange(1, MAX_BATCH_SIZE),
-    default=64,
-    show_default=True,
-    help="Images per batch of the encoder (or the model); lower it when memory runs short.",
-)
+@batch_size_option(64, "Images of the encoder (or the model)")
 @click.option(
     "--num-workers",
     type=click.IntRange(0, MAX_NUM_WORKERS),

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..run.limits import MAX_BATCH_SIZE
-from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fail, log, ray_options
+from ._base import LbeeError, batch_size_option, check_encoder_spec, check_writable_folder, cli, fail, log, ray_options
 
 
 @cli.command("embed")
@@ -26,13 +25,7 @@ from ._base import LbeeError, check_encoder_spec, check_writable_folder, cli, fa
     help="Encoder spec, e.g. open_clip:ViT-B-32@laion2b_s34b_b79k or spotcheck.",
 )
 @ray_options("encoders")
-@click.option(
-    "--batch-size",
-    type=click.IntRange(1, MAX_BATCH_SIZE),
-    default=64,
-    show_default=True,
-    help="Images per batch of the encoder; lower it when memory runs short.",
-)
+@batch_size_option(64, "Images of the encoder")
 @click.option("--chunk-size", type=click.IntRange(min=1), default=1024, show_default=True, help="Images per Ray task.")
 @click.option(
     "--out",

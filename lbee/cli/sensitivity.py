@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..run.limits import MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_NUM_CLASSES
-from ._base import SEED, LbeeError, check_writable_folder, cli, fail, log
+from ..run.limits import MAX_IMAGE_SIZE, MAX_NUM_CLASSES
+from ._base import SEED, LbeeError, batch_size_option, check_writable_folder, cli, fail, log
 
 
 def _sigmas(value):
@@ -121,13 +121,7 @@ def _from_ec(ec_dir):
     help="Geometry and normalisation [default: imagenet; spotcheck with --ec].",
 )
 @click.option("--image-size", type=click.IntRange(8, MAX_IMAGE_SIZE), default=None, help="Model input side [224 / 64].")
-@click.option(
-    "--batch-size",
-    type=click.IntRange(1, MAX_BATCH_SIZE),
-    default=64,
-    show_default=True,
-    help="Images per batch of the classifier; lower it when memory runs short.",
-)
+@batch_size_option(64, "Images of the classifier")
 @click.option(
     "--saliency",
     is_flag=True,

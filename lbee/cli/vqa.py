@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..run.limits import MAX_BATCH_SIZE
-from ._base import LbeeError, check_writable_folder, cli, fail, ray_options, require_extra
+from ._base import LbeeError, batch_size_option, check_writable_folder, cli, fail, ray_options, require_extra
 
 
 @cli.group(invoke_without_command=True)
@@ -59,13 +58,7 @@ from ._base import LbeeError, check_writable_folder, cli, fail, ray_options, req
     show_default=True,
     help="Read yes / no from the answer's first-token logits, or from generated text.",
 )
-@click.option(
-    "--batch-size",
-    type=click.IntRange(1, MAX_BATCH_SIZE),
-    default=8,
-    show_default=True,
-    help="Questions per batch of the VQA model; lower it when memory runs short.",
-)
+@batch_size_option(8, "Questions to the VQA model")
 @ray_options("VQA models")
 @click.pass_context
 def vqa(
