@@ -665,3 +665,28 @@ def test_two_row_ids_files_that_disagree_are_refused(embedded):
     r = _describe_embedded(embedded, ids, ["--overwrite"])
     said = " ".join(r.output.split())
     assert r.exit_code == 1 and "two row ids files that disagree, embeddings.ids.txt and ids.txt" in said, said
+
+
+def test_embeddings_of_same_named_images_from_another_folder_are_refused(embedded):
+    """Sixth sweep W4: `lbee embed data/val`, then predictions naming data/test/0000N.png (same file names, other
+    images): ids.txt's bare names matched by their end and the val embeddings were used for the test images."""
+    import json
+    import shutil
+
+    from PIL import Image
+
+    p = embedded
+    prov = json.loads((p / "emb" / "embeddings.provenance.json").read_text())
+    assert prov["images_folder"] == str((p / "imgs").resolve())
+    ids = (p / "emb" / "ids.txt").read_text().splitlines()
+    other = p / "test"
+    other.mkdir()
+    for name in ids:  # the same names, other pictures
+        Image.fromarray(np.full((4, 4, 3), 7, np.uint8)).save(other / name)
+    r = _describe_embedded(p, [str(other / i) for i in ids])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and "row 1 was embedded from" in said and "another image (the two files differ)" in said
+    copy = p / "copy"
+    shutil.copytree(p / "imgs", copy)  # the same pictures in another folder: the same images
+    assert _describe_embedded(p, [str(copy / i) for i in ids], ["--overwrite"]).exit_code == 0
+    assert _describe_embedded(p, [f"/data/imgs/{i}" for i in ids], ["--overwrite"]).exit_code == 0  # unreadable

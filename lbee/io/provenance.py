@@ -67,7 +67,16 @@ def encoder_tau(encoder):
 
 
 def make_provenance(
-    kind, array, *, encoder=None, identity=None, spec=None, tau=None, sentences=None, sentence_set=None
+    kind,
+    array,
+    *,
+    encoder=None,
+    identity=None,
+    spec=None,
+    tau=None,
+    sentences=None,
+    sentence_set=None,
+    images_folder=None,
 ):
     """The provenance record of an embeddings array.
 
@@ -87,6 +96,9 @@ def make_provenance(
         Sentence embeddings: the sentences, in row order (their digest is stored).
     sentence_set : str, optional
         The sentence set's name.
+    images_folder : path-like, optional
+        Image embeddings: the folder the images were found in (``ids.txt`` names them relative to it), recorded
+        absolute so that a reader can tell these images from same-named ones elsewhere (`check_row_ids`).
     """
     from .cache import sentence_list_key
 
@@ -124,6 +136,10 @@ def make_provenance(
         record.update(
             sentence_set=sentence_set, n_sentences=len(sentences), sentences_sha256=sentence_list_key(sentences)
         )
+    if kind == "image_embeddings" and images_folder is not None:
+        from pathlib import Path
+
+        record["images_folder"] = str(Path(images_folder).resolve())
     from .._version import __version__
 
     record["lbee_version"] = __version__
@@ -219,6 +235,9 @@ def read_provenance(path, name="embeddings"):
         shape = record.get("shape")
         if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(v, int) for v in shape)):
             problems.append(f"'shape' is {shape!r}, expected [rows, d]")
+        folder = record.get("images_folder")
+        if folder is not None and not (isinstance(folder, str) and folder.startswith("/") and "\x00" not in folder):
+            problems.append(f"'images_folder' is {str(folder)[:80]!r}, expected the absolute path of a folder")
         digest = record.get("data_sha256")
         if not (isinstance(digest, str) and len(digest) == 64):  # without it, a replaced .npy would pass unseen
             problems.append(f"'data_sha256' is {digest!r}, expected the 64-hex-digit digest of the rows")

@@ -30,7 +30,12 @@ def row_ids_path(path, name="embeddings"):
     return found[0] if found else None
 
 
-def check_row_ids(path, n_rows, run_ids, name, *, against):
+#: Rows whose two image files are compared by content (spread over the rows): a whole folder taken for another
+#: shows at once, and the check stays a few file reads whatever the number of images.
+CONTENT_CHECKS = 32
+
+
+def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, run_files=None):
     """Refuse image embeddings whose rows name other images, or the same in another order, than the run's.
 
     When the embeddings ``path`` has an ids file beside it (`row_ids_path`),
@@ -51,6 +56,14 @@ def check_row_ids(path, n_rows, run_ids, name, *, against):
         How messages name the embeddings (``image_embeddings``).
     against : str
         Where ``run_ids`` come from (``the predictions table 'p.csv'``).
+    images_folder : str, optional
+        The folder the embedded images were found in (their provenance's ``images_folder``). An id matches
+        ``ids.txt`` by its end, so ``data/test/0001.png`` matches a ``0001.png`` embedded from ``data/val``: where
+        both files can be read, a few rows (`CONTENT_CHECKS`) are compared by content, and two different
+        images are refused. Not under a data root (``lbee serve``), whose jobs read no file outside it.
+    run_files : list of str, optional
+        The run's image files, in the order of ``run_ids``, when they are known (a folder of images); otherwise
+        the ids are taken as paths (relative to the working folder).
 
     Raises
     ------
@@ -86,3 +99,33 @@ def check_row_ids(path, n_rows, run_ids, name, *, against):
             f"{name} {str(path)!r} has {n_rows} rows ({ids_file.name}) but {against} has {len(run_ids)}; "
             f"expected one row per image: {fix}."
         )
+    _check_same_files(path, listed, run_files or run_ids, name, against, images_folder, fix)
+
+
+def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
+    """Refuse rows whose embedded image and the run's image are two readable files of different content."""
+    import hashlib
+    import os
+
+    from .confinement import data_root
+
+    if images_folder is None or data_root() is not None or not listed:
+        return
+
+    def digest(p):
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+
+    step = max(1, len(listed) // CONTENT_CHECKS)
+    for r in range(0, len(listed), step):
+        mine, theirs = Path(images_folder) / listed[r], Path(str(run_ids[r]))
+        try:
+            if not (mine.is_file() and theirs.is_file()) or os.path.samefile(mine, theirs):
+                continue
+            if digest(mine) != digest(theirs):
+                raise ValueError(
+                    f"{name} {str(path)!r}: row {r + 1} was embedded from {str(mine)!r} but row {r + 1} of "
+                    f"{against} is {str(theirs)!r}, another image (the two files differ); expected the embeddings of "
+                    "these images: re-embed them with `lbee embed`."
+                )
+        except OSError:  # unreadable: the names were checked above, the content cannot be
+            continue

@@ -105,6 +105,8 @@ def embed_to_folder(
         log(f"Warning: {caveat}")
     sset = load_sentence_set(sentence_set) if sentence_set is not None else None  # before any embedding
     imgs = discover_images(images) if images is not None else None
+    # ids.txt names a folder's images relative to it: the folder is recorded with them (a manifest names its own)
+    folder = images if images is not None and Path(images).is_dir() else None
     with staged_entries(out, replaces=parts) as stage:
         encoder = result = None
         if imgs is not None and engine == "ray":
@@ -131,6 +133,7 @@ def embed_to_folder(
                     identity=result.encoder_identity,
                     tau=result.encoder_tau,
                     spec=encoder_spec,
+                    images_folder=folder,
                 ),
             )
         elif imgs is not None:
@@ -141,7 +144,9 @@ def embed_to_folder(
             write_embeddings(
                 stage / "embeddings.npy",
                 result.embeddings,
-                make_provenance("image_embeddings", result.embeddings, encoder=encoder, spec=encoder_spec),
+                make_provenance(
+                    "image_embeddings", result.embeddings, encoder=encoder, spec=encoder_spec, images_folder=folder
+                ),
             )
         if sset is not None:
             from ..encoders.embedding import embed_sentences

@@ -228,7 +228,16 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         img_path = embeddings_file(ds.image_embeddings, "image_embeddings")  # a file, or lbee embed's folder
         emb, image_prov = load_embeddings(img_path, "image_embeddings", kind="image_embeddings")
         if emb.ndim == 2:  # rows named beside the array (lbee embed's ids.txt) must be the run's images, in order
-            check_row_ids(img_path, emb.shape[0], ids, "image_embeddings", against=_id_source(ds, rival))
+            folder = (image_prov or {}).get("images_folder")
+            check_row_ids(
+                img_path,
+                emb.shape[0],
+                ids,
+                "image_embeddings",
+                against=_id_source(ds, rival),
+                images_folder=folder,
+                run_files=paths,
+            )
         if emb.ndim != 2 or emb.shape[0] != len(ids):
             where = f"image of {str(ds.images)!r}" if ds.images is not None else "row of the predictions table"
             raise ValueError(
