@@ -40,8 +40,7 @@ def rival10_export(ctx, root, split, out, class_map, overwrite):
     only); a file asking for anything else is refused and nothing in it runs.
     """
     from ..io.staging import OutputExistsError, check_no_replace
-    from ..rival10 import export_rival10
-    from ..rival10._dataset import EXPORT_ENTRIES
+    from ..rival10 import EXPORT_ENTRIES, export_rival10
 
     check_writable_folder(out, "--out")
     try:  # before any image is read; ROOT and the class map are never replaced, even with --overwrite

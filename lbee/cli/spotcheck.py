@@ -287,8 +287,7 @@ def spotcheck_generate(ctx, seed, out, n_blindspots, n_rollable, arch, overwrite
     deterministic, so the same seed may then give a slightly different model).
     """
     from ..io.staging import OutputExistsError, check_no_replace
-    from ..spotcheck import UnsatisfiableError, make_ec
-    from ..spotcheck._configuration import EC_ENTRIES
+    from ..spotcheck import EC_ENTRIES, UnsatisfiableError, make_ec
 
     check_writable_folder(out, "--out")  # before the world is drawn and its classifier trained
     try:

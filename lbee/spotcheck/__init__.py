@@ -17,7 +17,7 @@ from ._classifier import (
     verification_failure,
     verify_blindspots,
 )
-from ._configuration import EC_VERSION, CorruptECError, ExperimentalConfiguration
+from ._configuration import EC_ENTRIES, EC_VERSION, CorruptECError, ExperimentalConfiguration
 from ._counterfactual import (
     N_COUNTERFACTUAL,
     NEEDED_ACCURACY,
@@ -51,6 +51,7 @@ __all__ = [
     "ATTRIBUTES",
     "COLORS",
     "DEFAULT_GATE",
+    "EC_ENTRIES",
     "EC_VERSION",
     "N_COUNTERFACTUAL",
     "NEEDED_ACCURACY",
