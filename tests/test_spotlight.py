@@ -31,6 +31,13 @@ def _spotlight_exe():
     return shutil.which("spotlight")
 
 
+def _export2(out, tmp_path):
+    dest = tmp_path / "plain.parquet"
+    r = CliRunner().invoke(cli, ["export", "spotlight", str(out), "--out", str(dest)], obj={})
+    assert r.exit_code == 0, r.output
+    return dest
+
+
 def _export(out, tmp_path):
     dest = tmp_path / "run.parquet"
     r = CliRunner().invoke(cli, ["export", "spotlight", str(out), "--out", str(dest)], obj={})
@@ -81,6 +88,17 @@ def test_export_of_a_run_made_from_a_relative_folder_finds_every_image(tmp_path,
     assert r.exit_code == 0, r.output
     monkeypatch.chdir(tmp_path)
     table = pd.read_parquet(_export(work / "run", tmp_path))
+    assert table["image"].notna().all() and all(Path(p).is_file() for p in table["image"])
+    # the second new user: a run without --html exported no path at all (no images.parquet was written)
+    monkeypatch.chdir(work)
+    r = CliRunner().invoke(
+        cli,
+        args + ["s.txt", "--predictions", "preds.csv", "--clusters", "2", "--confirm", "0", "--out", "plain"],
+        obj={},
+    )
+    assert r.exit_code == 0 and "images.parquet" in r.output, r.output
+    monkeypatch.chdir(tmp_path)
+    table = pd.read_parquet(_export2(work / "plain", tmp_path))
     assert table["image"].notna().all() and all(Path(p).is_file() for p in table["image"])
 
 

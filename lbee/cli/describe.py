@@ -270,6 +270,11 @@ def describe(
                 folders = [Path(out) / Path(f).relative_to(stage) for f in write_run(run, stage)]
                 if html:
                     _write_html(ctx, run, ds, model, stage)
+                elif run.per_class is None:  # every image with its path: lbee export spotlight and lbee serve
+                    from ..reports.batch import report_run_of
+                    from ..reports.browse import write_images_table
+
+                    write_images_table(report_run_of(run, ds, model, page_dir=stage), stage)
                 if metrics:  # the same files as a `lbee report` page's
                     from ..io.cache import atomic_write_bytes, json_bytes
 
@@ -277,8 +282,6 @@ def describe(
                     atomic_write_bytes(stage / "metrics.json", json_bytes(metrics))
         except OSError as exc:
             raise LbeeError(f"Cannot write the outputs into {out!r}: {exc.strerror or exc}.") from None
-        if html:
-            click.echo(f"Wrote {Path(out) / 'report.html'} (open it in a browser).")
     if as_json:
         import json
 
@@ -320,7 +323,9 @@ def describe(
         files = (
             "per_class.json, per_class_metrics.csv, per_class_summary.csv"
             if run.per_class is not None
-            else "explanation.json, assignments.parquet, report.md" + (", metrics.csv, metrics.json" if metrics else "")
+            else "explanation.json, assignments.parquet, report.md, images.parquet"
+            + (", report.html" if html else "")
+            + (", metrics.csv, metrics.json" if metrics else "")
         )
         click.echo(
             f"\nWrote {files} into {folders[0]}"

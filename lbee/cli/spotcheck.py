@@ -114,7 +114,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
         step("counterfactual check: fresh renders for each hypothesis's statement and its one-condition variants ...")
     echo_counterfactuals(ec, analysis, random_state=seed)
     if ctx.obj["progress"]:
-        step("writing the EC, the explanation and the HTML report ...")
+        step("writing the world, the explanation and the HTML report ...")
     from ..reports.browse import write_images_table
     from ..reports.html import render_report, spotcheck_report_run
     from ..reports.thumbnails import ThumbnailCache
@@ -262,7 +262,12 @@ def spotcheck():
 
 @spotcheck.command("generate")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the experimental configuration.")
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder for the EC.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    required=True,
+    help="Folder for the world (its images, blindspots and classifier).",
+)
 @click.option(
     "--blindspots",
     "n_blindspots",
