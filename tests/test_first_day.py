@@ -296,8 +296,8 @@ def test_the_demo_says_what_its_numbers_mean(demo_run):
     """A new user met AHR, ACR, TPR, JI, DR, FDR and "the EC" in the demo's output with no word on what they are."""
     _, text = demo_run
     for words in (
-        "AHR: share of each group's sentences",
-        "TPR: share of the failure sentences found",
+        "AHR: average hit rate: the share of each group's sentences",
+        "TPR: the share of all failure sentences",
         "DR: share of the true blindspots a cluster covers",
         "FDR: share of clusters that cover no",
     ):

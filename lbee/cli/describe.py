@@ -317,6 +317,10 @@ def describe(
             click.echo(f"  {'method':<9} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}")
             for r in metrics:
                 click.echo(f"  {r['method']:<9} " + " ".join(f"{r[k]:>6.3f}" for k in ("AHR", "ACR", "TPR", "JI")))
+            from ..core.evaluation import METRIC_WORDS
+
+            for k, words in METRIC_WORDS.items():
+                click.echo(f"  ({k}: {words})")
         if result.failures:
             click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)
     if out:

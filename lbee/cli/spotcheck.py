@@ -101,11 +101,13 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
             f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
             f"{analysis.description_score[m]:.2f}"
         )
+    from ..core.evaluation import METRIC_WORDS
+
+    for key, words in METRIC_WORDS.items():
+        click.echo(f"  ({key}: {words})")
     click.echo(
-        "  (AHR: share of each group's sentences that are failure sentences (true where the model fails);\n"
-        "   ACR: how much of its group each sentence is true of; TPR: share of the failure sentences found;\n"
-        "   JI: overlap of the sentences found with the failure sentences; description score: whether the\n"
-        "   sentences for a found blindspot state its conditions and are true of it. 1 is best for all.)"
+        "  (description score: whether the sentences for a found blindspot state its conditions and are true of "
+        "it; 1 is best for all)"
     )
     click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     click.echo("  (DR: share of the true blindspots a cluster covers; FDR: share of clusters that cover no blindspot)")

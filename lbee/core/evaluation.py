@@ -14,6 +14,14 @@ if TYPE_CHECKING:
     from .explanation import Explanation
 
 DEFAULT_O = 0.2  # severity: β = o·std(ω) (LBEE app. D)
+#: The metrics in words, for every place that shows them (terminal, HTML report, the demo); 1 is best for all.
+METRIC_WORDS = {
+    "AHR": "average hit rate: the share of each group's sentences that are failure sentences (true where the model "
+    "fails)",
+    "ACR": "average coverage: how much of its group each chosen sentence is true of",
+    "TPR": "the share of all failure sentences that some group found",
+    "JI": "the overlap (Jaccard index) of the sentences found with the failure sentences",
+}
 
 
 def check_relevance(relevance: ArrayLike, performance: ArrayLike) -> tuple[BoolArray, FloatArray]:

@@ -99,10 +99,10 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
         "encoder": encoder_words(inputs.encoder),
         "weights": weights_words(inputs.encoder),
         "sentence set": inputs.sentence_set,
-        "methods": ", ".join(st.methods),
+        "methods": ", ".join(next(iter(explanations.values()))),  # what ran: compose joins a grammar's set
         "slicers": ", ".join(explanations),
         "a": st.a,
-        "C (hard clusters)": st.n_clusters,
+        "C (hard clusters)": _clusters_words(run.main.explanations, st.n_clusters),
         "K (sentences per cluster)": st.k,
         "τ": run.tau,
         "o": st.o,
@@ -145,6 +145,15 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
         banner=random_weights_banner(inputs.encoder),
         confirmations={name: r.extra["confirmation"] for name, r in run.results.items() if "confirmation" in r.extra},
     )
+
+
+def _clusters_words(explanations, asked):
+    """``15``, or ``15, merged into 5 hypotheses (one per failure)`` when the groups were merged."""
+    p = next(iter(explanations.values())).params
+    made, formed = p.get("n_slicer_groups"), p.get("n_hard_clusters_formed")
+    if made is not None and formed is not None and made != formed:
+        return f"{asked} asked, {made} formed, merged into {formed} hypotheses (one per failure)"
+    return asked
 
 
 def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None, links=True):

@@ -22,7 +22,7 @@ import io
 import numpy as np
 
 from .._version import __version__
-from ..core.evaluation import failure_sentences
+from ..core.evaluation import METRIC_WORDS, failure_sentences
 from .browse import browse_thumbs
 from .page import (
     METRIC_NAMES,
@@ -203,6 +203,7 @@ def render_report(
             version=__version__,
             summary=summary,
             rows=rows,
+            metric_words=METRIC_WORDS,
             chart=chart,
             columns=columns,
             t1_rows=t1_rows,
@@ -302,6 +303,7 @@ def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=
             run=run,
             version=__version__,
             rows=rows,
+            metric_words=METRIC_WORDS,
             chart=chart,
             methods=methods,
             table=table,

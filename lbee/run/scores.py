@@ -64,6 +64,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
         return _segmentation_scores(ds, model, inputs, device, progress)
     kind = st.confidence_from
     names = None
+    has_performance_column = False
     if model is None or (model.predictions is None and model.model is None):  # the SpotCheck world's classifier
         if inputs.spotcheck is None:
             raise ValueError(f"dataset {ds.name!r} needs the model's outputs: predictions or a model.")
@@ -81,6 +82,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
             )
         table = read_table(model.predictions)
         table_ids, scores = scores_from_table(table, kind=kind, probabilities=probabilities_kind(ds))
+        has_performance_column = "performance" in table
         names = class_names_from_table(table)
         if inputs.image_paths is None:  # precomputed embeddings: rows are already in table order
             if len(table_ids) != len(inputs.image_ids):
@@ -134,7 +136,10 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
                 f"labels contain class(es) {unknown[:5].tolist()} absent from the predictions "
                 f"({scores.probs.shape[1]} classes)."
             )
-    omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
+    if has_performance_column:  # the table's own ω wins over anything derived (lbee.scoring.confidence)
+        omega = "the predictions' performance column"
+    else:
+        omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
     phi, phi_desc, extra = _label_aware_phi(scores, kind)
     if st.split_by in ("irfs", "saliency"):
         from ..analyses.sensitivity_outputs import confidence_from_sensitivity
