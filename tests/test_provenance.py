@@ -690,3 +690,20 @@ def test_embeddings_of_same_named_images_from_another_folder_are_refused(embedde
     shutil.copytree(p / "imgs", copy)  # the same pictures in another folder: the same images
     assert _describe_embedded(p, [str(copy / i) for i in ids], ["--overwrite"]).exit_code == 0
     assert _describe_embedded(p, [f"/data/imgs/{i}" for i in ids], ["--overwrite"]).exit_code == 0  # unreadable
+
+
+def test_describe_with_spotcheck_on_photos_carries_the_banner_once(images, tmp_path, monkeypatch):
+    """The second new user: only stderr said that the spotcheck encoder's sentences mean nothing on their photos;
+    the shared HTML page and report.md looked like a real audit. Now the banner (as for random weights) says so,
+    once."""
+    import lbee.encoders._registry as reg
+
+    monkeypatch.setitem(reg._REGISTRY, "spotcheck", StubEncoder)
+    names = sorted(p.name for p in images.iterdir() if p.suffix == ".png")
+    pd.DataFrame({"image": names, "confidence": np.linspace(0, 1, len(names))}).to_csv(tmp_path / "p.csv", index=False)
+    args = ["describe", str(images), "--encoder", "spotcheck", "--predictions", str(tmp_path / "p.csv")]
+    r = run(args + ["--sentences", str(_sentences(tmp_path)), "--clusters", "2", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    assert said.count("trained on SpotCheck renders only") == 1 and "Meaningless sentences" in said, said
+    assert "Meaningless sentences: the encoder 'spotcheck'" in (tmp_path / "o" / "report.md").read_text()

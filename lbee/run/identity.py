@@ -64,7 +64,14 @@ def weights_words(identity):
 
 
 def random_weights_banner(identity):
-    """`RANDOM_WEIGHTS_BANNER` for ``identity``, or None when its weights are not random."""
+    """The banner of a run whose sentences mean nothing, or None.
+
+    `RANDOM_WEIGHTS_BANNER` when the weights are random; the encoder's caveat when it was run on images it
+    cannot describe (``identity['caveat']``: the SpotCheck encoder on images of no saved SpotCheck world).
+    """
+    caveat = (identity or {}).get("caveat")
+    if isinstance(caveat, str) and caveat:
+        return "Meaningless sentences: the " + caveat
     if not is_random_weights(identity):
         return None
     return RANDOM_WEIGHTS_BANNER.format(encoder=encoder_words(identity))

@@ -251,8 +251,9 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
     else:
         from ..encoders.embedding import embed_images
 
-        # random weights: every report of the run carries the banner (lbee.run.identity), so no second warning
-        if (caveat := encoder_caveat(ds.encoder, ds.images)) is not None and not is_random_spec(ds.encoder):
+        # every report of a whole-dataset run carries the banner (lbee.run.identity): a warning would say it twice
+        caveat = encoder_caveat(ds.encoder, ds.images)
+        if caveat is not None and ds.settings.per_class and not is_random_spec(ds.encoder):
             import warnings
 
             warnings.warn(caveat, UserWarning, stacklevel=2)
@@ -273,6 +274,8 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
             enc.identity(),
             enc.default_tau,
         )
+        if caveat is not None and not is_random_spec(ds.encoder):  # recorded with the run: its reports show it
+            encoder_id = dict(encoder_id, caveat=caveat)
         # what was computed and what was reused: a rerun (or a resumed service job) reads its log truthfully
         log(
             f"  images: {res.n_encoded} embedded, {int(ok.sum()) - res.n_encoded} read from the embedding cache, "
