@@ -196,7 +196,7 @@ def test_clusters_beyond_the_split_are_recorded_and_warned(precomputed):
     assert r.exit_code == 0, r.output
     said = " ".join(r.output.split())  # warnings are wrapped to the terminal's width
     assert "500 hard clusters were asked for but the hard split has 12 image(s)" in said
-    assert "hard clusters of 12 hard images are tiny" in said and "Try about 1 cluster(s)" in said
+    assert "hard clusters (12 hard images) have fewer than 5 images" in said and "Ask for about 1 cluster " in said
     payload = json.loads((out / "explanation.json").read_text())
     assert payload["params"]["n_clusters"] == 500 and payload["params"]["n_hard_clusters_formed"] == 12
     assert "clusters=500 asked, 12 formed" in (out / "report.md").read_text()

@@ -92,12 +92,20 @@ def cluster_notes(explanation: Explanation, group_sizes: Sequence[int] | None = 
         twins = {int(c.easy_cluster) for c in explanation.hard_clusters}
         same = ", all matched to the same easy cluster" if len(twins) == 1 else ""
         better = max(1, n_hard // (2 * TINY_GROUP))
-        notes.append(
-            f"{sizes.size} hard clusters of {n_hard} hard images are tiny (sizes {sizes.min()}–"
-            f"{sizes.max()}, median {np.median(sizes):g}){same}: each group's sentences describe a few "
-            f"images, not a failure mode. Try about {better} cluster(s) (n_clusters; CLI --clusters), or a "
-            "smaller split margin a to put more images in the hard split."
+        small = sizes[sizes < TINY_GROUP]
+        head = (
+            f"{small.size} of {sizes.size} hard clusters ({n_hard} hard images) have fewer than {TINY_GROUP} images "
+            f"(sizes {sizes.min()}–{sizes.max()}, median {np.median(sizes):g}){same}: their sentences describe a "
+            "few images, not a failure mode."
         )
+        if better < sizes.size:  # fewer clusters would make groups worth describing
+            notes.append(
+                f"{head} Ask for about {better} {'cluster' if better == 1 else 'clusters'} (--clusters, "
+                "n_clusters in a config or the library), or a smaller split margin (--a) to put more images in "
+                "the hard split."
+            )
+        else:  # as few clusters as that already: a large group beside stray images
+            notes.append(f"{head} Read the larger groups first: the small ones hold stray images.")
     return notes
 
 

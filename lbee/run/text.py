@@ -173,7 +173,8 @@ def terminal_blocks(result, width=None):
         rate = (
             f", error rate {1 - omega[c.indices].mean():.2f}" if binary else f", mean ω {omega[c.indices].mean():.3f}"
         )
-        out.append(f"Hard group {i}: {len(c.indices)} images{rate}, easy twin {c.easy_cluster}")
+        size = f"{len(c.indices)} image" + ("" if len(c.indices) == 1 else "s")
+        out.append(f"Hard group {i}: {size}{rate}, easy twin {c.easy_cluster}")
         for m, e in exps.items():
             text = " · ".join(e.cluster_sentences(i)) or "(no sentence)"
             out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
