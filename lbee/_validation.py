@@ -235,3 +235,18 @@ def check_choice(value: Any, name: str, choices: Collection[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"`{name}` must be one of {sorted(choices)}; received {value!r}.")
     return value
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` of `warnings.warn` that names the first caller outside lbee (from the function calling this).
+
+    A warning raised deep inside lbee then points at the user's line, whichever public function they called.
+    """
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2  # 1: the function that warns; counted from warnings.warn's caller
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level

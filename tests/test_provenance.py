@@ -497,9 +497,12 @@ def test_library_explain_names_the_tau_it_assumes_for_bare_arrays():
 
     rng = np.random.default_rng(0)
     X, S, phi = rng.normal(size=(60, 8)), rng.normal(size=(20, 8)), rng.random(60)
-    with pytest.warns(ProvenanceWarning, match="τ = 0.25 \\(CLIP's\\) is assumed"):
+    with pytest.warns(ProvenanceWarning, match="τ = 0.25 \\(CLIP's\\) is assumed") as caught:
         e = lbee.explain(X, S, confidence=phi, n_clusters=3)
     assert e.params["tau"] == 0.25
+    # the second new user: it pointed inside lbee (core/explain.py) and gave the CLI's advice to a Python caller
+    (w,) = [w for w in caught if issubclass(w.category, ProvenanceWarning)]
+    assert w.filename == __file__ and "Pass τ explicitly (tau=)" in str(w.message), (w.filename, str(w.message))
     with warnings.catch_warnings():
         warnings.simplefilter("error", ProvenanceWarning)
         assert lbee.explain(X, S, confidence=phi, n_clusters=3, tau=0.3).params["tau"] == 0.3

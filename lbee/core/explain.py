@@ -170,7 +170,7 @@ def explain_methods(
     if tau is None:  # arrays carry no encoder: say which τ is assumed (lbee.io.provenance)
         from ..io.provenance import warn_assumed_tau
 
-        warn_assumed_tau(CLIP_TAU, "`image_embeddings` and `sentence_embeddings` given as arrays")
+        warn_assumed_tau(CLIP_TAU, "`image_embeddings` and `sentence_embeddings` given as arrays", "tau=")
         tau = CLIP_TAU
     index, sentences = grammar_index(sentence_embeddings, grammar, sentences)
     if COMPOSE in names and (index.grammar is None or index.conditions is None):
