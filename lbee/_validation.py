@@ -11,6 +11,7 @@ import numbers
 import re
 import reprlib
 from collections.abc import Collection
+from types import FrameType
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -246,7 +247,8 @@ def caller_stacklevel() -> int:
     import sys
 
     package = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(2), 2  # 1: the function that warns; counted from warnings.warn's caller
+    frame: FrameType | None = sys._getframe(2)  # 1: the function that warns; counted from warnings.warn's caller
+    level = 2
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
         frame, level = frame.f_back, level + 1
     return level
