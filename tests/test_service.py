@@ -935,3 +935,16 @@ def test_a_run_on_random_weights_carries_the_banner_on_the_run_list_and_its_repo
     report = client.get(f"/v1/jobs/{job}/report", headers=read).text
     assert 'id="random-weights"' in report
     assert 'id="random-weights"' not in client.get(f"/v1/jobs/{plain}/report", headers=read).text
+
+
+def test_the_server_log_tells_each_jobs_start_and_end(service, caplog):
+    """The second new user's server log held only the clients' polls: no line said a job started or ended."""
+    import logging
+
+    client, app, settings = service
+    job = client.post("/v1/jobs", json=entry(name="told"), headers=client.auth_headers["submit"]).json()["id"]
+    with caplog.at_level(logging.INFO, logger="lbee"):
+        while run_next_job(app.state.db, settings) is not None:
+            pass
+    said = [r.getMessage() for r in caplog.records]
+    assert f"job {job} (told): started, attempt 1" in said and f"job {job} (told): done" in said, said

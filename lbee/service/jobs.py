@@ -343,7 +343,12 @@ def run_job(db, settings, job_id, *, owner, attempt):
     def record(status, **values):
         values = {"phase": status, **{k: private(v) if k in ("error", "progress") else v for k, v in values.items()}}
         done = db.finish(job_id, owner, status, log="\n".join(lines[-LOG_LINES:]), **values)
+        # the server's log tells each job's end, not only the clients' polls
+        error = values.get("error")
+        logger.info("job %s (%s): %s%s", job_id, job.name, status, f": {error}" if error else "")
         return status if done else "lost"
+
+    logger.info("job %s (%s): started, attempt %d", job_id, job.name, attempt)
 
     if job.root != str(settings.root):
         return record(
