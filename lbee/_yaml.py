@@ -124,6 +124,25 @@ def _strict(base):
         return out
 
     Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+
+    def strict_number(tag, pattern, kind):
+        # an explicit tag (`!!int 0x10`, `!!int 1:0`, `!!float '0.5'`) would take YAML 1.1's loose forms back
+        def construct(loader, node):
+            text = loader.construct_scalar(node)
+            if node.style or not re.fullmatch(pattern, str(text), re.ASCII):
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"{tag.rsplit(':', 1)[-1]} {text!r} is not a number in ASCII decimal (no 0x, 1:0, 1_000, "
+                    "quotes); write it plainly",
+                    node.start_mark,
+                )
+            return kind(text)
+
+        Strict.add_constructor(tag, construct)
+
+    strict_number(_INT_TAG, INT_PATTERN, int)
+    strict_number(_FLOAT_TAG, FLOAT_PATTERN, float)
     return Strict
 
 

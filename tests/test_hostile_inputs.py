@@ -1458,3 +1458,74 @@ def test_a_class_index_in_a_column_of_names_is_written_as_digits(tmp_path, cell)
         validate_predictions(read_table(path))
     path.write_text("image,prob_cat,prob_dog,label\na.png,0.9,0.1,0.0\nb.png,0.2,0.8,1.0\n")  # a float column
     assert validate_predictions(read_table(path)).labels.tolist() == [0, 1]
+
+
+def test_seventh_sweep_an_image_or_array_that_is_no_regular_file_or_is_huge_is_never_read(tmp_path):
+    """H1-H4: a manifest row naming a FIFO or /dev/zero blocked or spun the image hashing (a service job's cancel
+    could not reach it), a 50 GB sparse file took minutes, and a FIFO given as embeddings blocked load_npy."""
+    from lbee.io.arrays import load_npy
+    from lbee.io.images import MAX_IMAGE_BYTES, check_image_file
+
+    os.mkfifo(tmp_path / "fifo.png")
+    with pytest.raises(ValueError, match="FIFO"):
+        check_image_file(tmp_path / "fifo.png")
+    with pytest.raises(ValueError, match="character device"):
+        check_image_file("/dev/zero")
+    with open(tmp_path / "sparse.png", "wb") as fh:
+        fh.truncate(MAX_IMAGE_BYTES + 1)
+    with pytest.raises(ValueError, match="MAX_IMAGE_BYTES"):
+        check_image_file(tmp_path / "sparse.png")
+    os.mkfifo(tmp_path / "emb.npy")
+    with pytest.raises(ValueError, match="is a FIFO"):
+        load_npy(tmp_path / "emb.npy", "sentence_embeddings")
+
+
+def test_seventh_sweep_numbers_from_the_environment_joined_flags_and_yaml_tags_are_ascii_decimal(monkeypatch):
+    """W2-W4: LBEE_DESCRIBE_CLUSTERS=1_0 gave 10 clusters, -qk1_0 gave k = 10, and a config's `!!int 0x2`,
+    `!!int 1:0` or `!!float '0.5'` took YAML 1.1's loose forms back."""
+    from click.testing import CliRunner
+
+    from lbee._yaml import load_yaml
+    from lbee.cli import cli
+
+    r = CliRunner().invoke(cli, ["describe", "x", "--predictions", "p.csv", "-qk1_0"], obj={})
+    assert r.exit_code == 2 and "'-k'" in r.output and "ASCII digits" in r.output, r.output
+    monkeypatch.setenv("LBEE_DESCRIBE_CLUSTERS", "1_0")
+    r = CliRunner().invoke(cli, ["describe", "x", "--predictions", "p.csv"], obj={}, auto_envvar_prefix="LBEE")
+    assert r.exit_code == 2 and "LBEE_DESCRIBE_CLUSTERS" in r.output and "ASCII digits" in r.output, r.output
+    import yaml
+
+    for text in ("k: !!int 0x2", "k: !!int 1:0", "k: !!int 1_0", "k: !!float '0.5'"):
+        with pytest.raises(yaml.YAMLError, match="is not a number in ASCII decimal"):  # as a key written twice is
+            load_yaml(text, source="c.yaml")
+    assert load_yaml("k: !!int 7\nf: 0.5", source="c.yaml") == {"k": 7, "f": 0.5}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["describe", "x", "--num-classes", "1000000"], "1<=x<=100000"),  # H5: a 2 GB output layer
+        (["describe", "x", "--image-size", "16384"], "1<=x<=4096"),  # H5: a 3 GB input tensor per image
+        (["sentences", "generate", "spotcheck", "--limit", "99999999999999999999"], "1<=x<=2000000"),  # H6
+        (["describe", "x", "--jobs", "0"], "0 workers run nothing"),  # L1: joblib's own words
+    ],
+)
+def test_seventh_sweep_settings_that_cost_gigabytes_are_bounded(args, message):
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    r = CliRunner().invoke(cli, args, obj={})
+    assert r.exit_code == 2 and message in r.output, r.output
+
+
+def test_seventh_sweep_a_performance_column_that_contradicts_the_labels_is_named(tmp_path, caplog):
+    """W6: performance = 1 on rows whose label is not the prediction made every error rate 0.00, in silence."""
+    from lbee.io.predictions import validate_predictions
+    from lbee.io.table_reader import read_table
+
+    path = tmp_path / "p.csv"
+    path.write_text("image,prob_cat,prob_dog,label,performance\na.png,0.9,0.1,cat,1\nb.png,0.8,0.2,dog,1\n")
+    with caplog.at_level(logging.WARNING, logger="lbee"):
+        validate_predictions(read_table(path))
+    assert any("disagrees with 'label' and the prediction in 1 of 2 rows" in r.getMessage() for r in caplog.records)

@@ -892,6 +892,12 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
         assert "path" not in rows[0] and not [r for r in rows if str(root) in json.dumps(r)]  # no server path shown
         groups[g] = rows
     assert sum(len(v) for v in groups.values()) == run["n_hard"]
+    jobs = client.get("/v1/jobs", headers=read).json()
+    job_id = next(j["id"] for j in (jobs if isinstance(jobs, list) else jobs["jobs"]) if j["name"] == "browse")
+    explained = client.get(f"/v1/jobs/{job_id}/explanation", headers=read).text  # seventh sweep S1: the encoder's
+    assert str(root) not in explained and '"image_embeddings":"br/img.npy"' in explained.replace(" ", "")  # paths
+    index = client.get("/", headers=read).text
+    assert str(root) not in index  # seventh sweep S2: "Data root: /srv/..."
     html = client.get(f"/v1/runs/{run['id']}/report", headers=read).text  # sixth sweep S2: links spelt the server's
     assert html.count("img_0") > 0 and str(root) not in html and 'href="../' not in html  # folders, and could not open
     thumb = client.get(groups[0][0]["thumbnail"], headers=read)

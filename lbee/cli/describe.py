@@ -102,7 +102,14 @@ from ._base import LbeeError, batch_size_option, check_encoder_spec, check_writa
     help="Which sentences are true of which images (as for `lbee evaluate`): the run is scored (AHR, ACR, TPR, JI) "
     "and the report's image browser marks where each group's sentence holds; with --per-class, every class.",
 )
-@click.option("--jobs", type=int, default=1, show_default=True, help="Per class: worker processes (-1 = all cores).")
+@click.option(
+    "--jobs",
+    type=click.IntRange(-1, MAX_NUM_WORKERS),
+    default=1,
+    show_default=True,
+    callback=lambda ctx, param, value: _jobs(value),
+    help="Per class: worker processes (-1 = all cores).",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
@@ -337,6 +344,12 @@ def describe(
         )
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
+
+
+def _jobs(value):
+    if value == 0:
+        raise click.BadParameter("0 workers run nothing; expected 1 or more, or -1 for all cores.")
+    return value
 
 
 def _metrics(run, settings):

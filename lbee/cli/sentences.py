@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..run.limits import MAX_SENTENCE_LIMIT
 from ._base import LbeeError, cli, fail
 
 
@@ -64,7 +65,7 @@ def sentences_show(name):
 )
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_SENTENCE_LIMIT),
     default=200_000,
     show_default=True,
     help="Refuse a grammar and --max-conditions that allow more conjunctions than this.",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..io.cache import EmbeddingCache, file_sha256
+from ..io.images import check_image_file
 from ..progress import report
 from ..scoring.batches import ImageDataset, collate_images
 
@@ -94,8 +95,9 @@ def embed_images(
     for i, p in enumerate(bar):
         report("hashing images", i, len(paths))
         try:
+            check_image_file(p)  # a FIFO, a device or a huge (sparse) file is never read: it would not end
             hashes[i] = file_sha256(p)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             if strict:
                 raise
             failures[i] = f"{type(exc).__name__}: {exc}"

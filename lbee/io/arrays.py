@@ -57,8 +57,12 @@ def load_npy(path, name, *, mmap=False):
 
     Refused with a one-line reason: an empty file, an ``.npz`` archive saved
     under a ``.npy`` name (``np.load`` would return an archive, not an array),
-    pickled Python objects, and anything else numpy cannot read as an array.
+    pickled Python objects, a FIFO or device (which would block or never end), and anything else numpy cannot
+    read as an array.
     """
+    from .confinement import check_regular_file
+
+    check_regular_file(path, name)
     try:
         with open(path, "rb") as fh:
             head = fh.read(len(_ZIP_MAGIC))

@@ -17,6 +17,31 @@ IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".we
 #: The largest image lbee decodes, in pixels (width × height), read from the file's header before any pixel: a PNG of
 #: a few hundred kB can declare 13,000 × 13,000 16-bit pixels and decode to gigabytes (8,000 × 8,000 is allowed).
 MAX_IMAGE_PIXELS = 64_000_000
+#: The largest image file lbee reads, in bytes: a sparse file can declare 50 GB and take minutes to hash.
+MAX_IMAGE_BYTES = 1 << 30
+
+
+def check_image_file(path):
+    """Refuse, before reading it, an image "file" that is not a regular file (a FIFO, a device) or is too large.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and what it is.
+    """
+    import os
+    import stat
+
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        from .confinement import file_kind
+
+        raise ValueError(f"image {str(path)!r} is {file_kind(st.st_mode)}, not a regular file")
+    if st.st_size > MAX_IMAGE_BYTES:
+        raise ValueError(
+            f"image {str(path)!r} is {st.st_size:,} bytes; lbee reads image files of at most {MAX_IMAGE_BYTES:,} "
+            "bytes (MAX_IMAGE_BYTES)"
+        )
 
 
 @dataclass
@@ -142,6 +167,7 @@ def open_image(path, name=None):
 
 def open_rgb(path):
     """Open an image file as 8-bit RGB (see `to_rgb`); the file is closed on return."""
+    check_image_file(path)
     with open_image(path) as img:
         img.load()
         return to_rgb(img)

@@ -181,9 +181,31 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
             )
     if "performance" in cols:
         out.performance = float_column(table, "performance", name)
+        _warn_performance_against_labels(out, table, name, ids)
     out.columns_used = _columns_used(idc, prob_cols, out)
     _warn_unread_columns(table, name, cols, idc, prob_cols, out.columns_used)
     return out
+
+
+def _warn_performance_against_labels(out, table, name, ids):
+    """A 0/1 ``performance`` that says right where label and prediction differ (or the reverse) is named."""
+    if out.labels is None or (out.preds is None and out.probs is None):
+        return
+    perf = np.asarray(out.performance, dtype=float)
+    if not np.isin(perf, (0.0, 1.0)).all():
+        return  # a score (IoU, accuracy) is not correctness
+    pred = out.preds if out.preds is not None else out.probs.argmax(1)
+    differ = np.flatnonzero(perf != (pred == out.labels))
+    if differ.size:
+        logger.warning(
+            "%s: 'performance' (1 = right) disagrees with 'label' and the prediction in %d of %d rows (first: row %d, "
+            "id %r); lbee takes 'performance' as the model's correctness, as documented.",
+            table_source(table, name),
+            differ.size,
+            len(ids),
+            int(differ[0]) + 1,
+            ids[int(differ[0])],
+        )
 
 
 #: Column names that probably mean one lbee reads under another name (checked case-insensitively).

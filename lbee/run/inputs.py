@@ -245,9 +245,10 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
                 f"({len(ids)}, d), one row per {where}."
             )
         ok = np.ones(len(ids), bool)
-        encoder_id, encoder_tau = {"encoder": "precomputed", "image_embeddings": str(ds.image_embeddings)}, None
+        shown = _as_given(ds.image_embeddings)
+        encoder_id, encoder_tau = {"encoder": "precomputed", "image_embeddings": shown}, None
         if image_prov is not None:  # the encoder travels with the embeddings
-            encoder_id = dict(image_prov["encoder"], image_embeddings=str(ds.image_embeddings))
+            encoder_id = dict(image_prov["encoder"], image_embeddings=shown)
     else:
         from ..encoders.embedding import embed_images
 
@@ -361,3 +362,16 @@ __all__ = [
     "spotcheck_relevance",
     "with_manifest_labels",
 ]
+
+
+def _as_given(path):
+    """A path as a run's outputs record it: relative to the data root under ``lbee serve``, else as given.
+
+    A service's answers show no server path.
+    """
+    from ..io.confinement import data_root, inside
+
+    root = data_root()
+    if root is not None and inside(Path(path).resolve(), Path(root).resolve()):
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    return str(path)

@@ -51,9 +51,13 @@ MAX_CLASSES_SHOWN = 1000
 #: Images per encoder batch, and data-loader processes.
 MAX_BATCH_SIZE = 65_536
 MAX_NUM_WORKERS = 256
-#: A model's classes and its input side in pixels.
-MAX_NUM_CLASSES = 1_000_000
-MAX_IMAGE_SIZE = 16_384
+#: A model's classes and its input side in pixels: a million classes made a 2 GB output layer of a small network,
+#: and a 16,384-pixel side a 3 GB input tensor per image (ImageNet-21k has 21,841 classes).
+MAX_NUM_CLASSES = 100_000
+MAX_IMAGE_SIZE = 4096
+#: The most conjunctions `lbee sentences generate --limit` may allow: each is a sentence to embed, and 131 M of them
+#: took 2.8 GB before a sentence was written.
+MAX_SENTENCE_LIMIT = 2_000_000
 #: Iterations of a slicer's fit (Domino's EM, PlaneSpot's scvis), PCA dimensions, and a likelihood weight.
 MAX_ITERATIONS = 100_000
 MAX_DIMENSIONS = 16_384
