@@ -76,7 +76,7 @@ def test_out_onto_existing_run_is_refused_then_replaced_whole_with_overwrite(pre
     r = run(describe_args(p, "--clusters", "3", "--out", str(out), "--overwrite"))
     assert r.exit_code == 0, r.output
     names = sorted(x.name for x in out.iterdir())
-    assert names == ["assignments.parquet", "explanation.json", "notes.txt", "report.md"]
+    assert names == ["assignments.parquet", "explanation.json", "images.parquet", "notes.txt", "report.md"]
     assert json.loads((out / "explanation.json").read_text())["params"]["n_clusters"] == 3
     assert not [x for x in p.iterdir() if "lbee-staging" in x.name or "lbee-replaced" in x.name]
 
