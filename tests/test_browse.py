@@ -138,8 +138,26 @@ def test_stored_tables_that_disagree_with_the_explanation_are_refused(demo_run, 
     table.assign(split="hard", group=0).to_parquet(tmp_path / IMAGES_TABLE, index=False)
     with pytest.raises(ValueError, match=r"images.parquet' row \d+ is .* where explanation.json has"):
         stored_images_table(tmp_path)
+    hard = table.index[table["split"] == "hard"][0]
+    edited = table.copy()
+    edited.loc[hard, "sentence"] = "An image of a giraffe"  # seventh sweep W1: an invented sentence was exported
+    edited.to_parquet(tmp_path / IMAGES_TABLE, index=False)
+    with pytest.raises(ValueError, match="An image of a giraffe"):
+        stored_images_table(tmp_path)
+    table.assign(confidence=1 - table["confidence"]).to_parquet(tmp_path / IMAGES_TABLE, index=False)
+    assign.to_parquet(tmp_path / "assignments.parquet", index=False)
+    with pytest.raises(ValueError, match="confidence .* where assignments.parquet has"):  # and an inverted φ
+        stored_images_table(tmp_path)
     table.to_parquet(tmp_path / IMAGES_TABLE, index=False)
     assert stored_images_table(tmp_path)["split"].tolist() == table["split"].tolist()
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    (tmp_path / "assignments.parquet").unlink()
+    edited.to_parquet(tmp_path / IMAGES_TABLE, index=False)
+    r = CliRunner().invoke(cli, ["export", "spotlight", str(tmp_path)], obj={})  # seventh sweep L2: one plain line
+    assert r.exit_code == 1 and f"Error: '{tmp_path}" in r.output and "--debug" not in r.output, r.output
 
 
 def test_browse_rows_escape_script_end():

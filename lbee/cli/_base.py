@@ -163,8 +163,10 @@ class LbeeGroup(click.Group):
                 raise LbeeError(str(exc)) from None
             if isinstance(exc, OSError) and exc.filename:
                 msg = f"{exc.strerror or exc}: {exc.filename}"
-            elif isinstance(exc, (ValueError, KeyError)):
+            elif isinstance(exc, KeyError):  # str() of a KeyError is the key's repr: its quotes go
                 msg = str(exc).strip("'\"")
+            elif isinstance(exc, ValueError):  # as written: a message may start with a quoted path
+                msg = str(exc)
             elif isinstance(exc, ImportError):
                 msg = f"a package lbee needs could not be imported: {exc}"
             else:

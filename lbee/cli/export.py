@@ -49,6 +49,8 @@ def spotlight(run_dir, out, overwrite, open_):
     check_no_replace([target], overwrite=overwrite, inputs=run_files)  # the run it reads is never replaced
     try:
         path = export_spotlight(run_dir, target)
+    except ValueError as exc:  # the run's files disagree, or are not lbee's: one line, no debugging hint
+        raise LbeeError(str(exc)) from None
     except OSError as exc:
         raise LbeeError(f"Cannot write {out or run_dir!r}: {exc.strerror or exc}.") from None
     click.echo(f"Wrote {path}. Open it in Spotlight with:\n  {shlex.join(spotlight_command(path))}")

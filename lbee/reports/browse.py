@@ -251,29 +251,35 @@ def stored_images_table(run_dir):
                 f"{', '.join(IMAGE_COLUMNS)} (written by lbee with report.html)."
             )
         if truth is not None:
-            ids, split, group, _, _ = truth
+            ids, split, group, first, texts = truth
             _check_rows(
                 images_path,
                 "explanation.json",
                 [(str(a), str(b), int(c)) for a, b, c in zip(table["image"], table["split"], table["group"])],
                 list(zip(ids, split.tolist(), group.tolist())),
             )
+            said = _top_sentences(first, texts, len(ids))  # each hard image's group sentence, as the run chose it
+            hard = np.flatnonzero(split == "hard")
+            _check_rows(images_path, "explanation.json", table["sentence"].iloc[hard].tolist(), said[hard].tolist())
+        if assign_path.is_file():  # φ and ω as the run wrote them
+            assign = _read_assignments(assign_path)
+            _check_rows(images_path, "assignments.parquet", table["image"].astype(str).tolist(), assign[0])
+            for column, values in zip(("confidence", "performance"), assign[1:]):
+                got = table[column].to_numpy(np.float64)
+                if not np.allclose(got, values, equal_nan=True):
+                    r = int(np.flatnonzero(~np.isclose(got, values, equal_nan=True))[0])
+                    raise ValueError(
+                        f"{str(images_path)!r} row {r + 1}: {column} {got[r]!r} where assignments.parquet has "
+                        f"{values[r]!r}; expected the files of one run (edited, or from another run)."
+                    )
         return table
     ids, split, group, first, texts = truth
     n = len(ids)
-    sentence = np.full(n, None, dtype=object)
-    for c in first.hard_clusters:
-        if len(c.sentences) and int(c.sentences[0]) < len(texts):
-            sentence[c.indices] = texts[int(c.sentences[0])]
+    sentence = _top_sentences(first, texts, n)
     conf = perf = np.full(n, np.nan)
     if assign_path.is_file():
-        try:
-            assign = pd.read_parquet(assign_path, columns=["image", "confidence", "performance"])
-        except Exception as exc:
-            raise ValueError(f"Cannot read {str(assign_path)!r}: {exc}") from None
-        _check_rows(assign_path, "explanation.json", [str(i) for i in assign["image"]], ids)
-        conf = assign["confidence"].to_numpy(np.float64)
-        perf = assign["performance"].to_numpy(np.float64)
+        assigned, conf, perf = _read_assignments(assign_path)
+        _check_rows(assign_path, "explanation.json", assigned, ids)
     return pd.DataFrame(
         {
             "image": ids,
@@ -289,6 +295,27 @@ def stored_images_table(run_dir):
         },
         columns=list(IMAGE_COLUMNS),
     )
+
+
+def _top_sentences(first, texts, n):
+    """Per image, the first sentence of its hard group (None for the others), as `images_table` records it."""
+    sentence = np.full(n, None, dtype=object)
+    for c in first.hard_clusters:
+        if len(c.sentences) and int(c.sentences[0]) < len(texts):
+            sentence[c.indices] = texts[int(c.sentences[0])]
+    return sentence
+
+
+def _read_assignments(path):
+    """(image ids, φ, ω) of a run's ``assignments.parquet``."""
+    import pandas as pd
+
+    try:
+        assign = pd.read_parquet(path, columns=["image", "confidence", "performance"])
+    except Exception as exc:
+        raise ValueError(f"Cannot read {str(path)!r}: {exc}") from None
+    ids = [str(i) for i in assign["image"]]
+    return ids, assign["confidence"].to_numpy(np.float64), assign["performance"].to_numpy(np.float64)
 
 
 def _check_rows(path, against, rows, expected):
