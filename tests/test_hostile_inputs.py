@@ -1529,3 +1529,18 @@ def test_seventh_sweep_a_performance_column_that_contradicts_the_labels_is_named
     with caplog.at_level(logging.WARNING, logger="lbee"):
         validate_predictions(read_table(path))
     assert any("disagrees with 'label' and the prediction in 1 of 2 rows" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("cell", ["0.99999999999999999", "1e-400", "+1", "01"])
+def test_seventh_sweep_a_relevance_cell_is_judged_as_written(tmp_path, cell):
+    """W5: pandas read 0.99999999999999999 as 1.0 and 1e-400 as 0.0, so Γ took them as true and false, and '+1' /
+    '01' as 1, where the documented cells are 1/0, true/false, yes/no."""
+    from lbee.io.schemas import validate_relevance
+    from lbee.io.table_reader import read_table
+
+    path = tmp_path / "rel.csv"
+    path.write_text(f"image,sentence,relevant\na.png,s0,1\nb.png,s0,{cell}\nc.png,s0,0\n")
+    with pytest.raises(ValueError, match=r"holds non-boolean value"):
+        validate_relevance(read_table(path))
+    path.write_text("image,sentence,relevant\na.png,s0,1\nb.png,s0,1.0\nc.png,s0,0\n")  # 1.0: a float column's 1
+    assert validate_relevance(read_table(path))[2].tolist() == [True, True, False]

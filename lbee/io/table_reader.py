@@ -14,6 +14,7 @@ booleans); anything else is an error.
 from __future__ import annotations
 
 import decimal
+import functools
 import logging
 import math
 import numbers
@@ -316,10 +317,18 @@ def parse_bool(value):
 
 
 def bool_column(table, column, default="table"):
-    """``column`` as a bool array; any value other than 1/0, true/false, yes/no is an error."""
+    """``column`` as a bool array; any value other than 1/0, true/false, yes/no is an error.
+
+    From a CSV / TSV file a column pandas read as numbers is judged as written: ``1.0`` stays 1, but
+    ``0.99999999999999999`` (1.0 as a float), ``1e-400`` (0.0), ``+1`` and ``01`` are refused.
+    """
     values = table[column].to_numpy(dtype=object)
     if table[column].dtype == bool:
         return values.astype(bool)
+    if table[column].dtype.kind in "iuf" and table.attrs.get(_FORMAT) in ("csv", "tsv"):
+        raw = _cells_as_written(table.attrs.get(_SOURCE), table.attrs[_FORMAT])
+        if raw is not None and column in raw.columns and len(raw) == len(values):
+            values = raw[column].to_numpy(dtype=object)
     out = np.zeros(len(values), dtype=bool)
     bad = []
     for i, v in enumerate(values):
@@ -339,6 +348,34 @@ def bool_column(table, column, default="table"):
             default,
         )
     return out
+
+
+def _cells_as_written(path, fmt):
+    """The CSV / TSV file at ``path`` with every cell as its text (one file kept: a wide Γ asks per column)."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError):
+        return None
+    return _read_as_text(str(path), fmt, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=1)
+def _read_as_text(path, fmt, mtime_ns, size):
+    import pandas as pd
+
+    try:
+        return pd.read_csv(
+            path,
+            sep="\t" if fmt == "tsv" else ",",
+            encoding="utf-8-sig",
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],
+        )
+    except Exception:  # read once already: the numbers as pandas read them stand
+        return None
 
 
 def float_column(table, column, default="table", *, low=None, high=None):
