@@ -7,6 +7,7 @@ faiss, open_clip, transformers) happen inside command bodies so that
 
 from . import (  # noqa: F401,E402
     bench,
+    demo,
     describe,
     embed,
     evaluate,

@@ -278,8 +278,8 @@ def describe(
                 if html:
                     _write_html(ctx, run, ds, model, stage)
                 elif run.per_class is None:  # every image with its path: lbee export spotlight and lbee serve
-                    from ..reports.batch import report_run_of
                     from ..reports.browse import write_images_table
+                    from ..reports.report_run import report_run_of
 
                     write_images_table(report_run_of(run, ds, model, page_dir=stage), stage)
                 if metrics:  # the same files as a `lbee report` page's

@@ -14,7 +14,6 @@ booleans); anything else is an error.
 from __future__ import annotations
 
 import decimal
-import functools
 import logging
 import math
 import numbers
@@ -81,11 +80,7 @@ def read_table(path, *, kind=None):
             table, fmt = pd.read_parquet(path), "parquet"
         else:
             fmt = "tsv" if suffix == ".tsv" else "csv"
-            # Only an empty cell is missing: pandas' default NA words ("NA", "null", "None", "nan", ...)
-            # would silently turn class names and ids into NaN.
-            table = pd.read_csv(
-                path, sep="\t" if fmt == "tsv" else ",", encoding="utf-8-sig", keep_default_na=False, na_values=[""]
-            )
+            table = pd.read_csv(path, **csv_options(fmt))
     except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
         raise ValueError(f"Cannot read table {str(path)!r}: {exc}") from None
     table.columns = [str(c).strip() if isinstance(c, str) else c for c in table.columns]
@@ -97,6 +92,13 @@ def read_table(path, *, kind=None):
 
         validate_table(table, kind)
     return table
+
+
+def csv_options(fmt):
+    """``pandas.read_csv`` options of every CSV / TSV lbee reads (``fmt``: 'csv' or 'tsv')."""
+    # Only an empty cell is missing: pandas' default NA words ("NA", "null", "None", "nan", ...)
+    # would silently turn class names and ids into NaN.
+    return {"sep": "\t" if fmt == "tsv" else ",", "encoding": "utf-8-sig", "keep_default_na": False, "na_values": [""]}
 
 
 def _refuse_repeated_columns(columns, path):
@@ -326,7 +328,9 @@ def bool_column(table, column, default="table"):
     if table[column].dtype == bool:
         return values.astype(bool)
     if table[column].dtype.kind in "iuf" and table.attrs.get(_FORMAT) in ("csv", "tsv"):
-        raw = _cells_as_written(table.attrs.get(_SOURCE), table.attrs[_FORMAT])
+        from .cells_as_written import cells_as_written
+
+        raw = cells_as_written(table.attrs.get(_SOURCE), table.attrs[_FORMAT])
         if raw is not None and column in raw.columns and len(raw) == len(values):
             values = raw[column].to_numpy(dtype=object)
     out = np.zeros(len(values), dtype=bool)
@@ -348,34 +352,6 @@ def bool_column(table, column, default="table"):
             default,
         )
     return out
-
-
-def _cells_as_written(path, fmt):
-    """The CSV / TSV file at ``path`` with every cell as its text (one file kept: a wide Γ asks per column)."""
-    import os
-
-    try:
-        st = os.stat(path)
-    except (OSError, TypeError):
-        return None
-    return _read_as_text(str(path), fmt, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=1)
-def _read_as_text(path, fmt, mtime_ns, size):
-    import pandas as pd
-
-    try:
-        return pd.read_csv(
-            path,
-            sep="\t" if fmt == "tsv" else ",",
-            encoding="utf-8-sig",
-            dtype=str,
-            keep_default_na=False,
-            na_values=[""],
-        )
-    except Exception:  # read once already: the numbers as pandas read them stand
-        return None
 
 
 def float_column(table, column, default="table", *, low=None, high=None):

@@ -19,8 +19,9 @@ from ..progress import report
 from .browse import write_images_table
 from .config import ConfigError, load_report_config
 from .html import render_index, render_report
-from .layout import dataset_folders, image_links, model_folders
+from .layout import dataset_folders, model_folders
 from .page import ReportRun
+from .report_run import report_run_of
 
 
 @dataclass
@@ -63,97 +64,6 @@ def _run_model(ds, model, inputs, out, device, progress, thumbs, root=None, link
             atomic_write_bytes(stage / "metrics.csv", pd.DataFrame(rows).to_csv(index=False).encode())
             atomic_write_bytes(stage / "metrics.json", json_bytes(rows))
     return rows, len(inputs.image_ids), n_hard
-
-
-def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True):
-    """The `lbee.reports.page.ReportRun` of a run-layer result, built in this one place.
-
-    What ``lbee report`` and ``lbee describe --html`` show.
-
-    Parameters
-    ----------
-    run : lbee.run.pipeline.RunResult
-        A whole-dataset run (``run.per_class`` is None); ``run.inputs`` holds the
-        `lbee.run.specs.RunInputs`.
-    ds : lbee.run.specs.DatasetSpec
-    model : lbee.run.specs.ModelSpec or None
-    page_dir : path-like, optional
-        The folder the page is written to: thumbnails link to the full images relative to it.
-    index_href : str, optional
-        Link back to the batch's index page.
-    links : bool, default=True
-        Thumbnails link to the full image files. ``lbee serve`` writes pages without them: a link would spell out
-        the server's folders and cannot open on a client.
-
-    Returns
-    -------
-    ReportRun
-    """
-    from ..run.identity import encoder_words, random_weights_banner, weights_words
-    from ..run.pipeline import model_name
-    from ..run.text import confirmation_note
-
-    inputs, st, scores = run.inputs, ds.settings, run.scores
-    explanations = {name: r.explanations for name, r in run.results.items()}
-    params = {
-        "encoder": encoder_words(inputs.encoder),
-        "weights": weights_words(inputs.encoder),
-        "sentence set": inputs.sentence_set,
-        "methods": ", ".join(next(iter(explanations.values()))),  # what ran: compose joins a grammar's set
-        "slicers": ", ".join(explanations),
-        "a": st.a,
-        "C (hard clusters)": _clusters_words(run.main.explanations, st.n_clusters),
-        "K (sentences per cluster)": st.k,
-        "τ": run.tau,
-        "o": st.o,
-        "φ": scores.confidence_desc,
-        "easy / hard split": scores.extra.get("split_criterion", f"φ at μ ± {st.a}σ"),
-        "ω": scores.performance_desc,
-    }
-    ms = scores.model_scores
-    labels = preds = None
-    if ms is not None and ms.labels is not None:
-        labels = ms.labels
-        preds = ms.preds if ms.preds is not None else (None if ms.probs is None else ms.probs.argmax(axis=1))
-    blindspots = []
-    ec = inputs.spotcheck
-    if ec is not None:
-        blindspots = list(zip(ec.describe_blindspots(), ec.blindspot_indices("test")))
-    return ReportRun(
-        dataset=ds.name,
-        model=model_name(model),
-        explanations=explanations,
-        sentences=run.sentences or inputs.sentences,
-        image_ids=inputs.image_ids,
-        confidence=scores.confidence,
-        performance=scores.performance,
-        thumbnail_sources=inputs.thumbnails,
-        relevance=run.relevance if run.relevance is not None else inputs.relevance,
-        relevance_source=inputs.relevance_source,
-        params=params,
-        o=st.o,
-        embeddings=inputs.embeddings,
-        failures=inputs.failures,
-        notes=inputs.notes + [n for n in (confirmation_note(run.main.extra.get("confirmation")),) if n],
-        labels=labels,
-        preds=preds,
-        class_names=scores.class_names,
-        blindspots=blindspots,
-        image_links=image_links(inputs.image_paths, page_dir) if links else None,
-        index_href=index_href,
-        group_order=(ds.report or {}).get("group_order", "risk"),
-        banner=random_weights_banner(inputs.encoder),
-        confirmations={name: r.extra["confirmation"] for name, r in run.results.items() if "confirmation" in r.extra},
-    )
-
-
-def _clusters_words(explanations, asked):
-    """``15``, or ``15, merged into 5 hypotheses (one per failure)`` when the groups were merged."""
-    p = next(iter(explanations.values())).params
-    made, formed = p.get("n_slicer_groups"), p.get("n_hard_clusters_formed")
-    if made is not None and formed is not None and made != formed:
-        return f"{asked} asked, {made} formed, merged into {formed} hypotheses (one per failure)"
-    return asked
 
 
 def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None, links=True):

@@ -25,6 +25,7 @@ from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N
 from ..core.selection import CLIP_TAU, DESCRIBERS, METHODS, resolve_tau
 from ..scoring.confidence import DEFAULT_CONFIDENCE
 from .limits import IGNORE_INDEX_RANGE, MAX_A, MAX_CLUSTERS, MAX_K, MAX_O
+from .slicer_options import check_slicer_options
 
 TASKS = ("classification", "segmentation")
 #: φ from a region-sensitivity run (RIVAL10 §5): per-image iRFS or saliency / mask IoU, classification only.
@@ -354,39 +355,6 @@ def knob_schema(name):
     return out
 
 
-def _check_slicer_options(name, options, bad):
-    """A slicer's options: those a config may give it (`lbee.run.limits.SLICER_OPTIONS`), numbers in range, seeds."""
-    import math
-    import numbers
-
-    from .._validation import check_seed
-    from ..slicers import create_slicer
-    from .limits import SLICER_OPTIONS
-
-    allowed = SLICER_OPTIONS.get(name, {})
-    for key, value in options.items():
-        where = f"slicers.{name}.{key}"
-        if key not in allowed:
-            takes = ", ".join(allowed) or "none"
-            raise bad(f"options that slicer {name!r} takes from a config ({takes}); {key!r} is not one")
-        rule = allowed[key]
-        if rule == "seed":
-            if value is not None:
-                check_seed(value, where)
-        elif rule is not None and value is not None:
-            low, high = rule
-            integral = isinstance(low, int)
-            kind = numbers.Integral if integral else numbers.Real
-            ok = not isinstance(value, bool) and isinstance(value, kind) and math.isfinite(value)
-            if not (ok and low <= value <= high):
-                what = "an integer" if integral else "a number"
-                raise ValueError(f"`{where}` is {_shown(value)}; expected {what} in [{low:g}, {high:g}].")
-    try:
-        create_slicer(name, **options)
-    except TypeError as exc:
-        raise bad(f"options that slicer {name!r} takes ({exc})") from None
-
-
 def _shown(value):
     from .._validation import shown
 
@@ -431,7 +399,7 @@ def _check(f, value):
             if isinstance(item, dict) and not isinstance(next(iter(item.values())) or {}, dict):
                 raise bad("{name: {options}} with a mapping of options")
             if isinstance(item, dict) and next(iter(item.values())):
-                _check_slicer_options(item_name, next(iter(item.values())), bad)
+                check_slicer_options(item_name, next(iter(item.values())), bad)
             names.append(item_name)
         if len(set(names)) != len(names):
             raise bad("each entry at most once")

@@ -1,0 +1,256 @@
+"""``lbee demo``: lbee end to end on a fresh SpotCheck world, told as a story (offline, CPU)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..run.limits import MAX_A, MAX_CLUSTERS, MAX_K
+from ._base import SEED, FloatRange, check_writable_folder, cli, log, require_extra
+from ._counterfactual import echo_counterfactuals
+
+
+@cli.command()
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the experimental configuration.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="lbee_out/demo",
+    show_default=True,
+    help="The demo's own folder, refreshed whole on every run (unlike other outputs: no --overwrite needed).",
+)
+@click.option(
+    "--clusters",
+    type=click.IntRange(1, MAX_CLUSTERS),
+    default=15,
+    show_default=True,
+    help="Hard groups the clustering forms.",
+)
+@click.option("-k", "k", type=click.IntRange(1, MAX_K), default=3, show_default=True, help="Sentences kept per group.")
+@click.option(
+    "--a",
+    "a",
+    type=FloatRange(0, MAX_A),
+    default=0.2,
+    show_default=True,
+    help="Split margin in standard deviations of the confidence: hard below mean - a x std, easy above mean + a x std.",
+)
+@click.option(
+    "--retrain", is_flag=True, help="Train the square classifier even where lbee ships it (seed 0's candidates)."
+)
+@click.pass_context
+def demo(ctx, seed, out, clusters, k, a, retrain):
+    """Run lbee end to end on a fresh SpotCheck world (offline, CPU; the seed-0 classifiers ship)."""
+    import time
+
+    from ..bench import analyze_ec
+    from ..io.cache import atomic_write_bytes
+    from ..reports.text import render_markdown, terminal_table
+    from ..run.models import load_encoder
+    from ..run.pipeline import write_outputs
+    from ..spotcheck import make_ec
+
+    t0 = time.perf_counter()
+
+    def step(msg):
+        log(f"[{time.perf_counter() - t0:5.1f} s] {msg}")
+
+    require_extra("spotcheck", "html", needed_for="lbee demo")  # the sentences' encoder, report.html's charts
+    check_writable_folder(out, "--out")
+    click.echo(f"Generating a SpotCheck world (seed {seed}) with its square classifier ...")
+    click.echo(
+        "  (the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
+        "analysed; `lbee spotcheck bench` runs the paper's protocol)"
+    )
+    ec = make_ec(seed, log=step, train=True if retrain else "auto")
+    v = ec.verification
+    for n, attempt in enumerate(v.get("attempts") or (), start=1):  # the story, on stdout: which world, and why
+        click.echo(
+            f"  candidate world {n} (seed {attempt['seed']}) was set aside: its classifier did not fail exactly in "
+            "the blindspots planted in it, so it could not test whether lbee names them (a world is kept only when "
+            "it does; details on stderr)"
+        )
+    if v.get("attempts"):
+        click.echo(f"  the demo uses candidate world {len(v['attempts']) + 1} (seed {ec.seed})")
+    click.echo(
+        f"  model accuracy outside the blindspots {v['accuracy_outside']:.2f}, inside "
+        + ", ".join(f"{x:.2f}" for x in v["accuracy_inside"])
+        + " (validation)"
+    )
+    click.echo("\nTrue blindspots (where the model was taught to fail):")
+    for i, d in enumerate(ec.describe_blindspots()):
+        click.echo(f"  [{i}] {d}")
+    enc = load_encoder("spotcheck", device=ctx.obj["device"])
+    if ctx.obj["progress"]:
+        step(f"embedding {len(ec.images['test'])} test images and the sentences, clustering, describing ...")
+    analysis = analyze_ec(ec, enc, protocol="lbee", n_clusters=clusters, k=k, a=a)
+    result = analysis.result
+    p = next(iter(result.explanations.values())).params
+    click.echo(
+        f"\nTest set: {p['n_images']} images, {p['n_hard']} hard, {p['n_easy']} easy; "
+        f"{len(result.explanations['tops'].hard_clusters)} hard clusters.\n"
+    )
+    click.echo("Top sentence of each hard cluster, per method:")
+    click.echo(terminal_table(result))
+    click.echo("\nMetrics with exact relevance (o = 0.2):")
+    click.echo(f"  {'method':<8} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}  description score")
+    for m, s in analysis.scores.items():
+        click.echo(
+            f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
+            f"{analysis.description_score[m]:.2f}"
+        )
+    from ..core.evaluation import METRIC_WORDS
+
+    for key, words in METRIC_WORDS.items():
+        click.echo(f"  ({key}: {words})")
+    click.echo(
+        "  (description score: whether the sentences for a found blindspot state its conditions and are true of "
+        "it; 1 is best for all)"
+    )
+    click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+    click.echo("  (DR: share of the true blindspots a cluster covers; FDR: share of clusters that cover no blindspot)")
+    _echo_named_blindspots(ec, analysis)
+    if ctx.obj["progress"]:
+        step("counterfactual check: fresh renders for each hypothesis's statement and its one-condition variants ...")
+    echo_counterfactuals(ec, analysis, random_state=seed)
+    if ctx.obj["progress"]:
+        step("writing the world, the explanation and the HTML report ...")
+    from ..reports.browse import write_images_table
+    from ..reports.html import render_report, spotcheck_report_run
+    from ..reports.thumbnails import ThumbnailCache
+    from ..run.outputs import staged_run_folder
+
+    ec_dir = Path(out) / "ec"
+    with staged_run_folder(out, overwrite=True) as stage:  # the demo's own folder: replaced whole, never mixed
+        ec.save(stage / "ec")
+        result.image_ids = [f"ec/images/test/{i:05d}.png" for i in analysis.rows]
+        write_outputs(result, stage)
+        atomic_write_bytes(stage / "report.md", render_markdown(result, metrics=analysis.scores).encode())
+        _write_demo_inputs(stage / "inputs", analysis)
+        page = spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world {seed}")
+        html = render_report(page, thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
+        atomic_write_bytes(stage / "report.html", html.encode("utf-8"))
+        write_images_table(page, stage)  # every image with its group, for `lbee serve` and `lbee export spotlight`
+    click.echo(
+        f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
+        f"in {out}/inputs and the world (its images, blindspots and classifier) in {ec_dir} "
+        f"({time.perf_counter() - t0:.0f} s)."
+    )
+    i = f"{out}/inputs"
+    click.echo(
+        f"Sensitivity to K, C and o: lbee sweep --image-embeddings {i}/image_embeddings.npy "
+        f"--sentence-embeddings {i}/sentence_embeddings.npy --sentences {i}/sentences.txt "
+        f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.6g} "
+        f"--out {out}/sweep"
+    )
+
+
+def _echo_named_blindspots(ec, analysis):
+    """Each true blindspot, the hypothesis that covers it and its first 'compose' sentence, with its shares."""
+    import textwrap
+
+    from ..run.text import confirmation_lines, confirmation_note
+
+    details = analysis.description_details.get("compose")
+    exp = analysis.result.explanations.get("compose")
+    if not details or exp is None:
+        return
+    click.echo("\nEach true blindspot, and what 'compose' says of the hypothesis covering it:")
+    for d, text in zip(details, ec.describe_blindspots()):
+        click.echo(f"  [{d['blindspot']}] {text}")
+        if not d["covered"]:
+            click.echo("      not found (no hypothesis covers 80 % of it with 80 % precision)")
+            _echo_overlap(exp, ec, analysis, d["blindspot"])
+            continue
+        c = exp.hard_clusters[d["cluster"]]
+        share = c.details[0] if c.details else {}
+        click.echo(
+            f'      hard cluster {d["cluster"]} ({len(c.indices)} images): "{exp.sentence_texts[c.sentences[0]]}"'
+        )
+        if share:
+            click.echo(
+                f"      holds for {share['hard_share']:.0%} of the hypothesis, {share['easy_share']:.1%} of the "
+                f"easy images; description score {d['score']:.2f}"
+            )
+        for line in confirmation_lines(analysis.result.extra.get("confirmation"), d["cluster"]):
+            click.echo(textwrap.fill(line, 110, initial_indent="      ", subsequent_indent="        "))
+    note = confirmation_note(analysis.result.extra.get("confirmation"))
+    if note:
+        click.echo(f"  {note}")
+
+
+def _echo_overlap(exp, ec, analysis, blindspot):
+    """The hypothesis holding most of a blindspot that has none of its own, with its first 'compose' sentence."""
+    import numpy as np
+
+    inside = np.flatnonzero(ec.membership("test")[analysis.rows][:, blindspot])
+    best = max(
+        range(len(exp.hard_clusters)),
+        key=lambda i: len(np.intersect1d(exp.hard_clusters[i].indices, inside)),
+        default=None,
+    )
+    if best is None or not len(inside):
+        return
+    c = exp.hard_clusters[best]
+    both = len(np.intersect1d(c.indices, inside))
+    if both == 0:
+        return
+    click.echo(
+        f"      hard cluster {best} ({len(c.indices)} images) holds {both / len(inside):.0%} of it, and its images "
+        f'are {both / len(c.indices):.0%} this blindspot: "{exp.sentence_texts[c.sentences[0]]}"'
+    )
+
+
+def _write_demo_inputs(folder, analysis):
+    """The demo's embeddings, scores, sentences (with their conditions) and Γ, for `lbee sweep` / `describe`."""
+    import numpy as np
+    import pandas as pd
+
+    from ..grammar import generate, load_grammar
+    from ..io.sentences import WORLD_SENTENCE_SET, write_grammar_set
+
+    folder.mkdir(parents=True, exist_ok=True)
+    r = analysis.result
+    n_base = analysis.sentence_embeddings.shape[0]  # the grammar's set; 'compose' added the rest
+    from ..io.provenance import make_provenance, write_embeddings
+
+    enc = analysis.result.encoder  # the SpotCheck encoder's identity; τ travels with the embeddings
+    tau = analysis.result.explanations[next(iter(analysis.result.explanations))].params["tau"]
+    img = np.asarray(analysis.embeddings, dtype=np.float32)
+    sen = np.asarray(analysis.sentence_embeddings, dtype=np.float32)
+    write_embeddings(
+        folder / "image_embeddings.npy",
+        img,
+        make_provenance("image_embeddings", img, identity=enc, spec="spotcheck", tau=tau),
+    )
+    write_embeddings(
+        folder / "sentence_embeddings.npy",
+        sen,
+        make_provenance(
+            "sentence_embeddings",
+            sen,
+            identity=enc,
+            spec="spotcheck",
+            tau=tau,
+            sentences=list(r.sentences[:n_base]),
+            sentence_set=WORLD_SENTENCE_SET,
+        ),
+    )
+    np.save(folder / "relevance.npy", analysis.relevance[:, :n_base])
+    grammar = load_grammar("spotcheck")
+    sentences, conditions, _ = generate(grammar)
+    if list(sentences) != list(r.sentences[:n_base]):
+        raise click.ClickException("internal: the demo's sentences are not the SpotCheck grammar's")
+    write_grammar_set(
+        folder / "sentences.txt",
+        grammar,
+        sentences,
+        conditions,
+        max_conditions=grammar.max_conditions,
+        source_ref="spotcheck",
+        overwrite=True,  # the demo's own inputs folder (in the demo's stage)
+    )
+    pd.DataFrame({"image": r.image_ids, "confidence": r.confidence, "performance": r.performance}).to_csv(
+        folder / "predictions.csv", index=False
+    )
