@@ -267,7 +267,7 @@ def describe(
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
         fail(exc)
-    metrics = _metrics(run, settings) if run.per_class is None and run.relevance is not None else []
+    metrics = _metrics(run, ds, model) if run.per_class is None and run.relevance is not None else []
     folders = []
     if out:
         from ..run.outputs import staged_run_folder
@@ -322,7 +322,8 @@ def describe(
         if metrics:
             click.echo(f"\nScored against --relevance (o = {settings.o:g}):")
             click.echo(f"  {'method':<9} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}")
-            for r in metrics:
+            main = metrics[0]["slicer"]  # the other slicers' rows are in metrics.csv
+            for r in (r for r in metrics if r["slicer"] == main):
                 click.echo(f"  {r['method']:<9} " + " ".join(f"{r[k]:>6.3f}" for k in ("AHR", "ACR", "TPR", "JI")))
             from ..core.evaluation import METRIC_WORDS
 
@@ -352,13 +353,11 @@ def _jobs(value):
     return value
 
 
-def _metrics(run, settings):
-    """AHR / ACR / TPR / JI of each method of the main slicer against the run's Γ (S* once), one row each."""
-    from ..core.evaluation import failure_sentences, score_explanation
+def _metrics(run, ds, model):
+    """AHR / ACR / TPR / JI of each slicer and method against the run's Γ: the rows a `lbee report` page has."""
+    from ..reports.report_run import report_run_of
 
-    result = run.main
-    star = set(failure_sentences(run.relevance, result.performance, settings.o).tolist())
-    return [{"method": m, **score_explanation(e, run.relevance, star)} for m, e in result.explanations.items()]
+    return report_run_of(run, ds, model).metrics()
 
 
 def _metrics_csv(rows):
