@@ -36,8 +36,20 @@ ALLOWED = (ValueError, TypeError)
 names = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=6)
 
 
+_FOLDER: dict[str, Path] = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _examples_folder(tmp_path_factory):
+    # hypothesis runs many examples per test, so a function's tmp_path cannot hold them; pytest
+    # still owns (and prunes) this folder, so no example's file is left in the system's /tmp
+    _FOLDER["root"] = tmp_path_factory.mktemp("examples")
+    yield
+    _FOLDER.clear()
+
+
 def write_csv(frame_or_text, suffix=".csv"):
-    folder = Path(tempfile.mkdtemp(prefix="lbee-prop-"))
+    folder = Path(tempfile.mkdtemp(prefix="t-", dir=_FOLDER["root"]))
     path = folder / f"t{suffix}"
     if isinstance(frame_or_text, str):
         path.write_text(frame_or_text, encoding="utf-8")
