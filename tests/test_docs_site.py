@@ -166,3 +166,25 @@ def test_signatures_show_default_values_not_constant_names(site):
     spotcheck = _text((site / "api" / "spotcheck.html").read_text(encoding="utf-8"))
     at = spotcheck.find("DEFAULT_GATE[")
     assert at < 0 and re.search(r"min_outside=0\.\d+,", spotcheck), spotcheck[max(0, at - 300) : at + 100]
+
+
+def test_top_level_docstrings_speak_words_not_internal_names():
+    """A new user read ``lbee.core.selection.CLIP_TAU``, ``WARD_METHODS`` and ``MIN_CONFIRM_IMAGES`` in the docs of
+    `lbee.explain` and `lbee.RunSettings`. They say values in words now; the values they state are the constants'."""
+    import lbee
+    from lbee.core.clustering import AUTO_WARD_THRESHOLD
+    from lbee.core.confirmation import MIN_CONFIRM_IMAGES
+    from lbee.core.selection import CLIP_TAU
+
+    internal = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\bresolve_\w+|§")
+    found = {}
+    for name in lbee.__all__:
+        doc = inspect.getdoc(getattr(lbee, name)) or ""
+        hits = sorted(set(internal.findall(doc)))
+        if hits:
+            found[name] = hits
+    assert not found, found
+    explain_doc, settings_doc = inspect.getdoc(lbee.explain), inspect.getdoc(lbee.RunSettings)
+    assert f"CLIP's {CLIP_TAU:g}" in explain_doc and f"CLIP's {CLIP_TAU:g}" in settings_doc
+    assert f"{AUTO_WARD_THRESHOLD:,} images" in explain_doc
+    assert f"below {MIN_CONFIRM_IMAGES} images" in " ".join(settings_doc.split())

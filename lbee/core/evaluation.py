@@ -124,6 +124,9 @@ def evaluate(
     relevance : array-like of bool, shape (n_images, n_sentences)
     performance : array-like of shape (n_images,)
     o : float, default=0.2
+        Severity: a sentence is a failure sentence when the model's mean
+        performance on the images it is true of is below the overall mean by
+        more than o standard deviations of the performance.
 
     Raises
     ------
@@ -136,8 +139,12 @@ def evaluate(
     Returns
     -------
     dict
-        ``AHR``, ``ACR``, ``TPR`` (NaN when S* is empty), ``JI`` (NaN when both
-        R_S and S* are empty) and ``n_failure_sentences``.
+        ``AHR`` (average hit rate: the share of each group's sentences that are
+        failure sentences), ``ACR`` (average coverage: how much of its group
+        each chosen sentence is true of), ``TPR`` (the share of all failure
+        sentences that some group found; NaN when there is no failure
+        sentence), ``JI`` (the overlap of the sentences found with the failure
+        sentences; NaN when both are empty) and ``n_failure_sentences``.
     """
     from .explanation import Explanation
 

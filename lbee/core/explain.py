@@ -239,10 +239,11 @@ def explain(
     k : int, default=3
         Sentences kept per hard cluster.
     tau : float or None, default=None
-        Similarity threshold of SetDiff / FPDiff. Arrays carry no encoder, so
-        None assumes the CLIP value ``lbee.core.selection.CLIP_TAU`` with a
-        [`lbee.io.provenance.ProvenanceWarning`][lbee.io.provenance.ProvenanceWarning]; pass the encoder's
-        ``default_tau`` for another encoder (see `lbee.core.selection.resolve_tau`).
+        Similarity threshold of SetDiff / FPDiff: an image "shows" a sentence
+        when their cosine similarity is above it. Arrays do not say which
+        encoder made them, so None assumes CLIP's 0.25 and warns
+        ([`lbee.io.provenance.ProvenanceWarning`][lbee.io.provenance.ProvenanceWarning]); for another
+        encoder pass its own threshold (its ``default_tau``).
     slicer : 'ward' or slicer object, default='ward'
         'ward' clusters the hard split ([`lbee.slicers.WardSlicer`][lbee.slicers.WardSlicer]); a
         slicer from `lbee.slicers` (fitted on these images, or unfitted:
@@ -251,8 +252,9 @@ def explain(
     sentences : list of str of length N, optional
         Sentence texts, kept for readable output.
     ward : str, default='auto'
-        The Ward variant, one of ``lbee.core.clustering.WARD_METHODS`` (see
-        `lbee.core.clustering.ward_labels`).
+        How Ward clustering is computed: 'exact' (the full linkage), 'knn' (a
+        nearest-neighbour graph), 'kmeans' (Ward on k-means centres), or
+        'auto' (exact up to 4,000 images, then 'kmeans').
     data : pandas.DataFrame, optional
         Domino style: one row per image. ``embeddings`` (or
         ``image_embeddings``) then names the column whose cells are the (d,)

@@ -95,48 +95,56 @@ def _knob(
 
 @dataclass(frozen=True)
 class RunSettings:
-    """Every analysis knob of a run, validated (LBEE app. D defaults).
+    """Every analysis knob of a run, validated; the defaults are the LBEE paper's.
 
     Parameters
     ----------
     a : float, default=0.2
-        Split margin: hard = φ < μ − aσ, easy = φ > μ + aσ (LBEE Step 1).
+        How far from the mean confidence an image must be to count as hard or
+        easy, in standard deviations: hard below mean − a·std, easy above
+        mean + a·std (the LBEE paper's first step).
     clusters : int or None, default=None
-        Hard clusters C^h; None means 15, or 5 per class (LBEE app. D).
+        Groups the hard images are clustered into; None means 15, or 5 per
+        class in a per-class run (the LBEE paper's settings).
     easy_clusters : int or None, default=None
-        Easy clusters C^e; None means C^h.
+        Groups the easy images are clustered into; None means as many as
+        the hard ones.
     k : int, default=3
-        Sentences kept per hard cluster (LBEE §5).
+        Sentences kept per hard group (3 in the LBEE paper).
     tau : float or None, default=None
-        SetDiff / FPDiff threshold; None means the encoder's declared τ, else
-        the CLIP value ``CLIP_TAU`` ([`resolved_tau`][lbee.RunSettings.resolved_tau]).
+        Similarity threshold of SetDiff / FPDiff (an image shows a sentence
+        above it); None means the encoder's own threshold, else CLIP's 0.25
+        ([`resolved_tau`][lbee.RunSettings.resolved_tau]).
     o : float, default=0.2
         Severity of the failure sentences, β = o·std(ω).
     methods : tuple of str, default=('tops', 'setdiff', 'pdiff', 'fpdiff', 'domino')
         The describers (all of them but 'compose').
     slicers : tuple, default=('ward',)
-        Slicer names of ``lbee.slicers.SLICERS``; in YAML an entry may also be
-        ``{name: {options}}``. The first one is the main result.
+        How the hard images are grouped: 'ward', 'domino', 'planespot' (see
+        `lbee.slicers`); in YAML an entry may also be ``{name: {options}}``.
+        The first one is the main result.
     ward : str, default='auto'
     confidence_from : {'auto', 'entropy', 'max', 'true_class'}, default='auto'
         How φ is derived from class probabilities: 'auto' is the probability
         of the true class when the predictions carry labels (every error is
-        hard, a confident one too), else −entropy
-        (`lbee.scoring.confidence.resolve_confidence`).
+        hard, a confident one too), else minus the entropy of the
+        prediction.
     task : {'classification', 'segmentation'}, default='classification'
     split_by : {'entropy', 'pixel_accuracy', 'miou', 'irfs', 'saliency'}, default='entropy'
-        Segmentation: the φ of the split (LBEE Fig. 4). Classification:
-        'irfs' / 'saliency' take φ from a region-sensitivity run (RIVAL10 §5:
-        low = the model leans on the background), else the confidence.
+        Segmentation: the per-image score the split uses (entropy, pixel
+        accuracy or mean IoU, as in the LBEE paper). Classification: 'irfs' /
+        'saliency' take it from a region-sensitivity run (low means the model
+        leans on the background, as in the RIVAL10 paper), else the confidence.
     ignore_index : int or None, default=255
         Segmentation: mask value left out of pixel accuracy and mIoU.
     per_class : str or None, default=None
-        'errors' or 'probability': analyse each class separately, with the ImageNet error split or the
-        NICO++ probability split.
+        'errors' or 'probability': analyse each class separately; its hard
+        images are the misclassified ones ('errors') or those with a low
+        true-class probability ('probability').
     confirm : float, default=0.3
         Share of the images held out (stratified, seeded) to test every
-        statement on (`lbee.run.confirm`); 0 turns it off. Skipped,
-        and said so, below ``MIN_CONFIRM_IMAGES`` images.
+        statement on; 0 turns it off. Skipped, and said so, below 500
+        images.
     """
 
     a: float = _knob(
