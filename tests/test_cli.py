@@ -71,7 +71,7 @@ def test_describe_and_evaluate_precomputed(precomputed):
     assert list(table.columns) == ["image", "split", "cluster", "confidence", "performance"]
     assert (table["split"] == "hard").sum() == 12 and table["performance"].tolist()[12:] == [0.0] * 12
     report = (p / "out" / "report.md").read_text()
-    assert "Hard cluster 0" in report and "fpdiff" in report
+    assert "Hard group 0" in report and "fpdiff" in report
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy"), "--o", "0.2", "--o", "0.5"])
     assert r.exit_code == 0, r.output
     rows = json.loads((p / "out" / "metrics.json").read_text())

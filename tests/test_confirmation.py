@@ -238,7 +238,8 @@ def test_terminal_and_markdown_tell_confirmed_from_unconfirmed(planted_run):
     assert marks == [(not k, k) for k in kinds]
     assert "needed" in blocks[0] and max(map(len, text.splitlines())) <= 100
     md = render_markdown(planted_run)
-    assert md.count("- NOT CONFIRMED on") == kinds.count(False) and md.count("- CONFIRMED on") == kinds.count(True)
+    assert md.count("- its statement NOT CONFIRMED on") == kinds.count(False)
+    assert md.count("- its statement CONFIRMED on") == kinds.count(True)
     groups = summary_dict(planted_run)["hard_groups"]
     assert [g["confirmation"]["confirmed"] for g in groups] == kinds
 

@@ -267,3 +267,16 @@ def test_report_check_reads_npy_headers(tmp_path):
     assert r.exit_code == 2 and "2 problem(s)" in r.output, r.output
     assert "has shape (5, 8); expected (8, d), one row per sentence" in r.output
     assert "image_embeddings has dimension 8 but sentence_embeddings 16" in r.output
+
+
+def test_a_failed_run_leaves_no_empty_out_folder(tmp_path):
+    """A new user's failed `lbee describe --out new/run` left an empty folder; the one they had made stays."""
+    (tmp_path / "imgs").mkdir()
+    (tmp_path / "p.csv").write_text("path,prob_a,prob_b\nx.png,0.5,0.5\n")
+    args = ["describe", str(tmp_path / "imgs"), "--predictions", str(tmp_path / "p.csv"), "--encoder", "spotcheck"]
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "new" / "run")], obj={})
+    assert r.exit_code != 0 and "No image found" in r.output
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "mine").mkdir()
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "mine")], obj={})
+    assert r.exit_code != 0 and (tmp_path / "mine").is_dir() and not any((tmp_path / "mine").iterdir())

@@ -33,7 +33,7 @@ def _blocks(text):
     section = text.split("Counterfactual check")[1].split("\n[")[0].split("\nWrote")[0]
     blocks, current = {}, None
     for line in section.splitlines():
-        m = re.match(r"  hard cluster (\d+) \(", line)
+        m = re.match(r"  hard group (\d+) \(", line)
         if m:
             current = int(m.group(1))
             blocks[current] = (line, [])
@@ -43,7 +43,7 @@ def _blocks(text):
 
 
 def _blindspot_hypotheses(text):
-    return {int(b): int(c) for c, b in re.findall(r"hard cluster (\d+) \(\d+ images; blindspot (\d+)\)", text)}
+    return {int(b): int(c) for c, b in re.findall(r"hard group (\d+) \(\d+ images; blindspot (\d+)\)", text)}
 
 
 def test_demo_checks_every_hypothesis_and_prints_each_one_condition_variant(demo_run):

@@ -344,17 +344,34 @@ def setup_logging(verbose=False):
 
 
 def check_writable_folder(path, option):
-    """Create ``path`` (and its parents) and check a file can be written there, before long work starts."""
+    """Create ``path`` (and its parents) and check a file can be written there, before long work starts.
+
+    The folders created here are removed again when the command ends with them still empty (a run that failed
+    leaves no empty ``--out`` behind).
+    """
     import tempfile
 
     target = Path(path)
+    created = [p for p in (target, *target.parents) if not p.exists()][::-1]  # the outermost first
     try:
         target.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=target, prefix=".lbee-write-check-"):
             pass
     except OSError as exc:
+        _remove_if_empty(created)
         raise LbeeError(f"{option} {str(path)!r} is not a writable folder: {exc.strerror or exc}.") from None
+    ctx = click.get_current_context(silent=True)
+    if created and ctx is not None:
+        ctx.call_on_close(lambda: _remove_if_empty(created))
     return target
+
+
+def _remove_if_empty(folders):
+    for folder in reversed(folders):  # the innermost first; a folder with anything in it stays
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def check_encoder_spec(spec, option="--encoder", *, weights=False):

@@ -27,8 +27,8 @@ def echo_counterfactuals(ec, analysis, *, method="compose", random_state=0):
     for i, (c, check) in enumerate(zip(exp.hard_clusters, checks)):
         of = f"; blindspot {covers[i]}" if i in covers else ""
         if check is None:
-            click.echo(f"  hard cluster {i} ({len(c.indices)} images{of}): no statement over the world's attributes")
+            click.echo(f"  hard group {i} ({len(c.indices)} images{of}): no statement over the world's attributes")
             continue
-        click.echo(f'  hard cluster {i} ({len(c.indices)} images{of}): "{check.statement}"')
+        click.echo(f'  hard group {i} ({len(c.indices)} images{of}): "{check.statement}"')
         for line in check.lines():
             click.echo(f"      {line}")

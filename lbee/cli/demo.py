@@ -46,7 +46,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
 
     from ..bench import analyze_ec
     from ..io.cache import atomic_write_bytes
-    from ..reports.text import render_markdown, terminal_table
+    from ..reports.text import render_markdown, top_sentences
     from ..run.models import load_encoder
     from ..run.pipeline import write_outputs
     from ..spotcheck import make_ec
@@ -89,10 +89,10 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     p = next(iter(result.explanations.values())).params
     click.echo(
         f"\nTest set: {p['n_images']} images, {p['n_hard']} hard, {p['n_easy']} easy; "
-        f"{len(result.explanations['tops'].hard_clusters)} hard clusters.\n"
+        f"{len(result.explanations['tops'].hard_clusters)} hard groups.\n"
     )
-    click.echo("Top sentence of each hard cluster, per method:")
-    click.echo(terminal_table(result))
+    click.echo("Each hard group's top sentence, per method (groups in the order of their evidence):")
+    click.echo(top_sentences(result))
     click.echo("\nMetrics with exact relevance (o = 0.2):")
     click.echo(f"  {'method':<8} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}  description score")
     for m, s in analysis.scores.items():
@@ -108,8 +108,8 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
         "  (description score: whether the sentences for a found blindspot state its conditions and are true of "
         "it; 1 is best for all)"
     )
-    click.echo(f"\nHard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
-    click.echo("  (DR: share of the true blindspots a cluster covers; FDR: share of clusters that cover no blindspot)")
+    click.echo(f"\nHard groups as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+    click.echo("  (DR: share of the true blindspots a group covers; FDR: share of the groups that cover no blindspot)")
     _echo_named_blindspots(ec, analysis)
     if ctx.obj["progress"]:
         step("counterfactual check: fresh renders for each hypothesis's statement and its one-condition variants ...")
@@ -165,9 +165,7 @@ def _echo_named_blindspots(ec, analysis):
             continue
         c = exp.hard_clusters[d["cluster"]]
         share = c.details[0] if c.details else {}
-        click.echo(
-            f'      hard cluster {d["cluster"]} ({len(c.indices)} images): "{exp.sentence_texts[c.sentences[0]]}"'
-        )
+        click.echo(f'      hard group {d["cluster"]} ({len(c.indices)} images): "{exp.sentence_texts[c.sentences[0]]}"')
         if share:
             click.echo(
                 f"      holds for {share['hard_share']:.0%} of the hypothesis, {share['easy_share']:.1%} of the "
@@ -197,7 +195,7 @@ def _echo_overlap(exp, ec, analysis, blindspot):
     if both == 0:
         return
     click.echo(
-        f"      hard cluster {best} ({len(c.indices)} images) holds {both / len(inside):.0%} of it, and its images "
+        f"      hard group {best} ({len(c.indices)} images) holds {both / len(inside):.0%} of it, and its images "
         f'are {both / len(c.indices):.0%} this blindspot: "{exp.sentence_texts[c.sentences[0]]}"'
     )
 

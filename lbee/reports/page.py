@@ -369,7 +369,7 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     memb = ec.membership("test")[rows].copy()
     memb[result.extra.get("confirmation", {}).get("held_out") or []] = False  # groups are found on the rest
     notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
-    notes.append(f"Hard clusters as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+    notes.append(f"Hard groups as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     params = {
         "encoder": encoder_words(result.encoder),
         "weights": weights_words(result.encoder),

@@ -92,9 +92,9 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
 
 
 def _clusters_words(explanations, asked):
-    """``15``, or ``15, merged into 5 hypotheses (one per failure)`` when the groups were merged."""
+    """``15``, or ``15 asked, 15 formed, merged into 5 hypotheses (...)`` when the groups were merged."""
     p = next(iter(explanations.values())).params
     made, formed = p.get("n_slicer_groups"), p.get("n_hard_clusters_formed")
     if made is not None and formed is not None and made != formed:
-        return f"{asked} asked, {made} formed, merged into {formed} hypotheses (one per failure)"
+        return f"{asked} asked, {made} formed, merged into {formed} hypotheses (the groups one description covers)"
     return asked

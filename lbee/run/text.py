@@ -67,7 +67,7 @@ def render_markdown(result, metrics=None, n_examples=5):
             )
         lines.append("")
     methods = list(exps)
-    lines += ["## Hard clusters", ""]
+    lines += ["## Hard groups", ""]
     for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
         c = first.hard_clusters[i]
         idx = c.indices
@@ -75,7 +75,7 @@ def render_markdown(result, metrics=None, n_examples=5):
             1.0 - float(np.mean(result.performance[idx])) if set(np.unique(result.performance)) <= {0.0, 1.0} else None
         )
         lines.append(
-            f"### Hard cluster {i} ({len(idx)} images, mean confidence "
+            f"### Hard group {i} ({len(idx)} images, mean confidence "
             f"{np.mean(result.confidence[idx]):.3f}"
             + (f", error rate {err:.2f}" if err is not None else "")
             + f", easy twin {c.easy_cluster})"
@@ -139,23 +139,25 @@ def run_header(run, width=None):
     return banner, "\n".join(lines)
 
 
-def terminal_table(result, width=None):
-    """Each hard group's top sentence per method, in columns that fit the terminal (long sentences wrap)."""
+def top_sentences(result, width=None):
+    """Each hard group's top sentence per method: a block per group, a line per method (long sentences wrap).
+
+    Groups come in the order of their evidence (`group_order`), as in the report.
+    """
     import textwrap
 
     exps = result.explanations
-    methods = list(exps)
     first = next(iter(exps.values()))
-    col = max(12, (_columns(width) - 16) // max(1, len(methods)) - 2)
-    header = f"{'group':>6} {'size':>6}  " + "  ".join(f"{m:<{col}}" for m in methods)
-    rows = [header, "-" * min(len(header), _columns(width))]
+    cols = _columns(width)
+    pad = max(len(m) for m in exps) + 6
+    out = []
     for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
-        c = first.hard_clusters[i]
-        cells = [textwrap.wrap(str((exps[m].cluster_sentences(i) or [""])[0]), col) or [""] for m in methods]
-        for line in range(max(len(x) for x in cells)):
-            lead = f"{i:>6} {len(c.indices):>6}  " if line == 0 else " " * 15
-            rows.append(lead + "  ".join(f"{(x[line] if line < len(x) else ''):<{col}}" for x in cells).rstrip())
-    return "\n".join(rows)
+        size = len(first.hard_clusters[i].indices)
+        out.append(f"  hard group {i} ({size} image{'' if size == 1 else 's'})")
+        for m, e in exps.items():
+            text = str((e.cluster_sentences(i) or ["(no sentence)"])[0])
+            out.extend(textwrap.wrap(text, cols, initial_indent=f"    {m:<{pad - 4}}", subsequent_indent=" " * pad))
+    return "\n".join(out)
 
 
 def terminal_blocks(result, width=None):
@@ -202,8 +204,11 @@ def confirmation_lines(conf, i):
     s = conf["statements"][g["statement"]]
     lift = "∞" if s["lift"] is None else f"{s['lift']:.1f}"
     lines = [
-        ("CONFIRMED" if s["confirmed"] else "NOT CONFIRMED")
-        + f" on {conf['n_held_out']} held-out images: the description's region, {s['n_in']} images, "
+        # the statement is what is tested, not the group: a group of few errors can still hold a statement that
+        # confirms, so the line says whose verdict it is
+        "its statement "
+        + ("CONFIRMED" if s["confirmed"] else "NOT CONFIRMED")
+        + f" on {conf['n_held_out']} held-out images: the images it is true of, {s['n_in']}, "
         f"{conf['outcome']} {s['error_rate_in']:.2f} (95 % CI {s['ci'][0]:.2f}–{s['ci'][1]:.2f}) against "
         f"{s['error_rate_out']:.2f} outside, lift {lift}, q = {s['q_value']:.2g}"
     ]
@@ -259,8 +264,8 @@ def groups_line(params, n_groups):
     made = params.get("n_slicer_groups")
     if made is not None and made != n_groups:
         return line + (
-            f"{made} hard groups from the clustering, merged into {n_groups} hypotheses, one per failure (groups "
-            "that one description covers are pieces of one failure)."
+            f"{made} hard groups from the clustering, merged into {n_groups} hypotheses (groups that one "
+            "description covers are taken as pieces of one failure and merged)."
         )
     return line + f"{n_groups} hard groups."
 
