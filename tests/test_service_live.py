@@ -193,6 +193,7 @@ def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
 def test_submit_runs_a_job_end_to_end(live_server, demo_job, tmp_path):
     """`lbee submit` (lbee.service.client) submits an entry, follows its phases to the end and fetches the results;
     the client reads the same job back."""
+    import httpx
     from click.testing import CliRunner
 
     from lbee.cli import cli
@@ -214,6 +215,10 @@ def test_submit_runs_a_job_end_to_end(live_server, demo_job, tmp_path):
     for name in ("report.html", "explanation.json", "metrics.json"):
         assert f"Wrote {tmp_path / 'res' / name}" in r.output and (tmp_path / "res" / name).stat().st_size > 100
     assert "Browse all" in (tmp_path / "res" / "report.html").read_text()
+    report_url = next(ln.split(": ", 1)[1] for ln in lines if ln.startswith("report of demo"))
+    assert report_url.startswith(f"{base}/v1/runs/")
+    page = httpx.get(report_url, headers={"Authorization": f"Bearer {read}"})
+    assert page.status_code == 200 and "Browse all" in page.text
     c = Client(base, read)
     job = c.job(job_id)
     assert job["status"] == job["phase"] == "done" and job_id != demo_job[0]

@@ -49,6 +49,15 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
                 f"--out: {entry!r} has {len(models)} models ({', '.join(map(str, models))}); pass --model NAME to "
                 "say whose results --out receives."
             )
+    from ..run.identity import RANDOM_WEIGHTS_BANNER, is_random_spec
+    from ..service.client import read_entry
+
+    try:
+        encoder = read_entry(entry).get("encoder")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="ENTRY") from None
+    if isinstance(encoder, str) and is_random_spec(encoder):  # said before the job runs, as `lbee describe` does
+        click.secho(RANDOM_WEIGHTS_BANNER.format(encoder=encoder.split("@")[0]), fg="yellow", err=True)
     try:
         job = client.submit(entry)
         click.echo(
@@ -59,6 +68,9 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
             return
         t0 = time.monotonic()
         job = client.wait(job["id"], timeout=timeout, on_progress=lambda j: click.echo(describe_progress(j, t0)))
+        for run in job.get("runs") or ():  # where to read it: the report page of each of the job's runs
+            name = run["dataset"] + (f" / {run['model']}" if run.get("model") else "")
+            click.echo(f"report of {name}: {client.url}{run['links']['report']}")
         if out:
             for path in client.fetch(job["id"], out, model, overwrite=overwrite):
                 click.echo(f"Wrote {path}")
