@@ -262,3 +262,39 @@ def test_a_run_never_calls_a_confounder_needed():
     # Where the lead names grey, its ablation says so; found by its description (lbee.core.discovery) the failure
     # is usually named without it (None: grey not said). The ablation of a named grey is tested above.
     assert NEEDED not in verdicts, verdicts
+
+
+def test_a_statement_that_restates_the_groups_above_is_not_confirmed():
+    """A fragment of a failure confirms on its own (its region holds the failure's images): in the demo, three
+    3-image groups' statements, each a wider version of blindspot 1's, were CONFIRMED beside it. Tested on the
+    images the statements above it do not hold for, a restatement adds nothing; a second failure still does."""
+    from lbee.run.confirm import _beyond_the_groups_above
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    a = np.zeros(n, bool)
+    a[:300] = True  # failure A
+    c = np.zeros(n, bool)
+    c[300:500] = True  # failure C, elsewhere
+    failed = (a | c) & (rng.random(n) < 0.9) | (~(a | c) & (rng.random(n) < 0.03))
+    wider_a = a | (~c & (rng.random(n) < 0.1))  # A's statement without a condition: A and 10 % of the rest
+    regions = np.stack([a, wider_a, c, a], axis=1)
+    statements = [{"confirmed": True}] * 4
+    rows = np.arange(n)
+    out = _beyond_the_groups_above([0, 1, 2, 3, None], statements, regions, failed, rows)
+    assert out[0] is None and out[4] is None  # the first has nothing above it; no statement, no test
+    assert out[1]["confirmed"] is False and out[1]["groups_above"] == [0] and out[1]["n_in"] > 200
+    assert out[2]["confirmed"] is True and out[2]["groups_above"] == [0] and out[2]["n_in"] == 200
+    assert out[3]["confirmed"] is False and out[3]["n_in"] == 0  # the same statement twice
+    assert out[3]["groups_above"] == [0, 2]  # a restatement is not above anything
+
+
+def test_the_demo_confirms_each_blindspot_once(demo_run):
+    import json
+
+    out, text = demo_run
+    conf = json.loads((out / "explanation.json").read_text())["confirmation"]
+    confirmed = [g for g in conf["groups"] if g["confirmed"]]
+    assert len(confirmed) == 2 and [g["confirmed"] for g in conf["groups"][:2]] == [True, True]
+    for g in conf["groups"][2:]:
+        assert g["beyond"]["confirmed"] is False and g["beyond"]["groups_above"] == [0, 1], g

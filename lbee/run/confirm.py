@@ -193,18 +193,24 @@ def confirm_run(plan, part, exps, index, tau):
                 s["conditions"] = format_conditions(s["conditions"])
         tests = {s["text"]: (j, s) for j, s in enumerate(statements)}
         order.sort(key=lambda i: (*rank_key(tests.get(leading[i], (0, None))[1]), i))
+        lead = [tests.get(leading[i], (None, None))[0] for i in order]
+        beyond = _beyond_the_groups_above(lead, statements, regions, plan.failed, rows)
+        # a statement that adds nothing to those above it goes after the confirmed ones (their order is kept)
+        keep = sorted(range(len(order)), key=lambda k: (beyond[k] is not None and not beyond[k]["confirmed"], k))
+        order, lead, beyond = [order[k] for k in keep], [lead[k] for k in keep], [beyond[k] for k in keep]
+        position = {old: new for new, old in enumerate(keep)}
         groups = []
-        for i in order:
+        for i, j, b in zip(order, lead, beyond):
             idx = first.hard_clusters[i].indices
-            j = tests.get(leading[i], (None, None))[0]
-            groups.append(
-                {
-                    "images": int(len(idx)),
-                    "hypothesis_error_rate": round(float(plan.failed[idx].mean()), 4) if len(idx) else None,
-                    "statement": j,
-                    "confirmed": bool(j is not None and statements[j]["confirmed"]),
-                }
-            )
+            entry = {
+                "images": int(len(idx)),
+                "hypothesis_error_rate": round(float(plan.failed[idx].mean()), 4) if len(idx) else None,
+                "statement": j,
+                "confirmed": bool(j is not None and statements[j]["confirmed"] and (b is None or b["confirmed"])),
+            }
+            if b is not None:
+                entry["beyond"] = {**b, "groups_above": sorted(position[k] for k in b["groups_above"])}
+            groups.append(entry)
         for e in exps.values():
             e.hard_clusters = [e.hard_clusters[i] for i in order]
             e.params["confirm"] = plan.fraction
@@ -215,6 +221,52 @@ def confirm_run(plan, part, exps, index, tau):
             e.params["confirm"] = plan.fraction
     if hyps is not None:
         out["hypotheses"] = [_hypothesis_entry(hyps[i], plan) for i in order]
+    return out
+
+
+def _beyond_the_groups_above(lead, statements, regions, failed, rows):
+    """Whether each confirmed leading statement adds failures to those of the confirmed statements above it.
+
+    A statement found on a fragment of a failure, or one that a broader statement holds for, confirms on its own:
+    its region holds the failure's images. Tested on the held-out images that no statement above it holds for
+    (a sequential covering, as a rule list is read), it adds a failure only when its error rate there still
+    exceeds that of the rest of those images (one-sided Fisher, at the confirmation's level). A statement that
+    adds nothing is not confirmed: it restates the groups above it.
+
+    Parameters
+    ----------
+    lead : list of int or None
+        Per group, in rank order, the index of its leading statement.
+    statements : list of dict
+        With ``confirmed`` from the statement's own test.
+    regions : ndarray of bool, shape (n, S)
+    failed : ndarray of bool, shape (n,)
+    rows : ndarray of int
+        The held-out images counted.
+
+    Returns
+    -------
+    list of dict or None
+        Per group: None for the first confirmed one (nothing is above it) and for an unconfirmed statement; else
+        the test on the images the groups above do not cover (`RegionTest.to_dict`), ``groups_above`` (their
+        positions in ``lead``) and ``confirmed``.
+    """
+    covered = np.zeros(regions.shape[0], dtype=bool)
+    above: list[int] = []
+    out: list[dict | None] = []
+    for k, j in enumerate(lead):
+        if j is None or not statements[j]["confirmed"]:
+            out.append(None)
+            continue
+        if not above:
+            out.append(None)
+        else:
+            t = region_test(regions[:, j], failed, rows[~covered[rows]])
+            out.append({**t.to_dict(), "groups_above": list(above), "confirmed": bool(t.p_value <= CONFIRM_Q)})
+            if not out[-1]["confirmed"]:
+                continue
+        covered |= regions[:, j]
+        above.append(k)
     return out
 
 

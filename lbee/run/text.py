@@ -203,15 +203,28 @@ def confirmation_lines(conf, i):
         return ["NOT CONFIRMED: no statement to test on the held-out images"]
     s = conf["statements"][g["statement"]]
     lift = "∞" if s["lift"] is None else f"{s['lift']:.1f}"
-    lines = [
-        # the statement is what is tested, not the group: a group of few errors can still hold a statement that
-        # confirms, so the line says whose verdict it is
-        "its statement "
-        + ("CONFIRMED" if s["confirmed"] else "NOT CONFIRMED")
-        + f" on {conf['n_held_out']} held-out images: the images it is true of, {s['n_in']}, "
+    own = (
+        f"on {conf['n_held_out']} held-out images: the images it is true of, {s['n_in']}, "
         f"{conf['outcome']} {s['error_rate_in']:.2f} (95 % CI {s['ci'][0]:.2f}–{s['ci'][1]:.2f}) against "
         f"{s['error_rate_out']:.2f} outside, lift {lift}, q = {s['q_value']:.2g}"
-    ]
+    )
+    b = g.get("beyond")
+    # the statement is what is tested, not the group: a group of few errors can still hold a statement that
+    # confirms, so the line says whose verdict it is
+    if b is not None and not b["confirmed"]:
+        above = ", ".join(map(str, b["groups_above"]))
+        lines = [
+            f"its statement NOT CONFIRMED: it adds no failure to group{'s' if len(b['groups_above']) > 1 else ''} "
+            f"{above} above ({own}; but the {b['n_in']} of them the statements above do not hold for fail at "
+            f"{b['error_rate_in']:.2f}, against {b['error_rate_out']:.2f} for the rest, p = {b['p_value']:.2g})"
+        ]
+    else:
+        lines = [f"its statement {'CONFIRMED' if g['confirmed'] else 'NOT CONFIRMED'} {own}"]
+        if b is not None:
+            lines.append(
+                f"beyond the groups above: the {b['n_in']} images only it holds for fail at {b['error_rate_in']:.2f} "
+                f"against {b['error_rate_out']:.2f}, p = {b['p_value']:.2g}: a failure of its own"
+            )
     for a in s.get("ablation") or []:
         lines.append(
             f"without {a['condition']}: {a['n']} images, {a['error_rate']:.2f}; the {a['n_excluded']} it kept out "
