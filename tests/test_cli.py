@@ -1,4 +1,5 @@
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -146,6 +147,11 @@ def test_describe_errors(precomputed):
 def test_sentences_commands():
     r = run(["sentences", "list"])
     assert r.exit_code == 0 and "imagenet" in r.output and "urban_scenes" in r.output
+    # a new user: the grammars were not listed, and "(weather, ..., image" was cut mid-phrase; no paper sections
+    assert "street_scenes.grammar" in r.output and "app." not in r.output and "§" not in r.output
+    assert "image quality, viewpoint, place, image type)" in r.output
+    name = next(ln.split()[0] for ln in r.output.splitlines() if ln.endswith("occlusion)") and "grammar" in ln)
+    assert run(["sentences", "show", name]).output.count("\n") > 10
     r = run(["sentences", "show", "nico"])
     assert "A photo of a cactus in the water" in r.output
 
@@ -433,3 +439,18 @@ def test_an_explanation_whose_results_were_edited_is_refused(precomputed):
     assert r.exit_code == 1 and "records the digest of its content (content_sha256)" in r.output, r.output
     path.write_text(json.dumps(payload, indent=2))  # the same content, laid out otherwise: accepted
     assert run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")]).exit_code == 0
+
+
+def test_a_reader_that_leaves_the_pipe_early_is_no_error():
+    """A new user's `lbee sentences list | head -2` ended in `Error: BrokenPipeError: [Errno 32] Broken pipe`."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        f"{sys.executable} -m lbee.cli sentences show imagenet | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert proc.stdout.count("\n") == 1 and proc.stderr == "", proc.stderr

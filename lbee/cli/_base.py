@@ -154,6 +154,12 @@ class LbeeGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:  # `lbee sentences list | head`: the reader left; end quietly, as `yes | head` does
+            import os
+            import sys
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit would fail
+            raise click.exceptions.Exit(141) from None
         except USER_ERRORS as exc:
             from ..extras import MissingExtraError
 

@@ -15,13 +15,25 @@ def sentences():
 
 @sentences.command("list")
 def sentences_list():
-    """List the built-in sentence sets."""
+    """List the built-in sentence sets and grammars (a grammar is named NAME.grammar as a set)."""
+    import re
+
+    from ..grammar import list_grammars, load_grammar
     from ..io.sentences import list_sentence_sets, load_sentence_set
 
+    rows = []
     for name in list_sentence_sets():
         s = load_sentence_set(name)
-        first = s.header.splitlines()[0] if s.header else ""
-        click.echo(f"{name:<14} {len(s):>5}  {first}")
+        text = " ".join(s.header.split()).removeprefix(f"{name}: ")
+        # the header's first sentence, without the paper sections it cites (users read the words)
+        text = re.sub(r"\s*\([^()]*(?:app\.|§)[^()]*\)", "", text)
+        first = re.split(r"\.\s", text, maxsplit=1)[0]
+        rows.append((name, str(len(s)), first.rstrip(".")))
+    for name in list_grammars():
+        rows.append((f"{name}.grammar", "", "grammar: " + " ".join(load_grammar(name).description.split()).rstrip(".")))
+    width = max(len(r[0]) for r in rows)
+    for name, size, text in rows:
+        click.echo(f"{name:<{width}} {size:>5}  {text}")
 
 
 @sentences.command("show")
