@@ -701,6 +701,8 @@ def test_a_sidecar_that_is_not_a_regular_file_is_an_error_naming_it(service, dat
         ({"sentences": "fifos/s.txt"}, "sentences 'fifos/s.txt' is a FIFO (named pipe); expected a text file"),
         ({"predictions": "ds"}, "predictions 'ds' is a folder; expected a CSV/TSV/parquet file"),
         ({"sentences": "ds/nosuch.txt"}, "`sentences` path 'ds/nosuch.txt' does not exist in the data root"),
+        # eighth sweep S1: a name without suffix or separator was read from the server's working folder
+        ({"sentences": ".netrc"}, "`sentences` path '.netrc' does not exist in the data root"),
         ({"image_embeddings": "ds"}, "image_embeddings 'ds' is a folder; expected an .npy file"),
     ],
 )
@@ -954,3 +956,26 @@ def test_the_server_log_tells_each_jobs_start_and_end(service, caplog):
             pass
     said = [r.getMessage() for r in caplog.records]
     assert f"job {job} (told): started, attempt 1" in said and f"job {job} (told): done" in said, said
+
+
+def test_a_bare_sentences_name_is_a_file_in_the_root_and_a_builtin_name_is_the_builtin(
+    data_root, tmp_path, monkeypatch
+):
+    """Eighth sweep S1 and W1: `sentences: leakfile` read the server's working folder, and a file named
+    `conditions` there replaced the built-in set of every job."""
+    from lbee.service.jobs import validate_entry
+
+    root, _ = data_root
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "leakfile").write_text("machine example.com password hunter2\n")
+    (tmp_path / "conditions").write_text("a sentence of the working folder\n")
+    (root / "leakfile").write_text("An image of the root\n")
+    ds = validate_entry({**entry(), "sentences": "leakfile"}, root)
+    assert ds.sentence_set == str(root.resolve() / "leakfile")
+    from lbee.io.sentences import load_sentence_set
+
+    assert load_sentence_set(ds.sentence_set).sentences == ("An image of the root",)
+    ds = validate_entry({**entry(), "sentences": "conditions"}, root)
+    with pytest.warns(UserWarning, match="is the built-in set; the file 'conditions' in the current folder"):
+        sents = load_sentence_set(ds.sentence_set).sentences
+    assert len(sents) > 100 and "a sentence of the working folder" not in sents

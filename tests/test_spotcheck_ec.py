@@ -101,6 +101,36 @@ def test_corrupt_ec_folder(demo_run, tmp_path):
         ExperimentalConfiguration.load(bad)
 
 
+def test_a_world_reads_only_its_own_renders(demo_run, tmp_path):
+    """Eighth sweep S2: metadata.parquet's `file` rows, absolute or with '..', made a job embed images outside the
+    data root (and say whether an outside path exists); a link among the renders led out too."""
+    import pandas as pd
+
+    from lbee.io.confinement import confined_to
+
+    out, _ = demo_run
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(out / "ec" / "images" / "test" / "00000.png", outside / "secret.png")
+    for bad_file in (str(outside / "secret.png"), "../../outside/secret.png", "images/test/00001.png"):
+        ec = root / "ec"
+        shutil.rmtree(ec, ignore_errors=True)
+        shutil.copytree(out / "ec", ec)
+        meta = pd.read_parquet(ec / "metadata.parquet")
+        meta.loc[(meta["split"] == "test") & (meta["index"] == 0), "file"] = bad_file
+        meta.to_parquet(ec / "metadata.parquet", index=False)
+        with pytest.raises(CorruptECError, match="test image 0 is .*a world's images are 'images/test/00000.png'"):
+            ExperimentalConfiguration.load(ec, load_images=False)
+    shutil.rmtree(ec)
+    shutil.copytree(out / "ec", ec)
+    (ec / "images" / "test" / "00000.png").unlink()
+    (ec / "images" / "test" / "00000.png").symlink_to(outside / "secret.png")
+    assert ExperimentalConfiguration.load(ec).images["test"].shape[0] > 0  # the command line: no root
+    with confined_to(root), pytest.raises(CorruptECError, match="leads outside the data root"):
+        ExperimentalConfiguration.load(ec)
+
+
 def test_encoder_quality_gate_on_fresh_renders():
     """Single-attribute sentences separate images with / without the attribute (ROC-AUC)."""
     from sklearn.metrics import roc_auc_score

@@ -261,6 +261,11 @@ def describe(
         preflight(ds)  # tables, manifest and sentence set first: a bad label fails before any embedding
         if not image_embeddings:
             check_encoder_spec(encoder, weights=True)  # missing CLIP weights: said before torch is imported
+            from ..run.models import encoder_caveat
+
+            caveat = encoder_caveat(encoder, images)
+            if caveat is not None:  # before minutes of embedding, not only in the results' banner after them
+                click.secho(f"Note: {caveat}", fg="yellow", err=True)
         inputs = load_inputs(ds, cache_dir=obj["cache_dir"], device=obj["device"], progress=obj["progress"])
         run = run_model(ds, model, inputs, device=obj["device"], progress=obj["progress"], n_jobs=jobs)
     except click.ClickException:

@@ -6,10 +6,13 @@ Built-in sets live in ``sentence_sets/`` (shipped in the wheel as
 
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from .._validation import caller_stacklevel
 from ..grammar import INVISIBLE, line_break_in
 
 
@@ -238,6 +241,19 @@ def _builtin_dir():
         return Path(__file__).resolve().parents[2] / "sentence_sets"
 
 
+def is_builtin_set_name(value):
+    """Whether ``value`` names a built-in sentence set (``spotcheck``) or a built-in grammar's (``spotcheck.grammar``).
+
+    Such a name always means the built-in set, never a file of that name (`load_sentence_set`).
+    """
+    from ..grammar import list_grammars
+
+    value = str(value)
+    return value in list_sentence_sets() or (
+        value.endswith(".grammar") and value[: -len(".grammar")] in list_grammars()
+    )
+
+
 def list_sentence_sets():
     """Names of the built-in sentence sets, sorted."""
     return sorted(p.stem for p in _builtin_dir().glob("*.txt"))
@@ -309,11 +325,21 @@ def load_sentence_set(name_or_path):
     """
     if not isinstance(name_or_path, (str, Path)):
         raise TypeError(f"`name_or_path` must be a set name or a path; received {type(name_or_path).__name__}.")
+    ref = str(name_or_path)
+    if is_builtin_set_name(ref) and os.path.lexists(ref):
+        # the name means the built-in set everywhere (a file of that name in the working folder, the server's
+        # too, never replaces it in silence); ./NAME reads the file
+        warnings.warn(
+            f"--sentences {ref!r} is the built-in set; the file {ref!r} in the current folder is not read "
+            f"(write ./{ref} to read it).",
+            UserWarning,
+            stacklevel=caller_stacklevel(),
+        )
     grammar_set = _grammar_set(name_or_path)
     if grammar_set is not None:
         return grammar_set
     path = Path(name_or_path)
-    if not path.is_file():
+    if ref in list_sentence_sets() or not path.is_file():
         builtin = _builtin_dir() / f"{name_or_path}.txt"
         if not builtin.is_file():
             raise ValueError(
@@ -340,7 +366,7 @@ def _grammar_set(name_or_path):
     from ..grammar import generate, list_grammars, load_grammar
 
     ref = str(name_or_path)
-    if ref.endswith(".grammar") and ref[: -len(".grammar")] in list_grammars() and not Path(ref).is_file():
+    if ref.endswith(".grammar") and ref[: -len(".grammar")] in list_grammars():
         grammar = load_grammar(ref[: -len(".grammar")])
     elif ref.endswith(".grammar.yaml"):
         grammar = load_grammar(ref)

@@ -30,12 +30,9 @@ def named_sentence_set(value):
     ``spotcheck``, or a built-in grammar's ``street_scenes.grammar``, as
     `lbee.io.sentences.load_sentence_set` reads it.
     """
-    from ..grammar import list_grammars
-    from ..io.sentences import list_sentence_sets
+    from ..io.sentences import is_builtin_set_name
 
-    return value in list_sentence_sets() or (
-        value.endswith(".grammar") and value[: -len(".grammar")] in list_grammars()
-    )
+    return is_builtin_set_name(value)
 
 
 def check_encoder(spec, root, allowed=()):
@@ -176,11 +173,12 @@ def check_dataset_paths(ds, root, *, deep=True):
                 found.append((f"{key}.{k}", v))
     if isinstance(ds.relevance, dict):
         found += [(f"relevance.{k}", v) for k, v in ds.relevance.items()]
-    if not named_sentence_set(ds.sentence_set) and (Path(ds.sentence_set).suffix or os.sep in ds.sentence_set):
+    if not named_sentence_set(ds.sentence_set):  # any other value is a file, in the root (`.netrc` has no suffix)
         sentences = Path(ds.sentence_set) if Path(ds.sentence_set).is_absolute() else root / ds.sentence_set
         if not os.path.lexists(sentences):  # read from the root, not from the server's working folder
             raise ValueError(f"`sentences` path {ds.sentence_set!r} does not exist in the data root.")
         found.append(("sentences", sentences))
+        ds.sentence_set = str(sentences)  # the worker reads this file, not the name against its working folder
     for m in ds.models:
         for k in ("predictions", "weights"):
             if getattr(m, k) is not None:

@@ -106,7 +106,7 @@ class ExperimentalConfiguration:
             (folder / "images" / split).mkdir(parents=True, exist_ok=True)
             memb = self.membership(split)
             for i, (img, attrs) in enumerate(zip(self.images[split], self.attributes[split])):
-                rel = f"images/{split}/{i:05d}.png"
+                rel = _image_file(split, i)
                 Image.fromarray(img).save(folder / rel)
                 row = {
                     "split": split,
@@ -162,9 +162,16 @@ class ExperimentalConfiguration:
                     )
                 attributes[split] = [{k: str(r[_attr_column(k)]) for k in keys} for r in part.to_dict("records")]
                 labels[split] = part["label"].to_numpy().astype(np.int64)
+                files = [str(f) for f in part["file"]]
+                for index, f in zip(part["index"], files):  # a world names its own renders, nothing else
+                    if f != _image_file(split, index):
+                        raise CorruptECError(
+                            f"EC folder {str(folder)!r}: metadata.parquet's {split} image {index} is {f[:80]!r}; "
+                            f"a world's images are {_image_file(split, index)!r} in its folder."
+                        )
                 if load_images:
                     images[split] = (
-                        np.stack([_read_png(folder / f) for f in part["file"]])
+                        np.stack([_read_png(folder / f) for f in files])
                         if len(part)
                         else np.zeros((0, definition["image_size"], definition["image_size"], 3), np.uint8)
                     )
@@ -192,11 +199,21 @@ class ExperimentalConfiguration:
         )
 
 
-def _read_png(path):
-    from PIL import Image
+def _image_file(split, index):
+    """Where a world keeps image ``index`` of ``split``, relative to its folder."""
+    return f"images/{split}/{int(index):05d}.png"
 
+
+def _read_png(path):
+    from ..io.confinement import data_root, inside
+    from ..io.images import check_image_file, open_image
+
+    root = data_root()
+    if root is not None and not inside(Path(path).resolve(), root):  # a link among the renders that leads out
+        raise CorruptECError(f"EC image {str(path)!r} leads outside the data root.")
     try:
-        with Image.open(path) as img:
+        check_image_file(path)
+        with open_image(path) as img:
             return np.asarray(img.convert("RGB"))
     except (OSError, ValueError) as exc:
         raise CorruptECError(f"EC image {str(path)!r} cannot be read: {exc}") from None
