@@ -1544,3 +1544,24 @@ def test_seventh_sweep_a_relevance_cell_is_judged_as_written(tmp_path, cell):
         validate_relevance(read_table(path))
     path.write_text("image,sentence,relevant\na.png,s0,1\nb.png,s0,1.0\nc.png,s0,0\n")  # 1.0: a float column's 1
     assert validate_relevance(read_table(path))[2].tolist() == [True, True, False]
+
+
+def test_a_table_of_too_many_columns_is_refused_from_its_header(tmp_path):
+    """Eighth sweep H1: a 62 MB CSV of 150,000 prob_ columns took 71 s and 6 GB, then failed with an empty
+    message. The header is read first; a FIFO or device named as a table is said so, not "does not exist"."""
+    import time
+
+    from lbee.io.table_header import MAX_TABLE_COLUMNS
+    from lbee.io.table_reader import read_table
+    from lbee.run.limits import MAX_NUM_CLASSES
+
+    assert MAX_TABLE_COLUMNS > MAX_NUM_CLASSES  # a table of the most classes lbee takes is read
+    header = "path," + ",".join(f"prob_{i}" for i in range(MAX_TABLE_COLUMNS))
+    (tmp_path / "wide.csv").write_text(header + "\n" + ("a.png" + ",0" * MAX_TABLE_COLUMNS + "\n") * 50)
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match=f"has {MAX_TABLE_COLUMNS + 1:,} columns; lbee reads tables of at most"):
+        read_table(tmp_path / "wide.csv")
+    assert time.monotonic() - t0 < 5
+    os.mkfifo(tmp_path / "p.csv")
+    with pytest.raises(ValueError, match="is a FIFO"):
+        read_table(tmp_path / "p.csv")

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import NUMBER_PATTERN  # a number in a cell: ASCII digits, not 1_000 or nan
+from .table_header import check_header, refuse_repeated_columns, refuse_too_many_columns
 
 logger = logging.getLogger("lbee")
 
@@ -61,12 +62,16 @@ def read_table(path, *, kind=None):
 
     path = Path(path)
     if not path.is_file():
+        if path.exists():  # a FIFO or a device: reading it would block or never end
+            from .confinement import check_regular_file
+
+            check_regular_file(path, "Table")
         raise FileNotFoundError(f"Table {str(path)!r} does not exist.")
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise ValueError(f"Table {str(path)!r} has suffix {suffix!r}; expected .csv, .tsv or .parquet.")
     if suffix not in (".parquet", ".pq"):
-        _check_header(path, "\t" if suffix == ".tsv" else ",")
+        check_header(path, "\t" if suffix == ".tsv" else ",")
     else:
         try:
             import pyarrow.parquet as pq
@@ -74,17 +79,20 @@ def read_table(path, *, kind=None):
             names = pq.read_schema(path).names
         except Exception:  # not readable as parquet: the reader below says so
             names = []
-        _refuse_repeated_columns(names, path)
+        refuse_repeated_columns(names, path)
+        refuse_too_many_columns(len(names), path)
     try:
         if suffix in (".parquet", ".pq"):
             table, fmt = pd.read_parquet(path), "parquet"
         else:
             fmt = "tsv" if suffix == ".tsv" else "csv"
             table = pd.read_csv(path, **csv_options(fmt))
+    except MemoryError:
+        raise ValueError(f"Cannot read table {str(path)!r}: it does not fit in memory.") from None
     except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
-        raise ValueError(f"Cannot read table {str(path)!r}: {exc}") from None
+        raise ValueError(f"Cannot read table {str(path)!r}: {exc or type(exc).__name__}") from None
     table.columns = [str(c).strip() if isinstance(c, str) else c for c in table.columns]
-    _refuse_repeated_columns(list(table.columns), path)
+    refuse_repeated_columns(list(table.columns), path)
     table.attrs[_SOURCE] = str(path)
     table.attrs[_FORMAT] = fmt
     if kind is not None:
@@ -99,32 +107,6 @@ def csv_options(fmt):
     # Only an empty cell is missing: pandas' default NA words ("NA", "null", "None", "nan", ...)
     # would silently turn class names and ids into NaN.
     return {"sep": "\t" if fmt == "tsv" else ",", "encoding": "utf-8-sig", "keep_default_na": False, "na_values": [""]}
-
-
-def _refuse_repeated_columns(columns, path):
-    seen = {}
-    for pos, col in enumerate(columns, 1):
-        if col in seen:
-            raise ValueError(
-                f"Table {str(path)!r} repeats the column {col!r} (columns {seen[col]} and {pos} of the "
-                "header); expected each column once (lbee would not know which one to read)."
-            )
-        seen[col] = pos
-
-
-def _check_header(path, sep):
-    """Refuse a text table that is UTF-16 (Excel's "Unicode text"), or whose header names a column twice."""
-    import csv
-
-    try:
-        with open(path, "rb") as fh:  # UTF-16's marks (UTF-32 LE's begins with UTF-16 LE's); pandas says "0xff"
-            if fh.read(2) in (b"\xff\xfe", b"\xfe\xff"):
-                raise ValueError(f"Cannot read table {str(path)!r}: it is UTF-16 or UTF-32; save it as UTF-8.")
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            header = next((r for r in csv.reader(fh, delimiter=sep) if r), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return  # the reader below reports an unreadable file
-    _refuse_repeated_columns([c.strip() for c in header], path)
 
 
 def table_source(table, default="table"):
