@@ -3,6 +3,8 @@
 The client against a real server is in tests/test_service_live.py (test_submit_runs_a_job_end_to_end).
 """
 
+import re
+
 import pytest
 
 from lbee.service.client import Client, ServiceError, describe_progress, read_entry
@@ -55,6 +57,19 @@ def test_read_entry_refuses_a_whole_config_and_a_list(tmp_path):
         read_entry(tmp_path / "list.yaml")
     (tmp_path / "ok.yaml").write_text("name: demo\nspotcheck: {seed: 0}\n")
     assert read_entry(tmp_path / "ok.yaml") == {"name": "demo", "spotcheck": {"seed": 0}}
+
+    # eighth sweep: `name: 2024-01-01` (a YAML date) or a !!binary value ended in a TypeError of json.dumps
+    for text, where in [
+        ("name: 2024-01-01\nspotcheck: {seed: 0}\n", "`name` is datetime.date(2024, 1, 1)"),
+        ("name: a\nspotcheck: {seed: !!binary aGk=}\n", "`spotcheck.seed` is b'hi'"),
+        (
+            "name: a\nmodels: [{name: m, predictions: !!set {a}}]\n",
+            "`models[0].predictions` is {'a'}, which YAML reads as a set",
+        ),
+    ]:
+        (tmp_path / "odd.yaml").write_text(text)
+        with pytest.raises(ValueError, match=re.escape(where)):
+            read_entry(tmp_path / "odd.yaml")
 
 
 def test_no_server_is_one_clean_error():

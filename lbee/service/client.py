@@ -79,7 +79,34 @@ def read_entry(path):
             f"{str(path)!r} holds a {type(entry).__name__}; expected one dataset entry, a mapping such as "
             "{name: demo, spotcheck: {seed: 0}}."
         )
+    where, value = _not_json(entry)
+    if where is not None:  # YAML reads 2024-01-01 as a date, !!binary as bytes: a job is JSON
+        raise ValueError(
+            f"{str(path)!r}: `{where}` is {value!r}, which YAML reads as a {type(value).__name__}; a job entry holds "
+            "text, numbers, true / false, lists and mappings (quote it: '...')."
+        )
     return entry
+
+
+def _not_json(value, where=""):
+    """The first key path whose value JSON cannot carry, and that value; (None, None) when all can."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return (f"{where}.{k}" if where else str(k)), k
+            found = _not_json(v, f"{where}.{k}" if where else k)
+            if found[0] is not None:
+                return found
+        return None, None
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _not_json(v, f"{where}[{i}]")
+            if found[0] is not None:
+                return found
+        return None, None
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return None, None
+    return where, value
 
 
 class Client:
