@@ -252,3 +252,30 @@ def caller_stacklevel() -> int:
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
         frame, level = frame.f_back, level + 1
     return level
+
+
+class KeyTwice(ValueError):
+    """A JSON object writes a key twice (the key, cut to 80 characters, is the argument)."""
+
+
+def once_each(pairs):
+    """A JSON object from ``pairs`` (``json.loads``' object_pairs_hook), refusing a key written twice.
+
+    json keeps the last of two values in silence: which one did the writer mean?
+    """
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise KeyTwice(key[:80])
+        out[key] = value
+    return out
+
+
+def loads_each_key_once(text):
+    """``json.loads(text)``, refusing a key written twice (``ValueError`` naming it)."""
+    import json
+
+    try:
+        return json.loads(text, object_pairs_hook=once_each)
+    except KeyTwice as exc:
+        raise ValueError(f"the key {exc.args[0]!r} is written twice in one object; expected each key once") from None

@@ -439,6 +439,13 @@ def test_an_explanation_whose_results_were_edited_is_refused(precomputed):
     assert r.exit_code == 1 and "records the digest of its content (content_sha256)" in r.output, r.output
     path.write_text(json.dumps(payload, indent=2))  # the same content, laid out otherwise: accepted
     assert run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")]).exit_code == 0
+    # eighth sweep: a key written twice passed the digest (the last value was read, the first was digested)
+    text = json.dumps(payload)
+    path.write_text(text[:-1] + ', "format": 4}')
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy"), "--overwrite"])
+    assert r.exit_code == 1 and "the key 'format' is written twice in one object" in r.output, r.output
+    path.write_text("\ufeff" + text, encoding="utf-8")  # a byte-order mark an editor added: read as written
+    assert run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy"), "--overwrite"]).exit_code == 0
 
 
 def test_a_reader_that_leaves_the_pipe_early_is_no_error():

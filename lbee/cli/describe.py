@@ -263,9 +263,15 @@ def describe(
             check_encoder_spec(encoder, weights=True)  # missing CLIP weights: said before torch is imported
             from ..run.models import encoder_caveat
 
-            caveat = encoder_caveat(encoder, images)
-            if caveat is not None:  # before minutes of embedding, not only in the results' banner after them
-                click.secho(f"Note: {caveat}", fg="yellow", err=True)
+            if encoder_caveat(encoder, images) is not None:  # before minutes of embedding; the banner says why
+                from ..run.identity import is_random_spec
+
+                why = "has random weights" if is_random_spec(encoder) else "is not made for these images"
+                click.secho(
+                    f"Note: the encoder {encoder!r} {why}: this run's sentences will be meaningless.",
+                    fg="yellow",
+                    err=True,
+                )
         inputs = load_inputs(ds, cache_dir=obj["cache_dir"], device=obj["device"], progress=obj["progress"])
         run = run_model(ds, model, inputs, device=obj["device"], progress=obj["progress"], n_jobs=jobs)
     except click.ClickException:

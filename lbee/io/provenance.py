@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validation import KeyTwice, once_each
+
 FORMAT = 1
 SUFFIX = ".provenance.json"
 KINDS = ("image_embeddings", "sentence_embeddings")
@@ -173,20 +175,6 @@ def write_sidecar(path, provenance):
     atomic_write_bytes(sidecar_path(path), json.dumps(provenance, indent=1).encode())
 
 
-class _KeyTwice(ValueError):
-    """A JSON object of the sidecar writes a key twice (the key is the argument)."""
-
-
-def _once_each(pairs):
-    """A JSON object from ``pairs`` (json's object_pairs_hook), refusing a key written twice."""
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise _KeyTwice(key[:80])
-        out[key] = value
-    return out
-
-
 def read_provenance(path, name="embeddings"):
     """The sidecar record of the embeddings file ``path``, validated; None when there is no sidecar.
 
@@ -205,8 +193,8 @@ def read_provenance(path, name="embeddings"):
                 f"{side} ({size:,} bytes) is not a provenance record of {name} {str(path)!r}: a record lbee "
                 f"writes is under {MAX_SIDECAR_BYTES:,} bytes. {fix}"
             )
-        record = json.loads(side.read_text(encoding="utf-8"), object_pairs_hook=_once_each)
-    except _KeyTwice as exc:  # json keeps the last of two values in silence: which one did the writer mean?
+        record = json.loads(side.read_text(encoding="utf-8-sig"), object_pairs_hook=once_each)
+    except KeyTwice as exc:  # json keeps the last of two values in silence: which one did the writer mean?
         raise ValueError(
             f"{side} is not a provenance record of {name} {str(path)!r}: the key {exc.args[0]!r} is written "
             f"twice; expected each key once. {fix}"

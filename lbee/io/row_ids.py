@@ -76,12 +76,12 @@ def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, r
     if ids_file is None:
         return
     try:
-        text = ids_file.read_text(encoding="utf-8")
+        text = ids_file.read_text(encoding="utf-8-sig")  # a byte-order mark is no part of the first id
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"Cannot read the row ids of {name} {str(path)!r} ({ids_file}): {exc}") from None
     listed = [line.rstrip("\r") for line in text.split("\n")]
-    if listed and listed[-1] == "":
-        listed.pop()  # the final newline
+    while listed and listed[-1] == "":
+        listed.pop()  # the final newline, and blank lines an editor left after it: no id is empty
     fix = f"reorder {against} as {ids_file.name} lists, or re-embed its images with `lbee embed`"
     if len(listed) != n_rows:
         raise ValueError(

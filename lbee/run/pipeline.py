@@ -419,9 +419,11 @@ def load_explanations(path):
     from ..io.confinement import check_regular_file
 
     check_regular_file(path := Path(path), "Explanation file")  # /dev/zero or a FIFO would never end
+    from .._validation import loads_each_key_once  # a key twice: the last would win, unseen by the digest
+
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # nested 100k deep
+        payload = loads_each_key_once(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # nested 100k deep
         raise ValueError(f"Cannot read explanation file {str(path)!r}: {exc}") from None
     return validate_explanation_payload(payload, source=str(path)), payload
 
