@@ -235,6 +235,8 @@ def _write_demo_inputs(folder, analysis):
             sentence_set=WORLD_SENTENCE_SET,
         ),
     )
+    # which image each row is: a predictions table in another order is then refused, not paired by position
+    (folder / "image_embeddings.ids.txt").write_text("".join(f"{i}\n" for i in r.image_ids), encoding="utf-8")
     np.save(folder / "relevance.npy", analysis.relevance[:, :n_base])
     grammar = load_grammar("spotcheck")
     sentences, conditions, _ = generate(grammar)
