@@ -66,10 +66,10 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     ec = make_ec(seed, log=step, train=True if retrain else "auto")
     v = ec.verification
     for n, attempt in enumerate(v.get("attempts") or (), start=1):  # the story, on stdout: which world, and why
+        why = attempt.get("story") or "its classifier did not fail exactly in the blindspots planted in it"
         click.echo(
-            f"  candidate world {n} (seed {attempt['seed']}) was set aside: its classifier did not fail exactly in "
-            "the blindspots planted in it, so it could not test whether lbee names them (a world is kept only when "
-            "it does; details on stderr)"
+            f"  candidate world {n} (seed {attempt['seed']}) was set aside: {why}, so it could not test whether "
+            "lbee names the blindspots planted in it (a world is kept only when its classifier fails exactly there)"
         )
     if v.get("attempts"):
         click.echo(f"  the demo uses candidate world {len(v['attempts']) + 1} (seed {ec.seed})")
@@ -87,10 +87,9 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     analysis = analyze_ec(ec, enc, protocol="lbee", n_clusters=clusters, k=k, a=a)
     result = analysis.result
     p = next(iter(result.explanations.values())).params
-    click.echo(
-        f"\nTest set: {p['n_images']} images, {p['n_hard']} hard, {p['n_easy']} easy; "
-        f"{len(result.explanations['tops'].hard_clusters)} hard groups.\n"
-    )
+    from ..run.text import groups_line
+
+    click.echo("\nTest set: " + groups_line(p, len(result.explanations["tops"].hard_clusters)) + "\n")
     click.echo("Each hard group's top sentence, per method (groups in the order of their evidence):")
     click.echo(top_sentences(result))
     click.echo("\nMetrics with exact relevance (o = 0.2):")

@@ -273,7 +273,7 @@ def _group_test(conf, i):
 
 def groups_line(params, n_groups):
     """``2000 images: 403 hard, 986 easy; 5 hard groups.``, saying so when the slicer's groups were merged."""
-    line = f"{params['n_images']} images: {params['n_hard']} hard, {params['n_easy']} easy; "
+    line = f"{params['n_images']} images: {params['n_hard']} hard, {params['n_easy']} easy{_neither(params)}; "
     made = params.get("n_slicer_groups")
     if made is not None and made != n_groups:
         return line + (
@@ -281,6 +281,18 @@ def groups_line(params, n_groups):
             "description covers are taken as pieces of one failure and merged)."
         )
     return line + f"{n_groups} hard groups."
+
+
+def _neither(params):
+    """``, 611 in neither (600 held out to confirm the statements, 11 between the two)``, or ''."""
+    rest = params["n_images"] - params["n_hard"] - params["n_easy"]
+    if rest <= 0:
+        return ""
+    held = int(params.get("n_held_out") or 0)
+    parts = ([f"{held} held out to confirm the statements"] if held else []) + (
+        [f"{rest - held} of middling confidence"] if rest > held else []
+    )
+    return f", {rest} in neither ({', '.join(parts)})"
 
 
 def _asked_formed(params, asked, formed):

@@ -379,9 +379,9 @@ def make_ec(
         if ec.verification["passed"]:
             return ec
         reason = f"{source} model failed verification ({verification_failure(ec.verification)})"
-        rejected.append({"seed": seed, "blindspots": ec.describe_blindspots(), "reason": reason})
+        why = verification_story(ec.verification, min_outside, max_inside)
+        rejected.append({"seed": seed, "blindspots": ec.describe_blindspots(), "reason": reason, "story": why})
         if log:
-            why = verification_story(ec.verification, min_outside, max_inside)
             log(
                 f"the {source} classifier of candidate world {attempt + 1} (seed {seed}) is set aside: {why}. "
                 "A world is kept only when its classifier fails exactly in the blindspots planted in it, "
