@@ -320,3 +320,15 @@ def test_layout_reads_like_the_data_flow():
     assert "reports" not in spot and "from ..cli" not in spot
     vqa = "".join(p.read_text() for p in (ROOT / "vqa").glob("*.py"))
     assert " import _" not in vqa.replace("import __future__", "")
+
+
+def test_the_default_number_of_groups_fits_a_small_hard_split():
+    """A new user's 51 hard images went into the paper's 15 groups: 6 single images, the planted failure spread
+    over 6 groups, and only then a warning advising about 5. The default is one group per 10 hard images, up to 15."""
+    from lbee.run.settings import IMAGES_PER_DEFAULT_GROUP
+
+    assert RunSettings().n_clusters_for(51) == 51 // IMAGES_PER_DEFAULT_GROUP == 5
+    assert RunSettings().n_clusters_for(400) == RunSettings().n_clusters == 15
+    assert RunSettings().n_clusters_for(3) == 1
+    assert RunSettings(clusters=15).n_clusters_for(51) == 15  # asked for: kept
+    assert RunSettings(per_class="errors").n_clusters_for(51) == 5  # the paper's per-class default

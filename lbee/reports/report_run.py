@@ -46,7 +46,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
         "methods": ", ".join(next(iter(explanations.values()))),  # what ran: compose joins a grammar's set
         "slicers": ", ".join(explanations),
         "a": st.a,
-        "C (hard clusters)": _clusters_words(run.main.explanations, st.n_clusters),
+        "C (hard clusters)": _clusters_words(run.main.explanations, st),
         "K (sentences per cluster)": st.k,
         "τ": run.tau,
         "o": st.o,
@@ -91,9 +91,12 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
     )
 
 
-def _clusters_words(explanations, asked):
-    """``15``, or ``15 asked, 15 formed, merged into 5 hypotheses (...)`` when the groups were merged."""
+def _clusters_words(explanations, settings):
+    """``15``, ``5 (by default for 51 hard images)``, or ``15 asked, 15 formed, merged into 5 hypotheses (...)``."""
     p = next(iter(explanations.values())).params
+    asked = p.get("n_clusters", settings.n_clusters)
+    if settings.clusters is None and asked != settings.n_clusters:  # the default, lowered for a small hard split
+        asked = f"{asked} (the default for {p.get('n_hard')} hard images; {settings.n_clusters} from 150 on)"
     made, formed = p.get("n_slicer_groups"), p.get("n_hard_clusters_formed")
     if made is not None and formed is not None and made != formed:
         return f"{asked} asked, {made} formed, merged into {formed} hypotheses (the groups one description covers)"

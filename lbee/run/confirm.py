@@ -51,6 +51,9 @@ class ConfirmationPlan:
     failed: np.ndarray | None = field(default=None, repr=False)
     counted: np.ndarray | None = field(default=None, repr=False)
     outcome: str = ""
+    hard: np.ndarray | None = field(default=None, repr=False)
+    #: Hard images the slicer sees (those not held out): what the default number of groups is sized by.
+    n_hard_discovery: int = 0
 
     def header(self):
         """What ``explanation.json`` records of the plan."""
@@ -74,6 +77,13 @@ def confirmation_plan(inputs, scores, settings):
     -------
     ConfirmationPlan
     """
+    plan = _plan(inputs, scores, settings)
+    hard = plan.hard if plan.mask is None else plan.hard & ~plan.mask
+    plan.n_hard_discovery = int(hard.sum())
+    return plan
+
+
+def _plan(inputs, scores, settings):
     from ..core.split import split_by_confidence
 
     fraction = float(settings.confirm)
@@ -83,11 +93,11 @@ def confirmation_plan(inputs, scores, settings):
         hard, easy = split_by_confidence(scores.confidence, a=settings.a)
     failed, counted, outcome = failure_outcome(scores.performance, hard, easy)
     if fraction == 0:
-        return ConfirmationPlan(None, "off", "turned off (confirm = 0)", 0.0, failed, counted, outcome)
+        return ConfirmationPlan(None, "off", "turned off (confirm = 0)", 0.0, failed, counted, outcome, hard=hard)
     n = int(np.shape(inputs.embeddings)[0])
     if n < MIN_CONFIRM_IMAGES:
         why = f"{n} images: confirmation needs at least {MIN_CONFIRM_IMAGES} (statements are found on all of them)"
-        return ConfirmationPlan(None, "skipped", why, fraction, failed, counted, outcome)
+        return ConfirmationPlan(None, "skipped", why, fraction, failed, counted, outcome, hard=hard)
     mask = held_out(hard.astype(int) + 2 * easy.astype(int), fraction)
     n_failed = int((failed & counted & mask).sum())
     if n_failed < MIN_CONFIRM_FAILURES or not (hard & ~mask).any() or not (easy & ~mask).any():
@@ -95,8 +105,8 @@ def confirmation_plan(inputs, scores, settings):
             f"{n_failed} failures among the {int(mask.sum())} held-out images: confirmation needs at least "
             f"{MIN_CONFIRM_FAILURES} (statements are found on all images)"
         )
-        return ConfirmationPlan(None, "skipped", why, fraction, failed, counted, outcome)
-    return ConfirmationPlan(mask, "done", "", fraction, failed, counted, outcome)
+        return ConfirmationPlan(None, "skipped", why, fraction, failed, counted, outcome, hard=hard)
+    return ConfirmationPlan(mask, "done", "", fraction, failed, counted, outcome, hard=hard)
 
 
 def _regions(part, index, tau, statements):

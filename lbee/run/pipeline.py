@@ -131,7 +131,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
         name, obj = _slicer_object(spec)
         part = Partition(
             a=settings.a,
-            n_clusters=settings.n_clusters,
+            n_clusters=settings.n_clusters_for(plan.n_hard_discovery),  # fewer for a small hard split
             n_easy_clusters=settings.easy_clusters,
             slicer="ward" if obj is None else obj,
             ward=settings.ward,

@@ -158,10 +158,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
             if st.split_by == "irfs"
             else "GradCAM / object-mask IoU (low: evidence off the object)"
         )
-        extra = {
-            "split_criterion": f"Split by the {phi_desc} (asked for: --split-by {st.split_by}, or split_by: "
-            f"{st.split_by} in a config)."
-        }
+        extra = {"split_criterion": f"Split by the {phi_desc}, as asked (--split-by {st.split_by})."}
     return Scores(phi, scores.performance, phi_desc, omega, scores, names, extra)
 
 

@@ -18,7 +18,7 @@ import difflib
 import numbers
 from dataclasses import dataclass, field
 
-from ..core.clustering import DEFAULT_WARD, WARD_METHODS
+from ..core.clustering import DEFAULT_WARD, TINY_GROUP, WARD_METHODS
 from ..core.confirmation import DEFAULT_CONFIRM_FRACTION, MAX_CONFIRM_FRACTION, MIN_CONFIRM_IMAGES
 from ..core.evaluation import DEFAULT_O
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, DEFAULT_N_CLUSTERS_PER_CLASS
@@ -28,6 +28,8 @@ from .limits import IGNORE_INDEX_RANGE, MAX_A, MAX_CLUSTERS, MAX_K, MAX_O
 from .slicer_options import check_slicer_options
 
 TASKS = ("classification", "segmentation")
+#: Hard images per group below which the default number of groups is lowered (as the tiny-group warning advises).
+IMAGES_PER_DEFAULT_GROUP = 2 * TINY_GROUP
 #: φ from a region-sensitivity run (RIVAL10 §5): per-image iRFS or saliency / mask IoU, classification only.
 SENSITIVITY_SPLITS = ("irfs", "saliency")
 
@@ -104,8 +106,9 @@ class RunSettings:
         easy, in standard deviations: hard below mean − a·std, easy above
         mean + a·std (the LBEE paper's first step).
     clusters : int or None, default=None
-        Groups the hard images are clustered into; None means 15, or 5 per
-        class in a per-class run (the LBEE paper's settings).
+        Groups the hard images are clustered into; None means 15 (the LBEE
+        paper's setting), fewer below 150 hard images (one group per 10 of
+        them), and 5 per class in a per-class run.
     easy_clusters : int or None, default=None
         Groups the easy images are clustered into; None means as many as
         the hard ones.
@@ -162,7 +165,10 @@ class RunSettings:
         minimum=1,
         maximum=MAX_CLUSTERS,
         optional=True,
-        default_text=f"{DEFAULT_N_CLUSTERS}, or {DEFAULT_N_CLUSTERS_PER_CLASS} per class",
+        default_text=(
+            f"{DEFAULT_N_CLUSTERS}, fewer below {DEFAULT_N_CLUSTERS * IMAGES_PER_DEFAULT_GROUP} hard images (one per "
+            f"{IMAGES_PER_DEFAULT_GROUP}); {DEFAULT_N_CLUSTERS_PER_CLASS} per class"
+        ),
     )
     easy_clusters: int | None = _knob(
         None,
@@ -274,6 +280,16 @@ class RunSettings:
         if self.clusters is not None:
             return self.clusters
         return DEFAULT_N_CLUSTERS_PER_CLASS if self.per_class else DEFAULT_N_CLUSTERS
+
+    def n_clusters_for(self, n_hard):
+        """The hard groups of a run with ``n_hard`` hard images: ``clusters`` when given, else the paper's 15.
+
+        Fewer when 15 would leave under `IMAGES_PER_DEFAULT_GROUP` images a group: 51 hard images in 15 groups gave
+        6 single images and a planted failure spread over 6 groups. Per class, 5 (the paper's).
+        """
+        if self.clusters is not None or self.per_class:
+            return self.n_clusters
+        return min(DEFAULT_N_CLUSTERS, max(1, int(n_hard) // IMAGES_PER_DEFAULT_GROUP))
 
     @property
     def slicer_names(self):

@@ -61,12 +61,11 @@ def split_criterion(kind, has_labels, *, confidence_column=False):
     chosen = resolve_confidence(kind, has_labels)
     words = CONFIDENCE_WORDS[chosen]
     if kind != "auto":
-        return f"Split by the {words} (asked for: --confidence-from {kind}, or confidence_from: {kind} in a config)."
+        return f"Split by the {words}, as asked (--confidence-from {kind})."
     if has_labels:
         return (
             f"Split by the {words}, because the predictions carry labels: every error, confident or not, "
-            "is hard (--confidence-from entropy, or confidence_from: entropy in a config, splits by the model's "
-            "uncertainty instead)."
+            "is hard. To split by the model's uncertainty instead: --confidence-from entropy."
         )
     return (
         f"Split by the model's {words} (its uncertainty), because the predictions carry no labels "
