@@ -280,3 +280,33 @@ def test_a_failed_run_leaves_no_empty_out_folder(tmp_path):
     (tmp_path / "mine").mkdir()
     r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "mine")], obj={})
     assert r.exit_code != 0 and (tmp_path / "mine").is_dir() and not any((tmp_path / "mine").iterdir())
+
+
+def test_groups_are_numbered_in_the_order_they_are_shown(tmp_path):
+    """A new user's groups printed as 2, 0, 5, 7, 6, 14, 1, ...: without held-out images (under 500) the run
+    orders its groups by harm and numbers them so, in the terminal and in explanation.json alike."""
+    import json
+
+    rng = np.random.default_rng(0)
+    n, d = 300, 16
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    s = rng.normal(size=(12, d)).astype(np.float32)
+    s /= np.linalg.norm(s, axis=1, keepdims=True)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "s.npy", s)
+    (tmp_path / "s.txt").write_text("".join(f"An image of kind {i}\n" for i in range(12)))
+    wrong = rng.random(n) < 0.15
+    pa = np.where(wrong, 0.2, 0.9)
+    pd.DataFrame({"image": [f"i{i}" for i in range(n)], "label": 0, "prob_a": pa, "prob_b": 1 - pa}).to_csv(
+        tmp_path / "p.csv", index=False
+    )
+    args = ["-q", "describe", "--image-embeddings", str(tmp_path / "x.npy"), "--sentence-embeddings"]
+    args += [str(tmp_path / "s.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions", str(tmp_path / "p.csv")]
+    r = CliRunner().invoke(cli, [*args, "--tau", "0.2", "--clusters", "6", "--out", str(tmp_path / "o")], obj={})
+    assert r.exit_code == 0, r.output
+    shown = [int(line.split()[2].rstrip(":")) for line in r.output.splitlines() if line.startswith("Hard group ")]
+    assert shown == list(range(len(shown))) and len(shown) == 6
+    payload = json.loads((tmp_path / "o" / "explanation.json").read_text())
+    sizes = [len(c["indices"]) for c in payload["clustering"]["hard"]]
+    assert sizes == sorted(sizes, reverse=True)  # every image here fails: harm is size

@@ -159,7 +159,7 @@ def _ablate(part, index, tau, plan, statement, region, rows):
     return out
 
 
-def confirm_run(plan, part, exps, index, tau):
+def confirm_run(plan, part, exps, index, tau, performance=None):
     """Test every statement on the held-out images, rank the hypotheses, and return what the run records.
 
     The explanations' hard clusters are reordered in place: confirmed hypotheses first, by the lower end of the
@@ -167,6 +167,9 @@ def confirm_run(plan, part, exps, index, tau):
     ones. The leading statement of a merged hypothesis (a grammar's sentences) is its own description
     (`lbee.core.hypotheses`, tested beside the describers' statements), so the order does not depend on which
     describers ran; without merging it is the first describer's first sentence.
+
+    Without held-out images, the hard clusters are ordered by harm instead (`lbee.run.text.group_order`, with
+    ``performance`` ω), so that a group's number is its place everywhere.
 
     Returns
     -------
@@ -227,6 +230,12 @@ def confirm_run(plan, part, exps, index, tau):
             e.params["n_held_out"] = int(plan.mask.sum())
         out["confirmation"].update(statements=statements, groups=groups)
     else:
+        if performance is not None:  # no held-out ranking: the most harmful first, numbered as they are shown
+            from .text import group_order
+
+            order = group_order(first.hard_clusters, performance)
+            for e in exps.values():
+                e.hard_clusters = [e.hard_clusters[i] for i in order]
         for e in exps.values():
             e.params["confirm"] = plan.fraction
     if hyps is not None:

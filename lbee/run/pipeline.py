@@ -144,7 +144,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
             if index.grammar is not None:  # one hypothesis per failure (lbee.core.hypotheses)
                 part.merge(index, tau=tau, k=settings.k)
             exps = part.describe_methods(index, methods, k=settings.k, tau=tau, sentences=inputs.sentences)
-            confirmed = confirm_run(plan, part, exps, index, tau)  # statements tested, hypotheses ranked
+            confirmed = confirm_run(plan, part, exps, index, tau, scores.performance)  # tested, ranked
         except ValueError as exc:
             raise ValueError(f"slicer {name!r}: {exc}" if len(settings.slicers) > 1 else str(exc)) from None
         if obj is not None:
