@@ -13,9 +13,11 @@ from pathlib import Path
 
 #: The exported file, written into the run's folder by default.
 SPOTLIGHT_FILE = "spotlight.parquet"
-#: Columns of the export, in order: the image file, its id, its hypothesis (the hard group; -1 for an easy or a
-#: neutral image), the hypothesis' sentence, its split (hard / easy / neutral), φ, ω, label, prediction and
-#: whether the sentence holds for it (Γ, when the run had one).
+#: The hypothesis of an image in no hard group (an easy or a neutral one).
+NO_HYPOTHESIS = "none"
+#: Columns of the export, in order: the image file, its id, its hypothesis (``group 3``, the hard group;
+#: `NO_HYPOTHESIS` for an easy or a neutral image), the hypothesis' sentence, its split (hard / easy / neutral),
+#: φ, ω, label, prediction and whether the sentence holds for it (Γ, when the run had one).
 SPOTLIGHT_COLUMNS = (
     "image",
     "image_id",
@@ -72,7 +74,8 @@ def spotlight_table(run_dir):
         {
             "image": [_image_file(r, run_dir) for r in table[["path", "image"]].to_dict("records")],
             "image_id": table["image"].astype(str),
-            "hypothesis": table["group"].where(hard, -1).astype("int64"),
+            # text, not an int: Spotlight 1.8's Category of an integer column has no categories and shows blank
+            "hypothesis": ("group " + table["group"].astype("Int64").astype(str)).where(hard, NO_HYPOTHESIS),
             "sentence": table["sentence"].where(hard, None),
             "split": table["split"].astype(str),
             "confidence": table["confidence"],
