@@ -386,15 +386,21 @@ def test_submit_out_of_an_entry_with_several_models_asks_whose_results(tmp_path)
     assert not (tmp_path / "o").exists()
 
 
-def test_submit_of_an_entry_on_random_weights_says_so_before_the_job(tmp_path):
-    """A new user's `lbee submit` of an `encoder: ...@random` entry printed no word of random weights."""
+def test_submit_of_an_entry_on_random_weights_says_so_once_the_job_is_accepted(tmp_path, monkeypatch):
+    """A new user's `lbee submit` of an `encoder: ...@random` entry printed no word of random weights; the third
+    saw the note before refusals (a 422, a 401). It comes once the job is accepted."""
+    from lbee.service.client import Client
+
     entry = tmp_path / "e.yaml"
     entry.write_text("name: e\nimages: imgs\npredictions: p.csv\nencoder: open_clip:ViT-B-32@random\n")
     r = run(["submit", str(entry), "--url", "http://127.0.0.1:9", "--token", "t"])
-    assert r.exit_code == 1 and "Random weights: the encoder open_clip:ViT-B-32 was never trained" in r.output
-    assert "Cannot reach the lbee server" in r.output
+    assert r.exit_code == 1 and "Cannot reach the lbee server" in r.output and "random weights" not in r.output
+    monkeypatch.setattr(Client, "submit", lambda self, e: {"id": "j1", "status": "queued"})
+    r = run(["submit", str(entry), "--url", "http://127.0.0.1:9", "--token", "t", "--no-wait"])
+    assert r.exit_code == 0 and r.output.count("has random weights: this job's sentences will be meaningless") == 1
     entry.write_text("name: e\nimages: imgs\npredictions: p.csv\nencoder: open_clip:ViT-B-32\n")
-    assert "Random weights" not in run(["submit", str(entry), "--url", "http://127.0.0.1:9", "--token", "t"]).output
+    r = run(["submit", str(entry), "--url", "http://127.0.0.1:9", "--token", "t", "--no-wait"])
+    assert r.exit_code == 0 and "random weights" not in r.output
 
 
 @pytest.mark.parametrize(

@@ -896,6 +896,8 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     assert sum(len(v) for v in groups.values()) == run["n_hard"]
     jobs = client.get("/v1/jobs", headers=read).json()
     job_id = next(j["id"] for j in (jobs if isinstance(jobs, list) else jobs["jobs"]) if j["name"] == "browse")
+    assert not [j for j in jobs if "runs" in j]  # a third user read `"runs": []` of a done job as "no run"
+    assert client.get(f"/v1/jobs/{job_id}", headers=read).json()["runs"]
     explained = client.get(f"/v1/jobs/{job_id}/explanation", headers=read).text  # seventh sweep S1: the encoder's
     assert str(root) not in explained and '"image_embeddings":"br/img.npy"' in explained.replace(" ", "")  # paths
     index = client.get("/", headers=read).text
@@ -943,6 +945,11 @@ def test_a_run_on_random_weights_carries_the_banner_on_the_run_list_and_its_repo
     report = client.get(f"/v1/jobs/{job}/report", headers=read).text
     assert 'id="random-weights"' in report
     assert 'id="random-weights"' not in client.get(f"/v1/jobs/{plain}/report", headers=read).text
+    # a third user: the group pages of a stored run had no banner
+    for j, shown in ((job, True), (plain, False)):
+        run_id = client.get(f"/v1/jobs/{j}", headers=read).json()["runs"][0]["id"]
+        page = client.get(f"/runs/{run_id}/groups/0", headers=read)
+        assert page.status_code == 200 and ('id="random-weights"' in page.text) == shown, page.text[:300]
 
 
 def test_the_server_log_tells_each_jobs_start_and_end(service, caplog):
@@ -979,3 +986,22 @@ def test_a_bare_sentences_name_is_a_file_in_the_root_and_a_builtin_name_is_the_b
     with pytest.warns(UserWarning, match="is the built-in set; the file 'conditions' in the current folder"):
         sents = load_sentence_set(ds.sentence_set).sentences
     assert len(sents) > 100 and "a sentence of the working folder" not in sents
+
+
+def test_serve_on_a_port_in_use_is_one_line_before_anything_starts(tmp_path):
+    """A new user's second `lbee serve` printed its banner and "Application startup complete", then uvicorn's
+    `[Errno 98] address already in use`, with no word of what to do."""
+    import socket
+
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        db = f"sqlite:///{tmp_path / 'x.db'}"
+        r = CliRunner().invoke(cli, ["serve", "--port", str(port), "--db", db, "--root", str(tmp_path)], obj={})
+    assert r.exit_code == 1 and f"127.0.0.1:{port} is in use" in r.output and "--port 0" in r.output, r.output
+    assert not (tmp_path / "x.db").exists()  # refused before the database was made

@@ -151,6 +151,7 @@ def serve(
     lbee_logger.setLevel(logging.NOTSET)  # --log-level decides for lbee too
     if bool(ssl_certfile) != bool(ssl_keyfile):
         raise click.UsageError("--ssl-certfile and --ssl-keyfile go together.")
+    _check_port_free(host, port)  # before the database and the workers start, not after "startup complete"
     settings = ServiceSettings(
         root=root,
         output=output,
@@ -186,6 +187,31 @@ def serve(
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
     )
+
+
+def _check_port_free(host, port):
+    """A one-line error when ``host:port`` cannot be listened on (uvicorn would say it after its startup lines)."""
+    import errno
+    import socket
+
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return  # an unknown host: uvicorn's own error names it
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise LbeeError(
+                    f"--port {port}: {host}:{port} is in use (another lbee serve?); pass another --port, or --port 0 "
+                    "for any free one."
+                ) from None
+            raise LbeeError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}.") from None
 
 
 def _is_loopback(host):

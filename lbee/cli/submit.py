@@ -49,21 +49,26 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
                 f"--out: {entry!r} has {len(models)} models ({', '.join(map(str, models))}); pass --model NAME to "
                 "say whose results --out receives."
             )
-    from ..run.identity import RANDOM_WEIGHTS_BANNER, is_random_spec
+    from ..run.identity import is_random_spec
     from ..service.client import read_entry
 
     try:
         encoder = read_entry(entry).get("encoder")
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="ENTRY") from None
-    if isinstance(encoder, str) and is_random_spec(encoder):  # said before the job runs, as `lbee describe` does
-        click.secho(RANDOM_WEIGHTS_BANNER.format(encoder=encoder.split("@")[0]), fg="yellow", err=True)
     try:
         job = client.submit(entry)
         click.echo(
             f"job {job['id']} {'(an identical job, already queued or running) ' if job.get('reused') else ''}"
             f"{job['status']}: {client.url}/v1/jobs/{job['id']}"
         )
+        if isinstance(encoder, str) and is_random_spec(encoder):  # once the job is accepted, before it runs
+            click.secho(
+                f"Note: the entry's encoder {encoder!r} has random weights: this job's sentences will be "
+                "meaningless (it tests the pipeline; drop '@random' for a real audit).",
+                fg="yellow",
+                err=True,
+            )
         if not wait:
             return
         t0 = time.monotonic()

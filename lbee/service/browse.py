@@ -93,8 +93,27 @@ def add_browse_routes(app, ctx):
         from .._version import __version__
 
         return templates.get_template("browse.html").render(
-            run=run, group=group, p=out, sort=sort, sorts=BROWSE_SORTS, groups=groups, version=__version__
+            run=run,
+            group=group,
+            p=out,
+            sort=sort,
+            sorts=BROWSE_SORTS,
+            groups=groups,
+            version=__version__,
+            random=_random_weights_banner(run),
         )
+
+    def _random_weights_banner(run):
+        """The run list's banner on a group page of a run whose job asked for random weights (else None)."""
+        import json
+
+        from ..run.identity import RANDOM_WEIGHTS_BANNER, is_random_spec
+
+        job, _ = ctx.job(run.job_id)
+        spec = json.loads(job.entry or "{}").get("encoder")
+        if not (isinstance(spec, str) and is_random_spec(spec)):
+            return None
+        return RANDOM_WEIGHTS_BANNER.format(encoder=spec)
 
 
 def image_file(row, run_folder, root):

@@ -117,7 +117,10 @@ def add_api_routes(app, ctx):
 
     @app.get("/v1/jobs", tags=["jobs"])
     def list_jobs(status: str | None = None, limit: int = Query(100, ge=1, le=1000), token=read):
-        """The latest jobs, newest first (``status`` filters: queued, running, done, failed, cancelled)."""
+        """The latest jobs, newest first (``status`` filters: queued, running, done, failed, cancelled).
+
+        Each without its log, entry and runs (an empty list here read as "no run"): ``GET /v1/jobs/{id}`` has them.
+        """
         if status is not None and status not in JOB_STATES:  # checked before the database sees it
             shown = status if len(status) <= 40 else status[:40] + "…"
             raise ValueError(f"query `status` is {shown!r}; expected one of {', '.join(JOB_STATES)}.")
@@ -125,7 +128,7 @@ def add_api_routes(app, ctx):
             q = select(Job).order_by(Job.created.desc()).limit(limit)
             if status:
                 q = q.where(Job.status == status)
-            return [{k: v for k, v in job_dict(j).items() if k not in ("log", "entry")} for j in s.scalars(q)]
+            return [{k: v for k, v in job_dict(j).items() if k not in ("log", "entry", "runs")} for j in s.scalars(q)]
 
     @app.get("/v1/jobs/{job_id}", tags=["jobs"])
     def get_job(job_id: str, token=read):
