@@ -370,6 +370,11 @@ CASES = [
         Raises(ValueError, "rows summing to 0.9", "probabilities='logits'"),
     ),
     (
+        "pred-one-prob-column",  # a third user renamed prob_circle and read "rows summing to ..., logits?"
+        preds("path,prob_cat,p_dog\na,0.9,0.1\nb,0.2,0.8\n"),
+        Raises(ValueError, "has one prob_<class> column ('prob_cat'); expected one per class, at least two"),
+    ),
+    (
         "pred-logits-softmax",
         preds("path,prob_cat,prob_dog\na,2.0,0.0\nb,0.0,0.0\n", probabilities="logits"),
         Result(lambda r, c: np.allclose(r[1].probs[:, 0], [1 / (1 + np.exp(-2)), 0.5])),

@@ -15,6 +15,11 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
     with six decimals). Rows that look like logits (a value outside [0, 1] or
     a sum far from 1) raise an error suggesting ``probabilities='logits'``.
     """
+    if len(columns) == 1:  # a renamed or dropped class column reads as "rows summing to 0.9": say what is wrong
+        raise ValueError(
+            f"{table_source(table, default)} has one prob_<class> column ({columns[0]!r}); expected one per class, "
+            "at least two (prob_cat, prob_dog, ...), or none with a 'confidence' column instead."
+        )
     probs = np.column_stack([float_column(table, c, default) for c in columns])
     n_cls = probs.shape[1]
     tol = 1e-3 + 1e-6 * n_cls if tolerance is None else float(tolerance)
