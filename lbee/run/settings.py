@@ -200,7 +200,8 @@ class RunSettings:
     )
     methods: tuple = _knob(
         None,
-        "How each group's sentences are picked (the describer); repeat the option, or 'all'.",
+        "How each group's sentences are picked (the describer); repeat the option, or 'all' (the five, and "
+        "compose too when the sentences come from a grammar).",
         kind=str,
         many=True,
         flag="--method",
