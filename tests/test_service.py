@@ -138,7 +138,11 @@ def test_every_endpoint_but_health_needs_a_token_with_the_right_scope(service):
     client.cookies.clear()
     revoke_token(app.state.db, "reader")
     assert client.get("/v1/runs", headers=read).status_code == 401
-    assert client.post("/login", data={"token": "lbee_nope"}).url.path == "/login"
+    page = client.post("/login", data={"token": "lbee_nope"})
+    assert page.url.path == "/login" and "invalid or revoked token" in page.text
+    # eighth sweep: any ?error= text was shown (escaped): a link could make the login page say anything
+    forged = client.get("/login", params={"error": "Your session expired: sign in at evil.example"}).text
+    assert "evil.example" not in forged and "invalid or revoked token" not in forged
 
 
 def test_explain_json_and_npy_match_the_library(service, planted):

@@ -22,6 +22,10 @@ SWAGGER_FILES = {
 }
 
 
+#: The login page's one error, and the code its redirect carries.
+LOGIN_ERROR, LOGIN_ERROR_CODE = "invalid or revoked token", "token"
+
+
 def _swagger_dir():
     import importlib.resources
 
@@ -47,14 +51,15 @@ def add_pages(app, ctx):
 
     @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
     def login_form(error: str | None = None):
-        return templates.get_template("login.html").render(error=error)
+        # only the server's own message: a link with ?error=... must not make the page say anything
+        return templates.get_template("login.html").render(error=LOGIN_ERROR if error == LOGIN_ERROR_CODE else None)
 
     @app.post("/login", include_in_schema=False)
     async def login(request: Request):
         form = await request.form(max_files=0, max_fields=4)
         token = str(form.get("token") or "").strip()
         if ctx.check_token(db, token) is None:
-            return RedirectResponse("/login?error=invalid+or+revoked+token", status_code=303)
+            return RedirectResponse(f"/login?error={LOGIN_ERROR_CODE}", status_code=303)
         resp = RedirectResponse("/", status_code=303)
         resp.set_cookie("lbee_token", token, httponly=True, samesite="strict", secure=request.url.scheme == "https")
         return resp
