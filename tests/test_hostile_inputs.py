@@ -10,6 +10,7 @@ asserts the correct result.
 from __future__ import annotations
 
 import copy
+import io
 import json
 import logging
 import os
@@ -1247,6 +1248,34 @@ def test_an_npy_header_claiming_a_negative_size_is_one_clear_line(tmp_path, mmap
         fh.write(np.zeros((2000, 8), np.float32).tobytes())
     with pytest.raises(ValueError, match=r"neg.npy': its header claims shape \(2000, -1\); expected non-negative"):
         load_npy(path, "image_embeddings", mmap=mmap)
+
+
+def test_an_npy_header_numpy_cannot_parse_names_no_parse_tree_nor_pickles(tmp_path):
+    """Eighth sweep: a header with an expression gave "<ast.BinOp object at 0x7f...>", and numpy's advice to pass
+    allow_pickle=True reached service clients; an upload claiming shape (-1, 16) was "-64 bytes"."""
+    from lbee.io.arrays import load_npy
+    from lbee.service.explain import load_npy_bytes
+
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2 + 2, 4), }"
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    data = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + np.zeros(16, np.float32).tobytes()
+    (tmp_path / "expr.npy").write_bytes(data)
+    for call in (lambda: load_npy(tmp_path / "expr.npy", "image_embeddings"), lambda: load_npy_bytes(data, "x")):
+        with pytest.raises(ValueError, match="its header is not a .npy header") as info:
+            call()
+        assert "<ast." not in str(info.value) and " at 0x" not in str(info.value)
+    np.save(tmp_path / "obj.npy", np.array([object()], dtype=object), allow_pickle=True)
+    for mmap in (False, True):
+        with pytest.raises(ValueError, match="never loads pickled Python objects") as info:
+            load_npy(tmp_path / "obj.npy", "relevance", mmap=mmap)
+        assert "allow_pickle" not in str(info.value)
+    from numpy.lib import format as npformat
+
+    buf = io.BytesIO()
+    npformat.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": (-1, 16)})
+    with pytest.raises(ValueError, match=r"claims shape \(-1, 16\), a negative size") as info:
+        load_npy_bytes(buf.getvalue() + b"\0" * 64, "image_embeddings")
+    assert "-64 bytes" not in str(info.value)
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])

@@ -81,15 +81,20 @@ def load_npy(path, name, *, mmap=False):
     except EOFError:
         raise ValueError(f"Cannot read {name} {str(path)!r}: the file is truncated; expected a .npy array.") from None
     except (OSError, ValueError) as exc:
-        if "pickle" in str(exc) or "Python objects" in str(exc):  # numpy's word for anything not a plain .npy array
-            raise ValueError(
-                f"Cannot read {name} {str(path)!r}: not a .npy array file (np.save of a numeric "
-                "array); lbee never loads pickled Python objects."
-            ) from None
-        raise ValueError(f"Cannot read {name} {str(path)!r}: {exc}") from None
+        raise ValueError(f"Cannot read {name} {str(path)!r}: {npy_reason(exc)}") from None
     if not isinstance(array, np.ndarray):  # defensive: np.load returns an archive for any zip it recognises
         raise ValueError(f"Cannot read {name} {str(path)!r}: expected a .npy array; received {type(array).__name__}.")
     return array
+
+
+def npy_reason(exc):
+    """What numpy says of a bad ``.npy`` file, in words: never its advice to load pickles, nor a parse tree."""
+    text = str(exc)
+    if "pickle" in text or "Python objects" in text:  # numpy's word for anything not a plain .npy array
+        return "not a .npy array file (np.save of a numeric array); lbee never loads pickled Python objects."
+    if "<ast." in text or "header" in text.lower():  # numpy quotes the header's parse tree ("<ast.BinOp at 0x7f..>")
+        return "its header is not a .npy header (as np.save writes it: a dict of descr, fortran_order and shape)."
+    return text
 
 
 def _check_complete(path, name):

@@ -150,6 +150,8 @@ def load_npy_bytes(data, name, limits=None):
     """
     from numpy.lib import format as npformat
 
+    from ..io.arrays import npy_reason
+
     if data[:4] == b"PK\x03\x04":
         raise ValueError(
             f"`{name}` is an .npz archive (np.savez), not a .npy array; upload each array as its own .npy (np.save)."
@@ -160,7 +162,9 @@ def load_npy_bytes(data, name, limits=None):
         read_header = npformat.read_array_header_1_0 if version == (1, 0) else npformat.read_array_header_2_0
         shape, _, dtype = read_header(f)  # the header only: nothing is allocated
     except (OSError, ValueError, EOFError, SyntaxError) as exc:
-        raise ValueError(f"`{name}` is not a readable .npy file: {exc}") from None
+        raise ValueError(f"`{name}` is not a readable .npy file: {npy_reason(exc)}") from None
+    if any(int(size) < 0 for size in shape):
+        raise ValueError(f"`{name}`: its header claims shape {shape}, a negative size; expected a .npy file (np.save).")
     axes = _UPLOAD_AXES.get(name, ())
     if len(shape) > max(len(axes), 1):
         raise ValueError(f"`{name}` has shape {shape}; expected {len(axes) or 1} dimension(s).")
@@ -185,7 +189,7 @@ def load_npy_bytes(data, name, limits=None):
     try:
         return np.load(io.BytesIO(data), allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
-        raise ValueError(f"`{name}` is not a readable .npy file: {exc}") from None
+        raise ValueError(f"`{name}` is not a readable .npy file: {npy_reason(exc)}") from None
 
 
 def _check_limits(X, S, st, masks, limits):
