@@ -1599,3 +1599,13 @@ def test_a_table_of_too_many_columns_is_refused_from_its_header(tmp_path):
     os.mkfifo(tmp_path / "p.csv")
     with pytest.raises(ValueError, match="is a FIFO"):
         read_table(tmp_path / "p.csv")
+
+
+def test_a_dataset_named_like_the_reports_index_gets_a_folder_of_its_own():
+    """Eighth sweep: `lbee report` of a dataset named index.html ran the whole analysis, then failed with
+    "Is a directory" writing its index (the dataset's folder had taken the name)."""
+    from lbee.reports.layout import dataset_folders
+
+    cfg = SimpleNamespace(datasets=[SimpleNamespace(name="index.html"), SimpleNamespace(name="street")])
+    folders = list(dataset_folders(cfg).values())
+    assert folders == ["index.html-2", "street"]

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+#: Names the output root's own files take: a dataset folder never takes one (a dataset named ``index.html`` made a
+#: folder where the batch then could not write its index, after the whole analysis).
+ROOT_FILES = ("index.html",)
+
 
 def dataset_folders(cfg):
     """The folder name of each dataset entry of a report config, unique in order: {id(entry): name}."""
     from ..run.pipeline import unique_slugs
 
-    return dict(zip((id(ds) for ds in cfg.datasets), unique_slugs(ds.name for ds in cfg.datasets)))
+    names = unique_slugs([*ROOT_FILES, *(ds.name for ds in cfg.datasets)])[len(ROOT_FILES) :]
+    return dict(zip((id(ds) for ds in cfg.datasets), names))
 
 
 def model_folders(ds, ds_dir):
