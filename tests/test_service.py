@@ -707,6 +707,8 @@ def test_a_sidecar_that_is_not_a_regular_file_is_an_error_naming_it(service, dat
         ({"sentences": "ds/nosuch.txt"}, "`sentences` path 'ds/nosuch.txt' does not exist in the data root"),
         # eighth sweep S1: a name without suffix or separator was read from the server's working folder
         ({"sentences": ".netrc"}, "`sentences` path '.netrc' does not exist in the data root"),
+        # eighth sweep: a missing model file inside the root was said to lead outside it
+        ({"predictions": None, "model": "ds/nope.pt"}, "`ds/nope.pt.model` 'ds/nope.pt' is no file in the data root"),
         ({"image_embeddings": "ds"}, "image_embeddings 'ds' is a folder; expected an .npy file"),
     ],
 )
@@ -718,7 +720,8 @@ def test_a_submission_error_names_paths_relative_to_the_root_and_what_is_wrong(s
     for fifo in ("p.csv", "s.txt"):
         if not (root / "fifos" / fifo).exists():
             os.mkfifo(root / "fifos" / fifo)
-    r = client.post("/v1/jobs", json={**entry(), **change}, headers=client.auth_headers["submit"])
+    body = {k: v for k, v in {**entry(), **change}.items() if v is not None}
+    r = client.post("/v1/jobs", json=body, headers=client.auth_headers["submit"])
     assert r.status_code == 422 and message in r.json()["detail"], r.text
     assert str(root) not in r.text and os.path.realpath(root) not in r.text, r.text
 

@@ -184,7 +184,13 @@ def check_dataset_paths(ds, root, *, deep=True):
             if getattr(m, k) is not None:
                 found.append((f"{m.name}.{k}", getattr(m, k)))
         if m.model and not m.model.startswith(MODEL_SPEC_PREFIXES):
-            found.append((f"{m.name}.model", Path(m.model)))
+            model = Path(m.model) if Path(m.model).is_absolute() else root / m.model  # a file in the root
+            if not os.path.lexists(model):  # not "leads outside": a missing file inside the root is missing
+                raise ValueError(
+                    f"`{m.name}.model` {m.model!r} is no file in the data root; a job's model is a file there (a "
+                    f"TorchScript or checkpoint) or a {' / '.join(p + '...' for p in MODEL_SPEC_PREFIXES)} spec."
+                )
+            found.append((f"{m.name}.model", model))
     for key, p in found:
         resolved = Path(p).resolve()
         if not inside(resolved, root):
