@@ -240,6 +240,14 @@ class Grammar:
         """The sentence of one literal ("An image with a blue square", "An image with no circle")."""
         return self.render({(subject, attribute): value})
 
+    def phrase(self, key, value):
+        """One literal in the grammar's words, without the sentence's opening ("no circle", "on a noisy background")."""
+        text = self.atom_sentence(key[0], key[1], value)
+        for lead in (self.lead, self.bare):
+            if text.startswith(lead + " "):
+                return text[len(lead) + 1 :]
+        return text
+
 
 def _noun_phrase(s, words, det, noun, plural, prefix=""):
     head = noun

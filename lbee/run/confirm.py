@@ -155,6 +155,7 @@ def _ablate(part, index, tau, plan, statement, region, rows):
     out = ablation(region, list(wider.T), plan.failed, rows)
     for entry, key, rest in zip(out, conds, rests):
         entry["condition"] = format_conditions({key: conds[key]})
+        entry["phrase"] = index.grammar.phrase(key, conds[key])  # "two squares": what a reader is told
         entry["without"] = index.grammar.render(rest)
     return out
 

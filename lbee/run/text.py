@@ -226,8 +226,9 @@ def confirmation_lines(conf, i):
                 f"against {b['error_rate_out']:.2f}, p = {b['p_value']:.2g}: a failure of its own"
             )
     for a in s.get("ablation") or []:
+        said = f"'{a['phrase']}'" if a.get("phrase") else a["condition"]
         lines.append(
-            f"without {a['condition']}: {a['n']} images, {a['error_rate']:.2f}; the {a['n_excluded']} it kept out "
+            f"without {said}: {a['n']} images, {a['error_rate']:.2f}; the {a['n_excluded']} it kept out "
             + ("" if a["error_rate_excluded"] is None else f"fail at {a['error_rate_excluded']:.2f}")
             + f": {a['verdict']}"
         )

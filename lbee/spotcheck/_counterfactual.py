@@ -142,12 +142,8 @@ def _acc(check):
 
 
 def phrase(grammar, key, value):
-    """One literal in the grammar's words, without the sentence's opening ("no circle", "on a noisy background")."""
-    text = grammar.atom_sentence(key[0], key[1], value)
-    for lead in (grammar.lead, grammar.bare):
-        if text.startswith(lead + " "):
-            return text[len(lead) + 1 :]
-    return text
+    """`lbee.grammar.Grammar.phrase`: one literal in the grammar's words ("no circle")."""
+    return grammar.phrase(key, value)
 
 
 def one_condition_variants(conditions, grammar):
