@@ -258,7 +258,7 @@ class KeyTwice(ValueError):
     """A JSON object writes a key twice (the key, cut to 80 characters, is the argument)."""
 
 
-def once_each(pairs):
+def once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object from ``pairs`` (``json.loads``' object_pairs_hook), refusing a key written twice.
 
     json keeps the last of two values in silence: which one did the writer mean?
@@ -271,7 +271,7 @@ def once_each(pairs):
     return out
 
 
-def loads_each_key_once(text):
+def loads_each_key_once(text: str) -> Any:
     """``json.loads(text)``, refusing a key written twice (``ValueError`` naming it)."""
     import json
 
