@@ -7,7 +7,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from sqlalchemy import select
 
-from .._validation import check_name_text
+from .._validation import check_name_text, shown
 from .settings import MAX_ENTRY_BYTES, MAX_ID, MAX_NESTING
 from .views import compare_runs, job_dict, run_dict
 
@@ -36,7 +36,9 @@ def add_api_routes(app, ctx):
         for r in runs:
             if r.model == model:
                 return r
-        raise HTTPException(404, f"job {job_id} has no model {model!r}; it has {', '.join(r.model for r in runs)}.")
+        raise HTTPException(
+            404, f"job {job_id} has no model {shown(model)}; it has {', '.join(r.model for r in runs)}."
+        )
 
     # ---- synchronous explanation
     @app.post("/v1/explain", tags=["explain"])
