@@ -904,6 +904,8 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     jobs = client.get("/v1/jobs", headers=read).json()
     job_id = next(j["id"] for j in (jobs if isinstance(jobs, list) else jobs["jobs"]) if j["name"] == "browse")
     assert not [j for j in jobs if "runs" in j]  # a third user read `"runs": []` of a done job as "no run"
+    r = client.get(f"/v1/jobs/{job_id}/explanation", params={"model": "m" * 5000}, headers=read)
+    assert r.status_code == 404 and "(5,000 characters)" in r.text and len(r.text) < 400  # eighth sweep: echoed whole
     assert client.get(f"/v1/jobs/{job_id}", headers=read).json()["runs"]
     explained = client.get(f"/v1/jobs/{job_id}/explanation", headers=read).text  # seventh sweep S1: the encoder's
     assert str(root) not in explained and '"image_embeddings":"br/img.npy"' in explained.replace(" ", "")  # paths
