@@ -211,7 +211,9 @@ def test_describe_on_the_demos_inputs_prints_no_warning_twice(demo_run, tmp_path
     assert r.returncode == 0, r.stderr
     lines = [line.strip() for line in r.stderr.replace("\r", "\n").splitlines() if line.strip()]
     lines = [line for line in lines if "%|" not in line]  # progress bars redraw themselves
+    lines = [line for line in lines if set(line) != {"!"}]  # a banner's frame: a rule above it and one below
     assert len(lines) == len(set(lines)), r.stderr
+    assert r.stderr.count("trained on SpotCheck renders only") == 1 and "trained on SpotCheck" not in r.stdout
     assert "not writable" not in r.stderr and "WARNING:lbee" not in r.stderr
     # the missing image, said once: skipped (its predictions row is not also reported as matching no image)
     assert r.stderr.count("Skipped 1 unreadable image") == 1 and "match no image" not in r.stderr, r.stderr

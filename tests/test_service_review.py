@@ -109,6 +109,8 @@ def test_a_plain_http_bind_beyond_loopback_is_warned_about(tmp_path, monkeypatch
             str(tmp_path / "out"),
             "--host",
             host,
+            "--port",
+            "0",  # uvicorn.run is replaced: nothing listens, and a server on 8000 beside the test is no conflict
             "--db",
             f"sqlite:///{tmp_path / 'x.db'}",
         ],

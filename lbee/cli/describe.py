@@ -259,19 +259,14 @@ def describe(
     )
     try:
         preflight(ds)  # tables, manifest and sentence set first: a bad label fails before any embedding
+        early = None
         if not image_embeddings:
             check_encoder_spec(encoder, weights=True)  # missing CLIP weights: said before torch is imported
-            from ..run.models import encoder_caveat
+            from ..run.text import frame_banner, spec_banner
 
-            if encoder_caveat(encoder, images) is not None:  # before minutes of embedding; the banner says why
-                from ..run.identity import is_random_spec
-
-                why = "has random weights" if is_random_spec(encoder) else "is not made for these images"
-                click.secho(
-                    f"Note: the encoder {encoder!r} {why}: this run's sentences will be meaningless.",
-                    fg="yellow",
-                    err=True,
-                )
+            early = spec_banner(encoder, images)
+            if early is not None:  # before minutes of embedding, once: the results do not repeat it
+                click.secho(frame_banner(early), fg="red", bold=True, err=True)
         inputs = load_inputs(ds, cache_dir=obj["cache_dir"], device=obj["device"], progress=obj["progress"])
         run = run_model(ds, model, inputs, device=obj["device"], progress=obj["progress"], n_jobs=jobs)
     except click.ClickException:
@@ -323,7 +318,7 @@ def describe(
         result = run.main
         p = next(iter(result.explanations.values())).params
         banner, header = run_header(run)
-        if banner:
+        if banner and early is None:  # a banner said before the embedding is not said again
             click.secho(banner, fg="red", bold=True)
         click.echo(header)
         from ..run.text import groups_line

@@ -211,7 +211,7 @@ def _check_port_free(host, port):
                     f"--port {port}: {host}:{port} is in use (another lbee serve?); pass another --port, or --port 0 "
                     "for any free one."
                 ) from None
-            raise LbeeError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}.") from None
+            # anything else (an address of another machine, a privileged port) is uvicorn's to say
 
 
 def _is_loopback(host):

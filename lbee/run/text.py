@@ -133,10 +133,28 @@ def run_header(run, width=None):
         for line in run_identity_lines(result.encoder, run.tau, result.extra.get("split_criterion"))
     ]
     banner = random_weights_banner(result.encoder)
-    if banner is not None:
-        rule = "!" * min(cols, 100)
-        banner = "\n".join([rule, textwrap.fill(banner, min(cols, 100)), rule])
-    return banner, "\n".join(lines)
+    return (None if banner is None else frame_banner(banner, width)), "\n".join(lines)
+
+
+def frame_banner(text, width=None):
+    """``text`` between two rules of '!', wrapped to the terminal (at most 100 columns)."""
+    import textwrap
+
+    cols = min(_columns(width), 100)
+    return "\n".join(["!" * cols, textwrap.fill(text, cols), "!" * cols])
+
+
+def spec_banner(spec, images=None):
+    """The banner a run on encoder ``spec`` will carry, known before any embedding (None when it carries none)."""
+    from .identity import RANDOM_WEIGHTS_BANNER, is_random_spec
+    from .models import encoder_caveat
+
+    caveat = encoder_caveat(spec, images)
+    if caveat is None:
+        return None
+    if is_random_spec(spec):
+        return RANDOM_WEIGHTS_BANNER.format(encoder=spec.rsplit("@", 1)[0])
+    return "Meaningless sentences: the " + caveat
 
 
 def top_sentences(result, width=None):
