@@ -307,3 +307,12 @@ def test_the_demo_says_what_its_numbers_mean(demo_run):
     ):
         assert words in text, words
     assert "the EC" not in text
+
+
+def test_the_demo_ends_with_its_outcome_in_short(demo_run):
+    """A fourth user read about 120 lines ending in an unexplained 400-character command: the demo ends with what
+    it found in a few sentences, and says what the sweep command is for."""
+    out, text = demo_run
+    tail = " ".join(text.split("In short:")[-1].split())
+    assert text.count("In short:") == 1 and "planted blindspots" in tail and "confirmed on held-out images" in tail
+    assert f"{out}/report.html" in tail and "To see how the results change with the number of groups" in text

@@ -124,7 +124,7 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
         driver.save_screenshot(str(artifacts / "demo_report_map_click.png"))
     finally:
         driver.quit()
-    assert state["ready"] == "complete" and "SpotCheck world 0" in state["title"]
+    assert state["ready"] == "complete" and "SpotCheck world (seed 1)" in state["title"]
     assert errors == [], errors
     assert state["chartErrors"] == []
     charts = {c[0]: c for c in state["charts"]}

@@ -127,7 +127,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
         write_outputs(result, stage)
         atomic_write_bytes(stage / "report.md", render_markdown(result, metrics=analysis.scores).encode())
         _write_demo_inputs(stage / "inputs", analysis)
-        page = spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world {seed}")
+        page = spotcheck_report_run(ec, analysis, dataset=f"SpotCheck world (seed {ec.seed})")
         html = render_report(page, thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
         atomic_write_bytes(stage / "report.html", html.encode("utf-8"))
         write_images_table(page, stage)  # every image with its group, for `lbee serve` and `lbee export spotlight`
@@ -138,11 +138,33 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     )
     i = f"{out}/inputs"
     click.echo(
-        f"Sensitivity to K, C and o: lbee sweep --image-embeddings {i}/image_embeddings.npy "
+        "To see how the results change with the number of groups (C), of sentences (K) and the severity (o): "
+        f"lbee sweep --image-embeddings {i}/image_embeddings.npy "
         f"--sentence-embeddings {i}/sentence_embeddings.npy --sentences {i}/sentences.txt "
         f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.6g} "
         f"--out {out}/sweep"
     )
+    click.echo("\n" + _in_short(ec, analysis, out))
+
+
+def _in_short(ec, analysis, out):
+    """The demo's outcome in three sentences, for a reader who skips the rest."""
+    import textwrap
+
+    n = len(ec.blindspots)
+    covered = [d for d in analysis.description_details.get("compose", []) if d.get("covered")]
+    conf = analysis.result.extra.get("confirmation") or {}
+    groups = conf.get("groups") or []
+    confirmed = sum(1 for d in covered if d["cluster"] < len(groups) and groups[d["cluster"]]["confirmed"])
+    text = (
+        f"In short: the world has {n} planted blindspot{'s' if n != 1 else ''}; lbee's hard groups cover "
+        f"{len(covered)} of them (DR {analysis.dr:.2f}), with a false-alarm rate of {analysis.fdr:.2f} (FDR), and "
+        "'compose' says each in one sentence (description score "
+        f"{analysis.description_score['compose']:.2f}; 1 is best). {confirmed} of those sentences are confirmed "
+        f"on held-out images. Open {out}/report.html to browse every group's images; then try lbee on your own "
+        "images (README: 'The command line, on your images')."
+    )
+    return textwrap.fill(text, 110)
 
 
 def _echo_named_blindspots(ec, analysis):
