@@ -310,3 +310,22 @@ def test_groups_are_numbered_in_the_order_they_are_shown(tmp_path):
     payload = json.loads((tmp_path / "o" / "explanation.json").read_text())
     sizes = [len(c["indices"]) for c in payload["clustering"]["hard"]]
     assert sizes == sorted(sizes, reverse=True)  # every image here fails: harm is size
+
+
+def test_a_warning_about_the_predictions_is_said_once(tmp_path):
+    """A fourth user's `truth` column (not `label`) was warned about three times, by the preflight, the run and
+    the confirmation plan, each reading the table."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 8)).astype(np.float32)
+    s = rng.normal(size=(5, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x / np.linalg.norm(x, axis=1, keepdims=True))
+    np.save(tmp_path / "s.npy", s / np.linalg.norm(s, axis=1, keepdims=True))
+    (tmp_path / "s.txt").write_text("".join(f"An image of kind {i}\n" for i in range(5)))
+    pa = rng.uniform(0.05, 0.95, 40)
+    table = pd.DataFrame({"image": [f"i{i}" for i in range(40)], "truth": "a", "prob_a": pa, "prob_b": 1 - pa})
+    table.to_csv(tmp_path / "p.csv", index=False)
+    args = ["-q", "describe", "--image-embeddings", str(tmp_path / "x.npy"), "--sentence-embeddings"]
+    args += [str(tmp_path / "s.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions", str(tmp_path / "p.csv")]
+    r = CliRunner().invoke(cli, [*args, "--tau", "0.2"], obj={})
+    assert r.exit_code == 0, r.output
+    assert r.output.count("did you mean 'label'?") == 1, r.output

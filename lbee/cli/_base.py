@@ -305,6 +305,14 @@ def setup_logging(verbose=False):
         )
         return "\n".join([first, *lines[1:]])
 
+    said = set()  # every warning once per command: a table read by the preflight and again by the run warned twice
+
+    def once(text):
+        if text in said:
+            return False
+        said.add(text)
+        return True
+
     class EchoHandler(logging.Handler):
         """Writes to the current stderr at each record (click's test runner swaps it); a warning as Python's are."""
 
@@ -312,7 +320,8 @@ def setup_logging(verbose=False):
             text = self.format(record)
             if record.levelno >= logging.WARNING and not verbose:
                 text = wrapped(f"Warning: {text}")
-            click.echo(text, err=True)
+            if record.levelno < logging.WARNING or once(text):
+                click.echo(text, err=True)
 
     class OthersHandler(EchoHandler):
         """The root logger's handler: other libraries' records (lbee's are written by the ``lbee`` logger's).
@@ -344,7 +353,9 @@ def setup_logging(verbose=False):
         def show(message, category, filename, lineno, file=None, line=None):
             if issubclass(category, (DeprecationWarning, FutureWarning)):
                 return  # library internals, not the user's input
-            click.echo(wrapped(f"Warning: {message}"), err=True)
+            text = wrapped(f"Warning: {message}")
+            if once(text):
+                click.echo(text, err=True)
 
         warnings.showwarning = show
 
