@@ -165,7 +165,9 @@ class LbeeGroup(click.Group):
 
             if (ctx.obj or {}).get("debug"):
                 raise
-            if isinstance(exc, MissingExtraError):  # its message is the pip command: nothing to debug
+            from ..io.staging import OutputExistsError
+
+            if isinstance(exc, (MissingExtraError, OutputExistsError)):  # the message says what to do: no debugging
                 raise LbeeError(str(exc)) from None
             if isinstance(exc, OSError) and exc.filename:
                 msg = f"{exc.strerror or exc}: {exc.filename}"

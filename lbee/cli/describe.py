@@ -321,9 +321,10 @@ def describe(
         if banner and early is None:  # a banner said before the embedding is not said again
             click.secho(banner, fg="red", bold=True)
         click.echo(header)
-        from ..run.text import groups_line
+        from ..run.text import groups_line, order_line
 
-        click.echo(groups_line(p, len(result.explanations[settings.methods[0]].hard_clusters)) + "\n")
+        click.echo(groups_line(p, len(result.explanations[settings.methods[0]].hard_clusters)))
+        click.echo(order_line(result.extra.get("confirmation")) + "\n")
         click.echo(terminal_blocks(result))
         if metrics:
             click.echo(f"\nScored against --relevance (o = {settings.o:g}):")

@@ -302,6 +302,16 @@ def groups_line(params, n_groups):
     return line + f"{n_groups} hard groups."
 
 
+def order_line(conf):
+    """The order the groups are listed in, in words (`group_order`)."""
+    if conf and conf.get("status") == "done":
+        return (
+            "Groups in order of evidence: confirmed on held-out images first (by the lower bound of their error "
+            "rate there), then the others."
+        )
+    return "Groups in order of harm: error rate × size, the most harmful first."
+
+
 def _neither(params):
     """``, 611 in neither (600 held out to confirm the statements, 11 between the two)``, or ''."""
     rest = params["n_images"] - params["n_hard"] - params["n_easy"]
