@@ -707,8 +707,9 @@ def test_a_sidecar_that_is_not_a_regular_file_is_an_error_naming_it(service, dat
         ({"sentences": "ds/nosuch.txt"}, "`sentences` path 'ds/nosuch.txt' does not exist in the data root"),
         # eighth sweep S1: a name without suffix or separator was read from the server's working folder
         ({"sentences": ".netrc"}, "`sentences` path '.netrc' does not exist in the data root"),
-        # eighth sweep: a missing model file inside the root was said to lead outside it
-        ({"predictions": None, "model": "ds/nope.pt"}, "`ds/nope.pt.model` 'ds/nope.pt' is no file in the data root"),
+        # ninth sweep S1: a TorchScript model file in a job read and wrote files outside the root (torch.from_file)
+        ({"predictions": None, "model": "ds/nope.pt"}, "a model file (TorchScript) or a module:factory runs its own"),
+        ({"predictions": None, "model": "ds/img.npy"}, "so a job cannot name one; give a torchvision:NAME or timm:"),
         ({"image_embeddings": "ds"}, "image_embeddings 'ds' is a folder; expected an .npy file"),
     ],
 )

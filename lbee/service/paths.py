@@ -15,6 +15,7 @@ import os
 import re
 from pathlib import Path
 
+from .._validation import shown
 from ..io.confinement import PathEscape, confine, inside
 
 #: Entry keys that hold a path (``relevance`` and ``sentences`` also take names, handled below).
@@ -184,13 +185,14 @@ def check_dataset_paths(ds, root, *, deep=True):
             if getattr(m, k) is not None:
                 found.append((f"{m.name}.{k}", getattr(m, k)))
         if m.model and not m.model.startswith(MODEL_SPEC_PREFIXES):
-            model = Path(m.model) if Path(m.model).is_absolute() else root / m.model  # a file in the root
-            if not os.path.lexists(model):  # not "leads outside": a missing file inside the root is missing
-                raise ValueError(
-                    f"`{m.name}.model` {m.model!r} is no file in the data root; a job's model is a file there (a "
-                    f"TorchScript or checkpoint) or a {' / '.join(p + '...' for p in MODEL_SPEC_PREFIXES)} spec."
-                )
-            found.append((f"{m.name}.model", model))
+            # A TorchScript file or a module:factory is code: it ran in the worker and read and wrote files
+            # anywhere (torch.from_file), whatever its path. A job names an architecture and a state dict.
+            specs = " or ".join(p + "NAME" for p in MODEL_SPEC_PREFIXES)
+            raise ValueError(
+                f"`{m.name}.model` {shown(m.model)}: a model file (TorchScript) or a module:factory runs its own "
+                f"code in the server, so a job cannot name one; give a {specs} spec with `weights:` (a state dict "
+                "in the data root), or the model's `predictions:` table."
+            )
     for key, p in found:
         resolved = Path(p).resolve()
         if not inside(resolved, root):
