@@ -1609,3 +1609,47 @@ def test_a_dataset_named_like_the_reports_index_gets_a_folder_of_its_own():
     cfg = SimpleNamespace(datasets=[SimpleNamespace(name="index.html"), SimpleNamespace(name="street")])
     folders = list(dataset_folders(cfg).values())
     assert folders == ["index.html-2", "street"]
+
+
+def test_ninth_sweep_fifos_beside_inputs_and_links_swapped_in_are_refused(tmp_path):
+    """Ninth sweep: a FIFO ec.json / metrics.json / summary.json blocked a job past its cancel (or `lbee
+    evaluate`); a sensitivity folder's summary.json linked outside the root was shown on the report; an image
+    replaced by a link to an outside file after the job's checks was embedded."""
+    import time
+
+    import click
+
+    from lbee.cli.evaluate import _default_target
+    from lbee.io.confinement import confined_to
+    from lbee.io.images import check_image_file
+    from lbee.reports.sensitivity import sensitivity_panel_html
+    from lbee.spotcheck import CorruptECError, ExperimentalConfiguration
+
+    t0 = time.monotonic()
+    (tmp_path / "w").mkdir()
+    os.mkfifo(tmp_path / "w" / "ec.json")
+    with pytest.raises(CorruptECError, match="is a FIFO"):
+        ExperimentalConfiguration.load(tmp_path / "w")
+    (tmp_path / "e").mkdir()
+    os.mkfifo(tmp_path / "e" / "metrics.json")
+    with pytest.raises(click.ClickException, match="not a metrics file lbee writes"):
+        _default_target(tmp_path / "e")
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "sens").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "summary.json").write_text('{"per_sigma": []}')
+    (root / "sens" / "summary.json").symlink_to(outside / "summary.json")
+    with confined_to(root), pytest.raises(ValueError, match="outside the data root"):
+        sensitivity_panel_html(root / "sens")
+    os.mkfifo(root / "fifo-sens")
+    (root / "fifo-sens-dir").mkdir()
+    os.mkfifo(root / "fifo-sens-dir" / "summary.json")
+    with pytest.raises(ValueError, match="FIFO"):
+        sensitivity_panel_html(root / "fifo-sens-dir")
+    Image = pytest.importorskip("PIL.Image")
+    Image.new("RGB", (4, 4)).save(outside / "secret.png")
+    (root / "im.png").symlink_to(outside / "secret.png")
+    with confined_to(root), pytest.raises(ValueError, match="leads outside the data root"):
+        check_image_file(root / "im.png")
+    check_image_file(root / "im.png")  # the command line has no root
+    assert time.monotonic() - t0 < 30

@@ -122,11 +122,18 @@ EVALUATE_KEYS = {"method", "o", "AHR", "ACR", "TPR", "JI", "n_failure_sentences"
 def _default_target(folder):
     """``metrics.json`` beside the explanation, unless one is there with another schema (``lbee report``'s)."""
     import json
+    import stat
 
     target = folder / "metrics.json"
     if not target.exists():
         return target
     try:
+        st = target.stat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 64 << 20:  # a FIFO blocked, /dev/zero filled memory
+            raise LbeeError(
+                f"{target} is not a metrics file lbee writes (a regular file of a few kB); move it aside, or give "
+                "--out."
+            )
         rows = json.loads(target.read_text(encoding="utf-8"))
         ours = (
             isinstance(rows, list) and bool(rows) and all(isinstance(r, dict) and set(r) == EVALUATE_KEYS for r in rows)

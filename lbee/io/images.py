@@ -32,6 +32,11 @@ def check_image_file(path):
     import os
     import stat
 
+    from .confinement import data_root, inside
+
+    root = data_root()
+    if root is not None and not inside(Path(os.path.realpath(path)), root):  # a link swapped in after the job's
+        raise ValueError(f"image {str(path)!r} leads outside the data root")  # checks: read nothing outside
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         from .confinement import file_kind

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+#: The largest sensitivity summary read: lbee writes a few kB (a sparse 8 GB file was read whole).
+MAX_SUMMARY_BYTES = 16 << 20
+
 
 def _png_img(data, alt):
     return (
@@ -66,13 +69,22 @@ def sensitivity_panel_html(summary, *, saliency=None, n_least=8, thumbnails=None
     import pandas as pd
 
     if not isinstance(summary, dict):
-        path = Path(summary)
-        if path.is_dir():
-            if saliency is None and (path / "saliency.csv").is_file():
-                saliency = path / "saliency.csv"
-            path = path / "summary.json"
+        from ..io.confinement import sidecar
+
+        given = Path(summary)
+        path = given
+        if given.is_dir():  # the files beside a run are sidecars: confined, regular files, a FIFO never opened
+            found = sidecar(given / "saliency.csv", of=f"sensitivity {str(given)!r}", what="saliency table")
+            if saliency is None and found is not None:
+                saliency = found
+            path = given / "summary.json"
+        checked = sidecar(path, of=f"sensitivity {str(given)!r}", what="sensitivity summary")
         try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
+            if checked is None:
+                raise FileNotFoundError(f"{str(path)!r} does not exist")
+            if checked.stat().st_size > MAX_SUMMARY_BYTES:
+                raise ValueError(f"it is over {MAX_SUMMARY_BYTES:,} bytes; a summary lbee writes is a few kB")
+            summary = json.loads(checked.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ValueError(f"Cannot read sensitivity summary {str(path)!r}: {exc}") from None
     if not isinstance(summary, dict) or "per_sigma" not in summary:

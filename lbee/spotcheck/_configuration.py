@@ -21,6 +21,8 @@ from ._world import ATTRIBUTES, META, Blindspot, DatasetDefinition
 SPLITS = ("train", "val", "test")
 #: The entries of an EC folder (the layout above): replaced together when an EC is saved over another.
 EC_ENTRIES = ("ec.json", "metadata.parquet", "images", "model.pt")
+#: The largest ec.json read (lbee writes a few kB; a sparse file of gigabytes was read whole).
+MAX_EC_JSON_BYTES = 16 << 20
 EC_VERSION = 2  # 2: renders aligned with the official generator; text size values (normal, large)
 
 
@@ -138,8 +140,14 @@ class ExperimentalConfiguration:
         """Read an EC folder; a missing or inconsistent part raises `CorruptECError`."""
         import pandas as pd
 
+        from ..io.confinement import check_regular_file
+
         folder = Path(folder)
         try:
+            for name in ("ec.json", "metadata.parquet", "model.pt"):  # a FIFO would block a job past its cancel
+                check_regular_file(folder / name, f"EC file {name!r} of {str(folder)!r}")
+            if (folder / "ec.json").stat().st_size > MAX_EC_JSON_BYTES:
+                raise ValueError(f"ec.json is over {MAX_EC_JSON_BYTES:,} bytes; a world's is a few kB")
             definition = json.loads((folder / "ec.json").read_text())
             meta = pd.read_parquet(folder / "metadata.parquet")
         except (OSError, ValueError) as exc:
