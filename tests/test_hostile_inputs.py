@@ -1653,3 +1653,12 @@ def test_ninth_sweep_fifos_beside_inputs_and_links_swapped_in_are_refused(tmp_pa
         check_image_file(root / "im.png")
     check_image_file(root / "im.png")  # the command line has no root
     assert time.monotonic() - t0 < 30
+
+
+def test_distinct_names_never_share_a_folder():
+    """Ninth sweep L1: datasets "a b", "a_b" and "a_b-2" wrote into two folders, one result replacing another
+    (and a stored run served another's report)."""
+    from lbee.run.names import unique_slugs
+
+    folders = unique_slugs(["a b", "a_b", "a_b-2", "A_B"])
+    assert len({f.lower() for f in folders}) == 4 and folders[0] == "a_b"

@@ -11,7 +11,7 @@ ROOT_FILES = ("index.html",)
 
 def dataset_folders(cfg):
     """The folder name of each dataset entry of a report config, unique in order: {id(entry): name}."""
-    from ..run.pipeline import unique_slugs
+    from ..run.names import unique_slugs
 
     names = unique_slugs([*ROOT_FILES, *(ds.name for ds in cfg.datasets)])[len(ROOT_FILES) :]
     return dict(zip((id(ds) for ds in cfg.datasets), names))
@@ -19,7 +19,8 @@ def dataset_folders(cfg):
 
 def model_folders(ds, ds_dir):
     """(model, label, folder) per model of a dataset entry: the dataset's folder, or one sub-folder per model."""
-    from ..run.pipeline import model_name, unique_slugs
+    from ..run.names import unique_slugs
+    from ..run.pipeline import model_name
 
     models = ds.models or [None]
     one = len(models) == 1

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._version import __version__
 from ..io.cache import atomic_write_bytes
+from .names import slug
 
 
 @dataclass
@@ -336,29 +337,10 @@ def write_run(run, out_dir):
         return [out]
     folders = []
     for i, (name, result) in enumerate(run.results.items()):
-        folder = out if i == 0 else out / f"slicer_{slug(name)}"
+        folder = out if i == 0 else out / f"slicer_{slug(name)}"  # lbee.run.names
         write_outputs(result, folder)
         folders.append(folder)
     return folders
-
-
-def unique_slugs(names):
-    """:func:`slug` of each name, made unique in order ("run A" and "run/A" -> "run_A", "run_A-2")."""
-    seen, out = {}, []
-    for name in names:
-        s = slug(name)
-        n = seen.get(s.lower(), 0) + 1
-        seen[s.lower()] = n
-        out.append(s if n == 1 else f"{s}-{n}")
-    return out
-
-
-def slug(name):
-    """A file-system-safe folder name for a dataset, model or slicer name."""
-    import re
-
-    s = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._")
-    return s or "unnamed"
 
 
 def assignments_table(result):
