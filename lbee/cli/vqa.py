@@ -105,7 +105,8 @@ def vqa(
     from ..io.staging import OutputExistsError, check_no_replace
 
     try:
-        check_no_replace([out], overwrite=overwrite, inputs=[images, metadata, questions_file])
+        sentence_file = None if sentence_set is None or not Path(str(sentence_set)).is_file() else sentence_set
+        check_no_replace([out], overwrite=overwrite, inputs=[images, metadata, questions_file, sentence_file])
     except OutputExistsError as exc:
         fail(exc)
     try:
