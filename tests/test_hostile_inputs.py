@@ -1662,3 +1662,13 @@ def test_distinct_names_never_share_a_folder():
 
     folders = unique_slugs(["a b", "a_b", "a_b-2", "A_B"])
     assert len({f.lower() for f in folders}) == 4 and folders[0] == "a_b"
+
+
+def test_a_header_cell_too_long_for_the_header_check_is_refused(tmp_path):
+    """Ninth sweep W1: one header cell over 131,072 characters made the header check give up in silence: the
+    column cap and the repeated-column check were skipped (`confidence,confidence` read as `confidence.1`)."""
+    from lbee.io.table_reader import read_table
+
+    (tmp_path / "t.csv").write_text("path,confidence,confidence," + "x" * 200_000 + "\na.png,0.1,0.9,1\n")
+    with pytest.raises(ValueError, match="Cannot read the header of table .*field larger than field limit"):
+        read_table(tmp_path / "t.csv")

@@ -28,7 +28,11 @@ def check_header(path, sep):
                 raise ValueError(f"Cannot read table {str(path)!r}: it is UTF-16 or UTF-32; save it as UTF-8.")
         with open(path, newline="", encoding="utf-8-sig") as fh:
             header = next((r for r in csv.reader(fh, delimiter=sep) if r), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
+    except csv.Error as exc:  # a cell over csv's 131,072 characters: the checks below would be skipped in silence
+        raise ValueError(
+            f"Cannot read the header of table {str(path)!r}: {exc}; expected a row of column names."
+        ) from None
+    except (OSError, UnicodeDecodeError):
         return  # the reader below reports an unreadable file
     refuse_too_many_columns(len(header), path)
     refuse_repeated_columns([c.strip() for c in header], path)
