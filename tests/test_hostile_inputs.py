@@ -1672,3 +1672,14 @@ def test_a_header_cell_too_long_for_the_header_check_is_refused(tmp_path):
     (tmp_path / "t.csv").write_text("path,confidence,confidence," + "x" * 200_000 + "\na.png,0.1,0.9,1\n")
     with pytest.raises(ValueError, match="Cannot read the header of table .*field larger than field limit"):
         read_table(tmp_path / "t.csv")
+
+
+def test_sentences_written_as_numbers_are_not_read_as_indices_in_silence(tmp_path):
+    """Ninth sweep W2: with sentences ['1', 'x'], a long-form Γ's rows for sentence "1" marked "x" (pandas read the
+    all-digit column as integers, taken for indices)."""
+    pd.DataFrame({"image": ["a", "b"], "sentence": ["1", "1"], "relevant": [1, 0]}).to_csv(
+        tmp_path / "g.csv", index=False
+    )
+    with pytest.raises(ValueError, match="also has sentences written as numbers \\('1'\\)"):
+        load_relevance(tmp_path / "g.csv", ["a", "b"], ["1", "x"])
+    assert load_relevance(tmp_path / "g.csv", ["a", "b"], ["p", "q"])[:, 1].tolist() == [True, False]  # indices

@@ -93,6 +93,7 @@ def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
     rel = np.zeros((n, m), dtype=bool)
     if {"sentence", "relevant"} <= set(table.columns):
         images, sents, values = validate_relevance(table)
+        _refuse_numbers_that_are_sentences(sents, col_of, src)
         bad_img, bad_sent, near = [], [], []
         covered, has_negatives = np.zeros((n, m), dtype=bool), False
         named = np.zeros(m, dtype=bool)
@@ -256,3 +257,18 @@ def _compose_missing(rel, columns, sentences, conditions, n_base, source):
         len(columns),
     )
     return rel
+
+
+def _refuse_numbers_that_are_sentences(sents, col_of, src):
+    """A number in the sentence column is an index; refused when the set also has sentences written as numbers.
+
+    A table whose sentence column holds only digits is read by pandas as integers: with the sentences ``['1',
+    'x']`` the rows of sentence "1" marked "x" (index 1). Which one the table means cannot be known.
+    """
+    numeric = [t for t in col_of if t.strip().lstrip("+-").replace(".", "", 1).isdigit()]
+    if numeric and any(isinstance(v, int) for v in sents):
+        raise ValueError(
+            f"{src}: its sentence column holds numbers, which lbee reads as sentence indices, but the sentence set "
+            f"also has sentences written as numbers ({numeric[0]!r}); which one a row means cannot be known. Use "
+            "the .npy form of Γ, or a wide table (one column per sentence)."
+        )
