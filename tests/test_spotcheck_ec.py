@@ -122,6 +122,24 @@ def test_a_world_reads_only_its_own_renders(demo_run, tmp_path):
         meta.to_parquet(ec / "metadata.parquet", index=False)
         with pytest.raises(CorruptECError, match="test image 0 is .*a world's images are 'images/test/00000.png'"):
             ExperimentalConfiguration.load(ec, load_images=False)
+    # ninth sweep W3: a duplicate index, a label of 7, an unknown split, float indices, a key twice in ec.json
+    for change, says in [
+        (lambda m: m.assign(index=m["index"].where(m["index"] != 1, 0)), "not numbered 0 to"),
+        (lambda m: m.assign(label=m["label"].where(m.index != 0, 7)), "the label(s) [7]"),
+        (lambda m: m.assign(split=m["split"].where(m.index != 0, "extra")), "rows of the split(s) ['extra']"),
+        (lambda m: m.assign(index=m["index"].astype(float)), "not numbered 0 to"),
+    ]:
+        shutil.rmtree(ec)
+        shutil.copytree(out / "ec", ec)
+        change(pd.read_parquet(ec / "metadata.parquet")).to_parquet(ec / "metadata.parquet", index=False)
+        with pytest.raises(CorruptECError, match=re.escape(says)):
+            ExperimentalConfiguration.load(ec, load_images=False)
+    shutil.rmtree(ec)
+    shutil.copytree(out / "ec", ec)
+    text = (ec / "ec.json").read_text()
+    (ec / "ec.json").write_text(text.rstrip()[:-1] + ', "seed": 5}')
+    with pytest.raises(CorruptECError, match="the key 'seed' is written twice"):
+        ExperimentalConfiguration.load(ec, load_images=False)
     shutil.rmtree(ec)
     shutil.copytree(out / "ec", ec)
     (ec / "images" / "test" / "00000.png").unlink()

@@ -140,6 +140,7 @@ class ExperimentalConfiguration:
         """Read an EC folder; a missing or inconsistent part raises `CorruptECError`."""
         import pandas as pd
 
+        from .._validation import loads_each_key_once
         from ..io.confinement import check_regular_file
 
         folder = Path(folder)
@@ -148,7 +149,7 @@ class ExperimentalConfiguration:
                 check_regular_file(folder / name, f"EC file {name!r} of {str(folder)!r}")
             if (folder / "ec.json").stat().st_size > MAX_EC_JSON_BYTES:
                 raise ValueError(f"ec.json is over {MAX_EC_JSON_BYTES:,} bytes; a world's is a few kB")
-            definition = json.loads((folder / "ec.json").read_text())
+            definition = loads_each_key_once((folder / "ec.json").read_text())
             meta = pd.read_parquet(folder / "metadata.parquet")
         except (OSError, ValueError) as exc:
             raise CorruptECError(f"EC folder {str(folder)!r} is incomplete or corrupt: {exc}") from None
@@ -161,6 +162,7 @@ class ExperimentalConfiguration:
             blindspots = [Blindspot.from_dict(b) for b in definition["blindspots"]]
             keys = list(ATTRIBUTES) + [META]
             images, attributes, labels = {}, {}, {}
+            _check_metadata(meta, folder)
             for split in SPLITS:
                 part = meta[meta["split"] == split].sort_values("index")
                 if len(part) != definition["sizes"][split]:
@@ -205,6 +207,27 @@ class ExperimentalConfiguration:
             model,
             verification,
         )
+
+
+def _check_metadata(meta, folder):
+    """Refuse a ``metadata.parquet`` that is not as a world writes it.
+
+    Its splits, image indices 0..n-1 once each (integers) and 0 / 1 labels: a tampered table loaded image 0
+    twice and dropped image 1, or took a label of 7.
+    """
+    where = f"EC folder {str(folder)!r}: metadata.parquet"
+    unknown = sorted(set(map(str, meta["split"])) - set(SPLITS))
+    if unknown:
+        raise CorruptECError(f"{where} has rows of the split(s) {unknown[:3]}; a world's splits are {list(SPLITS)}.")
+    for split in SPLITS:
+        index = meta.loc[meta["split"] == split, "index"].tolist()
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in index) or sorted(index) != list(
+            range(len(index))
+        ):
+            raise CorruptECError(f"{where}: the {split} images are not numbered 0 to {len(index) - 1}, once each.")
+    bad = sorted(set(meta["label"].tolist()) - {0, 1})
+    if bad:
+        raise CorruptECError(f"{where} has the label(s) {bad[:3]}; a world's square classifier has labels 0 and 1.")
 
 
 def _image_file(split, index):
