@@ -185,5 +185,11 @@ def test_bad_labels_unknown_wnid_and_class_map(rival_root, tmp_path):
     cmap.write_text(json.dumps({"n99999999": "unicorn"}))
     with pytest.raises(ValueError, match="'unicorn'"):
         read_class_map(cmap)
+    cmap.write_text('{"n99999999": "truck", "n99999999": "dog"}')  # ninth sweep W4: the last one was kept
+    with pytest.raises(ValueError, match="the key 'n99999999' is written twice"):
+        read_class_map(cmap)
+    (tmp_path / "cmap.csv").write_text("wnid,class\nn99999999,truck\nn99999999,dog\n")
+    with pytest.raises(ValueError, match="repeats the wnid 'n99999999'"):
+        read_class_map(tmp_path / "cmap.csv")
     with pytest.raises(FileNotFoundError, match="train"):
         load_rival10(rival_root, "train")

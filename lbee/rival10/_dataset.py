@@ -188,10 +188,12 @@ def read_class_map(path):
 
     Every class must be one of `CLASSES` (labels are indices into it).
     """
+    from .._validation import loads_each_key_once
+
     path = Path(path)
     try:
         if path.suffix.lower() == ".json":
-            mapping = json.loads(path.read_text(encoding="utf-8"))
+            mapping = loads_each_key_once(path.read_text(encoding="utf-8"))  # a wnid twice: which class?
             if not isinstance(mapping, dict):
                 raise ValueError(f"holds a {type(mapping).__name__}, expected an object {{wnid: class}}")
         else:
@@ -200,9 +202,12 @@ def read_class_map(path):
             table = read_table(path)
             if not {"wnid", "class"} <= set(table.columns):
                 raise ValueError(f"has columns {list(table.columns)}, expected 'wnid' and 'class'")
+            from ..io.table_reader import check_unique
+
+            check_unique(table, "wnid", "class map", what="wnid")  # a wnid twice: which class?
             mapping = dict(zip(table["wnid"].astype(str), table["class"].astype(str)))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
-        raise ValueError(f"Class map {str(path)!r} cannot be used: {exc}.") from None
+        raise ValueError(f"Class map {str(path)!r} cannot be used: {str(exc).rstrip('.')}.") from None
     bad = {w: c for w, c in mapping.items() if c not in CLASSES}
     if bad:
         w, c = next(iter(bad.items()))
