@@ -1683,3 +1683,29 @@ def test_sentences_written_as_numbers_are_not_read_as_indices_in_silence(tmp_pat
     with pytest.raises(ValueError, match="also has sentences written as numbers \\('1'\\)"):
         load_relevance(tmp_path / "g.csv", ["a", "b"], ["1", "x"])
     assert load_relevance(tmp_path / "g.csv", ["a", "b"], ["p", "q"])[:, 1].tolist() == [True, False]  # indices
+
+
+def test_a_sparse_gigabyte_text_input_is_refused_unread(tmp_path):
+    """Ninth sweep H3: sparse files declaring gigabytes were read whole (an 8 GB explanation.json, a job entry,
+    a sentence file, a grammar, a report config): a MemoryError traceback, or 2 GB for a 1 GB sentence file."""
+    import time
+
+    from lbee.grammar import load_grammar
+    from lbee.io.confinement import MAX_CONFIG_BYTES, MAX_TEXT_BYTES
+    from lbee.run.pipeline import load_explanations
+    from lbee.service.client import read_entry
+
+    def sparse(name, size):
+        with open(tmp_path / name, "wb") as fh:
+            fh.truncate(size + 1)
+        return tmp_path / name
+
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="lbee reads one of at most"):
+        load_sentence_set(sparse("s.txt", MAX_TEXT_BYTES))
+    with pytest.raises(ValueError, match="lbee reads one of at most"):
+        load_explanations(sparse("explanation.json", MAX_TEXT_BYTES))
+    for name, call in (("g.grammar.yaml", load_grammar), ("e.yaml", read_entry)):
+        with pytest.raises(ValueError, match="lbee reads one of at most"):
+            call(sparse(name, MAX_CONFIG_BYTES))
+    assert time.monotonic() - t0 < 10

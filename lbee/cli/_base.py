@@ -154,6 +154,13 @@ class LbeeGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except MemoryError:
+            if (ctx.obj or {}).get("debug"):
+                raise
+            raise LbeeError(
+                "lbee ran out of memory (run with --debug for the traceback); an input may be far larger than it "
+                "looks (a sparse file), or the run needs a smaller --batch-size or --image-size."
+            ) from None
         except BrokenPipeError:  # `lbee sentences list | head`: the reader left; end quietly, as `yes | head` does
             import os
             import sys

@@ -421,8 +421,10 @@ def load_grammar(name_or_path: Grammar | str | Path) -> Grammar:
                 f"Built-in grammars: {', '.join(list_grammars())}."
             )
         path = builtin
+    from ..io.confinement import MAX_CONFIG_BYTES, read_text_file
+
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_text_file(path, "grammar file", limit=MAX_CONFIG_BYTES)
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"Cannot read grammar file {str(path)!r}: {exc}.") from None
     return parse_grammar(text, source=str(path))

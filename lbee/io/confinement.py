@@ -43,6 +43,30 @@ def check_regular_file(path, what):
         raise NotRegularFile(f"{what} {str(path)!r} is {file_kind(mode)}, not a regular file.")
 
 
+#: The largest text file lbee reads whole: sentence files, their ``.conditions.tsv``, ``explanation.json``.
+MAX_TEXT_BYTES = 1 << 30
+#: The largest configuration lbee reads: a grammar, a ``lbee report`` config, a job entry.
+MAX_CONFIG_BYTES = 16 << 20
+
+
+def read_text_file(path, what, *, limit=MAX_TEXT_BYTES, encoding="utf-8-sig"):
+    """The text of ``path``, refused unread when it is not a regular file or is over ``limit`` bytes.
+
+    A sparse file can declare gigabytes it never wrote (an 8 GB ``explanation.json`` ended in a MemoryError).
+
+    Raises
+    ------
+    ValueError
+        Naming ``what`` and the file (`NotRegularFile` for a FIFO or device); OSError and UnicodeDecodeError
+        as ``read_text`` raises them.
+    """
+    check_regular_file(path, what)
+    size = os.stat(path).st_size
+    if size > limit:
+        raise ValueError(f"{what} {str(path)!r} is {size:,} bytes; lbee reads one of at most {limit:,} bytes.")
+    return Path(path).read_text(encoding=encoding)
+
+
 def file_kind(mode):
     """What a ``st_mode`` is, in words ('a folder', 'a FIFO', ...), for messages."""
     for test, words in (

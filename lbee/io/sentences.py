@@ -153,11 +153,11 @@ def write_grammar_set(
 def _read_conditions(table, sentences):
     """The validated conditions table of a generated set: (conditions per sentence, grammar)."""
     from ..grammar import list_grammars, load_grammar, parse_conditions
-    from .confinement import resolve_named_path
+    from .confinement import read_text_file, resolve_named_path
 
     src = str(table)
     try:
-        lines = table.read_text(encoding="utf-8-sig").splitlines()
+        lines = read_text_file(table, "conditions table").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"Cannot read conditions table {src!r}: {exc}.") from None
     meta, body, lineno = {}, [], 0
@@ -347,8 +347,10 @@ def load_sentence_set(name_or_path):
                 f"Built-in sets: {', '.join(list_sentence_sets())}."
             )
         path = builtin
+    from .confinement import read_text_file
+
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_text_file(path, "sentence file")  # a FIFO, a device or a sparse gigabyte is never read
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"Cannot read sentence file {str(path)!r}: {exc}.") from None
     sentences, header = parse_sentences(text, source=str(path))

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..io.confinement import NotRegularFile, check_regular_file
+from ..io.confinement import MAX_CONFIG_BYTES, NotRegularFile, check_regular_file, read_text_file
 from ..run.specs import DatasetSpec, ModelSpec
 from .config_entries import (
     DATASET_KEYS,
@@ -96,7 +96,9 @@ def load_report_config(path):
     except NotRegularFile as exc:
         raise ConfigError(str(exc)) from None
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_text_file(path, "Config", limit=MAX_CONFIG_BYTES)
+    except ValueError as exc:  # over the size limit
+        raise ConfigError(str(exc)) from None
     except OSError as exc:
         raise ConfigError(f"Cannot read config {str(path)!r}: {exc.strerror or exc}.") from None
     except UnicodeDecodeError as exc:

@@ -402,9 +402,10 @@ def load_explanations(path):
 
     check_regular_file(path := Path(path), "Explanation file")  # /dev/zero or a FIFO would never end
     from .._validation import loads_each_key_once  # a key twice: the last would win, unseen by the digest
+    from ..io.confinement import read_text_file
 
     try:
-        payload = loads_each_key_once(path.read_text(encoding="utf-8-sig"))
+        payload = loads_each_key_once(read_text_file(path, "Explanation file"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # nested 100k deep
         raise ValueError(f"Cannot read explanation file {str(path)!r}: {exc}") from None
     return validate_explanation_payload(payload, source=str(path)), payload

@@ -61,13 +61,13 @@ def read_entry(path):
     import yaml
 
     from .._yaml import YAMLLimitError, load_yaml
-    from ..io.confinement import check_regular_file
+    from ..io.confinement import MAX_CONFIG_BYTES, check_regular_file, read_text_file
 
     path = Path(path)
     check_regular_file(path, "The job entry")  # /dev/zero would never end, a FIFO block
     try:  # lbee's bounded reader: an alias bomb is refused before it is built
-        entry = load_yaml(path.read_text(encoding="utf-8"), source=str(path))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, YAMLLimitError) as exc:
+        entry = load_yaml(read_text_file(path, "The job entry", limit=MAX_CONFIG_BYTES), source=str(path))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, YAMLLimitError, ValueError) as exc:
         raise ValueError(f"Cannot read the job entry {str(path)!r}: {exc}") from None
     if isinstance(entry, dict) and "datasets" in entry:
         raise ValueError(
