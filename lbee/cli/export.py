@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, cli, require_extra
+from ._base import LbeeError, cli
 
 
 @cli.group()
@@ -28,7 +28,7 @@ def export():
     "--open",
     "open_",
     is_flag=True,
-    help='Start Renumics Spotlight on it now, in this Python (pip install "lbee[spotlight]").',
+    help="Start Renumics Spotlight on it now, in this Python (Spotlight needs pandas < 3: a venv of its own).",
 )
 def spotlight(run_dir, out, overwrite, open_):
     """A run in Renumics Spotlight: one row per image with its hypothesis, sentence, hard / easy and confidence.
@@ -40,7 +40,14 @@ def spotlight(run_dir, out, overwrite, open_):
     from ..reports.spotlight import export_spotlight, open_in_spotlight, spotlight_command
 
     if open_:
-        require_extra("spotlight", needed_for="lbee export spotlight --open")
+        import importlib.util
+
+        if importlib.util.find_spec("renumics") is None:  # its pandas < 3 pin cannot join lbee's venv
+            raise LbeeError(
+                "--open: Renumics Spotlight is not installed here, and it pins pandas < 3, so it goes in a venv of "
+                "its own: python -m venv .venv-spotlight && .venv-spotlight/bin/pip install renumics-spotlight; "
+                "then run the command this prints with .venv-spotlight/bin/spotlight (without --open)."
+            )
     from ..io.staging import check_no_replace
     from ..reports.spotlight import SPOTLIGHT_FILE
 

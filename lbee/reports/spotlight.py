@@ -31,7 +31,13 @@ SPOTLIGHT_COLUMNS = (
     "holds",
 )
 #: Spotlight column types that are not read from the data (``image``: paths shown as pictures).
-SPOTLIGHT_DTYPES = {"image": "Image", "split": "Category", "hypothesis": "Category"}
+SPOTLIGHT_DTYPES = {
+    "image": "Image",
+    "split": "Category",
+    "hypothesis": "Category",
+    "label": "Category",
+    "prediction": "Category",
+}
 
 
 def _image_file(row, run_dir):
@@ -80,8 +86,9 @@ def spotlight_table(run_dir):
             "split": table["split"].astype(str),
             "confidence": table["confidence"],
             "performance": table["performance"],
-            "label": table["label"],
-            "prediction": table["prediction"],
+            # text, as the hypothesis: a Category of integers shows blank in Spotlight 1.8
+            "label": table["label"].map(lambda v: None if v is None or v != v else str(v)),
+            "prediction": table["prediction"].map(lambda v: None if v is None or v != v else str(v)),
             "holds": table["holds"],
         },
         columns=list(SPOTLIGHT_COLUMNS),
