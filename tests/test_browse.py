@@ -68,7 +68,9 @@ def test_report_group_browser_pages_list_all_images(demo_run, tmp_path):
     assert phis == sorted(phis)  # least confident first
     assert first_desc and first_desc[0] == max(phis) and first_desc == sorted(first_desc, reverse=True)
     assert lazy == {"lazy"}
-    assert all("→" in c and "statement" in c and "φ" in c for c in captions), captions
+    assert all(
+        "→" in c and "statement" in c and "confidence " in c and ("right" in c or "wrong" in c) for c in captions
+    ), captions
 
 
 def test_images_table_and_group_pages(demo_run):
