@@ -59,6 +59,10 @@ def test_report_group_browser_pages_list_all_images(demo_run, tmp_path):
         first_desc = [
             float(t.get_attribute("data-phi")) for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")
         ]
+        box.find_element(By.CSS_SELECTOR, ".browse-sort option[value='prediction']").click()
+        by_prediction = [
+            t.text.splitlines()[2].split(" → ")[1] for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")
+        ]
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     finally:
         driver.quit()
@@ -68,6 +72,7 @@ def test_report_group_browser_pages_list_all_images(demo_run, tmp_path):
     assert phis == sorted(phis)  # least confident first
     assert first_desc and first_desc[0] == max(phis) and first_desc == sorted(first_desc, reverse=True)
     assert lazy == {"lazy"}
+    assert by_prediction and by_prediction == sorted(by_prediction)  # grouped by prediction (a fourth user's ask)
     assert all(
         "→" in c and "statement" in c and "confidence " in c and ("right" in c or "wrong" in c) for c in captions
     ), captions
@@ -90,6 +95,10 @@ def test_images_table_and_group_pages(demo_run):
         assert len(rows) == len(members) and first["n"] == len(members)
         phi = [r["confidence"] for r in rows]
         assert phi == sorted(phi)
+    # a fourth user could not sort by label or prediction: grouped by it, the least confident first within
+    by_label = [r for p in range(1, first["n_pages"] + 1) for r in group_page(table, g, page=p, sort="label")["rows"]]
+    keys = [(str(r["label"]), r["confidence"]) for r in by_label]
+    assert keys == sorted(keys) and len(by_label) == len(rows)
     with pytest.raises(ValueError, match="`page` is 99"):
         group_page(table, 0, page=99)
     with pytest.raises(ValueError, match="`sort` is 'size'; expected one of confidence, -confidence, name"):

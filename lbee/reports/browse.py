@@ -22,9 +22,11 @@ BROWSE_PAGE_SIZE = 48
 #: Orders a group's images can be browsed in (value: what the page calls it): least confident first (the clearest
 #: failures), most confident first, or by image name.
 BROWSE_SORTS = {
-    "confidence": "confidence φ, lowest first",
-    "-confidence": "confidence φ, highest first",
+    "confidence": "confidence, lowest first",
+    "-confidence": "confidence, highest first",
     "name": "image name",
+    "label": "label, then confidence",
+    "prediction": "prediction, then confidence",
 }
 #: Most thumbnails one report inlines for its browsers (each image once, 1 to 4 kB each), so the page stays a few
 #: MB whatever the dataset: beyond, the rows are still listed, without a picture (``lbee serve`` and Spotlight show
@@ -343,7 +345,7 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
         The hard group.
     page : int, default=1
         1-based; a page past the last is refused.
-    sort : {'confidence', '-confidence', 'name'}, default='confidence'
+    sort : {'confidence', '-confidence', 'name', 'label', 'prediction'}, default='confidence'
 
     Returns
     -------
@@ -363,8 +365,12 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     if members.empty:
         groups = sorted(set(table.loc[table["split"] == "hard", "group"].tolist()))
         raise ValueError(f"`group` is {group}; this run has hard groups {', '.join(map(str, groups)) or '(none)'}.")
-    key, ascending = ("image", True) if sort == "name" else ("confidence", sort == "confidence")
-    members = members.sort_values([key, "image"], ascending=[ascending, True], kind="stable")
+    if sort in ("label", "prediction"):  # grouped by it (as text), the least confident first within
+        members = members.assign(_by=members[sort].astype(str))
+        members = members.sort_values(["_by", "confidence", "image"], kind="stable").drop(columns="_by")
+    else:
+        key, ascending = ("image", True) if sort == "name" else ("confidence", sort == "confidence")
+        members = members.sort_values([key, "image"], ascending=[ascending, True], kind="stable")
     n_pages = max(1, -(-len(members) // page_size))
     if not (isinstance(page, int) and 1 <= page <= n_pages):
         raise ValueError(f"`page` is {page!r}; group {group} has pages 1 to {n_pages}.")
