@@ -519,8 +519,9 @@ def test_token_commands(tmp_path):
     url = f"sqlite:///{tmp_path / 't.db'}"
     run = CliRunner().invoke
     res = run(cli, ["serve", "token", "create", "alice", "--scope", "submit", "--db", url], obj={})
-    assert res.exit_code == 0 and res.output.startswith("lbee_")
-    token = res.output.strip()
+    assert res.exit_code == 0 and res.stdout.startswith("lbee_")
+    token = res.stdout.strip()  # stdout holds the token alone (the note that it is shown once is on stderr)
+    assert " " not in token and "\n" not in token
     assert token not in (tmp_path / "t.db").read_bytes().decode("latin-1")  # stored hashed only
     res = run(cli, ["serve", "--db", url, "token", "list"], obj={})
     assert "alice\tsubmit" in res.output and token not in res.output and "active" in res.output

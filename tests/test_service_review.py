@@ -540,3 +540,24 @@ def test_an_escaped_lone_surrogate_is_a_422_naming_it(service):
     h = {**client.auth_headers["submit"], "content-type": "application/json"}
     r = client.post("/v1/jobs", content=b'{"name": "\\ud800", "spotcheck": {"seed": 0}}', headers=h)
     assert r.status_code == 422 and "\\ud800, a lone surrogate" in r.json()["detail"], r.text
+
+
+def test_serve_on_port_0_names_the_port_it_listens_on(tmp_path, monkeypatch):
+    """A fourth user's `lbee serve --port 0` printed http://127.0.0.1:0/; the real port was in uvicorn's line only.
+    `token create` says the token is shown once."""
+    import uvicorn
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    res = CliRunner().invoke(
+        cli, ["serve", "--root", str(tmp_path), "--output", str(tmp_path / "o"), "--port", "0", "--db", db], obj={}
+    )
+    assert res.exit_code == 0, res.output
+    port = calls[0]["port"]
+    assert port > 0 and f"http://127.0.0.1:{port}/" in res.output
+    res = CliRunner().invoke(cli, ["serve", "--db", db, "token", "create", "ci"], obj={})
+    assert res.exit_code == 0 and "shown this once" in res.output, res.output

@@ -151,7 +151,7 @@ def serve(
     lbee_logger.setLevel(logging.NOTSET)  # --log-level decides for lbee too
     if bool(ssl_certfile) != bool(ssl_keyfile):
         raise click.UsageError("--ssl-certfile and --ssl-keyfile go together.")
-    _check_port_free(host, port)  # before the database and the workers start, not after "startup complete"
+    port = _check_port_free(host, port)  # before the database and the workers start, not after "startup complete"
     settings = ServiceSettings(
         root=root,
         output=output,
@@ -190,21 +190,24 @@ def serve(
 
 
 def _check_port_free(host, port):
-    """A one-line error when ``host:port`` cannot be listened on (uvicorn would say it after its startup lines)."""
+    """The port to listen on (a free one for 0), or a one-line error when ``host:port`` is in use.
+
+    uvicorn says it only after its startup lines.
+    """
     import errno
     import socket
 
-    if port == 0:
-        return
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError:
-        return  # an unknown host: uvicorn's own error names it
+        return port  # an unknown host: uvicorn's own error names it
     family, kind, proto, _, address = infos[0]
     with socket.socket(family, kind, proto) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
         try:
             sock.bind(address)
+            if port == 0:  # any free one: the start line then names the port it is
+                return sock.getsockname()[1]
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise LbeeError(
@@ -212,6 +215,7 @@ def _check_port_free(host, port):
                     "for any free one."
                 ) from None
             # anything else (an address of another machine, a privileged port) is uvicorn's to say
+    return port
 
 
 def _is_loopback(host):
@@ -259,7 +263,8 @@ def token_create(ctx, name, scope, db_url):
     """Create the token NAME and print it (once; only its hash is stored)."""
     from ..service.auth import create_token
 
-    click.echo(create_token(_db(_url(ctx, db_url)), name, scope))
+    click.echo(create_token(_db(_url(ctx, db_url)), name, scope))  # stdout: the token alone, for scripts
+    click.echo(f"Token {name!r} ({scope}): shown this once, only its hash is stored; keep it now.", err=True)
 
 
 @token.command("list")
