@@ -92,7 +92,7 @@ def _failure(rel: BoolArray, omega: FloatArray, o: float) -> IntArray:
 
 
 def failure_sentences(relevance: ArrayLike, performance: ArrayLike, o: float = DEFAULT_O) -> IntArray:
-    """S*_β: sentences whose images perform worse than average by β = o·std(ω).
+    """The failure sentences S*_β: those whose images perform worse than average by more than β = o·std(ω).
 
     Parameters
     ----------

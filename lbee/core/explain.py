@@ -228,9 +228,9 @@ def explain(
     hard, easy : array-like of bool, shape (n,), optional
         Explicit split masks, an alternative to ``confidence``.
     a : float, default=0.2
-        Split margin in standard deviations of φ (LBEE app. D).
+        Split margin in standard deviations of φ (0.2 in the LBEE paper).
     method : {'fpdiff', 'tops', 'setdiff', 'pdiff', 'domino', 'compose'}, default='fpdiff'
-        The describer: the rule that picks each hard group's sentences (LBEE Step 4). 'compose' needs
+        The describer: the rule that picks each hard group's sentences (the LBEE paper's fourth step). 'compose' needs
         ``grammar``.
     n_clusters : int, default=15
         Hard clusters; the effective number is ``min(n_clusters, n_hard)``.

@@ -47,7 +47,7 @@ class Partition:
     Parameters
     ----------
     a : float, default=0.2
-        Split margin in standard deviations of φ (LBEE Step 1).
+        Split margin in standard deviations of φ (the LBEE paper's first step).
     n_clusters : int, default=15
         Hard clusters C^h asked for; Ward forms ``min(n_clusters, n_hard)``.
     n_easy_clusters : int, optional
@@ -307,7 +307,7 @@ class Partition:
         tau: float | None = CLIP_TAU,
         sentences: Sequence[str] | None = None,
     ) -> Explanation:
-        """Choose K sentences for every hard group against its easy twin (LBEE Step 4).
+        """Choose K sentences for every hard group against its easy twin (the LBEE paper's fourth step).
 
         Parameters
         ----------

@@ -14,7 +14,7 @@ def split_by_confidence(confidence: ArrayLike, *, a: float = 0.2) -> tuple[BoolA
     """Split images by confidence with a margin of ``a`` standard deviations.
 
     With μ = mean(φ) and σ = std(φ) (population, ddof=0): hard = φ < μ − aσ,
-    easy = φ > μ + aσ; the rest is neutral and unused (LBEE app. D).
+    easy = φ > μ + aσ; the rest is neutral and unused (the LBEE paper's default margin a = 0.2).
 
     Parameters
     ----------
