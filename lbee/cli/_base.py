@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from .._validation import MAX_SEED
+from .._validation import MAX_SEED, shown
 from .._version import __version__
 
 
@@ -385,7 +385,7 @@ def check_writable_folder(path, option):
             pass
     except OSError as exc:
         _remove_if_empty(created)
-        raise LbeeError(f"{option} {str(path)!r} is not a writable folder: {exc.strerror or exc}.") from None
+        raise LbeeError(f"{option} {shown(str(path))} is not a writable folder: {exc.strerror or exc}.") from None
     ctx = click.get_current_context(silent=True)
     if created and ctx is not None:
         ctx.call_on_close(lambda: _remove_if_empty(created))
