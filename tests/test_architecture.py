@@ -24,6 +24,7 @@ LAYERS = (
         "lbee._version",
         "lbee.typing",
         "lbee._validation",
+        "lbee._files",
         "lbee._blas",
         "lbee._yaml",
         "lbee.extras",

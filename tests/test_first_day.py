@@ -180,7 +180,7 @@ def test_a_library_logging_through_the_root_logger_does_not_print_lbee_warnings_
     # open_clip logs with logging.info(...): without a root handler, logging.basicConfig added one, and every
     # lbee warning came out twice, plain and as "WARNING:lbee:..."
     code = (
-        "import logging\nfrom lbee.cli._base import setup_logging\nsetup_logging(False)\n"
+        "import logging\nfrom lbee.cli._logging import setup_logging\nsetup_logging(False)\n"
         "logging.info('Loaded ViT-B-32 model config.')\nlogging.getLogger('lbee').warning('once, please')\n"
     )
     r = _python(code)

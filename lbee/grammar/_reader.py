@@ -421,7 +421,7 @@ def load_grammar(name_or_path: Grammar | str | Path) -> Grammar:
                 f"Built-in grammars: {', '.join(list_grammars())}."
             )
         path = builtin
-    from ..io.confinement import MAX_CONFIG_BYTES, read_text_file
+    from .._files import MAX_CONFIG_BYTES, read_text_file
 
     try:
         text = read_text_file(path, "grammar file", limit=MAX_CONFIG_BYTES)

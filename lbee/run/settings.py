@@ -165,10 +165,8 @@ class RunSettings:
         minimum=1,
         maximum=MAX_CLUSTERS,
         optional=True,
-        default_text=(
-            f"{DEFAULT_N_CLUSTERS}, fewer below {DEFAULT_N_CLUSTERS * IMAGES_PER_DEFAULT_GROUP} hard images (one per "
-            f"{IMAGES_PER_DEFAULT_GROUP}); {DEFAULT_N_CLUSTERS_PER_CLASS} per class"
-        ),
+        default_text=f"{DEFAULT_N_CLUSTERS}; one per {IMAGES_PER_DEFAULT_GROUP} hard images below "
+        f"{DEFAULT_N_CLUSTERS * IMAGES_PER_DEFAULT_GROUP}; {DEFAULT_N_CLUSTERS_PER_CLASS} per class",
     )
     easy_clusters: int | None = _knob(
         None,
@@ -283,10 +281,10 @@ class RunSettings:
         return DEFAULT_N_CLUSTERS_PER_CLASS if self.per_class else DEFAULT_N_CLUSTERS
 
     def n_clusters_for(self, n_hard):
-        """The hard groups of a run with ``n_hard`` hard images: ``clusters`` when given, else the paper's 15.
+        """Hard groups for ``n_hard`` hard images: ``clusters`` if given, else 15, or 5 per class (the paper's).
 
-        Fewer when 15 would leave under `IMAGES_PER_DEFAULT_GROUP` images a group: 51 hard images in 15 groups gave
-        6 single images and a planted failure spread over 6 groups. Per class, 5 (the paper's).
+        Fewer than 15 when that would leave under `IMAGES_PER_DEFAULT_GROUP` images a group (51 hard images in 15
+        groups: 6 single images, a planted failure over 6 groups).
         """
         if self.clusters is not None or self.per_class:
             return self.n_clusters
