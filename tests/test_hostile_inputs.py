@@ -1709,3 +1709,17 @@ def test_a_sparse_gigabyte_text_input_is_refused_unread(tmp_path):
         with pytest.raises(ValueError, match="lbee reads one of at most"):
             call(sparse(name, MAX_CONFIG_BYTES))
     assert time.monotonic() - t0 < 10
+
+
+def test_an_npy_header_writing_a_key_twice_is_refused(tmp_path):
+    """Ninth sweep: an .npy header writing 'shape' twice loaded with the last one (numpy's parser keeps it)."""
+    from lbee.io.arrays import load_npy
+
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), 'shape': (4, 3), }"
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    data = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + np.zeros(12, np.float32).tobytes()
+    (tmp_path / "dup.npy").write_bytes(data)
+    with pytest.raises(ValueError, match="its header writes 'shape' twice"):
+        load_npy(tmp_path / "dup.npy", "image_embeddings")
+    np.save(tmp_path / "ok.npy", np.zeros((3, 4), np.float32))
+    assert load_npy(tmp_path / "ok.npy", "image_embeddings").shape == (3, 4)

@@ -113,10 +113,20 @@ def _check_complete(path, name):
             version = npformat.read_magic(fh)
             if version not in readers:
                 return
+            start = fh.tell()
             shape, _, dtype = readers[version](fh)
-            held = os.fstat(fh.fileno()).st_size - fh.tell()
+            end = fh.tell()
+            held = os.fstat(fh.fileno()).st_size - end
+            fh.seek(start)
+            header = fh.read(end - start)
     except (OSError, ValueError, EOFError, SyntaxError):
         return
+    for key in (b"'descr'", b"'fortran_order'", b"'shape'"):  # numpy's parser keeps the last of two in silence
+        if header.count(key) > 1:
+            raise ValueError(
+                f"Cannot read {name} {str(path)!r}: its header writes {key.decode()} twice; expected a .npy header "
+                "as np.save writes it."
+            )
     if any(not isinstance(d, int) or d < 0 for d in shape):  # numpy's mmap dies with an OverflowError
         raise ValueError(
             f"Cannot read {name} {str(path)!r}: its header claims shape {shape}; expected non-negative sizes "
