@@ -376,6 +376,11 @@ CASES = [
         Raises(ValueError, "has one prob_<class> column ('prob_cat'); expected one per class, at least two"),
     ),
     (
+        "pred-p-columns",  # a fourth user's p_circle / p_square: no hint at prob_
+        preds("path,p_cat,p_dog\na,0.9,0.1\nb,0.2,0.8\n"),
+        Raises(ValueError, "(did you mean prob_cat for 'p_cat'? rename the columns)"),
+    ),
+    (
         "pred-logits-softmax",
         preds("path,prob_cat,prob_dog\na,2.0,0.0\nb,0.0,0.0\n", probabilities="logits"),
         Result(lambda r, c: np.allclose(r[1].probs[:, 0], [1 / (1 + np.exp(-2)), 0.5])),

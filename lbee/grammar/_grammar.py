@@ -348,14 +348,15 @@ def generate(
         raise ValueError(
             f"`max_conditions`={k} is larger than the {len(keys)} attributes (presence included) of "
             f"grammar {grammar.name!r}: a conjunction gives each attribute at most one value. Use "
-            f"--max-conditions {len(keys)} or less."
+            f"{len(keys)} or less (`lbee sentences generate --max-conditions`, or the grammar's max_conditions)."
         )
     bound = count_conjunctions(grammar, k)
     if bound > limit:
         raise ValueError(
-            f"grammar {grammar.name!r} with --max-conditions {k} allows up to {bound:,} conjunctions, "
-            f"over the limit of {limit:,} sentences to enumerate; use a smaller --max-conditions "
-            "(the 'compose' describer searches longer conjunctions without enumerating them)."
+            f"grammar {grammar.name!r} with up to {k} conditions a sentence allows up to {bound:,} conjunctions, "
+            f"over the limit of {limit:,} sentences to enumerate; allow fewer conditions (`lbee sentences generate "
+            "--max-conditions`, or the grammar's max_conditions); the 'compose' describer searches longer "
+            "conjunctions without enumerating them."
         )
     seen: set[frozenset[tuple[Key, str]]] = set()
     texts: dict[str, dict[Key, str]] = {}

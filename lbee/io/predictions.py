@@ -145,9 +145,11 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
     elif "confidence" in cols:
         out.confidence = float_column(table, "confidence", name)
     else:
+        near = [c for c in cols if isinstance(c, str) and c.lower().startswith(PROBABILITY_LOOKALIKES)]
+        hint = f" (did you mean prob_{near[0].split('_', 1)[1]} for {near[0]!r}? rename the columns)" if near else ""
         raise ValueError(
             f"{table_source(table, name)} needs a 'confidence' column or class probability columns "
-            f"'prob_<class>'; found columns {cols}."
+            f"'prob_<class>'{hint}; found columns {cols}."
         )
     # classes named by digits that are not their positions (prob_1, prob_0): a cell '1' is the class named '1'
     moved = [c for k, c in enumerate(out.class_names or ()) if c.isascii() and c.isdigit() and c != str(k)]
@@ -209,6 +211,8 @@ def _warn_performance_against_labels(out, table, name, ids):
 
 
 #: Column names that probably mean one lbee reads under another name (checked case-insensitively).
+#: Column prefixes that look like ``prob_`` (``p_circle``, ``proba_cat``): the error suggests the rename.
+PROBABILITY_LOOKALIKES = ("p_", "proba_", "probs_", "probability_", "prob-", "softmax_")
 LIKELY_NAMES = {
     "label": (
         "true_label",
