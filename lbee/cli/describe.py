@@ -262,7 +262,8 @@ def describe(
         early = None
         if not image_embeddings:
             check_encoder_spec(encoder, weights=True)  # missing CLIP weights: said before torch is imported
-            from ..run.text import frame_banner, spec_banner
+            from ..run.identity import spec_banner
+            from ..run.text import frame_banner
 
             early = spec_banner(encoder, images)
             if early is not None:  # before minutes of embedding, once: the results do not repeat it

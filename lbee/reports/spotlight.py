@@ -87,8 +87,8 @@ def spotlight_table(run_dir):
             "confidence": table["confidence"],
             "performance": table["performance"],
             # text, as the hypothesis: a Category of integers shows blank in Spotlight 1.8
-            "label": table["label"].map(lambda v: None if v is None or v != v else str(v)),
-            "prediction": table["prediction"].map(lambda v: None if v is None or v != v else str(v)),
+            "label": table["label"].map(lambda v: None if pd.isna(v) else str(v)),
+            "prediction": table["prediction"].map(lambda v: None if pd.isna(v) else str(v)),
             "holds": table["holds"],
         },
         columns=list(SPOTLIGHT_COLUMNS),

@@ -52,8 +52,12 @@ class ConfirmationPlan:
     counted: np.ndarray | None = field(default=None, repr=False)
     outcome: str = ""
     hard: np.ndarray | None = field(default=None, repr=False)
-    #: Hard images the slicer sees (those not held out): what the default number of groups is sized by.
-    n_hard_discovery: int = 0
+
+    @property
+    def n_hard_discovery(self):
+        """Hard images the slicer sees (those not held out): what the default number of groups is sized by."""
+        hard = self.hard if self.mask is None else self.hard & ~self.mask
+        return int(hard.sum())
 
     def header(self):
         """What ``explanation.json`` records of the plan."""
@@ -77,13 +81,6 @@ def confirmation_plan(inputs, scores, settings):
     -------
     ConfirmationPlan
     """
-    plan = _plan(inputs, scores, settings)
-    hard = plan.hard if plan.mask is None else plan.hard & ~plan.mask
-    plan.n_hard_discovery = int(hard.sum())
-    return plan
-
-
-def _plan(inputs, scores, settings):
     from ..core.split import split_by_confidence
 
     fraction = float(settings.confirm)

@@ -77,6 +77,18 @@ def random_weights_banner(identity):
     return RANDOM_WEIGHTS_BANNER.format(encoder=encoder_words(identity))
 
 
+def spec_banner(spec, images=None):
+    """The banner a run on encoder ``spec`` will carry, known before any embedding (None when it carries none)."""
+    from .models import encoder_caveat
+
+    caveat = encoder_caveat(spec, images)
+    if caveat is None:
+        return None
+    if is_random_spec(spec):
+        return RANDOM_WEIGHTS_BANNER.format(encoder=spec.rsplit("@", 1)[0])
+    return random_weights_banner({"caveat": caveat})  # the caveat's banner, worded as the results' is
+
+
 def run_identity_lines(identity, tau, criterion=None):
     """The lines every report of a run starts with: encoder, weights and τ, then how the split was made.
 

@@ -144,19 +144,6 @@ def frame_banner(text, width=None):
     return "\n".join(["!" * cols, textwrap.fill(text, cols), "!" * cols])
 
 
-def spec_banner(spec, images=None):
-    """The banner a run on encoder ``spec`` will carry, known before any embedding (None when it carries none)."""
-    from .identity import RANDOM_WEIGHTS_BANNER, is_random_spec
-    from .models import encoder_caveat
-
-    caveat = encoder_caveat(spec, images)
-    if caveat is None:
-        return None
-    if is_random_spec(spec):
-        return RANDOM_WEIGHTS_BANNER.format(encoder=spec.rsplit("@", 1)[0])
-    return "Meaningless sentences: the " + caveat
-
-
 def top_sentences(result, width=None):
     """Each hard group's top sentence per method: a block per group, a line per method (long sentences wrap).
 
