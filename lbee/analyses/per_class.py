@@ -8,10 +8,13 @@ Two ways of splitting a class's images, both from the paper:
 - ``"probability"`` (NICO++, app. D): the images labelled as the class, split at
   μ ± a·σ of the predicted probability of that class. ω as above.
 
-Embeddings are normalised once and every class shares one
-`SentenceIndex`, so 1,000 classes over 50,000
-images never re-embed anything nor rebuild the sentence side; classes run in a
-thread pool (the heavy parts, BLAS and FAISS, release the GIL).
+The embeddings are validated once, in row blocks (`lbee.core.rows.UnitRows`: no
+float64 copy of the whole matrix), and every class shares one `SentenceIndex`,
+so 1,000 classes over 50,000 images never re-embed anything nor rebuild the
+sentence side. Classes go `CLASS_BATCH` at a time: the prototypes of a batch
+are scored against the sentences in one product (`SentenceIndex.prefetch`)
+instead of one small product per class and describer. With ``n_jobs`` > 1,
+batches run in worker processes.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_unit_rows, check_choice, check_positive_int
+from .._validation import check_choice, check_positive_int
 from ..core.evaluation import DEFAULT_O
 from ..core.explanation import EasyCluster, Explanation, HardCluster
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS_PER_CLASS, as_sentence_index, partition
+from ..core.rows import UnitRows
 from ..core.selection import CLIP_TAU, METHODS
 from ..core.sentence_index import SentenceIndex
 from ..core.split import split_by_confidence
@@ -138,28 +142,39 @@ def _to_global(exp, members, label):
     return Explanation(hard, easy, exp.method, dict(exp.params, label=int(label)), exp.sentence_texts)
 
 
-def _run_class(images, index, rel, cs, settings):
-    """Explain (and with Γ, score) one class; cluster indices come back global."""
+#: Classes whose describers' products are computed together (`SentenceIndex.prefetch`): one product of their
+#: stacked prototypes costs a fraction of one per class, and a batch's scores stay small (64 x 15 rows x N floats).
+CLASS_BATCH = 64
+
+
+def _fit_class(images, cs, settings):
+    """Split and cluster one class's images (a fitted `Partition`)."""
     import warnings
 
     from ..core.clustering import ClusterCountWarning
-    from ..core.evaluation import failure_sentences, score_explanation
 
     with warnings.catch_warnings():  # a class with fewer hard images than C is common; n_hard_clusters records it
         warnings.simplefilter("ignore", ClusterCountWarning)
-        part = partition(
-            images[cs.images],
+        return partition(
+            images.subset(cs.images),
             hard=cs.hard,
             easy=cs.easy,
             n_clusters=settings["n_clusters"],
             n_easy_clusters=settings["n_easy_clusters"],
         )
+
+
+def _describe_class(part, index, rel, cs, settings):
+    """Explain (and with Γ, score) one fitted class; cluster indices come back global."""
+    from ..core.evaluation import failure_sentences, score_explanations
+
     exps = part.describe_methods(
         index, settings["methods"], k=settings["k"], tau=settings["tau"], sentences=settings["sentences"]
     )
     if rel is not None:
         class_rel = np.asarray(rel[cs.images])
         star = set(failure_sentences(class_rel, cs.performance, settings["o"]).tolist())
+        scores = score_explanations(exps, class_rel, star)
     rows = []
     for m, e in exps.items():
         row = {
@@ -173,9 +188,22 @@ def _run_class(images, index, rel, cs, settings):
         if settings["class_names"] is not None:
             row["class_name"] = str(settings["class_names"][cs.label])
         if rel is not None:
-            row.update(score_explanation(e, class_rel, star))
+            row.update(scores[m])
         rows.append(row)
     return cs.label, {m: _to_global(e, cs.images, cs.label) for m, e in exps.items()}, rows
+
+
+def _run_classes(images, index, rel, splits, settings):
+    """Yield each class's (label, explanations, metric rows), `CLASS_BATCH` classes fitted and scored at a time."""
+    for i in range(0, len(splits), CLASS_BATCH):
+        batch = splits[i : i + CLASS_BATCH]
+        parts = [_fit_class(images, cs, settings) for cs in batch]
+        index.prefetch([q for part in parts for q in part.describer_queries(settings["methods"])])
+        try:
+            for part, cs in zip(parts, batch):
+                yield _describe_class(part, index, rel, cs, settings)
+        finally:
+            index.prefetch([])
 
 
 _WORKER_INDEX: dict[tuple[Any, ...], Any] = {}  # the worker's SentenceIndex, built once per process
@@ -190,7 +218,7 @@ def _run_chunk(images, sentence_embeddings, rel, chunk, settings):
         _WORKER_INDEX.clear()
         _WORKER_INDEX[key] = SentenceIndex(sentence_embeddings)
     with threadpool_limits(1):  # one BLAS thread per worker: the workers are the parallelism
-        return [_run_class(images, _WORKER_INDEX[key], rel, cs, settings) for cs in chunk]
+        return list(_run_classes(images, _WORKER_INDEX[key], rel, chunk, settings))
 
 
 @dataclass
@@ -290,13 +318,12 @@ def explain_per_class(
     PerClassResult
     """
     import pandas as pd
-    from joblib import Parallel, delayed, effective_n_jobs
     from tqdm.auto import tqdm
 
     if isinstance(methods, str):
         methods = [methods]
     check_positive_int(n_clusters, "n_clusters")
-    images = as_unit_rows(image_embeddings, "image_embeddings").astype(np.float32)
+    images = UnitRows(image_embeddings, "image_embeddings")  # validated in row blocks, never copied whole
     index = as_sentence_index(sentence_embeddings)
     if labels is None or len(labels) != images.shape[0]:
         raise ValueError(
@@ -323,18 +350,24 @@ def explain_per_class(
         class_names=class_names,
     )
     explanations, rows = {}, []
-    n_workers = effective_n_jobs(n_jobs)
+    if n_jobs == 1:  # joblib (and its asyncio) is imported only for workers
+        n_workers = 1
+    else:
+        from joblib import effective_n_jobs
+
+        n_workers = effective_n_jobs(n_jobs)
     bar = tqdm(total=len(splits), desc="classes", disable=not progress)
     if n_workers == 1 or len(splits) < 2 * n_workers:
-        for cs in splits:
-            label, exps, r = _run_class(images, index, rel, cs, settings)
+        for label, exps, r in _run_classes(images, index, rel, splits, settings):
             explanations[label] = exps
             rows.extend(r)
             bar.update()
     else:
         # Worker processes, each with a few classes at a time: every worker builds its sentence index once
         # and reads the (memory-mapped) embeddings and Γ; threads would contend for the GIL in Ward.
-        chunks = [splits[i : i + 8] for i in range(0, len(splits), 8)]
+        from joblib import Parallel, delayed
+
+        chunks = [splits[i : i + CLASS_BATCH] for i in range(0, len(splits), CLASS_BATCH)]
         jobs = Parallel(n_jobs=n_workers, return_as="generator")(
             delayed(_run_chunk)(images, index.embeddings, rel, chunk, settings) for chunk in chunks
         )

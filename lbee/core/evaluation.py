@@ -185,24 +185,45 @@ def score_explanation(explanation: Explanation, relevance: BoolArray, star: set[
     [`evaluate`][lbee.evaluate] without its checks, for loops that score several methods
     against one S* (per-class analysis, sweeps).
     """
+    return score_explanations({"_": explanation}, relevance, star)["_"]
+
+
+def score_explanations(
+    explanations: dict[str, Explanation], relevance: BoolArray, star: set[int]
+) -> dict[str, dict[str, float]]:
+    """`score_explanation` for several explanations of one partition: each hard cluster's Γ read once.
+
+    The describers of one partition share its hard clusters; a cluster's mean relevance per sentence, shape
+    (N,), is computed once and each describer's ACR reads its sentences' entries (the same numbers as reading
+    them one explanation at a time).
+    """
     rel = relevance
-    hr, cr = [], []
-    for c in explanation.hard_clusters:
-        r = [int(s) for s in c.sentences]
-        if not r:
-            hr.append(0.0)
-            cr.append(0.0)
-            continue
-        hr.append(len(set(r) & star) / len(r))
-        cols = np.asarray(r, dtype=np.int64)
-        cr.append(float(rel[np.ix_(c.indices, cols)].mean(axis=0).mean()) if c.indices.size else 0.0)
-    selected = set(explanation.selected)
-    inter = len(selected & star)
-    union = len(selected | star)
-    return {
-        "AHR": float(np.mean(hr)) if hr else float("nan"),
-        "ACR": float(np.mean(cr)) if cr else float("nan"),
-        "TPR": inter / len(star) if star else float("nan"),
-        "JI": inter / union if union else float("nan"),
-        "n_failure_sentences": len(star),
-    }
+    column_means: dict[bytes, FloatArray] = {}
+    out = {}
+    for name, explanation in explanations.items():
+        hr, cr = [], []
+        for c in explanation.hard_clusters:
+            r = [int(s) for s in c.sentences]
+            if not r:
+                hr.append(0.0)
+                cr.append(0.0)
+                continue
+            hr.append(len(set(r) & star) / len(r))
+            if not c.indices.size:
+                cr.append(0.0)
+                continue
+            key = np.asarray(c.indices).tobytes()
+            if key not in column_means:
+                column_means[key] = rel[c.indices].mean(axis=0)
+            cr.append(float(column_means[key][np.asarray(r, dtype=np.int64)].mean()))
+        selected = set(explanation.selected)
+        inter = len(selected & star)
+        union = len(selected | star)
+        out[name] = {
+            "AHR": float(np.mean(hr)) if hr else float("nan"),
+            "ACR": float(np.mean(cr)) if cr else float("nan"),
+            "TPR": inter / len(star) if star else float("nan"),
+            "JI": inter / union if union else float("nan"),
+            "n_failure_sentences": len(star),
+        }
+    return out

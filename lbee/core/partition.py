@@ -24,7 +24,7 @@ from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
 from .clustering import DEFAULT_WARD, WARD_METHODS, match_easy, prototypes, ward_hard_groups, ward_labels
 from .explanation import EasyCluster, Explanation, HardCluster
 from .rows import UnitRows
-from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS, check_describe_args, select_all
+from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS, check_describe_args, describer_queries, select_all
 from .sentence_index import SentenceIndex
 from .split import resolve_split
 
@@ -349,6 +349,24 @@ class Partition:
         ]
         params = dict(self.params, k=k, tau=tau_, n_sentences=int(index.n_sentences), method=method)
         return Explanation(hard, easy, method, params, texts)
+
+    def describer_queries(self, methods: Sequence[str] = METHODS) -> list[FloatArray]:
+        """The distinct rows `describe` scores for ``methods`` ('compose' aside), for `SentenceIndex.prefetch`."""
+        self._check_fitted()
+        if not len(self.hard_groups_):
+            return []
+        blocks: dict[bytes, FloatArray] = {}
+        for m in methods:
+            if m in METHODS:
+                q = describer_queries(
+                    m,
+                    self.hard_prototypes_,
+                    self.easy_prototypes_[self.matches_],
+                    cluster_means=self.hard_means_,
+                    reference_mean=self.reference_mean_,
+                )
+                blocks.setdefault(q.tobytes(), q)
+        return list(blocks.values())
 
     def _compose(self, index: SentenceIndex, k: int, tau: float, sentences: list[str] | None) -> Explanation:
         """The 'compose' describer (`lbee.core.compose`): sentences the grammar renders, appended when new."""

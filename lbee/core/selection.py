@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._validation import check_positive_int, check_real
 from ..typing import ArrayLike, FloatArray, IntArray
@@ -111,12 +112,73 @@ def _best(scores: FloatArray, k: int, candidates: IntArray | None = None) -> Sel
     return chosen, scores[chosen]
 
 
-def _top_or_above(sims: FloatArray, k: int, tau: float) -> IntArray:
-    """Sorted union of the ``k`` most similar sentences and those strictly above ``tau`` (one row of sims)."""
-    top, _ = _best(sims, k)
+def _best_rows(scores: FloatArray, k: int, allowed: npt.NDArray[np.bool_] | None = None) -> list[Selection]:
+    """`_best` of every row of ``scores`` (C, N) among its ``allowed`` columns (default all): the same selections.
+
+    One partial sort over all rows finds each row's k-th best value; a row with exactly k candidates at or
+    above it (no tie at the k-th) is ordered in one stable sort of all such rows; the others go through `_best`.
+    """
+    c, n = scores.shape
+    if c == 0:
+        return []
+    k = max(int(k), 0)
+    counts = n if allowed is None else allowed.sum(axis=1)
+    if not 0 < k < n or np.any(counts <= k):
+        return [_best(scores[i], k, None if allowed is None else np.flatnonzero(allowed[i])) for i in range(c)]
+    neg = -scores
+    if allowed is not None:
+        neg[~allowed] = np.inf
+    kth = np.partition(neg, k - 1, axis=1)[:, k - 1]
+    mask = neg <= kth[:, None]
+    clean = mask.sum(axis=1) == k  # no tie at the k-th value: the top k are the mask's columns
+    out: list[Selection | None] = [None] * c
+    rows = np.flatnonzero(clean)
+    if rows.size:
+        cols = np.nonzero(mask[rows])[1].reshape(rows.size, k)  # ascending within each row
+        order = np.argsort(np.take_along_axis(neg[rows], cols, axis=1), axis=1, kind="stable")
+        chosen = np.take_along_axis(cols, order, axis=1)
+        for r, ids in zip(rows.tolist(), chosen):
+            out[r] = (ids, scores[r, ids])
+    for r in np.flatnonzero(~clean).tolist():
+        out[r] = _best(scores[r], k, None if allowed is None else np.flatnonzero(allowed[r]))
+    return out  # type: ignore[return-value]
+
+
+def _top_or_above_rows(sims: FloatArray, k: int, tau: float) -> npt.NDArray[np.bool_]:
+    """Per row of ``sims`` (C, N): the mask of its ``k`` most similar sentences and those strictly above ``tau``."""
     mask = sims > tau
-    mask[top] = True
-    return np.flatnonzero(mask)
+    for i, (top, _) in enumerate(_best_rows(sims, k)):
+        mask[i, top] = True
+    return mask
+
+
+def describer_queries(
+    method: str,
+    hard_prototypes: ArrayLike,
+    easy_prototypes: ArrayLike | None,
+    *,
+    cluster_means: ArrayLike | None = None,
+    reference_mean: ArrayLike | None = None,
+) -> FloatArray:
+    """The rows `select_all` scores against the sentences for ``method``, in one C-contiguous float64 array.
+
+    'domino': the hard clusters' mean differences with all images, shape (C, d); 'tops' without easy
+    prototypes: the hard prototypes (C, d); otherwise ``[hard; easy]``, shape (2C, d), the same bytes for the four
+    prototype describers, so that `SentenceIndex.similarities` reuses one product (and a batch of classes can be
+    scored ahead with `SentenceIndex.prefetch`).
+    """
+    hard = np.atleast_2d(np.asarray(hard_prototypes, dtype=np.float64))
+    if method == "domino":
+        if cluster_means is None or reference_mean is None:
+            raise ValueError("`method='domino'` needs `cluster_means` (C, d) and `reference_mean` (d,).")
+        diffs = np.atleast_2d(np.asarray(cluster_means, dtype=np.float64)) - np.asarray(reference_mean)[None, :]
+        return np.ascontiguousarray(diffs, dtype=np.float64)
+    if easy_prototypes is None:
+        if method == "tops":
+            return np.ascontiguousarray(hard)
+        raise ValueError(f"`method={method!r}` needs the easy prototypes (C, d).")
+    easy = np.atleast_2d(np.asarray(easy_prototypes, dtype=np.float64))
+    return np.ascontiguousarray(np.concatenate([hard, easy]), dtype=np.float64)
 
 
 def select_all(
@@ -169,34 +231,21 @@ def select_all(
     if c == 0:
         return []
     k = min(int(k), index.n_sentences)
-    if method == "domino":
-        if cluster_means is None or reference_mean is None:
-            raise ValueError("`method='domino'` needs `cluster_means` (C, d) and `reference_mean` (d,).")
-        diffs = np.atleast_2d(np.asarray(cluster_means, dtype=np.float64)) - np.asarray(reference_mean)[None, :]
-        sims = index.similarities(diffs)
-        return [_best(sims[i], k) for i in range(c)]
-    if easy_prototypes is None:
-        if method == "tops":
-            sims = index.similarities(hard, reuse=True)
-            return [_best(sims[i], k) for i in range(c)]
-        raise ValueError(f"`method={method!r}` needs the easy prototypes (C, d).")
-    easy = np.atleast_2d(np.asarray(easy_prototypes, dtype=np.float64))
+    queries = describer_queries(
+        method, hard, easy_prototypes, cluster_means=cluster_means, reference_mean=reference_mean
+    )
     # The four prototype describers score the same [hard; easy] rows: the index keeps the last product.
-    sims = index.similarities(np.concatenate([hard, easy]), reuse=True)
+    sims = index.similarities(queries, reuse=True)
+    if method == "domino" or queries.shape[0] == c:
+        return _best_rows(sims, k)
     v_h, v_e = sims[:c], sims[c:]
     if method == "tops":
-        return [_best(v_h[i], k) for i in range(c)]
-    out = []
-    for i in range(c):
-        if method == "pdiff":
-            out.append(_best(v_h[i] - v_e[i], k))
-        elif method == "setdiff":
-            easy_set = np.zeros(index.n_sentences, dtype=bool)
-            easy_set[_top_or_above(v_e[i], k, tau)] = True
-            out.append(_best(v_h[i], k, np.flatnonzero(~easy_set)))
-        else:  # fpdiff
-            out.append(_best(v_h[i] - v_e[i], k, _top_or_above(v_h[i], k, tau)))
-    return out
+        return _best_rows(v_h, k)
+    if method == "pdiff":
+        return _best_rows(v_h - v_e, k)
+    if method == "setdiff":
+        return _best_rows(v_h, k, ~_top_or_above_rows(v_e, k, tau))
+    return _best_rows(v_h - v_e, k, _top_or_above_rows(v_h, k, tau))  # fpdiff
 
 
 def check_describe_args(

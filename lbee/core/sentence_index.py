@@ -10,6 +10,7 @@ including the tie rule (equal scores: lower sentence index first).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -117,15 +118,23 @@ class SentenceIndex:
         self._recent: OrderedDict[tuple[Any, bytes], FloatArray] = (
             OrderedDict()
         )  # query bytes -> similarities, for similarities(..., reuse=True)
-        self._faiss_index: Any = None
-        if use_faiss:
+        self._prefetched: dict[tuple[Any, bytes], FloatArray] = {}  # see prefetch
+        # built on the first retrieval query: the describers score dense products, and most runs never ask one
+        self._use_faiss = bool(use_faiss)
+        self._faiss: Any = None
+
+    @property
+    def _faiss_index(self) -> Any:
+        """The FAISS ``IndexFlatIP`` over the sentences (None with ``use_faiss=False``), built once."""
+        if self._use_faiss and self._faiss is None:
             import faiss
 
             data = np.ascontiguousarray(self.embeddings, dtype=np.float32)
             faiss.normalize_L2(data)
             index = faiss.IndexFlatIP(self.dim)
             index.add(data)
-            self._faiss_index = index
+            self._faiss = index
+        return self._faiss
 
     def similarities(self, queries: ArrayLike, *, reuse: bool = False) -> FloatArray:
         """Exact cosine similarities of unit ``queries`` (n_queries, d), shape (n_queries, n_sentences).
@@ -140,6 +149,9 @@ class SentenceIndex:
         if reuse:
             q = np.ascontiguousarray(q, dtype=np.float64)
             key = (q.shape, q.tobytes())
+            hit = self._prefetched.get(key)
+            if hit is not None:
+                return hit
             hit = self._recent.get(key)
             if hit is not None:
                 self._recent.move_to_end(key)
@@ -158,6 +170,23 @@ class SentenceIndex:
             while len(self._recent) > REUSE_SLOTS:
                 self._recent.popitem(last=False)
         return sims
+
+    def prefetch(self, blocks: Sequence[FloatArray]) -> None:
+        """Score several query blocks in one product, for ``similarities(block, reuse=True)`` to return.
+
+        Many small products (a per-class analysis: each class's prototypes) cost several times one product
+        of their rows stacked. The blocks (C-contiguous float64, as `lbee.core.selection.describer_queries`
+        gives them) replace the previous prefetch, so memory stays that of one batch.
+        """
+        self._prefetched = {}
+        if not blocks:
+            return
+        sims = np.concatenate(blocks) @ self.embeddings.T
+        sims.flags.writeable = False
+        start = 0
+        for q in blocks:
+            self._prefetched[(q.shape, q.tobytes())] = sims[start : start + q.shape[0]]
+            start += q.shape[0]
 
     def _exact(self, query: FloatArray, candidates: IntArray) -> FloatArray:
         out: FloatArray = self.embeddings[candidates] @ query
