@@ -316,3 +316,15 @@ def test_the_demo_ends_with_its_outcome_in_short(demo_run):
     tail = " ".join(text.split("In short:")[-1].split())
     assert text.count("In short:") == 1 and "planted blindspots" in tail and "confirmed on held-out images" in tail
     assert f"{out}/report.html" in tail and "To see how the results change with the number of groups" in text
+
+
+def test_per_class_with_html_writes_the_page_and_names_each_class_worst_group(confident_errors):
+    """A fifth user's `lbee describe --per-class --html` stopped at "Error: classes_shown"; without --html it printed
+    only means, not one sentence. Now the per-class page is written and each class's worst group is printed."""
+    p, _ = confident_errors
+    r = _describe(p, "pred.csv", "pc", "--per-class", "--html")
+    assert r.exit_code == 0, r.output
+    assert (p / "pc" / "report.html").stat().st_size > 1000
+    for name in ("cat", "dog"):
+        assert f"class {name}:" in r.output, r.output
+    assert "sentence " in r.output.split("class cat:")[1], r.output

@@ -18,6 +18,7 @@ from ..io.cache import atomic_write_bytes, json_bytes
 from ..progress import report
 from .browse import write_images_table
 from .config import ConfigError, load_report_config
+from .config_entries import REPORT_DEFAULTS
 from .html import render_index, render_report
 from .layout import dataset_folders, model_folders
 from .page import ReportRun
@@ -163,8 +164,9 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
         notes=inputs.notes,
         banner=random_weights_banner(inputs.encoder),
     )
+    shown = {**REPORT_DEFAULTS, **ds.report}  # `lbee describe --per-class --html` gives no report options
     html = render_per_class_report(
-        page, res, thumbs=thumbs, n_classes=ds.report["classes_shown"], n_thumbs=ds.report["thumbnails"]
+        page, res, thumbs=thumbs, n_classes=shown["classes_shown"], n_thumbs=shown["thumbnails"]
     )
     atomic_write_bytes(out / "report.html", html.encode("utf-8"))
     summary = res.summary()
