@@ -123,3 +123,10 @@ def test_embedding_reports_its_progress_without_a_terminal(random_clip, tmp_path
         embed_images(random_clip, paths, cache_dir=tmp_path / "c", batch_size=2, num_workers=0, progress=False)
     counts = [done for phase, done, total in calls if phase == "embedding images"]
     assert counts == [0, 2, 4, 6], calls
+    # the sentences' phase ends at N of N, from the encoder and from the cache (a fifth user's job sat at
+    # "embedding sentences 0% (0 of 47)" until it was done)
+    for _ in range(2):
+        calls.clear()
+        with listening(lambda phase, done, total: calls.append((phase, done, total))):
+            embed_sentences(random_clip, ["a dog", "a cat", "a car"], cache_dir=tmp_path / "c")
+        assert calls == [("embedding sentences", 0, 3), ("embedding sentences", 3, 3)], calls

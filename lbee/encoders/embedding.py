@@ -347,8 +347,10 @@ def embed_sentences(encoder, sentences, *, cache_dir=None, use_cache=True):
     if cache is not None:
         hit = cache.get_sentences(sentences)
         if hit is not None:
+            report("embedding sentences", len(sentences), len(sentences))
             return hit
     emb = encoder.encode_text(sentences)
     if cache is not None:
         cache.put_sentences(sentences, emb)
+    report("embedding sentences", len(sentences), len(sentences))  # the phase ends here, not at 0 of N
     return emb
