@@ -49,7 +49,7 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
                 f"--out: {entry!r} has {len(models)} models ({', '.join(map(str, models))}); pass --model NAME to "
                 "say whose results --out receives."
             )
-    from ..run.identity import is_random_spec
+    from ..run.identity import RANDOM_WEIGHTS_BANNER, is_random_spec
     from ..service.client import read_entry
 
     try:
@@ -63,12 +63,7 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
             f"{job['status']}: {client.url}/v1/jobs/{job['id']}"
         )
         if isinstance(encoder, str) and is_random_spec(encoder):  # once the job is accepted, before it runs
-            click.secho(
-                f"Note: the entry's encoder {encoder!r} has random weights: this job's sentences will be "
-                "meaningless (it tests the pipeline; drop '@random' for a real audit).",
-                fg="yellow",
-                err=True,
-            )
+            click.secho(RANDOM_WEIGHTS_BANNER.format(encoder=encoder.rsplit("@", 1)[0]), fg="yellow", err=True)
         if not wait:
             return
         t0 = time.monotonic()

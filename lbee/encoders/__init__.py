@@ -8,6 +8,8 @@ Specs are parsed in one place, [`parse_encoder_spec`][lbee.encoders.parse_encode
 
 from ._base import Encoder, EncoderLoadError
 from ._registry import (
+    RANDOM_WEIGHTS_BANNER,
+    RANDOM_WEIGHTS_BANNER_RUNS,
     check_encoder_spec,
     create_encoder,
     encoder_caveat,
@@ -18,6 +20,8 @@ from ._registry import (
 )
 
 __all__ = [
+    "RANDOM_WEIGHTS_BANNER",
+    "RANDOM_WEIGHTS_BANNER_RUNS",
     "Encoder",
     "EncoderLoadError",
     "check_encoder_spec",

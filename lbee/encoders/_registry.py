@@ -8,6 +8,19 @@ from typing import Any
 _REGISTRY: dict[str, Callable[..., Any]] = {}
 
 
+#: What a run on random weights says, in every place (terminal, HTML page, service pages, ``lbee embed``,
+#: ``lbee submit``): one text.
+RANDOM_WEIGHTS_BANNER = (
+    "Random weights: the encoder {encoder} was never trained, so the sentences below are meaningless. "
+    "This run only shows that the pipeline works; describe with pretrained weights (drop '@random') for a real audit."
+)
+#: The same, for a list of runs some of which used random weights (the service's run list).
+RANDOM_WEIGHTS_BANNER_RUNS = (
+    "Random weights: the encoders of the runs marked below were never trained, so their sentences are meaningless. "
+    "Those runs only show that the pipeline works; describe with pretrained weights (drop '@random') for a real audit."
+)
+
+
 def register_encoder(name):
     """Decorator registering a constructor ``f(model=None, pretrained=None, **kwargs) -> Encoder``."""
 
@@ -165,8 +178,5 @@ def encoder_caveat(spec, images=None):
             "image content and the sentences chosen will be meaningless. Use open_clip for real images."
         )
     if is_random_tag(tag):
-        return (
-            f"encoder {spec!r} has random weights: the sentences chosen will be meaningless (use it to try the "
-            "pipeline only; drop '@random' for the pretrained weights)."
-        )
+        return RANDOM_WEIGHTS_BANNER.format(encoder=spec.rsplit("@", 1)[0])
     return None

@@ -9,11 +9,8 @@ like real CLIP output and mean nothing.
 
 from __future__ import annotations
 
-#: The banner of a run whose encoder has random weights (HTML page, terminal, service page: one text).
-RANDOM_WEIGHTS_BANNER = (
-    "Random weights: the encoder {encoder} was never trained, so the sentences below are meaningless. "
-    "This run only shows that the pipeline works; describe with pretrained weights (drop '@random') for a real audit."
-)
+from ..encoders import RANDOM_WEIGHTS_BANNER  # one text for every place (lbee.encoders)
+
 #: Characters of a sha256 digest shown (the whole digest stays in explanation.json).
 DIGEST_SHOWN = 12
 

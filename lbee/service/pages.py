@@ -147,7 +147,8 @@ def random_weight_runs(runs, entries):
     """
     import json
 
-    from ..run.identity import RANDOM_WEIGHTS_BANNER, is_random_spec
+    from ..encoders import RANDOM_WEIGHTS_BANNER, RANDOM_WEIGHTS_BANNER_RUNS
+    from ..run.identity import is_random_spec
 
     specs = {}
     for r in runs:
@@ -164,6 +165,4 @@ def random_weight_runs(runs, entries):
     which = "; ".join(f"{runs_of(ids)}: {spec}" for spec, ids in specs.items())
     if len(specs) == 1:
         return f"{RANDOM_WEIGHTS_BANNER.format(encoder=next(iter(specs)))} ({which})"
-    # several encoders: the banner's sentence is about one; said for each in the list that follows
-    text = RANDOM_WEIGHTS_BANNER.format(encoder="of each run below")
-    return f"{text} ({which})"
+    return f"{RANDOM_WEIGHTS_BANNER_RUNS} ({which})"  # several encoders: each named in the list
