@@ -39,6 +39,10 @@ def test_user_file_and_rejections(tmp_path):
         load_sentence_set(f)
     with pytest.raises(ValueError, match="Unknown sentence set 'nope'.*Built-in sets: conditions"):
         load_sentence_set("nope")
+    # a near miss is named, and the grammars' sets are listed with the others (a fifth user's `--sentences
+    # conditons` got neither)
+    with pytest.raises(ValueError, match=r"did you mean 'conditions'\?.*street_scenes\.grammar"):
+        load_sentence_set("conditons")
     assert parse_sentences("x\n  \ny")[0] == ["x", "y"]
 
 

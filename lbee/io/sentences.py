@@ -342,9 +342,16 @@ def load_sentence_set(name_or_path):
     if ref in list_sentence_sets() or not path.is_file():
         builtin = _builtin_dir() / f"{name_or_path}.txt"
         if not builtin.is_file():
+            import difflib
+
+            from ..grammar import list_grammars
+
+            names = list_sentence_sets() + [f"{g}.grammar" for g in list_grammars()]
+            near = difflib.get_close_matches(ref, names, n=1)
             raise ValueError(
-                f"Unknown sentence set {str(name_or_path)!r}: not a file and not a built-in set. "
-                f"Built-in sets: {', '.join(list_sentence_sets())}."
+                f"Unknown sentence set {ref!r}: not a file and not a built-in set"
+                + (f" (did you mean {near[0]!r}?)" if near else "")
+                + f". Built-in sets: {', '.join(names)} (`lbee sentences list` describes them)."
             )
         path = builtin
     from .confinement import read_text_file
