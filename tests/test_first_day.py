@@ -328,3 +328,22 @@ def test_per_class_with_html_writes_the_page_and_names_each_class_worst_group(co
     for name in ("cat", "dog"):
         assert f"class {name}:" in r.output, r.output
     assert "sentence " in r.output.split("class cat:")[1], r.output
+
+
+def test_a_table_for_part_of_the_images_says_how_to_analyse_only_those():
+    """A fifth user's predictions for half the folder stopped the run with no way forward."""
+    from lbee.run.scores import align_scores
+
+    with pytest.raises(ValueError, match=r"1 image\(s\) have no row in .*list them in a manifest \(a CSV with a 'path'"):
+        align_scores(["a.png", "b.png"], ["/d/a.png", "/d/b.png"], ["a.png"])
+
+
+def test_without_labels_the_order_line_speaks_of_the_performance_score_not_an_error_rate(confident_errors):
+    """A fifth user without a label column read "Groups in order of harm: error rate × size" above groups that
+    showed "mean ω -0.681" and no error rate."""
+    p, _ = confident_errors
+    r = _describe(p, "pred_unlabelled.csv", "unlabelled")
+    assert r.exit_code == 0, r.output
+    assert "without labels there is no error rate" in " ".join(r.output.split()) and "error rate ×" not in r.output
+    r = _describe(p, "pred.csv", "labelled2")
+    assert "Groups in order of harm: error rate × size" in r.output

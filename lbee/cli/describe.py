@@ -325,7 +325,7 @@ def describe(
         from ..run.text import groups_line, order_line
 
         click.echo(groups_line(p, len(result.explanations[settings.methods[0]].hard_clusters)))
-        click.echo(order_line(result.extra.get("confirmation")) + "\n")
+        click.echo(order_line(result.extra.get("confirmation"), result.performance) + "\n")
         click.echo(terminal_blocks(result))
         if metrics:
             click.echo(f"\nScored against --relevance (o = {settings.o:g}):")

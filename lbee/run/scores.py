@@ -37,7 +37,9 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
     if missing:
         raise ValueError(
             f"{len(missing)} image(s) have no row in {source}, first: {missing[:3]}; "
-            "ids must match the manifest 'path' values, the paths relative to the folder, or file names."
+            "ids must match the manifest 'path' values, the paths relative to the folder, or file names. To "
+            "analyse only the images that have a row, list them in a manifest (a CSV with a 'path' column) and "
+            "give it instead of the folder."
         )
     report_unmatched(len(unmatched), len(table_ids), what="image of the run", source=source, examples=unmatched)
     return rows

@@ -289,12 +289,21 @@ def groups_line(params, n_groups):
     return line + f"{n_groups} hard groups."
 
 
-def order_line(conf):
-    """The order the groups are listed in, in words (`group_order`)."""
+def order_line(conf, performance=None):
+    """The order the groups are listed in, in words (`group_order`).
+
+    ``performance`` (ω, shape (n,)) that is not right / wrong (no labels: ω = −entropy, say) has no error rate,
+    and the line says what the order is then.
+    """
     if conf and conf.get("status") == "done":
         return (
             "Groups in order of evidence: confirmed on held-out images first (by the lower bound of their error "
             "rate there), then the others."
+        )
+    if performance is not None and not np.isin(np.asarray(performance, dtype=float), (0.0, 1.0)).all():
+        return (
+            "Groups in order of (1 − mean ω) × size, the lowest performance score ω first (without labels there "
+            "is no error rate)."
         )
     return "Groups in order of harm: error rate × size, the most harmful first."
 
