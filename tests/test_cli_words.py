@@ -37,3 +37,25 @@ def test_every_option_says_what_it_does(path):
         command = command.commands[name]
     bare = [p.opts[0] for p in command.params if isinstance(p, click.Option) and not p.hidden and not p.help]
     assert not [o for o in bare if o not in ("-h", "--help")], f"lbee {' '.join(path)}: {bare} have no help"
+
+
+def test_a_bare_key_error_reads_as_lbee_s_own_slip_not_as_a_word():
+    """A fifth user's `describe --per-class --html` ended with "Error: classes_shown": a bare key from a bug."""
+    from lbee.cli._base import LbeeGroup
+
+    @click.group(cls=LbeeGroup)
+    def group():
+        pass
+
+    @group.command()
+    def bare():
+        raise KeyError("classes_shown")
+
+    @group.command()
+    def worded():
+        raise KeyError("column 'label' is missing from preds.csv")
+
+    r = CliRunner().invoke(group, ["bare"], obj={})
+    assert r.exit_code == 1 and "internal error in lbee (KeyError 'classes_shown'); please report it" in r.output
+    r = CliRunner().invoke(group, ["worded"], obj={})
+    assert r.exit_code == 1 and "Error: column 'label' is missing from preds.csv" in r.output, r.output

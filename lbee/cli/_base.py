@@ -179,6 +179,11 @@ class LbeeGroup(click.Group):
                 raise LbeeError(str(exc)) from None
             if isinstance(exc, OSError) and exc.filename:
                 msg = f"{exc.strerror or exc}: {exc.filename}"
+            elif isinstance(exc, KeyError) and " " not in str(exc).strip("'\""):  # a bare key: lbee's own slip
+                raise LbeeError(
+                    f"internal error in lbee (KeyError {exc}); please report it with the output of the same "
+                    "command run with --debug"
+                ) from None
             elif isinstance(exc, KeyError):  # str() of a KeyError is the key's repr: its quotes go
                 msg = str(exc).strip("'\"")
             elif isinstance(exc, ValueError):  # as written: a message may start with a quoted path
