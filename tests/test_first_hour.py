@@ -167,6 +167,7 @@ def test_report_check_and_published_schema(tmp_path):
         "  - name: b\n    images: nowhere\n    predictions: p.csv\n"
     )
     r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
+    assert "Usage:" not in r.output  # the command line was right; a fifth user read the YAML's problems as misuse
     assert (
         r.exit_code == 2
         and "3 problem(s)" in r.output

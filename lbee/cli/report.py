@@ -66,8 +66,10 @@ def report(ctx, config, out, overwrite, check, keep_going, schema):
             keep_going=keep_going,
             overwrite=overwrite,
         )
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    except ConfigError as exc:  # the command line was right, the YAML was not: no usage header, still exit 2
+        error = click.ClickException(str(exc))
+        error.exit_code = 2
+        raise error from None
     click.echo(f"\n{len(result.reports)} report(s); index: {result.index}")
     for r in result.reports:
         click.echo(f"  {r['dataset']} / {r['model']}: {r['folder']}/report.html")
