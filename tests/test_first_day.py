@@ -268,15 +268,31 @@ def test_describe_says_when_its_groups_were_merged_into_one_hypothesis_per_failu
     assert "groups merged into one hypothesis per failure" in (tmp_path / "d" / "report.md").read_text()
 
 
-def test_the_demo_says_on_stdout_which_world_it_uses_and_why_the_first_was_set_aside(demo_run):
+def test_the_demo_says_once_which_world_it_uses_and_why_the_first_was_set_aside(demo_run):
     """A new user read "Generating a SpotCheck world (seed 0)" on stdout while seed 1 was used (stderr said why);
-    the third read "details on stderr" where `make demo` shows one stream: stdout says why itself."""
+    the third read "details on stderr" where `make demo` shows one stream; the fifth read the story twice, in the
+    progress and on stdout. Stdout says it in one line; the progress keeps each candidate's reason."""
     _, text = demo_run
     flat = " ".join(text.split())
-    assert "candidate world 1 (seed 0) was set aside: it also fails where blindspot 1 holds but for" in flat
-    assert "a region nobody planted, so it could not test whether lbee names the blindspots planted in it" in flat
-    assert "stderr" not in text
-    assert "the demo uses candidate world 2 (seed 1)" in text
+    assert "Generating a SpotCheck world (seed" not in flat and "stderr" not in text
+    assert (
+        "the first candidate world (seed 0) set aside: a world is kept only when its classifier fails exactly in the "
+        "blindspots planted in it; the demo uses candidate world 2 (seed 1)" in flat
+    )
+    assert flat.count("it also fails where blindspot 1 holds but for") == 1
+
+
+def test_the_demo_states_blindspots_in_the_words_of_the_sentences_and_folds_tiny_groups(demo_run):
+    """A fifth user compared "[1] ... text present, text normal" with sentences saying "small text", and read full
+    blocks and counterfactual checks for groups of 2 and 3 images (one of them right on every image)."""
+    _, text = demo_run
+    truths = text.split("True blindspots")[1].split("In short")[0]
+    assert "An image with" in truths and "present" not in truths and "text normal" not in truths
+    import re
+
+    sizes = [int(n) for n in re.findall(r"hard group \d+ \((\d+) images?[;)]", text)]
+    assert sizes and min(sizes) >= 5, sizes
+    assert "fewer than 5 images each, too few to tell a failure from stray errors" in " ".join(text.split())
 
 
 def test_describe_with_relevance_scores_the_run_and_marks_where_each_statement_holds(demo_run, tmp_path):
@@ -309,13 +325,14 @@ def test_the_demo_says_what_its_numbers_mean(demo_run):
     assert "the EC" not in text
 
 
-def test_the_demo_ends_with_its_outcome_in_short(demo_run):
-    """A fourth user read about 120 lines ending in an unexplained 400-character command: the demo ends with what
-    it found in a few sentences, and says what the sweep command is for."""
+def test_the_demo_gives_its_outcome_in_short_before_the_details(demo_run):
+    """A fourth user read about 120 lines ending in an unexplained 400-character command: the demo says what it
+    found in a few sentences, and what the sweep command is for; the fifth wanted those sentences first."""
     out, text = demo_run
-    tail = " ".join(text.split("In short:")[-1].split())
-    assert text.count("In short:") == 1 and "planted blindspots" in tail and "confirmed on held-out images" in tail
-    assert f"{out}/report.html" in tail and "To see how the results change with the number of groups" in text
+    short = " ".join(text.split("In short:")[-1].split("Test set:")[0].split())
+    assert text.count("In short:") == 1 and "planted blindspots" in short and "confirmed on held-out images" in short
+    assert f"{out}/report.html" in short and "To see how the results change with the number of groups" in text
+    assert text.index("In short:") < text.index("Each hard group's top sentence")
 
 
 def test_per_class_with_html_writes_the_page_and_names_each_class_worst_group(confident_errors):
@@ -334,7 +351,7 @@ def test_a_table_for_part_of_the_images_says_how_to_analyse_only_those():
     """A fifth user's predictions for half the folder stopped the run with no way forward."""
     from lbee.run.scores import align_scores
 
-    with pytest.raises(ValueError, match=r"1 image\(s\) have no row in .*list them in a manifest \(a CSV with a 'path'"):
+    with pytest.raises(ValueError, match=r"1 image\(s\) have no row in .*list them in a manifest \(a CSV with"):
         align_scores(["a.png", "b.png"], ["/d/a.png", "/d/b.png"], ["a.png"])
 
 

@@ -47,15 +47,28 @@ def _blindspot_hypotheses(text):
 
 
 def test_demo_checks_every_hypothesis_and_prints_each_one_condition_variant(demo_run):
-    """Every hypothesis of 'compose' gets the check: its accuracy where it holds and one line per variant."""
+    """Every hypothesis of 'compose' gets the check: its accuracy where it holds and one line per variant; those of
+    fewer than FEW_IMAGES images that cover no blindspot share one line."""
+    import pandas as pd
+
+    from lbee.run.text import FEW_IMAGES
+
     out, text = demo_run
     payload = json.loads((out / "explanation.json").read_text())
     grammar = load_grammar("spotcheck")
     hard = payload["methods"]["compose"]["hard_sentences"]
     blocks = _blocks(text)
-    assert sorted(blocks) == list(range(len(hard)))
-    assert sorted(_blindspot_hypotheses(text)) == list(range(len(payload["blindspots"])))
-    for i, sentences in enumerate(hard):
+    covering = _blindspot_hypotheses(text)
+    assert sorted(covering) == list(range(len(payload["blindspots"])))
+    table = pd.read_parquet(out / "assignments.parquet")
+    sizes = table.loc[table["split"] == "hard", "cluster"].value_counts()
+    few = [i for i in range(len(hard)) if sizes.get(i, 0) < FEW_IMAGES and i not in covering.values()]
+    assert sorted(blocks) == [i for i in range(len(hard)) if i not in few]
+    if few:
+        named = f"hard group{'s' if len(few) > 1 else ''} {', '.join(map(str, few))} ("
+        assert named in text.split("Counterfactual")[1]
+    for i in sorted(blocks):
+        sentences = hard[i]
         header, lines = blocks[i]
         first = sentences[0]
         assert f'"{payload["sentences"][first]}"' in header

@@ -18,13 +18,25 @@ def echo_counterfactuals(ec, analysis, *, method="compose", random_state=0):
         return
     checks = hypothesis_checks(ec, analysis, method=method, n_images=DEMO_COUNTERFACTUAL, random_state=random_state)
     covers = {d["cluster"]: d["blindspot"] for d in analysis.description_details.get(method, []) if d.get("covered")}
+    import textwrap
+
     click.echo(
-        f"\nCounterfactual check, the world's own ground truth: the model on {DEMO_COUNTERFACTUAL} fresh renders "
-        f"where each hypothesis's '{method}' statement holds, and on {DEMO_COUNTERFACTUAL} where exactly one of "
-        "its conditions is changed (low where it holds: the statement is the failure; high once a condition is "
-        "changed: the failure needs that condition):"
+        "\n"
+        + textwrap.fill(
+            f"Counterfactual check, the world's own ground truth: the model on {DEMO_COUNTERFACTUAL} fresh renders "
+            f"where each hypothesis's '{method}' statement holds, and on {DEMO_COUNTERFACTUAL} where exactly one of "
+            "its conditions is changed (low where it holds: the statement is the failure; high once a condition is "
+            "changed: the failure needs that condition):",
+            110,
+        )
     )
+    from ..run.text import FEW_IMAGES, few_line
+
+    few = {}
     for i, (c, check) in enumerate(zip(exp.hard_clusters, checks)):
+        if len(c.indices) < FEW_IMAGES and i not in covers:
+            few[i] = len(c.indices)
+            continue
         of = f"; blindspot {covers[i]}" if i in covers else ""
         if check is None:
             click.echo(f"  hard group {i} ({len(c.indices)} images{of}): no statement over the world's attributes")
@@ -32,3 +44,5 @@ def echo_counterfactuals(ec, analysis, *, method="compose", random_state=0):
         click.echo(f'  hard group {i} ({len(c.indices)} images{of}): "{check.statement}"')
         for line in check.lines():
             click.echo(f"      {line}")
+    if few:
+        click.echo(few_line(few))

@@ -58,28 +58,30 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
 
     require_extra("spotcheck", "html", needed_for="lbee demo")  # the sentences' encoder, report.html's charts
     check_writable_folder(out, "--out")
-    click.echo(f"Generating a SpotCheck world (seed {seed}) with its square classifier ...")
+    click.echo("Generating a SpotCheck world with its square classifier ...")
     click.echo(
         "  (the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
         "analysed; `lbee spotcheck bench` runs the paper's protocol)"
     )
     ec = make_ec(seed, log=step, train=True if retrain else "auto")
     v = ec.verification
-    for n, attempt in enumerate(v.get("attempts") or (), start=1):  # the story, on stdout: which world, and why
-        why = attempt.get("story") or "its classifier did not fail exactly in the blindspots planted in it"
+    attempts = v.get("attempts") or ()
+    if attempts:  # the story in one line (the progress on stderr has each candidate's reason)
+        seeds = ", ".join(str(a["seed"]) for a in attempts)
         click.echo(
-            f"  candidate world {n} (seed {attempt['seed']}) was set aside: {why}, so it could not test whether "
-            "lbee names the blindspots planted in it (a world is kept only when its classifier fails exactly there)"
+            f"  {'the first candidate world' if len(attempts) == 1 else f'the first {len(attempts)} candidate worlds'}"
+            f" (seed {seeds}) set aside: a world is kept only when its classifier fails exactly in the blindspots "
+            f"planted in it; the demo uses candidate world {len(attempts) + 1} (seed {ec.seed})"
         )
-    if v.get("attempts"):
-        click.echo(f"  the demo uses candidate world {len(v['attempts']) + 1} (seed {ec.seed})")
+    else:
+        click.echo(f"  the demo uses world seed {ec.seed}")
     click.echo(
         f"  model accuracy outside the blindspots {v['accuracy_outside']:.2f}, inside "
         + ", ".join(f"{x:.2f}" for x in v["accuracy_inside"])
         + " (validation)"
     )
     click.echo("\nTrue blindspots (where the model was taught to fail):")
-    for i, d in enumerate(ec.describe_blindspots()):
+    for i, d in enumerate(ec.blindspot_sentences()):
         click.echo(f"  [{i}] {d}")
     enc = load_encoder("spotcheck", device=ctx.obj["device"])
     if ctx.obj["progress"]:
@@ -89,7 +91,11 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     p = next(iter(result.explanations.values())).params
     from ..run.text import groups_line
 
-    click.echo("\nTest set: " + groups_line(p, len(result.explanations["tops"].hard_clusters)) + "\n")
+    click.echo("\n" + _in_short(ec, analysis, out))
+    import textwrap
+
+    click.echo("\n" + textwrap.fill("Test set: " + groups_line(p, len(result.explanations["tops"].hard_clusters)), 110))
+    click.echo()
     click.echo("Each hard group's top sentence, per method (groups in the order of their evidence):")
     click.echo(top_sentences(result))
     click.echo("\nMetrics with exact relevance (o = 0.2):")
@@ -144,11 +150,10 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
         f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.6g} "
         f"--out {out}/sweep"
     )
-    click.echo("\n" + _in_short(ec, analysis, out))
 
 
 def _in_short(ec, analysis, out):
-    """The demo's outcome in three sentences, for a reader who skips the rest."""
+    """The demo's outcome in three sentences, printed before the details (for a reader who skips them)."""
     import textwrap
 
     n = len(ec.blindspots)
@@ -162,7 +167,7 @@ def _in_short(ec, analysis, out):
         "'compose' says each in one sentence (description score "
         f"{analysis.description_score['compose']:.2f}; 1 is best). {confirmed} of those sentences are confirmed "
         f"on held-out images. Open {out}/report.html to browse every group's images; then try lbee on your own "
-        "images (README: 'The command line, on your images')."
+        "images (README: 'The command line, on your images'). The details follow."
     )
     return textwrap.fill(text, 110)
 
@@ -178,7 +183,7 @@ def _echo_named_blindspots(ec, analysis):
     if not details or exp is None:
         return
     click.echo("\nEach true blindspot, and what 'compose' says of the hypothesis covering it:")
-    for d, text in zip(details, ec.describe_blindspots()):
+    for d, text in zip(details, ec.blindspot_sentences()):
         click.echo(f"  [{d['blindspot']}] {text}")
         if not d["covered"]:
             click.echo("      not found (no hypothesis covers 80 % of it with 80 % precision)")

@@ -322,9 +322,11 @@ def describe(
         if banner and early is None:  # a banner said before the embedding is not said again
             click.secho(banner, fg="red", bold=True)
         click.echo(header)
+        import textwrap
+
         from ..run.text import groups_line, order_line
 
-        click.echo(groups_line(p, len(result.explanations[settings.methods[0]].hard_clusters)))
+        click.echo(textwrap.fill(groups_line(p, len(result.explanations[settings.methods[0]].hard_clusters)), 110))
         click.echo(order_line(result.extra.get("confirmation"), result.performance) + "\n")
         click.echo(terminal_blocks(result))
         if metrics:

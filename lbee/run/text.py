@@ -144,10 +144,27 @@ def frame_banner(text, width=None):
     return "\n".join(["!" * cols, textwrap.fill(text, cols), "!" * cols])
 
 
+#: Hard groups of fewer images are listed in one line by the demo's summaries, not read out: too few to be a failure.
+FEW_IMAGES = 5
+
+
+def few_line(sizes):
+    """One line for the groups too small to read out, ``{group: size}``: '' when there are none."""
+    if not sizes:
+        return ""
+    names = ", ".join(str(i) for i in sizes)
+    counts = ", ".join(str(n) for n in sizes.values())
+    return (
+        f"  hard group{'s' if len(sizes) > 1 else ''} {names} ({counts} images): fewer than {FEW_IMAGES} images "
+        "each, too few to tell a failure from stray errors; the report shows them"
+    )
+
+
 def top_sentences(result, width=None):
     """Each hard group's top sentence per method: a block per group, a line per method (long sentences wrap).
 
-    Groups come in the order of their evidence (`group_order`), as in the report.
+    Groups come in the order of their evidence (`group_order`), as in the report; groups of fewer than
+    `FEW_IMAGES` images share one line at the end.
     """
     import textwrap
 
@@ -155,13 +172,18 @@ def top_sentences(result, width=None):
     first = next(iter(exps.values()))
     cols = _columns(width)
     pad = max(len(m) for m in exps) + 6
-    out = []
+    out, few = [], {}
     for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
         size = len(first.hard_clusters[i].indices)
+        if size < FEW_IMAGES:
+            few[i] = size
+            continue
         out.append(f"  hard group {i} ({size} image{'' if size == 1 else 's'})")
         for m, e in exps.items():
             text = str((e.cluster_sentences(i) or ["(no sentence)"])[0])
             out.extend(textwrap.wrap(text, cols, initial_indent=f"    {m:<{pad - 4}}", subsequent_indent=" " * pad))
+    if few:
+        out.extend(textwrap.wrap(few_line(few), cols + pad, subsequent_indent="    "))
     return "\n".join(out)
 
 

@@ -83,6 +83,10 @@ class ExperimentalConfiguration:
     def describe_blindspots(self):
         return [b.describe() for b in self.blindspots]
 
+    def blindspot_sentences(self):
+        """Each blindspot in the grammar's words (`Blindspot.sentence`), as lbee's sentences say it."""
+        return [b.sentence() for b in self.blindspots]
+
     # ---- persistence
     def save(self, folder):
         """Write the EC to ``folder`` (layout in the module docstring) as one unit.

@@ -92,6 +92,18 @@ class Blindspot:
         """Whether an image (its full attribute dict, MetaAttribute included) belongs here."""
         return all(attrs.get((layer, attr)) == value for layer, attr, value in self.triplets)
 
+    def sentence(self):
+        """The blindspot as the world's grammar says it (the words of lbee's own sentences), else `describe`'s.
+
+        E.g. 'An image with two squares but no circle or text, where the square is below the center'.
+        """
+        from ..grammar import load_grammar
+
+        try:
+            return load_grammar("spotcheck").render(self.as_dict())
+        except (KeyError, ValueError):
+            return self.describe()
+
     def describe(self):
         """Plain words, e.g. 'circle present, circle orange, background grey'."""
         parts = []
