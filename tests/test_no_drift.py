@@ -296,3 +296,21 @@ def test_report_check_lists_every_problem_of_an_entry(tmp_path):
         "line 6: predictions path 'missing.csv'",
     ):
         assert phrase in r.output, phrase
+
+
+def test_the_docs_give_the_spotcheck_encoder_s_own_tau():
+    """A fifth user found τ = 0.0816 in six places of the docs, where the shipped encoder reports 0.0924."""
+    from pathlib import Path
+
+    from lbee.encoders import create_encoder
+
+    ROOT = Path(__file__).resolve().parents[1]
+    tau = f"{create_encoder('spotcheck').default_tau:.4f}"
+    said = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        said += [(page.name, v) for v in re.findall(r"SpotCheck encoder's (?:τ )?is (0\.\d+)", text)]
+        said += [(page.name, v) for v in re.findall(r"τ = (0\.\d+), from the sidecar", text)]
+        said += [(page.name, v) for v in re.findall(r"\((0\.\d+) for spotcheck\)", text)]
+        assert not re.search(r"tau=0\.\d", text), f"{page.name}: an example hard-codes τ; read it from the provenance"
+    assert len(said) >= 4 and all(v == tau for _, v in said), (tau, said)
