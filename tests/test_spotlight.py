@@ -50,7 +50,12 @@ def test_export_has_one_row_per_image_with_hypothesis_sentence_split_confidence(
     out, _ = demo_run
     table = pd.read_parquet(_export(out, tmp_path))
     assign = pd.read_parquet(out / "assignments.parquet")
-    assert list(table.columns) == list(SPOTLIGHT_COLUMNS) and len(table) == len(assign)
+    # with each image's embedding, for Spotlight's similarity map (a fifth user found it empty): the demo's inputs
+    assert list(table.columns) == [*SPOTLIGHT_COLUMNS, "embedding"] and len(table) == len(assign)
+    import numpy as np
+
+    emb = np.stack(table["embedding"].to_numpy())
+    assert np.array_equal(emb, np.load(out / "inputs" / "image_embeddings.npy").astype(np.float32))
     assert table["image_id"].tolist() == assign["image"].tolist()
     assert all(Path(p).is_file() and Path(p).is_absolute() for p in table["image"])
     hard = assign["split"] == "hard"
@@ -91,6 +96,7 @@ def test_export_of_a_run_made_from_a_relative_folder_finds_every_image(tmp_path,
     monkeypatch.chdir(tmp_path)
     table = pd.read_parquet(_export(work / "run", tmp_path))
     assert table["image"].notna().all() and all(Path(p).is_file() for p in table["image"])
+    assert "embedding" not in table.columns  # precomputed, without provenance: no encoder to look them up by
     # the second new user: a run without --html exported no path at all (no images.parquet was written)
     monkeypatch.chdir(work)
     r = CliRunner().invoke(
@@ -102,6 +108,38 @@ def test_export_of_a_run_made_from_a_relative_folder_finds_every_image(tmp_path,
     monkeypatch.chdir(tmp_path)
     table = pd.read_parquet(_export2(work / "plain", tmp_path))
     assert table["image"].notna().all() and all(Path(p).is_file() for p in table["image"])
+
+
+def test_export_takes_each_image_s_embedding_from_the_cache_its_run_filled(tmp_path):
+    """A run that embedded its images (`lbee describe imgs/ --encoder ...`) exports their embeddings from the cache,
+    looked up by content: Spotlight's similarity map then works; the command types the column as an Embedding."""
+    import numpy as np
+    from PIL import Image
+
+    (tmp_path / "imgs").mkdir()
+    rng = np.random.default_rng(1)
+    rows = []
+    for i in range(24):
+        Image.fromarray(rng.integers(0, 255, (16, 16, 3), dtype=np.uint8)).save(tmp_path / "imgs" / f"{i:02d}.png")
+        rows.append({"image": f"{i:02d}.png", "confidence": float(rng.random()), "performance": 1.0})
+    pd.DataFrame(rows).to_csv(tmp_path / "preds.csv", index=False)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    args = ["describe", str(tmp_path / "imgs"), "--encoder", "spotcheck", "--sentences", "spotcheck"]
+    args += ["--predictions", str(tmp_path / "preds.csv"), "--clusters", "2", "--confirm", "0", "-q"]
+    r = CliRunner().invoke(cli, [*cache, *args, "--out", str(tmp_path / "run")], obj={})
+    assert r.exit_code == 0, r.output
+    dest = tmp_path / "e.parquet"
+    r = CliRunner().invoke(cli, [*cache, "export", "spotlight", str(tmp_path / "run"), "--out", str(dest)], obj={})
+    assert r.exit_code == 0 and "embeddings from the embedding cache" in r.output, r.output
+    assert "--dtype embedding=Embedding" in r.output
+    emb = np.stack(pd.read_parquet(dest)["embedding"].to_numpy())
+    assert emb.shape[0] == 24 and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-4)
+    # another cache (another machine): said, and the file still written
+    dest2 = tmp_path / "f.parquet"
+    other = ["--cache-dir", str(tmp_path / "empty")]
+    r = CliRunner().invoke(cli, [*other, "export", "spotlight", str(tmp_path / "run"), "--out", str(dest2)], obj={})
+    assert r.exit_code == 0 and "no embedding column: 24 of the 24 images have no embedding in the cache" in r.output
+    assert "embedding" not in pd.read_parquet(dest2).columns and "embedding=Embedding" not in r.output
 
 
 def test_export_of_a_folder_without_a_run_is_one_line(tmp_path):
@@ -125,7 +163,8 @@ def test_spotlight_opens_the_export_in_chromium_with_one_row_per_image(demo_run,
         pytest.skip("Renumics Spotlight not installed: the Spotlight browser test did NOT run (make install)")
     out, _ = demo_run
     dest = _export(out, tmp_path)
-    n = len(pd.read_parquet(dest))
+    exported = pd.read_parquet(dest)
+    n, cols = len(exported), len(exported.columns)  # with the embedding column
     port = _free_port()
     args = spotlight_command(dest)[1:] + ["--host", "127.0.0.1", "--port", str(port), "--no-browser"]
     env = {**os.environ, "SPOTLIGHT_OPT_OUT": "1", "HOME": str(tmp_path)}  # its settings stay in the test's folder
@@ -146,7 +185,7 @@ def test_spotlight_opens_the_export_in_chromium_with_one_row_per_image(demo_run,
         text = ""
         for _ in range(120):
             text = driver.execute_script("return document.body.innerText")
-            if f"{len(SPOTLIGHT_COLUMNS)} cols / {n} rows" in text and "hypothesis" in text:
+            if f"{cols} cols / {n} rows" in text and "hypothesis" in text:
                 break
             time.sleep(0.5)
         driver.save_screenshot(str(tmp_path / "spotlight.png"))
@@ -159,7 +198,9 @@ def test_spotlight_opens_the_export_in_chromium_with_one_row_per_image(demo_run,
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    assert f"{len(SPOTLIGHT_COLUMNS)} cols / {n} rows" in text, text[-500:]
+    assert cols == len(SPOTLIGHT_COLUMNS) + 1 and f"{cols} cols / {n} rows" in text, text[-500:]
+    # the similarity map has its embeddings (without them it asks to "Select columns and show at least two rows")
+    assert "Select columns" not in text and "Similarity Map" in text
     lines = text.splitlines()
     assert lines[lines.index("All") + 1] == str(n)
     for column in ("image_id", "hypothesis", "sentence", "split", "confidence"):

@@ -55,11 +55,14 @@ def spotlight(run_dir, out, overwrite, open_):
     run_files = [Path(run_dir) / name for name in ("explanation.json", "assignments.parquet", "images.parquet")]
     check_no_replace([target], overwrite=overwrite, inputs=run_files)  # the run it reads is never replaced
     try:
-        path = export_spotlight(run_dir, target)
+        path, embeddings = export_spotlight(run_dir, target, cache_dir=click.get_current_context().obj["cache_dir"])
     except ValueError as exc:  # the run's files disagree, or are not lbee's: one line, no debugging hint
         raise LbeeError(str(exc)) from None
     except OSError as exc:
         raise LbeeError(f"Cannot write {out or run_dir!r}: {exc.strerror or exc}.") from None
-    click.echo(f"Wrote {path}. Open it in Spotlight with:\n  {shlex.join(spotlight_command(path))}")
+    import pyarrow.parquet as pq
+
+    command = spotlight_command(path, columns=pq.read_schema(path).names)
+    click.echo(f"Wrote {path} ({embeddings}). Open it in Spotlight with:\n  {shlex.join(command)}")
     if open_:
         open_in_spotlight(path)

@@ -30,9 +30,12 @@ SPOTLIGHT_COLUMNS = (
     "prediction",
     "holds",
 )
+#: The optional last column: each image's embedding, for Spotlight's similarity map (`run_embeddings`).
+EMBEDDING_COLUMN = "embedding"
 #: Spotlight column types that are not read from the data (``image``: paths shown as pictures).
 SPOTLIGHT_DTYPES = {
     "image": "Image",
+    EMBEDDING_COLUMN: "Embedding",
     "split": "Category",
     "hypothesis": "Category",
     "label": "Category",
@@ -95,35 +98,94 @@ def spotlight_table(run_dir):
     )
 
 
-def export_spotlight(run_dir, out=None):
-    """Write the Spotlight table of ``run_dir`` as parquet: its path.
+def run_embeddings(run_dir, table, cache_dir=None):
+    """Each image's embedding, from the run's own inputs or the embedding cache: (array of shape (n, d), why).
+
+    The run's ``inputs/image_embeddings.npy`` when its ``inputs/predictions.csv`` lists the same image ids in
+    the same order (``lbee demo``); else the embedding cache of the run's encoder (``explanation.json``'s
+    ``encoder``), looked up by each image file's content hash, as ``lbee describe`` and ``lbee embed`` store them.
+    None, with the reason, when some image has neither.
+
+    Parameters
+    ----------
+    run_dir : pathlib.Path
+    table : pandas.DataFrame
+        `spotlight_table`'s rows (``image`` the file, ``image_id`` the run's id).
+    cache_dir : path-like, optional
+        The embedding cache (default: lbee's, as ``--cache-dir``).
+    """
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    inputs = run_dir / "inputs"
+    if (inputs / "image_embeddings.npy").is_file() and (inputs / "predictions.csv").is_file():
+        from ..io.arrays import load_npy
+
+        ids = pd.read_csv(inputs / "predictions.csv", usecols=["image"])["image"].astype(str).tolist()
+        if ids == table["image_id"].tolist():
+            emb = load_npy(inputs / "image_embeddings.npy", "inputs/image_embeddings.npy")
+            if emb.ndim == 2 and emb.shape[0] == len(ids) and np.isfinite(emb).all():
+                return emb.astype(np.float32), "the run's inputs/image_embeddings.npy"
+    from ..io.cache import EmbeddingCache, file_sha256
+
+    try:
+        identity = json.loads((run_dir / "explanation.json").read_text(encoding="utf-8")).get("encoder")
+    except (OSError, ValueError):
+        identity = None
+    if not isinstance(identity, dict) or identity.get("encoder") in (None, "precomputed"):
+        return None, "the run does not record the encoder its embeddings came from"
+    identity = {k: v for k, v in identity.items() if k != "caveat"}  # a note on the run, not part of the cache key
+    files = table["image"].tolist()
+    if any(f is None for f in files):
+        return None, "some image files are missing"
+    hashes = [file_sha256(f) for f in files]
+    found = EmbeddingCache(identity, cache_dir).get_images(hashes)
+    missing = sum(h not in found for h in hashes)
+    if missing:
+        return None, f"{missing} of the {len(hashes)} images have no embedding in the cache"
+    return np.stack([found[h] for h in hashes]).astype(np.float32), "the embedding cache"
+
+
+def export_spotlight(run_dir, out=None, *, cache_dir=None):
+    """Write the Spotlight table of ``run_dir`` as parquet, with an embedding column when one is found.
 
     Parameters
     ----------
     run_dir : path-like
     out : path-like, optional
         Default ``run_dir / spotlight.parquet``.
+    cache_dir : path-like, optional
+        Where `run_embeddings` looks for the images' embeddings.
 
     Returns
     -------
-    pathlib.Path
+    path : pathlib.Path
+    embeddings : str
+        Where the embedding column came from, or why there is none.
     """
     import io
 
     from ..io.cache import atomic_write_bytes
 
     table = spotlight_table(run_dir)
+    emb, why = run_embeddings(Path(run_dir).resolve(), table, cache_dir)
+    if emb is not None:
+        table[EMBEDDING_COLUMN] = list(emb)
     out = Path(out) if out is not None else Path(run_dir) / SPOTLIGHT_FILE
     buf = io.BytesIO()
     table.to_parquet(buf, index=False)
     atomic_write_bytes(out, buf.getvalue())
-    return out
+    return out, (f"embeddings from {why}" if emb is not None else f"no embedding column: {why}")
 
 
-def spotlight_command(path):
+def spotlight_command(path, columns=None):
     """The ``spotlight`` command line (list of str) that opens an exported file with its column types."""
     args = ["spotlight", str(path)]
     for column, dtype in SPOTLIGHT_DTYPES.items():
+        if columns is not None and column not in columns:
+            continue
         args += ["--dtype", f"{column}={dtype}"]
     return args
 
@@ -135,6 +197,6 @@ def open_in_spotlight(path, *, host="127.0.0.1", port="auto", browser=True):
     from ..extras import import_extra
 
     spotlight = import_extra("renumics.spotlight", "spotlight", needed_for="lbee export spotlight --open")
-    return spotlight.show(
-        pd.read_parquet(path), dtype=dict(SPOTLIGHT_DTYPES), host=host, port=port, no_browser=not browser, wait=True
-    )
+    table = pd.read_parquet(path)
+    dtype = {k: v for k, v in SPOTLIGHT_DTYPES.items() if k in table.columns}
+    return spotlight.show(table, dtype=dtype, host=host, port=port, no_browser=not browser, wait=True)
