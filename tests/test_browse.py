@@ -63,10 +63,20 @@ def test_report_group_browser_pages_list_all_images(demo_run, tmp_path):
         by_prediction = [
             t.text.splitlines()[2].split(" → ")[1] for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")
         ]
+        # show one label → prediction only (a fifth user could not filter to "all circles predicted as square")
+        options = box.find_elements(By.CSS_SELECTOR, ".browse-filter option")
+        option_texts = [o.text for o in options]
+        chosen = options[-1].get_attribute("value")
+        count = int(options[-1].text.rsplit("(", 1)[1].rstrip(")"))
+        options[-1].click()
+        filtered = [t.text.splitlines()[2] for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")]
+        filtered_status = box.find_element(By.CSS_SELECTOR, ".browse-status").text
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     finally:
         driver.quit()
     assert errors == [], errors
+    assert option_texts[0] == "every image" and len(option_texts) >= 2
+    assert filtered and set(filtered) == {chosen} and f"of {count} ·" in filtered_status, (chosen, filtered_status)
     assert len(seen) == len(set(seen)) == len(groups[big]) and set(seen) == groups[big]
     assert pages == -(-len(groups[big]) // BROWSE_PAGE_SIZE) and f"page {pages} of {pages}" in status
     assert phis == sorted(phis)  # least confident first
