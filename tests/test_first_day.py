@@ -364,3 +364,12 @@ def test_without_labels_the_order_line_speaks_of_the_performance_score_not_an_er
     assert "without labels there is no error rate" in " ".join(r.output.split()) and "error rate ×" not in r.output
     r = _describe(p, "pred.csv", "labelled2")
     assert "Groups in order of harm: error rate × size" in r.output
+
+
+def test_a_misspelled_settings_keyword_gets_a_suggestion_in_the_library_too():
+    """A fifth user's `lbee.RunSettings(n_cluster=3)` got Python's bare TypeError where the CLI and YAML suggest."""
+    import lbee
+
+    with pytest.raises(TypeError, match=r"unknown keyword 'n_cluster' in RunSettings\(\) \(did you mean 'clusters'\?\)"):
+        lbee.RunSettings(n_cluster=3)
+    assert lbee.RunSettings(clusters=3).replace(k=2).clusters == 3

@@ -79,17 +79,8 @@ def _knob(
     default_text=None,
     default_factory=None,
 ):
-    meta = {
-        "help": help,
-        "kind": kind,
-        "minimum": minimum,
-        "maximum": maximum,
-        "optional": optional,
-        "many": many,
-        "flag": flag,
-        "short": short,
-        "default_text": default_text,
-    }
+    meta = dict(help=help, kind=kind, minimum=minimum, maximum=maximum, optional=optional, many=many)
+    meta.update(flag=flag, short=short, default_text=default_text)
     if default_factory is not None:
         return field(default_factory=default_factory, metadata=meta)
     return field(default=default, metadata=meta)
@@ -256,6 +247,12 @@ class RunSettings:
         maximum=MAX_CONFIRM_FRACTION,
     )
 
+    def __new__(cls, *args, **kwargs):  # a misspelled keyword gets the CLI's and the YAML's suggestion
+        for key in kwargs:
+            if key not in cls.knobs():
+                raise TypeError(_unknown(key, cls.knobs(), "RunSettings()").replace("unknown key", "unknown keyword"))
+        return super().__new__(cls)
+
     def __post_init__(self):
         for f in dataclasses.fields(self):
             object.__setattr__(self, f.name, _check(f, getattr(self, f.name)))
@@ -335,11 +332,15 @@ class RunSettings:
         changes = {}
         for key, value in mapping.items():
             if key not in known:
-                near = difflib.get_close_matches(str(key), known, n=1)
-                hint = f" (did you mean {near[0]!r}?)" if near else ""
-                raise ValueError(f"unknown key {_shown(key)} in {where}{hint}; expected one of {', '.join(known)}.")
+                raise ValueError(_unknown(key, known, where))
             changes[key] = value
         return dataclasses.replace(base or cls(), **changes)
+
+
+def _unknown(key, known, where):
+    """``unknown key 'n_cluster' in WHERE (did you mean 'clusters'?); expected one of ...``."""
+    hint = "".join(f" (did you mean {near!r}?)" for near in difflib.get_close_matches(str(key), known, n=1))
+    return f"unknown key {_shown(key)} in {where}{hint}; expected one of {', '.join(known)}."
 
 
 def check_knob(name, value):
