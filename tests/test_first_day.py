@@ -370,6 +370,8 @@ def test_a_misspelled_settings_keyword_gets_a_suggestion_in_the_library_too():
     """A fifth user's `lbee.RunSettings(n_cluster=3)` got Python's bare TypeError where the CLI and YAML suggest."""
     import lbee
 
-    with pytest.raises(TypeError, match=r"unknown keyword 'n_cluster' in RunSettings\(\) \(did you mean 'clusters'\?\)"):
+    with pytest.raises(
+        TypeError, match=r"unknown keyword 'n_cluster' in RunSettings\(\) \(did you mean 'clusters'\?\)"
+    ):
         lbee.RunSettings(n_cluster=3)
     assert lbee.RunSettings(clusters=3).replace(k=2).clusters == 3

@@ -19,7 +19,7 @@ def config_schema():
     The analysis knobs come from [`lbee.run.settings.RunSettings`][lbee.RunSettings] (their
     choices from the registries), so the schema cannot drift from the checks.
     """
-    from ..run.settings import knob_schema
+    from ..run.settings_schema import knob_schema
 
     path = {"type": "string", "description": "A path, relative to the config file."}
     settings = {k: knob_schema(k) for k in KNOB_KEYS}

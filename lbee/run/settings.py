@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 import numbers
 from dataclasses import dataclass, field
 
@@ -343,40 +344,16 @@ def _unknown(key, known, where):
     return f"unknown key {_shown(key)} in {where}{hint}; expected one of {', '.join(known)}."
 
 
+_INIT = inspect.signature(RunSettings.__init__)  # help() and the docs show the fields, not __new__'s *args, **kwargs
+RunSettings.__signature__ = _INIT.replace(parameters=list(_INIT.parameters.values())[1:])
+
+
 def check_knob(name, value):
     """Validate one knob alone (rules between knobs are checked when the [`RunSettings`][lbee.RunSettings] is built)."""
     fields = {f.name: f for f in dataclasses.fields(RunSettings)}
     if name not in fields:
         raise ValueError(f"unknown knob {_shown(name)}; expected one of {', '.join(fields)}.")
     return _check(fields[name], value)
-
-
-def knob_schema(name):
-    """JSON-Schema-like description of one knob (for docs and the YAML reference)."""
-    f = {f.name: f for f in dataclasses.fields(RunSettings)}[name]
-    m = f.metadata
-    out = {"description": m["help"]}
-    choices = _choices(name)
-    item = {"enum": list(choices)} if choices else {"type": {int: "integer", float: "number", str: "string"}[m["kind"]]}
-    if m["minimum"] is not None:
-        item["minimum"] = m["minimum"]
-    if m["maximum"] is not None:
-        item["maximum"] = m["maximum"]
-    if name == "slicers":  # {name: {options}} entries too
-        item = {
-            "anyOf": [
-                item,
-                {
-                    "type": "object",
-                    "minProperties": 1,
-                    "maxProperties": 1,
-                    "propertyNames": {"enum": list(choices)},
-                    "additionalProperties": {"type": ["object", "null"]},
-                },
-            ]
-        }
-    out.update({"type": "array", "items": item} if m["many"] else item)
-    return out
 
 
 def _shown(value):
