@@ -345,7 +345,7 @@ def _unknown(key, known, where):
 
 
 _INIT = inspect.signature(RunSettings.__init__)  # help() and the docs show the fields, not __new__'s *args, **kwargs
-RunSettings.__signature__ = _INIT.replace(parameters=list(_INIT.parameters.values())[1:])
+RunSettings.__signature__ = _INIT.replace(parameters=list(_INIT.parameters.values())[1:])  # type: ignore[attr-defined]
 
 
 def check_knob(name, value):
