@@ -375,3 +375,19 @@ def test_a_misspelled_settings_keyword_gets_a_suggestion_in_the_library_too():
     ):
         lbee.RunSettings(n_cluster=3)
     assert lbee.RunSettings(clusters=3).replace(k=2).clusters == 3
+
+
+def test_the_library_orders_groups_as_the_cli_does():
+    """A fifth user got sizes 2, 27, 13, 12, 1 from `lbee.explain` where the CLI listed 27, 13, 12, 2, 1."""
+    import lbee
+    from lbee.run.text import group_order
+
+    rng = np.random.default_rng(3)
+    X, S = rng.normal(size=(300, 8)), rng.normal(size=(12, 8))
+    phi = rng.random(300)
+    omega = (rng.random(300) > 0.4).astype(float)
+    exp = lbee.explain(X, S, confidence=phi, n_clusters=5, method="tops")
+    order = exp.harm_order(omega)
+    assert sorted(order) == list(range(len(exp.hard_clusters))) and order == group_order(exp.hard_clusters, omega)
+    harm = [(1 - omega[exp.hard_clusters[i].indices].mean()) * len(exp.hard_clusters[i].indices) for i in order]
+    assert harm == sorted(harm, reverse=True)

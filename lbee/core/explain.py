@@ -277,9 +277,9 @@ def explain(
     -------
     Explanation
         φ (when given) is kept on it for `Explanation.assignments`. Ward's hard clusters come in the order
-        the clustering numbers them, not by harm (the function sees no correctness); ``lbee describe`` and
-        `lbee.run` order them by error rate × size. To rank them yourself, e.g. by size:
-        ``sorted(range(len(exp.hard_clusters)), key=lambda i: -len(exp.hard_clusters[i].indices))``.
+        the clustering numbers them, not by harm (the function sees no correctness); ``exp.harm_order(omega)``
+        gives the order ``lbee describe`` and the reports show them in (error rate × size, the most harmful
+        first), from the images' correctness ω.
 
     See Also
     --------

@@ -6,6 +6,7 @@ Reading one back checks it (`lbee.core.explanation_checks`); a run's ``explanati
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -259,6 +260,24 @@ class Explanation:
         """Sorted list of int: R_S, the union of every hard cluster's sentences."""
         return sorted({int(s) for c in self.hard_clusters for s in c.sentences})
 
+    def harm_order(self, performance: ArrayLike) -> list[int]:
+        """The hard clusters, most harmful first: the order the CLI, ``report.md`` and the HTML report show them in.
+
+        Harm is (1 − mean ω) × size: with a 0/1 correctness ω, the error rate times the size; ties go to the larger,
+        then the lower-numbered cluster.
+
+        Parameters
+        ----------
+        performance : array-like of shape (n,)
+            ω of the n images (1 right, 0 wrong; or a score where higher is better).
+
+        Returns
+        -------
+        list of int
+            Indices into ``hard_clusters``.
+        """
+        return harm_order(self.hard_clusters, performance)
+
     def cluster_sentences(self, i: int) -> list[Any]:
         """The sentences of hard cluster ``i`` as text (or indices when no text was given)."""
         ids = self.hard_clusters[i].sentences
@@ -308,6 +327,14 @@ class Explanation:
         Explanation
         """
         return _explanation_from_dict(cls, data, n_images=n_images, n_sentences=n_sentences, source=source)
+
+
+def harm_order(hard_clusters: Sequence[HardCluster], performance: ArrayLike) -> list[int]:
+    """Indices of ``hard_clusters``, most harmful first ((1 − mean ω) × size; `Explanation.harm_order`)."""
+    omega = np.asarray(performance, dtype=float)
+    sizes = [len(c.indices) for c in hard_clusters]
+    risk = [(1.0 - float(omega[np.asarray(c.indices)].mean())) * k if k else 0.0 for c, k in zip(hard_clusters, sizes)]
+    return sorted(range(len(hard_clusters)), key=lambda i: (-risk[i], -sizes[i], i))
 
 
 def _explanation_from_dict(

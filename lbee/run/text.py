@@ -21,13 +21,11 @@ def group_order(hard_clusters, performance, conf=None):
     list of int
         Indices into ``hard_clusters``.
     """
-    n = len(hard_clusters)
+    from ..core.explanation import harm_order
+
     if conf and conf.get("status") == "done":
-        return list(range(n))
-    omega = np.asarray(performance, dtype=float)
-    sizes = [len(c.indices) for c in hard_clusters]
-    risk = [(1.0 - float(omega[np.asarray(c.indices)].mean())) * k if k else 0.0 for c, k in zip(hard_clusters, sizes)]
-    return sorted(range(n), key=lambda i: (-risk[i], -sizes[i], i))
+        return list(range(len(hard_clusters)))
+    return harm_order(hard_clusters, performance)
 
 
 def render_markdown(result, metrics=None, n_examples=5):
