@@ -391,3 +391,19 @@ def test_the_library_orders_groups_as_the_cli_does():
     assert sorted(order) == list(range(len(exp.hard_clusters))) and order == group_order(exp.hard_clusters, omega)
     harm = [(1 - omega[exp.hard_clusters[i].indices].mean()) * len(exp.hard_clusters[i].indices) for i in order]
     assert harm == sorted(harm, reverse=True)
+
+
+def test_report_md_shows_each_group_s_least_confident_images(confident_errors):
+    """A fifth user's report.md listed each group's first five images by name, not the clearest failures."""
+    import re
+
+    p, _ = confident_errors
+    assert _describe(p, "pred.csv", "md").exit_code == 0
+    text = (p / "md" / "report.md").read_text()
+    table = pd.read_parquet(p / "md" / "assignments.parquet")
+    found = re.findall(r"### Hard group (\d+) .*?\n.*?Least confident: ([^\n]+)", text, re.S)
+    assert len(found) >= 2, text
+    for group, names in found:
+        members = table[(table["split"] == "hard") & (table["cluster"] == int(group))]
+        want = members.sort_values("confidence", kind="stable")["image"].head(5).tolist()
+        assert re.findall(r"`([^`]+)`", names) == want

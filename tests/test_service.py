@@ -140,6 +140,9 @@ def test_every_endpoint_but_health_needs_a_token_with_the_right_scope(service):
     assert client.get("/v1/runs", headers=read).status_code == 401
     page = client.post("/login", data={"token": "lbee_nope"})
     assert page.url.path == "/login" and "invalid or revoked token" in page.text
+    from lbee._version import __version__
+
+    assert f"lbee {__version__}" in page.text  # the login page's header had an empty version
     # eighth sweep: any ?error= text was shown (escaped): a link could make the login page say anything
     forged = client.get("/login", params={"error": "Your session expired: sign in at evil.example"}).text
     assert "evil.example" not in forged and "invalid or revoked token" not in forged
@@ -525,6 +528,7 @@ def test_token_commands(tmp_path):
     assert token not in (tmp_path / "t.db").read_bytes().decode("latin-1")  # stored hashed only
     res = run(cli, ["serve", "--db", url, "token", "list"], obj={})
     assert "alice\tsubmit" in res.output and token not in res.output and "active" in res.output
+    assert res.output.startswith("name\tscope\ttoken starts\tcreated\tstate\n")  # a fifth user saw bare rows
     res = run(cli, ["serve", "token", "create", "alice", "--db", url], obj={})
     assert res.exit_code == 1 and "exists already" in res.output and "Traceback" not in res.output
     for name, char in (("a\nb", "000A"), ("a\u2028b", "2028"), ("ali\u200bce", "200B")):  # sweep #38

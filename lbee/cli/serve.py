@@ -277,6 +277,8 @@ def token_list(ctx, db_url):
     rows = list_tokens(_db(_url(ctx, db_url), must_exist=True))
     if not rows:
         click.echo("no token; create one with `lbee serve token create NAME`.")
+    else:
+        click.echo("name\tscope\ttoken starts\tcreated\tstate")
     for r in rows:
         state = f"revoked {r['revoked']:%Y-%m-%d %H:%M}" if r["revoked"] else "active"
         click.echo(f"{r['name']}\t{r['scope']}\t{r['prefix']}…\t{r['created']:%Y-%m-%d %H:%M}\t{state}")

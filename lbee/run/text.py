@@ -81,8 +81,9 @@ def render_markdown(result, metrics=None, n_examples=5):
         lines.append("")
         confirmed = confirmation_lines(result.extra.get("confirmation"), i)
         lines += [f"- {t}" for t in confirmed] + ([""] if confirmed else [])
-        shown = [result.image_ids[j] for j in idx[:n_examples]]
-        lines.append("Examples: " + ", ".join(f"`{s}`" for s in shown))
+        least = np.asarray(idx)[np.argsort(np.asarray(result.confidence)[idx], kind="stable")[:n_examples]]
+        shown = [result.image_ids[j] for j in least]  # the clearest failures, as the HTML report's strip
+        lines.append("Least confident: " + ", ".join(f"`{s}`" for s in shown))
         lines.append("")
         lines.append("| rank | " + " | ".join(methods) + " |")
         lines.append("|---|" + "---|" * len(methods))

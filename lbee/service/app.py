@@ -209,6 +209,7 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
     settings.output.mkdir(parents=True, exist_ok=True)
     db = Database(settings.db_url)  # creates or upgrades the schema (or refuses a newer one)
     templates = Environment(loader=PackageLoader("lbee.service", "templates"), autoescape=select_autoescape())
+    templates.globals["version"] = __version__  # every page's header (the login page had none)
     ctx = Context(db, settings, templates)
 
     @contextlib.asynccontextmanager
