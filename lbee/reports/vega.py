@@ -50,10 +50,18 @@ def vega_bundle(cache_dir=None):
 
     vl_convert = import_extra("vl_convert", "html", needed_for="The HTML report")
 
-    path = Path(cache_dir or default_cache_dir()) / "vega" / f"bundle-{version('vl-convert-python')}.js"
+    # the Vega-Lite of the specs' $schema (a v6 bundle warns "The input spec uses Vega-Lite v5" once per chart)
+    major = VEGA_LITE_SCHEMA.rsplit("/v", 1)[1].split(".")[0]
+    vl = max(
+        (v for v in vl_convert.get_vegalite_versions() if v.split(".")[0] == major),
+        key=lambda v: tuple(int(x) for x in v.split(".")),
+        default=None,
+    )
+    name = f"bundle-{version('vl-convert-python')}-vl{vl}.js"
+    path = Path(cache_dir or default_cache_dir()) / "vega" / name
     if path.is_file():
         return path.read_text(encoding="utf-8")
-    js = vl_convert.javascript_bundle()
+    js = vl_convert.javascript_bundle(vl_version=vl)
     if "</script" in js.lower():  # would end the inline <script> early
         js = js.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
     try:
