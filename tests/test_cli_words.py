@@ -59,3 +59,14 @@ def test_a_bare_key_error_reads_as_lbee_s_own_slip_not_as_a_word():
     assert r.exit_code == 1 and "internal error in lbee (KeyError 'classes_shown'); please report it" in r.output
     r = CliRunner().invoke(group, ["worded"], obj={})
     assert r.exit_code == 1 and "Error: column 'label' is missing from preds.csv" in r.output, r.output
+
+
+def test_help_lists_each_command_s_first_sentence_in_full():
+    """A fifth user read every summary of `lbee --help` cut off with '...'."""
+    for group in (cli, cli.commands["serve"], cli.commands["spotcheck"]):
+        out = CliRunner().invoke(group, ["--help"], obj={}).output
+        commands = out.split("Commands:")[1]
+        assert "..." not in commands, commands
+    assert "(the SpotCheck paper bench is `lbee spotcheck bench`)" in " ".join(
+        CliRunner().invoke(cli, ["--help"], obj={}).output.split()
+    )

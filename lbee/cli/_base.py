@@ -143,6 +143,17 @@ class LbeeGroup(click.Group):
         check_number_options(self, args[: self._own_args_end(ctx, args)], ctx)
         return super().parse_args(ctx, args)
 
+    def format_commands(self, ctx, formatter):
+        """Each command's first sentence in full, wrapped (click cuts it at the column's width with '...')."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=300)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def _own_args_end(self, ctx, args):
         """Where the subcommand's name starts in ``args`` (its own options come before it)."""
         for i, token in enumerate(args):
