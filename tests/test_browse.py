@@ -187,3 +187,29 @@ def test_browse_rows_escape_script_end():
 
     text = _script_json([{"id": "a</script><script>alert(1)</script>"}])
     assert "<" not in text and json.loads(text)[0]["id"].startswith("a</script>")
+
+
+def test_group_pages_name_images_without_only_the_shared_prefix():
+    """A fifth user's service page showed `075.png` for `circle/075.png` and `square/075.png` alike."""
+    import pandas as pd
+
+    from lbee.reports.browse import group_page
+
+    ids = ["data/circle/075.png", "data/square/075.png", "data/square/076.png"]
+    table = pd.DataFrame(
+        {
+            "image": ids,
+            "path": ids,
+            "split": "hard",
+            "group": 0,
+            "sentence": "s",
+            "holds": None,
+            "confidence": [0.1, 0.2, 0.3],
+            "performance": 0.0,
+            "label": None,
+            "prediction": None,
+        }
+    )
+    rows = group_page(table, 0)["rows"]
+    assert [r["name"] for r in rows] == ["circle/075.png", "square/075.png", "square/076.png"]
+    assert [r["image"] for r in rows] == ids

@@ -350,7 +350,8 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     Returns
     -------
     dict
-        ``rows`` (list of dict: the table's columns but ``path``, with ``index``: the row of ``table``),
+        ``rows`` (list of dict: the table's columns but ``path``, with ``index``: the row of ``table``, and
+        ``name``: the id without the folder prefix all the run's images share),
         ``page``, ``n_pages``, ``n`` (images in the
         group), ``first`` (the 1-based rank of the page's first image) and ``sentence``.
 
@@ -375,7 +376,14 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     if not (isinstance(page, int) and 1 <= page <= n_pages):
         raise ValueError(f"`page` is {page!r}; group {group} has pages 1 to {n_pages}.")
     chunk = members.iloc[(page - 1) * page_size : page * page_size].drop(columns=["path"])  # a file on the server
-    rows = [{"index": int(i), **{k: _plain(v) for k, v in r.items()}} for i, r in chunk.iterrows()]
+    from .page import short_names
+
+    # the id without the prefix every image of the run shares, as the report's browser names it ("circle/075.png")
+    name = dict(zip(table["image"].astype(str), short_names(table["image"].astype(str).tolist())))
+    rows = [
+        {"index": int(i), "name": name[str(r["image"])], **{k: _plain(v) for k, v in r.items()}}
+        for i, r in chunk.iterrows()
+    ]
     return {
         "rows": rows,
         "page": page,
