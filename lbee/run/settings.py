@@ -220,8 +220,9 @@ class RunSettings:
     split_by: str = _knob(
         "entropy",
         "What ranks images from easy to hard: for a segmentation model, the entropy, pixel accuracy or mean IoU "
-        "of its output; for a classifier, its confidence (entropy) or how much it leans on the background "
-        "according to a `lbee sensitivity` run (irfs, saliency).",
+        "of its output; for a classifier, 'entropy' means its confidence, computed as --confidence-from says (the "
+        "true class's probability when there are labels), or how much it leans on the background according to a "
+        "`lbee sensitivity` run (irfs, saliency).",
         kind=str,
     )
     ignore_index: int | None = _knob(
