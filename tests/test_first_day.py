@@ -407,3 +407,18 @@ def test_report_md_shows_each_group_s_least_confident_images(confident_errors):
         members = table[(table["split"] == "hard") & (table["cluster"] == int(group))]
         want = members.sort_values("confidence", kind="stable")["image"].head(5).tolist()
         assert re.findall(r"`([^`]+)`", names) == want
+
+
+def test_the_demo_report_shows_the_description_score_the_terminal_prints(demo_run):
+    """A fifth user found the demo's description score in the terminal but not in the HTML metrics table."""
+    import re
+
+    out, text = demo_run
+    scores = json.loads((out / "explanation.json").read_text())["description_score"]
+    html = (out / "report.html").read_text()
+    table = html.split('<section id="metrics">')[1].split("</table>")[0]
+    assert "description score" in table
+    for method, score in scores.items():
+        row = re.search(rf"<td>{method}</td>(.*?)</tr>", table).group(1)
+        assert row.rstrip().endswith(f'<td class="num">{score:.2f}</td>'), (method, row)
+        assert re.search(rf"\n  {method}\s.*  {score:.2f}\n", text)  # the terminal's figure

@@ -74,6 +74,8 @@ class ReportRun:
         Per slicer, the run's ``confirmation`` record (``explanation.json``).
     banner : str or None
         A warning shown above everything (`lbee.run.identity.RANDOM_WEIGHTS_BANNER`).
+    description_scores : dict of str to float
+        Per method, the SpotCheck description score (a column of the metrics table when given).
     """
 
     dataset: str
@@ -105,6 +107,8 @@ class ReportRun:
     banner: str | None = None
     #: per slicer, the run's ``confirmation`` record (`lbee.run.confirm.confirm_run`); its groups' order is kept
     confirmations: dict = field(default_factory=dict)
+    #: per method, the SpotCheck description score (known blindspots only; the terminal prints it beside the metrics)
+    description_scores: dict = field(default_factory=dict)
 
     def failure_set(self):
         """S*_β as a set of sentence indices; None without relevance."""
@@ -411,4 +415,5 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
         image_links=links,
         banner=random_weights_banner(result.encoder),
         confirmations={"ward": result.extra["confirmation"]} if "confirmation" in result.extra else {},
+        description_scores=dict(analysis.description_score),
     )
