@@ -422,3 +422,30 @@ def test_the_demo_report_shows_the_description_score_the_terminal_prints(demo_ru
         row = re.search(rf"<td>{method}</td>(.*?)</tr>", table).group(1)
         assert row.rstrip().endswith(f'<td class="num">{score:.2f}</td>'), (method, row)
         assert re.search(rf"\n  {method}\s.*  {score:.2f}\n", text)  # the terminal's figure
+
+
+def test_groups_that_read_alike_are_named_as_perhaps_one_failure():
+    """A fifth user's one planted failure came out as three groups with a plain sentence file, and nothing said so."""
+    from types import SimpleNamespace
+
+    from lbee.core.explanation import Explanation, HardCluster
+    from lbee.run.text import alike_groups, terminal_blocks
+
+    def exp(method, firsts):
+        hard = [
+            HardCluster(np.arange(5 * i, 5 * i + 5), np.zeros(2), 0, [f, 9], [0.5, 0.1]) for i, f in enumerate(firsts)
+        ]
+        return Explanation(hard, [], method, {}, [f"sentence {j}" for j in range(10)])
+
+    exps = {
+        "tops": exp("tops", [3, 1, 3, 4]),
+        "pdiff": exp("pdiff", [3, 2, 3, 3]),
+        "fpdiff": exp("fpdiff", [3, 1, 3, 5]),
+    }
+    result = SimpleNamespace(explanations=exps, performance=np.zeros(20), extra={})
+    (said,) = alike_groups(result)
+    assert said.startswith('Groups 0, 2 have the same top sentence for most describers ("sentence 3")'), said
+    assert "may be one failure" in " ".join(terminal_blocks(result).split())
+    # with a grammar (compose) lbee merges pieces itself and says nothing of the kind
+    exps["compose"] = exp("compose", [3, 1, 3, 4])
+    assert alike_groups(result) == []

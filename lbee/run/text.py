@@ -210,7 +210,41 @@ def terminal_blocks(result, width=None):
             out.extend(textwrap.wrap(line, cols, initial_indent="  ", subsequent_indent=" " * 4))
         out.append("")
     note = confirmation_note(result.extra.get("confirmation"))
+    out += [line for said in alike_groups(result) for line in textwrap.wrap(said, cols) + [""]]
     return "\n".join(out + (textwrap.wrap(note, cols) if note else [])).rstrip()
+
+
+def alike_groups(result):
+    """Lines naming hard groups whose top sentence agrees for most describers: perhaps one failure, cut in pieces.
+
+    With a grammar's sentences lbee merges such pieces itself (`lbee.core.hypotheses`); with a plain sentence file
+    it cannot tell one failure from two that read alike, so it says so and leaves them apart.
+    """
+    exps = {m: e for m, e in result.explanations.items() if m != "compose"}
+    if len(exps) < 2 or "compose" in result.explanations:
+        return []
+    first = next(iter(exps.values()))
+    tops = [tuple(e.hard_clusters[i].sentences[:1] for e in exps.values()) for i in range(len(first.hard_clusters))]
+    out, seen = [], set()
+    for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
+        if i in seen:
+            continue
+        same = [j for j in range(len(tops)) if j != i and j not in seen and _agree(tops[i], tops[j]) * 2 > len(exps)]
+        if same:
+            seen.update([i, *same])
+            agreed = [e for e, x, y in zip(exps.values(), tops[i], tops[same[0]]) if x and x == y]
+            text = agreed[0].cluster_sentences(i)[0]
+            names = ", ".join(map(str, [i, *same]))
+            out.append(
+                f"Groups {names} have the same top sentence for most describers (\"{text}\"): they may be one "
+                "failure cut in pieces. A grammar's sentences let lbee merge such pieces (docs/explanations.md)."
+            )
+    return out
+
+
+def _agree(a, b):
+    """How many describers give two groups the same first sentence (per describer, a tuple of ≤ 1 index)."""
+    return sum(1 for x, y in zip(a, b) if x and x == y)
 
 
 def confirmation_note(conf):
