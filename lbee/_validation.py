@@ -2,7 +2,7 @@
 
 Every check raises ``ValueError`` (bad values) or ``TypeError`` (bad types)
 with a message that names the argument, what was received and what is
-expected, as SPEC §2 asks.
+expected.
 """
 
 from __future__ import annotations

@@ -293,7 +293,7 @@ def explain_per_class(
         As in [`lbee.explain`][lbee.explain].
     k : int, default=3
         Sentences kept per hard cluster.
-    tau : float, default=lbee.core.selection.CLIP_TAU
+    tau : float, default=0.25
         Similarity threshold of SetDiff / FPDiff (the CLIP value by default).
     a : float, default=0.2
         Margin of the probability split.

@@ -83,7 +83,7 @@ def sensitivity_sweep(
         Sentences per cluster while another parameter varies.
     n_clusters : int, default=15
         Clusters while another parameter varies.
-    tau : float, default=lbee.core.selection.CLIP_TAU
+    tau : float, default=0.25
         Similarity threshold of SetDiff / FPDiff (the CLIP value by default).
     a : float, default=0.2
         Split margin in standard deviations of φ.

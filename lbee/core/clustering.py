@@ -294,7 +294,7 @@ def prototypes(embeddings: FloatArray | UnitRows, labels: ArrayLike, n_clusters:
     Returns
     -------
     protos : ndarray of shape (n_clusters, d)
-        Unit rows (SPEC §1).
+        Unit rows.
     means : ndarray of shape (n_clusters, d)
         Plain means (Domino's describe step uses them).
     """

@@ -1,4 +1,4 @@
-"""What ``lbee.explain`` returns: hard and easy clusters with their sentences (SPEC §2).
+"""What ``lbee.explain`` returns: hard and easy clusters with their sentences.
 
 Reading one back checks it (`lbee.core.explanation_checks`); a run's ``explanation.json`` is
 `lbee.core.explanation_payload`.

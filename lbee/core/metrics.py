@@ -1,4 +1,4 @@
-"""Blindspot metrics (SpotCheck §3.2) and Domino's precision@k (SPEC §6).
+"""Blindspot metrics (SpotCheck §3.2) and Domino's precision@k.
 
 Hypotheses and blindspots are index arrays into the n images (a boolean mask of
 length n is accepted too). Hypotheses are ordered, most important first.

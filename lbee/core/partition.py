@@ -316,7 +316,7 @@ class Partition:
             `lbee.core.sentence_index.SentenceIndex` is reused.
         method : {'fpdiff', 'tops', 'setdiff', 'pdiff', 'domino'}, default='fpdiff'
         k : int, default=3
-        tau : float or None, default=lbee.core.selection.CLIP_TAU
+        tau : float or None, default=0.25
             Threshold of SetDiff / FPDiff; None means the CLIP value (pass the
             encoder's ``default_tau`` for another encoder).
         sentences : list of str of length N, optional

@@ -1,4 +1,4 @@
-"""Step 4 of LBEE: choose K sentences per hard cluster (SPEC §3.3).
+"""Step 4 of LBEE: choose K sentences per hard cluster.
 
 Each describer returns its sentences ranked by its own score, ties broken by
 lower sentence index.
@@ -29,7 +29,7 @@ CLIP_TAU = 0.25  # τ calibrated for CLIP (LBEE footnote 2)
 
 
 def resolve_tau(tau: float | None = None, encoder_tau: float | None = None) -> float:
-    """The τ a run uses: ``tau`` when given, else the encoder's declared τ, else the CLIP value (SPEC §3.3).
+    """The τ a run uses: ``tau`` when given, else the encoder's declared τ, else the CLIP value.
 
     Parameters
     ----------

@@ -3,7 +3,7 @@
 This is the one module that imports `faiss` (it also hosts the k-means
 that ``ward='kmeans'`` cuts its cells with). FAISS computes in float32,
 so every query asks FAISS for a few more candidates than needed and re-scores
-them exactly in float64: results equal the exact definitions of SPEC §3.3,
+them exactly in float64: results equal the exact definitions of the LBEE paper's describers,
 including the tie rule (equal scores: lower sentence index first).
 """
 

@@ -26,7 +26,7 @@ class Encoder:
     """
 
     name = "encoder"
-    #: SetDiff / FPDiff threshold calibrated for this space (SPEC §3.3); None: the CLIP value
+    #: SetDiff / FPDiff threshold calibrated for this space; None: the CLIP value
     #: (``lbee.core.selection.resolve_tau``).
     default_tau: float | None = None
 

@@ -1,4 +1,4 @@
-"""On-disk embedding cache (SPEC §7).
+"""On-disk embedding cache.
 
 Image embeddings are keyed by the encoder's identity (name, weights,
 preprocessing) and each image's content hash. They are written in shards as a

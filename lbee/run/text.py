@@ -236,7 +236,7 @@ def alike_groups(result):
             text = agreed[0].cluster_sentences(i)[0]
             names = ", ".join(map(str, [i, *same]))
             out.append(
-                f"Groups {names} have the same top sentence for most describers (\"{text}\"): they may be one "
+                f'Groups {names} have the same top sentence for most describers ("{text}"): they may be one '
                 "failure cut in pieces. A grammar's sentences let lbee merge such pieces (docs/explanations.md)."
             )
     return out

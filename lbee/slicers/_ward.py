@@ -1,4 +1,4 @@
-"""LBEE's own slicer: Ward clusters of the hard split (SPEC §3.2, LBEE Step 2)."""
+"""LBEE's own slicer: Ward clusters of the hard split (LBEE Step 2)."""
 
 from __future__ import annotations
 
