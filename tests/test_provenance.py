@@ -477,7 +477,7 @@ def test_encoders_that_cannot_describe_photos_are_named(tmp_path):
     (tmp_path / "ec.json").write_text("{}")
     (tmp_path / "images").mkdir()
     assert encoder_caveat("spotcheck", tmp_path / "images") is None  # a saved SpotCheck world's renders
-    assert "random weights" in encoder_caveat("open_clip:ViT-B-32@random")
+    assert "the encoder open_clip:ViT-B-32 was never trained" in encoder_caveat("open_clip:ViT-B-32@random")
     assert encoder_caveat("open_clip:ViT-B-32@laion2b_s34b_b79k") is None
 
 
