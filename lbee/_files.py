@@ -11,11 +11,27 @@ class NotRegularFile(ValueError):
     """A path that exists but is not a regular file where one is read (a folder, a FIFO, a device)."""
 
 
+class PathEscape(ValueError):
+    """A path that leads outside the data root."""
+
+
+#: The data root every file must lie in when it is opened (``lbee serve``'s ``--root``; None on the command line),
+#: then the other folders a job may read (its output folder, the cache, lbee's own files). Process-wide: a service
+#: worker runs one job at a time. Set by `lbee.io.confinement.confined_to`.
+ROOT: list = [None, ()]
+
+
 def check_regular_file(path, what):
-    """Raise `NotRegularFile` when ``path`` exists but is a folder, a FIFO, a socket or a device.
+    """Raise when ``path`` exists but is not a regular file, or leads outside the active data root.
 
     Read whole, a FIFO would block and a device (``/dev/zero``) never end; a missing path is left to the reader.
+    Under ``lbee serve`` (`ROOT` set) the path is resolved when it is opened: a file or a folder swapped for a link
+    out of the root after the job's paths were checked is refused here, before any byte of it is read.
     """
+    if ROOT[0] is not None:
+        real = Path(os.path.realpath(path))
+        if not any(real == top or top in real.parents for top in (ROOT[0], *ROOT[1])):
+            raise PathEscape(f"{what} {str(path)!r} leads outside the data root (through a symbolic link).")
     try:
         mode = os.stat(path).st_mode
     except OSError:

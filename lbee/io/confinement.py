@@ -18,19 +18,14 @@ import stat
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-#: The active data root (process-wide: a service worker runs one job at a time, a server serves one root).
-_ROOT: Path | None = None
-
-
-class PathEscape(ValueError):
-    """A path that leads outside the data root."""
-
-
-# what a file must be to be read at all is below the grammar layer, which reads grammar files (lbee._files)
-from .._files import (  # noqa: E402, F401  (re-exported: io's readers name them from here)
+# what a file must be to be read at all is below the grammar layer, which reads grammar files (lbee._files); the
+# active data root lives there too, so that every reader checks it when it opens a file
+from .._files import (  # noqa: F401  (re-exported: io's readers name them from here)
     MAX_CONFIG_BYTES,
     MAX_TEXT_BYTES,
+    ROOT,
     NotRegularFile,
+    PathEscape,
     check_regular_file,
     file_kind,
     read_text_file,
@@ -76,19 +71,33 @@ def confine(value, root, key):
 
 def data_root():
     """The active data root, or None (no confinement: the command line)."""
-    return _ROOT
+    return ROOT[0]
 
 
 @contextmanager
-def confined_to(root):
-    """Within the block, every path a file names must lie inside ``root`` (None: no confinement)."""
-    global _ROOT
-    before = _ROOT
-    _ROOT = None if root is None else Path(root).resolve()
+def confined_to(root, *readable):
+    """Within the block, every path a file names must lie inside ``root`` (None: no confinement).
+
+    Every file a reader opens (`check_regular_file`) must then lie inside ``root``, one of the ``readable``
+    folders (a job's output folder, the cache) or lbee's own files (built-in sentence sets and grammars), resolved
+    when it is opened: a file swapped for a link out after the job's paths were checked is refused.
+    """
+    before = list(ROOT)
+    if root is None:
+        ROOT[:] = [None, ()]
+    else:
+        ROOT[:] = [Path(root).resolve(), tuple(Path(p).resolve() for p in (*readable, *_own_folders()) if p)]
     try:
-        yield _ROOT
+        yield ROOT[0]
     finally:
-        _ROOT = before
+        ROOT[:] = before
+
+
+def _own_folders():
+    """The folders of lbee's own data: the package (its weights), the built-in sentence sets and grammars."""
+    from ..grammar._reader import builtin_grammar_dir  # the built-in sentence sets live beside the grammars
+
+    return (Path(__file__).resolve().parents[1], builtin_grammar_dir())
 
 
 def resolve_named_path(ref, base, *, key, source):

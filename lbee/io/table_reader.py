@@ -60,12 +60,11 @@ def read_table(path, *, kind=None):
     """
     import pandas as pd
 
-    path = Path(path)
-    if not path.is_file():
-        if path.exists():  # a FIFO or a device: reading it would block or never end
-            from .confinement import check_regular_file
+    from .confinement import check_regular_file
 
-            check_regular_file(path, "Table")
+    path = Path(path)
+    check_regular_file(path, "Table")  # a FIFO or a device would block or never end; a link out of the root
+    if not path.is_file():
         raise FileNotFoundError(f"Table {str(path)!r} does not exist.")
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:

@@ -16,14 +16,37 @@ from pathlib import Path
 import numpy as np
 
 
+def check_stored_zip(path):
+    """Refuse a torch zip archive with compressed entries: a few MB can inflate to gigabytes when loaded.
+
+    ``torch.save`` writes its entries stored (uncompressed), so a state dict a model was saved as passes; the
+    legacy (non-zip) format is read as it is.
+    """
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        return
+    with zipfile.ZipFile(path) as archive:
+        packed = [i.filename for i in archive.infolist() if i.compress_type != zipfile.ZIP_STORED]
+    if packed:
+        raise ValueError(
+            f"`weights` {str(path)!r} has compressed entries ({packed[0]!r}, ...): a compressed archive can "
+            "inflate far beyond its size when loaded; save the state dict with torch.save, which stores them."
+        )
+
+
 def _load_state_dict(module, weights):
     import torch
 
     if weights is None:
         return module
+    from .._files import check_regular_file
+
     path = Path(weights)
+    check_regular_file(path, "`weights` file")  # a FIFO, a device, a link out of a job's data root
     if not path.is_file():
         raise FileNotFoundError(f"`weights` file {str(path)!r} does not exist.")
+    check_stored_zip(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # not a torch file, or a pickled object beyond plain tensors

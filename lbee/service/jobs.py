@@ -387,7 +387,11 @@ def run_job(db, settings, job_id, *, owner, attempt):
                 reused = _seed_world(settings, job, attempt, out)
                 if reused:
                     log(reused)
-                with confined_to(settings.root), job_warnings(lines, settings), listening(job_listener(beat_with)):
+                with (
+                    confined_to(settings.root, out, settings.cache_dir),
+                    job_warnings(lines, settings),
+                    listening(job_listener(beat_with)),
+                ):
                     reports, failures = run_dataset(  # pages without links to files: no server path in them
                         ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log, links=False
                     )

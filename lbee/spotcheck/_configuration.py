@@ -257,10 +257,14 @@ def _read_png(path):
 def load_classifier_weights(path):
     import torch
 
+    from .._files import check_regular_file
+    from ..scoring.classifier import check_stored_zip
     from ._network import SquareClassifier
 
     model = SquareClassifier()
     try:
+        check_regular_file(path, "Model weights")  # a link out of a job's data root
+        check_stored_zip(path)  # a compressed archive can inflate to gigabytes
         model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     except (RuntimeError, OSError, ValueError) as exc:
         raise CorruptECError(f"Model weights {str(path)!r} cannot be loaded: {exc}") from None
