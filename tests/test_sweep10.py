@@ -1,10 +1,8 @@
 """The tenth hostile-input sweep's findings (issue 32): each one reproduced, and refused or right now."""
 
-import os
 import zipfile
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from lbee.io.confinement import PathEscape, confined_to
