@@ -933,6 +933,14 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     assert client.get(f"/v1/runs/{run['id']}/images/999/thumbnail", headers=read).status_code == 404
     assert client.get(f"/v1/runs/{run['id']}/groups/0/images").status_code == 401
     assert 'class="browse-link"' in client.get("/", headers=read).text
+    # tenth sweep S3: a run whose stored files lbee's reader refuses said so with the output folder's absolute path
+    folder = settings.output / run["folder"] if "folder" in run else None
+    stored = next((settings.output / "jobs").rglob("images.parquet")) if folder is None else folder / "images.parquet"
+    (stored.parent / "explanation.json").write_text("{}")
+    stored.unlink()
+    for url in (f"/v1/runs/{run['id']}/groups/0/images", f"/v1/compare?a={run['id']}&b={run['id']}"):
+        r = client.get(url, headers=read)
+        assert r.status_code in (404, 422) and str(settings.output) not in r.text, (url, r.text)
 
 
 def test_a_run_on_random_weights_carries_the_banner_on_the_run_list_and_its_report(service, data_root):

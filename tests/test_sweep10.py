@@ -58,3 +58,51 @@ def test_a_compressed_weights_archive_is_refused_before_it_inflates(tmp_path):
         _load_state_dict(torch.nn.Linear(3, 1), bomb)
     with pytest.raises(ValueError, match="lacks|missing|parameter"):  # a stored archive goes on to the check
         _load_state_dict(torch.nn.Linear(3, 1), good)
+
+
+def test_the_client_never_follows_a_redirect_with_the_token(tmp_path):
+    """S2: `lbee submit` followed a 302 to another host with the bearer token, and took a GET's answer there as
+    the job it had submitted."""
+    import http.server
+    import threading
+
+    from lbee.service.client import Client, ServiceError
+
+    seen = []
+
+    class Other(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"id": "abc", "status": "done"}')
+
+        def log_message(self, *args):
+            pass
+
+    other = http.server.HTTPServer(("127.0.0.1", 0), Other)
+
+    class Redirector(http.server.BaseHTTPRequestHandler):
+        def _go(self):
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{other.server_port}{self.path}")
+            self.end_headers()
+
+        do_GET = do_POST = _go  # noqa: N815
+
+        def log_message(self, *args):
+            pass
+
+    first = http.server.HTTPServer(("127.0.0.1", 0), Redirector)
+    for server in (first, other):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = Client(f"http://127.0.0.1:{first.server_port}", token="lbee_SECRET")
+        with pytest.raises(ServiceError, match="answered with a redirect to .*never redirects, so the token"):
+            client.submit({"name": "x", "spotcheck": {"seed": 0}})
+        with pytest.raises(ServiceError, match="redirect"):
+            client.job("abc")
+    finally:
+        first.shutdown()
+        other.shutdown()
+    assert seen == []

@@ -246,7 +246,9 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
 
     @app.exception_handler(ValueError)
     async def _value_error(request, exc):  # bad input anywhere below is the client's: 422 with the message
-        return JSONResponse({"detail": str(exc)}, status_code=422)
+        from .paths import redact_paths
+
+        return JSONResponse({"detail": redact_paths(str(exc), settings)}, status_code=422)  # no server path
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request, exc):  # FastAPI's own, with one readable line per problem first

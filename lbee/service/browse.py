@@ -33,7 +33,10 @@ def add_browse_routes(app, ctx):
         try:
             return folder, stored_images_table(folder)
         except ValueError as exc:
-            raise HTTPException(404, f"run {run.id} has no per-image table: {exc}") from None
+            from .paths import redact_paths
+
+            detail = redact_paths(f"run {run.id} has no per-image table: {exc}", settings)  # no server path
+            raise HTTPException(404, detail) from None
 
     def page_of(run_id, group, page, sort):
         run = ctx.run(run_id)

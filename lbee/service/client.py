@@ -109,6 +109,30 @@ def _not_json(value, where=""):
     return where, value
 
 
+#: The largest answer the client reads (a report page is a few MB; a stream that never ends is cut here).
+MAX_RESPONSE_BYTES = 512 << 20
+
+
+class _Redirected(Exception):
+    def __init__(self, target):
+        super().__init__(target)
+        self.target = target
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect handler that follows none: lbee's API never redirects.
+
+    Following one would send the bearer token to another host and turn a POST into a GET (urllib copies the
+    headers and drops the body).
+    """
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise _Redirected(newurl)
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
 class Client:
     """Talks to one ``lbee serve``.
 
@@ -144,8 +168,15 @@ class Client:
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                payload = resp.read()
+            with _OPENER.open(req, timeout=self.timeout) as resp:
+                payload = resp.read(MAX_RESPONSE_BYTES + 1)
+            if len(payload) > MAX_RESPONSE_BYTES:
+                raise ServiceError(f"{method} {path}: the answer is larger than {MAX_RESPONSE_BYTES >> 20} MiB.")
+        except _Redirected as exc:
+            raise ServiceError(
+                f"{method} {path}: the server at {self.url} answered with a redirect to {exc.target!r}; lbee's API "
+                "never redirects, so the token was not sent there: check the URL (http or https, host, port)."
+            ) from None
         except urllib.error.HTTPError as exc:
             text = exc.read().decode("utf-8", "replace")
             try:
