@@ -40,6 +40,27 @@ def check_regular_file(path, what):
         raise NotRegularFile(f"{what} {str(path)!r} is {file_kind(mode)}, not a regular file.")
 
 
+#: A file of more bytes than this with under 1/8 of them written is refused as sparse (`refuse_sparse`).
+SPARSE_MIN_BYTES = 64 << 20
+
+
+def refuse_sparse(path, what):
+    """Refuse a large file that holds far fewer bytes on disk than its size: a sparse file, mostly never written.
+
+    ``truncate -s 4G`` makes one in no time; read whole it costs its declared size in memory. A file of more than
+    `SPARSE_MIN_BYTES` with less than an eighth of them on disk is refused before it is read.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if st.st_size > SPARSE_MIN_BYTES and getattr(st, "st_blocks", st.st_size) * 512 < st.st_size / 8:
+        raise ValueError(
+            f"{what} {str(path)!r} is a sparse file: {st.st_size:,} bytes, of which "
+            f"{st.st_blocks * 512:,} were ever written; expected a file written in full."
+        )
+
+
 #: The largest text file lbee reads whole: sentence files, their ``.conditions.tsv``, ``explanation.json``.
 MAX_TEXT_BYTES = 1 << 30
 #: The largest configuration lbee reads: a grammar, a ``lbee report`` config, a job entry.

@@ -1,5 +1,6 @@
 """The tenth hostile-input sweep's findings (issue 32): each one reproduced, and refused or right now."""
 
+import os
 import zipfile
 
 import numpy as np
@@ -106,3 +107,53 @@ def test_the_client_never_follows_a_redirect_with_the_token(tmp_path):
         first.shutdown()
         other.shutdown()
     assert seen == []
+
+
+def test_a_parquet_that_declares_millions_of_rows_in_a_few_kilobytes_is_refused_before_reading(tmp_path):
+    """H2: a 743 KB parquet declared 100 million rows (21.6 GB in pandas); 5 million in 39 KB took 1.5 GB and 22 s."""
+    import time
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lbee.io.table_reader import read_table
+
+    n = 3_000_000
+    table = pa.table({"image": pa.array(["a.png"] * n).dictionary_encode(), "confidence": pa.array([0.5] * n)})
+    pq.write_table(table, tmp_path / "bomb.parquet", compression="zstd")
+    assert (tmp_path / "bomb.parquet").stat().st_size < 100_000
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"declares 3,000,000 rows in [\d,]+ bytes"):
+        read_table(tmp_path / "bomb.parquet", kind="predictions")
+    assert time.perf_counter() - t0 < 5
+    ok = pa.table({"image": [f"{i}.png" for i in range(1000)], "confidence": [0.5] * 1000})
+    pq.write_table(ok, tmp_path / "ok.parquet")
+    assert len(read_table(tmp_path / "ok.parquet", kind="predictions")) == 1000
+
+
+def test_a_sparse_npy_or_table_costs_nothing_before_its_shape_or_size_is_refused(tmp_path):
+    """H3: a 6 GB Γ `.npy` of 4 KB on disk took 6 GB of memory before its shape was refused; a sparse
+    `saliency.csv` was read whole (out of memory at 4.5 GB)."""
+    import resource
+    import time
+
+    from numpy.lib import format as npformat
+
+    from lbee.io.relevance import load_relevance
+    from lbee.io.table_reader import read_table
+
+    path = tmp_path / "gamma.npy"
+    with open(path, "wb") as fh:  # a header for 2000 x 1,000,000 bools, then a hole: 2 GB declared, nothing written
+        npformat.write_array_header_1_0(fh, {"descr": "|b1", "fortran_order": False, "shape": (2000, 1_000_000)})
+        fh.truncate(fh.tell() + 2000 * 1_000_000)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"has shape \(2000, 1000000\); expected \(2000, 3\)"):
+        load_relevance(path, [f"{i}.png" for i in range(2000)], ["a", "b", "c"])
+    assert time.perf_counter() - t0 < 5
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # KiB: far from 2 GB
+    table = tmp_path / "saliency.csv"
+    table.write_text("image,iou\n")
+    os.truncate(table, 200 << 20)
+    with pytest.raises(ValueError, match="is a sparse file"):
+        read_table(table)

@@ -52,6 +52,10 @@ def check_embeddings(array, path, name):
             raise ValueError(f"{name} {str(path)!r}: row {row} holds a NaN or inf; expected finite numbers only.")
 
 
+#: Arrays of more bytes than this are memory-mapped by `load_npy` (read-only, as ``mmap=True``), not read whole.
+LOAD_WHOLE_BYTES = 256 << 20
+
+
 def load_npy(path, name, *, mmap=False):
     """A ``.npy`` array, or a ``ValueError`` naming the option and file (``mmap``: read the header only).
 
@@ -75,7 +79,10 @@ def load_npy(path, name, *, mmap=False):
             f"Cannot read {name} {str(path)!r}: it is an .npz archive (np.savez), expected a .npy array; "
             "save the array with np.save."
         )
-    _check_complete(path, name)
+    declared = _check_complete(path, name)
+    # past LOAD_WHOLE_BYTES an array is mapped, not read: its caller checks the shape from the header first, so a
+    # sparse file declaring gigabytes it never wrote costs nothing (a 6 GB Γ of 4 KB on disk took 6 GB of memory)
+    mmap = mmap or (declared is not None and declared > LOAD_WHOLE_BYTES)
     try:
         array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except EOFError:
@@ -102,6 +109,7 @@ def _check_complete(path, name):
 
     Said as the service says it for an upload, instead of numpy's ``mmap length is greater than file size``.
     A header numpy cannot read (or a format version this check does not know) is left to ``np.load``'s message.
+    Returns the data bytes the header declares (None when it is left to ``np.load``).
     """
     import os
 
@@ -140,3 +148,4 @@ def _check_complete(path, name):
             f"Cannot read {name} {str(path)!r}: truncated: its header claims shape {shape} ({needed} bytes of "
             f"{dtype}) but the file holds {held} bytes of data; expected a complete .npy file (np.save)."
         )
+    return needed

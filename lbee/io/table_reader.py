@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .._files import refuse_sparse
 from .._validation import NUMBER_PATTERN  # a number in a cell: ASCII digits, not 1_000 or nan
-from .table_header import check_header, refuse_repeated_columns, refuse_too_many_columns
+from .table_header import check_header, refuse_parquet_bomb, refuse_repeated_columns, refuse_too_many_columns
 
 logger = logging.getLogger("lbee")
 
@@ -66,6 +67,7 @@ def read_table(path, *, kind=None):
     check_regular_file(path, "Table")  # a FIFO or a device would block or never end; a link out of the root
     if not path.is_file():
         raise FileNotFoundError(f"Table {str(path)!r} does not exist.")
+    refuse_sparse(path, "Table")
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise ValueError(f"Table {str(path)!r} has suffix {suffix!r}; expected .csv, .tsv or .parquet.")
@@ -80,6 +82,7 @@ def read_table(path, *, kind=None):
             names = []
         refuse_repeated_columns(names, path)
         refuse_too_many_columns(len(names), path)
+        refuse_parquet_bomb(path)
     try:
         if suffix in (".parquet", ".pq"):
             table, fmt = pd.read_parquet(path), "parquet"

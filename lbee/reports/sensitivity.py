@@ -114,7 +114,11 @@ def sensitivity_panel_html(summary, *, saliency=None, n_least=8, thumbnails=None
             f"{e(summary['per_sigma'][0].get('rfs_reason', 'ā is 0 or 1'))}.</p>"
         )
     if saliency is not None:
-        table = saliency if isinstance(saliency, pd.DataFrame) else pd.read_csv(saliency)
+        if not isinstance(saliency, pd.DataFrame):
+            from ..io.table_reader import read_table  # confined, bounded, its header checked
+
+            saliency = read_table(saliency)
+        table = saliency
         if not {"image", "iou"} <= set(table.columns):
             raise ValueError(f"The saliency table needs columns 'image' and 'iou'; found {list(table.columns)}.")
         least = table.sort_values("iou", kind="stable", na_position="last").head(n_least)

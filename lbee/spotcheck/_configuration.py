@@ -154,6 +154,9 @@ class ExperimentalConfiguration:
             if (folder / "ec.json").stat().st_size > MAX_EC_JSON_BYTES:
                 raise ValueError(f"ec.json is over {MAX_EC_JSON_BYTES:,} bytes; a world's is a few kB")
             definition = loads_each_key_once((folder / "ec.json").read_text())
+            from ..io.table_header import refuse_parquet_bomb
+
+            refuse_parquet_bomb(folder / "metadata.parquet", "EC file 'metadata.parquet'")
             meta = pd.read_parquet(folder / "metadata.parquet")
         except (OSError, ValueError) as exc:
             raise CorruptECError(f"EC folder {str(folder)!r} is incomplete or corrupt: {exc}") from None
