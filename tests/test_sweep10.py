@@ -157,3 +157,55 @@ def test_a_sparse_npy_or_table_costs_nothing_before_its_shape_or_size_is_refused
     os.truncate(table, 200 << 20)
     with pytest.raises(ValueError, match="is a sparse file"):
         read_table(table)
+
+
+def test_embed_and_sweep_never_write_over_their_own_inputs_even_with_overwrite(tmp_path):
+    """L1: `lbee embed --overwrite` rewrote its own sentence file (its comments gone) and a manifest named ids.txt;
+    `lbee sweep --overwrite` replaced a predictions file named sweep.csv with its table."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    (tmp_path / "emb").mkdir()
+    sentences = tmp_path / "emb" / "sentences.txt"
+    sentences.write_text("# mine, curated\nAn image of a square\n")
+    r = CliRunner().invoke(
+        cli,
+        [
+            "embed",
+            "--sentences",
+            str(sentences),
+            "--encoder",
+            "spotcheck",
+            "--out",
+            str(tmp_path / "emb"),
+            "--overwrite",
+        ],
+        obj={},
+    )
+    assert r.exit_code != 0 and "is the input file" in r.output, r.output
+    assert sentences.read_text().startswith("# mine, curated")
+    (tmp_path / "sw").mkdir()
+    preds = tmp_path / "sw" / "sweep.csv"
+    preds.write_text("image,confidence\na.png,0.5\n")
+    np.save(tmp_path / "x.npy", np.eye(3))
+    r = CliRunner().invoke(
+        cli,
+        [
+            "sweep",
+            "--image-embeddings",
+            str(tmp_path / "x.npy"),
+            "--sentence-embeddings",
+            str(tmp_path / "x.npy"),
+            "--predictions",
+            str(preds),
+            "--relevance",
+            str(tmp_path / "x.npy"),
+            "--out",
+            str(tmp_path / "sw"),
+            "--overwrite",
+        ],
+        obj={},
+    )
+    assert r.exit_code != 0 and "is the input file" in r.output, r.output
+    assert preds.read_text() == "image,confidence\na.png,0.5\n"

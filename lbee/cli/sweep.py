@@ -158,7 +158,9 @@ def sweep(
         check_encoder_spec(encoder, weights=True)
     check_writable_folder(out, "--out")
     try:  # before any embedding or describe
-        check_no_replace([Path(out) / "sweep.csv", Path(out) / "sweep.png"], overwrite=overwrite)
+        given = (images, image_embeddings, sentence_embeddings, sentence_set, predictions, relevance)
+        inputs = [p for p in given if isinstance(p, str) and Path(p).is_file()]  # never replaced, even --overwrite
+        check_no_replace([Path(out) / "sweep.csv", Path(out) / "sweep.png"], overwrite=overwrite, inputs=inputs)
     except OutputExistsError as exc:
         fail(exc)
     obj = ctx.obj or {}

@@ -99,7 +99,8 @@ def embed_to_folder(
 
     out = Path(out)
     parts = (IMAGE_FILES if images is not None else ()) + (SENTENCE_FILES if sentence_set is not None else ())
-    check_no_replace([out / name for name in parts], overwrite=overwrite)  # before any work
+    inputs = [p for p in (images, sentence_set) if p is not None and Path(p).is_file()]  # a manifest, a sentence file
+    check_no_replace([out / name for name in parts], overwrite=overwrite, inputs=inputs)  # before any work
     caveat = encoder_caveat(encoder_spec, images) if images is not None else None
     if caveat and log:  # said once, before the work
         log(f"Warning: {caveat}")
