@@ -209,3 +209,37 @@ def test_embed_and_sweep_never_write_over_their_own_inputs_even_with_overwrite(t
     )
     assert r.exit_code != 0 and "is the input file" in r.output, r.output
     assert preds.read_text() == "image,confidence\na.png,0.5\n"
+
+
+def test_zero_padded_class_names_are_read_as_written(tmp_path):
+    """W1: classes named 01, 10, 00 were read as the column positions 1, 10, 0 (pandas makes '01' the number 1): a
+    model right on every image was reported wrong on 68 % of them, under a warning saying the opposite; manifest
+    labels 01 / 00 gave an error rate of 1.0 with no warning."""
+    from lbee.io.predictions import validate_predictions
+    from lbee.io.schemas import validate_manifest
+    from lbee.io.table_reader import read_table
+    from lbee.run.scores import with_manifest_labels
+
+    path = tmp_path / "p.csv"
+    rows = ["image,prob_01,prob_10,prob_00,label", "a.png,0.9,0.05,0.05,01", "b.png,0.05,0.9,0.05,10"]
+    path.write_text("\n".join([*rows, "c.png,0.05,0.05,0.9,00"]) + "\n")
+    pred = validate_predictions(read_table(path))
+    assert pred.labels.tolist() == [0, 1, 2] and (pred.probs.argmax(1) == pred.labels).all()
+    path.write_text("image,prob_cat,prob_dog,label\na.png,0.9,0.1,00\nb.png,0.2,0.8,01\n")  # no class so named
+    with pytest.raises(ValueError, match=r"column 'label' holds invalid class value"):
+        validate_predictions(read_table(path))
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("path,label\na.png,01\nb.png,00\n")
+    _, labels = validate_manifest(read_table(manifest))
+    assert labels.tolist() == ["01", "00"]
+    table = tmp_path / "q.csv"
+    table.write_text("image,prob_01,prob_00\na.png,0.9,0.1\nb.png,0.2,0.8\n")
+    scores = with_manifest_labels(_scores(read_table(table)), labels, ["01", "00"])
+    assert scores.labels.tolist() == [0, 1] and scores.performance.tolist() == [1.0, 1.0]
+
+
+def _scores(table):
+    from types import SimpleNamespace
+
+    probs = table[["prob_01", "prob_00"]].to_numpy()
+    return SimpleNamespace(probs=probs, confidence=probs.max(1), labels=None, preds=None, performance=None)
