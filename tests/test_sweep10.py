@@ -243,3 +243,20 @@ def _scores(table):
 
     probs = table[["prob_01", "prob_00"]].to_numpy()
     return SimpleNamespace(probs=probs, confidence=probs.max(1), labels=None, preds=None, performance=None)
+
+
+def test_a_slicer_s_groups_hold_hard_images_only(tmp_path):
+    """W2: Domino with an explicit n_slices put every easy image into the "hard" groups; the run ended done and
+    lbee's own evaluate and image browser refused it."""
+    import lbee
+    from lbee.core.explanation_checks import check_partition
+    from lbee.slicers import DominoSlicer
+
+    rng = np.random.default_rng(0)
+    X, S = rng.normal(size=(400, 8)), rng.normal(size=(10, 8))
+    phi = rng.random(400)
+    exp = lbee.explain(X, S, confidence=phi, slicer=DominoSlicer(n_slices=20, random_state=0), method="tops")
+    check_partition(exp.hard_clusters, exp.easy_clusters, "explanation")
+    hard = set(np.concatenate([c.indices for c in exp.hard_clusters]).tolist())
+    easy = set(np.concatenate([c.indices for c in exp.easy_clusters]).tolist())
+    assert hard and not hard & easy and len(hard) == exp.params["n_hard"]

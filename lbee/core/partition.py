@@ -133,7 +133,11 @@ class Partition:
             )
         # another slicer gets the unit rows as an in-memory array
         groups: list[IntArray] = self.slicer.hard_groups(np.asarray(images), confidence=confidence, hard=hard)
-        return groups
+        # a hard group holds hard images only: a slicer's slice (Domino's, with its own n_slices) spans the easy
+        # split too, and an image in a hard and an easy group makes an explanation no reader accepts
+        mask = np.asarray(hard, dtype=bool)
+        kept = [np.asarray(g, dtype=np.int64)[mask[np.asarray(g, dtype=np.int64)]] for g in groups]
+        return [g for g in kept if len(g)]
 
     def fit(
         self,
