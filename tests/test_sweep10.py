@@ -4,6 +4,7 @@ import os
 import zipfile
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from lbee.io.confinement import PathEscape, confined_to
@@ -260,3 +261,32 @@ def test_a_slicer_s_groups_hold_hard_images_only(tmp_path):
     hard = set(np.concatenate([c.indices for c in exp.hard_clusters]).tolist())
     easy = set(np.concatenate([c.indices for c in exp.easy_clusters]).tolist())
     assert hard and not hard & easy and len(hard) == exp.params["n_hard"]
+
+
+def test_an_edited_assignments_parquet_is_refused_by_evaluate(tmp_path):
+    """W3: `lbee evaluate` reads ω from assignments.parquet by default, and an inverted ω changed every metric with
+    no warning (explanation.json's digest covers only itself)."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    rng = np.random.default_rng(0)
+    n, d = 120, 6
+    np.save(tmp_path / "x.npy", rng.normal(size=(n, d)))
+    np.save(tmp_path / "s.npy", rng.normal(size=(d, d)))
+    (tmp_path / "s.txt").write_text("\n".join(f"sentence {j}" for j in range(d)) + "\n")
+    (tmp_path / "p.csv").write_text(
+        "image,confidence,performance\n" + "".join(f"{i}.png,{rng.random():.4f},{i % 3 != 0:d}\n" for i in range(n))
+    )
+    np.save(tmp_path / "g.npy", rng.random((n, d)) < 0.3)
+    args = ["describe", "--image-embeddings", str(tmp_path / "x.npy"), "--sentence-embeddings", str(tmp_path / "s.npy")]
+    args += ["--sentences", str(tmp_path / "s.txt"), "--predictions", str(tmp_path / "p.csv"), "--tau", "0.25"]
+    r = CliRunner().invoke(cli, [*args, "--clusters", "2", "--confirm", "0", "--out", str(tmp_path / "run")], obj={})
+    assert r.exit_code == 0, r.output
+    evaluate = ["evaluate", str(tmp_path / "run"), "--relevance", str(tmp_path / "g.npy")]
+    assert CliRunner().invoke(cli, evaluate, obj={}).exit_code == 0
+    table = pd.read_parquet(tmp_path / "run" / "assignments.parquet")
+    table["performance"] = 1.0 - table["performance"]
+    table.to_parquet(tmp_path / "run" / "assignments.parquet", index=False)
+    r = CliRunner().invoke(cli, [*evaluate, "--overwrite"], obj={})
+    assert r.exit_code != 0 and "differ from the ones its run recorded" in r.output, r.output

@@ -83,6 +83,7 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
         assign = path.parent / "assignments.parquet"
         if assign.is_file():  # the run's image order: an edited explanation.json must not pair Γ rows with others
             _check_same_images(ids, read_table(assign), path, assign)
+            _check_assignments_digest(payload, read_table(assign), assign)
         if performance is None:
             if not assign.exists():
                 raise LbeeError("No --performance given and no assignments.parquet beside the explanation.")
@@ -149,6 +150,19 @@ def _default_target(folder):
     beside = folder / "evaluate_metrics.json"
     click.echo(f"{target} holds another command's metrics (a report's); writing {beside.name} beside it.", err=True)
     return beside
+
+
+def _check_assignments_digest(payload, assignments, assign):
+    """Refuse an ``assignments.parquet`` whose values differ from those its run recorded (ω is read from it)."""
+    from ..run.outputs import assignments_digest
+
+    recorded = payload.get("assignments_sha256")
+    if recorded is not None and assignments_digest(assignments) != recorded:
+        raise ValueError(
+            f"{assign}: its values (split, group, confidence, ω) differ from the ones its run recorded "
+            "(explanation.json's assignments_sha256): the file was edited or belongs to another run. Give ω "
+            "explicitly with --performance, or run again."
+        )
 
 
 def _check_same_images(ids, assignments, explanation, assign):

@@ -138,3 +138,30 @@ def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
     check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs)
     with staged_entries(out, replaces=RUN_ENTRIES) as stage:
         yield stage
+
+
+#: The columns of ``assignments.parquet`` whose values ``explanation.json`` records a digest of.
+DIGESTED_COLUMNS = ("image", "split", "cluster", "confidence", "performance")
+
+
+def assignments_digest(table):
+    """sha256 of ``assignments.parquet``'s values (`DIGESTED_COLUMNS`), as ``explanation.json`` records it.
+
+    ``lbee evaluate`` reads ω from that file by default: an edited ω (inverted, say) would change every metric in
+    silence. Floats are digested as float64 bytes, text as UTF-8, so the digest does not depend on parquet's layout.
+    """
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for column in DIGESTED_COLUMNS:
+        if column not in table.columns:
+            continue
+        values = table[column]
+        h.update(column.encode() + b"\0")
+        if values.dtype.kind in "iuf":
+            h.update(np.ascontiguousarray(values.to_numpy(dtype=np.float64)).tobytes())
+        else:
+            h.update("\0".join(map(str, values)).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()

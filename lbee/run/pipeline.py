@@ -363,6 +363,7 @@ def assignments_table(result):
 def write_outputs(result, out_dir):
     """Write ``explanation.json``, ``assignments.parquet`` and ``report.md`` into ``out_dir``."""
     from ..core.explanation_payload import PAYLOAD_FORMAT, compact_payload, content_digest, rows_digest
+    from .outputs import assignments_digest
     from .text import render_markdown
 
     out = Path(out_dir)
@@ -382,10 +383,11 @@ def write_outputs(result, out_dir):
         **result.extra,
     }
     payload["format"] = PAYLOAD_FORMAT  # the digests below are required from this format on
+    table = assignments_table(result)
+    payload["assignments_sha256"] = assignments_digest(table)  # ω for lbee evaluate: an edit is refused on reading
     # any edit is refused on reading; digested as the reader will see it (int keys become strings, tuples lists)
     payload["content_sha256"] = content_digest(json.loads(json.dumps(payload)))
     atomic_write_bytes(out / "explanation.json", json.dumps(payload, separators=(",", ":")).encode())
-    table = assignments_table(result)
     import io
 
     buf = io.BytesIO()
