@@ -290,3 +290,23 @@ def test_an_edited_assignments_parquet_is_refused_by_evaluate(tmp_path):
     table.to_parquet(tmp_path / "run" / "assignments.parquet", index=False)
     r = CliRunner().invoke(cli, [*evaluate, "--overwrite"], obj={})
     assert r.exit_code != 0 and "differ from the ones its run recorded" in r.output, r.output
+
+
+def test_a_world_whose_metadata_was_edited_is_refused(demo_run, tmp_path):
+    """W4: a world whose metadata.parquet said a square was both present and absent loaded without a word, and
+    the metrics moved (AHR of compose 1.0 -> 0.21)."""
+    import shutil
+
+    from lbee.spotcheck import ExperimentalConfiguration
+    from lbee.spotcheck._configuration import CorruptECError
+
+    out, _ = demo_run
+    world = tmp_path / "ec"
+    shutil.copytree(out / "ec", world)
+    assert ExperimentalConfiguration.load(world, load_images=False).seed is not None
+    meta = pd.read_parquet(world / "metadata.parquet")
+    column = next(c for c in meta.columns if "presence" in c and "square" in c)
+    meta.loc[meta["split"] == "test", column] = "false"
+    meta.to_parquet(world / "metadata.parquet", index=False)
+    with pytest.raises(CorruptECError, match="metadata.parquet differs from the one the world was saved with"):
+        ExperimentalConfiguration.load(world, load_images=False)

@@ -136,6 +136,8 @@ class ExperimentalConfiguration:
             "blindspot_descriptions": self.describe_blindspots(),
             "verification": self.verification,
             "sizes": {s: int(len(self.images[s])) for s in SPLITS},
+            # the attributes every metric is scored against: an edited metadata.parquet is refused on loading
+            "metadata_sha256": _file_sha256(folder / "metadata.parquet"),
         }
         (folder / "ec.json").write_text(json.dumps(definition, indent=1))
 
@@ -154,6 +156,12 @@ class ExperimentalConfiguration:
             if (folder / "ec.json").stat().st_size > MAX_EC_JSON_BYTES:
                 raise ValueError(f"ec.json is over {MAX_EC_JSON_BYTES:,} bytes; a world's is a few kB")
             definition = loads_each_key_once((folder / "ec.json").read_text())
+            recorded = definition.get("metadata_sha256") if isinstance(definition, dict) else None
+            if recorded is not None and recorded != _file_sha256(folder / "metadata.parquet"):
+                raise ValueError(
+                    "metadata.parquet differs from the one the world was saved with (ec.json's metadata_sha256): "
+                    "its attributes, labels or blindspots were edited"
+                )
             from ..io.table_header import refuse_parquet_bomb
 
             refuse_parquet_bomb(folder / "metadata.parquet", "EC file 'metadata.parquet'")
@@ -240,6 +248,12 @@ def _check_metadata(meta, folder):
 def _image_file(split, index):
     """Where a world keeps image ``index`` of ``split``, relative to its folder."""
     return f"images/{split}/{int(index):05d}.png"
+
+
+def _file_sha256(path):
+    from ..io.cache import file_sha256
+
+    return file_sha256(path)
 
 
 def _read_png(path):
