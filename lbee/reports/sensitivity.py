@@ -26,9 +26,9 @@ def _class_bars(summary):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    from ..analyses.sensitivity_outputs import figure_bytes
+    from ..analyses.sensitivity_outputs import drawn_classes, figure_bytes
 
-    classes = list(summary.get("per_class", {}))
+    classes = drawn_classes(summary)  # at most CLASSES_DRAWN: the lowest mean RFS when there are more
     vals = [summary["per_class"][c]["rfs_mean"] for c in classes]
     fig, ax = plt.subplots(figsize=(max(3.5, 0.5 * len(classes) + 1), 2.8))
     ax.bar(
@@ -107,6 +107,13 @@ def sensitivity_panel_html(summary, *, saliency=None, n_least=8, thumbnails=None
     ]
     if summary.get("per_class"):
         parts.append(_png_img(_class_bars(summary), "RFS per class"))
+        from ..analyses.sensitivity_outputs import CLASSES_DRAWN
+
+        if len(summary["per_class"]) > CLASSES_DRAWN:
+            parts.append(
+                f"<p>The {CLASSES_DRAWN} classes of lowest mean RFS of {len(summary['per_class']):,} are drawn; "
+                "summary.json holds every one.</p>"
+            )
     undefined = [b["sigma"] for b in summary["per_sigma"] if b.get("rfs") is None]
     if undefined:
         parts.append(
