@@ -396,7 +396,7 @@ def test_the_cli_refuses_settings_out_of_range_with_a_clear_error(tmp_path):
         (["sweep", "--o", "11", "--predictions", __file__, "--relevance", __file__], "not in the range 0.0<=x<=10.0"),
         (["describe", str(tmp_path), "--batch-size", "100000"], "100000 is not in the range 1<=x<=65536"),
         (["describe", str(tmp_path), "--num-workers", "1000"], "1000 is not in the range 0<=x<=256"),
-        (["describe", str(tmp_path), "--image-size", "100000"], "100000 is not in the range 1<=x<=4096"),
+        (["describe", str(tmp_path), "--image-size", "100000"], "100000 is not in the range 1<=x<=1024"),
         (["embed", str(tmp_path), "--batch-size", "100000", "--out", str(tmp_path / "e")], "1<=x<=65536"),
         (["vqa", "--images", str(tmp_path), "--batch-size", "100000"], "1<=x<=65536"),
     ):

@@ -354,3 +354,19 @@ def test_a_sensitivity_summary_of_thousands_of_classes_draws_a_bounded_figure():
     shown = drawn_classes(summary)
     rest = [v["rfs_mean"] for c, v in per_class.items() if c not in set(shown)]
     assert len(shown) == CLASSES_DRAWN and max(per_class[c]["rfs_mean"] for c in shown) <= min(rest)
+
+
+def test_a_model_batch_is_bounded_by_its_pixels():
+    """H6: four 4,096-px images asked a resnet18 for more than 6 GB; the side is now at most 1,024 and a batch holds
+    at most MAX_BATCH_PIXELS input pixels."""
+    from lbee.run.limits import MAX_BATCH_PIXELS, MAX_IMAGE_SIZE
+    from lbee.run.scores import model_batch_size
+
+    assert MAX_IMAGE_SIZE == 1024
+    assert model_batch_size(64, 224) == 64 and model_batch_size(1000, 224) == MAX_BATCH_PIXELS // 224**2
+    assert model_batch_size(64, 1024) == 16 and model_batch_size(64, None) == 64
+    assert all(
+        model_batch_size(b, s) * s * s <= MAX_BATCH_PIXELS or model_batch_size(b, s) == 1
+        for b in (1, 7, 64, 4096)
+        for s in (32, 224, 518, 1024)
+    )

@@ -18,6 +18,7 @@ __all__ = [
     "MAX_CLASSES_SHOWN",
     "MAX_CLUSTERS",
     "MAX_IMAGE_SIZE",
+    "MAX_BATCH_PIXELS",
     "MAX_K",
     "MAX_NUM_CLASSES",
     "MAX_NUM_WORKERS",
@@ -52,9 +53,13 @@ MAX_CLASSES_SHOWN = 1000
 MAX_BATCH_SIZE = 65_536
 MAX_NUM_WORKERS = 256
 #: A model's classes and its input side in pixels: a million classes made a 2 GB output layer of a small network,
-#: and a 16,384-pixel side a 3 GB input tensor per image (ImageNet-21k has 21,841 classes).
+#: and a 16,384-pixel side a 3 GB input tensor per image (ImageNet-21k has 21,841 classes; a model's input side is
+#: rarely above 518).
 MAX_NUM_CLASSES = 100_000
-MAX_IMAGE_SIZE = 4096
+MAX_IMAGE_SIZE = 1024
+#: Input pixels of one batch of a model (image_size² × images): the batch shrinks to fit (at 224 px, 334 images;
+#: at 1,024 px, 16). Four 4,096-px images asked a resnet18 for more than 6 GB.
+MAX_BATCH_PIXELS = 64 * 512 * 512
 #: The most conjunctions `lbee sentences generate --limit` may allow: each is a sentence to embed, and 131 M of them
 #: took 2.8 GB before a sentence was written.
 MAX_SENTENCE_LIMIT = 2_000_000

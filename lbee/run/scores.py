@@ -123,7 +123,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
             net,
             inputs.image_paths,
             transform=default_transform(model.image_size),
-            batch_size=ds.batch_size,
+            batch_size=model_batch_size(ds.batch_size, model.image_size),
             num_workers=ds.num_workers,
             device=device,
             progress=progress,
@@ -278,3 +278,11 @@ def _segmentation_scores(ds, model, inputs, device, progress):
         None,
         extra,
     )
+
+
+def model_batch_size(batch_size, image_size):
+    """Images per model batch: ``batch_size``, fewer when their pixels would pass `MAX_BATCH_PIXELS`."""
+    from .limits import MAX_BATCH_PIXELS
+
+    side = int(image_size or 224)
+    return max(1, min(int(batch_size), MAX_BATCH_PIXELS // (side * side)))
