@@ -50,6 +50,14 @@ def actor_pool(worker_cls, args, *, num_actors=None, gpus_per_actor=None, addres
     if num_actors is None:
         num_actors = int(gpus // gpus_per_actor) if gpus_per_actor else int(resources.get("CPU", 1))
     num_actors = max(1, int(num_actors))
+    # an actor the cluster cannot place never starts, and work handed to it waits forever: refused here
+    slots = int(gpus // gpus_per_actor) if gpus_per_actor else int(resources.get("CPU", 1))
+    if num_actors > max(slots, 1):
+        what = f"{gpus:g} GPU(s) at {gpus_per_actor:g} each" if gpus_per_actor else f"{slots} CPU(s)"
+        raise ValueError(
+            f"{num_actors} actors asked, but the Ray cluster has room for {max(slots, 1)} ({what}); an actor it "
+            f"cannot place never starts. Give --num-actors {max(slots, 1)} or fewer, or a larger cluster."
+        )
     remote_cls = ray.remote(num_cpus=0 if gpus_per_actor else 1, num_gpus=gpus_per_actor)(worker_cls)
     actors = [remote_cls.remote(*args) for _ in range(num_actors)]
     return ray.util.ActorPool(actors), actors

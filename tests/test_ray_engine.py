@@ -134,3 +134,33 @@ def test_ray_vqa_equals_local_and_shares_the_answer_cache(local_ray, image_folde
         rerun = compute_relevance(paths, sentences, {"toy": make()}, questions=questions, cache_dir=tmp_path / "ray")
     assert rerun.n_computed["toy"] == 0
     np.testing.assert_array_equal(rerun.relevance, local.relevance)
+
+
+def test_more_actors_than_the_cluster_can_place_are_refused_at_once(local_ray, image_folder, tmp_path):
+    """Tenth sweep H7: `lbee embed --engine ray --num-actors 3` on 2 CPUs hung forever (the third actor never
+    started) and left actors running after the command was killed."""
+    import time
+
+    from lbee.ray_pool import actor_pool
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"3 actors asked, but the Ray cluster has room for 2 \(2 CPU\(s\)\)"):
+        actor_pool(object, (), num_actors=3)
+    assert time.perf_counter() - t0 < 10
+    r = CliRunner().invoke(
+        cli,
+        [
+            "embed",
+            str(image_folder),
+            "--encoder",
+            "spotcheck",
+            "--engine",
+            "ray",
+            "--num-actors",
+            "3",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        obj={},
+    )
+    assert r.exit_code != 0 and "room for 2" in r.output and "Traceback" not in r.output, r.output
