@@ -370,3 +370,12 @@ def test_a_model_batch_is_bounded_by_its_pixels():
         for b in (1, 7, 64, 4096)
         for s in (32, 224, 518, 1024)
     )
+
+
+def test_a_csv_whose_rows_all_have_one_field_more_than_its_header_is_refused(tmp_path):
+    """Lower 7: pandas took the first field of every row as the index and dropped it in silence."""
+    from lbee.io.table_reader import read_table
+
+    (tmp_path / "p.csv").write_text("image,confidence\na.png,0.5,9\nb.png,0.6,9\n")
+    with pytest.raises(ValueError, match=r"every row has 1 field\(s\) more than the header's 2"):
+        read_table(tmp_path / "p.csv")

@@ -89,6 +89,11 @@ def read_table(path, *, kind=None):
         else:
             fmt = "tsv" if suffix == ".tsv" else "csv"
             table = pd.read_csv(path, **csv_options(fmt))
+            if not isinstance(table.index, pd.RangeIndex):  # pandas made the first field the index, in silence
+                raise ValueError(
+                    f"every row has {table.index.nlevels} field(s) more than the header's {len(table.columns)}; "
+                    "expected one field per column (a header cell missing, or a separator at the ends of rows)"
+                )
     except MemoryError:
         raise ValueError(f"Cannot read table {str(path)!r}: it does not fit in memory.") from None
     except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
