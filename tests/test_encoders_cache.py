@@ -130,3 +130,27 @@ def test_embedding_reports_its_progress_without_a_terminal(random_clip, tmp_path
         with listening(lambda phase, done, total: calls.append((phase, done, total))):
             embed_sentences(random_clip, ["a dog", "a cat", "a car"], cache_dir=tmp_path / "c")
         assert calls == [("embedding sentences", 0, 3), ("embedding sentences", 3, 3)], calls
+
+
+def test_a_cache_that_cannot_be_written_is_a_warning_not_the_run_s_end(random_clip, tmp_path, monkeypatch):
+    """Tenth sweep, lower 5: a full embedding-cache disk ended the run with a bare `OSError: [Errno 28]`, though the
+    embeddings were computed and the cache is only a cache."""
+    import errno
+
+    from lbee.io.cache import EmbeddingCache
+
+    def full(self, *args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(EmbeddingCache, "put_images", full)
+    monkeypatch.setattr(EmbeddingCache, "put_sentences", full)
+    paths = []
+    for i in range(3):
+        p = tmp_path / f"{i}.png"
+        Image.fromarray(np.full((16, 16, 3), 60 * i, np.uint8)).save(p)
+        paths.append(str(p))
+    with pytest.warns(UserWarning, match="could not be written .*No space left on device.*kept"):
+        res = embed_images(random_clip, paths, cache_dir=tmp_path / "c", batch_size=2, num_workers=0)
+    assert res.embeddings.shape[0] == 3
+    with pytest.warns(UserWarning, match="could not be written"):
+        assert embed_sentences(random_clip, ["a dog"], cache_dir=tmp_path / "c").shape[0] == 1

@@ -117,8 +117,10 @@ def embed_images(
     pending_h, pending_e = [], []
 
     def flush():
+        nonlocal cache
         if cache and pending_h:
-            cache.put_images(list(pending_h), np.concatenate(pending_e))
+            if not _cache_write(cache.put_images, list(pending_h), np.concatenate(pending_e), where=cache.root):
+                cache = None  # a full or read-only cache only costs the next run its embedding
         pending_h.clear()
         pending_e.clear()
 
@@ -167,6 +169,23 @@ def embed_images(
     dim = rows[0].shape[0] if rows else 0
     emb = np.stack(rows).astype(np.float32) if rows else np.zeros((0, dim), np.float32)
     return ImageEmbeddings(emb, ok, fail_list, n_encoded)
+
+
+def _cache_write(put, *args, where):
+    """Store in the embedding cache; a failure (a full disk, a read-only folder) is a warning, never the run's end.
+
+    The embeddings are kept in memory either way: the cache only spares the next run the work.
+    """
+    try:
+        put(*args)
+        return True
+    except OSError as exc:
+        warnings.warn(
+            f"The embedding cache {str(where)!r} could not be written ({exc.strerror or exc}); the embeddings of "
+            "this run are kept, but the next run computes them again (free space, or set --cache-dir).",
+            stacklevel=3,
+        )
+        return False
 
 
 class EncoderSpec:
@@ -351,6 +370,6 @@ def embed_sentences(encoder, sentences, *, cache_dir=None, use_cache=True):
             return hit
     emb = encoder.encode_text(sentences)
     if cache is not None:
-        cache.put_sentences(sentences, emb)
+        _cache_write(cache.put_sentences, sentences, emb, where=cache.root)
     report("embedding sentences", len(sentences), len(sentences))  # the phase ends here, not at 0 of N
     return emb
