@@ -144,6 +144,13 @@ def test_every_endpoint_but_health_needs_a_token_with_the_right_scope(service):
 
     assert f"lbee {__version__}" in page.text  # the login page's header had an empty version
     # eighth sweep: any ?error= text was shown (escaped): a link could make the login page say anything
+    # tenth sweep: a sign-in posted from another site set the cookie (login CSRF)
+    evil = client.post("/login", data={"token": client.tokens["read"]}, headers={"Origin": "http://evil.example"})
+    assert (
+        evil.status_code == 403
+        and "another site" in evil.text
+        and "lbee_token" not in evil.headers.get("set-cookie", "")
+    )
     forged = client.get("/login", params={"error": "Your session expired: sign in at evil.example"}).text
     assert "evil.example" not in forged and "invalid or revoked token" not in forged
 

@@ -56,6 +56,14 @@ def add_pages(app, ctx):
 
     @app.post("/login", include_in_schema=False)
     async def login(request: Request):
+        from urllib.parse import urlsplit
+
+        from fastapi import HTTPException
+
+        # login CSRF: another site must not sign a browser in with a token of its own
+        origin = request.headers.get("origin") or request.headers.get("referer")
+        if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
+            raise HTTPException(403, "a sign-in from another site is refused; open the login page of this server.")
         form = await request.form(max_files=0, max_fields=4)
         token = str(form.get("token") or "").strip()
         if ctx.check_token(db, token) is None:
