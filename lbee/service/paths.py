@@ -124,7 +124,7 @@ def check_entry_paths(entry, root):
 
 
 def _check_model_spec(spec, root, key):
-    """A model spec: ``torchvision:`` / ``timm:`` names, or a TorchScript file inside the root.
+    """A model spec: ``torchvision:`` / ``timm:`` names (a model file is refused later, by `check_dataset_paths`).
 
     ``package.module:factory`` specs import Python code, which a service must not let a request choose.
     """
@@ -135,7 +135,7 @@ def _check_model_spec(spec, root, key):
     if ":" in spec and not Path(spec).suffix:
         raise PathEscape(
             f"`{key}` {spec!r}: the service does not import model factories; use "
-            "'torchvision:<arch>', 'timm:<arch>' or a TorchScript file inside the data root."
+            "'torchvision:<arch>' or 'timm:<arch>' with a state dict as `weights`."
         )
     confine(spec, root, key)
 
