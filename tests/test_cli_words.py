@@ -70,3 +70,20 @@ def test_help_lists_each_command_s_first_sentence_in_full():
     assert "(the SpotCheck paper bench is `lbee spotcheck bench`)" in " ".join(
         CliRunner().invoke(cli, ["--help"], obj={}).output.split()
     )
+
+
+def test_a_user_s_mistake_is_not_sent_to_the_debugger():
+    """Tenth sweep, lower 13: `lbee serve token revoke nobody` and the like ended with '(run with --debug for the
+    traceback)', as if lbee had failed."""
+    from lbee.cli._base import LbeeGroup
+
+    @click.group(cls=LbeeGroup)
+    def group():
+        pass
+
+    @group.command()
+    def mistake():
+        raise ValueError("no token named 'nobody'; `lbee serve token list` shows them")
+
+    r = CliRunner().invoke(group, ["mistake"], obj={})
+    assert r.exit_code == 1 and r.output == "Error: no token named 'nobody'; `lbee serve token list` shows them\n"

@@ -197,8 +197,8 @@ class LbeeGroup(click.Group):
                 ) from None
             elif isinstance(exc, KeyError):  # str() of a KeyError is the key's repr: its quotes go
                 msg = str(exc).strip("'\"")
-            elif isinstance(exc, ValueError):  # as written: a message may start with a quoted path
-                msg = str(exc)
+            elif isinstance(exc, ValueError):  # written for the user (a message may start with a quoted path)
+                raise LbeeError(str(exc)) from None  # what to change is in it: no traceback to ask for
             elif isinstance(exc, ImportError):
                 msg = f"a package lbee needs could not be imported: {exc}"
             else:
