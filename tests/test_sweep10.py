@@ -379,3 +379,31 @@ def test_a_csv_whose_rows_all_have_one_field_more_than_its_header_is_refused(tmp
     (tmp_path / "p.csv").write_text("image,confidence\na.png,0.5,9\nb.png,0.6,9\n")
     with pytest.raises(ValueError, match=r"every row has 1 field\(s\) more than the header's 2"):
         read_table(tmp_path / "p.csv")
+
+
+def test_a_sweep_with_compose_among_the_methods_scores_the_others_and_says_so(caplog):
+    """Lower 2: a job with `methods` holding compose and a `sweep:` was accepted, then failed after the whole
+    analysis ("method 'compose' needs a grammar's sentence set")."""
+    from lbee.analyses.sweep import sensitivity_sweep
+
+    rng = np.random.default_rng(0)
+    X, S = rng.normal(size=(200, 6)), rng.normal(size=(8, 6))
+    rel, omega = rng.random((200, 8)) < 0.3, (rng.random(200) > 0.3).astype(float)
+    table = sensitivity_sweep(
+        X,
+        S,
+        relevance=rel,
+        performance=omega,
+        confidence=rng.random(200),
+        K=[1, 2],
+        C=[],
+        o=[],
+        methods=["compose", "tops"],
+        n_clusters=2,
+        tau=0.0,
+    )
+    assert set(table["method"]) == {"tops"} and "leaves 'compose' out" in caplog.text
+    with pytest.raises(ValueError, match="'compose' alone cannot be scored"):
+        sensitivity_sweep(
+            X, S, relevance=rel, performance=omega, confidence=rng.random(200), K=[1], methods=["compose"]
+        )

@@ -105,6 +105,19 @@ def sensitivity_sweep(
     K, C, o = _values(K, "K", int), _values(C, "C", int), _values(o, "o", float)
     if not (K or C or o):
         raise ValueError("Nothing to sweep: `K`, `C` and `o` are all empty.")
+    if isinstance(methods, str):
+        methods = [methods]
+    if "compose" in methods:  # its sentences are written for each run: Γ has no column for them
+        methods = [m for m in methods if m != "compose"]
+        import logging
+
+        logging.getLogger("lbee").warning(
+            "The sweep leaves 'compose' out: it writes new sentences for each group, and the relevance Γ has no "
+            "column for them; it scores %s.",
+            ", ".join(methods) or "nothing else",
+        )
+        if not methods:
+            raise ValueError("Nothing to sweep: 'compose' alone cannot be scored against Γ; add another method.")
     rel, omega = check_relevance(relevance, performance)
     star_default = set(failure_sentences(rel, omega, o_default).tolist())
     split = dict(confidence=confidence, hard=hard, easy=easy, a=a)
