@@ -383,6 +383,10 @@ def test_submit_out_of_an_entry_with_several_models_asks_whose_results(tmp_path)
     entry.write_text("name: e\nmodels:\n  - {name: m1, predictions: p.csv}\n  - {name: m2, predictions: p.csv}\n")
     r = run(["submit", str(entry), "--url", "http://127.0.0.1:9", "--token", "t", "--out", str(tmp_path / "o")])
     assert r.exit_code == 1 and "has 2 models (m1, m2); pass --model NAME" in r.output, r.output
+    # tenth sweep: --model nope was found only after the job had run (a 404 on the fetch)
+    args = ["submit", str(entry), "--url", "http://127.0.0.1:9", "--token", "t", "--out", str(tmp_path / "o")]
+    r = run([*args, "--model", "nope"])
+    assert r.exit_code == 1 and "--model 'nope'" in r.output and "m1, m2" in r.output and "reach" not in r.output
     assert not (tmp_path / "o").exists()
 
 

@@ -49,6 +49,8 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
                 f"--out: {entry!r} has {len(models)} models ({', '.join(map(str, models))}); pass --model NAME to "
                 "say whose results --out receives."
             )
+        if model is not None and models and model not in models:  # not after the job has run
+            raise LbeeError(f"--model {model!r}: {entry!r} has the models {', '.join(map(str, models))}.")
     from ..run.identity import RANDOM_WEIGHTS_BANNER, is_random_spec
     from ..service.client import read_entry
 
