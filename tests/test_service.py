@@ -180,6 +180,14 @@ def test_explain_json_and_npy_match_the_library(service, planted):
         ]
     # the planted causes are found: "at night" and "in fog"
     assert {sentences[i] for i in out["explanations"]["fpdiff"]["selected"]} == {"at night", "in fog"}
+    # tenth sweep: finite values past float32 (x1e38) were cast to inf first and refused as "NaN or inf"
+    big = client.post(
+        "/v1/explain", json={**body, "image_embeddings": (X * 1e38).tolist()}, headers=client.auth_headers["submit"]
+    )
+    assert (
+        big.status_code == 200
+        and big.json()["explanations"]["fpdiff"]["selected"] == out["explanations"]["fpdiff"]["selected"]
+    )
 
     def npy(a):
         buf = io.BytesIO()

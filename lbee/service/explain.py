@@ -276,8 +276,8 @@ def explain_request(body, limits=None):
             f"/v1/explain takes {', '.join(EXPLAIN_KNOBS)}."
         )
     st = RunSettings.from_mapping(settings, where="settings")
-    X = _array(body["image_embeddings"], "image_embeddings", np.float32)
-    S = _array(body["sentence_embeddings"], "sentence_embeddings", np.float32)
+    X = _array(body["image_embeddings"], "image_embeddings", np.float64)  # checked and scaled before any float32
+    S = _array(body["sentence_embeddings"], "sentence_embeddings", np.float64)
     masks = {}
     for name in ("confidence", "hard", "easy"):
         if body.get(name) is not None:  # masks keep their dtype: the library refuses 0.3 rather than read True
