@@ -449,3 +449,16 @@ def test_groups_that_read_alike_are_named_as_perhaps_one_failure():
     # with a grammar (compose) lbee merges pieces itself and says nothing of the kind
     exps["compose"] = exp("compose", [3, 1, 3, 4])
     assert alike_groups(result) == []
+
+
+def test_options_a_run_does_not_use_are_named(confident_errors):
+    """Tenth sweep, lower 8: with precomputed embeddings and a predictions table, --encoder, --image-size,
+    --num-classes and --strict were accepted and ignored without a word."""
+    p, _ = confident_errors
+    r = _describe(p, "pred.csv", "unused", "--encoder", "open_clip:ViT-B-32@random", "--image-size", "7", "--strict")
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    assert "Warning: not used by this run: --encoder (the embeddings are precomputed (--image-embeddings))" in said
+    assert "--image-size (no --model runs" in said and "--strict" in said and said.count("not used by this run") == 1
+    quiet = _describe(p, "pred.csv", "used")
+    assert "not used by this run" not in quiet.output

@@ -220,6 +220,7 @@ def describe(
         require_extra("html", needed_for="--html")
     if not image_embeddings:
         check_encoder_spec(encoder)  # a typo in --encoder fails now, not after loading torch
+    _warn_unused(ctx, image_embeddings=image_embeddings, model_spec=model_spec, images=images)
     # what this command reads: never deleted by replacing a run in --out, even with --overwrite
     _inputs = [predictions, image_embeddings, sentence_embeddings, relevance, sentence_set, manifest_or_none(images)]
     if out:
@@ -355,6 +356,31 @@ def describe(
         )
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
+
+
+def _warn_unused(ctx, *, image_embeddings, model_spec, images):
+    """One warning naming the options the user gave that this run does not use (they were ignored in silence)."""
+    from click.core import ParameterSource
+
+    unused = {}
+    precomputed = "the embeddings are precomputed (--image-embeddings)"
+    if image_embeddings:  # nothing is embedded
+        unused["encoder"] = precomputed
+        if images is None:
+            unused["strict"] = precomputed + " and no image is read"
+        if model_spec is None:  # nor is any image read by a model
+            unused["batch_size"] = unused["num_workers"] = precomputed + " and no --model runs"
+    if model_spec is None:
+        for name in ("weights", "num_classes", "image_size"):
+            unused[name] = "no --model runs (the outputs come from --predictions)"
+    given = [
+        (f"--{n.replace('_', '-')}", why)
+        for n, why in unused.items()
+        if ctx.get_parameter_source(n) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    ]
+    if given:
+        said = "; ".join(f"{opt} ({why})" for opt, why in given)
+        click.echo(f"Warning: not used by this run: {said}.", err=True)
 
 
 def _jobs(value):
