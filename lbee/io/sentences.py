@@ -175,7 +175,7 @@ def _read_conditions(table, sentences):
     if "grammar" not in meta:
         raise ValueError(f"{src}: no '# grammar: NAME' line; regenerate it with lbee sentences generate.")
     ref = meta["grammar"]
-    if ref in list_grammars() and not (table.parent / ref).exists():
+    if ref in list_grammars() and not (table.parent / ref).is_file():  # a folder of that name is no grammar
         grammar = load_grammar(ref)
     else:  # a path named by the file: confined to the data root when one is active (lbee serve)
         local = resolve_named_path(ref, table.parent, key="its '# grammar:' line", source=src)
