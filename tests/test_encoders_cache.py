@@ -154,3 +154,17 @@ def test_a_cache_that_cannot_be_written_is_a_warning_not_the_run_s_end(random_cl
     assert res.embeddings.shape[0] == 3
     with pytest.warns(UserWarning, match="could not be written"):
         assert embed_sentences(random_clip, ["a dog"], cache_dir=tmp_path / "c").shape[0] == 1
+
+
+def test_sentences_are_embedded_in_reported_chunks_with_the_same_result(random_clip, tmp_path, monkeypatch):
+    """Tenth sweep, lower 11: a grammar of 152,100 sentences sat at "embedding sentences 0 %" for minutes."""
+    import lbee.encoders.embedding as embedding
+    from lbee.progress import listening
+
+    sentences = [f"a photo of thing {i}" for i in range(5)]
+    whole = embed_sentences(random_clip, sentences, use_cache=False)
+    monkeypatch.setattr(embedding, "SENTENCE_CHUNK", 2)
+    calls = []
+    with listening(lambda phase, done, total: calls.append((done, total))):
+        chunked = embed_sentences(random_clip, sentences, use_cache=False)
+    assert calls == [(0, 5), (2, 5), (4, 5), (5, 5)] and np.allclose(chunked, whole, atol=1e-6)

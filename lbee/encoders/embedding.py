@@ -358,6 +358,10 @@ def embed_images_ray(
     return ImageEmbeddings(np.load(out, mmap_mode="r"), ok, failures, n_encoded, identity, tau)
 
 
+#: Sentences embedded per call of the encoder, each chunk reported to the run's listener.
+SENTENCE_CHUNK = 4096
+
+
 def embed_sentences(encoder, sentences, *, cache_dir=None, use_cache=True):
     """Unit float32 sentence embeddings of shape (N, d), cached per sentence list and encoder."""
     sentences = list(sentences)
@@ -368,8 +372,11 @@ def embed_sentences(encoder, sentences, *, cache_dir=None, use_cache=True):
         if hit is not None:
             report("embedding sentences", len(sentences), len(sentences))
             return hit
-    emb = encoder.encode_text(sentences)
+    parts = []  # in chunks, each reported: a grammar of 150,000 sentences sat at 0 % for minutes
+    for start in range(0, len(sentences), SENTENCE_CHUNK):
+        parts.append(np.asarray(encoder.encode_text(sentences[start : start + SENTENCE_CHUNK])))
+        report("embedding sentences", min(start + SENTENCE_CHUNK, len(sentences)), len(sentences))
+    emb = np.concatenate(parts) if parts else np.asarray(encoder.encode_text(sentences))
     if cache is not None:
         _cache_write(cache.put_sentences, sentences, emb, where=cache.root)
-    report("embedding sentences", len(sentences), len(sentences))  # the phase ends here, not at 0 of N
     return emb
