@@ -39,8 +39,8 @@ def test_every_option_says_what_it_does(path):
     assert not [o for o in bare if o not in ("-h", "--help")], f"lbee {' '.join(path)}: {bare} have no help"
 
 
-def test_a_bare_key_error_reads_as_lbee_s_own_slip_not_as_a_word():
-    """A fifth user's `describe --per-class --html` ended with "Error: classes_shown": a bare key from a bug."""
+def _raising(exc):
+    """A command of lbee's group that raises ``exc``, run: click's Result."""
     from lbee.cli._base import LbeeGroup
 
     @click.group(cls=LbeeGroup)
@@ -48,16 +48,17 @@ def test_a_bare_key_error_reads_as_lbee_s_own_slip_not_as_a_word():
         pass
 
     @group.command()
-    def bare():
-        raise KeyError("classes_shown")
+    def fails():
+        raise exc
 
-    @group.command()
-    def worded():
-        raise KeyError("column 'label' is missing from preds.csv")
+    return CliRunner().invoke(group, ["fails"], obj={})
 
-    r = CliRunner().invoke(group, ["bare"], obj={})
+
+def test_a_bare_key_error_reads_as_lbee_s_own_slip_not_as_a_word():
+    """A fifth user's `describe --per-class --html` ended with "Error: classes_shown": a bare key from a bug."""
+    r = _raising(KeyError("classes_shown"))
     assert r.exit_code == 1 and "internal error in lbee (KeyError 'classes_shown'); please report it" in r.output
-    r = CliRunner().invoke(group, ["worded"], obj={})
+    r = _raising(KeyError("column 'label' is missing from preds.csv"))
     assert r.exit_code == 1 and "Error: column 'label' is missing from preds.csv" in r.output, r.output
 
 
@@ -75,15 +76,5 @@ def test_help_lists_each_command_s_first_sentence_in_full():
 def test_a_user_s_mistake_is_not_sent_to_the_debugger():
     """Tenth sweep, lower 13: `lbee serve token revoke nobody` and the like ended with '(run with --debug for the
     traceback)', as if lbee had failed."""
-    from lbee.cli._base import LbeeGroup
-
-    @click.group(cls=LbeeGroup)
-    def group():
-        pass
-
-    @group.command()
-    def mistake():
-        raise ValueError("no token named 'nobody'; `lbee serve token list` shows them")
-
-    r = CliRunner().invoke(group, ["mistake"], obj={})
+    r = _raising(ValueError("no token named 'nobody'; `lbee serve token list` shows them"))
     assert r.exit_code == 1 and r.output == "Error: no token named 'nobody'; `lbee serve token list` shows them\n"

@@ -31,6 +31,21 @@ def _spotlight_exe():
     return shutil.which("spotlight")
 
 
+def _images_and_predictions(folder, n, side, *, seed):
+    """``folder/imgs`` of n random PNGs and ``folder/preds.csv`` (confidence, performance); the generator after."""
+    import numpy as np
+    from PIL import Image
+
+    (folder / "imgs").mkdir(parents=True)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        Image.fromarray(rng.integers(0, 255, (side, side, 3), dtype=np.uint8)).save(folder / "imgs" / f"{i:02d}.png")
+        rows.append({"image": f"{i:02d}.png", "confidence": float(rng.random()), "performance": 1.0})
+    pd.DataFrame(rows).to_csv(folder / "preds.csv", index=False)
+    return rng
+
+
 def _export2(out, tmp_path):
     dest = tmp_path / "plain.parquet"
     r = CliRunner().invoke(cli, ["export", "spotlight", str(out), "--out", str(dest)], obj={})
@@ -72,16 +87,9 @@ def test_export_of_a_run_made_from_a_relative_folder_finds_every_image(tmp_path,
     """A new user's run: `lbee describe imgs/ ... --html` from their folder, then the export from another one
     wrote image = None on every row (the recorded paths were relative to where describe ran)."""
     import numpy as np
-    from PIL import Image
 
     work = tmp_path / "work"
-    (work / "imgs").mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    rows = []
-    for i in range(40):
-        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(work / "imgs" / f"{i:02d}.png")
-        rows.append({"image": f"{i:02d}.png", "confidence": float(rng.random()), "performance": 1.0})
-    pd.DataFrame(rows).to_csv(work / "preds.csv", index=False)
+    rng = _images_and_predictions(work, 40, 8, seed=0)
     np.save(work / "x.npy", rng.normal(size=(40, 6)))
     np.save(work / "s.npy", rng.normal(size=(4, 6)))
     (work / "s.txt").write_text("An image of a\nAn image of b\nAn image of c\nAn image of d\n")
@@ -114,15 +122,8 @@ def test_export_takes_each_image_s_embedding_from_the_cache_its_run_filled(tmp_p
     """A run that embedded its images (`lbee describe imgs/ --encoder ...`) exports their embeddings from the cache,
     looked up by content: Spotlight's similarity map then works; the command types the column as an Embedding."""
     import numpy as np
-    from PIL import Image
 
-    (tmp_path / "imgs").mkdir()
-    rng = np.random.default_rng(1)
-    rows = []
-    for i in range(24):
-        Image.fromarray(rng.integers(0, 255, (16, 16, 3), dtype=np.uint8)).save(tmp_path / "imgs" / f"{i:02d}.png")
-        rows.append({"image": f"{i:02d}.png", "confidence": float(rng.random()), "performance": 1.0})
-    pd.DataFrame(rows).to_csv(tmp_path / "preds.csv", index=False)
+    _images_and_predictions(tmp_path, 24, 16, seed=1)
     cache = ["--cache-dir", str(tmp_path / "cache")]
     args = ["describe", str(tmp_path / "imgs"), "--encoder", "spotcheck", "--sentences", "spotcheck"]
     args += ["--predictions", str(tmp_path / "preds.csv"), "--clusters", "2", "--confirm", "0", "-q"]
