@@ -878,6 +878,42 @@ def test_a_job_shows_its_phase_while_it_runs(service, monkeypatch):
     assert phases.index("describing") < phases.index("writing the report")
 
 
+def test_a_job_that_embeds_reports_each_phase_to_its_end_in_order(service, data_root, monkeypatch):
+    """Fifth and sixth users: a job that embedded its images sat at "embedding sentences 0% (0 of 35)" and never
+    showed "describing"."""
+    from PIL import Image
+
+    from lbee.progress import PHASES
+
+    client, app, settings = service
+    root, _ = data_root
+    (root / "ph").mkdir(exist_ok=True)
+    for i in range(24):
+        Image.new("RGB", (20, 16), (10 * i, 50, 0)).save(root / "ph" / f"img_{i:02d}.png")
+    (root / "ph" / "good.csv").write_bytes((root / "ds" / "good.csv").read_bytes())
+    db, seen = app.state.db, []
+    renew = db.renew
+
+    def spy(job_id, owner, **values):
+        if "phase" in values:
+            seen.append((values["phase"], values.get("fraction")))
+        return renew(job_id, owner, **values)
+
+    monkeypatch.setattr(db, "renew", spy)
+    e = {"name": "phases", "images": "ph", "encoder": "spotcheck", "sentences": "spotcheck", "methods": ["tops"]}
+    client.post(
+        "/v1/jobs",
+        json={**e, "clusters": 2, "models": [{"name": "m", "predictions": "ph/good.csv"}]},
+        headers=client.auth_headers["submit"],
+    )
+    while run_next_job(db, settings) is not None:
+        pass
+    phases = [p for p, _ in seen]
+    order = [PHASES.index(p) for p in dict.fromkeys(phases)]
+    assert order == sorted(order), phases
+    assert ("embedding sentences", 1.0) in seen and "describing" in phases, seen
+
+
 def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(service, data_root):
     """lbee serve's browser: a hard group's pages (JSON and HTML) list each of its images once, sortable by
     confidence, with thumbnails made from the stored image files."""
