@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -38,6 +39,35 @@ def check_regular_file(path, what):
         return
     if not stat.S_ISREG(mode):
         raise NotRegularFile(f"{what} {str(path)!r} is {file_kind(mode)}, not a regular file.")
+
+
+@contextmanager
+def pinned(path, what):
+    """``path`` for reading, pinned to the file it names when it is checked.
+
+    Under a data root (`ROOT`), the file is opened once, checked through the descriptor (a regular file, inside the
+    root by the path the kernel resolved), and read through ``/proc/self/fd/N``: a link swapped in after the check
+    changes nothing, however often the reader opens it again. On the command line (no root) or without ``/proc``,
+    the path itself, checked as `check_regular_file` does.
+    """
+    check_regular_file(path, what)  # a FIFO is refused before it is opened (opening it would block)
+    if ROOT[0] is None or not os.path.isdir("/proc/self/fd"):
+        yield path
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        yield path  # missing or unreadable: the reader says so, naming the path
+        return
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(f"{what} {str(path)!r} is not a regular file.")
+        real = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        if not any(real == top or top in real.parents for top in (ROOT[0], *ROOT[1])):
+            raise PathEscape(f"{what} {str(path)!r} leads outside the data root (through a symbolic link).")
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
 
 
 #: A file of more bytes than this with under 1/8 of them written is refused as sparse (`refuse_sparse`).
@@ -78,11 +108,11 @@ def read_text_file(path, what, *, limit=MAX_TEXT_BYTES, encoding="utf-8-sig"):
         Naming ``what`` and the file (`NotRegularFile` for a FIFO or device); OSError and UnicodeDecodeError
         as ``read_text`` raises them.
     """
-    check_regular_file(path, what)
-    size = os.stat(path).st_size
-    if size > limit:
-        raise ValueError(f"{what} {str(path)!r} is {size:,} bytes; lbee reads one of at most {limit:,} bytes.")
-    return Path(path).read_text(encoding=encoding)
+    with pinned(path, what) as src:
+        size = os.stat(src).st_size
+        if size > limit:
+            raise ValueError(f"{what} {str(path)!r} is {size:,} bytes; lbee reads one of at most {limit:,} bytes.")
+        return Path(src).read_text(encoding=encoding)
 
 
 def file_kind(mode):

@@ -407,3 +407,38 @@ def test_a_sweep_with_compose_among_the_methods_scores_the_others_and_says_so(ca
         sensitivity_sweep(
             X, S, relevance=rel, performance=omega, confidence=rng.random(200), K=[1], methods=["compose"]
         )
+
+
+def test_a_file_swapped_for_a_link_after_its_check_is_still_the_file_checked(tmp_path):
+    """Eleventh sweep S1: the open-time check was check-then-open; a file flipped for a link out between the check
+    and a later open (2 of 50 racing jobs) was read, and the job error quoted it. Under a root a reader now reads
+    through the descriptor it checked."""
+    from lbee._files import pinned
+
+    root, outside = tmp_path / "root", tmp_path / "secret"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "passwd").write_text("root:x:0:0:hunter2-password\n")
+    good = root / "preds.csv"
+    good.write_text("image,confidence\na.png,0.5\n")
+    with confined_to(root), pinned(good, "Table") as src:
+        good.rename(root / "preds.real")  # the race: after the check, the name now leads out
+        good.symlink_to(outside / "passwd")
+        assert open(src).read().startswith("image,confidence") and pd.read_csv(src).columns[0] == "image"
+
+
+def test_a_parquet_that_unpacks_to_far_more_than_its_size_is_refused_from_its_footer(tmp_path, monkeypatch):
+    """Eleventh sweep H1: an 88 KB parquet of 1,500 rows, each a unique 1 MB compressible id, took more than 4 GB
+    (the row cap did not apply: few rows). The footer's uncompressed size is bounded too (here scaled down)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import lbee.io.table_header as header
+    from lbee.io.table_reader import read_table
+
+    monkeypatch.setattr(header, "PARQUET_FREE_BYTES", 1 << 20)
+    ids = [f"{i:04d}" + "a" * 500_000 for i in range(20)]  # 10 MB of text, a few KB compressed
+    pq.write_table(pa.table({"image": ids, "confidence": [0.5] * 20}), tmp_path / "b.parquet", compression="zstd")
+    assert (tmp_path / "b.parquet").stat().st_size < 50_000
+    with pytest.raises(ValueError, match=r"unpacks to [\d,]+ bytes from [\d,]+"):
+        read_table(tmp_path / "b.parquet")

@@ -64,11 +64,16 @@ def load_npy(path, name, *, mmap=False):
     pickled Python objects, a FIFO or device (which would block or never end), and anything else numpy cannot
     read as an array.
     """
-    from .confinement import check_regular_file
+    from .._files import pinned
 
-    check_regular_file(path, name)
+    with pinned(path, name) as src:  # under a data root: read through the descriptor checked inside it
+        return _load_npy(src, path, name, mmap)
+
+
+def _load_npy(src, path, name, mmap):
+    """`load_npy` of the file at ``src`` (the checked path, or its pinned descriptor), named ``path`` in messages."""
     try:
-        with open(path, "rb") as fh:
+        with open(src, "rb") as fh:
             head = fh.read(len(_ZIP_MAGIC))
     except OSError as exc:
         raise ValueError(f"Cannot read {name} {str(path)!r}: {exc.strerror or exc}.") from None
@@ -79,12 +84,12 @@ def load_npy(path, name, *, mmap=False):
             f"Cannot read {name} {str(path)!r}: it is an .npz archive (np.savez), expected a .npy array; "
             "save the array with np.save."
         )
-    declared = _check_complete(path, name)
+    declared = _check_complete(src, name, shown=path)
     # past LOAD_WHOLE_BYTES an array is mapped, not read: its caller checks the shape from the header first, so a
     # sparse file declaring gigabytes it never wrote costs nothing (a 6 GB Γ of 4 KB on disk took 6 GB of memory)
     mmap = mmap or (declared is not None and declared > LOAD_WHOLE_BYTES)
     try:
-        array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
+        array = np.load(src, allow_pickle=False, mmap_mode="r" if mmap else None)
     except EOFError:
         raise ValueError(f"Cannot read {name} {str(path)!r}: the file is truncated; expected a .npy array.") from None
     except (OSError, ValueError) as exc:
@@ -104,7 +109,7 @@ def npy_reason(exc):
     return text
 
 
-def _check_complete(path, name):
+def _check_complete(path, name, *, shown=None):
     """Refuse a ``.npy`` file that holds fewer data bytes than its header claims (a copy cut short).
 
     Said as the service says it for an upload, instead of numpy's ``mmap length is greater than file size``.
@@ -132,12 +137,12 @@ def _check_complete(path, name):
     for key in (b"'descr'", b"'fortran_order'", b"'shape'"):  # numpy's parser keeps the last of two in silence
         if header.count(key) > 1:
             raise ValueError(
-                f"Cannot read {name} {str(path)!r}: its header writes {key.decode()} twice; expected a .npy header "
-                "as np.save writes it."
+                f"Cannot read {name} {str(shown or path)!r}: its header writes {key.decode()} twice; expected a "
+                ".npy header as np.save writes it."
             )
     if any(not isinstance(d, int) or d < 0 for d in shape):  # numpy's mmap dies with an OverflowError
         raise ValueError(
-            f"Cannot read {name} {str(path)!r}: its header claims shape {shape}; expected non-negative sizes "
+            f"Cannot read {name} {str(shown or path)!r}: its header claims shape {shape}; expected non-negative sizes "
             "(a .npy file written by np.save)."
         )
     if dtype.hasobject:  # pickled objects: refused by np.load below, with lbee's word for them
@@ -145,7 +150,7 @@ def _check_complete(path, name):
     needed = int(np.prod(shape, dtype=object)) * dtype.itemsize
     if needed > held:
         raise ValueError(
-            f"Cannot read {name} {str(path)!r}: truncated: its header claims shape {shape} ({needed} bytes of "
+            f"Cannot read {name} {str(shown or path)!r}: truncated: its header claims shape {shape} ({needed} bytes of "
             f"{dtype}) but the file holds {held} bytes of data; expected a complete .npy file (np.save)."
         )
     return needed

@@ -24,9 +24,11 @@ def cells_as_written(path, fmt):
 def _read_as_text(path, fmt, mtime_ns, size):
     import pandas as pd
 
+    from .._files import pinned
     from .table_reader import csv_options
 
     try:
-        return pd.read_csv(path, dtype=str, **csv_options(fmt))
-    except Exception:  # read once already: the numbers as pandas read them stand
+        with pinned(path, "Table") as src:  # read again: under a data root, checked again
+            return pd.read_csv(src, dtype=str, **csv_options(fmt))
+    except Exception:  # read once already: the numbers as pandas read them stand (a link out is refused)
         return None

@@ -11,6 +11,9 @@ MAX_TABLE_COLUMNS = 100_064
 PARQUET_ROWS_PER_BYTE = 16
 #: Rows any parquet table may have whatever its size.
 PARQUET_FREE_ROWS = 1_000_000
+#: Uncompressed bytes a parquet table may declare per byte of its file, beyond `PARQUET_FREE_BYTES`.
+PARQUET_BYTES_PER_BYTE = 64
+PARQUET_FREE_BYTES = 256 << 20
 
 
 def refuse_repeated_columns(columns, path):
@@ -24,15 +27,19 @@ def refuse_repeated_columns(columns, path):
         seen[col] = pos
 
 
-def check_header(path, sep):
-    """Refuse a text table that is UTF-16 (Excel's "Unicode text"), or whose header names a column twice."""
+def check_header(path, sep, *, src=None):
+    """Refuse a text table that is UTF-16 (Excel's "Unicode text"), or whose header names a column twice.
+
+    ``src`` is where to read it (a pinned descriptor, `lbee._files.pinned`), ``path`` how messages name it.
+    """
     import csv
 
+    src = path if src is None else src
     try:
-        with open(path, "rb") as fh:  # UTF-16's marks (UTF-32 LE's begins with UTF-16 LE's); pandas says "0xff"
+        with open(src, "rb") as fh:  # UTF-16's marks (UTF-32 LE's begins with UTF-16 LE's); pandas says "0xff"
             if fh.read(2) in (b"\xff\xfe", b"\xfe\xff"):
                 raise ValueError(f"Cannot read table {str(path)!r}: it is UTF-16 or UTF-32; save it as UTF-8.")
-        with open(path, newline="", encoding="utf-8-sig") as fh:
+        with open(src, newline="", encoding="utf-8-sig") as fh:
             header = next((r for r in csv.reader(fh, delimiter=sep) if r), [])
     except csv.Error as exc:  # a cell over csv's 131,072 characters: the checks below would be skipped in silence
         raise ValueError(
@@ -52,23 +59,35 @@ def refuse_too_many_columns(n, path):
         )
 
 
-def refuse_parquet_bomb(path, what="Table"):
-    """Refuse a parquet file whose footer declares more rows than its size can honestly hold (read before any row).
+def refuse_parquet_bomb(path, what="Table", *, src=None):
+    """Refuse a parquet file whose footer declares more than its size can honestly hold (read before any row).
 
-    At most `PARQUET_FREE_ROWS` + `PARQUET_ROWS_PER_BYTE` rows per byte of the file.
+    At most `PARQUET_FREE_ROWS` + `PARQUET_ROWS_PER_BYTE` rows per byte of the file, and at most
+    `PARQUET_FREE_BYTES` + `PARQUET_BYTES_PER_BYTE` uncompressed bytes per byte (1,500 rows of 1 MB compressible
+    ids in 88 KB took more than 4 GB). ``src``: where to read it; ``path``: how messages name it.
     """
     import os
 
     import pyarrow.parquet as pq
 
+    src = path if src is None else src
     try:
-        rows = pq.read_metadata(path).num_rows
+        meta = pq.read_metadata(src)
+        rows = meta.num_rows
+        unpacked = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     except Exception:  # not readable as parquet: the reader says so
         return
-    most = PARQUET_FREE_ROWS + PARQUET_ROWS_PER_BYTE * os.path.getsize(path)
+    size = os.path.getsize(src)
+    if unpacked > PARQUET_FREE_BYTES + PARQUET_BYTES_PER_BYTE * size:
+        raise ValueError(
+            f"{what} {str(path)!r} unpacks to {unpacked:,} bytes from {size:,}; lbee reads at most "
+            f"{PARQUET_FREE_BYTES >> 20} MiB plus {PARQUET_BYTES_PER_BYTE} bytes per byte of the file (compressed "
+            "repeats can declare gigabytes). Write the table with its values as they are, or as CSV."
+        )
+    most = PARQUET_FREE_ROWS + PARQUET_ROWS_PER_BYTE * size
     if rows > most:
         raise ValueError(
-            f"{what} {str(path)!r} declares {rows:,} rows in {os.path.getsize(path):,} bytes; lbee reads at most "
+            f"{what} {str(path)!r} declares {rows:,} rows in {size:,} bytes; lbee reads at most "
             f"{PARQUET_FREE_ROWS:,} rows plus {PARQUET_ROWS_PER_BYTE} per byte of the file (a few repeated values "
             "can declare millions of rows). Write the table without run-length tricks, or as CSV."
         )

@@ -59,8 +59,6 @@ def read_table(path, *, kind=None):
         ``attrs['lbee_source']`` holds the path and ``attrs['lbee_format']``
         the format, so later checks can name the file, row and line.
     """
-    import pandas as pd
-
     from .confinement import check_regular_file
 
     path = Path(path)
@@ -71,33 +69,10 @@ def read_table(path, *, kind=None):
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise ValueError(f"Table {str(path)!r} has suffix {suffix!r}; expected .csv, .tsv or .parquet.")
-    if suffix not in (".parquet", ".pq"):
-        check_header(path, "\t" if suffix == ".tsv" else ",")
-    else:
-        try:
-            import pyarrow.parquet as pq
+    from .._files import pinned
 
-            names = pq.read_schema(path).names
-        except Exception:  # not readable as parquet: the reader below says so
-            names = []
-        refuse_repeated_columns(names, path)
-        refuse_too_many_columns(len(names), path)
-        refuse_parquet_bomb(path)
-    try:
-        if suffix in (".parquet", ".pq"):
-            table, fmt = pd.read_parquet(path), "parquet"
-        else:
-            fmt = "tsv" if suffix == ".tsv" else "csv"
-            table = pd.read_csv(path, **csv_options(fmt))
-            if not isinstance(table.index, pd.RangeIndex):  # pandas made the first field the index, in silence
-                raise ValueError(
-                    f"every row has {table.index.nlevels} field(s) more than the header's {len(table.columns)}; "
-                    "expected one field per column (a header cell missing, or a separator at the ends of rows)"
-                )
-    except MemoryError:
-        raise ValueError(f"Cannot read table {str(path)!r}: it does not fit in memory.") from None
-    except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
-        raise ValueError(f"Cannot read table {str(path)!r}: {exc or type(exc).__name__}") from None
+    with pinned(path, "Table") as src:  # under a data root every read below goes to the file checked inside it
+        table, fmt = _read_pinned(src, path, suffix)
     table.columns = [str(c).strip() if isinstance(c, str) else c for c in table.columns]
     refuse_repeated_columns(list(table.columns), path)
     table.attrs[_SOURCE] = str(path)
@@ -107,6 +82,40 @@ def read_table(path, *, kind=None):
 
         validate_table(table, kind)
     return table
+
+
+def _read_pinned(src, path, suffix):
+    """The table at ``src`` (its header checked first), named ``path`` in messages: (DataFrame, format)."""
+    import pandas as pd
+
+    if suffix not in (".parquet", ".pq"):
+        check_header(path, "\t" if suffix == ".tsv" else ",", src=src)
+    else:
+        try:
+            import pyarrow.parquet as pq
+
+            names = pq.read_schema(src).names
+        except Exception:  # not readable as parquet: the reader below says so
+            names = []
+        refuse_repeated_columns(names, path)
+        refuse_too_many_columns(len(names), path)
+        refuse_parquet_bomb(path, src=src)
+    try:
+        if suffix in (".parquet", ".pq"):
+            table, fmt = pd.read_parquet(src), "parquet"
+        else:
+            fmt = "tsv" if suffix == ".tsv" else "csv"
+            table = pd.read_csv(src, **csv_options(fmt))
+            if not isinstance(table.index, pd.RangeIndex):  # pandas made the first field the index, in silence
+                raise ValueError(
+                    f"every row has {table.index.nlevels} field(s) more than the header's {len(table.columns)}; "
+                    "expected one field per column (a header cell missing, or a separator at the ends of rows)"
+                )
+    except MemoryError:
+        raise ValueError(f"Cannot read table {str(path)!r}: it does not fit in memory.") from None
+    except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
+        raise ValueError(f"Cannot read table {str(path)!r}: {exc or type(exc).__name__}") from None
+    return table, fmt
 
 
 def csv_options(fmt):

@@ -40,22 +40,22 @@ def _load_state_dict(module, weights):
 
     if weights is None:
         return module
-    from .._files import check_regular_file
+    from .._files import pinned
 
     path = Path(weights)
-    check_regular_file(path, "`weights` file")  # a FIFO, a device, a link out of a job's data root
-    if not path.is_file():
-        raise FileNotFoundError(f"`weights` file {str(path)!r} does not exist.")
-    check_stored_zip(path)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # not a torch file, or a pickled object beyond plain tensors
-        raise ValueError(
-            f"`weights` {str(path)!r} is not a loadable state dict ({type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}); expected a file saved with "
-            "torch.save(model.state_dict(), path). A whole pickled model or a TorchScript file "
-            "is not accepted as --weights (pass a TorchScript file as the model itself)."
-        ) from None
+    with pinned(path, "`weights` file") as src:  # a FIFO, a device, a link out of a job's data root
+        if not path.is_file():
+            raise FileNotFoundError(f"`weights` file {str(path)!r} does not exist.")
+        check_stored_zip(src)
+        try:
+            state = torch.load(src, map_location="cpu", weights_only=True)
+        except Exception as exc:  # not a torch file, or a pickled object beyond plain tensors
+            raise ValueError(
+                f"`weights` {str(path)!r} is not a loadable state dict ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}); expected a file saved with "
+                "torch.save(model.state_dict(), path). A whole pickled model or a TorchScript file "
+                "is not accepted as --weights (pass a TorchScript file as the model itself)."
+            ) from None
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
     if (
