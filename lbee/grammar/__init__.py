@@ -19,7 +19,16 @@ from ._grammar import (
     generate,
     parse_conditions,
 )
-from ._reader import INVISIBLE, MAX_WORDS_CHARS, line_break_in, list_grammars, load_grammar, parse_grammar, said_alike
+from ._reader import (
+    INVISIBLE,
+    MAX_WORDS_CHARS,
+    builtin_grammar_dir,
+    line_break_in,
+    list_grammars,
+    load_grammar,
+    parse_grammar,
+    said_alike,
+)
 
 __all__ = [
     "FALSE",
@@ -30,6 +39,7 @@ __all__ = [
     "Attribute",
     "Grammar",
     "Subject",
+    "builtin_grammar_dir",
     "count_conjunctions",
     "embedded_atoms",
     "format_conditions",

@@ -95,7 +95,7 @@ def confined_to(root, *readable):
 
 def _own_folders():
     """The folders of lbee's own data: the package (its weights), the built-in sentence sets and grammars."""
-    from ..grammar._reader import builtin_grammar_dir  # the built-in sentence sets live beside the grammars
+    from ..grammar import builtin_grammar_dir  # the built-in sentence sets live beside the grammars
 
     return (Path(__file__).resolve().parents[1], builtin_grammar_dir())
 
