@@ -442,3 +442,13 @@ def test_a_parquet_that_unpacks_to_far_more_than_its_size_is_refused_from_its_fo
     assert (tmp_path / "b.parquet").stat().st_size < 50_000
     with pytest.raises(ValueError, match=r"unpacks to [\d,]+ bytes from [\d,]+"):
         read_table(tmp_path / "b.parquet")
+
+
+def test_sensitivity_trials_are_bounded():
+    """Eleventh sweep H2: `lbee sensitivity --trials 1500` took 2 GB for one image (no upper bound)."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    r = CliRunner().invoke(cli, ["sensitivity", "x", "--trials", "101"], obj={})
+    assert r.exit_code == 2 and "101 is not in the range 1<=x<=100" in r.output, r.output

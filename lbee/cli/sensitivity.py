@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..run.limits import MAX_IMAGE_SIZE, MAX_NUM_CLASSES
+from ..run.limits import MAX_IMAGE_SIZE, MAX_NUM_CLASSES, MAX_TRIALS
+from ..run.scores import model_batch_size
 from ._base import SEED, LbeeError, batch_size_option, check_writable_folder, cli, fail, log
 
 
@@ -111,7 +112,11 @@ def _from_ec(ec_dir):
     help="Noise levels σ on the 0-255 pixel scale (std σ/255 on [0, 1] images).",
 )
 @click.option(
-    "--trials", type=click.IntRange(min=1), default=10, show_default=True, help="Noise draws per image and σ."
+    "--trials",
+    type=click.IntRange(1, MAX_TRIALS),
+    default=10,
+    show_default=True,
+    help="Noise draws per image and σ.",
 )
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the noise trials.")
 @click.option(
@@ -229,7 +234,7 @@ def sensitivity(
             preprocess=pre,
             ids=ids,
             class_names=class_names,
-            batch_size=batch_size,
+            batch_size=model_batch_size(batch_size, image_size),  # bounded by its pixels, as describe's model
             device=ctx.obj.get("device"),
             cache_dir=cache,
             progress=progress,
@@ -247,7 +252,7 @@ def sensitivity(
                 preprocess=pre,
                 ids=ids,
                 class_names=class_names,
-                batch_size=max(1, batch_size // 2),
+                batch_size=max(1, model_batch_size(batch_size, image_size) // 2),
                 device=ctx.obj.get("device"),
                 progress=progress,
             )

@@ -19,6 +19,7 @@ __all__ = [
     "MAX_CLUSTERS",
     "MAX_IMAGE_SIZE",
     "MAX_BATCH_PIXELS",
+    "MAX_TRIALS",
     "MAX_K",
     "MAX_NUM_CLASSES",
     "MAX_NUM_WORKERS",
@@ -60,6 +61,9 @@ MAX_IMAGE_SIZE = 1024
 #: Input pixels of one batch of a model (image_size² × images): the batch shrinks to fit (at 224 px, 334 images;
 #: at 1,024 px, 16). Four 4,096-px images asked a resnet18 for more than 6 GB.
 MAX_BATCH_PIXELS = 64 * 512 * 512
+#: Noise draws per image and σ of `lbee sensitivity` (each draw is two images held in memory with the others of
+#: that image): 1,500 took 2 GB for one image.
+MAX_TRIALS = 100
 #: The most conjunctions `lbee sentences generate --limit` may allow: each is a sentence to embed, and 131 M of them
 #: took 2.8 GB before a sentence was written.
 MAX_SENTENCE_LIMIT = 2_000_000
