@@ -121,13 +121,20 @@ def run_embeddings(run_dir, table, cache_dir=None):
 
     inputs = run_dir / "inputs"
     if (inputs / "image_embeddings.npy").is_file() and (inputs / "predictions.csv").is_file():
-        from ..io.arrays import load_npy
+        from ..io.provenance import check_row_ids, load_embeddings
 
+        path = inputs / "image_embeddings.npy"
         ids = pd.read_csv(inputs / "predictions.csv", usecols=["image"])["image"].astype(str).tolist()
         if ids == table["image_id"].tolist():
-            emb = load_npy(inputs / "image_embeddings.npy", "inputs/image_embeddings.npy")
-            if emb.ndim == 2 and emb.shape[0] == len(ids) and np.isfinite(emb).all():
-                return emb.astype(np.float32), "the run's inputs/image_embeddings.npy"
+            try:  # as lbee describe reads them: the provenance digest, and an ids file beside when there is one
+                emb, record = load_embeddings(path, "inputs/image_embeddings.npy", kind="image_embeddings")
+                if record is None:
+                    raise ValueError("it has no provenance record to check its rows against")
+                check_row_ids(path, emb.shape[0], ids, "inputs/image_embeddings.npy", against="the run's images")
+            except ValueError as exc:
+                return None, f"the run's inputs/image_embeddings.npy is not the run's ({exc})"
+            if emb.ndim == 2 and emb.shape[0] == len(ids):
+                return np.asarray(emb, dtype=np.float32), "the run's inputs/image_embeddings.npy"
     from ..io.cache import EmbeddingCache, file_sha256
 
     try:
