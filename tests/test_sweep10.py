@@ -470,3 +470,27 @@ def test_the_spotlight_export_never_pairs_permuted_embeddings_with_images(demo_r
     path, said = export_spotlight(run, tmp_path / "s.parquet", cache_dir=tmp_path / "cache")
     assert "no embedding column" in said and "is not the run's" in said, said
     assert "embedding" not in pd.read_parquet(path).columns
+
+
+def test_a_world_without_its_metadata_digest_is_refused_when_its_rows_contradict_themselves(demo_run, tmp_path):
+    """Eleventh sweep W2: with ec.json's metadata_sha256 deleted (or a world saved before it), a metadata.parquet
+    saying 'square absent' beside has_square and a square's number loaded, and compose's AHR fell 1.0 -> 0.21."""
+    import json
+    import shutil
+
+    from lbee.spotcheck import ExperimentalConfiguration
+    from lbee.spotcheck._configuration import CorruptECError
+
+    out, _ = demo_run
+    world = tmp_path / "ec"
+    shutil.copytree(out / "ec", world)
+    definition = json.loads((world / "ec.json").read_text())
+    definition.pop("metadata_sha256")
+    (world / "ec.json").write_text(json.dumps(definition))
+    assert ExperimentalConfiguration.load(world, load_images=False).seed is not None  # an old world loads
+    meta = pd.read_parquet(world / "metadata.parquet")
+    column = next(c for c in meta.columns if "presence" in c and "square" in c)
+    meta.loc[(meta["split"] == "test") & meta["has_square"], column] = "false"
+    meta.to_parquet(world / "metadata.parquet", index=False)
+    with pytest.raises(CorruptECError, match="has has_square.* disagreeing with its attributes"):
+        ExperimentalConfiguration.load(world, load_images=False)

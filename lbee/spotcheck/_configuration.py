@@ -185,8 +185,10 @@ class ExperimentalConfiguration:
                         f"EC folder {str(folder)!r}: metadata has {len(part)} {split} rows, "
                         f"ec.json says {definition['sizes'][split]}."
                     )
-                attributes[split] = [{k: str(r[_attr_column(k)]) for k in keys} for r in part.to_dict("records")]
+                records = part.to_dict("records")
+                attributes[split] = [{k: str(r[_attr_column(k)]) for k in keys} for r in records]
                 labels[split] = part["label"].to_numpy().astype(np.int64)
+                _check_rows_agree(records, attributes[split], blindspots, split, folder)
                 files = [str(f) for f in part["file"]]
                 for index, f in zip(part["index"], files):  # a world names its own renders, nothing else
                     if f != _image_file(split, index):
@@ -222,6 +224,33 @@ class ExperimentalConfiguration:
             model,
             verification,
         )
+
+
+def _check_rows_agree(records, attributes, blindspots, split, folder):
+    """Refuse rows whose columns contradict each other.
+
+    ``has_square`` and the square's presence say one thing, and each ``blindspot_j`` column is what the blindspot's
+    conditions say of the row's attributes (a training label may differ: the model is taught to fail). A world
+    saved before ec.json recorded its metadata's digest has only these checks (an absent square with a number and a
+    size, and ``has_square`` true, loaded without a word and moved the metrics).
+    """
+    for r, attrs in zip(records, attributes):
+        present = attrs[("square", "presence")] == "true"
+        stated = []
+        if "has_square" in r:
+            stated.append(("has_square", bool(r["has_square"]) == present))
+        stated += [
+            (f"blindspot_{j}", bool(r[f"blindspot_{j}"]) == b.contains(attrs))
+            for j, b in enumerate(blindspots)
+            if f"blindspot_{j}" in r
+        ]
+        wrong = [name for name, ok in stated if not ok]
+        if wrong:
+            raise CorruptECError(
+                f"EC folder {str(folder)!r}: metadata.parquet's {split} image {r['index']} has {', '.join(wrong)} "
+                f"disagreeing with its attributes (square {'present' if present else 'absent'}); the table was "
+                "edited or is not a world's."
+            )
 
 
 def _check_metadata(meta, folder):
