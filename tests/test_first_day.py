@@ -462,3 +462,20 @@ def test_options_a_run_does_not_use_are_named(confident_errors):
     assert "--image-size (no --model runs" in said and "--strict" in said and said.count("not used by this run") == 1
     quiet = _describe(p, "pred.csv", "used")
     assert "not used by this run" not in quiet.output
+
+
+def test_report_check_finds_a_predictions_table_missing_half_the_images(tmp_path):
+    """A sixth user's `lbee report --check` said "no problem found" for predictions covering 150 of 300 images;
+    the run then failed after embedding with "150 image(s) have no row"."""
+    from PIL import Image
+
+    (tmp_path / "imgs").mkdir()
+    for i in range(6):
+        Image.new("RGB", (8, 8), (40 * i, 0, 0)).save(tmp_path / "imgs" / f"{i}.png")
+    (tmp_path / "p.csv").write_text("image,confidence\n" + "".join(f"{i}.png,0.5\n" for i in range(3)))
+    (tmp_path / "c.yaml").write_text(
+        "datasets:\n  - name: half\n    images: imgs\n    encoder: spotcheck\n    sentences: spotcheck\n"
+        "    models: [{name: m, predictions: p.csv}]\n"
+    )
+    r = run(["report", "--check", str(tmp_path / "c.yaml")])
+    assert r.exit_code == 2 and "3 image(s) have no row in predictions" in r.output, r.output

@@ -38,16 +38,44 @@ def preflight(ds, models=None):
     if ds.settings.task == "classification":
         for model in ds.models if models is None else models:
             if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
-                scores_from_table(
+                table_ids, _ = scores_from_table(
                     read_table(model.predictions),
                     kind=ds.settings.confidence_from,
                     probabilities=probabilities_kind(ds),
                 )
+                if imgs is not None and ds.image_embeddings is None:  # every image needs its row, said now
+                    _check_rows(imgs, table_ids, f"predictions {str(model.predictions)!r}")
     if ds.settings.split_by in ("irfs", "saliency"):
         if ds.sensitivity is None:
             raise ValueError(f"split_by {ds.settings.split_by!r} needs a sensitivity run (`lbee sensitivity`).")
         if not Path(ds.sensitivity).exists():
             raise ValueError(f"sensitivity {str(ds.sensitivity)!r} does not exist.")
+
+
+def _check_rows(imgs, table_ids, source):
+    """Refuse a table without a row for some readable image, as the run would after embedding (`align_scores`).
+
+    An image that cannot be read needs no row: the run skips it with a warning.
+    """
+    from ..io.matching import match_table_rows
+    from .scores import align_scores
+
+    rows, _ = match_table_rows(table_ids, imgs.ids, imgs.paths, source=source)
+    unread = {i for i in map(int, (rows < 0).nonzero()[0]) if not _readable(imgs.paths[i])}
+    keep = [i for i in range(len(imgs.ids)) if i not in unread]
+    align_scores([imgs.ids[i] for i in keep], [imgs.paths[i] for i in keep], table_ids, source=source)
+
+
+def _readable(path):
+    from ..io.images import check_image_file, open_image
+
+    try:
+        check_image_file(path)
+        with open_image(path) as img:
+            img.load()
+        return True
+    except Exception:  # any reason the run would skip it for
+        return False
 
 
 def _preflight_arrays(ds, sents, imgs):
