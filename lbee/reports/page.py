@@ -318,13 +318,12 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
             )
             view["member_order"], view["browse"] = order.tolist(), browse_view(run, order, top, view["anchor"], short)
         views.append(view)
-    if extras:
-        if run.group_order == "size":
-            views.sort(key=lambda v: (-v["size"], v["index"]))
-        else:  # the order the terminal and report.md show (lbee.run.text.group_order)
-            from ..run.text import group_order
+    if run.group_order == "size":
+        views.sort(key=lambda v: (-v["size"], v["index"]))
+    else:  # the order the terminal and report.md show (lbee.run.text.group_order); per class too
+        from ..run.text import group_order
 
-            views = [views[i] for i in group_order(first.hard_clusters, run.performance, conf)]
+        views = [views[i] for i in group_order(first.hard_clusters, run.performance, conf)]
     return views
 
 
