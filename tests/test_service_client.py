@@ -156,3 +156,36 @@ def test_a_jobs_python_warning_is_one_line_of_the_server_log_and_one_of_the_jobs
     assert lines == ["warning: rows of a table match no image"]
     assert [r.getMessage() for r in caplog.records if r.name == "py.warnings"] == ["rows of a table match no image"]
     assert "UserWarning" not in capsys.readouterr().err
+
+
+def test_phases_shorter_than_a_poll_are_still_said_in_order():
+    """Fifth and sixth users: `lbee submit` showed "embedding sentences 0%" then done; "describing" and "writing the
+    report" fell between two polls. The job's log names each phase it entered, and the client says the missed ones."""
+    from lbee.service.client import progress_lines
+    from lbee.service.job_progress import PHASE_LINE, job_listener
+
+    writes, log = [], []
+    on = job_listener(lambda **v: writes.append(v), clock=lambda: 0.0, on_phase=lambda p: log.append(PHASE_LINE + p))
+    for phase, done, total in [
+        ("preparing", None, None),
+        ("embedding sentences", 0, 3),
+        ("embedding sentences", 3, 3),
+        ("describing", None, None),
+        ("writing the report", None, None),
+    ]:
+        on(phase, done, total)
+    assert log == [PHASE_LINE + p for p in ("preparing", "embedding sentences", "describing", "writing the report")]
+    seen = set()
+    first = progress_lines(
+        {
+            "status": "running",
+            "phase": "embedding sentences",
+            "fraction": 0.0,
+            "progress": "embedding sentences: 0 of 3",
+            "log": log[:2],
+        },
+        seen,
+    )
+    last = progress_lines({"status": "done", "phase": "done", "fraction": None, "progress": "done", "log": log}, seen)
+    assert first[-1].startswith("running · embedding sentences 0%") and len(first) == 2  # preparing, then this
+    assert last == ["running · describing", "running · writing the report", "done"], last

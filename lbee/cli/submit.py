@@ -32,7 +32,7 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
     Prints the job's phase and progress (embedding, describing, ...) until it ends, then fetches its results
     into --out. Paths in the entry are relative to the server's --root; the encoder is the entry's `encoder:`.
     """
-    from ..service.client import Client, JobFailed, ServiceError, describe_progress
+    from ..service.client import Client, JobFailed, ServiceError, progress_lines
 
     try:
         client = Client(url, token)
@@ -68,8 +68,10 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
             click.secho(RANDOM_WEIGHTS_BANNER.format(encoder=encoder.rsplit("@", 1)[0]), fg="yellow", err=True)
         if not wait:
             return
-        t0 = time.monotonic()
-        job = client.wait(job["id"], timeout=timeout, on_progress=lambda j: click.echo(describe_progress(j, t0)))
+        t0, seen = time.monotonic(), set()
+        job = client.wait(
+            job["id"], timeout=timeout, on_progress=lambda j: click.echo("\n".join(progress_lines(j, seen, t0)))
+        )
         for run in job.get("runs") or ():  # where to read it: the report page of each of the job's runs
             name = run["dataset"] + (f" / {run['model']}" if run.get("model") else "")
             click.echo(f"report of {name}: {client.url}{run['links']['report']}")

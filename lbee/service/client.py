@@ -304,3 +304,24 @@ def describe_progress(job, t0=None):
     elif detail.startswith(phase + ":"):
         line += f" ({detail[len(phase) + 1 :].strip()})"
     return line
+
+
+def progress_lines(job, seen, t0=None):
+    """The lines to print for a job's new state: the phases it passed between two polls, then `describe_progress`.
+
+    ``seen`` (a set, updated) holds the phases already shown; the job's log names every phase it entered
+    (`lbee.service.job_progress.PHASE_LINE`), so a phase shorter than a poll is still said, in order.
+    """
+    from .job_progress import PHASE_LINE
+
+    current = job.get("phase") or job["status"]
+    out = []
+    for line in job.get("log") or ():
+        phase = line[len(PHASE_LINE) :] if line.startswith(PHASE_LINE) else None
+        if phase and phase not in seen and phase != current:
+            seen.add(phase)
+            when = "" if t0 is None else f"[{time.monotonic() - t0:4.0f} s] "
+            out.append(f"{when}running · {phase}")  # it was running then, whatever it is now
+    seen.add(current)
+    out.append(describe_progress(job, t0))
+    return out

@@ -8,7 +8,11 @@ import time
 PROGRESS_EVERY = 1.0
 
 
-def job_listener(write, every=PROGRESS_EVERY, clock=time.monotonic):
+#: How a job's log names each phase it entered (`lbee submit` prints the ones its polls fell between).
+PHASE_LINE = "phase: "
+
+
+def job_listener(write, every=PROGRESS_EVERY, clock=time.monotonic, on_phase=None):
     """A `lbee.progress.listening` callback that writes a job's progress, throttled.
 
     Parameters
@@ -18,6 +22,9 @@ def job_listener(write, every=PROGRESS_EVERY, clock=time.monotonic):
         raises to stop the job when a cancel came).
     every : float, default=1.0
         Within a phase, at most one write per ``every`` seconds, and the phase's last step (done = total).
+    on_phase : callable, optional
+        ``on_phase(phase)`` when a new phase starts: the job's log keeps it (a phase shorter than a client's poll
+        is otherwise never seen).
     """
     last = {"phase": None, "at": 0.0}
 
@@ -26,6 +33,8 @@ def job_listener(write, every=PROGRESS_EVERY, clock=time.monotonic):
         finished = total is not None and done is not None and done >= total
         if phase == last["phase"] and now - last["at"] < every and not finished:
             return
+        if phase != last["phase"] and on_phase is not None:
+            on_phase(phase)
         last.update(phase=phase, at=now)
         counted = total is not None and done is not None and total > 0
         write(

@@ -328,7 +328,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
     from ..progress import listening
     from ..reports.batch import run_dataset
     from .db import Job, LeaseLost
-    from .job_progress import job_listener
+    from .job_progress import PHASE_LINE, job_listener
     from .job_warnings import entry_advice, job_warnings
     from .paths import redact_paths
 
@@ -378,6 +378,11 @@ def run_job(db, settings, job_id, *, owner, attempt):
             del lines[:-LOG_LINES]
             beat_with(progress=msg.strip()[:500], log="\n".join(lines))
 
+        def note(msg):  # a log line that leaves the progress as it is
+            lines.append(msg)
+            del lines[:-LOG_LINES]
+            beat_with(log="\n".join(lines))
+
         t0 = time.perf_counter()
         try:
             with beat.interruptible():
@@ -390,7 +395,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
                 with (
                     confined_to(settings.root, out, settings.cache_dir),
                     job_warnings(lines, settings),
-                    listening(job_listener(beat_with)),
+                    listening(job_listener(beat_with, on_phase=lambda phase: note(PHASE_LINE + phase))),
                 ):
                     reports, failures = run_dataset(  # pages without links to files: no server path in them
                         ds, out, cache_dir=settings.cache_dir, device=settings.device, log=log, links=False
