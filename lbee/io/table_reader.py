@@ -23,7 +23,8 @@ import numpy as np
 
 from .._files import refuse_sparse
 from .._validation import NUMBER_PATTERN  # a number in a cell: ASCII digits, not 1_000 or nan
-from .table_header import check_header, refuse_parquet_bomb, refuse_repeated_columns, refuse_too_many_columns
+from .table_file import csv_options, read_pinned  # noqa: F401  (csv_options: read from here by others)
+from .table_header import refuse_repeated_columns
 
 logger = logging.getLogger("lbee")
 
@@ -72,7 +73,7 @@ def read_table(path, *, kind=None):
     from .._files import pinned
 
     with pinned(path, "Table") as src:  # under a data root every read below goes to the file checked inside it
-        table, fmt = _read_pinned(src, path, suffix)
+        table, fmt = read_pinned(src, path, suffix)
     table.columns = [str(c).strip() if isinstance(c, str) else c for c in table.columns]
     refuse_repeated_columns(list(table.columns), path)
     table.attrs[_SOURCE] = str(path)
@@ -82,47 +83,6 @@ def read_table(path, *, kind=None):
 
         validate_table(table, kind)
     return table
-
-
-def _read_pinned(src, path, suffix):
-    """The table at ``src`` (its header checked first), named ``path`` in messages: (DataFrame, format)."""
-    import pandas as pd
-
-    if suffix not in (".parquet", ".pq"):
-        check_header(path, "\t" if suffix == ".tsv" else ",", src=src)
-    else:
-        try:
-            import pyarrow.parquet as pq
-
-            names = pq.read_schema(src).names
-        except Exception:  # not readable as parquet: the reader below says so
-            names = []
-        refuse_repeated_columns(names, path)
-        refuse_too_many_columns(len(names), path)
-        refuse_parquet_bomb(path, src=src)
-    try:
-        if suffix in (".parquet", ".pq"):
-            table, fmt = pd.read_parquet(src), "parquet"
-        else:
-            fmt = "tsv" if suffix == ".tsv" else "csv"
-            table = pd.read_csv(src, **csv_options(fmt))
-            if not isinstance(table.index, pd.RangeIndex):  # pandas made the first field the index, in silence
-                raise ValueError(
-                    f"every row has {table.index.nlevels} field(s) more than the header's {len(table.columns)}; "
-                    "expected one field per column (a header cell missing, or a separator at the ends of rows)"
-                )
-    except MemoryError:
-        raise ValueError(f"Cannot read table {str(path)!r}: it does not fit in memory.") from None
-    except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
-        raise ValueError(f"Cannot read table {str(path)!r}: {exc or type(exc).__name__}") from None
-    return table, fmt
-
-
-def csv_options(fmt):
-    """``pandas.read_csv`` options of every CSV / TSV lbee reads (``fmt``: 'csv' or 'tsv')."""
-    # Only an empty cell is missing: pandas' default NA words ("NA", "null", "None", "nan", ...)
-    # would silently turn class names and ids into NaN.
-    return {"sep": "\t" if fmt == "tsv" else ",", "encoding": "utf-8-sig", "keep_default_na": False, "na_values": [""]}
 
 
 def table_source(table, default="table"):
