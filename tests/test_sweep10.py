@@ -290,6 +290,18 @@ def test_an_edited_assignments_parquet_is_refused_by_evaluate(tmp_path):
     table.to_parquet(tmp_path / "run" / "assignments.parquet", index=False)
     r = CliRunner().invoke(cli, [*evaluate, "--overwrite"], obj={})
     assert r.exit_code != 0 and "differ from the ones its run recorded" in r.output, r.output
+    # eleventh sweep: a file without the digest (older, or downgraded) is read, and the user is told ω is unchecked
+    import json
+
+    from lbee.core.explanation_payload import content_digest
+
+    payload = json.loads((tmp_path / "run" / "explanation.json").read_text())
+    payload.pop("assignments_sha256")
+    payload.pop("content_sha256")
+    payload["content_sha256"] = content_digest(payload)
+    (tmp_path / "run" / "explanation.json").write_text(json.dumps(payload))
+    r = CliRunner().invoke(cli, [*evaluate, "--overwrite"], obj={})
+    assert r.exit_code == 0 and "assignments.parquet is not checked" in " ".join(r.output.split()), r.output
 
 
 def test_a_world_whose_metadata_was_edited_is_refused(demo_run, tmp_path):

@@ -157,7 +157,13 @@ def _check_assignments_digest(payload, assignments, assign):
     from ..run.outputs import assignments_digest
 
     recorded = payload.get("assignments_sha256")
-    if recorded is not None and assignments_digest(assignments) != recorded:
+    if recorded is None:  # an older file (or one downgraded to an older format): say what is not checked
+        click.echo(
+            f"Warning: {assign.name} is not checked: the explanation records no digest of it (an older lbee wrote "
+            "it); its ω is taken as it is.",
+            err=True,
+        )
+    elif assignments_digest(assignments) != recorded:
         raise ValueError(
             f"{assign}: its values (split, group, confidence, ω) differ from the ones its run recorded "
             "(explanation.json's assignments_sha256): the file was edited or belongs to another run. Give ω "
