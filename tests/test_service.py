@@ -984,6 +984,15 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     assert client.get(f"/v1/runs/{run['id']}/images/999/thumbnail", headers=read).status_code == 404
     assert client.get(f"/v1/runs/{run['id']}/groups/0/images").status_code == 401
     assert 'class="browse-link"' in client.get("/", headers=read).text
+    # a sixth user: the service's group page had no label → prediction filter (the report's has one)
+    everything = client.get(f"/v1/runs/{run['id']}/groups/0/images", headers=read).json()
+    (pair, count), *_ = everything["pairs"]
+    only = client.get(f"/v1/runs/{run['id']}/groups/0/images", params={"pair": pair}, headers=read).json()
+    assert only["n"] == count and all(f"{r['label']} → {r['prediction']}" == pair for r in only["rows"])
+    page = client.get(f"/runs/{run['id']}/groups/0", params={"pair": pair}, headers=read).text
+    assert 'id="pair"' in page and "selected>" in page.split('id="pair"')[1].split("</select>")[0]
+    bad = client.get(f"/v1/runs/{run['id']}/groups/0/images", params={"pair": "cat → nope"}, headers=read)
+    assert bad.status_code == 422 and "label → prediction" in bad.text
     # tenth sweep S3: a run whose stored files lbee's reader refuses said so with the output folder's absolute path
     folder = settings.output / run["folder"] if "folder" in run else None
     stored = next((settings.output / "jobs").rglob("images.parquet")) if folder is None else folder / "images.parquet"

@@ -334,7 +334,7 @@ def _check_rows(path, against, rows, expected):
             )
 
 
-def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE_SIZE):
+def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE_SIZE, pair=None):
     """One page of a hard group's images from a per-image table (``lbee serve``'s browser).
 
     Parameters
@@ -346,6 +346,8 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     page : int, default=1
         1-based; a page past the last is refused.
     sort : {'confidence', '-confidence', 'name', 'label', 'prediction'}, default='confidence'
+    pair : str, optional
+        Only the images of one ``label → prediction`` of the group.
 
     Returns
     -------
@@ -353,7 +355,8 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
         ``rows`` (list of dict: the table's columns but ``path``, with ``index``: the row of ``table``, and
         ``name``: the id without the folder prefix all the run's images share),
         ``page``, ``n_pages``, ``n`` (images in the
-        group), ``first`` (the 1-based rank of the page's first image) and ``sentence``.
+        group, or of its ``pair``), ``first`` (the 1-based rank of the page's first image), ``sentence``, ``pairs``
+        (each label → prediction of the group with its count, the most frequent first) and ``pair``.
 
     Raises
     ------
@@ -366,6 +369,18 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     if members.empty:
         groups = sorted(set(table.loc[table["split"] == "hard", "group"].tolist()))
         raise ValueError(f"`group` is {group}; this run has hard groups {', '.join(map(str, groups)) or '(none)'}.")
+    import pandas as pd
+
+    said = [
+        None if pd.isna(lab) else f"{lab} → {'?' if pd.isna(pred) else pred}"
+        for lab, pred in zip(members["label"], members["prediction"])
+    ]
+    counts = pd.Series([x for x in said if x is not None], dtype=object).value_counts(sort=False)
+    pairs = sorted(((str(k), int(v)) for k, v in counts.items()), key=lambda kv: (-kv[1], kv[0]))
+    if pair:  # one label → prediction of the group (the report's filter)
+        if pair not in dict(pairs):
+            raise ValueError(f"`pair` is not one of group {group}'s label → prediction pairs ({len(pairs)} of them).")
+        members = members[[x == pair for x in said]]
     if sort in ("label", "prediction"):  # grouped by it (as text), the least confident first within
         members = members.assign(_by=members[sort].astype(str))
         members = members.sort_values(["_by", "confidence", "image"], kind="stable").drop(columns="_by")
@@ -391,6 +406,8 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
         "n": len(members),
         "first": (page - 1) * page_size + 1,
         "sentence": members["sentence"].iloc[0],
+        "pairs": pairs,
+        "pair": pair or None,
     }
 
 

@@ -38,11 +38,11 @@ def add_browse_routes(app, ctx):
             detail = redact_paths(f"run {run.id} has no per-image table: {exc}", settings)  # no server path
             raise HTTPException(404, detail) from None
 
-    def page_of(run_id, group, page, sort):
+    def page_of(run_id, group, page, sort, pair=None):
         run = ctx.run(run_id)
         folder, table = table_of(run)
         try:
-            return run, table, group_page(table, group, page=page, sort=sort)
+            return run, table, group_page(table, group, page=page, sort=sort, pair=pair)
         except ValueError as exc:
             raise HTTPException(404 if "`group`" in str(exc) or "`page`" in str(exc) else 422, str(exc)) from None
 
@@ -52,13 +52,14 @@ def add_browse_routes(app, ctx):
         group: int = GroupPath,
         page: int = Query(1, ge=1, le=MAX_ID),
         sort: str = Query("confidence", description=f"One of {', '.join(BROWSE_SORTS)}."),
+        pair: str | None = Query(None, max_length=1000, description="Only one 'label → prediction' of the group."),
         token=read,
     ):
         """One page of a hard group's images, with the group's sentence and ``page`` / ``n_pages`` / ``n``.
 
         Each row: image, split, group, sentence, holds, confidence, performance, label, prediction, ``thumbnail``.
         """
-        _, _, out = page_of(run_id, group, page, sort)
+        _, _, out = page_of(run_id, group, page, sort, pair)
         for r in out["rows"]:
             r["thumbnail"] = f"/v1/runs/{run_id}/images/{r['index']}/thumbnail"
         return out
@@ -87,10 +88,11 @@ def add_browse_routes(app, ctx):
         group: int = GroupPath,
         page: int = Query(1, ge=1, le=MAX_ID),
         sort: str = Query("confidence"),
+        pair: str | None = Query(None, max_length=1000),
     ):
         if ctx.page_token(request) is None:
             return RedirectResponse("/login", status_code=303)
-        run, table, out = page_of(run_id, group, page, sort)
+        run, table, out = page_of(run_id, group, page, sort, pair)
         hard = table[table["split"] == "hard"]
         groups = [(int(g), int(n)) for g, n in hard.groupby("group").size().items()]
         from .._version import __version__
