@@ -391,6 +391,8 @@ def test_the_library_orders_groups_as_the_cli_does():
     assert sorted(order) == list(range(len(exp.hard_clusters))) and order == group_order(exp.hard_clusters, omega)
     harm = [(1 - omega[exp.hard_clusters[i].indices].mean()) * len(exp.hard_clusters[i].indices) for i in order]
     assert harm == sorted(harm, reverse=True)
+    with pytest.raises(ValueError, match=r"`performance` has shape \(10,\); expected one ω per image"):
+        exp.harm_order(np.ones(10))  # a sixth user got a bare IndexError
 
 
 def test_report_md_shows_each_group_s_least_confident_images(confident_errors):

@@ -70,7 +70,7 @@ def test_out_onto_existing_run_is_refused_then_replaced_whole_with_overwrite(pre
     (out / "notes.txt").write_text("mine")  # not a run's file: left alone
     before = (out / "explanation.json").read_bytes()
     r = run(describe_args(p, "--clusters", "3", "--out", str(out)))
-    assert r.exit_code == 2
+    assert r.exit_code == 2 and "Usage:" not in r.output  # the command line was right (a sixth user)
     assert "already holds a run" in r.output and "--overwrite" in r.output and "report.html" in r.output
     assert (out / "explanation.json").read_bytes() == before  # refused before any work, nothing touched
     r = run(describe_args(p, "--clusters", "3", "--out", str(out), "--overwrite"))

@@ -16,6 +16,15 @@ from .._version import __version__
 from ._logging import setup_logging
 
 
+class NotUsageError(click.ClickException):
+    """A refusal of what the command would do (an output folder in use, a config's problems).
+
+    Exit 2, as click's usage errors, but without click's usage header: the command line itself was right.
+    """
+
+    exit_code = 2
+
+
 class LbeeError(click.ClickException):
     """A user-facing error: message, exit code 1, no traceback."""
 

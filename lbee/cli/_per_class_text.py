@@ -41,7 +41,7 @@ def _print_worst_groups(res, performance, names):
         c = int(r["class"])
         exp = res.explanations[c][method]
         name = names[c] if names and c < len(names) else str(c)
-        head = f"  class {name}: {r['n_hard']} hard of {r['n_images']} images"
+        head = f"  class {name}: {r['n_hard']} hard of the {r['n_images']} images labelled or predicted {name}"
         if not exp.hard_clusters:
             click.echo(head)
             continue

@@ -76,9 +76,8 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     else:
         click.echo(f"  the demo uses world seed {ec.seed}")
     click.echo(
-        f"  model accuracy outside the blindspots {v['accuracy_outside']:.2f}, inside "
-        + ", ".join(f"{x:.2f}" for x in v["accuracy_inside"])
-        + " (validation)"
+        f"  model accuracy on the validation images: {v['accuracy_outside']:.2f} outside the blindspots, "
+        + ", ".join(f"{x:.2f} inside blindspot {i}" for i, x in enumerate(v["accuracy_inside"]))
     )
     click.echo("\nTrue blindspots (where the model was taught to fail):")
     for i, d in enumerate(ec.blindspot_sentences()):

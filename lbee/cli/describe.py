@@ -8,7 +8,16 @@ import click
 
 from ..run.limits import MAX_IMAGE_SIZE, MAX_NUM_CLASSES, MAX_NUM_WORKERS
 from ..run.settings_cli import as_cli_message, settings_from_options, settings_options
-from ._base import LbeeError, batch_size_option, check_encoder_spec, check_writable_folder, cli, fail, require_extra
+from ._base import (
+    LbeeError,
+    NotUsageError,
+    batch_size_option,
+    check_encoder_spec,
+    check_writable_folder,
+    cli,
+    fail,
+    require_extra,
+)
 
 
 @cli.command()
@@ -230,7 +239,7 @@ def describe(
         try:
             check_out_folder(out, overwrite=overwrite, inputs=_inputs)
         except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise NotUsageError(str(exc)) from None
     model = ModelSpec(
         name=Path(predictions).stem if predictions else str(model_spec),
         predictions=Path(predictions) if predictions else None,

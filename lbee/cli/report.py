@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._base import cli, log, require_extra
+from ._base import NotUsageError, cli, log, require_extra
 
 
 @cli.command()
@@ -66,10 +66,8 @@ def report(ctx, config, out, overwrite, check, keep_going, schema):
             keep_going=keep_going,
             overwrite=overwrite,
         )
-    except ConfigError as exc:  # the command line was right, the YAML was not: no usage header, still exit 2
-        error = click.ClickException(str(exc))
-        error.exit_code = 2
-        raise error from None
+    except ConfigError as exc:  # the command line was right, the YAML was not
+        raise NotUsageError(str(exc)) from None
     click.echo(f"\n{len(result.reports)} report(s); index: {result.index}")
     for r in result.reports:
         click.echo(f"  {r['dataset']} / {r['model']}: {r['folder']}/report.html")

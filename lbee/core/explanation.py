@@ -332,6 +332,11 @@ class Explanation:
 def harm_order(hard_clusters: Sequence[HardCluster], performance: ArrayLike) -> list[int]:
     """Indices of ``hard_clusters``, most harmful first ((1 − mean ω) × size; `Explanation.harm_order`)."""
     omega = np.asarray(performance, dtype=float)
+    most = max((int(np.max(c.indices)) for c in hard_clusters if len(c.indices)), default=-1)
+    if omega.ndim != 1 or omega.shape[0] <= most:
+        raise ValueError(
+            f"`performance` has shape {omega.shape}; expected one ω per image, at least {most + 1} of them."
+        )
     sizes = [len(c.indices) for c in hard_clusters]
     risk = [(1.0 - float(omega[np.asarray(c.indices)].mean())) * k if k else 0.0 for c, k in zip(hard_clusters, sizes)]
     return sorted(range(len(hard_clusters)), key=lambda i: (-risk[i], -sizes[i], i))
