@@ -171,7 +171,9 @@ def test_spotlight_opens_the_export_in_chromium_with_one_row_per_image(demo_run,
     env = {**os.environ, "SPOTLIGHT_OPT_OUT": "1", "HOME": str(tmp_path)}  # its settings stay in the test's folder
     log = tmp_path / "spotlight.log"
     with open(log, "wb") as fh:  # a file, not a pipe: a chatty server never blocks on a full pipe
-        server = subprocess.Popen([exe, *args, "--no-filebrowsing"], stdout=fh, stderr=subprocess.STDOUT, env=env)
+        server = subprocess.Popen(  # a session of its own: its worker processes end with it (they outlived it)
+            [exe, *args, "--no-filebrowsing"], stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     driver = None
     try:
         for _ in range(240):  # Spotlight imports a lot before it listens
@@ -193,12 +195,23 @@ def test_spotlight_opens_the_export_in_chromium_with_one_row_per_image(demo_run,
     finally:
         if driver is not None:
             driver.quit()
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        import signal
+
+        for sig in (signal.SIGTERM, signal.SIGKILL):  # the whole group: Spotlight's multiprocessing workers too
+            try:
+                os.killpg(server.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                continue
+            if sig == signal.SIGTERM:
+                try:
+                    os.killpg(server.pid, signal.SIGKILL)  # workers left behind by a server that ended
+                except ProcessLookupError:
+                    pass
+                break
     assert cols == len(SPOTLIGHT_COLUMNS) + 1 and f"{cols} cols / {n} rows" in text, text[-500:]
     # the similarity map has its embeddings (without them it asks to "Select columns and show at least two rows")
     assert "Select columns" not in text and "Similarity Map" in text
