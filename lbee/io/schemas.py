@@ -19,11 +19,13 @@ from .matching import match_table_rows, report_unmatched
 from .predictions import validate_predictions
 from .table_reader import (
     bool_column,
+    cells_written,
     check_no_missing,
     check_not_empty,
     check_unique,
     class_column,
     float_column,
+    padded_digits,
     parse_number,
     require_columns,
     row_labels,
@@ -122,29 +124,15 @@ def validate_manifest(table):
     if "label" in table.columns:
         check_no_missing(table, "label", name)
         raw = table["label"].tolist()
-        written = _as_written(table, "label")
-        if written is not None and any(
-            w.startswith("+") or (len(w) > 1 and w[0] == "0" and w.isdigit()) for w in written
-        ):
+        cells = cells_written(table, "label")
+        written = None if cells is None else [str(v).strip() for v in cells]
+        if written is not None and any(padded_digits(w) for w in written):
             raw = written  # "01", "00": names as written, which pandas had read as the numbers 1 and 0
         if not any(_is_number(v) for v in raw) or raw is written:  # names: indices from the prob_<class> columns
             labels = np.asarray([str(v).strip() for v in raw], dtype=object)
         else:
             labels = class_column(table, "label", None, name)
     return paths, labels
-
-
-def _as_written(table, column):
-    """A CSV / TSV number column's cells as the file writes them (stripped), or None."""
-    from .cells_as_written import cells_as_written
-    from .table_reader import _FORMAT, _SOURCE
-
-    if table[column].dtype.kind not in "iuf" or table.attrs.get(_FORMAT) not in ("csv", "tsv"):
-        return None
-    raw = cells_as_written(table.attrs.get(_SOURCE), table.attrs[_FORMAT])
-    if raw is None or column not in raw.columns or len(raw) != len(table):
-        return None
-    return [str(v).strip() for v in raw[column]]
 
 
 def _is_number(value):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._files import refuse_sparse
+from .._files import pinned, refuse_sparse
 from .._validation import NUMBER_PATTERN  # a number in a cell: ASCII digits, not 1_000 or nan
 from .table_file import csv_options, read_pinned  # noqa: F401  (csv_options: read from here by others)
 from .table_header import refuse_repeated_columns
@@ -60,19 +60,15 @@ def read_table(path, *, kind=None):
         ``attrs['lbee_source']`` holds the path and ``attrs['lbee_format']``
         the format, so later checks can name the file, row and line.
     """
-    from .confinement import check_regular_file
-
     path = Path(path)
-    check_regular_file(path, "Table")  # a FIFO or a device would block or never end; a link out of the root
-    if not path.is_file():
-        raise FileNotFoundError(f"Table {str(path)!r} does not exist.")
-    refuse_sparse(path, "Table")
-    suffix = path.suffix.lower()
-    if suffix not in TABLE_SUFFIXES:
-        raise ValueError(f"Table {str(path)!r} has suffix {suffix!r}; expected .csv, .tsv or .parquet.")
-    from .._files import pinned
-
-    with pinned(path, "Table") as src:  # under a data root every read below goes to the file checked inside it
+    # a FIFO or a device would block or never end; under a data root every read goes to the file checked inside it
+    with pinned(path, "Table") as src:
+        if not path.is_file():
+            raise FileNotFoundError(f"Table {str(path)!r} does not exist.")
+        refuse_sparse(path, "Table")  # named by its path in the message
+        suffix = path.suffix.lower()
+        if suffix not in TABLE_SUFFIXES:
+            raise ValueError(f"Table {str(path)!r} has suffix {suffix!r}; expected .csv, .tsv or .parquet.")
         table, fmt = read_pinned(src, path, suffix)
     table.columns = [str(c).strip() if isinstance(c, str) else c for c in table.columns]
     refuse_repeated_columns(list(table.columns), path)
@@ -276,6 +272,26 @@ def parse_bool(value):
     return None
 
 
+def cells_written(table, column):
+    """A CSV / TSV number column's cells as the file writes them (an object array, NaN where blank), or None.
+
+    pandas reads ``01`` as 1 and ``0.99999999999999999`` as 1.0: readers that judge a cell by its text ask here.
+    """
+    if table[column].dtype.kind not in "iuf" or table.attrs.get(_FORMAT) not in ("csv", "tsv"):
+        return None
+    from .cells_as_written import cells_as_written
+
+    raw = cells_as_written(table.attrs.get(_SOURCE), table.attrs[_FORMAT])
+    if raw is None or column not in raw.columns or len(raw) != len(table):
+        return None
+    return raw[column].to_numpy(dtype=object)
+
+
+def padded_digits(text):
+    """Whether ``text`` writes a number in a form that is no class index: a sign (``+1``) or a leading zero (``01``)."""
+    return text.startswith("+") or (len(text) > 1 and text[0] == "0" and text.isdigit())
+
+
 def bool_column(table, column, default="table"):
     """``column`` as a bool array; any value other than 1/0, true/false, yes/no is an error.
 
@@ -285,12 +301,9 @@ def bool_column(table, column, default="table"):
     values = table[column].to_numpy(dtype=object)
     if table[column].dtype == bool:
         return values.astype(bool)
-    if table[column].dtype.kind in "iuf" and table.attrs.get(_FORMAT) in ("csv", "tsv"):
-        from .cells_as_written import cells_as_written
-
-        raw = cells_as_written(table.attrs.get(_SOURCE), table.attrs[_FORMAT])
-        if raw is not None and column in raw.columns and len(raw) == len(values):
-            values = raw[column].to_numpy(dtype=object)
+    raw = cells_written(table, column)
+    if raw is not None:
+        values = raw
     out = np.zeros(len(values), dtype=bool)
     bad = []
     for i, v in enumerate(values):
@@ -349,15 +362,10 @@ def class_column(table, column, class_names=None, default="table"):
     error naming the column and a few offending values.
     """
     values = table[column].to_numpy(dtype=object)
-    written = None  # a number column's cells as the file writes them
-    if table[column].dtype.kind in "iuf" and table.attrs.get(_FORMAT) in ("csv", "tsv"):
-        # judged as written: pandas reads a column of 01, 10, 00 as the numbers 1, 10, 0, and the class named
-        # "01" would become the class at position 1 (a right model was reported wrong on 68 % of its images)
-        from .cells_as_written import cells_as_written
-
-        raw = cells_as_written(table.attrs.get(_SOURCE), table.attrs[_FORMAT])
-        if raw is not None and column in raw.columns and len(raw) == len(values):
-            written = [v.strip() if isinstance(v, str) else None for v in raw[column]]
+    # judged as written: pandas reads a column of 01, 10, 00 as the numbers 1, 10, 0, and the class named "01"
+    # would become the class at position 1 (a right model was reported wrong on 68 % of its images)
+    raw = cells_written(table, column)
+    written = None if raw is None else [v.strip() if isinstance(v, str) else None for v in raw]
     lookup = {str(c): k for k, c in enumerate(class_names)} if class_names else {}
     n_classes = len(class_names) if class_names else None
     out = np.empty(len(values), dtype=np.int64)
@@ -377,7 +385,7 @@ def class_column(table, column, class_names=None, default="table"):
         text = written[i] if written is not None else None
         if text is not None and text in lookup:  # the class named as written ("01"), not the number pandas read
             k = lookup[text]
-        elif text is not None and (text.startswith("+") or (len(text) > 1 and text[0] == "0" and text.isdigit())):
+        elif text is not None and padded_digits(text):
             k = None  # "+1", "01": no index, and no class of that name
         elif key is not None and key in lookup:  # a class name wins over an index (classes named "0", "1")
             k = lookup[key]

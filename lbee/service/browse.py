@@ -95,8 +95,6 @@ def add_browse_routes(app, ctx):
         run, table, out = page_of(run_id, group, page, sort, pair)
         hard = table[table["split"] == "hard"]
         groups = [(int(g), int(n)) for g, n in hard.groupby("group").size().items()]
-        from .._version import __version__
-
         return templates.get_template("browse.html").render(
             run=run,
             group=group,
@@ -104,7 +102,6 @@ def add_browse_routes(app, ctx):
             sort=sort,
             sorts=BROWSE_SORTS,
             groups=groups,
-            version=__version__,
             random=_random_weights_banner(run),
         )
 

@@ -98,7 +98,6 @@ def add_pages(app, ctx):
             runs=runs,
             jobs=jobs,
             who=who.name,
-            version=__version__,
             metrics=METRICS,
             root=str(settings.root),
             random=random,
@@ -108,9 +107,7 @@ def add_pages(app, ctx):
     def compare_page(request: Request, a: int = Query(ge=1, le=MAX_ID), b: int = Query(ge=1, le=MAX_ID)):
         if ctx.page_token(request) is None:
             return RedirectResponse("/login", status_code=303)
-        return templates.get_template("compare.html").render(
-            c=compare_runs(settings.output, ctx.run(a), ctx.run(b)), version=__version__
-        )
+        return templates.get_template("compare.html").render(c=compare_runs(settings.output, ctx.run(a), ctx.run(b)))
 
     # ---- the API description, behind a token
     @app.get("/openapi.json", include_in_schema=False)
