@@ -30,15 +30,19 @@ def check_regular_file(path, what):
     out of the root after the job's paths were checked is refused here, before any byte of it is read.
     """
     if ROOT[0] is not None:
-        real = Path(os.path.realpath(path))
-        if not any(real == top or top in real.parents for top in (ROOT[0], *ROOT[1])):
-            raise PathEscape(f"{what} {str(path)!r} leads outside the data root (through a symbolic link).")
+        _check_inside(Path(os.path.realpath(path)), path, what)
     try:
         mode = os.stat(path).st_mode
     except OSError:
         return
     if not stat.S_ISREG(mode):
         raise NotRegularFile(f"{what} {str(path)!r} is {file_kind(mode)}, not a regular file.")
+
+
+def _check_inside(real, path, what):
+    """Refuse ``real`` (the resolved ``path``) outside the data root and the other folders a job may read."""
+    if not any(real == top or top in real.parents for top in (ROOT[0], *ROOT[1])):
+        raise PathEscape(f"{what} {str(path)!r} leads outside the data root (through a symbolic link).")
 
 
 @contextmanager
@@ -62,9 +66,7 @@ def pinned(path, what):
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegularFile(f"{what} {str(path)!r} is not a regular file.")
-        real = Path(os.readlink(f"/proc/self/fd/{fd}"))
-        if not any(real == top or top in real.parents for top in (ROOT[0], *ROOT[1])):
-            raise PathEscape(f"{what} {str(path)!r} leads outside the data root (through a symbolic link).")
+        _check_inside(Path(os.readlink(f"/proc/self/fd/{fd}")), path, what)
         yield f"/proc/self/fd/{fd}"
     finally:
         os.close(fd)
