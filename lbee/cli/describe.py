@@ -88,6 +88,7 @@ from ._base import (
     "tau",
     "a",
     "ward",
+    "join",
     "confirm",
 )
 @click.option(
@@ -283,7 +284,7 @@ def describe(
     except click.ClickException:
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
-        fail(exc)
+        fail(ValueError(as_cli_message(exc)) if type(exc) is ValueError else exc)  # a knob named by its flag
     metrics = _metrics(run, ds, model) if run.per_class is None and run.relevance is not None else []
     folders = []
     if out:
@@ -336,10 +337,13 @@ def describe(
         click.echo(header)
         import textwrap
 
-        from ..run.text import groups_line, order_line
+        from ..run.text import first_method, groups_line, order_line
 
-        click.echo(textwrap.fill(groups_line(p, len(result.explanations[settings.methods[0]].hard_clusters)), 110))
-        click.echo(order_line(result.extra.get("confirmation"), result.performance) + "\n")
+        n_groups = len(result.explanations[settings.methods[0]].hard_clusters)
+        click.echo(textwrap.fill(groups_line(p, n_groups, settings), 100))
+        click.echo(order_line(result.extra.get("confirmation"), result.performance))
+        read_first = first_method(result.explanations)[1]
+        click.echo(("" if read_first is None else textwrap.fill(read_first, 100)) + "\n")
         click.echo(terminal_blocks(result))
         if metrics:
             click.echo(f"\nScored against --relevance (o = {settings.o:g}):")

@@ -101,6 +101,7 @@ class Partition:
     matches_: IntArray
     reference_mean_: FloatArray
     hypotheses_: list[Any] | None
+    joined_: list[list[int]] | None
 
     def __init__(
         self,
@@ -198,6 +199,7 @@ class Partition:
         self.n_easy_clusters_asked_ = n_easy
         self.slicer_groups_ = groups
         self.hypotheses_ = None
+        self.joined_ = None
         self._set_hard_groups(groups)
         return self
 
@@ -279,6 +281,42 @@ class Partition:
         self._set_hard_groups([h.indices for h in hyps])
         self._searches = searches
         self.hypotheses_ = hyps
+        return self
+
+    def join(self, groups: Sequence[Sequence[int]]) -> Partition:
+        """Join hard groups into one each: pieces of one failure that the clustering cut apart.
+
+        Each joined group takes the place of its lowest-numbered piece; the groups after it move up.
+
+        Parameters
+        ----------
+        groups : list of list of int
+            Each entry: two or more numbers of ``hard_groups_``, no number in two entries.
+
+        Returns
+        -------
+        self
+        """
+        self._check_fitted()
+        n = len(self.hard_groups_)
+        entries = [sorted({int(g) for g in entry}) for entry in groups]
+        used = [g for entry in entries for g in entry]
+        if any(len(e) < 2 for e in entries) or len(used) != len(set(used)) or not all(0 <= g < n for g in used):
+            raise ValueError(
+                f"`groups` must list two or more of hard groups 0 to {n - 1} per entry, each group at most once; "
+                f"received {entries}."
+            )
+        lead = {entry[0]: entry for entry in entries}
+        joined = [
+            np.sort(np.concatenate([self.hard_groups_[j] for j in lead[i]])) if i in lead else g
+            for i, g in enumerate(self.hard_groups_)
+            if i in lead or i not in used
+        ]
+        searches = self._searches
+        self._set_hard_groups(joined)
+        self._searches = searches
+        self.hypotheses_ = None  # the merged hypotheses no longer match the groups: described afresh
+        self.joined_ = [list(e) for e in entries]
         return self
 
     def _check_fitted(self) -> None:

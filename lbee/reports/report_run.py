@@ -101,4 +101,7 @@ def _clusters_words(explanations, settings):
     made, formed = p.get("n_slicer_groups"), p.get("n_hard_clusters_formed")
     if made is not None and formed is not None and made != formed:
         return f"{asked} asked, {made} formed, merged into {formed} hypotheses (the groups one description covers)"
+    if p.get("joined"):  # --join: the user's word that some groups are one failure
+        said = " and ".join("+".join(map(str, entry)) for entry in p["joined"])
+        return f"{asked}, with groups {said} joined into one each: {formed} groups"
     return asked

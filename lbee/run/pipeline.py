@@ -118,6 +118,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
     """
     from ..core.partition import Partition
     from .confirm import confirm_run, confirmation_plan
+    from .join import join_groups
 
     tau = settings.resolved_tau(inputs.encoder_tau)
     index, methods = describe_plan(inputs, settings)
@@ -146,6 +147,10 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
                 part.merge(index, tau=tau, k=settings.k)
             exps = part.describe_methods(index, methods, k=settings.k, tau=tau, sentences=inputs.sentences)
             confirmed = confirm_run(plan, part, exps, index, tau, scores.performance)  # tested, ranked
+            if settings.join:  # the user's word that some of the groups shown are one failure (lbee.run.join)
+                join_groups(part, settings.join, next(iter(exps.values())).hard_clusters)
+                exps = part.describe_methods(index, methods, k=settings.k, tau=tau, sentences=inputs.sentences)
+                confirmed = confirm_run(plan, part, exps, index, tau, scores.performance)
         except ValueError as exc:
             raise ValueError(f"slicer {name!r}: {exc}" if len(settings.slicers) > 1 else str(exc)) from None
         if obj is not None:
@@ -308,6 +313,8 @@ def record_clusters_formed(explanations, part):
     for e in explanations.values():
         e.params["n_hard_clusters_formed"] = len(e.hard_clusters)
         e.params["n_easy_clusters_formed"] = len(e.easy_clusters)
+        if getattr(part, "joined_", None):
+            e.params["joined"] = part.joined_
         if merged:  # the slicer's groups became one hypothesis per failure: say how many it made
             e.params["n_slicer_groups"] = len(part.slicer_groups_)
     if explanations:  # merged hypotheses: judge the slicer's groups, which --clusters made

@@ -136,6 +136,9 @@ class RunSettings:
         'errors' or 'probability': analyse each class separately; its hard
         images are the misclassified ones ('errors') or those with a low
         true-class probability ('probability').
+    join : tuple of tuple of int, default=()
+        Hard groups to join into one before describing, numbered as a run
+        without it prints them: ``((1, 2, 3),)``.
     confirm : float, default=0.3
         Share of the images held out (stratified, seeded) to test every
         statement on; 0 turns it off. Skipped, and said so, below 500
@@ -240,6 +243,14 @@ class RunSettings:
         kind=str,
         optional=True,
     )
+    join: tuple = _knob(
+        None,
+        "Hard groups to join into one, numbered as a run without it prints them (1,2,3): pieces of one failure "
+        "that the clustering cut apart; repeat for several.",
+        kind=int,
+        many=True,
+        default_factory=tuple,
+    )
     confirm: float = _knob(
         DEFAULT_CONFIRM_FRACTION,
         f"Share of the images held out to confirm each statement on (0: off; skipped below {MIN_CONFIRM_IMAGES} "
@@ -258,6 +269,9 @@ class RunSettings:
     def __post_init__(self):
         for f in dataclasses.fields(self):
             object.__setattr__(self, f.name, _check(f, getattr(self, f.name)))
+        if self.join and (self.per_class or len(self.slicers) > 1):
+            other = "`per_class`" if self.per_class else f"{len(self.slicers)} `slicers`"
+            raise ValueError(f"`join` names the groups of a whole-dataset run with one slicer; received {other}.")
         if self.per_class and self.task == "segmentation":
             raise ValueError("`per_class` is for classification; received task='segmentation'.")
         if self.split_by in SENSITIVITY_SPLITS and self.task == "segmentation":
@@ -383,6 +397,10 @@ def _check(f, value):
         if m["optional"]:
             return None
         raise bad("a value (it has no 'none')")
+    if name == "join":
+        from .join import parse_join
+
+        return parse_join(value, bad)
     if m["many"]:
         items = [value] if isinstance(value, (str, dict)) else value
         if not isinstance(items, (list, tuple)) or not items:

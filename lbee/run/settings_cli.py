@@ -65,7 +65,9 @@ def settings_options(*names):
                 )
             # The raw field default: building a RunSettings here would import every registry at `--help` time.
             default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-            if m["many"]:
+            if name == "join":
+                kw.update(type=str, multiple=True, metavar="GROUPS")
+            elif m["many"]:
                 kw.update(multiple=True, default=["all"] if name == "methods" else list(default), show_default=True)
             elif m["default_text"]:
                 kw.update(default=None, show_default=m["default_text"])
@@ -96,7 +98,7 @@ def settings_from_options(options, **overrides):
     known = set(RunSettings.knobs())
     values = {k: v for k, v in options.items() if k in known}
     values.update(overrides)
-    for key in ("methods", "slicers"):
+    for key in ("methods", "slicers", "join"):
         if key in values and not values[key]:
             values.pop(key)  # an empty repeatable option means the default
     return RunSettings(**values)

@@ -31,5 +31,7 @@ def knob_schema(name):
                 },
             ]
         }
+    if name == "join":  # [[1, 2, 3], ...]; '1,2,3' as the CLI writes it
+        item = {"anyOf": [{"type": "array", "items": item, "minItems": 2}, {"type": "string"}]}
     out.update({"type": "array", "items": item} if m["many"] else item)
     return out

@@ -203,7 +203,8 @@ def terminal_blocks(result, width=None):
         )
         size = f"{len(c.indices)} image" + ("" if len(c.indices) == 1 else "s")
         out.append(f"Hard group {i}: {size}{rate}, easy twin {c.easy_cluster}")
-        for m, e in exps.items():
+        lead = first_method(exps)[0]
+        for m, e in sorted(exps.items(), key=lambda item: item[0] != lead):
             text = " · ".join(e.cluster_sentences(i)) or "(no sentence)"
             out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
         for line in confirmation_lines(result.extra.get("confirmation"), i):
@@ -215,36 +216,44 @@ def terminal_blocks(result, width=None):
 
 
 def alike_groups(result):
-    """Lines naming hard groups whose top sentence agrees for most describers: perhaps one failure, cut in pieces.
+    """Lines naming hard groups that read alike for most describers: perhaps one failure, cut in pieces.
 
-    With a grammar's sentences lbee merges such pieces itself (`lbee.core.hypotheses`); with a plain sentence file
-    it cannot tell one failure from two that read alike, so it says so and leaves them apart.
+    Two groups read alike for a describer when the first sentence of one is among the other's sentences. With a
+    grammar's sentences lbee merges such pieces itself (`lbee.core.hypotheses`); with a plain sentence file it
+    cannot tell one failure from two that read alike, so it says so, and ``--join`` (`lbee.run.join`) is the
+    user's word.
     """
     exps = {m: e for m, e in result.explanations.items() if m != "compose"}
     if len(exps) < 2 or "compose" in result.explanations:
         return []
     first = next(iter(exps.values()))
-    tops = [tuple(e.hard_clusters[i].sentences[:1] for e in exps.values()) for i in range(len(first.hard_clusters))]
+    sets = [[e.hard_clusters[i].sentences for e in exps.values()] for i in range(len(first.hard_clusters))]
     out, seen = [], set()
     for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
-        if i in seen:
+        if i in seen or len(first.hard_clusters[i].indices) < FEW_IMAGES:
             continue
-        same = [j for j in range(len(tops)) if j != i and j not in seen and _agree(tops[i], tops[j]) * 2 > len(exps)]
+        same = [
+            j
+            for j in range(len(sets))
+            if j != i
+            and j not in seen
+            and len(first.hard_clusters[j].indices) >= FEW_IMAGES
+            and _agree(sets[i], sets[j]) * 2 > len(exps)
+        ]
         if same:
             seen.update([i, *same])
-            agreed = [e for e, x, y in zip(exps.values(), tops[i], tops[same[0]]) if x and x == y]
-            text = agreed[0].cluster_sentences(i)[0]
             names = ", ".join(map(str, [i, *same]))
             out.append(
-                f'Groups {names} have the same top sentence for most describers ("{text}"): they may be one '
-                "failure cut in pieces. A grammar's sentences let lbee merge such pieces (docs/explanations.md)."
+                f"Groups {names} read alike (for most describers, the first sentence of one is among the other's): "
+                "they may be one failure that the clustering cut in pieces. Look at their images; if they are, "
+                f"--join {','.join(map(str, sorted([i, *same])))} describes them as one group."
             )
     return out
 
 
 def _agree(a, b):
-    """How many describers give two groups the same first sentence (per describer, a tuple of ≤ 1 index)."""
-    return sum(1 for x, y in zip(a, b) if x and x == y)
+    """For how many describers the first sentence of one group is among the other's (per describer, a list)."""
+    return sum(1 for x, y in zip(a, b) if x and y and (x[0] in y or y[0] in x))
 
 
 def confirmation_note(conf):
@@ -332,8 +341,12 @@ def _group_test(conf, i):
     return {**g, "statement": None if g["statement"] is None else conf["statements"][g["statement"]]}
 
 
-def groups_line(params, n_groups):
-    """``2000 images: 403 hard, 986 easy; 5 hard groups.``, saying so when the slicer's groups were merged."""
+def groups_line(params, n_groups, settings=None):
+    """``2000 images: 403 hard, 986 easy; 5 hard groups.``, saying so when the slicer's groups were merged.
+
+    With the run's ``settings`` it also says where the number of groups came from (the default for this many hard
+    images, or ``--clusters``), and which groups ``--join`` joined.
+    """
     line = f"{params['n_images']} images: {params['n_hard']} hard, {params['n_easy']} easy{_neither(params)}; "
     made = params.get("n_slicer_groups")
     if made is not None and made != n_groups:
@@ -341,7 +354,46 @@ def groups_line(params, n_groups):
             f"{made} hard groups from the clustering, merged into {n_groups} hypotheses (groups that one "
             "description covers are taken as pieces of one failure and merged)."
         )
-    return line + f"{n_groups} hard groups."
+    why = ""
+    if settings is not None and settings.clusters is None and settings.slicer_names[0] == "ward":
+        asked = params.get("n_clusters")
+        why = (
+            f"the default for {params['n_hard']} hard images, one per {_per_group()} below "
+            f"{settings.n_clusters * _per_group()}"
+            if asked != settings.n_clusters
+            else "the default"
+        ) + "; --clusters sets it"
+    joined = params.get("joined")
+    if joined:
+        said = " and ".join("+".join(map(str, entry)) for entry in joined)
+        made = params.get("n_clusters") if why else n_groups + sum(len(e) - 1 for e in joined)
+        why = f" ({why})" if why else ""
+        return line + f"{n_groups} hard groups: the clustering's {made}{why}, with groups {said} joined (--join)."
+    return line + f"{n_groups} hard groups" + (f" ({why})." if why else ".")
+
+
+def _per_group():
+    from .settings import IMAGES_PER_DEFAULT_GROUP
+
+    return IMAGES_PER_DEFAULT_GROUP
+
+
+def first_method(methods):
+    """The describer to read first, and a line saying so (None when only one ran)."""
+    from ..core.selection import COMPOSE
+
+    methods = list(methods)
+    lead = COMPOSE if COMPOSE in methods else "fpdiff" if "fpdiff" in methods else methods[0]
+    if len(methods) < 2:
+        return lead, None
+    why = (
+        "one statement per group, composed from the grammar's conditions"
+        if lead == COMPOSE
+        else "lbee's default describer: the sentences true of a group's images and not of its easy twin's"
+        if lead == "fpdiff"
+        else "the first asked for"
+    )
+    return lead, f"Read {lead} first ({why}); the other describers are shown for comparison."
 
 
 def order_line(conf, performance=None):

@@ -1,0 +1,86 @@
+"""``join``: hard groups a user takes for pieces of one failure, joined into one group before describing.
+
+The clustering follows what the encoder sees most (a background, say), so one failure can come out as several
+groups. lbee says when groups read alike (`lbee.run.text.alike_groups`); with a grammar's sentences it merges such
+pieces itself (`lbee.core.hypotheses`). ``join`` is the user's word for the rest: ``--join 1,2,3`` or, in YAML and
+the library, ``join: [[1, 2, 3]]``, numbered as a run without it prints its groups.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from .limits import MAX_CLUSTERS
+
+
+def parse_join(value, bad):
+    """``join``'s value as a tuple of sorted group-number tuples, each of two or more groups, none in two.
+
+    Parameters
+    ----------
+    value : str, list of int, or a list of either
+        ``"1,2,3"`` (the CLI's form) or ``[1, 2, 3]``, one per joined group.
+    bad : callable
+        ``bad(expected)`` makes the knob's ValueError.
+
+    Returns
+    -------
+    tuple of tuple of int
+    """
+    if isinstance(value, (str, bytes)) or (
+        isinstance(value, (list, tuple)) and value and all(isinstance(v, numbers.Integral) for v in value)
+    ):
+        value = [value]  # one joined group given alone
+    if not isinstance(value, (list, tuple)):
+        raise bad("a list of groups to join, each a list of group numbers such as [1, 2, 3] (or '1,2,3')")
+    out, seen = [], set()
+    for entry in value:
+        if isinstance(entry, str):
+            try:
+                entry = [int(part) for part in entry.split(",")]
+            except ValueError:
+                raise bad("group numbers separated by commas, such as '1,2,3'") from None
+        if not isinstance(entry, (list, tuple)) or not all(
+            isinstance(g, numbers.Integral) and not isinstance(g, bool) for g in entry
+        ):
+            raise bad("each entry a list of group numbers such as [1, 2, 3] (or '1,2,3')")
+        groups = tuple(sorted({int(g) for g in entry}))
+        if len(groups) < 2:
+            raise bad("at least two different groups in each entry (a group alone is already one)")
+        if groups[0] < 0 or groups[-1] >= MAX_CLUSTERS:
+            raise bad(f"group numbers in [0, {MAX_CLUSTERS - 1}]")
+        if seen & set(groups):
+            raise bad(f"each group in one entry at most; group {min(seen & set(groups))} is in two")
+        seen.update(groups)
+        out.append(groups)
+    return tuple(out)
+
+
+def join_groups(part, join, shown):
+    """Join ``part``'s hard groups as ``join`` says, numbered as ``shown`` (`lbee.core.partition.Partition.join`).
+
+    Parameters
+    ----------
+    part : lbee.core.partition.Partition
+    join : tuple of tuple of int
+        Numbers of the groups as a run shows them (ranked: `lbee.run.confirm.confirm_run`).
+    shown : list of lbee.core.explanation.HardCluster
+        The groups in the order shown.
+
+    Raises
+    ------
+    ValueError
+        When a number names no hard group of this run.
+    """
+    n = len(shown)
+    missing = sorted({g for entry in join for g in entry if g >= n})
+    if missing:
+        raise ValueError(
+            f"`join` names group {missing[0]}, but this run has hard groups 0 to {n - 1}; number them as the run "
+            "without `join` prints them."
+        )
+    # a group is known by its first image (the groups are disjoint and never empty)
+    place = {int(g[0]): i for i, g in enumerate(part.hard_groups_)}
+    part.join([[place[int(shown[g].indices[0])] for g in entry] for entry in join])
+    part.joined_ = [list(entry) for entry in join]  # recorded as the user numbered them
+    return part

@@ -1,0 +1,77 @@
+"""``join``: hard groups a user takes for pieces of one failure, joined before describing (trial 6: one planted
+failure came out as four groups with a plain sentence file, and nothing could put them back together)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lbee import RunSettings
+from lbee.core.partition import Partition
+from tests.test_first_day import _describe, confident_errors  # noqa: F401  (the fixture)
+
+
+def test_settings_read_join_from_the_cli_yaml_and_library_forms_alike():
+    assert RunSettings(join=("3,1,2",)).join == ((1, 2, 3),)
+    assert RunSettings(join=[[4, 0], [2, 1]]).join == ((0, 4), (1, 2))
+    assert RunSettings(join=[1, 2]).join == ((1, 2),)  # one entry given alone
+    assert RunSettings().join == ()
+    for bad, said in [
+        (("1",), "at least two different groups"),
+        (("1,1",), "at least two different groups"),
+        (("1,a",), "group numbers separated by commas"),
+        ([[1, 2], [2, 3]], "group 2 is in two"),
+        ([[-1, 2]], "group numbers in [0, 999]"),
+        ([[1.5, 2]], "each entry a list of group numbers"),
+        ([[True, 2]], "each entry a list of group numbers"),
+        ({"a": 1}, "a list of groups to join"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(said)):
+            RunSettings(join=bad)
+    with pytest.raises(ValueError, match="received `per_class`"):
+        RunSettings(join=[[0, 1]], per_class="errors")
+    with pytest.raises(ValueError, match="received 2 `slicers`"):
+        RunSettings(join=[[0, 1]], slicers=("ward", "domino"))
+
+
+def test_partition_join_puts_the_union_in_place_of_its_first_piece():
+    rng = np.random.default_rng(0)
+    part = Partition(n_clusters=5).fit(rng.normal(size=(300, 8)), confidence=rng.random(300))
+    before = [g.copy() for g in part.hard_groups_]
+    part.join([[3, 1]])
+    assert len(part.hard_groups_) == 4
+    np.testing.assert_array_equal(part.hard_groups_[1], np.sort(np.concatenate([before[1], before[3]])))
+    for new, old in zip([0, 2, 3], [0, 2, 4]):
+        np.testing.assert_array_equal(part.hard_groups_[new], before[old])
+    assert part.joined_ == [[1, 3]] and len(part.matches_) == 4
+    with pytest.raises(ValueError, match="hard groups 0 to 3"):
+        part.join([[0, 9]])
+
+
+def test_describe_joins_the_groups_as_the_run_printed_them(confident_errors):
+    p, _ = confident_errors
+    r = _describe(p, "pred.csv", "plain", "--clusters", "4")
+    assert r.exit_code == 0, r.output
+    assert "4 hard groups." in r.output  # --clusters given: no word on the default
+    plain = pd.read_parquet(p / "plain" / "assignments.parquet")
+    # the printed numbers are the groups' places in harm order, not the clustering's: join two that are not the
+    # clustering's first ones
+    r = _describe(p, "pred.csv", "joined", "--clusters", "4", "--join", "3,1")
+    assert r.exit_code == 0, r.output
+    assert "3 hard groups: the clustering's 4, with groups 1+3 joined (--join)." in " ".join(r.output.split())
+    joined = pd.read_parquet(p / "joined" / "assignments.parquet")
+    hard = (plain["split"] == "hard").to_numpy()
+    before, after = plain["cluster"].to_numpy()[hard], joined["cluster"].to_numpy()[hard]
+    assert set(after[np.isin(before, [1, 3])]) == {after[before == 1][0]}  # one group now
+    assert len(set(after)) == 3
+    for g in (0, 2):  # the others kept whole
+        assert len(set(after[before == g])) == 1 and not np.isin(after[before == g], after[before == 1]).any()
+    import json
+
+    assert json.loads((p / "joined" / "explanation.json").read_text())["params"]["joined"] == [[1, 3]]
+    r = _describe(p, "pred.csv", "bad", "--clusters", "4", "--join", "1,7")
+    assert r.exit_code != 0
+    assert "--join names group 7, but this run has hard groups 0 to 3" in " ".join(r.output.split())
