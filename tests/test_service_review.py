@@ -118,6 +118,7 @@ def test_a_plain_http_bind_beyond_loopback_is_warned_about(tmp_path, monkeypatch
     )
     assert res.exit_code == 0, res.output
     assert calls and calls[0]["host"] == host
+    assert calls[0]["access_log"] is False  # a line per request only with --access-log (trial 6: 120 of them)
     assert ("WARNING" in res.output and "plain HTTP" in res.output and "reverse proxy" in res.output) is warned
 
 

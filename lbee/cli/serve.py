@@ -104,6 +104,12 @@ db_option = click.option(
     show_default=True,
     help="How much the server logs (uvicorn's and lbee's lines).",
 )
+@click.option(
+    "--access-log/--no-access-log",
+    default=False,
+    show_default=True,
+    help="Log every HTTP request (uvicorn's access lines); off, the log holds the server's and the jobs' lines.",
+)
 @click.pass_context
 def serve(
     ctx,
@@ -120,6 +126,7 @@ def serve(
     ssl_certfile,
     ssl_keyfile,
     log_level,
+    access_log,
 ):
     """Start the lbee service (FastAPI under uvicorn): REST API at /v1, docs at /docs, run list at /.
 
@@ -183,6 +190,7 @@ def serve(
         host=host,
         port=port,
         log_level=log_level,
+        access_log=access_log,
         proxy_headers=True,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,

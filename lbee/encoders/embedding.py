@@ -113,6 +113,13 @@ def embed_images(
             seen.add(h)
             todo.append(i)
 
+    copies = sum(1 for h in hashes if h) - len({h for h in hashes if h})
+    if copies:  # the bar counts what is embedded: say why it is short of the images
+        import logging
+
+        logging.getLogger("lbee").info(
+            f"{copies} image(s) are byte-identical to another image: each content is embedded once and shared."
+        )
     n_encoded = 0
     pending_h, pending_e = [], []
 
