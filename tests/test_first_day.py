@@ -342,6 +342,18 @@ def test_per_class_with_html_writes_the_page_and_names_each_class_worst_group(co
     r = _describe(p, "pred.csv", "pc", "--per-class", "--html")
     assert r.exit_code == 0, r.output
     assert (p / "pc" / "report.html").stat().st_size > 1000
+    # every group can be browsed, as on the whole-run page (a sixth user's per-class page had 8 thumbnails only)
+    import re
+
+    html = (p / "pc" / "report.html").read_text()
+    boxes = re.findall(r'<details class="browse" id="(browse-g-class-\d+-\d+)"', html)
+    sizes = [
+        int(n) for n in re.findall(r'<div class="cluster" id="g-class-\d+-\d+">\s*<h3>Group \d+ · (\d+) image', html)
+    ]
+    assert boxes and len(boxes) == len(set(boxes)) == len(sizes), (boxes, sizes)
+    rows = [json.loads(re.search(rf'id="{b}-rows">(.*?)</script>', html, re.S).group(1)) for b in boxes]
+    assert [len(r) for r in rows] == sizes and "members (CSV)" in html
+    assert html.count('<div class="confusion">') == len(sizes) and all(r[0]["label"] in ("cat", "dog") for r in rows)
     for name in ("cat", "dog"):
         assert f"class {name}:" in r.output, r.output
     assert "sentence " in r.output.split("class cat:")[1], r.output

@@ -35,7 +35,9 @@ def _print_worst_groups(res, performance, names):
     omega = np.asarray(performance, dtype=float)
     rows = res.metrics.drop_duplicates("class").sort_values(["n_hard", "class"], ascending=[False, True])
     shown = rows.head(CLASSES_PRINTED)
-    method = next(iter(res.explanations[int(shown.iloc[0]["class"])])) if len(shown) else None
+    from ..run.text import first_method
+
+    method = first_method(res.explanations[int(shown.iloc[0]["class"])])[0] if len(shown) else None
     click.echo(f"\nEach class's most harmful group (error rate x size) and its sentences by {method!r}:")
     for r in shown.to_dict("records"):
         c = int(r["class"])

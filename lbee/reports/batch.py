@@ -22,7 +22,7 @@ from .config_entries import REPORT_DEFAULTS
 from .html import render_index, render_report
 from .layout import dataset_folders, model_folders
 from .page import ReportRun
-from .report_run import report_run_of
+from .report_run import labels_and_predictions, report_run_of
 
 
 @dataclass
@@ -147,7 +147,11 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
         "o": st.o,
         "ω": "correctness",
     }
+    labels, preds = labels_and_predictions(run.scores)  # the browsers' captions and label -> prediction tables
     page = ReportRun(
+        labels=labels,
+        preds=preds,
+        class_names=run.scores.class_names,
         dataset=ds.name,
         model=model_name(model),
         explanations={},

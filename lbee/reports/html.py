@@ -294,13 +294,16 @@ def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=
         star = None
         if run.relevance is not None:
             star = set(failure_sentences(run.relevance[members], run.performance[members], run.o).tolist())
-        shown.append({**entry, "clusters": cluster_views(run, "ward", exps, thumbs, star, n_thumbs, n_easy_thumbs)})
+        # with extras: each group's members CSV, label -> prediction table and browser, as the whole-run page's
+        views = cluster_views(run, f"class-{c}", exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True)
+        shown.append({**entry, "clusters": views})
     skipped = [(name(c), why) for c, why in result.skipped.items()]
     return (
         _environment()
         .get_template("per_class.html.j2")
         .render(
             run=run,
+            browse_thumbs=browse_thumbs(run, shown, thumbs),  # the browsers' thumbnails, each image once
             version=__version__,
             rows=rows,
             metric_words=METRIC_WORDS,

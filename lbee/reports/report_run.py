@@ -55,11 +55,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
     }
     if run.relevance is not None:  # the severity of the failure sentences: it means nothing without Γ
         params["o (failure-sentence severity)"] = st.o
-    ms = scores.model_scores
-    labels = preds = None
-    if ms is not None and ms.labels is not None:
-        labels = ms.labels
-        preds = ms.preds if ms.preds is not None else (None if ms.probs is None else ms.probs.argmax(axis=1))
+    labels, preds = labels_and_predictions(scores)
     blindspots = []
     ec = inputs.spotcheck
     if ec is not None:
@@ -90,6 +86,14 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
         banner=random_weights_banner(inputs.encoder),
         confirmations={name: r.extra["confirmation"] for name, r in run.results.items() if "confirmation" in r.extra},
     )
+
+
+def labels_and_predictions(scores):
+    """Each image's label and predicted class, shape (n,) each, when the predictions carry labels; else (None, None)."""
+    ms = scores.model_scores
+    if ms is None or ms.labels is None:
+        return None, None
+    return ms.labels, ms.preds if ms.preds is not None else (None if ms.probs is None else ms.probs.argmax(axis=1))
 
 
 def _clusters_words(explanations, settings):
