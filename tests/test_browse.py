@@ -71,12 +71,21 @@ def test_report_group_browser_pages_list_all_images(demo_run, tmp_path):
         options[-1].click()
         filtered = [t.text.splitlines()[2] for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")]
         filtered_status = box.find_element(By.CSS_SELECTOR, ".browse-status").text
+        # a row of the group's label -> prediction table picks the same filter (a sixth user clicked one)
+        row = driver.find_elements(By.CSS_SELECTOR, f"#g-ward-{big} .confusion tr")[0]
+        cells = [td.text for td in row.find_elements(By.CSS_SELECTOR, "td")]
+        driver.execute_script("arguments[0].click()", row)
+        picked = box.find_element(By.CSS_SELECTOR, ".browse-filter").get_attribute("value")
+        picked_tiles = [t.text.splitlines()[2] for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")]
+        picked_status = box.find_element(By.CSS_SELECTOR, ".browse-status").text
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     finally:
         driver.quit()
     assert errors == [], errors
     assert option_texts[0] == "every image" and len(option_texts) >= 2
     assert filtered and set(filtered) == {chosen} and f"of {count} ·" in filtered_status, (chosen, filtered_status)
+    assert picked == f"{cells[0]} → {cells[2]}" and set(picked_tiles) == {picked}, (cells, picked, picked_tiles)
+    assert f"of {cells[3]} ·" in picked_status, (cells, picked_status)
     assert len(seen) == len(set(seen)) == len(groups[big]) and set(seen) == groups[big]
     assert pages == -(-len(groups[big]) // BROWSE_PAGE_SIZE) and f"page {pages} of {pages}" in status
     assert phis == sorted(phis)  # least confident first
