@@ -506,3 +506,27 @@ def test_a_world_without_its_metadata_digest_is_refused_when_its_rows_contradict
     meta.to_parquet(world / "metadata.parquet", index=False)
     with pytest.raises(CorruptECError, match="has has_square.* disagreeing with its attributes"):
         ExperimentalConfiguration.load(world, load_images=False)
+
+
+def test_a_sensitivity_summary_whose_class_lists_disagree_with_its_sigmas_names_the_key(tmp_path):
+    """Eleventh sweep, lower 4: a class's per-σ list shorter than 'per_sigma' gave matplotlib's "x and y must have
+    same first dimension", naming no file or key."""
+    import json
+
+    from lbee.reports.sensitivity import sensitivity_panel_html
+
+    block = {"a_fg": 0.5, "a_bg": 0.7, "rfs": 0.2}
+    summary = {
+        "per_sigma": [{"sigma": s, **block} for s in (8.0, 16.0, 32.0)],
+        "rfs_mean": 0.2,
+        "per_class": {"cat": {"rfs_mean": 0.1, "per_sigma": [{"sigma": 8.0, "rfs": 0.1}]}},
+    }
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(ValueError, match=r"per_class\['cat'\]\.per_sigma has 1 blocks; expected 3"):
+        sensitivity_panel_html(tmp_path)
+    summary["per_class"]["cat"]["per_sigma"] *= 3
+    summary["per_sigma"][1]["a_bg"] = "high"
+    with pytest.raises(ValueError, match=r"'per_sigma'\[1\]\.a_bg is 'high'; expected a finite number"):
+        sensitivity_panel_html(summary)
+    summary["per_sigma"][1]["a_bg"] = 0.7
+    assert "<img" in sensitivity_panel_html(summary)  # the checked file draws

@@ -136,6 +136,47 @@ def figure_bytes(fig, fmt="png"):
     return buf.getvalue()
 
 
+def check_summary(summary, where="the sensitivity summary"):
+    """Check the structure the figures and the report panel read from a ``summary.json``.
+
+    A ``per_sigma`` list of blocks with numbers ``sigma``, ``a_fg``, ``a_bg`` and ``rfs`` (or null), and each
+    class's ``per_sigma`` as long, with ``rfs_mean``.
+
+    Raises
+    ------
+    ValueError
+        Naming the key, what was received and what was expected.
+    """
+    import numbers
+
+    def number(v, key, null=False):
+        ok = (v is None and null) or (isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v))
+        if not ok:
+            raise ValueError(f"{where}: {key} is {v!r}; expected a finite number{' or null' if null else ''}.")
+
+    def blocks(value, key, n=None, full=True):
+        if not isinstance(value, list) or not value or not all(isinstance(b, dict) for b in value):
+            raise ValueError(f"{where}: {key} must be a non-empty list of {{sigma, rfs, ...}} blocks.")
+        if n is not None and len(value) != n:
+            raise ValueError(f"{where}: {key} has {len(value)} blocks; expected {n}, one per σ of 'per_sigma'.")
+        for i, b in enumerate(value):
+            for k in ("sigma", "a_fg", "a_bg", "rfs") if full else ("rfs",):
+                number(b.get(k), f"{key}[{i}].{k}", null=k == "rfs")
+
+    if not isinstance(summary, dict) or "per_sigma" not in summary:
+        raise ValueError("The sensitivity summary needs a 'per_sigma' list (a summary.json of `lbee sensitivity`).")
+    blocks(summary["per_sigma"], "'per_sigma'")
+    per_class = summary.get("per_class") or {}
+    if not isinstance(per_class, dict):
+        raise ValueError(f"{where}: 'per_class' must map class names to blocks; received {type(per_class).__name__}.")
+    for c, block in per_class.items():
+        if not isinstance(block, dict):
+            raise ValueError(f"{where}: per_class[{c!r}] must be a mapping with 'rfs_mean' and 'per_sigma'.")
+        number(block.get("rfs_mean"), f"per_class[{c!r}].rfs_mean", null=True)
+        blocks(block.get("per_sigma"), f"per_class[{c!r}].per_sigma", n=len(summary["per_sigma"]), full=False)
+    return summary
+
+
 def plot_rfs(summary, fmt="png"):
     """RIVAL10 Fig. 4 style: accuracy under foreground / background noise and RFS against σ.
 

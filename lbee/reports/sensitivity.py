@@ -87,9 +87,9 @@ def sensitivity_panel_html(summary, *, saliency=None, n_least=8, thumbnails=None
             summary = json.loads(checked.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ValueError(f"Cannot read sensitivity summary {str(path)!r}: {exc}") from None
-    if not isinstance(summary, dict) or "per_sigma" not in summary:
-        raise ValueError("The sensitivity summary needs a 'per_sigma' list (a summary.json of `lbee sensitivity`).")
-    from ..analyses.sensitivity_outputs import plot_rfs
+    from ..analyses.sensitivity_outputs import check_summary, plot_rfs
+
+    check_summary(summary)  # every key the figures read: a hand-edited file fails here, naming the key
 
     e = html.escape
     rfs_mean = summary.get("rfs_mean")
