@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from contextlib import contextmanager
@@ -22,6 +23,21 @@ class PathEscape(ValueError):
 ROOT: list = [None, ()]
 
 
+def real_path(path, what="path"):
+    """``os.path.realpath(path)``, steady when a link is swapped in or out while it is resolved.
+
+    Python's ``realpath`` tests a component with ``lstat`` and then reads the link: a link replaced by a file in
+    between raises a bare ``OSError: [Errno 22] Invalid argument``. That is retried, then said in words.
+    """
+    for _ in range(3):
+        try:
+            return os.path.realpath(path)
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+    raise ValueError(f"{what} {str(path)!r} kept changing while it was checked (a link swapped in and out).")
+
+
 def check_regular_file(path, what):
     """Raise when ``path`` exists but is not a regular file, or leads outside the active data root.
 
@@ -30,7 +46,7 @@ def check_regular_file(path, what):
     out of the root after the job's paths were checked is refused here, before any byte of it is read.
     """
     if ROOT[0] is not None:
-        _check_inside(Path(os.path.realpath(path)), path, what)
+        _check_inside(Path(real_path(path, what)), path, what)
     try:
         mode = os.stat(path).st_mode
     except OSError:

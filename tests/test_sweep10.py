@@ -530,3 +530,33 @@ def test_a_sensitivity_summary_whose_class_lists_disagree_with_its_sigmas_names_
         sensitivity_panel_html(summary)
     summary["per_sigma"][1]["a_bg"] = 0.7
     assert "<img" in sensitivity_panel_html(summary)  # the checked file draws
+
+
+def test_a_link_swapped_for_a_file_while_it_is_resolved_is_said_in_words(tmp_path, monkeypatch):
+    """Eleventh sweep, lower 1: a job whose table was swapped between a link and a file failed with a bare
+    "OSError: [Errno 22] Invalid argument: 'r/preds.csv'" (Python's realpath read a link that had become a file)."""
+    import errno
+
+    from lbee import _files
+
+    calls = []
+
+    def racing(path):
+        calls.append(path)
+        raise OSError(errno.EINVAL, "Invalid argument", str(path))
+
+    monkeypatch.setattr(_files.os.path, "realpath", racing)
+    with pytest.raises(ValueError, match=r"Table 'r/preds.csv' kept changing while it was checked"):
+        _files.real_path("r/preds.csv", "Table")
+    assert len(calls) == 3  # retried first
+    monkeypatch.undo()
+    flips = iter([OSError(errno.EINVAL, "Invalid argument"), None])
+
+    def once(path):
+        exc = next(flips)
+        if exc:
+            raise exc
+        return "/resolved"
+
+    monkeypatch.setattr(_files.os.path, "realpath", once)
+    assert _files.real_path("x", "Table") == "/resolved"  # a passing race is no error

@@ -29,6 +29,7 @@ from .._files import (  # noqa: F401  (re-exported: io's readers name them from 
     check_regular_file,
     file_kind,
     read_text_file,
+    real_path,
 )
 
 
@@ -63,7 +64,7 @@ def confine(value, root, key):
     p = Path(value)
     if p.is_absolute() and not inside(os.path.abspath(p), root):
         raise PathEscape(f"`{key}` {value!r} is outside the data root; give a path relative to the root.")
-    resolved = (p if p.is_absolute() else root / p).resolve()
+    resolved = Path(real_path(p if p.is_absolute() else root / p, f"`{key}` {value!r}"))
     if not inside(resolved, root):
         raise PathEscape(f"`{key}` {value!r} leads outside the data root (through a symbolic link).")
     return resolved
@@ -176,7 +177,7 @@ def sidecar(path, *, of, what):
         if not os.path.lexists(path):
             return None
         root = data_root()
-        if root is not None and not inside(os.path.realpath(path), root):
+        if root is not None and not inside(real_path(path, f"{of}: its {what}"), root):
             raise PathEscape(
                 f"{of}: its {what} {path.name!r} leads outside the data root (through a symbolic link); "
                 "a file beside an input is read only inside the root."
