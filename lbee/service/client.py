@@ -316,9 +316,11 @@ def progress_lines(job, seen, t0=None):
 
     current = job.get("phase") or job["status"]
     out = []
-    for line in job.get("log") or ():
-        phase = line[len(PHASE_LINE) :] if line.startswith(PHASE_LINE) else None
-        if phase and phase not in seen and phase != current:
+    logged = [line[len(PHASE_LINE) :] for line in job.get("log") or () if line.startswith(PHASE_LINE)]
+    if current in logged:  # the log names a phase before the job's row does: a later one waits for the next poll
+        logged = logged[: logged.index(current)]
+    for phase in logged:
+        if phase not in seen and phase != current:
             seen.add(phase)
             when = "" if t0 is None else f"[{time.monotonic() - t0:4.0f} s] "
             out.append(f"{when}running · {phase}")  # it was running then, whatever it is now
