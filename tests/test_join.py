@@ -75,3 +75,24 @@ def test_describe_joins_the_groups_as_the_run_printed_them(confident_errors):
     r = _describe(p, "pred.csv", "bad", "--clusters", "4", "--join", "1,7")
     assert r.exit_code != 0
     assert "--join names group 7, but this run has hard groups 0 to 3" in " ".join(r.output.split())
+
+
+def test_the_groups_line_says_what_merging_and_joining_made():
+    """With a grammar the clustering's groups are merged first; --join then joins the hypotheses as printed."""
+    from lbee.run.text import groups_line
+
+    p = {"n_images": 2000, "n_hard": 403, "n_easy": 986, "n_clusters": 15, "n_slicer_groups": 15}
+    assert groups_line({**p, "joined": [[0, 2]]}, 4, RunSettings()).endswith(
+        "15 hard groups from the clustering, merged into 5 hypotheses (groups that one description covers are "
+        "taken as pieces of one failure and merged), with groups 0+2 joined (--join): 4."
+    )
+    assert groups_line(p, 5, RunSettings()).endswith(
+        "merged into 5 hypotheses (groups that one description covers are taken as pieces of one failure and merged)."
+    )
+    plain = {**p, "n_slicer_groups": None, "n_hard": 55, "n_clusters": 5}
+    assert groups_line(plain, 5, RunSettings()).endswith(
+        "5 hard groups (the default for 55 hard images, one per 10 below 150; --clusters sets it)."
+    )
+    assert groups_line({**plain, "joined": [[1, 2, 3], [0, 4]]}, 2, RunSettings(clusters=5)).endswith(
+        "2 hard groups: the clustering's 5, with groups 1+2+3 and 0+4 joined (--join)."
+    )

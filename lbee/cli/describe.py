@@ -341,7 +341,7 @@ def describe(
 
         n_groups = len(result.explanations[settings.methods[0]].hard_clusters)
         click.echo(textwrap.fill(groups_line(p, n_groups, settings), 100))
-        click.echo(order_line(result.extra.get("confirmation"), result.performance))
+        click.echo(textwrap.fill(order_line(result.extra.get("confirmation"), result.performance), 100))
         read_first = first_method(result.explanations)[1]
         click.echo(("" if read_first is None else textwrap.fill(read_first, 100)) + "\n")
         click.echo(terminal_blocks(result))

@@ -102,10 +102,11 @@ def _clusters_words(explanations, settings):
     asked = p.get("n_clusters", settings.n_clusters)
     if settings.clusters is None and asked != settings.n_clusters:  # the default, lowered for a small hard split
         asked = f"{asked} (the default for {p.get('n_hard')} hard images; {settings.n_clusters} from 150 on)"
-    made, formed = p.get("n_slicer_groups"), p.get("n_hard_clusters_formed")
-    if made is not None and formed is not None and made != formed:
-        return f"{asked} asked, {made} formed, merged into {formed} hypotheses (the groups one description covers)"
-    if p.get("joined"):  # --join: the user's word that some groups are one failure
-        said = " and ".join("+".join(map(str, entry)) for entry in p["joined"])
-        return f"{asked}, with groups {said} joined into one each: {formed} groups"
-    return asked
+    made, formed, joined = p.get("n_slicer_groups"), p.get("n_hard_clusters_formed"), p.get("joined") or ()
+    # --join: the user's word that some groups are one failure
+    said = f", with groups {' and '.join('+'.join(map(str, e)) for e in joined)} joined: {formed} groups"
+    before = None if formed is None else formed + sum(len(e) - 1 for e in joined)
+    if made is not None and before is not None and made != before:
+        text = f"{asked} asked, {made} formed, merged into {before} hypotheses (the groups one description covers)"
+        return text + (said if joined else "")
+    return f"{asked}{said}" if joined else asked

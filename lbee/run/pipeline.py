@@ -147,6 +147,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
                 part.merge(index, tau=tau, k=settings.k)
             exps = part.describe_methods(index, methods, k=settings.k, tau=tau, sentences=inputs.sentences)
             confirmed = confirm_run(plan, part, exps, index, tau, scores.performance)  # tested, ranked
+            merged = part.hypotheses_ is not None  # join describes its groups afresh: remember the merging
             if settings.join:  # the user's word that some of the groups shown are one failure (lbee.run.join)
                 join_groups(part, settings.join, next(iter(exps.values())).hard_clusters)
                 exps = part.describe_methods(index, methods, k=settings.k, tau=tau, sentences=inputs.sentences)
@@ -155,7 +156,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
             raise ValueError(f"slicer {name!r}: {exc}" if len(settings.slicers) > 1 else str(exc)) from None
         if obj is not None:
             objects[name] = obj
-        record_clusters_formed(exps, part)
+        record_clusters_formed(exps, part, merged)
         extra = {"dataset": dataset, "model": model, "slicer": name, **scores.extra, **confirmed}
         if "compose" in exps:
             _share_sentences(exps["compose"], texts, added)
@@ -302,14 +303,16 @@ def model_name(model):
     return model.name if model is not None else "EC classifier"
 
 
-def record_clusters_formed(explanations, part):
+def record_clusters_formed(explanations, part, merged=None):
     """Record in each explanation's ``params`` the clusters formed beside those asked for.
+
+    ``merged``: whether the slicer's groups were merged into hypotheses (default: whether ``part`` holds them).
 
     Warns (once per partition) when they were capped or are tiny (:func:`lbee.core.clustering.cluster_notes`).
     """
     from ..core.clustering import warn_cluster_notes
 
-    merged = getattr(part, "hypotheses_", None) is not None
+    merged = getattr(part, "hypotheses_", None) is not None if merged is None else merged
     for e in explanations.values():
         e.params["n_hard_clusters_formed"] = len(e.hard_clusters)
         e.params["n_easy_clusters_formed"] = len(e.easy_clusters)

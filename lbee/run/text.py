@@ -348,11 +348,14 @@ def groups_line(params, n_groups, settings=None):
     images, or ``--clusters``), and which groups ``--join`` joined.
     """
     line = f"{params['n_images']} images: {params['n_hard']} hard, {params['n_easy']} easy{_neither(params)}; "
-    made = params.get("n_slicer_groups")
-    if made is not None and made != n_groups:
+    made, joined = params.get("n_slicer_groups"), params.get("joined")
+    said = " and ".join("+".join(map(str, entry)) for entry in joined or ())
+    before = n_groups + sum(len(e) - 1 for e in joined or ())  # the groups a run without --join shows
+    if made is not None and made != before:
         return line + (
-            f"{made} hard groups from the clustering, merged into {n_groups} hypotheses (groups that one "
-            "description covers are taken as pieces of one failure and merged)."
+            f"{made} hard groups from the clustering, merged into {before} hypotheses (groups that one "
+            "description covers are taken as pieces of one failure and merged)"
+            + (f", with groups {said} joined (--join): {n_groups}." if joined else ".")
         )
     why = ""
     if settings is not None and settings.clusters is None and settings.slicer_names[0] == "ward":
@@ -363,12 +366,9 @@ def groups_line(params, n_groups, settings=None):
             if asked != settings.n_clusters
             else "the default"
         ) + "; --clusters sets it"
-    joined = params.get("joined")
     if joined:
-        said = " and ".join("+".join(map(str, entry)) for entry in joined)
-        made = params.get("n_clusters") if why else n_groups + sum(len(e) - 1 for e in joined)
         why = f" ({why})" if why else ""
-        return line + f"{n_groups} hard groups: the clustering's {made}{why}, with groups {said} joined (--join)."
+        return line + f"{n_groups} hard groups: the clustering's {before}{why}, with groups {said} joined (--join)."
     return line + f"{n_groups} hard groups" + (f" ({why})." if why else ".")
 
 
