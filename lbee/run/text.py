@@ -389,11 +389,15 @@ def first_method(methods):
     why = (
         "one statement per group, composed from the grammar's conditions"
         if lead == COMPOSE
-        else "lbee's default describer: the sentences true of a group's images and not of its easy twin's"
+        else "lbee's default and the LBEE paper's choice: sentences true of a group's images and not of its easy "
+        "twin's"
         if lead == "fpdiff"
         else "the first asked for"
     )
-    return lead, f"Read {lead} first ({why}); the other describers are shown for comparison."
+    return lead, (
+        f"Read {lead} first ({why}); the other describers are shown for comparison: a condition several of them "
+        "name is the safer reading."
+    )
 
 
 def order_line(conf, performance=None):
