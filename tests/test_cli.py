@@ -134,7 +134,7 @@ def test_describe_errors(precomputed):
     r = CliRunner().invoke(cli, describe_args(p)[:-4] + ["--predictions", str(p / "nan.csv")], obj={})
     assert r.exit_code == 1 and "NaN or inf" in r.output
     r = CliRunner().invoke(cli, describe_args(p, "--a", "9"), obj={})  # in range, but no image is hard
-    assert r.exit_code == 1 and "smaller `a`" in r.output
+    assert r.exit_code == 1 and "smaller --a" in r.output  # the knob named by its flag
     r = CliRunner().invoke(cli, describe_args(p, "--a", "50"), obj={})  # issue 32: a bounded setting
     assert r.exit_code == 2 and "--a" in r.output and "10" in r.output
     r = CliRunner().invoke(cli, ["describe", "--sentences", "nico"], obj={})

@@ -226,6 +226,41 @@ def test_sentences_without_conditions_are_tested_by_similarity_above_tau():
     assert s["n_in"] == int((region @ inputs.sentence_embeddings[s["sentence"]] > tau).sum())
 
 
+def test_a_given_relevance_defines_a_sentence_s_region_and_an_empty_region_is_not_tested():
+    """Seventh user: a sentence their Γ held for 100 % of the group was 'NOT CONFIRMED ... the images it is true
+    of, 0, error rate 0.00 (95 % CI 0.00–1.00) ... lift 0.0': the region came from a random encoder's similarity."""
+    import dataclasses
+
+    from lbee.run.text import confirmation_lines
+
+    inputs, scores, inside = grammar_world(grammar=False)
+    gamma = np.zeros((len(inside), len(inputs.sentences)), dtype=bool)
+    gamma[:, 0] = inside  # sentence 0 is true exactly of the failure; every other sentence of no image
+    r = run(dataclasses.replace(inputs, relevance=gamma), scores, methods=("tops", "fpdiff")).main
+    conf = r.extra["confirmation"]
+    held = np.asarray(conf["held_out"])
+    by_text = {s["text"]: s for s in conf["statements"]}
+    first = by_text[inputs.sentences[0]] if inputs.sentences[0] in by_text else None
+    others = [s for s in conf["statements"] if s["sentence"] != 0]
+    assert all(s["region"] == "relevance" for s in conf["statements"])
+    assert all(s["n_in"] == 0 and not s["confirmed"] for s in others)
+    if first is not None:  # chosen by a describer: its region is the failure's held-out images
+        assert first["n_in"] == int(inside[held].sum()) and first["confirmed"]
+    empty = [g for g in range(len(conf["groups"])) if conf["statements"][conf["groups"][g]["statement"]]["n_in"] == 0]
+    assert empty
+    (line,) = confirmation_lines(conf, empty[0])
+    assert line == (
+        f"its statement NOT CONFIRMED: it holds for none of the {conf['n_held_out']} held-out images (the given Γ "
+        "holds it for none): it cannot be tested there"
+    )
+    # the groups no statement confirms come most harmful first, as the heading says (not in clustering order)
+    omega = np.asarray(scores.performance)
+    groups = r.explanations["fpdiff"].hard_clusters
+    unconfirmed = [i for i, g in enumerate(conf["groups"]) if not g["confirmed"]]
+    harm = [(1 - omega[groups[i].indices].mean()) * len(groups[i].indices) for i in unconfirmed]
+    assert harm == sorted(harm, reverse=True), harm
+
+
 def test_terminal_and_markdown_tell_confirmed_from_unconfirmed(planted_run):
     from lbee.run.text import render_markdown, summary_dict, terminal_blocks
 

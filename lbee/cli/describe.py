@@ -337,13 +337,14 @@ def describe(
         click.echo(header)
         import textwrap
 
-        from ..run.text import first_method, groups_line, order_line
+        from ..run.text import first_method, groups_line, line_width, order_line
 
         n_groups = len(result.explanations[settings.methods[0]].hard_clusters)
-        click.echo(textwrap.fill(groups_line(p, n_groups, settings), 100))
-        click.echo(textwrap.fill(order_line(result.extra.get("confirmation"), result.performance), 100))
+        width = line_width()
+        click.echo(textwrap.fill(groups_line(p, n_groups, settings), width))
+        click.echo(textwrap.fill(order_line(result.extra.get("confirmation"), result.performance), width))
         read_first = first_method(result.explanations)[1]
-        click.echo(("" if read_first is None else textwrap.fill(read_first, 100)) + "\n")
+        click.echo(("" if read_first is None else textwrap.fill(read_first, width)) + "\n")
         click.echo(terminal_blocks(result))
         if metrics:
             click.echo(f"\nScored against --relevance (o = {settings.o:g}):")

@@ -23,6 +23,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.evaluation import METRIC_WORDS, failure_sentences
+from ..run.text import first_method
 from .browse import browse_thumbs
 from .page import (
     METRIC_NAMES,
@@ -216,11 +217,22 @@ def render_report(
             has_relevance=star is not None,
             anchors=anchors,
             primary=primary,
+            order_words=_order_words(run, primary),
+            lead=first_method(run.explanations[primary])[0],  # the describer the terminal says to read first
             phi_help=PHI_HELP,
             browse_thumbs=browse_thumbs_json,
             vega_js=vega_bundle(cache_dir) if (chart or plane or sections) else None,
         )
     )
+
+
+def _order_words(run, slicer):
+    """How the page orders the groups, in the heading's words (as the terminal's `lbee.run.text.order_line`)."""
+    if run.group_order == "size":
+        return "largest first"
+    if (run.confirmations.get(slicer) or {}).get("status") == "done":
+        return "confirmed on held-out images first, then the most harmful"
+    return "most harmful first"
 
 
 def render_index(entries, failures, title="lbee reports"):

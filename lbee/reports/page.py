@@ -255,7 +255,7 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
     confusion, the φ histogram spec, a CSV of its members and the true
     blindspot it covers; the views are then sorted by ``run.group_order``.
     """
-    from ..run.text import confirmation_lines
+    from ..run.text import confirmation_lines, first_method
     from .vega import phi_histogram_spec, spec_json
 
     first = next(iter(exps.values()))
@@ -274,6 +274,7 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
         twin_all = np.asarray(twin_all, dtype=np.int64)
         twin = twin_all[np.argsort(-run.confidence[twin_all], kind="stable")][:n_easy_thumbs]
         methods = []
+        leading = _leading_text(conf, i)
         for m, e in exps.items():
             hc = e.hard_clusters[i]
             methods.append(
@@ -283,7 +284,7 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
                         {
                             "text": run.sentences[s],
                             "in_star": None if star is None else s in star,
-                            "confirmed": tested.get(run.sentences[s]),
+                            "confirmed": _mark(tested.get(run.sentences[s]), run.sentences[s], leading),
                             "coverage": None
                             if run.relevance is None or not idx.size
                             else float(run.relevance[idx, s].mean()),
@@ -313,8 +314,10 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
             view["csv"] = members_csv_uri(run, idx, short)
             view["csv_name"] = f"{anchor}_group_{i}.csv"
             view["blindspot"] = _blindspot_cover(run, idx)
+            lead = first_method(exps)[0]  # the describer the terminal says to read first, then the others
+            ranked = sorted(exps.items(), key=lambda item: item[0] != lead)
             top = next(
-                (int(m.hard_clusters[i].sentences[0]) for m in exps.values() if len(m.hard_clusters[i].sentences)), None
+                (int(m.hard_clusters[i].sentences[0]) for _, m in ranked if len(m.hard_clusters[i].sentences)), None
             )
             view["member_order"], view["browse"] = order.tolist(), browse_view(run, order, top, view["anchor"], short)
         views.append(view)
@@ -325,6 +328,24 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
 
         views = [views[i] for i in group_order(first.hard_clusters, run.performance, conf)]
     return views
+
+
+def _leading_text(conf, i):
+    """The text of hard group ``i``'s leading statement in a run's confirmation (None when there is none)."""
+    groups = conf.get("groups") or ()
+    if i >= len(groups) or groups[i].get("statement") is None:
+        return None
+    return conf["statements"][groups[i]["statement"]]["text"]
+
+
+def _mark(confirmed, text, leading):
+    """A sentence's held-out mark: 'confirmed' wherever it is, 'not confirmed' on the group's leading statement only.
+
+    A seventh user's page carried 15 red marks a group, saying what the group's own line says once.
+    """
+    if confirmed or (confirmed is not None and text == leading):
+        return confirmed
+    return None
 
 
 def slug(name):

@@ -106,8 +106,12 @@ def confirmation_plan(inputs, scores, settings):
     return ConfirmationPlan(mask, "done", "", fraction, failed, counted, outcome, hard=hard)
 
 
-def _regions(part, index, tau, statements):
-    """(n, S) bool: each statement's region, by composed relevance of its conditions or similarity above τ."""
+def _regions(part, index, tau, statements, relevance=None):
+    """(n, S) bool: each statement's region, by composed relevance of its conditions or similarity above τ.
+
+    A sentence of the run's set without conditions is true where a given ``relevance`` Γ (n, N) says it is: the
+    ground truth (or VQA's pseudo ground truth), not the encoder's guess.
+    """
     n = part.embeddings_.shape[0]
     out = np.zeros((n, len(statements)), dtype=bool)
     conds = [s.get("conditions") for s in statements]
@@ -118,6 +122,11 @@ def _regions(part, index, tau, statements):
     if by_similarity:
         rows = [statements[i]["sentence"] for i in by_similarity]
         out[:, by_similarity] = part.embeddings_ @ index.embeddings[rows].T > tau
+        if relevance is not None:
+            given = [(i, r) for i, r in zip(by_similarity, rows) if r < relevance.shape[1]]
+            for i, r in given:
+                out[:, i] = np.asarray(relevance[:, r], dtype=bool).ravel()
+                statements[i]["region"] = "relevance"
     return out
 
 
@@ -157,14 +166,16 @@ def _ablate(part, index, tau, plan, statement, region, rows):
     return out
 
 
-def confirm_run(plan, part, exps, index, tau, performance=None):
+def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
     """Test every statement on the held-out images, rank the hypotheses, and return what the run records.
 
     The explanations' hard clusters are reordered in place: confirmed hypotheses first, by the lower end of the
     95 % Wilson interval of their leading statement's error rate on the held-out images, then the unconfirmed
     ones. The leading statement of a merged hypothesis (a grammar's sentences) is its own description
     (`lbee.core.hypotheses`, tested beside the describers' statements), so the order does not depend on which
-    describers ran; without merging it is the first describer's first sentence.
+    describers ran; without merging it is the first sentence of the describer read first
+    (`lbee.run.text.first_method`). A sentence's region is where the run's Γ says it holds, when one is given
+    (``relevance``), else where its similarity passes τ; a composed statement's is its composed relevance.
 
     Without held-out images, the hard clusters are ordered by harm instead (`lbee.run.text.group_order`, with
     ``performance`` ω), so that a group's number is its place everywhere.
@@ -190,8 +201,11 @@ def confirm_run(plan, part, exps, index, tau, performance=None):
                     known.add(text)
                     statements.append({"text": text, "sentence": None, "conditions": dict(h.description.conditions)})
         else:
-            leading = [(first.cluster_sentences(i) or [None])[0] for i in order]
-        regions = _regions(part, index, tau, statements)
+            from .text import first_method
+
+            lead = exps[first_method(exps)[0]]
+            leading = [(lead.cluster_sentences(i) or [None])[0] for i in order]
+        regions = _regions(part, index, tau, statements, relevance)
         found = [region_test(regions[:, j], plan.failed, rows) for j in range(len(statements))]
         q = bh_qvalues([t.p_value for t in found])
         for j, (s, t) in enumerate(zip(statements, found)):
@@ -203,7 +217,15 @@ def confirm_run(plan, part, exps, index, tau, performance=None):
 
                 s["conditions"] = format_conditions(s["conditions"])
         tests = {s["text"]: (j, s) for j, s in enumerate(statements)}
-        order.sort(key=lambda i: (*rank_key(tests.get(leading[i], (0, None))[1]), i))
+        # confirmed first, by their held-out lower bound; the others (no evidence to rank them by) by harm
+        harm = {i: r for r, i in enumerate(_harm_order(first.hard_clusters, performance))}
+
+        def key(i):
+            test = tests.get(leading[i], (0, None))[1]
+            flag, low = rank_key(test)
+            return (flag, low if flag == 0 else 0.0, harm.get(i, i), i)
+
+        order.sort(key=key)
         lead = [tests.get(leading[i], (None, None))[0] for i in order]
         beyond = _beyond_the_groups_above(lead, statements, regions, plan.failed, rows)
         # a statement that adds nothing to those above it goes after the confirmed ones (their order is kept)
@@ -239,6 +261,15 @@ def confirm_run(plan, part, exps, index, tau, performance=None):
     if hyps is not None:
         out["hypotheses"] = [_hypothesis_entry(hyps[i], plan) for i in order]
     return out
+
+
+def _harm_order(hard_clusters, performance):
+    """The groups most harmful first ((1 − mean ω) × size), or as they are without ω."""
+    if performance is None:
+        return list(range(len(hard_clusters)))
+    from ..core.explanation import harm_order
+
+    return harm_order(hard_clusters, performance)
 
 
 def _beyond_the_groups_above(lead, statements, regions, failed, rows):

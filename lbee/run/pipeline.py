@@ -146,12 +146,13 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
             if index.grammar is not None:  # one hypothesis per failure (lbee.core.hypotheses)
                 part.merge(index, tau=tau, k=settings.k)
             exps = part.describe_methods(index, methods, k=settings.k, tau=tau, sentences=inputs.sentences)
-            confirmed = confirm_run(plan, part, exps, index, tau, scores.performance)  # tested, ranked
+            # tested on the held-out images, and ranked
+            confirmed = confirm_run(plan, part, exps, index, tau, scores.performance, inputs.relevance)
             merged = part.hypotheses_ is not None  # join describes its groups afresh: remember the merging
             if settings.join:  # the user's word that some of the groups shown are one failure (lbee.run.join)
                 join_groups(part, settings.join, next(iter(exps.values())).hard_clusters)
                 exps = part.describe_methods(index, methods, k=settings.k, tau=tau, sentences=inputs.sentences)
-                confirmed = confirm_run(plan, part, exps, index, tau, scores.performance)
+                confirmed = confirm_run(plan, part, exps, index, tau, scores.performance, inputs.relevance)
         except ValueError as exc:
             raise ValueError(f"slicer {name!r}: {exc}" if len(settings.slicers) > 1 else str(exc)) from None
         if obj is not None:

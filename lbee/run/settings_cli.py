@@ -66,7 +66,7 @@ def settings_options(*names):
             # The raw field default: building a RunSettings here would import every registry at `--help` time.
             default = f.default_factory() if f.default is dataclasses.MISSING else f.default
             if name == "join":
-                kw.update(type=str, multiple=True, metavar="GROUPS")
+                kw.update(type=str, multiple=True, metavar="GROUPS", default=())
             elif m["many"]:
                 kw.update(multiple=True, default=["all"] if name == "methods" else list(default), show_default=True)
             elif m["default_text"]:

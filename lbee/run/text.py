@@ -108,6 +108,11 @@ def _columns(width=None):
     return width or max(60, shutil.get_terminal_size((100, 24)).columns)
 
 
+def line_width():
+    """The width the terminal's paragraphs are wrapped to: the terminal's ($COLUMNS), at most 100."""
+    return min(_columns(), 100)
+
+
 def run_header(run, width=None):
     """The terminal's first lines of a run: a framed banner on random weights, encoder, weights, τ, the split.
 
@@ -271,9 +276,16 @@ def confirmation_lines(conf, i):
     if g["statement"] is None:
         return ["NOT CONFIRMED: no statement to test on the held-out images"]
     s = conf["statements"][g["statement"]]
+    by = " by the given Γ" if s.get("region") == "relevance" else ""
+    if not s["n_in"]:  # no held-out image to test it on: no error rate, no interval worth printing
+        where = "the given Γ holds it for none" if by else "its similarity passes τ on none"
+        return [
+            f"its statement NOT CONFIRMED: it holds for none of the {conf['n_held_out']} held-out images ({where}): "
+            "it cannot be tested there"
+        ]
     lift = "∞" if s["lift"] is None else f"{s['lift']:.1f}"
     own = (
-        f"on {conf['n_held_out']} held-out images: the images it is true of, {s['n_in']}, "
+        f"on {conf['n_held_out']} held-out images: the images it is true of{by}, {s['n_in']}, "
         f"{conf['outcome']} {s['error_rate_in']:.2f} (95 % CI {s['ci'][0]:.2f}–{s['ci'][1]:.2f}) against "
         f"{s['error_rate_out']:.2f} outside, lift {lift}, q = {s['q_value']:.2g}"
     )
@@ -389,8 +401,7 @@ def first_method(methods):
     why = (
         "one statement per group, composed from the grammar's conditions"
         if lead == COMPOSE
-        else "lbee's default and the LBEE paper's choice: sentences true of a group's images and not of its easy "
-        "twin's"
+        else "lbee's default and the LBEE paper's choice: sentences true of a group's images and not of its easy twin's"
         if lead == "fpdiff"
         else "the first asked for"
     )
@@ -409,7 +420,7 @@ def order_line(conf, performance=None):
     if conf and conf.get("status") == "done":
         return (
             "Groups in order of evidence: confirmed on held-out images first (by the lower bound of their error "
-            "rate there), then the others."
+            "rate there), then the others, most harmful first (error rate × size)."
         )
     if performance is not None and not np.isin(np.asarray(performance, dtype=float), (0.0, 1.0)).all():
         return (
