@@ -333,3 +333,18 @@ def test_the_demo_confirms_each_blindspot_once(demo_run):
     assert len(confirmed) == 2 and [g["confirmed"] for g in conf["groups"][:2]] == [True, True]
     for g in conf["groups"][2:]:
         assert g["beyond"]["confirmed"] is False and g["beyond"]["groups_above"] == [0, 1], g
+
+
+def test_the_report_marks_not_confirmed_only_on_a_group_s_leading_statement():
+    """A seventh user's page carried a red 'not confirmed' on all 15 sentences of every group."""
+    from lbee.reports.page import _leading_text, _mark
+
+    conf = {
+        "groups": [{"statement": 1}, {"statement": None}],
+        "statements": [{"text": "a", "confirmed": True}, {"text": "b", "confirmed": False}],
+    }
+    assert _leading_text(conf, 0) == "b" and _leading_text(conf, 1) is None and _leading_text(conf, 5) is None
+    assert _mark(True, "a", "b") is True  # a confirmed sentence is marked wherever it is
+    assert _mark(False, "b", "b") is False  # the group's own statement, not confirmed: marked
+    assert _mark(False, "c", "b") is None  # another unconfirmed sentence: left unmarked
+    assert _mark(None, "b", "b") is None  # untested

@@ -403,8 +403,10 @@ def test_the_library_orders_groups_as_the_cli_does():
     assert sorted(order) == list(range(len(exp.hard_clusters))) and order == group_order(exp.hard_clusters, omega)
     harm = [(1 - omega[exp.hard_clusters[i].indices].mean()) * len(exp.hard_clusters[i].indices) for i in order]
     assert harm == sorted(harm, reverse=True)
-    with pytest.raises(ValueError, match=r"`performance` has shape \(10,\); expected one ω per image"):
-        exp.harm_order(np.ones(10))  # a sixth user got a bare IndexError
+    with pytest.raises(ValueError, match=r"`performance` has shape \(10,\); expected one ω per image, shape \(300,\)"):
+        exp.harm_order(np.ones(10))  # a sixth user got a bare IndexError; a seventh read "at least 716 of them"
+    with pytest.raises(ValueError, match=r"shape \(300,\)"):
+        exp.harm_order(np.ones(299 + 2))  # too many is as wrong as too few
 
 
 def test_report_md_shows_each_group_s_least_confident_images(confident_errors):
@@ -500,3 +502,41 @@ def test_report_check_finds_a_predictions_table_missing_half_the_images(tmp_path
     )
     r = run(["report", "--check", str(tmp_path / "c.yaml")])
     assert r.exit_code == 2 and "3 image(s) have no row in predictions" in r.output, r.output
+
+
+def test_more_sentences_asked_for_than_there_are_is_said():
+    import lbee
+
+    """A seventh user's `k=100` with 44 sentences returned 44 per group without a word."""
+    rng = np.random.default_rng(0)
+    X, S = rng.normal(size=(200, 8)), rng.normal(size=(5, 8))
+    with pytest.warns(UserWarning, match=r"`k` is 7 but there are 5 sentences: each group gets all of them"):
+        exp = lbee.explain(X, S, confidence=rng.random(200), n_clusters=3, k=7, tau=0.25)
+    assert all(len(c.sentences) == 5 for c in exp.hard_clusters)
+
+
+def test_an_existing_default_output_is_named_without_an_option_the_user_never_gave(confident_errors, tmp_path):
+    """A seventh user ran `lbee evaluate RUN` and `lbee export spotlight RUN` twice, without --out, and read
+    "Error: --out: '.../metrics.json' already exists"; `Client.fetch` told a Python caller to "Pass --overwrite"."""
+    from lbee.io.staging import OutputExistsError, check_no_replace
+
+    p, _ = confident_errors
+    assert _describe(p, "pred.csv", "run").exit_code == 0
+    gamma = np.zeros((300, 16), dtype=bool)
+    gamma[:40, 0] = True
+    np.save(p / "gamma.npy", gamma)
+    for args in (
+        ["evaluate", str(p / "run"), "--relevance", str(p / "gamma.npy")],
+        ["export", "spotlight", str(p / "run")],
+    ):
+        assert run(args).exit_code == 0
+        again = run(args)
+        assert again.exit_code == 1 and "already exists" in again.output and "--overwrite" in again.output
+        assert "--out" not in again.output, again.output
+    (tmp_path / "report.html").write_text("x")
+    with pytest.raises(OutputExistsError, match=r"^'.*report.html' already exists.*Pass overwrite=True"):
+        check_no_replace([tmp_path / "report.html"], option=None, how="overwrite=True (lbee submit: --overwrite)")
+    # a per-class run has no per-image table: said as such, not "not an output folder of lbee describe"
+    assert _describe(p, "pred.csv", "pc", "--per-class").exit_code == 0
+    r = run(["export", "spotlight", str(p / "pc")])
+    assert r.exit_code == 1 and "holds a per-class run (per_class.json)" in " ".join(r.output.split()), r.output

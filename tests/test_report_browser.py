@@ -143,7 +143,9 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
     assert len(kinds) == state["groups"] and kinds[0] == "confirmed" and kinds == sorted(kinds)
     assert all(("NOT CONFIRMED" in t) == (k == "unconfirmed") for (_, t), k in zip(state["confirmation"], kinds))
     (n_yes, yes), (n_no, no) = state["marks"]["confirmed"], state["marks"]["unconfirmed"]
-    assert n_yes > 0 and n_no > 0 and yes != no
+    # every confirmed sentence is marked; 'not confirmed' only on a group's leading statement (a seventh user's page
+    # had 15 red marks a group), in another colour
+    assert n_yes > 0 and n_no <= state["groups"] and (n_no == 0 or yes != no)
     assert state["fullImage"] and state["fullImage"].startswith(out.resolve().as_uri() + "/ec/images/test/")
     assert tip is not None and "visible" in tip[0], tip
     assert '<img src="data:image/jpeg;base64,' in tip[1] and "φ" in tip[1] and "group " in tip[1]

@@ -15,6 +15,15 @@ def print_per_class(run, settings):
     )
     click.echo(res.summary().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     _print_worst_groups(res, run.scores.performance, names)
+    import textwrap
+
+    from ..run.text import line_width
+
+    said = (
+        "Confirmation on held-out images: not run per class (a class's images are too few to hold some out); "
+        "each class's statements are found on all its images. A whole-dataset run (without --per-class) tests them."
+    )
+    click.echo("\n" + textwrap.fill(said, line_width()))
     if res.skipped:
         click.echo(f"\n{len(res.skipped)} class(es) skipped:", err=True)
         for c, why in list(res.skipped.items())[:20]:

@@ -359,13 +359,7 @@ def describe(
         if result.failures:
             click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)
     if out:
-        files = (
-            "per_class.json, per_class_metrics.csv, per_class_summary.csv" + (", report.html" if html else "")
-            if run.per_class is not None
-            else "explanation.json, assignments.parquet, report.md, images.parquet"
-            + (", report.html" if html else "")
-            + (", metrics.csv, metrics.json" if metrics else "")
-        )
+        files = ", ".join(sorted(f.name for f in Path(folders[0]).iterdir() if f.is_file()))  # what is there
         click.echo(
             f"\nWrote {files} into {folders[0]}"
             + (f" (and {len(folders) - 1} more slicer folder(s))" if len(folders) > 1 else "")

@@ -71,7 +71,12 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     try:  # before reading Γ
         # assignments.parquet is read too when no --performance is given (ω): never written over
         implicit = path.parent / "assignments.parquet"
-        check_no_replace([target], overwrite=overwrite, inputs=[path, relevance, performance, implicit])
+        check_no_replace(
+            [target],
+            overwrite=overwrite,
+            inputs=[path, relevance, performance, implicit],
+            option="--out" if out else None,
+        )
     except OutputExistsError as exc:
         fail(exc)
     try:

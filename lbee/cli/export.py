@@ -53,7 +53,8 @@ def spotlight(run_dir, out, overwrite, open_):
 
     target = Path(out) if out is not None else Path(run_dir) / SPOTLIGHT_FILE
     run_files = [Path(run_dir) / name for name in ("explanation.json", "assignments.parquet", "images.parquet")]
-    check_no_replace([target], overwrite=overwrite, inputs=run_files)  # the run it reads is never replaced
+    # the run it reads is never replaced; --out is named only when the user gave it
+    check_no_replace([target], overwrite=overwrite, inputs=run_files, option="--out" if out is not None else None)
     try:
         path, embeddings = export_spotlight(run_dir, target, cache_dir=click.get_current_context().obj["cache_dir"])
     except ValueError as exc:  # the run's files disagree, or are not lbee's: one line, no debugging hint

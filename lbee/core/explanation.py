@@ -276,7 +276,7 @@ class Explanation:
         list of int
             Indices into ``hard_clusters``.
         """
-        return harm_order(self.hard_clusters, performance)
+        return harm_order(self.hard_clusters, performance, self.params.get("n_images"))
 
     def cluster_sentences(self, i: int) -> list[Any]:
         """The sentences of hard cluster ``i`` as text (or indices when no text was given)."""
@@ -329,14 +329,13 @@ class Explanation:
         return _explanation_from_dict(cls, data, n_images=n_images, n_sentences=n_sentences, source=source)
 
 
-def harm_order(hard_clusters: Sequence[HardCluster], performance: ArrayLike) -> list[int]:
+def harm_order(hard_clusters: Sequence[HardCluster], performance: ArrayLike, n: int | None = None) -> list[int]:
     """Indices of ``hard_clusters``, most harmful first ((1 − mean ω) × size; `Explanation.harm_order`)."""
     omega = np.asarray(performance, dtype=float)
     most = max((int(np.max(c.indices)) for c in hard_clusters if len(c.indices)), default=-1)
-    if omega.ndim != 1 or omega.shape[0] <= most:
-        raise ValueError(
-            f"`performance` has shape {omega.shape}; expected one ω per image, at least {most + 1} of them."
-        )
+    if omega.ndim != 1 or omega.shape[0] <= most or omega.shape[0] != (n or omega.shape[0]):
+        said = f"shape ({n},)" if n else f"at least {most + 1} of them"  # n: the explanation's images
+        raise ValueError(f"`performance` has shape {omega.shape}; expected one ω per image, {said}.")
     sizes = [len(c.indices) for c in hard_clusters]
     risk = [(1.0 - float(omega[np.asarray(c.indices)].mean())) * k if k else 0.0 for c, k in zip(hard_clusters, sizes)]
     return sorted(range(len(hard_clusters)), key=lambda i: (-risk[i], -sizes[i], i))

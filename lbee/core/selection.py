@@ -253,6 +253,14 @@ def check_describe_args(
 ) -> tuple[int, float, list[str] | None]:
     """Validated (k, τ, sentence texts) for describing ``image_embeddings`` with ``index``."""
     k = check_positive_int(k, "k")
+    if k > index.n_sentences:  # every group would get every sentence: a seventh user's k=100 of 44 passed unsaid
+        import warnings
+
+        warnings.warn(
+            f"`k` is {k} but there are {index.n_sentences} sentences: each group gets all of them, ranked.",
+            UserWarning,
+            stacklevel=3,
+        )
     threshold = CLIP_TAU if tau is None else check_real(tau, "tau")
     d = np.shape(image_embeddings)[1] if np.ndim(image_embeddings) == 2 else None
     if d is not None and index.embeddings.shape[1] != d:

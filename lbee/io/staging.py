@@ -50,7 +50,7 @@ class OutputExistsError(ValueError):
     """An output would replace existing files (or the command's own input) and that was not asked for."""
 
 
-def check_no_replace(paths, *, overwrite=False, option="--out", inputs=()):
+def check_no_replace(paths, *, overwrite=False, option="--out", inputs=(), how="--overwrite"):
     """Refuse to write ``paths`` when one exists (unless ``overwrite``) or is one of ``inputs`` (always).
 
     Call it before any long work. Raises `OutputExistsError` naming the
@@ -62,11 +62,15 @@ def check_no_replace(paths, *, overwrite=False, option="--out", inputs=()):
         The files (or folders) the command would write.
     overwrite : bool, default=False
         Whether the user asked to replace existing outputs (``--overwrite``).
-    option : str, default='--out'
-        The option that named the output, for the message.
+    option : str or None, default='--out'
+        The option that named the output, for the message; None when the output is the command's default
+        (the user named no option).
     inputs : iterable of path-like, default=()
         The files the command reads (a grammar, a class list): never replaced, even with ``overwrite``.
+    how : str, default='--overwrite'
+        How the caller asks to replace outputs (``overwrite=True`` from Python).
     """
+    named = f"{option}: " if option else ""
     inputs = [Path(p) for p in inputs if p is not None and Path(p).exists()]
     for path in map(Path, paths):
         if not (path.exists() or path.is_symlink()):
@@ -74,13 +78,13 @@ def check_no_replace(paths, *, overwrite=False, option="--out", inputs=()):
         for src in inputs:
             if path.exists() and os.path.samefile(path, src):
                 raise OutputExistsError(
-                    f"{option}: {str(path)!r} is the input file {str(src)!r} of this command; "
-                    "an output never replaces its own input, even with --overwrite. Give another name."
+                    f"{named}{str(path)!r} is the input file {str(src)!r} of this command; "
+                    f"an output never replaces its own input, even with {how}. Give another name."
                 )
         if not overwrite:
             raise OutputExistsError(
-                f"{option}: {str(path)!r} already exists; lbee does not replace files in silence. "
-                "Pass --overwrite to replace it, or give another name."
+                f"{named}{str(path)!r} already exists; lbee does not replace files in silence. "
+                f"Pass {how} to replace it, or give another name."
             )
 
 

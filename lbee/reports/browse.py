@@ -228,6 +228,12 @@ def stored_images_table(run_dir):
         if (path.exists() or path.is_symlink()) and not path.is_file():  # a FIFO would block, a folder is no table
             raise ValueError(f"{str(path)!r} is not a regular file; expected the file lbee wrote there.")
     if not expl_path.is_file() and not images_path.is_file():
+        if (run_dir / "per_class.json").is_file():  # a per-class run: an image can be in two classes' groups
+            raise ValueError(
+                f"{str(run_dir)!r} holds a per-class run (per_class.json), which has no per-image table: an image "
+                "can be in the groups of two classes. Export or browse a whole-dataset run (lbee describe without "
+                "--per-class)."
+            )
         raise ValueError(
             f"{str(run_dir)!r} holds neither {IMAGES_TABLE} nor explanation.json; expected the output folder of "
             "`lbee describe --out FOLDER`, `lbee report` or `lbee demo`."

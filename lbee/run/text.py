@@ -73,7 +73,7 @@ def render_markdown(result, metrics=None, n_examples=5):
             1.0 - float(np.mean(result.performance[idx])) if set(np.unique(result.performance)) <= {0.0, 1.0} else None
         )
         lines.append(
-            f"### Hard group {i} ({len(idx)} images, mean confidence "
+            f"### Hard group {i} ({len(idx)} image{'' if len(idx) == 1 else 's'}, mean confidence "
             f"{np.mean(result.confidence[idx]):.3f}"
             + (f", error rate {err:.2f}" if err is not None else "")
             + f", easy twin {c.easy_cluster})"

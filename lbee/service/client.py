@@ -272,7 +272,8 @@ class Client:
         from ..io.staging import check_no_replace, staged_entries
 
         out = Path(out_dir)
-        check_no_replace([out / name for name in RESULT_FILES], overwrite=overwrite)
+        how = "overwrite=True (lbee submit: --overwrite)"  # said from Python and from the CLI alike
+        check_no_replace([out / name for name in RESULT_FILES], overwrite=overwrite, option=None, how=how)
         data = {
             name: self._request("GET", f"/v1/jobs/{job_id}/{endpoint}{_model(model)}", raw=True)
             for name, endpoint in RESULT_FILES.items()
