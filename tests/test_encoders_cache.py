@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -66,7 +68,7 @@ def test_open_clip_embeddings_and_cache(random_clip, tmp_path, caplog):
         # and the run says so: a sixth user's bar counted 299 of their 300 images without a word
         with caplog.at_level("INFO", logger="lbee"):
             embed_images(random_clip, [str(dup), *paths], cache_dir=tmp_path / "cache2")
-        assert "1 image(s) are byte-identical to another image" in caplog.text
+        assert f"1 image(s) are byte-identical to another image (copy.png = {Path(paths[0]).name})" in caplog.text
         assert sum(calls) == 5
     finally:
         random_clip.encode_image_batch = original

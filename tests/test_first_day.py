@@ -540,3 +540,12 @@ def test_an_existing_default_output_is_named_without_an_option_the_user_never_ga
     assert _describe(p, "pred.csv", "pc", "--per-class").exit_code == 0
     r = run(["export", "spotlight", str(p / "pc")])
     assert r.exit_code == 1 and "holds a per-class run (per_class.json)" in " ".join(r.output.split()), r.output
+
+
+def test_per_class_without_labels_is_refused_with_the_other_table_checks(confident_errors):
+    """A seventh user's --per-class on a table without labels was refused only after the embedding (90 s cold)."""
+    p, _ = confident_errors
+    r = _describe(p, "pred_unlabelled.csv", "pc_nolabels", "--per-class")
+    assert r.exit_code == 1
+    said = " ".join(r.output.split())
+    assert "--per-class needs true labels" in said and "pred_unlabelled.csv' has no 'label' column" in said, said

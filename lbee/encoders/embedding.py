@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -113,12 +114,17 @@ def embed_images(
             seen.add(h)
             todo.append(i)
 
-    copies = sum(1 for h in hashes if h) - len({h for h in hashes if h})
-    if copies:  # the bar counts what is embedded: say why it is short of the images
+    first_of, copies = {}, []
+    for i, h in enumerate(hashes):
+        if h and first_of.setdefault(h, i) != i:
+            copies.append((first_of[h], i))
+    if copies:  # the bar counts what is embedded: say why it is short of the images, and which they are
         import logging
 
+        named = ", ".join(f"{Path(paths[i]).name} = {Path(paths[j]).name}" for i, j in copies[:3])
         logging.getLogger("lbee").info(
-            f"{copies} image(s) are byte-identical to another image: each content is embedded once and shared."
+            f"{len(copies)} image(s) are byte-identical to another image ({named}"
+            f"{', ...' if len(copies) > 3 else ''}): each content is embedded once and shared."
         )
     n_encoded = 0
     pending_h, pending_e = [], []

@@ -259,7 +259,9 @@ def _per_class(inputs, scores, settings, tau, progress, n_jobs):
 
     s = scores.model_scores
     if s is None or s.labels is None:
-        raise ValueError("per_class needs true labels: a 'label' column in the manifest or the predictions.")
+        from .preflight import PER_CLASS_NEEDS_LABELS
+
+        raise ValueError(f"{PER_CLASS_NEEDS_LABELS}.")
     if s.preds is None and s.probs is None:
         raise ValueError("per_class needs predicted classes: 'pred' or 'prob_<class>' columns.")
     return explain_per_class(

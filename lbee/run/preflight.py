@@ -8,6 +8,18 @@ from ..io.arrays import load_npy
 from .models import check_model_spec
 from .specs import probabilities_kind
 
+#: Said by the preflight and, should a run get past it, by the per-class analysis itself.
+PER_CLASS_NEEDS_LABELS = "`per_class` needs true labels: a 'label' column in the manifest or the predictions"
+
+
+def _manifest_has_labels(images):
+    """Whether ``images`` is a manifest file with a 'label' column (the other place labels come from)."""
+    if images is None or not Path(images).is_file():
+        return False
+    from ..io.images import read_table
+
+    return "label" in read_table(images).columns
+
 
 def preflight(ds, models=None):
     """Check what can be checked without computing: model specs, sentence set, manifest, predictions, sensitivity.
@@ -38,11 +50,13 @@ def preflight(ds, models=None):
     if ds.settings.task == "classification":
         for model in ds.models if models is None else models:
             if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
-                table_ids, _ = scores_from_table(
+                table_ids, table_scores = scores_from_table(
                     read_table(model.predictions),
                     kind=ds.settings.confidence_from,
                     probabilities=probabilities_kind(ds),
                 )
+                if ds.settings.per_class and table_scores.labels is None and not _manifest_has_labels(ds.images):
+                    raise ValueError(f"{PER_CLASS_NEEDS_LABELS} ({str(model.predictions)!r} has no 'label' column)")
                 if imgs is not None and ds.image_embeddings is None:  # every image needs its row, said now
                     _check_rows(imgs, table_ids, f"predictions {str(model.predictions)!r}")
     if ds.settings.split_by in ("irfs", "saliency"):
