@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier, never fetched
+VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"  # an identifier, never fetched
 PHI_HELP = (
     "φ is the model's confidence, higher = easier. With --confidence-from entropy it is the negative "
     "entropy of the softmax output: 0 means a one-hot (sure) prediction, more negative means the "
