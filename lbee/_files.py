@@ -133,6 +133,15 @@ def read_text_file(path, what, *, limit=MAX_TEXT_BYTES, encoding="utf-8-sig"):
         return Path(src).read_text(encoding=encoding)
 
 
+def read_bytes_file(path, what, *, limit=MAX_TEXT_BYTES):
+    """The bytes of ``path``, read as `read_text_file` reads text: pinned to the file checked, at most ``limit``."""
+    with pinned(path, what) as src:
+        size = os.stat(src).st_size
+        if size > limit:
+            raise ValueError(f"{what} {str(path)!r} is {size:,} bytes; lbee reads one of at most {limit:,} bytes.")
+        return Path(src).read_bytes()
+
+
 def file_kind(mode):
     """What a ``st_mode`` is, in words ('a folder', 'a FIFO', ...), for messages."""
     for test, words in (

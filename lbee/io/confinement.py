@@ -28,6 +28,8 @@ from .._files import (  # noqa: F401  (re-exported: io's readers name them from 
     PathEscape,
     check_regular_file,
     file_kind,
+    pinned,
+    read_bytes_file,
     read_text_file,
     real_path,
 )

@@ -193,7 +193,10 @@ def read_provenance(path, name="embeddings"):
                 f"{side} ({size:,} bytes) is not a provenance record of {name} {str(path)!r}: a record lbee "
                 f"writes is under {MAX_SIDECAR_BYTES:,} bytes. {fix}"
             )
-        record = json.loads(side.read_text(encoding="utf-8-sig"), object_pairs_hook=once_each)
+        from .confinement import read_text_file  # the file checked is the file read
+
+        text = read_text_file(side, "provenance sidecar", limit=MAX_SIDECAR_BYTES, encoding="utf-8-sig")
+        record = json.loads(text, object_pairs_hook=once_each)
     except KeyTwice as exc:  # json keeps the last of two values in silence: which one did the writer mean?
         raise ValueError(
             f"{side} is not a provenance record of {name} {str(path)!r}: the key {exc.args[0]!r} is written "

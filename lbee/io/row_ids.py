@@ -22,7 +22,9 @@ def row_ids_path(path, name="embeddings"):
         for cand in (path.with_name(path.stem + ROW_IDS_SUFFIX), path.with_name(ROW_IDS_NAME))
         if (f := sidecar(cand, of=f"{name} {str(path)!r}", what="row ids file")) is not None
     ]
-    if len(found) == 2 and found[0].read_bytes() != found[1].read_bytes():  # which one names the rows? neither
+    from .confinement import read_bytes_file
+
+    if len(found) == 2 and read_bytes_file(found[0], "row ids file") != read_bytes_file(found[1], "row ids file"):
         raise ValueError(
             f"{name} {str(path)!r} has two row ids files that disagree, {found[0].name} and {found[1].name}; "
             "expected one (or both the same): remove the one that does not belong to these embeddings."
@@ -76,7 +78,9 @@ def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, r
     if ids_file is None:
         return
     try:
-        text = ids_file.read_text(encoding="utf-8-sig")  # a byte-order mark is no part of the first id
+        from .confinement import read_text_file  # the file checked is the file read (a link swapped in: refused)
+
+        text = read_text_file(ids_file, "row ids file", encoding="utf-8-sig")  # a byte-order mark is no part of an id
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"Cannot read the row ids of {name} {str(path)!r} ({ids_file}): {exc}") from None
     listed = [line.rstrip("\r") for line in text.split("\n")]

@@ -92,7 +92,8 @@ def _line_numbers(path, sep):
     import csv
 
     lines = []
-    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+    # read again for the numbers only: checked again too (a FIFO or a link out swapped in since is never opened)
+    with pinned(path, "Table") as src, open(src, newline="", encoding="utf-8-sig", errors="replace") as fh:
         reader = csv.reader(fh, delimiter=sep)
         start = 1
         header_seen = False

@@ -84,7 +84,9 @@ def sensitivity_panel_html(summary, *, saliency=None, n_least=8, thumbnails=None
                 raise FileNotFoundError(f"{str(path)!r} does not exist")
             if checked.stat().st_size > MAX_SUMMARY_BYTES:
                 raise ValueError(f"it is over {MAX_SUMMARY_BYTES:,} bytes; a summary lbee writes is a few kB")
-            summary = json.loads(checked.read_text(encoding="utf-8"))
+            from ..io.confinement import read_text_file  # the file checked is the file read
+
+            summary = json.loads(read_text_file(checked, "sensitivity summary", limit=MAX_SUMMARY_BYTES))
         except (OSError, ValueError) as exc:
             raise ValueError(f"Cannot read sensitivity summary {str(path)!r}: {exc}") from None
     from ..analyses.sensitivity_outputs import check_summary, plot_rfs

@@ -45,22 +45,37 @@ class ThumbnailCache:
         self.n_generated = 0
         self.n_cached = 0
 
-    def _key(self, source):
+    def _key(self, source, opened=None):
         h = hashlib.sha1(f"v1|{self.size}|".encode())
         if isinstance(source, np.ndarray):
             h.update(str(source.shape).encode())
             h.update(np.ascontiguousarray(source).tobytes())
         else:
-            st = os.stat(source)
+            st = os.stat(opened or source)
             h.update(f"{os.path.abspath(source)}|{st.st_size}|{st.st_mtime_ns}".encode())
         return h.hexdigest()
 
     def jpeg(self, source):
-        """JPEG bytes of the thumbnail of ``source`` (a path or an (H, W[, 3]) uint8 array); None if unreadable."""
+        """JPEG bytes of the thumbnail of ``source`` (a path or an (H, W[, 3]) uint8 array); None if unreadable.
+
+        A path is opened once and checked as every reader checks a file (`lbee._files.pinned`): under a data root
+        (``lbee serve``), an image swapped for a link out of the root after it was embedded gets no thumbnail.
+        """
+        if isinstance(source, np.ndarray):
+            return self._jpeg(source, None)
+        from .._files import pinned
+
+        try:
+            with pinned(source, "image") as opened:
+                return self._jpeg(source, opened)
+        except (OSError, ValueError):  # missing, not a regular file, or outside the root: no thumbnail
+            return None
+
+    def _jpeg(self, source, opened):
         from PIL import Image
 
         try:
-            key = self._key(source)
+            key = self._key(source, opened)
         except OSError:
             return None
         path = self.folder / key[:2] / f"{key}.jpg"
@@ -68,7 +83,7 @@ class ThumbnailCache:
             self.n_cached += 1
             return path.read_bytes()
         try:
-            img = Image.fromarray(source) if isinstance(source, np.ndarray) else Image.open(source)
+            img = Image.fromarray(source) if isinstance(source, np.ndarray) else Image.open(opened)
             if img.width * img.height > MAX_SOURCE_PIXELS:  # a 17 KB PNG can decode to 600 MB: no thumbnail
                 return None
             img.draft("RGB", (self.size, self.size))  # JPEGs decode at the thumbnail's scale

@@ -193,7 +193,9 @@ def read_class_map(path):
     path = Path(path)
     try:
         if path.suffix.lower() == ".json":
-            mapping = loads_each_key_once(path.read_text(encoding="utf-8"))  # a wnid twice: which class?
+            from ..io.confinement import read_text_file
+
+            mapping = loads_each_key_once(read_text_file(path, "class map"))  # a wnid twice: which class?
             if not isinstance(mapping, dict):
                 raise ValueError(f"holds a {type(mapping).__name__}, expected an object {{wnid: class}}")
         else:
@@ -229,7 +231,10 @@ def _split_dir(root, split):
 
 def _read_attr_labels(path):
     try:
-        arr = np.load(path, allow_pickle=False)
+        from ..io.confinement import pinned
+
+        with pinned(path, "attribute labels") as src:
+            arr = np.load(src, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise ValueError(f"Cannot read attribute labels {str(path)!r}: {exc}") from None
     if arr.shape != (2, len(ATTRIBUTES)):

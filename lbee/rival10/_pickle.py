@@ -66,7 +66,9 @@ def load_attr_dict(path):
     """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        from ..io.confinement import read_bytes_file
+
+        data = read_bytes_file(path, "attribute file")
     except OSError as exc:
         raise ValueError(f"Cannot read attribute file {str(path)!r}: {exc}") from None
     try:

@@ -155,17 +155,20 @@ class ExperimentalConfiguration:
                 check_regular_file(folder / name, f"EC file {name!r} of {str(folder)!r}")
             if (folder / "ec.json").stat().st_size > MAX_EC_JSON_BYTES:
                 raise ValueError(f"ec.json is over {MAX_EC_JSON_BYTES:,} bytes; a world's is a few kB")
-            definition = loads_each_key_once((folder / "ec.json").read_text())
-            recorded = definition.get("metadata_sha256") if isinstance(definition, dict) else None
-            if recorded is not None and recorded != _file_sha256(folder / "metadata.parquet"):
-                raise ValueError(
-                    "metadata.parquet differs from the one the world was saved with (ec.json's metadata_sha256): "
-                    "its attributes, labels or blindspots were edited"
-                )
-            from ..io.table_header import refuse_parquet_bomb
+            from ..io.confinement import pinned, read_text_file
 
-            refuse_parquet_bomb(folder / "metadata.parquet", "EC file 'metadata.parquet'")
-            meta = pd.read_parquet(folder / "metadata.parquet")
+            definition = loads_each_key_once(read_text_file(folder / "ec.json", "EC file 'ec.json'"))
+            recorded = definition.get("metadata_sha256") if isinstance(definition, dict) else None
+            with pinned(folder / "metadata.parquet", "EC file 'metadata.parquet'") as src:  # checked = read
+                if recorded is not None and recorded != _file_sha256(src):
+                    raise ValueError(
+                        "metadata.parquet differs from the one the world was saved with (ec.json's metadata_sha256): "
+                        "its attributes, labels or blindspots were edited"
+                    )
+                from ..io.table_header import refuse_parquet_bomb
+
+                refuse_parquet_bomb(src, "EC file 'metadata.parquet'")
+                meta = pd.read_parquet(src)
         except (OSError, ValueError) as exc:
             raise CorruptECError(f"EC folder {str(folder)!r} is incomplete or corrupt: {exc}") from None
         if definition.get("version") != EC_VERSION:
