@@ -83,3 +83,91 @@ def test_a_report_thumbnail_is_never_made_from_a_file_outside_the_root(tmp_path)
         assert thumbs.data_uri(inside).startswith("data:image/jpeg;base64,")
         assert thumbs.data_uri(swapped) is None
     assert thumbs.data_uri(swapped) is not None  # on the command line (no root) a link is the user's own file
+
+
+@pytest.fixture
+def hostile_server():
+    """A local HTTP server answering as a hostile lbee would: ``mode`` picks the answer."""
+    import http.server
+    import threading
+    import time
+
+    state = {"mode": None}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _answer(self):
+            mode = state["mode"]
+            if mode == "huge_error":  # 100 MB of an error page
+                self.send_response(500)
+                self.send_header("content-length", str(100 << 20))
+                self.end_headers()
+                try:
+                    for _ in range(100 << 4):
+                        self.wfile.write(b"A" * (64 << 10))
+                except OSError:
+                    pass
+            elif mode == "drip":  # one byte at a time, for ever
+                self.send_response(200)
+                self.send_header("content-length", "100000")
+                self.end_headers()
+                try:
+                    for _ in range(60):
+                        self.wfile.write(b"{")
+                        self.wfile.flush()
+                        time.sleep(0.3)
+                except OSError:
+                    pass
+            else:  # a job whose texts carry terminal escapes
+                body = (
+                    b'{"id": "j1", "status": "failed", "phase": "embedding\\u001b]0;PWNED\\u0007\\u001b[2J\\r", '
+                    b'"error": "boom\\u001b[31m", "log": ["phase: x\\u001b[K"]}'
+                )
+                self.send_response(200)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield state, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_submit_reads_a_bounded_error_and_gives_up_on_a_drip_fed_answer(hostile_server):
+    """H4: an HTTP error body was read whole (3.9 GB, then out of memory), and a server sending one byte every 20 s
+    held `lbee submit` past its 60 s timeout (the timeout bounds each read, not the answer)."""
+    import time
+
+    from lbee.service.client import Client, ServiceError
+
+    state, url = hostile_server
+    client = Client(url, "tok", timeout=1.0)
+    state["mode"] = "huge_error"
+    t0 = time.monotonic()
+    with pytest.raises(ServiceError, match="HTTP 500") as err:
+        client.job("j1")
+    assert len(str(err.value)) < 2200 and time.monotonic() - t0 < 10
+    state["mode"] = "drip"
+    t0 = time.monotonic()
+    with pytest.raises(ServiceError, match="did not arrive in time"):
+        client.job("j1")
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_server_s_texts_reach_the_terminal_without_their_escape_sequences(hostile_server):
+    """S4: `lbee submit` printed a server's job fields raw: an OSC sequence set the window title, CSI cleared the
+    screen and '\\r' could overwrite 'failed'."""
+    from lbee.service.client import Client
+
+    state, url = hostile_server
+    state["mode"] = "escapes"
+    job = Client(url, "tok", timeout=5.0).job("j1")
+    texts = [job["phase"], job["error"], *job["log"]]
+    assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for t in texts for c in t), texts
+    assert job["phase"] == "embedding\\x1b]0;PWNED\\x07\\x1b[2J\\x0d" and job["error"] == "boom\\x1b[31m"

@@ -111,6 +111,43 @@ def _not_json(value, where=""):
 
 #: The largest answer the client reads (a report page is a few MB; a stream that never ends is cut here).
 MAX_RESPONSE_BYTES = 512 << 20
+#: The most of an error answer the client reads (its message is a few lines).
+MAX_ERROR_BYTES = 64 << 10
+
+
+def _read_within(resp, limit, deadline, what):
+    """At most ``limit`` bytes of ``resp``, by chunks, before ``deadline`` (`time.monotonic`); ServiceError past it."""
+    chunks, size = [], 0
+    while size < limit:
+        if time.monotonic() > deadline:
+            raise ServiceError(f"{what}: the answer did not arrive in time (the server sends it too slowly).")
+        chunk = resp.read1(min(1 << 16, limit - size)) if hasattr(resp, "read1") else resp.read(limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def printable(text):
+    r"""``text`` with its control characters shown as ``\xNN`` (escape sequences, carriage returns).
+
+    A server's words are printed on the user's terminal, where an escape could clear the screen or hide a line.
+    """
+    return "".join(
+        c if c in "\n\t" or not (ord(c) < 32 or 127 <= ord(c) < 160) else f"\\x{ord(c):02x}" for c in str(text)
+    )
+
+
+def _printable_all(value):
+    """`printable` for every string in a JSON value."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, list):
+        return [_printable_all(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _printable_all(v) for k, v in value.items()}
+    return value
 
 
 class _Redirected(Exception):
@@ -167,9 +204,12 @@ class Client:
             data = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
+        # `timeout` bounds each read of the socket; the deadline bounds the whole answer (one byte every 20 s
+        # would otherwise never time out). A report may take longer to come than a job's state.
+        deadline = time.monotonic() + self.timeout * (10 if raw else 1)
         try:
             with _OPENER.open(req, timeout=self.timeout) as resp:
-                payload = resp.read(MAX_RESPONSE_BYTES + 1)
+                payload = _read_within(resp, MAX_RESPONSE_BYTES + 1, deadline, f"{method} {path}")
             if len(payload) > MAX_RESPONSE_BYTES:
                 raise ServiceError(f"{method} {path}: the answer is larger than {MAX_RESPONSE_BYTES >> 20} MiB.")
         except _Redirected as exc:
@@ -178,14 +218,18 @@ class Client:
                 "never redirects, so the token was not sent there: check the URL (http or https, host, port)."
             ) from None
         except urllib.error.HTTPError as exc:
-            text = exc.read().decode("utf-8", "replace")
+            try:  # an error's message is a few lines: never more than MAX_ERROR_BYTES of it is read
+                text = _read_within(exc, MAX_ERROR_BYTES, deadline, f"{method} {path}").decode("utf-8", "replace")
+            except ServiceError:
+                text = ""
             try:
                 detail = json.loads(text).get("detail", text)
             except (ValueError, AttributeError):
                 detail = text
             if not isinstance(detail, str):
                 detail = json.dumps(detail)
-            raise ServiceError(f"{method} {path}: HTTP {exc.code}: {detail.strip()[:2000]}", exc.code) from None
+            said = printable(detail.strip()[:2000])
+            raise ServiceError(f"{method} {path}: HTTP {exc.code}: {said}", exc.code) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ServiceError(f"Cannot reach the lbee server at {self.url}: {reason}") from None
@@ -199,11 +243,14 @@ class Client:
         """
         if isinstance(entry, (str, os.PathLike)):
             entry = read_entry(entry)
-        return self._request("POST", "/v1/jobs", entry)
+        return _printable_all(self._request("POST", "/v1/jobs", entry))
 
     def job(self, job_id):
-        """The job's state: ``status``, ``phase``, ``fraction``, ``progress``, ``log``, ``error``, ``runs``."""
-        return self._request("GET", f"/v1/jobs/{job_id}")
+        """The job's state: ``status``, ``phase``, ``fraction``, ``progress``, ``log``, ``error``, ``runs``.
+
+        Its texts are made `printable`: they reach a terminal, and a server's text could carry escape sequences.
+        """
+        return _printable_all(self._request("GET", f"/v1/jobs/{job_id}"))
 
     def cancel(self, job_id):
         """Cancel a queued or running job; returns its state."""
