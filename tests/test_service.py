@@ -130,7 +130,8 @@ def test_every_endpoint_but_health_needs_a_token_with_the_right_scope(service):
     assert client.post("/v1/explain", json={}, headers=read).status_code == 403
     # the page redirects to the login form; the form sets a cookie that is good for GET only
     assert client.get("/", follow_redirects=False).headers["location"] == "/login"
-    r = client.post("/login", data={"token": client.tokens["submit"]}, follow_redirects=False)
+    same = {"Origin": "http://testserver"}  # what a browser sends with a form of this server
+    r = client.post("/login", data={"token": client.tokens["submit"]}, headers=same, follow_redirects=False)
     assert r.status_code == 303 and "httponly" in r.headers["set-cookie"].lower()
     assert "samesite=strict" in r.headers["set-cookie"].lower()
     assert client.get("/v1/runs").status_code == 200 and "Runs" in client.get("/").text
@@ -138,7 +139,7 @@ def test_every_endpoint_but_health_needs_a_token_with_the_right_scope(service):
     client.cookies.clear()
     revoke_token(app.state.db, "reader")
     assert client.get("/v1/runs", headers=read).status_code == 401
-    page = client.post("/login", data={"token": "lbee_nope"})
+    page = client.post("/login", data={"token": "lbee_nope"}, headers=same)
     assert page.url.path == "/login" and "invalid or revoked token" in page.text
     from lbee._version import __version__
 
@@ -151,6 +152,25 @@ def test_every_endpoint_but_health_needs_a_token_with_the_right_scope(service):
         and "another site" in evil.text
         and "lbee_token" not in evil.headers.get("set-cookie", "")
     )
+    # twelfth sweep: `Origin: null` (a page with referrer no-referrer) or no Origin / Referer at all got through,
+    # and a GET of /logout (an <img> on another site) signed users out
+    for headers in ({"Origin": "null"}, {}, {"Referer": "http://evil.example/page"}):
+        r = client.post("/login", data={"token": client.tokens["read"]}, headers=headers, follow_redirects=False)
+        assert r.status_code == 403 and "lbee_token" not in r.headers.get("set-cookie", ""), headers
+    assert (
+        client.post(
+            "/login",
+            data={"token": client.tokens["submit"]},  # the read token was revoked above
+            headers={"Referer": "http://testserver/login"},
+            follow_redirects=False,
+        ).status_code
+        == 303
+    )
+    assert client.get("/v1/runs").status_code == 200  # signed in (the cookie)
+    assert client.get("/logout").status_code == 200 and client.get("/v1/runs").status_code == 200  # a form only
+    assert client.post("/logout", headers={"Origin": "null"}).status_code == 403
+    assert client.post("/logout", headers=same, follow_redirects=False).status_code == 303
+    client.cookies.clear()
     forged = client.get("/login", params={"error": "Your session expired: sign in at evil.example"}).text
     assert "evil.example" not in forged and "invalid or revoked token" not in forged
 

@@ -262,7 +262,9 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
     async def _headers(request, call_next):
         response = await call_next(request)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        # no Referer to another site; to this one the browser says where a form comes from (an Origin, not
+        # 'null'), which the sign-in and sign-out forms check (lbee.service.pages)
+        response.headers.setdefault("Referrer-Policy", "same-origin")
         return response
 
     add_api_routes(app, ctx)

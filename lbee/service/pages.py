@@ -35,6 +35,21 @@ def _swagger_dir():
         return None
 
 
+def _same_site(request, what):
+    """Refuse a form posted from another site: its Origin (else its Referer) must be this server.
+
+    A browser sends one of them with every POST; one sent from another site, or ``Origin: null`` (a page with
+    ``referrer: no-referrer``, a sandboxed frame), or neither, is refused.
+    """
+    from urllib.parse import urlsplit
+
+    from fastapi import HTTPException
+
+    origin = request.headers.get("origin") or request.headers.get("referer")
+    if not origin or origin == "null" or urlsplit(origin).netloc != request.headers.get("host"):
+        raise HTTPException(403, f"{what} from another site is refused; open the pages of this server.")
+
+
 def add_pages(app, ctx):
     """Add /health, /login, /logout, /, /compare, /docs, /openapi.json and the Swagger UI assets to ``app``."""
     from sqlalchemy import select
@@ -56,14 +71,8 @@ def add_pages(app, ctx):
 
     @app.post("/login", include_in_schema=False)
     async def login(request: Request):
-        from urllib.parse import urlsplit
-
-        from fastapi import HTTPException
-
         # login CSRF: another site must not sign a browser in with a token of its own
-        origin = request.headers.get("origin") or request.headers.get("referer")
-        if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
-            raise HTTPException(403, "a sign-in from another site is refused; open the login page of this server.")
+        _same_site(request, "a sign-in")
         form = await request.form(max_files=0, max_fields=4)
         token = str(form.get("token") or "").strip()
         if ctx.check_token(db, token) is None:
@@ -72,11 +81,16 @@ def add_pages(app, ctx):
         resp.set_cookie("lbee_token", token, httponly=True, samesite="strict", secure=request.url.scheme == "https")
         return resp
 
-    @app.get("/logout", include_in_schema=False)
-    def logout():
+    @app.post("/logout", include_in_schema=False)
+    def logout(request: Request):
+        _same_site(request, "a sign-out")  # an <img src=/logout> on another site signed users out
         resp = RedirectResponse("/login", status_code=303)
         resp.delete_cookie("lbee_token")
         return resp
+
+    @app.get("/logout", response_class=HTMLResponse, include_in_schema=False)
+    def logout_page():
+        return templates.get_template("logout.html").render()
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request):
