@@ -171,3 +171,27 @@ def test_a_server_s_texts_reach_the_terminal_without_their_escape_sequences(host
     texts = [job["phase"], job["error"], *job["log"]]
     assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for t in texts for c in t), texts
     assert job["phase"] == "embedding\\x1b]0;PWNED\\x07\\x1b[2J\\x0d" and job["error"] == "boom\\x1b[31m"
+
+
+def test_a_parquet_of_one_long_value_repeated_through_its_dictionary_is_refused(tmp_path, monkeypatch):
+    """H1: a dictionary-encoded column counts its dictionary once in the footer: a 37 KB file declaring 12 MB took
+    more than 4.3 GB once decoded (a 13 KB one was read whole, at 2.7 GB). Here scaled down."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import lbee.io.table_header as header
+    from lbee.io.table_reader import read_table
+
+    monkeypatch.setattr(header, "PARQUET_FREE_BYTES", 1 << 20)
+    note = "x" * 200_000
+    n = 400  # 80 MB decoded; the footer counts the value once
+    table = pa.table({"image": [f"{i:04d}.png" for i in range(n)], "confidence": [0.5] * n, "note": [note] * n})
+    pq.write_table(table, tmp_path / "d.parquet", compression="zstd", use_dictionary=True)
+    size = (tmp_path / "d.parquet").stat().st_size
+    meta = pq.read_metadata(tmp_path / "d.parquet")
+    assert sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) < (1 << 20) + 64 * size
+    with pytest.raises(ValueError, match=r"decodes to 80,[\d,]+ bytes of text from [\d,]+"):
+        read_table(tmp_path / "d.parquet")
+    # the same table without the repeated value reads as before
+    pq.write_table(table.drop(["note"]), tmp_path / "ok.parquet", use_dictionary=True)
+    assert len(read_table(tmp_path / "ok.parquet")) == n
