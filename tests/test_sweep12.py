@@ -1,6 +1,8 @@
 """The twelfth hostile-input sweep's findings, each reproduced and fixed (sweep report: 3 security, 4 hang, 1 silently
 wrong, 7 lower)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -195,3 +197,53 @@ def test_a_parquet_of_one_long_value_repeated_through_its_dictionary_is_refused(
     # the same table without the repeated value reads as before
     pq.write_table(table.drop(["note"]), tmp_path / "ok.parquet", use_dictionary=True)
     assert len(read_table(tmp_path / "ok.parquet")) == n
+
+
+def test_sensitivity_noise_levels_are_bounded_and_copies_made_batch_by_batch(monkeypatch):
+    """H2: `--trials` was bounded but not the number of `--sigmas`: 200 σ × 100 trials built 40,000 noisy copies of
+    one image at once (3.5 GB, then an allocation failure); `30,,60` and 1e308 were accepted."""
+    from click.testing import CliRunner
+
+    import lbee.analyses.sensitivity as sens
+    from lbee.analyses.sensitivity import MAX_SIGMAS, check_sigmas
+    from lbee.cli import cli
+
+    assert check_sigmas([30, 60.5]) == [30.0, 60.5]
+    for bad, said in [
+        ([], "1 to 32 numbers"),
+        (list(range(MAX_SIGMAS + 1)), "received 33 value(s)"),
+        ([1e308], "in [0, 255]"),
+        ([float("nan")], "in [0, 255]"),
+        ([30, 30], "lists 30 more than once"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(said)):
+            check_sigmas(bad)
+    r = CliRunner().invoke(cli, ["sensitivity", "--ec", ".", "--sigmas", "30,,60", "--out", "o"], obj={})
+    assert r.exit_code == 2 and "none left empty" in r.output, r.output
+    # the copies are made as they are scored: never more than one batch of them at once
+    import torch
+
+    alive, most = [0], [0]
+    made = sens.region_noise
+
+    def counted(x, m, sigma, gen):
+        fg, bg = made(x, m, sigma, gen)
+        alive[0] += 2
+        most[0] = max(most[0], alive[0])
+        return fg, bg
+
+    monkeypatch.setattr(sens, "region_noise", counted)
+
+    class Model(torch.nn.Module):
+        def forward(self, batch):
+            alive[0] -= len(batch)  # scored: these copies are done with
+            return torch.zeros(len(batch), 2)
+
+    class Pre:
+        @staticmethod
+        def normalize(t):
+            return t
+
+    x, m = torch.rand(3, 8, 8), (torch.rand(8, 8) > 0.5).float()
+    out = sens._one_image(Model(), x, m, 0, [10.0, 20.0, 30.0], 20, "k", Pre(), 8, "cpu")
+    assert out["p_fg"].shape == (3, 20) and most[0] <= 8 + 2, most

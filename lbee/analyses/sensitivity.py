@@ -92,28 +92,60 @@ class SensitivityResult:
     per_image: dict = field(default_factory=dict, repr=False)
 
 
+#: Noise levels one sensitivity run takes at most (RIVAL10's figures use 7).
+MAX_SIGMAS = 32
+
+
+def check_sigmas(sigmas):
+    """The noise levels σ as floats: 1 to `MAX_SIGMAS` distinct numbers in [0, 255] (the pixel scale)."""
+    try:
+        values = [float(s) for s in sigmas]
+    except (TypeError, ValueError):
+        raise ValueError(f"`sigmas` must be numbers on the 0-255 scale; received {sigmas!r}.") from None
+    if not values or len(values) > MAX_SIGMAS or any(not 0 <= s <= 255 for s in values):  # NaN fails 0 <= s
+        raise ValueError(
+            f"`sigmas` must be 1 to {MAX_SIGMAS} numbers in [0, 255] (the pixel scale); received "
+            f"{len(values)} value(s){': ' + ', '.join(f'{s:g}' for s in values[:8]) if values else ''}."
+        )
+    repeated = sorted({s for s in values if values.count(s) > 1})
+    if repeated:
+        raise ValueError(f"`sigmas` lists {', '.join(f'{s:g}' for s in repeated)} more than once; expected each once.")
+    return values
+
+
 def _one_image(model, x, m, label, sigmas, trials, seed_key, preprocess, batch_size, device):
     import torch
 
-    tensors, order = [x, gray_background(x, m)], [("clean", 0, 0), ("gray", 0, 0)]
-    for si, t in ((si, t) for si in range(len(sigmas)) for t in range(trials)):
-        seed = int.from_bytes(hashlib.sha256(f"{seed_key}|{sigmas[si]}|{t}".encode()).digest()[:8], "little")
-        gen = torch.Generator().manual_seed(seed & 0x7FFF_FFFF_FFFF_FFFF)
-        fg, bg = region_noise(x, m, sigmas[si], gen)
-        tensors += [fg, bg]
-        order += [("fg", si, t), ("bg", si, t)]
-    probs, preds = [], []
+    order = [("clean", 0, 0), ("gray", 0, 0)]
+    order += [(kind, si, t) for si in range(len(sigmas)) for t in range(trials) for kind in ("fg", "bg")]
+
+    def copies():  # made as they are scored: one batch in memory, not 2 x σ x trials copies of the image
+        yield x
+        yield gray_background(x, m)
+        for si, t in ((si, t) for si in range(len(sigmas)) for t in range(trials)):
+            seed = int.from_bytes(hashlib.sha256(f"{seed_key}|{sigmas[si]}|{t}".encode()).digest()[:8], "little")
+            yield from region_noise(x, m, sigmas[si], torch.Generator().manual_seed(seed & 0x7FFF_FFFF_FFFF_FFFF))
+
+    probs, preds, batch = [], [], []
+
+    def score(batch):
+        logits = model(preprocess.normalize(torch.stack(batch)).to(device))
+        if isinstance(logits, (tuple, list)):
+            logits = logits[0]
+        p = torch.softmax(logits.float(), dim=1).cpu().numpy()
+        if not 0 <= label < p.shape[1]:
+            raise ValueError(f"label {label} is outside the model's {p.shape[1]} classes.")
+        probs.append(p[:, label])
+        preds.append(p.argmax(1))
+
     with torch.inference_mode():
-        for i in range(0, len(tensors), batch_size):
-            batch = preprocess.normalize(torch.stack(tensors[i : i + batch_size])).to(device)
-            logits = model(batch)
-            if isinstance(logits, (tuple, list)):
-                logits = logits[0]
-            p = torch.softmax(logits.float(), dim=1).cpu().numpy()
-            if not 0 <= label < p.shape[1]:
-                raise ValueError(f"label {label} is outside the model's {p.shape[1]} classes.")
-            probs.append(p[:, label])
-            preds.append(p.argmax(1))
+        for tensor in copies():
+            batch.append(tensor)
+            if len(batch) == batch_size:
+                score(batch)
+                batch = []
+        if batch:
+            score(batch)
     probs, preds = np.concatenate(probs), np.concatenate(preds)
     S = len(sigmas)
     out = {
@@ -216,9 +248,7 @@ def region_sensitivity(
             labels = labels.astype(np.int64)
         else:
             raise ValueError(f"`labels` must be integer class indices; received dtype {labels.dtype}.")
-    sigmas = [float(s) for s in sigmas]
-    if not sigmas or any(not np.isfinite(s) or s < 0 for s in sigmas):
-        raise ValueError(f"`sigmas` must be non-negative numbers on the 0-255 scale; received {sigmas}.")
+    sigmas = check_sigmas(sigmas)
     if int(trials) < 1:
         raise ValueError(f"`trials` must be >= 1; received {trials}.")
     trials = int(trials)

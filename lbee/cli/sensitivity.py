@@ -13,14 +13,18 @@ from ._base import SEED, LbeeError, batch_size_option, check_writable_folder, cl
 
 def _sigmas(value):
     from .._validation import parse_number
+    from ..analyses.sensitivity import check_sigmas
 
+    parts = str(value).split(",")
+    if any(not s.strip() for s in parts):  # '30,,60' or a trailing comma: a number was left out
+        raise click.BadParameter(
+            f"expected comma-separated numbers, none left empty; received {value!r}.", param_hint="--sigmas"
+        )
     try:
-        sig = [parse_number(s) for s in str(value).split(",") if s.strip()]
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated numbers on the 0-255 scale; received {value!r}.") from None
-    if not sig or any(s < 0 for s in sig):
-        raise click.BadParameter(f"expected non-negative numbers on the 0-255 scale; received {value!r}.")
-    return sig
+        return check_sigmas([parse_number(s) for s in parts])
+    except ValueError as exc:  # the library's rule, its words with the option's name
+        said = str(exc).replace("`sigmas` must be", "expected").replace("`sigmas`", "it")
+        raise click.BadParameter(said, param_hint="--sigmas") from None
 
 
 def _from_manifest(images, masks):
@@ -109,7 +113,7 @@ def _from_ec(ec_dir):
     "--sigmas",
     default="30,60,90,120,150,180,210",
     show_default=True,
-    help="Noise levels σ on the 0-255 pixel scale (std σ/255 on [0, 1] images).",
+    help="Noise levels σ on the 0-255 pixel scale (std σ/255 on [0, 1] images); 1 to 32 different values.",
 )
 @click.option(
     "--trials",
