@@ -247,3 +247,21 @@ def test_sensitivity_noise_levels_are_bounded_and_copies_made_batch_by_batch(mon
     x, m = torch.rand(3, 8, 8), (torch.rand(8, 8) > 0.5).float()
     out = sens._one_image(Model(), x, m, 0, [10.0, 20.0, 30.0], 20, "k", Pre(), 8, "cpu")
     assert out["p_fg"].shape == (3, 20) and most[0] <= 8 + 2, most
+
+
+def test_slicer_options_are_bounded_by_their_work_and_checked_before_any_run():
+    """H3: Domino's in-range options (100,000 iterations of 1,000 components) were about 8 hours of a job worker;
+    lower 3: PlaneSpot's reducer 'umap' and min_components > max_components were accepted (202) and failed in it."""
+    from lbee import RunSettings
+
+    assert RunSettings(slicers=[{"domino": {"max_iter": 400, "n_mixture_components": 250}}])  # 100,000: allowed
+    for options, said in [
+        ({"domino": {"max_iter": 1000, "n_mixture_components": 1000}}, "at most 100,000 component-iterations"),
+        ({"domino": {"max_iter": 100_000}}, "expected an integer in [1, 1000]"),
+        ({"domino": {"init_params": "bogus"}}, "`init_params` must be 'confusion', 'random' or 'kmeans'"),
+        ({"planespot": {"reducer": "umap"}}, "`reducer` must be 'scvis', 'tsne' or 'pca'"),
+        ({"planespot": {"min_components": 50, "max_components": 2}}, "must not exceed `max_components`"),
+        ({"planespot": {"scvis_iter": 100_000}}, "expected an integer in [1, 50000]"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(said)):
+            RunSettings(slicers=[options])

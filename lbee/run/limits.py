@@ -68,7 +68,12 @@ MAX_TRIALS = 100
 #: took 2.8 GB before a sentence was written.
 MAX_SENTENCE_LIMIT = 2_000_000
 #: Iterations of a slicer's fit (Domino's EM, PlaneSpot's scvis), PCA dimensions, and a likelihood weight.
-MAX_ITERATIONS = 100_000
+#: Domino's EM iterations, and its work: iterations × mixture components (a 300-byte job of 100,000 × 1,000 was
+#: about 8 hours of a worker on 2,000 images; the default is 100 × 25).
+MAX_EM_ITERATIONS = 1_000
+MAX_EM_WORK = 100_000
+#: scvis training steps PlaneSpot may be given (its own rule: 100 epochs of 512 images, at least 2,000 steps).
+MAX_SCVIS_STEPS = 50_000
 MAX_DIMENSIONS = 16_384
 MAX_WEIGHT = 1e6
 #: The options a config or a job may give each slicer (``slicers: [{domino: {n_slices: 8}}]``): the range of each
@@ -83,7 +88,7 @@ SLICER_OPTIONS = {
         "n_pca_components": (1, MAX_DIMENSIONS),
         "y_log_likelihood_weight": (0.0, MAX_WEIGHT),
         "y_hat_log_likelihood_weight": (0.0, MAX_WEIGHT),
-        "max_iter": (1, MAX_ITERATIONS),
+        "max_iter": (1, MAX_EM_ITERATIONS),
         "tol": (0.0, 1.0),
         "reg_covar": (0.0, 1.0),
         "init_params": None,
@@ -98,7 +103,7 @@ SLICER_OPTIONS = {
         "n_slices": (1, MAX_CLUSTERS),
         "soft_errors": None,
         "perplexity": (1.0, 1000.0),
-        "scvis_iter": (1, MAX_ITERATIONS),
+        "scvis_iter": (1, MAX_SCVIS_STEPS),
         "random_state": "seed",
     },
 }

@@ -13,7 +13,7 @@ def check_slicer_options(name, options, bad):
 
     from .._validation import check_seed, shown
     from ..slicers import create_slicer
-    from .limits import SLICER_OPTIONS
+    from .limits import MAX_EM_WORK, SLICER_OPTIONS
 
     allowed = SLICER_OPTIONS.get(name, {})
     for key, value in options.items():
@@ -34,6 +34,14 @@ def check_slicer_options(name, options, bad):
                 what = "an integer" if integral else "a number"
                 raise ValueError(f"`{where}` is {shown(value)}; expected {what} in [{low:g}, {high:g}].")
     try:
-        create_slicer(name, **options)
+        slicer = create_slicer(name, **options)
     except TypeError as exc:
         raise bad(f"options that slicer {name!r} takes ({exc})") from None
+    if hasattr(slicer, "check_params"):  # its choices and the relations between its options, before any fit
+        slicer.check_params()
+    if name == "domino" and slicer.max_iter * slicer.n_mixture_components > MAX_EM_WORK:
+        raise ValueError(
+            f"`slicers.domino` asks for {slicer.max_iter:,} EM iterations of {slicer.n_mixture_components:,} "
+            f"components; expected at most {MAX_EM_WORK:,} component-iterations (max_iter × n_mixture_components; "
+            "the default is 100 × 25)."
+        )

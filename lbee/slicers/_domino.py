@@ -226,6 +226,19 @@ class DominoSlicer(BaseSlicer):
         Q = _one_hot(labels, k) + rng.uniform(0, self.confusion_noise, size=(n, k))
         return Q / Q.sum(1, keepdims=True)
 
+    def check_params(self):
+        """Check the options (a config's are checked at submission, before any fit); returns the components."""
+        k = check_positive_int(self.n_mixture_components, "n_mixture_components")
+        check_positive_int(self.n_slices, "n_slices")
+        check_positive_int(self.max_iter, "max_iter")
+        check_real(self.tol, "tol", minimum=0.0)
+        check_real(self.reg_covar, "reg_covar", minimum=0.0)
+        for name in ("y_log_likelihood_weight", "y_hat_log_likelihood_weight"):
+            check_real(getattr(self, name), name, minimum=0.0)
+        if self.init_params not in ("confusion", "random", "kmeans"):
+            raise ValueError(f"`init_params` must be 'confusion', 'random' or 'kmeans'; received {self.init_params!r}.")
+        return k
+
     def fit(self, embeddings=None, targets=None, pred_probs=None, *, data=None):
         """Fit the mixture.
 
@@ -244,15 +257,7 @@ class DominoSlicer(BaseSlicer):
         from sklearn.decomposition import PCA
         from sklearn.utils import check_random_state
 
-        k = check_positive_int(self.n_mixture_components, "n_mixture_components")
-        check_positive_int(self.n_slices, "n_slices")
-        check_positive_int(self.max_iter, "max_iter")
-        check_real(self.tol, "tol", minimum=0.0)
-        check_real(self.reg_covar, "reg_covar", minimum=0.0)
-        for name in ("y_log_likelihood_weight", "y_hat_log_likelihood_weight"):
-            check_real(getattr(self, name), name, minimum=0.0)
-        if self.init_params not in ("confusion", "random", "kmeans"):
-            raise ValueError(f"`init_params` must be 'confusion', 'random' or 'kmeans'; received {self.init_params!r}.")
+        k = self.check_params()
         Z, Y, Yhat = self._inputs(embeddings, targets, pred_probs, data, fitting=True)
         n = Z.shape[0]
         if n < 2:

@@ -116,6 +116,19 @@ class PlaneSpotSlicer(BaseSlicer):
         norm = np.divide(coords - self.min_, span, out=np.zeros_like(coords), where=span > 0)
         return np.column_stack([norm, self.weight * confidence])
 
+    def check_params(self):
+        """Check the options (a config's are checked at submission, before any fit); returns the component range."""
+        if self.reducer not in ("scvis", "tsne", "pca"):
+            raise ValueError(f"`reducer` must be 'scvis', 'tsne' or 'pca'; received {self.reducer!r}.")
+        check_real(self.weight, "weight", minimum=0.0)
+        max_k = check_positive_int(self.max_components, "max_components")
+        min_k = check_positive_int(self.min_components, "min_components")
+        if min_k > max_k:
+            raise ValueError(f"`min_components` ({min_k}) must not exceed `max_components` ({max_k}).")
+        if self.n_slices is not None:
+            check_positive_int(self.n_slices, "n_slices")
+        return min_k, max_k
+
     def fit(self, representation, confidence, errors=None):
         """Fit on one class's examples.
 
@@ -135,15 +148,7 @@ class PlaneSpotSlicer(BaseSlicer):
         """
         from sklearn.mixture import GaussianMixture
 
-        if self.reducer not in ("scvis", "tsne", "pca"):
-            raise ValueError(f"`reducer` must be 'scvis', 'tsne' or 'pca'; received {self.reducer!r}.")
-        check_real(self.weight, "weight", minimum=0.0)
-        max_k = check_positive_int(self.max_components, "max_components")
-        min_k = check_positive_int(self.min_components, "min_components")
-        if min_k > max_k:
-            raise ValueError(f"`min_components` ({min_k}) must not exceed `max_components` ({max_k}).")
-        if self.n_slices is not None:
-            check_positive_int(self.n_slices, "n_slices")
+        min_k, max_k = self.check_params()
         G = as_float_matrix(representation, "representation")
         n = G.shape[0]
         conf = as_float_vector(confidence, "confidence", n)
