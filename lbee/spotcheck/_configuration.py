@@ -159,6 +159,16 @@ class ExperimentalConfiguration:
 
             definition = loads_each_key_once(read_text_file(folder / "ec.json", "EC file 'ec.json'"))
             recorded = definition.get("metadata_sha256") if isinstance(definition, dict) else None
+            if recorded is None and isinstance(definition, dict):  # saved before lbee recorded it, or deleted
+                import warnings
+
+                warnings.warn(
+                    f"EC folder {str(folder)!r} records no digest of its metadata.parquet (ec.json has no "
+                    "'metadata_sha256'): an edit of its attributes cannot be told, and the metrics would move with "
+                    "it. Save the world again (`lbee spotcheck generate`) to have it checked.",
+                    UserWarning,
+                    stacklevel=2,
+                )
             with pinned(folder / "metadata.parquet", "EC file 'metadata.parquet'") as src:  # checked = read
                 if recorded is not None and recorded != _file_sha256(src):
                     raise ValueError(
