@@ -265,3 +265,31 @@ def test_slicer_options_are_bounded_by_their_work_and_checked_before_any_run():
     ]:
         with pytest.raises(ValueError, match=re.escape(said)):
             RunSettings(slicers=[options])
+
+
+def test_two_different_confusions_never_read_as_one_pair():
+    """Lower 1: with classes 'a' and 'a → a', the pairs (a, a → a) and (a → a, a) were both 'a → a → a': one
+    filter option showed two different confusions."""
+    import pandas as pd
+
+    from lbee.reports.browse import IMAGE_COLUMNS, group_page, pair_text
+
+    rows = [("a", "a → a")] * 3 + [("a → a", "a")] * 2 + [("cat", "dog")]
+    table = pd.DataFrame(
+        {
+            "image": [f"{i}.png" for i in range(len(rows))],
+            "path": [f"/d/{i}.png" for i in range(len(rows))],
+            "split": "hard",
+            "group": 0,
+            "sentence": None,
+            "holds": None,
+            "confidence": np.linspace(0.1, 0.2, len(rows)),
+            "performance": 0.0,
+            "label": [r[0] for r in rows],
+            "prediction": [r[1] for r in rows],
+        }
+    )[list(IMAGE_COLUMNS)]
+    page = group_page(table, 0)
+    assert page["pairs"] == [('a → "a → a"', 3), ('"a → a" → a', 2), ("cat → dog", 1)]
+    assert pair_text("cat", "dog") == "cat → dog"  # ordinary names read as before
+    assert len(group_page(table, 0, pair='"a → a" → a')["rows"]) == 2

@@ -340,6 +340,20 @@ def _check_rows(path, against, rows, expected):
             )
 
 
+def pair_text(label, prediction):
+    """``'cat → dog'``: a label → prediction as the browsers show and filter it (``?pair=``).
+
+    A name that holds the separator (or starts with a quote) is written as a JSON string, so that two different
+    pairs never read alike: ``('a', 'a → a')`` is ``a → "a → a"``, ``('a → a', 'a')`` is ``"a → a" → a``.
+    """
+
+    def quoted(name):
+        name = str(name)
+        return json.dumps(name, ensure_ascii=False) if " → " in name or name.startswith('"') else name
+
+    return f"{quoted(label)} → {quoted(prediction)}"
+
+
 def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE_SIZE, pair=None):
     """One page of a hard group's images from a per-image table (``lbee serve``'s browser).
 
@@ -378,7 +392,7 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     import pandas as pd
 
     said = [
-        None if pd.isna(lab) else f"{lab} → {'?' if pd.isna(pred) else pred}"
+        None if pd.isna(lab) else pair_text(lab, "?" if pd.isna(pred) else pred)
         for lab, pred in zip(members["label"], members["prediction"])
     ]
     counts = pd.Series([x for x in said if x is not None], dtype=object).value_counts(sort=False)
