@@ -115,7 +115,9 @@ def as_unit_rows(value: Any, name: str) -> FloatArray:
     peak = np.abs(arr).max(axis=1, keepdims=True)
     if np.any(peak == 0):
         rows = np.flatnonzero(peak[:, 0] == 0)[:5].tolist()
-        raise ValueError(f"`{name}` has all-zero rows (first: {rows}); a zero vector has no direction to compare.")
+        raise ValueError(
+            f"`{name}` has all-zero rows (first indices, from 0: {rows}); a zero vector has no direction to compare."
+        )
     arr = arr / peak
     unit: FloatArray = arr / np.linalg.norm(arr, axis=1, keepdims=True)
     return unit

@@ -42,7 +42,7 @@ def test_unit_rows_name_the_first_bad_row_as_before(monkeypatch):
     monkeypatch.setattr(rows_module, "BLOCK_ROWS", 4)
     X = np.ones((10, 3), np.float32)
     X[6] = 0
-    with pytest.raises(ValueError, match=r"all-zero rows \(first: \[6\]\)"):
+    with pytest.raises(ValueError, match=r"all-zero rows \(first indices, from 0: \[6\]\)"):
         UnitRows(X)
     X[6, 1] = np.nan
     with pytest.raises(ValueError, match="contains 1 NaN or inf"):
@@ -96,7 +96,7 @@ def test_memory_mapped_embeddings_are_checked_in_blocks_naming_the_row(tmp_path)
     X = np.ones((70_000, 2), np.float32)
     X[66_000, 1] = np.inf
     np.save(tmp_path / "e.npy", X)
-    with pytest.raises(ValueError, match="row 66000 holds a NaN or inf"):
+    with pytest.raises(ValueError, match=r"row 66001 \(index 66000\) holds a NaN or inf"):
         check_embeddings(np.load(tmp_path / "e.npy", mmap_mode="r"), tmp_path / "e.npy", "--image-embeddings")
     with pytest.raises(ValueError, match="expected a non-empty 2-D real array"):
         check_embeddings(np.ones(3), tmp_path / "e.npy", "--image-embeddings")

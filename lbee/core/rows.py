@@ -220,5 +220,8 @@ def _check_blocks(data: Any, name: str) -> tuple[FloatArray, FloatArray]:
     if bad_values:
         raise ValueError(f"`{name}` contains {bad_values} NaN or inf value(s); expected finite values only.")
     if zero_rows:
-        raise ValueError(f"`{name}` has all-zero rows (first: {zero_rows}); a zero vector has no direction to compare.")
+        raise ValueError(
+            f"`{name}` has all-zero rows (first indices, from 0: {zero_rows}); a zero vector has no direction to "
+            "compare."
+        )
     return peak, norm

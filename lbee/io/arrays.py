@@ -49,7 +49,9 @@ def check_embeddings(array, path, name):
         finite = np.isfinite(array[i0 : i0 + CHECK_ROWS]).all(axis=1)
         if not finite.all():
             row = i0 + int(np.flatnonzero(~finite)[0])
-            raise ValueError(f"{name} {str(path)!r}: row {row} holds a NaN or inf; expected finite numbers only.")
+            raise ValueError(
+                f"{name} {str(path)!r}: row {row + 1} (index {row}) holds a NaN or inf; expected finite numbers only."
+            )
 
 
 #: Arrays of more bytes than this are memory-mapped by `load_npy` (read-only, as ``mmap=True``), not read whole.
