@@ -78,6 +78,11 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
                             d.querySelectorAll('svg').length]),
                     chartErrors: window.lbeeChartErrors,
                     groups: document.querySelectorAll('.cluster').length,
+                    sizes: Array.from(document.querySelectorAll('.cluster h3'))
+                        .map(h => +h.textContent.split(' · ')[1].split(' ')[0]),
+                    folded: Array.from(document.querySelectorAll('.cluster details.few'))
+                        .map(d => [d.open, +d.closest('.cluster').querySelector('h3').textContent
+                                                .split(' · ')[1].split(' ')[0]]),
                     table1: document.querySelectorAll('#table1 tr').length,
                     brokenAnchors: Array.from(document.querySelectorAll('a[href^="#"]'))
                         .filter(a => a.getAttribute('href').length > 1
@@ -141,6 +146,9 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
     assert broken == [] and len(state["images"]) > 20
     assert state["groups"] >= 2 and state["table1"] > 5
     assert state["brokenAnchors"] == []
+    # groups too small to read out are folded, as the terminal folds them (a seventh user: a full block for 2 images)
+    small = [n for n in state["sizes"] if n < 5]
+    assert small and sorted(n for _, n in state["folded"]) == sorted(small) and not any(o for o, _ in state["folded"])
     # confirmation on held-out images: every group says it, confirmed ones first, the two kinds coloured apart
     kinds = [c[0].split()[-1] for c in state["confirmation"]]
     assert len(kinds) == state["groups"] and kinds[0] == "confirmed" and kinds == sorted(kinds)

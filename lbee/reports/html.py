@@ -23,7 +23,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.evaluation import METRIC_WORDS, failure_sentences
-from ..run.text import first_method
+from ..run.text import FEW_IMAGES, first_method
 from .browse import browse_thumbs
 from .page import (
     METRIC_NAMES,
@@ -218,6 +218,7 @@ def render_report(
             anchors=anchors,
             primary=primary,
             order_words=_order_words(run, primary),
+            few_images=FEW_IMAGES,  # smaller groups are folded, as the terminal folds them
             lead=first_method(run.explanations[primary])[0],  # the describer the terminal says to read first
             phi_help=PHI_HELP,
             browse_thumbs=browse_thumbs_json,

@@ -392,7 +392,7 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     rows = np.arange(len(ec.images["test"])) if analysis.rows is None else np.asarray(analysis.rows)
     memb = ec.membership("test")[rows].copy()
     memb[result.extra.get("confirmation", {}).get("held_out") or []] = False  # groups are found on the rest
-    notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.describe_blindspots())]
+    notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.blindspot_sentences())]  # the terminal's words
     notes.append(f"Hard groups as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
     params = {
         "encoder": encoder_words(result.encoder),

@@ -59,7 +59,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
     blindspots = []
     ec = inputs.spotcheck
     if ec is not None:
-        blindspots = list(zip(ec.describe_blindspots(), ec.blindspot_indices("test")))
+        blindspots = list(zip(ec.blindspot_sentences(), ec.blindspot_indices("test")))  # in the grammar's words
     return ReportRun(
         dataset=ds.name,
         model=model_name(model),

@@ -382,10 +382,10 @@ def make_ec(
         why = verification_story(ec.verification, min_outside, max_inside)
         rejected.append({"seed": seed, "blindspots": ec.describe_blindspots(), "reason": reason, "story": why})
         if log:
+            # the whole story is in the world's record (and the demo says it in one line): a progress line only
             log(
-                f"the {source} classifier of candidate world {attempt + 1} (seed {seed}) is set aside: {why}. "
-                "A world is kept only when its classifier fails exactly in the blindspots planted in it, "
-                "so the next candidate is drawn"
+                f"candidate world {attempt + 1} (seed {seed}) set aside: its classifier does not fail exactly in its "
+                "planted blindspots; drawing the next one"
             )
     raise ECGenerationError(
         f"No EC passed blindspot verification in {max_attempts} attempts from random_state={random_state}.", rejected
