@@ -1108,3 +1108,24 @@ def test_serve_on_a_port_in_use_is_one_line_before_anything_starts(tmp_path):
         r = CliRunner().invoke(cli, ["serve", "--port", str(port), "--db", db, "--root", str(tmp_path)], obj={})
     assert r.exit_code == 1 and f"127.0.0.1:{port} is in use" in r.output and "--port 0" in r.output, r.output
     assert not (tmp_path / "x.db").exists()  # refused before the database was made
+
+
+def test_a_job_with_a_bad_table_fails_while_preparing(service, data_root):
+    """A seventh user's job with a half table showed 'hashing images', 'embedding sentences' and 'describing' before
+    it failed on the table: the entry's tables are now checked before anything is loaded."""
+    import pandas as pd
+
+    from lbee.service.job_progress import PHASE_LINE
+
+    client, app, settings = service
+    root, _ = data_root
+    table = pd.read_csv(root / "ds" / "good.csv")
+    table.assign(label="no such class").to_csv(root / "ds" / "badlabel.csv", index=False)
+    submit, read = client.auth_headers["submit"], client.auth_headers["read"]
+    job = client.post("/v1/jobs", json=entry(name="badlabel", predictions="ds/badlabel.csv"), headers=submit).json()
+    while run_next_job(app.state.db, settings) is not None:
+        pass
+    state = client.get(f"/v1/jobs/{job['id']}", headers=read).json()
+    phases = [line[len(PHASE_LINE) :] for line in state["log"] if line.startswith(PHASE_LINE)]
+    assert state["status"] == "failed" and "label" in state["error"], state
+    assert phases == ["preparing"], phases

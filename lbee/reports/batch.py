@@ -187,7 +187,17 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
 
 
 def run_dataset(
-    ds, out_dir, *, cache_dir=None, device=None, progress=False, log=None, thumbs=None, index_root=None, links=True
+    ds,
+    out_dir,
+    *,
+    cache_dir=None,
+    device=None,
+    progress=False,
+    log=None,
+    thumbs=None,
+    index_root=None,
+    links=True,
+    checked=False,
 ):
     """One dataset entry through the run layer: every model's outputs, HTML page and metric tables.
 
@@ -211,6 +221,10 @@ def run_dataset(
         The batch's output root: each page links back to its ``index.html``.
     links : bool, default=True
         Thumbnails link to the full image files (`report_run_of`); ``lbee serve`` passes False.
+    checked : bool, default=False
+        Whether the entry's tables were checked already (`config_problems`); if not, they are checked first
+        (`lbee.run.preflight.preflight`), so that a ``lbee serve`` job with a bad table fails while it is
+        preparing, before any image is hashed or embedded.
 
     Returns
     -------
@@ -229,12 +243,19 @@ def run_dataset(
     reports, failures = [], []
     try:
         report("preparing")
+        bad = {} if checked else _bad_tables(ds)
+        if bad and len(bad) == len(ds.models):  # nothing would run: said before any image is hashed
+            raise ValueError("; ".join(dict.fromkeys(bad.values())))
         inputs = load_inputs(ds, cache_dir=cache_dir, device=device, progress=progress, out_dir=ds_dir, log=log)
     except Exception as exc:  # one dataset's failure must not stop the batch
         failures.append((ds.name, f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)))
         log(f"[{ds.name}] failed: {exc}")
         return reports, failures
     for model, label, out in model_folders(ds, ds_dir):
+        if id(model) in bad:  # its table was refused before the embedding: the other models run
+            failures.append((label, bad[id(model)]))
+            log(f"[{label}] failed: {bad[id(model)]}")
+            continue
         try:
             rows, n, n_hard = _run_model(ds, model, inputs, out, device, progress, thumbs, index_root, links)
         except Exception as exc:
@@ -254,6 +275,23 @@ def run_dataset(
         )
         log(f"[{label}] wrote {out / 'report.html'}")
     return reports, failures
+
+
+def _bad_tables(ds):
+    """The entry's tables checked (`lbee.run.preflight.preflight`): {id(model): problem} of the models refused.
+
+    A problem of the dataset itself (its manifest, its sentence set) raises.
+    """
+    from ..run.preflight import preflight
+
+    preflight(ds, models=[])
+    bad = {}
+    for model in ds.models:
+        try:
+            preflight(ds, models=[model])
+        except (ValueError, TypeError, OSError) as exc:
+            bad[id(model)] = str(exc)
+    return bad
 
 
 def config_problems(cfg, output=None):
@@ -365,7 +403,15 @@ def run_report(
         log(f"[{ds.name}]")
         ds_dir = root / folders[id(ds)]
         reports, failures = run_dataset(
-            ds, ds_dir, cache_dir=cache, device=device, progress=progress, log=log, thumbs=thumbs, index_root=root
+            ds,
+            ds_dir,
+            cache_dir=cache,
+            device=device,
+            progress=progress,
+            log=log,
+            thumbs=thumbs,
+            index_root=root,
+            checked=True,  # config_problems read every table above
         )
         result.failures.extend(failures)
         for rep in reports:
