@@ -1,6 +1,7 @@
 """A real user's first day (issue 34): labels lead the split, reports say what they are, one line each."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -549,3 +550,12 @@ def test_per_class_without_labels_is_refused_with_the_other_table_checks(confide
     assert r.exit_code == 1
     said = " ".join(r.output.split())
     assert "--per-class needs true labels" in said and "pred_unlabelled.csv' has no 'label' column" in said, said
+
+
+def test_a_misspelled_sentence_file_gets_the_file_beside_it_suggested(tmp_path):
+    """A seventh user typed `--sentences sentence.txt` for their sentences.txt; lbee listed only its built-in sets."""
+    from lbee.io.sentences import load_sentence_set
+
+    (tmp_path / "sentences.txt").write_text("a photo\n")
+    with pytest.raises(ValueError, match=re.escape(f"(did you mean '{tmp_path / 'sentences.txt'}'?)")):
+        load_sentence_set(str(tmp_path / "sentence.txt"))
