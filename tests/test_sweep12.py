@@ -17,40 +17,10 @@ def _outside(tmp_path):
     return root, outside / "passwd"
 
 
-def test_a_row_ids_sidecar_swapped_for_a_link_after_its_check_is_never_read(tmp_path, monkeypatch):
-    """S1: the ids.txt beside embeddings was checked, then read by path; a flip race quoted an outside file's first
-    line in the job error (3 of 25 jobs). It is now read through the descriptor checked."""
+def _swap_after_check(monkeypatch, secret):
+    """Every sidecar checked is then swapped for a link to ``secret``: the race, made certain."""
     import lbee.io.confinement as confinement
-    from lbee.io.row_ids import check_row_ids
 
-    root, secret = _outside(tmp_path)
-    emb = root / "e.npy"
-    np.save(emb, np.eye(1, 4))
-    (root / "e.ids.txt").write_text("a.png\n")
-    checked = confinement.sidecar
-
-    def then_swapped(path, **kw):  # the race, made certain: the name leads out right after its check
-        found = checked(path, **kw)
-        if found is not None:
-            found.unlink()
-            found.symlink_to(secret)
-        return found
-
-    monkeypatch.setattr(confinement, "sidecar", then_swapped)
-    with confined_to(root), pytest.raises(ValueError, match="leads outside the data root") as err:
-        check_row_ids(emb, 1, ["b.png"], "image_embeddings", against="the predictions table 'p.csv'")
-    assert "hunter2" not in str(err.value) and "root:x" not in str(err.value)
-
-
-def test_a_provenance_record_swapped_for_a_link_after_its_check_is_never_read(tmp_path, monkeypatch):
-    """S1, the same pattern in the provenance reader."""
-    import lbee.io.confinement as confinement
-    from lbee.io.provenance import read_provenance
-
-    root, secret = _outside(tmp_path)
-    emb = root / "e.npy"
-    np.save(emb, np.eye(2, 4))
-    (root / "e.provenance.json").write_text('{"kind": "image_embeddings"}')
     checked = confinement.sidecar
 
     def then_swapped(path, **kw):
@@ -61,9 +31,36 @@ def test_a_provenance_record_swapped_for_a_link_after_its_check_is_never_read(tm
         return found
 
     monkeypatch.setattr(confinement, "sidecar", then_swapped)
+
+
+def _row_ids(emb):
+    from lbee.io.row_ids import check_row_ids
+
+    check_row_ids(emb, 1, ["b.png"], "image_embeddings", against="the predictions table 'p.csv'")
+
+
+def _provenance(emb):
+    from lbee.io.provenance import read_provenance
+
+    read_provenance(emb, "image_embeddings")
+
+
+@pytest.mark.parametrize(
+    "sidecar, text, read",
+    [("e.ids.txt", "a.png\n", _row_ids), ("e.provenance.json", '{"kind": "image_embeddings"}', _provenance)],
+)
+def test_a_sidecar_swapped_for_a_link_after_its_check_is_never_read(tmp_path, monkeypatch, sidecar, text, read):
+    """S1: the ids.txt beside embeddings (and the provenance record) was checked, then read by path; a flip race
+    quoted an outside file's first line in the job error (3 of 25 jobs). It is now read through the descriptor
+    checked."""
+    root, secret = _outside(tmp_path)
+    emb = root / "e.npy"
+    np.save(emb, np.eye(1, 4))
+    (root / sidecar).write_text(text)
+    _swap_after_check(monkeypatch, secret)
     with confined_to(root), pytest.raises(ValueError, match="leads outside the data root") as err:
-        read_provenance(emb, "image_embeddings")
-    assert "hunter2" not in str(err.value)
+        read(emb)
+    assert "hunter2" not in str(err.value) and "root:x" not in str(err.value)
 
 
 def test_a_report_thumbnail_is_never_made_from_a_file_outside_the_root(tmp_path):
