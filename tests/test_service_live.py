@@ -176,9 +176,8 @@ def test_run_list_page_in_headless_chromium(live_server, demo_job, tmp_path):
             "return Array.from(document.querySelectorAll('.opblock-summary-path')).map(e => e.textContent);"
         )
         resources = driver.execute_script("return performance.getEntriesByType('resource').map(r => r.name);")
-        docs_errors = [
-            e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "/favicon.ico" not in e["message"]
-        ]  # the report page has no icon: the browser asks
+        # the report page and /docs: no error in the console, /favicon.ico included (a seventh user saw its 404)
+        docs_errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     finally:
         driver.quit()
     assert any("/v1/jobs/{job_id}/cancel" in o.replace("\u200b", "") for o in operations), operations

@@ -59,6 +59,12 @@ def add_pages(app, ctx):
 
     db, settings, templates, read = ctx.db, ctx.settings, ctx.templates, ctx.read
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon():  # the pages carry no icon; a browser asks anyway (a 404 in every console otherwise)
+        from fastapi import Response
+
+        return Response(status_code=204)
+
     @app.get("/health", tags=["service"])
     def health():
         """Liveness: no token needed."""
