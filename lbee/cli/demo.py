@@ -66,13 +66,19 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     ec = make_ec(seed, log=step, train=True if retrain else "auto")
     v = ec.verification
     attempts = v.get("attempts") or ()
-    if attempts:  # the story in one line (the progress on stderr has each candidate's reason)
+    if attempts:  # the story, once (the progress on stderr says only that a candidate was set aside)
+        import textwrap
+
+        from ..run.text import line_width
+
         seeds = ", ".join(str(a["seed"]) for a in attempts)
-        click.echo(
-            f"  {'the first candidate world' if len(attempts) == 1 else f'the first {len(attempts)} candidate worlds'}"
+        why = f" ({attempts[0]['story']})" if attempts[0].get("story") else ""
+        said = (
+            f"{'the first candidate world' if len(attempts) == 1 else f'the first {len(attempts)} candidate worlds'}"
             f" (seed {seeds}) set aside: a world is kept only when its classifier fails exactly in the blindspots "
-            f"planted in it; the demo uses candidate world {len(attempts) + 1} (seed {ec.seed})"
+            f"planted in it{why}; the demo uses candidate world {len(attempts) + 1} (seed {ec.seed})"
         )
+        click.echo(textwrap.fill(said, line_width(), initial_indent="  ", subsequent_indent="    "))
     else:
         click.echo(f"  the demo uses world seed {ec.seed}")
     click.echo(

@@ -217,19 +217,27 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
 
                 s["conditions"] = format_conditions(s["conditions"])
         tests = {s["text"]: (j, s) for j, s in enumerate(statements)}
-        # confirmed first, by their held-out lower bound; the others (no evidence to rank them by) by harm
+        # confirmed first, by their held-out lower bound; the others (no evidence to rank them by) by harm. A group
+        # is a confirmed hypothesis only when it is a failure itself: a group of 1 image, or one the model gets
+        # right, whose statement confirms, ranked first and took the credit from the failure's own group
         harm = {i: r for r, i in enumerate(_harm_order(first.hard_clusters, performance))}
+        own = _own_failure(first.hard_clusters, plan)
 
         def key(i):
-            test = tests.get(leading[i], (0, None))[1]
-            flag, low = rank_key(test)
+            flag, low = rank_key(tests.get(leading[i], (0, None))[1])
+            flag = flag if own[i] is None else max(flag, 1)
             return (flag, low if flag == 0 else 0.0, harm.get(i, i), i)
 
         order.sort(key=key)
         lead = [tests.get(leading[i], (None, None))[0] for i in order]
-        beyond = _beyond_the_groups_above(lead, statements, regions, plan.failed, rows)
-        # a statement that adds nothing to those above it goes after the confirmed ones (their order is kept)
-        keep = sorted(range(len(order)), key=lambda k: (beyond[k] is not None and not beyond[k]["confirmed"], k))
+        tested = [j if own[i] is None else None for i, j in zip(order, lead)]  # only failures stand above others
+        beyond = _beyond_the_groups_above(tested, statements, regions, plan.failed, rows)
+
+        # a statement that adds nothing to those above it joins the others, by harm
+        def demoted(k):
+            return key(order[k])[0] > 0 or (beyond[k] is not None and not beyond[k]["confirmed"])
+
+        keep = sorted(range(len(order)), key=lambda k: (demoted(k), harm.get(order[k], k) if demoted(k) else k))
         order, lead, beyond = [order[k] for k in keep], [lead[k] for k in keep], [beyond[k] for k in keep]
         position = {old: new for new, old in enumerate(keep)}
         groups = []
@@ -239,8 +247,12 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
                 "images": int(len(idx)),
                 "hypothesis_error_rate": round(float(plan.failed[idx].mean()), 4) if len(idx) else None,
                 "statement": j,
-                "confirmed": bool(j is not None and statements[j]["confirmed"] and (b is None or b["confirmed"])),
+                "confirmed": bool(
+                    j is not None and statements[j]["confirmed"] and (b is None or b["confirmed"]) and own[i] is None
+                ),
             }
+            if own[i] is not None:
+                entry["not_a_failure"] = own[i]
             if b is not None:
                 entry["beyond"] = {**b, "groups_above": sorted(position[k] for k in b["groups_above"])}
             groups.append(entry)
@@ -260,6 +272,29 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
             e.params["confirm"] = plan.fraction
     if hyps is not None:
         out["hypotheses"] = [_hypothesis_entry(hyps[i], plan) for i in order]
+    return out
+
+
+def _own_failure(hard_clusters, plan):
+    """Per group, None when it is a failure itself, else why not.
+
+    Not a failure: fewer than `FEW_IMAGES` images, or images that fail no more often than the rest of the
+    discovery images.
+    """
+    from .text import FEW_IMAGES
+
+    rest = plan.counted & ~plan.mask
+    base = float(plan.failed[rest].mean()) if rest.any() else 0.0
+    out = []
+    for c in hard_clusters:
+        idx = np.asarray(c.indices)
+        rate = float(plan.failed[idx].mean()) if idx.size else 0.0
+        if idx.size < FEW_IMAGES:
+            out.append(f"{idx.size} image{'' if idx.size == 1 else 's'}: too few to be a failure of its own")
+        elif rate <= base:
+            out.append(f"its images fail at {rate:.2f}, no more often than the others ({base:.2f})")
+        else:
+            out.append(None)
     return out
 
 

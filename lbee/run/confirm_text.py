@@ -1,0 +1,68 @@
+"""A run's confirmation on held-out images, in words: the terminal's, ``report.md``'s and the HTML report's lines."""
+
+from __future__ import annotations
+
+
+def confirmation_note(conf):
+    """One line on the run's confirmation when it was skipped or turned off (None when it ran, or no record)."""
+    if not conf or conf.get("status") == "done":
+        return None
+    return f"Confirmation on held-out images {conf['status']}: {conf.get('reason', '')}; no statement is confirmed."
+
+
+def confirmation_lines(conf, i):
+    """Hard group ``i``'s leading statement tested on held-out images, and which of its conditions are needed."""
+    if not conf or conf.get("status") != "done" or i >= len(conf.get("groups", ())):
+        return []
+    g = conf["groups"][i]
+    if g["statement"] is None:
+        return ["NOT CONFIRMED: no statement to test on the held-out images"]
+    s = conf["statements"][g["statement"]]
+    by = " by the given Γ" if s.get("region") == "relevance" else ""
+    if not s["n_in"]:  # no held-out image to test it on: no error rate, no interval worth printing
+        where = "the given Γ holds it for none" if by else "its similarity passes τ on none"
+        return [
+            f"its statement NOT CONFIRMED: it holds for none of the {conf['n_held_out']} held-out images ({where}): "
+            "it cannot be tested there"
+        ]
+    lift = "∞" if s["lift"] is None else f"{s['lift']:.1f}"
+    own = (
+        f"on {conf['n_held_out']} held-out images: the images it is true of{by}, {s['n_in']}, "
+        f"{conf['outcome']} {s['error_rate_in']:.2f} (95 % CI {s['ci'][0]:.2f}–{s['ci'][1]:.2f}) against "
+        f"{s['error_rate_out']:.2f} outside, lift {lift}, q = {s['q_value']:.2g}"
+    )
+    b = g.get("beyond")
+    # the statement is what is tested, not the group: a group of few errors can still hold a statement that
+    # confirms, so the line says whose verdict it is
+    if b is not None and not b["confirmed"]:
+        above = ", ".join(map(str, b["groups_above"]))
+        lines = [
+            f"its statement NOT CONFIRMED: it adds no failure to group{'s' if len(b['groups_above']) > 1 else ''} "
+            f"{above} above ({own}; but the {b['n_in']} of them the statements above do not hold for fail at "
+            f"{b['error_rate_in']:.2f}, against {b['error_rate_out']:.2f} for the rest, p = {b['p_value']:.2g})"
+        ]
+    elif g.get("not_a_failure") and s["confirmed"]:  # the statement holds; this group is not where it fails
+        lines = [f"NOT CONFIRMED as a failure of its own ({g['not_a_failure']}); its statement holds {own}"]
+    else:
+        lines = [f"its statement {'CONFIRMED' if g['confirmed'] else 'NOT CONFIRMED'} {own}"]
+        if b is not None:
+            lines.append(
+                f"beyond the groups above: the {b['n_in']} images only it holds for fail at {b['error_rate_in']:.2f} "
+                f"against {b['error_rate_out']:.2f}, p = {b['p_value']:.2g}: a failure of its own"
+            )
+    for a in s.get("ablation") or []:
+        said = f"'{a['phrase']}'" if a.get("phrase") else a["condition"]
+        lines.append(
+            f"without {said}: {a['n']} images, {a['error_rate']:.2f}; the {a['n_excluded']} it kept out "
+            + ("" if a["error_rate_excluded"] is None else f"fail at {a['error_rate_excluded']:.2f}")
+            + f": {a['verdict']}"
+        )
+    return lines
+
+
+def _group_test(conf, i):
+    """Hard group ``i``'s entry of the run's confirmation with its leading statement's test (None when none)."""
+    if not conf or conf.get("status") != "done" or i >= len(conf.get("groups", ())):
+        return None
+    g = conf["groups"][i]
+    return {**g, "statement": None if g["statement"] is None else conf["statements"][g["statement"]]}
