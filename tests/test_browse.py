@@ -107,6 +107,15 @@ def test_images_table_and_group_pages(demo_run):
     assert table["split"].tolist() == assign["split"].tolist()
     assert table.loc[table["split"] == "hard", "sentence"].notna().all()
     assert table.loc[table["split"] == "hard", "holds"].notna().all() and table["label"].notna().all()
+    # a group's sentence is that of the describer the terminal says to read first (an eighth user's images.parquet,
+    # Spotlight export and service page said TopS's while the page said another's)
+    from lbee.run.pipeline import load_explanations
+
+    exps, payload = load_explanations(out / "explanation.json")
+    lead = exps["compose" if "compose" in exps else "fpdiff"]
+    for i, c in enumerate(lead.hard_clusters):
+        said = set(table.loc[(table["split"] == "hard") & (table["group"] == i), "sentence"])
+        assert said == {payload["sentences"][c.sentences[0]]}, (i, said)
     for g, members in _groups(out).items():
         first = group_page(table, g, page=1)
         rows = [r for p in range(1, first["n_pages"] + 1) for r in group_page(table, g, page=p)["rows"]]

@@ -138,6 +138,13 @@ def browse_thumbs(run, sections, thumbs, limit=None):
     return _script_json(out)
 
 
+def _lead(exps):
+    """The explanation of the describer read first (`lbee.run.text.first_method`) among ``exps``."""
+    from ..run.text import first_method
+
+    return exps[first_method(exps)[0]]
+
+
 def images_table(run, slicer=None):
     """One row per image of a report's run, the columns of `IMAGE_COLUMNS`.
 
@@ -146,7 +153,8 @@ def images_table(run, slicer=None):
     run : lbee.reports.page.ReportRun
     slicer : str, optional
         Whose groups; default the run's first slicer. ``group`` is the hard or easy cluster within its split
-        (-1 for a neutral image), ``sentence`` the top sentence of the first method for a hard image.
+        (-1 for a neutral image), ``sentence`` the top sentence of the describer read first
+        (`lbee.run.text.first_method`) for a hard image.
 
     Returns
     -------
@@ -155,7 +163,7 @@ def images_table(run, slicer=None):
     import pandas as pd
 
     exps = run.explanations[slicer or next(iter(run.explanations))]
-    first = next(iter(exps.values()))
+    first = _lead(exps)  # the describer the terminal says to read first: the page's sentence too
     n = len(run.image_ids)
     split, group = first.split_and_group(n)
     sentence = np.full(n, None, dtype=object)
@@ -243,10 +251,11 @@ def stored_images_table(run_dir):
         from ..run.pipeline import load_explanations
 
         exps, payload = load_explanations(expl_path)
-        first = next(iter(exps.values()))
+        first = _lead(exps)
         ids = [str(i) for i in payload.get("images") or []]
         split, group = first.split_and_group(len(ids))
         truth = (ids, split.astype(str), group, first, payload.get("sentences") or [])
+        older = next(iter(exps.values()))  # a table written before it followed the describer read first
     if images_path.is_file():
         try:
             table = pd.read_parquet(images_path)
@@ -268,7 +277,9 @@ def stored_images_table(run_dir):
             )
             said = _top_sentences(first, texts, len(ids))  # each hard image's group sentence, as the run chose it
             hard = np.flatnonzero(split == "hard")
-            _check_rows(images_path, "explanation.json", table["sentence"].iloc[hard].tolist(), said[hard].tolist())
+            written = table["sentence"].iloc[hard].tolist()
+            if written != _top_sentences(older, texts, len(ids))[hard].tolist():
+                _check_rows(images_path, "explanation.json", written, said[hard].tolist())
         if assign_path.is_file():  # φ and ω as the run wrote them
             assign = _read_assignments(assign_path)
             _check_rows(images_path, "assignments.parquet", table["image"].astype(str).tolist(), assign[0])
