@@ -189,7 +189,7 @@ def test_a_parquet_of_one_long_value_repeated_through_its_dictionary_is_refused(
     size = (tmp_path / "d.parquet").stat().st_size
     meta = pq.read_metadata(tmp_path / "d.parquet")
     assert sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) < (1 << 20) + 64 * size
-    with pytest.raises(ValueError, match=r"decodes to 80,[\d,]+ bytes of text from [\d,]+"):
+    with pytest.raises(ValueError, match=r"decodes to 80,[\d,]+ bytes of text and binary values from [\d,]+"):
         read_table(tmp_path / "d.parquet")
     # the same table without the repeated value reads as before
     pq.write_table(table.drop(["note"]), tmp_path / "ok.parquet", use_dictionary=True)
@@ -258,7 +258,7 @@ def test_slicer_options_are_bounded_by_their_work_and_checked_before_any_run():
         ({"domino": {"init_params": "bogus"}}, "`init_params` must be 'confusion', 'random' or 'kmeans'"),
         ({"planespot": {"reducer": "umap"}}, "`reducer` must be 'scvis', 'tsne' or 'pca'"),
         ({"planespot": {"min_components": 50, "max_components": 2}}, "must not exceed `max_components`"),
-        ({"planespot": {"scvis_iter": 100_000}}, "expected an integer in [1, 50000]"),
+        ({"planespot": {"scvis_iter": 5_001}}, "expected an integer in [1, 5000]"),
     ]:
         with pytest.raises(ValueError, match=re.escape(said)):
             RunSettings(slicers=[options])

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+import os
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..grammar import INVISIBLE, line_break_in
-from .confinement import resolve_named_path
+from .confinement import pinned, resolve_named_path
 from .schemas import validate_manifest
 from .table_reader import read_table
 
@@ -29,13 +30,12 @@ def check_image_file(path):
     ValueError
         Naming the file and what it is.
     """
-    import os
     import stat
 
-    from .confinement import data_root, inside
+    from .confinement import data_root, inside, real_path
 
     root = data_root()
-    if root is not None and not inside(Path(os.path.realpath(path)), root):  # a link swapped in after the job's
+    if root is not None and not inside(Path(real_path(path, "image")), root):  # a link swapped in after the job's
         raise ValueError(f"image {str(path)!r} leads outside the data root")  # checks: read nothing outside
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
@@ -161,13 +161,17 @@ def open_image(path, name=None):
     """
     from PIL import Image
 
-    with Image.open(path) as img:
-        if img.width * img.height > MAX_IMAGE_PIXELS:
-            raise ValueError(
-                f"image {name or str(path)!r} is {img.width} x {img.height} = {img.width * img.height:,} pixels; lbee "
-                f"decodes images of at most {MAX_IMAGE_PIXELS:,} pixels (MAX_IMAGE_PIXELS). Downscale it first."
-            )
-        yield img
+    # a path is opened once and checked through its descriptor (a regular file, inside the data root): a mask or an
+    # image swapped for a link out after the job's paths were checked is never decoded
+    with pinned(path, "image") if isinstance(path, (str, os.PathLike)) else nullcontext(path) as src:
+        with Image.open(src) as img:
+            if img.width * img.height > MAX_IMAGE_PIXELS:
+                raise ValueError(
+                    f"image {name or str(path)!r} is {img.width} x {img.height} = {img.width * img.height:,} pixels; "
+                    f"lbee decodes images of at most {MAX_IMAGE_PIXELS:,} pixels (MAX_IMAGE_PIXELS). Downscale it "
+                    "first."
+                )
+            yield img
 
 
 def open_rgb(path):

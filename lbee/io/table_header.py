@@ -60,11 +60,16 @@ def refuse_too_many_columns(n, path):
 
 
 def _decoded_text_bytes(src):
-    """The bytes a parquet's text columns take once decoded, counted from their dictionaries, never decoded.
+    """The bytes a parquet's text and binary columns take once decoded, counted without decoding them.
 
     A dictionary-encoded column's footer counts its dictionary once (a 500 KB value on 12,000 rows: a 37 KB file
     whose footer says 12 MB, 6 GB decoded). Its values' lengths are taken from the dictionary and summed over the
-    rows' indices.
+    rows' indices; a fixed-size binary column counts its width on every row.
+
+    Raises
+    ------
+    ValueError
+        A nested column (a list, a struct, a map): no table lbee reads has one.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -72,18 +77,29 @@ def _decoded_text_bytes(src):
 
     try:
         schema = pq.read_schema(src)
-        text = [
-            f.name
-            for f in schema
-            if pa.types.is_string(f.type)
-            or pa.types.is_large_string(f.type)
-            or pa.types.is_binary(f.type)
-            or pa.types.is_large_binary(f.type)
-        ]
-        if not text:
-            return 0
+        rows = pq.read_metadata(src).num_rows
+    except Exception:  # not readable as parquet: the reader says so
+        return 0
+    total = 0
+    for f in schema:
+        if pa.types.is_fixed_size_binary(f.type):  # its width on every row, however few bytes the file holds
+            total += f.type.byte_width * rows
+        elif pa.types.is_nested(f.type):  # lists, structs, maps: their values can repeat without bound
+            raise ValueError(
+                f"column {f.name!r} holds {f.type}; lbee reads tables of plain values (text, numbers, booleans)."
+            )
+    text = [
+        f.name
+        for f in schema
+        if pa.types.is_string(f.type)
+        or pa.types.is_large_string(f.type)
+        or pa.types.is_binary(f.type)
+        or pa.types.is_large_binary(f.type)
+    ]
+    if not text:
+        return total
+    try:
         pf = pq.ParquetFile(src, read_dictionary=text)
-        total = 0
         for i in range(pf.num_row_groups):
             for column in pf.read_row_group(i, columns=text).columns:
                 for chunk in column.chunks:
@@ -92,9 +108,9 @@ def _decoded_text_bytes(src):
                         total += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0)
                     else:
                         total += chunk.nbytes
-        return total
     except Exception:  # not readable as parquet: the reader says so
-        return 0
+        return total
+    return total
 
 
 def refuse_parquet_bomb(path, what="Table", *, src=None):
@@ -122,10 +138,14 @@ def refuse_parquet_bomb(path, what="Table", *, src=None):
             f"{PARQUET_FREE_BYTES >> 20} MiB plus {PARQUET_BYTES_PER_BYTE} bytes per byte of the file (compressed "
             "repeats can declare gigabytes). Write the table with its values as they are, or as CSV."
         )
-    decoded = _decoded_text_bytes(src) if unpacked else 0
+    try:
+        decoded = _decoded_text_bytes(src) if unpacked else 0
+    except ValueError as exc:  # a nested column
+        raise ValueError(f"{what} {str(path)!r}: {exc}") from None
     if decoded > PARQUET_FREE_BYTES + PARQUET_BYTES_PER_BYTE * size:
         raise ValueError(
-            f"{what} {str(path)!r} decodes to {decoded:,} bytes of text from {size:,}; lbee reads at most "
+            f"{what} {str(path)!r} decodes to {decoded:,} bytes of text and binary values from {size:,}; lbee reads "
+            "at most "
             f"{PARQUET_FREE_BYTES >> 20} MiB plus {PARQUET_BYTES_PER_BYTE} bytes per byte of the file (a long value "
             "stored once in a dictionary and repeated on every row can declare gigabytes). Write the table as CSV."
         )

@@ -36,10 +36,10 @@ def parse_join(value, bad):
     out, seen = [], set()
     for entry in value:
         if isinstance(entry, str):
-            try:
-                entry = [int(part) for part in entry.split(",")]
-            except ValueError:
-                raise bad("group numbers separated by commas, such as '1,2,3'") from None
+            parts = [part.strip() for part in entry.split(",")]
+            if not all(part.isascii() and part.isdigit() for part in parts):  # int() would read '٣' as 3
+                raise bad("group numbers separated by commas, such as '1,2,3'")
+            entry = [int(part) for part in parts]
         if not isinstance(entry, (list, tuple)) or not all(
             isinstance(g, numbers.Integral) and not isinstance(g, bool) for g in entry
         ):

@@ -134,9 +134,27 @@ def printable(text):
 
     A server's words are printed on the user's terminal, where an escape could clear the screen or hide a line.
     """
+    import unicodedata
+
+    # C0 / C1 controls, and the format characters and separators that reorder or break a line (U+202E, U+2028)
     return "".join(
-        c if c in "\n\t" or not (ord(c) < 32 or 127 <= ord(c) < 160) else f"\\x{ord(c):02x}" for c in str(text)
+        c
+        if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf", "Zl", "Zp")
+        else f"\\x{ord(c):02x}"
+        if ord(c) < 256
+        else f"\\u{ord(c):04x}"
+        for c in str(text)
     )
+
+
+def _job(answer, what):
+    """A job's state as the server sent it, with its texts made `printable`.
+
+    Checked for what the client reads: an id and a status, as text.
+    """
+    if not (isinstance(answer, dict) and isinstance(answer.get("id"), str) and isinstance(answer.get("status"), str)):
+        raise ServiceError(f"{what}: the server's answer is not a job (an object with 'id' and 'status').")
+    return _printable_all(answer)
 
 
 def _printable_all(value):
@@ -233,7 +251,15 @@ class Client:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ServiceError(f"Cannot reach the lbee server at {self.url}: {reason}") from None
-        return payload if raw else json.loads(payload)
+        if raw:
+            return payload
+        try:
+            answer = json.loads(payload)
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's limit: not an lbee server's answer
+            raise ServiceError(f"{method} {path}: the server's answer is not JSON an lbee server sends.") from None
+        if not isinstance(answer, (dict, list)):
+            raise ServiceError(f"{method} {path}: the server's answer is not JSON an lbee server sends.")
+        return answer
 
     # ---- jobs
     def submit(self, entry):
@@ -243,14 +269,14 @@ class Client:
         """
         if isinstance(entry, (str, os.PathLike)):
             entry = read_entry(entry)
-        return _printable_all(self._request("POST", "/v1/jobs", entry))
+        return _job(self._request("POST", "/v1/jobs", entry), "POST /v1/jobs")
 
     def job(self, job_id):
         """The job's state: ``status``, ``phase``, ``fraction``, ``progress``, ``log``, ``error``, ``runs``.
 
         Its texts are made `printable`: they reach a terminal, and a server's text could carry escape sequences.
         """
-        return _printable_all(self._request("GET", f"/v1/jobs/{job_id}"))
+        return _job(self._request("GET", f"/v1/jobs/{job_id}"), "GET /v1/jobs/{id}")
 
     def cancel(self, job_id):
         """Cancel a queued or running job; returns its state."""

@@ -1,0 +1,89 @@
+"""The thirteenth hostile-input sweep's findings, each reproduced and fixed (1 security, 2 hang, 7 lower)."""
+
+import re
+
+import pytest
+
+from lbee.io.confinement import confined_to
+
+
+def test_a_mask_or_image_is_decoded_only_through_the_descriptor_checked(tmp_path):
+    """S1: PNG masks of a segmentation job were checked at the start, then opened by path: one swapped for a link
+    out showed the outside image's size in the job error (7 of 20 jobs), or scored against it in silence (3 of 14).
+    Every image is now opened once and checked through its descriptor."""
+    from PIL import Image
+
+    from lbee.io.images import open_image
+
+    root, outside = tmp_path / "root", tmp_path / "secret"
+    root.mkdir()
+    outside.mkdir()
+    Image.new("L", (55, 77)).save(outside / "secret.png")
+    Image.new("L", (8, 8)).save(root / "ok.png")
+    (root / "mask.png").symlink_to(outside / "secret.png")
+    with confined_to(root):
+        with open_image(root / "ok.png") as img:
+            assert img.size == (8, 8)
+        with pytest.raises(ValueError, match="leads outside the data root") as err, open_image(root / "mask.png"):
+            pass
+    assert "77" not in str(err.value) and "55" not in str(err.value)
+
+
+def test_a_parquet_of_nested_or_wide_binary_columns_is_refused_before_it_is_decoded(tmp_path, monkeypatch):
+    """H1: the decoded-size check counted top-level text columns only: a fixed-size binary column (24.7 KB, 4.2 GB
+    in memory), a struct or a list column (6.8 KB asking for about 10 GB) got past it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import lbee.io.table_header as header
+    from lbee.io.table_reader import read_table
+
+    monkeypatch.setattr(header, "PARQUET_FREE_BYTES", 1 << 20)
+    n = 200
+    ids = pa.array([f"{i:03d}.png" for i in range(n)])
+    wide = pa.array([b"x" * 100_000] * n, type=pa.binary(100_000))  # 20 MB decoded, a few KB on disk
+    pq.write_table(pa.table({"image": ids, "confidence": [0.5] * n, "blob": wide}), tmp_path / "w.parquet")
+    with pytest.raises(ValueError, match=r"decodes to 20,[\d,]+ bytes"):
+        read_table(tmp_path / "w.parquet")
+    for name, column in [
+        ("list", pa.array([[1.0] * 10] * n)),
+        ("struct", pa.array([{"a": 1}] * n)),
+    ]:
+        pq.write_table(pa.table({"image": ids, "confidence": [0.5] * n, "extra": column}), tmp_path / f"{name}.parquet")
+        with pytest.raises(ValueError, match=r"column 'extra' holds .*; lbee reads tables of plain values"):
+            read_table(tmp_path / f"{name}.parquet")
+
+
+def test_the_client_shows_no_reordering_character_and_names_a_malformed_answer(monkeypatch):
+    """Lower 2 and 3: bidi controls (U+202E) and line separators passed `printable` and could make 'failed' read as
+    'done'; a malformed answer showed Python's error names (RecursionError, KeyError 'status')."""
+    from lbee.service import client as client_mod
+    from lbee.service.client import Client, ServiceError, printable
+
+    assert printable("job \u202edeliaf\u2028x\u00ad") == "job \\u202edeliaf\\u2028x\\xad"
+    assert printable("é → ok\n\tnext") == "é → ok\n\tnext"
+    answers = iter([b"[" * 100_000 + b"]" * 100_000, b'{"id": "j1"}', b'"just text"'])
+
+    c = Client("http://127.0.0.1:9", "tok")
+    monkeypatch.setattr(client_mod, "_read_within", lambda resp, limit, deadline, what: next(answers))
+
+    class Resp:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(client_mod._OPENER, "open", lambda req, timeout: Resp())
+    for said in ("is not JSON an lbee server sends", "is not a job", "is not JSON an lbee server sends"):
+        with pytest.raises(ServiceError, match=re.escape(said)):
+            c.job("j1")
+
+
+def test_join_reads_ascii_digits_only():
+    """Lower 7: `--join ٣,4` (an Arabic-Indic digit) was read as 3,4."""
+    from lbee import RunSettings
+
+    with pytest.raises(ValueError, match="group numbers separated by commas"):
+        RunSettings(join=("\u0663,4",))
+    assert RunSettings(join=(" 3, 4",)).join == ((3, 4),)
