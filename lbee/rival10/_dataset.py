@@ -176,9 +176,7 @@ class Rival10Split:
         From the ``entire-object`` entry of the attribute file (read with the
         restricted unpickler); the merged mask when that entry or file is absent.
         """
-        from PIL import Image
-
-        with Image.open(self.paths[i]) as img:
+        with open_image(self.paths[i]) as img:  # checked through its descriptor, as every image
             size = img.size
         return object_mask(self.attr_dict_paths[i], self.mask_paths[i], size)
 
