@@ -561,3 +561,24 @@ def test_a_misspelled_sentence_file_gets_the_file_beside_it_suggested(tmp_path):
     (tmp_path / "sentences.txt").write_text("a photo\n")
     with pytest.raises(ValueError, match=re.escape(f"(did you mean '{tmp_path / 'sentences.txt'}'?)")):
         load_sentence_set(str(tmp_path / "sentence.txt"))
+
+
+def test_describe_folds_groups_too_small_to_read_out():
+    """An eighth user's `lbee describe` printed groups of 3, 2, 1 and 2 images in full blocks, while the demo and
+    the HTML report fold them."""
+    from types import SimpleNamespace
+
+    from lbee.core.explanation import Explanation, HardCluster
+    from lbee.run.text import terminal_blocks
+
+    sizes = [12, 9, 2, 1]
+    starts = np.cumsum([0, *sizes])
+    hard = [HardCluster(np.arange(a, a + n), np.zeros(2), 0, [i], [0.5]) for i, (a, n) in enumerate(zip(starts, sizes))]
+    exp = Explanation(hard, [], "fpdiff", {}, [f"sentence {j}" for j in range(4)])
+    result = SimpleNamespace(explanations={"fpdiff": exp}, performance=np.zeros(sum(sizes)), extra={})
+    text = terminal_blocks(result, width=100)
+    assert [line.split(":")[0] for line in text.splitlines() if line.startswith("Hard group")] == [
+        "Hard group 0",
+        "Hard group 1",
+    ]
+    assert "hard groups 2, 3 (2, 1 images): fewer than 5 images each" in " ".join(text.split())

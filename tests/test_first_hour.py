@@ -307,10 +307,14 @@ def test_groups_are_numbered_in_the_order_they_are_shown(tmp_path):
     r = CliRunner().invoke(cli, [*args, "--tau", "0.2", "--clusters", "6", "--out", str(tmp_path / "o")], obj={})
     assert r.exit_code == 0, r.output
     shown = [int(line.split()[2].rstrip(":")) for line in r.output.splitlines() if line.startswith("Hard group ")]
-    assert shown == list(range(len(shown))) and len(shown) == 6
     payload = json.loads((tmp_path / "o" / "explanation.json").read_text())
     sizes = [len(c["indices"]) for c in payload["clustering"]["hard"]]
     assert sizes == sorted(sizes, reverse=True)  # every image here fails: harm is size
+    # the blocks come 0, 1, 2, ...; groups too small to read out are folded into one line after them
+    big = [i for i, n in enumerate(sizes) if n >= 5]
+    assert shown == big == list(range(len(big))) and len(sizes) == 6
+    if len(big) < 6:
+        assert "fewer than 5 images each" in " ".join(r.output.split()) or "fewer than 5 images" in r.output
 
 
 def test_a_warning_about_the_predictions_is_said_once(tmp_path):

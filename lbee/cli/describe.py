@@ -364,6 +364,20 @@ def describe(
             f"\nWrote {files} into {folders[0]}"
             + (f" (and {len(folders) - 1} more slicer folder(s))" if len(folders) > 1 else "")
         )
+        if run.per_class is None:  # what to do with a failure once it is found
+            import textwrap
+
+            from ..run.text import line_width
+
+            page = "report.html (each group's images, and its members as CSV)" if html else "report.md"
+            click.echo(
+                textwrap.fill(
+                    f"Next: read {page}; images.parquet lists every image with its group, for your own tools; "
+                    f"`lbee export spotlight {folders[0]}` browses them in Spotlight; --per-class splits each "
+                    "class's errors apart.",
+                    line_width(),
+                )
+            )
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
 

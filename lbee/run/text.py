@@ -160,9 +160,15 @@ def few_line(sizes):
         return ""
     names = ", ".join(str(i) for i in sizes)
     counts = ", ".join(str(n) for n in sizes.values())
+    if len(sizes) == 1:
+        n = next(iter(sizes.values()))
+        return (
+            f"  hard group {names} ({n} image{'' if n == 1 else 's'}): fewer than {FEW_IMAGES} images, too few to "
+            "tell a failure from stray errors; the report shows it"
+        )
     return (
-        f"  hard group{'s' if len(sizes) > 1 else ''} {names} ({counts} images): fewer than {FEW_IMAGES} images "
-        "each, too few to tell a failure from stray errors; the report shows them"
+        f"  hard groups {names} ({counts} images): fewer than {FEW_IMAGES} images each, too few to tell a failure "
+        "from stray errors; the report shows them"
     )
 
 
@@ -194,7 +200,10 @@ def top_sentences(result, width=None):
 
 
 def terminal_blocks(result, width=None):
-    """One block per hard group: size, error rate, easy twin, and every method's K sentences, wrapped to fit."""
+    """One block per hard group: size, error rate, easy twin, and every method's K sentences, wrapped to fit.
+
+    Groups of fewer than `FEW_IMAGES` images share one line at the end (``report.md`` and the HTML show them).
+    """
     import textwrap
 
     exps = result.explanations
@@ -202,9 +211,12 @@ def terminal_blocks(result, width=None):
     cols = _columns(width)
     omega = np.asarray(result.performance, dtype=float)
     binary = np.isin(omega, (0.0, 1.0)).all()
-    out = []
+    out, few = [], {}
     for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
         c = first.hard_clusters[i]
+        if len(c.indices) < FEW_IMAGES:  # folded into one line, as the demo and the HTML report fold them
+            few[i] = len(c.indices)
+            continue
         rate = (
             f", error rate {1 - omega[c.indices].mean():.2f}" if binary else f", mean ω {omega[c.indices].mean():.3f}"
         )
@@ -217,6 +229,8 @@ def terminal_blocks(result, width=None):
         for line in confirmation_lines(result.extra.get("confirmation"), i):
             out.extend(textwrap.wrap(line, cols, initial_indent="  ", subsequent_indent=" " * 4))
         out.append("")
+    if few:
+        out += textwrap.wrap(few_line(few).strip(), cols, subsequent_indent="  ") + [""]
     note = confirmation_note(result.extra.get("confirmation"))
     out += [line for said in alike_groups(result) for line in textwrap.wrap(said, cols) + [""]]
     return "\n".join(out + (textwrap.wrap(note, cols) if note else [])).rstrip()
