@@ -370,9 +370,11 @@ def describe_progress(job, t0=None):
     line = f"{when}{job['status']}"
     if phase != job["status"]:
         line += f" · {phase}"
+    detail = job.get("progress") or ""
+    if fraction == 0 and detail.startswith(phase + ": 0 of "):  # a phase just begun: its size, not a 0 % that a
+        return line + f" ({detail.rsplit(' of ', 1)[1]} to do)"  # fast phase never updates before the next
     if fraction is not None:
         line += f" {100 * fraction:.0f}%"
-    detail = job.get("progress") or ""
     if detail and detail != phase and not detail.startswith(phase + ":"):
         line += f" · {detail}"
     elif detail.startswith(phase + ":"):
