@@ -96,3 +96,13 @@ def test_the_groups_line_says_what_merging_and_joining_made():
     assert groups_line({**plain, "joined": [[1, 2, 3], [0, 4]]}, 2, RunSettings(clusters=5)).endswith(
         "2 hard groups: the clustering's 5, with groups 1+2+3 and 0+4 joined (--join)."
     )
+
+
+def test_the_groups_line_says_how_many_hard_images_no_hypothesis_holds():
+    """An eighth user added the demo's groups (194 + 189 + 3 + 3 + 2 = 391) against its '403 hard'."""
+    from lbee.run.text import groups_line
+
+    p = {"n_images": 2000, "n_hard": 403, "n_easy": 986, "n_clusters": 15, "n_slicer_groups": 15}
+    said = groups_line(p, 5, RunSettings(), in_groups=391)
+    assert said.endswith("; 12 hard images are in none of them (a hypothesis keeps what its description picks out).")
+    assert groups_line(p, 5, RunSettings(), in_groups=403).endswith("pieces of one failure and merged).")

@@ -99,7 +99,9 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     click.echo("\n" + _in_short(ec, analysis, out))
     import textwrap
 
-    click.echo("\n" + textwrap.fill("Test set: " + groups_line(p, len(result.explanations["tops"].hard_clusters)), 110))
+    hard = result.explanations["tops"].hard_clusters
+    said = "Test set: " + groups_line(p, len(hard), in_groups=sum(len(c.indices) for c in hard))
+    click.echo("\n" + textwrap.fill(said, 110))
     click.echo()
     click.echo("Each hard group's top sentence, per method (groups in the order of their evidence):")
     click.echo(top_sentences(result))

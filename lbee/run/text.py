@@ -306,7 +306,7 @@ def summary_dict(result, out=None):
     }
 
 
-def groups_line(params, n_groups, settings=None):
+def groups_line(params, n_groups, settings=None, in_groups=None):
     """``2000 images: 403 hard, 986 easy; 5 hard groups.``, saying so when the slicer's groups were merged.
 
     With the run's ``settings`` it also says where the number of groups came from (the default for this many hard
@@ -317,10 +317,16 @@ def groups_line(params, n_groups, settings=None):
     said = " and ".join("+".join(map(str, entry)) for entry in joined or ())
     before = n_groups + sum(len(e) - 1 for e in joined or ())  # the groups a run without --join shows
     if made is not None and made != before:
+        left = params["n_hard"] - in_groups if in_groups is not None else 0
         return line + (
             f"{made} hard groups from the clustering, merged into {before} hypotheses (groups that one "
             "description covers are taken as pieces of one failure and merged)"
-            + (f", with groups {said} joined (--join): {n_groups}." if joined else ".")
+            + (f", with groups {said} joined (--join): {n_groups}" if joined else "")
+            + (
+                f"; {left} hard images are in none of them (a hypothesis keeps what its description picks out)."
+                if left > 0
+                else "."
+            )
         )
     why = ""
     if settings is not None and settings.clusters is None and settings.slicer_names[0] == "ward":
