@@ -235,8 +235,13 @@ def check_real(value: Any, name: str, *, minimum: float | None = None, allow_non
 
 
 def check_choice(value: Any, name: str, choices: Collection[str]) -> str:
+    """``value`` when it is one of ``choices``; else a ValueError listing them, with the nearest one suggested."""
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"`{name}` must be one of {sorted(choices)}; received {value!r}.")
+        import difflib
+
+        near = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"`{name}` must be one of {sorted(choices)}; received {value!r}{hint}.")
     return value
 
 

@@ -189,6 +189,9 @@ def test_bad_options(planted):
     X, S, phi, _ = planted
     with pytest.raises(ValueError, match="`method` must be one of"):
         lbee.explain(X, S, confidence=phi, method="nope")
+    # a near miss gets the CLI's suggestion in the library too (an eighth user's method='fpdif')
+    with pytest.raises(ValueError, match=r"received 'fpdif' \(did you mean 'fpdiff'\?\)"):
+        lbee.explain(X, S, confidence=phi, method="fpdif")
     with pytest.raises(ValueError, match="`k` must be an integer >= 1; received 0"):
         lbee.explain(X, S, confidence=phi, k=0)
     with pytest.raises(TypeError, match="`n_clusters`"):
