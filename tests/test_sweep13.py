@@ -87,3 +87,35 @@ def test_join_reads_ascii_digits_only():
     with pytest.raises(ValueError, match="group numbers separated by commas"):
         RunSettings(join=("\u0663,4",))
     assert RunSettings(join=(" 3, 4",)).join == ((3, 4),)
+
+
+def test_vqa_agreement_reads_the_truth_as_written_and_matches_pairs_exactly(tmp_path):
+    """Sweep 14, W1 and lower 5: `lbee vqa agreement` read a 'no' as relevant (astype(bool)) and counted truth rows
+    whose ids were spelled otherwise as irrelevant, in silence (accuracy 0.500 for 1.000); a repeated pair ended in
+    pandas' 'cannot handle a non-unique multi-index!'."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    pseudo = pd.DataFrame(
+        {"image": ["a.png", "a.png", "b.png", "b.png"], "sentence": ["s1", "s2"] * 2, "m_p": 0.5, "m": [1, 0, 0, 1]}
+    )
+    pseudo.to_csv(tmp_path / "pseudo.csv", index=False)
+
+    def agree(truth):
+        truth.to_csv(tmp_path / "truth.csv", index=False)
+        args = ["vqa", "agreement", "--pseudo", str(tmp_path / "pseudo.csv"), "--truth", str(tmp_path / "truth.csv")]
+        return CliRunner().invoke(cli, args, obj={})
+
+    truth = pseudo[["image", "sentence"]].assign(relevant=["yes", "no", "no", "yes"])
+    r = agree(truth)
+    assert r.exit_code == 0 and re.search(r"(?m)^m\s+1\.000", r.output), r.output
+    r = agree(truth.assign(image=["data/" + i for i in truth["image"]]))
+    assert r.exit_code == 1 and "name a pair the VQA table has not" in r.output, r.output
+    r = agree(pd.concat([truth, truth.iloc[:1]]))
+    assert r.exit_code == 1 and "more than once" in r.output, r.output
+    r = agree(truth.iloc[:2])
+    assert r.exit_code == 0 and "2 of the VQA table's 4 pairs have no truth row" in r.output, r.output
+    r = agree(truth.assign(relevant=["maybe", "no", "no", "yes"]))
+    assert r.exit_code == 1 and "non-boolean" in r.output, r.output

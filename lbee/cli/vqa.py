@@ -206,6 +206,7 @@ def vqa_agreement(pseudo, truth):
     from vqa import agreement_table
 
     from ..io.images import read_table
+    from ..io.table_reader import bool_column
 
     try:
         table = read_table(pseudo)
@@ -213,11 +214,35 @@ def vqa_agreement(pseudo, truth):
         backends = [c[:-2] for c in table.columns if c.endswith("_p")]
         if not backends:
             raise LbeeError(f"{pseudo!r} has no '<backend>_p' columns; is it an 'lbee vqa' output?")
-        key = gt.set_index(["image", "sentence"])["relevant"].astype(bool)
-        idx = pd.MultiIndex.from_frame(table[["image", "sentence"]].astype({"image": str}))
-        key.index = key.index.set_levels(key.index.levels[0].astype(str), level=0)
-        t = key.reindex(idx, fill_value=False).to_numpy()
-        rows = agreement_table({b: table[b].to_numpy(dtype=bool) for b in backends}, t)
+        lacking = [c for c in ("image", "sentence", "relevant") if c not in gt.columns]
+        if lacking:
+            raise LbeeError(
+                f"--truth {truth!r} has no column(s) {', '.join(lacking)}; expected image, sentence, relevant."
+            )
+        # 'no', 'false' and '0' are not relevant (a plain astype(bool) read any text as True), and a pair is found
+        # as written in both tables, never assumed irrelevant
+        rel = bool_column(gt, "relevant", f"--truth {truth!r}")
+        pairs = pd.MultiIndex.from_frame(gt[["image", "sentence"]].astype(str))
+        if pairs.has_duplicates:
+            first = pairs[pairs.duplicated()][0]
+            raise LbeeError(f"--truth {truth!r} gives the pair {first!r} more than once; expected each once.")
+        asked = pd.MultiIndex.from_frame(table[["image", "sentence"]].astype(str))
+        unknown = ~pairs.isin(asked)
+        if unknown.any():
+            raise LbeeError(
+                f"{int(unknown.sum())} row(s) of --truth {truth!r} name a pair the VQA table has not, first "
+                f"{pairs[unknown][0]!r}; write the image ids and sentences as {pseudo!r} does."
+            )
+        annotated = asked.isin(pairs)
+        if not annotated.all():
+            click.echo(
+                f"Warning: {int((~annotated).sum())} of the VQA table's {len(asked)} pairs have no truth row; the "
+                f"agreement is over the {int(annotated.sum())} annotated ones.",
+                err=True,
+            )
+        t = pd.Series(rel, index=pairs).reindex(asked[annotated]).to_numpy()
+        answers = {b: bool_column(table, b, f"--pseudo {pseudo!r}")[annotated] for b in backends}
+        rows = agreement_table(answers, t)
     except click.ClickException:
         raise
     except (ValueError, KeyError, OSError) as exc:
