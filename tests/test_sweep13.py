@@ -48,6 +48,7 @@ def test_a_parquet_of_nested_or_wide_binary_columns_is_refused_before_it_is_deco
     for name, column in [
         ("list", pa.array([[1.0] * 10] * n)),
         ("struct", pa.array([{"a": 1}] * n)),
+        ("view", pa.array(["x" * 1000] * n, type=pa.string_view())),  # sweep 14, H2: 24.9 KB took 5.7 GB
     ]:
         pq.write_table(pa.table({"image": ids, "confidence": [0.5] * n, "extra": column}), tmp_path / f"{name}.parquet")
         with pytest.raises(ValueError, match=r"column 'extra' holds .*; lbee reads tables of plain values"):
@@ -119,3 +120,32 @@ def test_vqa_agreement_reads_the_truth_as_written_and_matches_pairs_exactly(tmp_
     assert r.exit_code == 0 and "2 of the VQA table's 4 pairs have no truth row" in r.output, r.output
     r = agree(truth.assign(relevant=["maybe", "no", "no", "yes"]))
     assert r.exit_code == 1 and "non-boolean" in r.output, r.output
+
+
+def test_an_image_is_hashed_through_the_descriptor_checked(tmp_path, monkeypatch):
+    """Sweep 14, S1 and H1: images were checked, then hashed by path: a link to /dev/zero swapped in between held the
+    only job worker reading 511 GB, and an outside file's content keyed the embedding cache."""
+    import lbee.encoders.embedding as embedding
+    from lbee.encoders.embedding import embed_images
+
+    root, secret = tmp_path / "root", tmp_path / "secret.png"
+    root.mkdir()
+    secret.write_bytes(b"outside")
+    image = root / "a.png"
+    image.write_bytes(b"inside")
+    checked = embedding.check_image_file
+
+    def then_swapped(path):  # the race, made certain
+        checked(path)
+        image.unlink()
+        image.symlink_to(secret)
+
+    monkeypatch.setattr(embedding, "check_image_file", then_swapped)
+
+    class Never:
+        def identity(self):
+            return {"model": "never"}
+
+    with confined_to(root):
+        out = embed_images(Never(), [str(image)], cache_dir=tmp_path / "cache", progress=False)
+    assert out.embeddings.shape[0] == 0 and "leads outside the data root" in str(out.failures), out.failures

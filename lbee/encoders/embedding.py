@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from ..io.cache import EmbeddingCache, file_sha256
-from ..io.images import check_image_file
+from ..io.confinement import pinned
+from ..io.images import MAX_IMAGE_BYTES, check_image_file
 from ..progress import report
 from ..scoring.batches import ImageDataset, collate_images
 
@@ -97,7 +98,8 @@ def embed_images(
         report("hashing images", i, len(paths))
         try:
             check_image_file(p)  # a FIFO, a device or a huge (sparse) file is never read: it would not end
-            hashes[i] = file_sha256(p)
+            with pinned(p, "image") as src:  # the file checked is the file hashed (a link swapped in: refused)
+                hashes[i] = file_sha256(src, limit=MAX_IMAGE_BYTES)
         except (OSError, ValueError) as exc:
             if strict:
                 raise

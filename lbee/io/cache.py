@@ -22,11 +22,15 @@ def default_cache_dir():
     return Path(os.environ.get("LBEE_CACHE_DIR") or Path.home() / ".cache" / "lbee")
 
 
-def file_sha256(path, chunk=1 << 20):
-    """Hex SHA-256 of a file's content."""
+def file_sha256(path, chunk=1 << 20, *, limit=None):
+    """Hex SHA-256 of a file's content; with ``limit``, a ValueError past that many bytes (the read stops there)."""
     h = hashlib.sha256()
+    seen = 0
     with open(path, "rb") as fh:
         while block := fh.read(chunk):
+            seen += len(block)
+            if limit is not None and seen > limit:
+                raise ValueError(f"the file holds more than {limit:,} bytes (it changed since it was checked?)")
             h.update(block)
     return h.hexdigest()
 

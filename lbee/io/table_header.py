@@ -81,10 +81,23 @@ def _decoded_text_bytes(src):
     except Exception:  # not readable as parquet: the reader says so
         return 0
     total = 0
+    plain = (
+        pa.types.is_integer,
+        pa.types.is_floating,
+        pa.types.is_boolean,
+        pa.types.is_decimal,
+        pa.types.is_temporal,
+        pa.types.is_null,
+        pa.types.is_dictionary,  # read as a category: its values are never repeated in memory
+        pa.types.is_string,
+        pa.types.is_large_string,
+        pa.types.is_binary,
+        pa.types.is_large_binary,
+    )
     for f in schema:
         if pa.types.is_fixed_size_binary(f.type):  # its width on every row, however few bytes the file holds
             total += f.type.byte_width * rows
-        elif pa.types.is_nested(f.type):  # lists, structs, maps: their values can repeat without bound
+        elif not any(test(f.type) for test in plain):  # lists, structs, maps, views: what lbee never counted
             raise ValueError(
                 f"column {f.name!r} holds {f.type}; lbee reads tables of plain values (text, numbers, booleans)."
             )

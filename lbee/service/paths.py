@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from .._validation import shown
-from ..io.confinement import PathEscape, confine, inside
+from ..io.confinement import PathEscape, confine, inside, real_path
 
 #: Entry keys that hold a path (``relevance`` and ``sentences`` also take names, handled below).
 PATH_KEYS = ("images", "image_embeddings", "sentence_embeddings", "masks", "sensitivity", "predictions", "weights")
@@ -148,7 +148,7 @@ def _walk_check(folder, root, key):
             if n > MAX_WALK:
                 raise PathEscape(f"`{key}` folder {str(folder)!r} has more than {MAX_WALK} entries.")
             p = os.path.join(dirpath, name)
-            if os.path.islink(p) and not inside(os.path.realpath(p), root):
+            if os.path.islink(p) and not inside(real_path(p, f"`{key}` entry"), root):
                 rel = os.path.relpath(p, root)
                 raise PathEscape(f"`{key}`: {rel!r} is a symbolic link leading outside the data root.")
 
@@ -194,7 +194,7 @@ def check_dataset_paths(ds, root, *, deep=True):
                 "in the data root), or the model's `predictions:` table."
             )
     for key, p in found:
-        resolved = Path(p).resolve()
+        resolved = Path(real_path(p, f"`{key}`"))
         if not inside(resolved, root):
             raise PathEscape(f"`{key}` leads outside the data root.")
         if deep and resolved.is_dir():
@@ -203,7 +203,7 @@ def check_dataset_paths(ds, root, *, deep=True):
         from ..io.images import discover_images
 
         for p in discover_images(ds.images).paths:
-            if not inside(Path(p).resolve(), root):
+            if not inside(Path(real_path(p, "`images` manifest row")), root):
                 raise PathEscape(f"`images` manifest row {str(p)!r} is outside the data root.")
 
 
