@@ -73,8 +73,12 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
             job["id"], timeout=timeout, on_progress=lambda j: click.echo("\n".join(progress_lines(j, seen, t0)))
         )
         for run in job.get("runs") or ():  # where to read it: the report page of each of the job's runs
-            name = run["dataset"] + (f" / {run['model']}" if run.get("model") else "")
-            click.echo(f"report of {name}: {client.url}{run['links']['report']}")
+            if not isinstance(run, dict):
+                continue
+            name = str(run.get("dataset", "?")) + (f" / {run['model']}" if run.get("model") else "")
+            link = (run.get("links") or {}).get("report") if isinstance(run.get("links"), dict) else None
+            if isinstance(link, str):
+                click.echo(f"report of {name}: {client.url}{link}")
         if out:
             for path in client.fetch(job["id"], out, model, overwrite=overwrite):
                 click.echo(f"Wrote {path}")

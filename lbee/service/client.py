@@ -152,8 +152,15 @@ def _job(answer, what):
 
     Checked for what the client reads: an id and a status, as text.
     """
-    if not (isinstance(answer, dict) and isinstance(answer.get("id"), str) and isinstance(answer.get("status"), str)):
-        raise ServiceError(f"{what}: the server's answer is not a job (an object with 'id' and 'status').")
+    fraction = answer.get("fraction") if isinstance(answer, dict) else None
+    if not (
+        isinstance(answer, dict)
+        and isinstance(answer.get("id"), str)
+        and isinstance(answer.get("status"), str)
+        and (fraction is None or (isinstance(fraction, (int, float)) and not isinstance(fraction, bool)))
+        and isinstance(answer.get("runs") or [], list)
+    ):
+        raise ServiceError(f"{what}: the server's answer is not a job (an object with 'id', 'status', ...).")
     return _printable_all(answer)
 
 
@@ -242,10 +249,13 @@ class Client:
                 text = ""
             try:
                 detail = json.loads(text).get("detail", text)
-            except (ValueError, AttributeError):
+            except (ValueError, AttributeError, RecursionError):
                 detail = text
             if not isinstance(detail, str):
-                detail = json.dumps(detail)
+                try:
+                    detail = json.dumps(detail)
+                except (ValueError, RecursionError):  # nested past Python's limit
+                    detail = text
             said = printable(detail.strip()[:2000])
             raise ServiceError(f"{method} {path}: HTTP {exc.code}: {said}", exc.code) from None
         except (urllib.error.URLError, OSError) as exc:
