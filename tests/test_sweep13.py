@@ -63,7 +63,15 @@ def test_the_client_shows_no_reordering_character_and_names_a_malformed_answer(m
 
     assert printable("job \u202edeliaf\u2028x\u00ad") == "job \\u202edeliaf\\u2028x\\xad"
     assert printable("é → ok\n\tnext") == "é → ok\n\tnext"
-    answers = iter([b"[" * 100_000 + b"]" * 100_000, b'{"id": "j1"}', b'"just text"'])
+    answers = iter(
+        [
+            b"[" * 100_000 + b"]" * 100_000,
+            b'{"id": "j1"}',
+            b'"just text"',
+            b'{"id": "j1", "status": "running", "fraction": "half"}',  # sweep 14: a TypeError's words
+            b'{"id": "j1", "status": "done", "runs": {"a": 1}}',
+        ]
+    )
 
     c = Client("http://127.0.0.1:9", "tok")
     monkeypatch.setattr(client_mod, "_read_within", lambda resp, limit, deadline, what: next(answers))
@@ -76,7 +84,9 @@ def test_the_client_shows_no_reordering_character_and_names_a_malformed_answer(m
             return False
 
     monkeypatch.setattr(client_mod._OPENER, "open", lambda req, timeout: Resp())
-    for said in ("is not JSON an lbee server sends", "is not a job", "is not JSON an lbee server sends"):
+    for said in ["is not JSON an lbee server sends", "is not a job", "is not JSON an lbee server sends"] + [
+        "is not a job"
+    ] * 2:
         with pytest.raises(ServiceError, match=re.escape(said)):
             c.job("j1")
 
