@@ -260,3 +260,22 @@ def test_a_failed_model_run_leaves_inference_mode_off(seg_world, tmp_path):
         predict_segmentation(model, paths, masks=[bad / "m.png"] * 2, device="cpu")
     # While the error (and its traceback, as the CLI runner keeps it) is alive, inference mode must be off.
     assert err.value is not None and not torch.is_inference_mode_enabled()
+
+
+def test_label_map_predictions_are_scored_over_the_num_classes_given(seg_world, tmp_path):
+    """Fourteenth sweep, lower 3: (H, W) label-map predictions, which the docs allow, always failed with
+    "`num_classes` is needed"; the entry's (or --num-classes) was ignored."""
+    root, dark = seg_world
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    for f in sorted((root / "preds").glob("*.npy")):
+        np.save(labels / f.name, np.load(f).argmax(axis=0))  # the logits' argmax: the same maps as labels
+    args = ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(root / "images"), "--task", "segmentation"]
+    args += ["--predictions", str(labels), "--masks", str(root / "masks"), "--split-by", "miou", "--encoder"]
+    args += ["spotcheck", "--sentences", "spotcheck", "--clusters", "2", "--num-workers", "0"]
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "no")], obj={})
+    assert r.exit_code == 1 and "`num_classes` is needed" in r.output
+    r = CliRunner().invoke(cli, [*args, "--num-classes", "2", "--out", str(tmp_path / "o")], obj={})
+    assert r.exit_code == 0 and "not used by this run" not in r.output, r.output
+    table = pd.read_parquet(tmp_path / "o" / "assignments.parquet")
+    np.testing.assert_allclose(table["performance"], np.where(dark, DARK_MIOU, 1.0))

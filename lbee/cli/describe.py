@@ -230,7 +230,13 @@ def describe(
         require_extra("html", needed_for="--html")
     if not image_embeddings:
         check_encoder_spec(encoder)  # a typo in --encoder fails now, not after loading torch
-    _warn_unused(ctx, image_embeddings=image_embeddings, model_spec=model_spec, images=images)
+    _warn_unused(
+        ctx,
+        image_embeddings=image_embeddings,
+        model_spec=model_spec,
+        images=images,
+        segmentation=task == "segmentation",
+    )
     # what this command reads: never deleted by replacing a run in --out, even with --overwrite
     _inputs = [predictions, image_embeddings, sentence_embeddings, relevance, sentence_set, manifest_or_none(images)]
     if out:
@@ -383,7 +389,7 @@ def describe(
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
 
 
-def _warn_unused(ctx, *, image_embeddings, model_spec, images):
+def _warn_unused(ctx, *, image_embeddings, model_spec, images, segmentation=False):
     """One warning naming the options the user gave that this run does not use (they were ignored in silence)."""
     from click.core import ParameterSource
 
@@ -395,8 +401,8 @@ def _warn_unused(ctx, *, image_embeddings, model_spec, images):
             unused["strict"] = precomputed + " and no image is read"
         if model_spec is None:  # nor is any image read by a model
             unused["batch_size"] = unused["num_workers"] = precomputed + " and no --model runs"
-    if model_spec is None:
-        for name in ("weights", "num_classes", "image_size"):
+    if model_spec is None:  # (segmentation label maps are scored over --num-classes)
+        for name in ("weights", "image_size") if segmentation else ("weights", "num_classes", "image_size"):
             unused[name] = "no --model runs (the outputs come from --predictions)"
     given = [
         (f"--{n.replace('_', '-')}", why)

@@ -256,7 +256,9 @@ def _segmentation_scores(ds, model, inputs, device, progress):
             raise ValueError(
                 f"segmentation predictions {str(model.predictions)!r} must be a folder of per-image .npy outputs."
             )
-        scores = scores_from_folders(inputs.image_ids, model.predictions, ds.masks, ignore_index=st.ignore_index)
+        scores = scores_from_folders(  # num_classes: what (H, W) label maps are scored over (the entry's, if given)
+            inputs.image_ids, model.predictions, ds.masks, num_classes=model.num_classes, ignore_index=st.ignore_index
+        )
     else:
         masks = match_files(ds.masks, inputs.image_ids, MASK_SUFFIXES, "mask") if ds.masks else None
         scores = predict_segmentation(
