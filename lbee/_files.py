@@ -76,9 +76,9 @@ def pinned(path, what):
         return
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        yield path  # missing or unreadable: the reader says so, naming the path
-        return
+    except OSError as exc:  # missing or unreadable now: said so, naming the path (never opened again by name: a
+        # link or a FIFO put there an instant later would be followed)
+        raise type(exc)(exc.errno, f"{what} {str(path)!r} cannot be opened: {exc.strerror}") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegularFile(f"{what} {str(path)!r} is not a regular file.")

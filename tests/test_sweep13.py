@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import pytest
 
 from lbee.io.confinement import confined_to
@@ -130,6 +131,9 @@ def test_vqa_agreement_reads_the_truth_as_written_and_matches_pairs_exactly(tmp_
     assert r.exit_code == 0 and "2 of the VQA table's 4 pairs have no truth row" in r.output, r.output
     r = agree(truth.assign(relevant=["maybe", "no", "no", "yes"]))
     assert r.exit_code == 1 and "non-boolean" in r.output, r.output
+    pd.concat([pseudo, pseudo.iloc[:1]]).to_csv(tmp_path / "pseudo.csv", index=False)  # sweep 15: counted twice
+    r = agree(truth)
+    assert r.exit_code == 1 and "more than once" in r.output, r.output
 
 
 def test_an_image_is_hashed_through_the_descriptor_checked(tmp_path, monkeypatch):
@@ -159,3 +163,51 @@ def test_an_image_is_hashed_through_the_descriptor_checked(tmp_path, monkeypatch
     with confined_to(root):
         out = embed_images(Never(), [str(image)], cache_dir=tmp_path / "cache", progress=False)
     assert out.embeddings.shape[0] == 0 and "leads outside the data root" in str(out.failures), out.failures
+
+
+def test_sweep15_a_parquet_of_many_constant_columns_or_a_dictionary_id_column_is_refused(tmp_path, monkeypatch):
+    """Sweep 15, H3 and H4: a dictionary column was left out of the decoded count (2 KB held a worker at 3.7 GB); the
+    row bound ignored the columns (1.6 MB of 1,000,000 rows x 200 constant columns took 3.7 GB). Scaled down."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import lbee.io.table_header as header
+    from lbee.io.table_reader import read_table
+
+    monkeypatch.setattr(header, "PARQUET_FREE_BYTES", 1 << 20)
+    monkeypatch.setattr(header, "PARQUET_FREE_CELLS", 100_000)
+    n = 400
+    ids = pa.array(["x" * 200_000] * n).dictionary_encode()  # 80 MB of text on reading, a few KB on disk
+    pq.write_table(pa.table({"image": ids, "confidence": [0.5] * n}), tmp_path / "d.parquet")
+    with pytest.raises(ValueError, match=r"decodes to 80,[\d,]+ bytes"):
+        read_table(tmp_path / "d.parquet")
+    wide = {f"c{j}": pa.array(np.zeros(20_000)) for j in range(60)}  # 1,200,000 cells of a constant
+    pq.write_table(pa.table({"image": [f"{i}.png" for i in range(20_000)], **wide}), tmp_path / "w.parquet")
+    with pytest.raises(ValueError, match=r"declares 20,000 rows × 61 columns"):
+        read_table(tmp_path / "w.parquet")
+
+
+def test_sweep15_a_file_that_vanishes_under_a_root_is_never_opened_again_by_name(tmp_path, monkeypatch):
+    """Sweep 15, S1 / H1 / H2: when `pinned`'s open failed (the file absent for an instant), it gave the bare path
+    back and the reader opened it again: a link out or a FIFO put there then was followed (194 outside hashes in
+    25 s)."""
+    import os
+
+    from lbee._files import pinned
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (tmp_path / "secret").write_text("outside")
+    target = root / "a.png"
+    real_open = os.open
+
+    def vanished_then_linked(path, flags, *a):  # the race, made certain
+        if str(path) == str(target):
+            target.symlink_to(tmp_path / "secret")
+            raise FileNotFoundError(2, "No such file or directory")
+        return real_open(path, flags, *a)
+
+    monkeypatch.setattr(os, "open", vanished_then_linked)
+    with confined_to(root), pytest.raises(FileNotFoundError, match=r"image '.*a.png' cannot be opened"):
+        with pinned(target, "image") as src:
+            open(src).read()

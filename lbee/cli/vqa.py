@@ -227,6 +227,8 @@ def vqa_agreement(pseudo, truth):
             first = pairs[pairs.duplicated()][0]
             raise LbeeError(f"--truth {truth!r} gives the pair {first!r} more than once; expected each once.")
         asked = pd.MultiIndex.from_frame(table[["image", "sentence"]].astype(str))
+        if asked.has_duplicates:  # counted twice otherwise
+            raise LbeeError(f"--pseudo {pseudo!r} gives the pair {asked[asked.duplicated()][0]!r} more than once.")
         unknown = ~pairs.isin(asked)
         if unknown.any():
             raise LbeeError(

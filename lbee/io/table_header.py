@@ -11,6 +11,10 @@ MAX_TABLE_COLUMNS = 100_064
 PARQUET_ROWS_PER_BYTE = 16
 #: Rows any parquet table may have whatever its size.
 PARQUET_FREE_ROWS = 1_000_000
+#: Cells (rows × columns) a parquet table may declare: this many, plus so many per byte of the file. 1,000,000
+#: rows × 200 constant columns in 1.6 MB took 3.7 GB; a real table of probabilities holds under a cell per byte.
+PARQUET_FREE_CELLS = 64_000_000
+PARQUET_CELLS_PER_BYTE = 4
 #: Uncompressed bytes a parquet table may declare per byte of its file, beyond `PARQUET_FREE_BYTES`.
 PARQUET_BYTES_PER_BYTE = 64
 PARQUET_FREE_BYTES = 256 << 20
@@ -101,14 +105,14 @@ def _decoded_text_bytes(src):
             raise ValueError(
                 f"column {f.name!r} holds {f.type}; lbee reads tables of plain values (text, numbers, booleans)."
             )
-    text = [
-        f.name
-        for f in schema
-        if pa.types.is_string(f.type)
-        or pa.types.is_large_string(f.type)
-        or pa.types.is_binary(f.type)
-        or pa.types.is_large_binary(f.type)
-    ]
+
+    def texty(t):
+        return (
+            pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+        )
+
+    # a dictionary of text counts too: an id column becomes text on every row once read
+    text = [f.name for f in schema if texty(f.type) or (pa.types.is_dictionary(f.type) and texty(f.type.value_type))]
     if not text:
         return total
     try:
@@ -161,6 +165,13 @@ def refuse_parquet_bomb(path, what="Table", *, src=None):
             "at most "
             f"{PARQUET_FREE_BYTES >> 20} MiB plus {PARQUET_BYTES_PER_BYTE} bytes per byte of the file (a long value "
             "stored once in a dictionary and repeated on every row can declare gigabytes). Write the table as CSV."
+        )
+    cells = rows * max(1, meta.num_columns)
+    if cells > PARQUET_FREE_CELLS + PARQUET_CELLS_PER_BYTE * size:
+        raise ValueError(
+            f"{what} {str(path)!r} declares {rows:,} rows × {meta.num_columns:,} columns in {size:,} bytes; lbee "
+            f"reads at most {PARQUET_FREE_CELLS:,} cells plus {PARQUET_CELLS_PER_BYTE} per byte of the file (constant "
+            "columns can declare billions of cells). Write the table without run-length tricks, or as CSV."
         )
     most = PARQUET_FREE_ROWS + PARQUET_ROWS_PER_BYTE * size
     if rows > most:
