@@ -137,7 +137,12 @@ def _resolve_path(value, key, base, line, path, must_exist=True):
         where = "in the data root" if data_root() is not None else f"(resolved to {shown(str(p))})"  # no server path
         raise EntryError(f"{path}, line {line}: {key} path {shown(value)} does not exist {where}.")
     if exists:
-        mode = p.stat().st_mode
+        try:
+            mode = p.stat().st_mode
+        except OSError as exc:  # gone (or changed) since exists(): said, not a server error
+            raise EntryError(
+                f"{path}, line {line}: {key} path {shown(value)} cannot be used: {exc.strerror}."
+            ) from None
         if key in FILE_KEYS and stat.S_ISDIR(mode):
             raise EntryError(f"{path}, line {line}: {key} {shown(value)} is a folder; expected {FILE_KEYS[key]}.")
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):  # a FIFO would block its reader, a device never ends
