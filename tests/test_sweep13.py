@@ -71,6 +71,8 @@ def test_the_client_shows_no_reordering_character_and_names_a_malformed_answer(m
             b'"just text"',
             b'{"id": "j1", "status": "running", "fraction": "half"}',  # sweep 14: a TypeError's words
             b'{"id": "j1", "status": "done", "runs": {"a": 1}}',
+            b'{"id": "j1", "status": "running", "log": [1, 2]}',  # sweep 15, lower 2
+            b'{"id": "j1", "status": "running", "phase": {"a": 1}}',
         ]
     )
 
@@ -87,7 +89,7 @@ def test_the_client_shows_no_reordering_character_and_names_a_malformed_answer(m
     monkeypatch.setattr(client_mod._OPENER, "open", lambda req, timeout: Resp())
     for said in ["is not JSON an lbee server sends", "is not a job", "is not JSON an lbee server sends"] + [
         "is not a job"
-    ] * 2:
+    ] * 4:
         with pytest.raises(ServiceError, match=re.escape(said)):
             c.job("j1")
 

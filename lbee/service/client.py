@@ -159,6 +159,9 @@ def _job(answer, what):
         and isinstance(answer.get("status"), str)
         and (fraction is None or (isinstance(fraction, (int, float)) and not isinstance(fraction, bool)))
         and isinstance(answer.get("runs") or [], list)
+        and all(isinstance(answer.get(k) or "", str) for k in ("phase", "progress", "error"))
+        and isinstance(answer.get("log") or [], list)
+        and all(isinstance(line, str) for line in answer.get("log") or [])
     ):
         raise ServiceError(f"{what}: the server's answer is not a job (an object with 'id', 'status', ...).")
     return _printable_all(answer)
