@@ -213,3 +213,29 @@ def test_sweep15_a_file_that_vanishes_under_a_root_is_never_opened_again_by_name
     with confined_to(root), pytest.raises(FileNotFoundError, match=r"image '.*a.png' cannot be opened"):
         with pinned(target, "image") as src:
             open(src).read()
+
+
+def test_sweep16_a_world_s_classifier_is_loaded_through_the_descriptor_checked(tmp_path, monkeypatch):
+    """Sweep 16, S2 and H6: a world's model.pt was checked by name, then loaded by name: a link out swapped in between
+    was read (its first byte in the job error), and a FIFO blocked the worker in is_zipfile past any cancel."""
+    import os
+
+    import lbee.scoring.classifier as classifier
+    from lbee.spotcheck._configuration import CorruptECError, load_classifier_weights
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (tmp_path / "secret.pt").write_bytes(b"x" * 64)
+    weights = root / "model.pt"
+    weights.write_bytes(b"not a checkpoint")
+    checked = classifier.check_stored_zip
+
+    def then_swapped(path):  # the race, made certain: the name leads out (or to a FIFO) right after the check
+        weights.unlink()
+        os.mkfifo(weights)
+        return checked(path)
+
+    monkeypatch.setattr(classifier, "check_stored_zip", then_swapped)
+    with confined_to(root), pytest.raises(CorruptECError) as err:
+        load_classifier_weights(weights)  # returns: the FIFO is never opened by name
+    assert "x" * 4 not in str(err.value)

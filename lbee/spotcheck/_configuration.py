@@ -316,15 +316,19 @@ def _read_png(path):
 def load_classifier_weights(path):
     import torch
 
-    from .._files import check_regular_file
+    from .._files import pinned
     from ..scoring.classifier import check_stored_zip
     from ._network import SquareClassifier
 
     model = SquareClassifier()
     try:
-        check_regular_file(path, "Model weights")  # a link out of a job's data root
-        check_stored_zip(path)  # a compressed archive can inflate to gigabytes
-        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
-    except (RuntimeError, OSError, ValueError) as exc:
-        raise CorruptECError(f"Model weights {str(path)!r} cannot be loaded: {exc}") from None
+        # the file checked is the file loaded: a link out of a job's data root or a FIFO swapped in is refused
+        with pinned(path, "Model weights") as src:
+            check_stored_zip(src)  # a compressed archive can inflate to gigabytes
+            model.load_state_dict(torch.load(src, map_location="cpu", weights_only=True))
+    except Exception as exc:  # not a state dict (torch's unpickling error advises unsafe loading: never quoted)
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "weights_only" in first or "Weights only" in first:
+            first = "not a plain state dict of tensors"
+        raise CorruptECError(f"Model weights {str(path)!r} cannot be loaded: {first}") from None
     return model.eval()
