@@ -27,7 +27,8 @@ def test_a_mask_or_image_is_decoded_only_through_the_descriptor_checked(tmp_path
             assert img.size == (8, 8)
         with pytest.raises(ValueError, match="leads outside the data root") as err, open_image(root / "mask.png"):
             pass
-    assert "77" not in str(err.value) and "55" not in str(err.value)
+    said = str(err.value).replace(str(tmp_path), "")  # the image's size is never in it (the path may hold digits)
+    assert "77" not in said and "55" not in said
 
 
 def test_a_parquet_of_nested_or_wide_binary_columns_is_refused_before_it_is_decoded(tmp_path, monkeypatch):
@@ -238,4 +239,4 @@ def test_sweep16_a_world_s_classifier_is_loaded_through_the_descriptor_checked(t
     monkeypatch.setattr(classifier, "check_stored_zip", then_swapped)
     with confined_to(root), pytest.raises(CorruptECError) as err:
         load_classifier_weights(weights)  # returns: the FIFO is never opened by name
-    assert "x" * 4 not in str(err.value)
+    assert "x" * 4 not in str(err.value).replace(str(tmp_path), "")
