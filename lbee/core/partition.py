@@ -284,34 +284,14 @@ class Partition:
         return self
 
     def join(self, groups: Sequence[Sequence[int]]) -> Partition:
-        """Join hard groups into one each: pieces of one failure that the clustering cut apart.
+        """Join hard groups (``groups``: lists of ``hard_groups_`` numbers) into one each; returns self.
 
-        Each joined group takes the place of its lowest-numbered piece; the groups after it move up.
-
-        Parameters
-        ----------
-        groups : list of list of int
-            Each entry: two or more numbers of ``hard_groups_``, no number in two entries.
-
-        Returns
-        -------
-        self
+        Pieces of one failure that the clustering cut apart: `lbee.core.joining.joined_groups`.
         """
+        from .joining import joined_groups
+
         self._check_fitted()
-        n = len(self.hard_groups_)
-        entries = [sorted({int(g) for g in entry}) for entry in groups]
-        used = [g for entry in entries for g in entry]
-        if any(len(e) < 2 for e in entries) or len(used) != len(set(used)) or not all(0 <= g < n for g in used):
-            raise ValueError(
-                f"`groups` must list two or more of hard groups 0 to {n - 1} per entry, each group at most once; "
-                f"received {entries}."
-            )
-        lead = {entry[0]: entry for entry in entries}
-        joined = [
-            np.sort(np.concatenate([self.hard_groups_[j] for j in lead[i]])) if i in lead else g
-            for i, g in enumerate(self.hard_groups_)
-            if i in lead or i not in used
-        ]
+        joined, entries = joined_groups(self.hard_groups_, groups)
         searches = self._searches
         self._set_hard_groups(joined)
         self._searches = searches

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .pairs import pair_text  # noqa: F401  (named from here too)
+
 #: Images per page of a group's browser (the report's and ``lbee serve``'s).
 BROWSE_PAGE_SIZE = 48
 #: Orders a group's images can be browsed in (value: what the page calls it): least confident first (the clearest
@@ -349,20 +351,6 @@ def _check_rows(path, against, rows, expected):
                 f"{str(path)!r} row {i + 1} is {got!r} where {against} has {want!r}; expected the files of one run "
                 "(edited, or from another run)."
             )
-
-
-def pair_text(label, prediction):
-    """``'cat → dog'``: a label → prediction as the browsers show and filter it (``?pair=``).
-
-    A name that holds the separator (or starts with a quote) is written as a JSON string, so that two different
-    pairs never read alike: ``('a', 'a → a')`` is ``a → "a → a"``, ``('a → a', 'a')`` is ``"a → a" → a``.
-    """
-
-    def quoted(name):
-        name = str(name)
-        return json.dumps(name, ensure_ascii=False) if " → " in name or name.startswith('"') else name
-
-    return f"{quoted(label)} → {quoted(prediction)}"
 
 
 def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE_SIZE, pair=None):

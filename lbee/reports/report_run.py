@@ -104,7 +104,9 @@ def _clusters_words(explanations, settings):
         asked = f"{asked} (the default for {p.get('n_hard')} hard images; {settings.n_clusters} from 150 on)"
     made, formed, joined = p.get("n_slicer_groups"), p.get("n_hard_clusters_formed"), p.get("joined") or ()
     # --join: the user's word that some groups are one failure
-    said = f", with groups {' and '.join('+'.join(map(str, e)) for e in joined)} joined: {formed} groups"
+    from ..run.join import joined_words
+
+    said = f", with groups {joined_words(joined)} joined: {formed} groups"
     before = None if formed is None else formed + sum(len(e) - 1 for e in joined)
     if made is not None and before is not None and made != before:
         text = f"{asked} asked, {made} formed, merged into {before} hypotheses (the groups one description covers)"

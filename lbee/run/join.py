@@ -56,6 +56,11 @@ def parse_join(value, bad):
     return tuple(out)
 
 
+def joined_words(join):
+    """``1+2+3 and 0+4``: the joined groups in the words the terminal and the report say them."""
+    return " and ".join("+".join(map(str, entry)) for entry in join or ())
+
+
 def join_groups(part, join, shown):
     """Join ``part``'s hard groups as ``join`` says, numbered as ``shown`` (`lbee.core.partition.Partition.join`).
 

@@ -314,7 +314,9 @@ def groups_line(params, n_groups, settings=None, in_groups=None):
     """
     line = f"{params['n_images']} images: {params['n_hard']} hard, {params['n_easy']} easy{_neither(params)}; "
     made, joined = params.get("n_slicer_groups"), params.get("joined")
-    said = " and ".join("+".join(map(str, entry)) for entry in joined or ())
+    from .join import joined_words
+
+    said = joined_words(joined)
     before = n_groups + sum(len(e) - 1 for e in joined or ())  # the groups a run without --join shows
     if made is not None and made != before:
         left = params["n_hard"] - in_groups if in_groups is not None else 0
