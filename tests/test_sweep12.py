@@ -189,7 +189,7 @@ def test_a_parquet_of_one_long_value_repeated_through_its_dictionary_is_refused(
     size = (tmp_path / "d.parquet").stat().st_size
     meta = pq.read_metadata(tmp_path / "d.parquet")
     assert sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) < (1 << 20) + 64 * size
-    with pytest.raises(ValueError, match=r"decodes to 80,[\d,]+ bytes of text and binary values from [\d,]+"):
+    with pytest.raises(ValueError, match=r"decodes to 80,[\d,]+ bytes of text, binary and decimal values from [\d,]+"):
         read_table(tmp_path / "d.parquet")
     # the same table without the repeated value reads as before
     pq.write_table(table.drop(["note"]), tmp_path / "ok.parquet", use_dictionary=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import tempfile
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -72,22 +74,31 @@ class OpenCLIPEncoder(Encoder):
                 f"Unknown open_clip model {self.model_name!r}; see open_clip.list_models() "
                 f"(for example {DEFAULT_MODEL!r}) or pass 'hf-hub:org/repo'."
             )
-        if self.pretrained and _looks_like_path(self.pretrained) and not Path(self.pretrained).is_file():
-            raise EncoderLoadError(
-                f"Checkpoint file {self.pretrained!r} for open_clip model {self.model_name!r} does not exist."
-            )
-        if self.pretrained and not _looks_like_path(self.pretrained):
+        local = bool(self.pretrained) and _looks_like_path(self.pretrained)
+        if self.pretrained and not local:
             _check_weights_reachable(open_clip, self.model_name, self.pretrained)
         try:
-            with torch.random.fork_rng(devices=[]), _asked_random(self.pretrained is None):
-                torch.manual_seed(seed)  # random weights are seeded: same seed, same weights, cache hits
-                model_obj, _, preprocess = open_clip.create_model_and_transforms(
-                    self.model_name, pretrained=self.pretrained, device=self.device, precision=self.precision
-                )
+            with _checkpoint(self.pretrained if local else None, self.model_name) as weights_file:
+                with torch.random.fork_rng(devices=[]), _asked_random(self.pretrained is None):
+                    torch.manual_seed(seed)  # random weights are seeded: same seed, same weights, cache hits
+                    model_obj, _, preprocess = open_clip.create_model_and_transforms(
+                        self.model_name,
+                        pretrained=weights_file or self.pretrained,
+                        device=self.device,
+                        precision=self.precision,
+                    )
+                if local:
+                    from ..io.cache import file_sha256
+
+                    digest = file_sha256(weights_file)
+        except EncoderLoadError:
+            raise
         except Exception as exc:  # download / hub failures surface as many exception types
+            from ..scoring.classifier import load_error_line
+
             raise EncoderLoadError(
                 f"Could not load open_clip model {self.model_name!r} with pretrained weights "
-                f"{self.pretrained!r}: {type(exc).__name__}: {exc}\n"
+                f"{self.pretrained!r}: {type(exc).__name__}: {load_error_line(exc)}\n"
                 "The weights are downloaded on first use and cached by huggingface_hub. Offline "
                 "(HF_HUB_OFFLINE=1) they must already be in the cache; otherwise pass a local checkpoint "
                 "file, e.g. --encoder 'open_clip:ViT-B-32@/path/to/open_clip_pytorch_model.bin'."
@@ -104,10 +115,8 @@ class OpenCLIPEncoder(Encoder):
                 if not self.model_name.startswith("hf-hub:")
                 else self.model_name
             )
-        elif _looks_like_path(self.pretrained):
-            from ..io.cache import file_sha256
-
-            weights = "sha256:" + file_sha256(self.pretrained)
+        elif local:
+            weights = "sha256:" + digest
         else:
             weights = "tag:" + self.pretrained
         self._identity = {
@@ -137,6 +146,47 @@ class OpenCLIPEncoder(Encoder):
             with torch.inference_mode():
                 out.append(self.model.encode_text(tokens).float().cpu().numpy())
         return unit_float32(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)
+
+
+@contextmanager
+def _checkpoint(path, model):
+    """A name open_clip can load ``path`` by, pinned to the file checked (None passes through).
+
+    Under a data root (``lbee serve``) the checkpoint is opened once, checked (a regular file inside the root), and
+    read through that descriptor: a link or a FIFO renamed over it while the model is built is never followed.
+    open_clip picks the format by the name's suffix, so the descriptor is reached through a link of the same suffix
+    in a private folder.
+    """
+    if path is None:
+        yield None
+        return
+    from .._files import pinned
+
+    with ExitStack() as stack:
+        try:
+            if not os.path.lexists(path):
+                raise FileNotFoundError
+            src = stack.enter_context(pinned(path, "Checkpoint file"))
+        except FileNotFoundError:
+            raise EncoderLoadError(
+                f"Checkpoint file {str(path)!r} for open_clip model {model!r} does not exist."
+            ) from None
+        except (OSError, ValueError) as exc:  # a folder, a FIFO, a link out of the root, unreadable
+            raise EncoderLoadError(str(exc)) from None
+        if not str(path).endswith(".safetensors"):  # torch.load reads it: a deflated archive inflates unbounded
+            from ..scoring.classifier import check_stored_zip
+
+            try:
+                check_stored_zip(src, "Checkpoint file", name=path)
+            except ValueError as exc:
+                raise EncoderLoadError(str(exc)) from None
+        if src == path:  # no data root: the user's own file, by its name
+            yield path
+            return
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lbee-ckpt-"))
+        link = os.path.join(tmp, "checkpoint" + Path(path).suffix)
+        os.symlink(src, link)
+        yield link
 
 
 def _offline():
@@ -249,7 +299,6 @@ def _asked_random(asked):
 
     ``@random``: every report of the run carries lbee's banner saying so, in its own words.
     """
-    from contextlib import contextmanager
 
     @contextmanager
     def quiet():

@@ -154,6 +154,8 @@ def line_break_in(text):
     """
     if text and unicodedata.category(text[0]).startswith("M"):  # a combining mark with no letter to sit on
         return text[0]
+    if text.isascii() and text.isprintable():  # the usual id or sentence, checked at C speed
+        return None
     return next((c for c in text if _breaks_a_line(c)), None)
 
 

@@ -354,6 +354,7 @@ def load_sentence_set(name_or_path):
                 except OSError:
                     files = []
                 near = [str(path.with_name(n)) for n in difflib.get_close_matches(path.name, files, n=1)]
+            near = [n for n in near if n != ref]  # the file itself, there again an instant later (a race)
             raise ValueError(
                 f"Unknown sentence set {ref!r}: not a file and not a built-in set"
                 + (f" (did you mean {near[0]!r}?)" if near else "")

@@ -18,6 +18,9 @@ PARQUET_CELLS_PER_BYTE = 4
 #: Uncompressed bytes a parquet table may declare per byte of its file, beyond `PARQUET_FREE_BYTES`.
 PARQUET_BYTES_PER_BYTE = 64
 PARQUET_FREE_BYTES = 256 << 20
+#: What a decimal cell takes once read: a Python ``Decimal`` object (a constant ``decimal128`` column of 1,000,000
+#: rows is a few bytes on disk; 30 of them took 4 GB in pandas).
+DECIMAL_CELL_BYTES = 104
 
 
 def refuse_repeated_columns(columns, path):
@@ -64,11 +67,11 @@ def refuse_too_many_columns(n, path):
 
 
 def _decoded_text_bytes(src):
-    """The bytes a parquet's text and binary columns take once decoded, counted without decoding them.
+    """The bytes a parquet's text, binary and decimal columns take once decoded, counted without decoding them.
 
     A dictionary-encoded column's footer counts its dictionary once (a 500 KB value on 12,000 rows: a 37 KB file
     whose footer says 12 MB, 6 GB decoded). Its values' lengths are taken from the dictionary and summed over the
-    rows' indices; a fixed-size binary column counts its width on every row.
+    rows' indices; a fixed-size binary column counts its width on every row, a decimal one `DECIMAL_CELL_BYTES`.
 
     Raises
     ------
@@ -101,6 +104,8 @@ def _decoded_text_bytes(src):
     for f in schema:
         if pa.types.is_fixed_size_binary(f.type):  # its width on every row, however few bytes the file holds
             total += f.type.byte_width * rows
+        elif pa.types.is_decimal(f.type):  # an object per row
+            total += DECIMAL_CELL_BYTES * rows
         elif not any(test(f.type) for test in plain):  # lists, structs, maps, views: what lbee never counted
             raise ValueError(
                 f"column {f.name!r} holds {f.type}; lbee reads tables of plain values (text, numbers, booleans)."
@@ -161,10 +166,10 @@ def refuse_parquet_bomb(path, what="Table", *, src=None):
         raise ValueError(f"{what} {str(path)!r}: {exc}") from None
     if decoded > PARQUET_FREE_BYTES + PARQUET_BYTES_PER_BYTE * size:
         raise ValueError(
-            f"{what} {str(path)!r} decodes to {decoded:,} bytes of text and binary values from {size:,}; lbee reads "
-            "at most "
-            f"{PARQUET_FREE_BYTES >> 20} MiB plus {PARQUET_BYTES_PER_BYTE} bytes per byte of the file (a long value "
-            "stored once in a dictionary and repeated on every row can declare gigabytes). Write the table as CSV."
+            f"{what} {str(path)!r} decodes to {decoded:,} bytes of text, binary and decimal values from {size:,}; "
+            f"lbee reads at most {PARQUET_FREE_BYTES >> 20} MiB plus {PARQUET_BYTES_PER_BYTE} bytes per byte of the "
+            "file (a long value stored once in a dictionary and repeated on every row can declare gigabytes). Write "
+            "the table as CSV."
         )
     cells = rows * max(1, meta.num_columns)
     if cells > PARQUET_FREE_CELLS + PARQUET_CELLS_PER_BYTE * size:

@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 
 
-def check_stored_zip(path):
+def check_stored_zip(path, what="`weights`", name=None):
     """Refuse a torch zip archive with compressed entries: a few MB can inflate to gigabytes when loaded.
 
     ``torch.save`` writes its entries stored (uncompressed), so a state dict a model was saved as passes; the
-    legacy (non-zip) format is read as it is.
+    legacy (non-zip) format is read as it is. ``name``: how the message names the file (``path`` may be a pinned
+    descriptor's).
     """
     import zipfile
 
@@ -30,9 +31,20 @@ def check_stored_zip(path):
         packed = [i.filename for i in archive.infolist() if i.compress_type != zipfile.ZIP_STORED]
     if packed:
         raise ValueError(
-            f"`weights` {str(path)!r} has compressed entries ({packed[0]!r}, ...): a compressed archive can "
+            f"{what} {str(name or path)!r} has compressed entries ({packed[0]!r}, ...): a compressed archive can "
             "inflate far beyond its size when loaded; save the state dict with torch.save, which stores them."
         )
+
+
+def load_error_line(exc):
+    """What a failed ``torch.load`` says, in one line.
+
+    torch's advice to load unsafely (``weights_only=False``) is never passed on to a user.
+    """
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "weights_only" in first or "Weights only" in first:
+        return "not a plain state dict of tensors"
+    return first
 
 
 def _load_state_dict(module, weights):

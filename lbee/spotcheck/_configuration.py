@@ -317,7 +317,7 @@ def load_classifier_weights(path):
     import torch
 
     from .._files import pinned
-    from ..scoring.classifier import check_stored_zip
+    from ..scoring.classifier import check_stored_zip, load_error_line
     from ._network import SquareClassifier
 
     model = SquareClassifier()
@@ -327,8 +327,5 @@ def load_classifier_weights(path):
             check_stored_zip(src)  # a compressed archive can inflate to gigabytes
             model.load_state_dict(torch.load(src, map_location="cpu", weights_only=True))
     except Exception as exc:  # not a state dict (torch's unpickling error advises unsafe loading: never quoted)
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if "weights_only" in first or "Weights only" in first:
-            first = "not a plain state dict of tensors"
-        raise CorruptECError(f"Model weights {str(path)!r} cannot be loaded: {first}") from None
+        raise CorruptECError(f"Model weights {str(path)!r} cannot be loaded: {load_error_line(exc)}") from None
     return model.eval()
