@@ -154,3 +154,18 @@ def file_kind(mode):
         if test(mode):
             return words
     return "not a regular file"
+
+
+def near_file(path):
+    """The path of a file beside ``path``, of the same suffix and a near name (a misspelling's fix), or None."""
+    import difflib
+
+    path = Path(path)
+    if not path.suffix or not path.parent.is_dir():
+        return None
+    try:  # a folder of millions of images: the first thousand names of that suffix are enough for a typo
+        names = sorted(p.name for p in path.parent.iterdir() if p.suffix == path.suffix)[:1000]
+    except OSError:
+        return None
+    near = [n for n in difflib.get_close_matches(path.name, names, n=1) if n != path.name]
+    return str(path.with_name(near[0])) if near else None

@@ -513,9 +513,10 @@ def test_more_sentences_asked_for_than_there_are_is_said():
     """A seventh user's `k=100` with 44 sentences returned 44 per group without a word."""
     rng = np.random.default_rng(0)
     X, S = rng.normal(size=(200, 8)), rng.normal(size=(5, 8))
-    with pytest.warns(UserWarning, match=r"`k` is 7 but there are 5 sentences: each group gets all of them"):
+    with pytest.warns(UserWarning, match=r"`k` is 7 but there are 5 sentences: each group gets all of them") as w:
         exp = lbee.explain(X, S, confidence=rng.random(200), n_clusters=3, k=7, tau=0.25)
     assert all(len(c.sentences) == 5 for c in exp.hard_clusters)
+    assert sum("`k` is 7" in str(x.message) for x in w) == 1  # an eighth user read it twice for one call
 
 
 def test_an_existing_default_output_is_named_without_an_option_the_user_never_gave(confident_errors, tmp_path):
@@ -582,3 +583,14 @@ def test_describe_folds_groups_too_small_to_read_out():
         "Hard group 1",
     ]
     assert "hard groups 2, 3 (2, 1 images): fewer than 5 images each" in " ".join(text.split())
+
+
+def test_a_misspelled_input_file_gets_the_file_beside_it_suggested(tmp_path):
+    """An eighth user's `--predictions data/pred.csv` said only "does not exist", while a misspelled sentence file
+    got "did you mean 'data/sentences.txt'?"."""
+    (tmp_path / "preds.csv").write_text("image_id,confidence\n")
+    r = run(["describe", str(tmp_path), "--predictions", str(tmp_path / "pred.csv")])
+    assert r.exit_code == 2
+    assert f"does not exist (did you mean '{tmp_path / 'preds.csv'}'?)." in " ".join(r.output.split())
+    r = run(["describe", str(tmp_path), "--predictions", str(tmp_path / "other.csv")])
+    assert "does not exist." in r.output and "did you mean" not in r.output  # nothing near: nothing suggested

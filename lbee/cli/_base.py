@@ -37,6 +37,24 @@ USER_ERRORS = (ValueError, TypeError, KeyError, OSError, RuntimeError, ImportErr
 SEED = click.IntRange(0, MAX_SEED)
 
 
+class ExistingPath(click.Path):
+    """``click.Path(exists=True)`` whose "does not exist" suggests a file beside it of a near name."""
+
+    def __init__(self, **kwargs):
+        super().__init__(exists=True, **kwargs)
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            from .._files import near_file
+
+            near = None if os.path.lexists(value) else near_file(value)
+            if near is None:
+                raise
+            self.fail(f"{exc.message.rstrip('.')} (did you mean {near!r}?).", param, ctx)
+
+
 class FloatRange(click.FloatRange):
     """click's FloatRange that also refuses NaN ('nan' passes every comparison, so every bound)."""
 

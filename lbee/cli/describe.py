@@ -9,6 +9,7 @@ import click
 from ..run.limits import MAX_IMAGE_SIZE, MAX_NUM_CLASSES, MAX_NUM_WORKERS
 from ..run.settings_cli import as_cli_message, settings_from_options, settings_options
 from ._base import (
+    ExistingPath,
     LbeeError,
     NotUsageError,
     batch_size_option,
@@ -21,7 +22,7 @@ from ._base import (
 
 
 @cli.command()
-@click.argument("images", required=False, type=click.Path(exists=True))
+@click.argument("images", required=False, type=ExistingPath())
 @click.option(
     "--sentence-set",
     "--sentences",
@@ -32,18 +33,18 @@ from ._base import (
 )
 @click.option(
     "--predictions",
-    type=click.Path(exists=True),
+    type=ExistingPath(),
     help="CSV/parquet with an image id column and 'confidence' or 'prob_<class>' columns, "
     "optional 'label' / 'pred'. Segmentation: a folder of per-image <name>.npy (K, H, W) "
     "logits/probabilities or (H, W) label maps.",
 )
 @click.option(
     "--masks",
-    type=click.Path(exists=True, file_okay=False),
+    type=ExistingPath(file_okay=False),
     help="Segmentation: folder of ground-truth label maps <name>.png|.npy.",
 )
 @click.option("--model", "model_spec", help="TorchScript file, torchvision:<arch>, timm:<arch> or module:factory.")
-@click.option("--weights", type=click.Path(exists=True, dir_okay=False), help="State dict for --model.")
+@click.option("--weights", type=ExistingPath(dir_okay=False), help="State dict for --model.")
 @click.option(
     "--num-classes",
     type=click.IntRange(1, MAX_NUM_CLASSES),
@@ -66,13 +67,13 @@ from ._base import (
 @click.option("--logits", is_flag=True, help="The prob_<class> columns of --predictions hold logits (softmax them).")
 @click.option(
     "--image-embeddings",
-    type=click.Path(exists=True),
+    type=ExistingPath(),
     help="Precomputed (n, d) .npy image embeddings, or the folder `lbee embed` wrote (its embeddings.npy); "
     "memory-mapped, read in blocks (rows in IMAGES order, or in --predictions order without IMAGES).",
 )
 @click.option(
     "--sentence-embeddings",
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="Precomputed (N, d) .npy sentence embeddings (rows in --sentences order).",
 )
 @settings_options(
@@ -93,7 +94,7 @@ from ._base import (
 )
 @click.option(
     "--sensitivity",
-    type=click.Path(exists=True),
+    type=ExistingPath(),
     help="A `lbee sensitivity` output folder: how much each image's prediction leans on the background, for "
     "--split-by irfs / saliency.",
 )
@@ -108,7 +109,7 @@ from ._base import (
 )
 @click.option(
     "--relevance",
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="Which sentences are true of which images (as for `lbee evaluate`): the run is scored (AHR, ACR, TPR, JI) "
     "and the report's image browser marks where each group's sentence holds; with --per-class, every class.",
 )

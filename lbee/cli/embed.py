@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import click
 
-from ._base import LbeeError, batch_size_option, check_encoder_spec, check_writable_folder, cli, fail, log, ray_options
+from ._base import (
+    ExistingPath,
+    LbeeError,
+    batch_size_option,
+    check_encoder_spec,
+    check_writable_folder,
+    cli,
+    fail,
+    log,
+    ray_options,
+)
 
 
 @cli.command("embed")
-@click.argument("images", required=False, type=click.Path(exists=True))
+@click.argument("images", required=False, type=ExistingPath())
 @click.option(
     "--sentences",
     "--sentence-set",

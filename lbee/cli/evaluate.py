@@ -8,21 +8,21 @@ import click
 
 from ..core.evaluation import DEFAULT_O
 from ..run.limits import MAX_O
-from ._base import FloatRange, LbeeError, check_writable_folder, cli, fail
+from ._base import ExistingPath, FloatRange, LbeeError, check_writable_folder, cli, fail
 
 
 @cli.command()
-@click.argument("explanation", type=click.Path(exists=True))
+@click.argument("explanation", type=ExistingPath())
 @click.option(
     "--relevance",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="Which sentences are true of which images (relevance Γ): .npy (n, N), or CSV/parquet long "
     "(image, sentence, relevant) or wide.",
 )
 @click.option(
     "--performance",
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     default=None,
     help="Per-image performance (ω, higher = better): .npy (n,) or a table with 'performance' "
     "[default: assignments.parquet beside the json].",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, cli
+from ._base import ExistingPath, LbeeError, cli
 
 
 @cli.group()
@@ -16,7 +16,7 @@ def export():
 
 
 @export.command("spotlight")
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_dir", type=ExistingPath(file_okay=False))
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),

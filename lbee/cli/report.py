@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from ._base import NotUsageError, cli, log, require_extra
+from ._base import ExistingPath, NotUsageError, cli, log, require_extra
 
 
 @cli.command()
-@click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.argument("config", required=False, type=ExistingPath(dir_okay=False))
 @click.option(
     "--out",
     type=click.Path(file_okay=False),

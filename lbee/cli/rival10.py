@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, check_writable_folder, cli, fail, log
+from ._base import ExistingPath, LbeeError, check_writable_folder, cli, fail, log
 
 
 @cli.group()
@@ -15,7 +15,7 @@ def rival10():
 
 
 @rival10.command("export")
-@click.argument("root", type=click.Path(exists=True, file_okay=False))
+@click.argument("root", type=ExistingPath(file_okay=False))
 @click.option(
     "--split",
     type=click.Choice(["train", "test"]),
@@ -26,7 +26,7 @@ def rival10():
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
 @click.option(
     "--class-map",
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     default=None,
     help="wnid -> class mapping (JSON object or CSV with wnid,class) replacing the release's own class list.",
 )

@@ -8,7 +8,7 @@ import click
 
 from ..run.limits import MAX_IMAGE_SIZE, MAX_NUM_CLASSES, MAX_TRIALS
 from ..run.scores import model_batch_size
-from ._base import SEED, LbeeError, batch_size_option, check_writable_folder, cli, fail, log
+from ._base import SEED, ExistingPath, LbeeError, batch_size_option, check_writable_folder, cli, fail, log
 
 
 def _sigmas(value):
@@ -86,10 +86,10 @@ def _from_ec(ec_dir):
 
 
 @cli.command()
-@click.argument("images", required=False, type=click.Path(exists=True))
+@click.argument("images", required=False, type=ExistingPath())
 @click.option(
     "--masks",
-    type=click.Path(exists=True, file_okay=False),
+    type=ExistingPath(file_okay=False),
     default=None,
     help="Folder of object masks <image stem>.png (white = object).",
 )
@@ -100,12 +100,12 @@ def _from_ec(ec_dir):
     help="TorchScript file, torchvision:<arch>, timm:<arch> or package.module:factory "
     "[default with --ec: the world's classifier].",
 )
-@click.option("--weights", type=click.Path(exists=True, dir_okay=False), default=None, help="State-dict file.")
+@click.option("--weights", type=ExistingPath(dir_okay=False), default=None, help="State-dict file.")
 @click.option("--num-classes", type=click.IntRange(2, MAX_NUM_CLASSES), default=None, help="Output classes of --model.")
 @click.option(
     "--ec",
     "ec_dir",
-    type=click.Path(exists=True, file_okay=False),
+    type=ExistingPath(file_okay=False),
     default=None,
     help="A saved SpotCheck world (its test split, masks and classifier) instead of IMAGES.",
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ._base import SEED, FloatRange, LbeeError, check_writable_folder, cli, fail, log, require_extra
+from ._base import SEED, ExistingPath, FloatRange, LbeeError, check_writable_folder, cli, fail, log, require_extra
 
 
 @cli.group()
@@ -225,17 +225,17 @@ def spotcheck_bench(
 
 
 @cli.command("prototype-precision")
-@click.argument("explanation", type=click.Path(exists=True))
+@click.argument("explanation", type=ExistingPath())
 @click.option(
     "--embeddings",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="(n, d) .npy embeddings of the evaluation set.",
 )
 @click.option(
     "--partitions",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="(n, t) boolean .npy ground-truth partitions of the evaluation set.",
 )
 @click.option(

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, cli
+from ._base import ExistingPath, LbeeError, cli
 
 
 @cli.command()
-@click.argument("entry", type=click.Path(exists=True, dir_okay=False))
+@click.argument("entry", type=ExistingPath(dir_okay=False))
 @click.option(
     "--url", envvar="LBEE_URL", default=None, help="The server [env LBEE_URL; default http://127.0.0.1:8000]."
 )

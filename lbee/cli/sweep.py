@@ -8,7 +8,7 @@ import click
 
 from ..analyses.sweep import C_GRID, K_GRID, O_GRID
 from ..run.settings_cli import as_cli_message, settings_from_options, settings_options
-from ._base import check_encoder_spec, check_writable_folder, cli, fail
+from ._base import ExistingPath, check_encoder_spec, check_writable_folder, cli, fail
 
 
 def _number_list(grid):
@@ -42,7 +42,7 @@ def _number_list(grid):
 
 
 @cli.command()
-@click.argument("images", required=False, type=click.Path(exists=True))
+@click.argument("images", required=False, type=ExistingPath())
 @click.option(
     "--encoder",
     default="open_clip",
@@ -51,12 +51,12 @@ def _number_list(grid):
 )
 @click.option(
     "--image-embeddings",
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="(n, d) .npy image embeddings (rows in --predictions order), instead of IMAGES.",
 )
 @click.option(
     "--sentence-embeddings",
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="(N, d) .npy sentence embeddings [default: the encoder embeds --sentences].",
 )
 @click.option(
@@ -70,14 +70,14 @@ def _number_list(grid):
 @click.option(
     "--predictions",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="Table with the model's confidence ('confidence' or 'prob_<class>' columns) and per-image performance "
     "('performance', or label / pred), rows in embedding order.",
 )
 @click.option(
     "--relevance",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="Which sentences are true of which images (relevance Γ, as for `lbee evaluate`).",
 )
 @click.option("--logits", is_flag=True, help="The prob_<class> columns of --predictions hold logits (softmax them).")

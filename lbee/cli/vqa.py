@@ -6,11 +6,20 @@ from pathlib import Path
 
 import click
 
-from ._base import LbeeError, batch_size_option, check_writable_folder, cli, fail, ray_options, require_extra
+from ._base import (
+    ExistingPath,
+    LbeeError,
+    batch_size_option,
+    check_writable_folder,
+    cli,
+    fail,
+    ray_options,
+    require_extra,
+)
 
 
 @cli.group(invoke_without_command=True)
-@click.option("--images", type=click.Path(exists=True), help="A folder (recursive) or a manifest with 'path'.")
+@click.option("--images", type=ExistingPath(), help="A folder (recursive) or a manifest with 'path'.")
 @click.option(
     "--sentence-set",
     "--sentences",
@@ -41,14 +50,14 @@ from ._base import LbeeError, batch_size_option, check_writable_folder, cli, fai
 @click.option(
     "--questions",
     "questions_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="Override file: 'sentence<TAB>question' lines.",
 )
 @click.option("--llava-model", default="llava-hf/llava-1.5-7b-hf", show_default=True, help="Hub name or folder.")
 @click.option("--blip-model", default="Salesforce/blip-vqa-base", show_default=True, help="Hub name or folder.")
 @click.option(
     "--metadata",
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="Long-form table (image, sentence, relevant) for the 'metadata' backend.",
 )
 @click.option(
@@ -186,13 +195,11 @@ def vqa(
 
 
 @vqa.command("agreement")
-@click.option(
-    "--pseudo", required=True, type=click.Path(exists=True, dir_okay=False), help="The table written by 'lbee vqa'."
-)
+@click.option("--pseudo", required=True, type=ExistingPath(dir_okay=False), help="The table written by 'lbee vqa'.")
 @click.option(
     "--truth",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=ExistingPath(dir_okay=False),
     help="Annotated relevance: long-form table (image, sentence, relevant).",
 )
 def vqa_agreement(pseudo, truth):

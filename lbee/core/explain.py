@@ -180,9 +180,13 @@ def explain_methods(
         )
     part = Partition(a=a, n_clusters=n_clusters, n_easy_clusters=n_easy_clusters, slicer=slicer, ward=ward)
     # Cheap checks of the describe step first, so a bad k, τ or d fails before clustering.
+    import warnings
+
     from .selection import check_describe_args
 
-    check_describe_args(index, image_embeddings, k, tau, sentences)
+    with warnings.catch_warnings():  # its warnings are said once, when describing
+        warnings.simplefilter("ignore")
+        check_describe_args(index, image_embeddings, k, tau, sentences)
     part.fit(image_embeddings, confidence=confidence, hard=hard, easy=easy)
     if index.grammar is not None:  # one hypothesis per failure, as a run does (lbee.core.hypotheses)
         part.merge(index, tau=tau, k=k)

@@ -11,8 +11,9 @@ _REGISTRY: dict[str, Callable[..., Any]] = {}
 #: What a run on random weights says, in every place (terminal, HTML page, service pages, ``lbee embed``,
 #: ``lbee submit``): one text.
 RANDOM_WEIGHTS_BANNER = (
-    "Random weights: the encoder {encoder} was never trained, so the sentences chosen with it are meaningless. "
-    "This run only shows that the pipeline works; describe with pretrained weights (drop '@random') for a real audit."
+    "Random weights: the encoder {encoder} was never trained, so its embeddings and any sentences chosen with them "
+    "are meaningless. This run only shows that the pipeline works; describe with pretrained weights (drop '@random') "
+    "for a real audit."
 )
 #: The same, for a list of runs some of which used random weights (the service's run list).
 RANDOM_WEIGHTS_BANNER_RUNS = (

@@ -36,7 +36,7 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
         raise ValueError(
             f"{table_source(table, default)}: the prob_<class> columns are not probabilities at "
             f"{_rows_phrase(table, rows)}: {detail}; expected values in [0, 1] summing to 1 (±{tol:.2g}). "
-            "If they are logits (raw scores), pass probabilities='logits' to apply a softmax (CLI: --logits; "
-            "report config: logits: true)."
+            "If they are logits (raw scores), have a softmax applied: --logits on the command line, logits: true "
+            "in a report config, probabilities='logits' in the library."
         )
     return probs / sums[:, None]

@@ -348,13 +348,10 @@ def load_sentence_set(name_or_path):
 
             names = list_sentence_sets() + [f"{g}.grammar" for g in list_grammars()]
             near = difflib.get_close_matches(ref, names, n=1)
-            if not near and path.suffix and path.parent.is_dir():  # a file name misspelled: a file beside it
-                try:
-                    files = sorted(p.name for p in path.parent.iterdir() if p.suffix == path.suffix)[:1000]
-                except OSError:
-                    files = []
-                near = [str(path.with_name(n)) for n in difflib.get_close_matches(path.name, files, n=1)]
-            near = [n for n in near if n != ref]  # the file itself, there again an instant later (a race)
+            if not near:  # a file name misspelled: a file beside it
+                from .._files import near_file
+
+                near = [n for n in [near_file(path)] if n is not None and n != ref]  # never itself (a race)
             raise ValueError(
                 f"Unknown sentence set {ref!r}: not a file and not a built-in set"
                 + (f" (did you mean {near[0]!r}?)" if near else "")
