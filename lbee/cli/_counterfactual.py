@@ -20,6 +20,8 @@ def echo_counterfactuals(ec, analysis, *, method="compose", random_state=0):
     covers = {d["cluster"]: d["blindspot"] for d in analysis.description_details.get(method, []) if d.get("covered")}
     import textwrap
 
+    from ..run.text import line_width
+
     click.echo(
         "\n"
         + textwrap.fill(
@@ -27,7 +29,7 @@ def echo_counterfactuals(ec, analysis, *, method="compose", random_state=0):
             f"where each hypothesis's '{method}' statement holds, and on {DEMO_COUNTERFACTUAL} where exactly one of "
             "its conditions is changed (low where it holds: the statement is the failure; high once a condition is "
             "changed: the failure needs that condition):",
-            110,
+            line_width(),
         )
     )
     from ..run.text import FEW_IMAGES, few_line

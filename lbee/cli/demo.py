@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..run.limits import MAX_A, MAX_CLUSTERS, MAX_K
+from ..run.text import line_width
 from ._base import SEED, FloatRange, check_writable_folder, cli, log, require_extra
 from ._counterfactual import echo_counterfactuals
 
@@ -59,18 +60,14 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     require_extra("spotcheck", "html", needed_for="lbee demo")  # the sentences' encoder, report.html's charts
     check_writable_folder(out, "--out")
     click.echo("Generating a SpotCheck world with its square classifier ...")
-    click.echo(
-        "  (the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
+    _say(
+        "(the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
         "analysed; `lbee spotcheck bench` runs the paper's protocol)"
     )
     ec = make_ec(seed, log=step, train=True if retrain else "auto")
     v = ec.verification
     attempts = v.get("attempts") or ()
     if attempts:  # the story, once (the progress on stderr says only that a candidate was set aside)
-        import textwrap
-
-        from ..run.text import line_width
-
         seeds = ", ".join(str(a["seed"]) for a in attempts)
         why = f" ({attempts[0]['story']})" if attempts[0].get("story") else ""
         said = (
@@ -78,16 +75,16 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
             f" (seed {seeds}) set aside: a world is kept only when its classifier fails exactly in the blindspots "
             f"planted in it{why}; the demo uses candidate world {len(attempts) + 1} (seed {ec.seed})"
         )
-        click.echo(textwrap.fill(said, line_width(), initial_indent="  ", subsequent_indent="    "))
+        _say(said)
     else:
         click.echo(f"  the demo uses world seed {ec.seed}")
-    click.echo(
-        f"  model accuracy on the validation images: {v['accuracy_outside']:.2f} outside the blindspots, "
+    _say(
+        f"model accuracy on the validation images: {v['accuracy_outside']:.2f} outside the blindspots, "
         + ", ".join(f"{x:.2f} inside blindspot {i}" for i, x in enumerate(v["accuracy_inside"]))
     )
     click.echo("\nTrue blindspots (where the model was taught to fail):")
     for i, d in enumerate(ec.blindspot_sentences()):
-        click.echo(f"  [{i}] {d}")
+        _say(f"[{i}] {d}")
     enc = load_encoder("spotcheck", device=ctx.obj["device"])
     if ctx.obj["progress"]:
         step(f"embedding {len(ec.images['test'])} test images and the sentences, clustering, describing ...")
@@ -97,11 +94,9 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     from ..run.text import groups_line
 
     click.echo("\n" + _in_short(ec, analysis, out))
-    import textwrap
-
     hard = result.explanations["tops"].hard_clusters
-    said = "Test set: " + groups_line(p, len(hard), in_groups=sum(len(c.indices) for c in hard))
-    click.echo("\n" + textwrap.fill(said, 110))
+    click.echo()
+    _say("Test set: " + groups_line(p, len(hard), in_groups=sum(len(c.indices) for c in hard)), "", "")
     click.echo()
     click.echo("Each hard group's top sentence, per method (groups in the order of their evidence):")
     click.echo(top_sentences(result))
@@ -115,13 +110,17 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     from ..core.evaluation import METRIC_WORDS
 
     for key, words in METRIC_WORDS.items():
-        click.echo(f"  ({key}: {words})")
-    click.echo(
-        "  (description score: whether the sentences for a found blindspot state its conditions and are true of "
-        "it; 1 is best for all)"
+        _say(f"({key}: {words})", more="   ")
+    _say(
+        "(description score: whether the sentences for a found blindspot state its conditions and are true of "
+        "it; 1 is best for all)",
+        more="   ",
     )
     click.echo(f"\nHard groups as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
-    click.echo("  (DR: share of the true blindspots a group covers; FDR: share of the groups that cover no blindspot)")
+    _say(
+        "(DR: share of the true blindspots a group covers; FDR: share of the groups that cover no blindspot)",
+        more="   ",
+    )
     _echo_named_blindspots(ec, analysis)
     if ctx.obj["progress"]:
         step("counterfactual check: fresh renders for each hypothesis's statement and its one-condition variants ...")
@@ -176,7 +175,7 @@ def _in_short(ec, analysis, out):
         f"on held-out images. Open {out}/report.html to browse every group's images; then try lbee on your own "
         "images (README: 'The command line, on your images'). The details follow."
     )
-    return textwrap.fill(text, 110)
+    return textwrap.fill(text, line_width(), break_on_hyphens=False, break_long_words=False)
 
 
 def _echo_named_blindspots(ec, analysis):
@@ -205,7 +204,7 @@ def _echo_named_blindspots(ec, analysis):
                 f"easy images; description score {d['score']:.2f}"
             )
         for line in confirmation_lines(analysis.result.extra.get("confirmation"), d["cluster"]):
-            click.echo(textwrap.fill(line, 110, initial_indent="      ", subsequent_indent="        "))
+            click.echo(textwrap.fill(line, line_width(), initial_indent="      ", subsequent_indent="        "))
     note = confirmation_note(analysis.result.extra.get("confirmation"))
     if note:
         click.echo(f"  {note}")
@@ -286,4 +285,20 @@ def _write_demo_inputs(folder, analysis):
     )
     pd.DataFrame({"image": r.image_ids, "confidence": r.confidence, "performance": r.performance}).to_csv(
         folder / "predictions.csv", index=False
+    )
+
+
+def _say(text, indent="  ", more="    "):
+    """A paragraph of the demo's output, wrapped to the terminal (`lbee.run.text.line_width`)."""
+    import textwrap
+
+    click.echo(
+        textwrap.fill(
+            text,
+            line_width(),
+            initial_indent=indent,
+            subsequent_indent=more,
+            break_on_hyphens=False,  # paths and commands stay whole
+            break_long_words=False,
+        )
     )
