@@ -81,3 +81,30 @@ def test_install_page_names_the_wheel_that_builds():
     text = (DOCS / "install.md").read_text()
     wheels = set(re.findall(r"lbee-[\w.]+-py3-none-any\.whl", text))
     assert wheels == {f"lbee-{__version__}-py3-none-any.whl"}, wheels
+
+
+def test_the_library_page_s_confirmation_example_runs_and_confirms_a_planted_failure():
+    """An eighth user found no library route to held-out confirmation; the example on library.md is run here as
+    written, on embeddings with one planted failure (the sentence along its direction)."""
+    import numpy as np
+
+    import lbee
+
+    text = (DOCS / "guide" / "library.md").read_text()
+    code = text.split("## Held-out confirmation", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    rng = np.random.default_rng(0)
+    n, d = 1500, 16
+    X = rng.normal(size=(n, d))
+    inside = rng.random(n) < 0.15
+    X[inside, 0] += 4.0  # the failure's images lie along axis 0
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    S = np.eye(d)[:8]
+    texts = [f"sentence {i}" for i in range(8)]
+    failed = np.where(inside, rng.random(n) < 0.9, rng.random(n) < 0.03)
+    phi = np.where(failed, rng.uniform(0.0, 0.3, n), rng.uniform(0.7, 1.0, n))
+    printed = []
+    env = {"lbee": lbee, "np": np, "X": X, "S": S, "phi": phi, "texts": texts, "tau": 0.5, "failed": failed}
+    env["print"] = lambda *a: printed.append(a)
+    exec(code, env)  # noqa: S102  (the page's own example)
+    best = min(printed, key=lambda row: row[3])
+    assert best[0] == "sentence 0" and best[1] > 0.5 > best[2] and best[3] <= 0.05, printed
