@@ -100,6 +100,22 @@ def test_explain_per_class_finds_each_class_failure_with_one_index(monkeypatch):
     assert summary.set_index("method").loc["pdiff", "n_classes"] == 2
 
 
+def test_a_class_of_few_hard_images_is_not_cut_into_the_default_five_groups():
+    """An eighth user's circle class, 10 hard images, came out as groups of 2, 4, 1, 2 and 1. With
+    ``images_per_group`` (what the command line passes when --clusters is not given) it is one group per 10."""
+    from lbee.run.settings import RunSettings
+
+    X, S, labels, preds, _, _ = per_class_world()
+    kw = dict(labels=labels, preds=preds, methods=["tops"], k=1)
+    paper = explain_per_class(X, S, n_clusters=5, **kw)
+    assert (paper.metrics["n_hard_clusters"] == 5).all()  # the paper's C, whatever the class's size
+    fewer = explain_per_class(X, S, n_clusters=5, images_per_group=10, **kw)
+    rows = fewer.metrics.set_index("class")
+    assert (rows["n_hard_clusters"] == (rows["n_hard"] // 10).clip(1, 5)).all() and (rows["n_hard"] == 12).all()
+    assert RunSettings(per_class="errors").images_per_group_per_class == 10
+    assert RunSettings(per_class="errors", clusters=5).images_per_group_per_class is None  # C given: kept
+
+
 def test_per_class_threads_match_serial():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(600, 16))

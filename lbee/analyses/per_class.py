@@ -159,9 +159,15 @@ def _fit_class(images, cs, settings):
             images.subset(cs.images),
             hard=cs.hard,
             easy=cs.easy,
-            n_clusters=settings["n_clusters"],
+            n_clusters=_class_clusters(int(np.sum(cs.hard)), settings),
             n_easy_clusters=settings["n_easy_clusters"],
         )
+
+
+def _class_clusters(n_hard, settings):
+    """Hard groups of a class of ``n_hard`` hard images (`explain_per_class`'s ``images_per_group``)."""
+    per = settings.get("images_per_group")
+    return settings["n_clusters"] if per is None else min(settings["n_clusters"], max(1, n_hard // per))
 
 
 def _describe_class(part, index, rel, cs, settings):
@@ -270,6 +276,7 @@ def explain_per_class(
     sentences=None,
     n_jobs=1,
     progress=False,
+    images_per_group=None,
 ):
     """Run LBEE separately on each class.
 
@@ -312,6 +319,10 @@ def explain_per_class(
         Worker processes (joblib); -1 uses every core. Results do not depend on it.
     progress : bool, default=False
         A progress bar over classes.
+    images_per_group : int, optional
+        With it, a class of few hard images gets fewer groups: ``min(n_clusters, max(1, n_hard //
+        images_per_group))`` (the command line's rule: 10 hard images are not cut into 5 groups of 2). Default:
+        ``n_clusters`` for every class, as the paper.
 
     Returns
     -------
@@ -323,6 +334,8 @@ def explain_per_class(
     if isinstance(methods, str):
         methods = [methods]
     check_positive_int(n_clusters, "n_clusters")
+    if images_per_group is not None:
+        check_positive_int(images_per_group, "images_per_group")
     images = UnitRows(image_embeddings, "image_embeddings")  # validated in row blocks, never copied whole
     index = as_sentence_index(sentence_embeddings)
     if labels is None or len(labels) != images.shape[0]:
@@ -342,6 +355,7 @@ def explain_per_class(
     settings = dict(
         methods=list(methods),
         n_clusters=n_clusters,
+        images_per_group=images_per_group,
         n_easy_clusters=n_easy_clusters,
         k=k,
         tau=tau,

@@ -283,6 +283,7 @@ def _per_class(inputs, scores, settings, tau, progress, n_jobs):
         sentences=inputs.sentences,
         n_jobs=n_jobs,
         progress=progress,
+        images_per_group=settings.images_per_group_per_class,
     )
 
 

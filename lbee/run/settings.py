@@ -161,7 +161,7 @@ class RunSettings:
         maximum=MAX_CLUSTERS,
         optional=True,
         default_text=f"{DEFAULT_N_CLUSTERS}; one per {IMAGES_PER_DEFAULT_GROUP} hard images below "
-        f"{DEFAULT_N_CLUSTERS * IMAGES_PER_DEFAULT_GROUP}; {DEFAULT_N_CLUSTERS_PER_CLASS} per class",
+        f"{DEFAULT_N_CLUSTERS * IMAGES_PER_DEFAULT_GROUP}; {DEFAULT_N_CLUSTERS_PER_CLASS} per class, fewer likewise",
     )
     easy_clusters: int | None = _knob(
         None,
@@ -302,6 +302,11 @@ class RunSettings:
         if self.clusters is not None or self.per_class:
             return self.n_clusters
         return min(DEFAULT_N_CLUSTERS, max(1, int(n_hard) // IMAGES_PER_DEFAULT_GROUP))
+
+    @property
+    def images_per_group_per_class(self):
+        """Per class, ``clusters`` not given: one group per `IMAGES_PER_DEFAULT_GROUP` hard images, at most 5."""
+        return IMAGES_PER_DEFAULT_GROUP if self.clusters is None else None
 
     @property
     def slicer_names(self):
