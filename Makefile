@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The torch / torchvision lbee is tested with (pyproject.toml has floors only); these resolve from local files here.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: install demo test lint browser docs wheel-check bench bench-serve clean
+.PHONY: install demo test lint browser docs wheel wheel-check bench bench-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,12 @@ lint: $(STAMP)
 
 test: $(STAMP) $(SPOTLIGHT_STAMP) lint browser docs
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q tests
+
+# The wheel for another machine (docs/install.md), in dist/; setuptools' build/ and lbee.egg-info/ are removed after.
+wheel:
+	$(PYTHON) -m pip wheel -q --no-deps . -w dist/
+	rm -rf build lbee.egg-info
+	@ls dist/lbee-*.whl
 
 # Build the wheel, install it into a fresh venv (torch pins first) and run `lbee demo` outside the tree.
 wheel-check: $(STAMP)
