@@ -92,11 +92,12 @@ def pinned(path, what):
 SPARSE_MIN_BYTES = 64 << 20
 
 
-def refuse_sparse(path, what):
+def refuse_sparse(path, what, name=None):
     """Refuse a large file that holds far fewer bytes on disk than its size: a sparse file, mostly never written.
 
     ``truncate -s 4G`` makes one in no time; read whole it costs its declared size in memory. A file of more than
-    `SPARSE_MIN_BYTES` with less than an eighth of them on disk is refused before it is read.
+    `SPARSE_MIN_BYTES` with less than an eighth of them on disk is refused before it is read. ``name``: how the
+    message names the file (``path`` may be a pinned descriptor's).
     """
     try:
         st = os.stat(path)
@@ -104,7 +105,7 @@ def refuse_sparse(path, what):
         return
     if st.st_size > SPARSE_MIN_BYTES and getattr(st, "st_blocks", st.st_size) * 512 < st.st_size / 8:
         raise ValueError(
-            f"{what} {str(path)!r} is a sparse file: {st.st_size:,} bytes, of which "
+            f"{what} {str(name or path)!r} is a sparse file: {st.st_size:,} bytes, of which "
             f"{st.st_blocks * 512:,} were ever written; expected a file written in full."
         )
 

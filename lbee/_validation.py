@@ -203,6 +203,8 @@ def check_name_text(value: Any, name: str, *, max_chars: int = MAX_NAME_CHARS) -
                 f"`{name}` holds U+{ord(c):04X} (a control or invisible character) at position {i + 1}; "
                 "expected a name of visible characters on one line."
             )
+    if not any(not c.isspace() and not unicodedata.category(c).startswith("M") for c in value):
+        raise ValueError(f"`{name}` is blank (spaces or accents only); expected a name that shows.")
     return value
 
 

@@ -96,6 +96,12 @@ class OpenCLIPEncoder(Encoder):
         except Exception as exc:  # download / hub failures surface as many exception types
             from ..scoring.classifier import load_error_line
 
+            if local:  # the user's own file: no word of downloads and caches
+                raise EncoderLoadError(
+                    f"Could not load open_clip model {self.model_name!r} from the checkpoint file "
+                    f"{self.pretrained!r}: {type(exc).__name__}: {load_error_line(exc)}; expected that model's "
+                    "weights as open_clip saves them (a state dict saved by torch.save, or a .safetensors file)."
+                ) from None
             raise EncoderLoadError(
                 f"Could not load open_clip model {self.model_name!r} with pretrained weights "
                 f"{self.pretrained!r}: {type(exc).__name__}: {load_error_line(exc)}\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import shown as cut  # an id quoted in a message: at most 80 characters of it
 from .table_reader import logger
 
 
@@ -20,7 +21,7 @@ def report_unmatched(n_unmatched, n_total, *, what, source, examples=(), hint=""
     """
     if n_unmatched == 0:
         return
-    shown = ", ".join(repr(e) for e in list(examples)[:3])
+    shown = ", ".join(cut(e) for e in list(examples)[:3])
     more = f" (e.g. {shown})" if shown else ""
     if n_unmatched >= n_total:
         raise ValueError(f"{source}: none of its {n_total} row(s) matches {what}{more}.{(' ' + hint) if hint else ''}")
@@ -33,6 +34,12 @@ def report_unmatched(n_unmatched, n_total, *, what, source, examples=(), hint=""
         more,
         (" " + hint) if hint else "",
     )
+
+
+#: The folder levels of an id or path that are matched by their tails (``a/f.png`` of ``x/a/f.png``): the last 64.
+#: Every tail is a string of its own, so an id of thousands of '/' cost thousands of them (61 KB of such ids held a
+#: worker for 330 s); a real image path is a few levels deep.
+MAX_TAIL_PARTS = 64
 
 
 def _posix(text):
@@ -78,13 +85,14 @@ class IdMatcher:
         # every form of an image, and every one of its tails at a folder boundary ('a/f.png', 'f.png' of 'x/a/f.png'):
         # a table id is then matched by a few lookups, never by comparing it with every image of the same file name
         # (20,000 images all named rgb.png took 196 s)
-        self.exact, self.by_form, self.by_tail = {}, {}, {}
+        self.exact, self.by_form, self.by_tail, self.depths = {}, {}, {}, set()
         for i, forms in enumerate(self.forms):
             for f in forms:
                 self.exact.setdefault(f, i)
                 parts = _posix(f).split("/")
                 self.by_form.setdefault("/".join(parts), set()).add(i)
-                for k in range(1, len(parts)):
+                self.depths.add(len(parts))
+                for k in range(max(1, len(parts) - MAX_TAIL_PARTS), len(parts)):
                     self.by_tail.setdefault("/".join(parts[k:]), set()).add(i)
         self.claimed = {}
 
@@ -92,8 +100,9 @@ class IdMatcher:
         """Rows of the images one of whose forms equals ``key`` or ends with it, or ``key`` ends with, at a '/'."""
         parts = _posix(key).split("/")
         found = set(self.by_form.get("/".join(parts), ())) | set(self.by_tail.get("/".join(parts), ()))
-        for k in range(1, len(parts)):  # the key is longer: one of its tails is an image's form
-            found |= self.by_form.get("/".join(parts[k:]), set())
+        for depth in self.depths:  # the key is longer: its tail of as many levels as an image's form may be it
+            if depth < len(parts):
+                found |= self.by_form.get("/".join(parts[len(parts) - depth :]), set())
         return found
 
     def index(self, key):
@@ -103,9 +112,9 @@ class IdMatcher:
         if i is None:
             cands = sorted(self._candidates(key))
             if len(cands) > 1:
-                shown = ", ".join(repr(self.run_ids[j]) for j in cands[:4]) + (", ..." if len(cands) > 4 else "")
+                shown = ", ".join(cut(self.run_ids[j]) for j in cands[:4]) + (", ..." if len(cands) > 4 else "")
                 raise ValueError(
-                    f"{self.source}: the id {key!r} matches {len(cands)} images of the run by its file "
+                    f"{self.source}: the id {cut(key)} matches {len(cands)} images of the run by its file "
                     f"name ({shown}); expected an id that names one image: the image's id (its path "
                     "relative to the folder, or the manifest's 'path'), or a path ending with it."
                 )
@@ -114,8 +123,8 @@ class IdMatcher:
             prev = self.claimed.setdefault(i, key)
             if prev != key:
                 raise ValueError(
-                    f"{self.source}: the ids {prev!r} and {key!r} both match the image "
-                    f"{self.run_ids[i]!r} of the run; expected one id per image."
+                    f"{self.source}: the ids {cut(prev)} and {cut(key)} both match the image "
+                    f"{cut(self.run_ids[i])} of the run; expected one id per image."
                 )
         return i
 

@@ -295,6 +295,8 @@ def parse_sentences(text, source="<text>"):
         if not line:
             continue
         in_header = False
+        if len(line) > MAX_SENTENCE_CHARS:
+            raise ValueError(f"{source}: line {lineno} {too_long(line)}")
         bad = line_break_in(line)
         if bad is not None:  # an escape sequence would reach the terminal and the report, a zero-width space hide
             raise ValueError(
@@ -309,6 +311,20 @@ def parse_sentences(text, source="<text>"):
     if not sentences:
         raise ValueError(f"{source}: no sentence found; expected one sentence per line ('#' starts a comment).")
     return sentences, "\n".join(header).strip()
+
+
+#: The longest sentence lbee reads, in characters. A CLIP text encoder reads its first 77 tokens (about 300
+#: characters); 18 MB of long lines cost seconds and a 37 MB output folder, and one character can expand 18-fold
+#: when normalised (`sentence_key`).
+MAX_SENTENCE_CHARS = 1000
+
+
+def too_long(sentence):
+    """The words of a refusal of ``sentence`` as too long (after the place that names it)."""
+    return (
+        f"holds a sentence of {len(sentence):,} characters; expected at most {MAX_SENTENCE_CHARS:,} (an encoder "
+        "reads about the first 300)."
+    )
 
 
 def load_sentence_set(name_or_path):

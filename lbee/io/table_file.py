@@ -24,6 +24,9 @@ def read_pinned(src, path, suffix):
     try:
         if suffix in (".parquet", ".pq"):
             table, fmt = pd.read_parquet(src), "parquet"
+            if any(name is not None for name in table.index.names):  # written with df.to_parquet from an indexed
+                # frame: the index ('image') is a column of the file, and one of the table to a reader
+                table = table.reset_index()
         else:
             fmt = "tsv" if suffix == ".tsv" else "csv"
             table = pd.read_csv(src, **csv_options(fmt))

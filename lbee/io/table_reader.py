@@ -212,6 +212,9 @@ def check_unique(table, column, default="table", what="id"):
     seen, dups = {}, []
     for i, v in enumerate(raw):
         key = cell_text(v)  # the text every later step compares: " a.png" and "a.png" are one id
+        if key in seen:  # checked once: 65,000 rows of one long id were checked 65,000 times
+            dups.append((seen[key], i, key))
+            continue
         if len(key) > MAX_ID_CHARS:  # checked, hashed and shown on every page: a 130,000-character id on
             # 2,000 rows held a worker for minutes
             (where,) = row_labels(table, [i])
@@ -226,10 +229,7 @@ def check_unique(table, column, default="table", what="id"):
                 f"{table_source(table, default)}: column {column!r} at {where} holds the character "
                 f"U+{ord(bad):04X} ({INVISIBLE}); expected an {what} of visible text."
             )
-        if key in seen:
-            dups.append((seen[key], i, key))
-        else:
-            seen[key] = i
+        seen[key] = i
     if dups:
         first, second, value = dups[0]
         a, b = row_labels(table, [first, second])

@@ -132,6 +132,8 @@ def load_report_config(path):
             checked[key] = check_setting(key, value, "defaults", key_line(defaults, key), path)
         except EntryError as exc:
             raise ConfigError(str(exc)) from None
+    from ..grammar import said_alike
+
     out = []
     names = set()
     for i, entry in enumerate(datasets):
@@ -140,9 +142,9 @@ def load_report_config(path):
         except EntryError as exc:
             name = str(entry.get("name") or f"dataset_{i}") if isinstance(entry, dict) else f"dataset_{i}"
             ds = DatasetSpec(name=name, line=key_line(entry), error=str(exc))
-        if ds.name in names:
+        if said_alike(ds.name) in names:  # 'ﬁ' and 'fi', 'M' and 'm': one folder on many disks, one name to a reader
             ds.error = f"{path}, line {ds.line}: dataset name {ds.name!r} is used twice; names must be unique."
-        names.add(ds.name)
+        names.add(said_alike(ds.name))
         out.append(ds)
     output = data.get("output", "lbee_out/report")
     cache_dir = data.get("cache_dir")

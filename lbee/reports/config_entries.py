@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 
 from .._validation import check_name_text, check_seed, shown
+from ..grammar import said_alike
 from ..io.confinement import data_root, file_kind
 from ..io.sentences import WORLD_SENTENCE_SET
 from ..run import limits
@@ -34,6 +35,8 @@ REPORT_DEFAULTS = {"thumbnails": 8, "classes_shown": 12, "sweep": None, "group_o
 SETTING_KEYS = KNOB_KEYS + tuple(INPUT_DEFAULTS) + tuple(REPORT_DEFAULTS)
 SOURCE_KEYS = ("images", "spotcheck", "rival10", "image_embeddings", "sentence_embeddings", "masks", "sensitivity")
 MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
+#: The most models one dataset entry may list (each is a table read and a describe run).
+MAX_MODELS = 64
 DATASET_KEYS = ("name",) + SOURCE_KEYS + ("models",) + MODEL_KEYS[1:] + SETTING_KEYS
 SPOTCHECK_KEYS = ("seed", "path")
 RIVAL10_KEYS = ("path", "split", "class_map")
@@ -161,6 +164,11 @@ def _parse_model(entry, where, base, path, line):
             raise EntryError(unknown_key_message(key, MODEL_KEYS, where, key_line(entry, key), path))
     if ("predictions" in entry) == ("model" in entry):
         raise EntryError(f"{path}, line {key_line(entry)}: {where} needs exactly one of 'predictions' or 'model'.")
+    if "name" in entry:
+        try:
+            check_name_text(entry["name"], f"{where}.name")
+        except ValueError as exc:
+            raise EntryError(f"{path}, line {key_line(entry, 'name')}: {exc}") from None
     m = ModelSpec(name=str(entry.get("name") or entry.get("model") or Path(entry["predictions"]).stem))
     if "predictions" in entry:
         m.predictions = _resolve_path(entry["predictions"], "predictions", base, key_line(entry, "predictions"), path)
@@ -325,11 +333,24 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
                 f"{path}, line {key_line(entry, 'models')}: {where} has both 'models' and a single "
                 "model's keys; use one."
             )
+        if len(entry["models"]) > MAX_MODELS:
+            raise EntryError(
+                f"{path}, line {key_line(entry, 'models')}: {where} lists {len(entry['models']):,} models; expected "
+                f"at most {MAX_MODELS} (one dataset entry per group of models beyond that)."
+            )
         ds.models = [
             attempt(_parse_model, m, f"{where}.models[{j}]", base, path, key_line(entry, "models"))
             for j, m in enumerate(entry["models"])
         ]
         ds.models = [m for m in ds.models if m is not None]
+        named = {}
+        for j, m in enumerate(ds.models):  # results are asked for by model name (?model=, --model): one each
+            first = named.setdefault(said_alike(m.name), j)
+            if first != j:
+                raise EntryError(
+                    f"{path}, line {key_line(entry, 'models')}: {where}.models[{j}] is named {shown(m.name)}, as "
+                    f"models[{first}] is ({shown(ds.models[first].name)}); expected a name of its own for each model."
+                )
     elif any(k in entry for k in ("predictions", "model")):
         single = {k: entry[k] for k in MODEL_KEYS[1:] if k in entry}
         single = LineMapping(single)

@@ -17,7 +17,7 @@ import numpy as np
 
 
 def check_stored_zip(path, what="`weights`", name=None):
-    """Refuse a torch zip archive with compressed entries: a few MB can inflate to gigabytes when loaded.
+    """Refuse a torch zip archive with compressed entries, or a sparse file: either is gigabytes when loaded.
 
     ``torch.save`` writes its entries stored (uncompressed), so a state dict a model was saved as passes; the
     legacy (non-zip) format is read as it is. ``name``: how the message names the file (``path`` may be a pinned
@@ -25,6 +25,9 @@ def check_stored_zip(path, what="`weights`", name=None):
     """
     import zipfile
 
+    from .._files import refuse_sparse
+
+    refuse_sparse(path, what, name)  # a state dict of holes: 364 KB on disk made torch.load read 3 GB
     if not zipfile.is_zipfile(path):
         return
     with zipfile.ZipFile(path) as archive:
@@ -44,7 +47,7 @@ def load_error_line(exc):
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if "weights_only" in first or "Weights only" in first:
         return "not a plain state dict of tensors"
-    return first
+    return "".join(c for c in first if c.isprintable())  # torch's own terminal escapes (bold) never reach a user
 
 
 def _load_state_dict(module, weights):
@@ -58,13 +61,13 @@ def _load_state_dict(module, weights):
     with pinned(path, "`weights` file") as src:  # a FIFO, a device, a link out of a job's data root
         if not path.is_file():
             raise FileNotFoundError(f"`weights` file {str(path)!r} does not exist.")
-        check_stored_zip(src)
+        check_stored_zip(src, name=path)
         try:
             state = torch.load(src, map_location="cpu", weights_only=True)
         except Exception as exc:  # not a torch file, or a pickled object beyond plain tensors
             raise ValueError(
                 f"`weights` {str(path)!r} is not a loadable state dict ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''}); expected a file saved with "
+                f"{load_error_line(exc)}); expected a file saved with "
                 "torch.save(model.state_dict(), path). A whole pickled model or a TorchScript file "
                 "is not accepted as --weights (pass a TorchScript file as the model itself)."
             ) from None

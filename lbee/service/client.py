@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -147,6 +148,13 @@ def printable(text):
     )
 
 
+def _quoted(job_id):
+    """A job id as a URL's path segment: a '/', a space or a line break in it never reaches the request line."""
+    from urllib.parse import quote
+
+    return quote(str(job_id), safe="")
+
+
 def _job(answer, what):
     """A job's state as the server sent it, with its texts made `printable`.
 
@@ -156,6 +164,7 @@ def _job(answer, what):
     if not (
         isinstance(answer, dict)
         and isinstance(answer.get("id"), str)
+        and re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", answer["id"]) is not None  # it goes into the next URLs
         and isinstance(answer.get("status"), str)
         and (fraction is None or (isinstance(fraction, (int, float)) and not isinstance(fraction, bool)))
         and isinstance(answer.get("runs") or [], list)
@@ -163,7 +172,10 @@ def _job(answer, what):
         and isinstance(answer.get("log") or [], list)
         and all(isinstance(line, str) for line in answer.get("log") or [])
     ):
-        raise ServiceError(f"{what}: the server's answer is not a job (an object with 'id', 'status', ...).")
+        raise ServiceError(
+            f"{what}: the server's answer is not a job (an object with 'id' of letters, digits, '_', '.' or '-', "
+            "'status', ...)."
+        )
     return _printable_all(answer)
 
 
@@ -289,11 +301,11 @@ class Client:
 
         Its texts are made `printable`: they reach a terminal, and a server's text could carry escape sequences.
         """
-        return _job(self._request("GET", f"/v1/jobs/{job_id}"), "GET /v1/jobs/{id}")
+        return _job(self._request("GET", f"/v1/jobs/{_quoted(job_id)}"), "GET /v1/jobs/{id}")
 
     def cancel(self, job_id):
         """Cancel a queued or running job; returns its state."""
-        return self._request("POST", f"/v1/jobs/{job_id}/cancel")
+        return self._request("POST", f"/v1/jobs/{_quoted(job_id)}/cancel")
 
     def wait(self, job_id, *, poll=POLL_SECONDS, timeout=None, on_progress=None):
         """Poll the job until it ends; returns its final state.
@@ -334,15 +346,15 @@ class Client:
     # ---- results
     def explanation(self, job_id, model=None):
         """The job's ``explanation.json`` (a dict; ``model`` picks one of an entry with several)."""
-        return self._request("GET", f"/v1/jobs/{job_id}/explanation{_model(model)}")
+        return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/explanation{_model(model)}")
 
     def metrics(self, job_id, model=None):
         """The job's run with its metric rows (ACR, AHR, TPR, JI per slicer and method; empty without Γ)."""
-        return self._request("GET", f"/v1/jobs/{job_id}/metrics{_model(model)}")
+        return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/metrics{_model(model)}")
 
     def report(self, job_id, model=None):
         """The job's HTML report (str)."""
-        return self._request("GET", f"/v1/jobs/{job_id}/report{_model(model)}", raw=True).decode("utf-8")
+        return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/report{_model(model)}", raw=True).decode("utf-8")
 
     def fetch(self, job_id, out_dir, model=None, *, overwrite=False):
         """Write the job's ``report.html``, ``explanation.json`` and ``metrics.json`` into ``out_dir``.
@@ -361,7 +373,7 @@ class Client:
         how = "overwrite=True (lbee submit: --overwrite)"  # said from Python and from the CLI alike
         check_no_replace([out / name for name in RESULT_FILES], overwrite=overwrite, option=None, how=how)
         data = {
-            name: self._request("GET", f"/v1/jobs/{job_id}/{endpoint}{_model(model)}", raw=True)
+            name: self._request("GET", f"/v1/jobs/{_quoted(job_id)}/{endpoint}{_model(model)}", raw=True)
             for name, endpoint in RESULT_FILES.items()
         }
         with staged_entries(out, replaces=tuple(RESULT_FILES)) as stage:

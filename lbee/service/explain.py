@@ -338,12 +338,14 @@ def check_sentence_list(sentences):
     if not (isinstance(sentences, list) and all(isinstance(s, str) for s in sentences)):
         raise ValueError("`sentences` must be a list of strings, one per row of sentence_embeddings.")
     from ..grammar import INVISIBLE, line_break_in
-    from ..io.sentences import sentence_key
+    from ..io.sentences import MAX_SENTENCE_CHARS, sentence_key, too_long
 
     seen = {}
     for i, text in enumerate(sentences):
         if not text.strip():
             raise ValueError(f"`sentences[{i}]` is blank; expected a sentence.")
+        if len(text.strip()) > MAX_SENTENCE_CHARS:
+            raise ValueError(f"`sentences[{i}]` {too_long(text.strip())}")
         bad = line_break_in(text.strip())
         if bad is not None:
             raise ValueError(

@@ -324,8 +324,11 @@ def load_classifier_weights(path):
     try:
         # the file checked is the file loaded: a link out of a job's data root or a FIFO swapped in is refused
         with pinned(path, "Model weights") as src:
-            check_stored_zip(src)  # a compressed archive can inflate to gigabytes
+            check_stored_zip(src, "Model weights", name=path)  # compressed or sparse: gigabytes once loaded
             model.load_state_dict(torch.load(src, map_location="cpu", weights_only=True))
     except Exception as exc:  # not a state dict (torch's unpickling error advises unsafe loading: never quoted)
-        raise CorruptECError(f"Model weights {str(path)!r} cannot be loaded: {load_error_line(exc)}") from None
+        said = exc.strerror if isinstance(exc, OSError) and exc.strerror and str(path) in exc.strerror else None
+        if said is None and isinstance(exc, ValueError) and str(path) in str(exc):
+            said = str(exc)  # the check's own words name the file
+        raise CorruptECError(said or f"Model weights {str(path)!r} cannot be loaded: {load_error_line(exc)}") from None
     return model.eval()
