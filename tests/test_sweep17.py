@@ -156,3 +156,15 @@ def test_ids_are_quoted_short_in_matching_messages_and_an_indexed_parquet_reads_
     )
     assert read_table(tmp_path / "i.parquet").columns.tolist() == ["image", "confidence"]
     assert np.allclose(read_table(tmp_path / "i.parquet")["confidence"], [0.1, 0.9])
+
+
+def test_an_empty_hard_split_names_a_confidence_far_from_the_rest():
+    """Lower 6: one 1e308 among confidences in [0, 1] emptied the hard split, and the message said only 'try a
+    smaller --a'."""
+    import lbee
+
+    rng = np.random.default_rng(0)
+    phi = rng.uniform(size=300)
+    phi[7] = 1e308
+    with pytest.raises(ValueError, match=r"1 lies far from the rest \(e\.g\. 1e\+308 at position 7"):
+        lbee.partition(rng.normal(size=(300, 8)), confidence=phi)

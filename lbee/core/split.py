@@ -46,6 +46,20 @@ def _power_of_two_scaled(phi: FloatArray) -> FloatArray:
     return np.ldexp(phi, -int(np.frexp(top)[1]))
 
 
+def _outliers(phi: FloatArray) -> str:
+    """A hint naming a few confidences far from the rest (1e308 among values in [0, 1] stretches σ), or ''."""
+    med = float(np.median(phi))
+    spread = float(np.median(np.abs(phi - med))) or float(np.std(phi)) / 1e6
+    far = np.flatnonzero(np.abs(phi - med) > 1000 * spread) if spread > 0 else np.zeros(0, np.int64)
+    if not 0 < far.size <= 10:
+        return ""
+    return (
+        f", or check the confidences: {far.size} {'lies' if far.size == 1 else 'lie'} far from the rest "
+        f"(e.g. {phi[far[0]]:.4g} at position {int(far[0])}, counted from 0, against a median of {med:.4g}) "
+        "and stretch σ"
+    )
+
+
 def resolve_split(
     n: int, *, confidence: ArrayLike | None = None, hard: Any = None, easy: Any = None, a: float = 0.2
 ) -> tuple[BoolArray, BoolArray]:
@@ -58,6 +72,8 @@ def resolve_split(
         hint = f" (a={a}); try a smaller `a`"
         if phi.max() == phi.min():
             hint = "; all confidences are equal, so no image is harder than another"
+        elif not (hard_mask.any() and easy_mask.any()):
+            hint += _outliers(phi)
     elif hard is not None and easy is not None:
         hard_mask = as_bool_vector(hard, "hard", n)
         easy_mask = as_bool_vector(easy, "easy", n)
