@@ -168,3 +168,20 @@ def test_an_empty_hard_split_names_a_confidence_far_from_the_rest():
     phi[7] = 1e308
     with pytest.raises(ValueError, match=r"1 lies far from the rest \(e\.g\. 1e\+308 at position 7"):
         lbee.partition(rng.normal(size=(300, 8)), confidence=phi)
+
+
+def test_a_relevance_of_no_true_cell_is_said(tmp_path, caplog):
+    """Lower 7: an all-false Γ .npy was read without a word: every metric 0, TPR nan."""
+    import logging
+
+    from lbee.io.relevance import load_relevance
+
+    np.save(tmp_path / "g.npy", np.zeros((3, 2), bool))
+    with caplog.at_level(logging.WARNING, logger="lbee"):
+        rel = load_relevance(tmp_path / "g.npy", ["a", "b", "c"], ["x", "y"])
+    assert not rel.any() and "holds no relevant (image, sentence) pair" in caplog.text
+    caplog.clear()
+    np.save(tmp_path / "h.npy", np.eye(3, 2, dtype=bool))
+    with caplog.at_level(logging.WARNING, logger="lbee"):
+        load_relevance(tmp_path / "h.npy", ["a", "b", "c"], ["x", "y"])
+    assert "no relevant" not in caplog.text

@@ -56,6 +56,18 @@ def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
     -------
     ndarray of bool, shape (n_images, n_sentences)
     """
+    rel = _read_relevance(path, image_ids, sentences, conditions=conditions, n_base=n_base)
+    if rel.size and not rel.any():  # every metric would be 0 and TPR undefined, with no word of why
+        logger.warning(
+            "Relevance %r holds no relevant (image, sentence) pair: no sentence is true of any image, so every "
+            "metric of the run is 0 and TPR is undefined. Expected a Γ with the pairs that hold marked 1.",
+            str(path),
+        )
+    return rel
+
+
+def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
+    """`load_relevance` without its check of the whole: the file read and aligned."""
     path = Path(path)
     n, m = len(image_ids), len(sentences)
     n_base = m if n_base is None else int(n_base)
