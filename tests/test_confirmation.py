@@ -382,3 +382,40 @@ def test_only_a_group_that_fails_itself_ranks_as_a_confirmed_failure():
     assert [g["confirmed"] for g in conf["groups"]] == [True] * n_confirmed + [False] * (len(groups) - n_confirmed)
     harm = [(1 - omega[c.indices].mean()) * len(c.indices) for c in groups[n_confirmed:]]
     assert harm == sorted(harm, reverse=True), harm
+
+
+def test_a_group_leads_only_on_a_statement_of_its_own_images_and_significant_errors():
+    """A ninth user's first group held 11 images, 2 of them errors (0.18 against 0.13): its fpdiff sentence, the
+    planted failure, confirmed on held-out images by the given Γ but held for none of the group's 11 images, and
+    the group ranked above the failure's own. A group now stands for a confirmed failure only when it fails
+    significantly more often than the rest and its statement holds for at least half of its images."""
+    from types import SimpleNamespace
+
+    from lbee.core.explanation import HardCluster
+    from lbee.run.confirm import _holds_for_the_group, _own_failure
+    from lbee.run.confirm_text import confirmation_lines
+
+    n = 400
+    failed = np.zeros(n, bool)
+    failed[[0, 1]] = True  # group A: 2 errors of 11
+    failed[20:50] = True  # group B: 30 of 30
+    failed[100:130:2] = True  # the rest: 15 of 270
+    plan = SimpleNamespace(counted=np.ones(n, bool), mask=np.arange(n) >= 300, failed=failed)
+    groups = [HardCluster(np.arange(11), np.zeros(2), 0), HardCluster(np.arange(20, 50), np.zeros(2), 0)]
+    own = _own_failure(groups, plan)
+    assert "not significantly more often" in own[0] and own[1] is None
+    regions = np.zeros((n, 1), bool)
+    regions[20:50, 0] = regions[300:320, 0] = True  # the statement holds for group B's images, not group A's
+    holds = _holds_for_the_group(groups, [0, 0], {0: (0, {"region": "relevance"})}, regions)
+    assert holds == {0: (0, 11), 1: (30, 30)}
+    statement = {"n_in": 20, "lift": 9.0, "error_rate_in": 0.9, "error_rate_out": 0.1, "ci": [0.7, 0.97]}
+    conf = {
+        "status": "done",
+        "n_held_out": 100,
+        "outcome": "error rate",
+        "statements": [{**statement, "q_value": 1e-9, "confirmed": True, "region": "relevance"}],
+        "groups": [{"statement": 0, "confirmed": False, "not_a_failure": "its statement holds for 0 of its 11 images"}],
+    }
+    assert confirmation_lines(conf, 0)[0].startswith(
+        "NOT CONFIRMED for this group: its statement holds for 0 of its 11 images; the statement is confirmed elsewhere"
+    )

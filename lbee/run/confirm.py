@@ -20,6 +20,7 @@ from ..core.confirmation import (
     ablation,
     bh_qvalues,
     failure_outcome,
+    fisher_greater,
     held_out,
     rank_key,
     region_test,
@@ -222,6 +223,12 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
         # right, whose statement confirms, ranked first and took the credit from the failure's own group
         harm = {i: r for r, i in enumerate(_harm_order(first.hard_clusters, performance))}
         own = _own_failure(first.hard_clusters, plan)
+        holds = _holds_for_the_group(first.hard_clusters, leading, tests, regions)
+        for i, (k, n) in holds.items():
+            if own[i] is None and k < HOLDS_MIN * n:  # a statement about other images ranked a ninth user's group
+                # of 2 errors first: the statement confirms, but not of this group
+                by = " by the given Γ" if tests[leading[i]][1].get("region") == "relevance" else ""
+                own[i] = f"its statement holds for {k} of its {n} images{by}"
 
         def key(i):
             flag, low = rank_key(tests.get(leading[i], (0, None))[1])
@@ -275,11 +282,26 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
     return out
 
 
+#: The share of a group's images its leading statement must hold for to stand for the group.
+HOLDS_MIN = 0.5
+
+
+def _holds_for_the_group(hard_clusters, leading, tests, regions):
+    """Per group with a tested leading statement: (images of the group it holds for, images of the group)."""
+    out = {}
+    for i, c in enumerate(hard_clusters):
+        test = tests.get(leading[i])
+        idx = np.asarray(c.indices)
+        if test is not None and idx.size:
+            out[i] = (int(regions[idx, test[0]].sum()), int(idx.size))
+    return out
+
+
 def _own_failure(hard_clusters, plan):
     """Per group, None when it is a failure itself, else why not.
 
     Not a failure: fewer than `FEW_IMAGES` images, or images that fail no more often than the rest of the
-    discovery images.
+    discovery images, or not significantly more often (one-sided Fisher at `CONFIRM_Q`).
     """
     from .text import FEW_IMAGES
 
@@ -289,10 +311,20 @@ def _own_failure(hard_clusters, plan):
     for c in hard_clusters:
         idx = np.asarray(c.indices)
         rate = float(plan.failed[idx].mean()) if idx.size else 0.0
+        others = rest.copy()
+        others[idx] = False
+        k, n = int(plan.failed[idx].sum()), int(idx.size)
+        # more often by chance? 2 errors of 11 against 0.13 led a ninth user's run (Fisher p = 0.5)
+        p = fisher_greater(k, n, int(plan.failed[others].sum()), int(others.sum())) if n else 1.0
         if idx.size < FEW_IMAGES:
             out.append(f"{idx.size} image{'' if idx.size == 1 else 's'}: too few to be a failure of its own")
         elif rate <= base:
             out.append(f"its images fail at {rate:.2f}, no more often than the others ({base:.2f})")
+        elif p > CONFIRM_Q:
+            out.append(
+                f"its images fail at {rate:.2f} ({k} of {n}), not significantly more often than the others "
+                f"({base:.2f}, p = {p:.2g})"
+            )
         else:
             out.append(None)
     return out

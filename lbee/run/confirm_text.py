@@ -41,6 +41,8 @@ def confirmation_lines(conf, i):
             f"{above} above ({own}; but the {b['n_in']} of them the statements above do not hold for fail at "
             f"{b['error_rate_in']:.2f}, against {b['error_rate_out']:.2f} for the rest, p = {b['p_value']:.2g})"
         ]
+    elif g.get("not_a_failure", "").startswith("its statement holds for") and s["confirmed"]:
+        lines = [f"NOT CONFIRMED for this group: {g['not_a_failure']}; the statement is confirmed elsewhere {own}"]
     elif g.get("not_a_failure") and s["confirmed"]:  # the statement holds; this group is not where it fails
         lines = [f"NOT CONFIRMED as a failure of its own ({g['not_a_failure']}); its statement holds {own}"]
     else:
