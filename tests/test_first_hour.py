@@ -88,6 +88,25 @@ def test_a_bad_label_fails_before_any_embedding(tmp_path):
     assert time.perf_counter() - t0 < 30  # no encoder was even loaded
 
 
+def test_a_bad_relevance_cell_fails_before_any_embedding(tmp_path):
+    """A ninth user's Γ with one bad cell ('maybe') was reported after 1 min 55 s of embedding, against the README's
+    'before any embedding starts'."""
+    (tmp_path / "imgs").mkdir()
+    for i in range(24):
+        Image.fromarray(np.full((8, 8, 3), i * 10, np.uint8)).save(tmp_path / "imgs" / f"i{i}.png")
+    named_predictions(tmp_path, ["car"] * 24)
+    sentences = (tmp_path / "sents.txt").read_text().split("\n")[:2]
+    rows = [{"image": f"i{i}.png", "sentence": s, "relevant": "1"} for i in range(24) for s in sentences]
+    rows[5]["relevant"] = "maybe"
+    pd.DataFrame(rows).to_csv(tmp_path / "rel.csv", index=False)
+    base = ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(tmp_path / "imgs")]
+    opts = ["--predictions", str(tmp_path / "pred.csv"), "--sentences", str(tmp_path / "sents.txt")]
+    enc = ["--encoder", "open_clip:ViT-B-32@random", "--relevance", str(tmp_path / "rel.csv")]
+    r = CliRunner().invoke(cli, [*base, *opts, *enc], obj={})
+    assert r.exit_code == 1 and "maybe" in r.output and "relevant" in r.output, r.output
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.npz"))  # nothing embedded
+
+
 def test_offline_default_encoder_fails_at_once_with_the_fix(monkeypatch, tmp_path):
     from lbee.encoders import EncoderLoadError, create_encoder
 

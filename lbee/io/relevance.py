@@ -66,8 +66,34 @@ def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
     return rel
 
 
-def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
-    """`load_relevance` without its check of the whole: the file read and aligned."""
+def check_relevance_table(path, image_ids, sentences):
+    """Read a Γ table (CSV, TSV, parquet) as the run will, before any embedding, and raise what it would raise.
+
+    Every check but one: whether it covers every image, which depends on the images that can be read (a wide
+    table need not list an unreadable one). Says nothing a run would say again (the run's own read warns).
+    An ``.npy`` Γ (rows in the run's order) is left to the run.
+    """
+    import logging
+    import warnings
+
+    if Path(path).suffix.lower() == ".npy":
+        return
+    quiet = logging.getLogger("lbee")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _read_relevance(path, image_ids, sentences, every_image=False)
+    finally:
+        quiet.setLevel(level)
+
+
+def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None, every_image=True):
+    """`load_relevance` without its check of the whole: the file read and aligned.
+
+    ``every_image``: refuse a wide table that misses an image of the run.
+    """
     path = Path(path)
     n, m = len(image_ids), len(sentences)
     n_base = m if n_base is None else int(n_base)
@@ -172,7 +198,7 @@ def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None)
         seen_rows.add(i)
         rel[i] = row
     report_unmatched(len(unmatched), len(images), what="image of the run", source=src, examples=unmatched)
-    if len(seen_rows) < n:
+    if every_image and len(seen_rows) < n:
         absent = [image_ids[i] for i in range(n) if i not in seen_rows][:3]
         raise ValueError(
             f"Relevance {str(path)!r} covers {len(seen_rows)} of the run's {n} images; missing e.g. {absent}."

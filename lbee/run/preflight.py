@@ -47,6 +47,11 @@ def preflight(ds, models=None):
     if ds.images is not None:
         imgs = discover_images(ds.images)
     _preflight_arrays(ds, sents, imgs)
+    if isinstance(ds.relevance, dict) and imgs is not None and sents is not None and ds.image_embeddings is None:
+        from ..io.relevance import check_relevance_table
+
+        # a bad cell of Γ was found after 2 minutes of embedding
+        check_relevance_table(next(iter(ds.relevance.values())), imgs.ids, sents)
     if ds.settings.task == "classification":
         for model in ds.models if models is None else models:
             if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
