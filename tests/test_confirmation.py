@@ -419,3 +419,18 @@ def test_a_group_leads_only_on_a_statement_of_its_own_images_and_significant_err
     assert confirmation_lines(conf, 0)[0].startswith(
         "NOT CONFIRMED for this group: its statement holds for 0 of its 11 images; the statement is confirmed elsewhere"
     )
+
+
+def test_region_test_refuses_what_does_not_fit():
+    """A ninth user gave region_test a 10-element region against 720 failures, failures of 0.5 and indices past the
+    end: a result, a result and a bare IndexError."""
+    from lbee.core.confirmation import region_test
+
+    failed = np.zeros(720, bool)
+    with pytest.raises(ValueError, match="`region` has 10 entries and `failed` 720"):
+        region_test(np.ones(10, bool), failed, np.arange(5))
+    with pytest.raises(ValueError, match="`failed` must be booleans"):
+        region_test(np.ones(720, bool), np.full(720, 0.5), np.arange(5))
+    with pytest.raises(ValueError, match=r"`rows` must be indices in \[0, 720\)"):
+        region_test(np.ones(720, bool), failed, np.array([719, 720]))
+    assert region_test(np.ones(720, bool), failed, np.arange(5)).n_in == 5

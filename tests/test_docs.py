@@ -10,6 +10,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,5 +107,27 @@ def test_the_library_page_s_confirmation_example_runs_and_confirms_a_planted_fai
     env = {"lbee": lbee, "np": np, "X": X, "S": S, "phi": phi, "texts": texts, "tau": 0.5, "failed": failed}
     env["print"] = lambda *a: printed.append(a)
     exec(code, env)  # noqa: S102  (the page's own example)
-    best = min(printed, key=lambda row: row[3])
-    assert best[0] == "sentence 0" and best[1] > 0.5 > best[2] and best[3] <= 0.05, printed
+    best = min(printed, key=lambda row: row[4])
+    assert best[0] == "sentence 0" and best[1] > 0 and best[2] > 0.5 > best[3] and best[4] <= 0.05, printed
+
+
+def test_the_library_page_holds_out_the_images_the_cli_holds_out(tmp_path):
+    """A ninth user found library.md's 'same split' held out 88 of the CLI's 216 images: the page's coding of the
+    strata was not the run's. `split_strata` is the run's, and the held-out sets are now equal."""
+    import numpy as np
+
+    from lbee.core.confirmation import held_out, split_strata
+    from lbee.core.split import split_by_confidence
+    from lbee.run.confirm import confirmation_plan
+    from lbee.run.settings import RunSettings
+    from lbee.run.specs import Scores
+
+    rng = np.random.default_rng(3)
+    phi = rng.uniform(size=720)
+    omega = (phi > 0.2).astype(float)
+    inputs = type("I", (), {"embeddings": np.zeros((720, 4))})()
+    plan = confirmation_plan(inputs, Scores(phi, omega, "φ", "ω"), RunSettings())
+    hard, easy = split_by_confidence(phi)
+    assert np.array_equal(held_out(split_strata(hard, easy), RunSettings().confirm), plan.mask)
+    with pytest.raises(ValueError, match="fraction"):
+        held_out(split_strata(hard, easy), 1.5)

@@ -57,6 +57,21 @@ ABLATION_MIN_IMAGES = 10
 NEEDED, NOT_NEEDED, UNDECIDED = "needed", "goes with the failure, not needed for it", "too few images to tell"
 
 
+def split_strata(hard: ArrayLike, easy: ArrayLike) -> IntArray:
+    """The strata `held_out` draws from, as a run codes them: 1 hard, 2 easy, 0 neither.
+
+    ``held_out(split_strata(hard, easy), fraction)`` holds out the images ``lbee describe --confirm fraction``
+    holds out, for the same split.
+    """
+    h = np.asarray(hard, dtype=bool).ravel()
+    e = np.asarray(easy, dtype=bool).ravel()
+    if h.shape != e.shape:
+        raise ValueError(f"`hard` has {h.size} entries and `easy` {e.size}; expected one of each per image.")
+    if (h & e).any():
+        raise ValueError(f"`hard` and `easy` overlap on {int((h & e).sum())} image(s); an image is one or the other.")
+    return h.astype(np.int64) + 2 * e.astype(np.int64)
+
+
 def held_out(strata: ArrayLike, fraction: float, seed: int = CONFIRM_SEED) -> BoolArray:
     """A seeded confirmation mask that holds out ``fraction`` of every stratum.
 
@@ -74,6 +89,10 @@ def held_out(strata: ArrayLike, fraction: float, seed: int = CONFIRM_SEED) -> Bo
         True for the held-out (confirmation) images.
     """
     s = np.asarray(strata)
+    if s.ndim != 1:
+        raise ValueError(f"`strata` has shape {s.shape}; expected one stratum per image, shape (n,).")
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.floating)) or not 0 <= fraction < 1:
+        raise ValueError(f"`fraction` is {fraction!r}; expected a share of the images in [0, 1).")
     rng = np.random.default_rng(seed)
     mask = np.zeros(s.shape[0], dtype=bool)
     for value in np.unique(s):
@@ -168,9 +187,17 @@ def region_test(region: ArrayLike, failed: ArrayLike, rows: ArrayLike) -> Region
     -------
     RegionTest
     """
-    rows = np.asarray(rows, dtype=np.int64)
-    inside = np.asarray(region, dtype=bool)[rows]
-    f = np.asarray(failed, dtype=bool)[rows]
+    region_a, failed_a, rows = np.asarray(region), np.asarray(failed), np.asarray(rows)
+    for name, a in (("region", region_a), ("failed", failed_a)):
+        if a.ndim != 1 or not (a.dtype == bool or np.isin(a, (0, 1)).all()):
+            raise ValueError(f"`{name}` must be booleans, one per image, shape (n,); received shape {a.shape}.")
+    if region_a.shape != failed_a.shape:
+        raise ValueError(f"`region` has {region_a.size} entries and `failed` {failed_a.size}; expected one per image.")
+    if rows.size and (rows.dtype.kind not in "iu" or rows.min() < 0 or rows.max() >= region_a.size):
+        raise ValueError(f"`rows` must be indices in [0, {region_a.size}) of the images counted.")
+    rows = rows.astype(np.int64)
+    inside = region_a.astype(bool)[rows]
+    f = failed_a.astype(bool)[rows]
     n_in, k_in = int(inside.sum()), int(f[inside].sum())
     n_out, k_out = int((~inside).sum()), int(f[~inside].sum())
     r_in = k_in / n_in if n_in else 0.0
@@ -210,9 +237,17 @@ def ablation(region: ArrayLike, wider: Sequence[ArrayLike], failed: ArrayLike, r
     """
     from scipy.stats import binom
 
-    rows = np.asarray(rows, dtype=np.int64)
-    inside = np.asarray(region, dtype=bool)[rows]
-    f = np.asarray(failed, dtype=bool)[rows]
+    region_a, failed_a, rows = np.asarray(region), np.asarray(failed), np.asarray(rows)
+    for name, a in (("region", region_a), ("failed", failed_a)):
+        if a.ndim != 1 or not (a.dtype == bool or np.isin(a, (0, 1)).all()):
+            raise ValueError(f"`{name}` must be booleans, one per image, shape (n,); received shape {a.shape}.")
+    if region_a.shape != failed_a.shape:
+        raise ValueError(f"`region` has {region_a.size} entries and `failed` {failed_a.size}; expected one per image.")
+    if rows.size and (rows.dtype.kind not in "iu" or rows.min() < 0 or rows.max() >= region_a.size):
+        raise ValueError(f"`rows` must be indices in [0, {region_a.size}) of the images counted.")
+    rows = rows.astype(np.int64)
+    inside = region_a.astype(bool)[rows]
+    f = failed_a.astype(bool)[rows]
     r_in = float(f[inside].mean()) if inside.any() else 0.0
     r_out = float(f[~inside].mean()) if (~inside).any() else 0.0
     mid = (r_in + r_out) / 2

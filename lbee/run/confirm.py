@@ -24,6 +24,7 @@ from ..core.confirmation import (
     held_out,
     rank_key,
     region_test,
+    split_strata,
 )
 
 
@@ -96,7 +97,7 @@ def confirmation_plan(inputs, scores, settings):
     if n < MIN_CONFIRM_IMAGES:
         why = f"{n} images: confirmation needs at least {MIN_CONFIRM_IMAGES} (statements are found on all of them)"
         return ConfirmationPlan(None, "skipped", why, fraction, failed, counted, outcome, hard=hard)
-    mask = held_out(hard.astype(int) + 2 * easy.astype(int), fraction)
+    mask = held_out(split_strata(hard, easy), fraction)
     n_failed = int((failed & counted & mask).sum())
     if n_failed < MIN_CONFIRM_FAILURES or not (hard & ~mask).any() or not (easy & ~mask).any():
         why = (
