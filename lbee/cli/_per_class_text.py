@@ -9,9 +9,13 @@ def print_per_class(run, settings):
     """A per-class run in the terminal: means over classes, each class's most harmful group, skipped classes."""
     res = run.per_class
     names = run.scores.class_names
+    c = (
+        f"C = {settings.n_clusters}"
+        if settings.images_per_group_per_class is None
+        else f"C = {settings.n_clusters}, or one per 10 hard images for a class of fewer"
+    )
     click.echo(
-        f"Per-class analysis of {len(res.explanations)} classes ({settings.per_class} split, "
-        f"C = {settings.n_clusters}); means over classes:"
+        f"Per-class analysis of {len(res.explanations)} classes ({settings.per_class} split, {c}); means over classes:"
     )
     click.echo(res.summary().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     _print_worst_groups(res, run.scores.performance, names)
@@ -37,9 +41,11 @@ CLASSES_PRINTED = 20
 
 def _print_worst_groups(res, performance, names):
     """Per class (the most hard images first), its most harmful group and that group's sentences."""
+    import textwrap
+
     import numpy as np
 
-    from ..run.text import group_order
+    from ..run.text import group_order, line_width
 
     omega = np.asarray(performance, dtype=float)
     rows = res.metrics.drop_duplicates("class").sort_values(["n_hard", "class"], ascending=[False, True])
@@ -54,7 +60,7 @@ def _print_worst_groups(res, performance, names):
         name = names[c] if names and c < len(names) else str(c)
         head = f"  class {name}: {r['n_hard']} hard of the {r['n_images']} images labelled or predicted {name}"
         if not exp.hard_clusters:
-            click.echo(head)
+            click.echo(textwrap.fill(head, line_width(), subsequent_indent="      "))
             continue
         g = exp.hard_clusters[group_order(exp.hard_clusters, omega)[0]]
         said = "; ".join(
@@ -62,6 +68,7 @@ def _print_worst_groups(res, performance, names):
         )
         rate = 1.0 - float(omega[np.asarray(g.indices)].mean())
         size = len(g.indices)
-        click.echo(f"{head}; group of {size} image{'s' if size != 1 else ''}, error rate {rate:.2f}: {said}")
+        line = f"{head}; group of {size} image{'s' if size != 1 else ''}, error rate {rate:.2f}: {said}"
+        click.echo(textwrap.fill(line, line_width(), subsequent_indent="      ", break_on_hyphens=False))
     if len(rows) > len(shown):
         click.echo(f"  ... and {len(rows) - len(shown)} more classes (per_class.json holds every one)")

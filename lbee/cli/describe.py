@@ -386,6 +386,10 @@ def describe(
                     line_width(),
                 )
             )
+        else:
+            click.echo(
+                f"Next: read {'report.html (a page per class, every group browsable)' if html else 'report.md'}."
+            )
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
 

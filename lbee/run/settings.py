@@ -388,6 +388,8 @@ def _check(f, value):
     name, kind = f.name, m["kind"]
     choices = _choices(name)
     received = value
+    if name == "join" and isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], str):
+        received = value[0]  # the command line's one --join, as typed ('1', not ('1',))
 
     def bad(expected):
         from .._validation import shown  # cut before it is built: a value can be megabytes long
