@@ -122,6 +122,23 @@ def test_a_plain_http_bind_beyond_loopback_is_warned_about(tmp_path, monkeypatch
     assert ("WARNING" in res.output and "plain HTTP" in res.output and "reverse proxy" in res.output) is warned
 
 
+def test_a_database_without_a_token_is_warned_about_at_start(tmp_path, monkeypatch):
+    """A ninth user's misspelled --db (lbee.dbx) started a new, empty database in silence: every token was refused."""
+    import uvicorn
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: None)
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    args = ["serve", "--root", str(tmp_path), "--output", str(tmp_path / "out"), "--port", "0", "--db", db]
+    res = CliRunner().invoke(cli, args, obj={})
+    assert res.exit_code == 0 and "holds no active token" in res.output, res.output
+    assert CliRunner().invoke(cli, ["serve", "token", "create", "me", "--db", db], obj={}).exit_code == 0
+    res = CliRunner().invoke(cli, args, obj={})
+    assert res.exit_code == 0 and "no active token" not in res.output, res.output
+
+
 def test_deeply_nested_json_and_yaml_are_a_422(service):
     client, _, _ = service
     h = {**client.auth_headers["submit"], "content-type": "application/json"}

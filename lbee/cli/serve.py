@@ -178,6 +178,15 @@ def serve(
         f"db {_shown(settings.db_url)})",
         err=True,
     )
+    from ..service.auth import list_tokens
+
+    if not any(not r["revoked"] for r in list_tokens(_db(settings.db_url))):  # a misspelled --db: a new database
+        click.echo(
+            f"WARNING: the database {_shown(settings.db_url)} holds no active token, so every request will be "
+            "refused (a misspelled --db starts a new, empty one). Create one with `lbee serve token create NAME "
+            "--db URL`.",
+            err=True,
+        )
     if scheme == "http" and not _is_loopback(host):
         click.echo(
             f"WARNING: listening on {host} over plain HTTP: tokens and results cross the network in clear "
