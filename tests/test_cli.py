@@ -97,10 +97,10 @@ def test_describe_and_evaluate_precomputed(precomputed):
     (p / "prec.csv").write_text("precious")
     for target in (["--out", str(p / "prec.csv")], []):
         r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.csv"), *target])
-        assert r.exit_code == 1 and "already exists" in r.output and "--overwrite" in r.output, r.output
+        assert r.exit_code == 2 and "already exists" in r.output and "--overwrite" in r.output, r.output
     assert (p / "prec.csv").read_text() == "precious" and fp_row in json.loads((p / "out" / "metrics.json").read_text())
     r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.csv"), "--out", str(p / "rel.csv"), "--overwrite"])
-    assert r.exit_code == 1 and "is the input file" in r.output, r.output
+    assert r.exit_code == 2 and "is the input file" in r.output, r.output
     r = run(
         ["evaluate", str(p / "out"), "--relevance", str(p / "rel.csv"), "--out", str(p / "prec.csv"), "--overwrite"]
     )
@@ -359,11 +359,11 @@ def test_the_spotlight_export_never_replaces_a_file_in_silence_nor_the_run_it_re
     assert run(describe_args(p, "--out", str(p / "out"))).exit_code == 0
     before = (p / "out" / "explanation.json").read_bytes()
     r = run(["export", "spotlight", str(p / "out"), "--out", str(p / "out" / "explanation.json"), "--overwrite"])
-    assert r.exit_code == 1 and "never replaces its own input" in r.output, r.output
+    assert r.exit_code == 2 and "never replaces its own input" in r.output, r.output
     assert (p / "out" / "explanation.json").read_bytes() == before
     assert run(["export", "spotlight", str(p / "out")]).exit_code == 0
     r = run(["export", "spotlight", str(p / "out")])
-    assert r.exit_code == 1 and "--overwrite" in r.output, r.output
+    assert r.exit_code == 2 and "--overwrite" in r.output, r.output
     assert run(["export", "spotlight", str(p / "out"), "--overwrite"]).exit_code == 0
 
 
@@ -373,7 +373,7 @@ def test_spotcheck_generate_never_replaces_an_ec_in_silence(tmp_path):
     out.mkdir()
     (out / "ec.json").write_text("{}")
     r = run(["spotcheck", "generate", "--seed", "0", "--out", str(out)])  # refused before any world is drawn
-    assert r.exit_code == 1 and "ec.json" in r.output and "--overwrite" in r.output, r.output
+    assert r.exit_code == 2 and "ec.json" in r.output and "--overwrite" in r.output, r.output
     assert (out / "ec.json").read_text() == "{}"
 
 

@@ -535,7 +535,7 @@ def test_an_existing_default_output_is_named_without_an_option_the_user_never_ga
     ):
         assert run(args).exit_code == 0
         again = run(args)
-        assert again.exit_code == 1 and "already exists" in again.output and "--overwrite" in again.output
+        assert again.exit_code == 2 and "already exists" in again.output and "--overwrite" in again.output
         assert "--out" not in again.output, again.output
     (tmp_path / "report.html").write_text("x")
     with pytest.raises(OutputExistsError, match=r"^'.*report.html' already exists.*Pass overwrite=True"):
@@ -594,3 +594,24 @@ def test_a_misspelled_input_file_gets_the_file_beside_it_suggested(tmp_path):
     assert f"does not exist (did you mean '{tmp_path / 'preds.csv'}'?)." in " ".join(r.output.split())
     r = run(["describe", str(tmp_path), "--predictions", str(tmp_path / "other.csv")])
     assert "does not exist." in r.output and "did you mean" not in r.output  # nothing near: nothing suggested
+
+
+def test_a_sentence_set_that_names_nothing_exits_as_a_bad_path_does(tmp_path):
+    """A ninth user saw a misspelled --predictions exit 2 and a misspelled --sentences exit 1."""
+    (tmp_path / "sentences.txt").write_text("a dog\n")
+    (tmp_path / "p.csv").write_text("image_id,confidence\n")
+    np.save(tmp_path / "x.npy", np.zeros((1, 2), np.float32))
+    r = run(
+        [
+            "describe",
+            "--image-embeddings",
+            str(tmp_path / "x.npy"),
+            "--sentence-embeddings",
+            str(tmp_path / "x.npy"),
+            "--predictions",
+            str(tmp_path / "p.csv"),
+            "--sentences",
+            str(tmp_path / "sentence.txt"),
+        ]
+    )
+    assert r.exit_code == 2 and "did you mean" in r.output and "Traceback" not in r.output, r.output

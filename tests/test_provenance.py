@@ -299,7 +299,7 @@ def test_sweep_refuses_to_replace_its_outputs_without_overwrite(world, monkeypat
 
     monkeypatch.setattr(sweep_mod, "sensitivity_sweep", no_work)
     r = CliRunner().invoke(cli, [*args, "--k-grid", "2"], obj={})
-    assert r.exit_code == 1 and "sweep.csv' already exists" in r.output and "--overwrite" in r.output, r.output
+    assert r.exit_code == 2 and "sweep.csv' already exists" in r.output and "--overwrite" in r.output, r.output
     assert (world / "sweep" / "sweep.csv").read_bytes() == before
     monkeypatch.undo()
     assert run([*args, "--k-grid", "2", "--overwrite"]).exit_code == 0
@@ -427,7 +427,7 @@ def test_embed_refuses_to_replace_arrays_without_overwrite(images, tmp_path, mon
     monkeypatch.setattr(embed_mod, "load_encoder", no_work)
     for extra in (["--sentences", str(_sentences(tmp_path))], [str(images)]):
         r = CliRunner().invoke(cli, ["embed", *extra, "--encoder", "stubtest", "--out", str(out)], obj={})
-        assert r.exit_code == 1 and "already exists" in r.output and "--overwrite" in r.output, r.output
+        assert r.exit_code == 2 and "already exists" in r.output and "--overwrite" in r.output, r.output
         assert ("sentence_embeddings.npy" if "--sentences" in extra else "embeddings.npy") in r.output
         assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     monkeypatch.undo()

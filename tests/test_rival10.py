@@ -124,7 +124,7 @@ def test_export_never_replaces_an_export_in_silence(rival_root, tmp_path):
     (out / "notes.txt").write_text("mine")  # not the export's: kept
     before = (out / "manifest.csv").read_bytes()
     refused = CliRunner().invoke(cli, args, obj={})
-    assert refused.exit_code == 1 and "--overwrite" in refused.output and "manifest.csv" in refused.output
+    assert refused.exit_code == 2 and "--overwrite" in refused.output and "manifest.csv" in refused.output
     assert (out / "manifest.csv").read_bytes() == before and (out / "masks" / "stale.png").exists()
     assert CliRunner().invoke(cli, args + ["--overwrite"], obj={}).exit_code == 0
     assert not (out / "masks" / "stale.png").exists() and (out / "notes.txt").read_text() == "mine"

@@ -227,7 +227,7 @@ def test_cli_manifest_run_writes_outputs_and_panel(tmp_path):
     assert summary["rfs_mean"] == -1.0 and (out / "rfs.png").stat().st_size > 1000
     before = (out / "sensitivity.csv").read_bytes()
     refused = CliRunner().invoke(cli, args, obj={})  # the outputs are there: never replaced in silence
-    assert refused.exit_code == 1 and "--overwrite" in refused.output and "Traceback" not in refused.output
+    assert refused.exit_code == 2 and "--overwrite" in refused.output and "Traceback" not in refused.output
     assert (out / "sensitivity.csv").read_bytes() == before
     again = CliRunner().invoke(cli, args + ["--overwrite"], obj={})
     assert again.exit_code == 0, again.output
@@ -237,7 +237,7 @@ def test_cli_manifest_run_writes_outputs_and_panel(tmp_path):
     (out / "keep.csv").rename(out / "sensitivity.csv")  # a manifest that bears an output's name, in --out
     own = [args[0], args[1], args[2], args[3], str(out / "sensitivity.csv")] + args[5:] + ["--overwrite"]
     refused = CliRunner().invoke(cli, own, obj={})
-    assert refused.exit_code == 1 and "input file" in refused.output  # never replaced, even with --overwrite
+    assert refused.exit_code == 2 and "input file" in refused.output  # never replaced, even with --overwrite
     assert (out / "sensitivity.csv").read_bytes() == (tmp_path / "manifest.csv").read_bytes()
     panel = sensitivity_panel_html(out)
     assert panel.startswith('<section class="lbee-sensitivity">') and "data:image/png;base64," in panel

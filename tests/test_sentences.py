@@ -65,29 +65,29 @@ def test_generate_never_replaces_a_file_without_overwrite_nor_its_own_input(tmp_
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
     r = _lbee("sentences", "generate", "spotcheck", "--out", notes)
-    assert r.exit_code == 1 and "'" + str(notes) + "' already exists" in r.output and "--overwrite" in r.output
+    assert r.exit_code == 2 and "'" + str(notes) + "' already exists" in r.output and "--overwrite" in r.output
     assert notes.read_text() == "my notes\n" and not (tmp_path / "notes.conditions.tsv").exists()
     (tmp_path / "other.conditions.tsv").write_text("mine\n")  # the sidecar alone is protected too
     r = _lbee("sentences", "generate", "spotcheck", "--out", tmp_path / "other.txt")
-    assert r.exit_code == 1 and "other.conditions.tsv' already exists" in r.output
+    assert r.exit_code == 2 and "other.conditions.tsv' already exists" in r.output
     assert (tmp_path / "other.conditions.tsv").read_text() == "mine\n" and not (tmp_path / "other.txt").exists()
     grammar = tmp_path / "g.grammar.yaml"
     grammar.write_text((builtin_dir() / "object_photos.grammar.yaml").read_text())
     before = grammar.read_bytes()
     for args in (["--out", grammar], ["--out", grammar, "--overwrite"]):  # its own grammar: never
         r = _lbee("sentences", "generate", grammar, *args)
-        assert r.exit_code == 1 and "is the input file" in r.output, r.output
+        assert r.exit_code == 2 and "is the input file" in r.output, r.output
     classes = tmp_path / "c.txt"
     classes.write_text("cat\ndog\n")
     r = _lbee("sentences", "generate", "object_photos", "--classes", classes, "--out", classes, "--overwrite")
-    assert r.exit_code == 1 and "is the input file" in r.output
+    assert r.exit_code == 2 and "is the input file" in r.output
     r = _lbee("sentences", "generate", grammar, "--classes", classes, "--out", tmp_path / "g.txt", "--overwrite")
-    assert r.exit_code == 1 and "is the input file" in r.output  # the copy g.grammar.yaml would be the input
+    assert r.exit_code == 2 and "is the input file" in r.output  # the copy g.grammar.yaml would be the input
     assert grammar.read_bytes() == before and classes.read_text() == "cat\ndog\n"
     photos = tmp_path / "photos.grammar.yaml"
     photos.write_text("old")
     r = _lbee("sentences", "generate", "object_photos", "--classes", classes, "--out", tmp_path / "photos.txt")
-    assert r.exit_code == 1 and "photos.grammar.yaml' already exists" in r.output and "--overwrite" in r.output
+    assert r.exit_code == 2 and "photos.grammar.yaml' already exists" in r.output and "--overwrite" in r.output
     assert photos.read_text() == "old" and not (tmp_path / "photos.txt").exists()
     r = _lbee(
         "sentences", "generate", "object_photos", "--classes", classes, "--out", tmp_path / "photos.txt", "--overwrite"
@@ -111,7 +111,7 @@ def test_generate_killed_leaves_one_whole_set(tmp_path, killed_lbee, step):
     if step == "staged":
         assert _snapshot(tmp_path) == old
     r = _lbee("sentences", "generate", "spotcheck", "--out", out)  # the next run settles the leftovers first
-    assert r.exit_code == 1 and "already exists" in r.output
+    assert r.exit_code == 2 and "already exists" in r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.conditions.tsv", "s.txt"]
     assert len(load_sentence_set(out)) == (len(load_sentence_set("spotcheck.grammar")) if step == "swapping" else n_old)
 

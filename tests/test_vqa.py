@@ -338,12 +338,12 @@ def test_cli_vqa_refuses_to_replace_an_existing_out_file(tmp_path, monkeypatch):
         str(out),
     ]
     r = CliRunner().invoke(cli, args, obj={})
-    assert r.exit_code == 1 and "vq.parquet' already exists" in r.output and "--overwrite" in r.output, r.output
+    assert r.exit_code == 2 and "vq.parquet' already exists" in r.output and "--overwrite" in r.output, r.output
     assert out.read_text() == "precious"
     r = CliRunner().invoke(cli, args[:-1] + [str(tmp_path / "meta.csv"), "--overwrite"], obj={})
-    assert r.exit_code == 1 and "is the input file" in r.output, r.output  # never its own input
+    assert r.exit_code == 2 and "is the input file" in r.output, r.output  # never its own input
     r = CliRunner().invoke(cli, args[:-1] + [str(tmp_path / "s.txt"), "--overwrite"], obj={})  # ninth sweep L2
-    assert r.exit_code == 1 and "is the input file" in r.output and "s.txt" in r.output, r.output
+    assert r.exit_code == 2 and "is the input file" in r.output and "s.txt" in r.output, r.output
     assert (tmp_path / "s.txt").read_text() == "An image taken at night\n"
     r = CliRunner().invoke(cli, [*args, "--overwrite"], obj={})
     assert r.exit_code == 0, r.output

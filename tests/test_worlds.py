@@ -120,7 +120,7 @@ def test_bench_worlds_refuses_a_huge_grammar_and_never_replaces_its_files_in_sil
     (out / "worlds.md").write_text("keep")
     args = ["-q", "bench", "worlds", "object_photos", "--worlds", "1", "--n", "500", "--levels", "0.97", "--out"]
     r = CliRunner().invoke(cli, args + [str(out)], obj={})
-    assert r.exit_code == 1 and "--overwrite" in r.output and (out / "worlds.md").read_text() == "keep", r.output
+    assert r.exit_code == 2 and "--overwrite" in r.output and (out / "worlds.md").read_text() == "keep", r.output
     r = CliRunner().invoke(cli, args + [str(out), "--overwrite", "--clusters", "4"], obj={})
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in out.iterdir()) == ["discovery.csv", "worlds.csv", "worlds.md"]

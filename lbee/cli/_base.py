@@ -211,9 +211,12 @@ class LbeeGroup(click.Group):
 
             if (ctx.obj or {}).get("debug"):
                 raise
+            from ..io.sentences import UnknownSentenceSet
             from ..io.staging import OutputExistsError
 
-            if isinstance(exc, (MissingExtraError, OutputExistsError)):  # the message says what to do: no debugging
+            if isinstance(exc, (OutputExistsError, UnknownSentenceSet)):  # exit 2: the command line, not a file
+                raise NotUsageError(str(exc)) from None
+            if isinstance(exc, MissingExtraError):  # the message says what to do: no debugging
                 raise LbeeError(str(exc)) from None
             if isinstance(exc, OSError) and exc.filename:
                 msg = f"{exc.strerror or exc}: {exc.filename}"
@@ -234,10 +237,18 @@ class LbeeGroup(click.Group):
 
 
 def fail(exc):
-    """Turn a library error into a one-line message (exit 1); ``--debug`` re-raises it with its traceback."""
+    """Turn a library error into a one-line message; ``--debug`` re-raises it with its traceback.
+
+    Exit 1; 2 for an output in the way or a sentence set that names nothing (the command line, not a file).
+    """
     ctx = click.get_current_context(silent=True)
     if ctx is not None and (ctx.find_root().obj or {}).get("debug"):
         raise exc
+    from ..io.sentences import UnknownSentenceSet
+    from ..io.staging import OutputExistsError
+
+    if isinstance(exc, (OutputExistsError, UnknownSentenceSet)):
+        raise NotUsageError(str(exc)) from exc
     raise LbeeError(str(exc)) from exc
 
 

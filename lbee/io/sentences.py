@@ -313,6 +313,10 @@ def parse_sentences(text, source="<text>"):
     return sentences, "\n".join(header).strip()
 
 
+class UnknownSentenceSet(ValueError):
+    """A sentence set named that is neither a file nor a built-in set (the command line's exit 2, as a bad path)."""
+
+
 #: The longest sentence lbee reads, in characters. A CLIP text encoder reads its first 77 tokens (about 300
 #: characters); 18 MB of long lines cost seconds and a 37 MB output folder, and one character can expand 18-fold
 #: when normalised (`sentence_key`).
@@ -368,7 +372,7 @@ def load_sentence_set(name_or_path):
                 from .._files import near_file
 
                 near = [n for n in [near_file(path)] if n is not None and n != ref]  # never itself (a race)
-            raise ValueError(
+            raise UnknownSentenceSet(
                 f"Unknown sentence set {ref!r}: not a file and not a built-in set"
                 + (f" (did you mean {near[0]!r}?)" if near else "")
                 + f". Built-in sets: {', '.join(names)} (`lbee sentences list` describes them)."
