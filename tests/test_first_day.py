@@ -615,3 +615,13 @@ def test_a_sentence_set_that_names_nothing_exits_as_a_bad_path_does(tmp_path):
         ]
     )
     assert r.exit_code == 2 and "did you mean" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_a_missing_id_column_suggests_the_likely_one_or_the_separator():
+    """A ninth user's 'filename' column and comma-separated .tsv got only 'found columns [...]'."""
+    from lbee.io.predictions import id_column_of
+
+    with pytest.raises(ValueError, match="Rename 'filename' to 'image'"):
+        id_column_of(pd.DataFrame(columns=["filename", "prob_a"]))
+    with pytest.raises(ValueError, match="a comma in a .tsv"):
+        id_column_of(pd.DataFrame(columns=["image,prob_a,label"]))

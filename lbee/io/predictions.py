@@ -34,9 +34,21 @@ def id_column_of(table, id_column=None, default="predictions table"):
     if id_column is None:
         id_column = next((c for c in ID_COLUMNS if c in cols), None)
         if id_column is None:
+            from .._validation import shown
+
+            hint = ""
+            if len(cols) == 1 and any(sep in str(cols[0]) for sep in (",", "\t", ";")):  # one column holding them all
+                hint = (
+                    " The header is one cell holding separators: is the file's separator not its suffix's (a comma "
+                    "in a .tsv, or the reverse)?"
+                )
+            else:
+                likely = [c for c in cols if any(w in str(c).lower() for w in ("file", "name", "img", "image", "path"))]
+                if likely:
+                    hint = f" Rename {shown(str(likely[0]))} to 'image' if it holds the images' ids."
             raise ValueError(
                 f"{table_source(table, default)} needs an image id column ('path', 'image', "
-                f"'image_id' or 'id'); found columns {cols}."
+                f"'image_id' or 'id'); found columns {shown(cols)}.{hint}"
             )
     elif id_column not in cols:
         raise ValueError(f"{table_source(table, default)} lacks the id column {id_column!r}; found columns {cols}.")
