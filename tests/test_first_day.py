@@ -625,3 +625,11 @@ def test_a_missing_id_column_suggests_the_likely_one_or_the_separator():
         id_column_of(pd.DataFrame(columns=["filename", "prob_a"]))
     with pytest.raises(ValueError, match="a comma in a .tsv"):
         id_column_of(pd.DataFrame(columns=["image,prob_a,label"]))
+
+
+def test_ids_that_differ_from_the_images_by_their_suffix_are_said_so():
+    """A ninth user's .jpg ids for .png images got '720 image(s) have no row' and no word of the suffix."""
+    from lbee.run.scores import align_scores
+
+    with pytest.raises(ValueError, match=r"The table's ids end in '\.jpg' where the images' end in '\.png'"):
+        align_scores(["a/x1.png", "a/x2.png"], None, ["a/x1.jpg", "a/x2.jpg"])

@@ -20,6 +20,7 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
     warning with their count and the first few ids, except the rows of
     ``skipped`` images (paths of unreadable images, already warned about once).
     """
+    from .._validation import shown as cut
     from ..io.matching import IdMatcher, match_table_rows, report_unmatched
 
     rows, unmatched = match_table_rows(table_ids, image_ids, image_paths, source=source)
@@ -36,13 +37,30 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
     missing = [iid for iid, r in zip(image_ids, rows) if r < 0]
     if missing:
         raise ValueError(
-            f"{len(missing)} image(s) have no row in {source}, first: {missing[:3]}; "
-            "ids must match the manifest 'path' values, the paths relative to the folder, or file names. To "
-            "analyse only the images that have a row, list them in a manifest (a CSV with a 'path' column) and "
-            "give it instead of the folder."
+            f"{len(missing)} image(s) have no row in {source}, first: {', '.join(cut(m) for m in missing[:3])}; "
+            "ids must match the manifest 'path' values, the paths relative to the folder, or file names."
+            + _other_suffix(missing, unmatched)
+            + " To analyse only the images that have a row, list them in a manifest (a CSV with a 'path' column) "
+            "and give it instead of the folder."
         )
     report_unmatched(len(unmatched), len(table_ids), what="image of the run", source=source, examples=unmatched)
     return rows
+
+
+def _other_suffix(missing, unmatched):
+    """A hint when the table's ids are the images' with another file suffix ('a.jpg' for 'a.png'), or ''."""
+    stems = {Path(str(t)).with_suffix("").as_posix(): Path(str(t)).suffix for t in unmatched[:100_000]}
+    hits = [
+        (Path(str(m)).suffix, stems[k])
+        for m in missing[:1000]
+        if (k := Path(str(m)).with_suffix("").as_posix()) in stems
+    ]
+    if not hits or len(hits) < min(len(missing), 1000) // 2:
+        return ""
+    image_suffix, table_suffix = hits[0]
+    return (
+        f" The table's ids end in {table_suffix!r} where the images' end in {image_suffix!r}: the same names otherwise."
+    )
 
 
 def model_scores(ds, model, inputs, *, device=None, progress=False):
