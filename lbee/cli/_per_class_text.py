@@ -53,7 +53,7 @@ def _print_worst_groups(res, performance, names):
     from ..run.text import first_method
 
     method = first_method(res.explanations[int(shown.iloc[0]["class"])])[0] if len(shown) else None
-    click.echo(f"\nEach class's most harmful group (error rate x size) and its sentences by {method!r}:")
+    click.echo(f"\nEach class's most harmful group (error rate × size) and its sentences by {method!r}:")
     for r in shown.to_dict("records"):
         c = int(r["class"])
         exp = res.explanations[c][method]

@@ -107,10 +107,9 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
             f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
             f"{analysis.description_score[m]:.2f}"
         )
-    from ..core.evaluation import METRIC_WORDS
+    from ..run.text import metric_legend
 
-    for key, words in METRIC_WORDS.items():
-        _say(f"({key}: {words})", more="   ")
+    click.echo(metric_legend())
     _say(
         "(description score: whether the sentences for a found blindspot state its conditions and are true of "
         "it; 1 is best for all)",

@@ -360,10 +360,9 @@ def describe(
             main = metrics[0]["slicer"]  # the other slicers' rows are in metrics.csv
             for r in (r for r in metrics if r["slicer"] == main):
                 click.echo(f"  {r['method']:<9} " + " ".join(f"{r[k]:>6.3f}" for k in ("AHR", "ACR", "TPR", "JI")))
-            from ..core.evaluation import METRIC_WORDS
+            from ..run.text import metric_legend
 
-            for k, words in METRIC_WORDS.items():
-                click.echo(f"  ({k}: {words})")
+            click.echo(metric_legend())
         if result.failures:
             click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)
     if out:

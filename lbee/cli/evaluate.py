@@ -107,10 +107,9 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
         fail(exc)
     table = pd.DataFrame(rows)
     click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    from ..core.evaluation import METRIC_WORDS  # the same legend as the demo's and describe's
+    from ..run.text import metric_legend  # the same legend as the demo's and describe's
 
-    for key, words in METRIC_WORDS.items():
-        click.echo(f"  ({key}: {words})")
+    click.echo(metric_legend())
     if (table["n_failure_sentences"] == 0).all():
         click.echo(
             "Warning: no failure sentence (S*_β is empty at every o): check that Γ marks some relevant "

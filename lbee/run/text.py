@@ -115,6 +115,18 @@ def line_width():
     return min(_columns(), 100)
 
 
+def metric_legend():
+    """The AHR / ACR / TPR / JI legend every command prints under its metrics, wrapped to `line_width`."""
+    import textwrap
+
+    from ..core.evaluation import METRIC_WORDS
+
+    return "\n".join(
+        textwrap.fill(f"({key}: {words})", line_width(), initial_indent="  ", subsequent_indent="   ")
+        for key, words in METRIC_WORDS.items()
+    )
+
+
 def run_header(run, width=None):
     """The terminal's first lines of a run: a framed banner on random weights, encoder, weights, τ, the split.
 
