@@ -434,3 +434,52 @@ def test_region_test_refuses_what_does_not_fit():
     with pytest.raises(ValueError, match=r"`rows` must be indices in \[0, 720\)"):
         region_test(np.ones(720, bool), failed, np.array([719, 720]))
     assert region_test(np.ones(720, bool), failed, np.arange(5)).n_in == 5
+
+
+def test_the_run_lists_its_confirmed_statements_each_tested_beyond_the_stronger_ones():
+    """A ninth user found the failure's own sentence (lift 28) and a confounder beside it ('a foggy road sign at
+    night', lift 11, failing at 0.05 without the failure) only in explanation.json. The run now ranks every confirmed
+    statement by its held-out lower bound and tests each on the images no stronger one holds for."""
+    from lbee.core.confirmation import rank_key
+    from lbee.run.confirm_text import confirmed_statements_lines
+    from lbee.run.pipeline import analyse
+    from lbee.run.settings import RunSettings
+
+    inputs, scores, _ = grammar_world(grammar=False)
+    conf = analyse(inputs, scores, RunSettings(methods=("tops", "fpdiff"), k=3)).main.extra["confirmation"]
+    ranked, statements = conf["ranked"], conf["statements"]
+    assert ranked and [statements[j]["confirmed"] for j in ranked] == [True] * len(ranked)
+    assert sorted(ranked, key=lambda j: rank_key(statements[j])) == ranked
+    assert "beyond" not in statements[ranked[0]] and all("beyond" in statements[j] for j in ranked[1:])
+    for j in ranked[1:]:
+        assert set(statements[j]["beyond"]["above"]) <= set(ranked[: ranked.index(j)])
+    lines = confirmed_statements_lines(conf)
+    assert lines[0].startswith("Confirmed on ") and lines[1].startswith(f'1. "{statements[ranked[0]]["text"]}"')
+
+    fake = {
+        "status": "done",
+        "n_held_out": 216,
+        "outcome": "error rate",
+        "ranked": [0, 1],
+        "statements": [
+            {"text": "at night in the rain", "n_in": 24, "error_rate_in": 0.88, "error_rate_out": 0.03, "lift": 28.0},
+            {
+                "text": "a foggy road sign at night",
+                "n_in": 22,
+                "error_rate_in": 0.68,
+                "error_rate_out": 0.06,
+                "lift": 11.0,
+                "beyond": {
+                    "n_in": 9,
+                    "error_rate_in": 0.05,
+                    "error_rate_out": 0.1,
+                    "p_value": 0.7,
+                    "confirmed": False,
+                    "above": [0],
+                },
+            },
+        ],
+    }
+    said = confirmed_statements_lines(fake)
+    assert len(said) == 3 and said[2].startswith("1 more confirm but add no failure beyond those above")
+    assert '"a foggy road sign at night"' in said[2]

@@ -219,6 +219,15 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
 
                 s["conditions"] = format_conditions(s["conditions"])
         tests = {s["text"]: (j, s) for j, s in enumerate(statements)}
+        # every confirmed statement, strongest first, tested beyond those above it: one that goes with a stronger
+        # one (a confounder: 'foggy, at night' beside 'at night in the rain') adds no failure of its own
+        ranked = sorted(
+            (j for j, st in enumerate(statements) if st["confirmed"]), key=lambda j: rank_key(statements[j])
+        )
+        for j, b in zip(ranked, _beyond_the_groups_above(ranked, statements, regions, plan.failed, rows)):
+            if b is not None:
+                statements[j]["beyond"] = {**b, "above": [ranked[k] for k in b.pop("groups_above")]}
+        out["confirmation"]["ranked"] = ranked
         # confirmed first, by their held-out lower bound; the others (no evidence to rank them by) by harm. A group
         # is a confirmed hypothesis only when it is a failure itself: a group of 1 image, or one the model gets
         # right, whose statement confirms, ranked first and took the credit from the failure's own group

@@ -62,6 +62,47 @@ def confirmation_lines(conf, i):
     return lines
 
 
+#: Confirmed statements the terminal lists in full (those adding a failure of their own); explanation.json has all.
+STATEMENTS_LISTED = 6
+
+
+def confirmed_statements_lines(conf):
+    """The run's confirmed statements, strongest first, each tested beyond those above it (none: []).
+
+    Those that add a failure of their own are listed (at most `STATEMENTS_LISTED`); those that add none, as a
+    confounder beside the failure's own statement, are counted on one line that names a few.
+    """
+    if not conf or conf.get("status") != "done" or not conf.get("ranked"):
+        return []
+    statements, ranked = conf["statements"], conf["ranked"]
+    own = [j for j in ranked if statements[j].get("beyond") is None or statements[j]["beyond"]["confirmed"]]
+    number = {j: k for k, j in enumerate(own[:STATEMENTS_LISTED], 1)}
+    lines = []
+    for j in own[:STATEMENTS_LISTED]:
+        s = statements[j]
+        lift = "∞" if s["lift"] is None else f"{s['lift']:.1f}"
+        said = f'{number[j]}. "{s["text"]}": {s["n_in"]} images, {conf["outcome"]} {s["error_rate_in"]:.2f} '
+        said += f"against {s['error_rate_out']:.2f}, lift {lift}"
+        b = s.get("beyond")
+        if b is not None:
+            said += (
+                f"; the {b['n_in']} images only it holds for, beyond those above, fail at {b['error_rate_in']:.2f} "
+                f"against {b['error_rate_out']:.2f} (p = {b['p_value']:.2g})"
+            )
+        lines.append(said)
+    if len(own) > STATEMENTS_LISTED:
+        lines.append(f"and {len(own) - STATEMENTS_LISTED} more that add a failure of their own (explanation.json)")
+    goes_with = [j for j in ranked if j not in own]
+    if goes_with:
+        named = "; ".join(f'"{statements[j]["text"]}"' for j in goes_with[:3])
+        lines.append(
+            f"{len(goes_with)} more confirm but add no failure beyond those above: they go with them (a condition "
+            f"that accompanies a failure, or a restatement), e.g. {named}"
+        )
+    head = f"Confirmed on {conf['n_held_out']} held-out images, strongest first, each tested beyond those above it:"
+    return [head] + lines
+
+
 def _group_test(conf, i):
     """Hard group ``i``'s entry of the run's confirmation with its leading statement's test (None when none)."""
     if not conf or conf.get("status") != "done" or i >= len(conf.get("groups", ())):

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .confirm_text import _group_test, confirmation_lines, confirmation_note  # noqa: F401  (named from here too)
+from .confirm_text import (  # noqa: F401  (named from here too)
+    _group_test,
+    confirmation_lines,
+    confirmation_note,
+    confirmed_statements_lines,
+)
 
 
 def _fmt(x):
@@ -99,6 +104,9 @@ def render_markdown(result, metrics=None, n_examples=5):
     note = confirmation_note(result.extra.get("confirmation"))
     if note:
         lines += [note, ""]
+    ranked = confirmed_statements_lines(result.extra.get("confirmation"))
+    if ranked:
+        lines += ["## Confirmed statements", "", ranked[0], ""] + [f"- {t}" for t in ranked[1:]] + [""]
     if result.failures:
         lines += ["## Skipped images", ""] + [f"- `{p}`: {r}" for p, r in result.failures] + [""]
     return "\n".join(lines)
@@ -244,6 +252,11 @@ def terminal_blocks(result, width=None):
     if few:
         out += textwrap.wrap(few_line(few).strip(), cols, subsequent_indent="  ") + [""]
     note = confirmation_note(result.extra.get("confirmation"))
+    ranked = confirmed_statements_lines(result.extra.get("confirmation"))
+    if ranked:  # a ninth user found the failure's own sentence, and a confounder beside it, only in the JSON
+        out += textwrap.wrap(ranked[0], cols)
+        out += [x for t in ranked[1:] for x in textwrap.wrap(t, cols, initial_indent="  ", subsequent_indent="     ")]
+        out.append("")
     out += [line for said in alike_groups(result) for line in textwrap.wrap(said, cols) + [""]]
     return "\n".join(out + (textwrap.wrap(note, cols) if note else [])).rstrip()
 
