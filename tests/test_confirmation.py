@@ -483,3 +483,31 @@ def test_the_run_lists_its_confirmed_statements_each_tested_beyond_the_stronger_
     said = confirmed_statements_lines(fake)
     assert len(said) == 3 and said[2].startswith("1 more confirm but add no failure beyond those above")
     assert '"a foggy road sign at night"' in said[2]
+
+
+def test_a_grammar_statement_is_judged_by_the_given_relevance_when_there_is_one():
+    """A ninth user gave exact Γ over a grammar's sentences: 'A photo in the rain' was said to hold for 125 held-out
+    images (the encoder's guess) where Γ said 77. A statement of conditions is now true where Γ's columns of the
+    sentences stating each condition alone all hold, and its ablation is judged the same way."""
+    import dataclasses
+
+    from lbee.grammar import parse_conditions
+    from lbee.io.relevance import compose_columns
+
+    inputs, scores, _ = grammar_world(noise=0.3)  # an encoder far from the truth
+    gamma = np.clip(inputs.embeddings[:, : len(inputs.sentences)], 0, 1) > 0.5  # a Γ of the user's, not the encoder's
+    conf = run(dataclasses.replace(inputs, relevance=gamma), scores).main.extra["confirmation"]
+    held = np.zeros(len(gamma), bool)
+    held[conf["held_out"]] = True
+    judged = 0
+    for s in (s for s in conf["statements"] if s.get("conditions")):
+        try:  # composable: every condition stated alone by a sentence of the set
+            region = compose_columns(gamma, inputs.sentence_conditions, [parse_conditions(s["conditions"])])[:, 0]
+        except ValueError:
+            assert s.get("region") != "relevance"  # left to the encoder's composed relevance
+            continue
+        assert s.get("region") == "relevance" and s["n_in"] == int((region & held).sum())  # counted on Γ's region
+        judged += 1
+    assert judged >= 3
+    without = run(inputs, scores).main.extra["confirmation"]
+    assert not any(s.get("region") == "relevance" for s in without["statements"])

@@ -112,7 +112,8 @@ def _regions(part, index, tau, statements, relevance=None):
     """(n, S) bool: each statement's region, by composed relevance of its conditions or similarity above τ.
 
     A sentence of the run's set without conditions is true where a given ``relevance`` Γ (n, N) says it is: the
-    ground truth (or VQA's pseudo ground truth), not the encoder's guess.
+    ground truth (or VQA's pseudo ground truth), not the encoder's guess; a statement of conditions, where Γ's
+    columns of the sentences stating each condition alone all hold (`lbee.io.relevance.compose_columns`).
     """
     n = part.embeddings_.shape[0]
     out = np.zeros((n, len(statements)), dtype=bool)
@@ -120,6 +121,17 @@ def _regions(part, index, tau, statements, relevance=None):
     by_conditions = [i for i, c in enumerate(conds) if c is not None]
     if by_conditions:
         out[:, by_conditions] = part.composed_relevance(index, [conds[i] for i in by_conditions], tau=tau)[1]
+        if relevance is not None and index.conditions is not None:  # the user's Γ over the grammar's sentences:
+            # each condition's column (the sentence stating it alone), ANDed, rather than the encoder's guess
+            from ..io.relevance import compose_columns
+
+            base = list(index.conditions[: relevance.shape[1]])
+            for i in by_conditions:
+                try:
+                    out[:, i] = compose_columns(relevance, base, [conds[i]])[:, 0]
+                except ValueError:  # a condition no sentence of the set states alone: the encoder's
+                    continue
+                statements[i]["region"] = "relevance"
     by_similarity = [i for i, c in enumerate(conds) if c is None]
     if by_similarity:
         rows = [statements[i]["sentence"] for i in by_similarity]
@@ -151,15 +163,23 @@ def _statements(exps, index):
     return list(found.values())
 
 
-def _ablate(part, index, tau, plan, statement, region, rows):
-    """Drop each of a composed statement's conditions in turn (`lbee.core.confirmation.ablation`)."""
+def _ablate(part, index, tau, plan, statement, region, rows, relevance=None):
+    """Drop each of a composed statement's conditions in turn (`lbee.core.confirmation.ablation`).
+
+    The wider regions are judged as the statement's was: by the given Γ when its region came from Γ.
+    """
     from ..grammar import format_conditions
 
     conds = statement.get("conditions") or {}
     if len(conds) < 2:
         return None
     rests = [{k: v for k, v in conds.items() if k != key} for key in conds]
-    wider = part.composed_relevance(index, rests, tau=tau)[1]
+    if statement.get("region") == "relevance" and relevance is not None and index.conditions is not None:
+        from ..io.relevance import compose_columns
+
+        wider = compose_columns(relevance, list(index.conditions[: relevance.shape[1]]), rests)
+    else:
+        wider = part.composed_relevance(index, rests, tau=tau)[1]
     out = ablation(region, list(wider.T), plan.failed, rows)
     for entry, key, rest in zip(out, conds, rests):
         entry["condition"] = format_conditions({key: conds[key]})
@@ -213,7 +233,7 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
         for j, (s, t) in enumerate(zip(statements, found)):
             s.update(t.to_dict(), q_value=float(f"{q[j]:.3g}"), confirmed=bool(q[j] <= CONFIRM_Q))
             if s["confirmed"]:
-                s["ablation"] = _ablate(part, index, tau, plan, s, regions[:, j], rows)
+                s["ablation"] = _ablate(part, index, tau, plan, s, regions[:, j], rows, relevance)
             if "conditions" in s:
                 from ..grammar import format_conditions
 
