@@ -78,10 +78,25 @@ def test_report_group_browser_pages_list_all_images(demo_run, tmp_path):
         picked = box.find_element(By.CSS_SELECTOR, ".browse-filter").get_attribute("value")
         picked_tiles = [t.text.splitlines()[2] for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")]
         picked_status = box.find_element(By.CSS_SELECTOR, ".browse-status").text
+        # which of the group's sentences holds for each image (a ninth user could check only the first describer's)
+        sentence_options = box.find_elements(By.CSS_SELECTOR, ".browse-sentence option")
+        sentence_options[-1].click()
+        rows = json.loads(
+            driver.execute_script(
+                "return document.getElementById(arguments[0]).textContent", box.get_attribute("data-rows")
+            )
+        )
+        expected = {r["id"]: r["h"][len(sentence_options) - 1] for r in rows}
+        checked = [
+            (t.get_attribute("data-image"), "✓ sentence holds" in t.text, "✗ sentence does not hold" in t.text)
+            for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")
+        ]
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     finally:
         driver.quit()
     assert errors == [], errors
+    assert len(sentence_options) >= 2 and checked
+    assert all(yes == bool(expected[i]) and no == (not expected[i]) for i, yes, no in checked), checked
     assert option_texts[0] == "every image" and len(option_texts) >= 2
     assert filtered and set(filtered) == {chosen} and f"of {count} ·" in filtered_status, (chosen, filtered_status)
     assert picked == f"{cells[0]} → {cells[2]}" and set(picked_tiles) == {picked}, (cells, picked, picked_tiles)
@@ -93,7 +108,7 @@ def test_report_group_browser_pages_list_all_images(demo_run, tmp_path):
     assert lazy == {"lazy"}
     assert by_prediction and by_prediction == sorted(by_prediction)  # grouped by prediction (a fourth user's ask)
     assert all(
-        "→" in c and "statement" in c and "confidence " in c and ("right" in c or "wrong" in c) for c in captions
+        "→" in c and "sentence" in c and "confidence " in c and ("right" in c or "wrong" in c) for c in captions
     ), captions
 
 

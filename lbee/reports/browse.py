@@ -102,10 +102,26 @@ def _script_json(obj):
     return json.dumps(obj, ensure_ascii=False).replace("<", "\\u003c")
 
 
-def browse_view(run, idx, sentence, anchor, short):
-    """What one group's browser needs: the rows as JSON, its element ids, the page size and sort orders."""
+#: The most sentences a group's browser offers to check its images against (its describers' sentences).
+BROWSE_MAX_CHOICES = 12
+
+
+def browse_view(run, idx, sentence, anchor, short, choices=None):
+    """What one group's browser needs: the rows as JSON, its element ids, the page size and sort orders.
+
+    ``choices``: the group's sentences (indices, ``sentence`` first) a reader can check its images against, each
+    row then carrying ``h``, Γ of the image for each (with Γ only): the sentence that holds for most of a group is
+    not always its describer's first (a ninth user could check only that one).
+    """
     rows = member_rows(run, idx, sentence, short)
+    choices = [] if run.relevance is None or sentence is None else list(dict.fromkeys([sentence, *(choices or [])]))
+    choices = choices[:BROWSE_MAX_CHOICES]
+    if len(choices) > 1:
+        gamma = np.asarray(run.relevance[np.asarray(idx, dtype=np.int64)][:, choices], dtype=np.int8)
+        for row, h in zip(rows, gamma.tolist()):
+            row["h"] = h
     return {
+        "choices": [run.sentences[s] for s in choices] if len(choices) > 1 else [],
         "id": f"browse-{anchor}",
         "n": len(rows),
         "json": _script_json(rows),
