@@ -104,7 +104,7 @@ def test_the_library_page_s_confirmation_example_runs_and_confirms_a_planted_fai
     failed = np.where(inside, rng.random(n) < 0.9, rng.random(n) < 0.03)
     phi = np.where(failed, rng.uniform(0.0, 0.3, n), rng.uniform(0.7, 1.0, n))
     printed = []
-    env = {"lbee": lbee, "np": np, "X": X, "S": S, "phi": phi, "texts": texts, "tau": 0.5, "failed": failed}
+    env = {"lbee": lbee, "np": np, "X": X, "S": S, "phi": phi, "texts": texts, "tau": 0.5, "omega": (~failed) * 1.0}
     env["print"] = lambda *a: printed.append(a)
     exec(code, env)  # noqa: S102  (the page's own example)
     best = min(printed, key=lambda row: row[4])
