@@ -388,7 +388,7 @@ def test_a_group_leads_only_on_a_statement_of_its_own_images_and_significant_err
     """A ninth user's first group held 11 images, 2 of them errors (0.18 against 0.13): its fpdiff sentence, the
     planted failure, confirmed on held-out images by the given Γ but held for none of the group's 11 images, and
     the group ranked above the failure's own. A group now stands for a confirmed failure only when it fails
-    significantly more often than the rest and its statement holds for at least half of its images."""
+    significantly more often than the rest and its statement holds for at least a quarter of its images."""
     from types import SimpleNamespace
 
     from lbee.core.explanation import HardCluster

@@ -312,8 +312,9 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
     return out
 
 
-#: The share of a group's images its leading statement must hold for to stand for the group.
-HOLDS_MIN = 0.5
+#: The share of a group's images its leading statement must hold for to stand for the group: a quarter (a statement
+#: that misses one condition of the failure, or adds a wrong one, still holds for about half of its images).
+HOLDS_MIN = 0.25
 
 
 def _holds_for_the_group(hard_clusters, leading, tests, regions):
