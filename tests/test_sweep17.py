@@ -27,7 +27,7 @@ def test_long_ids_with_one_accent_are_checked_at_c_speed_and_each_once():
     refuses exactly what it refused (every code point compared in the grammar's tests)."""
     import pandas as pd
 
-    from lbee.grammar._reader import _breaks_a_line, line_break_in
+    from lbee._validation import _breaks_a_line, line_break_in
     from lbee.io.table_reader import check_unique
 
     distinct = pd.DataFrame({"image_id": ["a" * 4090 + f"{i:05d}é" for i in range(3000)]})
@@ -94,9 +94,9 @@ def test_two_models_of_one_name_and_blank_names_are_refused(tmp_path):
         with pytest.raises(ValueError, match=r"models\[1\] is named .* as models\[0\] is"):
             parse_dataset_entry(entry(*names), base=tmp_path)
     for blank in ["   ", "\u3000", "\u0301\u0301"]:
-        with pytest.raises(ValueError, match="is blank"):
+        with pytest.raises(ValueError, match="is blank|blank-drawn"):
             parse_dataset_entry(entry(blank), base=tmp_path)
-        with pytest.raises(ValueError, match="is blank"):
+        with pytest.raises(ValueError, match="is blank|blank-drawn"):
             parse_dataset_entry(entry("m", name=blank), base=tmp_path)
     many = {
         "name": "d",
@@ -146,11 +146,11 @@ def test_ids_are_quoted_short_in_matching_messages_and_an_indexed_parquet_reads_
     from lbee.io.matching import IdMatcher
     from lbee.io.table_reader import read_table
 
-    long = "x" * 4000
+    long = "x" * 250  # a file name of 250 characters (Linux's NAME_MAX is 255)
     m = IdMatcher([f"a/{long}", f"b/{long}"])
     with pytest.raises(ValueError, match="matches 2 images") as err:
         m.index(long)
-    assert len(str(err.value)) < 800
+    assert len(str(err.value)) < 600
     pd.DataFrame({"image": ["a.png", "b.png"], "confidence": [0.1, 0.9]}).set_index("image").to_parquet(
         tmp_path / "i.parquet"
     )

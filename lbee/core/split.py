@@ -49,7 +49,8 @@ def _power_of_two_scaled(phi: FloatArray) -> FloatArray:
 def _outliers(phi: FloatArray) -> str:
     """A hint naming a few confidences far from the rest (1e308 among values in [0, 1] stretches σ), or ''."""
     med = float(np.median(phi))
-    spread = float(np.median(np.abs(phi - med))) or float(np.std(phi)) / 1e6
+    low, high = np.quantile(phi, [0.01, 0.99])
+    spread = max(abs(med), float(high - low))  # skewed probabilities (median 0.999) keep their real tail
     far = np.flatnonzero(np.abs(phi - med) > 1000 * spread) if spread > 0 else np.zeros(0, np.int64)
     if not 0 < far.size <= 10:
         return ""

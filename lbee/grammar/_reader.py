@@ -13,6 +13,7 @@ import unicodedata
 from importlib import resources
 from pathlib import Path
 
+from .._validation import INVISIBLE, _breaks_a_line, line_break_in  # noqa: F401  (the one rule, named here too)
 from ._grammar import ATTRIBUTE_KINDS, FALSE, PRESENCE, TRUE, Attribute, Grammar, Subject
 
 TOP_KEYS = ("name", "description", "lead", "bare", "max_conditions", "subjects", "settings")
@@ -137,63 +138,6 @@ class _Ctx:
         if not isinstance(node.value, list):
             self.fail(node.line, f"{where} must be a list; received {_kind(node)}.")
         return node.value
-
-
-#: What `line_break_in` finds, as messages say it.
-INVISIBLE = "a line break, tab, control character, invisible character or leading combining mark"
-
-
-def line_break_in(text):
-    r"""The first character of ``text`` that would split a sentence across lines or cells, or hide in it; or None.
-
-    Any ``str.splitlines`` boundary (``\n``, ``\r``, U+0085, U+2028, U+2029, ...), a tab, another control
-    character, or a Unicode format character (category Cf: zero-width spaces and joiners, bidirectional
-    overrides, a soft hyphen), another default-ignorable or blank-drawn character (variation selectors, Hangul
-    fillers, U+2800), or a leading combining mark, which makes two sentences that look the same differ, or
-    reorders what is shown: grammar words and ``--classes`` names are refused with one.
-    """
-    if text and unicodedata.category(text[0]).startswith("M"):  # a combining mark with no letter to sit on
-        return text[0]
-    if text.isascii() and text.isprintable():  # the usual id or sentence
-        return None
-    # at C speed where nothing is refused: a per-character loop took 2 ms an id of 4,096 characters, every row
-    if text.isprintable() or _PRINTABLE_HERE.sub("", text).isprintable():
-        found = _IGNORABLE_CLASS.search(text)
-        return None if found is None else found.group()
-    return next((c for c in text if _breaks_a_line(c)), None)  # something is refused: find the first
-
-
-# Unicode's Default_Ignorable_Code_Point ranges outside category Cf (variation selectors, Hangul fillers, the
-# combining grapheme joiner, Mongolian free variation selectors, ...), and U+2800, a braille cell drawn blank:
-# NFKC folds none of them, so "a" and "a\ufe0f" would be two sentences that look alike.
-_IGNORABLE = (
-    (0x034F, 0x034F),
-    (0x115F, 0x1160),
-    (0x17B4, 0x17B5),
-    (0x180B, 0x180F),
-    (0x2800, 0x2800),
-    (0x3164, 0x3164),
-    (0xFE00, 0xFE0F),
-    (0xFFA0, 0xFFA0),
-    (0xFFF0, 0xFFF8),
-    (0xE0000, 0xE0FFF),
-)
-
-
-# The characters `str.isprintable` refuses that `_breaks_a_line` lets through: spaces other than ' ' (Zs), private
-# use (Co) and surrogates (Cs); and the ignorable ranges, which are printable.
-_PRINTABLE_HERE = re.compile(
-    "[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd\ud800-\udfff]"
-)
-_IGNORABLE_CLASS = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _IGNORABLE) + "]")
-
-
-def _breaks_a_line(c):
-    """Whether ``c`` would split a sentence across lines or cells (a tab), or is invisible (a format character)."""
-    if unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cf", "Cn"):  # \t \n \r \x85 U+2028 U+2029; U+200B U+202E
-        return True  # Cn: unassigned, drawn as nothing or a box (U+2065, an ignorable of the future)
-    code = ord(c)
-    return any(lo <= code <= hi for lo, hi in _IGNORABLE)
 
 
 def said_alike(words):

@@ -40,6 +40,23 @@ def report_unmatched(n_unmatched, n_total, *, what, source, examples=(), hint=""
 #: Every tail is a string of its own, so an id of thousands of '/' cost thousands of them (61 KB of such ids held a
 #: worker for 330 s); a real image path is a few levels deep.
 MAX_TAIL_PARTS = 64
+#: The longest tail indexed, in characters: 64 levels of long names made 126 KB of tails an id (190 KB of ids took
+#: a worker to 1.8 GB); a real path's last levels are a few hundred characters at most.
+MAX_TAIL_CHARS = 512
+
+
+def _tails(text):
+    """``text``'s tails at a folder boundary ('a/f.png', 'f.png' of 'x/a/f.png'), shortest first.
+
+    At most `MAX_TAIL_PARTS` levels and `MAX_TAIL_CHARS` characters each.
+    """
+    out, pos = [], len(text)
+    while len(out) < MAX_TAIL_PARTS:
+        pos = text.rfind("/", 0, pos)
+        if pos < 0 or len(text) - pos - 1 > MAX_TAIL_CHARS:
+            break
+        out.append(text[pos + 1 :])
+    return out
 
 
 def _posix(text):
@@ -89,27 +106,32 @@ class IdMatcher:
         for i, forms in enumerate(self.forms):
             for f in forms:
                 self.exact.setdefault(f, i)
-                parts = _posix(f).split("/")
-                self.by_form.setdefault("/".join(parts), set()).add(i)
-                self.depths.add(len(parts))
-                for k in range(max(1, len(parts) - MAX_TAIL_PARTS), len(parts)):
-                    self.by_tail.setdefault("/".join(parts[k:]), set()).add(i)
-        self.claimed = {}
+                text = _posix(f)
+                parts = text.split("/")
+                self.by_form.setdefault(text, set()).add(i)
+                if len(parts) <= MAX_TAIL_PARTS:  # a deeper form is matched exactly or by its tails only
+                    self.depths.add(len(parts))
+                for tail in _tails(text):
+                    self.by_tail.setdefault(tail, set()).add(i)
+        self.claimed, self._seen = {}, {}
 
     def _candidates(self, key):
         """Rows of the images one of whose forms equals ``key`` or ends with it, or ``key`` ends with, at a '/'."""
-        parts = _posix(key).split("/")
-        found = set(self.by_form.get("/".join(parts), ())) | set(self.by_tail.get("/".join(parts), ()))
+        text = _posix(key)
+        found = set(self.by_form.get(text, ())) | set(self.by_tail.get(text, ()))
+        starts = [0] + [i + 1 for i, c in enumerate(text) if c == "/"]  # where each level begins
         for depth in self.depths:  # the key is longer: its tail of as many levels as an image's form may be it
-            if depth < len(parts):
-                found |= self.by_form.get("/".join(parts[len(parts) - depth :]), set())
+            if depth < len(starts):
+                found |= self.by_form.get(text[starts[len(starts) - depth] :], set())
         return found
 
     def index(self, key):
         """Row of the run's image that ``key`` names, or None when it names none."""
         key = str(key)
         i = self.exact.get(key)
-        if i is None:
+        if i is None and key in self._seen:  # a repeated key (a long Γ table): matched once
+            i = self._seen[key]
+        elif i is None:
             cands = sorted(self._candidates(key))
             if len(cands) > 1:
                 shown = ", ".join(cut(self.run_ids[j]) for j in cands[:4]) + (", ..." if len(cands) > 4 else "")
@@ -119,6 +141,7 @@ class IdMatcher:
                     "relative to the folder, or the manifest's 'path'), or a path ending with it."
                 )
             i = cands[0] if cands else None
+            self._seen[key] = i
         if i is not None:
             prev = self.claimed.setdefault(i, key)
             if prev != key:

@@ -127,6 +127,12 @@ def write_grammar_set(
         raise TypeError("give exactly one of `source_ref` (the grammar's name or path) and `grammar_text` (a copy).")
     path = Path(path)
     for sentence, cond in zip(sentences, conditions, strict=True):  # write only what the reader will accept
+        if len(sentence) > MAX_SENTENCE_CHARS:
+            raise ValueError(
+                f"{path}: grammar {grammar.name!r} says {format_conditions(cond)!r} in a sentence of "
+                f"{len(sentence):,} characters; a sentence file holds sentences of at most {MAX_SENTENCE_CHARS:,}: "
+                "shorten the grammar's words or lower --max-conditions."
+            )
         if grammar.render(cond) != sentence:
             raise ValueError(
                 f"{path}: sentence {sentence!r} is not what grammar {grammar.name!r} says for "

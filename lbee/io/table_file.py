@@ -25,8 +25,10 @@ def read_pinned(src, path, suffix):
         if suffix in (".parquet", ".pq"):
             table, fmt = pd.read_parquet(src), "parquet"
             if any(name is not None for name in table.index.names):  # written with df.to_parquet from an indexed
-                # frame: the index ('image') is a column of the file, and one of the table to a reader
-                table = table.reset_index()
+                # frame: the index ('image') is a column of the file, and one of the table to a reader; an index
+                # that repeats a column (set_index('image', drop=False)) is dropped
+                repeats = any(name in table.columns for name in table.index.names)
+                table = table.reset_index(drop=repeats)
         else:
             fmt = "tsv" if suffix == ".tsv" else "csv"
             table = pd.read_csv(src, **csv_options(fmt))

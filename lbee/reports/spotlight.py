@@ -147,7 +147,22 @@ def run_embeddings(run_dir, table, cache_dir=None):
     files = table["image"].tolist()
     if any(f is None for f in files):
         return None, "some image files are missing"
-    hashes = [file_sha256(f) for f in files]
+    import os
+
+    from ..io.images import MAX_IMAGE_BYTES
+
+    hashes = []
+    for f in files:  # as the run hashed them: an image over the images' bound (a sparse 20 GB file) is not read
+        try:
+            size = os.stat(f).st_size
+        except OSError as exc:
+            return None, f"image {str(f)!r} cannot be read ({exc.strerror})"
+        if size > MAX_IMAGE_BYTES:
+            return None, f"image {str(f)!r} is {size:,} bytes, over the {MAX_IMAGE_BYTES:,} an image may be"
+        try:
+            hashes.append(file_sha256(f, limit=MAX_IMAGE_BYTES))
+        except (OSError, ValueError) as exc:
+            return None, f"image {str(f)!r} cannot be read ({exc})"
     found = EmbeddingCache(identity, cache_dir).get_images(hashes)
     missing = sum(h not in found for h in hashes)
     if missing:

@@ -314,7 +314,7 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
 
 #: The share of a group's images its leading statement must hold for to stand for the group: a quarter (a statement
 #: that misses one condition of the failure, or adds a wrong one, still holds for about half of its images).
-HOLDS_MIN = 0.25
+HOLDS_MIN = 1 / 4
 
 
 def _holds_for_the_group(hard_clusters, leading, tests, regions):

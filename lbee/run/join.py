@@ -37,7 +37,8 @@ def parse_join(value, bad):
     for entry in value:
         if isinstance(entry, str):
             parts = [part.strip() for part in entry.split(",")]
-            if not all(part.isascii() and part.isdigit() for part in parts):  # int() would read '٣' as 3
+            if not all(part.isascii() and part.isdigit() and len(part) <= 6 for part in parts):  # int() would read
+                # '٣' as 3, and refuses 5,000 digits in Python's words
                 raise bad("group numbers separated by commas, such as '1,2,3'")
             entry = [int(part) for part in parts]
         if not isinstance(entry, (list, tuple)) or not all(

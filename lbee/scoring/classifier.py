@@ -30,8 +30,18 @@ def check_stored_zip(path, what="`weights`", name=None):
     refuse_sparse(path, what, name)  # a state dict of holes: 364 KB on disk made torch.load read 3 GB
     if not zipfile.is_zipfile(path):
         return
+    import os
+
     with zipfile.ZipFile(path) as archive:
-        packed = [i.filename for i in archive.infolist() if i.compress_type != zipfile.ZIP_STORED]
+        infos = archive.infolist()
+        packed = [i.filename for i in infos if i.compress_type != zipfile.ZIP_STORED]
+    held = sum(i.file_size for i in infos)
+    if not packed and held > os.path.getsize(path):  # entries stored over one another: each is loaded apart
+        raise ValueError(
+            f"{what} {str(name or path)!r} lists {held:,} bytes of stored entries in a file of "
+            f"{os.path.getsize(path):,}: its entries overlap, and loading it would take far more than its size; "
+            "save the state dict with torch.save."
+        )
     if packed:
         raise ValueError(
             f"{what} {str(name or path)!r} has compressed entries ({packed[0]!r}, ...): a compressed archive can "
@@ -44,9 +54,12 @@ def load_error_line(exc):
 
     torch's advice to load unsafely (``weights_only=False``) is never passed on to a user.
     """
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first = lines[0] if lines else type(exc).__name__
     if "weights_only" in first or "Weights only" in first:
         return "not a plain state dict of tensors"
+    if first.endswith(":") and len(lines) > 1:  # "Error(s) in loading state_dict for X:" says its errors next
+        first = f"{first} {lines[1]}"[:500]
     return "".join(c for c in first if c.isprintable())  # torch's own terminal escapes (bold) never reach a user
 
 

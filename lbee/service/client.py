@@ -112,6 +112,9 @@ def _not_json(value, where=""):
 
 #: The largest answer the client reads (a report page is a few MB; a stream that never ends is cut here).
 MAX_RESPONSE_BYTES = 512 << 20
+#: The largest job state the client reads (a job's phase, progress and log): JSON becomes Python objects at up to
+#: 70 times its size (a hostile server's 50 MiB answer took 3.7 GB).
+MAX_JOB_BYTES = 4 << 20
 #: The most of an error answer the client reads (its message is a few lines).
 MAX_ERROR_BYTES = 64 << 10
 
@@ -165,6 +168,7 @@ def _job(answer, what):
         isinstance(answer, dict)
         and isinstance(answer.get("id"), str)
         and re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", answer["id"]) is not None  # it goes into the next URLs
+        and answer["id"].strip(".") != ""  # '.' and '..' would name another path
         and isinstance(answer.get("status"), str)
         and (fraction is None or (isinstance(fraction, (int, float)) and not isinstance(fraction, bool)))
         and isinstance(answer.get("runs") or [], list)
@@ -235,7 +239,7 @@ class Client:
         self.timeout = timeout
 
     # ---- HTTP
-    def _request(self, method, path, body=None, *, raw=False):
+    def _request(self, method, path, body=None, *, raw=False, limit=MAX_RESPONSE_BYTES):
         headers = {"Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -249,9 +253,9 @@ class Client:
         deadline = time.monotonic() + self.timeout * (10 if raw else 1)
         try:
             with _OPENER.open(req, timeout=self.timeout) as resp:
-                payload = _read_within(resp, MAX_RESPONSE_BYTES + 1, deadline, f"{method} {path}")
-            if len(payload) > MAX_RESPONSE_BYTES:
-                raise ServiceError(f"{method} {path}: the answer is larger than {MAX_RESPONSE_BYTES >> 20} MiB.")
+                payload = _read_within(resp, limit + 1, deadline, f"{method} {path}")
+            if len(payload) > limit:
+                raise ServiceError(f"{method} {path}: the answer is larger than {limit >> 20} MiB.")
         except _Redirected as exc:
             raise ServiceError(
                 f"{method} {path}: the server at {self.url} answered with a redirect to {exc.target!r}; lbee's API "
@@ -294,18 +298,18 @@ class Client:
         """
         if isinstance(entry, (str, os.PathLike)):
             entry = read_entry(entry)
-        return _job(self._request("POST", "/v1/jobs", entry), "POST /v1/jobs")
+        return _job(self._request("POST", "/v1/jobs", entry, limit=MAX_JOB_BYTES), "POST /v1/jobs")
 
     def job(self, job_id):
         """The job's state: ``status``, ``phase``, ``fraction``, ``progress``, ``log``, ``error``, ``runs``.
 
         Its texts are made `printable`: they reach a terminal, and a server's text could carry escape sequences.
         """
-        return _job(self._request("GET", f"/v1/jobs/{_quoted(job_id)}"), "GET /v1/jobs/{id}")
+        return _job(self._request("GET", f"/v1/jobs/{_quoted(job_id)}", limit=MAX_JOB_BYTES), "GET /v1/jobs/{id}")
 
     def cancel(self, job_id):
         """Cancel a queued or running job; returns its state."""
-        return self._request("POST", f"/v1/jobs/{_quoted(job_id)}/cancel")
+        return self._request("POST", f"/v1/jobs/{_quoted(job_id)}/cancel", limit=MAX_JOB_BYTES)
 
     def wait(self, job_id, *, poll=POLL_SECONDS, timeout=None, on_progress=None):
         """Poll the job until it ends; returns its final state.
