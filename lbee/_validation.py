@@ -304,7 +304,7 @@ def loads_each_key_once(text: str) -> Any:
 INVISIBLE = "a line break, tab, control character, invisible character or leading combining mark"
 
 
-def line_break_in(text):
+def line_break_in(text: str) -> str | None:
     r"""The first character of ``text`` that would split a sentence across lines or cells, or hide in it; or None.
 
     Any ``str.splitlines`` boundary (``\n``, ``\r``, U+0085, U+2028, U+2029, ...), a tab, another control
@@ -349,7 +349,7 @@ _PRINTABLE_HERE = re.compile(
 _IGNORABLE_CLASS = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _IGNORABLE) + "]")
 
 
-def _breaks_a_line(c):
+def _breaks_a_line(c: str) -> bool:
     """Whether ``c`` would split a sentence across lines or cells (a tab), or is invisible (a format character)."""
     if unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cf", "Cn"):  # \t \n \r \x85 U+2028 U+2029; U+200B U+202E
         return True  # Cn: unassigned, drawn as nothing or a box (U+2065, an ignorable of the future)

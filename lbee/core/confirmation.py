@@ -173,6 +173,20 @@ class RegionTest:
         return d
 
 
+def _on_rows(region: ArrayLike, failed: ArrayLike, rows: ArrayLike) -> tuple[BoolArray, BoolArray]:
+    """``region`` and ``failed`` on ``rows``, checked: booleans, one per image, and indices of images."""
+    region_a, failed_a, at = np.asarray(region), np.asarray(failed), np.asarray(rows)
+    for name, a in (("region", region_a), ("failed", failed_a)):
+        if a.ndim != 1 or not (a.dtype == bool or np.isin(a, (0, 1)).all()):
+            raise ValueError(f"`{name}` must be booleans, one per image, shape (n,); received shape {a.shape}.")
+    if region_a.shape != failed_a.shape:
+        raise ValueError(f"`region` has {region_a.size} entries and `failed` {failed_a.size}; expected one per image.")
+    if at.size and (at.dtype.kind not in "iu" or at.min() < 0 or at.max() >= region_a.size):
+        raise ValueError(f"`rows` must be indices in [0, {region_a.size}) of the images counted.")
+    at = at.astype(np.int64)
+    return region_a.astype(bool)[at], failed_a.astype(bool)[at]
+
+
 def region_test(region: ArrayLike, failed: ArrayLike, rows: ArrayLike) -> RegionTest:
     """Test a region on ``rows``: its error rate against the rest of ``rows``.
 
@@ -187,17 +201,7 @@ def region_test(region: ArrayLike, failed: ArrayLike, rows: ArrayLike) -> Region
     -------
     RegionTest
     """
-    region_a, failed_a, rows = np.asarray(region), np.asarray(failed), np.asarray(rows)
-    for name, a in (("region", region_a), ("failed", failed_a)):
-        if a.ndim != 1 or not (a.dtype == bool or np.isin(a, (0, 1)).all()):
-            raise ValueError(f"`{name}` must be booleans, one per image, shape (n,); received shape {a.shape}.")
-    if region_a.shape != failed_a.shape:
-        raise ValueError(f"`region` has {region_a.size} entries and `failed` {failed_a.size}; expected one per image.")
-    if rows.size and (rows.dtype.kind not in "iu" or rows.min() < 0 or rows.max() >= region_a.size):
-        raise ValueError(f"`rows` must be indices in [0, {region_a.size}) of the images counted.")
-    rows = rows.astype(np.int64)
-    inside = region_a.astype(bool)[rows]
-    f = failed_a.astype(bool)[rows]
+    inside, f = _on_rows(region, failed, rows)
     n_in, k_in = int(inside.sum()), int(f[inside].sum())
     n_out, k_out = int((~inside).sum()), int(f[~inside].sum())
     r_in = k_in / n_in if n_in else 0.0
@@ -237,23 +241,13 @@ def ablation(region: ArrayLike, wider: Sequence[ArrayLike], failed: ArrayLike, r
     """
     from scipy.stats import binom
 
-    region_a, failed_a, rows = np.asarray(region), np.asarray(failed), np.asarray(rows)
-    for name, a in (("region", region_a), ("failed", failed_a)):
-        if a.ndim != 1 or not (a.dtype == bool or np.isin(a, (0, 1)).all()):
-            raise ValueError(f"`{name}` must be booleans, one per image, shape (n,); received shape {a.shape}.")
-    if region_a.shape != failed_a.shape:
-        raise ValueError(f"`region` has {region_a.size} entries and `failed` {failed_a.size}; expected one per image.")
-    if rows.size and (rows.dtype.kind not in "iu" or rows.min() < 0 or rows.max() >= region_a.size):
-        raise ValueError(f"`rows` must be indices in [0, {region_a.size}) of the images counted.")
-    rows = rows.astype(np.int64)
-    inside = region_a.astype(bool)[rows]
-    f = failed_a.astype(bool)[rows]
+    inside, f = _on_rows(region, failed, rows)
     r_in = float(f[inside].mean()) if inside.any() else 0.0
     r_out = float(f[~inside].mean()) if (~inside).any() else 0.0
     mid = (r_in + r_out) / 2
     out = []
     for w in wider:
-        big = np.asarray(w, dtype=bool)[rows] | inside
+        big = np.asarray(w, dtype=bool)[np.asarray(rows, dtype=np.int64)] | inside
         extra = big & ~inside
         n_x, k_x = int(extra.sum()), int(f[extra].sum())
         below = float(binom.cdf(k_x, n_x, mid)) if n_x else 1.0  # fails less than halfway: needed
