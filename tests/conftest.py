@@ -80,3 +80,20 @@ def killed_lbee():
         return proc
 
     return run
+
+
+def server_answers(monkeypatch, answers):
+    """Make `lbee.Client` read ``answers`` (bytes, one per request, in order) as a server's, with no network."""
+    from lbee.service import client as client_mod
+
+    answers = iter(answers)
+
+    class Answer:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(client_mod, "_read_within", lambda resp, limit, deadline, what: next(answers))
+    monkeypatch.setattr(client_mod._OPENER, "open", lambda req, timeout: Answer())

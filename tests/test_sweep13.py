@@ -60,12 +60,15 @@ def test_a_parquet_of_nested_or_wide_binary_columns_is_refused_before_it_is_deco
 def test_the_client_shows_no_reordering_character_and_names_a_malformed_answer(monkeypatch):
     """Lower 2 and 3: bidi controls (U+202E) and line separators passed `printable` and could make 'failed' read as
     'done'; a malformed answer showed Python's error names (RecursionError, KeyError 'status')."""
-    from lbee.service import client as client_mod
+    from conftest import server_answers
+
     from lbee.service.client import Client, ServiceError, printable
 
     assert printable("job \u202edeliaf\u2028x\u00ad") == "job \\u202edeliaf\\u2028x\\xad"
     assert printable("é → ok\n\tnext") == "é → ok\n\tnext"
-    answers = iter(
+    c = Client("http://127.0.0.1:9", "tok")
+    server_answers(
+        monkeypatch,
         [
             b"[" * 100_000 + b"]" * 100_000,
             b'{"id": "j1"}',
@@ -74,20 +77,8 @@ def test_the_client_shows_no_reordering_character_and_names_a_malformed_answer(m
             b'{"id": "j1", "status": "done", "runs": {"a": 1}}',
             b'{"id": "j1", "status": "running", "log": [1, 2]}',  # sweep 15, lower 2
             b'{"id": "j1", "status": "running", "phase": {"a": 1}}',
-        ]
+        ],
     )
-
-    c = Client("http://127.0.0.1:9", "tok")
-    monkeypatch.setattr(client_mod, "_read_within", lambda resp, limit, deadline, what: next(answers))
-
-    class Resp:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *a):
-            return False
-
-    monkeypatch.setattr(client_mod._OPENER, "open", lambda req, timeout: Resp())
     for said in ["is not JSON an lbee server sends", "is not a job", "is not JSON an lbee server sends"] + [
         "is not a job"
     ] * 4:

@@ -120,20 +120,12 @@ def test_a_weights_file_error_carries_no_terminal_escape_and_no_unsafe_advice(tm
 def test_the_client_refuses_a_job_id_that_would_break_its_next_request(monkeypatch):
     """Lower 2: a hostile server's job id holding CR LF or a space made `lbee submit` print Python's InvalidURL
     traceback (after printing the line break)."""
-    from lbee.service import client as client_mod
+    from conftest import server_answers
+
     from lbee.service.client import Client, ServiceError, _quoted
 
     assert _quoted("j1\r\nX-Injected: 1") == "j1%0D%0AX-Injected%3A%201"
-    monkeypatch.setattr(client_mod, "_read_within", lambda *a: b'{"id": "j1\\r\\nX: 1", "status": "running"}')
-
-    class Resp:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *a):
-            return False
-
-    monkeypatch.setattr(client_mod._OPENER, "open", lambda req, timeout: Resp())
+    server_answers(monkeypatch, [b'{"id": "j1\\r\\nX: 1", "status": "running"}'])
     with pytest.raises(ServiceError, match="is not a job"):
         Client("http://127.0.0.1:9", "tok").job("j1")
 

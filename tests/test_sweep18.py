@@ -154,25 +154,17 @@ def test_sentences_generate_writes_no_sentence_the_reader_refuses(tmp_path):
 def test_the_client_reads_a_job_state_of_bounded_size_and_refuses_dot_ids(monkeypatch):
     """H16: a hostile server's 50 MiB job answer ([] after [] ...) became 3.7 GB of Python objects in `lbee submit`.
     Lower 9: a job id '..' made the client ask for /v1/jobs/../report."""
-    from lbee.service import client as client_mod
+    from conftest import server_answers
+
     from lbee.service.client import MAX_JOB_BYTES, Client, ServiceError
 
-    answers = iter(
+    server_answers(
+        monkeypatch,
         [
             b'{"id": "j1", "status": "done", "x": [' + b"[]," * (MAX_JOB_BYTES // 3) + b"[]]}",
             b'{"id": "..", "status": "running"}',
-        ]
+        ],
     )
-    monkeypatch.setattr(client_mod, "_read_within", lambda resp, limit, deadline, what: next(answers))
-
-    class Resp:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *a):
-            return False
-
-    monkeypatch.setattr(client_mod._OPENER, "open", lambda req, timeout: Resp())
     c = Client("http://127.0.0.1:9", "tok")
     with pytest.raises(ServiceError, match="the answer is larger than 4 MiB"):
         c.job("j1")
