@@ -29,7 +29,7 @@ def test_the_id_matcher_keeps_short_tails_and_tries_few_depths():
         assert deep.index("b/" * 2047 + "q") is None  # one key repeated on every row
     for i in range(300):
         deep.index("c/" * 2040 + f"{i:06d}")
-    assert time.perf_counter() - t0 < 3.0  # 35 s for 3,000 rows before
+    assert time.perf_counter() - t0 < 12.0  # 35 s for 3,000 rows before (a bound for a hang, on a loaded machine)
     assert deep.index("a/a/z") == 1  # matching as before: exactly, or by a tail that fits one image
     with pytest.raises(ValueError, match="matches 5 images"):
         deep.index("/root/" + "a/" * 5 + "z")
@@ -189,3 +189,37 @@ def test_the_spotlight_export_reads_no_image_past_the_images_bound(tmp_path, mon
     table = pd.DataFrame({"image": [str(big)], "image_id": ["big.png"]})
     emb, why = run_embeddings(tmp_path, table, cache_dir=tmp_path / "cache")
     assert emb is None and "4,096 bytes, over the 1,024 an image may be" in why
+
+
+def test_sweep19_tails_in_all_the_client_s_json_and_one_file_named_on_every_row(tmp_path, monkeypatch):
+    """Sweep 19: H18, 64 tails of 450 characters above U+FFFF kept 114 KB an id; H19, explanation() and metrics()
+    parsed up to 512 MiB (27 times that in memory); H20, one sparse 1 GiB file named on 2,000 rows was read 2,000
+    times; lower 2, a parquet index of two levels lost the one that repeats no column."""
+    import json
+
+    import pandas as pd
+    from conftest import server_answers
+
+    import lbee.io.images as images
+    from lbee.io.matching import MAX_TAILS_CHARS, _tails
+    from lbee.io.table_reader import read_table
+    from lbee.reports.spotlight import run_embeddings
+    from lbee.service.client import MAX_JSON_BYTES, Client, ServiceError
+
+    wide = "/".join(["\U0001f600"] * 63) + "/" + "\U0001f600" * 382
+    assert sum(map(len, _tails(wide))) <= MAX_TAILS_CHARS
+    server_answers(monkeypatch, [b"[" + b"[]," * (MAX_JSON_BYTES // 3) + b"[]]"] * 2)
+    with pytest.raises(ServiceError, match="the answer is larger than 64 MiB"):
+        Client("http://127.0.0.1:9", "tok").explanation("j1")
+    sparse = tmp_path / "s.png"
+    with open(sparse, "wb") as fh:
+        fh.truncate(80 << 20)
+    if sparse.stat().st_blocks * 512 < (80 << 20) / 8:  # a file system that keeps sparse files
+        (tmp_path / "explanation.json").write_text(json.dumps({"encoder": {"encoder": "open_clip", "model": "m"}}))
+        table = pd.DataFrame({"image": [str(sparse)] * 2000, "image_id": [f"{i}.png" for i in range(2000)]})
+        emb, why = run_embeddings(tmp_path, table, cache_dir=tmp_path / "cache")
+        assert emb is None and "sparse file" in why
+    monkeypatch.setattr(images, "MAX_IMAGE_BYTES", 1 << 30)
+    df = pd.DataFrame({"image": ["a.png", "b.png"], "split": ["x", "y"], "confidence": [0.1, 0.9]})
+    df.set_index(["image", "split"], drop=False).drop(columns="split").to_parquet(tmp_path / "m.parquet")
+    assert sorted(read_table(tmp_path / "m.parquet").columns) == ["confidence", "image", "split"]

@@ -43,19 +43,24 @@ MAX_TAIL_PARTS = 64
 #: The longest tail indexed, in characters: 64 levels of long names made 126 KB of tails an id (190 KB of ids took
 #: a worker to 1.8 GB); a real path's last levels are a few hundred characters at most.
 MAX_TAIL_CHARS = 512
+#: The most characters of tails kept for one id, all its tails together: 64 tails of 450 characters above U+FFFF
+#: were 114 KB an id of 508 characters.
+MAX_TAILS_CHARS = 2048
 
 
 def _tails(text):
     """``text``'s tails at a folder boundary ('a/f.png', 'f.png' of 'x/a/f.png'), shortest first.
 
-    At most `MAX_TAIL_PARTS` levels and `MAX_TAIL_CHARS` characters each.
+    At most `MAX_TAIL_PARTS` levels and `MAX_TAIL_CHARS` characters each, `MAX_TAILS_CHARS` in all.
     """
-    out, pos = [], len(text)
+    out, pos, kept = [], len(text), 0
     while len(out) < MAX_TAIL_PARTS:
         pos = text.rfind("/", 0, pos)
-        if pos < 0 or len(text) - pos - 1 > MAX_TAIL_CHARS:
+        size = len(text) - pos - 1
+        if pos < 0 or size > MAX_TAIL_CHARS or kept + size > MAX_TAILS_CHARS:
             break
         out.append(text[pos + 1 :])
+        kept += size
     return out
 
 

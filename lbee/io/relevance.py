@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from pathlib import Path
 
 import numpy as np
 
 logger = logging.getLogger("lbee")
+#: Set while `check_relevance_table` reads a table the run reads again: its warnings would be said twice.
+_QUIET = contextvars.ContextVar("lbee_relevance_quiet", default=False)
+
+
+class _QuietWhileChecking(logging.Filter):
+    def filter(self, record):
+        return not (_QUIET.get() and record.levelno < logging.ERROR)
+
+
+logger.addFilter(_QuietWhileChecking())
 
 
 def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
@@ -73,20 +84,17 @@ def check_relevance_table(path, image_ids, sentences):
     table need not list an unreadable one). Says nothing a run would say again (the run's own read warns).
     An ``.npy`` Γ (rows in the run's order) is left to the run.
     """
-    import logging
     import warnings
 
     if Path(path).suffix.lower() == ".npy":
         return
-    quiet = logging.getLogger("lbee")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
+    token = _QUIET.set(True)  # this context's warnings only: another thread's log lines are never dropped
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _read_relevance(path, image_ids, sentences, every_image=False)
     finally:
-        quiet.setLevel(level)
+        _QUIET.reset(token)
 
 
 def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None, every_image=True):

@@ -27,8 +27,11 @@ def read_pinned(src, path, suffix):
             if any(name is not None for name in table.index.names):  # written with df.to_parquet from an indexed
                 # frame: the index ('image') is a column of the file, and one of the table to a reader; an index
                 # that repeats a column (set_index('image', drop=False)) is dropped
-                repeats = any(name in table.columns for name in table.index.names)
-                table = table.reset_index(drop=repeats)
+                keep = [name for name in table.index.names if name is not None and name not in table.columns]
+                if keep:
+                    table = table.reset_index(level=keep)
+                if not isinstance(table.index, pd.RangeIndex):  # what is left repeats a column, or has no name
+                    table = table.reset_index(drop=True)
         else:
             fmt = "tsv" if suffix == ".tsv" else "csv"
             table = pd.read_csv(src, **csv_options(fmt))

@@ -132,7 +132,7 @@ def load_report_config(path):
             checked[key] = check_setting(key, value, "defaults", key_line(defaults, key), path)
         except EntryError as exc:
             raise ConfigError(str(exc)) from None
-    from ..grammar import said_alike
+    from .config_entries import name_key
 
     out = []
     names = set()
@@ -142,9 +142,9 @@ def load_report_config(path):
         except EntryError as exc:
             name = str(entry.get("name") or f"dataset_{i}") if isinstance(entry, dict) else f"dataset_{i}"
             ds = DatasetSpec(name=name, line=key_line(entry), error=str(exc))
-        if said_alike(ds.name) in names:  # 'ﬁ' and 'fi', 'M' and 'm': one folder on many disks, one name to a reader
+        if name_key(ds.name) in names:  # 'ﬁ' and 'fi', 'M' and 'm': one folder on many disks, one name to a reader
             ds.error = f"{path}, line {ds.line}: dataset name {ds.name!r} is used twice; names must be unique."
-        names.add(said_alike(ds.name))
+        names.add(name_key(ds.name))
         out.append(ds)
     output = data.get("output", "lbee_out/report")
     cache_dir = data.get("cache_dir")

@@ -35,6 +35,13 @@ REPORT_DEFAULTS = {"thumbnails": 8, "classes_shown": 12, "sweep": None, "group_o
 SETTING_KEYS = KNOB_KEYS + tuple(INPUT_DEFAULTS) + tuple(REPORT_DEFAULTS)
 SOURCE_KEYS = ("images", "spotcheck", "rival10", "image_embeddings", "sentence_embeddings", "masks", "sensitivity")
 MODEL_KEYS = ("name", "predictions", "model", "weights", "num_classes", "image_size")
+
+
+def name_key(name):
+    """How two names are compared: 'ﬁ' and 'fi', 'M' and 'm', 'a b' and 'a  b' read as one (and name one folder)."""
+    return " ".join(said_alike(str(name)).split())
+
+
 #: The most models one dataset entry may list (each is a table read and a describe run).
 MAX_MODELS = 64
 DATASET_KEYS = ("name",) + SOURCE_KEYS + ("models",) + MODEL_KEYS[1:] + SETTING_KEYS
@@ -345,7 +352,7 @@ def _parse_dataset_rest(entry, where, name, ds, settings, defaults, base, path, 
         ds.models = [m for m in ds.models if m is not None]
         named = {}
         for j, m in enumerate(ds.models):  # results are asked for by model name (?model=, --model): one each
-            first = named.setdefault(said_alike(m.name), j)
+            first = named.setdefault(name_key(m.name), j)
             if first != j:
                 raise EntryError(
                     f"{path}, line {key_line(entry, 'models')}: {where}.models[{j}] is named {shown(m.name)}, as "

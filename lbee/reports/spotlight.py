@@ -149,20 +149,21 @@ def run_embeddings(run_dir, table, cache_dir=None):
         return None, "some image files are missing"
     import os
 
+    from .._files import refuse_sparse
     from ..io.images import MAX_IMAGE_BYTES
 
-    hashes = []
-    for f in files:  # as the run hashed them: an image over the images' bound (a sparse 20 GB file) is not read
-        try:
-            size = os.stat(f).st_size
-        except OSError as exc:
-            return None, f"image {str(f)!r} cannot be read ({exc.strerror})"
-        if size > MAX_IMAGE_BYTES:
-            return None, f"image {str(f)!r} is {size:,} bytes, over the {MAX_IMAGE_BYTES:,} an image may be"
-        try:
-            hashes.append(file_sha256(f, limit=MAX_IMAGE_BYTES))
-        except (OSError, ValueError) as exc:
-            return None, f"image {str(f)!r} cannot be read ({exc})"
+    hashes, seen = [], {}
+    for f in files:  # as the run hashed them, each file once: an image over the images' bound, or a sparse one
+        if f not in seen:  # (a sparse 20 GB file; one file named on 2,000 rows) is not read
+            try:
+                size = os.stat(f).st_size
+                if size > MAX_IMAGE_BYTES:
+                    raise ValueError(f"{size:,} bytes, over the {MAX_IMAGE_BYTES:,} an image may be")
+                refuse_sparse(f, "image")
+                seen[f] = file_sha256(f, limit=MAX_IMAGE_BYTES)
+            except (OSError, ValueError) as exc:
+                return None, f"image {str(f)!r} cannot be read ({getattr(exc, 'strerror', None) or exc})"
+        hashes.append(seen[f])
     found = EmbeddingCache(identity, cache_dir).get_images(hashes)
     missing = sum(h not in found for h in hashes)
     if missing:

@@ -115,6 +115,8 @@ MAX_RESPONSE_BYTES = 512 << 20
 #: The largest job state the client reads (a job's phase, progress and log): JSON becomes Python objects at up to
 #: 70 times its size (a hostile server's 50 MiB answer took 3.7 GB).
 MAX_JOB_BYTES = 4 << 20
+#: The largest JSON answer the client parses (explanation.json, metrics): parsed, JSON takes up to 70 times its size.
+MAX_JSON_BYTES = 64 << 20
 #: The most of an error answer the client reads (its message is a few lines).
 MAX_ERROR_BYTES = 64 << 10
 
@@ -350,11 +352,11 @@ class Client:
     # ---- results
     def explanation(self, job_id, model=None):
         """The job's ``explanation.json`` (a dict; ``model`` picks one of an entry with several)."""
-        return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/explanation{_model(model)}")
+        return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/explanation{_model(model)}", limit=MAX_JSON_BYTES)
 
     def metrics(self, job_id, model=None):
         """The job's run with its metric rows (ACR, AHR, TPR, JI per slicer and method; empty without Γ)."""
-        return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/metrics{_model(model)}")
+        return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/metrics{_model(model)}", limit=MAX_JSON_BYTES)
 
     def report(self, job_id, model=None):
         """The job's HTML report (str)."""
