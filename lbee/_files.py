@@ -158,11 +158,11 @@ def file_kind(mode):
 
 
 def near_file(path):
-    """The path of a file beside ``path``, of the same suffix and a near name (a misspelling's fix), or None."""
+    """A file or folder beside ``path`` of the same suffix and a near name (a misspelling's fix), or None."""
     import difflib
 
     path = Path(path)
-    if not path.suffix or not path.parent.is_dir():
+    if not path.name or not path.parent.is_dir():  # (a folder has no suffix: its siblings without one)
         return None
     try:  # a folder of millions of images: the first thousand names of that suffix are enough for a typo
         names = sorted(p.name for p in path.parent.iterdir() if p.suffix == path.suffix)[:1000]

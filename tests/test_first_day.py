@@ -633,3 +633,14 @@ def test_ids_that_differ_from_the_images_by_their_suffix_are_said_so():
 
     with pytest.raises(ValueError, match=r"The table's ids end in '\.jpg' where the images' end in '\.png'"):
         align_scores(["a/x1.png", "a/x2.png"], None, ["a/x1.jpg", "a/x2.jpg"])
+
+
+def test_a_misspelled_folder_in_an_entry_gets_the_folder_beside_it_suggested(tmp_path):
+    """A ninth user's job entry naming 'signs/imagez' got no suggestion, while the CLI suggests a file beside."""
+    from lbee.reports.config_entries import parse_dataset_entry
+
+    (tmp_path / "signs" / "images").mkdir(parents=True)
+    (tmp_path / "p.csv").write_text("image_id,confidence\n")
+    entry = {"name": "d", "images": "signs/imagez", "models": [{"name": "m", "predictions": "p.csv"}]}
+    with pytest.raises(ValueError, match=r"does not exist .*\(did you mean 'signs/images'\?\)"):
+        parse_dataset_entry(entry, base=tmp_path)

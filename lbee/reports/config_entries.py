@@ -144,8 +144,12 @@ def _resolve_path(value, key, base, line, path, must_exist=True):
     except OSError as exc:  # a name too long for the file system, say
         raise EntryError(f"{path}, line {line}: {key} path {shown(value)} cannot be used: {exc.strerror}.") from None
     if must_exist and not exists:
+        from .._files import near_file
+
         where = "in the data root" if data_root() is not None else f"(resolved to {shown(str(p))})"  # no server path
-        raise EntryError(f"{path}, line {line}: {key} path {shown(value)} does not exist {where}.")
+        near = near_file(p)
+        hint = "" if near is None else f" (did you mean {shown(str(Path(value).with_name(Path(near).name)))}?)"
+        raise EntryError(f"{path}, line {line}: {key} path {shown(value)} does not exist {where}{hint}.")
     if exists:
         try:
             mode = p.stat().st_mode

@@ -14,9 +14,9 @@ def create_app(settings, **kwargs):
     try:
         from .app import create_app as _create_app
     except ImportError as exc:
-        from ..extras import install_command
+        from ..extras import MissingExtraError, install_command
 
-        raise ImportError(
+        raise MissingExtraError(
             f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): {install_command('serve')}"
         ) from None
     return _create_app(settings, **kwargs)
