@@ -997,6 +997,8 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     page = client.get(f"/runs/{run['id']}/groups/0", headers=read)
     assert page.status_code == 200 and page.text.count('loading="lazy"') == min(len(groups[0]), BROWSE_PAGE_SIZE)
     assert f"of {len(groups[0])}" in page.text and "page 1 of 1" in page.text and "→" in page.text
+    rate = 1 - np.mean([r["performance"] for r in groups[0]])  # the header says it, as the report's does (trial 9)
+    assert f"Group 0: {len(groups[0])} images, error rate {rate:.2f}</h2>" in page.text
     assert client.get(f"/runs/{run['id']}/groups/0").status_code in (303, 200)  # no token: the login form
     assert client.get(f"/v1/runs/{run['id']}/groups/9/images", headers=read).status_code == 404
     bad = client.get(f"/v1/runs/{run['id']}/groups/0/images?sort=size", headers=read)

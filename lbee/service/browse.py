@@ -95,9 +95,14 @@ def add_browse_routes(app, ctx):
         run, table, out = page_of(run_id, group, page, sort, pair)
         hard = table[table["split"] == "hard"]
         groups = [(int(g), int(n)) for g, n in hard.groupby("group").size().items()]
+        omega = hard.loc[hard["group"] == group, "performance"].astype(float)
+        rate = (  # as the report's group header says it: an error rate for 0/1 correctness, else the mean ω
+            f"error rate {1 - omega.mean():.2f}" if omega.isin((0.0, 1.0)).all() else f"mean ω {omega.mean():.3f}"
+        )
         return templates.get_template("browse.html").render(
             run=run,
             group=group,
+            rate=rate,
             p=out,
             sort=sort,
             sorts=BROWSE_SORTS,
