@@ -105,6 +105,12 @@ def test_a_bad_relevance_cell_fails_before_any_embedding(tmp_path):
     r = CliRunner().invoke(cli, [*base, *opts, *enc], obj={})
     assert r.exit_code == 1 and "maybe" in r.output and "relevant" in r.output, r.output
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.npz"))  # nothing embedded
+    n_sentences = len([t for t in (tmp_path / "sents.txt").read_text().splitlines() if t.strip()])
+    np.save(tmp_path / "rel.npy", np.full((24, n_sentences), 0.5))  # a tenth user's .npy: found after 114 s
+    enc[-1] = str(tmp_path / "rel.npy")
+    r = CliRunner().invoke(cli, [*base, *opts, *enc], obj={})
+    assert r.exit_code == 1 and "must hold booleans or 0/1" in r.output, r.output
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.npz"))
 
 
 def test_offline_default_encoder_fails_at_once_with_the_fix(monkeypatch, tmp_path):
@@ -353,3 +359,6 @@ def test_a_warning_about_the_predictions_is_said_once(tmp_path):
     r = CliRunner().invoke(cli, [*args, "--tau", "0.2"], obj={})
     assert r.exit_code == 0, r.output
     assert r.output.count("did you mean 'label'?") == 1, r.output
+    table.rename(columns={"truth": "Label"}).to_csv(tmp_path / "p.csv", index=False)  # a tenth user's capital L
+    r = CliRunner().invoke(cli, [*args, "--tau", "0.2", "--out", str(tmp_path / "o2")], obj={})
+    assert r.exit_code == 0 and "'Label' (did you mean 'label'?" in r.output, r.output

@@ -223,3 +223,44 @@ def test_sweep19_tails_in_all_the_client_s_json_and_one_file_named_on_every_row(
     df = pd.DataFrame({"image": ["a.png", "b.png"], "split": ["x", "y"], "confidence": [0.1, 0.9]})
     df.set_index(["image", "split"], drop=False).drop(columns="split").to_parquet(tmp_path / "m.parquet")
     assert sorted(read_table(tmp_path / "m.parquet").columns) == ["confidence", "image", "split"]
+
+
+def test_sweep20_hard_links_are_one_file_and_sparse_text_files_are_refused(tmp_path):
+    """Sweep 20: H21, 2,000 hard links to one 1 GiB file were hashed 2,000 times by the Spotlight export; H22, a 1 GiB
+    sparse ids.txt or sentence file (0 blocks on disk) took a worker to 2.6 GB."""
+    import json
+    import os
+
+    import pandas as pd
+
+    import lbee.reports.spotlight as spotlight
+    from lbee._files import read_text_file
+
+    img = tmp_path / "a.png"
+    img.write_bytes(b"x" * 1000)
+    for i in range(50):
+        os.link(img, tmp_path / f"l{i}.png")
+    read = []
+    real = spotlight.__dict__.get("file_sha256")
+    (tmp_path / "explanation.json").write_text(json.dumps({"encoder": {"encoder": "open_clip", "model": "m"}}))
+    table = pd.DataFrame({"image": [str(tmp_path / f"l{i}.png") for i in range(50)], "image_id": list(range(50))})
+    import lbee.io.cache as cache
+
+    original = cache.file_sha256
+
+    def counting(path, *a, **k):
+        read.append(path)
+        return original(path, *a, **k)
+
+    cache.file_sha256 = counting
+    try:
+        spotlight.run_embeddings(tmp_path, table, cache_dir=tmp_path / "cache")
+    finally:
+        cache.file_sha256 = original
+    assert real is None and len(read) == 1  # one inode, read once
+    sparse = tmp_path / "ids.txt"
+    with open(sparse, "wb") as fh:
+        fh.truncate(100 << 20)
+    if sparse.stat().st_blocks * 512 < (100 << 20) / 8:
+        with pytest.raises(ValueError, match="is a sparse file"):
+            read_text_file(sparse, "Row ids")

@@ -282,8 +282,8 @@ def _warn_unread_columns(table, name, cols, idc, prob_cols, used):
     for c in cols:
         if c in read or not isinstance(c, str):
             continue
-        for target, names in LIKELY_NAMES.items():
-            if c.strip().lower() in names and target not in cols:
+        for target, names in LIKELY_NAMES.items():  # 'Label' too: the column's own name, in another case
+            if (c.strip().lower() in names or c.strip().lower() == target) and target not in cols:
                 hints.append(f"{c!r} (did you mean {target!r}? rename the column to use it)")
                 break
     if hints:

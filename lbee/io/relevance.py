@@ -82,17 +82,23 @@ def check_relevance_table(path, image_ids, sentences):
 
     Every check but one: whether it covers every image, which depends on the images that can be read (a wide
     table need not list an unreadable one). Says nothing a run would say again (the run's own read warns).
-    An ``.npy`` Γ (rows in the run's order) is left to the run.
+    An ``.npy`` Γ (rows in the run's order): its columns, its values, and no more rows than images.
     """
-    import warnings
+    if Path(path).suffix.lower() == ".npy":  # rows in the run's order, of the images read: their count is the run's
+        from .arrays import load_npy
 
-    if Path(path).suffix.lower() == ".npy":
+        rel = load_npy(path, "relevance")
+        if rel.ndim != 2 or rel.shape[1] != len(sentences) or rel.shape[0] > len(image_ids):
+            raise ValueError(
+                f"Relevance {str(path)!r} has shape {rel.shape}; expected ({len(image_ids)}, {len(sentences)}) "
+                "(images of the run × its sentences)."
+            )
+        if rel.dtype == object or (rel.dtype != bool and not np.all((rel == 0) | (rel == 1))):
+            raise ValueError(f"Relevance {str(path)!r} must hold booleans or 0/1.")
         return
-    token = _QUIET.set(True)  # this context's warnings only: another thread's log lines are never dropped
+    token = _QUIET.set(True)  # this context's log lines only: another thread's are never dropped
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _read_relevance(path, image_ids, sentences, every_image=False)
+        _read_relevance(path, image_ids, sentences, every_image=False)
     finally:
         _QUIET.reset(token)
 

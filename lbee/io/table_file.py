@@ -27,6 +27,11 @@ def read_pinned(src, path, suffix):
             if any(name is not None for name in table.index.names):  # written with df.to_parquet from an indexed
                 # frame: the index ('image') is a column of the file, and one of the table to a reader; an index
                 # that repeats a column (set_index('image', drop=False)) is dropped
+                for name in (n for n in table.index.names if n is not None and n in table.columns):
+                    if list(table.index.get_level_values(name)) != list(table[name]):  # which one holds the ids?
+                        raise ValueError(
+                            f"its index {name!r} and its column {name!r} differ; expected one of them, or both the same"
+                        )
                 keep = [name for name in table.index.names if name is not None and name not in table.columns]
                 if keep:
                     table = table.reset_index(level=keep)

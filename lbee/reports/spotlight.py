@@ -153,17 +153,19 @@ def run_embeddings(run_dir, table, cache_dir=None):
     from ..io.images import MAX_IMAGE_BYTES
 
     hashes, seen = [], {}
-    for f in files:  # as the run hashed them, each file once: an image over the images' bound, or a sparse one
-        if f not in seen:  # (a sparse 20 GB file; one file named on 2,000 rows) is not read
-            try:
-                size = os.stat(f).st_size
-                if size > MAX_IMAGE_BYTES:
-                    raise ValueError(f"{size:,} bytes, over the {MAX_IMAGE_BYTES:,} an image may be")
+    for f in files:  # as the run hashed them, each file once (by its inode: 2,000 hard links to one file read it
+        # 2,000 times); an image over the images' bound, or a sparse one (a sparse 20 GB file), is not read
+        try:
+            st = os.stat(f)
+            key = (st.st_dev, st.st_ino)
+            if key not in seen:
+                if st.st_size > MAX_IMAGE_BYTES:
+                    raise ValueError(f"{st.st_size:,} bytes, over the {MAX_IMAGE_BYTES:,} an image may be")
                 refuse_sparse(f, "image")
-                seen[f] = file_sha256(f, limit=MAX_IMAGE_BYTES)
-            except (OSError, ValueError) as exc:
-                return None, f"image {str(f)!r} cannot be read ({getattr(exc, 'strerror', None) or exc})"
-        hashes.append(seen[f])
+                seen[key] = file_sha256(f, limit=MAX_IMAGE_BYTES)
+        except (OSError, ValueError) as exc:
+            return None, f"image {str(f)!r} cannot be read ({getattr(exc, 'strerror', None) or exc})"
+        hashes.append(seen[key])
     found = EmbeddingCache(identity, cache_dir).get_images(hashes)
     missing = sum(h not in found for h in hashes)
     if missing:
