@@ -69,7 +69,7 @@ class ReportRun:
     group_order : {'risk', 'size'}, default='risk'
         Hard groups sorted by error rate × size (risk: 1 − mean ω times size) or by size alone. When the
         run confirmed its statements on held-out images, 'risk' keeps the run's order instead: confirmed
-        hypotheses first, by the lower bound of their error rate there.
+        hypotheses first, then the others, each most harmful first.
     confirmations : dict of str to dict
         Per slicer, the run's ``confirmation`` record (``explanation.json``).
     banner : str or None

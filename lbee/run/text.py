@@ -19,8 +19,8 @@ def _fmt(x):
 def group_order(hard_clusters, performance, conf=None):
     """The order hard groups are shown in, everywhere (terminal, ``report.md``, the HTML report).
 
-    When the run's statements were confirmed on held-out images, the run's own order (confirmed groups first, by
-    the lower bound of their held-out error rate: `lbee.run.confirm`). Otherwise by harm, (1 − mean ω) × size,
+    When the run's statements were confirmed on held-out images, the run's own order (confirmed groups first, then
+    the others, each most harmful first: `lbee.run.confirm`). Otherwise by harm, (1 − mean ω) × size,
     the most harmful first: the failures before the groups of the least confident right images.
 
     Returns
@@ -405,8 +405,8 @@ def order_line(conf, performance=None):
     """
     if conf and conf.get("status") == "done":
         return (
-            "Groups in order of evidence: confirmed on held-out images first (by the lower bound of their error "
-            "rate there), then the others, most harmful first (error rate × size)."
+            "Groups in order of evidence: confirmed on held-out images first, then the others; each most harmful "
+            "first (error rate × size)."
         )
     if performance is not None and not np.isin(np.asarray(performance, dtype=float), (0.0, 1.0)).all():
         return (
