@@ -336,6 +336,13 @@ def test_the_demo_confirms_each_blindspot_once(demo_run):
         assert "too few to be a failure" in g.get("not_a_failure", "") or (
             g["beyond"]["confirmed"] is False and g["beyond"]["groups_above"] == [0, 1]
         ), g
+    # the page lists the confirmed statements too, as the terminal does (a tenth user found them only there)
+    from lbee.run.text import confirmed_statements_lines
+
+    page = (out / "report.html").read_text()
+    block = page.split('id="groups-ward-statements"', 1)[1].split("</div>", 1)[0]
+    lines = confirmed_statements_lines(conf)
+    assert lines and lines[0] in block and block.count("<li>") == len(lines) - 1
 
 
 def test_the_report_marks_not_confirmed_only_on_a_group_s_leading_statement():

@@ -160,11 +160,15 @@ def render_report(
 
         _pyplot()
         sweep = _png_uri(sweep_figure(run.sweep))
+    from ..run.text import confirmed_statements_lines
+
     sections = [
         {
             "slicer": s,
             "anchor": f"groups-{slug(s)}",
             "clusters": cluster_views(run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True, short=short),
+            # every confirmed statement, strongest first, each beyond the stronger ones (the terminal's list)
+            "statements": confirmed_statements_lines(run.confirmations.get(s)),
         }
         for s, exps in run.explanations.items()
     ]
