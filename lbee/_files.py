@@ -45,8 +45,12 @@ def check_regular_file(path, what):
     Under ``lbee serve`` (`ROOT` set) the path is resolved when it is opened: a file or a folder swapped for a link
     out of the root after the job's paths were checked is refused here, before any byte of it is read.
     """
+    real = Path(real_path(path, what))
     if ROOT[0] is not None:
-        _check_inside(Path(real_path(path, what)), path, what)
+        _check_inside(real, path, what)
+    if real.parts[1:2] in (("proc",), ("sys",)) and not str(path).startswith("/proc/self/fd/"):
+        # a kernel file says it holds 0 bytes and never ends (/proc/kmsg): no input of lbee's is one
+        raise NotRegularFile(f"{what} {str(path)!r} is a system file ({real}), not a regular file.")
     try:
         mode = os.stat(path).st_mode
     except OSError:

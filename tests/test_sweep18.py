@@ -264,3 +264,30 @@ def test_sweep20_hard_links_are_one_file_and_sparse_text_files_are_refused(tmp_p
     if sparse.stat().st_blocks * 512 < (100 << 20) / 8:
         with pytest.raises(ValueError, match="is a sparse file"):
             read_text_file(sparse, "Row ids")
+
+
+def test_sweep21_kernel_files_requires_chains_and_the_run_s_own_predictions(tmp_path):
+    """Sweep 21: H23, a link to /proc/kmsg as ids.txt (0 bytes by its size, never ending) hung a run; H24, a chain of
+    N 'requires' cost N² a sentence (a 680 KB grammar: 154 s for 20 sentences); H25, the Spotlight export read the
+    run's inputs/predictions.csv unbounded (a sparse 8 GiB one: out of memory)."""
+    import os
+
+    from lbee._files import NotRegularFile, read_text_file
+    from lbee.grammar import load_grammar
+
+    link = tmp_path / "ids.txt"
+    os.symlink("/proc/self/status", link)  # any kernel file: refused before it is opened
+    with pytest.raises(NotRegularFile, match="is a system file"):
+        read_text_file(link, "Row ids")
+    lines = ["name: chain", "lead: A photo of", "bare: A photo", "max_conditions: 1", "subjects:", "  - id: o"]
+    lines += ["    noun: thing", "    attributes:"]
+    n = 4000
+    for i in range(n):
+        lines += [f"      - id: a{i}", f"        values: {{v: v{i}, w: w{i}}}"]
+        lines += [f"        requires: [o.a{i + 1}=v]"] if i + 1 < n else []
+    (tmp_path / "chain.grammar.yaml").write_text("\n".join(lines) + "\n")
+    g = load_grammar(tmp_path / "chain.grammar.yaml")
+    t0 = time.perf_counter()
+    for _ in range(20):
+        assert g.contradiction(g.implied({("o", "a0"): "v"})) is None
+    assert time.perf_counter() - t0 < 3.0  # 8 s before (0.42 s a sentence at 4,000 attributes)

@@ -117,14 +117,15 @@ def run_embeddings(run_dir, table, cache_dir=None):
     import json
 
     import numpy as np
-    import pandas as pd
 
     inputs = run_dir / "inputs"
     if (inputs / "image_embeddings.npy").is_file() and (inputs / "predictions.csv").is_file():
         from ..io.provenance import check_row_ids, load_embeddings
 
         path = inputs / "image_embeddings.npy"
-        ids = pd.read_csv(inputs / "predictions.csv", usecols=["image"])["image"].astype(str).tolist()
+        from ..io.table_reader import read_table  # bounded, as every table lbee reads (a sparse 8 GiB one: OOM)
+
+        ids = read_table(inputs / "predictions.csv")["image"].astype(str).tolist()
         if ids == table["image_id"].tolist():
             try:  # as lbee describe reads them: the provenance digest, and an ids file beside when there is one
                 emb, record = load_embeddings(path, "inputs/image_embeddings.npy", kind="image_embeddings")
