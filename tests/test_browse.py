@@ -11,9 +11,9 @@ from lbee.reports.browse import (
     BROWSE_PAGE_SIZE,
     IMAGE_COLUMNS,
     IMAGES_TABLE,
-    group_page,
     stored_images_table,
 )
+from lbee.reports.group_page import group_page
 from tests.test_report_browser import _browser
 
 
@@ -226,7 +226,7 @@ def test_group_pages_name_images_without_only_the_shared_prefix():
     """A fifth user's service page showed `075.png` for `circle/075.png` and `square/075.png` alike."""
     import pandas as pd
 
-    from lbee.reports.browse import group_page
+    from lbee.reports.group_page import group_page
 
     ids = ["data/circle/075.png", "data/square/075.png", "data/square/076.png"]
     table = pd.DataFrame(

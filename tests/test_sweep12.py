@@ -269,7 +269,8 @@ def test_two_different_confusions_never_read_as_one_pair():
     filter option showed two different confusions."""
     import pandas as pd
 
-    from lbee.reports.browse import IMAGE_COLUMNS, group_page, pair_text
+    from lbee.reports.browse import IMAGE_COLUMNS, pair_text
+    from lbee.reports.group_page import group_page
 
     rows = [("a", "a → a")] * 3 + [("a → a", "a")] * 2 + [("cat", "dog")]
     table = pd.DataFrame(

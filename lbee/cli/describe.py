@@ -19,6 +19,7 @@ from ._base import (
     fail,
     require_extra,
 )
+from ._describe_outputs import metrics_csv, metrics_rows, write_html
 
 
 @cli.command()
@@ -292,7 +293,7 @@ def describe(
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
         fail(ValueError(as_cli_message(exc)) if type(exc) is ValueError else exc)  # a knob named by its flag
-    metrics = _metrics(run, ds, model) if run.per_class is None and run.relevance is not None else []
+    metrics = metrics_rows(run, ds, model) if run.per_class is None and run.relevance is not None else []
     folders = []
     if out:
         from ..run.outputs import staged_run_folder
@@ -301,7 +302,7 @@ def describe(
             with staged_run_folder(out, overwrite=overwrite, inputs=_inputs) as stage:
                 folders = [Path(out) / Path(f).relative_to(stage) for f in write_run(run, stage)]
                 if html:
-                    _write_html(ctx, run, ds, model, stage)
+                    write_html(ctx, run, ds, model, stage)
                 elif run.per_class is None:  # every image with its path: lbee export spotlight and lbee serve
                     from ..reports.browse import write_images_table
                     from ..reports.report_run import report_run_of
@@ -310,7 +311,7 @@ def describe(
                 if metrics:  # the same files as a `lbee report` page's
                     from ..io.cache import atomic_write_bytes, json_bytes
 
-                    atomic_write_bytes(stage / "metrics.csv", _metrics_csv(metrics))
+                    atomic_write_bytes(stage / "metrics.csv", metrics_csv(metrics))
                     atomic_write_bytes(stage / "metrics.json", json_bytes(metrics))
         except OSError as exc:
             raise LbeeError(f"Cannot write the outputs into {out!r}: {exc.strerror or exc}.") from None
@@ -422,30 +423,6 @@ def _jobs(value):
     if value == 0:
         raise click.BadParameter("0 workers run nothing; expected 1 or more, or -1 for all cores.")
     return value
-
-
-def _metrics(run, ds, model):
-    """AHR / ACR / TPR / JI of each slicer and method against the run's Γ: the rows a `lbee report` page has."""
-    from ..reports.report_run import report_run_of
-
-    return report_run_of(run, ds, model).metrics()
-
-
-def _metrics_csv(rows):
-    import pandas as pd
-
-    return pd.DataFrame(rows).to_csv(index=False).encode()
-
-
-def _write_html(ctx, run, ds, model, out):
-    """report.html through the same function as `lbee report` (lbee.reports.batch.write_report_page)."""
-    from ..reports.batch import write_report_page
-    from ..reports.thumbnails import ThumbnailCache
-
-    try:
-        write_report_page(run, ds, model, out, thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
-    except OSError as exc:
-        raise LbeeError(f"Cannot write report.html into {out!r}: {exc}") from None
 
 
 def manifest_or_none(images):

@@ -13,7 +13,7 @@ import unicodedata
 from importlib import resources
 from pathlib import Path
 
-from .._validation import INVISIBLE, _breaks_a_line, line_break_in  # noqa: F401  (the one rule, named here too)
+from .._validation import INVISIBLE, line_break_in  # noqa: F401  (the one rule, named here too)
 from ._grammar import ATTRIBUTE_KINDS, FALSE, PRESENCE, TRUE, Attribute, Grammar, Subject
 
 TOP_KEYS = ("name", "description", "lead", "bare", "max_conditions", "subjects", "settings")

@@ -19,6 +19,7 @@ import inspect
 import numbers
 from dataclasses import dataclass, field
 
+from .._validation import shown as _shown
 from ..core.clustering import DEFAULT_WARD, TINY_GROUP, WARD_METHODS
 from ..core.confirmation import DEFAULT_CONFIRM_FRACTION, MAX_CONFIRM_FRACTION, MIN_CONFIRM_IMAGES
 from ..core.evaluation import DEFAULT_O
@@ -376,12 +377,6 @@ def check_knob(name, value):
     return _check(fields[name], value)
 
 
-def _shown(value):
-    from .._validation import shown
-
-    return shown(value)
-
-
 def _check(f, value):
     """One knob's validation: the rule for API, CLI and YAML alike."""
     m = f.metadata
@@ -391,10 +386,8 @@ def _check(f, value):
     if name == "join" and isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], str):
         received = value[0]  # the command line's one --join, as typed ('1', not ('1',))
 
-    def bad(expected):
-        from .._validation import shown  # cut before it is built: a value can be megabytes long
-
-        return ValueError(f"`{name}` is {shown(received)}; expected {expected}.")
+    def bad(expected):  # the value cut before it is built: it can be megabytes long
+        return ValueError(f"`{name}` is {_shown(received)}; expected {expected}.")
 
     low, high = m["minimum"], m["maximum"]
     low_, high_ = (f"{b:g}" if isinstance(b, float) else str(b) for b in (low, high))

@@ -22,7 +22,8 @@ IndexPath = PathParam(ge=0, le=MAX_ID, description="An image of the run (a row o
 
 def add_browse_routes(app, ctx):
     """Add ``/runs/{id}/groups/{g}`` (page), ``/v1/runs/{id}/groups/{g}/images`` and the image thumbnails."""
-    from ..reports.browse import BROWSE_SORTS, group_page, stored_images_table
+    from ..reports.browse import BROWSE_SORTS, stored_images_table
+    from ..reports.group_page import group_page
 
     settings, templates, read = ctx.settings, ctx.templates, ctx.read
 
