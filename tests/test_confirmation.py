@@ -5,12 +5,15 @@ import pytest
 
 from lbee.core.confirmation import (
     MIN_CONFIRM_IMAGES,
+    MIN_EFFECT,
     NEEDED,
     NOT_NEEDED,
     ablation,
     bh_qvalues,
+    effect_lower_bound,
     fisher_greater,
     held_out,
+    is_confirmed,
     region_test,
 )
 from lbee.grammar import load_grammar
@@ -99,6 +102,48 @@ def test_statistics_of_a_region():
     # Benjamini–Hochberg: the step-up rule, in the input order
     q = bh_qvalues([0.01, 0.04, 0.03, 0.5])
     assert q.tolist() == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
+
+
+def test_a_significant_but_weak_region_is_not_confirmed():
+    """1,500 images failing 1.4× as often as 1,500 others: real (p < 1e-4), but not twice as often."""
+    failed = np.r_[np.ones(210, bool), np.zeros(1290, bool), np.ones(150, bool), np.zeros(1350, bool)]
+    region = np.r_[np.ones(1500, bool), np.zeros(1500, bool)]
+    weak = region_test(region, failed, np.arange(3000))
+    assert weak.p_value < 1e-3 and weak.lift == pytest.approx(1.4)
+    assert 1.0 < weak.effect_low < weak.lift < MIN_EFFECT and not is_confirmed(weak.p_value, weak.effect_low)
+    # Katz's log interval with ½ added to each count, one-sided 95 %
+    a, n, b, m = 210.5, 1500.5, 150.5, 1500.5
+    katz = np.exp(np.log((a / n) / (b / m)) - 1.645 * np.sqrt(1 / a - 1 / n + 1 / b - 1 / m))
+    assert weak.effect_low == pytest.approx(katz)
+    # a failure four times as common confirms; so does one where most images outside fail but those inside
+    # succeed a third as often (an error ratio of 0.95 / 0.55 < 2 could never confirm)
+    strong = region_test(region, np.r_[np.ones(600, bool), np.zeros(900, bool), failed[1500:]], np.arange(3000))
+    assert strong.effect_low > MIN_EFFECT and is_confirmed(strong.p_value, strong.effect_low)
+    mostly = np.r_[np.ones(285, bool), np.zeros(15, bool), np.ones(1650, bool), np.zeros(1350, bool)]
+    t = region_test(np.r_[np.ones(300, bool), np.zeros(3000, bool)], mostly, np.arange(3300))
+    assert t.lift < MIN_EFFECT < t.effect_low and is_confirmed(t.p_value, t.effect_low)
+    assert effect_lower_bound(5, 0, 3, 10) == 0.0 == effect_lower_bound(5, 10, 0, 0)
+    assert not is_confirmed(0.2, 10.0) and is_confirmed(0.01, MIN_EFFECT)
+
+
+def test_the_terminal_says_why_a_significant_statement_is_not_confirmed():
+    from lbee.run.confirm_text import confirmation_lines
+
+    failed = np.r_[np.ones(210, bool), np.zeros(1290, bool), np.ones(150, bool), np.zeros(1350, bool)]
+    t = region_test(np.r_[np.ones(1500, bool), np.zeros(1500, bool)], failed, np.arange(3000)).to_dict()
+    statement = {"text": "A photo in the rain", **t, "q_value": t["p_value"], "confirmed": False}
+    conf = {
+        "status": "done",
+        "n_held_out": 3000,
+        "outcome": "error rate",
+        "statements": [statement],
+        "groups": [{"statement": 0, "confirmed": False}],
+    }
+    (line,) = confirmation_lines(conf, 0)
+    assert line.startswith("its statement NOT CONFIRMED") and f"not {MIN_EFFECT:g}× (too weak to act on)" in line
+    assert f"surely only {t['effect_low']:.1f}× as often" in line
+    statement.update(errors_in=600, error_rate_in=0.4, q_value=1e-40, effect_low=3.1, confirmed=True)
+    assert "too weak" not in confirmation_lines(conf, 0)[0]
 
 
 def test_ablation_keeps_a_needed_condition_and_drops_one_that_goes_with_the_failure():

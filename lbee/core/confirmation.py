@@ -11,7 +11,9 @@ out (`held_out`, stratified by hard / easy / neutral and seeded), slices and des
   interval of the rate inside, and the one-sided Fisher exact p-value that the rate inside exceeds the rate
   outside (a hypergeometric tail: the errors among the region's images when errors fall at random);
 * the p-values of all statements of a run are corrected together (Benjamini–Hochberg, `bh_qvalues`);
-  a statement is **confirmed** at q ≤ `CONFIRM_Q`.
+  a statement is **confirmed** at q ≤ `CONFIRM_Q` when its region also fails at least `MIN_EFFECT` times as
+  often as the rest, by the one-sided 95 % lower bound of `effect_lower_bound` (`is_confirmed`): a significant
+  lift of 1.4 is real, but not a failure to act on.
 
 **Which conditions are needed** (`ablation`): for a statement of several conditions, dropping one
 condition widens the region by the images that satisfy every other condition but not this one (the *excluded*
@@ -47,8 +49,13 @@ MIN_CONFIRM_IMAGES = 500
 MIN_CONFIRM_FAILURES = 10
 #: The seed of the held-out split (recorded with the run).
 CONFIRM_SEED = 0
-#: A statement is confirmed when its Benjamini–Hochberg q-value is at most this.
+#: A statement is confirmed when its Benjamini–Hochberg q-value is at most this ...
 CONFIRM_Q = 0.05
+#: ... and its region surely fails at least this many times as often as the rest (`effect_lower_bound`): a
+#: region that fails 1.4 times as often is real on 3,000 held-out images, but it is not a failure a user acts on.
+#: On worlds of other grammars (atoms of AUC 0.88, development seeds 0-5), 28 of 132 groups that match no planted
+#: failure had q <= 0.05, with lifts of 1.3-3.9 (median 2.0); the failures' own, 1.97-9.5 (median 5.7).
+MIN_EFFECT = 2.0
 #: The one-sided level of the ablation's two tests (module docstring).
 ABLATION_ALPHA = 0.05
 #: Fewer excluded images than this: the ablation of that condition cannot tell.
@@ -122,6 +129,30 @@ def fisher_greater(k_in: int, n_in: int, k_out: int, n_out: int) -> float:
     return float(min(1.0, hypergeom.sf(k_in - 1, total, errors, n_in)))
 
 
+def effect_lower_bound(k_in: int, n_in: int, k_out: int, n_out: int, z: float = 1.645) -> float:
+    """How many times as often a region fails as the rest, at least: a one-sided lower bound (z = 1.645: 95 %).
+
+    The larger of two ratios' bounds: the error rate inside over outside (the lift), and the success rate outside
+    over inside (where most images outside fail, no region can fail twice as often, but one can succeed half as
+    often). Each is Katz's log interval of a ratio of two proportions, with ½ added to every count (finite when a
+    count is 0). 0 when either side is empty.
+    """
+    if n_in <= 0 or n_out <= 0:
+        return 0.0
+
+    def ratio_low(a: float, n: float, b: float, m: float) -> float:
+        a, n, b, m = a + 0.5, n + 0.5, b + 0.5, m + 0.5
+        se = np.sqrt(max(1 / a - 1 / n + 1 / b - 1 / m, 0.0))
+        return float(np.exp(np.log((a / n) / (b / m)) - z * se))
+
+    return max(ratio_low(k_in, n_in, k_out, n_out), ratio_low(n_out - k_out, n_out, n_in - k_in, n_in))
+
+
+def is_confirmed(q_value: float, effect_low: float) -> bool:
+    """The confirmation rule: significant at `CONFIRM_Q`, and a failure at least `MIN_EFFECT` times as common."""
+    return bool(q_value <= CONFIRM_Q and effect_low >= MIN_EFFECT)
+
+
 def bh_qvalues(p_values: ArrayLike) -> FloatArray:
     """Benjamini–Hochberg q-values of ``p_values`` (m,), in the same order."""
     p: FloatArray = np.asarray(p_values, dtype=np.float64)
@@ -151,6 +182,8 @@ class RegionTest:
         95 % Wilson interval of ``error_rate_in``.
     p_value : float
         One-sided Fisher exact test of inside > outside.
+    effect_low : float
+        `effect_lower_bound` of the region against the rest.
     """
 
     n_in: int
@@ -162,6 +195,7 @@ class RegionTest:
     lift: float | None
     ci: tuple[float, float]
     p_value: float
+    effect_low: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -170,6 +204,7 @@ class RegionTest:
             d[key] = round(d[key], 4)
         d["lift"] = None if self.lift is None else round(self.lift, 3)
         d["p_value"] = float(f"{self.p_value:.3g}")
+        d["effect_low"] = round(self.effect_low, 3)
         return d
 
 
@@ -216,6 +251,7 @@ def region_test(region: ArrayLike, failed: ArrayLike, rows: ArrayLike) -> Region
         r_in / r_out if r_out > 0 else None,
         wilson_interval(k_in, n_in),
         fisher_greater(k_in, n_in, k_out, n_out),
+        effect_lower_bound(k_in, n_in, k_out, n_out),
     )
 
 

@@ -17,11 +17,13 @@ from ..core.confirmation import (
     CONFIRM_SEED,
     MIN_CONFIRM_FAILURES,
     MIN_CONFIRM_IMAGES,
+    MIN_EFFECT,
     ablation,
     bh_qvalues,
     failure_outcome,
     fisher_greater,
     held_out,
+    is_confirmed,
     rank_key,
     region_test,
     split_strata,
@@ -70,6 +72,7 @@ class ConfirmationPlan:
             out.update(
                 outcome=self.outcome,
                 q_level=CONFIRM_Q,
+                min_effect=MIN_EFFECT,
                 n_held_out=int(self.mask.sum()),
                 held_out=np.flatnonzero(self.mask).tolist(),
             )
@@ -231,7 +234,7 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
         found = [region_test(regions[:, j], plan.failed, rows) for j in range(len(statements))]
         q = bh_qvalues([t.p_value for t in found])
         for j, (s, t) in enumerate(zip(statements, found)):
-            s.update(t.to_dict(), q_value=float(f"{q[j]:.3g}"), confirmed=bool(q[j] <= CONFIRM_Q))
+            s.update(t.to_dict(), q_value=float(f"{q[j]:.3g}"), confirmed=is_confirmed(q[j], t.effect_low))
             if s["confirmed"]:
                 s["ablation"] = _ablate(part, index, tau, plan, s, regions[:, j], rows, relevance)
             if "conditions" in s:
@@ -378,8 +381,9 @@ def _beyond_the_groups_above(lead, statements, regions, failed, rows):
     A statement found on a fragment of a failure, or one that a broader statement holds for, confirms on its own:
     its region holds the failure's images. Tested on the held-out images that no statement above it holds for
     (a sequential covering, as a rule list is read), it adds a failure only when its error rate there still
-    exceeds that of the rest of those images (one-sided Fisher, at the confirmation's level). A statement that
-    adds nothing is not confirmed: it restates the groups above it.
+    exceeds that of the rest of those images by the confirmation's rule (`lbee.core.confirmation.is_confirmed`:
+    one-sided Fisher at its level, at least `MIN_EFFECT` times as often). A statement that adds nothing is not
+    confirmed: it restates the groups above it.
 
     Parameters
     ----------
@@ -410,7 +414,7 @@ def _beyond_the_groups_above(lead, statements, regions, failed, rows):
             out.append(None)
         else:
             t = region_test(regions[:, j], failed, rows[~covered[rows]])
-            out.append({**t.to_dict(), "groups_above": list(above), "confirmed": bool(t.p_value <= CONFIRM_Q)})
+            out.append({**t.to_dict(), "groups_above": list(above), "confirmed": is_confirmed(t.p_value, t.effect_low)})
             if not out[-1]["confirmed"]:
                 continue
         covered |= regions[:, j]

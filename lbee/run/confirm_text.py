@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from ..core.confirmation import CONFIRM_Q, MIN_EFFECT
+
+
+def _weak(t):
+    """Why a significant test still does not confirm: its effect's lower bound is under `MIN_EFFECT` ('' else)."""
+    low = t.get("effect_low")
+    if low is None or t.get("q_value", t["p_value"]) > CONFIRM_Q or low >= MIN_EFFECT:
+        return ""
+    return f", but surely only {low:.1f}× as often, not {MIN_EFFECT:g}× (too weak to act on)"
+
 
 def confirmation_note(conf):
     """One line on the run's confirmation when it was skipped or turned off (None when it ran, or no record)."""
@@ -29,7 +39,7 @@ def confirmation_lines(conf, i):
     own = (
         f"on {conf['n_held_out']} held-out images: the images it is true of{by}, {s['n_in']}, "
         f"{conf['outcome']} {s['error_rate_in']:.2f} (95 % CI {s['ci'][0]:.2f}–{s['ci'][1]:.2f}) against "
-        f"{s['error_rate_out']:.2f} outside, lift {lift}, q = {s['q_value']:.2g}"
+        f"{s['error_rate_out']:.2f} outside, lift {lift}, q = {s['q_value']:.2g}{_weak(s)}"
     )
     b = g.get("beyond")
     # the statement is what is tested, not the group: a group of few errors can still hold a statement that
@@ -39,7 +49,8 @@ def confirmation_lines(conf, i):
         lines = [
             f"its statement NOT CONFIRMED: it adds no failure to group{'s' if len(b['groups_above']) > 1 else ''} "
             f"{above} above ({own}; but the {b['n_in']} of them the statements above do not hold for fail at "
-            f"{b['error_rate_in']:.2f}, against {b['error_rate_out']:.2f} for the rest, p = {b['p_value']:.2g})"
+            f"{b['error_rate_in']:.2f}, against {b['error_rate_out']:.2f} for the rest, p = {b['p_value']:.2g}"
+            f"{_weak(b)})"
         ]
     elif g.get("not_a_failure", "").startswith("its statement holds for") and s["confirmed"]:
         lines = [f"NOT CONFIRMED for this group: {g['not_a_failure']}; the statement is confirmed elsewhere {own}"]
