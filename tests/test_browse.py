@@ -86,7 +86,7 @@ def test_report_group_browser_pages_list_all_images(demo_run, tmp_path):
                 "return document.getElementById(arguments[0]).textContent", box.get_attribute("data-rows")
             )
         )
-        expected = {r["id"]: r["h"][len(sentence_options) - 1] for r in rows}
+        expected = {r["id"]: r["h"][len(sentence_options) - 1] == "1" for r in rows}
         checked = [
             (t.get_attribute("data-image"), "✓ sentence holds" in t.text, "✗ sentence does not hold" in t.text)
             for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")
@@ -246,3 +246,44 @@ def test_group_pages_name_images_without_only_the_shared_prefix():
     rows = group_page(table, 0)["rows"]
     assert [r["name"] for r in rows] == ["circle/075.png", "square/075.png", "square/076.png"]
     assert [r["image"] for r in rows] == ids
+
+
+def test_the_browser_checks_a_group_against_any_sentence_gamma_holds_for():
+    """An eleventh user could not ask which of a failure's images hold a confounder its describers did not name:
+    the picker offers the group's sentences, then every other sentence true of one of its images, most frequent
+    first, each with its share; rows carry one Γ flag per offered sentence."""
+    from types import SimpleNamespace
+
+    from lbee.reports.browse import BROWSE_MAX_FLAGS, browse_view
+
+    rng = np.random.default_rng(0)
+    n, idx = 200, np.arange(40)
+    gamma = np.zeros((n, 6), bool)
+    gamma[:, 0] = True  # the group's sentence
+    gamma[:36, 3] = True  # a confounder: 90 % of the group
+    gamma[rng.random(n) < 0.1, 4] = True  # rare
+    run = SimpleNamespace(
+        labels=None,
+        preds=None,
+        class_names=None,
+        relevance=gamma,
+        image_ids=[f"i{j}" for j in range(n)],
+        confidence=rng.random(n),
+        performance=np.ones(n),
+        image_links=None,
+        sentences=[f"s{j}" for j in range(6)],
+    )
+    view = browse_view(run, idx, 0, "g", run.image_ids, choices=[0, 1])
+    offered = [c["text"] for c in view["choices"]]
+    assert offered[:2] == ["s0", "s1"] and offered[2] == "s3" and "s4" in offered and "s2" not in offered
+    assert [g["label"] for g in view["choice_groups"]] == [
+        "the group’s sentences",
+        "other sentences true of some of its images",
+    ]
+    assert view["choices"][2]["share"] == pytest.approx(0.9) and not view["choices"][2]["own"]
+    rows = json.loads(view["json"])
+    assert [r["h"][2] == "1" for r in rows] == gamma[idx, 3].tolist()
+    assert all(len(r["h"]) == len(offered) for r in rows)
+    # a large group is offered fewer others, never fewer than its own
+    big = browse_view(run, np.arange(n), 0, "g", run.image_ids, choices=[0, 1, 2, 5])
+    assert len(big["choices"]) >= 4 and len(big["choices"]) * n <= max(4 * n, BROWSE_MAX_FLAGS)

@@ -353,7 +353,8 @@ def test_spotcheck_dataset_with_slicers_and_world_reuse(demo_run, tmp_path, monk
 def test_describe_html_writes_the_report_page(image_dataset, tmp_path):
     """`lbee describe --html`: the page of `lbee report` without YAML; navigation, per-group extras, escaping."""
     import re
-    from urllib.parse import unquote
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
 
     root, dark = image_dataset
     out = tmp_path / "run"
@@ -399,10 +400,12 @@ def test_describe_html_writes_the_report_page(image_dataset, tmp_path):
     # Groups anchored, listed in the TOC and the group table, sorted by error rate × size.
     anchors = re.findall(r'<div class="cluster" id="(g-ward-\d+)"', html)
     assert len(anchors) == 2 and all(f'href="#{a}"' in html for a in anchors)
-    # Thumbnails link to the full image (relative to the page), captions drop the shared folder.
+    # Thumbnails link to the full image (an absolute file URI: the page can move), captions drop the shared folder.
     links = re.findall(r'<a href="([^"]+)" target="_blank"', html)
-    assert links and all(
-        (out / unquote(h.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))).is_file() for h in links
+    assert links and all(h.startswith("file:///") for h in links)
+    assert all(
+        Path(unquote(urlparse(h.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")).path)).is_file()
+        for h in links
     )
     assert "<figcaption" in html and "imgs/img_" not in re.findall(r"<figcaption[^>]*>([^<]*)<", html)[0]
     # Per group: label → prediction confusion and a CSV of the members.

@@ -102,26 +102,46 @@ def _script_json(obj):
     return json.dumps(obj, ensure_ascii=False).replace("<", "\\u003c")
 
 
-#: The most sentences a group's browser offers to check its images against (its describers' sentences).
-BROWSE_MAX_CHOICES = 12
+#: The most sentences a group's browser offers to check its images against: the group's own (every describer's)
+#: first, then any other sentence of the set that Γ says holds for one of its images, the most frequent first (an
+#: eleventh user could not ask which of a failure's images hold a confounder the group's describers did not name).
+BROWSE_MAX_CHOICES = 400
+#: Of a group's rows, at most this many Γ flags in all (one character per image and choice): a large group is
+#: offered fewer of the other sentences, so that a report stays a few MB.
+BROWSE_MAX_FLAGS = 200_000
 
 
 def browse_view(run, idx, sentence, anchor, short, choices=None):
     """What one group's browser needs: the rows as JSON, its element ids, the page size and sort orders.
 
-    ``choices``: the group's sentences (indices, ``sentence`` first) a reader can check its images against, each
-    row then carrying ``h``, Γ of the image for each (with Γ only): the sentence that holds for most of a group is
-    not always its describer's first (a ninth user could check only that one).
+    ``choices``: the group's sentences (indices, ``sentence`` first). With Γ, a reader can check the group's images
+    against each of them and against every other sentence that holds for one of its images (the most frequent
+    first, up to `BROWSE_MAX_CHOICES` and `BROWSE_MAX_FLAGS`); each row then carries ``h``, a string of '0' / '1'
+    per choice: Γ of the image for each.
     """
     rows = member_rows(run, idx, sentence, short)
-    choices = [] if run.relevance is None or sentence is None else list(dict.fromkeys([sentence, *(choices or [])]))
-    choices = choices[:BROWSE_MAX_CHOICES]
-    if len(choices) > 1:
-        gamma = np.asarray(run.relevance[np.asarray(idx, dtype=np.int64)][:, choices], dtype=np.int8)
-        for row, h in zip(rows, gamma.tolist()):
-            row["h"] = h
+    listed = []
+    if run.relevance is not None and sentence is not None and len(rows):
+        gamma = np.asarray(run.relevance[np.asarray(idx, dtype=np.int64)], dtype=bool)  # (m, N)
+        own = list(dict.fromkeys([sentence, *(choices or [])]))
+        share = gamma.mean(axis=0)
+        mine = set(own)
+        others = [j for j in np.argsort(-share, kind="stable").tolist() if share[j] > 0 and j not in mine]
+        offered = (own + others)[: max(len(own), min(BROWSE_MAX_CHOICES, BROWSE_MAX_FLAGS // len(rows)))]
+        if len(offered) > 1:
+            for row, h in zip(rows, gamma[:, offered].tolist()):
+                row["h"] = "".join("1" if v else "0" for v in h)
+            listed = [
+                {"value": k, "text": run.sentences[j], "own": j in mine, "share": float(share[j])}
+                for k, j in enumerate(offered)
+            ]
     return {
-        "choices": [run.sentences[s] for s in choices] if len(choices) > 1 else [],
+        "choices": listed,
+        "choice_groups": [
+            {"label": label, "options": [c for c in listed if c["own"] == own]}
+            for own, label in ((True, "the group’s sentences"), (False, "other sentences true of some of its images"))
+            if any(c["own"] == own for c in listed)
+        ],
         "id": f"browse-{anchor}",
         "n": len(rows),
         "json": _script_json(rows),

@@ -30,22 +30,13 @@ def model_folders(ds, ds_dir):
     ]
 
 
-def image_links(paths, page_dir):
-    """Links from the page to the full images: relative to ``page_dir`` when possible, else file URIs."""
-    import os
-    from urllib.parse import quote
+def image_links(paths, page_dir=None):
+    """Links from the page to the full images: absolute file URIs.
 
+    A page moved, copied or opened from another folder on the same machine still opens them (relative links broke
+    when an eleventh user moved the page); a page sent elsewhere keeps its inlined thumbnails. ``page_dir`` is
+    kept for callers that pass it.
+    """
     if paths is None:
         return None
-    base = Path(page_dir).resolve() if page_dir is not None else None
-    links = []
-    for p in paths:
-        if p is None:
-            links.append(None)
-            continue
-        full = Path(p).resolve()
-        try:
-            links.append(quote(Path(os.path.relpath(full, base)).as_posix()) if base is not None else full.as_uri())
-        except ValueError:  # another drive (Windows): no relative path
-            links.append(full.as_uri())
-    return links
+    return [None if p is None else Path(p).resolve().as_uri() for p in paths]

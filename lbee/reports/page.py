@@ -63,7 +63,8 @@ class ReportRun:
     blindspots : list of (str, ndarray of int)
         Known true blindspots (SpotCheck): description and member indices; each group shows the one it covers.
     image_links : list of str or None
-        Per image a link to the full image (relative to the page, or a URI); None: thumbnails are not links.
+        Per image a link to the full image (an absolute file URI; the demo links its own renders relative to its
+        folder); None: thumbnails are not links.
     index_href : str or None
         Link back to the batch's index page.
     group_order : {'risk', 'size'}, default='risk'
