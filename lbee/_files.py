@@ -48,8 +48,9 @@ def check_regular_file(path, what):
     real = Path(real_path(path, what))
     if ROOT[0] is not None:
         _check_inside(real, path, what)
-    if real.parts[1:2] in (("proc",), ("sys",)) and not str(path).startswith("/proc/self/fd/"):
-        # a kernel file says it holds 0 bytes and never ends (/proc/kmsg): no input of lbee's is one
+    if real.parts[1:2] in (("proc",), ("sys",)) and not _unresolved_descriptor(real):
+        # a kernel file says it holds 0 bytes and never ends (/proc/kmsg): no input of lbee's is one. Judged by
+        # where the path leads, whatever it is spelt as ('/proc/self/fd/../../../proc/kmsg', sweep 22)
         raise NotRegularFile(f"{what} {str(path)!r} is a system file ({real}), not a regular file.")
     try:
         mode = os.stat(path).st_mode
@@ -57,6 +58,15 @@ def check_regular_file(path, what):
         return
     if not stat.S_ISREG(mode):
         raise NotRegularFile(f"{what} {str(path)!r} is {file_kind(mode)}, not a regular file.")
+
+
+def _unresolved_descriptor(real):
+    """Whether ``real`` is a descriptor of this process that leads to no path (a pipe, a socket).
+
+    Not a kernel file: what it is, the mode check after says.
+    """
+    parts = real.parts
+    return len(parts) == 5 and parts[2] in ("self", str(os.getpid())) and parts[3] == "fd" and ":" in parts[4]
 
 
 def _check_inside(real, path, what):

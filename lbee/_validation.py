@@ -65,8 +65,13 @@ _SHORT = _Short()
 def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
     """``repr(value)`` cut at about ``limit`` characters, saying how long a longer value was.
 
-    Never builds the full repr, so quoting a gigabyte value in a message costs as little as quoting a word.
+    Never builds the full repr, so quoting a gigabyte value in a message costs as little as quoting a word. A date
+    or time (YAML reads ``2001-12-14`` as one) is shown as its ISO text, not as ``datetime.datetime(...)``.
     """
+    import datetime
+
+    if isinstance(value, (datetime.date, datetime.time)):
+        return f"{value.isoformat()} (a date or time: quote it to make it text)"
     text = _SHORT.repr(value)
     if len(text) > limit:
         text = text[: limit - 1] + "…"

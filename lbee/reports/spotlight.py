@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .._files import check_regular_file
+
 #: The exported file, written into the run's folder by default.
 SPOTLIGHT_FILE = "spotlight.parquet"
 #: The hypothesis of an image in no hard group (an easy or a neutral one).
@@ -50,6 +52,10 @@ def _image_file(row, run_dir):
             continue
         p = Path(candidate)
         p = p if p.is_absolute() else run_dir / p
+        try:
+            check_regular_file(p, "image")  # a kernel file is a file that never ends (/proc/kmsg: sweep 22 H2)
+        except (OSError, ValueError):
+            continue
         if p.is_file():
             return str(p.resolve())
     return None
@@ -123,9 +129,14 @@ def run_embeddings(run_dir, table, cache_dir=None):
         from ..io.provenance import check_row_ids, load_embeddings
 
         path = inputs / "image_embeddings.npy"
+        from ..io.predictions import id_column_of
         from ..io.table_reader import read_table  # bounded, as every table lbee reads (a sparse 8 GiB one: OOM)
 
-        ids = read_table(inputs / "predictions.csv")["image"].astype(str).tolist()
+        try:
+            recorded = read_table(inputs / "predictions.csv")
+            ids = recorded[id_column_of(recorded)].astype(str).tolist()
+        except ValueError:  # no id column (an edited run folder, sweep 22 L1): the cache below, by the files
+            ids = None
         if ids == table["image_id"].tolist():
             try:  # as lbee describe reads them: the provenance digest, and an ids file beside when there is one
                 emb, record = load_embeddings(path, "inputs/image_embeddings.npy", kind="image_embeddings")
@@ -157,6 +168,7 @@ def run_embeddings(run_dir, table, cache_dir=None):
     for f in files:  # as the run hashed them, each file once (by its inode: 2,000 hard links to one file read it
         # 2,000 times); an image over the images' bound, or a sparse one (a sparse 20 GB file), is not read
         try:
+            check_regular_file(f, "image")
             st = os.stat(f)
             key = (st.st_dev, st.st_ino)
             if key not in seen:

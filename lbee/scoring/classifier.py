@@ -58,16 +58,17 @@ def load_error_line(exc):
     first = lines[0] if lines else type(exc).__name__
     if "weights_only" in first or "Weights only" in first:
         return "not a plain state dict of tensors"
+    if "%ld" in first:  # torch's unformatted C message ("expected %ld got %ld4938...", sweep 22): what it is about
+        first = first.split(":", 1)[0]
     if first.endswith(":") and len(lines) > 1:  # "Error(s) in loading state_dict for X:" says its errors next
         first = f"{first} {lines[1]}"[:500]
     return "".join(c for c in first if c.isprintable())  # torch's own terminal escapes (bold) never reach a user
 
 
-def _load_state_dict(module, weights):
+def _read_state_dict(weights):
+    """The state dict of a ``weights`` file: (name -> tensor), checked before anything is built from it."""
     import torch
 
-    if weights is None:
-        return module
     from .._files import pinned
 
     path = Path(weights)
@@ -100,20 +101,75 @@ def _load_state_dict(module, weights):
             f"`weights` {str(path)!r} holds {kind}; expected a state dict (parameter name -> "
             "tensor), as saved by torch.save(model.state_dict(), path)."
         )
-    try:
-        missing, unexpected = module.load_state_dict(state, strict=False)
-    except RuntimeError as exc:  # shape mismatches
-        first = str(exc).strip().splitlines()
-        raise ValueError(
-            f"`weights` {str(path)!r} does not fit the model: "
-            f"{' '.join(line.strip() for line in first[:3])}; is it the right architecture?"
-        ) from None
+    return state
+
+
+def _check_fit(module, state, weights):
+    """Refuse a state dict that lacks an entry of ``module`` or holds one of another shape.
+
+    ``module`` may be on the meta device: nothing is allocated.
+    """
+    expected = module.state_dict()
+    missing = [k for k in expected if k not in state]
     if missing:
         raise ValueError(
-            f"`weights` {str(path)!r} lacks {len(missing)} parameter(s) of the model, "
+            f"`weights` {str(weights)!r} lacks {len(missing)} parameter(s) of the model, "
             f"first: {missing[:3]}; is it the right architecture?"
         )
+    for k, v in expected.items():
+        if tuple(state[k].shape) != tuple(v.shape):
+            raise ValueError(
+                f"`weights` {str(weights)!r} does not fit the model: {k!r} has shape {tuple(state[k].shape)} in "
+                f"the file and {tuple(v.shape)} in the model; is it the right architecture?"
+            )
+
+
+def _load_state_dict(module, weights, state=None):
+    """``module`` with the ``weights`` file's state dict loaded (``state``: that dict, already read)."""
+    if weights is None:
+        return module
+    state = _read_state_dict(weights) if state is None else state
+    _check_fit(module, state, weights)
+    try:
+        module.load_state_dict(state, strict=False)
+    except RuntimeError as exc:  # pragma: no cover - _check_fit compared every shape
+        first = str(exc).strip().splitlines()
+        raise ValueError(
+            f"`weights` {str(weights)!r} does not fit the model: "
+            f"{' '.join(line.strip() for line in first[:3])}; is it the right architecture?"
+        ) from None
     return module
+
+
+#: The most parameters an architecture built without ``weights`` may have (random weights, to try lbee out;
+#: ViT-L/14 has 0.3 B). With weights, the model must fit them: its size is the weights file's. A job of a few bytes
+#: naming ``timm:vit_giant_patch14_clip_224`` took 4.9 GB before its weights were found not to fit (sweep 22).
+MAX_UNWEIGHTED_PARAMETERS = 400_000_000
+
+
+def _built(build, weights, spec):
+    """The registry model ``build()`` makes, with ``weights`` loaded: checked on the meta device first.
+
+    Built there, the architecture costs no memory; its size (without weights) or its fit to the state dict (with)
+    is checked before it is built for real.
+    """
+    import torch
+
+    state = None if weights is None else _read_state_dict(weights)
+    with torch.device("meta"):
+        shell = build()
+    if state is None:
+        count = sum(p.numel() for p in shell.parameters())
+        if count > MAX_UNWEIGHTED_PARAMETERS:
+            raise ValueError(
+                f"Model spec {spec!r} has {count:,} parameters; without `weights` at most "
+                f"{MAX_UNWEIGHTED_PARAMETERS:,} are built (random weights are for trying lbee out): pass the "
+                "model's weights."
+            )
+    else:
+        _check_fit(shell, state, weights)
+    del shell
+    return _load_state_dict(build(), weights, state)
 
 
 def _not_a_spec(spec):
@@ -144,6 +200,12 @@ def check_model_spec(spec):
         prefix, arch = spec.split(":", 1)
         if not arch.strip():
             raise ValueError(f"Model spec {spec!r} names no architecture; expected e.g. '{prefix}:resnet50'.")
+        if not all(c.isascii() and (c.isalnum() or c in "_.-") for c in arch):
+            # timm reads 'local-dir:PATH' and 'hf-hub:REPO' as sources: a file anywhere, or the network (sweep 22)
+            raise ValueError(
+                f"Model spec {spec!r}: an architecture is a name of letters, digits, '_', '.' and '-' from "
+                f"{prefix.rstrip(':')}'s list, such as '{prefix}:resnet50'; received {arch!r}."
+            )
         return
     if Path(spec).is_file():
         return
@@ -179,15 +241,17 @@ def load_classifier(spec, weights=None, *, num_classes=None):
         if arch not in torchvision.models.list_models():
             raise ValueError(f"Unknown torchvision architecture {arch!r}; see torchvision.models.list_models().")
         kwargs = {"num_classes": num_classes} if num_classes else {}
-        module = _load_state_dict(torchvision.models.get_model(arch, weights=None, **kwargs), weights)
+        module = _built(lambda: torchvision.models.get_model(arch, weights=None, **kwargs), weights, spec)
     elif spec.startswith("timm:"):
         try:
             import timm  # installed with open_clip_torch, a core dependency
         except ImportError:
             raise ImportError("timm models need timm: pip install timm") from None
         arch = spec.split(":", 1)[1]
+        if arch not in timm.list_models():  # never a source such as 'local-dir:' or 'hf-hub:' (sweep 22 S1)
+            raise ValueError(f"Unknown timm architecture {arch!r}; see timm.list_models().")
         kwargs = {"num_classes": num_classes} if num_classes else {}
-        module = _load_state_dict(timm.create_model(arch, pretrained=False, **kwargs), weights)
+        module = _built(lambda: timm.create_model(arch, pretrained=False, **kwargs), weights, spec)
     elif Path(spec).is_file():
         if weights is not None:
             raise ValueError(
