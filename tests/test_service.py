@@ -282,6 +282,7 @@ def test_oversize_uploads_are_refused(service):
         ({"sentences": "~/sents.txt"}, "'~'"),
         ({"relevance": {"vqa": "/etc/hosts"}}, "outside the data root"),
         ({"predictions": None, "model": "os:system"}, "does not import model factories"),
+        ({"predictions": None, "model": "timm:local-dir:/etc"}, "an architecture is a name of letters"),  # sweep 22
         ({"encoder": "open_clip:ViT-B-32@/etc/clip.bin", "image_embeddings": None}, "outside the data root"),
         ({"predictions": "ds/missing.csv"}, "does not exist"),
         ({"methds": ["tops"]}, "did you mean 'methods'"),

@@ -131,6 +131,13 @@ def _check_model_spec(spec, root, key):
     if spec is None or not isinstance(spec, str):
         return
     if spec.startswith(MODEL_SPEC_PREFIXES):
+        from ..scoring.classifier import check_model_spec  # the architecture's form: never a source such as
+        # timm's 'local-dir:PATH', which reads a file anywhere (sweep 22 S1); refused at submission
+
+        try:
+            check_model_spec(spec)
+        except ValueError as exc:
+            raise ValueError(f"`{key}`: {exc}") from None
         return
     if ":" in spec and not Path(spec).suffix:
         raise PathEscape(
