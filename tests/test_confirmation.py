@@ -370,6 +370,7 @@ def test_a_statement_that_restates_the_groups_above_is_not_confirmed():
 
 
 def test_the_demo_confirms_each_blindspot_once(demo_run):
+    import html
     import json
 
     out, text = demo_run
@@ -386,8 +387,14 @@ def test_the_demo_confirms_each_blindspot_once(demo_run):
 
     page = (out / "report.html").read_text()
     block = page.split('id="groups-ward-statements"', 1)[1].split("</div>", 1)[0]
-    lines = confirmed_statements_lines(conf)
+    lines = confirmed_statements_lines(conf, every=True)
     assert lines and lines[0] in block and block.count("<li>") == len(lines) - 1
+    # every companion listed (an eleventh user's report.md named 3 of 6), and marked apart from the failures' own
+    companions = [s for s in conf["statements"] if s["confirmed"] and s.get("beyond", {}).get("confirmed") is False]
+    assert companions and all(html.escape(s["text"]) in block for s in companions)
+    assert 'class="companion"' in page and "goes with" in page
+    md = (out / "report.md").read_text()
+    assert all(s["text"] in md.split("## Confirmed statements", 1)[1] for s in companions)
 
 
 def test_the_report_marks_not_confirmed_only_on_a_group_s_leading_statement():
@@ -567,3 +574,37 @@ def test_a_grammar_statement_is_judged_by_the_given_relevance_when_there_is_one(
     assert judged >= 3
     without = run(inputs, scores).main.extra["confirmation"]
     assert not any(s.get("region") == "relevance" for s in without["statements"])
+
+
+def test_a_group_whose_statement_goes_with_a_stronger_one_says_so_beside_its_own_test():
+    """An eleventh user's group 1 ("a red blob and a yellow border") read "a failure of its own" beside the groups
+    above, while the list of confirmed statements said it adds no failure beyond "a red blob": both are said."""
+    from lbee.run.confirm_text import confirmation_lines
+
+    test = {"n_in": 40, "errors_in": 30, "error_rate_in": 0.75, "n_out": 176, "errors_out": 5}
+    test.update(error_rate_out=0.03, lift=25.0, ci=[0.6, 0.86], p_value=1e-20, effect_low=12.0, q_value=1e-19)
+    beyond_groups = {**test, "n_in": 29, "error_rate_in": 0.45, "error_rate_out": 0.04, "p_value": 4.5e-8}
+    conf = {
+        "status": "done",
+        "n_held_out": 216,
+        "outcome": "error rate",
+        "statements": [
+            {"text": "An image with a red blob", **test, "confirmed": True},
+            {
+                "text": "An image with a red blob and a yellow border",
+                **test,
+                "confirmed": True,
+                "beyond": {**test, "p_value": 0.4, "confirmed": False, "above": [0]},
+            },
+        ],
+        "groups": [
+            {"statement": 0, "confirmed": True},
+            {"statement": 1, "confirmed": True, "beyond": {**beyond_groups, "confirmed": True, "groups_above": [0]}},
+        ],
+    }
+    lines = confirmation_lines(conf, 1)
+    assert "a group of the failure's images of its own" in lines[1] and "a failure of its own" not in lines[1]
+    assert lines[2].startswith("but its statement adds no failure beyond the stronger confirmed statements")
+    assert '(first "An image with a red blob")' in lines[2]
+    conf["statements"][1].pop("beyond")  # a failure of its own in both tests: said once, as before
+    assert confirmation_lines(conf, 1)[1].endswith(": a failure of its own")

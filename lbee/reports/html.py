@@ -168,7 +168,7 @@ def render_report(
             "anchor": f"groups-{slug(s)}",
             "clusters": cluster_views(run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True, short=short),
             # every confirmed statement, strongest first, each beyond the stronger ones (the terminal's list)
-            "statements": confirmed_statements_lines(run.confirmations.get(s)),
+            "statements": confirmed_statements_lines(run.confirmations.get(s), every=True),
         }
         for s, exps in run.explanations.items()
     ]

@@ -262,7 +262,7 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
     first = next(iter(exps.values()))
     binary = set(np.unique(run.performance).tolist()) <= {0.0, 1.0}
     conf = run.confirmations.get(slicer) or {}
-    tested = {s["text"]: s["confirmed"] for s in conf.get("statements", ())}
+    tested = {s["text"]: _held_out_state(s, conf) for s in conf.get("statements", ())}
     short = short or short_names(run.image_ids)
     anchor = slug(slicer)
     views = []
@@ -341,10 +341,30 @@ def _leading_text(conf, i):
     return conf["statements"][groups[i]["statement"]]["text"]
 
 
+def _held_out_state(statement, conf):
+    """A tested statement's mark: True (a failure of its own), False (not confirmed), or those it goes with.
+
+    Confirmed but adding no failure beyond stronger statements (a condition that goes with a failure), the mark
+    names those statements in words. An eleventh user's page gave the confounder's sentences the same green mark
+    as the failure's own.
+    """
+    if not statement["confirmed"]:
+        return False
+    beyond = statement.get("beyond")
+    if beyond is None or beyond["confirmed"]:
+        return True
+    above = beyond.get("above") or []
+    if not above:
+        return True
+    more = f" and {len(above) - 1} more" if len(above) > 1 else ""
+    return f"“{conf['statements'][above[0]]['text']}”{more}"
+
+
 def _mark(confirmed, text, leading):
     """A sentence's held-out mark: 'confirmed' wherever it is, 'not confirmed' on the group's leading statement only.
 
-    A seventh user's page carried 15 red marks a group, saying what the group's own line says once.
+    A seventh user's page carried 15 red marks a group, saying what the group's own line says once. A confirmed
+    statement that goes with a stronger one is marked so wherever it is (its mark is that statement's text).
     """
     if confirmed or (confirmed is not None and text == leading):
         return confirmed

@@ -58,10 +58,20 @@ def confirmation_lines(conf, i):
         lines = [f"NOT CONFIRMED as a failure of its own ({g['not_a_failure']}); its statement holds {own}"]
     else:
         lines = [f"its statement {'CONFIRMED' if g['confirmed'] else 'NOT CONFIRMED'} {own}"]
+        sb = s.get("beyond")  # the statement among all confirmed ones, beyond the stronger statements
+        companion = g["confirmed"] and sb is not None and not sb["confirmed"]
         if b is not None:
             lines.append(
                 f"beyond the groups above: the {b['n_in']} images only it holds for fail at {b['error_rate_in']:.2f} "
-                f"against {b['error_rate_out']:.2f}, p = {b['p_value']:.2g}: a failure of its own"
+                f"against {b['error_rate_out']:.2f}, p = {b['p_value']:.2g}"
+                + (", a group of the failure's images of its own" if companion else ": a failure of its own")
+            )
+        if companion:  # an eleventh user read "a failure of its own" here and "adds no failure" in the list
+            first = conf["statements"][sb["above"][0]]["text"] if sb.get("above") else None
+            lines.append(
+                "but its statement adds no failure beyond the stronger confirmed statements"
+                + (f' (first "{first}")' if first else "")
+                + ": read it as a condition that goes with that failure (the list of confirmed statements below)"
             )
     for a in s.get("ablation") or []:
         said = f"'{a['phrase']}'" if a.get("phrase") else a["condition"]
@@ -77,19 +87,21 @@ def confirmation_lines(conf, i):
 STATEMENTS_LISTED = 6
 
 
-def confirmed_statements_lines(conf):
+def confirmed_statements_lines(conf, *, every=False):
     """The run's confirmed statements, strongest first, each tested beyond those above it (none: []).
 
     Those that add a failure of their own are listed (at most `STATEMENTS_LISTED`); those that add none, as a
-    confounder beside the failure's own statement, are counted on one line that names a few.
+    confounder beside the failure's own statement, are counted on one line that names a few. ``every``: list them
+    all, each on its own line (``report.md`` and the HTML report: a file has room, an eleventh user missed 3 of 6).
     """
     if not conf or conf.get("status") != "done" or not conf.get("ranked"):
         return []
     statements, ranked = conf["statements"], conf["ranked"]
     own = [j for j in ranked if statements[j].get("beyond") is None or statements[j]["beyond"]["confirmed"]]
-    number = {j: k for k, j in enumerate(own[:STATEMENTS_LISTED], 1)}
+    listed = own if every else own[:STATEMENTS_LISTED]
+    number = {j: k for k, j in enumerate(listed, 1)}
     lines = []
-    for j in own[:STATEMENTS_LISTED]:
+    for j in listed:
         s = statements[j]
         lift = "∞" if s["lift"] is None else f"{s['lift']:.1f}"
         said = f'{number[j]}. "{s["text"]}": {s["n_in"]} images, {conf["outcome"]} {s["error_rate_in"]:.2f} '
@@ -101,10 +113,19 @@ def confirmed_statements_lines(conf):
                 f"against {b['error_rate_out']:.2f} (p = {b['p_value']:.2g})"
             )
         lines.append(said)
-    if len(own) > STATEMENTS_LISTED:
-        lines.append(f"and {len(own) - STATEMENTS_LISTED} more that add a failure of their own (explanation.json)")
+    if len(own) > len(listed):
+        lines.append(f"and {len(own) - len(listed)} more that add a failure of their own (explanation.json)")
     goes_with = [j for j in ranked if j not in own]
-    if goes_with:
+    if goes_with and every:
+        lines.append(
+            f"{len(goes_with)} more confirm but add no failure beyond those above: they go with them (a condition "
+            "that accompanies a failure, or a restatement):"
+        )
+        for j in goes_with:
+            above = statements[j]["beyond"].get("above") or []
+            first = f', first "{statements[above[0]]["text"]}"' if above else ""
+            lines.append(f'    "{statements[j]["text"]}" (goes with {len(above)} stronger{first})')
+    elif goes_with:
         named = "; ".join(f'"{statements[j]["text"]}"' for j in goes_with[:3])
         lines.append(
             f"{len(goes_with)} more confirm but add no failure beyond those above: they go with them (a condition "

@@ -104,9 +104,10 @@ def render_markdown(result, metrics=None, n_examples=5):
     note = confirmation_note(result.extra.get("confirmation"))
     if note:
         lines += [note, ""]
-    ranked = confirmed_statements_lines(result.extra.get("confirmation"))
+    ranked = confirmed_statements_lines(result.extra.get("confirmation"), every=True)
     if ranked:
-        lines += ["## Confirmed statements", "", ranked[0], ""] + [f"- {t}" for t in ranked[1:]] + [""]
+        items = [f"  - {t.strip()}" if t.startswith("    ") else f"- {t}" for t in ranked[1:]]
+        lines += ["## Confirmed statements", "", ranked[0], ""] + items + [""]
     if result.failures:
         lines += ["## Skipped images", ""] + [f"- `{p}`: {r}" for p, r in result.failures] + [""]
     return "\n".join(lines)
