@@ -9,7 +9,8 @@ on its own). A hypothesis *matches* a failure when at least half of its images l
 
 Prints per family and in all: the hypotheses that match a failure and how many confirm, those that match none
 and how many confirm (the false confirmations the test is for), and the planted failures with a confirmed
-hypothesis.
+hypothesis; each by the run's rule (q <= 0.05 and a region failing surely at least twice as often) and by issue
+33's definition beside it (q <= 0.05 alone).
 
 Usage: python benchmarks/bench_confirmation_worlds.py [--worlds 6] [--first-seed 1000] [--level 0.88]
 """
@@ -19,6 +20,7 @@ import argparse
 import numpy as np
 
 import lbee.run.confirm as confirm
+import lbee.run.confirm_rank as confirm_rank
 from lbee.bench.simulated_encoder import SimulatedEncoder
 from lbee.bench.world_bench import FAMILIES
 from lbee.bench.worlds import make_world
@@ -27,7 +29,11 @@ from lbee.run.pipeline import analyse
 from lbee.run.settings import RunSettings
 from lbee.run.specs import RunInputs, Scores
 
-WITH_TEST = confirm._beyond_the_groups_above
+WITH_TEST = confirm_rank.beyond_the_groups_above
+
+
+#: The run's rule (q <= 0.05 and at least twice as often), and issue 33's definition beside it (q <= 0.05 alone).
+RULES = {"confirmed": "q and effect", "confirmed_at_q": "q alone"}
 
 
 def without_test(lead, *args, **kwargs):
@@ -58,25 +64,29 @@ def one_world(family, level, seed, beyond):
         grammar=g,
     )
     scores = Scores(world.confidence, world.correct.astype(float), "φ", "correctness")
-    confirm._beyond_the_groups_above = WITH_TEST if beyond else without_test
+    test = WITH_TEST if beyond else without_test
+    confirm.beyond_the_groups_above = confirm_rank.beyond_the_groups_above = test
     try:
         result = analyse(inputs, scores, RunSettings(methods=("compose",), clusters=15, k=3, tau=tau)).main
     finally:
-        confirm._beyond_the_groups_above = WITH_TEST
+        confirm.beyond_the_groups_above = confirm_rank.beyond_the_groups_above = WITH_TEST
     masks = world.failure_masks()
-    counts = np.zeros(5, int)  # matching, matching confirmed, other, other confirmed, failures confirmed
-    found = set()
+    # per rule: matching, matching confirmed, other, other confirmed, failures confirmed
+    counts = {rule: np.zeros(5, int) for rule in RULES}
+    found = {rule: set() for rule in RULES}
     groups = result.extra["confirmation"]["groups"]
     for cluster, group in zip(result.explanations["compose"].hard_clusters, groups):
         idx = np.asarray(cluster.indices)
         share = masks[idx].mean(axis=0) if len(idx) else np.zeros(masks.shape[1])
-        if share.max() >= 0.5:
-            counts[:2] += (1, group["confirmed"])
-            if group["confirmed"]:
-                found.add(int(share.argmax()))
-        else:
-            counts[2:4] += (1, group["confirmed"])
-    counts[4] = len(found)
+        for rule in RULES:
+            if share.max() >= 0.5:
+                counts[rule][:2] += (1, group[rule])
+                if group[rule]:
+                    found[rule].add(int(share.argmax()))
+            else:
+                counts[rule][2:4] += (1, group[rule])
+    for rule in RULES:
+        counts[rule][4] = len(found[rule])
     return counts
 
 
@@ -88,23 +98,26 @@ def main():
     args = ap.parse_args()
     seeds = range(args.first_seed, args.first_seed + args.worlds)
     print(f"{args.worlds} worlds per family (seeds {seeds[0]}-{seeds[-1]}), median atom AUC {args.level:g}")
-    total = {True: np.zeros(5, int), False: np.zeros(5, int)}
+    total = {(b, r): np.zeros(5, int) for b in (False, True) for r in RULES}
     for family in FAMILIES:
         for beyond in (False, True):
-            c = sum(one_world(family, args.level, s, beyond) for s in seeds)
-            total[beyond] += c
+            per = [one_world(family, args.level, s, beyond) for s in seeds]
             name = "with the test beyond the groups above" if beyond else "each statement on its own"
-            print(
-                f"  {family:<14} {name:<40} matching a failure: {c[1]} of {c[0]} confirm; matching none: {c[3]} of "
-                f"{c[2]} confirm; failures with a confirmed hypothesis: {c[4]} of {2 * len(seeds)}"
-            )
+            for rule, said in RULES.items():
+                c = sum(p[rule] for p in per)
+                total[beyond, rule] += c
+                print(
+                    f"  {family:<14} {name:<40} {said:<12} matching a failure: {c[1]} of {c[0]} confirm; matching "
+                    f"none: {c[3]} of {c[2]} confirm; failures with a confirmed hypothesis: {c[4]} of {2 * len(seeds)}"
+                )
     for beyond in (False, True):
-        c = total[beyond]
-        print(
-            f"all, {'with the test' if beyond else 'on its own':<14} matching none confirm: {c[3]} of {c[2]} "
-            f"({c[3] / max(c[2], 1):.0%}); matching a failure: {c[1]} of {c[0]}; failures: {c[4]} of "
-            f"{2 * len(seeds) * len(FAMILIES)}"
-        )
+        for rule, said in RULES.items():
+            c = total[beyond, rule]
+            print(
+                f"all, {'with the test' if beyond else 'on its own':<14} {said:<12} matching none confirm: {c[3]} of "
+                f"{c[2]} ({c[3] / max(c[2], 1):.0%}); matching a failure: {c[1]} of {c[0]}; failures: {c[4]} of "
+                f"{2 * len(seeds) * len(FAMILIES)}"
+            )
 
 
 if __name__ == "__main__":

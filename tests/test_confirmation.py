@@ -348,7 +348,7 @@ def test_a_statement_that_restates_the_groups_above_is_not_confirmed():
     """A fragment of a failure confirms on its own (its region holds the failure's images): in the demo, three
     3-image groups' statements, each a wider version of blindspot 1's, were CONFIRMED beside it. Tested on the
     images the statements above it do not hold for, a restatement adds nothing; a second failure still does."""
-    from lbee.run.confirm import _beyond_the_groups_above
+    from lbee.run.confirm_rank import beyond_the_groups_above
 
     rng = np.random.default_rng(0)
     n = 3000
@@ -361,7 +361,7 @@ def test_a_statement_that_restates_the_groups_above_is_not_confirmed():
     regions = np.stack([a, wider_a, c, a], axis=1)
     statements = [{"confirmed": True}] * 4
     rows = np.arange(n)
-    out = _beyond_the_groups_above([0, 1, 2, 3, None], statements, regions, failed, rows)
+    out = beyond_the_groups_above([0, 1, 2, 3, None], statements, regions, failed, rows)
     assert out[0] is None and out[4] is None  # the first has nothing above it; no statement, no test
     assert out[1]["confirmed"] is False and out[1]["groups_above"] == [0] and out[1]["n_in"] > 200
     assert out[2]["confirmed"] is True and out[2]["groups_above"] == [0] and out[2]["n_in"] == 200
@@ -377,6 +377,9 @@ def test_the_demo_confirms_each_blindspot_once(demo_run):
     conf = json.loads((out / "explanation.json").read_text())["confirmation"]
     confirmed = [g for g in conf["groups"] if g["confirmed"]]
     assert len(confirmed) == 2 and [g["confirmed"] for g in conf["groups"][:2]] == [True, True]
+    # issue 33's definition (q alone) recorded beside the run's rule, for the benches
+    assert [g["confirmed_at_q"] for g in conf["groups"][:2]] == [True, True]
+    assert all(s["significant"] == (s["q_value"] <= 0.05) for s in conf["statements"])
     for g in conf["groups"][2:]:  # the small groups: too few images to be failures of their own, or restating 0, 1
         assert not g["confirmed"], g
         assert "too few to be a failure" in g.get("not_a_failure", "") or (
@@ -455,7 +458,7 @@ def test_a_group_leads_only_on_a_statement_of_its_own_images_and_significant_err
     from types import SimpleNamespace
 
     from lbee.core.explanation import HardCluster
-    from lbee.run.confirm import _holds_for_the_group, _own_failure
+    from lbee.run.confirm_rank import _holds_for_the_group, _own_failure
     from lbee.run.confirm_text import confirmation_lines
 
     n = 400

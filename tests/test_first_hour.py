@@ -55,7 +55,7 @@ def test_labels_by_class_name(tmp_path):
     args = named_predictions(tmp_path, ["car"] * 18 + ["person"] * 6)
     r = CliRunner().invoke(cli, ["-q", *args, "--json", "--out", str(tmp_path / "o")], obj={})
     assert r.exit_code == 0, r.output
-    summary = json.loads(r.output)
+    summary = json.loads(r.stdout)  # stderr says the bare arrays carry no row ids
     assert summary["n_images"] == 24 and summary["hard_groups"] and summary["out"] == str(tmp_path / "o")
     omega = pd.read_parquet(tmp_path / "o" / "assignments.parquet")["performance"]
     assert omega.sum() == 18  # 'car' rows are predicted car (named labels matched to prob_car); 'person' rows are not
@@ -362,3 +362,27 @@ def test_a_warning_about_the_predictions_is_said_once(tmp_path):
     table.rename(columns={"truth": "Label"}).to_csv(tmp_path / "p.csv", index=False)  # a tenth user's capital L
     r = CliRunner().invoke(cli, [*args, "--tau", "0.2", "--out", str(tmp_path / "o2")], obj={})
     assert r.exit_code == 0 and "'Label' (did you mean 'label'?" in r.output, r.output
+    table.rename(columns={"truth": "lable"}).to_csv(tmp_path / "p.csv", index=False)  # an eleventh user's typo
+    r = CliRunner().invoke(cli, [*args, "--tau", "0.2", "--out", str(tmp_path / "o3")], obj={})
+    assert r.exit_code == 0 and "'lable' (did you mean 'label'?" in r.output, r.output
+    table.rename(columns={"truth": "label", "prob_a": "proba"}).to_csv(tmp_path / "p.csv", index=False)
+    r = CliRunner().invoke(cli, [*args, "--tau", "0.2", "--out", str(tmp_path / "o4")], obj={})
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and "'proba' are not read as class probabilities (did you mean 'prob_a'?" in said, said
+    assert "--logits" not in said.split("without them:")[0]
+
+
+def test_the_metric_legend_says_compose_s_tpr_and_ji_are_low_by_design():
+    """An eleventh user read compose's one exact sentence, scored lowest on TPR / JI, as the worst describer."""
+    from lbee.run.text import metric_legend
+
+    assert "low by design" in " ".join(metric_legend(["tops", "compose"]).split())
+    assert "compose" not in metric_legend(["tops", "fpdiff"]) and "(TPR:" in metric_legend()
+
+
+def test_an_option_given_twice_is_said():
+    """An eleventh user's second --predictions replaced the first without a word (click keeps the last)."""
+    r = CliRunner().invoke(cli, ["describe", "missing", "--predictions", "a.csv", "--predictions=b.csv"], obj={})
+    assert "--predictions is given twice ('a.csv', then 'b.csv'): the last is used" in r.output, r.output
+    r = CliRunner().invoke(cli, ["describe", "missing", "-k", "3", "--clusters", "4"], obj={})
+    assert "given twice" not in r.output

@@ -710,3 +710,14 @@ def test_describe_with_spotcheck_on_photos_carries_the_banner_once(images, tmp_p
     said = " ".join(r.output.split())
     assert said.count("trained on SpotCheck renders only") == 1 and "Meaningless sentences" in said, said
     assert "Meaningless sentences: the encoder 'spotcheck'" in (tmp_path / "o" / "report.md").read_text()
+
+
+def test_embeddings_without_row_ids_say_which_images_their_first_and_last_rows_are_taken_as(embedded):
+    """An eleventh user's bare .npy had its rows in generation order: nothing could check it, and nothing said so."""
+    ids = (embedded / "emb" / "ids.txt").read_text().splitlines()
+    (embedded / "emb" / "ids.txt").unlink()
+    r = _describe_embedded(embedded, ids)
+    said = " ".join(r.output.split())
+    assert r.exit_code == 0, r.output
+    assert "'embeddings.npy' has no row ids beside it (embeddings.ids.txt or ids.txt)" in said, said
+    assert f"(row 1 is '{ids[0]}', row 24 '{ids[-1]}')" in said and said.count("has no row ids") == 1

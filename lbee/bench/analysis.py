@@ -315,16 +315,15 @@ def confirmation_counts(conf, groups, truth, details, lambda_p=0.8):
     Returns
     -------
     dict or None
-        ``blindspots``, ``blindspots_confirmed``, ``others``, ``others_confirmed``; None when the run did not
-        confirm (skipped or off).
+        ``blindspots``, ``blindspots_confirmed``, ``others``, ``others_confirmed``, and the same two counts by q
+        alone (``..._confirmed_at_q``); None when the run did not confirm (skipped or off).
     """
     if not conf or conf.get("status") != "done":
         return None
     found = [d for d in next(iter(details.values()), []) if d.get("covered")]
     others = [i for i, g in enumerate(groups) if all(blindspot_precision(g, b) < lambda_p for b in truth)]
-    return {
-        "blindspots": len(truth),
-        "blindspots_confirmed": sum(bool(conf["groups"][d["cluster"]]["confirmed"]) for d in found),
-        "others": len(others),
-        "others_confirmed": sum(bool(conf["groups"][i]["confirmed"]) for i in others),
-    }
+    out = {"blindspots": len(truth), "others": len(others)}
+    for rule in ("confirmed", "confirmed_at_q"):  # the run's rule, and q alone beside it (issue 33's definition)
+        out[f"blindspots_{rule}"] = sum(bool(conf["groups"][d["cluster"]].get(rule)) for d in found)
+        out[f"others_{rule}"] = sum(bool(conf["groups"][i].get(rule)) for i in others)
+    return out

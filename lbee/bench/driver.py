@@ -310,8 +310,12 @@ def summarize(records):
             rows.append({"metric": label, "method": meth, "mean": m, "ci95": h, "n": n})
     conf = [r["confirmation"] for r in ok if r.get("confirmation")]
     for what, label in (("blindspots", "blindspots' hypotheses"), ("others", "hypotheses matching no blindspot")):
-        m, h, n = mean_ci([c[f"{what}_confirmed"] / c[what] for c in conf if c[what]])
-        rows.append({"metric": f"confirmed (held out): {label}", "method": "compose", "mean": m, "ci95": h, "n": n})
+        for rule, said in (("", ""), ("_at_q", ", q <= 0.05 alone (issue 33's definition)")):
+            m, h, n = mean_ci(
+                [c[f"{what}_confirmed{rule}"] / c[what] for c in conf if c[what] and f"{what}_confirmed{rule}" in c]
+            )
+            row = {"metric": f"confirmed (held out{said}): {label}", "method": "compose", "mean": m, "ci95": h, "n": n}
+            rows.append(row)
     fails = [f for r in ok for f in r["failure_analysis"]]
     for cat in ("not_returned", "found", "merged", "impure"):
         m, h, n = mean_ci([f[cat] for f in fails])

@@ -148,11 +148,44 @@ def check_number_options(command, args, ctx=None):
                 check(os.environ[env], kind, f"{opt} (from ${env})")
 
 
+def check_single_options(command, args):
+    """Say which value is used when an option that takes one value is given twice: the last, as click takes it.
+
+    click kept the last unsaid: an eleventh user's second ``--predictions`` replaced the first.
+    """
+    takes = {}
+    for p in command.params:
+        if isinstance(p, click.Option) and not (p.multiple or p.count or p.is_flag or p.nargs != 1):
+            for opt in p.opts:
+                takes[opt] = p
+    seen = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            break
+        name, eq, value = token.partition("=") if token.startswith("--") else (token[:2], "", token[2:])
+        p = takes.get(name) if token.startswith("-") else None
+        if p is not None:
+            if not (eq or value):
+                value = args[i + 1] if i + 1 < len(args) else ""
+                i += 1
+            if p.name in seen:
+                first, said = seen[p.name]
+                click.echo(f"Warning: {said} is given twice ({first!r}, then {value!r}): the last is used.", err=True)
+            seen[p.name] = (value, name)
+        i += 1
+
+
 class LbeeCommand(click.Command):
-    """A command whose numeric options are ASCII decimal (`check_number_options`)."""
+    """A command whose numeric options are ASCII decimal, and that says a one-value option given twice.
+
+    (`check_number_options`, `check_single_options`.)
+    """
 
     def parse_args(self, ctx, args):
         check_number_options(self, args, ctx)
+        check_single_options(self, args)
         return super().parse_args(ctx, args)
 
 

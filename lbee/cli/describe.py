@@ -363,7 +363,7 @@ def describe(
                 click.echo(f"  {r['method']:<9} " + " ".join(f"{r[k]:>6.3f}" for k in ("AHR", "ACR", "TPR", "JI")))
             from ..run.text import metric_legend
 
-            click.echo(metric_legend())
+            click.echo(metric_legend([r["method"] for r in metrics]))
         if result.failures:
             click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)
     if out:

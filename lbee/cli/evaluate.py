@@ -109,7 +109,7 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     click.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     from ..run.text import metric_legend  # the same legend as the demo's and describe's
 
-    click.echo(metric_legend())
+    click.echo(metric_legend(table["method"].tolist() if "method" in table else ()))
     if (table["n_failure_sentences"] == 0).all():
         click.echo(
             "Warning: no failure sentence (S*_β is empty at every o): check that Γ marks some relevant "

@@ -328,11 +328,14 @@ def failure_outcome(performance: ArrayLike, hard: BoolArray, easy: BoolArray) ->
     return np.asarray(hard, dtype=bool), np.asarray(hard, dtype=bool) | np.asarray(easy, dtype=bool), "hard share"
 
 
-def rank_key(test: dict[str, Any] | None) -> tuple[int, float]:
-    """Sort key of a hypothesis by its leading statement's test: confirmed first, then the higher lower bound."""
+def rank_key(test: dict[str, Any] | None, flag: str = "confirmed") -> tuple[int, float]:
+    """Sort key of a hypothesis by its leading statement's test: confirmed first, then the higher lower bound.
+
+    ``flag``: the test's field that says confirmed (``significant``: by q alone).
+    """
     if test is None:
         return (2, 0.0)
-    return (0 if test["confirmed"] else 1, -float(test["ci"][0]))
+    return (0 if test[flag] else 1, -float(test["ci"][0]))
 
 
 def as_rows(mask: BoolArray) -> IntArray:

@@ -146,7 +146,17 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
 
             out.probs = softmax(np.column_stack([float_column(table, c, name) for c in prob_cols]), axis=1)
         else:
-            out.probs = check_probabilities(table, prob_cols, name, tolerance=tolerance)
+            try:
+                out.probs = check_probabilities(table, prob_cols, name, tolerance=tolerance)
+            except ValueError as exc:  # a class column misnamed ('probcircle'): that, not logits, is the cause
+                misnamed = _probability_lookalikes(cols, prob_cols)
+                if not misnamed:
+                    raise
+                raise ValueError(
+                    f"{table_source(table, name)}: column(s) {', '.join(map(repr, misnamed))} are not read as "
+                    f"class probabilities (did you mean {', '.join(_as_prob(c) for c in misnamed)}? rename them); "
+                    f"without them: {exc}"
+                ) from None
         if "confidence" in cols:
             logger.warning(
                 "%s has both 'confidence' and %s; φ comes from the probabilities and the "
@@ -260,6 +270,27 @@ LIKELY_NAMES = {
 }
 
 
+def _probability_lookalikes(cols, prob_cols):
+    """Columns not read that look like a ``prob_<class>`` one: 'probcircle', 'Prob_cat', 'p_dog'."""
+    return [
+        c
+        for c in cols
+        if isinstance(c, str)
+        and c not in prob_cols
+        and (c.lower().startswith(("prob", *PROBABILITY_LOOKALIKES)))
+        and c.lower() not in ("prob", "probability", "probs")
+    ]
+
+
+def _as_prob(c):
+    """The ``prob_<class>`` name a lookalike column probably means."""
+    low = c.lower()
+    for prefix in sorted(("prob", *PROBABILITY_LOOKALIKES), key=len, reverse=True):
+        if low.startswith(prefix):
+            return repr("prob_" + c[len(prefix) :].lstrip("_-"))
+    return repr(c)
+
+
 def _columns_used(idc, prob_cols, out):
     """What each column was read as: {role: description} (the same words the warnings use)."""
     used = {"id": repr(idc)}
@@ -286,6 +317,14 @@ def _warn_unread_columns(table, name, cols, idc, prob_cols, used):
             if (c.strip().lower() in names or c.strip().lower() == target) and target not in cols:
                 hints.append(f"{c!r} (did you mean {target!r}? rename the column to use it)")
                 break
+        else:  # a misspelling ('lable' made an eleventh user's run split by entropy, unsaid)
+            import difflib
+
+            near = difflib.get_close_matches(c.strip().lower(), [t for t in LIKELY_NAMES if t not in cols], 1, 0.75)
+            if near:
+                hints.append(f"{c!r} (did you mean {near[0]!r}? rename the column to use it)")
+            elif prob_cols and c in _probability_lookalikes([c], prob_cols):
+                hints.append(f"{c!r} (did you mean {_as_prob(c)}? rename the column to use it)")
     if hints:
         logger.warning(
             "%s: column(s) %s are not read. lbee read: image id from %s, φ from %s, ω = %s.",

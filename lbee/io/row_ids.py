@@ -75,7 +75,21 @@ def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, r
     from .matching import same_image_id
 
     ids_file = row_ids_path(path, name)
-    if ids_file is None:
+    if ids_file is None:  # nothing to check: said, since rows in another order go unnoticed (an eleventh user's
+        # rows in generation order were described as "a light background" for groups of dark images)
+        import logging
+
+        first = f" (row 1 is {run_ids[0]!r}, row {len(run_ids):,} {run_ids[-1]!r})" if len(run_ids) else ""
+        logging.getLogger("lbee").warning(
+            "%s %r has no row ids beside it (%s or %s), so its rows are taken as the images in the order of %s%s. "
+            "Write the images' ids there, one a line, and lbee checks every row.",
+            name,
+            Path(path).name,
+            Path(path).stem + ROW_IDS_SUFFIX,
+            ROW_IDS_NAME,
+            against,
+            first,
+        )
         return
     try:
         from .confinement import read_text_file  # the file checked is the file read (a link swapped in: refused)

@@ -21,13 +21,13 @@ from ..core.confirmation import (
     ablation,
     bh_qvalues,
     failure_outcome,
-    fisher_greater,
     held_out,
     is_confirmed,
     rank_key,
     region_test,
     split_strata,
 )
+from .confirm_rank import beyond_the_groups_above, rank_groups
 
 
 @dataclass
@@ -235,6 +235,7 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
         q = bh_qvalues([t.p_value for t in found])
         for j, (s, t) in enumerate(zip(statements, found)):
             s.update(t.to_dict(), q_value=float(f"{q[j]:.3g}"), confirmed=is_confirmed(q[j], t.effect_low))
+            s["significant"] = bool(q[j] <= CONFIRM_Q)  # q alone, without the effect asked (issue 33's definition)
             if s["confirmed"]:
                 s["ablation"] = _ablate(part, index, tau, plan, s, regions[:, j], rows, relevance)
             if "conditions" in s:
@@ -247,57 +248,17 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
         ranked = sorted(
             (j for j, st in enumerate(statements) if st["confirmed"]), key=lambda j: rank_key(statements[j])
         )
-        for j, b in zip(ranked, _beyond_the_groups_above(ranked, statements, regions, plan.failed, rows)):
+        for j, b in zip(ranked, beyond_the_groups_above(ranked, statements, regions, plan.failed, rows)):
             if b is not None:
                 statements[j]["beyond"] = {**b, "above": [ranked[k] for k in b.pop("groups_above")]}
         out["confirmation"]["ranked"] = ranked
-        # confirmed first, then the others, each most harmful first. A group
-        # is a confirmed hypothesis only when it is a failure itself: a group of 1 image, or one the model gets
-        # right, whose statement confirms, ranked first and took the credit from the failure's own group
-        harm = {i: r for r, i in enumerate(_harm_order(first.hard_clusters, performance))}
-        own = _own_failure(first.hard_clusters, plan)
-        holds = _holds_for_the_group(first.hard_clusters, leading, tests, regions)
-        for i, (k, n) in holds.items():
-            # a statement about other images ranked a ninth user's group of 2 errors first: it confirms, but not of
-            # this group. Said only where Γ judges it: by a noisy encoder's guess (atoms of AUC 0.88) a failure's
-            # own statement holds for few of its images, and 8 of 31 confirmed failures lost their confirmation
-            if own[i] is None and k < HOLDS_MIN * n and tests[leading[i]][1].get("region") == "relevance":
-                own[i] = f"its statement holds for {k} of its {n} images by the given Γ"
-
-        def key(i):  # confirmed failures first, then the rest; each part most harmful first (a tenth user's 5
-            # random errors, whose statement was the most precise, led a 60-image failure when ranked by it)
-            flag, _ = rank_key(tests.get(leading[i], (0, None))[1])
-            flag = flag if own[i] is None else max(flag, 1)
-            return (min(flag, 1), harm.get(i, i), i)
-
-        order.sort(key=key)
-        lead = [tests.get(leading[i], (None, None))[0] for i in order]
-        tested = [j if own[i] is None else None for i, j in zip(order, lead)]  # only failures stand above others
-        beyond = _beyond_the_groups_above(tested, statements, regions, plan.failed, rows)
-
-        # a statement that adds nothing to those above it joins the others, by harm
-        def demoted(k):
-            return key(order[k])[0] > 0 or (beyond[k] is not None and not beyond[k]["confirmed"])
-
-        keep = sorted(range(len(order)), key=lambda k: (demoted(k), harm.get(order[k], k) if demoted(k) else k))
-        order, lead, beyond = [order[k] for k in keep], [lead[k] for k in keep], [beyond[k] for k in keep]
-        position = {old: new for new, old in enumerate(keep)}
-        groups = []
-        for i, j, b in zip(order, lead, beyond):
-            idx = first.hard_clusters[i].indices
-            entry = {
-                "images": int(len(idx)),
-                "hypothesis_error_rate": round(float(plan.failed[idx].mean()), 4) if len(idx) else None,
-                "statement": j,
-                "confirmed": bool(
-                    j is not None and statements[j]["confirmed"] and (b is None or b["confirmed"]) and own[i] is None
-                ),
-            }
-            if own[i] is not None:
-                entry["not_a_failure"] = own[i]
-            if b is not None:
-                entry["beyond"] = {**b, "groups_above": sorted(position[k] for k in b["groups_above"])}
-            groups.append(entry)
+        args = (first.hard_clusters, statements, regions, leading, tests, plan, performance, rows)
+        order, groups = rank_groups(*args)
+        # the same ranking by significance alone (q <= CONFIRM_Q, no effect asked): issue 33's definition of a
+        # confirmed hypothesis, which the benches report beside the run's (never instead)
+        by_q = dict(zip(*rank_groups(*args, flag="significant")))
+        for i, g in zip(order, groups):
+            g["confirmed_at_q"] = by_q[i]["confirmed"]
         for e in exps.values():
             e.hard_clusters = [e.hard_clusters[i] for i in order]
             e.params["confirm"] = plan.fraction
@@ -314,111 +275,6 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
             e.params["confirm"] = plan.fraction
     if hyps is not None:
         out["hypotheses"] = [_hypothesis_entry(hyps[i], plan) for i in order]
-    return out
-
-
-#: The share of a group's images its leading statement must hold for, by the given Γ, to stand for the group: a
-#: quarter (a statement that misses one condition of the failure, or adds a wrong one, still holds for about half).
-HOLDS_MIN = 1 / 4
-
-
-def _holds_for_the_group(hard_clusters, leading, tests, regions):
-    """Per group with a tested leading statement: (images of the group it holds for, images of the group)."""
-    out = {}
-    for i, c in enumerate(hard_clusters):
-        test = tests.get(leading[i])
-        idx = np.asarray(c.indices)
-        if test is not None and idx.size:
-            out[i] = (int(regions[idx, test[0]].sum()), int(idx.size))
-    return out
-
-
-def _own_failure(hard_clusters, plan):
-    """Per group, None when it is a failure itself, else why not.
-
-    Not a failure: fewer than `FEW_IMAGES` images, or images that fail no more often than the rest of the
-    discovery images, or not significantly more often (one-sided Fisher at `CONFIRM_Q`).
-    """
-    from .text import FEW_IMAGES
-
-    rest = plan.counted & ~plan.mask
-    base = float(plan.failed[rest].mean()) if rest.any() else 0.0
-    out = []
-    for c in hard_clusters:
-        idx = np.asarray(c.indices)
-        rate = float(plan.failed[idx].mean()) if idx.size else 0.0
-        others = rest.copy()
-        others[idx] = False
-        k, n = int(plan.failed[idx].sum()), int(idx.size)
-        # more often by chance? 2 errors of 11 against 0.13 led a ninth user's run (Fisher p = 0.5)
-        p = fisher_greater(k, n, int(plan.failed[others].sum()), int(others.sum())) if n else 1.0
-        if idx.size < FEW_IMAGES:
-            out.append(f"{idx.size} image{'' if idx.size == 1 else 's'}: too few to be a failure of its own")
-        elif rate <= base:
-            out.append(f"its images fail at {rate:.2f}, no more often than the others ({base:.2f})")
-        elif p > CONFIRM_Q:
-            out.append(
-                f"its images fail at {rate:.2f} ({k} of {n}), not significantly more often than the others "
-                f"({base:.2f}, p = {p:.2g})"
-            )
-        else:
-            out.append(None)
-    return out
-
-
-def _harm_order(hard_clusters, performance):
-    """The groups most harmful first ((1 − mean ω) × size), or as they are without ω."""
-    if performance is None:
-        return list(range(len(hard_clusters)))
-    from ..core.explanation import harm_order
-
-    return harm_order(hard_clusters, performance)
-
-
-def _beyond_the_groups_above(lead, statements, regions, failed, rows):
-    """Whether each confirmed leading statement adds failures to those of the confirmed statements above it.
-
-    A statement found on a fragment of a failure, or one that a broader statement holds for, confirms on its own:
-    its region holds the failure's images. Tested on the held-out images that no statement above it holds for
-    (a sequential covering, as a rule list is read), it adds a failure only when its error rate there still
-    exceeds that of the rest of those images by the confirmation's rule (`lbee.core.confirmation.is_confirmed`:
-    one-sided Fisher at its level, at least `MIN_EFFECT` times as often). A statement that adds nothing is not
-    confirmed: it restates the groups above it.
-
-    Parameters
-    ----------
-    lead : list of int or None
-        Per group, in rank order, the index of its leading statement.
-    statements : list of dict
-        With ``confirmed`` from the statement's own test.
-    regions : ndarray of bool, shape (n, S)
-    failed : ndarray of bool, shape (n,)
-    rows : ndarray of int
-        The held-out images counted.
-
-    Returns
-    -------
-    list of dict or None
-        Per group: None for the first confirmed one (nothing is above it) and for an unconfirmed statement; else
-        the test on the images the groups above do not cover (`RegionTest.to_dict`), ``groups_above`` (their
-        positions in ``lead``) and ``confirmed``.
-    """
-    covered = np.zeros(regions.shape[0], dtype=bool)
-    above: list[int] = []
-    out: list[dict | None] = []
-    for k, j in enumerate(lead):
-        if j is None or not statements[j]["confirmed"]:
-            out.append(None)
-            continue
-        if not above:
-            out.append(None)
-        else:
-            t = region_test(regions[:, j], failed, rows[~covered[rows]])
-            out.append({**t.to_dict(), "groups_above": list(above), "confirmed": is_confirmed(t.p_value, t.effect_low)})
-            if not out[-1]["confirmed"]:
-                continue
-        covered |= regions[:, j]
-        above.append(k)
     return out
 
 

@@ -124,16 +124,27 @@ def line_width():
     return min(_columns(), 100)
 
 
-def metric_legend():
-    """The AHR / ACR / TPR / JI legend every command prints under its metrics, wrapped to `line_width`."""
+#: Under the metrics when 'compose' is among the methods: its TPR and JI count the sentences it returns.
+COMPOSE_METRICS_NOTE = (
+    "compose returns one sentence a group (or two), where the others return K, so its TPR and JI, which count the "
+    "failure sentences found, are low by design; read its AHR, and its sentence itself"
+)
+
+
+def metric_legend(methods=()):
+    """The AHR / ACR / TPR / JI legend every command prints under its metrics, wrapped to `line_width`.
+
+    With 'compose' among ``methods``, a note that its TPR and JI are low by design (an eleventh user read its one
+    exact sentence, scored lowest, as the worst).
+    """
     import textwrap
 
     from ..core.evaluation import METRIC_WORDS
 
-    return "\n".join(
-        textwrap.fill(f"({key}: {words})", line_width(), initial_indent="  ", subsequent_indent="   ")
-        for key, words in METRIC_WORDS.items()
-    )
+    said = [f"({key}: {words})" for key, words in METRIC_WORDS.items()]
+    if "compose" in methods:
+        said.append(f"({COMPOSE_METRICS_NOTE})")
+    return "\n".join(textwrap.fill(t, line_width(), initial_indent="  ", subsequent_indent="   ") for t in said)
 
 
 def run_header(run, width=None):
