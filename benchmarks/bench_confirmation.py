@@ -6,8 +6,9 @@ confirmed statement is a false discovery. Per seed (20 seeds), one run of the pi
 describers compose, tops, fpdiff, C = 8, K = 2) with the default ``confirm`` (a held-out share, every statement
 tested, q-values over all of them), and the same run with ``confirm=0`` as the baseline.
 
-Prints the share of seeds where some statement confirmed at q <= 0.05 (goal: <= 5 %, i.e. no statement confirms
-in >= 95 % of the seeds), the same for a planted failure as a check of power (goal: every seed), and the total
+Prints the share of seeds where some statement confirmed at q <= 0.05 alone (issue 33's definition) and by the
+run's rule (also at least twice as often) (goal: <= 5 %, i.e. no statement confirms in >= 95 % of the seeds), the
+same for a planted failure as a check of power (goal: every seed), and the total
 time with confirmation as a ratio to the time without it, measured in the same run (goal: <= 1.5x); one
 untimed run first (imports, caches), and the order of the two runs alternates between seeds.
 
@@ -46,8 +47,8 @@ def main():
     ap.add_argument("--n", type=int, default=3000)
     args = ap.parse_args()
     with_c = without = 0.0
-    false_runs, n_statements, n_false = 0, 0, 0
-    planted_found = 0
+    false_runs, n_statements, n_false = {"confirmed": 0, "significant": 0}, 0, {"confirmed": 0, "significant": 0}
+    planted_found = {"confirmed": 0, "confirmed_at_q": 0}
     timed(*grammar_world(n=args.n, seed=-1 % 2**32, failure=None)[:2], DEFAULT_CONFIRM_FRACTION)  # imports, caches
     for seed in range(args.seeds):
         inputs, scores, _ = grammar_world(n=args.n, seed=seed, failure=None, noise_rate=0.1)
@@ -58,19 +59,24 @@ def main():
             t_on, conf = timed(inputs, scores, DEFAULT_CONFIRM_FRACTION)
             t_off, _ = timed(inputs, scores, 0.0)
         without, with_c = without + t_off, with_c + t_on
-        confirmed = [s for s in conf["statements"] if s["confirmed"]]
-        false_runs += bool(confirmed)
         n_statements += len(conf["statements"])
-        n_false += len(confirmed)
+        for rule in false_runs:  # the run's rule, and q alone (issue 33's definition) beside it
+            confirmed = [s for s in conf["statements"] if s[rule]]
+            false_runs[rule] += bool(confirmed)
+            n_false[rule] += len(confirmed)
         inputs, scores, _ = grammar_world(n=args.n, seed=seed)
         _, conf = timed(inputs, scores, DEFAULT_CONFIRM_FRACTION)
-        planted_found += bool(conf["groups"]) and conf["groups"][0]["confirmed"]
+        for rule in planted_found:
+            planted_found[rule] += bool(conf["groups"]) and conf["groups"][0][rule]
     print(f"label noise only, {args.seeds} seeds, n = {args.n}, held out {DEFAULT_CONFIRM_FRACTION:g}:")
-    print(
-        f"  runs with a statement confirmed at q <= {CONFIRM_Q:g}: {false_runs} / {args.seeds} "
-        f"({false_runs / args.seeds:.0%}; goal <= 5 %); statements confirmed {n_false} of {n_statements}"
-    )
-    print(f"planted failure, same seeds: first hypothesis confirmed in {planted_found} / {args.seeds}")
+    for rule, said in (("significant", f"at q <= {CONFIRM_Q:g} alone"), ("confirmed", "by the run's rule")):
+        print(
+            f"  runs with a statement confirmed {said}: {false_runs[rule]} / {args.seeds} "
+            f"({false_runs[rule] / args.seeds:.0%}; goal <= 5 %); statements confirmed {n_false[rule]} of "
+            f"{n_statements}"
+        )
+    for rule, said in (("confirmed_at_q", f"at q <= {CONFIRM_Q:g} alone"), ("confirmed", "by the run's rule")):
+        print(f"planted failure, same seeds: first hypothesis confirmed {said} in {planted_found[rule]} / {args.seeds}")
     print(
         f"time with confirmation {with_c:.1f} s, without {without:.1f} s: ratio {with_c / without:.2f}x (goal <= 1.5x)"
     )
