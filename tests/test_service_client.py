@@ -205,3 +205,28 @@ def test_phases_shorter_than_a_poll_are_still_said_in_order():
     assert progress_lines(
         {**row, "phase": "describing", "fraction": None, "progress": "describing", "log": log[:3]}, seen
     ) == ["running · describing"]
+
+
+def test_the_client_lists_a_run_s_confirmed_statements(demo_run):
+    """An eleventh user had only the whole explanation (its confirmation block starts with 600 held-out indices)."""
+    import json
+
+    from lbee.service.client import confirmed_statements
+
+    out, _ = demo_run
+    explanation = json.loads((out / "explanation.json").read_text())
+    listed = confirmed_statements(explanation)
+    conf = explanation["confirmation"]
+    assert [s["text"] for s in listed] == [conf["statements"][j]["text"] for j in conf["ranked"]]
+    assert listed[0]["adds_failure"] and listed[0]["error_rate_in"] > 0.9 and listed[0]["effect_low"] >= 2
+    companions = [s for s in listed if not s["adds_failure"]]
+    assert companions and all(s["goes_with"] in {t["text"] for t in listed} for s in companions)
+
+    class Fake(Client):
+        def __init__(self):
+            pass
+
+        def explanation(self, job_id, model=None):
+            return explanation
+
+    assert Fake().confirmed("j1") == listed and confirmed_statements({"confirmation": {"status": "off"}}) == []

@@ -354,6 +354,10 @@ class Client:
         """The job's ``explanation.json`` (a dict; ``model`` picks one of an entry with several)."""
         return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/explanation{_model(model)}", limit=MAX_JSON_BYTES)
 
+    def confirmed(self, job_id, model=None):
+        """The job's confirmed statements, strongest first (`confirmed_statements`): what to act on."""
+        return confirmed_statements(self.explanation(job_id, model))
+
     def metrics(self, job_id, model=None):
         """The job's run with its metric rows (ACR, AHR, TPR, JI per slicer and method; empty without Γ)."""
         return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/metrics{_model(model)}", limit=MAX_JSON_BYTES)
@@ -433,4 +437,29 @@ def progress_lines(job, seen, t0=None):
             out.append(f"{when}running · {phase}")  # it was running then, whatever it is now
     seen.add(current)
     out.append(describe_progress(job, t0))
+    return out
+
+
+def confirmed_statements(explanation):
+    """A run's confirmed statements, strongest first, from its ``explanation.json`` (a dict).
+
+    Each is a dict: ``text``, ``n_in`` (held-out images it holds for), ``error_rate_in``, ``error_rate_out``,
+    ``lift``, ``effect_low``, ``q_value``, and ``adds_failure``: False for one that confirms only as a companion
+    of a stronger statement (a condition that goes with a failure; ``goes_with`` then names the strongest). An
+    eleventh user had only the whole explanation, whose confirmation block begins with the held-out indices.
+    []: nothing confirmed, or the run did not confirm (``explanation["confirmation"]["status"]`` says why).
+    """
+    conf = (explanation or {}).get("confirmation") or {}
+    statements = conf.get("statements") or []
+    out = []
+    for j in conf.get("ranked") or []:
+        s = statements[j]
+        beyond = s.get("beyond")
+        entry = {
+            k: s.get(k) for k in ("text", "n_in", "error_rate_in", "error_rate_out", "lift", "effect_low", "q_value")
+        }
+        entry["adds_failure"] = beyond is None or bool(beyond.get("confirmed"))
+        if not entry["adds_failure"] and beyond.get("above"):
+            entry["goes_with"] = statements[beyond["above"][0]]["text"]
+        out.append(entry)
     return out
