@@ -22,6 +22,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from .reading import confirmed_statements, describe_progress, progress_lines  # noqa: F401  (named from here too)
+
 #: The server a client talks to when none is named (``lbee serve``'s default address).
 DEFAULT_URL = "http://127.0.0.1:8000"
 #: Environment variables of the server address and the API token.
@@ -396,70 +398,3 @@ def _model(model):
     from urllib.parse import quote
 
     return "" if model is None else f"?model={quote(str(model))}"
-
-
-def describe_progress(job, t0=None):
-    """One line for a job's state: ``[12 s] running · embedding images 40% (1200 of 3000)``."""
-    when = "" if t0 is None else f"[{time.monotonic() - t0:4.0f} s] "
-    phase, fraction = job.get("phase") or job["status"], job.get("fraction")
-    line = f"{when}{job['status']}"
-    if phase != job["status"]:
-        line += f" · {phase}"
-    detail = job.get("progress") or ""
-    if fraction == 0 and detail.startswith(phase + ": 0 of "):  # a phase just begun: its size, not a 0 % that a
-        return line + f" ({detail.rsplit(' of ', 1)[1]} to do)"  # fast phase never updates before the next
-    if fraction is not None:
-        line += f" {100 * fraction:.0f}%"
-    if detail and detail != phase and not detail.startswith(phase + ":"):
-        line += f" · {detail}"
-    elif detail.startswith(phase + ":"):
-        line += f" ({detail[len(phase) + 1 :].strip()})"
-    return line
-
-
-def progress_lines(job, seen, t0=None):
-    """The lines to print for a job's new state: the phases it passed between two polls, then `describe_progress`.
-
-    ``seen`` (a set, updated) holds the phases already shown; the job's log names every phase it entered
-    (`lbee.service.job_progress.PHASE_LINE`), so a phase shorter than a poll is still said, in order.
-    """
-    from .job_progress import PHASE_LINE
-
-    current = job.get("phase") or job["status"]
-    out = []
-    logged = [line[len(PHASE_LINE) :] for line in job.get("log") or () if line.startswith(PHASE_LINE)]
-    if current in logged:  # the log names a phase before the job's row does: a later one waits for the next poll
-        logged = logged[: logged.index(current)]
-    for phase in logged:
-        if phase not in seen and phase != current:
-            seen.add(phase)
-            when = "" if t0 is None else f"[{time.monotonic() - t0:4.0f} s] "
-            out.append(f"{when}running · {phase}")  # it was running then, whatever it is now
-    seen.add(current)
-    out.append(describe_progress(job, t0))
-    return out
-
-
-def confirmed_statements(explanation):
-    """A run's confirmed statements, strongest first, from its ``explanation.json`` (a dict).
-
-    Each is a dict: ``text``, ``n_in`` (held-out images it holds for), ``error_rate_in``, ``error_rate_out``,
-    ``lift``, ``effect_low``, ``q_value``, and ``adds_failure``: False for one that confirms only as a companion
-    of a stronger statement (a condition that goes with a failure; ``goes_with`` then names the strongest). An
-    eleventh user had only the whole explanation, whose confirmation block begins with the held-out indices.
-    []: nothing confirmed, or the run did not confirm (``explanation["confirmation"]["status"]`` says why).
-    """
-    conf = (explanation or {}).get("confirmation") or {}
-    statements = conf.get("statements") or []
-    out = []
-    for j in conf.get("ranked") or []:
-        s = statements[j]
-        beyond = s.get("beyond")
-        entry = {
-            k: s.get(k) for k in ("text", "n_in", "error_rate_in", "error_rate_out", "lift", "effect_low", "q_value")
-        }
-        entry["adds_failure"] = beyond is None or bool(beyond.get("confirmed"))
-        if not entry["adds_failure"] and beyond.get("above"):
-            entry["goes_with"] = statements[beyond["above"][0]]["text"]
-        out.append(entry)
-    return out
