@@ -402,7 +402,8 @@ def test_the_demo_confirms_each_blindspot_once(demo_run):
 
 def test_the_report_marks_not_confirmed_only_on_a_group_s_leading_statement():
     """A seventh user's page carried a red 'not confirmed' on all 15 sentences of every group."""
-    from lbee.reports.page import _leading_text, _mark
+    from lbee.reports.marks import held_out_mark as _mark
+    from lbee.reports.marks import leading_text as _leading_text
 
     conf = {
         "groups": [{"statement": 1}, {"statement": None}],

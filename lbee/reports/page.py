@@ -257,12 +257,13 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
     blindspot it covers; the views are then sorted by ``run.group_order``.
     """
     from ..run.text import confirmation_lines, first_method
+    from .marks import held_out_mark, held_out_state, leading_text
     from .vega import phi_histogram_spec, spec_json
 
     first = next(iter(exps.values()))
     binary = set(np.unique(run.performance).tolist()) <= {0.0, 1.0}
     conf = run.confirmations.get(slicer) or {}
-    tested = {s["text"]: _held_out_state(s, conf) for s in conf.get("statements", ())}
+    tested = {s["text"]: held_out_state(s, conf) for s in conf.get("statements", ())}
     short = short or short_names(run.image_ids)
     anchor = slug(slicer)
     views = []
@@ -275,7 +276,7 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
         twin_all = np.asarray(twin_all, dtype=np.int64)
         twin = twin_all[np.argsort(-run.confidence[twin_all], kind="stable")][:n_easy_thumbs]
         methods = []
-        leading = _leading_text(conf, i)
+        leading = leading_text(conf, i)
         for m, e in exps.items():
             hc = e.hard_clusters[i]
             methods.append(
@@ -285,7 +286,7 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
                         {
                             "text": run.sentences[s],
                             "in_star": None if star is None else s in star,
-                            "confirmed": _mark(tested.get(run.sentences[s]), run.sentences[s], leading),
+                            "confirmed": held_out_mark(tested.get(run.sentences[s]), run.sentences[s], leading),
                             "coverage": None
                             if run.relevance is None or not idx.size
                             else float(run.relevance[idx, s].mean()),
@@ -331,44 +332,6 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
 
         views = [views[i] for i in group_order(first.hard_clusters, run.performance, conf)]
     return views
-
-
-def _leading_text(conf, i):
-    """The text of hard group ``i``'s leading statement in a run's confirmation (None when there is none)."""
-    groups = conf.get("groups") or ()
-    if i >= len(groups) or groups[i].get("statement") is None:
-        return None
-    return conf["statements"][groups[i]["statement"]]["text"]
-
-
-def _held_out_state(statement, conf):
-    """A tested statement's mark: True (a failure of its own), False (not confirmed), or those it goes with.
-
-    Confirmed but adding no failure beyond stronger statements (a condition that goes with a failure), the mark
-    names those statements in words. An eleventh user's page gave the confounder's sentences the same green mark
-    as the failure's own.
-    """
-    if not statement["confirmed"]:
-        return False
-    beyond = statement.get("beyond")
-    if beyond is None or beyond["confirmed"]:
-        return True
-    above = beyond.get("above") or []
-    if not above:
-        return True
-    more = f" and {len(above) - 1} more" if len(above) > 1 else ""
-    return f"“{conf['statements'][above[0]]['text']}”{more}"
-
-
-def _mark(confirmed, text, leading):
-    """A sentence's held-out mark: 'confirmed' wherever it is, 'not confirmed' on the group's leading statement only.
-
-    A seventh user's page carried 15 red marks a group, saying what the group's own line says once. A confirmed
-    statement that goes with a stronger one is marked so wherever it is (its mark is that statement's text).
-    """
-    if confirmed or (confirmed is not None and text == leading):
-        return confirmed
-    return None
 
 
 def slug(name):

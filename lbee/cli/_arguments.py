@@ -1,0 +1,107 @@
+"""The command line's arguments, checked before click parses them.
+
+Numbers are ASCII decimal, and a one-value option given twice is said.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+
+def check_number_options(command, args, ctx=None):
+    """Refuse a numeric option's value that is not ASCII decimal, before click converts it.
+
+    click converts with Python's ``int()`` / ``float()``, which take ``1_0`` (10), full-width ``０.５`` and other
+    scripts' digits (``٣``): lbee's tables and YAML refuse those, and so does its command line
+    (`lbee._validation.NUMBER_PATTERN`), whether the value follows the option (``--clusters 1_0``,
+    ``--clusters=1_0``, ``-k1_0``, ``-qk1_0``) or comes from its environment variable (``LBEE_DESCRIBE_CLUSTERS``).
+    """
+    from .._validation import parse_number
+
+    numeric, flags = {}, set()
+    for p in command.params:
+        if not isinstance(p, click.Option):
+            continue
+        if p.is_flag:
+            flags.update(o for o in p.opts + p.secondary_opts if not o.startswith("--"))
+        elif isinstance(p.type, click.types._NumberParamTypeBase):
+            kind = int if isinstance(p.type, click.types.IntParamType) else float
+            for opt in p.opts:
+                numeric[opt] = (kind, opt, p)
+
+    def check(value, kind, opt):
+        try:
+            parse_number(value, kind)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise click.BadParameter(
+                f"{value!r} is not {what} in ASCII digits (no '_', no other scripts' digits).", param_hint=f"'{opt}'"
+            ) from None
+
+    given = set()
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            break
+        name, eq, rest = token.partition("=")
+        if name.startswith("--") and name in numeric:
+            value = rest if eq else (args[i + 1] if i + 1 < len(args) else None)
+            i += 0 if eq else 1
+            if value is not None:
+                check(value, numeric[name][0], numeric[name][1])
+            given.add(numeric[name][2].name)
+        elif token.startswith("-") and not token.startswith("--") and len(token) > 1:
+            for j in range(1, len(token)):  # short options, possibly joined: -qk1_0 is -q -k 1_0
+                opt = "-" + token[j]
+                if opt in numeric:
+                    value = token[j + 1 :] or (args[i + 1] if i + 1 < len(args) else None)
+                    i += 0 if token[j + 1 :] else 1
+                    if value is not None:
+                        check(value, numeric[opt][0], numeric[opt][1])
+                    given.add(numeric[opt][2].name)
+                    break
+                if opt not in flags:
+                    break
+        i += 1
+    prefix = getattr(ctx, "auto_envvar_prefix", None)
+    for kind, opt, p in {id(v[2]): v for v in numeric.values()}.values():
+        if p.name in given:
+            continue
+        names = [p.envvar] if isinstance(p.envvar, str) else list(p.envvar or [])
+        if prefix and p.allow_from_autoenv:
+            names.append(f"{prefix}_{p.name.upper()}")
+        for env in names:
+            if os.environ.get(env):
+                check(os.environ[env], kind, f"{opt} (from ${env})")
+
+
+def check_single_options(command, args):
+    """Say which value is used when an option that takes one value is given twice: the last, as click takes it.
+
+    click kept the last unsaid: an eleventh user's second ``--predictions`` replaced the first.
+    """
+    takes = {}
+    for p in command.params:
+        if isinstance(p, click.Option) and not (p.multiple or p.count or p.is_flag or p.nargs != 1):
+            for opt in p.opts:
+                takes[opt] = p
+    seen = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            break
+        name, eq, value = token.partition("=") if token.startswith("--") else (token[:2], "", token[2:])
+        p = takes.get(name) if token.startswith("-") else None
+        if p is not None:
+            if not (eq or value):
+                value = args[i + 1] if i + 1 < len(args) else ""
+                i += 1
+            if p.name in seen:
+                first, said = seen[p.name]
+                click.echo(f"Warning: {said} is given twice ({first!r}, then {value!r}): the last is used.", err=True)
+            seen[p.name] = (value, name)
+        i += 1
