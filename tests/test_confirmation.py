@@ -612,3 +612,41 @@ def test_a_group_whose_statement_goes_with_a_stronger_one_says_so_beside_its_own
     assert '(first "An image with a red blob")' in lines[2]
     conf["statements"][1].pop("beyond")  # a failure of its own in both tests: said once, as before
     assert confirmation_lines(conf, 1)[1].endswith(": a failure of its own")
+
+
+def test_groups_are_tested_strongest_statement_first_and_shown_most_harmful_first():
+    """A twelfth user's group led by the broad "a grainy, noisy image" (more harmful: it held the failure and more)
+    stood above the failure's own "a grainy pattern tilted diagonally", so the failure's group was NOT CONFIRMED
+    ("adds no failure to group 0 above") while the list of statements called the broad one the companion."""
+    from types import SimpleNamespace
+
+    from lbee.core.confirmation import bh_qvalues, is_confirmed
+    from lbee.run.confirm import ConfirmationPlan
+    from lbee.run.confirm_rank import rank_groups
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    grainy, diagonal = rng.random(n) < 0.4, rng.random(n) < 0.5
+    inside = grainy & diagonal
+    failed = np.where(inside, rng.random(n) < 0.9, rng.random(n) < 0.03)
+    mask = np.zeros(n, bool)
+    mask[n // 2 :] = True  # held out
+    rows = np.flatnonzero(mask)
+    discovery = ~mask
+    broad = np.flatnonzero(discovery & grainy)  # the failure and its companions: more errors in all
+    exact = np.flatnonzero(discovery & inside)[::2]
+    groups = [SimpleNamespace(indices=broad), SimpleNamespace(indices=exact)]
+    regions = np.column_stack([grainy, inside])
+    statements = [{"text": "a grainy, noisy image"}, {"text": "a grainy pattern tilted diagonally"}]
+    found = [region_test(regions[:, j], failed, rows) for j in range(2)]
+    for s, t, q in zip(statements, found, bh_qvalues([t.p_value for t in found])):
+        s.update(t.to_dict(), q_value=q, confirmed=is_confirmed(q, t.effect_low), significant=bool(q <= 0.05))
+    assert all(s["confirmed"] for s in statements)  # each confirms on its own
+    tests = {s["text"]: (j, s) for j, s in enumerate(statements)}
+    plan = ConfirmationPlan(mask, "done", failed=failed, counted=np.ones(n, bool))
+    leading = [s["text"] for s in statements]
+    order, entries = rank_groups(groups, statements, regions, leading, tests, plan, (~failed) * 1.0, rows)
+    assert order == [1, 0]  # the failure's own group is the confirmed one, and is shown first
+    assert entries[0]["confirmed"] and "beyond" not in entries[0]
+    assert not entries[1]["confirmed"] and entries[1]["beyond"]["groups_above"] == [0]
+    assert entries[1]["beyond"]["error_rate_in"] < 0.1  # the broad statement's other images fail as the rest

@@ -16,8 +16,10 @@ def rank_groups(hard_clusters, statements, regions, leading, tests, plan, perfor
     """The groups in rank order and their ``explanation.json`` entries.
 
     Confirmed first, then the others, each most harmful first. A group is a confirmed hypothesis only when it is a
-    failure itself: a group of 1 image, or one the model gets right, whose statement confirms, ranked first and
-    took the credit from the failure's own group.
+    failure itself (a group of 1 image, or one the model gets right, whose statement confirms, ranked first and
+    took the credit from the failure's own group), and when its statement adds failures beyond those of the groups
+    whose statements are stronger (tested strongest first, `beyond_the_groups_above`; ``groups_above`` names
+    those groups by their place in the order shown).
 
     Parameters
     ----------
@@ -54,24 +56,29 @@ def rank_groups(hard_clusters, statements, regions, leading, tests, plan, perfor
         if own[i] is None and k < HOLDS_MIN * n and tests[leading[i]][1].get("region") == "relevance":
             own[i] = f"its statement holds for {k} of its {n} images by the given Γ"
 
-    def key(i):  # confirmed failures first, then the rest; each part most harmful first (a tenth user's 5
-        # random errors, whose statement was the most precise, led a 60-image failure when ranked by it)
-        flagged, _ = rank_key(tests.get(leading[i], (0, None))[1], flag)
-        flagged = flagged if own[i] is None else max(flagged, 1)
-        return (min(flagged, 1), harm.get(i, i), i)
+    def unconfirmed(i):  # 1 for a group whose statement does not confirm, or that is no failure of its own
+        return 0 if own[i] is None and rank_key(tests.get(leading[i], (0, None))[1], flag)[0] == 0 else 1
 
-    order = sorted(range(len(hard_clusters)), key=key)
-    lead = [tests.get(leading[i], (None, None))[0] for i in order]
-    tested = [j if own[i] is None else None for i, j in zip(order, lead)]  # only failures stand above others
-    beyond = beyond_the_groups_above(tested, statements, regions, plan.failed, rows, flag)
+    def strength(i):  # the lower end of its statement's held-out interval, negated (stronger first)
+        return rank_key(tests.get(leading[i], (0, None))[1], flag)[1]
 
-    # a statement that adds nothing to those above it joins the others, by harm
-    def demoted(k):
-        return key(order[k])[0] > 0 or (beyond[k] is not None and not beyond[k]["confirmed"])
+    # tested strongest statement first, shown most harmful first: tested in the order shown, a broad companion's
+    # group ('a grainy, noisy image') above the failure's own ('a grainy pattern tilted diagonally') took its
+    # confirmation, while the list of statements called the broad one the companion (a twelfth user)
+    tested_order = sorted(range(len(hard_clusters)), key=lambda i: (unconfirmed(i), strength(i), harm.get(i, i), i))
+    lead_of = {i: tests.get(leading[i], (None, None))[0] for i in tested_order}
+    tested = [lead_of[i] if own[i] is None else None for i in tested_order]  # only failures stand above others
+    beyond_of = dict(zip(tested_order, beyond_the_groups_above(tested, statements, regions, plan.failed, rows, flag)))
 
-    keep = sorted(range(len(order)), key=lambda k: (demoted(k), harm.get(order[k], k) if demoted(k) else k))
-    order, lead, beyond = [order[k] for k in keep], [lead[k] for k in keep], [beyond[k] for k in keep]
-    position = {old: new for new, old in enumerate(keep)}
+    # a statement that adds nothing to those of stronger groups joins the others, by harm
+    # (a tenth user's 5 random errors, whose statement was the most precise, led a 60-image failure ranked by it)
+    def demoted(i):
+        return unconfirmed(i) > 0 or (beyond_of[i] is not None and not beyond_of[i]["confirmed"])
+
+    order = sorted(range(len(hard_clusters)), key=lambda i: (demoted(i), harm.get(i, i), i))
+    position = {i: p for p, i in enumerate(order)}
+    lead, beyond = [lead_of[i] for i in order], [beyond_of[i] for i in order]
+    stronger = {i: [position[tested_order[k]] for k in (beyond_of[i] or {}).get("groups_above", ())] for i in order}
     groups = []
     for i, j, b in zip(order, lead, beyond):
         idx = hard_clusters[i].indices
@@ -86,7 +93,7 @@ def rank_groups(hard_clusters, statements, regions, leading, tests, plan, perfor
         if own[i] is not None:
             entry["not_a_failure"] = own[i]
         if b is not None:
-            entry["beyond"] = {**b, "groups_above": sorted(position[k] for k in b["groups_above"])}
+            entry["beyond"] = {**b, "groups_above": sorted(stronger[i])}
         groups.append(entry)
     return order, groups
 

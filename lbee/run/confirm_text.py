@@ -48,7 +48,8 @@ def confirmation_lines(conf, i):
         above = ", ".join(map(str, b["groups_above"]))
         lines = [
             f"its statement NOT CONFIRMED: it adds no failure to group{'s' if len(b['groups_above']) > 1 else ''} "
-            f"{above} above ({own}; but the {b['n_in']} of them the statements above do not hold for fail at "
+            f"{above}, whose statements are stronger ({own}; but the {b['n_in']} of them those statements do not "
+            "hold for fail at "
             f"{b['error_rate_in']:.2f}, against {b['error_rate_out']:.2f} for the rest, p = {b['p_value']:.2g}"
             f"{_weak(b)})"
         ]
@@ -62,7 +63,8 @@ def confirmation_lines(conf, i):
         companion = g["confirmed"] and sb is not None and not sb["confirmed"]
         if b is not None:
             lines.append(
-                f"beyond the groups above: the {b['n_in']} images only it holds for fail at {b['error_rate_in']:.2f} "
+                f"beyond the groups of stronger statements ({', '.join(map(str, b['groups_above']))}): the "
+                f"{b['n_in']} images only it holds for fail at {b['error_rate_in']:.2f} "
                 f"against {b['error_rate_out']:.2f}, p = {b['p_value']:.2g}"
                 + (", a group of the failure's images of its own" if companion else ": a failure of its own")
             )
