@@ -108,6 +108,9 @@ class Explanation:
         it (``explanation.json`` has ``assignments.parquet`` beside it).
     image_ids : list or None
         Row labels of the images (the DataFrame index with ``lbee.explain(data=df, ...)``); in memory only.
+    unassigned : ndarray of int or None
+        Hard images in no hard cluster (merged hypotheses keep what their description picks out); in memory, and
+        in a run's ``explanation.json`` as ``unassigned_hard``.
     """
 
     hard_clusters: list[HardCluster]
@@ -117,6 +120,7 @@ class Explanation:
     sentence_texts: list[str] | None = None
     confidence: FloatArray | None = field(default=None, repr=False, compare=False)
     image_ids: list[Any] | None = field(default=None, repr=False, compare=False)
+    unassigned: IntArray | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         sizes = ", ".join(str(len(c.indices)) for c in self.hard_clusters[:8])
@@ -223,10 +227,13 @@ class Explanation:
         split : ndarray of object, shape (n,)
             'hard', 'easy' or 'neutral'.
         group : ndarray of int, shape (n,)
-            The cluster within its split; -1 for neutral images.
+            The cluster within its split; -1 for neutral images and for hard images in no hard cluster
+            (``unassigned``: a twelfth user's 87 such images were written as neutral).
         """
         split = np.full(n, "neutral", dtype=object)
         group = np.full(n, -1, dtype=np.int64)
+        if self.unassigned is not None and len(self.unassigned):
+            split[np.asarray(self.unassigned, dtype=np.int64)] = "hard"
         for j, e in enumerate(self.easy_clusters):
             split[e.indices] = "easy"
             group[e.indices] = j

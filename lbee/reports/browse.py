@@ -314,7 +314,7 @@ def stored_images_table(run_dir):
                 list(zip(ids, split.tolist(), group.tolist())),
             )
             said = _top_sentences(first, texts, len(ids))  # each hard image's group sentence, as the run chose it
-            hard = np.flatnonzero(split == "hard")
+            hard = np.flatnonzero((split == "hard") & (group >= 0))  # hard images in no hypothesis have no sentence
             written = table["sentence"].iloc[hard].tolist()
             if written != _top_sentences(older, texts, len(ids))[hard].tolist():
                 _check_rows(images_path, "explanation.json", written, said[hard].tolist())

@@ -40,7 +40,12 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
     members = table[(table["split"] == "hard") & (table["group"] == int(group))]
     if members.empty:
         groups = sorted(set(table.loc[table["split"] == "hard", "group"].tolist()))
-        raise ValueError(f"`group` is {group}; this run has hard groups {', '.join(map(str, groups)) or '(none)'}.")
+        left = int(((table["split"] == "hard") & (table["group"] == -1)).sum())
+        said = ", ".join(str(g) for g in groups if g >= 0) or "(none)"
+        raise ValueError(
+            f"`group` is {group}; this run has hard groups {said}"
+            + (f" (and -1: the {left} hard images in no hypothesis)." if left else ".")
+        )
     import pandas as pd
 
     said = [
@@ -77,7 +82,7 @@ def group_page(table, group, *, page=1, sort="confidence", page_size=BROWSE_PAGE
         "n_pages": n_pages,
         "n": len(members),
         "first": (page - 1) * page_size + 1,
-        "sentence": members["sentence"].iloc[0],
+        "sentence": None if pd.isna(members["sentence"].iloc[0]) else members["sentence"].iloc[0],  # -1: none
         "pairs": pairs,
         "pair": pair or None,
     }

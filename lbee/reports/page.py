@@ -380,6 +380,9 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
     memb[result.extra.get("confirmation", {}).get("held_out") or []] = False  # groups are found on the rest
     notes = [f"True blindspot {i}: {d}" for i, d in enumerate(ec.blindspot_sentences())]  # the terminal's words
     notes.append(f"Hard groups as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+    from ..run.text import unassigned_line
+
+    notes += [n for n in (unassigned_line(next(iter(result.explanations.values()))),) if n]
     params = {
         "encoder": encoder_words(result.encoder),
         "weights": weights_words(result.encoder),

@@ -35,10 +35,11 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
     """
     from ..run.identity import encoder_words, random_weights_banner, weights_words
     from ..run.pipeline import model_name
-    from ..run.text import confirmation_note
+    from ..run.text import confirmation_note, unassigned_line
 
     inputs, st, scores = run.inputs, ds.settings, run.scores
     explanations = {name: r.explanations for name, r in run.results.items()}
+    first = next(iter(run.main.explanations.values()))
     params = {
         "encoder": encoder_words(inputs.encoder),
         "weights": weights_words(inputs.encoder),
@@ -75,7 +76,8 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
         o=st.o,
         embeddings=inputs.embeddings,
         failures=inputs.failures,
-        notes=inputs.notes + [n for n in (confirmation_note(run.main.extra.get("confirmation")),) if n],
+        notes=inputs.notes
+        + [n for n in (confirmation_note(run.main.extra.get("confirmation")), unassigned_line(first)) if n],
         labels=labels,
         preds=preds,
         class_names=scores.class_names,

@@ -159,6 +159,9 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
             objects[name] = obj
         record_clusters_formed(exps, part, merged)
         extra = {"dataset": dataset, "model": model, "slicer": name, **scores.extra, **confirmed}
+        unassigned = unassigned_hard(part, exps)
+        if len(unassigned):  # hard images in no hypothesis: hard, in no group (stored for the report and service)
+            extra["unassigned_hard"] = unassigned.tolist()
         if "compose" in exps:
             _share_sentences(exps["compose"], texts, added)
         results[name] = DescribeResult(
@@ -307,6 +310,18 @@ def model_name(model):
     return model.name if model is not None else "EC classifier"
 
 
+def unassigned_hard(part, explanations):
+    """The hard images in no hard cluster, set as each explanation's ``unassigned``: ndarray of int."""
+    first = next(iter(explanations.values()))
+    hard = np.asarray(getattr(part, "hard_mask_", np.zeros(0, bool)), dtype=bool).copy()
+    for c in first.hard_clusters:
+        hard[np.asarray(c.indices, dtype=np.int64)] = False
+    out = np.flatnonzero(hard).astype(np.int64)
+    for e in explanations.values():
+        e.unassigned = out
+    return out
+
+
 def record_clusters_formed(explanations, part, merged=None):
     """Record in each explanation's ``params`` the clusters formed beside those asked for.
 
@@ -424,7 +439,25 @@ def load_explanations(path):
         payload = loads_each_key_once(read_text_file(path, "Explanation file"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # nested 100k deep
         raise ValueError(f"Cannot read explanation file {str(path)!r}: {exc}") from None
-    return validate_explanation_payload(payload, source=str(path)), payload
+    exps = validate_explanation_payload(payload, source=str(path))
+    unassigned = _unassigned_of(payload, path)
+    for e in exps.values():
+        e.unassigned = unassigned
+    return exps, payload
+
+
+def _unassigned_of(payload, path):
+    """The payload's ``unassigned_hard``: image indices, checked (None when absent)."""
+    raw = payload.get("unassigned_hard")
+    if raw is None:
+        return None
+    n = len(payload.get("images") or ())
+    if not isinstance(raw, list) or not all(type(i) is int and 0 <= i < n for i in raw):
+        raise ValueError(
+            f"Explanation file {str(path)!r}: 'unassigned_hard' must be a list of image indices in [0, {n}); "
+            "expected the file lbee wrote."
+        )
+    return np.asarray(raw, dtype=np.int64)
 
 
 def write_per_class_outputs(result, out_dir, *, image_ids, sentences, sentence_set):

@@ -35,6 +35,17 @@ def group_order(hard_clusters, performance, conf=None):
     return harm_order(hard_clusters, performance)
 
 
+def unassigned_line(explanation):
+    """The line on the hard images in no hypothesis (None when there are none): they are hard, in no group."""
+    left = explanation.unassigned
+    if left is None or not len(left):
+        return None
+    return (
+        f"{len(left)} hard images are in no hypothesis (a hypothesis keeps what its description picks out): "
+        "split hard, group -1 in assignments.parquet and images.parquet."
+    )
+
+
 def render_markdown(result, metrics=None, n_examples=5):
     """``report.md``: per hard cluster its size, mean confidence, example images and each method's sentences."""
     exps = result.explanations
@@ -52,6 +63,7 @@ def render_markdown(result, metrics=None, n_examples=5):
         *([f"- split: {result.extra['split_criterion']}"] if result.extra.get("split_criterion") else []),
         f"- sentence set: `{result.sentence_set}` ({len(result.sentences)} sentences)",
         f"- images: {p['n_images']} embedded ({p['n_hard']} hard, {p['n_easy']} easy), {len(result.failures)} skipped",
+        *([f"- {unassigned_line(first)}"] if unassigned_line(first) else []),
         f"- a={p['a']}, clusters={_asked_formed(p, 'n_clusters', 'n_hard_clusters_formed')}"
         + (
             f" (the clustering's {p['n_slicer_groups']} groups merged into one hypothesis per failure)"

@@ -16,7 +16,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from .settings import MAX_ID
 
 RunIdPath = PathParam(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
-GroupPath = PathParam(ge=0, le=MAX_ID, description="A hard group (hypothesis) of the run.")
+GroupPath = PathParam(
+    ge=-1, le=MAX_ID, description="A hard group (hypothesis) of the run; -1: its hard images in no hypothesis."
+)
 IndexPath = PathParam(ge=0, le=MAX_ID, description="An image of the run (a row of its per-image table).")
 
 
@@ -95,7 +97,9 @@ def add_browse_routes(app, ctx):
             return RedirectResponse("/login", status_code=303)
         run, table, out = page_of(run_id, group, page, sort, pair)
         hard = table[table["split"] == "hard"]
-        groups = [(int(g), int(n)) for g, n in hard.groupby("group").size().items()]
+        groups = sorted(
+            ((int(g), int(n)) for g, n in hard.groupby("group").size().items()), key=lambda t: (t[0] < 0, t[0])
+        )
         omega = hard.loc[hard["group"] == group, "performance"].astype(float)
         rate = (  # as the report's group header says it: an error rate for 0/1 correctness, else the mean ω
             f"error rate {1 - omega.mean():.2f}" if omega.isin((0.0, 1.0)).all() else f"mean ω {omega.mean():.3f}"
