@@ -107,9 +107,11 @@ def test_the_library_page_s_confirmation_example_runs_and_confirms_a_planted_fai
     env = {"lbee": lbee, "np": np, "X": X, "S": S, "phi": phi, "texts": texts, "tau": 0.5, "omega": (~failed) * 1.0}
     env["print"] = lambda *a: printed.append(a)
     exec(code, env)  # noqa: S102  (the page's own example)
-    confirmed = {row for row in printed if row[4] is True}  # the page prints is_confirmed, the CLI's rule
+    confirmed = {row for row in printed if len(row) == 5 and row[4] is True}  # is_confirmed, the CLI's rule
     assert {row[0] for row in confirmed} == {"sentence 0"}, printed
     assert all(row[1] > 0 and row[2] > 0.5 > row[3] for row in confirmed), printed
+    read = [row for row in printed if len(row) == 2]  # the rule list: the strongest adds a failure of its own
+    assert read and read[0] == ("adds a failure of its own:", "sentence 0"), printed
 
 
 def test_the_library_page_holds_out_the_images_the_cli_holds_out(tmp_path):

@@ -68,7 +68,8 @@ def test_open_clip_embeddings_and_cache(random_clip, tmp_path, caplog):
         # and the run says so: a sixth user's bar counted 299 of their 300 images without a word
         with caplog.at_level("INFO", logger="lbee"):
             embed_images(random_clip, [str(dup), *paths], cache_dir=tmp_path / "cache2")
-        assert f"1 image(s) are byte-identical to another image (copy.png = {Path(paths[0]).name})" in caplog.text
+        said = f"({dup.parent.name}/copy.png = {'/'.join(Path(paths[0]).parts[-2:])})"  # folders too (a twelfth user)
+        assert f"1 image(s) are byte-identical to another image {said}" in caplog.text
         assert sum(calls) == 5
     finally:
         random_clip.encode_image_batch = original

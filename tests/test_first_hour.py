@@ -386,3 +386,16 @@ def test_an_option_given_twice_is_said():
     assert "--predictions is given twice ('a.csv', then 'b.csv'): the last is used" in r.output, r.output
     r = CliRunner().invoke(cli, ["describe", "missing", "-k", "3", "--clusters", "4"], obj={})
     assert "given twice" not in r.output
+
+
+def test_a_transposed_gamma_and_a_misspelled_gamma_column_are_named(tmp_path):
+    """A twelfth user's Γ.T got only its shape, and a sentence column missing a comma did not name the one there."""
+    from lbee.io.relevance import load_relevance
+
+    ids, sentences = [f"i{k}.png" for k in range(5)], ["a grainy, noisy image", "a star"]
+    np.save(tmp_path / "g.npy", np.zeros((2, 5), bool))
+    with pytest.raises(ValueError, match=r"has shape \(2, 5\); expected \(5, 2\).*is it transposed"):
+        load_relevance(tmp_path / "g.npy", ids, sentences)
+    pd.DataFrame({"image": ids, "a grainy noisy image": 0, "a star": 1}).to_csv(tmp_path / "g.csv", index=False)
+    with pytest.raises(ValueError, match="did you mean its column 'a grainy noisy image'"):
+        load_relevance(tmp_path / "g.csv", ids, sentences)

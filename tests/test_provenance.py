@@ -721,3 +721,16 @@ def test_embeddings_without_row_ids_say_which_images_their_first_and_last_rows_a
     assert r.exit_code == 0, r.output
     assert "'embeddings.npy' has no row ids beside it (embeddings.ids.txt or ids.txt)" in said, said
     assert f"(row 1 is '{ids[0]}', row 24 '{ids[-1]}')" in said and said.count("has no row ids") == 1
+
+
+def test_rows_in_another_order_than_a_folder_s_suggest_a_manifest(tmp_path):
+    """A twelfth user was told to reorder a folder of images, which is read in sorted order and cannot be."""
+    from lbee.io.row_ids import check_row_ids
+
+    np.save(tmp_path / "x.npy", np.zeros((2, 3), np.float32))
+    (tmp_path / "x.ids.txt").write_text("b.png\na.png\n")
+    with pytest.raises(ValueError, match="give a manifest instead of the folder") as err:
+        check_row_ids(tmp_path / "x.npy", 2, ["a.png", "b.png"], "x", against="the images of 'imgs'", from_folder=True)
+    assert "reorder" not in str(err.value)
+    with pytest.raises(ValueError, match="reorder the predictions table"):
+        check_row_ids(tmp_path / "x.npy", 2, ["a.png", "b.png"], "x", against="the predictions table 'p.csv'")

@@ -30,7 +30,7 @@ from ._describe_outputs import metrics_csv, metrics_rows, write_html
     "sentence_set",
     default="conditions",
     show_default=True,
-    help="A built-in sentence set name or a sentence file.",
+    help="A built-in sentence set name, a sentence file, or a grammar (.grammar.yaml, its sentences generated).",
 )
 @click.option(
     "--predictions",

@@ -123,7 +123,10 @@ def embed_images(
     if copies:  # the bar counts what is embedded: say why it is short of the images, and which they are
         import logging
 
-        named = ", ".join(f"{Path(paths[i]).name} = {Path(paths[j]).name}" for i, j in copies[:3])
+        def shown(p):  # the file and its folder: classes numbered per folder share file names (a twelfth user)
+            return "/".join(Path(p).parts[-2:])
+
+        named = ", ".join(f"{shown(paths[i])} = {shown(paths[j])}" for i, j in copies[:3])
         logging.getLogger("lbee").info(
             f"{len(copies)} image(s) are byte-identical to another image ({named}"
             f"{', ...' if len(copies) > 3 else ''}): each content is embedded once and shared."

@@ -91,7 +91,7 @@ def check_relevance_table(path, image_ids, sentences):
         if rel.ndim != 2 or rel.shape[1] != len(sentences) or rel.shape[0] > len(image_ids):
             raise ValueError(
                 f"Relevance {str(path)!r} has shape {rel.shape}; expected ({len(image_ids)}, {len(sentences)}) "
-                "(images of the run × its sentences)."
+                f"(images of the run × its sentences){_transposed(rel.shape, len(image_ids), len(sentences))}."
             )
         if rel.dtype == object or (rel.dtype != bool and not np.all((rel == 0) | (rel == 1))):
             raise ValueError(f"Relevance {str(path)!r} must hold booleans or 0/1.")
@@ -101,6 +101,11 @@ def check_relevance_table(path, image_ids, sentences):
         _read_relevance(path, image_ids, sentences, every_image=False)
     finally:
         _QUIET.reset(token)
+
+
+def _transposed(shape, n, m, n_base=None):
+    """The hint for a Γ of shape (sentences, images): a twelfth user saved Γ.T."""
+    return "; is it transposed (save Γ as images × sentences)?" if tuple(shape) in ((m, n), (n_base, n)) else ""
 
 
 def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None, every_image=True):
@@ -119,7 +124,7 @@ def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None,
             also = "" if n_base == m else f" or ({n}, {n_base}) (the set's sentences; compose's {m - n_base} composed)"
             raise ValueError(
                 f"Relevance {str(path)!r} has shape {rel.shape}; expected ({n}, {m}) "
-                f"(images of the run × its sentences){also}."
+                f"(images of the run × its sentences){also}{_transposed(rel.shape, n, m, n_base)}."
             )
         if rel.dtype == object or (rel.dtype != bool and not np.all((rel == 0) | (rel == 1))):
             raise ValueError(f"Relevance {str(path)!r} must hold booleans or 0/1.")
@@ -194,9 +199,14 @@ def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None,
     composed = [j for j in range(n_base, m) if sentences[j] not in table.columns]
     missing = [s for j, s in enumerate(sentences) if s not in table.columns and j < n_base]
     if missing:
+        import difflib
+
+        extra = [str(c) for c in table.columns if c not in set(sentences) and c != "image"]
+        near = difflib.get_close_matches(str(missing[0]), extra, 1, 0.8)  # a twelfth user's dropped comma
+        hint = f" (did you mean its column {near[0]!r}? the sentence must match it exactly)" if near else ""
         raise ValueError(
             f"Wide relevance table {str(path)!r} lacks {len(missing)} sentence column(s), "
-            f"first: {missing[:2]}; or use long form (image, sentence, relevant)."
+            f"first: {missing[:2]}{hint}; or use long form (image, sentence, relevant)."
         )
     images = text_column(table, "image", name)
     check_unique(table, "image", name, what="image id")

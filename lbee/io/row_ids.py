@@ -37,7 +37,7 @@ def row_ids_path(path, name="embeddings"):
 CONTENT_CHECKS = 32
 
 
-def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, run_files=None):
+def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, run_files=None, from_folder=False):
     """Refuse image embeddings whose rows name other images, or the same in another order, than the run's.
 
     When the embeddings ``path`` has an ids file beside it (`row_ids_path`),
@@ -66,6 +66,8 @@ def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, r
     run_files : list of str, optional
         The run's image files, in the order of ``run_ids``, when they are known (a folder of images); otherwise
         the ids are taken as paths (relative to the working folder).
+    from_folder : bool, default=False
+        The run's images are a folder (read in sorted order): the fix offered is a manifest, not a reordering.
 
     Raises
     ------
@@ -101,6 +103,12 @@ def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, r
     while listed and listed[-1] == "":
         listed.pop()  # the final newline, and blank lines an editor left after it: no id is empty
     fix = f"reorder {against} as {ids_file.name} lists, or re-embed its images with `lbee embed`"
+    if from_folder:
+        # a folder is read in sorted order and cannot be reordered: a manifest can (a twelfth user)
+        fix = (
+            f"give a manifest instead of the folder (a CSV with a 'path' column listing the images in the order "
+            f"{ids_file.name} lists them), or re-embed the folder with `lbee embed`"
+        )
     if len(listed) != n_rows:
         raise ValueError(
             f"{ids_file} lists {len(listed)} image ids but {name} {str(path)!r} has {n_rows} rows; expected one "

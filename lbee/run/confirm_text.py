@@ -13,6 +13,18 @@ def _weak(t):
     return f", but surely only {low:.1f}× as often, not {MIN_EFFECT:g}× (too weak to act on)"
 
 
+def _judged_by(s):
+    """Whose word says which held-out images a statement is true of: the given Γ, or the encoder's.
+
+    A twelfth user took a confirmation without Γ for ground truth.
+    """
+    if s.get("region") == "relevance":
+        return " by the given Γ"
+    if s.get("conditions"):
+        return " by the encoder (its atoms' composed relevance; give --relevance for ground truth)"
+    return " by the encoder (similarity above τ; give --relevance for ground truth)"
+
+
 def confirmation_note(conf):
     """One line on the run's confirmation when it was skipped or turned off (None when it ran, or no record)."""
     if not conf or conf.get("status") == "done":
@@ -28,9 +40,9 @@ def confirmation_lines(conf, i):
     if g["statement"] is None:
         return ["NOT CONFIRMED: no statement to test on the held-out images"]
     s = conf["statements"][g["statement"]]
-    by = " by the given Γ" if s.get("region") == "relevance" else ""
+    by = _judged_by(s)
     if not s["n_in"]:  # no held-out image to test it on: no error rate, no interval worth printing
-        where = "the given Γ holds it for none" if by else "its similarity passes τ on none"
+        where = "the given Γ holds it for none" if s.get("region") == "relevance" else "the encoder holds it for none"
         return [
             f"its statement NOT CONFIRMED: it holds for none of the {conf['n_held_out']} held-out images ({where}): "
             "it cannot be tested there"

@@ -237,6 +237,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
                 against=_id_source(ds, rival),
                 images_folder=folder,
                 run_files=paths,
+                from_folder=ds.images is not None and Path(ds.images).is_dir(),
             )
         if emb.ndim != 2 or emb.shape[0] != len(ids):
             where = f"image of {str(ds.images)!r}" if ds.images is not None else "row of the predictions table"
