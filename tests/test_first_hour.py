@@ -399,3 +399,28 @@ def test_a_transposed_gamma_and_a_misspelled_gamma_column_are_named(tmp_path):
     pd.DataFrame({"image": ids, "a grainy noisy image": 0, "a star": 1}).to_csv(tmp_path / "g.csv", index=False)
     with pytest.raises(ValueError, match="did you mean its column 'a grainy noisy image'"):
         load_relevance(tmp_path / "g.csv", ids, sentences)
+
+
+def test_a_generated_set_names_a_grammar_beside_it_relatively(tmp_path):
+    """A twelfth user copied a set and its grammar into a service's root: the '# grammar:' line still named the
+    old absolute place, and the job failed in the worker."""
+    import shutil
+
+    from lbee.grammar import load_grammar
+
+    src = load_grammar("spotcheck").source
+    shutil.copy(src, tmp_path / "my.grammar.yaml")
+    out = tmp_path / "sets" / "my.txt"
+    out.parent.mkdir()
+    shutil.move(str(tmp_path / "my.grammar.yaml"), out.parent / "my.grammar.yaml")
+    r = CliRunner().invoke(
+        cli, ["sentences", "generate", str(out.parent / "my.grammar.yaml"), "--max-conditions", "1", "--out", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    line = (out.parent / "my.conditions.tsv").read_text().splitlines()[0]
+    assert line == "# grammar: my.grammar.yaml", line
+    moved = tmp_path / "moved"
+    shutil.copytree(out.parent, moved)  # the set and its grammar move together
+    from lbee.io.sentences import load_sentence_set
+
+    assert len(load_sentence_set(str(moved / "my.txt"))) > 0

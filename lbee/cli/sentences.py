@@ -113,7 +113,7 @@ def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
         check_grammar_set_out(out, grammar_copy=copy, overwrite=overwrite, inputs=inputs)  # before the work
         sents, conds, stats = generate(g, max_conditions, limit=limit)
         k = g.max_conditions if max_conditions is None else max_conditions
-        ref = g.name if Path(grammar).name == grammar and not Path(grammar).is_file() else str(Path(grammar).resolve())
+        ref = g.name if Path(grammar).name == grammar and not Path(grammar).is_file() else _grammar_ref(grammar, out)
         write_grammar_set(  # with --classes the table names the copy with these classes, a file that exists
             out,
             g,
@@ -244,3 +244,15 @@ def _grammar_yaml(grammar):
     if not doc["settings"]:
         del doc["settings"]
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def _grammar_ref(grammar, out):
+    """How a set's ``# grammar:`` line names its grammar file.
+
+    Relative to the set's folder when it lies there or below (the two move together, into a service's root too),
+    else by its absolute path.
+    """
+    from pathlib import Path
+
+    src, home = Path(grammar).resolve(), Path(out).resolve().parent
+    return src.relative_to(home).as_posix() if src.is_relative_to(home) else str(src)

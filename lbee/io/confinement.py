@@ -103,7 +103,7 @@ def _own_folders():
     return (Path(__file__).resolve().parents[1], builtin_grammar_dir())
 
 
-def resolve_named_path(ref, base, *, key, source):
+def resolve_named_path(ref, base, *, key, source, fix=""):
     """The path a file names: ``ref`` read relative to the file's folder ``base``.
 
     Under an active data root it must lie inside the root (`confine`);
@@ -119,6 +119,8 @@ def resolve_named_path(ref, base, *, key, source):
         What names the path, for the error (e.g. "its '# grammar:' line").
     source : str
         The naming file, for the error.
+    fix : str, optional
+        How to put it right, said after the error.
 
     Returns
     -------
@@ -135,7 +137,9 @@ def resolve_named_path(ref, base, *, key, source):
         return path
     rel = os.path.relpath(os.path.abspath(path), root) if inside(os.path.abspath(path), root) else None
     if rel is None:
-        raise PathEscape(f"{source}: {key} names {ref!r}, outside the data root; a file may only name files inside it.")
+        raise PathEscape(
+            f"{source}: {key} names {ref!r}, outside the data root; a file may only name files inside it{fix}."
+        )
     try:
         return confine(rel, root, key)
     except PathEscape:

@@ -184,7 +184,11 @@ def _read_conditions(table, sentences):
     if ref in list_grammars() and not (table.parent / ref).is_file():  # a folder of that name is no grammar
         grammar = load_grammar(ref)
     else:  # a path named by the file: confined to the data root when one is active (lbee serve)
-        local = resolve_named_path(ref, table.parent, key="its '# grammar:' line", source=src)
+        fix = (  # a twelfth user copied a set and its grammar into the root: the line still named the old place
+            ": put the grammar in the root and run `lbee sentences generate` on it there (the line then names it "
+            "beside the set)"
+        )
+        local = resolve_named_path(ref, table.parent, key="its '# grammar:' line", source=src, fix=fix)
         if not local.is_file():
             raise ValueError(
                 f"{src}: its '# grammar:' line names {ref!r}, which is neither a file beside it nor a built-in "
