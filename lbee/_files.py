@@ -170,7 +170,7 @@ def file_kind(mode):
     ):
         if test(mode):
             return words
-    return "not a regular file"
+    return "a special file (neither a file, a folder nor a device)"
 
 
 def near_file(path):

@@ -85,6 +85,9 @@ def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
 def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape} and dtype {value.dtype}"
+    for kind, words in ((dict, "a mapping"), (list, "a list")):  # YAML's own classes are no user's words
+        if isinstance(value, kind):
+            return f"{words} {shown(kind(value))}"
     return f"{type(value).__name__} {shown(value)}"
 
 

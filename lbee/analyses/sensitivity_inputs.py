@@ -48,14 +48,22 @@ def open_image_and_mask(image, mask):
 
 
 def content_hash(item):
-    """Hex sha256 of an image or mask: its file's content, or an array's shape, dtype and bytes."""
+    """Hex sha256 of an image or mask: its file's content, or an array's shape, dtype and bytes.
+
+    A file is checked as every image is before it is read (a regular file, within the images' bound, not sparse;
+    a FIFO, /dev/zero or /proc/self/pagemap hung `lbee sensitivity`: sweep 23), and hashed through that check.
+    """
+    from .._files import pinned
     from ..io.cache import file_sha256
+    from ..io.images import MAX_IMAGE_BYTES, check_image_file
 
     if isinstance(item, np.ndarray):
         h = hashlib.sha256(str((item.shape, str(item.dtype))).encode())
         h.update(np.ascontiguousarray(item).tobytes())
         return h.hexdigest()
-    return file_sha256(item)
+    check_image_file(item)
+    with pinned(item, "image") as src:
+        return file_sha256(src, limit=MAX_IMAGE_BYTES)
 
 
 def model_fingerprint(model):

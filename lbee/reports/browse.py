@@ -109,15 +109,19 @@ BROWSE_MAX_CHOICES = 400
 #: Of a group's rows, at most this many Γ flags in all (one character per image and choice): a large group is
 #: offered fewer of the other sentences, so that a report stays a few MB.
 BROWSE_MAX_FLAGS = 200_000
+#: Of a whole page, at most this many offered sentences and flags: shared by its groups (1,000 groups offering 400
+#: sentences each made a 444 MB page, sweep 23), never fewer than each group's own.
+BROWSE_PAGE_CHOICES, BROWSE_PAGE_FLAGS = 10_000, 2_000_000
 
 
-def browse_view(run, idx, sentence, anchor, short, choices=None):
+def browse_view(run, idx, sentence, anchor, short, choices=None, n_groups=1):
     """What one group's browser needs: the rows as JSON, its element ids, the page size and sort orders.
 
     ``choices``: the group's sentences (indices, ``sentence`` first). With Γ, a reader can check the group's images
     against each of them and against every other sentence that holds for one of its images (the most frequent
-    first, up to `BROWSE_MAX_CHOICES` and `BROWSE_MAX_FLAGS`); each row then carries ``h``, a string of '0' / '1'
-    per choice: Γ of the image for each.
+    first, up to `BROWSE_MAX_CHOICES` and `BROWSE_MAX_FLAGS`, and a ``n_groups``-th of the page's
+    `BROWSE_PAGE_CHOICES` and `BROWSE_PAGE_FLAGS`); each row then carries ``h``, a string of '0' / '1' per choice:
+    Γ of the image for each.
     """
     rows = member_rows(run, idx, sentence, short)
     listed = []
@@ -127,7 +131,13 @@ def browse_view(run, idx, sentence, anchor, short, choices=None):
         share = gamma.mean(axis=0)
         mine = set(own)
         others = [j for j in np.argsort(-share, kind="stable").tolist() if share[j] > 0 and j not in mine]
-        offered = (own + others)[: max(len(own), min(BROWSE_MAX_CHOICES, BROWSE_MAX_FLAGS // len(rows)))]
+        n_groups = max(int(n_groups), 1)
+        cap = min(
+            BROWSE_MAX_CHOICES,
+            BROWSE_PAGE_CHOICES // n_groups,
+            min(BROWSE_MAX_FLAGS, BROWSE_PAGE_FLAGS // n_groups) // len(rows),
+        )
+        offered = (own + others)[: max(len(own), cap)]
         if len(offered) > 1:
             for row, h in zip(rows, gamma[:, offered].tolist()):
                 row["h"] = "".join("1" if v else "0" for v in h)

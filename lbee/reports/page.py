@@ -322,7 +322,7 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
                 (int(m.hard_clusters[i].sentences[0]) for _, m in ranked if len(m.hard_clusters[i].sentences)), None
             )
             choices = [int(s) for _, m in ranked for s in m.hard_clusters[i].sentences]  # every describer's
-            browse = browse_view(run, order, top, view["anchor"], short, choices)
+            browse = browse_view(run, order, top, view["anchor"], short, choices, len(first.hard_clusters))
             view["member_order"], view["browse"] = order.tolist(), browse
         views.append(view)
     if run.group_order == "size":

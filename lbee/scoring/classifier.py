@@ -147,26 +147,71 @@ def _load_state_dict(module, weights, state=None):
 MAX_UNWEIGHTED_PARAMETERS = 400_000_000
 
 
-def _built(build, weights, spec):
+#: A model may hold at most this many times the bytes its weights file stores, and 16 MiB more: tied weights share
+#: storage (a state dict of views of one small tensor, or of zero-stride ones, built a 2 GB model from 36 KB: sweep 23).
+MAX_WEIGHTS_SHARING = 2
+
+
+def _stored_bytes(state, weights):
+    """The bytes a state dict stores, each storage once; refused when a tensor holds more than its storage."""
+    seen, total = set(), 0
+    for name, t in state.items():
+        storage = t.untyped_storage()
+        if t.numel() and storage.nbytes() < t.numel() * t.element_size():  # a view repeating fewer bytes
+            raise ValueError(
+                f"`weights` {str(weights)!r}: {name!r} holds {t.numel():,} values stored in {storage.nbytes():,} "
+                "bytes (a view repeating them); expected a state dict saved with torch.save(model.state_dict())."
+            )
+        if storage.data_ptr() not in seen:
+            seen.add(storage.data_ptr())
+            total += storage.nbytes()
+    return total
+
+
+def _check_size(n_params, n_bytes, state, weights, spec):
+    """Refuse a model of ``n_params`` parameters (``n_bytes`` with its buffers) that its weights cannot justify."""
+    if state is None:
+        if n_params > MAX_UNWEIGHTED_PARAMETERS:
+            raise ValueError(
+                f"Model spec {spec!r} has {n_params:,} parameters; without `weights` at most "
+                f"{MAX_UNWEIGHTED_PARAMETERS:,} are built (random weights are for trying lbee out): pass the "
+                "model's weights."
+            )
+        return
+    stored = _stored_bytes(state, weights)
+    if n_bytes > MAX_WEIGHTS_SHARING * stored + (16 << 20):
+        raise ValueError(
+            f"`weights` {str(weights)!r} stores {stored:,} bytes, but the model {spec!r} needs {n_bytes:,}: it "
+            "cannot be its state dict; is it the right architecture?"
+        )
+
+
+def _built(build, weights, spec, n_params=None):
     """The registry model ``build()`` makes, with ``weights`` loaded: checked on the meta device first.
 
-    Built there, the architecture costs no memory; its size (without weights) or its fit to the state dict (with)
-    is checked before it is built for real.
+    Built there, the architecture costs no memory; its size (without weights, at most `MAX_UNWEIGHTED_PARAMETERS`;
+    with, at most `MAX_WEIGHTS_SHARING` times what the file stores) and its fit to the state dict are checked
+    before it is built for real. An architecture that cannot be built on the meta device (torchvision's RegNets
+    compute their widths from tensors) is sized by ``n_params`` (torchvision's own metadata), and refused when
+    that is unknown.
     """
     import torch
 
     state = None if weights is None else _read_state_dict(weights)
-    with torch.device("meta"):
-        shell = build()
-    if state is None:
-        count = sum(p.numel() for p in shell.parameters())
-        if count > MAX_UNWEIGHTED_PARAMETERS:
+    try:
+        with torch.device("meta"):
+            shell = build()
+    except (NotImplementedError, RuntimeError):
+        if n_params is None:
             raise ValueError(
-                f"Model spec {spec!r} has {count:,} parameters; without `weights` at most "
-                f"{MAX_UNWEIGHTED_PARAMETERS:,} are built (random weights are for trying lbee out): pass the "
-                "model's weights."
-            )
-    else:
+                f"Model spec {spec!r} cannot be sized before it is built (its constructor reads tensor values); "
+                "pass it as a TorchScript file or a module:factory on the command line."
+            ) from None
+        _check_size(int(n_params), 4 * int(n_params), state, weights, spec)
+        return _load_state_dict(build(), weights, state)
+    n_bytes = sum(t.numel() * t.element_size() for t in shell.state_dict().values())
+    _check_size(sum(p.numel() for p in shell.parameters()), n_bytes, state, weights, spec)
+    if state is not None:
         _check_fit(shell, state, weights)
     del shell
     return _load_state_dict(build(), weights, state)
@@ -176,6 +221,16 @@ def _not_a_spec(spec):
     return ValueError(
         f"Model spec {spec!r} is neither a file, 'torchvision:<arch>', 'timm:<arch>' nor 'package.module:factory'."
     )
+
+
+def _torchvision_size(arch):
+    """The parameters of a torchvision architecture by its own metadata (None when it has none)."""
+    import torchvision
+
+    try:
+        return int(torchvision.models.get_model_weights(arch).DEFAULT.meta["num_params"])
+    except (ValueError, KeyError, AttributeError, TypeError):
+        return None
 
 
 def check_model_spec(spec):
@@ -241,7 +296,9 @@ def load_classifier(spec, weights=None, *, num_classes=None):
         if arch not in torchvision.models.list_models():
             raise ValueError(f"Unknown torchvision architecture {arch!r}; see torchvision.models.list_models().")
         kwargs = {"num_classes": num_classes} if num_classes else {}
-        module = _built(lambda: torchvision.models.get_model(arch, weights=None, **kwargs), weights, spec)
+        module = _built(
+            lambda: torchvision.models.get_model(arch, weights=None, **kwargs), weights, spec, _torchvision_size(arch)
+        )
     elif spec.startswith("timm:"):
         try:
             import timm  # installed with open_clip_torch, a core dependency

@@ -1,0 +1,122 @@
+"""Sweep 23 (on 09a008d): weights of zero-stride views passed the fit check (H1), torchvision's RegNets no longer
+loaded (L1), the did-you-mean of unread columns was quadratic (H5), the picker repeated its sentences in every group
+(H6), three readers read a FIFO or a device (H2-H4), and lower ones."""
+
+import os
+
+import numpy as np
+import pytest
+
+
+def test_weights_that_repeat_a_few_bytes_are_refused_before_the_model_is_built(tmp_path, monkeypatch):
+    """H1: a 36 KB file of `zeros(1).expand(shape)` tensors had every shape vit_l_16 wants: 2.1 GB built."""
+    import torch
+    import torchvision
+
+    import lbee.scoring.classifier as classifier
+
+    built = []
+    real = torchvision.models.get_model
+
+    def counting(arch, **kw):
+        model = real(arch, **kw)
+        built.append(next(model.parameters()).device.type)
+        return model
+
+    monkeypatch.setattr(torchvision.models, "get_model", counting)
+    with torch.device("meta"):
+        shapes = {k: v.shape for k, v in real("resnet18", weights=None, num_classes=2).state_dict().items()}
+    views = {k: torch.zeros(1).expand(shape) if len(shape) else torch.zeros(()) for k, shape in shapes.items()}
+    torch.save(views, tmp_path / "views.pt")
+    assert os.path.getsize(tmp_path / "views.pt") < 200_000
+    with pytest.raises(ValueError, match="stored in 4 bytes"):
+        classifier.load_classifier("torchvision:resnet18", tmp_path / "views.pt", num_classes=2)
+    assert built == ["meta"]
+
+
+def test_torchvision_s_regnets_load_again_sized_by_their_metadata(tmp_path):
+    """L1: RegNets compute their widths from tensors, so the meta build of sweep 22 refused every one."""
+    import torch
+    import torchvision
+
+    from lbee.scoring.classifier import MAX_WEIGHTS_SHARING, load_classifier
+
+    torch.save(torchvision.models.get_model("regnet_x_400mf", num_classes=2).state_dict(), tmp_path / "r.pt")
+    model = load_classifier("torchvision:regnet_x_400mf", tmp_path / "r.pt", num_classes=2)
+    assert not model.training and MAX_WEIGHTS_SHARING >= 1
+    torch.save(torchvision.models.resnet18(num_classes=2).state_dict(), tmp_path / "small.pt")
+    with pytest.raises(ValueError, match="cannot be its state dict"):  # sized before it is built
+        load_classifier("torchvision:regnet_y_128gf", tmp_path / "small.pt", num_classes=2)
+
+
+def test_unread_columns_are_weighed_in_linear_time_and_named_a_few(caplog):
+    """H5: 50,000 columns held `lbee describe` 200 s (a list tested per column); L2: a 1.45 MB error named them all."""
+    import time
+
+    import pandas as pd
+
+    from lbee.io.predictions import validate_predictions
+
+    n = 20_000
+    cols = {"image": ["a.png", "b.png"], "prob_x": [0.5, 0.5], "prob_y": [0.5, 0.5]}
+    cols.update({f"probz{i}": [0.0, 0.0] for i in range(n)})
+    table = pd.DataFrame(cols)
+    t0 = time.perf_counter()
+    with caplog.at_level("WARNING", logger="lbee"):
+        validate_predictions(table)
+    assert time.perf_counter() - t0 < 20  # minutes before on a loaded machine; well under a second alone
+    said = caplog.text
+    assert "'probz0' (did you mean 'prob_z0'?" in said and f"and {n - 5:,} more" in said and len(said) < 2000
+    table = table.drop(columns=["prob_y"])
+    with pytest.raises(ValueError) as err:
+        validate_predictions(table)
+    assert f"and {n - 3:,} more are not read" in str(err.value) and len(str(err.value)) < 2000
+
+
+def test_a_page_s_picker_shares_a_budget_among_its_groups():
+    """H6: 1,000 groups each offering 400 sentences made a 444 MB report.html."""
+    from types import SimpleNamespace
+
+    from lbee.reports.browse import BROWSE_PAGE_CHOICES, browse_view
+
+    n, m = 3000, 500
+    gamma = np.ones((n, m), bool)
+    run = SimpleNamespace(
+        labels=None,
+        preds=None,
+        class_names=None,
+        relevance=gamma,
+        image_ids=[f"i{j}" for j in range(n)],
+        confidence=np.zeros(n),
+        performance=np.ones(n),
+        image_links=None,
+        sentences=[f"s{j}" for j in range(m)],
+    )
+    alone = browse_view(run, np.arange(3), 0, "g", run.image_ids, choices=[0, 1])
+    crowded = browse_view(run, np.arange(3), 0, "g", run.image_ids, choices=[0, 1], n_groups=1000)
+    assert len(alone["choices"]) == 400 and len(crowded["choices"]) == max(2, BROWSE_PAGE_CHOICES // 1000)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_classes_questions_and_sensitivity_images_are_read_as_every_file_is(tmp_path):
+    """H2-H4: `--classes`, `--questions` and `lbee sensitivity`'s images and masks read /dev/zero (GBs) or a FIFO
+    (never ending) with no check."""
+    from lbee._files import NotRegularFile
+    from lbee.analyses.sensitivity_inputs import content_hash
+    from lbee.cli.sentences import _read_classes
+    from vqa.questions import read_overrides
+
+    with pytest.raises(ValueError, match="character device|not a regular file"):
+        _read_classes("/dev/zero")
+    with pytest.raises(NotRegularFile):
+        read_overrides("/dev/zero")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for bad in ("/dev/zero", str(fifo), "/proc/self/status"):
+        with pytest.raises((NotRegularFile, ValueError)):
+            content_hash(bad)
+    img = tmp_path / "a.png"
+    from PIL import Image
+
+    Image.new("L", (4, 4)).save(img)
+    assert len(content_hash(str(img))) == 64
