@@ -15,7 +15,7 @@ from .._files import check_regular_file
 
 #: The exported file, written into the run's folder by default.
 SPOTLIGHT_FILE = "spotlight.parquet"
-#: The hypothesis of an image in no hard group (an easy or a neutral one).
+#: The hypothesis of an image in no hard group (an easy, a neutral one, or a hard one in no hypothesis).
 NO_HYPOTHESIS = "none"
 #: Columns of the export, in order: the image file, its id, its hypothesis (``group 3``, the hard group;
 #: `NO_HYPOTHESIS` for an easy or a neutral image), the hypothesis' sentence, its split (hard / easy / neutral),
@@ -84,7 +84,7 @@ def spotlight_table(run_dir):
 
     run_dir = Path(run_dir).resolve()
     table = stored_images_table(run_dir)
-    hard = table["split"] == "hard"
+    hard = (table["split"] == "hard") & (table["group"] >= 0)  # a hard image in no hypothesis has none
     return pd.DataFrame(
         {
             "image": [_image_file(r, run_dir) for r in table[["path", "image"]].to_dict("records")],
