@@ -120,3 +120,39 @@ def test_classes_questions_and_sensitivity_images_are_read_as_every_file_is(tmp_
 
     Image.new("L", (4, 4)).save(img)
     assert len(content_hash(str(img))) == 64
+
+
+def test_sweep24_regnet_heads_parquet_bombs_attribute_labels_and_row_contents(tmp_path):
+    """Sweep 24: a RegNet's metadata ignored num_classes (H2: 100,000 classes, 1.55 GB from 160 MB); a run folder's
+    images.parquet was read bare (H3: 698 KB took 2.8 GB); RIVAL10's attribute labels skipped the .npy checks (H1);
+    the row ids' content check read a kernel file (H4)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import torch
+
+    from lbee.io.row_ids import check_row_ids
+    from lbee.reports.browse import stored_images_table
+    from lbee.rival10._dataset import _read_attr_labels
+    from lbee.scoring.classifier import MAX_HEAD_WIDTH, _torchvision_size, load_classifier
+
+    base = _torchvision_size("regnet_x_400mf")
+    assert _torchvision_size("regnet_x_400mf", 100_000) == base + 99_000 * (MAX_HEAD_WIDTH + 1)
+    torch.save({"x": torch.zeros(700_000)}, tmp_path / "w.pt")  # 2.8 MB
+    with pytest.raises(ValueError, match="cannot be its state dict"):
+        load_classifier("torchvision:regnet_x_400mf", tmp_path / "w.pt", num_classes=100_000)
+    run = tmp_path / "run"
+    run.mkdir()
+    column = pa.array(np.zeros(9_000_000, np.int8))
+    pq.write_table(pa.table({f"c{i}": column for i in range(8)}), run / "images.parquet", compression="zstd")
+    with pytest.raises(ValueError, match="declares 9,000,000 rows × 8 columns"):
+        stored_images_table(run)
+    sparse = tmp_path / "x_attr_labels.npy"
+    with open(sparse, "wb") as fh:
+        fh.truncate(1 << 30)
+    with pytest.raises(ValueError, match="Cannot read attribute labels"):
+        _read_attr_labels(sparse)
+    np.save(tmp_path / "e.npy", np.zeros((1, 2), np.float32))
+    (tmp_path / "e.ids.txt").write_text("status\n")
+    check_row_ids(  # the folder's file is a kernel file: its content is not read, the names were checked
+        tmp_path / "e.npy", 1, ["status"], "e", against="x", images_folder="/proc/self", run_files=["/proc/self/status"]
+    )

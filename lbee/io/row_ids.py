@@ -130,7 +130,6 @@ def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, r
 
 def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
     """Refuse rows whose embedded image and the run's image are two readable files of different content."""
-    import hashlib
     import os
 
     from .confinement import data_root
@@ -139,8 +138,14 @@ def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
     if images_folder is None or data_root() is not None or not listed:
         return
 
-    def digest(p):
-        return hashlib.sha256(p.read_bytes()).hexdigest()
+    def digest(p):  # checked as every image is: a provenance naming /proc/self read a kernel file (sweep 24)
+        from .._files import pinned
+        from .cache import file_sha256
+        from .images import check_image_file
+
+        check_image_file(p)
+        with pinned(p, "image") as src:
+            return file_sha256(src, limit=MAX_IMAGE_BYTES)
 
     step = max(1, len(listed) // CONTENT_CHECKS)
     for r in range(0, len(listed), step):
@@ -157,5 +162,5 @@ def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
                     f"{against} is {str(theirs)!r}, another image (the two files differ); expected the embeddings of "
                     "these images: re-embed them with `lbee embed`."
                 )
-        except OSError:  # unreadable: the names were checked above, the content cannot be
+        except (OSError, ValueError):  # unreadable, or no image file: the names were checked above, not the content
             continue

@@ -306,6 +306,9 @@ def stored_images_table(run_dir):
         older = next(iter(exps.values()))  # a table written before it followed the describer read first
     if images_path.is_file():
         try:
+            from ..io.table_header import refuse_parquet_bomb  # the run folder is the user's (sweep 24: 2.8 GB)
+
+            refuse_parquet_bomb(images_path, "Per-image table")
             table = pd.read_parquet(images_path)
         except Exception as exc:  # a damaged or foreign file: one clean line
             raise ValueError(f"Cannot read {str(images_path)!r}: {exc}") from None
@@ -378,6 +381,9 @@ def _read_assignments(path):
     import pandas as pd
 
     try:
+        from ..io.table_header import refuse_parquet_bomb
+
+        refuse_parquet_bomb(path, "Assignments table")
         assign = pd.read_parquet(path, columns=["image", "confidence", "performance"])
     except Exception as exc:
         raise ValueError(f"Cannot read {str(path)!r}: {exc}") from None

@@ -162,11 +162,14 @@ def render_report(
         sweep = _png_uri(sweep_figure(run.sweep))
     from ..run.text import confirmed_statements_lines
 
+    n_page = sum(len(next(iter(exps.values())).hard_clusters) for exps in run.explanations.values())
     sections = [
         {
             "slicer": s,
             "anchor": f"groups-{slug(s)}",
-            "clusters": cluster_views(run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True, short=short),
+            "clusters": cluster_views(
+                run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True, short=short, page_groups=n_page
+            ),
             # every confirmed statement, strongest first, each beyond the stronger ones (the terminal's list)
             "statements": confirmed_statements_lines(run.confirmations.get(s), every=True),
         }
@@ -302,6 +305,7 @@ def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=
             }
         )
     shown = []
+    n_page = sum(len(next(iter(result.explanations[e["label"]].values())).hard_clusters) for e in table[:n_classes])
     for entry in table[:n_classes]:
         c = entry["label"]
         exps = result.explanations[c]
@@ -312,7 +316,9 @@ def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=
         if run.relevance is not None:
             star = set(failure_sentences(run.relevance[members], run.performance[members], run.o).tolist())
         # with extras: each group's members CSV, label -> prediction table and browser, as the whole-run page's
-        views = cluster_views(run, f"class-{c}", exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True)
+        views = cluster_views(
+            run, f"class-{c}", exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True, page_groups=n_page
+        )
         shown.append({**entry, "clusters": views})
     skipped = [(name(c), why) for c, why in result.skipped.items()]
     return (

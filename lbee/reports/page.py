@@ -249,7 +249,9 @@ def members_csv_uri(run, idx, short):
     return "data:text/csv;charset=utf-8," + quote(buf.getvalue())
 
 
-def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, extras=False, short=None):
+def cluster_views(
+    run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, extras=False, short=None, page_groups=None
+):
     """Per hard group of ``slicer``: thumbnails, twin thumbnails, size, error rate and sentences per method.
 
     With ``extras``, each view also has its anchor, the label → prediction
@@ -322,7 +324,9 @@ def cluster_views(run, slicer, exps, thumbs, star, n_thumbs, n_easy_thumbs, *, e
                 (int(m.hard_clusters[i].sentences[0]) for _, m in ranked if len(m.hard_clusters[i].sentences)), None
             )
             choices = [int(s) for _, m in ranked for s in m.hard_clusters[i].sentences]  # every describer's
-            browse = browse_view(run, order, top, view["anchor"], short, choices, len(first.hard_clusters))
+            # the page's budget is shared by every group on it: every section's (sweep 24: per class, 109 MB)
+            n_page = page_groups or len(first.hard_clusters)
+            browse = browse_view(run, order, top, view["anchor"], short, choices, n_page)
             view["member_order"], view["browse"] = order.tolist(), browse
         views.append(view)
     if run.group_order == "size":

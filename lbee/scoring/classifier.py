@@ -223,14 +223,24 @@ def _not_a_spec(spec):
     )
 
 
-def _torchvision_size(arch):
-    """The parameters of a torchvision architecture by its own metadata (None when it has none)."""
+#: The widest classification head a torchvision architecture sized by its metadata may have (features per class):
+#: RegNet's widest is 7,392. The metadata counts 1,000 classes; another number of classes changes the head.
+MAX_HEAD_WIDTH = 8192
+
+
+def _torchvision_size(arch, num_classes=None):
+    """At most the parameters of a torchvision architecture, by its own metadata (None when it has none).
+
+    The metadata is for 1,000 classes: more classes add at most `MAX_HEAD_WIDTH` + 1 parameters each (a RegNet at
+    100,000 classes had 3.5 times its metadata's parameters: sweep 24).
+    """
     import torchvision
 
     try:
-        return int(torchvision.models.get_model_weights(arch).DEFAULT.meta["num_params"])
+        n = int(torchvision.models.get_model_weights(arch).DEFAULT.meta["num_params"])
     except (ValueError, KeyError, AttributeError, TypeError):
         return None
+    return n + max(0, int(num_classes or 1000) - 1000) * (MAX_HEAD_WIDTH + 1)
 
 
 def check_model_spec(spec):
@@ -296,9 +306,8 @@ def load_classifier(spec, weights=None, *, num_classes=None):
         if arch not in torchvision.models.list_models():
             raise ValueError(f"Unknown torchvision architecture {arch!r}; see torchvision.models.list_models().")
         kwargs = {"num_classes": num_classes} if num_classes else {}
-        module = _built(
-            lambda: torchvision.models.get_model(arch, weights=None, **kwargs), weights, spec, _torchvision_size(arch)
-        )
+        size = _torchvision_size(arch, num_classes)
+        module = _built(lambda: torchvision.models.get_model(arch, weights=None, **kwargs), weights, spec, size)
     elif spec.startswith("timm:"):
         try:
             import timm  # installed with open_clip_torch, a core dependency
