@@ -650,3 +650,24 @@ def test_groups_are_tested_strongest_statement_first_and_shown_most_harmful_firs
     assert entries[0]["confirmed"] and "beyond" not in entries[0]
     assert not entries[1]["confirmed"] and entries[1]["beyond"]["groups_above"] == [0]
     assert entries[1]["beyond"]["error_rate_in"] < 0.1  # the broad statement's other images fail as the rest
+
+
+def test_a_group_whose_statement_is_a_stronger_group_s_says_so():
+    """A thirteenth user's group led by the run's top statement read 'NOT CONFIRMED: it adds no failure to group 0'."""
+    from lbee.run.confirm_text import confirmation_lines
+
+    test = {"n_in": 40, "errors_in": 34, "error_rate_in": 0.85, "n_out": 176, "errors_out": 4, "error_rate_out": 0.02}
+    test.update(lift=37.0, ci=[0.7, 0.93], p_value=1e-30, effect_low=17.0, q_value=1e-29, confirmed=True)
+    empty = {**test, "n_in": 0, "errors_in": 0, "error_rate_in": 0.0, "p_value": 1.0, "confirmed": False}
+    conf = {
+        "status": "done",
+        "n_held_out": 216,
+        "outcome": "error rate",
+        "statements": [{"text": "A snowy sign with no pole", **test}],
+        "groups": [
+            {"statement": 0, "confirmed": True},
+            {"statement": 0, "confirmed": False, "beyond": {**empty, "groups_above": [0]}},
+        ],
+    }
+    (line,) = confirmation_lines(conf, 1)
+    assert line.startswith("its statement holds only where that of group 0 does") and "NOT CONFIRMED" not in line

@@ -734,3 +734,13 @@ def test_rows_in_another_order_than_a_folder_s_suggest_a_manifest(tmp_path):
     assert "reorder" not in str(err.value)
     with pytest.raises(ValueError, match="reorder the predictions table"):
         check_row_ids(tmp_path / "x.npy", 2, ["a.png", "b.png"], "x", against="the predictions table 'p.csv'")
+
+
+def test_a_record_of_another_identity_is_refused_when_written():
+    """A thirteenth user wrote a record with 'backend' that load_embeddings then refused."""
+    from lbee.io.provenance import make_provenance
+
+    with pytest.raises(ValueError, match=r"keys \['encoder', 'weights'\].*received \['backend'\]"):
+        make_provenance("image_embeddings", np.zeros((2, 3)), identity={"backend": "x"})
+    record = make_provenance("image_embeddings", np.zeros((2, 3)), identity={"encoder": "e", "weights": "w"})
+    assert record["encoder"]["encoder"] == "e"

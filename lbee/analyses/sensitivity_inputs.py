@@ -50,8 +50,8 @@ def open_image_and_mask(image, mask):
 def content_hash(item):
     """Hex sha256 of an image or mask: its file's content, or an array's shape, dtype and bytes.
 
-    A file is checked as every image is before it is read (a regular file, within the images' bound, not sparse;
-    a FIFO, /dev/zero or /proc/self/pagemap hung `lbee sensitivity`: sweep 23), and hashed through that check.
+    A file is checked as every image is before it is read (a regular file, within the images' bound, not sparse:
+    a FIFO or a device would never end), and hashed through that check.
     """
     from .._files import pinned
     from ..io.cache import file_sha256

@@ -228,7 +228,7 @@ class Explanation:
             'hard', 'easy' or 'neutral'.
         group : ndarray of int, shape (n,)
             The cluster within its split; -1 for neutral images and for hard images in no hard cluster
-            (``unassigned``: a twelfth user's 87 such images were written as neutral).
+            (``unassigned``).
         """
         split = np.full(n, "neutral", dtype=object)
         group = np.full(n, -1, dtype=np.int64)

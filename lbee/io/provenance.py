@@ -68,6 +68,10 @@ def encoder_tau(encoder):
     return None if tau is None else float(tau)
 
 
+#: The keys an encoder identity must hold, in a record written and read alike.
+IDENTITY_KEYS = ("encoder", "weights")
+
+
 def make_provenance(
     kind,
     array,
@@ -113,6 +117,13 @@ def make_provenance(
         identity = encoder.identity() if encoder is not None else None
     if identity is None:
         raise ValueError("make_provenance needs the encoder (or its identity).")
+    if not isinstance(identity, dict) or not all(k in identity for k in IDENTITY_KEYS):  # refused when written, not
+        # only when read (a thirteenth user's record of 'backend' was refused by load_embeddings)
+        got = sorted(identity) if isinstance(identity, dict) else type(identity).__name__
+        raise ValueError(
+            f"`identity` must be an encoder identity with keys {list(IDENTITY_KEYS)} (as Encoder.identity() gives, "
+            f"with 'model' and the preprocessing); received {got}."
+        )
     if tau is None and encoder is not None:
         tau = encoder_tau(encoder)
     record = {
@@ -216,9 +227,7 @@ def read_provenance(path, name="embeddings"):
     else:
         if record.get("kind") not in KINDS:
             problems.append(f"'kind' is {record.get('kind')!r}, expected one of {list(KINDS)}")
-        if not isinstance(record.get("encoder"), dict) or not all(
-            k in record["encoder"] for k in ("encoder", "weights")
-        ):
+        if not isinstance(record.get("encoder"), dict) or not all(k in record["encoder"] for k in IDENTITY_KEYS):
             problems.append("'encoder' is not an encoder identity (encoder, model, weights)")
         tau = record.get("tau")
         if tau is not None and (isinstance(tau, bool) or not isinstance(tau, (int, float)) or not -1 <= tau <= 1):

@@ -105,7 +105,7 @@ def check_relevance_table(path, image_ids, sentences):
 
 def _transposed(shape, n, m, n_base=None):
     """The hint for a Γ of shape (sentences, images): a twelfth user saved Γ.T."""
-    return "; is it transposed (save Γ as images × sentences)?" if tuple(shape) in ((m, n), (n_base, n)) else ""
+    return "; is it transposed? Save Γ as images × sentences" if tuple(shape) in ((m, n), (n_base, n)) else ""
 
 
 def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None, every_image=True):

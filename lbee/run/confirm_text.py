@@ -56,7 +56,14 @@ def confirmation_lines(conf, i):
     b = g.get("beyond")
     # the statement is what is tested, not the group: a group of few errors can still hold a statement that
     # confirms, so the line says whose verdict it is
-    if b is not None and not b["confirmed"]:
+    if b is not None and not b["confirmed"] and not b["n_in"]:  # the same statement as a stronger group's, or
+        # one within it: nothing of its own to test (a thirteenth user read 'NOT CONFIRMED' on the top statement)
+        above = ", ".join(map(str, b["groups_above"]))
+        lines = [
+            f"its statement holds only where that of group{'s' if len(b['groups_above']) > 1 else ''} {above} does "
+            f"(the same statement, or one within it), confirmed there: no failure of its own ({own})"
+        ]
+    elif b is not None and not b["confirmed"]:
         above = ", ".join(map(str, b["groups_above"]))
         lines = [
             f"its statement NOT CONFIRMED: it adds no failure to group{'s' if len(b['groups_above']) > 1 else ''} "
