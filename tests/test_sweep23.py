@@ -156,3 +156,28 @@ def test_sweep24_regnet_heads_parquet_bombs_attribute_labels_and_row_contents(tm
     check_row_ids(  # the folder's file is a kernel file: its content is not read, the names were checked
         tmp_path / "e.npy", 1, ["status"], "e", against="x", images_folder="/proc/self", run_files=["/proc/self/status"]
     )
+
+
+def test_unassigned_hard_images_are_checked_against_the_clusters(demo_run, tmp_path):
+    """Sweep 24 L3: repeats, or images already in a cluster, were accepted in 'unassigned_hard' once the file's
+    digest was recomputed."""
+    import json
+    import shutil
+
+    from lbee.core.explanation_payload import content_digest
+    from lbee.run.pipeline import load_explanations
+
+    out, _ = demo_run
+    payload = json.loads((out / "explanation.json").read_text())
+    first = payload["clustering"]["hard"][0]["indices"][0]
+    for bad in ([*payload["unassigned_hard"], payload["unassigned_hard"][0]], [*payload["unassigned_hard"], first]):
+        edited = {k: v for k, v in payload.items() if k != "content_sha256"}
+        edited["unassigned_hard"] = bad
+        edited["content_sha256"] = content_digest(json.loads(json.dumps(edited)))
+        path = tmp_path / "explanation.json"
+        path.write_text(json.dumps(edited))
+        with pytest.raises(ValueError, match="'unassigned_hard' repeats an image or names one of a cluster"):
+            load_explanations(path)
+    shutil.copy(out / "explanation.json", tmp_path / "ok.json")
+    exps, _ = load_explanations(tmp_path / "ok.json")
+    assert list(next(iter(exps.values())).unassigned) == payload["unassigned_hard"]

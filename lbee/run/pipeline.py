@@ -16,6 +16,7 @@ import numpy as np
 from .._version import __version__
 from ..io.cache import atomic_write_bytes
 from .names import slug
+from .stored import load_explanations  # noqa: F401  (named from here too)
 
 
 @dataclass
@@ -424,40 +425,6 @@ def write_outputs(result, out_dir):
     atomic_write_bytes(out / "assignments.parquet", buf.getvalue())
     atomic_write_bytes(out / "report.md", render_markdown(result).encode())
     return out
-
-
-def load_explanations(path):
-    """Read an ``explanation.json``: (dict of method -> Explanation, the whole payload)."""
-    from ..core.explanation_payload import validate_explanation_payload
-    from ..io.confinement import check_regular_file
-
-    check_regular_file(path := Path(path), "Explanation file")  # /dev/zero or a FIFO would never end
-    from .._validation import loads_each_key_once  # a key twice: the last would win, unseen by the digest
-    from ..io.confinement import read_text_file
-
-    try:
-        payload = loads_each_key_once(read_text_file(path, "Explanation file"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # nested 100k deep
-        raise ValueError(f"Cannot read explanation file {str(path)!r}: {exc}") from None
-    exps = validate_explanation_payload(payload, source=str(path))
-    unassigned = _unassigned_of(payload, path)
-    for e in exps.values():
-        e.unassigned = unassigned
-    return exps, payload
-
-
-def _unassigned_of(payload, path):
-    """The payload's ``unassigned_hard``: image indices, checked (None when absent)."""
-    raw = payload.get("unassigned_hard")
-    if raw is None:
-        return None
-    n = len(payload.get("images") or ())
-    if not isinstance(raw, list) or not all(type(i) is int and 0 <= i < n for i in raw):
-        raise ValueError(
-            f"Explanation file {str(path)!r}: 'unassigned_hard' must be a list of image indices in [0, {n}); "
-            "expected the file lbee wrote."
-        )
-    return np.asarray(raw, dtype=np.int64)
 
 
 def write_per_class_outputs(result, out_dir, *, image_ids, sentences, sentence_set):
