@@ -143,9 +143,12 @@ def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
         from .cache import file_sha256
         from .images import check_image_file
 
-        check_image_file(p)
-        with pinned(p, "image") as src:
-            return file_sha256(src, limit=MAX_IMAGE_BYTES)
+        try:
+            check_image_file(p)
+            with pinned(p, "image") as src:
+                return file_sha256(src, limit=MAX_IMAGE_BYTES)
+        except ValueError:  # not an image file (a kernel file, a device): its content is not read
+            return None
 
     step = max(1, len(listed) // CONTENT_CHECKS)
     for r in range(0, len(listed), step):
@@ -156,11 +159,11 @@ def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
             sizes = mine.stat().st_size, theirs.stat().st_size
             if max(sizes) > MAX_IMAGE_BYTES:  # never hash a 20 GB (sparse) file whole: lbee reads no such image
                 continue
-            if sizes[0] != sizes[1] or digest(mine) != digest(theirs):
+            if sizes[0] != sizes[1] or (None not in (a := digest(mine), b := digest(theirs)) and a != b):
                 raise ValueError(
                     f"{name} {str(path)!r}: row {r + 1} was embedded from {str(mine)!r} but row {r + 1} of "
                     f"{against} is {str(theirs)!r}, another image (the two files differ); expected the embeddings of "
                     "these images: re-embed them with `lbee embed`."
                 )
-        except (OSError, ValueError):  # unreadable, or no image file: the names were checked above, not the content
+        except OSError:  # unreadable: the names were checked above, the content cannot be
             continue
