@@ -97,3 +97,38 @@ def server_answers(monkeypatch, answers):
 
     monkeypatch.setattr(client_mod, "_read_within", lambda resp, limit, deadline, what: next(answers))
     monkeypatch.setattr(client_mod._OPENER, "open", lambda req, timeout: Answer())
+
+
+def fake_report_run(gamma, confidence=None):
+    """What `lbee.reports.browse.browse_view` reads of a report run: n images, Γ (n, N), no labels."""
+    from types import SimpleNamespace
+
+    n, m = gamma.shape
+    return SimpleNamespace(
+        labels=None,
+        preds=None,
+        class_names=None,
+        relevance=gamma,
+        image_ids=[f"i{j}" for j in range(n)],
+        confidence=np.zeros(n) if confidence is None else confidence,
+        performance=np.ones(n),
+        image_links=None,
+        sentences=[f"s{j}" for j in range(m)],
+    )
+
+
+@pytest.fixture
+def registry_builds(monkeypatch):
+    """The devices torchvision's registry models are built on, in order: a list filled as they are built."""
+    import torchvision
+
+    built = []
+    real = torchvision.models.get_model
+
+    def counting(arch, **kw):
+        model = real(arch, **kw)
+        built.append(next(model.parameters()).device.type)
+        return model
+
+    monkeypatch.setattr(torchvision.models, "get_model", counting)
+    return built

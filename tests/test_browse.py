@@ -253,9 +253,8 @@ def test_the_browser_checks_a_group_against_any_sentence_gamma_holds_for():
     """An eleventh user could not ask which of a failure's images hold a confounder its describers did not name:
     the picker offers the group's sentences, then every other sentence true of one of its images, most frequent
     first, each with its share; rows carry one Γ flag per offered sentence."""
-    from types import SimpleNamespace
-
     from lbee.reports.browse import BROWSE_MAX_FLAGS, browse_view
+    from tests.conftest import fake_report_run
 
     rng = np.random.default_rng(0)
     n, idx = 200, np.arange(40)
@@ -263,17 +262,7 @@ def test_the_browser_checks_a_group_against_any_sentence_gamma_holds_for():
     gamma[:, 0] = True  # the group's sentence
     gamma[:36, 3] = True  # a confounder: 90 % of the group
     gamma[rng.random(n) < 0.1, 4] = True  # rare
-    run = SimpleNamespace(
-        labels=None,
-        preds=None,
-        class_names=None,
-        relevance=gamma,
-        image_ids=[f"i{j}" for j in range(n)],
-        confidence=rng.random(n),
-        performance=np.ones(n),
-        image_links=None,
-        sentences=[f"s{j}" for j in range(6)],
-    )
+    run = fake_report_run(gamma, rng.random(n))
     view = browse_view(run, idx, 0, "g", run.image_ids, choices=[0, 1])
     offered = [c["text"] for c in view["choices"]]
     assert offered[:2] == ["s0", "s1"] and offered[2] == "s3" and "s4" in offered and "s2" not in offered

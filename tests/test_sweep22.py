@@ -24,7 +24,7 @@ def test_a_timm_or_torchvision_spec_names_an_architecture_never_a_source(arch, t
         load_classifier("timm:no_such_net")
 
 
-def test_a_model_is_checked_against_its_weights_before_it_is_built(tmp_path, monkeypatch):
+def test_a_model_is_checked_against_its_weights_before_it_is_built(tmp_path, monkeypatch, registry_builds):
     """H3: 'timm:vit_giant_patch14_clip_224' with a resnet18 state dict took 4.9 GB before "lacks 489 parameters"."""
     import torch
     import torchvision
@@ -33,15 +33,7 @@ def test_a_model_is_checked_against_its_weights_before_it_is_built(tmp_path, mon
 
     w = tmp_path / "w.pt"
     torch.save(torchvision.models.resnet18(num_classes=2).state_dict(), w)
-    built = []
-    real = torchvision.models.get_model
-
-    def counting(arch, **kw):
-        model = real(arch, **kw)
-        built.append(next(model.parameters()).device.type)
-        return model
-
-    monkeypatch.setattr(torchvision.models, "get_model", counting)
+    built = registry_builds
     with pytest.raises(ValueError, match=r"needs 343,200,776: it cannot be its state dict"):
         classifier.load_classifier("torchvision:vit_b_16", w, num_classes=2)
     assert built == ["meta"]  # never allocated

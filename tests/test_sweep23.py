@@ -8,30 +8,21 @@ import numpy as np
 import pytest
 
 
-def test_weights_that_repeat_a_few_bytes_are_refused_before_the_model_is_built(tmp_path, monkeypatch):
+def test_weights_that_repeat_a_few_bytes_are_refused_before_the_model_is_built(tmp_path, registry_builds):
     """H1: a 36 KB file of `zeros(1).expand(shape)` tensors had every shape vit_l_16 wants: 2.1 GB built."""
     import torch
     import torchvision
 
     import lbee.scoring.classifier as classifier
 
-    built = []
-    real = torchvision.models.get_model
-
-    def counting(arch, **kw):
-        model = real(arch, **kw)
-        built.append(next(model.parameters()).device.type)
-        return model
-
-    monkeypatch.setattr(torchvision.models, "get_model", counting)
     with torch.device("meta"):
-        shapes = {k: v.shape for k, v in real("resnet18", weights=None, num_classes=2).state_dict().items()}
+        shapes = {k: v.shape for k, v in torchvision.models.resnet18(num_classes=2).state_dict().items()}
     views = {k: torch.zeros(1).expand(shape) if len(shape) else torch.zeros(()) for k, shape in shapes.items()}
     torch.save(views, tmp_path / "views.pt")
     assert os.path.getsize(tmp_path / "views.pt") < 200_000
     with pytest.raises(ValueError, match="stored in 4 bytes"):
         classifier.load_classifier("torchvision:resnet18", tmp_path / "views.pt", num_classes=2)
-    assert built == ["meta"]
+    assert registry_builds == ["meta"]
 
 
 def test_torchvision_s_regnets_load_again_sized_by_their_metadata(tmp_path):
@@ -75,23 +66,12 @@ def test_unread_columns_are_weighed_in_linear_time_and_named_a_few(caplog):
 
 def test_a_page_s_picker_shares_a_budget_among_its_groups():
     """H6: 1,000 groups each offering 400 sentences made a 444 MB report.html."""
-    from types import SimpleNamespace
-
     from lbee.reports.browse import BROWSE_PAGE_CHOICES, browse_view
+    from tests.conftest import fake_report_run
 
     n, m = 3000, 500
     gamma = np.ones((n, m), bool)
-    run = SimpleNamespace(
-        labels=None,
-        preds=None,
-        class_names=None,
-        relevance=gamma,
-        image_ids=[f"i{j}" for j in range(n)],
-        confidence=np.zeros(n),
-        performance=np.ones(n),
-        image_links=None,
-        sentences=[f"s{j}" for j in range(m)],
-    )
+    run = fake_report_run(gamma)
     alone = browse_view(run, np.arange(3), 0, "g", run.image_ids, choices=[0, 1])
     crowded = browse_view(run, np.arange(3), 0, "g", run.image_ids, choices=[0, 1], n_groups=1000)
     assert len(alone["choices"]) == 400 and len(crowded["choices"]) == max(2, BROWSE_PAGE_CHOICES // 1000)
