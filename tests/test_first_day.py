@@ -448,7 +448,8 @@ def test_groups_that_read_alike_are_named_as_perhaps_one_failure():
     from types import SimpleNamespace
 
     from lbee.core.explanation import Explanation, HardCluster
-    from lbee.run.text import alike_groups, terminal_blocks
+    from lbee.run.join import alike_groups
+    from lbee.run.text import terminal_blocks
 
     def exp(method, firsts):
         hard = [

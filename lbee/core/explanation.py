@@ -14,19 +14,10 @@ import numpy as np
 
 from ..typing import ArrayLike, FloatArray, IntArray
 from .explanation_checks import (
-    bad_field,
-    check_bound,
     check_explanation_ranges,
-    check_index,
-    check_index_list,
-    check_json_data,
-    check_mapping,
     check_partition,
-    check_vector,
-    show_value,
 )
 from .explanation_payload import PAYLOAD_FORMAT, compact_payload, validate_explanation_payload
-from .selection import DESCRIBERS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -333,7 +324,9 @@ class Explanation:
         -------
         Explanation
         """
-        return _explanation_from_dict(cls, data, n_images=n_images, n_sentences=n_sentences, source=source)
+        from .explanation_checks import explanation_from_dict
+
+        return explanation_from_dict(cls, data, n_images=n_images, n_sentences=n_sentences, source=source)
 
 
 def harm_order(hard_clusters: Sequence[HardCluster], performance: ArrayLike, n: int | None = None) -> list[int]:
@@ -346,101 +339,6 @@ def harm_order(hard_clusters: Sequence[HardCluster], performance: ArrayLike, n: 
     sizes = [len(c.indices) for c in hard_clusters]
     risk = [(1.0 - float(omega[np.asarray(c.indices)].mean())) * k if k else 0.0 for c, k in zip(hard_clusters, sizes)]
     return sorted(range(len(hard_clusters)), key=lambda i: (-risk[i], -sizes[i], i))
-
-
-def _explanation_from_dict(
-    cls: type[Explanation],
-    data: Any,
-    *,
-    n_images: int | None = None,
-    n_sentences: int | None = None,
-    source: str = "data",
-) -> Explanation:
-    if not isinstance(data, dict):
-        raise TypeError(f"`data` must be a dict from Explanation.to_dict(); received {type(data).__name__}.")
-    missing = {"method", "hard_clusters", "easy_clusters"} - set(data)
-    if missing:
-        raise ValueError(f"{source} lacks the key(s) {sorted(missing)}; is it an Explanation.to_dict() result?")
-    method = data["method"]
-    if not isinstance(method, str) or method not in DESCRIBERS:
-        bad_field(source, "method", show_value(method), f"one of {list(DESCRIBERS)}")
-    params = data.get("params", {})
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        bad_field(source, "params", f"{type(params).__name__} {show_value(params)}", "an object (dict)")
-    check_json_data(params, "params", source)
-    texts = data.get("sentences")
-    if texts is not None:
-        if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
-            bad_field(source, "sentences", show_value(texts)[:60], "null or a list of strings")
-        texts = list(texts)
-    n_img = check_bound(n_images, params, "n_images", source)
-    if n_img is None and "label" not in params and params.get("n_images") is not None:
-        # A whole-dataset explanation indexes its own n_images; a per-class one (params['label']) indexes the run's.
-        n_img = check_bound(params["n_images"], {}, "params.n_images", source)
-    n_sent = check_bound(n_sentences, params, "n_sentences", source)
-    if n_sent is None and texts is None and params.get("n_sentences") is not None:
-        n_sent = check_bound(params["n_sentences"], {}, "params.n_sentences", source)
-    if texts is not None:
-        if n_sent is not None and len(texts) != n_sent:
-            bad_field(
-                source,
-                "sentences",
-                f"{len(texts)} sentence(s)",
-                f"{n_sent} (one per sentence index; n_sentences={n_sent})",
-            )
-        n_sent = len(texts)
-    for key in ("hard_clusters", "easy_clusters"):
-        if not isinstance(data[key], (list, tuple)):
-            bad_field(source, key, f"{type(data[key]).__name__} {show_value(data[key])}", "a list of clusters")
-    dim = None
-    easy = []
-    for j, c in enumerate(data["easy_clusters"]):
-        where = f"easy_clusters[{j}]"
-        check_mapping(c, where, source, ("indices", "prototype"))
-        idx = check_index_list(c["indices"], f"{where}.indices", source, upper=n_img, what="image index")
-        proto = check_vector(c["prototype"], f"{where}.prototype", source, length=dim)
-        dim = proto.shape[0] if dim is None else dim
-        easy.append(EasyCluster(idx, proto))
-    hard = []
-    for i, c in enumerate(data["hard_clusters"]):
-        where = f"hard_clusters[{i}]"
-        check_mapping(c, where, source, ("indices", "prototype", "easy_cluster", "sentences", "scores"))
-        idx = check_index_list(c["indices"], f"{where}.indices", source, upper=n_img, what="image index")
-        proto = check_vector(c["prototype"], f"{where}.prototype", source, length=dim)
-        dim = proto.shape[0] if dim is None else dim
-        if not easy:
-            bad_field(
-                source,
-                f"{where}.easy_cluster",
-                show_value(c["easy_cluster"]),
-                "an index into easy_clusters, which is empty",
-            )
-        match = check_index(
-            c["easy_cluster"], f"{where}.easy_cluster", source, upper=len(easy), what="easy-cluster index"
-        )
-        sents = check_index_list(c["sentences"], f"{where}.sentences", source, upper=n_sent, what="sentence index")
-        scores = check_vector(c["scores"], f"{where}.scores", source)
-        if scores.shape[0] != sents.shape[0]:
-            bad_field(
-                source, f"{where}.scores", f"{scores.shape[0]} score(s)", f"{sents.shape[0]}, one per chosen sentence"
-            )
-        hard.append(HardCluster(idx, proto, match, sents.tolist(), scores.tolist()))
-    check_partition(hard, easy, source)
-    if dim == 0:
-        bad_field(source, "prototype", "empty prototypes", "vectors of the embedding dimension d >= 1")
-    if "selected" in data and data["selected"] is not None:
-        selected = check_index_list(data["selected"], "selected", source, upper=n_sent, what="sentence index")
-        union = sorted({s for c in hard for s in c.sentences})
-        if sorted(selected.tolist()) != union:
-            bad_field(
-                source,
-                "selected",
-                show_value(sorted(selected.tolist())),
-                f"the union of the hard clusters' sentences, {show_value(union)}",
-            )
-    return cls(hard, easy, method, dict(params), texts)
 
 
 # The checks and the file payload live in their own modules; their names stay importable from here.

@@ -1,7 +1,7 @@
 """``join``: hard groups a user takes for pieces of one failure, joined into one group before describing.
 
 The clustering follows what the encoder sees most (a background, say), so one failure can come out as several
-groups. lbee says when groups read alike (`lbee.run.text.alike_groups`); with a grammar's sentences it merges such
+groups. lbee says when groups read alike (`alike_groups`); with a grammar's sentences it merges such
 pieces itself (`lbee.core.hypotheses`). ``join`` is the user's word for the rest: ``--join 1,2,3`` or, in YAML and
 the library, ``join: [[1, 2, 3]]``, numbered as a run without it prints its groups.
 """
@@ -90,3 +90,45 @@ def join_groups(part, join, shown):
     part.join([[place[int(shown[g].indices[0])] for g in entry] for entry in join])
     part.joined_ = [list(entry) for entry in join]  # recorded as the user numbered them
     return part
+
+
+def alike_groups(result):
+    """Lines naming hard groups that read alike for most describers: perhaps one failure, cut in pieces.
+
+    Two groups read alike for a describer when the first sentence of one is among the other's sentences. With a
+    grammar's sentences lbee merges such pieces itself (`lbee.core.hypotheses`); with a plain sentence file it
+    cannot tell one failure from two that read alike, so it says so, and ``--join`` is the user's word.
+    """
+    from .text import FEW_IMAGES, group_order
+
+    exps = {m: e for m, e in result.explanations.items() if m != "compose"}
+    if len(exps) < 2 or "compose" in result.explanations:
+        return []
+    first = next(iter(exps.values()))
+    sets = [[e.hard_clusters[i].sentences for e in exps.values()] for i in range(len(first.hard_clusters))]
+    out, seen = [], set()
+    for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
+        if i in seen or len(first.hard_clusters[i].indices) < FEW_IMAGES:
+            continue
+        same = [
+            j
+            for j in range(len(sets))
+            if j != i
+            and j not in seen
+            and len(first.hard_clusters[j].indices) >= FEW_IMAGES
+            and _agree(sets[i], sets[j]) * 2 > len(exps)
+        ]
+        if same:
+            seen.update([i, *same])
+            names = ", ".join(map(str, [i, *same]))
+            out.append(
+                f"Groups {names} read alike (for most describers, the first sentence of one is among the other's): "
+                "they may be one failure that the clustering cut in pieces. Look at their images; if they are, "
+                f"--join {','.join(map(str, sorted([i, *same])))} describes them as one group."
+            )
+    return out
+
+
+def _agree(a, b):
+    """For how many describers the first sentence of one group is among the other's (per describer, a list)."""
+    return sum(1 for x, y in zip(a, b) if x and y and (x[0] in y or y[0] in x))
