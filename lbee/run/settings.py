@@ -19,7 +19,7 @@ import inspect
 import numbers
 from dataclasses import dataclass, field
 
-from .._validation import shown as _shown
+from .._validation import shown
 from ..core.clustering import DEFAULT_WARD, TINY_GROUP, WARD_METHODS
 from ..core.confirmation import DEFAULT_CONFIRM_FRACTION, MAX_CONFIRM_FRACTION, MIN_CONFIRM_IMAGES
 from ..core.evaluation import DEFAULT_O
@@ -362,7 +362,7 @@ class RunSettings:
 def _unknown(key, known, where):
     """``unknown key 'n_cluster' in WHERE (did you mean 'clusters'?); expected one of ...``."""
     hint = "".join(f" (did you mean {near!r}?)" for near in difflib.get_close_matches(str(key), known, n=1))
-    return f"unknown key {_shown(key)} in {where}{hint}; expected one of {', '.join(known)}."
+    return f"unknown key {shown(key)} in {where}{hint}; expected one of {', '.join(known)}."
 
 
 _INIT = inspect.signature(RunSettings.__init__)  # help() and the docs show the fields, not __new__'s *args, **kwargs
@@ -373,7 +373,7 @@ def check_knob(name, value):
     """Validate one knob alone (rules between knobs are checked when the [`RunSettings`][lbee.RunSettings] is built)."""
     fields = {f.name: f for f in dataclasses.fields(RunSettings)}
     if name not in fields:
-        raise ValueError(f"unknown knob {_shown(name)}; expected one of {', '.join(fields)}.")
+        raise ValueError(f"unknown knob {shown(name)}; expected one of {', '.join(fields)}.")
     return _check(fields[name], value)
 
 
@@ -387,7 +387,7 @@ def _check(f, value):
         received = value[0]  # the command line's one --join, as typed ('1', not ('1',))
 
     def bad(expected):  # the value cut before it is built: it can be megabytes long
-        return ValueError(f"`{name}` is {_shown(received)}; expected {expected}.")
+        return ValueError(f"`{name}` is {shown(received)}; expected {expected}.")
 
     low, high = m["minimum"], m["maximum"]
     low_, high_ = (f"{b:g}" if isinstance(b, float) else str(b) for b in (low, high))
@@ -414,7 +414,7 @@ def _check(f, value):
                 raise bad(
                     f"a list of {', '.join(choices)}"
                     + (" (or {name: {options}})" if name == "slicers" else "")
-                    + f"; {_shown(item_name)} is not one"
+                    + f"; {shown(item_name)} is not one"
                 )
             if isinstance(item, dict) and not isinstance(next(iter(item.values())) or {}, dict):
                 raise bad("{name: {options}} with a mapping of options")
