@@ -230,3 +230,19 @@ def test_the_client_lists_a_run_s_confirmed_statements(demo_run):
             return explanation
 
     assert Fake().confirmed("j1") == listed and confirmed_statements({"confirmation": {"status": "off"}}) == []
+
+
+@pytest.mark.parametrize(
+    "confirmation",
+    [
+        {"ranked": [5], "statements": []},
+        {"ranked": [0], "statements": ["x"]},
+        {"ranked": [0], "statements": [{"text": "a", "beyond": {"confirmed": False, "above": [9]}}]},
+    ],
+)
+def test_a_confirmation_block_lbee_did_not_write_is_said(confirmation):
+    """A tampered or foreign answer ends in a clear ValueError, not an IndexError from the client."""
+    from lbee.service.client import confirmed_statements
+
+    with pytest.raises(ValueError, match="not one lbee writes"):
+        confirmed_statements({"confirmation": confirmation})

@@ -18,16 +18,15 @@ def held_out_state(statement, conf):
     names those statements in words. An eleventh user's page gave the confounder's sentences the same green mark
     as the failure's own.
     """
+    from ..run.confirm_text import adds_a_failure, stronger_than
+
     if not statement["confirmed"]:
         return False
-    beyond = statement.get("beyond")
-    if beyond is None or beyond["confirmed"]:
-        return True
-    above = beyond.get("above") or []
+    above = [] if adds_a_failure(statement) else stronger_than(statement, conf["statements"])
     if not above:
         return True
     more = f" and {len(above) - 1} more" if len(above) > 1 else ""
-    return f"“{conf['statements'][above[0]]['text']}”{more}"
+    return f"“{above[0]}”{more}"
 
 
 def held_out_mark(confirmed, text, leading):

@@ -5,6 +5,21 @@ from __future__ import annotations
 from ..core.confirmation import CONFIRM_Q, MIN_EFFECT
 
 
+def adds_a_failure(statement):
+    """Whether a confirmed statement adds a failure of its own: none stronger holds the failing images it adds.
+
+    False for a companion (a condition that goes with a failure, or a restatement); the terminal, the reports and
+    the service client all read this.
+    """
+    beyond = statement.get("beyond")
+    return beyond is None or bool(beyond["confirmed"])
+
+
+def stronger_than(statement, statements):
+    """The texts of the stronger confirmed statements ``statement`` was tested beyond, strongest first."""
+    return [statements[k]["text"] for k in (statement.get("beyond") or {}).get("above") or ()]
+
+
 def _weak(t):
     """Why a significant test still does not confirm: its effect's lower bound is under `MIN_EFFECT` ('' else)."""
     low = t.get("effect_low")
@@ -78,8 +93,7 @@ def confirmation_lines(conf, i):
         lines = [f"NOT CONFIRMED as a failure of its own ({g['not_a_failure']}); its statement holds {own}"]
     else:
         lines = [f"its statement {'CONFIRMED' if g['confirmed'] else 'NOT CONFIRMED'} {own}"]
-        sb = s.get("beyond")  # the statement among all confirmed ones, beyond the stronger statements
-        companion = g["confirmed"] and sb is not None and not sb["confirmed"]
+        companion = g["confirmed"] and not adds_a_failure(s)  # among all confirmed statements, beyond the stronger
         if b is not None:
             lines.append(
                 f"beyond the groups of stronger statements ({', '.join(map(str, b['groups_above']))}): the "
@@ -88,7 +102,7 @@ def confirmation_lines(conf, i):
                 + (", a group of the failure's images of its own" if companion else ": a failure of its own")
             )
         if companion:  # an eleventh user read "a failure of its own" here and "adds no failure" in the list
-            first = conf["statements"][sb["above"][0]]["text"] if sb.get("above") else None
+            first = next(iter(stronger_than(s, conf["statements"])), None)
             lines.append(
                 "but its statement adds no failure beyond the stronger confirmed statements"
                 + (f' (first "{first}")' if first else "")
@@ -118,7 +132,7 @@ def confirmed_statements_lines(conf, *, every=False):
     if not conf or conf.get("status") != "done" or not conf.get("ranked"):
         return []
     statements, ranked = conf["statements"], conf["ranked"]
-    own = [j for j in ranked if statements[j].get("beyond") is None or statements[j]["beyond"]["confirmed"]]
+    own = [j for j in ranked if adds_a_failure(statements[j])]
     listed = own if every else own[:STATEMENTS_LISTED]
     number = {j: k for k, j in enumerate(listed, 1)}
     lines = []
@@ -143,8 +157,8 @@ def confirmed_statements_lines(conf, *, every=False):
             "that accompanies a failure, or a restatement):"
         )
         for j in goes_with:
-            above = statements[j]["beyond"].get("above") or []
-            first = f', first "{statements[above[0]]["text"]}"' if above else ""
+            above = stronger_than(statements[j], statements)
+            first = f', first "{above[0]}"' if above else ""
             lines.append(f'    "{statements[j]["text"]}" (goes with {len(above)} stronger{first})')
     elif goes_with:
         named = "; ".join(f'"{statements[j]["text"]}"' for j in goes_with[:3])

@@ -50,6 +50,10 @@ def progress_lines(job, seen, t0=None):
     return out
 
 
+#: What `confirmed_statements` gives of each statement, besides whether it adds a failure.
+STATEMENT_FIELDS = ("text", "n_in", "error_rate_in", "error_rate_out", "lift", "effect_low", "q_value")
+
+
 def confirmed_statements(explanation):
     """A run's confirmed statements, strongest first, from its ``explanation.json`` (a dict).
 
@@ -58,18 +62,24 @@ def confirmed_statements(explanation):
     of a stronger statement (a condition that goes with a failure; ``goes_with`` then names the strongest). An
     eleventh user had only the whole explanation, whose confirmation block begins with the held-out indices.
     []: nothing confirmed, or the run did not confirm (``explanation["confirmation"]["status"]`` says why).
+    A ``ValueError`` for a confirmation block lbee did not write.
     """
+    from ..run.confirm_text import adds_a_failure, stronger_than
+
     conf = (explanation or {}).get("confirmation") or {}
     statements = conf.get("statements") or []
     out = []
-    for j in conf.get("ranked") or []:
-        s = statements[j]
-        beyond = s.get("beyond")
-        entry = {
-            k: s.get(k) for k in ("text", "n_in", "error_rate_in", "error_rate_out", "lift", "effect_low", "q_value")
-        }
-        entry["adds_failure"] = beyond is None or bool(beyond.get("confirmed"))
-        if not entry["adds_failure"] and beyond.get("above"):
-            entry["goes_with"] = statements[beyond["above"][0]]["text"]
-        out.append(entry)
+    try:
+        for j in conf.get("ranked") or []:
+            s = statements[j]
+            entry = {k: s.get(k) for k in STATEMENT_FIELDS}
+            entry["adds_failure"] = adds_a_failure(s)
+            above = [] if entry["adds_failure"] else stronger_than(s, statements)
+            if above:
+                entry["goes_with"] = above[0]
+            out.append(entry)
+    except (TypeError, KeyError, IndexError, AttributeError):  # an answer no lbee wrote: said, not a traceback
+        raise ValueError(
+            "the explanation's 'confirmation' is not one lbee writes (its 'ranked' statements cannot be read)"
+        ) from None
     return out
