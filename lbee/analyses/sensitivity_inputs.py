@@ -53,17 +53,13 @@ def content_hash(item):
     A file is checked as every image is before it is read (a regular file, within the images' bound, not sparse:
     a FIFO or a device would never end), and hashed through that check.
     """
-    from .._files import pinned
-    from ..io.cache import file_sha256
-    from ..io.images import MAX_IMAGE_BYTES, check_image_file
+    from ..io.images import image_sha256
 
     if isinstance(item, np.ndarray):
         h = hashlib.sha256(str((item.shape, str(item.dtype))).encode())
         h.update(np.ascontiguousarray(item).tobytes())
         return h.hexdigest()
-    check_image_file(item)
-    with pinned(item, "image") as src:
-        return file_sha256(src, limit=MAX_IMAGE_BYTES)
+    return image_sha256(item)
 
 
 def model_fingerprint(model):

@@ -49,6 +49,20 @@ def check_image_file(path):
         )
 
 
+def image_sha256(path):
+    """Hex SHA-256 of an image file, read as every image is.
+
+    Checked first (`check_image_file`; a kernel file, a FIFO or a device is refused by `pinned`), hashed through
+    the descriptor checked, and never past `MAX_IMAGE_BYTES`.
+    """
+    from .._files import pinned
+    from .cache import file_sha256
+
+    check_image_file(path)
+    with pinned(path, "image") as src:  # the file checked is the file hashed (a link swapped in: refused)
+        return file_sha256(src, limit=MAX_IMAGE_BYTES)
+
+
 @dataclass
 class ImageList:
     """Image paths with optional labels.

@@ -138,15 +138,11 @@ def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
     if images_folder is None or data_root() is not None or not listed:
         return
 
-    def digest(p):  # checked as every image is: a provenance naming /proc/self read a kernel file (sweep 24)
-        from .._files import pinned
-        from .cache import file_sha256
-        from .images import check_image_file
+    def digest(p):  # read as every image is: a provenance naming /proc/self read a kernel file (sweep 24)
+        from .images import image_sha256
 
         try:
-            check_image_file(p)
-            with pinned(p, "image") as src:
-                return file_sha256(src, limit=MAX_IMAGE_BYTES)
+            return image_sha256(p)
         except ValueError:  # not an image file (a kernel file, a device): its content is not read
             return None
 
