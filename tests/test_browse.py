@@ -295,3 +295,57 @@ def test_hard_images_in_no_hypothesis_stay_hard(demo_run):
     assert f"{len(left)} hard images are in no hypothesis" in (out / "report.html").read_text()
     stored = stored_images_table(out)  # read back as the service reads a stored run
     assert ((stored["split"] == "hard") & (stored["group"] == -1)).sum() == len(left)
+
+
+def test_every_image_of_a_run_is_browsable_in_its_report(demo_run, tmp_path):
+    """A thirteenth user could browse a group's images, but not the hard images in no hypothesis, the held-out ones
+    or the middling ones. The report's browsers now list every image of the run once; beyond the inlined
+    thumbnails a tile shows the image from its link, and says "no thumbnail" when the page travels without it."""
+    import re
+    import shutil
+
+    from selenium.webdriver.common.by import By
+
+    out, _ = demo_run
+    html = (out / "report.html").read_text()
+    browser_rows = r'<script type="application/json" id="browse-g-ward-([^"]+)-rows">(.*?)</script>'
+    browsers = {key: [r["id"] for r in json.loads(rows)] for key, rows in re.findall(browser_rows, html)}
+    table = pd.read_parquet(out / IMAGES_TABLE)
+    listed = [i for ids in browsers.values() for i in ids]
+    assert sorted(listed) == sorted(table["image"]), "each image listed once, in a group or in one other set"
+    payload = json.loads((out / "explanation.json").read_text())
+    held = {str(payload["images"][j]) for j in payload["confirmation"]["held_out"]}
+    assert set(browsers["held-out"]) == held
+    assert set(browsers["unassigned"]) == {str(payload["images"][j]) for j in payload["unassigned_hard"]}
+    assert set(browsers["easy"]) == set(table.loc[table["split"] == "easy", "image"])
+    alone = tmp_path / "alone"  # the page without the world's images beside it
+    alone.mkdir()
+    shutil.copy(out / "report.html", alone / "report.html")
+    driver = _browser(tmp_path)
+    seen = {}
+    try:
+        for where in (out, alone):
+            driver.get((where / "report.html").resolve().as_uri())
+            box = driver.find_element(By.ID, "browse-g-ward-held-out")
+            driver.execute_script("arguments[0].scrollIntoView(); arguments[0].open = true;", box)
+            for _ in range(100):  # rendered on the toggle event; linked images load, or fail, asynchronously
+                time.sleep(0.05)
+                imgs = box.find_elements(By.CSS_SELECTOR, ".browse-grid img")
+                done = driver.execute_script(
+                    "return [...arguments[0].querySelectorAll('.browse-grid img')].every(i => i.complete)", box
+                )
+                if box.get_attribute("data-page") and done:
+                    break
+            seen[where] = (
+                [i.get_attribute("src") for i in imgs],
+                len(box.find_elements(By.CSS_SELECTOR, ".browse-grid .noimg")),
+                box.find_element(By.CSS_SELECTOR, ".browse-status").text,
+                box.find_element(By.CSS_SELECTOR, "summary").text,
+            )
+    finally:
+        driver.quit()
+    srcs, missing, status, summary = seen[out]
+    assert f"of {len(held)} ·" in status and f"all {len(held)} held-out images" in summary
+    assert len(srcs) == BROWSE_PAGE_SIZE and missing == 0 and not any(s.startswith("data:") for s in srcs)
+    srcs, missing, _, _ = seen[alone]  # no file behind the links: said, not a broken image
+    assert missing == BROWSE_PAGE_SIZE and srcs == []

@@ -225,6 +225,7 @@ def test_report_of_a_large_dataset_stays_small(tmp_path, monkeypatch):
     import lbee.reports.browse as browse
 
     monkeypatch.setattr(browse, "BROWSE_MAX_INLINE", 100)
+    monkeypatch.setattr(browse, "BROWSE_OTHER_INLINE", 30)
     from lbee import explain_methods
     from lbee.reports.html import ReportRun, render_report
     from lbee.reports.thumbnails import ThumbnailCache
@@ -251,14 +252,28 @@ def test_report_of_a_large_dataset_stays_small(tmp_path, monkeypatch):
     )
     thumbs = ThumbnailCache(tmp_path)
     html = render_report(run, thumbs=thumbs)
-    assert thumbs.n_generated + thumbs.n_cached <= 5 * 12 + 100
+    assert thumbs.n_generated + thumbs.n_cached <= 5 * 12 + 100 + 30
     inlined = json.loads(re.search(r'id="browse-thumbs">(.*?)</script>', html).group(1))
-    listed = [
-        json.loads(m)
-        for m in re.findall(r'<script type="application/json" id="browse-[^"]+-rows">(.*?)</script>', html)
-    ]
+    browser_rows = r'<script type="application/json" id="browse-g-ward-([^"]+)-rows">(.*?)</script>'
+    browsers = {key: json.loads(m) for key, m in re.findall(browser_rows, html)}
+    listed = [rows for key, rows in browsers.items() if key.isdigit()]
     n_hard = sum(len(c.indices) for c in exps["tops"].hard_clusters)
-    assert len(inlined) == 100 and sum(map(len, listed)) == n_hard > 100  # every image listed, 100 with a picture
+    # every image of a group listed, 100 with a picture; then 30 more of the images in no group
+    assert len(inlined) == 130 and sum(map(len, listed)) == n_hard > 100
+    from lbee.reports.other_images import OTHER_MAX_ROWS
+
+    others = {key: rows for key, rows in browsers.items() if not key.isdigit()}
+    split, _ = exps["tops"].split_and_group(n)
+    assert set(others) == {"easy", "neutral"}  # this run holds out nothing and merges no group away
+    assert [len(others[k]) for k in ("easy", "neutral")] == [
+        min(OTHER_MAX_ROWS, int((split == k).sum())) for k in ("easy", "neutral")
+    ]
+    assert (
+        max(r["phi"] for r in others["neutral"])
+        <= min(  # the least confident listed first
+            phi[(split == "neutral")][np.argsort(phi[split == "neutral"])[OTHER_MAX_ROWS:]], default=np.inf
+        )
+    )
     # The inlined Vega libraries are a fixed cost; the map draws at most 5,000 points whatever n is.
     from lbee.reports.vega import vega_bundle
 

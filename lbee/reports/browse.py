@@ -34,6 +34,8 @@ BROWSE_SORTS = {
 #: MB whatever the dataset: beyond, the rows are still listed, without a picture (``lbee serve`` and Spotlight show
 #: every image from the stored files).
 BROWSE_MAX_INLINE = 2000
+#: Of the images in no group (`lbee.reports.other_images`), at most this many more thumbnails inlined.
+BROWSE_OTHER_INLINE = 500
 #: The per-image table written beside ``report.html``.
 IMAGES_TABLE = "images.parquet"
 #: Its columns, in order (``label`` / ``prediction`` empty without labels, ``holds`` empty without Γ).
@@ -163,26 +165,33 @@ def browse_view(run, idx, sentence, anchor, short, choices=None, n_groups=1):
     }
 
 
-def browse_thumbs(run, sections, thumbs, limit=None):
+def browse_thumbs(run, sections, thumbs, limit=None, other_limit=None):
     """Thumbnails of the images the page's browsers list, each once: JSON ``{index: data URI}``.
 
-    Images are taken group by group, in the order the page shows them, up to ``limit`` (default
-    `BROWSE_MAX_INLINE`).
+    The groups' images are taken group by group, in the order the page shows them, up to ``limit`` (default
+    `BROWSE_MAX_INLINE`); then the images of each section's other sets (`lbee.reports.other_images`), up to
+    ``other_limit`` more (default `BROWSE_OTHER_INLINE`). A tile with no inlined thumbnail shows its image from its
+    link when it has one.
     """
-    limit = BROWSE_MAX_INLINE if limit is None else limit
+    caps = (
+        ("clusters", BROWSE_MAX_INLINE if limit is None else limit),
+        ("others", BROWSE_OTHER_INLINE if other_limit is None else other_limit),
+    )
     out = {}
     if run.thumbnail_sources is None or thumbs is None:
         return "{}"
-    for sec in sections:
-        for c in sec["clusters"]:
-            for j in c.get("member_order", []):
-                if j in out:
-                    continue
-                if len(out) >= limit:
-                    return _script_json(out)
-                uri = thumbs.data_uri(run.thumbnail_sources[j])
-                if uri is not None:
-                    out[j] = uri
+    for part, cap in caps:
+        wanted = (j for sec in sections for c in sec.get(part, ()) for j in c.get("member_order", []))
+        taken = 0
+        for j in wanted:
+            if taken >= cap:
+                break
+            if j in out:
+                continue
+            uri = thumbs.data_uri(run.thumbnail_sources[j])
+            if uri is not None:
+                out[j] = uri
+                taken += 1
     return _script_json(out)
 
 

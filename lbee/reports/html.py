@@ -161,8 +161,10 @@ def render_report(
         _pyplot()
         sweep = _png_uri(sweep_figure(run.sweep))
     from ..run.text import confirmed_statements_lines
+    from .other_images import OTHER_MAX_ROWS, OTHER_SETS, other_views
 
-    n_page = sum(len(next(iter(exps.values())).hard_clusters) for exps in run.explanations.values())
+    # every browser on the page shares its budget: each group's, and each slicer's sets of other images
+    n_page = sum(len(next(iter(exps.values())).hard_clusters) + len(OTHER_SETS) for exps in run.explanations.values())
     sections = [
         {
             "slicer": s,
@@ -172,6 +174,7 @@ def render_report(
             ),
             # every confirmed statement, strongest first, each beyond the stronger ones (the terminal's list)
             "statements": confirmed_statements_lines(run.confirmations.get(s), every=True),
+            "others": other_views(run, s, exps, short, slug(s), page_groups=n_page),
         }
         for s, exps in run.explanations.items()
     ]
@@ -229,6 +232,7 @@ def render_report(
             lead=first_method(run.explanations[primary])[0],  # the describer the terminal says to read first
             phi_help=PHI_HELP,
             browse_thumbs=browse_thumbs_json,
+            other_max=OTHER_MAX_ROWS,
             vega_js=vega_bundle(cache_dir) if (chart or plane or sections) else None,
         )
     )

@@ -1,0 +1,103 @@
+"""The images outside every hypothesis, browsable in the report as a hard group's images are.
+
+A report's groups hold only the hard images its hypotheses kept. The others are
+shown in up to four browsers at the end of each slicer's section, so that every
+image of a run can be looked at: the hard images in no hypothesis (errors lbee
+could not describe), the easy images, the images in neither split (the middling
+confidences the split leaves out) and, when the run confirmed its statements, the
+held-out images they were tested on. Each lists at most `OTHER_MAX_ROWS` images,
+the least confident first; every image is in ``images.parquet`` (``lbee export
+spotlight`` opens it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .browse import browse_view
+
+#: Most images one of these browsers lists (the least confident first), so that a large run's page stays a few MB.
+OTHER_MAX_ROWS = 2000
+
+#: The sets, in the order the page shows them: (key, heading, what the set is).
+OTHER_SETS = (
+    (
+        "unassigned",
+        "hard images in no hypothesis",
+        "Hard by the split, but in no group: the merging keeps in a hypothesis only the images its description picks "
+        "out. Errors here are failures lbee did not describe.",
+    ),
+    ("easy", "easy images", "The images the model is surest of: each hard group is compared with its closest one."),
+    (
+        "neutral",
+        "images in neither split",
+        "Neither hard nor easy: the middling confidences the split leaves out of the comparison.",
+    ),
+    (
+        "held-out",
+        "held-out images",
+        "Set aside before the search (stratified by hard / easy, seeded): the images the statements were confirmed "
+        "on. No group is formed from them.",
+    ),
+)
+
+
+def other_views(run, slicer, exps, short, anchor, page_groups=1):
+    """The report's browsers of the images in no hard group of ``slicer``: one dict per non-empty set.
+
+    Parameters
+    ----------
+    run : lbee.reports.page.ReportRun
+    slicer : str
+    exps : dict of str to Explanation
+        The slicer's explanations (the first one's split is used: they share it).
+    short : list of str
+        Short image names, one per image of the run.
+    anchor : str
+        The slicer's part of the browsers' element ids (`lbee.reports.page.slug`).
+    page_groups : int, default=1
+        Browsers on the whole page (they share its budget of offered sentences, `lbee.reports.browse`).
+
+    Returns
+    -------
+    list of dict
+        ``key``, ``title``, ``note``, ``n`` (images in the set), ``listed`` (how many the browser holds),
+        ``anchor``, ``member_order`` (indices, least confident first) and ``browse`` (`browse_view`).
+    """
+    first = next(iter(exps.values()))
+    n = len(run.image_ids)
+    split, group = first.split_and_group(n)
+    held = np.zeros(n, dtype=bool)
+    listed_held = (run.confirmations.get(slicer) or {}).get("held_out") or []
+    held[np.asarray(listed_held, dtype=np.int64)] = True
+    members = {
+        "unassigned": (split == "hard") & (group < 0),
+        "easy": split == "easy",
+        "neutral": (split == "neutral") & ~held,
+        "held-out": held,
+    }
+    views = []
+    for key, title, note in OTHER_SETS:
+        idx = np.flatnonzero(members[key])
+        if not idx.size:
+            continue
+        order = idx[np.argsort(run.confidence[idx], kind="stable")][:OTHER_MAX_ROWS]
+        browse = browse_view(run, order, None, f"g-{anchor}-{key}", short, n_groups=page_groups)
+        browse["what"] = (
+            (f"all {idx.size:,} {title}" if idx.size > 1 else f"the 1 {title.replace('images', 'image', 1)}")
+            if order.size == idx.size
+            else f"the {order.size:,} least confident of the {idx.size:,} {title}"
+        )
+        views.append(
+            {
+                "key": key,
+                "title": f"{idx.size:,} {title}",
+                "note": note,
+                "n": int(idx.size),
+                "listed": int(order.size),
+                "anchor": f"g-{anchor}-{key}",
+                "member_order": order.tolist(),
+                "browse": browse,
+            }
+        )
+    return views
