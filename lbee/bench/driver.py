@@ -310,7 +310,7 @@ def summarize(records):
             rows.append({"metric": label, "method": meth, "mean": m, "ci95": h, "n": n})
     conf = [r["confirmation"] for r in ok if r.get("confirmation")]
     for what, label in (("blindspots", "blindspots' hypotheses"), ("others", "hypotheses matching no blindspot")):
-        for rule, said in (("", ""), ("_at_q", ", q <= 0.05 alone (issue 33's definition)")):
+        for rule, said in (("", ""), ("_at_q", ", q <= 0.05 alone (no effect asked)")):
             m, h, n = mean_ci(
                 [c[f"{what}_confirmed{rule}"] / c[what] for c in conf if c[what] and f"{what}_confirmed{rule}" in c]
             )

@@ -9,7 +9,7 @@ Scores, per planted failure and describer, from the **first sentence of the hypo
 most** (Jaccard of images): its literals against the failure's (canonical conditions: a presence an attribute
 implies is left out) give literal precision, recall, F1 and exact match. Per world, the hypotheses against the
 failures' images give DR / FDR (`lbee.core.metrics`) at SpotCheck's λ_p = λ_r = 0.8 ("strict") and, beside
-it, a loose variant (λ_p = 50 %, λ_r = 25 %, issue 31's) that the finer grammars need: a failure's images the
+it, a loose variant (λ_p = 50 %, λ_r = 25 %) that the finer grammars need: a failure's images the
 model gets right (10 %) are in no hard group.
 
 Development worlds use seeds from 0, held-out test worlds seeds from `TEST_FIRST_SEED`: a change to a

@@ -36,7 +36,7 @@ def rank_groups(hard_clusters, statements, regions, leading, tests, plan, perfor
     rows : ndarray of int
         The held-out images counted.
     flag : {'confirmed', 'significant'}
-        Which statements count as confirmed: the run's rule, or significance alone (issue 33's definition).
+        Which statements count as confirmed: the run's rule, or significance alone (q ≤ 0.05, no effect asked).
 
     Returns
     -------
