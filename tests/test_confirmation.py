@@ -369,6 +369,40 @@ def test_a_statement_that_restates_the_groups_above_is_not_confirmed():
     assert out[3]["groups_above"] == [0, 2]  # a restatement is not above anything
 
 
+def test_a_broader_statement_leads_when_the_narrower_ones_condition_does_not_matter():
+    """A thirteenth user's confirmed list put 'a red blob and a grey sky' (the failure and a condition that goes
+    with it, failing by chance a little more often) above 'a red blob' (the failure), which was said only to add
+    the rest. The broader statement now leads and the narrower one goes with it; a broad statement that holds
+    other images failing less often ('an image', below) stays below the failure's own."""
+    from lbee.run.confirm_rank import beyond_the_groups_above, broader_first
+
+    rng = np.random.default_rng(1)
+    n = 4000
+    blob = np.zeros(n, bool)
+    blob[:400] = True  # the failure
+    grey = blob & (rng.random(n) < 0.6) | (~blob & (rng.random(n) < 0.2))  # goes with it
+    failed = ~blob & (rng.random(n) < 0.03)
+    for part, rate in ((blob & grey, 0.88), (blob & ~grey, 0.84)):  # the narrower one a little more often, by chance
+        idx = np.flatnonzero(part)
+        failed[idx[: round(rate * idx.size)]] = True
+    wide = blob | (rng.random(n) < 0.5)  # the failure and half of the rest
+    regions = np.stack([blob & grey, blob, wide], axis=1)
+    statements = [{"confirmed": True}] * 3
+    rows = np.arange(n)
+    assert failed[blob & grey].mean() > failed[blob].mean()  # ranked by precision, the narrower one first
+    order = broader_first([0, 1, 2], statements, regions, failed, rows)
+    assert order == [1, 0, 2]
+    out = beyond_the_groups_above([[0, 1, 2][k] for k in order], statements, regions, failed, rows)
+    assert out[0] is None and out[1]["confirmed"] is False  # 'a red blob and a grey sky' goes with 'a red blob'
+    # a narrower statement whose condition matters (its extra images fail far less often) keeps its place
+    half = blob & (np.arange(n) < 200)
+    failed2 = failed.copy()
+    failed2[blob & ~half] = False
+    assert broader_first([0, 1], statements, np.stack([half, blob], axis=1), failed2, rows) == [0, 1]
+    # an unconfirmed or missing statement is never moved
+    assert broader_first([0, None, 1], [{"confirmed": True}, {"confirmed": False}], regions, failed, rows) == [0, 1, 2]
+
+
 def test_the_demo_confirms_each_blindspot_once(demo_run):
     import html
     import json

@@ -27,7 +27,7 @@ from ..core.confirmation import (
     region_test,
     split_strata,
 )
-from .confirm_rank import beyond_the_groups_above, rank_groups
+from .confirm_rank import beyond_the_groups_above, broader_first, rank_groups
 
 
 @dataclass
@@ -248,6 +248,7 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
         ranked = sorted(
             (j for j, st in enumerate(statements) if st["confirmed"]), key=lambda j: rank_key(statements[j])
         )
+        ranked = [ranked[k] for k in broader_first(ranked, statements, regions, plan.failed, rows)]
         for j, b in zip(ranked, beyond_the_groups_above(ranked, statements, regions, plan.failed, rows)):
             if b is not None:
                 statements[j]["beyond"] = {**b, "above": [ranked[k] for k in b.pop("groups_above")]}
