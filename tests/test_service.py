@@ -1016,9 +1016,32 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     assert 'id="pair"' in page and "selected>" in page.split('id="pair"')[1].split("</select>")[0]
     bad = client.get(f"/v1/runs/{run['id']}/groups/0/images", params={"pair": "cat → nope"}, headers=read)
     assert bad.status_code == 422 and "label → prediction" in bad.text
-    # tenth sweep S3: a run whose stored files lbee's reader refuses said so with the output folder's absolute path
+    # sweep 25: integers in ASCII digits only ('1_0' was page 10), a sort not echoed whole
+    assert client.get(f"/v1/runs/{run['id']}/groups/0/images?page=1_0", headers=read).status_code == 422
+    assert client.get(f"/v1/runs/{run['id']}/groups/0/images?page=%EF%BC%91", headers=read).status_code == 422
+    long_sort = client.get(f"/v1/runs/{run['id']}/groups/0/images", params={"sort": "A" * 20_000}, headers=read)
+    assert long_sort.status_code == 422 and len(long_sort.text) < 2000
     folder = settings.output / run["folder"] if "folder" in run else None
     stored = next((settings.output / "jobs").rglob("images.parquet")) if folder is None else folder / "images.parquet"
+    # sweep 25 S1: a run file linked out of the run's folder was opened, and its keys quoted in the 404
+    expl = stored.parent / "explanation.json"
+    kept = expl.read_bytes()
+    secret = data_root[0].parent / "secret.json"
+    secret.write_text('{"methods": {"TOPSECRET_METHOD": 1}}')
+    expl.unlink()
+    expl.symlink_to(secret)
+    r = client.get(f"/v1/runs/{run['id']}/groups/0/images", headers=read)
+    assert r.status_code == 404 and "TOPSECRET" not in r.text and "leads out of the run's folder" in r.text
+    expl.unlink()
+    # sweep 25 SW1: an edited explanation.json was served as genuine (and the client's confirmed() read it)
+    payload = json.loads(kept)
+    payload["params"]["k"] = 99
+    expl.write_text(json.dumps(payload))
+    r = client.get(f"/v1/jobs/{job_id}/explanation", headers=read)
+    assert r.status_code == 409 and "content_sha256" in r.text and str(settings.output) not in r.text
+    expl.write_bytes(kept)
+    assert client.get(f"/v1/jobs/{job_id}/explanation", headers=read).status_code == 200
+    # tenth sweep S3: a run whose stored files lbee's reader refuses said so with the output folder's absolute path
     (stored.parent / "explanation.json").write_text("{}")
     stored.unlink()
     for url in (f"/v1/runs/{run['id']}/groups/0/images", f"/v1/compare?a={run['id']}&b={run['id']}"):

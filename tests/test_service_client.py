@@ -229,7 +229,8 @@ def test_the_client_lists_a_run_s_confirmed_statements(demo_run):
         def explanation(self, job_id, model=None):
             return explanation
 
-    assert Fake().confirmed("j1") == listed and confirmed_statements({"confirmation": {"status": "off"}}) == []
+    assert Fake().confirmed("j1") == listed
+    assert confirmed_statements({"confirmation": {"status": "off", "fraction": 0.0}}) == []
 
 
 @pytest.mark.parametrize(
@@ -244,5 +245,5 @@ def test_a_confirmation_block_lbee_did_not_write_is_said(confirmation):
     """A tampered or foreign answer ends in a clear ValueError, not an IndexError from the client."""
     from lbee.service.client import confirmed_statements
 
-    with pytest.raises(ValueError, match="not one lbee writes"):
-        confirmed_statements({"confirmation": confirmation})
+    with pytest.raises(ValueError, match="not one lbee writes|the file lbee wrote: an edit is refused"):
+        confirmed_statements({"confirmation": {"status": "done", "fraction": 0.3, **confirmation}})

@@ -110,7 +110,7 @@ def test_two_models_of_one_name_and_blank_names_are_refused(tmp_path):
 def test_a_weights_file_error_carries_no_terminal_escape_and_no_unsafe_advice(tmp_path):
     """Lower 1: a job model's weights: error quoted torch's first line, raw ESC bytes and 'This file can still be
     loaded' included."""
-    from lbee.scoring.classifier import load_error_line
+    from lbee.scoring.torch_files import load_error_line
 
     said = load_error_line(RuntimeError("Weights only load failed. This file can still be loaded, \x1b[1mdo\x1b[0m"))
     assert said == "not a plain state dict of tensors"

@@ -111,7 +111,7 @@ def test_sweep24_regnet_heads_parquet_bombs_attribute_labels_and_row_contents(tm
     import torch
 
     from lbee.io.row_ids import check_row_ids
-    from lbee.reports.browse import stored_images_table
+    from lbee.reports.stored_table import stored_images_table
     from lbee.rival10._dataset import _read_attr_labels
     from lbee.scoring.classifier import MAX_HEAD_WIDTH, _torchvision_size, load_classifier
 

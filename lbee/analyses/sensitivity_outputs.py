@@ -77,27 +77,51 @@ def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=No
         table = table[np.isclose(table["sigma"].astype(float), float(sigma))]
         if table.empty:
             raise ValueError(f"{source} has no row with sigma={sigma}.")
-    values = pd.to_numeric(table[column], errors="coerce")
-    per_image = values.groupby(table["image"].astype(str)).mean()  # NaN-skipping mean over σ
-    by_name = {Path(k).name: v for k, v in per_image.items()}
-    out = np.empty(len(image_ids), dtype=float)
-    missing = []
-    for j, iid in enumerate(image_ids):
-        iid = str(iid)
-        if iid in per_image.index:
-            v = per_image[iid]
-        elif Path(iid).name in by_name:
-            v = by_name[Path(iid).name]
-        else:
-            missing.append(iid)
-            continue
-        out[j] = 0.0 if not np.isfinite(v) else float(v)
+    per_image = _per_image(table, column, source, by_sigma=kind == "irfs" and "sigma" in table.columns)
+    from ..io.matching import match_table_rows, report_unmatched
+
+    # the one matching rule of every user table: exact, else by the path's tail; an id that fits two images is
+    # refused (by file name alone, 'a/x.png' and 'b/x.png' both fitted, and the last row won: sweep 25)
+    rows, unmatched = match_table_rows(list(per_image.index), [str(i) for i in image_ids], source=source)
+    missing = [str(image_ids[j]) for j in np.flatnonzero(rows < 0)]
     if missing:
         raise ValueError(
             f"{source} has no row for {len(missing)} of the {len(image_ids)} images, "
             f"e.g. {missing[0]!r}; run `lbee sensitivity` on the same images."
         )
-    return out
+    report_unmatched(len(unmatched), len(per_image), what="image of the run", source=source, examples=unmatched)
+    values = per_image.to_numpy(dtype=float)[rows]
+    return np.where(np.isfinite(values), values, 0.0)  # no σ with a defined iRFS: no measured preference
+
+
+def _per_image(table, column, source, *, by_sigma):
+    """Each image's mean of ``column`` over its rows (blank cells left out), every cell checked as a number.
+
+    Blank is the one missing value (`lbee sensitivity` leaves iRFS blank where it is undefined); any other cell
+    must be a finite number in ASCII digits, and an image (at one σ) has one row.
+    """
+    import pandas as pd
+
+    from ..io.table_reader import check_no_missing, float_column, row_labels
+
+    check_no_missing(table, "image", source)
+    ids = [str(v).strip() for v in table["image"].tolist()]
+    keys = list(zip(ids, table["sigma"].astype(str))) if by_sigma else ids
+    seen = {}
+    for r, key in enumerate(keys):
+        if key in seen:
+            a, b = row_labels(table, [seen[key], r])
+            at = f" at sigma {key[1]}" if by_sigma else ""
+            raise ValueError(
+                f"{source}: the image {ids[r]!r}{at} has two rows, {a} and {b}; expected one (lbee sensitivity "
+                "writes one row per image and σ)."
+            )
+        seen[key] = r
+    blank = table[column].isna().to_numpy() | np.array([isinstance(v, str) and not v.strip() for v in table[column]])
+    values = np.full(len(table), np.nan)
+    if (~blank).any():
+        values[~blank] = float_column(table[~blank], column, source)
+    return pd.Series(values).groupby(pd.Series(ids), sort=False).mean()
 
 
 # --------------------------------------------------------------------------- outputs

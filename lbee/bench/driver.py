@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io.cache import atomic_write_bytes
+from ..io.confinement import MAX_CONFIG_BYTES, read_text_file
 
 
 def mean_ci(values):
@@ -66,11 +67,13 @@ def run_benchmark(
     seeds = range(first_seed, first_seed + n_ecs)
     for seed in progress(seeds) if progress else seeds:
         path = out / "ecs" / f"ec_{seed:04d}.json"
-        if path.exists():
-            try:
-                old = json.loads(path.read_text())
+        if path.exists() or path.is_symlink():
+            try:  # checked as every file lbee reads: a FIFO blocked, a link to /dev/zero took 6 GB (sweep 25)
+                old = json.loads(read_text_file(path, "Bench record", limit=MAX_CONFIG_BYTES))
             except json.JSONDecodeError:
                 old = None  # a damaged record is recomputed
+            except (ValueError, OSError) as exc:
+                raise ValueError(f"{exc} Remove it to have EC {seed} computed again, or use another --out.") from None
             if not _complete(old):
                 if log:
                     log(f"{str(path)!r} is damaged or incomplete; EC {seed} is recomputed")
@@ -203,8 +206,8 @@ def load_world(worlds, seed, generation, *, gate=None, log=None):
     if not (folder / WORLD_FILE).is_file():
         return None
     try:
-        kept = json.loads((folder / WORLD_FILE).read_text())
-        if kept.get("generation") != generation:
+        kept = json.loads(read_text_file(folder / WORLD_FILE, "Kept world's record", limit=MAX_CONFIG_BYTES))
+        if not isinstance(kept, dict) or kept.get("generation") != generation:
             if log:
                 log(f"{str(folder)!r} was generated with other settings; EC {seed} is generated again")
             return None
@@ -220,7 +223,7 @@ def load_world(worlds, seed, generation, *, gate=None, log=None):
                 return None
             ec.verification.update(verification)
         return ec
-    except (json.JSONDecodeError, CorruptECError, OSError) as exc:
+    except (json.JSONDecodeError, CorruptECError, OSError, ValueError) as exc:
         if log:
             log(f"{str(folder)!r} cannot be read ({exc}); EC {seed} is generated again")
         return None

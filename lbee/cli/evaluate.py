@@ -158,20 +158,17 @@ def _default_target(folder):
 
 def _check_assignments_digest(payload, assignments, assign):
     """Refuse an ``assignments.parquet`` whose values differ from those its run recorded (ω is read from it)."""
-    from ..run.outputs import assignments_digest
+    from ..run.outputs import check_assignments_digest
 
-    recorded = payload.get("assignments_sha256")
-    if recorded is None:  # an older file (or one downgraded to an older format): say what is not checked
+    try:
+        checked = check_assignments_digest(payload, assignments, assign)
+    except ValueError as exc:
+        raise ValueError(f"{exc} Give ω explicitly with --performance, or run again.") from None
+    if not checked:  # an older file (or one downgraded to an older format): say what is not checked
         click.echo(
             f"Warning: {assign.name} is not checked: the explanation records no digest of it (an older lbee wrote "
             "it); its ω is taken as it is.",
             err=True,
-        )
-    elif assignments_digest(assignments) != recorded:
-        raise ValueError(
-            f"{assign}: its values (split, group, confidence, ω) differ from the ones its run recorded "
-            "(explanation.json's assignments_sha256): the file was edited or belongs to another run. Give ω "
-            "explicitly with --performance, or run again."
         )
 
 

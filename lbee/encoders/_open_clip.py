@@ -94,7 +94,7 @@ class OpenCLIPEncoder(Encoder):
         except EncoderLoadError:
             raise
         except Exception as exc:  # download / hub failures surface as many exception types
-            from ..scoring.classifier import load_error_line
+            from ..scoring.torch_files import load_error_line
 
             if local:  # the user's own file: no word of downloads and caches
                 raise EncoderLoadError(
@@ -180,7 +180,7 @@ def _checkpoint(path, model):
         except (OSError, ValueError) as exc:  # a folder, a FIFO, a link out of the root, unreadable
             raise EncoderLoadError(str(exc)) from None
         if not str(path).endswith(".safetensors"):  # torch.load reads it: a deflated archive inflates unbounded
-            from ..scoring.classifier import check_stored_zip
+            from ..scoring.torch_files import check_stored_zip
 
             try:
                 check_stored_zip(src, "Checkpoint file", name=path)

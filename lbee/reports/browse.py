@@ -116,14 +116,14 @@ BROWSE_MAX_FLAGS = 200_000
 BROWSE_PAGE_CHOICES, BROWSE_PAGE_FLAGS = 10_000, 2_000_000
 
 
-def browse_view(run, idx, sentence, anchor, short, choices=None, n_groups=1):
+def browse_view(run, idx, sentence, anchor, short, choices=None, n_groups=1, own_label="the group’s sentences"):
     """What one group's browser needs: the rows as JSON, its element ids, the page size and sort orders.
 
     ``choices``: the group's sentences (indices, ``sentence`` first). With Γ, a reader can check the group's images
     against each of them and against every other sentence that holds for one of its images (the most frequent
     first, up to `BROWSE_MAX_CHOICES` and `BROWSE_MAX_FLAGS`, and a ``n_groups``-th of the page's
     `BROWSE_PAGE_CHOICES` and `BROWSE_PAGE_FLAGS`); each row then carries ``h``, a string of '0' / '1' per choice:
-    Γ of the image for each.
+    Γ of the image for each. ``own_label`` names ``choices`` in the picker.
     """
     rows = member_rows(run, idx, sentence, short)
     listed = []
@@ -151,7 +151,7 @@ def browse_view(run, idx, sentence, anchor, short, choices=None, n_groups=1):
         "choices": listed,
         "choice_groups": [
             {"label": label, "options": [c for c in listed if c["own"] == own]}
-            for own, label in ((True, "the group’s sentences"), (False, "other sentences true of some of its images"))
+            for own, label in ((True, own_label), (False, "other sentences true of some of its images"))
             if any(c["own"] == own for c in listed)
         ],
         "id": f"browse-{anchor}",
@@ -261,154 +261,13 @@ def write_images_table(run, out_dir):
     import io
 
     from ..io.cache import atomic_write_bytes
+    from ..run.outputs import record_in_explanation, table_digest
 
     buf = io.BytesIO()
-    images_table(run).to_parquet(buf, index=False)
+    table = images_table(run)
+    table.to_parquet(buf, index=False)
     path = Path(out_dir) / IMAGES_TABLE
     atomic_write_bytes(path, buf.getvalue())
+    # its digest in the run's explanation: an edited label, prediction or path is refused on reading (sweep 25)
+    record_in_explanation(out_dir, "images_sha256", table_digest(table, IMAGE_COLUMNS))
     return path
-
-
-def stored_images_table(run_dir):
-    """The per-image table of a stored run folder.
-
-    `IMAGES_TABLE` when the run wrote one (with its report); otherwise built from ``explanation.json``
-    and ``assignments.parquet`` (``lbee describe`` without ``--html``: no labels, predictions or Γ).
-    Either way the table must agree with ``explanation.json`` when the folder holds it: the same images in the
-    same order, each in its split and group (an edited or another run's table is refused, naming the first
-    differing row), and ``assignments.parquet`` is matched by image id, never by row position.
-
-    Raises
-    ------
-    ValueError
-        The folder holds neither, a file is not a regular file, or the files disagree.
-    """
-    import pandas as pd
-
-    run_dir = Path(run_dir)
-    images_path, expl_path, assign_path = (
-        run_dir / n for n in (IMAGES_TABLE, "explanation.json", "assignments.parquet")
-    )
-    for path in (images_path, expl_path, assign_path):
-        if (path.exists() or path.is_symlink()) and not path.is_file():  # a FIFO would block, a folder is no table
-            raise ValueError(f"{str(path)!r} is not a regular file; expected the file lbee wrote there.")
-    if not expl_path.is_file() and not images_path.is_file():
-        if (run_dir / "per_class.json").is_file():  # a per-class run: an image can be in two classes' groups
-            raise ValueError(
-                f"{str(run_dir)!r} holds a per-class run (per_class.json), which has no per-image table: an image "
-                "can be in the groups of two classes. Export or browse a whole-dataset run (lbee describe without "
-                "--per-class)."
-            )
-        raise ValueError(
-            f"{str(run_dir)!r} holds neither {IMAGES_TABLE} nor explanation.json; expected the output folder of "
-            "`lbee describe --out FOLDER`, `lbee report` or `lbee demo`."
-        )
-    truth = None
-    if expl_path.is_file():
-        from ..run.pipeline import load_explanations
-
-        exps, payload = load_explanations(expl_path)
-        first = _lead(exps)
-        ids = [str(i) for i in payload.get("images") or []]
-        split, group = first.split_and_group(len(ids))
-        truth = (ids, split.astype(str), group, first, payload.get("sentences") or [])
-        older = next(iter(exps.values()))  # a table written before it followed the describer read first
-    if images_path.is_file():
-        try:
-            from ..io.table_header import refuse_parquet_bomb  # the run folder is the user's (sweep 24: 2.8 GB)
-
-            refuse_parquet_bomb(images_path, "Per-image table")
-            table = pd.read_parquet(images_path)
-        except Exception as exc:  # a damaged or foreign file: one clean line
-            raise ValueError(f"Cannot read {str(images_path)!r}: {exc}") from None
-        missing = [c for c in IMAGE_COLUMNS if c not in table.columns]
-        if missing:
-            raise ValueError(
-                f"{str(images_path)!r} has no column(s) {', '.join(missing)}; expected "
-                f"{', '.join(IMAGE_COLUMNS)} (written by lbee with report.html)."
-            )
-        if truth is not None:
-            ids, split, group, first, texts = truth
-            _check_rows(
-                images_path,
-                "explanation.json",
-                [(str(a), str(b), int(c)) for a, b, c in zip(table["image"], table["split"], table["group"])],
-                list(zip(ids, split.tolist(), group.tolist())),
-            )
-            said = _top_sentences(first, texts, len(ids))  # each hard image's group sentence, as the run chose it
-            hard = np.flatnonzero((split == "hard") & (group >= 0))  # hard images in no hypothesis have no sentence
-            written = table["sentence"].iloc[hard].tolist()
-            if written != _top_sentences(older, texts, len(ids))[hard].tolist():
-                _check_rows(images_path, "explanation.json", written, said[hard].tolist())
-        if assign_path.is_file():  # φ and ω as the run wrote them
-            assign = _read_assignments(assign_path)
-            _check_rows(images_path, "assignments.parquet", table["image"].astype(str).tolist(), assign[0])
-            for column, values in zip(("confidence", "performance"), assign[1:]):
-                got = table[column].to_numpy(np.float64)
-                if not np.allclose(got, values, equal_nan=True):
-                    r = int(np.flatnonzero(~np.isclose(got, values, equal_nan=True))[0])
-                    raise ValueError(
-                        f"{str(images_path)!r} row {r + 1}: {column} {got[r]!r} where assignments.parquet has "
-                        f"{values[r]!r}; expected the files of one run (edited, or from another run)."
-                    )
-        return table
-    ids, split, group, first, texts = truth
-    n = len(ids)
-    sentence = _top_sentences(first, texts, n)
-    conf = perf = np.full(n, np.nan)
-    if assign_path.is_file():
-        assigned, conf, perf = _read_assignments(assign_path)
-        _check_rows(assign_path, "explanation.json", assigned, ids)
-    return pd.DataFrame(
-        {
-            "image": ids,
-            "path": ids,
-            "split": split.astype(str),
-            "group": group,
-            "sentence": sentence,
-            "holds": pd.array([None] * n, dtype="boolean"),
-            "confidence": conf,
-            "performance": perf,
-            "label": [None] * n,
-            "prediction": [None] * n,
-        },
-        columns=list(IMAGE_COLUMNS),
-    )
-
-
-def _top_sentences(first, texts, n):
-    """Per image, the first sentence of its hard group (None for the others), as `images_table` records it."""
-    sentence = np.full(n, None, dtype=object)
-    for c in first.hard_clusters:
-        if len(c.sentences) and int(c.sentences[0]) < len(texts):
-            sentence[c.indices] = texts[int(c.sentences[0])]
-    return sentence
-
-
-def _read_assignments(path):
-    """(image ids, φ, ω) of a run's ``assignments.parquet``."""
-    import pandas as pd
-
-    try:
-        from ..io.table_header import refuse_parquet_bomb
-
-        refuse_parquet_bomb(path, "Assignments table")
-        assign = pd.read_parquet(path, columns=["image", "confidence", "performance"])
-    except Exception as exc:
-        raise ValueError(f"Cannot read {str(path)!r}: {exc}") from None
-    ids = [str(i) for i in assign["image"]]
-    return ids, assign["confidence"].to_numpy(np.float64), assign["performance"].to_numpy(np.float64)
-
-
-def _check_rows(path, against, rows, expected):
-    """Refuse ``path`` whose rows (image, or (image, split, group)) differ from ``against``'s, naming the first."""
-    if len(rows) != len(expected):
-        raise ValueError(
-            f"{str(path)!r} holds {len(rows)} images and {against} {len(expected)}; expected the files of one run."
-        )
-    for i, (got, want) in enumerate(zip(rows, expected)):
-        if got != want:
-            raise ValueError(
-                f"{str(path)!r} row {i + 1} is {got!r} where {against} has {want!r}; expected the files of one run "
-                "(edited, or from another run)."
-            )

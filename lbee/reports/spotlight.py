@@ -1,7 +1,7 @@
 """A run opened in Renumics Spotlight: one row per image with its hypothesis, sentence, split and confidence.
 
 ``lbee export spotlight RUN_DIR`` writes ``RUN_DIR/spotlight.parquet`` from the
-run's per-image table (`lbee.reports.browse.stored_images_table`), with
+run's per-image table (`lbee.reports.stored_table.stored_images_table`), with
 ``image`` the absolute path of each image file, and prints the ``spotlight``
 command that opens it. Writing the file needs no Spotlight; ``--open`` starts
 Spotlight in this Python (``pip install "lbee[spotlight]"``).
@@ -76,11 +76,11 @@ def spotlight_table(run_dir):
     Raises
     ------
     ValueError
-        The folder holds no run (`lbee.reports.browse.stored_images_table`).
+        The folder holds no run (`lbee.reports.stored_table.stored_images_table`).
     """
     import pandas as pd
 
-    from .browse import stored_images_table
+    from .stored_table import stored_images_table
 
     run_dir = Path(run_dir).resolve()
     table = stored_images_table(run_dir)
@@ -157,7 +157,7 @@ def run_embeddings(run_dir, table, cache_dir=None):
         return None, "the run does not record the encoder its embeddings came from"
     identity = {k: v for k, v in identity.items() if k != "caveat"}  # a note on the run, not part of the cache key
     files = table["image"].tolist()
-    if any(f is None for f in files):
+    if any(not isinstance(f, str) for f in files):  # None, or NaN once pandas stored a None among paths (sweep 25)
         return None, "some image files are missing"
     import os
 

@@ -150,12 +150,36 @@ def assignments_digest(table):
     ``lbee evaluate`` reads ω from that file by default: an edited ω (inverted, say) would change every metric in
     silence. Floats are digested as float64 bytes, text as UTF-8, so the digest does not depend on parquet's layout.
     """
+    return table_digest(table, DIGESTED_COLUMNS)
+
+
+def check_assignments_digest(payload, table, path):
+    """Refuse an ``assignments.parquet`` whose values differ from those its run recorded; False when none was.
+
+    Raises
+    ------
+    ValueError
+        Naming the file: it was edited, or belongs to another run.
+    """
+    recorded = payload.get("assignments_sha256")
+    if recorded is None:  # an older file (or one downgraded to an older format)
+        return False
+    if assignments_digest(table) != recorded:
+        raise ValueError(
+            f"{str(path)!r}: its values (split, group, confidence, ω) differ from the ones its run recorded "
+            "(explanation.json's assignments_sha256): the file was edited or belongs to another run."
+        )
+    return True
+
+
+def table_digest(table, columns):
+    """sha256 of a table's values in ``columns`` (those it has), independent of the file's layout: a hex string."""
     import hashlib
 
     import numpy as np
 
     h = hashlib.sha256()
-    for column in DIGESTED_COLUMNS:
+    for column in columns:
         if column not in table.columns:
             continue
         values = table[column]
@@ -165,3 +189,23 @@ def assignments_digest(table):
         else:
             h.update("\0".join(map(str, values)).encode("utf-8", "surrogatepass"))
     return h.hexdigest()
+
+
+def record_in_explanation(out_dir, key, value):
+    """Add ``key: value`` to the ``explanation.json`` of ``out_dir`` (if it holds one), its content digest renewed.
+
+    A file written beside the explanation after it (the report's ``images.parquet``) is recorded there by its
+    digest, so that an edit of it is refused on reading as an edit of the explanation is.
+    """
+    import json
+
+    from ..core.explanation_payload import content_digest
+    from ..io.cache import atomic_write_bytes
+
+    path = Path(out_dir) / "explanation.json"
+    if not path.is_file():
+        return
+    payload = json.loads(path.read_bytes())
+    payload[key] = value
+    payload["content_sha256"] = content_digest(payload)
+    atomic_write_bytes(path, json.dumps(payload, separators=(",", ":")).encode())

@@ -21,9 +21,12 @@ def load_explanations(path):
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # nested 100k deep
         raise ValueError(f"Cannot read explanation file {str(path)!r}: {exc}") from None
     exps = validate_explanation_payload(payload, source=str(path))
+    from .confirmation_record import check_confirmation_record
+
+    first = next(iter(exps.values()), None)
+    check_confirmation_record(payload, f"Explanation file {str(path)!r}", first and len(first.hard_clusters))
     unassigned = _unassigned_of(payload, path)
     if unassigned is not None and exps:  # each image in one place: not twice, not also in a cluster
-        first = next(iter(exps.values()))
         placed = [np.asarray(c.indices) for c in (*first.hard_clusters, *first.easy_clusters)]
         if len(np.unique(unassigned)) != len(unassigned) or (
             placed and np.isin(unassigned, np.concatenate(placed)).any()
@@ -31,6 +34,14 @@ def load_explanations(path):
             raise ValueError(
                 f"Explanation file {str(path)!r}: 'unassigned_hard' repeats an image or names one of a cluster; "
                 "expected the file lbee wrote."
+            )
+    held = (payload.get("confirmation") or {}).get("held_out")
+    if held and exps:  # the held-out images are set aside before the search: in no cluster, hard in no hypothesis
+        placed = [np.asarray(c.indices) for c in (*first.hard_clusters, *first.easy_clusters)]
+        if np.isin(held, np.concatenate([*placed, unassigned if unassigned is not None else []])).any():
+            raise ValueError(
+                f"Explanation file {str(path)!r}: 'confirmation.held_out' names an image of a cluster or of "
+                "'unassigned_hard'; expected the file lbee wrote (held-out images are in no group)."
             )
     for e in exps.values():
         e.unassigned = unassigned

@@ -15,54 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def check_stored_zip(path, what="`weights`", name=None):
-    """Refuse a torch zip archive with compressed entries, or a sparse file: either is gigabytes when loaded.
-
-    ``torch.save`` writes its entries stored (uncompressed), so a state dict a model was saved as passes; the
-    legacy (non-zip) format is read as it is. ``name``: how the message names the file (``path`` may be a pinned
-    descriptor's).
-    """
-    import zipfile
-
-    from .._files import refuse_sparse
-
-    refuse_sparse(path, what, name)  # a state dict of holes: 364 KB on disk made torch.load read 3 GB
-    if not zipfile.is_zipfile(path):
-        return
-    import os
-
-    with zipfile.ZipFile(path) as archive:
-        infos = archive.infolist()
-        packed = [i.filename for i in infos if i.compress_type != zipfile.ZIP_STORED]
-    held = sum(i.file_size for i in infos)
-    if not packed and held > os.path.getsize(path):  # entries stored over one another: each is loaded apart
-        raise ValueError(
-            f"{what} {str(name or path)!r} lists {held:,} bytes of stored entries in a file of "
-            f"{os.path.getsize(path):,}: its entries overlap, and loading it would take far more than its size; "
-            "save the state dict with torch.save."
-        )
-    if packed:
-        raise ValueError(
-            f"{what} {str(name or path)!r} has compressed entries ({packed[0]!r}, ...): a compressed archive can "
-            "inflate far beyond its size when loaded; save the state dict with torch.save, which stores them."
-        )
-
-
-def load_error_line(exc):
-    """What a failed ``torch.load`` says, in one line.
-
-    torch's advice to load unsafely (``weights_only=False``) is never passed on to a user.
-    """
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    first = lines[0] if lines else type(exc).__name__
-    if "weights_only" in first or "Weights only" in first:
-        return "not a plain state dict of tensors"
-    if "%ld" in first:  # torch's unformatted C message ("expected %ld got %ld4938...", sweep 22): what it is about
-        first = first.split(":", 1)[0]
-    if first.endswith(":") and len(lines) > 1:  # "Error(s) in loading state_dict for X:" says its errors next
-        first = f"{first} {lines[1]}"[:500]
-    return "".join(c for c in first if c.isprintable())  # torch's own terminal escapes (bold) never reach a user
+from .torch_files import check_stored_zip, check_torchscript_zip, load_error_line, torchscript_entries
 
 
 def _read_state_dict(weights):
@@ -75,6 +28,12 @@ def _read_state_dict(weights):
     with pinned(path, "`weights` file") as src:  # a FIFO, a device, a link out of a job's data root
         if not path.is_file():
             raise FileNotFoundError(f"`weights` file {str(path)!r} does not exist.")
+        if torchscript_entries(src):  # said as what it is, not as an archive with compressed entries
+            raise ValueError(
+                f"`weights` {str(path)!r} is a TorchScript file, which carries its own weights; expected a state "
+                "dict saved with torch.save(model.state_dict(), path) (on the command line a TorchScript file is "
+                "given as the model itself: --model FILE)."
+            )
         check_stored_zip(src, name=path)
         try:
             state = torch.load(src, map_location="cpu", weights_only=True)
@@ -82,8 +41,8 @@ def _read_state_dict(weights):
             raise ValueError(
                 f"`weights` {str(path)!r} is not a loadable state dict ({type(exc).__name__}: "
                 f"{load_error_line(exc)}); expected a file saved with "
-                "torch.save(model.state_dict(), path). A whole pickled model or a TorchScript file "
-                "is not accepted as --weights (pass a TorchScript file as the model itself)."
+                "torch.save(model.state_dict(), path). A whole pickled model is not accepted as weights: save "
+                "its state dict."
             ) from None
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
@@ -324,10 +283,16 @@ def load_classifier(spec, weights=None, *, num_classes=None):
                 f"`weights` {str(weights)!r} cannot be applied to the TorchScript model {spec!r}, "
                 "which carries its own weights; drop `weights`."
             )
-        try:
-            module = torch.jit.load(spec, map_location="cpu")
-        except Exception as exc:
-            raise ValueError(f"Cannot load {spec!r} as a TorchScript model: {exc}") from None
+        from .._files import pinned
+
+        with pinned(Path(spec), "TorchScript model") as src:  # checked, then loaded, as one file
+            check_torchscript_zip(src, name=spec)
+            try:
+                module = torch.jit.load(src, map_location="cpu")
+            except Exception as exc:  # its pickles are TorchScript's restricted ones: nothing else is run
+                raise ValueError(
+                    f"Cannot load {spec!r} as a TorchScript model ({type(exc).__name__}: {load_error_line(exc)})."
+                ) from None
     elif ":" in spec:
         mod_name, _, attr = spec.partition(":")
         try:

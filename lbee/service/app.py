@@ -252,9 +252,14 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request, exc):  # FastAPI's own, with one readable line per problem first
-        problems = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors()]
+        from .._validation import shown
+
+        errors = exc.errors()
+        problems = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors]
+        # an input is quoted cut, as every lbee message quotes a value (sweep 25: a 100 kB sort echoed whole)
+        errors = [{**e, "input": shown(e["input"])} if "input" in e else e for e in errors]
         return JSONResponse(
-            {"detail": "; ".join(problems), "errors": json.loads(json.dumps(exc.errors(), default=str))},
+            {"detail": "; ".join(problems), "errors": json.loads(json.dumps(errors, default=str))},
             status_code=422,
         )
 

@@ -1,31 +1,55 @@
 """Every image of a stored run's hypotheses in ``lbee serve``: paged group pages, their JSON, the thumbnails.
 
-The rows come from the run's folder (`lbee.reports.browse.stored_images_table`); a thumbnail is made from
+The rows come from the run's folder (`lbee.reports.stored_table.stored_images_table`); a thumbnail is made from
 the stored image file, which must lie inside the server's data root or the run's own folder.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from fastapi import HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BeforeValidator
 
 from .settings import MAX_ID
 
-RunIdPath = PathParam(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
-GroupPath = PathParam(
-    ge=-1, le=MAX_ID, description="A hard group (hypothesis) of the run; -1: its hard images in no hypothesis."
-)
-IndexPath = PathParam(ge=0, le=MAX_ID, description="An image of the run (a row of its per-image table).")
+
+def _ascii_decimal(value, what="an integer in ASCII decimal digits"):
+    """An integer parameter as ASCII decimal digits only: int() would read '1_0' as 10 and '１' as 1."""
+    import re
+
+    if isinstance(value, str) and not re.fullmatch(r"-?[0-9]{1,19}", value):
+        raise ValueError(f"expected {what}")
+    return value
+
+
+def _group_number(value):
+    return _ascii_decimal(value, "a group number as the report shows it, or -1 for the hard images in no hypothesis")
+
+
+_DIGITS = BeforeValidator(_ascii_decimal)
+#: The integer path and query parameters, in ASCII decimal digits (lbee's rule for numbers read from text).
+RunId = Annotated[int, _DIGITS, PathParam(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")]
+Group = Annotated[
+    int,
+    BeforeValidator(_group_number),
+    PathParam(ge=-1, le=MAX_ID, description="A hard group (hypothesis) of a run; -1: its hard images in no hypothesis"),
+]
+Page = Annotated[int, _DIGITS, Query(ge=1, le=MAX_ID, description="A 1-based page of the group's images.")]
+ImageIndex = Annotated[
+    int, _DIGITS, PathParam(ge=0, le=MAX_ID, description="An image of the run (a row of its per-image table).")
+]
 
 
 def add_browse_routes(app, ctx):
     """Add ``/runs/{id}/groups/{g}`` (page), ``/v1/runs/{id}/groups/{g}/images`` and the image thumbnails."""
-    from ..reports.browse import BROWSE_SORTS, stored_images_table
+    from ..reports.browse import BROWSE_SORTS
     from ..reports.group_page import group_page
+    from ..reports.stored_table import RUN_FILES, stored_images_table
 
     settings, templates, read = ctx.settings, ctx.templates, ctx.read
 
@@ -33,6 +57,10 @@ def add_browse_routes(app, ctx):
         folder = (settings.output / run.folder).resolve()
         if not folder.is_relative_to(settings.output) or not folder.is_dir():
             raise HTTPException(404, f"the folder of run {run.id} is missing from the output folder.")
+        for name in RUN_FILES:  # a file linked out of the run's folder is never opened (its content would be quoted)
+            path = folder / name
+            if path.is_symlink() and not path.resolve().is_relative_to(folder):
+                raise HTTPException(404, f"{name} of run {run.id} leads out of the run's folder: it is not read.")
         try:
             return folder, stored_images_table(folder)
         except ValueError as exc:
@@ -51,10 +79,10 @@ def add_browse_routes(app, ctx):
 
     @app.get("/v1/runs/{run_id}/groups/{group}/images", tags=["runs"])
     def group_images(
-        run_id: int = RunIdPath,
-        group: int = GroupPath,
-        page: int = Query(1, ge=1, le=MAX_ID),
-        sort: str = Query("confidence", description=f"One of {', '.join(BROWSE_SORTS)}."),
+        run_id: RunId,
+        group: Group,
+        page: Page = 1,
+        sort: str = Query("confidence", max_length=40, description=f"One of {', '.join(BROWSE_SORTS)}."),
         pair: str | None = Query(None, max_length=1000, description="Only one 'label → prediction' of the group."),
         token=read,
     ):
@@ -68,7 +96,7 @@ def add_browse_routes(app, ctx):
         return out
 
     @app.get("/v1/runs/{run_id}/images/{index}/thumbnail", tags=["runs"])
-    async def thumbnail(run_id: int = RunIdPath, index: int = IndexPath, token=read):
+    async def thumbnail(run_id: RunId, index: ImageIndex, token=read):
         """A JPEG thumbnail of image ``index`` of the run, made from its stored file."""
         return await run_in_threadpool(_thumbnail, run_id, index)
 
@@ -87,10 +115,10 @@ def add_browse_routes(app, ctx):
     @app.get("/runs/{run_id}/groups/{group}", response_class=HTMLResponse, include_in_schema=False)
     def group_html(
         request: Request,
-        run_id: int = RunIdPath,
-        group: int = GroupPath,
-        page: int = Query(1, ge=1, le=MAX_ID),
-        sort: str = Query("confidence"),
+        run_id: RunId,
+        group: Group,
+        page: Page = 1,
+        sort: str = Query("confidence", max_length=40),
         pair: str | None = Query(None, max_length=1000),
     ):
         if ctx.page_token(request) is None:

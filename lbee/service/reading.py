@@ -62,11 +62,22 @@ def confirmed_statements(explanation):
     of a stronger statement (a condition that goes with a failure; ``goes_with`` then names the strongest). An
     eleventh user had only the whole explanation, whose confirmation block begins with the held-out indices.
     []: nothing confirmed, or the run did not confirm (``explanation["confirmation"]["status"]`` says why).
-    A ``ValueError`` for a confirmation block lbee did not write.
+    A ``ValueError`` for an explanation edited since it was written (its ``content_sha256``) or a confirmation
+    block lbee did not write (`lbee.run.confirmation_record`).
     """
+    from ..core.explanation_payload import content_digest
     from ..run.confirm_text import adds_a_failure, stronger_than
+    from ..run.confirmation_record import check_confirmation_record
 
-    conf = (explanation or {}).get("confirmation") or {}
+    if not isinstance(explanation, dict):
+        raise ValueError(f"the explanation is a {type(explanation).__name__}; expected the object of explanation.json")
+    recorded = explanation.get("content_sha256")
+    if recorded is not None and recorded != content_digest(explanation):  # as the loader refuses it
+        raise ValueError(
+            "the explanation's content differs from what it was written with (content_sha256): it was edited"
+        )
+    check_confirmation_record(explanation, "the explanation")
+    conf = explanation.get("confirmation") or {}
     statements = conf.get("statements") or []
     out = []
     try:

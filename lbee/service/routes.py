@@ -139,8 +139,21 @@ def add_api_routes(app, ctx):
 
     @app.get("/v1/jobs/{job_id}/explanation", tags=["jobs"])
     def job_explanation(job_id: str, model: str | None = None, token=read):
-        """``explanation.json`` of the job's run (``model=`` picks one when the entry has several)."""
-        return ctx.file(_run_of_job(job_id, model), "explanation.json", "application/json")
+        """``explanation.json`` of the job's run (``model=`` picks one when the entry has several).
+
+        409 when the stored file was edited since the run wrote it (the loader's checks: its digest, its blocks).
+        """
+        from ..run.stored import load_explanations
+        from .paths import redact_paths
+
+        run = _run_of_job(job_id, model)
+        response = ctx.file(run, "explanation.json", "application/json")
+        try:  # served as the group pages read it: an edited file is refused, not handed to a client as genuine
+            load_explanations(response.path)
+        except ValueError as exc:
+            detail = redact_paths(f"run {run.id}'s explanation cannot be served: {exc}", settings)
+            raise HTTPException(409, detail) from None
+        return response
 
     @app.get("/v1/jobs/{job_id}/metrics", tags=["jobs"])
     def job_metrics(job_id: str, model: str | None = None, token=read):

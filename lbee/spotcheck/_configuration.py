@@ -317,7 +317,7 @@ def load_classifier_weights(path):
     import torch
 
     from .._files import pinned
-    from ..scoring.classifier import check_stored_zip, load_error_line
+    from ..scoring.torch_files import check_stored_zip, load_error_line
     from ._network import SquareClassifier
 
     model = SquareClassifier()

@@ -1,0 +1,189 @@
+"""A stored run's per-image table read back, checked against the run's other files.
+
+`lbee serve`'s group pages and ``lbee export spotlight`` read a run folder written earlier, maybe edited since:
+the table must agree with ``explanation.json`` (the same images in the same order, each in its split and group,
+its values those the run recorded) and with ``assignments.parquet`` (matched by image id).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .browse import IMAGE_COLUMNS, IMAGES_TABLE, _lead
+
+#: The typed columns of `IMAGES_TABLE`: (column, numpy dtype kinds, what they hold).
+COLUMN_KINDS = (
+    ("group", "iu", "integers"),
+    ("confidence", "iuf", "numbers"),
+    ("performance", "iuf", "numbers"),
+    ("holds", "b", "true / false / missing"),
+)
+#: The files of a run folder `stored_images_table` reads.
+RUN_FILES = (IMAGES_TABLE, "explanation.json", "assignments.parquet")
+
+
+def stored_images_table(run_dir):
+    """The per-image table of a stored run folder.
+
+    `IMAGES_TABLE` when the run wrote one (with its report); otherwise built from ``explanation.json``
+    and ``assignments.parquet`` (``lbee describe`` without ``--html``: no labels, predictions or Γ).
+    Either way the table must agree with ``explanation.json`` when the folder holds it: the same images in the
+    same order, each in its split and group (an edited or another run's table is refused, naming the first
+    differing row), and ``assignments.parquet`` is matched by image id, never by row position.
+
+    Raises
+    ------
+    ValueError
+        The folder holds neither, a file is not a regular file, or the files disagree.
+    """
+    import pandas as pd
+
+    from ..run.outputs import check_assignments_digest, table_digest
+
+    run_dir = Path(run_dir)
+    images_path, expl_path, assign_path = (
+        run_dir / n for n in (IMAGES_TABLE, "explanation.json", "assignments.parquet")
+    )
+    for path in (images_path, expl_path, assign_path):
+        if (path.exists() or path.is_symlink()) and not path.is_file():  # a FIFO would block, a folder is no table
+            raise ValueError(f"{str(path)!r} is not a regular file; expected the file lbee wrote there.")
+    if not expl_path.is_file() and not images_path.is_file():
+        if (run_dir / "per_class.json").is_file():  # a per-class run: an image can be in two classes' groups
+            raise ValueError(
+                f"{str(run_dir)!r} holds a per-class run (per_class.json), which has no per-image table: an image "
+                "can be in the groups of two classes. Export or browse a whole-dataset run (lbee describe without "
+                "--per-class)."
+            )
+        raise ValueError(
+            f"{str(run_dir)!r} holds neither {IMAGES_TABLE} nor explanation.json; expected the output folder of "
+            "`lbee describe --out FOLDER`, `lbee report` or `lbee demo`."
+        )
+    truth = None
+    if expl_path.is_file():
+        from ..run.pipeline import load_explanations
+
+        exps, payload = load_explanations(expl_path)
+        first = _lead(exps)
+        ids = [str(i) for i in payload.get("images") or []]
+        split, group = first.split_and_group(len(ids))
+        truth = (ids, split.astype(str), group, first, payload.get("sentences") or [])
+        older = next(iter(exps.values()))  # a table written before it followed the describer read first
+    if images_path.is_file():
+        try:
+            from ..io.table_header import refuse_parquet_bomb  # the run folder is the user's (sweep 24: 2.8 GB)
+
+            refuse_parquet_bomb(images_path, "Per-image table")
+            table = pd.read_parquet(images_path)
+        except Exception as exc:  # a damaged or foreign file: one clean line
+            raise ValueError(f"Cannot read {str(images_path)!r}: {exc}") from None
+        missing = [c for c in IMAGE_COLUMNS if c not in table.columns]
+        if missing:
+            raise ValueError(
+                f"{str(images_path)!r} has no column(s) {', '.join(missing)}; expected "
+                f"{', '.join(IMAGE_COLUMNS)} (written by lbee with report.html)."
+            )
+        for column, kinds, what in COLUMN_KINDS:  # text in a number's column made the service's page a 500
+            if table[column].dtype.kind not in kinds and not table[column].isna().all():
+                raise ValueError(
+                    f"{str(images_path)!r}: column {column!r} holds {table[column].dtype} values; expected {what} "
+                    "(the table lbee wrote: an edit is refused)."
+                )
+        if truth is not None:
+            ids, split, group, first, texts = truth
+            _check_rows(
+                images_path,
+                "explanation.json",
+                [(str(a), str(b), int(c)) for a, b, c in zip(table["image"], table["split"], table["group"])],
+                list(zip(ids, split.tolist(), group.tolist())),
+            )
+            said = _top_sentences(first, texts, len(ids))  # each hard image's group sentence, as the run chose it
+            hard = np.flatnonzero((split == "hard") & (group >= 0))  # hard images in no hypothesis have no sentence
+            written = table["sentence"].iloc[hard].tolist()
+            if written != _top_sentences(older, texts, len(ids))[hard].tolist():
+                _check_rows(images_path, "explanation.json", written, said[hard].tolist())
+        if assign_path.is_file():  # φ and ω as the run wrote them
+            assign = _read_assignments(assign_path)
+            _check_rows(images_path, "assignments.parquet", table["image"].astype(str).tolist(), assign[0])
+            for column, values in zip(("confidence", "performance"), assign[1:]):
+                got = table[column].to_numpy(np.float64)
+                if not np.allclose(got, values, equal_nan=True):
+                    r = int(np.flatnonzero(~np.isclose(got, values, equal_nan=True))[0])
+                    raise ValueError(
+                        f"{str(images_path)!r} row {r + 1}: {column} {got[r]!r} where assignments.parquet has "
+                        f"{values[r]!r}; expected the files of one run (edited, or from another run)."
+                    )
+            if truth is not None:  # φ and ω edited in both tables alike made a failure's page say error rate 0.00
+                check_assignments_digest(payload, assign[3], assign_path)
+        recorded = None if truth is None else payload.get("images_sha256")
+        if recorded is not None and recorded != table_digest(table, IMAGE_COLUMNS):  # after the checks that name a row
+            raise ValueError(
+                f"{str(images_path)!r}: its values differ from the ones its run recorded (explanation.json's "
+                "images_sha256): the file was edited or belongs to another run."
+            )
+        return table
+    ids, split, group, first, texts = truth
+    n = len(ids)
+    sentence = _top_sentences(first, texts, n)
+    conf = perf = np.full(n, np.nan)
+    if assign_path.is_file():
+        assigned, conf, perf, frame = _read_assignments(assign_path)
+        _check_rows(assign_path, "explanation.json", assigned, ids)
+        check_assignments_digest(payload, frame, assign_path)
+    return pd.DataFrame(
+        {
+            "image": ids,
+            "path": ids,
+            "split": split.astype(str),
+            "group": group,
+            "sentence": sentence,
+            "holds": pd.array([None] * n, dtype="boolean"),
+            "confidence": conf,
+            "performance": perf,
+            "label": [None] * n,
+            "prediction": [None] * n,
+        },
+        columns=list(IMAGE_COLUMNS),
+    )
+
+
+def _top_sentences(first, texts, n):
+    """Per image, the first sentence of its hard group (None for the others), as `images_table` records it."""
+    sentence = np.full(n, None, dtype=object)
+    for c in first.hard_clusters:
+        if len(c.sentences) and int(c.sentences[0]) < len(texts):
+            sentence[c.indices] = texts[int(c.sentences[0])]
+    return sentence
+
+
+def _read_assignments(path):
+    """(image ids, φ, ω, the table) of a run's ``assignments.parquet``."""
+    import pandas as pd
+
+    try:
+        from ..io.table_header import refuse_parquet_bomb
+
+        refuse_parquet_bomb(path, "Assignments table")
+        assign = pd.read_parquet(path)
+    except Exception as exc:
+        raise ValueError(f"Cannot read {str(path)!r}: {exc}") from None
+    missing = {"image", "confidence", "performance"} - set(assign.columns)
+    if missing:
+        raise ValueError(f"{str(path)!r} has no column(s) {', '.join(sorted(missing))}; expected the file lbee wrote.")
+    ids = [str(i) for i in assign["image"]]
+    return ids, assign["confidence"].to_numpy(np.float64), assign["performance"].to_numpy(np.float64), assign
+
+
+def _check_rows(path, against, rows, expected):
+    """Refuse ``path`` whose rows (image, or (image, split, group)) differ from ``against``'s, naming the first."""
+    if len(rows) != len(expected):
+        raise ValueError(
+            f"{str(path)!r} holds {len(rows)} images and {against} {len(expected)}; expected the files of one run."
+        )
+    for i, (got, want) in enumerate(zip(rows, expected)):
+        if got != want:
+            raise ValueError(
+                f"{str(path)!r} row {i + 1} is {got!r} where {against} has {want!r}; expected the files of one run "
+                "(edited, or from another run)."
+            )

@@ -1,0 +1,153 @@
+"""The ``confirmation`` and ``hypotheses`` blocks of a stored ``explanation.json``, checked field by field.
+
+A run's content digest catches an edit made without recomputing it; these checks catch a block that no lbee
+could have written even when the digest was recomputed (the algorithm is public): indices out of range or
+repeated, ``ranked`` naming an unconfirmed statement, rates outside [0, 1], a count that disagrees with its list.
+The loader (`lbee.run.stored.load_explanations`), the service and the Python client read the blocks through it.
+"""
+
+from __future__ import annotations
+
+import math
+
+#: The states a run's confirmation can be in (`lbee.run.confirm.ConfirmationPlan`).
+CONFIRMATION_STATES = ("done", "skipped", "off")
+#: Fields of a tested statement (and of its ``beyond`` test) that are rates or probabilities: in [0, 1] or null.
+RATE_FIELDS = ("error_rate_in", "error_rate_out", "p_value", "q_value")
+#: Fields that count images: non-negative integers.
+COUNT_FIELDS = ("n_in", "errors_in", "n_out", "errors_out")
+
+
+def check_confirmation_record(payload, where, n_groups=None):
+    """Refuse a ``confirmation`` / ``hypotheses`` block lbee did not write; returns nothing.
+
+    Parameters
+    ----------
+    payload : dict
+        A parsed ``explanation.json``.
+    where : str
+        The file or answer, as the message names it.
+    n_groups : int, optional
+        The run's number of hard groups (``groups`` and ``hypotheses`` must have one entry each).
+
+    Raises
+    ------
+    ValueError
+        Naming the first field that is wrong, what it holds and what was expected.
+    """
+    n = len(payload.get("images") or ())
+    conf = payload.get("confirmation")
+    if conf is not None:
+        _check_confirmation(conf, where, n, n_groups)
+    hyps = payload.get("hypotheses")
+    if hyps is not None:
+        _list(hyps, where, "hypotheses", n_groups)
+        for i, h in enumerate(hyps):
+            field = f"hypotheses[{i}]"
+            _dict(h, where, field)
+            _count(h.get("images"), where, f"{field}.images")
+            for key in ("error_concentration", "lower_bound", "p_value", "hypothesis_error_rate"):
+                _rate(h.get(key), where, f"{field}.{key}")
+
+
+def _check_confirmation(conf, where, n, n_groups):
+    _dict(conf, where, "confirmation")
+    if conf.get("status") not in CONFIRMATION_STATES:
+        _bad(where, "confirmation.status", conf.get("status"), f"one of {', '.join(CONFIRMATION_STATES)}")
+    fraction = conf.get("fraction")
+    if not _number(fraction) or not 0 <= fraction < 1:
+        _bad(where, "confirmation.fraction", fraction, "a number in [0, 1)")
+    if conf["status"] != "done":
+        return
+    held = conf.get("held_out")
+    _indices(held, where, "confirmation.held_out", n)
+    if conf.get("n_held_out") != len(held):
+        _bad(where, "confirmation.n_held_out", conf.get("n_held_out"), f"{len(held)}, the length of 'held_out'")
+    statements = conf.get("statements")
+    _list(statements, where, "confirmation.statements")
+    for j, s in enumerate(statements):
+        field = f"confirmation.statements[{j}]"
+        _dict(s, where, field)
+        if not isinstance(s.get("text"), str):
+            _bad(where, f"{field}.text", s.get("text"), "a sentence")
+        for key in ("confirmed", "significant"):
+            if key in s and not isinstance(s[key], bool):
+                _bad(where, f"{field}.{key}", s[key], "true or false")
+        _test(s, where, field)
+        if s.get("beyond") is not None:
+            _dict(s["beyond"], where, f"{field}.beyond")
+            _test(s["beyond"], where, f"{field}.beyond")
+    ranked = conf.get("ranked")
+    _indices(ranked, where, "confirmation.ranked", len(statements))
+    confirmed = [j for j, s in enumerate(statements) if s.get("confirmed") is True]
+    if sorted(ranked) != confirmed:
+        _bad(where, "confirmation.ranked", ranked, "each confirmed statement once (and no other)")
+    groups = conf.get("groups")
+    _list(groups, where, "confirmation.groups", n_groups)
+    for i, g in enumerate(groups):
+        field = f"confirmation.groups[{i}]"
+        _dict(g, where, field)
+        j = g.get("statement")
+        if j is not None and not (type(j) is int and 0 <= j < len(statements)):
+            _bad(where, f"{field}.statement", j, f"null or a statement index in [0, {len(statements)})")
+        if not isinstance(g.get("confirmed"), bool):
+            _bad(where, f"{field}.confirmed", g.get("confirmed"), "true or false")
+        if g["confirmed"] and (j is None or statements[j].get("confirmed") is not True):
+            _bad(where, f"{field}.confirmed", True, "false: its statement is not confirmed")
+        _count(g.get("images"), where, f"{field}.images")
+        _rate(g.get("hypothesis_error_rate"), where, f"{field}.hypothesis_error_rate")
+
+
+def _test(t, where, field):
+    for key in RATE_FIELDS:
+        _rate(t.get(key), where, f"{field}.{key}")
+    for key in COUNT_FIELDS:
+        if key in t:
+            _count(t[key], where, f"{field}.{key}")
+    for key in ("lift", "effect_low"):
+        v = t.get(key)
+        if v is not None and not (_number(v) and v >= 0):
+            _bad(where, f"{field}.{key}", v, "null or a non-negative number")
+    for inside, total in (("errors_in", "n_in"), ("errors_out", "n_out")):
+        if inside in t and total in t and t[inside] > t[total]:
+            _bad(where, f"{field}.{inside}", t[inside], f"at most {total} ({t[total]})")
+
+
+def _number(v):
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def _rate(v, where, field):
+    if v is not None and not (_number(v) and 0 <= v <= 1):
+        _bad(where, field, v, "null or a number in [0, 1]")
+
+
+def _count(v, where, field):
+    if not (type(v) is int and v >= 0):
+        _bad(where, field, v, "a non-negative integer")
+
+
+def _dict(v, where, field):
+    if not isinstance(v, dict):
+        _bad(where, field, v, "an object")
+
+
+def _list(v, where, field, length=None):
+    if not isinstance(v, list):
+        _bad(where, field, v, "a list")
+    if length is not None and len(v) != length:
+        _bad(where, field, f"{len(v)} entries", f"{length}, one per hard group")
+
+
+def _indices(v, where, field, n):
+    _list(v, where, field)
+    if not all(type(i) is int and 0 <= i < n for i in v) or len(set(v)) != len(v):
+        _bad(where, field, v, f"distinct indices in [0, {n})")
+
+
+def _bad(where, field, value, expected):
+    from .._validation import shown
+
+    raise ValueError(
+        f"{where}: '{field}' is {shown(value)}; expected {expected} (the file lbee wrote: an edit is refused)."
+    )
