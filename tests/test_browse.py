@@ -7,13 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lbee.reports.browse import (
-    BROWSE_PAGE_SIZE,
-    IMAGE_COLUMNS,
-    IMAGES_TABLE,
-    stored_images_table,
-)
+from lbee.reports.browse import BROWSE_PAGE_SIZE, IMAGE_COLUMNS, IMAGES_TABLE
 from lbee.reports.group_page import group_page
+from lbee.reports.stored_table import stored_images_table
 from tests.test_report_browser import _browser
 
 
@@ -318,6 +314,15 @@ def test_every_image_of_a_run_is_browsable_in_its_report(demo_run, tmp_path):
     assert set(browsers["held-out"]) == held
     assert set(browsers["unassigned"]) == {str(payload["images"][j]) for j in payload["unassigned_hard"]}
     assert set(browsers["easy"]) == set(table.loc[table["split"] == "easy", "image"])
+    # a fourteenth user's failure images in no hypothesis were "failures lbee did not describe": with Γ, each is
+    # checked against the hypotheses' statements, and the page says how many of them one holds for
+    rows = json.loads(re.search(r'id="browse-g-ward-unassigned-rows">(.*?)</script>', html).group(1))
+    box = html[html.index('id="browse-g-ward-unassigned"') :]
+    statements = re.search(r'<optgroup label="the hypotheses’ statements">(.*?)</optgroup>', box).group(1)
+    n_own = statements.count("<option")
+    assert rows and n_own >= 1 and all(len(r["h"]) >= n_own for r in rows)
+    holding = sum("1" in r["h"][:n_own] for r in rows)
+    assert (f"statement holds for {holding} of these {len(rows)}" in html) == (holding > 0)
     alone = tmp_path / "alone"  # the page without the world's images beside it
     alone.mkdir()
     shutil.copy(out / "report.html", alone / "report.html")

@@ -277,10 +277,12 @@ def test_the_demo_says_once_which_world_it_uses_and_why_the_first_was_set_aside(
     flat = " ".join(text.split())
     assert "Generating a SpotCheck world (seed" not in flat and "stderr" not in text
     assert (
-        "the first candidate world (seed 0) set aside: a world is kept only when its classifier fails exactly in the "
+        "why candidate world 1 (seed 0) was set aside: a world is kept only when its classifier fails exactly in the "
         "blindspots planted in it (it also fails where blindspot 1 holds but for" in flat
     )
     assert "the demo uses candidate world 2 (seed 1)" in flat
+    # numbered as the progress line numbers it (a fourteenth user read "candidate world 1" and "the first one")
+    assert "candidate world 1 (seed 0) set aside" in flat and "the first candidate" not in flat
     # the reason once: the progress line on stderr says only that a candidate was set aside (a seventh user)
     assert flat.count("it also fails where blindspot 1 holds but for") == 1
 

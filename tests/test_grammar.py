@@ -44,6 +44,15 @@ def test_builtin_grammars_load_and_render():
     )
     with pytest.raises(ValueError, match="said absent"):
         g.render({("circle", "presence"): "false", ("circle", "color"): "blue"})
+    # a clause that names its subject stands alone; one that does not follows the subject's noun (a fourteenth
+    # user's shipped grammar said "A photo partly hidden behind something": what is hidden was lost)
+    assert g.render({("background", "position"): "above"}) == "An image where the square is above the center"
+    photos = load_grammar("object_photos")
+    hidden = photos.render({("object", "occlusion"): "occluded"})
+    assert hidden == "A photo of an object, partly hidden behind something"
+    assert photos.render({("object", "class"): "dog", ("object", "viewpoint"): "above"}) == (
+        "A photo of a dog, seen from above"
+    )
     for name in list_grammars():
         sents, conds, stats = generate(load_grammar(name), 2)
         assert len(set(s.casefold() for s in sents)) == len(sents) == stats["kept"]

@@ -104,5 +104,33 @@ def test_the_groups_line_says_how_many_hard_images_no_hypothesis_holds():
 
     p = {"n_images": 2000, "n_hard": 403, "n_easy": 986, "n_clusters": 15, "n_slicer_groups": 15}
     said = groups_line(p, 5, RunSettings(), in_groups=391)
-    assert said.endswith("; 12 hard images are in none of them (a hypothesis keeps what its description picks out).")
+    assert said.endswith(
+        "; 12 hard images are in none of them (a hypothesis keeps what its description picks out, as the encoder "
+        "sees it)."
+    )
     assert groups_line(p, 5, RunSettings(), in_groups=403).endswith("pieces of one failure and merged).")
+    # a fourteenth user: with Γ, how many of them a hypothesis's statement holds for; and one of each in the singular
+    held = groups_line(p, 5, RunSettings(), in_groups=391, held=9)
+    assert held.endswith("; by the given Γ, a hypothesis's statement holds for 9 of them).")
+    one = groups_line({**p, "n_slicer_groups": 2}, 1, RunSettings(), in_groups=402)
+    assert "merged into 1 hypothesis (" in one and "; 1 hard image is in none of them" in one
+
+
+def test_tiny_clusters_are_not_warned_about_once_merged_into_hypotheses():
+    """A fourteenth user read '5 of 9 hard clusters have fewer than 5 images' beside 'merged into 2 hypotheses':
+    the merging joins a failure's pieces whatever their number, so the clusters before it are not warned about."""
+    import warnings
+
+    import numpy as np
+
+    import lbee
+    from lbee.core.clustering import cluster_notes
+
+    rng = np.random.default_rng(0)
+    X, S = rng.normal(size=(80, 8)), rng.normal(size=(12, 8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exp = lbee.explain(X, S, confidence=rng.normal(size=80), n_clusters=12, tau=0.0)
+    sizes = [len(c.indices) for c in exp.hard_clusters]
+    assert np.median(sizes) < 5 and any("fewer than 5 images" in n for n in cluster_notes(exp))
+    assert not any("fewer than" in n for n in cluster_notes(exp, group_sizes=sizes))

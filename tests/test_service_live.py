@@ -222,6 +222,11 @@ def test_submit_runs_a_job_end_to_end(live_server, demo_job, tmp_path):
     job = c.job(job_id)
     assert job["status"] == job["phase"] == "done" and job_id != demo_job[0]
     assert c.explanation(job_id)["sentence_set"] and c.metrics(job_id)["metrics"]
+    # a group's images through the client (a fourteenth user browsed them with raw HTTP and a token)
+    rows = c.group_images(job_id, 0, sort="-confidence")
+    first = c.group(job_id, 0)
+    assert len(rows) == first["n"] == len({r["image"] for r in rows}) > 0 and rows[0]["thumbnail"].startswith("/v1/")
+    assert [r["confidence"] for r in rows] == sorted((r["confidence"] for r in rows), reverse=True)
     # a job that fails (CLIP weights not cached, offline) ends the wait with its reason, whose advice names the
     # entry's `encoder:` key, not the CLI's --encoder
     from PIL import Image

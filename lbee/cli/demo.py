@@ -70,10 +70,12 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     if attempts:  # the story, once (the progress on stderr says only that a candidate was set aside)
         seeds = ", ".join(str(a["seed"]) for a in attempts)
         why = f" ({attempts[0]['story']})" if attempts[0].get("story") else ""
+        # numbered as the progress line numbers them ("candidate world 1 (seed 0) set aside"), said once, with why
+        which = "candidate world 1" if len(attempts) == 1 else f"candidate worlds 1 to {len(attempts)}"
         said = (
-            f"{'the first candidate world' if len(attempts) == 1 else f'the first {len(attempts)} candidate worlds'}"
-            f" (seed {seeds}) set aside: a world is kept only when its classifier fails exactly in the blindspots "
-            f"planted in it{why}; the demo uses candidate world {len(attempts) + 1} (seed {ec.seed})"
+            f"why {which} (seed {seeds}) {'was' if len(attempts) == 1 else 'were'} set aside: a world is kept only "
+            f"when its classifier fails exactly in the blindspots planted in it{why}; the demo uses candidate world "
+            f"{len(attempts) + 1} (seed {ec.seed})"
         )
         _say(said)
     else:

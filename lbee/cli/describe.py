@@ -350,7 +350,10 @@ def describe(
         n_groups = len(result.explanations[settings.methods[0]].hard_clusters)
         width = line_width()
         in_groups = sum(len(c.indices) for c in result.explanations[settings.methods[0]].hard_clusters)
-        click.echo(textwrap.fill(groups_line(p, n_groups, settings, in_groups), width))
+        from ..reports.other_images import unassigned_holding
+
+        held = int(unassigned_holding(result.explanations, run.relevance).sum())
+        click.echo(textwrap.fill(groups_line(p, n_groups, settings, in_groups, held), width))
         click.echo(textwrap.fill(order_line(result.extra.get("confirmation"), result.performance), width))
         read_first = first_method(result.explanations)[1]
         click.echo(("" if read_first is None else textwrap.fill(read_first, width)) + "\n")

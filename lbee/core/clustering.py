@@ -72,8 +72,9 @@ def cluster_notes(explanation: Explanation, group_sizes: Sequence[int] | None = 
     with the number of clusters to try instead.
 
     ``group_sizes``: the sizes of the groups the number of clusters made, when the explanation's hard
-    clusters are something else (hypotheses merged from them, where a few images of stray errors are one
-    hypothesis, not a sign of too many clusters).
+    clusters are something else (hypotheses merged from them). Then tiny groups are not warned about: the
+    merging joins the pieces of a failure whatever their number, and a trial's user read "5 of 9 hard clusters
+    have fewer than 5 images" beside "merged into 2 hypotheses" as a contradiction.
 
     Returns
     -------
@@ -86,8 +87,8 @@ def cluster_notes(explanation: Explanation, group_sizes: Sequence[int] | None = 
         notes.append(
             capped_clusters_message(int(asked_e), int(n_easy), "easy", "n_easy_clusters (CLI --easy-clusters)")
         )
-    sizes = np.array([len(c.indices) for c in explanation.hard_clusters] if group_sizes is None else list(group_sizes))
-    if sizes.size > 1 and np.median(sizes) < TINY_GROUP:
+    sizes = np.array([len(c.indices) for c in explanation.hard_clusters])
+    if group_sizes is None and sizes.size > 1 and np.median(sizes) < TINY_GROUP:
         n_hard = int(sizes.sum())
         twins = {int(c.easy_cluster) for c in explanation.hard_clusters}
         same = ", all matched to the same easy cluster" if len(twins) == 1 else ""

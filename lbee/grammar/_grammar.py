@@ -225,8 +225,8 @@ class Grammar:
                 if not words and noun == s.noun:
                     continue  # only clauses of a setting were asked for
                 tail.append(_noun_phrase(s, words, det, noun, plural, prefix=s.preposition))
-            elif (set(mine) - {PRESENCE}) and not words and det is None and noun == s.noun:
-                continue  # only clauses: the presence they imply goes unsaid, as the clause names the subject
+            elif (set(mine) - {PRESENCE}) and not words and det is None and noun == s.noun and _named(s, mine):
+                continue  # only clauses that name the subject: the presence they imply goes unsaid
             else:
                 positives.append(_noun_phrase(s, words, det, noun, plural))
         if positives:
@@ -253,6 +253,18 @@ class Grammar:
             if text.startswith(lead + " "):
                 return text[len(lead) + 1 :]
         return text
+
+
+def _named(subject, mine):
+    """Whether a clause ``mine`` gives ``subject`` names it ("where the square is above the center").
+
+    A clause that does not ("partly hidden behind something") is said after the subject's noun phrase, or the
+    sentence would not say what is hidden (a trial's "A photo partly hidden behind a dark bar").
+    """
+    import re
+
+    said = re.compile(rf"\b{re.escape(subject.noun)}(s|es)?\b", re.IGNORECASE)
+    return any(a.kind == "clause" and a.id in mine and said.search(a.values[mine[a.id]]) for a in subject.attributes)
 
 
 def _noun_phrase(s, words, det, noun, plural, prefix=""):

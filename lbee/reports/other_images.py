@@ -24,8 +24,9 @@ OTHER_SETS = (
     (
         "unassigned",
         "hard images in no hypothesis",
-        "Hard by the split, but in no group: the merging keeps in a hypothesis only the images its description picks "
-        "out. Errors here are failures lbee did not describe.",
+        "Hard by the split, but in no group: a hypothesis keeps the images its description picks out, as the "
+        "encoder sees them. An error here is a failure lbee did not describe, or an image of a described failure "
+        "in which the encoder did not see the description.",
     ),
     ("easy", "easy images", "The images the model is surest of: each hard group is compared with its closest one."),
     (
@@ -82,7 +83,25 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
         if not idx.size:
             continue
         order = idx[np.argsort(run.confidence[idx], kind="stable")][:OTHER_MAX_ROWS]
-        browse = browse_view(run, order, None, f"g-{anchor}-{key}", short, n_groups=page_groups)
+        # the hypotheses' statements, to check these images against (with Γ): which of them a failure's are
+        statements = _statements(exps) if key == "unassigned" and run.relevance is not None else []
+        browse = browse_view(
+            run,
+            order,
+            statements[0] if statements else None,
+            f"g-{anchor}-{key}",
+            short,
+            statements,
+            n_groups=page_groups,
+            own_label="the hypotheses’ statements",
+        )
+        if statements:
+            held = int(unassigned_holding(exps, run.relevance).sum())
+            if held:
+                note += (
+                    f" By the given Γ, a hypothesis’s statement holds for {held} of these {idx.size}: pick it under "
+                    "“holds?” to see which."
+                )
         browse["what"] = (
             (f"all {idx.size:,} {title}" if idx.size > 1 else f"the 1 {title.replace('images', 'image', 1)}")
             if order.size == idx.size
@@ -101,3 +120,25 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
             }
         )
     return views
+
+
+def _statements(exps):
+    """Each hard group's top sentence by the describer read first (`lbee.run.text.first_method`), once each."""
+    from ..run.text import first_method
+
+    lead = exps[first_method(exps)[0]]
+    tops = [int(c.sentences[0]) for c in lead.hard_clusters if len(c.sentences)]
+    return list(dict.fromkeys(tops))
+
+
+def unassigned_holding(exps, relevance):
+    """Of the hard images in no hypothesis, those a hypothesis's statement holds for by Γ: bool, shape (m,).
+
+    ``m`` is the number of hard images in no hypothesis (the first explanation's ``unassigned``). Such an image is
+    of a described failure, but the encoder did not see the description in it (a trial's 29 of 85).
+    """
+    left = next(iter(exps.values())).unassigned
+    statements = _statements(exps)
+    if left is None or not len(left) or relevance is None or not statements:
+        return np.zeros(0 if left is None else len(left), dtype=bool)
+    return np.asarray(relevance[np.ix_(np.asarray(left, dtype=np.int64), statements)], dtype=bool).any(axis=1)

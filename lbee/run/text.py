@@ -316,11 +316,12 @@ def summary_dict(result, out=None):
     }
 
 
-def groups_line(params, n_groups, settings=None, in_groups=None):
+def groups_line(params, n_groups, settings=None, in_groups=None, held=0):
     """``2000 images: 403 hard, 986 easy; 5 hard groups.``, saying so when the slicer's groups were merged.
 
     With the run's ``settings`` it also says where the number of groups came from (the default for this many hard
-    images, or ``--clusters``), and which groups ``--join`` joined.
+    images, or ``--clusters``), and which groups ``--join`` joined. ``held``: of the hard images in no hypothesis,
+    how many a hypothesis's statement holds for by the given Γ (`lbee.reports.other_images.unassigned_holding`).
     """
     line = f"{params['n_images']} images: {params['n_hard']} hard, {params['n_easy']} easy{_neither(params)}; "
     made, joined = params.get("n_slicer_groups"), params.get("joined")
@@ -331,11 +332,13 @@ def groups_line(params, n_groups, settings=None, in_groups=None):
     if made is not None and made != before:
         left = params["n_hard"] - in_groups if in_groups is not None else 0
         return line + (
-            f"{made} hard groups from the clustering, merged into {before} hypotheses (groups that one "
-            "description covers are taken as pieces of one failure and merged)"
+            f"{made} hard groups from the clustering, merged into {_count(before, 'hypothesis', 'hypotheses')} "
+            "(groups that one description covers are taken as pieces of one failure and merged)"
             + (f", with groups {said} joined (--join): {n_groups}" if joined else "")
             + (
-                f"; {left} hard images are in none of them (a hypothesis keeps what its description picks out)."
+                f"; {_count(left, 'hard image is', 'hard images are')} in none of them (a hypothesis keeps what its "
+                "description picks out, as the encoder sees it"
+                + (f"; by the given Γ, a hypothesis's statement holds for {held} of them)." if held else ").")
                 if left > 0
                 else "."
             )
@@ -355,6 +358,11 @@ def groups_line(params, n_groups, settings=None, in_groups=None):
     return line + f"{n_groups} hard groups" + (f" ({why})." if why else ".")
 
 
+def _count(n, one, many):
+    """``1 hypothesis``, ``3 hypotheses``: a count with its noun (and verb) in the right number."""
+    return f"{n} {one if n == 1 else many}"
+
+
 def _per_group():
     from .settings import IMAGES_PER_DEFAULT_GROUP
 
@@ -370,7 +378,7 @@ def first_method(methods):
     if len(methods) < 2:
         return lead, None
     why = (
-        "one statement per group, composed from the grammar's conditions"
+        "a statement per group composed from the grammar's conditions, its best first, then its alternatives"
         if lead == COMPOSE
         else "lbee's default and the LBEE paper's choice: sentences true of a group's images and not of its easy twin's"
         if lead == "fpdiff"

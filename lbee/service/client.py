@@ -360,6 +360,40 @@ class Client:
         """The job's confirmed statements, strongest first (`confirmed_statements`): what to act on."""
         return confirmed_statements(self.explanation(job_id, model))
 
+    def group(self, job_id, group, *, page=1, sort="confidence", pair=None, model=None):
+        """One page of a hard group's images of the job's run, as ``lbee serve``'s group page lists them.
+
+        Parameters
+        ----------
+        job_id : str
+        group : int
+            The hard group, as the report numbers it; -1: the run's hard images in no hypothesis.
+        page : int, default=1
+        sort : {'confidence', '-confidence', 'name', 'label', 'prediction'}, default='confidence'
+        pair : str, optional
+            Only the images of one ``label → prediction`` of the group.
+        model : str, optional
+
+        Returns
+        -------
+        dict
+            ``rows`` (each image with its split, group, sentence, holds, confidence, performance, label,
+            prediction and ``thumbnail`` link), ``page``, ``n_pages``, ``n``, ``sentence`` and ``pairs``.
+        """
+        from urllib.parse import urlencode
+
+        run_id = int(self.metrics(job_id, model)["id"])
+        query = urlencode({"page": int(page), "sort": sort, **({"pair": pair} if pair else {})})
+        return self._request("GET", f"/v1/runs/{run_id}/groups/{int(group)}/images?{query}", limit=MAX_JSON_BYTES)
+
+    def group_images(self, job_id, group, *, sort="confidence", pair=None, model=None):
+        """Every image of a hard group (the rows of each of its pages, `group`): a list of dict."""
+        first = self.group(job_id, group, sort=sort, pair=pair, model=model)
+        rows = list(first["rows"])
+        for page in range(2, int(first["n_pages"]) + 1):
+            rows += self.group(job_id, group, page=page, sort=sort, pair=pair, model=model)["rows"]
+        return rows
+
     def metrics(self, job_id, model=None):
         """The job's run with its metric rows (ACR, AHR, TPR, JI per slicer and method; empty without Γ)."""
         return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/metrics{_model(model)}", limit=MAX_JSON_BYTES)
