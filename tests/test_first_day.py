@@ -308,9 +308,13 @@ def test_describe_with_relevance_scores_the_run_and_marks_where_each_statement_h
     args = ["describe", "--image-embeddings", str(inputs / "image_embeddings.npy"), "--sentence-embeddings"]
     args += [str(inputs / "sentence_embeddings.npy"), "--sentences", str(inputs / "sentences.txt"), "--predictions"]
     args += [str(inputs / "predictions.csv"), "--relevance", str(inputs / "relevance.npy"), "--html"]
-    r = run([*args, "--out", str(tmp_path / "d")])
+    r = run([*args, "--out", str(tmp_path / "d"), "--name", "Shapes audit"])
     assert r.exit_code == 0, r.output
     assert "Scored against --relevance (o = 0.2):" in r.output
+    # a fourteenth user's report was titled by folder and file stems: --name names the dataset
+    assert "<title>lbee · Shapes audit · predictions" in (tmp_path / "d" / "report.html").read_text()
+    bad = run([*args, "--out", str(tmp_path / "e"), "--name", "a\tb"])
+    assert bad.exit_code == 2 and "Invalid value for --name" in bad.output and "U+0009" in bad.output
     metrics = pd.read_csv(tmp_path / "d" / "metrics.csv")
     assert set(metrics["method"]) >= {"compose", "tops"} and metrics[["AHR", "ACR", "TPR", "JI"]].notna().all().all()
     table = pd.read_parquet(tmp_path / "d" / "images.parquet")

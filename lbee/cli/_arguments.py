@@ -105,3 +105,15 @@ def check_single_options(command, args):
                 click.echo(f"Warning: {said} is given twice ({first!r}, then {value!r}): the last is used.", err=True)
             seen[p.name] = (value, name)
         i += 1
+
+
+def name_option(value, option):
+    """A name option (``--name``) checked by the one rule for dataset names (`lbee._validation.check_name_text`)."""
+    if value is None:
+        return None
+    from .._validation import check_name_text
+
+    try:
+        return check_name_text(value, option)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).replace(f"`{option}` ", "", 1), param_hint=option) from None

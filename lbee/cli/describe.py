@@ -8,6 +8,7 @@ import click
 
 from ..run.limits import MAX_IMAGE_SIZE, MAX_NUM_CLASSES, MAX_NUM_WORKERS
 from ..run.settings_cli import as_cli_message, settings_from_options, settings_options
+from ._arguments import name_option
 from ._base import (
     ExistingPath,
     LbeeError,
@@ -129,6 +130,13 @@ from ._describe_outputs import metrics_csv, metrics_rows, write_html
     help="Output folder (a folder that holds a run is refused unless --overwrite).",
 )
 @click.option(
+    "--name",
+    "dataset_name",
+    default=None,
+    callback=lambda ctx, param, value: name_option(value, "--name"),
+    help="The dataset's name in the report and the run's files (default: the images folder's name).",
+)
+@click.option(
     "--overwrite",
     is_flag=True,
     help="Replace the run already in --out, whole (its old files do not stay beside the new ones).",
@@ -170,6 +178,7 @@ def describe(
     relevance,
     jobs,
     out,
+    dataset_name,
     overwrite,
     as_json,
     html,
@@ -260,7 +269,7 @@ def describe(
     if predictions:
         model.model = None
     ds = DatasetSpec(
-        name=Path(images).stem if images else "precomputed",
+        name=dataset_name or (Path(images).stem if images else "precomputed"),
         images=Path(images) if images else None,
         image_embeddings=Path(image_embeddings) if image_embeddings else None,
         sentence_embeddings=Path(sentence_embeddings) if sentence_embeddings else None,
