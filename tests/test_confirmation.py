@@ -236,6 +236,10 @@ def test_confirmation_off_or_skipped_is_said_and_changes_nothing_else():
     r = run(inputs, scores).main
     assert r.extra["confirmation"]["status"] == "skipped"
     assert f"at least {MIN_CONFIRM_IMAGES}" in r.extra["confirmation"]["reason"]
+    from lbee.run.confirm_text import confirmation_note
+
+    # a fourteenth user's 384-image audit read only "skipped": what the numbers shown then are is said
+    assert "read it as found, not as confirmed" in confirmation_note(r.extra["confirmation"])
     off = run(inputs, scores, confirm=0).main
     assert off.extra["confirmation"] == {
         "status": "off",

@@ -44,7 +44,11 @@ def confirmation_note(conf):
     """One line on the run's confirmation when it was skipped or turned off (None when it ran, or no record)."""
     if not conf or conf.get("status") == "done":
         return None
-    return f"Confirmation on held-out images {conf['status']}: {conf.get('reason', '')}; no statement is confirmed."
+    return (
+        f"Confirmation on held-out images {conf['status']}: {conf.get('reason', '')}; no statement is confirmed, "
+        "and each group's error rate is measured on the images its statement was found on (read it as found, not "
+        "as confirmed)."
+    )
 
 
 def confirmation_lines(conf, i):
