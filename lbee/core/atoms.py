@@ -18,7 +18,8 @@ value — are embedded. For atom a and image i:
    and τ which population holds the atom.)
    Otherwise the atom holds for all images or for none, and
    p_ia = σ((s_ia − τ) / T): τ the encoder's threshold, T the median width of
-   the separated atoms.
+   the separated atoms. Such a presence that holds for most images (median
+   p ≥ 0.5: the object of "a photo of an object") is a given (step 2).
 2. **A value of an attribute** ("a *striped* circle") is calibrated against
    its sibling values, given its subject: the margin m = s(value) − max
    s(other values) is fitted the same way over the images the subject is
@@ -29,9 +30,9 @@ value — are embedded. For atom a and image i:
    contrast, "an orange square" scores like "a square" in a world of blue
    squares. P(blue square) = P(square) · P(blue | square); a value that
    presupposes another literal (a clause about the square) is likewise
-   conditioned on it. A value whose split is another subject's value seen
-   through the encoder's loose binding ("small circle" firing beside small
-   text) is taken as constant too (`unbound_values`).
+   conditioned on it (not on a presence that is a given). A value whose split
+   is another subject's value seen through the encoder's loose binding ("small
+   circle" firing beside small text) is taken as constant too (`unbound_values`).
 3. **Negation**: "no X" is 1 − P(X present).
 4. **Conjunction**: the product over its literals and what they presuppose,
    each counted once (the product t-norm).
@@ -325,6 +326,10 @@ def literal_probabilities(
     n = sims.shape[0]
     cond, sep = calibrate(sims, tau)
     cal = ["mixture" if t else "threshold" for t in sep]
+    # a subject in every image is a given, not a condition: its sigmoid around τ (0.03 to 0.88 for a trial's fruit,
+    # in all its images), multiplied into its values, dropped a third of a failure's images from its hypothesis
+    one = [j for j, (key, _value) in enumerate(keys) if key[1] == "presence" and not sep[j]]
+    everywhere = {j for j in one if float(np.median(cond[:, j])) >= 0.5}
     parent = np.full(len(keys), -1)
     where = {k: i for i, k in enumerate(keys)}
     if grammar is not None:
@@ -339,7 +344,7 @@ def literal_probabilities(
             pre = [where[(k, v)] for k, v in pres.items() if k != key and (k, v) in where]
             w = np.ones(n) if not pre else np.prod(cond[:, pre], axis=1)
             for j in js:
-                if pre:
+                if pre and pre[0] not in everywhere:
                     parent[j] = pre[0]
                 if len(js) > 1:
                     others = [o for o in js if o != j]
