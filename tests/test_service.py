@@ -363,6 +363,19 @@ def test_jobs_run_through_the_run_layer_and_runs_compare(service, data_root):
         assert set(s) == {"gained", "lost", "kept"}
         assert not set(s["gained"]) & set(s["lost"])
     assert client.get(f"/v1/compare?a={ra}&b=999", headers=read).status_code == 404
+    # sweep 26 S-1: compare read a run's explanation.json linked out of its folder, and served its sentences
+    _, _, settings = service
+    expl = next(p for p in (settings.output / "jobs").rglob("explanation.json") if job_b in str(p))
+    kept = expl.read_bytes()
+    outside = data_root[0].parent / "outside_explanation.json"
+    outside.write_bytes(kept.replace(b'"sentences":[', b'"sentences":["TOPSECRET",'))
+    expl.unlink()
+    expl.symlink_to(outside)
+    linked = client.get(f"/v1/compare?a={ra}&b={rb}", headers=read)
+    assert linked.status_code == 200 and "TOPSECRET" not in linked.text and "line 1" not in linked.text
+    assert client.get(f"/v1/jobs/{job_b}/explanation", headers=read).status_code == 404
+    expl.unlink()
+    expl.write_bytes(kept)
     page = client.get(f"/compare?a={ra}&b={rb}", headers=read)
     assert page.status_code == 200 and "Δ" in page.text
     index = client.get("/", headers=read).text

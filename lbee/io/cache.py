@@ -103,7 +103,10 @@ def sentence_list_key(sentences):
 
 
 def _row_hashes(sentences, embeddings):
-    """Per row: a hash of the sentence and its float32 embedding, so moving either to another row shows."""
+    """Per row: a hash of the sentence (or image content hash) and its float32 embedding: a moved row shows.
+
+    An image shard written before it carried these hashes is re-encoded once.
+    """
     emb = np.ascontiguousarray(embeddings, dtype=np.float32)
     return np.asarray(
         [hashlib.sha256(s.encode() + b"\0" + row.tobytes()).hexdigest()[:32] for s, row in zip(sentences, emb)],
@@ -133,9 +136,11 @@ class EmbeddingCache:
             for shard in sorted((self.root / "images").glob("shard-*.npz")):
                 try:
                     with np.load(shard) as data:
-                        hashes, emb = data["hashes"], data["embeddings"]
+                        hashes, emb, rows = data["hashes"], data["embeddings"], data["row_hashes"]
                     if hashes.ndim != 1 or emb.ndim != 2 or len(hashes) != len(emb) or not np.all(np.isfinite(emb)):
                         continue  # a foreign or damaged shard: its images are re-encoded
+                    if not np.array_equal(rows, _row_hashes([str(h) for h in hashes], emb)):
+                        continue  # rows moved against their hashes (sweep 26: reversed, 1,999 of 2,000 wrong)
                     for h, e in zip(hashes, emb):
                         self._images[str(h)] = e
                 except (OSError, ValueError, KeyError, EOFError):
@@ -156,8 +161,12 @@ class EmbeddingCache:
         if not meta.exists():
             atomic_write_bytes(meta, json.dumps(self.identity, indent=2, sort_keys=True).encode())
         emb = np.asarray(embeddings, dtype=np.float32)
-        atomic_save_npz(
-            self.root / "images" / f"shard-{uuid.uuid4().hex}.npz", hashes=np.asarray(hashes, dtype=str), embeddings=emb
+        hashes = [str(h) for h in hashes]
+        atomic_save_npz(  # each row's content hash and embedding digested together: a moved row shows
+            self.root / "images" / f"shard-{uuid.uuid4().hex}.npz",
+            hashes=np.asarray(hashes, dtype=str),
+            embeddings=emb,
+            row_hashes=_row_hashes(hashes, emb),
         )
         store = self._load_images()
         store.update(zip(hashes, emb))

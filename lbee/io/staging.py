@@ -70,11 +70,21 @@ def check_no_replace(paths, *, overwrite=False, option="--out", inputs=(), how="
     how : str, default='--overwrite'
         How the caller asks to replace outputs (``overwrite=True`` from Python).
     """
+    import stat
+
+    from .._files import file_kind
+
     named = f"{option}: " if option else ""
     inputs = [Path(p) for p in inputs if p is not None and Path(p).exists()]
     for path in map(Path, paths):
         if not (path.exists() or path.is_symlink()):
             continue
+        mode = path.stat().st_mode if path.exists() else None
+        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # /dev/null was replaced (sweep 26)
+            raise OutputExistsError(
+                f"{named}{str(path)!r} is {file_kind(mode)}; an output is a file or folder lbee writes, and this one "
+                f"is never replaced, even with {how}. Give another name."
+            )
         for src in inputs:
             if path.exists() and os.path.samefile(path, src):
                 raise OutputExistsError(

@@ -68,7 +68,9 @@ def stored_images_table(run_dir):
         first = _lead(exps)
         ids = [str(i) for i in payload.get("images") or []]
         split, group = first.split_and_group(len(ids))
-        truth = (ids, split.astype(str), group, first, payload.get("sentences") or [])
+        older_split = split.astype(str)  # before the held-out images were named so (a table written then)
+        split = with_held_out(split, payload.get("confirmation")).astype(str)
+        truth = (ids, split, group, first, payload.get("sentences") or [])
         older = next(iter(exps.values()))  # a table written before it followed the describer read first
     if images_path.is_file():
         try:
@@ -92,12 +94,9 @@ def stored_images_table(run_dir):
                 )
         if truth is not None:
             ids, split, group, first, texts = truth
-            _check_rows(
-                images_path,
-                "explanation.json",
-                [(str(a), str(b), int(c)) for a, b, c in zip(table["image"], table["split"], table["group"])],
-                list(zip(ids, split.tolist(), group.tolist())),
-            )
+            rows = [(str(a), str(b), int(c)) for a, b, c in zip(table["image"], table["split"], table["group"])]
+            if rows != list(zip(ids, older_split.tolist(), group.tolist())):
+                _check_rows(images_path, "explanation.json", rows, list(zip(ids, split.tolist(), group.tolist())))
             said = _top_sentences(first, texts, len(ids))  # each hard image's group sentence, as the run chose it
             hard = np.flatnonzero((split == "hard") & (group >= 0))  # hard images in no hypothesis have no sentence
             written = table["sentence"].iloc[hard].tolist()
@@ -116,6 +115,7 @@ def stored_images_table(run_dir):
                     )
             if truth is not None:  # φ and ω edited in both tables alike made a failure's page say error rate 0.00
                 check_assignments_digest(payload, assign[3], assign_path)
+                _check_values(assign_path, assign[1], assign[2], first, payload)
         recorded = None if truth is None else payload.get("images_sha256")
         if recorded is not None and recorded != table_digest(table, IMAGE_COLUMNS):  # after the checks that name a row
             raise ValueError(
@@ -131,6 +131,7 @@ def stored_images_table(run_dir):
         assigned, conf, perf, frame = _read_assignments(assign_path)
         _check_rows(assign_path, "explanation.json", assigned, ids)
         check_assignments_digest(payload, frame, assign_path)
+        _check_values(assign_path, conf, perf, first, payload)
     return pd.DataFrame(
         {
             "image": ids,
@@ -146,6 +147,40 @@ def stored_images_table(run_dir):
         },
         columns=list(IMAGE_COLUMNS),
     )
+
+
+def with_held_out(split, confirmation):
+    """``split`` (hard / easy / neutral per image) with the run's held-out images named 'held-out'."""
+    split = np.asarray(split, dtype=object).copy()
+    held = (confirmation or {}).get("held_out") if isinstance(confirmation, dict) else None
+    if held:
+        split[np.asarray(held, dtype=np.int64)] = "held-out"
+    return split
+
+
+def _check_values(path, conf, perf, first, payload):
+    """Refuse φ or ω that no run writes (not finite), or ω that contradicts the error rates the run recorded.
+
+    A digest can be computed again by anyone who edits a file; what the run recorded of its groups cannot be
+    changed without changing the explanation's own checks (sweep 26: φ and ω edited with every digest renewed).
+    """
+    for name, values in (("confidence", conf), ("performance", perf)):
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise ValueError(
+                f"{str(path)!r} row {bad[0] + 1}: {name} {float(values[bad[0]])}; expected a finite number."
+            )
+    confirmation = payload.get("confirmation") or {}
+    if confirmation.get("status") != "done" or confirmation.get("outcome") != "error rate":
+        return
+    for i, (c, g) in enumerate(zip(first.hard_clusters, confirmation.get("groups") or ())):
+        idx = np.asarray(c.indices, dtype=np.int64)
+        rate = g.get("hypothesis_error_rate")
+        if rate is not None and idx.size and abs(float(np.mean(perf[idx] == 0)) - rate) > 1e-3:
+            raise ValueError(
+                f"{str(path)!r}: hard group {i}'s images fail at {float(np.mean(perf[idx] == 0)):.4f} by its ω, where "
+                f"the run recorded {rate}; expected the files of one run (edited, or from another run)."
+            )
 
 
 def _top_sentences(first, texts, n):

@@ -18,7 +18,11 @@ RATE_FIELDS = ("error_rate_in", "error_rate_out", "p_value", "q_value")
 COUNT_FIELDS = ("n_in", "errors_in", "n_out", "errors_out")
 
 
-def check_confirmation_record(payload, where, n_groups=None):
+#: What a confirmation that did not run records (`lbee.run.confirm.ConfirmationPlan.header`).
+NOT_RUN_FIELDS = ("status", "fraction", "seed", "reason")
+
+
+def check_confirmation_record(payload, where, n_groups=None, sizes=None):
     """Refuse a ``confirmation`` / ``hypotheses`` block lbee did not write; returns nothing.
 
     Parameters
@@ -29,6 +33,8 @@ def check_confirmation_record(payload, where, n_groups=None):
         The file or answer, as the message names it.
     n_groups : int, optional
         The run's number of hard groups (``groups`` and ``hypotheses`` must have one entry each).
+    sizes : list of int, optional
+        Each hard group's number of images (what ``groups`` and ``hypotheses`` record of them).
 
     Raises
     ------
@@ -36,28 +42,50 @@ def check_confirmation_record(payload, where, n_groups=None):
         Naming the first field that is wrong, what it holds and what was expected.
     """
     n = len(payload.get("images") or ())
+    n_sentences = len(payload.get("sentences") or ())
     conf = payload.get("confirmation")
     if conf is not None:
-        _check_confirmation(conf, where, n, n_groups)
+        _check_confirmation(conf, where, n, n_groups, n_sentences)
+        _sizes(conf.get("groups") or [], sizes, where, "confirmation.groups")
     hyps = payload.get("hypotheses")
     if hyps is not None:
         _list(hyps, where, "hypotheses", n_groups)
+        made = (payload.get("params") or {}).get("n_slicer_groups")
         for i, h in enumerate(hyps):
             field = f"hypotheses[{i}]"
             _dict(h, where, field)
             _count(h.get("images"), where, f"{field}.images")
+            _count(h.get("pieces"), where, f"{field}.pieces")
+            if type(made) is int and h["pieces"] > made:
+                _bad(where, f"{field}.pieces", h["pieces"], f"at most the {made} groups the slicer made")
             for key in ("error_concentration", "lower_bound", "p_value", "hypothesis_error_rate"):
                 _rate(h.get(key), where, f"{field}.{key}")
+        _sizes(hyps, sizes, where, "hypotheses")
+    params = payload.get("params")
+    if isinstance(params, dict) and "n_images" in params and params["n_images"] != n:
+        _bad(where, "params.n_images", params["n_images"], f"{n}, the number of its images")
 
 
-def _check_confirmation(conf, where, n, n_groups):
+def _sizes(entries, sizes, where, field):
+    """Each entry's ``images`` equal to its hard group's size."""
+    if sizes is None:
+        return
+    for i, (entry, size) in enumerate(zip(entries, sizes)):
+        if entry.get("images") != size:
+            _bad(where, f"{field}[{i}].images", entry.get("images"), f"{size}, the size of hard group {i}")
+
+
+def _check_confirmation(conf, where, n, n_groups, n_sentences):
     _dict(conf, where, "confirmation")
     if conf.get("status") not in CONFIRMATION_STATES:
         _bad(where, "confirmation.status", conf.get("status"), f"one of {', '.join(CONFIRMATION_STATES)}")
     fraction = conf.get("fraction")
     if not _number(fraction) or not 0 <= fraction < 1:
         _bad(where, "confirmation.fraction", fraction, "a number in [0, 1)")
-    if conf["status"] != "done":
+    if conf["status"] != "done":  # a confirmation that did not run records why, and nothing it would have found
+        extra = [k for k in conf if k not in NOT_RUN_FIELDS]
+        if extra:
+            _bad(where, f"confirmation.{extra[0]}", conf[extra[0]], f"nothing: the confirmation is {conf['status']}")
         return
     held = conf.get("held_out")
     _indices(held, where, "confirmation.held_out", n)
@@ -73,10 +101,20 @@ def _check_confirmation(conf, where, n, n_groups):
         for key in ("confirmed", "significant"):
             if key in s and not isinstance(s[key], bool):
                 _bad(where, f"{field}.{key}", s[key], "true or false")
+        j = s.get("sentence")
+        if j is not None and not (type(j) is int and 0 <= j < n_sentences):
+            _bad(where, f"{field}.sentence", j, f"null or a sentence index in [0, {n_sentences})")
         _test(s, where, field)
+        for k, a in enumerate(s.get("ablation") or []):
+            _dict(a, where, f"{field}.ablation[{k}]")
+            for key in ("n", "n_excluded"):
+                _count(a.get(key), where, f"{field}.ablation[{k}].{key}")
+            for key in ("error_rate", "error_rate_excluded", "p_value"):
+                _rate(a.get(key), where, f"{field}.ablation[{k}].{key}")
         if s.get("beyond") is not None:
             _dict(s["beyond"], where, f"{field}.beyond")
             _test(s["beyond"], where, f"{field}.beyond")
+            _indices(s["beyond"].get("above", []), where, f"{field}.beyond.above", len(statements))
     ranked = conf.get("ranked")
     _indices(ranked, where, "confirmation.ranked", len(statements))
     confirmed = [j for j, s in enumerate(statements) if s.get("confirmed") is True]
@@ -108,9 +146,17 @@ def _test(t, where, field):
         v = t.get(key)
         if v is not None and not (_number(v) and v >= 0):
             _bad(where, f"{field}.{key}", v, "null or a non-negative number")
-    for inside, total in (("errors_in", "n_in"), ("errors_out", "n_out")):
+    for inside, total, rate in (("errors_in", "n_in", "error_rate_in"), ("errors_out", "n_out", "error_rate_out")):
         if inside in t and total in t and t[inside] > t[total]:
             _bad(where, f"{field}.{inside}", t[inside], f"at most {total} ({t[total]})")
+        if inside in t and total in t and t[total] and t.get(rate) is not None:  # written rounded to 4 places
+            if abs(t[rate] - t[inside] / t[total]) > 1e-3:
+                _bad(where, f"{field}.{rate}", t[rate], f"{t[inside]} / {t[total]}, its counts' ratio")
+    ci = t.get("ci")
+    if ci is not None and not (
+        isinstance(ci, list) and len(ci) == 2 and all(_number(v) and 0 <= v <= 1 for v in ci) and ci[0] <= ci[1]
+    ):
+        _bad(where, f"{field}.ci", ci, "[low, high] with 0 <= low <= high <= 1")
 
 
 def _number(v):

@@ -24,7 +24,8 @@ def load_explanations(path):
     from .confirmation_record import check_confirmation_record
 
     first = next(iter(exps.values()), None)
-    check_confirmation_record(payload, f"Explanation file {str(path)!r}", first and len(first.hard_clusters))
+    sizes = None if first is None else [len(c.indices) for c in first.hard_clusters]
+    check_confirmation_record(payload, f"Explanation file {str(path)!r}", None if sizes is None else len(sizes), sizes)
     unassigned = _unassigned_of(payload, path)
     if unassigned is not None and exps:  # each image in one place: not twice, not also in a cluster
         placed = [np.asarray(c.indices) for c in (*first.hard_clusters, *first.easy_clusters)]

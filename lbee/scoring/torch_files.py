@@ -74,8 +74,17 @@ def check_torchscript_zip(path, name=None):
             else "a legacy torch.save file or a pickle is not a model lbee loads"
         )
         raise ValueError(f"{shown!r} is not a TorchScript file (a zip written by torch.jit.save); {hint}.")
+    import os
+
     with zipfile.ZipFile(path) as archive:
-        inflated = sum(i.file_size for i in archive.infolist() if i.compress_type != zipfile.ZIP_STORED)
+        infos = archive.infolist()
+    inflated = sum(i.file_size for i in infos if i.compress_type != zipfile.ZIP_STORED)
+    stored = sum(i.file_size for i in infos if i.compress_type == zipfile.ZIP_STORED)
+    if stored > os.path.getsize(path):  # entries stored over one another: each is loaded apart (sweep 26: 64x)
+        raise ValueError(
+            f"TorchScript model {shown!r} lists {stored:,} bytes of stored entries in a file of "
+            f"{os.path.getsize(path):,}: its entries overlap, and loading it would take far more than its size."
+        )
     if inflated > MAX_SCRIPT_INFLATED:
         raise ValueError(
             f"TorchScript model {shown!r} has compressed entries that inflate to {inflated:,} bytes; torch.jit.save "

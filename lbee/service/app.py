@@ -160,9 +160,10 @@ class Context:
         return run
 
     def file(self, run, name, media_type):
-        output = self.settings.output
-        path = (output / run.folder / name).resolve()
-        if not path.is_relative_to(output) or not path.is_file():
+        from .paths import run_file
+
+        path = run_file(self.settings.output, run.folder, name)  # never a file linked out of the run's folder
+        if path is None:
             raise HTTPException(404, f"{name} of run {run.id} is missing from the output folder.")
         return FileResponse(path, media_type=media_type)
 

@@ -54,8 +54,10 @@ def add_browse_routes(app, ctx):
     settings, templates, read = ctx.settings, ctx.templates, ctx.read
 
     def table_of(run):
-        folder = (settings.output / run.folder).resolve()
-        if not folder.is_relative_to(settings.output) or not folder.is_dir():
+        from .paths import run_folder
+
+        folder = run_folder(settings.output, run.folder)
+        if folder is None:
             raise HTTPException(404, f"the folder of run {run.id} is missing from the output folder.")
         for name in RUN_FILES:  # a file linked out of the run's folder is never opened (its content would be quoted)
             path = folder / name

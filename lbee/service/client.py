@@ -22,7 +22,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .reading import confirmed_statements, describe_progress, progress_lines  # noqa: F401  (named from here too)
+from .reading import (  # noqa: F401  (named from here too)
+    confirmed_statements,
+    describe_progress,
+    progress_lines,
+    read_entry,
+)
 
 #: The server a client talks to when none is named (``lbee serve``'s default address).
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -53,65 +58,6 @@ class JobFailed(ServiceError):
         self.job = job
 
 
-def read_entry(path):
-    """One dataset entry from a YAML or JSON file (as ``lbee report``'s ``datasets:`` items are written).
-
-    Raises
-    ------
-    ValueError
-        The file is not a mapping, or is a whole ``lbee report`` config (with ``datasets:``).
-    """
-    import yaml
-
-    from .._yaml import YAMLLimitError, load_yaml
-    from ..io.confinement import MAX_CONFIG_BYTES, check_regular_file, read_text_file
-
-    path = Path(path)
-    check_regular_file(path, "The job entry")  # /dev/zero would never end, a FIFO block
-    try:  # lbee's bounded reader: an alias bomb is refused before it is built
-        entry = load_yaml(read_text_file(path, "The job entry", limit=MAX_CONFIG_BYTES), source=str(path))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, YAMLLimitError, ValueError) as exc:
-        raise ValueError(f"Cannot read the job entry {str(path)!r}: {exc}") from None
-    if isinstance(entry, dict) and "datasets" in entry:
-        raise ValueError(
-            f"{str(path)!r} is a `lbee report` config (it has `datasets:`); a job is one dataset entry: put one "
-            "item of its `datasets:` list (with the settings it needs) in a file of its own."
-        )
-    if not isinstance(entry, dict):
-        raise ValueError(
-            f"{str(path)!r} holds a {type(entry).__name__}; expected one dataset entry, a mapping such as "
-            "{name: demo, spotcheck: {seed: 0}}."
-        )
-    where, value = _not_json(entry)
-    if where is not None:  # YAML reads 2024-01-01 as a date, !!binary as bytes: a job is JSON
-        raise ValueError(
-            f"{str(path)!r}: `{where}` is {value!r}, which YAML reads as a {type(value).__name__}; a job entry holds "
-            "text, numbers, true / false, lists and mappings (quote it: '...')."
-        )
-    return entry
-
-
-def _not_json(value, where=""):
-    """The first key path whose value JSON cannot carry, and that value; (None, None) when all can."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                return (f"{where}.{k}" if where else str(k)), k
-            found = _not_json(v, f"{where}.{k}" if where else k)
-            if found[0] is not None:
-                return found
-        return None, None
-    if isinstance(value, list):
-        for i, v in enumerate(value):
-            found = _not_json(v, f"{where}[{i}]")
-            if found[0] is not None:
-                return found
-        return None, None
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return None, None
-    return where, value
-
-
 #: The largest answer the client reads (a report page is a few MB; a stream that never ends is cut here).
 MAX_RESPONSE_BYTES = 512 << 20
 #: The largest job state the client reads (a job's phase, progress and log): JSON becomes Python objects at up to
@@ -121,6 +67,8 @@ MAX_JOB_BYTES = 4 << 20
 MAX_JSON_BYTES = 64 << 20
 #: The most of an error answer the client reads (its message is a few lines).
 MAX_ERROR_BYTES = 64 << 10
+#: The most images `Client.group_images` collects (about a kilobyte each in memory).
+MAX_GROUP_IMAGES = 1_000_000
 
 
 def _read_within(resp, limit, deadline, what):
@@ -331,12 +279,16 @@ class Client:
         JobFailed
             The job ended failed or cancelled.
         """
+        from .reading import missed_phases
+
         deadline = None if timeout is None else time.monotonic() + timeout
-        seen = None
+        seen, phases = None, set()
         while True:
             job = self.job(job_id)
             now = (job["status"], job.get("phase"), job.get("fraction"), job.get("progress"))
             if on_progress is not None and now != seen:
+                for phase in missed_phases(job, phases):  # a phase shorter than a poll, as `lbee submit` says it
+                    on_progress({**job, "status": "running", "phase": phase, "fraction": None, "progress": ""})
                 on_progress(job)
             seen = now
             if job["status"] in FINAL_STATES:
@@ -366,32 +318,52 @@ class Client:
         Parameters
         ----------
         job_id : str
+            With ``model``, when the job ran several.
         group : int
             The hard group, as the report numbers it; -1: the run's hard images in no hypothesis.
         page : int, default=1
         sort : {'confidence', '-confidence', 'name', 'label', 'prediction'}, default='confidence'
         pair : str, optional
             Only the images of one ``label → prediction`` of the group.
-        model : str, optional
 
         Returns
         -------
         dict
-            ``rows`` (each image with its split, group, sentence, holds, confidence, performance, label,
-            prediction and ``thumbnail`` link), ``page``, ``n_pages``, ``n``, ``sentence`` and ``pairs``.
+            ``rows`` (each image's split, group, sentence, holds, confidence, performance, label, prediction and
+            ``thumbnail`` link), ``page``, ``n_pages``, ``n``, ``sentence``, ``pairs``.
         """
         from urllib.parse import urlencode
 
-        run_id = int(self.metrics(job_id, model)["id"])
+        answer = self.metrics(job_id, model)
+        run_id = answer.get("id") if isinstance(answer, dict) else None
+        if type(run_id) is not int:
+            raise ServiceError(f"the server's answer for job {job_id}'s run names no run id; expected lbee serve's")
         query = urlencode({"page": int(page), "sort": sort, **({"pair": pair} if pair else {})})
         return self._request("GET", f"/v1/runs/{run_id}/groups/{int(group)}/images?{query}", limit=MAX_JSON_BYTES)
 
     def group_images(self, job_id, group, *, sort="confidence", pair=None, model=None):
-        """Every image of a hard group (the rows of each of its pages, `group`): a list of dict."""
+        """Every image of a hard group (the rows of each of its `group` pages, at most `MAX_GROUP_IMAGES`): a list.
+
+        `ServiceError` for pages that disagree with the first (a server claiming a billion pages filled memory).
+        """
         first = self.group(job_id, group, sort=sort, pair=pair, model=model)
-        rows = list(first["rows"])
-        for page in range(2, int(first["n_pages"]) + 1):
-            rows += self.group(job_id, group, page=page, sort=sort, pair=pair, model=model)["rows"]
+        n, n_pages, rows = first.get("n"), first.get("n_pages"), first.get("rows")
+        if not (type(n) is int and type(n_pages) is int and isinstance(rows, list)) or not rows and n:
+            raise ServiceError(f"the server's page of group {group} is not one lbee serve writes")
+        if n > MAX_GROUP_IMAGES:
+            raise ServiceError(
+                f"group {group} has {n:,} images, over the {MAX_GROUP_IMAGES:,} group_images collects; page through "
+                "it with group(job_id, group, page=...)."
+            )
+        most = -(-n // len(rows)) if rows else 1
+        if not 1 <= n_pages <= most:
+            raise ServiceError(f"the server says group {group} has {n_pages:,} pages of {n:,} images; at most {most:,}")
+        rows = list(rows)
+        for page in range(2, n_pages + 1):
+            more = self.group(job_id, group, page=page, sort=sort, pair=pair, model=model).get("rows")
+            if not isinstance(more, list) or len(rows) + len(more) > n:
+                raise ServiceError(f"page {page} of group {group} holds more images than the group has ({n:,})")
+            rows += more
         return rows
 
     def metrics(self, job_id, model=None):

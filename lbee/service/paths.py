@@ -240,3 +240,27 @@ def redact_paths(text, settings):
         return "…/" + token.rstrip("/").rsplit("/", 1)[-1]
 
     return _ABSOLUTE.sub(shown, str(text))
+
+
+def run_file(output, folder, name):
+    """The file ``name`` of a stored run's ``folder`` (relative to ``output``), resolved; None when it is missing.
+
+    None too when the run's folder leads out of the output folder, or the file out of the run's folder (a symbolic
+    link): such a file is never read, since an error could quote it. Every endpoint that reads a stored run's
+    files asks here.
+    """
+    output = Path(output).resolve()
+    run_dir = (output / folder).resolve()
+    if not run_dir.is_relative_to(output) or not run_dir.is_dir():
+        return None
+    path = (run_dir / name).resolve()
+    if not path.is_relative_to(run_dir) or not path.is_file():
+        return None
+    return path
+
+
+def run_folder(output, folder):
+    """A stored run's folder, resolved, or None when it is missing or leads out of the output folder."""
+    output = Path(output).resolve()
+    run_dir = (output / folder).resolve()
+    return run_dir if run_dir.is_relative_to(output) and run_dir.is_dir() else None

@@ -1,11 +1,13 @@
-"""A job's state and results, read for a person: its progress in words, and the statements it confirmed.
+"""What the client reads and says without a server: a job entry, a job's progress, a run's confirmed statements.
 
-The client (`lbee.service.client`) and ``lbee submit`` print these; they need no server.
+The client (`lbee.service.client`) and ``lbee submit`` use these: the entry from its file, the progress in
+words, the statements from a run's ``explanation.json``.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 
 def describe_progress(job, t0=None):
@@ -33,20 +35,25 @@ def progress_lines(job, seen, t0=None):
     ``seen`` (a set, updated) holds the phases already shown; the job's log names every phase it entered
     (`lbee.service.job_progress.PHASE_LINE`), so a phase shorter than a poll is still said, in order.
     """
+    out = []
+    for phase in missed_phases(job, seen):
+        when = "" if t0 is None else f"[{time.monotonic() - t0:4.0f} s] "
+        out.append(f"{when}running · {phase}")  # it was running then, whatever it is now
+    out.append(describe_progress(job, t0))
+    return out
+
+
+def missed_phases(job, seen):
+    """The phases the job's log names that ``seen`` (a set, updated) lacks, in order, before its current one."""
     from .job_progress import PHASE_LINE
 
     current = job.get("phase") or job["status"]
-    out = []
     logged = [line[len(PHASE_LINE) :] for line in job.get("log") or () if line.startswith(PHASE_LINE)]
     if current in logged:  # the log names a phase before the job's row does: a later one waits for the next poll
         logged = logged[: logged.index(current)]
-    for phase in logged:
-        if phase not in seen and phase != current:
-            seen.add(phase)
-            when = "" if t0 is None else f"[{time.monotonic() - t0:4.0f} s] "
-            out.append(f"{when}running · {phase}")  # it was running then, whatever it is now
+    out = [p for p in dict.fromkeys(logged) if p not in seen and p != current]
+    seen.update(out)
     seen.add(current)
-    out.append(describe_progress(job, t0))
     return out
 
 
@@ -76,7 +83,13 @@ def confirmed_statements(explanation):
         raise ValueError(
             "the explanation's content differs from what it was written with (content_sha256): it was edited"
         )
-    check_confirmation_record(explanation, "the explanation")
+    sizes = None
+    if "methods" in explanation:  # a whole explanation.json: its groups' sizes, as the loader reads them
+        from ..core.explanation_payload import validate_explanation_payload
+
+        exps = validate_explanation_payload(explanation, source="the explanation")
+        sizes = [len(c.indices) for c in next(iter(exps.values())).hard_clusters] if exps else None
+    check_confirmation_record(explanation, "the explanation", None if sizes is None else len(sizes), sizes)
     conf = explanation.get("confirmation") or {}
     statements = conf.get("statements") or []
     out = []
@@ -94,3 +107,62 @@ def confirmed_statements(explanation):
             "the explanation's 'confirmation' is not one lbee writes (its 'ranked' statements cannot be read)"
         ) from None
     return out
+
+
+def read_entry(path):
+    """One dataset entry from a YAML or JSON file (as ``lbee report``'s ``datasets:`` items are written).
+
+    Raises
+    ------
+    ValueError
+        The file is not a mapping, or is a whole ``lbee report`` config (with ``datasets:``).
+    """
+    import yaml
+
+    from .._yaml import YAMLLimitError, load_yaml
+    from ..io.confinement import MAX_CONFIG_BYTES, check_regular_file, read_text_file
+
+    path = Path(path)
+    check_regular_file(path, "The job entry")  # /dev/zero would never end, a FIFO block
+    try:  # lbee's bounded reader: an alias bomb is refused before it is built
+        entry = load_yaml(read_text_file(path, "The job entry", limit=MAX_CONFIG_BYTES), source=str(path))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, YAMLLimitError, ValueError) as exc:
+        raise ValueError(f"Cannot read the job entry {str(path)!r}: {exc}") from None
+    if isinstance(entry, dict) and "datasets" in entry:
+        raise ValueError(
+            f"{str(path)!r} is a `lbee report` config (it has `datasets:`); a job is one dataset entry: put one "
+            "item of its `datasets:` list (with the settings it needs) in a file of its own."
+        )
+    if not isinstance(entry, dict):
+        raise ValueError(
+            f"{str(path)!r} holds a {type(entry).__name__}; expected one dataset entry, a mapping such as "
+            "{name: demo, spotcheck: {seed: 0}}."
+        )
+    where, value = _not_json(entry)
+    if where is not None:  # YAML reads 2024-01-01 as a date, !!binary as bytes: a job is JSON
+        raise ValueError(
+            f"{str(path)!r}: `{where}` is {value!r}, which YAML reads as a {type(value).__name__}; a job entry holds "
+            "text, numbers, true / false, lists and mappings (quote it: '...')."
+        )
+    return entry
+
+
+def _not_json(value, where=""):
+    """The first key path whose value JSON cannot carry, and that value; (None, None) when all can."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return (f"{where}.{k}" if where else str(k)), k
+            found = _not_json(v, f"{where}.{k}" if where else k)
+            if found[0] is not None:
+                return found
+        return None, None
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _not_json(v, f"{where}[{i}]")
+            if found[0] is not None:
+                return found
+        return None, None
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return None, None
+    return where, value

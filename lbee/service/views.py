@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 METRICS = ("ACR", "AHR", "TPR", "JI")
 
@@ -90,8 +89,10 @@ def compare_runs(output, a, b):
             )
 
     def selected(run):
-        path = Path(output) / run.folder / "explanation.json"
-        if not path.is_file():
+        from .paths import run_file
+
+        path = run_file(output, run.folder, "explanation.json")  # never a file linked out of the run's folder
+        if path is None:
             return {}
         exps, payload = load_explanations(path)
         texts = payload.get("sentences") or []
