@@ -383,6 +383,7 @@ def test_without_labels_the_order_line_speaks_of_the_performance_score_not_an_er
     r = _describe(p, "pred_unlabelled.csv", "unlabelled")
     assert r.exit_code == 0, r.output
     assert "without labels there is no error rate" in " ".join(r.output.split()) and "error rate ×" not in r.output
+    assert "ω being −entropy (no labels)" in " ".join(r.output.split())  # what the number is (a fifteenth user)
     r = _describe(p, "pred.csv", "labelled2")
     assert "Groups in order of harm: error rate × size" in r.output
 
@@ -585,11 +586,13 @@ def test_describe_folds_groups_too_small_to_read_out():
     exp = Explanation(hard, [], "fpdiff", {}, [f"sentence {j}" for j in range(4)])
     result = SimpleNamespace(explanations={"fpdiff": exp}, performance=np.zeros(sum(sizes)), extra={})
     text = terminal_blocks(result, width=100)
-    assert [line.split(":")[0] for line in text.splitlines() if line.startswith("Hard group")] == [
+    assert [line.split(":")[0] for line in text.splitlines() if line.startswith("Hard group ")] == [
         "Hard group 0",
         "Hard group 1",
     ]
-    assert "hard groups 2, 3 (2, 1 images): fewer than 5 images each" in " ".join(text.split())
+    # a line of its own, capitalised as the blocks' headings (a fifteenth user read "Hard group" and "hard group")
+    folded = [line for line in text.splitlines() if line.startswith("Hard groups 2, 3 (2, 1 images)")]
+    assert folded and "fewer than 5 images each" in folded[0]
 
 
 def test_a_misspelled_input_file_gets_the_file_beside_it_suggested(tmp_path):

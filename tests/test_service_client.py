@@ -46,6 +46,10 @@ def test_a_failed_jobs_advice_names_the_entry_key_not_the_cli_flag():
     # a message that names the key already keeps it once; one that names the CLI's flag as such keeps it
     assert entry_advice("Pass τ explicitly (--tau / tau:).") == "Pass τ explicitly (tau:)."
     assert entry_advice("(n_clusters; CLI --clusters)") == "(n_clusters; CLI --clusters)"
+    # a flag "on the command line" beside its key's own form goes (a fifteenth user read "logits: on the command
+    # line, logits: true in a report config")
+    said = entry_advice("have a softmax applied: --logits on the command line, logits: true in a report config.")
+    assert said == "have a softmax applied: logits: true in a report config."
 
 
 def test_read_entry_refuses_a_whole_config_and_a_list(tmp_path):
@@ -205,6 +209,27 @@ def test_phases_shorter_than_a_poll_are_still_said_in_order():
     assert progress_lines(
         {**row, "phase": "describing", "fraction": None, "progress": "describing", "log": log[:3]}, seen
     ) == ["running · describing"]
+    # the library's wait says them too (a fifteenth user's on_progress went from queued to "writing the report")
+    from lbee.service.client import Client
+
+    polls = iter(
+        [
+            {"status": "queued", "phase": None, "fraction": None, "progress": "", "log": []},
+            {"status": "running", "phase": "writing the report", "fraction": None, "progress": "", "log": log},
+            {"status": "done", "phase": "done", "fraction": None, "progress": "done", "log": log},
+        ]
+    )
+
+    class Fake(Client):
+        def __init__(self):
+            pass
+
+        def job(self, job_id):
+            return next(polls)
+
+    said = []
+    Fake().wait("j", poll=0, on_progress=lambda j: said.append(j.get("phase") or j["status"]))
+    assert said == ["queued", "preparing", "embedding sentences", "describing", "writing the report", "done"], said
 
 
 def test_the_client_lists_a_run_s_confirmed_statements(demo_run):

@@ -5,6 +5,7 @@ browser test starts Spotlight's own server from there (or $LBEE_SPOTLIGHT, or a 
 the browser test is skipped, and fails under CI=true, as the report's browser test does.
 """
 
+import json
 import os
 import shutil
 import socket
@@ -78,7 +79,8 @@ def test_export_has_one_row_per_image_with_hypothesis_sentence_split_confidence(
     assert (table["hypothesis"][hard] == "group " + assign["cluster"][hard].astype(str)).all()
     assert (table["hypothesis"][~hard] == "none").all()
     assert table["sentence"][hard].notna().all() and table["sentence"][~hard].isna().all()
-    assert table["split"].tolist() == assign["split"].tolist()
+    held = set(json.loads((out / "explanation.json").read_text())["confirmation"]["held_out"])
+    assert table["split"].tolist() == ["held-out" if i in held else s for i, s in enumerate(assign["split"])]
     assert table["confidence"].tolist() == pytest.approx(assign["confidence"].tolist())
     assert table["label"].notna().all() and table["holds"][hard].notna().all()
 

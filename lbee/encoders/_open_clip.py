@@ -222,6 +222,10 @@ def _missing_weights(model, tag):
                 (f"--encoder 'open_clip:{model}@/path/to/open_clip_pytorch_model.bin'", "a local checkpoint file"),
                 ("--encoder spotcheck", "the offline encoder of the synthetic world"),
                 (f"--encoder 'open_clip:{model}@random'", "seeded random weights, to try the pipeline"),
+                (
+                    "--image-embeddings FILE --sentence-embeddings FILE",
+                    "embeddings you made with any encoder (docs: Embeddings and provenance)",
+                ),
             ]
         )
     )

@@ -223,6 +223,10 @@ def images_table(run, slicer=None):
     first = _lead(exps)  # the describer the terminal says to read first: the page's sentence too
     n = len(run.image_ids)
     split, group = first.split_and_group(n)
+    from .stored_table import with_held_out
+
+    # the held-out images, named so: a fifteenth user could not tell them from the middling ones
+    split = with_held_out(split, run.confirmations.get(slicer or next(iter(run.explanations))))
     sentence = np.full(n, None, dtype=object)
     holds = np.full(n, None, dtype=object)
     for c in first.hard_clusters:

@@ -173,7 +173,7 @@ def render_report(
                 run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True, short=short, page_groups=n_page
             ),
             # every confirmed statement, strongest first, each beyond the stronger ones (the terminal's list)
-            "statements": confirmed_statements_lines(run.confirmations.get(s), every=True),
+            "statements": statement_list(confirmed_statements_lines(run.confirmations.get(s), every=True)),
             "others": other_views(run, s, exps, short, slug(s), page_groups=n_page),
         }
         for s, exps in run.explanations.items()
@@ -201,6 +201,7 @@ def render_report(
         "n_hard": p.get("n_hard"),
         "n_easy": p.get("n_easy"),
         "n_neutral": None if p.get("n_hard") is None else n - p["n_hard"] - p.get("n_easy", 0),
+        "n_held_out": len((run.confirmations.get(primary) or {}).get("held_out") or ()),
         "mean_performance": float(np.mean(run.performance)),
         "n_skipped": len(run.failures),
         "n_sentences": len(run.sentences),
@@ -236,6 +237,27 @@ def render_report(
             vega_js=vega_bundle(cache_dir) if (chart or plane or sections) else None,
         )
     )
+
+
+def statement_list(lines):
+    """`lbee.run.text.confirmed_statements_lines` as the page lays them out (None when there are none).
+
+    ``head``: the first line; ``own``: the statements that add a failure of their own, numbered by the list
+    (their "N. " dropped); ``notes``: the lines between; ``companions``: those that go with a stronger one.
+    """
+    import re
+
+    if not lines:
+        return None
+    out = {"head": lines[0], "own": [], "notes": [], "companions": []}
+    for line in lines[1:]:
+        if line.startswith("    "):
+            out["companions"].append(line.strip())
+        elif re.match(r"\d+\. ", line):
+            out["own"].append(line.split(". ", 1)[1])
+        else:
+            out["notes"].append(line)
+    return out
 
 
 def _order_words(run, slicer):

@@ -83,8 +83,13 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
         if not idx.size:
             continue
         order = idx[np.argsort(run.confidence[idx], kind="stable")][:OTHER_MAX_ROWS]
-        # the hypotheses' statements, to check these images against (with Γ): which of them a failure's are
-        statements = _statements(exps) if key == "unassigned" and run.relevance is not None else []
+        # the statements to check these images against (with Γ): the hypotheses' for the hard images in none (which
+        # of them a failure's are); the confirmed ones for the held-out images, on which they were tested
+        statements, label = [], ""
+        if run.relevance is not None and key == "unassigned":
+            statements, label = _statements(exps), "the hypotheses’ statements"
+        elif run.relevance is not None and key == "held-out":
+            statements, label = _confirmed(run, slicer), "the confirmed statements"
         browse = browse_view(
             run,
             order,
@@ -93,7 +98,7 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
             short,
             statements,
             n_groups=page_groups,
-            own_label="the hypotheses’ statements",
+            own_label=label,
         )
         if statements:
             held = int(unassigned_holding(exps, run.relevance).sum())
@@ -142,3 +147,12 @@ def unassigned_holding(exps, relevance):
     if left is None or not len(left) or relevance is None or not statements:
         return np.zeros(0 if left is None else len(left), dtype=bool)
     return np.asarray(relevance[np.ix_(np.asarray(left, dtype=np.int64), statements)], dtype=bool).any(axis=1)
+
+
+def _confirmed(run, slicer):
+    """The sentences of the run's confirmed statements, strongest first, that Γ has a column for."""
+    conf = run.confirmations.get(slicer) or {}
+    statements = conf.get("statements") or []
+    width = run.relevance.shape[1]
+    picked = [statements[j].get("sentence") for j in conf.get("ranked") or () if j < len(statements)]
+    return list(dict.fromkeys(int(j) for j in picked if type(j) is int and 0 <= j < width))

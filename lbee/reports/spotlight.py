@@ -18,8 +18,8 @@ SPOTLIGHT_FILE = "spotlight.parquet"
 #: The hypothesis of an image in no hard group (an easy, a neutral one, or a hard one in no hypothesis).
 NO_HYPOTHESIS = "none"
 #: Columns of the export, in order: the image file, its id, its hypothesis (``group 3``, the hard group;
-#: `NO_HYPOTHESIS` for an easy or a neutral image), the hypothesis' sentence, its split (hard / easy / neutral),
-#: φ, ω, label, prediction and whether the sentence holds for it (Γ, when the run had one).
+#: `NO_HYPOTHESIS` for an easy or a neutral image), the hypothesis' sentence, its split (hard / easy / neutral /
+#: held-out), φ, ω, label, prediction and whether the sentence holds for it (Γ, when the run had one).
 SPOTLIGHT_COLUMNS = (
     "image",
     "image_id",

@@ -155,21 +155,21 @@ def confirmed_statements_lines(conf, *, every=False):
     if len(own) > len(listed):
         lines.append(f"and {len(own) - len(listed)} more that add a failure of their own (explanation.json)")
     goes_with = [j for j in ranked if j not in own]
+    one = len(goes_with) == 1  # "1 more confirms ...: it goes with them" (a fifteenth user read "1 more confirm")
+    more = (
+        f"{len(goes_with)} more {'confirms' if one else 'confirm'} but {'adds' if one else 'add'} no failure beyond "
+        f"those above: {'it goes' if one else 'they go'} with them (a condition that accompanies a failure, or a "
+        "restatement)"
+    )
     if goes_with and every:
-        lines.append(
-            f"{len(goes_with)} more confirm but add no failure beyond those above: they go with them (a condition "
-            "that accompanies a failure, or a restatement):"
-        )
+        lines.append(more + ":")
         for j in goes_with:
             above = stronger_than(statements[j], statements)
             first = f', first "{above[0]}"' if above else ""
             lines.append(f'    "{statements[j]["text"]}" (goes with {len(above)} stronger{first})')
     elif goes_with:
         named = "; ".join(f'"{statements[j]["text"]}"' for j in goes_with[:3])
-        lines.append(
-            f"{len(goes_with)} more confirm but add no failure beyond those above: they go with them (a condition "
-            f"that accompanies a failure, or a restatement), e.g. {named}"
-        )
+        lines.append(f"{more}, e.g. {named}")
     head = f"Confirmed on {conf['n_held_out']} held-out images, strongest first, each tested beyond those above it:"
     return [head] + lines
 

@@ -160,6 +160,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
             objects[name] = obj
         record_clusters_formed(exps, part, merged)
         extra = {"dataset": dataset, "model": model, "slicer": name, **scores.extra, **confirmed}
+        extra.setdefault("performance", scores.performance_desc)  # what ω is (−entropy without labels), said with it
         unassigned = unassigned_hard(part, exps)
         if len(unassigned):  # hard images in no hypothesis: hard, in no group (stored for the report and service)
             extra["unassigned_hard"] = unassigned.tolist()

@@ -114,9 +114,13 @@ def _preflight_arrays(ds, sents, imgs):
                 f"real array (one row per {what})."
             )
         if rows is not None and arr.shape[0] != rows:
+            of = (  # which sentences: the default set surprised a user who gave no --sentences (trial 15)
+                f"of the sentence set {str(ds.sentence_set)!r} (--sentences, sentence_set: in a config)"
+                if what == "sentence"
+                else "of the dataset"
+            )
             raise ValueError(
-                f"{field_} {str(path)!r} has shape {arr.shape}; expected ({rows}, d), one row per "
-                f"{what} of the dataset."
+                f"{field_} {str(path)!r} has shape {arr.shape}; expected ({rows}, d), one row per {what} {of}."
             )
         shapes[field_] = arr.shape
     if len(shapes) == 2 and shapes["image_embeddings"][1] != shapes["sentence_embeddings"][1]:

@@ -261,8 +261,11 @@ def terminal_blocks(result, width=None):
         if len(c.indices) < FEW_IMAGES:  # folded into one line, as the demo and the HTML report fold them
             few[i] = len(c.indices)
             continue
+        what = result.extra.get("performance")  # ω as a number means little without what it is (−entropy)
         rate = (
-            f", error rate {1 - omega[c.indices].mean():.2f}" if binary else f", mean ω {omega[c.indices].mean():.3f}"
+            f", error rate {1 - omega[c.indices].mean():.2f}"
+            if binary
+            else f", mean ω {omega[c.indices].mean():.3f}" + (f", ω being {what}" if what else "")
         )
         size = f"{len(c.indices)} image" + ("" if len(c.indices) == 1 else "s")
         out.append(f"Hard group {i}: {size}{rate}, easy twin {c.easy_cluster}")
@@ -274,7 +277,8 @@ def terminal_blocks(result, width=None):
             out.extend(textwrap.wrap(line, cols, initial_indent="  ", subsequent_indent=" " * 4))
         out.append("")
     if few:
-        out += textwrap.wrap(few_line(few).strip(), cols, subsequent_indent="  ") + [""]
+        line = few_line(few).strip()  # a line of its own, as the blocks' "Hard group N:" headings
+        out += textwrap.wrap(line[0].upper() + line[1:], cols, subsequent_indent="  ") + [""]
     note = confirmation_note(result.extra.get("confirmation"))
     ranked = confirmed_statements_lines(result.extra.get("confirmation"))
     if ranked:  # a ninth user found the failure's own sentence, and a confounder beside it, only in the JSON

@@ -7,6 +7,7 @@ import logging
 import re
 
 _FLAG_AND_KEY = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*) / ([a-z_]+:)")  # "--tau / tau:": the key is there
+_FLAG_ON_CLI = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*) on the command line, ")
 _FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)(?:=| (?=[^\s(]))?")
 
 
@@ -27,6 +28,9 @@ def entry_advice(text):
     text = _FLAG_AND_KEY.sub(
         lambda m: m.group(2) if m.group(1).replace("-", "_") == m.group(2)[:-1] else m.group(0), text
     )
+    # "--logits on the command line, logits: true in a report config": the key's own form follows, so the flag's
+    # goes (rewritten, it read "logits: on the command line, logits: true ...", a fifteenth user)
+    text = _FLAG_ON_CLI.sub(lambda m: "" if m.group(1).replace("-", "_") in DATASET_KEYS else m.group(0), text)
     return _FLAG.sub(key, text)
 
 
