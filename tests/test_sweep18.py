@@ -42,9 +42,13 @@ def _overlapping_zip(path, n):
     sd = {f"zz{k}": torch.zeros(2**18) for k in range(n)}
     buf = io.BytesIO()
     torch.save(sd, buf)
-    raw = buf.getvalue()
+    path.write_bytes(repoint(buf.getvalue(), 2**20))
+
+
+def repoint(raw, size):
+    """``raw`` (a zip) with every stored entry of ``size`` bytes pointing at the first one's data."""
     infos = zipfile.ZipFile(io.BytesIO(raw)).infolist()
-    big = [i for i in infos if i.file_size == 2**20]
+    big = [i for i in infos if i.file_size == size]
     new, offsets = bytearray(), {}
     for i in infos:
         if i in big and i is not big[0]:
@@ -57,31 +61,10 @@ def _overlapping_zip(path, n):
     cd = bytearray()
     for i in infos:
         fn = i.filename.encode()
-        cd += (
-            struct.pack(
-                "<IHHHHHHIIIHHHHHII",
-                0x02014B50,
-                20,
-                20,
-                0,
-                0,
-                0,
-                0x21,
-                i.CRC,
-                i.compress_size,
-                i.file_size,
-                len(fn),
-                0,
-                0,
-                0,
-                0,
-                0,
-                offsets[i.filename],
-            )
-            + fn
-        )
+        head = (0x02014B50, 20, 20, 0, i.compress_type, 0, 0x21, i.CRC, i.compress_size, i.file_size, len(fn))
+        cd += struct.pack("<IHHHHHHIIIHHHHHII", *head, 0, 0, 0, 0, 0, offsets[i.filename]) + fn
     eocd = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(infos), len(infos), len(cd), len(new), 0)
-    path.write_bytes(bytes(new) + bytes(cd) + eocd)
+    return bytes(new) + bytes(cd) + eocd
 
 
 def test_a_zip_of_overlapping_stored_entries_is_refused(tmp_path):

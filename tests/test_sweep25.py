@@ -18,7 +18,7 @@ from lbee.core.explanation_payload import content_digest
 LBEE = "import sys; from lbee.cli import cli; cli(sys.argv[1:], prog_name='lbee', obj={})"
 
 
-def _run_copy(demo_run, tmp_path):
+def run_copy(demo_run, tmp_path):
     out, _ = demo_run
     copy = tmp_path / "run"
     copy.mkdir()
@@ -27,7 +27,7 @@ def _run_copy(demo_run, tmp_path):
     return copy
 
 
-def _rewrite(path, edit):
+def rewrite_digested(path, edit):
     """Edit an explanation.json and recompute its digest, as someone who knows the (public) algorithm could."""
     payload = json.loads(path.read_text())
     edit(payload)
@@ -70,9 +70,9 @@ def test_edited_confirmation_blocks_are_refused_even_with_the_digest_recomputed(
     from lbee.run.stored import load_explanations
     from lbee.service.reading import confirmed_statements
 
-    run = _run_copy(demo_run, tmp_path)
+    run = run_copy(demo_run, tmp_path)
     where, value, named = CONFIRMATION_EDITS[case]
-    _rewrite(run / "explanation.json", _set(where, value))
+    rewrite_digested(run / "explanation.json", _set(where, value))
     with pytest.raises(ValueError, match="an edit is refused") as info:
         load_explanations(run / "explanation.json")
     assert named in str(info.value)
@@ -85,11 +85,11 @@ def test_edited_confirmation_blocks_are_refused_even_with_the_digest_recomputed(
 def test_held_out_images_in_a_cluster_and_unconfirmed_ranked_statements_are_refused(demo_run, tmp_path):
     from lbee.run.stored import load_explanations
 
-    run = _run_copy(demo_run, tmp_path)
+    run = run_copy(demo_run, tmp_path)
     payload = json.loads((run / "explanation.json").read_text())
     in_cluster = payload["unassigned_hard"][0]
-    _rewrite(run / "explanation.json", lambda p: p["confirmation"]["held_out"].__setitem__(0, in_cluster))
-    _rewrite(
+    rewrite_digested(run / "explanation.json", lambda p: p["confirmation"]["held_out"].__setitem__(0, in_cluster))
+    rewrite_digested(
         run / "explanation.json",
         lambda p: p["confirmation"].__setitem__("n_held_out", len(p["confirmation"]["held_out"])),
     )
@@ -97,7 +97,7 @@ def test_held_out_images_in_a_cluster_and_unconfirmed_ranked_statements_are_refu
         load_explanations(run / "explanation.json")
     shutil.copy(demo_run[0] / "explanation.json", run / "explanation.json")
     unconfirmed = next(j for j, s in enumerate(payload["confirmation"]["statements"]) if not s["confirmed"])
-    _rewrite(run / "explanation.json", lambda p: p["confirmation"]["ranked"].append(unconfirmed))
+    rewrite_digested(run / "explanation.json", lambda p: p["confirmation"]["ranked"].append(unconfirmed))
     with pytest.raises(ValueError, match="each confirmed statement once"):
         load_explanations(run / "explanation.json")
 
@@ -124,7 +124,7 @@ def test_edited_per_image_and_assignment_values_are_refused(demo_run, tmp_path):
     0.00' for a failure; SW3: label, prediction, holds and path were never checked. L1: a text column gave a 500."""
     from lbee.reports.stored_table import stored_images_table
 
-    run = _run_copy(demo_run, tmp_path)
+    run = run_copy(demo_run, tmp_path)
     assert len(stored_images_table(run)) == len(pd.read_parquet(run / "images.parquet"))
     table, assign = pd.read_parquet(run / "images.parquet"), pd.read_parquet(run / "assignments.parquet")
     hard = ((table["split"] == "hard") & (table["group"] == 0)).to_numpy()

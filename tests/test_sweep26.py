@@ -6,37 +6,13 @@ that replaced a device (L-1)."""
 import io
 import json
 import os
-import shutil
-import struct
-import zipfile
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from lbee.core.explanation_payload import content_digest
-
-
-def _repoint(raw, size):
-    """``raw`` (a zip) with every stored entry of ``size`` bytes pointing at the first one's data (sweep 18's trick)."""
-    infos = zipfile.ZipFile(io.BytesIO(raw)).infolist()
-    big = [i for i in infos if i.file_size == size]
-    new, offsets = bytearray(), {}
-    for i in infos:
-        if i in big and i is not big[0]:
-            continue
-        offsets[i.filename] = len(new)
-        fnl, exl = struct.unpack("<HH", raw[i.header_offset + 26 : i.header_offset + 30])
-        new += raw[i.header_offset : i.header_offset + 30 + fnl + exl + i.compress_size]
-    for i in big:
-        offsets[i.filename] = offsets[big[0].filename]
-    cd = bytearray()
-    for i in infos:
-        fn = i.filename.encode()
-        head = (0x02014B50, 20, 20, 0, i.compress_type, 0, 0x21, i.CRC, i.compress_size, i.file_size, len(fn))
-        cd += struct.pack("<IHHHHHHIIIHHHHHII", *head, 0, 0, 0, 0, 0, offsets[i.filename]) + fn
-    eocd = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(infos), len(infos), len(cd), len(new), 0)
-    return bytes(new) + bytes(cd) + eocd
+from tests.test_sweep18 import repoint
+from tests.test_sweep25 import rewrite_digested, run_copy
 
 
 def test_a_torchscript_file_of_entries_stored_over_one_another_is_refused(tmp_path):
@@ -58,7 +34,7 @@ def test_a_torchscript_file_of_entries_stored_over_one_another_is_refused(tmp_pa
     torch.jit.save(torch.jit.script(Net()), buf)
     (tmp_path / "ok.pt").write_bytes(buf.getvalue())
     check_torchscript_zip(tmp_path / "ok.pt")  # as torch.jit.save writes it
-    (tmp_path / "bomb.pt").write_bytes(_repoint(buf.getvalue(), 2**20))
+    (tmp_path / "bomb.pt").write_bytes(repoint(buf.getvalue(), 2**20))
     assert (tmp_path / "bomb.pt").stat().st_size < 3 << 20  # 12 MiB once loaded
     with pytest.raises(ValueError, match="its entries overlap"):
         check_torchscript_zip(tmp_path / "bomb.pt")
@@ -94,23 +70,6 @@ def test_the_client_does_not_trust_a_servers_page_count():
     assert len(honest.group_images("j", 0)) == 7
     with pytest.raises(ServiceError, match="names no run id"):
         Fake(lambda path: {}, metrics={"runs": []}).group("j", 0)
-
-
-def _run_copy(demo_run, tmp_path):
-    out, _ = demo_run
-    copy = tmp_path / "run"
-    copy.mkdir()
-    for name in ("explanation.json", "assignments.parquet", "images.parquet"):
-        shutil.copy(out / name, copy / name)
-    return copy
-
-
-def _rewrite(path, edit):
-    """Edit an explanation.json and recompute its digest, as anyone who knows the (public) algorithm could."""
-    payload = json.loads(path.read_text())
-    edit(payload)
-    payload["content_sha256"] = content_digest(payload)
-    path.write_text(json.dumps(payload))
 
 
 def _statement0(key, value):
@@ -151,9 +110,9 @@ def test_blocks_that_contradict_themselves_are_refused(demo_run, tmp_path, case)
     from lbee.run.stored import load_explanations
     from lbee.service.reading import confirmed_statements
 
-    run = _run_copy(demo_run, tmp_path)
+    run = run_copy(demo_run, tmp_path)
     edit, said = EDITS[case]
-    _rewrite(run / "explanation.json", edit)
+    rewrite_digested(run / "explanation.json", edit)
     with pytest.raises(ValueError, match=said):
         load_explanations(run / "explanation.json")
     with pytest.raises(ValueError):
@@ -167,7 +126,7 @@ def test_per_image_values_that_contradict_the_run_are_refused(demo_run, tmp_path
     from lbee.reports.stored_table import stored_images_table
     from lbee.run.outputs import assignments_digest, table_digest
 
-    run = _run_copy(demo_run, tmp_path)
+    run = run_copy(demo_run, tmp_path)
     table, assign = pd.read_parquet(run / "images.parquet"), pd.read_parquet(run / "assignments.parquet")
 
     def forge(edit):
@@ -175,7 +134,7 @@ def test_per_image_values_that_contradict_the_run_are_refused(demo_run, tmp_path
         edit(t), edit(a)
         t.to_parquet(run / "images.parquet")
         a.to_parquet(run / "assignments.parquet")
-        _rewrite(
+        rewrite_digested(
             run / "explanation.json",
             lambda p: p.update(images_sha256=table_digest(t, IMAGE_COLUMNS), assignments_sha256=assignments_digest(a)),
         )

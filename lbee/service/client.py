@@ -321,16 +321,13 @@ class Client:
             With ``model``, when the job ran several.
         group : int
             The hard group, as the report numbers it; -1: the run's hard images in no hypothesis.
-        page : int, default=1
-        sort : {'confidence', '-confidence', 'name', 'label', 'prediction'}, default='confidence'
-        pair : str, optional
-            Only the images of one ``label → prediction`` of the group.
+        page, sort, pair
+            As `lbee.reports.group_page.group_page` takes them (sorts: `lbee.reports.browse.BROWSE_SORTS`).
 
         Returns
         -------
         dict
-            ``rows`` (each image's split, group, sentence, holds, confidence, performance, label, prediction and
-            ``thumbnail`` link), ``page``, ``n_pages``, ``n``, ``sentence``, ``pairs``.
+            The page as `lbee.reports.group_page.group_page` gives it, each row with its ``thumbnail`` link.
         """
         from urllib.parse import urlencode
 
