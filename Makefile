@@ -13,7 +13,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch/torchvision first, pinned.
 	$(PY) -m pip install -q $(TORCH_PINS)
-	$(PY) -m pip install -q -e ".[dev]"
+	# setuptools frames a notice on every editable install (folders named like the package); it is not news here
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
 # Renumics Spotlight (pyproject's `spotlight` extra) pins pandas < 3, so it gets a venv of its own: the Spotlight
