@@ -252,7 +252,7 @@ def analyze_ec(
         "confidence": scores.confidence_desc,
         **{
             key: result.extra[key]
-            for key in ("hypotheses", "sentence_conditions", "confirmation", "unassigned_hard")
+            for key in ("hypotheses", "sentence_conditions", "confirmation", "unassigned_hard", "performance")
             if key in result.extra
         },
     }

@@ -214,7 +214,7 @@ class Grammar:
                     continue
                 word = a.values[mine[a.id]]
                 if a.kind == "clause":
-                    clauses.append(word)
+                    clauses.append((s, word))
                 elif a.kind == "determiner":
                     det, plural = word, mine[a.id] in a.plural
                 elif a.kind == "noun":
@@ -237,7 +237,12 @@ class Grammar:
             text = f"{self.lead} no {_join(negatives, 'or')}"
         else:
             text = self.bare
-        rest = tail + clauses
+        # beside another subject, a clause that does not name its own says it ("with a box and a shipping label, the
+        # box partly hidden"): after the last noun it read as the label's (sweep 27)
+        rest = tail + [
+            f"the {s.noun} {word}" if len(positives) > 1 and not s.setting and not _says(s, word) else word
+            for s, word in clauses
+        ]
         if rest:
             text += (", " if positives or negatives else " ") + ", ".join(rest)
         return text
@@ -261,10 +266,14 @@ def _named(subject, mine):
     A clause that does not ("partly hidden behind something") is said after the subject's noun phrase, or the
     sentence would not say what is hidden (a trial's "A photo partly hidden behind a dark bar").
     """
+    return any(a.kind == "clause" and a.id in mine and _says(subject, a.values[mine[a.id]]) for a in subject.attributes)
+
+
+def _says(subject, words):
+    """Whether ``words`` name ``subject`` (its noun, or its plural)."""
     import re
 
-    said = re.compile(rf"\b{re.escape(subject.noun)}(s|es)?\b", re.IGNORECASE)
-    return any(a.kind == "clause" and a.id in mine and said.search(a.values[mine[a.id]]) for a in subject.attributes)
+    return re.search(rf"\b{re.escape(subject.noun)}(s|es)?\b", words, re.IGNORECASE) is not None
 
 
 def _noun_phrase(s, words, det, noun, plural, prefix=""):

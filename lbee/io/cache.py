@@ -114,6 +114,26 @@ def _row_hashes(sentences, embeddings):
     )
 
 
+def plain_npz(path):
+    """Whether ``path`` is an ``.npz`` as lbee writes one; anything else is read as a cache miss, never loaded.
+
+    A regular file whose entries are stored, not compressed, and hold no more bytes than the file.
+    """
+    import stat
+    import zipfile
+
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+    stored = all(i.compress_type == zipfile.ZIP_STORED for i in infos)
+    return stored and sum(i.file_size for i in infos) <= st.st_size
+
+
 class EmbeddingCache:
     """Cache of unit embeddings for one encoder identity.
 
@@ -134,6 +154,8 @@ class EmbeddingCache:
         if self._images is None:
             self._images = {}
             for shard in sorted((self.root / "images").glob("shard-*.npz")):
+                if not plain_npz(shard):
+                    continue  # a FIFO blocked, a 3 MB deflated shard took 3 GB (sweep 27): encoded again
                 try:
                     with np.load(shard) as data:
                         hashes, emb, rows = data["hashes"], data["embeddings"], data["row_hashes"]
@@ -184,7 +206,7 @@ class EmbeddingCache:
         """
         sentences = [str(s) for s in sentences]
         path = self._sentence_path(sentences)
-        if path.exists():
+        if path.exists() and plain_npz(path):
             try:
                 with np.load(path) as data:
                     arr, rows = data["embeddings"], data["row_hashes"]

@@ -98,6 +98,37 @@ def check_no_replace(paths, *, overwrite=False, option="--out", inputs=(), how="
             )
 
 
+#: Most entries `refuse_special_entries` looks at under one output (a run folder holds a few dozen).
+MAX_CHECKED_ENTRIES = 100_000
+
+
+def refuse_special_entries(folder, names, *, how="--overwrite"):
+    """Refuse to replace ``folder``'s entries ``names`` when one (or a file under one) is a device, FIFO or socket.
+
+    Replacing moves an entry aside and deletes it (sweep 27: a run's report.md made a FIFO, an index.html made a
+    device node, were deleted by --overwrite). A symbolic link is replaced as a link, never followed.
+    """
+    import stat
+
+    from .._files import file_kind
+
+    todo, seen = [Path(folder) / n for n in names], 0
+    while todo and seen < MAX_CHECKED_ENTRIES:
+        path = todo.pop()
+        seen += 1
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode):
+            todo.extend(path.iterdir())
+        elif not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            raise OutputExistsError(
+                f"{str(path)!r} is {file_kind(mode)}; lbee replaces only the files and folders it writes, and never "
+                f"this one, even with {how}. Move it away, or give another folder."
+            )
+
+
 @contextmanager
 def staged_entries(folder, *, replaces=(), home=None, label=None):
     """Yield an empty stage folder; on success, its entries replace the output's in ``folder`` whole.
@@ -140,6 +171,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
         old = sorted(
             p.name for p in folder.iterdir() if p.name in new or any(fnmatch.fnmatch(p.name, pat) for pat in replaces)
         )
+        refuse_special_entries(folder, old)  # before anything is moved: a device or a FIFO is never deleted
         atomic_write_bytes(stage / COMPLETE, json.dumps({"new": new, "old": old}).encode())
     except BaseException:
         _unlock(lock)

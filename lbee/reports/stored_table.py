@@ -97,6 +97,12 @@ def stored_images_table(run_dir):
             rows = [(str(a), str(b), int(c)) for a, b, c in zip(table["image"], table["split"], table["group"])]
             if rows != list(zip(ids, older_split.tolist(), group.tolist())):
                 _check_rows(images_path, "explanation.json", rows, list(zip(ids, split.tolist(), group.tolist())))
+            loose = np.flatnonzero(~((split == "hard") & (group >= 0)) & table["sentence"].notna().to_numpy())
+            if loose.size:  # only a hard group's images carry its sentence (sweep 27: a held-out row had one)
+                raise ValueError(
+                    f"{str(images_path)!r} row {loose[0] + 1}: a sentence for an image in no hard group; expected the "
+                    "files of one run (edited, or from another run)."
+                )
             said = _top_sentences(first, texts, len(ids))  # each hard image's group sentence, as the run chose it
             hard = np.flatnonzero((split == "hard") & (group >= 0))  # hard images in no hypothesis have no sentence
             written = table["sentence"].iloc[hard].tolist()
@@ -116,6 +122,16 @@ def stored_images_table(run_dir):
             if truth is not None:  # φ and ω edited in both tables alike made a failure's page say error rate 0.00
                 check_assignments_digest(payload, assign[3], assign_path)
                 _check_values(assign_path, assign[1], assign[2], first, payload)
+                _check_clusters(assign_path, assign[3], older_split, group)
+        if truth is not None and payload.get("performance") == "correctness":  # ω is label == prediction
+            both = table["label"].notna() & table["prediction"].notna()
+            right = (table["label"].astype(str) == table["prediction"].astype(str)).to_numpy()
+            off = np.flatnonzero(both.to_numpy() & (right != (table["performance"].to_numpy() == 1)))
+            if off.size:
+                raise ValueError(
+                    f"{str(images_path)!r} row {off[0] + 1}: label, prediction and performance disagree (ω is the "
+                    "prediction's correctness); expected the files of one run."
+                )
         recorded = None if truth is None else payload.get("images_sha256")
         if recorded is not None and recorded != table_digest(table, IMAGE_COLUMNS):  # after the checks that name a row
             raise ValueError(
@@ -132,6 +148,7 @@ def stored_images_table(run_dir):
         _check_rows(assign_path, "explanation.json", assigned, ids)
         check_assignments_digest(payload, frame, assign_path)
         _check_values(assign_path, conf, perf, first, payload)
+        _check_clusters(assign_path, frame, older_split, group)
     return pd.DataFrame(
         {
             "image": ids,
@@ -158,6 +175,16 @@ def with_held_out(split, confirmation):
     return split
 
 
+def _check_clusters(path, assign, split, group):
+    """Refuse an ``assignments.parquet`` whose split or cluster is not the explanation's.
+
+    Sweep 27 made a held-out image hard, cluster -1, and renewed the digest.
+    """
+    if {"split", "cluster"} <= set(assign.columns):
+        rows = list(zip(assign["split"].astype(str), assign["cluster"].astype(int)))
+        _check_rows(path, "explanation.json", rows, list(zip(split.tolist(), np.asarray(group).tolist())))
+
+
 def _check_values(path, conf, perf, first, payload):
     """Refuse φ or ω that no run writes (not finite), or ω that contradicts the error rates the run recorded.
 
@@ -173,6 +200,15 @@ def _check_values(path, conf, perf, first, payload):
     confirmation = payload.get("confirmation") or {}
     if confirmation.get("status") != "done" or confirmation.get("outcome") != "error rate":
         return
+    statements = confirmation.get("statements") or []
+    held = np.asarray(confirmation.get("held_out") or [], dtype=np.int64)
+    if statements and held.size:  # the held-out failures every statement was tested against (sweep 27)
+        said = statements[0].get("errors_in", 0) + statements[0].get("errors_out", 0)
+        if int(np.sum(perf[held] == 0)) != said:
+            raise ValueError(
+                f"{str(path)!r}: its held-out images fail {int(np.sum(perf[held] == 0))} times by their ω, where the "
+                f"run's statements were tested against {said} failures; expected the files of one run."
+            )
     for i, (c, g) in enumerate(zip(first.hard_clusters, confirmation.get("groups") or ())):
         idx = np.asarray(c.indices, dtype=np.int64)
         rate = g.get("hypothesis_error_rate")

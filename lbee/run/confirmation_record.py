@@ -42,11 +42,13 @@ def check_confirmation_record(payload, where, n_groups=None, sizes=None):
         Naming the first field that is wrong, what it holds and what was expected.
     """
     n = len(payload.get("images") or ())
-    n_sentences = len(payload.get("sentences") or ())
+    texts = payload.get("sentences") or []
     conf = payload.get("confirmation")
+    params = payload.get("params") if isinstance(payload.get("params"), dict) else {}
     if conf is not None:
-        _check_confirmation(conf, where, n, n_groups, n_sentences)
+        _check_confirmation(conf, where, n, n_groups, texts)
         _sizes(conf.get("groups") or [], sizes, where, "confirmation.groups")
+        _agree_with_params(conf, params, where)
     hyps = payload.get("hypotheses")
     if hyps is not None:
         _list(hyps, where, "hypotheses", n_groups)
@@ -60,9 +62,21 @@ def check_confirmation_record(payload, where, n_groups=None, sizes=None):
                 _bad(where, f"{field}.pieces", h["pieces"], f"at most the {made} groups the slicer made")
             for key in ("error_concentration", "lower_bound", "p_value", "hypothesis_error_rate"):
                 _rate(h.get(key), where, f"{field}.{key}")
+            low, rate = h.get("lower_bound"), h.get("error_concentration")
+            if _number(low) and _number(rate) and low > rate + 1e-4:
+                _bad(where, f"{field}.lower_bound", low, f"at most its error_concentration ({rate})")
         _sizes(hyps, sizes, where, "hypotheses")
-    params = payload.get("params")
-    if isinstance(params, dict) and "n_images" in params and params["n_images"] != n:
+        groups = (conf or {}).get("groups") or []
+        for i, (h, g) in enumerate(zip(hyps, groups)):  # one group's images, one error rate
+            a, b = h.get("hypothesis_error_rate"), g.get("hypothesis_error_rate")
+            if a is not None and b is not None and abs(a - b) > 1e-3:
+                _bad(where, f"hypotheses[{i}].hypothesis_error_rate", a, f"{b}, as confirmation.groups[{i}] says")
+    if "n_sentences" in params and params["n_sentences"] != len(texts):
+        _bad(where, "params.n_sentences", params["n_sentences"], f"{len(texts)}, the number of its sentences")
+    for key, low, high in (("tau", -1.0, 1.0), ("a", 0.0, 10.0)):  # a cosine; the split's margin (MAX_A)
+        if key in params and params[key] is not None and not (_number(params[key]) and low <= params[key] <= high):
+            _bad(where, f"params.{key}", params[key], f"a number in [{low:g}, {high:g}]")
+    if "n_images" in params and params["n_images"] != n:
         _bad(where, "params.n_images", params["n_images"], f"{n}, the number of its images")
 
 
@@ -75,7 +89,21 @@ def _sizes(entries, sizes, where, field):
             _bad(where, f"{field}[{i}].images", entry.get("images"), f"{size}, the size of hard group {i}")
 
 
-def _check_confirmation(conf, where, n, n_groups, n_sentences):
+def _agree_with_params(conf, params, where):
+    """The run's settings and the confirmation say the same share and number of held-out images, and its rule."""
+    from ..core.confirmation import CONFIRM_Q, CONFIRM_SEED, MIN_EFFECT
+
+    for key, value in (("q_level", CONFIRM_Q), ("min_effect", MIN_EFFECT), ("seed", CONFIRM_SEED)):
+        if key in conf and conf[key] != value:
+            _bad(where, f"confirmation.{key}", conf[key], f"{value}, the rule every run applies")
+    if conf.get("status") == "done":
+        for key, field in (("confirm", "fraction"), ("n_held_out", "n_held_out")):
+            if key in params and params[key] != conf.get(field):
+                _bad(where, f"params.{key}", params[key], f"{conf.get(field)}, as confirmation.{field} says")
+
+
+def _check_confirmation(conf, where, n, n_groups, texts):
+    n_sentences = len(texts)
     _dict(conf, where, "confirmation")
     if conf.get("status") not in CONFIRMATION_STATES:
         _bad(where, "confirmation.status", conf.get("status"), f"one of {', '.join(CONFIRMATION_STATES)}")
@@ -105,6 +133,7 @@ def _check_confirmation(conf, where, n, n_groups, n_sentences):
         if j is not None and not (type(j) is int and 0 <= j < n_sentences):
             _bad(where, f"{field}.sentence", j, f"null or a sentence index in [0, {n_sentences})")
         _test(s, where, field)
+        _verdict(s, where, field)
         for k, a in enumerate(s.get("ablation") or []):
             _dict(a, where, f"{field}.ablation[{k}]")
             for key in ("n", "n_excluded"):
@@ -115,6 +144,13 @@ def _check_confirmation(conf, where, n, n_groups, n_sentences):
             _dict(s["beyond"], where, f"{field}.beyond")
             _test(s["beyond"], where, f"{field}.beyond")
             _indices(s["beyond"].get("above", []), where, f"{field}.beyond.above", len(statements))
+    tested = {
+        (s.get("n_in", 0) + s.get("n_out", 0), s.get("errors_in", 0) + s.get("errors_out", 0)) for s in statements
+    }
+    if len(tested) > 1:  # every statement is tested on the same held-out images, with the same failures among them
+        _bad(where, "confirmation.statements", f"{len(tested)} different totals", "one (n_in + n_out, errors)")
+    if tested and conf.get("outcome") == "error rate" and next(iter(tested))[0] != conf.get("n_held_out"):
+        _bad(where, "confirmation.statements[0].n_in", statements[0].get("n_in"), "n_in + n_out = n_held_out")
     ranked = conf.get("ranked")
     _indices(ranked, where, "confirmation.ranked", len(statements))
     confirmed = [j for j, s in enumerate(statements) if s.get("confirmed") is True]
@@ -134,6 +170,32 @@ def _check_confirmation(conf, where, n, n_groups, n_sentences):
             _bad(where, f"{field}.confirmed", True, "false: its statement is not confirmed")
         _count(g.get("images"), where, f"{field}.images")
         _rate(g.get("hypothesis_error_rate"), where, f"{field}.hypothesis_error_rate")
+        if g.get("beyond") is not None:
+            _dict(g["beyond"], where, f"{field}.beyond")
+            _test(g["beyond"], where, f"{field}.beyond")
+            _indices(g["beyond"].get("groups_above", []), where, f"{field}.beyond.groups_above", len(groups))
+
+
+def _verdict(s, where, field):
+    """``confirmed`` and ``significant`` as the statement's own q-value and effect say (rounded as written)."""
+    from ..core.confirmation import CONFIRM_Q, MIN_EFFECT
+
+    q, effect = s.get("q_value"), s.get("effect_low")
+    if s.get("significant") is True and _number(q) and q > CONFIRM_Q * 1.01:
+        _bad(where, f"{field}.significant", True, f"false: its q-value is {q}")
+    if s.get("confirmed") is True and (
+        (_number(q) and q > CONFIRM_Q * 1.01) or (_number(effect) and effect < MIN_EFFECT * 0.999)
+    ):
+        _bad(where, f"{field}.confirmed", True, f"false: q = {q}, effect_low = {effect}")
+    rin, rout, lift = s.get("error_rate_in"), s.get("error_rate_out"), s.get("lift")
+    if (
+        _number(lift)
+        and _number(rin)
+        and _number(rout)
+        and rout >= 0.01
+        and abs(lift - rin / rout) > 0.02 * lift + 0.02
+    ):
+        _bad(where, f"{field}.lift", lift, f"about {rin / rout:.3g}, its rates' ratio")
 
 
 def _test(t, where, field):
@@ -152,11 +214,13 @@ def _test(t, where, field):
         if inside in t and total in t and t[total] and t.get(rate) is not None:  # written rounded to 4 places
             if abs(t[rate] - t[inside] / t[total]) > 1e-3:
                 _bad(where, f"{field}.{rate}", t[rate], f"{t[inside]} / {t[total]}, its counts' ratio")
-    ci = t.get("ci")
+    ci, rate = t.get("ci"), t.get("error_rate_in")
     if ci is not None and not (
         isinstance(ci, list) and len(ci) == 2 and all(_number(v) and 0 <= v <= 1 for v in ci) and ci[0] <= ci[1]
     ):
         _bad(where, f"{field}.ci", ci, "[low, high] with 0 <= low <= high <= 1")
+    if ci is not None and _number(rate) and not ci[0] - 1e-3 <= rate <= ci[1] + 1e-3:
+        _bad(where, f"{field}.ci", ci, f"an interval around its error_rate_in ({rate})")
 
 
 def _number(v):

@@ -76,6 +76,9 @@ def check_out_folder(out, *, overwrite=False, option="--out", inputs=()):
     """
     recover_leftovers(out)  # a killed run's swap is settled first, so what is checked is one whole run
     found = run_entries(out)
+    from ..io.staging import refuse_special_entries
+
+    refuse_special_entries(out, found)  # said before the work, as staged_entries would refuse it after
     held = held_input(out, inputs)
     if held:
         raise ValueError(
@@ -100,8 +103,11 @@ def check_report_out(root, run_folders, *, overwrite=False, option="--out", inpu
     a run folder whose run entry is, or holds, one of those paths is refused even with ``overwrite``
     (`held_input`), since replacing the run would delete that input. Call it before any work.
     """
+    from ..io.staging import refuse_special_entries
+
     root = Path(root)
-    found = ["index.html"] if (root / "index.html").exists() else []
+    refuse_special_entries(root, ["index.html"])  # before the work: never replaced (sweep 27)
+    found = ["index.html"] if (root / "index.html").exists() or (root / "index.html").is_symlink() else []
     for folder in run_folders:
         recover_leftovers(folder)  # a killed run's swap is settled first
         for label, paths in inputs:
@@ -113,6 +119,7 @@ def check_report_out(root, run_folders, *, overwrite=False, option="--out", inpu
                     "another output."
                 )
         rel = Path(folder).relative_to(root).as_posix()
+        refuse_special_entries(folder, run_entries(folder))
         found += [n if rel == "." else f"{rel}/{n}" for n in run_entries(folder)]
     if found and not overwrite:
         shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")

@@ -67,8 +67,10 @@ MAX_JOB_BYTES = 4 << 20
 MAX_JSON_BYTES = 64 << 20
 #: The most of an error answer the client reads (its message is a few lines).
 MAX_ERROR_BYTES = 64 << 10
-#: The most images `Client.group_images` collects (about a kilobyte each in memory).
-MAX_GROUP_IMAGES = 1_000_000
+#: The most images `Client.group_images` collects (about a kilobyte each in memory), and bytes of their rows.
+MAX_GROUP_IMAGES, MAX_GROUP_BYTES = 1_000_000, 256 << 20
+#: The largest page of a group the client reads (48 rows: some 30 kB).
+MAX_PAGE_BYTES = 4 << 20
 
 
 def _read_within(resp, limit, deadline, what):
@@ -336,7 +338,8 @@ class Client:
         if type(run_id) is not int:
             raise ServiceError(f"the server's answer for job {job_id}'s run names no run id; expected lbee serve's")
         query = urlencode({"page": int(page), "sort": sort, **({"pair": pair} if pair else {})})
-        return self._request("GET", f"/v1/runs/{run_id}/groups/{int(group)}/images?{query}", limit=MAX_JSON_BYTES)
+        path = f"/v1/runs/{run_id}/groups/{int(group)}/images?{query}"
+        return self._request("GET", path, limit=MAX_PAGE_BYTES)  # a page of 48 rows is some 30 kB
 
     def group_images(self, job_id, group, *, sort="confidence", pair=None, model=None):
         """Every image of a hard group (the rows of each of its `group` pages, at most `MAX_GROUP_IMAGES`): a list.
@@ -355,11 +358,14 @@ class Client:
         most = -(-n // len(rows)) if rows else 1
         if not 1 <= n_pages <= most:
             raise ServiceError(f"the server says group {group} has {n_pages:,} pages of {n:,} images; at most {most:,}")
-        rows = list(rows)
+        rows, held = list(rows), len(json.dumps(rows))
         for page in range(2, n_pages + 1):
             more = self.group(job_id, group, page=page, sort=sort, pair=pair, model=model).get("rows")
             if not isinstance(more, list) or len(rows) + len(more) > n:
                 raise ServiceError(f"page {page} of group {group} holds more images than the group has ({n:,})")
+            held += len(json.dumps(more))  # rows of 40 MB each filled memory (sweep 27)
+            if held > MAX_GROUP_BYTES:
+                raise ServiceError(f"group {group}'s rows pass {MAX_GROUP_BYTES:,} bytes; page through it with group()")
             rows += more
         return rows
 
