@@ -354,8 +354,24 @@ def test_every_image_of_a_run_is_browsable_in_its_report(demo_run, tmp_path):
                 box.find_element(By.CSS_SELECTOR, ".browse-status").text,
                 box.find_element(By.CSS_SELECTOR, "summary").text,
             )
+            if where == out:  # only the held-out images the first confirmed statement holds for (trial 16)
+                rows_held = json.loads(
+                    driver.execute_script(
+                        "return document.getElementById(arguments[0]).textContent", box.get_attribute("data-rows")
+                    )
+                )
+                box.find_element(By.CSS_SELECTOR, ".browse-holds option[value='yes']").click()
+                filtered_status = box.find_element(By.CSS_SELECTOR, ".browse-status").text
+                tiles = [t.text for t in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")]
+                box.find_element(By.CSS_SELECTOR, ".browse-holds option[value='']").click()
     finally:
         driver.quit()
+    n_holding = sum(r["h"][0] == "1" for r in rows_held)
+    assert 0 < n_holding < len(rows_held) and f"of {n_holding} ·" in filtered_status, filtered_status
+    assert tiles and all("✓ sentence holds" in t for t in tiles)
+    confirmed = re.search(r'<optgroup label="the confirmed statements">(.*?)</optgroup>', held_box).group(1)
+    n_confirmed = confirmed.count("<option")
+    assert f"a confirmed statement holds for {sum('1' in r['h'][:n_confirmed] for r in rows_held)} of these" in html
     srcs, missing, status, summary = seen[out]
     assert f"of {len(held)} ·" in status and f"all {len(held)} held-out images" in summary
     assert len(srcs) == BROWSE_PAGE_SIZE and missing == 0 and not any(s.startswith("data:") for s in srcs)

@@ -112,6 +112,8 @@ def test_random_weights_show_the_banner_in_the_terminal_the_html_and_report_md(c
     banner = RANDOM_WEIGHTS_BANNER.format(encoder="open_clip ViT-B-32")
     assert banner[:60] in r.output  # framed and wrapped to the terminal, but there
     assert "Encoder open_clip ViT-B-32, weights @random (seed 0); τ = 0.25." in r.output
+    # said last too, after the statements (a sixteenth user read them as real)
+    assert "Remember the warning at the top" in " ".join(r.output.strip().splitlines()[-3:])
     html = (p / "random" / "report.html").read_text()
     assert f'<div class="banner" id="random-weights" role="alert">{banner}</div>' in html.replace("&#39;", "'")
     assert "<dt>weights</dt><dd>@random (seed 0)</dd>" in html

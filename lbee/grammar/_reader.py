@@ -243,6 +243,13 @@ def _subject(ctx, node, where, setting):
 
     if setting and not attrs:
         ctx.fail(m["id"].line, f"{where}: a setting without attributes says nothing; give it attributes.")
+    if setting and "preposition" not in m and any(a.kind != "clause" for a in attrs):
+        # said after the subjects with its noun: without one, "A photo a red feeder" (a sixteenth user)
+        ctx.fail(
+            m["id"].line,
+            f'{where}: a setting is said after the subjects with its noun and a preposition ("on a noisy '
+            'background"); give it `preposition:` (on, in, at, against, ...).',
+        )
     return Subject(
         id=sid,
         noun=ctx.text(m["noun"], f"{where} noun"),

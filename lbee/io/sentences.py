@@ -401,6 +401,14 @@ def load_sentence_set(name_or_path):
     if table is not None:
         conditions, grammar = _read_conditions(table, sentences)
         return SentenceSet(path.stem, tuple(sentences), header, str(path), conditions, grammar)
+    if "Each sentence's conditions are in" in header:  # generated, but read without them: said, not silent
+        warnings.warn(
+            f"sentence file {str(path)!r} was generated from a grammar, but its conditions file "
+            f"{conditions_path(path).name!r} is not beside it: the sentences are read as a plain set, without "
+            "compose or the merging into one hypothesis per failure. Keep the two files together.",
+            UserWarning,
+            stacklevel=caller_stacklevel(),
+        )
     return SentenceSet(path.stem, tuple(sentences), header, str(path))
 
 

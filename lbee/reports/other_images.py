@@ -86,10 +86,10 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
         # the statements to check these images against (with Γ): the hypotheses' for the hard images in none (which
         # of them a failure's are); the confirmed ones for the held-out images, on which they were tested
         statements, label = [], ""
-        if run.relevance is not None and key == "unassigned":
-            statements, label = _statements(exps), "the hypotheses’ statements"
-        elif run.relevance is not None and key == "held-out":
+        if run.relevance is not None and key == "held-out":
             statements, label = _confirmed(run, slicer), "the confirmed statements"
+        elif run.relevance is not None:  # the easy and middling ones too: where a failure's statement holds there
+            statements, label = _statements(exps), "the hypotheses’ statements"
         browse = browse_view(
             run,
             order,
@@ -100,12 +100,14 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
             n_groups=page_groups,
             own_label=label,
         )
-        if statements:
-            held = int(unassigned_holding(exps, run.relevance).sum())
-            if held:
+        if statements:  # how many of these images the statements offered hold for (a sixteenth user read the
+            # hard images' count under the held-out images)
+            counted = np.asarray(run.relevance[np.ix_(idx, statements)], dtype=bool).any(axis=1)
+            whose = "a confirmed statement" if key == "held-out" else "a hypothesis’s statement"
+            if counted.any():
                 note += (
-                    f" By the given Γ, a hypothesis’s statement holds for {held} of these {idx.size}: pick it under "
-                    "“holds?” to see which."
+                    f" By the given Γ, {whose} holds for {int(counted.sum())} of these {idx.size}: pick it under "
+                    "“holds?” to see which, and “where it holds” to list only those."
                 )
         browse["what"] = (
             (f"all {idx.size:,} {title}" if idx.size > 1 else f"the 1 {title.replace('images', 'image', 1)}")

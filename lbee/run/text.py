@@ -419,9 +419,9 @@ def _neither(params):
     if rest <= 0:
         return ""
     held = int(params.get("n_held_out") or 0)
-    parts = ([f"{held} held out to confirm the statements"] if held else []) + (
-        [f"{rest - held} of middling confidence"] if rest > held else []
-    )
+    if held >= rest:  # only held-out images: "180 in neither (180 held out ...)" read as a riddle (trial 16)
+        return f", {held} held out to confirm the statements"
+    parts = ([f"{held} held out to confirm the statements"] if held else []) + [f"{rest - held} of middling confidence"]
     return f", {rest} in neither ({', '.join(parts)})"
 
 

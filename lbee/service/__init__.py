@@ -11,14 +11,11 @@ from .settings import ServiceSettings
 
 def create_app(settings, **kwargs):
     """The FastAPI application; see `lbee.service.app.create_app`."""
-    try:
-        from .app import create_app as _create_app
-    except ImportError as exc:
-        from ..extras import MissingExtraError, install_command
+    from ..extras import require_extra
 
-        raise MissingExtraError(
-            f"lbee serve needs FastAPI, SQLAlchemy and uvicorn ({exc.name} is missing): {install_command('serve')}"
-        ) from None
+    require_extra("serve", needed_for="lbee serve")  # every module it lacks, named at once
+    from .app import create_app as _create_app
+
     return _create_app(settings, **kwargs)
 
 
