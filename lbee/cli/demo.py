@@ -59,6 +59,10 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
 
     require_extra("spotcheck", "html", needed_for="lbee demo")  # the sentences' encoder, report.html's charts
     check_writable_folder(out, "--out")
+    from ..io.staging import refuse_special_entries
+    from ..run.outputs import run_entries
+
+    refuse_special_entries(out, run_entries(out), how="the demo, which refreshes its folder")  # before the work
     click.echo("Generating a SpotCheck world with its square classifier ...")
     _say(
         "(the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "

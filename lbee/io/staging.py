@@ -98,10 +98,6 @@ def check_no_replace(paths, *, overwrite=False, option="--out", inputs=(), how="
             )
 
 
-#: Most entries `refuse_special_entries` looks at under one output (a run folder holds a few dozen).
-MAX_CHECKED_ENTRIES = 100_000
-
-
 def refuse_special_entries(folder, names, *, how="--overwrite"):
     """Refuse to replace ``folder``'s entries ``names`` when one (or a file under one) is a device, FIFO or socket.
 
@@ -112,10 +108,9 @@ def refuse_special_entries(folder, names, *, how="--overwrite"):
 
     from .._files import file_kind
 
-    todo, seen = [Path(folder) / n for n in names], 0
-    while todo and seen < MAX_CHECKED_ENTRIES:
+    todo = [Path(folder) / n for n in names]
+    while todo:  # every entry, as the swap would delete every one (a cap let a FIFO past 100,000 files: sweep 28)
         path = todo.pop()
-        seen += 1
         try:
             mode = os.lstat(path).st_mode
         except OSError:

@@ -28,6 +28,10 @@ PHI_HELP = (
 )
 
 
+#: The largest cached Vega bundle read (the bundle is about 1 MB).
+MAX_BUNDLE_BYTES = 32 << 20
+
+
 @lru_cache(maxsize=1)
 def vega_bundle(cache_dir=None):
     """The JavaScript of vega, vega-lite and vega-embed (with vega-tooltip) as one classic script.
@@ -59,11 +63,25 @@ def vega_bundle(cache_dir=None):
     )
     name = f"bundle-{version('vl-convert-python')}-vl{vl}.js"
     path = Path(cache_dir or default_cache_dir()) / "vega" / name
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
+    import os
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and stat.S_ISREG(mode):
+        from ..io.confinement import read_text_file
+
+        try:  # bounded, as every file lbee reads: a sparse 2.5 GB one took 10.5 GB (sweep 28)
+            return read_text_file(path, "Cached Vega bundle", limit=MAX_BUNDLE_BYTES, encoding="utf-8")
+        except (OSError, ValueError, UnicodeDecodeError):
+            pass  # made again below, and the cache file replaced: it is lbee's own
     js = vl_convert.javascript_bundle(vl_version=vl)
     if "</script" in js.lower():  # would end the inline <script> early
         js = js.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+    if mode is not None and not stat.S_ISREG(mode):
+        return js  # a FIFO or a device where the cache file goes is left as it is (sweep 28), the bundle not kept
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, js.encode("utf-8"))

@@ -121,6 +121,8 @@ def _array(value, name, dtype):
         _check_json_leaves(value, name)
         try:
             arr = np.asarray(value, dtype=dtype)
+        except OverflowError:  # an integer such as 10**400 fits no float: a 500 before (sweep 28)
+            raise ValueError(f"`{name}` holds a number too large for a float; expected finite numbers.") from None
         except (ValueError, TypeError) as exc:
             raise ValueError(f"`{name}` must be a numeric array (nested lists of equal length); {exc}") from None
     if arr.dtype == object:
@@ -393,6 +395,6 @@ def answer(kind, payload, limits):
     except MemoryError:
         detail = "the request needs more memory than this server's explain process has; submit a job instead."
         return 413, json.dumps({"detail": detail}).encode()
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:
         return 422, json.dumps({"detail": str(exc)}).encode()
     return 200, json.dumps(clean(result)).encode()
