@@ -5,6 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The torch / torchvision lbee is tested with (pyproject.toml has floors only); these resolve from local files here.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
+# Where torch comes from: PyPI's Linux wheel carries CUDA (some 5 GB with its libraries) even without a GPU;
+# `make demo TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu"` takes the CPU build (about 200 MB).
+TORCH_INDEX :=
 
 .PHONY: install demo test lint browser docs wheel wheel-check bench bench-serve clean
 
@@ -12,7 +15,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch/torchvision first, pinned.
-	$(PY) -m pip install -q $(TORCH_PINS)
+	$(PY) -m pip install -q $(TORCH_INDEX) $(TORCH_PINS)
 	# setuptools frames a notice on every editable install (folders named like the package); it is not news here
 	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP)
