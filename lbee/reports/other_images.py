@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .browse import browse_view
+from .browse import _lead, browse_view
 
 #: Most images one of these browsers lists (the least confident first), so that a large run's page stays a few MB.
 OTHER_MAX_ROWS = 2000
@@ -83,8 +83,8 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
         if not idx.size:
             continue
         order = idx[np.argsort(run.confidence[idx], kind="stable")][:OTHER_MAX_ROWS]
-        # the statements to check these images against (with Γ): the hypotheses' for the hard images in none (which
-        # of them a failure's are); the confirmed ones for the held-out images, on which they were tested
+        # the statements to check these images against (with Γ): the confirmed ones for the held-out images, on
+        # which they were tested; the hypotheses' for the others (which of them a failure's images are)
         statements, label = [], ""
         if run.relevance is not None and key == "held-out":
             statements, label = _confirmed(run, slicer), "the confirmed statements"
@@ -102,7 +102,7 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
         )
         if statements:  # how many of these images the statements offered hold for (a sixteenth user read the
             # hard images' count under the held-out images)
-            counted = np.asarray(run.relevance[np.ix_(idx, statements)], dtype=bool).any(axis=1)
+            counted = _holding(run.relevance, idx, statements)
             whose = "a confirmed statement" if key == "held-out" else "a hypothesis’s statement"
             if counted.any():
                 note += (
@@ -131,11 +131,13 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
 
 def _statements(exps):
     """Each hard group's top sentence by the describer read first (`lbee.run.text.first_method`), once each."""
-    from ..run.text import first_method
-
-    lead = exps[first_method(exps)[0]]
-    tops = [int(c.sentences[0]) for c in lead.hard_clusters if len(c.sentences)]
+    tops = [int(c.sentences[0]) for c in _lead(exps).hard_clusters if len(c.sentences)]
     return list(dict.fromkeys(tops))
+
+
+def _holding(relevance, idx, statements):
+    """Per image of ``idx``, whether one of ``statements`` holds for it by Γ: bool, shape (len(idx),)."""
+    return np.asarray(relevance[np.ix_(np.asarray(idx, dtype=np.int64), statements)], dtype=bool).any(axis=1)
 
 
 def unassigned_holding(exps, relevance):
@@ -148,7 +150,7 @@ def unassigned_holding(exps, relevance):
     statements = _statements(exps)
     if left is None or not len(left) or relevance is None or not statements:
         return np.zeros(0 if left is None else len(left), dtype=bool)
-    return np.asarray(relevance[np.ix_(np.asarray(left, dtype=np.int64), statements)], dtype=bool).any(axis=1)
+    return _holding(relevance, left, statements)
 
 
 def _confirmed(run, slicer):
