@@ -5,9 +5,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The torch / torchvision lbee is tested with (pyproject.toml has floors only); these resolve from local files here.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
-# Where torch comes from: PyPI's Linux wheel carries CUDA (some 5 GB with its libraries) even without a GPU;
-# `make demo TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu"` takes the CPU build (about 200 MB).
-TORCH_INDEX :=
+# Where torch comes from. PyPI's Linux wheel carries CUDA (some 5 GB with its libraries) even without a GPU, so
+# by default (auto), on a machine without nvidia-smi, the CPU build (about 200 MB) comes from pytorch.org's CPU
+# index when that index answers within 5 s; otherwise from PyPI. TORCH_INDEX= (empty) always takes PyPI's,
+# TORCH_INDEX="--index-url URL" any index.
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?= auto
 
 .PHONY: install demo test lint browser docs wheel wheel-check bench bench-serve clean
 
@@ -15,7 +18,18 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch/torchvision first, pinned.
-	$(PY) -m pip install -q $(TORCH_INDEX) $(TORCH_PINS)
+	@index='$(TORCH_INDEX)'; \
+	if [ "$$index" = auto ]; then \
+		index=; \
+		if ! command -v nvidia-smi >/dev/null && $(PY) -c "import urllib.request as u; u.urlopen('$(TORCH_CPU_INDEX)/torch/', timeout=5)" 2>/dev/null; then \
+			index="--index-url $(TORCH_CPU_INDEX)"; \
+			echo "No GPU here (no nvidia-smi): torch's CPU build from $(TORCH_CPU_INDEX) (about 200 MB; make TORCH_INDEX= takes PyPI's)"; \
+		else \
+			echo "torch from PyPI: its Linux wheel carries CUDA libraries, some 5 GB (docs/install.md says how to take the CPU build)"; \
+		fi; \
+	fi; \
+	echo "$(PY) -m pip install -q $$index $(TORCH_PINS)"; \
+	$(PY) -m pip install -q $$index $(TORCH_PINS)
 	# setuptools frames a notice on every editable install (folders named like the package); it is not news here
 	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP)

@@ -272,3 +272,20 @@ def test_a_confirmation_block_lbee_did_not_write_is_said(confirmation):
 
     with pytest.raises(ValueError, match="not one lbee writes|the file lbee wrote: an edit is refused"):
         confirmed_statements({"confirmation": {"status": "done", "fraction": 0.3, **confirmation}})
+
+
+def test_a_served_image_table_names_images_inside_the_root_only(tmp_path):
+    """The images.parquet a client fetches carries each image's path as the job named it, never a server path."""
+    from types import SimpleNamespace
+
+    from lbee.service.paths import inside_root
+
+    root = tmp_path / "root"
+    (root / "imgs").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(root)
+    settings = SimpleNamespace(root=tmp_path / "alias")  # the root as given, and as resolved, both recognised
+    assert inside_root(str(root / "imgs" / "a.png"), settings) == "imgs/a.png"
+    assert inside_root(str(tmp_path / "alias" / "imgs" / "b.png"), settings) == "imgs/b.png"
+    assert inside_root(str(tmp_path / "rootx" / "c.png"), settings) is None  # a sibling whose name starts alike
+    assert inside_root(str(tmp_path / "cache" / "world" / "0.png"), settings) is None
+    assert inside_root(None, settings) is None and inside_root("", settings) is None

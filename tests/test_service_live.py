@@ -7,6 +7,7 @@ the run list and the API description of that server in headless Chromium
 tests/test_report_browser.py).
 """
 
+import json
 import os
 import socket
 import subprocess
@@ -211,9 +212,19 @@ def test_submit_runs_a_job_end_to_end(live_server, demo_job, tmp_path):
     assert lines[0].endswith(f"{base}/v1/jobs/{job_id}") and "queued" in lines[0]
     assert any("running · describing" in ln for ln in lines), lines  # the phases, as they came
     assert any(ln.split("] ", 1)[-1].startswith("done") for ln in lines)
-    for name in ("report.html", "explanation.json", "metrics.json"):
+    for name in ("report.html", "explanation.json", "images.parquet", "metrics.json"):
         assert f"Wrote {tmp_path / 'res' / name}" in r.output and (tmp_path / "res" / name).stat().st_size > 100
     assert "Browse all" in (tmp_path / "res" / "report.html").read_text()
+    # the per-image table comes too (a seventeenth user's fetched copy could not be exported), without server paths
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "res" / "images.parquet")
+    fetched = json.loads((tmp_path / "res" / "explanation.json").read_text())
+    assert table["image"].tolist() == [str(i) for i in fetched["images"]]
+    assert not any(isinstance(p, str) and (p.startswith("/") or str(tmp) in p) for p in table["path"])
+    r = CliRunner().invoke(cli, ["export", "spotlight", str(tmp_path / "res")], obj={})
+    assert r.exit_code == 0, r.output
+    assert len(pd.read_parquet(tmp_path / "res" / "spotlight.parquet")) == len(table)
     report_url = next(ln.split(": ", 1)[1] for ln in lines if ln.startswith("report of demo"))
     assert report_url.startswith(f"{base}/v1/runs/")
     page = httpx.get(report_url, headers={"Authorization": f"Bearer {read}"})

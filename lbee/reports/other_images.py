@@ -103,12 +103,8 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
         if statements:  # how many of these images the statements offered hold for (a sixteenth user read the
             # hard images' count under the held-out images)
             counted = _holding(run.relevance, idx, statements)
-            whose = "a confirmed statement" if key == "held-out" else "a hypothesis’s statement"
             if counted.any():
-                note += (
-                    f" By the given Γ, {whose} holds for {int(counted.sum())} of these {idx.size}: pick it under "
-                    "“holds?” to see which, and “where it holds” to list only those."
-                )
+                note += _holding_note(run.relevance, idx, statements, counted, key == "held-out")
         browse["what"] = (
             (f"all {idx.size:,} {title}" if idx.size > 1 else f"the 1 {title.replace('images', 'image', 1)}")
             if order.size == idx.size
@@ -127,6 +123,27 @@ def other_views(run, slicer, exps, short, anchor, page_groups=1):
             }
         )
     return views
+
+
+def _holding_note(relevance, idx, statements, counted, confirmed):
+    """The browser's sentence on how many of its images the statements offered hold for, by Γ.
+
+    With several statements the first one's count comes first: a seventeenth user read the count of all the
+    confirmed statements (130, with the companions) beside the strongest one's region (48).
+    """
+    whose = "confirmed statement" if confirmed else "hypothesis’s statement"
+    if len(statements) == 1:
+        return (
+            f" By the given Γ, the {whose} holds for {int(counted.sum())} of these {idx.size}: pick it under "
+            "“holds?” and “where it holds” to list only those."
+        )
+    first = int(_holding(relevance, idx, statements[:1]).sum())
+    lead = "the strongest confirmed statement" if confirmed else "the first hypothesis’s statement"
+    return (
+        f" By the given Γ, {lead} holds for {first} of these {idx.size}, and one of the {len(statements)} "
+        f"{'confirmed statements' if confirmed else 'hypotheses’ statements'} for {int(counted.sum())}: pick one "
+        "under “holds?” and “where it holds” to list only those."
+    )
 
 
 def _statements(exps):

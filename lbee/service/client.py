@@ -39,7 +39,14 @@ POLL_SECONDS = 1.0
 #: database library).
 FINAL_STATES = ("done", "failed", "cancelled")
 #: What `Client.fetch` writes: file name -> the job's endpoint.
-RESULT_FILES = {"report.html": "report", "explanation.json": "explanation", "metrics.json": "metrics"}
+#: The files `Client.fetch` writes, each from its endpoint under ``/v1/jobs/{id}/``: the report, the explanation and
+#: the per-image table (so that ``lbee export spotlight`` opens a fetched copy), and the metrics.
+RESULT_FILES = {
+    "report.html": "report",
+    "explanation.json": "explanation",
+    "images.parquet": "images",
+    "metrics.json": "metrics",
+}
 
 
 class ServiceError(RuntimeError):
@@ -378,11 +385,12 @@ class Client:
         return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/report{_model(model)}", raw=True).decode("utf-8")
 
     def fetch(self, job_id, out_dir, model=None, *, overwrite=False):
-        """Write the job's ``report.html``, ``explanation.json`` and ``metrics.json`` into ``out_dir``.
+        """Write the job's result files (`RESULT_FILES`) into ``out_dir``.
 
-        All three are fetched before any is written, so a failed request leaves ``out_dir`` as it was; an existing
-        result file is refused unless ``overwrite`` (the folder may hold another run's). The three are staged and
-        moved in together (`lbee.io.staging`): a kill never leaves one job's report beside another's explanation.
+        ``report.html``, ``explanation.json``, ``images.parquet`` and ``metrics.json`` are all fetched before any is
+        written, so a failed request leaves ``out_dir`` as it was; an existing result file is refused unless
+        ``overwrite`` (the folder may hold another run's). They are staged and moved in together
+        (`lbee.io.staging`): a kill never leaves one job's report beside another's explanation.
 
         Returns
         -------

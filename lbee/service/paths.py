@@ -218,6 +218,16 @@ def check_dataset_paths(ds, root, *, deep=True):
 _ABSOLUTE = re.compile(r"(?<![\w.~>/-])/[^\s'\"`,;:()\[\]{}<>|]+")
 
 
+def inside_root(path, settings):
+    """``path`` relative to the service's data root, as a job names it; None when it is not a path inside the root."""
+    if not isinstance(path, str) or not path:
+        return None
+    for base in {str(settings.root), os.path.realpath(settings.root)}:
+        if path.startswith(base.rstrip("/") + "/"):
+            return path[len(base.rstrip("/")) + 1 :]
+    return None
+
+
 def redact_paths(text, settings):
     """``text`` (a job's error or log line) without the server's paths.
 

@@ -160,6 +160,32 @@ def add_api_routes(app, ctx):
         """Metric rows (slicer, method, ACR, AHR, TPR, JI, ...): empty without relevance."""
         return run_dict(_run_of_job(job_id, model))
 
+    @app.get("/v1/jobs/{job_id}/images", tags=["jobs"])
+    def job_images(job_id: str, model: str | None = None, token=read):
+        """``images.parquet`` of the job's run: one row per image (split, group, confidence, label, prediction).
+
+        What ``lbee export spotlight`` reads from a fetched copy. Its ``path`` column is each image's path inside
+        the service's data root, as the job named it (never a server path; empty for an image outside it). 409 when
+        the stored table disagrees with the run's ``explanation.json``
+        (`lbee.reports.stored_table.stored_images_table`).
+        """
+        import io
+
+        from ..reports.stored_table import IMAGES_TABLE, stored_images_table
+        from .paths import inside_root, redact_paths
+
+        run = _run_of_job(job_id, model)
+        path = ctx.file(run, IMAGES_TABLE, "application/vnd.apache.parquet").path  # 404 when the run has none
+        try:  # as the browse pages read it: a table another run wrote, or edited, is not handed out as this one's
+            table = stored_images_table(path.parent)
+        except ValueError as exc:
+            detail = redact_paths(f"run {run.id}'s image table cannot be served: {exc}", settings)
+            raise HTTPException(409, detail) from None
+        table["path"] = [inside_root(p, settings) for p in table["path"]]
+        body = io.BytesIO()
+        table.to_parquet(body, index=False)
+        return Response(body.getvalue(), media_type="application/vnd.apache.parquet")
+
     @app.get("/v1/jobs/{job_id}/report", response_class=HTMLResponse, tags=["jobs"])
     def job_report(job_id: str, model: str | None = None, token=read):
         """The self-contained HTML report."""
