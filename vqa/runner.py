@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lbee.io.cache import EmbeddingCache, atomic_save_npz, file_sha256
+from lbee.io.cache import EmbeddingCache, atomic_save_npz, atomic_write_bytes, file_sha256, plain_npz, row_hashes
 
 from .combine import combine as combine_answers
 
@@ -28,24 +28,43 @@ class AnswerCache:
         return f"{image_hash}\x1f{question}"
 
     def load(self):
+        """Every cached answer: dict of key to P(yes) (NaN: neither yes nor no).
+
+        A shard is read only when it is a plain ``.npz`` as `put` writes one (`lbee.io.cache.plain_npz`: a FIFO
+        blocked, a deflated shard of 190 kB took 1.3 GB), with keys and values of one length, each value NaN or in
+        [0, 1], and each row's digest of its key and value (a shard with flipped values was used as is). Any other
+        shard is a miss: its answers are asked again, never fatal.
+        """
         if self._store is None:
             self._store = {}
             for shard in sorted(self.root.glob("shard-*.npz")):
+                if not plain_npz(shard):
+                    continue
                 try:
                     with np.load(shard) as d:
-                        self._store.update(zip(d["keys"].tolist(), d["values"].tolist()))
-                except (OSError, ValueError, KeyError):
+                        keys, values, rows = d["keys"], d["values"], d["row_hashes"]
+                    if keys.ndim != 1 or values.shape != keys.shape or values.dtype != np.float64:
+                        continue
+                    answered = values[~np.isnan(values)]
+                    if np.any((answered < 0) | (answered > 1)):
+                        continue
+                    if not np.array_equal(rows, row_hashes(keys.tolist(), values[:, None], dtype=np.float64)):
+                        continue
+                    self._store.update(zip(keys.tolist(), values.tolist()))
+                except (OSError, ValueError, KeyError, EOFError):
                     continue
         return self._store
 
     def put(self, keys, values):
         if keys:
+            values = np.asarray(values, dtype=np.float64)
             atomic_save_npz(
                 self.root / f"shard-{uuid.uuid4().hex}.npz",
                 keys=np.asarray(keys, dtype=str),
-                values=np.asarray(values, dtype=np.float64),
+                values=values,
+                row_hashes=row_hashes(list(keys), values[:, None], dtype=np.float64),
             )
-            self.load().update(zip(keys, values))
+            self.load().update(zip(keys, values.tolist()))
 
 
 @dataclass
@@ -361,11 +380,15 @@ def parse_backend_spec(spec):
 
 def write_relevance(result, path):
     """Write the long-form table (parquet or CSV by suffix)."""
+    import io
+
     path = Path(path)
     frame = result.to_frame()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
     if path.suffix == ".csv":
-        frame.to_csv(path, index=False)
+        frame.to_csv(buf, index=False)
     else:
-        frame.to_parquet(path, index=False)
+        frame.to_parquet(buf, index=False)
+    # a temp file beside it, then a rename: a kill leaves the old table whole, never a truncated one (sweep 29)
+    atomic_write_bytes(path, buf.getvalue())
     return path

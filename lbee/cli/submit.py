@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._base import ExistingPath, LbeeError, cli
+from ._base import ExistingPath, LbeeError, check_writable_folder, cli
 
 
 @cli.command()
@@ -42,6 +42,7 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
         from ..io.staging import check_no_replace
         from ..service.client import RESULT_FILES, read_entry
 
+        check_writable_folder(out, "--out")  # a FIFO or a dangling link was refused only after the job ran
         check_no_replace([Path(out) / name for name in RESULT_FILES], overwrite=overwrite)
         models = [m.get("name") for m in read_entry(entry).get("models") or () if isinstance(m, dict)]
         if model is None and len(models) > 1:  # the server would answer with the first model's files alone

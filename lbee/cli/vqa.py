@@ -118,6 +118,12 @@ def vqa(
         check_no_replace([out], overwrite=overwrite, inputs=[images, metadata, questions_file, sentence_file])
     except OutputExistsError as exc:
         fail(exc)
+    if Path(out).suffix not in (".csv", ".parquet"):  # any other suffix was written as parquet under that name
+        raise click.BadParameter(
+            f"{out!r} ends in {Path(out).suffix or 'no suffix'}; expected .csv or .parquet (the format it is "
+            "written in).",
+            param_hint="--out",
+        )
     try:
         sset = load_sentence_set(sentence_set)
         overrides = builtin_overrides(sset.name) or {}

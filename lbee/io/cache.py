@@ -102,14 +102,26 @@ def sentence_list_key(sentences):
     return hashlib.sha256(json.dumps(list(sentences), ensure_ascii=False).encode()).hexdigest()
 
 
-def _row_hashes(sentences, embeddings):
-    """Per row: a hash of the sentence (or image content hash) and its float32 embedding: a moved row shows.
+def row_hashes(labels, rows, *, dtype=np.float32):
+    """Per row: a hash of its label (a sentence, an image's content hash, a VQA key) and its values: a moved row shows.
 
-    An image shard written before it carried these hashes is re-encoded once.
+    Parameters
+    ----------
+    labels : sequence of str
+        One per row.
+    rows : array-like of shape (m, ...)
+        The cached values, one row per label (an embedding; a VQA answer as a row of one).
+    dtype : numpy dtype, default=float32
+        The precision the values are cached in.
+
+    Returns
+    -------
+    ndarray of str, shape (m,)
+        An image shard written before it carried these hashes is re-encoded once.
     """
-    emb = np.ascontiguousarray(embeddings, dtype=np.float32)
+    arr = np.ascontiguousarray(rows, dtype=dtype)
     return np.asarray(
-        [hashlib.sha256(s.encode() + b"\0" + row.tobytes()).hexdigest()[:32] for s, row in zip(sentences, emb)],
+        [hashlib.sha256(s.encode() + b"\0" + row.tobytes()).hexdigest()[:32] for s, row in zip(labels, arr)],
         dtype=str,
     )
 
@@ -161,7 +173,7 @@ class EmbeddingCache:
                         hashes, emb, rows = data["hashes"], data["embeddings"], data["row_hashes"]
                     if hashes.ndim != 1 or emb.ndim != 2 or len(hashes) != len(emb) or not np.all(np.isfinite(emb)):
                         continue  # a foreign or damaged shard: its images are re-encoded
-                    if not np.array_equal(rows, _row_hashes([str(h) for h in hashes], emb)):
+                    if not np.array_equal(rows, row_hashes([str(h) for h in hashes], emb)):
                         continue  # rows moved against their hashes (sweep 26: reversed, 1,999 of 2,000 wrong)
                     for h, e in zip(hashes, emb):
                         self._images[str(h)] = e
@@ -188,7 +200,7 @@ class EmbeddingCache:
             self.root / "images" / f"shard-{uuid.uuid4().hex}.npz",
             hashes=np.asarray(hashes, dtype=str),
             embeddings=emb,
-            row_hashes=_row_hashes(hashes, emb),
+            row_hashes=row_hashes(hashes, emb),
         )
         store = self._load_images()
         store.update(zip(hashes, emb))
@@ -214,7 +226,7 @@ class EmbeddingCache:
                     arr.ndim == 2
                     and arr.shape[0] == len(sentences)
                     and rows.shape == (len(sentences),)
-                    and np.array_equal(rows, _row_hashes(sentences, arr))
+                    and np.array_equal(rows, row_hashes(sentences, arr))
                 ):
                     return arr
             except (OSError, ValueError, KeyError, EOFError):
@@ -229,7 +241,7 @@ class EmbeddingCache:
             raise ValueError(
                 f"`embeddings` must have shape ({len(sentences)}, d), one row per sentence; received shape {emb.shape}."
             )
-        atomic_save_npz(self._sentence_path(sentences), embeddings=emb, row_hashes=_row_hashes(sentences, emb))
+        atomic_save_npz(self._sentence_path(sentences), embeddings=emb, row_hashes=row_hashes(sentences, emb))
 
 
 def json_bytes(obj, *, indent=1):

@@ -14,6 +14,7 @@ lbee`` is enough to talk to a server.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from .client_http import AnswerTooSlow, Redirected, open_within
 from .reading import (  # noqa: F401  (named from here too)
     confirmed_statements,
     describe_progress,
@@ -155,26 +157,6 @@ def _printable_all(value):
     return value
 
 
-class _Redirected(Exception):
-    def __init__(self, target):
-        super().__init__(target)
-        self.target = target
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect handler that follows none: lbee's API never redirects.
-
-    Following one would send the bearer token to another host and turn a POST into a GET (urllib copies the
-    headers and drops the body).
-    """
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        raise _Redirected(newurl)
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects)
-
-
 class Client:
     """Talks to one ``lbee serve``.
 
@@ -213,11 +195,19 @@ class Client:
         # would otherwise never time out). A report may take longer to come than a job's state.
         deadline = time.monotonic() + self.timeout * (10 if raw else 1)
         try:
-            with _OPENER.open(req, timeout=self.timeout) as resp:
+            with open_within(req, self.timeout, deadline) as resp:
                 payload = _read_within(resp, limit + 1, deadline, f"{method} {path}")
             if len(payload) > limit:
                 raise ServiceError(f"{method} {path}: the answer is larger than {limit >> 20} MiB.")
-        except _Redirected as exc:
+        except AnswerTooSlow:  # the status line, headers or body framing past the deadline (sweep 29)
+            raise ServiceError(
+                f"{method} {path}: the answer did not arrive in time (the server sends it too slowly)."
+            ) from None
+        except http.client.HTTPException as exc:  # more than 100 headers, a line too long, a bad status line
+            raise ServiceError(
+                f"{method} {path}: the answer is not HTTP an lbee server sends ({printable(type(exc).__name__)})."
+            ) from None
+        except Redirected as exc:
             raise ServiceError(
                 f"{method} {path}: the server at {self.url} answered with a redirect to {exc.target!r}; lbee's API "
                 "never redirects, so the token was not sent there: check the URL (http or https, host, port)."
@@ -225,7 +215,7 @@ class Client:
         except urllib.error.HTTPError as exc:
             try:  # an error's message is a few lines: never more than MAX_ERROR_BYTES of it is read
                 text = _read_within(exc, MAX_ERROR_BYTES, deadline, f"{method} {path}").decode("utf-8", "replace")
-            except ServiceError:
+            except (ServiceError, AnswerTooSlow, http.client.HTTPException):
                 text = ""
             try:
                 detail = json.loads(text).get("detail", text)
