@@ -58,6 +58,7 @@ import numpy.typing as npt
 from .._blas import one_blas_thread
 from ..typing import ArrayLike, IntArray
 from .atoms import Key, Literals
+from .explaining_away import explained_away
 
 if TYPE_CHECKING:
     from ..grammar import Grammar
@@ -370,6 +371,7 @@ class ComposeSearch:
                 parent = int(self._parent[j])
                 if parent >= 0 and parent not in self.literals.closure(lits):
                     lits.append(parent)
+            lits = explained_away(self, lits)  # then the literals whose excluded images fail like its own
             if sorted(lits) == sorted(s.lits):
                 state = s
             else:

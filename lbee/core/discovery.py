@@ -28,6 +28,7 @@ import numpy as np
 from .._blas import one_blas_thread
 from ..typing import IntArray
 from .compose import SMOOTH, ComposeSearch, Conjunction, Vector, _lift, _State
+from .explaining_away import explained_away
 
 #: Failures collected at most (each round covers one).
 MAX_ROUNDS = 8
@@ -86,6 +87,12 @@ def discover_failures(search: ComposeSearch, *, max_rounds: int = MAX_ROUNDS) ->
             if best is None:
                 break
             state, h = best
+            lits = explained_away(search, state.lits, weight)  # a confounder the search added goes
+            if sorted(lits) != sorted(state.lits):
+                p = search.region(lits)
+                conds = {search.keys[j][0]: search.keys[j][1] for j in lits}
+                state = _State(conds, tuple(lits), state.g, p[hard], p[easy], state.lift)
+                h = float(state.h @ weight)
             e = float(state.e.sum())
             if binom.sf(int(round(h)) - 1, max(int(round(h + e)), 1), base) > threshold:
                 break
