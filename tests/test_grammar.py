@@ -538,3 +538,44 @@ def test_a_generated_set_read_without_its_conditions_says_so(tmp_path, monkeypat
     (tmp_path / "s.conditions.tsv").unlink()
     with pytest.warns(UserWarning, match="its conditions file 's.conditions.tsv' is not beside it.*without compose"):
         assert load_sentence_set("s.txt").conditions is None
+
+
+def test_a_value_another_requires_is_said_and_counted_once():
+    """An eighteenth user's clause `waterbody` required `cover.type=water`: generate wrote both "An aerial tile of
+    land, where the water is a lake" and "An aerial tile of open water, where the water is a lake" (the same
+    images), and "… of land and a road, the land where the water is a lake". The implied value is said, and the two
+    conjunctions are one."""
+    text = """
+name: tiles
+description: aerial tiles
+lead: An aerial tile of
+bare: An aerial tile
+max_conditions: 2
+subjects:
+  - id: cover
+    noun: land
+    article: ""
+    attributes:
+      - id: type
+        kind: noun
+        values: {field: farmland, water: open water}
+      - id: waterbody
+        kind: clause
+        requires: [cover.type=water]
+        values: {river: where the water is a river, lake: where the water is a lake}
+  - id: road
+    noun: road
+    deniable: true
+"""
+    g = parse_grammar(text, source="tiles.grammar.yaml")
+    lake = {("cover", "waterbody"): "lake"}
+    both = {("cover", "type"): "water", **lake}
+    assert g.canonical(both) == lake and g.render(lake) == g.render(both)
+    assert g.render(lake) == "An aerial tile of open water, where the water is a lake"
+    assert g.render({**lake, ("road", "presence"): "true"}) == (
+        "An aerial tile of open water and a road, where the water is a lake"
+    )
+    sentences, conditions, stats = generate(g)
+    assert not [s for s in sentences if "land, where" in s or "the land where" in s]
+    assert len(set(sentences)) == len(sentences) and stats["duplicates"] >= 2
+    assert sum("where the water is a lake" in s and "road" not in s for s in sentences) == 1

@@ -6,6 +6,7 @@
 'An image with a large blue square but no circle'
 """
 
+from ._generate import count_conjunctions, embedded_atoms, generate
 from ._grammar import (
     FALSE,
     PRESENCE,
@@ -13,10 +14,7 @@ from ._grammar import (
     Attribute,
     Grammar,
     Subject,
-    count_conjunctions,
-    embedded_atoms,
     format_conditions,
-    generate,
     parse_conditions,
 )
 from ._reader import (

@@ -1,0 +1,127 @@
+"""Sentences from a grammar: every canonical conjunction of up to ``max_conditions`` conditions, rendered."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from ._grammar import FALSE, PRESENCE, Grammar, Key, _show
+
+
+def count_conjunctions(grammar, max_conditions):
+    """An upper bound on the conjunctions of 1..``max_conditions`` conditions (distinct keys, one value each).
+
+    The elementary symmetric sums of the keys' value counts; computed in
+    O(keys × max_conditions), so a request for 10⁸ sentences is refused before any is made.
+    """
+    sizes = [len(v) for _, v in grammar.keys()]
+    e = [1] + [0] * max_conditions
+    for m in sizes:
+        for j in range(max_conditions, 0, -1):
+            e[j] += e[j - 1] * m
+    return sum(e[1:])
+
+
+def generate(
+    grammar: Grammar, max_conditions: int | None = None, *, limit: int = 200_000
+) -> tuple[list[str], list[dict[Key, str]], dict[str, int]]:
+    """Every non-contradictory, canonical conjunction of 1..``max_conditions`` conditions, rendered.
+
+    Parameters
+    ----------
+    grammar : Grammar
+    max_conditions : int, optional
+        Default ``grammar.max_conditions``.
+    limit : int, default=200000
+        Refuse (``ValueError``) when the upper bound of [`count_conjunctions`][lbee.grammar.count_conjunctions] exceeds
+        it.
+
+    Returns
+    -------
+    sentences : list of str
+    conditions : list of dict
+        Each sentence's conjunction (canonical: presences implied by an attribute are left out).
+    stats : dict
+        ``considered`` (conjunctions tried), ``contradictory``, ``duplicates`` and ``kept``.
+
+    Raises
+    ------
+    ValueError
+        When two different conjunctions render the same sentence (case and spacing aside): a sentence file
+        holds each sentence once, so the grammar must say them differently.
+    """
+    k = grammar.max_conditions if max_conditions is None else max_conditions
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"`max_conditions` must be a positive integer; received {k!r}.")
+    keys = grammar.keys()
+    if k > len(keys):
+        raise ValueError(
+            f"`max_conditions`={k} is larger than the {len(keys)} attributes (presence included) of "
+            f"grammar {grammar.name!r}: a conjunction gives each attribute at most one value. Use "
+            f"{len(keys)} or less (`lbee sentences generate --max-conditions`, or the grammar's max_conditions)."
+        )
+    bound = count_conjunctions(grammar, k)
+    if bound > limit:
+        raise ValueError(
+            f"grammar {grammar.name!r} with up to {k} conditions a sentence allows up to {bound:,} conjunctions, "
+            f"over the limit of {limit:,} sentences to enumerate; allow fewer conditions (`lbee sentences generate "
+            "--max-conditions`, or the grammar's max_conditions); the 'compose' describer searches longer "
+            "conjunctions without enumerating them."
+        )
+    seen: set[frozenset[tuple[Key, str]]] = set()
+    texts: dict[str, dict[Key, str]] = {}
+    sentences: list[str] = []
+    conds: list[dict[Key, str]] = []
+    stats = {"considered": 0, "contradictory": 0, "duplicates": 0}
+    for size in range(1, k + 1):
+        for combo in combinations(keys, size):
+            for values in _product([v for _, v in combo]):
+                stats["considered"] += 1
+                c = {key: val for (key, _), val in zip(combo, values)}
+                if grammar.contradiction(grammar.implied(c)) is not None:
+                    stats["contradictory"] += 1
+                    continue
+                c = grammar.canonical(c)
+                sig = frozenset(c.items())
+                if sig in seen:
+                    stats["duplicates"] += 1
+                    continue
+                seen.add(sig)
+                text = grammar.render(c)
+                said = texts.setdefault(" ".join(text.split()).casefold(), c)
+                if said is not c:  # a sentence file holds each sentence once: two conjunctions, one text
+                    raise ValueError(
+                        f"grammar {grammar.name!r}: conditions {_show(said)} and {_show(c)} are both said "
+                        f"{text!r}; give their values different words."
+                    )
+                sentences.append(text)
+                conds.append(c)
+    stats["kept"] = len(sentences)
+    return sentences, conds, stats
+
+
+def _product(lists):
+    if not lists:
+        yield ()
+        return
+    for v in lists[0]:
+        for rest in _product(lists[1:]):
+            yield (v, *rest)
+
+
+def embedded_atoms(grammar: Grammar) -> tuple[list[str], list[dict[Key, str]]]:
+    """The sentences whose embeddings the 'compose' describer reads, in the order `generate` lists them.
+
+    One per literal that states a presence or a value ("An image with a circle", "An image with a blue
+    square"); "no X" is never embedded (it is composed as 1 − P(X)), nor is any conjunction (a product of
+    its literals). Embedding these rows alone is enough for ``lbee.explain(..., method="compose",
+    grammar=grammar)``; they are also the single-condition rows of ``generate(grammar)``, in the same order.
+
+    Returns
+    -------
+    sentences : list of str
+    conditions : list of dict
+        Each sentence's one condition ``{(subject, attribute): value}``.
+    """
+    sentences, conds, _ = generate(grammar, 1)
+    keep = [i for i, c in enumerate(conds) if not any(a == PRESENCE and v == FALSE for (_, a), v in c.items())]
+    return [sentences[i] for i in keep], [conds[i] for i in keep]
