@@ -365,9 +365,9 @@ def describe(
         held = int(unassigned_holding(result.explanations, run.relevance).sum())
         click.echo(textwrap.fill(groups_line(p, n_groups, settings, in_groups, held), width))
         click.echo(textwrap.fill(order_line(result.extra.get("confirmation"), result.performance), width))
-        read_first = first_method(result.explanations)[1]
+        read_first = first_method(result.explanations, others := bool(obj.get("verbose")))[1]  # the rest with -v
         click.echo(("" if read_first is None else textwrap.fill(read_first, width)) + "\n")
-        click.echo(terminal_blocks(result))
+        click.echo(terminal_blocks(result, others=others))
         if metrics:
             click.echo(f"\nScored against --relevance (o = {settings.o:g}):")
             click.echo(f"  {'method':<9} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}")

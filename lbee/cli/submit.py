@@ -20,7 +20,7 @@ from ._base import ExistingPath, LbeeError, check_writable_folder, cli
     "--out",
     type=click.Path(file_okay=False),
     default=None,
-    help="Write the finished job's report.html, explanation.json and metrics.json here.",
+    help="Write the finished job's report.html, explanation.json, images.parquet and metrics.json here.",
 )
 @click.option("--model", default=None, help="Whose results --out receives, when the entry has several models.")
 @click.option("--overwrite", is_flag=True, help="Replace result files already in --out.")

@@ -114,6 +114,8 @@ def load_report_config(path):
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping with 'datasets'; received {type(data).__name__}.")
+    if "name" in data and not set(data) & set(TOP_KEYS):  # one dataset entry, as `lbee submit` takes (trial 18)
+        data = {"datasets": [data]}
     for key in data:
         if key not in TOP_KEYS:
             raise ConfigError(unknown_key_message(key, TOP_KEYS, "the top level", key_line(data, key), path))

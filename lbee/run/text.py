@@ -10,6 +10,7 @@ from .confirm_text import (  # noqa: F401  (named from here too)
     confirmation_note,
     confirmed_statements_lines,
 )
+from .folded import FEW_IMAGES, calm_line, few_line  # noqa: F401  (named from here too)
 
 
 def _fmt(x):
@@ -194,28 +195,6 @@ def frame_banner(text, width=None):
     return "\n".join(["!" * cols, textwrap.fill(text, cols), "!" * cols])
 
 
-#: Hard groups of fewer images are listed in one line by the demo's summaries, not read out: too few to be a failure.
-FEW_IMAGES = 5
-
-
-def few_line(sizes):
-    """One line for the groups too small to read out, ``{group: size}``: '' when there are none."""
-    if not sizes:
-        return ""
-    names = ", ".join(str(i) for i in sizes)
-    counts = ", ".join(str(n) for n in sizes.values())
-    if len(sizes) == 1:
-        n = next(iter(sizes.values()))
-        return (
-            f"  hard group {names} ({n} image{'' if n == 1 else 's'}): fewer than {FEW_IMAGES} images, too few to "
-            "tell a failure from stray errors; the report shows it"
-        )
-    return (
-        f"  hard groups {names} ({counts} images): fewer than {FEW_IMAGES} images each, too few to tell a failure "
-        "from stray errors; the report shows them"
-    )
-
-
 def top_sentences(result, width=None):
     """Each hard group's top sentence per method: a block per group, a line per method (long sentences wrap).
 
@@ -243,10 +222,12 @@ def top_sentences(result, width=None):
     return "\n".join(out)
 
 
-def terminal_blocks(result, width=None):
-    """One block per hard group: size, error rate, easy twin, and every method's K sentences, wrapped to fit.
+def terminal_blocks(result, width=None, *, others=True):
+    """One block per hard group: size, error rate, easy twin, and the methods' K sentences, wrapped to fit.
 
-    Groups of fewer than `FEW_IMAGES` images share one line at the end (``report.md`` and the HTML show them).
+    Groups of fewer than `FEW_IMAGES` images share one line at the end (``report.md`` and the HTML show them), and
+    so do the unconfirmed groups whose images fail no more often than all the images do. ``others=False`` shows the
+    describer to read first (`first_method`) alone (``lbee describe`` without ``-v``).
     """
     import textwrap
 
@@ -255,11 +236,18 @@ def terminal_blocks(result, width=None):
     cols = _columns(width)
     omega = np.asarray(result.performance, dtype=float)
     binary = np.isin(omega, (0.0, 1.0)).all()
-    out, few = [], {}
+    conf = result.extra.get("confirmation") or {}
+    out, few, calm = [], {}, {}
     for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
         c = first.hard_clusters[i]
         if len(c.indices) < FEW_IMAGES:  # folded into one line, as the demo and the HTML report fold them
             few[i] = len(c.indices)
+            continue
+        groups = conf.get("groups") or ()
+        confirmed = i < len(groups) and bool(groups[i].get("confirmed"))
+        rate_g, rate_all = 1 - omega[c.indices].mean(), 1 - omega.mean()
+        if binary and not confirmed and rate_g <= rate_all < 0.5:  # an eighteenth user read blocks of groups at
+            calm[i] = (len(c.indices), rate_g)  # error rates 0.00-0.09: the least confident right images
             continue
         what = result.extra.get("performance")  # ω as a number means little without what it is (−entropy)
         rate = (
@@ -271,6 +259,8 @@ def terminal_blocks(result, width=None):
         out.append(f"Hard group {i}: {size}{rate}, easy twin {c.easy_cluster}")
         lead = first_method(exps)[0]
         for m, e in sorted(exps.items(), key=lambda item: item[0] != lead):
+            if not others and m != lead:
+                continue
             text = " · ".join(e.cluster_sentences(i)) or "(no sentence)"
             out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
         for line in confirmation_lines(result.extra.get("confirmation"), i):
@@ -279,6 +269,8 @@ def terminal_blocks(result, width=None):
     if few:
         line = few_line(few).strip()  # a line of its own, as the blocks' "Hard group N:" headings
         out += textwrap.wrap(line[0].upper() + line[1:], cols, subsequent_indent="  ") + [""]
+    if calm:
+        out += textwrap.wrap(calm_line(calm, 1 - omega.mean()), cols, subsequent_indent="  ") + [""]
     note = confirmation_note(result.extra.get("confirmation"))
     ranked = confirmed_statements_lines(result.extra.get("confirmation"))
     if ranked:  # a ninth user found the failure's own sentence, and a confounder beside it, only in the JSON
@@ -373,8 +365,8 @@ def _per_group():
     return IMAGES_PER_DEFAULT_GROUP
 
 
-def first_method(methods):
-    """The describer to read first, and a line saying so (None when only one ran)."""
+def first_method(methods, shown=True):
+    """The describer to read first, and a line saying so (None when only one ran); ``shown``: the others are too."""
     from ..core.selection import COMPOSE
 
     methods = list(methods)
@@ -391,6 +383,9 @@ def first_method(methods):
     return lead, (
         f"Read {lead} first ({why}); the other describers are shown for comparison: a condition several of them "
         "name is the safer reading."
+        if shown
+        else f"Shown: {lead} ({why}). The other describers' sentences, for comparison, are in report.md and the HTML "
+        "report, and here with lbee -v describe."
     )
 
 
