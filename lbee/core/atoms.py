@@ -19,7 +19,8 @@ value — are embedded. For atom a and image i:
    Otherwise the atom holds for all images or for none, and
    p_ia = σ((s_ia − τ) / T): τ the encoder's threshold, T the median width of
    the separated atoms. Such a presence that holds for most images (median
-   p ≥ 0.5: the object of "a photo of an object") is a given (step 2).
+   p ≥ 0.5: the object of "a photo of an object") is a given (step 2), and so
+   is the presence of a subject the grammar never denies.
 2. **A value of an attribute** ("a *striped* circle") is calibrated against
    its sibling values, given its subject: the margin m = s(value) − max
    s(other values) is fitted the same way over the images the subject is
@@ -333,6 +334,10 @@ def literal_probabilities(
     parent = np.full(len(keys), -1)
     where = {k: i for i, k in enumerate(keys)}
     if grammar is not None:
+        # so is a subject the grammar never denies: its values' atoms state it (a trial's "land" scored 0.45 on
+        # cloudy tiles, and "open water and cloud cover" lost 29 of its 49 images)
+        deniable = {key[0]: getattr(grammar.subject(key[0]), "deniable", True) for key, _v in keys}
+        everywhere |= {j for j, (key, _v) in enumerate(keys) if key[1] == "presence" and not deniable[key[0]]}
         by_key: dict[Key, list[int]] = {}
         for j, (key, _value) in enumerate(keys):
             by_key.setdefault(key, []).append(j)
@@ -342,7 +347,8 @@ def literal_probabilities(
                 continue
             pres = grammar.implied({key: keys[js[0]][1]})
             pre = [where[(k, v)] for k, v in pres.items() if k != key and (k, v) in where]
-            w = np.ones(n) if not pre else np.prod(cond[:, pre], axis=1)
+            weighed = [c for c in pre if c not in everywhere]
+            w = np.ones(n) if not weighed else np.prod(cond[:, weighed], axis=1)
             for j in js:
                 if pre and pre[0] not in everywhere:
                     parent[j] = pre[0]
@@ -365,15 +371,8 @@ def literal_probabilities(
                     cond[:, j] = post[:, t]
                 else:  # one population: the margin's sign, image by image (never one value for all)
                     cond[:, j] = 1.0 / (1.0 + np.exp(-m[:, t] / max(temp, 1e-6)))
-                cal[j] = (
-                    "contrast-unbound"
-                    if unbound[t]
-                    else "contrast-mixture"
-                    if msep[t]
-                    else "contrast-overlap"
-                    if mtwo[t]
-                    else "contrast-sign"
-                )
+                kind = "unbound" if unbound[t] else "mixture" if msep[t] else "overlap" if mtwo[t] else "sign"
+                cal[j] = f"contrast-{kind}"
     out_keys, out_cond, out_parent = list(keys), [cond], list(parent)
     for j, (key, value) in enumerate(keys):
         if key[1] == "presence" and value == "true":

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._validation import as_unit_rows, check_choice
-from ..typing import ArrayLike
+from ..typing import ArrayLike, IntArray
 from .clustering import DEFAULT_WARD
 from .partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, Partition, as_sentence_index
 from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS
@@ -194,6 +194,7 @@ def explain_methods(
     phi = None if confidence is None else np.asarray(confidence, dtype=np.float64).reshape(-1)
     for e in out.values():  # kept in memory for Explanation.assignments()
         e.confidence, e.image_ids = phi, ids
+    unassigned_hard(part, out)  # a trial's library run lost 60 of 178 hard images without a word
     return out
 
 
@@ -309,3 +310,26 @@ def explain(
         embeddings=embeddings,
         grammar=grammar,
     )[method]
+
+
+def unassigned_hard(part: Partition, explanations: dict[str, Explanation]) -> IntArray:
+    """The hard images in no hard cluster, set as each explanation's ``unassigned``.
+
+    With a grammar the slicer's groups are merged into hypotheses, each of which keeps the images its description
+    picks out; the others are listed here, never dropped in silence.
+
+    Returns
+    -------
+    ndarray of int
+        Indices into the n images.
+    """
+    import numpy as np
+
+    first = next(iter(explanations.values()))
+    hard = np.asarray(getattr(part, "hard_mask_", np.zeros(0, bool)), dtype=bool).copy()
+    for c in first.hard_clusters:
+        hard[np.asarray(c.indices, dtype=np.int64)] = False
+    out = np.flatnonzero(hard).astype(np.int64)
+    for e in explanations.values():
+        e.unassigned = out
+    return out

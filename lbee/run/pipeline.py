@@ -117,6 +117,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
     -------
     RunResult
     """
+    from ..core.explain import unassigned_hard
     from ..core.partition import Partition
     from .confirm import confirm_run, confirmation_plan
     from .join import join_groups
@@ -310,18 +311,6 @@ def run_model(ds, model, inputs, *, device=None, progress=False, n_jobs=1):
 def model_name(model):
     """The name a model is shown under (the SpotCheck world's own classifier when None)."""
     return model.name if model is not None else "EC classifier"
-
-
-def unassigned_hard(part, explanations):
-    """The hard images in no hard cluster, set as each explanation's ``unassigned``: ndarray of int."""
-    first = next(iter(explanations.values()))
-    hard = np.asarray(getattr(part, "hard_mask_", np.zeros(0, bool)), dtype=bool).copy()
-    for c in first.hard_clusters:
-        hard[np.asarray(c.indices, dtype=np.int64)] = False
-    out = np.flatnonzero(hard).astype(np.int64)
-    for e in explanations.values():
-        e.unassigned = out
-    return out
 
 
 def record_clusters_formed(explanations, part, merged=None):
