@@ -96,7 +96,7 @@ def server_answers(monkeypatch, answers):
             return False
 
     monkeypatch.setattr(client_mod, "_read_within", lambda resp, limit, deadline, what: next(answers))
-    monkeypatch.setattr(client_mod._OPENER, "open", lambda req, timeout: Answer())
+    monkeypatch.setattr(client_mod, "open_within", lambda req, timeout, deadline: Answer())
 
 
 def fake_report_run(gamma, confidence=None):

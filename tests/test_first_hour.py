@@ -451,3 +451,21 @@ def test_report_check_reads_a_single_dataset_entry_as_lbee_submit_takes_it(tmp_p
     (tmp_path / "mixed.yaml").write_text("name: demo\ndatasets: []\n")  # a config's key beside it: a config
     r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "mixed.yaml")], obj={})
     assert r.exit_code != 0 and "unknown key 'name'" in r.output
+
+
+def test_a_semicolon_separated_table_gets_a_hint(tmp_path):
+    """An eighteenth user's spreadsheet CSV (';' between fields, decimal commas) read "every row has 4 field(s) more
+    than the header's 1", true but with no hint of why."""
+    from pathlib import Path
+
+    from lbee.io.table_file import read_pinned
+
+    path = tmp_path / "p.csv"
+    path.write_text("image;label;prob_a;prob_b\na.png;a;0,9;0,1\nb.png;b;0,2;0,8\n")
+    with pytest.raises(ValueError, match="separated by ';'") as err:
+        read_pinned(str(path), Path(path), ".csv")
+    assert "more than the header's 1" in str(err.value)
+    path.write_text("image,label\na.png,a,extra\n")  # another cause: no word of ';'
+    with pytest.raises(ValueError) as err:
+        read_pinned(str(path), Path(path), ".csv")
+    assert "';'" not in str(err.value)

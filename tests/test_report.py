@@ -1,6 +1,7 @@
 """Batch reports: the config file, the HTML page, failures that do not stop the batch."""
 
 import json
+import re
 import textwrap
 
 import numpy as np
@@ -362,6 +363,11 @@ def test_spotcheck_dataset_with_slicers_and_world_reuse(demo_run, tmp_path, monk
     html = (tmp_path / "out" / "world" / "report.html").read_text()
     assert "PlaneSpot 2-D plane" in html and 'id="plane-chart"' in html
     assert "True blindspot 0" in html
+    # a retained sentence that is not a failure sentence reads apart from one that is, without its colour
+    # (an eighteenth user copied the table as text: '+' and '+')
+    assert '<span class="fp">(+)</span> retained but not one' in html
+    marks = re.findall(r'<span class="(tp|fp)">([^<]*)</span>', html.split("<tbody>", 1)[-1])
+    assert {m for m in marks if m[0] == "tp"} == {("tp", "+")} and {m for m in marks if m[0] == "fp"} <= {("fp", "(+)")}
     assert (tmp_path / "out" / "world" / "slicer_planespot" / "explanation.json").exists()
 
 

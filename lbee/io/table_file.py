@@ -41,9 +41,16 @@ def read_pinned(src, path, suffix):
             fmt = "tsv" if suffix == ".tsv" else "csv"
             table = pd.read_csv(src, **csv_options(fmt))
             if not isinstance(table.index, pd.RangeIndex):  # pandas made the first field the index, in silence
+                semicolons = fmt == "csv" and len(table.columns) == 1 and ";" in str(table.columns[0])
                 raise ValueError(
                     f"every row has {table.index.nlevels} field(s) more than the header's {len(table.columns)}; "
                     "expected one field per column (a header cell missing, or a separator at the ends of rows)"
+                    + (
+                        "; its header is separated by ';' (a spreadsheet's CSV with decimal commas?): save it with "
+                        "',' between fields and '.' in numbers"
+                        if semicolons
+                        else ""
+                    )
                 )
     except MemoryError:
         raise ValueError(f"Cannot read table {str(path)!r}: it does not fit in memory.") from None
