@@ -10,13 +10,22 @@ Heavy libraries (torch, faiss, transformers, open_clip) are imported lazily.
 """
 
 from ._version import __version__
-from .core.evaluation import evaluate, failure_sentences
-from .core.explain import explain, explain_methods
-from .core.explanation import EasyCluster, Explanation, HardCluster
-from .core.partition import Partition, partition
-from .core.selection import METHODS
-from .core.split import split_by_confidence
-from .run.settings import RunSettings
+
+try:
+    from .core.evaluation import evaluate, failure_sentences
+    from .core.explain import explain, explain_methods
+    from .core.explanation import EasyCluster, Explanation, HardCluster
+    from .core.partition import Partition, partition
+    from .core.selection import METHODS
+    from .core.split import split_by_confidence
+    from .run.settings import RunSettings
+except ModuleNotFoundError as _exc:  # a core dependency missing (a wheel installed with --no-deps): said so
+    from ._dependencies import missing_core
+
+    _error = missing_core(_exc)
+    if _error is None:
+        raise
+    raise _error from None
 
 __all__ = [
     "__version__",

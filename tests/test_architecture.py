@@ -22,6 +22,7 @@ LAYERS = (
     # helpers
     (
         "lbee._version",
+        "lbee._dependencies",
         "lbee.typing",
         "lbee._validation",
         "lbee._files",

@@ -469,3 +469,32 @@ def test_a_semicolon_separated_table_gets_a_hint(tmp_path):
     with pytest.raises(ValueError) as err:
         read_pinned(str(path), Path(path), ".csv")
     assert "';'" not in str(err.value)
+
+
+BLOCK_NUMPY = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" or name.startswith("numpy."):
+            raise ModuleNotFoundError("No module named 'numpy'", name="numpy")
+sys.meta_path.insert(0, Block())
+"""
+
+
+@pytest.mark.parametrize("as_command", [True, False])
+def test_a_missing_core_dependency_is_one_line(as_command):
+    """An eighteenth user's wheel installed with --no-deps: `lbee --version` died in a ModuleNotFoundError traceback.
+    The command says it in one line; the library raises an ImportError that says what to do."""
+    import subprocess
+    import sys
+
+    run = BLOCK_NUMPY + (
+        "sys.argv = ['lbee', '--version']\nfrom lbee.cli import cli\n" if as_command else "import lbee\n"
+    )
+    r = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert "lbee needs 'numpy'" in r.stderr and "without its dependencies" in r.stderr
+    if as_command:
+        assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+    else:
+        assert "ImportError: lbee needs 'numpy'" in r.stderr

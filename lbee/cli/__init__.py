@@ -5,24 +5,32 @@ faiss, open_clip, transformers) happen inside command bodies so that
 ``lbee --help`` stays fast.
 """
 
-from . import (  # noqa: F401,E402
-    bench,
-    demo,
-    describe,
-    embed,
-    evaluate,
-    export,
-    report,
-    rival10,
-    sensitivity,
-    sentences,
-    serve,
-    spotcheck,  # each module registers its commands
-    submit,
-    sweep,
-    vqa,
-)
-from ._base import LbeeError, add_global_options, cli
+try:
+    from . import (  # noqa: F401,E402
+        bench,
+        demo,
+        describe,
+        embed,
+        evaluate,
+        export,
+        report,
+        rival10,
+        sensitivity,
+        sentences,
+        serve,
+        spotcheck,  # each module registers its commands
+        submit,
+        sweep,
+        vqa,
+    )
+    from ._base import LbeeError, add_global_options, cli
+except ModuleNotFoundError as _exc:  # a core dependency missing (click, numpy, ...): one line (lbee._dependencies)
+    from .._dependencies import missing_core
+
+    _error = missing_core(_exc)
+    if _error is None:
+        raise
+    raise _error from None
 
 add_global_options(cli)  # after every module registered its commands
 
