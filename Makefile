@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TORCH_STAMP := $(VENV)/.installed-torch
+DEMO_STAMP := $(VENV)/.installed-demo
 # The torch / torchvision lbee is tested with (pyproject.toml has floors only); these resolve from local files here.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 # Where torch comes from. PyPI's Linux wheel carries CUDA (some 5 GB with its libraries) even without a GPU, so
@@ -14,10 +16,10 @@ TORCH_INDEX ?= auto
 
 .PHONY: install demo test lint browser docs wheel wheel-check bench bench-serve clean
 
-$(STAMP): pyproject.toml
+# torch / torchvision first, pinned, once per venv.
+$(TORCH_STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# torch/torchvision first, pinned.
 	@index='$(TORCH_INDEX)'; \
 	if [ "$$index" = auto ]; then \
 		index=; \
@@ -30,9 +32,17 @@ $(STAMP): pyproject.toml
 	fi; \
 	echo "$(PY) -m pip install -q $$index $(TORCH_PINS)"; \
 	$(PY) -m pip install -q $$index $(TORCH_PINS)
+	touch $(TORCH_STAMP)
+
+# What the demo needs (the spotcheck and html extras); `make test` installs everything else on top.
+$(DEMO_STAMP): pyproject.toml $(TORCH_STAMP)
 	# setuptools frames a notice on every editable install (folders named like the package); it is not news here
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e ".[spotcheck,html]"
+	touch $(DEMO_STAMP)
+
+$(STAMP): pyproject.toml $(TORCH_STAMP)
 	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e ".[dev]"
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
 # Renumics Spotlight (pyproject's `spotlight` extra) pins pandas < 3, so it gets a venv of its own: the Spotlight
 # browser test (tests/test_spotlight.py) starts its server from there on a file `lbee export spotlight` wrote.
@@ -47,7 +57,7 @@ $(SPOTLIGHT_STAMP): pyproject.toml
 
 install: $(STAMP) $(SPOTLIGHT_STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/lbee demo --out lbee_out/demo
 
 # The HTML report is checked in a real headless browser: Debian's chromium and its driver, installed here when
