@@ -579,3 +579,35 @@ subjects:
     assert not [s for s in sentences if "land, where" in s or "the land where" in s]
     assert len(set(sentences)) == len(sentences) and stats["duplicates"] >= 2
     assert sum("where the water is a lake" in s and "road" not in s for s in sentences) == 1
+
+
+@pytest.mark.parametrize("label", ["true", "false"])
+def test_a_presence_another_requires_is_said_and_counted_once(label):
+    """Sweep 30: with `requires: [label.presence=false]`, generate wrote "An image with a torn box" and "An image
+    with a torn box but no label" (the same images); with `=true`, "a torn box" meant "and a label" unsaid."""
+    text = f"""
+name: parcels
+description: parcels
+lead: A parcel with
+bare: A parcel
+max_conditions: 2
+subjects:
+  - id: box
+    noun: box
+    attributes:
+      - id: state
+        kind: clause
+        requires: [label.presence={label}]
+        values: {{torn: where the box is torn}}
+  - id: label
+    noun: shipping label
+    deniable: true
+"""
+    g = parse_grammar(text, source="parcels.grammar.yaml")
+    torn = {("box", "state"): "torn"}
+    both = {**torn, ("label", "presence"): label}
+    assert g.canonical(both) == torn and g.render(both) == g.render(torn)
+    said = "a shipping label" if label == "true" else "no shipping label"
+    assert said in g.render(torn)
+    sentences, _, _ = generate(g)
+    assert sum("torn" in s for s in sentences) == 1 and len(set(sentences)) == len(sentences)

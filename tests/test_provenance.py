@@ -539,6 +539,16 @@ def test_sidecars_disagreeing_on_tau_are_refused(world):
         )
 
 
+def test_a_null_tau_beside_a_number_is_refused(world):
+    """Sweep 30: `tau: null` in one sidecar (CLIP's 0.25 applies) and 0.0816 in the other: the number was used
+    without a word."""
+    _edit_sidecar(world / "sen.npy", tau=None)
+    r = CliRunner().invoke(cli, ["describe", *_describe_args(world)], obj={})
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert "declare τ = 0.0816 but sentence_embeddings" in said and "τ = None (null: none" in said
+
+
 def test_a_missing_data_digest_is_refused(world):
     _edit_sidecar(world / "img.npy", data_sha256=None)
     np.save(world / "img.npy", np.ones((24, 8), np.float32))  # replaced: the null digest let it pass

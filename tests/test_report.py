@@ -566,3 +566,36 @@ def test_overwrite_never_deletes_a_dataset_input_in_its_run_folder(image_dataset
         )
         assert "already holds a report" not in r.output
         assert _files(run_dir) == before and not (tmp_path / "index.html").exists()
+
+
+def test_a_fetched_copy_of_a_served_run_is_one_runs_files(image_dataset, tmp_path):
+    """The service serves images.parquet with each path as inside its data root (no server path), and a sweep's
+    fetched copy was then refused by `lbee export spotlight` as "edited" (the explanation recorded the table with
+    the server's paths). The explanation is served recording the table as served."""
+    from types import SimpleNamespace
+
+    from lbee.reports.stored_table import stored_images_table
+    from lbee.service.served_files import parquet_bytes, served_explanation, served_images_table
+
+    root, _ = image_dataset
+    out = tmp_path / "run"
+    args = ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(root / "imgs" / "manifest.csv")]
+    args += ["--image-embeddings", str(root / "img.npy"), "--sentence-embeddings", str(root / "sen.npy")]
+    args += ["--sentences", str(root / "sents.txt"), "--predictions", str(root / "good.csv"), "--clusters", "2"]
+    r = CliRunner().invoke(cli, [*args, "--out", str(out), "--html"], obj={})
+    assert r.exit_code == 0, r.output
+    stored = stored_images_table(out)
+    assert all(str(p).startswith(str(root)) for p in stored["path"])  # absolute paths on this machine
+    settings = SimpleNamespace(root=root)
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    table = served_images_table(out, settings)
+    (fetched / "images.parquet").write_bytes(parquet_bytes(table))
+    assert [p for p in table["path"]] == [str(p)[len(str(root)) + 1 :] for p in stored["path"]]  # "imgs/..."
+    (fetched / "explanation.json").write_bytes((out / "explanation.json").read_bytes())
+    with pytest.raises(ValueError, match="edited or belongs to another run"):  # the explanation as it was stored
+        stored_images_table(fetched)
+    (fetched / "explanation.json").write_bytes(served_explanation(out / "explanation.json", settings))
+    assert stored_images_table(fetched)["path"].tolist() == table["path"].tolist()
+    r = CliRunner().invoke(cli, ["export", "spotlight", str(fetched)], obj={})
+    assert r.exit_code == 0, r.output

@@ -180,16 +180,15 @@ class Grammar:
     def canonical(self, conditions: Conditions) -> dict[Key, str]:
         """The shortest equivalent conjunction: conditions implied by the others are dropped.
 
-        A presence an attribute implies, and a value another's ``requires`` implies ("open water" beside "where
-        the water is a lake"): two conjunctions of the same images have one canonical form (a trial's grammar
-        generated both). [`render`][lbee.grammar.Grammar.render] says the implied values again.
+        A presence an attribute implies, and a value, presence or absence another's ``requires`` implies ("open
+        water" beside "where the water is a lake"): two conjunctions of the same images have one canonical form (a
+        trial's grammar generated both). [`render`][lbee.grammar.Grammar.render] says what a ``requires`` implies.
         """
         out = dict(conditions)
         for key in list(out):
-            if key[1] != PRESENCE or out[key] == TRUE:
-                rest = {k: v for k, v in out.items() if k != key}
-                if self.implied(rest).get(key) == out[key]:
-                    del out[key]
+            rest = {k: v for k, v in out.items() if k != key}
+            if self.implied(rest).get(key) == out[key]:  # a presence, absence or value the others imply
+                del out[key]
         return out
 
     # ---- rendering -----------------------------------------------------------------------------------------
@@ -204,9 +203,14 @@ class Grammar:
         why = self.contradiction(conditions)
         if why is not None:
             raise ValueError(f"grammar {self.name!r}: cannot render {_show(conditions)}: {why}.")
-        # a value another's `requires` implies is said ("open water, where the water is a lake", not "land, where ...")
+        # what a `requires` implies is said ("open water, where the water is a lake", not "land, where ..."; "a torn
+        # box but no label"), but not a presence a subject's own attribute says ("a blue square")
         implied = self.implied(conditions)
-        conditions = {**{k: v for k, v in implied.items() if k[1] != PRESENCE}, **conditions}
+        described = {k[0] for k in implied if k[1] != PRESENCE}
+        words = [a.values[v] for (subj, attr), v in implied.items() if (a := self._clause(subj, attr)) is not None]
+        described |= {s.id for s in self.subjects if any(_says(s, w) for w in words)}  # "where the square is ..."
+        said = {k: v for k, v in implied.items() if not (k[1] == PRESENCE and v == TRUE and k[0] in described)}
+        conditions = {**said, **conditions}
         positives, negatives, tail, clauses = [], [], [], []
         for s in self.subjects:
             mine = {a: v for (subj, a), v in conditions.items() if subj == s.id}
@@ -255,6 +259,12 @@ class Grammar:
         if rest:
             text += (", " if positives or negatives else " ") + ", ".join(rest)
         return text
+
+    def _clause(self, subject, attribute):
+        """The attribute ``subject.attribute`` when it is a clause, else None."""
+        s = self.subject(subject)
+        a = None if s is None or attribute == PRESENCE else s.attribute(attribute)
+        return a if a is not None and a.kind == "clause" else None
 
     def atom_sentence(self, subject, attribute, value):
         """The sentence of one literal ("An image with a blue square", "An image with no circle")."""

@@ -117,6 +117,15 @@ def discover_images(source):
         str(resolve_named_path(p, source.parent, key=f"row {i + 1}, column 'path',", source=str(source)))
         for i, p in enumerate(ids)
     ]
+    from .confinement import PathEscape, data_root
+
+    if data_root() is not None:  # an image's id is its manifest path, shown to every reader of a job (sweep 30)
+        absolute = next((i for i, p in enumerate(ids) if Path(p).is_absolute()), None)
+        if absolute is not None:
+            raise PathEscape(
+                f"{source}, row {absolute + 1}, column 'path': an absolute path (…/{Path(ids[absolute]).name}); a "
+                "job's manifest names its images relative to the manifest's folder, as its ids are shown in reports."
+            )
     return ImageList(paths, ids, labels)
 
 

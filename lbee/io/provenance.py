@@ -398,6 +398,14 @@ def check_pair(
                 f"than the run's {len(sentences)} sentences (rows must be these sentences, in this "
                 "order); embed the sentence set you pass with `lbee embed --sentences SET`."
             )
+    files = [(n, r) for n, r in known if n != "the encoder used now"]
+    if len(files) == 2 and (files[0][1].get("tau") is None) != (files[1][1].get("tau") is None):
+        (n1, r1), (n2, r2) = files  # one says the encoder has no τ (CLIP's applies), the other gives one (sweep 30)
+        raise ValueError(
+            f"{n1} declare τ = {r1.get('tau')} but {n2} τ = {r2.get('tau')} (null: none, CLIP's 0.25 applies); one "
+            "encoder has one τ, so one of the provenance sidecars was edited or comes from elsewhere. Re-create the "
+            "embeddings with `lbee embed`, or delete the wrong sidecar."
+        )
     declared = [(n, float(r["tau"])) for n, r in known if r.get("tau") is not None]
     for (n1, t1), (n2, t2) in zip(declared, declared[1:]):
         if not math.isclose(t1, t2, rel_tol=TAU_RTOL):

@@ -145,15 +145,17 @@ def add_api_routes(app, ctx):
         """
         from ..run.stored import load_explanations
         from .paths import redact_paths
+        from .served_files import served_explanation
 
         run = _run_of_job(job_id, model)
         response = ctx.file(run, "explanation.json", "application/json")
         try:  # served as the group pages read it: an edited file is refused, not handed to a client as genuine
             load_explanations(response.path)
+            body = served_explanation(response.path, settings)  # recording its image table as served
         except ValueError as exc:
             detail = redact_paths(f"run {run.id}'s explanation cannot be served: {exc}", settings)
             raise HTTPException(409, detail) from None
-        return response
+        return Response(body, media_type="application/json")
 
     @app.get("/v1/jobs/{job_id}/metrics", tags=["jobs"])
     def job_metrics(job_id: str, model: str | None = None, token=read):
@@ -169,22 +171,18 @@ def add_api_routes(app, ctx):
         the stored table disagrees with the run's ``explanation.json``
         (`lbee.reports.stored_table.stored_images_table`).
         """
-        import io
-
-        from ..reports.stored_table import IMAGES_TABLE, stored_images_table
-        from .paths import inside_root, redact_paths
+        from ..reports.stored_table import IMAGES_TABLE
+        from .paths import redact_paths
+        from .served_files import parquet_bytes, served_images_table
 
         run = _run_of_job(job_id, model)
         path = ctx.file(run, IMAGES_TABLE, "application/vnd.apache.parquet").path  # 404 when the run has none
         try:  # as the browse pages read it: a table another run wrote, or edited, is not handed out as this one's
-            table = stored_images_table(path.parent)
+            table = served_images_table(path.parent, settings)
         except ValueError as exc:
             detail = redact_paths(f"run {run.id}'s image table cannot be served: {exc}", settings)
             raise HTTPException(409, detail) from None
-        table["path"] = [inside_root(p, settings) for p in table["path"]]
-        body = io.BytesIO()
-        table.to_parquet(body, index=False)
-        return Response(body.getvalue(), media_type="application/vnd.apache.parquet")
+        return Response(parquet_bytes(table), media_type="application/vnd.apache.parquet")
 
     @app.get("/v1/jobs/{job_id}/report", response_class=HTMLResponse, tags=["jobs"])
     def job_report(job_id: str, model: str | None = None, token=read):
