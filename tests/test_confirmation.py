@@ -717,3 +717,25 @@ def test_a_group_whose_statement_is_a_stronger_group_s_says_so():
     }
     (line,) = confirmation_lines(conf, 1)
     assert line.startswith("its statement holds only where that of group 0 does") and "NOT CONFIRMED" not in line
+
+
+@pytest.mark.parametrize("only_its_own", [3, 8])
+def test_a_statement_adds_a_failure_of_its_own_only_on_enough_images(only_its_own):
+    """A nineteenth user's confounder, "a gear and a ruler", was confirmed as a failure of its own on the 3 held-out
+    images only it held for, 1 of them wrong (p = 0.034), as no group of 3 images counts as one. A failure of its
+    own needs `FEW_IMAGES` images of its own; with enough that fail, it is one."""
+    from lbee.run.confirm_rank import beyond_the_groups_above
+    from lbee.run.text import FEW_IMAGES
+
+    n = 400
+    failed = np.zeros(n, bool)
+    strong = np.zeros(n, bool)
+    strong[:40] = True
+    failed[:36] = True  # the failure, held by the strong statement
+    other = np.zeros(n, bool)
+    other[30 : 40 + only_its_own] = True  # overlaps it, and holds `only_its_own` images beyond it
+    failed[40 : 40 + only_its_own] = [True, False, False][:only_its_own] if only_its_own < FEW_IMAGES else True
+    statements = [{"confirmed": True, "significant": True}, {"confirmed": True, "significant": True}]
+    out = beyond_the_groups_above([0, 1], statements, np.stack([strong, other], 1), failed, np.arange(n))
+    assert out[0] is None and out[1]["n_in"] == only_its_own
+    assert out[1]["confirmed"] == (only_its_own >= FEW_IMAGES)

@@ -498,3 +498,23 @@ def test_a_missing_core_dependency_is_one_line(as_command):
         assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
     else:
         assert "ImportError: lbee needs 'numpy'" in r.stderr
+
+
+def test_probabilities_rounded_to_two_decimals_are_read_and_renormalised():
+    """A nineteenth user's table written with .round(2): rows summing to 0.99 were refused with a hint to apply a
+    softmax (--logits), which would flatten probabilities. Values of 2 or 3 decimals may sum to 1 within C · ½ ·
+    10⁻ᵏ; a row further off is refused, with a hint that fits a probability table."""
+    import pandas as pd
+
+    from lbee.io.probabilities import check_probabilities
+
+    table = pd.DataFrame({"prob_a": [0.33, 0.5], "prob_b": [0.33, 0.25], "prob_c": [0.33, 0.25]})
+    probs = check_probabilities(table, ["prob_a", "prob_b", "prob_c"])
+    assert np.allclose(probs.sum(axis=1), 1) and np.allclose(probs[0], 1 / 3)
+    table.loc[1, "prob_a"] = 0.4  # sums to 0.9: no rounding of 2 decimals explains it
+    with pytest.raises(ValueError, match="rows summing to 0.9.*If they were rounded") as err:
+        check_probabilities(table, ["prob_a", "prob_b", "prob_c"])
+    assert "--logits" in str(err.value)
+    table.loc[1, "prob_a"] = 3.0  # logits: the softmax hint alone
+    with pytest.raises(ValueError, match="outside \\[0, 1\\].*If they are logits"):
+        check_probabilities(table, ["prob_a", "prob_b", "prob_c"])

@@ -12,8 +12,10 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
 
     Every cell must be a finite number in [0, 1] and every row must sum to 1
     within ``tolerance`` (default ``1e-3 + 1e-6 · C``, room for values written
-    with six decimals). Rows that look like logits (a value outside [0, 1] or
-    a sum far from 1) raise an error suggesting ``probabilities='logits'``.
+    with six decimals; ``C · ½ · 10⁻ᵏ`` when every value has k = 2 or 3
+    decimals, as rounding leaves them). Rows that look like logits (a value
+    outside [0, 1] or a sum far from 1) raise an error suggesting
+    ``probabilities='logits'``.
     """
     if len(columns) == 1:  # a renamed or dropped class column reads as "rows summing to 0.9": say what is wrong
         raise ValueError(
@@ -23,6 +25,12 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
     probs = np.column_stack([float_column(table, c, default) for c in columns])
     n_cls = probs.shape[1]
     tol = 1e-3 + 1e-6 * n_cls if tolerance is None else float(tolerance)
+    if tolerance is None:  # values written with k decimals sum to 1 within C·½·10⁻ᵏ (a user's table .round(2))
+        for k in (2, 3):
+            scaled = probs[np.isfinite(probs)] * 10**k
+            if scaled.size and np.allclose(scaled, np.round(scaled), rtol=0, atol=1e-6):
+                tol = max(tol, n_cls * 0.5 * 10.0**-k + 1e-9)
+                break
     outside = np.flatnonzero(((probs < 0) | (probs > 1)).any(axis=1))
     sums = probs.sum(axis=1)
     off = np.flatnonzero(np.abs(sums - 1) > tol)
@@ -33,10 +41,18 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
             if outside.size
             else f"rows summing to {sums[rows[0]]:.6g}"
         )
+        logits = (
+            "If they are logits (raw scores), have a softmax applied: --logits on the command line, logits: true "
+            "in a report config, probabilities='logits' in the library."
+        )
         raise ValueError(
             f"{table_source(table, default)}: the prob_<class> columns are not probabilities at "
             f"{_rows_phrase(table, rows)}: {detail}; expected values in [0, 1] summing to 1 (±{tol:.2g}). "
-            "If they are logits (raw scores), have a softmax applied: --logits on the command line, logits: true "
-            "in a report config, probabilities='logits' in the library."
+            + (
+                logits
+                if outside.size or abs(sums[rows[0]] - 1) > 0.5
+                else "If they were rounded or some class was left out, write every class's probability with more "
+                "decimals (or divide each row by its sum yourself); " + logits[0].lower() + logits[1:]
+            )
         )
     return probs / sums[:, None]

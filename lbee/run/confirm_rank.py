@@ -167,8 +167,8 @@ def beyond_the_groups_above(lead, statements, regions, failed, rows, flag="confi
     its region holds the failure's images. Tested on the held-out images that no statement above it holds for
     (a sequential covering, as a rule list is read), it adds a failure only when its error rate there still
     exceeds that of the rest of those images by the confirmation's rule (`lbee.core.confirmation.is_confirmed`:
-    one-sided Fisher at its level, at least `MIN_EFFECT` times as often). A statement that adds nothing is not
-    confirmed: it restates the groups above it.
+    one-sided Fisher at its level, at least `MIN_EFFECT` times as often), on at least `FEW_IMAGES` images. A
+    statement that adds nothing is not confirmed: it restates the groups above it.
 
     Parameters
     ----------
@@ -190,6 +190,8 @@ def beyond_the_groups_above(lead, statements, regions, failed, rows, flag="confi
         the test on the images the groups above do not cover (`RegionTest.to_dict`), ``groups_above`` (their
         positions in ``lead``) and ``confirmed``.
     """
+    from .text import FEW_IMAGES
+
     covered = np.zeros(regions.shape[0], dtype=bool)
     above: list[int] = []
     out: list[dict | None] = []
@@ -202,6 +204,9 @@ def beyond_the_groups_above(lead, statements, regions, failed, rows, flag="confi
         else:
             t = region_test(regions[:, j], failed, rows[~covered[rows]])
             passes = t.p_value <= CONFIRM_Q if flag == "significant" else is_confirmed(t.p_value, t.effect_low)
+            # a failure of its own has images of its own: 1 wrong of the 3 only a confounder held made "a gear and
+            # a ruler" a second failure (a nineteenth user's run, p = 0.034), as no group of 3 images is one
+            passes = passes and t.n_in >= FEW_IMAGES
             out.append({**t.to_dict(), "groups_above": list(above), "confirmed": bool(passes)})
             if not out[-1]["confirmed"]:
                 continue
