@@ -230,23 +230,26 @@ def _mixture(
     ar = np.arange(a)
     log_hi = -0.5 * (s_all - mu[high, ar]) ** 2 / var[high, ar] - 0.5 * np.log(var[high, ar]) + np.log(w[high, ar])
     log_lo = -0.5 * (s_all - mu[lo, ar]) ** 2 / var[lo, ar] - 0.5 * np.log(var[lo, ar]) + np.log(w[lo, ar])
-    post = _monotone(s_all, 1.0 / (1.0 + np.exp(np.clip(log_lo - log_hi, -60, 60))))
+    post = _monotone(s_all, 1.0 / (1.0 + np.exp(np.clip(log_lo - log_hi, -60, 60))), var[high, ar] > var[lo, ar])
     return post, separated, np.sqrt((var[0] + var[1]) / 2), spread, d, two
 
 
-def _monotone(s: FloatArray, post: FloatArray) -> FloatArray:
+def _monotone(s: FloatArray, post: FloatArray, wider: ArrayLike | None = None) -> FloatArray:
     """``post`` made non-decreasing in ``s``, column by column (a higher similarity never means a lower P).
 
-    Two Gaussians of different widths give a posterior that turns down again in the far tail of the narrower
-    one. The posterior is a logistic of a quadratic in s, so along s it rises then falls, or falls then
-    rises (or is monotone), and its running maximum in the order of s is, without sorting (O(n), not
-    O(n log n) per column: a million images): up to the highest posterior (its lowest s), the larger of the
-    posterior and the posterior at the lowest s; above it, the highest posterior. The ranking is the
-    similarity's.
+    Two Gaussians' posterior is a logistic of a quadratic in s: it rises then falls (the lower component is the
+    wider) or falls then rises (the higher is, ``wider``). A far tail is not the other population, so past the
+    turn it keeps the turn's value: above a peak the peak's, below a trough the trough's (O(n), no sort; a far
+    left tail lifted every large-text image's P("small text") to 0.98). The ranking is the similarity's.
     """
     out = np.empty_like(post)
+    wide = np.zeros(s.shape[1], bool) if wider is None else np.asarray(wider, bool).reshape(-1)
     for j in range(s.shape[1]):
         sj, pj = s[:, j], post[:, j]
+        if wide[j]:  # falls then rises: below the trough, the trough's value
+            bottom = pj.min()
+            out[:, j] = np.where(sj <= sj[pj == bottom].max(), bottom, pj)
+            continue
         top = pj.max()
         turn = sj[pj == top].min()  # the lowest s where the posterior peaks
         low = pj[np.argmin(sj)]  # the posterior at the lowest s
