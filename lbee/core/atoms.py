@@ -330,15 +330,13 @@ def literal_probabilities(
     n = sims.shape[0]
     cond, sep = calibrate(sims, tau)
     cal = ["mixture" if t else "threshold" for t in sep]
-    # a subject in every image is a given, not a condition: its sigmoid around τ (0.03 to 0.88 for a trial's fruit,
-    # in all its images), multiplied into its values, dropped a third of a failure's images from its hypothesis
+    # a subject in every image is a given: its P around τ (0.03-0.88 for a trial's fruit) cut a failure by a third
     one = [j for j, (key, _value) in enumerate(keys) if key[1] == "presence" and not sep[j]]
     everywhere = {j for j in one if float(np.median(cond[:, j])) >= 0.5}
     parent = np.full(len(keys), -1)
     where = {k: i for i, k in enumerate(keys)}
     if grammar is not None:
-        # so is a subject the grammar never denies: its values' atoms state it (a trial's "land" scored 0.45 on
-        # cloudy tiles, and "open water and cloud cover" lost 29 of its 49 images)
+        # so is one the grammar never denies (a trial's "land" at 0.45 on cloudy tiles cut 29 of a failure's 49)
         deniable = {key[0]: getattr(grammar.subject(key[0]), "deniable", True) for key, _v in keys}
         everywhere |= {j for j, (key, _v) in enumerate(keys) if key[1] == "presence" and not deniable[key[0]]}
         by_key: dict[Key, list[int]] = {}
