@@ -192,7 +192,8 @@ def _read_conditions(table, sentences):
         if not local.is_file():
             raise ValueError(
                 f"{src}: its '# grammar:' line names {ref!r}, which is neither a file beside it nor a built-in "
-                f"grammar ({', '.join(list_grammars())}); regenerate the set with lbee sentences generate."
+                f"grammar ({', '.join(list_grammars())}); copy the grammar beside the set (a set moves with its "
+                "grammar), or regenerate the set with lbee sentences generate."
             )
         grammar = load_grammar(local)
     if not meta.get("grammar_digest"):  # without it, an edited grammar and the sentences could disagree unseen
