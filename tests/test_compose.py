@@ -433,3 +433,25 @@ def test_a_subject_the_grammar_never_denies_is_a_given_for_its_values(tmp_path, 
     else:
         assert lits.parent[cols[(("object", "occlusion"), "occluded")]] == -1
         assert occluded[hidden].min() > 0.9 and occluded[~hidden].max() < 0.1
+
+
+def test_a_weak_condition_of_a_failure_is_named_with_the_others():
+    """Two trials planted a failure with one condition the encoder sees weakly (glare, a dark plate: P about 0.5
+    where it holds). Its soft counts halved the region, so Klösgen's quality never took the condition in; counted as
+    images the conjunction holds for, it is, and the few images it keeps out do not explain it away."""
+    from lbee.core.discovery import discover_failures
+
+    values, lits = planted_world(n=4000, seed=5)
+    failure = {("square", "color"): "orange", ("circle", "presence"): "false", ("text", "presence"): "true"}
+    rng = np.random.default_rng(6)
+    has_text = values[("text", "presence")] == 0
+    weak = np.where(has_text, rng.uniform(0.3, 0.8, len(has_text)), rng.uniform(0.0, 0.45, len(has_text)))
+    cols = lits.index()
+    probs = lits.cond.copy()
+    probs[:, cols[(("text", "presence"), "true")]] = weak
+    probs[:, cols[(("text", "presence"), "false")]] = 1 - weak
+    lits = Literals.from_probabilities(lits.keys, probs)
+    inside = holds(values, failure)
+    hard = (inside & (rng.random(len(inside)) < 0.9)) | (rng.random(len(inside)) < 0.03)
+    found = discover_failures(ComposeSearch(lits, G, np.flatnonzero(~hard)))
+    assert found and found[0].description.conditions == failure, [d.description.conditions for d in found]

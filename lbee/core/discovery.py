@@ -8,15 +8,18 @@ searches conjunctions over the whole hard split (subgroup discovery), scored by 
     q(c) = √(h + e) · (h / (h + e) − b),
 
 where h and e are the soft counts of the hard images not yet covered and of the easy images that c holds for
-(`lbee.core.compose.ComposeSearch`'s literal probabilities) and b the hard share of all images. The quality
+(`lbee.core.compose.ComposeSearch`'s literal probabilities), each divided by what c can reach (a noisy atom's P
+stays below 1 where it holds, so soft counts shrank a weak condition's region and it was never taken in: the
+counts estimate the images c holds for), and b the hard share of all images. The quality
 trades the region's error concentration against its size: a confounder holds for many images but barely more
 often where the model fails, a failure's own conditions for fewer images, nearly all hard. The best conjunction's
 hard images are collected, discounted by P(conjunction), and the search runs again, while the region's
 concentration is significant (one-sided binomial test against b, Bonferroni over the literals and rounds).
 
 A beam of states grows one literal a step, with the search's own gate: a literal is added only when the lift rises
-by more than z σ (`lbee.core.compose`). The hypotheses it returns join the slicer's merged groups in
-`lbee.core.hypotheses.one_hypothesis_per_failure`; where both hold the same images, the discovered one stands.
+by more than z σ (`lbee.core.compose`; σ from the same reach-divided counts). The hypotheses it returns join the
+slicer's merged groups in `lbee.core.hypotheses.one_hypothesis_per_failure`; where both hold the same images, the
+discovered one stands.
 """
 
 from __future__ import annotations
@@ -139,9 +142,14 @@ def _best_conjunction(
             marg, cond = sets["easy"]
             e = np.where(given, s.e @ cond, s.e @ marg).astype(np.float64)
             lift = _lift(h, e, n_h, search.n_easy)
-            q = np.sqrt(h + e) * (h / np.maximum(h + e, 1e-9) - base)
-            keep = np.clip((h + e) / max(float(wh.sum()) + float(s.e.sum()), 1e-9), 0.0, 1.0)
-            gate = search.z * np.sqrt((1.0 - keep) * (1.0 / (h + SMOOTH) + 1.0 / (e + SMOOTH)))
+            # counts as images the conjunction holds for: a noisy atom's P stays below 1 where it holds, so soft
+            # counts shrank a weak condition's region (two trials' glare and dark plate were never taken in)
+            was = search.reachable(s.lits)
+            reach = was * search.reach
+            hr, er = h / reach, e / reach
+            q = np.sqrt(hr + er) * (h / np.maximum(h + e, 1e-9) - base)
+            keep = np.clip((hr + er) / max((float(wh.sum()) + float(s.e.sum())) / was, 1e-9), 0.0, 1.0)
+            gate = search.z * np.sqrt((1.0 - keep) * (1.0 / (hr + SMOOTH) + 1.0 / (er + SMOOTH)))
             for j in map(int, np.flatnonzero((lift - s.lift > gate) & (q > quality))):
                 new = search.extend(s.conds, j)
                 if new is None:
