@@ -25,12 +25,19 @@ def export():
 )
 @click.option("--overwrite", is_flag=True, help="Replace the parquet file if it exists.")
 @click.option(
+    "--images",
+    type=ExistingPath(file_okay=False),
+    default=None,
+    help="The folder relative image paths are read from [default: RUN_DIR]; for a copy fetched from lbee serve, "
+    "your copy of the server's data root.",
+)
+@click.option(
     "--open",
     "open_",
     is_flag=True,
     help="Start Renumics Spotlight on it now, in this Python (Spotlight needs pandas < 3: a venv of its own).",
 )
-def spotlight(run_dir, out, overwrite, open_):
+def spotlight(run_dir, out, overwrite, images, open_):
     """A run in Renumics Spotlight: one row per image with its hypothesis, sentence, hard / easy and confidence.
 
     RUN_DIR is the output folder of `lbee describe --out`, `lbee demo` or one model of `lbee report`. Writes a
@@ -56,7 +63,9 @@ def spotlight(run_dir, out, overwrite, open_):
     # the run it reads is never replaced; --out is named only when the user gave it
     check_no_replace([target], overwrite=overwrite, inputs=run_files, option="--out" if out is not None else None)
     try:
-        path, embeddings = export_spotlight(run_dir, target, cache_dir=click.get_current_context().obj["cache_dir"])
+        path, embeddings = export_spotlight(
+            run_dir, target, cache_dir=click.get_current_context().obj["cache_dir"], images=images
+        )
     except ValueError as exc:  # the run's files disagree, or are not lbee's: one line, no debugging hint
         raise LbeeError(str(exc)) from None
     except OSError as exc:
@@ -64,6 +73,13 @@ def spotlight(run_dir, out, overwrite, open_):
     import pyarrow.parquet as pq
 
     command = spotlight_command(path, columns=pq.read_schema(path).names)
+    found = pq.read_table(path, columns=["image"]).column("image").null_count
+    n = pq.read_metadata(path).num_rows
+    if found:  # say how many pictures Spotlight will lack, and where they were looked for (a twentieth user)
+        click.echo(
+            f"{found} of the {n} images' files were not found (relative paths read from {images or run_dir}); "
+            "for a copy fetched from lbee serve, give --images with your copy of the server's data root."
+        )
     click.echo(f"Wrote {path} ({embeddings}). Open it in Spotlight with:\n  {shlex.join(command)}")
     if open_:
         open_in_spotlight(path)

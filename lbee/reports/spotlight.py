@@ -46,7 +46,7 @@ SPOTLIGHT_DTYPES = {
 
 
 def _image_file(row, run_dir):
-    """The absolute path of a row's image: its recorded path, else its id relative to the run folder; or None."""
+    """The absolute path of a row's image: its recorded path, else its id, relative to ``run_dir``; or None."""
     for candidate in (row["path"], row["image"]):
         if not isinstance(candidate, str) or not candidate:
             continue
@@ -61,13 +61,16 @@ def _image_file(row, run_dir):
     return None
 
 
-def spotlight_table(run_dir):
+def spotlight_table(run_dir, images=None):
     """The Spotlight table of a stored run: a DataFrame with `SPOTLIGHT_COLUMNS`, one row per image.
 
     Parameters
     ----------
     run_dir : path-like
         The output folder of ``lbee describe --out``, ``lbee report`` (one model's folder) or ``lbee demo``.
+    images : path-like, optional
+        The folder relative image paths are read from; default ``run_dir``. A copy fetched from ``lbee serve``
+        names its images as inside the server's data root: give your copy of that folder.
 
     Returns
     -------
@@ -83,11 +86,12 @@ def spotlight_table(run_dir):
     from .stored_table import stored_images_table
 
     run_dir = Path(run_dir).resolve()
+    base = run_dir if images is None else Path(images).resolve()
     table = stored_images_table(run_dir)
     hard = (table["split"] == "hard") & (table["group"] >= 0)  # a hard image in no hypothesis has none
     return pd.DataFrame(
         {
-            "image": [_image_file(r, run_dir) for r in table[["path", "image"]].to_dict("records")],
+            "image": [_image_file(r, base) for r in table[["path", "image"]].to_dict("records")],
             "image_id": table["image"].astype(str),
             # text, not an int: Spotlight 1.8's Category of an integer column has no categories and shows blank
             "hypothesis": ("group " + table["group"].astype("Int64").astype(str)).where(hard, NO_HYPOTHESIS),
@@ -186,7 +190,7 @@ def run_embeddings(run_dir, table, cache_dir=None):
     return np.stack([found[h] for h in hashes]).astype(np.float32), "the embedding cache"
 
 
-def export_spotlight(run_dir, out=None, *, cache_dir=None):
+def export_spotlight(run_dir, out=None, *, cache_dir=None, images=None):
     """Write the Spotlight table of ``run_dir`` as parquet, with an embedding column when one is found.
 
     Parameters
@@ -196,6 +200,8 @@ def export_spotlight(run_dir, out=None, *, cache_dir=None):
         Default ``run_dir / spotlight.parquet``.
     cache_dir : path-like, optional
         Where `run_embeddings` looks for the images' embeddings.
+    images : path-like, optional
+        Where relative image paths are read from (`spotlight_table`).
 
     Returns
     -------
@@ -207,7 +213,7 @@ def export_spotlight(run_dir, out=None, *, cache_dir=None):
 
     from ..io.cache import atomic_write_bytes
 
-    table = spotlight_table(run_dir)
+    table = spotlight_table(run_dir, images)
     emb, why = run_embeddings(Path(run_dir).resolve(), table, cache_dir)
     if emb is not None:
         table[EMBEDDING_COLUMN] = list(emb)
