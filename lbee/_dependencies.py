@@ -23,7 +23,25 @@ CORE_MODULES = (
     "joblib",
     "yaml",
     "threadpoolctl",
+    "faiss",
+    "fastcluster",
+    "torch",
+    "torchvision",
+    "open_clip",
+    "huggingface_hub",
 )
+
+
+def core_message(exc: ImportError) -> str | None:
+    """What to say of ``exc`` when it names a core dependency that is missing (None when it does not)."""
+    name = (getattr(exc, "name", None) or "").split(".")[0]
+    if not isinstance(exc, ModuleNotFoundError) or name not in CORE_MODULES:
+        return None
+    return (
+        f"lbee needs {name!r}, which this Python ({sys.executable}) does not have: lbee was installed without its "
+        "dependencies (pip install --no-deps?). Install it again with them: pip install lbee-<version>.whl, or "
+        "pip install -e . in a clone."
+    )
 
 
 def missing_core(exc: ModuleNotFoundError) -> ImportError | None:
@@ -31,14 +49,9 @@ def missing_core(exc: ModuleNotFoundError) -> ImportError | None:
 
     Run as the ``lbee`` command, the message is printed as one line and the process exits with status 1.
     """
-    name = (exc.name or "").split(".")[0]
-    if name not in CORE_MODULES:
+    message = core_message(exc)
+    if message is None:
         return None
-    message = (
-        f"lbee needs {name!r}, which this Python ({sys.executable}) does not have: lbee was installed without its "
-        "dependencies (pip install --no-deps?). Install it again with them: pip install lbee-<version>.whl, or "
-        "pip install -e . in a clone."
-    )
     if os.path.basename(sys.argv[0] or "") in ("lbee", "lbee.exe"):  # the command: one line, no traceback
         sys.stderr.write(f"Error: {message}\n")
         raise SystemExit(1)

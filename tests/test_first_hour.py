@@ -481,6 +481,19 @@ sys.meta_path.insert(0, Block())
 """
 
 
+def test_a_core_dependency_missing_inside_a_command_is_one_line(tmp_path):
+    """A twentieth user's wheel without pyyaml: `lbee sentences generate` said only "No module named 'yaml'"."""
+    import subprocess
+    import sys
+
+    run = BLOCK_NUMPY.replace('"numpy"', '"yaml"').replace('"numpy."', '"yaml."') + (
+        f"sys.argv = ['lbee', 'sentences', 'generate', 'spotcheck', '--out', {str(tmp_path / 's.txt')!r}]\n"
+        "from lbee.cli import cli\ncli()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "lbee needs 'yaml'" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("as_command", [True, False])
 def test_a_missing_core_dependency_is_one_line(as_command):
     """An eighteenth user's wheel installed with --no-deps: `lbee --version` died in a ModuleNotFoundError traceback.

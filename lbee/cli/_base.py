@@ -167,6 +167,11 @@ class LbeeGroup(click.Group):
             elif isinstance(exc, ValueError):  # written for the user (a message may start with a quoted path)
                 raise LbeeError(str(exc)) from None  # what to change is in it: no traceback to ask for
             elif isinstance(exc, ImportError):
+                from .._dependencies import core_message
+
+                said = core_message(exc)  # a core dependency missing, found in a command (a wheel with --no-deps)
+                if said is not None:
+                    raise LbeeError(said) from None
                 msg = f"a package lbee needs could not be imported: {exc}"
             else:
                 msg = f"{type(exc).__name__}: {exc}"
