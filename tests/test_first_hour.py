@@ -522,7 +522,8 @@ def test_probabilities_rounded_to_two_decimals_are_read_and_renormalised():
     from lbee.io.probabilities import check_probabilities
 
     table = pd.DataFrame({"prob_a": [0.33, 0.5], "prob_b": [0.33, 0.25], "prob_c": [0.33, 0.25]})
-    probs = check_probabilities(table, ["prob_a", "prob_b", "prob_c"])
+    with pytest.warns(UserWarning, match="1 row\\(s\\) of prob_<class> sum to 1 only within rounding"):
+        probs = check_probabilities(table, ["prob_a", "prob_b", "prob_c"])
     assert np.allclose(probs.sum(axis=1), 1) and np.allclose(probs[0], 1 / 3)
     table.loc[1, "prob_a"] = 0.4  # sums to 0.9: no rounding of 2 decimals explains it
     with pytest.raises(ValueError, match="rows summing to 0.9.*If they were rounded") as err:

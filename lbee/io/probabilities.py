@@ -55,4 +55,13 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
                 "decimals (or divide each row by its sum yourself); " + logits[0].lower() + logits[1:]
             )
         )
+    rounded = np.flatnonzero(np.abs(sums - 1) > 1e-3 + 1e-6 * n_cls)
+    if rounded.size:  # accepted as rounding, and said (a twentieth user's rows of 0.99 went by without a word)
+        import warnings
+
+        warnings.warn(
+            f"{table_source(table, default)}: {rounded.size} row(s) of prob_<class> sum to 1 only within rounding "
+            f"(e.g. {sums[rounded[0]]:.4g} at {_rows_phrase(table, rounded[:1])}); each row is divided by its sum.",
+            stacklevel=2,
+        )
     return probs / sums[:, None]
