@@ -216,6 +216,19 @@ class ComposeSearch:
         """(h, e): soft counts of the hard and the easy images of a region ``p`` (n,)."""
         return float(p[self.hard].sum()), float(p[self.easy].sum())
 
+    def without(self, lits: Sequence[int], j: int) -> list[int] | None:
+        """``lits`` without literal ``j``, its presupposition kept ("a small rectangle" → "a rectangle").
+
+        None when a literal that stays presupposes ``j``.
+        """
+        rest = [x for x in lits if x != j]
+        if j in self.literals.closure(rest):
+            return None
+        parent = int(self._parent[j])
+        if parent >= 0 and parent not in self.literals.closure(rest):
+            rest.append(parent)
+        return rest
+
     def extend(self, conds: dict[Key, str], j: int) -> dict[Key, str] | None:
         """``conds`` with literal ``j`` added, or None when it is already said or contradicts them."""
         key, value = self.keys[j]
@@ -352,12 +365,9 @@ class ComposeSearch:
                 lift = float(_lift(h, e, self.n_hard, self.n_easy))
                 best: tuple[float, int] | None = None
                 for j in lits:
-                    rest = [x for x in lits if x != j]
-                    if j in self.literals.closure(rest):
+                    rest = self.without(lits, j)
+                    if rest is None:
                         continue  # presupposed by a literal that stays
-                    parent = int(self._parent[j])
-                    if parent >= 0 and parent not in self.literals.closure(rest):
-                        rest.append(parent)  # "a small rectangle" generalises to "a rectangle"
                     h2, e2 = counts(rest)
                     keep = min(max((h + e) / max(h2 + e2, 1e-9), 0.0), 1.0)
                     gate = self.z * np.sqrt((1.0 - keep) * (1.0 / (h + SMOOTH) + 1.0 / (e + SMOOTH)))
@@ -366,11 +376,7 @@ class ComposeSearch:
                         best = (margin, j)
                 if best is None:
                     break
-                j = best[1]
-                lits.remove(j)
-                parent = int(self._parent[j])
-                if parent >= 0 and parent not in self.literals.closure(lits):
-                    lits.append(parent)
+                lits = self.without(lits, best[1]) or lits
             lits = explained_away(self, lits)  # then the literals whose excluded images fail like its own
             if sorted(lits) == sorted(s.lits):
                 state = s

@@ -81,12 +81,9 @@ def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | 
             break
         best: tuple[float, int] | None = None
         for j in lits:
-            rest = [x for x in lits if x != j]
-            if j in search.literals.closure(rest):
+            rest = search.without(lits, j)
+            if rest is None:
                 continue  # presupposed by a literal that stays
-            parent = int(search._parent[j])
-            if parent >= 0 and parent not in search.literals.closure(rest):
-                rest.append(parent)  # "a small rectangle" without "small" is "a rectangle"
             kept_out = (search.region(rest) >= 0.5) & ~region & (mass > 0)
             hard_share, size = share(kept_out)
             if size < MIN_EXCLUDED:
@@ -104,9 +101,5 @@ def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | 
                 best = (explained, j)
         if best is None:
             break
-        j = best[1]
-        lits.remove(j)
-        parent = int(search._parent[j])
-        if parent >= 0 and parent not in search.literals.closure(lits):
-            lits.append(parent)
+        lits = search.without(lits, best[1]) or lits
     return lits
