@@ -656,3 +656,18 @@ def test_a_misspelled_folder_in_an_entry_gets_the_folder_beside_it_suggested(tmp
     entry = {"name": "d", "images": "signs/imagez", "models": [{"name": "m", "predictions": "p.csv"}]}
     with pytest.raises(ValueError, match=r"does not exist .*\(did you mean 'signs/images'\?\)"):
         parse_dataset_entry(entry, base=tmp_path)
+
+
+def test_a_groups_alternative_sentences_are_said_as_alternatives():
+    """A twentieth user read `compose  A · B · C` as one statement of three conditions, not a best statement and two
+    alternatives."""
+    from types import SimpleNamespace
+
+    from lbee.core.explanation import Explanation, HardCluster
+    from lbee.run.text import terminal_blocks
+
+    hard = [HardCluster(np.arange(12), np.zeros(2), 0, [0, 1, 2], [0.9, 0.5, 0.4])]
+    exp = Explanation(hard, [], "fpdiff", {}, ["the best", "second", "third"])
+    result = SimpleNamespace(explanations={"fpdiff": exp}, performance=np.zeros(12), extra={})
+    text = " ".join(terminal_blocks(result, width=200).split())
+    assert "fpdiff the best (also: second · third)" in text

@@ -261,7 +261,9 @@ def terminal_blocks(result, width=None, *, others=True):
         for m, e in sorted(exps.items(), key=lambda item: item[0] != lead):
             if not others and m != lead:
                 continue
-            text = " · ".join(e.cluster_sentences(i)) or "(no sentence)"
+            # the best, then the others as such: "A · B · C" read as one statement of three conditions (trial 20)
+            said = [str(t) for t in e.cluster_sentences(i)] or ["(no sentence)"]
+            text = said[0] + (f" (also: {' · '.join(said[1:])})" if len(said) > 1 else "")
             out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
         for line in confirmation_lines(result.extra.get("confirmation"), i):
             out.extend(textwrap.wrap(line, cols, initial_indent="  ", subsequent_indent=" " * 4))
