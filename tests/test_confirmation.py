@@ -140,8 +140,8 @@ def test_the_terminal_says_why_a_significant_statement_is_not_confirmed():
         "groups": [{"statement": 0, "confirmed": False}],
     }
     (line,) = confirmation_lines(conf, 0)
-    assert line.startswith("its statement NOT CONFIRMED") and f"not {MIN_EFFECT:g}× (too weak to act on)" in line
-    assert f"surely only {t['effect_low']:.1f}× as often" in line
+    assert line.startswith("its statement NOT CONFIRMED") and f"under the {MIN_EFFECT:g}× lbee asks" in line
+    assert f"at least {t['effect_low']:.1f}× as often as the rest (95 % sure)" in line and "too weak to act on" in line
     statement.update(errors_in=600, error_rate_in=0.4, q_value=1e-40, effect_low=3.1, confirmed=True)
     assert "too weak" not in confirmation_lines(conf, 0)[0]
 

@@ -25,7 +25,10 @@ def _weak(t):
     low = t.get("effect_low")
     if low is None or t.get("q_value", t["p_value"]) > CONFIRM_Q or low >= MIN_EFFECT:
         return ""
-    return f", but surely only {low:.1f}× as often, not {MIN_EFFECT:g}× (too weak to act on)"
+    return (
+        f", but at least {low:.1f}× as often as the rest (95 % sure), under the {MIN_EFFECT:g}× lbee asks of a failure "
+        "to act on (too weak to act on)"
+    )
 
 
 def _judged_by(s):
