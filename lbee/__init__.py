@@ -20,12 +20,9 @@ try:
     from .core.split import split_by_confidence
     from .run.settings import RunSettings
 except ModuleNotFoundError as _exc:  # a core dependency missing (a wheel installed with --no-deps): said so
-    from ._dependencies import missing_core
+    from ._dependencies import raise_missing
 
-    _error = missing_core(_exc)
-    if _error is None:
-        raise
-    raise _error from None
+    raise_missing(_exc)
 
 __all__ = [
     "__version__",

@@ -44,15 +44,16 @@ def core_message(exc: ImportError) -> str | None:
     )
 
 
-def missing_core(exc: ModuleNotFoundError) -> ImportError | None:
-    """The error to raise for ``exc`` when it names a core dependency (None when it does not).
+def raise_missing(exc: ModuleNotFoundError) -> None:
+    """Raise what an import that failed with ``exc`` should: ``exc`` itself unless it names a core dependency.
 
-    Run as the ``lbee`` command, the message is printed as one line and the process exits with status 1.
+    A core dependency: run as the ``lbee`` command, one line and exit status 1; imported, an ImportError saying
+    what to do.
     """
     message = core_message(exc)
     if message is None:
-        return None
+        raise exc
     if os.path.basename(sys.argv[0] or "") in ("lbee", "lbee.exe"):  # the command: one line, no traceback
         sys.stderr.write(f"Error: {message}\n")
         raise SystemExit(1)
-    return ImportError(message)
+    raise ImportError(message) from None

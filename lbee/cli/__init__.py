@@ -25,12 +25,9 @@ try:
     )
     from ._base import LbeeError, add_global_options, cli
 except ModuleNotFoundError as _exc:  # a core dependency missing (click, numpy, ...): one line (lbee._dependencies)
-    from .._dependencies import missing_core
+    from .._dependencies import raise_missing
 
-    _error = missing_core(_exc)
-    if _error is None:
-        raise
-    raise _error from None
+    raise_missing(_exc)
 
 add_global_options(cli)  # after every module registered its commands
 

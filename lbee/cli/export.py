@@ -73,11 +73,11 @@ def spotlight(run_dir, out, overwrite, images, open_):
     import pyarrow.parquet as pq
 
     command = spotlight_command(path, columns=pq.read_schema(path).names)
-    found = pq.read_table(path, columns=["image"]).column("image").null_count
+    missing = pq.read_table(path, columns=["image"]).column("image").null_count
     n = pq.read_metadata(path).num_rows
-    if found:  # say how many pictures Spotlight will lack, and where they were looked for (a twentieth user)
+    if missing:  # say how many pictures Spotlight will lack, and where they were looked for (a twentieth user)
         click.echo(
-            f"{found} of the {n} images' files were not found (relative paths read from {images or run_dir}); "
+            f"{missing} of the {n} images' files were not found (relative paths read from {images or run_dir}); "
             "for a copy fetched from lbee serve, give --images with your copy of the server's data root."
         )
     click.echo(f"Wrote {path} ({embeddings}). Open it in Spotlight with:\n  {shlex.join(command)}")

@@ -84,11 +84,12 @@ def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | 
             rest = search.without(lits, j)
             if rest is None:
                 continue  # presupposed by a literal that stays
-            kept_out = (search.region(rest) >= 0.5) & ~region & (mass > 0)
+            p_rest = search.region(rest)
+            kept_out = (p_rest >= 0.5) & ~region & (mass > 0)
             hard_share, size = share(kept_out)
             if size < MIN_EXCLUDED:
                 continue
-            p_rest, p_j = search.region(rest)[kept_out], search.cond[kept_out, j]
+            p_rest, p_j = p_rest[kept_out], search.cond[kept_out, j]
             needed, free = float((p_rest * p_j).mean()), float(p_rest.mean())  # r expected either way
             explained = (hard_share - outside) / (inside - outside) - 0.5 * (needed + free)
             # and more hard images than a needed literal leaves out, beyond chance (14 images kept out of "a gear

@@ -24,7 +24,8 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
         )
     probs = np.column_stack([float_column(table, c, default) for c in columns])
     n_cls = probs.shape[1]
-    tol = 1e-3 + 1e-6 * n_cls if tolerance is None else float(tolerance)
+    strict = 1e-3 + 1e-6 * n_cls  # room for values written with six decimals
+    tol = strict if tolerance is None else float(tolerance)
     if tolerance is None:  # values written with k decimals sum to 1 within C·½·10⁻ᵏ (a user's table .round(2))
         for k in (2, 3):
             scaled = probs[np.isfinite(probs)] * 10**k
@@ -55,7 +56,7 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
                 "decimals (or divide each row by its sum yourself); " + logits[0].lower() + logits[1:]
             )
         )
-    rounded = np.flatnonzero(np.abs(sums - 1) > 1e-3 + 1e-6 * n_cls)
+    rounded = np.flatnonzero(np.abs(sums - 1) > strict)
     if rounded.size:  # accepted as rounding, and said (a twentieth user's rows of 0.99 went by without a word)
         import warnings
 

@@ -190,7 +190,7 @@ def beyond_the_groups_above(lead, statements, regions, failed, rows, flag="confi
         the test on the images the groups above do not cover (`RegionTest.to_dict`), ``groups_above`` (their
         positions in ``lead``) and ``confirmed``.
     """
-    from .text import FEW_IMAGES
+    from .folded import FEW_IMAGES
 
     covered = np.zeros(regions.shape[0], dtype=bool)
     above: list[int] = []

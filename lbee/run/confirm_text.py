@@ -26,8 +26,8 @@ def _weak(t):
     if low is None or t.get("q_value", t["p_value"]) > CONFIRM_Q or low >= MIN_EFFECT:
         return ""
     return (
-        f", but at least {low:.1f}× as often as the rest (95 % sure), under the {MIN_EFFECT:g}× lbee asks of a failure "
-        "to act on (too weak to act on)"
+        f", but at least {low:.1f}× as often as the rest (95 % sure), under the {MIN_EFFECT:g}× lbee asks: too weak "
+        "to act on"
     )
 
 

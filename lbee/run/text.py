@@ -236,16 +236,16 @@ def terminal_blocks(result, width=None, *, others=True):
     cols = _columns(width)
     omega = np.asarray(result.performance, dtype=float)
     binary = np.isin(omega, (0.0, 1.0)).all()
-    conf = result.extra.get("confirmation") or {}
+    groups = (result.extra.get("confirmation") or {}).get("groups") or ()
+    rate_all = 1 - omega.mean()
     out, few, calm = [], {}, {}
     for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
         c = first.hard_clusters[i]
         if len(c.indices) < FEW_IMAGES:  # folded into one line, as the demo and the HTML report fold them
             few[i] = len(c.indices)
             continue
-        groups = conf.get("groups") or ()
         confirmed = i < len(groups) and bool(groups[i].get("confirmed"))
-        rate_g, rate_all = 1 - omega[c.indices].mean(), 1 - omega.mean()
+        rate_g = 1 - omega[c.indices].mean()
         if binary and not confirmed and rate_g <= rate_all < 0.5:  # an eighteenth user read blocks of groups at
             calm[i] = (len(c.indices), rate_g)  # error rates 0.00-0.09: the least confident right images
             continue
@@ -272,7 +272,7 @@ def terminal_blocks(result, width=None, *, others=True):
         line = few_line(few).strip()  # a line of its own, as the blocks' "Hard group N:" headings
         out += textwrap.wrap(line[0].upper() + line[1:], cols, subsequent_indent="  ") + [""]
     if calm:
-        out += textwrap.wrap(calm_line(calm, 1 - omega.mean()), cols, subsequent_indent="  ") + [""]
+        out += textwrap.wrap(calm_line(calm, rate_all), cols, subsequent_indent="  ") + [""]
     note = confirmation_note(result.extra.get("confirmation"))
     ranked = confirmed_statements_lines(result.extra.get("confirmation"))
     if ranked:  # a ninth user found the failure's own sentence, and a confounder beside it, only in the JSON
