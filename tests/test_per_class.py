@@ -194,3 +194,33 @@ def test_cli_per_class(tmp_path):
     r = CliRunner().invoke(cli, [*args, "--overwrite"], obj={})  # --out holds the run above
     # (the predictions table reader catches it first, naming the file, row and column)
     assert r.exit_code == 1 and "column 'label'" in r.output and "received [5]" in r.output, r.output
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.9])
+def test_a_batch_of_classes_selects_what_each_class_alone_selects(tau):
+    """Classes are described a batch at a time (each describer's selections over the batch's stacked clusters).
+    Each must get what `Partition.describe_methods` gives the class on its own: with few sentences and τ = 0,
+    SetDiff leaves some clusters k candidates or fewer, which the batched path routes row by row."""
+    from lbee.analyses.per_class import CLASS_BATCH, class_splits
+    from lbee.core.partition import partition
+    from lbee.core.rows import UnitRows
+
+    rng = np.random.default_rng(11)
+    n_classes = CLASS_BATCH + 6  # two batches
+    labels = np.repeat(np.arange(n_classes), 12)
+    X = rng.normal(size=(labels.size, 6)) + 2 * rng.normal(size=(n_classes, 6))[labels]
+    S = np.round(rng.normal(size=(8, 6)), 1)  # rounded: some scores tie
+    preds = np.where(rng.random(labels.size) < 0.4, rng.integers(0, n_classes, labels.size), labels)
+    got = explain_per_class(X, S, labels=labels, preds=preds, n_clusters=3, k=3, tau=tau)
+    images = UnitRows(X, "X")
+    splits, _ = class_splits(labels, preds=preds)
+    assert len(splits) == len(got.explanations) > CLASS_BATCH
+    for cs in splits:
+        part = partition(images.subset(cs.images), hard=cs.hard, easy=cs.easy, n_clusters=min(3, int(cs.hard.sum())))
+        want = part.describe_methods(S, k=3, tau=tau)
+        for m, e in want.items():
+            mine = got.explanations[cs.label][m]
+            assert [c.sentences for c in mine.hard_clusters] == [c.sentences for c in e.hard_clusters], (cs.label, m)
+            for a, b in zip(mine.hard_clusters, e.hard_clusters, strict=True):
+                assert a.indices.tolist() == cs.images[b.indices].tolist()
+                np.testing.assert_allclose(a.scores, b.scores, atol=1e-12)

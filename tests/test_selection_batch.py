@@ -107,24 +107,3 @@ def test_describers_of_one_explanation_share_one_product():
     for i in range(100):  # bounded
         select_sentences("tops", index, hard[i % 7] * (1 + i), easy[0], 3, 0.25)
     assert len(index._recent) == 64
-
-
-def test_a_prefetched_batch_gives_the_selections_of_one_product_per_cluster():
-    S, hard, easy, means, ref = _case(5)
-    plain, batched = SentenceIndex(S), SentenceIndex(S)
-    from lbee.core.selection import describer_queries
-
-    blocks = [describer_queries(m, hard, easy, cluster_means=means, reference_mean=ref) for m in ("tops", "domino")]
-    blocks.append(describer_queries("tops", easy, hard))  # another class's prototypes
-    batched.prefetch(blocks)
-    assert len(batched._prefetched) == 3
-    for method in METHODS:
-        for k, tau in ((1, 0.3), (3, 0.25), (10, -1.0)):
-            want = select_all(method, plain, hard, easy, k, tau, cluster_means=means, reference_mean=ref)
-            got = select_all(method, batched, hard, easy, k, tau, cluster_means=means, reference_mean=ref)
-            assert [ids.tolist() for ids, _ in got] == [ids.tolist() for ids, _ in want], method
-            for (_, a), (_, b) in zip(got, want):
-                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-    assert not batched._recent  # every product came from the batch
-    batched.prefetch([])
-    assert not batched._prefetched

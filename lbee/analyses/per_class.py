@@ -12,9 +12,9 @@ The embeddings are validated once, in row blocks (`lbee.core.rows.UnitRows`: no
 float64 copy of the whole matrix), and every class shares one `SentenceIndex`,
 so 1,000 classes over 50,000 images never re-embed anything nor rebuild the
 sentence side. Classes go `CLASS_BATCH` at a time: the prototypes of a batch
-are scored against the sentences in one product (`SentenceIndex.prefetch`)
-instead of one small product per class and describer. With ``n_jobs`` > 1,
-batches run in worker processes.
+are scored against the sentences in one product instead of one small product
+per class and describer, and each describer selects the sentences of the whole
+batch's clusters at once. With ``n_jobs`` > 1, batches run in worker processes.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import numpy as np
 from .._validation import check_choice, check_positive_int
 from ..core.evaluation import DEFAULT_O
 from ..core.explanation import EasyCluster, Explanation, HardCluster
-from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS_PER_CLASS, as_sentence_index, partition
+from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS_PER_CLASS, partition
 from ..core.rows import UnitRows
-from ..core.selection import CLIP_TAU, METHODS
-from ..core.sentence_index import SentenceIndex
+from ..core.selection import CLIP_TAU, METHODS, check_describe_args, check_methods, select_from_scores
+from ..core.sentence_index import SentenceIndex, as_sentence_index
 from ..core.split import split_by_confidence
 
 CLASS_SPLITS = ("errors", "probability")
@@ -142,7 +142,7 @@ def _to_global(exp, members, label):
     return Explanation(hard, easy, exp.method, dict(exp.params, label=int(label)), exp.sentence_texts)
 
 
-#: Classes whose describers' products are computed together (`SentenceIndex.prefetch`): one product of their
+#: Classes whose describers' products are computed together (`_describe_batch`): one product of their
 #: stacked prototypes costs a fraction of one per class, and a batch's scores stay small (64 x 15 rows x N floats).
 CLASS_BATCH = 64
 
@@ -170,13 +170,43 @@ def _class_clusters(n_hard, settings):
     return settings["n_clusters"] if per is None else min(settings["n_clusters"], max(1, n_hard // per))
 
 
-def _describe_class(part, index, rel, cs, settings):
-    """Explain (and with Γ, score) one fitted class; cluster indices come back global."""
+def _describe_batch(parts, index, settings):
+    """``Partition.describe_methods`` of every fitted class of a batch, one dict per class, the same explanations.
+
+    The batch's describer queries are scored against the sentences in one product, and since a describer's
+    selection of a cluster reads that cluster's scores only (`select_from_scores`), each describer selects the
+    stacked clusters of the whole batch at once instead of class by class.
+    """
+    k, tau, texts = check_describe_args(
+        index, parts[0].embeddings_, settings["k"], settings["tau"], settings["sentences"]
+    )
+    sizes = [len(part.hard_groups_) for part in parts]
+    # The four prototype describers score the same queries ('pdiff''s [hard; easy]); 'domino' its own.
+    kinds = sorted({"domino" if m == "domino" else "pdiff" for m in settings["methods"] if m in METHODS})
+    rows = {kind: [part.describer_queries([kind])[0] for part in parts] for kind in kinds}
+    stacked = {"pdiff": ("hard", "easy"), "domino": ("domino",)}
+    blocks = {}
+    for kind in kinds:  # per part, 'pdiff''s queries are c hard rows then c easy rows
+        for j, name in enumerate(stacked[kind]):
+            blocks[name] = np.concatenate([q[j * c : (j + 1) * c] for q, c in zip(rows[kind], sizes)])
+    sims = dict(zip(blocks, np.split(index.similarities(np.concatenate(list(blocks.values()))), len(blocks))))
+    out = [{} for _ in parts]
+    for m in settings["methods"]:
+        if m not in METHODS:  # 'compose' searches each class on its own
+            for exps, part in zip(out, parts):
+                exps[m] = part.describe(index, m, k=k, tau=tau, sentences=texts)
+            continue
+        hard, easy = (sims["domino"], None) if m == "domino" else (sims["hard"], sims["easy"])
+        chosen = select_from_scores(m, hard, easy, k, tau)
+        for exps, part, start, c in zip(out, parts, np.cumsum([0] + sizes).tolist(), sizes):
+            exps[m] = part.explanation(m, chosen[start : start + c], index.n_sentences, k, tau, texts)
+    return out
+
+
+def _describe_class(exps, rel, cs, settings):
+    """Score (with Γ) one described class and make its rows; cluster indices come back global."""
     from ..core.evaluation import failure_sentences, score_explanations
 
-    exps = part.describe_methods(
-        index, settings["methods"], k=settings["k"], tau=settings["tau"], sentences=settings["sentences"]
-    )
     if rel is not None:
         class_rel = np.asarray(rel[cs.images])
         star = set(failure_sentences(class_rel, cs.performance, settings["o"]).tolist())
@@ -204,12 +234,8 @@ def _run_classes(images, index, rel, splits, settings):
     for i in range(0, len(splits), CLASS_BATCH):
         batch = splits[i : i + CLASS_BATCH]
         parts = [_fit_class(images, cs, settings) for cs in batch]
-        index.prefetch([q for part in parts for q in part.describer_queries(settings["methods"])])
-        try:
-            for part, cs in zip(parts, batch):
-                yield _describe_class(part, index, rel, cs, settings)
-        finally:
-            index.prefetch([])
+        for exps, cs in zip(_describe_batch(parts, index, settings), batch):
+            yield _describe_class(exps, rel, cs, settings)
 
 
 _WORKER_INDEX: dict[tuple[Any, ...], Any] = {}  # the worker's SentenceIndex, built once per process
@@ -331,8 +357,7 @@ def explain_per_class(
     import pandas as pd
     from tqdm.auto import tqdm
 
-    if isinstance(methods, str):
-        methods = [methods]
+    methods = check_methods(methods)
     check_positive_int(n_clusters, "n_clusters")
     if images_per_group is not None:
         check_positive_int(images_per_group, "images_per_group")

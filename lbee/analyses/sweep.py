@@ -16,8 +16,9 @@ import numpy as np
 
 from ..core.clustering import DEFAULT_WARD
 from ..core.evaluation import DEFAULT_O, check_relevance, failure_sentences, score_explanation
-from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, as_sentence_index, partition
+from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, partition
 from ..core.selection import CLIP_TAU, METHODS
+from ..core.sentence_index import as_sentence_index
 
 logger = logging.getLogger("lbee")
 

@@ -13,21 +13,13 @@ from typing import TYPE_CHECKING, Any
 from .._validation import as_unit_rows, check_choice
 from ..typing import ArrayLike, IntArray
 from .clustering import DEFAULT_WARD
-from .partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, Partition, as_sentence_index
-from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS
+from .partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS, Partition
+from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS, check_methods
+from .sentence_index import as_sentence_index
 
 if TYPE_CHECKING:
     from .explanation import Explanation
     from .sentence_index import SentenceIndex
-
-
-def _check_methods(methods: str | Sequence[str]) -> list[str]:
-    names = [methods] if isinstance(methods, str) else list(methods)
-    if not names:
-        raise ValueError(f"`methods` is empty; expected one or more of {list(DESCRIBERS)}.")
-    for m in names:
-        check_choice(m, "methods", set(DESCRIBERS))
-    return names
 
 
 def grammar_index(
@@ -166,7 +158,7 @@ def explain_methods(
         raise ValueError("`sentence_embeddings` is required: an (N, d) array (or a SentenceIndex).")
     if image_embeddings is None:
         raise ValueError("`image_embeddings` is required: an (n, d) array (or data=DataFrame, embeddings=column).")
-    names = _check_methods(methods)
+    names = check_methods(methods)
     if tau is None:  # arrays carry no encoder: say which τ is assumed (lbee.io.provenance)
         from ..io.provenance import warn_assumed_tau
 

@@ -19,26 +19,28 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_bool_vector, as_unit_rows, check_choice, check_positive_int, check_real
+from .._validation import as_bool_vector, check_choice, check_positive_int, check_real
 from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
 from .clustering import DEFAULT_WARD, WARD_METHODS, match_easy, prototypes, ward_hard_groups, ward_labels
 from .explanation import EasyCluster, Explanation, HardCluster
 from .rows import UnitRows
-from .selection import CLIP_TAU, COMPOSE, DESCRIBERS, METHODS, check_describe_args, describer_queries, select_all
-from .sentence_index import SentenceIndex
+from .selection import (
+    CLIP_TAU,
+    COMPOSE,
+    DESCRIBERS,
+    METHODS,
+    check_describe_args,
+    check_methods,
+    describer_queries,
+    select_all,
+)
+from .sentence_index import SentenceIndex, as_sentence_index
 from .split import resolve_split
 
 DEFAULT_A = 0.2  # split margin (LBEE app. D)
 DEFAULT_N_CLUSTERS = 15  # C for a whole dataset (LBEE app. D)
 DEFAULT_N_CLUSTERS_PER_CLASS = 5  # C per class (LBEE app. D)
 DEFAULT_K = 3  # sentences per hard cluster (LBEE §5)
-
-
-def as_sentence_index(sentence_embeddings: ArrayLike | SentenceIndex) -> SentenceIndex:
-    """A `SentenceIndex` over ``sentence_embeddings`` (a prebuilt index is returned as is)."""
-    if isinstance(sentence_embeddings, SentenceIndex):
-        return sentence_embeddings
-    return SentenceIndex(as_unit_rows(sentence_embeddings, "sentence_embeddings"))
 
 
 class Partition:
@@ -254,10 +256,8 @@ class Partition:
     ) -> Partition:
         """One hypothesis per failure: merge the hard groups that are pieces of one, rank by error concentration.
 
-        See `lbee.core.hypotheses`. The slicer's groups stay in
-        ``slicer_groups_``; ``hard_groups_`` become the merged ones, most
-        concentrated first, and ``hypotheses_`` holds their descriptions and
-        statistics.
+        See `lbee.core.hypotheses`. The slicer's groups stay in ``slicer_groups_``; ``hard_groups_`` become the
+        merged ones, most concentrated first, and ``hypotheses_`` holds their descriptions and statistics.
 
         Parameters
         ----------
@@ -364,16 +364,22 @@ class Partition:
             cluster_means=self.hard_means_,
             reference_mean=self.reference_mean_,
         )
+        return self.explanation(method, chosen, index.n_sentences, k, tau_, texts)
+
+    def explanation(
+        self, method: str, chosen: Sequence[Any], n_sentences: int, k: int, tau: float, texts: list[str] | None
+    ) -> Explanation:
+        """The `Explanation` of ``method`` from its selections ``chosen``: (ids, scores) per hard group, in order."""
         easy = [EasyCluster(g, p) for g, p in zip(self.easy_groups_, self.easy_prototypes_)]
         hard = [
             HardCluster(g, self.hard_prototypes_[i], int(self.matches_[i]), ids.tolist(), scores.tolist())
             for i, (g, (ids, scores)) in enumerate(zip(self.hard_groups_, chosen))
         ]
-        params = dict(self.params, k=k, tau=tau_, n_sentences=int(index.n_sentences), method=method)
+        params = dict(self.params, k=k, tau=tau, n_sentences=int(n_sentences), method=method)
         return Explanation(hard, easy, method, params, texts)
 
     def describer_queries(self, methods: Sequence[str] = METHODS) -> list[FloatArray]:
-        """The distinct rows `describe` scores for ``methods`` ('compose' aside), for `SentenceIndex.prefetch`."""
+        """The distinct rows `describe` scores for ``methods`` ('compose' aside): several partitions score at once."""
         self._check_fitted()
         if not len(self.hard_groups_):
             return []
@@ -400,14 +406,8 @@ class Partition:
         self, sentence_embeddings: ArrayLike | SentenceIndex, methods: str | Sequence[str] = METHODS, **kwargs: Any
     ) -> dict[str, Explanation]:
         """`describe` for several methods over one sentence index; dict of method -> Explanation."""
-        if isinstance(methods, str):
-            methods = [methods]
-        if not methods:
-            raise ValueError(f"`methods` is empty; expected one or more of {list(DESCRIBERS)}.")
-        for m in methods:
-            check_choice(m, "methods", set(DESCRIBERS))
         index = as_sentence_index(sentence_embeddings)
-        return {m: self.describe(index, m, **kwargs) for m in methods}
+        return {m: self.describe(index, m, **kwargs) for m in check_methods(methods)}
 
 
 def _group_prototypes(images: UnitRows, groups: Sequence[IntArray]) -> tuple[FloatArray, FloatArray]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .._validation import check_positive_int, check_real
+from .._validation import check_choice, check_positive_int, check_real
 from ..typing import ArrayLike, FloatArray, IntArray
 
 if TYPE_CHECKING:
@@ -116,14 +116,14 @@ def _best_rows(scores: FloatArray, k: int, allowed: npt.NDArray[np.bool_] | None
     """`_best` of every row of ``scores`` (C, N) among its ``allowed`` columns (default all): the same selections.
 
     One partial sort over all rows finds each row's k-th best value; a row with exactly k candidates at or
-    above it (no tie at the k-th) is ordered in one stable sort of all such rows; the others go through `_best`.
+    above it (no tie at the k-th) and more than k allowed columns is ordered in one stable sort of all such
+    rows; the others go through `_best`.
     """
     c, n = scores.shape
     if c == 0:
         return []
     k = max(int(k), 0)
-    counts = n if allowed is None else allowed.sum(axis=1)
-    if not 0 < k < n or np.any(counts <= k):
+    if not 0 < k < n:
         return [_best(scores[i], k, None if allowed is None else np.flatnonzero(allowed[i])) for i in range(c)]
     neg = -scores
     if allowed is not None:
@@ -131,14 +131,17 @@ def _best_rows(scores: FloatArray, k: int, allowed: npt.NDArray[np.bool_] | None
     kth = np.partition(neg, k - 1, axis=1)[:, k - 1]
     mask = neg <= kth[:, None]
     clean = mask.sum(axis=1) == k  # no tie at the k-th value: the top k are the mask's columns
+    if allowed is not None:  # a row with k candidates or fewer goes through `_best`
+        clean &= allowed.sum(axis=1) > k
     out: list[Selection | None] = [None] * c
     rows = np.flatnonzero(clean)
     if rows.size:
         cols = np.nonzero(mask[rows])[1].reshape(rows.size, k)  # ascending within each row
         order = np.argsort(np.take_along_axis(neg[rows], cols, axis=1), axis=1, kind="stable")
         chosen = np.take_along_axis(cols, order, axis=1)
-        for r, ids in zip(rows.tolist(), chosen):
-            out[r] = (ids, scores[r, ids])
+        values = np.take_along_axis(scores[rows], chosen, axis=1)
+        for r, ids, vals in zip(rows.tolist(), chosen, values):
+            out[r] = (ids, vals)
     for r in np.flatnonzero(~clean).tolist():
         out[r] = _best(scores[r], k, None if allowed is None else np.flatnonzero(allowed[r]))
     return out  # type: ignore[return-value]
@@ -165,7 +168,7 @@ def describer_queries(
     'domino': the hard clusters' mean differences with all images, shape (C, d); 'tops' without easy
     prototypes: the hard prototypes (C, d); otherwise ``[hard; easy]``, shape (2C, d), the same bytes for the four
     prototype describers, so that `SentenceIndex.similarities` reuses one product (and a batch of classes can be
-    scored ahead with `SentenceIndex.prefetch`).
+    scored in one product: `lbee.analyses.per_class`).
     """
     hard = np.atleast_2d(np.asarray(hard_prototypes, dtype=np.float64))
     if method == "domino":
@@ -236,16 +239,53 @@ def select_all(
     )
     # The four prototype describers score the same [hard; easy] rows: the index keeps the last product.
     sims = index.similarities(queries, reuse=True)
-    if method == "domino" or queries.shape[0] == c:
-        return _best_rows(sims, k)
-    v_h, v_e = sims[:c], sims[c:]
-    if method == "tops":
+    if queries.shape[0] == c:  # 'domino', or 'tops' without easy prototypes
+        return select_from_scores(method, sims, None, k, tau)
+    return select_from_scores(method, sims[:c], sims[c:], k, tau)
+
+
+def select_from_scores(
+    method: str, hard_scores: FloatArray, easy_scores: FloatArray | None, k: int, tau: float
+) -> list[Selection]:
+    """`select_all`'s selections from the scores it reads: row i of each array decides cluster i alone.
+
+    Parameters
+    ----------
+    method : str
+        One of `METHODS`.
+    hard_scores : ndarray of shape (C, N)
+        Each hard cluster's query scored against the sentences (Domino's: its mean difference).
+    easy_scores : ndarray of shape (C, N) or None
+        Row i: hard cluster i's easy twin; None for 'domino' (and 'tops', which does not read it).
+    k : int
+    tau : float
+
+    Returns
+    -------
+    list of (ndarray of int, ndarray of float)
+        Since a row depends on its own scores only, the rows of several partitions can be stacked and
+        selected in one call (`lbee.analyses.per_class` does, a batch of classes at a time).
+    """
+    v_h, v_e = hard_scores, easy_scores
+    if method in ("domino", "tops"):
         return _best_rows(v_h, k)
+    if v_e is None:
+        raise ValueError(f"`method={method!r}` needs the easy twins' scores (C, N).")
     if method == "pdiff":
         return _best_rows(v_h - v_e, k)
     if method == "setdiff":
         return _best_rows(v_h, k, ~_top_or_above_rows(v_e, k, tau))
     return _best_rows(v_h - v_e, k, _top_or_above_rows(v_h, k, tau))  # fpdiff
+
+
+def check_methods(methods: str | Sequence[str]) -> list[str]:
+    """``methods`` (one name or several) as a list of describer names; an empty or unknown one raises."""
+    names = [methods] if isinstance(methods, str) else list(methods)
+    if not names:
+        raise ValueError(f"`methods` is empty; expected one or more of {list(DESCRIBERS)}.")
+    for m in names:
+        check_choice(m, "methods", set(DESCRIBERS))
+    return names
 
 
 def check_describe_args(

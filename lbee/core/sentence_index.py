@@ -10,12 +10,12 @@ including the tie rule (equal scores: lower sentence index first).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .._blas import one_blas_thread
+from .._validation import as_unit_rows
 from ..typing import ArrayLike, FloatArray, IntArray
 
 # FAISS float32 inner products of unit vectors are within ~1e-6 of the exact value.
@@ -118,7 +118,6 @@ class SentenceIndex:
         self._recent: OrderedDict[tuple[Any, bytes], FloatArray] = (
             OrderedDict()
         )  # query bytes -> similarities, for similarities(..., reuse=True)
-        self._prefetched: dict[tuple[Any, bytes], FloatArray] = {}  # see prefetch
         # built on the first retrieval query: the describers score dense products, and most runs never ask one
         self._use_faiss = bool(use_faiss)
         self._faiss: Any = None
@@ -149,9 +148,6 @@ class SentenceIndex:
         if reuse:
             q = np.ascontiguousarray(q, dtype=np.float64)
             key = (q.shape, q.tobytes())
-            hit = self._prefetched.get(key)
-            if hit is not None:
-                return hit
             hit = self._recent.get(key)
             if hit is not None:
                 self._recent.move_to_end(key)
@@ -170,23 +166,6 @@ class SentenceIndex:
             while len(self._recent) > REUSE_SLOTS:
                 self._recent.popitem(last=False)
         return sims
-
-    def prefetch(self, blocks: Sequence[FloatArray]) -> None:
-        """Score several query blocks in one product, for ``similarities(block, reuse=True)`` to return.
-
-        Many small products (a per-class analysis: each class's prototypes) cost several times one product
-        of their rows stacked. The blocks (C-contiguous float64, as `lbee.core.selection.describer_queries`
-        gives them) replace the previous prefetch, so memory stays that of one batch.
-        """
-        self._prefetched = {}
-        if not blocks:
-            return
-        sims = np.concatenate(blocks) @ self.embeddings.T
-        sims.flags.writeable = False
-        start = 0
-        for q in blocks:
-            self._prefetched[(q.shape, q.tobytes())] = sims[start : start + q.shape[0]]
-            start += q.shape[0]
 
     def _exact(self, query: FloatArray, candidates: IntArray) -> FloatArray:
         out: FloatArray = self.embeddings[candidates] @ query
@@ -217,3 +196,10 @@ class SentenceIndex:
         _, _, ids = self._faiss_index.range_search(q32, float(tau) - _FLOAT32_SLACK)
         cand: IntArray = np.sort(ids.astype(np.int64))
         return cand[self._exact(query, cand) > tau]
+
+
+def as_sentence_index(sentence_embeddings: ArrayLike | SentenceIndex) -> SentenceIndex:
+    """A `SentenceIndex` over ``sentence_embeddings`` (a prebuilt index is returned as is)."""
+    if isinstance(sentence_embeddings, SentenceIndex):
+        return sentence_embeddings
+    return SentenceIndex(as_unit_rows(sentence_embeddings, "sentence_embeddings"))
