@@ -77,6 +77,8 @@ def check_no_replace(paths, *, overwrite=False, option="--out", inputs=(), how="
     named = f"{option}: " if option else ""
     inputs = [Path(p) for p in inputs if p is not None and Path(p).exists()]
     for path in map(Path, paths):
+        if not path.parent.exists():  # 'a/../x' with no 'a': the writer makes 'a', then its file lands on 'x'
+            path = Path(os.path.realpath(path.parent)) / path.name
         if not (path.exists() or path.is_symlink()):
             continue
         mode = path.stat().st_mode if path.exists() else None
