@@ -28,3 +28,32 @@ def test_an_output_through_a_missing_folder_and_back_replaces_nothing(tmp_path, 
         r = CliRunner().invoke(cli, ["sentences", "generate", *head, "--out", f"{via}/{target}"])
         assert r.exit_code != 0 and ("already exists" in r.output or "input file" in r.output), (target, r.output)
         assert "Traceback" not in r.output and (tmp_path / target).read_bytes() == before, target
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"])
+def test_a_unicode_line_separator_inside_a_line_is_refused_not_split(tmp_path, sep):
+    """Sentence and class files were split with str.splitlines: 'An image<U+2028>with a cat' became two sentences,
+    and 'cat<U+2028>dog' two classes, in silence; grammar words refuse these characters. Lines are what `wc -l`
+    counts, and the character is named with its line."""
+    from lbee.io.sentences import parse_sentences
+
+    with pytest.raises(ValueError, match=rf"s.txt: line 2 holds the character U\+{ord(sep):04X}"):
+        parse_sentences(f"An image of a bird\nAn image{sep}with a cat\nAn image of a dog\n", "s.txt")
+    assert parse_sentences("An image of a cat\r\nAn image of a bird\r\n", "s.txt")[0] == [
+        "An image of a cat",
+        "An image of a bird",
+    ]
+    (tmp_path / "classes.txt").write_text(f"bird\ncat{sep}dog\n", encoding="utf-8")
+    r = CliRunner().invoke(
+        cli,
+        [
+            "sentences",
+            "generate",
+            "object_photos",
+            "--classes",
+            str(tmp_path / "classes.txt"),
+            "--out",
+            str(tmp_path / "x.txt"),
+        ],
+    )
+    assert r.exit_code != 0 and "line 2" in r.output and "Traceback" not in r.output, r.output

@@ -138,6 +138,7 @@ def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
 
 def _read_classes(path):
     """The class names of a --classes file and their lines: one a line; blank lines and '# ' comments skipped."""
+    from .._files import text_lines
     from ..grammar import INVISIBLE, MAX_WORDS_CHARS, line_break_in, said_alike
     from ..io.confinement import read_text_file  # bounded, a regular file: /dev/zero took 3.4 GB (sweep 23)
 
@@ -146,7 +147,7 @@ def _read_classes(path):
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"Cannot read --classes file {path!r}: {exc}.") from None
     names, lines, seen = [], [], {}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(text_lines(text), start=1):
         name = raw.strip()
         if not name or name == "#" or name.startswith("# "):
             continue

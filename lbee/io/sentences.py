@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from .._files import text_lines
 from .._validation import caller_stacklevel
 from ..grammar import INVISIBLE, line_break_in
 
@@ -163,7 +164,7 @@ def _read_conditions(table, sentences):
 
     src = str(table)
     try:
-        lines = read_text_file(table, "conditions table").splitlines()
+        lines = text_lines(read_text_file(table, "conditions table"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"Cannot read conditions table {src!r}: {exc}.") from None
     meta, body, lineno = {}, [], 0
@@ -297,7 +298,7 @@ def parse_sentences(text, source="<text>"):
         text = text[1:]
     sentences, header, seen = [], [], {}
     in_header = True
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(text_lines(text), start=1):
         line = raw.strip()
         if line.startswith("#"):
             if in_header:
