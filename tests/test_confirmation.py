@@ -739,3 +739,35 @@ def test_a_statement_adds_a_failure_of_its_own_only_on_enough_images(only_its_ow
     out = beyond_the_groups_above([0, 1], statements, np.stack([strong, other], 1), failed, np.arange(n))
     assert out[0] is None and out[1]["n_in"] == only_its_own
     assert out[1]["confirmed"] == (only_its_own >= FEW_IMAGES)
+
+
+def test_a_statement_that_explains_another_away_ranks_above_it():
+    """A twentieth user's confirmed list put 'a pair of chopsticks, with motion blur' (a condition that goes with
+    the failure, and one that fails by chance: few images, a high error rate) above 'a bowl of soup, seen from
+    directly above' (the failure's own, more images at a lower rate), and then said the soup statement went with
+    the chopsticks. The soup statement adds failures beyond the chopsticks one; the chopsticks one adds none
+    beyond the soup: the soup statement leads and the chopsticks one goes with it."""
+    from lbee.run.confirm_rank import beyond_the_groups_above, broader_first, explaining_first
+
+    rng = np.random.default_rng(4)
+    n = 6000
+    soup = rng.random(n) < 0.1
+    dark = rng.random(n) < 0.4
+    failure = soup & dark
+    chopsticks = np.where(failure, rng.random(n) < 0.87, rng.random(n) < 0.25)
+    blur = rng.random(n) < 0.2
+    failed = np.where(failure, rng.random(n) < 0.86, rng.random(n) < 0.024)
+    small = chopsticks & blur & (failure | (rng.random(n) < 0.15))  # the confounder, nearly inside the failure
+    regions = np.stack([small, soup], axis=1)
+    rows = np.arange(n)
+    assert failed[small].mean() > failed[soup].mean()  # ranked by its error rate, the confounder's first
+    statements = [{"confirmed": True}] * 2
+    assert broader_first([0, 1], statements, regions, failed, rows) == [0, 1]  # no containment to go by
+    order = explaining_first([0, 1], statements, regions, failed, rows)
+    assert order == [1, 0]
+    out = beyond_the_groups_above([[0, 1][k] for k in order], statements, regions, failed, rows)
+    assert out[0] is None and out[1]["confirmed"] is False  # the chopsticks go with the soup
+    # two failures of their own, each adding failures beyond the other, keep their order
+    other = ~soup & (rng.random(n) < 0.05)
+    failed2 = failed | (other & (rng.random(n) < 0.8))
+    assert explaining_first([0, 1], statements, np.stack([other, soup], axis=1), failed2, rows) == [0, 1]

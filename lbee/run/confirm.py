@@ -27,7 +27,7 @@ from ..core.confirmation import (
     region_test,
     split_strata,
 )
-from .confirm_rank import beyond_the_groups_above, broader_first, rank_groups
+from .confirm_rank import beyond_the_groups_above, broader_first, explaining_first, rank_groups
 
 
 @dataclass
@@ -249,6 +249,7 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
             (j for j, st in enumerate(statements) if st["confirmed"]), key=lambda j: rank_key(statements[j])
         )
         ranked = [ranked[k] for k in broader_first(ranked, statements, regions, plan.failed, rows)]
+        ranked = [ranked[k] for k in explaining_first(ranked, statements, regions, plan.failed, rows)]
         for j, b in zip(ranked, beyond_the_groups_above(ranked, statements, regions, plan.failed, rows)):
             if b is not None:
                 statements[j]["beyond"] = {**b, "above": [ranked[k] for k in b.pop("groups_above")]}
