@@ -108,6 +108,23 @@ def hostile_server():
                         self.wfile.write(b"A" * (64 << 10))
                 except OSError:
                     pass
+            elif mode == "error_drip":  # an error whose message comes one byte at a time
+                self.send_response(500)
+                self.send_header("content-length", "100000")
+                self.end_headers()
+                try:
+                    for _ in range(60):
+                        self.wfile.write(b"x")
+                        self.wfile.flush()
+                        time.sleep(0.3)
+                except OSError:
+                    pass
+            elif mode == "unauthorized":
+                body = b'{"detail": "missing bearer token (lbee serve token create NAME)"}'
+                self.send_response(401)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
             elif mode == "drip":  # one byte at a time, for ever
                 self.send_response(200)
                 self.send_header("content-length", "100000")
@@ -291,3 +308,22 @@ def test_two_different_confusions_never_read_as_one_pair():
     assert page["pairs"] == [('a → "a → a"', 3), ('"a → a" → a', 2), ("cat → dog", 1)]
     assert pair_text("cat", "dog") == "cat → dog"  # ordinary names read as before
     assert len(group_page(table, 0, pair='"a → a" → a')["rows"]) == 2
+
+
+def test_an_error_says_when_its_message_came_too_slowly_and_a_401_names_the_token_flag(hostile_server):
+    """Sweep 31: an error body sent one byte at a time ended as 'HTTP 500: ' and nothing more. Trial 20: a 401 from
+    `lbee submit` named `lbee serve token create` but not how to give the token (--token, $LBEE_TOKEN)."""
+    import time
+
+    from lbee.service.client import Client, ServiceError
+
+    state, url = hostile_server
+    state["mode"] = "error_drip"
+    t0 = time.monotonic()
+    with pytest.raises(ServiceError, match=r"HTTP 500: \(its message could not be read in time\)"):
+        Client(url, "tok", timeout=1.0).job("j1")
+    assert time.monotonic() - t0 < 5
+    state["mode"] = "unauthorized"
+    with pytest.raises(ServiceError, match=r"HTTP 401: missing bearer token .*--token or \$LBEE_TOKEN") as err:
+        Client(url, None, timeout=1.0).job("j1")
+    assert err.value.status == 401

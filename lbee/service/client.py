@@ -216,7 +216,7 @@ class Client:
             try:  # an error's message is a few lines: never more than MAX_ERROR_BYTES of it is read
                 text = _read_within(exc, MAX_ERROR_BYTES, deadline, f"{method} {path}").decode("utf-8", "replace")
             except (ServiceError, AnswerTooSlow, http.client.HTTPException):
-                text = ""
+                text = "(its message could not be read in time)"  # sweep 31: it read 'HTTP 500: ' alone
             try:
                 detail = json.loads(text).get("detail", text)
             except (ValueError, AttributeError, RecursionError):
@@ -227,6 +227,8 @@ class Client:
                 except (ValueError, RecursionError):  # nested past Python's limit
                     detail = text
             said = printable(detail.strip()[:2000])
+            if exc.code == 401:  # the server's hint names the token's maker; the client's user also needs its flag
+                said += f" (lbee submit / fetch: --token or ${TOKEN_ENV}; the library: Client(url, token=...))"
             raise ServiceError(f"{method} {path}: HTTP {exc.code}: {said}", exc.code) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
