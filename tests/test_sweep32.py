@@ -57,3 +57,26 @@ def test_a_unicode_line_separator_inside_a_line_is_refused_not_split(tmp_path, s
         ],
     )
     assert r.exit_code != 0 and "line 2" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path):
+    """Sweep 31: `lbee vqa --out F` killed before its rename left `.tmp-*.parquet` beside F for good. The temp
+    name carries the host and the process id; the next write of F removes the leftovers of processes that no
+    longer run, and never those of a live one."""
+    import os
+    import subprocess
+    import sys
+
+    from lbee.io.cache import _temp_beside, atomic_write_bytes
+
+    out = tmp_path / "answers.parquet"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = _temp_beside(out)
+    stale = left.with_name(left.name.replace(f"-{os.getpid()}-", f"-{int(dead.stdout)}-"))
+    live = left.with_name(left.name.replace(f"-{os.getpid()}-", f"-{os.getppid()}-"))
+    stale.write_bytes(b"half")
+    live.write_bytes(b"half")
+    (tmp_path / ".tmp-other.parquet-x-1-y.parquet").write_bytes(b"not ours")
+    atomic_write_bytes(out, b"whole")
+    assert out.read_bytes() == b"whole"
+    assert not stale.exists() and live.exists() and (tmp_path / ".tmp-other.parquet-x-1-y.parquet").exists()

@@ -40,6 +40,35 @@ def identity_key(identity):
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
 
 
+def _temp_beside(path):
+    """A new temp file's path beside ``path``, after removing the temp files of ``path`` a killed writer left.
+
+    The name carries the host and the process id: a leftover of a process of this host that no longer runs is
+    removed (sweep 31: a killed `lbee vqa` left its .tmp file for good); another live writer's is never touched.
+    """
+    import glob
+    import socket
+
+    host = socket.gethostname().replace("-", "_")[:32] or "host"
+    stem = f".tmp-{path.name[:80]}-{host}-"  # a file name stays far below the 255 bytes a folder entry may have
+    for old in path.parent.glob(f"{glob.escape(stem)}*"):
+        pid = old.name[len(stem) :].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+            old.unlink(missing_ok=True)
+    return path.parent / f"{stem}{os.getpid()}-{uuid.uuid4().hex[:12]}{path.suffix}"
+
+
+def _running(pid):
+    """Whether a process ``pid`` exists on this host (one of another user counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it runs, as another user
+        return True
+    return True
+
+
 def atomic_write_bytes(path, data):
     """Write ``data`` to ``path`` via a temp file in the same folder and a rename.
 
@@ -50,7 +79,7 @@ def atomic_write_bytes(path, data):
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".tmp-{uuid.uuid4().hex}{path.suffix}"
+    tmp = _temp_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -71,7 +100,7 @@ def atomic_save_npy(path, array):
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".tmp-{uuid.uuid4().hex}.npy"
+    tmp = _temp_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
