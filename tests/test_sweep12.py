@@ -119,6 +119,13 @@ def hostile_server():
                         time.sleep(0.3)
                 except OSError:
                     pass
+            elif mode == "short":  # a job state that declares more bytes than it sends, then closes
+                self.send_response(200)
+                self.send_header("content-length", "1000")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.wfile.write(b'{"id": "j1", "status": "done"}')
+                self.close_connection = True
             elif mode == "unauthorized":
                 body = b'{"detail": "missing bearer token (lbee serve token create NAME)"}'
                 self.send_response(401)
@@ -320,10 +327,13 @@ def test_an_error_says_when_its_message_came_too_slowly_and_a_401_names_the_toke
     state, url = hostile_server
     state["mode"] = "error_drip"
     t0 = time.monotonic()
-    with pytest.raises(ServiceError, match=r"HTTP 500: \(its message could not be read in time\)"):
+    with pytest.raises(ServiceError, match=r"HTTP 500: \(its message did not arrive whole in time\)"):
         Client(url, "tok", timeout=1.0).job("j1")
     assert time.monotonic() - t0 < 5
     state["mode"] = "unauthorized"
     with pytest.raises(ServiceError, match=r"HTTP 401: missing bearer token .*--token or \$LBEE_TOKEN") as err:
         Client(url, None, timeout=1.0).job("j1")
     assert err.value.status == 401
+    state["mode"] = "short"  # sweep 32: a report cut by a closed connection was written as whole
+    with pytest.raises(ServiceError, match="ended after 30 of the 1,000 bytes it declared"):
+        Client(url, "tok", timeout=2.0).job("j1")

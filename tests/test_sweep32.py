@@ -80,3 +80,52 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path):
     atomic_write_bytes(out, b"whole")
     assert out.read_bytes() == b"whole"
     assert not stale.exists() and live.exists() and (tmp_path / ".tmp-other.parquet-x-1-y.parquet").exists()
+
+
+def test_server_folders_with_a_space_or_a_colon_are_hidden_whole(tmp_path):
+    """The path pattern of `redact_paths` stops at a space or a ':': with `--root '/srv/odd root:x/data'` a job's
+    error showed '…/odd root:x/data/bad.txt' and a log '…/odd out dir/svc/jobs/…' to any read token. The server's
+    own folders are replaced literally first."""
+    from types import SimpleNamespace
+
+    from lbee.service.paths import redact_paths
+
+    root, out = tmp_path / "odd root:x" / "data", tmp_path / "odd out dir" / "svc"
+    settings = SimpleNamespace(root=root, output=out, cache_dir=out / "cache")
+    text = (
+        f"bad: {root}/bad.txt: line 2 holds a NUL; [ok] wrote {out}/jobs/7/attempt-1/report.html; "
+        f"cache {out}/cache/x.npy; the root {root} itself; {root}data.txt is another folder"
+    )
+    shown = redact_paths(text, settings)
+    assert shown == (
+        "bad: bad.txt: line 2 holds a NUL; [ok] wrote <output>/jobs/7/attempt-1/report.html; "
+        "cache <cache>/x.npy; the root . itself; …/datadata.txt is another folder"
+    ), shown
+    assert str(tmp_path) not in shown and "odd" not in shown
+
+
+def test_the_spotcheck_bench_tables_are_replaced_as_a_pair(tmp_path, monkeypatch):
+    """bench.csv and bench.md were written in place one after the other: a kill between them left a csv of 3 ECs
+    beside a md of 2, a full disk a cut md beside a new csv. A failure while writing now leaves the old pair."""
+    import pathlib
+
+    from lbee import bench
+
+    rows = [{"metric": "DR", "method": "ward", "mean": 0.5, "ci95": 0.1, "n": 2}]
+    bench.write_tables(rows, tmp_path)
+    before = {n: (tmp_path / n).read_bytes() for n in ("bench.csv", "bench.md")}
+    real = pathlib.Path.write_text
+
+    def full_disk(self, *args, **kwargs):
+        if self.name == "bench.md":
+            raise OSError(27, "File too large")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "write_text", full_disk)
+    with pytest.raises(OSError, match="too large"):
+        bench.write_tables([dict(rows[0], mean=0.9, n=3)], tmp_path)
+    assert {n: (tmp_path / n).read_bytes() for n in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.csv", "bench.md"]  # no stage left
+    monkeypatch.setattr(pathlib.Path, "write_text", real)
+    bench.write_tables([dict(rows[0], mean=0.9, n=3)], tmp_path)
+    assert "0.900" in (tmp_path / "bench.md").read_text() and ",3" in (tmp_path / "bench.csv").read_text()

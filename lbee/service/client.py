@@ -93,6 +93,10 @@ def _read_within(resp, limit, deadline, what):
             break
         chunks.append(chunk)
         size += len(chunk)
+    declared = (getattr(resp, "headers", None) or {}).get("Content-Length")
+    if size < limit and declared is not None and declared.strip().isdigit() and int(declared) != size:
+        # a connection closed early ended a report half written, taken for whole (sweep 32)
+        raise ServiceError(f"{what}: the answer ended after {size:,} of the {int(declared):,} bytes it declared.")
     return b"".join(chunks)
 
 
@@ -216,7 +220,7 @@ class Client:
             try:  # an error's message is a few lines: never more than MAX_ERROR_BYTES of it is read
                 text = _read_within(exc, MAX_ERROR_BYTES, deadline, f"{method} {path}").decode("utf-8", "replace")
             except (ServiceError, AnswerTooSlow, http.client.HTTPException):
-                text = "(its message could not be read in time)"  # sweep 31: it read 'HTTP 500: ' alone
+                text = "(its message did not arrive whole in time)"  # sweep 31: it read 'HTTP 500: ' alone
             try:
                 detail = json.loads(text).get("detail", text)
             except (ValueError, AttributeError, RecursionError):

@@ -249,7 +249,18 @@ def redact_paths(text, settings):
                     return (f"{label}/{rel}" if rel else label) if label else (rel or ".")
         return "…/" + token.rstrip("/").rsplit("/", 1)[-1]
 
-    return _ABSOLUTE.sub(shown, str(text))
+    # the server's own folders and the folders above them first, literally: a path may hold a space or a ':'
+    # (sweep 32), where the pattern below stops, and what follows the stop would be shown
+    bases = {b: label or "." for folder, label in places for b in (str(folder), os.path.realpath(folder))}
+    literal = {str(up): "…" for b in bases for up in Path(b).parents if len(str(up)) > 1}
+    literal.update({b.rstrip("/"): said for b, said in bases.items() if b.rstrip("/")})
+    text = str(text)
+    for base in sorted(literal, key=len, reverse=True):  # the most specific first
+        said = literal[base]
+        inside = "" if said == "." else f"{said}/"
+        pattern = rf"(?<![\w.~>/-]){re.escape(base)}(/|(?![\w.-]))"
+        text = re.sub(pattern, lambda m, inside=inside, said=said: inside if m[1] else said, text)
+    return _ABSOLUTE.sub(shown, text)
 
 
 def run_file(output, folder, name):
