@@ -371,12 +371,17 @@ def failure_notes(records):
 
 
 def write_tables(rows, out_dir, notes=None):
-    """``bench.csv`` and ``bench.md`` in ``out_dir``; returns the Markdown text."""
+    """``bench.csv`` and ``bench.md`` in ``out_dir``, replaced together; returns the Markdown text.
+
+    Written in place one after the other, a kill between them left a csv of 3 ECs beside a md of 2, and one
+    during the csv an empty file (sweep 32): they are staged and swapped as a pair.
+    """
     import pandas as pd
+
+    from ..io.staging import staged_entries
 
     out = Path(out_dir)
     table = pd.DataFrame(rows)
-    table.to_csv(out / "bench.csv", index=False)
     lines = ["| metric | method | mean | 95% CI ± | n | SpotCheck Table 2 |", "|---|---|---|---|---|---|"]
     for r in rows:
         paper = ""
@@ -386,5 +391,7 @@ def write_tables(rows, out_dir, notes=None):
     md = "\n".join(lines) + "\n"
     if notes:
         md += "\nRegenerated and failed ECs:\n\n" + "\n".join(notes) + "\n"
-    (out / "bench.md").write_text(md)
+    with staged_entries(out, home=out, label="bench-tables") as stage:
+        table.to_csv(stage / "bench.csv", index=False)
+        (stage / "bench.md").write_text(md)
     return md
