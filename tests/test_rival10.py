@@ -193,3 +193,13 @@ def test_bad_labels_unknown_wnid_and_class_map(rival_root, tmp_path):
         read_class_map(tmp_path / "cmap.csv")
     with pytest.raises(FileNotFoundError, match="train"):
         load_rival10(rival_root, "train")
+
+
+@pytest.mark.parametrize("inside", ["", "test/ordinary"])
+def test_an_export_into_the_release_itself_is_refused(rival_root, inside):
+    """Sweep 32: `lbee rival10 export A --out A --overwrite` wrote manifest.csv, masks/ ... into the release."""
+    before = sorted(p.relative_to(rival_root) for p in rival_root.rglob("*"))
+    out = rival_root / inside
+    r = CliRunner().invoke(cli, ["-q", "rival10", "export", str(rival_root), "--out", str(out), "--overwrite"], obj={})
+    assert r.exit_code == 2 and "lies in the release ROOT" in r.output and "Traceback" not in r.output, r.output
+    assert sorted(p.relative_to(rival_root) for p in rival_root.rglob("*")) == before
