@@ -246,32 +246,44 @@ def broader_first(lead, statements, regions, failed, rows, flag="confirmed"):
     """
     from .text import FEW_IMAGES
 
-    order = list(range(len(lead)))
     sub = regions[rows]
     fails = np.asarray(failed, dtype=bool)[rows]
 
+    def broader(lower, upper):  # the lower one holds the upper's region and more, failing as often
+        ra, rb = sub[:, lower], sub[:, upper]
+        n_b, extra = int(rb.sum()), ra & ~rb
+        if not n_b or ra.sum() <= n_b or extra.sum() < FEW_IMAGES or (ra & rb).sum() < CONTAINS * n_b:
+            return False
+        # B's images fail significantly more often than those A adds: B's condition matters
+        return fisher_greater(int(fails[rb].sum()), n_b, int(fails[extra].sum()), int(extra.sum())) > CONFIRM_Q
+
+    # each move raises a larger region above a smaller one
+    return _raised(lead, statements, flag, broader)
+
+
+def _raised(lead, statements, flag, raises):
+    """A permutation of ``range(len(lead))``, statements raised while ``raises(lower, upper)`` says one belongs above.
+
+    Each move puts a statement just above the first one it belongs above, until none moves (bounded all the same);
+    an unconfirmed or missing statement never moves.
+    """
+    order = list(range(len(lead)))
+
+    def usable(j):
+        return j is not None and statements[j][flag]
+
     def raise_one():
         for a in range(len(order)):
-            ja = lead[order[a]]
-            if ja is None or not statements[ja][flag]:
+            lower = lead[order[a]]
+            if not usable(lower):
                 continue
-            ra = sub[:, ja]
             for b in range(a):
-                jb = lead[order[b]]
-                if jb is None or jb == ja or not statements[jb][flag]:
-                    continue
-                rb = sub[:, jb]
-                n_b, extra = int(rb.sum()), ra & ~rb
-                if not n_b or ra.sum() <= n_b or extra.sum() < FEW_IMAGES or (ra & rb).sum() < CONTAINS * n_b:
-                    continue
-                # B's images fail significantly more often than those A adds: B's condition matters
-                if fisher_greater(int(fails[rb].sum()), n_b, int(fails[extra].sum()), int(extra.sum())) <= CONFIRM_Q:
-                    continue
-                order.insert(b, order.pop(a))
-                return True
+                upper = lead[order[b]]
+                if usable(upper) and upper != lower and raises(lower, upper):
+                    order.insert(b, order.pop(a))
+                    return True
         return False
 
-    # each move raises a larger region above a smaller one; bounded all the same
     for _ in range(len(order) ** 2):
         if not raise_one():
             break
@@ -304,17 +316,12 @@ def explaining_first(lead, statements, regions, failed, rows, flag="confirmed"):
     images fail less than `MIN_EFFECT` times as often as the lower's (the effect confirmation asks of a failure
     over the rest; if they fail that much more often, the upper is the sharper statement of a failure the lower
     holds with others, as 'two large squares but no circle' (1.00) beside 'a square' (0.45), and it stays first).
-    Broader and narrower statements of one failure are
-    `broader_first`'s; this rule needs no containment.
+    Broader and narrower statements of one failure are `broader_first`'s; this rule needs no containment.
 
     Parameters and Returns as `broader_first`.
     """
-    order = list(range(len(lead)))
     fails = np.asarray(failed, dtype=bool)
     sub, held = regions[rows], fails[rows]
-
-    def usable(j):
-        return j is not None and statements[j][flag]
 
     def explains(lower, upper):
         if adds_beyond(upper, lower, regions, fails, rows, flag):
@@ -324,20 +331,5 @@ def explaining_first(lead, statements, regions, failed, rows, flag="confirmed"):
         up, low = sub[:, upper], sub[:, lower]  # the upper one fails as much more often as a failure must: it stays
         return held[up].mean() < MIN_EFFECT * held[low].mean()
 
-    def raise_one():
-        for a in range(len(order)):
-            lower = lead[order[a]]
-            if not usable(lower):
-                continue
-            for b in range(a):
-                upper = lead[order[b]]
-                if usable(upper) and upper != lower and explains(lower, upper):
-                    order.insert(b, order.pop(a))
-                    return True
-        return False
-
-    # a move never undoes itself (the raised one adds failures beyond the other); bounded all the same
-    for _ in range(len(order) ** 2):
-        if not raise_one():
-            break
-    return order
+    # a move never undoes itself (the raised one adds failures beyond the other)
+    return _raised(lead, statements, flag, explains)
