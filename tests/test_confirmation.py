@@ -771,3 +771,24 @@ def test_a_statement_that_explains_another_away_ranks_above_it():
     other = ~soup & (rng.random(n) < 0.05)
     failed2 = failed | (other & (rng.random(n) < 0.8))
     assert explaining_first([0, 1], statements, np.stack([other, soup], axis=1), failed2, rows) == [0, 1]
+
+
+def test_a_broader_statement_holding_an_exact_one_is_left_to_the_containment_rule():
+    """A twenty-first user's exact statement ('rust spots, seen from the underside, in low light', 0.93, the
+    encoder seeing 'underside' weakly) was raised under 'rust spots, in low light' (0.66) by `explaining_first`:
+    the broader one adds the failing images the encoder missed. A statement holding another's region is
+    `broader_first`'s to judge, and there the images it adds fail far less often: the exact one stays first."""
+    from lbee.run.confirm_rank import broader_first, explaining_first
+
+    rng = np.random.default_rng(5)
+    n = 1600
+    rust, low, under = rng.random(n) < 0.25, rng.random(n) < 0.3, rng.random(n) < 0.5
+    failure = rust & low & under
+    failed = np.where(failure, rng.random(n) < 0.85, rng.random(n) < 0.025)
+    exact = failure & (rng.random(n) < 0.3)  # the few the encoder sees from the underside
+    broad = rust & low
+    regions, rows = np.stack([exact, broad], axis=1), np.arange(n)
+    statements = [{"confirmed": True}] * 2
+    assert failed[exact].mean() < 2 * failed[broad].mean()  # not twice as precise: the other rule would move it
+    assert explaining_first([0, 1], statements, regions, failed, rows) == [0, 1]
+    assert broader_first([0, 1], statements, regions, failed, rows) == [0, 1]
