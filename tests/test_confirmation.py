@@ -792,3 +792,22 @@ def test_a_broader_statement_holding_an_exact_one_is_left_to_the_containment_rul
     assert failed[exact].mean() < 2 * failed[broad].mean()  # not twice as precise: the other rule would move it
     assert explaining_first([0, 1], statements, regions, failed, rows) == [0, 1]
     assert broader_first([0, 1], statements, regions, failed, rows) == [0, 1]
+
+
+def test_an_ablation_between_the_two_rates_on_enough_images_is_not_clear_rather_than_too_few():
+    """A twenty-first user's 38 images kept out, failing at 0.55 between the failure's 0.93 and the rest's 0.03,
+    were said to be 'too few images to tell'. Below 10 images that is what it is; above, the result is not clear."""
+    from lbee.core.confirmation import UNCLEAR, UNDECIDED, ablation
+
+    n = 2000
+    region = np.zeros(n, bool)
+    region[:100] = True
+    failed = np.zeros(n, bool)
+    failed[:93] = True
+    for size, want in ((38, UNCLEAR), (6, UNDECIDED)):
+        wider = region.copy()
+        wider[100 : 100 + size] = True
+        failed[100 : 100 + size] = np.arange(size) < round(0.55 * size)
+        (a,) = ablation(region, [wider], failed, np.arange(n))
+        assert a["n_excluded"] == size and a["verdict"] == want, a
+        failed[100 : 100 + size] = False

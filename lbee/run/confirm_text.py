@@ -117,11 +117,12 @@ def confirmation_lines(conf, i):
             )
     for a in s.get("ablation") or []:
         said = f"'{a['phrase']}'" if a.get("phrase") else a["condition"]
-        lines.append(
-            f"without {said}: {a['n']} images, {a['error_rate']:.2f}; the {a['n_excluded']} it kept out "
-            + ("" if a["error_rate_excluded"] is None else f"fail at {a['error_rate_excluded']:.2f}")
-            + f": {a['verdict']}"
+        kept = (
+            "it kept out no image"  # the demo read "the 0 it kept out : too few images to tell" (trial 21)
+            if not a["n_excluded"] or a["error_rate_excluded"] is None
+            else f"the {a['n_excluded']} it kept out fail at {a['error_rate_excluded']:.2f}"
         )
+        lines.append(f"without {said}: {a['n']} images, {a['error_rate']:.2f}; {kept}: {a['verdict']}")
     return lines
 
 
