@@ -101,19 +101,27 @@ def confirmation_lines(conf, i):
     else:
         lines = [f"its statement {'CONFIRMED' if g['confirmed'] else 'NOT CONFIRMED'} {own}"]
         companion = g["confirmed"] and not adds_a_failure(s)  # among all confirmed statements, beyond the stronger
-        if b is not None:
-            lines.append(
-                f"beyond the groups of stronger statements ({', '.join(map(str, b['groups_above']))}): the "
-                f"{b['n_in']} images only it holds for fail at {b['error_rate_in']:.2f} "
-                f"against {b['error_rate_out']:.2f}, p = {b['p_value']:.2g}"
-                + (", a group of the failure's images of its own" if companion else ": a failure of its own")
-            )
-        if companion:  # an eleventh user read "a failure of its own" here and "adds no failure" in the list
+        above = "" if b is None else ", ".join(map(str, b["groups_above"]))
+        above = f"group{'s' if b is not None and len(b['groups_above']) > 1 else ''} {above}"
+        if companion:  # one verdict: an eleventh and a twenty-first user read "of its own" and "adds no failure"
             first = next(iter(stronger_than(s, conf["statements"])), None)
+            beyond = (
+                ""
+                if b is None
+                else f"the {b['n_in']} of its images that the statements of {above} do not hold for fail at "
+                f"{b['error_rate_in']:.2f} against {b['error_rate_out']:.2f}, but "
+            )
             lines.append(
-                "but its statement adds no failure beyond the stronger confirmed statements"
+                f"{beyond}stronger confirmed statements"
                 + (f' (first "{first}")' if first else "")
-                + ": read it as a condition that goes with that failure (the list of confirmed statements below)"
+                + " hold its failures: read it as a condition that goes with that failure (the list of confirmed "
+                "statements below)"
+            )
+        elif b is not None:
+            lines.append(
+                f"beyond the statements of {above}: the {b['n_in']} images only it holds for fail at "
+                f"{b['error_rate_in']:.2f} against {b['error_rate_out']:.2f}, p = {b['p_value']:.2g}: a failure of "
+                "its own"
             )
     for a in s.get("ablation") or []:
         said = f"'{a['phrase']}'" if a.get("phrase") else a["condition"]
