@@ -32,16 +32,52 @@ CORE_MODULES = (
 )
 
 
+def missing_core() -> list[str]:
+    """The core dependencies this Python cannot import, found without importing them (`importlib.util.find_spec`)."""
+    from importlib.util import find_spec
+
+    missing = []
+    for name in CORE_MODULES:
+        try:
+            if find_spec(name) is None:
+                missing.append(name)
+        except (ImportError, ValueError):  # a blocked or broken package counts as missing
+            missing.append(name)
+    return missing
+
+
+def _reinstall() -> str:
+    """How to install lbee again with its dependencies: the wheel it came from when pip recorded it."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        url = json.loads(metadata.distribution("lbee").read_text("direct_url.json") or "{}").get("url", "")
+    except (metadata.PackageNotFoundError, ValueError, OSError, AttributeError):
+        url = ""
+    where = urlparse(url)
+    if where.scheme == "file" and where.path.endswith(".whl"):  # a twentieth user's wheel, named as pip saw it
+        return f'pip install "{unquote(where.path)}"'
+    return "pip install lbee-<version>.whl, or pip install -e . in a clone"
+
+
+def missing_message(names: list[str]) -> str:
+    """One line for the core dependencies ``names`` that are missing, and how to install them."""
+    said = ", ".join(repr(n) for n in names)
+    return (
+        f"lbee needs {said}, which this Python ({sys.executable}) does not have: lbee was installed without its "
+        f"dependencies (pip install --no-deps?). Install it again with them: {_reinstall()}."
+    )
+
+
 def core_message(exc: ImportError) -> str | None:
     """What to say of ``exc`` when it names a core dependency that is missing (None when it does not)."""
     name = (getattr(exc, "name", None) or "").split(".")[0]
     if not isinstance(exc, ModuleNotFoundError) or name not in CORE_MODULES:
         return None
-    return (
-        f"lbee needs {name!r}, which this Python ({sys.executable}) does not have: lbee was installed without its "
-        "dependencies (pip install --no-deps?). Install it again with them: pip install lbee-<version>.whl, or "
-        "pip install -e . in a clone."
-    )
+    others = [m for m in missing_core() if m != name]  # every one at once, not one per attempt (trial 21)
+    return missing_message([name, *others])
 
 
 def raise_missing(exc: ModuleNotFoundError) -> None:

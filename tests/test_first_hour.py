@@ -494,6 +494,27 @@ def test_a_core_dependency_missing_inside_a_command_is_one_line(tmp_path):
     assert r.returncode == 1 and "lbee needs 'yaml'" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+def test_every_missing_core_dependency_is_named_at_once_before_the_command_runs(tmp_path):
+    """A twenty-first user's wheel installed with a few packages: 'No module named threadpoolctl', then scipy's
+    error only at clustering, then pyarrow's after the whole analysis. A command names them all before it starts;
+    --help still works."""
+    import subprocess
+    import sys
+
+    block = BLOCK_NUMPY.replace(
+        'if name == "numpy" or name.startswith("numpy."):',
+        'if name.split(".")[0] in ("threadpoolctl", "scipy"):',
+    ).replace('raise ModuleNotFoundError("No module named \'numpy\'", name="numpy")', "raise ModuleNotFoundError(name)")
+    assert block != BLOCK_NUMPY
+    for args, code in ((["sentences", "list"], 1), (["describe", "--help"], 0)):
+        run = block + f"sys.argv = ['lbee', *{args!r}]\nfrom lbee.cli import cli\ncli()\n"
+        r = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert r.returncode == code, (args, r.stderr)
+        if code:
+            assert "lbee needs 'scipy', 'threadpoolctl'" in r.stderr and "Traceback" not in r.stderr, r.stderr
+            assert r.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("as_command", [True, False])
 def test_a_missing_core_dependency_is_one_line(as_command):
     """An eighteenth user's wheel installed with --no-deps: `lbee --version` died in a ModuleNotFoundError traceback.

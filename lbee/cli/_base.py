@@ -126,6 +126,13 @@ class LbeeGroup(click.Group):
         return len(args)
 
     def invoke(self, ctx):
+        words = [*ctx.protected_args, *ctx.args]
+        if words and not {"--help", "-h"} & set(words):  # a command, not a help page: every core dependency first
+            from .._dependencies import missing_core, missing_message
+
+            missing = missing_core()
+            if missing:  # a twenty-first user's wheel: threadpoolctl, then scipy mid-run, then pyarrow at the end
+                raise LbeeError(missing_message(missing))
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
