@@ -224,3 +224,40 @@ def test_spotlight_opens_the_export_in_chromium_with_one_row_per_image(demo_run,
     assert "hard" in lines and "easy" in lines
     # the hypothesis cells show (a third user saw the integer column blank as a Category)
     assert any(ln.startswith("group ") for ln in lines) and "none" in lines, lines[:80]
+
+
+def test_export_of_a_run_from_precomputed_embeddings_with_provenance_has_their_rows(tmp_path, monkeypatch):
+    """A twenty-first user's run from their own encoder's embeddings (`--image-embeddings emb/embeddings.npy`,
+    written with a provenance record): the export had no embedding column ("no embedding in the cache"). The run
+    records the file and its data digest; the export reads the same rows, and refuses a file since changed."""
+    import numpy as np
+
+    from lbee.io.provenance import make_provenance, write_embeddings
+
+    work = tmp_path / "work"
+    rng = _images_and_predictions(work, 40, 8, seed=1)
+    x, s = rng.normal(size=(40, 6)), rng.normal(size=(4, 6))
+    ident = {"encoder": "mine", "model": "m", "weights": "w1"}
+    write_embeddings(work / "x.npy", x, make_provenance("image_embeddings", x, identity=ident, tau=0.2))
+    texts = ["An image of a", "An image of b", "An image of c", "An image of d"]
+    (work / "s.txt").write_text("\n".join(texts) + "\n")
+    write_embeddings(
+        work / "s.npy", s, make_provenance("sentence_embeddings", s, identity=ident, tau=0.2, sentences=texts)
+    )
+    monkeypatch.chdir(work)
+    args = ["describe", "imgs", "--image-embeddings", "x.npy", "--sentence-embeddings", "s.npy", "--sentences"]
+    args += ["s.txt", "--predictions", "preds.csv", "--clusters", "2", "--confirm", "0", "--out", "run"]
+    r = CliRunner().invoke(cli, args, obj={})
+    assert r.exit_code == 0, r.output
+    table = pd.read_parquet(_export(work / "run", tmp_path))
+    ids = table["image_id"].tolist()
+    order = [sorted(p.name for p in (work / "imgs").iterdir()).index(Path(i).name) for i in ids]
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    got = np.stack(table["embedding"].to_numpy())
+    assert np.allclose(got / np.linalg.norm(got, axis=1, keepdims=True), unit[order], atol=1e-6)
+    y = x.copy()
+    y[0] += 1  # the file replaced since the run (with its own, consistent record)
+    write_embeddings(work / "x.npy", y, make_provenance("image_embeddings", y, identity=ident, tau=0.2))
+    r = CliRunner().invoke(cli, ["export", "spotlight", str(work / "run"), "--out", str(tmp_path / "b.parquet")])
+    assert r.exit_code == 0 and "digest differs" in r.output, r.output
+    assert "embedding" not in pd.read_parquet(tmp_path / "b.parquet").columns

@@ -250,6 +250,8 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         encoder_id, encoder_tau = {"encoder": "precomputed", "image_embeddings": shown}, None
         if image_prov is not None:  # the encoder travels with the embeddings
             encoder_id = dict(image_prov["encoder"], image_embeddings=shown)
+            if image_prov.get("data_sha256"):  # so that an export can find these very rows again (trial 21)
+                encoder_id["image_embeddings_sha256"] = image_prov["data_sha256"]
     else:
         from ..encoders.embedding import embed_images
 
