@@ -754,3 +754,25 @@ def test_a_record_of_another_identity_is_refused_when_written():
         make_provenance("image_embeddings", np.zeros((2, 3)), identity={"backend": "x"})
     record = make_provenance("image_embeddings", np.zeros((2, 3)), identity={"encoder": "e", "weights": "w"})
     assert record["encoder"]["encoder"] == "e"
+
+
+def test_a_bare_array_beside_one_with_its_record_is_warned(tmp_path):
+    """A twenty-first user's bare sentence embeddings beside image embeddings written with their record ran
+    without a word, though nothing checked their sentences or their encoder (docs: bare arrays warn)."""
+    import numpy as np
+
+    from lbee.io.provenance import ProvenanceWarning, check_pair, make_provenance
+
+    x = np.eye(3, 4)
+    ident = {"encoder": "mine", "model": "m", "weights": "w"}
+    image = make_provenance("image_embeddings", x, identity=ident, tau=0.2)
+    with pytest.warns(ProvenanceWarning, match="run's sentences, in order, nor that they come from mine"):
+        assert check_pair(image, None, sentences=["a", "b"]) == 0.2
+    with pytest.warns(ProvenanceWarning, match="image embeddings carry no provenance"):
+        check_pair(None, {**image, "kind": "sentence_embeddings"})
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_pair(None, None)  # both bare: the assumed τ is warned where it is assumed, not here
+        check_pair(image, None, encoder_identity=ident, encoder_tau=0.2)

@@ -414,6 +414,16 @@ def check_pair(
                 "provenance sidecars was edited or comes from elsewhere. Re-create the embeddings with "
                 "`lbee embed`, or delete the wrong sidecar."
             )
+    if encoder_identity is None and (image is None) != (sentence is None):  # two files, one of them bare
+        bare, (known_name, record) = (sentence_name, files[0]) if sentence is None else (image_name, files[0])
+        what = "that they embed the run's sentences, in order, nor " if sentence is None else ""
+        warnings.warn(  # a twenty-first user's bare sentence file passed unsaid beside images with their record
+            f"{bare} carry no provenance (no .provenance.json sidecar): lbee cannot check {what}that they come "
+            f"from {_describe(record)}, as {known_name} do. Write them with their record (`lbee embed`, or "
+            "lbee.io.provenance.write_embeddings).",
+            ProvenanceWarning,
+            stacklevel=2,
+        )
     taus = [t for n, t in declared if n != "the encoder used now"]
     return taus[0] if taus else None
 
