@@ -291,6 +291,10 @@ def test_hard_images_in_no_hypothesis_stay_hard(demo_run):
     assert ((table["split"] == "hard") & (table["group"] == -1)).sum() == len(left)
     assert f"{len(left)} hard images are in no hypothesis" in (out / "report.md").read_text()
     assert f"{len(left)} hard images are in no hypothesis" in (out / "report.html").read_text()
+    # the Run panel counts the set's sentences and compose's own apart (a twenty-first user gave 135, read 136)
+    base = payload["params"]["n_base_sentences"]
+    said = f"<dt>sentences</dt><dd>{base} (+{len(payload['sentences']) - base} composed by compose)"
+    assert base < len(payload["sentences"]) and said in (out / "report.html").read_text()
     stored = stored_images_table(out)  # read back as the service reads a stored run
     assert ((stored["split"] == "hard") & (stored["group"] == -1)).sum() == len(left)
 

@@ -129,3 +129,34 @@ def test_the_spotcheck_bench_tables_are_replaced_as_a_pair(tmp_path, monkeypatch
     monkeypatch.setattr(pathlib.Path, "write_text", real)
     bench.write_tables([dict(rows[0], mean=0.9, n=3)], tmp_path)
     assert "0.900" in (tmp_path / "bench.md").read_text() and ",3" in (tmp_path / "bench.csv").read_text()
+
+
+def test_bare_sentence_embeddings_are_checked_against_the_sentences_file_beside_them(tmp_path, monkeypatch):
+    """Sweep 32c S-1: `lbee embed`'s sentence embeddings without their provenance sidecar, given with the same
+    sentences in another order, were paired row by row in silence (group 0's sentence changed). The
+    sentences.txt `lbee embed` writes beside them names their rows: another order is refused, naming the row."""
+    import numpy as np
+    from PIL import Image
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "imgs").mkdir()
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(30):
+        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(tmp_path / "imgs" / f"{i:02d}.png")
+        rows.append(f"{i:02d}.png,{rng.random():.3f}")
+    (tmp_path / "preds.csv").write_text("image,confidence\n" + "\n".join(rows) + "\n")
+    texts = [f"An image of thing {i}" for i in range(6)]
+    (tmp_path / "emb").mkdir()
+    np.save(tmp_path / "emb" / "x.npy", rng.normal(size=(30, 5)))
+    np.save(tmp_path / "emb" / "s.npy", rng.normal(size=(6, 5)))
+    (tmp_path / "emb" / "sentences.txt").write_text("\n".join(texts) + "\n")
+    (tmp_path / "shuffled.txt").write_text("\n".join(texts[::-1]) + "\n")
+    (tmp_path / "same.txt").write_text("\n".join(texts) + "\n")
+    base = ["describe", "imgs", "--image-embeddings", "emb/x.npy", "--sentence-embeddings", "emb/s.npy"]
+    base += ["--predictions", "preds.csv", "--clusters", "2", "--confirm", "0", "--tau", "0.2"]
+    r = CliRunner().invoke(cli, [*base, "--sentences", "shuffled.txt", "--out", "r1"], obj={})
+    assert r.exit_code == 1 and "row 1 is 'An image of thing 0' where the run's sentence 1 is" in r.output, r.output
+    assert not (tmp_path / "r1").exists()
+    r = CliRunner().invoke(cli, [*base, "--sentences", "same.txt", "--out", "r2"], obj={})
+    assert r.exit_code == 0, r.output

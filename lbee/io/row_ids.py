@@ -163,3 +163,35 @@ def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
                 )
         except OSError:  # unreadable: the names were checked above, the content cannot be
             continue
+
+
+#: The sentences beside sentence embeddings, one a line (what ``lbee embed`` writes).
+SENTENCE_ROWS_NAME = "sentences.txt"
+
+
+def check_sentence_rows(path, sentences, name="sentence_embeddings"):
+    """Refuse sentence embeddings whose ``sentences.txt`` beside them lists other sentences than the run's, in order.
+
+    Without their provenance record, nothing else says which sentence each row embeds: a reordered sentence file
+    was paired with ``lbee embed``'s rows in silence (sweep 32). The file ``lbee embed`` writes beside them names
+    the rows; when it is there it must be the run's sentences, in order (a blank or ``#`` line is no row).
+    """
+    from .confinement import read_text_file, sidecar
+    from .sentences import parse_sentences
+
+    path = Path(path)
+    found = sidecar(path.with_name(SENTENCE_ROWS_NAME), of=f"{name} {str(path)!r}", what="sentence rows file")
+    if found is None:
+        return
+    rows, _ = parse_sentences(read_text_file(found, "sentence rows file"), str(found))
+    wanted = [str(s).strip() for s in sentences]
+    if rows == wanted:
+        return
+    r = next((i for i, (a, b) in enumerate(zip(rows, wanted), start=1) if a != b), min(len(rows), len(wanted)) + 1)
+    said = rows[r - 1] if r <= len(rows) else "(none)"
+    want = wanted[r - 1] if r <= len(wanted) else "(none)"
+    raise ValueError(
+        f"{name} {str(path)!r}: {found.name} beside it names its rows, and row {r} is {said!r} where the run's "
+        f"sentence {r} is {want!r} ({len(rows)} rows for {len(wanted)} sentences); embed the run's sentences in "
+        f"their order (`lbee embed --sentences`), or remove {found.name} if it does not name these rows."
+    )

@@ -205,6 +205,9 @@ def render_report(
         "mean_performance": float(np.mean(run.performance)),
         "n_skipped": len(run.failures),
         "n_sentences": len(run.sentences),
+        # compose's own sentences are appended to the set: said apart (a twenty-first user gave 135, read 136)
+        "n_composed": len(run.sentences)
+        - min(int(e.params.get("n_base_sentences", len(run.sentences))) for e in run.explanations[primary].values()),
         "n_failure_sentences": None if star is None else len(star),
     }
     return (

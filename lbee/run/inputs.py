@@ -287,6 +287,10 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         )
     if ds.sentence_embeddings is not None:
         sen, sentence_prov = load_embeddings(ds.sentence_embeddings, "sentence_embeddings", kind="sentence_embeddings")
+        if sentence_prov is None:  # no record of their sentences: lbee embed's sentences.txt beside them, if there
+            from ..io.row_ids import check_sentence_rows
+
+            check_sentence_rows(ds.sentence_embeddings, sents)
         if sen.ndim != 2 or sen.shape[0] != len(sents):
             raise ValueError(
                 f"sentence_embeddings has shape {sen.shape}; expected ({len(sents)}, d) for the "

@@ -94,9 +94,13 @@ def _read_within(resp, limit, deadline, what):
         chunks.append(chunk)
         size += len(chunk)
     declared = (getattr(resp, "headers", None) or {}).get("Content-Length")
-    if size < limit and declared is not None and declared.strip().isdigit() and int(declared) != size:
+    try:  # read as http.client reads it ('+N' and '1_000' included: sweep 32c)
+        length = int(declared) if declared is not None else None
+    except ValueError:
+        length = None
+    if size < limit and length is not None and length != size:
         # a connection closed early ended a report half written, taken for whole (sweep 32)
-        raise ServiceError(f"{what}: the answer ended after {size:,} of the {int(declared):,} bytes it declared.")
+        raise ServiceError(f"{what}: the answer ended after {size:,} of the {length:,} bytes it declared.")
     return b"".join(chunks)
 
 
