@@ -176,7 +176,7 @@ class Client:
         An API token (``lbee serve token create``): ``submit`` scope to submit, ``read`` to look; default
         ``$LBEE_TOKEN``.
     timeout : float, default=60
-        Seconds one request may take.
+        Seconds one request may take; a result file (a report, a table: up to 512 MiB) may take ten times as long.
     """
 
     def __init__(self, url=None, token=None, *, timeout=60.0):
