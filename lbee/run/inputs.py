@@ -292,9 +292,15 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
 
             check_sentence_rows(ds.sentence_embeddings, sents)
         if sen.ndim != 2 or sen.shape[0] != len(sents):
+            more = (  # a twenty-first user embedded every line of a generated file, its '#' header too
+                " A sentence file's '#' lines and blank lines are no sentences: embed only what `lbee sentences "
+                "show FILE` lists."
+                if sen.ndim == 2 and sen.shape[0] > len(sents)
+                else ""
+            )
             raise ValueError(
                 f"sentence_embeddings has shape {sen.shape}; expected ({len(sents)}, d) for the "
-                f"{len(sents)} sentences of {sset_name!r}."
+                f"{len(sents)} sentences of {sset_name!r}.{more}"
             )
     elif enc is not None:
         from ..encoders.embedding import embed_sentences

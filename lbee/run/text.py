@@ -96,7 +96,7 @@ def render_markdown(result, metrics=None, n_examples=5):
             f"### Hard group {i} ({len(idx)} image{'' if len(idx) == 1 else 's'}, mean confidence "
             f"{np.mean(result.confidence[idx]):.3f}"
             + (f", error rate {err:.2f}" if err is not None else "")
-            + f", easy twin {c.easy_cluster})"
+            + f", compared with easy cluster {c.easy_cluster})"
         )
         lines.append("")
         confirmed = confirmation_lines(result.extra.get("confirmation"), i)
@@ -256,7 +256,7 @@ def terminal_blocks(result, width=None, *, others=True):
             else f", mean ω {omega[c.indices].mean():.3f}" + (f", ω being {what}" if what else "")
         )
         size = f"{len(c.indices)} image" + ("" if len(c.indices) == 1 else "s")
-        out.append(f"Hard group {i}: {size}{rate}, easy twin {c.easy_cluster}")
+        out.append(f"Hard group {i}: {size}{rate}, compared with easy cluster {c.easy_cluster}")
         lead = first_method(exps)[0]
         for m, e in sorted(exps.items(), key=lambda item: item[0] != lead):
             if not others and m != lead:
