@@ -225,6 +225,11 @@ def test_submit_runs_a_job_end_to_end(live_server, demo_job, tmp_path):
     r = CliRunner().invoke(cli, ["export", "spotlight", str(tmp_path / "res")], obj={})
     assert r.exit_code == 0, r.output
     assert len(pd.read_parquet(tmp_path / "res" / "spotlight.parquet")) == len(table)
+    # the run's findings follow its report's link (a twenty-first user's submit printed none)
+    listed = [s for s in Client(base, read).confirmed(job_id) if s["adds_failure"]]
+    said = "\n".join(lines)
+    assert listed and f'    "{listed[0]["text"]}": {listed[0]["n_in"]} images' in said, said
+    assert "confirmed on held-out images, strongest first:" in said
     report_url = next(ln.split(": ", 1)[1] for ln in lines if ln.startswith("report of demo"))
     assert report_url.startswith(f"{base}/v1/runs/")
     page = httpx.get(report_url, headers={"Authorization": f"Bearer {read}"})

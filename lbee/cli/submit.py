@@ -80,6 +80,7 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
             link = (run.get("links") or {}).get("report") if isinstance(run.get("links"), dict) else None
             if isinstance(link, str):
                 click.echo(f"report of {name}: {client.url}{link}")
+            _echo_findings(client, job["id"], run.get("model"), name)
         if out:
             for path in client.fetch(job["id"], out, model, overwrite=overwrite):
                 click.echo(f"Wrote {path}")
@@ -87,3 +88,29 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
         raise LbeeError(str(exc)) from None
     except (ServiceError, TimeoutError) as exc:
         raise LbeeError(str(exc)) from None
+
+
+#: Confirmed statements `lbee submit` prints per run (the report and `Client.confirmed` have them all).
+FINDINGS_SHOWN = 3
+
+
+def _echo_findings(client, job_id, model, name):
+    """A run's strongest confirmed statements, after its report's link (a twenty-first user saw no finding)."""
+    from ..service.client import ServiceError
+
+    try:
+        listed = [s for s in client.confirmed(job_id, model) if s.get("adds_failure")]
+    except (ServiceError, ValueError) as exc:  # the job's report is there; its findings are not readable now
+        click.echo(f"  (its confirmed statements could not be read: {exc})")
+        return
+    if not listed:
+        click.echo(f"  {name}: no statement confirmed on held-out images (the report lists the leads)")
+        return
+    click.echo(f"  {name}, confirmed on held-out images, strongest first:")
+    for s in listed[:FINDINGS_SHOWN]:
+        click.echo(
+            f'    "{s["text"]}": {s["n_in"]} images, error rate {s["error_rate_in"]:.2f} against '
+            f"{s['error_rate_out']:.2f}"
+        )
+    if len(listed) > FINDINGS_SHOWN:
+        click.echo(f"    and {len(listed) - FINDINGS_SHOWN} more (the report, or Client.confirmed)")
