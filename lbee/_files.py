@@ -146,7 +146,10 @@ def read_text_file(path, what, *, limit=MAX_TEXT_BYTES, encoding="utf-8-sig"):
         if size > limit:
             raise ValueError(f"{what} {str(path)!r} is {size:,} bytes; lbee reads one of at most {limit:,} bytes.")
         refuse_sparse(src, what, name=path)  # 1 GiB of holes took a worker to 2.6 GB
-        return Path(src).read_text(encoding=encoding)
+        # as written: a lone carriage return is no line break (universal newlines made 'cat\rdog' two classes,
+        # sweep 32c); the line readers (`text_lines`) take '\r\n' as one
+        with open(src, encoding=encoding, newline="") as fh:
+            return fh.read()
 
 
 def text_lines(text):

@@ -30,7 +30,7 @@ def test_an_output_through_a_missing_folder_and_back_replaces_nothing(tmp_path, 
         assert "Traceback" not in r.output and (tmp_path / target).read_bytes() == before, target
 
 
-@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"])
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85", "\r"])
 def test_a_unicode_line_separator_inside_a_line_is_refused_not_split(tmp_path, sep):
     """Sentence and class files were split with str.splitlines: 'An image<U+2028>with a cat' became two sentences,
     and 'cat<U+2028>dog' two classes, in silence; grammar words refuse these characters. Lines are what `wc -l`
