@@ -102,6 +102,9 @@ def test_server_folders_with_a_space_or_a_colon_are_hidden_whole(tmp_path):
         "cache <cache>/x.npy; the root . itself; …/datadata.txt is another folder"
     ), shown
     assert str(tmp_path) not in shown and "odd" not in shown
+    # a file beside the server's folders, in folders of its own: its name alone, once (sweep 32c: '……/real.yaml')
+    beside = tmp_path / "other dir" / "deeper" / "real.grammar.yaml"
+    assert redact_paths(f"grammar '{beside}' leads outside", settings) == "grammar '…/real.grammar.yaml' leads outside"
 
 
 def test_the_spotcheck_bench_tables_are_replaced_as_a_pair(tmp_path, monkeypatch):

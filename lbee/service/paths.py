@@ -258,7 +258,10 @@ def redact_paths(text, settings):
     for base in sorted(literal, key=len, reverse=True):  # the most specific first
         said = literal[base]
         inside = "" if said == "." else f"{said}/"
-        pattern = rf"(?<![\w.~>/-]){re.escape(base)}(/|(?![\w.-]))"
+        # a folder above the server's: the folders under it go too, names with spaces included ("…/real.yaml", not
+        # "……/real.yaml" after the pattern below), up to a quote or a ' /' that starts other words
+        deeper = r"(?:[^/\n'\"`]*[^/\s'\"`]/)*" if said == "…" else ""
+        pattern = rf"(?<![\w.~>/-]){re.escape(base)}(/{deeper}|(?![\w.-]))"
         text = re.sub(pattern, lambda m, inside=inside, said=said: inside if m[1] else said, text)
     return _ABSOLUTE.sub(shown, text)
 
