@@ -163,3 +163,13 @@ def test_bare_sentence_embeddings_are_checked_against_the_sentences_file_beside_
     assert not (tmp_path / "r1").exists()
     r = CliRunner().invoke(cli, [*base, "--sentences", "same.txt", "--out", "r2"], obj={})
     assert r.exit_code == 0, r.output
+
+
+def test_a_tilde_a_file_names_under_a_data_root_is_said_to_be_a_tilde(tmp_path):
+    """Sweep 32c: `# grammar: ~/x.grammar.yaml` under `lbee serve` was refused as leading out "through a symbolic
+    link"; there was no link."""
+    from lbee.io.confinement import PathEscape, confined_to, resolve_named_path
+
+    with confined_to(tmp_path), pytest.raises(PathEscape, match="'~' is not expanded") as err:
+        resolve_named_path("~/x.grammar.yaml", tmp_path, key="# grammar:", source="s.conditions.tsv")
+    assert "symbolic link" not in str(err.value)

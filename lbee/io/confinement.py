@@ -135,6 +135,8 @@ def resolve_named_path(ref, base, *, key, source, fix=""):
     root = data_root()
     if root is None:
         return path
+    if str(ref).startswith("~"):  # not a link: lbee never expands '~' (sweep 32c read "through a symbolic link")
+        raise PathEscape(f"{source}: {key} names {ref!r}; '~' is not expanded: name a file inside the data root.")
     rel = os.path.relpath(os.path.abspath(path), root) if inside(os.path.abspath(path), root) else None
     if rel is None:
         raise PathEscape(
