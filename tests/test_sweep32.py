@@ -173,3 +173,22 @@ def test_a_tilde_a_file_names_under_a_data_root_is_said_to_be_a_tilde(tmp_path):
     with confined_to(tmp_path), pytest.raises(PathEscape, match="'~' is not expanded") as err:
         resolve_named_path("~/x.grammar.yaml", tmp_path, key="# grammar:", source="s.conditions.tsv")
     assert "symbolic link" not in str(err.value)
+
+
+def test_an_absolute_path_written_through_the_roots_link_is_inside_the_root(tmp_path):
+    """Sweep 32c: with `--root` given through a symbolic link, an absolute path written in the link's form was
+    refused as "outside the data root" although it lies inside; one that leads out is still refused."""
+    from lbee.io.confinement import PathEscape, confine
+
+    real = tmp_path / "real root"
+    real.mkdir()
+    (real / "bad.txt").write_text("x")
+    (tmp_path / "outside.txt").write_text("x")
+    (tmp_path / "ln root").symlink_to(real)
+    link = tmp_path / "ln root"
+    assert confine(str(link / "bad.txt"), link, "sentences") == (real / "bad.txt").resolve()
+    with pytest.raises(PathEscape, match="outside the data root"):
+        confine(str(tmp_path / "outside.txt"), link, "sentences")
+    (real / "out").symlink_to(tmp_path / "outside.txt")
+    with pytest.raises(PathEscape, match="leads outside the data root"):
+        confine(str(link / "out"), link, "sentences")

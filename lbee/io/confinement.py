@@ -62,9 +62,10 @@ def confine(value, root, key):
     parts = set(PurePosixPath(value).parts) | set(PureWindowsPath(value).parts)
     if ".." in parts or value.startswith("~"):
         raise PathEscape(f"`{key}` {value!r}: '..' and '~' are not allowed; give a path inside the data root.")
-    root = Path(root).resolve()
+    given, root = os.path.abspath(root), Path(root).resolve()
     p = Path(value)
-    if p.is_absolute() and not inside(os.path.abspath(p), root):
+    # an absolute path may be written as the root was given, through its link (sweep 32c): resolved, checked below
+    if p.is_absolute() and not (inside(os.path.abspath(p), root) or inside(os.path.abspath(p), given)):
         raise PathEscape(f"`{key}` {value!r} is outside the data root; give a path relative to the root.")
     resolved = Path(real_path(p if p.is_absolute() else root / p, f"`{key}` {value!r}"))
     if not inside(resolved, root):
