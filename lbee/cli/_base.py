@@ -226,10 +226,11 @@ def cli(ctx, cache_dir, device, quiet, verbose, debug):
 
 
 def bars_fit_the_terminal():
-    """Progress bars on a terminal that reports no size (a pty nobody sized, as ``script`` and some runners make).
+    """Progress bars on a terminal that reports no size, and in a file.
 
-    tqdm hides a bar whose line is past the terminal's height, and such a terminal has 0 lines, so no bar was
-    drawn at all and a minute of embedding looked hung. It gets 100 x 24 instead.
+    tqdm hides a bar whose line is past the terminal's height, and a terminal nobody sized (a pty, as ``script``
+    and some runners make) has 0 lines, so no bar was drawn at all and a minute of embedding looked hung. It gets
+    100 x 24 instead. Into a file, a bar is redrawn every 10 s rather than ten times a second.
     """
     import os
     import sys
@@ -238,6 +239,8 @@ def bars_fit_the_terminal():
         size = os.get_terminal_size(sys.stderr.fileno()) if sys.stderr.isatty() else None
     except (OSError, ValueError, AttributeError):  # no real stderr (click's test runner)
         return
+    if size is None:  # stderr into a file: a bar's line every 10 s, not ten a second (trial 21's log of '\r's)
+        os.environ.setdefault("TQDM_MININTERVAL", "10")
     if size is not None and (size.columns == 0 or size.lines == 0):
         os.environ.setdefault("TQDM_NCOLS", "100")  # read by every tqdm bar (tqdm >= 4.66)
         os.environ.setdefault("TQDM_NROWS", "24")
