@@ -295,6 +295,11 @@ def test_hard_images_in_no_hypothesis_stay_hard(demo_run):
     base = payload["params"]["n_base_sentences"]
     said = f"<dt>sentences</dt><dd>{base} (+{len(payload['sentences']) - base} composed by compose)"
     assert base < len(payload["sentences"]) and said in (out / "report.html").read_text()
+    # the findings above the groups' table (a twenty-second user found them only below the groups)
+    page = (out / "report.html").read_text()
+    assert '<div class="statements" id="findings">' in page and page.index('id="findings"') < page.index(
+        'id="group-table"'
+    )
     stored = stored_images_table(out)  # read back as the service reads a stored run
     assert ((stored["split"] == "hard") & (stored["group"] == -1)).sum() == len(left)
 

@@ -812,3 +812,20 @@ def test_an_ablation_between_the_two_rates_on_enough_images_is_not_clear_rather_
         (a,) = ablation(region, [wider], failed, np.arange(n))
         assert a["n_excluded"] == size and a["verdict"] == want, a
         failed[100 : 100 + size] = False
+
+
+def test_the_findings_come_before_the_groups_with_each_conditions_verdict(planted_run):
+    """A twenty-second user read five unconfirmed groups before the one confirmed statement, at the end, and never
+    saw which of its conditions the run found needed (only explanation.json had it). The terminal and report.md
+    open with the confirmed statements, each with its conditions' verdicts."""
+    from lbee.run.text import render_markdown, terminal_blocks
+
+    conf = planted_run.extra["confirmation"]
+    first = conf["statements"][conf["ranked"][0]]
+    assert first.get("ablation")
+    text = " ".join(terminal_blocks(planted_run, width=100).split())
+    assert text.startswith("Findings. Confirmed on") and text.index("Findings.") < text.index("Hard group")
+    said = ", ".join(f"'{a.get('phrase') or a['condition']}' " for a in first["ablation"][:1])
+    assert f'1. "{first["text"]}"' in text and "its conditions: " + said.strip() in text
+    md = render_markdown(planted_run)
+    assert md.index("## Confirmed statements") < md.index("## Hard groups")

@@ -163,7 +163,7 @@ def confirmed_statements_lines(conf, *, every=False):
                 f"; the {b['n_in']} images only it holds for, beyond those above, fail at {b['error_rate_in']:.2f} "
                 f"against {b['error_rate_out']:.2f} (p = {b['p_value']:.2g})"
             )
-        lines.append(said)
+        lines.append(said + _conditions_said(s))
     if len(own) > len(listed):
         lines.append(f"and {len(own) - len(listed)} more that add a failure of their own (explanation.json)")
     goes_with = [j for j in ranked if j not in own]
@@ -184,6 +184,21 @@ def confirmed_statements_lines(conf, *, every=False):
         lines.append(f"{more}, e.g. {named}")
     head = f"Confirmed on {conf['n_held_out']} held-out images, strongest first, each tested beyond those above it:"
     return [head] + lines
+
+
+def _conditions_said(s):
+    """The ablation of a listed statement, as ``"; its conditions: 'A' needed, 'B' not clear"`` ("" without one).
+
+    A twenty-second user found it only in explanation.json.
+    """
+    from ..core.confirmation import NEEDED, NOT_NEEDED, UNCLEAR, UNDECIDED
+
+    short = {NEEDED: "needed", NOT_NEEDED: "not needed", UNDECIDED: "too few images to tell", UNCLEAR: "not clear"}
+    said = [
+        f"'{a.get('phrase') or a['condition']}' {short.get(a['verdict'], a['verdict'])}"
+        for a in s.get("ablation") or ()
+    ]
+    return f"; its conditions: {', '.join(said)}" if said else ""
 
 
 def _group_test(conf, i):

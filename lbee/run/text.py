@@ -85,6 +85,10 @@ def render_markdown(result, metrics=None, n_examples=5):
             )
         lines.append("")
     methods = list(exps)
+    ranked = confirmed_statements_lines(result.extra.get("confirmation"), every=True)
+    if ranked:  # the findings before the groups they were found in (a twenty-second user read them last)
+        items = [f"  - {t.strip()}" if t.startswith("    ") else f"- {t}" for t in ranked[1:]]
+        lines += ["## Confirmed statements", "", ranked[0], ""] + items + [""]
     lines += ["## Hard groups", ""]
     for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
         c = first.hard_clusters[i]
@@ -117,10 +121,6 @@ def render_markdown(result, metrics=None, n_examples=5):
     note = confirmation_note(result.extra.get("confirmation"))
     if note:
         lines += [note, ""]
-    ranked = confirmed_statements_lines(result.extra.get("confirmation"), every=True)
-    if ranked:
-        items = [f"  - {t.strip()}" if t.startswith("    ") else f"- {t}" for t in ranked[1:]]
-        lines += ["## Confirmed statements", "", ranked[0], ""] + items + [""]
     if result.failures:
         lines += ["## Skipped images", ""] + [f"- `{p}`: {r}" for p, r in result.failures] + [""]
     return "\n".join(lines)
@@ -274,11 +274,18 @@ def terminal_blocks(result, width=None, *, others=True):
     if calm:
         out += textwrap.wrap(calm_line(calm, rate_all), cols, subsequent_indent="  ") + [""]
     note = confirmation_note(result.extra.get("confirmation"))
-    ranked = confirmed_statements_lines(result.extra.get("confirmation"))
+    conf = result.extra.get("confirmation") or {}
+    ranked = confirmed_statements_lines(conf)
+    # the findings first: a twenty-second user read five unconfirmed groups before the one confirmed statement
+    top = []
     if ranked:  # a ninth user found the failure's own sentence, and a confounder beside it, only in the JSON
-        out += textwrap.wrap(ranked[0], cols)
-        out += [x for t in ranked[1:] for x in textwrap.wrap(t, cols, initial_indent="  ", subsequent_indent="     ")]
-        out.append("")
+        top += textwrap.wrap("Findings. " + ranked[0], cols)
+        top += [x for t in ranked[1:] for x in textwrap.wrap(t, cols, initial_indent="  ", subsequent_indent="     ")]
+        top += textwrap.wrap("The hard groups they were found in, and the others:", cols) + [""]
+    elif conf.get("status") == "done":
+        said = f"No statement confirmed on the {conf.get('n_held_out')} held-out images: the groups below are leads."
+        top += textwrap.wrap(said, cols) + [""]
+    out = top + out
     from .join import alike_groups
 
     out += [line for said in alike_groups(result) for line in textwrap.wrap(said, cols) + [""]]
