@@ -188,6 +188,10 @@ def test_cli_per_class(tmp_path):
     assert metrics["class_name"].tolist() == ["car", "cow"] and metrics["TPR"].round(3).tolist() == [0.667, 0.667]
     payload = json.loads((tmp_path / "out" / "per_class.json").read_text())
     assert payload["class_names"] == ["car", "cow"] and set(payload["classes"]) == {"0", "1"}
+    # what to read next names files the run wrote (a twenty-second user was sent to a report.md never written)
+    nxt = next(line for line in r.output.splitlines() if line.startswith("Next: read"))
+    named = [w.strip(".,;()") for w in nxt.split() if w.strip(".,;()").endswith((".md", ".csv", ".json", ".html"))]
+    assert named and all((tmp_path / "out" / n).is_file() for n in named if n != "report.html"), nxt
     # Labels outside the probability columns: a clear error naming the class.
     table.loc[0, "label"] = 5
     table.to_csv(tmp_path / "pred.csv", index=False)

@@ -400,8 +400,11 @@ def describe(
                 )
             )
         else:
-            click.echo(
-                f"Next: read {'report.html (a page per class, every group browsable)' if html else 'report.md'}."
+            click.echo(  # no report.md per class (a twenty-second user was sent to one)
+                "Next: read report.html (a page per class, every group browsable)."
+                if html
+                else "Next: read per_class_summary.csv (each describer over the classes) and per_class_metrics.csv "
+                "(each class); --html writes a page per class."
             )
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
