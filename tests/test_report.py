@@ -598,9 +598,10 @@ def test_a_fetched_copy_of_a_served_run_is_one_runs_files(image_dataset, tmp_pat
     (fetched / "explanation.json").write_bytes(served_explanation(out / "explanation.json", settings))
     assert stored_images_table(fetched)["path"].tolist() == table["path"].tolist()
     r = CliRunner().invoke(cli, ["export", "spotlight", str(fetched)], obj={})
-    assert r.exit_code == 0, r.output
-    n = len(table)  # the paths are the server root's: not found beside the copy, and the output says so
-    assert f"{n} of the {n} images' files were not found" in " ".join(r.output.split()) and "--images" in r.output
-    r = CliRunner().invoke(cli, ["export", "spotlight", str(fetched), "--images", str(root), "--overwrite"], obj={})
+    n = len(table)  # the paths are the server root's: not found beside the copy, and nothing is written (trial 22)
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and f"none of the {n} images' files is found" in said and "--images" in said, r.output
+    assert not (fetched / "spotlight.parquet").exists()  # so the command with --images needs no --overwrite
+    r = CliRunner().invoke(cli, ["export", "spotlight", str(fetched), "--images", str(root)], obj={})
     assert r.exit_code == 0 and "not found" not in r.output, r.output
     assert pd.read_parquet(fetched / "spotlight.parquet")["image"].notna().all()  # a twentieth user's were all None

@@ -223,6 +223,8 @@ def test_submit_runs_a_job_end_to_end(live_server, demo_job, tmp_path):
     assert table["image"].tolist() == [str(i) for i in fetched["images"]]
     assert not any(isinstance(p, str) and (p.startswith("/") or str(tmp) in p) for p in table["path"])
     r = CliRunner().invoke(cli, ["export", "spotlight", str(tmp_path / "res")], obj={})
+    assert r.exit_code == 1 and "--without-images" in r.output, r.output  # the images are the server's
+    r = CliRunner().invoke(cli, ["export", "spotlight", str(tmp_path / "res"), "--without-images"], obj={})
     assert r.exit_code == 0, r.output
     assert len(pd.read_parquet(tmp_path / "res" / "spotlight.parquet")) == len(table)
     # the run's findings follow its report's link (a twenty-first user's submit printed none)

@@ -32,12 +32,17 @@ def export():
     "your copy of the server's data root.",
 )
 @click.option(
+    "--without-images",
+    is_flag=True,
+    help="Write the table even when no image file is found (Spotlight then shows no pictures).",
+)
+@click.option(
     "--open",
     "open_",
     is_flag=True,
     help="Start Renumics Spotlight on it now, in this Python (Spotlight needs pandas < 3: a venv of its own).",
 )
-def spotlight(run_dir, out, overwrite, images, open_):
+def spotlight(run_dir, out, overwrite, images, without_images, open_):
     """A run in Renumics Spotlight: one row per image with its hypothesis, sentence, hard / easy and confidence.
 
     RUN_DIR is the output folder of `lbee describe --out`, `lbee demo` or one model of `lbee report`. Writes a
@@ -64,7 +69,11 @@ def spotlight(run_dir, out, overwrite, images, open_):
     check_no_replace([target], overwrite=overwrite, inputs=run_files, option="--out" if out is not None else None)
     try:
         path, embeddings = export_spotlight(
-            run_dir, target, cache_dir=click.get_current_context().obj["cache_dir"], images=images
+            run_dir,
+            target,
+            cache_dir=click.get_current_context().obj["cache_dir"],
+            images=images,
+            without_images=without_images,
         )
     except ValueError as exc:  # the run's files disagree, or are not lbee's: one line, no debugging hint
         raise LbeeError(str(exc)) from None

@@ -221,7 +221,7 @@ def _recorded_embeddings(identity, table):
     return np.asarray(emb, dtype=np.float32), f"the run's precomputed embeddings {given!r}"
 
 
-def export_spotlight(run_dir, out=None, *, cache_dir=None, images=None):
+def export_spotlight(run_dir, out=None, *, cache_dir=None, images=None, without_images=False):
     """Write the Spotlight table of ``run_dir`` as parquet, with an embedding column when one is found.
 
     Parameters
@@ -233,6 +233,8 @@ def export_spotlight(run_dir, out=None, *, cache_dir=None, images=None):
         Where `run_embeddings` looks for the images' embeddings.
     images : path-like, optional
         Where relative image paths are read from (`spotlight_table`).
+    without_images : bool, default=False
+        Write the table when none of the images' files is found (else a ValueError, before anything is written).
 
     Returns
     -------
@@ -245,6 +247,13 @@ def export_spotlight(run_dir, out=None, *, cache_dir=None, images=None):
     from ..io.cache import atomic_write_bytes
 
     table = spotlight_table(run_dir, images)
+    if not without_images and len(table) and table["image"].isna().all():  # nothing to see: where to look first
+        raise ValueError(  # a twenty-second user's fetched copy: a table of no picture, then --overwrite asked for
+            f"none of the {len(table)} images' files is found from {str(images or run_dir)!r} (the paths the run "
+            "recorded); "
+            "give --images with the folder they are read from (for a copy fetched from lbee serve, your copy of "
+            "the server's data root), or --without-images for a table without pictures."
+        )
     emb, why = run_embeddings(Path(run_dir).resolve(), table, cache_dir)
     if emb is not None:
         table[EMBEDDING_COLUMN] = list(emb)
