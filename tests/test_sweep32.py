@@ -192,3 +192,25 @@ def test_an_absolute_path_written_through_the_roots_link_is_inside_the_root(tmp_
     (real / "out").symlink_to(tmp_path / "outside.txt")
     with pytest.raises(PathEscape, match="leads outside the data root"):
         confine(str(link / "out"), link, "sentences")
+
+
+def test_an_image_the_embeddings_ids_file_does_not_list_is_named(tmp_path, monkeypatch):
+    """A twenty-second user's folder held one image more than the precomputed embeddings ('has shape (1600, 64);
+    expected (1601, d)'); the ids file beside the rows says which one is not among them."""
+    import numpy as np
+    from PIL import Image
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "imgs").mkdir()
+    rows = []
+    for i in range(12):
+        Image.new("RGB", (8, 8), (i * 20, 0, 0)).save(tmp_path / "imgs" / f"{i:02d}.png")
+        rows.append(f"{i:02d}.png,0.{i:02d}")
+    (tmp_path / "preds.csv").write_text("image,confidence\n" + "\n".join(rows) + "\n")
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(11, 4)))
+    (tmp_path / "x.ids.txt").write_text("".join(f"{i:02d}.png\n" for i in range(12) if i != 7))
+    np.save(tmp_path / "s.npy", np.random.default_rng(1).normal(size=(2, 4)))
+    (tmp_path / "s.txt").write_text("An image of a\nAn image of b\n")
+    args = ["describe", "imgs", "--image-embeddings", "x.npy", "--sentence-embeddings", "s.npy", "--sentences"]
+    r = CliRunner().invoke(cli, [*args, "s.txt", "--predictions", "preds.csv", "--out", "o"], obj={})
+    assert r.exit_code == 1 and "not in x.ids.txt: '07.png'" in r.output, r.output

@@ -93,15 +93,7 @@ def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, r
             first,
         )
         return
-    try:
-        from .confinement import read_text_file  # the file checked is the file read (a link swapped in: refused)
-
-        text = read_text_file(ids_file, "row ids file", encoding="utf-8-sig")  # a byte-order mark is no part of an id
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"Cannot read the row ids of {name} {str(path)!r} ({ids_file}): {exc}") from None
-    listed = [line.rstrip("\r") for line in text.split("\n")]
-    while listed and listed[-1] == "":
-        listed.pop()  # the final newline, and blank lines an editor left after it: no id is empty
+    listed = _read_ids(ids_file, path, name)
     fix = f"reorder {against} as {ids_file.name} lists, or re-embed its images with `lbee embed`"
     if from_folder:
         # a folder is read in sorted order and cannot be reordered: a manifest can (a twelfth user)
@@ -126,6 +118,44 @@ def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, r
             f"expected one row per image: {fix}."
         )
     _check_same_files(path, listed, run_files or run_ids, name, against, images_folder, fix)
+
+
+def _read_ids(ids_file, path, name):
+    """The ids ``ids_file`` lists, one a line (a final newline and blank lines after the last id dropped)."""
+    try:
+        from .confinement import read_text_file  # the file checked is the file read (a link swapped in: refused)
+
+        text = read_text_file(ids_file, "row ids file", encoding="utf-8-sig")  # a byte-order mark is no part of an id
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"Cannot read the row ids of {name} {str(path)!r} ({ids_file}): {exc}") from None
+    listed = [line.rstrip("\r") for line in text.split("\n")]
+    while listed and listed[-1] == "":
+        listed.pop()  # the final newline, and blank lines an editor left after it: no id is empty
+    return listed
+
+
+def unlisted_images(path, run_ids, name="image_embeddings", limit=3):
+    """The first ``limit`` of ``run_ids`` that the ids file beside ``path`` does not list, and that file's name.
+
+    None without an ids file. Said when the counts differ (a twenty-second user's extra image).
+    """
+    from pathlib import PurePosixPath
+
+    from .matching import same_image_id
+
+    ids_file = row_ids_path(path, name)
+    if ids_file is None:
+        return None
+    by_name = {}
+    for listed in _read_ids(ids_file, path, name):
+        by_name.setdefault(PurePosixPath(listed).name, []).append(listed)
+    out = []
+    for i in run_ids:
+        if not any(same_image_id(x, str(i)) for x in by_name.get(PurePosixPath(str(i)).name, ())):
+            out.append(str(i))
+            if len(out) == limit:
+                break
+    return out, ids_file.name
 
 
 def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):

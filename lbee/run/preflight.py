@@ -119,8 +119,15 @@ def _preflight_arrays(ds, sents, imgs):
                 if what == "sentence"
                 else "of the dataset"
             )
+            said = ""
+            if what == "image":  # which images: the ids file beside the rows names them (trial 22's extra image)
+                from ..io.row_ids import unlisted_images
+
+                found = unlisted_images(path, imgs.ids, field_)
+                if found is not None and found[0]:
+                    said = f"; not in {found[1]}: " + ", ".join(repr(i) for i in found[0])
             raise ValueError(
-                f"{field_} {str(path)!r} has shape {arr.shape}; expected ({rows}, d), one row per {what} {of}."
+                f"{field_} {str(path)!r} has shape {arr.shape}; expected ({rows}, d), one row per {what} {of}{said}."
             )
         shapes[field_] = arr.shape
     if len(shapes) == 2 and shapes["image_embeddings"][1] != shapes["sentence_embeddings"][1]:
