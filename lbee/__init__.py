@@ -3,6 +3,7 @@
 The public API::
 
     exp = lbee.explain(image_embeddings, sentence_embeddings, confidence=phi)
+    result = lbee.audit(image_embeddings, sentence_embeddings, sentences=texts, probs=probs, labels=labels)
     scores = lbee.evaluate(exp, relevance, performance)
     lbee.failure_sentences(relevance, performance)
 
@@ -18,6 +19,7 @@ try:
     from .core.partition import Partition, partition
     from .core.selection import METHODS
     from .core.split import split_by_confidence
+    from .run.audit import audit
     from .run.settings import RunSettings
 except ModuleNotFoundError as _exc:  # a core dependency missing (a wheel installed with --no-deps): said so
     from ._dependencies import raise_missing
@@ -26,6 +28,7 @@ except ModuleNotFoundError as _exc:  # a core dependency missing (a wheel instal
 
 __all__ = [
     "__version__",
+    "audit",
     "explain",
     "explain_methods",
     "partition",

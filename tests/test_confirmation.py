@@ -829,3 +829,33 @@ def test_the_findings_come_before_the_groups_with_each_conditions_verdict(plante
     assert f'1. "{first["text"]}"' in text and "its conditions: " + said.strip() in text
     md = render_markdown(planted_run)
     assert md.index("## Confirmed statements") < md.index("## Hard groups")
+
+
+def test_audit_runs_the_command_lines_analysis_on_arrays():
+    """A twenty-second user rebuilt the command line's confirmed statements from thirty lines of the library
+    guide. `lbee.audit` runs the command line's analysis on arrays and gives the same findings."""
+    import lbee
+    from lbee.grammar import embedded_atoms
+    from lbee.io.sentences import SentenceSet
+    from lbee.run.settings import RunSettings
+
+    inputs, scores, inside = grammar_world()
+    atoms, conds = embedded_atoms(G)
+    want = run(inputs, scores).confirmed()
+    sset = SentenceSet("mine", tuple(atoms), "", "", conditions=tuple(conds), grammar=G)
+    got = lbee.audit(
+        inputs.embeddings,
+        inputs.sentence_embeddings,
+        sentences=sset,
+        confidence=scores.confidence,
+        performance=scores.performance,
+        tau=0.15,
+        settings=RunSettings(methods=("compose",), clusters=8, k=2),
+    )
+    assert got.confirmed() == want and want and want[0]["adds_failure"]
+    first = want[0]
+    assert set(first["conditions"].values()) <= {"needed", "too few images to tell"}, first
+    with pytest.raises(ValueError, match="give `probs`"):
+        lbee.audit(inputs.embeddings, inputs.sentence_embeddings, sentences=sset, tau=0.15)
+    with pytest.raises(ValueError, match="rows for"):
+        lbee.audit(inputs.embeddings, inputs.sentence_embeddings[:3], sentences=sset, probs=np.ones((3000, 2)) / 2)

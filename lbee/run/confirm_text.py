@@ -15,6 +15,32 @@ def adds_a_failure(statement):
     return beyond is None or bool(beyond["confirmed"])
 
 
+#: What a listed confirmed statement says (`ranked_statements`, the client's ``confirmed``).
+STATEMENT_FIELDS = ("text", "n_in", "error_rate_in", "error_rate_out", "lift", "effect_low", "q_value")
+
+
+def ranked_statements(conf):
+    """A run's confirmed statements, strongest first, from its confirmation block (a dict).
+
+    Each is a dict of `STATEMENT_FIELDS`, ``adds_failure`` (False for one that confirms only as a companion of a
+    stronger statement, whose ``goes_with`` names the strongest) and ``conditions``: each condition's verdict
+    (``{phrase: verdict}``) where the run tested them. [] when nothing confirmed or the run did not confirm.
+    """
+    statements = conf.get("statements") or []
+    out = []
+    for j in conf.get("ranked") or []:
+        s = statements[j]
+        entry = {k: s.get(k) for k in STATEMENT_FIELDS}
+        entry["adds_failure"] = adds_a_failure(s)
+        above = [] if entry["adds_failure"] else stronger_than(s, statements)
+        if above:
+            entry["goes_with"] = above[0]
+        if s.get("ablation"):
+            entry["conditions"] = {a.get("phrase") or a["condition"]: a["verdict"] for a in s["ablation"]}
+        out.append(entry)
+    return out
+
+
 def stronger_than(statement, statements):
     """The texts of the stronger confirmed statements ``statement`` was tested beyond, strongest first."""
     return [statements[k]["text"] for k in (statement.get("beyond") or {}).get("above") or ()]

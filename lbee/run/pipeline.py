@@ -87,6 +87,13 @@ class RunResult:
         """The first slicer's :class:`DescribeResult`."""
         return next(iter(self.results.values())) if self.results else None
 
+    def confirmed(self):
+        """The first slicer's confirmed statements, strongest first (`lbee.run.confirm_text.ranked_statements`)."""
+        from .confirm_text import ranked_statements
+
+        main = self.main
+        return [] if main is None else ranked_statements(main.extra.get("confirmation") or {})
+
 
 def _slicer_object(spec):
     from ..slicers import create_slicer

@@ -58,9 +58,6 @@ def missed_phases(job, seen):
 
 
 #: What `confirmed_statements` gives of each statement, besides whether it adds a failure.
-STATEMENT_FIELDS = ("text", "n_in", "error_rate_in", "error_rate_out", "lift", "effect_low", "q_value")
-
-
 def confirmed_statements(explanation):
     """A run's confirmed statements, strongest first, from its ``explanation.json`` (a dict).
 
@@ -73,7 +70,7 @@ def confirmed_statements(explanation):
     block lbee did not write (`lbee.run.confirmation_record`).
     """
     from ..core.explanation_payload import content_digest
-    from ..run.confirm_text import adds_a_failure, stronger_than
+    from ..run.confirm_text import ranked_statements
     from ..run.confirmation_record import check_confirmation_record
 
     if not isinstance(explanation, dict):
@@ -90,23 +87,12 @@ def confirmed_statements(explanation):
         exps = validate_explanation_payload(explanation, source="the explanation")
         sizes = [len(c.indices) for c in next(iter(exps.values())).hard_clusters] if exps else None
     check_confirmation_record(explanation, "the explanation", None if sizes is None else len(sizes), sizes)
-    conf = explanation.get("confirmation") or {}
-    statements = conf.get("statements") or []
-    out = []
     try:
-        for j in conf.get("ranked") or []:
-            s = statements[j]
-            entry = {k: s.get(k) for k in STATEMENT_FIELDS}
-            entry["adds_failure"] = adds_a_failure(s)
-            above = [] if entry["adds_failure"] else stronger_than(s, statements)
-            if above:
-                entry["goes_with"] = above[0]
-            out.append(entry)
+        return ranked_statements(explanation.get("confirmation") or {})
     except (TypeError, KeyError, IndexError, AttributeError):  # an answer no lbee wrote: said, not a traceback
         raise ValueError(
             "the explanation's 'confirmation' is not one lbee writes (its 'ranked' statements cannot be read)"
         ) from None
-    return out
 
 
 def read_entry(path):

@@ -1,0 +1,135 @@
+"""`audit`: what `lbee describe` does, from arrays in Python, in one call.
+
+`lbee.explain` gives one describer's explanation; the command line does more: it holds images out and confirms
+each statement on them, merges the groups of a grammar's sentences into one hypothesis per failure, tests which
+conditions each statement needs, and ranks the findings. A twenty-second user rebuilt that from thirty lines of
+the library guide. `audit` runs the command line's own analysis (`lbee.run.pipeline.analyse`) on arrays.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def audit(
+    image_embeddings,
+    sentence_embeddings,
+    *,
+    sentences,
+    probs=None,
+    labels=None,
+    confidence=None,
+    performance=None,
+    relevance=None,
+    tau=None,
+    image_ids=None,
+    settings=None,
+):
+    """Find, describe and confirm where a model fails, as `lbee describe` does.
+
+    Parameters
+    ----------
+    image_embeddings : array-like of shape (n, d)
+    sentence_embeddings : array-like of shape (N, d)
+        The embeddings of ``sentences``, in their order, by the same encoder.
+    sentences : list of str, path-like or lbee.io.sentences.SentenceSet
+        The N sentences; or a sentence file or set (one from `lbee sentences generate GRAMMAR` brings its grammar,
+        and then 'compose' leads and the groups are merged into one hypothesis per failure).
+    probs : array-like of shape (n, C), optional
+        The model's class probabilities. With ``labels``, φ is the true class's probability and ω whether the
+        prediction is right (the command line's label-aware split); without them, φ is −entropy.
+    labels : array-like of int, shape (n,), optional
+        True classes (indices into the columns of ``probs``).
+    confidence, performance : array-like of shape (n,), optional
+        φ (higher: easier) and ω (1: right, 0: wrong), instead of ``probs``.
+    relevance : array-like of bool, shape (n, N), optional
+        Γ: statements are then judged by it, and the metrics computed.
+    tau : float, optional
+        The encoder's threshold (default: CLIP's).
+    image_ids : list of str, optional
+        Names of the images, for the results (default: "0", "1", ...).
+    settings : RunSettings, optional
+        Every other knob (``confirm``, ``clusters``, ``methods``, ...), as the command line's options.
+
+    Returns
+    -------
+    RunResult
+        ``result.main.explanations`` per describer, and ``result.confirmed()``: the findings, strongest first.
+    """
+    from ..io.provenance import warn_assumed_tau
+    from .pipeline import analyse
+    from .settings import RunSettings
+    from .specs import RunInputs
+
+    X, S = np.asarray(image_embeddings), np.asarray(sentence_embeddings)
+    texts, conditions, grammar, name = _sentences(sentences)
+    if X.dtype.kind not in "fiu" or S.dtype.kind not in "fiu":
+        raise ValueError(f"embeddings must be real numbers; received {X.dtype} and {S.dtype}.")
+    if X.ndim != 2 or S.ndim != 2 or X.shape[1] != S.shape[1]:
+        raise ValueError(f"embeddings must be (n, d) and (N, d) of one d; received {X.shape} and {S.shape}.")
+    if S.shape[0] != len(texts):
+        raise ValueError(f"`sentence_embeddings` has {S.shape[0]} rows for {len(texts)} sentences; expected one each.")
+    scores = _scores(X.shape[0], probs, labels, confidence, performance)
+    ids = [str(i) for i in range(X.shape[0])] if image_ids is None else [str(i) for i in image_ids]
+    if len(ids) != X.shape[0]:
+        raise ValueError(f"`image_ids` has {len(ids)} names for {X.shape[0]} images.")
+    rel = None if relevance is None else np.asarray(relevance, dtype=bool)
+    if rel is not None and rel.shape != (X.shape[0], len(texts)):
+        raise ValueError(f"`relevance` has shape {rel.shape}; expected ({X.shape[0]}, {len(texts)}).")
+    if tau is None:
+        warn_assumed_tau(RunSettings().resolved_tau(None), "the embeddings", "tau=")
+    inputs = RunInputs(
+        embeddings=X,
+        sentence_embeddings=S,
+        sentences=texts,
+        image_ids=ids,
+        image_paths=None,
+        thumbnails=None,
+        labels=None if labels is None else np.asarray(labels),
+        relevance=rel,
+        relevance_source="" if rel is None else "given",
+        encoder_tau=tau,
+        encoder={"encoder": "precomputed"},
+        sentence_set=name,
+        sentence_conditions=conditions,
+        grammar=grammar,
+    )
+    return analyse(inputs, scores, settings or RunSettings())
+
+
+def _sentences(sentences):
+    """(texts, conditions or None, grammar or None, name) of a list, a sentence file or a `SentenceSet`."""
+    from ..io.sentences import SentenceSet, load_sentence_set
+
+    if isinstance(sentences, (str, Path, SentenceSet)):
+        sset = sentences if isinstance(sentences, SentenceSet) else load_sentence_set(sentences)
+        conds = None if sset.conditions is None else list(sset.conditions)
+        return list(sset.sentences), conds, sset.grammar, sset.name
+    texts = [str(s) for s in sentences]
+    if not texts:
+        raise ValueError("`sentences` is empty; expected the N sentences that were embedded.")
+    return texts, None, None, "sentences"
+
+
+def _scores(n, probs, labels, confidence, performance):
+    """`Scores` from class probabilities (and labels), or from φ and ω as given."""
+    from .scores import _label_aware_phi
+    from .specs import Scores
+
+    if probs is not None:
+        from ..scoring.confidence import scores_from_probabilities
+
+        ms = scores_from_probabilities(probs, labels=labels)
+        if ms.confidence.shape[0] != n:
+            raise ValueError(f"`probs` has {ms.confidence.shape[0]} rows for {n} images.")
+        phi, words, extra = _label_aware_phi(ms, "auto")
+        omega = "correctness" if labels is not None else "−entropy (no labels)"
+        return Scores(phi, ms.performance, words, omega, ms, None, extra)
+    if confidence is None or performance is None:
+        raise ValueError("give `probs` (and `labels`), or both `confidence` and `performance`.")
+    phi, omega = np.asarray(confidence, dtype=np.float64), np.asarray(performance, dtype=np.float64)
+    if phi.shape != (n,) or omega.shape != (n,):
+        raise ValueError(f"`confidence` and `performance` must have shape ({n},); received {phi.shape}, {omega.shape}.")
+    return Scores(phi, omega, "the confidence given", "the performance given")
