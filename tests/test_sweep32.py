@@ -214,3 +214,24 @@ def test_an_image_the_embeddings_ids_file_does_not_list_is_named(tmp_path, monke
     args = ["describe", "imgs", "--image-embeddings", "x.npy", "--sentence-embeddings", "s.npy", "--sentences"]
     r = CliRunner().invoke(cli, [*args, "s.txt", "--predictions", "preds.csv", "--out", "o"], obj={})
     assert r.exit_code == 1 and "not in x.ids.txt: '07.png'" in r.output, r.output
+
+
+def test_a_jobs_skipped_images_are_recorded_relative_to_the_data_root(tmp_path):
+    """Sweep 32d S-1: a job over a folder with one unreadable file kept its absolute server path in
+    explanation.json's skipped_images and in the report, both served to every read token. Under a data root a
+    run records them as the job named them, and no reason quotes the root."""
+    from PIL import Image
+
+    from lbee.io.confinement import confined_to
+    from lbee.run.inputs import _skipped_as_given
+
+    root = tmp_path / "root"
+    (root / "imgs").mkdir(parents=True)
+    Image.new("RGB", (8, 8)).save(root / "imgs" / "a.png")
+    bad = root / "imgs" / "b.png"
+    bad.write_text("garbage")
+    why = f"cannot identify image file '{bad}'"
+    with confined_to(root):
+        shown, said = _skipped_as_given(str(bad), why)
+    assert shown == "imgs/b.png" and str(root) not in said and "imgs/b.png" in said
+    assert _skipped_as_given(str(bad), why) == (str(bad), why)  # the command line: as the user gave it

@@ -329,7 +329,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         encoder_tau,
         encoder_id,
         sset_name,
-        failures=failures,
+        failures=[_skipped_as_given(p, why) for p, why in failures],
         sentence_conditions=None if conditions is None else list(conditions),
         grammar=grammar,
     )
@@ -375,6 +375,21 @@ __all__ = [
     "spotcheck_relevance",
     "with_manifest_labels",
 ]
+
+
+def _skipped_as_given(path, why):
+    """A skipped image and why, as a run's outputs record them.
+
+    Under ``lbee serve``: the path relative to the data root, and no root in the reason (sweep 32d: explanation.json
+    and the report showed the root to every reader).
+    """
+    from ..io.confinement import data_root
+
+    shown, root = _as_given(path), data_root()
+    if root is not None:
+        for base in {str(root), str(Path(root).resolve())}:
+            why = str(why).replace(base.rstrip("/") + "/", "")
+    return shown, why
 
 
 def _as_given(path):
