@@ -198,3 +198,43 @@ def near_file(path):
         return None
     near = [n for n in difflib.get_close_matches(path.name, names, n=1) if n != path.name]
     return str(path.with_name(near[0])) if near else None
+
+
+def _start_time(pid):
+    """When process ``pid`` started (``/proc/PID/stat``'s field 22, in clock ticks since boot); None unreadable."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as fh:
+            data = fh.read()
+        return data[data.rindex(b")") + 2 :].split()[19].decode()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def process_tag():
+    """The running process as leftovers name their writer: ``PID.START`` (START 0 where it cannot be read).
+
+    A pid alone is not a process: in a container lbee gets the same pid at every start, and a killed writer's
+    leftovers were then taken for a live writer's, and later finished over a newer run (sweep 32d).
+    """
+    return f"{os.getpid()}.{_start_time(os.getpid()) or 0}"
+
+
+def tag_alive(tag):
+    """Whether the process a `process_tag` (or a bare pid, as older names have it) names still runs.
+
+    Its pid must exist and, where both start times are known, it must have started when the tag says; a tag that
+    is no pid is taken as alive (left alone). On Windows, where signal 0 would end a process, every one counts.
+    """
+    pid, _, start = str(tag).partition(".")
+    if not pid.isdigit():
+        return True
+    if os.name == "nt":
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process: it exists
+        pass
+    now = _start_time(pid)
+    return not (start not in ("", "0") and now is not None and now != start)

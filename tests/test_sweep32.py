@@ -69,17 +69,22 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path):
 
     from lbee.io.cache import _temp_beside, atomic_write_bytes
 
+    from lbee._files import _start_time, process_tag
+
     out = tmp_path / "answers.parquet"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    left = _temp_beside(out)
-    stale = left.with_name(left.name.replace(f"-{os.getpid()}-", f"-{int(dead.stdout)}-"))
-    live = left.with_name(left.name.replace(f"-{os.getpid()}-", f"-{os.getppid()}-"))
+    left, me = _temp_beside(out), process_tag()
+    stale = left.with_name(left.name.replace(f"-{me}-", f"-{int(dead.stdout)}.0-"))
+    live = left.with_name(left.name.replace(f"-{me}-", f"-{os.getppid()}.{_start_time(os.getppid()) or 0}-"))
+    reused = left.with_name(left.name.replace(f"-{me}-", f"-{os.getpid()}.1-"))  # this pid, an earlier process
+    reused.write_bytes(b"half")
     stale.write_bytes(b"half")
     live.write_bytes(b"half")
     (tmp_path / ".tmp-other.parquet-x-1-y.parquet").write_bytes(b"not ours")
     atomic_write_bytes(out, b"whole")
     assert out.read_bytes() == b"whole"
-    assert not stale.exists() and live.exists() and (tmp_path / ".tmp-other.parquet-x-1-y.parquet").exists()
+    assert not stale.exists() and not reused.exists() and live.exists()
+    assert (tmp_path / ".tmp-other.parquet-x-1-y.parquet").exists()
 
 
 def test_server_folders_with_a_space_or_a_colon_are_hidden_whole(tmp_path):
@@ -235,3 +240,24 @@ def test_a_jobs_skipped_images_are_recorded_relative_to_the_data_root(tmp_path):
         shown, said = _skipped_as_given(str(bad), why)
     assert shown == "imgs/b.png" and str(root) not in said and "imgs/b.png" in said
     assert _skipped_as_given(str(bad), why) == (str(bad), why)  # the command line: as the user gave it
+
+
+def test_a_killed_writers_leftovers_under_a_reused_pid_are_settled_before_a_new_run(tmp_path):
+    """Sweep 32d L-1: leftovers were judged by their writer's pid alone. A later process with that pid (a container
+    starts lbee with the same pid) took them for its own or a live writer's, wrote a whole run beside them, and a
+    later command finished the old swap over the newer run: a mixture. The writer is its pid and its start time."""
+    import os
+
+    from lbee.io.staging import recover_leftovers, staged_entries
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "a.txt").write_text("old")
+    stage = tmp_path / f".run.lbee-staging-{os.getpid()}.1-aaaaaaaaaaaa"  # this pid, an earlier process's stage
+    stage.mkdir()
+    (stage / "a.txt").write_text("killed run")
+    assert recover_leftovers(out) == [f"{os.getpid()}.1-aaaaaaaaaaaa"]  # not committed: the old output stays
+    assert not stage.exists() and (out / "a.txt").read_text() == "old"
+    with staged_entries(out) as new:
+        (new / "a.txt").write_text("new")
+    assert (out / "a.txt").read_text() == "new" and not [p for p in tmp_path.iterdir() if "lbee-" in p.name]

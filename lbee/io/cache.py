@@ -43,30 +43,23 @@ def identity_key(identity):
 def _temp_beside(path):
     """A new temp file's path beside ``path``, after removing the temp files of ``path`` a killed writer left.
 
-    The name carries the host and the process id: a leftover of a process of this host that no longer runs is
-    removed (sweep 31: a killed `lbee vqa` left its .tmp file for good); another live writer's is never touched.
+    The name carries the host and the writing process (`lbee._files.process_tag`): a leftover of a process of this
+    host that no longer runs is removed (sweep 31: a killed `lbee vqa` left its .tmp file for good); another live
+    writer's is never touched.
     """
     import glob
     import socket
 
+    from .._files import process_tag, tag_alive
+
     host = socket.gethostname().replace("-", "_")[:32] or "host"
     stem = f".tmp-{path.name[:80]}-{host}-"  # a file name stays far below the 255 bytes a folder entry may have
+    me = process_tag()
     for old in path.parent.glob(f"{glob.escape(stem)}*"):
-        pid = old.name[len(stem) :].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+        tag = old.name[len(stem) :].split("-", 1)[0]
+        if tag != me and not tag_alive(tag):
             old.unlink(missing_ok=True)
-    return path.parent / f"{stem}{os.getpid()}-{uuid.uuid4().hex[:12]}{path.suffix}"
-
-
-def _running(pid):
-    """Whether a process ``pid`` exists on this host (one of another user counts as running)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it runs, as another user
-        return True
-    return True
+    return path.parent / f"{stem}{me}-{uuid.uuid4().hex[:12]}{path.suffix}"
 
 
 def atomic_write_bytes(path, data):

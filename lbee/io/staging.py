@@ -40,6 +40,8 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
+from .._files import process_tag, tag_alive
+
 #: The commit file inside a stage: the new output is complete (JSON: ``new`` and ``old`` entry names).
 COMPLETE = ".lbee-complete.json"
 #: Where ``LBEE_TEST_KILL_AT`` can stop a writer (see the module docstring).
@@ -152,7 +154,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
     label = folder.name if label is None else label
     recover_leftovers(folder, home=home, label=label)
     home.mkdir(parents=True, exist_ok=True)
-    owner = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
     stage, aside = _names(home, label, owner)
     stage.mkdir()
     lock = None
@@ -216,8 +218,7 @@ def recover_leftovers(folder, *, home=None, label=None):
         for p in home.iterdir():
             if p.name.startswith(prefix):
                 owner = p.name[len(prefix) :]
-                pid = owner.split("-", 1)[0]
-                if pid.isdigit() and not _alive(int(pid)):  # older names without a pid: left alone
+                if not tag_alive(owner.split("-", 1)[0]):  # a name without a pid: left alone
                     owners.add(owner)
     if not owners:
         return []
@@ -284,21 +285,6 @@ def _read_mark(stage):
         for k in ("new", "old")
     )
     return mark if ok else None
-
-
-def _alive(pid):
-    """Whether process ``pid`` exists (on Windows, where signal 0 would end it, every process counts as alive)."""
-    if pid == os.getpid():
-        return True
-    if os.name == "nt":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OSError, OverflowError):  # another user's process, or not a pid (an older name's tag): left alone
-        return True
-    return True
 
 
 def _test_kill(step):
