@@ -67,9 +67,8 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path):
     import subprocess
     import sys
 
-    from lbee.io.cache import _temp_beside, atomic_write_bytes
-
     from lbee._files import _start_time, process_tag
+    from lbee.io.cache import _temp_beside, atomic_write_bytes
 
     out = tmp_path / "answers.parquet"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
