@@ -1418,13 +1418,13 @@ def test_fetching_a_jobs_results_never_replaces_files_in_silence(tmp_path, monke
     from lbee.service.client import Client
 
     client = Client("http://127.0.0.1:9", "t")
-    monkeypatch.setattr(client, "_request", lambda method, path, raw=False: path.encode())
+    monkeypatch.setattr(client, "_request", lambda method, path, raw=False, limit=None: path.encode())
     (tmp_path / "explanation.json").write_text("the old run's")
     with pytest.raises(OutputExistsError, match="explanation.json"):
         client.fetch("j1", tmp_path)
     assert (tmp_path / "explanation.json").read_text() == "the old run's"
 
-    def failing(method, path, raw=False):
+    def failing(method, path, raw=False, limit=None):
         if path.endswith("metrics"):
             raise OSError("connection reset")
         return path.encode()
@@ -1433,7 +1433,7 @@ def test_fetching_a_jobs_results_never_replaces_files_in_silence(tmp_path, monke
     with pytest.raises(OSError):
         client.fetch("j1", tmp_path, overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["explanation.json"]  # nothing written before all came
-    monkeypatch.setattr(client, "_request", lambda method, path, raw=False: path.encode())
+    monkeypatch.setattr(client, "_request", lambda method, path, raw=False, limit=None: path.encode())
     client.fetch("j1", tmp_path, overwrite=True)
     assert (tmp_path / "explanation.json").read_text() == "/v1/jobs/j1/explanation"
 

@@ -758,21 +758,62 @@ def test_a_record_of_another_identity_is_refused_when_written():
 
 def test_a_bare_array_beside_one_with_its_record_is_warned(tmp_path):
     """A twenty-first user's bare sentence embeddings beside image embeddings written with their record ran
-    without a word, though nothing checked their sentences or their encoder (docs: bare arrays warn)."""
+    without a word, though nothing checked their sentences or their encoder (docs: bare arrays warn). Said once
+    per run, from the records as read (sweep 32d: twice in a job's log, and of an embed folder that has one)."""
+    import warnings
+
     import numpy as np
 
-    from lbee.io.provenance import ProvenanceWarning, check_pair, make_provenance
+    from lbee.io.provenance import ProvenanceWarning, make_provenance, warn_one_bare
 
     x = np.eye(3, 4)
     ident = {"encoder": "mine", "model": "m", "weights": "w"}
     image = make_provenance("image_embeddings", x, identity=ident, tau=0.2)
     with pytest.warns(ProvenanceWarning, match="run's sentences, in order, nor that they come from mine"):
-        assert check_pair(image, None, sentences=["a", "b"]) == 0.2
+        warn_one_bare(image, None, "image embeddings", "sentence embeddings")
+    with pytest.warns(ProvenanceWarning, match="cannot check that they come from mine") as said:
+        warn_one_bare(image, None, "image embeddings", "sentence embeddings", rows_checked=True)
+    assert "in order" not in str(said[0].message)
     with pytest.warns(ProvenanceWarning, match="image embeddings carry no provenance"):
-        check_pair(None, {**image, "kind": "sentence_embeddings"})
-    import warnings
-
+        warn_one_bare(None, {**image, "kind": "sentence_embeddings"}, "image embeddings", "sentence embeddings")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        check_pair(None, None)  # both bare: the assumed τ is warned where it is assumed, not here
-        check_pair(image, None, encoder_identity=ident, encoder_tau=0.2)
+        warn_one_bare(None, None, "a", "b")  # both bare: the assumed τ is warned where it is assumed
+        warn_one_bare(image, image, "a", "b")
+
+
+def test_an_embed_folder_beside_its_sentence_embeddings_is_not_called_bare(tmp_path, monkeypatch):
+    """Sweep 32d: `--image-embeddings FOLDER` (lbee embed's) beside that folder's sentence embeddings was warned as
+    carrying no provenance, though its record is read and used."""
+    import warnings
+
+    import numpy as np
+    from click.testing import CliRunner
+    from PIL import Image
+
+    from lbee.cli import cli
+    from lbee.io.provenance import make_provenance, write_embeddings
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "imgs").mkdir()
+    for i in range(20):
+        Image.new("RGB", (8, 8), (i * 10, 0, 0)).save(tmp_path / "imgs" / f"{i:02d}.png")
+    (tmp_path / "preds.csv").write_text("image,confidence\n" + "".join(f"{i:02d}.png,0.{i:02d}\n" for i in range(20)))
+    texts = ["An image of a", "An image of b"]
+    (tmp_path / "s.txt").write_text("\n".join(texts) + "\n")
+    rng = np.random.default_rng(0)
+    x, s = rng.normal(size=(20, 4)), rng.normal(size=(2, 4))
+    ident = {"encoder": "mine", "model": "m", "weights": "w"}
+    (tmp_path / "emb").mkdir()
+    write_embeddings(
+        tmp_path / "emb" / "embeddings.npy", x, make_provenance("image_embeddings", x, identity=ident, tau=0.2)
+    )
+    (tmp_path / "emb" / "ids.txt").write_text("".join(f"{i:02d}.png\n" for i in range(20)))
+    sp = make_provenance("sentence_embeddings", s, identity=ident, tau=0.2, sentences=texts)
+    write_embeddings(tmp_path / "emb" / "sentence_embeddings.npy", s, sp)
+    args = ["describe", "imgs", "--image-embeddings", "emb", "--sentence-embeddings", "emb/sentence_embeddings.npy"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = CliRunner().invoke(cli, [*args, "--sentences", "s.txt", "--predictions", "preds.csv", "--out", "r"], obj={})
+    assert r.exit_code == 0, r.output
+    assert "carry no provenance" not in r.output and not [w for w in caught if "no provenance" in str(w.message)]

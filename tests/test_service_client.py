@@ -110,7 +110,7 @@ def test_fetch_replaces_a_jobs_three_results_together_or_not_at_all(tmp_path, mo
         def __init__(self, tag):
             self.tag = tag
 
-        def _request(self, method, path, body=None, *, raw=False):
+        def _request(self, method, path, body=None, *, raw=False, limit=None):
             return f"{self.tag} {path}".encode()
 
     out = tmp_path / "res"

@@ -126,6 +126,16 @@ def hostile_server():
                 self.end_headers()
                 self.wfile.write(b'{"id": "j1", "status": "done"}')
                 self.close_connection = True
+            elif mode == "big":  # every result 65 MiB of 'x'
+                size = 65 << 20
+                self.send_response(200)
+                self.send_header("content-length", str(size))
+                self.end_headers()
+                try:
+                    for _ in range(size >> 20):
+                        self.wfile.write(b"x" * (1 << 20))
+                except OSError:
+                    pass
             elif mode == "unauthorized":
                 body = b'{"detail": "missing bearer token (lbee serve token create NAME)"}'
                 self.send_response(401)
@@ -340,3 +350,16 @@ def test_an_error_says_when_its_message_came_too_slowly_and_a_401_names_the_toke
     state["length"] = "+1_000"  # as int() and http.client read it (sweep 32c)
     with pytest.raises(ServiceError, match="ended after 30 of the 1,000 bytes it declared"):
         Client(url, "tok", timeout=2.0).job("j1")
+
+
+def test_fetch_holds_one_result_at_a_time_and_a_json_result_at_most_64_mib(hostile_server, tmp_path):
+    """Sweep 32d H-1: `fetch` held all four result files in memory before writing (2.7 GB from a hostile server
+    sending 512 MiB each) and wrote 512 MiB of 'x' as explanation.json. A JSON result over the client's JSON bound
+    is refused, and nothing is written."""
+    from lbee.service.client import Client, ServiceError
+
+    state, url = hostile_server
+    state["mode"] = "big"
+    with pytest.raises(ServiceError, match="explanation.*larger than 64 MiB"):
+        Client(url, "tok", timeout=5.0).fetch("j1", tmp_path / "res")
+    assert not (tmp_path / "res").exists() or not any((tmp_path / "res").iterdir())

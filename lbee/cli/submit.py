@@ -96,7 +96,7 @@ FINDINGS_SHOWN = 3
 
 def _echo_findings(client, job_id, model, name):
     """A run's strongest confirmed statements, after its report's link (a twenty-first user saw no finding)."""
-    from ..service.client import ServiceError
+    from ..service.client import ServiceError, printable
 
     try:
         listed = [s for s in client.confirmed(job_id, model) if s.get("adds_failure")]
@@ -108,9 +108,9 @@ def _echo_findings(client, job_id, model, name):
         return
     click.echo(f"  {name}, confirmed on held-out images, strongest first:")
     for s in listed[:FINDINGS_SHOWN]:
+        text = printable(str(s["text"])).replace("\n", " ")  # a server's text reaches no terminal raw (sweep 32d)
         click.echo(
-            f'    "{s["text"]}": {s["n_in"]} images, error rate {s["error_rate_in"]:.2f} against '
-            f"{s['error_rate_out']:.2f}"
+            f'    "{text}": {s["n_in"]} images, error rate {s["error_rate_in"]:.2f} against {s["error_rate_out"]:.2f}'
         )
     if len(listed) > FINDINGS_SHOWN:
         click.echo(f"    and {len(listed) - FINDINGS_SHOWN} more (the report, or Client.confirmed)")

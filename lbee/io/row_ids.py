@@ -202,6 +202,8 @@ SENTENCE_ROWS_NAME = "sentences.txt"
 def check_sentence_rows(path, sentences, name="sentence_embeddings"):
     """Refuse sentence embeddings whose ``sentences.txt`` beside them lists other sentences than the run's, in order.
 
+    Returns whether there was such a file to check them against.
+
     Without their provenance record, nothing else says which sentence each row embeds: a reordered sentence file
     was paired with ``lbee embed``'s rows in silence (sweep 32). The file ``lbee embed`` writes beside them names
     the rows; when it is there it must be the run's sentences, in order (a blank or ``#`` line is no row).
@@ -212,11 +214,11 @@ def check_sentence_rows(path, sentences, name="sentence_embeddings"):
     path = Path(path)
     found = sidecar(path.with_name(SENTENCE_ROWS_NAME), of=f"{name} {str(path)!r}", what="sentence rows file")
     if found is None:
-        return
+        return False
     rows, _ = parse_sentences(read_text_file(found, "sentence rows file"), str(found))
     wanted = [str(s).strip() for s in sentences]
     if rows == wanted:
-        return
+        return True
     r = next((i for i, (a, b) in enumerate(zip(rows, wanted), start=1) if a != b), min(len(rows), len(wanted)) + 1)
     said = rows[r - 1] if r <= len(rows) else "(none)"
     want = wanted[r - 1] if r <= len(wanted) else "(none)"

@@ -287,10 +287,11 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         )
     if ds.sentence_embeddings is not None:
         sen, sentence_prov = load_embeddings(ds.sentence_embeddings, "sentence_embeddings", kind="sentence_embeddings")
+        rows_checked = False
         if sentence_prov is None:  # no record of their sentences: lbee embed's sentences.txt beside them, if there
             from ..io.row_ids import check_sentence_rows
 
-            check_sentence_rows(ds.sentence_embeddings, sents)
+            rows_checked = check_sentence_rows(ds.sentence_embeddings, sents)
         if sen.ndim != 2 or sen.shape[0] != len(sents):
             more = (  # a twenty-first user embedded every line of a generated file, its '#' header too
                 " A sentence file's '#' lines and blank lines are no sentences: embed only what `lbee sentences "
@@ -309,6 +310,16 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
     else:
         raise ValueError("image_embeddings needs sentence_embeddings too (the same joint space).")
     encoder_tau = provenance_tau(ds, image_prov, sentence_prov, sents, enc, encoder_tau)
+    if enc is None and ds.image_embeddings is not None and ds.sentence_embeddings is not None:
+        from ..io.provenance import warn_one_bare
+
+        warn_one_bare(  # said here once, with both records as read (the preflight reads no folder's)
+            image_prov,
+            sentence_prov,
+            _named("image_embeddings", ds.image_embeddings),
+            _named("sentence_embeddings", ds.sentence_embeddings),
+            rows_checked=rows_checked,
+        )
     ids = [i for i, good in zip(ids, ok) if good]
     paths = None if paths is None else [p for p, good in zip(paths, ok) if good]
     labels = None if labels is None else np.asarray(labels)[ok]
