@@ -62,9 +62,20 @@ def _reinstall() -> str:
     return "pip install lbee-<version>.whl, or pip install -e . in a clone"
 
 
+#: The distributions pip installs for the import names that differ (a twenty-second user read 'sklearn', 'PIL').
+PIP_NAMES = {
+    "sklearn": "scikit-learn",
+    "PIL": "pillow",
+    "yaml": "pyyaml",
+    "faiss": "faiss-cpu",
+    "open_clip": "open_clip_torch",
+    "huggingface_hub": "huggingface-hub",
+}
+
+
 def missing_message(names: list[str]) -> str:
     """One line for the core dependencies ``names`` that are missing, and how to install them."""
-    said = ", ".join(repr(n) for n in names)
+    said = ", ".join(repr(n) if n not in PIP_NAMES else f"{n!r} (pip: {PIP_NAMES[n]})" for n in names)
     return (
         f"lbee needs {said}, which this Python ({sys.executable}) does not have: lbee was installed without its "
         f"dependencies (pip install --no-deps?). Install it again with them: {_reinstall()}."

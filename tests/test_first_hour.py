@@ -553,3 +553,23 @@ def test_probabilities_rounded_to_two_decimals_are_read_and_renormalised():
     table.loc[1, "prob_a"] = 3.0  # logits: the softmax hint alone
     with pytest.raises(ValueError, match="outside \\[0, 1\\].*If they are logits"):
         check_probabilities(table, ["prob_a", "prob_b", "prob_c"])
+
+
+def test_a_missing_core_dependency_is_named_as_pip_installs_it():
+    """A twenty-second user read 'sklearn' and 'PIL': import names, where pip installs scikit-learn and pillow.
+    Every core module's pip name is a dependency pyproject.toml declares."""
+    import re
+    from pathlib import Path
+
+    import tomllib
+
+    from lbee._dependencies import CORE_MODULES, PIP_NAMES, missing_message
+
+    declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[<>=!~\[ ]", d, maxsplit=1)[0].lower().replace("_", "-") for d in declared}
+    for module in CORE_MODULES:
+        if module == "huggingface_hub":  # open_clip_torch's own dependency, installed with it
+            continue
+        pip = PIP_NAMES.get(module, module).lower().replace("_", "-")
+        assert pip in names, (module, pip)
+    assert "'sklearn' (pip: scikit-learn)" in missing_message(["sklearn"])
