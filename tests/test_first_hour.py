@@ -573,3 +573,14 @@ def test_a_missing_core_dependency_is_named_as_pip_installs_it():
         pip = PIP_NAMES.get(module, module).lower().replace("_", "-")
         assert pip in names, (module, pip)
     assert "'sklearn' (pip: scikit-learn)" in missing_message(["sklearn"])
+
+
+def test_report_check_names_a_missing_html_extra(tmp_path, monkeypatch):
+    """A twenty-second user's `lbee report --check` passed without the html extra, which the report needs."""
+    import lbee.extras
+
+    (tmp_path / "c.yaml").write_text("datasets:\n  - name: a\n    spotcheck: {seed: 0}\n")
+    real = lbee.extras.missing_modules
+    monkeypatch.setattr(lbee.extras, "missing_modules", lambda e: ["vl_convert"] if e == "html" else real(e))
+    r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
+    assert r.exit_code == 2 and "1 problem(s)" in r.output and "vl_convert missing" in r.output, r.output

@@ -51,6 +51,13 @@ def report(ctx, config, out, overwrite, check, keep_going, schema):
         if check:
             cfg = load_report_config(config)
             problems = config_problems(cfg)
+            from ..extras import MissingExtraError
+            from ..extras import require_extra as extra_there
+
+            try:  # what the report itself needs, as "nothing runs before they pass" promises (trial 22)
+                extra_there("html", needed_for="lbee report")
+            except MissingExtraError as exc:
+                problems.append(str(exc))
             if problems:
                 raise ConfigError(f"{len(problems)} problem(s) in {cfg.path}:\n  " + "\n  ".join(problems))
             click.echo(f"{config}: {len(cfg.datasets)} dataset(s), no problem found.")
