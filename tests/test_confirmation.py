@@ -859,3 +859,17 @@ def test_audit_runs_the_command_lines_analysis_on_arrays():
         lbee.audit(inputs.embeddings, inputs.sentence_embeddings, sentences=sset, tau=0.15)
     with pytest.raises(ValueError, match="rows for"):
         lbee.audit(inputs.embeddings, inputs.sentence_embeddings[:3], sentences=sset, probs=np.ones((3000, 2)) / 2)
+
+
+def test_an_unconfirmed_group_takes_one_line_unless_asked(planted_run):
+    """A twenty-second user read three lines of statistics under every unconfirmed lead before the one finding.
+    `lbee describe` says one line per unconfirmed group; -v (``others=True``) and report.md keep them all."""
+    from lbee.run.text import terminal_blocks
+
+    kinds = [g["confirmed"] for g in planted_run.extra["confirmation"]["groups"]]
+    short = terminal_blocks(planted_run, width=100, others=False).split("\n\n")
+    full = terminal_blocks(planted_run, width=100, others=True).split("\n\n")
+    unconfirmed = [b for b in short if b.startswith("Hard group") and "not confirmed on the held-out images" in b]
+    assert len(unconfirmed) == kinds.count(False) and all("95 % CI" not in b for b in unconfirmed)
+    detailed = [b for b in full if b.startswith("Hard group") and "NOT CONFIRMED" in b and "95 % CI" in b]
+    assert len(detailed) == kinds.count(False)

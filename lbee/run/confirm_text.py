@@ -140,8 +140,8 @@ def confirmation_lines(conf, i):
             lines.append(
                 f"{beyond}stronger confirmed statements"
                 + (f' (first "{first}")' if first else "")
-                + " hold its failures: read it as a condition that goes with that failure (the list of confirmed "
-                "statements below)"
+                + " hold its failures: read it as a condition that goes with that failure (the confirmed statements "
+                "are listed first)"
             )
         elif b is not None:
             lines.append(

@@ -265,7 +265,10 @@ def terminal_blocks(result, width=None, *, others=True):
             said = [str(t) for t in e.cluster_sentences(i)] or ["(no sentence)"]
             text = said[0] + (f" (also: {' · '.join(said[1:])})" if len(said) > 1 else "")
             out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
-        for line in confirmation_lines(result.extra.get("confirmation"), i):
+        said = confirmation_lines(result.extra.get("confirmation"), i)
+        if not others and not confirmed and said:  # one line (a twenty-second user read three per lead); -v: all
+            said = [_unconfirmed_line(result.extra["confirmation"], i)]
+        for line in said:
             out.extend(textwrap.wrap(line, cols, initial_indent="  ", subsequent_indent=" " * 4))
         out.append("")
     if few:
@@ -290,6 +293,18 @@ def terminal_blocks(result, width=None, *, others=True):
 
     out += [line for said in alike_groups(result) for line in textwrap.wrap(said, cols) + [""]]
     return "\n".join(out + (textwrap.wrap(note, cols) if note else [])).rstrip()
+
+
+def _unconfirmed_line(conf, i):
+    """Hard group ``i``'s unconfirmed statement in one line: its held-out error rate against the rest's."""
+    g = conf["groups"][i]
+    s = None if g.get("statement") is None else conf["statements"][g["statement"]]
+    if s is None or not s.get("n_in"):
+        return "not confirmed: its statement holds for no held-out image (lbee -v describe says more)"
+    return (
+        f"not confirmed on the held-out images: the {s['n_in']} its statement holds for fail at "
+        f"{s['error_rate_in']:.2f}, the rest at {s['error_rate_out']:.2f} (lbee -v describe says more)"
+    )
 
 
 def summary_dict(result, out=None):
