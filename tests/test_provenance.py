@@ -764,7 +764,8 @@ def test_a_bare_array_beside_one_with_its_record_is_warned(tmp_path):
 
     import numpy as np
 
-    from lbee.io.provenance import ProvenanceWarning, make_provenance, warn_one_bare
+    from lbee.io.bare_arrays import warn_one_bare
+    from lbee.io.provenance import ProvenanceWarning, make_provenance
 
     x = np.eye(3, 4)
     ident = {"encoder": "mine", "model": "m", "weights": "w"}

@@ -400,12 +400,8 @@ def describe(
                 )
             )
         else:
-            click.echo(  # no report.md per class (a twenty-second user was sent to one)
-                "Next: read report.html (a page per class, every group browsable)."
-                if html
-                else "Next: read per_class_summary.csv (each describer over the classes) and per_class_metrics.csv "
-                "(each class); --html writes a page per class."
-            )
+            page = "report.html (a page per class)" if html else "per_class_summary.csv and per_class_metrics.csv"
+            click.echo(f"Next: read {page}.")  # no report.md per class (a twenty-second user was sent to one)
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
     if early is not None or banner:  # said last too: a sixteenth user read the confirmed statements as real

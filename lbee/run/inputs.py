@@ -311,7 +311,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         raise ValueError("image_embeddings needs sentence_embeddings too (the same joint space).")
     encoder_tau = provenance_tau(ds, image_prov, sentence_prov, sents, enc, encoder_tau)
     if enc is None and ds.image_embeddings is not None and ds.sentence_embeddings is not None:
-        from ..io.provenance import warn_one_bare
+        from ..io.bare_arrays import warn_one_bare
 
         warn_one_bare(  # said here once, with both records as read (the preflight reads no folder's)
             image_prov,
