@@ -200,14 +200,20 @@ def near_file(path):
     return str(path.with_name(near[0])) if near else None
 
 
-def _start_time(pid):
-    """When process ``pid`` started (``/proc/PID/stat``'s field 22, in clock ticks since boot); None unreadable."""
+def _stat(pid):
+    """The fields of ``/proc/PID/stat`` after the command name (state first); None unreadable."""
     try:
         with open(f"/proc/{int(pid)}/stat", "rb") as fh:
             data = fh.read()
-        return data[data.rindex(b")") + 2 :].split()[19].decode()
-    except (OSError, ValueError, IndexError):
+        return data[data.rindex(b")") + 2 :].split()
+    except (OSError, ValueError):
         return None
+
+
+def _start_time(pid):
+    """When process ``pid`` started (``/proc/PID/stat``'s field 22, in clock ticks since boot); None unreadable."""
+    fields = _stat(pid)
+    return None if fields is None or len(fields) < 20 else fields[19].decode()
 
 
 def process_tag():
@@ -236,5 +242,8 @@ def tag_alive(tag):
         return False
     except (OSError, OverflowError):  # another user's process: it exists
         pass
-    now = _start_time(pid)
+    fields = _stat(pid)
+    if fields and fields[0] in (b"Z", b"X"):  # killed, not yet reaped: it writes nothing more (sweep 32e)
+        return False
+    now = None if fields is None or len(fields) < 20 else fields[19].decode()
     return not (start not in ("", "0") and now is not None and now != start)

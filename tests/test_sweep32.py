@@ -260,3 +260,45 @@ def test_a_killed_writers_leftovers_under_a_reused_pid_are_settled_before_a_new_
     with staged_entries(out) as new:
         (new / "a.txt").write_text("new")
     assert (out / "a.txt").read_text() == "new" and not [p for p in tmp_path.iterdir() if "lbee-" in p.name]
+
+
+def test_a_dead_writers_leftovers_are_dropped_once_a_newer_output_replaced_them(tmp_path):
+    """Sweep 32e L-1: a writer killed mid-swap but not yet reaped (a zombie) counted as alive; the next writer left
+    its leftovers alone and replaced the output whole, and a later command finished the old swap over the newer
+    output. A zombie is dead, and a writer drops dead writers' leftovers once its own swap is done."""
+    import subprocess
+    import time
+
+    from lbee._files import _start_time, tag_alive
+    from lbee.io.staging import staged_entries
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "a.txt").write_text("old")
+    zombie = subprocess.Popen(["sleep", "0"])
+    time.sleep(0.3)  # exited, not reaped: a zombie
+    tag = f"{zombie.pid}.{_start_time(zombie.pid) or 0}"
+    try:
+        assert not tag_alive(tag)
+    finally:
+        zombie.wait()
+    # the same leftovers of a writer that passes for alive when the next one starts, and is dead once it is done
+    stage = tmp_path / f".run.lbee-staging-{tag}-aaaaaaaaaaaa"
+    aside = tmp_path / f".run.lbee-replaced-{tag}-aaaaaaaaaaaa"
+    stage.mkdir()
+    aside.mkdir()
+    (stage / "b.txt").write_text("killed run")
+    (stage / ".lbee-complete.json").write_text('{"new": ["a.txt", "b.txt"], "old": ["a.txt"]}')
+    import lbee.io.staging as staging
+
+    real = staging.recover_leftovers
+    staging.recover_leftovers = lambda *a, **k: []  # as if it passed for alive when this writer started
+    try:
+        with staged_entries(out) as new:
+            (new / "a.txt").write_text("new")
+    finally:
+        staging.recover_leftovers = real
+    assert not stage.exists() and not aside.exists()
+    assert (
+        real(out) == [] and sorted(p.name for p in out.iterdir()) == ["a.txt"] and (out / "a.txt").read_text() == "new"
+    )

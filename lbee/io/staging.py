@@ -178,6 +178,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
         raise
     try:
         _finish(folder, stage, aside, {"new": new, "old": old})
+        _discard_dead(home, label, owner)
     finally:
         _unlock(lock)
 
@@ -249,6 +250,20 @@ def _settle(folder, home, label, owners):
                     entry.rename(target)
                 aside.rmdir()
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _discard_dead(home, label, owner):
+    """After this writer's swap, drop what dead writers left for this output: older, and now replaced whole.
+
+    Finished later, a writer's leftovers that were not settled when this one started (its process not yet reaped,
+    or stopped and then killed while this one waited for the lock) replaced part of this newer output (sweep 32e).
+    """
+    for kind in ("staging", "replaced"):
+        prefix = f".{label}.lbee-{kind}-"
+        for p in list(home.iterdir()):
+            other = p.name[len(prefix) :] if p.name.startswith(prefix) else None
+            if other and other != owner and not tag_alive(other.split("-", 1)[0]):
+                shutil.rmtree(p, ignore_errors=True)
 
 
 def _names(home, label, owner):
