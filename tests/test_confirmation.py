@@ -873,3 +873,28 @@ def test_an_unconfirmed_group_takes_one_line_unless_asked(planted_run):
     assert len(unconfirmed) == kinds.count(False) and all("95 % CI" not in b for b in unconfirmed)
     detailed = [b for b in full if b.startswith("Hard group") and "NOT CONFIRMED" in b and "95 % CI" in b]
     assert len(detailed) == kinds.count(False)
+
+
+def test_audit_refuses_what_the_command_line_refuses():
+    """Sweep 32e W-1: `lbee.audit` took logits for probabilities, a NaN or 0.5 in Γ for "relevant", ω of 2, a τ of
+    10⁹ and repeated sentences, all of which the command line and `lbee.evaluate` refuse."""
+    import lbee
+
+    rng = np.random.default_rng(0)
+    X, S = rng.normal(size=(60, 4)), rng.normal(size=(3, 4))
+    texts = ["a photo of a", "a photo of b", "a photo of c"]
+    probs = rng.dirichlet([1, 1], 60)
+    good = dict(sentences=texts, tau=0.2)
+    cases = [
+        (dict(probs=np.log(probs) * 3), "sum to 1|logits"),  # logits
+        (dict(probs=probs, confidence=probs[:, 0]), "not both"),
+        (dict(confidence=probs[:, 0], performance=np.full(60, 2.0)), "in \\[0, 1\\]"),
+        (dict(probs=probs, relevance=np.full((60, 3), np.nan)), "relevance"),
+        (dict(probs=probs, relevance=np.full((60, 3), 0.5)), "relevance"),
+        (dict(probs=probs, tau=1e9), "tau"),
+        (dict(probs=probs, sentences=["a", "A", "b"]), "repeats"),
+        (dict(probs=probs, sentences=["a", "b\nc", "d"]), "line break"),
+    ]
+    for extra, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message):
+            lbee.audit(X, S, **{**good, **extra})

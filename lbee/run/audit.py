@@ -58,27 +58,33 @@ def audit(
     RunResult
         ``result.main.explanations`` per describer, and ``result.confirmed()``: the findings, strongest first.
     """
+    from .._validation import as_bool_matrix, as_float_matrix, check_real
     from ..io.provenance import warn_assumed_tau
     from .pipeline import analyse
     from .settings import RunSettings
     from .specs import RunInputs
 
-    X, S = np.asarray(image_embeddings), np.asarray(sentence_embeddings)
+    # every input passes the readers the command line's inputs pass (sweep 32e: logits taken for probabilities,
+    # a NaN in Γ taken as "relevant", where the command line and lbee.evaluate refuse them)
+    X, S = (
+        as_float_matrix(image_embeddings, "image_embeddings"),
+        as_float_matrix(sentence_embeddings, "sentence_embeddings"),
+    )
     texts, conditions, grammar, name = _sentences(sentences)
-    if X.dtype.kind not in "fiu" or S.dtype.kind not in "fiu":
-        raise ValueError(f"embeddings must be real numbers; received {X.dtype} and {S.dtype}.")
-    if X.ndim != 2 or S.ndim != 2 or X.shape[1] != S.shape[1]:
+    if X.shape[1] != S.shape[1]:
         raise ValueError(f"embeddings must be (n, d) and (N, d) of one d; received {X.shape} and {S.shape}.")
     if S.shape[0] != len(texts):
         raise ValueError(f"`sentence_embeddings` has {S.shape[0]} rows for {len(texts)} sentences; expected one each.")
     scores = _scores(X.shape[0], probs, labels, confidence, performance)
     ids = [str(i) for i in range(X.shape[0])] if image_ids is None else [str(i) for i in image_ids]
-    if len(ids) != X.shape[0]:
-        raise ValueError(f"`image_ids` has {len(ids)} names for {X.shape[0]} images.")
-    rel = None if relevance is None else np.asarray(relevance, dtype=bool)
-    if rel is not None and rel.shape != (X.shape[0], len(texts)):
-        raise ValueError(f"`relevance` has shape {rel.shape}; expected ({X.shape[0]}, {len(texts)}).")
-    if tau is None:
+    if len(ids) != X.shape[0] or len(set(ids)) != len(ids):
+        raise ValueError(f"`image_ids` must be {X.shape[0]} distinct names, one per image; received {len(ids)}.")
+    rel = None if relevance is None else as_bool_matrix(relevance, "relevance", (X.shape[0], len(texts)))
+    if tau is not None:
+        tau = check_real(tau, "tau", minimum=-1.0)
+        if tau > 1:
+            raise ValueError(f"`tau` is a cosine similarity in [-1, 1]; received {tau}.")
+    else:
         warn_assumed_tau(RunSettings().resolved_tau(None), "the embeddings", "tau=")
     inputs = RunInputs(
         embeddings=X,
@@ -107,20 +113,39 @@ def _sentences(sentences):
         sset = sentences if isinstance(sentences, SentenceSet) else load_sentence_set(sentences)
         conds = None if sset.conditions is None else list(sset.conditions)
         return list(sset.sentences), conds, sset.grammar, sset.name
+    from ..io.sentences import parse_sentences
+
     texts = [str(s) for s in sentences]
-    if not texts:
-        raise ValueError("`sentences` is empty; expected the N sentences that were embedded.")
+    if not texts or any("\n" in t or "\r" in t for t in texts):
+        raise ValueError(
+            "`sentences` must be the N embedded sentences, each one line of text; received none or a "
+            "sentence with a line break."
+        )
+    parsed, _ = parse_sentences("\n".join(texts), "`sentences`")  # the sentence file's rules: no repeat, visible
+    if list(parsed) != [t.strip() for t in texts]:
+        raise ValueError(
+            "`sentences` holds a blank or '#' line, which a sentence file would skip; give sentences only."
+        )
     return texts, None, None, "sentences"
 
 
 def _scores(n, probs, labels, confidence, performance):
     """`Scores` from class probabilities (and labels), or from φ and ω as given."""
+    from .._validation import as_float_matrix, as_float_vector
     from .scores import _label_aware_phi
     from .specs import Scores
 
     if probs is not None:
+        import pandas as pd
+
+        from ..io.probabilities import check_probabilities
         from ..scoring.confidence import scores_from_probabilities
 
+        if confidence is not None or performance is not None:
+            raise ValueError("give `probs` (and `labels`), or `confidence` and `performance`: not both.")
+        table = pd.DataFrame(as_float_matrix(probs, "probs"))
+        table.columns = [f"prob_{c}" for c in table.columns]
+        probs = check_probabilities(table, list(table.columns), "`probs`")  # the CLI's rule: in [0, 1], rows sum to 1
         ms = scores_from_probabilities(probs, labels=labels)
         if ms.confidence.shape[0] != n:
             raise ValueError(f"`probs` has {ms.confidence.shape[0]} rows for {n} images.")
@@ -129,7 +154,9 @@ def _scores(n, probs, labels, confidence, performance):
         return Scores(phi, ms.performance, words, omega, ms, None, extra)
     if confidence is None or performance is None:
         raise ValueError("give `probs` (and `labels`), or both `confidence` and `performance`.")
-    phi, omega = np.asarray(confidence, dtype=np.float64), np.asarray(performance, dtype=np.float64)
-    if phi.shape != (n,) or omega.shape != (n,):
-        raise ValueError(f"`confidence` and `performance` must have shape ({n},); received {phi.shape}, {omega.shape}.")
+    phi, omega = as_float_vector(confidence, "confidence", n), as_float_vector(performance, "performance", n)
+    if omega.min() < 0 or omega.max() > 1:
+        raise ValueError(
+            f"`performance` is ω in [0, 1] (1: right); received values from {omega.min()} to {omega.max()}."
+        )
     return Scores(phi, omega, "the confidence given", "the performance given")
