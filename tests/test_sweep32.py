@@ -298,7 +298,39 @@ def test_a_dead_writers_leftovers_are_dropped_once_a_newer_output_replaced_them(
             (new / "a.txt").write_text("new")
     finally:
         staging.recover_leftovers = real
-    assert not stage.exists() and not aside.exists()
-    assert (
-        real(out) == [] and sorted(p.name for p in out.iterdir()) == ["a.txt"] and (out / "a.txt").read_text() == "new"
-    )
+    assert not stage.exists() and not aside.exists() and real(out) == []
+    # its committed entry this writer did not write goes in, as their swap would have put it (sweep 32f)
+    assert {p.name: p.read_text() for p in out.iterdir()} == {"a.txt": "new", "b.txt": "killed run"}
+
+
+def test_a_dead_writers_swap_of_other_entries_is_finished_not_dropped(tmp_path):
+    """Sweep 32f: dropping a dead writer's leftovers after a swap lost entries the surviving writer never wrote:
+    `lbee embed` of images (killed mid-swap, its old embeddings.npy set aside) and of sentences into one folder
+    left no image embeddings at all. Entries the survivor did not write are moved in as the dead one's swap would."""
+    import lbee.io.staging as staging
+    from lbee.io.staging import staged_entries
+
+    out = tmp_path / "emb"
+    out.mkdir()
+    for name, text in (("embeddings.npy", "old images"), ("ids.txt", "old ids"), ("sentences.txt", "old s")):
+        (out / name).write_text(text)
+    tag = "999999.0"  # a writer that is gone
+    stage = tmp_path / f".emb.lbee-staging-{tag}-aaaaaaaaaaaa"
+    aside = tmp_path / f".emb.lbee-replaced-{tag}-aaaaaaaaaaaa"
+    stage.mkdir()
+    aside.mkdir()
+    (out / "embeddings.npy").rename(aside / "embeddings.npy")  # killed after moving the old one aside
+    (stage / "embeddings.npy").write_text("new images")
+    (stage / "ids.txt").write_text("new ids")
+    mark = '{"new": ["embeddings.npy", "ids.txt"], "old": ["embeddings.npy", "ids.txt"]}'
+    (stage / ".lbee-complete.json").write_text(mark)
+    real = staging.recover_leftovers
+    staging.recover_leftovers = lambda *a, **k: []  # passed for alive when the next writer started
+    try:
+        with staged_entries(out, replaces=("sentences.txt",)) as new:
+            (new / "sentences.txt").write_text("new s")
+    finally:
+        staging.recover_leftovers = real
+    got = {p.name: p.read_text() for p in out.iterdir()}
+    assert got == {"embeddings.npy": "new images", "ids.txt": "new ids", "sentences.txt": "new s"}, got
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]

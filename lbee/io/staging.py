@@ -178,7 +178,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
         raise
     try:
         _finish(folder, stage, aside, {"new": new, "old": old})
-        _discard_dead(home, label, owner)
+        _settle_after(folder, home, label, owner, set(new))
     finally:
         _unlock(lock)
 
@@ -252,18 +252,39 @@ def _settle(folder, home, label, owners):
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def _discard_dead(home, label, owner):
-    """After this writer's swap, drop what dead writers left for this output: older, and now replaced whole.
+def _settle_after(folder, home, label, owner, written):
+    """After this writer's swap, settle what dead writers left for this output, never over what it ``written``.
 
-    Finished later, a writer's leftovers that were not settled when this one started (its process not yet reaped,
-    or stopped and then killed while this one waited for the lock) replaced part of this newer output (sweep 32e).
+    A writer killed before its leftovers could be settled (not yet reaped, or stopped and killed while this one
+    waited for the lock) had them finished later over this newer output (sweep 32e). Now, under the lock: an entry
+    of theirs that this writer also wrote is dropped (this one is newer); the others are moved in as their swap would
+    have (another writer may write other entries into the same folder: `lbee embed`'s images, then its sentences).
     """
+    owners = set()
     for kind in ("staging", "replaced"):
         prefix = f".{label}.lbee-{kind}-"
-        for p in list(home.iterdir()):
+        for p in home.iterdir():
             other = p.name[len(prefix) :] if p.name.startswith(prefix) else None
             if other and other != owner and not tag_alive(other.split("-", 1)[0]):
-                shutil.rmtree(p, ignore_errors=True)
+                owners.add(other)
+    for other in sorted(owners):
+        stage, aside = _names(home, label, other)
+        if _read_mark(stage) is not None:  # committed: its new entries that this writer did not write go in
+            for entry in sorted(stage.iterdir()) if stage.is_dir() else ():
+                if entry.name == COMPLETE or entry.name in written:
+                    continue
+                target = folder / entry.name
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+                elif target.exists() or target.is_symlink():
+                    target.unlink()
+                entry.rename(target)
+        elif aside.is_dir():  # not committed: its old entries go back, where this writer wrote none
+            for entry in sorted(aside.iterdir()):
+                if entry.name not in written and not (folder / entry.name).exists():
+                    entry.rename(folder / entry.name)
+        shutil.rmtree(aside, ignore_errors=True)
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _names(home, label, owner):
