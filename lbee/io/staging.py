@@ -213,14 +213,7 @@ def recover_leftovers(folder, *, home=None, label=None):
     label = folder.name if label is None else label
     if not home.is_dir():
         return []
-    owners = set()
-    for kind in ("staging", "replaced"):
-        prefix = f".{label}.lbee-{kind}-"
-        for p in home.iterdir():
-            if p.name.startswith(prefix):
-                owner = p.name[len(prefix) :]
-                if not tag_alive(owner.split("-", 1)[0]):  # a name without a pid: left alone
-                    owners.add(owner)
+    owners = _dead_owners(home, label)
     if not owners:
         return []
     folder.mkdir(parents=True, exist_ok=True)
@@ -260,14 +253,7 @@ def _settle_after(folder, home, label, owner, written):
     of theirs that this writer also wrote is dropped (this one is newer); the others are moved in as their swap would
     have (another writer may write other entries into the same folder: `lbee embed`'s images, then its sentences).
     """
-    owners = set()
-    for kind in ("staging", "replaced"):
-        prefix = f".{label}.lbee-{kind}-"
-        for p in home.iterdir():
-            other = p.name[len(prefix) :] if p.name.startswith(prefix) else None
-            if other and other != owner and not tag_alive(other.split("-", 1)[0]):
-                owners.add(other)
-    for other in sorted(owners):
+    for other in sorted(_dead_owners(home, label) - {owner}):
         stage, aside = _names(home, label, other)
         if _read_mark(stage) is not None:  # committed: its new entries that this writer did not write go in
             for entry in sorted(stage.iterdir()) if stage.is_dir() else ():
@@ -285,6 +271,17 @@ def _settle_after(folder, home, label, owner, written):
                     entry.rename(folder / entry.name)
         shutil.rmtree(aside, ignore_errors=True)
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _dead_owners(home, label):
+    """The writers whose leftovers for this output lie in ``home`` and whose process is gone (no pid: alive)."""
+    owners = set()
+    for kind in ("staging", "replaced"):
+        prefix = f".{label}.lbee-{kind}-"
+        for p in home.iterdir():
+            if p.name.startswith(prefix) and not tag_alive(p.name[len(prefix) :].split("-", 1)[0]):
+                owners.add(p.name[len(prefix) :])
+    return owners
 
 
 def _names(home, label, owner):
