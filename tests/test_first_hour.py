@@ -584,3 +584,21 @@ def test_report_check_names_a_missing_html_extra(tmp_path, monkeypatch):
     monkeypatch.setattr(lbee.extras, "missing_modules", lambda e: ["vl_convert"] if e == "html" else real(e))
     r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
     assert r.exit_code == 2 and "1 problem(s)" in r.output and "vl_convert missing" in r.output, r.output
+
+
+def test_commands_raise_no_deprecation_warning_from_lbee_code(tmp_path):
+    """CI's wheel check failed on click 8.2+: every command warned "'protected_args' is deprecated" from lbee's own
+    group (it read the subcommand's words there). A command and a nested one run with such warnings as errors."""
+    import subprocess
+    import sys
+
+    for args in (["sentences", "list"], ["spotcheck", "--help"], ["describe", "--help"]):
+        run = f"import sys\nsys.argv = ['lbee', *{args!r}]\nfrom lbee.cli import cli\ncli()\n"
+        r = subprocess.run(
+            [sys.executable, "-W", "error::DeprecationWarning:lbee.cli._base", "-c", run],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert r.returncode == 0 and "Deprecat" not in r.stderr, (args, r.stderr)

@@ -93,6 +93,9 @@ class LbeeCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+_COMMAND_WORDS = "lbee.command_words"
+
+
 class LbeeGroup(click.Group):
     """The root group: a library error under any command ends in its message, not a traceback.
 
@@ -104,7 +107,9 @@ class LbeeGroup(click.Group):
     group_class = type  # subgroups are LbeeGroups (click: ``type`` means the parent's class)
 
     def parse_args(self, ctx, args):
-        check_number_options(self, args[: self._own_args_end(ctx, args)], ctx)
+        own_end = self._own_args_end(ctx, args)
+        check_number_options(self, args[:own_end], ctx)
+        ctx.meta[_COMMAND_WORDS] = list(args[own_end:])  # the subcommand and its words (click 8.2 hides them)
         return super().parse_args(ctx, args)
 
     def format_commands(self, ctx, formatter):
@@ -126,7 +131,7 @@ class LbeeGroup(click.Group):
         return len(args)
 
     def invoke(self, ctx):
-        words = [*ctx.protected_args, *ctx.args]
+        words = ctx.meta.get(_COMMAND_WORDS, [])
         if words and not {"--help", "-h"} & set(words):  # a command, not a help page: every core dependency first
             from .._dependencies import missing_core, missing_message
 
