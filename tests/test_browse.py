@@ -355,8 +355,12 @@ def test_every_image_of_a_run_is_browsable_in_its_report(demo_run, tmp_path):
             driver.get((where / "report.html").resolve().as_uri())
             box = driver.find_element(By.ID, "browse-g-ward-held-out")
             driver.execute_script("arguments[0].scrollIntoView(); arguments[0].open = true;", box)
-            for _ in range(100):  # rendered on the toggle event; linked images load, or fail, asynchronously
+            for k in range(100):  # rendered on the toggle event; linked images load, or fail, asynchronously
                 time.sleep(0.05)
+                if k == 20:  # the most confident first: images in no finding or group, beyond the inlined ones
+                    box.find_element(By.CSS_SELECTOR, ".browse-sort option[value='-confidence']").click()
+                if k <= 20:
+                    continue
                 imgs = box.find_elements(By.CSS_SELECTOR, ".browse-grid img")
                 done = driver.execute_script(
                     "return [...arguments[0].querySelectorAll('.browse-grid img')].every(i => i.complete)", box
@@ -366,6 +370,8 @@ def test_every_image_of_a_run_is_browsable_in_its_report(demo_run, tmp_path):
             seen[where] = (
                 [i.get_attribute("src") for i in imgs],
                 len(box.find_elements(By.CSS_SELECTOR, ".browse-grid .noimg")),
+                [f.get_attribute("data-image") for f in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")],
+                [float(f.get_attribute("data-phi")) for f in box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")],
                 box.find_element(By.CSS_SELECTOR, ".browse-status").text,
                 box.find_element(By.CSS_SELECTOR, "summary").text,
             )
@@ -397,8 +403,46 @@ def test_every_image_of_a_run_is_browsable_in_its_report(demo_run, tmp_path):
         f"{n_confirmed} confirmed statements for {any_holds}"
     )
     assert said in html, said
-    srcs, missing, status, summary = seen[out]
+    # the page's inlined thumbnails (the groups' and the findings' images first: some held-out ones are a finding's)
+    thumbs = json.loads(re.search(r'<script type="application/json" id="browse-thumbs">(.*?)</script>', html).group(1))
+    index = {r["id"]: r["i"] for r in rows_held}
+    srcs, missing, tiles_shown, phis_shown, status, summary = seen[out]
+    inlined = sum(str(index[i]) in thumbs for i in tiles_shown)
     assert f"of {len(held)} (" in status and f"all {len(held)} held-out images" in summary
-    assert len(srcs) == BROWSE_PAGE_SIZE and missing == 0 and not any(s.startswith("data:") for s in srcs)
-    srcs, missing, _, _ = seen[alone]  # no file behind the links: said, not a broken image
-    assert missing == BROWSE_PAGE_SIZE and srcs == []
+    assert len(tiles_shown) == len(srcs) == BROWSE_PAGE_SIZE and missing == 0
+    assert sum(s.startswith("data:") for s in srcs) == inlined < BROWSE_PAGE_SIZE  # the others from their links
+    assert phis_shown == sorted(phis_shown, reverse=True)
+    srcs, missing, _, _, _, _ = seen[alone]  # no file behind the links: said, not a broken image
+    assert missing == BROWSE_PAGE_SIZE - inlined and len(srcs) == inlined
+
+
+def test_each_finding_has_a_browser_of_every_image_it_holds_for(demo_run):
+    """A twenty-second user's finding spanned two groups and the held-out images: they opened three browsers and
+    filtered each by hand. Each confirmed statement that adds a failure now lists every image it holds for (by Γ
+    here, as the run judged it), least confident first, and says how many of them were held out."""
+    import re
+
+    out, _ = demo_run
+    payload = json.loads((out / "explanation.json").read_text())
+    conf = payload["confirmation"]
+    gamma = np.load(out / "inputs" / "relevance.npy")
+    held = set(conf["held_out"])
+    findings = [conf["statements"][j] for j in conf["ranked"] if "holds_for" in conf["statements"][j]]
+    assert findings and all(s["confirmed"] for s in findings)
+    checked_by_gamma = 0
+    for s in findings:
+        region = set(s["holds_for"])
+        assert len(region & held) == s["n_in"]  # what its test counted on the held-out images (all of them count)
+        if s["sentence"] is not None and s["sentence"] < gamma.shape[1]:  # a sentence of the set: its Γ column
+            assert region == set(np.flatnonzero(gamma[:, s["sentence"]]).tolist())
+            checked_by_gamma += 1
+    assert checked_by_gamma
+    phi = pd.read_parquet(out / IMAGES_TABLE)["confidence"].to_numpy()
+    html = (out / "report.html").read_text()
+    top = html[html.index('id="findings"') : html.index('id="group-table"')]
+    for k, s in enumerate(findings, 1):
+        rows = json.loads(re.search(rf'id="browse-ward-finding-{k}-rows">(.*?)</script>', top).group(1))
+        assert [r["i"] for r in rows] == sorted(s["holds_for"], key=lambda i: (phi[i], i))
+        n_held = len(set(s["holds_for"]) & held)
+        assert f"{n_held} held out (where it was confirmed), {len(rows) - n_held} among" in top
+        assert f"Browse all {len(rows)} images it holds for, with label and prediction" in top

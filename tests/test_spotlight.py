@@ -83,6 +83,16 @@ def test_export_has_one_row_per_image_with_hypothesis_sentence_split_confidence(
     assert table["split"].tolist() == ["held-out" if i in held else s for i, s in enumerate(assign["split"])]
     assert table["confidence"].tolist() == pytest.approx(assign["confidence"].tolist())
     assert table["label"].notna().all() and table["holds"][hard].notna().all()
+    # the run's findings, the strongest one an image holds for (a twenty-second user could not filter to theirs)
+    conf = json.loads((out / "explanation.json").read_text())["confirmation"]
+    findings = [conf["statements"][j] for j in conf["ranked"] if "holds_for" in conf["statements"][j]]
+    assert findings and set(table["finding_statement"].dropna()) == {s["text"] for s in findings}
+    strongest = findings[0]
+    assert (table["finding_statement"][strongest["holds_for"]] == strongest["text"]).all()
+    assert (table["finding"][strongest["holds_for"]] == "finding 1").all()
+    anywhere = set().union(*(s["holds_for"] for s in findings))
+    outside = [i for i in range(len(table)) if i not in anywhere]
+    assert (table["finding"][outside] == "none").all() and table["finding_statement"][outside].isna().all()
 
 
 def test_export_of_a_run_made_from_a_relative_folder_finds_every_image(tmp_path, monkeypatch):
@@ -186,6 +196,7 @@ def test_spotlight_opens_the_export_in_chromium_with_one_row_per_image(demo_run,
                 time.sleep(0.5)
             assert server.poll() is None, log.read_text(errors="replace")[-2000:]
         driver = _browser(tmp_path)
+        driver.set_window_size(2800, 2400)  # every column in view: Spotlight draws only the visible ones
         driver.get(f"http://127.0.0.1:{port}/")
         text = ""
         for _ in range(120):
@@ -219,11 +230,12 @@ def test_spotlight_opens_the_export_in_chromium_with_one_row_per_image(demo_run,
     assert "Select columns" not in text and "Similarity Map" in text
     lines = text.splitlines()
     assert lines[lines.index("All") + 1] == str(n)
-    for column in ("image_id", "hypothesis", "sentence", "split", "confidence"):
+    for column in ("image_id", "hypothesis", "sentence", "finding", "finding_statement", "split", "confidence"):
         assert column in lines
     assert "hard" in lines and "easy" in lines
     # the hypothesis cells show (a third user saw the integer column blank as a Category)
     assert any(ln.startswith("group ") for ln in lines) and "none" in lines, lines[:80]
+    assert "finding 1" in lines, lines[:80]
 
 
 def test_export_of_a_run_from_precomputed_embeddings_with_provenance_has_their_rows(tmp_path, monkeypatch):

@@ -55,6 +55,8 @@ CONFIRMATION_EDITS = {
     "a rate as text": (("confirmation", "statements", 0, "error_rate_in"), "abc", "error_rate_in"),
     "held out beyond the images": (("confirmation", "held_out"), [10**9], "'confirmation.held_out'"),
     "held out twice": (("confirmation", "held_out"), [2, 2], "'confirmation.held_out'"),
+    "a finding's images beyond the run": (("confirmation", "statements", 0, "holds_for"), [10**9], "holds_for'"),
+    "a finding without its held-out images": (("confirmation", "statements", 0, "holds_for"), [], "holds_for'"),
     "a count that disagrees": (("confirmation", "n_held_out"), 5, "'confirmation.n_held_out'"),
     "a fraction of 5": (("confirmation", "fraction"), 5, "'confirmation.fraction'"),
     "a status of markup": (("confirmation", "status"), "<b>x</b>", "'confirmation.status'"),

@@ -168,20 +168,23 @@ def browse_view(run, idx, sentence, anchor, short, choices=None, n_groups=1, own
 def browse_thumbs(run, sections, thumbs, limit=None, other_limit=None):
     """Thumbnails of the images the page's browsers list, each once: JSON ``{index: data URI}``.
 
-    The groups' images are taken group by group, in the order the page shows them, up to ``limit`` (default
+    The groups' images group by group, in the order the page shows them, then the findings' ones
+    (`lbee.reports.finding_images`), are taken up to ``limit`` (default
     `BROWSE_MAX_INLINE`); then the images of each section's other sets (`lbee.reports.other_images`), up to
     ``other_limit`` more (default `BROWSE_OTHER_INLINE`). A tile with no inlined thumbnail shows its image from its
     link when it has one.
     """
-    caps = (
-        ("clusters", BROWSE_MAX_INLINE if limit is None else limit),
-        ("others", BROWSE_OTHER_INLINE if other_limit is None else other_limit),
+    caps = (  # then a finding's images (most of them are its groups' too)
+        (("clusters", "findings"), BROWSE_MAX_INLINE if limit is None else limit),
+        (("others",), BROWSE_OTHER_INLINE if other_limit is None else other_limit),
     )
     out = {}
     if run.thumbnail_sources is None or thumbs is None:
         return "{}"
-    for part, cap in caps:
-        wanted = (j for sec in sections for c in sec.get(part, ()) for j in c.get("member_order", []))
+    for parts, cap in caps:
+        wanted = (
+            j for sec in sections for part in parts for c in sec.get(part) or () if c for j in c.get("member_order", [])
+        )
         taken = 0
         for j in wanted:
             if taken >= cap:

@@ -161,6 +161,7 @@ def render_report(
         _pyplot()
         sweep = _png_uri(sweep_figure(run.sweep))
     from ..run.text import confirmed_statements_lines
+    from .finding_images import finding_views
     from .other_images import OTHER_MAX_ROWS, OTHER_SETS, other_views
 
     # every browser on the page shares its budget: each group's, and each slicer's sets of other images
@@ -175,6 +176,7 @@ def render_report(
             # every confirmed statement, strongest first, each beyond the stronger ones (the terminal's list)
             "statements": statement_list(confirmed_statements_lines(run.confirmations.get(s), every=True)),
             "others": other_views(run, s, exps, short, slug(s), page_groups=n_page),
+            "findings": finding_views(run, s, short, slug(s), page_groups=n_page),
         }
         for s, exps in run.explanations.items()
     ]

@@ -17,14 +17,21 @@ from .._files import check_regular_file
 SPOTLIGHT_FILE = "spotlight.parquet"
 #: The hypothesis of an image in no hard group (an easy, a neutral one, or a hard one in no hypothesis).
 NO_HYPOTHESIS = "none"
+#: The finding of an image no confirmed statement holds for (or of every image of a run not confirmed).
+NO_FINDING = "none"
 #: Columns of the export, in order: the image file, its id, its hypothesis (``group 3``, the hard group;
 #: `NO_HYPOTHESIS` for an easy or a neutral image), the hypothesis' sentence, its split (hard / easy / neutral /
-#: held-out), φ, ω, label, prediction and whether the sentence holds for it (Γ, when the run had one).
+#: held-out), φ, ω, label, prediction and whether the sentence holds for it (Γ, when the run had one). ``finding``
+#: (``finding 1``, numbered as the report lists them, or `NO_FINDING`) and ``finding_statement``: the strongest
+#: confirmed statement that holds for the image (`lbee.reports.finding_images`), so that one filter shows a
+#: finding's images (a Category of the statements' texts fails to load in Spotlight 1.8: they hold commas).
 SPOTLIGHT_COLUMNS = (
     "image",
     "image_id",
     "hypothesis",
     "sentence",
+    "finding",
+    "finding_statement",
     "split",
     "confidence",
     "performance",
@@ -40,6 +47,7 @@ SPOTLIGHT_DTYPES = {
     EMBEDDING_COLUMN: "Embedding",
     "split": "Category",
     "hypothesis": "Category",
+    "finding": "Category",
     "label": "Category",
     "prediction": "Category",
 }
@@ -61,6 +69,30 @@ def _image_file(row, run_dir):
     return None
 
 
+def _findings(run_dir, n):
+    """Per image, the strongest finding that holds for it: ``finding`` and ``finding_statement``, shape (n,) each.
+
+    Read from ``explanation.json``'s confirmation block (checked as every reader checks it); a run without one, or
+    written before it recorded each finding's images, has none (`NO_FINDING`, and no statement).
+    """
+    import numpy as np
+
+    number, text = np.full(n, NO_FINDING, dtype=object), np.full(n, None, dtype=object)
+    path = Path(run_dir) / "explanation.json"
+    if path.is_file():
+        from ..run.confirm_text import adds_a_failure
+        from ..run.pipeline import load_explanations
+
+        conf = load_explanations(path)[1].get("confirmation") or {}
+        statements = conf.get("statements") or []
+        findings = [j for j in conf.get("ranked") or () if adds_a_failure(statements[j])]
+        for k, j in reversed(list(enumerate(findings, 1))):  # the strongest written last: it wins an image two hold
+            idx = np.asarray(statements[j].get("holds_for") or [], dtype=np.int64)
+            idx = idx[idx < n]
+            number[idx], text[idx] = f"finding {k}", statements[j]["text"]
+    return {"finding": number, "finding_statement": text}
+
+
 def spotlight_table(run_dir, images=None):
     """The Spotlight table of a stored run: a DataFrame with `SPOTLIGHT_COLUMNS`, one row per image.
 
@@ -74,7 +106,7 @@ def spotlight_table(run_dir, images=None):
 
     Returns
     -------
-    pandas.DataFrame of shape (n_images, 10)
+    pandas.DataFrame of shape (n_images, 12)
 
     Raises
     ------
@@ -96,6 +128,7 @@ def spotlight_table(run_dir, images=None):
             # text, not an int: Spotlight 1.8's Category of an integer column has no categories and shows blank
             "hypothesis": ("group " + table["group"].astype("Int64").astype(str)).where(hard, NO_HYPOTHESIS),
             "sentence": table["sentence"].where(hard, None),
+            **_findings(run_dir, len(table)),
             "split": table["split"].astype(str),
             "confidence": table["confidence"],
             "performance": table["performance"],

@@ -253,6 +253,11 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
         for j, b in zip(ranked, beyond_the_groups_above(ranked, statements, regions, plan.failed, rows)):
             if b is not None:
                 statements[j]["beyond"] = {**b, "above": [ranked[k] for k in b.pop("groups_above")]}
+        from .confirm_text import adds_a_failure
+
+        for j in ranked:  # every image a finding holds for, found on or held out: the report's browser of it
+            if adds_a_failure(statements[j]):
+                statements[j]["holds_for"] = np.flatnonzero(regions[:, j]).tolist()
         out["confirmation"]["ranked"] = ranked
         args = (first.hard_clusters, statements, regions, leading, tests, plan, performance, rows)
         order, groups = rank_groups(*args)

@@ -140,6 +140,12 @@ def _check_confirmation(conf, where, n, n_groups, texts):
                 _count(a.get(key), where, f"{field}.ablation[{k}].{key}")
             for key in ("error_rate", "error_rate_excluded", "p_value"):
                 _rate(a.get(key), where, f"{field}.ablation[{k}].{key}")
+        if "holds_for" in s:  # a finding's images: as many of the held-out ones as its test counted, at least
+            _indices(s["holds_for"], where, f"{field}.holds_for", n)
+            if s.get("confirmed") is not True:
+                _bad(where, f"{field}.holds_for", "a list", "none: the statement is not confirmed")
+            if _number(s.get("n_in")) and len(set(s["holds_for"]) & set(held)) < s["n_in"]:
+                _bad(where, f"{field}.holds_for", "fewer held-out images", f"at least its n_in ({s['n_in']})")
         if s.get("beyond") is not None:
             _dict(s["beyond"], where, f"{field}.beyond")
             _test(s["beyond"], where, f"{field}.beyond")
