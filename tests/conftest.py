@@ -40,8 +40,8 @@ def random_clip():
 
 
 @pytest.fixture(scope="session")
-def demo_run(tmp_path_factory):
-    """`lbee demo` run once per session: (output folder, printed text)."""
+def demo_printed(tmp_path_factory):
+    """`lbee demo` run once per session: (output folder, what it printed on the terminal, without -v)."""
     from click.testing import CliRunner
 
     from lbee.cli import cli
@@ -52,6 +52,13 @@ def demo_run(tmp_path_factory):
     )
     assert result.exit_code == 0, result.output
     return out, result.output
+
+
+@pytest.fixture(scope="session")
+def demo_run(demo_printed):
+    """The session's `lbee demo`: (output folder, its whole story: demo.txt, what ``lbee -v demo`` prints)."""
+    out, _ = demo_printed
+    return out, (out / "demo.txt").read_text(encoding="utf-8")
 
 
 @pytest.fixture

@@ -271,11 +271,12 @@ def test_describe_says_when_its_groups_were_merged_into_one_hypothesis_per_failu
     assert "groups merged into one hypothesis per failure" in (tmp_path / "d" / "report.md").read_text()
 
 
-def test_the_demo_says_once_which_world_it_uses_and_why_the_first_was_set_aside(demo_run):
+def test_the_demo_says_once_which_world_it_uses_and_why_the_first_was_set_aside(demo_run, demo_printed):
     """A new user read "Generating a SpotCheck world (seed 0)" on stdout while seed 1 was used (stderr said why);
     the third read "details on stderr" where `make demo` shows one stream; the fifth read the story twice, in the
-    progress and on stdout. Stdout says it in one line; the progress keeps each candidate's reason."""
-    _, text = demo_run
+    progress and on stdout. The story says it in one line; the progress keeps each candidate's reason."""
+    _, story = demo_run
+    text = story + demo_printed[1]  # the story (demo.txt, -v) and the terminal's progress lines
     flat = " ".join(text.split())
     assert "Generating a SpotCheck world (seed" not in flat and "stderr" not in text
     assert (
@@ -344,6 +345,31 @@ def test_the_demo_gives_its_outcome_in_short_before_the_details(demo_run):
     assert text.count("In short:") == 1 and "planted blindspots" in short and "confirmed on held-out images" in short
     assert f"{out}/report.html" in short and "To see how the results change with the number of groups" in text
     assert text.index("In short:") < text.index("Each hard group's top sentence")
+
+
+def test_the_demo_prints_the_outcome_and_keeps_the_details_in_its_folder(demo_printed, demo_run):
+    """A twenty-second user read about 100 lines of symbols (q = 2.9e-60, AHR, lift) before what a newcomer needs.
+    Without -v the terminal shows the world, the outcome in short and each blindspot's statement with its test in
+    words; the whole story (what -v prints) is in demo.txt, and the terminal says so."""
+    out, printed = demo_printed
+    _, story = demo_run
+    lines = [ln for ln in printed.splitlines() if not re.match(r"\[\s*\d+\.\d s\]", ln)]  # stderr's progress
+    assert len(lines) <= 40 and max(map(len, lines)) <= 100, (len(lines), printed)
+    for symbol in ("q = ", "AHR", "lift", "Γ", "S*", "o = 0.2", "why candidate world"):
+        assert symbol not in printed, symbol
+    flat = " ".join(printed.split())
+    assert "In short:" in flat and f"{out}/report.html" in flat and f"{out}/demo.txt, or run lbee -v demo" in flat
+    truths = story.split("True blindspots")[1].split("In short")[0]
+    assert truths.strip() and truths.strip() in "\n".join(lines)  # the same blindspots, said the same way
+    # each blindspot's statement, and its held-out test in words, as the record has it
+    conf = json.loads((out / "explanation.json").read_text())["confirmation"]
+    for g in (0, 1):
+        s = conf["statements"][conf["groups"][g]["statement"]]
+        assert f'"{s["text"]}"' in flat and conf["groups"][g]["confirmed"]
+        assert f"the {s['n_in']} it holds for fail {s['error_rate_in']:.0%} of the time" in flat
+    # the details are the story's, not the terminal's
+    assert "Each hard group's top sentence" in story and "Each hard group's top sentence" not in printed
+    assert "Counterfactual check" in story and "needed" in story
 
 
 def test_per_class_with_html_writes_the_page_and_names_each_class_worst_group(confident_errors):

@@ -11,6 +11,9 @@ from ..run.text import line_width
 from ._base import SEED, FloatRange, check_writable_folder, cli, log, require_extra
 from ._counterfactual import echo_counterfactuals
 
+#: The demo's whole story, in its folder: what ``lbee -v demo`` prints (the terminal shows the outcome only).
+DEMO_STORY = "demo.txt"
+
 
 @cli.command()
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the experimental configuration.")
@@ -63,34 +66,38 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     from ..run.outputs import run_entries
 
     refuse_special_entries(out, run_entries(out), how="the demo, which refreshes its folder")  # before the work
-    click.echo("Generating a SpotCheck world with its square classifier ...")
-    _say(
-        "(the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
-        "analysed; `lbee spotcheck bench` runs the paper's protocol)"
-    )
+    story = _Story(bool(ctx.obj.get("verbose")))
+    with story.part():
+        click.echo("Generating a SpotCheck world with its square classifier ...")
+        _say(
+            "(the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
+            "analysed; `lbee spotcheck bench` runs the paper's protocol)"
+        )
     ec = make_ec(seed, log=step, train=True if retrain else "auto")
     v = ec.verification
     attempts = v.get("attempts") or ()
-    if attempts:  # the story, once (the progress on stderr says only that a candidate was set aside)
-        seeds = ", ".join(str(a["seed"]) for a in attempts)
-        why = f" ({attempts[0]['story']})" if attempts[0].get("story") else ""
-        # numbered as the progress line numbers them ("candidate world 1 (seed 0) set aside"), said once, with why
-        which = "candidate world 1" if len(attempts) == 1 else f"candidate worlds 1 to {len(attempts)}"
-        said = (
-            f"why {which} (seed {seeds}) {'was' if len(attempts) == 1 else 'were'} set aside: a world is kept only "
-            f"when its classifier fails exactly in the blindspots planted in it{why}; the demo uses candidate world "
-            f"{len(attempts) + 1} (seed {ec.seed})"
+    with story.part(detail=True):
+        if attempts:  # the story, once (the progress on stderr says only that a candidate was set aside)
+            seeds = ", ".join(str(a["seed"]) for a in attempts)
+            why = f" ({attempts[0]['story']})" if attempts[0].get("story") else ""
+            # numbered as the progress line numbers them ("candidate world 1 (seed 0) set aside"), said once
+            which = "candidate world 1" if len(attempts) == 1 else f"candidate worlds 1 to {len(attempts)}"
+            said = (
+                f"why {which} (seed {seeds}) {'was' if len(attempts) == 1 else 'were'} set aside: a world is kept "
+                f"only when its classifier fails exactly in the blindspots planted in it{why}; the demo uses "
+                f"candidate world {len(attempts) + 1} (seed {ec.seed})"
+            )
+            _say(said)
+        else:
+            click.echo(f"  the demo uses world seed {ec.seed}")
+    with story.part():
+        _say(
+            f"model accuracy on the validation images: {v['accuracy_outside']:.2f} outside the blindspots, "
+            + ", ".join(f"{x:.2f} inside blindspot {i}" for i, x in enumerate(v["accuracy_inside"]))
         )
-        _say(said)
-    else:
-        click.echo(f"  the demo uses world seed {ec.seed}")
-    _say(
-        f"model accuracy on the validation images: {v['accuracy_outside']:.2f} outside the blindspots, "
-        + ", ".join(f"{x:.2f} inside blindspot {i}" for i, x in enumerate(v["accuracy_inside"]))
-    )
-    click.echo("\nTrue blindspots (where the model was taught to fail):")
-    for i, d in enumerate(ec.blindspot_sentences()):
-        _say(f"[{i}] {d}")
+        click.echo("\nTrue blindspots (where the model was taught to fail):")
+        for i, d in enumerate(ec.blindspot_sentences()):
+            _say(f"[{i}] {d}")
     enc = load_encoder("spotcheck", device=ctx.obj["device"])
     if ctx.obj["progress"]:
         step(f"embedding {len(ec.images['test'])} test images and the sentences, clustering, describing ...")
@@ -99,37 +106,43 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     p = next(iter(result.explanations.values())).params
     from ..run.text import groups_line
 
-    click.echo("\n" + _in_short(ec, analysis, out))
+    with story.part():
+        click.echo("\n" + _in_short(ec, analysis, out))
+    with story.part(brief=True):
+        _echo_named_blindspots(ec, analysis)
     hard = result.explanations["tops"].hard_clusters
-    click.echo()
-    _say("Test set: " + groups_line(p, len(hard), in_groups=sum(len(c.indices) for c in hard)), "", "")
-    click.echo()
-    click.echo("Each hard group's top sentence, per method (groups in the order of their evidence):")
-    click.echo(top_sentences(result))
-    click.echo("\nMetrics with exact relevance (o = 0.2):")
-    click.echo(f"  {'method':<8} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}  description score")
-    for m, s in analysis.scores.items():
-        click.echo(
-            f"  {m:<8} {s['AHR']:>6.3f} {s['ACR']:>6.3f} {s['TPR']:>6.3f} {s['JI']:>6.3f}  "
-            f"{analysis.description_score[m]:.2f}"
-        )
-    from ..run.text import metric_legend
+    with story.part(detail=True):
+        click.echo()
+        _say("Test set: " + groups_line(p, len(hard), in_groups=sum(len(c.indices) for c in hard)), "", "")
+        click.echo()
+        click.echo("Each hard group's top sentence, per method (groups in the order of their evidence):")
+        click.echo(top_sentences(result))
+        click.echo("\nMetrics with exact relevance (o = 0.2):")
+        click.echo(f"  {'method':<8} {'AHR':>6} {'ACR':>6} {'TPR':>6} {'JI':>6}  description score")
+        for m, sc in analysis.scores.items():
+            click.echo(
+                f"  {m:<8} {sc['AHR']:>6.3f} {sc['ACR']:>6.3f} {sc['TPR']:>6.3f} {sc['JI']:>6.3f}  "
+                f"{analysis.description_score[m]:.2f}"
+            )
+        from ..run.text import metric_legend
 
-    click.echo(metric_legend())
-    _say(
-        "(description score: whether the sentences for a found blindspot state its conditions and are true of "
-        "it; 1 is best for all)",
-        more="   ",
-    )
-    click.echo(f"\nHard groups as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
-    _say(
-        "(DR: share of the true blindspots a group covers; FDR: share of the groups that cover no blindspot)",
-        more="   ",
-    )
-    _echo_named_blindspots(ec, analysis)
-    if ctx.obj["progress"]:
-        step("counterfactual check: fresh renders for each hypothesis's statement and its one-condition variants ...")
-    echo_counterfactuals(ec, analysis, random_state=seed)
+        click.echo(metric_legend())
+        _say(
+            "(description score: whether the sentences for a found blindspot state its conditions and are true of "
+            "it; 1 is best for all)",
+            more="   ",
+        )
+        click.echo(f"\nHard groups as blindspot hypotheses: DR = {analysis.dr:.2f}, FDR = {analysis.fdr:.2f}")
+        _say(
+            "(DR: share of the true blindspots a group covers; FDR: share of the groups that cover no blindspot)",
+            more="   ",
+        )
+        _echo_named_blindspots(ec, analysis, details=True)
+        if ctx.obj["progress"]:
+            step(
+                "counterfactual check: fresh renders for each hypothesis's statement and its one-condition variants ..."
+            )
+        echo_counterfactuals(ec, analysis, random_state=seed)
     if ctx.obj["progress"]:
         step("writing the world, the explanation and the HTML report ...")
     from ..reports.browse import write_images_table
@@ -138,6 +151,15 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
     from ..run.outputs import staged_run_folder
 
     ec_dir = Path(out) / "ec"
+    i = f"{out}/inputs"
+    with story.part(detail=True):
+        click.echo(
+            "\nTo see how the results change with the number of groups (C), of sentences (K) and the severity (o): "
+            f"lbee sweep --image-embeddings {i}/image_embeddings.npy "
+            f"--sentence-embeddings {i}/sentence_embeddings.npy --sentences {i}/sentences.txt "
+            f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.6g} "
+            f"--out {out}/sweep"
+        )
     with staged_run_folder(out, overwrite=True) as stage:  # the demo's own folder: replaced whole, never mixed
         ec.save(stage / "ec")
         result.image_ids = [f"ec/images/test/{i:05d}.png" for i in analysis.rows]
@@ -148,19 +170,69 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
         html = render_report(page, thumbs=ThumbnailCache(ctx.obj["cache_dir"]))
         atomic_write_bytes(stage / "report.html", html.encode("utf-8"))
         write_images_table(page, stage)  # every image with its group, for `lbee serve` and `lbee export spotlight`
-    click.echo(
-        f"\nWrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
+        atomic_write_bytes(stage / DEMO_STORY, story.text.getvalue().encode("utf-8"))
+    click.echo()
+    _say(
+        f"Wrote {out}/report.html, explanation.json, assignments.parquet, report.md, the analysis inputs "
         f"in {out}/inputs and the world (its images, blindspots and classifier) in {ec_dir} "
-        f"({time.perf_counter() - t0:.0f} s)."
+        f"({time.perf_counter() - t0:.0f} s).",
+        "",
+        "",
     )
-    i = f"{out}/inputs"
-    click.echo(
-        "To see how the results change with the number of groups (C), of sentences (K) and the severity (o): "
-        f"lbee sweep --image-embeddings {i}/image_embeddings.npy "
-        f"--sentence-embeddings {i}/sentence_embeddings.npy --sentences {i}/sentences.txt "
-        f"--predictions {i}/predictions.csv --relevance {i}/relevance.npy --tau {p['tau']:.6g} "
-        f"--out {out}/sweep"
-    )
+    if not story.verbose:
+        _say(
+            f"The details (each describer's sentences, the metrics, each condition's test, renders that change one "
+            f"condition, the lbee sweep command): {out}/{DEMO_STORY}, or run lbee -v demo.",
+            "",
+            "",
+        )
+
+
+class _Story:
+    """What the demo tells: every line into ``demo.txt``; on the terminal, the details only with ``-v``.
+
+    A twenty-second user read about 100 lines of symbols (q, lift, AHR...) before what a newcomer needs: the
+    terminal now shows the world, the outcome in short and each blindspot's statement; the rest is in the file.
+    """
+
+    def __init__(self, verbose):
+        import io
+
+        self.verbose, self.text = verbose, io.StringIO()
+
+    def part(self, detail=False, brief=False):
+        """A context in which ``click.echo`` tells this part of the story.
+
+        ``detail``: into the file, and on the terminal only with -v. ``brief``: on the terminal only, without -v
+        (the short form of what the details then say).
+        """
+        import contextlib
+        import sys
+
+        if brief:
+            streams = [] if self.verbose else [sys.stdout]
+        else:
+            streams = [self.text] + ([sys.stdout] if self.verbose or not detail else [])
+        return contextlib.redirect_stdout(_Tee(streams))
+
+
+class _Tee:
+    """A text stream that writes to several (the terminal and the story's file)."""
+
+    def __init__(self, streams):
+        self.streams = streams
+
+    def write(self, text):
+        for s in self.streams:
+            s.write(text)
+        return len(text)
+
+    def flush(self):
+        for s in self.streams:
+            s.flush()
+
+    def isatty(self):
+        return False
 
 
 def _in_short(ec, analysis, out):
@@ -178,41 +250,70 @@ def _in_short(ec, analysis, out):
         "'compose' says each in one sentence (description score "
         f"{analysis.description_score['compose']:.2f}; 1 is best). {confirmed} of those sentences are confirmed "
         f"on held-out images. Open {out}/report.html to browse every group's images; then try lbee on your own "
-        "images (README: 'The command line, on your images'). The details follow."
+        "images (README: 'The command line, on your images')."
     )
     return textwrap.fill(text, line_width(), break_on_hyphens=False, break_long_words=False)
 
 
-def _echo_named_blindspots(ec, analysis):
-    """Each true blindspot, the hypothesis that covers it and its first 'compose' sentence, with its shares."""
+def _echo_named_blindspots(ec, analysis, details=False):
+    """Each true blindspot, the hypothesis that covers it and its first 'compose' sentence.
+
+    ``details``: with its shares, its test on the held-out images and each condition's; else one line on whether
+    it was confirmed, in words.
+    """
     import textwrap
 
     from ..run.text import confirmation_lines, confirmation_note
 
-    details = analysis.description_details.get("compose")
+    d_all = analysis.description_details.get("compose")
     exp = analysis.result.explanations.get("compose")
-    if not details or exp is None:
+    if not d_all or exp is None:
         return
-    click.echo("\nEach true blindspot, and what 'compose' says of the hypothesis covering it:")
-    for d, text in zip(details, ec.blindspot_sentences()):
-        click.echo(f"  [{d['blindspot']}] {text}")
+    conf = analysis.result.extra.get("confirmation")
+    head = "Each true blindspot, and what 'compose' says of the hypothesis covering it"
+    click.echo()
+    _say(f"{head}:" if details else f"{head}, and its test on held-out images:", "", "  ")
+    for d, text in zip(d_all, ec.blindspot_sentences()):
+        _say(f"[{d['blindspot']}] {text}")
         if not d["covered"]:
             click.echo("      not found (no hypothesis covers 80 % of it with 80 % precision)")
             _echo_overlap(exp, ec, analysis, d["blindspot"])
             continue
         c = exp.hard_clusters[d["cluster"]]
         share = c.details[0] if c.details else {}
-        click.echo(f'      hard group {d["cluster"]} ({len(c.indices)} images): "{exp.sentence_texts[c.sentences[0]]}"')
+        said = f'      hard group {d["cluster"]} ({len(c.indices)} images): "{exp.sentence_texts[c.sentences[0]]}"'
+        click.echo(said if details else textwrap.fill(said, line_width(), subsequent_indent="        "))
+        if not details:
+            click.echo(
+                textwrap.fill(
+                    _tested(conf, d["cluster"]), line_width(), initial_indent="      ", subsequent_indent="        "
+                )
+            )
+            continue
         if share:
             click.echo(
                 f"      holds for {share['hard_share']:.0%} of the hypothesis, {share['easy_share']:.1%} of the "
                 f"easy images; description score {d['score']:.2f}"
             )
-        for line in confirmation_lines(analysis.result.extra.get("confirmation"), d["cluster"]):
+        for line in confirmation_lines(conf, d["cluster"]):
             click.echo(textwrap.fill(line, line_width(), initial_indent="      ", subsequent_indent="        "))
-    note = confirmation_note(analysis.result.extra.get("confirmation"))
-    if note:
+    note = confirmation_note(conf)
+    if note and details:
         click.echo(f"  {note}")
+
+
+def _tested(conf, group):
+    """Whether a group's statement was confirmed on the held-out images, in words (the numbers are details)."""
+    g = ((conf or {}).get("groups") or [None] * (group + 1))[group] if conf and conf.get("status") == "done" else None
+    if g is None or g.get("statement") is None:
+        return "not tested on held-out images"
+    s = conf["statements"][g["statement"]]
+    if not g["confirmed"]:
+        return f"not confirmed on the {conf['n_held_out']} held-out images"
+    return (
+        f"confirmed: of the {conf['n_held_out']} held-out images, the {s['n_in']} it holds for fail "
+        f"{s['error_rate_in']:.0%} of the time, the others {s['error_rate_out']:.0%}"
+    )
 
 
 def _echo_overlap(exp, ec, analysis, blindspot):
