@@ -217,25 +217,51 @@ def _start_time(pid):
 
 
 def process_tag():
-    """The running process as leftovers name their writer: ``PID.START`` (START 0 where it cannot be read).
+    """The running process as leftovers name their writer: ``PID.START.TABLE.BOOT`` (START 0 where unreadable).
 
     A pid alone is not a process: in a container lbee gets the same pid at every start, and a killed writer's
-    leftovers were then taken for a live writer's, and later finished over a newer run (sweep 32d).
+    leftovers were then taken for a live writer's, and later finished over a newer run (sweep 32d). TABLE names
+    the process table the pid is read in, BOOT the machine's boot (`_process_table`): a live writer in another
+    container or on another host sharing the folder looked dead from here, and its stage was deleted under it
+    (sweep 32g).
     """
-    return f"{os.getpid()}.{_start_time(os.getpid()) or 0}"
+    table, boot = _process_table()
+    return f"{os.getpid()}.{_start_time(os.getpid()) or 0}.{table}.{boot}"
+
+
+def _process_table():
+    """8 hex digits each of the process table (host and pid namespace) and of the boot this process runs in."""
+    import hashlib
+    import socket
+
+    def read(how):
+        try:
+            return how()
+        except OSError:
+            return ""
+
+    table = socket.gethostname() + "\0" + read(lambda: os.readlink("/proc/self/ns/pid"))
+    boot = read(lambda: Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    return tuple(hashlib.sha256(v.encode()).hexdigest()[:8] for v in (table, boot))
 
 
 def tag_alive(tag):
     """Whether the process a `process_tag` (or a bare pid, as older names have it) names still runs.
 
     Its pid must exist and, where both start times are known, it must have started when the tag says; a tag that
-    is no pid is taken as alive (left alone). On Windows, where signal 0 would end a process, every one counts.
+    is no pid, or one of another process table (another host or container: its pid cannot be looked up here), is
+    taken as alive (left alone); one of an earlier boot of this machine is gone. On Windows, where signal 0 would
+    end a process, every one counts.
     """
-    pid, _, start = str(tag).partition(".")
-    if not pid.isdigit():
+    pid, start, table, boot = (str(tag).split(".") + ["", "", ""])[:4]
+    if not pid.isdigit() or os.name == "nt":
         return True
-    if os.name == "nt":
-        return True
+    if table or boot:
+        here, booted = _process_table()
+        if table != here:  # its pid means nothing in this process table
+            return True
+        if boot != booted:  # written before this machine last started: that process is gone
+            return False
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:

@@ -876,8 +876,9 @@ def test_an_unconfirmed_group_takes_one_line_unless_asked(planted_run):
 
 
 def test_audit_refuses_what_the_command_line_refuses():
-    """Sweep 32e W-1: `lbee.audit` took logits for probabilities, a NaN or 0.5 in Γ for "relevant", ω of 2, a τ of
-    10⁹ and repeated sentences, all of which the command line and `lbee.evaluate` refuse."""
+    """Sweep 32e W-1: `lbee.audit` took logits for probabilities, a NaN or 0.5 in Γ for "relevant", a τ of 10⁹ and
+    repeated sentences, all of which the command line and `lbee.evaluate` refuse. ω is any finite number, as a
+    predictions table's (sweep 32g: the two disagreed on ω of 2); a NaN is refused."""
     import lbee
 
     rng = np.random.default_rng(0)
@@ -888,7 +889,10 @@ def test_audit_refuses_what_the_command_line_refuses():
     cases = [
         (dict(probs=np.log(probs) * 3), "sum to 1|logits"),  # logits
         (dict(probs=probs, confidence=probs[:, 0]), "not both"),
-        (dict(confidence=probs[:, 0], performance=np.full(60, 2.0)), "in \\[0, 1\\]"),
+        (dict(confidence=probs[:, 0], performance=np.full(60, np.nan)), "performance"),
+        # sweep 32g: ids on more than one line, and settings as a dict (an AttributeError deep in the run)
+        (dict(probs=probs, image_ids=[f"{i}\n0" for i in range(60)]), "image_ids\\[0\\].*U\\+000A"),
+        (dict(probs=probs, settings={"clusters": 3}), "expected an lbee.RunSettings"),
         (dict(probs=probs, relevance=np.full((60, 3), np.nan)), "relevance"),
         (dict(probs=probs, relevance=np.full((60, 3), 0.5)), "relevance"),
         (dict(probs=probs, tau=1e9), "tau"),
@@ -898,3 +902,5 @@ def test_audit_refuses_what_the_command_line_refuses():
     for extra, message in cases:
         with pytest.raises((ValueError, TypeError), match=message):
             lbee.audit(X, S, **{**good, **extra})
+    scored = lbee.audit(X, S, sentences=texts, tau=0.2, confidence=probs[:, 0], performance=-probs[:, 1] * 3)
+    assert float(scored.scores.performance.min()) < -1  # a score, not a probability: read as the table's column

@@ -502,9 +502,11 @@ def test_rerun_is_refused_without_overwrite_then_replaces_each_run_whole(image_d
     assert not [p for p in out.rglob("*") if ".lbee-" in p.name]
 
 
-@pytest.mark.parametrize("step", ["staged", "swapping"])
+@pytest.mark.parametrize("step", ["staged", "swapping", "swapping:2"])
 def test_report_killed_leaves_each_run_folder_whole(image_dataset, tmp_path, killed_lbee, step):
-    """Issue 32: a SIGKILL left a new explanation.json (5 clusters) beside the old report.md (4 clusters)."""
+    """Issue 32: a SIGKILL left a new explanation.json (5 clusters) beside the old report.md (4 clusters). The
+    report is staged whole: killed in its stage (its run's swap there), the old report is untouched; killed in its
+    own swap (the second), the next run finishes the committed one."""
     root, _ = image_dataset
     out = tmp_path / "rep"
     cfg = write(tmp_path / "r.yaml", _one_run_config(root, out, 2))
@@ -512,19 +514,21 @@ def test_report_killed_leaves_each_run_folder_whole(image_dataset, tmp_path, kil
     cache = ["-q", "--cache-dir", str(tmp_path / "cache")]
     assert CliRunner().invoke(cli, [*cache, "report", str(cfg)], obj={}).exit_code == 0
     run_dir = out / "street_i_scenes_i"
-    old = _files(run_dir)
+    old, old_index = _files(run_dir), (out / "index.html").read_bytes()
     killed_lbee([*cache, "report", str(cfg3), "--overwrite"], step)
-    if step == "staged":  # killed with the new run complete in the stage: the old one untouched
-        assert _files(run_dir) == old
+    finished = step == "swapping:2"
+    if not finished:  # killed with the new report unfinished in its stage: the old one untouched
+        assert _files(run_dir) == old and (out / "index.html").read_bytes() == old_index
     else:  # killed between the moves: the next run finishes the committed one
-        assert any(".lbee-replaced-" in p.name for p in out.iterdir())
+        assert any(".lbee-replaced-" in p.name for p in tmp_path.iterdir())
     r = CliRunner().invoke(cli, [*cache, "report", str(cfg3)], obj={})  # settles what the kill left, then refuses
     assert r.exit_code == 2 and "already holds a report" in r.output
-    assert not [p for p in out.rglob("*") if ".lbee-" in p.name]
+    assert not [p for p in tmp_path.rglob("*") if ".lbee-" in p.name]
     clusters = json.loads((run_dir / "explanation.json").read_text())["params"]["n_clusters"]
-    assert clusters == (2 if step == "staged" else 3)
-    assert (_files(run_dir) == old) == (step == "staged")
+    assert clusters == (3 if finished else 2)
+    assert (_files(run_dir) == old) == (not finished)
     assert sorted(_files(run_dir)) == sorted(old)  # one whole run: every file of it, and no other
+    assert 'href="street_i_scenes_i/report.html"' in (out / "index.html").read_text()
 
 
 @pytest.mark.parametrize("how", ["own name", "through a symlink"])
@@ -605,3 +609,37 @@ def test_a_fetched_copy_of_a_served_run_is_one_runs_files(image_dataset, tmp_pat
     r = CliRunner().invoke(cli, ["export", "spotlight", str(fetched), "--images", str(root)], obj={})
     assert r.exit_code == 0 and "not found" not in r.output, r.output
     assert pd.read_parquet(fetched / "spotlight.parquet")["image"].notna().all()  # a twentieth user's were all None
+
+
+def _two_run_config(root, out, clusters):
+    """Two datasets of one model each (the same inputs), named a and b."""
+    one = _one_run_config(root, out, clusters)
+    head, entry = one.split("    datasets:\n")
+    entry = entry.replace("street <i>scenes</i>", "a")
+    return head + "    datasets:\n" + entry + entry.replace("- name: a", "- name: b")
+
+
+def test_report_killed_between_two_datasets_leaves_the_old_report_whole(image_dataset, tmp_path, killed_lbee):
+    """Sweep 32g L-3: `lbee report --overwrite` killed between two datasets left run a of the new config beside run
+    b of the old, under the old index.html. The report is staged whole: a kill leaves the old one, every run of it.
+    What its folders hold beyond the runs (a note, an earlier model's folder) is kept by the rerun."""
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    cfg, cfg3 = (write(tmp_path / f"r{c}.yaml", _two_run_config(root, out, c)) for c in (2, 3))
+    cache = ["-q", "--cache-dir", str(tmp_path / "cache")]
+    assert CliRunner().invoke(cli, [*cache, "report", str(cfg)], obj={}).exit_code == 0
+    (out / "a" / "notes.txt").write_text("mine")
+    (out / "b" / "older_model").mkdir()
+    (out / "b" / "older_model" / "report.md").write_text("an earlier config's model")
+    old = _files(out)
+    # the second run folder's own swap (inside the report's stage): run a is done there, b is half swapped
+    killed_lbee([*cache, "report", str(cfg3), "--overwrite"], "swapping:2")
+    assert _files(out) == old
+    r = CliRunner().invoke(cli, [*cache, "report", str(cfg3), "--overwrite"], obj={})
+    assert r.exit_code == 0, r.output
+    assert not [p for p in tmp_path.rglob("*") if ".lbee-" in p.name]
+    for name in ("a", "b"):  # both runs of the new config
+        assert json.loads((out / name / "explanation.json").read_text())["params"]["n_clusters"] == 3
+    assert (out / "a" / "notes.txt").read_text() == "mine"
+    assert (out / "b" / "older_model" / "report.md").read_text() == "an earlier config's model"
+    assert str(tmp_path / ".rep.lbee") not in r.output  # the folders as swapped in, never the stage's name

@@ -1,5 +1,8 @@
 """Sweep 32: an output named through a folder that does not exist yet is checked where it will land."""
 
+import os
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -334,3 +337,84 @@ def test_a_dead_writers_swap_of_other_entries_is_finished_not_dropped(tmp_path):
     got = {p.name: p.read_text() for p in out.iterdir()}
     assert got == {"embeddings.npy": "new images", "ids.txt": "new ids", "sentences.txt": "new s"}, got
     assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
+def test_a_dead_writers_entries_that_this_run_replaces_are_dropped_not_moved_in(tmp_path):
+    """Sweep 32g L-1: a describe killed after its commit, beside one that had started before, had its run's
+    slicer_domino/ moved into the survivor's run: one folder held two runs. An entry the survivor's swap replaces
+    (a run's: `RUN_ENTRIES`) is dropped; an entry outside them is still moved in (sweep 32f)."""
+    import lbee.io.staging as staging
+    from lbee.io.staging import staged_entries
+    from lbee.run.outputs import RUN_ENTRIES
+
+    out = tmp_path / "m"
+    out.mkdir()
+    (out / "explanation.json").write_text("old run")
+    tag = "999999.0"  # a writer that is gone
+    stage = tmp_path / f".m.lbee-staging-{tag}-aaaaaaaaaaaa"
+    stage.mkdir()
+    for name in ("explanation.json", "slicer_domino", "theirs.txt"):
+        (stage / name).write_text(f"killed run's {name}")
+    mark = '{"new": ["explanation.json", "slicer_domino", "theirs.txt"], "old": ["explanation.json"]}'
+    (stage / ".lbee-complete.json").write_text(mark)
+    real = staging.recover_leftovers
+    staging.recover_leftovers = lambda *a, **k: []  # passed for alive when the next writer started
+    try:
+        with staged_entries(out, replaces=RUN_ENTRIES) as new:
+            (new / "explanation.json").write_text("new run")
+    finally:
+        staging.recover_leftovers = real
+    got = {p.name: p.read_text() for p in out.iterdir()}
+    assert got == {"explanation.json": "new run", "theirs.txt": "killed run's theirs.txt"}, got
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
+def test_a_writer_of_another_process_table_is_left_alone_and_a_removed_stage_stops_the_writer(tmp_path):
+    """Sweep 32g L-2: a live writer in another pid namespace (a container sharing the folder) looked dead from
+    here: its stage was deleted under it, and it re-created the stage and swapped in a partial run over the old
+    one. A tag names its process table and boot: another table's writer is alive here, an earlier boot's is gone,
+    and a writer whose stage was removed stops without replacing anything."""
+    from lbee._files import process_tag, tag_alive
+    from lbee.io.staging import recover_leftovers, staged_entries
+
+    pid, start, table, boot = process_tag().split(".")
+    assert tag_alive(process_tag())
+    assert tag_alive(f"999999.1.{'0' * 8 if table != '0' * 8 else '1' * 8}.{boot}")  # another table's: alive
+    assert not tag_alive(f"{pid}.{start}.{table}.{'0' * 8 if boot != '0' * 8 else '1' * 8}")  # an earlier boot's
+    assert not tag_alive(f"999999.1.{table}.{boot}") and not tag_alive("999999.1")
+    out = tmp_path / "p"
+    out.mkdir()
+    (out / "explanation.json").write_text("old run")
+    foreign = tmp_path / f".p.lbee-staging-1.5.{'0' * 8 if table != '0' * 8 else '1' * 8}.{boot}-aaaaaaaaaaaa"
+    foreign.mkdir()
+    assert recover_leftovers(out) == [] and foreign.exists()  # a container's live writer: left alone
+    import shutil
+
+    with pytest.raises(OSError, match="was removed while lbee wrote into it.*nothing was replaced"):
+        with staged_entries(out) as new:
+            shutil.rmtree(new)  # as another host's lbee did
+            new.mkdir()
+            (new / "report.md").write_text("the part written after")
+    assert {p.name: p.read_text() for p in out.iterdir()} == {"explanation.json": "old run"}
+
+
+def test_an_output_folder_that_is_a_link_is_staged_beside_its_target(tmp_path):
+    """Sweep 32g U-1: an --out that is a symbolic link to a folder on another file system could never be written
+    ("Invalid cross-device link"), and its leftovers wedged every later run. The stage lies beside the target."""
+    import tempfile
+
+    from lbee.io.staging import staged_entries
+
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    with tempfile.TemporaryDirectory(dir=shm) as elsewhere:
+        target = Path(elsewhere) / "run"
+        target.mkdir()
+        (target / "a.txt").write_text("old")
+        link = tmp_path / "lrun"
+        link.symlink_to(target, target_is_directory=True)
+        for text in ("new", "newer"):
+            with staged_entries(link) as stage:
+                assert stage.parent == Path(elsewhere)
+                (stage / "a.txt").write_text(text)
+            assert (target / "a.txt").read_text() == text and link.is_symlink()
+        assert not [p for p in [*tmp_path.iterdir(), *Path(elsewhere).iterdir()] if ".lbee-" in p.name]

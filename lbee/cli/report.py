@@ -18,7 +18,7 @@ from ._base import ExistingPath, NotUsageError, cli, log, require_extra
 @click.option(
     "--overwrite",
     is_flag=True,
-    help="Replace the report already in the output folder (each run folder is replaced whole).",
+    help="Replace the report already in the output folder (its index and run folders, together).",
 )
 @click.option("--check", is_flag=True, help="Only validate every dataset entry (keys, types, paths) and exit.")
 @click.option("--keep-going", is_flag=True, help="Run the valid entries even when others have problems.")
@@ -29,7 +29,8 @@ def report(ctx, config, out, overwrite, check, keep_going, schema):
 
     Each dataset gets report.html, explanation.json and metrics.csv/json; the
     output folder gets index.html. An output folder that holds a report is
-    refused unless --overwrite; each run folder is then replaced whole. Every
+    refused unless --overwrite; the report is then replaced whole (the index and
+    every run folder together: a kill leaves the old report or the new). Every
     entry is validated first: problems are all listed and nothing runs (exit 2)
     unless --keep-going. A dataset that fails while running does not stop the
     others; failures are listed at the end and the exit code is 1.

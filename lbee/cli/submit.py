@@ -39,10 +39,11 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--url") from None
     if out:  # before the job runs: refused now, not after minutes of work
-        from ..io.staging import check_no_replace
+        from ..io.staging import check_no_replace, recover_leftovers
         from ..service.client import RESULT_FILES, read_entry
 
         check_writable_folder(out, "--out")  # a FIFO or a dangling link was refused only after the job ran
+        recover_leftovers(out)  # a killed fetch's stage is settled first, even when the command is refused (sweep 32g)
         check_no_replace([Path(out) / name for name in RESULT_FILES], overwrite=overwrite)
         models = [m.get("name") for m in read_entry(entry).get("models") or () if isinstance(m, dict)]
         if model is None and len(models) > 1:  # the server would answer with the first model's files alone

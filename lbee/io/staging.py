@@ -26,7 +26,7 @@ before pids were recorded) are left alone.
 Test hook: with the environment variable ``LBEE_TEST_KILL_AT`` set to a step
 (`KILL_STEPS`), the writer SIGKILLs itself there, so tests interrupt it at
 a known point (``staged``: the new output is complete in the stage, not yet
-committed; ``swapping``: the old entries are aside and one new entry is in).
+committed; ``swapping``: the old entries are aside and one new entry is in; ``swapping:2``: the second time).
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ from .._files import process_tag, tag_alive
 
 #: The commit file inside a stage: the new output is complete (JSON: ``new`` and ``old`` entry names).
 COMPLETE = ".lbee-complete.json"
+#: Made with the stage: a writer whose stage was removed under it (by another host's or container's lbee, which
+#: could not tell it was alive) finds it gone at commit and stops, instead of committing the part it re-created.
+STARTED = ".lbee-started"
+#: A stage's own files, never entries of the output.
+_OWN = (COMPLETE, STARTED)
 #: Where ``LBEE_TEST_KILL_AT`` can stop a writer (see the module docstring).
 KILL_STEPS = ("staged", "swapping")
 
@@ -149,18 +154,23 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
 
     An exception inside the block removes the stage and leaves ``folder`` as it was.
     """
-    folder = Path(folder)
-    home = folder.parent if home is None else Path(home)
-    label = folder.name if label is None else label
+    folder, home, label = _place(folder, home, label)
     recover_leftovers(folder, home=home, label=label)
     home.mkdir(parents=True, exist_ok=True)
     owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
     stage, aside = _names(home, label, owner)
     stage.mkdir()
+    (stage / STARTED).touch()
     lock = None
     try:
         yield stage
-        new = sorted(p.name for p in stage.iterdir() if p.name != COMPLETE)
+        if not (stage / STARTED).is_file():
+            raise OSError(
+                f"The staging folder {str(stage)!r} was removed while lbee wrote into it (another lbee, on another "
+                f"host or in another container, took it for a killed writer's): nothing was replaced in "
+                f"{str(folder)!r}. Run the command again."
+            )
+        new = sorted(p.name for p in stage.iterdir() if p.name not in _OWN)
         _test_kill("staged")
         from .cache import atomic_write_bytes
 
@@ -178,9 +188,21 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
         raise
     try:
         _finish(folder, stage, aside, {"new": new, "old": old})
-        _settle_after(folder, home, label, owner, set(new))
+        _settle_after(folder, home, label, owner, set(new), replaces)
     finally:
         _unlock(lock)
+
+
+def _place(folder, home, label):
+    """``(folder, home, label)`` with the defaults: the stage beside the folder, named after it.
+
+    An output folder that is a symbolic link has its stage beside the folder it points to, on that folder's file
+    system: beside the link, every swap failed with "Invalid cross-device link" (sweep 32g).
+    """
+    folder = Path(folder)
+    real = folder.resolve() if home is None and folder.is_symlink() else folder
+    home = real.parent if home is None else Path(home)
+    return folder, home, real.name if label is None else label
 
 
 def _lock(folder):
@@ -208,9 +230,7 @@ def recover_leftovers(folder, *, home=None, label=None):
 
     Only leftovers whose writer process is gone are touched; a live writer's stage is left alone.
     """
-    folder = Path(folder)
-    home = folder.parent if home is None else Path(home)
-    label = folder.name if label is None else label
+    folder, home, label = _place(folder, home, label)
     if not home.is_dir():
         return []
     owners = _dead_owners(home, label)
@@ -245,19 +265,25 @@ def _settle(folder, home, label, owners):
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def _settle_after(folder, home, label, owner, written):
+def _settle_after(folder, home, label, owner, written, replaces=()):
     """After this writer's swap, settle what dead writers left for this output, never over what it ``written``.
 
     A writer killed before its leftovers could be settled (not yet reaped, or stopped and killed while this one
     waited for the lock) had them finished later over this newer output (sweep 32e). Now, under the lock: an entry
-    of theirs that this writer also wrote is dropped (this one is newer); the others are moved in as their swap would
-    have (another writer may write other entries into the same folder: `lbee embed`'s images, then its sentences).
+    of theirs that this writer also wrote, or that its swap ``replaces`` (a run's ``slicer_domino/``: this writer's
+    output replaces a run whole, sweep 32g), is dropped (this one is newer); the others are moved in as their swap
+    would have (another writer may write other entries into the same folder: `lbee embed`'s images, then its
+    sentences).
     """
+
+    def ours(name):
+        return name in written or any(fnmatch.fnmatch(name, pat) for pat in replaces)
+
     for other in sorted(_dead_owners(home, label) - {owner}):
         stage, aside = _names(home, label, other)
         if _read_mark(stage) is not None:  # committed: its new entries that this writer did not write go in
             for entry in sorted(stage.iterdir()) if stage.is_dir() else ():
-                if entry.name == COMPLETE or entry.name in written:
+                if entry.name in _OWN or ours(entry.name):
                     continue
                 target = folder / entry.name
                 if target.is_dir() and not target.is_symlink():
@@ -267,7 +293,7 @@ def _settle_after(folder, home, label, owner, written):
                 entry.rename(target)
         elif aside.is_dir():  # not committed: its old entries go back, where this writer wrote none
             for entry in sorted(aside.iterdir()):
-                if entry.name not in written and not (folder / entry.name).exists():
+                if not ours(entry.name) and not (folder / entry.name).exists():
                     entry.rename(folder / entry.name)
         shutil.rmtree(aside, ignore_errors=True)
         shutil.rmtree(stage, ignore_errors=True)
@@ -320,6 +346,16 @@ def _read_mark(stage):
     return mark if ok else None
 
 
+_REACHED: dict = {}
+
+
 def _test_kill(step):
-    if os.environ.get("LBEE_TEST_KILL_AT") == step:
-        os.kill(os.getpid(), signal.SIGKILL)
+    """SIGKILL this process at ``step`` when ``LBEE_TEST_KILL_AT`` names it.
+
+    ``step:N``: the N-th time it is reached (a report's own swap comes after those of its run folders in its stage).
+    """
+    want, _, nth = os.environ.get("LBEE_TEST_KILL_AT", "").partition(":")
+    if want == step:
+        _REACHED[step] = _REACHED.get(step, 0) + 1
+        if _REACHED[step] == int(nth or 1):
+            os.kill(os.getpid(), signal.SIGKILL)

@@ -390,43 +390,51 @@ def run_report(
     problems = config_problems(cfg, output)
     if problems and not keep_going:
         raise ConfigError(f"{len(problems)} problem(s) in {cfg.path}; nothing was run:\n  " + "\n  ".join(problems))
-    root.mkdir(parents=True, exist_ok=True)
+    root.parent.mkdir(parents=True, exist_ok=True)
     cache = cache_dir or cfg.cache_dir
     thumbs = ThumbnailCache(cache)
     result = BatchResult()
     entries = []
-    for ds in cfg.datasets:
-        if ds.error:
-            result.failures.append((ds.name, ds.error))
-            log(f"[{ds.name}] skipped: {ds.error}")
-            continue
-        log(f"[{ds.name}]")
-        ds_dir = root / folders[id(ds)]
-        reports, failures = run_dataset(
-            ds,
-            ds_dir,
-            cache_dir=cache,
-            device=device,
-            progress=progress,
-            log=log,
-            thumbs=thumbs,
-            index_root=root,
-            checked=True,  # config_problems read every table above
-        )
-        result.failures.extend(failures)
-        for rep in reports:
-            result.reports.append({k: rep[k] for k in ("dataset", "model", "folder", "rows")})
-            href = f"{rep['folder'].relative_to(root).as_posix()}/report.html"
-            entries.append(
-                {
-                    "dataset": rep["dataset"],
-                    "model": rep["model"],
-                    "href": href,
-                    "rows": rep["rows"],
-                    "n_images": rep["n_images"],
-                    "n_hard": rep["n_hard"],
-                }
+    from .report_stage import staged_report
+
+    # the index and every run folder replaced together: a kill leaves the old report or the new one (sweep 32g)
+    with staged_report(root, runs) as stage:
+        staged_log = log
+
+        def log(msg):  # the folders as they will be once swapped in, not the stage's hidden name
+            staged_log(str(msg).replace(str(stage), str(root)))
+
+        for ds in cfg.datasets:
+            if ds.error:
+                result.failures.append((ds.name, ds.error))
+                log(f"[{ds.name}] skipped: {ds.error}")
+                continue
+            log(f"[{ds.name}]")
+            reports, failures = run_dataset(
+                ds,
+                stage / folders[id(ds)],
+                cache_dir=cache,
+                device=device,
+                progress=progress,
+                log=log,
+                thumbs=thumbs,
+                index_root=stage,  # the pages' links back to index.html: relative, the same once swapped in
+                checked=True,  # config_problems read every table above
             )
+            result.failures.extend(failures)
+            for rep in reports:
+                rel = rep["folder"].relative_to(stage)
+                result.reports.append({**{k: rep[k] for k in ("dataset", "model", "rows")}, "folder": root / rel})
+                entries.append(
+                    {
+                        "dataset": rep["dataset"],
+                        "model": rep["model"],
+                        "href": f"{rel.as_posix()}/report.html",
+                        "rows": rep["rows"],
+                        "n_images": rep["n_images"],
+                        "n_hard": rep["n_hard"],
+                    }
+                )
+        atomic_write_bytes(stage / "index.html", render_index(entries, result.failures).encode("utf-8"))
     result.index = root / "index.html"
-    atomic_write_bytes(result.index, render_index(entries, result.failures).encode("utf-8"))
     return result

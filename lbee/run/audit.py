@@ -43,7 +43,8 @@ def audit(
     labels : array-like of int, shape (n,), optional
         True classes (indices into the columns of ``probs``).
     confidence, performance : array-like of shape (n,), optional
-        φ (higher: easier) and ω (1: right, 0: wrong), instead of ``probs``.
+        φ (higher: easier) and ω (higher: better; for a classifier 1 right, 0 wrong: any finite number, as a
+        predictions table's ``performance`` column), instead of ``probs``.
     relevance : array-like of bool, shape (n, N), optional
         Γ: statements are then judged by it, and the metrics computed.
     tau : float, optional
@@ -79,6 +80,18 @@ def audit(
     ids = [str(i) for i in range(X.shape[0])] if image_ids is None else [str(i) for i in image_ids]
     if len(ids) != X.shape[0] or len(set(ids)) != len(ids):
         raise ValueError(f"`image_ids` must be {X.shape[0]} distinct names, one per image; received {len(ids)}.")
+    from .._validation import INVISIBLE, line_break_in
+
+    for i, name in enumerate(ids):  # as the tables' id columns are read (an id is one line of every output)
+        bad = line_break_in(name)
+        if bad is not None:
+            raise ValueError(
+                f"`image_ids[{i}]` holds U+{ord(bad):04X} ({INVISIBLE}); expected an image id of visible text."
+            )
+    if settings is not None and not isinstance(settings, RunSettings):
+        raise TypeError(
+            f"`settings` is a {type(settings).__name__}; expected an lbee.RunSettings, e.g. RunSettings(clusters=3)."
+        )
     rel = None if relevance is None else as_bool_matrix(relevance, "relevance", (X.shape[0], len(texts)))
     if tau is not None:
         tau = check_real(tau, "tau", minimum=-1.0)
@@ -154,9 +167,6 @@ def _scores(n, probs, labels, confidence, performance):
         return Scores(phi, ms.performance, words, omega, ms, None, extra)
     if confidence is None or performance is None:
         raise ValueError("give `probs` (and `labels`), or both `confidence` and `performance`.")
+    # ω any finite number, higher better, as a predictions table's performance column (a score, an IoU, −loss)
     phi, omega = as_float_vector(confidence, "confidence", n), as_float_vector(performance, "performance", n)
-    if omega.min() < 0 or omega.max() > 1:
-        raise ValueError(
-            f"`performance` is ω in [0, 1] (1: right); received values from {omega.min()} to {omega.max()}."
-        )
     return Scores(phi, omega, "the confidence given", "the performance given")

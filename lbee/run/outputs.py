@@ -106,6 +106,7 @@ def check_report_out(root, run_folders, *, overwrite=False, option="--out", inpu
     from ..io.staging import refuse_special_entries
 
     root = Path(root)
+    recover_leftovers(root)  # a killed report's own swap (`lbee.reports.report_stage`) is settled first
     refuse_special_entries(root, ["index.html"])  # before the work: never replaced (sweep 27)
     found = ["index.html"] if (root / "index.html").exists() or (root / "index.html").is_symlink() else []
     for folder in run_folders:

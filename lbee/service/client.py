@@ -397,10 +397,11 @@ class Client:
         -------
         list of pathlib.Path
         """
-        from ..io.staging import check_no_replace, staged_entries
+        from ..io.staging import check_no_replace, recover_leftovers, staged_entries
 
         out = Path(out_dir)
         how = "overwrite=True (lbee submit: --overwrite)"  # said from Python and from the CLI alike
+        recover_leftovers(out)  # a killed fetch's stage is settled first, even when this one is refused
         check_no_replace([out / name for name in RESULT_FILES], overwrite=overwrite, option=None, how=how)
         with staged_entries(out, replaces=tuple(RESULT_FILES)) as stage:
             for name, endpoint in RESULT_FILES.items():
