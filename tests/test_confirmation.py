@@ -904,3 +904,24 @@ def test_audit_refuses_what_the_command_line_refuses():
             lbee.audit(X, S, **{**good, **extra})
     scored = lbee.audit(X, S, sentences=texts, tau=0.2, confidence=probs[:, 0], performance=-probs[:, 1] * 3)
     assert float(scored.scores.performance.min()) < -1  # a score, not a probability: read as the table's column
+
+
+def test_only_findings_carry_condition_verdicts(demo_run):
+    """Trial 23: a companion statement ("a crack, seen at an oblique angle" beside the failure's "a crack, under
+    strong sun glare") carried the verdict 'needed' for its confounder, which `confirmed()` returned; a script
+    filtering by 'needed' called the confounder causal. Verdicts are kept for the findings alone."""
+    import json
+
+    from lbee.run.confirm_text import adds_a_failure, ranked_statements
+
+    out, _ = demo_run
+    conf = json.loads((out / "explanation.json").read_text())["confirmation"]
+    ranked = [conf["statements"][j] for j in conf["ranked"]]
+    findings = [s for s in ranked if adds_a_failure(s)]
+    companions = [s for s in ranked if not adds_a_failure(s)]
+    several = [s for s in companions if s.get("conditions") and s["conditions"].count(";") >= 1]
+    assert findings and several  # companions of two conditions or more, which were ablated before
+    assert all(s.get("ablation") for s in findings if s.get("conditions") and ";" in s["conditions"])
+    assert not any("ablation" in s for s in companions)
+    listed = ranked_statements(conf)
+    assert [e["adds_failure"] for e in listed if "conditions" in e] == [True] * sum("conditions" in e for e in listed)

@@ -394,6 +394,12 @@ def test_per_class_with_html_writes_the_page_and_names_each_class_worst_group(co
     for name in ("cat", "dog"):
         assert f"class {name}:" in r.output, r.output
     assert "sentence " in r.output.split("class cat:")[1], r.output
+    # what a per-class run does not do, said on the terminal and the page (a twenty-third user found compose gone)
+    from lbee.run.confirm_text import per_class_limits
+
+    said = per_class_limits(grammar=False)
+    assert said in " ".join(r.output.split()) and said.replace("'", "&#39;") in html
+    assert "'compose' does not run" in per_class_limits(grammar=True) and "compose" not in said
 
 
 def test_a_table_for_part_of_the_images_says_how_to_analyse_only_those():

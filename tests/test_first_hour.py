@@ -378,6 +378,10 @@ def test_a_warning_about_the_predictions_is_said_once(tmp_path):
     said = " ".join(r.output.split())
     assert r.exit_code == 1 and "'proba' are not read as class probabilities (did you mean 'prob_a'?" in said, said
     assert "--logits" not in said.split("without them:")[0]
+    table.rename(columns={"truth": "label", "prob_a": "prob a"}).to_csv(tmp_path / "p.csv", index=False)
+    r = CliRunner().invoke(cli, [*args, "--tau", "0.2", "--out", str(tmp_path / "o5")], obj={})
+    said = " ".join(r.output.split())  # a twenty-third user's space was kept: "did you mean 'prob_ a'?"
+    assert r.exit_code == 1 and "'prob a' are not read as class probabilities (did you mean 'prob_a'?" in said, said
 
 
 def test_the_metric_legend_says_compose_s_tpr_and_ji_are_low_by_design():

@@ -418,3 +418,20 @@ def test_an_output_folder_that_is_a_link_is_staged_beside_its_target(tmp_path):
                 (stage / "a.txt").write_text(text)
             assert (target / "a.txt").read_text() == text and link.is_symlink()
         assert not [p for p in [*tmp_path.iterdir(), *Path(elsewhere).iterdir()] if ".lbee-" in p.name]
+
+
+def test_a_npy_with_a_huge_header_is_said_to_be_one_not_a_pickle(tmp_path):
+    """Sweep 32g U-4: a valid .npy whose header is padded past numpy's 10,000 bytes was refused as "lbee never loads
+    pickled Python objects": nothing was pickled. The reason is the header's size."""
+    import struct
+
+    import numpy as np
+
+    from lbee.io.arrays import load_npy
+
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), }" + " " * 20000 + "\n"
+    data = b"\x93NUMPY" + bytes([2, 0]) + struct.pack("<I", len(header)) + header.encode() + np.zeros(6).tobytes()
+    (tmp_path / "big.npy").write_bytes(data)
+    with pytest.raises(ValueError, match="its header is 20060 bytes, more than numpy reads safely") as info:
+        load_npy(tmp_path / "big.npy", "image_embeddings")
+    assert "pickle" not in str(info.value)

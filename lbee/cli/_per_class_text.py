@@ -21,13 +21,11 @@ def print_per_class(run, settings):
     _print_worst_groups(res, run.scores.performance, names)
     import textwrap
 
+    from ..run.confirm_text import per_class_limits
     from ..run.text import line_width
 
-    said = (
-        "Confirmation on held-out images: not run per class (a class's images are too few to hold some out); "
-        "each class's statements are found on all its images. A whole-dataset run (without --per-class) tests them."
-    )
-    click.echo("\n" + textwrap.fill(said, line_width()))
+    said = per_class_limits(grammar=run.inputs.sentence_conditions is not None)
+    click.echo("\n" + textwrap.fill(said, line_width(), break_on_hyphens=False))
     if res.skipped:
         click.echo(f"\n{len(res.skipped)} class(es) skipped:", err=True)
         for c, why in list(res.skipped.items())[:20]:

@@ -104,6 +104,14 @@ def _load_npy(src, path, name, mmap):
 def npy_reason(exc):
     """What numpy says of a bad ``.npy`` file, in words: never its advice to load pickles, nor a parse tree."""
     text = str(exc)
+    if "max_header_size" in text:  # a padded header numpy will not parse (sweep 32g: said to be a pickle)
+        import re
+
+        size = re.search(r"\((\d+)\)", text)
+        return (
+            f"its header is {size.group(1) if size else 'over 10,000'} bytes, more than numpy reads safely (10,000); "
+            "save the array with np.save, which writes a header of a few hundred bytes."
+        )
     if "pickle" in text or "Python objects" in text:  # numpy's word for anything not a plain .npy array
         return "not a .npy array file (np.save of a numeric array); lbee never loads pickled Python objects."
     if "<ast." in text or "header" in text.lower():  # numpy quotes the header's parse tree ("<ast.BinOp at 0x7f..>")

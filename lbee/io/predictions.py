@@ -289,7 +289,7 @@ def _as_prob(c):
     low = c.lower()
     for prefix in sorted(("prob", *PROBABILITY_LOOKALIKES), key=len, reverse=True):
         if low.startswith(prefix):
-            return repr("prob_" + c[len(prefix) :].lstrip("_-"))
+            return repr("prob_" + c[len(prefix) :].lstrip("_- ."))  # "prob ok", "prob-ok", "prob.ok"
     return repr(c)
 
 

@@ -127,6 +127,7 @@ def write_report_page(run, ds, model, out, *, thumbs=None, index_href=None, link
 def _per_class_page(ds, model, inputs, out, run, thumbs):
     """The per-class HTML page and the means over classes for the index."""
     from ..reports.html import render_per_class_report
+    from ..run.confirm_text import per_class_limits
     from ..run.identity import encoder_words, random_weights_banner, weights_words
     from ..run.pipeline import model_name
 
@@ -165,7 +166,7 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
         params=params,
         o=st.o,
         failures=inputs.failures,
-        notes=inputs.notes,
+        notes=[*inputs.notes, per_class_limits(grammar=inputs.sentence_conditions is not None)],
         banner=random_weights_banner(inputs.encoder),
     )
     shown = {**REPORT_DEFAULTS, **ds.report}  # `lbee describe --per-class --html` gives no report options

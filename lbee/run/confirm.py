@@ -258,6 +258,8 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
         for j in ranked:  # every image a finding holds for, found on or held out: the report's browser of it
             if adds_a_failure(statements[j]):
                 statements[j]["holds_for"] = np.flatnonzero(regions[:, j]).tolist()
+            else:  # a companion's conditions are not tested: its extra one (a confounder) read "needed" (trial 23)
+                statements[j].pop("ablation", None)
         out["confirmation"]["ranked"] = ranked
         args = (first.hard_clusters, statements, regions, leading, tests, plan, performance, rows)
         order, groups = rank_groups(*args)

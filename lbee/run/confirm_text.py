@@ -233,3 +233,21 @@ def _group_test(conf, i):
         return None
     g = conf["groups"][i]
     return {**g, "statement": None if g["statement"] is None else conf["statements"][g["statement"]]}
+
+
+def per_class_limits(grammar=False):
+    """What a per-class run does not do, in words: the terminal's and the per-class page's one sentence.
+
+    ``grammar``: the sentences are a grammar's, so a whole-dataset run would lead with 'compose' (a twenty-third user
+    found it silently dropped per class, and the confounder named instead of the failure).
+    """
+    said = (
+        "Per class, lbee does not confirm statements on held-out images (a class's images are too few to hold some "
+        "out): each class's statements are found on all its images"
+    )
+    if grammar:
+        said += (
+            ", and 'compose' does not run (nor the merging of groups into one hypothesis per failure): the "
+            "describers are the four of the paper and Domino's"
+        )
+    return said + ". A whole-dataset run (without --per-class) does both and names each failure in one statement."
