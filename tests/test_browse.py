@@ -446,3 +446,38 @@ def test_each_finding_has_a_browser_of_every_image_it_holds_for(demo_run):
         n_held = len(set(s["holds_for"]) & held)
         assert f"{n_held} held out (where it was confirmed), {len(rows) - n_held} among" in top
         assert f"Browse all {len(rows)} images it holds for, with label and prediction" in top
+
+
+def test_groups_not_confirmed_are_folded_as_leads(demo_run, tmp_path):
+    """A twenty-third user's report showed five low-error groups of right-but-unsure images at the level of the
+    one finding. A group of enough images whose statement was not confirmed is folded as a lead (its reason in view);
+    a confirmed group is open."""
+    import re
+    import shutil
+
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+    from lbee.run.text import FEW_IMAGES
+
+    out, _ = demo_run
+    inputs = out / "inputs"
+    shutil.copy(inputs / "sentences.txt", tmp_path / "plain.txt")  # no grammar sidecar: no merging, many groups
+    args = ["-q", "describe", "--image-embeddings", str(inputs / "image_embeddings.npy"), "--sentence-embeddings"]
+    args += [str(inputs / "sentence_embeddings.npy"), "--sentences", str(tmp_path / "plain.txt"), "--predictions"]
+    args += [str(inputs / "predictions.csv"), "--method", "tops", "--clusters", "30", "--html"]
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "run")], obj={})
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "run" / "report.html").read_text()
+    groups = json.loads((tmp_path / "run" / "explanation.json").read_text())["confirmation"]["groups"]
+    blocks = re.split(r'<div class="cluster" id="g-ward-', html)[1:]
+    assert len(blocks) == len(groups)
+    leads = 0
+    for g, block in zip(groups, blocks):
+        folded = '<details class="lead">' in block.split('<div class="cluster"')[0]
+        lead = not g["confirmed"] and g["images"] >= FEW_IMAGES
+        assert folded == lead, (g, folded)
+        leads += lead
+        if folded:  # the reason stays in view, before the fold
+            assert block.index('class="confirmation unconfirmed"') < block.index('<details class="lead">')
+    assert leads >= 3 and any(g["confirmed"] for g in groups)
