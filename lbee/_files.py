@@ -230,7 +230,7 @@ def process_tag():
 
 
 def _process_table():
-    """8 hex digits each of the process table (host and pid namespace) and of the boot this process runs in."""
+    """8 hex digits each of the process table (host name, machine id, pid namespace) and of the boot it runs in."""
     import hashlib
     import socket
 
@@ -240,7 +240,15 @@ def _process_table():
         except OSError:
             return ""
 
-    table = socket.gethostname() + "\0" + read(lambda: os.readlink("/proc/self/ns/pid"))
+    def machine():  # two hosts of one hostname (localhost, ubuntu) sharing a folder are told apart by it
+        for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+            try:
+                return Path(path).read_text().strip()
+            except OSError:
+                continue
+        return ""
+
+    table = "\0".join((socket.gethostname(), machine(), read(lambda: os.readlink("/proc/self/ns/pid"))))
     boot = read(lambda: Path("/proc/sys/kernel/random/boot_id").read_text().strip())
     return tuple(hashlib.sha256(v.encode()).hexdigest()[:8] for v in (table, boot))
 

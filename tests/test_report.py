@@ -520,7 +520,7 @@ def test_report_killed_leaves_each_run_folder_whole(image_dataset, tmp_path, kil
     if not finished:  # killed with the new report unfinished in its stage: the old one untouched
         assert _files(run_dir) == old and (out / "index.html").read_bytes() == old_index
     else:  # killed between the moves: the next run finishes the committed one
-        assert any(".lbee-replaced-" in p.name for p in tmp_path.iterdir())
+        assert any(".rep.lbee-report-replaced-" in p.name for p in tmp_path.iterdir())
     r = CliRunner().invoke(cli, [*cache, "report", str(cfg3)], obj={})  # settles what the kill left, then refuses
     assert r.exit_code == 2 and "already holds a report" in r.output
     assert not [p for p in tmp_path.rglob("*") if ".lbee-" in p.name]
@@ -643,3 +643,54 @@ def test_report_killed_between_two_datasets_leaves_the_old_report_whole(image_da
     assert (out / "a" / "notes.txt").read_text() == "mine"
     assert (out / "b" / "older_model" / "report.md").read_text() == "an earlier config's model"
     assert str(tmp_path / ".rep.lbee") not in r.output  # the folders as swapped in, never the stage's name
+
+
+def test_a_report_replaces_only_what_it_writes_and_keeps_a_failed_run(image_dataset, tmp_path, monkeypatch):
+    """Sweep 32h L-2, L-3: staged whole, a report replaced whole dataset folders with a snapshot taken at its start:
+    a model that failed lost its previous run, and a file written into a dataset folder meanwhile was deleted.
+    Only the run folders' run entries and the index are replaced now; a failed run keeps the previous one."""
+    import lbee.reports.batch as batch
+
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    cfg, cfg3 = (write(tmp_path / f"r{c}.yaml", _two_run_config(root, out, c)) for c in (2, 3))
+    cache = ["-q", "--cache-dir", str(tmp_path / "cache")]
+    assert CliRunner().invoke(cli, [*cache, "report", str(cfg)], obj={}).exit_code == 0
+    old_b = _files(out / "b")
+    real = batch._run_model
+
+    def run_model(ds, model, inputs, out_dir, *args, **kwargs):
+        (out / "a" / "written-meanwhile.txt").write_text("mine")  # by the user, while the report runs
+        if ds.name == "b":
+            raise OSError(28, "No space left on device")
+        return real(ds, model, inputs, out_dir, *args, **kwargs)
+
+    monkeypatch.setattr(batch, "_run_model", run_model)
+    r = CliRunner().invoke(cli, [*cache, "report", str(cfg3), "--overwrite"], obj={})
+    assert r.exit_code == 1 and "No space left on device" in r.output, r.output
+    assert json.loads((out / "a" / "explanation.json").read_text())["params"]["n_clusters"] == 3
+    assert _files(out / "b") == old_b  # its run failed: the previous one stays, whole
+    assert (out / "a" / "written-meanwhile.txt").read_text() == "mine"
+    assert not [p for p in tmp_path.rglob("*") if ".lbee-" in p.name]
+
+
+@pytest.mark.parametrize("what", ["a file", "a link to a folder"])
+def test_a_report_refuses_a_run_folder_that_is_not_a_real_folder(image_dataset, tmp_path, what):
+    """Sweep 32h L-1, L-4: a file named like a dataset's folder was deleted by a report without --overwrite, and a
+    run folder that was a link was written through it, outside the report's stage. Both are refused first."""
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    out.mkdir()
+    if what == "a file":
+        (out / "a").write_text("my notes")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        (out / "a").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    cfg = write(tmp_path / "r.yaml", _two_run_config(root, out, 2))
+    r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", str(cfg)], obj={})
+    assert r.exit_code == 2 and f"'{out / 'a'}' is " in r.output and "lbee replaces only its own" in r.output
+    assert not (out / "b").exists() and not (out / "index.html").exists()  # refused before any work
+    if what == "a file":
+        assert (out / "a").read_text() == "my notes"
+    else:
+        assert (out / "a").is_symlink() and not list((tmp_path / "elsewhere").iterdir())

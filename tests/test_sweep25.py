@@ -57,6 +57,8 @@ CONFIRMATION_EDITS = {
     "held out twice": (("confirmation", "held_out"), [2, 2], "'confirmation.held_out'"),
     "a finding's images beyond the run": (("confirmation", "statements", 0, "holds_for"), [10**9], "holds_for'"),
     "a finding without its held-out images": (("confirmation", "statements", 0, "holds_for"), [], "holds_for'"),
+    # sweep 32h S-1: every image listed, so Spotlight said finding 1 holds for all 2,000
+    "a finding said to hold for every image": (("confirmation", "statements", 0, "holds_for"), "ALL", "holds_for'"),
     "a count that disagrees": (("confirmation", "n_held_out"), 5, "'confirmation.n_held_out'"),
     "a fraction of 5": (("confirmation", "fraction"), 5, "'confirmation.fraction'"),
     "a status of markup": (("confirmation", "status"), "<b>x</b>", "'confirmation.status'"),
@@ -74,6 +76,8 @@ def test_edited_confirmation_blocks_are_refused_even_with_the_digest_recomputed(
 
     run = run_copy(demo_run, tmp_path)
     where, value, named = CONFIRMATION_EDITS[case]
+    if value == "ALL":
+        value = list(range(len(json.loads((run / "explanation.json").read_text())["images"])))
     rewrite_digested(run / "explanation.json", _set(where, value))
     with pytest.raises(ValueError, match="an edit is refused") as info:
         load_explanations(run / "explanation.json")
@@ -94,6 +98,10 @@ def test_held_out_images_in_a_cluster_and_unconfirmed_ranked_statements_are_refu
     rewrite_digested(
         run / "explanation.json",
         lambda p: p["confirmation"].__setitem__("n_held_out", len(p["confirmation"]["held_out"])),
+    )
+    # (without the findings' image lists, which the edit would contradict first: their held-out images are n_in)
+    rewrite_digested(
+        run / "explanation.json", lambda p: [s.pop("holds_for", None) for s in p["confirmation"]["statements"]]
     )
     with pytest.raises(ValueError, match="'confirmation.held_out' names an image"):
         load_explanations(run / "explanation.json")
@@ -261,3 +269,31 @@ def test_spotlight_export_of_a_run_whose_paths_are_partly_missing(tmp_path):
     (tmp_path / "explanation.json").write_text(json.dumps({"encoder": {"encoder": "open_clip"}}))
     emb, why = run_embeddings(tmp_path, table)
     assert emb is None and why == "some image files are missing"
+
+
+def test_a_finding_whose_held_out_images_were_swapped_is_refused(demo_run, tmp_path):
+    """Sweep 32h S-1: a finding's held-out images replaced by as many others (n_in kept) loaded: its browser and
+    Spotlight's column then listed images the statement does not hold for. They fail as its test counted, or the
+    run's files are refused."""
+    import numpy as np
+
+    from lbee.reports.stored_table import stored_images_table
+
+    run = run_copy(demo_run, tmp_path)
+    payload = json.loads((run / "explanation.json").read_text())
+    conf = payload["confirmation"]
+    s = conf["statements"][0]
+    held = set(conf["held_out"])
+    omega = pd.read_parquet(run / "assignments.parquet")["performance"].to_numpy()
+    mine = [i for i in s["holds_for"] if i in held]
+    others = [i for i in sorted(held - set(s["holds_for"])) if omega[i] == 1][: len(mine)]  # right answers
+    assert len(others) == len(mine) and s["errors_in"] > 0
+
+    def swap(p):
+        st = p["confirmation"]["statements"][0]
+        st["holds_for"] = sorted([i for i in st["holds_for"] if i not in held] + others)
+
+    rewrite_digested(run / "explanation.json", swap)
+    with pytest.raises(ValueError, match="holds_for lists fail 0 times by their ω"):
+        stored_images_table(run)
+    assert np.sum(omega[mine] == 0) == s["errors_in"]  # the untouched run: the count its test made

@@ -435,3 +435,22 @@ def test_a_npy_with_a_huge_header_is_said_to_be_one_not_a_pickle(tmp_path):
     with pytest.raises(ValueError, match="its header is 20060 bytes, more than numpy reads safely") as info:
         load_npy(tmp_path / "big.npy", "image_embeddings")
     assert "pickle" not in str(info.value)
+
+
+def test_the_demo_refreshes_only_a_demo_folder_without_overwrite(tmp_path):
+    """Sweep 32h L-5: `lbee demo --out .` in a project deleted its inputs/train.csv and report.md, with no
+    --overwrite. A folder that holds files and is not a demo's (no ec/ec.json, no demo.txt) is refused first."""
+    proj = tmp_path / "proj"
+    (proj / "inputs").mkdir(parents=True)
+    (proj / "inputs" / "train.csv").write_text("keep")
+    (proj / "report.md").write_text("mine")
+    r = CliRunner().invoke(cli, ["demo", "--out", str(proj)], obj={})
+    assert r.exit_code == 1 and "holds files that are not a demo's (inputs, report.md)" in r.output, r.output
+    assert "--overwrite" in r.output and (proj / "inputs" / "train.csv").read_text() == "keep"
+    from lbee.cli.demo import _check_demo_folder
+
+    (proj / "demo.txt").write_text("an earlier demo's story")
+    _check_demo_folder(proj, overwrite=False)  # a demo's folder: refreshed without --overwrite
+    (proj / "demo.txt").unlink()
+    _check_demo_folder(proj, overwrite=True)
+    _check_demo_folder(tmp_path / "new", overwrite=False)

@@ -22,7 +22,12 @@ DEMO_STORY = "demo.txt"
     type=click.Path(file_okay=False),
     default="lbee_out/demo",
     show_default=True,
-    help="The demo's own folder, refreshed whole on every run (unlike other outputs: no --overwrite needed).",
+    help="The demo's own folder, refreshed whole on every run (no --overwrite needed for a demo's folder).",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace a run, inputs/ and ec/ in an --out that holds other files than a demo's (refused without it).",
 )
 @click.option(
     "--clusters",
@@ -44,7 +49,7 @@ DEMO_STORY = "demo.txt"
     "--retrain", is_flag=True, help="Train the square classifier even where lbee ships it (seed 0's candidates)."
 )
 @click.pass_context
-def demo(ctx, seed, out, clusters, k, a, retrain):
+def demo(ctx, seed, out, clusters, k, a, retrain, overwrite):
     """Run lbee end to end on a fresh SpotCheck world (offline, CPU; the seed-0 classifiers ship)."""
     import time
 
@@ -61,6 +66,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
         log(f"[{time.perf_counter() - t0:5.1f} s] {msg}")
 
     require_extra("spotcheck", "html", needed_for="lbee demo")  # the sentences' encoder, report.html's charts
+    _check_demo_folder(out, overwrite)  # before the work: only a demo's folder is refreshed without --overwrite
     check_writable_folder(out, "--out")
     from ..io.staging import refuse_special_entries
     from ..run.outputs import run_entries
@@ -185,6 +191,26 @@ def demo(ctx, seed, out, clusters, k, a, retrain):
             f"condition, the lbee sweep command): {out}/{DEMO_STORY}, or run lbee -v demo.",
             "",
             "",
+        )
+
+
+def _check_demo_folder(out, overwrite):
+    """Refuse an --out that holds files and is not a demo's folder, unless ``overwrite``.
+
+    Sweep 32h: `--out .` deleted a project's inputs/train.csv. A demo's folder has its world (``ec/ec.json``) or its
+    story.
+    """
+    out = Path(out)
+    if overwrite or not out.is_dir() or (out / "ec" / "ec.json").is_file() or (out / DEMO_STORY).is_file():
+        return
+    names = sorted(p.name for p in out.iterdir() if ".lbee-" not in p.name)
+    if names:
+        from ._base import LbeeError
+
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        raise LbeeError(
+            f"--out {str(out)!r} holds files that are not a demo's ({shown}); the demo refreshes its own folder "
+            "whole (its run's files, inputs/ and ec/). Give another folder, or pass --overwrite to replace them there."
         )
 
 

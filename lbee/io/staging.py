@@ -164,12 +164,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
     lock = None
     try:
         yield stage
-        if not (stage / STARTED).is_file():
-            raise OSError(
-                f"The staging folder {str(stage)!r} was removed while lbee wrote into it (another lbee, on another "
-                f"host or in another container, took it for a killed writer's): nothing was replaced in "
-                f"{str(folder)!r}. Run the command again."
-            )
+        _check_started(stage, folder)
         new = sorted(p.name for p in stage.iterdir() if p.name not in _OWN)
         _test_kill("staged")
         from .cache import atomic_write_bytes
@@ -177,6 +172,8 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
         folder.mkdir(parents=True, exist_ok=True)
         # Two writers into one output take turns from here: each sees what the other left and replaces it whole.
         lock = _lock(folder)
+        # again under the lock: whoever removes a stage holds it, so the stage stays until the commit (sweep 32h)
+        _check_started(stage, folder)
         old = sorted(
             p.name for p in folder.iterdir() if p.name in new or any(fnmatch.fnmatch(p.name, pat) for pat in replaces)
         )
@@ -191,6 +188,16 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
         _settle_after(folder, home, label, owner, set(new), replaces)
     finally:
         _unlock(lock)
+
+
+def _check_started(stage, folder):
+    """Refuse to commit a stage that was removed while this writer wrote into it (it would commit a part)."""
+    if not (stage / STARTED).is_file():
+        raise OSError(
+            f"The staging folder {str(stage)!r} was removed while lbee wrote into it (another lbee, on another "
+            f"host or in another container, took it for a killed writer's): nothing was replaced in "
+            f"{str(folder)!r}. Run the command again"
+        )
 
 
 def _place(folder, home, label):

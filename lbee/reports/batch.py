@@ -396,10 +396,15 @@ def run_report(
     thumbs = ThumbnailCache(cache)
     result = BatchResult()
     entries = []
-    from .report_stage import staged_report
+    from ..io.staged_tree import link_tree, staged_tree
+    from ..run.outputs import RUN_ENTRIES
 
     # the index and every run folder replaced together: a kill leaves the old report or the new one (sweep 32g)
-    with staged_report(root, runs) as stage:
+    with staged_tree(root, runs, replaces=RUN_ENTRIES) as stage:
+        for name in sorted(set(folders.values())):  # the SpotCheck worlds a rerun reuses, linked into the stage
+            world = root / name / "ec"
+            if (world / "ec.json").is_file() and not world.is_symlink() and not (root / name).is_symlink():
+                link_tree(world, stage / name / "ec")
         staged_log = log
 
         def log(msg):  # the folders as they will be once swapped in, not the stage's hidden name

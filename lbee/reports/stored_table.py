@@ -209,6 +209,15 @@ def _check_values(path, conf, perf, first, payload):
                 f"{str(path)!r}: its held-out images fail {int(np.sum(perf[held] == 0))} times by their ω, where the "
                 f"run's statements were tested against {said} failures; expected the files of one run."
             )
+    for j, st in enumerate(statements):  # a finding's held-out images fail as its test counted (sweep 32h)
+        if "holds_for" in st and held.size:
+            mine = np.intersect1d(np.asarray(st["holds_for"], dtype=np.int64), held)
+            if int(np.sum(perf[mine] == 0)) != st.get("errors_in"):
+                raise ValueError(
+                    f"{str(path)!r}: the held-out images that confirmation.statements[{j}].holds_for lists fail "
+                    f"{int(np.sum(perf[mine] == 0))} times by their ω, where its test counted {st.get('errors_in')}; "
+                    "expected the files of one run (edited, or from another run)."
+                )
     for i, (c, g) in enumerate(zip(first.hard_clusters, confirmation.get("groups") or ())):
         idx = np.asarray(c.indices, dtype=np.int64)
         rate = g.get("hypothesis_error_rate")

@@ -144,8 +144,15 @@ def _check_confirmation(conf, where, n, n_groups, texts):
             _indices(s["holds_for"], where, f"{field}.holds_for", n)
             if s.get("confirmed") is not True:
                 _bad(where, f"{field}.holds_for", "a list", "none: the statement is not confirmed")
-            if _number(s.get("n_in")) and len(set(s["holds_for"]) & set(held)) < s["n_in"]:
-                _bad(where, f"{field}.holds_for", "fewer held-out images", f"at least its n_in ({s['n_in']})")
+            inside = len(set(s["holds_for"]) & set(held))  # every held-out image counts in an error rate's test
+            exact = conf.get("outcome") == "error rate"
+            if _number(s.get("n_in")) and (inside != s["n_in"] if exact else inside < s["n_in"]):
+                _bad(
+                    where,
+                    f"{field}.holds_for",
+                    f"a list of {inside} held-out images",
+                    f"{'exactly' if exact else 'at least'} its n_in ({s['n_in']}), the held-out images of its test",
+                )
         if s.get("beyond") is not None:
             _dict(s["beyond"], where, f"{field}.beyond")
             _test(s["beyond"], where, f"{field}.beyond")

@@ -37,6 +37,7 @@ RUN_ENTRIES = (
     "sweep.png",
     "slicer_*",
     "evaluate_metrics.json",
+    "demo.txt",  # lbee demo's story of its run (sweep 32h: it stayed beside a new run)
 )
 
 
@@ -103,13 +104,15 @@ def check_report_out(root, run_folders, *, overwrite=False, option="--out", inpu
     a run folder whose run entry is, or holds, one of those paths is refused even with ``overwrite``
     (`held_input`), since replacing the run would delete that input. Call it before any work.
     """
+    from ..io.staged_tree import check_real_folder, recover_tree
     from ..io.staging import refuse_special_entries
 
     root = Path(root)
-    recover_leftovers(root)  # a killed report's own swap (`lbee.reports.report_stage`) is settled first
+    recover_tree(root)  # a killed report's own swap (`lbee.io.staged_tree`) is settled first
     refuse_special_entries(root, ["index.html"])  # before the work: never replaced (sweep 27)
     found = ["index.html"] if (root / "index.html").exists() or (root / "index.html").is_symlink() else []
     for folder in run_folders:
+        check_real_folder(root, Path(folder).relative_to(root))  # a file or a link there was replaced (sweep 32h)
         recover_leftovers(folder)  # a killed run's swap is settled first
         for label, paths in inputs:
             held = held_input(folder, paths)

@@ -1,0 +1,222 @@
+"""An output of several folders replaced whole: a batch report's index and every run folder, swapped in together.
+
+``lbee report`` killed between two datasets left one run of the new config beside one of the old, under the old
+``index.html`` (sweep 32g). The report is now written into one stage beside its output folder,
+``.<root>.lbee-report-staging-<writer>/``, with the run folders at their paths inside it (`staged_tree`). Then, as
+for a single output (`lbee.io.staging`), under the output folder's lock:
+
+1. **commit**: ``.lbee-complete.json`` lists, per folder of the report (each run folder, the dataset folders above
+   them, the output folder itself), the new entries and the old ones they replace;
+2. **swap**: folder by folder, the old entries are moved aside into ``.<root>.lbee-report-replaced-<writer>/``
+   and the new ones in, the index last;
+3. **clean**: the replaced entries, then the stage, are removed.
+
+Only what the report writes is replaced: a run folder's run entries (``replaces``: `lbee.run.outputs.RUN_ENTRIES`)
+and the entries the new report has (a dataset's SpotCheck world, ``index.html``). What else the folders hold (a note, an
+input, another config's model, what another report writes meanwhile) stays, and a run folder whose run failed
+keeps its previous run (sweep 32h). A report killed before its commit leaves the old report; one killed during the
+swap is finished by the next report into that folder, once its writer is gone.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shutil
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+from .staging import COMPLETE, STARTED, _check_started, _finish, _lock, _place, _unlock, refuse_special_entries
+
+_OWN = (COMPLETE, STARTED)
+
+
+@contextmanager
+def staged_tree(root, run_folders, *, replaces=()):
+    """Yield the output's stage; on success its run folders and other entries replace those in ``root`` together.
+
+    Parameters
+    ----------
+    root : path-like
+        The output folder (a report's).
+    run_folders : list of path-like
+        The run folders written, inside ``root`` (a dataset's folder, or its model sub-folders).
+    replaces : tuple of str, default=()
+        Glob patterns of a run folder's entries that its new run replaces even when it has none of that name
+        (a run's old ``slicer_domino/``); an entry of the same name as a new one is always replaced.
+
+    Yields
+    ------
+    pathlib.Path
+        The stage: write each run folder at its path relative to ``root``, and ``root``'s own new entries.
+    """
+    from .._files import process_tag
+
+    root, home, label = _place(root, None, None)
+    runs = [Path(f).relative_to(root) for f in run_folders]
+    recover_tree(root)
+    home.mkdir(parents=True, exist_ok=True)
+    owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
+    stage, aside = _names(home, label, owner)
+    stage.mkdir()
+    (stage / STARTED).touch()
+    lock = None
+    try:
+        yield stage
+        _check_started(stage, root)
+        folders = _folders(runs)
+        root.mkdir(parents=True, exist_ok=True)
+        lock = _lock(root)  # two reports (or a report and a run) into one folder take turns from here
+        _check_started(stage, root)
+        mark = {}
+        for rel in folders:
+            new = _new_entries(stage / rel, rel, folders)
+            if not new:  # a run that failed (or a dataset that did): the folder keeps what it has
+                continue
+            live = root / rel
+            check_real_folder(root, rel)
+            is_run = rel in runs
+            old = sorted(
+                p.name
+                for p in (live.iterdir() if live.is_dir() else ())
+                if p.name in new or (is_run and any(fnmatch.fnmatch(p.name, pat) for pat in replaces))
+            )
+            refuse_special_entries(live, old)  # before anything is moved: a FIFO or a device is never deleted
+            mark[rel.as_posix()] = {"new": new, "old": old}
+        from .cache import atomic_write_bytes
+
+        atomic_write_bytes(stage / COMPLETE, json.dumps({"folders": mark}).encode())
+    except BaseException:
+        _unlock(lock)
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    try:
+        _swap(root, stage, aside, mark)
+    finally:
+        _unlock(lock)
+
+
+def check_real_folder(root, rel):
+    """Refuse a folder of the report (``root / rel`` or one above it, inside ``root``) that is not a real folder.
+
+    A file named like a dataset's folder was replaced by it, and a run folder that was a symbolic link was written
+    through the link, outside the report's stage (sweep 32h): refused, before the work and at the commit.
+    """
+    path = Path(root)
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            what = "a symbolic link" if path.is_symlink() else "not a folder"
+            raise ValueError(
+                f"{str(path)!r} is {what}, where the report writes a folder of its runs; lbee replaces only its own "
+                "folders. Move it away, or give another output folder."
+            )
+
+
+def recover_tree(root):
+    """Settle what a killed `staged_tree` writer left beside ``root`` (its writer gone); return the writers handled."""
+    root, home, label = _place(root, None, None)
+    if not home.is_dir():
+        return []
+    owners = _dead_owners(home, label)
+    if not owners:
+        return []
+    root.mkdir(parents=True, exist_ok=True)
+    lock = _lock(root)
+    try:
+        for owner in sorted(owners):
+            stage, aside = _names(home, label, owner)
+            mark = _read_mark(stage)
+            if mark is not None:  # committed: the new report is complete, its swap is finished
+                _swap(root, stage, aside, mark)
+            else:  # the swap starts only after the commit: the old report was never touched
+                shutil.rmtree(stage, ignore_errors=True)
+                shutil.rmtree(aside, ignore_errors=True)
+    finally:
+        _unlock(lock)
+    return sorted(owners)
+
+
+def _swap(root, stage, aside, mark):
+    """Step 2 and 3, folder by folder, the deepest first (the index last). Safe to run again after a kill."""
+    for rel in sorted(mark, key=lambda r: (-len(Path(r).parts), r)):
+        live = root / rel
+        live.mkdir(parents=True, exist_ok=True)
+        (aside / rel).parent.mkdir(parents=True, exist_ok=True)
+        _finish(live, stage / rel, aside / rel, mark[rel])
+    shutil.rmtree(aside, ignore_errors=True)
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+def _dead_owners(home, label):
+    """The writers of the reports whose leftovers lie beside this output and whose process is gone."""
+    from .._files import tag_alive
+
+    owners = set()
+    for kind in ("staging", "replaced"):
+        prefix = f".{label}.lbee-report-{kind}-"
+        for p in home.iterdir():
+            if p.name.startswith(prefix) and not tag_alive(p.name[len(prefix) :].split("-", 1)[0]):
+                owners.add(p.name[len(prefix) :])
+    return owners
+
+
+def _folders(runs):
+    """Every folder of the report: the run folders, the folders above them, and the output folder (``.``)."""
+    out = {Path(".")}
+    for r in runs:
+        out.add(r)
+        out.update(p for p in r.parents)
+    return sorted(out, key=lambda p: (len(p.parts), p.as_posix()))
+
+
+def _new_entries(staged, rel, folders):
+    """What the stage holds for folder ``rel``: its entries, less the report's folders below it and staging's own."""
+    if not staged.is_dir():
+        return []
+    skip = {*_OWN, *(f.name for f in folders if f != rel and f.parent == rel)}
+    return sorted(p.name for p in staged.iterdir() if p.name not in skip and ".lbee-" not in p.name)
+
+
+def _names(home, label, owner):
+    return home / f".{label}.lbee-report-staging-{owner}", home / f".{label}.lbee-report-replaced-{owner}"
+
+
+def _read_mark(stage):
+    """The commit's ``folders`` (``{folder: {"new": [...], "old": [...]}}``), or None when absent or not lbee's."""
+    try:
+        mark = json.loads((stage / COMPLETE).read_text(encoding="utf-8")).get("folders")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(mark, dict):
+        return None
+    for rel, entry in mark.items():
+        parts = Path(rel).parts
+        if not isinstance(entry, dict) or Path(rel).is_absolute() or ".." in parts:
+            return None
+        for key in ("new", "old"):
+            names = entry.get(key)
+            if not isinstance(names, list) or not all(
+                isinstance(n, str) and "/" not in n and n not in ("", ".", "..") for n in names
+            ):
+                return None
+    return mark
+
+
+def link_tree(src, dst):
+    """``dst`` as a copy of folder ``src`` made of hard links (a copy of a file where the file system has none)."""
+    shutil.copytree(src, dst, symlinks=True, copy_function=_link_file)
+
+
+def _link_file(src, dst):
+    """A hard link of ``src`` at ``dst`` (a copy of a regular file where the file system has none)."""
+    import os
+    import stat
+
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        if not stat.S_ISREG(os.lstat(src).st_mode):  # a FIFO or a device is never opened (it could block)
+            raise
+        shutil.copy2(src, dst)
