@@ -46,8 +46,9 @@ def spotlight(run_dir, out, overwrite, images, without_images, open_):
     """A run in Renumics Spotlight: one row per image with its hypothesis, sentence, hard / easy and confidence.
 
     RUN_DIR is the output folder of `lbee describe --out`, `lbee demo` or one model of `lbee report`. Writes a
-    parquet file (image path, image id, hypothesis, sentence, split, confidence, performance, label, prediction,
-    holds) and prints the `spotlight` command that opens it.
+    parquet file (image path, image id, hypothesis, sentence, finding and its statement: the strongest confirmed
+    statement that holds for the image, split, confidence, performance, label, prediction, holds) and prints the
+    `spotlight` command that opens it.
     """
     from ..reports.spotlight import export_spotlight, open_in_spotlight, spotlight_command
 
