@@ -925,3 +925,40 @@ def test_only_findings_carry_condition_verdicts(demo_run):
     assert not any("ablation" in s for s in companions)
     listed = ranked_statements(conf)
     assert [e["adds_failure"] for e in listed if "conditions" in e] == [True] * sum("conditions" in e for e in listed)
+
+
+def test_a_condition_that_keeps_out_no_image_is_said_to_add_nothing(demo_run):
+    """A twenty-fourth user read "'but no scratch' too few images to tell" beside "a solder bridge" (always true of a
+    bridge), as doubt. A condition whose removal keeps out no held-out image is said to add nothing."""
+    import json
+
+    from lbee.run.confirm_text import confirmation_lines, confirmed_statements_lines
+
+    out, story = demo_run
+    conf = json.loads((out / "explanation.json").read_text())["confirmation"]
+    idle = [
+        (s, a) for s in conf["statements"] for a in s.get("ablation") or () if a["n_excluded"] == 0
+    ]  # the demo's "a large square": every square of its world is large
+    assert idle
+    listed = " ".join(confirmed_statements_lines(conf, every=True))
+    for _, a in idle:
+        assert f"'{a['phrase']}' adds nothing here" in listed
+    group = next(
+        i
+        for i, g in enumerate(conf["groups"])
+        if g["statement"] is not None and conf["statements"][g["statement"]] is idle[0][0]
+    )
+    lines = confirmation_lines(conf, group)
+    assert any("it kept out no image: it adds nothing here" in line for line in lines), lines
+    assert "it adds nothing here (it holds wherever the others do)" in " ".join(story.split())
+
+
+def test_audit_without_tau_says_its_arrays_carry_no_provenance():
+    """A twenty-fourth user's arrays came from files with sidecars; the warning said "no .provenance.json sidecar"."""
+    import lbee
+    from lbee.io.provenance import ProvenanceWarning
+
+    rng = np.random.default_rng(0)
+    X, S = rng.normal(size=(60, 4)), rng.normal(size=(3, 4))
+    with pytest.warns(ProvenanceWarning, match="arrays passed to lbee.audit.*load_embeddings"):
+        lbee.audit(X, S, sentences=["a photo of a", "a photo of b", "a photo of c"], probs=rng.dirichlet([1, 1], 60))

@@ -418,16 +418,18 @@ def check_pair(
     return taus[0] if taus else None
 
 
-def warn_assumed_tau(tau: float, what: str, how: str = "--tau, or tau: in a config") -> None:
+def warn_assumed_tau(
+    tau: float, what: str, how: str = "--tau, or tau: in a config", why: str = "no .provenance.json sidecar"
+) -> None:
     """Warn that ``tau`` (the CLIP value) is assumed for embeddings without provenance (``what`` names them).
 
-    ``how`` says how the reader passes τ (the library's callers: ``tau=``). The warning points at the first
-    caller outside lbee, wherever inside lbee it was raised.
+    ``how`` says how the reader passes τ (the library's callers: ``tau=``), ``why`` why there is none. The warning
+    points at the first caller outside lbee, wherever inside lbee it was raised.
     """
     from .._validation import caller_stacklevel
 
     warnings.warn(
-        f"{what} carry no provenance (no .provenance.json sidecar), so lbee cannot know their encoder: "
+        f"{what} carry no provenance ({why}), so lbee cannot know their encoder: "
         f"τ = {tau:g} (CLIP's) is assumed. Pass τ explicitly ({how}) for another encoder, or "
         "create the embeddings with `lbee embed`, which records it.",
         ProvenanceWarning,

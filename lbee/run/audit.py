@@ -98,7 +98,12 @@ def audit(
         if tau > 1:
             raise ValueError(f"`tau` is a cosine similarity in [-1, 1]; received {tau}.")
     else:
-        warn_assumed_tau(RunSettings().resolved_tau(None), "the embeddings", "tau=")
+        warn_assumed_tau(  # arrays, whatever files they came from (a twenty-fourth user's had sidecars)
+            RunSettings().resolved_tau(None),
+            "the embeddings",
+            "tau=, e.g. the 'tau' of the record lbee.io.provenance.load_embeddings returns with them",
+            why="arrays passed to lbee.audit",
+        )
     inputs = RunInputs(
         embeddings=X,
         sentence_embeddings=S,

@@ -156,7 +156,8 @@ def confirmation_lines(conf, i):
             if not a["n_excluded"] or a["error_rate_excluded"] is None
             else f"the {a['n_excluded']} it kept out fail at {a['error_rate_excluded']:.2f}"
         )
-        lines.append(f"without {said}: {a['n']} images, {a['error_rate']:.2f}; {kept}: {a['verdict']}")
+        verdict = "it adds nothing here (it holds wherever the others do)" if _keeps_out_nothing(a) else a["verdict"]
+        lines.append(f"without {said}: {a['n']} images, {a['error_rate']:.2f}; {kept}: {verdict}")
     return lines
 
 
@@ -212,6 +213,15 @@ def confirmed_statements_lines(conf, *, every=False):
     return [head] + lines
 
 
+def _keeps_out_nothing(a):
+    """Whether dropping an ablated condition kept out no held-out image: it holds wherever the others do.
+
+    "but no scratch" beside "a solder bridge", "a large square" in a world of large squares: a twenty-fourth user
+    read "too few images to tell" as doubt about a condition that says nothing the others do not.
+    """
+    return not a.get("n_excluded")
+
+
 def _conditions_said(s):
     """The ablation of a listed statement, as ``"; its conditions: 'A' needed, 'B' not clear"`` ("" without one).
 
@@ -221,7 +231,8 @@ def _conditions_said(s):
 
     short = {NEEDED: "needed", NOT_NEEDED: "not needed", UNDECIDED: "too few images to tell", UNCLEAR: "not clear"}
     said = [
-        f"'{a.get('phrase') or a['condition']}' {short.get(a['verdict'], a['verdict'])}"
+        f"'{a.get('phrase') or a['condition']}' "
+        + ("adds nothing here" if _keeps_out_nothing(a) else short.get(a["verdict"], a["verdict"]))
         for a in s.get("ablation") or ()
     ]
     return f"; its conditions: {', '.join(said)}" if said else ""
