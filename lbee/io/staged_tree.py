@@ -27,7 +27,17 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .staging import COMPLETE, STARTED, _check_started, _finish, _lock, _place, _unlock, refuse_special_entries
+from .staging import (
+    COMPLETE,
+    STARTED,
+    _check_started,
+    _entry_names,
+    _finish,
+    _lock,
+    _place,
+    _unlock,
+    refuse_special_entries,
+)
 
 _OWN = (COMPLETE, STARTED)
 
@@ -151,15 +161,9 @@ def _swap(root, stage, aside, mark):
 
 def _dead_owners(home, label):
     """The writers of the reports whose leftovers lie beside this output and whose process is gone."""
-    from .._files import tag_alive
+    from .staging import _dead_owners as dead
 
-    owners = set()
-    for kind in ("staging", "replaced"):
-        prefix = f".{label}.lbee-report-{kind}-"
-        for p in home.iterdir():
-            if p.name.startswith(prefix) and not tag_alive(p.name[len(prefix) :].split("-", 1)[0]):
-                owners.add(p.name[len(prefix) :])
-    return owners
+    return dead(home, label, kinds=("report-staging", "report-replaced"))
 
 
 def _folders(runs):
@@ -193,14 +197,8 @@ def _read_mark(stage):
         return None
     for rel, entry in mark.items():
         parts = Path(rel).parts
-        if not isinstance(entry, dict) or Path(rel).is_absolute() or ".." in parts:
+        if Path(rel).is_absolute() or ".." in parts or not _entry_names(entry):
             return None
-        for key in ("new", "old"):
-            names = entry.get(key)
-            if not isinstance(names, list) or not all(
-                isinstance(n, str) and "/" not in n and n not in ("", ".", "..") for n in names
-            ):
-                return None
     return mark
 
 

@@ -306,10 +306,13 @@ def _settle_after(folder, home, label, owner, written, replaces=()):
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def _dead_owners(home, label):
-    """The writers whose leftovers for this output lie in ``home`` and whose process is gone (no pid: alive)."""
+def _dead_owners(home, label, kinds=("staging", "replaced")):
+    """The writers whose leftovers for this output lie in ``home`` and whose process is gone (no pid: alive).
+
+    ``kinds``: the leftovers' kinds, ``.<label>.lbee-<kind>-<writer>`` (`lbee.io.staged_tree` has its own).
+    """
     owners = set()
-    for kind in ("staging", "replaced"):
+    for kind in kinds:
         prefix = f".{label}.lbee-{kind}-"
         for p in home.iterdir():
             if p.name.startswith(prefix) and not tag_alive(p.name[len(prefix) :].split("-", 1)[0]):
@@ -345,12 +348,16 @@ def _read_mark(stage):
         mark = json.loads((stage / COMPLETE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    ok = isinstance(mark, dict) and all(
+    return mark if _entry_names(mark) else None
+
+
+def _entry_names(mark):
+    """Whether ``mark`` is a commit's ``{"new": [...], "old": [...]}`` of plain entry names (no path)."""
+    return isinstance(mark, dict) and all(
         isinstance(mark.get(k), list)
         and all(isinstance(n, str) and "/" not in n and n not in ("", ".", "..") for n in mark[k])
         for k in ("new", "old")
     )
-    return mark if ok else None
 
 
 _REACHED: dict = {}
