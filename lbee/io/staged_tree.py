@@ -23,7 +23,6 @@ from __future__ import annotations
 import fnmatch
 import json
 import shutil
-import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from .staging import (
     _entry_names,
     _finish,
     _lock,
+    _new_stage,
     _place,
     _unlock,
     refuse_special_entries,
@@ -61,16 +61,10 @@ def staged_tree(root, run_folders, *, replaces=()):
     pathlib.Path
         The stage: write each run folder at its path relative to ``root``, and ``root``'s own new entries.
     """
-    from .._files import process_tag
-
     root, home, label = _place(root, None, None)
     runs = [Path(f).relative_to(root) for f in run_folders]
     recover_tree(root)
-    home.mkdir(parents=True, exist_ok=True)
-    owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
-    stage, aside = _names(home, label, owner)
-    stage.mkdir()
-    (stage / STARTED).touch()
+    _, stage, aside = _new_stage(home, lambda owner: _names(home, label, owner))
     lock = None
     try:
         yield stage

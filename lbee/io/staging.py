@@ -156,11 +156,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
     """
     folder, home, label = _place(folder, home, label)
     recover_leftovers(folder, home=home, label=label)
-    home.mkdir(parents=True, exist_ok=True)
-    owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
-    stage, aside = _names(home, label, owner)
-    stage.mkdir()
-    (stage / STARTED).touch()
+    owner, stage, aside = _new_stage(home, lambda owner: _names(home, label, owner))
     lock = None
     try:
         yield stage
@@ -188,6 +184,16 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
         _settle_after(folder, home, label, owner, set(new), replaces)
     finally:
         _unlock(lock)
+
+
+def _new_stage(home, names):
+    """A new writer's ``(owner, stage, aside)``: ``names(owner)`` gives the folders; the stage is made, marked."""
+    home.mkdir(parents=True, exist_ok=True)
+    owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
+    stage, aside = names(owner)
+    stage.mkdir()
+    (stage / STARTED).touch()
+    return owner, stage, aside
 
 
 def _check_started(stage, folder):
