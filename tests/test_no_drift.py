@@ -115,16 +115,18 @@ def test_staging_leftovers_are_settled_only_when_their_writer_is_gone(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     (out / "explanation.json").write_text("new")  # a writer killed between its moves, without a commit file (not
-    aside = tmp_path / f".run.lbee-replaced-{_dead_pid()}-aa"  # a state lbee leaves): the old run goes back whole
+    aside = (
+        tmp_path / f".run.lbee-replaced-{_dead_pid()}-aaaaaaaaaaaa"
+    )  # a state lbee leaves): the old run goes back whole
     aside.mkdir()
     (aside / "explanation.json").write_text("old")
     (aside / "report.md").write_text("old")
-    dead_stage = tmp_path / f".run.lbee-staging-{_dead_pid()}-bb"  # a dead writer's stage, never committed
+    dead_stage = tmp_path / f".run.lbee-staging-{_dead_pid()}-bbbbbbbbbbbb"  # a dead writer's stage, never committed
     dead_stage.mkdir()
     (dead_stage / "report.md").write_text("half")
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        live_stage = tmp_path / f".run.lbee-staging-{live.pid}-cc"  # a writer still at work: left alone
+        live_stage = tmp_path / f".run.lbee-staging-{live.pid}-cccccccccccc"  # a writer still at work: left alone
         live_stage.mkdir()
         legacy = tmp_path / ".run.lbee-staging-0123456789ab"  # written before pids were recorded: left alone
         legacy.mkdir()

@@ -694,3 +694,27 @@ def test_a_report_refuses_a_run_folder_that_is_not_a_real_folder(image_dataset, 
         assert (out / "a").read_text() == "my notes"
     else:
         assert (out / "a").is_symlink() and not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_a_run_into_a_killed_reports_run_folder_settles_the_report_first(image_dataset, tmp_path, killed_lbee):
+    """Sweep 32i L-1: a report killed in its own swap, then `describe --overwrite` into one of its run folders, then
+    any later `lbee report`: the report's old commit was finished over the newer run (five of its files replaced).
+    A run into a report's run folder settles the report's swap first; then it replaces the run whole."""
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    cfg, cfg3 = (write(tmp_path / f"r{c}.yaml", _one_run_config(root, out, c)) for c in (2, 3))
+    cache = ["-q", "--cache-dir", str(tmp_path / "cache")]
+    assert CliRunner().invoke(cli, [*cache, "report", str(cfg)], obj={}).exit_code == 0
+    killed_lbee([*cache, "report", str(cfg3), "--overwrite"], "swapping:2")  # in the report's own swap
+    assert any(".rep.lbee-report-replaced-" in p.name for p in tmp_path.iterdir())
+    run_dir = out / "street_i_scenes_i"
+    args = [*cache, "describe", str(root / "imgs" / "manifest.csv"), "--image-embeddings", str(root / "img.npy")]
+    args += ["--sentence-embeddings", str(root / "sen.npy"), "--sentences", str(root / "sents.txt"), "--predictions"]
+    args += [str(root / "good.csv"), "--tau", "0.2", "--clusters", "4", "--out", str(run_dir), "--overwrite"]
+    r = CliRunner().invoke(cli, args, obj={})
+    assert r.exit_code == 0, r.output
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]  # the report's swap was finished first
+    described = _files(run_dir)
+    assert json.loads(described["explanation.json"])["params"]["n_clusters"] == 4
+    r = CliRunner().invoke(cli, [*cache, "report", str(cfg3)], obj={})  # refused: nothing of the report left to finish
+    assert r.exit_code == 2 and _files(run_dir) == described

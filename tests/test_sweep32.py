@@ -445,12 +445,57 @@ def test_the_demo_refreshes_only_a_demo_folder_without_overwrite(tmp_path):
     (proj / "inputs" / "train.csv").write_text("keep")
     (proj / "report.md").write_text("mine")
     r = CliRunner().invoke(cli, ["demo", "--out", str(proj)], obj={})
-    assert r.exit_code == 1 and "holds files that are not a demo's (inputs, report.md)" in r.output, r.output
+    assert r.exit_code == 1 and "holds files and no demo's world (ec/ec.json) (inputs, report.md)" in r.output, r.output
     assert "--overwrite" in r.output and (proj / "inputs" / "train.csv").read_text() == "keep"
     from lbee.cli.demo import _check_demo_folder
 
-    (proj / "demo.txt").write_text("an earlier demo's story")
+    (proj / "demo.txt").write_text("my notes on the demo")  # sweep 32i: a file of that name is not a demo's folder
+    with pytest.raises(Exception, match="no demo's world"):
+        _check_demo_folder(proj, overwrite=False)
+    (proj / "ec").mkdir()
+    (proj / "ec" / "ec.json").write_text("{}")
     _check_demo_folder(proj, overwrite=False)  # a demo's folder: refreshed without --overwrite
-    (proj / "demo.txt").unlink()
     _check_demo_folder(proj, overwrite=True)
     _check_demo_folder(tmp_path / "new", overwrite=False)
+
+
+def test_another_outputs_stage_is_never_taken_for_a_leftover_of_this_one(tmp_path):
+    """Sweep 32i L-2: a report into `pp` took over the live stage of a report into `pp.lbee-report-staging-99999`
+    ("99999.lbee" read as a dead writer's pid) and moved it into `pp`. A leftover's writer is parsed strictly."""
+    from lbee.io.staged_tree import recover_tree
+    from lbee.io.staging import recover_leftovers
+
+    out = tmp_path / "pp"
+    out.mkdir()
+    tag = "99999.1-aaaaaaaaaaaa"
+    others = [
+        tmp_path / f".pp.lbee-staging-99999.lbee-staging-{tag}",  # the stage of output "pp.lbee-staging-99999"
+        tmp_path / f".pp.lbee-report-staging-99999.lbee-report-staging-{tag}",
+    ]
+    for other in others:
+        other.mkdir()
+        (other / ".lbee-complete.json").write_text('{"new": [], "old": []}')
+    assert recover_leftovers(out) == [] and recover_tree(out) == []
+    assert all(other.is_dir() for other in others)
+    mine = tmp_path / f".pp.lbee-staging-{tag}"  # this output's, of a writer that is gone: settled
+    mine.mkdir()
+    assert recover_leftovers(out) == [tag] and not mine.exists()
+
+
+def test_a_run_started_beside_another_into_one_new_folder_replaces_nothing(tmp_path):
+    """Sweep 32i L-4: two `describe --out dd` started at once without --overwrite both succeeded, the later one
+    replacing the earlier run. The no-replace check is made again under the lock, at the commit."""
+    from lbee.io.staging import OutputExistsError
+    from lbee.run.outputs import staged_run_folder
+
+    out = tmp_path / "dd"
+    with pytest.raises(OutputExistsError, match="written by another lbee while this one ran; nothing was replaced"):
+        with staged_run_folder(out, overwrite=False) as stage:
+            (stage / "explanation.json").write_text("mine")
+            out.mkdir()
+            (out / "explanation.json").write_text("the other run's")  # committed by the other one meanwhile
+    assert (out / "explanation.json").read_text() == "the other run's"
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+    with staged_run_folder(out, overwrite=True) as stage:  # asked for: replaced whole
+        (stage / "explanation.json").write_text("mine")
+    assert (out / "explanation.json").read_text() == "mine"

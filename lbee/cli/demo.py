@@ -197,11 +197,11 @@ def demo(ctx, seed, out, clusters, k, a, retrain, overwrite):
 def _check_demo_folder(out, overwrite):
     """Refuse an --out that holds files and is not a demo's folder, unless ``overwrite``.
 
-    Sweep 32h: `--out .` deleted a project's inputs/train.csv. A demo's folder has its world (``ec/ec.json``) or its
-    story.
+    Sweep 32h: `--out .` deleted a project's inputs/train.csv. A demo's folder holds the world the demo wrote
+    (``ec/ec.json``); a file named demo.txt is not enough (sweep 32i: a user's notes of that name let it through).
     """
     out = Path(out)
-    if overwrite or not out.is_dir() or (out / "ec" / "ec.json").is_file() or (out / DEMO_STORY).is_file():
+    if overwrite or not out.is_dir() or (out / "ec" / "ec.json").is_file():  # its world: a user's demo.txt is not
         return
     names = sorted(p.name for p in out.iterdir() if ".lbee-" not in p.name)
     if names:
@@ -209,8 +209,9 @@ def _check_demo_folder(out, overwrite):
 
         shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
         raise LbeeError(
-            f"--out {str(out)!r} holds files that are not a demo's ({shown}); the demo refreshes its own folder "
-            "whole (its run's files, inputs/ and ec/). Give another folder, or pass --overwrite to replace them there."
+            f"--out {str(out)!r} holds files and no demo's world (ec/ec.json) ({shown}); the demo refreshes its own "
+            "folder whole (its run's files, inputs/ and ec/). Give another folder, or pass --overwrite to replace them "
+            "there."
         )
 
 

@@ -43,7 +43,7 @@ _OWN = (COMPLETE, STARTED)
 
 
 @contextmanager
-def staged_tree(root, run_folders, *, replaces=()):
+def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
     """Yield the output's stage; on success its run folders and other entries replace those in ``root`` together.
 
     Parameters
@@ -55,6 +55,9 @@ def staged_tree(root, run_folders, *, replaces=()):
     replaces : tuple of str, default=()
         Glob patterns of a run folder's entries that its new run replaces even when it has none of that name
         (a run's old ``slicer_domino/``); an entry of the same name as a new one is always replaced.
+    exclusive : bool, default=False
+        Replace no report: when another writer put an index or a run there meanwhile (two reports started at once
+        without ``--overwrite``), `lbee.io.staging.OutputExistsError` at the commit, under the lock.
 
     Yields
     ------
@@ -73,6 +76,8 @@ def staged_tree(root, run_folders, *, replaces=()):
         root.mkdir(parents=True, exist_ok=True)
         lock = _lock(root)  # two reports (or a report and a run) into one folder take turns from here
         _check_started(stage, root)
+        if exclusive:
+            _refuse_a_report_there(root, runs, replaces)
         mark = {}
         for rel in folders:
             new = _new_entries(stage / rel, rel, folders)
@@ -87,7 +92,7 @@ def staged_tree(root, run_folders, *, replaces=()):
                 if p.name in new or (is_run and any(fnmatch.fnmatch(p.name, pat) for pat in replaces))
             )
             refuse_special_entries(live, old)  # before anything is moved: a FIFO or a device is never deleted
-            mark[rel.as_posix()] = {"new": new, "old": old}
+            mark[rel.as_posix()] = {"new": new, "old": old, "replaces": list(replaces) if is_run else []}
         from .cache import atomic_write_bytes
 
         atomic_write_bytes(stage / COMPLETE, json.dumps({"folders": mark}).encode())
@@ -99,6 +104,27 @@ def staged_tree(root, run_folders, *, replaces=()):
         _swap(root, stage, aside, mark)
     finally:
         _unlock(lock)
+
+
+def _refuse_a_report_there(root, runs, replaces):
+    """`OutputExistsError` when ``root`` holds an index or one of ``runs`` holds a run (written meanwhile)."""
+    from .staging import OutputExistsError
+
+    found = ["index.html"] if (root / "index.html").exists() else []
+    for rel in runs:
+        live = root / rel
+        if live.is_dir():
+            found += [
+                f"{rel.as_posix()}/{p.name}"
+                for p in live.iterdir()
+                if any(fnmatch.fnmatch(p.name, x) for x in replaces)
+            ]
+    if found:
+        raise OutputExistsError(
+            f"{str(root)!r} now holds a report ({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}), written by "
+            "another lbee while this one ran; nothing was replaced. Pass --overwrite to replace it, or give another "
+            "folder."
+        )
 
 
 def check_real_folder(root, rel):
@@ -143,12 +169,26 @@ def recover_tree(root):
 
 
 def _swap(root, stage, aside, mark):
-    """Step 2 and 3, folder by folder, the deepest first (the index last). Safe to run again after a kill."""
+    """Step 2 and 3, folder by folder, the deepest first (the index last). Safe to run again after a kill.
+
+    Each folder's swap holds that folder's lock too, so that a run written into it by itself (`lbee describe --out`
+    a report's run folder) takes turns with the report; what it replaces is read then, under the lock: the folder's
+    entries of the new names or of the run's (sweep 32i: a run that came in between stayed half).
+    """
     for rel in sorted(mark, key=lambda r: (-len(Path(r).parts), r)):
         live = root / rel
         live.mkdir(parents=True, exist_ok=True)
         (aside / rel).parent.mkdir(parents=True, exist_ok=True)
-        _finish(live, stage / rel, aside / rel, mark[rel])
+        entry = mark[rel]
+        lock = None if rel == "." else _lock(live)  # the output folder's own lock is held already
+        try:
+            patterns = entry.get("replaces") or ()
+            old = sorted(
+                {*entry["old"], *(p.name for p in live.iterdir() if any(fnmatch.fnmatch(p.name, x) for x in patterns))}
+            )
+            _finish(live, stage / rel, aside / rel, {"new": entry["new"], "old": old})
+        finally:
+            _unlock(lock)
     shutil.rmtree(aside, ignore_errors=True)
     shutil.rmtree(stage, ignore_errors=True)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import shutil
 import signal
 import uuid
@@ -47,6 +48,8 @@ COMPLETE = ".lbee-complete.json"
 #: Made with the stage: a writer whose stage was removed under it (by another host's or container's lbee, which
 #: could not tell it was alive) finds it gone at commit and stops, instead of committing the part it re-created.
 STARTED = ".lbee-started"
+#: A writer's part of a leftover's name: `lbee._files.process_tag` (or an older pid, or pid and start), a 12-hex tag.
+OWNER = re.compile(r"\d+(?:\.\d+)?(?:\.[0-9a-f]{8}\.[0-9a-f]{8})?-[0-9a-f]{12}")
 #: A stage's own files, never entries of the output.
 _OWN = (COMPLETE, STARTED)
 #: Where ``LBEE_TEST_KILL_AT`` can stop a writer (see the module docstring).
@@ -134,7 +137,7 @@ def refuse_special_entries(folder, names, *, how="--overwrite"):
 
 
 @contextmanager
-def staged_entries(folder, *, replaces=(), home=None, label=None):
+def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=False):
     """Yield an empty stage folder; on success, its entries replace the output's in ``folder`` whole.
 
     Parameters
@@ -151,6 +154,9 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
         the depth of ``folder`` and relative links written into it stay right].
     label : str, optional
         Names the hidden folders ``.<label>.lbee-staging-*`` [default: ``folder``'s name].
+    exclusive : bool, default=False
+        Replace nothing: when another writer put an entry this output would replace there meanwhile (two commands
+        started at once without ``--overwrite``, sweep 32i), `OutputExistsError` at the commit, under the lock.
 
     An exception inside the block removes the stage and leaves ``folder`` as it was.
     """
@@ -173,6 +179,11 @@ def staged_entries(folder, *, replaces=(), home=None, label=None):
         old = sorted(
             p.name for p in folder.iterdir() if p.name in new or any(fnmatch.fnmatch(p.name, pat) for pat in replaces)
         )
+        if exclusive and old:
+            raise OutputExistsError(
+                f"{str(folder)!r} now holds {', '.join(old[:3])}{', ...' if len(old) > 3 else ''}, written by another "
+                "lbee while this one ran; nothing was replaced. Pass --overwrite to replace it, or give another folder."
+            )
         refuse_special_entries(folder, old)  # before anything is moved: a device or a FIFO is never deleted
         atomic_write_bytes(stage / COMPLETE, json.dumps({"new": new, "old": old}).encode())
     except BaseException:
@@ -321,8 +332,10 @@ def _dead_owners(home, label, kinds=("staging", "replaced")):
     for kind in kinds:
         prefix = f".{label}.lbee-{kind}-"
         for p in home.iterdir():
-            if p.name.startswith(prefix) and not tag_alive(p.name[len(prefix) :].split("-", 1)[0]):
-                owners.add(p.name[len(prefix) :])
+            owner = p.name[len(prefix) :]
+            # only a name as a writer makes it: another output's (".x.lbee-staging-1" beside "x") is not one (32i)
+            if p.name.startswith(prefix) and OWNER.fullmatch(owner) and not tag_alive(owner.split("-", 1)[0]):
+                owners.add(owner)
     return owners
 
 

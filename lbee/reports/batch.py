@@ -400,7 +400,7 @@ def run_report(
     from ..run.outputs import RUN_ENTRIES
 
     # the index and every run folder replaced together: a kill leaves the old report or the new one (sweep 32g)
-    with staged_tree(root, runs, replaces=RUN_ENTRIES) as stage:
+    with staged_tree(root, runs, replaces=RUN_ENTRIES, exclusive=not overwrite) as stage:
         for name in sorted(set(folders.values())):  # the SpotCheck worlds a rerun reuses, linked into the stage
             world = root / name / "ec"
             if (world / "ec.json").is_file() and not world.is_symlink() and not (root / name).is_symlink():

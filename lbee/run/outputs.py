@@ -18,6 +18,7 @@ import fnmatch
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..io.staged_tree import recover_tree
 from ..io.staging import recover_leftovers, staged_entries
 
 #: Names a run writes into its folder (glob patterns): their presence means the folder holds a run.
@@ -104,7 +105,7 @@ def check_report_out(root, run_folders, *, overwrite=False, option="--out", inpu
     a run folder whose run entry is, or holds, one of those paths is refused even with ``overwrite``
     (`held_input`), since replacing the run would delete that input. Call it before any work.
     """
-    from ..io.staged_tree import check_real_folder, recover_tree
+    from ..io.staged_tree import check_real_folder
     from ..io.staging import refuse_special_entries
 
     root = Path(root)
@@ -147,7 +148,12 @@ def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
     """
     out = Path(out)
     check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs)
-    with staged_entries(out, replaces=RUN_ENTRIES) as stage:
+    for above in list(Path(out).resolve().parents)[:2]:  # a report's run folder: a killed report's swap, settled first
+        try:
+            recover_tree(above)
+        except OSError:  # a folder above that cannot be read: no report of lbee's was written there
+            pass
+    with staged_entries(out, replaces=RUN_ENTRIES, exclusive=not overwrite) as stage:
         yield stage
 
 
