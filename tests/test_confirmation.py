@@ -893,6 +893,8 @@ def test_audit_refuses_what_the_command_line_refuses():
         # sweep 32g: ids on more than one line, and settings as a dict (an AttributeError deep in the run)
         (dict(probs=probs, image_ids=[f"{i}\n0" for i in range(60)]), "image_ids\\[0\\].*U\\+000A"),
         (dict(probs=probs, settings={"clusters": 3}), "expected an lbee.RunSettings"),
+        (dict(probs=probs, image_ids=["", *map(str, range(1, 60))]), "image_ids\\[0\\].*blank"),  # sweep 32h
+        (dict(probs=probs, image_ids=[None, *map(str, range(1, 60))]), "image_ids\\[0\\].*blank"),
         (dict(probs=probs, relevance=np.full((60, 3), np.nan)), "relevance"),
         (dict(probs=probs, relevance=np.full((60, 3), 0.5)), "relevance"),
         (dict(probs=probs, tau=1e9), "tau"),

@@ -83,6 +83,8 @@ def audit(
     from .._validation import INVISIBLE, line_break_in
 
     for i, name in enumerate(ids):  # as the tables' id columns are read (an id is one line of every output)
+        if image_ids is not None and (image_ids[i] is None or not name.strip()):
+            raise ValueError(f"`image_ids[{i}]` is {image_ids[i]!r}; expected an image id (blank ids are refused).")
         bad = line_break_in(name)
         if bad is not None:
             raise ValueError(

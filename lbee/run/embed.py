@@ -95,11 +95,12 @@ def embed_to_folder(
     from ..io.images import discover_images
     from ..io.provenance import make_provenance, write_embeddings, write_sidecar
     from ..io.sentences import load_sentence_set
-    from ..io.staging import check_no_replace, staged_entries
+    from ..io.staging import check_no_replace, recover_leftovers, staged_entries
 
     out = Path(out)
     parts = (IMAGE_FILES if images is not None else ()) + (SENTENCE_FILES if sentence_set is not None else ())
     inputs = [p for p in (images, sentence_set) if p is not None and Path(p).is_file()]  # a manifest, a sentence file
+    recover_leftovers(out)  # a killed embed's swap is finished first, even when this one is refused (sweep 32h)
     check_no_replace([out / name for name in parts], overwrite=overwrite, inputs=inputs)  # before any work
     caveat = encoder_caveat(encoder_spec, images) if images is not None else None
     if caveat and log:  # said once, before the work
