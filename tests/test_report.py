@@ -718,3 +718,38 @@ def test_a_run_into_a_killed_reports_run_folder_settles_the_report_first(image_d
     assert json.loads(described["explanation.json"])["params"]["n_clusters"] == 4
     r = CliRunner().invoke(cli, [*cache, "report", str(cfg3)], obj={})  # refused: nothing of the report left to finish
     assert r.exit_code == 2 and _files(run_dir) == described
+
+
+def test_a_report_whose_swap_fails_says_the_next_report_finishes_it(image_dataset, tmp_path, monkeypatch):
+    """Sweep 32i U-2: a full disk during the report's swap said only "No space left on device", and the next
+    report, even a refused one, put the new report in place in silence. The error says what happened and what
+    comes next; the next report finishes the swap."""
+    import lbee.io.staged_tree as tree
+
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    cfg, cfg3 = (write(tmp_path / f"r{c}.yaml", _one_run_config(root, out, c)) for c in (2, 3))
+    cache = ["-q", "--cache-dir", str(tmp_path / "cache")]
+    assert CliRunner().invoke(cli, [*cache, "report", str(cfg)], obj={}).exit_code == 0
+    real = tree._finish
+
+    def full(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tree, "_finish", full)
+    r = CliRunner().invoke(cli, [*cache, "report", str(cfg3), "--overwrite"], obj={})
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and "No space left on device while putting the new report in place" in said, said
+    assert "the next `lbee report` into that folder finishes putting it in place" in said
+    monkeypatch.setattr(tree, "_finish", real)
+    for (
+        p
+    ) in tmp_path.iterdir():  # the failed writer ends (in this test it is this process): its leftovers, a gone pid's
+        if ".rep.lbee-report-" in p.name:
+            kind, owner = p.name.rsplit("-", 2)[0], p.name.rsplit("-", 1)[1]
+            p.rename(p.with_name(f"{kind}-999999.0-{owner}"))
+    r = CliRunner().invoke(cli, [*cache, "report", str(cfg3)], obj={})
+    assert r.exit_code == 2  # refused, after finishing the committed report
+    run_dir = out / "street_i_scenes_i"
+    assert json.loads((run_dir / "explanation.json").read_text())["params"]["n_clusters"] == 3
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]

@@ -102,6 +102,12 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
         raise
     try:
         _swap(root, stage, aside, mark)
+    except OSError as exc:  # a full disk mid-swap: the commit stands, and the next report finishes it (sweep 32i)
+        raise OSError(
+            f"{exc.strerror or exc} while putting the new report in place in {str(root)!r}: it is complete and "
+            "committed, and the next `lbee report` into that folder finishes putting it in place (free some space "
+            "first)"
+        ) from None
     finally:
         _unlock(lock)
 
