@@ -65,6 +65,9 @@ def test_the_demo_refuses_a_node_in_its_folder_before_its_work(tmp_path):
     (tmp_path / "demo").mkdir()
     (tmp_path / "demo" / "ec").mkdir()  # a demo's folder (sweep 32h: a folder of other files is refused first)
     (tmp_path / "demo" / "ec" / "ec.json").write_text("{}")
+    from lbee.cli.demo import DEMO_FIRST_LINE
+
+    (tmp_path / "demo" / "demo.txt").write_text(DEMO_FIRST_LINE + "\n")
     os.mkfifo(tmp_path / "demo" / "report.md")
     r = CliRunner().invoke(cli, ["demo", "--out", str(tmp_path / "demo")], obj={})
     assert r.exit_code != 0 and "report.md' is a FIFO" in r.output and "rendering" not in r.output, r.output

@@ -445,16 +445,17 @@ def test_the_demo_refreshes_only_a_demo_folder_without_overwrite(tmp_path):
     (proj / "inputs" / "train.csv").write_text("keep")
     (proj / "report.md").write_text("mine")
     r = CliRunner().invoke(cli, ["demo", "--out", str(proj)], obj={})
-    assert r.exit_code == 1 and "holds files and no demo's world (ec/ec.json) (inputs, report.md)" in r.output, r.output
+    assert r.exit_code == 1 and "holds files and is not a demo's folder (inputs, report.md)" in r.output, r.output
     assert "--overwrite" in r.output and (proj / "inputs" / "train.csv").read_text() == "keep"
-    from lbee.cli.demo import _check_demo_folder
+    from lbee.cli.demo import DEMO_FIRST_LINE, _check_demo_folder
 
     (proj / "demo.txt").write_text("my notes on the demo")  # sweep 32i: a file of that name is not a demo's folder
-    with pytest.raises(Exception, match="no demo's world"):
-        _check_demo_folder(proj, overwrite=False)
     (proj / "ec").mkdir()
-    (proj / "ec" / "ec.json").write_text("{}")
-    _check_demo_folder(proj, overwrite=False)  # a demo's folder: refreshed without --overwrite
+    (proj / "ec" / "ec.json").write_text("{}")  # sweep 32j: nor is a report's SpotCheck dataset (its world)
+    with pytest.raises(Exception, match="is not a demo's folder"):
+        _check_demo_folder(proj, overwrite=False)
+    (proj / "demo.txt").write_text(DEMO_FIRST_LINE + "\n  (the demo's small world ...)\n")
+    _check_demo_folder(proj, overwrite=False)  # a demo's folder (its world and its story): refreshed
     _check_demo_folder(proj, overwrite=True)
     _check_demo_folder(tmp_path / "new", overwrite=False)
 
@@ -499,3 +500,55 @@ def test_a_run_started_beside_another_into_one_new_folder_replaces_nothing(tmp_p
     with staged_run_folder(out, overwrite=True) as stage:  # asked for: replaced whole
         (stage / "explanation.json").write_text("mine")
     assert (out / "explanation.json").read_text() == "mine"
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to plant as another user")
+def test_a_leftover_planted_by_another_user_is_never_settled(tmp_path):
+    """Sweep 32j S-1: another local user planted a committed "leftover" in a shared folder; the victim's next run
+    settled it: it deleted the victim's files (a mark replacing '*') and moved the attacker's file in. Only this
+    user's leftovers are settled, and a report's leftover's replaced entries are the caller's, never the file's."""
+    from lbee.io.staged_tree import recover_tree
+    from lbee.io.staging import recover_leftovers
+
+    shared = tmp_path / "shared"
+    (shared / "proj").mkdir(parents=True)
+    (shared / "proj" / "notes.md").write_text("precious")
+    planted = [
+        shared / ".proj.lbee-staging-99999-aaaaaaaaaaaa",
+        shared / ".proj.lbee-report-staging-99999-bbbbbbbbbbbb",
+    ]
+    for p in planted:
+        p.mkdir()
+    (planted[0] / ".lbee-complete.json").write_text('{"new": ["evil.html"], "old": ["notes.md"]}')
+    (planted[0] / "evil.html").write_text("<script>")
+    (planted[1] / ".lbee-complete.json").write_text('{"folders": {".": {"new": [], "old": [], "replaces": ["*"]}}}')
+    for p in [*planted, *planted[0].iterdir(), *planted[1].iterdir()]:
+        os.chown(p, 65534, 65534)  # nobody's
+    assert recover_leftovers(shared / "proj") == [] and recover_tree(shared / "proj") == []
+    assert {p.name for p in (shared / "proj").iterdir()} == {"notes.md"} and all(p.is_dir() for p in planted)
+    for p in [*planted, *planted[0].iterdir(), *planted[1].iterdir()]:
+        os.chown(p, os.getuid(), os.getgid())  # this user's own (killed) report: settled, with the caller's patterns
+    (planted[1] / ".lbee-complete.json").write_text('{"folders": {".": {"new": [], "old": [], "run": true}}}')
+    assert recover_tree(shared / "proj", replaces=("explanation.json",)) == ["99999-bbbbbbbbbbbb"]
+    assert (shared / "proj" / "notes.md").read_text() == "precious"
+
+
+def test_a_report_that_dies_while_a_run_works_in_its_folder_is_settled_before_the_runs_commit(tmp_path):
+    """Sweep 32j L-1r: a report died while a `describe --out` into one of its run folders was working; the next
+    report finished the dead one's swap over the newer run. The run settles the report again at its commit."""
+    from lbee.run.outputs import staged_run_folder
+
+    root = tmp_path / "rr"
+    (root / "a").mkdir(parents=True)
+    (root / "index.html").write_text("the report's index")
+    (root / "a" / "explanation.json").write_text("old report's")
+    with staged_run_folder(root / "a", overwrite=True) as stage:
+        (stage / "explanation.json").write_text("describe's")
+        dead = tmp_path / ".rr.lbee-report-staging-99999.0-aaaaaaaaaaaa"  # committed, then its writer died
+        (dead / "a").mkdir(parents=True)
+        (dead / "a" / "explanation.json").write_text("new report's")
+        (dead / ".lbee-complete.json").write_text(
+            '{"folders": {"a": {"new": ["explanation.json"], "old": ["explanation.json"], "run": true}}}'
+        )
+    assert (root / "a" / "explanation.json").read_text() == "describe's"  # the newer run, whole
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]  # nothing left to finish over it later

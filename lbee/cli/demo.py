@@ -13,6 +13,8 @@ from ._counterfactual import echo_counterfactuals
 
 #: The demo's whole story, in its folder: what ``lbee -v demo`` prints (the terminal shows the outcome only).
 DEMO_STORY = "demo.txt"
+#: How the demo's story begins (its first line), which tells a demo's folder from another that holds a world.
+DEMO_FIRST_LINE = "Generating a SpotCheck world with its square classifier ..."
 
 
 @cli.command()
@@ -74,7 +76,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain, overwrite):
     refuse_special_entries(out, run_entries(out), how="the demo, which refreshes its folder")  # before the work
     story = _Story(bool(ctx.obj.get("verbose")))
     with story.part():
-        click.echo("Generating a SpotCheck world with its square classifier ...")
+        click.echo(DEMO_FIRST_LINE)
         _say(
             "(the demo's small world: 6,000 random images, 25 % drawn inside the blindspots, the whole test set "
             "analysed; `lbee spotcheck bench` runs the paper's protocol)"
@@ -198,10 +200,11 @@ def _check_demo_folder(out, overwrite):
     """Refuse an --out that holds files and is not a demo's folder, unless ``overwrite``.
 
     Sweep 32h: `--out .` deleted a project's inputs/train.csv. A demo's folder holds the world the demo wrote
-    (``ec/ec.json``); a file named demo.txt is not enough (sweep 32i: a user's notes of that name let it through).
+    (``ec/ec.json``) and its story (``demo.txt``, as the demo begins it): a user's notes of that name (sweep 32i) or a
+    report's SpotCheck dataset folder (sweep 32j) are not one.
     """
     out = Path(out)
-    if overwrite or not out.is_dir() or (out / "ec" / "ec.json").is_file():  # its world: a user's demo.txt is not
+    if overwrite or not out.is_dir() or _is_demo_folder(out):
         return
     names = sorted(p.name for p in out.iterdir() if ".lbee-" not in p.name)
     if names:
@@ -209,10 +212,19 @@ def _check_demo_folder(out, overwrite):
 
         shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
         raise LbeeError(
-            f"--out {str(out)!r} holds files and no demo's world (ec/ec.json) ({shown}); the demo refreshes its own "
+            f"--out {str(out)!r} holds files and is not a demo's folder ({shown}); the demo refreshes its own "
             "folder whole (its run's files, inputs/ and ec/). Give another folder, or pass --overwrite to replace them "
             "there."
         )
+
+
+def _is_demo_folder(out):
+    try:
+        with open(out / DEMO_STORY, encoding="utf-8") as fh:
+            first = fh.readline(200).rstrip("\n")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return first == DEMO_FIRST_LINE and (out / "ec" / "ec.json").is_file()
 
 
 class _Story:

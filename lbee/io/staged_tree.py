@@ -66,7 +66,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
     """
     root, home, label = _place(root, None, None)
     runs = [Path(f).relative_to(root) for f in run_folders]
-    recover_tree(root)
+    recover_tree(root, replaces)
     _, stage, aside = _new_stage(home, lambda owner: _names(home, label, owner))
     lock = None
     try:
@@ -92,7 +92,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
                 if p.name in new or (is_run and any(fnmatch.fnmatch(p.name, pat) for pat in replaces))
             )
             refuse_special_entries(live, old)  # before anything is moved: a FIFO or a device is never deleted
-            mark[rel.as_posix()] = {"new": new, "old": old, "replaces": list(replaces) if is_run else []}
+            mark[rel.as_posix()] = {"new": new, "old": old, "run": is_run}
         from .cache import atomic_write_bytes
 
         atomic_write_bytes(stage / COMPLETE, json.dumps({"folders": mark}).encode())
@@ -101,7 +101,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
         shutil.rmtree(stage, ignore_errors=True)
         raise
     try:
-        _swap(root, stage, aside, mark)
+        _swap(root, stage, aside, mark, replaces)
     except OSError as exc:  # a full disk mid-swap: the commit stands, and the next report finishes it (sweep 32i)
         raise OSError(
             f"{exc.strerror or exc} while putting the new report in place in {str(root)!r}: it is complete and "
@@ -150,8 +150,11 @@ def check_real_folder(root, rel):
             )
 
 
-def recover_tree(root):
-    """Settle what a killed `staged_tree` writer left beside ``root`` (its writer gone); return the writers handled."""
+def recover_tree(root, replaces=()):
+    """Settle what a killed `staged_tree` writer left beside ``root`` (its writer gone); return the writers handled.
+
+    ``replaces``: the run folders' entries its swap replaces (`staged_tree`'s), never read from the leftover.
+    """
     root, home, label = _place(root, None, None)
     if not home.is_dir():
         return []
@@ -165,7 +168,7 @@ def recover_tree(root):
             stage, aside = _names(home, label, owner)
             mark = _read_mark(stage)
             if mark is not None:  # committed: the new report is complete, its swap is finished
-                _swap(root, stage, aside, mark)
+                _swap(root, stage, aside, mark, replaces)
             else:  # the swap starts only after the commit: the old report was never touched
                 shutil.rmtree(stage, ignore_errors=True)
                 shutil.rmtree(aside, ignore_errors=True)
@@ -174,7 +177,7 @@ def recover_tree(root):
     return sorted(owners)
 
 
-def _swap(root, stage, aside, mark):
+def _swap(root, stage, aside, mark, replaces=()):
     """Step 2 and 3, folder by folder, the deepest first (the index last). Safe to run again after a kill.
 
     Each folder's swap holds that folder's lock too, so that a run written into it by itself (`lbee describe --out`
@@ -188,7 +191,7 @@ def _swap(root, stage, aside, mark):
         entry = mark[rel]
         lock = None if rel == "." else _lock(live)  # the output folder's own lock is held already
         try:
-            patterns = entry.get("replaces") or ()
+            patterns = replaces if entry.get("run") is True else ()  # the caller's, never the file's (sweep 32j)
             old = sorted(
                 {*entry["old"], *(p.name for p in live.iterdir() if any(fnmatch.fnmatch(p.name, x) for x in patterns))}
             )

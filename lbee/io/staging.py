@@ -334,9 +334,24 @@ def _dead_owners(home, label, kinds=("staging", "replaced")):
         for p in home.iterdir():
             owner = p.name[len(prefix) :]
             # only a name as a writer makes it: another output's (".x.lbee-staging-1" beside "x") is not one (32i)
-            if p.name.startswith(prefix) and OWNER.fullmatch(owner) and not tag_alive(owner.split("-", 1)[0]):
+            if p.name.startswith(prefix) and OWNER.fullmatch(owner) and _mine(p) and not tag_alive(owner.split("-")[0]):
                 owners.add(owner)
     return owners
+
+
+def _mine(path):
+    """Whether a leftover is a folder of this user's.
+
+    One planted by another user in a shared folder (/tmp) is never settled, so it can neither delete this user's
+    files nor move its own in (sweep 32j).
+    """
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(st.st_mode) and (not hasattr(os, "getuid") or st.st_uid == os.getuid())
 
 
 def _names(home, label, owner):

@@ -109,7 +109,7 @@ def check_report_out(root, run_folders, *, overwrite=False, option="--out", inpu
     from ..io.staging import refuse_special_entries
 
     root = Path(root)
-    recover_tree(root)  # a killed report's own swap (`lbee.io.staged_tree`) is settled first
+    recover_tree(root, RUN_ENTRIES)  # a killed report's own swap (`lbee.io.staged_tree`) is settled first
     refuse_special_entries(root, ["index.html"])  # before the work: never replaced (sweep 27)
     found = ["index.html"] if (root / "index.html").exists() or (root / "index.html").is_symlink() else []
     for folder in run_folders:
@@ -148,13 +148,23 @@ def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
     """
     out = Path(out)
     check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs)
-    for above in list(Path(out).resolve().parents)[:2]:  # a report's run folder: a killed report's swap, settled first
-        try:
-            recover_tree(above)
-        except OSError:  # a folder above that cannot be read: no report of lbee's was written there
-            pass
+    _settle_reports_above(out)  # a report's run folder: a killed report's swap is settled first
     with staged_entries(out, replaces=RUN_ENTRIES, exclusive=not overwrite) as stage:
         yield stage
+        _settle_reports_above(out)  # and again at the commit: one that died while this run worked (sweep 32j)
+
+
+def _settle_reports_above(out):
+    """Finish the swap of a killed report whose run folder ``out`` is (the report's output one or two folders up).
+
+    Only a folder that holds a report's ``index.html`` is looked at (sweep 32j: not every folder above an --out).
+    """
+    for above in list(Path(out).resolve().parents)[:2]:
+        try:
+            if (above / "index.html").is_file():
+                recover_tree(above, RUN_ENTRIES)
+        except OSError:  # a folder above that cannot be read: no report of this user's was written there
+            pass
 
 
 #: The columns of ``assignments.parquet`` whose values ``explanation.json`` records a digest of.
