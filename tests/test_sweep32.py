@@ -531,6 +531,18 @@ def test_a_leftover_planted_by_another_user_is_never_settled(tmp_path):
     (planted[1] / ".lbee-complete.json").write_text('{"folders": {".": {"new": [], "old": [], "run": true}}}')
     assert recover_tree(shared / "proj", replaces=("explanation.json",)) == ["99999-bbbbbbbbbbbb"]
     assert (shared / "proj" / "notes.md").read_text() == "precious"
+    # sweep 32k S-2: this user's killed stage, beside another user's planted "replaced" half of the same writer
+    (shared / "proj2").mkdir()
+    (shared / "proj2" / "notes.md").write_text("precious")
+    mine = shared / ".proj2.lbee-staging-99999-cccccccccccc"
+    mine.mkdir()
+    theirs = shared / ".proj2.lbee-replaced-99999-cccccccccccc"
+    theirs.mkdir()
+    (theirs / "notes.md").write_text("the attacker's")
+    for p in (theirs, theirs / "notes.md"):
+        os.chown(p, 65534, 65534)
+    assert recover_leftovers(shared / "proj2") == [] and mine.is_dir()
+    assert (shared / "proj2" / "notes.md").read_text() == "precious"
 
 
 def test_a_report_that_dies_while_a_run_works_in_its_folder_is_settled_before_the_runs_commit(tmp_path):
@@ -551,4 +563,25 @@ def test_a_report_that_dies_while_a_run_works_in_its_folder_is_settled_before_th
             '{"folders": {"a": {"new": ["explanation.json"], "old": ["explanation.json"], "run": true}}}'
         )
     assert (root / "a" / "explanation.json").read_text() == "describe's"  # the newer run, whole
-    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]  # nothing left to finish over it later
+    from lbee.io.staged_tree import recover_tree
+    from lbee.run.outputs import RUN_ENTRIES
+
+    recover_tree(root, RUN_ENTRIES)  # what any later report into rr does: its part in a/ is not done again
+    assert (root / "a" / "explanation.json").read_text() == "describe's"
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
+def test_a_demo_story_that_is_a_fifo_is_not_read(tmp_path):
+    """Sweep 32k H-1: `lbee demo --out DIR` hung for ever on a FIFO named demo.txt (its folder check read it)."""
+    import threading
+
+    from lbee.cli.demo import _is_demo_folder
+
+    (tmp_path / "ec").mkdir()
+    (tmp_path / "ec" / "ec.json").write_text("{}")
+    os.mkfifo(tmp_path / "demo.txt")
+    answer = []
+    t = threading.Thread(target=lambda: answer.append(_is_demo_folder(tmp_path)), daemon=True)
+    t.start()
+    t.join(10)
+    assert answer == [False]

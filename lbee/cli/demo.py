@@ -219,6 +219,9 @@ def _check_demo_folder(out, overwrite):
 
 
 def _is_demo_folder(out):
+    # regular files only: a FIFO named demo.txt would block the read forever (sweep 32k)
+    if not (out / "ec" / "ec.json").is_file() or not (out / DEMO_STORY).is_file():
+        return False
     try:
         with open(out / DEMO_STORY, encoding="utf-8") as fh:
             first = fh.readline(200).rstrip("\n")

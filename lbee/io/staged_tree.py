@@ -177,6 +177,32 @@ def recover_tree(root, replaces=()):
     return sorted(owners)
 
 
+def finish_part(root, folder, replaces=()):
+    """Finish, in run folder ``folder`` alone, the swap of a killed report into ``root`` whose commit includes it.
+
+    Called by a run into that folder under the folder's lock, before its own commit replaces the run whole (sweep
+    32k: a report that died while the run waited for the lock was later finished over the newer run). The rest of
+    the report is left to `recover_tree`; the part finished here is not done again.
+    """
+    root, home, label = _place(root, None, None)
+    if not home.is_dir():
+        return
+    rel = Path(folder).resolve().relative_to(root.resolve()).as_posix()
+    for owner in sorted(_dead_owners(home, label)):
+        stage, aside = _names(home, label, owner)
+        mark = _read_mark(stage)
+        entry = (mark or {}).get(rel)
+        if entry is None or not (stage / rel).is_dir():
+            continue
+        live = root / rel
+        patterns = replaces if entry.get("run") is True else ()
+        old = sorted(
+            {*entry["old"], *(p.name for p in live.iterdir() if any(fnmatch.fnmatch(p.name, x) for x in patterns))}
+        )
+        (aside / rel).parent.mkdir(parents=True, exist_ok=True)
+        _finish(live, stage / rel, aside / rel, {"new": entry["new"], "old": old})
+
+
 def _swap(root, stage, aside, mark, replaces=()):
     """Step 2 and 3, folder by folder, the deepest first (the index last). Safe to run again after a kill.
 
@@ -185,6 +211,8 @@ def _swap(root, stage, aside, mark, replaces=()):
     entries of the new names or of the run's (sweep 32i: a run that came in between stayed half).
     """
     for rel in sorted(mark, key=lambda r: (-len(Path(r).parts), r)):
+        if rel != "." and not (stage / rel).is_dir():  # its part was finished (its stage is gone): never again, over
+            continue  # a run that came in since (sweep 32k)
         live = root / rel
         live.mkdir(parents=True, exist_ok=True)
         (aside / rel).parent.mkdir(parents=True, exist_ok=True)

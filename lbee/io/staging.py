@@ -137,7 +137,7 @@ def refuse_special_entries(folder, names, *, how="--overwrite"):
 
 
 @contextmanager
-def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=False):
+def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=False, under_lock=None):
     """Yield an empty stage folder; on success, its entries replace the output's in ``folder`` whole.
 
     Parameters
@@ -157,6 +157,9 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
     exclusive : bool, default=False
         Replace nothing: when another writer put an entry this output would replace there meanwhile (two commands
         started at once without ``--overwrite``, sweep 32i), `OutputExistsError` at the commit, under the lock.
+    under_lock : callable, optional
+        Called with no argument once the output's lock is taken, before the commit reads what it replaces (a run
+        in a report's folder finishes that report's part there first, `lbee.run.outputs.staged_run_folder`).
 
     An exception inside the block removes the stage and leaves ``folder`` as it was.
     """
@@ -176,6 +179,8 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
         lock = _lock(folder)
         # again under the lock: whoever removes a stage holds it, so the stage stays until the commit (sweep 32h)
         _check_started(stage, folder)
+        if under_lock is not None:
+            under_lock()
         old = sorted(
             p.name for p in folder.iterdir() if p.name in new or any(fnmatch.fnmatch(p.name, pat) for pat in replaces)
         )
@@ -334,9 +339,19 @@ def _dead_owners(home, label, kinds=("staging", "replaced")):
         for p in home.iterdir():
             owner = p.name[len(prefix) :]
             # only a name as a writer makes it: another output's (".x.lbee-staging-1" beside "x") is not one (32i)
-            if p.name.startswith(prefix) and OWNER.fullmatch(owner) and _mine(p) and not tag_alive(owner.split("-")[0]):
+            if p.name.startswith(prefix) and OWNER.fullmatch(owner) and not tag_alive(owner.split("-")[0]):
                 owners.add(owner)
-    return owners
+    # every part of a writer's leftovers must be this user's own folder: another user's planted half beside a killed
+    # writer's real stage was settled with it (sweep 32k)
+    return {
+        o
+        for o in owners
+        if all(
+            _mine(home / f".{label}.lbee-{kind}-{o}")
+            for kind in kinds
+            if os.path.lexists(home / f".{label}.lbee-{kind}-{o}")
+        )
+    }
 
 
 def _mine(path):

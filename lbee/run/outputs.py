@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import fnmatch
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
-from ..io.staged_tree import recover_tree
+from ..io.staged_tree import finish_part, recover_tree
 from ..io.staging import recover_leftovers, staged_entries
 
 #: Names a run writes into its folder (glob patterns): their presence means the folder holds a run.
@@ -148,21 +149,24 @@ def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
     """
     out = Path(out)
     check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs)
-    _settle_reports_above(out)  # a report's run folder: a killed report's swap is settled first
-    with staged_entries(out, replaces=RUN_ENTRIES, exclusive=not overwrite) as stage:
+    _settle_reports_above(
+        out, lambda above: recover_tree(above, RUN_ENTRIES)
+    )  # a report's run folder: a killed report's swap is settled first
+    # and again at the commit, under this folder's lock, for its part: one that died while this run worked (32j, 32k)
+    again = partial(_settle_reports_above, out, lambda above: finish_part(above, out, RUN_ENTRIES))
+    with staged_entries(out, replaces=RUN_ENTRIES, exclusive=not overwrite, under_lock=again) as stage:
         yield stage
-        _settle_reports_above(out)  # and again at the commit: one that died while this run worked (sweep 32j)
 
 
-def _settle_reports_above(out):
-    """Finish the swap of a killed report whose run folder ``out`` is (the report's output one or two folders up).
+def _settle_reports_above(out, settle):
+    """``settle(folder)`` for a report's output one or two folders above ``out`` (its run folder, maybe).
 
     Only a folder that holds a report's ``index.html`` is looked at (sweep 32j: not every folder above an --out).
     """
     for above in list(Path(out).resolve().parents)[:2]:
         try:
             if (above / "index.html").is_file():
-                recover_tree(above, RUN_ENTRIES)
+                settle(above)
         except OSError:  # a folder above that cannot be read: no report of this user's was written there
             pass
 
