@@ -585,3 +585,29 @@ def test_a_demo_story_that_is_a_fifo_is_not_read(tmp_path):
     t.start()
     t.join(10)
     assert answer == [False]
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to plant as another user")
+def test_a_half_planted_while_the_settler_waits_for_the_lock_is_never_settled(tmp_path, monkeypatch):
+    """Sweep 32l S-3: the ownership check ran before the output's lock; another user who held the lock planted the
+    "replaced" half meanwhile, and it was settled. The check is made again under the lock."""
+    import lbee.io.staging as staging
+
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "notes.md").write_text("precious")
+    mine = tmp_path / ".proj.lbee-staging-99999-dddddddddddd"  # this user's killed writer's stage
+    mine.mkdir()
+    real = staging._lock
+
+    def lock_then_plant(folder):
+        fd = real(folder)
+        theirs = tmp_path / ".proj.lbee-replaced-99999-dddddddddddd"
+        theirs.mkdir()
+        (theirs / "notes.md").write_text("the attacker's")
+        for p in (theirs, theirs / "notes.md"):
+            os.chown(p, 65534, 65534)
+        return fd
+
+    monkeypatch.setattr(staging, "_lock", lock_then_plant)
+    staging.recover_leftovers(tmp_path / "proj")
+    assert (tmp_path / "proj" / "notes.md").read_text() == "precious" and mine.is_dir()

@@ -34,6 +34,7 @@ from .staging import (
     _finish,
     _lock,
     _new_stage,
+    _owned,
     _place,
     _unlock,
     refuse_special_entries,
@@ -165,6 +166,8 @@ def recover_tree(root, replaces=()):
     lock = _lock(root)
     try:
         for owner in sorted(owners):
+            if not _owned(home, label, owner, _KINDS):  # under the lock now: a part planted meanwhile (sweep 32l)
+                continue
             stage, aside = _names(home, label, owner)
             mark = _read_mark(stage)
             if mark is not None:  # committed: the new report is complete, its swap is finished
@@ -192,6 +195,8 @@ def finish_part(root, folder, replaces=()):
         stage, aside = _names(home, label, owner)
         mark = _read_mark(stage)
         entry = (mark or {}).get(rel)
+        if not _owned(home, label, owner, _KINDS):
+            continue
         if entry is None or not (stage / rel).is_dir():
             continue
         live = root / rel
@@ -211,14 +216,16 @@ def _swap(root, stage, aside, mark, replaces=()):
     entries of the new names or of the run's (sweep 32i: a run that came in between stayed half).
     """
     for rel in sorted(mark, key=lambda r: (-len(Path(r).parts), r)):
+        live = root / rel
         if rel != "." and not (stage / rel).is_dir():  # its part was finished (its stage is gone): never again, over
             continue  # a run that came in since (sweep 32k)
-        live = root / rel
         live.mkdir(parents=True, exist_ok=True)
-        (aside / rel).parent.mkdir(parents=True, exist_ok=True)
         entry = mark[rel]
         lock = None if rel == "." else _lock(live)  # the output folder's own lock is held already
         try:
+            if rel != "." and not (stage / rel).is_dir():  # again under the folder's lock: a run into it may have
+                continue  # finished this part while this waited (sweep 32l)
+            (aside / rel).parent.mkdir(parents=True, exist_ok=True)
             patterns = replaces if entry.get("run") is True else ()  # the caller's, never the file's (sweep 32j)
             old = sorted(
                 {*entry["old"], *(p.name for p in live.iterdir() if any(fnmatch.fnmatch(p.name, x) for x in patterns))}
@@ -234,7 +241,11 @@ def _dead_owners(home, label):
     """The writers of the reports whose leftovers lie beside this output and whose process is gone."""
     from .staging import _dead_owners as dead
 
-    return dead(home, label, kinds=("report-staging", "report-replaced"))
+    return dead(home, label, kinds=_KINDS)
+
+
+#: The kinds of a report's leftovers (`lbee.io.staging._dead_owners`).
+_KINDS = ("report-staging", "report-replaced")
 
 
 def _folders(runs):

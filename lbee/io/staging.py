@@ -276,6 +276,8 @@ def recover_leftovers(folder, *, home=None, label=None):
 
 def _settle(folder, home, label, owners):
     for owner in sorted(owners):
+        if not _owned(home, label, owner):  # under the lock now: a part planted meanwhile is never settled
+            continue
         stage, aside = _names(home, label, owner)
         mark = _read_mark(stage)
         if mark is not None:  # the new output is complete: finish its swap
@@ -341,17 +343,17 @@ def _dead_owners(home, label, kinds=("staging", "replaced")):
             # only a name as a writer makes it: another output's (".x.lbee-staging-1" beside "x") is not one (32i)
             if p.name.startswith(prefix) and OWNER.fullmatch(owner) and not tag_alive(owner.split("-")[0]):
                 owners.add(owner)
-    # every part of a writer's leftovers must be this user's own folder: another user's planted half beside a killed
-    # writer's real stage was settled with it (sweep 32k)
-    return {
-        o
-        for o in owners
-        if all(
-            _mine(home / f".{label}.lbee-{kind}-{o}")
-            for kind in kinds
-            if os.path.lexists(home / f".{label}.lbee-{kind}-{o}")
-        )
-    }
+    return {o for o in owners if _owned(home, label, o, kinds)}
+
+
+def _owned(home, label, owner, kinds=("staging", "replaced")):
+    """Whether every part of a writer's leftovers is this user's own folder.
+
+    Another user's planted half beside a killed writer's real stage was settled with it (sweep 32k); checked again
+    under the output's lock, right before they are settled (sweep 32l: planted while the settler waited for it).
+    """
+    parts = [home / f".{label}.lbee-{kind}-{owner}" for kind in kinds]
+    return all(_mine(p) for p in parts if os.path.lexists(p))
 
 
 def _mine(path):
