@@ -251,11 +251,8 @@ class _Story:
         import contextlib
         import sys
 
-        if brief:
-            streams = [] if self.verbose else [sys.stdout]
-        else:
-            streams = [self.text] + ([sys.stdout] if self.verbose or not detail else [])
-        return contextlib.redirect_stdout(_Tee(streams))
+        shown = [sys.stdout] if (not self.verbose if brief else self.verbose or not detail) else []
+        return contextlib.redirect_stdout(_Tee(shown if brief else [self.text, *shown]))
 
 
 class _Tee:
