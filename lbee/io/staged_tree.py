@@ -191,21 +191,11 @@ def finish_part(root, folder, replaces=()):
     if not home.is_dir():
         return
     rel = Path(folder).resolve().relative_to(root.resolve()).as_posix()
-    for owner in sorted(_dead_owners(home, label)):
+    for owner in sorted(_dead_owners(home, label)):  # this user's own leftovers, checked under the lock held
         stage, aside = _names(home, label, owner)
-        mark = _read_mark(stage)
-        entry = (mark or {}).get(rel)
-        if not _owned(home, label, owner, _KINDS):
-            continue
-        if entry is None or not (stage / rel).is_dir():
-            continue
-        live = root / rel
-        patterns = replaces if entry.get("run") is True else ()
-        old = sorted(
-            {*entry["old"], *(p.name for p in live.iterdir() if any(fnmatch.fnmatch(p.name, x) for x in patterns))}
-        )
-        (aside / rel).parent.mkdir(parents=True, exist_ok=True)
-        _finish(live, stage / rel, aside / rel, {"new": entry["new"], "old": old})
+        entry = (_read_mark(stage) or {}).get(rel)
+        if entry is not None and (stage / rel).is_dir():
+            _finish_folder(root, stage, aside, rel, entry, replaces)
 
 
 def _swap(root, stage, aside, mark, replaces=()):
@@ -225,16 +215,26 @@ def _swap(root, stage, aside, mark, replaces=()):
         try:
             if rel != "." and not (stage / rel).is_dir():  # again under the folder's lock: a run into it may have
                 continue  # finished this part while this waited (sweep 32l)
-            (aside / rel).parent.mkdir(parents=True, exist_ok=True)
-            patterns = replaces if entry.get("run") is True else ()  # the caller's, never the file's (sweep 32j)
-            old = sorted(
-                {*entry["old"], *(p.name for p in live.iterdir() if any(fnmatch.fnmatch(p.name, x) for x in patterns))}
-            )
-            _finish(live, stage / rel, aside / rel, {"new": entry["new"], "old": old})
+            _finish_folder(root, stage, aside, rel, entry, replaces)
         finally:
             _unlock(lock)
     shutil.rmtree(aside, ignore_errors=True)
     shutil.rmtree(stage, ignore_errors=True)
+
+
+def _finish_folder(root, stage, aside, rel, entry, replaces):
+    """One folder's swap (`lbee.io.staging._finish`), replacing what the folder holds now.
+
+    That is the new names and, in a run folder, the entries of the caller's ``replaces`` (never patterns read from
+    the file, sweep 32j).
+    """
+    live = root / rel
+    patterns = replaces if entry.get("run") is True else ()
+    old = sorted(
+        {*entry["old"], *(p.name for p in live.iterdir() if any(fnmatch.fnmatch(p.name, x) for x in patterns))}
+    )
+    (aside / rel).parent.mkdir(parents=True, exist_ok=True)
+    _finish(live, stage / rel, aside / rel, {"new": entry["new"], "old": old})
 
 
 def _dead_owners(home, label):

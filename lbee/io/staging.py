@@ -286,14 +286,18 @@ def _settle(folder, home, label, owners):
             if aside.is_dir():  # no committed stage: the new output is unfinished, so the old one goes back whole
                 folder.mkdir(parents=True, exist_ok=True)
                 for entry in sorted(aside.iterdir()):
-                    target = folder / entry.name
-                    if target.is_dir() and not target.is_symlink():
-                        shutil.rmtree(target)  # an unfinished new entry in the old one's place
-                    elif target.exists() or target.is_symlink():
-                        target.unlink()
-                    entry.rename(target)
+                    _move_over(entry, folder / entry.name)  # over an unfinished new entry in the old one's place
                 aside.rmdir()
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _move_over(entry, target):
+    """Move ``entry`` to ``target``, removing what is there first (a file, a link or a folder)."""
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.exists() or target.is_symlink():
+        target.unlink()
+    entry.rename(target)
 
 
 def _settle_after(folder, home, label, owner, written, replaces=()):
@@ -316,12 +320,7 @@ def _settle_after(folder, home, label, owner, written, replaces=()):
             for entry in sorted(stage.iterdir()) if stage.is_dir() else ():
                 if entry.name in _OWN or ours(entry.name):
                     continue
-                target = folder / entry.name
-                if target.is_dir() and not target.is_symlink():
-                    shutil.rmtree(target)
-                elif target.exists() or target.is_symlink():
-                    target.unlink()
-                entry.rename(target)
+                _move_over(entry, folder / entry.name)
         elif aside.is_dir():  # not committed: its old entries go back, where this writer wrote none
             for entry in sorted(aside.iterdir()):
                 if not ours(entry.name) and not (folder / entry.name).exists():
