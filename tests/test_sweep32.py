@@ -597,7 +597,7 @@ def test_a_half_planted_while_the_settler_waits_for_the_lock_is_never_settled(tm
     (tmp_path / "proj" / "notes.md").write_text("precious")
     mine = tmp_path / ".proj.lbee-staging-99999-dddddddddddd"  # this user's killed writer's stage
     mine.mkdir()
-    real = staging._lock
+    real = staging.lock_output
 
     def lock_then_plant(folder):
         fd = real(folder)
@@ -608,6 +608,92 @@ def test_a_half_planted_while_the_settler_waits_for_the_lock_is_never_settled(tm
             os.chown(p, 65534, 65534)
         return fd
 
-    monkeypatch.setattr(staging, "_lock", lock_then_plant)
+    monkeypatch.setattr(staging, "lock_output", lock_then_plant)
     staging.recover_leftovers(tmp_path / "proj")
     assert (tmp_path / "proj" / "notes.md").read_text() == "precious" and mine.is_dir()
+
+
+def test_a_report_killed_but_still_running_is_finished_in_a_runs_folder_before_the_runs_commit(tmp_path):
+    """Sweep 32l L-1: a report killed mid-swap was briefly still "running" (state R) after its lock was released; a
+    run waiting for that folder's lock took it for alive, committed, and a later report finished the dead one's part
+    over the newer run. Under the folder's lock a committed part is finished whether its writer looks alive or not
+    (a live report swaps a folder only under that lock, and skips a part already finished)."""
+    from lbee._files import process_tag
+    from lbee.io.staged_tree import recover_tree
+    from lbee.run.outputs import RUN_ENTRIES, staged_run_folder
+
+    root = tmp_path / "rr"
+    (root / "a").mkdir(parents=True)
+    (root / "index.html").write_text("the report's index")
+    (root / "a" / "explanation.json").write_text("old report's")
+    alive = f"{process_tag()}-aaaaaaaaaaaa"  # a writer that passes for alive: this very process
+    with staged_run_folder(root / "a", overwrite=True) as stage:
+        (stage / "explanation.json").write_text("describe's")
+        dying = tmp_path / f".rr.lbee-report-staging-{alive}"
+        (dying / "a").mkdir(parents=True)
+        (dying / "a" / "explanation.json").write_text("new report's")
+        (dying / ".lbee-complete.json").write_text(
+            '{"folders": {"a": {"new": ["explanation.json"], "old": ["explanation.json"], "run": true}}}'
+        )
+    assert (root / "a" / "explanation.json").read_text() == "describe's"
+    assert not (dying / "a").exists()  # its part is done: never again, over the run
+    recover_tree(root, RUN_ENTRIES)  # a later report into rr, the dying one's writer now gone (and taken for gone)
+    assert (root / "a" / "explanation.json").read_text() == "describe's"
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
+def test_a_writer_killed_but_still_running_has_its_committed_swap_settled_under_the_lock(tmp_path):
+    """Sweep 32l, the same for one output: a committed stage seen under the output's lock is a writer's that died
+    in its swap (a live one swaps only under that lock), so the surviving writer settles it and no later writer
+    finishes it over the newer output."""
+    from lbee._files import process_tag
+    from lbee.io.staging import recover_leftovers, staged_entries
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "a.txt").write_text("old")
+    alive = f"{process_tag()}-bbbbbbbbbbbb"
+    with staged_entries(out) as new:
+        (new / "a.txt").write_text("new")
+        stage = tmp_path / f".run.lbee-staging-{alive}"
+        stage.mkdir()
+        (stage / "a.txt").write_text("killed run")
+        (stage / "b.txt").write_text("killed run's other")
+        (stage / ".lbee-complete.json").write_text('{"new": ["a.txt", "b.txt"], "old": ["a.txt"]}')
+    assert {p.name: p.read_text() for p in out.iterdir()} == {"a.txt": "new", "b.txt": "killed run's other"}
+    assert not stage.exists() and recover_leftovers(out) == []
+    # an uncommitted stage of a live writer is left alone: it is still writing
+    live = tmp_path / f".run.lbee-staging-{process_tag()}-cccccccccccc"
+    live.mkdir()
+    with staged_entries(out) as new:
+        (new / "a.txt").write_text("newer")
+    assert live.is_dir() and (out / "a.txt").read_text() == "newer"
+
+
+def test_an_output_folder_locked_by_another_process_is_waited_for_then_given_up(tmp_path, monkeypatch, caplog):
+    """Sweep 32l H-1: another user who can read an output folder held its lock, and every writer waited for ever
+    without a word. It says what it waits for, then gives up with nothing written."""
+    import fcntl
+    import logging
+
+    import lbee.io.output_lock as output_lock
+    import lbee.io.staging as staging
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "a.txt").write_text("old")
+    monkeypatch.setattr(output_lock, "LOCK_NOTICE_S", 0.1)
+    monkeypatch.setattr(output_lock, "LOCK_PATIENCE_S", 0.6)
+    fd = os.open(out, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        with caplog.at_level(logging.INFO, logger="lbee"), pytest.raises(output_lock.OutputBusyError, match="fuser"):
+            with staging.staged_entries(out) as new:
+                (new / "a.txt").write_text("new")
+        assert "Waiting for another process's lock" in caplog.text
+    finally:
+        os.close(fd)
+    assert (out / "a.txt").read_text() == "old" and not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+    with staging.staged_entries(out) as new:  # once it is released, the same write goes through
+        (new / "a.txt").write_text("new")
+    assert (out / "a.txt").read_text() == "new"

@@ -26,17 +26,16 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
+from .output_lock import lock_output, unlock_output
 from .staging import (
     COMPLETE,
     STARTED,
     _check_started,
     _entry_names,
     _finish,
-    _lock,
     _new_stage,
     _owned,
     _place,
-    _unlock,
     refuse_special_entries,
 )
 
@@ -75,7 +74,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
         _check_started(stage, root)
         folders = _folders(runs)
         root.mkdir(parents=True, exist_ok=True)
-        lock = _lock(root)  # two reports (or a report and a run) into one folder take turns from here
+        lock = lock_output(root)  # two reports (or a report and a run) into one folder take turns from here
         _check_started(stage, root)
         if exclusive:
             _refuse_a_report_there(root, runs, replaces)
@@ -98,7 +97,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
 
         atomic_write_bytes(stage / COMPLETE, json.dumps({"folders": mark}).encode())
     except BaseException:
-        _unlock(lock)
+        unlock_output(lock)
         shutil.rmtree(stage, ignore_errors=True)
         raise
     try:
@@ -110,7 +109,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
             "first)"
         ) from None
     finally:
-        _unlock(lock)
+        unlock_output(lock)
 
 
 def _refuse_a_report_there(root, runs, replaces):
@@ -159,12 +158,12 @@ def recover_tree(root, replaces=()):
     root, home, label = _place(root, None, None)
     if not home.is_dir():
         return []
-    owners = _dead_owners(home, label)
-    if not owners:
+    if not _dead_owners(home, label, locked=True):
         return []
     root.mkdir(parents=True, exist_ok=True)
-    lock = _lock(root)
+    lock = lock_output(root)
     try:
+        owners = _dead_owners(home, label, locked=lock is not None)
         for owner in sorted(owners):
             if not _owned(home, label, owner, _KINDS):  # under the lock now: a part planted meanwhile (sweep 32l)
                 continue
@@ -176,7 +175,7 @@ def recover_tree(root, replaces=()):
                 shutil.rmtree(stage, ignore_errors=True)
                 shutil.rmtree(aside, ignore_errors=True)
     finally:
-        _unlock(lock)
+        unlock_output(lock)
     return sorted(owners)
 
 
@@ -191,7 +190,9 @@ def finish_part(root, folder, replaces=()):
     if not home.is_dir():
         return
     rel = Path(folder).resolve().relative_to(root.resolve()).as_posix()
-    for owner in sorted(_dead_owners(home, label)):  # this user's own leftovers, checked under the lock held
+    # a committed part is finished whether its writer looks alive or not: a live report swaps it only under this
+    # folder's lock, held here, and skips it once finished (sweep 32l: one killed was briefly still "running")
+    for owner in sorted(_dead_owners(home, label, locked=True)):  # this user's own, checked under the lock held
         stage, aside = _names(home, label, owner)
         entry = (_read_mark(stage) or {}).get(rel)
         if entry is not None and (stage / rel).is_dir():
@@ -211,13 +212,13 @@ def _swap(root, stage, aside, mark, replaces=()):
             continue  # a run that came in since (sweep 32k)
         live.mkdir(parents=True, exist_ok=True)
         entry = mark[rel]
-        lock = None if rel == "." else _lock(live)  # the output folder's own lock is held already
+        lock = None if rel == "." else lock_output(live)  # the output folder's own lock is held already
         try:
             if rel != "." and not (stage / rel).is_dir():  # again under the folder's lock: a run into it may have
                 continue  # finished this part while this waited (sweep 32l)
             _finish_folder(root, stage, aside, rel, entry, replaces)
         finally:
-            _unlock(lock)
+            unlock_output(lock)
     shutil.rmtree(aside, ignore_errors=True)
     shutil.rmtree(stage, ignore_errors=True)
 
@@ -237,11 +238,15 @@ def _finish_folder(root, stage, aside, rel, entry, replaces):
     _finish(live, stage / rel, aside / rel, {"new": entry["new"], "old": old})
 
 
-def _dead_owners(home, label):
-    """The writers of the reports whose leftovers lie beside this output and whose process is gone."""
+def _dead_owners(home, label, locked=False):
+    """The writers of the reports whose leftovers lie beside this output and whose process is gone.
+
+    ``locked``: the output's lock is held, so a committed report counts as gone too (it swaps only under it).
+    """
     from .staging import _dead_owners as dead
 
-    return dead(home, label, kinds=_KINDS)
+    committed = (lambda owner: _read_mark(_names(home, label, owner)[0]) is not None) if locked else None
+    return dead(home, label, kinds=_KINDS, committed=committed)
 
 
 #: The kinds of a report's leftovers (`lbee.io.staging._dead_owners`).

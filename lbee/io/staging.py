@@ -14,9 +14,14 @@ even after a SIGKILL. The steps, each safe to interrupt:
    then the new ones from the stage into the output folder (renames, no copy).
 4. **clean**: the replaced folder, then the stage, are removed.
 
+Steps 2 to 4 run under an exclusive lock on the output folder (`flock`), so two writers into it take turns; one
+held by another process for longer than `lbee.io.output_lock.LOCK_PATIENCE_S` is given up, nothing written.
+
 The next writer into the same output (`recover_leftovers`) handles what a
 killed writer left, once that writer's process is gone (its pid is in the
-name): a stage without the commit file is deleted (the old output was never
+name) or, seen under the output's lock, its stage is committed (a live writer
+swaps only under that lock; a killed one is briefly still "running"): a stage
+without the commit file is deleted (the old output was never
 touched); a committed stage has its swap finished, so the output is the complete
 new one; a replaced folder without a committed stage (not a state these steps
 leave) means an unfinished new output, so the old entries are put back in its
@@ -42,6 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .._files import process_tag, tag_alive
+from .output_lock import lock_output, unlock_output
 
 #: The commit file inside a stage: the new output is complete (JSON: ``new`` and ``old`` entry names).
 COMPLETE = ".lbee-complete.json"
@@ -176,7 +182,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
 
         folder.mkdir(parents=True, exist_ok=True)
         # Two writers into one output take turns from here: each sees what the other left and replaces it whole.
-        lock = _lock(folder)
+        lock = lock_output(folder)
         # again under the lock: whoever removes a stage holds it, so the stage stays until the commit (sweep 32h)
         _check_started(stage, folder)
         if under_lock is not None:
@@ -192,14 +198,14 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
         refuse_special_entries(folder, old)  # before anything is moved: a device or a FIFO is never deleted
         atomic_write_bytes(stage / COMPLETE, json.dumps({"new": new, "old": old}).encode())
     except BaseException:
-        _unlock(lock)
+        unlock_output(lock)
         shutil.rmtree(stage, ignore_errors=True)
         raise
     try:
         _finish(folder, stage, aside, {"new": new, "old": old})
-        _settle_after(folder, home, label, owner, set(new), replaces)
+        _settle_after(folder, home, label, owner, set(new), replaces, locked=lock is not None)
     finally:
-        _unlock(lock)
+        unlock_output(lock)
 
 
 def _new_stage(home, names):
@@ -234,26 +240,6 @@ def _place(folder, home, label):
     return folder, home, real.name if label is None else label
 
 
-def _lock(folder):
-    """An exclusive lock on the output folder itself (no lock file is left); None where flock is unavailable."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: writers are not serialised
-        return None
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # waits for the other writer's swap, a few renames
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _unlock(fd):
-    if fd is not None:
-        os.close(fd)  # closing the descriptor releases its flock
-
-
 def recover_leftovers(folder, *, home=None, label=None):
     """Settle what killed writers left for this output (see the module docstring); return the folders handled.
 
@@ -262,15 +248,15 @@ def recover_leftovers(folder, *, home=None, label=None):
     folder, home, label = _place(folder, home, label)
     if not home.is_dir():
         return []
-    owners = _dead_owners(home, label)
-    if not owners:
+    if not _dead_owners(home, label, committed=_committed(home, label, True)):
         return []
     folder.mkdir(parents=True, exist_ok=True)
-    lock = _lock(folder)  # two writers starting at once settle a dead writer's leftovers one after the other
+    lock = lock_output(folder)  # two writers starting at once settle a dead writer's leftovers one after the other
     try:
+        owners = _dead_owners(home, label, committed=_committed(home, label, lock is not None))
         _settle(folder, home, label, owners)
     finally:
-        _unlock(lock)
+        unlock_output(lock)
     return sorted(owners)
 
 
@@ -300,7 +286,7 @@ def _move_over(entry, target):
     entry.rename(target)
 
 
-def _settle_after(folder, home, label, owner, written, replaces=()):
+def _settle_after(folder, home, label, owner, written, replaces=(), locked=True):
     """After this writer's swap, settle what dead writers left for this output, never over what it ``written``.
 
     A writer killed before its leftovers could be settled (not yet reaped, or stopped and killed while this one
@@ -314,7 +300,7 @@ def _settle_after(folder, home, label, owner, written, replaces=()):
     def ours(name):
         return name in written or any(fnmatch.fnmatch(name, pat) for pat in replaces)
 
-    for other in sorted(_dead_owners(home, label) - {owner}):
+    for other in sorted(_dead_owners(home, label, committed=_committed(home, label, locked)) - {owner}):
         stage, aside = _names(home, label, other)
         if _read_mark(stage) is not None:  # committed: its new entries that this writer did not write go in
             for entry in sorted(stage.iterdir()) if stage.is_dir() else ():
@@ -329,10 +315,13 @@ def _settle_after(folder, home, label, owner, written, replaces=()):
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def _dead_owners(home, label, kinds=("staging", "replaced")):
+def _dead_owners(home, label, kinds=("staging", "replaced"), committed=None):
     """The writers whose leftovers for this output lie in ``home`` and whose process is gone (no pid: alive).
 
     ``kinds``: the leftovers' kinds, ``.<label>.lbee-<kind>-<writer>`` (`lbee.io.staged_tree` has its own).
+    ``committed``: with the output's lock held, ``committed(writer)`` says whether its stage is committed; such a
+    writer counts as gone too, as a live one swaps only under that lock (sweep 32l: a killed writer is briefly
+    still "running" after its lock is released, and its swap was finished later, over the newer output).
     """
     owners = set()
     for kind in kinds:
@@ -340,9 +329,15 @@ def _dead_owners(home, label, kinds=("staging", "replaced")):
         for p in home.iterdir():
             owner = p.name[len(prefix) :]
             # only a name as a writer makes it: another output's (".x.lbee-staging-1" beside "x") is not one (32i)
-            if p.name.startswith(prefix) and OWNER.fullmatch(owner) and not tag_alive(owner.split("-")[0]):
+            if p.name.startswith(prefix) and OWNER.fullmatch(owner):
                 owners.add(owner)
-    return {o for o in owners if _owned(home, label, o, kinds)}
+    gone = {o for o in owners if not tag_alive(o.split("-")[0]) or (committed is not None and committed(o))}
+    return {o for o in gone if _owned(home, label, o, kinds)}
+
+
+def _committed(home, label, locked):
+    """``committed`` for `_dead_owners` under the output's lock (None without one: Windows)."""
+    return (lambda owner: _read_mark(_names(home, label, owner)[0]) is not None) if locked else None
 
 
 def _owned(home, label, owner, kinds=("staging", "replaced")):
