@@ -20,6 +20,7 @@ swap is finished by the next report into that folder, once its writer is gone.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import json
 import shutil
@@ -105,8 +106,8 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
     except OSError as exc:  # a full disk mid-swap: the commit stands, and the next report finishes it (sweep 32i)
         raise OSError(
             f"{exc.strerror or exc} while putting the new report in place in {str(root)!r}: it is complete and "
-            "committed, and the next `lbee report` into that folder finishes putting it in place (free some space "
-            "first)"
+            "committed, and the next `lbee report` into that folder finishes putting it in place"
+            + (" (free some space first)" if exc.errno == errno.ENOSPC else "")
         ) from None
     finally:
         unlock_output(lock)
