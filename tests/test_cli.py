@@ -478,3 +478,26 @@ def test_a_reader_that_leaves_the_pipe_early_is_no_error():
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     assert proc.stdout.count("\n") == 1 and proc.stderr == "", proc.stderr
+
+
+def test_evaluate_writes_no_metrics_beside_a_run_swapped_in_while_it_scored(precomputed, monkeypatch):
+    """Sweep 32m F3: `lbee evaluate` wrote metrics.json without the folder's lock and without checking that the run it
+    scored was still there; a `describe --overwrite` in between got the old run's metrics beside it."""
+    import lbee.run.pipeline as pipeline
+
+    p = precomputed
+    assert run(describe_args(p, "--out", str(p / "out"))).exit_code == 0
+    real = pipeline.load_explanations
+
+    def then_a_new_run(path):
+        loaded = real(path)
+        assert run(describe_args(p, "--out", str(p / "out"), "-k", "2", "--overwrite")).exit_code == 0
+        return loaded
+
+    monkeypatch.setattr(pipeline, "load_explanations", then_a_new_run)
+    r = run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")])
+    assert r.exit_code == 1 and "was replaced" in r.output and "nothing was written" in r.output, r.output
+    assert not (p / "out" / "metrics.json").exists()
+    monkeypatch.setattr(pipeline, "load_explanations", real)
+    assert run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")]).exit_code == 0
+    assert (p / "out" / "metrics.json").exists()

@@ -697,3 +697,78 @@ def test_an_output_folder_locked_by_another_process_is_waited_for_then_given_up(
     with staging.staged_entries(out) as new:  # once it is released, the same write goes through
         (new / "a.txt").write_text("new")
     assert (out / "a.txt").read_text() == "new"
+
+
+def test_every_spelling_of_an_output_folder_names_the_same_leftovers(tmp_path, monkeypatch):
+    """Sweep 32m F1: `--out .` left a killed writer's leftovers where no other spelling of the folder looked; a
+    newer run through its absolute path did not settle them, and a later `--out .` finished the dead swap over it."""
+    import subprocess
+    import sys
+
+    from lbee.io.staging import staged_entries
+
+    out = tmp_path / "dot"
+    out.mkdir()
+    (out / "a.txt").write_text("first")
+    killed = (
+        "from lbee.io.staging import staged_entries\n"
+        "with staged_entries('.') as s:\n"
+        "    (s / 'a.txt').write_text('killed'); (s / 'b.txt').write_text('killed')\n"
+    )
+    env = {**os.environ, "LBEE_TEST_KILL_AT": "swapping"}
+    proc = subprocess.run([sys.executable, "-c", killed], cwd=out, env=env)
+    assert proc.returncode == -9
+    assert not [p for p in out.iterdir() if ".lbee-" in p.name]  # beside the folder, as every other spelling
+    with staged_entries(out) as new:  # the newer run, by its absolute path: the dead swap is settled first
+        (new / "a.txt").write_text("newer")
+    monkeypatch.chdir(out)
+    with staged_entries(Path(".")) as new:  # and a later one spelled '.' finds nothing left to finish
+        (new / "c.txt").write_text("latest")
+    assert {p.name: p.read_text() for p in out.iterdir()} == {"a.txt": "newer", "b.txt": "killed", "c.txt": "latest"}
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+    with pytest.raises(ValueError, match="root"):
+        with staged_entries("/"):
+            pass
+
+
+def test_the_old_entries_never_go_aside_into_a_planted_link(tmp_path):
+    """Sweep 32m F2: the folder the old entries go aside into was made only at the swap, with exist_ok; a link
+    planted under its name (its writer read from the stage's visible name) took them wherever it pointed. It is made
+    with the stage, by this writer alone, and checked to be this user's real folder before anything moves into it."""
+    import shutil
+
+    from lbee.io.staging import staged_entries
+
+    out, victim = tmp_path / "run", tmp_path / "victim"
+    out.mkdir()
+    victim.mkdir()
+    (out / "report.md").write_text("old run")
+    (victim / "report.md").write_text("the victim's")
+    with pytest.raises(OSError, match="not lbee's own folder"):
+        with staged_entries(out) as new:
+            (new / "report.md").write_text("new run")
+            (aside,) = tmp_path.glob(".run.lbee-replaced-*")  # made with the stage: its name is taken
+            shutil.rmtree(aside)  # (in a sticky /tmp another user cannot; here, to try the check behind it)
+            aside.symlink_to(victim)
+    assert (victim / "report.md").read_text() == "the victim's"
+    assert (out / "report.md").read_text() == "old run"
+
+
+def test_a_run_folder_a_killed_report_half_swapped_is_settled_before_it_is_checked(tmp_path):
+    """Sweep 32m N3: a `describe --out` into a report's run folder that a killed report had half swapped named the
+    one file the report had moved in as "a run"; the report's swap is now settled before the folder is looked at."""
+    from lbee.run.outputs import check_out_folder
+
+    root = tmp_path / "rr"
+    (root / "a").mkdir(parents=True)
+    (root / "index.html").write_text("the report's index")
+    dead = tmp_path / ".rr.lbee-report-staging-99999.0-aaaaaaaaaaaa"  # committed, then its writer died
+    (dead / "a").mkdir(parents=True)
+    for name in ("explanation.json", "report.md"):
+        (dead / "a" / name).write_text("the report's run")
+    (dead / ".lbee-complete.json").write_text(
+        '{"folders": {"a": {"new": ["explanation.json", "report.md"], "old": [], "run": true}}}'
+    )
+    with pytest.raises(ValueError, match=r"already holds a run \(explanation.json, report.md\)"):
+        check_out_folder(root / "a")
+    assert not dead.exists()

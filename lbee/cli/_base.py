@@ -169,6 +169,8 @@ class LbeeGroup(click.Group):
                 raise LbeeError(str(exc)) from None
             if isinstance(exc, OSError) and exc.filename:
                 msg = f"{exc.strerror or exc}: {exc.filename}"
+            elif isinstance(exc, OSError) and exc.errno is None:  # lbee's own (a busy output): says what to do
+                raise LbeeError(str(exc)) from None
             elif isinstance(exc, KeyError) and " " not in str(exc).strip("'\""):  # a bare key: lbee's own slip
                 raise LbeeError(
                     f"internal error in lbee (KeyError {exc}); please report it with the output of the same "
@@ -322,11 +324,34 @@ def check_writable_folder(path, option):
             pass
     except OSError as exc:
         _remove_if_empty(created)
-        raise LbeeError(f"{option} {shown(str(path))} is not a writable folder: {exc.strerror or exc}.") from None
+        raise LbeeError(
+            f"{option} {shown(str(path))} is not a writable folder: {_what_is_there(target, exc)}."
+        ) from None
     ctx = click.get_current_context(silent=True)
     if created and ctx is not None:
         ctx.call_on_close(lambda: _remove_if_empty(created))
     return target
+
+
+def _what_is_there(path, exc):
+    """Why ``path`` is no writable folder, in words: what is there ("File exists" said nothing, sweep 32m)."""
+    import os
+    import stat
+
+    from .._files import file_kind
+
+    for p in (path, *path.parents):
+        try:
+            mode = os.lstat(p).st_mode
+        except OSError:
+            continue
+        if stat.S_ISLNK(mode) and not p.exists():
+            return f"{shown(str(p))} is a symbolic link to nothing (or a loop of links)"
+        if not stat.S_ISLNK(mode) and not stat.S_ISDIR(mode):
+            kind = "a file" if stat.S_ISREG(mode) else file_kind(mode)
+            return f"{shown(str(p))} is {kind}" if p != path else f"it is {kind}"
+        break
+    return exc.strerror or str(exc)
 
 
 def _remove_if_empty(folders):

@@ -80,6 +80,7 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     except OutputExistsError as exc:
         fail(exc)
     try:
+        scored = _digest(path)  # the run scored: checked again when metrics.json is written beside it
         exps, payload = load_explanations(path)
         ids, sents = payload["images"], payload["sentences"]
         # compose's sentences follow the set's: a Γ over the set composes their columns (one rule, every format)
@@ -117,15 +118,37 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
             err=True,
         )
     data = table.to_csv(index=False).encode() if target.suffix == ".csv" else json_bytes(rows)
+    from ..io.output_lock import lock_output, unlock_output
+
+    lock = None
     try:
+        # beside the run, under its folder's lock: a run swapped in meanwhile would get the old run's metrics
+        lock = lock_output(path.parent) if target.parent.resolve() == path.parent.resolve() else None
+        if _digest(path) != scored:
+            raise LbeeError(
+                f"{str(path)!r} was replaced (another lbee wrote a new run there) while it was being scored; "
+                f"nothing was written. Run `lbee evaluate` again to score the new run."
+            )
         atomic_write_bytes(target, data)
     except OSError as exc:
         raise LbeeError(f"Cannot write {str(target)!r}: {exc.strerror or exc}.") from None
+    finally:
+        unlock_output(lock)
     click.echo(f"\nWrote {target}")
 
 
 #: The keys of a row `lbee evaluate` writes; a metrics.json whose rows differ belongs to another command.
 EVALUATE_KEYS = {"method", "o", "AHR", "ACR", "TPR", "JI", "n_failure_sentences"}
+
+
+def _digest(path):
+    """sha256 of a file's bytes, or None when it cannot be read."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _default_target(folder):

@@ -45,9 +45,10 @@ def lock_output(folder):
             waited = time.monotonic() - start
             if waited >= LOCK_PATIENCE_S:
                 raise OutputBusyError(
-                    f"Another process has held the lock on {str(folder)!r} for {waited:.0f} s (lbee's writers hold it "
-                    "for a few renames): nothing was written there. If no lbee is writing into that folder, find the "
-                    f"process that holds it (`fuser -v {folder}` or `lsof {folder}`), or give another folder"
+                    f"another process has held the lock on {str(folder)!r} for {waited:.0f} s (lbee's writers hold it "
+                    "for a few renames), so lbee stopped waiting and wrote nothing into that folder; if no lbee writes "
+                    f"there, find the process that holds it (`fuser -v {folder}` or `lsof {folder}`), or give "
+                    "another folder"
                 )
             if not said and waited >= LOCK_NOTICE_S:
                 import logging

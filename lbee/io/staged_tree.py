@@ -37,6 +37,7 @@ from .staging import (
     _new_stage,
     _owned,
     _place,
+    own_folder,
     refuse_special_entries,
 )
 
@@ -100,14 +101,15 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
     except BaseException:
         unlock_output(lock)
         shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(aside, ignore_errors=True)
         raise
     try:
         _swap(root, stage, aside, mark, replaces)
     except OSError as exc:  # a full disk mid-swap: the commit stands, and the next report finishes it (sweep 32i)
         raise OSError(
-            f"{exc.strerror or exc} while putting the new report in place in {str(root)!r}: it is complete and "
-            "committed, and the next `lbee report` into that folder finishes putting it in place"
-            + (" (free some space first)" if exc.errno == errno.ENOSPC else "")
+            f"The new report in {str(root)!r} is complete and committed, but putting it in place stopped part-way "
+            f"({str(exc.strerror or exc).rstrip('.')}). The next `lbee report` into that folder finishes putting "
+            "it in place" + (", once some space is freed" if exc.errno == errno.ENOSPC else "")
         ) from None
     finally:
         unlock_output(lock)
@@ -235,7 +237,8 @@ def _finish_folder(root, stage, aside, rel, entry, replaces):
     old = sorted(
         {*entry["old"], *(p.name for p in live.iterdir() if any(fnmatch.fnmatch(p.name, x) for x in patterns))}
     )
-    (aside / rel).parent.mkdir(parents=True, exist_ok=True)
+    for above in reversed(Path(rel).parents):  # the folders above this one's aside: this user's own (sweep 32m)
+        own_folder(aside / above)
     _finish(live, stage / rel, aside / rel, {"new": entry["new"], "old": old})
 
 

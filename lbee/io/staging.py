@@ -200,6 +200,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
     except BaseException:
         unlock_output(lock)
         shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(aside, ignore_errors=True)
         raise
     try:
         _finish(folder, stage, aside, {"new": new, "old": old})
@@ -209,12 +210,23 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
 
 
 def _new_stage(home, names):
-    """A new writer's ``(owner, stage, aside)``: ``names(owner)`` gives the folders; the stage is made, marked."""
+    """A new writer's ``(owner, stage, aside)``: ``names(owner)`` gives the folders; both are made, the stage marked.
+
+    The folder the old entries go aside into is made first, by this writer alone (``mkdir`` fails on any entry
+    there): made only at the swap, a link another user planted under that name, its writer read from the stage's
+    visible name, took the old entries wherever it pointed (sweep 32m).
+    """
     home.mkdir(parents=True, exist_ok=True)
     owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
     stage, aside = names(owner)
-    stage.mkdir()
-    (stage / STARTED).touch()
+    aside.mkdir()
+    try:
+        stage.mkdir()
+        (stage / STARTED).touch()
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        aside.rmdir()
+        raise
     return owner, stage, aside
 
 
@@ -231,13 +243,21 @@ def _check_started(stage, folder):
 def _place(folder, home, label):
     """``(folder, home, label)`` with the defaults: the stage beside the folder, named after it.
 
-    An output folder that is a symbolic link has its stage beside the folder it points to, on that folder's file
-    system: beside the link, every swap failed with "Invalid cross-device link" (sweep 32g).
+    The folder is named by its real path, so that every spelling of it (``.``, ``x/..``, a path through a link)
+    names the same leftovers: ``--out .`` left a killed writer's stage where no other spelling looked, and a later
+    ``--out .`` finished it over a newer run (sweep 32m). An output folder that is a symbolic link has its stage
+    beside the folder it points to, on that folder's file system: beside the link, every swap failed with "Invalid
+    cross-device link" (sweep 32g).
     """
     folder = Path(folder)
-    real = folder.resolve() if home is None and folder.is_symlink() else folder
-    home = real.parent if home is None else Path(home)
-    return folder, home, real.name if label is None else label
+    if home is None:
+        real = Path(os.path.realpath(folder))
+        if not real.name:
+            raise ValueError(
+                f"{str(folder)!r} is the file system's root; lbee writes an output into a folder of its own"
+            )
+        home, label = real.parent, real.name if label is None else label
+    return folder, Path(home), label
 
 
 def recover_leftovers(folder, *, home=None, label=None):
@@ -365,6 +385,19 @@ def _mine(path):
     return stat.S_ISDIR(st.st_mode) and (not hasattr(os, "getuid") or st.st_uid == os.getuid())
 
 
+def own_folder(path):
+    """Make ``path`` unless it is there; raise `OSError` unless it is then this user's real folder.
+
+    The old entries go aside into it: never into a link or another user's folder planted under its name (sweep 32m).
+    """
+    try:
+        path.mkdir()
+    except FileExistsError:
+        pass
+    if not _mine(path):
+        raise OSError(f"{str(path)!r} is not lbee's own folder; nothing was moved into it. Remove it, then run again")
+
+
 def _names(home, label, owner):
     return home / f".{label}.lbee-staging-{owner}", home / f".{label}.lbee-replaced-{owner}"
 
@@ -377,7 +410,7 @@ def _finish(folder, stage, aside, mark):
             continue
         src = folder / name
         if src.exists() or src.is_symlink():
-            aside.mkdir(exist_ok=True)
+            own_folder(aside)
             src.rename(aside / name)
     for i, name in enumerate(new):
         if (stage / name).exists() or (stage / name).is_symlink():

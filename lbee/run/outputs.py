@@ -78,6 +78,7 @@ def check_out_folder(out, *, overwrite=False, option="--out", inputs=()):
     comes in a second, not after the embedding.
     """
     recover_leftovers(out)  # a killed run's swap is settled first, so what is checked is one whole run
+    _settle_reports_above(out, lambda above: recover_tree(above, RUN_ENTRIES))  # and a killed report's (32m)
     found = run_entries(out)
     from ..io.staging import refuse_special_entries
 
@@ -148,10 +149,7 @@ def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
     relative links written by the run (thumbnails, images) stay right after the move.
     """
     out = Path(out)
-    check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs)
-    _settle_reports_above(
-        out, lambda above: recover_tree(above, RUN_ENTRIES)
-    )  # a report's run folder: a killed report's swap is settled first
+    check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs)  # a killed report's swap settled too
     # and again at the commit, under this folder's lock, for its part: one that died while this run worked (32j, 32k)
     again = partial(_settle_reports_above, out, lambda above: finish_part(above, out, RUN_ENTRIES))
     with staged_entries(out, replaces=RUN_ENTRIES, exclusive=not overwrite, under_lock=again) as stage:
