@@ -56,11 +56,12 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
 
     from ..core.evaluation import evaluate as evaluate_fn
     from ..io.arrays import load_npy
-    from ..io.cache import atomic_write_bytes, json_bytes
+    from ..io.cache import json_bytes
     from ..io.relevance import load_relevance
     from ..io.schemas import validate_performance
     from ..io.staging import OutputExistsError, check_no_replace
     from ..io.table_reader import read_table
+    from ..run.outputs import run_digest, write_beside_run
     from ..run.pipeline import load_explanations
 
     path = Path(explanation)
@@ -80,7 +81,7 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     except OutputExistsError as exc:
         fail(exc)
     try:
-        scored = _digest(path)  # the run scored: checked again when metrics.json is written beside it
+        scored = run_digest(path.parent)  # the run scored: checked again when metrics.json is written beside it
         exps, payload = load_explanations(path)
         ids, sents = payload["images"], payload["sentences"]
         # compose's sentences follow the set's: a Γ over the set composes their columns (one rule, every format)
@@ -118,37 +119,17 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
             err=True,
         )
     data = table.to_csv(index=False).encode() if target.suffix == ".csv" else json_bytes(rows)
-    from ..io.output_lock import lock_output, unlock_output
-
-    lock = None
     try:
-        # beside the run, under its folder's lock: a run swapped in meanwhile would get the old run's metrics
-        lock = lock_output(path.parent) if target.parent.resolve() == path.parent.resolve() else None
-        if _digest(path) != scored:
-            raise LbeeError(
-                f"{str(path)!r} was replaced (another lbee wrote a new run there) while it was being scored; "
-                f"nothing was written. Run `lbee evaluate` again to score the new run."
-            )
-        atomic_write_bytes(target, data)
+        write_beside_run(path.parent, target, data, scored)  # beside the run only while it is the one scored
+    except ValueError as exc:
+        raise LbeeError(str(exc)) from None
     except OSError as exc:
         raise LbeeError(f"Cannot write {str(target)!r}: {exc.strerror or exc}.") from None
-    finally:
-        unlock_output(lock)
     click.echo(f"\nWrote {target}")
 
 
 #: The keys of a row `lbee evaluate` writes; a metrics.json whose rows differ belongs to another command.
 EVALUATE_KEYS = {"method", "o", "AHR", "ACR", "TPR", "JI", "n_failure_sentences"}
-
-
-def _digest(path):
-    """sha256 of a file's bytes, or None when it cannot be read."""
-    import hashlib
-
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def _default_target(folder):

@@ -277,8 +277,9 @@ def export_spotlight(run_dir, out=None, *, cache_dir=None, images=None, without_
     """
     import io
 
-    from ..io.cache import atomic_write_bytes
+    from ..run.outputs import run_digest, write_beside_run
 
+    read = run_digest(run_dir)  # written beside this run only if it is still the one there (sweep 32m)
     table = spotlight_table(run_dir, images)
     if not without_images and len(table) and table["image"].isna().all():  # nothing to see: where to look first
         raise ValueError(  # a twenty-second user's fetched copy: a table of no picture, then --overwrite asked for
@@ -293,7 +294,7 @@ def export_spotlight(run_dir, out=None, *, cache_dir=None, images=None, without_
     out = Path(out) if out is not None else Path(run_dir) / SPOTLIGHT_FILE
     buf = io.BytesIO()
     table.to_parquet(buf, index=False)
-    atomic_write_bytes(out, buf.getvalue())
+    write_beside_run(run_dir, out, buf.getvalue(), read)
     return out, (f"embeddings from {why}" if emb is not None else f"no embedding column: {why}")
 
 

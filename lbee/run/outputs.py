@@ -220,6 +220,43 @@ def table_digest(table, columns):
     return h.hexdigest()
 
 
+def run_digest(run_dir):
+    """sha256 of ``run_dir``'s ``explanation.json`` (None when it has none): which run a command read there."""
+    import hashlib
+
+    try:
+        return hashlib.sha256((Path(run_dir) / "explanation.json").read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def write_beside_run(run_dir, target, data, read):
+    """Write ``data`` to ``target`` only while ``run_dir`` holds the run read (``read``: its `run_digest` then).
+
+    Into the run's own folder, under that folder's lock (`lbee.io.output_lock`), as a run's swap is: a run swapped
+    in while `lbee evaluate` scored the old one got the old run's metrics.json beside it (sweep 32m).
+
+    Raises
+    ------
+    ValueError
+        The run was replaced meanwhile: nothing was written.
+    """
+    from ..io.cache import atomic_write_bytes
+    from ..io.output_lock import lock_output, unlock_output
+
+    run_dir, target = Path(run_dir), Path(target)
+    lock = lock_output(run_dir) if target.parent.resolve() == run_dir.resolve() else None
+    try:
+        if run_digest(run_dir) != read:
+            raise ValueError(
+                f"The run in {str(run_dir)!r} was replaced (another lbee wrote a new run there) while this command "
+                "read it; nothing was written. Run the command again for the new run."
+            )
+        atomic_write_bytes(target, data)
+    finally:
+        unlock_output(lock)
+
+
 def record_in_explanation(out_dir, key, value):
     """Add ``key: value`` to the ``explanation.json`` of ``out_dir`` (if it holds one), its content digest renewed.
 
