@@ -58,7 +58,7 @@ def lock_output(folder):
                     f"place, most likely); giving up after {LOCK_PATIENCE_S:.0f} s."
                 )
                 said = True
-            time.sleep(0.05 if waited < 1 else 0.25)
+            time.sleep(0.05 if waited < 1 else 0.2)  # a swap takes milliseconds: ask often at first
     except BaseException:
         os.close(fd)
         raise
