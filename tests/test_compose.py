@@ -455,3 +455,77 @@ def test_a_weak_condition_of_a_failure_is_named_with_the_others():
     hard = (inside & (rng.random(len(inside)) < 0.9)) | (rng.random(len(inside)) < 0.03)
     found = discover_failures(ComposeSearch(lits, G, np.flatnonzero(~hard)))
     assert found and found[0].description.conditions == failure, [d.description.conditions for d in found]
+
+
+TRAPS = """name: traps
+description: Yellow sticky traps with insects.
+lead: A yellow sticky trap with
+bare: A yellow sticky trap
+subjects:
+  - id: insect
+    noun: insect
+    attributes:
+      - id: type
+        kind: noun
+        values: {aphid: aphid, whitefly: whitefly, thrips: thrips, gnat: fungus gnat}
+settings:
+  - id: trap
+    noun: trap
+    attributes:
+      - id: light
+        kind: clause
+        values: {glare: under strong glare, even: under even light}
+      - id: clutter
+        kind: clause
+        values: {crowded: crowded with many other insects, sparse: with few other insects}
+      - id: shade
+        kind: clause
+        values: {dark: that is dark and dirty, bright: that is bright yellow}
+"""
+
+
+def test_a_small_datasets_failure_of_a_class_and_a_condition_is_named_whole(tmp_path):
+    """Trial 25: 320 sticky-trap images, the model wrong on thrips under glare (24 images), an encoder of median
+    atom AUC 0.88. Discovery found "a thrips, under strong glare", then refused it: its significance test counted
+    the noisy region's soft counts, which the quality had already divided by what the conjunction can reach, and
+    compose said "under strong glare" alone (as it did here, and on 8 of 12 such worlds; now on 4: the others lack
+    the power to add the second condition at this size). The test counts the same images as the quality."""
+    from lbee.bench.simulated_encoder import SimulatedEncoder
+    from lbee.bench.worlds import AttributeWorld
+    from lbee.core.explain import explain_methods
+    from lbee.grammar import generate
+
+    (tmp_path / "traps.grammar.yaml").write_text(TRAPS)
+    g = load_grammar(tmp_path / "traps.grammar.yaml")
+    rng = np.random.default_rng(2)
+    n = 320
+    values = {
+        ("insect", "presence"): np.full(n, "true"),
+        ("insect", "type"): np.repeat(["aphid", "whitefly", "thrips", "gnat"], n // 4),
+    }
+    for key, (p, a, b) in {
+        "light": (0.35, "glare", "even"),
+        "clutter": (0.4, "crowded", "sparse"),
+        "shade": (0.3, "dark", "bright"),
+    }.items():
+        values[("trap", key)] = np.where(rng.random(n) < p, a, b)
+    failure = {("insect", "type"): "thrips", ("trap", "light"): "glare"}
+    inside = (values[("insect", "type")] == "thrips") & (values[("trap", "light")] == "glare")
+    correct = np.where(inside, rng.random(n) > 0.9, rng.random(n) > 0.03)
+    confidence = np.where(correct, rng.uniform(0.6, 0.99, n), rng.uniform(0.01, 0.3, n))
+    world = AttributeWorld(g, values, [failure], [None], correct, confidence, 2)
+    enc = SimulatedEncoder(g, random_state=2).fit_quality(world, 0.88)
+    x = enc.embed_images(world)
+    texts, conditions, _ = generate(g)
+    exp = explain_methods(
+        x,
+        enc.embed_sentences(conditions),
+        methods=["compose"],
+        confidence=confidence,
+        grammar=g,
+        tau=enc.default_tau(world, x),
+        sentences=texts,
+        n_clusters=4,
+    )["compose"]
+    best = max(exp.hard_clusters, key=lambda c: inside[np.asarray(c.indices)].sum())
+    assert exp.sentence_texts[best.sentences[0]] == "A yellow sticky trap with a thrips, under strong glare"
