@@ -233,8 +233,12 @@ def test_a_run_confirms_a_planted_failure_and_ranks_it_first(planted_run):
 
 def test_confirmation_off_or_skipped_is_said_and_changes_nothing_else():
     inputs, scores, _ = grammar_world(n=MIN_CONFIRM_IMAGES - 100)
-    r = run(inputs, scores).main
+    whole = run(inputs, scores)
+    r = whole.main
     assert r.extra["confirmation"]["status"] == "skipped"
+    # trial 25: `confirmed()` gave [] in silence, read as "tested, and none held"
+    with pytest.warns(UserWarning, match=f"no statement of this run was tested.*at least {MIN_CONFIRM_IMAGES}"):
+        assert whole.confirmed() == []
     assert f"at least {MIN_CONFIRM_IMAGES}" in r.extra["confirmation"]["reason"]
     from lbee.run.confirm_text import confirmation_note
 
@@ -964,3 +968,26 @@ def test_audit_without_tau_says_its_arrays_carry_no_provenance():
     X, S = rng.normal(size=(60, 4)), rng.normal(size=(3, 4))
     with pytest.warns(ProvenanceWarning, match="arrays passed to lbee.audit.*load_embeddings"):
         lbee.audit(X, S, sentences=["a photo of a", "a photo of b", "a photo of c"], probs=rng.dirichlet([1, 1], 60))
+
+
+def test_a_service_run_whose_statements_were_not_tested_says_so_not_none_confirmed(capsys):
+    """Trial 25: `lbee submit` summed up a 320-image run as "no statement confirmed on held-out images" and the
+    client's `confirmed()` gave [] in silence, though nothing had been tested (confirmation needs 500 images)."""
+    from lbee.cli.submit import _echo_findings
+    from lbee.service.client import Client
+
+    skipped = {"status": "skipped", "fraction": 0.3, "seed": 0, "reason": "320 images: confirmation needs at least 500"}
+
+    class Server(Client):
+        def __init__(self):
+            pass
+
+        def explanation(self, job_id, model=None):
+            return {"confirmation": skipped}
+
+    _echo_findings(Server(), "j1", None, "traps / net")
+    said = capsys.readouterr().out
+    assert "no statement was tested on held-out images (320 images: confirmation needs at least 500)" in said
+    assert "no statement confirmed" not in said
+    with pytest.warns(UserWarning, match="no statement of this run was tested"):
+        assert Server().confirmed("j1") == []

@@ -703,3 +703,16 @@ def test_a_groups_alternative_sentences_are_said_as_alternatives():
     result = SimpleNamespace(explanations={"fpdiff": exp}, performance=np.zeros(12), extra={})
     text = " ".join(terminal_blocks(result, width=200).split())
     assert "fpdiff the best (also: second · third)" in text
+
+
+def test_the_report_lists_what_fails_before_the_metrics_and_says_when_nothing_was_tested(confident_errors):
+    """Trial 25: a 300-image run (confirmation skipped) showed the metrics' charts and a long sentence table before
+    the groups, and said only among the run's notes that no statement was tested."""
+    p, _ = confident_errors
+    r = _describe(p, "pred.csv", "small", "--html")
+    assert r.exit_code == 0, r.output
+    html = (p / "small" / "report.html").read_text()
+    order = ['id="summary"', 'id="overview"', 'id="groups-ward"', 'id="metrics"', 'id="table1"']
+    assert [html.index(k) for k in order] == sorted(html.index(k) for k in order)
+    overview = html[html.index('id="overview"') : html.index('id="groups-ward"')]
+    assert 'id="untested"' in overview and "300 images: confirmation needs at least 500" in overview

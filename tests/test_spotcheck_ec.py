@@ -432,7 +432,7 @@ def test_shipped_weights_failing_the_gate_reject_the_candidate_untrained(shipped
     (told,) = [m for m in msgs if "set aside" in m]
     assert told == (
         "candidate world 1 (seed 5000) set aside: its classifier does not fail exactly in its planted "
-        "blindspots; drawing the next one"
+        "blindspots; drawing the next one (as designed: a world is kept only when it does)"
     )
     assert info.value.attempts[0]["story"].startswith("it ")
 

@@ -97,12 +97,21 @@ FINDINGS_SHOWN = 3
 
 def _echo_findings(client, job_id, model, name):
     """A run's strongest confirmed statements, after its report's link (a twenty-first user saw no finding)."""
+    from ..run.confirm_text import untested_reason
     from ..service.client import ServiceError, printable
+    from ..service.reading import confirmed_statements
 
     try:
-        listed = [s for s in client.confirmed(job_id, model) if s.get("adds_failure")]
+        explanation = client.explanation(job_id, model)
+        listed = [s for s in confirmed_statements(explanation) if s.get("adds_failure")]
     except (ServiceError, ValueError) as exc:  # the job's report is there; its findings are not readable now
         click.echo(f"  (its confirmed statements could not be read: {exc})")
+        return
+    untested = untested_reason(explanation.get("confirmation"))
+    if untested is not None:  # "none confirmed" read as "tested, and none held" (trial 25)
+        click.echo(
+            f"  {name}: no statement was tested on held-out images ({printable(untested)}); the report lists the leads"
+        )
         return
     if not listed:
         click.echo(f"  {name}: no statement confirmed on held-out images (the report lists the leads)")

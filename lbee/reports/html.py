@@ -160,6 +160,7 @@ def render_report(
 
         _pyplot()
         sweep = _png_uri(sweep_figure(run.sweep))
+    from ..run.confirm_text import untested_reason
     from ..run.text import confirmed_statements_lines
     from .finding_images import finding_views
     from .other_images import OTHER_MAX_ROWS, OTHER_SETS, other_views
@@ -211,6 +212,8 @@ def render_report(
         "n_composed": len(run.sentences)
         - min(int(e.params.get("n_base_sentences", len(run.sentences))) for e in run.explanations[primary].values()),
         "n_failure_sentences": None if star is None else len(star),
+        # said where the groups are listed, not only among the run's notes (trial 25: a lead read as a finding)
+        "untested": untested_reason(run.confirmations.get(primary)),
     }
     return (
         _environment()

@@ -15,16 +15,19 @@ from .._files import check_regular_file
 
 #: The exported file, written into the run's folder by default.
 SPOTLIGHT_FILE = "spotlight.parquet"
-#: The hypothesis of an image in no hard group (an easy, a neutral one, or a hard one in no hypothesis).
+#: The hypothesis of an image in no hard group: an easy or a neutral one.
 NO_HYPOTHESIS = "none"
+#: The hypothesis of a hard image in none: told apart from an easy one without the split column (trial 25).
+HARD_UNEXPLAINED = "hard, in no hypothesis"
 #: The finding of an image no confirmed statement holds for (or of every image of a run not confirmed).
 NO_FINDING = "none"
 #: Columns of the export, in order: the image file, its id, its hypothesis (``group 3``, the hard group;
-#: `NO_HYPOTHESIS` for an easy or a neutral image), the hypothesis' sentence, its split (hard / easy / neutral /
-#: held-out), φ, ω, label, prediction and whether the sentence holds for it (Γ, when the run had one). ``finding``
-#: (``finding 1``, numbered as the report lists them, or `NO_FINDING`) and ``finding_statement``: the strongest
-#: confirmed statement that holds for the image (`lbee.reports.finding_images`), so that one filter shows a
-#: finding's images (a Category of the statements' texts fails to load in Spotlight 1.8: they hold commas).
+#: `HARD_UNEXPLAINED` for a hard image in none, `NO_HYPOTHESIS` for an easy or a neutral one), the hypothesis'
+#: sentence, its split (hard / easy / neutral / held-out), φ, ω, label, prediction and whether the sentence holds
+#: for it (Γ, when the run had one). ``finding`` (``finding 1``, numbered as the report lists them, or
+#: `NO_FINDING`) and ``finding_statement``: the strongest confirmed statement that holds for the image
+#: (`lbee.reports.finding_images`), so that one filter shows a finding's images (a Category of the statements'
+#: texts fails to load in Spotlight 1.8: they hold commas).
 SPOTLIGHT_COLUMNS = (
     "image",
     "image_id",
@@ -126,7 +129,9 @@ def spotlight_table(run_dir, images=None):
             "image": [_image_file(r, base) for r in table[["path", "image"]].to_dict("records")],
             "image_id": table["image"].astype(str),
             # text, not an int: Spotlight 1.8's Category of an integer column has no categories and shows blank
-            "hypothesis": ("group " + table["group"].astype("Int64").astype(str)).where(hard, NO_HYPOTHESIS),
+            "hypothesis": ("group " + table["group"].astype("Int64").astype(str))
+            .where(hard, HARD_UNEXPLAINED)
+            .where(table["split"] == "hard", NO_HYPOTHESIS),
             "sentence": table["sentence"].where(hard, None),
             **_findings(run_dir, len(table)),
             "split": table["split"].astype(str),

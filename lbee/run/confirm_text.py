@@ -262,3 +262,31 @@ def per_class_limits(grammar=False):
             "describers are the four of the paper and Domino's"
         )
     return said + ". A whole-dataset run (without --per-class) does both and names each failure in one statement."
+
+
+def untested_reason(conf):
+    """Why no statement of a run was tested on held-out images (its confirmation was skipped or off), or None.
+
+    An empty list of confirmed statements reads as "tested, and none held" unless this is said beside it: a
+    twenty-fifth user's 320-image run was skipped (confirmation needs 500) and every reader said "none confirmed".
+    """
+    if not isinstance(conf, dict) or conf.get("status") in (None, "done"):
+        return None
+    reason = str(conf.get("reason") or "")
+    return f"confirmation {reason or 'off'}" if conf.get("status") == "off" else reason or "confirmation skipped"
+
+
+def warn_untested(conf):
+    """Warn (`UserWarning`) that a run's statements were not tested, saying why; nothing for a tested run."""
+    why = untested_reason(conf)
+    if why is not None:
+        import warnings
+
+        from .._validation import caller_stacklevel
+
+        warnings.warn(
+            f"no statement of this run was tested on held-out images ({why}): an empty list means untested, not "
+            "rejected; the run's hypotheses are leads.",
+            UserWarning,
+            stacklevel=caller_stacklevel(),
+        )

@@ -47,6 +47,8 @@ class DescribeResult:
     sentence_set: str
     failures: list = field(default_factory=list)
     image_paths: list | None = None
+    #: what else the run records: ``confirmation`` (the held-out test: ``status`` 'done', 'skipped' or 'off', and
+    #: the tested ``statements``), ``hypotheses`` (one per failure), the split criterion chosen
     extra: dict = field(default_factory=dict)
     #: the fitted lbee.core.partition.Partition (in memory: the slicer's groups before merging, the hypotheses)
     partition: object = field(default=None, repr=False, compare=False)
@@ -88,11 +90,15 @@ class RunResult:
         return next(iter(self.results.values())) if self.results else None
 
     def confirmed(self):
-        """The first slicer's confirmed statements, strongest first (`lbee.run.confirm_text.ranked_statements`)."""
-        from .confirm_text import ranked_statements
+        """The first slicer's confirmed statements, strongest first (`lbee.run.confirm_text.ranked_statements`).
 
-        main = self.main
-        return [] if main is None else ranked_statements(main.extra.get("confirmation") or {})
+        A run whose statements were not tested (too few images, ``--confirm 0``) gives [] with a warning saying why.
+        """
+        from .confirm_text import ranked_statements, warn_untested
+
+        conf = (self.main.extra.get("confirmation") or {}) if self.main is not None else {}
+        warn_untested(conf)
+        return ranked_statements(conf)
 
 
 def _slicer_object(spec):

@@ -318,8 +318,16 @@ class Client:
         return self._request("GET", f"/v1/jobs/{_quoted(job_id)}/explanation{_model(model)}", limit=MAX_JSON_BYTES)
 
     def confirmed(self, job_id, model=None):
-        """The job's confirmed statements, strongest first (`confirmed_statements`): what to act on."""
-        return confirmed_statements(self.explanation(job_id, model))
+        """The job's confirmed statements, strongest first (`confirmed_statements`): what to act on.
+
+        A run whose statements were not tested (too few images, confirmation off) gives [] with a warning saying why.
+        """
+        from ..run.confirm_text import warn_untested
+
+        explanation = self.explanation(job_id, model)
+        listed = confirmed_statements(explanation)
+        warn_untested(explanation.get("confirmation") if isinstance(explanation, dict) else None)
+        return listed
 
     def group(self, job_id, group, *, page=1, sort="confidence", pair=None, model=None):
         """One page of a hard group's images of the job's run, as ``lbee serve``'s group page lists them.

@@ -385,7 +385,7 @@ def make_ec(
             # the whole story is in the world's record (and the demo says it in one line): a progress line only
             log(
                 f"candidate world {attempt + 1} (seed {seed}) set aside: its classifier does not fail exactly in its "
-                "planted blindspots; drawing the next one"
+                "planted blindspots; drawing the next one (as designed: a world is kept only when it does)"
             )
     raise ECGenerationError(
         f"No EC passed blindspot verification in {max_attempts} attempts from random_state={random_state}.", rejected
