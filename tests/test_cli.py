@@ -502,3 +502,16 @@ def test_evaluate_writes_no_metrics_beside_a_run_swapped_in_while_it_scored(prec
     monkeypatch.setattr(pipeline, "load_explanations", real)
     assert run(["evaluate", str(p / "out"), "--relevance", str(p / "rel.npy")]).exit_code == 0
     assert (p / "out" / "metrics.json").exists()
+
+
+def test_evaluate_of_an_explanation_copy_never_writes_the_runs_metrics(precomputed):
+    """Sweep 32n N2: `lbee evaluate out/old.json` (an earlier run's explanation kept beside the newer run) wrote its
+    metrics as out/metrics.json, beside the newer run's explanation.json. A copy gets NAME.metrics.json."""
+    import shutil
+
+    p = precomputed
+    assert run(describe_args(p, "--out", str(p / "out"))).exit_code == 0
+    shutil.copy(p / "out" / "explanation.json", p / "out" / "old.json")
+    r = run(["evaluate", str(p / "out" / "old.json"), "--relevance", str(p / "rel.npy")])
+    assert r.exit_code == 0, r.output
+    assert (p / "out" / "old.metrics.json").is_file() and not (p / "out" / "metrics.json").exists()

@@ -772,3 +772,69 @@ def test_a_run_folder_a_killed_report_half_swapped_is_settled_before_it_is_check
     with pytest.raises(ValueError, match=r"already holds a run \(explanation.json, report.md\)"):
         check_out_folder(root / "a")
     assert not dead.exists()
+
+
+def test_an_output_given_through_a_link_repointed_meanwhile_is_written_where_it_pointed_at_the_start(tmp_path):
+    """Sweep 32n L1: `--out latest` (latest -> A) repointed to B while the run worked: the swap went into B through
+    the link, its leftovers named after A, and a later command into A finished it there: two runs mixed. The folder
+    is resolved once and every step goes through that folder."""
+    from lbee.io.staging import staged_entries
+
+    a, b = tmp_path / "A", tmp_path / "B"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "run.txt").write_text(f"{folder.name}'s run")
+    latest = tmp_path / "latest"
+    latest.symlink_to(a)
+    with staged_entries(latest) as stage:
+        (stage / "run.txt").write_text("the new run")
+        latest.unlink()
+        latest.symlink_to(b)
+    assert (a / "run.txt").read_text() == "the new run" and (b / "run.txt").read_text() == "B's run"
+
+
+def test_an_output_folder_replaced_by_a_link_while_lbee_runs_is_refused(tmp_path):
+    """Sweep 32n S1: another user who owned the `--out` folder in /tmp renamed it away and put a link to a folder
+    of the victim's in its place once the stage appeared; the swap followed the link and replaced the victim's
+    files. The commit opens the folder without following a link and checks it is the one the writer started with."""
+    from lbee.io.output_lock import OutputReplacedError
+    from lbee.io.staging import staged_entries
+
+    out, victim = tmp_path / "R", tmp_path / "victim"
+    out.mkdir()
+    victim.mkdir()
+    (victim / "report.md").write_text("the victim's")
+    for swap in ("link", "folder"):
+        with pytest.raises(OutputReplacedError, match="no longer the folder|is a link"):
+            with staged_entries(out) as stage:
+                (stage / "report.md").write_text("the new run")
+                out.rename(tmp_path / f"R.{swap}")
+                if swap == "link":
+                    out.symlink_to(victim)
+                else:
+                    out.mkdir()  # another folder of the same name: not the one this writer started with
+        assert (victim / "report.md").read_text() == "the victim's" and not (
+            tmp_path / f"R.{swap}" / "report.md"
+        ).exists()
+        out.unlink() if out.is_symlink() else out.rmdir()
+        (tmp_path / f"R.{swap}").rename(out)
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
+def test_a_reports_output_folder_replaced_by_a_link_while_it_runs_is_refused(tmp_path):
+    """Sweep 32n S1, for `lbee report`: the report's folder renamed away and a link put in its place."""
+    from lbee.io.output_lock import OutputReplacedError
+    from lbee.io.staged_tree import staged_tree
+
+    root, victim = tmp_path / "R", tmp_path / "victim"
+    (root / "a").mkdir(parents=True)
+    (victim / "a").mkdir(parents=True)
+    (victim / "index.html").write_text("the victim's")
+    with pytest.raises(OutputReplacedError):
+        with staged_tree(root, [root / "a"], replaces=("*.md",)) as stage:
+            (stage / "a").mkdir()
+            (stage / "a" / "report.md").write_text("new")
+            (stage / "index.html").write_text("new index")
+            root.rename(tmp_path / "R.old")
+            root.symlink_to(victim)
+    assert (victim / "index.html").read_text() == "the victim's" and not (victim / "a" / "report.md").exists()

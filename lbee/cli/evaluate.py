@@ -42,7 +42,8 @@ from ._base import ExistingPath, FloatRange, LbeeError, check_writable_folder, c
     type=click.Path(dir_okay=False),
     default=None,
     help="Write metrics here (.json or .csv) [default: metrics.json beside the explanation, or "
-    "evaluate_metrics.json when metrics.json there is another command's (a batch report's)]. "
+    "evaluate_metrics.json when metrics.json there is another command's (a batch report's); NAME.metrics.json for an "
+    "explanation file named NAME.json]. "
     "An existing file is refused unless --overwrite.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace the metrics file if it exists.")
@@ -56,7 +57,7 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
 
     from ..core.evaluation import evaluate as evaluate_fn
     from ..io.arrays import load_npy
-    from ..io.cache import json_bytes
+    from ..io.cache import atomic_write_bytes, json_bytes
     from ..io.relevance import load_relevance
     from ..io.schemas import validate_performance
     from ..io.staging import OutputExistsError, check_no_replace
@@ -67,7 +68,11 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     path = Path(explanation)
     if path.is_dir():
         path = path / "explanation.json"
-    target = Path(out) if out else _default_target(path.parent)
+    own = path.name == "explanation.json"  # the run's own: its metrics.json goes beside it, under the run's lock
+    # a copy kept beside the run (old.json) gets its own file: never the run's metrics.json (sweep 32n)
+    target = (
+        Path(out) if out else (_default_target(path.parent) if own else path.with_name(f"{path.stem}.metrics.json"))
+    )
     check_writable_folder(target.parent, "--out" if out else "the explanation's folder")
     try:  # before reading Γ
         # assignments.parquet is read too when no --performance is given (ω): never written over
@@ -120,7 +125,10 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
         )
     data = table.to_csv(index=False).encode() if target.suffix == ".csv" else json_bytes(rows)
     try:
-        write_beside_run(path.parent, target, data, scored)  # beside the run only while it is the one scored
+        if own:
+            write_beside_run(path.parent, target, data, scored)  # beside the run only while it is the one scored
+        else:
+            atomic_write_bytes(target, data)
     except ValueError as exc:
         raise LbeeError(str(exc)) from None
     except OSError as exc:

@@ -3,6 +3,11 @@
 `lbee.io.staging` and `lbee.io.staged_tree` put an output in place under it. No lock file is left behind, and a
 lock held by another process for longer than `LOCK_PATIENCE_S` is given up with a message (any process that can
 read a folder can hold its lock).
+
+The lock is taken on the folder opened once (`HeldFolder`), never through a link in its last step, and checked to
+be the folder the writer started with; every listing and move of the swap goes through that open folder. A
+folder renamed away and replaced by a link while lbee ran (by another user who owned it in ``/tmp``, or a "latest"
+link repointed) took the swap wherever the link pointed (sweep 32n).
 """
 
 from __future__ import annotations
@@ -20,26 +25,107 @@ class OutputBusyError(OSError):
     """Another process held an output folder's lock for longer than `LOCK_PATIENCE_S`: nothing was written."""
 
 
-def lock_output(folder):
-    """An exclusive lock on the output folder itself (no lock file is left); None where flock is unavailable.
+class OutputReplacedError(OSError):
+    """The output folder is no longer the one the writer started with (renamed, or replaced by a link)."""
+
+
+def folder_identity(folder):
+    """``(st_dev, st_ino)`` of a real folder (not a link to one), or None when there is none there."""
+    import stat
+
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+class HeldFolder:
+    """An output folder opened once and locked: its entries listed and moved through that open folder.
+
+    ``fd`` is None where there is no ``flock`` (Windows: paths are used, and writers are not serialised).
+    """
+
+    def __init__(self, path, fd):
+        self.path, self.fd = path, fd
+
+    def _at(self, name):
+        return name if self.fd is not None else os.path.join(self.path, name)
+
+    def names(self):
+        """The folder's entries' names."""
+        return os.listdir(self.fd if self.fd is not None else self.path)
+
+    def has(self, name):
+        try:
+            os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def is_folder(self, name):
+        import stat
+
+        try:
+            return stat.S_ISDIR(os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
+            return False
+
+    def move_out(self, name, target):
+        """Move entry ``name`` out of the folder, to the path ``target``."""
+        os.rename(self._at(name), target, src_dir_fd=self.fd)
+
+    def move_in(self, source, name):
+        """Move the path ``source`` into the folder as ``name`` (over an empty folder or a file of that name)."""
+        os.rename(source, self._at(name), dst_dir_fd=self.fd)
+
+    def remove(self, name):
+        """Remove entry ``name`` (a folder with what it holds, a file or a link)."""
+        import shutil
+
+        if self.is_folder(name):
+            if self.fd is not None:
+                shutil.rmtree(name, dir_fd=self.fd)
+            else:
+                shutil.rmtree(self._at(name))
+        elif self.has(name):
+            os.unlink(self._at(name), dir_fd=self.fd)
+
+
+def lock_output(folder, *, expect=None, below=None):
+    """An exclusive lock on the output folder itself (no lock file is left): a `HeldFolder`.
 
     Another process holding it is waited for (a writer's swap), with a line on stderr after `LOCK_NOTICE_S`;
     after `LOCK_PATIENCE_S`, `OutputBusyError` (sweep 32l: another user who can read the folder held it, and
     every writer waited with no word, for ever).
+
+    Parameters
+    ----------
+    folder : path-like
+        The folder (its real path: a link in its last step is refused, `OutputReplacedError`).
+    expect : tuple of int, optional
+        Its `folder_identity` when the writer started: another folder there now is `OutputReplacedError`.
+    below : HeldFolder, optional
+        ``folder`` is a relative path inside this held folder, opened from it step by step, none a link.
     """
     try:
         import fcntl
     except ImportError:  # Windows: writers are not serialised
-        return None
+        return HeldFolder(os.fspath(folder) if below is None else os.path.join(below.path, folder), None)
     import time
 
-    fd = os.open(folder, os.O_RDONLY)
+    fd = _open_folder(folder, below)
     try:
+        if expect is not None and (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != tuple(expect):
+            raise OutputReplacedError(
+                f"{str(folder)!r} is no longer the folder lbee started writing into (it was renamed, or replaced "
+                "by a link, while lbee ran); nothing was written there. Check that folder, then run again"
+            )
         start, said = time.monotonic(), False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return fd
+                return HeldFolder(os.fspath(folder) if below is None else os.path.join(below.path, folder), fd)
             except BlockingIOError:
                 pass
             waited = time.monotonic() - start
@@ -64,6 +150,35 @@ def lock_output(folder):
         raise
 
 
-def unlock_output(fd):
+def _open_folder(folder, below):
+    """A descriptor of ``folder`` (inside ``below``'s, step by step), never through a link in a step opened."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        if below is None:
+            return os.open(folder, flags)
+        fd = os.dup(below.fd)
+        for part in os.fspath(folder).split(os.sep):
+            if part in ("", "."):
+                continue
+            try:
+                nxt = os.open(part, flags, dir_fd=fd)
+            finally:
+                os.close(fd)
+            fd = nxt
+        return fd
+    except OSError as exc:
+        import errno
+
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise OutputReplacedError(
+                f"{str(folder)!r} is a link (or not a folder) where lbee writes a folder; nothing was written there. "
+                "Give the folder it points to, or another folder"
+            ) from None
+        raise
+
+
+def unlock_output(held):
+    """Release a `lock_output` lock (None: nothing to release)."""
+    fd = getattr(held, "fd", held)
     if fd is not None:
         os.close(fd)  # closing the descriptor releases its flock

@@ -27,7 +27,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from .output_lock import lock_output, unlock_output
+from .output_lock import folder_identity, lock_output, unlock_output
 from .staging import (
     COMPLETE,
     STARTED,
@@ -69,6 +69,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
     root, home, label = _place(root, None, None)
     runs = [Path(f).relative_to(root) for f in run_folders]
     recover_tree(root, replaces)
+    started = folder_identity(root)  # the folder this report writes into: another one there at the commit is refused
     _, stage, aside = _new_stage(home, lambda owner: _names(home, label, owner))
     lock = None
     try:
@@ -76,7 +77,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
         _check_started(stage, root)
         folders = _folders(runs)
         root.mkdir(parents=True, exist_ok=True)
-        lock = lock_output(root)  # two reports (or a report and a run) into one folder take turns from here
+        lock = lock_output(root, expect=started)  # two reports (or a report and a run) into one folder take turns
         _check_started(stage, root)
         if exclusive:
             _refuse_a_report_there(root, runs, replaces)
@@ -104,7 +105,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
         shutil.rmtree(aside, ignore_errors=True)
         raise
     try:
-        _swap(root, stage, aside, mark, replaces)
+        _swap(lock, stage, aside, mark, replaces)
     except OSError as exc:  # a full disk mid-swap: the commit stands, and the next report finishes it (sweep 32i)
         raise OSError(
             f"The new report in {str(root)!r} is complete and committed, but putting it in place stopped part-way "
@@ -166,14 +167,14 @@ def recover_tree(root, replaces=()):
     root.mkdir(parents=True, exist_ok=True)
     lock = lock_output(root)
     try:
-        owners = _dead_owners(home, label, locked=lock is not None)
+        owners = _dead_owners(home, label, locked=lock.fd is not None)
         for owner in sorted(owners):
             if not _owned(home, label, owner, _KINDS):  # under the lock now: a part planted meanwhile (sweep 32l)
                 continue
             stage, aside = _names(home, label, owner)
             mark = _read_mark(stage)
             if mark is not None:  # committed: the new report is complete, its swap is finished
-                _swap(root, stage, aside, mark, replaces)
+                _swap(lock, stage, aside, mark, replaces)
             else:  # the swap starts only after the commit: the old report was never touched
                 shutil.rmtree(stage, ignore_errors=True)
                 shutil.rmtree(aside, ignore_errors=True)
@@ -182,12 +183,13 @@ def recover_tree(root, replaces=()):
     return sorted(owners)
 
 
-def finish_part(root, folder, replaces=()):
+def finish_part(root, folder, held, replaces=()):
     """Finish, in run folder ``folder`` alone, the swap of a killed report into ``root`` whose commit includes it.
 
     Called by a run into that folder under the folder's lock, before its own commit replaces the run whole (sweep
     32k: a report that died while the run waited for the lock was later finished over the newer run). The rest of
-    the report is left to `recover_tree`; the part finished here is not done again.
+    the report is left to `recover_tree`; the part finished here is not done again. ``held``: the run folder,
+    locked (`lbee.io.output_lock.HeldFolder`): its moves go through it.
     """
     root, home, label = _place(root, None, None)
     if not home.is_dir():
@@ -199,47 +201,47 @@ def finish_part(root, folder, replaces=()):
         stage, aside = _names(home, label, owner)
         entry = (_read_mark(stage) or {}).get(rel)
         if entry is not None and (stage / rel).is_dir():
-            _finish_folder(root, stage, aside, rel, entry, replaces)
+            _finish_folder(held, stage, aside, rel, entry, replaces)
 
 
-def _swap(root, stage, aside, mark, replaces=()):
+def _swap(held_root, stage, aside, mark, replaces=()):
     """Step 2 and 3, folder by folder, the deepest first (the index last). Safe to run again after a kill.
 
     Each folder's swap holds that folder's lock too, so that a run written into it by itself (`lbee describe --out`
     a report's run folder) takes turns with the report; what it replaces is read then, under the lock: the folder's
     entries of the new names or of the run's (sweep 32i: a run that came in between stayed half).
     """
+    root = Path(held_root.path)
     for rel in sorted(mark, key=lambda r: (-len(Path(r).parts), r)):
         live = root / rel
         if rel != "." and not (stage / rel).is_dir():  # its part was finished (its stage is gone): never again, over
             continue  # a run that came in since (sweep 32k)
         live.mkdir(parents=True, exist_ok=True)
         entry = mark[rel]
-        lock = None if rel == "." else lock_output(live)  # the output folder's own lock is held already
+        # the output folder's own lock is held already; a run folder's is opened from it, no step a link (32n)
+        lock = held_root if rel == "." else lock_output(rel, below=held_root)
         try:
             if rel != "." and not (stage / rel).is_dir():  # again under the folder's lock: a run into it may have
                 continue  # finished this part while this waited (sweep 32l)
-            _finish_folder(root, stage, aside, rel, entry, replaces)
+            _finish_folder(lock, stage, aside, rel, entry, replaces)
         finally:
-            unlock_output(lock)
+            if lock is not held_root:
+                unlock_output(lock)
     shutil.rmtree(aside, ignore_errors=True)
     shutil.rmtree(stage, ignore_errors=True)
 
 
-def _finish_folder(root, stage, aside, rel, entry, replaces):
+def _finish_folder(held, stage, aside, rel, entry, replaces):
     """One folder's swap (`lbee.io.staging._finish`), replacing what the folder holds now.
 
     That is the new names and, in a run folder, the entries of the caller's ``replaces`` (never patterns read from
-    the file, sweep 32j).
+    the file, sweep 32j). ``held``: that folder, locked (`lbee.io.output_lock.HeldFolder`).
     """
-    live = root / rel
     patterns = replaces if entry.get("run") is True else ()
-    old = sorted(
-        {*entry["old"], *(p.name for p in live.iterdir() if any(fnmatch.fnmatch(p.name, x) for x in patterns))}
-    )
+    old = sorted({*entry["old"], *(n for n in held.names() if any(fnmatch.fnmatch(n, x) for x in patterns))})
     for above in reversed(Path(rel).parents):  # the folders above this one's aside: this user's own (sweep 32m)
         own_folder(aside / above)
-    _finish(live, stage / rel, aside / rel, {"new": entry["new"], "old": old})
+    _finish(held, stage / rel, aside / rel, {"new": entry["new"], "old": old})
 
 
 def _dead_owners(home, label, locked=False):

@@ -47,7 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .._files import process_tag, tag_alive
-from .output_lock import lock_output, unlock_output
+from .output_lock import folder_identity, lock_output, unlock_output
 
 #: The commit file inside a stage: the new output is complete (JSON: ``new`` and ``old`` entry names).
 COMPLETE = ".lbee-complete.json"
@@ -164,13 +164,15 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
         Replace nothing: when another writer put an entry this output would replace there meanwhile (two commands
         started at once without ``--overwrite``, sweep 32i), `OutputExistsError` at the commit, under the lock.
     under_lock : callable, optional
-        Called with no argument once the output's lock is taken, before the commit reads what it replaces (a run
-        in a report's folder finishes that report's part there first, `lbee.run.outputs.staged_run_folder`).
+        Called with the held output folder (`lbee.io.output_lock.HeldFolder`) once its lock is taken, before the
+        commit reads what it replaces (a run in a report's folder finishes that report's part there first,
+        `lbee.run.outputs.staged_run_folder`).
 
     An exception inside the block removes the stage and leaves ``folder`` as it was.
     """
     folder, home, label = _place(folder, home, label)
     recover_leftovers(folder, home=home, label=label)
+    started = folder_identity(folder)  # the folder this writer writes into: another one there at the commit is refused
     owner, stage, aside = _new_stage(home, lambda owner: _names(home, label, owner))
     lock = None
     try:
@@ -182,14 +184,12 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
 
         folder.mkdir(parents=True, exist_ok=True)
         # Two writers into one output take turns from here: each sees what the other left and replaces it whole.
-        lock = lock_output(folder)
+        lock = lock_output(folder, expect=started)
         # again under the lock: whoever removes a stage holds it, so the stage stays until the commit (sweep 32h)
         _check_started(stage, folder)
         if under_lock is not None:
-            under_lock()
-        old = sorted(
-            p.name for p in folder.iterdir() if p.name in new or any(fnmatch.fnmatch(p.name, pat) for pat in replaces)
-        )
+            under_lock(lock)
+        old = sorted(n for n in lock.names() if n in new or any(fnmatch.fnmatch(n, pat) for pat in replaces))
         if exclusive and old:
             raise OutputExistsError(
                 f"{str(folder)!r} now holds {', '.join(old[:3])}{', ...' if len(old) > 3 else ''}, written by another "
@@ -203,8 +203,8 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
         shutil.rmtree(aside, ignore_errors=True)
         raise
     try:
-        _finish(folder, stage, aside, {"new": new, "old": old})
-        _settle_after(folder, home, label, owner, set(new), replaces, locked=lock is not None)
+        _finish(lock, stage, aside, {"new": new, "old": old})
+        _settle_after(lock, home, label, owner, set(new), replaces)
     finally:
         unlock_output(lock)
 
@@ -249,15 +249,14 @@ def _place(folder, home, label):
     beside the folder it points to, on that folder's file system: beside the link, every swap failed with "Invalid
     cross-device link" (sweep 32g).
     """
-    folder = Path(folder)
+    real = Path(os.path.realpath(folder))  # used from here on: a link repointed meanwhile moves nothing (32n)
     if home is None:
-        real = Path(os.path.realpath(folder))
         if not real.name:
             raise ValueError(
                 f"{str(folder)!r} is the file system's root; lbee writes an output into a folder of its own"
             )
         home, label = real.parent, real.name if label is None else label
-    return folder, Path(home), label
+    return real, Path(os.path.realpath(home)), label
 
 
 def recover_leftovers(folder, *, home=None, label=None):
@@ -273,40 +272,37 @@ def recover_leftovers(folder, *, home=None, label=None):
     folder.mkdir(parents=True, exist_ok=True)
     lock = lock_output(folder)  # two writers starting at once settle a dead writer's leftovers one after the other
     try:
-        owners = _dead_owners(home, label, committed=_committed(home, label, lock is not None))
-        _settle(folder, home, label, owners)
+        owners = _dead_owners(home, label, committed=_committed(home, label, lock.fd is not None))
+        _settle(lock, home, label, owners)
     finally:
         unlock_output(lock)
     return sorted(owners)
 
 
-def _settle(folder, home, label, owners):
+def _settle(held, home, label, owners):
+    """Settle ``owners``' leftovers into the held output folder (`lbee.io.output_lock.HeldFolder`)."""
     for owner in sorted(owners):
         if not _owned(home, label, owner):  # under the lock now: a part planted meanwhile is never settled
             continue
         stage, aside = _names(home, label, owner)
         mark = _read_mark(stage)
         if mark is not None:  # the new output is complete: finish its swap
-            _finish(folder, stage, aside, mark)
+            _finish(held, stage, aside, mark)
         else:
             if aside.is_dir():  # no committed stage: the new output is unfinished, so the old one goes back whole
-                folder.mkdir(parents=True, exist_ok=True)
                 for entry in sorted(aside.iterdir()):
-                    _move_over(entry, folder / entry.name)  # over an unfinished new entry in the old one's place
+                    _move_over(entry, held)  # over an unfinished new entry in the old one's place
                 aside.rmdir()
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def _move_over(entry, target):
-    """Move ``entry`` to ``target``, removing what is there first (a file, a link or a folder)."""
-    if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    elif target.exists() or target.is_symlink():
-        target.unlink()
-    entry.rename(target)
+def _move_over(entry, held):
+    """Move ``entry`` into the held folder under its name, removing what is there first (a file, link or folder)."""
+    held.remove(entry.name)
+    held.move_in(entry, entry.name)
 
 
-def _settle_after(folder, home, label, owner, written, replaces=(), locked=True):
+def _settle_after(held, home, label, owner, written, replaces=()):
     """After this writer's swap, settle what dead writers left for this output, never over what it ``written``.
 
     A writer killed before its leftovers could be settled (not yet reaped, or stopped and killed while this one
@@ -320,17 +316,17 @@ def _settle_after(folder, home, label, owner, written, replaces=(), locked=True)
     def ours(name):
         return name in written or any(fnmatch.fnmatch(name, pat) for pat in replaces)
 
-    for other in sorted(_dead_owners(home, label, committed=_committed(home, label, locked)) - {owner}):
+    for other in sorted(_dead_owners(home, label, committed=_committed(home, label, held.fd is not None)) - {owner}):
         stage, aside = _names(home, label, other)
         if _read_mark(stage) is not None:  # committed: its new entries that this writer did not write go in
             for entry in sorted(stage.iterdir()) if stage.is_dir() else ():
                 if entry.name in _OWN or ours(entry.name):
                     continue
-                _move_over(entry, folder / entry.name)
+                _move_over(entry, held)
         elif aside.is_dir():  # not committed: its old entries go back, where this writer wrote none
             for entry in sorted(aside.iterdir()):
-                if not ours(entry.name) and not (folder / entry.name).exists():
-                    entry.rename(folder / entry.name)
+                if not ours(entry.name) and not held.has(entry.name):
+                    held.move_in(entry, entry.name)
         shutil.rmtree(aside, ignore_errors=True)
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -386,10 +382,7 @@ def _mine(path):
 
 
 def own_folder(path):
-    """Make ``path`` unless it is there; raise `OSError` unless it is then this user's real folder.
-
-    The old entries go aside into it: never into a link or another user's folder planted under its name (sweep 32m).
-    """
+    """Make ``path`` unless there; `OSError` unless it is this user's real folder (not a planted link, sweep 32m)."""
     try:
         path.mkdir()
     except FileExistsError:
@@ -402,19 +395,21 @@ def _names(home, label, owner):
     return home / f".{label}.lbee-staging-{owner}", home / f".{label}.lbee-replaced-{owner}"
 
 
-def _finish(folder, stage, aside, mark):
-    """Steps 3 and 4: old entries aside, new ones in, then clean. Safe to run again after an interruption."""
+def _finish(held, stage, aside, mark):
+    """Steps 3 and 4: old entries aside, new ones in, then clean. Safe to run again after an interruption.
+
+    ``held``: the output folder, locked (`lbee.io.output_lock.HeldFolder`): every move goes through it.
+    """
     new, old = mark["new"], mark["old"]
     for name in old:
         if name in new and not (stage / name).exists():  # this name's new entry is already in place
             continue
-        src = folder / name
-        if src.exists() or src.is_symlink():
+        if held.has(name):
             own_folder(aside)
-            src.rename(aside / name)
+            held.move_out(name, aside / name)
     for i, name in enumerate(new):
         if (stage / name).exists() or (stage / name).is_symlink():
-            (stage / name).rename(folder / name)  # within one file system: no copy, no partial file
+            held.move_in(stage / name, name)  # within one file system: no copy, no partial file
             if i == 0:
                 _test_kill("swapping")
     shutil.rmtree(aside, ignore_errors=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fnmatch
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 
 from ..io.staged_tree import finish_part, recover_tree
@@ -150,8 +149,11 @@ def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
     """
     out = Path(out)
     check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs)  # a killed report's swap settled too
+
     # and again at the commit, under this folder's lock, for its part: one that died while this run worked (32j, 32k)
-    again = partial(_settle_reports_above, out, lambda above: finish_part(above, out, RUN_ENTRIES))
+    def again(held):  # under the run folder's lock, through that held folder
+        _settle_reports_above(out, lambda above: finish_part(above, out, held, RUN_ENTRIES))
+
     with staged_entries(out, replaces=RUN_ENTRIES, exclusive=not overwrite, under_lock=again) as stage:
         yield stage
 
@@ -245,7 +247,7 @@ def write_beside_run(run_dir, target, data, read):
     from ..io.output_lock import lock_output, unlock_output
 
     run_dir, target = Path(run_dir), Path(target)
-    lock = lock_output(run_dir) if target.parent.resolve() == run_dir.resolve() else None
+    lock = lock_output(run_dir.resolve()) if target.parent.resolve() == run_dir.resolve() else None
     try:
         if run_digest(run_dir) != read:
             raise ValueError(
