@@ -716,3 +716,13 @@ def test_the_report_lists_what_fails_before_the_metrics_and_says_when_nothing_wa
     assert [html.index(k) for k in order] == sorted(html.index(k) for k in order)
     overview = html[html.index('id="overview"') : html.index('id="groups-ward"')]
     assert 'id="untested"' in overview and "300 images: confirmation needs at least 500" in overview
+
+
+def test_the_model_is_named_as_the_user_says_not_after_the_predictions_file(confident_errors):
+    """Trial 25: the report's title said "sticky-traps · preds": the model was named after its predictions file."""
+    p, _ = confident_errors
+    r = _describe(p, "pred.csv", "named", "--html", "--name", "traps", "--model-name", "trapnet-v3")
+    assert r.exit_code == 0, r.output
+    assert "<title>lbee · traps · trapnet-v3</title>" in (p / "named" / "report.html").read_text()
+    r = _describe(p, "pred.csv", "bad", "--model-name", "a\nb")
+    assert r.exit_code == 2 and "--model-name" in r.output, r.output

@@ -117,3 +117,23 @@ def name_option(value, option):
         return check_name_text(value, option)
     except ValueError as exc:
         raise click.BadParameter(str(exc).replace(f"`{option}` ", "", 1), param_hint=option) from None
+
+
+def name_options(command):
+    """``--name`` (the dataset's) and ``--model-name`` (the model's), as a run's report and files name them.
+
+    The model was named after the predictions file alone ("sticky-traps · preds", trial 25).
+    """
+    command = click.option(
+        "--model-name",
+        default=None,
+        callback=lambda ctx, param, value: name_option(value, "--model-name"),
+        help="The model's name in the report and the run's files (default: the predictions file's name, or --model).",
+    )(command)
+    return click.option(
+        "--name",
+        "dataset_name",
+        default=None,
+        callback=lambda ctx, param, value: name_option(value, "--name"),
+        help="The dataset's name in the report and the run's files (default: the images folder's name).",
+    )(command)

@@ -8,7 +8,7 @@ import click
 
 from ..run.limits import MAX_IMAGE_SIZE, MAX_NUM_CLASSES, MAX_NUM_WORKERS
 from ..run.settings_cli import as_cli_message, settings_from_options, settings_options
-from ._arguments import name_option
+from ._arguments import name_options
 from ._base import (
     ExistingPath,
     LbeeError,
@@ -129,13 +129,7 @@ from ._describe_outputs import metrics_csv, metrics_rows, write_html
     default=None,
     help="Output folder (a folder that holds a run is refused unless --overwrite).",
 )
-@click.option(
-    "--name",
-    "dataset_name",
-    default=None,
-    callback=lambda ctx, param, value: name_option(value, "--name"),
-    help="The dataset's name in the report and the run's files (default: the images folder's name).",
-)
+@name_options
 @click.option(
     "--overwrite",
     is_flag=True,
@@ -179,6 +173,7 @@ def describe(
     jobs,
     out,
     dataset_name,
+    model_name,
     overwrite,
     as_json,
     html,
@@ -259,7 +254,7 @@ def describe(
         except ValueError as exc:
             raise NotUsageError(str(exc)) from None
     model = ModelSpec(
-        name=Path(predictions).stem if predictions else str(model_spec),
+        name=model_name or (Path(predictions).stem if predictions else str(model_spec)),
         predictions=Path(predictions) if predictions else None,
         model=model_spec,
         weights=Path(weights) if weights else None,
