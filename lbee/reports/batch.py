@@ -439,6 +439,7 @@ def run_report(
                         "rows": rep["rows"],
                         "n_images": rep["n_images"],
                         "n_hard": rep["n_hard"],
+                        "folder": rep["folder"],
                     }
                 )
         atomic_write_bytes(stage / "index.html", render_index(entries, result.failures).encode("utf-8"))

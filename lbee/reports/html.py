@@ -284,15 +284,42 @@ def render_index(entries, failures, title="lbee reports"):
     ----------
     entries : list of dict
         ``dataset``, ``model``, ``href`` (relative link) and ``rows`` (metric rows as in ReportRun.metrics()),
-        plus ``n_images`` and ``n_hard``.
+        plus ``n_images`` and ``n_hard``, and ``folder``: the run folder, whose findings the index lists first.
     failures : list of (str, str)
         (dataset or dataset/model, message).
     """
+    entries = [{**e, "findings": run_findings(e["folder"]) if e.get("folder") else None} for e in entries]
     return (
         _environment()
         .get_template("index.html.j2")
         .render(entries=entries, failures=failures, title=title, version=__version__)
     )
+
+
+#: Confirmed statements the index lists per run (its report has them all).
+INDEX_FINDINGS = 3
+
+
+def run_findings(folder):
+    """A run's strongest confirmed statements (texts) and why none were tested, from its ``explanation.json``.
+
+    The index showed metrics alone, and every report had to be opened to see what fails (trial 25).
+    """
+    import json
+    from pathlib import Path
+
+    from ..run.confirm_text import ranked_statements, untested_reason
+
+    try:
+        conf = json.loads((Path(folder) / "explanation.json").read_text(encoding="utf-8")).get("confirmation") or {}
+        own = [str(s["text"]) for s in ranked_statements(conf) if s.get("adds_failure")]
+    except (OSError, ValueError, AttributeError, KeyError, IndexError, TypeError):  # a run of an older lbee
+        return None
+    return {
+        "statements": own[:INDEX_FINDINGS],
+        "more": len(own) - len(own[:INDEX_FINDINGS]),
+        "untested": untested_reason(conf),
+    }
 
 
 def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=8, n_easy_thumbs=4):
