@@ -838,3 +838,20 @@ def test_a_reports_output_folder_replaced_by_a_link_while_it_runs_is_refused(tmp
             root.rename(tmp_path / "R.old")
             root.symlink_to(victim)
     assert (victim / "index.html").read_text() == "the victim's" and not (victim / "a" / "report.md").exists()
+
+
+def test_a_report_into_a_relative_folder_or_one_through_a_link_is_written(tmp_path, monkeypatch):
+    """A report's folder is used by its real path (sweep 32n): its run folders, named relative to the folder as
+    given (`--out runs/small`, or through a link), are found inside it."""
+    from lbee.io.staged_tree import staged_tree
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    for given in (Path("runs/small"), Path("via")):
+        with staged_tree(given, [given / "shapes"], replaces=("*.md",)) as stage:
+            (stage / "shapes").mkdir()
+            (stage / "shapes" / "report.md").write_text("the run")
+            (stage / "index.html").write_text("the index")
+        assert (given / "shapes" / "report.md").read_text() == "the run" and (given / "index.html").is_file()
+    assert (tmp_path / "real" / "index.html").is_file() and not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]

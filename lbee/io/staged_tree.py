@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import json
+import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,7 +68,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
         The stage: write each run folder at its path relative to ``root``, and ``root``'s own new entries.
     """
     root, home, label = _place(root, None, None)
-    runs = [Path(f).relative_to(root) for f in run_folders]
+    runs = [Path(os.path.realpath(f)).relative_to(root) for f in run_folders]  # root is its real path (32n)
     recover_tree(root, replaces)
     started = folder_identity(root)  # the folder this report writes into: another one there at the commit is refused
     _, stage, aside = _new_stage(home, lambda owner: _names(home, label, owner))

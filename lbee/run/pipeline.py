@@ -56,7 +56,7 @@ class DescribeResult:
 
 @dataclass
 class RunResult:
-    """One dataset × model run: a :class:`DescribeResult` per slicer (the first is the main one), or a per-class result.
+    """One dataset × model run: a `DescribeResult` per slicer (the first is the main one), or a per-class result.
 
     Attributes
     ----------
@@ -86,7 +86,7 @@ class RunResult:
 
     @property
     def main(self):
-        """The first slicer's :class:`DescribeResult`."""
+        """The first slicer's `DescribeResult`."""
         return next(iter(self.results.values())) if self.results else None
 
     def confirmed(self):
