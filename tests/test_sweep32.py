@@ -855,3 +855,57 @@ def test_a_report_into_a_relative_folder_or_one_through_a_link_is_written(tmp_pa
             (stage / "index.html").write_text("the index")
         assert (given / "shapes" / "report.md").read_text() == "the run" and (given / "index.html").is_file()
     assert (tmp_path / "real" / "index.html").is_file() and not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
+def test_an_output_folder_swapped_for_a_link_during_the_work_is_refused_at_the_end(tmp_path):
+    """Sweep 32o B1: the output was resolved only when the write began, after the work (a describe's embedding, the
+    demo's world): another user who owned `/tmp/R` swapped it for a link to a folder of the victim's meanwhile, and
+    the run replaced the victim's files. The command pins its output when it checks it, at its start."""
+    from lbee.io.output_lock import OutputReplacedError, check_pinned, clear_pins, pin_output
+    from lbee.io.staging import staged_entries
+
+    out, victim = tmp_path / "R", tmp_path / "victim"
+    out.mkdir()
+    victim.mkdir()
+    (victim / "report.md").write_text("the victim's")
+    try:
+        pin_output(out, command=True)  # as the CLI's output check does
+        out.rename(tmp_path / "R.old")  # ... the work ...
+        out.symlink_to(victim)
+        with pytest.raises(OutputReplacedError):
+            with staged_entries(out) as stage:
+                (stage / "report.md").write_text("the new run")
+        with pytest.raises(OutputReplacedError, match="no longer the folder"):
+            check_pinned(out)  # a single file written beside (evaluate --out, export spotlight --out)
+    finally:
+        clear_pins()
+    assert (victim / "report.md").read_text() == "the victim's" and not list((tmp_path / "R.old").iterdir())
+
+
+def test_a_run_settles_a_report_above_its_folder_as_it_found_it_not_through_a_link_repointed(tmp_path):
+    """Sweep 32o B2: at the commit, a run settled a killed report above `out` as spelled (`latest`, repointed from
+    rp/a to rp/b meanwhile), moving the report's b part into a/. It settles through the folder it holds."""
+    from lbee.run.outputs import staged_run_folder
+
+    root = tmp_path / "rp"
+    for name in ("a", "b"):
+        (root / name).mkdir(parents=True)
+        (root / name / "report.md").write_text(f"{name}'s old run")
+    (root / "index.html").write_text("the report's index")
+    latest = tmp_path / "latest"
+    latest.symlink_to(root / "a")
+    with staged_run_folder(latest, overwrite=True) as stage:
+        (stage / "report.md").write_text("describe's")
+        dead = tmp_path / ".rp.lbee-report-staging-99999.0-aaaaaaaaaaaa"  # a report that died mid-swap
+        for name in ("a", "b"):
+            (dead / name).mkdir(parents=True)
+            (dead / name / "report.md").write_text(f"the dead report's {name}")
+        (dead / ".lbee-complete.json").write_text(
+            '{"folders": {"a": {"new": ["report.md"], "old": ["report.md"], "run": true}, '
+            '"b": {"new": ["report.md"], "old": ["report.md"], "run": true}}}'
+        )
+        latest.unlink()
+        latest.symlink_to(root / "b")
+    assert (root / "a" / "report.md").read_text() == "describe's"
+    assert (root / "b" / "report.md").read_text() == "b's old run"  # its part is left to the next report
+    assert (dead / "b" / "report.md").is_file() and not (dead / "a").exists()

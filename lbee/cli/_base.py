@@ -226,8 +226,12 @@ def cli(ctx, cache_dir, device, quiet, verbose, debug):
 
     The options below go before or after the command: lbee -q describe ... is lbee describe ... -q.
     """
+    from ..io.output_lock import clear_pins
+
     ctx.ensure_object(dict)
     ctx.obj.update(cache_dir=cache_dir, device=device, progress=not quiet, debug=debug, verbose=verbose)
+    clear_pins()  # the outputs this command checks are pinned for it alone (lbee.io.output_lock.pin_output)
+    ctx.call_on_close(clear_pins)
     setup_logging(verbose)
     bars_fit_the_terminal()
 
@@ -330,6 +334,9 @@ def check_writable_folder(path, option):
     ctx = click.get_current_context(silent=True)
     if created and ctx is not None:
         ctx.call_on_close(lambda: _remove_if_empty(created))
+    from ..io.output_lock import pin_output
+
+    pin_output(target, command=True)  # written at the end into this folder, or nowhere (sweep 32o)
     return target
 
 

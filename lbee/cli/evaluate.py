@@ -58,6 +58,7 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     from ..core.evaluation import evaluate as evaluate_fn
     from ..io.arrays import load_npy
     from ..io.cache import atomic_write_bytes, json_bytes
+    from ..io.output_lock import check_pinned
     from ..io.relevance import load_relevance
     from ..io.schemas import validate_performance
     from ..io.staging import OutputExistsError, check_no_replace
@@ -128,6 +129,7 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
         if own:
             write_beside_run(path.parent, target, data, scored)  # beside the run only while it is the one scored
         else:
+            check_pinned(target.parent)  # the folder checked at the start (sweep 32o)
             atomic_write_bytes(target, data)
     except ValueError as exc:
         raise LbeeError(str(exc)) from None

@@ -25,6 +25,57 @@ class OutputBusyError(OSError):
     """Another process held an output folder's lock for longer than `LOCK_PATIENCE_S`: nothing was written."""
 
 
+#: Output folders pinned when a command checked them: given path (absolute) -> (real path, identity, by the CLI).
+_PINS: dict = {}
+
+
+def pin_output(path, *, command=False):
+    """Record ``path``'s real folder now, so that the write at the end goes there or nowhere (`pinned`).
+
+    A command resolved its output only when it began writing, after the work: another user who owned the folder
+    in ``/tmp`` swapped it for a link meanwhile and the output went into the victim's folder (sweep 32o). The
+    pin made when a command checks its output (``command``: by the CLI, at its start) stands until the command
+    ends (`clear_pins`); one made by the run layer's own check is renewed at each check.
+    """
+    key = os.path.abspath(path)
+    if key in _PINS and _PINS[key][2]:
+        return
+    real = os.path.realpath(path)
+    _PINS[key] = (real, folder_identity(real), command)
+
+
+def pinned(path):
+    """``(real path, identity)`` pinned for ``path`` (`pin_output`), or None."""
+    pin = _PINS.get(os.path.abspath(path))
+    return None if pin is None else pin[:2]
+
+
+def started_identity(path):
+    """The identity of the folder ``path`` names, as pinned (`pin_output`) or, unpinned, as it is now."""
+    pin = pinned(path)
+    if pin is not None and pin[1] is not None:
+        return pin[1]
+    return folder_identity(os.path.realpath(path))
+
+
+def check_pinned(path):
+    """`OutputReplacedError` when the folder ``path`` names is no longer the one pinned for it (`pin_output`)."""
+    pin = pinned(path)
+    if pin is None or pin[1] is None:
+        return
+    real = os.path.realpath(path)
+    if real != pin[0] or folder_identity(real) != pin[1]:
+        raise OutputReplacedError(
+            f"{str(path)!r} is no longer the folder this command started with (it was renamed, or replaced by a "
+            "link, while lbee ran); nothing was written there. Check that folder, then run again"
+        )
+
+
+def clear_pins():
+    """Forget every pin (a CLI command's start and end)."""
+    _PINS.clear()
+
+
 class OutputReplacedError(OSError):
     """The output folder is no longer the one the writer started with (renamed, or replaced by a link)."""
 
@@ -172,7 +223,7 @@ def _open_folder(folder, below):
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise OutputReplacedError(
                 f"{str(folder)!r} is a link (or not a folder) where lbee writes a folder; nothing was written there. "
-                "Give the folder it points to, or another folder"
+                "Check who put it there (another user may have), then give a folder of your own"
             ) from None
         raise
 

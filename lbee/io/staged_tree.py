@@ -28,7 +28,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from .output_lock import folder_identity, lock_output, unlock_output
+from .output_lock import lock_output, started_identity, unlock_output
 from .staging import (
     COMPLETE,
     STARTED,
@@ -67,10 +67,10 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
     pathlib.Path
         The stage: write each run folder at its path relative to ``root``, and ``root``'s own new entries.
     """
-    root, home, label = _place(root, None, None)
-    runs = [Path(os.path.realpath(f)).relative_to(root) for f in run_folders]  # root is its real path (32n)
+    started = started_identity(root)  # the folder this report writes into: another one there at the commit is refused
+    given, (root, home, label) = Path(root), _place(root, None, None)
+    runs = [Path(f).relative_to(given) for f in run_folders]  # named from root as given; root is now its real path
     recover_tree(root, replaces)
-    started = folder_identity(root)  # the folder this report writes into: another one there at the commit is refused
     _, stage, aside = _new_stage(home, lambda owner: _names(home, label, owner))
     lock = None
     try:
@@ -303,7 +303,6 @@ def link_tree(src, dst):
 
 def _link_file(src, dst):
     """A hard link of ``src`` at ``dst`` (a copy of a regular file where the file system has none)."""
-    import os
     import stat
 
     try:

@@ -47,7 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .._files import process_tag, tag_alive
-from .output_lock import folder_identity, lock_output, unlock_output
+from .output_lock import lock_output, pinned, started_identity, unlock_output
 
 #: The commit file inside a stage: the new output is complete (JSON: ``new`` and ``old`` entry names).
 COMPLETE = ".lbee-complete.json"
@@ -170,9 +170,9 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
 
     An exception inside the block removes the stage and leaves ``folder`` as it was.
     """
+    started = started_identity(folder)  # the folder this writer writes into: another one there at the commit is refused
     folder, home, label = _place(folder, home, label)
     recover_leftovers(folder, home=home, label=label)
-    started = folder_identity(folder)  # the folder this writer writes into: another one there at the commit is refused
     owner, stage, aside = _new_stage(home, lambda owner: _names(home, label, owner))
     lock = None
     try:
@@ -249,7 +249,8 @@ def _place(folder, home, label):
     beside the folder it points to, on that folder's file system: beside the link, every swap failed with "Invalid
     cross-device link" (sweep 32g).
     """
-    real = Path(os.path.realpath(folder))  # used from here on: a link repointed meanwhile moves nothing (32n)
+    pin = pinned(folder)  # as the command found it when it began (sweep 32o), else as it is now
+    real = Path(pin[0] if pin else os.path.realpath(folder))  # used from here on: a link repointed moves nothing
     if home is None:
         if not real.name:
             raise ValueError(

@@ -18,6 +18,7 @@ import fnmatch
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..io.output_lock import pin_output
 from ..io.staged_tree import finish_part, recover_tree
 from ..io.staging import recover_leftovers, staged_entries
 
@@ -76,6 +77,7 @@ def check_out_folder(out, *, overwrite=False, option="--out", inputs=()):
     ``overwrite``: replacing the run would delete the command's own input. Call it before any work: the answer
     comes in a second, not after the embedding.
     """
+    pin_output(out)  # the folder written at the end is this one (lbee.io.output_lock)
     recover_leftovers(out)  # a killed run's swap is settled first, so what is checked is one whole run
     _settle_reports_above(out, lambda above: recover_tree(above, RUN_ENTRIES))  # and a killed report's (32m)
     found = run_entries(out)
@@ -110,6 +112,7 @@ def check_report_out(root, run_folders, *, overwrite=False, option="--out", inpu
     from ..io.staging import refuse_special_entries
 
     root = Path(root)
+    pin_output(root)  # the folder written at the end is this one (lbee.io.output_lock)
     recover_tree(root, RUN_ENTRIES)  # a killed report's own swap (`lbee.io.staged_tree`) is settled first
     refuse_special_entries(root, ["index.html"])  # before the work: never replaced (sweep 27)
     found = ["index.html"] if (root / "index.html").exists() or (root / "index.html").is_symlink() else []
@@ -151,8 +154,9 @@ def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
     check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs)  # a killed report's swap settled too
 
     # and again at the commit, under this folder's lock, for its part: one that died while this run worked (32j, 32k)
-    def again(held):  # under the run folder's lock, through that held folder
-        _settle_reports_above(out, lambda above: finish_part(above, out, held, RUN_ENTRIES))
+    def again(held):  # under the run folder's lock, through that held folder: by its real path, never re-resolved
+        here = Path(held.path)  # (a "latest" link repointed meanwhile moved another report's part in, sweep 32o)
+        _settle_reports_above(here, lambda above: finish_part(above, here, held, RUN_ENTRIES))
 
     with staged_entries(out, replaces=RUN_ENTRIES, exclusive=not overwrite, under_lock=again) as stage:
         yield stage
@@ -244,9 +248,10 @@ def write_beside_run(run_dir, target, data, read):
         The run was replaced meanwhile: nothing was written.
     """
     from ..io.cache import atomic_write_bytes
-    from ..io.output_lock import lock_output, unlock_output
+    from ..io.output_lock import check_pinned, lock_output, unlock_output
 
     run_dir, target = Path(run_dir), Path(target)
+    check_pinned(target.parent)  # the folder the command checked at its start (sweep 32o)
     lock = lock_output(run_dir.resolve()) if target.parent.resolve() == run_dir.resolve() else None
     try:
         if run_digest(run_dir) != read:

@@ -90,10 +90,7 @@ class RunResult:
         return next(iter(self.results.values())) if self.results else None
 
     def confirmed(self):
-        """The first slicer's confirmed statements, strongest first (`lbee.run.confirm_text.ranked_statements`).
-
-        A run whose statements were not tested (too few images, ``--confirm 0``) gives [] with a warning saying why.
-        """
+        """The first slicer's confirmed statements, strongest first; [] and a warning saying why when untested."""
         from .confirm_text import ranked_statements, warn_untested
 
         conf = (self.main.extra.get("confirmation") or {}) if self.main is not None else {}
