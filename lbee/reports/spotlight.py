@@ -196,7 +196,7 @@ def run_embeddings(run_dir, table, cache_dir=None):
     except (OSError, ValueError):
         identity = None
     if isinstance(identity, dict) and identity.get("image_embeddings_sha256"):
-        return _recorded_embeddings(identity, table)
+        return _recorded_embeddings(identity, table, run_dir)
     if not isinstance(identity, dict) or identity.get("encoder") in (None, "precomputed"):
         return None, "the run does not record the encoder its embeddings came from"
     identity = {k: v for k, v in identity.items() if k != "caveat"}  # a note on the run, not part of the cache key
@@ -230,12 +230,14 @@ def run_embeddings(run_dir, table, cache_dir=None):
     return np.stack([found[h] for h in hashes]).astype(np.float32), "the embedding cache"
 
 
-def _recorded_embeddings(identity, table):
+def _recorded_embeddings(identity, table, run_dir):
     """The rows of the precomputed embeddings a run read (`--image-embeddings`), when the file is still those rows.
 
     The run records the file as it was named and the digest of its data (its provenance's ``data_sha256``); the
     file is read as `lbee describe` reads it (its provenance checked, its ids file against the run's images) and
-    used only when its digest is the recorded one.
+    used only when its digest is the recorded one. A relative name is looked for from the current folder, then
+    from the run's folder and each folder above it (an export run from elsewhere found none, trial 25): only a
+    file of the recorded digest is taken, so a namesake is never.
     """
     import numpy as np
 
@@ -243,20 +245,32 @@ def _recorded_embeddings(identity, table):
     from ..io.row_ids import check_row_ids
 
     given = identity.get("image_embeddings")
-    if not isinstance(given, str) or not Path(given).is_file():
-        where = "" if Path(str(given)).is_absolute() else ", named from the folder the run ran in: export from there"
-        return None, f"the precomputed embeddings the run read ({given!r}) are not found{where}"
-    try:
-        emb, record = load_embeddings(given, "image_embeddings", kind="image_embeddings")
-        if record is None or record.get("data_sha256") != identity["image_embeddings_sha256"]:
-            raise ValueError("its rows are not those the run read (their digest differs)")
-        ids = table["image_id"].tolist()
-        check_row_ids(given, emb.shape[0], ids, "image_embeddings", against="the run's images")
-        if emb.ndim != 2 or emb.shape[0] != len(ids):
-            raise ValueError(f"it has shape {emb.shape}; the run has {len(ids)} images")
-    except ValueError as exc:
-        return None, f"the precomputed embeddings {given!r} cannot be used ({exc})"
-    return np.asarray(emb, dtype=np.float32), f"the run's precomputed embeddings {given!r}"
+    if not isinstance(given, str):
+        return None, f"the run records no file for its precomputed embeddings ({given!r})"
+    places = (
+        [Path(given)] if Path(given).is_absolute() else [Path(given), *(d / given for d in (run_dir, *run_dir.parents))]
+    )
+    found = [p for p in dict.fromkeys(places) if p.is_file()]
+    if not found:
+        return (
+            None,
+            f"the precomputed embeddings the run read ({given!r}) are not found from here or from the run's folder",
+        )
+    problem = None
+    for path in found:
+        try:
+            emb, record = load_embeddings(path, "image_embeddings", kind="image_embeddings")
+            if record is None or record.get("data_sha256") != identity["image_embeddings_sha256"]:
+                raise ValueError("its rows are not those the run read (their digest differs)")
+            ids = table["image_id"].tolist()
+            check_row_ids(path, emb.shape[0], ids, "image_embeddings", against="the run's images")
+            if emb.ndim != 2 or emb.shape[0] != len(ids):
+                raise ValueError(f"it has shape {emb.shape}; the run has {len(ids)} images")
+        except ValueError as exc:
+            problem = problem or f"the precomputed embeddings {str(path)!r} cannot be used ({exc})"
+            continue
+        return np.asarray(emb, dtype=np.float32), f"the run's precomputed embeddings {str(path)!r}"
+    return None, problem
 
 
 def export_spotlight(run_dir, out=None, *, cache_dir=None, images=None, without_images=False):
