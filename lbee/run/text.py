@@ -9,6 +9,7 @@ from .confirm_text import (  # noqa: F401  (named from here too)
     confirmation_lines,
     confirmation_note,
     confirmed_statements_lines,
+    untested_statement_lines,
 )
 from .folded import FEW_IMAGES, calm_line, few_line  # noqa: F401  (named from here too)
 
@@ -225,9 +226,8 @@ def top_sentences(result, width=None):
 def terminal_blocks(result, width=None, *, others=True):
     """One block per hard group: size, error rate, easy twin, and the methods' K sentences, wrapped to fit.
 
-    Groups of fewer than `FEW_IMAGES` images share one line at the end (``report.md`` and the HTML show them), and
-    so do the unconfirmed groups whose images fail no more often than all the images do. ``others=False`` shows the
-    describer to read first (`first_method`) alone (``lbee describe`` without ``-v``).
+    Groups of fewer than `FEW_IMAGES` images, and unconfirmed ones failing no more often than all images, share a
+    line at the end. ``others=False``: the describer to read first (`first_method`) alone (no ``-v``).
     """
     import textwrap
 
@@ -268,7 +268,7 @@ def terminal_blocks(result, width=None, *, others=True):
         said = confirmation_lines(result.extra.get("confirmation"), i)
         if not others and not confirmed and said:  # one line (a twenty-second user read three per lead); -v: all
             said = [_unconfirmed_line(result.extra["confirmation"], i)]
-        for line in said:
+        for line in said + untested_statement_lines(result.extra, first.params, i):
             out.extend(textwrap.wrap(line, cols, initial_indent="  ", subsequent_indent=" " * 4))
         out.append("")
     if few:
