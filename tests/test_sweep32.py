@@ -909,3 +909,46 @@ def test_a_run_settles_a_report_above_its_folder_as_it_found_it_not_through_a_li
     assert (root / "a" / "report.md").read_text() == "describe's"
     assert (root / "b" / "report.md").read_text() == "b's old run"  # its part is left to the next report
     assert (dead / "b" / "report.md").is_file() and not (dead / "a").exists()
+
+
+def test_a_folder_inside_a_pinned_output_is_refused_when_the_output_is_swapped_for_a_link(tmp_path):
+    """Sweep 32p B3: `spotcheck bench --worlds W` pinned W, but each world's folder W/ec_0001 was resolved when it
+    was written: W swapped for a link during the bench sent every world into the victim's folder."""
+    from lbee.io.output_lock import MAX_PINS, OutputReplacedError, clear_pins, pin_output
+    from lbee.io.staging import staged_entries
+
+    worlds, victim = tmp_path / "W", tmp_path / "victim"
+    worlds.mkdir()
+    victim.mkdir()
+    try:
+        pin_output(worlds, command=True)
+        worlds.rename(tmp_path / "W.old")
+        worlds.symlink_to(victim)
+        with pytest.raises(OutputReplacedError, match="no longer the folder"):
+            with staged_entries(worlds / "ec_0001", replaces=("*",)) as stage:
+                (stage / "model.pt").write_text("a world")
+        assert list(victim.iterdir()) == []
+        for i in range(MAX_PINS + 5):  # a long-lived process (lbee serve) keeps a bounded table
+            pin_output(tmp_path / f"job{i}")
+        from lbee.io import output_lock
+
+        assert len(output_lock._PINS) <= MAX_PINS
+    finally:
+        clear_pins()
+
+
+def test_a_folder_the_command_made_is_removed_at_its_end_only_while_it_is_that_folder(tmp_path):
+    """Sweep 32p B6: a failed command's clean-up removed the folders it had made by path, through a link put in
+    their place meanwhile (a victim's empty folder was deleted)."""
+    import click
+
+    from lbee.cli._base import check_writable_folder
+
+    victim = tmp_path / "victim" / "run"
+    victim.mkdir(parents=True)
+    with click.Context(click.Command("x")) as ctx:
+        check_writable_folder(tmp_path / "vp" / "run", "--out")
+        (tmp_path / "vp").rename(tmp_path / "vp.old")
+        (tmp_path / "vp").symlink_to(tmp_path / "victim")
+        ctx.close()
+    assert victim.is_dir()  # not the folder it made: left alone

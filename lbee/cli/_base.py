@@ -332,9 +332,11 @@ def check_writable_folder(path, option):
             f"{option} {shown(str(path))} is not a writable folder: {_what_is_there(target, exc)}."
         ) from None
     ctx = click.get_current_context(silent=True)
+    from ..io.output_lock import folder_identity, pin_output
+
+    made = {p: folder_identity(p) for p in created}  # removed only while still these folders (sweep 32p)
     if created and ctx is not None:
-        ctx.call_on_close(lambda: _remove_if_empty(created))
-    from ..io.output_lock import pin_output
+        ctx.call_on_close(lambda: _remove_if_empty([p for p in created if folder_identity(p) == made[p]]))
 
     pin_output(target, command=True)  # written at the end into this folder, or nowhere (sweep 32o)
     return target

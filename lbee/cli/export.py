@@ -68,6 +68,9 @@ def spotlight(run_dir, out, overwrite, images, without_images, open_):
     run_files = [Path(run_dir) / name for name in ("explanation.json", "assignments.parquet", "images.parquet")]
     # the run it reads is never replaced; --out is named only when the user gave it
     check_no_replace([target], overwrite=overwrite, inputs=run_files, option="--out" if out is not None else None)
+    from ..io.output_lock import pin_output
+
+    pin_output(target.parent, command=True)  # written at the end into this folder, or nowhere (sweep 32p)
     try:
         path, embeddings = export_spotlight(
             run_dir,

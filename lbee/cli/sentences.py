@@ -109,6 +109,9 @@ def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
         if classes is not None:
             g = _with_classes(g, classes)
         check_writable_folder(str(Path(out).resolve().parent), "--out")
+        from ..io.output_lock import pin_output
+
+        pin_output(Path(out).parent, command=True)  # as the write names it: there or nowhere (sweep 32p)
         copy = classes is not None
         check_grammar_set_out(out, grammar_copy=copy, overwrite=overwrite, inputs=inputs)  # before the work
         sents, conds, stats = generate(g, max_conditions, limit=limit)

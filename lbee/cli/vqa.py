@@ -187,6 +187,9 @@ def vqa(
         raise LbeeError(str(exc)) from None
     except (ValueError, TypeError, FileNotFoundError, VQAError) as exc:
         fail(exc)
+    from ..io.output_lock import check_pinned
+
+    check_pinned(Path(out).parent)  # the folder checked at the start (sweep 32p)
     write_relevance(result, out)
     n, m = result.relevance.shape
     click.echo(

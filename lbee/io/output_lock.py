@@ -27,6 +27,8 @@ class OutputBusyError(OSError):
 
 #: Output folders pinned when a command checked them: given path (absolute) -> (real path, identity, by the CLI).
 _PINS: dict = {}
+#: Pins kept at most (a command pins a few; a server's workers one per job).
+MAX_PINS = 256
 
 
 def pin_output(path, *, command=False):
@@ -40,14 +42,35 @@ def pin_output(path, *, command=False):
     key = os.path.abspath(path)
     if key in _PINS and _PINS[key][2]:
         return
+    if len(_PINS) >= MAX_PINS:  # a long-lived process (lbee serve's workers) keeps only the latest
+        _PINS.clear()
     real = os.path.realpath(path)
     _PINS[key] = (real, folder_identity(real), command)
 
 
+def _pin_of(path):
+    """``(key, pin)`` of ``path`` or of the nearest folder above it that is pinned, or None."""
+    key = os.path.abspath(path)
+    while key not in _PINS:
+        above = os.path.dirname(key)
+        if above == key:
+            return None
+        key = above
+    return key, _PINS[key]
+
+
 def pinned(path):
-    """``(real path, identity)`` pinned for ``path`` (`pin_output`), or None."""
-    pin = _PINS.get(os.path.abspath(path))
-    return None if pin is None else pin[:2]
+    """``(real path, identity)`` pinned for ``path`` (`pin_output`), or None.
+
+    A folder inside a pinned one (``--worlds W``'s ``W/ec_0001``, sweep 32p) is found inside the pinned real path,
+    its identity unknown (None).
+    """
+    found = _pin_of(path)
+    if found is None:
+        return None
+    key, (real, identity, _) = found
+    inner = os.path.relpath(os.path.abspath(path), key)
+    return (real, identity) if inner == "." else (os.path.join(real, inner), None)
 
 
 def started_identity(path):
@@ -59,15 +82,16 @@ def started_identity(path):
 
 
 def check_pinned(path):
-    """`OutputReplacedError` when the folder ``path`` names is no longer the one pinned for it (`pin_output`)."""
-    pin = pinned(path)
-    if pin is None or pin[1] is None:
+    """`OutputReplacedError` when the folder pinned for ``path`` (or above it, `pinned`) is no longer that folder."""
+    found = _pin_of(path)
+    if found is None or found[1][1] is None:
         return
-    real = os.path.realpath(path)
-    if real != pin[0] or folder_identity(real) != pin[1]:
+    key, (real, identity, _) = found
+    # the pinned real folder itself, reached through no link (a link to it repointed meanwhile changes nothing)
+    if os.path.realpath(real) != real or folder_identity(real) != identity:
         raise OutputReplacedError(
-            f"{str(path)!r} is no longer the folder this command started with (it was renamed, or replaced by a "
-            "link, while lbee ran); nothing was written there. Check that folder, then run again"
+            f"{key!r} is no longer the folder this command started with (it was renamed, or replaced by a link, "
+            "while lbee ran); nothing was written there. Check that folder, then run again"
         )
 
 

@@ -28,7 +28,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from .output_lock import lock_output, started_identity, unlock_output
+from .output_lock import check_pinned, lock_output, started_identity, unlock_output
 from .staging import (
     COMPLETE,
     STARTED,
@@ -79,6 +79,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
         folders = _folders(runs)
         root.mkdir(parents=True, exist_ok=True)
         lock = lock_output(root, expect=started)  # two reports (or a report and a run) into one folder take turns
+        check_pinned(given)  # and a pinned folder above it (sweep 32p)
         _check_started(stage, root)
         if exclusive:
             _refuse_a_report_there(root, runs, replaces)

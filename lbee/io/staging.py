@@ -47,7 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .._files import process_tag, tag_alive
-from .output_lock import lock_output, pinned, started_identity, unlock_output
+from .output_lock import check_pinned, lock_output, pinned, started_identity, unlock_output
 
 #: The commit file inside a stage: the new output is complete (JSON: ``new`` and ``old`` entry names).
 COMPLETE = ".lbee-complete.json"
@@ -170,7 +170,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
 
     An exception inside the block removes the stage and leaves ``folder`` as it was.
     """
-    started = started_identity(folder)  # the folder this writer writes into: another one there at the commit is refused
+    given, started = folder, started_identity(folder)  # another folder there at the commit is refused
     folder, home, label = _place(folder, home, label)
     recover_leftovers(folder, home=home, label=label)
     owner, stage, aside = _new_stage(home, lambda owner: _names(home, label, owner))
@@ -180,8 +180,9 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
         _check_started(stage, folder)
         new = sorted(p.name for p in stage.iterdir() if p.name not in _OWN)
         _test_kill("staged")
-        from .cache import atomic_write_bytes
+        from .cache import atomic_write_bytes  # (numpy: imported only by a write)
 
+        check_pinned(given)  # the pinned folder (or the one above it, sweep 32p), before anything is made in it
         folder.mkdir(parents=True, exist_ok=True)
         # Two writers into one output take turns from here: each sees what the other left and replaces it whole.
         lock = lock_output(folder, expect=started)
@@ -249,6 +250,7 @@ def _place(folder, home, label):
     beside the folder it points to, on that folder's file system: beside the link, every swap failed with "Invalid
     cross-device link" (sweep 32g).
     """
+    check_pinned(folder)  # nothing is made in a pinned folder that is no longer that folder (sweep 32p)
     pin = pinned(folder)  # as the command found it when it began (sweep 32o), else as it is now
     real = Path(pin[0] if pin else os.path.realpath(folder))  # used from here on: a link repointed moves nothing
     if home is None:
@@ -368,11 +370,7 @@ def _owned(home, label, owner, kinds=("staging", "replaced")):
 
 
 def _mine(path):
-    """Whether a leftover is a folder of this user's.
-
-    One planted by another user in a shared folder (/tmp) is never settled, so it can neither delete this user's
-    files nor move its own in (sweep 32j).
-    """
+    """Whether a leftover is a folder of this user's: one planted by another user (in /tmp) is never settled (32j)."""
     try:
         st = os.lstat(path)
     except OSError:
