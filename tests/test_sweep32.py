@@ -952,3 +952,27 @@ def test_a_folder_the_command_made_is_removed_at_its_end_only_while_it_is_that_f
         (tmp_path / "vp").symlink_to(tmp_path / "victim")
         ctx.close()
     assert victim.is_dir()  # not the folder it made: left alone
+
+
+def test_a_file_written_beside_a_run_goes_to_the_folder_pinned_not_where_a_link_points_now(tmp_path):
+    """Sweep 32q B8: `evaluate --out latest/m.json` (and the Spotlight and VQA --out) checked the pinned folder, then
+    wrote by the path as typed: with `latest` repointed from A to B meanwhile, the file went into B."""
+    from lbee.io.output_lock import clear_pins, pin_output, pinned_file
+    from lbee.run.outputs import run_digest, write_beside_run
+
+    a, b = tmp_path / "A", tmp_path / "B"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "explanation.json").write_text("{}")
+    latest = tmp_path / "latest"
+    latest.symlink_to(a)
+    try:
+        pin_output(latest, command=True)
+        read = run_digest(latest)
+        latest.unlink()
+        latest.symlink_to(b)
+        assert pinned_file(latest / "m.json") == a / "m.json"
+        write_beside_run(latest, latest / "metrics.json", b"{}", read)
+    finally:
+        clear_pins()
+    assert (a / "metrics.json").is_file() and not (b / "metrics.json").exists()

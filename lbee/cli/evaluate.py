@@ -58,7 +58,7 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     from ..core.evaluation import evaluate as evaluate_fn
     from ..io.arrays import load_npy
     from ..io.cache import atomic_write_bytes, json_bytes
-    from ..io.output_lock import check_pinned
+    from ..io.output_lock import check_pinned, pinned_file
     from ..io.relevance import load_relevance
     from ..io.schemas import validate_performance
     from ..io.staging import OutputExistsError, check_no_replace
@@ -129,8 +129,8 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
         if own:
             write_beside_run(path.parent, target, data, scored)  # beside the run only while it is the one scored
         else:
-            check_pinned(target.parent)  # the folder checked at the start (sweep 32o)
-            atomic_write_bytes(target, data)
+            check_pinned(target.parent)  # the folder checked at the start (sweep 32o), by its real path (32q)
+            atomic_write_bytes(pinned_file(target), data)
     except ValueError as exc:
         raise LbeeError(str(exc)) from None
     except OSError as exc:

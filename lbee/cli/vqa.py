@@ -187,10 +187,10 @@ def vqa(
         raise LbeeError(str(exc)) from None
     except (ValueError, TypeError, FileNotFoundError, VQAError) as exc:
         fail(exc)
-    from ..io.output_lock import check_pinned
+    from ..io.output_lock import check_pinned, pinned_file
 
-    check_pinned(Path(out).parent)  # the folder checked at the start (sweep 32p)
-    write_relevance(result, out)
+    check_pinned(Path(out).parent)  # the folder checked at the start (sweep 32p), written by its real path (32q)
+    write_relevance(result, pinned_file(Path(out)))
     n, m = result.relevance.shape
     click.echo(
         f"{n} images x {m} sentences; relevant pairs: {int(result.relevance.sum())} ({how} of {', '.join(backends)})"

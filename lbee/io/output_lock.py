@@ -42,8 +42,9 @@ def pin_output(path, *, command=False):
     key = os.path.abspath(path)
     if key in _PINS and _PINS[key][2]:
         return
-    if len(_PINS) >= MAX_PINS:  # a long-lived process (lbee serve's workers) keeps only the latest
-        _PINS.clear()
+    if len(_PINS) >= MAX_PINS:  # a long-lived process (lbee serve's workers): the run layer's are forgotten
+        for old in [k for k, pin in _PINS.items() if not pin[2]]:
+            del _PINS[old]
     real = os.path.realpath(path)
     _PINS[key] = (real, folder_identity(real), command)
 
@@ -79,6 +80,15 @@ def started_identity(path):
     if pin is not None and pin[1] is not None:
         return pin[1]
     return folder_identity(os.path.realpath(path))
+
+
+def pinned_file(path):
+    """``path`` (a file) in the real folder pinned for its folder, or as given when none is pinned.
+
+    A file written by the path as typed went where a link in it pointed at the end, not at the start (sweep 32q).
+    """
+    pin = pinned(os.path.dirname(os.path.abspath(path)))
+    return path if pin is None else type(path)(os.path.join(pin[0], os.path.basename(path)))
 
 
 def check_pinned(path):

@@ -248,10 +248,12 @@ def write_beside_run(run_dir, target, data, read):
         The run was replaced meanwhile: nothing was written.
     """
     from ..io.cache import atomic_write_bytes
-    from ..io.output_lock import check_pinned, lock_output, unlock_output
+    from ..io.output_lock import check_pinned, lock_output, pinned_file, unlock_output
 
     run_dir, target = Path(run_dir), Path(target)
-    check_pinned(target.parent)  # the folder the command checked at its start (sweep 32o)
+    check_pinned(target.parent)  # the folder the command checked at its start (sweep 32o), written by its real path
+    target = pinned_file(target)  # a link in the path repointed meanwhile changes nothing (sweep 32q)
+    run_dir = Path(pinned_file(run_dir / "explanation.json")).parent
     lock = lock_output(run_dir.resolve()) if target.parent.resolve() == run_dir.resolve() else None
     try:
         if run_digest(run_dir) != read:
