@@ -32,6 +32,7 @@ from .output_lock import check_pinned, lock_output, started_identity, unlock_out
 from .staging import (
     COMPLETE,
     STARTED,
+    _abandon,
     _check_started,
     _entry_names,
     _finish,
@@ -102,9 +103,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
 
         atomic_write_bytes(stage / COMPLETE, json.dumps({"folders": mark}).encode())
     except BaseException:
-        unlock_output(lock)
-        shutil.rmtree(stage, ignore_errors=True)
-        shutil.rmtree(aside, ignore_errors=True)
+        _abandon(lock, stage, aside)
         raise
     try:
         _swap(lock, stage, aside, mark, replaces)

@@ -199,9 +199,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
         refuse_special_entries(folder, old)  # before anything is moved: a device or a FIFO is never deleted
         atomic_write_bytes(stage / COMPLETE, json.dumps({"new": new, "old": old}).encode())
     except BaseException:
-        unlock_output(lock)
-        shutil.rmtree(stage, ignore_errors=True)
-        shutil.rmtree(aside, ignore_errors=True)
+        _abandon(lock, stage, aside)
         raise
     try:
         _finish(lock, stage, aside, {"new": new, "old": old})
@@ -225,10 +223,16 @@ def _new_stage(home, names):
         stage.mkdir()
         (stage / STARTED).touch()
     except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        aside.rmdir()
+        _abandon(None, stage, aside)
         raise
     return owner, stage, aside
+
+
+def _abandon(lock, stage, aside):
+    """A writer that stops before its commit: its lock released, its stage and aside folder removed."""
+    unlock_output(lock)
+    shutil.rmtree(stage, ignore_errors=True)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _check_started(stage, folder):
@@ -395,10 +399,7 @@ def _names(home, label, owner):
 
 
 def _finish(held, stage, aside, mark):
-    """Steps 3 and 4: old entries aside, new ones in, then clean. Safe to run again after an interruption.
-
-    ``held``: the output folder, locked (`lbee.io.output_lock.HeldFolder`): every move goes through it.
-    """
+    """Steps 3 and 4 (old entries aside, new ones in, clean) through ``held``, the locked output folder. Re-runnable."""
     new, old = mark["new"], mark["old"]
     for name in old:
         if name in new and not (stage / name).exists():  # this name's new entry is already in place
