@@ -8,6 +8,9 @@ The lock is taken on the folder opened once (`HeldFolder`), never through a link
 be the folder the writer started with; every listing and move of the swap goes through that open folder. A
 folder renamed away and replaced by a link while lbee ran (by another user who owned it in ``/tmp``, or a "latest"
 link repointed) took the swap wherever the link pointed (sweep 32n).
+
+Which folder that is was settled when the command checked its output, at its start (`pin_output`), not when the
+write began after the work (sweep 32o).
 """
 
 from __future__ import annotations
