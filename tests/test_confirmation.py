@@ -245,7 +245,25 @@ def test_confirmation_off_or_skipped_is_said_and_changes_nothing_else():
 
     said = " ".join(terminal_blocks(r, width=200).split())
     share = 100 * r.extra["hypotheses"][0]["error_concentration"]
-    assert f"not tested: of the hard and easy images its statement holds for, {share:.0f} % are hard" in said
+    line = f"not tested: of the hard and easy images its statement holds for, {share:.0f} % are hard"
+    assert line in said
+    # report.md and the HTML report say it too: the terminal alone did (issue 34)
+    from lbee.reports.html import ReportRun, render_report
+    from lbee.run.text import render_markdown
+
+    assert line in " ".join(render_markdown(r).split())
+    page = ReportRun(
+        "d",
+        "m",
+        {"ward": r.explanations},
+        r.sentences,
+        r.image_ids,
+        r.confidence,
+        r.performance,
+        confirmations={"ward": r.extra["confirmation"]},
+        hypotheses={"ward": r.extra["hypotheses"]},
+    )
+    assert line in " ".join(render_report(page).split())
     assert f"at least {MIN_CONFIRM_IMAGES}" in r.extra["confirmation"]["reason"]
     from lbee.run.confirm_text import confirmation_note
 

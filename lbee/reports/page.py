@@ -108,6 +108,8 @@ class ReportRun:
     banner: str | None = None
     #: per slicer, the run's ``confirmation`` record (`lbee.run.confirm.confirm_run`); its groups' order is kept
     confirmations: dict = field(default_factory=dict)
+    #: per slicer, the run's merged ``hypotheses`` records (``explanation.json``), where it merged its groups
+    hypotheses: dict = field(default_factory=dict)
     #: per method, the SpotCheck description score (known blindspots only; the terminal prints it beside the metrics)
     description_scores: dict = field(default_factory=dict)
 
@@ -258,6 +260,7 @@ def cluster_views(
     confusion, the φ histogram spec, a CSV of its members and the true
     blindspot it covers; the views are then sorted by ``run.group_order``.
     """
+    from ..run.confirm_text import untested_statement_lines
     from ..run.text import confirmation_lines, first_method
     from .marks import held_out_mark, held_out_state, leading_text
     from .vega import phi_histogram_spec, spec_json
@@ -311,6 +314,10 @@ def cluster_views(
             "methods": methods,
             "confirmation": confirmation_lines(conf, i),
             "confirmed": bool(conf.get("groups") and i < len(conf["groups"]) and conf["groups"][i]["confirmed"]),
+            # a run that tested nothing: how many of the images its statement holds for are hard (as the terminal)
+            "untested": untested_statement_lines(
+                {"confirmation": conf, "hypotheses": run.hypotheses.get(slicer)}, first.params, i
+            ),
         }
         if extras:
             view["confusion"] = _confusion(run, idx)
@@ -428,5 +435,6 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
         image_links=links,
         banner=random_weights_banner(result.encoder),
         confirmations={"ward": result.extra["confirmation"]} if "confirmation" in result.extra else {},
+        hypotheses={"ward": result.extra["hypotheses"]} if "hypotheses" in result.extra else {},
         description_scores=dict(analysis.description_score),
     )

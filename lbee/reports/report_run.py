@@ -87,6 +87,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
         group_order=(ds.report or {}).get("group_order", "risk"),
         banner=random_weights_banner(inputs.encoder),
         confirmations={name: r.extra["confirmation"] for name, r in run.results.items() if "confirmation" in r.extra},
+        hypotheses={name: r.extra["hypotheses"] for name, r in run.results.items() if "hypotheses" in r.extra},
     )
 
 

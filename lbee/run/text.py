@@ -104,8 +104,8 @@ def render_markdown(result, metrics=None, n_examples=5):
             + f", compared with easy cluster {c.easy_cluster})"
         )
         lines.append("")
-        confirmed = confirmation_lines(result.extra.get("confirmation"), i)
-        lines += [f"- {t}" for t in confirmed] + ([""] if confirmed else [])
+        said = confirmation_lines(result.extra.get("confirmation"), i) + untested_statement_lines(result.extra, p, i)
+        lines += [f"- {t}" for t in said] + ([""] if said else [])
         least = np.asarray(idx)[np.argsort(np.asarray(result.confidence)[idx], kind="stable")[:n_examples]]
         shown = [result.image_ids[j] for j in least]  # the clearest failures, as the HTML report's strip
         lines.append("Least confident: " + ", ".join(f"`{s}`" for s in shown))
