@@ -5,6 +5,7 @@ Tests marked with ``BACKENDS`` run on SQLite and on a real PostgreSQL server
 tests/test_service_live.py and tests/test_service_crash.py.
 """
 
+import html as html_lib
 import io
 import json
 import os
@@ -1002,6 +1003,10 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     assert str(root) not in explained and '"image_embeddings":"br/img.npy"' in explained.replace(" ", "")  # paths
     index = client.get("/", headers=read).text
     assert str(root) not in index  # seventh sweep S2: "Data root: /srv/..."
+    # trial 25: the run list showed metrics alone; what a run found (here: why nothing was tested) is a column
+    found = client.get(f"/v1/runs/{run['id']}", headers=read).json()["findings"]
+    assert found["statements"] == [] and "confirmation needs at least" in found["untested"]
+    assert f"nothing tested on held-out images ({found['untested']})" in html_lib.unescape(index)
     html = client.get(f"/v1/runs/{run['id']}/report", headers=read).text  # sixth sweep S2: links spelt the server's
     assert html.count("img_0") > 0 and str(root) not in html and 'href="../' not in html  # folders, and could not open
     thumb = client.get(groups[0][0]["thumbnail"], headers=read)

@@ -303,17 +303,26 @@ INDEX_FINDINGS = 3
 def run_findings(folder):
     """A run's strongest confirmed statements (texts) and why none were tested, from its ``explanation.json``.
 
-    The index showed metrics alone, and every report had to be opened to see what fails (trial 25).
+    The index showed metrics alone, and every report had to be opened to see what fails (trial 25). None for a file
+    that cannot be read as a run's (an older lbee's).
     """
     import json
     from pathlib import Path
 
+    try:
+        return findings_of(json.loads((Path(folder) / "explanation.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def findings_of(explanation):
+    """`run_findings` of an ``explanation.json`` already read (a dict); None when it is not a run's."""
     from ..run.confirm_text import ranked_statements, untested_reason
 
     try:
-        conf = json.loads((Path(folder) / "explanation.json").read_text(encoding="utf-8")).get("confirmation") or {}
+        conf = explanation.get("confirmation") or {}
         own = [str(s["text"]) for s in ranked_statements(conf) if s.get("adds_failure")]
-    except (OSError, ValueError, AttributeError, KeyError, IndexError, TypeError):  # a run of an older lbee
+    except (AttributeError, KeyError, IndexError, TypeError):  # a run of an older lbee
         return None
     return {
         "statements": own[:INDEX_FINDINGS],

@@ -25,7 +25,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import ChoiceLoader, Environment, PackageLoader, select_autoescape
 from sqlalchemy import select
 
 from .settings import ServiceSettings
@@ -209,7 +209,9 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
         raise TypeError(f"`settings` must be a ServiceSettings; received {type(settings).__name__}.")
     settings.output.mkdir(parents=True, exist_ok=True)
     db = Database(settings.db_url)  # creates or upgrades the schema (or refuses a newer one)
-    templates = Environment(loader=PackageLoader("lbee.service", "templates"), autoescape=select_autoescape())
+    # the reports' templates too: the run list's findings cell is the batch index's (one place)
+    loader = ChoiceLoader([PackageLoader("lbee.service", "templates"), PackageLoader("lbee.reports", "templates")])
+    templates = Environment(loader=loader, autoescape=select_autoescape())
     templates.globals["version"] = __version__  # every page's header (the login page had none)
     ctx = Context(db, settings, templates)
 

@@ -12,7 +12,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 
 from .settings import MAX_ID
-from .views import METRICS, compare_runs, job_dict, run_dict
+from .views import METRICS, compare_runs, job_dict, run_dict, stored_findings
 
 #: Swagger UI files served under /static/swagger/ (and no others).
 SWAGGER_FILES = {
@@ -104,7 +104,10 @@ def add_pages(app, ctx):
         if who is None:
             return RedirectResponse("/login", status_code=303)
         with db.session() as s:
-            runs = [run_dict(r) for r in s.scalars(select(Run).order_by(Run.id.desc()).limit(500))]
+            runs = [
+                {**run_dict(r), "findings": stored_findings(settings.output, r.folder)}
+                for r in s.scalars(select(Run).order_by(Run.id.desc()).limit(500))
+            ]
             jobs = [job_dict(j) for j in s.scalars(select(Job).order_by(Job.created.desc()).limit(200))]
             entries = s.execute(select(Job.id, Job.entry).where(Job.id.in_({r["job"] for r in runs}))).all()
         random = random_weight_runs(runs, dict(entries))

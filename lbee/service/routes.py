@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from .._validation import check_name_text, shown
 from .settings import MAX_ENTRY_BYTES, MAX_ID, MAX_NESTING
-from .views import compare_runs, job_dict, run_dict
+from .views import compare_runs, job_dict, run_dict, stored_findings
 
 RunId = Path(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
 
@@ -204,11 +204,15 @@ def add_api_routes(app, ctx):
                 q = q.where(Run.dataset == dataset)
             if model is not None:
                 q = q.where(Run.model == model)
-            return [run_dict(r) for r in s.scalars(q)]
+            return [_with_findings(r) for r in s.scalars(q)]
 
     @app.get("/v1/runs/{run_id}", tags=["runs"])
     def get_run(run_id: int = RunId, token=read):
-        return run_dict(ctx.run(run_id))
+        return _with_findings(ctx.run(run_id))
+
+    def _with_findings(run):
+        """A run's row and what it found: its strongest confirmed statements, or why none (the run list's column)."""
+        return {**run_dict(run), "findings": stored_findings(settings.output, run.folder)}
 
     @app.get("/v1/runs/{run_id}/report", response_class=HTMLResponse, tags=["runs"])
     def run_report_page(run_id: int = RunId, token=read):

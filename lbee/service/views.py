@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -36,6 +37,39 @@ def run_dict(run):
         "metrics": clean(run.rows),
         "links": {"report": f"/v1/runs/{run.id}/report", "job": f"/v1/jobs/{run.job_id}"},
     }
+
+
+def stored_findings(output, folder):
+    """A stored run's findings (`lbee.reports.html.findings_of`): its strongest confirmed statements, or why none.
+
+    Read from the run's ``explanation.json`` (through `lbee.service.paths.run_file`: never a file linked out of the
+    run's folder), once per version of the file; None when it is missing or not a run's. The run list showed
+    metrics alone, and every report had to be opened to see what fails (trial 25).
+    """
+    from .paths import run_file
+
+    path = run_file(output, folder, "explanation.json")
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    found = _findings(str(path), st.st_mtime_ns, st.st_size)
+    return None if found is None else {**found, "statements": list(found["statements"])}
+
+
+@functools.lru_cache(maxsize=2048)
+def _findings(path, mtime_ns, size):
+    """`stored_findings` of one version of a file (the key: its path, time and size)."""
+    from pathlib import Path
+
+    from ..reports.html import findings_of
+
+    try:
+        return findings_of(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
 
 
 def job_dict(job, runs=()):
