@@ -417,7 +417,8 @@ def test_without_labels_the_order_line_speaks_of_the_performance_score_not_an_er
     r = _describe(p, "pred_unlabelled.csv", "unlabelled")
     assert r.exit_code == 0, r.output
     assert "without labels there is no error rate" in " ".join(r.output.split()) and "error rate ×" not in r.output
-    assert "ω being −entropy (no labels)" in " ".join(r.output.split())  # what the number is (a fifteenth user)
+    said = " ".join(r.output.split())
+    assert "mean performance" in said and "(performance = −entropy (no labels))" in said  # what it is (a 15th user)
     r = _describe(p, "pred.csv", "labelled2")
     assert "Groups in order of harm: error rate × size" in r.output
 
@@ -716,6 +717,8 @@ def test_the_report_lists_what_fails_before_the_metrics_and_says_when_nothing_wa
     assert [html.index(k) for k in order] == sorted(html.index(k) for k in order)
     overview = html[html.index('id="overview"') : html.index('id="groups-ward"')]
     assert 'id="untested"' in overview and "300 images: confirmation needs at least 500" in overview
+    # trial 25: "mean φ", "ω" on the page; the groups speak words (the symbols stay beside them in the Run panel)
+    assert "mean confidence" in overview and "mean φ" not in html and "(φ = " not in html and "mean ω" not in html
 
 
 def test_the_model_is_named_as_the_user_says_not_after_the_predictions_file(confident_errors):

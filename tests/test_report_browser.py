@@ -159,7 +159,7 @@ def test_demo_report_renders_in_chromium(demo_run, tmp_path):
     assert n_yes > 0 and n_no <= state["groups"] and (n_no == 0 or yes != no)
     assert state["fullImage"] and state["fullImage"].startswith(out.resolve().as_uri() + "/ec/images/test/")
     assert tip is not None and "visible" in tip[0], tip
-    assert '<img src="data:image/jpeg;base64,' in tip[1] and "φ" in tip[1] and "group " in tip[1]
+    assert '<img src="data:image/jpeg;base64,' in tip[1] and "confidence" in tip[1] and "group " in tip[1]
     faded = sum(1 for o in opacity if float(o) < 0.5)
     assert 0 < len(opacity) - faded < len(opacity) and faded > 0
     assert shot.stat().st_size > 50_000

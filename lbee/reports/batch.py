@@ -144,9 +144,9 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
         "per-class split": split,
         "C (hard clusters per class)": st.n_clusters,
         "K (sentences per cluster)": st.k,
-        "τ": run.tau,
+        "similarity threshold τ": run.tau,
         "o": st.o,
-        "ω": "correctness",
+        "performance ω": "correctness",
     }
     labels, preds = labels_and_predictions(run.scores)  # the browsers' captions and label -> prediction tables
     page = ReportRun(

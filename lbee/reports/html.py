@@ -88,7 +88,7 @@ def plane_plot(coords, confidence, groups, label):
         rasterized=True,
         linewidths=0,
     )
-    fig.colorbar(sc, ax=ax, label="confidence φ")
+    fig.colorbar(sc, ax=ax, label="confidence")
     for i, g in enumerate(groups):
         pts = coords[g]
         if len(pts) >= 3:

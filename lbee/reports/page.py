@@ -401,10 +401,10 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
         "a": p["a"],
         "C (hard clusters)": p["n_clusters"],
         "K (sentences per cluster)": p["k"],
-        "τ": p["tau"],
+        "similarity threshold τ": p["tau"],
         "o": o,
-        "φ": result.extra.get("confidence", "probability of the true class"),
-        "ω": "correctness",
+        "confidence φ": result.extra.get("confidence", "probability of the true class"),
+        "performance ω": "correctness",
         "EC seed": ec.seed,
         "protocol": analysis.protocol,
     }

@@ -49,10 +49,10 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
         "a": st.a,
         "C (hard clusters)": _clusters_words(run.main.explanations, st),
         "K (sentences per cluster)": st.k,
-        "τ": run.tau,
-        "φ": scores.confidence_desc,
-        "easy / hard split": scores.extra.get("split_criterion", f"φ at μ ± {st.a}σ"),
-        "ω": scores.performance_desc,
+        "similarity threshold τ": run.tau,
+        "confidence φ": scores.confidence_desc,
+        "easy / hard split": scores.extra.get("split_criterion", f"confidence at mean ± {st.a} s.d."),
+        "performance ω": scores.performance_desc,
     }
     if run.relevance is not None:  # the severity of the failure sentences: it means nothing without Γ
         params["o (failure-sentence severity)"] = st.o

@@ -22,7 +22,7 @@ import numpy as np
 
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"  # an identifier, never fetched
 PHI_HELP = (
-    "φ is the model's confidence, higher = easier. With --confidence-from entropy it is the negative "
+    "Confidence (φ in the papers) is the model's, higher = easier. With --confidence-from entropy it is the negative "
     "entropy of the softmax output: 0 means a one-hot (sure) prediction, more negative means the "
     "probability is spread over more classes (−log C at worst)."
 )
@@ -219,7 +219,8 @@ def plane_spec(coords, confidence, groups, image_ids, *, thumbs=None, max_points
     sel = {"name": "pick", "select": {"type": "point", "fields": ["group"], "on": "click", "clear": "dblclick"}}
     # An expression, not a tooltip encoding: points without a thumbnail then have no (broken) image at all.
     tooltip = {
-        "expr": "{'image': datum.img, 'image id': datum.id, 'φ': format(datum.phi, '.3f'), 'hard group': datum.group}"
+        "expr": "{'image': datum.img, 'image id': datum.id, 'confidence': format(datum.phi, '.3f'), "
+        "'hard group': datum.group}"
     }
     points = {
         "mark": {"type": "point", "filled": True, "size": 22 if len(keep) < 3000 else 10, "tooltip": tooltip},
@@ -231,7 +232,7 @@ def plane_spec(coords, confidence, groups, image_ids, *, thumbs=None, max_points
                 "field": "phi",
                 "type": "quantitative",
                 "scale": {"scheme": "viridis"},
-                "legend": {"title": "φ (confidence)", "gradientLength": 180},
+                "legend": {"title": "confidence", "gradientLength": 180},
             },
             "shape": {
                 "field": "hard",
@@ -287,6 +288,7 @@ def phi_histogram_spec(confidence, group, twin, *, bins=20):
         frac = counts / x.size
         for b in range(bins):
             values.append({"set": name, "phi": _num((edges[b] + edges[b + 1]) / 2), "fraction": _num(frac[b])})
+    domain = [_num(lo), _num(hi)]
     return {
         "$schema": VEGA_LITE_SCHEMA,
         "width": 230,
@@ -294,7 +296,7 @@ def phi_histogram_spec(confidence, group, twin, *, bins=20):
         "data": {"values": values},
         "mark": {"type": "line", "interpolate": "step", "tooltip": True},
         "encoding": {
-            "x": {"field": "phi", "type": "quantitative", "title": "φ", "scale": {"domain": [_num(lo), _num(hi)]}},
+            "x": {"field": "phi", "type": "quantitative", "title": "confidence", "scale": {"domain": domain}},
             "y": {"field": "fraction", "type": "quantitative", "title": "share", "axis": {"format": ".0%"}},
             "color": {
                 "field": "set",

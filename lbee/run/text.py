@@ -253,7 +253,7 @@ def terminal_blocks(result, width=None, *, others=True):
         rate = (
             f", error rate {1 - omega[c.indices].mean():.2f}"
             if binary
-            else f", mean ω {omega[c.indices].mean():.3f}" + (f", ω being {what}" if what else "")
+            else f", mean performance {omega[c.indices].mean():.3f}" + (f" (performance = {what})" if what else "")
         )
         size = f"{len(c.indices)} image" + ("" if len(c.indices) == 1 else "s")
         out.append(f"Hard group {i}: {size}{rate}, compared with easy cluster {c.easy_cluster}")
@@ -426,7 +426,7 @@ def order_line(conf, performance=None):
         )
     if performance is not None and not np.isin(np.asarray(performance, dtype=float), (0.0, 1.0)).all():
         return (
-            "Groups in order of (1 − mean ω) × size, the lowest performance score ω first (without labels there "
+            "Groups in order of (1 − mean performance) × size, the lowest performance first (without labels there "
             "is no error rate)."
         )
     return "Groups in order of harm: error rate × size, the most harmful first."

@@ -132,7 +132,9 @@ def add_browse_routes(app, ctx):
         )
         omega = hard.loc[hard["group"] == group, "performance"].astype(float)
         rate = (  # as the report's group header says it: an error rate for 0/1 correctness, else the mean ω
-            f"error rate {1 - omega.mean():.2f}" if omega.isin((0.0, 1.0)).all() else f"mean ω {omega.mean():.3f}"
+            f"error rate {1 - omega.mean():.2f}"
+            if omega.isin((0.0, 1.0)).all()
+            else f"mean performance {omega.mean():.3f}"
         )
         return templates.get_template("browse.html").render(
             run=run,
