@@ -145,3 +145,46 @@ def test_prototypes_equal_plain_means():
     np.testing.assert_allclose(means[:5], expected[:5], rtol=1e-13)
     np.testing.assert_allclose(np.linalg.norm(protos[:5], axis=1), 1.0)
     assert np.isnan(means[5]).all() and not protos[5].any()
+
+
+@pytest.mark.parametrize("n", [50, 3000])
+def test_group_sums_add_each_groups_rows_in_index_order_on_both_paths(n):
+    """The direct sums of a small input (a class of a per-class run) and the sparse product of a large one give
+    ``np.add.at``'s numbers, bit for bit, an empty group a zero row."""
+    from lbee.core.ward import _SMALL_SUM_ROWS, group_sums
+
+    assert (n <= _SMALL_SUM_ROWS) == (n == 50)
+    rng = np.random.default_rng(n)
+    E = rng.normal(size=(n, 33))
+    lab = rng.integers(0, 5, n)
+    lab[lab == 3] = 0  # group 3 stays empty
+    sums = np.zeros((5, 33))
+    np.add.at(sums, lab, E)
+    np.testing.assert_array_equal(group_sums(E, lab, 5), sums)
+
+
+def test_one_blas_thread_inside_another_changes_nothing_and_restores_on_exit():
+    """A per-class run's thousands of small products each set BLAS's threads (~45 µs): inside an open block, an
+    inner one does not call threadpoolctl, and the limit is lifted when the outer block ends."""
+    from threadpoolctl import threadpool_info
+
+    from lbee import _blas
+
+    def blas_threads():
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    _blas._CONTROLLER.clear()  # a controller built now knows every BLAS loaded so far (SciPy's own too)
+    before = blas_threads()
+    with _blas.one_blas_thread():
+        assert set(blas_threads()) <= {1}
+        calls = []
+        controller = _blas._CONTROLLER[0]
+        real = controller.limit
+        controller.limit = lambda **kw: calls.append(kw) or real(**kw)
+        try:
+            with _blas.one_blas_thread():
+                assert set(blas_threads()) <= {1}
+        finally:
+            controller.limit = real
+        assert calls == [] and set(blas_threads()) <= {1}
+    assert blas_threads() == before

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._blas import one_blas_thread
 from .._validation import check_choice, check_positive_int
 from ..core.evaluation import DEFAULT_O
 from ..core.explanation import EasyCluster, Explanation, HardCluster
@@ -233,9 +234,12 @@ def _run_classes(images, index, rel, splits, settings):
     """Yield each class's (label, explanations, metric rows), `CLASS_BATCH` classes fitted and scored at a time."""
     for i in range(0, len(splits), CLASS_BATCH):
         batch = splits[i : i + CLASS_BATCH]
-        parts = [_fit_class(images, cs, settings) for cs in batch]
+        with one_blas_thread():  # a class's products are small: one limit for the batch, not one per product
+            parts = [_fit_class(images, cs, settings) for cs in batch]
         for exps, cs in zip(_describe_batch(parts, index, settings), batch):
-            yield _describe_class(exps, rel, cs, settings)
+            with one_blas_thread():
+                done = _describe_class(exps, rel, cs, settings)
+            yield done
 
 
 _WORKER_INDEX: dict[tuple[Any, ...], Any] = {}  # the worker's SentenceIndex, built once per process

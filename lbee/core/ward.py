@@ -330,6 +330,10 @@ def kmeans_tree(X: FloatArray | UnitRows, n_cells: int, random_state: int) -> tu
     return cell_of, weighted_ward_linkage(means, counts)
 
 
+#: Up to this many rows, `group_sums` sums each group's rows directly.
+_SMALL_SUM_ROWS = 2048
+
+
 def group_sums(X: FloatArray | UnitRows, labels: IntArray, n_groups: int) -> FloatArray:
     """Row sums per label: one sparse (n_groups x n) indicator product, no ``np.add.at``.
 
@@ -337,9 +341,15 @@ def group_sums(X: FloatArray | UnitRows, labels: IntArray, n_groups: int) -> Flo
     (same floating-point result), in one pass over X. A `UnitRows` of more than one
     block is summed block by block (the blocks' sums added: the last digits may differ from one product).
     """
+    n = X.shape[0]
+    if n <= _SMALL_SUM_ROWS:  # a class of a per-class run: building the sparse indicator costs more than summing
+        rows = np.asarray(X, dtype=np.float64)
+        sums = np.zeros((n_groups, rows.shape[1]))
+        for g in np.unique(labels).tolist():  # a reduction along axis 0 adds the rows in index order, as add.at
+            sums[g] = rows[labels == g].sum(axis=0)
+        return sums
     from scipy.sparse import csr_matrix
 
-    n = X.shape[0]
     if isinstance(X, UnitRows) and not X.small():  # one indicator product per row block, summed
         sums = np.zeros((n_groups, X.shape[1]))
         for i0, b in X.blocks():
