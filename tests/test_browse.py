@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lbee.reports.browse import BROWSE_PAGE_SIZE, IMAGE_COLUMNS, IMAGES_TABLE
+from lbee.reports.browse import BROWSE_PAGE_SIZE, IMAGES_TABLE, TABLE_COLUMNS
 from lbee.reports.group_page import group_page
 from lbee.reports.stored_table import stored_images_table
 from tests.test_report_browser import _browser
@@ -112,7 +112,7 @@ def test_images_table_and_group_pages(demo_run):
     """images.parquet has one row per image; a hard group's pages (lbee serve's) hold each of its members once."""
     out, _ = demo_run
     table = stored_images_table(out)
-    assert list(table.columns) == list(IMAGE_COLUMNS)
+    assert list(table.columns) == list(TABLE_COLUMNS)
     assign = pd.read_parquet(out / "assignments.parquet")
     assert len(table) == len(assign) and table["image"].tolist() == assign["image"].tolist()
     # as the clustering left them, but the held-out images named so (a fifteenth user could not tell them apart)

@@ -34,6 +34,8 @@ class ImageEmbeddings:
         (path, reason) for every skipped image.
     n_encoded : int
         Images actually run through the encoder (0 on a fully cached rerun).
+    hashes : list of str or None
+        Per input path, the hex SHA-256 of the bytes embedded (None for a skipped image); None where not kept.
     """
 
     embeddings: np.ndarray
@@ -44,6 +46,7 @@ class ImageEmbeddings:
     #: [`embed_images_ray`][lbee.encoders.embedding.embed_images_ray])
     encoder_identity: dict | None = None
     encoder_tau: float | None = None
+    hashes: list | None = None
 
 
 def embed_images(
@@ -186,7 +189,7 @@ def embed_images(
     rows = [known[hashes[i]] for i in range(len(paths)) if ok[i]]
     dim = rows[0].shape[0] if rows else 0
     emb = np.stack(rows).astype(np.float32) if rows else np.zeros((0, dim), np.float32)
-    return ImageEmbeddings(emb, ok, fail_list, n_encoded)
+    return ImageEmbeddings(emb, ok, fail_list, n_encoded, hashes=[h if good else None for h, good in zip(hashes, ok)])
 
 
 def _cache_write(put, *args, where):

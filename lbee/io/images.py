@@ -63,6 +63,26 @@ def image_sha256(path):
         return file_sha256(src, limit=MAX_IMAGE_BYTES)
 
 
+@dataclass(frozen=True)
+class ImageFile:
+    """An image file as lbee read it: its path, made absolute then, and the SHA-256 of the bytes it read.
+
+    What a report's thumbnails and its per-image table are made from: the folder may be swapped while the run works
+    (sweep 32r: a job's report showed another folder's pictures, and its table named them), so a thumbnail is made
+    only from the same bytes (`lbee.reports.thumbnails.ThumbnailCache`) and the path recorded is this one.
+    ``os.fspath`` gives the path.
+    """
+
+    path: str
+    sha256: str | None = None
+
+    def __fspath__(self):
+        return self.path
+
+    def __str__(self):
+        return self.path
+
+
 @dataclass
 class ImageList:
     """Image paths with optional labels.

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io.images import ImageFile
 from .pairs import pair_text  # noqa: F401  (named from here too)
 
 #: Images per page of a group's browser (the report's and ``lbee serve``'s).
@@ -51,6 +52,9 @@ IMAGE_COLUMNS = (
     "label",
     "prediction",
 )
+#: Its columns since sweep 32r: ``image_sha256``, the digest of the bytes embedded (empty for precomputed
+#: embeddings); a table without it (an older run's) is read as before.
+TABLE_COLUMNS = (*IMAGE_COLUMNS, "image_sha256")
 
 
 def _name(class_names, c):
@@ -206,7 +210,7 @@ def _lead(exps):
 
 
 def images_table(run, slicer=None):
-    """One row per image of a report's run, the columns of `IMAGE_COLUMNS`.
+    """One row per image of a report's run, the columns of `TABLE_COLUMNS`.
 
     Parameters
     ----------
@@ -239,9 +243,12 @@ def images_table(run, slicer=None):
         sentence[c.indices] = run.sentences[s]
         if run.relevance is not None:
             holds[c.indices] = np.asarray(run.relevance[c.indices, s], dtype=bool)
-    # absolute: a run folder is read from anywhere (lbee export spotlight, lbee serve), not from where it was made
+    # absolute: a run folder is read from anywhere (lbee export spotlight, lbee serve), not from where it was made;
+    # an image read by the run (ImageFile) by the path it had then: its folder swapped since named another (sweep 32r)
+    sources = run.thumbnail_sources or [None] * n
     paths = [
-        str(Path(p).resolve()) if isinstance(p, (str, Path)) else None for p in (run.thumbnail_sources or [None] * n)
+        p.path if isinstance(p, ImageFile) else str(Path(p).resolve()) if isinstance(p, (str, Path)) else None
+        for p in sources
     ]
     has_cls = run.labels is not None
     return pd.DataFrame(
@@ -258,8 +265,9 @@ def images_table(run, slicer=None):
             "prediction": [_name(run.class_names, v) for v in run.preds]
             if has_cls and run.preds is not None
             else [None] * n,
+            "image_sha256": [p.sha256 if isinstance(p, ImageFile) else None for p in sources],
         },
-        columns=list(IMAGE_COLUMNS),
+        columns=list(TABLE_COLUMNS),
     )
 
 
@@ -276,5 +284,5 @@ def write_images_table(run, out_dir):
     path = Path(out_dir) / IMAGES_TABLE
     atomic_write_bytes(path, buf.getvalue())
     # its digest in the run's explanation: an edited label, prediction or path is refused on reading (sweep 25)
-    record_in_explanation(out_dir, "images_sha256", table_digest(table, IMAGE_COLUMNS))
+    record_in_explanation(out_dir, "images_sha256", table_digest(table, TABLE_COLUMNS))
     return path

@@ -148,6 +148,7 @@ def render_report(
     from .vega import PHI_HELP, metric_bars_spec, plane_spec, spec_json, vega_bundle
 
     star = run.failure_set()
+    changed_before = thumbs.n_changed if thumbs is not None else 0
     rows = run.metrics(star)
     chart = spec_json(metric_bars_spec(rows)) if rows else None
     columns, t1_rows, t1_total = table1_rows(run, star)
@@ -182,6 +183,7 @@ def render_report(
         for s, exps in run.explanations.items()
     ]
     browse_thumbs_json = browse_thumbs(run, sections, thumbs)
+    changed = changed_images_line(thumbs.n_changed - changed_before if thumbs is not None else 0)
     coords, plane_label = plane_coords(run, slicer_objects)
     plane = plane_points = None
     if coords is not None:
@@ -243,8 +245,27 @@ def render_report(
             browse_thumbs=browse_thumbs_json,
             other_max=OTHER_MAX_ROWS,
             vega_js=vega_bundle(cache_dir) if (chart or plane or sections) else None,
+            changed_images=changed,
         )
     )
+
+
+def changed_images_line(n_changed):
+    """What a report says (and warns, once) of images whose files changed after the run read them; None if none.
+
+    A job's image folder swapped while it ran gave a report of the first folder's groups with the second's
+    pictures (sweep 32r): those images now have no thumbnail, and the page says why.
+    """
+    if not n_changed:
+        return None
+    import warnings
+
+    said = (
+        f"{n_changed} image file(s) changed on disk after lbee read them: they are shown without thumbnails "
+        "(the analysis used the images as they were read). Run it again to see the files as they are now."
+    )
+    warnings.warn(said, UserWarning, stacklevel=3)
+    return said
 
 
 def statement_list(lines):

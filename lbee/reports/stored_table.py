@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .browse import IMAGE_COLUMNS, IMAGES_TABLE, _lead
+from .browse import IMAGE_COLUMNS, IMAGES_TABLE, TABLE_COLUMNS, _lead
 
 #: The typed columns of `IMAGES_TABLE`: (column, numpy dtype kinds, what they hold).
 COLUMN_KINDS = (
@@ -133,7 +133,7 @@ def stored_images_table(run_dir):
                     "prediction's correctness); expected the files of one run."
                 )
         recorded = None if truth is None else payload.get("images_sha256")
-        if recorded is not None and recorded != table_digest(table, IMAGE_COLUMNS):  # after the checks that name a row
+        if recorded is not None and recorded != table_digest(table, TABLE_COLUMNS):  # after the checks that name a row
             raise ValueError(
                 f"{str(images_path)!r}: its values differ from the ones its run recorded (explanation.json's "
                 "images_sha256): the file was edited or belongs to another run."

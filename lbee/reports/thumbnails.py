@@ -37,6 +37,9 @@ class ThumbnailCache:
     ----------
     n_generated, n_cached : int
         Thumbnails made in this session and thumbnails read from the cache.
+    n_changed : int
+        Images given with the digest of the bytes lbee read (`lbee.io.images.ImageFile`) whose file now holds other
+        bytes: they get no thumbnail (a report shows the images it analysed, or none).
     """
 
     def __init__(self, cache_dir=None, size=96):
@@ -44,10 +47,13 @@ class ThumbnailCache:
         self.size = int(size)
         self.n_generated = 0
         self.n_cached = 0
+        self.n_changed = 0
 
     def _key(self, source, opened=None):
         h = hashlib.sha1(f"v1|{self.size}|".encode())
-        if isinstance(source, np.ndarray):
+        if getattr(source, "sha256", None):  # the bytes read: the same thumbnail wherever the file is, or was
+            h.update(f"sha256:{source.sha256}".encode())
+        elif isinstance(source, np.ndarray):
             h.update(str(source.shape).encode())
             h.update(np.ascontiguousarray(source).tobytes())
         else:
@@ -59,17 +65,41 @@ class ThumbnailCache:
         """JPEG bytes of the thumbnail of ``source`` (a path or an (H, W[, 3]) uint8 array); None if unreadable.
 
         A path is opened once and checked as every reader checks a file (`lbee._files.pinned`): under a data root
-        (``lbee serve``), an image swapped for a link out of the root after it was embedded gets no thumbnail.
+        (``lbee serve``), an image swapped for a link out of the root after it was embedded gets no thumbnail. An
+        `lbee.io.images.ImageFile` with a digest gets the thumbnail of those bytes, or none when its file now holds
+        others (counted in ``n_changed``).
         """
         if isinstance(source, np.ndarray):
             return self._jpeg(source, None)
         from .._files import pinned
 
         try:
+            cached = self._cached(source)
+            if cached is not None:
+                return cached
             with pinned(source, "image") as opened:
-                return self._jpeg(source, opened)
+                if not getattr(source, "sha256", None):
+                    return self._jpeg(source, opened)
+                data = _bytes_of(opened, source.sha256)
+                if data is None:
+                    self.n_changed += 1
+                    return None
+                return self._jpeg(source, io.BytesIO(data))
         except (OSError, ValueError):  # missing, not a regular file, or outside the root: no thumbnail
             return None
+
+    def _cached(self, source):
+        """The cached thumbnail of a source known by its digest, or None (then it is made from the file)."""
+        if not getattr(source, "sha256", None):
+            return None
+        path = self._path(self._key(source))
+        if not path.is_file():
+            return None
+        self.n_cached += 1
+        return path.read_bytes()
+
+    def _path(self, key):
+        return self.folder / key[:2] / f"{key}.jpg"
 
     def _jpeg(self, source, opened):
         from PIL import Image
@@ -78,7 +108,7 @@ class ThumbnailCache:
             key = self._key(source, opened)
         except OSError:
             return None
-        path = self.folder / key[:2] / f"{key}.jpg"
+        path = self._path(key)
         if path.is_file():
             self.n_cached += 1
             return path.read_bytes()
@@ -103,3 +133,14 @@ class ThumbnailCache:
         """``data:image/jpeg;base64,...`` for ``source``, or None when it cannot be read."""
         data = self.jpeg(source)
         return None if data is None else "data:image/jpeg;base64," + base64.b64encode(data).decode()
+
+
+def _bytes_of(opened, sha256):
+    """The bytes of the file ``opened`` when their SHA-256 is ``sha256``; None when it holds other bytes."""
+    from ..io.images import MAX_IMAGE_BYTES
+
+    with open(opened, "rb") as fh:
+        data = fh.read(MAX_IMAGE_BYTES + 1)
+    if len(data) > MAX_IMAGE_BYTES or hashlib.sha256(data).hexdigest() != sha256:
+        return None
+    return data

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -205,7 +206,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         sset = load_sentence_set(ds.sentence_set)
         sset_name, sents = sset.name, list(sset.sentences)
     conditions, grammar = (None, None) if rival is not None else (sset.conditions, sset.grammar)
-    failures, enc = [], None
+    failures, enc, hashes = [], None, None
     if rival is not None:
         ids, paths, labels = list(rival.ids), [str(p) for p in rival.paths], np.asarray(rival.labels)
     elif ds.images is not None:
@@ -271,12 +272,13 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
             progress=progress,
             strict=ds.strict,
         )
-        emb, ok, failures, encoder_id, encoder_tau = (
+        emb, ok, failures, encoder_id, encoder_tau, hashes = (
             res.embeddings,
             res.ok,
             res.failures,
             enc.identity(),
             enc.default_tau,
+            res.hashes,
         )
         if caveat is not None and not is_random_spec(ds.encoder):  # recorded with the run: its reports show it
             encoder_id = dict(encoder_id, caveat=caveat)
@@ -321,6 +323,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
             rows_checked=rows_checked,
         )
     ids = [i for i, good in zip(ids, ok) if good]
+    thumbnails = _image_files(paths, hashes, ok)
     paths = None if paths is None else [p for p, good in zip(paths, ok) if good]
     labels = None if labels is None else np.asarray(labels)[ok]
     if rival is not None and ds.relevance in (None, "ground_truth"):  # the attribute labels: exact Γ
@@ -333,7 +336,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         sents,
         ids,
         paths,
-        paths,
+        thumbnails,
         labels,
         rel,
         source,
@@ -386,6 +389,19 @@ __all__ = [
     "spotcheck_relevance",
     "with_manifest_labels",
 ]
+
+
+def _image_files(paths, hashes, ok):
+    """The embedded images as `lbee.io.images.ImageFile` (real path, digest of the bytes embedded), or ``paths``.
+
+    A report's thumbnails and its table's paths come from these: a folder swapped while the run worked showed
+    another folder's pictures (sweep 32r). Without digests (precomputed embeddings beside images): the paths.
+    """
+    if paths is None or hashes is None:
+        return None if paths is None else [p for p, good in zip(paths, ok) if good]
+    from ..io.images import ImageFile
+
+    return [ImageFile(os.path.realpath(p), h) for p, h, good in zip(paths, hashes, ok) if good]
 
 
 def _skipped_as_given(path, why):

@@ -158,8 +158,10 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
             )
     if has_performance_column:  # the table's own ω wins over anything derived (lbee.scoring.confidence)
         omega = "the predictions' performance column"
-    else:
-        omega = "correctness" if scores.labels is not None else "−entropy (no labels)"
+    elif scores.labels is not None and (scores.probs is not None or scores.preds is not None):
+        omega = "correctness"
+    else:  # lbee.scoring.confidence.scores_from_table: a confidence column without predicted classes is ω too
+        omega = "−entropy (no labels)" if scores.probs is not None else "the confidence column (no predicted classes)"
     phi, phi_desc, extra = _label_aware_phi(scores, kind)
     if st.split_by in ("irfs", "saliency"):
         from ..analyses.sensitivity_outputs import confidence_from_sensitivity

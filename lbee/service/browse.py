@@ -103,15 +103,20 @@ def add_browse_routes(app, ctx):
         return await run_in_threadpool(_thumbnail, run_id, index)
 
     def _thumbnail(run_id, index):
+        from ..io.images import ImageFile
         from ..reports.thumbnails import ThumbnailCache
 
         folder, table = table_of(ctx.run(run_id))
         if index >= len(table):
             raise HTTPException(404, f"run {run_id} has {len(table)} images; no image {index}.")
-        path = image_file(table.iloc[index], folder, settings.root)
-        data = None if path is None else ThumbnailCache(settings.cache_dir).jpeg(str(path))
+        row = table.iloc[index]
+        path = image_file(row, folder, settings.root)
+        digest = row.get("image_sha256")  # the bytes the run read: a file changed since gets no thumbnail (32r)
+        cache = ThumbnailCache(settings.cache_dir)
+        data = None if path is None else cache.jpeg(ImageFile(str(path), digest if isinstance(digest, str) else None))
         if data is None:
-            raise HTTPException(404, f"image {index} of run {run_id} is not readable from the stored files.")
+            changed = " (its file changed since the run read it)" if cache.n_changed else ""
+            raise HTTPException(404, f"image {index} of run {run_id} is not readable from the stored files{changed}.")
         return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=86400"})
 
     @app.get("/runs/{run_id}/groups/{group}", response_class=HTMLResponse, include_in_schema=False)

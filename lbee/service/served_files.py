@@ -52,8 +52,8 @@ def served_explanation(path, settings):
     payload = json.loads(raw)
     if not isinstance(payload, dict) or "images_sha256" not in payload or not (path.parent / IMAGES_TABLE).is_file():
         return raw
-    from ..reports.browse import IMAGE_COLUMNS
+    from ..reports.browse import TABLE_COLUMNS
 
-    payload["images_sha256"] = table_digest(served_images_table(path.parent, settings), IMAGE_COLUMNS)
+    payload["images_sha256"] = table_digest(served_images_table(path.parent, settings), TABLE_COLUMNS)
     payload["content_sha256"] = content_digest(payload)
     return json.dumps(payload, separators=(",", ":")).encode()
