@@ -1016,3 +1016,69 @@ def test_a_service_run_whose_statements_were_not_tested_says_so_not_none_confirm
     assert "no statement confirmed" not in said
     with pytest.warns(UserWarning, match="no statement of this run was tested"):
         assert Server().confirmed("j1") == []
+
+
+def _statement(text, confirmed, n_in, rate_in, rate_out, beyond=None):
+    return {
+        "text": text,
+        "confirmed": confirmed,
+        "n_in": n_in,
+        "error_rate_in": rate_in,
+        "error_rate_out": rate_out,
+        "ci": [rate_in - 0.1, rate_in + 0.1],
+        "lift": 3.0,
+        "q_value": 0.001 if confirmed else 0.5,
+        "p_value": 0.001 if confirmed else 0.5,
+        "effect_low": 2.0,
+        "beyond": beyond,
+    }
+
+
+def test_a_statement_that_confirms_but_adds_no_failure_is_said_so_everywhere_never_not_confirmed():
+    """Trial 26: "at night" was listed among the findings as confirming but adding no failure, while its group said
+    "not confirmed: the 75 its statement holds for fail at 0.27, the rest at 0.04", the report "NOT CONFIRMED" and the
+    JSON ``statement.confirmed: true`` beside ``confirmed: false``. And group 0's table cell named its confounded
+    statement, not the finding it goes with."""
+    from types import SimpleNamespace
+
+    from lbee.core.explanation import Explanation, HardCluster
+    from lbee.run.confirm_text import confirmation_lines, group_verdict, unconfirmed_line
+    from lbee.run.text import summary_dict
+
+    above = {"above": [2], "confirmed": False, "n_in": 3, "error_rate_in": 0.3, "error_rate_out": 0.04}
+    beyond = {"groups_above": [0], "confirmed": False, "n_in": 59, "error_rate_in": 0.10, "error_rate_out": 0.04}
+    beyond.update(lift=2.7, ci=[0.05, 0.2], p_value=0.08, effect_low=1.1)
+    conf = {
+        "status": "done",
+        "n_held_out": 210,
+        "outcome": "fail at",
+        "statements": [
+            _statement("a fox, on snow, at night", True, 16, 0.88, 0.04, beyond=above),
+            _statement("at night", True, 75, 0.27, 0.04, beyond=above),
+            _statement("a fox, at night", True, 19, 0.89, 0.04),
+        ],
+        "groups": [
+            {"images": 36, "statement": 0, "confirmed": True},
+            {"images": 21, "statement": 1, "confirmed": False, "beyond": beyond},
+        ],
+        "ranked": [2, 0, 1],
+    }
+    assert group_verdict(conf, 0) == {"verdict": "confirmed", "finding": "a fox, at night", "groups_above": []}
+    assert group_verdict(conf, 1)["verdict"] == "goes with" and group_verdict(conf, 1)["groups_above"] == [0]
+    one = unconfirmed_line(conf, 1)
+    assert one.startswith("confirmed, goes with group 0") and "not confirmed" not in one.lower()
+    assert "NOT CONFIRMED" not in confirmation_lines(conf, 1)[0] and "confirmed, but it adds no failure" in (
+        confirmation_lines(conf, 1)[0]
+    )
+    hard = [HardCluster(np.arange(4) + 4 * i, np.zeros(2), 0, [0], [1.0]) for i in range(2)]
+    result = SimpleNamespace(
+        explanations={"compose": Explanation(hard, [], "compose", {}, ["s"])},
+        encoder={},
+        extra={"confirmation": conf},
+        image_ids=[str(i) for i in range(8)],
+        failures=[],
+    )
+    said = summary_dict(result)
+    assert [g["confirmation"]["verdict"]["verdict"] for g in said["hard_groups"]] == ["confirmed", "goes with"]
+    assert [f["text"] for f in said["findings"] if f["adds_failure"]] == ["a fox, at night"]
+    assert said["confirmation"] == {"status": "done", "n_held_out": 210}

@@ -260,7 +260,7 @@ def cluster_views(
     confusion, the φ histogram spec, a CSV of its members and the true
     blindspot it covers; the views are then sorted by ``run.group_order``.
     """
-    from ..run.confirm_text import untested_statement_lines
+    from ..run.confirm_text import group_verdict, untested_statement_lines, verdict_words
     from ..run.text import confirmation_lines, first_method
     from .marks import held_out_mark, held_out_state, leading_text
     from .vega import phi_histogram_spec, spec_json
@@ -314,6 +314,8 @@ def cluster_views(
             "methods": methods,
             "confirmation": confirmation_lines(conf, i),
             "confirmed": bool(conf.get("groups") and i < len(conf["groups"]) and conf["groups"][i]["confirmed"]),
+            "verdict": group_verdict(conf, i),  # one verdict, in the terminal's and the JSON's words (trial 26)
+            "verdict_words": verdict_words(group_verdict(conf, i)),
             # a run that tested nothing: how many of the images its statement holds for are hard (as the terminal)
             "untested": untested_statement_lines(
                 {"confirmation": conf, "hypotheses": run.hypotheses.get(slicer)}, first.params, i

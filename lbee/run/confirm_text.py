@@ -113,8 +113,9 @@ def confirmation_lines(conf, i):
         ]
     elif b is not None and not b["confirmed"]:
         above = ", ".join(map(str, b["groups_above"]))
+        said = "confirmed, but it adds" if s["confirmed"] else "NOT CONFIRMED: it adds"  # group_verdict's words
         lines = [
-            f"its statement NOT CONFIRMED: it adds no failure to group{'s' if len(b['groups_above']) > 1 else ''} "
+            f"its statement {said} no failure to group{'s' if len(b['groups_above']) > 1 else ''} "
             f"{above}, whose statements are stronger ({own}; but the {b['n_in']} of them those statements do not "
             "hold for fail at "
             f"{b['error_rate_in']:.2f}, against {b['error_rate_out']:.2f} for the rest, p = {b['p_value']:.2g}"
@@ -243,7 +244,76 @@ def _group_test(conf, i):
     if not conf or conf.get("status") != "done" or i >= len(conf.get("groups", ())):
         return None
     g = conf["groups"][i]
-    return {**g, "statement": None if g["statement"] is None else conf["statements"][g["statement"]]}
+    return {
+        **g,
+        "statement": None if g["statement"] is None else conf["statements"][g["statement"]],
+        "verdict": group_verdict(conf, i),
+    }
+
+
+#: A hard group's verdicts on held-out images (`group_verdict`), in the words every view uses.
+VERDICTS = ("confirmed", "goes with", "not confirmed")
+
+
+def group_verdict(conf, i):
+    """Hard group ``i``'s verdict on the held-out images, said the same way by the terminal, the reports and JSON.
+
+    A twenty-sixth user read "confirm but add no failure" of a statement in the findings, "not confirmed" of the same
+    statement in its group, and ``statement.confirmed: true`` beside ``confirmed: false``: a statement that confirms
+    but adds no failure beyond a stronger group's is neither.
+
+    Returns
+    -------
+    dict or None
+        ``verdict``: 'confirmed' (its statement confirms as a failure), 'goes with' (its statement confirms, but the
+        images it adds beyond stronger groups' statements fail no more than the rest: it goes with their failure) or
+        'not confirmed'; ``finding``: the statement that says what fails here (for a confirmed statement that goes
+        with a stronger confirmed one, that one: the failure without the condition that goes with it);
+        ``groups_above``: the stronger groups ('goes with'). None when the run tested nothing.
+    """
+    if not conf or conf.get("status") != "done" or i >= len(conf.get("groups", ())):
+        return None
+    g = conf["groups"][i]
+    s = None if g.get("statement") is None else conf["statements"][g["statement"]]
+    if s is None:
+        return {"verdict": "not confirmed", "finding": None, "groups_above": []}
+    if g.get("confirmed"):
+        above = [] if adds_a_failure(s) else stronger_than(s, conf["statements"])
+        return {"verdict": "confirmed", "finding": above[0] if above else s["text"], "groups_above": []}
+    b = g.get("beyond")
+    if s["confirmed"] and b is not None and not b["confirmed"] and not g.get("not_a_failure"):
+        return {"verdict": "goes with", "finding": s["text"], "groups_above": list(b["groups_above"])}
+    return {"verdict": "not confirmed", "finding": s["text"], "groups_above": []}
+
+
+def verdict_words(verdict):
+    """A verdict in a few words: 'confirmed', 'goes with group 0' or 'not confirmed' ('' for an untested run)."""
+    if verdict is None:
+        return ""
+    if verdict["verdict"] == "goes with":
+        above = verdict["groups_above"]
+        return f"confirmed, goes with group{'s' if len(above) > 1 else ''} {', '.join(map(str, above))}"
+    return verdict["verdict"]
+
+
+def unconfirmed_line(conf, i):
+    """Hard group ``i``'s statement in one line when the group is not a confirmed failure of its own."""
+    g = conf["groups"][i]
+    s = None if g.get("statement") is None else conf["statements"][g["statement"]]
+    if s is None or not s.get("n_in"):
+        return "not confirmed: its statement holds for no held-out image (lbee -v describe says more)"
+    rates = f"fail at {s['error_rate_in']:.2f}, the rest at {s['error_rate_out']:.2f}"
+    tested = f"the {s['n_in']} its statement holds for {rates}"
+    verdict = group_verdict(conf, i)
+    if verdict is not None and verdict["verdict"] == "goes with":
+        b = g["beyond"]
+        return (
+            f"{verdict_words(verdict)}: on the held-out images {tested} (confirmed), but the {b['n_in']} of them "
+            f"that stronger groups' statements do not hold for fail at {b['error_rate_in']:.2f} against "
+            f"{b['error_rate_out']:.2f}, not beyond chance (p = {b['p_value']:.2g}): it adds no failure of its own "
+            "(lbee -v describe says more)"
+        )
+    return f"not confirmed on the held-out images: {tested} (lbee -v describe says more)"
 
 
 def per_class_limits(grammar=False):

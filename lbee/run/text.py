@@ -9,6 +9,8 @@ from .confirm_text import (  # noqa: F401  (named from here too)
     confirmation_lines,
     confirmation_note,
     confirmed_statements_lines,
+    ranked_statements,
+    unconfirmed_line,
     untested_statement_lines,
 )
 from .folded import FEW_IMAGES, calm_line, few_line  # noqa: F401  (named from here too)
@@ -267,7 +269,7 @@ def terminal_blocks(result, width=None, *, others=True):
             out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
         said = confirmation_lines(result.extra.get("confirmation"), i)
         if not others and not confirmed and said:  # one line (a twenty-second user read three per lead); -v: all
-            said = [_unconfirmed_line(result.extra["confirmation"], i)]
+            said = [unconfirmed_line(result.extra["confirmation"], i)]
         for line in said + untested_statement_lines(result.extra, first.params, i):
             out.extend(textwrap.wrap(line, cols, initial_indent="  ", subsequent_indent=" " * 4))
         out.append("")
@@ -295,24 +297,13 @@ def terminal_blocks(result, width=None, *, others=True):
     return "\n".join(out + (textwrap.wrap(note, cols) if note else [])).rstrip()
 
 
-def _unconfirmed_line(conf, i):
-    """Hard group ``i``'s unconfirmed statement in one line: its held-out error rate against the rest's."""
-    g = conf["groups"][i]
-    s = None if g.get("statement") is None else conf["statements"][g["statement"]]
-    if s is None or not s.get("n_in"):
-        return "not confirmed: its statement holds for no held-out image (lbee -v describe says more)"
-    return (
-        f"not confirmed on the held-out images: the {s['n_in']} its statement holds for fail at "
-        f"{s['error_rate_in']:.2f}, the rest at {s['error_rate_out']:.2f} (lbee -v describe says more)"
-    )
-
-
 def summary_dict(result, out=None):
     """A machine-readable summary of a run (``lbee describe --json``)."""
     from .identity import encoder_words, is_random_weights, weights_words
 
     first = next(iter(result.explanations.values()))
     p = first.params
+    conf = result.extra.get("confirmation") or {}
     return {
         "encoder": encoder_words(result.encoder),
         "weights": weights_words(result.encoder),
@@ -323,6 +314,10 @@ def summary_dict(result, out=None):
         "n_easy": p.get("n_easy"),
         "n_skipped": len(result.failures),
         "params": {k: p[k] for k in ("a", "n_clusters", "n_hard_clusters_formed", "k", "tau", "ward") if k in p},
+        # the terminal's headline (a twenty-sixth user's CI script could not read it): the confirmed statements,
+        # strongest first, and whether (or why not) the run tested them
+        "findings": ranked_statements(conf),
+        "confirmation": {k: conf.get(k) for k in ("status", "reason", "n_held_out") if conf.get(k) is not None},
         "hard_groups": [
             {
                 "group": i,
