@@ -1067,8 +1067,9 @@ def test_a_statement_that_confirms_but_adds_no_failure_is_said_so_everywhere_nev
     assert group_verdict(conf, 1)["verdict"] == "goes with" and group_verdict(conf, 1)["groups_above"] == [0]
     one = unconfirmed_line(conf, 1)
     assert one.startswith("confirmed, goes with group 0") and "not confirmed" not in one.lower()
-    assert "NOT CONFIRMED" not in confirmation_lines(conf, 1)[0] and "confirmed, but it adds no failure" in (
-        confirmation_lines(conf, 1)[0]
+    assert (
+        "NOT CONFIRMED" not in confirmation_lines(conf, 1)[0]
+        and "confirmed, but it adds no failure" in (confirmation_lines(conf, 1)[0])
     )
     hard = [HardCluster(np.arange(4) + 4 * i, np.zeros(2), 0, [0], [1.0]) for i in range(2)]
     result = SimpleNamespace(
@@ -1082,3 +1083,30 @@ def test_a_statement_that_confirms_but_adds_no_failure_is_said_so_everywhere_nev
     assert [g["confirmation"]["verdict"]["verdict"] for g in said["hard_groups"]] == ["confirmed", "goes with"]
     assert [f["text"] for f in said["findings"] if f["adds_failure"]] == ["a fox, at night"]
     assert said["confirmation"] == {"status": "done", "n_held_out": 210}
+
+
+def test_a_grammar_runs_metrics_cover_composes_sentences_and_match_the_report_rows():
+    """Trial 26: with a grammar, `lbee.evaluate` refused the user's Γ (101 columns for 102 sentences: compose wrote
+    one), `RunResult` had no metrics, and its repr printed thousands of numbers."""
+    from dataclasses import replace
+
+    import lbee
+    from lbee.reports.page import ReportRun
+
+    inputs, scores, inside = grammar_world()
+    rel = inputs.embeddings[:, : len(inputs.sentences)] > 0.5  # Γ over the set's sentences, as a user has it
+    whole = run(replace(inputs, relevance=rel), scores, methods=("compose", "fpdiff"))
+    assert len(whole.sentences) > len(inputs.sentences) and whole.relevance.shape[1] == len(whole.sentences)
+    table = whole.metrics()
+    assert list(table["method"]) == ["compose", "fpdiff"] and table[["AHR", "ACR"]].notna().all().all()
+    page = ReportRun(
+        "d", "m", {"ward": whole.main.explanations}, whole.sentences, whole.main.image_ids,
+        scores.confidence, scores.performance, relevance=whole.relevance,
+    )  # fmt: skip
+    assert table.to_dict("records") == page.metrics()  # the CLI's rows
+    with pytest.raises(ValueError, match="sentence columns but the explanation was computed over"):
+        lbee.evaluate(whole.main.explanations["compose"], rel, scores.performance)
+    said = repr(whole)
+    assert len(said) < 300 and said.startswith(f"RunResult({len(inside)} images; slicers ward")
+    with pytest.raises(ValueError, match="given no relevance"):
+        run(inputs, scores).metrics()

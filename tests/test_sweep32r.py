@@ -11,7 +11,6 @@ import os
 
 import numpy as np
 import pandas as pd
-import pytest
 from click.testing import CliRunner
 from PIL import Image
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -227,3 +227,31 @@ def score_explanations(
             "n_failure_sentences": len(star),
         }
     return out
+
+
+def metric_rows(
+    explanations: dict[str, dict[str, Explanation]], relevance: ArrayLike, performance: ArrayLike, o: float | None
+) -> list[dict[str, Any]]:
+    """The metric rows of a run: per slicer and describer, ``slicer``, ``method`` and `score_explanation`'s.
+
+    Parameters
+    ----------
+    explanations : dict of str to dict of str to Explanation
+        Per slicer, its describers' explanations (all of one partition of the n images).
+    relevance : array-like of bool, shape (n, N)
+        Γ over every sentence the explanations index.
+    performance : array-like of shape (n,)
+    o : float or None
+        Severity of S*_β (None: `DEFAULT_O`).
+
+    Returns
+    -------
+    list of dict
+    """
+    rel, omega = check_relevance(relevance, performance)
+    star = set(_failure(rel, omega, DEFAULT_O if o is None else check_real(o, "o", minimum=0.0)).tolist())
+    return [
+        {"slicer": s, "method": m, **scores}
+        for s, exps in explanations.items()
+        for m, scores in score_explanations(exps, rel, star).items()
+    ]

@@ -8,7 +8,6 @@ Every command calls it: ``lbee describe`` and ``lbee report`` (:func:`run_model`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,86 +15,8 @@ import numpy as np
 from .._version import __version__
 from ..io.cache import atomic_write_bytes
 from .names import slug
+from .result import DescribeResult, RunResult  # noqa: F401  (named from here too)
 from .stored import load_explanations  # noqa: F401  (named from here too)
-
-
-@dataclass
-class DescribeResult:
-    """Everything ``lbee describe`` writes.
-
-    Attributes
-    ----------
-    explanations : dict of str to Explanation
-    image_ids : list of str
-        One per embedded image (row order of every per-image array).
-    confidence, performance : ndarray of shape (n,)
-    sentences : list of str
-    encoder : dict
-        The encoder identity.
-    sentence_set : str
-    failures : list of (str, str)
-        Skipped images and why.
-    image_paths : list of str or None
-    """
-
-    explanations: dict
-    image_ids: list
-    confidence: np.ndarray
-    performance: np.ndarray
-    sentences: list
-    encoder: dict
-    sentence_set: str
-    failures: list = field(default_factory=list)
-    image_paths: list | None = None
-    #: what else the run records: ``confirmation`` (the held-out test: ``status`` 'done', 'skipped' or 'off', and
-    #: the tested ``statements``), ``hypotheses`` (one per failure), the split criterion chosen
-    extra: dict = field(default_factory=dict)
-    #: the fitted lbee.core.partition.Partition (in memory: the slicer's groups before merging, the hypotheses)
-    partition: object = field(default=None, repr=False, compare=False)
-
-
-@dataclass
-class RunResult:
-    """One dataset × model run: a `DescribeResult` per slicer (the first is the main one), or a per-class result.
-
-    Attributes
-    ----------
-    results : dict of str to DescribeResult
-        Per slicer name, in the settings' order.
-    slicer_objects : dict of str to slicer
-        The fitted slicer objects of the non-Ward slicers (the HTML page shows their planes).
-    per_class : PerClassResult or None
-    scores : lbee.run.specs.Scores
-    settings : RunSettings
-    tau : float
-        The τ the describers used.
-    inputs : lbee.run.specs.RunInputs
-    """
-
-    results: dict
-    slicer_objects: dict
-    per_class: object
-    scores: object
-    settings: object
-    tau: float
-    inputs: object = None
-    #: the run's sentences: the set's, then those 'compose' wrote (every explanation indexes this list)
-    sentences: list | None = None
-    #: Γ of those sentences: the inputs', then the composed relevance of the added ones (pseudo ground truth)
-    relevance: object = None
-
-    @property
-    def main(self):
-        """The first slicer's `DescribeResult`."""
-        return next(iter(self.results.values())) if self.results else None
-
-    def confirmed(self):
-        """The first slicer's confirmed statements, strongest first; [] and a warning saying why when untested."""
-        from .confirm_text import ranked_statements, warn_untested
-
-        conf = (self.main.extra.get("confirmation") or {}) if self.main is not None else {}
-        warn_untested(conf)
-        return ranked_statements(conf)
 
 
 def _slicer_object(spec):

@@ -1,0 +1,139 @@
+"""What a run returns: a `DescribeResult` per slicer, gathered in a `RunResult` (`lbee.audit`, `lbee.run.pipeline`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class DescribeResult:
+    """Everything ``lbee describe`` writes.
+
+    Attributes
+    ----------
+    explanations : dict of str to Explanation
+    image_ids : list of str
+        One per embedded image (row order of every per-image array).
+    confidence, performance : ndarray of shape (n,)
+    sentences : list of str
+    encoder : dict
+        The encoder identity.
+    sentence_set : str
+    failures : list of (str, str)
+        Skipped images and why.
+    image_paths : list of str or None
+    """
+
+    explanations: dict
+    image_ids: list
+    confidence: np.ndarray
+    performance: np.ndarray
+    sentences: list
+    encoder: dict
+    sentence_set: str
+    failures: list = field(default_factory=list)
+    image_paths: list | None = None
+    #: what else the run records: ``confirmation`` (the held-out test: ``status`` 'done', 'skipped' or 'off', and
+    #: the tested ``statements``), ``hypotheses`` (one per failure), the split criterion chosen
+    extra: dict = field(default_factory=dict)
+    #: the fitted lbee.core.partition.Partition (in memory: the slicer's groups before merging, the hypotheses)
+    partition: object = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class RunResult:
+    """One dataset × model run: a `DescribeResult` per slicer (the first is the main one), or a per-class result.
+
+    Attributes
+    ----------
+    results : dict of str to DescribeResult
+        Per slicer name, in the settings' order.
+    slicer_objects : dict of str to slicer
+        The fitted slicer objects of the non-Ward slicers (the HTML page shows their planes).
+    per_class : PerClassResult or None
+    scores : lbee.run.specs.Scores
+    settings : RunSettings
+    tau : float
+        The τ the describers used.
+    inputs : lbee.run.specs.RunInputs
+    """
+
+    results: dict
+    slicer_objects: dict
+    per_class: object
+    scores: object
+    settings: object
+    tau: float
+    inputs: object = None
+    #: the run's sentences: the set's, then those 'compose' wrote (every explanation indexes this list)
+    sentences: list | None = None
+    #: Γ of those sentences: the inputs', then the composed relevance of the added ones (pseudo ground truth)
+    relevance: object = None
+
+    @property
+    def main(self):
+        """The first slicer's `DescribeResult`."""
+        return next(iter(self.results.values())) if self.results else None
+
+    def __repr__(self):
+        """One line: the dataset's size, the slicers and describers, and what was confirmed (not the arrays)."""
+        if self.per_class is not None:
+            return f"RunResult(per class: {len(self.per_class.explanations)} classes)"
+        main = self.main
+        conf = (main.extra.get("confirmation") or {}) if main is not None else {}
+        tested = (
+            f"{len(conf.get('ranked') or ())} confirmed statement(s)"
+            if conf.get("status") == "done"
+            else f"not tested ({conf.get('reason') or conf.get('status') or 'no confirmation'})"
+        )
+        methods = ", ".join(main.explanations) if main is not None else ""
+        n = len(main.image_ids) if main is not None else 0
+        return f"RunResult({n} images; slicers {', '.join(self.results)}; describers {methods}; {tested})"
+
+    def metrics(self, o=None):
+        """AHR / ACR / TPR / JI of every slicer's describers against the run's Γ: the rows the CLI prints.
+
+        Γ is the one the run was given (``relevance=`` / ``--relevance``), with the columns of the sentences
+        'compose' wrote composed from their conditions' columns (`relevance`): a Γ over the sentence set alone does
+        not cover them, so ``lbee.evaluate`` refuses it for a run with a grammar (trial 26).
+
+        Parameters
+        ----------
+        o : float, optional
+            Severity of the failure sentences S*_β (default: the run's, 0.2 unless set).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per slicer and describer: ``slicer``, ``method``, ``AHR``, ``ACR``, ``TPR``, ``JI``,
+            ``n_failure_sentences``.
+
+        Raises
+        ------
+        ValueError
+            The run was given no relevance.
+        """
+        import pandas as pd
+
+        from ..core.evaluation import metric_rows
+
+        if self.per_class is not None:
+            return self.per_class.metrics
+        if self.relevance is None:
+            raise ValueError(
+                "this run was given no relevance Γ: pass `relevance=` (an (n, N) bool array, or a table) to "
+                "lbee.audit, or --relevance to lbee describe, to score its describers"
+            )
+        o = getattr(self.settings, "o", None) if o is None else o
+        explanations = {name: r.explanations for name, r in self.results.items()}
+        return pd.DataFrame(metric_rows(explanations, self.relevance, self.scores.performance, o))
+
+    def confirmed(self):
+        """The first slicer's confirmed statements, strongest first; [] and a warning saying why when untested."""
+        from .confirm_text import ranked_statements, warn_untested
+
+        conf = (self.main.extra.get("confirmation") or {}) if self.main is not None else {}
+        warn_untested(conf)
+        return ranked_statements(conf)
