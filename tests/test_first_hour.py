@@ -473,6 +473,12 @@ def test_a_semicolon_separated_table_gets_a_hint(tmp_path):
     with pytest.raises(ValueError) as err:
         read_pinned(str(path), Path(path), ".csv")
     assert "';'" not in str(err.value)
+    # trial 26: a sentence file given as the predictions read pandas' "Error tokenizing data. C error: ..."
+    path.write_text("# a grammar's sentences\na photo\na photo, at night, in the rain\n")
+    with pytest.raises(ValueError) as err:
+        read_pinned(str(path), Path(path), ".csv")
+    said = str(err.value)
+    assert "line 3 has 3 comma-separated fields where its header has 1" in said and "tokenizing" not in said
 
 
 BLOCK_NUMPY = """

@@ -55,8 +55,28 @@ def read_pinned(src, path, suffix):
     except MemoryError:
         raise ValueError(f"Cannot read table {str(path)!r}: it does not fit in memory.") from None
     except Exception as exc:  # pandas / pyarrow raise many types for a damaged file
-        raise ValueError(f"Cannot read table {str(path)!r}: {exc or type(exc).__name__}") from None
+        raise ValueError(f"Cannot read table {str(path)!r}: {_in_words(exc, suffix)}") from None
     return table, fmt
+
+
+def _in_words(exc, suffix):
+    """The message pandas gives for a file that is not a table, said as lbee says a table's errors.
+
+    A sentence file given as --predictions read "Error tokenizing data. C error: Expected 2 fields in line 80, saw 3"
+    (trial 26): the line, what it holds, and what a table is.
+    """
+    import re
+
+    said = str(exc) or type(exc).__name__
+    found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", said)
+    if found is None:
+        return said
+    expected, line, saw = found.groups()
+    sep = "tab" if suffix == ".tsv" else "comma"
+    return (
+        f"line {line} has {saw} {sep}-separated fields where its header has {expected}; expected a table with one "
+        f"field per column on every line (a {sep} inside a cell needs quotes; is this file a table at all?)"
+    )
 
 
 def csv_options(fmt):
