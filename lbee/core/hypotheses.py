@@ -124,7 +124,7 @@ def one_hypothesis_per_failure(
         reach_t = search.reachable(found[0].literals)  # coverage as a share of what the description can reach
         for u, (gu, fu, _) in items.items():
             mutual = min(_mean(regions[u], g) / search.reachable(fu[0].literals), _mean(regions[t], gu) / reach_t)
-            if mutual >= search.min_support:
+            if mutual >= search.min_support or _same(found[0], fu[0]):
                 heapq.heappush(heap, (-mutual, u, t))
         items[t] = (g, found, pieces)
 
@@ -138,7 +138,8 @@ def one_hypothesis_per_failure(
             continue  # merged into another already
         union = np.union1d(items[i][0], items[j][0])
         found = search.search(union, k=k)
-        if coverage(search, found[0], union) < search.min_support * search.reachable(found[0].literals):
+        same = _same(items[i][1][0], items[j][1][0])
+        if not same and coverage(search, found[0], union) < search.min_support * search.reachable(found[0].literals):
             continue  # the union has no description of its own: two failures (the pair is not tried again)
         pieces = items.pop(i)[2] + items.pop(j)[2]
         del regions[i], regions[j]
@@ -156,6 +157,16 @@ def one_hypothesis_per_failure(
         descs.append(found)
     order = sorted(range(len(hyps)), key=lambda t: (-hyps[t].lower_bound, -len(hyps[t].indices)))
     return [hyps[t] for t in order], [descs[t] for t in order]
+
+
+def _same(a: Conjunction, b: Conjunction) -> bool:
+    """Whether two groups' best descriptions are one statement: then they are one hypothesis.
+
+    The search returns its best conjunction even where it holds for less than ``min_support`` of a small group
+    (a fallback); two groups said in the same words were left apart by the coverage rule, and a reader saw one
+    statement twice (trial 26: "at night under infrared light" for groups of 37 and 13 images).
+    """
+    return bool(a.literals) and set(a.literals) == set(b.literals)
 
 
 #: Rounds of `refine` at most (it stops earlier when the description no longer changes).
