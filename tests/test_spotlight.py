@@ -96,6 +96,10 @@ def test_export_has_one_row_per_image_with_hypothesis_sentence_split_confidence(
     anywhere = set().union(*(s["holds_for"] for s in findings))
     outside = [i for i in range(len(table)) if i not in anywhere]
     assert (table["finding"][outside] == "none").all() and table["finding_statement"][outside].isna().all()
+    # and images.parquet, for the user's own tools (a twenty-sixth user found them in the Spotlight table only)
+    images = pd.read_parquet(out / "images.parquet")
+    assert images["finding"].tolist() == table["finding"].astype(str).tolist()
+    assert images["finding_statement"].tolist() == table["finding_statement"].tolist()
 
 
 def test_export_of_a_run_made_from_a_relative_folder_finds_every_image(tmp_path, monkeypatch):

@@ -52,9 +52,10 @@ IMAGE_COLUMNS = (
     "label",
     "prediction",
 )
-#: Its columns since sweep 32r: ``image_sha256``, the digest of the bytes embedded (empty for precomputed
-#: embeddings); a table without it (an older run's) is read as before.
-TABLE_COLUMNS = (*IMAGE_COLUMNS, "image_sha256")
+#: Its columns since sweep 32r and trial 26: ``image_sha256``, the digest of the bytes embedded (empty for
+#: precomputed embeddings), and ``finding`` / ``finding_statement``, the strongest confirmed finding that holds for
+#: the image (`lbee.reports.finding_images.image_findings`); a table without them (an older run's) is read as before.
+TABLE_COLUMNS = (*IMAGE_COLUMNS, "image_sha256", "finding", "finding_statement")
 
 
 def _name(class_names, c):
@@ -226,6 +227,8 @@ def images_table(run, slicer=None):
     """
     import pandas as pd
 
+    from .finding_images import image_findings
+
     exps = run.explanations[slicer or next(iter(run.explanations))]
     first = _lead(exps)  # the describer the terminal says to read first: the page's sentence too
     n = len(run.image_ids)
@@ -266,6 +269,7 @@ def images_table(run, slicer=None):
             if has_cls and run.preds is not None
             else [None] * n,
             "image_sha256": [p.sha256 if isinstance(p, ImageFile) else None for p in sources],
+            **image_findings(run.confirmations.get(slicer or next(iter(run.explanations))), n),
         },
         columns=list(TABLE_COLUMNS),
     )

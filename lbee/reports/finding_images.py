@@ -13,6 +13,29 @@ import numpy as np
 from .browse import browse_view
 from .other_images import OTHER_MAX_ROWS
 
+#: The finding of an image no confirmed statement holds for (or of every image of a run not confirmed).
+NO_FINDING = "none"
+
+
+def image_findings(conf, n):
+    """Per image, the strongest finding that holds for it: ``finding`` and ``finding_statement``, shape (n,) each.
+
+    ``finding`` is ``finding 1``, ``finding 2``, ... as the report numbers the confirmed statements that add a
+    failure (`lbee.run.confirm_text.adds_a_failure`), or `NO_FINDING`; ``finding_statement`` its text (None).
+    From a run's confirmation block (``conf``, None for a run without one); a block written before runs recorded
+    each finding's images (``holds_for``) gives none.
+    """
+    from ..run.confirm_text import adds_a_failure
+
+    number, text = np.full(n, NO_FINDING, dtype=object), np.full(n, None, dtype=object)
+    statements = (conf or {}).get("statements") or []
+    findings = [j for j in (conf or {}).get("ranked") or () if adds_a_failure(statements[j])]
+    for k, j in reversed(list(enumerate(findings, 1))):  # the strongest written last: it wins an image two hold
+        idx = np.asarray(statements[j].get("holds_for") or [], dtype=np.int64)
+        idx = idx[(idx >= 0) & (idx < n)]
+        number[idx], text[idx] = f"finding {k}", statements[j]["text"]
+    return {"finding": number, "finding_statement": text}
+
 
 def finding_views(run, slicer, short, anchor, page_groups=1):
     """One browser per finding of ``slicer``'s run, in the order the findings are listed (strongest first).

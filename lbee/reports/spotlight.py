@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .._files import check_regular_file
+from .finding_images import NO_FINDING  # noqa: F401  (named from here too)
 
 #: The exported file, written into the run's folder by default.
 SPOTLIGHT_FILE = "spotlight.parquet"
@@ -19,8 +20,6 @@ SPOTLIGHT_FILE = "spotlight.parquet"
 NO_HYPOTHESIS = "none"
 #: The hypothesis of a hard image in none: told apart from an easy one without the split column (trial 25).
 HARD_UNEXPLAINED = "hard, in no hypothesis"
-#: The finding of an image no confirmed statement holds for (or of every image of a run not confirmed).
-NO_FINDING = "none"
 #: Columns of the export, in order: the image file, its id, its hypothesis (``group 3``, the hard group;
 #: `HARD_UNEXPLAINED` for a hard image in none, `NO_HYPOTHESIS` for an easy or a neutral one), the hypothesis'
 #: sentence, its split (hard / easy / neutral / held-out), φ, ω, label, prediction and whether the sentence holds
@@ -78,22 +77,15 @@ def _findings(run_dir, n):
     Read from ``explanation.json``'s confirmation block (checked as every reader checks it); a run without one, or
     written before it recorded each finding's images, has none (`NO_FINDING`, and no statement).
     """
-    import numpy as np
+    from .finding_images import image_findings
 
-    number, text = np.full(n, NO_FINDING, dtype=object), np.full(n, None, dtype=object)
     path = Path(run_dir) / "explanation.json"
+    conf = None
     if path.is_file():
-        from ..run.confirm_text import adds_a_failure
         from ..run.pipeline import load_explanations
 
-        conf = load_explanations(path)[1].get("confirmation") or {}
-        statements = conf.get("statements") or []
-        findings = [j for j in conf.get("ranked") or () if adds_a_failure(statements[j])]
-        for k, j in reversed(list(enumerate(findings, 1))):  # the strongest written last: it wins an image two hold
-            idx = np.asarray(statements[j].get("holds_for") or [], dtype=np.int64)
-            idx = idx[idx < n]
-            number[idx], text[idx] = f"finding {k}", statements[j]["text"]
-    return {"finding": number, "finding_statement": text}
+        conf = load_explanations(path)[1].get("confirmation")
+    return image_findings(conf, n)
 
 
 def spotlight_table(run_dir, images=None):
