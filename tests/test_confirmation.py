@@ -208,12 +208,17 @@ def test_a_confounder_that_compose_keeps_is_marked_not_needed_on_held_out_images
 
 
 @pytest.fixture(scope="module")
-def planted_run():
+def planted_whole():
     inputs, scores, _ = grammar_world()
-    return run(inputs, scores).main
+    return run(inputs, scores)
 
 
-def test_a_run_confirms_a_planted_failure_and_ranks_it_first(planted_run):
+@pytest.fixture(scope="module")
+def planted_run(planted_whole):
+    return planted_whole.main
+
+
+def test_a_run_confirms_a_planted_failure_and_ranks_it_first(planted_run, planted_whole):
     r = planted_run
     conf = r.extra["confirmation"]
     assert conf["status"] == "done" and conf["n_held_out"] == len(conf["held_out"]) == 900
@@ -229,6 +234,9 @@ def test_a_run_confirms_a_planted_failure_and_ranks_it_first(planted_run):
     # the hypothesis's own images beside its description's region, each named
     h = r.extra["hypotheses"][0]
     assert h["hypothesis_error_rate"] > 0.8 and "error_concentration" in h
+    # each confirmed statement with the ids of the images it holds for (trial 26 dug them out of extra)
+    top = planted_whole.confirmed()[0]
+    assert top["text"] == lead["text"] and top["images"] == [r.image_ids[i] for i in lead["holds_for"]]
 
 
 def test_confirmation_off_or_skipped_is_said_and_changes_nothing_else():
@@ -1014,6 +1022,7 @@ def test_a_service_run_whose_statements_were_not_tested_says_so_not_none_confirm
     said = capsys.readouterr().out
     assert "no statement was tested on held-out images (320 images: confirmation needs at least 500)" in said
     assert "no statement confirmed" not in said
+
     with pytest.warns(UserWarning, match="no statement of this run was tested"):
         assert Server().confirmed("j1") == []
 
@@ -1104,7 +1113,7 @@ def test_a_grammar_runs_metrics_cover_composes_sentences_and_match_the_report_ro
         scores.confidence, scores.performance, relevance=whole.relevance,
     )  # fmt: skip
     assert table.to_dict("records") == page.metrics()  # the CLI's rows
-    with pytest.raises(ValueError, match="sentence columns but the explanation was computed over"):
+    with pytest.raises(ValueError, match=r"computed over .* score a run of lbee.audit with result.metrics\(\)"):
         lbee.evaluate(whole.main.explanations["compose"], rel, scores.performance)
     said = repr(whole)
     assert len(said) < 300 and said.startswith(f"RunResult({len(inside)} images; slicers ward")

@@ -717,6 +717,14 @@ def test_the_report_lists_what_fails_before_the_metrics_and_says_when_nothing_wa
     assert [html.index(k) for k in order] == sorted(html.index(k) for k in order)
     overview = html[html.index('id="overview"') : html.index('id="groups-ward"')]
     assert 'id="untested"' in overview and "300 images: confirmation needs at least 500" in overview
+    # `lbee submit` lists such a run's leads: each group's first sentence (trial 26: only the report had them)
+    from lbee.cli.submit import _leads
+    from lbee.run.stored import load_explanations
+
+    exps, payload = load_explanations(p / "small" / "explanation.json")
+    exp = exps["tops"]
+    said = [exp.sentence_texts[c.sentences[0]] for c in exp.hard_clusters if len(c.sentences)]
+    assert said and _leads(payload) == said
     # trial 25: "mean φ", "ω" on the page; the groups speak words (the symbols stay beside them in the Run panel)
     assert "mean confidence" in overview and "mean φ" not in html and "(φ = " not in html and "mean ω" not in html
 

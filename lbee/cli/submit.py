@@ -91,6 +91,22 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
         raise LbeeError(str(exc)) from None
 
 
+def _leads(explanation):
+    """Each hard group's first sentence from the describer read first, in the run's order (texts; [] if none)."""
+    from ..run.text import first_method
+
+    methods = explanation.get("methods") if isinstance(explanation, dict) else None
+    texts = explanation.get("sentences") if isinstance(explanation, dict) else None
+    if not isinstance(methods, dict) or not methods or not isinstance(texts, list):
+        return []
+    lead = methods.get(first_method(methods)[0]) or {}
+    said = []
+    for chosen in lead.get("hard_sentences") or ():
+        if isinstance(chosen, list) and chosen and isinstance(chosen[0], int) and 0 <= chosen[0] < len(texts):
+            said.append(str(texts[chosen[0]]).replace("\n", " "))
+    return said
+
+
 #: Confirmed statements `lbee submit` prints per run (the report and `Client.confirmed` have them all).
 FINDINGS_SHOWN = 3
 
@@ -109,9 +125,12 @@ def _echo_findings(client, job_id, model, name):
         return
     untested = untested_reason(explanation.get("confirmation"))
     if untested is not None:  # "none confirmed" read as "tested, and none held" (trial 25)
-        click.echo(
-            f"  {name}: no statement was tested on held-out images ({printable(untested)}); the report lists the leads"
-        )
+        click.echo(f"  {name}: no statement was tested on held-out images ({printable(untested)}); its leads:")
+        leads = _leads(explanation)  # what it found, untested (trial 26: only the report had them)
+        for text in leads[:FINDINGS_SHOWN]:
+            click.echo(f'    "{printable(text)}"')
+        if len(leads) > FINDINGS_SHOWN:
+            click.echo(f"    and {len(leads) - FINDINGS_SHOWN} more (the report)")
         return
     if not listed:
         click.echo(f"  {name}: no statement confirmed on held-out images (the report lists the leads)")

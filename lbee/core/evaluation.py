@@ -156,10 +156,18 @@ def evaluate(
     if expected is None and explanation.sentence_texts is not None:
         expected = len(explanation.sentence_texts)
     if expected is not None and int(expected) != n_sent:
+        base = explanation.params.get("n_base_sentences")
+        composed = (  # a twenty-sixth user's Γ over the set's 101 sentences, for a run with compose's 102nd
+            f" The run's sentences are the set's {int(base)} and {int(expected) - int(base)} that 'compose' wrote: "
+            "score a run of lbee.audit with result.metrics(), or pass result.relevance (Γ over result.sentences, "
+            "the composed columns included)."
+            if base is not None and int(base) == n_sent
+            else ""
+        )
         raise ValueError(
             f"`relevance` has {n_sent} sentence columns but the explanation was computed over "
             f"{int(expected)} sentences; expected Γ of shape (n_images, {int(expected)}), one column "
-            "per sentence of the same set, in the same order."
+            "per sentence of the same set, in the same order." + composed
         )
     from .explanation_checks import check_partition
 

@@ -32,6 +32,8 @@ def ranked_statements(conf):
         s = statements[j]
         entry = {k: s.get(k) for k in STATEMENT_FIELDS}
         entry["adds_failure"] = adds_a_failure(s)
+        if s.get("holds_for") is not None:  # every image it holds for (positions in the run's images)
+            entry["holds_for"] = list(s["holds_for"])
         above = [] if entry["adds_failure"] else stronger_than(s, statements)
         if above:
             entry["goes_with"] = above[0]

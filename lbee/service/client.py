@@ -327,7 +327,11 @@ class Client:
         explanation = self.explanation(job_id, model)
         listed = confirmed_statements(explanation)
         warn_untested(explanation.get("confirmation") if isinstance(explanation, dict) else None)
-        return listed
+        ids = explanation.get("images") or []  # each with the ids of the images it holds for, as the library's
+        return [
+            {**s, "images": [ids[i] for i in s["holds_for"] if 0 <= i < len(ids)]} if "holds_for" in s else s
+            for s in listed
+        ]
 
     def group(self, job_id, group, *, page=1, sort="confidence", pair=None, model=None):
         """One page of a hard group's images of the job's run, as ``lbee serve``'s group page lists them.
