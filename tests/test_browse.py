@@ -446,6 +446,8 @@ def test_each_finding_has_a_browser_of_every_image_it_holds_for(demo_run):
         n_held = len(set(s["holds_for"]) & held)
         assert f"{n_held} held out (where it was confirmed), {len(rows) - n_held} among" in top
         assert f"Browse all {len(rows)} images it holds for, with label and prediction" in top
+        # its test in plain words before the numbers (trial 26 read "lift 21.4; q = 4.7e-12" first)
+        assert f"The model is wrong on {s['errors_in']} of the {s['n_in']} held-out images this holds for" in top
 
 
 def test_groups_not_confirmed_are_folded_as_leads(demo_run, tmp_path):

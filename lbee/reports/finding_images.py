@@ -58,7 +58,7 @@ def finding_views(run, slicer, short, anchor, page_groups=1):
         its images (a run written before they were), else ``n``, ``note``, ``member_order`` (indices, the least
         confident first, at most `OTHER_MAX_ROWS`) and ``browse`` (`browse_view`).
     """
-    from ..run.confirm_text import adds_a_failure
+    from ..run.confirm_text import adds_a_failure, plain_finding
 
     conf = run.confirmations.get(slicer) or {}
     if conf.get("status") != "done":
@@ -80,5 +80,8 @@ def finding_views(run, slicer, short, anchor, page_groups=1):
         shown = f"all {idx.size:,}" if whole else f"the {order.size:,} least confident of the {idx.size:,}"
         browse["what"] = f"{shown} images it holds for" if idx.size != 1 else "the 1 image it holds for"
         note = f"{n_held:,} held out (where it was confirmed), {idx.size - n_held:,} among the images it was found on."
-        views.append({"n": int(idx.size), "note": note, "member_order": order.tolist(), "browse": browse})
+        plain = plain_finding(statements[j], conf)
+        views.append(
+            {"n": int(idx.size), "note": note, "plain": plain, "member_order": order.tolist(), "browse": browse}
+        )
     return views
