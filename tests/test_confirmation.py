@@ -888,6 +888,7 @@ def test_audit_runs_the_command_lines_analysis_on_arrays():
         performance=scores.performance,
         tau=0.15,
         settings=RunSettings(methods=("compose",), clusters=8, k=2),
+        image_ids=inputs.image_ids,
     )
     assert got.confirmed() == want and want and want[0]["adds_failure"]
     first = want[0]

@@ -157,7 +157,7 @@ def _fit_class(images, cs, settings):
     with warnings.catch_warnings():  # a class with fewer hard images than C is common; n_hard_clusters records it
         warnings.simplefilter("ignore", ClusterCountWarning)
         return partition(
-            images.subset(cs.images),
+            images.subset(cs.images).keep_dense(),  # split, clustered and averaged: its rows computed once
             hard=cs.hard,
             easy=cs.easy,
             n_clusters=_class_clusters(int(np.sum(cs.hard)), settings),

@@ -69,7 +69,11 @@ class UnitRows:
     norm: FloatArray
 
     def __init__(self, data: Any, name: str = "image_embeddings", *, rows: Any = None) -> None:
+        #: these rows computed once (`keep_dense`), or None: read from ``data`` at each block
+        self._dense: FloatArray | None = None
         if isinstance(data, UnitRows):
+            if data._dense is not None:  # a subset of rows kept in memory: read from them, never computed again
+                self._dense = data._dense if rows is None else data._dense[data._local(rows)]
             rows = data.rows if rows is None else data._global(rows)
             self.peak, self.norm = data.peak, data.norm
             data, name = data.data, data.name
@@ -98,12 +102,26 @@ class UnitRows:
     def __len__(self) -> int:
         return self.shape[0]
 
-    def _global(self, index: Any) -> IntArray:
+    def _local(self, index: Any) -> IntArray:
+        """Positions in this object of ``index`` (ints or a mask)."""
         idx = np.arange(self.shape[0])[index] if not isinstance(index, np.ndarray) else index
         if idx.dtype == bool:
             idx = np.flatnonzero(idx)
-        idx = np.asarray(idx, dtype=np.int64)
+        return np.asarray(idx, dtype=np.int64)
+
+    def _global(self, index: Any) -> IntArray:
+        idx = self._local(index)
         return idx if self.rows is None else self.rows[idx]
+
+    def keep_dense(self) -> UnitRows:
+        """Compute these rows once and keep them: every later block, subset and mean reads them (returns self).
+
+        For a small subset used many times (a class of a per-class run is split, clustered and averaged five
+        times over): the same numbers, computed once. Memory: n x d float64.
+        """
+        if self._dense is None:
+            self._dense = self.block(0, self.shape[0])
+        return self
 
     def subset(self, index: Any) -> UnitRows:
         """The rows ``index`` (ints or a mask), lazily: nothing is read until a block is asked for."""
@@ -111,6 +129,9 @@ class UnitRows:
 
     def block(self, start: int, stop: int) -> FloatArray:
         """Float64 unit rows ``start:stop`` (positions in this object), shape (stop - start, d)."""
+        if self._dense is not None:
+            kept: FloatArray = self._dense[start:stop].copy()  # the caller's own array, as a computed block is
+            return kept
         if self.rows is None:
             return _unit(self.data[start:stop], self.peak[start:stop], self.norm[start:stop])
         idx = self.rows[start:stop]
@@ -125,6 +146,9 @@ class UnitRows:
 
     def take(self, index: Any) -> FloatArray:
         """Float64 unit rows ``index`` as one array (for subsets known to be small)."""
+        if self._dense is not None:
+            taken: FloatArray = self._dense[self._local(index)]
+            return taken
         idx = self._global(index)
         return _unit(_gather(self.data, idx), self.peak[idx], self.norm[idx])
 
