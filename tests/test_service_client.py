@@ -3,8 +3,10 @@
 The client against a real server is in tests/test_service_live.py (test_submit_runs_a_job_end_to_end).
 """
 
+import json
 import re
 
+import numpy as np
 import pytest
 
 from lbee.service.client import Client, ServiceError, describe_progress, read_entry
@@ -99,7 +101,28 @@ def test_the_service_uses_the_clis_embedding_cache_by_default(tmp_path, monkeypa
     assert ServiceSettings(root=tmp_path, cache_dir=tmp_path / "own").cache_dir == (tmp_path / "own").resolve()
 
 
-def test_fetch_replaces_a_jobs_three_results_together_or_not_at_all(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def served_run(tmp_path_factory):
+    """A real run's explanation.json and images.parquet, as a server sends them."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    p = tmp_path_factory.mktemp("served")
+    rng = np.random.default_rng(0)
+    np.save(p / "img.npy", rng.normal(size=(60, 8)))
+    np.save(p / "sen.npy", np.eye(8))
+    (p / "s.txt").write_text("\n".join(f"sentence {j}" for j in range(8)) + "\n")
+    pd.DataFrame({"image": [f"{i}.png" for i in range(60)], "confidence": rng.random(60)}).to_csv(p / "p.csv")
+    args = ["describe", "--image-embeddings", str(p / "img.npy"), "--sentence-embeddings", str(p / "sen.npy")]
+    args += ["--sentences", str(p / "s.txt"), "--predictions", str(p / "p.csv"), "--clusters", "2", "--html"]
+    r = CliRunner().invoke(cli, [*args, "--out", str(p / "run")], obj={})
+    assert r.exit_code == 0, r.output
+    return {name: (p / "run" / name).read_bytes() for name in ("explanation.json", "images.parquet")}
+
+
+def test_fetch_replaces_a_jobs_results_together_or_not_at_all(tmp_path, monkeypatch, served_run):
     """Sixth sweep L1: fetch wrote report.html, explanation.json and metrics.json one by one, so a kill after the
     first left a new report beside another job's explanation. Now they are staged and moved in together."""
     from pathlib import Path
@@ -111,7 +134,13 @@ def test_fetch_replaces_a_jobs_three_results_together_or_not_at_all(tmp_path, mo
             self.tag = tag
 
         def _request(self, method, path, body=None, *, raw=False, limit=None):
-            return f"{self.tag} {path}".encode()
+            name = next(n for n, endpoint in RESULT_FILES.items() if path.split("?")[0].endswith("/" + endpoint))
+            return served_run.get(name) or json.dumps([self.tag]).encode()
+
+    def tags(folder):
+        return {
+            p.name: json.loads(p.read_text())[0] for p in folder.iterdir() if p.name in ("report.html", "metrics.json")
+        }
 
     out = tmp_path / "res"
     Fake("old").fetch("j1", out)
@@ -130,9 +159,37 @@ def test_fetch_replaces_a_jobs_three_results_together_or_not_at_all(tmp_path, mo
     with pytest.raises(OSError):
         Fake("new").fetch("j2", out, overwrite=True)
     monkeypatch.setattr(Path, "write_bytes", real)
-    assert {p.name: p.read_text().split()[0] for p in out.iterdir()} == dict.fromkeys(RESULT_FILES, "old")
+    assert tags(out) == {"report.html": "old", "metrics.json": "old"} and len(list(out.iterdir())) == len(RESULT_FILES)
     Fake("new").fetch("j2", out, overwrite=True)
-    assert {p.name: p.read_text().split()[0] for p in out.iterdir()} == dict.fromkeys(RESULT_FILES, "new")
+    assert tags(out) == {"report.html": "new", "metrics.json": "new"}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        ({"explanation.json": b"{not json"}, "Cannot read explanation file"),
+        ({"images.parquet": b"PAR1garbage"}, "Cannot read"),
+        ({"metrics.json": b"<html>"}, "Expecting value"),
+    ],
+)
+def test_fetch_refuses_files_no_lbee_wrote_and_writes_nothing(tmp_path, served_run, bad, said):
+    """Sweep 32r N2: `lbee submit --out` wrote whatever a malformed server sent (a `{not json` explanation, garbage
+    parquet) and exited 0; the files are now read back as a run folder's before anything moves in."""
+    from lbee.service.client import RESULT_FILES, ServiceError
+
+    answers = {**served_run, "report.html": b"<html></html>", "metrics.json": b"[]", **bad}
+
+    class Fake(Client):
+        def __init__(self):
+            pass
+
+        def _request(self, method, path, body=None, *, raw=False, limit=None):
+            return answers[next(n for n, e in RESULT_FILES.items() if path.split("?")[0].endswith("/" + e))]
+
+    with pytest.raises(ServiceError, match=f"not an lbee run's result files .*{said}.*nothing was written"):
+        Fake().fetch("j1", tmp_path / "res")
+    assert not (tmp_path / "res").exists() or not list((tmp_path / "res").iterdir())
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
@@ -254,7 +311,8 @@ def test_the_client_lists_a_run_s_confirmed_statements(demo_run):
         def explanation(self, job_id, model=None):
             return explanation
 
-    assert Fake().confirmed("j1") == listed
+    ids = explanation["images"]  # the client's each with the ids of the images it holds for (trial 26)
+    assert Fake().confirmed("j1") == [{**s, "images": [ids[i] for i in s["holds_for"]]} for s in listed]
     assert confirmed_statements({"confirmation": {"status": "off", "fraction": 0.0}}) == []
 
 
