@@ -693,7 +693,9 @@ def test_a_group_whose_statement_goes_with_a_stronger_one_says_so_beside_its_own
     # one verdict (a twenty-first user read "a group of the failure's images of its own", then "adds no failure")
     assert len(lines) == 2 and "of its own" not in lines[1], lines
     assert lines[1].startswith("the 29 of its images that the statements of group 0 do not hold for fail at 0.45")
-    assert 'but stronger confirmed statements (first "An image with a red blob") hold its failures' in lines[1]
+    # the group is a failure: what fails in it is the stronger statement (trial 27 read "goes with" of the failure)
+    assert 'but what fails here is said by a stronger confirmed statement ("An image with a red blob")' in lines[1]
+    assert "this group's statement adds a condition that goes with that failure" in lines[1]
     conf["statements"][1].pop("beyond")  # a failure of its own in both tests: said once, as before
     assert confirmation_lines(conf, 1)[1].endswith(": a failure of its own")
 
@@ -1077,6 +1079,10 @@ def test_a_statement_that_confirms_but_adds_no_failure_is_said_so_everywhere_nev
     assert group_verdict(conf, 1)["verdict"] == "goes with" and group_verdict(conf, 1)["groups_above"] == [0]
     one = unconfirmed_line(conf, 1)
     assert one.startswith("confirmed, goes with group 0") and "not confirmed" not in one.lower()
+    assert "not beyond chance (p = 0.08)" in one
+    beyond.update(p_value=0.0056, effect_low=1.97)  # significant, but under the 2x rule: said so (trial 27)
+    one = unconfirmed_line(conf, 1)
+    assert "chance" not in one and "at least 1.97× as often as the rest (95 % sure), under the 2× lbee asks" in one
     assert (
         "NOT CONFIRMED" not in confirmation_lines(conf, 1)[0]
         and "confirmed, but it adds no failure" in (confirmation_lines(conf, 1)[0])

@@ -712,6 +712,8 @@ def test_the_report_lists_what_fails_before_the_metrics_and_says_when_nothing_wa
     p, _ = confident_errors
     r = _describe(p, "pred.csv", "small", "--html")
     assert r.exit_code == 0, r.output
+    # the terminal says it before the groups, each of them a lead (a twenty-seventh user read it after all of them)
+    assert r.output.index("Confirmation on held-out images skipped") < r.output.index("Hard group")
     html = (p / "small" / "report.html").read_text()
     order = ['id="summary"', 'id="overview"', 'id="groups-ward"', 'id="metrics"', 'id="table1"']
     assert [html.index(k) for k in order] == sorted(html.index(k) for k in order)

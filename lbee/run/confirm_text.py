@@ -73,8 +73,9 @@ def _weak(t):
     low = t.get("effect_low")
     if low is None or t.get("q_value", t["p_value"]) > CONFIRM_Q or low >= MIN_EFFECT:
         return ""
+    shown = f"{low:.2f}" if low >= MIN_EFFECT - 0.05 else f"{low:.1f}"  # 1.97 shown as "2.0" read as enough
     return (
-        f", but at least {low:.1f}× as often as the rest (95 % sure), under the {MIN_EFFECT:g}× lbee asks: too weak "
+        f", but at least {shown}× as often as the rest (95 % sure), under the {MIN_EFFECT:g}× lbee asks: too weak "
         "to act on"
     )
 
@@ -160,11 +161,13 @@ def confirmation_lines(conf, i):
                 else f"the {b['n_in']} of its images that the statements of {above} do not hold for fail at "
                 f"{b['error_rate_in']:.2f} against {b['error_rate_out']:.2f}, but "
             )
+            # the group is a failure: what fails in it is the stronger finding, which its statement adds a condition
+            # to (a twenty-seventh user's failure group was told its statement "goes with that failure")
             lines.append(
-                f"{beyond}stronger confirmed statements"
-                + (f' (first "{first}")' if first else "")
-                + " hold its failures: read it as a condition that goes with that failure (the confirmed statements "
-                "are listed first)"
+                f"{beyond}what fails here is said by a stronger confirmed statement"
+                + (f' ("{first}")' if first else "")
+                + ": this group's statement adds a condition that goes with that failure (the findings are listed "
+                "first)"
             )
         elif b is not None:
             lines.append(
@@ -329,11 +332,13 @@ def unconfirmed_line(conf, i):
     verdict = group_verdict(conf, i)
     if verdict is not None and verdict["verdict"] == "goes with":
         b = g["beyond"]
+        # why its own images are no failure: chance, or too small an effect (a twenty-seventh user read "not beyond
+        # chance (p = 0.0056)" of one that failed the 2× rule)
+        why = _weak(b) or f", not beyond chance (p = {b['p_value']:.2g})"
         return (
             f"{verdict_words(verdict)}: on the held-out images {tested} (confirmed), but the {b['n_in']} of them "
             f"that stronger groups' statements do not hold for fail at {b['error_rate_in']:.2f} against "
-            f"{b['error_rate_out']:.2f}, not beyond chance (p = {b['p_value']:.2g}): it adds no failure of its own "
-            "(lbee -v describe says more)"
+            f"{b['error_rate_out']:.2f}{why}: it adds no failure of its own (lbee -v describe says more)"
         )
     return f"not confirmed on the held-out images: {tested} (lbee -v describe says more)"
 

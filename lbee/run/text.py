@@ -290,6 +290,8 @@ def terminal_blocks(result, width=None, *, others=True):
     elif conf.get("status") == "done":
         said = f"No statement confirmed on the {conf.get('n_held_out')} held-out images: the groups below are leads."
         top += textwrap.wrap(said, cols) + [""]
+    elif note:  # untested: said before the groups, each of them a lead (a twenty-seventh user read it last)
+        top, note = textwrap.wrap(note, cols) + [""], None
     out = top + out
     from .join import alike_groups
 
