@@ -1124,5 +1124,7 @@ def test_a_grammar_runs_metrics_cover_composes_sentences_and_match_the_report_ro
         lbee.evaluate(whole.main.explanations["compose"], rel, scores.performance)
     said = repr(whole)
     assert len(said) < 300 and said.startswith(f"RunResult({len(inside)} images; slicers ward")
+    own = sum(s["adds_failure"] for s in whole.confirmed())  # findings apart from those that go with them (trial 27)
+    assert f"{own} finding(s), {len(whole.confirmed()) - own} more confirmed statement(s) that go with them" in said
     with pytest.raises(ValueError, match="given no relevance"):
         run(inputs, scores).metrics()

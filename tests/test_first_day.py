@@ -739,3 +739,17 @@ def test_the_model_is_named_as_the_user_says_not_after_the_predictions_file(conf
     assert "<title>lbee · traps · trapnet-v3</title>" in (p / "named" / "report.html").read_text()
     r = _describe(p, "pred.csv", "bad", "--model-name", "a\nb")
     assert r.exit_code == 2 and "--model-name" in r.output, r.output
+
+
+def test_a_describer_that_gives_a_group_no_sentence_says_why():
+    """Trial 27: SetDiff gave "(no sentence)" for every group, with no reason and no docs entry."""
+    from types import SimpleNamespace
+
+    from lbee.core.explanation import Explanation, HardCluster
+    from lbee.run.text import terminal_blocks
+
+    hard = [HardCluster(np.arange(12), np.zeros(2), 0, [], [])]
+    exp = Explanation(hard, [], "setdiff", {}, ["a", "b"])
+    result = SimpleNamespace(explanations={"setdiff": exp}, performance=np.zeros(12), extra={})
+    text = " ".join(terminal_blocks(result, width=200).split())
+    assert "(no sentence: SetDiff keeps only sentences the easy twin does not hold" in text

@@ -26,6 +26,13 @@ METHODS = ("tops", "setdiff", "pdiff", "fpdiff", "domino")
 DESCRIBERS = ("compose", *METHODS)
 COMPOSE = "compose"
 CLIP_TAU = 0.25  # τ calibrated for CLIP (LBEE footnote 2)
+#: Why a describer gave a group no sentence, as the terminal says it (a twenty-seventh user saw "(no sentence)" for
+#: every group of SetDiff, with no reason). The prototype describers other than SetDiff always give K.
+NO_SENTENCE = {
+    "setdiff": "(no sentence: SetDiff keeps only sentences the easy twin does not hold, and the twin holds every "
+    "one of the group's candidates, by τ or among its K most similar; the other describers contrast by degree)",
+    "compose": "(no statement: no condition of the grammar holds for enough of the group)",
+}
 
 
 def resolve_tau(tau: float | None = None, encoder_tau: float | None = None) -> float:

@@ -145,7 +145,8 @@ def _composed_columns(inputs, relevance, new, results, index, tau):
         part = next(iter(results.values())).partition
         _, extra_rel = part.composed_relevance(index, new, tau=tau)
         how = "the composed relevance of their atoms (pseudo ground truth), the rest is "
-    inputs.notes.append(f"Γ of the {len(new)} sentences 'compose' wrote is {how}" + inputs.relevance_source + ".")
+    said = "the sentence" if len(new) == 1 else f"the {len(new)} sentences"  # not "the 1 sentences" (trial 27)
+    inputs.notes.append(f"Relevance (Γ) of {said} 'compose' wrote is {how}" + inputs.relevance_source + ".")
     return np.concatenate([np.asarray(relevance, dtype=bool), extra_rel], axis=1)
 
 

@@ -81,10 +81,14 @@ class RunResult:
         """One line: the dataset's size, the slicers and describers, and what was confirmed (not the arrays)."""
         if self.per_class is not None:
             return f"RunResult(per class: {len(self.per_class.explanations)} classes)"
+        from .confirm_text import adds_a_failure
+
         main = self.main
         conf = (main.extra.get("confirmation") or {}) if main is not None else {}
+        ranked = [conf["statements"][j] for j in conf.get("ranked") or ()]
+        own = sum(adds_a_failure(s) for s in ranked)  # "10 confirmed" read as 10 findings (trial 27): 1 and 9
         tested = (
-            f"{len(conf.get('ranked') or ())} confirmed statement(s)"
+            f"{own} finding(s), {len(ranked) - own} more confirmed statement(s) that go with them"
             if conf.get("status") == "done"
             else f"not tested ({conf.get('reason') or conf.get('status') or 'no confirmation'})"
         )

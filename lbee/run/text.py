@@ -233,6 +233,8 @@ def terminal_blocks(result, width=None, *, others=True):
     """
     import textwrap
 
+    from ..core.selection import NO_SENTENCE
+
     exps = result.explanations
     first = next(iter(exps.values()))
     cols = _columns(width)
@@ -264,7 +266,7 @@ def terminal_blocks(result, width=None, *, others=True):
             if not others and m != lead:
                 continue
             # the best, then the others as such: "A · B · C" read as one statement of three conditions (trial 20)
-            said = [str(t) for t in e.cluster_sentences(i)] or ["(no sentence)"]
+            said = [str(t) for t in e.cluster_sentences(i)] or [NO_SENTENCE.get(m, "(no sentence)")]
             text = said[0] + (f" (also: {' · '.join(said[1:])})" if len(said) > 1 else "")
             out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
         said = confirmation_lines(result.extra.get("confirmation"), i)
