@@ -50,6 +50,19 @@ def test_builtin_grammars_load_and_render():
     photos = load_grammar("object_photos")
     hidden = photos.render({("object", "occlusion"): "occluded"})
     assert hidden == "A photo of an object, partly hidden behind something"
+    # ...and one whose object is the subject's noun does not name it (trial 27: "A shelf photo partly hidden
+    # behind another product"); "where a deer is grazing" does
+    shelf = parse_grammar(
+        "name: shelf\nlead: A shelf photo with\nbare: A shelf photo\nsubjects:\n  - id: product\n    noun: product\n"
+        "    attributes:\n      - id: occlusion\n        kind: clause\n"
+        "        values: {hidden: partly hidden behind another product}\n"
+    )
+    assert shelf.render({("product", "occlusion"): "hidden"}) == (
+        "A shelf photo with a product, partly hidden behind another product"
+    )
+    assert load_grammar("camera_traps").render({("deer", "pose"): "grazing"}) == (
+        "A camera-trap photo where a deer is grazing"
+    )
     assert photos.render({("object", "class"): "dog", ("object", "viewpoint"): "above"}) == (
         "A photo of a dog, seen from above"
     )

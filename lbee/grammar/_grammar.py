@@ -283,17 +283,27 @@ def _named(subject, mine):
     """Whether a clause ``mine`` gives ``subject`` names it ("where the square is above the center").
 
     A clause that does not ("partly hidden behind something") is said after the subject's noun phrase, or the
-    sentence would not say what is hidden (a trial's "A photo partly hidden behind a dark bar").
+    sentence would not say what is hidden (a trial's "A photo partly hidden behind a dark bar"). Naming it is
+    saying it as the clause's subject: "partly hidden behind another product" names another product, not its own
+    (trial 27: "A shelf photo partly hidden behind another product").
     """
-    return any(a.kind == "clause" and a.id in mine and _says(subject, a.values[mine[a.id]]) for a in subject.attributes)
+    return any(
+        a.kind == "clause" and a.id in mine and _says(subject, a.values[mine[a.id]], definite=True)
+        for a in subject.attributes
+    )
 
 
-def _says(subject, words, noun=None):
-    """Whether ``words`` name ``subject`` (its noun, or its plural; or the last word of ``noun``, a value's noun)."""
+def _says(subject, words, noun=None, *, definite=False):
+    """Whether ``words`` name ``subject`` (its noun, or its plural; or the last word of ``noun``, a value's noun).
+
+    ``definite``: only as the clause's own subject, "the <noun>" or "where a <noun>" (a word may stand between: "the
+    red square"), not as an object ("behind another product").
+    """
     import re
 
     names = {subject.noun} | ({noun.split()[-1]} if noun else set())
-    return any(re.search(rf"\b{re.escape(n)}(s|es)?\b", words, re.IGNORECASE) for n in names)
+    before = r"\b(?:the|where an?|where)\s+(?:\w+\s+)?" if definite else r"\b"
+    return any(re.search(rf"{before}{re.escape(n)}(s|es)?\b", words, re.IGNORECASE) for n in names)
 
 
 def _noun(subject, mine):
