@@ -132,6 +132,25 @@ def test_export_never_replaces_an_export_in_silence(rival_root, tmp_path):
     assert not [p for p in tmp_path.iterdir() if "lbee-staging" in p.name or "replaced" in p.name]
 
 
+def test_a_killed_export_is_settled_before_a_later_one_is_refused(rival_root, tmp_path):
+    """Sweep 32r N3: after an export --overwrite killed mid-swap, the next export without --overwrite refused with the
+    folder still half swapped (old masks, no manifest.csv); other commands settle a killed writer's swap first."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "export"
+    args = ["-q", "rival10", "export", str(rival_root), "--out", str(out)]
+    assert CliRunner().invoke(cli, args, obj={}).exit_code == 0
+    env = {**os.environ, "LBEE_TEST_KILL_AT": "swapping", "HF_HUB_OFFLINE": "1"}
+    killed = subprocess.run([sys.executable, "-m", "lbee.cli", *args, "--overwrite"], env=env, capture_output=True)
+    assert killed.returncode == -9, killed.stderr
+    assert not (out / "relevance.parquet").exists()  # killed after the first new entry moved in: half swapped
+    refused = CliRunner().invoke(cli, args, obj={})
+    assert refused.exit_code == 2 and "--overwrite" in refused.output
+    assert (out / "manifest.csv").is_file() and (out / "relevance.parquet").is_file()  # whole again
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
 class _Evil:
     def __init__(self, marker):
         self.marker = marker

@@ -39,12 +39,13 @@ def rival10_export(ctx, root, split, out, class_map, overwrite):
     .pkl files are read with a restricted unpickler (dicts, strings and bytes
     only); a file asking for anything else is refused and nothing in it runs.
     """
-    from ..io.staging import OutputExistsError, check_no_replace
+    from ..io.staging import OutputExistsError, check_no_replace, recover_leftovers
     from ..rival10 import EXPORT_ENTRIES, export_rival10
 
     if Path(out).resolve().is_relative_to(Path(root).resolve()):  # sweep 32: the export went into the release
         fail(OutputExistsError(f"--out: {out!r} lies in the release ROOT {root!r}; lbee never writes into it."))
     check_writable_folder(out, "--out")
+    recover_leftovers(out)  # a killed export's swap is settled first, even when this one is refused (sweep 32r N3)
     try:  # before any image is read; ROOT and the class map are never replaced, even with --overwrite
         check_no_replace([Path(out) / e for e in EXPORT_ENTRIES], overwrite=overwrite, inputs=[root, class_map])
     except OutputExistsError as exc:
