@@ -187,6 +187,23 @@ def test_a_server_killed_mid_job_leaves_no_orphan_and_the_job_finishes_once(cras
     assert json.loads(done.failures) == []
 
 
+def test_a_finished_job_drops_its_unfinished_attempts_stages_too(tmp_path):
+    """Sweep 32r N1: an attempt killed while it wrote left its hidden stage and aside folders beside attempt-1 for
+    good (attempt 2 writes attempt-2, so nothing settled them)."""
+    from types import SimpleNamespace
+
+    from lbee.service.jobs import _keep_world
+
+    job = SimpleNamespace(folder="jobs/j1", key="k" * 64, entry="{}")
+    job_dir = tmp_path / "jobs" / "j1"
+    for name in ("attempt-1", ".attempt-1.lbee-staging-123-abc", ".attempt-1.lbee-replaced-123-abc", "attempt-2"):
+        (job_dir / name).mkdir(parents=True)
+    (job_dir / ".attempt-1.lbee-staging-123-abc" / "explanation.json").write_text("{}")
+    (job_dir / ".attempt-10.lbee-staging-9-x").mkdir()  # another attempt's, not this one's
+    _keep_world(SimpleNamespace(output=tmp_path), job, job_dir / "attempt-2", 2)
+    assert sorted(p.name for p in job_dir.iterdir()) == [".attempt-10.lbee-staging-9-x", "attempt-2"]
+
+
 STOP_AFTER_KILL = """
 import os, signal, sys, time
 from pathlib import Path
