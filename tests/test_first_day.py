@@ -729,6 +729,8 @@ def test_the_report_lists_what_fails_before_the_metrics_and_says_when_nothing_wa
     assert said and _leads(payload) == said
     # trial 25: "mean φ", "ω" on the page; the groups speak words (the symbols stay beside them in the Run panel)
     assert "mean confidence" in overview and "mean φ" not in html and "(φ = " not in html and "mean ω" not in html
+    # the page's words in plain terms, before the run's parameters (trial 27)
+    assert html.index('id="how-to-read"') < html.index('id="summary"') and "<dt>finding</dt>" in html
 
 
 def test_the_model_is_named_as_the_user_says_not_after_the_predictions_file(confident_errors):
