@@ -1434,8 +1434,11 @@ def test_fetching_a_jobs_results_never_replaces_files_in_silence(tmp_path, monke
         client.fetch("j1", tmp_path, overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["explanation.json"]  # nothing written before all came
     monkeypatch.setattr(client, "_request", lambda method, path, raw=False, limit=None: path.encode())
-    client.fetch("j1", tmp_path, overwrite=True)
-    assert (tmp_path / "explanation.json").read_text() == "/v1/jobs/j1/explanation"
+    from lbee.service.client import ServiceError
+
+    with pytest.raises(ServiceError, match="not an lbee run's result files"):  # answers no lbee wrote (sweep 32r)
+        client.fetch("j1", tmp_path, overwrite=True)
+    assert (tmp_path / "explanation.json").read_text() == "the old run's"
 
 
 def test_an_image_of_too_many_pixels_gets_no_thumbnail(tmp_path):

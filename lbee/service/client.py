@@ -410,6 +410,7 @@ class Client:
         list of pathlib.Path
         """
         from ..io.staging import check_no_replace, recover_leftovers, staged_entries
+        from .reading import check_fetched
 
         out = Path(out_dir)
         how = "overwrite=True (lbee submit: --overwrite)"  # said from Python and from the CLI alike
@@ -420,29 +421,8 @@ class Client:
                 limit = MAX_JSON_BYTES if name.endswith(".json") else MAX_RESPONSE_BYTES
                 path = f"/v1/jobs/{_quoted(job_id)}/{endpoint}{_model(model)}"
                 (stage / name).write_bytes(self._request("GET", path, raw=True, limit=limit))
-            _check_fetched(stage)  # before anything moves in: a bad answer leaves out_dir as it was
+            check_fetched(stage)  # before anything moves in: a bad answer leaves out_dir as it was
         return [out / name for name in RESULT_FILES]
-
-
-def _check_fetched(stage):
-    """Refuse result files no lbee wrote: read back as `lbee export spotlight` and `lbee serve` read a run folder.
-
-    A malformed server's ``{not json`` explanation and garbage parquet were written with exit status 0 (sweep 32r).
-    """
-    import json
-
-    from ..reports.stored_table import stored_images_table
-    from ..run.stored import load_explanations
-
-    try:
-        load_explanations(stage / "explanation.json")
-        stored_images_table(stage)  # the table, checked against the explanation (its rows and its digest)
-        json.loads((stage / "metrics.json").read_text(encoding="utf-8"))
-    except (ValueError, OSError) as exc:
-        said = str(exc).replace(str(stage), "the fetched files")
-        raise ServiceError(
-            f"the server's answer is not an lbee run's result files ({said}); nothing was written"
-        ) from None
 
 
 def _model(model):

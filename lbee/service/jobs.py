@@ -315,9 +315,7 @@ def _keep_world(settings, job, out, attempt):
     job_dir = settings.output / job.folder
     for k in range(1, attempt):  # folders of attempts that never finished: no run points there
         shutil.rmtree(job_dir / f"attempt-{k}", ignore_errors=True)
-        # and their hidden stages beside them (`lbee.io.staging`): nothing writes attempt-k again to settle them
-        # (sweep 32r N1); a writer of a lost lease still running finds its stage gone and stops, committing nothing
-        for left in job_dir.glob(f".attempt-{k}.lbee-*"):
+        for left in job_dir.glob(f".attempt-{k}.lbee-*"):  # and its stages: nothing writes attempt-k again (32r N1)
             shutil.rmtree(left, ignore_errors=True)
 
 

@@ -152,3 +152,25 @@ def _not_json(value, where=""):
     if value is None or isinstance(value, (str, bool, int, float)):
         return None, None
     return where, value
+
+
+def check_fetched(stage):
+    """Refuse result files no lbee wrote: read back as `lbee export spotlight` and `lbee serve` read a run folder.
+
+    A malformed server's ``{not json`` explanation and garbage parquet were written with exit status 0 (sweep 32r).
+    """
+    import json
+
+    from ..reports.stored_table import stored_images_table
+    from ..run.stored import load_explanations
+    from .client import ServiceError
+
+    try:
+        load_explanations(stage / "explanation.json")
+        stored_images_table(stage)  # the table, checked against the explanation (its rows and its digest)
+        json.loads((stage / "metrics.json").read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:
+        said = str(exc).replace(str(stage), "the fetched files")
+        raise ServiceError(
+            f"the server's answer is not an lbee run's result files ({said}); nothing was written"
+        ) from None
