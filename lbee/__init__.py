@@ -4,6 +4,7 @@ The public API::
 
     exp = lbee.explain(image_embeddings, sentence_embeddings, confidence=phi)
     result = lbee.audit(image_embeddings, sentence_embeddings, sentences=texts, probs=probs, labels=labels)
+    lbee.write_run_folder(result, "runs/audit")  # as lbee describe --out --html writes a run
     scores = lbee.evaluate(exp, relevance, performance)
     lbee.failure_sentences(relevance, performance)
 
@@ -19,6 +20,7 @@ try:
     from .core.partition import Partition, partition
     from .core.selection import METHODS
     from .core.split import split_by_confidence
+    from .reports.run_folder import write_run_folder
     from .run.audit import audit
     from .run.settings import RunSettings
 except ModuleNotFoundError as _exc:  # a core dependency missing (a wheel installed with --no-deps): said so
@@ -29,6 +31,7 @@ except ModuleNotFoundError as _exc:  # a core dependency missing (a wheel instal
 __all__ = [
     "__version__",
     "audit",
+    "write_run_folder",
     "explain",
     "explain_methods",
     "partition",

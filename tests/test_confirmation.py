@@ -1128,3 +1128,23 @@ def test_a_grammar_runs_metrics_cover_composes_sentences_and_match_the_report_ro
     assert f"{own} finding(s), {len(whole.confirmed()) - own} more confirmed statement(s) that go with them" in said
     with pytest.raises(ValueError, match="given no relevance"):
         run(inputs, scores).metrics()
+
+
+def test_a_library_run_is_written_as_the_command_line_writes_one(tmp_path):
+    """Trial 27: no way to write the report from Python. `lbee.write_run_folder` writes what describe --html does,
+    and never over a run in silence."""
+    import lbee
+    from lbee.reports.stored_table import stored_images_table
+    from lbee.run.stored import load_explanations
+
+    inputs, scores, _ = grammar_world(n=MIN_CONFIRM_IMAGES - 100)
+    whole = run(inputs, scores)
+    out = lbee.write_run_folder(whole, tmp_path / "audit", name="traps")
+    assert {"explanation.json", "assignments.parquet", "images.parquet", "report.html"} <= {
+        p.name for p in out.iterdir()
+    }
+    exps, payload = load_explanations(out / "explanation.json")
+    assert len(stored_images_table(out)) == len(inputs.image_ids) and "compose" in exps
+    assert "<title>lbee · traps" in (out / "report.html").read_text()
+    with pytest.raises(ValueError, match="already holds a run .* Pass overwrite=True"):
+        lbee.write_run_folder(whole, out)

@@ -70,7 +70,7 @@ def held_input(folder, inputs):
     return None
 
 
-def check_out_folder(out, *, overwrite=False, option="--out", inputs=()):
+def check_out_folder(out, *, overwrite=False, option="--out", inputs=(), how="--overwrite"):
     """Refuse ``out`` when it holds a run and ``overwrite`` is false (``ValueError`` naming what is there).
 
     An entry that is one of ``inputs`` (a predictions table named ``metrics.csv``, say) is refused even with
@@ -94,7 +94,7 @@ def check_out_folder(out, *, overwrite=False, option="--out", inputs=()):
         shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
         raise ValueError(
             f"{option} {str(out)!r} already holds a run ({shown}); lbee does not replace or mix runs. "
-            f"Pass --overwrite to replace that run whole, or give another folder."
+            f"Pass {how} to replace that run whole, or give another folder."
         )
     return found
 
@@ -140,7 +140,7 @@ def check_report_out(root, run_folders, *, overwrite=False, option="--out", inpu
 
 
 @contextmanager
-def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
+def staged_run_folder(out, *, overwrite=False, option="--out", inputs=(), how="--overwrite"):
     """Yield a staging folder beside ``out``; on success its content replaces the run in ``out`` whole.
 
     The previous run's entries in ``out`` (`run_entries`) are moved
@@ -151,7 +151,7 @@ def staged_run_folder(out, *, overwrite=False, option="--out", inputs=()):
     relative links written by the run (thumbnails, images) stay right after the move.
     """
     out = Path(out)
-    check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs)  # a killed report's swap settled too
+    check_out_folder(out, overwrite=overwrite, option=option, inputs=inputs, how=how)  # a killed report's swap too
 
     # and again at the commit, under this folder's lock, for its part: one that died while this run worked (32j, 32k)
     def again(held):  # under the run folder's lock, through that held folder: by its real path, never re-resolved
