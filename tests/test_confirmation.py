@@ -1128,6 +1128,10 @@ def test_a_grammar_runs_metrics_cover_composes_sentences_and_match_the_report_ro
     assert f"{own} finding(s), {len(whole.confirmed()) - own} more confirmed statement(s) that go with them" in said
     with pytest.raises(ValueError, match="given no relevance"):
         run(inputs, scores).metrics()
+    # in a notebook: the findings, then each group's verdict and statement (trial 27 had the repr alone)
+    shown = whole._repr_html_()
+    top = next(s["text"] for s in whole.confirmed() if s["adds_failure"])
+    assert f"<li>{top}: " in shown and shown.count("<tr>") == 1 + len(whole.main.explanations["compose"].hard_clusters)
 
 
 def test_a_library_run_is_written_as_the_command_line_writes_one(tmp_path):
@@ -1148,3 +1152,4 @@ def test_a_library_run_is_written_as_the_command_line_writes_one(tmp_path):
     assert "<title>lbee · traps" in (out / "report.html").read_text()
     with pytest.raises(ValueError, match="already holds a run .* Pass overwrite=True"):
         lbee.write_run_folder(whole, out)
+    assert "nothing tested on held-out images" in whole._repr_html_()

@@ -96,6 +96,41 @@ class RunResult:
         n = len(main.image_ids) if main is not None else 0
         return f"RunResult({n} images; slicers {', '.join(self.results)}; describers {methods}; {tested})"
 
+    def _repr_html_(self):
+        """In a notebook: the findings (or why there are none) and each hard group's verdict and statement."""
+        from html import escape
+
+        from .confirm_text import group_verdict, untested_reason, verdict_words
+        from .text import first_method
+
+        main = self.main
+        if main is None:
+            return f"<pre>{escape(repr(self))}</pre>"
+        conf = main.extra.get("confirmation") or {}
+        found = [s for s in self.confirmed() if s.get("adds_failure")] if conf.get("status") == "done" else []
+        why = untested_reason(conf)
+        head = (
+            "".join(
+                f"<li>{escape(s['text'])}: {s['n_in']} held-out images, error rate {s['error_rate_in']:.2f} "
+                f"against {s['error_rate_out']:.2f}</li>"
+                for s in found
+            )
+            if found
+            else f"<li>nothing tested on held-out images ({escape(why)}): the groups are leads</li>"
+            if why
+            else "<li>no statement confirmed on held-out images: the groups are leads</li>"
+        )
+        lead = main.explanations[first_method(main.explanations)[0]]
+        rows = "".join(
+            f"<tr><td>{i}</td><td>{len(c.indices)}</td><td>{escape(verdict_words(group_verdict(conf, i)))}</td>"
+            f"<td>{escape(str((lead.cluster_sentences(i) or ['(no sentence)'])[0]))}</td></tr>"
+            for i, c in enumerate(lead.hard_clusters)
+        )
+        return (
+            f"<p>{escape(repr(self))}</p><p>Findings:</p><ul>{head}</ul><table><tr><th>group</th><th>images</th>"
+            f"<th>verdict</th><th>statement</th></tr>{rows}</table>"
+        )
+
     def metrics(self, o=None):
         """AHR / ACR / TPR / JI of every slicer's describers against the run's Γ: the rows the CLI prints.
 
