@@ -1173,3 +1173,33 @@ def test_a_job_with_a_bad_table_fails_while_preparing(service, data_root):
     phases = [line[len(PHASE_LINE) :] for line in state["log"] if line.startswith(PHASE_LINE)]
     assert state["status"] == "failed" and "label" in state["error"], state
     assert phases == ["preparing"], phases
+
+
+def test_a_statement_s_markup_is_text_on_every_page_of_the_service():
+    """Sweep 32s B3: the run list's findings cell, a macro of the reports' templates (.j2), was not escaped under
+    the service's escaping by suffix: a sentence file's `<img onerror=...>` ran in the page of whoever opened it."""
+    from lbee.reports.html import _environment
+    from lbee.service.app import page_templates
+
+    evil = '<img src=x onerror="alert(1)">'
+    findings = {"statements": [evil], "more": 0, "untested": None}
+    row = {"id": 1, "job": "j", "dataset": evil, "model": "m", "created": "", "n_images": 1, "n_hard": 1}
+    page = (
+        page_templates()
+        .get_template("index.html")
+        .render(
+            runs=[{**row, "main": [], "findings": findings, "links": {"report": "/r"}}],
+            jobs=[],
+            who="w",
+            metrics=(),
+            root="",
+            random=None,
+        )
+    )
+    assert evil not in page and page.count("&lt;img src=x onerror=") == 2
+    index = (
+        _environment()
+        .get_template("index.html.j2")
+        .render(entries=[{"href": "r", "dataset": evil, "model": "m", "findings": findings}], failures=[], title="t")
+    )
+    assert evil not in index and "&lt;img src=x onerror=" in index

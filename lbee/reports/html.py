@@ -108,11 +108,11 @@ def plane_plot(coords, confidence, groups, label):
 
 
 def _environment():
-    from jinja2 import Environment, PackageLoader, select_autoescape
+    from jinja2 import Environment, PackageLoader
 
     env = Environment(
         loader=PackageLoader("lbee.reports", "templates"),
-        autoescape=select_autoescape(["html", "j2"]),
+        autoescape=True,  # every template, whatever its suffix (sweep 32s B3: a .j2 macro left raw elsewhere)
         trim_blocks=True,
         lstrip_blocks=True,
     )

@@ -25,7 +25,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
-from jinja2 import ChoiceLoader, Environment, PackageLoader, select_autoescape
+from jinja2 import ChoiceLoader, Environment, PackageLoader
 from sqlalchemy import select
 
 from .settings import ServiceSettings
@@ -179,6 +179,21 @@ def _plausible_id(job_id):
     return True
 
 
+def page_templates():
+    """The service's page templates, every value escaped.
+
+    With the reports' templates too: the run list's findings cell is the batch index's (one place). Every template
+    escapes what it prints, whatever its file's suffix: escaping chosen by suffix (``.html``) left the reports'
+    ``.j2`` macro raw, and a statement's markup ran in the run list's page (sweep 32s B3).
+    """
+    from .._version import __version__
+
+    loader = ChoiceLoader([PackageLoader("lbee.service", "templates"), PackageLoader("lbee.reports", "templates")])
+    templates = Environment(loader=loader, autoescape=True)
+    templates.globals["version"] = __version__  # every page's header (the login page had none)
+    return templates
+
+
 def create_app(settings, *, start_workers=True, explain_pool=None):
     """The service as a FastAPI application.
 
@@ -209,11 +224,7 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
         raise TypeError(f"`settings` must be a ServiceSettings; received {type(settings).__name__}.")
     settings.output.mkdir(parents=True, exist_ok=True)
     db = Database(settings.db_url)  # creates or upgrades the schema (or refuses a newer one)
-    # the reports' templates too: the run list's findings cell is the batch index's (one place)
-    loader = ChoiceLoader([PackageLoader("lbee.service", "templates"), PackageLoader("lbee.reports", "templates")])
-    templates = Environment(loader=loader, autoescape=select_autoescape())
-    templates.globals["version"] = __version__  # every page's header (the login page had none)
-    ctx = Context(db, settings, templates)
+    ctx = Context(db, settings, page_templates())
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
