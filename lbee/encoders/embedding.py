@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,8 @@ class ImageEmbeddings:
         Images actually run through the encoder (0 on a fully cached rerun).
     hashes : list of str or None
         Per input path, the hex SHA-256 of the bytes embedded (None for a skipped image); None where not kept.
+    real_paths : list of str or None
+        Per input path, the file's real path when it was hashed; None where not kept.
     """
 
     embeddings: np.ndarray
@@ -47,6 +50,7 @@ class ImageEmbeddings:
     encoder_identity: dict | None = None
     encoder_tau: float | None = None
     hashes: list | None = None
+    real_paths: list | None = None
 
 
 def embed_images(
@@ -94,6 +98,7 @@ def embed_images(
     paths = [str(p) for p in paths]
     failures = {}
     hashes = [None] * len(paths)
+    reals = [None] * len(paths)  # each file's real path when it was hashed (what a run's table records)
     # Hashing is fast (hundreds of files a second): a bar drawn at once showed "hashing: 0%" and was gone before
     # its first refresh. It appears only when hashing takes longer than HASH_BAR_DELAY, and then it advances.
     bar = tqdm(paths, desc="hashing", unit="file", disable=not progress, leave=False, delay=HASH_BAR_DELAY)
@@ -101,8 +106,12 @@ def embed_images(
         report("hashing images", i, len(paths))
         try:
             check_image_file(p)  # a FIFO, a device or a huge (sparse) file is never read: it would not end
+            real = os.path.realpath(p)
             with pinned(p, "image") as src:  # the file checked is the file hashed (a link swapped in: refused)
                 hashes[i] = file_sha256(src, limit=MAX_IMAGE_BYTES)
+                # under a data root the file is held open: the kernel names the file hashed (sweep 32s: resolved
+                # after the embedding, a swapped folder's table named files the run never read)
+                reals[i] = os.readlink(src) if str(src).startswith("/proc/self/fd/") else real
         except (OSError, ValueError) as exc:
             if strict:
                 raise
@@ -147,7 +156,9 @@ def embed_images(
 
     if todo:
         loader = DataLoader(
-            ImageDataset([paths[i] for i in todo], encoder.preprocess),
+            # each decoded from bytes of the digest it is cached under (sweep 32s B2: a folder swapped between the
+            # hashing and the decoding put the other images' embeddings under these files' digests)
+            ImageDataset([paths[i] for i in todo], encoder.preprocess, sha256=[hashes[i] for i in todo]),
             batch_size=batch_size,
             num_workers=num_workers,
             collate_fn=collate_images,
@@ -189,7 +200,8 @@ def embed_images(
     rows = [known[hashes[i]] for i in range(len(paths)) if ok[i]]
     dim = rows[0].shape[0] if rows else 0
     emb = np.stack(rows).astype(np.float32) if rows else np.zeros((0, dim), np.float32)
-    return ImageEmbeddings(emb, ok, fail_list, n_encoded, hashes=[h if good else None for h, good in zip(hashes, ok)])
+    kept = [h if good else None for h, good in zip(hashes, ok)]
+    return ImageEmbeddings(emb, ok, fail_list, n_encoded, hashes=kept, real_paths=reals)
 
 
 def _cache_write(put, *args, where):

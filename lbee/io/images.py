@@ -217,9 +217,27 @@ def open_image(path, name=None):
             yield img
 
 
-def open_rgb(path):
-    """Open an image file as 8-bit RGB (see `to_rgb`); the file is closed on return."""
+def open_rgb(path, sha256=None):
+    """Open an image file as 8-bit RGB (see `to_rgb`); the file is closed on return.
+
+    With ``sha256``, the bytes read must have that digest (the file hashed before is the file decoded), else a
+    ``ValueError`` says the file changed.
+    """
     check_image_file(path)
-    with open_image(path) as img:
+    if sha256 is None:
+        with open_image(path) as img:
+            img.load()
+            return to_rgb(img)
+    import hashlib
+    import io
+
+    with pinned(path, "image") as src, open(src, "rb") as fh:
+        data = fh.read(MAX_IMAGE_BYTES + 1)
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ValueError(
+            f"image {str(path)!r} changed after lbee hashed it (another file was put in its place while lbee read the "
+            "folder): it is left out"
+        )
+    with open_image(io.BytesIO(data), name=str(path)) as img:
         img.load()
         return to_rgb(img)

@@ -39,7 +39,8 @@ class ThumbnailCache:
         Thumbnails made in this session and thumbnails read from the cache.
     n_changed : int
         Images given with the digest of the bytes lbee read (`lbee.io.images.ImageFile`) whose file now holds other
-        bytes: they get no thumbnail (a report shows the images it analysed, or none).
+        bytes, or is gone or out of reach: they get no thumbnail (a report shows the images it analysed, or none).
+        Each image counted once, however often it is asked for.
     """
 
     def __init__(self, cache_dir=None, size=96):
@@ -47,7 +48,7 @@ class ThumbnailCache:
         self.size = int(size)
         self.n_generated = 0
         self.n_cached = 0
-        self.n_changed = 0
+        self._changed = set()
 
     def _key(self, source, opened=None):
         h = hashlib.sha1(f"v1|{self.size}|".encode())
@@ -82,21 +83,26 @@ class ThumbnailCache:
                     return self._jpeg(source, opened)
                 data = _bytes_of(opened, source.sha256)
                 if data is None:
-                    self.n_changed += 1
+                    self._changed.add(source)
                     return None
                 return self._jpeg(source, io.BytesIO(data))
         except (OSError, ValueError):  # missing, not a regular file, or outside the root: no thumbnail
+            if getattr(source, "sha256", None):  # the file the run read is no longer there to be read (sweep 32s)
+                self._changed.add(source)
             return None
+
+    @property
+    def n_changed(self):
+        return len(self._changed)
 
     def _cached(self, source):
         """The cached thumbnail of a source known by its digest, or None (then it is made from the file)."""
         if not getattr(source, "sha256", None):
             return None
-        path = self._path(self._key(source))
-        if not path.is_file():
-            return None
-        self.n_cached += 1
-        return path.read_bytes()
+        data = _cached_jpeg(self._path(self._key(source)))
+        if data is not None:
+            self.n_cached += 1
+        return data
 
     def _path(self, key):
         return self.folder / key[:2] / f"{key}.jpg"
@@ -109,9 +115,10 @@ class ThumbnailCache:
         except OSError:
             return None
         path = self._path(key)
-        if path.is_file():
+        cached = _cached_jpeg(path)
+        if cached is not None:
             self.n_cached += 1
-            return path.read_bytes()
+            return cached
         try:
             img = Image.fromarray(source) if isinstance(source, np.ndarray) else Image.open(opened)
             if img.width * img.height > MAX_SOURCE_PIXELS:  # a 17 KB PNG can decode to 600 MB: no thumbnail
@@ -144,3 +151,29 @@ def _bytes_of(opened, sha256):
     if len(data) > MAX_IMAGE_BYTES or hashlib.sha256(data).hexdigest() != sha256:
         return None
     return data
+
+
+#: A cached thumbnail larger than this is not one lbee wrote (a 96-pixel JPEG is a few KB).
+MAX_THUMBNAIL_BYTES = 1 << 20
+
+
+def _cached_jpeg(path):
+    """The JPEG cached at ``path``, or None: a link, a folder that is a link, or anything but a small JPEG is not read.
+
+    The cache folder is the server's, but a link planted in it served another file as an image's thumbnail
+    (sweep 32s B4); what is there is read without following a link, and only as a JPEG lbee wrote.
+    """
+    import stat
+
+    if os.path.islink(path.parent):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_THUMBNAIL_BYTES:
+            return None
+        data = fh.read(MAX_THUMBNAIL_BYTES + 1)
+    return data if data[:3] == b"\xff\xd8\xff" and len(data) <= MAX_THUMBNAIL_BYTES else None

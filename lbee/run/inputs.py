@@ -206,7 +206,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         sset = load_sentence_set(ds.sentence_set)
         sset_name, sents = sset.name, list(sset.sentences)
     conditions, grammar = (None, None) if rival is not None else (sset.conditions, sset.grammar)
-    failures, enc, hashes = [], None, None
+    failures, enc, hashes, reals = [], None, None, None
     if rival is not None:
         ids, paths, labels = list(rival.ids), [str(p) for p in rival.paths], np.asarray(rival.labels)
     elif ds.images is not None:
@@ -272,13 +272,14 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
             progress=progress,
             strict=ds.strict,
         )
-        emb, ok, failures, encoder_id, encoder_tau, hashes = (
+        emb, ok, failures, encoder_id, encoder_tau, hashes, reals = (
             res.embeddings,
             res.ok,
             res.failures,
             enc.identity(),
             enc.default_tau,
             res.hashes,
+            res.real_paths,
         )
         if caveat is not None and not is_random_spec(ds.encoder):  # recorded with the run: its reports show it
             encoder_id = dict(encoder_id, caveat=caveat)
@@ -323,7 +324,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
             rows_checked=rows_checked,
         )
     ids = [i for i, good in zip(ids, ok) if good]
-    thumbnails = _image_files(paths, hashes, ok)
+    thumbnails = _image_files(paths, hashes, ok, reals)
     paths = None if paths is None else [p for p, good in zip(paths, ok) if good]
     labels = None if labels is None else np.asarray(labels)[ok]
     if rival is not None and ds.relevance in (None, "ground_truth"):  # the attribute labels: exact Γ
@@ -391,8 +392,10 @@ __all__ = [
 ]
 
 
-def _image_files(paths, hashes, ok):
+def _image_files(paths, hashes, ok, reals=None):
     """The embedded images as `lbee.io.images.ImageFile` (real path, digest of the bytes embedded), or ``paths``.
+
+    ``reals``: each file's real path when it was hashed (`lbee.encoders.embedding.ImageEmbeddings.real_paths`).
 
     A report's thumbnails and its table's paths come from these: a folder swapped while the run worked showed
     another folder's pictures (sweep 32r). Without digests (precomputed embeddings beside images): the paths.
@@ -401,7 +404,8 @@ def _image_files(paths, hashes, ok):
         return None if paths is None else [p for p, good in zip(paths, ok) if good]
     from ..io.images import ImageFile
 
-    return [ImageFile(os.path.realpath(p), h) for p, h, good in zip(paths, hashes, ok) if good]
+    reals = reals or [None] * len(paths)
+    return [ImageFile(r or os.path.realpath(p), h) for p, h, r, good in zip(paths, hashes, reals, ok) if good]
 
 
 def _skipped_as_given(path, why):

@@ -15,11 +15,15 @@ class ImageDataset:
     paths : list of str
     preprocess : callable
         PIL image -> tensor of shape (3, S, S) (an encoder's or a classifier's transform).
+    sha256 : list of str, optional
+        Per path, the digest of the bytes hashed before: an image is decoded from bytes of that digest only, or is
+        bad (another file put in its place since; sweep 32s: its embedding was cached under the first file's digest).
     """
 
-    def __init__(self, paths, preprocess):
+    def __init__(self, paths, preprocess, sha256=None):
         self.paths = paths
         self.preprocess = preprocess
+        self.sha256 = sha256
 
     def __len__(self):
         return len(self.paths)
@@ -28,7 +32,8 @@ class ImageDataset:
         from ..io.images import open_rgb
 
         try:
-            tensor = self.preprocess(open_rgb(self.paths[i]))
+            expected = None if self.sha256 is None else self.sha256[i]
+            tensor = self.preprocess(open_rgb(self.paths[i], sha256=expected))
             return i, tensor, None
         except Exception as exc:  # unreadable, truncated or not an image
             return i, None, f"{type(exc).__name__}: {exc}"

@@ -169,6 +169,10 @@ def check_fetched(stage):
         load_explanations(stage / "explanation.json")
         stored_images_table(stage)  # the table, checked against the explanation (its rows and its digest)
         json.loads((stage / "metrics.json").read_text(encoding="utf-8"))
+    except RecursionError:  # a JSON nested thousands deep
+        raise ServiceError(
+            "the server's answer is not an lbee run's result files (nested too deep); nothing was written"
+        ) from None
     except (ValueError, OSError) as exc:
         said = str(exc).replace(str(stage), "the fetched files")
         raise ServiceError(

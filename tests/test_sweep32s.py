@@ -1,0 +1,125 @@
+"""Sweep 32s: what 32r's fixes left open, and what the run list's findings opened."""
+
+import hashlib
+import json
+import os
+import shutil
+import threading
+
+import numpy as np
+import pytest
+from PIL import Image
+
+
+def _images(folder, n, colour=None):
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        pixels = np.full((40, 48, 3), colour, np.uint8) if colour else (rng.random((40, 48, 3)) * 255).astype("uint8")
+        Image.fromarray(pixels).save(folder / f"img{i:02d}.png")
+
+
+def test_a_folder_swapped_between_hashing_and_decoding_poisons_no_cache(tmp_path, monkeypatch):
+    """B2: embed_images hashed each file, then opened it again by path to decode it: a folder swapped between the two
+    stored the other images' embeddings under the first files' digests, and every later run read them."""
+    import lbee.encoders.embedding as embedding
+    from lbee.encoders import create_encoder
+    from lbee.io.cache import EmbeddingCache
+
+    _images(tmp_path / "imgs", 6)
+    _images(tmp_path / "white", 6, colour=(255, 255, 255))
+    paths = sorted(str(p) for p in (tmp_path / "imgs").iterdir())
+    as_read = [os.path.realpath(p) for p in paths]
+    digests = [hashlib.sha256(open(p, "rb").read()).hexdigest() for p in paths]
+    real, calls = embedding.file_sha256, []
+
+    def hashed_then_swapped(*args, **kwargs):
+        out = real(*args, **kwargs)
+        calls.append(out)
+        if len(calls) == len(paths):  # every file hashed: the folder is swapped before any is decoded
+            os.rename(tmp_path / "imgs", tmp_path / "imgs.old")
+            os.symlink(tmp_path / "white", tmp_path / "imgs")
+        return out
+
+    monkeypatch.setattr(embedding, "file_sha256", hashed_then_swapped)
+    enc = create_encoder("spotcheck")
+    res = embedding.embed_images(enc, paths, cache_dir=tmp_path / "cache", num_workers=0, warn=False)
+    assert not res.ok.any() and all("changed after lbee hashed it" in why for _, why in res.failures)
+    assert EmbeddingCache(enc.identity(), tmp_path / "cache").get_images(digests) == {}  # nothing cached under them
+    # the paths recorded are the files' real paths when they were hashed, not the swapped folder's
+    assert res.real_paths == as_read and not any("white" in p for p in res.real_paths)
+
+
+def test_a_link_in_the_thumbnail_cache_is_never_served(tmp_path):
+    """B4: the thumbnail cache followed a link planted under an image's key, and served another file as its
+    thumbnail."""
+    from lbee.io.images import ImageFile
+    from lbee.reports.thumbnails import ThumbnailCache
+
+    _images(tmp_path / "a", 1)
+    path = tmp_path / "a" / "img00.png"
+    source = ImageFile(str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+    thumbs = ThumbnailCache(tmp_path / "cache")
+    made = thumbs.jpeg(source)
+    assert made[:3] == b"\xff\xd8\xff"
+    cached = next((tmp_path / "cache" / "thumbnails").rglob("*.jpg"))
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"\xff\xd8\xff top secret")
+    cached.unlink()
+    cached.symlink_to(secret)
+    again = ThumbnailCache(tmp_path / "cache").jpeg(source)  # made afresh from the image, not read through the link
+    assert again is not None and b"top secret" not in again
+
+
+@pytest.fixture
+def stored_run(tmp_path):
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "img.npy", rng.normal(size=(60, 8)))
+    np.save(tmp_path / "sen.npy", np.eye(8))
+    (tmp_path / "s.txt").write_text("\n".join(f"sentence {j}" for j in range(8)) + "\n")
+    pd.DataFrame({"image": [f"{i}.png" for i in range(60)], "confidence": rng.random(60)}).to_csv(tmp_path / "p.csv")
+    args = ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings"]
+    args += [
+        str(tmp_path / "sen.npy"),
+        "--sentences",
+        str(tmp_path / "s.txt"),
+        "--predictions",
+        str(tmp_path / "p.csv"),
+    ]
+    r = CliRunner().invoke(cli, [*args, "--clusters", "2", "--out", str(tmp_path / "out" / "run")], obj={})
+    assert r.exit_code == 0, r.output
+    return tmp_path / "out"
+
+
+def test_the_run_list_shows_no_edited_findings_and_never_waits_on_a_fifo(stored_run):
+    """B5: an edited explanation.json's findings were listed while its run's /explanation answered 409. N4: a FIFO
+    put in its place blocked the run list's threads for good; a deeply nested or huge one made it fail or swell."""
+    from lbee.service.views import MAX_FINDINGS_FILE_BYTES, _findings, stored_findings
+
+    path = stored_run / "run" / "explanation.json"
+    said = stored_findings(stored_run, "run")
+    assert said is not None and "confirmation needs at least" in said["untested"]
+    payload = json.loads(path.read_text())
+    payload["confirmation"]["reason"] = "edited"
+    path.write_text(json.dumps(payload))
+    assert stored_findings(stored_run, "run") is None  # its digest no longer holds
+    fifo = stored_run / "fifo.json"
+    os.mkfifo(fifo)
+    done = []
+    reader = threading.Thread(target=lambda: done.append(_findings(str(fifo), 0, 0)), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert done == [None]
+    deep = stored_run / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert _findings(str(deep), 1, 1) is None
+    big = stored_run / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(MAX_FINDINGS_FILE_BYTES + 1)
+    assert _findings(str(big), 2, 2) is None
+    shutil.rmtree(stored_run / "run")
