@@ -79,24 +79,29 @@ def _check_inside(real, path, what):
 def pinned(path, what):
     """``path`` for reading, pinned to the file it names when it is checked.
 
-    Under a data root (`ROOT`), the file is opened once, checked through the descriptor (a regular file, inside the
-    root by the path the kernel resolved), and read through ``/proc/self/fd/N``: a link swapped in after the check
-    changes nothing, however often the reader opens it again. On the command line (no root) or without ``/proc``,
-    the path itself, checked as `check_regular_file` does.
+    The file is opened once, checked through the descriptor (a regular file; under a data root, `ROOT`, inside the
+    root by the path the kernel resolved), and read through ``/proc/self/fd/N``: a link or a FIFO swapped in after
+    the check changes nothing, however often the reader opens it again (sweep 32t: a FIFO swapped onto a stored
+    run's ``explanation.json`` blocked the server's threads for good; the command line's readers pin alike).
+    Without ``/proc``, the path itself, checked as `check_regular_file` does.
     """
     check_regular_file(path, what)  # a FIFO is refused before it is opened (opening it would block)
-    if ROOT[0] is None or not os.path.isdir("/proc/self/fd"):
+    if not os.path.isdir("/proc/self/fd"):
         yield path
         return
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:  # missing or unreadable now: said so, naming the path (never opened again by name: a
         # link or a FIFO put there an instant later would be followed)
+        if ROOT[0] is None:  # on the command line the reader says it in its own words ("does not exist")
+            yield path
+            return
         raise type(exc)(exc.errno, f"{what} {str(path)!r} cannot be opened: {exc.strerror}") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegularFile(f"{what} {str(path)!r} is not a regular file.")
-        _check_inside(Path(os.readlink(f"/proc/self/fd/{fd}")), path, what)
+        if ROOT[0] is not None:
+            _check_inside(Path(os.readlink(f"/proc/self/fd/{fd}")), path, what)
         yield f"/proc/self/fd/{fd}"
     finally:
         os.close(fd)

@@ -46,8 +46,9 @@ def test_a_folder_swapped_between_hashing_and_decoding_poisons_no_cache(tmp_path
     res = embedding.embed_images(enc, paths, cache_dir=tmp_path / "cache", num_workers=0, warn=False)
     assert not res.ok.any() and all("changed after lbee hashed it" in why for _, why in res.failures)
     assert EmbeddingCache(enc.identity(), tmp_path / "cache").get_images(digests) == {}  # nothing cached under them
-    # the paths recorded are the files' real paths when they were hashed, not the swapped folder's
-    assert res.real_paths == as_read and not any("white" in p for p in res.real_paths)
+    # the paths recorded are the hashed files' real paths (where the kernel finds them), never the swapped-in folder's
+    assert not any("white" in p for p in res.real_paths)
+    assert [os.path.basename(p) for p in res.real_paths] == [os.path.basename(p) for p in as_read]
 
 
 def test_a_link_in_the_thumbnail_cache_is_never_served(tmp_path):
@@ -123,3 +124,53 @@ def test_the_run_list_shows_no_edited_findings_and_never_waits_on_a_fifo(stored_
         fh.truncate(MAX_FINDINGS_FILE_BYTES + 1)
     assert _findings(str(big), 2, 2) is None
     shutil.rmtree(stored_run / "run")
+
+
+def test_nothing_is_written_through_a_link_planted_in_a_cache(tmp_path):
+    """Sweep 32t: the thumbnail cache read no link, but wrote a thumbnail through a shard folder linked out of it
+    (a file outside the cache replaced); the embedding cache's shard folders likewise."""
+    from lbee.io.cache import EmbeddingCache
+    from lbee.io.images import ImageFile
+    from lbee.reports.thumbnails import ThumbnailCache
+
+    _images(tmp_path / "a", 1)
+    path = tmp_path / "a" / "img00.png"
+    source = ImageFile(str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+    thumbs = ThumbnailCache(tmp_path / "cache")
+    key = thumbs._key(source)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / f"{key}.jpg"
+    victim.write_bytes(b"\xff\xd8\xff mine")
+    (tmp_path / "cache" / "thumbnails").mkdir(parents=True)
+    (tmp_path / "cache" / "thumbnails" / key[:2]).symlink_to(outside)
+    made = thumbs.jpeg(source)
+    assert made is not None and b"mine" not in made and victim.read_bytes() == b"\xff\xd8\xff mine"
+    cache = EmbeddingCache({"encoder": "x"}, tmp_path / "ecache")
+    cache.root.mkdir(parents=True)
+    (cache.root / "images").symlink_to(outside)
+    cache.put_images(["h1"], np.ones((1, 4)))
+    assert sorted(p.name for p in outside.iterdir()) == [victim.name]  # nothing written through the link
+
+
+def test_a_fifo_swapped_in_after_the_check_never_blocks_a_reader(tmp_path, monkeypatch):
+    """Sweep 32t: GET /v1/jobs/<id>/explanation read the stored file by path after checking it; a FIFO swapped in
+    between blocked ten server threads for good (and SIGTERM then). Every reader now opens the file once, without
+    waiting, and checks what it opened."""
+    import lbee._files as files
+
+    fifo = tmp_path / "explanation.json"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(files, "check_regular_file", lambda path, what: None)  # the swap lands after the check
+    said = []
+
+    def read():
+        try:
+            files.read_bytes_file(fifo, "Explanation file")
+        except ValueError as exc:
+            said.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    assert said and "not a regular file" in said[0]

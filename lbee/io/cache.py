@@ -210,8 +210,8 @@ class EmbeddingCache:
 
     def put_images(self, hashes, embeddings):
         """Persist one shard of (hash, embedding) pairs atomically."""
-        if len(hashes) == 0:
-            return
+        if len(hashes) == 0 or linked_inside(self.root, "images"):
+            return  # nothing written through a link planted in the cache (sweep 32t): encoded again next time
         self.root.mkdir(parents=True, exist_ok=True)
         meta = self.root / "identity.json"
         if not meta.exists():
@@ -263,7 +263,24 @@ class EmbeddingCache:
             raise ValueError(
                 f"`embeddings` must have shape ({len(sentences)}, d), one row per sentence; received shape {emb.shape}."
             )
+        if linked_inside(self.root, "sentences"):
+            return  # as put_images
         atomic_save_npz(self._sentence_path(sentences), embeddings=emb, row_hashes=row_hashes(sentences, emb))
+
+
+def linked_inside(folder, *parts):
+    """Whether ``folder`` or a folder below it (``parts``, in order) is a symbolic link: a cache writes nothing there.
+
+    The cache folder may itself be reached through a link of the user's (``LBEE_CACHE_DIR``); what lbee makes inside
+    it is never a link, and one planted there (sweep 32t: a thumbnail shard linked out of the cache) would take
+    lbee's writes elsewhere.
+    """
+    path = Path(folder)
+    for part in parts:
+        path = path / part
+        if path.is_symlink():
+            return True
+    return False
 
 
 def json_bytes(obj, *, indent=1):

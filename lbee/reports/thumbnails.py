@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io.cache import atomic_write_bytes, default_cache_dir
+from ..io.cache import atomic_write_bytes, default_cache_dir, linked_inside
 
 #: Images with more pixels than this get no thumbnail (Pillow's own bomb limit is 89 M pixels, about 270 MB decoded;
 #: a 12000 x 12000 PNG of 17 KB took 600 MB of a server's memory per request).
@@ -99,13 +99,18 @@ class ThumbnailCache:
         """The cached thumbnail of a source known by its digest, or None (then it is made from the file)."""
         if not getattr(source, "sha256", None):
             return None
-        data = _cached_jpeg(self._path(self._key(source)))
+        path = self._path(self._key(source))
+        data = None if self._linked(path) else _cached_jpeg(path)
         if data is not None:
             self.n_cached += 1
         return data
 
     def _path(self, key):
         return self.folder / key[:2] / f"{key}.jpg"
+
+    def _linked(self, path):
+        """Whether the cache's own folders above ``path`` hold a link (then nothing is read or kept there)."""
+        return linked_inside(self.folder.parent, self.folder.name, path.parent.name)
 
     def _jpeg(self, source, opened):
         from PIL import Image
@@ -115,7 +120,7 @@ class ThumbnailCache:
         except OSError:
             return None
         path = self._path(key)
-        cached = _cached_jpeg(path)
+        cached = None if self._linked(path) else _cached_jpeg(path)
         if cached is not None:
             self.n_cached += 1
             return cached
@@ -131,9 +136,11 @@ class ThumbnailCache:
         buf = io.BytesIO()
         img.save(buf, format="JPEG", quality=82)
         data = buf.getvalue()
+        self.n_generated += 1
+        if self._linked(path):
+            return data  # made, not kept: never written through a link planted in the cache (sweep 32t)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, data)
-        self.n_generated += 1
         return data
 
     def data_uri(self, source):
@@ -158,15 +165,13 @@ MAX_THUMBNAIL_BYTES = 1 << 20
 
 
 def _cached_jpeg(path):
-    """The JPEG cached at ``path``, or None: a link, a folder that is a link, or anything but a small JPEG is not read.
+    """The JPEG cached at ``path``, or None: a link, or anything but a small JPEG, is not read.
 
     The cache folder is the server's, but a link planted in it served another file as an image's thumbnail
     (sweep 32s B4); what is there is read without following a link, and only as a JPEG lbee wrote.
     """
     import stat
 
-    if os.path.islink(path.parent):
-        return None
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:

@@ -9,7 +9,6 @@ import numpy as np
 
 def load_explanations(path):
     """Read an ``explanation.json``: (dict of method -> Explanation, the whole payload)."""
-    from ..core.explanation_payload import validate_explanation_payload
     from ..io.confinement import check_regular_file
 
     check_regular_file(path := Path(path), "Explanation file")  # /dev/zero or a FIFO would never end
@@ -20,6 +19,17 @@ def load_explanations(path):
         payload = loads_each_key_once(read_text_file(path, "Explanation file"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # nested 100k deep
         raise ValueError(f"Cannot read explanation file {str(path)!r}: {exc}") from None
+    return explanations_of(payload, path), payload
+
+
+def explanations_of(payload, path):
+    """The explanations (dict of method -> Explanation) of an ``explanation.json`` already read.
+
+    Checked as `load_explanations` checks the file: its digest, its confirmation block, its images' places. ``path``
+    names it in messages.
+    """
+    from ..core.explanation_payload import validate_explanation_payload
+
     exps = validate_explanation_payload(payload, source=str(path))
     from .confirmation_record import check_confirmation_record
 
@@ -46,7 +56,7 @@ def load_explanations(path):
             )
     for e in exps.values():
         e.unassigned = unassigned
-    return exps, payload
+    return exps
 
 
 def _unassigned_of(payload, path):

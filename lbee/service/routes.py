@@ -148,10 +148,10 @@ def add_api_routes(app, ctx):
         from .served_files import served_explanation
 
         run = _run_of_job(job_id, model)
-        response = ctx.file(run, "explanation.json", "application/json")
+        path = ctx.path(run, "explanation.json")
         try:  # served as the group pages read it: an edited file is refused, not handed to a client as genuine
-            load_explanations(response.path)
-            body = served_explanation(response.path, settings)  # recording its image table as served
+            load_explanations(path)
+            body = served_explanation(path, settings)  # recording its image table as served
         except ValueError as exc:
             detail = redact_paths(f"run {run.id}'s explanation cannot be served: {exc}", settings)
             raise HTTPException(409, detail) from None
@@ -176,7 +176,7 @@ def add_api_routes(app, ctx):
         from .served_files import parquet_bytes, served_images_table
 
         run = _run_of_job(job_id, model)
-        path = ctx.file(run, IMAGES_TABLE, "application/vnd.apache.parquet").path  # 404 when the run has none
+        path = ctx.path(run, IMAGES_TABLE)  # 404 when the run has none
         try:  # as the browse pages read it: a table another run wrote, or edited, is not handed out as this one's
             table = served_images_table(path.parent, settings)
         except ValueError as exc:

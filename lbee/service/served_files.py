@@ -43,12 +43,13 @@ def served_explanation(path, settings):
     When it records its per-image table's digest and the table is beside it, the digest is that of the table as
     `served_images_table` serves it, and the content digest is renewed; otherwise the file's own bytes.
     """
+    from .._files import read_bytes_file
     from ..core.explanation_payload import content_digest
     from ..reports.stored_table import IMAGES_TABLE
     from ..run.outputs import table_digest
 
     path = Path(path)
-    raw = path.read_bytes()
+    raw = read_bytes_file(path, "Explanation file")  # through the descriptor checked: a FIFO swapped in never blocks
     payload = json.loads(raw)
     if not isinstance(payload, dict) or "images_sha256" not in payload or not (path.parent / IMAGES_TABLE).is_file():
         return raw

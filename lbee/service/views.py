@@ -69,15 +69,16 @@ def _findings(path, mtime_ns, size):
     """`stored_findings` of one version of a file (the key: its path, time and size).
 
     Read without following a link and without waiting on a FIFO put in its place (sweep 32s N4: five server threads
-    blocked for good), only when it is a regular file of at most `MAX_FINDINGS_FILE_BYTES`, and shown only when its
-    content digest holds (sweep 32s B5: an edited file's findings were listed while the run's explanation answered
-    409).
+    blocked for good), only when it is a regular file of at most `MAX_FINDINGS_FILE_BYTES`, and shown only when the
+    file passes the checks its run's ``/explanation`` applies (sweep 32s and 32t B5: an edited file's findings, its
+    digest removed or recomputed, were listed while the run's explanation answered 409).
     """
     import os
     import stat
 
-    from ..core.explanation_payload import content_digest
+    from .._validation import loads_each_key_once
     from ..reports.html import findings_of
+    from ..run.stored import explanations_of
 
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
@@ -88,12 +89,10 @@ def _findings(path, mtime_ns, size):
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FINDINGS_FILE_BYTES:
                 return None
-            payload = json.loads(fh.read(MAX_FINDINGS_FILE_BYTES + 1))
-        recorded = payload.get("content_sha256") if isinstance(payload, dict) else None
-        if recorded is not None and recorded != content_digest(payload):  # as the run's /explanation refuses it
-            return None
+            payload = loads_each_key_once(fh.read(MAX_FINDINGS_FILE_BYTES + 1).decode("utf-8"))
+        explanations_of(payload, "the run's explanation.json")  # as its /explanation checks it (sweep 32t B5)
         return findings_of(payload)
-    except (OSError, ValueError, RecursionError, TypeError, AttributeError):
+    except (OSError, ValueError, RecursionError, TypeError, AttributeError, KeyError, IndexError):
         return None
 
 
