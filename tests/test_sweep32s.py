@@ -8,15 +8,7 @@ import threading
 
 import numpy as np
 import pytest
-from PIL import Image
-
-
-def _images(folder, n, colour=None):
-    folder.mkdir()
-    rng = np.random.default_rng(0)
-    for i in range(n):
-        pixels = np.full((40, 48, 3), colour, np.uint8) if colour else (rng.random((40, 48, 3)) * 255).astype("uint8")
-        Image.fromarray(pixels).save(folder / f"img{i:02d}.png")
+from test_sweep32r import _images  # the same two folders of images: a colour one and a white one
 
 
 def test_a_folder_swapped_between_hashing_and_decoding_poisons_no_cache(tmp_path, monkeypatch):
