@@ -1153,3 +1153,6 @@ def test_a_library_run_is_written_as_the_command_line_writes_one(tmp_path):
     with pytest.raises(ValueError, match="already holds a run .* Pass overwrite=True"):
         lbee.write_run_folder(whole, out)
     assert "nothing tested on held-out images" in whole._repr_html_()
+    (tmp_path / "file").write_text("x")  # sweep 32t: a bare FileExistsError
+    with pytest.raises(ValueError, match="exists and is not a folder"):
+        lbee.write_run_folder(whole, tmp_path / "file")

@@ -238,7 +238,11 @@ def score_explanations(
 
 
 def metric_rows(
-    explanations: dict[str, dict[str, Explanation]], relevance: ArrayLike, performance: ArrayLike, o: float | None
+    explanations: dict[str, dict[str, Explanation]],
+    relevance: ArrayLike,
+    performance: ArrayLike,
+    o: float | None,
+    star: set[int] | None = None,
 ) -> list[dict[str, Any]]:
     """The metric rows of a run: per slicer and describer, ``slicer``, ``method`` and `score_explanation`'s.
 
@@ -251,13 +255,16 @@ def metric_rows(
     performance : array-like of shape (n,)
     o : float or None
         Severity of S*_β (None: `DEFAULT_O`).
+    star : set of int, optional
+        S*_β when the caller already has it (of the same Γ, ω and ``o``).
 
     Returns
     -------
     list of dict
     """
     rel, omega = check_relevance(relevance, performance)
-    star = set(_failure(rel, omega, DEFAULT_O if o is None else check_real(o, "o", minimum=0.0)).tolist())
+    if star is None:
+        star = set(_failure(rel, omega, DEFAULT_O if o is None else check_real(o, "o", minimum=0.0)).tolist())
     return [
         {"slicer": s, "method": m, **scores}
         for s, exps in explanations.items()

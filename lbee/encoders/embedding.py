@@ -106,12 +106,11 @@ def embed_images(
         report("hashing images", i, len(paths))
         try:
             check_image_file(p)  # a FIFO, a device or a huge (sparse) file is never read: it would not end
-            real = os.path.realpath(p)
             with pinned(p, "image") as src:  # the file checked is the file hashed (a link swapped in: refused)
                 hashes[i] = file_sha256(src, limit=MAX_IMAGE_BYTES)
-                # under a data root the file is held open: the kernel names the file hashed (sweep 32s: resolved
-                # after the embedding, a swapped folder's table named files the run never read)
-                reals[i] = os.readlink(src) if str(src).startswith("/proc/self/fd/") else real
+                # the file is held open: the kernel names the file hashed (sweep 32s: resolved after the embedding,
+                # a swapped folder's table named files the run never read); without /proc, the path as it is now
+                reals[i] = os.readlink(src) if str(src).startswith("/proc/self/fd/") else os.path.realpath(p)
         except (OSError, ValueError) as exc:
             if strict:
                 raise

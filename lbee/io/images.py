@@ -217,6 +217,20 @@ def open_image(path, name=None):
             yield img
 
 
+def image_bytes(path, sha256):
+    """The bytes of an image file when their SHA-256 is ``sha256``; None when it holds other bytes now.
+
+    Read as every image is (`check_image_file`, then through the descriptor checked, at most `MAX_IMAGE_BYTES`): what
+    an embedding and a thumbnail are made from, so that both show the bytes the run hashed.
+    """
+    import hashlib
+
+    check_image_file(path)
+    with pinned(path, "image") as src, open(src, "rb") as fh:
+        data = fh.read(MAX_IMAGE_BYTES + 1)
+    return data if hashlib.sha256(data).hexdigest() == sha256 else None
+
+
 def open_rgb(path, sha256=None):
     """Open an image file as 8-bit RGB (see `to_rgb`); the file is closed on return.
 
@@ -228,12 +242,10 @@ def open_rgb(path, sha256=None):
         with open_image(path) as img:
             img.load()
             return to_rgb(img)
-    import hashlib
     import io
 
-    with pinned(path, "image") as src, open(src, "rb") as fh:
-        data = fh.read(MAX_IMAGE_BYTES + 1)
-    if hashlib.sha256(data).hexdigest() != sha256:
+    data = image_bytes(path, sha256)
+    if data is None:
         raise ValueError(
             f"image {str(path)!r} changed after lbee hashed it (another file was put in its place while lbee read the "
             "folder): it is left out"

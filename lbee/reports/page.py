@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.evaluation import failure_sentences, score_explanation
+from ..core.evaluation import failure_sentences, metric_rows
 from .browse import browse_view
 
 METRIC_NAMES = ("ACR", "AHR", "TPR", "JI")
@@ -126,12 +126,7 @@ class ReportRun:
         """
         if self.relevance is None:
             return []
-        star = self.failure_set() if star is None else star
-        return [
-            {"slicer": s, "method": m, **score_explanation(e, self.relevance, star)}
-            for s, exps in self.explanations.items()
-            for m, e in exps.items()
-        ]
+        return metric_rows(self.explanations, self.relevance, self.performance, self.o, star)
 
 
 def plane_coords(run, slicer_objects):

@@ -78,14 +78,16 @@ class ThumbnailCache:
             cached = self._cached(source)
             if cached is not None:
                 return cached
-            with pinned(source, "image") as opened:
-                if not getattr(source, "sha256", None):
+            if not getattr(source, "sha256", None):
+                with pinned(source, "image") as opened:
                     return self._jpeg(source, opened)
-                data = _bytes_of(opened, source.sha256)
-                if data is None:
-                    self._changed.add(source)
-                    return None
-                return self._jpeg(source, io.BytesIO(data))
+            from ..io.images import image_bytes
+
+            data = image_bytes(source, source.sha256)
+            if data is None:
+                self._changed.add(source)
+                return None
+            return self._jpeg(source, io.BytesIO(data))
         except (OSError, ValueError):  # missing, not a regular file, or outside the root: no thumbnail
             if getattr(source, "sha256", None):  # the file the run read is no longer there to be read (sweep 32s)
                 self._changed.add(source)
@@ -147,17 +149,6 @@ class ThumbnailCache:
         """``data:image/jpeg;base64,...`` for ``source``, or None when it cannot be read."""
         data = self.jpeg(source)
         return None if data is None else "data:image/jpeg;base64," + base64.b64encode(data).decode()
-
-
-def _bytes_of(opened, sha256):
-    """The bytes of the file ``opened`` when their SHA-256 is ``sha256``; None when it holds other bytes."""
-    from ..io.images import MAX_IMAGE_BYTES
-
-    with open(opened, "rb") as fh:
-        data = fh.read(MAX_IMAGE_BYTES + 1)
-    if len(data) > MAX_IMAGE_BYTES or hashlib.sha256(data).hexdigest() != sha256:
-        return None
-    return data
 
 
 #: A cached thumbnail larger than this is not one lbee wrote (a 96-pixel JPEG is a few KB).

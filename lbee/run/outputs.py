@@ -15,6 +15,7 @@ The ``--overwrite`` rule, for every command that writes a run into ``--out``:
 from __future__ import annotations
 
 import fnmatch
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -77,6 +78,8 @@ def check_out_folder(out, *, overwrite=False, option="--out", inputs=(), how="--
     ``overwrite``: replacing the run would delete the command's own input. Call it before any work: the answer
     comes in a second, not after the embedding.
     """
+    if os.path.lexists(out) and not os.path.isdir(out):  # the CLI says so earlier; the library's callers here
+        raise ValueError(f"{option} {str(out)!r} exists and is not a folder; give a folder for the run.")
     pin_output(out)  # the folder written at the end is this one (lbee.io.output_lock)
     recover_leftovers(out)  # a killed run's swap is settled first, so what is checked is one whole run
     _settle_reports_above(out, lambda above: recover_tree(above, RUN_ENTRIES))  # and a killed report's (32m)

@@ -171,13 +171,8 @@ class RunResult:
 
     def confirmed(self):
         """The first slicer's confirmed statements, strongest first; [] and a warning saying why when untested."""
-        from .confirm_text import ranked_statements, warn_untested
+        from .confirm_text import ranked_statements, warn_untested, with_images
 
         conf = (self.main.extra.get("confirmation") or {}) if self.main is not None else {}
         warn_untested(conf)
-        ids = self.main.image_ids if self.main is not None else []
-        # each with the ids of the images it holds for (a twenty-sixth user dug them out of extra["confirmation"])
-        return [
-            {**s, "images": [ids[i] for i in s["holds_for"]]} if "holds_for" in s else s
-            for s in ranked_statements(conf)
-        ]
+        return with_images(ranked_statements(conf), self.main.image_ids if self.main is not None else [])

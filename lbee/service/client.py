@@ -322,16 +322,12 @@ class Client:
 
         A run whose statements were not tested (too few images, confirmation off) gives [] with a warning saying why.
         """
-        from ..run.confirm_text import warn_untested
+        from ..run.confirm_text import warn_untested, with_images
 
         explanation = self.explanation(job_id, model)
         listed = confirmed_statements(explanation)
         warn_untested(explanation.get("confirmation") if isinstance(explanation, dict) else None)
-        ids = explanation.get("images") or []  # each with the ids of the images it holds for, as the library's
-        return [
-            {**s, "images": [ids[i] for i in s["holds_for"] if 0 <= i < len(ids)]} if "holds_for" in s else s
-            for s in listed
-        ]
+        return with_images(listed, explanation.get("images") or [])  # as the library's
 
     def group(self, job_id, group, *, page=1, sort="confidence", pair=None, model=None):
         """One page of a hard group's images of the job's run, as ``lbee serve``'s group page lists them.

@@ -68,28 +68,19 @@ MAX_FINDINGS_FILE_BYTES = 64 << 20
 def _findings(path, mtime_ns, size):
     """`stored_findings` of one version of a file (the key: its path, time and size).
 
-    Read without following a link and without waiting on a FIFO put in its place (sweep 32s N4: five server threads
+    Read through the descriptor checked, never waiting on a FIFO put in its place (sweep 32s N4: five server threads
     blocked for good), only when it is a regular file of at most `MAX_FINDINGS_FILE_BYTES`, and shown only when the
     file passes the checks its run's ``/explanation`` applies (sweep 32s and 32t B5: an edited file's findings, its
     digest removed or recomputed, were listed while the run's explanation answered 409).
     """
-    import os
-    import stat
-
+    from .._files import read_bytes_file
     from .._validation import loads_each_key_once
     from ..reports.html import findings_of
     from ..run.stored import explanations_of
 
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FINDINGS_FILE_BYTES:
-                return None
-            payload = loads_each_key_once(fh.read(MAX_FINDINGS_FILE_BYTES + 1).decode("utf-8"))
+        text = read_bytes_file(path, "Explanation file", limit=MAX_FINDINGS_FILE_BYTES).decode("utf-8")
+        payload = loads_each_key_once(text)
         explanations_of(payload, "the run's explanation.json")  # as its /explanation checks it (sweep 32t B5)
         return findings_of(payload)
     except (OSError, ValueError, RecursionError, TypeError, AttributeError, KeyError, IndexError):
