@@ -320,7 +320,10 @@ def check_writable_folder(path, option):
     """
     import tempfile
 
+    from ..io.folder_trust import check_trusted_folder
+
     target = Path(path)
+    check_trusted_folder(target)  # before any folder is made there
     created = [p for p in (target, *target.parents) if not p.exists()][::-1]  # the outermost first
     try:
         target.mkdir(parents=True, exist_ok=True)

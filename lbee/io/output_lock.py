@@ -42,6 +42,9 @@ def pin_output(path, *, command=False):
     pin made when a command checks its output (``command``: by the CLI, at its start) stands until the command
     ends (`clear_pins`); one made by the run layer's own check is renewed at each check.
     """
+    from .folder_trust import check_trusted_folder
+
+    check_trusted_folder(path)  # a folder another user can change: no pin can keep the write there (sweep 32q)
     key = os.path.abspath(path)
     if key in _PINS and _PINS[key][2]:
         return

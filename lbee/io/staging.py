@@ -215,6 +215,9 @@ def _new_stage(home, names):
     there): made only at the swap, a link another user planted under that name, its writer read from the stage's
     visible name, took the old entries wherever it pointed (sweep 32m).
     """
+    from .folder_trust import check_trusted_folder
+
+    check_trusted_folder(home)  # written by path: another user who can rename its entries could swap it (32q B7)
     home.mkdir(parents=True, exist_ok=True)
     owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
     stage, aside = names(owner)

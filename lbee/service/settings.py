@@ -86,6 +86,9 @@ class ServiceSettings:
             raise ValueError(f"`root` {str(self.root)!r} is not a folder; expected the data folder that jobs read.")
         self.root = root.resolve()
         self.output = Path(self.output).expanduser().resolve()
+        from ..io.folder_trust import check_trusted_folder
+
+        check_trusted_folder(self.output)  # every job writes there: refused at start, not job by job
         if self.db_url is None:
             self.db_url = f"sqlite:///{self.output / 'lbee.db'}"
         # the CLI's cache by default: content-addressed, so a job reuses what `lbee describe` embedded, and back

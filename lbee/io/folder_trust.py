@@ -1,0 +1,124 @@
+"""Which folders lbee writes in: none where another user could redirect its files while it writes.
+
+lbee writes an output into a stage beside it, by path, and a single file by a temporary name in its folder. A user
+who can rename entries in a folder on that path (its owner, or anyone where it is writable by others and not
+sticky) can swap the stage, or a folder above it, for a link while lbee works, and receive lbee's files in a folder
+of their choosing: root's run replaced a victim's files of the same names (sweep 32q, B7), and a single file could
+follow a folder swapped between the last check and the write (B5). No check made during the work closes that
+window, so such a folder is refused before the work starts, as OpenSSH's ``StrictModes`` refuses a key file in a
+folder others can change.
+
+A folder is trusted when it, and every folder above its real path, is owned by this user or root, and not
+writable by other users, unless sticky (``/tmp``: there only an entry's owner can rename it). A folder writable by
+its group is trusted when that group is this user's own (a user private group, as with ``umask 002``: no member but
+this user). Setting `TRUST_ENV` to ``1`` trusts every folder (a folder mounted into a container as another user's,
+a shared project folder whose members you trust).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+#: Environment variable that, set to ``1``, trusts folders other users can change (see the module's docstring).
+TRUST_ENV = "LBEE_TRUST_SHARED_FOLDERS"
+
+
+class SharedFolderError(PermissionError):
+    """An output lies in a folder another user can change: refused before any work (`check_trusted_folder`)."""
+
+
+def untrusted_folder(path):
+    """The first folder at or above ``path``'s real path that another user can change, with why, or None.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A folder lbee will write in (it need not exist yet: its nearest existing folder is checked).
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        ``(folder, why)``, e.g. ``("/tmp/a", "owned by user nobody")``; None when every folder is trusted, on a
+        system without user ids, or with `TRUST_ENV` set.
+    """
+    if not hasattr(os, "geteuid") or os.environ.get(TRUST_ENV) == "1":
+        return None
+    folder = os.path.realpath(path)
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    me = os.geteuid()
+    while True:
+        try:
+            st = os.stat(folder)
+        except OSError:  # an unreadable folder above: lbee's own write will fail there and say so
+            return None
+        why = _why_untrusted(st, me)
+        if why:
+            return folder, why
+        above = os.path.dirname(folder)
+        if above == folder:
+            return None
+        folder = above
+
+
+def _why_untrusted(st, me):
+    if st.st_uid not in (me, 0):
+        return f"owned by user {_user(st.st_uid)}"
+    if st.st_mode & stat.S_ISVTX:
+        return None  # sticky: only an entry's owner (or the folder's, checked above) renames it
+    if st.st_mode & stat.S_IWOTH:
+        return "writable by every user"
+    if st.st_mode & stat.S_IWGRP and not _own_group(st.st_gid, me):
+        return f"writable by group {_group(st.st_gid)}"
+    return None
+
+
+def _own_group(gid, me):
+    """Whether group ``gid`` is this user's private group: its primary group, with no other member."""
+    import grp
+    import pwd
+
+    try:
+        members, name = set(grp.getgrgid(gid).gr_mem), pwd.getpwuid(me).pw_name
+    except KeyError:
+        return False
+    return gid == os.getegid() and members <= {name}
+
+
+def _user(uid):
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _group(gid):
+    import grp
+
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
+
+
+def check_trusted_folder(path):
+    """Raise `SharedFolderError` when lbee would write in or beside ``path`` inside a folder others can change.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The output folder (or the folder holding an output file, or a stage's home).
+    """
+    found = untrusted_folder(path)
+    if found is None:
+        return
+    folder, why = found
+    raise SharedFolderError(
+        f"lbee will not write to {str(path)!r}: {folder!r} is {why}, so another user could redirect lbee's files "
+        "into a folder of their choosing while it writes. Write to a folder of your own (or in a sticky one such as "
+        f"/tmp), or, if you trust everyone who can change {folder!r} (a folder mounted into a container), set "
+        f"{TRUST_ENV}=1"
+    )

@@ -1,0 +1,88 @@
+"""Sweep 32q B7 (and B5): an output inside a folder another user can change is refused before any work.
+
+A run's stage, written by path, was swapped for a link by the owner of the folder holding it, and root's files
+went into the victim's folder. No check during the work closes that window, so such a folder is refused first.
+"""
+
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from lbee.cli import cli
+from lbee.io.folder_trust import TRUST_ENV, SharedFolderError, check_trusted_folder, untrusted_folder
+
+needs_root = pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to chown")
+
+
+@pytest.fixture(autouse=True)
+def _no_trust(monkeypatch):
+    monkeypatch.delenv(TRUST_ENV, raising=False)
+
+
+def test_a_folder_every_user_can_write_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)  # not sticky: anyone may rename lbee's stage there
+    out = shared / "sub" / "s.txt"
+    r = CliRunner().invoke(cli, ["sentences", "generate", "spotcheck", "--out", str(out)], obj={})
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert f"{str(shared)!r} is writable by every user" in r.output and TRUST_ENV in r.output
+    assert list(shared.iterdir()) == []  # not even the folder it would have made
+    os.chmod(shared, 0o1777)  # sticky, as /tmp: only an entry's owner renames it
+    assert untrusted_folder(out) is None
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv(TRUST_ENV, "1")  # the user trusts everyone who can change it
+    r = CliRunner().invoke(cli, ["sentences", "generate", "spotcheck", "--out", str(out)], obj={})
+    assert r.exit_code == 0 and out.is_file()
+
+
+def test_the_library_stages_nothing_in_such_a_folder(tmp_path):
+    from lbee.io.staging import staged_entries
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    with pytest.raises(SharedFolderError, match="writable by every user"):
+        with staged_entries(shared / "run"):
+            pytest.fail("a stage was made")
+    assert list(shared.iterdir()) == []
+    with pytest.raises(SharedFolderError):  # a link to it is judged by the folder it names
+        os.symlink(shared / "run", tmp_path / "lnk")
+        check_trusted_folder(tmp_path / "lnk")
+
+
+def test_the_service_refuses_to_start_with_such_an_output(tmp_path):
+    from lbee.service import ServiceSettings
+
+    (tmp_path / "root").mkdir()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    with pytest.raises(SharedFolderError):
+        ServiceSettings(root=tmp_path / "root", output=shared / "svc")
+    assert ServiceSettings(root=tmp_path / "root", output=tmp_path / "svc").output == (tmp_path / "svc").resolve()
+
+
+@needs_root
+def test_a_folder_another_user_owns_is_refused_even_where_only_they_can_write(tmp_path):
+    """32q B7's precondition exactly: ``/tmp/A`` owned by nobody, mode 755; root's `describe --out /tmp/A/run`."""
+    theirs = tmp_path / "A"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    r = CliRunner().invoke(cli, ["-q", "demo", "--out", str(theirs / "run")], obj={})
+    assert r.exit_code == 1 and f"{str(theirs)!r} is owned by user " in r.output
+    assert list(theirs.iterdir()) == []
+    os.chown(theirs, 0, 0)
+    os.chmod(theirs, 0o775)
+    os.chown(theirs, 0, 65534)  # root's, writable by a group with other members than root
+    assert untrusted_folder(theirs / "run") == (str(theirs), f"writable by group {_group(65534)}")
+
+
+def _group(gid):
+    import grp
+
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
