@@ -125,3 +125,35 @@ def test_bench_worlds_refuses_a_huge_grammar_and_never_replaces_its_files_in_sil
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in out.iterdir()) == ["discovery.csv", "worlds.csv", "worlds.md"]
     assert (out / "worlds.md").read_text().startswith("| level")
+
+
+def test_an_attribute_table_is_checked_and_a_subject_in_every_image_needs_no_presence_column(tmp_path):
+    """Trial 28: the simulated-encoder recipe died with a bare KeyError ('wbc', 'presence') on a table without a
+    presence column for a cell in every smear, and read pandas' True / False as values no literal has (silently:
+    the artefact's atom had no signal)."""
+    from lbee.bench.worlds import AttributeWorld
+
+    (tmp_path / "b.grammar.yaml").write_text(
+        "name: smears\nlead: A smear showing\nbare: A smear\nmax_conditions: 2\nsubjects:\n"
+        "  - id: wbc\n    noun: white cell\n    attributes:\n      - id: focus\n        kind: clause\n"
+        "        values: {sharp: in focus, blurred: out of focus}\n"
+        "  - id: artefact\n    noun: artefact\n    deniable: true\n"
+    )
+    g = load_grammar(tmp_path / "b.grammar.yaml")
+    n = 4
+    focus = np.array(["sharp", "blurred", "sharp", "blurred"])
+
+    def world(values):
+        return AttributeWorld(g, values, [], [], np.ones(n, bool), np.ones(n), random_state=0)
+
+    w = world({("wbc", "focus"): focus, ("artefact", "presence"): np.array([True, False, True, False])})
+    assert list(w.values[("wbc", "presence")]) == ["true"] * n  # present wherever its attribute has a value
+    assert list(w.values[("artefact", "presence")]) == ["true", "false", "true", "false"]  # booleans read as such
+    assert w.holds({("artefact", "presence"): "true", ("wbc", "focus"): "blurred"}).tolist() == [False] * n
+    with pytest.raises(ValueError, match=r"no column 'artefact.presence'; expected one per key .* 'true', 'false'"):
+        world({("wbc", "focus"): focus})  # a subject the grammar denies: its absence must be given
+    with pytest.raises(ValueError, match=r"column 'wbc.focus', row 1: 'blurry' is none of the grammar's values"):
+        world({("wbc", "focus"): np.array(["sharp", "blurry", "sharp", "sharp"]), ("artefact", "presence"): focus})
+    with pytest.raises(ValueError, match=r"column 'wbc.focus' has shape \(3,\); expected one value per image"):
+        world({("wbc", "focus"): focus[:3], ("artefact", "presence"): np.array(["true"] * n)})
+    SimulatedEncoder(g, random_state=0).signal(w)  # the recipe's next step runs

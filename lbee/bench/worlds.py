@@ -67,6 +67,9 @@ class AttributeWorld:
     random_state: int
     notes: list = field(default_factory=list)
 
+    def __post_init__(self):
+        self.values = _checked_values(self.grammar, self.values, len(self.correct))
+
     @property
     def n(self):
         return len(self.correct)
@@ -84,6 +87,43 @@ class AttributeWorld:
 
     def literal_holds(self, key, value):
         return self.values[key] == value
+
+
+def _checked_values(grammar, values, n):
+    """``values`` checked against ``grammar``'s keys: n values each, from the key's values or `NA`.
+
+    A subject the grammar never denies may have no presence column (a blood cell in every smear, trial 28): it is
+    present where one of its attributes has a value, or everywhere when it has none.
+    """
+    out = dict(values)
+    for key, allowed in grammar.keys():
+        column = f"{key[0]}.{key[1]}"
+        if key not in values:
+            subject = grammar.subject(key[0])
+            if key[1] != PRESENCE or subject.deniable:
+                raise ValueError(
+                    f"the attribute table has no column {column!r}; expected one per key of the grammar, holding "
+                    f"{', '.join(map(repr, (*allowed, *((FALSE,) if key[1] == PRESENCE else ()))))} or NA ('') "
+                    "per image"
+                )
+            given = [values[(key[0], a.id)] for a in subject.attributes if (key[0], a.id) in values]
+            present = np.ones(n, bool) if not given else np.any([np.asarray(v) != NA for v in given], axis=0)
+            out[key] = np.where(present, TRUE, FALSE)
+            continue
+        v = np.asarray(values[key])
+        # pandas reads a column of true / false as booleans
+        v = np.where(v, TRUE, FALSE) if v.dtype == bool else v.astype(str)
+        if v.shape != (n,):
+            raise ValueError(f"column {column!r} has shape {v.shape}; expected one value per image, ({n},)")
+        ok = set(allowed) | ({FALSE} if key[1] == PRESENCE else {NA})
+        bad = np.flatnonzero(~np.isin(v, sorted(ok)))
+        if len(bad):
+            raise ValueError(
+                f"column {column!r}, row {bad[0]}: {str(v[bad[0]])!r} is none of the grammar's values "
+                f"({', '.join(map(repr, sorted(ok)))}; NA is '')"
+            )
+        out[key] = v
+    return out
 
 
 def _applicable(values, grammar, key, rows):
