@@ -1156,3 +1156,34 @@ def test_a_library_run_is_written_as_the_command_line_writes_one(tmp_path):
     (tmp_path / "file").write_text("x")  # sweep 32t: a bare FileExistsError
     with pytest.raises(ValueError, match="exists and is not a folder"):
         lbee.write_run_folder(whole, tmp_path / "file")
+
+
+def test_an_untested_statement_is_counted_where_the_given_relevance_says_it_holds():
+    """Trial 28: with Γ given, a 300-image run's "not tested" line read the encoder's soft counts ("33 % are hard");
+    by Γ, 88 % were. The line counts the images Γ says the statement holds for, and says so."""
+    from dataclasses import replace
+
+    from lbee.run.text import summary_dict, terminal_blocks
+
+    inputs, scores, _ = grammar_world(n=MIN_CONFIRM_IMAGES - 100)
+    n_atoms = len(inputs.sentences)
+    gamma = inputs.embeddings[:, :n_atoms] > 0.5  # the world's truth: one axis per atom, noise 0.08
+    r = run(replace(inputs, relevance=gamma, relevance_source="given"), scores).main
+    h = r.extra["hypotheses"][0]
+    conds = r.explanations["compose"].hard_clusters[0].details[0]["conditions"]
+    region = np.ones(len(gamma), bool)
+    for (subject, attribute), value in conds.items():  # an absence is where its presence's column is false
+        said = {(subject, attribute): value} if value != "false" else {(subject, attribute): "true"}
+        column = gamma[:, inputs.sentence_conditions.index(said)]
+        region &= column if value != "false" else ~column
+    part_hard = np.zeros(len(gamma), bool)
+    part_hard[np.concatenate([c.indices for c in r.explanations["compose"].hard_clusters])] = True
+    assert h["relevance_counts"][0] >= (region & part_hard).sum() > 0  # every hard image of the groups, and more
+    k_hard, k_easy = h["relevance_counts"]
+    said = " ".join(terminal_blocks(r, width=200).split())
+    assert f"not tested: by the given Γ, of the {k_hard + k_easy} hard and easy images" in said
+    assert f"{100 * k_hard / (k_hard + k_easy):.0f} % are hard" in said
+    # --json: each group's error rate as the terminal shows it (trial 28 found none)
+    group = summary_dict(r)["hard_groups"][0]
+    rate = 1 - r.performance[r.explanations["compose"].hard_clusters[0].indices].mean()
+    assert group["error_rate"] == round(rate, 4) and group["verdict"] is None  # untested: no verdict

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..grammar import FALSE, PRESENCE, TRUE
+
 logger = logging.getLogger("lbee")
 #: Set while `check_relevance_table` reads a table the run reads again: its warnings would be said twice.
 _QUIET = contextvars.ContextVar("lbee_relevance_quiet", default=False)
@@ -244,7 +246,8 @@ def compose_columns(base, base_conditions, conditions, *, names=None, source="Γ
     product over its literals, `lbee.core.atoms`; for a 0/1 Γ the AND).
     The column of a condition is that of the set's sentence stating it alone
     (the first such sentence); what a condition presupposes (an attribute of
-    X implies X present) is part of that sentence's truth already.
+    X implies X present) is part of that sentence's truth already. An absence
+    no sentence states alone is where its subject's presence does not hold.
 
     Parameters
     ----------
@@ -282,6 +285,10 @@ def compose_columns(base, base_conditions, conditions, *, names=None, source="Γ
         c = _as_conditions(c, f"{source}, composed sentence {k + 1}")
         for (subj, attr), value in c.items():
             j = alone.get(((subj, attr), value))
+            present = alone.get(((subj, attr), TRUE)) if attr == PRESENCE and value == FALSE else None
+            if j is None and present is not None:  # "no circle" holds exactly where "a circle" does not
+                out[:, k] &= ~base[:, present]
+                continue
             if j is None:
                 said = repr(names[k]) if names is not None else f"composed sentence {k + 1}"
                 raise ValueError(

@@ -347,10 +347,15 @@ def unconfirmed_line(conf, i):
         # why its own images are no failure: chance, or too small an effect (a twenty-seventh user read "not beyond
         # chance (p = 0.0056)" of one that failed the 2× rule)
         why = _weak(b) or f", not beyond chance (p = {b['p_value']:.2g})"
+        rest = (
+            f"the {b['n_in']} of them that stronger groups' statements do not hold for fail at "
+            f"{b['error_rate_in']:.2f} against {b['error_rate_out']:.2f}{why}"
+            if b["n_in"]
+            else "stronger groups' statements hold for every one of them"  # not "the 0 of them fail at 0.00" (28)
+        )
         return (
-            f"{verdict_words(verdict)}: on the held-out images {tested} (confirmed), but the {b['n_in']} of them "
-            f"that stronger groups' statements do not hold for fail at {b['error_rate_in']:.2f} against "
-            f"{b['error_rate_out']:.2f}{why}: it adds no failure of its own (lbee -v describe says more)"
+            f"{verdict_words(verdict)}: on the held-out images {tested} (confirmed), but {rest}: it adds no failure "
+            "of its own (lbee -v describe says more)"
         )
     return f"not confirmed on the held-out images: {tested} (lbee -v describe says more)"
 
@@ -412,10 +417,13 @@ def untested_statement_lines(extra, params, i):
     if untested_reason(extra.get("confirmation")) is None or i >= len(hyps):
         return []
     n_hard, n_easy = params.get("n_hard"), params.get("n_easy")
-    share = hyps[i].get("error_concentration")
+    share, by = hyps[i].get("error_concentration"), ""
+    counts = hyps[i].get("relevance_counts")
+    if counts and sum(counts):  # where the given Γ says it holds, not the encoder's guess (trial 28)
+        share, by = counts[0] / sum(counts), f"by the given Γ, of the {sum(counts)} "
     if share is None or not n_hard or n_easy is None:
         return []
     return [
-        f"not tested: of the hard and easy images its statement holds for, {100 * share:.0f} % are hard, "
+        f"not tested: {by or 'of the '}hard and easy images its statement holds for, {100 * share:.0f} % are hard, "
         f"against {100 * n_hard / (n_hard + n_easy):.0f} % of all of them"
     ]

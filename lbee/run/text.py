@@ -14,6 +14,7 @@ from .confirm_text import (  # noqa: F401  (named from here too)
     untested_statement_lines,
 )
 from .folded import FEW_IMAGES, calm_line, few_line  # noqa: F401  (named from here too)
+from .summary import summary_dict  # noqa: F401  (named from here too)
 
 
 def _fmt(x):
@@ -299,40 +300,6 @@ def terminal_blocks(result, width=None, *, others=True):
 
     out += [line for said in alike_groups(result) for line in textwrap.wrap(said, cols) + [""]]
     return "\n".join(out + (textwrap.wrap(note, cols) if note else [])).rstrip()
-
-
-def summary_dict(result, out=None):
-    """A machine-readable summary of a run (``lbee describe --json``)."""
-    from .identity import encoder_words, is_random_weights, weights_words
-
-    first = next(iter(result.explanations.values()))
-    p = first.params
-    conf = result.extra.get("confirmation") or {}
-    return {
-        "encoder": encoder_words(result.encoder),
-        "weights": weights_words(result.encoder),
-        "random_weights": is_random_weights(result.encoder),
-        "split_criterion": result.extra.get("split_criterion"),
-        "n_images": len(result.image_ids),
-        "n_hard": p.get("n_hard"),
-        "n_easy": p.get("n_easy"),
-        "n_skipped": len(result.failures),
-        "params": {k: p[k] for k in ("a", "n_clusters", "n_hard_clusters_formed", "k", "tau", "ward") if k in p},
-        # the terminal's headline (a twenty-sixth user's CI script could not read it): the confirmed statements,
-        # strongest first, and whether (or why not) the run tested them
-        "findings": ranked_statements(conf),
-        "confirmation": {k: conf.get(k) for k in ("status", "reason", "n_held_out") if conf.get(k) is not None},
-        "hard_groups": [
-            {
-                "group": i,
-                "size": int(len(c.indices)),
-                "sentences": {m: e.cluster_sentences(i) for m, e in result.explanations.items()},
-                "confirmation": _group_test(result.extra.get("confirmation"), i),
-            }
-            for i, c in enumerate(first.hard_clusters)
-        ],
-        "out": None if out is None else str(out),
-    }
 
 
 def groups_line(params, n_groups, settings=None, in_groups=None, held=0):
