@@ -1187,3 +1187,26 @@ def test_an_untested_statement_is_counted_where_the_given_relevance_says_it_hold
     group = summary_dict(r)["hard_groups"][0]
     rate = 1 - r.performance[r.explanations["compose"].hard_clusters[0].indices].mean()
     assert group["error_rate"] == round(rate, 4) and group["verdict"] is None  # untested: no verdict
+
+
+def test_a_library_run_with_relevance_writes_the_metrics_files_as_the_command_line_does(tmp_path):
+    """Trial 28: `write_run_folder` with ``relevance=`` wrote no metrics.csv / metrics.json; the CLI did."""
+    import json
+    from dataclasses import replace
+
+    import pandas as pd
+
+    import lbee
+
+    inputs, scores, _ = grammar_world(n=MIN_CONFIRM_IMAGES - 100)
+    gamma = inputs.embeddings[:, : len(inputs.sentences)] > 0.5
+    whole = run(replace(inputs, relevance=gamma, relevance_source="given"), scores)
+    out = lbee.write_run_folder(whole, tmp_path / "audit", html=False)
+    assert {"images.parquet", "metrics.csv", "metrics.json"} <= {p.name for p in out.iterdir()}
+    assert not (out / "report.html").exists()
+    rows = json.loads((out / "metrics.json").read_text())
+    table = pd.read_csv(out / "metrics.csv")
+    assert [r["method"] for r in rows] == table["method"].tolist() == whole.metrics()["method"].tolist()
+    assert table["AHR"].tolist() == pytest.approx(whole.metrics()["AHR"].tolist())
+    plain = lbee.write_run_folder(run(inputs, scores), tmp_path / "plain", html=False)  # no Γ: no metrics files
+    assert not (plain / "metrics.csv").exists() and (plain / "images.parquet").exists()

@@ -20,7 +20,6 @@ from ._base import (
     fail,
     require_extra,
 )
-from ._describe_outputs import metrics_csv, metrics_rows, write_html
 
 
 @cli.command()
@@ -184,7 +183,7 @@ def describe(
 ):
     """Find hard clusters of IMAGES (a folder or a manifest) and describe them with sentences."""
     from ..run.inputs import load_inputs
-    from ..run.pipeline import run_model, write_run
+    from ..run.pipeline import run_model
     from ..run.preflight import preflight
     from ..run.specs import DatasetSpec, ModelSpec
 
@@ -297,26 +296,19 @@ def describe(
         raise
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as exc:
         fail(ValueError(as_cli_message(exc)) if type(exc) is ValueError else exc)  # a knob named by its flag
-    metrics = metrics_rows(run, ds, model) if run.per_class is None and run.relevance is not None else []
+    from ..reports.run_folder import metrics_rows, write_run_files
+
+    metrics = metrics_rows(run, ds, model)
     folders = []
     if out:
+        from ..reports.thumbnails import ThumbnailCache
         from ..run.outputs import staged_run_folder
 
         try:  # the whole run is written beside --out, then moved in: never a half-written or mixed folder
             with staged_run_folder(out, overwrite=overwrite, inputs=_inputs) as stage:
-                folders = [Path(out) / Path(f).relative_to(stage) for f in write_run(run, stage)]
-                if html:
-                    write_html(ctx, run, ds, model, stage)
-                elif run.per_class is None:  # every image with its path: lbee export spotlight and lbee serve
-                    from ..reports.browse import write_images_table
-                    from ..reports.report_run import report_run_of
-
-                    write_images_table(report_run_of(run, ds, model, page_dir=stage), stage)
-                if metrics:  # the same files as a `lbee report` page's
-                    from ..io.cache import atomic_write_bytes, json_bytes
-
-                    atomic_write_bytes(stage / "metrics.csv", metrics_csv(metrics))
-                    atomic_write_bytes(stage / "metrics.json", json_bytes(metrics))
+                thumbs = ThumbnailCache(ctx.obj["cache_dir"]) if html else None
+                written = write_run_files(run, ds, model, stage, html=html, thumbs=thumbs, metrics=metrics)
+                folders = [Path(out) / Path(f).relative_to(stage) for f in written]
         except OSError as exc:
             raise LbeeError(f"Cannot write the outputs into {out!r}: {exc.strerror or exc}.") from None
     if as_json:
