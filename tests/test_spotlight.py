@@ -275,6 +275,15 @@ def test_export_of_a_run_from_precomputed_embeddings_with_provenance_has_their_r
     unit = x / np.linalg.norm(x, axis=1, keepdims=True)
     got = np.stack(table["embedding"].to_numpy())
     assert np.allclose(got / np.linalg.norm(got, axis=1, keepdims=True), unit[order], atol=1e-6)
+    # trial 28: a copy of the run elsewhere (as `lbee submit --out` fetches one) with --images the data folder
+    import shutil
+
+    shutil.copytree(work / "run", tmp_path / "fetched")
+    r = CliRunner().invoke(
+        cli, ["export", "spotlight", str(tmp_path / "fetched"), "--images", str(work), "--out", "f.parquet"], obj={}
+    )
+    assert r.exit_code == 0 and "embeddings from" in r.output, r.output
+    assert np.allclose(np.stack(pd.read_parquet("f.parquet")["embedding"].to_numpy()), got)
     y = x.copy()
     y[0] += 1  # the file replaced since the run (with its own, consistent record)
     write_embeddings(work / "x.npy", y, make_provenance("image_embeddings", y, identity=ident, tau=0.2))

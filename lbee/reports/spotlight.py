@@ -138,7 +138,7 @@ def spotlight_table(run_dir, images=None):
     )
 
 
-def run_embeddings(run_dir, table, cache_dir=None):
+def run_embeddings(run_dir, table, cache_dir=None, images=None):
     """Each image's embedding, from the run's own inputs or the embedding cache: (array of shape (n, d), why).
 
     The run's ``inputs/image_embeddings.npy`` when its ``inputs/predictions.csv`` lists the same image ids in
@@ -153,6 +153,9 @@ def run_embeddings(run_dir, table, cache_dir=None):
         `spotlight_table`'s rows (``image`` the file, ``image_id`` the run's id).
     cache_dir : path-like, optional
         The embedding cache (default: lbee's, as ``--cache-dir``).
+    images : path-like, optional
+        The folder the images are read from (``--images``): a run's precomputed embeddings named relative to the
+        server's data root are looked for there too.
     """
     import json
 
@@ -188,7 +191,7 @@ def run_embeddings(run_dir, table, cache_dir=None):
     except (OSError, ValueError):
         identity = None
     if isinstance(identity, dict) and identity.get("image_embeddings_sha256"):
-        return _recorded_embeddings(identity, table, run_dir)
+        return _recorded_embeddings(identity, table, run_dir, images)
     if not isinstance(identity, dict) or identity.get("encoder") in (None, "precomputed"):
         return None, "the run does not record the encoder its embeddings came from"
     identity = {k: v for k, v in identity.items() if k != "caveat"}  # a note on the run, not part of the cache key
@@ -222,14 +225,15 @@ def run_embeddings(run_dir, table, cache_dir=None):
     return np.stack([found[h] for h in hashes]).astype(np.float32), "the embedding cache"
 
 
-def _recorded_embeddings(identity, table, run_dir):
+def _recorded_embeddings(identity, table, run_dir, images=None):
     """The rows of the precomputed embeddings a run read (`--image-embeddings`), when the file is still those rows.
 
     The run records the file as it was named and the digest of its data (its provenance's ``data_sha256``); the
     file is read as `lbee describe` reads it (its provenance checked, its ids file against the run's images) and
     used only when its digest is the recorded one. A relative name is looked for from the current folder, then
     from the run's folder and each folder above it (an export run from elsewhere found none, trial 25): only a
-    file of the recorded digest is taken, so a namesake is never.
+    file of the recorded digest is taken, so a namesake is never. With ``images`` (``--images``), from that
+    folder too: a copy fetched from ``lbee serve`` names them inside the server's data root (trial 28).
     """
     import numpy as np
 
@@ -239,14 +243,14 @@ def _recorded_embeddings(identity, table, run_dir):
     given = identity.get("image_embeddings")
     if not isinstance(given, str):
         return None, f"the run records no file for its precomputed embeddings ({given!r})"
-    places = (
-        [Path(given)] if Path(given).is_absolute() else [Path(given), *(d / given for d in (run_dir, *run_dir.parents))]
-    )
+    here = [Path(given)] + ([] if images is None else [Path(images).resolve() / given])
+    places = here if Path(given).is_absolute() else [*here, *(d / given for d in (run_dir, *run_dir.parents))]
     found = [p for p in dict.fromkeys(places) if p.is_file()]
     if not found:
         return (
             None,
-            f"the precomputed embeddings the run read ({given!r}) are not found from here or from the run's folder",
+            f"the precomputed embeddings the run read ({given!r}) are not found from here, from the run's folder"
+            + (" or from --images" if images is not None else ""),
         )
     problem = None
     for path in found:
@@ -299,7 +303,7 @@ def export_spotlight(run_dir, out=None, *, cache_dir=None, images=None, without_
             "give --images with the folder they are read from (for a copy fetched from lbee serve, your copy of "
             "the server's data root), or --without-images for a table without pictures."
         )
-    emb, why = run_embeddings(Path(run_dir).resolve(), table, cache_dir)
+    emb, why = run_embeddings(Path(run_dir).resolve(), table, cache_dir, images)
     if emb is not None:
         table[EMBEDDING_COLUMN] = list(emb)
     out = Path(out) if out is not None else Path(run_dir) / SPOTLIGHT_FILE
