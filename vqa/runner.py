@@ -20,7 +20,8 @@ class AnswerCache:
     """P(yes) per (backend identity, image content hash, question), in atomic shards."""
 
     def __init__(self, identity, cache_dir=None):
-        self.root = EmbeddingCache({"vqa": identity}, cache_dir).root / "answers"
+        self._cache = EmbeddingCache({"vqa": identity}, cache_dir)
+        self.root = self._cache.root / "answers"
         self._store = None
 
     @staticmethod
@@ -56,7 +57,7 @@ class AnswerCache:
         return self._store
 
     def put(self, keys, values):
-        if keys:
+        if keys and not self._cache.linked("answers"):  # nothing written through a link planted in the cache
             values = np.asarray(values, dtype=np.float64)
             atomic_save_npz(
                 self.root / f"shard-{uuid.uuid4().hex}.npz",

@@ -231,7 +231,7 @@ def region_sensitivity(
     """
     from tqdm.auto import tqdm
 
-    from ..io.cache import atomic_write_bytes, identity_key
+    from ..io.cache import atomic_write_bytes, cache_folder, identity_key, linked_inside
     from ..scoring.device import resolve_device
 
     n = len(images)
@@ -264,6 +264,7 @@ def region_sensitivity(
         "seed": int(seed),
         "preprocess": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(preprocess).items()},
     }
+    cache_dir = None if cache_dir is None else cache_folder(cache_dir)  # another user's folder: refused
     fingerprint = model_fingerprint(model) if cache_dir is not None else None
     results, n_computed = [], 0
     for i in tqdm(range(n), desc="region noise", disable=not progress):
@@ -281,7 +282,7 @@ def region_sensitivity(
             except ValueError as exc:
                 raise ValueError(f"Image {ids[i]!r}: {exc}") from None
             n_computed += 1
-            if cache_dir is not None:
+            if cache_dir is not None and not linked_inside(cache_dir, "sensitivity", key[:2]):  # (sweep 32u B4)
                 buf = io.BytesIO()
                 np.savez(buf, **{k: np.asarray(v) for k, v in cached.items()})
                 atomic_write_bytes(_cache_path(cache_dir, key), buf.getvalue())

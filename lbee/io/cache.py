@@ -22,6 +22,20 @@ def default_cache_dir():
     return Path(os.environ.get("LBEE_CACHE_DIR") or Path.home() / ".cache" / "lbee")
 
 
+def cache_folder(cache_dir=None):
+    """The cache folder (``cache_dir`` or `default_cache_dir`), refused when another user can change it.
+
+    A cache in a folder of another user's (``LBEE_CACHE_DIR=/tmp/A/cache``, ``/tmp/A`` theirs) let them plant
+    embeddings lbee reads as its own, or swap a folder of it for a link that takes lbee's writes elsewhere (sweep
+    32u B4). The rule is the outputs' (`lbee.io.folder_trust`).
+    """
+    from .folder_trust import check_trusted_folder
+
+    base = Path(cache_dir or default_cache_dir())
+    check_trusted_folder(base)
+    return base
+
+
 def file_sha256(path, chunk=1 << 20, *, limit=None):
     """Hex SHA-256 of a file's content; with ``limit``, a ValueError past that many bytes (the read stops there)."""
     h = hashlib.sha256()
@@ -181,8 +195,17 @@ class EmbeddingCache:
 
     def __init__(self, identity, cache_dir=None):
         self.identity = identity
-        self.root = Path(cache_dir or default_cache_dir()) / "embeddings" / identity_key(identity)
+        self.base = cache_folder(cache_dir)
+        self.root = self.base / "embeddings" / identity_key(identity)
         self._images = None
+
+    def linked(self, *below):
+        """Whether a folder of this cache, from its ``embeddings`` folder down to ``below``, is a symbolic link.
+
+        The whole way down, not the last folder alone: a link at ``embeddings/<key>`` replaced a file outside the
+        cache (sweep 32u B4).
+        """
+        return linked_inside(self.base, "embeddings", self.root.name, *below)
 
     def _load_images(self):
         if self._images is None:
@@ -210,7 +233,7 @@ class EmbeddingCache:
 
     def put_images(self, hashes, embeddings):
         """Persist one shard of (hash, embedding) pairs atomically."""
-        if len(hashes) == 0 or linked_inside(self.root, "images"):
+        if len(hashes) == 0 or self.linked("images"):
             return  # nothing written through a link planted in the cache (sweep 32t): encoded again next time
         self.root.mkdir(parents=True, exist_ok=True)
         meta = self.root / "identity.json"
@@ -263,7 +286,7 @@ class EmbeddingCache:
             raise ValueError(
                 f"`embeddings` must have shape ({len(sentences)}, d), one row per sentence; received shape {emb.shape}."
             )
-        if linked_inside(self.root, "sentences"):
+        if self.linked("sentences"):
             return  # as put_images
         atomic_save_npz(self._sentence_path(sentences), embeddings=emb, row_hashes=row_hashes(sentences, emb))
 

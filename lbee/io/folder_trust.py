@@ -10,9 +10,9 @@ folder others can change.
 
 A folder is trusted when it, and every folder above its real path, is owned by this user or root, and not
 writable by other users, unless sticky (``/tmp``: there only an entry's owner can rename it). A folder writable by
-its group is trusted when that group is this user's own (a user private group, as with ``umask 002``: no member but
-this user). Setting `TRUST_ENV` to ``1`` trusts every folder (a folder mounted into a container as another user's,
-a shared project folder whose members you trust).
+its group is trusted when that group is this user's own (a user private group, as with ``umask 002``: no member
+but this user, listed or by primary group). Setting `TRUST_ENV` to ``1`` trusts every folder (a folder mounted
+into a container as another user's, a shared project folder whose members you trust).
 """
 
 from __future__ import annotations
@@ -75,7 +75,11 @@ def _why_untrusted(st, me):
 
 
 def _own_group(gid, me):
-    """Whether group ``gid`` is this user's private group: its primary group, with no other member."""
+    """Whether group ``gid`` is this user's private group: its primary group, with no other member.
+
+    Another member is one the group lists, or a user whose primary group it is (a shared ``users`` group:
+    sweep 32u B2 swapped a stage as such a user). Users a directory service does not enumerate are not seen.
+    """
     import grp
     import pwd
 
@@ -83,7 +87,9 @@ def _own_group(gid, me):
         members, name = set(grp.getgrgid(gid).gr_mem), pwd.getpwuid(me).pw_name
     except KeyError:
         return False
-    return gid == os.getegid() and members <= {name}
+    if gid != os.getegid() or not members <= {name}:
+        return False
+    return not any(u.pw_gid == gid and u.pw_uid != me for u in pwd.getpwall())
 
 
 def _user(uid):

@@ -219,6 +219,7 @@ def _new_stage(home, names):
 
     check_trusted_folder(home)  # written by path: another user who can rename its entries could swap it (32q B7)
     home.mkdir(parents=True, exist_ok=True)
+    check_trusted_folder(home)  # again, made: another user who made it first, in the gap, owns it (sweep 32u B1)
     owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
     stage, aside = names(owner)
     aside.mkdir()

@@ -73,13 +73,7 @@ def stored_images_table(run_dir):
         truth = (ids, split, group, first, payload.get("sentences") or [])
         older = next(iter(exps.values()))  # a table written before it followed the describer read first
     if images_path.is_file():
-        try:
-            from ..io.table_header import refuse_parquet_bomb  # the run folder is the user's (sweep 24: 2.8 GB)
-
-            refuse_parquet_bomb(images_path, "Per-image table")
-            table = pd.read_parquet(images_path)
-        except Exception as exc:  # a damaged or foreign file: one clean line
-            raise ValueError(f"Cannot read {str(images_path)!r}: {exc}") from None
+        table = _read_parquet(images_path, "Per-image table")
         missing = [c for c in IMAGE_COLUMNS if c not in table.columns]
         if missing:
             raise ValueError(
@@ -237,17 +231,29 @@ def _top_sentences(first, texts, n):
     return sentence
 
 
-def _read_assignments(path):
-    """(image ids, φ, ω, the table) of a run's ``assignments.parquet``."""
+def _read_parquet(path, what):
+    """A run folder's parquet table, read through the file checked when it was opened.
+
+    Read by path, a FIFO swapped onto ``images.parquet`` after the check blocked the server's threads for good
+    (sweep 32u B3). A file over its bound, or one that is no parquet, is one clean line (the run folder is the
+    user's: sweep 24 found 2.8 GB in one).
+    """
     import pandas as pd
 
-    try:
-        from ..io.table_header import refuse_parquet_bomb
+    from .._files import pinned
+    from ..io.table_header import refuse_parquet_bomb
 
-        refuse_parquet_bomb(path, "Assignments table")
-        assign = pd.read_parquet(path)
-    except Exception as exc:
+    try:
+        with pinned(path, what) as src:
+            refuse_parquet_bomb(path, what, src=src)
+            return pd.read_parquet(src)
+    except Exception as exc:  # a damaged or foreign file: one clean line
         raise ValueError(f"Cannot read {str(path)!r}: {exc}") from None
+
+
+def _read_assignments(path):
+    """(image ids, φ, ω, the table) of a run's ``assignments.parquet``."""
+    assign = _read_parquet(path, "Assignments table")
     missing = {"image", "confidence", "performance"} - set(assign.columns)
     if missing:
         raise ValueError(f"{str(path)!r} has no column(s) {', '.join(sorted(missing))}; expected the file lbee wrote.")

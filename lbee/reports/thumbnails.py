@@ -12,11 +12,10 @@ import base64
 import hashlib
 import io
 import os
-from pathlib import Path
 
 import numpy as np
 
-from ..io.cache import atomic_write_bytes, default_cache_dir, linked_inside
+from ..io.cache import atomic_write_bytes, cache_folder, linked_inside
 
 #: Images with more pixels than this get no thumbnail (Pillow's own bomb limit is 89 M pixels, about 270 MB decoded;
 #: a 12000 x 12000 PNG of 17 KB took 600 MB of a server's memory per request).
@@ -44,7 +43,7 @@ class ThumbnailCache:
     """
 
     def __init__(self, cache_dir=None, size=96):
-        self.folder = Path(cache_dir or default_cache_dir()) / "thumbnails"
+        self.folder = cache_folder(cache_dir) / "thumbnails"
         self.size = int(size)
         self.n_generated = 0
         self.n_cached = 0

@@ -93,6 +93,7 @@ class ServiceSettings:
             self.db_url = f"sqlite:///{self.output / 'lbee.db'}"
         # the CLI's cache by default: content-addressed, so a job reuses what `lbee describe` embedded, and back
         self.cache_dir = Path(self.cache_dir or default_cache_dir()).expanduser().resolve()
+        check_trusted_folder(self.cache_dir)  # every job reads and writes it (sweep 32u B4): refused at start
         for name, low in (("workers", 0), ("explain_workers", 1), ("explain_queue", 0), ("max_attempts", 1)):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 
 METRICS = ("ACR", "AHR", "TPR", "JI")
 
@@ -55,8 +56,22 @@ def stored_findings(output, folder):
         st = path.stat()
     except OSError:
         return None
-    found = _findings(str(path), st.st_mtime_ns, st.st_size)
+    found = _findings(str(path), st.st_mtime_ns, st.st_size, _versions(path.parent))
     return None if found is None else {**found, "statements": list(found["statements"])}
+
+
+def _versions(folder):
+    """(time, size) of the run's files the findings are checked against: a change to one reads them again."""
+    from ..reports.stored_table import IMAGES_TABLE
+
+    out = []
+    for name in (IMAGES_TABLE, "assignments.parquet"):
+        try:
+            st = os.lstat(folder / name)
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 #: The run list reads the findings of an ``explanation.json`` of at most this many bytes (a larger run's are in its
@@ -65,8 +80,8 @@ MAX_FINDINGS_FILE_BYTES = 64 << 20
 
 
 @functools.lru_cache(maxsize=2048)
-def _findings(path, mtime_ns, size):
-    """`stored_findings` of one version of a file (the key: its path, time and size).
+def _findings(path, mtime_ns, size, beside=()):
+    """`stored_findings` of one version of a file (the key: its path, time and size, and those of ``beside``).
 
     Read through the descriptor checked, never waiting on a FIFO put in its place (sweep 32s N4: five server threads
     blocked for good), only when it is a regular file of at most `MAX_FINDINGS_FILE_BYTES`, and shown only when the
@@ -82,6 +97,10 @@ def _findings(path, mtime_ns, size):
         text = read_bytes_file(path, "Explanation file", limit=MAX_FINDINGS_FILE_BYTES).decode("utf-8")
         payload = loads_each_key_once(text)
         explanations_of(payload, "the run's explanation.json")  # as its /explanation checks it (sweep 32t B5)
+        if beside:  # and against the files beside it, as /explanation serves it: another run's whole, valid
+            from ..reports.stored_table import stored_images_table  # explanation.json was listed (sweep 32u B5)
+
+            stored_images_table(os.path.dirname(path))
         return findings_of(payload)
     except (OSError, ValueError, RecursionError, TypeError, AttributeError, KeyError, IndexError):
         return None

@@ -1,0 +1,132 @@
+"""Sweep 32u: what the folder-trust rule and 32t's fixes left open."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+from test_sweep32s import stored_run  # noqa: F401  (a fixture: a stored run of 60 images)
+
+from lbee.io.folder_trust import TRUST_ENV, SharedFolderError, untrusted_folder
+
+needs_root = pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to chown")
+
+
+@pytest.fixture(autouse=True)
+def _no_trust(monkeypatch):
+    monkeypatch.delenv(TRUST_ENV, raising=False)
+
+
+@needs_root
+def test_a_stage_folder_another_user_makes_in_the_gap_is_refused(tmp_path, monkeypatch):
+    """B1: the library checked a folder that did not exist yet, then made it with exist_ok: another user who made it
+    first (owning it) had it accepted, and swapped the stage; a root-only folder's report.md was replaced."""
+    import pathlib
+
+    from lbee.io.staging import staged_entries
+
+    home = tmp_path / "new"
+    real_mkdir = pathlib.Path.mkdir
+
+    def made_by_another_first(self, *args, **kwargs):
+        if self == home and not home.exists():  # the racer wins: the folder is theirs when lbee's mkdir runs
+            real_mkdir(self)
+            os.chown(self, 65534, 65534)
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", made_by_another_first)
+    with pytest.raises(SharedFolderError, match="is owned by user"):
+        with staged_entries(home / "run"):
+            pytest.fail("a stage was made in the other user's folder")
+    assert list(home.iterdir()) == []
+
+
+def test_a_group_another_user_has_as_primary_group_is_not_private(tmp_path, monkeypatch):
+    """B2: "your own private group" looked only at the group's listed members; a user whose primary group it is
+    (openSUSE's `users`, a lab's LDAP group) could change a group-writable folder and swapped a stage."""
+    import pwd
+
+    folder = tmp_path / "g"
+    folder.mkdir()
+    os.chmod(folder, 0o775)
+    os.chown(folder, os.geteuid(), os.getegid())
+    me = pwd.getpwuid(os.geteuid())
+    monkeypatch.setattr("grp.getgrgid", lambda gid: type("G", (), {"gr_mem": [], "gr_name": me.pw_name})())
+    monkeypatch.setattr("pwd.getpwall", lambda: [me])
+    assert untrusted_folder(folder / "run") is None  # alone in the group: as umask 002 makes folders
+    other = pwd.struct_passwd(("_apt", "x", me.pw_uid + 4242, os.getegid(), "", "/", "/bin/sh"))
+    monkeypatch.setattr("pwd.getpwall", lambda: [me, other])
+    assert untrusted_folder(folder / "run") == (str(folder), f"writable by group {me.pw_name}")
+
+
+def test_a_fifo_swapped_onto_a_stored_runs_table_never_blocks_its_reader(stored_run, monkeypatch):  # noqa: F811
+    """B3: stored_images_table checked images.parquet by path, then read it by path: a FIFO swapped in between
+    blocked the server's threads for good (and SIGTERM then)."""
+    import lbee._files as files
+    from lbee.reports.stored_table import stored_images_table
+
+    run = stored_run / "run"
+    table = run / "assignments.parquet"
+    real = files.check_regular_file
+
+    def checked_then_swapped(path, what):
+        real(path, what)
+        if str(path) == str(table):  # the swap lands after the check
+            table.unlink()
+            os.mkfifo(table)
+
+    monkeypatch.setattr(files, "check_regular_file", checked_then_swapped)
+    said = []
+
+    def read():
+        try:
+            stored_images_table(run)
+        except ValueError as exc:
+            said.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive() and said and "not a regular file" in said[0]
+
+
+def test_no_cache_write_goes_through_a_link_at_any_level_and_a_cache_of_another_users_is_refused(tmp_path):
+    """B4: the embedding cache checked only its last folder for a link: a link at embeddings/<key> replaced a file
+    outside the cache; a cache in another user's folder was used without a word."""
+    from lbee.io.cache import EmbeddingCache
+
+    cache = EmbeddingCache({"encoder": "x"}, tmp_path / "cache")
+    outside = tmp_path / "outside"
+    (outside / "sentences").mkdir(parents=True)
+    planted = outside / "sentences" / cache._sentence_path(["a", "b"]).name
+    planted.write_bytes(b"PLANTED")
+    cache.root.parent.mkdir(parents=True)
+    cache.root.symlink_to(outside)
+    cache.put_sentences(["a", "b"], np.ones((2, 4)))
+    cache.put_images(["h1"], np.ones((1, 4)))
+    assert planted.read_bytes() == b"PLANTED" and sorted(p.name for p in outside.iterdir()) == ["sentences"]
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    with pytest.raises(SharedFolderError, match="writable by every user"):
+        EmbeddingCache({"encoder": "x"}, shared / "cache")
+
+
+def test_the_run_list_shows_no_findings_of_another_runs_explanation(stored_run, tmp_path):  # noqa: F811
+    """B5: another run's whole, valid explanation.json copied into a run's folder: the run list showed its findings
+    as the run's own, while the run's /explanation answered 409."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+    from lbee.service.views import stored_findings
+
+    assert stored_findings(stored_run, "run") is not None
+    args = ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings"]
+    args += [str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions", str(tmp_path / "p.csv")]
+    r = CliRunner().invoke(cli, [*args, "--clusters", "3", "--a", "0.1", "--out", str(stored_run / "other")], obj={})
+    assert r.exit_code == 0, r.output
+    assert stored_findings(stored_run, "other") is not None
+    shutil.copy(stored_run / "other" / "explanation.json", stored_run / "run" / "explanation.json")
+    assert stored_findings(stored_run, "run") is None
