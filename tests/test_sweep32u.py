@@ -130,3 +130,14 @@ def test_the_run_list_shows_no_findings_of_another_runs_explanation(stored_run, 
     assert stored_findings(stored_run, "other") is not None
     shutil.copy(stored_run / "other" / "explanation.json", stored_run / "run" / "explanation.json")
     assert stored_findings(stored_run, "run") is None
+
+
+def test_an_output_spelled_through_a_link_and_dotdot_is_checked_where_the_kernel_resolves_it(tmp_path):
+    """N1: `--out l/../run` (l a link into another folder) was made where the kernel resolves it, then probed where
+    Python's lexical path put it: "not a writable folder", and a probe file made in the lexical folder."""
+    from lbee.cli._base import check_writable_folder
+
+    (tmp_path / "B" / "sub").mkdir(parents=True)
+    (tmp_path / "l").symlink_to(tmp_path / "B" / "sub")
+    check_writable_folder(os.path.join(tmp_path, "l", "..", "run"), "--out")
+    assert (tmp_path / "B" / "run").is_dir() and not (tmp_path / "run").exists()

@@ -327,7 +327,7 @@ def check_writable_folder(path, option):
     created = [p for p in (target, *target.parents) if not p.exists()][::-1]  # the outermost first
     try:
         target.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=target, prefix=".lbee-write-check-"):
+        with tempfile.NamedTemporaryFile(dir=os.path.realpath(target), prefix=".lbee-write-check-"):  # not lexical
             pass
     except OSError as exc:
         _remove_if_empty(created)

@@ -242,6 +242,12 @@ def _abandon(lock, stage, aside):
 def _check_started(stage, folder):
     """Refuse to commit a stage that was removed while this writer wrote into it (it would commit a part)."""
     if not (stage / STARTED).is_file():
+        if stage.is_symlink():  # swapped for a link by someone who could rename it (sweep 32u N3)
+            raise OSError(
+                f"The staging folder {str(stage)!r} was replaced by a link while lbee wrote into it: the files "
+                f"written since went where it points ({os.path.realpath(stage)!r}); nothing was replaced in "
+                f"{str(folder)!r}. Check that folder, then run again"
+            )
         raise OSError(
             f"The staging folder {str(stage)!r} was removed while lbee wrote into it (another lbee, on another "
             f"host or in another container, took it for a killed writer's): nothing was replaced in "
