@@ -124,7 +124,13 @@ def test_the_run_list_shows_no_findings_of_another_runs_explanation(stored_run, 
 
     assert stored_findings(stored_run, "run") is not None
     args = ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings"]
-    args += [str(tmp_path / "sen.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions", str(tmp_path / "p.csv")]
+    args += [
+        str(tmp_path / "sen.npy"),
+        "--sentences",
+        str(tmp_path / "s.txt"),
+        "--predictions",
+        str(tmp_path / "p.csv"),
+    ]
     r = CliRunner().invoke(cli, [*args, "--clusters", "3", "--a", "0.1", "--out", str(stored_run / "other")], obj={})
     assert r.exit_code == 0, r.output
     assert stored_findings(stored_run, "other") is not None
