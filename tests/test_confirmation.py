@@ -1156,6 +1156,10 @@ def test_a_library_run_is_written_as_the_command_line_writes_one(tmp_path):
     (tmp_path / "file").write_text("x")  # sweep 32t: a bare FileExistsError
     with pytest.raises(ValueError, match="exists and is not a folder"):
         lbee.write_run_folder(whole, tmp_path / "file")
+    with pytest.raises(ValueError, match="`out` is ''; expected the run's folder"):  # sweep 32u N5: the cwd
+        lbee.write_run_folder(whole, "")
+    with pytest.raises(ValueError, match="`name` is None; expected the dataset's name"):
+        lbee.write_run_folder(whole, tmp_path / "n", name=None)
 
 
 def test_an_untested_statement_is_counted_where_the_given_relevance_says_it_holds():

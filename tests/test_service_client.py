@@ -135,12 +135,16 @@ def test_fetch_replaces_a_jobs_results_together_or_not_at_all(tmp_path, monkeypa
 
         def _request(self, method, path, body=None, *, raw=False, limit=None):
             name = next(n for n, endpoint in RESULT_FILES.items() if path.split("?")[0].endswith("/" + endpoint))
+            if name == "metrics.json":  # a run record, as lbee serve answers
+                return json.dumps({"id": 1, "metrics": [], "tag": self.tag}).encode()
             return served_run.get(name) or json.dumps([self.tag]).encode()
 
     def tags(folder):
-        return {
-            p.name: json.loads(p.read_text())[0] for p in folder.iterdir() if p.name in ("report.html", "metrics.json")
-        }
+        def tag(p):
+            said = json.loads(p.read_text())
+            return said["tag"] if isinstance(said, dict) else said[0]
+
+        return {p.name: tag(p) for p in folder.iterdir() if p.name in ("report.html", "metrics.json")}
 
     out = tmp_path / "res"
     Fake("old").fetch("j1", out)
@@ -171,6 +175,8 @@ def test_fetch_replaces_a_jobs_results_together_or_not_at_all(tmp_path, monkeypa
         ({"explanation.json": b"{not json"}, "Cannot read explanation file"),
         ({"images.parquet": b"PAR1garbage"}, "Cannot read"),
         ({"metrics.json": b"<html>"}, "Expecting value"),
+        ({"metrics.json": b"[1, 2]"}, "no run record"),  # sweep 32t N5: kept, rc 0
+        ({"metrics.json": b'{"id": 1, "metrics": [1, 2]}'}, "no metric row"),
     ],
 )
 def test_fetch_refuses_files_no_lbee_wrote_and_writes_nothing(tmp_path, served_run, bad, said):
@@ -178,7 +184,7 @@ def test_fetch_refuses_files_no_lbee_wrote_and_writes_nothing(tmp_path, served_r
     parquet) and exited 0; the files are now read back as a run folder's before anything moves in."""
     from lbee.service.client import RESULT_FILES, ServiceError
 
-    answers = {**served_run, "report.html": b"<html></html>", "metrics.json": b"[]", **bad}
+    answers = {**served_run, "report.html": b"<html></html>", "metrics.json": b'{"id": 1, "metrics": []}', **bad}
 
     class Fake(Client):
         def __init__(self):

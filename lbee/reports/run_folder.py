@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -37,7 +38,11 @@ def write_run_folder(result, out, *, name="audit", html=True, overwrite=False):
     from ..run.outputs import staged_run_folder
     from ..run.specs import DatasetSpec
 
-    ds = DatasetSpec(name=str(name), settings=result.settings)
+    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():  # "" wrote into the current folder (32u N5)
+        raise ValueError(f"`out` is {out!r}; expected the run's folder, a non-empty path.")
+    if not isinstance(name, str) or not name.strip():  # None titled the report "None"
+        raise ValueError(f"`name` is {name!r}; expected the dataset's name, a non-empty string.")
+    ds = DatasetSpec(name=name, settings=result.settings)
     with staged_run_folder(out, overwrite=overwrite, option="`out`", how="overwrite=True") as stage:
         write_run_files(result, ds, None, stage, html=html)
     return Path(out)

@@ -168,7 +168,12 @@ def check_fetched(stage):
     try:
         load_explanations(stage / "explanation.json")
         stored_images_table(stage)  # the table, checked against the explanation (its rows and its digest)
-        json.loads((stage / "metrics.json").read_text(encoding="utf-8"))
+        metrics = json.loads((stage / "metrics.json").read_text(encoding="utf-8"))
+        rows = metrics.get("metrics") if isinstance(metrics, dict) else None
+        if type(metrics.get("id") if isinstance(metrics, dict) else None) is not int or not isinstance(rows, list):
+            raise ValueError("metrics.json is no run record (expected lbee serve's: its id and its metric rows)")
+        if not all(isinstance(r, dict) and isinstance(r.get("method"), str) for r in rows):  # [1, 2] was kept (32t)
+            raise ValueError("metrics.json holds a row that is no metric row (expected a method and its scores)")
     except RecursionError:  # a JSON nested thousands deep
         raise ServiceError(
             "the server's answer is not an lbee run's result files (nested too deep); nothing was written"
