@@ -64,6 +64,18 @@ def test_a_link_in_the_thumbnail_cache_is_never_served(tmp_path):
     assert again is not None and b"top secret" not in again
 
 
+def describe_args(folder):
+    """`lbee describe` on `stored_run`'s inputs in ``folder`` (without --out)."""
+    args = ["describe", "--image-embeddings", str(folder / "img.npy"), "--sentence-embeddings"]
+    return args + [
+        str(folder / "sen.npy"),
+        "--sentences",
+        str(folder / "s.txt"),
+        "--predictions",
+        str(folder / "p.csv"),
+    ]
+
+
 @pytest.fixture
 def stored_run(tmp_path):
     import pandas as pd
@@ -76,14 +88,7 @@ def stored_run(tmp_path):
     np.save(tmp_path / "sen.npy", np.eye(8))
     (tmp_path / "s.txt").write_text("\n".join(f"sentence {j}" for j in range(8)) + "\n")
     pd.DataFrame({"image": [f"{i}.png" for i in range(60)], "confidence": rng.random(60)}).to_csv(tmp_path / "p.csv")
-    args = ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings"]
-    args += [
-        str(tmp_path / "sen.npy"),
-        "--sentences",
-        str(tmp_path / "s.txt"),
-        "--predictions",
-        str(tmp_path / "p.csv"),
-    ]
+    args = describe_args(tmp_path)
     r = CliRunner().invoke(cli, [*args, "--clusters", "2", "--out", str(tmp_path / "out" / "run")], obj={})
     assert r.exit_code == 0, r.output
     return tmp_path / "out"

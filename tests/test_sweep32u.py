@@ -5,7 +5,7 @@ import threading
 
 import numpy as np
 import pytest
-from test_sweep32s import stored_run  # noqa: F401  (a fixture: a stored run of 60 images)
+from test_sweep32s import describe_args, stored_run  # noqa: F401  (a fixture: a stored run of 60 images)
 
 from lbee.io.folder_trust import TRUST_ENV, SharedFolderError, untrusted_folder
 
@@ -123,14 +123,7 @@ def test_the_run_list_shows_no_findings_of_another_runs_explanation(stored_run, 
     from lbee.service.views import stored_findings
 
     assert stored_findings(stored_run, "run") is not None
-    args = ["describe", "--image-embeddings", str(tmp_path / "img.npy"), "--sentence-embeddings"]
-    args += [
-        str(tmp_path / "sen.npy"),
-        "--sentences",
-        str(tmp_path / "s.txt"),
-        "--predictions",
-        str(tmp_path / "p.csv"),
-    ]
+    args = describe_args(tmp_path)
     r = CliRunner().invoke(cli, [*args, "--clusters", "3", "--a", "0.1", "--out", str(stored_run / "other")], obj={})
     assert r.exit_code == 0, r.output
     assert stored_findings(stored_run, "other") is not None
