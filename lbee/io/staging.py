@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .._files import process_tag, tag_alive
+from .no_replace import OutputExistsError, check_no_replace, refuse_special_entries  # noqa: F401  (named here too)
 from .output_lock import check_pinned, lock_output, pinned, started_identity, unlock_output
 
 #: The commit file inside a stage: the new output is complete (JSON: ``new`` and ``old`` entry names).
@@ -60,86 +61,6 @@ OWNER = re.compile(r"\d+(?:\.\d+)?(?:\.[0-9a-f]{8}\.[0-9a-f]{8})?-[0-9a-f]{12}")
 _OWN = (COMPLETE, STARTED)
 #: Where ``LBEE_TEST_KILL_AT`` can stop a writer (see the module docstring).
 KILL_STEPS = ("staged", "swapping")
-
-
-class OutputExistsError(ValueError):
-    """An output would replace existing files (or the command's own input) and that was not asked for."""
-
-
-def check_no_replace(paths, *, overwrite=False, option="--out", inputs=(), how="--overwrite"):
-    """Refuse to write ``paths`` when one exists (unless ``overwrite``) or is one of ``inputs`` (always).
-
-    Call it before any long work. Raises `OutputExistsError` naming the
-    file and the option.
-
-    Parameters
-    ----------
-    paths : iterable of path-like
-        The files (or folders) the command would write.
-    overwrite : bool, default=False
-        Whether the user asked to replace existing outputs (``--overwrite``).
-    option : str or None, default='--out'
-        The option that named the output, for the message; None when the output is the command's default
-        (the user named no option).
-    inputs : iterable of path-like, default=()
-        The files the command reads (a grammar, a class list): never replaced, even with ``overwrite``.
-    how : str, default='--overwrite'
-        How the caller asks to replace outputs (``overwrite=True`` from Python).
-    """
-    import stat
-
-    from .._files import file_kind
-
-    named = f"{option}: " if option else ""
-    inputs = [Path(p) for p in inputs if p is not None and Path(p).exists()]
-    for path in map(Path, paths):
-        if not path.parent.exists():  # 'a/../x' with no 'a': the writer makes 'a', then its file lands on 'x'
-            path = Path(os.path.realpath(path.parent)) / path.name
-        if not (path.exists() or path.is_symlink()):
-            continue
-        mode = path.stat().st_mode if path.exists() else None
-        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # /dev/null was replaced (sweep 26)
-            raise OutputExistsError(
-                f"{named}{str(path)!r} is {file_kind(mode)}; an output is a file or folder lbee writes, and this one "
-                f"is never replaced, even with {how}. Give another name."
-            )
-        for src in inputs:
-            if path.exists() and os.path.samefile(path, src):
-                raise OutputExistsError(
-                    f"{named}{str(path)!r} is the input file {str(src)!r} of this command; "
-                    f"an output never replaces its own input, even with {how}. Give another name."
-                )
-        if not overwrite:
-            raise OutputExistsError(
-                f"{named}{str(path)!r} already exists; lbee does not replace files in silence. "
-                f"Pass {how} to replace it, or give another name."
-            )
-
-
-def refuse_special_entries(folder, names, *, how="--overwrite"):
-    """Refuse to replace ``folder``'s entries ``names`` when one (or a file under one) is a device, FIFO or socket.
-
-    Replacing moves an entry aside and deletes it (sweep 27: a run's report.md made a FIFO, an index.html made a
-    device node, were deleted by --overwrite). A symbolic link is replaced as a link, never followed.
-    """
-    import stat
-
-    from .._files import file_kind
-
-    todo = [Path(folder) / n for n in names]
-    while todo:  # every entry, as the swap would delete every one (a cap let a FIFO past 100,000 files: sweep 28)
-        path = todo.pop()
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError:
-            continue
-        if stat.S_ISDIR(mode):
-            todo.extend(path.iterdir())
-        elif not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-            raise OutputExistsError(
-                f"{str(path)!r} is {file_kind(mode)}; lbee replaces only the files and folders it writes, and never "
-                f"this one, even with {how}. Move it away, or give another folder."
-            )
 
 
 @contextmanager
@@ -241,17 +162,16 @@ def _abandon(lock, stage, aside):
 
 def _check_started(stage, folder):
     """Refuse to commit a stage that was removed while this writer wrote into it (it would commit a part)."""
-    if not (stage / STARTED).is_file():
-        if stage.is_symlink():  # swapped for a link by someone who could rename it (sweep 32u N3)
-            raise OSError(
-                f"The staging folder {str(stage)!r} was replaced by a link while lbee wrote into it: the files "
-                f"written since went where it points ({os.path.realpath(stage)!r}); nothing was replaced in "
-                f"{str(folder)!r}. Check that folder, then run again"
-            )
+    if not (stage / STARTED).is_file():  # a link put in its place took the files since (sweep 32u N3): said so
+        linked = stage.is_symlink()
+        how, why = (
+            ("replaced by a link", f"the files written since went to {os.path.realpath(stage)!r}")
+            if linked
+            else ("removed", "another lbee, on another host or in another container, took it for a killed writer's")
+        )
         raise OSError(
-            f"The staging folder {str(stage)!r} was removed while lbee wrote into it (another lbee, on another "
-            f"host or in another container, took it for a killed writer's): nothing was replaced in "
-            f"{str(folder)!r}. Run the command again"
+            f"The staging folder {str(stage)!r} was {how} while lbee wrote into it ({why}): nothing was replaced "
+            f"in {str(folder)!r}. Run the command again"
         )
 
 
