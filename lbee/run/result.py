@@ -170,7 +170,13 @@ class RunResult:
         return pd.DataFrame(metric_rows(explanations, self.relevance, self.scores.performance, o))
 
     def confirmed(self):
-        """The first slicer's confirmed statements, strongest first; [] and a warning saying why when untested."""
+        """The first slicer's confirmed statements, strongest first; [] and a warning saying why when untested.
+
+        Each is a dict (`lbee.run.confirm_text.ranked_statements`): its text and test, ``adds_failure`` (False for a
+        companion of a stronger finding, named by ``goes_with``), ``images`` (the ids of the images it holds for,
+        a finding's only) and ``conditions`` (each condition's verdict: a finding's only; a companion's extra
+        condition is not tested, so it has none).
+        """
         from .confirm_text import ranked_statements, warn_untested, with_images
 
         conf = (self.main.extra.get("confirmation") or {}) if self.main is not None else {}
