@@ -77,6 +77,10 @@ def test_describe_and_evaluate_precomputed(precomputed):
     assert r.exit_code == 0, r.output
     rows = json.loads((p / "out" / "metrics.json").read_text())
     fp_row = next(x for x in rows if x["method"] == "fpdiff" and x["o"] == 0.2)
+    # --json with Γ has the metric rows metrics.csv has (trial 28's CI script found none), without Γ none
+    said = json.loads(run(describe_args(p, "--relevance", str(p / "rel.npy"), "--json")).stdout)
+    assert {m["method"]: m["AHR"] for m in said["metrics"]}["fpdiff"] == fp_row["AHR"]
+    assert json.loads(run(describe_args(p, "--json")).stdout)["metrics"] == []
     # ω = 0 on hard images: S* = {at night, in fog}; FPDiff picks exactly those
     assert fp_row["TPR"] == 1.0 and fp_row["JI"] == 1.0 and fp_row["AHR"] == 1.0 and fp_row["ACR"] == 1.0
     long = pd.DataFrame(

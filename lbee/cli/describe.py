@@ -323,7 +323,7 @@ def describe(
                 "out": out,
             }
         else:
-            summary = summary_dict(run.main, out)
+            summary = summary_dict(run.main, out, metrics)
         click.echo(json.dumps(summary, indent=1, default=float))
         return
     banner = None

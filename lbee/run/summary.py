@@ -7,8 +7,12 @@ import numpy as np
 from .confirm_text import _group_test, ranked_statements
 
 
-def summary_dict(result, out=None):
-    """A machine-readable summary of a run (``lbee describe --json``)."""
+def summary_dict(result, out=None, metrics=None):
+    """A machine-readable summary of a run (``lbee describe --json``).
+
+    ``metrics``: the metric rows against the run's Γ (`lbee.reports.run_folder.metrics_rows`), as ``metrics.csv``
+    holds them; ``[]`` without a Γ (trial 28's CI script found none in the JSON).
+    """
     from .identity import encoder_words, is_random_weights, weights_words
 
     first = next(iter(result.explanations.values()))
@@ -29,6 +33,7 @@ def summary_dict(result, out=None):
         "findings": ranked_statements(conf),
         "confirmation": {k: conf.get(k) for k in ("status", "reason", "n_held_out") if conf.get(k) is not None},
         "hard_groups": [_group_summary(result, i, c) for i, c in enumerate(first.hard_clusters)],
+        "metrics": list(metrics or []),
         "out": None if out is None else str(out),
     }
 
