@@ -373,7 +373,8 @@ def test_jobs_run_through_the_run_layer_and_runs_compare(service, data_root):
     expl.unlink()
     expl.symlink_to(outside)
     linked = client.get(f"/v1/compare?a={ra}&b={rb}", headers=read)
-    assert linked.status_code == 200 and "TOPSECRET" not in linked.text and "line 1" not in linked.text
+    # (sweep 32v: a run whose folder no longer holds the explanation recorded with it is refused, not compared)
+    assert linked.status_code == 409 and "TOPSECRET" not in linked.text and "line 1" not in linked.text
     assert client.get(f"/v1/jobs/{job_b}/explanation", headers=read).status_code == 404
     expl.unlink()
     expl.write_bytes(kept)
@@ -1056,7 +1057,8 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     payload["params"]["k"] = 99
     expl.write_text(json.dumps(payload))
     r = client.get(f"/v1/jobs/{job_id}/explanation", headers=read)
-    assert r.status_code == 409 and "content_sha256" in r.text and str(settings.output) not in r.text
+    said = "content_sha256" in r.text or "not the one recorded with the run" in r.text  # (the latter: sweep 32v)
+    assert r.status_code == 409 and said and str(settings.output) not in r.text
     expl.write_bytes(kept)
     assert client.get(f"/v1/jobs/{job_id}/explanation", headers=read).status_code == 200
     # tenth sweep S3: a run whose stored files lbee's reader refuses said so with the output folder's absolute path
@@ -1064,7 +1066,7 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     stored.unlink()
     for url in (f"/v1/runs/{run['id']}/groups/0/images", f"/v1/compare?a={run['id']}&b={run['id']}"):
         r = client.get(url, headers=read)
-        assert r.status_code in (404, 422) and str(settings.output) not in r.text, (url, r.text)
+        assert r.status_code in (404, 409, 422) and str(settings.output) not in r.text, (url, r.text)
 
 
 def test_a_run_on_random_weights_carries_the_banner_on_the_run_list_and_its_report(service, data_root):
@@ -1203,3 +1205,38 @@ def test_a_statement_s_markup_is_text_on_every_page_of_the_service():
         .render(entries=[{"href": "r", "dataset": evil, "model": "m", "findings": findings}], failures=[], title="t")
     )
     assert evil not in index and "&lt;img src=x onerror=" in index
+
+
+def test_another_runs_files_put_in_a_runs_folder_are_never_served_as_its_own(service):
+    """Sweep 32v B4, B5: another run's whole, consistent files copied into a run's folder (by someone who can write
+    the server's output) were served as that run's by every endpoint, and compared without a word. A run is
+    recorded with its explanation's digest; its files are served only while they are its own."""
+    import shutil
+
+    client, app, settings = service
+    read, submit = client.auth_headers["read"], client.auth_headers["submit"]
+    ja = client.post("/v1/jobs", json=entry(name="a"), headers=submit).json()["id"]
+    jb = client.post("/v1/jobs", json=entry(name="b", predictions="ds/worse.csv"), headers=submit).json()["id"]
+    while run_next_job(app.state.db, settings) is not None:
+        pass
+    ra, rb = (client.get(f"/v1/jobs/{j}", headers=read).json()["runs"][0]["id"] for j in (ja, jb))
+    folder = {j: next((settings.output / "jobs").rglob(f"*{j}*/**/explanation.json")).parent for j in (ja, jb)}
+    urls = [
+        f"/v1/jobs/{ja}/explanation",
+        f"/v1/jobs/{ja}/images",
+        f"/v1/runs/{ra}/report",
+        f"/v1/runs/{ra}/groups/0/images",
+        f"/v1/compare?a={ra}&b={rb}",
+    ]
+    assert [client.get(u, headers=read).status_code for u in urls] == [200] * len(urls)
+    assert client.get(f"/v1/runs/{ra}", headers=read).json()["findings"] is not None
+    kept = {n: (folder[ja] / n).read_bytes() for n in ("explanation.json", "images.parquet", "assignments.parquet")}
+    for name in kept:
+        shutil.copy(folder[jb] / name, folder[ja] / name)
+    said = [client.get(u, headers=read) for u in urls]
+    assert [r.status_code for r in said] == [409] * len(urls), [r.text for r in said]
+    assert all("not the one recorded with the run" in r.text for r in said)
+    assert client.get(f"/v1/runs/{ra}", headers=read).json()["findings"] is None
+    for name, data in kept.items():
+        (folder[ja] / name).write_bytes(data)
+    assert [client.get(u, headers=read).status_code for u in urls] == [200] * len(urls)

@@ -140,3 +140,64 @@ def test_an_output_spelled_through_a_link_and_dotdot_is_checked_where_the_kernel
     (tmp_path / "l").symlink_to(tmp_path / "B" / "sub")
     check_writable_folder(os.path.join(tmp_path, "l", "..", "run"), "--out")
     assert (tmp_path / "B" / "run").is_dir() and not (tmp_path / "run").exists()
+
+
+def test_a_link_put_where_a_stage_folder_is_being_made_is_refused(tmp_path, monkeypatch):
+    """Sweep 32v B1: the folder holding a stage was checked after it was made, but through a link another user put
+    there in the gap (in a sticky folder they may write), which they repointed later: the stage went elsewhere."""
+    import pathlib
+
+    from lbee.io.staging import staged_entries
+
+    home, safe = tmp_path / "new", tmp_path / "safe"
+    safe.mkdir()
+    real_mkdir = pathlib.Path.mkdir
+
+    def linked_first(self, *args, **kwargs):
+        if self == home and not os.path.lexists(home):  # the racer's link lands before lbee's mkdir
+            home.symlink_to(safe)
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", linked_first)
+    with pytest.raises(SharedFolderError, match="became a symbolic link while lbee made it"):
+        with staged_entries(home / "run"):
+            pytest.fail("a stage was made through the link")
+    assert list(safe.iterdir()) == []
+
+
+def test_the_digest_of_a_runs_explanation_never_waits_or_swells(tmp_path):
+    """Sweep 32v B2: `lbee evaluate` and `export spotlight` read explanation.json by path, unbounded, before any
+    check: a FIFO hung them, a link to /dev/zero took 18 GB."""
+    from lbee.run.outputs import run_digest
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "explanation.json").symlink_to("/dev/zero")
+    assert run_digest(tmp_path / "a") is None
+    (tmp_path / "b").mkdir()
+    os.mkfifo(tmp_path / "b" / "explanation.json")
+    said = []
+    reader = threading.Thread(target=lambda: said.append(run_digest(tmp_path / "b")), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert said == [None]
+
+
+def test_the_vega_bundle_is_never_read_or_written_through_a_link_in_the_cache(tmp_path):
+    """Sweep 32v B3: a link at <cache>/vega took the bundle outside the cache, and a bundle planted through it was
+    inlined as a <script> into root's report."""
+    from lbee.reports.vega import vega_bundle
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "vega").symlink_to(outside)
+    vega_bundle.cache_clear()
+    first = vega_bundle(tmp_path / "cache")
+    assert first and list(outside.iterdir()) == []  # nothing written through the link
+    vega_bundle.cache_clear()
+    vega_bundle(tmp_path / "plain")  # without a link: the bundle is kept, under its own name
+    (name,) = [p.name for p in (tmp_path / "plain" / "vega").iterdir()]
+    (outside / name).write_text("PLANTED")  # what another user put where the link points
+    vega_bundle.cache_clear()
+    assert "PLANTED" not in vega_bundle(tmp_path / "cache")
+    vega_bundle.cache_clear()

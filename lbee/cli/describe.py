@@ -252,6 +252,9 @@ def describe(
             check_out_folder(out, overwrite=overwrite, inputs=_inputs)
         except ValueError as exc:
             raise NotUsageError(str(exc)) from None
+    from ..io.cache import cache_folder
+
+    cache_folder(ctx.obj["cache_dir"])  # another user's cache folder: refused before the work, not after (32v)
     model = ModelSpec(
         name=model_name or (Path(predictions).stem if predictions else str(model_spec)),
         predictions=Path(predictions) if predictions else None,

@@ -73,6 +73,9 @@ def embed(
     if images is None and sentence_set is None:
         raise click.UsageError("Give IMAGES, --sentences SET, or both.")
     out = check_writable_folder(out_dir, "--out")
+    from ..io.cache import cache_folder
+
+    cache_folder(obj["cache_dir"])  # another user's cache folder: refused before the work, not after (sweep 32v)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Skipped")  # every skipped image is listed below
         try:

@@ -136,11 +136,7 @@ def _new_stage(home, names):
     there): made only at the swap, a link another user planted under that name, its writer read from the stage's
     visible name, took the old entries wherever it pointed (sweep 32m).
     """
-    from .folder_trust import check_trusted_folder
-
-    check_trusted_folder(home)  # written by path: another user who can rename its entries could swap it (32q B7)
-    home.mkdir(parents=True, exist_ok=True)
-    check_trusted_folder(home)  # again, made: another user who made it first, in the gap, owns it (sweep 32u B1)
+    made_home(home)
     owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
     stage, aside = names(owner)
     aside.mkdir()
@@ -158,6 +154,25 @@ def _abandon(lock, stage, aside):
     unlock_output(lock)
     shutil.rmtree(stage, ignore_errors=True)
     shutil.rmtree(aside, ignore_errors=True)
+
+
+def made_home(home):
+    """Make ``home`` (a real path: the folder that holds a stage), refused when another user can change it.
+
+    The stage is written by path: another user who can rename its entries could swap it (sweep 32q B7). Checked
+    before it is made and again after: another user who made it first, in the gap, owns it (32u B1), and a link
+    they put there (in a sticky folder they may write) resolves to a folder of theirs, then is repointed (32v B1).
+    """
+    from .folder_trust import SharedFolderError, check_trusted_folder
+
+    check_trusted_folder(home)
+    home.mkdir(parents=True, exist_ok=True)
+    if os.path.realpath(home) != str(home):
+        raise SharedFolderError(
+            f"{str(home)!r} became a symbolic link while lbee made it (another user put one there): nothing was "
+            "written. Write to a folder of your own"
+        )
+    check_trusted_folder(home)
 
 
 def _check_started(stage, folder):
@@ -202,7 +217,7 @@ def recover_leftovers(folder, *, home=None, label=None):
     Only leftovers whose writer process is gone are touched; a live writer's stage is left alone.
     """
     folder, home, label = _place(folder, home, label)
-    if not home.is_dir():
+    if not home.is_dir() or os.path.realpath(home) != str(home):  # reached through a link put there since: not ours
         return []
     if not _dead_owners(home, label, committed=_committed(home, label, True)):
         return []

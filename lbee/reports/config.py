@@ -102,7 +102,7 @@ def load_report_config(path):
     except OSError as exc:
         raise ConfigError(f"Cannot read config {str(path)!r}: {exc.strerror or exc}.") from None
     except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        line = exc.object[: exc.start].count(b"\n") + 1  # the bytes read, never the file again
         raise ConfigError(
             f"{path}, line {line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the config as UTF-8."
         ) from None

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
@@ -50,7 +49,7 @@ def vega_bundle(cache_dir=None):
     from importlib.metadata import version
 
     from ..extras import import_extra
-    from ..io.cache import atomic_write_bytes, default_cache_dir
+    from ..io.cache import atomic_write_bytes, cache_folder, linked_inside
 
     vl_convert = import_extra("vl_convert", "html", needed_for="The HTML report")
 
@@ -62,15 +61,17 @@ def vega_bundle(cache_dir=None):
         default=None,
     )
     name = f"bundle-{version('vl-convert-python')}-vl{vl}.js"
-    path = Path(cache_dir or default_cache_dir()) / "vega" / name
+    base = cache_folder(cache_dir)  # another user's folder is refused (sweep 32v B3)
+    path = base / "vega" / name
     import os
     import stat
 
+    linked = linked_inside(base, "vega")  # never used: a bundle planted through it was inlined (sweep 32v B3)
     try:
         mode = os.lstat(path).st_mode
     except OSError:
         mode = None
-    if mode is not None and stat.S_ISREG(mode):
+    if not linked and mode is not None and stat.S_ISREG(mode):
         from ..io.confinement import read_text_file
 
         try:  # bounded, as every file lbee reads: a sparse 2.5 GB one took 10.5 GB (sweep 28)
@@ -80,7 +81,7 @@ def vega_bundle(cache_dir=None):
     js = vl_convert.javascript_bundle(vl_version=vl)
     if "</script" in js.lower():  # would end the inline <script> early
         js = js.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
-    if mode is not None and not stat.S_ISREG(mode):
+    if linked or (mode is not None and not stat.S_ISREG(mode)):
         return js  # a FIFO or a device where the cache file goes is left as it is (sweep 28), the bundle not kept
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

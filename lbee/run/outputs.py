@@ -233,9 +233,11 @@ def run_digest(run_dir):
     """sha256 of ``run_dir``'s ``explanation.json`` (None when it has none): which run a command read there."""
     import hashlib
 
-    try:
-        return hashlib.sha256((Path(run_dir) / "explanation.json").read_bytes()).hexdigest()
-    except OSError:
+    from .._files import read_bytes_file
+
+    try:  # bounded, never waiting on a FIFO (sweep 32v B2: a link to /dev/zero took 18 GB, a FIFO hung for good)
+        return hashlib.sha256(read_bytes_file(Path(run_dir) / "explanation.json", "Explanation file")).hexdigest()
+    except (OSError, ValueError):  # none, or none lbee could read: the reader that follows says why
         return None
 
 

@@ -166,7 +166,17 @@ class Context:
         path = run_file(self.settings.output, run.folder, name)  # never a file linked out of the run's folder
         if path is None:
             raise HTTPException(404, f"{name} of run {run.id} is missing from the output folder.")
+        self.check_own(run)
         return path
+
+    def check_own(self, run):
+        """409 unless ``run``'s folder holds its own files (`lbee.service.paths.check_own_files`)."""
+        from .paths import check_own_files
+
+        try:
+            check_own_files(self.settings.output, run)
+        except ValueError as exc:
+            raise HTTPException(409, str(exc)) from None
 
     def file(self, run, name, media_type):
         """The stored file ``name`` of ``run`` as an answer, read through the descriptor checked.

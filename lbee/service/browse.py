@@ -63,6 +63,7 @@ def add_browse_routes(app, ctx):
             path = folder / name
             if path.is_symlink() and not path.resolve().is_relative_to(folder):
                 raise HTTPException(404, f"{name} of run {run.id} leads out of the run's folder: it is not read.")
+        ctx.check_own(run)  # never another run's files put in its folder (sweep 32v)
         try:
             return folder, stored_images_table(folder)
         except ValueError as exc:

@@ -106,6 +106,9 @@ class Run(Base):
     n_hard = Column(Integer, nullable=False, default=0)
     seconds = Column(Float, nullable=True)
     created = Column(DateTime, nullable=False, default=utcnow)
+    #: sha256 of the run's explanation.json as written (None: a run recorded before 0004): its files are served
+    #: only while they are its own (`lbee.service.paths.own_run_file`)
+    explanation_sha256 = Column(String(64), nullable=True)
 
     @property
     def rows(self):

@@ -333,7 +333,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
     from .db import Job, LeaseLost
     from .job_progress import PHASE_LINE, job_listener
     from .job_warnings import entry_advice, job_warnings
-    from .paths import redact_paths
+    from .paths import redact_paths, run_digest
 
     with db.session() as s:
         job = s.get(Job, job_id)
@@ -425,6 +425,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
             "metrics": json.dumps(rep["rows"]),
             "n_hard": int(rep["n_hard"]),
             "seconds": seconds,
+            "explanation_sha256": run_digest(rep["folder"]),
         }
         for rep in reports
     ]
@@ -443,8 +444,6 @@ def run_next_job(db, settings, *, worker="inline"):
     """Claim the oldest claimable job and run it in this process: its id, or None when there is none."""
     owner = new_owner()
     claimed = db.claim(owner, worker, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts)
-    if claimed is None:
-        return None
-    job_id, attempt = claimed
-    run_job(db, settings, job_id, owner=owner, attempt=attempt)
-    return job_id
+    if claimed is not None:
+        run_job(db, settings, claimed[0], owner=owner, attempt=claimed[1])
+    return None if claimed is None else claimed[0]

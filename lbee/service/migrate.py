@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 #: The schema this lbee writes.
-HEAD = "0003"
+HEAD = "0004"
 #: The schema of databases made before migrations shipped (tables, no ``alembic_version``).
 FIRST = "0001"
 

@@ -12,7 +12,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 
 from .settings import MAX_ID
-from .views import METRICS, compare_runs, job_dict, run_dict, stored_findings
+from .views import METRICS, compare_runs, job_dict, own_findings, run_dict
 
 #: Swagger UI files served under /static/swagger/ (and no others).
 SWAGGER_FILES = {
@@ -105,7 +105,7 @@ def add_pages(app, ctx):
             return RedirectResponse("/login", status_code=303)
         with db.session() as s:
             runs = [
-                {**run_dict(r), "findings": stored_findings(settings.output, r.folder)}
+                {**run_dict(r), "findings": own_findings(settings.output, r)}
                 for r in s.scalars(select(Run).order_by(Run.id.desc()).limit(500))
             ]
             jobs = [job_dict(j) for j in s.scalars(select(Job).order_by(Job.created.desc()).limit(200))]
@@ -130,7 +130,9 @@ def add_pages(app, ctx):
     def compare_page(request: Request, a: int = Query(ge=1, le=MAX_ID), b: int = Query(ge=1, le=MAX_ID)):
         if ctx.page_token(request) is None:
             return RedirectResponse("/login", status_code=303)
-        return templates.get_template("compare.html").render(c=compare_runs(settings.output, ctx.run(a), ctx.run(b)))
+        ra, rb = ctx.run(a), ctx.run(b)
+        ctx.check_own(ra), ctx.check_own(rb)  # another run's files put in a folder: 409, never compared (32v B4)
+        return templates.get_template("compare.html").render(c=compare_runs(settings.output, ra, rb))
 
     # ---- the API description, behind a token
     @app.get("/openapi.json", include_in_schema=False)

@@ -11,12 +11,14 @@ parsed, so a request cannot learn whether a file outside the root exists.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
 
 from .._validation import shown
 from ..io.confinement import PathEscape, confine, inside, real_path
+from ..run.outputs import run_digest  # (named here too: the digest a run is recorded with)
 
 #: Entry keys that hold a path (``relevance`` and ``sentences`` also take names, handled below).
 PATH_KEYS = ("images", "image_embeddings", "sentence_embeddings", "masks", "sensitivity", "predictions", "weights")
@@ -288,3 +290,40 @@ def run_folder(output, folder):
     output = Path(output).resolve()
     run_dir = (output / folder).resolve()
     return run_dir if run_dir.is_relative_to(output) and run_dir.is_dir() else None
+
+
+def check_own_files(output, run):
+    """Raise ValueError unless ``run``'s folder still holds the ``explanation.json`` recorded with the run.
+
+    Another run's whole, consistent files copied into a run's folder were served as that run's by every endpoint,
+    beside the run's own database row (sweep 32v B4, B5). A run recorded before its digest was (schema 0003) is not
+    checked.
+    """
+    recorded = getattr(run, "explanation_sha256", None)
+    if recorded is None:
+        return
+    path = run_file(output, run.folder, "explanation.json")
+    try:
+        st = os.stat(path) if path is not None else None
+    except OSError:
+        st = None
+    if st is None or _digest(str(path), st.st_mtime_ns, st.st_size, st.st_ino) != recorded:
+        raise ValueError(
+            f"run {run.id}'s folder no longer holds its own files: its explanation.json is not the one recorded "
+            "with the run (edited, or another run's put in its place)."
+        )
+
+
+def own_files(output, run):
+    """Whether ``run``'s folder holds its own files (`check_own_files`)."""
+    try:
+        check_own_files(output, run)
+    except ValueError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _digest(path, mtime_ns, size, ino):
+    """The sha256 of one version of a run's explanation.json (the key: its path, time, size and inode)."""
+    return run_digest(os.path.dirname(path))

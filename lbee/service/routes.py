@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from .._validation import check_name_text, shown
 from .settings import MAX_ENTRY_BYTES, MAX_ID, MAX_NESTING
-from .views import compare_runs, job_dict, run_dict, stored_findings
+from .views import compare_runs, job_dict, own_findings, run_dict
 
 RunId = Path(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
 
@@ -212,7 +212,7 @@ def add_api_routes(app, ctx):
 
     def _with_findings(run):
         """A run's row and what it found: its strongest confirmed statements, or why none (the run list's column)."""
-        return {**run_dict(run), "findings": stored_findings(settings.output, run.folder)}
+        return {**run_dict(run), "findings": own_findings(settings.output, run)}
 
     @app.get("/v1/runs/{run_id}/report", response_class=HTMLResponse, tags=["runs"])
     def run_report_page(run_id: int = RunId, token=read):
@@ -221,7 +221,9 @@ def add_api_routes(app, ctx):
     @app.get("/v1/compare", tags=["runs"])
     def compare(a: int = Query(ge=1, le=MAX_ID), b: int = Query(ge=1, le=MAX_ID), token=read):
         """Run ``b`` against run ``a``: metric deltas (b − a) and, per method, the sentences gained and lost."""
-        return compare_runs(settings.output, ctx.run(a), ctx.run(b))
+        ra, rb = ctx.run(a), ctx.run(b)
+        ctx.check_own(ra), ctx.check_own(rb)  # another run's files put in a folder: 409, never compared (32v B4)
+        return compare_runs(settings.output, ra, rb)
 
     @app.get("/metrics", tags=["service"])
     def metrics(token=read):

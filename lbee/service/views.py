@@ -40,6 +40,13 @@ def run_dict(run):
     }
 
 
+def own_findings(output, run):
+    """`stored_findings` of ``run``, or None when its folder no longer holds its own files (sweep 32v B5)."""
+    from .paths import own_files
+
+    return stored_findings(output, run.folder) if own_files(output, run) else None
+
+
 def stored_findings(output, folder):
     """A stored run's findings (`lbee.reports.html.findings_of`): its strongest confirmed statements, or why none.
 
@@ -157,11 +164,12 @@ def compare_runs(output, a, b):
             )
 
     def selected(run):
-        from .paths import run_file
+        from .paths import check_own_files, run_file
 
         path = run_file(output, run.folder, "explanation.json")  # never a file linked out of the run's folder
         if path is None:
             return {}
+        check_own_files(output, run)  # another run's files put in its folder: refused, never compared (sweep 32v B4)
         exps, payload = load_explanations(path)
         texts = payload.get("sentences") or []
         return {m: [texts[i] if i < len(texts) else str(i) for i in e.selected] for m, e in exps.items()}
