@@ -86,3 +86,35 @@ def _group(gid):
         return grp.getgrgid(gid).gr_name
     except KeyError:
         return str(gid)
+
+
+def test_every_folder_on_the_way_is_checked_not_only_the_real_path(tmp_path):
+    """Sweep 32w B1: only the folders of the real path were checked; a link in a folder others can change (or a link
+    of another user's in a sticky folder), repointed between two resolutions, took outputs into a victim's folder."""
+    safe = tmp_path / "safe"
+    safe.mkdir()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "to_safe").symlink_to(safe)
+    assert untrusted_folder(shared / "to_safe" / "out") is None
+    os.chmod(shared, 0o777)  # not on the real path (safe/out), but walked through: anyone may repoint the link
+    assert untrusted_folder(shared / "to_safe" / "out") == (str(shared), "writable by every user")
+    assert untrusted_folder(safe / "out") is None
+    with pytest.raises(SharedFolderError):
+        check_trusted_folder(os.path.join(shared, "to_safe", "..", "safe", "out"))
+
+
+@needs_root
+def test_a_link_another_user_owns_in_a_sticky_folder_is_refused(tmp_path):
+    """Sweep 32w B1 exactly: a sticky shared folder the rule trusts, and in it another user's link to a safe folder,
+    which they may replace at any time (a sticky folder lets an entry's owner do so)."""
+    sticky, safe = tmp_path / "S", tmp_path / "T"
+    sticky.mkdir()
+    safe.mkdir()
+    os.chmod(sticky, 0o1777)
+    link = sticky / "new"
+    link.symlink_to(safe)
+    assert untrusted_folder(link / "out") is None  # this user's own link
+    os.lchown(link, 65534, 65534)
+    assert untrusted_folder(link / "out")[0] == str(link)
+    assert "a symbolic link owned by user" in untrusted_folder(link / "out")[1]

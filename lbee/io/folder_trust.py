@@ -29,7 +29,12 @@ class SharedFolderError(PermissionError):
 
 
 def untrusted_folder(path):
-    """The first folder at or above ``path``'s real path that another user can change, with why, or None.
+    """The first folder on the way to ``path`` that another user can change, with why, or None.
+
+    Every folder the kernel walks through to reach ``path`` (those of the path as typed, and those of each
+    symbolic link it follows) and every folder above its real path: a folder swapped anywhere on the way, not only
+    on the real path, takes the write elsewhere (sweep 32w: a link of another user's in a sticky folder, repointed
+    between two resolutions, took outputs into a victim's folder). A link another user owns is theirs to replace.
 
     Parameters
     ----------
@@ -44,10 +49,13 @@ def untrusted_folder(path):
     """
     if not hasattr(os, "geteuid") or os.environ.get(TRUST_ENV) == "1":
         return None
+    me = os.geteuid()
+    found = _on_the_way(os.fspath(path), me)
+    if found is not None:
+        return found
     folder = os.path.realpath(path)
     while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
         folder = os.path.dirname(folder)
-    me = os.geteuid()
     while True:
         try:
             st = os.stat(folder)
@@ -60,6 +68,48 @@ def untrusted_folder(path):
         if above == folder:
             return None
         folder = above
+
+
+#: Symbolic links followed at most while resolving a path (the kernel's own limit is 40).
+MAX_LINKS = 40
+
+
+def _on_the_way(path, me):
+    """The first folder walked through, or link followed, that another user can change, with why; or None.
+
+    ``path`` is resolved as the kernel resolves it, step by step (``..`` after a link included).
+    """
+    todo = [c for c in path.split("/") if c not in ("", ".")][::-1]
+    here, hops = "/" if os.path.isabs(path) else os.getcwd(), 0
+    while todo:
+        part = todo.pop()
+        if part == "..":
+            here = os.path.dirname(here)
+            continue
+        try:
+            st = os.stat(here)
+        except OSError:
+            return None  # the rest does not exist yet: the check of the nearest existing folder follows
+        why = _why_untrusted(st, me)
+        if why:
+            return here, why
+        nxt = os.path.join(here, part)
+        try:
+            lst = os.lstat(nxt)
+        except OSError:
+            return None
+        if not stat.S_ISLNK(lst.st_mode):
+            here = nxt
+            continue
+        if lst.st_uid not in (me, 0):
+            return nxt, f"a symbolic link owned by user {_user(lst.st_uid)}"
+        hops += 1
+        if hops > MAX_LINKS:
+            return None  # a loop: the write fails and says so
+        target = os.readlink(nxt)
+        todo.extend([c for c in target.split("/") if c not in ("", ".")][::-1])
+        here = "/" if os.path.isabs(target) else here
+    return None
 
 
 def _why_untrusted(st, me):
