@@ -1240,3 +1240,20 @@ def test_another_runs_files_put_in_a_runs_folder_are_never_served_as_its_own(ser
     for name, data in kept.items():
         (folder[ja] / name).write_bytes(data)
     assert [client.get(u, headers=read).status_code for u in urls] == [200] * len(urls)
+    # sweep 32w B2: another run's report.html alone was served as the run's report
+    own_report = (folder[ja] / "report.html").read_bytes()
+    shutil.copy(folder[jb] / "report.html", folder[ja] / "report.html")
+    assert client.get(f"/v1/runs/{ra}/report", headers=read).status_code == 409
+    assert client.get(f"/v1/jobs/{ja}/report", headers=read).status_code == 409
+    (folder[ja] / "report.html").write_bytes(own_report)
+    # sweep 32w B3: a run recorded before its files' digests were (schema 0003) was never checked; a server that
+    # starts pins it to its files as they are then
+    import sqlalchemy as sa
+
+    with app.state.db.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE runs SET files_sha256 = NULL"))
+    restarted = create_app(settings, start_workers=False, explain_pool=app.state.ctx.explain_pool)
+    with TestClient(restarted) as again:
+        assert again.get(f"/v1/runs/{ra}/report", headers=read).status_code == 200
+        shutil.copy(folder[jb] / "explanation.json", folder[ja] / "explanation.json")
+        assert again.get(f"/v1/jobs/{ja}/explanation", headers=read).status_code == 409

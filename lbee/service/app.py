@@ -249,6 +249,9 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
         raise TypeError(f"`settings` must be a ServiceSettings; received {type(settings).__name__}.")
     settings.output.mkdir(parents=True, exist_ok=True)
     db = Database(settings.db_url)  # creates or upgrades the schema (or refuses a newer one)
+    from .paths import record_missing_digests
+
+    record_missing_digests(db, settings.output)  # runs recorded before their files' digests were: pinned now
     ctx = Context(db, settings, page_templates())
 
     @contextlib.asynccontextmanager

@@ -106,9 +106,9 @@ class Run(Base):
     n_hard = Column(Integer, nullable=False, default=0)
     seconds = Column(Float, nullable=True)
     created = Column(DateTime, nullable=False, default=utcnow)
-    #: sha256 of the run's explanation.json as written (None: a run recorded before 0004): its files are served
-    #: only while they are its own (`lbee.service.paths.own_run_file`)
-    explanation_sha256 = Column(String(64), nullable=True)
+    #: JSON ``{file name: sha256}`` of the run's files as written: they are served only while they are these
+    #: (`lbee.service.paths.check_own_files`); a run recorded before schema 0004 gets them when a server starts
+    files_sha256 = Column(Text, nullable=True)
 
     @property
     def rows(self):

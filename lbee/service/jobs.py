@@ -333,7 +333,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
     from .db import Job, LeaseLost
     from .job_progress import PHASE_LINE, job_listener
     from .job_warnings import entry_advice, job_warnings
-    from .paths import redact_paths, run_digest
+    from .paths import file_digests, redact_paths
 
     with db.session() as s:
         job = s.get(Job, job_id)
@@ -425,7 +425,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
             "metrics": json.dumps(rep["rows"]),
             "n_hard": int(rep["n_hard"]),
             "seconds": seconds,
-            "explanation_sha256": run_digest(rep["folder"]),
+            "files_sha256": json.dumps(file_digests(rep["folder"])),
         }
         for rep in reports
     ]

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from .._validation import shown
 from ..io.confinement import PathEscape, confine, inside, real_path
-from ..run.outputs import run_digest  # (named here too: the digest a run is recorded with)
 
 #: Entry keys that hold a path (``relevance`` and ``sentences`` also take names, handled below).
 PATH_KEYS = ("images", "image_embeddings", "sentence_embeddings", "masks", "sensitivity", "predictions", "weights")
@@ -292,26 +291,52 @@ def run_folder(output, folder):
     return run_dir if run_dir.is_relative_to(output) and run_dir.is_dir() else None
 
 
+#: A service run's files whose digests are recorded with it: served only while they are these (`check_own_files`).
+RECORDED_FILES = (
+    "explanation.json",
+    "assignments.parquet",
+    "images.parquet",
+    "report.html",
+    "report.md",
+    "metrics.json",
+    "metrics.csv",
+)
+#: A recorded file is hashed up to this size (a run's table of a million images is some hundreds of MB).
+MAX_RECORDED_BYTES = 4 << 30
+
+
+def file_digests(folder):
+    """``{name: sha256}`` of the `RECORDED_FILES` in a run's ``folder`` (those it has), as they are now."""
+    out = {}
+    for name in RECORDED_FILES:
+        digest = _digest_now(Path(folder) / name)
+        if digest is not None:
+            out[name] = digest
+    return out
+
+
 def check_own_files(output, run):
-    """Raise ValueError unless ``run``'s folder still holds the ``explanation.json`` recorded with the run.
+    """Raise ValueError unless ``run``'s folder holds the very files recorded with the run (`RECORDED_FILES`).
 
     Another run's whole, consistent files copied into a run's folder were served as that run's by every endpoint,
-    beside the run's own database row (sweep 32v B4, B5). A run recorded before its digest was (schema 0003) is not
-    checked.
+    beside the run's own database row (sweep 32v B4, B5), and another run's report.html alone as its report (32w
+    B2). A run recorded without digests (before schema 0004, and not yet given them: `record_missing_digests`) is
+    not checked.
     """
-    recorded = getattr(run, "explanation_sha256", None)
-    if recorded is None:
+    import json
+
+    recorded = json.loads(getattr(run, "files_sha256", None) or "null")
+    if not recorded:
         return
-    path = run_file(output, run.folder, "explanation.json")
-    try:
-        st = os.stat(path) if path is not None else None
-    except OSError:
-        st = None
-    if st is None or _digest(str(path), st.st_mtime_ns, st.st_size, st.st_ino) != recorded:
-        raise ValueError(
-            f"run {run.id}'s folder no longer holds its own files: its explanation.json is not the one recorded "
-            "with the run (edited, or another run's put in its place)."
-        )
+    folder = run_folder(output, run.folder)
+    for name in RECORDED_FILES:
+        path = None if folder is None else folder / name
+        now = _digest_now(path) if path is not None else None
+        if now != recorded.get(name):
+            raise ValueError(
+                f"run {run.id}'s folder no longer holds its own files: its {name} is not the one recorded with the "
+                "run (edited, removed, or another run's put in its place)."
+            )
 
 
 def own_files(output, run):
@@ -323,7 +348,46 @@ def own_files(output, run):
     return True
 
 
-@functools.lru_cache(maxsize=1024)
+def record_missing_digests(db, output):
+    """Give every run recorded without its files' digests (before schema 0004) those of its files as they are now.
+
+    Left empty, such a run's files were never checked (sweep 32w B3): they are pinned when a server first starts
+    at this schema. Returns how many runs were given digests.
+    """
+    import json
+
+    from sqlalchemy import select
+
+    from .db import Run
+
+    with db.session() as s:
+        runs = list(s.scalars(select(Run).where(Run.files_sha256.is_(None))))
+        for run in runs:
+            folder = run_folder(output, run.folder)
+            run.files_sha256 = json.dumps(file_digests(folder) if folder is not None else {})
+        s.commit()
+    return len(runs)
+
+
+def _digest_now(path):
+    """sha256 of the regular file at ``path`` (not through a link out of its folder), or None when there is none."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _digest(str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+@functools.lru_cache(maxsize=4096)
 def _digest(path, mtime_ns, size, ino):
-    """The sha256 of one version of a run's explanation.json (the key: its path, time, size and inode)."""
-    return run_digest(os.path.dirname(path))
+    """The sha256 of one version of a file (the key: its path, time, size and inode); None when it cannot be read."""
+    from .._files import pinned
+    from ..io.cache import file_sha256
+
+    try:
+        with pinned(Path(path), "Run file") as src:  # never waiting on a FIFO swapped in
+            return file_sha256(src, limit=MAX_RECORDED_BYTES)
+    except (OSError, ValueError):
+        return None
