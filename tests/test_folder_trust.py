@@ -118,3 +118,58 @@ def test_a_link_another_user_owns_in_a_sticky_folder_is_refused(tmp_path):
     os.lchown(link, 65534, 65534)
     assert untrusted_folder(link / "out")[0] == str(link)
     assert "a symbolic link owned by user" in untrusted_folder(link / "out")[1]
+
+
+@needs_root
+def test_writers_that_resolve_their_folder_check_it_as_given_first(tmp_path):
+    """Sweep 32x B2: ExperimentalConfiguration.save, Client.fetch and lbee serve --output resolved a link another
+    user owns before the check saw it, and wrote into the folder it named (no race needed)."""
+    from lbee.io.staging import staged_entries
+    from lbee.service import ServiceSettings
+
+    sticky, victim = tmp_path / "S", tmp_path / "victim"
+    sticky.mkdir()
+    victim.mkdir()
+    os.chmod(sticky, 0o1777)
+    (sticky / "out").symlink_to(victim)
+    os.lchown(sticky / "out", 65534, 65534)
+    with pytest.raises(SharedFolderError, match="a symbolic link owned by user"):
+        with staged_entries(sticky / "out"):
+            pytest.fail("staged through another user's link")
+    (tmp_path / "root").mkdir()
+    with pytest.raises(SharedFolderError, match="a symbolic link owned by user"):
+        ServiceSettings(root=tmp_path / "root", output=sticky / "out")
+    assert list(victim.iterdir()) == []
+
+
+def test_a_chain_of_links_too_long_to_check_is_refused(tmp_path):
+    """Sweep 32x: past 40 links the check gave up and passed, and the write followed the path anyway."""
+    from lbee.io.folder_trust import MAX_LINKS
+
+    (tmp_path / "end").mkdir()
+    previous = tmp_path / "end"
+    for i in range(MAX_LINKS + 2):
+        link = tmp_path / f"l{i}"
+        link.symlink_to(previous)
+        previous = link
+    assert "symbolic links in a row" in untrusted_folder(previous / "out")[1]
+    assert untrusted_folder(tmp_path / "l3" / "out") is None
+
+
+def test_export_spotlight_makes_and_checks_its_folder_before_the_work(tmp_path, monkeypatch):
+    """Sweep 32x B1: `export spotlight --out S/new/sp.parquet` left S/new to be made at the end; another user made
+    it a link to a victim's folder meanwhile and root's file replaced theirs. The folder is made and pinned first."""
+    import lbee.reports.spotlight as spotlight
+
+    seen = []
+
+    def export(run_dir, target, **kw):
+        seen.append(target.parent.is_dir() and not target.parent.is_symlink())
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(spotlight, "export_spotlight", export)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "explanation.json").write_text("{}")
+    out = tmp_path / "new" / "deeper" / "sp.parquet"
+    r = CliRunner().invoke(cli, ["export", "spotlight", str(tmp_path / "run"), "--out", str(out)], obj={})
+    assert seen == [True] and r.exit_code == 1 and "stop here" in r.output

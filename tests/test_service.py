@@ -1257,3 +1257,44 @@ def test_another_runs_files_put_in_a_runs_folder_are_never_served_as_its_own(ser
         assert again.get(f"/v1/runs/{ra}/report", headers=read).status_code == 200
         shutil.copy(folder[jb] / "explanation.json", folder[ja] / "explanation.json")
         assert again.get(f"/v1/jobs/{ja}/explanation", headers=read).status_code == 409
+
+
+def test_the_bytes_served_are_the_bytes_checked(service, monkeypatch):
+    """Sweep 32x B3: the service checked a run's files, then read them again by path: another run's report.html
+    swapped in between was served; a file edited in place at the same size, its time restored, kept its digest. B4:
+    a run pinned while its folder was missing was never checked."""
+    import shutil
+
+    import sqlalchemy as sa
+
+    import lbee._files as files
+
+    client, app, settings = service
+    read, submit = client.auth_headers["read"], client.auth_headers["submit"]
+    job = client.post("/v1/jobs", json=entry(name="c"), headers=submit).json()["id"]
+    while run_next_job(app.state.db, settings) is not None:
+        pass
+    run = client.get(f"/v1/jobs/{job}", headers=read).json()["runs"][0]["id"]
+    folder = next((settings.output / "jobs").rglob(f"*{job}*/**/report.html")).parent
+    real = files.read_bytes_file
+    monkeypatch.setattr(files, "read_bytes_file", lambda path, what, **kw: real(path, what, **kw).upper())
+    assert client.get(f"/v1/runs/{run}/report", headers=read).status_code == 409  # read after the check: others
+    assert client.get(f"/v1/jobs/{job}/explanation", headers=read).status_code == 409
+    monkeypatch.setattr(files, "read_bytes_file", real)
+    assert client.get(f"/v1/runs/{run}/report", headers=read).status_code == 200
+    report = folder / "report.html"
+    st = report.stat()
+    data = report.read_bytes()
+    with open(report, "r+b") as fh:  # the same size, the same modification time: only the change time tells
+        fh.write(data[:20].swapcase())
+    os.utime(report, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert client.get(f"/v1/runs/{run}/report", headers=read).status_code == 409
+    report.write_bytes(data)
+    assert client.get(f"/v1/runs/{run}/report", headers=read).status_code == 200
+    # B4: pinned with its folder missing, the run must still have no files
+    with app.state.db.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE runs SET files_sha256 = NULL"))
+    shutil.move(folder, folder.with_name("away"))
+    create_app(settings, start_workers=False, explain_pool=app.state.ctx.explain_pool)  # pins at start
+    shutil.move(folder.with_name("away"), folder)
+    assert client.get(f"/v1/runs/{run}/report", headers=read).status_code == 409

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._base import ExistingPath, LbeeError, cli
+from ._base import ExistingPath, LbeeError, check_writable_folder, cli
 
 
 @cli.group()
@@ -68,9 +68,9 @@ def spotlight(run_dir, out, overwrite, images, without_images, open_):
     run_files = [Path(run_dir) / name for name in ("explanation.json", "assignments.parquet", "images.parquet")]
     # the run it reads is never replaced; --out is named only when the user gave it
     check_no_replace([target], overwrite=overwrite, inputs=run_files, option="--out" if out is not None else None)
-    from ..io.output_lock import pin_output
-
-    pin_output(target.parent, command=True)  # written at the end into this folder, or nowhere (sweep 32p)
+    # made now, checked and pinned: written at the end into this folder, or nowhere (sweep 32p); a folder left to be
+    # made at the end was made a link by another user meanwhile (sweep 32x B1)
+    check_writable_folder(target.parent, "--out's folder" if out is not None else "the run's folder")
     try:
         path, embeddings = export_spotlight(
             run_dir,

@@ -68,6 +68,9 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
     pathlib.Path
         The stage: write each run folder at its path relative to ``root``, and ``root``'s own new entries.
     """
+    from .folder_trust import check_trusted_folder
+
+    check_trusted_folder(root)  # as given, before it is resolved: a link another user owns is theirs (sweep 32x B2)
     started = started_identity(root)  # the folder this report writes into: another one there at the commit is refused
     given, (root, home, label) = Path(root), _place(root, None, None)
     runs = [Path(f).relative_to(given) for f in run_folders]  # named from root as given; root is now its real path

@@ -91,6 +91,9 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
 
     An exception inside the block removes the stage and leaves ``folder`` as it was.
     """
+    from .folder_trust import check_trusted_folder
+
+    check_trusted_folder(folder)  # as given, before it is resolved: a link another user owns is theirs (32x B2)
     given, started = folder, started_identity(folder)  # another folder there at the commit is refused
     folder, home, label = _place(folder, home, label)
     recover_leftovers(folder, home=home, label=label)

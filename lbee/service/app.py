@@ -183,14 +183,29 @@ class Context:
 
         Read by path, a FIFO swapped in after the check blocked a server thread for good (sweep 32t).
         """
+        path, data = self.checked_bytes(run, name)
+        return Response(data, media_type=media_type)
+
+    def checked_bytes(self, run, name):
+        """``(path, bytes)`` of ``run``'s file ``name``, the bytes served being the bytes checked.
+
+        Checked, then read again by path, another run's file swapped in between was served (sweep 32x B3): the
+        bytes read are hashed and compared with the digest recorded with the run.
+        """
+        import hashlib
+
         from .._files import read_bytes_file
+        from .paths import recorded_digest
 
         path = self.path(run, name)
         try:
             data = read_bytes_file(path, name)
         except (OSError, ValueError):  # no longer a regular file, or gone: as missing
             raise HTTPException(404, f"{name} of run {run.id} is missing from the output folder.") from None
-        return Response(data, media_type=media_type)
+        recorded = recorded_digest(run, name)
+        if getattr(run, "files_sha256", None) is not None and hashlib.sha256(data).hexdigest() != recorded:
+            raise HTTPException(409, f"run {run.id}'s {name} is not the one recorded with the run (changed).")
+        return path, data
 
 
 def _plausible_id(job_id):

@@ -326,7 +326,7 @@ def check_own_files(output, run):
     import json
 
     recorded = json.loads(getattr(run, "files_sha256", None) or "null")
-    if not recorded:
+    if recorded is None:  # ({} is a run whose folder had no files when it was pinned: it must still have none)
         return
     folder = run_folder(output, run.folder)
     for name in RECORDED_FILES:
@@ -369,6 +369,13 @@ def record_missing_digests(db, output):
     return len(runs)
 
 
+def recorded_digest(run, name):
+    """The sha256 recorded with ``run`` for its file ``name`` (None: none recorded, or a run without digests)."""
+    import json
+
+    return (json.loads(getattr(run, "files_sha256", None) or "null") or {}).get(name)
+
+
 def _digest_now(path):
     """sha256 of the regular file at ``path`` (not through a link out of its folder), or None when there is none."""
     try:
@@ -377,12 +384,16 @@ def _digest_now(path):
         st = os.stat(path)
     except OSError:
         return None
-    return _digest(str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    return _digest(str(path), st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
 @functools.lru_cache(maxsize=4096)
-def _digest(path, mtime_ns, size, ino):
-    """The sha256 of one version of a file (the key: its path, time, size and inode); None when it cannot be read."""
+def _digest(path, mtime_ns, ctime_ns, size, ino):
+    """The sha256 of one version of a file, or None when it cannot be read.
+
+    The key: its path, times, size and inode. The change time too, which no user can set back: a file edited in
+    place at the same size, its modification time restored, kept its old digest (sweep 32x B3).
+    """
     from .._files import pinned
     from ..io.cache import file_sha256
 

@@ -143,16 +143,17 @@ def add_api_routes(app, ctx):
 
         409 when the stored file was edited since the run wrote it (the loader's checks: its digest, its blocks).
         """
-        from ..run.stored import load_explanations
+        from .._validation import loads_each_key_once
+        from ..run.stored import explanations_of
         from .paths import redact_paths
         from .served_files import served_explanation
 
         run = _run_of_job(job_id, model)
-        path = ctx.path(run, "explanation.json")
+        path, raw = ctx.checked_bytes(run, "explanation.json")  # the bytes checked are the bytes served (32x B3)
         try:  # served as the group pages read it: an edited file is refused, not handed to a client as genuine
-            load_explanations(path)
-            body = served_explanation(path, settings)  # recording its image table as served
-        except ValueError as exc:
+            explanations_of(loads_each_key_once(raw.decode("utf-8")), path)
+            body = served_explanation(path, settings, raw)  # recording its image table as served
+        except (ValueError, RecursionError) as exc:  # (nested thousands deep)
             detail = redact_paths(f"run {run.id}'s explanation cannot be served: {exc}", settings)
             raise HTTPException(409, detail) from None
         return Response(body, media_type="application/json")

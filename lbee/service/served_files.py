@@ -37,8 +37,8 @@ def parquet_bytes(table):
     return body.getvalue()
 
 
-def served_explanation(path, settings):
-    """The bytes of the run's ``explanation.json`` as served (checked by the caller).
+def served_explanation(path, settings, raw=None):
+    """The bytes of the run's ``explanation.json`` as served (checked by the caller; ``raw``: the bytes it read).
 
     When it records its per-image table's digest and the table is beside it, the digest is that of the table as
     `served_images_table` serves it, and the content digest is renewed; otherwise the file's own bytes.
@@ -49,7 +49,8 @@ def served_explanation(path, settings):
     from ..run.outputs import table_digest
 
     path = Path(path)
-    raw = read_bytes_file(path, "Explanation file")  # through the descriptor checked: a FIFO swapped in never blocks
+    if raw is None:  # through the descriptor checked: a FIFO swapped in never blocks
+        raw = read_bytes_file(path, "Explanation file")
     payload = json.loads(raw)
     if not isinstance(payload, dict) or "images_sha256" not in payload or not (path.parent / IMAGES_TABLE).is_file():
         return raw

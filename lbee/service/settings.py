@@ -85,13 +85,17 @@ class ServiceSettings:
         if not root.is_dir():
             raise ValueError(f"`root` {str(self.root)!r} is not a folder; expected the data folder that jobs read.")
         self.root = root.resolve()
-        self.output = Path(self.output).expanduser().resolve()
         from ..io.folder_trust import check_trusted_folder
 
+        check_trusted_folder(Path(self.output).expanduser())  # as given: a link of another user's is theirs (32x)
+        self.output = Path(self.output).expanduser().resolve()
         check_trusted_folder(self.output)  # every job writes there: refused at start, not job by job
         if self.db_url is None:
             self.db_url = f"sqlite:///{self.output / 'lbee.db'}"
+        elif self.db_url.startswith("sqlite:///"):  # a database another user can replace holds their tokens (32x)
+            check_trusted_folder(Path(self.db_url[len("sqlite:///") :]).expanduser().parent)
         # the CLI's cache by default: content-addressed, so a job reuses what `lbee describe` embedded, and back
+        check_trusted_folder(Path(self.cache_dir or default_cache_dir()).expanduser())  # as given, then resolved
         self.cache_dir = Path(self.cache_dir or default_cache_dir()).expanduser().resolve()
         check_trusted_folder(self.cache_dir)  # every job reads and writes it (sweep 32u B4): refused at start
         for name, low in (("workers", 0), ("explain_workers", 1), ("explain_queue", 0), ("max_attempts", 1)):
