@@ -76,16 +76,9 @@ def test_a_folder_another_user_owns_is_refused_even_where_only_they_can_write(tm
     os.chown(theirs, 0, 0)
     os.chmod(theirs, 0o775)
     os.chown(theirs, 0, 65534)  # root's, writable by a group with other members than root
+    from lbee.io.folder_trust import _group
+
     assert untrusted_folder(theirs / "run") == (str(theirs), f"writable by group {_group(65534)}")
-
-
-def _group(gid):
-    import grp
-
-    try:
-        return grp.getgrgid(gid).gr_name
-    except KeyError:
-        return str(gid)
 
 
 def test_every_folder_on_the_way_is_checked_not_only_the_real_path(tmp_path):

@@ -21,20 +21,16 @@ def _no_trust(monkeypatch):
 def test_a_stage_folder_another_user_makes_in_the_gap_is_refused(tmp_path, monkeypatch):
     """B1: the library checked a folder that did not exist yet, then made it with exist_ok: another user who made it
     first (owning it) had it accepted, and swapped the stage; a root-only folder's report.md was replaced."""
-    import pathlib
 
     from lbee.io.staging import staged_entries
 
     home = tmp_path / "new"
-    real_mkdir = pathlib.Path.mkdir
 
-    def made_by_another_first(self, *args, **kwargs):
-        if self == home and not home.exists():  # the racer wins: the folder is theirs when lbee's mkdir runs
-            real_mkdir(self)
-            os.chown(self, 65534, 65534)
-        return real_mkdir(self, *args, **kwargs)
+    def made_by_another(real_mkdir):  # the racer wins: the folder is theirs when lbee's mkdir runs
+        real_mkdir(home)
+        os.chown(home, 65534, 65534)
 
-    monkeypatch.setattr(pathlib.Path, "mkdir", made_by_another_first)
+    _racing_mkdir(monkeypatch, home, made_by_another)
     with pytest.raises(SharedFolderError, match="is owned by user"):
         with staged_entries(home / "run"):
             pytest.fail("a stage was made in the other user's folder")
@@ -145,20 +141,12 @@ def test_an_output_spelled_through_a_link_and_dotdot_is_checked_where_the_kernel
 def test_a_link_put_where_a_stage_folder_is_being_made_is_refused(tmp_path, monkeypatch):
     """Sweep 32v B1: the folder holding a stage was checked after it was made, but through a link another user put
     there in the gap (in a sticky folder they may write), which they repointed later: the stage went elsewhere."""
-    import pathlib
 
     from lbee.io.staging import staged_entries
 
     home, safe = tmp_path / "new", tmp_path / "safe"
     safe.mkdir()
-    real_mkdir = pathlib.Path.mkdir
-
-    def linked_first(self, *args, **kwargs):
-        if self == home and not os.path.lexists(home):  # the racer's link lands before lbee's mkdir
-            home.symlink_to(safe)
-        return real_mkdir(self, *args, **kwargs)
-
-    monkeypatch.setattr(pathlib.Path, "mkdir", linked_first)
+    _racing_mkdir(monkeypatch, home, lambda real_mkdir: home.symlink_to(safe))  # the racer's link lands first
     with pytest.raises(SharedFolderError, match="became a symbolic link while lbee made it"):
         with staged_entries(home / "run"):
             pytest.fail("a stage was made through the link")
@@ -201,3 +189,17 @@ def test_the_vega_bundle_is_never_read_or_written_through_a_link_in_the_cache(tm
     vega_bundle.cache_clear()
     assert "PLANTED" not in vega_bundle(tmp_path / "cache")
     vega_bundle.cache_clear()
+
+
+def _racing_mkdir(monkeypatch, home, racer):
+    """Make ``Path.mkdir`` of ``home`` run ``racer(real_mkdir)`` first, once (another user's move in the gap)."""
+    import pathlib
+
+    real_mkdir = pathlib.Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if self == home and not os.path.lexists(home):
+            racer(real_mkdir)
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", mkdir)
