@@ -166,3 +166,26 @@ def test_export_spotlight_makes_and_checks_its_folder_before_the_work(tmp_path, 
     out = tmp_path / "new" / "deeper" / "sp.parquet"
     r = CliRunner().invoke(cli, ["export", "spotlight", str(tmp_path / "run"), "--out", str(out)], obj={})
     assert seen == [True] and r.exit_code == 1 and "stop here" in r.output
+
+
+def test_a_link_put_where_an_output_folder_is_being_made_is_refused(tmp_path, monkeypatch):
+    """Sweep 32y B1: the output's folder was made with mkdir(parents=True, exist_ok=True), which took a link another
+    user put there in the gap (in a sticky folder they may write); pinned as "no folder", the write at the end
+    followed the link back into a victim's folder."""
+    import lbee.io.folder_trust as trust
+    from lbee.cli._base import check_writable_folder
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    out = tmp_path / "S" / "new"
+    real_mkdir = os.mkdir
+
+    def racing(path, *args, **kwargs):
+        if str(path) == str(out):  # the racer's link lands first
+            os.symlink(victim, out)
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(trust.os, "mkdir", racing)
+    with pytest.raises(SharedFolderError, match="made by another user, or as a link, while lbee made it"):
+        check_writable_folder(out, "--out")
+    assert list(victim.iterdir()) == []

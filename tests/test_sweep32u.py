@@ -31,7 +31,7 @@ def test_a_stage_folder_another_user_makes_in_the_gap_is_refused(tmp_path, monke
         os.chown(home, 65534, 65534)
 
     _racing_mkdir(monkeypatch, home, made_by_another)
-    with pytest.raises(SharedFolderError, match="is owned by user"):
+    with pytest.raises(SharedFolderError, match="made by another user, or as a link, while lbee made it"):
         with staged_entries(home / "run"):
             pytest.fail("a stage was made in the other user's folder")
     assert list(home.iterdir()) == []
@@ -147,7 +147,7 @@ def test_a_link_put_where_a_stage_folder_is_being_made_is_refused(tmp_path, monk
     home, safe = tmp_path / "new", tmp_path / "safe"
     safe.mkdir()
     _racing_mkdir(monkeypatch, home, lambda real_mkdir: home.symlink_to(safe))  # the racer's link lands first
-    with pytest.raises(SharedFolderError, match="became a symbolic link while lbee made it"):
+    with pytest.raises(SharedFolderError, match="made by another user, or as a link, while lbee made it"):
         with staged_entries(home / "run"):
             pytest.fail("a stage was made through the link")
     assert list(safe.iterdir()) == []
@@ -192,14 +192,12 @@ def test_the_vega_bundle_is_never_read_or_written_through_a_link_in_the_cache(tm
 
 
 def _racing_mkdir(monkeypatch, home, racer):
-    """Make ``Path.mkdir`` of ``home`` run ``racer(real_mkdir)`` first, once (another user's move in the gap)."""
-    import pathlib
+    """Make the ``mkdir`` of ``home`` run ``racer(real_mkdir)`` first, once (another user's move in the gap)."""
+    real_mkdir = os.mkdir
 
-    real_mkdir = pathlib.Path.mkdir
-
-    def mkdir(self, *args, **kwargs):
-        if self == home and not os.path.lexists(home):
+    def mkdir(path, *args, **kwargs):
+        if str(path) == str(home) and not os.path.lexists(home):
             racer(real_mkdir)
-        return real_mkdir(self, *args, **kwargs)
+        return real_mkdir(path, *args, **kwargs)
 
-    monkeypatch.setattr(pathlib.Path, "mkdir", mkdir)
+    monkeypatch.setattr(os, "mkdir", mkdir)

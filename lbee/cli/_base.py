@@ -320,17 +320,19 @@ def check_writable_folder(path, option):
     """
     import tempfile
 
-    from ..io.folder_trust import check_trusted_folder
+    from ..io.folder_trust import SharedFolderError, check_trusted_folder, make_own_folders
 
     target = Path(path)
     check_trusted_folder(target)  # before any folder is made there
     created = [p for p in (target, *target.parents) if not p.exists()][::-1]  # the outermost first
     try:
-        target.mkdir(parents=True, exist_ok=True)
+        make_own_folders(target)  # one at a time, each checked: never a link put there in the gap (sweep 32y)
         with tempfile.NamedTemporaryFile(dir=os.path.realpath(target), prefix=".lbee-write-check-"):  # not lexical
             pass
     except OSError as exc:
         _remove_if_empty(created)
+        if isinstance(exc, SharedFolderError):  # said as it is: another user's move, not an unwritable folder
+            raise
         raise LbeeError(
             f"{option} {shown(str(path))} is not a writable folder: {_what_is_there(target, exc)}."
         ) from None

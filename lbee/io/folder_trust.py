@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 #: Environment variable that, set to ``1``, trusts folders other users can change (see the module's docstring).
 TRUST_ENV = "LBEE_TRUST_SHARED_FOLDERS"
@@ -178,3 +179,32 @@ def check_trusted_folder(path):
         f"/tmp), or, if you trust everyone who can change {folder!r} (a folder mounted into a container), set "
         f"{TRUST_ENV}=1"
     )
+
+
+def make_own_folders(path):
+    """Make ``path`` and its missing parents one at a time, each one checked to be this user's real folder.
+
+    ``mkdir(parents=True, exist_ok=True)`` took a link another user put in the gap (in a sticky folder they may
+    write) as the folder it made, and the output went where the link pointed (sweep 32y). Returns the folders made,
+    the outermost first.
+    """
+    path = Path(path)
+    missing = [p for p in (path, *path.parents) if not os.path.lexists(p)][::-1]
+    made = []
+    for folder in missing:
+        try:
+            os.mkdir(folder)
+            made.append(folder)
+        except FileExistsError:
+            pass
+        st = os.lstat(folder)
+        if (
+            stat.S_ISLNK(st.st_mode)
+            or not stat.S_ISDIR(st.st_mode)
+            or (hasattr(os, "geteuid") and st.st_uid != os.geteuid())
+        ):
+            raise SharedFolderError(
+                f"{str(folder)!r} was made by another user, or as a link, while lbee made it: nothing was written. "
+                "Write to a folder of your own"
+            )
+    return made

@@ -166,10 +166,10 @@ def made_home(home):
     before it is made and again after: another user who made it first, in the gap, owns it (32u B1), and a link
     they put there (in a sticky folder they may write) resolves to a folder of theirs, then is repointed (32v B1).
     """
-    from .folder_trust import SharedFolderError, check_trusted_folder
+    from .folder_trust import SharedFolderError, check_trusted_folder, make_own_folders
 
     check_trusted_folder(home)
-    home.mkdir(parents=True, exist_ok=True)
+    make_own_folders(home)  # one at a time, each checked: never a link put there in the gap (sweep 32y)
     if os.path.realpath(home) != str(home):
         raise SharedFolderError(
             f"{str(home)!r} became a symbolic link while lbee made it (another user put one there): nothing was "

@@ -168,7 +168,10 @@ class Database:
                     f"database {url!r} does not exist (no file {path!r}); check the --db URL, or create it with "
                     "`lbee serve token create NAME --db URL` or by starting `lbee serve`."
                 )
-            if path and path != ":memory:":
+            if path and path != ":memory:":  # a database another user can replace holds their tokens (sweep 32y)
+                from ..io.folder_trust import check_trusted_folder
+
+                check_trusted_folder(Path(path).parent)
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             kwargs = {"connect_args": {"check_same_thread": False, "timeout": 30}}
         try:

@@ -92,8 +92,6 @@ class ServiceSettings:
         check_trusted_folder(self.output)  # every job writes there: refused at start, not job by job
         if self.db_url is None:
             self.db_url = f"sqlite:///{self.output / 'lbee.db'}"
-        elif self.db_url.startswith("sqlite:///"):  # a database another user can replace holds their tokens (32x)
-            check_trusted_folder(Path(self.db_url[len("sqlite:///") :]).expanduser().parent)
         # the CLI's cache by default: content-addressed, so a job reuses what `lbee describe` embedded, and back
         check_trusted_folder(Path(self.cache_dir or default_cache_dir()).expanduser())  # as given, then resolved
         self.cache_dir = Path(self.cache_dir or default_cache_dir()).expanduser().resolve()
