@@ -168,11 +168,12 @@ def test_export_spotlight_makes_and_checks_its_folder_before_the_work(tmp_path, 
     assert seen == [True] and r.exit_code == 1 and "stop here" in r.output
 
 
+@needs_root
 def test_a_link_put_where_an_output_folder_is_being_made_is_refused(tmp_path, monkeypatch):
-    """Sweep 32y B1: the output's folder was made with mkdir(parents=True, exist_ok=True), which took a link another
-    user put there in the gap (in a sticky folder they may write); pinned as "no folder", the write at the end
-    followed the link back into a victim's folder."""
-    import lbee.io.folder_trust as trust
+    """Sweeps 32y, 32z B1: the output's folder was made with mkdir(parents=True, exist_ok=True) (then one at a time,
+    by path), which took a link another user put in the gap (in a sticky folder they may write); the pin recorded
+    no folder, and the write at the end followed the link into a victim's folder. The folders are now walked and
+    made through descriptors, each checked as it is opened."""
     from lbee.cli._base import check_writable_folder
 
     victim = tmp_path / "victim"
@@ -180,12 +181,14 @@ def test_a_link_put_where_an_output_folder_is_being_made_is_refused(tmp_path, mo
     out = tmp_path / "S" / "new"
     real_mkdir = os.mkdir
 
-    def racing(path, *args, **kwargs):
-        if str(path) == str(out):  # the racer's link lands first
+    def racing(path, *args, dir_fd=None, **kwargs):
+        full = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path) if dir_fd is not None else str(path)
+        if full == str(out) and not os.path.lexists(out):  # the racer's link lands first, and is theirs
             os.symlink(victim, out)
-        return real_mkdir(path, *args, **kwargs)
+            os.lchown(out, 65534, 65534)
+        return real_mkdir(path, *args, dir_fd=dir_fd, **kwargs)
 
-    monkeypatch.setattr(trust.os, "mkdir", racing)
-    with pytest.raises(SharedFolderError, match="made by another user, or as a link, while lbee made it"):
+    monkeypatch.setattr(os, "mkdir", racing)
+    with pytest.raises(SharedFolderError, match="a symbolic link owned by user"):
         check_writable_folder(out, "--out")
     assert list(victim.iterdir()) == []

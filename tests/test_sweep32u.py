@@ -27,11 +27,11 @@ def test_a_stage_folder_another_user_makes_in_the_gap_is_refused(tmp_path, monke
     home = tmp_path / "new"
 
     def made_by_another(real_mkdir):  # the racer wins: the folder is theirs when lbee's mkdir runs
-        real_mkdir(home)
+        real_mkdir(str(home))
         os.chown(home, 65534, 65534)
 
     _racing_mkdir(monkeypatch, home, made_by_another)
-    with pytest.raises(SharedFolderError, match="made by another user, or as a link, while lbee made it"):
+    with pytest.raises(SharedFolderError, match="owned by user"):
         with staged_entries(home / "run"):
             pytest.fail("a stage was made in the other user's folder")
     assert list(home.iterdir()) == []
@@ -138,6 +138,7 @@ def test_an_output_spelled_through_a_link_and_dotdot_is_checked_where_the_kernel
     assert (tmp_path / "B" / "run").is_dir() and not (tmp_path / "run").exists()
 
 
+@needs_root
 def test_a_link_put_where_a_stage_folder_is_being_made_is_refused(tmp_path, monkeypatch):
     """Sweep 32v B1: the folder holding a stage was checked after it was made, but through a link another user put
     there in the gap (in a sticky folder they may write), which they repointed later: the stage went elsewhere."""
@@ -146,8 +147,13 @@ def test_a_link_put_where_a_stage_folder_is_being_made_is_refused(tmp_path, monk
 
     home, safe = tmp_path / "new", tmp_path / "safe"
     safe.mkdir()
-    _racing_mkdir(monkeypatch, home, lambda real_mkdir: home.symlink_to(safe))  # the racer's link lands first
-    with pytest.raises(SharedFolderError, match="made by another user, or as a link, while lbee made it"):
+
+    def linked(real_mkdir):  # the racer's link lands first
+        home.symlink_to(safe)
+        os.lchown(home, 65534, 65534)
+
+    _racing_mkdir(monkeypatch, home, linked)
+    with pytest.raises(SharedFolderError, match="a symbolic link owned by user"):
         with staged_entries(home / "run"):
             pytest.fail("a stage was made through the link")
     assert list(safe.iterdir()) == []
@@ -195,9 +201,10 @@ def _racing_mkdir(monkeypatch, home, racer):
     """Make the ``mkdir`` of ``home`` run ``racer(real_mkdir)`` first, once (another user's move in the gap)."""
     real_mkdir = os.mkdir
 
-    def mkdir(path, *args, **kwargs):
-        if str(path) == str(home) and not os.path.lexists(home):
+    def mkdir(path, *args, dir_fd=None, **kwargs):
+        full = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path) if dir_fd is not None else str(path)
+        if full == str(home) and not os.path.lexists(home):
             racer(real_mkdir)
-        return real_mkdir(path, *args, **kwargs)
+        return real_mkdir(path, *args, dir_fd=dir_fd, **kwargs)
 
     monkeypatch.setattr(os, "mkdir", mkdir)

@@ -320,14 +320,14 @@ def check_writable_folder(path, option):
     """
     import tempfile
 
-    from ..io.folder_trust import SharedFolderError, check_trusted_folder, make_own_folders
+    from ..io.folder_trust import SharedFolderError, check_trusted_folder, trusted_real_folder
 
     target = Path(path)
     check_trusted_folder(target)  # before any folder is made there
     created = [p for p in (target, *target.parents) if not p.exists()][::-1]  # the outermost first
     try:
-        make_own_folders(target)  # one at a time, each checked: never a link put there in the gap (sweep 32y)
-        with tempfile.NamedTemporaryFile(dir=os.path.realpath(target), prefix=".lbee-write-check-"):  # not lexical
+        real, _ = trusted_real_folder(target, make=True)  # through descriptors, each folder checked (32y, 32z)
+        with tempfile.NamedTemporaryFile(dir=real, prefix=".lbee-write-check-"):  # where the kernel made it
             pass
     except OSError as exc:
         _remove_if_empty(created)

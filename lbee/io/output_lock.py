@@ -51,8 +51,11 @@ def pin_output(path, *, command=False):
     if len(_PINS) >= MAX_PINS:  # a long-lived process (lbee serve's workers): the run layer's are forgotten
         for old in [k for k, pin in _PINS.items() if not pin[2]]:
             del _PINS[old]
-    real = os.path.realpath(path)
-    _PINS[key] = (real, folder_identity(real), command)
+    from .folder_trust import trusted_real_folder
+
+    # walked through descriptors, each folder checked as opened: the path resolved twice left a gap (sweep 32z)
+    real, identity = trusted_real_folder(path)
+    _PINS[key] = (real, identity, command)
 
 
 def _pin_of(path):

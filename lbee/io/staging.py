@@ -166,11 +166,11 @@ def made_home(home):
     before it is made and again after: another user who made it first, in the gap, owns it (32u B1), and a link
     they put there (in a sticky folder they may write) resolves to a folder of theirs, then is repointed (32v B1).
     """
-    from .folder_trust import SharedFolderError, check_trusted_folder, make_own_folders
+    from .folder_trust import SharedFolderError, check_trusted_folder, trusted_real_folder
 
     check_trusted_folder(home)
-    make_own_folders(home)  # one at a time, each checked: never a link put there in the gap (sweep 32y)
-    if os.path.realpath(home) != str(home):
+    real, _ = trusted_real_folder(home, make=True)  # through descriptors, each folder checked (sweeps 32y, 32z)
+    if real != str(home):
         raise SharedFolderError(
             f"{str(home)!r} became a symbolic link while lbee made it (another user put one there): nothing was "
             "written. Write to a folder of your own"
