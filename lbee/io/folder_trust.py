@@ -238,13 +238,13 @@ def trusted_real_folder(path, *, make=False):
         st = os.stat(real) if os.path.isdir(real) else None
         return real, None if st is None else (st.st_dev, st.st_ino)
     me, text = os.geteuid(), os.fspath(path)
-    todo = [c for c in text.split("/") if c not in ("", ".")][::-1]
+    todo = [(c, False) for c in text.split("/") if c not in ("", ".")][::-1]  # (name, named by a link's target)
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     stack = [os.open("/" if os.path.isabs(text) else ".", os.O_RDONLY | os.O_DIRECTORY)]
     hops = 0
     try:
         while todo:
-            part = todo.pop()
+            part, linked = todo.pop()
             if part == "..":
                 if len(stack) > 1:
                     os.close(stack.pop())
@@ -262,12 +262,14 @@ def trusted_real_folder(path, *, make=False):
                 stack.append(os.open(part, flags, dir_fd=here))
             except FileNotFoundError:
                 if not make:
-                    return os.path.join(_fd_path(here), part, *todo[::-1]), None
+                    return os.path.join(_fd_path(here), part, *(c for c, _ in todo[::-1])), None
+                if linked:  # a link to nothing: never made, as mkdir -p never makes one's target
+                    raise FileExistsError(17, f"{text!r} is a symbolic link to nothing ({part!r} is missing)") from None
                 try:  # made through its parent's descriptor, then opened as any folder on the way: checked
                     os.mkdir(part, dir_fd=here)
                 except FileExistsError:  # another user's entry, made in the gap: judged as it is opened
                     pass
-                todo.append(part)
+                todo.append((part, False))
                 continue
             except OSError:  # ELOOP (a link) or ENOTDIR: what is there, said or walked
                 st = os.lstat(part, dir_fd=here)
@@ -282,7 +284,7 @@ def trusted_real_folder(path, *, make=False):
                     why = f"past {MAX_LINKS} symbolic links in a row (a loop?)"
                     raise SharedFolderError(_said(text, part, why)) from None
                 target = os.readlink(part, dir_fd=here)
-                todo.extend([c for c in target.split("/") if c not in ("", ".")][::-1])
+                todo.extend([(c, True) for c in target.split("/") if c not in ("", ".")][::-1])
                 if os.path.isabs(target):
                     stack.append(os.open("/", os.O_RDONLY | os.O_DIRECTORY))
         st = os.fstat(stack[-1])
