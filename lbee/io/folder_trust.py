@@ -26,7 +26,22 @@ TRUST_ENV = "LBEE_TRUST_SHARED_FOLDERS"
 
 
 class SharedFolderError(PermissionError):
-    """An output lies in a folder another user can change: refused before any work (`check_trusted_folder`)."""
+    """An output lies in a folder another user can change: refused before any work (`check_trusted_folder`).
+
+    Attributes
+    ----------
+    folder, why : str
+        The folder (or link) on the way, and what makes it another user's to change.
+    """
+
+    def __init__(self, path, folder, why):
+        self.folder, self.why = folder, why
+        super().__init__(
+            f"lbee will not write to {str(path)!r}: {folder!r} is {why}, so another user could redirect lbee's "
+            "files into a folder of their choosing while it writes. Write to a folder of your own (or in a sticky "
+            f"one such as /tmp), or, if you trust everyone who can change {folder!r} (a folder mounted into a "
+            f"container), set {TRUST_ENV}=1"
+        )
 
 
 def untrusted_folder(path):
@@ -50,14 +65,16 @@ def untrusted_folder(path):
     """
     if not hasattr(os, "geteuid") or os.environ.get(TRUST_ENV) == "1":
         return None
-    me = os.geteuid()
-    found = _on_the_way(os.fspath(path), me)
-    if found is not None:
-        return found
-    folder = os.path.realpath(path)
+    try:
+        folder, _ = trusted_real_folder(path)  # every folder walked through, and every link followed
+    except SharedFolderError as exc:
+        return exc.folder, exc.why
+    except OSError:  # no path lbee can write to (a file on the way): its own write says so
+        return None
     while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
         folder = os.path.dirname(folder)
-    while True:
+    me = os.geteuid()
+    while True:  # and every folder above the real path (those of the current folder, for a relative path)
         try:
             st = os.stat(folder)
         except OSError:  # an unreadable folder above: lbee's own write will fail there and say so
@@ -73,44 +90,6 @@ def untrusted_folder(path):
 
 #: Symbolic links followed at most while resolving a path (the kernel's own limit is 40).
 MAX_LINKS = 40
-
-
-def _on_the_way(path, me):
-    """The first folder walked through, or link followed, that another user can change, with why; or None.
-
-    ``path`` is resolved as the kernel resolves it, step by step (``..`` after a link included).
-    """
-    todo = [c for c in path.split("/") if c not in ("", ".")][::-1]
-    here, hops = "/" if os.path.isabs(path) else os.getcwd(), 0
-    while todo:
-        part = todo.pop()
-        if part == "..":
-            here = os.path.dirname(here)
-            continue
-        try:
-            st = os.stat(here)
-        except OSError:
-            return None  # the rest does not exist yet: the check of the nearest existing folder follows
-        why = _why_untrusted(st, me)
-        if why:
-            return here, why
-        nxt = os.path.join(here, part)
-        try:
-            lst = os.lstat(nxt)
-        except OSError:
-            return None
-        if not stat.S_ISLNK(lst.st_mode):
-            here = nxt
-            continue
-        if lst.st_uid not in (me, 0):
-            return nxt, f"a symbolic link owned by user {_user(lst.st_uid)}"
-        hops += 1
-        if hops > MAX_LINKS:  # a loop, or a chain too long to check: refused, never passed unchecked (sweep 32x)
-            return nxt, f"the first of more than {MAX_LINKS} symbolic links in a row (a loop?)"
-        target = os.readlink(nxt)
-        todo.extend([c for c in target.split("/") if c not in ("", ".")][::-1])
-        here = "/" if os.path.isabs(target) else here
-    return None
 
 
 def _why_untrusted(st, me):
@@ -172,13 +151,7 @@ def check_trusted_folder(path):
     found = untrusted_folder(path)
     if found is None:
         return
-    folder, why = found
-    raise SharedFolderError(
-        f"lbee will not write to {str(path)!r}: {folder!r} is {why}, so another user could redirect lbee's files "
-        "into a folder of their choosing while it writes. Write to a folder of your own (or in a sticky one such as "
-        f"/tmp), or, if you trust everyone who can change {folder!r} (a folder mounted into a container), set "
-        f"{TRUST_ENV}=1"
-    )
+    raise SharedFolderError(path, *found)
 
 
 def make_own_folders(path):
@@ -203,10 +176,7 @@ def make_own_folders(path):
             or not stat.S_ISDIR(st.st_mode)
             or (hasattr(os, "geteuid") and st.st_uid != os.geteuid())
         ):
-            raise SharedFolderError(
-                f"{str(folder)!r} was made by another user, or as a link, while lbee made it: nothing was written. "
-                "Write to a folder of your own"
-            )
+            raise SharedFolderError(path, str(folder), "made by another user, or as a link, while lbee made it")
     return made
 
 
@@ -257,7 +227,7 @@ def trusted_real_folder(path, *, make=False):
             if not trust:
                 why = _why_untrusted(os.fstat(here), me)
                 if why:
-                    raise SharedFolderError(_said(text, _fd_path(here), why))
+                    raise SharedFolderError(text, _fd_path(here), why)
             try:
                 stack.append(os.open(part, flags, dir_fd=here))
             except FileNotFoundError:
@@ -278,18 +248,18 @@ def trusted_real_folder(path, *, make=False):
                 if st.st_uid not in (me, 0) and not trust:
                     where = os.path.join(_fd_path(here), part)
                     why = f"a symbolic link owned by user {_user(st.st_uid)}"
-                    raise SharedFolderError(_said(text, where, why)) from None
+                    raise SharedFolderError(text, where, why) from None
                 hops += 1
                 if hops > MAX_LINKS:
                     why = f"past {MAX_LINKS} symbolic links in a row (a loop?)"
-                    raise SharedFolderError(_said(text, part, why)) from None
+                    raise SharedFolderError(text, part, why) from None
                 target = os.readlink(part, dir_fd=here)
                 todo.extend([(c, True) for c in target.split("/") if c not in ("", ".")][::-1])
                 if os.path.isabs(target):
                     stack.append(os.open("/", os.O_RDONLY | os.O_DIRECTORY))
         st = os.fstat(stack[-1])
         if not trust and _why_untrusted(st, me):
-            raise SharedFolderError(_said(text, _fd_path(stack[-1]), _why_untrusted(st, me)))
+            raise SharedFolderError(text, _fd_path(stack[-1]), _why_untrusted(st, me))
         return _fd_path(stack[-1]), (st.st_dev, st.st_ino)
     finally:
         for fd in stack:
@@ -298,10 +268,3 @@ def trusted_real_folder(path, *, make=False):
 
 def _fd_path(fd):
     return os.readlink(f"/proc/self/fd/{fd}")
-
-
-def _said(path, folder, why):
-    return (
-        f"lbee will not write to {str(path)!r}: {folder!r} is {why}, so another user could redirect lbee's files "
-        "while it writes. Write to a folder of your own"
-    )

@@ -214,10 +214,7 @@ def lock_output(folder, *, expect=None, below=None):
         if hasattr(os, "geteuid") and owner not in (os.geteuid(), 0):  # made by another user while lbee ran (32x)
             from .folder_trust import SharedFolderError, _user
 
-            raise SharedFolderError(
-                f"{str(folder)!r} belongs to user {_user(owner)} (made by them while lbee ran?): nothing was written "
-                "there. Write to a folder of your own"
-            )
+            raise SharedFolderError(folder, str(folder), f"owned by user {_user(owner)} (made by them while lbee ran?)")
         if expect is not None and (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != tuple(expect):
             raise OutputReplacedError(
                 f"{str(folder)!r} is no longer the folder lbee started writing into (it was renamed, or replaced "

@@ -163,19 +163,15 @@ def made_home(home):
     """Make ``home`` (a real path: the folder that holds a stage), refused when another user can change it.
 
     The stage is written by path: another user who can rename its entries could swap it (sweep 32q B7). Checked
-    before it is made and again after: another user who made it first, in the gap, owns it (32u B1), and a link
-    they put there (in a sticky folder they may write) resolves to a folder of theirs, then is repointed (32v B1).
+    before anything is made, then walked and made through descriptors, each folder checked as it is opened: a folder
+    another user made first in the gap (32u B1), or a link they put there and repointed later (32v, 32y, 32z).
     """
     from .folder_trust import SharedFolderError, check_trusted_folder, trusted_real_folder
 
     check_trusted_folder(home)
     real, _ = trusted_real_folder(home, make=True)  # through descriptors, each folder checked (sweeps 32y, 32z)
     if real != str(home):
-        raise SharedFolderError(
-            f"{str(home)!r} became a symbolic link while lbee made it (another user put one there): nothing was "
-            "written. Write to a folder of your own"
-        )
-    check_trusted_folder(home)
+        raise SharedFolderError(home, str(home), "a symbolic link put there while lbee made it")
 
 
 def _check_started(stage, folder):
