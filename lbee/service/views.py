@@ -141,7 +141,8 @@ def job_dict(job, runs=()):
 def compare_runs(output, a, b):
     """Metric deltas (b − a) per slicer × method, and per method the sentences b gained and lost.
 
-    Each run is read from its own folder (stored runs are never rewritten), so an older run keeps its numbers.
+    Each run is read from its own folder (stored runs are never rewritten), so an older run keeps its numbers. The
+    callers check first that each folder holds its run's own files (`lbee.service.paths.check_own_files`).
     """
     from ..run.pipeline import load_explanations
 
@@ -164,12 +165,11 @@ def compare_runs(output, a, b):
             )
 
     def selected(run):
-        from .paths import check_own_files, run_file
+        from .paths import run_file
 
         path = run_file(output, run.folder, "explanation.json")  # never a file linked out of the run's folder
         if path is None:
             return {}
-        check_own_files(output, run)  # another run's files put in its folder: refused, never compared (sweep 32v B4)
         exps, payload = load_explanations(path)
         texts = payload.get("sentences") or []
         return {m: [texts[i] if i < len(texts) else str(i) for i in e.selected] for m, e in exps.items()}
