@@ -228,3 +228,27 @@ def test_a_batch_of_classes_selects_what_each_class_alone_selects(tau):
             for a, b in zip(mine.hard_clusters, e.hard_clusters, strict=True):
                 assert a.indices.tolist() == cs.images[b.indices].tolist()
                 np.testing.assert_allclose(a.scores, b.scores, atol=1e-12)
+
+
+def test_the_collector_is_paused_only_inside_and_left_as_found():
+    import gc
+
+    from lbee._gc import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():  # an inner block changes nothing
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()  # enabled again after an error
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # a caller's own choice is kept
+    finally:
+        gc.enable()

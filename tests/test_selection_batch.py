@@ -107,3 +107,21 @@ def test_describers_of_one_explanation_share_one_product():
     for i in range(100):  # bounded
         select_sentences("tops", index, hard[i % 7] * (1 + i), easy[0], 3, 0.25)
     assert len(index._recent) == 64
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kth_smallest_equals_the_partial_sort(seed):
+    # the argmin passes must give np.partition's k-th value: repeats counted, inf and -inf in place, NaN last
+    from lbee.core.selection import _FEW_PASSES, _kth_smallest
+
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.normal(size=(40, 30)), 1)  # rounded: many ties
+    values[rng.random(values.shape) < 0.1] = np.inf
+    values[rng.random(values.shape) < 0.05] = -np.inf
+    values[3] = np.inf
+    with_nan = values.copy()
+    with_nan[5, 7] = np.nan
+    for v in (values, with_nan):
+        for k in range(1, _FEW_PASSES + 3):
+            want = np.partition(v, k - 1, axis=1)[:, k - 1]
+            np.testing.assert_array_equal(_kth_smallest(v, k), want, err_msg=f"k={k}")

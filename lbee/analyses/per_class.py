@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from .._blas import one_blas_thread
-from .._validation import check_choice, check_positive_int
+from .._gc import collector_paused
+from .._validation import check_choice, check_positive_int, check_real
 from ..core.evaluation import DEFAULT_O
 from ..core.explanation import EasyCluster, Explanation, HardCluster
 from ..core.partition import DEFAULT_A, DEFAULT_K, DEFAULT_N_CLUSTERS_PER_CLASS, partition
@@ -206,11 +207,11 @@ def _describe_batch(parts, index, settings):
 
 def _describe_class(exps, rel, cs, settings):
     """Score (with Γ) one described class and make its rows; cluster indices come back global."""
-    from ..core.evaluation import failure_sentences, score_explanations
+    from ..core.evaluation import checked_failure_sentences, score_explanations
 
-    if rel is not None:
+    if rel is not None:  # Γ, ω and o were checked once for every class (`explain_per_class`)
         class_rel = np.asarray(rel[cs.images])
-        star = set(failure_sentences(class_rel, cs.performance, settings["o"]).tolist())
+        star = set(checked_failure_sentences(class_rel, cs.performance, settings["o"]).tolist())
         scores = score_explanations(exps, class_rel, star)
     rows = []
     for m, e in exps.items():
@@ -236,10 +237,11 @@ def _run_classes(images, index, rel, splits, settings):
         batch = splits[i : i + CLASS_BATCH]
         with one_blas_thread():  # a class's products are small: one limit for the batch, not one per product
             parts = [_fit_class(images, cs, settings) for cs in batch]
-        for exps, cs in zip(_describe_batch(parts, index, settings), batch):
-            with one_blas_thread():
-                done = _describe_class(exps, rel, cs, settings)
-            yield done
+            described = [
+                _describe_class(exps, rel, cs, settings)
+                for exps, cs in zip(_describe_batch(parts, index, settings), batch)
+            ]
+        yield from described
 
 
 _WORKER_INDEX: dict[tuple[Any, ...], Any] = {}  # the worker's SentenceIndex, built once per process
@@ -253,7 +255,7 @@ def _run_chunk(images, sentence_embeddings, rel, chunk, settings):
     if key not in _WORKER_INDEX:
         _WORKER_INDEX.clear()
         _WORKER_INDEX[key] = SentenceIndex(sentence_embeddings)
-    with threadpool_limits(1):  # one BLAS thread per worker: the workers are the parallelism
+    with threadpool_limits(1), collector_paused():  # one BLAS thread per worker: the workers are the parallelism
         return list(_run_classes(images, _WORKER_INDEX[key], rel, chunk, settings))
 
 
@@ -379,6 +381,7 @@ def explain_per_class(
             raise ValueError(
                 f"`relevance` has shape {rel.shape}; expected ({images.shape[0]}, {index.embeddings.shape[0]})."
             )
+    o = check_real(o, "o", minimum=0.0)
     splits, skipped = class_splits(labels, preds=preds, probs=probs, split=split, a=a, classes=classes)
 
     settings = dict(
@@ -400,6 +403,18 @@ def explain_per_class(
 
         n_workers = effective_n_jobs(n_jobs)
     bar = tqdm(total=len(splits), desc="classes", disable=not progress)
+    # the objects kept per class would make the garbage collector walk the whole heap again and again (`lbee._gc`)
+    with collector_paused():
+        _collect(images, index, rel, splits, settings, n_workers, explanations, rows, bar)
+    bar.close()
+    metrics = pd.DataFrame(rows)
+    if metrics.empty:
+        raise ValueError(f"No class could be analysed: {dict(list(skipped.items())[:5])}.")
+    return PerClassResult(explanations, metrics, skipped, list(class_names) if class_names is not None else None)
+
+
+def _collect(images, index, rel, splits, settings, n_workers, explanations, rows, bar):
+    """Run every class, serially or on ``n_workers`` processes, into ``explanations`` and ``rows``."""
     if n_workers == 1 or len(splits) < 2 * n_workers:
         for label, exps, r in _run_classes(images, index, rel, splits, settings):
             explanations[label] = exps
@@ -419,8 +434,3 @@ def explain_per_class(
                 explanations[label] = exps
                 rows.extend(r)
             bar.update(len(results))
-    bar.close()
-    metrics = pd.DataFrame(rows)
-    if metrics.empty:
-        raise ValueError(f"No class could be analysed: {dict(list(skipped.items())[:5])}.")
-    return PerClassResult(explanations, metrics, skipped, list(class_names) if class_names is not None else None)

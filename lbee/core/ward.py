@@ -73,10 +73,10 @@ def _condensed(X: FloatArray, block_rows: int) -> FloatArray:
         g += sq[None, i0 + 1 :]
         np.maximum(g, 0.0, out=g)
         np.sqrt(g, out=g)
-        for r in range(i1 - i0):
-            length = n - 1 - (i0 + r)
-            out[pos : pos + length] = g[r, r:]
-            pos += length
+        upper = np.arange(g.shape[1])[None, :] >= np.arange(i1 - i0)[:, None]  # g[r, r:] of each row r, in order
+        band = g[upper]
+        out[pos : pos + band.size] = band
+        pos += band.size
     return out
 
 
