@@ -237,10 +237,9 @@ def _run_classes(images, index, rel, splits, settings):
         batch = splits[i : i + CLASS_BATCH]
         with one_blas_thread():  # a class's products are small: one limit for the batch, not one per product
             parts = [_fit_class(images, cs, settings) for cs in batch]
-            described = [
-                _describe_class(exps, rel, cs, settings)
-                for exps, cs in zip(_describe_batch(parts, index, settings), batch)
-            ]
+        explained = _describe_batch(parts, index, settings)  # the batch's product is big enough for every thread
+        with one_blas_thread():
+            described = [_describe_class(exps, rel, cs, settings) for exps, cs in zip(explained, batch)]
         yield from described
 
 
