@@ -27,6 +27,7 @@ LAYERS = (
         "lbee._validation",
         "lbee._files",
         "lbee._blas",
+        "lbee._gc",
         "lbee._yaml",
         "lbee.extras",
         "lbee.ray_pool",
