@@ -37,8 +37,8 @@ def ranked_statements(conf):
         above = [] if entry["adds_failure"] else stronger_than(s, statements)
         if above:
             entry["goes_with"] = above[0]
-        if s.get("ablation"):
-            entry["conditions"] = {a.get("phrase") or a["condition"]: a["verdict"] for a in s["ablation"]}
+        if s.get("ablation"):  # the words the terminal and the reports say (trial 29 read two for one verdict)
+            entry["conditions"] = {a.get("phrase") or a["condition"]: condition_verdict(a) for a in s["ablation"]}
         out.append(entry)
     return out
 
@@ -194,8 +194,7 @@ def confirmation_lines(conf, i):
             if not a["n_excluded"] or a["error_rate_excluded"] is None
             else f"the {a['n_excluded']} it kept out fail at {a['error_rate_excluded']:.2f}"
         )
-        verdict = "it adds nothing here (it holds wherever the others do)" if _keeps_out_nothing(a) else a["verdict"]
-        lines.append(f"without {said}: {a['n']} images, {a['error_rate']:.2f}; {kept}: {verdict}")
+        lines.append(f"without {said}: {a['n']} images, {a['error_rate']:.2f}; {kept}: {condition_verdict(a)}")
     return lines
 
 
@@ -251,13 +250,24 @@ def confirmed_statements_lines(conf, *, every=False):
     return [head] + lines
 
 
-def _keeps_out_nothing(a):
-    """Whether dropping an ablated condition kept out no held-out image: it holds wherever the others do.
+#: A condition's verdict when dropping it keeps out no held-out image: it holds wherever the others do.
+ADDS_NOTHING = "adds nothing here (it holds wherever the others do)"
 
-    "but no scratch" beside "a solder bridge", "a large square" in a world of large squares: a twenty-fourth user
-    read "too few images to tell" as doubt about a condition that says nothing the others do not.
+
+def condition_verdict(a, *, short=False):
+    """The verdict of an ablated condition ``a`` in the words the terminal, the reports and the library say.
+
+    `ADDS_NOTHING` when dropping it kept out no held-out image ("but no scratch" beside "a solder bridge", "a large
+    square" in a world of large squares: a twenty-fourth user read "too few images to tell" as doubt about a
+    condition that says nothing the others do not); else its verdict (`lbee.core.confirmation`), or with ``short``
+    its one- or two-word form.
     """
-    return not a.get("n_excluded")
+    from ..core.confirmation import NEEDED, NOT_NEEDED, UNCLEAR, UNDECIDED
+
+    if not a.get("n_excluded"):
+        return ADDS_NOTHING.split(" (")[0] if short else ADDS_NOTHING
+    words = {NEEDED: "needed", NOT_NEEDED: "not needed", UNDECIDED: "too few images to tell", UNCLEAR: "not clear"}
+    return words.get(a["verdict"], a["verdict"]) if short else a["verdict"]
 
 
 def _conditions_said(s):
@@ -265,13 +275,8 @@ def _conditions_said(s):
 
     A twenty-second user found it only in explanation.json.
     """
-    from ..core.confirmation import NEEDED, NOT_NEEDED, UNCLEAR, UNDECIDED
-
-    short = {NEEDED: "needed", NOT_NEEDED: "not needed", UNDECIDED: "too few images to tell", UNCLEAR: "not clear"}
     said = [
-        f"'{a.get('phrase') or a['condition']}' "
-        + ("adds nothing here" if _keeps_out_nothing(a) else short.get(a["verdict"], a["verdict"]))
-        for a in s.get("ablation") or ()
+        f"'{a.get('phrase') or a['condition']}' {condition_verdict(a, short=True)}" for a in s.get("ablation") or ()
     ]
     return f"; its conditions: {', '.join(said)}" if said else ""
 
