@@ -130,6 +130,34 @@ def test_random_weights_show_the_banner_in_the_terminal_the_html_and_report_md(c
     assert weights_words({"weights": "sha256:" + "ab" * 32}) == "checkpoint sha256:abababababab…"
 
 
+def test_a_run_on_the_simulated_encoder_says_it_read_a_table_not_the_pixels(confident_errors):
+    """Trial 29: a report named "encoder simulated" and nothing more; a colleague given the page could believe an
+    image model saw "dim light". The terminal, report.md and the HTML say what the encoder read; no alarm banner."""
+    from lbee.io.provenance import make_provenance, write_embeddings
+    from lbee.run.identity import SIMULATED_NOTE
+
+    p, _ = confident_errors
+    simulated = {"encoder": "simulated", "model": "belt-0.88", "weights": "seed-0"}
+    unit = lambda a: (a / np.linalg.norm(a, axis=1, keepdims=True)).astype(np.float32)  # noqa: E731
+    X, S = unit(np.load(p / "img.npy")), unit(np.load(p / "sen.npy"))
+    sentences = (p / "sents.txt").read_text().splitlines()
+    write_embeddings(p / "img.npy", X, make_provenance("image_embeddings", X, identity=simulated, tau=0.2))
+    write_embeddings(
+        p / "sen.npy", S, make_provenance("sentence_embeddings", S, identity=simulated, tau=0.2, sentences=sentences)
+    )
+    r = _describe(p, "pred.csv", "sim", "--html")
+    assert r.exit_code == 0, r.output
+    assert SIMULATED_NOTE in " ".join(r.output.split())
+    html = (p / "sim" / "report.html").read_text().replace("&#39;", "'")
+    assert f'<div class="encoder-note" id="encoder-note">{SIMULATED_NOTE}</div>' in html
+    assert 'id="random-weights"' not in html and "Meaningless" not in r.output
+    assert SIMULATED_NOTE in (p / "sim" / "report.md").read_text()
+    # any other encoder: no note
+    from lbee.run.identity import encoder_note
+
+    assert encoder_note(RANDOM_CLIP) is None and encoder_note(None) is None
+
+
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 

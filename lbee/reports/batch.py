@@ -128,7 +128,7 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
     """The per-class HTML page and the means over classes for the index."""
     from ..reports.html import render_per_class_report
     from ..run.confirm_text import per_class_limits
-    from ..run.identity import encoder_words, random_weights_banner, weights_words
+    from ..run.identity import encoder_note, encoder_words, random_weights_banner, weights_words
     from ..run.pipeline import model_name
 
     st, res = ds.settings, run.per_class
@@ -168,6 +168,7 @@ def _per_class_page(ds, model, inputs, out, run, thumbs):
         failures=inputs.failures,
         notes=[*inputs.notes, per_class_limits(grammar=inputs.sentence_conditions is not None)],
         banner=random_weights_banner(inputs.encoder),
+        encoder_note=encoder_note(inputs.encoder),
     )
     shown = {**REPORT_DEFAULTS, **ds.report}  # `lbee describe --per-class --html` gives no report options
     html = render_per_class_report(

@@ -106,6 +106,8 @@ class ReportRun:
     index_href: str | None = None
     group_order: str = "risk"
     banner: str | None = None
+    #: a note under the banner, on what the encoder saw (`lbee.run.identity.encoder_note`)
+    encoder_note: str | None = None
     #: per slicer, the run's ``confirmation`` record (`lbee.run.confirm.confirm_run`); its groups' order is kept
     confirmations: dict = field(default_factory=dict)
     #: per slicer, the run's merged ``hypotheses`` records (``explanation.json``), where it merged its groups

@@ -33,7 +33,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
     -------
     ReportRun
     """
-    from ..run.identity import encoder_words, random_weights_banner, weights_words
+    from ..run.identity import encoder_note, encoder_words, random_weights_banner, weights_words
     from ..run.pipeline import model_name
     from ..run.text import confirmation_note, unassigned_line
 
@@ -86,6 +86,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
         index_href=index_href,
         group_order=(ds.report or {}).get("group_order", "risk"),
         banner=random_weights_banner(inputs.encoder),
+        encoder_note=encoder_note(inputs.encoder),
         confirmations={name: r.extra["confirmation"] for name, r in run.results.items() if "confirmation" in r.extra},
         hypotheses={name: r.extra["hypotheses"] for name, r in run.results.items() if "hypotheses" in r.extra},
     )

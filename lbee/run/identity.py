@@ -74,6 +74,22 @@ def random_weights_banner(identity):
     return RANDOM_WEIGHTS_BANNER.format(encoder=encoder_words(identity))
 
 
+#: What a run on lbee's simulated encoder (`lbee.bench.simulated_encoder`) finds, said in every report of it: a
+#: page shared without the how-to read as an image model's findings (trial 29).
+SIMULATED_NOTE = (
+    "The embeddings come from lbee's simulated encoder, which reads an attribute table, not the pixels: what this "
+    "run finds is what the table says."
+)
+
+
+def encoder_note(identity):
+    """`SIMULATED_NOTE` for a run on the simulated encoder, else None.
+
+    A note, not a warning: its sentences mean what the table means.
+    """
+    return SIMULATED_NOTE if (identity or {}).get("encoder") == "simulated" else None
+
+
 def spec_banner(spec, images=None):
     """The banner a run on encoder ``spec`` will carry, known before any embedding (None when it carries none)."""
     from .models import encoder_caveat
@@ -105,6 +121,8 @@ def run_identity_lines(identity, tau, criterion=None):
     list of str
     """
     lines = [f"Encoder {encoder_words(identity)}, weights {weights_words(identity)}; τ = {float(tau):.4g}."]
+    if encoder_note(identity):
+        lines.append(encoder_note(identity))
     if criterion:
         lines.append(criterion)
     return lines

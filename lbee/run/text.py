@@ -56,13 +56,14 @@ def render_markdown(result, metrics=None, n_examples=5):
     exps = result.explanations
     first = next(iter(exps.values()))
     p = first.params
-    from .identity import encoder_words, random_weights_banner, weights_words
+    from .identity import encoder_note, encoder_words, random_weights_banner, weights_words
 
-    banner = random_weights_banner(result.encoder)
+    banner, note = random_weights_banner(result.encoder), encoder_note(result.encoder)
     lines = [
         "# lbee report",
         "",
         *([f"> **{banner}**", ""] if banner else []),
+        *([f"> {note}", ""] if note else []),
         f"- encoder: {encoder_words(result.encoder)}, weights {weights_words(result.encoder)} "
         f"(`{result.encoder.get('weights', '')}`)",
         *([f"- split: {result.extra['split_criterion']}"] if result.extra.get("split_criterion") else []),
