@@ -35,12 +35,15 @@ $(TORCH_STAMP):
 	touch $(TORCH_STAMP)
 
 # What the demo needs (the spotcheck and html extras); `make test` installs everything else on top.
+# setuptools frames a notice on every editable install (folders named like the package); it is not news here.
+# A .venv whose lbee comes from another checkout (a shared or linked venv) is not re-pointed in silence.
 $(DEMO_STAMP): pyproject.toml $(TORCH_STAMP)
-	# setuptools frames a notice on every editable install (folders named like the package); it is not news here
+	$(PY) scripts/check_venv_home.py
 	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e ".[spotcheck,html]"
 	touch $(DEMO_STAMP)
 
 $(STAMP): pyproject.toml $(TORCH_STAMP)
+	$(PY) scripts/check_venv_home.py
 	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP) $(DEMO_STAMP)
 

@@ -303,3 +303,22 @@ def test_model_specs_are_checked_before_torch(spec, message):
     with pytest.raises(ValueError, match=message):
         check_model_spec(spec)
     check_model_spec("torchvision:resnet18")  # the form is right (the architecture is checked on load)
+
+
+def test_make_does_not_repoint_a_venv_installed_from_another_checkout(tmp_path):
+    """Trial 29: a .venv linked into a second clone was silently re-pointed at it by `make demo`."""
+    import os
+
+    texts = [d.read_text("direct_url.json") for d in importlib.metadata.distributions(name="lbee")]
+    record = json.loads(next((t for t in texts if t), "{}"))
+    if not (record.get("dir_info") or {}).get("editable"):
+        pytest.skip("lbee is not installed in editable mode here: nothing to re-point")
+    repo = Path(__file__).resolve().parents[1]
+    script = [sys.executable, str(repo / "scripts" / "check_venv_home.py")]
+    other = tmp_path / "clone"
+    other.mkdir()
+    (other / "pyproject.toml").write_text("")
+    run = subprocess.run(script, cwd=other, capture_output=True, text=True)
+    assert run.returncode == 1 and "installed from" in run.stderr and "LBEE_REPOINT_VENV=1" in run.stderr
+    env = {**os.environ, "LBEE_REPOINT_VENV": "1"}
+    assert subprocess.run(script, cwd=other, capture_output=True, text=True, env=env).returncode == 0
