@@ -256,8 +256,9 @@ def terminal_blocks(result, width=None, *, others=True):
             calm[i] = (len(c.indices), rate_g)  # error rates 0.00-0.09: the least confident right images
             continue
         what = result.extra.get("performance")  # ω as a number means little without what it is (−entropy)
-        rate = (
-            f", error rate {1 - omega[c.indices].mean():.2f}"
+        wrong, n_wrong = int(round((1 - omega[c.indices]).sum())), int(round((1 - omega).sum()))
+        rate = (  # and its share of the errors: with labels every hard image is wrong, and 1.00 said nothing (trial 29)
+            f", error rate {1 - omega[c.indices].mean():.2f} ({wrong} of the run's {n_wrong} errors)"
             if binary
             else f", mean performance {omega[c.indices].mean():.3f}" + (f" (performance = {what})" if what else "")
         )
