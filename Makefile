@@ -96,6 +96,9 @@ wheel:
 	$(PYTHON) -m pip wheel -q --no-deps . -w dist/
 	rm -rf build lbee.egg-info
 	@ls dist/lbee-*.whl
+	@echo "To install it without a GPU, torch's CPU build first (else pip takes PyPI's, with some 5 GB of CUDA libraries):"
+	@echo "  pip install --index-url $(TORCH_CPU_INDEX) $(TORCH_PINS)"
+	@echo "  pip install \"$$(ls dist/lbee-*.whl | tail -1)[spotcheck,html]\""
 
 # Build the wheel, install it into a fresh venv (torch pins first) and run `lbee demo` outside the tree.
 wheel-check: $(STAMP)
