@@ -192,3 +192,88 @@ def test_a_link_put_where_an_output_folder_is_being_made_is_refused(tmp_path, mo
     with pytest.raises(SharedFolderError, match="a symbolic link owned by user"):
         check_writable_folder(out, "--out")
     assert list(victim.iterdir()) == []
+
+
+def test_a_link_to_slash_then_dot_dot_goes_where_the_kernel_goes(tmp_path):
+    """Sweep 32aa B3: after a link to '/', a '..' climbed back to the link's own folder instead of staying at '/':
+    `--out ~/r/../tmp/x` wrote into ~/tmp/x, and with --overwrite replaced a run there."""
+    from lbee.io.folder_trust import trusted_real_folder
+
+    (tmp_path / "r").symlink_to("/")
+    target = tmp_path / "out"
+    given = f"{tmp_path / 'r'}/..{target}"  # the kernel: '/', then '..' stays at '/', then tmp_path/out
+    assert os.path.realpath(given) == str(target)
+    real, identity = trusted_real_folder(given, make=True)
+    assert real == str(target) and target.is_dir() and identity == (target.stat().st_dev, target.stat().st_ino)
+    wrong = tmp_path / str(tmp_path).lstrip("/")  # where the walk went before: below the link's folder
+    assert not wrong.exists() and not (tmp_path / "tmp").exists()
+    # a relative link's '..' still pops what the link pushed: a/link/.. is a/b when link -> b/c
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "a" / "link").symlink_to("b/c")
+    assert trusted_real_folder(tmp_path / "a" / "link" / ".." / "x", make=True)[0] == str(tmp_path / "a" / "b" / "x")
+
+
+@needs_root
+def test_a_folder_this_user_cannot_read_is_judged_too(tmp_path):
+    """Sweep 32aa B1: the walk opened folders for reading; another user's drop folder (mode 0733: writable, not
+    readable) failed to open and was taken as trusted, and a database, a cache and `serve --output` went there.
+    Root reads every folder, so the check runs in a forked child that has become an unprivileged user."""
+    import grp  # noqa: F401  (imported before the fork: the child may not read Python's own files)
+    import pwd  # noqa: F401
+    import shutil
+    import tempfile
+
+    from lbee.io.cache import cache_folder
+
+    top = tempfile.mkdtemp(dir="/tmp")  # searchable by the unprivileged user (pytest's tmp_path is root's own)
+    os.chmod(top, 0o755)
+    drop = os.path.join(top, "drop")
+    os.mkdir(drop)
+    os.chown(drop, 12345, 12345)  # another user's drop folder
+    os.chmod(drop, 0o733)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: nobody, then the two checks, their outcome through the pipe
+        out = []
+        try:
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            out.append(repr(untrusted_folder(drop + "/x.db")))
+            try:
+                cache_folder(drop + "/cache")
+                out.append("cache accepted")
+            except SharedFolderError as exc:
+                out.append(f"cache refused: {exc.why}")
+        except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails the test
+            out.append(f"child error: {exc!r}")
+        os.write(write, "\n".join(out).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        said = pipe.read().splitlines()
+    os.waitpid(pid, 0)
+    made = os.listdir(drop)
+    shutil.rmtree(top, ignore_errors=True)
+    assert said == [repr((drop, "owned by user 12345")), "cache refused: owned by user 12345"], said
+    assert made == []  # nothing made in the other user's folder
+
+
+def test_the_cache_folder_is_made_when_it_is_checked_leaving_no_gap(tmp_path):
+    """Sweep 32aa B2: the cache folder was checked at the start and made at the first write, after the encoding;
+    a folder or link another user put there in between was used. Now it is made (through the checked walk) when
+    it is checked, and its real path is what the cache writes below."""
+    from lbee.io.cache import EmbeddingCache, cache_folder
+
+    sticky = tmp_path / "S"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    base = sticky / "cache"
+    assert cache_folder(base) == base and base.is_dir() and not base.is_symlink()
+    assert base.stat().st_uid == os.geteuid()
+    other = sticky / "other"
+    EmbeddingCache({"encoder": "x"}, cache_dir=other)
+    assert other.is_dir() and not other.is_symlink()  # before any embedding is computed or written
+    (tmp_path / "home").mkdir()
+    (sticky / "via").symlink_to(tmp_path / "home")  # this user's own link: followed, the real folder returned
+    assert cache_folder(sticky / "via" / "c") == tmp_path / "home" / "c"

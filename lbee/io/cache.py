@@ -27,13 +27,21 @@ def cache_folder(cache_dir=None):
 
     A cache in a folder of another user's (``LBEE_CACHE_DIR=/tmp/A/cache``, ``/tmp/A`` theirs) let them plant
     embeddings lbee reads as its own, or swap a folder of it for a link that takes lbee's writes elsewhere (sweep
-    32u B4). The rule is the outputs' (`lbee.io.folder_trust`).
+    32u B4). The rule is the outputs' (`lbee.io.folder_trust`). The folder is made here, through the checked walk,
+    and its real path returned: made later by path, at the first write, a folder or link another user put there
+    during the encoding was used (sweep 32aa B2).
     """
-    from .folder_trust import check_trusted_folder
+    from .folder_trust import SharedFolderError, check_trusted_folder, trusted_real_folder
 
     base = Path(cache_dir or default_cache_dir())
-    check_trusted_folder(base)
-    return base
+    try:
+        real, _ = trusted_real_folder(base, make=True)
+    except SharedFolderError:
+        raise
+    except OSError:  # a cache that cannot be made (a read-only home): checked, and its writes will say so
+        check_trusted_folder(base)
+        return base
+    return Path(real)
 
 
 def file_sha256(path, chunk=1 << 20, *, limit=None):

@@ -17,6 +17,7 @@ into a container as another user's, a shared project folder whose members you tr
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -69,8 +70,12 @@ def untrusted_folder(path):
         folder, _ = trusted_real_folder(path)  # every folder walked through, and every link followed
     except SharedFolderError as exc:
         return exc.folder, exc.why
-    except OSError:  # no path lbee can write to (a file on the way): its own write says so
-        return None
+    except OSError as exc:
+        if exc.errno in _NO_WAY:  # no path lbee can write to (a file on the way): its own write says so
+            return None
+        # anything else fails closed: a folder the walk could not judge is not trusted (sweep 32aa B1 took an
+        # unreadable drop folder of another user's as trusted)
+        return os.fspath(path), f"a path lbee could not check ({exc.strerror or exc})"
     while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
         folder = os.path.dirname(folder)
     me = os.geteuid()
@@ -90,6 +95,14 @@ def untrusted_folder(path):
 
 #: Symbolic links followed at most while resolving a path (the kernel's own limit is 40).
 MAX_LINKS = 40
+
+#: Errors of the walk that mean no write can go that way either (a file on the way, a folder lbee may not search).
+_NO_WAY = (errno.ENOTDIR, errno.EACCES, errno.ENOENT)
+
+#: How the walk opens a folder: for its identity and as the base of the next step, not to list it. ``O_PATH``
+#: needs no read permission, as a write in the folder needs none: an ``O_RDONLY`` open failed on another user's
+#: drop folder (mode 0733), which then went unjudged (sweep 32aa B1).
+_OPEN_FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY
 
 
 def _why_untrusted(st, me):
@@ -209,8 +222,8 @@ def trusted_real_folder(path, *, make=False):
         return real, None if st is None else (st.st_dev, st.st_ino)
     me, text = os.geteuid(), os.fspath(path)
     todo = [(c, False) for c in text.split("/") if c not in ("", ".")][::-1]  # (name, named by a link's target)
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-    stack = [os.open("/" if os.path.isabs(text) else ".", os.O_RDONLY | os.O_DIRECTORY)]
+    flags = _OPEN_FOLDER | os.O_NOFOLLOW
+    stack = [os.open("/" if os.path.isabs(text) else ".", _OPEN_FOLDER)]
     hops = 0
     try:
         while todo:
@@ -219,7 +232,7 @@ def trusted_real_folder(path, *, make=False):
                 if len(stack) > 1:
                     os.close(stack.pop())
                 else:  # above the start: ".." of the start folder, opened afresh
-                    up = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=stack[-1])
+                    up = os.open("..", _OPEN_FOLDER, dir_fd=stack[-1])
                     os.close(stack.pop())
                     stack.append(up)
                 continue
@@ -255,8 +268,10 @@ def trusted_real_folder(path, *, make=False):
                     raise SharedFolderError(text, part, why) from None
                 target = os.readlink(part, dir_fd=here)
                 todo.extend([(c, True) for c in target.split("/") if c not in ("", ".")][::-1])
-                if os.path.isabs(target):
-                    stack.append(os.open("/", os.O_RDONLY | os.O_DIRECTORY))
+                if os.path.isabs(target):  # the walk starts again at /, as the kernel's: a ".." past it stays at /
+                    while stack:  # (one "/" pushed on the stack let "r/../tmp" climb back to r's folder: 32aa B3)
+                        os.close(stack.pop())
+                    stack.append(os.open("/", _OPEN_FOLDER))
         st = os.fstat(stack[-1])
         if not trust and _why_untrusted(st, me):
             raise SharedFolderError(text, _fd_path(stack[-1]), _why_untrusted(st, me))
