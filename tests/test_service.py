@@ -1199,6 +1199,9 @@ def test_a_statement_s_markup_is_text_on_every_page_of_the_service():
         )
     )
     assert evil not in page and page.count("&lt;img src=x onerror=") == 2
+    # the list says what its statements are (trial 29 read a bare statement, confirmed or a lead?)
+    cell = page[page.index('class="findings"') :]
+    assert cell.index("confirmed on held-out images:") < cell.index("&lt;img src=x onerror=")
     index = (
         _environment()
         .get_template("index.html.j2")
