@@ -129,15 +129,17 @@ def _kth_smallest(values: FloatArray, k: int) -> FloatArray:
     For a small k, the k - 1 smallest of each row are set aside one ``argmin`` at a time (a NaN, which the
     partial sort places last, takes the sort).
     """
-    low = values.min(axis=1)
+    low: FloatArray = values.min(axis=1)
     if k == 1 and not np.isnan(low).any():
         return low
     if k > _FEW_PASSES or np.isnan(low).any():
-        return np.partition(values, k - 1, axis=1)[:, k - 1]
+        kth: FloatArray = np.partition(values, k - 1, axis=1)[:, k - 1]
+        return kth
     work, rows = values.copy(), np.arange(values.shape[0])
     for _ in range(k - 1):
         work[rows, work.argmin(axis=1)] = np.inf
-    return work.min(axis=1)
+    low = work.min(axis=1)
+    return low
 
 
 def _best_rows(scores: FloatArray, k: int, allowed: npt.NDArray[np.bool_] | None = None) -> list[Selection]:
