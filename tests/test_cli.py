@@ -415,7 +415,11 @@ def test_submit_of_an_entry_on_random_weights_says_so_once_the_job_is_accepted(t
     assert r.exit_code == 0 and " ".join(r.output.split()).count(said) == 1, r.output
     entry.write_text("name: e\nimages: imgs\npredictions: p.csv\nencoder: open_clip:ViT-B-32\n")
     r = run(["submit", str(entry), "--url", "http://127.0.0.1:9", "--token", "t", "--no-wait"])
-    assert r.exit_code == 0 and "random weights" not in r.output
+    assert r.exit_code == 0 and "random weights" not in r.output and "ran before" not in r.output
+    # the same entry sent again after it finished runs again, and says which job it repeats (trial 29)
+    monkeypatch.setattr(Client, "submit", lambda self, e: {"id": "j2", "status": "queued", "earlier": "j1"})
+    r = run(["submit", str(entry), "--url", "http://127.0.0.1:9", "--token", "t", "--no-wait"])
+    assert r.exit_code == 0 and "the same entry ran before as job j1: it runs again" in r.output, r.output
 
 
 @pytest.mark.parametrize(

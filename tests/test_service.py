@@ -320,7 +320,7 @@ def test_jobs_run_through_the_run_layer_and_runs_compare(service, data_root):
     client, app, settings = service
     read, submit = client.auth_headers["read"], client.auth_headers["submit"]
     r = client.post("/v1/jobs", json=entry(), headers=submit)
-    assert r.status_code == 202 and r.json()["reused"] is False
+    assert r.status_code == 202 and r.json()["reused"] is False and r.json()["earlier"] is None
     job_a = r.json()["id"]
     again = client.post("/v1/jobs", json=entry(), headers=submit).json()
     assert again["id"] == job_a and again["reused"] is True  # identical and still queued: the same job
@@ -410,6 +410,7 @@ def test_a_resubmission_leaves_the_older_run_intact_and_compare_shows_the_change
     table.to_csv(moving, index=False)
     again = client.post("/v1/jobs", json=e, headers=submit).json()
     assert again["reused"] is False and again["id"] != job_1
+    assert again["earlier"] == job_1  # the same entry ran before: said, with the job it repeats (trial 29)
     assert run_next_job(app.state.db, settings) == again["id"]
     run_2 = client.get(f"/v1/jobs/{again['id']}", headers=read).json()["runs"][0]
     assert run_2["id"] != run_1["id"]

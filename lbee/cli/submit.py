@@ -66,6 +66,11 @@ def submit(entry, url, token, out, model, overwrite, wait, timeout):
             f"job {job['id']} {'(an identical job, already queued or running) ' if job.get('reused') else ''}"
             f"{job['status']}: {client.url}/v1/jobs/{job['id']}"
         )
+        if job.get("earlier"):
+            click.echo(
+                f"  the same entry ran before as job {job['earlier']}: it runs again (its files may have changed); "
+                f"that job's results stay at {client.url}/v1/jobs/{job['earlier']}"
+            )
         if isinstance(encoder, str) and is_random_spec(encoder):  # once the job is accepted, before it runs
             click.secho(RANDOM_WEIGHTS_BANNER.format(encoder=encoder.rsplit("@", 1)[0]), fg="yellow", err=True)
         if not wait:

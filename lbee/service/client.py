@@ -138,20 +138,27 @@ def _job(answer, what):
     if not (
         isinstance(answer, dict)
         and isinstance(answer.get("id"), str)
-        and re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", answer["id"]) is not None  # it goes into the next URLs
-        and answer["id"].strip(".") != ""  # '.' and '..' would name another path
+        and _is_job_id(answer["id"])  # it goes into the next URLs
         and isinstance(answer.get("status"), str)
         and (fraction is None or (isinstance(fraction, (int, float)) and not isinstance(fraction, bool)))
         and isinstance(answer.get("runs") or [], list)
         and all(isinstance(answer.get(k) or "", str) for k in ("phase", "progress", "error"))
         and isinstance(answer.get("log") or [], list)
         and all(isinstance(line, str) for line in answer.get("log") or [])
+        and (answer.get("earlier") is None or _is_job_id(answer["earlier"]))  # it is shown in a URL too
     ):
         raise ServiceError(
             f"{what}: the server's answer is not a job (an object with 'id' of letters, digits, '_', '.' or '-', "
             "'status', ...)."
         )
     return _printable_all(answer)
+
+
+def _is_job_id(value):
+    """Letters, digits, '_', '.' or '-' (1 to 128), not only dots ('.' and '..' would name another path)."""
+    return (
+        isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", value) is not None and value.strip(".") != ""
+    )
 
 
 def _printable_all(value):

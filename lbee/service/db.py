@@ -289,6 +289,23 @@ class Database:
         with self.session() as s:
             return bool(s.scalar(select(Job.cancel_requested).where(Job.id == job_id)))
 
+    def earlier_identical(self, job_id):
+        """The latest finished job of the same entry (and root) before ``job_id``, or None.
+
+        A finished entry submitted again runs again (its files may have changed since); a user who sent the same
+        entry twice read two identical runs and no word of it (trial 29): the answer names the earlier job.
+        """
+        with self.session() as s:
+            job = s.get(Job, job_id)
+            if job is None:
+                return None
+            return s.scalar(
+                select(Job.id)
+                .where(Job.key == job.key, Job.id != job.id, Job.status == "done", Job.created <= job.created)
+                .order_by(Job.created.desc())
+                .limit(1)
+            )
+
     def finish(self, job_id, owner, status, *, runs=(), **values):
         """End a job as its lease owner, with its runs, in one transaction: whether it was still the owner."""
         with self.session() as s:

@@ -72,7 +72,8 @@ def add_api_routes(app, ctx):
 
         Paths are relative to the server's data root; encoders come from the server's allow-list. An
         identical entry that is queued or running is returned (``reused: true``); a finished one runs again
-        as a new job, in new folders (stored runs are never rewritten), from the caches.
+        as a new job, in new folders (stored runs are never rewritten), from the caches, and ``earlier`` names the
+        latest such job.
         """
         raw = await ctx.body(request, MAX_ENTRY_BYTES)
         if "yaml" in request.headers.get("content-type", ""):
@@ -81,7 +82,9 @@ def add_api_routes(app, ctx):
             entry = parse_json(raw, "the body")
         job_id, reused = await run_in_threadpool(jobs_mod.submit, db, settings, entry, token=token.name)
         job, runs = ctx.job(job_id)
-        return {**job_dict(job, runs), "reused": reused, "url": f"/v1/jobs/{job_id}"}
+        # a finished identical entry runs again (its files may have changed): said, with the job it repeats
+        earlier = None if reused else await run_in_threadpool(db.earlier_identical, job_id)
+        return {**job_dict(job, runs), "reused": reused, "earlier": earlier, "url": f"/v1/jobs/{job_id}"}
 
     def _yaml(raw):
         import yaml
