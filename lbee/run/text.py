@@ -263,7 +263,8 @@ def terminal_blocks(result, width=None, *, others=True):
             else f", mean performance {omega[c.indices].mean():.3f}" + (f" (performance = {what})" if what else "")
         )
         size = f"{len(c.indices)} image" + ("" if len(c.indices) == 1 else "s")
-        out.append(f"Hard group {i}: {size}{rate}, compared with easy cluster {c.easy_cluster}")
+        head = f"Hard group {i}: {size}{rate}, compared with easy cluster {c.easy_cluster}"
+        out.extend(textwrap.wrap(head, cols, subsequent_indent="  "))
         lead = first_method(exps)[0]
         for m, e in sorted(exps.items(), key=lambda item: item[0] != lead):
             if not others and m != lead:
