@@ -282,7 +282,8 @@ def test_a_finding_whose_held_out_images_were_swapped_is_refused(demo_run, tmp_p
     run = run_copy(demo_run, tmp_path)
     payload = json.loads((run / "explanation.json").read_text())
     conf = payload["confirmation"]
-    s = conf["statements"][0]
+    first = next(j for j in conf["ranked"] if "holds_for" in conf["statements"][j])  # the first finding
+    s = conf["statements"][first]
     held = set(conf["held_out"])
     omega = pd.read_parquet(run / "assignments.parquet")["performance"].to_numpy()
     mine = [i for i in s["holds_for"] if i in held]
@@ -290,7 +291,7 @@ def test_a_finding_whose_held_out_images_were_swapped_is_refused(demo_run, tmp_p
     assert len(others) == len(mine) and s["errors_in"] > 0
 
     def swap(p):
-        st = p["confirmation"]["statements"][0]
+        st = p["confirmation"]["statements"][first]
         st["holds_for"] = sorted([i for i in st["holds_for"] if i not in held] + others)
 
     rewrite_digested(run / "explanation.json", swap)
