@@ -146,6 +146,13 @@ def test_a_chain_of_links_too_long_to_check_is_refused(tmp_path):
         link.symlink_to(previous)
         previous = link
     assert "symbolic links in a row" in untrusted_folder(previous / "out")[1]
+    # a loop of one's own links is refused without blaming another user, the link named by its whole path
+    (tmp_path / "loopa").symlink_to(tmp_path / "loopb")
+    (tmp_path / "loopb").symlink_to(tmp_path / "loopa")
+    with pytest.raises(SharedFolderError) as caught:
+        check_trusted_folder(tmp_path / "loopa" / "out")
+    said = str(caught.value)
+    assert "symbolic links in a row (a loop?)" in said and "another user" not in said and str(tmp_path) in said
     assert untrusted_folder(tmp_path / "l3" / "out") is None
 
 

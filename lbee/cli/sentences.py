@@ -97,6 +97,7 @@ def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
     and the composed relevance read. The files are written as one unit: an
     interrupted run leaves the old ones whole.
     """
+    import os
     from pathlib import Path
 
     from ..grammar import generate, load_grammar
@@ -108,7 +109,8 @@ def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
         inputs = [p for p in (g.source, classes) if p and Path(p).is_file()]  # never replaced
         if classes is not None:
             g = _with_classes(g, classes)
-        check_writable_folder(str(Path(out).resolve().parent), "--out")
+        # realpath, not resolve(): a loop of links is then refused by the check, in words (resolve() raised)
+        check_writable_folder(os.path.dirname(os.path.realpath(out)), "--out")
         from ..io.output_lock import pin_output
 
         pin_output(Path(out).parent, command=True)  # as the write names it: there or nowhere (sweep 32p)

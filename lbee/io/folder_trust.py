@@ -25,6 +25,9 @@ from pathlib import Path
 #: Environment variable that, set to ``1``, trusts folders other users can change (see the module's docstring).
 TRUST_ENV = "LBEE_TRUST_SHARED_FOLDERS"
 
+#: How a path reached through more symbolic links than lbee follows (`MAX_LINKS`) is refused.
+TOO_MANY_LINKS = "reached through more than"
+
 
 class SharedFolderError(PermissionError):
     """An output lies in a folder another user can change: refused before any work (`check_trusted_folder`).
@@ -37,6 +40,9 @@ class SharedFolderError(PermissionError):
 
     def __init__(self, path, folder, why):
         self.folder, self.why = folder, why
+        if why.startswith(TOO_MANY_LINKS):  # a loop of one's own links is no other user's doing (sweep 32aa N3)
+            super().__init__(f"lbee will not write to {str(path)!r}: {folder!r} is {why}; give the folder's path")
+            return
         super().__init__(
             f"lbee will not write to {str(path)!r}: {folder!r} is {why}, so another user could redirect lbee's "
             "files into a folder of their choosing while it writes. Write to a folder of your own (or in a sticky "
@@ -264,8 +270,8 @@ def trusted_real_folder(path, *, make=False):
                     raise SharedFolderError(text, where, why) from None
                 hops += 1
                 if hops > MAX_LINKS:
-                    why = f"past {MAX_LINKS} symbolic links in a row (a loop?)"
-                    raise SharedFolderError(text, part, why) from None
+                    why = f"{TOO_MANY_LINKS} {MAX_LINKS} symbolic links in a row (a loop?)"
+                    raise SharedFolderError(text, os.path.join(_fd_path(here), part), why) from None
                 target = os.readlink(part, dir_fd=here)
                 todo.extend([(c, True) for c in target.split("/") if c not in ("", ".")][::-1])
                 if os.path.isabs(target):  # the walk starts again at /, as the kernel's: a ".." past it stays at /
