@@ -609,6 +609,13 @@ def test_token_commands_refuse_a_missing_database_or_a_file_that_is_not_one(tmp_
         res = run(cli, ["serve", *args, "--db", f"sqlite:///{tmp_path / 'notes.db'}"], obj={})
         assert res.exit_code == 1 and "file is not a database" in res.output and "notes.db" in res.output
         assert "Traceback" not in res.output and "sqlalchemy" not in res.output.lower()
+    # a folder, or a FIFO, where the file should be: said as what it is, not as missing (sweep 32aa N4)
+    (tmp_path / "adir").mkdir()
+    os.mkfifo(tmp_path / "ff.db")
+    for name in ("adir", "ff.db"):
+        for args in (["token", "list"], ["token", "create", "alice"]):
+            res = run(cli, ["serve", *args, "--db", f"sqlite:///{tmp_path / name}"], obj={})
+            assert res.exit_code == 1 and "is not a database file (a folder or a special file)" in res.output
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 from pathlib import Path
 
 from sqlalchemy import (
@@ -163,16 +164,21 @@ class Database:
         kwargs = {"pool_pre_ping": True}
         if url.startswith("sqlite"):
             path = url.split("///", 1)[-1]
+            if path and path != ":memory:" and os.path.exists(path) and not Path(path).is_file():
+                raise ValueError(  # a folder or a FIFO was said not to exist (sweep 32aa N4)
+                    f"database {url!r}: {path!r} is not a database file (a folder or a special file); check the --db "
+                    "URL."
+                )
             if path and path != ":memory:" and must_exist and not Path(path).is_file():
                 raise ValueError(
                     f"database {url!r} does not exist (no file {path!r}); check the --db URL, or create it with "
                     "`lbee serve token create NAME --db URL` or by starting `lbee serve`."
                 )
             if path and path != ":memory:":  # a database another user can replace holds their tokens (sweep 32y)
-                from ..io.folder_trust import check_trusted_folder
+                from ..io.folder_trust import trusted_real_folder
 
-                check_trusted_folder(Path(path).parent)
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                # made through the checked walk: checked, then made by path, left a gap for another user's folder
+                trusted_real_folder(Path(path).parent, make=True)
             kwargs = {"connect_args": {"check_same_thread": False, "timeout": 30}}
         try:
             self.engine = create_engine(url, **kwargs)
