@@ -85,17 +85,23 @@ class ServiceSettings:
         if not root.is_dir():
             raise ValueError(f"`root` {str(self.root)!r} is not a folder; expected the data folder that jobs read.")
         self.root = root.resolve()
-        from ..io.folder_trust import check_trusted_folder
+        from ..io.cache import cache_folder
+        from ..io.folder_trust import SharedFolderError, check_trusted_folder, trusted_real_folder
 
-        check_trusted_folder(Path(self.output).expanduser())  # as given: a link of another user's is theirs (32x)
-        self.output = Path(self.output).expanduser().resolve()
-        check_trusted_folder(self.output)  # every job writes there: refused at start, not job by job
+        # every job writes there: refused at start, not job by job; made now through the checked walk (as given: a
+        # link of another user's is theirs, 32x), not later by path, which left a gap for another user's folder
+        check_trusted_folder(Path(self.output).expanduser())
+        try:
+            self.output = Path(trusted_real_folder(Path(self.output).expanduser(), make=True)[0])
+        except SharedFolderError:
+            raise
+        except OSError as exc:
+            raise ValueError(f"`output` {str(self.output)!r} cannot be made a folder: {exc.strerror or exc}.") from None
         if self.db_url is None:
             self.db_url = f"sqlite:///{self.output / 'lbee.db'}"
-        # the CLI's cache by default: content-addressed, so a job reuses what `lbee describe` embedded, and back
-        check_trusted_folder(Path(self.cache_dir or default_cache_dir()).expanduser())  # as given, then resolved
-        self.cache_dir = Path(self.cache_dir or default_cache_dir()).expanduser().resolve()
-        check_trusted_folder(self.cache_dir)  # every job reads and writes it (sweep 32u B4): refused at start
+        # the CLI's cache by default: content-addressed, so a job reuses what `lbee describe` embedded, and back;
+        # every job reads and writes it (sweep 32u B4): refused at start, made now (`cache_folder`, sweep 32aa B2)
+        self.cache_dir = cache_folder(Path(self.cache_dir or default_cache_dir()).expanduser())
         for name, low in (("workers", 0), ("explain_workers", 1), ("explain_queue", 0), ("max_attempts", 1)):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
