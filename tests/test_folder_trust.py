@@ -284,3 +284,61 @@ def test_the_cache_folder_is_made_when_it_is_checked_leaving_no_gap(tmp_path):
     (tmp_path / "home").mkdir()
     (sticky / "via").symlink_to(tmp_path / "home")  # this user's own link: followed, the real folder returned
     assert cache_folder(sticky / "via" / "c") == tmp_path / "home" / "c"
+
+
+@needs_root
+def test_a_relative_path_climbing_out_of_another_users_folder_is_refused(tmp_path, monkeypatch):
+    """Sweep 32ab B1: from a folder of one's own inside another user's, `--out ../../x` was accepted; they moved
+    their folder into a sticky one during the run, the kernel's '..' followed it, and the output went there."""
+    theirs = tmp_path / "N2"
+    theirs.mkdir()
+    inner = theirs / "inner"
+    inner.mkdir()  # this user's working folder, inside theirs
+    os.chown(theirs, 65534, 65534)
+    os.chmod(theirs, 0o733)
+    monkeypatch.chdir(inner)
+    assert untrusted_folder("../../out") == (str(theirs), "owned by user nobody")
+    with pytest.raises(SharedFolderError, match="owned by user nobody"):
+        check_trusted_folder(os.path.join("..", "..", "out"))
+    os.chown(theirs, 0, 0)  # the same folder, this user's (root's) and closed to others: the climb is trusted
+    os.chmod(theirs, 0o755)
+    assert untrusted_folder("../../out") is None
+
+
+@needs_root
+def test_a_database_file_another_user_could_replace_or_redirect_is_refused(tmp_path):
+    """Sweep 32ab B2: `--db sqlite:////tmp/x.db`, x.db another user's link into their folder: the token database was
+    made there, then swapped for theirs with their submit token, which the server accepted. SQLite opens the file
+    and makes its journals by name, so the folder must be one's own alone and the file no one else's."""
+    from lbee.io.folder_trust import check_database_file
+
+    sticky, theirs, mine = tmp_path / "S", tmp_path / "theirs", tmp_path / "mine"
+    for d in (sticky, theirs, mine):
+        d.mkdir()
+    os.chmod(sticky, 0o1777)
+    os.chown(theirs, 65534, 65534)
+    for folder in (sticky, mine):  # their link in a sticky folder (and, as root can make one, in one's own)
+        (folder / "x.db").symlink_to(theirs / "tokens.db")
+        os.lchown(folder / "x.db", 65534, 65534)
+    with pytest.raises(SharedFolderError, match="a folder other users can write") as caught:  # sticky: journals too
+        check_database_file(sticky / "x.db")
+    assert "sticky one such as /tmp" not in str(caught.value)
+    with pytest.raises(SharedFolderError, match="a folder other users can write"):
+        check_database_file(sticky / "new.db")
+    with pytest.raises(SharedFolderError, match="a symbolic link owned by user nobody"):
+        check_database_file(mine / "x.db")
+    (mine / "planted.db").write_bytes(b"")
+    os.chown(mine / "planted.db", 65534, 65534)
+    with pytest.raises(SharedFolderError, match="a database file owned by user nobody"):
+        check_database_file(mine / "planted.db")
+    (mine / "own.db").symlink_to(mine / "real.db")  # one's own link, to a file of one's own folder: followed
+    assert check_database_file(mine / "own.db") == str(mine / "real.db")
+    assert check_database_file(mine / "sub" / "a.db") == str(mine / "sub" / "a.db") and (mine / "sub").is_dir()
+    (mine / "l1").symlink_to(mine / "l2")
+    (mine / "l2").symlink_to(mine / "l1")
+    with pytest.raises(SharedFolderError, match="symbolic links in a row"):
+        check_database_file(mine / "l1")
+    assert list(theirs.iterdir()) == []
+    r = CliRunner().invoke(cli, ["serve", "token", "create", "a", "--db", f"sqlite:///{sticky / 'x.db'}"], obj={})
+    assert r.exit_code == 1 and "a folder other users can write" in r.output and "Traceback" not in r.output
+    assert list(theirs.iterdir()) == []

@@ -43,11 +43,11 @@ class SharedFolderError(PermissionError):
         if why.startswith(TOO_MANY_LINKS):  # a loop of one's own links is no other user's doing (sweep 32aa N3)
             super().__init__(f"lbee will not write to {str(path)!r}: {folder!r} is {why}; give the folder's path")
             return
+        sticky = "" if "SQLite" in why else " (or in a sticky one such as /tmp)"  # a database's folder: no
         super().__init__(
             f"lbee will not write to {str(path)!r}: {folder!r} is {why}, so another user could redirect lbee's "
-            "files into a folder of their choosing while it writes. Write to a folder of your own (or in a sticky "
-            f"one such as /tmp), or, if you trust everyone who can change {folder!r} (a folder mounted into a "
-            f"container), set {TRUST_ENV}=1"
+            f"files into a folder of their choosing while it writes. Write to a folder of your own{sticky}, or, if "
+            f"you trust everyone who can change {folder!r} (a folder mounted into a container), set {TRUST_ENV}=1"
         )
 
 
@@ -173,6 +173,45 @@ def check_trusted_folder(path):
     raise SharedFolderError(path, *found)
 
 
+def check_database_file(path, *, _links=0):
+    """Make the folder of an SQLite database ``path`` and refuse a database others could replace or redirect.
+
+    SQLite opens the file, and makes its journal files (``-journal``, ``-wal``, ``-shm``) beside it, by name,
+    following links: a link another user planted in a sticky folder took a server's token database into theirs,
+    and their own database with their token in (sweep 32ab B2). So the folder must be this user's alone (not
+    writable by others, even sticky), and the file, when it exists, a regular file of this user's or root's
+    (through this user's own links only), unless `TRUST_ENV` is set.
+
+    Returns
+    -------
+    str
+        The database's real path.
+    """
+    folder, name = os.path.split(os.path.abspath(os.fspath(path)))
+    real, _ = trusted_real_folder(folder, make=True)
+    if os.environ.get(TRUST_ENV) == "1" or not hasattr(os, "geteuid"):
+        return os.path.join(real, name)
+    me, st = os.geteuid(), os.stat(real)
+    if st.st_mode & stat.S_IWOTH or (st.st_mode & stat.S_IWGRP and not _own_group(st.st_gid, me)):
+        why = "a folder other users can write (SQLite makes the database's journal files there by name)"
+        raise SharedFolderError(path, real, why)
+    target = os.path.join(real, name)
+    try:
+        link = os.lstat(target)
+    except FileNotFoundError:
+        return target
+    if stat.S_ISLNK(link.st_mode):
+        if link.st_uid not in (me, 0):
+            raise SharedFolderError(path, target, f"a symbolic link owned by user {_user(link.st_uid)}")
+        if _links >= MAX_LINKS:
+            raise SharedFolderError(path, target, f"{TOO_MANY_LINKS} {MAX_LINKS} symbolic links in a row (a loop?)")
+        target = os.path.join(real, os.readlink(target))  # one's own link: the file it names, judged alike
+        return check_database_file(target, _links=_links + 1)
+    if link.st_uid not in (me, 0):
+        raise SharedFolderError(path, target, f"a database file owned by user {_user(link.st_uid)}")
+    return target
+
+
 def make_own_folders(path):
     """Make ``path`` and its missing parents one at a time, each one checked to be this user's real folder.
 
@@ -234,6 +273,13 @@ def trusted_real_folder(path, *, make=False):
     try:
         while todo:
             part, linked = todo.pop()
+            here = stack[-1]
+            if not trust:  # every folder the kernel walks through, a folder left by ".." too: its ".." entry is
+                # where another user who can move it points it (sweep 32ab B1: `--out ../../x` from a folder in
+                # theirs, which they moved into a sticky folder during the run, took the output there)
+                why = _why_untrusted(os.fstat(here), me)
+                if why:
+                    raise SharedFolderError(text, _fd_path(here), why)
             if part == "..":
                 if len(stack) > 1:
                     os.close(stack.pop())
@@ -242,11 +288,6 @@ def trusted_real_folder(path, *, make=False):
                     os.close(stack.pop())
                     stack.append(up)
                 continue
-            here = stack[-1]
-            if not trust:
-                why = _why_untrusted(os.fstat(here), me)
-                if why:
-                    raise SharedFolderError(text, _fd_path(here), why)
             try:
                 stack.append(os.open(part, flags, dir_fd=here))
             except FileNotFoundError:

@@ -175,10 +175,11 @@ class Database:
                     "`lbee serve token create NAME --db URL` or by starting `lbee serve`."
                 )
             if path and path != ":memory:":  # a database another user can replace holds their tokens (sweep 32y)
-                from ..io.folder_trust import trusted_real_folder
+                from ..io.folder_trust import check_database_file
 
-                # made through the checked walk: checked, then made by path, left a gap for another user's folder
-                trusted_real_folder(Path(path).parent, make=True)
+                # its folder made through the checked walk (checked, then made by path, left a gap), this user's
+                # alone, and the file no link or file of another user's (sweep 32ab B2)
+                check_database_file(path)
             kwargs = {"connect_args": {"check_same_thread": False, "timeout": 30}}
         try:
             self.engine = create_engine(url, **kwargs)
