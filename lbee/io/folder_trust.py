@@ -103,7 +103,7 @@ def untrusted_folder(path):
 MAX_LINKS = 40
 
 #: Errors of the walk that mean no write can go that way either (a file on the way, a folder lbee may not search).
-_NO_WAY = (errno.ENOTDIR, errno.EACCES, errno.ENOENT)
+_NO_WAY = (errno.ENOTDIR, errno.EACCES, errno.ENOENT, errno.ENAMETOOLONG)
 
 #: How the walk opens a folder: for its identity and as the base of the next step, not to list it. ``O_PATH``
 #: needs no read permission, as a write in the folder needs none: an ``O_RDONLY`` open failed on another user's
