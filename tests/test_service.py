@@ -1241,6 +1241,7 @@ def test_another_runs_files_put_in_a_runs_folder_are_never_served_as_its_own(ser
     ]
     assert [client.get(u, headers=read).status_code for u in urls] == [200] * len(urls)
     assert client.get(f"/v1/runs/{ra}", headers=read).json()["findings"] is not None
+    assert client.get(f"/v1/runs/{ra}", headers=read).json()["files_intact"] is True
     kept = {n: (folder[ja] / n).read_bytes() for n in ("explanation.json", "images.parquet", "assignments.parquet")}
     for name in kept:
         shutil.copy(folder[jb] / name, folder[ja] / name)
@@ -1248,6 +1249,8 @@ def test_another_runs_files_put_in_a_runs_folder_are_never_served_as_its_own(ser
     assert [r.status_code for r in said] == [409] * len(urls), [r.text for r in said]
     assert all("not the one recorded with the run" in r.text for r in said)
     assert client.get(f"/v1/runs/{ra}", headers=read).json()["findings"] is None
+    listed = {r["id"]: r for r in client.get("/v1/runs", headers=read).json()}  # listed, and said to be changed
+    assert listed[ra]["files_intact"] is False and listed[ra]["findings"] is None
     for name, data in kept.items():
         (folder[ja] / name).write_bytes(data)
     assert [client.get(u, headers=read).status_code for u in urls] == [200] * len(urls)

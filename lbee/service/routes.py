@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from .._validation import check_name_text, shown
 from .settings import MAX_ENTRY_BYTES, MAX_ID, MAX_NESTING
-from .views import compare_runs, job_dict, own_findings, run_dict
+from .views import compare_runs, job_dict, run_dict, stored_findings
 
 RunId = Path(ge=1, le=MAX_ID, description="A run id (from /v1/runs).")
 
@@ -215,8 +215,16 @@ def add_api_routes(app, ctx):
         return _with_findings(ctx.run(run_id))
 
     def _with_findings(run):
-        """A run's row and what it found: its strongest confirmed statements, or why none (the run list's column)."""
-        return {**run_dict(run), "findings": own_findings(settings.output, run)}
+        """A run's row and what it found: its strongest confirmed statements, or why none (the run list's column).
+
+        ``files_intact`` says whether its folder still holds its own files: listed either way, with the metrics
+        recorded when it ran, but its files are served and compared only while they are (sweep 32ab N9).
+        """
+        from .paths import own_files
+
+        intact = bool(own_files(settings.output, run))
+        findings = stored_findings(settings.output, run.folder) if intact else None
+        return {**run_dict(run), "files_intact": intact, "findings": findings}
 
     @app.get("/v1/runs/{run_id}/report", response_class=HTMLResponse, tags=["runs"])
     def run_report_page(run_id: int = RunId, token=read):
