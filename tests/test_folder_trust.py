@@ -342,3 +342,50 @@ def test_a_database_file_another_user_could_replace_or_redirect_is_refused(tmp_p
     r = CliRunner().invoke(cli, ["serve", "token", "create", "a", "--db", f"sqlite:///{sticky / 'x.db'}"], obj={})
     assert r.exit_code == 1 and "a folder other users can write" in r.output and "Traceback" not in r.output
     assert list(theirs.iterdir()) == []
+
+
+@needs_root
+def test_replacing_another_users_entry_in_a_sticky_folder_is_refused_before_the_work(tmp_path):
+    """Sweep 32ab N4: `sentences generate --overwrite --out /tmp/x.txt`, x.txt another user's, failed only at the swap
+    ("Operation not permitted"), after the work, and left a finished stage in /tmp. Now said before the work. Root
+    may replace any entry, so the check runs in a forked child that has become an unprivileged user."""
+    import grp  # noqa: F401  (imported before the fork: the child may not read Python's own files)
+    import pwd  # noqa: F401
+    import shutil
+    import tempfile
+
+    from lbee.io.no_replace import OutputExistsError, check_no_replace
+
+    top = tempfile.mkdtemp(dir="/tmp")
+    os.chmod(top, 0o1777)  # sticky, as /tmp
+    theirs = os.path.join(top, "x.txt")
+    with open(theirs, "w") as f:
+        f.write("theirs\n")
+    os.chown(theirs, 12345, 12345)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        said = "no refusal"
+        try:
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            try:
+                check_no_replace([theirs], overwrite=True)
+            except OutputExistsError as exc:
+                said = str(exc)
+            try:
+                check_no_replace([os.path.join(top, "new.txt")], overwrite=True)  # nothing there: fine
+            except OutputExistsError as exc:
+                said += f" | and refused a new name: {exc}"
+        except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails the test
+            said = f"child error: {exc!r}"
+        os.write(write, said.encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        said = pipe.read()
+    os.waitpid(pid, 0)
+    shutil.rmtree(top, ignore_errors=True)
+    assert "belongs to user 12345 in a sticky folder, where only they may replace it" in said, said
+    assert "and refused" not in said, said

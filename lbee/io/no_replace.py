@@ -62,6 +62,32 @@ def check_no_replace(paths, *, overwrite=False, option="--out", inputs=(), how="
                 f"{named}{str(path)!r} already exists; lbee does not replace files in silence. "
                 f"Pass {how} to replace it, or give another name."
             )
+        owner = _sticky_owner(path)
+        if owner is not None:  # said before the work, not as "Operation not permitted" at the swap (sweep 32ab N4)
+            raise OutputExistsError(
+                f"{named}{str(path)!r} belongs to user {owner} in a sticky folder, where only they may replace it, "
+                f"even with {how}. Give another name."
+            )
+
+
+def _sticky_owner(path):
+    """The name of the user an entry belongs to when this user may not replace it (a sticky folder), else None."""
+    import pwd
+    import stat
+
+    if not hasattr(os, "geteuid") or os.geteuid() == 0:
+        return None
+    try:
+        entry, folder = os.lstat(path), os.stat(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None
+    me = os.geteuid()
+    if entry.st_uid == me or not folder.st_mode & stat.S_ISVTX or folder.st_uid == me:
+        return None
+    try:
+        return pwd.getpwuid(entry.st_uid).pw_name
+    except KeyError:
+        return str(entry.st_uid)
 
 
 def refuse_special_entries(folder, names, *, how="--overwrite"):
