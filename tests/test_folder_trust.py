@@ -389,3 +389,26 @@ def test_replacing_another_users_entry_in_a_sticky_folder_is_refused_before_the_
     shutil.rmtree(top, ignore_errors=True)
     assert "belongs to user 12345 in a sticky folder, where only they may replace it" in said, said
     assert "and refused" not in said, said
+
+
+def test_the_database_checked_is_the_file_sqlite_opens_whatever_the_url_spelling(tmp_path):
+    """Sweep 32ac B1: lbee checked the text after 'sqlite:///' while SQLAlchemy opened '%2Ftmp%2F...' decoded, a
+    'file:' URI, or the path before '?timeout=5': another user's file in a sticky folder took root's tokens."""
+    from urllib.parse import quote
+
+    from lbee.service.db import Database
+
+    sticky = tmp_path / "S"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    encoded = quote(str(sticky / "v6.db"), safe="")
+    for url in (f"sqlite:///{encoded}", f"sqlite:///{sticky / 'v6.db'}?timeout=5", f"sqlite:///{sticky}/v6.db"):
+        with pytest.raises(SharedFolderError, match="a folder other users can write"):
+            Database(url)
+    for url in (f"sqlite:///file:{sticky}/u.db?uri=true", f"sqlite:///{tmp_path}/u.db?uri=true"):
+        with pytest.raises(ValueError, match="URI forms"):
+            Database(url)
+    assert list(sticky.iterdir()) == [] and not (tmp_path / "file:").exists()
+    db = Database(f"sqlite:///{quote(str(tmp_path / 'mine' / 'ok.db'), safe='')}?timeout=5")  # decoded, checked
+    assert (tmp_path / "mine" / "ok.db").is_file()
+    db.dispose()

@@ -134,6 +134,28 @@ def _hidden(url):
         return url
 
 
+def _sqlite_path(url):
+    """The database file of an ``sqlite`` URL as SQLAlchemy reads it (``%XX`` decoded, the query apart), or None.
+
+    lbee checked the text after ``///`` while SQLAlchemy opened ``%2Ftmp%2F…`` decoded, a ``file:`` URI, or the path
+    before a ``?timeout=5``: another file than the one checked (sweep 32ac B1). SQLite's URI forms are refused.
+    """
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception as exc:  # a malformed URL
+        raise ValueError(f"Cannot use database {_hidden(url)!r}: {exc}") from None
+    path = parsed.database
+    uri = str(parsed.query.get("uri", "")).lower() not in ("", "false", "0", "no", "off")
+    if path and (path.startswith("file:") or uri):
+        raise ValueError(
+            f"database {_hidden(url)!r}: SQLite's URI forms ('file:', uri=true) are not accepted; give the file's "
+            "path, as sqlite:////path/to/lbee.db."
+        )
+    return path
+
+
 class Database:
     """An engine and a session factory.
 
@@ -162,8 +184,9 @@ class Database:
     def __init__(self, url, *, migrate=True, must_exist=False):
         self.url = url
         kwargs = {"pool_pre_ping": True}
+        engine_url = url
         if url.startswith("sqlite"):
-            path = url.split("///", 1)[-1]
+            path = _sqlite_path(url)  # the file SQLite opens, as SQLAlchemy reads the URL (sweep 32ac B1)
             if path and path != ":memory:" and os.path.exists(path) and not Path(path).is_file():
                 raise ValueError(  # a folder or a FIFO was said not to exist (sweep 32aa N4)
                     f"database {url!r}: {path!r} is not a database file (a folder or a special file); check the --db "
@@ -175,14 +198,16 @@ class Database:
                     "`lbee serve token create NAME --db URL` or by starting `lbee serve`."
                 )
             if path and path != ":memory:":  # a database another user can replace holds their tokens (sweep 32y)
+                from sqlalchemy.engine import make_url
+
                 from ..io.folder_trust import check_database_file
 
                 # its folder made through the checked walk (checked, then made by path, left a gap), this user's
-                # alone, and the file no link or file of another user's (sweep 32ab B2)
-                check_database_file(path)
+                # alone, the file no link or file of another user's (sweep 32ab B2), and opened as checked
+                engine_url = make_url(url).set(database=check_database_file(path))
             kwargs = {"connect_args": {"check_same_thread": False, "timeout": 30}}
         try:
-            self.engine = create_engine(url, **kwargs)
+            self.engine = create_engine(engine_url, **kwargs)
         except Exception as exc:  # a malformed URL or a missing driver
             raise ValueError(f"Cannot use database {_hidden(url)!r}: {exc}") from None
         if url.startswith("sqlite"):
