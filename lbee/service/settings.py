@@ -97,8 +97,10 @@ class ServiceSettings:
             raise
         except OSError as exc:
             raise ValueError(f"`output` {str(self.output)!r} cannot be made a folder: {exc.strerror or exc}.") from None
-        if self.db_url is None:
-            self.db_url = f"sqlite:///{self.output / 'lbee.db'}"
+        if self.db_url is None:  # quoted: SQLAlchemy decodes '%2F' and cuts at '?' in a URL's path
+            from sqlalchemy.engine import URL
+
+            self.db_url = URL.create("sqlite", database=str(self.output / "lbee.db")).render_as_string()
         # the CLI's cache by default: content-addressed, so a job reuses what `lbee describe` embedded, and back;
         # every job reads and writes it (sweep 32u B4): refused at start, made now (`cache_folder`, sweep 32aa B2)
         self.cache_dir = cache_folder(Path(self.cache_dir or default_cache_dir()).expanduser())
