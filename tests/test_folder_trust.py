@@ -412,3 +412,17 @@ def test_the_database_checked_is_the_file_sqlite_opens_whatever_the_url_spelling
     db = Database(f"sqlite:///{quote(str(tmp_path / 'mine' / 'ok.db'), safe='')}?timeout=5")  # decoded, checked
     assert (tmp_path / "mine" / "ok.db").is_file()
     db.dispose()
+
+
+def test_the_services_default_database_lies_in_its_output_whatever_the_folders_name(tmp_path):
+    """Sweep 32ad B1: the default database URL pasted the output's path unquoted; SQLAlchemy decoded 'a%2Fb' and
+    lbee.db went into a new folder a/b, outside the output."""
+    from lbee.service import ServiceSettings
+    from lbee.service.db import Database
+
+    (tmp_path / "root").mkdir()
+    for name in ("a%2Fb", "c?timeout=5", "d#e"):
+        settings = ServiceSettings(root=tmp_path / "root", output=tmp_path / name, workers=0)
+        Database(settings.db_url).dispose()
+        assert (tmp_path / name / "lbee.db").is_file(), name
+    assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
