@@ -38,12 +38,12 @@ class SharedFolderError(PermissionError):
         The folder (or link) on the way, and what makes it another user's to change.
     """
 
-    def __init__(self, path, folder, why):
+    def __init__(self, path, folder, why, *, sticky_ok=True):
         self.folder, self.why = folder, why
         if why.startswith(TOO_MANY_LINKS):  # a loop of one's own links is no other user's doing (sweep 32aa N3)
             super().__init__(f"lbee will not write to {str(path)!r}: {folder!r} is {why}; give the folder's path")
             return
-        sticky = "" if "SQLite" in why else " (or in a sticky one such as /tmp)"  # a database's folder: no
+        sticky = " (or in a sticky one such as /tmp)" if sticky_ok else ""  # not for a database (`check_database_file`)
         super().__init__(
             f"lbee will not write to {str(path)!r}: {folder!r} is {why}, so another user could redirect lbee's "
             f"files into a folder of their choosing while it writes. Write to a folder of your own{sticky}, or, if "
@@ -111,10 +111,11 @@ _NO_WAY = (errno.ENOTDIR, errno.EACCES, errno.ENOENT, errno.ENAMETOOLONG)
 _OPEN_FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY
 
 
-def _why_untrusted(st, me):
+def _why_untrusted(st, me, *, sticky_ok=True):
+    """Why a folder of status ``st`` is another user's to change, or None (``sticky_ok``: a sticky one is not)."""
     if st.st_uid not in (me, 0):
         return f"owned by user {_user(st.st_uid)}"
-    if st.st_mode & stat.S_ISVTX:
+    if sticky_ok and st.st_mode & stat.S_ISVTX:
         return None  # sticky: only an entry's owner (or the folder's, checked above) renames it
     if st.st_mode & stat.S_IWOTH:
         return "writable by every user"
@@ -191,10 +192,10 @@ def check_database_file(path, *, _links=0):
     real, _ = trusted_real_folder(folder, make=True)
     if os.environ.get(TRUST_ENV) == "1" or not hasattr(os, "geteuid"):
         return os.path.join(real, name)
-    me, st = os.geteuid(), os.stat(real)
-    if st.st_mode & stat.S_IWOTH or (st.st_mode & stat.S_IWGRP and not _own_group(st.st_gid, me)):
+    me = os.geteuid()
+    if _why_untrusted(os.stat(real), me, sticky_ok=False):  # the walk judged its owner: here, sticky or not
         why = "a folder other users can write (SQLite makes the database's journal files there by name)"
-        raise SharedFolderError(path, real, why)
+        raise SharedFolderError(path, real, why, sticky_ok=False)
     target = os.path.join(real, name)
     try:
         link = os.lstat(target)
@@ -320,8 +321,9 @@ def trusted_real_folder(path, *, make=False):
                         os.close(stack.pop())
                     stack.append(os.open("/", _OPEN_FOLDER))
         st = os.fstat(stack[-1])
-        if not trust and _why_untrusted(st, me):
-            raise SharedFolderError(text, _fd_path(stack[-1]), _why_untrusted(st, me))
+        why = None if trust else _why_untrusted(st, me)
+        if why:
+            raise SharedFolderError(text, _fd_path(stack[-1]), why)
         return _fd_path(stack[-1]), (st.st_dev, st.st_ino)
     finally:
         for fd in stack:

@@ -251,7 +251,8 @@ def confirmed_statements_lines(conf, *, every=False):
 
 
 #: A condition's verdict when dropping it keeps out no held-out image: it holds wherever the others do.
-ADDS_NOTHING = "adds nothing here (it holds wherever the others do)"
+ADDS_NOTHING_SHORT = "adds nothing here"
+ADDS_NOTHING = f"{ADDS_NOTHING_SHORT} (it holds wherever the others do)"
 
 
 def condition_verdict(a, *, short=False):
@@ -265,7 +266,7 @@ def condition_verdict(a, *, short=False):
     from ..core.confirmation import NEEDED, NOT_NEEDED, UNCLEAR, UNDECIDED
 
     if not a.get("n_excluded"):
-        return ADDS_NOTHING.split(" (")[0] if short else ADDS_NOTHING
+        return ADDS_NOTHING_SHORT if short else ADDS_NOTHING
     words = {NEEDED: "needed", NOT_NEEDED: "not needed", UNDECIDED: "too few images to tell", UNCLEAR: "not clear"}
     return words.get(a["verdict"], a["verdict"]) if short else a["verdict"]
 
