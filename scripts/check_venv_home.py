@@ -21,10 +21,15 @@ def installed_from():
     text = next((t for t in texts if t), None)
     if not text:
         return None
-    record = json.loads(text)
-    if not (record.get("dir_info") or {}).get("editable"):
+    try:
+        record = json.loads(text)
+    except ValueError:  # a damaged record: nothing to tell from it, as for an install without one
         return None
-    return Path(unquote(urlparse(record.get("url", "")).path)).resolve()
+    if not isinstance(record, dict) or not isinstance(record.get("dir_info"), dict):
+        return None
+    if not record["dir_info"].get("editable") or not isinstance(record.get("url"), str):
+        return None
+    return Path(unquote(urlparse(record["url"]).path)).resolve()
 
 
 def main():
