@@ -648,6 +648,32 @@ def test_report_killed_between_two_datasets_leaves_the_old_report_whole(image_da
     assert str(tmp_path / ".rep.lbee") not in r.output  # the folders as swapped in, never the stage's name
 
 
+@pytest.mark.parametrize("step", ["swapping:3", "swapping:4"])
+def test_report_killed_in_its_swap_never_leaves_an_index_over_another_reports_runs(
+    image_dataset, tmp_path, killed_lbee, step
+):
+    """Sweep 32ae B1: `lbee report --overwrite` killed in its swap (folder by folder, the index last) left the old
+    index.html over run a of the new config. Every old entry now goes aside (the index first) before any new one
+    goes in (the index last): killed there, the folder holds no index until the next report finishes the swap."""
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    cfg, cfg3 = (write(tmp_path / f"r{c}.yaml", _two_run_config(root, out, c)) for c in (2, 3))
+    cache = ["-q", "--cache-dir", str(tmp_path / "cache")]
+    assert CliRunner().invoke(cli, [*cache, "report", str(cfg)], obj={}).exit_code == 0
+    # swapping:1 and :2 are the runs' own swaps in the report's stage; :3 the report's first folder (a), :4 b
+    killed_lbee([*cache, "report", str(cfg3), "--overwrite"], step)
+    if step == "swapping:4":  # a is in whole, b's first entry is
+        assert json.loads((out / "a" / "explanation.json").read_text())["params"]["n_clusters"] == 3
+    assert not (out / "index.html").exists()
+    assert not (out / "b" / "report.md").exists()  # b: its old run aside, its new one not yet in; never both
+    r = CliRunner().invoke(cli, [*cache, "report", str(cfg3)], obj={})  # finishes the committed swap, then refuses
+    assert r.exit_code == 2 and "already holds a report" in r.output
+    assert not [p for p in tmp_path.rglob("*") if ".lbee-" in p.name]
+    for name in ("a", "b"):
+        assert json.loads((out / name / "explanation.json").read_text())["params"]["n_clusters"] == 3
+    assert 'href="b/report.html"' in (out / "index.html").read_text()
+
+
 def test_a_report_replaces_only_what_it_writes_and_keeps_a_failed_run(image_dataset, tmp_path, monkeypatch):
     """Sweep 32h L-2, L-3: staged whole, a report replaced whole dataset folders with a snapshot taken at its start:
     a model that failed lost its previous run, and a file written into a dataset folder meanwhile was deleted.
@@ -734,18 +760,18 @@ def test_a_report_whose_swap_fails_says_the_next_report_finishes_it(image_datase
     cfg, cfg3 = (write(tmp_path / f"r{c}.yaml", _one_run_config(root, out, c)) for c in (2, 3))
     cache = ["-q", "--cache-dir", str(tmp_path / "cache")]
     assert CliRunner().invoke(cli, [*cache, "report", str(cfg)], obj={}).exit_code == 0
-    real = tree._finish
+    real = tree.move_in
 
     def full(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(tree, "_finish", full)
+    monkeypatch.setattr(tree, "move_in", full)
     r = CliRunner().invoke(cli, [*cache, "report", str(cfg3), "--overwrite"], obj={})
     said = " ".join(r.output.split())
     assert r.exit_code == 1 and "putting it in place stopped part-way (No space left on device)" in said, said
     assert "The next `lbee report` into that folder finishes putting it in place, once some space is freed" in said
     assert "OSError" not in said and "--debug" not in said
-    monkeypatch.setattr(tree, "_finish", real)
+    monkeypatch.setattr(tree, "move_in", real)
     for (
         p
     ) in tmp_path.iterdir():  # the failed writer ends (in this test it is this process): its leftovers, a gone pid's

@@ -7,8 +7,8 @@ for a single output (`lbee.io.staging`), under the output folder's lock:
 
 1. **commit**: ``.lbee-complete.json`` lists, per folder of the report (each run folder, the dataset folders above
    them, the output folder itself), the new entries and the old ones they replace;
-2. **swap**: folder by folder, the old entries are moved aside into ``.<root>.lbee-report-replaced-<writer>/``
-   and the new ones in, the index last;
+2. **swap**: every folder's old entries are moved aside into ``.<root>.lbee-report-replaced-<writer>/`` (the
+   index first), then every folder's new ones in (the index last): an index is never beside another report's runs;
 3. **clean**: the replaced entries, then the stage, are removed.
 
 Only what the report writes is replaced: a run folder's run entries (``replaces``: `lbee.run.outputs.RUN_ENTRIES`)
@@ -35,10 +35,11 @@ from .staging import (
     _abandon,
     _check_started,
     _entry_names,
-    _finish,
     _new_stage,
     _owned,
     _place,
+    move_aside,
+    move_in,
     own_folder,
     refuse_special_entries,
 )
@@ -209,43 +210,50 @@ def finish_part(root, folder, held, replaces=()):
 
 
 def _swap(held_root, stage, aside, mark, replaces=()):
-    """Step 2 and 3, folder by folder, the deepest first (the index last). Safe to run again after a kill.
+    """Steps 2 and 3 in two passes: old entries aside (the index first), then new ones in (the index last).
 
-    Each folder's swap holds that folder's lock too, so that a run written into it by itself (`lbee describe --out`
-    a report's run folder) takes turns with the report; what it replaces is read then, under the lock: the folder's
-    entries of the new names or of the run's (sweep 32i: a run that came in between stayed half).
+    Safe to run again after a kill. Folder by folder in one pass, a kill left the old ``index.html`` over a new run
+    folder (sweep 32ae B1); in two, an index is only ever beside the runs of its own report: the old one before any
+    run is replaced, none while the runs go in, the new one after. Each folder's moves hold that folder's lock too,
+    so that a run written into it by itself (`lbee describe --out` a report's run folder) takes turns with the
+    report; what it replaces is read then, under the lock: the folder's entries of the new names or of the run's
+    (sweep 32i: a run that came in between stayed half).
     """
     root = Path(held_root.path)
-    for rel in sorted(mark, key=lambda r: (-len(Path(r).parts), r)):
-        live = root / rel
-        if rel != "." and not (stage / rel).is_dir():  # its part was finished (its stage is gone): never again, over
-            continue  # a run that came in since (sweep 32k)
-        live.mkdir(parents=True, exist_ok=True)
-        entry = mark[rel]
-        # the output folder's own lock is held already; a run folder's is opened from it, no step a link (32n)
-        lock = held_root if rel == "." else lock_output(rel, below=held_root)
-        try:
-            if rel != "." and not (stage / rel).is_dir():  # again under the folder's lock: a run into it may have
-                continue  # finished this part while this waited (sweep 32l)
-            _finish_folder(lock, stage, aside, rel, entry, replaces)
-        finally:
-            if lock is not held_root:
-                unlock_output(lock)
+    deepest_first = sorted(mark, key=lambda r: (-len(Path(r).parts), r))
+    for moving_in, order in ((False, deepest_first[::-1]), (True, deepest_first)):
+        for rel in order:
+            if rel != "." and not (stage / rel).is_dir():  # its part was finished (its stage is gone): never again,
+                continue  # over a run that came in since (sweep 32k)
+            (root / rel).mkdir(parents=True, exist_ok=True)
+            # the output folder's own lock is held already; a run folder's is opened from it, no step a link (32n)
+            lock = held_root if rel == "." else lock_output(rel, below=held_root)
+            try:
+                if rel != "." and not (stage / rel).is_dir():  # again under the folder's lock: a run into it may
+                    continue  # have finished this part while this waited (sweep 32l)
+                _finish_folder(lock, stage, aside, rel, mark[rel], replaces, moving_in)
+            finally:
+                if lock is not held_root:
+                    unlock_output(lock)
     shutil.rmtree(aside, ignore_errors=True)
     shutil.rmtree(stage, ignore_errors=True)
 
 
-def _finish_folder(held, stage, aside, rel, entry, replaces):
+def _finish_folder(held, stage, aside, rel, entry, replaces, moving_in=None):
     """One folder's swap (`lbee.io.staging._finish`), replacing what the folder holds now.
 
     That is the new names and, in a run folder, the entries of the caller's ``replaces`` (never patterns read from
-    the file, sweep 32j). ``held``: that folder, locked (`lbee.io.output_lock.HeldFolder`).
+    the file, sweep 32j). ``held``: that folder, locked (`lbee.io.output_lock.HeldFolder`). ``moving_in``: False
+    moves the old entries aside only, True the new ones in only (then cleans), None both.
     """
-    patterns = replaces if entry.get("run") is True else ()
-    old = sorted({*entry["old"], *(n for n in held.names() if any(fnmatch.fnmatch(n, x) for x in patterns))})
-    for above in reversed(Path(rel).parents):  # the folders above this one's aside: this user's own (sweep 32m)
-        own_folder(aside / above)
-    _finish(held, stage / rel, aside / rel, {"new": entry["new"], "old": old})
+    if moving_in is not True:
+        patterns = replaces if entry.get("run") is True else ()
+        old = sorted({*entry["old"], *(n for n in held.names() if any(fnmatch.fnmatch(n, x) for x in patterns))})
+        for above in reversed(Path(rel).parents):  # the folders above this one's aside: this user's own (sweep 32m)
+            own_folder(aside / above)
+        move_aside(held, stage / rel, aside / rel, {"new": entry["new"], "old": old})
+    if moving_in is not False:
+        move_in(held, stage / rel, aside / rel, {"new": entry["new"], "old": []})
 
 
 def _dead_owners(home, label, locked=False):

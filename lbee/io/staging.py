@@ -344,20 +344,36 @@ def _names(home, label, owner):
 
 def _finish(held, stage, aside, mark):
     """Steps 3 and 4 (old entries aside, new ones in, clean) through ``held``, the locked output folder. Re-runnable."""
+    move_aside(held, stage, aside, mark)
+    move_in(held, stage, aside, mark)
+
+
+def move_aside(held, stage, aside, mark):
+    """Step 3's first half: the old entries of ``mark`` that ``held`` still holds go into ``aside``. Re-runnable."""
     new, old = mark["new"], mark["old"]
     for name in old:
-        if name in new and not (stage / name).exists():  # this name's new entry is already in place
+        if name in new and not _lexists(stage / name):  # this name's new entry is already in place
             continue
         if held.has(name):
             own_folder(aside)
             held.move_out(name, aside / name)
+
+
+def move_in(held, stage, aside, mark):
+    """Step 3's second half and step 4: the new entries still in ``stage`` go in, then both are removed."""
+    new = mark["new"]
     for i, name in enumerate(new):
-        if (stage / name).exists() or (stage / name).is_symlink():
+        if _lexists(stage / name):
             held.move_in(stage / name, name)  # within one file system: no copy, no partial file
             if i == 0:
                 _test_kill("swapping")
     shutil.rmtree(aside, ignore_errors=True)
     shutil.rmtree(stage, ignore_errors=True)
+
+
+def _lexists(path):
+    """Whether ``path`` is there, a link to nothing included."""
+    return path.exists() or path.is_symlink()
 
 
 def _read_mark(stage):

@@ -168,11 +168,16 @@ def staged_run_folder(out, *, overwrite=False, option="--out", inputs=(), how="-
 def _settle_reports_above(out, settle):
     """``settle(folder)`` for a report's output one or two folders above ``out`` (its run folder, maybe).
 
-    Only a folder that holds a report's ``index.html`` is looked at (sweep 32j: not every folder above an --out).
+    Only a folder that holds a report's ``index.html``, or has a report's leftovers beside it (killed in its swap,
+    its index aside), is looked at (sweep 32j: not every folder above an --out).
     """
+    import glob
+
     for above in list(Path(out).resolve().parents)[:2]:
         try:
-            if (above / "index.html").is_file():
+            if (above / "index.html").is_file() or any(
+                above.parent.glob(f".{glob.escape(above.name)}.lbee-report-staging-*")
+            ):
                 settle(above)
         except OSError:  # a folder above that cannot be read: no report of this user's was written there
             pass
