@@ -426,3 +426,23 @@ def test_the_services_default_database_lies_in_its_output_whatever_the_folders_n
         Database(settings.db_url).dispose()
         assert (tmp_path / name / "lbee.db").is_file(), name
     assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
+
+
+def test_a_service_refused_for_its_database_makes_no_output_folder(tmp_path):
+    """Sweep 32ae: `lbee serve --output NEW --db` naming a database in a shared folder was refused after NEW was
+    made: an empty folder left behind. The database is checked first."""
+    from lbee.service import ServiceSettings
+
+    sticky = tmp_path / "S"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    (tmp_path / "root").mkdir()
+    for url, error in (
+        (f"sqlite:///{sticky}/x.db", SharedFolderError),
+        (f"sqlite:///{tmp_path}/d?uri=true", ValueError),
+    ):
+        with pytest.raises(error):
+            ServiceSettings(root=tmp_path / "root", output=tmp_path / "out", db_url=url, workers=0)
+        assert not (tmp_path / "out").exists()
+    ServiceSettings(root=tmp_path / "root", output=tmp_path / "out", db_url=f"sqlite:///{tmp_path}/ok.db", workers=0)
+    assert (tmp_path / "out").is_dir()

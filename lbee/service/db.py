@@ -156,6 +156,35 @@ def _sqlite_path(url):
     return path
 
 
+def checked_sqlite_file(url, *, must_exist=False):
+    """The real path of an ``sqlite`` URL's database file, its folder made and checked; None for ``:memory:``.
+
+    Raises
+    ------
+    ValueError
+        When the path is a folder or a special file, or (``must_exist``) no file; `SharedFolderError` when another
+        user could replace or redirect it.
+    """
+    path = _sqlite_path(url)  # the file SQLite opens, as SQLAlchemy reads the URL (sweep 32ac B1)
+    if not path or path == ":memory:":
+        return None
+    if os.path.exists(path) and not Path(path).is_file():
+        raise ValueError(  # a folder or a FIFO was said not to exist (sweep 32aa N4)
+            f"database {url!r}: {path!r} is not a database file (a folder or a special file); check the --db URL."
+        )
+    if must_exist and not Path(path).is_file():
+        raise ValueError(
+            f"database {url!r} does not exist (no file {path!r}); check the --db URL, or create it with "
+            "`lbee serve token create NAME --db URL` or by starting `lbee serve`."
+        )
+    from ..io.folder_trust import check_database_file
+
+    # a database another user can replace holds their tokens (sweep 32y): its folder made through the checked walk
+    # (checked, then made by path, left a gap), this user's alone, the file no link or file of another user's
+    # (sweep 32ab B2)
+    return check_database_file(path)
+
+
 class Database:
     """An engine and a session factory.
 
@@ -186,25 +215,11 @@ class Database:
         kwargs = {"pool_pre_ping": True}
         engine_url = url
         if url.startswith("sqlite"):
-            path = _sqlite_path(url)  # the file SQLite opens, as SQLAlchemy reads the URL (sweep 32ac B1)
-            if path and path != ":memory:" and os.path.exists(path) and not Path(path).is_file():
-                raise ValueError(  # a folder or a FIFO was said not to exist (sweep 32aa N4)
-                    f"database {url!r}: {path!r} is not a database file (a folder or a special file); check the --db "
-                    "URL."
-                )
-            if path and path != ":memory:" and must_exist and not Path(path).is_file():
-                raise ValueError(
-                    f"database {url!r} does not exist (no file {path!r}); check the --db URL, or create it with "
-                    "`lbee serve token create NAME --db URL` or by starting `lbee serve`."
-                )
-            if path and path != ":memory:":  # a database another user can replace holds their tokens (sweep 32y)
+            checked = checked_sqlite_file(url, must_exist=must_exist)
+            if checked is not None:
                 from sqlalchemy.engine import make_url
 
-                from ..io.folder_trust import check_database_file
-
-                # its folder made through the checked walk (checked, then made by path, left a gap), this user's
-                # alone, the file no link or file of another user's (sweep 32ab B2), and opened as checked
-                engine_url = make_url(url).set(database=check_database_file(path))
+                engine_url = make_url(url).set(database=checked)  # opened as checked
             kwargs = {"connect_args": {"check_same_thread": False, "timeout": 30}}
         try:
             self.engine = create_engine(engine_url, **kwargs)

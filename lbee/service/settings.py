@@ -91,6 +91,10 @@ class ServiceSettings:
         # every job writes there: refused at start, not job by job; made now through the checked walk (as given: a
         # link of another user's is theirs, 32x), not later by path, which left a gap for another user's folder
         check_trusted_folder(Path(self.output).expanduser())
+        if self.db_url is not None and str(self.db_url).startswith("sqlite"):  # refused before the output is made
+            from .db import checked_sqlite_file
+
+            checked_sqlite_file(self.db_url)
         try:
             self.output = Path(trusted_real_folder(Path(self.output).expanduser(), make=True)[0])
         except SharedFolderError:
