@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -123,7 +124,7 @@ def test_the_run_list_shows_no_edited_findings_and_never_waits_on_a_fifo(stored_
     shutil.rmtree(stored_run / "run")
 
 
-def test_nothing_is_written_through_a_link_planted_in_a_cache(tmp_path):
+def test_nothing_is_written_through_a_link_planted_in_a_cache(tmp_path, caplog):
     """Sweep 32t: the thumbnail cache read no link, but wrote a thumbnail through a shard folder linked out of it
     (a file outside the cache replaced); the embedding cache's shard folders likewise."""
     from lbee.io.cache import EmbeddingCache
@@ -146,8 +147,14 @@ def test_nothing_is_written_through_a_link_planted_in_a_cache(tmp_path):
     cache = EmbeddingCache({"encoder": "x"}, tmp_path / "ecache")
     cache.root.mkdir(parents=True)
     (cache.root / "images").symlink_to(outside)
-    cache.put_images(["h1"], np.ones((1, 4)))
+    with caplog.at_level(logging.WARNING, logger="lbee"):
+        cache.put_images(["h1"], np.ones((1, 4)))
+        cache.put_images(["h2"], np.ones((1, 4)))
     assert sorted(p.name for p in outside.iterdir()) == [victim.name]  # nothing written through the link
+    said = [r.getMessage() for r in caplog.records if "symbolic link" in r.getMessage()]  # and said, once (32ae)
+    assert len(said) == 2 and "Remove the link" in said[1], said  # the thumbnails' link, then the embeddings'
+    assert repr(str(tmp_path / "cache" / "thumbnails" / key[:2])) in said[0]
+    assert repr(str(cache.root / "images")) in said[1]
 
 
 def test_a_fifo_swapped_in_after_the_check_never_blocks_a_reader(tmp_path, monkeypatch):

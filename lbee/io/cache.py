@@ -310,8 +310,20 @@ def linked_inside(folder, *parts):
     for part in parts:
         path = path / part
         if path.is_symlink():
+            if str(path) not in _LINKS_SAID:  # said once: each run encoded again, and nothing told why (sweep 32ae)
+                _LINKS_SAID.add(str(path))
+                import logging
+
+                logging.getLogger("lbee").warning(
+                    "The cache folder holds a symbolic link at %r, where lbee keeps a folder of its own; nothing is "
+                    "cached through it, so this work is done again next time. Remove the link to cache it again.",
+                    str(path),
+                )
             return True
     return False
+
+
+_LINKS_SAID: set = set()
 
 
 def json_bytes(obj, *, indent=1):
