@@ -446,3 +446,22 @@ def test_a_service_refused_for_its_database_makes_no_output_folder(tmp_path):
         assert not (tmp_path / "out").exists()
     ServiceSettings(root=tmp_path / "root", output=tmp_path / "out", db_url=f"sqlite:///{tmp_path}/ok.db", workers=0)
     assert (tmp_path / "out").is_dir()
+
+
+def test_a_folder_made_open_to_all_by_the_umask_is_refused_saying_so_and_not_left(tmp_path):
+    """Sweep 32ae: under umask 000 lbee made the output's missing folders writable by every user, then refused them
+    as another user's to change, and left them (each later run refused too). Now the umask is named and they go."""
+    from lbee.io.folder_trust import trusted_real_folder
+
+    old = os.umask(0)
+    try:
+        with pytest.raises(SharedFolderError) as info:
+            trusted_real_folder(tmp_path / "a" / "b" / "c", make=True)
+    finally:
+        os.umask(old)
+    said = str(info.value)
+    assert f"{str(tmp_path / 'a')!r} is writable by every user (lbee made it just now" in said, said
+    assert "umask 000" in said and "set a umask such as 022" in said
+    assert list(tmp_path.iterdir()) == []
+    real, _ = trusted_real_folder(tmp_path / "a" / "b", make=True)  # the process's own umask: made and kept
+    assert real == str(tmp_path / "a" / "b") and os.path.isdir(real)

@@ -268,66 +268,98 @@ def trusted_real_folder(path, *, make=False):
         return real, None if st is None else (st.st_dev, st.st_ino)
     me, text = os.geteuid(), os.fspath(path)
     todo = [(c, False) for c in text.split("/") if c not in ("", ".")][::-1]  # (name, named by a link's target)
-    flags = _OPEN_FOLDER | os.O_NOFOLLOW
     stack = [os.open("/" if os.path.isabs(text) else ".", _OPEN_FOLDER)]
-    hops = 0
+    made = []
     try:
-        while todo:
-            part, linked = todo.pop()
-            here = stack[-1]
-            if not trust:  # every folder the kernel walks through, a folder left by ".." too: its ".." entry is
-                # where another user who can move it points it (sweep 32ab B1: `--out ../../x` from a folder in
-                # theirs, which they moved into a sticky folder during the run, took the output there)
-                why = _why_untrusted(os.fstat(here), me)
-                if why:
-                    raise SharedFolderError(text, _fd_path(here), why)
-            if part == "..":
-                if len(stack) > 1:
-                    os.close(stack.pop())
-                else:  # above the start: ".." of the start folder, opened afresh
-                    up = os.open("..", _OPEN_FOLDER, dir_fd=stack[-1])
-                    os.close(stack.pop())
-                    stack.append(up)
-                continue
+        return _walk(text, todo, stack, made, make, trust, me)
+    except SharedFolderError as exc:
+        if exc.folder not in made:
+            raise
+        for folder in reversed(made):  # refused as this walk made it: not left behind (empty folders only)
             try:
-                stack.append(os.open(part, flags, dir_fd=here))
-            except FileNotFoundError:
-                if not make:
-                    return os.path.join(_fd_path(here), part, *(c for c, _ in todo[::-1])), None
-                if linked:  # a link to nothing: never made, as mkdir -p never makes one's target
-                    raise FileExistsError(17, f"{text!r} is a symbolic link to nothing ({part!r} is missing)") from None
-                try:  # made through its parent's descriptor, then opened as any folder on the way: checked
-                    os.mkdir(part, dir_fd=here)
-                except FileExistsError:  # another user's entry, made in the gap: judged as it is opened
-                    pass
-                todo.append((part, False))
-                continue
-            except OSError:  # ELOOP (a link) or ENOTDIR: what is there, said or walked
-                st = os.lstat(part, dir_fd=here)
-                if not stat.S_ISLNK(st.st_mode):
-                    raise
-                if st.st_uid not in (me, 0) and not trust:
-                    where = os.path.join(_fd_path(here), part)
-                    why = f"a symbolic link owned by user {_user(st.st_uid)}"
-                    raise SharedFolderError(text, where, why) from None
-                hops += 1
-                if hops > MAX_LINKS:
-                    why = f"{TOO_MANY_LINKS} {MAX_LINKS} symbolic links in a row (a loop?)"
-                    raise SharedFolderError(text, os.path.join(_fd_path(here), part), why) from None
-                target = os.readlink(part, dir_fd=here)
-                todo.extend([(c, True) for c in target.split("/") if c not in ("", ".")][::-1])
-                if os.path.isabs(target):  # the walk starts again at /, as the kernel's: a ".." past it stays at /
-                    while stack:  # (one "/" pushed on the stack let "r/../tmp" climb back to r's folder: 32aa B3)
-                        os.close(stack.pop())
-                    stack.append(os.open("/", _OPEN_FOLDER))
-        st = os.fstat(stack[-1])
-        why = None if trust else _why_untrusted(st, me)
-        if why:
-            raise SharedFolderError(text, _fd_path(stack[-1]), why)
-        return _fd_path(stack[-1]), (st.st_dev, st.st_ino)
+                os.rmdir(folder)
+            except OSError:
+                break
+        mask = _umask()
+        umask = "" if mask is None else f" {mask:03o}"
+        why = (
+            f"{exc.why} (lbee made it just now, as this process's umask{umask} makes folders: set a umask such as 022)"
+        )
+        raise SharedFolderError(text, exc.folder, why) from None
     finally:
         for fd in stack:
             os.close(fd)
+
+
+def _umask():
+    """The umask of this process (Linux's ``/proc/self/status``), or None."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _walk(text, todo, stack, made, make, trust, me):
+    """`trusted_real_folder`'s walk, on its open descriptors ``stack``; each folder it makes appended to ``made``."""
+    flags, hops = _OPEN_FOLDER | os.O_NOFOLLOW, 0
+    while todo:
+        part, linked = todo.pop()
+        here = stack[-1]
+        if not trust:  # every folder the kernel walks through, a folder left by ".." too: its ".." entry is
+            # where another user who can move it points it (sweep 32ab B1: `--out ../../x` from a folder in
+            # theirs, which they moved into a sticky folder during the run, took the output there)
+            why = _why_untrusted(os.fstat(here), me)
+            if why:
+                raise SharedFolderError(text, _fd_path(here), why)
+        if part == "..":
+            if len(stack) > 1:
+                os.close(stack.pop())
+            else:  # above the start: ".." of the start folder, opened afresh
+                up = os.open("..", _OPEN_FOLDER, dir_fd=stack[-1])
+                os.close(stack.pop())
+                stack.append(up)
+            continue
+        try:
+            stack.append(os.open(part, flags, dir_fd=here))
+        except FileNotFoundError:
+            if not make:
+                return os.path.join(_fd_path(here), part, *(c for c, _ in todo[::-1])), None
+            if linked:  # a link to nothing: never made, as mkdir -p never makes one's target
+                raise FileExistsError(17, f"{text!r} is a symbolic link to nothing ({part!r} is missing)") from None
+            try:  # made through its parent's descriptor, then opened as any folder on the way: checked
+                os.mkdir(part, dir_fd=here)
+                made.append(os.path.join(_fd_path(here), part))
+            except FileExistsError:  # another user's entry, made in the gap: judged as it is opened
+                pass
+            todo.append((part, False))
+            continue
+        except OSError:  # ELOOP (a link) or ENOTDIR: what is there, said or walked
+            st = os.lstat(part, dir_fd=here)
+            if not stat.S_ISLNK(st.st_mode):
+                raise
+            if st.st_uid not in (me, 0) and not trust:
+                where = os.path.join(_fd_path(here), part)
+                why = f"a symbolic link owned by user {_user(st.st_uid)}"
+                raise SharedFolderError(text, where, why) from None
+            hops += 1
+            if hops > MAX_LINKS:
+                why = f"{TOO_MANY_LINKS} {MAX_LINKS} symbolic links in a row (a loop?)"
+                raise SharedFolderError(text, os.path.join(_fd_path(here), part), why) from None
+            target = os.readlink(part, dir_fd=here)
+            todo.extend([(c, True) for c in target.split("/") if c not in ("", ".")][::-1])
+            if os.path.isabs(target):  # the walk starts again at /, as the kernel's: a ".." past it stays at /
+                while stack:  # (one "/" pushed on the stack let "r/../tmp" climb back to r's folder: 32aa B3)
+                    os.close(stack.pop())
+                stack.append(os.open("/", _OPEN_FOLDER))
+    st = os.fstat(stack[-1])
+    why = None if trust else _why_untrusted(st, me)
+    if why:
+        raise SharedFolderError(text, _fd_path(stack[-1]), why)
+    return _fd_path(stack[-1]), (st.st_dev, st.st_ino)
 
 
 def _fd_path(fd):
