@@ -636,7 +636,9 @@ def test_the_run_lists_its_confirmed_statements_each_tested_beyond_the_stronger_
     assert sorted(ranked, key=lambda j: rank_key(statements[j])) == ranked
     assert "beyond" not in statements[ranked[0]] and all("beyond" in statements[j] for j in ranked[1:])
     for j in ranked[1:]:
-        assert set(statements[j]["beyond"]["above"]) <= set(ranked[: ranked.index(j)])
+        b = statements[j]["beyond"]
+        assert set(b["above"]) <= set(ranked[: ranked.index(j)])
+        assert len(b["shared"]) == len(b["above"]) and all(0 <= c <= statements[j]["n_in"] for c in b["shared"])
     lines = confirmed_statements_lines(conf)
     assert lines[0].startswith("Confirmed on ") and lines[1].startswith(f'1. "{statements[ranked[0]]["text"]}"')
 
@@ -667,6 +669,32 @@ def test_the_run_lists_its_confirmed_statements_each_tested_beyond_the_stronger_
     said = confirmed_statements_lines(fake)
     assert len(said) == 3 and said[2].startswith("1 more confirms but adds no failure beyond those above: it goes")
     assert '"a foggy road sign at night"' in said[2]
+
+
+def test_a_companion_is_said_to_go_with_the_statement_it_shares_most_images_with():
+    """Trial 30: "a hand covering it, tilted" was said to go with "a digital meter and a flash glare" (the
+    strongest finding, 2 of its held-out images) where it shares 6 with "a hand covering it, at night". It is now
+    named beside the one it shares the most held-out images with; a run recorded before the shares, the strongest."""
+    from lbee.reports.marks import held_out_state
+    from lbee.run.confirm_text import confirmed_statements_lines, stronger_than
+
+    test = {"n_in": 11, "error_rate_in": 0.7, "error_rate_out": 0.1, "lift": 7.0, "confirmed": True}
+    beyond = {"n_in": 2, "error_rate_in": 0.5, "error_rate_out": 0.4, "p_value": 0.6, "confirmed": False}
+    statements = [
+        {**test, "text": "a digital meter and a flash glare"},
+        {**test, "text": "a hand covering it, at night", "beyond": {**beyond, "confirmed": True, "above": [0]}},
+        {**test, "text": "a hand covering it, tilted", "beyond": {**beyond, "above": [0, 1], "shared": [2, 6]}},
+    ]
+    conf = {"status": "done", "n_held_out": 168, "outcome": "error rate", "ranked": [0, 1, 2], "statements": statements}
+    assert stronger_than(statements[2], statements) == [statements[1]["text"], statements[0]["text"]]
+    lines = confirmed_statements_lines(conf, every=True)
+    assert (
+        lines[-1]
+        == '    "a hand covering it, tilted" (goes with 2 stronger, most of all "a hand covering it, at night")'
+    )
+    assert held_out_state(statements[2], conf) == "“a hand covering it, at night” and 1 more"
+    del statements[2]["beyond"]["shared"]  # recorded before the shares: strongest first
+    assert stronger_than(statements[2], statements)[0] == statements[0]["text"]
 
 
 def test_a_grammar_statement_is_judged_by_the_given_relevance_when_there_is_one():

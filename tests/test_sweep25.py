@@ -298,3 +298,18 @@ def test_a_finding_whose_held_out_images_were_swapped_is_refused(demo_run, tmp_p
     with pytest.raises(ValueError, match="holds_for lists fail 0 times by their ω"):
         stored_images_table(run)
     assert np.sum(omega[mine] == 0) == s["errors_in"]  # the untouched run: the count its test made
+
+
+@pytest.mark.parametrize("shared", [[10**9, 1], "many", [-1]])
+def test_edited_shares_of_a_companion_are_refused(demo_run, tmp_path, shared):
+    """Trial 30: a companion now records the held-out images it shares with each stronger statement (`beyond.shared`,
+    which names what it goes with); an edit of them is refused as the other counts are."""
+    from lbee.run.stored import load_explanations
+
+    run = run_copy(demo_run, tmp_path)
+    statements = json.loads((run / "explanation.json").read_text())["confirmation"]["statements"]
+    j = next(j for j, s in enumerate(statements) if s.get("beyond") and "shared" in s["beyond"])
+    rewrite_digested(run / "explanation.json", _set(("confirmation", "statements", j, "beyond", "shared"), shared))
+    with pytest.raises(ValueError, match="an edit is refused") as info:
+        load_explanations(run / "explanation.json")
+    assert f"'confirmation.statements[{j}].beyond.shared" in str(info.value)

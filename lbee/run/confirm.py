@@ -252,7 +252,11 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
         ranked = [ranked[k] for k in explaining_first(ranked, statements, regions, plan.failed, rows)]
         for j, b in zip(ranked, beyond_the_groups_above(ranked, statements, regions, plan.failed, rows)):
             if b is not None:
-                statements[j]["beyond"] = {**b, "above": [ranked[k] for k in b.pop("groups_above")]}
+                above = [ranked[k] for k in b.pop("groups_above")]
+                # the held-out images it shares with each: a companion is said to go with the one it shares most
+                # with, not the strongest (trial 30: "a hand, tilted" named beside the glare failure, not the hand's)
+                shared = [int(np.count_nonzero(regions[rows, j] & regions[rows, k])) for k in above]
+                statements[j]["beyond"] = {**b, "above": above, "shared": shared}
         from .confirm_text import adds_a_failure
 
         for j in ranked:  # every image a finding holds for, found on or held out: the report's browser of it

@@ -76,8 +76,18 @@ def with_images(statements, ids):
 
 
 def stronger_than(statement, statements):
-    """The texts of the stronger confirmed statements ``statement`` was tested beyond, strongest first."""
-    return [statements[k]["text"] for k in (statement.get("beyond") or {}).get("above") or ()]
+    """The texts of the stronger confirmed statements ``statement`` was tested beyond.
+
+    Those it shares the most held-out images with first (what it goes with), then the strongest first; strongest
+    first alone for a run that recorded no shares.
+    """
+    beyond = statement.get("beyond") or {}
+    above = list(beyond.get("above") or ())
+    shared = beyond.get("shared")
+    if shared is not None and len(shared) == len(above):
+        order = sorted(range(len(above)), key=lambda k: -shared[k])  # stable: ties stay strongest first
+        above = [above[k] for k in order]
+    return [statements[k]["text"] for k in above]
 
 
 def _weak(t):
@@ -241,7 +251,7 @@ def confirmed_statements_lines(conf, *, every=False):
         lines.append(more + ":")
         for j in goes_with:
             above = stronger_than(statements[j], statements)
-            first = f', first "{above[0]}"' if above else ""
+            first = f', most of all "{above[0]}"' if len(above) > 1 else f': "{above[0]}"' if above else ""
             lines.append(f'    "{statements[j]["text"]}" (goes with {len(above)} stronger{first})')
     elif goes_with:
         named = "; ".join(f'"{statements[j]["text"]}"' for j in goes_with[:3])

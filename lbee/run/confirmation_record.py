@@ -157,6 +157,11 @@ def _check_confirmation(conf, where, n, n_groups, texts):
             _dict(s["beyond"], where, f"{field}.beyond")
             _test(s["beyond"], where, f"{field}.beyond")
             _indices(s["beyond"].get("above", []), where, f"{field}.beyond.above", len(statements))
+            shared = s["beyond"].get("shared")
+            if shared is not None:  # held-out images shared with each statement above (older runs: none)
+                _list(shared, where, f"{field}.beyond.shared", len(s["beyond"].get("above", [])))
+                for k, c in enumerate(shared):
+                    _count(c, where, f"{field}.beyond.shared[{k}]")
     tested = {
         (s.get("n_in", 0) + s.get("n_out", 0), s.get("errors_in", 0) + s.get("errors_out", 0)) for s in statements
     }
