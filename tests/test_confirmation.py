@@ -1281,3 +1281,42 @@ def test_a_library_run_with_relevance_writes_the_metrics_files_as_the_command_li
     assert table["AHR"].tolist() == pytest.approx(whole.metrics()["AHR"].tolist())
     plain = lbee.write_run_folder(run(inputs, scores), tmp_path / "plain", html=False)  # no Γ: no metrics files
     assert not (plain / "metrics.csv").exists() and (plain / "images.parquet").exists()
+
+
+def test_a_finding_no_group_states_is_listed_with_where_its_images_lie():
+    """Trial 30: the second planted failure was finding 2 but no hard group's statement (found lower in a group's
+    list): absent from the table of what fails, and 8 of its images among the hard images in no hypothesis with
+    nothing tying them to it. Each such finding is now a row of that table, and a line says where its images lie."""
+    from lbee.reports.html import ReportRun, render_report
+    from lbee.run.finding_places import unplaced_findings
+    from lbee.run.text import render_markdown, terminal_blocks
+
+    r = run(*grammar_world()[:2]).main
+    conf = r.extra["confirmation"]
+    first = next(iter(r.explanations.values()))
+    assert unplaced_findings(conf, first.hard_clusters, first.unassigned) == []  # the failure's group states it
+    for g in conf["groups"]:  # as if no group had stated it: the finding came from a group's other sentences
+        g.update(statement=None, confirmed=False)
+    places = unplaced_findings(conf, first.hard_clusters, first.unassigned)
+    finding = conf["statements"][conf["ranked"][0]]
+    assert places[0]["number"] == 1 and places[0]["text"] == finding["text"]
+    idx = set(finding["holds_for"])
+    by_group = {i: len(idx & set(c.indices.tolist())) for i, c in enumerate(first.hard_clusters)}
+    assert places[0]["groups"] == sorted(((i, k) for i, k in by_group.items() if k), key=lambda g: (-g[1], g[0]))
+    assert places[0]["unassigned"] == len(idx & set(first.unassigned.tolist()))
+    assert (
+        places[0]["n"]
+        == len(idx)
+        == sum(k for _, k in places[0]["groups"]) + places[0]["unassigned"] + places[0]["elsewhere"]
+    )
+    line = f'Finding 1 ("{finding["text"]}") is no hard group\'s statement'
+    assert line in " ".join(terminal_blocks(r, width=300).split())
+    assert line in " ".join(render_markdown(r).split())
+    page = ReportRun(
+        "d", "m", {"ward": r.explanations}, r.sentences, r.image_ids, r.confidence, r.performance,
+        confirmations={"ward": conf}, hypotheses={"ward": r.extra["hypotheses"]},
+    )  # fmt: skip
+    html = " ".join(render_report(page).split())
+    assert line.replace('"', "&#34;").replace("'", "&#39;") in html
+    rate = 1 - r.performance[sorted(idx)].mean()
+    assert f'<a href="#findings">finding 1</a></td><td class="num">{len(idx)}</td><td class="num">{rate:.2f}' in html

@@ -59,10 +59,14 @@ def finding_views(run, slicer, short, anchor, page_groups=1):
         confident first, at most `OTHER_MAX_ROWS`) and ``browse`` (`browse_view`).
     """
     from ..run.confirm_text import adds_a_failure, plain_finding
+    from ..run.finding_places import unplaced_findings, unplaced_line
 
     conf = run.confirmations.get(slicer) or {}
     if conf.get("status") != "done":
         return []
+    first = next(iter(run.explanations[slicer].values()))
+    places = {p["number"]: p for p in unplaced_findings(conf, first.hard_clusters, first.unassigned)}
+    binary = bool(np.isin(run.performance, (0.0, 1.0)).all())
     statements = conf.get("statements") or []
     held = np.zeros(len(run.image_ids), dtype=bool)
     held[np.asarray(conf.get("held_out") or [], dtype=np.int64)] = True
@@ -81,7 +85,24 @@ def finding_views(run, slicer, short, anchor, page_groups=1):
         browse["what"] = f"{shown} images it holds for" if idx.size != 1 else "the 1 image it holds for"
         note = f"{n_held:,} held out (where it was confirmed), {idx.size - n_held:,} among the images it was found on."
         plain = plain_finding(statements[j], conf)
+        place = places.get(k + 1)
+        if place is not None:  # no hard group states it: a row of its own in the table of what fails (trial 30)
+            omega = run.performance[idx]
+            place = {
+                **place,
+                "line": unplaced_line(place),
+                "error_rate": 1 - float(omega.mean()) if binary else None,
+                "mean_performance": float(omega.mean()),
+                "mean_confidence": float(run.confidence[idx].mean()),
+            }
         views.append(
-            {"n": int(idx.size), "note": note, "plain": plain, "member_order": order.tolist(), "browse": browse}
+            {
+                "n": int(idx.size),
+                "note": note,
+                "plain": plain,
+                "member_order": order.tolist(),
+                "browse": browse,
+                "place": place,
+            }
         )
     return views

@@ -94,6 +94,7 @@ def render_markdown(result, metrics=None, n_examples=5):
     if ranked:  # the findings before the groups they were found in (a twenty-second user read them last)
         items = [f"  - {t.strip()}" if t.startswith("    ") else f"- {t}" for t in ranked[1:]]
         lines += ["## Confirmed statements", "", ranked[0], ""] + items + [""]
+        lines += [f"{t}\n" for t in _unplaced_lines(result)]
     lines += ["## Hard groups", ""]
     for i in group_order(first.hard_clusters, result.performance, result.extra.get("confirmation")):
         c = first.hard_clusters[i]
@@ -292,6 +293,7 @@ def terminal_blocks(result, width=None, *, others=True):
     if ranked:  # a ninth user found the failure's own sentence, and a confounder beside it, only in the JSON
         top += textwrap.wrap("Findings. " + ranked[0], cols)
         top += [x for t in ranked[1:] for x in textwrap.wrap(t, cols, initial_indent="  ", subsequent_indent="     ")]
+        top += [x for t in _unplaced_lines(result) for x in textwrap.wrap(t, cols)]
         top += textwrap.wrap("The hard groups they were found in, and the others:", cols) + [""]
     elif conf.get("status") == "done":
         said = f"No statement confirmed on the {conf.get('n_held_out')} held-out images: the groups below are leads."
@@ -303,6 +305,15 @@ def terminal_blocks(result, width=None, *, others=True):
 
     out += [line for said in alike_groups(result) for line in textwrap.wrap(said, cols) + [""]]
     return "\n".join(out + (textwrap.wrap(note, cols) if note else [])).rstrip()
+
+
+def _unplaced_lines(result):
+    """A line per finding no hard group states, saying where its images lie (`lbee.run.finding_places`)."""
+    from .finding_places import unplaced_findings, unplaced_line
+
+    first = next(iter(result.explanations.values()))
+    conf = result.extra.get("confirmation")
+    return [unplaced_line(p) for p in unplaced_findings(conf, first.hard_clusters, first.unassigned)]
 
 
 def groups_line(params, n_groups, settings=None, in_groups=None, held=0):
