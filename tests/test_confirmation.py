@@ -1216,7 +1216,11 @@ def test_a_library_run_is_written_as_the_command_line_writes_one(tmp_path):
     }
     exps, payload = load_explanations(out / "explanation.json")
     assert len(stored_images_table(out)) == len(inputs.image_ids) and "compose" in exps
-    assert "<title>lbee · traps" in (out / "report.html").read_text()
+    assert "<title>lbee · traps · model" in (out / "report.html").read_text()  # not "EC classifier" (trial 30)
+    named = lbee.write_run_folder(whole, tmp_path / "named", name="traps", model="resnet-v2")
+    assert "<title>lbee · traps · resnet-v2" in (named / "report.html").read_text()
+    with pytest.raises(ValueError, match="`model` is ''; expected the model's name"):
+        lbee.write_run_folder(whole, tmp_path / "m", model="")
     with pytest.raises(ValueError, match="already holds a run .* Pass overwrite=True"):
         lbee.write_run_folder(whole, out)
     assert "nothing tested on held-out images" in whole._repr_html_()

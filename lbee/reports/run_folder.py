@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 
-def write_run_folder(result, out, *, name="audit", html=True, overwrite=False):
+def write_run_folder(result, out, *, name="audit", model="model", html=True, overwrite=False):
     """Write a run of `lbee.audit` into ``out``, as ``lbee describe --out OUT --html`` writes its run.
 
     ``explanation.json``, ``assignments.parquet``, ``report.md`` and ``images.parquet``, with ``html`` the HTML
@@ -22,6 +22,9 @@ def write_run_folder(result, out, *, name="audit", html=True, overwrite=False):
         The run's folder (created when missing).
     name : str, default='audit'
         The dataset's name in the report's title.
+    model : str, default='model'
+        The model's name in the report's title (a thirtieth user's meter model was titled "EC classifier", the
+        SpotCheck world's).
     html : bool, default=True
     overwrite : bool, default=False
 
@@ -36,15 +39,17 @@ def write_run_folder(result, out, *, name="audit", html=True, overwrite=False):
         ``out`` holds a run and ``overwrite`` is False (nothing is written).
     """
     from ..run.outputs import staged_run_folder
-    from ..run.specs import DatasetSpec
+    from ..run.specs import DatasetSpec, ModelSpec
 
     if not isinstance(out, (str, os.PathLike)) or not str(out).strip():  # "" wrote into the current folder (32u N5)
         raise ValueError(f"`out` is {out!r}; expected the run's folder, a non-empty path.")
     if not isinstance(name, str) or not name.strip():  # None titled the report "None"
         raise ValueError(f"`name` is {name!r}; expected the dataset's name, a non-empty string.")
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(f"`model` is {model!r}; expected the model's name, a non-empty string.")
     ds = DatasetSpec(name=name, settings=result.settings)
     with staged_run_folder(out, overwrite=overwrite, option="`out`", how="overwrite=True") as stage:
-        write_run_files(result, ds, None, stage, html=html)
+        write_run_files(result, ds, ModelSpec(name=model), stage, html=html)
     return Path(out)
 
 
