@@ -124,6 +124,8 @@ def test_offline_default_encoder_fails_at_once_with_the_fix(monkeypatch, tmp_pat
     assert msg.count("not in the local cache") == 1
     assert "--encoder spotcheck" in msg and "@random" in msg and "/path/to/" in msg
     assert "--image-embeddings FILE --sentence-embeddings FILE" in msg  # the README's offline route (trial 15)
+    assert "docs/howto/no-clip.md" in msg  # the how-to of a run with no encoder at all (trial 30)
+    assert (Path(__file__).parents[1] / "docs" / "howto" / "no-clip.md").is_file()
     with pytest.raises(EncoderLoadError, match="Unknown pretrained tag 'nope'"):
         create_encoder("open_clip:ViT-B-32@nope", device="cpu")
 

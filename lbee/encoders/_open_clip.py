@@ -228,6 +228,8 @@ def _missing_weights(model, tag):
                 ),
             ]
         )
+        + "\nWith an attribute table of your images and no encoder at all, the docs' how-to 'Your images, "
+        "without CLIP weights' (docs/howto/no-clip.md) simulates one from it."
     )
 
 

@@ -77,6 +77,6 @@ def unplaced_line(place):
         parts.append(f"{place['elsewhere']} easy, held out or in neither split")
     where = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1] if parts else "none here"
     return (
-        f'Finding {place["number"]} ("{place["text"]}") is no hard group\'s statement (it was found among a group\'s '
+        f"Finding {place['number']} (\"{place['text']}\") is no hard group's statement (it was found among a group's "
         f"other sentences): of the {place['n']} images it holds for, {where}."
     )
