@@ -127,3 +127,44 @@ def import_extra(module, extra, *, needed_for):
         raise MissingExtraError(
             f"{needed_for} needs {EXTRAS[extra][0]}, which cannot be imported ({exc}): {install_command(extra)}"
         ) from None
+
+
+def import_torchvision(*, needed_for):
+    """``import torchvision``, or a `MissingExtraError` that says why and what to install.
+
+    A torchvision of another build than torch (PyPI's CUDA build beside a CPU torch) fails at import with
+    "operator torchvision::nms does not exist", which a thirtieth user met at their first model run, after `lbee demo`
+    had passed. Said in words, with the versions and the fix.
+    """
+    try:
+        import torchvision
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"{needed_for} needs torchvision, which cannot be imported ({exc}): install it from the index torch came "
+            "from (docs/install.md)."
+        ) from None
+    except RuntimeError as exc:  # a C++ operator of another build
+        from importlib import metadata
+
+        try:
+            import torch
+
+            versions = f"torchvision {metadata.version('torchvision')} and torch {torch.__version__}"
+        except Exception:  # noqa: BLE001 - only the message's detail
+            versions = "torchvision and torch"
+        raise MissingExtraError(
+            f"{needed_for} needs torchvision, but {versions} are not of the same build ({exc}): a CUDA torchvision "
+            "beside a CPU torch, say. Install both from one index, e.g. `pip install --force-reinstall torch "
+            "torchvision --index-url https://download.pytorch.org/whl/cpu`, or both CPU wheels from a folder "
+            "(docs/install.md)."
+        ) from None
+    return torchvision
+
+
+def torchvision_problem():
+    """Why torchvision cannot be used here (`import_torchvision`'s message), or None: `lbee demo`'s install check."""
+    try:
+        import_torchvision(needed_for="A model given as torchvision:ARCH")
+    except MissingExtraError as exc:
+        return str(exc)
+    return None

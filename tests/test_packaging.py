@@ -322,3 +322,32 @@ def test_make_does_not_repoint_a_venv_installed_from_another_checkout(tmp_path):
     assert run.returncode == 1 and "installed from" in run.stderr and "LBEE_REPOINT_VENV=1" in run.stderr
     env = {**os.environ, "LBEE_REPOINT_VENV": "1"}
     assert subprocess.run(script, cwd=other, capture_output=True, text=True, env=env).returncode == 0
+
+
+def test_a_torchvision_of_another_build_than_torch_is_said_in_words(monkeypatch):
+    """Trial 30: PyPI's CUDA torchvision beside a CPU torch passed `lbee demo`, then the first model run ended with
+    "Error: operator torchvision::nms does not exist". The demo now warns, and a model run says what to install."""
+    import builtins
+
+    from lbee.extras import MissingExtraError, import_torchvision, torchvision_problem
+
+    assert torchvision_problem() is None  # this environment's torch and torchvision agree
+    real = builtins.__import__
+
+    def mismatched(name, *args, **kwargs):
+        if name == "torchvision":
+            raise RuntimeError("operator torchvision::nms does not exist")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", mismatched)
+    with pytest.raises(MissingExtraError) as info:
+        import_torchvision(needed_for="--model torchvision:resnet18")
+    said = str(info.value)
+    assert said.startswith("--model torchvision:resnet18 needs torchvision, but torchvision ")
+    assert "are not of the same build (operator torchvision::nms does not exist)" in said
+    assert "Install both from one index" in said and "docs/install.md" in said
+    assert torchvision_problem().startswith("A model given as torchvision:ARCH needs torchvision, but")
+    from lbee.scoring.classifier import load_classifier
+
+    with pytest.raises(MissingExtraError, match="not of the same build"):
+        load_classifier("torchvision:resnet18", num_classes=2)

@@ -98,6 +98,10 @@ class Preprocess:
         """
         import torch
         from PIL import Image
+
+        from ..extras import import_torchvision
+
+        import_torchvision(needed_for="a perturbation")  # a mismatched build said in words, not as an operator
         from torchvision.transforms import InterpolationMode
         from torchvision.transforms import functional as TF
 

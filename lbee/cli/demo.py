@@ -56,6 +56,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain, overwrite):
     import time
 
     from ..bench import analyze_ec
+    from ..extras import torchvision_problem
     from ..io.cache import atomic_write_bytes
     from ..reports.text import render_markdown, top_sentences
     from ..run.models import load_encoder
@@ -112,7 +113,7 @@ def demo(ctx, seed, out, clusters, k, a, retrain, overwrite):
     analysis = analyze_ec(ec, enc, protocol="lbee", n_clusters=clusters, k=k, a=a)
     result = analysis.result
     p = next(iter(result.explanations.values())).params
-    from ..run.text import groups_line
+    from ..run.text import groups_line, metric_legend
 
     with story.part():
         click.echo("\n" + _in_short(ec, analysis, out))
@@ -132,8 +133,6 @@ def demo(ctx, seed, out, clusters, k, a, retrain, overwrite):
                 f"  {m:<8} {sc['AHR']:>6.3f} {sc['ACR']:>6.3f} {sc['TPR']:>6.3f} {sc['JI']:>6.3f}  "
                 f"{analysis.description_score[m]:.2f}"
             )
-        from ..run.text import metric_legend
-
         click.echo(metric_legend())
         _say(
             "(description score: whether the sentences for a found blindspot state its conditions and are true of "
@@ -187,6 +186,8 @@ def demo(ctx, seed, out, clusters, k, a, retrain, overwrite):
         "",
         "",
     )
+    if (problem := torchvision_problem()) is not None:  # the install check: said now, not at a first model run
+        click.echo(f"WARNING: {problem}", err=True)  # (trial 30: the demo passed, then torchvision::nms failed)
     if not story.verbose:
         _say(
             f"The details (each describer's sentences, the metrics, each condition's test, renders that change one "

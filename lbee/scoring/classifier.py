@@ -193,8 +193,9 @@ def _torchvision_size(arch, num_classes=None):
     The metadata is for 1,000 classes: more classes add at most `MAX_HEAD_WIDTH` + 1 parameters each (a RegNet at
     100,000 classes had 3.5 times its metadata's parameters: sweep 24).
     """
-    import torchvision
+    from ..extras import import_torchvision
 
+    torchvision = import_torchvision(needed_for=f"torchvision:{arch}")
     try:
         n = int(torchvision.models.get_model_weights(arch).DEFAULT.meta["num_params"])
     except (ValueError, KeyError, AttributeError, TypeError):
@@ -259,8 +260,9 @@ def load_classifier(spec, weights=None, *, num_classes=None):
     import torch
 
     if spec.startswith("torchvision:"):
-        import torchvision
+        from ..extras import import_torchvision
 
+        torchvision = import_torchvision(needed_for=f"--model {spec}")
         arch = spec.split(":", 1)[1]
         if arch not in torchvision.models.list_models():
             raise ValueError(f"Unknown torchvision architecture {arch!r}; see torchvision.models.list_models().")
@@ -318,7 +320,9 @@ def load_classifier(spec, weights=None, *, num_classes=None):
 
 def default_transform(image_size=224):
     """ImageNet-style evaluation preprocessing."""
-    from torchvision import transforms
+    from ..extras import import_torchvision
+
+    transforms = import_torchvision(needed_for="a model's preprocessing").transforms
 
     return transforms.Compose(
         [

@@ -264,8 +264,11 @@ def predict_segmentation(model, paths, *, masks=None, transform=None, device=Non
     SegmentationScores
     """
     import torch
-    from torchvision import transforms
     from tqdm.auto import tqdm
+
+    from ..extras import import_torchvision
+
+    transforms = import_torchvision(needed_for="a segmentation model's preprocessing").transforms
 
     from ..io.images import to_rgb
     from .device import resolve_device

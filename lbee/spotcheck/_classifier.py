@@ -27,8 +27,9 @@ def train_classifier(
     if arch == "cnn":
         model = SquareClassifier()
     elif arch == "resnet18":
-        import torchvision
+        from ..extras import import_torchvision
 
+        torchvision = import_torchvision(needed_for="the resnet18 classifier")
         model = torchvision.models.resnet18(num_classes=2)
     else:
         raise ValueError(f"`arch` must be 'cnn' or 'resnet18'; received {arch!r}.")
