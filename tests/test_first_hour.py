@@ -614,3 +614,30 @@ def test_commands_raise_no_deprecation_warning_from_lbee_code(tmp_path):
             cwd=tmp_path,
         )
         assert r.returncode == 0 and "Deprecat" not in r.stderr, (args, r.stderr)
+
+
+def test_report_check_with_root_reads_an_entry_as_the_service_reads_a_job(tmp_path):
+    """Trial 30: `lbee report --check ENTRY.yaml` (as docs/service.md advises before submitting) gave five false
+    "does not exist" for an entry kept outside the server's root: its paths were read from the file's folder. With
+    --root they are read as `lbee serve --root` reads a job's: relative to the root, and confined to it."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    root = tmp_path / "root"
+    (root / "meters").mkdir(parents=True)
+    (root / "meters" / "sents.txt").write_text("a photo at night\na photo of a meter\n")
+    (tmp_path / "secret.txt").write_text("a photo\n")
+    entry = tmp_path / "job.yaml"
+    entry.write_text("name: meters\nspotcheck: {seed: 0}\nsentences: meters/sents.txt\n")
+    r = CliRunner().invoke(cli, ["report", "--check", str(entry)], obj={})
+    assert r.exit_code == 2 and "Unknown sentence set 'meters/sents.txt': not a file" in r.output, r.output
+    assert "Add --root DIR, the server's, to read its paths there" in " ".join(r.output.split())
+    r = CliRunner().invoke(cli, ["report", "--check", str(entry), "--root", str(root)], obj={})
+    assert r.exit_code == 0 and "(under --root" in r.output and "1 dataset(s), no problem found" in r.output, r.output
+    entry.write_text(f"name: meters\nspotcheck: {{seed: 0}}\nsentences: {tmp_path / 'secret.txt'}\n")
+    r = CliRunner().invoke(cli, ["report", "--check", str(entry), "--root", str(root)], obj={})
+    assert r.exit_code == 2 and "1 problem(s)" in r.output and "dataset 'meters', read under --root" in r.output
+    assert "Add --root" not in r.output
+    r = CliRunner().invoke(cli, ["report", str(entry), "--root", str(root)], obj={})
+    assert r.exit_code == 2 and "--root goes with --check" in r.output

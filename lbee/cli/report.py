@@ -21,10 +21,17 @@ from ._base import ExistingPath, NotUsageError, cli, log, require_extra
     help="Replace the report already in the output folder (its index and run folders, together).",
 )
 @click.option("--check", is_flag=True, help="Only validate every dataset entry (keys, types, paths) and exit.")
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="With --check: read each entry as `lbee serve --root ROOT` reads a job (paths relative to ROOT, and inside "
+    "it), to check an entry before `lbee submit`.",
+)
 @click.option("--keep-going", is_flag=True, help="Run the valid entries even when others have problems.")
 @click.option("--schema", is_flag=True, help="Print the config's JSON Schema (for editors) and exit.")
 @click.pass_context
-def report(ctx, config, out, overwrite, check, keep_going, schema):
+def report(ctx, config, out, overwrite, check, root, keep_going, schema):
     """Batch HTML reports: every dataset × model × method (and slicer) of CONFIG (YAML).
 
     Each dataset gets report.html, explanation.json and metrics.csv/json; the
@@ -48,10 +55,17 @@ def report(ctx, config, out, overwrite, check, keep_going, schema):
         return
     if config is None:
         raise click.UsageError("Give CONFIG (a YAML file), or --schema.")
+    if root is not None and not check:
+        raise click.UsageError("--root goes with --check (a report reads its paths from its config's folder).")
     try:
         if check:
-            cfg = load_report_config(config)
-            problems = config_problems(cfg)
+            if root is not None:  # as the service will read it (trial 30: five false "does not exist")
+                from ..service.entry_check import entry_file_problems
+
+                (problems, n), where = entry_file_problems(config, root), f"{config} (under --root {root})"
+            else:
+                cfg = load_report_config(config)
+                problems, n, where = config_problems(cfg), len(cfg.datasets), cfg.path
             from ..extras import MissingExtraError
             from ..extras import require_extra as extra_there
 
@@ -60,8 +74,11 @@ def report(ctx, config, out, overwrite, check, keep_going, schema):
             except MissingExtraError as exc:
                 problems.append(str(exc))
             if problems:
-                raise ConfigError(f"{len(problems)} problem(s) in {cfg.path}:\n  " + "\n  ".join(problems))
-            click.echo(f"{config}: {len(cfg.datasets)} dataset(s), no problem found.")
+                hint = ""
+                if root is None and any("does not exist" in x or "not a file" in x for x in problems):
+                    hint = "\n(A job entry for `lbee serve`? Add --root DIR, the server's, to read its paths there)"
+                raise ConfigError(f"{len(problems)} problem(s) in {where}:\n  " + "\n  ".join(problems) + hint)
+            click.echo(f"{where}: {n} dataset(s), no problem found.")
             return
         require_extra("html", needed_for="lbee report")  # every report is an HTML page
         result = run_report(

@@ -309,7 +309,7 @@ def config_problems(cfg, output=None):
     target = Path(output) if output else Path(cfg.output)
     while not target.exists() and target != target.parent:  # the folder that will hold the output
         target = target.parent
-    if not target.is_dir() or not os.access(target, os.W_OK | os.X_OK):
+    if output is not False and (not target.is_dir() or not os.access(target, os.W_OK | os.X_OK)):  # False: none
         problems.append(
             f"{cfg.path}: output {str(output or cfg.output)!r} cannot be created: {str(target)!r} is not a "
             "writable folder."

@@ -71,22 +71,15 @@ class ReportConfig:
     datasets: list
 
 
-def load_report_config(path):
-    """Parse and check a report config.
+def read_config_data(path):
+    """A config file's top-level mapping, read and checked as a file (size, UTF-8, YAML's limits).
 
-    Parameters
-    ----------
-    path : path-like
-
-    Returns
-    -------
-    ReportConfig
-        Datasets whose entry is wrong carry ``error`` (naming key, path and line).
+    A single dataset entry (a mapping with ``name`` and no top-level key), as `lbee submit` and the service take, is
+    read as a config of that one dataset.
 
     Raises
     ------
     ConfigError
-        When the file is unreadable, not YAML, or its top level is wrong.
     """
     import yaml
 
@@ -116,6 +109,28 @@ def load_report_config(path):
         raise ConfigError(f"{path}: the top level must be a mapping with 'datasets'; received {type(data).__name__}.")
     if "name" in data and not set(data) & set(TOP_KEYS):  # one dataset entry, as `lbee submit` takes (trial 18)
         data = {"datasets": [data]}
+    return data
+
+
+def load_report_config(path):
+    """Parse and check a report config.
+
+    Parameters
+    ----------
+    path : path-like
+
+    Returns
+    -------
+    ReportConfig
+        Datasets whose entry is wrong carry ``error`` (naming key, path and line).
+
+    Raises
+    ------
+    ConfigError
+        When the file is unreadable, not YAML, or its top level is wrong.
+    """
+    path = Path(path)
+    data = read_config_data(path)
     for key in data:
         if key not in TOP_KEYS:
             raise ConfigError(unknown_key_message(key, TOP_KEYS, "the top level", key_line(data, key), path))

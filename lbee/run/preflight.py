@@ -35,7 +35,7 @@ def preflight(ds, models=None):
         ``[]`` checks the dataset alone).
     """
     from ..io.images import discover_images, read_table
-    from ..io.sentences import load_sentence_set
+    from ..io.sentences import WORLD_SENTENCE_SET, load_sentence_set
     from ..scoring.confidence import scores_from_table
 
     for model in ds.models if models is None else models:
@@ -44,6 +44,8 @@ def preflight(ds, models=None):
     sents = imgs = None
     if ds.spotcheck is None and ds.rival10 is None:
         sents = load_sentence_set(ds.sentence_set).sentences
+    elif str(ds.sentence_set) not in (WORLD_SENTENCE_SET, "rival10"):  # a set of one's own for a world: read now
+        load_sentence_set(ds.sentence_set)  # (a missing file passed --check, trial 30's sweep of it)
     if ds.images is not None:
         imgs = discover_images(ds.images)
     _preflight_arrays(ds, sents, imgs)
