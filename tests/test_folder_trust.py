@@ -465,3 +465,24 @@ def test_a_folder_made_open_to_all_by_the_umask_is_refused_saying_so_and_not_lef
     assert list(tmp_path.iterdir()) == []
     real, _ = trusted_real_folder(tmp_path / "a" / "b", make=True)  # the process's own umask: made and kept
     assert real == str(tmp_path / "a" / "b") and os.path.isdir(real)
+
+
+def test_a_relative_path_inside_another_users_folder_is_judged_as_its_absolute_spelling(tmp_path, monkeypatch):
+    """Sweep 32af B1: from a folder of one's own inside another user's, `LBEE_CACHE_DIR=c4` was accepted where
+    `/their/me/c4` was refused: the walk of a relative path started at the current folder and never judged the
+    folders above it. That user then swapped the folder for a link, and the cache's shards went into theirs."""
+    from lbee.io.cache import cache_folder
+    from lbee.io.folder_trust import trusted_real_folder
+
+    theirs = tmp_path / "theirs"
+    (theirs / "me").mkdir(parents=True)
+    os.chown(theirs, 12345, -1)
+    monkeypatch.chdir(theirs / "me")
+    for path in ("c4", "../c", "./x/../c5"):
+        with pytest.raises(SharedFolderError, match=f"{str(theirs)!r} is owned by user 12345"):
+            cache_folder(path)
+    with pytest.raises(SharedFolderError, match="owned by user 12345"):
+        trusted_real_folder("out", make=True)
+    assert sorted(p.name for p in theirs.rglob("*")) == ["me"]  # nothing made
+    monkeypatch.chdir(tmp_path)
+    assert trusted_real_folder("mine/c", make=True)[0] == str(tmp_path / "mine" / "c")  # one's own: made

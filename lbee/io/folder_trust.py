@@ -271,7 +271,9 @@ def trusted_real_folder(path, *, make=False):
     stack = [os.open("/" if os.path.isabs(text) else ".", _OPEN_FOLDER)]
     made = []
     try:
-        return _walk(text, todo, stack, made, make, trust, me)
+        if not trust and not os.path.isabs(text):  # the folders above the current one too: a relative path passed
+            _judge_above(stack[0], text, me)  # inside another user's folder where its absolute spelling did not
+        return _walk(text, todo, stack, made, make, trust, me)  # (sweep 32af B1: the cache written into theirs)
     except SharedFolderError as exc:
         if exc.folder not in made:
             raise
@@ -289,6 +291,25 @@ def trusted_real_folder(path, *, make=False):
     finally:
         for fd in stack:
             os.close(fd)
+
+
+def _judge_above(fd, text, me):
+    """`SharedFolderError` for the first folder above the one of descriptor ``fd`` that another user can change."""
+    here = os.open("..", _OPEN_FOLDER, dir_fd=fd)
+    try:
+        while True:
+            st = os.fstat(here)
+            why = _why_untrusted(st, me)
+            if why:
+                raise SharedFolderError(text, _fd_path(here), why)
+            up = os.open("..", _OPEN_FOLDER, dir_fd=here)
+            if (os.fstat(up).st_dev, os.fstat(up).st_ino) == (st.st_dev, st.st_ino):  # "/": its own parent
+                os.close(up)
+                return
+            os.close(here)
+            here = up
+    finally:
+        os.close(here)
 
 
 def _umask():
