@@ -783,3 +783,47 @@ def test_a_report_whose_swap_fails_says_the_next_report_finishes_it(image_datase
     run_dir = out / "street_i_scenes_i"
     assert json.loads((run_dir / "explanation.json").read_text())["params"]["n_clusters"] == 3
     assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
+def test_a_run_into_a_report_folder_puts_the_reports_old_index_aside_before_its_part(tmp_path, monkeypatch):
+    """Sweep 32af B2: a report killed after its commit (its old index still in place), then a run into one of its
+    run folders that finished that folder's part of the report and was killed before its own commit: the old
+    index over the new report's run. The part is finished only once the report's old index is aside."""
+    import lbee.io.staged_tree as tree
+    from lbee.io.output_lock import OutputBusyError, lock_output, unlock_output
+    from lbee.io.staged_tree import finish_part, staged_tree
+    from lbee.run.outputs import RUN_ENTRIES
+
+    out = tmp_path / "rep"
+    for name, which in (("a", "old"), ("b", "old")):
+        (out / name).mkdir(parents=True)
+        (out / name / "explanation.json").write_text(which)
+    (out / "index.html").write_text("old index")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as a SIGKILL right after the commit: nothing moved yet
+
+    monkeypatch.setattr(tree, "_swap", killed)
+    with pytest.raises(KeyboardInterrupt), staged_tree(out, [out / "a", out / "b"], replaces=RUN_ENTRIES) as stage:
+        for name in ("a", "b"):
+            (stage / name).mkdir()
+            (stage / name / "explanation.json").write_text("new")
+        (stage / "index.html").write_text("new index")
+    monkeypatch.undo()
+    held = lock_output(out / "a")  # a run into a: its commit settles the report's part there first
+    try:
+        busy = lock_output(out)  # a live report putting its index aside this moment: the run waits for nobody
+        with pytest.raises(OutputBusyError, match="Run again in a moment"):
+            finish_part(out, out / "a", held, RUN_ENTRIES)
+        unlock_output(busy)
+        assert (out / "index.html").read_text() == "old index" and (out / "a" / "explanation.json").read_text() == "old"
+        finish_part(out, out / "a", held, RUN_ENTRIES)
+    finally:
+        unlock_output(held)
+    assert (out / "a" / "explanation.json").read_text() == "new"
+    assert not (out / "index.html").exists()  # aside: never the old index over the new report's run
+    assert (out / "b" / "explanation.json").read_text() == "old"
+    tree.recover_tree(out, RUN_ENTRIES)  # the next report finishes the rest
+    assert (out / "index.html").read_text() == "new index"
+    assert [(out / n / "explanation.json").read_text() for n in ("a", "b")] == ["new", "new"]
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]

@@ -186,7 +186,7 @@ class HeldFolder:
             os.unlink(self._at(name), dir_fd=self.fd)
 
 
-def lock_output(folder, *, expect=None, below=None):
+def lock_output(folder, *, expect=None, below=None, wait=True):
     """An exclusive lock on the output folder itself (no lock file is left): a `HeldFolder`.
 
     Another process holding it is waited for (a writer's swap), with a line on stderr after `LOCK_NOTICE_S`;
@@ -201,6 +201,8 @@ def lock_output(folder, *, expect=None, below=None):
         Its `folder_identity` when the writer started: another folder there now is `OutputReplacedError`.
     below : HeldFolder, optional
         ``folder`` is a relative path inside this held folder, opened from it step by step, none a link.
+    wait : bool, default=True
+        False: `OutputBusyError` at once when another process holds it.
     """
     try:
         import fcntl
@@ -226,7 +228,11 @@ def lock_output(folder, *, expect=None, below=None):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return HeldFolder(os.fspath(folder) if below is None else os.path.join(below.path, folder), fd)
             except BlockingIOError:
-                pass
+                if not wait:
+                    raise OutputBusyError(
+                        f"another process holds the lock on {str(folder)!r} (another lbee putting its output in "
+                        "place, most likely); nothing was written. Run again in a moment"
+                    ) from None
             waited = time.monotonic() - start
             if waited >= LOCK_PATIENCE_S:
                 raise OutputBusyError(

@@ -35,6 +35,7 @@ from .staging import (
     _abandon,
     _check_started,
     _entry_names,
+    _lexists,
     _new_stage,
     _owned,
     _place,
@@ -204,9 +205,32 @@ def finish_part(root, folder, held, replaces=()):
     # folder's lock, held here, and skips it once finished (sweep 32l: one killed was briefly still "running")
     for owner in sorted(_dead_owners(home, label, locked=True)):  # this user's own, checked under the lock held
         stage, aside = _names(home, label, owner)
-        entry = (_read_mark(stage) or {}).get(rel)
+        mark = _read_mark(stage) or {}
+        entry = mark.get(rel)
         if entry is not None and (stage / rel).is_dir():
+            _index_aside(root, stage, aside, mark, replaces)
             _finish_folder(held, stage, aside, rel, entry, replaces)
+
+
+def _index_aside(root, stage, aside, mark, replaces):
+    """The report's own old entries (its index) moved aside, as its swap does first, unless they are already.
+
+    A run into one of its folders finished that folder's part while a report killed after its commit still had
+    its old index in place: killed then too, it left the old index over the new report's run (sweep 32af B2).
+    Under the output folder's lock, taken without waiting: a report holding it is putting its own index aside
+    this moment (`OutputBusyError`: run again).
+    """
+    dot = mark.get(".")
+    if dot is None:
+        return
+    new = set(dot["new"])
+    if not any(_lexists(root / n) and (n not in new or _lexists(stage / n)) for n in dot["old"]):
+        return  # aside already (or never there)
+    held_root = lock_output(root, wait=False)
+    try:
+        _finish_folder(held_root, stage, aside, ".", dot, replaces, moving_in=False)
+    finally:
+        unlock_output(held_root)
 
 
 def _swap(held_root, stage, aside, mark, replaces=()):
