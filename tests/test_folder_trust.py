@@ -486,3 +486,16 @@ def test_a_relative_path_inside_another_users_folder_is_judged_as_its_absolute_s
     assert sorted(p.name for p in theirs.rglob("*")) == ["me"]  # nothing made
     monkeypatch.chdir(tmp_path)
     assert trusted_real_folder("mine/c", make=True)[0] == str(tmp_path / "mine" / "c")  # one's own: made
+
+
+def test_a_database_refused_in_another_users_folder_never_suggests_a_sticky_one(tmp_path):
+    """Sweep 32af N2: `--db` in another user's folder was refused with "or in a sticky one such as /tmp", where a
+    database is refused too."""
+    from lbee.io.folder_trust import check_database_file
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 12345, -1)
+    with pytest.raises(SharedFolderError, match="owned by user 12345") as info:
+        check_database_file(theirs / "x.db")
+    assert "sticky" not in str(info.value)

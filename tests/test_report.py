@@ -827,3 +827,29 @@ def test_a_run_into_a_report_folder_puts_the_reports_old_index_aside_before_its_
     assert (out / "index.html").read_text() == "new index"
     assert [(out / n / "explanation.json").read_text() for n in ("a", "b")] == ["new", "new"]
     assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
+def test_a_report_whose_every_run_fails_leaves_the_previous_one_whole(image_dataset, tmp_path, monkeypatch):
+    """Sweep 32af N1: a full disk failed every run of `lbee report --overwrite`, and the old index was still
+    replaced by one listing 0 reports and 2 failures (the old runs in place, nothing linking to them)."""
+    import lbee.reports.batch as batch
+
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    cfg, cfg3 = (write(tmp_path / f"r{c}.yaml", _two_run_config(root, out, c)) for c in (2, 3))
+    cache = ["-q", "--cache-dir", str(tmp_path / "cache")]
+    assert CliRunner().invoke(cli, [*cache, "report", str(cfg)], obj={}).exit_code == 0
+    old = _files(out)
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(batch, "_run_model", full)
+    r = CliRunner().invoke(cli, [*cache, "report", str(cfg3), "--overwrite"], obj={})
+    assert r.exit_code == 1 and "No space left on device" in r.output, r.output
+    assert "No run succeeded, so the report already there (its index and every run) is left as it was" in r.output
+    assert _files(out) == old
+    assert not [p for p in tmp_path.rglob("*") if ".lbee-" in p.name]
+    fresh = tmp_path / "fresh"  # no earlier report: the index lists the failures
+    r = CliRunner().invoke(cli, [*cache, "report", str(cfg3), "--out", str(fresh)], obj={})
+    assert r.exit_code == 1 and "0 report(s); index:" in r.output and (fresh / "index.html").is_file()

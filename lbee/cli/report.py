@@ -93,7 +93,10 @@ def report(ctx, config, out, overwrite, check, root, keep_going, schema):
         )
     except ConfigError as exc:  # the command line was right, the YAML was not
         raise NotUsageError(str(exc)) from None
-    click.echo(f"\n{len(result.reports)} report(s); index: {result.index}")
+    if result.index is None:  # every run failed: the index, and each run, are the previous report's (32af N1)
+        click.echo("\nNo run succeeded, so the report already there (its index and every run) is left as it was.")
+    else:
+        click.echo(f"\n{len(result.reports)} report(s); index: {result.index}")
     for r in result.reports:
         click.echo(f"  {r['dataset']} / {r['model']}: {r['folder']}/report.html")
     if result.failures:

@@ -189,7 +189,10 @@ def check_database_file(path, *, _links=0):
         The database's real path.
     """
     folder, name = os.path.split(os.path.abspath(os.fspath(path)))
-    real, _ = trusted_real_folder(folder, make=True)
+    try:
+        real, _ = trusted_real_folder(folder, make=True)
+    except SharedFolderError as exc:  # no "or in a sticky one such as /tmp": a database is refused there (32af N2)
+        raise SharedFolderError(path, exc.folder, exc.why, sticky_ok=False) from None
     if os.environ.get(TRUST_ENV) == "1" or not hasattr(os, "geteuid"):
         return os.path.join(real, name)
     me = os.geteuid()

@@ -35,7 +35,8 @@ class BatchResult:
         One per successful run: ``dataset``, ``model``, ``folder``, ``rows`` (metrics).
     failures : list of (str, str)
         (dataset or dataset/model, message).
-    index : Path
+    index : Path or None
+        None when every run failed over an earlier report: its index and runs are kept.
     """
 
     reports: list = field(default_factory=list)
@@ -357,11 +358,10 @@ def run_report(
     log : callable, optional
         Receives one line per step.
     keep_going : bool, default=False
-        Run the valid dataset entries even when others have problems (they
-        are then listed in ``BatchResult.failures``).
+        Run the valid dataset entries even when others have problems (listed in ``BatchResult.failures``).
     overwrite : bool, default=False
-        Replace the report already in the output folder (its ``index.html`` or a
-        run in a folder this config writes); without it that is refused before any work.
+        Replace the report already in the output folder (its ``index.html`` or a run in a folder this config
+        writes); without it that is refused before any work. When every run fails, nothing is replaced.
 
     Returns
     -------
@@ -370,9 +370,8 @@ def run_report(
     Raises
     ------
     lbee.reports.config.ConfigError
-        When the file as a whole is unusable, or the output holds a report and
-        ``overwrite`` is false. Problems of single datasets are returned in
-        ``BatchResult.failures`` instead.
+        When the file as a whole is unusable, or the output holds a report and ``overwrite`` is false. Problems
+        of single datasets are returned in ``BatchResult.failures`` instead.
     """
     from ..run.outputs import check_report_out
     from ..run.specs import input_paths
@@ -443,6 +442,7 @@ def run_report(
                         "folder": rep["folder"],
                     }
                 )
-        atomic_write_bytes(stage / "index.html", render_index(entries, result.failures).encode("utf-8"))
-    result.index = root / "index.html"
+        if entries or not (root / "index.html").exists():  # every run failed: the previous report stays (32af N1)
+            atomic_write_bytes(stage / "index.html", render_index(entries, result.failures).encode("utf-8"))
+            result.index = root / "index.html"
     return result
