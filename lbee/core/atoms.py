@@ -257,19 +257,29 @@ def _monotone(s: FloatArray, post: FloatArray, wider: ArrayLike | None = None) -
     turn it keeps the turn's value: above a peak the peak's, below a trough the trough's (O(n), no sort; a far
     left tail lifted every large-text image's P("small text") to 0.98). The ranking is the similarity's.
     """
-    out = post  # in place: each column is computed whole before it is written
-    wide = np.zeros(s.shape[1], bool) if wider is None else np.asarray(wider, bool).reshape(-1)
-    for j in range(s.shape[1]):
-        sj, pj = s[:, j], post[:, j]
-        if wide[j]:  # falls then rises: below the trough, the trough's value
-            bottom = pj.min()
-            out[:, j] = np.where(sj <= sj[pj == bottom].max(), bottom, pj)
-            continue
-        top = pj.max()
-        turn = sj[pj == top].min()  # the lowest s where the posterior peaks
-        low = pj[np.argmin(sj)]  # the posterior at the lowest s
-        out[:, j] = np.where(sj <= turn, np.maximum(pj, low), top)
-    return out
+    n, a = post.shape
+    wide = np.zeros(a, bool) if wider is None else np.asarray(wider, bool).reshape(-1)
+    if n == 0:
+        return post
+    # every column at once, in row blocks (a column of an (n, A) array is strided: read one by one, it was the
+    # step's cost), in place: the same numbers as column by column
+    top, bottom = post.max(axis=0), post.min(axis=0)  # the peak (a rising posterior), the trough (``wide``)
+    low = post[np.argmin(s, axis=0), np.arange(a)]  # the posterior at the lowest s
+    turn = np.full(a, np.inf)  # the lowest s where it peaks; for ``wide``, the highest s at its trough
+    trough = np.full(a, -np.inf)
+    for i0 in range(0, n, _MONOTONE_ROWS):
+        sb, pb = s[i0 : i0 + _MONOTONE_ROWS], post[i0 : i0 + _MONOTONE_ROWS]
+        turn = np.minimum(turn, np.where(pb == top, sb, np.inf).min(axis=0))
+        trough = np.maximum(trough, np.where(pb == bottom, sb, -np.inf).max(axis=0))
+    for i0 in range(0, n, _MONOTONE_ROWS):
+        sb, pb = s[i0 : i0 + _MONOTONE_ROWS], post[i0 : i0 + _MONOTONE_ROWS]
+        rising = np.where(sb <= turn, np.maximum(pb, low), top)  # below the peak: at least the far left's value
+        pb[...] = np.where(wide, np.where(sb <= trough, bottom, pb), rising)  # below the trough: the trough's
+    return post
+
+
+#: Rows per block of `_monotone`'s passes.
+_MONOTONE_ROWS = 16384
 
 
 def calibrate(similarities: ArrayLike, tau: float) -> tuple[FloatArray, BoolArray]:
