@@ -529,3 +529,30 @@ def test_a_small_datasets_failure_of_a_class_and_a_condition_is_named_whole(tmp_
     )["compose"]
     best = max(exp.hard_clusters, key=lambda c: inside[np.asarray(c.indices)].sum())
     assert exp.sentence_texts[best.sentences[0]] == "A yellow sticky trap with a thrips, under strong glare"
+
+
+def test_the_blocked_monotone_posterior_is_the_column_by_column_definition():
+    """`_monotone` reads every column at once in row blocks (a column read alone is strided); it must give what the
+    definition gives column by column: past the peak the peak's value, below it at least the far left's; for a
+    posterior that falls then rises, the trough's value below the trough. Ties in s and in the posterior included."""
+    import lbee.core.atoms as atoms
+
+    def reference(s, post, wide):
+        out = post.copy()
+        for j in range(s.shape[1]):
+            sj, pj = s[:, j], post[:, j]
+            if wide[j]:
+                bottom = pj.min()
+                out[:, j] = np.where(sj <= sj[pj == bottom].max(), bottom, pj)
+            else:
+                top = pj.max()
+                out[:, j] = np.where(sj <= sj[pj == top].min(), np.maximum(pj, pj[np.argmin(sj)]), top)
+        return out
+
+    rng = np.random.default_rng(0)
+    for n in (1, 7, atoms._MONOTONE_ROWS + 3, 2 * atoms._MONOTONE_ROWS):
+        a = 9
+        s = rng.normal(size=(n, a)).round(1)
+        post = (1 / (1 + np.exp(rng.normal(size=(1, a)) * s**2 + rng.normal(size=(1, a)) * s))).round(2)
+        wide = np.arange(a) % 2 == 0
+        assert np.array_equal(atoms._monotone(s, post.copy(), wide), reference(s, post, wide)), n
