@@ -75,11 +75,11 @@ def unbound_values(
             first.setdefault(key, t)
     leaked: set[Key] = set()
     items = list(first.items())
+    present = weights > 0  # once, not per pair (an (n, A) array each time: seconds at 1M images)
     for i, (ka, ta) in enumerate(items):
         for kb, tb in items[i + 1 :]:
             if ka[0] == kb[0] or ka[1] != kb[1]:
                 continue
-            present = weights > 0
             both = present[:, ta] & present[:, tb]
             # two real splits where both subjects are (independent ones then agree on at most 82 % of the images)
             if min(_split_share(post[:, ta], both) or 0.0, _split_share(post[:, tb], both) or 0.0) < SHARED_SPLIT:
