@@ -245,18 +245,20 @@ def _mixture(
     np.exp(post, out=post)
     post += 1.0
     np.reciprocal(post, out=post)
-    post = _monotone(s_all, post, var[high, ar] > var[lo, ar])
+    post = _monotone(s_all, post, var[high, ar] > var[lo, ar], in_place=True)
     return post, separated, np.sqrt((var[0] + var[1]) / 2), spread, d, two
 
 
-def _monotone(s: FloatArray, post: FloatArray, wider: ArrayLike | None = None) -> FloatArray:
+def _monotone(s: FloatArray, post: FloatArray, wider: ArrayLike | None = None, *, in_place: bool = False) -> FloatArray:
     """``post`` made non-decreasing in ``s``, column by column (a higher similarity never means a lower P).
 
     Two Gaussians' posterior is a logistic of a quadratic in s: it rises then falls (the lower component is the
     wider) or falls then rises (the higher is, ``wider``). A far tail is not the other population, so past the
     turn it keeps the turn's value: above a peak the peak's, below a trough the trough's (O(n), no sort; a far
     left tail lifted every large-text image's P("small text") to 0.98). The ranking is the similarity's.
+    ``in_place``: written into ``post`` (returned), else into a copy.
     """
+    post = post if in_place else post.copy()
     n, a = post.shape
     wide = np.zeros(a, bool) if wider is None else np.asarray(wider, bool).reshape(-1)
     if n == 0:
