@@ -7,7 +7,7 @@ from lbee.core.atoms import Literals, calibrate, composed_relevance, conjunction
 from lbee.core.compose import ComposeSearch
 from lbee.core.hypotheses import one_hypothesis_per_failure, wilson_lower
 from lbee.core.metrics import discovery_rate, false_discovery_rate
-from lbee.grammar import load_grammar
+from lbee.grammar import load_grammar, parse_grammar
 
 G = load_grammar("spotcheck")
 #: The attributes of the planted worlds below: key -> its two values.
@@ -433,6 +433,27 @@ def test_a_subject_the_grammar_never_denies_is_a_given_for_its_values(tmp_path, 
     else:
         assert lits.parent[cols[(("object", "occlusion"), "occluded")]] == -1
         assert occluded[hidden].min() > 0.9 and occluded[~hidden].max() < 0.1
+
+
+@pytest.mark.parametrize("deniable", [False, True])
+def test_a_subject_the_grammar_never_denies_is_never_a_condition_of_a_failure(deniable):
+    """Trial 31: compose said "a plant, mould spots, a folded leaf, a colour ruler and a label" where the grammar
+    never denies a plant or a label: a subject in every image says nothing of a failure (here the encoder sees the
+    plant less well on faded sheets, and the errors are mould on fresh ones). One that may be denied can be one."""
+    text = "name: sheets\nlead: A sheet with\nbare: A sheet\nsubjects:\n  - id: plant\n    noun: plant\n"
+    text += "  - id: mould\n    noun: mould spots\n    article: ''\n    bare: some\n    deniable: true\n"
+    sheets = parse_grammar(text.replace("noun: plant\n", "noun: plant\n    deniable: true\n") if deniable else text)
+    rng = np.random.default_rng(2)
+    n = 3000
+    faded, mould = rng.random(n) < 0.5, rng.random(n) < 0.3
+    hard = mould & ~faded & (rng.random(n) < 0.9)
+    conds = [{("plant", "presence"): "true"}, {("mould", "presence"): "true"}]
+    x = np.stack([np.where(faded, 0.1, 0.4), np.where(mould, 0.4, 0.1), np.ones(n)], axis=1)
+    x[:, :2] += rng.normal(0, 0.02, (n, 2))
+    lits = literal_probabilities(x, np.eye(3)[:2], conds, tau=0.25, grammar=sheets)
+    said = [c.conditions for c in ComposeSearch(lits, sheets, np.flatnonzero(~hard)).search(np.flatnonzero(hard))]
+    assert said[0].get(("mould", "presence")) == "true"
+    assert any(("plant", "presence") in c for c in said) == deniable, said
 
 
 def test_a_weak_condition_of_a_failure_is_named_with_the_others():

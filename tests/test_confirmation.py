@@ -1324,3 +1324,26 @@ def test_a_finding_no_group_states_is_listed_with_where_its_images_lie():
     assert line.replace('"', "&#34;").replace("'", "&#39;") in html
     rate = 1 - r.performance[sorted(idx)].mean()
     assert f'<a href="#findings">finding 1</a></td><td class="num">{len(idx)}</td><td class="num">{rate:.2f}' in html
+
+
+def test_a_group_whose_statement_holds_for_few_of_its_images_says_so_first():
+    """Trial 31: a merged group's six-condition statement held for 3 of its 32 images by Γ; the terminal said only
+    "not confirmed on the held-out images: the 1 its statement holds for ...", read as too few held-out images."""
+    from lbee.reports.page import _misdescribed
+    from lbee.run.confirm_text import unconfirmed_line
+
+    test = {"n_in": 1, "errors_in": 1, "error_rate_in": 1.0, "n_out": 191, "errors_out": 44, "error_rate_out": 0.23}
+    test.update(lift=4.3, ci=[0.2, 1.0], p_value=0.23, effect_low=0.5, q_value=0.3)
+    why = "its statement holds for 5 of its 37 images by the given Γ"
+    conf = {
+        "status": "done",
+        "n_held_out": 192,
+        "outcome": "error rate",
+        "statements": [{"text": "A sheet with mould spots and a folded leaf", **test, "confirmed": False}],
+        "groups": [{"statement": 0, "confirmed": False, "not_a_failure": why}],
+    }
+    line = unconfirmed_line(conf, 0)
+    assert line.startswith(f"not confirmed: {why}, so it does not describe this group; on the held-out images the 1 ")
+    assert _misdescribed(conf, 0) == why
+    conf["groups"][0]["not_a_failure"] = "it fails no more often than the rest"  # another reason: not this one
+    assert unconfirmed_line(conf, 0).startswith("not confirmed on the held-out images") and not _misdescribed(conf, 0)

@@ -313,6 +313,7 @@ def cluster_views(
             "confirmed": bool(conf.get("groups") and i < len(conf["groups"]) and conf["groups"][i]["confirmed"]),
             "verdict": group_verdict(conf, i),  # one verdict, in the terminal's and the JSON's words (trial 26)
             "verdict_words": verdict_words(group_verdict(conf, i)),
+            "misdescribed": _misdescribed(conf, i),  # said in the group's summary line, not only inside (trial 31)
             # a run that tested nothing: how many of the images its statement holds for are hard (as the terminal)
             "untested": untested_statement_lines(
                 {"confirmation": conf, "hypotheses": run.hypotheses.get(slicer)}, first.params, i
@@ -437,3 +438,10 @@ def spotcheck_report_run(ec, analysis, *, dataset="SpotCheck world", o=0.2):
         hypotheses={"ward": result.extra["hypotheses"]} if "hypotheses" in result.extra else {},
         description_scores=dict(analysis.description_score),
     )
+
+
+def _misdescribed(conf, i):
+    """Why hard group ``i``'s statement does not describe it ("its statement holds for 3 of its 32 images"), or None."""
+    groups = (conf or {}).get("groups") or ()
+    why = groups[i].get("not_a_failure") if i < len(groups) else None
+    return why if isinstance(why, str) and why.startswith("its statement holds for") else None

@@ -373,6 +373,11 @@ def unconfirmed_line(conf, i):
             f"{verdict_words(verdict)}: on the held-out images {tested} (confirmed), but {rest}: it adds no failure "
             "of its own (lbee -v describe says more)"
         )
+    if g.get("not_a_failure", "").startswith("its statement holds for"):  # said first: "the 1 it holds for" was
+        return (  # read as too few held-out images, not as a statement that misdescribes its group (trial 31)
+            f"not confirmed: {g['not_a_failure']}, so it does not describe this group; on the held-out images "
+            f"{tested} (lbee -v describe says more)"
+        )
     return f"not confirmed on the held-out images: {tested} (lbee -v describe says more)"
 
 
