@@ -853,3 +853,47 @@ def test_a_report_whose_every_run_fails_leaves_the_previous_one_whole(image_data
     fresh = tmp_path / "fresh"  # no earlier report: the index lists the failures
     r = CliRunner().invoke(cli, [*cache, "report", str(cfg3), "--out", str(fresh)], obj={})
     assert r.exit_code == 1 and "0 report(s); index:" in r.output and (fresh / "index.html").is_file()
+
+
+def test_a_run_into_a_busy_reports_folder_stops_and_keeps_nothing_half_done(image_dataset, tmp_path, monkeypatch):
+    """Sweep 32ag B1: a run into a run folder of a report killed after its commit, while another process held the
+    report folder's lock: the busy error was swallowed, the run committed and said "Wrote", and the next report
+    put the killed report's older run over it. The run now stops with the error, and writes nothing."""
+    import lbee.io.staged_tree as tree
+    import lbee.run.outputs as outputs
+    from lbee.io.output_lock import lock_output, unlock_output
+    from lbee.io.staged_tree import staged_tree
+
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    (out / "a").mkdir(parents=True)
+    (out / "a" / "explanation.json").write_text("report A's run")
+    (out / "index.html").write_text("report A's index")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # report B, killed right after its commit
+
+    monkeypatch.setattr(tree, "_swap", killed)
+    with pytest.raises(KeyboardInterrupt), staged_tree(out, [out / "a"], replaces=outputs.RUN_ENTRIES) as stage:
+        (stage / "a").mkdir()
+        (stage / "a" / "explanation.json").write_text("report B's run")
+        (stage / "index.html").write_text("report B's index")
+    monkeypatch.undo()
+    # as when B was killed after this run's check before its work: only its commit meets B's leftovers
+    monkeypatch.setattr(outputs, "recover_tree", lambda *args, **kwargs: [])
+    busy = lock_output(out)  # another process holds the report folder
+    try:
+        args = ["-q", "--cache-dir", str(tmp_path / "cache"), "describe", str(root / "imgs" / "manifest.csv")]
+        args += ["--image-embeddings", str(root / "img.npy"), "--sentence-embeddings", str(root / "sen.npy")]
+        args += ["--sentences", str(root / "sents.txt"), "--predictions", str(root / "good.csv"), "--clusters", "2"]
+        r = CliRunner().invoke(cli, [*args, "--out", str(out / "a"), "--overwrite"], obj={})
+    finally:
+        unlock_output(busy)
+    assert r.exit_code != 0 and "Run again in a moment" in " ".join(r.output.split()), r.output
+    assert "Wrote" not in r.output
+    assert (out / "a" / "explanation.json").read_text() == "report A's run"
+    assert (out / "index.html").read_text() == "report A's index"
+    monkeypatch.undo()
+    tree.recover_tree(out, outputs.RUN_ENTRIES)  # the next report finishes B whole
+    assert (out / "a" / "explanation.json").read_text() == "report B's run"
+    assert (out / "index.html").read_text() == "report B's index"

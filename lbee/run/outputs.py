@@ -175,12 +175,13 @@ def _settle_reports_above(out, settle):
 
     for above in list(Path(out).resolve().parents)[:2]:
         try:
-            if (above / "index.html").is_file() or any(
+            found = (above / "index.html").is_file() or any(
                 above.parent.glob(f".{glob.escape(above.name)}.lbee-report-staging-*")
-            ):
-                settle(above)
+            )
         except OSError:  # a folder above that cannot be read: no report of this user's was written there
-            pass
+            continue
+        if found:  # what settling it raises stops the run: a report left half put in place would later be finished
+            settle(above)  # over it (sweep 32ag B1: a busy report folder, its error swallowed, the run replaced)
 
 
 #: The columns of ``assignments.parquet`` whose values ``explanation.json`` records a digest of.
