@@ -499,3 +499,16 @@ def test_a_database_refused_in_another_users_folder_never_suggests_a_sticky_one(
     with pytest.raises(SharedFolderError, match="owned by user 12345") as info:
         check_database_file(theirs / "x.db")
     assert "sticky" not in str(info.value)
+
+
+def test_a_database_path_through_a_link_and_dotdot_goes_where_the_kernel_goes(tmp_path, monkeypatch):
+    """Sweep 32ag N2: `--db sqlite:///lnk/../x.db` was resolved as text (`lnk/..` dropped), unlike every other
+    output: the database was made beside the link, where SQLite and `--out lnk/../x` go to the link's parent."""
+    from lbee.io.folder_trust import check_database_file
+
+    (tmp_path / "w").mkdir()
+    (tmp_path / "elsewhere" / "res").mkdir(parents=True)
+    (tmp_path / "w" / "lnk").symlink_to(tmp_path / "elsewhere" / "res")
+    monkeypatch.chdir(tmp_path / "w")
+    assert check_database_file("lnk/../x.db") == str(tmp_path / "elsewhere" / "x.db")
+    assert check_database_file("y.db") == str(tmp_path / "w" / "y.db")

@@ -188,9 +188,9 @@ def check_database_file(path, *, _links=0):
     str
         The database's real path.
     """
-    folder, name = os.path.split(os.path.abspath(os.fspath(path)))
+    folder, name = os.path.split(os.fspath(path))  # as typed: `lnk/..` goes where the kernel goes (32ag N2)
     try:
-        real, _ = trusted_real_folder(folder, make=True)
+        real, _ = trusted_real_folder(folder or ".", make=True)
     except SharedFolderError as exc:  # no "or in a sticky one such as /tmp": a database is refused there (32af N2)
         raise SharedFolderError(path, exc.folder, exc.why, sticky_ok=False) from None
     if os.environ.get(TRUST_ENV) == "1" or not hasattr(os, "geteuid"):
@@ -298,7 +298,14 @@ def trusted_real_folder(path, *, make=False):
 
 def _judge_above(fd, text, me):
     """`SharedFolderError` for the first folder above the one of descriptor ``fd`` that another user can change."""
-    here = os.open("..", _OPEN_FOLDER, dir_fd=fd)
+    try:
+        here = os.open("..", _OPEN_FOLDER, dir_fd=fd)
+    except FileNotFoundError:  # said as such, not as a bare "[Errno 2]" (sweep 32ag N1)
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"the current folder no longer exists (deleted or moved), so {text!r} leads nowhere; cd "
+            "to a folder and run again",
+        ) from None
     try:
         while True:
             st = os.fstat(here)
