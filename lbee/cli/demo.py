@@ -69,6 +69,8 @@ def demo(ctx, seed, out, clusters, k, a, retrain, overwrite):
         log(f"[{time.perf_counter() - t0:5.1f} s] {msg}")
 
     require_extra("spotcheck", "html", needed_for="lbee demo")  # the sentences' encoder, report.html's charts
+    if (problem := torchvision_problem()) is not None:  # the install check: said first (trial 31), not at a first
+        click.echo(f"WARNING: {problem}", err=True)  # model run (trial 30: the demo passed, then torchvision::nms)
     _check_demo_folder(out, overwrite)  # before the work: only a demo's folder is refreshed without --overwrite
     check_writable_folder(out, "--out")
     from ..io.staging import refuse_special_entries
@@ -186,8 +188,6 @@ def demo(ctx, seed, out, clusters, k, a, retrain, overwrite):
         "",
         "",
     )
-    if (problem := torchvision_problem()) is not None:  # the install check: said now, not at a first model run
-        click.echo(f"WARNING: {problem}", err=True)  # (trial 30: the demo passed, then torchvision::nms failed)
     if not story.verbose:
         _say(
             f"The details (each describer's sentences, the metrics, each condition's test, renders that change one "
