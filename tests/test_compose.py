@@ -556,7 +556,7 @@ def test_the_blocked_monotone_posterior_is_the_column_by_column_definition():
     """`_monotone` reads every column at once in row blocks (a column read alone is strided); it must give what the
     definition gives column by column: past the peak the peak's value, below it at least the far left's; for a
     posterior that falls then rises, the trough's value below the trough. Ties in s and in the posterior included."""
-    import lbee.core.atoms as atoms
+    import lbee.core.mixture as mixture
 
     def reference(s, post, wide):
         out = post.copy()
@@ -571,9 +571,9 @@ def test_the_blocked_monotone_posterior_is_the_column_by_column_definition():
         return out
 
     rng = np.random.default_rng(0)
-    for n in (1, 7, atoms._MONOTONE_ROWS + 3, 2 * atoms._MONOTONE_ROWS):
+    for n in (1, 7, mixture._MONOTONE_ROWS + 3, 2 * mixture._MONOTONE_ROWS):
         a = 9
         s = rng.normal(size=(n, a)).round(1)
         post = (1 / (1 + np.exp(rng.normal(size=(1, a)) * s**2 + rng.normal(size=(1, a)) * s))).round(2)
         wide = np.arange(a) % 2 == 0
-        assert np.array_equal(atoms._monotone(s, post.copy(), wide), reference(s, post, wide)), n
+        assert np.array_equal(mixture._monotone(s, post.copy(), wide), reference(s, post, wide)), n

@@ -128,7 +128,7 @@ CASES = ((0, 1, 1.0, 0.1), (0, 1, 0.1, 1.0), (0, 1, 0.5, 0.5), (1, 0, 1, 1), (0,
 
 
 def test_the_posterior_made_monotone_without_sorting_is_the_running_maximum():
-    from lbee.core.atoms import _monotone
+    from lbee.core.mixture import _monotone
 
     rng = np.random.default_rng(3)
     s = rng.normal(size=(5000, 6))
