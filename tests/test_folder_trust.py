@@ -512,3 +512,47 @@ def test_a_database_path_through_a_link_and_dotdot_goes_where_the_kernel_goes(tm
     monkeypatch.chdir(tmp_path / "w")
     assert check_database_file("lnk/../x.db") == str(tmp_path / "elsewhere" / "x.db")
     assert check_database_file("y.db") == str(tmp_path / "w" / "y.db")
+
+
+@pytest.mark.parametrize("mark", ["fifo", "dev-zero", "own-fifo"])
+def test_a_planted_leftover_beside_an_output_is_never_read_or_waited_on(tmp_path, mark):
+    """Sweep 32ah H1: another user planted a leftover stage beside an output in /tmp, its writer's tag read as
+    running and its commit mark a FIFO: every later run into that output hung (a link to /dev/zero: memory without
+    bound), as the mark was read before whose leftover it was. Another user's leftover is never read; this user's
+    own mark is read only as a regular file, without following a link or waiting."""
+    import threading
+
+    from lbee.io.staging import _dead_owners, read_mark_text
+
+    sticky = tmp_path / "tmp"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    stage = sticky / ".run.lbee-staging-1.0.deadbeef.deadbeef-0123456789ab"  # a tag of another process table
+    stage.mkdir()
+    if mark == "dev-zero":
+        (stage / ".lbee-complete.json").symlink_to("/dev/zero")
+    else:
+        os.mkfifo(stage / ".lbee-complete.json")
+    if mark != "own-fifo":
+        os.chown(stage, 12345, -1)
+    from lbee.io.staging import _read_mark
+
+    def committed(owner):  # as a run under the output's lock asks it: by reading the leftover's mark
+        return _read_mark(sticky / f".run.lbee-staging-{owner}") is not None
+
+    found = []
+    reader = threading.Thread(
+        target=lambda: found.append(_dead_owners(sticky, "run", committed=committed)), daemon=True
+    )
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive() and found, "the leftover was waited on"
+    if mark != "own-fifo":
+        assert found[0] == set()  # another user's: left alone, unread
+    with pytest.raises((OSError, ValueError)):
+        read_mark_text(stage / ".lbee-complete.json")
+    done = []
+    t = threading.Thread(target=lambda: done.append(_read_mark(stage)), daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive() and done == [None]

@@ -42,6 +42,7 @@ from .staging import (
     move_aside,
     move_in,
     own_folder,
+    read_mark_text,
     refuse_special_entries,
 )
 
@@ -319,7 +320,7 @@ def _names(home, label, owner):
 def _read_mark(stage):
     """The commit's ``folders`` (``{folder: {"new": [...], "old": [...]}}``), or None when absent or not lbee's."""
     try:
-        mark = json.loads((stage / COMPLETE).read_text(encoding="utf-8")).get("folders")
+        mark = json.loads(read_mark_text(stage / COMPLETE)).get("folders")  # a FIFO or a link never read (32ah H1)
     except (OSError, ValueError, AttributeError):
         return None
     if not isinstance(mark, dict):

@@ -298,8 +298,8 @@ def _dead_owners(home, label, kinds=("staging", "replaced"), committed=None):
             # only a name as a writer makes it: another output's (".x.lbee-staging-1" beside "x") is not one (32i)
             if p.name.startswith(prefix) and OWNER.fullmatch(owner):
                 owners.add(owner)
-    gone = {o for o in owners if not tag_alive(o.split("-")[0]) or (committed is not None and committed(o))}
-    return {o for o in gone if _owned(home, label, o, kinds)}
+    owners = {o for o in owners if _owned(home, label, o, kinds)}  # before anything in a leftover is read (32ah H1)
+    return {o for o in owners if not tag_alive(o.split("-")[0]) or (committed is not None and committed(o))}
 
 
 def _committed(home, label, locked):
@@ -378,10 +378,40 @@ def _lexists(path):
 
 def _read_mark(stage):
     try:
-        mark = json.loads((stage / COMPLETE).read_text(encoding="utf-8"))
+        mark = json.loads(read_mark_text(stage / COMPLETE))
     except (OSError, ValueError):
         return None
     return mark if _entry_names(mark) else None
+
+
+#: The largest commit mark read (a report's lists every entry of its folders: far below this).
+MAX_MARK_BYTES = 16 << 20
+
+
+def read_mark_text(path):
+    """A commit mark's text: a regular file of this user's, at most `MAX_MARK_BYTES`, never through a link.
+
+    Another user planted a leftover stage in /tmp whose mark was a FIFO (every later run into that output hung) or
+    a link to /dev/zero (memory without bound), read before whose leftover it was had been asked (sweep 32ah H1).
+    Opened without following a link and without waiting, checked through the descriptor. `OSError` or
+    `ValueError` otherwise.
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (hasattr(os, "geteuid") and st.st_uid != os.geteuid()):
+            raise ValueError(f"{str(path)!r} is not lbee's commit mark (not a regular file of this user's)")
+        if st.st_size > MAX_MARK_BYTES:
+            raise ValueError(f"{str(path)!r} is {st.st_size:,} bytes, over the {MAX_MARK_BYTES:,} of a commit mark")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_MARK_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_MARK_BYTES:
+        raise ValueError(f"{str(path)!r} grew past the {MAX_MARK_BYTES:,} bytes of a commit mark")
+    return data.decode("utf-8")
 
 
 def _entry_names(mark):
