@@ -69,14 +69,14 @@ def demo(ctx, seed, out, clusters, k, a, retrain, overwrite):
         log(f"[{time.perf_counter() - t0:5.1f} s] {msg}")
 
     require_extra("spotcheck", "html", needed_for="lbee demo")  # the sentences' encoder, report.html's charts
-    if (problem := torchvision_problem()) is not None:  # the install check: said first (trial 31), not at a first
-        click.echo(f"WARNING: {problem}", err=True)  # model run (trial 30: the demo passed, then torchvision::nms)
     _check_demo_folder(out, overwrite)  # before the work: only a demo's folder is refreshed without --overwrite
     check_writable_folder(out, "--out")
     from ..io.staging import refuse_special_entries
     from ..run.outputs import run_entries
 
     refuse_special_entries(out, run_entries(out), how="the demo, which refreshes its folder")  # before the work
+    if (problem := torchvision_problem()) is not None:  # the install check, once the arguments are (trial 31: said
+        click.echo(f"WARNING: {problem}", err=True)  # first; trial 30: the demo passed, then torchvision::nms failed)
     story = _Story(bool(ctx.obj.get("verbose")))
     with story.part():
         click.echo(DEMO_FIRST_LINE)
