@@ -556,3 +556,17 @@ def test_a_planted_leftover_beside_an_output_is_never_read_or_waited_on(tmp_path
     t.start()
     t.join(10)
     assert not t.is_alive() and done == [None]
+
+
+def test_leftovers_in_a_folder_one_may_not_list_are_none(tmp_path):
+    """Sweep 32ah N1: with ~/index.html and /home of mode 0711, every `describe --out ~/a/b` stopped with
+    "Permission denied: /home" (looking for a report's leftovers beside ~). A folder this user may not list holds
+    none it could settle. (As root every folder is listable: the listing is made to refuse here.)"""
+    from unittest import mock
+
+    from lbee.io.staging import _dead_owners
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with mock.patch("pathlib.Path.iterdir", side_effect=PermissionError(13, "Permission denied")):
+        assert _dead_owners(home, "me") == set()

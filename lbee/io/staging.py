@@ -291,12 +291,16 @@ def _dead_owners(home, label, kinds=("staging", "replaced"), committed=None):
     still "running" after its lock is released, and its swap was finished later, over the newer output).
     """
     owners = set()
+    try:
+        names = [p.name for p in home.iterdir()]
+    except PermissionError:  # a folder this user may not list holds no leftover it could settle (sweep 32ah N1:
+        return set()  # ~/index.html under a /home of mode 0711 refused every run into ~/a/b)
     for kind in kinds:
         prefix = f".{label}.lbee-{kind}-"
-        for p in home.iterdir():
-            owner = p.name[len(prefix) :]
+        for name in names:
+            owner = name[len(prefix) :]
             # only a name as a writer makes it: another output's (".x.lbee-staging-1" beside "x") is not one (32i)
-            if p.name.startswith(prefix) and OWNER.fullmatch(owner):
+            if name.startswith(prefix) and OWNER.fullmatch(owner):
                 owners.add(owner)
     owners = {o for o in owners if _owned(home, label, o, kinds)}  # before anything in a leftover is read (32ah H1)
     return {o for o in owners if not tag_alive(o.split("-")[0]) or (committed is not None and committed(o))}
