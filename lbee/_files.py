@@ -286,3 +286,31 @@ def tag_alive(tag):
         return False
     now = None if fields is None or len(fields) < 20 else fields[19].decode()
     return not (start not in ("", "0") and now is not None and now != start)
+
+
+#: The largest commit mark read (a report's lists every entry of its folders: far below this).
+MAX_MARK_BYTES = 16 << 20
+
+
+def read_mark_text(path):
+    """A commit mark's text: a regular file of this user's, at most `MAX_MARK_BYTES`, never through a link.
+
+    Another user planted a leftover stage in /tmp whose mark was a FIFO (every later run into that output hung) or
+    a link to /dev/zero (memory without bound), read before whose leftover it was had been asked (sweep 32ah H1).
+    Opened without following a link and without waiting, checked through the descriptor. `OSError` or
+    `ValueError` otherwise.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (hasattr(os, "geteuid") and st.st_uid != os.geteuid()):
+            raise ValueError(f"{str(path)!r} is not lbee's commit mark (not a regular file of this user's)")
+        if st.st_size > MAX_MARK_BYTES:
+            raise ValueError(f"{str(path)!r} is {st.st_size:,} bytes, over the {MAX_MARK_BYTES:,} of a commit mark")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_MARK_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_MARK_BYTES:
+        raise ValueError(f"{str(path)!r} grew past the {MAX_MARK_BYTES:,} bytes of a commit mark")
+    return data.decode("utf-8")

@@ -570,3 +570,25 @@ def test_leftovers_in_a_folder_one_may_not_list_are_none(tmp_path):
     home.mkdir()
     with mock.patch("pathlib.Path.iterdir", side_effect=PermissionError(13, "Permission denied")):
         assert _dead_owners(home, "me") == set()
+
+
+def test_the_stage_is_this_users_alone_whatever_the_umask(tmp_path):
+    """Sweep 32ai B1: under umask 000 (or 002 with a shared group) the stage was writable by others, and another
+    user's file went out as the run's. The stage and the aside folder are made 0700; what the run writes in them
+    keeps the umask. A stage name another process took first is said so, not as a bare "File exists"."""
+    from lbee.io.staging import _new_stage, own_folder
+
+    old = os.umask(0)
+    try:
+        owner, stage, aside = _new_stage(tmp_path, lambda o: (tmp_path / f".x.lbee-staging-{o}", tmp_path / f".x-{o}"))
+        own_folder(aside / "sub")
+        (stage / "made").mkdir()
+    finally:
+        os.umask(old)
+    assert [oct(p.stat().st_mode & 0o777) for p in (stage, aside, aside / "sub")] == ["0o700"] * 3
+    assert (stage / "made").stat().st_mode & 0o777 == 0o777  # the run's own folder: as its umask says
+    taken = tmp_path / ".y.lbee-staging-1"
+    taken.mkdir()
+    with pytest.raises(FileExistsError, match="already exists .another process or user made it first.; nothing"):
+        _new_stage(tmp_path, lambda o: (taken, tmp_path / f".y-{o}"))
+    assert not list(tmp_path.glob(".y-*"))  # its aside folder removed

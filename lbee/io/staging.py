@@ -36,6 +36,7 @@ committed; ``swapping``: the old entries are aside and one new entry is in; ``sw
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import json
 import os
@@ -46,7 +47,7 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .._files import process_tag, tag_alive
+from .._files import process_tag, read_mark_text, tag_alive
 from .no_replace import OutputExistsError, check_no_replace, refuse_special_entries  # noqa: F401  (named here too)
 from .output_lock import check_pinned, lock_output, pinned, started_identity, unlock_output
 
@@ -142,14 +143,32 @@ def _new_stage(home, names):
     made_home(home)
     owner = f"{process_tag()}-{uuid.uuid4().hex[:12]}"
     stage, aside = names(owner)
-    aside.mkdir()
+    # this user's alone whatever the umask: under umask 000 (or 002 with a shared group) another user wrote into
+    # the stage before the commit, and their files went out as the run's (sweep 32ai B1); what the run writes
+    # inside keeps the umask, as its output should
     try:
-        stage.mkdir()
+        aside.mkdir(mode=0o700)
+    except FileExistsError:
+        raise _taken(aside) from None
+    try:
+        try:
+            stage.mkdir(mode=0o700)
+        except FileExistsError:
+            raise _taken(stage) from None
         (stage / STARTED).touch()
     except BaseException:
         _abandon(None, stage, aside)
         raise
     return owner, stage, aside
+
+
+def _taken(path):
+    """The error when a staging folder's name is already taken (another process, or user, made it first)."""
+    return FileExistsError(
+        errno.EEXIST,
+        f"{str(path)!r}, the staging folder lbee was making, already exists (another process or user made it first); "
+        "nothing was written. Run again, or write where no other user can make folders",
+    )
 
 
 def _abandon(lock, stage, aside):
@@ -335,7 +354,7 @@ def _mine(path):
 def own_folder(path):
     """Make ``path`` unless there; `OSError` unless it is this user's real folder (not a planted link, sweep 32m)."""
     try:
-        path.mkdir()
+        path.mkdir(mode=0o700)  # this user's alone, as the stage (sweep 32ai B1)
     except FileExistsError:
         pass
     if not _mine(path):
@@ -386,36 +405,6 @@ def _read_mark(stage):
     except (OSError, ValueError):
         return None
     return mark if _entry_names(mark) else None
-
-
-#: The largest commit mark read (a report's lists every entry of its folders: far below this).
-MAX_MARK_BYTES = 16 << 20
-
-
-def read_mark_text(path):
-    """A commit mark's text: a regular file of this user's, at most `MAX_MARK_BYTES`, never through a link.
-
-    Another user planted a leftover stage in /tmp whose mark was a FIFO (every later run into that output hung) or
-    a link to /dev/zero (memory without bound), read before whose leftover it was had been asked (sweep 32ah H1).
-    Opened without following a link and without waiting, checked through the descriptor. `OSError` or
-    `ValueError` otherwise.
-    """
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (hasattr(os, "geteuid") and st.st_uid != os.geteuid()):
-            raise ValueError(f"{str(path)!r} is not lbee's commit mark (not a regular file of this user's)")
-        if st.st_size > MAX_MARK_BYTES:
-            raise ValueError(f"{str(path)!r} is {st.st_size:,} bytes, over the {MAX_MARK_BYTES:,} of a commit mark")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(MAX_MARK_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_MARK_BYTES:
-        raise ValueError(f"{str(path)!r} grew past the {MAX_MARK_BYTES:,} bytes of a commit mark")
-    return data.decode("utf-8")
 
 
 def _entry_names(mark):
