@@ -897,3 +897,39 @@ def test_a_run_into_a_busy_reports_folder_stops_and_keeps_nothing_half_done(imag
     tree.recover_tree(out, outputs.RUN_ENTRIES)  # the next report finishes B whole
     assert (out / "a" / "explanation.json").read_text() == "report B's run"
     assert (out / "index.html").read_text() == "report B's index"
+
+
+def test_a_link_in_ones_own_leftover_stage_is_never_followed(tmp_path, monkeypatch):
+    """Sweep 32ai N2 / N3: in a leftover report stage of one's own, a run folder that was a link was followed at the
+    recovery (the files it led to moved into the run folder), and a mark could list the stage's own bookkeeping
+    files as entries to move in."""
+    import json as json_
+
+    import lbee.io.staged_tree as tree
+    from lbee.io.staging import _entry_names
+    from lbee.run.outputs import RUN_ENTRIES
+
+    out = tmp_path / "rep"
+    (out / "a").mkdir(parents=True)
+    (out / "a" / "explanation.json").write_text("old run")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "explanation.json").write_text("not lbee's")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tree, "_swap", killed)
+    with pytest.raises(KeyboardInterrupt), tree.staged_tree(out, [out / "a"], replaces=RUN_ENTRIES) as stage:
+        (stage / "a").mkdir()
+        (stage / "a" / "explanation.json").write_text("new run")
+    monkeypatch.undo()
+    (stage / "a" / "explanation.json").unlink()
+    (stage / "a").rmdir()
+    (stage / "a").symlink_to(victim)  # the part swapped for a link
+    tree.recover_tree(out, RUN_ENTRIES)
+    assert (victim / "explanation.json").read_text() == "not lbee's"  # never moved out of where the link led
+    assert (out / "a" / "explanation.json").read_text() == "old run"
+    for own in (".lbee-complete.json", ".lbee-started"):
+        assert not _entry_names({"new": [own], "old": []})
+    assert _entry_names(json_.loads('{"new": ["report.md"], "old": []}'))

@@ -208,7 +208,7 @@ def finish_part(root, folder, held, replaces=()):
         stage, aside = _names(home, label, owner)
         mark = _read_mark(stage) or {}
         entry = mark.get(rel)
-        if entry is not None and (stage / rel).is_dir():
+        if entry is not None and _staged_part(stage, rel):
             _index_aside(root, stage, aside, mark, replaces)
             _finish_folder(held, stage, aside, rel, entry, replaces)
 
@@ -248,13 +248,13 @@ def _swap(held_root, stage, aside, mark, replaces=()):
     deepest_first = sorted(mark, key=lambda r: (-len(Path(r).parts), r))
     for moving_in, order in ((False, deepest_first[::-1]), (True, deepest_first)):
         for rel in order:
-            if rel != "." and not (stage / rel).is_dir():  # its part was finished (its stage is gone): never again,
+            if rel != "." and not _staged_part(stage, rel):  # its part was finished (its stage is gone): never again,
                 continue  # over a run that came in since (sweep 32k)
             (root / rel).mkdir(parents=True, exist_ok=True)
             # the output folder's own lock is held already; a run folder's is opened from it, no step a link (32n)
             lock = held_root if rel == "." else lock_output(rel, below=held_root)
             try:
-                if rel != "." and not (stage / rel).is_dir():  # again under the folder's lock: a run into it may
+                if rel != "." and not _staged_part(stage, rel):  # again under the folder's lock: a run into it may
                     continue  # have finished this part while this waited (sweep 32l)
                 _finish_folder(lock, stage, aside, rel, mark[rel], replaces, moving_in)
             finally:
@@ -279,6 +279,20 @@ def _finish_folder(held, stage, aside, rel, entry, replaces, moving_in=None):
         move_aside(held, stage / rel, aside / rel, {"new": entry["new"], "old": old})
     if moving_in is not False:
         move_in(held, stage / rel, aside / rel, {"new": entry["new"], "old": []})
+
+
+def _staged_part(stage, rel):
+    """Whether folder ``rel`` of the stage is there as lbee made it: a real folder, no step of it a link.
+
+    A link in a leftover stage (one's own) was followed at the recovery, and the files it led to moved into the run
+    folder (sweep 32ai N2).
+    """
+    path = Path(stage)
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink():
+            return False
+    return path.is_dir()
 
 
 def _dead_owners(home, label, locked=False):

@@ -411,7 +411,7 @@ def _entry_names(mark):
     """Whether ``mark`` is a commit's ``{"new": [...], "old": [...]}`` of plain entry names (no path)."""
     return isinstance(mark, dict) and all(
         isinstance(mark.get(k), list)
-        and all(isinstance(n, str) and "/" not in n and n not in ("", ".", "..") for n in mark[k])
+        and all(isinstance(n, str) and "/" not in n and n not in ("", ".", "..", *_OWN) for n in mark[k])
         for k in ("new", "old")
     )
 
