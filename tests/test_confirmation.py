@@ -1347,3 +1347,14 @@ def test_a_group_whose_statement_holds_for_few_of_its_images_says_so_first():
     assert _misdescribed(conf, 0) == why
     conf["groups"][0]["not_a_failure"] = "it fails no more often than the rest"  # another reason: not this one
     assert unconfirmed_line(conf, 0).startswith("not confirmed on the held-out images") and not _misdescribed(conf, 0)
+
+
+def test_report_md_counts_the_set_and_compose_sentences_apart():
+    """Trial 31: report.md said 154 sentences where the terminal and the page said 153, + 1 composed."""
+    from lbee.run.text import render_markdown
+
+    r = run(*grammar_world()[:2]).main
+    base = next(iter(r.explanations.values())).params["n_base_sentences"]
+    assert len(r.sentences) > base  # compose wrote sentences of its own
+    said = f"({base} sentences, + {len(r.sentences) - base} composed by compose)"
+    assert said in render_markdown(r)
