@@ -933,3 +933,26 @@ def test_a_link_in_ones_own_leftover_stage_is_never_followed(tmp_path, monkeypat
     for own in (".lbee-complete.json", ".lbee-started"):
         assert not _entry_names({"new": [own], "old": []})
     assert _entry_names(json_.loads('{"new": ["report.md"], "old": []}'))
+
+
+def test_a_report_folder_the_umask_leaves_open_is_refused_and_not_left(image_dataset, tmp_path):
+    """Sweep 32aj B1: `lbee report` into a new output folder under umask 000 made it 0777 and never checked it;
+    another user wrote into the report while it ran. It is made through the checked walk, as describe's is."""
+    import os
+
+    root, _ = image_dataset
+    out = tmp_path / "rep"
+    cfg = write(tmp_path / "r.yaml", _one_run_config(root, out, 2))
+    (tmp_path / "cache").mkdir()  # made before: only the report's folder is new
+    old = os.umask(0)
+    try:
+        r = CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", str(cfg)], obj={})
+    finally:
+        os.umask(old)
+    said = " ".join(r.output.split())
+    assert r.exit_code != 0 and "is writable by every user (lbee made it just now" in said and "umask 000" in said, said
+    assert not out.exists()
+    assert (
+        CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", str(cfg)], obj={}).exit_code
+        == 0
+    )

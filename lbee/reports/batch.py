@@ -391,7 +391,9 @@ def run_report(
     problems = config_problems(cfg, output)
     if problems and not keep_going:
         raise ConfigError(f"{len(problems)} problem(s) in {cfg.path}; nothing was run:\n  " + "\n  ".join(problems))
-    root.parent.mkdir(parents=True, exist_ok=True)
+    from ..io.folder_trust import trusted_real_folder
+
+    trusted_real_folder(root, make=True)  # made through the checked walk: one the umask leaves open is refused (32aj)
     cache = cache_dir or cfg.cache_dir
     thumbs = ThumbnailCache(cache)
     result = BatchResult()
