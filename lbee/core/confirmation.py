@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
+from .binomial import at_least, at_most
 
 #: The share of the images held out for confirmation (0 turns confirmation off).
 DEFAULT_CONFIRM_FRACTION = 0.3
@@ -279,8 +280,6 @@ def ablation(region: ArrayLike, wider: Sequence[ArrayLike], failed: ArrayLike, r
         tests, module docstring) and ``verdict`` (`NEEDED`, `NOT_NEEDED`, `UNDECIDED` below
         `ABLATION_MIN_IMAGES` kept out, else `UNCLEAR`).
     """
-    from scipy.stats import binom
-
     inside, f = _on_rows(region, failed, rows)
     r_in = float(f[inside].mean()) if inside.any() else 0.0
     r_out = float(f[~inside].mean()) if (~inside).any() else 0.0
@@ -290,8 +289,8 @@ def ablation(region: ArrayLike, wider: Sequence[ArrayLike], failed: ArrayLike, r
         big = np.asarray(w, dtype=bool)[np.asarray(rows, dtype=np.int64)] | inside
         extra = big & ~inside
         n_x, k_x = int(extra.sum()), int(f[extra].sum())
-        below = float(binom.cdf(k_x, n_x, mid)) if n_x else 1.0  # fails less than halfway: needed
-        above = float(binom.sf(k_x - 1, n_x, mid)) if n_x else 1.0  # fails more than halfway: not needed
+        below = at_most(k_x, n_x, mid) if n_x else 1.0  # fails less than halfway: needed
+        above = at_least(k_x, n_x, mid) if n_x else 1.0  # fails more than halfway: not needed
         verdict = UNDECIDED if n_x < ABLATION_MIN_IMAGES else UNCLEAR
         if n_x >= ABLATION_MIN_IMAGES and below <= ABLATION_ALPHA:
             verdict = NEEDED

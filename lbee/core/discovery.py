@@ -31,6 +31,7 @@ import numpy as np
 
 from .._blas import one_blas_thread
 from ..typing import IntArray
+from .binomial import at_least
 from .compose import SMOOTH, ComposeSearch, Conjunction, Vector, _lift, _State
 from .explaining_away import explained_away
 
@@ -73,8 +74,6 @@ def discover_failures(search: ComposeSearch, *, max_rounds: int = MAX_ROUNDS) ->
     list of Discovered
         In the order found (the most significant first).
     """
-    from scipy.stats import binom
-
     hard, easy = search.hard, search.easy
     n_h, n_e = len(hard), len(easy)
     if n_h == 0 or n_e == 0:
@@ -101,7 +100,7 @@ def discover_failures(search: ComposeSearch, *, max_rounds: int = MAX_ROUNDS) ->
             # on the images it holds for, as the quality counts them: soft counts shrank a noisy region below the
             # test (trial 25: "a thrips, under strong glare", 24 images of 320, was found and then refused)
             was = search.reachable(state.lits)
-            if binom.sf(int(round(h / was)) - 1, max(int(round((h + e) / was)), 1), base) > threshold:
+            if at_least(int(round(h / was)), max(int(round((h + e) / was)), 1), base) > threshold:
                 break
             score = np.where(free, state.h * weight, -1.0)  # each image in one failure at most
             # A calibrated P stays below 1 where a noisy atom holds: h / reach is about how many hard images the
@@ -138,13 +137,11 @@ def _best_conjunction(
     frontier, best, seen = [(start, 0.0)], None, set()
     for _ in range(search.max_conditions):
         cands = []
-        for s, quality in frontier:
-            given = search._given(s.lits)
-            wh = s.h * weight
-            marg, cond = sets["hard"]
-            h = np.where(given, wh @ cond, wh @ marg).astype(np.float64)
-            marg, cond = sets["easy"]
-            e = np.where(given, s.e @ cond, s.e @ marg).astype(np.float64)
+        given = np.stack([search._given(s.lits) for s, _ in frontier])
+        weighed = np.stack([s.h * weight for s, _ in frontier])
+        hard = search.totals(weighed, sets["hard"], given)
+        easy = search.totals(np.stack([s.e for s, _ in frontier]), sets["easy"], given)
+        for (s, quality), wh, h, e in zip(frontier, weighed, hard, easy):
             lift = _lift(h, e, n_h, search.n_easy)
             # counts as images the conjunction holds for: a noisy atom's P stays below 1 where it holds, so soft
             # counts shrank a weak condition's region (two trials' glare and dark plate were never taken in)

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .binomial import at_least
+
 if TYPE_CHECKING:
     from .compose import ComposeSearch, Vector
 
@@ -70,8 +72,6 @@ def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | 
         m = float(mass[mask].sum())
         return float(hard_mass[mask].sum()) / max(m, 1e-9), m
 
-    from scipy.stats import binom
-
     lits = list(lits)
     while len(lits) > 1:
         region = search.region(lits) >= 0.5
@@ -96,7 +96,7 @@ def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | 
             # with glare, under dark lighting" dropped the gear)
             expected = outside + (inside - outside) * needed
             k, m = int(round(hard_share * size)), int(round(size))
-            if explained <= 0 or binom.sf(k - 1, m, min(max(expected, 0.0), 1.0)) > ALPHA:
+            if explained <= 0 or at_least(k, m, min(max(expected, 0.0), 1.0)) > ALPHA:
                 continue
             if best is None or explained > best[0]:
                 best = (explained, j)

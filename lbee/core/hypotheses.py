@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
+from .binomial import at_least
 from .compose import ComposeSearch, Conjunction
 from .discovery import Discovered, discover_failures
 
@@ -110,8 +111,6 @@ def one_hypothesis_per_failure(
     descriptions : list of list of Conjunction
         The ``k`` descriptions of each hypothesis (`ComposeSearch.search`), in the same order.
     """
-    from scipy.stats import binom
-
     items: dict[int, tuple[IntArray, list[Conjunction], int]] = {}  # id -> (indices, descriptions, pieces)
     regions: dict[int, FloatArray] = {}  # id -> P(its best description) per image, computed once per item
     # Candidate pairs in a heap keyed by (-mutual coverage, i, j): the same pair, in the same order (ties to the
@@ -152,7 +151,7 @@ def one_hypothesis_per_failure(
     for g, found, pieces in items.values():
         h, e = found[0].region_counts
         n = h + e
-        p_value = float(binom.sf(int(round(h)) - 1, max(int(round(n)), 1), base)) if n > 0 else 1.0
+        p_value = at_least(int(round(h)), max(int(round(n)), 1), base) if n > 0 else 1.0
         hyps.append(Hypothesis(g, found[0], found[0].concentration, wilson_lower(h, n), p_value, pieces, found))
         descs.append(found)
     order = sorted(range(len(hyps)), key=lambda t: (-hyps[t].lower_bound, -len(hyps[t].indices)))
