@@ -259,15 +259,15 @@ def kmeans_cells(
         Y = _reduce_blocks(X, dim, random_state)
     else:
         Xf = np.asarray(X, dtype=np.float32)
-        mean = Xf.mean(axis=0, dtype=np.float64)
         if d > dim:
-            # the basis from at most 16,384 rows (a seeded sample): enough for 64 directions
+            # the basis and the centre from at most 16,384 rows (a seeded sample): enough for 64 directions
             rows = Xf if n <= PCA_ROWS else Xf[np.random.default_rng(random_state).choice(n, PCA_ROWS, replace=False)]
+            mean = rows.mean(axis=0, dtype=np.float64)
             basis = _basis(rows, mean, dim)
             Y = Xf @ basis
             Y -= (mean.astype(np.float32) @ basis)[None, :]
         else:
-            Y = Xf - mean.astype(np.float32)[None, :]
+            Y = Xf - Xf.mean(axis=0, dtype=np.float64).astype(np.float32)[None, :]
     cell = faiss_kmeans(
         Y, k, seed=int(random_state) + 1234, n_iter=n_iter, max_points_per_centroid=KMEANS_TRAIN_PER_CELL
     )
@@ -281,7 +281,8 @@ def _basis(rows: AnyArray, mean: FloatArray, dim: int) -> AnyArray:
 
 
 def _leading(cov: FloatArray, dim: int) -> AnyArray:
-    _, vecs = np.linalg.eigh(cov)
+    with one_blas_thread():  # d x d (512): 0.04 s on one thread; two threads on a busy machine took 2 s at 1M rows
+        _, vecs = np.linalg.eigh(cov)
     basis: AnyArray = np.ascontiguousarray(vecs[:, ::-1][:, :dim], dtype=np.float32)
     return basis
 
@@ -289,24 +290,28 @@ def _leading(cov: FloatArray, dim: int) -> AnyArray:
 def _reduce_blocks(X: UnitRows, dim: int, random_state: int) -> AnyArray:
     """`kmeans_cells`' centred PCA projection (n, dim) float32 of ``X``, read in row blocks.
 
-    The same computation as for an in-memory array, block by block: the float32 column mean (summed in
-    float64), the basis from the same seeded sample, each block projected with one product.
+    The same computation as for an in-memory array, block by block: the basis and the centre (its float32
+    column mean, summed in float64) from the same seeded sample, then each block projected with one product.
+    One pass over the rows: k-means does not depend on where the projection is centred, so the centre is
+    the sample's mean (all rows up to `PCA_ROWS`), not a pass of its own.
     """
     n, d = X.shape
-    total = np.zeros(d)
-    for _, b in X.blocks():
-        total += b.astype(np.float32).sum(axis=0, dtype=np.float64)
-    mean = total / n
     if d <= dim:
+        total = np.zeros(d)
+        for _, b in X.blocks():
+            total += b.astype(np.float32).sum(axis=0, dtype=np.float64)
+        centre = (total / n).astype(np.float32)[None, :]
         Y = np.empty((n, d), dtype=np.float32)
         for i0, b in X.blocks():
-            Y[i0 : i0 + len(b)] = b.astype(np.float32) - mean.astype(np.float32)[None, :]
+            Y[i0 : i0 + len(b)] = b.astype(np.float32) - centre
         return Y
     sample = np.arange(n) if n <= PCA_ROWS else np.random.default_rng(random_state).choice(n, PCA_ROWS, replace=False)
-    gram = np.zeros((d, d))
-    for p0 in range(0, sample.size, rows_module.BLOCK_ROWS):  # the sample's Gram matrix, a block at a time
+    gram, total = np.zeros((d, d)), np.zeros(d)
+    for p0 in range(0, sample.size, rows_module.BLOCK_ROWS):  # the sample's Gram matrix and sum, a block at a time
         b = X.take(sample[p0 : p0 + rows_module.BLOCK_ROWS]).astype(np.float32)
         gram += b.T @ b
+        total += b.sum(axis=0, dtype=np.float64)
+    mean = total / sample.size
     basis = _leading(gram / sample.size - np.outer(mean, mean), dim)
     shift = (mean.astype(np.float32) @ basis)[None, :]
     Y = np.empty((n, dim), dtype=np.float32)
