@@ -56,7 +56,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._blas import one_blas_thread
-from ..typing import ArrayLike, IntArray
+from ..typing import ArrayLike, FloatArray, IntArray
 from .atoms import Key, Literals
 from .explaining_away import explained_away
 
@@ -178,10 +178,9 @@ class ComposeSearch:
         self.cond = np.asarray(literals.cond, dtype=np.float32)
         self._cond_t = np.ascontiguousarray(self.cond.T)  # (L, n): a literal's column read contiguously
         self._parent = np.asarray(literals.parent)
-        self._sets = {
-            name: (np.ascontiguousarray(self.probs[idx]), np.ascontiguousarray(self.cond[idx]))
-            for name, idx in (("hard", self.hard), ("easy", self.easy))
-        }
+        #: the literals that presuppose another: only their marginal P differs from the conditional one
+        self._presupposing = np.flatnonzero(self._parent >= 0)
+        self._sets = {name: self._rows(idx) for name, idx in (("hard", self.hard), ("easy", self.easy))}
         self.n_hard, self.n_easy = max(len(self.hard), 1), max(len(self.easy), 1)
         self.z = -NormalDist().inv_cdf(float(alpha) / max(len(self.keys), 1))
         # What each literal can reach: the mean P over the images it holds for, E[p | holds] = E[p²] / E[p] for
@@ -189,6 +188,28 @@ class ComposeSearch:
         # the literals can reach, not of 1 (a near-perfect encoder reaches 1, where nothing changes).
         c64 = self.cond.astype(np.float64)
         self.reach = np.clip((c64**2).sum(0) / np.maximum(c64.sum(0), 1e-9), 1e-3, 1.0)
+
+    def _rows(self, idx: IntArray) -> tuple[Vector, Vector]:
+        """The matrices `totals` multiplies on rows ``idx``, a pair.
+
+        P(literal | presupposition) (m, L), and the marginal P of the presupposing literals only (m, P).
+        """
+        return np.ascontiguousarray(self.cond[idx]), np.ascontiguousarray(self.probs[np.ix_(idx, self._presupposing)])
+
+    def totals(self, v: Vector, rows: tuple[Vector, Vector], given: npt.NDArray[np.bool_]) -> FloatArray:
+        """Soft counts of each state with each literal added, shape (B, L), float64.
+
+        ``v`` (B, m) holds each state's per-image P on the rows of ``rows`` (`_rows`), ``given`` (B, L) which
+        literals' presupposition a state already holds (`_given`): those multiply by their conditional P,
+        the others by their marginal one. One pass over each matrix for all B states (the products are
+        memory-bound: a million images' hard split is read once a step, not once a state).
+        """
+        cond, marg = rows
+        out = v @ cond
+        if marg.shape[1]:
+            pres = self._presupposing
+            out[:, pres] = np.where(given[:, pres], out[:, pres], v @ marg)
+        return out.astype(np.float64)
 
     # ---- conjunctions --------------------------------------------------------------------------------------
     def _given(self, lits: Sequence[int]) -> npt.NDArray[np.bool_]:
@@ -253,10 +274,7 @@ class ComposeSearch:
         list of Conjunction
         """
         group = np.asarray(group, dtype=np.int64)
-        sets = {
-            "group": (np.ascontiguousarray(self.probs[group]), np.ascontiguousarray(self.cond[group])),
-            **self._sets,
-        }
+        sets = {"group": self._rows(group), **self._sets}
         n_g = max(len(group), 1)
         start = _State(
             {},
@@ -272,9 +290,7 @@ class ComposeSearch:
                 given = np.stack([self._given(s.lits) for s in frontier])
                 tot = {}
                 for name, attr in (("group", "g"), ("hard", "h"), ("easy", "e")):
-                    v = np.stack([getattr(s, attr) for s in frontier])
-                    marg, cond = sets[name]
-                    tot[name] = np.where(given, v @ cond, v @ marg).astype(np.float64)
+                    tot[name] = self.totals(np.stack([getattr(s, attr) for s in frontier]), sets[name], given)
                 g, h, e = tot["group"], tot["hard"], tot["easy"]
                 lift = _lift(h, e, self.n_hard, self.n_easy)
                 cands = []
@@ -316,7 +332,7 @@ class ComposeSearch:
                 pool.extend(nxt)
                 frontier = nxt
         if not pool:
-            return self._fallback(group, sets["group"][0], twin, k)
+            return self._fallback(group, self.probs[group], twin, k)
         pool.sort(key=lambda s: (-s.lift, -len(s.conds)))
         head = PRUNED_PER_K * k
         pool = sorted(self._pruned(pool[:head], group) + pool[head:], key=lambda s: (-s.lift, -len(s.conds)))
@@ -327,8 +343,8 @@ class ComposeSearch:
                 break
             if any(self.grammar.canonical(s.conds) == self.grammar.canonical(c.conds) for c in chosen):
                 continue
-            h = float(s.h.sum())
-            if h <= covered + self.z * np.sqrt(covered + SMOOTH):
+            held = float(s.h.sum())
+            if held <= covered + self.z * np.sqrt(covered + SMOOTH):
                 continue  # dominated: a lower lift without covering more of the hard split beyond noise
             merged = {}
             for c in chosen:
@@ -338,7 +354,7 @@ class ComposeSearch:
             if clash or self.grammar.contradiction(self.grammar.implied(merged)) is not None:
                 continue
             chosen.append(s)
-            covered = h
+            covered = held
         return [self._describe(s, n_g, twin) for s in chosen]
 
     def _pruned(self, states: list[_State], group: IntArray) -> list[_State]:
@@ -418,7 +434,7 @@ class ComposeSearch:
 
     def _fallback(self, group: IntArray, qg: Vector, twin: ArrayLike | None, k: int) -> list[Conjunction]:
         """No literal holds for ``min_support`` of the group: its single literals with the best share difference."""
-        diff = qg.mean(0) - self._sets["easy"][0].mean(0)
+        diff = qg.mean(0) - self.probs[self.easy].mean(0)
         out = []
         for j in np.argsort(-diff, kind="stable")[:k]:
             key, value = self.keys[j]
