@@ -36,6 +36,7 @@ def confident_errors(tmp_path):
     table = pd.DataFrame({"image": [f"{i:03d}.png" for i in range(n)], "prob_cat": 1 - probs, "prob_dog": probs})
     table.assign(label=np.where(labels == 1, "dog", "cat")).to_csv(tmp_path / "pred.csv", index=False)
     table.to_csv(tmp_path / "pred_unlabelled.csv", index=False)
+    table.assign(true_label=np.where(labels == 1, "dog", "cat")).to_csv(tmp_path / "pred_renamed.csv", index=False)
     return tmp_path, planted
 
 
@@ -72,6 +73,11 @@ def test_labels_lead_to_the_label_aware_split_and_the_planted_failures_all_land_
     assert "Split by the model's −entropy (its uncertainty), because the predictions carry no labels" in r.output
     split = pd.read_parquet(p / "unlabelled" / "assignments.parquet")["split"].to_numpy()
     assert not (split[planted] == "hard").any()
+    # labels under another name (trial 32's true_label): the split's own sentence names the column and the fix
+    r = _describe(p, "pred_renamed.csv", "renamed")
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    assert "carry no 'label' column; their 'true_label' looks like one: rename it 'label'" in said, r.output
 
     # asked for explicitly, entropy is used even with labels, and the run says it was asked for
     r = _describe(p, "pred.csv", "entropy", "--confidence-from", "entropy")
@@ -209,6 +215,21 @@ def test_global_options_work_after_the_command_too(confident_errors):
     assert "--quiet" not in CliRunner().invoke(cli, ["describe", "--help"], obj={}).output  # hidden in its help
     r = CliRunner().invoke(cli, ["describe", "--nope"], obj={})
     assert r.exit_code == 2 and "No such option '--nope'" in r.output
+
+
+def test_a_commands_option_before_the_command_is_said_to_belong_after_it():
+    # trial 32: `lbee --html describe ...` answered "Did you mean '--help'?"
+    for args, name, path in [
+        (["--html", "describe", "imgs"], "--html", "lbee describe"),
+        (["--out=o", "describe"], "--out", "lbee describe"),
+        (["--db", "x", "serve"], "--db", "lbee serve"),
+    ]:
+        r = CliRunner().invoke(cli, args, obj={}, prog_name="lbee")
+        assert r.exit_code == 2, r.output
+        assert f"{name} is an option of '{path}': put it after the command ({path} ... {name})" in r.output, r.output
+    for args in (["--nope", "describe"], ["--html"]):  # no command has it, or no command named: click's own
+        r = CliRunner().invoke(cli, args, obj={})
+        assert r.exit_code == 2 and "No such option" in r.output, r.output
 
 
 def test_a_library_logging_through_the_root_logger_does_not_print_lbee_warnings_twice():

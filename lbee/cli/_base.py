@@ -110,7 +110,23 @@ class LbeeGroup(click.Group):
         own_end = self._own_args_end(ctx, args)
         check_number_options(self, args[:own_end], ctx)
         ctx.meta[_COMMAND_WORDS] = list(args[own_end:])  # the subcommand and its words (click 8.2 hides them)
-        return super().parse_args(ctx, args)
+        given = list(args)  # click's parser consumes ``args``
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            raise self._misplaced(ctx, given, own_end, exc) or exc from None
+
+    def _misplaced(self, ctx, args, own_end, exc):
+        """A usage error for a command's option written before the command (``lbee --html describe``), or None.
+
+        click's own says "Did you mean '--help'?" (trial 32).
+        """
+        cmd = self.get_command(ctx, args[own_end]) if own_end < len(args) else None
+        name = exc.option_name.split("=", 1)[0]
+        if cmd is None or not any(name in p.opts + p.secondary_opts for p in cmd.params):
+            return None
+        path = f"{ctx.command_path} {args[own_end]}"
+        return click.UsageError(f"{name} is an option of '{path}': put it after the command ({path} ... {name}).", ctx)
 
     def format_commands(self, ctx, formatter):
         """Each command's first sentence in full, wrapped (click cuts it at the column's width with '...')."""
