@@ -565,6 +565,13 @@ def test_probabilities_rounded_to_two_decimals_are_read_and_renormalised():
     table.loc[1, "prob_a"] = 3.0  # logits: the softmax hint alone
     with pytest.raises(ValueError, match="outside \\[0, 1\\].*If they are logits"):
         check_probabilities(table, ["prob_a", "prob_b", "prob_c"])
+    # percentages (trial 32 was told to use --logits, which would softmax them into nonsense): divide by 100
+    pct = pd.DataFrame({"prob_a": [33.3, 50.0], "prob_b": [33.3, 25.0], "prob_c": [33.4, 25.0]})
+    with pytest.raises(
+        ValueError, match="look like percentages \\(every row sums to 100\\): divide them by 100"
+    ) as err:
+        check_probabilities(pct, ["prob_a", "prob_b", "prob_c"])
+    assert "--logits" not in str(err.value)
 
 
 def test_a_missing_core_dependency_is_named_as_pip_installs_it():

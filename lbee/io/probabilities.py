@@ -46,11 +46,15 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
             "If they are logits (raw scores), have a softmax applied: --logits on the command line, logits: true "
             "in a report config, probabilities='logits' in the library."
         )
+        # percentages read as logits would be softmaxed into nonsense: they get their own hint (trial 32)
+        percent = bool(((probs >= 0) & (probs <= 100)).all() and np.allclose(sums, 100, rtol=0, atol=100 * tol))
         raise ValueError(
             f"{table_source(table, default)}: the prob_<class> columns are not probabilities at "
             f"{_rows_phrase(table, rows)}: {detail}; expected values in [0, 1] summing to 1 (±{tol:.2g}). "
             + (
-                logits
+                "They look like percentages (every row sums to 100): divide them by 100."
+                if percent
+                else logits
                 if outside.size or abs(sums[rows[0]] - 1) > 0.5
                 else "If they were rounded or some class was left out, write every class's probability with more "
                 "decimals (or divide each row by its sum yourself); " + logits[0].lower() + logits[1:]
