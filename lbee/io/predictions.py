@@ -308,10 +308,10 @@ def _columns_used(idc, prob_cols, out):
     return used
 
 
-def _warn_unread_columns(table, name, cols, idc, prob_cols, used):
-    """Warn about columns lbee does not read but that look like ones it does (``true_label`` for ``label``).
+def _unread_lookalikes(cols, idc, prob_cols):
+    """``(column, what it looks like)`` for each column lbee does not read that looks like one it does, in order.
 
-    Linear in the columns (sets, and the targets missing worked out once): 50,000 columns took 200 s (sweep 23).
+    What it looks like is a quoted name (``"'label'"``) or a ``prob_<class>`` spelling.
     """
     import difflib
 
@@ -319,7 +319,6 @@ def _warn_unread_columns(table, name, cols, idc, prob_cols, used):
     have = set(cols)
     missing = [t for t in LIKELY_NAMES if t not in have]
     lookalikes = set(_probability_lookalikes(cols, prob_cols)) if prob_cols else set()
-    hints, n_hints = [], 0
     for c in cols:
         if c in read or not isinstance(c, str):
             continue
@@ -331,9 +330,33 @@ def _warn_unread_columns(table, name, cols, idc, prob_cols, used):
         else:
             target = repr(target)
         if target is not None:
-            n_hints += 1
-            if len(hints) < 5:
-                hints.append(f"{c!r} (did you mean {target}? rename the column to use it)")
+            yield c, target
+
+
+def label_lookalike(table):
+    """The first column of a predictions table without a ``label`` column that looks like one, or None.
+
+    A run without labels splits by the model's uncertainty: the split's sentence names this column (trial 32's
+    ``true_label`` changed the whole split with only a warning).
+    """
+    cols = [c for c in table.columns if isinstance(c, str)]
+    if "label" in cols:
+        return None
+    idc = next((c for c in ID_COLUMNS if c in cols), None)
+    prob_cols = [c for c in cols if c.startswith("prob_")]
+    return next((c for c, target in _unread_lookalikes(cols, idc, prob_cols) if target == "'label'"), None)
+
+
+def _warn_unread_columns(table, name, cols, idc, prob_cols, used):
+    """Warn about columns lbee does not read but that look like ones it does (``true_label`` for ``label``).
+
+    Linear in the columns (sets, and the targets missing worked out once): 50,000 columns took 200 s (sweep 23).
+    """
+    hints, n_hints = [], 0
+    for c, target in _unread_lookalikes(cols, idc, prob_cols):
+        n_hints += 1
+        if len(hints) < 5:
+            hints.append(f"{c!r} (did you mean {target}? rename the column to use it)")
     if hints:
         logger.warning(
             "%s: column(s) %s are not read. lbee read: image id from %s, φ from %s, ω = %s.",

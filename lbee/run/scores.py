@@ -85,6 +85,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
     kind = st.confidence_from
     names = None
     has_performance_column = False
+    lookalike = None  # a column of the predictions that looks like labels, when they have none
     if model is None or (model.predictions is None and model.model is None):  # the SpotCheck world's classifier
         if inputs.spotcheck is None:
             raise ValueError(f"dataset {ds.name!r} needs the model's outputs: predictions or a model.")
@@ -94,6 +95,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
         scores = scores_from_probabilities(probs, kind=kind, labels=inputs.labels)
     elif model.predictions is not None:
         from ..io.images import read_table
+        from ..io.predictions import label_lookalike
 
         if Path(model.predictions).is_dir():
             raise ValueError(
@@ -103,6 +105,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
         table = read_table(model.predictions)
         table_ids, scores = scores_from_table(table, kind=kind, probabilities=probabilities_kind(ds))
         has_performance_column = "performance" in table
+        lookalike = label_lookalike(table)
         names = class_names_from_table(table)
         if inputs.image_paths is None:  # precomputed embeddings: rows are already in table order
             if len(table_ids) != len(inputs.image_ids):
@@ -162,7 +165,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
         omega = "correctness"
     else:  # lbee.scoring.confidence.scores_from_table: a confidence column without predicted classes is ω too
         omega = "−entropy (no labels)" if scores.probs is not None else "the confidence column (no predicted classes)"
-    phi, phi_desc, extra = _label_aware_phi(scores, kind)
+    phi, phi_desc, extra = _label_aware_phi(scores, kind, lookalike)
     if st.split_by in ("irfs", "saliency"):
         from ..analyses.sensitivity_outputs import confidence_from_sensitivity
 
@@ -184,7 +187,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
     return Scores(phi, scores.performance, phi_desc, omega, scores, names, extra)
 
 
-def _label_aware_phi(scores, kind):
+def _label_aware_phi(scores, kind, lookalike=None):
     """φ by ``kind`` once the labels are known (a manifest's come after the table), its words, and why.
 
     'auto' becomes the probability of the true class when there are labels and
@@ -207,7 +210,7 @@ def _label_aware_phi(scores, kind):
     chosen = resolve_confidence(kind, has_labels)
     if has_probs and kind == "auto":
         scores.confidence = confidence_from_probabilities(scores.probs, chosen, scores.labels)
-    criterion = split_criterion(kind, has_labels, confidence_column=not has_probs)
+    criterion = split_criterion(kind, has_labels, confidence_column=not has_probs, label_lookalike=lookalike)
     words = CONFIDENCE_WORDS[chosen] if has_probs else "the predictions' confidence column"
     extra = {"confidence_from": chosen if has_probs else "column", "split_criterion": criterion}
     return scores.confidence, words, extra
