@@ -1358,3 +1358,48 @@ def test_report_md_counts_the_set_and_compose_sentences_apart():
     assert len(r.sentences) > base  # compose wrote sentences of its own
     said = f"({base} sentences, + {len(r.sentences) - base} composed by compose)"
     assert said in render_markdown(r)
+
+
+def test_an_untested_statement_that_holds_where_images_fail_no_more_than_average_is_said_to_single_out_nothing():
+    """Trial 32: groups whose statements hold where 10 % of the images are hard, against 24 % overall, were listed
+    under "What fails" with error rates 0.86 and 1.00 and no verdict."""
+    from lbee.run.untested import NOT_SINGLED_OUT, singles_out_nothing, untested_statement_lines
+
+    extra = {"confirmation": {"status": "skipped", "reason": "too few images"}}
+    params = {"n_hard": 24, "n_easy": 76}
+    for share, stray in [(0.10, True), (0.24, True), (0.30, False)]:
+        lines = untested_statement_lines({**extra, "hypotheses": [{"error_concentration": share}]}, params, 0)
+        assert lines[0].startswith(f"not tested: of the hard and easy images its statement holds for, {share:.0%}"[:60])
+        assert lines[0].endswith(f": {NOT_SINGLED_OUT}") is stray and singles_out_nothing(lines) is stray
+    # a tested run says nothing of the kind
+    tested = {"confirmation": {"status": "done"}, "hypotheses": [{"error_concentration": 0.1}]}
+    assert untested_statement_lines(tested, params, 0) == []
+
+    # the HTML report's "What fails" row says it beside the group's sentence
+    from lbee.reports.html import ReportRun, render_report
+
+    inputs, scores, _ = grammar_world(n=MIN_CONFIRM_IMAGES - 100)
+    r = run(inputs, scores).main
+    p = r.explanations["compose"].params
+    base = p["n_hard"] / (p["n_hard"] + p["n_easy"])
+    pages = {}
+    for share in (base / 2, min(1.0, base * 2)):
+        hyps = [{**h, "error_concentration": share} for h in r.extra["hypotheses"]]
+        page = ReportRun(
+            "d",
+            "m",
+            {"ward": r.explanations},
+            r.sentences,
+            r.image_ids,
+            r.confidence,
+            r.performance,
+            confirmations={"ward": r.extra["confirmation"]},
+            hypotheses={"ward": hyps},
+        )
+        pages[share > base] = render_report(page)
+    import html
+
+    mark = "where it holds, images fail no more than on average: stray errors?"
+    for stray, text in pages.items():
+        text = html.unescape(" ".join(text.split()))
+        assert (mark in text) is (not stray) and (NOT_SINGLED_OUT in text) is (not stray), stray

@@ -118,7 +118,7 @@ FINDINGS_SHOWN = 3
 
 def _echo_findings(client, job_id, model, name):
     """A run's strongest confirmed statements, after its report's link (a twenty-first user saw no finding)."""
-    from ..run.confirm_text import untested_reason
+    from ..run.untested import untested_reason
     from ..service.client import ServiceError, printable
     from ..service.reading import confirmed_statements
 

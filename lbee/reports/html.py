@@ -161,8 +161,8 @@ def render_report(
 
         _pyplot()
         sweep = _png_uri(sweep_figure(run.sweep))
-    from ..run.confirm_text import untested_reason
     from ..run.text import confirmed_statements_lines
+    from ..run.untested import untested_reason
     from .finding_images import finding_views
     from .other_images import OTHER_MAX_ROWS, OTHER_SETS, other_views
 
@@ -338,7 +338,8 @@ def run_findings(folder):
 
 def findings_of(explanation):
     """`run_findings` of an ``explanation.json`` already read (a dict); None when it is not a run's."""
-    from ..run.confirm_text import ranked_statements, untested_reason
+    from ..run.confirm_text import ranked_statements
+    from ..run.untested import untested_reason
 
     try:
         conf = explanation.get("confirmation") or {}

@@ -257,8 +257,9 @@ def cluster_views(
     confusion, the φ histogram spec, a CSV of its members and the true
     blindspot it covers; the views are then sorted by ``run.group_order``.
     """
-    from ..run.confirm_text import group_verdict, untested_statement_lines, verdict_words
+    from ..run.confirm_text import group_verdict, verdict_words
     from ..run.text import confirmation_lines, first_method
+    from ..run.untested import singles_out_nothing, untested_statement_lines
     from .marks import held_out_mark, held_out_state, leading_text
     from .vega import phi_histogram_spec, spec_json
 
@@ -319,6 +320,7 @@ def cluster_views(
                 {"confirmation": conf, "hypotheses": run.hypotheses.get(slicer)}, first.params, i
             ),
         }
+        view["stray"] = singles_out_nothing(view["untested"])  # "What fails" says so beside its sentence (trial 32)
         if extras:
             view["confusion"] = _confusion(run, idx)
             view["hist"] = spec_json(phi_histogram_spec(run.confidence, idx, twin_all))

@@ -100,8 +100,9 @@ class RunResult:
         """In a notebook: the findings (or why there are none) and each hard group's verdict and statement."""
         from html import escape
 
-        from .confirm_text import group_verdict, untested_reason, verdict_words
+        from .confirm_text import group_verdict, verdict_words
         from .text import first_method
+        from .untested import untested_reason
 
         main = self.main
         if main is None:
@@ -177,7 +178,8 @@ class RunResult:
         a finding's only) and ``conditions`` (each condition's verdict: a finding's only; a companion's extra
         condition is not tested, so it has none).
         """
-        from .confirm_text import ranked_statements, warn_untested, with_images
+        from .confirm_text import ranked_statements, with_images
+        from .untested import warn_untested
 
         conf = (self.main.extra.get("confirmation") or {}) if self.main is not None else {}
         warn_untested(conf)

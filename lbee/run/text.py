@@ -11,10 +11,10 @@ from .confirm_text import (  # noqa: F401  (named from here too)
     confirmed_statements_lines,
     ranked_statements,
     unconfirmed_line,
-    untested_statement_lines,
 )
 from .folded import FEW_IMAGES, calm_line, few_line  # noqa: F401  (named from here too)
 from .summary import summary_dict  # noqa: F401  (named from here too)
+from .untested import untested_statement_lines
 
 
 def _fmt(x):

@@ -329,7 +329,8 @@ class Client:
 
         A run whose statements were not tested (too few images, confirmation off) gives [] with a warning saying why.
         """
-        from ..run.confirm_text import warn_untested, with_images
+        from ..run.confirm_text import with_images
+        from ..run.untested import warn_untested
 
         explanation = self.explanation(job_id, model)
         listed = confirmed_statements(explanation)
