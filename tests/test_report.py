@@ -956,3 +956,33 @@ def test_a_report_folder_the_umask_leaves_open_is_refused_and_not_left(image_dat
         CliRunner().invoke(cli, ["-q", "--cache-dir", str(tmp_path / "cache"), "report", str(cfg)], obj={}).exit_code
         == 0
     )
+
+
+def test_a_sentence_the_given_relevance_says_is_true_of_almost_none_of_its_group_is_said_not_to_describe_it():
+    """Trial 32: FPDiff's first sentence "no air bubble, on a dark background" for a group of bubble images showed
+    only a grey "true of 0 % of the group"."""
+    import html as html_text
+
+    from lbee import explain_methods
+    from lbee.reports.html import ReportRun, render_report
+
+    rng = np.random.default_rng(0)
+    n, d, N = 300, 8, 12
+    X, S, phi = rng.normal(size=(n, d)), rng.normal(size=(N, d)), rng.normal(size=n)
+    exps = explain_methods(X, S, methods=["fpdiff"], confidence=phi, n_clusters=3)
+    pages = {}
+    for true_of_all in (False, True):
+        run = ReportRun(
+            "d",
+            "m",
+            {"ward": exps},
+            [f"s{i}" for i in range(N)],
+            [f"im{i}" for i in range(n)],
+            phi,
+            (phi > 0).astype(float),
+            relevance=np.full((n, N), true_of_all),
+        )
+        pages[true_of_all] = html_text.unescape(" ".join(render_report(run).split()))
+    assert "true of 0% of the group: by Γ, it does not describe this group" in pages[False]
+    assert "(by Γ, true of 0% of the group: it does not describe it)" in pages[False]  # the "What fails" row
+    assert "true of 100% of the group" in pages[True] and "does not describe" not in pages[True]
