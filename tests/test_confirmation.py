@@ -247,6 +247,12 @@ def test_confirmation_off_or_skipped_is_said_and_changes_nothing_else():
     # trial 25: `confirmed()` gave [] in silence, read as "tested, and none held"
     with pytest.warns(UserWarning, match=f"no statement of this run was tested.*at least {MIN_CONFIRM_IMAGES}"):
         assert whole.confirmed() == []
+    # the leads, without walking result.main.explanations (trial 32): each group as --json lists it
+    groups = whole.groups()
+    hard = r.explanations["compose"].hard_clusters
+    assert [g["size"] for g in groups] == [len(c.indices) for c in hard] and all(g["verdict"] is None for g in groups)
+    assert groups[0]["sentences"]["compose"] == r.explanations["compose"].cluster_sentences(0)
+    assert groups[0]["error_rate"] == round(float(1 - r.performance[hard[0].indices].mean()), 4)
     # each group's statement where it holds, beside the group's own error rate (trial 25 read 0.85 for a statement
     # that holds for 105 images wrong at 23 %)
     from lbee.run.text import terminal_blocks

@@ -98,7 +98,10 @@ def confirmation_plan(inputs, scores, settings):
         return ConfirmationPlan(None, "off", "turned off (confirm = 0)", 0.0, failed, counted, outcome, hard=hard)
     n = int(np.shape(inputs.embeddings)[0])
     if n < MIN_CONFIRM_IMAGES:
-        why = f"{n} images: confirmation needs at least {MIN_CONFIRM_IMAGES} (statements are found on all of them)"
+        why = (
+            f"{n} images: confirmation needs at least {MIN_CONFIRM_IMAGES} (statements are found on all of them; "
+            "more images, such as a validation and a test split together, would have them tested)"
+        )
         return ConfirmationPlan(None, "skipped", why, fraction, failed, counted, outcome, hard=hard)
     mask = held_out(split_strata(hard, easy), fraction)
     n_failed = int((failed & counted & mask).sum())

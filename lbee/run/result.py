@@ -184,3 +184,14 @@ class RunResult:
         conf = (self.main.extra.get("confirmation") or {}) if self.main is not None else {}
         warn_untested(conf)
         return with_images(ranked_statements(conf), self.main.image_ids if self.main is not None else [])
+
+    def groups(self):
+        """The first slicer's hard groups as ``lbee describe --json`` lists them, in the run's order: the leads.
+
+        Each is a dict: ``group``, ``size``, ``verdict`` (None when the run tested nothing), ``error_rate`` (with a
+        right / wrong ω), ``sentences`` (each describer's, best first) and ``confirmation`` (its test, or None).
+        A run too small to confirm (`confirmed` is []) still names its groups here.
+        """
+        from .summary import summary_dict
+
+        return [] if self.main is None else summary_dict(self.main)["hard_groups"]
