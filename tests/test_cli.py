@@ -56,6 +56,30 @@ def describe_args(p, *extra):
     ]
 
 
+def test_the_built_in_sentence_set_taken_by_default_is_named_with_where_a_domains_words_go(precomputed):
+    """Trial 32 audited microscopy images in words of weather and seasons without being told."""
+    from lbee.io.sentences import load_sentence_set
+
+    p = precomputed
+    n_set = len(load_sentence_set("conditions"))
+    X = np.load(p / "img.npy")
+    np.save(p / "sen_conditions.npy", np.random.default_rng(0).normal(size=(n_set, X.shape[1])))
+    args = [
+        "describe",
+        "--image-embeddings",
+        str(p / "img.npy"),
+        "--sentence-embeddings",
+        str(p / "sen_conditions.npy"),
+    ]
+    r = run([*args, "--predictions", str(p / "pred.csv"), "--clusters", "2", "-k", "1"])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    assert f"Sentences: lbee's built-in 'conditions' set ({n_set} capture conditions" in said, r.output
+    assert "Your domain's words go in --sentences" in said
+    r = run(describe_args(p))  # sentences given: nothing said of them
+    assert r.exit_code == 0 and "built-in" not in r.output, r.output
+
+
 def test_describe_and_evaluate_precomputed(precomputed):
     p = precomputed
     r = run(describe_args(p, "--out", str(p / "out")))

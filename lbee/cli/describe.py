@@ -335,7 +335,7 @@ def describe(
 
         print_per_class(run, settings)
     else:
-        from ..run.text import run_header, terminal_blocks
+        from ..run.text import line_width, run_header, terminal_blocks
 
         result = run.main
         p = next(iter(result.explanations.values())).params
@@ -345,7 +345,15 @@ def describe(
         click.echo(header)
         import textwrap
 
-        from ..run.text import first_method, groups_line, line_width, order_line
+        if ctx.get_parameter_source("sentence_set") is click.core.ParameterSource.DEFAULT:  # trial 32: microscopy
+            said = (  # images described in words of weather and seasons, unsaid
+                f"Sentences: lbee's built-in '{sentence_set}' set ({len(result.sentences)} capture conditions: "
+                "weather, lighting, season, image quality, viewpoint, place). Your domain's words go in --sentences "
+                "(a file of sentences, or a grammar: docs/guide/grammars.md)."
+            )
+            click.echo(textwrap.fill(said, line_width()))
+
+        from ..run.text import first_method, groups_line, order_line
 
         n_groups = len(result.explanations[settings.methods[0]].hard_clusters)
         width = line_width()
