@@ -575,6 +575,11 @@ def test_token_commands(tmp_path):
     run = CliRunner().invoke
     res = run(cli, ["serve", "token", "create", "alice", "--scope", "submit", "--db", url], obj={})
     assert res.exit_code == 0 and res.stdout.startswith("lbee_")
+    # a new database is said to be one (a typo'd --db: the server of the right one would refuse the token)
+    assert f"first token of a new database, {tmp_path / 't.db'}" in " ".join(res.stderr.split())
+    res2 = run(cli, ["serve", "token", "create", "bob", "--db", url], obj={})
+    assert res2.exit_code == 0 and "new database" not in res2.stderr
+    assert run(cli, ["serve", "token", "revoke", "bob", "--db", url], obj={}).exit_code == 0
     token = res.stdout.strip()  # stdout holds the token alone (the note that it is shown once is on stderr)
     assert " " not in token and "\n" not in token
     assert token not in (tmp_path / "t.db").read_bytes().decode("latin-1")  # stored hashed only

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ..extras import install_command
@@ -287,9 +289,21 @@ def _url(ctx, db_url):
 def token_create(ctx, name, scope, db_url):
     """Create the token NAME and print it (once; only its hash is stored)."""
     from ..service.auth import create_token
+    from ..service.db import _sqlite_path
 
-    click.echo(create_token(_db(_url(ctx, db_url)), name, scope))  # stdout: the token alone, for scripts
+    url = _url(ctx, db_url)
+    try:
+        path = _sqlite_path(url) if url.startswith("sqlite") else None
+    except ValueError:
+        path = None  # said by the database's own checks, next
+    new = path not in (None, "", ":memory:") and not os.path.lexists(path)
+    click.echo(create_token(_db(url), name, scope))  # stdout: the token alone, for scripts
     click.echo(f"Token {name!r} ({scope}): shown this once, only its hash is stored; keep it now.", err=True)
+    if new:  # a typo'd --db made a database of its own: its server would refuse the token, unexplained
+        click.echo(
+            f"It is the first token of a new database, {path}: a server started with another --db does not know it.",
+            err=True,
+        )
 
 
 @token.command("list")
