@@ -592,3 +592,19 @@ def test_the_stage_is_this_users_alone_whatever_the_umask(tmp_path):
     with pytest.raises(FileExistsError, match="already exists .another process or user made it first.; nothing"):
         _new_stage(tmp_path, lambda o: (taken, tmp_path / f".y-{o}"))
     assert not list(tmp_path.glob(".y-*"))  # its aside folder removed
+
+
+def test_a_relative_path_from_a_deleted_current_folder_is_said_to_lead_nowhere(tmp_path, monkeypatch):
+    """Sweep 32ag N1, and `lbee serve` from a deleted folder ("cannot be made a folder: No such file or directory")."""
+    import os
+
+    from lbee.io.folder_trust import trusted_real_folder
+
+    here = tmp_path / "gone"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    os.rmdir(here)
+    for make in (True, False):
+        with pytest.raises(FileNotFoundError, match="the current folder no longer exists .deleted or moved., so 'a/b'"):
+            trusted_real_folder("a/b", make=make)
+    assert not (tmp_path / "a").exists()

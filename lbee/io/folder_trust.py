@@ -298,14 +298,17 @@ def trusted_real_folder(path, *, make=False):
 
 def _judge_above(fd, text, me):
     """`SharedFolderError` for the first folder above the one of descriptor ``fd`` that another user can change."""
+    gone = FileNotFoundError(  # said as such, not as a bare "[Errno 2]" (sweep 32ag N1)
+        errno.ENOENT,
+        f"the current folder no longer exists (deleted or moved), so {text!r} leads nowhere; cd to a folder and run "
+        "again",
+    )
+    if os.fstat(fd).st_nlink == 0:  # deleted: its ".." may still open, and a folder made in it fails bare
+        raise gone
     try:
         here = os.open("..", _OPEN_FOLDER, dir_fd=fd)
-    except FileNotFoundError:  # said as such, not as a bare "[Errno 2]" (sweep 32ag N1)
-        raise FileNotFoundError(
-            errno.ENOENT,
-            f"the current folder no longer exists (deleted or moved), so {text!r} leads nowhere; cd "
-            "to a folder and run again",
-        ) from None
+    except FileNotFoundError:
+        raise gone from None
     try:
         while True:
             st = os.fstat(here)
