@@ -608,3 +608,43 @@ def test_a_relative_path_from_a_deleted_current_folder_is_said_to_lead_nowhere(t
         with pytest.raises(FileNotFoundError, match="the current folder no longer exists .deleted or moved., so 'a/b'"):
             trusted_real_folder("a/b", make=make)
     assert not (tmp_path / "a").exists()
+
+
+@needs_root
+def test_a_relative_path_under_a_folder_that_cannot_be_opened_is_said_so():
+    """The walk above a relative path met a folder it may not search: "--out 'w' is not a writable folder:
+    Permission denied", of a folder the user could write. Run in a forked child that became an unprivileged user."""
+    import shutil
+    import tempfile
+
+    from lbee.io.folder_trust import trusted_real_folder
+
+    top = tempfile.mkdtemp(dir="/tmp")  # root's, 0700: nobody may not search it
+    here = os.path.join(top, "in")
+    os.mkdir(here)
+    os.chown(here, 65534, 65534)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        out = []
+        try:
+            os.chdir(here)  # as root, then nobody: as a folder's mode changed under a shell in it
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            trusted_real_folder("w", make=True)
+            out.append("accepted")
+        except PermissionError as exc:
+            out.append(f"refused: {exc.strerror}")
+        except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails the test
+            out.append(f"child error: {exc!r}")
+        os.write(write, "\n".join(out).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        said = pipe.read()
+    os.waitpid(pid, 0)
+    made = os.listdir(here)
+    shutil.rmtree(top, ignore_errors=True)
+    assert said.startswith("refused: a folder above the current one cannot be opened (permission denied)"), said
+    assert made == []

@@ -305,17 +305,27 @@ def _judge_above(fd, text, me):
     )
     if os.fstat(fd).st_nlink == 0:  # deleted: its ".." may still open, and a folder made in it fails bare
         raise gone
+    closed = PermissionError(  # not "--out 'w' is not a writable folder: Permission denied" of a folder it can write
+        errno.EACCES,
+        f"a folder above the current one cannot be opened (permission denied), so who else can change {text!r} "
+        "cannot be checked; cd to a folder whose parents you can open, and run again",
+    )
     try:
         here = os.open("..", _OPEN_FOLDER, dir_fd=fd)
     except FileNotFoundError:
         raise gone from None
+    except PermissionError:
+        raise closed from None
     try:
         while True:
             st = os.fstat(here)
             why = _why_untrusted(st, me)
             if why:
                 raise SharedFolderError(text, _fd_path(here), why)
-            up = os.open("..", _OPEN_FOLDER, dir_fd=here)
+            try:
+                up = os.open("..", _OPEN_FOLDER, dir_fd=here)
+            except PermissionError:
+                raise closed from None
             if (os.fstat(up).st_dev, os.fstat(up).st_ino) == (st.st_dev, st.st_ino):  # "/": its own parent
                 os.close(up)
                 return
