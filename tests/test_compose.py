@@ -175,6 +175,7 @@ def test_pruning_drops_a_literal_the_failure_does_not_need_and_keeps_those_it_do
     """Backward elimination: a state that says one condition too many ("a *small* square", the size independent of
     the failure) loses it; the planted conditions each cost more than noise to drop, so they stay."""
     from lbee.core.compose import _State
+    from lbee.core.pruning import pruned as prune
 
     values, lits = planted_world(seed=1)
     planted = {("square", "color"): "orange", ("circle", "presence"): "false", ("background", "texture"): "noise"}
@@ -186,12 +187,12 @@ def test_pruning_drops_a_literal_the_failure_does_not_need_and_keeps_those_it_do
     chosen = [index[item] for item in extra.items()]
     p = search.region(chosen)
     state = _State(extra, tuple(chosen), p[group], p[search.hard], p[search.easy], 0.0)
-    (pruned,) = search._pruned([state], group)
+    (pruned,) = prune(search, [state], group)
     assert pruned.conds == planted
     h, e = search.counts(search.region(pruned.lits))
     assert h > 0.9 * len(group) and e < 0.01 * len(search.easy)
     # a state of exactly the planted conditions is left as it is
-    (same,) = search._pruned([pruned], group)
+    (same,) = prune(search, [pruned], group)
     assert same.conds == planted
 
 

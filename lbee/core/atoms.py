@@ -246,9 +246,9 @@ def literal_probabilities(
                     weights.append((w >= 0.5).astype(float) if (w >= 0.5).sum() >= 3 else np.ones(n))
         if cols:
             m = np.stack(margins, axis=1)
-            post, msep, width, spread, dist, mtwo = _mixture(m, np.stack(weights, axis=1), split_at=0.0)
-            temp = float(np.median(width[msep])) if msep.any() else float(np.median(spread))
             wts = np.stack(weights, axis=1)
+            post, msep, width, spread, dist, mtwo = _mixture(m, wts, split_at=0.0)
+            temp = float(np.median(width[msep])) if msep.any() else float(np.median(spread))
             unbound = unbound_values([keys[j][0] for j in cols], post, msep, dist, wts)
             for t, j in enumerate(cols):
                 if unbound[t]:  # another subject's value seen through loose binding: one value for all

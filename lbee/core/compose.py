@@ -58,7 +58,6 @@ import numpy.typing as npt
 from .._blas import one_blas_thread
 from ..typing import ArrayLike, FloatArray, IntArray
 from .atoms import Key, Literals
-from .explaining_away import explained_away
 
 if TYPE_CHECKING:
     from ..grammar import Grammar
@@ -75,7 +74,7 @@ DEFAULT_MIN_CONDITIONAL = 0.85
 #: The family-wise false-addition rate of one step (Bonferroni over the literals).
 DEFAULT_ALPHA = 0.05
 SMOOTH = 0.5
-#: The best states per returned description that are pruned (`ComposeSearch._pruned`) before choosing.
+#: The best states per returned description that are pruned (`lbee.core.pruning.pruned`) before choosing.
 PRUNED_PER_K = 4
 
 
@@ -180,6 +179,9 @@ class ComposeSearch:
         self._parent = np.asarray(literals.parent)
         #: the literals that presuppose another: only their marginal P differs from the conditional one
         self._presupposing = np.flatnonzero(self._parent >= 0)
+        self._probs_t = np.ascontiguousarray(self.probs[:, self._presupposing].T)  # (P, n), as ``_cond_t``
+        self._marginal_row = {int(j): k for k, j in enumerate(self._presupposing)}
+        self._easy_mean: Vector | None = None  # the easy images' mean marginal P (L,), for `_fallback`
         self._sets = {name: self._rows(idx) for name, idx in (("hard", self.hard), ("easy", self.easy))}
         self.n_hard, self.n_easy = max(len(self.hard), 1), max(len(self.easy), 1)
         self.z = -NormalDist().inv_cdf(float(alpha) / max(len(self.keys), 1))
@@ -219,8 +221,9 @@ class ComposeSearch:
 
     def factor(self, lits: Sequence[int], j: int, rows: IntArray | None = None) -> Vector:
         """What adding literal ``j`` to the conjunction of ``lits`` multiplies its per-image vector by."""
-        q = self.cond if (self._parent[j] < 0 or int(self._parent[j]) in self.literals.closure(lits)) else self.probs
-        return q[:, j] if rows is None else q[rows, j]
+        given = self._parent[j] < 0 or int(self._parent[j]) in self.literals.closure(lits)
+        column: Vector = self._cond_t[j] if given else self._probs_t[self._marginal_row[j]]  # contiguous: gathered fast
+        return column if rows is None else column[rows]
 
     def region(self, lits: Sequence[int]) -> Vector:
         """P(conjunction of ``lits``) for every image, shape (n,)."""
@@ -335,7 +338,9 @@ class ComposeSearch:
             return self._fallback(group, self.probs[group], twin, k)
         pool.sort(key=lambda s: (-s.lift, -len(s.conds)))
         head = PRUNED_PER_K * k
-        pool = sorted(self._pruned(pool[:head], group) + pool[head:], key=lambda s: (-s.lift, -len(s.conds)))
+        from .pruning import pruned  # it reads the search's shares: imported here, not in a cycle
+
+        pool = sorted(pruned(self, pool[:head], group) + pool[head:], key=lambda s: (-s.lift, -len(s.conds)))
         chosen = [pool[0]]
         covered = float(pool[0].h.sum())
         for s in pool[1:]:
@@ -357,64 +362,6 @@ class ComposeSearch:
             covered = held
         return [self._describe(s, n_g, twin) for s in chosen]
 
-    def _pruned(self, states: list[_State], group: IntArray) -> list[_State]:
-        """``states`` with each literal the failure does not need removed, deduplicated, best lift first.
-
-        The beam adds the literal of best lift a step, and an early literal
-        that a later one makes redundant stays ("a *small* square", when the
-        square's size only correlates with the failure's other conditions).
-        Backward elimination with the search's own gate: while some literal's
-        removal lowers the lift by no more than z σ (σ as for adding it back),
-        the one whose removal costs least goes.
-        """
-        out: dict[frozenset[tuple[Key, str]], _State] = {}
-        memo: dict[frozenset[int], tuple[float, float]] = {}
-
-        def counts(lits: list[int]) -> tuple[float, float]:
-            key = frozenset(self.literals.closure(lits))
-            if key not in memo:
-                memo[key] = self.counts(self.region(lits))
-            return memo[key]
-
-        for s in states:
-            lits = list(s.lits)
-            while len(lits) > 1:
-                h, e = counts(lits)
-                lift = float(_lift(h, e, self.n_hard, self.n_easy))
-                best: tuple[float, int] | None = None
-                for j in lits:
-                    rest = self.without(lits, j)
-                    if rest is None:
-                        continue  # presupposed by a literal that stays
-                    h2, e2 = counts(rest)
-                    keep = min(max((h + e) / max(h2 + e2, 1e-9), 0.0), 1.0)
-                    gate = self.z * np.sqrt((1.0 - keep) * (1.0 / (h + SMOOTH) + 1.0 / (e + SMOOTH)))
-                    margin = lift - float(_lift(h2, e2, self.n_hard, self.n_easy)) - gate
-                    if margin <= 0 and (best is None or margin < best[0]):
-                        best = (margin, j)
-                if best is None:
-                    break
-                lits = self.without(lits, best[1]) or lits
-            lits = explained_away(self, lits)  # then the literals whose excluded images fail like its own
-            if sorted(lits) == sorted(s.lits):
-                state = s
-            else:
-                p = self.region(lits)
-                h, e = self.counts(p)
-                conds = {self.keys[j][0]: self.keys[j][1] for j in lits}
-                state = _State(
-                    conds,
-                    tuple(lits),
-                    p[group],
-                    p[self.hard],
-                    p[self.easy],
-                    float(_lift(h, e, self.n_hard, self.n_easy)),
-                )
-            sig = frozenset(self.grammar.canonical(state.conds).items())
-            if sig not in out or out[sig].lift < state.lift:
-                out[sig] = state
-        return sorted(out.values(), key=lambda s: (-s.lift, -len(s.conds)))
-
     def _describe(self, s: _State, n_g: int, twin: ArrayLike | None) -> Conjunction:
         twin_share = None
         twin_rows = None if twin is None else np.asarray(twin, dtype=np.int64)
@@ -434,7 +381,9 @@ class ComposeSearch:
 
     def _fallback(self, group: IntArray, qg: Vector, twin: ArrayLike | None, k: int) -> list[Conjunction]:
         """No literal holds for ``min_support`` of the group: its single literals with the best share difference."""
-        diff = qg.mean(0) - self.probs[self.easy].mean(0)
+        if self._easy_mean is None:  # once per search object: a fallback is met group after group
+            self._easy_mean = self.probs[self.easy].mean(0)
+        diff = qg.mean(0) - self._easy_mean
         out = []
         for j in np.argsort(-diff, kind="stable")[:k]:
             key, value = self.keys[j]

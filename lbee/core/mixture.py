@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..typing import ArrayLike, BoolArray, FloatArray, IntArray
+from ..typing import ArrayLike, BoolArray, FloatArray
 
 #: Ashman's D at or above which an atom's similarities are two populations.
 SEPARATION = 2.0
@@ -98,22 +98,19 @@ def _mixture(
     separated = two & (d >= SEPARATION)
     if split_at is not None:  # the overlapping populations must also lie on either side of `split_at`
         two &= (mu.min(0) < split_at) & (split_at < mu.max(0))
-    # posterior of the higher component for every image: a logistic in s (two Gaussians of their own variances),
-    # in place on two (n, A) arrays (the same numbers as the expression's eight temporaries: 3x faster at 1M rows)
+    # posterior of the higher component for every image: a logistic of the two log densities' difference, a
+    # quadratic in s (two Gaussians of their own variances), computed as ((qa s + qb) s + qc) in place on one (n, A)
+    # array: four passes, where each log density's took six (a third of 'compose''s literal probabilities at 1M)
     lo = 1 - high
     ar = np.arange(a)
-
-    def log_density(k: IntArray) -> FloatArray:  # -0.5 (s - mu)^2 / var - 0.5 log var + log w, per column
-        t: FloatArray = s_all - mu[k, ar]
-        np.square(t, out=t)
-        t *= -0.5
-        t /= var[k, ar]
-        t -= 0.5 * np.log(var[k, ar])
-        t += np.log(w[k, ar])
-        return t
-
-    post = log_density(lo)
-    post -= log_density(high)
+    m_lo, m_hi, v_lo, v_hi = mu[lo, ar], mu[high, ar], var[lo, ar], var[high, ar]
+    qa = -0.5 * (1 / v_lo - 1 / v_hi)
+    qb = m_lo / v_lo - m_hi / v_hi
+    qc = -0.5 * (m_lo**2 / v_lo - m_hi**2 / v_hi) - 0.5 * np.log(v_lo / v_hi) + np.log(w[lo, ar] / w[high, ar])
+    post = s_all * qa
+    post += qb
+    post *= s_all
+    post += qc
     np.clip(post, -60, 60, out=post)
     np.exp(post, out=post)
     post += 1.0
