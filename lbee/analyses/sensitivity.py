@@ -170,6 +170,13 @@ def _cache_path(cache_dir, key):
 
 
 def _load_cached(path):
+    from ..io.cache import plain_npz
+    from ..io.own_store import foreign_inside, own_file
+
+    if foreign_inside(path.parent.parent.parent, path.parent.parent.name, path.parent.name) or not own_file(path):
+        return None  # another user's, or one they can write (sweep 32ak B1): recomputed
+    if not plain_npz(path):
+        return None
     try:
         with np.load(path) as data:
             return {k: (data[k] if data[k].ndim else data[k][()]) for k in data.files}
@@ -231,7 +238,8 @@ def region_sensitivity(
     """
     from tqdm.auto import tqdm
 
-    from ..io.cache import atomic_write_bytes, cache_folder, identity_key, linked_inside
+    from ..io.cache import atomic_write_bytes, cache_folder, identity_key
+    from ..io.own_store import foreign_inside, make_own
     from ..scoring.device import resolve_device
 
     n = len(images)
@@ -282,10 +290,11 @@ def region_sensitivity(
             except ValueError as exc:
                 raise ValueError(f"Image {ids[i]!r}: {exc}") from None
             n_computed += 1
-            if cache_dir is not None and not linked_inside(cache_dir, "sensitivity", key[:2]):  # (sweep 32u B4)
+            if cache_dir is not None and not foreign_inside(cache_dir, "sensitivity", key[:2]):  # (sweep 32u B4)
                 buf = io.BytesIO()
                 np.savez(buf, **{k: np.asarray(v) for k, v in cached.items()})
-                atomic_write_bytes(_cache_path(cache_dir, key), buf.getvalue())
+                make_own(cache_dir, "sensitivity", key[:2])
+                atomic_write_bytes(_cache_path(cache_dir, key), buf.getvalue(), private=True)
         results.append(cached)
     table = _table(results, ids, labels, sigmas, class_names)
     summary = summarize(table, class_names=class_names)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .own_store import foreign_inside, make_own, own_file
+
 
 def default_cache_dir():
     """``$LBEE_CACHE_DIR`` if set, else ``~/.cache/lbee``."""
@@ -84,18 +86,22 @@ def _temp_beside(path):
     return path.parent / f"{stem}{me}-{uuid.uuid4().hex[:12]}{path.suffix}"
 
 
-def atomic_write_bytes(path, data):
+def atomic_write_bytes(path, data, *, private=False):
     """Write ``data`` to ``path`` via a temp file in the same folder and a rename.
 
     The file is created with mode ``0o666`` minus the process umask (0644
     under the usual umask 022), like any file a tool writes; ``mkstemp``'s
     0600 would hide outputs from the rest of a group. A reader sees either the
-    old file or the complete new one, never a partial write.
+    old file or the complete new one, never a partial write. ``private``: a file
+    of lbee's own stores (`lbee.io.own_store`), ``0o644`` minus the umask.
     """
+    from .own_store import FILE_MODE
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temp_beside(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    mode = FILE_MODE if private else 0o666
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -128,13 +134,13 @@ def atomic_save_npy(path, array):
         raise
 
 
-def atomic_save_npz(path, **arrays):
-    """``np.savez`` through `atomic_write_bytes` (atomic, umask-honouring)."""
+def atomic_save_npz(path, *, private=False, **arrays):
+    """``np.savez`` through `atomic_write_bytes` (atomic, umask-honouring; ``private`` as there)."""
     import io
 
     buf = io.BytesIO()
     np.savez(buf, **arrays)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue(), private=private)
 
 
 def sentence_list_key(sentences):
@@ -208,19 +214,21 @@ class EmbeddingCache:
         self._images = None
 
     def linked(self, *below):
-        """Whether a folder of this cache, from its ``embeddings`` folder down to ``below``, is a symbolic link.
+        """Whether a folder of this cache, from its ``embeddings`` folder down to ``below``, is not its own.
 
         The whole way down, not the last folder alone: a link at ``embeddings/<key>`` replaced a file outside the
-        cache (sweep 32u B4).
+        cache (sweep 32u B4); a folder another user could write held their shards (sweep 32ak B1, B8).
         """
-        return linked_inside(self.base, "embeddings", self.root.name, *below)
+        return foreign_inside(self.base, "embeddings", self.root.name, *below)
 
     def _load_images(self):
         if self._images is None:
             self._images = {}
+            if self.linked("images"):
+                return self._images
             for shard in sorted((self.root / "images").glob("shard-*.npz")):
-                if not plain_npz(shard):
-                    continue  # a FIFO blocked, a 3 MB deflated shard took 3 GB (sweep 27): encoded again
+                if not own_file(shard) or not plain_npz(shard):
+                    continue  # another user's, a FIFO, a 3 MB deflated shard that took 3 GB (sweep 27): encoded again
                 try:
                     with np.load(shard) as data:
                         hashes, emb, rows = data["hashes"], data["embeddings"], data["row_hashes"]
@@ -243,10 +251,10 @@ class EmbeddingCache:
         """Persist one shard of (hash, embedding) pairs atomically."""
         if len(hashes) == 0 or self.linked("images"):
             return  # nothing written through a link planted in the cache (sweep 32t): encoded again next time
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_own(self.base, "embeddings", self.root.name, "images")  # for this user alone, whatever the umask
         meta = self.root / "identity.json"
         if not meta.exists():
-            atomic_write_bytes(meta, json.dumps(self.identity, indent=2, sort_keys=True).encode())
+            atomic_write_bytes(meta, json.dumps(self.identity, indent=2, sort_keys=True).encode(), private=True)
         emb = np.asarray(embeddings, dtype=np.float32)
         hashes = [str(h) for h in hashes]
         atomic_save_npz(  # each row's content hash and embedding digested together: a moved row shows
@@ -254,6 +262,7 @@ class EmbeddingCache:
             hashes=np.asarray(hashes, dtype=str),
             embeddings=emb,
             row_hashes=row_hashes(hashes, emb),
+            private=True,
         )
         store = self._load_images()
         store.update(zip(hashes, emb))
@@ -271,7 +280,7 @@ class EmbeddingCache:
         """
         sentences = [str(s) for s in sentences]
         path = self._sentence_path(sentences)
-        if path.exists() and plain_npz(path):
+        if not self.linked("sentences") and own_file(path) and plain_npz(path):
             try:
                 with np.load(path) as data:
                     arr, rows = data["embeddings"], data["row_hashes"]
@@ -296,34 +305,9 @@ class EmbeddingCache:
             )
         if self.linked("sentences"):
             return  # as put_images
-        atomic_save_npz(self._sentence_path(sentences), embeddings=emb, row_hashes=row_hashes(sentences, emb))
-
-
-def linked_inside(folder, *parts):
-    """Whether ``folder`` or a folder below it (``parts``, in order) is a symbolic link: a cache writes nothing there.
-
-    The cache folder may itself be reached through a link of the user's (``LBEE_CACHE_DIR``); what lbee makes inside
-    it is never a link, and one planted there (sweep 32t: a thumbnail shard linked out of the cache) would take
-    lbee's writes elsewhere.
-    """
-    path = Path(folder)
-    for part in parts:
-        path = path / part
-        if path.is_symlink():
-            if str(path) not in _LINKS_SAID:  # said once: each run encoded again, and nothing told why (sweep 32ae)
-                _LINKS_SAID.add(str(path))
-                import logging
-
-                logging.getLogger("lbee").warning(
-                    "The cache folder holds a symbolic link at %r, where lbee keeps a folder of its own; nothing is "
-                    "cached through it, so this work is done again next time. Remove the link to cache it again.",
-                    str(path),
-                )
-            return True
-    return False
-
-
-_LINKS_SAID: set = set()
+        make_own(self.base, "embeddings", self.root.name, "sentences")
+        path = self._sentence_path(sentences)
+        atomic_save_npz(path, embeddings=emb, row_hashes=row_hashes(sentences, emb), private=True)
 
 
 def json_bytes(obj, *, indent=1):

@@ -90,7 +90,7 @@ def untrusted_folder(path):
             st = os.stat(folder)
         except OSError:  # an unreadable folder above: lbee's own write will fail there and say so
             return None
-        why = _why_untrusted(st, me)
+        why = _why_untrusted(st, me, at=folder)
         if why:
             return folder, why
         above = os.path.dirname(folder)
@@ -111,8 +111,11 @@ _NO_WAY = (errno.ENOTDIR, errno.EACCES, errno.ENOENT, errno.ENAMETOOLONG)
 _OPEN_FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY
 
 
-def _why_untrusted(st, me, *, sticky_ok=True):
-    """Why a folder of status ``st`` is another user's to change, or None (``sticky_ok``: a sticky one is not)."""
+def _why_untrusted(st, me, *, sticky_ok=True, at=None):
+    """Why a folder of status ``st`` is another user's to change, or None (``sticky_ok``: a sticky one is not).
+
+    ``at`` (its descriptor or path) has its ACL read too: one can grant write to users the mode never shows.
+    """
     if st.st_uid not in (me, 0):
         return f"owned by user {_user(st.st_uid)}"
     if sticky_ok and st.st_mode & stat.S_ISVTX:
@@ -121,6 +124,10 @@ def _why_untrusted(st, me, *, sticky_ok=True):
         return "writable by every user"
     if st.st_mode & stat.S_IWGRP and not _own_group(st.st_gid, me):
         return f"writable by group {_group(st.st_gid)}"
+    if at is not None and st.st_mode & stat.S_IWGRP:  # with an ACL, the group bits are its mask (sweep 32ak B4)
+        from .acl import acl_writers
+
+        return acl_writers(at, st.st_gid, me, _own_group)
     return None
 
 
@@ -196,7 +203,7 @@ def check_database_file(path, *, _links=0):
     if os.environ.get(TRUST_ENV) == "1" or not hasattr(os, "geteuid"):
         return os.path.join(real, name)
     me = os.geteuid()
-    if _why_untrusted(os.stat(real), me, sticky_ok=False):  # the walk judged its owner: here, sticky or not
+    if _why_untrusted(os.stat(real), me, sticky_ok=False, at=real):  # the walk judged its owner: here, sticky or not
         why = "a folder other users can write (SQLite makes the database's journal files there by name)"
         raise SharedFolderError(path, real, why, sticky_ok=False)
     target = os.path.join(real, name)
@@ -319,7 +326,7 @@ def _judge_above(fd, text, me):
     try:
         while True:
             st = os.fstat(here)
-            why = _why_untrusted(st, me)
+            why = _why_untrusted(st, me, at=here)
             if why:
                 raise SharedFolderError(text, _fd_path(here), why)
             try:
@@ -356,7 +363,7 @@ def _walk(text, todo, stack, made, make, trust, me):
         if not trust:  # every folder the kernel walks through, a folder left by ".." too: its ".." entry is
             # where another user who can move it points it (sweep 32ab B1: `--out ../../x` from a folder in
             # theirs, which they moved into a sticky folder during the run, took the output there)
-            why = _why_untrusted(os.fstat(here), me)
+            why = _why_untrusted(os.fstat(here), me, at=here)
             if why:
                 raise SharedFolderError(text, _fd_path(here), why)
         if part == "..":
@@ -400,7 +407,7 @@ def _walk(text, todo, stack, made, make, trust, me):
                     os.close(stack.pop())
                 stack.append(os.open("/", _OPEN_FOLDER))
     st = os.fstat(stack[-1])
-    why = None if trust else _why_untrusted(st, me)
+    why = None if trust else _why_untrusted(st, me, at=stack[-1])
     if why:
         raise SharedFolderError(text, _fd_path(stack[-1]), why)
     return _fd_path(stack[-1]), (st.st_dev, st.st_ino)

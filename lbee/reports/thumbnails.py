@@ -15,7 +15,8 @@ import os
 
 import numpy as np
 
-from ..io.cache import atomic_write_bytes, cache_folder, linked_inside
+from ..io.cache import atomic_write_bytes, cache_folder
+from ..io.own_store import foreign_inside, make_own, why_not_own
 
 #: Images with more pixels than this get no thumbnail (Pillow's own bomb limit is 89 M pixels, about 270 MB decoded;
 #: a 12000 x 12000 PNG of 17 KB took 600 MB of a server's memory per request).
@@ -111,7 +112,7 @@ class ThumbnailCache:
 
     def _linked(self, path):
         """Whether the cache's own folders above ``path`` hold a link (then nothing is read or kept there)."""
-        return linked_inside(self.folder.parent, self.folder.name, path.parent.name)
+        return foreign_inside(self.folder.parent, self.folder.name, path.parent.name)
 
     def _jpeg(self, source, opened):
         from PIL import Image
@@ -140,8 +141,8 @@ class ThumbnailCache:
         self.n_generated += 1
         if self._linked(path):
             return data  # made, not kept: never written through a link planted in the cache (sweep 32t)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, data)
+        make_own(self.folder.parent, self.folder.name, path.parent.name)  # for this user alone (sweep 32ak B1)
+        atomic_write_bytes(path, data, private=True)
         return data
 
     def data_uri(self, source):
@@ -160,15 +161,13 @@ def _cached_jpeg(path):
     The cache folder is the server's, but a link planted in it served another file as an image's thumbnail
     (sweep 32s B4); what is there is read without following a link, and only as a JPEG lbee wrote.
     """
-    import stat
-
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_THUMBNAIL_BYTES:
-            return None
+        if why_not_own(st, fh.fileno(), folder=False) or st.st_size > MAX_THUMBNAIL_BYTES:
+            return None  # another user's, or one they can write, is theirs, not a thumbnail lbee made (32ak B1)
         data = fh.read(MAX_THUMBNAIL_BYTES + 1)
     return data if data[:3] == b"\xff\xd8\xff" and len(data) <= MAX_THUMBNAIL_BYTES else None

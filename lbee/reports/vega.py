@@ -49,7 +49,8 @@ def vega_bundle(cache_dir=None):
     from importlib.metadata import version
 
     from ..extras import import_extra
-    from ..io.cache import atomic_write_bytes, cache_folder, linked_inside
+    from ..io.cache import atomic_write_bytes, cache_folder
+    from ..io.own_store import foreign_inside, make_own, own_file
 
     vl_convert = import_extra("vl_convert", "html", needed_for="The HTML report")
 
@@ -66,12 +67,13 @@ def vega_bundle(cache_dir=None):
     import os
     import stat
 
-    linked = linked_inside(base, "vega")  # never used: a bundle planted through it was inlined (sweep 32v B3)
+    # never used: a bundle planted through a link (sweep 32v B3), or in a folder another user could write (32ak B2)
+    linked = foreign_inside(base, "vega")
     try:
         mode = os.lstat(path).st_mode
     except OSError:
         mode = None
-    if not linked and mode is not None and stat.S_ISREG(mode):
+    if not linked and mode is not None and stat.S_ISREG(mode) and own_file(path):
         from ..io.confinement import read_text_file
 
         try:  # bounded, as every file lbee reads: a sparse 2.5 GB one took 10.5 GB (sweep 28)
@@ -81,11 +83,11 @@ def vega_bundle(cache_dir=None):
     js = vl_convert.javascript_bundle(vl_version=vl)
     if "</script" in js.lower():  # would end the inline <script> early
         js = js.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
-    if linked or (mode is not None and not stat.S_ISREG(mode)):
-        return js  # a FIFO or a device where the cache file goes is left as it is (sweep 28), the bundle not kept
+    if linked or (mode is not None and not (stat.S_ISREG(mode) and own_file(path))):
+        return js  # a FIFO, a device or another user's file where the cache file goes is left (sweep 28), not kept
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, js.encode("utf-8"))
+        make_own(base, "vega")
+        atomic_write_bytes(path, js.encode("utf-8"), private=True)
     except OSError:  # a read-only cache only costs the seconds of the next build
         pass
     return js

@@ -1,0 +1,104 @@
+"""lbee's own stores inside a checked folder: the embedding cache, its thumbnails and Vega bundle, a bench's records.
+
+What lbee reads back from them as its own work must be what it wrote: every folder below the checked base, and
+each file, this user's and writable by no other user. The base alone was checked; a cache made under ``umask 000``
+had folders every user could write, a cache in a sticky folder (``--cache-dir /tmp``) had entries another user made
+first, and lbee read their embeddings and inlined their script (sweep 32ak B1, B2, B8). So lbee makes these stores
+for this user alone whatever the umask (folders 0755, files 0644, less what the umask takes), tightens a folder of
+its own that an earlier umask left open, and passes over, with one warning, anything else.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+
+#: The modes lbee's own stores are made with (the umask may take more, never add).
+FOLDER_MODE, FILE_MODE = 0o755, 0o644
+
+_SAID: set = set()
+
+
+def _me():
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def why_not_own(st, at, *, folder):
+    """Why an entry of status ``st`` (``at``: its path or descriptor) is not lbee's own to use, or None.
+
+    A link, another kind of entry, another user's (root's is trusted), or one another user can write (mode or ACL).
+    """
+    from .folder_trust import _why_untrusted
+
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    if not (stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)):
+        return "not a folder" if folder else "not a regular file"
+    me = _me()
+    if me is None:
+        return None
+    return _why_untrusted(st, me, sticky_ok=False, at=at)
+
+
+def _say(path, why):
+    if str(path) not in _SAID:  # once: each run did the work again, and nothing told why (sweep 32ae)
+        _SAID.add(str(path))
+        logging.getLogger("lbee").warning(
+            "The cache holds %r, %s, where lbee keeps a folder of its own: nothing is read from it or written "
+            "through it, so this work is done again next time. Remove it to cache there again.",
+            str(path),
+            why,
+        )
+
+
+def foreign_inside(folder, *parts):
+    """Whether a folder below ``folder`` (``parts``, in order) is not lbee's own: then nothing is read or written there.
+
+    A missing folder is not (lbee makes it, `make_own`). A folder of this user's that another user can write by its
+    mode (made under a looser umask) is tightened first: a file another user put there is still passed over, file by
+    file (`own_file`). Said once per folder.
+    """
+    path = Path(folder)
+    for part in parts:
+        path = path / part
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            _say(path, f"which lbee could not check ({exc.strerror or exc})")
+            return True
+        why = why_not_own(st, str(path), folder=True)
+        if why and st.st_uid == _me() and stat.S_ISDIR(st.st_mode) and st.st_mode & 0o022:
+            try:  # its own folder (the folder above is tight): writable by no one else from now on
+                os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022, follow_symlinks=False)
+                why = why_not_own(os.lstat(path), str(path), folder=True)
+            except OSError:
+                pass
+        if why:
+            _say(path, why)
+            return True
+    return False
+
+
+def make_own(folder, *parts):
+    """Make the folders ``parts`` below ``folder`` (mode `FOLDER_MODE` less the umask); the last one's path."""
+    path = Path(folder)
+    for part in parts:
+        path = path / part
+        try:
+            os.mkdir(path, FOLDER_MODE)
+        except FileExistsError:
+            pass
+    return path
+
+
+def own_file(path):
+    """Whether ``path`` is a regular file of this user's that no other user can write (else it is not read)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return why_not_own(st, os.fspath(path), folder=False) is None

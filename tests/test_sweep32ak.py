@@ -1,0 +1,150 @@
+"""Sweep 32ak: lbee's own stores (the cache, its thumbnails and Vega bundle, a bench's records) under a loose umask,
+in a sticky folder, or behind an ACL; the token database's mode; an ids.txt of another embedding run."""
+
+import os
+import stat
+
+import numpy as np
+import pytest
+
+needs_root = pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to chown")
+
+
+def _mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_the_cache_is_made_for_this_user_alone_whatever_the_umask(tmp_path):
+    """B1 (a): under umask 000 the cache's inner folders were 0777 and its shards 0666; another user's shard was read."""
+    from lbee.io.cache import EmbeddingCache
+
+    (tmp_path / "cache").mkdir(mode=0o755)  # the base, made under the usual umask (a new one under 000 is refused)
+    old = os.umask(0)
+    try:
+        cache = EmbeddingCache({"encoder": "x"}, tmp_path / "cache")
+        cache.put_images(["h1"], np.ones((1, 4)))
+        cache.put_sentences(["a sentence"], np.ones((1, 4)))
+    finally:
+        os.umask(old)
+    made = [p for p in (tmp_path / "cache").rglob("*")]
+    assert made and all(_mode(p) & 0o022 == 0 for p in made), {str(p): oct(_mode(p)) for p in made}
+    assert EmbeddingCache({"encoder": "x"}, tmp_path / "cache").get_images(["h1"]).keys() == {"h1"}
+
+
+def test_a_shard_or_folder_another_user_can_write_is_never_read(tmp_path, caplog):
+    """B1 (b): a shard of this user's left 0666 by a umask-000 run was rewritten by another user and read back."""
+    import logging
+
+    from lbee.io.cache import EmbeddingCache
+
+    cache = EmbeddingCache({"encoder": "x"}, tmp_path / "cache")
+    cache.put_images(["h1"], np.ones((1, 4)))
+    cache.put_sentences(["s"], np.ones((1, 4)))
+    (shard,) = (cache.root / "images").glob("shard-*.npz")
+    os.chmod(shard, 0o666)
+    (sentences,) = (cache.root / "sentences").glob("*.npz")
+    os.chmod(sentences, 0o646)
+    fresh = EmbeddingCache({"encoder": "x"}, tmp_path / "cache")
+    assert fresh.get_images(["h1"]) == {} and fresh.get_sentences(["s"]) is None  # encoded again
+    # a folder of its own another user can write (made so by an earlier umask): tightened, its files read as before
+    os.chmod(shard, 0o644)
+    os.chmod(cache.root / "images", 0o777)
+    with caplog.at_level(logging.WARNING, logger="lbee"):
+        assert EmbeddingCache({"encoder": "x"}, tmp_path / "cache").get_images(["h1"]).keys() == {"h1"}
+    assert _mode(cache.root / "images") == 0o755 and not caplog.records
+
+
+@needs_root
+def test_entries_another_user_made_in_a_sticky_cache_folder_are_passed_over(tmp_path, caplog):
+    """B8: with --cache-dir /tmp, another user made /tmp/embeddings/<key>/images first, and lbee read their shard;
+    their /tmp/vega bundle was inlined in a report. Also B1 (c): their thumbnail in a folder of theirs."""
+    import logging
+
+    from lbee.io.cache import EmbeddingCache
+    from lbee.reports import vega
+
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    theirs = EmbeddingCache({"encoder": "x"}, sticky)
+    theirs.put_images(["h1"], np.full((1, 4), 7.0))  # as if made by the other user: then handed to them
+    for p in [sticky / "embeddings", *(sticky / "embeddings").rglob("*")]:
+        os.chown(p, 65534, 65534, follow_symlinks=False)
+    with caplog.at_level(logging.WARNING, logger="lbee"):
+        mine = EmbeddingCache({"encoder": "x"}, sticky)
+        assert mine.get_images(["h1"]) == {}  # not read
+        mine.put_images(["h2"], np.ones((1, 4)))  # nor written into theirs
+    assert not any(p.stat().st_uid != 65534 for p in (sticky / "embeddings").rglob("*"))
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "owned by user" in said[0] and "embeddings" in said[0], said
+    # their Vega bundle, in a folder of theirs: never inlined
+    pytest.importorskip("vl_convert")
+    real = vega.vega_bundle(tmp_path / "own")
+    (sticky / "vega").mkdir()
+    name = next((tmp_path / "own" / "vega").iterdir()).name
+    (sticky / "vega" / name).write_text(real + ";window.PWNED=1;")
+    os.chown(sticky / "vega", 65534, 65534)
+    os.chown(sticky / "vega" / name, 65534, 65534)
+    assert "PWNED" not in vega.vega_bundle(sticky)
+
+
+def test_a_cached_vega_bundle_or_thumbnail_another_user_can_write_is_not_used(tmp_path):
+    """B2: under umask 000 the bundle was 0666 in a 0777 folder; another user's script was inlined in every report."""
+    pytest.importorskip("vl_convert")
+    from lbee.reports import vega
+    from lbee.reports.thumbnails import ThumbnailCache
+
+    (tmp_path / "cache").mkdir(mode=0o755)
+    old = os.umask(0)
+    try:
+        real = vega.vega_bundle(tmp_path / "cache")
+    finally:
+        os.umask(old)
+    (bundle,) = (tmp_path / "cache" / "vega").iterdir()
+    assert _mode(tmp_path / "cache" / "vega") == 0o755 and _mode(bundle) == 0o644
+    bundle.write_text(real + ";window.PWNED=1;")
+    os.chmod(bundle, 0o666)
+    assert "PWNED" not in vega.vega_bundle(tmp_path / "cache")
+    # a thumbnail: made for this user alone, and one another user can write is made again
+    thumbs = ThumbnailCache(tmp_path / "cache")
+    source = np.zeros((40, 40, 3), np.uint8)
+    first = thumbs.data_uri(source)
+    jpgs = list((tmp_path / "cache" / "thumbnails").rglob("*.jpg"))
+    assert first and jpgs and all(_mode(p) & 0o022 == 0 for p in jpgs)
+
+
+def _set_acl(path, entries):
+    import struct
+
+    raw = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+    try:
+        os.setxattr(path, "system.posix_acl_access", raw)
+    except OSError as exc:  # a file system without ACLs
+        pytest.skip(f"no POSIX ACLs here: {exc}")
+
+
+def test_a_folder_another_user_may_write_through_an_acl_is_not_trusted(tmp_path):
+    """B4: `775 me me` with the ACL entry u:nobody:rwx was trusted as this user's; their shard was read."""
+    from lbee.io.cache import EmbeddingCache
+    from lbee.io.folder_trust import untrusted_folder
+
+    folder = tmp_path / "acl"
+    folder.mkdir()
+    os.chmod(folder, 0o775)
+    any_id = 0xFFFFFFFF
+    _set_acl(folder, [(0x01, 7, any_id), (0x02, 7, 65534), (0x04, 5, any_id), (0x10, 7, any_id), (0x20, 5, any_id)])
+    assert untrusted_folder(folder / "out") == (str(folder), "writable by user nobody through an ACL")
+    # a named user who may only read, or a mask that takes write away: trusted
+    _set_acl(folder, [(0x01, 7, any_id), (0x02, 5, 65534), (0x04, 5, any_id), (0x10, 7, any_id), (0x20, 5, any_id)])
+    assert untrusted_folder(folder / "out") is None
+    _set_acl(folder, [(0x01, 7, any_id), (0x02, 7, 65534), (0x04, 5, any_id), (0x10, 5, any_id), (0x20, 5, any_id)])
+    assert untrusted_folder(folder / "out") is None
+    # inside a cache, a folder of this user's: tightened (its group bits are the ACL's mask), so nobody's write goes
+    cache = EmbeddingCache({"encoder": "x"}, tmp_path / "cache")
+    cache.put_images(["h1"], np.ones((1, 4)))
+    images = cache.root / "images"
+    os.chmod(images, 0o775)
+    _set_acl(images, [(0x01, 7, any_id), (0x02, 7, 65534), (0x04, 5, any_id), (0x10, 7, any_id), (0x20, 5, any_id)])
+    assert untrusted_folder(images / "x") == (str(images), "writable by user nobody through an ACL")
+    assert EmbeddingCache({"encoder": "x"}, tmp_path / "cache").get_images(["h1"]).keys() == {"h1"}
+    assert untrusted_folder(images / "x") is None
