@@ -289,11 +289,11 @@ def _url(ctx, db_url):
 def token_create(ctx, name, scope, db_url):
     """Create the token NAME and print it (once; only its hash is stored)."""
     from ..service.auth import create_token
-    from ..service.db import _sqlite_path
+    from ..service.db import sqlite_path
 
     url = _url(ctx, db_url)
     try:
-        path = _sqlite_path(url) if url.startswith("sqlite") else None
+        path = sqlite_path(url) if url.startswith("sqlite") else None
     except ValueError:
         path = None  # said by the database's own checks, next
     new = path not in (None, "", ":memory:") and not os.path.lexists(path)

@@ -134,7 +134,7 @@ def _hidden(url):
         return url
 
 
-def _sqlite_path(url):
+def sqlite_path(url):
     """The database file of an ``sqlite`` URL as SQLAlchemy reads it (``%XX`` decoded, the query apart), or None.
 
     lbee checked the text after ``///`` while SQLAlchemy opened ``%2Ftmp%2F…`` decoded, a ``file:`` URI, or the path
@@ -165,7 +165,7 @@ def checked_sqlite_file(url, *, must_exist=False):
         When the path is a folder or a special file, or (``must_exist``) no file; `SharedFolderError` when another
         user could replace or redirect it.
     """
-    path = _sqlite_path(url)  # the file SQLite opens, as SQLAlchemy reads the URL (sweep 32ac B1)
+    path = sqlite_path(url)  # the file SQLite opens, as SQLAlchemy reads the URL (sweep 32ac B1)
     if not path or path == ":memory:":
         return None
     if os.path.exists(path) and not Path(path).is_file():
