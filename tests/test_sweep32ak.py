@@ -15,7 +15,7 @@ def _mode(path):
 
 
 def test_the_cache_is_made_for_this_user_alone_whatever_the_umask(tmp_path):
-    """B1 (a): under umask 000 the cache's inner folders were 0777 and its shards 0666; another user's shard was read."""
+    """B1 (a): under umask 000 the cache's inner folders were 0777, its shards 0666; another user's shard was read."""
     from lbee.io.cache import EmbeddingCache
 
     (tmp_path / "cache").mkdir(mode=0o755)  # the base, made under the usual umask (a new one under 000 is refused)
