@@ -148,3 +148,21 @@ def test_a_folder_another_user_may_write_through_an_acl_is_not_trusted(tmp_path)
     assert untrusted_folder(images / "x") == (str(images), "writable by user nobody through an ACL")
     assert EmbeddingCache({"encoder": "x"}, tmp_path / "cache").get_images(["h1"]).keys() == {"h1"}
     assert untrusted_folder(images / "x") is None
+
+
+def test_a_token_database_another_user_can_write_is_refused(tmp_path):
+    """B6: a 0666 lbee.db of this user's (touched under umask 000) was accepted; another user inserted a token row of
+    their own, and the server took their token. SQLite gives its -wal and -shm files the database's mode."""
+    from lbee.io.folder_trust import SharedFolderError, check_database_file
+
+    db = tmp_path / "lbee.db"
+    db.write_bytes(b"")
+    os.chmod(db, 0o666)
+    with pytest.raises(SharedFolderError, match="a database file writable by every user .chmod 600 it."):
+        check_database_file(db)
+    os.chmod(db, 0o600)
+    assert check_database_file(db) == str(db)
+    (tmp_path / "lbee.db-wal").write_bytes(b"")
+    os.chmod(tmp_path / "lbee.db-wal", 0o646)
+    with pytest.raises(SharedFolderError, match="lbee.db-wal"):
+        check_database_file(db)

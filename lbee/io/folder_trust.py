@@ -220,6 +220,14 @@ def check_database_file(path, *, _links=0):
         return check_database_file(target, _links=_links + 1)
     if link.st_uid not in (me, 0):
         raise SharedFolderError(path, target, f"a database file owned by user {_user(link.st_uid)}")
+    for journal in ("", "-journal", "-wal", "-shm"):  # SQLite gives its journal files the database's mode
+        try:
+            st = os.lstat(target + journal)
+        except FileNotFoundError:
+            continue
+        why = _why_untrusted(st, me, sticky_ok=False, at=target + journal)  # a 0666 one: their token row (32ak B6)
+        if why:
+            raise SharedFolderError(path, target + journal, f"a database file {why} (chmod 600 it)", sticky_ok=False)
     return target
 
 
