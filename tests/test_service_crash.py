@@ -192,7 +192,7 @@ def test_a_finished_job_drops_its_unfinished_attempts_stages_too(tmp_path):
     good (attempt 2 writes attempt-2, so nothing settled them)."""
     from types import SimpleNamespace
 
-    from lbee.service.jobs import _keep_world
+    from lbee.service.worlds import keep_world
 
     job = SimpleNamespace(folder="jobs/j1", key="k" * 64, entry="{}")
     job_dir = tmp_path / "jobs" / "j1"
@@ -200,7 +200,7 @@ def test_a_finished_job_drops_its_unfinished_attempts_stages_too(tmp_path):
         (job_dir / name).mkdir(parents=True)
     (job_dir / ".attempt-1.lbee-staging-123-abc" / "explanation.json").write_text("{}")
     (job_dir / ".attempt-10.lbee-staging-9-x").mkdir()  # another attempt's, not this one's
-    _keep_world(SimpleNamespace(output=tmp_path), job, job_dir / "attempt-2", 2)
+    keep_world(SimpleNamespace(output=tmp_path), job, job_dir / "attempt-2", 2)
     assert sorted(p.name for p in job_dir.iterdir()) == [".attempt-10.lbee-staging-9-x", "attempt-2"]
 
 

@@ -166,3 +166,78 @@ def test_a_token_database_another_user_can_write_is_refused(tmp_path):
     os.chmod(tmp_path / "lbee.db-wal", 0o646)
     with pytest.raises(SharedFolderError, match="lbee.db-wal"):
         check_database_file(db)
+
+
+def test_a_reports_run_folder_is_never_left_open_nor_reused_when_another_user_can_write_it(tmp_path):
+    """B3: `lbee report` under umask 000 left its run folder 0777; a later report moved its files in beside another
+    user's planted file and link."""
+    from lbee.io.folder_trust import SharedFolderError
+    from lbee.io.staged_tree import staged_tree
+
+    root = tmp_path / "rep"
+    root.mkdir()
+    old = os.umask(0)
+    try:
+        with staged_tree(root, [root / "demo"], replaces=("*.md",)) as stage:
+            (stage / "demo").mkdir()
+            (stage / "demo" / "report.md").write_text("the run")
+            (stage / "index.html").write_text("the index")
+    finally:
+        os.umask(old)
+    assert (root / "demo" / "report.md").read_text() == "the run" and _mode(root / "demo") & 0o022 == 0
+    os.chmod(root / "demo", 0o777)  # as an earlier lbee left it
+    (root / "demo" / "notes.html").write_text("theirs")
+    with pytest.raises(SharedFolderError, match="writable by every user"):
+        with staged_tree(root, [root / "demo"], replaces=("*.md",)) as stage:
+            (stage / "demo").mkdir()
+            (stage / "demo" / "report.md").write_text("the next run")
+            (stage / "index.html").write_text("the next index")
+    assert (root / "demo" / "report.md").read_text() == "the run"
+    assert not [p for p in tmp_path.rglob("*") if ".lbee-" in p.name]  # no stage left behind
+
+
+def test_a_bench_never_reads_a_record_another_user_can_write(tmp_path, monkeypatch):
+    """B7: under umask 000 `out/ecs` was 0777; another user's record was tabulated as the bench's (AHR 0.123)."""
+    import json
+
+    import lbee.spotcheck
+    from lbee import bench
+
+    made = []
+
+    def fake_make_ec(seed, **kwargs):
+        made.append(seed)
+        raise lbee.spotcheck.ECGenerationError("No EC passed", [])
+
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", fake_make_ec)
+    old = os.umask(0)
+    try:
+        bench.run_benchmark(1, tmp_path / "out", encoder=None, per_combination=(2, 2, 2))
+    finally:
+        os.umask(old)
+    record = tmp_path / "out" / "ecs" / "ec_0000.json"
+    assert made == [0] and _mode(tmp_path / "out" / "ecs") == 0o755 and _mode(record) == 0o644
+    assert len(bench.run_benchmark(1, tmp_path / "out", encoder=None, per_combination=(2, 2, 2))) == 1
+    assert made == [0]  # its own record: resumed
+    forged = {**json.loads(record.read_text()), "failed": "forged"}
+    record.write_text(json.dumps(forged))
+    os.chmod(record, 0o666)
+    logs = []
+    again = bench.run_benchmark(1, tmp_path / "out", encoder=None, per_combination=(2, 2, 2), log=logs.append)
+    assert made == [0, 0] and "forged" not in again[0]["failed"]  # recomputed, and said
+    assert any("another user's, or one they can write" in line for line in logs), logs
+
+
+def test_a_kept_world_another_user_can_change_is_generated_again(tmp_path):
+    """B7: `--worlds`' ec_NNNN folders (renders, labels, classifier) were made 0777 under umask 000 and read back."""
+    import json
+
+    from lbee.bench.driver import WORLD_FILE, load_world
+
+    folder = tmp_path / "worlds" / "ec_0000"
+    (folder / "images" / "test").mkdir(parents=True)
+    (folder / WORLD_FILE).write_text(json.dumps({"seed": 0, "generation": {"g": 1}}))
+    os.chmod(folder / "images" / "test", 0o777)
+    logs = []
+    assert load_world(tmp_path / "worlds", 0, {"g": 1}, log=logs.append) is None
+    assert "is not this user's alone" in logs[0] and "images/test: writable by every user" in logs[0], logs

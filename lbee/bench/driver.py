@@ -55,19 +55,27 @@ def run_benchmark(
     """
     import time
 
+    from ..io.own_store import foreign_inside, make_own, own_file
     from ..spotcheck import PAPER_WORLD, make_ec
     from .analysis import analyze_ec
     from .counterfactual import blindspot_counterfactuals
 
     out = Path(out_dir)
-    (out / "ecs").mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    if foreign_inside(out, "ecs"):  # another user's, or one they can write: their records were read (sweep 32ak B7)
+        raise ValueError(f"{str(out / 'ecs')!r} is not this user's own folder (said above); use another --out.")
+    make_own(out, "ecs")
     config = bench_config(protocol=protocol, with_slicers=with_slicers, encoder=encoder, **ec_kwargs)
     generation = world_config(protocol=protocol, **ec_kwargs)
     records = []
     seeds = range(first_seed, first_seed + n_ecs)
     for seed in progress(seeds) if progress else seeds:
         path = out / "ecs" / f"ec_{seed:04d}.json"
-        if path.exists() or path.is_symlink():
+        theirs = path.exists() and not path.is_symlink() and not own_file(path)
+        if theirs:  # not read: a record another user wrote or can write is not this bench's
+            if log:
+                log(f"{str(path)!r} is another user's, or one they can write; EC {seed} is recomputed")
+        elif path.exists() or path.is_symlink():
             try:  # checked as every file lbee reads: a FIFO blocked, a link to /dev/zero took 6 GB (sweep 25)
                 old = json.loads(read_text_file(path, "Bench record", limit=MAX_CONFIG_BYTES))
             except json.JSONDecodeError:
@@ -124,7 +132,7 @@ def run_benchmark(
             rec.setdefault("attempts", getattr(exc, "attempts", []))
             if log:
                 log(f"EC {seed}: failed ({rec['failed']})")
-        atomic_write_bytes(path, json.dumps(rec, indent=1, default=_jsonable).encode())
+        atomic_write_bytes(path, json.dumps(rec, indent=1, default=_jsonable).encode(), private=True)
         records.append(rec)
     return records
 
@@ -200,10 +208,16 @@ def load_world(worlds, seed, generation, *, gate=None, log=None):
     classifier fails today's blindspot gate is generated again too: a world kept before the gate grew a
     check is not analysed as if it had passed it.
     """
+    from ..io.own_store import foreign_in_tree
     from ..spotcheck import CorruptECError, ExperimentalConfiguration, verification_failure, verify_blindspots
 
     folder = Path(worlds) / f"ec_{seed:04d}"
     if not (folder / WORLD_FILE).is_file():
+        return None
+    foreign = foreign_in_tree(folder)  # its renders, labels or classifier changed by another user (sweep 32ak B7)
+    if foreign:
+        if log:
+            log(f"{str(folder)!r} is not this user's alone ({foreign}); EC {seed} is generated again")
         return None
     try:
         kept = json.loads(read_text_file(folder / WORLD_FILE, "Kept world's record", limit=MAX_CONFIG_BYTES))
@@ -231,11 +245,13 @@ def load_world(worlds, seed, generation, *, gate=None, log=None):
 
 def save_world(ec, worlds, seed, generation):
     """Keep ``ec`` in ``worlds``: its folder is written in a stage, then replaced whole (`lbee.io.staging`)."""
+    from ..io.own_store import tighten_tree
     from ..io.staging import staged_entries
 
     with staged_entries(Path(worlds) / f"ec_{seed:04d}", replaces=("*",)) as stage:
         ec.save(stage)
         (stage / WORLD_FILE).write_text(json.dumps({"seed": seed, "generation": generation}, indent=1))
+        tighten_tree(stage)  # this user's alone whatever the umask: a kept world is read back as its own
 
 
 def _jsonable(x):

@@ -384,13 +384,13 @@ def _write_demo_inputs(folder, analysis):
     import pandas as pd
 
     from ..grammar import generate, load_grammar
+    from ..io.own_store import make_own
+    from ..io.provenance import make_provenance, write_embeddings
     from ..io.sentences import WORLD_SENTENCE_SET, write_grammar_set
 
-    folder.mkdir(parents=True, exist_ok=True)
+    make_own(folder.parent, folder.name)  # this user's alone, whatever the umask (sweep 32ak N2)
     r = analysis.result
     n_base = analysis.sentence_embeddings.shape[0]  # the grammar's set; 'compose' added the rest
-    from ..io.provenance import make_provenance, write_embeddings
-
     enc = analysis.result.encoder  # the SpotCheck encoder's identity; τ travels with the embeddings
     tau = analysis.result.explanations[next(iter(analysis.result.explanations))].params["tau"]
     img = np.asarray(analysis.embeddings, dtype=np.float32)

@@ -28,7 +28,9 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
+from .folder_trust import TRUST_ENV, SharedFolderError, _why_untrusted
 from .output_lock import check_pinned, lock_output, started_identity, unlock_output
+from .own_store import make_own
 from .staging import (
     COMPLETE,
     STARTED,
@@ -159,6 +161,11 @@ def check_real_folder(root, rel):
                 f"{str(path)!r} is {what}, where the report writes a folder of its runs; lbee replaces only its own "
                 "folders. Move it away, or give another output folder."
             )
+        if path.is_dir() and hasattr(os, "geteuid") and os.environ.get(TRUST_ENV) != "1":
+            # a run folder another user can write: a report's swap moved its files in beside theirs (sweep 32ak B3)
+            why = _why_untrusted(os.stat(path), os.geteuid(), at=str(path))
+            if why:
+                raise SharedFolderError(str(path), str(path), why)
 
 
 def recover_tree(root, replaces=()):
@@ -250,7 +257,7 @@ def _swap(held_root, stage, aside, mark, replaces=()):
         for rel in order:
             if rel != "." and not _staged_part(stage, rel):  # its part was finished (its stage is gone): never again,
                 continue  # over a run that came in since (sweep 32k)
-            (root / rel).mkdir(parents=True, exist_ok=True)
+            make_own(root, *Path(rel).parts)  # never writable by others, whatever the umask (sweep 32ak B3)
             # the output folder's own lock is held already; a run folder's is opened from it, no step a link (32n)
             lock = held_root if rel == "." else lock_output(rel, below=held_root)
             try:

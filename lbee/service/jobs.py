@@ -30,12 +30,14 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import socket
 import threading
 import time
 import traceback
 import uuid
+
+from ..io.own_store import make_own
+from .worlds import keep_world, seed_world
 
 logger = logging.getLogger("lbee")
 
@@ -279,46 +281,6 @@ class _Heartbeat:
         self._thread.join(10)
 
 
-def _world_store(settings, job):
-    return settings.output / "worlds" / job.key[:32]
-
-
-def _seed_world(settings, job, attempt, out):
-    """Copy a SpotCheck world generated for this entry before into ``out``: a line for the log, or None.
-
-    The world comes from an earlier attempt or an earlier job; the run layer loads it instead of generating it
-    again.
-    """
-    entry = json.loads(job.entry)
-    if not isinstance(entry.get("spotcheck"), dict) or "seed" not in entry["spotcheck"] or (out / "ec").exists():
-        return None
-    job_dir = settings.output / job.folder
-    sources = [(job_dir / f"attempt-{k}", f"attempt {k}") for k in range(attempt - 1, 0, -1)]
-    sources.append((_world_store(settings, job), "an earlier job of this entry"))
-    for folder, who in sources:
-        if (folder / "ec" / "ec.json").is_file():
-            shutil.copytree(folder / "ec", out / "ec")
-            return f"  SpotCheck world: reusing the one {who} generated"
-    return None
-
-
-def _keep_world(settings, job, out, attempt):
-    """After a finished job: keep its SpotCheck world for later jobs of the entry, drop unfinished attempts."""
-    store = _world_store(settings, job)
-    if (out / "ec" / "ec.json").is_file() and not store.exists():
-        tmp = store.with_name(f".{store.name}.{uuid.uuid4().hex[:8]}")
-        shutil.copytree(out / "ec", tmp / "ec")
-        try:
-            os.replace(tmp, store)
-        except OSError:  # another job stored it first
-            shutil.rmtree(tmp, ignore_errors=True)
-    job_dir = settings.output / job.folder
-    for k in range(1, attempt):  # folders of attempts that never finished: no run points there
-        shutil.rmtree(job_dir / f"attempt-{k}", ignore_errors=True)
-        for left in job_dir.glob(f".attempt-{k}.lbee-*"):  # and its stages: nothing writes attempt-k again (32r N1)
-            shutil.rmtree(left, ignore_errors=True)
-
-
 def run_job(db, settings, job_id, *, owner, attempt):
     """Run a claimed job to its end as the lease ``owner``. Never raises for a job's own problem.
 
@@ -390,9 +352,9 @@ def run_job(db, settings, job_id, *, owner, attempt):
         try:
             with beat.interruptible():
                 ds = validate_entry(json.loads(job.entry), settings.root, settings.allowed_encoders)  # links may change
-                out.mkdir(parents=True, exist_ok=True)
+                make_own(settings.output, *out.relative_to(settings.output).parts)  # never 0777 (32ak N1)
                 log(f"[{ds.name}] started (attempt {attempt}, folder {folder})")
-                reused = _seed_world(settings, job, attempt, out)
+                reused = seed_world(settings, job, attempt, out)
                 if reused:
                     log(reused)
                 with (
@@ -436,7 +398,7 @@ def run_job(db, settings, job_id, *, owner, attempt):
         status, runs=runs, error=error, failures=json.dumps(failures), progress=f"{status} in {seconds:.1f} s"
     )
     if result == "done":
-        _keep_world(settings, job, out, attempt)
+        keep_world(settings, job, out, attempt)
     return result
 
 
