@@ -665,7 +665,27 @@ def test_an_ids_file_of_another_array_is_refused(embedded):
     (embedded / "emb" / "ids.txt").write_text("f00.png\nf01.png\n")  # written apart from the 24-row array
     r = _describe_embedded(embedded, [f"f{i:02d}.png" for i in range(24)])
     assert r.exit_code == 1
-    assert "ids.txt lists 2 image ids but image_embeddings" in " ".join(r.output.split())
+    assert "ids.txt is not the row ids file written with image_embeddings" in " ".join(r.output.split()), r.output
+    # a record without the digest (an older lbee's): the ids are still counted against the rows
+    import json
+
+    side = embedded / "emb" / "embeddings.provenance.json"
+    side.write_text(json.dumps({k: v for k, v in json.loads(side.read_text()).items() if k != "ids_sha256"}))
+    r = _describe_embedded(embedded, [f"f{i:02d}.png" for i in range(24)], ["--overwrite"])
+    assert r.exit_code == 1 and "ids.txt lists 2 image ids but image_embeddings" in " ".join(r.output.split())
+
+
+def test_the_ids_file_of_another_embedding_run_of_the_same_images_is_refused(embedded):
+    """Sweep 32ak B5: ids.txt was bound to nothing. Another `lbee embed` of the same images in another order wrote
+    its ids.txt; copied beside these rows, with the predictions in its order, every row was read as another image's
+    embedding without a word (131 of 200 images in another group)."""
+    ids = (embedded / "emb" / "ids.txt").read_text().splitlines()
+    assert _describe_embedded(embedded, ids).exit_code == 0
+    (embedded / "emb" / "ids.txt").write_text("".join(f"{i}\n" for i in ids[::-1]))
+    r = _describe_embedded(embedded, ids[::-1], ["--overwrite"])
+    assert r.exit_code == 1, r.output
+    said = " ".join(r.output.split())
+    assert "ids.txt is not the row ids file written with image_embeddings" in said and "put back the ids.txt" in said
 
 
 def test_two_row_ids_files_that_disagree_are_refused(embedded):

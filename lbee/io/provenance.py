@@ -83,6 +83,7 @@ def make_provenance(
     sentences=None,
     sentence_set=None,
     images_folder=None,
+    row_ids=None,
 ):
     """The provenance record of an embeddings array.
 
@@ -105,6 +106,9 @@ def make_provenance(
     images_folder : path-like, optional
         Image embeddings: the folder the images were found in (``ids.txt`` names them relative to it), recorded
         absolute so that a reader can tell these images from same-named ones elsewhere (`check_row_ids`).
+    row_ids : list of str, optional
+        Image embeddings: the ids ``ids.txt`` lists, in row order. Their digest (of the file's bytes, `ids_bytes`)
+        binds that file to these rows: another run's ``ids.txt`` beside them is refused (`check_row_ids`).
     """
     from .cache import sentence_list_key
 
@@ -153,6 +157,10 @@ def make_provenance(
         from pathlib import Path
 
         record["images_folder"] = str(Path(images_folder).resolve())
+    if kind == "image_embeddings" and row_ids is not None:
+        from .row_ids import ids_bytes
+
+        record["ids_sha256"] = hashlib.sha256(ids_bytes(row_ids)).hexdigest()
     from .._version import __version__
 
     record["lbee_version"] = __version__
@@ -241,6 +249,9 @@ def read_provenance(path, name="embeddings"):
         digest = record.get("data_sha256")
         if not (isinstance(digest, str) and len(digest) == 64):  # without it, a replaced .npy would pass unseen
             problems.append(f"'data_sha256' is {digest!r}, expected the 64-hex-digit digest of the rows")
+        ids = record.get("ids_sha256", "0" * 64)  # absent in a record of lbee before 0.x: not checked then
+        if not (isinstance(ids, str) and len(ids) == 64):
+            problems.append(f"'ids_sha256' is {str(ids)[:80]!r}, expected the 64-hex-digit digest of ids.txt")
         if record.get("kind") == "sentence_embeddings" and not isinstance(record.get("sentences_sha256"), str):
             problems.append("'sentences_sha256' is missing (sentence embeddings record their sentence list)")
     if problems:

@@ -32,12 +32,19 @@ def row_ids_path(path, name="embeddings"):
     return found[0] if found else None
 
 
+def ids_bytes(ids):
+    """The bytes of an ids file listing ``ids``, one a line, as ``lbee embed`` writes ``ids.txt``."""
+    return "".join(f"{i}\n" for i in ids).encode()
+
+
 #: Rows whose two image files are compared by content (spread over the rows): a whole folder taken for another
 #: shows at once, and the check stays a few file reads whatever the number of images.
 CONTENT_CHECKS = 32
 
 
-def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, run_files=None, from_folder=False):
+def check_row_ids(
+    path, n_rows, run_ids, name, *, against, images_folder=None, run_files=None, from_folder=False, ids_sha256=None
+):
     """Refuse image embeddings whose rows name other images, or the same in another order, than the run's.
 
     When the embeddings ``path`` has an ids file beside it (`row_ids_path`),
@@ -68,6 +75,9 @@ def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, r
         the ids are taken as paths (relative to the working folder).
     from_folder : bool, default=False
         The run's images are a folder (read in sorted order): the fix offered is a manifest, not a reordering.
+    ids_sha256 : str, optional
+        The digest of the ids file its embeddings' provenance records (`make_provenance`'s ``row_ids``): another
+        file is refused, as the ids of another embedding run of the same images in another order (sweep 32ak B5).
 
     Raises
     ------
@@ -93,6 +103,17 @@ def check_row_ids(path, n_rows, run_ids, name, *, against, images_folder=None, r
             first,
         )
         return
+    if ids_sha256 is not None:
+        import hashlib
+
+        from .confinement import read_bytes_file
+
+        if hashlib.sha256(read_bytes_file(ids_file, "row ids file")).hexdigest() != ids_sha256:
+            raise ValueError(
+                f"{ids_file} is not the row ids file written with {name} {str(path)!r}: its provenance records "
+                "another (a file of another `lbee embed` run?); put back the ids.txt written with these embeddings, "
+                "or re-embed with `lbee embed`."
+            )
     listed = _read_ids(ids_file, path, name)
     fix = f"reorder {against} as {ids_file.name} lists, or re-embed its images with `lbee embed`"
     if from_folder:

@@ -94,6 +94,7 @@ def embed_to_folder(
     from ..io.cache import atomic_write_bytes
     from ..io.images import discover_images
     from ..io.provenance import make_provenance, write_embeddings, write_sidecar
+    from ..io.row_ids import ids_bytes
     from ..io.sentences import load_sentence_set
     from ..io.staging import check_no_replace, recover_leftovers, staged_entries
 
@@ -136,6 +137,7 @@ def embed_to_folder(
                     tau=result.encoder_tau,
                     spec=encoder_spec,
                     images_folder=folder,
+                    row_ids=[i for i, good in zip(imgs.ids, result.ok) if good],
                 ),
             )
         elif imgs is not None:
@@ -147,7 +149,12 @@ def embed_to_folder(
                 stage / "embeddings.npy",
                 result.embeddings,
                 make_provenance(
-                    "image_embeddings", result.embeddings, encoder=encoder, spec=encoder_spec, images_folder=folder
+                    "image_embeddings",
+                    result.embeddings,
+                    encoder=encoder,
+                    spec=encoder_spec,
+                    images_folder=folder,
+                    row_ids=[i for i, good in zip(imgs.ids, result.ok) if good],
                 ),
             )
         if sset is not None:
@@ -170,6 +177,5 @@ def embed_to_folder(
             )
             atomic_write_bytes(stage / "sentences.txt", "".join(f"{t}\n" for t in texts).encode())
         if imgs is not None:  # the row order of embeddings.npy, in the same unit
-            ids = [i for i, good in zip(imgs.ids, result.ok) if good]
-            atomic_write_bytes(stage / "ids.txt", "".join(f"{i}\n" for i in ids).encode())
+            atomic_write_bytes(stage / "ids.txt", ids_bytes(i for i, good in zip(imgs.ids, result.ok) if good))
     return EmbeddedFolder(imgs, result, sset)

@@ -239,6 +239,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
                 images_folder=folder,
                 run_files=paths,
                 from_folder=ds.images is not None and Path(ds.images).is_dir(),
+                ids_sha256=(image_prov or {}).get("ids_sha256"),
             )
         if emb.ndim != 2 or emb.shape[0] != len(ids):
             where = f"image of {str(ds.images)!r}" if ds.images is not None else "row of the predictions table"
