@@ -186,6 +186,9 @@ def test_explain_json_and_npy_match_the_library(service, planted):
         "sentences": sentences,
         "settings": {"methods": ["fpdiff", "tops"], "clusters": 2, "k": 1},
     }
+    compose = {**body, "settings": {**body["settings"], "methods": ["compose"]}}  # sweep 32ak N4: library advice
+    r = client.post("/v1/explain", json=compose, headers=client.auth_headers["submit"])
+    assert r.status_code == 422 and "submit a job (POST /v1/jobs)" in r.text and "grammar=" not in r.text, r.text
     r = client.post("/v1/explain", json=body, headers=client.auth_headers["submit"])
     assert r.status_code == 200, r.text
     out = r.json()

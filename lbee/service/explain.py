@@ -278,6 +278,11 @@ def explain_request(body, limits=None):
             f"/v1/explain takes {', '.join(EXPLAIN_KNOBS)}."
         )
     st = RunSettings.from_mapping(settings, where="settings")
+    if "compose" in st.methods:  # the library's advice ("pass grammar=") is no request's to follow (sweep 32ak N4)
+        raise ValueError(
+            "settings: method 'compose' needs a grammar's sentences with their conditions, which /v1/explain does not "
+            "take; submit a job (POST /v1/jobs) whose sentences are a grammar, or choose other methods."
+        )
     X = _array(body["image_embeddings"], "image_embeddings", np.float64)  # checked and scaled before any float32
     S = _array(body["sentence_embeddings"], "sentence_embeddings", np.float64)
     masks = {}
