@@ -71,7 +71,7 @@ def run_benchmark(
     seeds = range(first_seed, first_seed + n_ecs)
     for seed in progress(seeds) if progress else seeds:
         path = out / "ecs" / f"ec_{seed:04d}.json"
-        theirs = path.exists() and not path.is_symlink() and not own_file(path)
+        theirs = path.is_file() and not path.is_symlink() and not own_file(path)  # a FIFO is refused below (sweep 25)
         if theirs:  # not read: a record another user wrote or can write is not this bench's
             if log:
                 log(f"{str(path)!r} is another user's, or one they can write; EC {seed} is recomputed")
