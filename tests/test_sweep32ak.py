@@ -46,12 +46,17 @@ def test_a_shard_or_folder_another_user_can_write_is_never_read(tmp_path, caplog
     os.chmod(sentences, 0o646)
     fresh = EmbeddingCache({"encoder": "x"}, tmp_path / "cache")
     assert fresh.get_images(["h1"]) == {} and fresh.get_sentences(["s"]) is None  # encoded again
-    # a folder of its own another user can write (made so by an earlier umask): tightened, its files read as before
+    # a folder of its own another user can write (an earlier lbee under umask 000): while it was open its files could
+    # be renamed among their names, so nothing in it is read, and it is said (sweep 32al BL4 read them once closed)
     os.chmod(shard, 0o644)
     os.chmod(cache.root / "images", 0o777)
     with caplog.at_level(logging.WARNING, logger="lbee"):
-        assert EmbeddingCache({"encoder": "x"}, tmp_path / "cache").get_images(["h1"]).keys() == {"h1"}
-    assert _mode(cache.root / "images") == 0o755 and not caplog.records
+        again = EmbeddingCache({"encoder": "x"}, tmp_path / "cache")
+        assert again.get_images(["h1"]) == {}
+        again.put_images(["h2"], np.ones((1, 4)))  # nor written into
+    assert _mode(cache.root / "images") == 0o777 and [p.name for p in (cache.root / "images").iterdir()] == [shard.name]
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "writable by every user" in said[0] and "Remove it" in said[0], said
 
 
 @needs_root
@@ -139,15 +144,14 @@ def test_a_folder_another_user_may_write_through_an_acl_is_not_trusted(tmp_path)
     assert untrusted_folder(folder / "out") is None
     _set_acl(folder, [(0x01, 7, any_id), (0x02, 7, 65534), (0x04, 5, any_id), (0x10, 5, any_id), (0x20, 5, any_id)])
     assert untrusted_folder(folder / "out") is None
-    # inside a cache, a folder of this user's: tightened (its group bits are the ACL's mask), so nobody's write goes
+    # inside a cache, such a folder of this user's is passed over
     cache = EmbeddingCache({"encoder": "x"}, tmp_path / "cache")
     cache.put_images(["h1"], np.ones((1, 4)))
     images = cache.root / "images"
     os.chmod(images, 0o775)
     _set_acl(images, [(0x01, 7, any_id), (0x02, 7, 65534), (0x04, 5, any_id), (0x10, 7, any_id), (0x20, 5, any_id)])
     assert untrusted_folder(images / "x") == (str(images), "writable by user nobody through an ACL")
-    assert EmbeddingCache({"encoder": "x"}, tmp_path / "cache").get_images(["h1"]).keys() == {"h1"}
-    assert untrusted_folder(images / "x") is None
+    assert EmbeddingCache({"encoder": "x"}, tmp_path / "cache").get_images(["h1"]) == {}
 
 
 def test_a_token_database_another_user_can_write_is_refused(tmp_path):
@@ -241,3 +245,70 @@ def test_a_kept_world_another_user_can_change_is_generated_again(tmp_path):
     logs = []
     assert load_world(tmp_path / "worlds", 0, {"g": 1}, log=logs.append) is None
     assert "is not this user's alone" in logs[0] and "images/test: writable by every user" in logs[0], logs
+
+
+def test_lbee_serve_writes_nothing_another_user_can_change_whatever_its_umask(tmp_path):
+    """Sweep 32al BL2: started under umask 000, a job's report.html was 0666 until its digest was recorded, and a
+    script another user appended to it was served."""
+    pytest.importorskip("fastapi")
+    from lbee.service.app import create_app
+    from lbee.service.settings import ServiceSettings
+
+    (tmp_path / "root").mkdir()
+    (tmp_path / "out").mkdir()
+    old = os.umask(0)
+    try:
+        settings = ServiceSettings(root=tmp_path / "root", output=tmp_path / "out", db_url=f"sqlite:///{tmp_path}/x.db")
+        create_app(settings, start_workers=False)
+        now = os.umask(0o022)
+    finally:
+        os.umask(old)
+    assert now & 0o022 == 0o022
+
+
+def test_the_vqa_answer_cache_is_made_and_read_as_the_embedding_cache(tmp_path):
+    """Sweep 32al BL1: the answer cache's folders were 0777 and its shards 0666 under umask 000, and a shard of flipped
+    answers another user added was read (20 of 20 relevance cells wrong)."""
+    from vqa.runner import AnswerCache
+
+    (tmp_path / "cache").mkdir()
+    old = os.umask(0)
+    try:
+        AnswerCache({"backend": "x"}, tmp_path / "cache").put(["k1", "k2"], [0.9, 0.1])
+    finally:
+        os.umask(old)
+    made = list((tmp_path / "cache").rglob("*"))
+    assert made and all(_mode(p) & 0o022 == 0 for p in made), {str(p): oct(_mode(p)) for p in made}
+    assert AnswerCache({"backend": "x"}, tmp_path / "cache").load() == {"k1": 0.9, "k2": 0.1}
+    (shard,) = (tmp_path / "cache").rglob("shard-*.npz")
+    os.chmod(shard, 0o666)
+    assert AnswerCache({"backend": "x"}, tmp_path / "cache").load() == {}  # asked again
+    os.chmod(shard, 0o644)
+    os.chmod(shard.parent, 0o777)
+    assert AnswerCache({"backend": "x"}, tmp_path / "cache").load() == {}
+
+
+def test_a_runs_kept_world_another_user_can_change_is_generated_again(tmp_path, monkeypatch):
+    """Sweep 32al BL3: `lbee report` reused `<run>/ec` whatever its owner or mode: another user's renders were
+    described (every thumbnail theirs, AHR 0.0 where the world gives 0.4)."""
+    import lbee.run.inputs as inputs
+    import lbee.spotcheck as spotcheck
+
+    class Stop(Exception):
+        pass
+
+    loaded, made = [], []
+    monkeypatch.setattr(spotcheck.ExperimentalConfiguration, "load", classmethod(lambda cls, f, **k: loaded.append(f)))
+    monkeypatch.setattr(spotcheck, "make_ec", lambda seed, log=None: made.append(seed) or (_ for _ in ()).throw(Stop()))
+    ds = type("DS", (), {"encoder": "spotcheck", "spotcheck": {"seed": 0}})()
+    ec = tmp_path / "run" / "ec"
+    ec.mkdir(parents=True)
+    (ec / "ec.json").write_text("{}")
+    os.chmod(ec / "ec.json", 0o666)
+    with pytest.raises(Stop):
+        inputs._spotcheck_inputs(ds, tmp_path / "run", "cpu", lambda m: None)
+    assert loaded == [] and made == [0]  # not read: generated again
+    os.chmod(ec / "ec.json", 0o644)  # its own: read (this stub loads nothing, so it is generated again after)
+    with pytest.raises(Stop):
+        inputs._spotcheck_inputs(ds, tmp_path / "run", "cpu", lambda m: None)
+    assert loaded == [ec]

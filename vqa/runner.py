@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from lbee.io.cache import EmbeddingCache, atomic_save_npz, atomic_write_bytes, file_sha256, plain_npz, row_hashes
+from lbee.io.own_store import make_own, own_file
 
 from .combine import combine as combine_answers
 
@@ -38,8 +39,10 @@ class AnswerCache:
         """
         if self._store is None:
             self._store = {}
+            if self._cache.linked("answers"):  # another user's, or one they can write (sweep 32al BL1): asked again
+                return self._store
             for shard in sorted(self.root.glob("shard-*.npz")):
-                if not plain_npz(shard):
+                if not own_file(shard) or not plain_npz(shard):
                     continue
                 try:
                     with np.load(shard) as d:
@@ -59,11 +62,13 @@ class AnswerCache:
     def put(self, keys, values):
         if keys and not self._cache.linked("answers"):  # nothing written through a link planted in the cache
             values = np.asarray(values, dtype=np.float64)
+            make_own(self._cache.base, "embeddings", self._cache.root.name, "answers")  # this user's alone
             atomic_save_npz(
                 self.root / f"shard-{uuid.uuid4().hex}.npz",
                 keys=np.asarray(keys, dtype=str),
                 values=values,
                 row_hashes=row_hashes(list(keys), values[:, None], dtype=np.float64),
+                private=True,
             )
             self.load().update(zip(keys, values.tolist()))
 

@@ -4,8 +4,8 @@ What lbee reads back from them as its own work must be what it wrote: every fold
 each file, this user's and writable by no other user. The base alone was checked; a cache made under ``umask 000``
 had folders every user could write, a cache in a sticky folder (``--cache-dir /tmp``) had entries another user made
 first, and lbee read their embeddings and inlined their script (sweep 32ak B1, B2, B8). So lbee makes these stores
-for this user alone whatever the umask (folders 0755, files 0644, less what the umask takes), tightens a folder of
-its own that an earlier umask left open, and passes over, with one warning, anything else.
+for this user alone whatever the umask (folders 0755, files 0644, less what the umask takes), and passes over, with
+one warning, anything else.
 """
 
 from __future__ import annotations
@@ -56,9 +56,10 @@ def _say(path, why):
 def foreign_inside(folder, *parts):
     """Whether a folder below ``folder`` (``parts``, in order) is not lbee's own: then nothing is read or written there.
 
-    A missing folder is not (lbee makes it, `make_own`). A folder of this user's that another user can write by its
-    mode (made under a looser umask) is tightened first: a file another user put there is still passed over, file by
-    file (`own_file`). Said once per folder.
+    A missing folder is not (lbee makes it, `make_own`). A folder of this user's that another user can write (an
+    earlier lbee made it under a looser umask) is not either: closed again and trusted, the files another user had
+    renamed among their names while it was open were read as their own (sweep 32al BL4). Said once per folder, with
+    what to do (remove it).
     """
     path = Path(folder)
     for part in parts:
@@ -71,13 +72,7 @@ def foreign_inside(folder, *parts):
             _say(path, f"which lbee could not check ({exc.strerror or exc})")
             return True
         why = why_not_own(st, str(path), folder=True)
-        if why and st.st_uid == _me() and stat.S_ISDIR(st.st_mode) and st.st_mode & 0o022:
-            try:  # its own folder (the folder above is tight): writable by no one else from now on
-                os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022, follow_symlinks=False)
-                why = why_not_own(os.lstat(path), str(path), folder=True)
-            except OSError:
-                pass
-        if why:
+        if why:  # its own folder too: while it was open, another user could rename its files among their names
             _say(path, why)
             return True
     return False

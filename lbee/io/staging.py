@@ -108,7 +108,7 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
         from .cache import atomic_write_bytes  # (numpy: imported only by a write)
 
         check_pinned(given)  # the pinned folder (or the one above it, sweep 32p), before anything is made in it
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o755, parents=True, exist_ok=True)  # a world kept in a run folder: never 0777 (32al BL3)
         # Two writers into one output take turns from here: each sees what the other left and replaces it whole.
         lock = lock_output(folder, expect=started)
         # again under the lock: whoever removes a stage holds it, so the stage stays until the commit (sweep 32h)

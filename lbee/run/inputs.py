@@ -84,7 +84,10 @@ def _spotcheck_inputs(ds, out_dir, device, log):
         seed = ds.spotcheck["seed"]
         ec_dir = None if out_dir is None else Path(out_dir) / "ec"
         ec = None
-        if ec_dir is not None and (ec_dir / "ec.json").exists():  # a rerun reuses its world unless corrupt
+        from ..io.own_store import foreign_in_tree
+
+        # a rerun reuses its world unless corrupt, or another user can change it (sweep 32al BL3)
+        if ec_dir is not None and (ec_dir / "ec.json").exists() and not foreign_in_tree(ec_dir):
             try:
                 ec = ExperimentalConfiguration.load(ec_dir)
             except CorruptECError:

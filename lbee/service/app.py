@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 
 # This module is imported only when the service is built (lbee.service.create_app), so FastAPI at the top is fine;
 # FastAPI resolves the endpoints' annotations in these module globals.
@@ -262,6 +263,10 @@ def create_app(settings, *, start_workers=True, explain_pool=None):
 
     if not isinstance(settings, ServiceSettings):
         raise TypeError(f"`settings` must be a ServiceSettings; received {type(settings).__name__}.")
+    # nothing the service writes is another user's to change, whatever the umask it was started with: under umask
+    # 000 a job's report.html was 0666 until its digest was recorded, and another user's script in it was served
+    # (sweep 32al BL2); its workers inherit this umask
+    os.umask(os.umask(0o022) | 0o022)
     settings.output.mkdir(parents=True, exist_ok=True)
     db = Database(settings.db_url)  # creates or upgrades the schema (or refuses a newer one)
     from .paths import record_missing_digests

@@ -95,11 +95,13 @@ class ExperimentalConfiguration:
         (`lbee.io.staging`): an error or a kill leaves the previous EC
         whole (or none), never a mix of two; other files in ``folder`` stay.
         """
+        from ..io.own_store import tighten_tree
         from ..io.staging import staged_entries
 
         folder = Path(folder)
         with staged_entries(folder, replaces=EC_ENTRIES) as stage:
             self._write(stage)
+            tighten_tree(stage)  # this user's alone whatever the umask: a rerun reads it as its own (sweep 32al BL3)
         return folder
 
     def _write(self, folder):
