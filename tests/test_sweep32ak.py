@@ -312,3 +312,14 @@ def test_a_runs_kept_world_another_user_can_change_is_generated_again(tmp_path, 
     with pytest.raises(Stop):
         inputs._spotcheck_inputs(ds, tmp_path / "run", "cpu", lambda m: None)
     assert loaded == [ec]
+
+
+def test_a_database_journal_that_is_a_link_is_said_to_be_one(tmp_path):
+    """Sweep 32al N6: a -shm link of this user's was refused as 'writable by every user (chmod 600 it)'."""
+    from lbee.io.folder_trust import SharedFolderError, check_database_file
+
+    (tmp_path / "lbee.db").write_bytes(b"")
+    os.chmod(tmp_path / "lbee.db", 0o600)
+    (tmp_path / "lbee.db-shm").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SharedFolderError, match="lbee.db-shm' is a symbolic link: SQLite writes where it points"):
+        check_database_file(tmp_path / "lbee.db")

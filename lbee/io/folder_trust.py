@@ -226,8 +226,11 @@ def check_database_file(path, *, _links=0):
         except FileNotFoundError:
             continue
         why = _why_untrusted(st, me, sticky_ok=False, at=target + journal)  # a 0666 one: their token row (32ak B6)
+        if journal and stat.S_ISLNK(st.st_mode):  # SQLite opens it by name, through the link (32al N6)
+            why = "a symbolic link: SQLite writes where it points; remove it"
         if why:
-            raise SharedFolderError(path, target + journal, f"a database file {why} (chmod 600 it)", sticky_ok=False)
+            said = why if why.startswith("a symbolic link") else f"a database file {why} (chmod 600 it)"
+            raise SharedFolderError(path, target + journal, said, sticky_ok=False)
     return target
 
 
