@@ -262,22 +262,11 @@ def test_confirmation_off_or_skipped_is_said_and_changes_nothing_else():
     line = f"not tested: of the hard and easy images its statement holds for, {share:.0f} % are hard"
     assert line in said
     # report.md and the HTML report say it too: the terminal alone did (issue 34)
-    from lbee.reports.html import ReportRun, render_report
+    from lbee.reports.html import render_report
     from lbee.run.text import render_markdown
 
     assert line in " ".join(render_markdown(r).split())
-    page = ReportRun(
-        "d",
-        "m",
-        {"ward": r.explanations},
-        r.sentences,
-        r.image_ids,
-        r.confidence,
-        r.performance,
-        confirmations={"ward": r.extra["confirmation"]},
-        hypotheses={"ward": r.extra["hypotheses"]},
-    )
-    assert line in " ".join(render_report(page).split())
+    assert line in " ".join(render_report(_page(r, r.extra["hypotheses"])).split())
     assert f"at least {MIN_CONFIRM_IMAGES}" in r.extra["confirmation"]["reason"]
     from lbee.run.confirm_text import confirmation_note
 
@@ -1382,7 +1371,7 @@ def test_an_untested_statement_that_holds_where_images_fail_no_more_than_average
     assert untested_statement_lines(tested, params, 0) == []
 
     # the HTML report's "What fails" row says it beside the group's sentence
-    from lbee.reports.html import ReportRun, render_report
+    from lbee.reports.html import render_report
 
     inputs, scores, _ = grammar_world(n=MIN_CONFIRM_IMAGES - 100)
     r = run(inputs, scores).main
@@ -1391,21 +1380,19 @@ def test_an_untested_statement_that_holds_where_images_fail_no_more_than_average
     pages = {}
     for share in (base / 2, min(1.0, base * 2)):
         hyps = [{**h, "error_concentration": share} for h in r.extra["hypotheses"]]
-        page = ReportRun(
-            "d",
-            "m",
-            {"ward": r.explanations},
-            r.sentences,
-            r.image_ids,
-            r.confidence,
-            r.performance,
-            confirmations={"ward": r.extra["confirmation"]},
-            hypotheses={"ward": hyps},
-        )
-        pages[share > base] = render_report(page)
+        pages[share > base] = render_report(_page(r, hyps))
     import html
 
     mark = "where it holds, images fail no more than on average: stray errors?"
     for stray, text in pages.items():
         text = html.unescape(" ".join(text.split()))
         assert (mark in text) is (not stray) and (NOT_SINGLED_OUT in text) is (not stray), stray
+
+
+def _page(r, hypotheses):
+    """The HTML report's run of ``r`` (its 'ward' slicer), with these hypotheses."""
+    from lbee.reports.html import ReportRun
+
+    args = (r.sentences, r.image_ids, r.confidence, r.performance)
+    confirmations, hypotheses = {"ward": r.extra["confirmation"]}, {"ward": hypotheses}
+    return ReportRun("d", "m", {"ward": r.explanations}, *args, confirmations=confirmations, hypotheses=hypotheses)

@@ -238,28 +238,16 @@ def test_a_folder_this_user_cannot_read_is_judged_too(tmp_path):
     os.mkdir(drop)
     os.chown(drop, 12345, 12345)  # another user's drop folder
     os.chmod(drop, 0o733)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: nobody, then the two checks, their outcome through the pipe
-        out = []
+
+    def checks(out):  # the two checks, as nobody
+        out.append(repr(untrusted_folder(drop + "/x.db")))
         try:
-            os.setgroups([])
-            os.setresgid(65534, 65534, 65534)
-            os.setresuid(65534, 65534, 65534)
-            out.append(repr(untrusted_folder(drop + "/x.db")))
-            try:
-                cache_folder(drop + "/cache")
-                out.append("cache accepted")
-            except SharedFolderError as exc:
-                out.append(f"cache refused: {exc.why}")
-        except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails the test
-            out.append(f"child error: {exc!r}")
-        os.write(write, "\n".join(out).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        said = pipe.read().splitlines()
-    os.waitpid(pid, 0)
+            cache_folder(drop + "/cache")
+            out.append("cache accepted")
+        except SharedFolderError as exc:
+            out.append(f"cache refused: {exc.why}")
+
+    said = _as_nobody(checks).splitlines()
     made = os.listdir(drop)
     shutil.rmtree(top, ignore_errors=True)
     assert said == [repr((drop, "owned by user 12345")), "cache refused: owned by user 12345"], said
@@ -623,19 +611,37 @@ def test_a_relative_path_under_a_folder_that_cannot_be_opened_is_said_so():
     here = os.path.join(top, "in")
     os.mkdir(here)
     os.chown(here, 65534, 65534)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        out = []
+
+    def make(out):
         try:
-            os.chdir(here)  # as root, then nobody: as a folder's mode changed under a shell in it
-            os.setgroups([])
-            os.setresgid(65534, 65534, 65534)
-            os.setresuid(65534, 65534, 65534)
             trusted_real_folder("w", make=True)
             out.append("accepted")
         except PermissionError as exc:
             out.append(f"refused: {exc.strerror}")
+
+    said = _as_nobody(make, cwd=here)  # chdir as root, then nobody: as a folder's mode changed under a shell in it
+    made = os.listdir(here)
+    shutil.rmtree(top, ignore_errors=True)
+    assert said.startswith("refused: a folder above the current one cannot be opened (permission denied)"), said
+    assert made == []
+
+
+def _as_nobody(checks, cwd=None):
+    """Run ``checks(out)`` in a forked child that became user nobody (after ``chdir(cwd)``); the lines it appended.
+
+    Root reads and searches every folder: what an unprivileged user meets is only seen as one.
+    """
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its outcome through the pipe
+        out = []
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            checks(out)
         except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails the test
             out.append(f"child error: {exc!r}")
         os.write(write, "\n".join(out).encode())
@@ -644,7 +650,4 @@ def test_a_relative_path_under_a_folder_that_cannot_be_opened_is_said_so():
     with os.fdopen(read) as pipe:
         said = pipe.read()
     os.waitpid(pid, 0)
-    made = os.listdir(here)
-    shutil.rmtree(top, ignore_errors=True)
-    assert said.startswith("refused: a folder above the current one cannot be opened (permission denied)"), said
-    assert made == []
+    return said

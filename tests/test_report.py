@@ -971,17 +971,9 @@ def test_a_sentence_the_given_relevance_says_is_true_of_almost_none_of_its_group
     X, S, phi = rng.normal(size=(n, d)), rng.normal(size=(N, d)), rng.normal(size=n)
     exps = explain_methods(X, S, methods=["fpdiff"], confidence=phi, n_clusters=3)
     pages = {}
+    names, ids, omega = [f"s{i}" for i in range(N)], [f"im{i}" for i in range(n)], (phi > 0).astype(float)
     for true_of_all in (False, True):
-        run = ReportRun(
-            "d",
-            "m",
-            {"ward": exps},
-            [f"s{i}" for i in range(N)],
-            [f"im{i}" for i in range(n)],
-            phi,
-            (phi > 0).astype(float),
-            relevance=np.full((n, N), true_of_all),
-        )
+        run = ReportRun("d", "m", {"ward": exps}, names, ids, phi, omega, relevance=np.full((n, N), true_of_all))
         pages[true_of_all] = html_text.unescape(" ".join(render_report(run).split()))
     assert "true of 0% of the group: by Γ, it does not describe this group" in pages[False]
     assert "(by Γ, true of 0% of the group: it does not describe it)" in pages[False]  # the "What fails" row
