@@ -137,3 +137,17 @@ def name_options(command):
         callback=lambda ctx, param, value: name_option(value, "--name"),
         help="The dataset's name in the report and the run's files (default: the images folder's name).",
     )(command)
+
+
+def misplaced_option(group, ctx, args, own_end, exc):
+    """A usage error for a command's option written before the command (``lbee --html describe``), or None.
+
+    ``args`` are the group's words, its command's name at ``own_end``; ``exc`` is click's ``NoSuchOption``, whose
+    own message said "Did you mean '--help'?" (trial 32).
+    """
+    cmd = group.get_command(ctx, args[own_end]) if own_end < len(args) else None
+    name = exc.option_name.split("=", 1)[0]
+    if cmd is None or not any(name in p.opts + p.secondary_opts for p in cmd.params):
+        return None
+    path = f"{ctx.command_path} {args[own_end]}"
+    return click.UsageError(f"{name} is an option of '{path}': put it after the command ({path} ... {name}).", ctx)

@@ -13,7 +13,7 @@ import click
 
 from .._validation import MAX_SEED, shown
 from .._version import __version__
-from ._arguments import check_number_options, check_single_options
+from ._arguments import check_number_options, check_single_options, misplaced_option
 from ._logging import setup_logging
 
 
@@ -114,19 +114,7 @@ class LbeeGroup(click.Group):
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:
-            raise self._misplaced(ctx, given, own_end, exc) or exc from None
-
-    def _misplaced(self, ctx, args, own_end, exc):
-        """A usage error for a command's option written before the command (``lbee --html describe``), or None.
-
-        click's own says "Did you mean '--help'?" (trial 32).
-        """
-        cmd = self.get_command(ctx, args[own_end]) if own_end < len(args) else None
-        name = exc.option_name.split("=", 1)[0]
-        if cmd is None or not any(name in p.opts + p.secondary_opts for p in cmd.params):
-            return None
-        path = f"{ctx.command_path} {args[own_end]}"
-        return click.UsageError(f"{name} is an option of '{path}': put it after the command ({path} ... {name}).", ctx)
+            raise misplaced_option(self, ctx, given, own_end, exc) or exc from None
 
     def format_commands(self, ctx, formatter):
         """Each command's first sentence in full, wrapped (click cuts it at the column's width with '...')."""
