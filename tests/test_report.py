@@ -372,6 +372,19 @@ def test_spotcheck_dataset_with_slicers_and_world_reuse(demo_run, tmp_path, monk
     marks = re.findall(r'<span class="(tp|fp)">([^<]*)</span>', html.split("<tbody>", 1)[-1])
     assert {m for m in marks if m[0] == "tp"} == {("tp", "+")} and {m for m in marks if m[0] == "fp"} <= {("fp", "(+)")}
     assert (tmp_path / "out" / "world" / "slicer_planespot" / "explanation.json").exists()
+    # a rerun whose only run fails keeps the report before it (sweep 32am AM1: the world linked into the stage was
+    # committed alone over the run's folder, and its pages, metrics and tables were gone)
+    before = sorted(p.name for p in (tmp_path / "out" / "world").iterdir())
+
+    def broken(*args, **kwargs):
+        raise lbee.spotcheck.CorruptECError("unreadable")
+
+    monkeypatch.setattr(ExperimentalConfiguration, "load", classmethod(broken))
+    monkeypatch.setattr(lbee.spotcheck, "make_ec", lambda seed, **kwargs: (_ for _ in ()).throw(RuntimeError("no")))
+    res = run_report(cfg, output=tmp_path / "out", cache_dir=tmp_path / "cache", overwrite=True)
+    assert res.failures and res.reports == []
+    assert sorted(p.name for p in (tmp_path / "out" / "world").iterdir()) == before
+    assert (tmp_path / "out" / "world" / "report.html").read_text() == html
 
 
 def test_describe_html_writes_the_report_page(image_dataset, tmp_path):

@@ -353,6 +353,33 @@ def _read_mark(stage):
     return mark
 
 
+def link_worlds(root, stage, names):
+    """Link each run folder's kept SpotCheck world (``<name>/ec``) into the stage, for a rerun to reuse it.
+
+    A world another user can change is not linked: the run generates it again (sweep 32al BL3, 32am AM1).
+    """
+    from .own_store import foreign_in_tree
+
+    for name in names:
+        world = root / name / "ec"
+        if (world / "ec.json").is_file() and not world.is_symlink() and not (root / name).is_symlink():
+            if not foreign_in_tree(world):
+                link_tree(world, stage / name / "ec")
+
+
+def drop_unreported(stage, names, reported):
+    """Take out of the stage the folder of each of ``names`` that no report went into (``reported``: folders).
+
+    A run that failed keeps what it has: its stage folder held only the world linked in (or generated) for it, and
+    was committed over the pages of the run before (sweep 32am AM1).
+    """
+    done, top = {Path(r).resolve() for r in reported}, Path(stage).resolve()
+    for name in names:
+        folder = (top / name).resolve()
+        if name not in ("", ".") and folder != top and not any(folder in (d, *d.parents) for d in done):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def link_tree(src, dst):
     """``dst`` as a copy of folder ``src`` made of hard links (a copy of a file where the file system has none)."""
     shutil.copytree(src, dst, symlinks=True, copy_function=_link_file)

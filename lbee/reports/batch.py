@@ -398,15 +398,12 @@ def run_report(
     thumbs = ThumbnailCache(cache)
     result = BatchResult()
     entries = []
-    from ..io.staged_tree import link_tree, staged_tree
+    from ..io.staged_tree import drop_unreported, link_worlds, staged_tree
     from ..run.outputs import RUN_ENTRIES
 
     # the index and every run folder replaced together: a kill leaves the old report or the new one (sweep 32g)
     with staged_tree(root, runs, replaces=RUN_ENTRIES, exclusive=not overwrite) as stage:
-        for name in sorted(set(folders.values())):  # the SpotCheck worlds a rerun reuses, linked into the stage
-            world = root / name / "ec"
-            if (world / "ec.json").is_file() and not world.is_symlink() and not (root / name).is_symlink():
-                link_tree(world, stage / name / "ec")
+        link_worlds(root, stage, sorted(set(folders.values())))  # the SpotCheck worlds a rerun reuses
         staged_log = log
 
         def log(msg):  # the folders as they will be once swapped in, not the stage's hidden name
@@ -444,6 +441,7 @@ def run_report(
                         "folder": rep["folder"],
                     }
                 )
+        drop_unreported(stage, sorted(set(folders.values())), [e["folder"] for e in entries])  # failed: kept (AM1)
         if entries or not (root / "index.html").exists():  # every run failed: the previous report stays (32af N1)
             atomic_write_bytes(stage / "index.html", render_index(entries, result.failures).encode("utf-8"))
             result.index = root / "index.html"
