@@ -1274,11 +1274,13 @@ def test_another_runs_files_put_in_a_runs_folder_are_never_served_as_its_own(ser
 
     with app.state.db.engine.begin() as conn:
         conn.execute(sa.text("UPDATE runs SET files_sha256 = NULL"))
+    os.chmod(folder[jb] / "report.html", 0o666)  # sweep 32am AM2: an older server's file another user could edit
     restarted = create_app(settings, start_workers=False, explain_pool=app.state.ctx.explain_pool)
     with TestClient(restarted) as again:
         assert again.get(f"/v1/runs/{ra}/report", headers=read).status_code == 200
         shutil.copy(folder[jb] / "explanation.json", folder[ja] / "explanation.json")
         assert again.get(f"/v1/jobs/{ja}/explanation", headers=read).status_code == 409
+        assert again.get(f"/v1/runs/{rb}/report", headers=read).status_code == 409  # not pinned as it is: not served
 
 
 def test_the_bytes_served_are_the_bytes_checked(service, monkeypatch):

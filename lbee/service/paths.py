@@ -358,13 +358,24 @@ def record_missing_digests(db, output):
 
     from sqlalchemy import select
 
+    from ..io.own_store import foreign_in_tree
     from .db import Run
 
     with db.session() as s:
         runs = list(s.scalars(select(Run).where(Run.files_sha256.is_(None))))
         for run in runs:
             folder = run_folder(output, run.folder)
-            run.files_sha256 = json.dumps(file_digests(folder) if folder is not None else {})
+            why = None if folder is None else foreign_in_tree(folder)
+            if why:  # pinned as they are now, another user's edit was served as the run's (sweep 32am AM2)
+                import logging
+
+                logging.getLogger("lbee").warning(
+                    "run %s was recorded without its files' digests and its folder is not this server's alone (%s): "
+                    "its files are not pinned, and not served.",
+                    run.id,
+                    why,
+                )
+            run.files_sha256 = json.dumps(file_digests(folder) if folder is not None and not why else {})
         s.commit()
     return len(runs)
 
