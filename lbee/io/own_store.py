@@ -116,11 +116,13 @@ def tighten_tree(folder):
 
 def foreign_in_tree(folder):
     """Why some folder or file at or below ``folder`` is not lbee's own (`why_not_own`), or None: ``path: why``."""
-    for top, dirs, files in os.walk(folder):
-        for name, is_folder in [(".", True), *((d, True) for d in dirs), *((f, False) for f in files)]:
-            path = os.path.normpath(os.path.join(top, name))
-            if name == "." and top != os.fspath(folder):
-                continue  # each folder is judged once, as an entry of the folder above it
+    root = os.path.normpath(os.fspath(folder))
+    why = why_not_own(os.lstat(root), root, folder=True)
+    if why:
+        return f"{root}: {why}"
+    for top, dirs, files in os.walk(root):  # each entry below once, as an entry of its folder
+        for name, is_folder in [*((d, True) for d in dirs), *((f, False) for f in files)]:
+            path = os.path.join(top, name)
             why = why_not_own(os.lstat(path), path, folder=is_folder)
             if why:
                 return f"{path}: {why}"
