@@ -69,9 +69,19 @@ def _unresolved_descriptor(real):
     return len(parts) == 5 and parts[2] in ("self", str(os.getpid())) and parts[3] == "fd" and ":" in parts[4]
 
 
+def may_read(real):
+    """Whether a job may read ``real`` (a resolved path).
+
+    Always without a data root; under one, inside the root or one of the other folders a job may read (its output
+    folder, the cache, lbee's own files).
+    """
+    real = Path(real)
+    return ROOT[0] is None or any(real == top or top in real.parents for top in (ROOT[0], *ROOT[1]))
+
+
 def _check_inside(real, path, what):
     """Refuse ``real`` (the resolved ``path``) outside the data root and the other folders a job may read."""
-    if not any(real == top or top in real.parents for top in (ROOT[0], *ROOT[1])):
+    if not may_read(real):
         raise PathEscape(f"{what} {str(path)!r} leads outside the data root (through a symbolic link).")
 
 

@@ -1240,6 +1240,26 @@ def test_a_truncated_npy_says_how_many_bytes_its_header_claims(tmp_path, mmap):
 
 
 @pytest.mark.parametrize("mmap", [False, True])
+def test_an_npy_with_bytes_after_its_array_is_refused_as_an_upload_is(tmp_path, mmap):
+    """Sweep 32ak: two arrays saved into one file loaded the first from the CLI; the service refused the same file."""
+    from lbee.io.arrays import load_npy
+    from lbee.service.explain import load_npy_bytes
+
+    path = tmp_path / "image_embeddings.npy"
+    with open(path, "wb") as fh:
+        np.save(fh, np.ones((200, 8), np.float32))
+        np.save(fh, np.zeros((200, 8), np.float32))
+    with pytest.raises(
+        ValueError, match=r"\(6400 bytes of float32\) but the file holds \d+ bytes of data; .* nothing after"
+    ):
+        load_npy(path, "image_embeddings", mmap=mmap)
+    with pytest.raises(ValueError, match="nothing after it"):
+        load_npy_bytes(path.read_bytes(), "image_embeddings")
+    np.save(path, np.ones((200, 8), np.float32))  # the same array alone loads
+    assert load_npy(path, "image_embeddings", mmap=mmap).shape == (200, 8)
+
+
+@pytest.mark.parametrize("mmap", [False, True])
 def test_an_npy_header_claiming_a_negative_size_is_one_clear_line(tmp_path, mmap):
     """Sixth sweep T1: a header claiming shape (2000, -1) before real data gave a traceback ending in numpy's
     'OverflowError: memory mapped length must be positive' (and the same raw text as a job error)."""

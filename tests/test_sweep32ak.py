@@ -323,3 +323,31 @@ def test_a_database_journal_that_is_a_link_is_said_to_be_one(tmp_path):
     (tmp_path / "lbee.db-shm").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(SharedFolderError, match="lbee.db-shm' is a symbolic link: SQLite writes where it points"):
         check_database_file(tmp_path / "lbee.db")
+
+
+def test_a_job_reads_the_world_kept_in_its_own_output_folder_and_nothing_outside(tmp_path):
+    """Sweep 32al N3: a job's second run logged "reusing the world" and then generated it again: the world's renders,
+    copied into the job's output folder, were refused as "outside the data root" (only the root was asked), though
+    that folder is one a job may read. A render linked out of it is still refused."""
+    from PIL import Image
+
+    from lbee.io.confinement import confined_to
+    from lbee.io.images import check_image_file
+    from lbee.spotcheck._configuration import CorruptECError, _read_png
+
+    root, out, elsewhere = (tmp_path / name for name in ("root", "out", "elsewhere"))
+    for folder in (root, out / "ec", elsewhere):
+        folder.mkdir(parents=True)
+    Image.new("RGB", (4, 4), (255, 0, 0)).save(out / "ec" / "00000.png")
+    Image.new("RGB", (4, 4), (0, 0, 255)).save(elsewhere / "secret.png")
+    (out / "ec" / "00001.png").symlink_to(elsewhere / "secret.png")
+    with confined_to(root, out):
+        assert _read_png(out / "ec" / "00000.png")[0, 0].tolist() == [255, 0, 0]
+        check_image_file(out / "ec" / "00000.png")
+        with pytest.raises(CorruptECError, match="leads outside the data root"):
+            _read_png(out / "ec" / "00001.png")
+        with pytest.raises(ValueError, match="leads outside the data root"):
+            check_image_file(out / "ec" / "00001.png")
+    with confined_to(root):  # the output folder not among the readable ones: refused
+        with pytest.raises(CorruptECError, match="leads outside the data root"):
+            _read_png(out / "ec" / "00000.png")

@@ -120,7 +120,7 @@ def npy_reason(exc):
 
 
 def _check_complete(path, name, *, shown=None):
-    """Refuse a ``.npy`` file that holds fewer data bytes than its header claims (a copy cut short).
+    """Refuse a ``.npy`` file that holds fewer data bytes than its header claims (a copy cut short), or more.
 
     Said as the service says it for an upload, instead of numpy's ``mmap length is greater than file size``.
     A header numpy cannot read (or a format version this check does not know) is left to ``np.load``'s message.
@@ -162,5 +162,10 @@ def _check_complete(path, name, *, shown=None):
         raise ValueError(
             f"Cannot read {name} {str(shown or path)!r}: truncated: its header claims shape {shape} ({needed} bytes of "
             f"{dtype}) but the file holds {held} bytes of data; expected a complete .npy file (np.save)."
+        )
+    if needed < held:  # data the header does not describe (two arrays saved into one file): refused as an upload is
+        raise ValueError(
+            f"Cannot read {name} {str(shown or path)!r}: its header claims shape {shape} ({needed} bytes of {dtype}) "
+            f"but the file holds {held} bytes of data; expected a complete .npy file (np.save) and nothing after it."
         )
     return needed

@@ -32,11 +32,11 @@ def check_image_file(path):
     """
     import stat
 
-    from .confinement import data_root, inside, real_path
+    from .._files import may_read
+    from .confinement import real_path
 
-    root = data_root()
-    if root is not None and not inside(Path(real_path(path, "image")), root):  # a link swapped in after the job's
-        raise ValueError(f"image {str(path)!r} leads outside the data root")  # checks: read nothing outside
+    if not may_read(real_path(path, "image")):  # a link swapped in after the job's checks: read nothing outside
+        raise ValueError(f"image {str(path)!r} leads outside the data root")
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         from .confinement import file_kind

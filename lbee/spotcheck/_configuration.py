@@ -301,11 +301,11 @@ def _file_sha256(path):
 
 
 def _read_png(path):
-    from ..io.confinement import data_root, inside
+    from .._files import may_read
     from ..io.images import check_image_file, open_image
 
-    root = data_root()
-    if root is not None and not inside(Path(path).resolve(), root):  # a link among the renders that leads out
+    # a link among the renders that leads out (a job reads its world in its own output folder: readable there)
+    if not may_read(Path(path).resolve()):
         raise CorruptECError(f"EC image {str(path)!r} leads outside the data root.")
     try:
         check_image_file(path)
