@@ -1228,6 +1228,37 @@ def test_a_library_run_is_written_as_the_command_line_writes_one(tmp_path):
         lbee.write_run_folder(whole, tmp_path / "n", name=None)
 
 
+def test_a_library_run_written_with_its_image_files_shows_their_thumbnails(tmp_path, monkeypatch):
+    """Trial 33: `write_run_folder` took no image files, so a report written from Python showed "no image" only."""
+    import pandas as pd
+    from PIL import Image
+
+    import lbee
+
+    monkeypatch.setenv("LBEE_CACHE_DIR", str(tmp_path / "cache"))  # the thumbnails' cache: not the user's
+    inputs, scores, _ = grammar_world(n=MIN_CONFIRM_IMAGES - 100)
+    whole = run(inputs, scores)
+    n = len(inputs.image_ids)
+    paths = [tmp_path / "imgs" / f"{i}.png" for i in range(n)]
+    paths[0].parent.mkdir()
+    for i, p in enumerate(paths):
+        Image.new("RGB", (8, 8), (i % 256, 0, 0)).save(p)
+    bare = (lbee.write_run_folder(whole, tmp_path / "bare") / "report.html").read_text()
+    out = lbee.write_run_folder(whole, tmp_path / "audit", image_paths=paths)
+    page = (out / "report.html").read_text()
+    assert "data:image/jpeg;base64," in page and "data:image/jpeg;base64," not in bare
+    assert pd.read_parquet(out / "images.parquet")["path"].tolist() == [str(p) for p in paths]
+    assert any((tmp_path / "cache" / "thumbnails").rglob("*.jpg"))
+    for bad, said in (
+        (paths[:-1], f"has {n - 1} paths for {n} images"),
+        (str(tmp_path / "imgs"), "expected a list of"),
+        ([*paths[:-1], None], f"`image_paths\\[{n - 1}\\]` is None"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            lbee.write_run_folder(whole, tmp_path / "x", image_paths=bad)
+    assert not (tmp_path / "x").exists()
+
+
 def test_an_untested_statement_is_counted_where_the_given_relevance_says_it_holds():
     """Trial 28: with Γ given, a 300-image run's "not tested" line read the encoder's soft counts ("33 % are hard");
     by Γ, 88 % were. The line counts the images Γ says the statement holds for, and says so."""

@@ -336,8 +336,8 @@ def _unread_lookalikes(cols, idc, prob_cols):
 def label_lookalike(table):
     """The first column of a predictions table without a ``label`` column that looks like one, or None.
 
-    A run without labels splits by the model's uncertainty: the split's sentence names this column (trial 32's
-    ``true_label`` changed the whole split with only a warning).
+    A run without labels splits by the model's uncertainty: the split's sentence names this column, so that a
+    ``true_label`` column is not passed over with only a warning.
     """
     cols = [c for c in table.columns if isinstance(c, str)]
     if "label" in cols:

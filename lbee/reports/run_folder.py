@@ -6,14 +6,13 @@ import os
 from pathlib import Path
 
 
-def write_run_folder(result, out, *, name="audit", model="model", html=True, overwrite=False):
+def write_run_folder(result, out, *, name="audit", model="model", image_paths=None, html=True, overwrite=False):
     """Write a run of `lbee.audit` into ``out``, as ``lbee describe --out OUT --html`` writes its run.
 
     ``explanation.json``, ``assignments.parquet``, ``report.md`` and ``images.parquet``, with ``html`` the HTML
     report, and with the run's Γ (``relevance=``) ``metrics.csv`` and ``metrics.json``: the files `lbee export
     spotlight`, `lbee evaluate` and `lbee serve` read (`write_run_files`). The folder is replaced whole or not at
-    all (`lbee.run.outputs.staged_run_folder`), and a run already there is refused unless ``overwrite``. A
-    twenty-seventh user found no way to write the report from Python.
+    all (`lbee.run.outputs.staged_run_folder`), and a run already there is refused unless ``overwrite``.
 
     Parameters
     ----------
@@ -23,8 +22,12 @@ def write_run_folder(result, out, *, name="audit", model="model", html=True, ove
     name : str, default='audit'
         The dataset's name in the report's title.
     model : str, default='model'
-        The model's name in the report's title (a thirtieth user's meter model was titled "EC classifier", the
-        SpotCheck world's).
+        The model's name in the report's title.
+    image_paths : sequence of path-like, optional
+        Each image's file, one per row of the image embeddings, in their order (e.g. the manifest the embeddings
+        were made from). The report then shows each image's thumbnail (kept in lbee's cache folder,
+        ``LBEE_CACHE_DIR``), linked to its file, and ``images.parquet`` lists the paths. Without them the report
+        has no pictures ("no image").
     html : bool, default=True
     overwrite : bool, default=False
 
@@ -36,7 +39,8 @@ def write_run_folder(result, out, *, name="audit", model="model", html=True, ove
     Raises
     ------
     ValueError
-        ``out`` holds a run and ``overwrite`` is False (nothing is written).
+        ``out`` holds a run and ``overwrite`` is False, or ``image_paths`` is not one path per image (nothing is
+        written).
     """
     from ..run.outputs import staged_run_folder
     from ..run.specs import DatasetSpec, ModelSpec
@@ -47,10 +51,37 @@ def write_run_folder(result, out, *, name="audit", model="model", html=True, ove
         raise ValueError(f"`name` is {name!r}; expected the dataset's name, a non-empty string.")
     if not isinstance(model, str) or not model.strip():
         raise ValueError(f"`model` is {model!r}; expected the model's name, a non-empty string.")
+    result = _with_image_paths(result, image_paths)
     ds = DatasetSpec(name=name, settings=result.settings)
     with staged_run_folder(out, overwrite=overwrite, option="`out`", how="overwrite=True") as stage:
-        write_run_files(result, ds, ModelSpec(name=model), stage, html=html)
+        thumbs = None
+        if html and image_paths is not None:  # made once, kept in lbee's cache (``LBEE_CACHE_DIR``) as the CLI's
+            from .thumbnails import ThumbnailCache
+
+            thumbs = ThumbnailCache()
+        write_run_files(result, ds, ModelSpec(name=model), stage, html=html, thumbs=thumbs)
     return Path(out)
+
+
+def _with_image_paths(result, image_paths):
+    """``result`` with ``image_paths`` as its images' files (checked: one non-empty path per image), or as it is."""
+    if image_paths is None:
+        return result
+    import dataclasses
+
+    n = len(result.inputs.image_ids)
+    if isinstance(image_paths, (str, bytes, os.PathLike)) or not hasattr(image_paths, "__len__"):
+        raise ValueError(
+            f"`image_paths` is {type(image_paths).__name__}; expected a list of {n} paths, one per image (a folder "
+            "is not enough: lbee cannot know which file each row is)."
+        )
+    if len(image_paths) != n:
+        raise ValueError(f"`image_paths` has {len(image_paths)} paths for {n} images; expected one per image.")
+    for i, p in enumerate(image_paths):
+        if not isinstance(p, (str, os.PathLike)) or not str(p).strip():
+            raise ValueError(f"`image_paths[{i}]` is {p!r}; expected a path to the image's file.")
+    paths = [os.fspath(p) for p in image_paths]
+    return dataclasses.replace(result, inputs=dataclasses.replace(result.inputs, image_paths=paths, thumbnails=paths))
 
 
 def metrics_rows(run, ds, model):
@@ -65,7 +96,7 @@ def metrics_rows(run, ds, model):
 def write_run_files(run, ds, model, stage, *, html=True, thumbs=None, metrics=None):
     """Every file of a run's folder into ``stage``, the same for ``lbee describe --out`` and `write_run_folder`.
 
-    A twenty-eighth user's `write_run_folder` with ``relevance=`` wrote no metrics files, where the CLI did.
+    One writer for both: a run written from Python carries the same files (its metrics included) as the CLI's.
 
     Parameters
     ----------

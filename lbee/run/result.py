@@ -137,7 +137,7 @@ class RunResult:
 
         Γ is the one the run was given (``relevance=`` / ``--relevance``), with the columns of the sentences
         'compose' wrote composed from their conditions' columns (`relevance`): a Γ over the sentence set alone does
-        not cover them, so ``lbee.evaluate`` refuses it for a run with a grammar (trial 26).
+        not cover them, so ``lbee.evaluate`` refuses it for a run with a grammar.
 
         Parameters
         ----------
