@@ -202,12 +202,19 @@ def open_image(path, name=None):
     ValueError
         Naming the file, its size and the limit.
     """
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     # a path is opened once and checked through its descriptor (a regular file, inside the data root): a mask or an
     # image swapped for a link out after the job's paths were checked is never decoded
     with pinned(path, "image") if isinstance(path, (str, os.PathLike)) else nullcontext(path) as src:
-        with Image.open(src) as img:
+        try:
+            opened = Image.open(src)
+        except UnidentifiedImageError:  # Pillow names the file object it read ("<_io.BytesIO object at 0x...>")
+            raise ValueError(
+                f"image {name or str(path)!r} is not an image file Pillow can decode (damaged, empty, or of a format "
+                "it does not read)"
+            ) from None
+        with opened as img:
             if img.width * img.height > MAX_IMAGE_PIXELS:
                 raise ValueError(
                     f"image {name or str(path)!r} is {img.width} x {img.height} = {img.width * img.height:,} pixels; "

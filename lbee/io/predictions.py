@@ -149,7 +149,7 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
             try:
                 out.probs = check_probabilities(table, prob_cols, name, tolerance=tolerance)
             except ValueError as exc:  # a class column misnamed ('probcircle'): that, not logits, is the cause
-                misnamed = _probability_lookalikes(cols, prob_cols)
+                misnamed = _probability_lookalikes(cols, prob_cols, suffixes=True)
                 if not misnamed:
                     raise
                 more = f" and {len(misnamed) - 3:,} more" if len(misnamed) > 3 else ""  # 50,000: a 1.45 MB error
@@ -236,6 +236,8 @@ def _warn_performance_against_labels(out, table, name, ids):
 #: Column names that probably mean one lbee reads under another name (checked case-insensitively).
 #: Column prefixes that look like ``prob_`` (``p_circle``, ``proba_cat``): the error suggests the rename.
 PROBABILITY_LOOKALIKES = ("p_", "proba_", "probs_", "probability_", "prob-", "softmax_")
+#: ... and as a suffix: 'crack_prob' (trial 33: a renamed class column was read as rows summing to 0.92)
+PROBABILITY_SUFFIXES = ("_prob", "-prob", " prob", "_proba", "_probs", "_probability", "_softmax")
 LIKELY_NAMES = {
     "label": (
         "true_label",
@@ -271,17 +273,28 @@ LIKELY_NAMES = {
 }
 
 
-def _probability_lookalikes(cols, prob_cols):
-    """Columns not read that look like a ``prob_<class>`` one: 'probcircle', 'Prob_cat', 'p_dog'."""
+def _probability_lookalikes(cols, prob_cols, *, suffixes=False):
+    """Columns not read that look like a ``prob_<class>`` one: 'probcircle', 'Prob_cat', 'p_dog'.
+
+    With ``suffixes``, also 'crack_prob': asked only when the probabilities do not add up, since a table may well
+    carry a 'max_prob' column of its own.
+    """
     read = set(prob_cols)  # a set: 50,000 columns against 50,000 took 200 s as a list (sweep 23)
     return [
         c
         for c in cols
         if isinstance(c, str)
         and c not in read
-        and (c.lower().startswith(("prob", *PROBABILITY_LOOKALIKES)))
+        and (c.lower().startswith(("prob", *PROBABILITY_LOOKALIKES)) or (suffixes and _suffix_stem(c)))
         and c.lower() not in ("prob", "probability", "probs")
     ]
+
+
+def _suffix_stem(c):
+    """The class of a ``<class>_prob`` column ('crack' of 'crack_prob'), or ''."""
+    low = c.lower()
+    suffix = next((x for x in sorted(PROBABILITY_SUFFIXES, key=len, reverse=True) if low.endswith(x)), None)
+    return "" if suffix is None else c[: -len(suffix)].strip(" _-.")
 
 
 def _as_prob(c):
@@ -290,7 +303,8 @@ def _as_prob(c):
     for prefix in sorted(("prob", *PROBABILITY_LOOKALIKES), key=len, reverse=True):
         if low.startswith(prefix):
             return repr("prob_" + c[len(prefix) :].lstrip("_- ."))  # "prob ok", "prob-ok", "prob.ok"
-    return repr(c)
+    stem = _suffix_stem(c)
+    return repr("prob_" + stem) if stem else repr(c)
 
 
 def _columns_used(idc, prob_cols, out):
