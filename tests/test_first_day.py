@@ -568,6 +568,17 @@ def test_groups_that_read_alike_are_named_as_perhaps_one_failure():
         e.hard_clusters[3].sentences = [e.hard_clusters[3].sentences[0], e.hard_clusters[1].sentences[0]]
     exps["pdiff"].hard_clusters[3].sentences = [8, 7]
     assert [s.split(" read")[0] for s in alike_groups(result)] == ["Groups 0, 2", "Groups 1, 3"]
+    # report.md says it too, before the groups (trial 33: the terminal alone did, not the files that are shared)
+    from lbee.run.text import render_markdown
+
+    params = {"n_images": 20, "n_hard": 20, "n_easy": 0, "a": 0.2, "n_clusters": 4, "n_hard_clusters_formed": 4}
+    params.update({"n_easy_clusters": 1, "n_easy_clusters_formed": 1, "k": 2, "tau": 0.25})
+    for e in exps.values():
+        e.params = params
+    result.__dict__.update(encoder={}, sentence_set="s.txt", failures=[], confidence=np.zeros(20))
+    result.image_ids, result.sentences = [str(j) for j in range(20)], [f"sentence {j}" for j in range(10)]
+    md = render_markdown(result)
+    assert md.index("> Groups 0, 2 read alike") < md.index("> Groups 1, 3 read alike") < md.index("## Hard groups")
     # with a grammar (compose) lbee merges pieces itself and says nothing of the kind
     exps["compose"] = exp("compose", [3, 1, 3, 4])
     assert alike_groups(result) == []
@@ -767,6 +778,8 @@ def test_the_report_lists_what_fails_before_the_metrics_and_says_when_nothing_wa
     assert r.exit_code == 0, r.output
     # the terminal says it before the groups, each of them a lead (a twenty-seventh user read it after all of them)
     assert r.output.index("Confirmation on held-out images skipped") < r.output.index("Hard group")
+    md = (p / "small" / "report.md").read_text()  # and report.md (trial 33 found it on its last lines)
+    assert md.index("> Confirmation on held-out images skipped") < md.index("## Hard groups")
     html = (p / "small" / "report.html").read_text()
     order = ['id="summary"', 'id="overview"', 'id="groups-ward"', 'id="metrics"', 'id="table1"']
     assert [html.index(k) for k in order] == sorted(html.index(k) for k in order)

@@ -34,6 +34,7 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
     ReportRun
     """
     from ..run.identity import encoder_note, encoder_words, random_weights_banner, weights_words
+    from ..run.join import alike_groups
     from ..run.pipeline import model_name
     from ..run.text import confirmation_note, unassigned_line
 
@@ -77,7 +78,8 @@ def report_run_of(run, ds, model, *, page_dir=None, index_href=None, links=True)
         embeddings=inputs.embeddings,
         failures=inputs.failures,
         notes=inputs.notes
-        + [n for n in (confirmation_note(run.main.extra.get("confirmation")), unassigned_line(first)) if n],
+        + [n for n in (confirmation_note(run.main.extra.get("confirmation")), unassigned_line(first)) if n]
+        + alike_groups(run.main),  # the terminal's hint, in the files that are shared (trial 33)
         labels=labels,
         preds=preds,
         class_names=scores.class_names,

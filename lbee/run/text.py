@@ -81,6 +81,12 @@ def render_markdown(result, metrics=None, n_examples=5):
         f"tau={p['tau']}",
         "",
     ]
+    from .join import alike_groups
+
+    # what holds for the whole run before any group, as the terminal and the HTML report say it (trial 33 found
+    # the confirmation's caveat on the last lines, and the groups that read alike in the terminal only)
+    note = confirmation_note(result.extra.get("confirmation"))
+    lines += [f"> {said}\n" for said in ([note] if note else []) + alike_groups(result)]
     if metrics:
         lines += ["## Metrics", "", "| method | AHR | ACR | TPR | JI | |S*| |", "|---|---|---|---|---|---|"]
         for m, s in metrics.items():
@@ -124,9 +130,6 @@ def render_markdown(result, metrics=None, n_examples=5):
                 cells.append(str(sent[r]).replace("|", "\\|") if r < len(sent) else "")
             lines.append(f"| {r + 1} | " + " | ".join(cells) + " |")
         lines.append("")
-    note = confirmation_note(result.extra.get("confirmation"))
-    if note:
-        lines += [note, ""]
     if result.failures:
         lines += ["## Skipped images", ""] + [f"- `{p}`: {r}" for p, r in result.failures] + [""]
     return "\n".join(lines)
