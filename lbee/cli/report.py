@@ -79,6 +79,12 @@ def report(ctx, config, out, overwrite, check, root, keep_going, schema):
                     hint = "\n(A job entry for `lbee serve`? Add --root DIR, the server's, to read its paths there)"
                 raise ConfigError(f"{len(problems)} problem(s) in {where}:\n  " + "\n  ".join(problems) + hint)
             click.echo(f"{where}: {n} dataset(s), no problem found.")
+            if root is None:  # and what the run will assume, which it warns about when it runs
+                from ..run.preflight import assumptions
+
+                said = [line for ds in cfg.datasets for line in assumptions(ds)]
+                if said:
+                    click.echo("The run will assume (each said again when it runs):\n  " + "\n  ".join(said))
             return
         require_extra("html", needed_for="lbee report")  # every report is an HTML page
         result = run_report(

@@ -147,3 +147,44 @@ def _preflight_arrays(ds, sents, imgs):
         image_name=f"image_embeddings {str(ds.image_embeddings)!r}",
         sentence_name=f"sentence_embeddings {str(ds.sentence_embeddings)!r}",
     )
+
+
+def assumptions(ds):
+    """What a run of ``ds`` will take for granted, and warn about when it does: a list of lines.
+
+    ``lbee report --check`` says them before the run (trial 33: "no problem found", then the run warned that the
+    embeddings' rows follow the predictions' order and that CLIP's τ was assumed for a simulated encoder's).
+    The same rules as the run's: `lbee.run.inputs.provenance_tau` and `lbee.io.row_ids.check_row_ids`.
+    """
+    from ..core.selection import CLIP_TAU
+    from ..io.provenance import check_pair, read_provenance
+    from ..io.row_ids import ROW_IDS_NAME, ROW_IDS_SUFFIX, row_ids_path
+
+    out = []
+    fields = [f for f in ("image_embeddings", "sentence_embeddings") if getattr(ds, f) is not None]
+    if ds.error or not fields:
+        return out
+    try:
+        provs = {f: read_provenance(getattr(ds, f), f) for f in fields}
+        declared = check_pair(provs.get("image_embeddings"), provs.get("sentence_embeddings"))
+    except (ValueError, OSError):  # a problem of its own, said by the checks
+        return out
+    bare = [f"{f} {Path(getattr(ds, f)).name!r}" for f in fields if provs[f] is None]
+    if declared is None and bare and ds.settings.tau is None:
+        out.append(
+            f"dataset {ds.name!r}: {' and '.join(bare)} carry no provenance record, so τ = {CLIP_TAU:g} (CLIP's) "
+            "will be assumed; give tau: for another encoder."
+        )
+    path = ds.image_embeddings
+    if path is not None and Path(path).suffix.lower() == ".npy":
+        try:
+            ids = row_ids_path(path, "image_embeddings")
+        except (ValueError, OSError):
+            return out
+        if ids is None:
+            out.append(
+                f"dataset {ds.name!r}: image_embeddings {Path(path).name!r} has no row ids beside it "
+                f"({Path(path).stem + ROW_IDS_SUFFIX} or {ROW_IDS_NAME}), so its rows will be taken as the images "
+                "in the order of the images or the predictions table; write the ids there and every row is checked."
+            )
+    return out
