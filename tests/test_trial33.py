@@ -72,3 +72,69 @@ def test_report_check_says_what_the_run_will_assume(tmp_path):
     (tmp_path / "c.yaml").write_text(entry.replace("datasets:\n", "defaults: {tau: 0.05}\ndatasets:\n"))
     r = CliRunner().invoke(cli, ["report", "--check", str(tmp_path / "c.yaml")], obj={})
     assert r.exit_code == 0 and "no problem found" in r.output and "assume" not in r.output, r.output
+
+
+GRAMMAR = """name: blades
+lead: A drone photo of
+bare: A drone photo
+max_conditions: 2
+subjects:
+  - id: glare
+    noun: sun glare
+    deniable: true
+settings:
+  - id: sky
+    noun: sky
+    attributes:
+      - id: colour
+        kind: clause
+        values: {grey: against a grey overcast sky, blue: against a blue sky}
+"""
+
+
+def test_lbee_simulate_embeds_an_attribute_table_without_weights(tmp_path):
+    """The no-CLIP route took a 40-line script on lbee.bench's internals; `lbee simulate` writes what describe
+    reads: the images' and sentences' embeddings with their provenance, and Γ from the table."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    def run(*args):
+        return CliRunner().invoke(cli, [str(a) for a in args], obj={})
+
+    (tmp_path / "blades.grammar.yaml").write_text(GRAMMAR)
+    assert run("sentences", "generate", tmp_path / "blades.grammar.yaml", "--out", tmp_path / "s.txt").exit_code == 0
+    rng = np.random.default_rng(0)
+    n = 300
+    glare = rng.random(n) < 0.3
+    table = pd.DataFrame({"image": [f"b{i}.png" for i in range(n)], "glare.presence": glare})
+    table["sky.colour"] = rng.choice(["grey", "blue"], n)
+    table.to_csv(tmp_path / "attributes.csv", index=False)
+    out = tmp_path / "emb"
+    r = run("simulate", tmp_path / "attributes.csv", "--sentences", tmp_path / "s.txt", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "300 images and" in r.output and "Next: lbee describe" in r.output
+    x, s, gamma = (np.load(out / f) for f in ("embeddings.npy", "sentence_embeddings.npy", "relevance.npy"))
+    texts = [t for t in (tmp_path / "s.txt").read_text().splitlines() if t and not t.startswith("#")]
+    assert x.shape[0] == n and s.shape == (len(texts), x.shape[1]) and gamma.shape == (n, len(texts))
+    assert (out / "ids.txt").read_text().split() == table["image"].tolist()
+    record = json.loads((out / "embeddings.provenance.json").read_text())
+    assert record["encoder"]["encoder"] == "simulated" and record["tau"] > 0
+    # Γ is the table's truth: "... of sun glare, against a grey overcast sky" holds where both do
+    j = texts.index("A drone photo of a sun glare, against a grey overcast sky")
+    assert (gamma[:, j] == (glare & (table["sky.colour"] == "grey"))).all()
+    r = run("simulate", tmp_path / "attributes.csv", "--sentences", tmp_path / "s.txt", "--out", out)
+    assert r.exit_code != 0 and "--overwrite" in r.output  # nothing replaced in silence
+    table.loc[7, "sky.colour"] = "green"
+    table.to_csv(tmp_path / "bad.csv", index=False)
+    r = run("simulate", tmp_path / "bad.csv", "--sentences", tmp_path / "s.txt", "--out", tmp_path / "e2")
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and "bad.csv" in said and "column 'sky.colour', row 7: 'green'" in said, r.output
+    (tmp_path / "plain.txt").write_text("A drone photo\n")
+    r = run("simulate", tmp_path / "attributes.csv", "--sentences", tmp_path / "plain.txt", "--out", tmp_path / "e3")
+    assert r.exit_code == 1 and "has no grammar" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "e2").exists() and not (tmp_path / "e3").exists()

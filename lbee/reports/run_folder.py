@@ -25,8 +25,8 @@ def write_run_folder(result, out, *, name="audit", model="model", image_paths=No
         The model's name in the report's title.
     image_paths : sequence of path-like, optional
         Each image's file, one per row of the image embeddings, in their order (e.g. the manifest the embeddings
-        were made from). The report then shows each image's thumbnail (kept in lbee's cache folder,
-        ``LBEE_CACHE_DIR``), linked to its file, and ``images.parquet`` lists the paths. Without them the report
+        were made from). The report then shows each image's thumbnail (kept in lbee's cache folder),
+        linked to its file, and ``images.parquet`` lists the paths. Without them the report
         has no pictures ("no image").
     html : bool, default=True
     overwrite : bool, default=False
