@@ -138,3 +138,41 @@ def test_lbee_simulate_embeds_an_attribute_table_without_weights(tmp_path):
     r = run("simulate", tmp_path / "attributes.csv", "--sentences", tmp_path / "plain.txt", "--out", tmp_path / "e3")
     assert r.exit_code == 1 and "has no grammar" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "e2").exists() and not (tmp_path / "e3").exists()
+
+
+def test_the_terminal_says_when_the_other_describers_agree_on_another_first_sentence():
+    """compose said "against a grey overcast sky"; setdiff, pdiff, fpdiff and domino all put "of sun glare, against a
+    grey overcast sky" first, which the terminal showed only with -v. Now one line says it; not when they agree
+    with compose, nor when fewer than most of them agree."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from lbee.core.explanation import Explanation, HardCluster
+    from lbee.run.text import terminal_blocks
+
+    texts = ["grey sky", "sun glare, grey sky", "blue sky", "blur"]
+
+    def exp(method, first):
+        return Explanation([HardCluster(np.arange(20), np.zeros(2), 0, [first, 2], [0.5, 0.1])], [], method, {}, texts)
+
+    def shown(firsts):
+        exps = {m: exp(m, f) for m, f in firsts.items()}
+        result = SimpleNamespace(explanations=exps, performance=np.zeros(40), extra={})
+        return " ".join(terminal_blocks(result, width=200, others=False).split())
+
+    said = shown({"compose": 0, "setdiff": 1, "pdiff": 1, "fpdiff": 1, "domino": 1})
+    assert "compose grey sky (also: blue sky)" in said
+    assert "others sun glare, grey sky (first for setdiff, pdiff, fpdiff, domino;" in said
+    assert "others" not in shown({"compose": 1, "setdiff": 1, "pdiff": 1, "fpdiff": 1})  # they agree with it
+    assert "others" not in shown({"compose": 0, "setdiff": 1, "pdiff": 3, "fpdiff": 2, "domino": 1})  # 2 of 4
+    assert "others" not in " ".join(
+        terminal_blocks(
+            SimpleNamespace(
+                explanations={m: exp(m, f) for m, f in {"compose": 0, "setdiff": 1, "pdiff": 1}.items()},
+                performance=np.zeros(40),
+                extra={},
+            ),
+            width=200,
+        ).split()
+    )  # with -v every describer is shown: no summary line

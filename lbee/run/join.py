@@ -132,3 +132,25 @@ def alike_groups(result):
 def _agree(a, b):
     """For how many describers the first sentence of one group is among the other's (per describer, a list)."""
     return sum(1 for x, y in zip(a, b) if x and y and (x[0] in y or y[0] in x))
+
+
+def others_agree(explanations, lead, i):
+    """The first sentence most other describers put first for hard group ``i`` where ``lead`` puts another: a line.
+
+    Shown under the lead describer's sentence when the others are not (``lbee describe`` without ``-v``): where
+    'compose' names part of a failure, the others can agree on all of it (trial 33: compose said "against a grey
+    overcast sky", four other describers "of sun glare, against a grey overcast sky", seen only with -v).
+    None when fewer than two, or not most, of the others agree.
+    """
+    from collections import Counter
+
+    others = {m: e.cluster_sentences(i) for m, e in explanations.items() if m != lead}
+    firsts = Counter(str(said[0]) for said in others.values() if len(said))
+    if not firsts or lead not in explanations:
+        return None
+    text, count = firsts.most_common(1)[0]
+    mine = [str(t) for t in explanations[lead].cluster_sentences(i)]
+    if count < 2 or 2 * count <= len(others) or (mine and mine[0] == text):
+        return None
+    who = ", ".join(m for m, said in others.items() if len(said) and str(said[0]) == text)
+    return f"{text} (first for {who}; lbee -v describe shows each)"

@@ -240,6 +240,7 @@ def terminal_blocks(result, width=None, *, others=True):
     import textwrap
 
     from ..core.selection import NO_SENTENCE
+    from .join import others_agree
 
     exps = result.explanations
     first = next(iter(exps.values()))
@@ -277,6 +278,9 @@ def terminal_blocks(result, width=None, *, others=True):
             said = [str(t) for t in e.cluster_sentences(i)] or [NO_SENTENCE.get(m, "(no sentence)")]
             text = said[0] + (f" (also: {' · '.join(said[1:])})" if len(said) > 1 else "")
             out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
+        agreed = None if others else others_agree(exps, lead, i)
+        if agreed:
+            out.extend(textwrap.wrap(agreed, cols, initial_indent=f"  {'others':<8} ", subsequent_indent=" " * 11))
         said = confirmation_lines(result.extra.get("confirmation"), i)
         if not others and not confirmed and said:  # one line (a twenty-second user read three per lead); -v: all
             said = [unconfirmed_line(result.extra["confirmation"], i)]
