@@ -397,6 +397,9 @@ def test_embed_killed_leaves_each_array_with_its_ids(images, tmp_path, killed_lb
     killed_lbee([*cache, *args, "--overwrite"], step, setup=setup)
     if step == "staged":  # the new arrays were all in the stage: the folder is the old one
         assert {p.name: p.read_bytes() for p in out.iterdir()} == old
+    else:  # half swapped: a reader refuses it until a writer settles it (sweep 32ao R2: read mispaired, exit 0)
+        with pytest.raises(ValueError, match="was being rewritten by an lbee command that was killed"):
+            load_embeddings(out / "embeddings.npy", "embeddings", kind="image_embeddings")
     r = run([*cache, *map(str, args)])  # refused without --overwrite, it still settles the kill (sweep 32h U-4)
     assert r.exit_code != 0 and "--overwrite" in r.output, r.output
     assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name] and recover_leftovers(out) == []

@@ -1,7 +1,9 @@
 """The sixteenth hostile-input sweep's findings left after stop 41: a local open_clip checkpoint, parquet cells
 weighed by their width, and an id's length bounded."""
 
+import hashlib
 import os
+import stat
 
 import pytest
 
@@ -20,7 +22,7 @@ def test_an_open_clip_checkpoint_under_a_root_is_read_through_the_descriptor_che
     ckpt = root / "ckpt.safetensors"
     ckpt.write_bytes(b"inside")
     with confined_to(root):
-        with _checkpoint(str(ckpt), "ViT-B-32") as name:
+        with _checkpoint(str(ckpt), "ViT-B-32") as (name, _):
             assert name.endswith(".safetensors")  # open_clip picks the format by the suffix
             ckpt.unlink()
             ckpt.symlink_to(secret)  # swapped once checked: the name open_clip opens still reads the file checked
@@ -36,9 +38,12 @@ def test_an_open_clip_checkpoint_under_a_root_is_read_through_the_descriptor_che
             pass
     ckpt.unlink()
     ckpt.write_bytes(b"mine")
-    with _checkpoint(str(ckpt), "m") as name:  # no root (the command line): the user's own file, pinned alike
-        with open(name, "rb") as fh:  # (sweep 32t: every reader pins the file it checked)
+    with _checkpoint(str(ckpt), "m") as (name, digest):  # no root (the command line): the user's own file, pinned
+        ckpt.write_bytes(b"theirs")  # rewritten in place while the model loads (sweep 32ao R1): the copy is loaded,
+        with open(name, "rb") as fh:  # and the digest is of the bytes loaded (sweep 32t: every reader pins the file)
             assert fh.read() == b"mine" and name.endswith(".safetensors")
+        assert digest == hashlib.sha256(b"mine").hexdigest()
+        assert stat.S_IMODE(os.stat(os.path.dirname(name)).st_mode) == 0o700  # this user's alone
 
 
 def test_a_parquet_of_constant_decimal_columns_is_refused_by_what_it_decodes_to(tmp_path):

@@ -78,7 +78,7 @@ class OpenCLIPEncoder(Encoder):
         if self.pretrained and not local:
             _check_weights_reachable(open_clip, self.model_name, self.pretrained)
         try:
-            with _checkpoint(self.pretrained if local else None, self.model_name) as weights_file:
+            with _checkpoint(self.pretrained if local else None, self.model_name) as (weights_file, digest):
                 with torch.random.fork_rng(devices=[]), _asked_random(self.pretrained is None):
                     torch.manual_seed(seed)  # random weights are seeded: same seed, same weights, cache hits
                     model_obj, _, preprocess = open_clip.create_model_and_transforms(
@@ -87,10 +87,6 @@ class OpenCLIPEncoder(Encoder):
                         device=self.device,
                         precision=self.precision,
                     )
-                if local:
-                    from ..io.cache import file_sha256
-
-                    digest = file_sha256(weights_file)
         except EncoderLoadError:
             raise
         except Exception as exc:  # download / hub failures surface as many exception types
@@ -156,16 +152,20 @@ class OpenCLIPEncoder(Encoder):
 
 @contextmanager
 def _checkpoint(path, model):
-    """A name open_clip can load ``path`` by, pinned to the file checked (None passes through).
+    """``(name, sha256)``: a private copy of the checkpoint ``path`` for open_clip to load, and its digest.
 
-    Under a data root (``lbee serve``) the checkpoint is opened once, checked (a regular file inside the root), and
-    read through that descriptor: a link or a FIFO renamed over it while the model is built is never followed.
-    open_clip picks the format by the name's suffix, so the descriptor is reached through a link of the same suffix
-    in a private folder.
+    The checkpoint is opened once, checked (a regular file; under a data root, inside it: a link or a FIFO renamed
+    over it is never followed) and copied, hashed as it is copied, into a folder of this user's alone; open_clip
+    loads the copy. The digest is then of the very bytes loaded: read twice, a file another user can change was
+    swapped between the load and the digest, and their model's embeddings were recorded, and cached, under the
+    honest weights' digest (sweep 32ao R1). open_clip picks the format by the name's suffix, which the copy keeps.
+    ``(None, None)`` for ``path`` None.
     """
     if path is None:
-        yield None
+        yield None, None
         return
+    import hashlib
+
     from .._files import pinned
 
     with ExitStack() as stack:
@@ -179,20 +179,24 @@ def _checkpoint(path, model):
             ) from None
         except (OSError, ValueError) as exc:  # a folder, a FIFO, a link out of the root, unreadable
             raise EncoderLoadError(str(exc)) from None
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lbee-ckpt-"))  # 0700: this user's alone
+        copy = os.path.join(tmp, "checkpoint" + Path(path).suffix)
+        h = hashlib.sha256()
+        try:
+            with open(src, "rb") as fin, open(copy, "wb") as fout:
+                while block := fin.read(1 << 20):
+                    h.update(block)
+                    fout.write(block)
+        except OSError as exc:
+            raise EncoderLoadError(f"Checkpoint file {str(path)!r} cannot be read: {exc.strerror or exc}.") from None
         if not str(path).endswith(".safetensors"):  # torch.load reads it: a deflated archive inflates unbounded
             from ..scoring.torch_files import check_stored_zip
 
             try:
-                check_stored_zip(src, "Checkpoint file", name=path)
+                check_stored_zip(copy, "Checkpoint file", name=path)
             except ValueError as exc:
                 raise EncoderLoadError(str(exc)) from None
-        if src == path:  # no data root: the user's own file, by its name
-            yield path
-            return
-        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lbee-ckpt-"))
-        link = os.path.join(tmp, "checkpoint" + Path(path).suffix)
-        os.symlink(src, link)
-        yield link
+        yield copy, h.hexdigest()
 
 
 def _offline():

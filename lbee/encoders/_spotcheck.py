@@ -70,9 +70,11 @@ class SpotCheckEncoder(Encoder):
     name = "spotcheck"
 
     def __init__(self, weights=None, *, device=None, text_model=None):
+        import hashlib
+        import io
+
         import torch
 
-        from ..io.cache import file_sha256
         from ..spotcheck import ImageTower, TextHead
 
         path = Path(weights or WEIGHTS)
@@ -81,7 +83,10 @@ class SpotCheckEncoder(Encoder):
                 f"SpotCheck encoder weights {str(path)!r} not found; train them with "
                 "python scripts/train_spotcheck_encoder.py."
             )
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        # read once: the digest is of the bytes loaded (read twice, a file another user can change was swapped
+        # between the load and the digest, and their model's embeddings were cached as these weights', 32ao R1)
+        data = path.read_bytes()
+        ckpt = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         cfg = ckpt["config"]
         self.tower = ImageTower(out_dim=cfg["out_dim"], widths=tuple(cfg["widths"]), image_size=cfg["image_size"])
         self.tower.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
@@ -100,7 +105,7 @@ class SpotCheckEncoder(Encoder):
         self._identity = {
             "encoder": "spotcheck",
             "model": "ImageTower+all-MiniLM-L6-v2",
-            "weights": "sha256:" + file_sha256(path),
+            "weights": "sha256:" + hashlib.sha256(data).hexdigest(),
             "preprocess": repr(self._preprocess),
         }
 

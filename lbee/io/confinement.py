@@ -151,7 +151,7 @@ def resolve_named_path(ref, base, *, key, source, fix=""):
         ) from None
 
 
-def sidecar(path, *, of, what):
+def sidecar(path, *, of, what, beside=None):
     """A sidecar of an input: a file the input names implicitly, by sitting beside it under a derived name.
 
     ``ids.txt`` / ``<stem>.ids.txt`` and ``<stem>.provenance.json`` beside embeddings, ``<stem>.conditions.tsv``
@@ -168,6 +168,10 @@ def sidecar(path, *, of, what):
         The input it belongs to, as messages name it (``image_embeddings 'ds/x.npy'``).
     what : str
         What the sidecar is, for messages (``row ids file``).
+    beside : path-like, optional
+        The input itself: its sidecar must then be its owner's (or this user's), and no more writable by other
+        users than the input is. Another user's ``.provenance.json`` planted beside bare embeddings in ``/tmp`` was
+        taken as their record, its τ used without a word (sweep 32ao R3).
 
     Returns
     -------
@@ -201,4 +205,27 @@ def sidecar(path, *, of, what):
             f"{of}: its {what} {str(path)!r} is {file_kind(mode)}, not a regular file; remove it, or replace it "
             "with the file lbee wrote."
         )
+    why = None if beside is None else _foreign_sidecar(path, beside)
+    if why:
+        raise ValueError(
+            f"{of}: its {what} {str(path)!r} {why}, so lbee does not take it for the input's own record. Remove it, "
+            "or keep the input and the files beside it in a folder only their owner can write."
+        )
     return path
+
+
+def _foreign_sidecar(path, beside):
+    """Why the sidecar ``path`` may be another user's word on the input ``beside``, or None."""
+    if not hasattr(os, "geteuid"):
+        return None
+    from .folder_trust import _user
+
+    try:
+        st, of = os.stat(path), os.stat(beside)
+    except OSError:
+        return None
+    if st.st_uid not in (of.st_uid, os.geteuid()):
+        return f"belongs to user {_user(st.st_uid)} and the input to user {_user(of.st_uid)}"
+    if st.st_mode & 0o022 & ~of.st_mode:
+        return "can be changed by other users who cannot change the input"
+    return None

@@ -201,7 +201,7 @@ def read_provenance(path, name="embeddings"):
     """
     from .confinement import sidecar
 
-    side = sidecar(sidecar_path(path), of=f"{name} {str(path)!r}", what="provenance sidecar")
+    side = sidecar(sidecar_path(path), of=f"{name} {str(path)!r}", what="provenance sidecar", beside=path)
     if side is None:
         return None
     fix = "Re-create the embeddings with `lbee embed`, or delete the sidecar to use them bare."
@@ -300,7 +300,9 @@ def load_embeddings(path, name, *, kind=None):
         checked in row blocks (`lbee.io.arrays.check_embeddings`): the analysis reads them in blocks.
     """
     from .arrays import load_npy
+    from .staging import refuse_interrupted
 
+    refuse_interrupted(path, name)  # a killed writer's half-swapped folder is never read (sweep 32ao R2)
     record = read_provenance(path, name)
     if record is not None and kind is not None and record["kind"] != kind:
         raise ValueError(

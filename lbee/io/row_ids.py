@@ -20,7 +20,7 @@ def row_ids_path(path, name="embeddings"):
     found = [
         f
         for cand in (path.with_name(path.stem + ROW_IDS_SUFFIX), path.with_name(ROW_IDS_NAME))
-        if (f := sidecar(cand, of=f"{name} {str(path)!r}", what="row ids file")) is not None
+        if (f := sidecar(cand, of=f"{name} {str(path)!r}", what="row ids file", beside=path)) is not None
     ]
     from .confinement import read_bytes_file
 
@@ -87,6 +87,13 @@ def check_row_ids(
     from .matching import same_image_id
 
     ids_file = row_ids_path(path, name)
+    if ids_file is None and ids_sha256 is not None:  # written with its ids, which are gone: a killed `lbee embed
+        # --overwrite` left its new rows without them, and they were read in the old order (sweep 32ao R2)
+        raise ValueError(
+            f"{name} {str(path)!r}: its provenance records the ids file written with it, but none is beside it "
+            f"({Path(path).stem + ROW_IDS_SUFFIX} or {ROW_IDS_NAME}); lbee cannot tell which image each row is. "
+            "Was an `lbee embed` into that folder interrupted? Run it again (it settles the folder first)."
+        )
     if ids_file is None:  # nothing to check: said, since rows in another order go unnoticed (an eleventh user's
         # rows in generation order were described as "a light background" for groups of dark images)
         import logging
@@ -233,7 +240,9 @@ def check_sentence_rows(path, sentences, name="sentence_embeddings"):
     from .sentences import parse_sentences
 
     path = Path(path)
-    found = sidecar(path.with_name(SENTENCE_ROWS_NAME), of=f"{name} {str(path)!r}", what="sentence rows file")
+    found = sidecar(
+        path.with_name(SENTENCE_ROWS_NAME), of=f"{name} {str(path)!r}", what="sentence rows file", beside=path
+    )
     if found is None:
         return False
     rows, _ = parse_sentences(read_text_file(found, "sentence rows file"), str(found))

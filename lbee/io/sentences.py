@@ -399,7 +399,7 @@ def load_sentence_set(name_or_path):
     sentences, header = parse_sentences(text, source=str(path))
     from .confinement import sidecar
 
-    table = sidecar(conditions_path(path), of=f"sentence file {str(path)!r}", what="conditions table")
+    table = sidecar(conditions_path(path), of=f"sentence file {str(path)!r}", what="conditions table", beside=path)
     if table is not None:
         conditions, grammar = _read_conditions(table, sentences)
         return SentenceSet(path.stem, tuple(sentences), header, str(path), conditions, grammar)

@@ -429,3 +429,20 @@ def _test_kill(step):
         _REACHED[step] = _REACHED.get(step, 0) + 1
         if _REACHED[step] == int(nth or 1):
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+def refuse_interrupted(path, name):
+    """Refuse to read ``path`` while its folder holds the leftovers of a killed lbee writer of that folder.
+
+    Killed between the renames of its swap, ``lbee embed --overwrite`` left new embeddings beside old, or no, ids;
+    ``lbee describe`` read them, mispaired (sweep 32ao R2). The next writer of the folder settles the leftovers
+    (`recover_leftovers`); a reader says so and reads nothing.
+    """
+    real = Path(os.path.realpath(Path(path).parent))
+    if not real.name or not _dead_owners(real.parent, real.name):
+        return
+    raise ValueError(
+        f"{name} {str(path)!r}: its folder was being rewritten by an lbee command that was killed (its hidden "
+        f"leftovers .{real.name}.lbee-* lie beside it), so its files may be half old, half new. Run that command "
+        "again (`lbee embed ... --out` settles the folder first), then this one."
+    )
