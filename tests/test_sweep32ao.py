@@ -101,3 +101,53 @@ def test_another_users_sidecar_beside_an_input_is_refused(tmp_path):
     os.chown(npy, nobody, -1)  # a colleague's input and its record, both theirs: their word on their file
     os.chown(record, nobody, -1)
     assert read_provenance(npy, "image_embeddings")["tau"] == 0.2
+
+
+def test_a_model_part_of_the_spotcheck_encoder_is_refused():
+    """N2: `--encoder spotcheck:/tmp/evil.pt` ran the shipped weights and recorded the spec it was given."""
+    from lbee.encoders import check_encoder_spec, create_encoder
+
+    for spec in ("spotcheck:/tmp/evil.pt", "spotcheck:x"):
+        with pytest.raises(ValueError, match="the SpotCheck encoder has one model"):
+            check_encoder_spec(spec)
+        with pytest.raises(ValueError, match="has one model"):
+            create_encoder(spec)
+    assert check_encoder_spec("spotcheck")[0] == "spotcheck"
+
+
+def test_lbee_embed_refuses_embeddings_that_are_not_finite(tmp_path):
+    """N3: a checkpoint whose batch-norm variances went negative gave all-NaN rows, written with exit status 0 (a
+    later describe refused them). The embedding is refused before anything is written."""
+    from click.testing import CliRunner
+    from PIL import Image
+
+    from lbee.cli import cli
+    from lbee.encoders import register_encoder
+    from lbee.encoders._base import Encoder
+
+    class NanEncoder(Encoder):
+        name = "nantest"
+        default_tau = 0.1
+
+        def __init__(self, model=None, pretrained=None, **kwargs):
+            pass
+
+        def identity(self):
+            return {"encoder": "nantest", "model": "nan", "weights": "tag:x", "preprocess": "mean"}
+
+        def preprocess(self, image):
+            import torch
+
+            return torch.zeros(3)
+
+        def encode_image_batch(self, batch):
+            return np.full((len(batch), 3), np.nan, np.float32)
+
+    register_encoder("nantest")(NanEncoder)
+    (tmp_path / "imgs").mkdir()
+    for i in range(3):
+        Image.new("RGB", (8, 8), (40 * i, 0, 0)).save(tmp_path / "imgs" / f"{i}.png")
+    args = ["--cache-dir", tmp_path / "cache", "embed", tmp_path / "imgs", "--encoder", "nantest", "--out"]
+    r = CliRunner().invoke(cli, [*map(str, args), str(tmp_path / "emb")], obj={})
+    assert r.exit_code == 1 and "holds a NaN or inf" in r.output and "nantest" in r.output, r.output
+    assert not (tmp_path / "emb" / "embeddings.npy").exists()

@@ -140,6 +140,11 @@ def check_encoder_spec(spec, *, weights=False):
                 "e.g. 'ViT-B-32', or use 'hf-hub:ORG/REPO'."
             )
     if backend == "spotcheck":  # its text tower is an extra: say so now, not after the images are embedded
+        if model:  # one architecture: a model part was ignored, and the shipped weights ran (sweep 32ao N2)
+            raise ValueError(
+                f"encoder {spec!r}: the SpotCheck encoder has one model; expected 'spotcheck', or "
+                f"'spotcheck:@WEIGHTS' for weights of your own (received the model part {model!r})."
+            )
         from ..extras import require_extra
 
         require_extra("spotcheck", needed_for=f"encoder {spec!r}")

@@ -144,4 +144,6 @@ class SpotCheckEncoder(Encoder):
 
 @register_encoder("spotcheck")
 def _make_spotcheck(model=None, pretrained=None, **kwargs):
+    if model:  # 'spotcheck:x.pt' ran the shipped weights (sweep 32ao N2): the weights are 'spotcheck:@x.pt'
+        raise ValueError(f"the SpotCheck encoder has one model; received {model!r} (weights: 'spotcheck:@PATH').")
     return SpotCheckEncoder(pretrained, **kwargs)

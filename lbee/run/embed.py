@@ -157,6 +157,10 @@ def embed_to_folder(
                     row_ids=[i for i, good in zip(imgs.ids, result.ok) if good],
                 ),
             )
+        if result is not None and len(result.embeddings):  # NaN rows (a broken checkpoint) are refused now, not by
+            from ..io.arrays import check_embeddings  # the describe that reads them (sweep 32ao N3)
+
+            check_embeddings(result.embeddings, out / "embeddings.npy", f"the encoder {encoder_spec!r}'s embeddings")
         if sset is not None:
             from ..encoders.embedding import embed_sentences
 
