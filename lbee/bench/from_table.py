@@ -92,7 +92,9 @@ def simulate_embeddings(table, sentence_set, *, quality=DEFAULT_QUALITY, random_
     if not hasattr(table, "columns"):
         table = read_table(table)
     source = table_source(table, "attribute table")
-    ids = [str(i) for i in table[id_column_of(table, default=source)]]
+    if not len(table):
+        raise ValueError(f"{source} has no rows; expected one row per image.")
+    ids = [str(i) for i in table[id_column_of(table, default="attribute table")]]
     values = {}
     for column in table.columns:
         if isinstance(column, str) and "." in column:
@@ -106,7 +108,8 @@ def simulate_embeddings(table, sentence_set, *, quality=DEFAULT_QUALITY, random_
             sset.grammar, values, [], [], np.ones(n, bool), np.ones(n), int(random_state)
         )  # checks the table against the grammar; no failure planted, no model
     except ValueError as exc:
-        raise ValueError(f"{source}: {exc} (row 0 is the file's line 2)") from None
+        rows = " (row 0 is the file's line 2)" if ", row " in str(exc) else ""
+        raise ValueError(f"{source}: {exc}{rows}") from None
     encoder = SimulatedEncoder(sset.grammar, random_state=int(random_state)).fit_quality(world, q)
     x = encoder.embed_images(world).astype(np.float32)
     s = encoder.embed_sentences(sset.conditions).astype(np.float32)
