@@ -750,7 +750,11 @@ def test_embeddings_without_row_ids_say_which_images_their_first_and_last_rows_a
     """An eleventh user's bare .npy had its rows in generation order: nothing could check it, and nothing said so."""
     ids = (embedded / "emb" / "ids.txt").read_text().splitlines()
     (embedded / "emb" / "ids.txt").unlink()
-    r = _describe_embedded(embedded, ids)
+    r = _describe_embedded(embedded, ids)  # lbee embed recorded the ids file: gone, the rows are refused (32ao R2)
+    assert r.exit_code == 1 and "records the ids file written with it, but none is beside it" in r.output, r.output
+    record = embedded / "emb" / "embeddings.provenance.json"
+    record.write_text(json.dumps({k: v for k, v in json.loads(record.read_text()).items() if k != "ids_sha256"}))
+    r = _describe_embedded(embedded, ids)  # a record of rows with no ids file: bare rows, said
     said = " ".join(r.output.split())
     assert r.exit_code == 0, r.output
     assert "'embeddings.npy' has no row ids beside it (embeddings.ids.txt or ids.txt)" in said, said

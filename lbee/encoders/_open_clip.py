@@ -166,7 +166,7 @@ def _checkpoint(path, model):
         return
     import hashlib
 
-    from .._files import pinned
+    from .._files import pinned, refuse_sparse
 
     with ExitStack() as stack:
         try:
@@ -178,6 +178,10 @@ def _checkpoint(path, model):
                 f"Checkpoint file {str(path)!r} for open_clip model {model!r} does not exist."
             ) from None
         except (OSError, ValueError) as exc:  # a folder, a FIFO, a link out of the root, unreadable
+            raise EncoderLoadError(str(exc)) from None
+        try:  # before it is read: a sparse file of holes is gigabytes copied and loaded (sweep 17 H11)
+            refuse_sparse(src, "Checkpoint file", path)
+        except ValueError as exc:
             raise EncoderLoadError(str(exc)) from None
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lbee-ckpt-"))  # 0700: this user's alone
         copy = os.path.join(tmp, "checkpoint" + Path(path).suffix)
