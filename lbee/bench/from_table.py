@@ -150,7 +150,7 @@ def simulate_to_folder(out, table, sentence_set, *, quality=DEFAULT_QUALITY, ran
     """
     from pathlib import Path
 
-    from ..io.cache import atomic_write_bytes
+    from ..io.cache import atomic_save_npy, atomic_write_bytes
     from ..io.provenance import make_provenance, write_embeddings
     from ..io.row_ids import ids_bytes
     from ..io.staging import check_no_replace, recover_leftovers, staged_entries
@@ -159,8 +159,11 @@ def simulate_to_folder(out, table, sentence_set, *, quality=DEFAULT_QUALITY, ran
     inputs = [p for p in (table, sentence_set) if isinstance(p, (str, Path)) and Path(p).is_file()]
     recover_leftovers(out)
     check_no_replace([out / name for name in SIMULATED_FILES], overwrite=overwrite, inputs=inputs)
-    sim = simulate_embeddings(table, sentence_set, quality=quality, random_state=random_state)
-    texts = [str(t) for t in _sentences(sentence_set)]
+    from ..io.sentences import SentenceSet, load_sentence_set
+
+    sset = sentence_set if isinstance(sentence_set, SentenceSet) else load_sentence_set(sentence_set)
+    sim = simulate_embeddings(table, sset, quality=quality, random_state=random_state)
+    texts = [str(t) for t in sset.sentences]
     with staged_entries(out, replaces=SIMULATED_FILES) as stage:
         x, s = sim.image_embeddings, sim.sentence_embeddings
         image_record = make_provenance("image_embeddings", x, identity=sim.identity, tau=sim.tau, row_ids=sim.ids)
@@ -168,16 +171,5 @@ def simulate_to_folder(out, table, sentence_set, *, quality=DEFAULT_QUALITY, ran
         atomic_write_bytes(stage / "ids.txt", ids_bytes(sim.ids))
         record = make_provenance("sentence_embeddings", s, identity=sim.identity, tau=sim.tau, sentences=texts)
         write_embeddings(stage / "sentence_embeddings.npy", s, record)
-        import io
-
-        buf = io.BytesIO()
-        np.save(buf, sim.relevance)
-        atomic_write_bytes(stage / "relevance.npy", buf.getvalue())
+        atomic_save_npy(stage / "relevance.npy", sim.relevance)
     return sim
-
-
-def _sentences(sentence_set):
-    from ..io.sentences import SentenceSet, load_sentence_set
-
-    sset = sentence_set if isinstance(sentence_set, SentenceSet) else load_sentence_set(sentence_set)
-    return list(sset.sentences)

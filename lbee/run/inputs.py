@@ -14,7 +14,7 @@ import numpy as np
 
 from .identity import is_random_spec
 from .models import encoder_caveat, load_encoder
-from .preflight import preflight
+from .preflight import preflight, tau_assumed_for
 from .scores import align_scores, model_scores, with_manifest_labels
 from .specs import DatasetSpec, ModelSpec, RunInputs, Scores, probabilities_kind
 
@@ -41,16 +41,9 @@ def provenance_tau(ds, image_prov, sentence_prov, sentences, encoder, encoder_ta
     )
     if encoder is not None:
         return encoder_tau
-    bare = [
-        name
-        for name, path, prov in (
-            ("image_embeddings", ds.image_embeddings, image_prov),
-            ("sentence_embeddings", ds.sentence_embeddings, sentence_prov),
-        )
-        if path is not None and prov is None
-    ]
-    if declared is None and bare and ds.settings.tau is None:
-        warn_assumed_tau(CLIP_TAU, " and ".join(f"{n} {Path(getattr(ds, n)).name!r}" for n in bare))
+    bare = tau_assumed_for(ds, {"image_embeddings": image_prov, "sentence_embeddings": sentence_prov}, declared)
+    if bare:
+        warn_assumed_tau(CLIP_TAU, bare)
     return declared
 
 

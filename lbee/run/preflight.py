@@ -169,14 +169,15 @@ def assumptions(ds):
         declared = check_pair(provs.get("image_embeddings"), provs.get("sentence_embeddings"))
     except (ValueError, OSError):  # a problem of its own, said by the checks
         return out
-    bare = [f"{f} {Path(getattr(ds, f)).name!r}" for f in fields if provs[f] is None]
-    if declared is None and bare and ds.settings.tau is None:
+    bare = tau_assumed_for(ds, provs, declared)
+    if bare:
         out.append(
-            f"dataset {ds.name!r}: {' and '.join(bare)} carry no provenance record, so τ = {CLIP_TAU:g} (CLIP's) "
+            f"dataset {ds.name!r}: {bare} carry no provenance record, so τ = {CLIP_TAU:g} (CLIP's) "
             "will be assumed; give tau: for another encoder."
         )
     path = ds.image_embeddings
-    if path is not None and Path(path).suffix.lower() == ".npy":
+    recorded = (provs.get("image_embeddings") or {}).get("ids_sha256")  # its ids file gone: refused, not assumed
+    if path is not None and Path(path).suffix.lower() == ".npy" and recorded is None:
         try:
             ids = row_ids_path(path, "image_embeddings")
         except (ValueError, OSError):
@@ -188,3 +189,15 @@ def assumptions(ds):
                 "in the order of the images or the predictions table; write the ids there and every row is checked."
             )
     return out
+
+
+def tau_assumed_for(ds, provs, declared):
+    """The embeddings for which CLIP's τ is assumed, as messages name them (``"image_embeddings 'x.npy'"``), or "".
+
+    The one rule, for the run's warning (`lbee.run.inputs.provenance_tau`) and ``lbee report --check``: τ is
+    assumed when no record declares one, some embeddings file has no record, and the settings give no τ.
+    ``provs``: each embeddings field's record (None for a bare file).
+    """
+    fields = [f for f in ("image_embeddings", "sentence_embeddings") if getattr(ds, f) is not None]
+    bare = [f"{f} {Path(getattr(ds, f)).name!r}" for f in fields if provs.get(f) is None]
+    return " and ".join(bare) if declared is None and bare and ds.settings.tau is None else ""
