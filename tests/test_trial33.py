@@ -134,6 +134,12 @@ def test_lbee_simulate_embeds_an_attribute_table_without_weights(tmp_path):
     r = run("simulate", tmp_path / "bad.csv", "--sentences", tmp_path / "s.txt", "--out", tmp_path / "e2")
     said = " ".join(r.output.split())
     assert r.exit_code == 1 and "bad.csv" in said and "column 'sky.colour', row 7: 'green'" in said, r.output
+    for bad, said in (("b1.png", "repeats the image id 'b1.png'"), ("", "has missing cell(s) at row 1")):
+        table.loc[0, "image"] = bad  # a repeated or a blank id: its rows could not be told apart in ids.txt
+        table.loc[7, "sky.colour"] = "grey"
+        table.to_csv(tmp_path / "ids.csv", index=False)
+        r = run("simulate", tmp_path / "ids.csv", "--sentences", tmp_path / "s.txt", "--out", tmp_path / "e2")
+        assert r.exit_code == 1 and said in " ".join(r.output.split()), r.output
     (tmp_path / "plain.txt").write_text("A drone photo\n")
     r = run("simulate", tmp_path / "attributes.csv", "--sentences", tmp_path / "plain.txt", "--out", tmp_path / "e3")
     assert r.exit_code == 1 and "has no grammar" in r.output and "Traceback" not in r.output

@@ -76,7 +76,7 @@ def simulate_embeddings(table, sentence_set, *, quality=DEFAULT_QUALITY, random_
     """
     from ..io.predictions import id_column_of
     from ..io.sentences import SentenceSet, load_sentence_set
-    from ..io.table_reader import read_table, table_source
+    from ..io.table_reader import check_not_empty, check_unique, read_table, table_source, text_column
     from .simulated_encoder import SimulatedEncoder
     from .worlds import NA, AttributeWorld
 
@@ -92,9 +92,12 @@ def simulate_embeddings(table, sentence_set, *, quality=DEFAULT_QUALITY, random_
     if not hasattr(table, "columns"):
         table = read_table(table)
     source = table_source(table, "attribute table")
-    if not len(table):
-        raise ValueError(f"{source} has no rows; expected one row per image.")
-    ids = [str(i) for i in table[id_column_of(table, default="attribute table")]]
+    # the ids as a predictions table's are read: present, visible text, each once (a blank or repeated id was
+    # written to ids.txt, and the rows it named could not be told apart)
+    check_not_empty(table, "attribute table")
+    idc = id_column_of(table, default="attribute table")
+    ids = text_column(table, idc, "attribute table")
+    check_unique(table, idc, "attribute table", what="image id")
     values = {}
     for column in table.columns:
         if isinstance(column, str) and "." in column:
