@@ -111,7 +111,7 @@ def simulate_embeddings(table, sentence_set, *, quality=DEFAULT_QUALITY, random_
             sset.grammar, values, [], [], np.ones(n, bool), np.ones(n), int(random_state)
         )  # checks the table against the grammar; no failure planted, no model
     except ValueError as exc:
-        rows = " (row 0 is the file's line 2)" if ", row " in str(exc) else ""
+        rows = " (row 1 is the file's first data row)" if ", row " in str(exc) else ""
         raise ValueError(f"{source}: {exc}{rows}") from None
     encoder = SimulatedEncoder(sset.grammar, random_state=int(random_state)).fit_quality(world, q)
     x = encoder.embed_images(world).astype(np.float32)

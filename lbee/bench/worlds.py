@@ -115,15 +115,35 @@ def _checked_values(grammar, values, n):
         v = np.where(v, TRUE, FALSE) if v.dtype == bool else v.astype(str)
         if v.shape != (n,):
             raise ValueError(f"column {column!r} has shape {v.shape}; expected one value per image, ({n},)")
-        ok = set(allowed) | ({FALSE} if key[1] == PRESENCE else {NA})
+        # a presence holds the grammar's own values: 'false' only for a subject it may deny (sweep 32ap B2: a
+        # smear's cell said absent was dropped from Γ with its type and focus)
+        ok = set(allowed) if key[1] == PRESENCE else set(allowed) | {NA}
         bad = np.flatnonzero(~np.isin(v, sorted(ok)))
         if len(bad):
+            never = key[1] == PRESENCE and v[bad[0]] == FALSE
             raise ValueError(
-                f"column {column!r}, row {bad[0]}: {str(v[bad[0]])!r} is none of the grammar's values "
-                f"({', '.join(map(repr, sorted(ok)))}; NA is '')"
+                f"column {column!r}, row {bad[0] + 1}: {str(v[bad[0]])!r} is none of the grammar's values "
+                f"({', '.join(map(repr, sorted(ok)))}"
+                + (f"; the grammar never says a {grammar.subject(key[0]).noun} is absent)" if never else "; NA is '')")
             )
         out[key] = v
+    for key, _ in grammar.keys():  # a value where the row's own columns say the key does not apply
+        said = np.flatnonzero((out[key] != NA) & ~_applicable(out, grammar, key, np.arange(n)))
+        if len(said):
+            raise ValueError(
+                f"column {f'{key[0]}.{key[1]}'!r}, row {said[0] + 1}: {str(out[key][said[0]])!r} for "
+                f"{_inapplicable(out, grammar, key, said[0])}; leave the cell empty (NA) or correct that column"
+            )
     return out
+
+
+def _inapplicable(values, grammar, key, i):
+    """Why ``key`` does not apply to image ``i`` (what `_applicable` found false), in words."""
+    s = grammar.subject(key[0])
+    if values[(key[0], PRESENCE)][i] != TRUE:
+        return f"a {s.noun} the row says is absent ({key[0]}.{PRESENCE} is {str(values[(key[0], PRESENCE)][i])!r})"
+    rs, ra, rv = next(r for r in s.attribute(key[1]).requires if values[(r[0], r[1])][i] != r[2])
+    return f"a {s.noun} whose {rs}.{ra} is {str(values[(rs, ra)][i])!r}, where the grammar gives it only with {rv!r}"
 
 
 def _applicable(values, grammar, key, rows):

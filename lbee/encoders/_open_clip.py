@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -192,6 +193,12 @@ def _checkpoint(path, model):
                     h.update(block)
                     fout.write(block)
         except OSError as exc:
+            if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", 0), errno.EFBIG):  # the copy failed (32ap N2)
+                raise EncoderLoadError(
+                    f"Checkpoint file {str(path)!r}: its private copy in {tmp!r} (under TMPDIR) could not be "
+                    f"written: {exc.strerror}. Every run copies the whole checkpoint there, to load the bytes it "
+                    "hashes; point TMPDIR at a folder with room for it."
+                ) from None
             raise EncoderLoadError(f"Checkpoint file {str(path)!r} cannot be read: {exc.strerror or exc}.") from None
         if not str(path).endswith(".safetensors"):  # torch.load reads it: a deflated archive inflates unbounded
             from ..scoring.torch_files import check_stored_zip

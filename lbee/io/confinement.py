@@ -221,9 +221,12 @@ def _foreign_sidecar(path, beside):
     from .folder_trust import _user
 
     try:
-        st, of = os.stat(path), os.stat(beside)
+        link, st, of = os.lstat(path), os.stat(path), os.stat(beside)
     except OSError:
         return None
+    if stat.S_ISLNK(link.st_mode) and link.st_uid not in (of.st_uid, os.geteuid()):
+        # where the link leads is the link's owner's choice (sweep 32ap B1: nobody's link to tester's own record)
+        return f"is a symbolic link of user {_user(link.st_uid)} and the input belongs to user {_user(of.st_uid)}"
     if st.st_uid not in (of.st_uid, os.geteuid()):
         return f"belongs to user {_user(st.st_uid)} and the input to user {_user(of.st_uid)}"
     if st.st_mode & 0o022 & ~of.st_mode:

@@ -42,6 +42,22 @@ def ids_bytes(ids):
 CONTENT_CHECKS = 32
 
 
+def refuse_missing_ids(path, name, ids_sha256):
+    """The ids file beside the embeddings ``path`` (or None); refused when its provenance records one that is gone.
+
+    Written with its ids, which are gone: a killed `lbee embed --overwrite` left its new rows without them, and
+    they were read in the old order (sweep 32ao R2). `check_row_ids` and ``lbee report --check`` ask the same.
+    """
+    ids_file = row_ids_path(path, name)
+    if ids_file is None and ids_sha256 is not None:
+        raise ValueError(
+            f"{name} {str(path)!r}: its provenance records the ids file written with it, but none is beside it "
+            f"({Path(path).stem + ROW_IDS_SUFFIX} or {ROW_IDS_NAME}); lbee cannot tell which image each row is. "
+            "Was an `lbee embed` into that folder interrupted? Run it again (it settles the folder first)."
+        )
+    return ids_file
+
+
 def check_row_ids(
     path, n_rows, run_ids, name, *, against, images_folder=None, run_files=None, from_folder=False, ids_sha256=None
 ):
@@ -86,14 +102,7 @@ def check_row_ids(
     """
     from .matching import same_image_id
 
-    ids_file = row_ids_path(path, name)
-    if ids_file is None and ids_sha256 is not None:  # written with its ids, which are gone: a killed `lbee embed
-        # --overwrite` left its new rows without them, and they were read in the old order (sweep 32ao R2)
-        raise ValueError(
-            f"{name} {str(path)!r}: its provenance records the ids file written with it, but none is beside it "
-            f"({Path(path).stem + ROW_IDS_SUFFIX} or {ROW_IDS_NAME}); lbee cannot tell which image each row is. "
-            "Was an `lbee embed` into that folder interrupted? Run it again (it settles the folder first)."
-        )
+    ids_file = refuse_missing_ids(path, name, ids_sha256)
     if ids_file is None:  # nothing to check: said, since rows in another order go unnoticed (an eleventh user's
         # rows in generation order were described as "a light background" for groups of dark images)
         import logging

@@ -43,6 +43,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -301,13 +302,14 @@ def _settle_after(held, home, label, owner, written, replaces=()):
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def _dead_owners(home, label, kinds=("staging", "replaced"), committed=None):
+def _dead_owners(home, label, kinds=("staging", "replaced"), committed=None, uids=None):
     """The writers whose leftovers for this output lie in ``home`` and whose process is gone (no pid: alive).
 
     ``kinds``: the leftovers' kinds, ``.<label>.lbee-<kind>-<writer>`` (`lbee.io.staged_tree` has its own).
     ``committed``: with the output's lock held, ``committed(writer)`` says whether its stage is committed; such a
     writer counts as gone too, as a live one swaps only under that lock (sweep 32l: a killed writer is briefly
     still "running" after its lock is released, and its swap was finished later, over the newer output).
+    ``uids``: the users whose leftovers count (default: this user's alone, the only ones it may settle).
     """
     owners = set()
     try:
@@ -321,7 +323,7 @@ def _dead_owners(home, label, kinds=("staging", "replaced"), committed=None):
             # only a name as a writer makes it: another output's (".x.lbee-staging-1" beside "x") is not one (32i)
             if name.startswith(prefix) and OWNER.fullmatch(owner):
                 owners.add(owner)
-    owners = {o for o in owners if _owned(home, label, o, kinds)}  # before anything in a leftover is read (32ah H1)
+    owners = {o for o in owners if _owned(home, label, o, kinds, uids)}  # before anything in one is read (32ah H1)
     return {o for o in owners if not tag_alive(o.split("-")[0]) or (committed is not None and committed(o))}
 
 
@@ -330,25 +332,23 @@ def _committed(home, label, locked):
     return (lambda owner: _read_mark(_names(home, label, owner)[0]) is not None) if locked else None
 
 
-def _owned(home, label, owner, kinds=("staging", "replaced")):
-    """Whether every part of a writer's leftovers is this user's own folder.
+def _owned(home, label, owner, kinds=("staging", "replaced"), uids=None):
+    """Whether every part of a writer's leftovers is a folder of this user's own (or of one of ``uids``).
 
     Another user's planted half beside a killed writer's real stage was settled with it (sweep 32k); checked again
     under the output's lock, right before they are settled (sweep 32l: planted while the settler waited for it).
     """
     parts = [home / f".{label}.lbee-{kind}-{owner}" for kind in kinds]
-    return all(_mine(p) for p in parts if os.path.lexists(p))
+    return all(_mine(p, uids) for p in parts if os.path.lexists(p))
 
 
-def _mine(path):
+def _mine(path, uids=None):
     """Whether a leftover is a folder of this user's: one planted by another user (in /tmp) is never settled (32j)."""
     try:
         st = os.lstat(path)
     except OSError:
         return False
-    import stat
-
-    return stat.S_ISDIR(st.st_mode) and (not hasattr(os, "getuid") or st.st_uid == os.getuid())
+    return stat.S_ISDIR(st.st_mode) and (not hasattr(os, "getuid") or st.st_uid in (uids or {os.getuid()}))
 
 
 def own_folder(path):
@@ -394,8 +394,7 @@ def move_in(held, stage, aside, mark):
     shutil.rmtree(stage, ignore_errors=True)
 
 
-def _lexists(path):
-    """Whether ``path`` is there, a link to nothing included."""
+def _lexists(path):  # ``path`` is there, a link to nothing included
     return path.exists() or path.is_symlink()
 
 
@@ -407,8 +406,7 @@ def _read_mark(stage):
     return mark if _entry_names(mark) else None
 
 
-def _entry_names(mark):
-    """Whether ``mark`` is a commit's ``{"new": [...], "old": [...]}`` of plain entry names (no path)."""
+def _entry_names(mark):  # ``mark`` is a commit's {"new": [...], "old": [...]} of plain entry names (no path)
     return isinstance(mark, dict) and all(
         isinstance(mark.get(k), list)
         and all(isinstance(n, str) and "/" not in n and n not in ("", ".", "..", *_OWN) for n in mark[k])
@@ -439,7 +437,11 @@ def refuse_interrupted(path, name):
     (`recover_leftovers`); a reader says so and reads nothing.
     """
     real = Path(os.path.realpath(Path(path).parent))
-    if not real.name or not _dead_owners(real.parent, real.name):
+    try:  # the folder owner's leftovers count too: a reader is seldom the writer (sweep 32ap B3: a service job
+        uids = {os.getuid(), os.stat(real).st_uid}  # read another user's half-swapped folder)
+    except (OSError, AttributeError):
+        uids = None
+    if not real.name or not _dead_owners(real.parent, real.name, uids=uids):
         return
     raise ValueError(
         f"{name} {str(path)!r}: its folder was being rewritten by an lbee command that was killed (its hidden "
