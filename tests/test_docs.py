@@ -105,6 +105,7 @@ def test_the_library_page_s_confirmation_example_runs_and_confirms_a_planted_fai
     phi = np.where(failed, rng.uniform(0.0, 0.3, n), rng.uniform(0.7, 1.0, n))
     printed = []
     env = {"lbee": lbee, "np": np, "X": X, "S": S, "phi": phi, "texts": texts, "tau": 0.5, "omega": (~failed) * 1.0}
+    env["ids"] = [f"img_{i:04d}.png" for i in range(n)]
     env["print"] = lambda *a: printed.append(a)
     exec(code, env)  # noqa: S102  (the page's own example)
     confirmed = {row for row in printed if len(row) == 5 and row[4] is True}  # is_confirmed, the CLI's rule
@@ -115,6 +116,8 @@ def test_the_library_page_s_confirmation_example_runs_and_confirms_a_planted_fai
     printed.clear()  # the page's one call (lbee.audit) finds the same failure first
     exec(audit, env)  # noqa: S102
     assert printed and printed[0][0] == "sentence 0" and printed[0][3] is True, printed
+    assert all(isinstance(row[4], dict) and isinstance(row[5], list) for row in printed)  # every entry has both
+    assert printed[0][5] and all(i.startswith("img_") and inside[int(i[4:8])] for i in printed[0][5])
 
 
 def test_the_library_page_holds_out_the_images_the_cli_holds_out(tmp_path):

@@ -44,7 +44,7 @@ def check_probabilities(table, columns, default="table", *, tolerance=None):
         )
         logits = (
             "If they are logits (raw scores), have a softmax applied: --logits on the command line, logits: true "
-            "in a report config, probabilities='logits' in the library."
+            "in a report config, logits=True in lbee.audit, probabilities='logits' in lbee.io's table readers."
         )
         # percentages read as logits would be softmaxed into nonsense: they get their own hint (trial 32)
         percent = bool(((probs >= 0) & (probs <= 100)).all() and np.allclose(sums, 100, rtol=0, atol=100 * tol))

@@ -171,6 +171,22 @@ def _read_ids(ids_file, path, name):
     return listed
 
 
+def listed_order(path, run_ids, name="image_embeddings"):
+    """Where each row's image is among ``run_ids``: the order that puts a folder's images in its rows' order.
+
+    A folder is read in sorted order; embeddings written in another (an attribute table's, by ``lbee simulate``)
+    were refused, with a manifest to write by hand (trial 34), though their ids file names each row's image. None
+    without an ids file, or unless it lists exactly ``run_ids``, each once (`check_row_ids` then says what differs).
+    """
+    ids_file = row_ids_path(path, name)
+    if ids_file is None:
+        return None
+    listed = _read_ids(ids_file, path, name)
+    where = {str(i): k for k, i in enumerate(run_ids)}
+    order = [where.get(i, -1) for i in listed]
+    return order if len(listed) == len(where) == len(run_ids) and sorted(order) == list(range(len(order))) else None
+
+
 def unlisted_images(path, run_ids, name="image_embeddings", limit=3):
     """The first ``limit`` of ``run_ids`` that the ids file beside ``path`` does not list, and that file's name.
 

@@ -19,6 +19,7 @@ def audit(
     *,
     sentences,
     probs=None,
+    logits=False,
     labels=None,
     confidence=None,
     performance=None,
@@ -40,6 +41,8 @@ def audit(
     probs : array-like of shape (n, C), optional
         The model's class probabilities. With ``labels``, φ is the true class's probability and ω whether the
         prediction is right (the command line's label-aware split); without them, φ is −entropy.
+    logits : bool, default=False
+        ``probs`` holds logits (raw scores): a softmax is applied first, as the command line's ``--logits``.
     labels : array-like of int, shape (n,), optional
         True classes (indices into the columns of ``probs``).
     confidence, performance : array-like of shape (n,), optional
@@ -76,7 +79,7 @@ def audit(
         raise ValueError(f"embeddings must be (n, d) and (N, d) of one d; received {X.shape} and {S.shape}.")
     if S.shape[0] != len(texts):
         raise ValueError(f"`sentence_embeddings` has {S.shape[0]} rows for {len(texts)} sentences; expected one each.")
-    scores = _scores(X.shape[0], probs, labels, confidence, performance)
+    scores = _scores(X.shape[0], probs, labels, confidence, performance, logits=logits)
     ids = [str(i) for i in range(X.shape[0])] if image_ids is None else [str(i) for i in image_ids]
     if len(ids) != X.shape[0] or len(set(ids)) != len(ids):
         raise ValueError(f"`image_ids` must be {X.shape[0]} distinct names, one per image; received {len(ids)}.")
@@ -149,7 +152,7 @@ def _sentences(sentences):
     return texts, None, None, "sentences"
 
 
-def _scores(n, probs, labels, confidence, performance):
+def _scores(n, probs, labels, confidence, performance, *, logits=False):
     """`Scores` from class probabilities (and labels), or from φ and ω as given."""
     from .._validation import as_float_matrix, as_float_vector
     from .scores import _label_aware_phi
@@ -163,7 +166,9 @@ def _scores(n, probs, labels, confidence, performance):
 
         if confidence is not None or performance is not None:
             raise ValueError("give `probs` (and `labels`), or `confidence` and `performance`: not both.")
-        table = pd.DataFrame(as_float_matrix(probs, "probs"))
+        from ..scoring.confidence import softmax
+
+        table = pd.DataFrame(softmax(as_float_matrix(probs, "probs")) if logits else as_float_matrix(probs, "probs"))
         table.columns = [f"prob_{c}" for c in table.columns]
         probs = check_probabilities(table, list(table.columns), "`probs`")  # the CLI's rule: in [0, 1], rows sum to 1
         ms = scores_from_probabilities(probs, labels=labels)

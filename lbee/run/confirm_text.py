@@ -67,10 +67,15 @@ def with_images(statements, ids):
     """`ranked_statements` entries, each with ``images``: the ids of the images it holds for (``ids``: the run's).
 
     A twenty-sixth user dug them out of the confirmation block; the library's and the client's ``confirmed()`` list
-    them.
+    them. Every entry has ``images`` and ``conditions``: a companion of a stronger finding, which holds for no
+    images of its own and tests no condition, has them empty (a loop over the findings' images met a KeyError).
     """
     return [
-        {**s, "images": [ids[i] for i in s["holds_for"] if 0 <= i < len(ids)]} if "holds_for" in s else s
+        {
+            **s,
+            "images": [ids[i] for i in s.get("holds_for", ()) if 0 <= i < len(ids)],
+            "conditions": s.get("conditions") or {},
+        }
         for s in statements
     ]
 

@@ -217,6 +217,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
             )
         ids, paths, labels = _precomputed_ids(ds), None, None
     from ..io.provenance import check_row_ids, load_embeddings
+    from ..io.row_ids import listed_order
 
     image_prov = sentence_prov = None
     if ds.image_embeddings is not None:
@@ -224,6 +225,11 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
 
         img_path = embeddings_file(ds.image_embeddings, "image_embeddings")  # a file, or lbee embed's folder
         emb, image_prov = load_embeddings(img_path, "image_embeddings", kind="image_embeddings")
+        from_folder = ds.images is not None and Path(ds.images).is_dir()
+        order = listed_order(img_path, ids) if from_folder and rival is None and emb.ndim == 2 else None
+        if order is not None:  # a folder's images, taken in the order its rows' ids file lists them
+            ids, paths = [ids[k] for k in order], [paths[k] for k in order]
+            labels = None if labels is None else np.asarray(labels)[order]
         if emb.ndim == 2:  # rows named beside the array (lbee embed's ids.txt) must be the run's images, in order
             folder = (image_prov or {}).get("images_folder")
             check_row_ids(
@@ -234,7 +240,7 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
                 against=_id_source(ds, rival),
                 images_folder=folder,
                 run_files=paths,
-                from_folder=ds.images is not None and Path(ds.images).is_dir(),
+                from_folder=from_folder,
                 ids_sha256=(image_prov or {}).get("ids_sha256"),
             )
         if emb.ndim != 2 or emb.shape[0] != len(ids):

@@ -174,9 +174,9 @@ class RunResult:
         """The first slicer's confirmed statements, strongest first; [] and a warning saying why when untested.
 
         Each is a dict (`lbee.run.confirm_text.ranked_statements`): its text and test, ``adds_failure`` (False for a
-        companion of a stronger finding, named by ``goes_with``), ``images`` (the ids of the images it holds for,
-        a finding's only) and ``conditions`` (each condition's verdict: a finding's only; a companion's extra
-        condition is not tested, so it has none).
+        companion of a stronger finding, named by ``goes_with``), ``images`` (the ids of the images it holds for;
+        empty for a companion) and ``conditions`` (each condition's verdict; empty for a companion, whose extra
+        condition is not tested).
         """
         from .confirm_text import ranked_statements, with_images
         from .untested import warn_untested

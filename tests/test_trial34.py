@@ -1,0 +1,108 @@
+"""Trial 34 (an underwater net-pen fish audit): what a new user met, each fixed and kept so."""
+
+import numpy as np
+import pytest
+
+GRAMMAR = """name: netpen
+lead: An underwater photo of
+bare: An underwater photo
+max_conditions: 2
+subjects:
+  - id: bubbles
+    noun: air bubbles
+    deniable: true
+settings:
+  - id: water
+    noun: water
+    attributes:
+      - id: tint
+        kind: clause
+        values: {green: in green water, blue: in blue water}
+"""
+
+
+def test_a_folder_is_read_in_the_order_its_embeddings_ids_file_lists(tmp_path):
+    """`lbee describe images/ --image-embeddings sim/embeddings.npy` was refused because the folder's sorted order
+    was not the table's order of `lbee simulate`, though sim/ids.txt names each row's image: a manifest had to be
+    written by hand. The folder's images are now taken in the ids file's order; a folder of other images is still
+    refused."""
+    import pandas as pd
+    from click.testing import CliRunner
+    from PIL import Image
+
+    from lbee.cli import cli
+
+    def run(*args):
+        return CliRunner().invoke(cli, [str(a) for a in args], obj={})
+
+    (tmp_path / "netpen.grammar.yaml").write_text(GRAMMAR)
+    assert run("sentences", "generate", tmp_path / "netpen.grammar.yaml", "--out", tmp_path / "s.txt").exit_code == 0
+    rng = np.random.default_rng(0)
+    n = 120
+    ids = [f"cam{i % 3}/img_{i:04d}.png" for i in range(n)]  # the table's order: not the folder's sorted one
+    for i, name in enumerate(ids):
+        (tmp_path / "images" / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (8, 8), (i, 0, 0)).save(tmp_path / "images" / name)
+    bubbles = rng.random(n) < 0.4
+    tint = rng.choice(["green", "blue"], n)
+    pd.DataFrame({"image": ids, "bubbles.presence": bubbles, "water.tint": tint}).to_csv(
+        tmp_path / "a.csv", index=False
+    )
+    wrong = rng.random(n) < np.where(bubbles & (tint == "green"), 0.9, 0.03)
+    pd.DataFrame({"image": ids, "confidence": np.where(wrong, 0.2, 0.9)}).to_csv(tmp_path / "p.csv", index=False)
+    assert (
+        run("simulate", tmp_path / "a.csv", "--sentences", tmp_path / "s.txt", "--out", tmp_path / "sim").exit_code == 0
+    )
+    sim = tmp_path / "sim"
+    args = [
+        "--predictions",
+        tmp_path / "p.csv",
+        "--sentences",
+        tmp_path / "s.txt",
+        "--method",
+        "tops",
+        "--clusters",
+        "3",
+    ]
+    args += ["--image-embeddings", sim / "embeddings.npy", "--sentence-embeddings", sim / "sentence_embeddings.npy"]
+    r = run("describe", tmp_path / "images", *args, "--relevance", sim / "relevance.npy", "--out", tmp_path / "run")
+    assert r.exit_code == 0, r.output
+    table = pd.read_parquet(tmp_path / "run" / "images.parquet")
+    assert list(table["image"]) == ids  # each row its own image, in the rows' order
+    assert all(str(p).endswith(i) for p, i in zip(table["path"], table["image"]))
+    (tmp_path / "images" / ids[5]).rename(tmp_path / "images" / "cam9.png")  # a folder of other images: refused
+    r = run("describe", tmp_path / "images", *args, "--out", tmp_path / "run2")
+    assert r.exit_code != 0 and "give a manifest instead of the folder" in r.output, r.output
+
+
+def test_logits_given_to_lbee_audit_are_named_with_the_library_s_own_parameter():
+    """The message said "probabilities='logits' in the library", which `lbee.audit` did not take (a TypeError).
+    `logits=True` applies the softmax, as the command line's --logits."""
+    import lbee
+    from lbee.scoring.confidence import softmax
+
+    rng = np.random.default_rng(0)
+    n, d = 600, 8
+    X, S = rng.normal(size=(n, d)), np.eye(d)[:4]
+    logits, labels = rng.normal(size=(n, 3)) * 3, rng.integers(0, 3, n)
+    with pytest.raises(ValueError, match=r"logits=True in lbee\.audit"):
+        lbee.audit(X, S, sentences=[f"s{i}" for i in range(4)], probs=logits, labels=labels, tau=0.2)
+    kw = {"sentences": [f"s{i}" for i in range(4)], "labels": labels, "tau": 0.2}
+    a = lbee.audit(X, S, probs=logits, logits=True, **kw)
+    b = lbee.audit(X, S, probs=softmax(logits), **kw)
+    assert np.array_equal(a.scores.confidence, b.scores.confidence)
+
+
+def test_every_confirmed_entry_has_images_and_conditions():
+    """A loop over `result.confirmed()` printing each entry's images met a KeyError on a companion (which holds for
+    no images of its own): both keys are always there, empty for a companion."""
+    from lbee.run.confirm_text import with_images
+
+    listed = with_images(
+        [
+            {"text": "a", "adds_failure": True, "holds_for": [0, 2], "conditions": {"x": "needed"}},
+            {"text": "b", "adds_failure": False, "goes_with": "a"},
+        ],
+        ["i0", "i1", "i2"],
+    )
+    assert [(e["images"], e["conditions"]) for e in listed] == [(["i0", "i2"], {"x": "needed"}), ([], {})]
