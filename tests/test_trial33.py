@@ -133,7 +133,12 @@ def test_lbee_simulate_embeds_an_attribute_table_without_weights(tmp_path):
     table.to_csv(tmp_path / "bad.csv", index=False)
     r = run("simulate", tmp_path / "bad.csv", "--sentences", tmp_path / "s.txt", "--out", tmp_path / "e2")
     said = " ".join(r.output.split())
-    assert r.exit_code == 1 and "bad.csv" in said and "column 'sky.colour', row 8: 'green'" in said and "row 1 is the file's first data row" in said, r.output
+    assert (
+        r.exit_code == 1
+        and "bad.csv" in said
+        and "column 'sky.colour', row 8: 'green'" in said
+        and "row 1 is the file's first data row" in said
+    ), r.output
     for bad, said in (("b1.png", "repeats the image id 'b1.png'"), ("", "has missing cell(s) at row 1")):
         table.loc[0, "image"] = bad  # a repeated or a blank id: its rows could not be told apart in ids.txt
         table.loc[7, "sky.colour"] = "grey"

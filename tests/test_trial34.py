@@ -106,3 +106,18 @@ def test_every_confirmed_entry_has_images_and_conditions():
         ["i0", "i1", "i2"],
     )
     assert [(e["images"], e["conditions"]) for e in listed] == [(["i0", "i2"], {"x": "needed"}), ([], {})]
+
+
+def test_confirmation_skipped_below_its_floor_says_what_confirm_would_have_held_out():
+    """`--confirm 0.3` on 300 images said the same as no option at all: the skip now says the floor holds whatever
+    --confirm asks, and how few images its share would have held out."""
+    import lbee
+
+    rng = np.random.default_rng(0)
+    n, d = 300, 8
+    X, S = rng.normal(size=(n, d)), np.eye(d)[:4]
+    phi = rng.random(n)
+    result = lbee.audit(X, S, sentences=[f"s{i}" for i in range(4)], confidence=phi, performance=phi > 0.2, tau=0.2)
+    reason = result.main.extra["confirmation"]["reason"]
+    assert "300 images: confirmation needs at least 500, whatever --confirm asks" in reason
+    assert "30% held out would be 90 images" in reason

@@ -99,8 +99,10 @@ def confirmation_plan(inputs, scores, settings):
     n = int(np.shape(inputs.embeddings)[0])
     if n < MIN_CONFIRM_IMAGES:
         why = (
-            f"{n} images: confirmation needs at least {MIN_CONFIRM_IMAGES} (statements are found on all of them; "
-            "more images, such as a validation and a test split together, would have them tested)"
+            f"{n} images: confirmation needs at least {MIN_CONFIRM_IMAGES}, whatever --confirm asks (its "
+            f"{fraction:.0%} held out would be {round(n * fraction)} images, too few to test a statement on; "
+            "statements are found on all of them; more images, such as a validation and a test split together, "
+            "would have them tested)"
         )
         return ConfirmationPlan(None, "skipped", why, fraction, failed, counted, outcome, hard=hard)
     mask = held_out(split_strata(hard, easy), fraction)
