@@ -318,8 +318,11 @@ def test_the_client_lists_a_run_s_confirmed_statements(demo_run):
             return explanation
 
     ids = explanation["images"]  # the client's each with the ids of the images it holds for (trial 26)
-    with_images = [{**s, "images": [ids[i] for i in s["holds_for"]]} if "holds_for" in s else s for s in listed]
-    assert Fake().confirmed("j1") == with_images and "images" in with_images[0]
+    with_images = [  # a companion's empty (trial 34: a loop over every entry's images met a KeyError)
+        {**s, "images": [ids[i] for i in s.get("holds_for", ())], "conditions": s.get("conditions") or {}}
+        for s in listed
+    ]
+    assert Fake().confirmed("j1") == with_images and with_images[0]["images"] and with_images[0]["conditions"]
     assert confirmed_statements({"confirmation": {"status": "off", "fraction": 0.0}}) == []
 
 

@@ -152,7 +152,7 @@ def test_an_attribute_table_is_checked_and_a_subject_in_every_image_needs_no_pre
     assert w.holds({("artefact", "presence"): "true", ("wbc", "focus"): "blurred"}).tolist() == [False] * n
     with pytest.raises(ValueError, match=r"no column 'artefact.presence'; expected one per key .* 'true', 'false'"):
         world({("wbc", "focus"): focus})  # a subject the grammar denies: its absence must be given
-    with pytest.raises(ValueError, match=r"column 'wbc.focus', row 1: 'blurry' is none of the grammar's values"):
+    with pytest.raises(ValueError, match=r"column 'wbc.focus', row 2: 'blurry' is none of the grammar's values"):
         world({("wbc", "focus"): np.array(["sharp", "blurry", "sharp", "sharp"]), ("artefact", "presence"): focus})
     with pytest.raises(ValueError, match=r"column 'wbc.focus' has shape \(3,\); expected one value per image"):
         world({("wbc", "focus"): focus[:3], ("artefact", "presence"): np.array(["true"] * n)})
