@@ -7,6 +7,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+def lbee_cli(*args):
+    """``lbee ARGS`` in this process (click's runner), each argument as text: the result (exit code, output)."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    return CliRunner().invoke(cli, [str(a) for a in args], obj={})
+
+
+def generated_sentences(folder, grammar_text, name):
+    """``folder/s.txt``: the sentences `lbee sentences generate` writes for a grammar ``name`` of ``grammar_text``."""
+    (folder / f"{name}.grammar.yaml").write_text(grammar_text)
+    r = lbee_cli("sentences", "generate", folder / f"{name}.grammar.yaml", "--out", folder / "s.txt")
+    assert r.exit_code == 0, r.output
+    return folder / "s.txt"
+
+
 def planted_world(noise=0.0, seed=0, per_cluster=6):
     """Two easy and two hard groups whose failure causes are planted sentence directions.
 

@@ -52,15 +52,12 @@ def test_another_users_link_beside_an_input_is_not_its_sidecar(tmp_path):
 
 
 def _simulate(tmp_path, table):
-    from click.testing import CliRunner
+    from conftest import generated_sentences
 
     from lbee.bench.from_table import simulate_embeddings
-    from lbee.cli import cli
 
     if not (tmp_path / "s.txt").exists():
-        (tmp_path / "smears.grammar.yaml").write_text(GRAMMAR)
-        args = ["sentences", "generate", str(tmp_path / "smears.grammar.yaml"), "--out", str(tmp_path / "s.txt")]
-        assert CliRunner().invoke(cli, args, obj={}).exit_code == 0
+        generated_sentences(tmp_path, GRAMMAR, "smears")
     return simulate_embeddings(table, tmp_path / "s.txt", quality=0.97)
 
 

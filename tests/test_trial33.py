@@ -99,15 +99,10 @@ def test_lbee_simulate_embeds_an_attribute_table_without_weights(tmp_path):
 
     import numpy as np
     import pandas as pd
-    from click.testing import CliRunner
+    from conftest import generated_sentences
+    from conftest import lbee_cli as run
 
-    from lbee.cli import cli
-
-    def run(*args):
-        return CliRunner().invoke(cli, [str(a) for a in args], obj={})
-
-    (tmp_path / "blades.grammar.yaml").write_text(GRAMMAR)
-    assert run("sentences", "generate", tmp_path / "blades.grammar.yaml", "--out", tmp_path / "s.txt").exit_code == 0
+    generated_sentences(tmp_path, GRAMMAR, "blades")
     rng = np.random.default_rng(0)
     n = 300
     glare = rng.random(n) < 0.3
@@ -187,3 +182,16 @@ def test_the_terminal_says_when_the_other_describers_agree_on_another_first_sent
             width=200,
         ).split()
     )  # with -v every describer is shown: no summary line
+
+
+def test_the_simulated_encoders_defaults_are_the_librarys():
+    """`lbee simulate --quality` and `lbee bench worlds --levels` declare their defaults where the CLI stays light
+    (lbee.bench is imported in the commands' bodies): they must be the library's, `DEFAULT_QUALITY` and `LEVELS`."""
+    from lbee.bench.from_table import DEFAULT_QUALITY
+    from lbee.bench.world_bench import LEVELS
+    from lbee.cli import cli
+
+    quality = next(p for p in cli.commands["simulate"].params if p.name == "quality")
+    levels = next(p for p in cli.commands["bench"].commands["worlds"].params if p.name == "levels")
+    assert quality.default == DEFAULT_QUALITY
+    assert tuple(float(v) for v in levels.default.split(",")) == LEVELS

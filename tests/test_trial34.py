@@ -27,16 +27,11 @@ def test_a_folder_is_read_in_the_order_its_embeddings_ids_file_lists(tmp_path):
     written by hand. The folder's images are now taken in the ids file's order; a folder of other images is still
     refused."""
     import pandas as pd
-    from click.testing import CliRunner
+    from conftest import generated_sentences
+    from conftest import lbee_cli as run
     from PIL import Image
 
-    from lbee.cli import cli
-
-    def run(*args):
-        return CliRunner().invoke(cli, [str(a) for a in args], obj={})
-
-    (tmp_path / "netpen.grammar.yaml").write_text(GRAMMAR)
-    assert run("sentences", "generate", tmp_path / "netpen.grammar.yaml", "--out", tmp_path / "s.txt").exit_code == 0
+    generated_sentences(tmp_path, GRAMMAR, "netpen")
     rng = np.random.default_rng(0)
     n = 120
     ids = [f"cam{i % 3}/img_{i:04d}.png" for i in range(n)]  # the table's order: not the folder's sorted one

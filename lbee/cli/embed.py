@@ -133,7 +133,7 @@ def embed(
 @click.option(
     "--quality",
     type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
-    default=0.88,
+    default=0.88,  # lbee.bench.from_table.DEFAULT_QUALITY (lbee.bench loads in the body; a test keeps them equal)
     show_default=True,
     help="The simulated encoder's median atom ROC-AUC: 0.75 weak, 0.88 about CLIP's on fine attributes, 0.97 "
     "near-perfect.",
