@@ -86,6 +86,8 @@ def test_logits_given_to_lbee_audit_are_named_with_the_library_s_own_parameter()
     a = lbee.audit(X, S, probs=logits, logits=True, **kw)
     b = lbee.audit(X, S, probs=softmax(logits), **kw)
     assert np.array_equal(a.scores.confidence, b.scores.confidence)
+    with pytest.raises(TypeError, match=r"`logits` is 'yes'; expected True or False"):
+        lbee.audit(X, S, probs=logits, logits="yes", **kw)
 
 
 def test_every_confirmed_entry_has_images_and_conditions():
