@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH_STAMP := $(VENV)/.installed-torch
 DEMO_STAMP := $(VENV)/.installed-demo
+DOCS_STAMP := $(VENV)/.installed-docs
 # The torch / torchvision lbee is tested with (pyproject.toml has floors only); these resolve from local files here.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 # Where torch comes from. PyPI's Linux wheel carries CUDA (some 5 GB with its libraries) even without a GPU, so
@@ -45,7 +46,14 @@ $(DEMO_STAMP): pyproject.toml $(TORCH_STAMP)
 $(STAMP): pyproject.toml $(TORCH_STAMP)
 	$(PY) scripts/check_venv_home.py
 	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e ".[dev]"
-	touch $(STAMP) $(DEMO_STAMP)
+	touch $(STAMP) $(DEMO_STAMP) $(DOCS_STAMP)
+
+# What the site needs: the `docs` extra's tools alone, not lbee nor torch (mkdocstrings reads the docstrings from
+# the source, it does not import lbee); `make test` has installed them already.
+$(DOCS_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q $$($(PY) scripts/extra_requirements.py docs)
+	touch $(DOCS_STAMP)
 
 # Renumics Spotlight (pyproject's `spotlight` extra) pins pandas < 3, so it gets a venv of its own: the Spotlight
 # browser test (tests/test_spotlight.py) starts its server from there on a file `lbee export spotlight` wrote.
@@ -79,7 +87,7 @@ browser:
 # The documentation site (MkDocs Material; the API reference from the docstrings), offline; --strict fails on a
 # broken link, a missing page or a docstring mkdocstrings cannot render. Never --quiet: it drops the warnings that
 # --strict counts, and the build passes with a broken anchor.
-docs: $(STAMP)
+docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # ruff (lint, then the format check) and mypy (strict on lbee/core), configured in pyproject.toml.

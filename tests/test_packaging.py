@@ -351,3 +351,15 @@ def test_a_torchvision_of_another_build_than_torch_is_said_in_words(monkeypatch)
 
     with pytest.raises(MissingExtraError, match="not of the same build"):
         load_classifier("torchvision:resnet18", num_classes=2)
+
+
+def test_make_docs_installs_the_docs_extra_alone():
+    """`make docs` on its own installs the docs tools pyproject.toml lists, not lbee nor torch (trial 34)."""
+    script = [sys.executable, str(ROOT / "scripts" / "extra_requirements.py")]
+    out = subprocess.run([*script, "docs"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.split() == PYPROJECT["project"]["optional-dependencies"]["docs"]
+    bad = subprocess.run([*script, "doc"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 1 and "no extra 'doc'" in bad.stderr and "docs" in bad.stderr
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^docs: \$\(DOCS_STAMP\)$", makefile, re.M)
+    assert "scripts/extra_requirements.py docs" in makefile
