@@ -153,7 +153,7 @@ def test_a_full_tmpdir_is_said_as_the_checkpoint_copys_not_as_a_read_error(tmp_p
     ckpt.write_bytes(b"\x00" * 4096)
 
     @contextmanager
-    def full_folder(prefix=None):  # the copy's file is /dev/full: every write fails with ENOSPC
+    def full_folder(prefix=None, dir=None):  # the copy's file is /dev/full: every write fails with ENOSPC
         (tmp_path / "full").mkdir()
         (tmp_path / "full" / "checkpoint.pt").symlink_to("/dev/full")
         yield str(tmp_path / "full")

@@ -146,11 +146,11 @@ def sensitivity_sweep(
                 }
             )
 
-    import tempfile
-
     from joblib import Memory
 
-    tree_cache = tempfile.TemporaryDirectory(prefix="lbee-ward-")
+    from ..io.folder_trust import private_temporary_folder
+
+    tree_cache = private_temporary_folder("lbee-ward-")  # joblib unpickles what it reads there: this user's alone
     memory = Memory(tree_cache.name, verbose=0)
     index = as_sentence_index(sentence_embeddings)  # built once, reused by every run
 

@@ -93,7 +93,8 @@ def _checked_values(grammar, values, n):
     """``values`` checked against ``grammar``'s keys: n values each, from the key's values or `NA`.
 
     A subject the grammar never denies may have no presence column (a blood cell in every smear, trial 28): it is
-    present where one of its attributes has a value, or everywhere when it has none.
+    in every image, as the grammar says, its blank attributes NA (sweep 32aq B1: a row whose attributes were all
+    blank was taken as one without it, the contradiction a 'false' in its presence column is refused for).
     """
     out = dict(values)
     for key, allowed in grammar.keys():
@@ -106,9 +107,7 @@ def _checked_values(grammar, values, n):
                     f"{', '.join(map(repr, (*allowed, *((FALSE,) if key[1] == PRESENCE else ()))))} or NA ('') "
                     "per image"
                 )
-            given = [values[(key[0], a.id)] for a in subject.attributes if (key[0], a.id) in values]
-            present = np.ones(n, bool) if not given else np.any([np.asarray(v) != NA for v in given], axis=0)
-            out[key] = np.where(present, TRUE, FALSE)
+            out[key] = np.full(n, TRUE)
             continue
         v = np.asarray(values[key])
         # pandas reads a column of true / false as booleans
@@ -124,7 +123,11 @@ def _checked_values(grammar, values, n):
             raise ValueError(
                 f"column {column!r}, row {bad[0] + 1}: {str(v[bad[0]])!r} is none of the grammar's values "
                 f"({', '.join(map(repr, sorted(ok)))}"
-                + (f"; the grammar never says a {grammar.subject(key[0]).noun} is absent)" if never else "; NA is '')")
+                + (
+                    f"; the grammar never says a {grammar.subject(key[0]).noun} is absent)"
+                    if never
+                    else ("; a presence is never NA: '' is refused)" if key[1] == PRESENCE else "; NA is '')")
+                )
             )
         out[key] = v
     for key, _ in grammar.keys():  # a value where the row's own columns say the key does not apply

@@ -6,7 +6,6 @@ import errno
 import hashlib
 import logging
 import os
-import tempfile
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -184,7 +183,14 @@ def _checkpoint(path, model):
             refuse_sparse(src, "Checkpoint file", path)
         except ValueError as exc:
             raise EncoderLoadError(str(exc)) from None
-        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="lbee-ckpt-"))  # 0700: this user's alone
+        from ..io.folder_trust import SharedFolderError, private_temporary_folder
+
+        try:  # 0700, in a TMPDIR no other user can rename entries of: the copy loaded is the copy hashed
+            tmp = stack.enter_context(private_temporary_folder("lbee-ckpt-"))
+        except SharedFolderError as exc:
+            raise EncoderLoadError(
+                f"Checkpoint file {str(path)!r}: lbee copies it into TMPDIR, hashes the copy and loads it. {exc}"
+            ) from None
         copy = os.path.join(tmp, "checkpoint" + Path(path).suffix)
         h = hashlib.sha256()
         try:

@@ -181,6 +181,30 @@ def check_trusted_folder(path):
     raise SharedFolderError(path, *found)
 
 
+def private_temporary_folder(prefix):
+    """A new folder of this user's alone (0700) in TMPDIR, as `tempfile.TemporaryDirectory`; refused where unsafe.
+
+    Its mode keeps the folder's contents to this user, not its name: where another user may rename entries of
+    TMPDIR (a folder writable by others and not sticky, or theirs), they can swap lbee's folder for one of theirs
+    between lbee's write and its read (sweep 32aq B3: the copy of an open_clip checkpoint, hashed, then loaded by
+    its path, was another user's model). So TMPDIR is judged as an output folder is (`untrusted_folder`).
+
+    Raises
+    ------
+    SharedFolderError
+        TMPDIR is a folder another user can change; the message names TMPDIR.
+    """
+    import tempfile
+
+    base = tempfile.gettempdir()
+    found = untrusted_folder(base)
+    if found is not None:
+        exc = SharedFolderError(base, *found)
+        exc.args = (f"{exc.args[0]}. (This folder is TMPDIR: point TMPDIR at a folder of your own.)",)
+        raise exc
+    return tempfile.TemporaryDirectory(prefix=prefix, dir=base)
+
+
 def check_database_file(path, *, _links=0):
     """Make the folder of an SQLite database ``path`` and refuse a database others could replace or redirect.
 

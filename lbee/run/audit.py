@@ -81,6 +81,8 @@ def audit(
         raise ValueError(f"`sentence_embeddings` has {S.shape[0]} rows for {len(texts)} sentences; expected one each.")
     if not isinstance(logits, (bool, np.bool_)):  # "yes" or 1 would have been taken as True in silence
         raise TypeError(f"`logits` is {logits!r}; expected True or False.")
+    if logits and probs is None:  # it says how to read probs: without them it would be ignored (sweep 32aq N3)
+        raise ValueError("`logits=True` says `probs` holds logits, but no `probs` was given; expected probs=.")
     scores = _scores(X.shape[0], probs, labels, confidence, performance, logits=logits)
     ids = [str(i) for i in range(X.shape[0])] if image_ids is None else [str(i) for i in image_ids]
     if len(ids) != X.shape[0] or len(set(ids)) != len(ids):

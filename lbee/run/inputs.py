@@ -1,8 +1,7 @@
 """What a run reads: loading a `DatasetSpec` into arrays (embeddings, sentences, Γ).
 
-`load_inputs` embeds and reads what every model of a dataset shares;
-`lbee.run.scores.model_scores` computes one model's φ and ω, and
-`lbee.run.preflight.preflight` checks what can be checked in seconds.
+`load_inputs` embeds and reads what every model of a dataset shares; `lbee.run.scores.model_scores` computes one
+model's φ and ω, and `lbee.run.preflight.preflight` checks what can be checked in seconds.
 """
 
 from __future__ import annotations
@@ -22,10 +21,9 @@ from .specs import DatasetSpec, ModelSpec, RunInputs, Scores, probabilities_kind
 def provenance_tau(ds, image_prov, sentence_prov, sentences, encoder, encoder_tau):
     """The provenance rule for a run's embeddings ([`lbee.io.provenance`][lbee.io.provenance]); returns the encoder's τ.
 
-    Embeddings of two encoders, or sentence embeddings of another sentence
-    list, are refused; τ comes from the encoder used now, else from the
-    files' provenance; with bare files and no τ in the settings, a warning
-    names the CLIP τ assumed.
+    Embeddings of two encoders, or sentence embeddings of another sentence list, are refused; τ comes from the
+    encoder used now, else from the files' provenance; with bare files and no τ in the settings, a warning names
+    the CLIP τ assumed.
     """
     from ..core.selection import CLIP_TAU
     from ..io.provenance import check_pair, warn_assumed_tau
@@ -50,6 +48,17 @@ def provenance_tau(ds, image_prov, sentence_prov, sentences, encoder, encoder_ta
 def _named(field, path):
     """How provenance messages name an input: the field and, when it is a file, the file."""
     return field if path is None else f"{field} {str(path)!r}"
+
+
+def _follow_listed_order(ds, img_path, ids, log):
+    """Say that a folder's images follow their embeddings' ids file, and refuse a Γ array whose order is unknown."""
+    from ..io.row_ids import refuse_unordered_rows, row_ids_path
+
+    listed = row_ids_path(img_path, "image_embeddings")
+    log(f"images of {str(ds.images)!r} taken in the order {listed.name} lists them (beside the image embeddings)")
+    path = next(iter(ds.relevance.values())) if isinstance(ds.relevance, dict) else None
+    if path is not None and Path(path).suffix.lower() == ".npy":
+        refuse_unordered_rows(path, "relevance", ids, listed)
 
 
 def _relevance(ds, ids, sents):
@@ -230,6 +239,8 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         if order is not None:  # a folder's images, taken in the order its rows' ids file lists them
             ids, paths = [ids[k] for k in order], [paths[k] for k in order]
             labels = None if labels is None else np.asarray(labels)[order]
+            if order != sorted(order):  # said; a Γ array without ids then has no known order (sweep 32aq B2)
+                _follow_listed_order(ds, img_path, ids, log)
         if emb.ndim == 2:  # rows named beside the array (lbee embed's ids.txt) must be the run's images, in order
             folder = (image_prov or {}).get("images_folder")
             check_row_ids(
