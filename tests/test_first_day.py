@@ -73,11 +73,15 @@ def test_labels_lead_to_the_label_aware_split_and_the_planted_failures_all_land_
     assert "Split by the model's −entropy (its uncertainty), because the predictions carry no labels" in r.output
     split = pd.read_parquet(p / "unlabelled" / "assignments.parquet")["split"].to_numpy()
     assert not (split[planted] == "hard").any()
-    # labels under another name (trial 32's true_label): the split's own sentence names the column and the fix
+    # labels under another name (trials 32, 34, 35: 'true_label', 'labels'): refused before any work, with the fix
+    # and the way to ask for the uncertainty split
     r = _describe(p, "pred_renamed.csv", "renamed")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code != 0 and not (p / "renamed").exists(), r.output
     said = " ".join(r.output.split())
-    assert "carry no 'label' column; their 'true_label' looks like one: rename it 'label'" in said, r.output
+    assert "carry no 'label' column, and their 'true_label' looks like one" in said, r.output
+    assert "Rename the column 'label', or ask for that split: --confidence-from entropy" in said, r.output
+    r = _describe(p, "pred_renamed.csv", "renamed", "--confidence-from", "entropy")
+    assert r.exit_code == 0 and "Split by the −entropy, as asked" in " ".join(r.output.split()), r.output
 
     # asked for explicitly, entropy is used even with labels, and the run says it was asked for
     r = _describe(p, "pred.csv", "entropy", "--confidence-from", "entropy")

@@ -350,8 +350,8 @@ def _unread_lookalikes(cols, idc, prob_cols):
 def label_lookalike(table):
     """The first column of a predictions table without a ``label`` column that looks like one, or None.
 
-    A run without labels splits by the model's uncertainty: the split's sentence names this column, so that a
-    ``true_label`` column is not passed over with only a warning.
+    A run without labels splits by the model's uncertainty, where confident errors look easy: with such a column
+    and the default split, the run is refused (`lbee.run.scores`), not passed over with only a warning.
     """
     cols = [c for c in table.columns if isinstance(c, str)]
     if "label" in cols:
@@ -359,6 +359,21 @@ def label_lookalike(table):
     idc = next((c for c in ID_COLUMNS if c in cols), None)
     prob_cols = [c for c in cols if c.startswith("prob_")]
     return next((c for c, target in _unread_lookalikes(cols, idc, prob_cols) if target == "'label'"), None)
+
+
+def refuse_unlabelled_lookalike(lookalike, kind, has_probs, has_labels):
+    """Raise when the default split would go by uncertainty because the labels' column is named otherwise.
+
+    ``lookalike`` is `label_lookalike`'s column (or None), ``kind`` the confidence_from setting. Trials 32, 34
+    and 35 each passed a warning by, and kept a run split by uncertainty, where confident errors look easy.
+    """
+    if kind == "auto" and has_probs and not has_labels and lookalike is not None:
+        raise ValueError(
+            f"the predictions carry no 'label' column, and their {lookalike!r} looks like one: lbee reads the true "
+            "classes only from a column named 'label'; without them it splits by the model's uncertainty, and "
+            "confident errors land among the easy images. Rename the column 'label', or ask for that split: "
+            "--confidence-from entropy (confidence_from: entropy in a report config or a job)."
+        )
 
 
 def _warn_unread_columns(table, name, cols, idc, prob_cols, used):

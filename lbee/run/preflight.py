@@ -35,6 +35,7 @@ def preflight(ds, models=None):
         ``[]`` checks the dataset alone).
     """
     from ..io.images import discover_images, read_table
+    from ..io.predictions import label_lookalike, refuse_unlabelled_lookalike
     from ..io.sentences import WORLD_SENTENCE_SET, load_sentence_set
     from ..scoring.confidence import scores_from_table
 
@@ -57,13 +58,18 @@ def preflight(ds, models=None):
     if ds.settings.task == "classification":
         for model in ds.models if models is None else models:
             if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
+                table = read_table(model.predictions)
                 table_ids, table_scores = scores_from_table(
-                    read_table(model.predictions),
+                    table,
                     kind=ds.settings.confidence_from,
                     probabilities=probabilities_kind(ds),
                 )
-                if ds.settings.per_class and table_scores.labels is None and not _manifest_has_labels(ds.images):
+                labelled = table_scores.labels is not None or _manifest_has_labels(ds.images)
+                if ds.settings.per_class and not labelled:
                     raise ValueError(f"{PER_CLASS_NEEDS_LABELS} ({str(model.predictions)!r} has no 'label' column)")
+                refuse_unlabelled_lookalike(
+                    label_lookalike(table), ds.settings.confidence_from, table_scores.probs is not None, labelled
+                )
                 if imgs is not None and ds.image_embeddings is None:  # every image needs its row, said now
                     _check_rows(imgs, table_ids, f"predictions {str(model.predictions)!r}")
     if ds.settings.split_by in ("irfs", "saliency"):

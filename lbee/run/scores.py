@@ -191,7 +191,8 @@ def _label_aware_phi(scores, kind, lookalike=None):
     """φ by ``kind`` once the labels are known (a manifest's come after the table), its words, and why.
 
     'auto' becomes the probability of the true class when there are labels and
-    class probabilities (`lbee.scoring.confidence.resolve_confidence`).
+    class probabilities (`lbee.scoring.confidence.resolve_confidence`); with no labels but a column
+    ``lookalike`` that looks like them ('labels', 'true_label'), 'auto' is refused (ValueError).
 
     Returns
     -------
@@ -207,10 +208,13 @@ def _label_aware_phi(scores, kind, lookalike=None):
     )
 
     has_labels, has_probs = scores.labels is not None, scores.probs is not None
+    from ..io.predictions import refuse_unlabelled_lookalike
+
+    refuse_unlabelled_lookalike(lookalike, kind, has_probs, has_labels)
     chosen = resolve_confidence(kind, has_labels)
     if has_probs and kind == "auto":
         scores.confidence = confidence_from_probabilities(scores.probs, chosen, scores.labels)
-    criterion = split_criterion(kind, has_labels, confidence_column=not has_probs, label_lookalike=lookalike)
+    criterion = split_criterion(kind, has_labels, confidence_column=not has_probs)
     words = CONFIDENCE_WORDS[chosen] if has_probs else "the predictions' confidence column"
     extra = {"confidence_from": chosen if has_probs else "column", "split_criterion": criterion}
     return scores.confidence, words, extra

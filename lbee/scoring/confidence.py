@@ -38,7 +38,7 @@ def resolve_confidence(kind, has_labels):
     return "true_class" if has_labels else "entropy"
 
 
-def split_criterion(kind, has_labels, *, confidence_column=False, label_lookalike=None):
+def split_criterion(kind, has_labels, *, confidence_column=False):
     """One sentence: what φ of the easy / hard split is and why it was chosen.
 
     Parameters
@@ -48,8 +48,6 @@ def split_criterion(kind, has_labels, *, confidence_column=False, label_lookalik
     has_labels : bool
     confidence_column : bool, default=False
         φ is the predictions table's own ``confidence`` column (no ``prob_<class>`` columns).
-    label_lookalike : str, optional
-        A column of a table without labels that looks like them (``true_label``): named, with what to do.
 
     Returns
     -------
@@ -68,12 +66,6 @@ def split_criterion(kind, has_labels, *, confidence_column=False, label_lookalik
         return (
             f"Split by the {words}, because the predictions carry labels: every error, confident or not, "
             "is hard. To split by the model's uncertainty instead: --confidence-from entropy."
-        )
-    if label_lookalike is not None:
-        return (
-            f"Split by the model's {words} (its uncertainty), because the predictions carry no 'label' column; "
-            f"their {label_lookalike!r} looks like one: rename it 'label' to split by the probability of the true "
-            "class (every error hard), as a run with labels does."
         )
     return (
         f"Split by the model's {words} (its uncertainty), because the predictions carry no labels "
