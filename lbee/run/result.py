@@ -189,9 +189,17 @@ class RunResult:
         """The first slicer's hard groups as ``lbee describe --json`` lists them, in the run's order: the leads.
 
         Each is a dict: ``group``, ``size``, ``verdict`` (None when the run tested nothing), ``error_rate`` (with a
-        right / wrong ω), ``sentences`` (each describer's, best first) and ``confirmation`` (its test, or None).
-        A run too small to confirm (`confirmed` is []) still names its groups here.
+        right / wrong ω), ``sentences`` (each describer's, best first), ``confirmation`` (its test, or None) and
+        ``images`` (the ids of its images). A run too small to confirm (`confirmed` is []) still names its groups,
+        and their images, here (trial 35 had to dig them out of the explanations).
         """
         from .summary import summary_dict
 
-        return [] if self.main is None else summary_dict(self.main)["hard_groups"]
+        if self.main is None:
+            return []
+        clusters = next(iter(self.main.explanations.values())).hard_clusters
+        ids = self.main.image_ids
+        return [
+            {**g, "images": [ids[int(i)] for i in clusters[g["group"]].indices]}
+            for g in summary_dict(self.main)["hard_groups"]
+        ]
