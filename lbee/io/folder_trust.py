@@ -187,12 +187,8 @@ def private_temporary_folder(prefix):
     Its mode keeps the folder's contents to this user, not its name: where another user may rename entries of
     TMPDIR (a folder writable by others and not sticky, or theirs), they can swap lbee's folder for one of theirs
     between lbee's write and its read (sweep 32aq B3: the copy of an open_clip checkpoint, hashed, then loaded by
-    its path, was another user's model). So TMPDIR is judged as an output folder is (`untrusted_folder`).
-
-    Raises
-    ------
-    SharedFolderError
-        TMPDIR is a folder another user can change; the message names TMPDIR.
+    its path, was another user's model). So TMPDIR is judged as an output folder is (`untrusted_folder`), and
+    refused with `SharedFolderError`, naming TMPDIR, where another user can change it.
     """
     import tempfile
 
