@@ -32,3 +32,17 @@ def test_groups_give_each_lead_s_images_when_nothing_could_be_confirmed():
     assert len(listed) == len(set(listed)) and set(listed) <= set(ids)  # each image in one group at most
     first = groups[0]["images"]  # the most harmful lead is the planted failure's
     assert sum(inside[int(i[5:8])] for i in first) >= 0.8 * len(first)
+
+
+def test_a_misspelt_random_tag_is_answered_with_random():
+    """`--encoder open_clip:ViT-B-32@randon` listed every pretrained tag, but not @random."""
+    import pytest
+
+    from lbee.encoders._base import EncoderLoadError
+    from lbee.encoders._open_clip import _check_weights_reachable
+
+    open_clip = pytest.importorskip("open_clip")
+    with pytest.raises(EncoderLoadError, match=r"'randon'.*laion2b_s34b_b79k.*Did you mean @random"):
+        _check_weights_reachable(open_clip, "ViT-B-32", "randon")
+    with pytest.raises(EncoderLoadError, match=r"\(or @random: random weights\)"):
+        _check_weights_reachable(open_clip, "ViT-B-32", "laion9")

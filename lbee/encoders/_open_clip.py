@@ -289,8 +289,15 @@ def _check_weights_reachable(open_clip, model, tag):
     """
     cfg = open_clip.get_pretrained_cfg(model, tag)
     if not cfg:
-        tags = ", ".join(t for m, t in open_clip.list_pretrained() if m == model) or "none"
-        raise EncoderLoadError(f"Unknown pretrained tag {tag!r} for open_clip model {model!r}; known tags: {tags}.")
+        import difflib
+
+        known = [t for m, t in open_clip.list_pretrained() if m == model]
+        near = difflib.get_close_matches(tag, ["random"], 1, 0.7)  # '@randon' (trial 35): not a tag, said as one
+        hint = " Did you mean @random (random weights, no download)?" if near else " (or @random: random weights)"
+        raise EncoderLoadError(
+            f"Unknown pretrained tag {tag!r} for open_clip model {model!r}; known tags: "
+            f"{', '.join(known) or 'none'}.{hint}"
+        )
     repo = (cfg.get("hf_hub") or "").strip("/")
     if repo:
         try:

@@ -33,6 +33,7 @@ def audit(
     Parameters
     ----------
     image_embeddings : array-like of shape (n, d)
+        The images' embeddings, one row an image (``lbee embed``'s ``embeddings.npy``).
     sentence_embeddings : array-like of shape (N, d)
         The embeddings of ``sentences``, in their order, by the same encoder.
     sentences : list of str, path-like or lbee.io.sentences.SentenceSet
