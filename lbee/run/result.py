@@ -191,7 +191,7 @@ class RunResult:
         Each is a dict: ``group``, ``size``, ``verdict`` (None when the run tested nothing), ``error_rate`` (with a
         right / wrong ω), ``sentences`` (each describer's, best first), ``confirmation`` (its test, or None) and
         ``images`` (the ids of its images). A run too small to confirm (`confirmed` is []) still names its groups,
-        and their images, here (trial 35 had to dig them out of the explanations).
+        and their images, here.
         """
         from .summary import summary_dict
 
