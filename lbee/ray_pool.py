@@ -18,11 +18,13 @@ def import_ray():
 def ensure_ray(address=None):
     """Connect to Ray: ``address`` ('auto' = the cluster started by ``ray start --head``), else a local one.
 
-    An already initialised Ray (a test's ``ray.init(num_cpus=2)``) is reused.
+    An already initialised Ray (a test's ``ray.init(num_cpus=2)``) is reused. Without ``address`` a new local Ray
+    is started ('local'): ``address=None`` joins the cluster that ``TMPDIR/ray/ray_current_cluster`` names, a file
+    another user can plant in a shared TMPDIR, and sends them the images and the model (sweep 32ar B3).
     """
     ray = import_ray()
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     return ray
 
 

@@ -1,4 +1,5 @@
-"""Sweep 32aq: a never-denied subject's blank row, a Γ array against a folder reordered by ids, TMPDIR judged."""
+"""Sweep 32aq: a never-denied subject's blank row, TMPDIR judged (B2, a Γ array against a folder reordered by its
+embeddings' ids, went with the reordering: tests/test_trial34.py)."""
 
 import os
 import stat
@@ -7,8 +8,7 @@ import tempfile
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import generated_sentences, lbee_cli
-from PIL import Image
+from conftest import generated_sentences
 
 GRAMMAR = """name: belts
 lead: A parcel on the belt with
@@ -55,51 +55,6 @@ def test_a_never_denied_subject_with_blank_attributes_is_still_there(tmp_path):
     assert "NA is ''" not in str(info.value)
 
 
-def test_a_relevance_array_is_refused_when_the_folder_follows_the_embeddings_ids(tmp_path):
-    """B2: a folder's images taken in the order of the embeddings' ids.txt (stop 55) paired a Γ .npy, which has no
-    ids, with that order: one written in the folder's sorted order scored other images, exit 0. It is refused
-    unless an ids file beside it lists the run's order (lbee simulate's own relevance.npy is)."""
-    s = generated_sentences(tmp_path, GRAMMAR, "belts")
-    (tmp_path / "imgs").mkdir()
-    names = [f"i{k:02d}.png" for k in range(40)]
-    for k, name in enumerate(names):
-        Image.new("RGB", (8, 8), (k * 6, 0, 0)).save(tmp_path / "imgs" / name)
-    rng = np.random.default_rng(0)
-    shuffled = list(rng.permutation(names))
-    table = pd.DataFrame(
-        {
-            "image": shuffled,
-            "box.colour": rng.choice(["brown", "white"], 40),
-            "belt.lighting": rng.choice(["glare", "normal"], 40),
-        }
-    )
-    table.to_csv(tmp_path / "attributes.csv", index=False)
-    assert lbee_cli("simulate", tmp_path / "attributes.csv", "--sentences", s, "--out", tmp_path / "sim").exit_code == 0
-    preds = pd.DataFrame({"image": names, "confidence": rng.uniform(0, 1, 40)})
-    preds.to_csv(tmp_path / "preds.csv", index=False)
-    gamma = np.load(tmp_path / "sim" / "relevance.npy")
-    sorted_rows = [shuffled.index(name) for name in names]
-    (tmp_path / "elsewhere").mkdir()
-    np.save(tmp_path / "elsewhere" / "gamma.npy", gamma[sorted_rows])  # the same truth, in the folder's order
-
-    def describe(relevance, out):
-        sim = tmp_path / "sim"
-        return lbee_cli(
-            "describe", tmp_path / "imgs", "--predictions", tmp_path / "preds.csv", "--sentences", s,
-            "--image-embeddings", sim / "embeddings.npy", "--sentence-embeddings", sim / "sentence_embeddings.npy",
-            "--relevance", relevance, "--clusters", 2, "--out", tmp_path / out,
-        )  # fmt: skip
-
-    refused = describe(tmp_path / "elsewhere" / "gamma.npy", "run_sorted")
-    assert refused.exit_code != 0 and not (tmp_path / "run_sorted").exists()
-    assert "array without image ids" in refused.output and "ids.txt" in refused.output, refused.output
-    ok = describe(tmp_path / "sim" / "relevance.npy", "run_listed")  # beside the ids file it follows
-    assert ok.exit_code == 0, ok.output
-    (tmp_path / "elsewhere" / "ids.txt").write_text("\n".join(shuffled) + "\n")  # an ids file of its own: taken
-    np.save(tmp_path / "elsewhere" / "gamma.npy", gamma)
-    assert describe(tmp_path / "elsewhere" / "gamma.npy", "run_own_ids").exit_code == 0
-
-
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="user ids")
 def test_tmpdir_others_can_rename_in_is_refused_for_lbee_s_private_copies(tmp_path, monkeypatch):
     """B3: the open_clip checkpoint's copy, hashed in a 0700 folder of TMPDIR and then loaded by its path, was
@@ -137,3 +92,25 @@ def test_lbee_audit_refuses_logits_without_probs():
     X, S, phi = rng.normal(size=(50, 4)), np.eye(4), rng.uniform(size=50)
     with pytest.raises(ValueError, match="no `probs` was given"):
         lbee.audit(X, S, sentences=list("abcd"), confidence=phi, performance=phi > 0.5, logits=True, tau=0.2)
+
+
+def test_the_ray_engine_without_an_address_starts_its_own_ray(tmp_path):
+    """Sweep 32ar B3: `ray.init(address=None)` joins the cluster `TMPDIR/ray/ray_current_cluster` names, a file
+    another user could plant in a shared TMPDIR (lbee then waited on their port, and would have sent them the
+    images and the model). Without --ray-address, lbee starts a local Ray of its own."""
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    short = tempfile.mkdtemp(prefix="r", dir="/tmp")  # Ray's socket paths under it must fit in 107 bytes
+    try:
+        os.mkdir(os.path.join(short, "ray"))
+        with open(os.path.join(short, "ray", "ray_current_cluster"), "w") as f:
+            f.write("127.0.0.1:1\n")  # nothing listens there
+        code = "from lbee.ray_pool import ensure_ray as e; r = e(); print(r.cluster_resources()['CPU']); r.shutdown()"
+        env = {**os.environ, "TMPDIR": short, "RAY_ADDRESS": ""}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert done.returncode == 0 and float(done.stdout.split()[-1]) >= 1, done.stderr[-2000:]

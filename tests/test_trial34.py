@@ -21,11 +21,10 @@ settings:
 """
 
 
-def test_a_folder_is_read_in_the_order_its_embeddings_ids_file_lists(tmp_path):
-    """`lbee describe images/ --image-embeddings sim/embeddings.npy` was refused because the folder's sorted order
-    was not the table's order of `lbee simulate`, though sim/ids.txt names each row's image: a manifest had to be
-    written by hand. The folder's images are now taken in the ids file's order; a folder of other images is still
-    refused."""
+def test_a_folder_in_another_order_than_its_embeddings_is_refused_and_a_manifest_runs(tmp_path):
+    """Trial 34 asked that a folder be read in the order of the embeddings' ids.txt. It was, for one stop; then a Γ
+    array, which has no ids, followed one order or the other unsaid (sweeps 32aq B2, 32ar B1 and B2). A folder is
+    read in its sorted order only: embeddings in another order are refused, naming the manifest that runs."""
     import pandas as pd
     from conftest import generated_sentences
     from conftest import lbee_cli as run
@@ -61,13 +60,13 @@ def test_a_folder_is_read_in_the_order_its_embeddings_ids_file_lists(tmp_path):
     ]
     args += ["--image-embeddings", sim / "embeddings.npy", "--sentence-embeddings", sim / "sentence_embeddings.npy"]
     r = run("describe", tmp_path / "images", *args, "--relevance", sim / "relevance.npy", "--out", tmp_path / "run")
-    assert r.exit_code == 0, r.output
-    table = pd.read_parquet(tmp_path / "run" / "images.parquet")
-    assert list(table["image"]) == ids  # each row its own image, in the rows' order
-    assert all(str(p).endswith(i) for p, i in zip(table["path"], table["image"]))
-    (tmp_path / "images" / ids[5]).rename(tmp_path / "images" / "cam9.png")  # a folder of other images: refused
-    r = run("describe", tmp_path / "images", *args, "--out", tmp_path / "run2")
     assert r.exit_code != 0 and "give a manifest instead of the folder" in r.output, r.output
+    assert not (tmp_path / "run").exists()
+    pd.DataFrame({"path": [f"images/{i}" for i in ids]}).to_csv(tmp_path / "manifest.csv", index=False)
+    r = run("describe", tmp_path / "manifest.csv", *args, "--relevance", sim / "relevance.npy", "--out", tmp_path / "m")
+    assert r.exit_code == 0, r.output
+    table = pd.read_parquet(tmp_path / "m" / "images.parquet")
+    assert [str(i).removeprefix("images/") for i in table["image"]] == ids  # each row its own image
 
 
 def test_logits_given_to_lbee_audit_are_named_with_the_library_s_own_parameter():

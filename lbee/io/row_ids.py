@@ -171,42 +171,6 @@ def _read_ids(ids_file, path, name):
     return listed
 
 
-def listed_order(path, run_ids, name="image_embeddings"):
-    """Where each row's image is among ``run_ids``: the order that puts a folder's images in its rows' order.
-
-    A folder is read in sorted order; embeddings written in another (an attribute table's, by ``lbee simulate``)
-    were refused, with a manifest to write by hand (trial 34), though their ids file names each row's image. None
-    without an ids file, or unless it lists exactly ``run_ids``, each once (`check_row_ids` then says what differs).
-    """
-    ids_file = row_ids_path(path, name)
-    if ids_file is None:
-        return None
-    listed = _read_ids(ids_file, path, name)
-    where = {str(i): k for k, i in enumerate(run_ids)}
-    order = [where.get(i, -1) for i in listed]
-    return order if len(listed) == len(where) == len(run_ids) and sorted(order) == list(range(len(order))) else None
-
-
-def refuse_unordered_rows(path, name, run_ids, order_file):
-    """Refuse an array of rows without ids (a Γ ``.npy``) when the run's image order was taken from ``order_file``.
-
-    A folder's images are read in sorted order, and an ``.npy`` of rows is read in the run's order. When the
-    embeddings' ids file lists the folder's images in another order (`listed_order`), the run follows it, and a Γ
-    written in the folder's order was paired with other images, without a word (sweep 32aq B2). The array is
-    taken only when an ids file of its own beside it lists ``run_ids`` in the same order.
-    """
-    ids_file = row_ids_path(path, name)
-    if ids_file is not None and _read_ids(ids_file, path, name) == list(run_ids):
-        return
-    raise ValueError(
-        f"{name} {str(path)!r} is an array without image ids, read in the run's image order, and this run takes the "
-        f"folder's images in the order {order_file} lists them (beside the image embeddings), not in the folder's "
-        "sorted order: which order its rows follow cannot be told. Give it as a table with an image id column, "
-        f"put an ids file beside it listing its rows' images (as {order_file.name} does), or give the images as a "
-        "manifest in the embeddings' order."
-    )
-
-
 def unlisted_images(path, run_ids, name="image_embeddings", limit=3):
     """The first ``limit`` of ``run_ids`` that the ids file beside ``path`` does not list, and that file's name.
 

@@ -50,17 +50,6 @@ def _named(field, path):
     return field if path is None else f"{field} {str(path)!r}"
 
 
-def _follow_listed_order(ds, img_path, ids, log):
-    """Say that a folder's images follow their embeddings' ids file, and refuse a Γ array whose order is unknown."""
-    from ..io.row_ids import refuse_unordered_rows, row_ids_path
-
-    listed = row_ids_path(img_path, "image_embeddings")
-    log(f"images of {str(ds.images)!r} taken in the order {listed.name} lists them (beside the image embeddings)")
-    path = next(iter(ds.relevance.values())) if isinstance(ds.relevance, dict) else None
-    if path is not None and Path(path).suffix.lower() == ".npy":
-        refuse_unordered_rows(path, "relevance", ids, listed)
-
-
 def _relevance(ds, ids, sents):
     rel = ds.relevance
     if rel is None:
@@ -226,7 +215,6 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
             )
         ids, paths, labels = _precomputed_ids(ds), None, None
     from ..io.provenance import check_row_ids, load_embeddings
-    from ..io.row_ids import listed_order
 
     image_prov = sentence_prov = None
     if ds.image_embeddings is not None:
@@ -235,12 +223,6 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
         img_path = embeddings_file(ds.image_embeddings, "image_embeddings")  # a file, or lbee embed's folder
         emb, image_prov = load_embeddings(img_path, "image_embeddings", kind="image_embeddings")
         from_folder = ds.images is not None and Path(ds.images).is_dir()
-        order = listed_order(img_path, ids) if from_folder and rival is None and emb.ndim == 2 else None
-        if order is not None:  # a folder's images, taken in the order its rows' ids file lists them
-            ids, paths = [ids[k] for k in order], [paths[k] for k in order]
-            labels = None if labels is None else np.asarray(labels)[order]
-            if order != sorted(order):  # said; a Γ array without ids then has no known order (sweep 32aq B2)
-                _follow_listed_order(ds, img_path, ids, log)
         if emb.ndim == 2:  # rows named beside the array (lbee embed's ids.txt) must be the run's images, in order
             folder = (image_prov or {}).get("images_folder")
             check_row_ids(
