@@ -200,6 +200,7 @@ def _label_aware_phi(scores, kind, lookalike=None):
         φ, what it is, and ``{"confidence_from": the kind used, "split_criterion": a sentence}``
         (recorded in explanation.json, shown by the CLI and the HTML page).
     """
+    from ..io.predictions import refuse_unlabelled_lookalike
     from ..scoring.confidence import (
         CONFIDENCE_WORDS,
         confidence_from_probabilities,
@@ -208,8 +209,6 @@ def _label_aware_phi(scores, kind, lookalike=None):
     )
 
     has_labels, has_probs = scores.labels is not None, scores.probs is not None
-    from ..io.predictions import refuse_unlabelled_lookalike
-
     refuse_unlabelled_lookalike(lookalike, kind, has_probs, has_labels)
     chosen = resolve_confidence(kind, has_labels)
     if has_probs and kind == "auto":
