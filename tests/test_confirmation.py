@@ -245,7 +245,7 @@ def test_confirmation_off_or_skipped_is_said_and_changes_nothing_else():
     r = whole.main
     assert r.extra["confirmation"]["status"] == "skipped"
     # trial 25: `confirmed()` gave [] in silence, read as "tested, and none held"
-    with pytest.warns(UserWarning, match=f"no statement of this run was tested.*at least {MIN_CONFIRM_IMAGES}"):
+    with pytest.warns(UserWarning, match=f"no statement of this run was tested.*under the {MIN_CONFIRM_IMAGES}"):
         assert whole.confirmed() == []
     # the leads, without walking result.main.explanations (trial 32): each group as --json lists it
     groups = whole.groups()
@@ -267,11 +267,11 @@ def test_confirmation_off_or_skipped_is_said_and_changes_nothing_else():
 
     assert line in " ".join(render_markdown(r).split())
     assert line in " ".join(render_report(_page(r, r.extra["hypotheses"])).split())
-    assert f"at least {MIN_CONFIRM_IMAGES}" in r.extra["confirmation"]["reason"]
+    assert f"under the {MIN_CONFIRM_IMAGES}" in r.extra["confirmation"]["reason"]
     from lbee.run.confirm_text import confirmation_note
 
     # a fourteenth user's 384-image audit read only "skipped": what the numbers shown then are is said
-    assert "read it as found, not as confirmed" in confirmation_note(r.extra["confirmation"])
+    assert "Read each group as found, not confirmed" in confirmation_note(r.extra["confirmation"])
     off = run(inputs, scores, confirm=0).main
     assert off.extra["confirmation"] == {
         "status": "off",
@@ -1427,3 +1427,42 @@ def _page(r, hypotheses):
     args = (r.sentences, r.image_ids, r.confidence, r.performance)
     confirmations, hypotheses = {"ward": r.extra["confirmation"]}, {"ward": hypotheses}
     return ReportRun("d", "m", {"ward": r.explanations}, *args, confirmations=confirmations, hypotheses=hypotheses)
+
+
+def test_a_finding_within_a_stronger_ones_conditions_is_cautioned_unless_judged_by_relevance():
+    """A thirty-fifth user's second finding, "white tablets, in a clear plastic foil", added 22 images failing at
+    0.50 beyond "white oval tablets, in a clear plastic foil, with strong glare"; by the truth, most were the first
+    failure's images that the encoder's atoms missed. Its conditions being some of the stronger one's, the run says
+    its images may be that failure's, unless a given Γ judged the regions."""
+    from lbee.run.confirm_rank import within_a_stronger
+    from lbee.run.confirm_text import confirmed_statements_lines, ranked_statements
+
+    exact = "tablet.colour=white; tablet.shape=oval; foil.kind=clear; glare.level=strong"
+    beyond = {"n_in": 22, "error_rate_in": 0.5, "error_rate_out": 0.04, "p_value": 7e-8, "confirmed": True}
+    statements = [
+        {"text": "white oval tablets, clear foil, strong glare", "conditions": exact},
+        {"text": "white tablets, clear foil", "conditions": "tablet.colour=white; foil.kind=clear"},
+        {"text": "white tablets, silver foil", "conditions": "tablet.colour=white; foil.kind=silver"},
+        {"text": "the same four", "conditions": exact},
+        {"text": "a sentence of its own"},
+    ]
+    assert within_a_stronger(1, [0], statements) == 0
+    assert within_a_stronger(2, [0], statements) is None  # a condition the stronger one lacks
+    assert within_a_stronger(3, [0], statements) is None  # a restatement is not within it
+    assert within_a_stronger(4, [0], statements) is None  # no conditions: nothing to compare
+    assert within_a_stronger(1, [2, 3], statements) == 3  # the first stronger one that holds all its conditions
+    assert within_a_stronger(1, [], statements) is None
+    judged = [dict(s, region="relevance") for s in statements]
+    assert within_a_stronger(1, [0], judged) is None  # by the given Γ, its images are its own
+
+    for s in statements[:2]:
+        s.update(n_in=40, error_rate_in=0.7, error_rate_out=0.05, lift=14.0)
+    statements[1]["beyond"] = {**beyond, "above": [0], "within": 0}
+    conf = {"status": "done", "n_held_out": 210, "outcome": "error rate", "ranked": [0, 1], "statements": statements}
+    lines = confirmed_statements_lines(conf)
+    assert "caution" not in lines[1] and "caution: its conditions are some of finding 1's" in lines[2]
+    entries = ranked_statements(conf)
+    assert "may_be_misses_of" not in entries[0] and entries[1]["may_be_misses_of"] == statements[0]["text"]
+    del statements[1]["beyond"]["within"]
+    assert "caution" not in " ".join(confirmed_statements_lines(conf))
+    assert "may_be_misses_of" not in ranked_statements(conf)[1]

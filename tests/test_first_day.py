@@ -788,7 +788,7 @@ def test_the_report_lists_what_fails_before_the_metrics_and_says_when_nothing_wa
     order = ['id="summary"', 'id="overview"', 'id="groups-ward"', 'id="metrics"', 'id="table1"']
     assert [html.index(k) for k in order] == sorted(html.index(k) for k in order)
     overview = html[html.index('id="overview"') : html.index('id="groups-ward"')]
-    assert 'id="untested"' in overview and "300 images: confirmation needs at least 500" in overview
+    assert 'id="untested"' in overview and "300 images, under the 500 that confirmation needs" in overview
     # `lbee submit` lists such a run's leads: each group's first sentence (trial 26: only the report had them)
     from lbee.cli.submit import _leads
     from lbee.run.stored import load_explanations

@@ -1,5 +1,6 @@
 """Batch reports: the config file, the HTML page, failures that do not stop the batch."""
 
+import html as html_lib
 import json
 import re
 import textwrap
@@ -145,7 +146,10 @@ def test_batch_report_goes_on_after_failures_and_lists_them(image_dataset, tmp_p
         assert name in index
     # what fails comes first, per run (trial 25 opened every report to find it): this small run was not tested
     findings = index[index.index('<section id="findings">') : index.index('<section id="runs">')]
-    assert "good" in findings and "nothing tested on held-out images" in findings and "at least 500" in findings
+    assert "good" in findings and "nothing tested on held-out images" in findings and "under the 500" in findings
+    # and the lead it found, not "its report lists leads" alone (trial 35): the dark group's first sentence
+    lead = payload["sentences"][payload["methods"]["tops"]["hard_sentences"][0][0]]
+    assert f"first lead:</span> {lead}" in html_lib.unescape(findings)
 
 
 def test_thumbnails_are_generated_once(image_dataset, tmp_path):

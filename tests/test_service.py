@@ -9,6 +9,7 @@ import html as html_lib
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -1022,8 +1023,9 @@ def test_a_stored_runs_groups_page_through_all_their_images_with_thumbnails(serv
     assert str(root) not in index  # seventh sweep S2: "Data root: /srv/..."
     # trial 25: the run list showed metrics alone; what a run found (here: why nothing was tested) is a column
     found = client.get(f"/v1/runs/{run['id']}", headers=read).json()["findings"]
-    assert found["statements"] == [] and "confirmation needs at least" in found["untested"]
+    assert found["statements"] == [] and "that confirmation needs" in found["untested"]
     assert f"nothing tested on held-out images ({found['untested']})" in html_lib.unescape(index)
+    assert found["lead"] and f"first lead: {found['lead']}" in re.sub("<[^>]+>", "", html_lib.unescape(index))
     html = client.get(f"/v1/runs/{run['id']}/report", headers=read).text  # sixth sweep S2: links spelt the server's
     assert html.count("img_0") > 0 and str(root) not in html and 'href="../' not in html  # folders, and could not open
     thumb = client.get(groups[0][0]["thumbnail"], headers=read)

@@ -309,48 +309,14 @@ def render_index(entries, failures, title="lbee reports"):
     failures : list of (str, str)
         (dataset or dataset/model, message).
     """
+    from .findings_cell import run_findings
+
     entries = [{**e, "findings": run_findings(e["folder"]) if e.get("folder") else None} for e in entries]
     return (
         _environment()
         .get_template("index.html.j2")
         .render(entries=entries, failures=failures, title=title, version=__version__)
     )
-
-
-#: Confirmed statements the index lists per run (its report has them all).
-INDEX_FINDINGS = 3
-
-
-def run_findings(folder):
-    """A run's strongest confirmed statements (texts) and why none were tested, from its ``explanation.json``.
-
-    The index showed metrics alone, and every report had to be opened to see what fails (trial 25). None for a file
-    that cannot be read as a run's (an older lbee's).
-    """
-    import json
-    from pathlib import Path
-
-    try:
-        return findings_of(json.loads((Path(folder) / "explanation.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return None
-
-
-def findings_of(explanation):
-    """`run_findings` of an ``explanation.json`` already read (a dict); None when it is not a run's."""
-    from ..run.confirm_text import ranked_statements
-    from ..run.untested import untested_reason
-
-    try:
-        conf = explanation.get("confirmation") or {}
-        own = [str(s["text"]) for s in ranked_statements(conf) if s.get("adds_failure")]
-    except (AttributeError, KeyError, IndexError, TypeError):  # a run of an older lbee
-        return None
-    return {
-        "statements": own[:INDEX_FINDINGS],
-        "more": len(own) - len(own[:INDEX_FINDINGS]),
-        "untested": untested_reason(conf),
-    }
 
 
 def render_per_class_report(run, result, *, thumbs=None, n_classes=12, n_thumbs=8, n_easy_thumbs=4):

@@ -37,6 +37,9 @@ def ranked_statements(conf):
         above = [] if entry["adds_failure"] else stronger_than(s, statements)
         if above:
             entry["goes_with"] = above[0]
+        within = (s.get("beyond") or {}).get("within")
+        if entry["adds_failure"] and within is not None:  # its images may be a stronger finding's, missed
+            entry["may_be_misses_of"] = statements[within]["text"]
         if s.get("ablation"):  # the words the terminal and the reports say (trial 29 read two for one verdict)
             entry["conditions"] = {a.get("phrase") or a["condition"]: condition_verdict(a) for a in s["ablation"]}
         out.append(entry)
@@ -95,6 +98,23 @@ def stronger_than(statement, statements):
     return [statements[k]["text"] for k in above]
 
 
+def misses_caution(statement, statements, named=None):
+    """A caution on a finding whose conditions are some of a stronger finding's ('' when none applies).
+
+    Judged by the encoder, the failing images such a broader statement adds may be the stronger finding's that
+    the encoder misses (`lbee.run.confirm_rank.within_a_stronger`); ``named``: how to name the stronger one
+    (its quoted text by default).
+    """
+    k = (statement.get("beyond") or {}).get("within")
+    if k is None or not 0 <= k < len(statements):
+        return ""
+    named = named or f'"{statements[k]["text"]}"'
+    return (
+        f"; caution: its conditions are some of {named}'s, so the images it adds may be that failure's as the "
+        "encoder misses them (--relevance tells them apart)"
+    )
+
+
 def _weak(t):
     """Why a significant test still does not confirm: its effect's lower bound is under `MIN_EFFECT` ('' else)."""
     low = t.get("effect_low")
@@ -123,11 +143,10 @@ def confirmation_note(conf):
     """One line on the run's confirmation when it was skipped or turned off (None when it ran, or no record)."""
     if not conf or conf.get("status") == "done":
         return None
-    return (
-        f"Confirmation on held-out images {conf['status']}: {conf.get('reason', '')}; no statement is confirmed, "
-        "and each group's error rate is measured on the images its statement was found on (read it as found, not "
-        "as confirmed)."
-    )
+    # said in the terminal, both reports, the service and the client: short (a thirty-fifth user read its 60
+    # words eight times)
+    said = f"Confirmation on held-out images {conf['status']}: {conf.get('reason', '')}."
+    return said + " Read each group as found, not confirmed."
 
 
 def confirmation_lines(conf, i):
@@ -200,7 +219,7 @@ def confirmation_lines(conf, i):
             lines.append(
                 f"beyond the statements of {above}: the {b['n_in']} images only it holds for fail at "
                 f"{b['error_rate_in']:.2f} against {b['error_rate_out']:.2f}, p = {b['p_value']:.2g}: a failure of "
-                "its own"
+                f"its own{misses_caution(s, conf['statements'])}"
             )
     for a in s.get("ablation") or []:
         said = f"'{a['phrase']}'" if a.get("phrase") else a["condition"]
@@ -242,6 +261,8 @@ def confirmed_statements_lines(conf, *, every=False):
                 f"; the {b['n_in']} images only it holds for, beyond those above, fail at {b['error_rate_in']:.2f} "
                 f"against {b['error_rate_out']:.2f} (p = {b['p_value']:.2g})"
             )
+            k = b.get("within")
+            said += misses_caution(s, statements, f"finding {number[k]}" if k in number else None)
         lines.append(said + _conditions_said(s))
     if len(own) > len(listed):
         lines.append(f"and {len(own) - len(listed)} more that add a failure of their own (explanation.json)")

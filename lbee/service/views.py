@@ -48,7 +48,7 @@ def own_findings(output, run):
 
 
 def stored_findings(output, folder):
-    """A stored run's findings (`lbee.reports.html.findings_of`): its strongest confirmed statements, or why none.
+    """A stored run's findings (`lbee.reports.findings_cell.findings_of`): its strongest statements, or why none.
 
     Read from the run's ``explanation.json`` (through `lbee.service.paths.run_file`: never a file linked out of the
     run's folder), once per version of the file; None when it is missing or not a run's. The run list showed
@@ -97,7 +97,7 @@ def _findings(path, mtime_ns, size, beside=()):
     """
     from .._files import read_bytes_file
     from .._validation import loads_each_key_once
-    from ..reports.html import findings_of
+    from ..reports.findings_cell import findings_of
     from ..run.stored import explanations_of
 
     try:
