@@ -368,6 +368,7 @@ def test_a_warning_about_the_predictions_is_said_once(tmp_path):
     args += [str(tmp_path / "s.npy"), "--sentences", str(tmp_path / "s.txt"), "--predictions", str(tmp_path / "p.csv")]
     r = CliRunner().invoke(cli, [*args, "--tau", "0.2"], obj={})
     assert r.exit_code != 0 and "their 'truth' looks like one" in r.output, r.output  # refused (trials 32-35)
+    assert "did you mean 'label'?" not in r.output  # the refusal alone, not the reader's warning first (trial 35)
     args += ["--confidence-from", "entropy"]  # the uncertainty split, asked for: run, and warned once
     r = CliRunner().invoke(cli, [*args, "--tau", "0.2"], obj={})
     assert r.exit_code == 0, r.output

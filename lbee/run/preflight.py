@@ -59,17 +59,22 @@ def preflight(ds, models=None):
         for model in ds.models if models is None else models:
             if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
                 table = read_table(model.predictions)
+                labelled = _manifest_has_labels(ds.images)
+                # before the reader, whose warning on the same column would say it first (trial 35 read it twice)
+                refuse_unlabelled_lookalike(
+                    label_lookalike(table),
+                    ds.settings.confidence_from,
+                    any(isinstance(c, str) and c.startswith("prob_") for c in table.columns),
+                    labelled,
+                )
                 table_ids, table_scores = scores_from_table(
                     table,
                     kind=ds.settings.confidence_from,
                     probabilities=probabilities_kind(ds),
                 )
-                labelled = table_scores.labels is not None or _manifest_has_labels(ds.images)
+                labelled = labelled or table_scores.labels is not None
                 if ds.settings.per_class and not labelled:
                     raise ValueError(f"{PER_CLASS_NEEDS_LABELS} ({str(model.predictions)!r} has no 'label' column)")
-                refuse_unlabelled_lookalike(
-                    label_lookalike(table), ds.settings.confidence_from, table_scores.probs is not None, labelled
-                )
                 if imgs is not None and ds.image_embeddings is None:  # every image needs its row, said now
                     _check_rows(imgs, table_ids, f"predictions {str(model.predictions)!r}")
     if ds.settings.split_by in ("irfs", "saliency"):
