@@ -27,6 +27,7 @@ def audit(
     tau=None,
     image_ids=None,
     settings=None,
+    provenance=None,
 ):
     """Find, describe and confirm where a model fails, as `lbee describe` does.
 
@@ -57,6 +58,10 @@ def audit(
         Names of the images, for the results (default: "0", "1", ...).
     settings : RunSettings, optional
         Every other knob (``confirm``, ``clusters``, ``methods``, ...), as the command line's options.
+    provenance : dict, optional
+        The record `lbee.io.provenance.load_embeddings` returns with ``image_embeddings``: the encoder and its
+        weights travel into the result and its reports (a run on random weights carries their banner, and warns),
+        and its τ is the default of ``tau``, as on the command line. Without it the reports say "encoder unknown".
 
     Returns
     -------
@@ -90,10 +95,10 @@ def audit(
         raise ValueError(f"`image_ids` must be {X.shape[0]} distinct names, one per image; received {len(ids)}.")
     from .._validation import INVISIBLE, line_break_in
 
-    for i, name in enumerate(ids):  # as the tables' id columns are read (an id is one line of every output)
-        if image_ids is not None and (image_ids[i] is None or not name.strip()):
+    for i, image_id in enumerate(ids):  # as the tables' id columns are read (an id is one line of every output)
+        if image_ids is not None and (image_ids[i] is None or not image_id.strip()):
             raise ValueError(f"`image_ids[{i}]` is {image_ids[i]!r}; expected an image id (blank ids are refused).")
-        bad = line_break_in(name)
+        bad = line_break_in(image_id)
         if bad is not None:
             raise ValueError(
                 f"`image_ids[{i}]` holds U+{ord(bad):04X} ({INVISIBLE}); expected an image id of visible text."
@@ -103,6 +108,9 @@ def audit(
             f"`settings` is a {type(settings).__name__}; expected an lbee.RunSettings, e.g. RunSettings(clusters=3)."
         )
     rel = None if relevance is None else as_bool_matrix(relevance, "relevance", (X.shape[0], len(texts)))
+    encoder = _encoder_of(provenance, X.shape)
+    if tau is None and provenance is not None and provenance.get("tau") is not None:
+        tau = provenance["tau"]  # the encoder's own τ, as lbee describe reads it from the record
     if tau is not None:
         tau = check_real(tau, "tau", minimum=-1.0)
         if tau > 1:
@@ -125,7 +133,7 @@ def audit(
         relevance=rel,
         relevance_source="" if rel is None else "given",
         encoder_tau=tau,
-        encoder={"encoder": "precomputed"},
+        encoder=encoder,
         sentence_set=name,
         sentence_conditions=conditions,
         grammar=grammar,
@@ -187,3 +195,40 @@ def _scores(n, probs, labels, confidence, performance, *, logits=False):
     # ω any finite number, higher better, as a predictions table's performance column (a score, an IoU, −loss)
     phi, omega = as_float_vector(confidence, "confidence", n), as_float_vector(performance, "performance", n)
     return Scores(phi, omega, "the confidence given", "the performance given")
+
+
+def _encoder_of(provenance, shape):
+    """The encoder identity a run of these embeddings records: the provenance record's, or "precomputed".
+
+    A library run's reports said "encoder unknown", and one on random weights had no banner, where the command
+    line reading the same files shows both (trial 36).
+    """
+    if provenance is None:
+        return {"encoder": "precomputed"}
+    if not isinstance(provenance, dict) or not isinstance(provenance.get("encoder"), dict):
+        what = "a dict without an 'encoder' record" if isinstance(provenance, dict) else type(provenance).__name__
+        raise TypeError(
+            f"`provenance` is {what}; expected the record lbee.io.provenance.load_embeddings returns with the image "
+            "embeddings (a dict with 'encoder')."
+        )
+    if provenance.get("kind", "image_embeddings") != "image_embeddings":
+        raise ValueError(f"`provenance` is a record of {provenance['kind']}; expected the image embeddings' record.")
+    recorded = provenance.get("shape")
+    if recorded is not None and tuple(recorded) != tuple(shape):
+        raise ValueError(
+            f"`provenance` records embeddings of shape {tuple(recorded)}; `image_embeddings` has shape "
+            f"{tuple(shape)}: expected the record of these embeddings."
+        )
+    encoder = dict(provenance["encoder"])
+    if provenance.get("data_sha256"):  # so that an export finds these very rows again, as the command line's
+        encoder["image_embeddings_sha256"] = provenance["data_sha256"]
+    from .identity import random_weights_banner
+
+    banner = random_weights_banner(encoder)
+    if banner is not None:
+        import warnings
+
+        from .._validation import caller_stacklevel
+
+        warnings.warn(banner, UserWarning, stacklevel=caller_stacklevel())
+    return encoder

@@ -1,0 +1,69 @@
+"""Trial 36 (a ceramic-tile defect audit): what a new user met in the library, each fixed and kept so."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+
+def _arrays(n=120, d=16, n_sentences=6, seed=0):
+    rng = np.random.default_rng(seed)
+    X, S = rng.normal(size=(n, d)), rng.normal(size=(n_sentences, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    S /= np.linalg.norm(S, axis=1, keepdims=True)
+    probs = rng.dirichlet(np.ones(3), size=n)
+    return X, S, probs, rng.integers(0, 3, n)
+
+
+def test_a_library_run_keeps_its_sentence_sets_name_not_the_last_image_id(tmp_path):
+    """The sentence set of `lbee.audit(..., image_ids=ids)` was named after the last image ('tile_0699.png'): the
+    ids' check reused the set's name for its loop."""
+    import lbee
+    from lbee.io.sentences import load_sentence_set
+
+    X, S, probs, labels = _arrays()
+    (tmp_path / "tiles.txt").write_text("".join(f"A tile of kind {i}\n" for i in range(6)))
+    sset = load_sentence_set(tmp_path / "tiles.txt")
+    ids = [f"tile_{i:04d}.png" for i in range(len(X))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lbee.audit(X, S, sentences=sset, probs=probs, labels=labels, image_ids=ids, tau=0.1)
+    out = lbee.write_run_folder(result, tmp_path / "run", html=False)
+    payload = json.loads((out / "explanation.json").read_text())
+    assert sset.name == "tiles" and payload["sentence_set"] == "tiles"
+    assert "tile_0119.png" not in (out / "report.md").read_text().split("## ")[0]
+
+
+def test_a_library_run_carries_the_embeddings_provenance_into_its_reports(tmp_path):
+    """`lbee.audit` took no provenance: its reports said "encoder unknown", and a run on random weights carried no
+    banner, where the command line reading the same files shows both. The record's τ is the default τ."""
+    import lbee
+
+    X, S, probs, labels = _arrays()
+    record = {
+        "kind": "image_embeddings",
+        "encoder": {"encoder": "open_clip", "model": "ViT-B-32", "weights": "random:seed=0:abcdef"},
+        "tau": 0.123,
+        "shape": list(X.shape),
+        "data_sha256": "0" * 64,
+    }
+    sentences = [f"s{i}" for i in range(len(S))]
+    with pytest.warns(UserWarning, match="Random weights: the encoder open_clip ViT-B-32 was never trained"):
+        result = lbee.audit(X, S, sentences=sentences, probs=probs, labels=labels, provenance=record)
+    assert result.main.explanations["fpdiff"].params["tau"] == pytest.approx(0.123)
+    report = (lbee.write_run_folder(result, tmp_path / "run", html=False) / "report.md").read_text()
+    assert "open_clip ViT-B-32" in report and "@random (seed 0)" in report and "unknown" not in report.split("\n\n")[1]
+    assert "random weights" in report.lower()
+    with warnings.catch_warnings():  # τ given beside the record: the one given
+        warnings.simplefilter("ignore")
+        given = lbee.audit(X, S, sentences=sentences, probs=probs, labels=labels, provenance=record, tau=0.2)
+    assert given.main.explanations["fpdiff"].params["tau"] == pytest.approx(0.2)
+    with pytest.raises(ValueError, match=r"records embeddings of shape \(99, 16\)"):
+        lbee.audit(X, S, sentences=sentences, probs=probs, labels=labels, provenance={**record, "shape": [99, 16]})
+    with pytest.raises(ValueError, match="a record of sentence_embeddings"):
+        lbee.audit(X, S, sentences=sentences, probs=probs, provenance={**record, "kind": "sentence_embeddings"})
+    with pytest.raises(TypeError, match="`provenance` is str; expected the record"):
+        lbee.audit(X, S, sentences=sentences, probs=probs, provenance="emb/embeddings.provenance.json")
+    with pytest.raises(TypeError, match="a dict without an 'encoder' record"):
+        lbee.audit(X, S, sentences=sentences, probs=probs, provenance={"tau": 0.2})
