@@ -8,6 +8,7 @@ service): probabilities or logits in ``prob_<class>`` columns, or a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -273,6 +274,20 @@ LIKELY_NAMES = {
 }
 
 
+#: Words of a column name that say it holds the true classes (`_label_like`), and of one that says it does not.
+LABEL_WORDS = frozenset({"label", "labels", "truth", "groundtruth", "gt", "target", "targets", "class", "classes"})
+NOT_LABEL_WORDS = ("pred", "prob", "score", "conf", "logit", "output")
+
+
+def _label_like(name):
+    """Whether a column name (lower case, words joined by '_') reads as the true classes under another name.
+
+    'label_name', 'gt_class', 'target_label', 'groundtruth' (sweep 32as B2), but not 'pred_class' or 'class_prob'.
+    """
+    words = [w for w in name.split("_") if w]
+    return any(w in LABEL_WORDS for w in words) and not any(w.startswith(NOT_LABEL_WORDS) for w in words)
+
+
 def _probability_lookalikes(cols, prob_cols, *, suffixes=False):
     """Columns not read that look like a ``prob_<class>`` one: 'probcircle', 'Prob_cat', 'p_dog'.
 
@@ -336,8 +351,10 @@ def _unread_lookalikes(cols, idc, prob_cols):
     for c in cols:
         if c in read or not isinstance(c, str):
             continue
-        low = c.strip().lower()
+        low = re.sub(r"[\s.\-]+", "_", c.strip().lower())  # 'ground truth', 'true-class': the listed names
         target = next((t for t in missing if low in LIKELY_NAMES[t] or low == t), None)  # 'Label' too
+        if target is None and "label" in missing and _label_like(low):
+            target = "label"  # 'label_name', 'gt_class', 'target_label' (sweep 32as B2)
         if target is None:  # a misspelling ('lable' made an eleventh user's run split by entropy, unsaid)
             near = difflib.get_close_matches(low, missing, 1, 0.75)
             target = repr(near[0]) if near else (_as_prob(c) if c in lookalikes else None)

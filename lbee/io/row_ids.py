@@ -143,8 +143,9 @@ def check_row_ids(
             f"{ids_file} lists {len(listed)} image ids but {name} {str(path)!r} has {n_rows} rows; expected one "
             "id per row (the two files were written apart): re-embed with `lbee embed`."
         )
+    ambiguous = _ambiguous_rows(listed, run_ids)
     for r, (mine, theirs) in enumerate(zip(listed, run_ids)):
-        if not same_image_id(mine, theirs):
+        if not same_image_id(mine, theirs) or r in ambiguous:
             raise ValueError(
                 f"{name} {str(path)!r}: row {r + 1} is the image {mine!r} ({ids_file.name}, line {r + 1}) but "
                 f"row {r + 1} of {against} is {str(theirs)!r}; expected the same images in the same order: {fix}."
@@ -155,6 +156,33 @@ def check_row_ids(
             f"expected one row per image: {fix}."
         )
     _check_same_files(path, listed, run_files or run_ids, name, against, images_folder, fix)
+
+
+def _ambiguous_rows(listed, run_ids):
+    """The rows whose listed id matches the run's id by its end, but another image of the run better or as well.
+
+    ``sub/i000.png`` listed against the run's ``i000.png`` fits it by its end, but is the run's ``sub/i000.png``: a
+    folder holding one name at two depths, with its embeddings listing ``sub/`` first, passed row by row with half
+    its rows swapped (sweep 32as B1). A row matches when it is the same id, or when of the run's images its id
+    fits, the run's row is the one it shares the longest end with (``/data/sub/i000.png`` is ``sub/i000.png``).
+    """
+    from pathlib import PurePosixPath
+
+    from .matching import _posix, same_image_id
+
+    by_name = {}
+    for i in run_ids:
+        by_name.setdefault(PurePosixPath(_posix(i)).name, []).append(_posix(i))
+    out = set()
+    for r, (mine, theirs) in enumerate(zip(listed, run_ids)):
+        if _posix(mine) == _posix(theirs):
+            continue
+        fits = [i for i in by_name.get(PurePosixPath(_posix(mine)).name, ()) if same_image_id(mine, i)]
+        shared = [min(len(i), len(_posix(mine))) for i in fits]  # the end it shares with each (one ends the other)
+        best = [i for i, k in zip(fits, shared) if k == max(shared, default=0)]
+        if best != [_posix(theirs)]:
+            out.add(r)
+    return out
 
 
 def _read_ids(ids_file, path, name):
