@@ -1466,3 +1466,21 @@ def test_a_finding_within_a_stronger_ones_conditions_is_cautioned_unless_judged_
     del statements[1]["beyond"]["within"]
     assert "caution" not in " ".join(confirmed_statements_lines(conf))
     assert "may_be_misses_of" not in ranked_statements(conf)[1]
+
+
+def test_a_report_that_confirmed_nothing_says_so_at_its_top():
+    """A thirty-sixth user's run confirmed nothing: the HTML report had no Findings section and no word of it at the
+    top, only "not confirmed" in each row. A run with a finding has its section instead, a skipped one its note."""
+    from lbee.reports.html import render_report
+
+    inputs, scores, _ = grammar_world(seed=0, failure=None, noise_rate=0.1)
+    r = run(inputs, scores).main
+    assert r.extra["confirmation"]["status"] == "done"
+    html = render_report(_page(r, r.extra["hypotheses"]))
+    assert 'id="no-findings"' in html and 'id="findings"' not in html
+    found = run(*grammar_world()[:2]).main
+    html = render_report(_page(found, found.extra["hypotheses"]))
+    assert 'id="findings"' in html and 'id="no-findings"' not in html
+    skipped = run(*grammar_world(n=MIN_CONFIRM_IMAGES - 100)[:2]).main
+    html = render_report(_page(skipped, skipped.extra["hypotheses"]))
+    assert 'id="untested"' in html and 'id="no-findings"' not in html

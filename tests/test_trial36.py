@@ -67,3 +67,25 @@ def test_a_library_run_carries_the_embeddings_provenance_into_its_reports(tmp_pa
         lbee.audit(X, S, sentences=sentences, probs=probs, provenance="emb/embeddings.provenance.json")
     with pytest.raises(TypeError, match="a dict without an 'encoder' record"):
         lbee.audit(X, S, sentences=sentences, probs=probs, provenance={"tau": 0.2})
+
+
+def test_evaluate_of_a_run_on_random_weights_says_so_beside_its_scores(tmp_path):
+    """`lbee evaluate` of a run on random weights printed its AHR table with no word of them."""
+    import lbee
+    from conftest import lbee_cli
+
+    X, S, probs, labels = _arrays()
+    encoder = {"encoder": "open_clip", "model": "ViT-B-32", "weights": "random:seed=0:abcdef"}
+    record = {"kind": "image_embeddings", "encoder": encoder, "tau": 0.1, "shape": list(X.shape)}
+    gamma = np.random.default_rng(1).random((len(X), len(S))) < 0.3
+    np.save(tmp_path / "gamma.npy", gamma)
+    for name, prov in (("random", record), ("trained", {**record, "encoder": {**encoder, "weights": "tag:x"}})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = lbee.audit(
+                X, S, sentences=[f"s{i}" for i in range(len(S))], probs=probs, labels=labels, provenance=prov
+            )
+        out = lbee.write_run_folder(result, tmp_path / name, html=False)
+        r = lbee_cli("evaluate", out, "--relevance", tmp_path / "gamma.npy")
+        assert r.exit_code == 0, r.output
+        assert ("Random weights: the encoder open_clip ViT-B-32 was never trained" in r.output) == (name == "random")

@@ -118,6 +118,11 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     from ..run.text import metric_legend  # the same legend as the demo's and describe's
 
     click.echo(metric_legend(table["method"].tolist() if "method" in table else ()))
+    from ..run.identity import random_weights_banner
+
+    banner = random_weights_banner(payload.get("encoder") if isinstance(payload.get("encoder"), dict) else None)
+    if banner is not None:  # the scores of meaningless sentences, said beside them as every report says it (trial 36)
+        click.echo(f"Warning: {banner}", err=True)
     if (table["n_failure_sentences"] == 0).all():
         click.echo(
             "Warning: no failure sentence (S*_β is empty at every o): check that Γ marks some relevant "

@@ -143,8 +143,10 @@ def _echo_findings(client, job_id, model, name):
     click.echo(f"  {name}, confirmed on held-out images, strongest first:")
     for s in listed[:FINDINGS_SHOWN]:
         text = printable(str(s["text"])).replace("\n", " ")  # a server's text reaches no terminal raw (sweep 32d)
+        holds = f"holds for {len(s['holds_for'])} images; " if s.get("holds_for") is not None else ""
         click.echo(
-            f'    "{text}": {s["n_in"]} images, error rate {s["error_rate_in"]:.2f} against {s["error_rate_out"]:.2f}'
+            f'    "{text}": {holds}on the {s["n_in"]} held out, error rate {s["error_rate_in"]:.2f} against '
+            f"{s['error_rate_out']:.2f}"
         )
     if len(listed) > FINDINGS_SHOWN:
         click.echo(f"    and {len(listed) - FINDINGS_SHOWN} more (the report, or Client.confirmed)")

@@ -253,7 +253,11 @@ def confirmed_statements_lines(conf, *, every=False):
     for j in listed:
         s = statements[j]
         lift = "∞" if s["lift"] is None else f"{s['lift']:.1f}"
-        said = f'{number[j]}. "{s["text"]}": {s["n_in"]} images, {conf["outcome"]} {s["error_rate_in"]:.2f} '
+        # the images it holds for first, then its test: a thirty-sixth user read the 33 held out as the failure's
+        # size, where it held for 96
+        holds = s.get("holds_for")
+        said = f'{number[j]}. "{s["text"]}": ' + (f"holds for {len(holds)} images; " if holds is not None else "")
+        said += f"on the {s['n_in']} held out, {conf['outcome']} {s['error_rate_in']:.2f} "
         said += f"against {s['error_rate_out']:.2f}, lift {lift}"
         b = s.get("beyond")
         if b is not None:
