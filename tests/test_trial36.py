@@ -71,8 +71,9 @@ def test_a_library_run_carries_the_embeddings_provenance_into_its_reports(tmp_pa
 
 def test_evaluate_of_a_run_on_random_weights_says_so_beside_its_scores(tmp_path):
     """`lbee evaluate` of a run on random weights printed its AHR table with no word of them."""
-    import lbee
     from conftest import lbee_cli
+
+    import lbee
 
     X, S, probs, labels = _arrays()
     encoder = {"encoder": "open_clip", "model": "ViT-B-32", "weights": "random:seed=0:abcdef"}
