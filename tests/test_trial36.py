@@ -90,3 +90,25 @@ def test_evaluate_of_a_run_on_random_weights_says_so_beside_its_scores(tmp_path)
         r = lbee_cli("evaluate", out, "--relevance", tmp_path / "gamma.npy")
         assert r.exit_code == 0, r.output
         assert ("Random weights: the encoder open_clip ViT-B-32 was never trained" in r.output) == (name == "random")
+
+
+def test_simulate_suggests_the_value_or_column_meant(tmp_path):
+    """`lbee simulate` said "'speckeld' is none of the grammar's values" and "has no column 'light.kind'" (for a
+    column named 'light') without the "did you mean" the rest of lbee gives."""
+    import pandas as pd
+    from conftest import generated_sentences
+    from test_sweep32aq import GRAMMAR
+
+    from lbee.bench.from_table import simulate_embeddings
+
+    s = generated_sentences(tmp_path, GRAMMAR, "belts")
+    table = pd.DataFrame({"image": ["a", "b"], "box.colour": ["white", "whte"], "belt.lighting": ["glare", "normal"]})
+    with pytest.raises(ValueError, match=r"row 2: 'whte' is none of the grammar's values .* Did you mean 'white'\?"):
+        simulate_embeddings(table, s, quality=0.97)
+    table = pd.DataFrame({"image": ["a", "b"], "box.colour": ["white", "brown"], "lighting": ["glare", "normal"]})
+    with pytest.raises(ValueError, match=r"no column 'belt.lighting'.* Did you mean the column 'lighting'\?"):
+        simulate_embeddings(table, s, quality=0.97)
+    table = pd.DataFrame({"image": ["a", "b"], "box.colour": ["white", "brown"], "weather": ["sun", "rain"]})
+    with pytest.raises(ValueError, match="no column 'belt.lighting'") as info:
+        simulate_embeddings(table, s, quality=0.97)
+    assert "Did you mean" not in str(info.value)

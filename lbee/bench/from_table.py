@@ -112,7 +112,7 @@ def simulate_embeddings(table, sentence_set, *, quality=DEFAULT_QUALITY, random_
         )  # checks the table against the grammar; no failure planted, no model
     except ValueError as exc:
         rows = " (row 1 is the file's first data row)" if ", row " in str(exc) else ""
-        raise ValueError(f"{source}: {exc}{rows}") from None
+        raise ValueError(f"{source}: {exc}{rows}{_unread_column_hint(exc, table, values)}") from None
     encoder = SimulatedEncoder(sset.grammar, random_state=int(random_state)).fit_quality(world, q)
     x = encoder.embed_images(world).astype(np.float32)
     s = encoder.embed_sentences(sset.conditions).astype(np.float32)
@@ -126,6 +126,25 @@ def simulate_embeddings(table, sentence_set, *, quality=DEFAULT_QUALITY, random_
         "weights": f"seed-{int(random_state)}",
     }
     return SimulatedEmbeddings(x, s, relevance, ids, float(encoder.default_tau(world, x)), identity, reached)
+
+
+def _unread_column_hint(exc, table, values):
+    """ " Did you mean 'light'?": a column not read that names the key the table was said to lack ('' when none).
+
+    A column named 'light' for the key 'light.kind' was passed over with "has no column 'light.kind'" (trial 36).
+    """
+    import difflib
+    import re
+
+    missing = re.search(r"has no column '([^']+)'", str(exc))
+    if missing is None:
+        return ""
+    wanted = missing.group(1)
+    unread = [c for c in table.columns if isinstance(c, str) and tuple(c.split(".", 1)) not in values]
+    subject, _, attribute = wanted.partition(".")
+    near = [c for c in unread if c.strip().lower() in (subject, attribute, wanted.replace(".", "_"))]
+    near = near or difflib.get_close_matches(wanted, unread, 1, 0.75)
+    return f" Did you mean the column {near[0]!r}? (name it {wanted!r})" if near else ""
 
 
 #: The files `simulate_to_folder` writes, replaced together.

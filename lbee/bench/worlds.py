@@ -120,6 +120,10 @@ def _checked_values(grammar, values, n):
         bad = np.flatnonzero(~np.isin(v, sorted(ok)))
         if len(bad):
             never = key[1] == PRESENCE and v[bad[0]] == FALSE
+            import difflib
+
+            near = difflib.get_close_matches(str(v[bad[0]]).lower(), sorted(ok - {NA}), 1, 0.75)
+            hint = f" Did you mean {near[0]!r}?" if near else ""  # 'speckeld' (trial 36)
             raise ValueError(
                 f"column {column!r}, row {bad[0] + 1}: {str(v[bad[0]])!r} is none of the grammar's values "
                 f"({', '.join(map(repr, sorted(ok)))}"
@@ -128,6 +132,7 @@ def _checked_values(grammar, values, n):
                     if never
                     else ("; a presence is never NA: '' is refused)" if key[1] == PRESENCE else "; NA is '')")
                 )
+                + hint
             )
         out[key] = v
     for key, _ in grammar.keys():  # a value where the row's own columns say the key does not apply
