@@ -129,7 +129,7 @@ def simulate_embeddings(table, sentence_set, *, quality=DEFAULT_QUALITY, random_
 
 
 def _unread_column_hint(exc, table, values):
-    """ " Did you mean 'light'?": a column not read that names the key the table was said to lack ('' when none).
+    """A column not read that names the key the table was said to lack, as " Did you mean ..." ('' when none).
 
     A column named 'light' for the key 'light.kind' was passed over with "has no column 'light.kind'" (trial 36).
     """
