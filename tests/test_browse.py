@@ -483,3 +483,27 @@ def test_groups_not_confirmed_are_folded_as_leads(demo_run, tmp_path):
         if folded:  # the reason stays in view, before the fold
             assert block.index('class="confirmation unconfirmed"') < block.index('<details class="lead">')
     assert leads >= 3 and any(g["confirmed"] for g in groups)
+
+
+def test_a_browser_saved_open_shows_its_first_page(demo_run, tmp_path):
+    """A copy of the report with a group's browser already open (printed, or by an "expand all" extension) showed
+    its controls and an empty grid until toggled (trial 36): it renders its first page as the page loads."""
+    from selenium.webdriver.common.by import By
+
+    out, _ = demo_run
+    html = (out / "report.html").read_text()
+    tag = '<details class="browse" id="browse-g-ward-0"'
+    assert tag in html
+    (tmp_path / "open.html").write_text(html.replace(tag, tag.replace("<details ", "<details open "), 1))
+    driver = _browser(tmp_path)
+    try:
+        driver.get((tmp_path / "open.html").resolve().as_uri())
+        box = driver.find_element(By.ID, "browse-g-ward-0")
+        for _ in range(50):
+            if box.get_attribute("data-page"):
+                break
+            time.sleep(0.05)
+        assert box.get_attribute("data-page") == "1"
+        assert box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")
+    finally:
+        driver.quit()
