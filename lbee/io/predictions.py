@@ -157,7 +157,8 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
                 raise ValueError(
                     f"{table_source(table, name)}: column(s) {', '.join(map(repr, misnamed[:3]))}{more} are not "
                     f"read as class probabilities (did you mean {', '.join(_as_prob(c) for c in misnamed[:3])}? "
-                    f"rename them); without them: {str(exc)[:1000]}"
+                    "rename them); without them, the other prob_<class> columns do not sum to 1 (row "
+                    f"{_first_row_said(exc)})"
                 ) from None
         if "confidence" in cols:
             logger.warning(
@@ -286,6 +287,17 @@ def _label_like(name):
     """
     words = [w for w in name.split("_") if w]
     return any(w in LABEL_WORDS for w in words) and not any(w.startswith(NOT_LABEL_WORDS) for w in words)
+
+
+def _first_row_said(exc):
+    """'1 (line 2 of the file)': the first row a probabilities error names, from its message.
+
+    A thirty-sixth user read five rows and "and 15 more" after the rename that fixes them all.
+    """
+    import re
+
+    found = re.search(r"at row (\d+(?: \(line \d+ of the file\))?)", str(exc))
+    return found.group(1) if found else "1"
 
 
 def _probability_lookalikes(cols, prob_cols, *, suffixes=False):
