@@ -384,7 +384,7 @@ def test_a_warning_about_the_predictions_is_said_once(tmp_path):
     said = " ".join(r.output.split())
     assert r.exit_code == 1 and "'proba' are not read as class probabilities (did you mean 'prob_a'?" in said, said
     assert "--logits" not in said and "and 15 more" not in said  # the rename, once: not every row it fixes (trial 36)
-    assert "without them, the other prob_<class> columns do not sum to 1 (row 1" in said, said
+    assert "without them, predictions table" in said and "has one prob_<class> column ('prob_b')" in said, said
     table.rename(columns={"truth": "label", "prob_a": "prob a"}).to_csv(tmp_path / "p.csv", index=False)
     r = CliRunner().invoke(cli, [*args, "--tau", "0.2", "--out", str(tmp_path / "o5")], obj={})
     said = " ".join(r.output.split())  # a twenty-third user's space was kept: "did you mean 'prob_ a'?"

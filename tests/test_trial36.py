@@ -112,3 +112,19 @@ def test_simulate_suggests_the_value_or_column_meant(tmp_path):
     with pytest.raises(ValueError, match="no column 'belt.lighting'") as info:
         simulate_embeddings(table, s, quality=0.97)
     assert "Did you mean" not in str(info.value)
+
+
+def test_a_misnamed_probability_column_is_said_with_the_first_row_it_fixes(tmp_path):
+    """After "did you mean 'prob_cracked'?", five rows and "and 15 more" that do not sum to 1 followed: noise once
+    the rename that fixes them all is said."""
+    import pandas as pd
+
+    from lbee.io.images import read_table
+    from lbee.scoring.confidence import scores_from_table
+
+    p = np.random.default_rng(0).dirichlet(np.ones(3), size=20)
+    table = {"image": [f"i{i}.png" for i in range(20)], "prob_ok": p[:, 0], "p_cracked": p[:, 1]}
+    pd.DataFrame({**table, "prob_chipped": p[:, 2], "label": "ok"}).to_csv(tmp_path / "p.csv", index=False)
+    with pytest.raises(ValueError, match=r"did you mean 'prob_cracked'\? .*do not sum to 1 \(row 1 \(line 2") as info:
+        scores_from_table(read_table(tmp_path / "p.csv"))
+    assert "more" not in str(info.value) and "row 2" not in str(info.value)

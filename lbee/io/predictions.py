@@ -157,8 +157,7 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
                 raise ValueError(
                     f"{table_source(table, name)}: column(s) {', '.join(map(repr, misnamed[:3]))}{more} are not "
                     f"read as class probabilities (did you mean {', '.join(_as_prob(c) for c in misnamed[:3])}? "
-                    "rename them); without them, the other prob_<class> columns do not sum to 1 (row "
-                    f"{_first_row_said(exc)})"
+                    f"rename them); without them, {_without_them(exc)}"
                 ) from None
         if "confidence" in cols:
             logger.warning(
@@ -289,15 +288,18 @@ def _label_like(name):
     return any(w in LABEL_WORDS for w in words) and not any(w.startswith(NOT_LABEL_WORDS) for w in words)
 
 
-def _first_row_said(exc):
-    """'1 (line 2 of the file)': the first row a probabilities error names, from its message.
+def _without_them(exc):
+    """What the columns read say without the misnamed ones, in short: the first row that does not sum to 1.
 
-    A thirty-sixth user read five rows and "and 15 more" after the rename that fixes them all.
+    A thirty-sixth user read five rows and "and 15 more" after the rename that fixes them all. Another error
+    (one prob_ column left) is said as it is.
     """
     import re
 
-    found = re.search(r"at row (\d+(?: \(line \d+ of the file\))?)", str(exc))
-    return found.group(1) if found else "1"
+    found = re.search(r"not probabilities at row (\d+(?: \(line \d+ of the file\))?)", str(exc))
+    if found is None:
+        return str(exc)[:1000]
+    return f"the other prob_<class> columns do not sum to 1 (row {found.group(1)})"
 
 
 def _probability_lookalikes(cols, prob_cols, *, suffixes=False):
