@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .probabilities import check_probabilities
+from .probabilities import check_probabilities, without_misnamed
 from .table_reader import (
     ID_COLUMNS,
     _is_missing,
@@ -157,7 +157,7 @@ def validate_predictions(table, *, id_column=None, probabilities="probabilities"
                 raise ValueError(
                     f"{table_source(table, name)}: column(s) {', '.join(map(repr, misnamed[:3]))}{more} are not "
                     f"read as class probabilities (did you mean {', '.join(_as_prob(c) for c in misnamed[:3])}? "
-                    f"rename them); without them, {_without_them(exc)}"
+                    f"rename them); without them, {without_misnamed(exc)}"
                 ) from None
         if "confidence" in cols:
             logger.warning(
@@ -286,20 +286,6 @@ def _label_like(name):
     """
     words = [w for w in name.split("_") if w]
     return any(w in LABEL_WORDS for w in words) and not any(w.startswith(NOT_LABEL_WORDS) for w in words)
-
-
-def _without_them(exc):
-    """What the columns read say without the misnamed ones, in short: the first row that does not sum to 1.
-
-    A thirty-sixth user read five rows and "and 15 more" after the rename that fixes them all. Another error
-    (one prob_ column left) is said as it is.
-    """
-    import re
-
-    found = re.search(r"not probabilities at row (\d+(?: \(line \d+ of the file\))?)", str(exc))
-    if found is None:
-        return str(exc)[:1000]
-    return f"the other prob_<class> columns do not sum to 1 (row {found.group(1)})"
 
 
 def _probability_lookalikes(cols, prob_cols, *, suffixes=False):
