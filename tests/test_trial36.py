@@ -42,6 +42,7 @@ def test_a_library_run_carries_the_embeddings_provenance_into_its_reports(tmp_pa
 
     X, S, probs, labels = _arrays()
     record = {
+        "lbee_provenance": 1,
         "kind": "image_embeddings",
         "encoder": {"encoder": "open_clip", "model": "ViT-B-32", "weights": "random:seed=0:abcdef"},
         "tau": 0.123,
@@ -77,7 +78,8 @@ def test_evaluate_of_a_run_on_random_weights_says_so_beside_its_scores(tmp_path)
 
     X, S, probs, labels = _arrays()
     encoder = {"encoder": "open_clip", "model": "ViT-B-32", "weights": "random:seed=0:abcdef"}
-    record = {"kind": "image_embeddings", "encoder": encoder, "tau": 0.1, "shape": list(X.shape)}
+    record = {"lbee_provenance": 1, "kind": "image_embeddings", "encoder": encoder, "tau": 0.1}
+    record.update(shape=list(X.shape), data_sha256="0" * 64)
     gamma = np.random.default_rng(1).random((len(X), len(S))) < 0.3
     np.save(tmp_path / "gamma.npy", gamma)
     for name, prov in (("random", record), ("trained", {**record, "encoder": {**encoder, "weights": "tag:x"}})):

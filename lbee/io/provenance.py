@@ -27,10 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import KeyTwice, once_each
+from .provenance_record import FORMAT, IDENTITY_KEYS, KINDS, record_problems
 
-FORMAT = 1
 SUFFIX = ".provenance.json"
-KINDS = ("image_embeddings", "sentence_embeddings")
 NORMALISATION = "unit L2 rows, float32"
 #: The identity keys that name an encoder's space (``preprocess`` is the image side's and may differ).
 _SPACE_KEYS = ("encoder", "model", "weights")
@@ -66,10 +65,6 @@ def encoder_tau(encoder):
     """The τ an encoder declares (``default_tau``), else None (the CLIP value then applies)."""
     tau = getattr(encoder, "default_tau", None)
     return None if tau is None else float(tau)
-
-
-#: The keys an encoder identity must hold, in a record written and read alike.
-IDENTITY_KEYS = ("encoder", "weights")
 
 
 def make_provenance(
@@ -228,32 +223,7 @@ def read_provenance(path, name="embeddings"):
             f"Cannot read the provenance of {name} {str(path)!r} ({side}): its JSON is nested too deep to be a "
             f"provenance record (a flat object of a few keys). {fix}"
         ) from None
-    problems = []
-    if not isinstance(record, dict) or record.get("lbee_provenance") != FORMAT:
-        found = record.get("lbee_provenance") if isinstance(record, dict) else record
-        problems.append(f"'lbee_provenance' is {found!r}, expected {FORMAT}")
-    else:
-        if record.get("kind") not in KINDS:
-            problems.append(f"'kind' is {record.get('kind')!r}, expected one of {list(KINDS)}")
-        if not isinstance(record.get("encoder"), dict) or not all(k in record["encoder"] for k in IDENTITY_KEYS):
-            problems.append("'encoder' is not an encoder identity (encoder, model, weights)")
-        tau = record.get("tau")
-        if tau is not None and (isinstance(tau, bool) or not isinstance(tau, (int, float)) or not -1 <= tau <= 1):
-            problems.append(f"'tau' is {tau!r}, expected null or a number in [-1, 1]")
-        shape = record.get("shape")
-        if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(v, int) for v in shape)):
-            problems.append(f"'shape' is {shape!r}, expected [rows, d]")
-        folder = record.get("images_folder")
-        if folder is not None and not (isinstance(folder, str) and folder.startswith("/") and "\x00" not in folder):
-            problems.append(f"'images_folder' is {str(folder)[:80]!r}, expected the absolute path of a folder")
-        digest = record.get("data_sha256")
-        if not (isinstance(digest, str) and len(digest) == 64):  # without it, a replaced .npy would pass unseen
-            problems.append(f"'data_sha256' is {digest!r}, expected the 64-hex-digit digest of the rows")
-        ids = record.get("ids_sha256", "0" * 64)  # absent in a record of lbee before 0.x: not checked then
-        if not (isinstance(ids, str) and len(ids) == 64):
-            problems.append(f"'ids_sha256' is {str(ids)[:80]!r}, expected the 64-hex-digit digest of ids.txt")
-        if record.get("kind") == "sentence_embeddings" and not isinstance(record.get("sentences_sha256"), str):
-            problems.append("'sentences_sha256' is missing (sentence embeddings record their sentence list)")
+    problems = record_problems(record)
     if problems:
         raise ValueError(
             f"{side} is not a valid provenance record of {name} {str(path)!r}: " + "; ".join(problems) + f". {fix}"

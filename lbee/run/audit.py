@@ -213,15 +213,21 @@ def _encoder_of(provenance, shape):
         )
     if provenance.get("kind", "image_embeddings") != "image_embeddings":
         raise ValueError(f"`provenance` is a record of {provenance['kind']}; expected the image embeddings' record.")
-    recorded = provenance.get("shape")
-    if recorded is not None and tuple(recorded) != tuple(shape):
+    from ..io.provenance import record_problems
+
+    problems = record_problems(provenance)  # the rule a sidecar read from disk passes
+    if problems:
         raise ValueError(
-            f"`provenance` records embeddings of shape {tuple(recorded)}; `image_embeddings` has shape "
+            f"`provenance` is not a record lbee writes beside embeddings: {'; '.join(problems)}; expected the record "
+            "lbee.io.provenance.load_embeddings returns."
+        )
+    if provenance["shape"] != list(shape):
+        raise ValueError(
+            f"`provenance` records embeddings of shape {tuple(provenance['shape'])}; `image_embeddings` has shape "
             f"{tuple(shape)}: expected the record of these embeddings."
         )
-    encoder = dict(provenance["encoder"])
-    if provenance.get("data_sha256"):  # so that an export finds these very rows again, as the command line's
-        encoder["image_embeddings_sha256"] = provenance["data_sha256"]
+    # the rows' digest, so that an export finds these very rows again, as the command line's
+    encoder = dict(provenance["encoder"], image_embeddings_sha256=provenance["data_sha256"])
     from .identity import random_weights_banner
 
     banner = random_weights_banner(encoder)
