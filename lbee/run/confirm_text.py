@@ -143,8 +143,8 @@ def confirmation_note(conf):
     """One line on the run's confirmation when it was skipped or turned off (None when it ran, or no record)."""
     if not conf or conf.get("status") == "done":
         return None
-    # said in the terminal, both reports, the service and the client: short (a thirty-fifth user read its 60
-    # words eight times)
+    # said in the terminal and report.md (the HTML report says it once, in its overview): short (a thirty-fifth
+    # user read its 60 words eight times)
     said = f"Confirmation on held-out images {conf['status']}: {conf.get('reason', '')}."
     return said + " Read each group as found, not confirmed."
 
