@@ -24,8 +24,47 @@ def ensure_ray(address=None):
     """
     ray = import_ray()
     if not ray.is_initialized():
-        ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        private = {} if address else _private_local_ray()
+        ray.init(
+            address=address or "local", include_dashboard=False, log_to_driver=False, logging_level="ERROR", **private
+        )
     return ray
+
+
+# Ray's own sources of a cluster token; where the user set any of them, Ray's choice is theirs
+_RAY_TOKEN_SOURCES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def _private_local_ray():
+    """The ``ray.init`` arguments that keep lbee's own local Ray to this user.
+
+    Started plainly, Ray writes its cluster token to ``~/.ray/auth_token`` with the umask (0644: another user who
+    read it was let into the cluster), and its session files (logs, sockets) into ``TMPDIR/ray``, a folder
+    any user may change (sweep 32as). Here the token, where the user keeps none, lives in this process's
+    environment only (Ray's workers inherit it), and the session in a new folder of this user's alone in a
+    TMPDIR judged as for any temporary folder, removed when the process ends.
+    """
+    import atexit
+    import os
+    import secrets
+    from pathlib import Path
+
+    from .io.folder_trust import private_temporary_folder
+
+    if not any(os.environ.get(k) for k in _RAY_TOKEN_SOURCES) and not (Path.home() / ".ray" / "auth_token").exists():
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)  # Ray's own length: 256 bits
+    # a short name (mkdtemp's) keeps Ray's socket paths under the 107 bytes a Unix socket allows
+    session = private_temporary_folder("lbee-ray-")
+
+    def _end():
+        import ray
+
+        ray.shutdown()  # Ray's processes first: the folder holds their sockets and logs
+        session.cleanup()
+
+    atexit.register(_end)
+    # Ray makes its own folder 0777: it goes inside the 0700 one, which keeps others out
+    return {"_temp_dir": os.path.join(session.name, "r")}
 
 
 def actor_pool(worker_cls, args, *, num_actors=None, gpus_per_actor=None, address=None):

@@ -114,3 +114,37 @@ def test_the_ray_engine_without_an_address_starts_its_own_ray(tmp_path):
     finally:
         shutil.rmtree(short, ignore_errors=True)
     assert done.returncode == 0 and float(done.stdout.split()[-1]) >= 1, done.stderr[-2000:]
+
+
+def test_lbees_own_ray_keeps_its_token_and_session_to_this_user(tmp_path):
+    """Sweep 32as: started plainly, Ray wrote its cluster token to ~/.ray/auth_token at the umask's 0644 (another
+    user who read it was let into the cluster) and its session into TMPDIR/ray, mode 0777. lbee's own local Ray
+    keeps the token in its environment and the session in a 0700 folder, removed at exit."""
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    home = tmp_path / "home"
+    home.mkdir()
+    short = tempfile.mkdtemp(prefix="r", dir="/tmp")  # Ray's socket paths under it must fit in 107 bytes
+    code = (
+        "import os, stat; from lbee.ray_pool import ensure_ray as e; r = e(); import ray._private.worker as w; "
+        "s = w._global_node.get_session_dir_path(); top = os.path.join(os.environ['TMPDIR'], "
+        "os.path.relpath(s, os.environ['TMPDIR']).split(os.sep)[0]); "
+        "print(top, oct(stat.S_IMODE(os.stat(top).st_mode)), r.cluster_resources()['CPU'])"
+    )
+    try:
+        os.chmod(short, 0o700)
+        env = {**os.environ, "TMPDIR": short, "HOME": str(home), "RAY_ADDRESS": ""}
+        for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+            env.pop(k, None)
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180)
+        left = os.listdir(short)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    top, mode, cpus = done.stdout.split()[-3:]
+    assert os.path.basename(top).startswith("lbee-ray-") and mode == "0o700" and float(cpus) >= 1
+    assert not (home / ".ray" / "auth_token").exists()
+    assert left == [], left  # the session folder was removed when the process ended
