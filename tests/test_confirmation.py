@@ -1484,3 +1484,57 @@ def test_a_report_that_confirmed_nothing_says_so_at_its_top():
     skipped = run(*grammar_world(n=MIN_CONFIRM_IMAGES - 100)[:2]).main
     html = render_report(_page(skipped, skipped.extra["hypotheses"]))
     assert 'id="untested"' in html and 'id="no-findings"' not in html
+
+
+def test_findings_on_random_weights_say_what_confirmed_is_worth_and_counts_say_of_what():
+    """A thirty-seventh user's run on random weights printed "Findings. Confirmed ..." and its HTML a Findings box
+    for a meaningless sentence, with no caveat beside them (the banner was at the top only); and read "holds for 82
+    images; on the 25 held out" beside a group of 52 as three counts of one set."""
+    from dataclasses import replace
+
+    from lbee.reports.html import render_report
+    from lbee.run.confirm_text import MEANINGLESS_FINDINGS
+    from lbee.run.identity import random_weights_banner
+    from lbee.run.text import render_markdown, terminal_blocks
+
+    found = run(*grammar_world()[:2]).main
+    conf = found.extra["confirmation"]
+    first = conf["statements"][conf["ranked"][0]]
+    counts = f"holds for {len(first['holds_for'])} of all the images (by the encoder); on the {first['n_in']} of them"
+    for encoder, meaningless in (
+        ({"encoder": "open_clip", "weights": "random:seed=0:ab"}, True),
+        (found.encoder, False),
+    ):
+        r = replace(found, encoder=encoder)
+        banner = random_weights_banner(encoder)
+        html = render_report(replace(_page(r, r.extra["hypotheses"]), banner=banner))
+        terminal = " ".join(terminal_blocks(r, width=2000).split())
+        for said in (terminal, render_markdown(r), html.replace("&#39;", "'")):
+            assert (MEANINGLESS_FINDINGS in said) == meaningless
+            assert counts in said
+
+
+def test_lbee_submit_says_a_random_weights_runs_findings_are_worth_little(capsys, tmp_path):
+    """Trial 37: `lbee submit` listed a random-weights run's statement under "confirmed on held-out images" bare."""
+    import json
+    from dataclasses import replace
+
+    from lbee.cli.submit import _echo_findings
+    from lbee.run.confirm_text import MEANINGLESS_FINDINGS
+    from lbee.run.pipeline import write_outputs
+
+    found = run(*grammar_world()[:2]).main
+
+    class Service:  # the one call `_echo_findings` makes of `lbee.service.client.Client`
+        def explanation(self, job_id, model):
+            return json.loads((tmp_path / model / "explanation.json").read_text())
+
+    for encoder, meaningless in (
+        ({"encoder": "open_clip", "weights": "random:seed=0:ab"}, True),
+        (found.encoder, False),
+    ):
+        write_outputs(replace(found, encoder=encoder), tmp_path / str(meaningless))
+        _echo_findings(Service(), "j", str(meaningless), "run")
+        said = " ".join(capsys.readouterr().out.split())
+        assert "confirmed on held-out images, strongest first" in said and "of all the images (by the encoder)" in said
+        assert (MEANINGLESS_FINDINGS in said) == meaningless, said

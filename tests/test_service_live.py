@@ -231,8 +231,11 @@ def test_submit_runs_a_job_end_to_end(live_server, demo_job, tmp_path):
     listed = [s for s in Client(base, read).confirmed(job_id) if s["adds_failure"]]
     said = "\n".join(lines)
     first = listed[0] if listed else {}
-    holds = f"holds for {len(first.get('holds_for', ()))} images; on the {first.get('n_in')} held out"
-    assert listed and f'    "{first["text"]}": {holds}' in said, said  # its size, then its test (trial 36)
+    holds = (
+        f"holds for {len(first.get('holds_for', ()))} of all the images (by the encoder); on the {first.get('n_in')} of"
+    )
+    # its size, then its test (trial 36), each count said of what (trial 37)
+    assert listed and f'    "{first["text"]}": {holds} them held out, error rate' in said, said
     assert "confirmed on held-out images, strongest first:" in said
     report_url = next(ln.split(": ", 1)[1] for ln in lines if ln.startswith("report of demo"))
     assert report_url.startswith(f"{base}/v1/runs/")

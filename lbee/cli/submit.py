@@ -140,13 +140,17 @@ def _echo_findings(client, job_id, model, name):
     if not listed:
         click.echo(f"  {name}: no statement confirmed on held-out images (the report lists the leads)")
         return
-    click.echo(f"  {name}, confirmed on held-out images, strongest first:")
+    from ..run.confirm_text import MEANINGLESS_FINDINGS, holds_words
+    from ..run.identity import random_weights_banner
+
+    encoder = explanation.get("encoder")
+    meaningless = random_weights_banner(encoder if isinstance(encoder, dict) else None) is not None
+    but = f"; but {MEANINGLESS_FINDINGS}" if meaningless else ""
+    click.echo(f"  {name}, confirmed on held-out images, strongest first{but}:")
     for s in listed[:FINDINGS_SHOWN]:
         text = printable(str(s["text"])).replace("\n", " ")  # a server's text reaches no terminal raw (sweep 32d)
-        holds = f"holds for {len(s['holds_for'])} images; " if s.get("holds_for") is not None else ""
         click.echo(
-            f'    "{text}": {holds}on the {s["n_in"]} held out, error rate {s["error_rate_in"]:.2f} against '
-            f"{s['error_rate_out']:.2f}"
+            f'    "{text}": {holds_words(s)}error rate {s["error_rate_in"]:.2f} against {s["error_rate_out"]:.2f}'
         )
     if len(listed) > FINDINGS_SHOWN:
         click.echo(f"    and {len(listed) - FINDINGS_SHOWN} more (the report, or Client.confirmed)")

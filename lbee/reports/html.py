@@ -176,7 +176,9 @@ def render_report(
                 run, s, exps, thumbs, star, n_thumbs, n_easy_thumbs, extras=True, short=short, page_groups=n_page
             ),
             # every confirmed statement, strongest first, each beyond the stronger ones (the terminal's list)
-            "statements": statement_list(confirmed_statements_lines(run.confirmations.get(s), every=True)),
+            "statements": statement_list(
+                confirmed_statements_lines(run.confirmations.get(s), every=True, meaningless=run.banner is not None)
+            ),
             "others": other_views(run, s, exps, short, slug(s), page_groups=n_page),
             "findings": finding_views(run, s, short, slug(s), page_groups=n_page),
         }

@@ -232,16 +232,39 @@ def confirmation_lines(conf, i):
     return lines
 
 
+def holds_words(s):
+    """A finding's size, then its test's sample ("holds for 82 of all the images (by the encoder); on the 25 ...").
+
+    The size first (a thirty-sixth user read the held-out count as the failure's size), and whose (trial 37 read
+    "holds for 82 images; on the 25 held out" beside a group of 52 as three counts of one set).
+    """
+    by = " (by the given Γ)" if s.get("region") == "relevance" else " (by the encoder)"
+    holds = s.get("holds_for")
+    if holds is None:
+        return f"on the {s['n_in']} held-out images it holds for{by}, "
+    return f"holds for {len(holds)} of all the images{by}; on the {s['n_in']} of them held out, "
+
+
 #: Confirmed statements the terminal lists in full (those adding a failure of their own); explanation.json has all.
 STATEMENTS_LISTED = 6
 
 
-def confirmed_statements_lines(conf, *, every=False):
+#: What "confirmed" says, and does not, in a run whose sentences mean nothing (random weights, an encoder's caveat):
+#: a thirty-seventh user read a random-weights run's "Findings ... CONFIRMED" as a named failure.
+MEANINGLESS_FINDINGS = (
+    "the sentences mean nothing here (the warning at the top): a confirmed statement's images do fail more often, "
+    "but its words do not say what they share"
+)
+
+
+def confirmed_statements_lines(conf, *, every=False, meaningless=False):
     """The run's confirmed statements, strongest first, each tested beyond those above it (none: []).
 
     Those that add a failure of their own are listed (at most `STATEMENTS_LISTED`); those that add none, as a
     confounder beside the failure's own statement, are counted on one line that names a few. ``every``: list them
     all, each on its own line (``report.md`` and the HTML report: a file has room, an eleventh user missed 3 of 6).
+    ``meaningless``: the run's sentences mean nothing (it has `lbee.run.identity.random_weights_banner`): the first
+    line says what "confirmed" is worth then (`MEANINGLESS_FINDINGS`).
     """
     if not conf or conf.get("status") != "done" or not conf.get("ranked"):
         return []
@@ -253,11 +276,7 @@ def confirmed_statements_lines(conf, *, every=False):
     for j in listed:
         s = statements[j]
         lift = "∞" if s["lift"] is None else f"{s['lift']:.1f}"
-        # the images it holds for first, then its test: a thirty-sixth user read the 33 held out as the failure's
-        # size, where it held for 96
-        holds = s.get("holds_for")
-        said = f'{number[j]}. "{s["text"]}": ' + (f"holds for {len(holds)} images; " if holds is not None else "")
-        said += f"on the {s['n_in']} held out, {conf['outcome']} {s['error_rate_in']:.2f} "
+        said = f'{number[j]}. "{s["text"]}": {holds_words(s)}{conf["outcome"]} {s["error_rate_in"]:.2f} '
         said += f"against {s['error_rate_out']:.2f}, lift {lift}"
         b = s.get("beyond")
         if b is not None:
@@ -286,8 +305,9 @@ def confirmed_statements_lines(conf, *, every=False):
     elif goes_with:
         named = "; ".join(f'"{statements[j]["text"]}"' for j in goes_with[:3])
         lines.append(f"{more}, e.g. {named}")
-    head = f"Confirmed on {conf['n_held_out']} held-out images, strongest first, each tested beyond those above it:"
-    return [head] + lines
+    head = f"Confirmed on {conf['n_held_out']} held-out images, strongest first, each tested beyond those above it"
+    caveat = f"; but {MEANINGLESS_FINDINGS}:" if meaningless else ":"
+    return [head + caveat] + lines
 
 
 #: A condition's verdict when dropping it keeps out no held-out image: it holds wherever the others do.

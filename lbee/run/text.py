@@ -96,7 +96,7 @@ def render_markdown(result, metrics=None, n_examples=5):
             )
         lines.append("")
     methods = list(exps)
-    ranked = confirmed_statements_lines(result.extra.get("confirmation"), every=True)
+    ranked = confirmed_statements_lines(result.extra.get("confirmation"), every=True, meaningless=banner is not None)
     if ranked:  # the findings before the groups they were found in (a twenty-second user read them last)
         items = [f"  - {t.strip()}" if t.startswith("    ") else f"- {t}" for t in ranked[1:]]
         lines += ["## Confirmed statements", "", ranked[0], ""] + items + [""]
@@ -294,7 +294,9 @@ def terminal_blocks(result, width=None, *, others=True):
         out += textwrap.wrap(calm_line(calm, rate_all), cols, subsequent_indent="  ") + [""]
     note = confirmation_note(result.extra.get("confirmation"))
     conf = result.extra.get("confirmation") or {}
-    ranked = confirmed_statements_lines(conf)
+    from .identity import random_weights_banner
+
+    ranked = confirmed_statements_lines(conf, meaningless=random_weights_banner(result.encoder) is not None)
     # the findings first: a twenty-second user read five unconfirmed groups before the one confirmed statement
     top = []
     if ranked:  # a ninth user found the failure's own sentence, and a confounder beside it, only in the JSON
