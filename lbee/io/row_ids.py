@@ -223,6 +223,31 @@ def unlisted_images(path, run_ids, name="image_embeddings", limit=3):
     return out, ids_file.name
 
 
+def missing_images(path, run_ids, name="image_embeddings", limit=3):
+    """The first ``limit`` ids of the ids file beside ``path`` that are none of ``run_ids`` (the other way round).
+
+    None without an ids file. Said when the counts differ: a thirty-seventh user deleted an image and read only
+    "has shape (300, 256); expected (299, d)".
+    """
+    from pathlib import PurePosixPath
+
+    from .matching import same_image_id
+
+    ids_file = row_ids_path(path, name)
+    if ids_file is None:
+        return None
+    by_name = {}
+    for i in run_ids:
+        by_name.setdefault(PurePosixPath(str(i)).name, []).append(str(i))
+    out = []
+    for listed in _read_ids(ids_file, path, name):
+        if not any(same_image_id(listed, x) for x in by_name.get(PurePosixPath(listed).name, ())):
+            out.append(listed)
+            if len(out) == limit:
+                break
+    return out, ids_file.name
+
+
 def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
     """Refuse rows whose embedded image and the run's image are two readable files of different content."""
     import os

@@ -134,11 +134,14 @@ def _preflight_arrays(ds, sents, imgs):
             )
             said = ""
             if what == "image":  # which images: the ids file beside the rows names them (trial 22's extra image)
-                from ..io.row_ids import unlisted_images
+                from ..io.row_ids import missing_images, unlisted_images
 
                 found = unlisted_images(path, imgs.ids, field_)
                 if found is not None and found[0]:
                     said = f"; not in {found[1]}: " + ", ".join(repr(i) for i in found[0])
+                elif (found := missing_images(path, imgs.ids, field_)) is not None and found[0]:
+                    listed = ", ".join(repr(i) for i in found[0])
+                    said = f"; {found[1]} lists {listed}, not among the images (deleted, moved or renamed?)"
             raise ValueError(
                 f"{field_} {str(path)!r} has shape {arr.shape}; expected ({rows}, d), one row per {what} {of}{said}."
             )
