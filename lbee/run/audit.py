@@ -47,9 +47,11 @@ def audit(
         ``probs`` holds logits (raw scores): a softmax is applied first, as the command line's ``--logits``.
     labels : array-like of int, shape (n,), optional
         True classes (indices into the columns of ``probs``).
-    confidence, performance : array-like of shape (n,), optional
-        φ (higher: easier) and ω (higher: better; for a classifier 1 right, 0 wrong: any finite number, as a
-        predictions table's ``performance`` column), instead of ``probs``.
+    confidence : array-like of shape (n,), optional
+        φ, higher for an easier image, instead of ``probs`` (with ``performance``).
+    performance : array-like of shape (n,), optional
+        ω, higher for a better outcome (for a classifier 1 right, 0 wrong; any finite number, as a predictions
+        table's ``performance`` column), instead of ``probs`` (with ``confidence``).
     relevance : array-like of bool, shape (n, N), optional
         Γ: statements are then judged by it, and the metrics computed.
     tau : float, optional
