@@ -35,3 +35,11 @@ def test_a_deleted_image_is_named_from_the_ids_file_beside_the_embeddings(tmp_pa
     assert r.exit_code != 0 and "Traceback" not in r.output, r.output
     assert "has shape (12, 8); expected (11, d)" in said
     assert "ids.txt lists 'bean_0007.png', not among the images" in said
+
+
+def test_a_misspelt_choice_is_answered_with_the_nearest_one():
+    """`--method fpdif` got click's list alone, where `--encoder ViT-B32` got a "did you mean" (trial 37)."""
+    r = CliRunner().invoke(cli, ["describe", "images", "--method", "fpdif"], obj={})
+    assert r.exit_code == 2 and "(did you mean 'fpdiff'?)" in r.output, r.output
+    r = CliRunner().invoke(cli, ["describe", "images", "--method", "zzzz"], obj={})
+    assert r.exit_code == 2 and "did you mean" not in r.output and "'zzzz' is not one of" in r.output, r.output

@@ -27,6 +27,17 @@ def _lazy_choice_type():
         def choices(self, value):  # click may assign it; the registry stays the source
             pass
 
+        def convert(self, value, param, ctx):
+            try:
+                return super().convert(value, param, ctx)
+            except click.BadParameter as exc:  # `--method fpdif` had no hint, where `--encoder` had (trial 37)
+                import difflib
+
+                near = difflib.get_close_matches(str(value), [str(c) for c in self.choices], n=1)
+                if not near:
+                    raise
+                self.fail(f"{exc.message.rstrip('.')} (did you mean {near[0]!r}?).", param, ctx)
+
     return LazyChoice
 
 
