@@ -389,11 +389,13 @@ def describe(
             from ..run.text import line_width
 
             page = "report.html (each group's images, and its members as CSV)" if html else "report.md"
+            # a report titled by the files ("images · preds"): a thirty-seventh user found --name in the docs only
+            titled = "" if dataset_name or model_name else "; --name and --model-name title the report"
             click.echo(
                 textwrap.fill(
                     f"Next: read {page}; images.parquet lists every image with its group, for your own tools; "
                     f"`lbee export spotlight {folders[0]}` browses them in Spotlight; --per-class splits each "
-                    "class's errors apart.",
+                    f"class's errors apart{titled}.",
                     line_width(),
                 )
             )
