@@ -908,6 +908,15 @@ def test_an_ablation_between_the_two_rates_on_enough_images_is_not_clear_rather_
         (a,) = ablation(region, [wider], failed, np.arange(n))
         assert a["n_excluded"] == size and a["verdict"] == want, a
         failed[100 : 100 + size] = False
+    # "too few" says how many images would tell (trial 37): 3 kept out of 1,000 held out, in 2,000 images: 10 kept
+    # out, at that share, take about 6,667 images
+    held = np.arange(0, n, 2)
+    (a,) = ablation(region, [wider], failed, held)
+    assert a["n_excluded"] == 3 and a["verdict"] == UNDECIDED and a["images_to_tell"] == 6667, a
+    from lbee.run.condition_words import condition_verdict
+
+    assert condition_verdict(a, short=True) == "too few images to tell (about 6,700 images in all would)"
+    assert "images_to_tell" not in ablation(region, [region], failed, held)[0]  # kept none out: nothing to tell
 
 
 def test_the_findings_come_before_the_groups_with_each_conditions_verdict(planted_run):
@@ -1051,7 +1060,8 @@ def test_a_condition_that_keeps_out_no_image_is_said_to_add_nothing(demo_run):
     assert any("it kept out no image: adds nothing here" in line for line in lines), lines
     assert "adds nothing here (it holds wherever the others do)" in " ".join(story.split())
     # the library's list says the same words (trial 29 read "too few images to tell" there)
-    from lbee.run.confirm_text import ADDS_NOTHING, ranked_statements
+    from lbee.run.condition_words import ADDS_NOTHING
+    from lbee.run.confirm_text import ranked_statements
 
     entry = next(e for e in ranked_statements(conf) if e["text"] == idle[0][0]["text"])
     assert entry["conditions"][idle[0][1]["phrase"]] == ADDS_NOTHING

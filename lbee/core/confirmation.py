@@ -278,8 +278,10 @@ def ablation(region: ArrayLike, wider: Sequence[ArrayLike], failed: ArrayLike, r
         Per condition: ``n`` and ``error_rate`` of the larger region, ``n_excluded`` and ``error_rate_excluded``
         (the images only the condition kept out), ``retained``, ``p_value`` (the smaller of the two one-sided
         tests, module docstring) and ``verdict`` (`NEEDED`, `NOT_NEEDED`, `UNDECIDED` below
-        `ABLATION_MIN_IMAGES` kept out, else `UNCLEAR`).
+        `ABLATION_MIN_IMAGES` kept out, else `UNCLEAR`); for `UNDECIDED` with some kept out, ``images_to_tell``:
+        about how many images in all would hold `ABLATION_MIN_IMAGES` of them, at the same share.
     """
+    n_all = len(np.asarray(region))
     inside, f = _on_rows(region, failed, rows)
     r_in = float(f[inside].mean()) if inside.any() else 0.0
     r_out = float(f[~inside].mean()) if (~inside).any() else 0.0
@@ -309,6 +311,8 @@ def ablation(region: ArrayLike, wider: Sequence[ArrayLike], failed: ArrayLike, r
                 "verdict": verdict,
             }
         )
+        if verdict == UNDECIDED and n_x:  # "too few" says how many would do (trial 37 asked at 700 images)
+            out[-1]["images_to_tell"] = int(np.ceil(n_all * ABLATION_MIN_IMAGES / n_x))
     return out
 
 

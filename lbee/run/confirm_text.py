@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..core.confirmation import CONFIRM_Q, MIN_EFFECT
+from .condition_words import condition_verdict, conditions_said
 
 
 def adds_a_failure(statement):
@@ -286,7 +287,7 @@ def confirmed_statements_lines(conf, *, every=False, meaningless=False):
             )
             k = b.get("within")
             said += misses_caution(s, statements, f"finding {number[k]}" if k in number else None)
-        lines.append(said + _conditions_said(s))
+        lines.append(said + conditions_said(s))
     if len(own) > len(listed):
         lines.append(f"and {len(own) - len(listed)} more that add a failure of their own (explanation.json)")
     goes_with = [j for j in ranked if j not in own]
@@ -308,38 +309,6 @@ def confirmed_statements_lines(conf, *, every=False, meaningless=False):
     head = f"Confirmed on {conf['n_held_out']} held-out images, strongest first, each tested beyond those above it"
     caveat = f"; but {MEANINGLESS_FINDINGS}:" if meaningless else ":"
     return [head + caveat] + lines
-
-
-#: A condition's verdict when dropping it keeps out no held-out image: it holds wherever the others do.
-ADDS_NOTHING_SHORT = "adds nothing here"
-ADDS_NOTHING = f"{ADDS_NOTHING_SHORT} (it holds wherever the others do)"
-
-
-def condition_verdict(a, *, short=False):
-    """The verdict of an ablated condition ``a`` in the words the terminal, the reports and the library say.
-
-    `ADDS_NOTHING` when dropping it kept out no held-out image ("but no scratch" beside "a solder bridge", "a large
-    square" in a world of large squares: a twenty-fourth user read "too few images to tell" as doubt about a
-    condition that says nothing the others do not); else its verdict (`lbee.core.confirmation`), or with ``short``
-    its one- or two-word form.
-    """
-    from ..core.confirmation import NEEDED, NOT_NEEDED, UNCLEAR, UNDECIDED
-
-    if not a.get("n_excluded"):
-        return ADDS_NOTHING_SHORT if short else ADDS_NOTHING
-    words = {NEEDED: "needed", NOT_NEEDED: "not needed", UNDECIDED: "too few images to tell", UNCLEAR: "not clear"}
-    return words.get(a["verdict"], a["verdict"]) if short else a["verdict"]
-
-
-def _conditions_said(s):
-    """The ablation of a listed statement, as ``"; its conditions: 'A' needed, 'B' not clear"`` ("" without one).
-
-    A twenty-second user found it only in explanation.json.
-    """
-    said = [
-        f"'{a.get('phrase') or a['condition']}' {condition_verdict(a, short=True)}" for a in s.get("ablation") or ()
-    ]
-    return f"; its conditions: {', '.join(said)}" if said else ""
 
 
 def _group_test(conf, i):
