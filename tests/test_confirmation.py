@@ -1530,6 +1530,7 @@ def test_lbee_submit_says_a_random_weights_runs_findings_are_worth_little(capsys
     from dataclasses import replace
 
     from lbee.cli.submit import _echo_findings
+    from lbee.reports.html import render_index
     from lbee.run.confirm_text import MEANINGLESS_FINDINGS
     from lbee.run.pipeline import write_outputs
 
@@ -1548,3 +1549,7 @@ def test_lbee_submit_says_a_random_weights_runs_findings_are_worth_little(capsys
         said = " ".join(capsys.readouterr().out.split())
         assert "confirmed on held-out images, strongest first" in said and "of all the images (by the encoder)" in said
         assert (MEANINGLESS_FINDINGS in said) == meaningless, said
+        # the batch index and the service's run list, too
+        entry = {"dataset": "d", "model": "m", "href": "x", "rows": [], "folder": tmp_path / str(meaningless)}
+        index = render_index([entry], [])
+        assert ("but its sentences mean nothing" in index.replace("&#39;", "'")) == meaningless
