@@ -107,7 +107,9 @@ def test_the_library_page_s_confirmation_example_runs_and_confirms_a_planted_fai
     env = {"lbee": lbee, "np": np, "X": X, "S": S, "phi": phi, "texts": texts, "tau": 0.5, "omega": (~failed) * 1.0}
     env["ids"] = [f"img_{i:04d}.png" for i in range(n)]
     env["prov"] = {"lbee_provenance": 1, "kind": "image_embeddings", "encoder": {"encoder": "test", "weights": "w"}}
-    env["prov"].update(tau=0.5, shape=[n, d], data_sha256="0" * 64)
+    from lbee.io.provenance import array_digest
+
+    env["prov"].update(tau=0.5, shape=[n, d], data_sha256=array_digest(X))
     env["print"] = lambda *a: printed.append(a)
     exec(code, env)  # noqa: S102  (the page's own example)
     confirmed = {row for row in printed if len(row) == 5 and row[4] is True}  # is_confirmed, the CLI's rule

@@ -35,7 +35,7 @@ def test_an_ids_row_naming_two_images_of_the_run_by_its_end_is_refused(tmp_path)
 def test_a_label_column_under_another_name_is_refused_before_the_uncertainty_split(column):
     """B2: 'ground_truth' and 'true_class' were refused, 'ground truth', 'true class' and other names of the true
     classes were not: the run split by the model's uncertainty, exit 0, where confident errors look easy."""
-    from lbee.io.predictions import label_lookalike, refuse_unlabelled_lookalike
+    from lbee.io.label_lookalike import label_lookalike, refuse_unlabelled_lookalike
 
     table = pd.DataFrame({"image": ["a", "b"], "prob_cat": [0.9, 0.2], "prob_dog": [0.1, 0.8], column: ["cat", "dog"]})
     assert label_lookalike(table) == column
@@ -45,7 +45,7 @@ def test_a_label_column_under_another_name_is_refused_before_the_uncertainty_spl
 
 @pytest.mark.parametrize("column", ["pred_class", "class_prob", "max_prob", "dataset", "split", "confidence_class"])
 def test_columns_of_predictions_or_scores_are_not_taken_for_labels(column):
-    from lbee.io.predictions import label_lookalike
+    from lbee.io.label_lookalike import label_lookalike
 
     table = pd.DataFrame({"image": ["a", "b"], "prob_cat": [0.9, 0.2], "prob_dog": [0.1, 0.8], column: ["x", "y"]})
     assert label_lookalike(table) is None

@@ -40,6 +40,8 @@ def test_a_library_run_carries_the_embeddings_provenance_into_its_reports(tmp_pa
     banner, where the command line reading the same files shows both. The record's τ is the default τ."""
     import lbee
 
+    from lbee.io.provenance import array_digest
+
     X, S, probs, labels = _arrays()
     record = {
         "lbee_provenance": 1,
@@ -47,7 +49,7 @@ def test_a_library_run_carries_the_embeddings_provenance_into_its_reports(tmp_pa
         "encoder": {"encoder": "open_clip", "model": "ViT-B-32", "weights": "random:seed=0:abcdef"},
         "tau": 0.123,
         "shape": list(X.shape),
-        "data_sha256": "0" * 64,
+        "data_sha256": array_digest(X),
     }
     sentences = [f"s{i}" for i in range(len(S))]
     with pytest.warns(UserWarning, match="Random weights: the encoder open_clip ViT-B-32 was never trained"):
@@ -79,7 +81,9 @@ def test_evaluate_of_a_run_on_random_weights_says_so_beside_its_scores(tmp_path)
     X, S, probs, labels = _arrays()
     encoder = {"encoder": "open_clip", "model": "ViT-B-32", "weights": "random:seed=0:abcdef"}
     record = {"lbee_provenance": 1, "kind": "image_embeddings", "encoder": encoder, "tau": 0.1}
-    record.update(shape=list(X.shape), data_sha256="0" * 64)
+    from lbee.io.provenance import array_digest
+
+    record.update(shape=list(X.shape), data_sha256=array_digest(X))
     gamma = np.random.default_rng(1).random((len(X), len(S))) < 0.3
     np.save(tmp_path / "gamma.npy", gamma)
     for name, prov in (("random", record), ("trained", {**record, "encoder": {**encoder, "weights": "tag:x"}})):

@@ -8,11 +8,11 @@ service): probabilities or logits in ``prob_<class>`` columns, or a
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .label_lookalike import column_words, label_like
 from .probabilities import check_probabilities, without_misnamed
 from .table_reader import (
     ID_COLUMNS,
@@ -274,20 +274,6 @@ LIKELY_NAMES = {
 }
 
 
-#: Words of a column name that say it holds the true classes (`_label_like`), and of one that says it does not.
-LABEL_WORDS = frozenset({"label", "labels", "truth", "groundtruth", "gt", "target", "targets", "class", "classes"})
-NOT_LABEL_WORDS = ("pred", "prob", "score", "conf", "logit", "output")
-
-
-def _label_like(name):
-    """Whether a column name (lower case, words joined by '_') reads as the true classes under another name.
-
-    'label_name', 'gt_class', 'target_label', 'groundtruth' (sweep 32as B2), but not 'pred_class' or 'class_prob'.
-    """
-    words = [w for w in name.split("_") if w]
-    return any(w in LABEL_WORDS for w in words) and not any(w.startswith(NOT_LABEL_WORDS) for w in words)
-
-
 def _probability_lookalikes(cols, prob_cols, *, suffixes=False):
     """Columns not read that look like a ``prob_<class>`` one: 'probcircle', 'Prob_cat', 'p_dog'.
 
@@ -351,9 +337,9 @@ def _unread_lookalikes(cols, idc, prob_cols):
     for c in cols:
         if c in read or not isinstance(c, str):
             continue
-        low = re.sub(r"[\s.\-]+", "_", c.strip().lower())  # 'ground truth', 'true-class': the listed names
+        low = column_words(c)  # 'ground truth', 'true-class', 'TrueLabel': the listed names
         target = next((t for t in missing if low in LIKELY_NAMES[t] or low == t), None)  # 'Label' too
-        if target is None and "label" in missing and _label_like(low):
+        if target is None and "label" in missing and label_like(low):
             target = "label"  # 'label_name', 'gt_class', 'target_label' (sweep 32as B2)
         if target is None:  # a misspelling ('lable' made an eleventh user's run split by entropy, unsaid)
             near = difflib.get_close_matches(low, missing, 1, 0.75)
@@ -362,35 +348,6 @@ def _unread_lookalikes(cols, idc, prob_cols):
             target = repr(target)
         if target is not None:
             yield c, target
-
-
-def label_lookalike(table):
-    """The first column of a predictions table without a ``label`` column that looks like one, or None.
-
-    A run without labels splits by the model's uncertainty, where confident errors look easy: with such a column
-    and the default split, the run is refused (`lbee.run.scores`), not passed over with only a warning.
-    """
-    cols = [c for c in table.columns if isinstance(c, str)]
-    if "label" in cols:
-        return None
-    idc = next((c for c in ID_COLUMNS if c in cols), None)
-    prob_cols = [c for c in cols if c.startswith("prob_")]
-    return next((c for c, target in _unread_lookalikes(cols, idc, prob_cols) if target == "'label'"), None)
-
-
-def refuse_unlabelled_lookalike(lookalike, kind, has_probs, has_labels):
-    """Raise when the default split would go by uncertainty because the labels' column is named otherwise.
-
-    ``lookalike`` is `label_lookalike`'s column (or None), ``kind`` the confidence_from setting. Trials 32, 34
-    and 35 each passed a warning by, and kept a run split by uncertainty, where confident errors look easy.
-    """
-    if kind == "auto" and has_probs and not has_labels and lookalike is not None:
-        raise ValueError(
-            f"the predictions carry no 'label' column, and their {lookalike!r} looks like one: lbee reads the true "
-            "classes only from a column named 'label'; without them it splits by the model's uncertainty, and "
-            "confident errors land among the easy images. Rename the column 'label', or ask for that split: "
-            "--confidence-from entropy (confidence_from: entropy in a report config or a job)."
-        )
 
 
 def _warn_unread_columns(table, name, cols, idc, prob_cols, used):

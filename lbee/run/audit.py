@@ -64,6 +64,8 @@ def audit(
         The record `lbee.io.provenance.load_embeddings` returns with ``image_embeddings``: the encoder and its
         weights travel into the result and its reports (a run on random weights carries their banner, and warns),
         and its τ is the default of ``tau``, as on the command line. Without it the reports say "encoder unknown".
+        A record of other rows (its ``data_sha256``), or of ids other than ``image_ids`` (its ``ids_sha256``), is
+        refused.
 
     Returns
     -------
@@ -110,7 +112,7 @@ def audit(
             f"`settings` is a {type(settings).__name__}; expected an lbee.RunSettings, e.g. RunSettings(clusters=3)."
         )
     rel = None if relevance is None else as_bool_matrix(relevance, "relevance", (X.shape[0], len(texts)))
-    encoder = _encoder_of(provenance, X.shape)
+    encoder = _encoder_of(provenance, X, None if image_ids is None else ids)
     if tau is None and provenance is not None and provenance.get("tau") is not None:
         tau = provenance["tau"]  # the encoder's own τ, as lbee describe reads it from the record
     if tau is not None:
@@ -199,12 +201,15 @@ def _scores(n, probs, labels, confidence, performance, *, logits=False):
     return Scores(phi, omega, "the confidence given", "the performance given")
 
 
-def _encoder_of(provenance, shape):
-    """The encoder identity a run of these embeddings records: the provenance record's, or "precomputed".
+def _encoder_of(provenance, X, ids):
+    """The encoder identity a run of the embeddings ``X`` records: the provenance record's, or "precomputed".
 
     A library run's reports said "encoder unknown", and one on random weights had no banner, where the command
-    line reading the same files shows both (trial 36).
+    line reading the same files shows both (trial 36). The record must be these rows' (their digest), and the ids
+    given, where it records its ids file, those ids in that order: another array's record named the run's rows by
+    another encoder, τ and digest (sweep 32au B3), as the command line refuses.
     """
+    shape = X.shape
     if provenance is None:
         return {"encoder": "precomputed"}
     if not isinstance(provenance, dict) or not isinstance(provenance.get("encoder"), dict):
@@ -228,6 +233,23 @@ def _encoder_of(provenance, shape):
             f"`provenance` records embeddings of shape {tuple(provenance['shape'])}; `image_embeddings` has shape "
             f"{tuple(shape)}: expected the record of these embeddings."
         )
+    from ..io.provenance import array_digest
+
+    if provenance["data_sha256"] != (digest := array_digest(X)):
+        raise ValueError(
+            f"`provenance` records rows of digest {provenance['data_sha256'][:16]}…, but `image_embeddings` digest "
+            f"to {digest[:16]}…: expected the record of these embeddings (load_embeddings returns the two together)."
+        )
+    if ids is not None and provenance.get("ids_sha256") is not None:
+        import hashlib
+
+        from ..io.row_ids import ids_bytes
+
+        if hashlib.sha256(ids_bytes(ids)).hexdigest() != provenance["ids_sha256"]:
+            raise ValueError(
+                "`image_ids` are not the ids written with these embeddings (their ids.txt), in its order: each row "
+                "would be named as another image; expected ids.txt's lines, as lbee.io.row_ids reads them."
+            )
     # the rows' digest, so that an export finds these very rows again, as the command line's
     encoder = dict(provenance["encoder"], image_embeddings_sha256=provenance["data_sha256"])
     from .identity import random_weights_banner

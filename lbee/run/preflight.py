@@ -35,7 +35,7 @@ def preflight(ds, models=None):
         ``[]`` checks the dataset alone).
     """
     from ..io.images import discover_images, read_table
-    from ..io.predictions import label_lookalike, refuse_unlabelled_lookalike
+    from ..io.label_lookalike import label_lookalike, refuse_unlabelled_lookalike
     from ..io.sentences import WORLD_SENTENCE_SET, load_sentence_set
     from ..scoring.confidence import scores_from_table
 

@@ -95,7 +95,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
         scores = scores_from_probabilities(probs, kind=kind, labels=inputs.labels)
     elif model.predictions is not None:
         from ..io.images import read_table
-        from ..io.predictions import label_lookalike
+        from ..io.label_lookalike import label_lookalike
 
         if Path(model.predictions).is_dir():
             raise ValueError(
@@ -200,7 +200,7 @@ def _label_aware_phi(scores, kind, lookalike=None):
         φ, what it is, and ``{"confidence_from": the kind used, "split_criterion": a sentence}``
         (recorded in explanation.json, shown by the CLI and the HTML page).
     """
-    from ..io.predictions import refuse_unlabelled_lookalike
+    from ..io.label_lookalike import refuse_unlabelled_lookalike
     from ..scoring.confidence import (
         CONFIDENCE_WORDS,
         confidence_from_probabilities,

@@ -1,0 +1,115 @@
+"""A column of a predictions table that holds the true classes under another name: a label look-alike.
+
+lbee reads the true classes only from a column named ``label``. Without them a run splits by the model's
+uncertainty, where confident errors look easy; so a table with ``prob_<class>`` columns, no ``label``, and a column
+that reads as the true classes is refused (`refuse_unlabelled_lookalike`), not passed over with a warning (trials
+32, 34, 35). A column reads so by its name (`label_like`: ``ground truth``, ``gt_class``, ``TrueLabel``) or, under
+any name, by its values: the classes' own names, not the model's most probable class on every row (``category``,
+``gold``: sweep 32au B2).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+#: Words of a column name that say it holds the true classes (`label_like`), and of one that says it does not.
+LABEL_WORDS = frozenset(
+    {
+        "label", "labels", "truth", "groundtruth", "gt", "target", "targets", "class", "classes", "cls", "gold",
+        "ytrue", "truelabel", "truelabels", "trueclass", "gtlabel",
+    }
+)  # fmt: skip
+NOT_LABEL_WORDS = ("pred", "prob", "score", "conf", "logit", "output", "top", "argmax", "best", "max", "guess", "hat")
+
+
+def column_words(name):
+    """A column name as words in lower case joined by '_': 'Ground truth', 'true-class', 'TrueLabel', 'GTLabel'."""
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name).strip())  # camelCase: 'trueLabel' (sweep 32au B2)
+    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)  # an acronym before a word: 'GTLabel'
+    return re.sub(r"[\s.\-]+", "_", name.lower())
+
+
+def label_like(words):
+    """Whether a column name (`column_words`) reads as the true classes under another name.
+
+    'label_name', 'gt_class', 'target_label', 'groundtruth' (sweep 32as B2), 'true_label' of 'trueLabel', but not
+    'pred_class', 'class_prob' or 'top1_class' (the model's classes: sweep 32au N1).
+    """
+    return any(w in LABEL_WORDS for w in words.split("_")) and not _names_the_model(words)
+
+
+def _names_the_model(words):
+    """Whether a column name (`column_words`) says it holds the model's output: 'pred_class', 'top1', 'class_hat'."""
+    return any(w.startswith(NOT_LABEL_WORDS) for w in words.split("_") if w)
+
+
+def label_lookalike(table):
+    """The first column of a predictions table without a ``label`` column that looks like one, or None.
+
+    Named like one (`label_like`, and the names `lbee.io.predictions` suggests 'label' for) with values that can
+    be classes (text or whole numbers: not 'label_noise' or 'has_label'); or, whatever its name, text naming the
+    ``prob_<class>`` columns' classes, at least two of them, and not the most probable class on every row.
+    """
+    from .predictions import ID_COLUMNS, _unread_lookalikes
+
+    cols = [c for c in table.columns if isinstance(c, str)]
+    if "label" in cols:
+        return None
+    idc = next((c for c in ID_COLUMNS if c in cols), None)
+    prob_cols = [c for c in cols if c.startswith("prob_")]
+    named = [c for c, target in _unread_lookalikes(cols, idc, prob_cols) if target == "'label'"]
+    found = next((c for c in named if _could_be_classes(table[c])), None)
+    if found is not None or len(prob_cols) < 2:
+        return found
+    classes = [c[len("prob_") :] for c in prob_cols]
+    top = _most_probable(table, prob_cols, classes)
+    read = {idc, "confidence", "pred", "performance", *prob_cols}
+    for c in cols:
+        if c in read or table[c].dtype.kind not in "OSU" or _names_the_model(column_words(c)):
+            continue  # a 'pred_label' or 'top1' column may name classes other than the most probable's
+        values = table[c].dropna().astype(str).str.strip()
+        if len(values) and values.isin(classes).all() and values.nunique() >= 2:
+            if top is None or not (values == top[values.index]).all():
+                return c
+    return None
+
+
+def _could_be_classes(column):
+    """Text, or whole numbers: what a class column holds (a float share or a bool flag does not)."""
+    kind = column.dtype.kind
+    if kind in "OSUiu":
+        return True
+    if kind == "f":
+        values = column.dropna().to_numpy()
+        return bool(len(values)) and bool(np.all(np.isfinite(values) & (values == np.round(values))))
+    return False
+
+
+def _most_probable(table, prob_cols, classes):
+    """Per row, the class of the largest probability (a pandas Series of text), or None where they are not numbers."""
+    import pandas as pd
+
+    try:
+        probs = table[prob_cols].to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if not np.isfinite(probs).all():
+        return None
+    return pd.Series(np.asarray(classes, dtype=object)[probs.argmax(axis=1)], index=table.index)
+
+
+def refuse_unlabelled_lookalike(lookalike, kind, has_probs, has_labels):
+    """Raise when the default split would go by uncertainty because the labels' column is named otherwise.
+
+    ``lookalike`` is `label_lookalike`'s column (or None), ``kind`` the confidence_from setting. Trials 32, 34
+    and 35 each passed a warning by, and kept a run split by uncertainty, where confident errors look easy.
+    """
+    if kind == "auto" and has_probs and not has_labels and lookalike is not None:
+        raise ValueError(
+            f"the predictions carry no 'label' column, and their {lookalike!r} looks like one: lbee reads the true "
+            "classes only from a column named 'label'; without them it splits by the model's uncertainty, and "
+            "confident errors land among the easy images. Rename the column 'label', or ask for that split: "
+            "--confidence-from entropy (confidence_from: entropy in a report config or a job)."
+        )
