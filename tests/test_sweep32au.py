@@ -105,3 +105,14 @@ def test_audit_refuses_the_provenance_record_of_other_rows_or_other_ids():
         warnings.simplefilter("ignore")
         result = lbee.audit(X.astype(np.float64), S, image_ids=ids, **args)  # the same rows, as float64
     assert result.main.encoder["image_embeddings_sha256"] == array_digest(X)
+
+
+def test_a_relative_id_is_read_in_the_embedded_images_folder_first():
+    """N2: ids.txt 'a.png', 'sub/a.png' against the run's '/d/a.png', '/d/sub/a.png' (the same images, in order)
+    was refused: 'a.png' ends both. The provenance's images folder says which it is."""
+    from lbee.io.row_ids import _ambiguous_rows
+
+    listed, run_ids = ["a.png", "sub/a.png"], ["/d/a.png", "/d/sub/a.png"]
+    assert _ambiguous_rows(listed, run_ids) == {0}
+    assert _ambiguous_rows(listed, run_ids, "/d") == set()
+    assert _ambiguous_rows(listed[::-1], run_ids, "/d") == {0, 1}  # swapped: still refused

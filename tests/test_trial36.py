@@ -39,7 +39,6 @@ def test_a_library_run_carries_the_embeddings_provenance_into_its_reports(tmp_pa
     """`lbee.audit` took no provenance: its reports said "encoder unknown", and a run on random weights carried no
     banner, where the command line reading the same files shows both. The record's τ is the default τ."""
     import lbee
-
     from lbee.io.provenance import array_digest
 
     X, S, probs, labels = _arrays()

@@ -143,7 +143,7 @@ def check_row_ids(
             f"{ids_file} lists {len(listed)} image ids but {name} {str(path)!r} has {n_rows} rows; expected one "
             "id per row (the two files were written apart): re-embed with `lbee embed`."
         )
-    ambiguous = _ambiguous_rows(listed, run_ids)
+    ambiguous = _ambiguous_rows(listed, run_ids, images_folder)
     for r, (mine, theirs) in enumerate(zip(listed, run_ids)):
         if not same_image_id(mine, theirs) or r in ambiguous:
             raise ValueError(
@@ -158,7 +158,7 @@ def check_row_ids(
     _check_same_files(path, listed, run_files or run_ids, name, against, images_folder, fix)
 
 
-def _ambiguous_rows(listed, run_ids):
+def _ambiguous_rows(listed, run_ids, images_folder=None):
     r"""The rows whose listed id matches the run's id by its end, but another image of the run better or as well.
 
     ``sub/i000.png`` listed against the run's ``i000.png`` fits it by its end, but is the run's ``sub/i000.png``: a
@@ -168,7 +168,9 @@ def _ambiguous_rows(listed, run_ids):
     A backslash is read as a folder separator (ids written on Windows), so where two of the run's images differ
     only by it (``z/x.png`` and a file named ``z\x.png``, as unzip makes on Linux), only the same id matches
     either (sweep 32au B1). The run's ids are indexed by their ends: linear in the ids' depth (sweep 32au B4:
-    20,000 images all named ``rgb.png``, listed with a prefix, took 147 s compared pairwise).
+    20,000 images all named ``rgb.png``, listed with a prefix, took 147 s compared pairwise). A relative id listed
+    is first read in ``images_folder`` (the provenance's), where the run names its images by absolute paths: ``a.png``
+    is ``/d/a.png``, not ``/d/sub/a.png`` (sweep 32au N2).
     """
     from .matching import _posix
 
@@ -185,6 +187,12 @@ def _ambiguous_rows(listed, run_ids):
         if str(mine) == str(theirs):
             continue
         form, want = _posix(mine), _posix(theirs)
+        if (
+            images_folder
+            and not form.startswith("/")
+            and exact.get(f"{_posix(images_folder).rstrip('/')}/{form}") == [want]
+        ):
+            continue
         # the run's ids it shares its whole length with (itself, or ending with it); else its longest end there
         best = (exact.get(form, []), longer.get(form, []))
         if not best[0] and not best[1]:
