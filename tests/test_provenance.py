@@ -778,7 +778,7 @@ def test_a_record_of_another_identity_is_refused_when_written():
     """A thirteenth user wrote a record with 'backend' that load_embeddings then refused."""
     from lbee.io.provenance import make_provenance
 
-    with pytest.raises(ValueError, match=r"keys \['encoder', 'weights'\].*received \['backend'\]"):
+    with pytest.raises(ValueError, match=r"text under \['encoder', 'weights'\].*received \['backend'\]"):
         make_provenance("image_embeddings", np.zeros((2, 3)), identity={"backend": "x"})
     record = make_provenance("image_embeddings", np.zeros((2, 3)), identity={"encoder": "e", "weights": "w"})
     assert record["encoder"]["encoder"] == "e"

@@ -116,3 +116,19 @@ def test_a_relative_id_is_read_in_the_embedded_images_folder_first():
     assert _ambiguous_rows(listed, run_ids) == {0}
     assert _ambiguous_rows(listed, run_ids, "/d") == set()
     assert _ambiguous_rows(listed[::-1], run_ids, "/d") == {0, 1}  # swapped: still refused
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"data_sha256": "z" * 64}, {"encoder": {"encoder": "x", "weights": ["a"]}}, {"encoder": 3},
+     {"shape": [True, 8]}, {"ids_sha256": "g" * 64}],
+)  # fmt: skip
+def test_a_record_of_malformed_values_is_refused(change):
+    """N3: a digest of 64 non-hex characters, weights as a list, an encoder as a number, a shape of booleans were
+    accepted, and carried into explanation.json."""
+    from lbee.io.provenance_record import record_problems
+
+    record = {"lbee_provenance": 1, "kind": "image_embeddings", "encoder": {"encoder": "test", "weights": "w"}}
+    record.update(tau=0.3, shape=[60, 8], data_sha256="ab" * 32)
+    assert record_problems(record) == []
+    assert record_problems({**record, **change})

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import KeyTwice, once_each
-from .provenance_record import FORMAT, IDENTITY_KEYS, KINDS, record_problems
+from .provenance_record import FORMAT, IDENTITY_KEYS, KINDS, is_identity, record_problems
 
 SUFFIX = ".provenance.json"
 NORMALISATION = "unit L2 rows, float32"
@@ -116,12 +116,12 @@ def make_provenance(
         identity = encoder.identity() if encoder is not None else None
     if identity is None:
         raise ValueError("make_provenance needs the encoder (or its identity).")
-    if not isinstance(identity, dict) or not all(k in identity for k in IDENTITY_KEYS):  # refused when written, not
+    if not is_identity(identity):  # refused when written, not
         # only when read (a thirteenth user's record of 'backend' was refused by load_embeddings)
         got = sorted(identity) if isinstance(identity, dict) else type(identity).__name__
         raise ValueError(
-            f"`identity` must be an encoder identity with keys {list(IDENTITY_KEYS)} (as Encoder.identity() gives, "
-            f"with 'model' and the preprocessing); received {got}."
+            f"`identity` must be an encoder identity with text under {list(IDENTITY_KEYS)} (as Encoder.identity() "
+            f"gives, with 'model' and the preprocessing); received {got}."
         )
     if tau is None and encoder is not None:
         tau = encoder_tau(encoder)
