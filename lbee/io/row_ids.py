@@ -174,14 +174,12 @@ def _ambiguous_rows(listed, run_ids, images_folder=None):
     """
     from .matching import _posix
 
-    exact, longer = {}, {}  # the run's ids by their form, and by each proper end of theirs at a folder boundary
+    exact, longer = {}, {}  # the run's ids by their form, and by (the hash of) each proper end at a folder boundary
     for i in run_ids:
         form = _posix(i)
         exact.setdefault(form, []).append(form)
-        cut = form.find("/")
-        while cut != -1:
-            longer.setdefault(form[cut + 1 :], []).append(form)
-            cut = form.find("/", cut + 1)
+        for start in _ends(form):
+            longer.setdefault(hash(form[start:]), []).append(form)
     out = set()
     for r, (mine, theirs) in enumerate(zip(listed, run_ids)):
         if str(mine) == str(theirs):
@@ -194,15 +192,24 @@ def _ambiguous_rows(listed, run_ids, images_folder=None):
         ):
             continue
         # the run's ids it shares its whole length with (itself, or ending with it); else its longest end there
-        best = (exact.get(form, []), longer.get(form, []))
-        if not best[0] and not best[1]:
-            cut = form.find("/")
-            while cut != -1 and form[cut + 1 :] not in exact:
-                cut = form.find("/", cut + 1)
-            best = (exact.get(form[cut + 1 :], []) if cut != -1 else [], [])
-        if len(best[0]) + len(best[1]) != 1 or (best[0] or best[1])[0] != want:
+        best = exact.get(form, []) + [c for c in longer.get(hash(form), ())[:2] if c.endswith("/" + form)]
+        if not best:
+            start = next((k for k in _ends(form) if form[k:] in exact), None)
+            best = [] if start is None else exact[form[start:]]
+        if best != [want] or len(longer.get(hash(form), ())) > 1:
             out.add(r)
     return out
+
+
+#: The folders an id's end is matched over at most: a deeper end names no image, and the row is refused. It bounds
+#: the index of ends (an id of 2,000 folders would otherwise add 2,000 ends of it).
+END_DEPTH = 64
+
+
+def _ends(form):
+    """Where ``form``'s proper ends at a folder boundary start, longest first, the last `END_DEPTH` of them."""
+    cuts = [k + 1 for k, ch in enumerate(form) if ch == "/"]
+    return cuts[-END_DEPTH:]
 
 
 def _read_ids(ids_file, path, name):
