@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .label_lookalike import column_words, label_like, label_lookalike, refuse_unlabelled_lookalike  # noqa: F401 (their old home)
+# label_lookalike and refuse_unlabelled_lookalike lived here: kept importable from here
+from .label_lookalike import column_words, label_like, label_lookalike, refuse_unlabelled_lookalike  # noqa: F401
 from .probabilities import check_probabilities, without_misnamed
 from .table_reader import (
     ID_COLUMNS,
