@@ -132,3 +132,12 @@ def test_a_record_of_malformed_values_is_refused(change):
     record.update(tau=0.3, shape=[60, 8], data_sha256="ab" * 32)
     assert record_problems(record) == []
     assert record_problems({**record, **change})
+
+
+def test_the_lookalike_check_reads_a_name_given_twice_as_no_column():
+    """A hostile try of the new check: a column name given twice made it fail with an AttributeError."""
+    from lbee.io.label_lookalike import label_lookalike
+
+    rows = [["a", 0.9, 0.1, "cat", "cat"], ["b", 0.2, 0.8, "cat", "dog"], ["c", 0.6, 0.4, "dog", "dog"]]
+    assert label_lookalike(pd.DataFrame(rows, columns=["image", "prob_cat", "prob_dog", "kind", "kind"])) is None
+    assert label_lookalike(pd.DataFrame(rows, columns=["image", "prob_cat", "prob_dog", "kind", "gt"])) == "gt"

@@ -54,8 +54,10 @@ def label_lookalike(table):
     """
     from .predictions import ID_COLUMNS, _unread_lookalikes
 
-    cols = [c for c in table.columns if isinstance(c, str)]
-    if "label" in cols:
+    # a name twice is the readers' to refuse; here each is read once, as one column
+    counts = table.columns.value_counts()
+    cols = [c for c in table.columns if isinstance(c, str) and counts[c] == 1]
+    if "label" in table.columns:
         return None
     idc = next((c for c in ID_COLUMNS if c in cols), None)
     prob_cols = [c for c in cols if c.startswith("prob_")]
