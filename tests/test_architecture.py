@@ -30,11 +30,11 @@ LAYERS = (
         "lbee._gc",
         "lbee._yaml",
         "lbee.extras",
-        "lbee.ray_pool",
         "lbee.progress",
     ),
     ("lbee.grammar",),
     ("lbee.io",),
+    ("lbee.ray_pool",),  # its own local Ray's session goes in a folder TMPDIR judged by lbee.io (sweep 32as)
     ("lbee.scoring",),
     ("lbee.core",),
     ("lbee.slicers",),

@@ -296,7 +296,8 @@ def terminal_blocks(result, width=None, *, others=True):
     conf = result.extra.get("confirmation") or {}
     from .identity import random_weights_banner
 
-    ranked = confirmed_statements_lines(conf, meaningless=random_weights_banner(result.encoder) is not None)
+    meaningless = random_weights_banner(getattr(result, "encoder", None)) is not None  # a result without a record
+    ranked = confirmed_statements_lines(conf, meaningless=meaningless)
     # the findings first: a twenty-second user read five unconfirmed groups before the one confirmed statement
     top = []
     if ranked:  # a ninth user found the failure's own sentence, and a confounder beside it, only in the JSON
