@@ -58,3 +58,14 @@ def test_a_misspelt_choice_is_answered_with_the_nearest_one():
     assert r.exit_code == 2 and "(did you mean 'fpdiff'?)" in r.output, r.output
     r = CliRunner().invoke(cli, ["describe", "images", "--method", "zzzz"], obj={})
     assert r.exit_code == 2 and "did you mean" not in r.output and "'zzzz' is not one of" in r.output, r.output
+
+
+def test_the_ids_file_names_the_images_on_either_side(tmp_path):
+    """The run's images it does not list (an extra image), and its ids the run lacks (a deleted one)."""
+    from lbee.io.row_ids import missing_images, unlisted_images
+
+    (tmp_path / "ids.txt").write_text("a.png\nsub/b.png\n")
+    npy = tmp_path / "e.npy"
+    assert unlisted_images(npy, ["/d/a.png", "sub/b.png", "c.png"]) == (["c.png"], "ids.txt")
+    assert missing_images(npy, ["/d/a.png"]) == (["sub/b.png"], "ids.txt")
+    assert missing_images(tmp_path / "none" / "e.npy", ["a.png"]) is None

@@ -141,11 +141,9 @@ def _echo_findings(client, job_id, model, name):
         click.echo(f"  {name}: no statement confirmed on held-out images (the report lists the leads)")
         return
     from ..run.confirm_text import MEANINGLESS_FINDINGS, holds_words
-    from ..run.identity import random_weights_banner
+    from ..run.identity import means_nothing
 
-    encoder = explanation.get("encoder")
-    meaningless = random_weights_banner(encoder if isinstance(encoder, dict) else None) is not None
-    but = f"; but {MEANINGLESS_FINDINGS}" if meaningless else ""
+    but = f"; but {MEANINGLESS_FINDINGS}" if means_nothing(explanation.get("encoder")) else ""
     click.echo(f"  {name}, confirmed on held-out images, strongest first{but}:")
     for s in listed[:FINDINGS_SHOWN]:
         text = printable(str(s["text"])).replace("\n", " ")  # a server's text reaches no terminal raw (sweep 32d)

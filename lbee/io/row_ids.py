@@ -192,11 +192,12 @@ def _ambiguous_rows(listed, run_ids, images_folder=None):
         ):
             continue
         # the run's ids it shares its whole length with (itself, or ending with it); else its longest end there
-        best = exact.get(form, []) + [c for c in longer.get(hash(form), ())[:2] if c.endswith("/" + form)]
+        ending = longer.get(hash(form), ())  # a hash's other ids, if any, leave it ambiguous: refused, never wrong
+        best = exact.get(form, []) + [c for c in ending[:2] if c.endswith("/" + form)]
         if not best:
             start = next((k for k in _ends(form) if form[k:] in exact), None)
             best = [] if start is None else exact[form[start:]]
-        if best != [want] or len(longer.get(hash(form), ())) > 1:
+        if best != [want] or len(ending) > 1:
             out.add(r)
     return out
 
@@ -231,23 +232,10 @@ def unlisted_images(path, run_ids, name="image_embeddings", limit=3):
 
     None without an ids file. Said when the counts differ (a twenty-second user's extra image).
     """
-    from pathlib import PurePosixPath
-
-    from .matching import same_image_id
-
     ids_file = row_ids_path(path, name)
     if ids_file is None:
         return None
-    by_name = {}
-    for listed in _read_ids(ids_file, path, name):
-        by_name.setdefault(PurePosixPath(listed).name, []).append(listed)
-    out = []
-    for i in run_ids:
-        if not any(same_image_id(x, str(i)) for x in by_name.get(PurePosixPath(str(i)).name, ())):
-            out.append(str(i))
-            if len(out) == limit:
-                break
-    return out, ids_file.name
+    return _unmatched([str(i) for i in run_ids], _read_ids(ids_file, path, name), limit), ids_file.name
 
 
 def missing_images(path, run_ids, name="image_embeddings", limit=3):
@@ -256,23 +244,28 @@ def missing_images(path, run_ids, name="image_embeddings", limit=3):
     None without an ids file. Said when the counts differ: a thirty-seventh user deleted an image and read only
     "has shape (300, 256); expected (299, d)".
     """
+    ids_file = row_ids_path(path, name)
+    if ids_file is None:
+        return None
+    return _unmatched(_read_ids(ids_file, path, name), [str(i) for i in run_ids], limit), ids_file.name
+
+
+def _unmatched(ids, others, limit):
+    """The first ``limit`` of ``ids`` that match none of ``others`` (`same_image_id`), compared by file name first."""
     from pathlib import PurePosixPath
 
     from .matching import same_image_id
 
-    ids_file = row_ids_path(path, name)
-    if ids_file is None:
-        return None
     by_name = {}
-    for i in run_ids:
-        by_name.setdefault(PurePosixPath(str(i)).name, []).append(str(i))
+    for x in others:
+        by_name.setdefault(PurePosixPath(x).name, []).append(x)
     out = []
-    for listed in _read_ids(ids_file, path, name):
-        if not any(same_image_id(listed, x) for x in by_name.get(PurePosixPath(listed).name, ())):
-            out.append(listed)
+    for i in ids:
+        if not any(same_image_id(x, i) for x in by_name.get(PurePosixPath(i).name, ())):
+            out.append(i)
             if len(out) == limit:
                 break
-    return out, ids_file.name
+    return out
 
 
 def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):

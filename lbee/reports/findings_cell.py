@@ -34,12 +34,11 @@ def findings_of(explanation):
         own = [str(s["text"]) for s in ranked_statements(conf) if s.get("adds_failure")]
     except (AttributeError, KeyError, IndexError, TypeError):  # a run of an older lbee
         return None
-    from ..run.identity import random_weights_banner
+    from ..run.identity import means_nothing
 
-    encoder = explanation.get("encoder")
     return {
         # random weights: the list says its words mean nothing, as the run's report does (trial 37)
-        "meaningless": random_weights_banner(encoder if isinstance(encoder, dict) else None) is not None,
+        "meaningless": means_nothing(explanation.get("encoder")),
         "statements": own[:INDEX_FINDINGS],
         "more": len(own) - len(own[:INDEX_FINDINGS]),
         "untested": untested_reason(conf),

@@ -74,6 +74,14 @@ def random_weights_banner(identity):
     return RANDOM_WEIGHTS_BANNER.format(encoder=encoder_words(identity))
 
 
+def means_nothing(identity):
+    """Whether a run of this encoder identity (any value read from a file) has sentences that mean nothing.
+
+    Random weights, or an encoder's caveat: `random_weights_banner` is said. Its findings say so (trial 37).
+    """
+    return random_weights_banner(identity if isinstance(identity, dict) else None) is not None
+
+
 #: What a run on lbee's simulated encoder (`lbee.bench.simulated_encoder`) finds, said in every report of it: a
 #: page shared without the how-to read as an image model's findings (trial 29).
 SIMULATED_NOTE = (

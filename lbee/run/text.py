@@ -294,10 +294,9 @@ def terminal_blocks(result, width=None, *, others=True):
         out += textwrap.wrap(calm_line(calm, rate_all), cols, subsequent_indent="  ") + [""]
     note = confirmation_note(result.extra.get("confirmation"))
     conf = result.extra.get("confirmation") or {}
-    from .identity import random_weights_banner
+    from .identity import means_nothing
 
-    meaningless = random_weights_banner(getattr(result, "encoder", None)) is not None  # a result without a record
-    ranked = confirmed_statements_lines(conf, meaningless=meaningless)
+    ranked = confirmed_statements_lines(conf, meaningless=means_nothing(getattr(result, "encoder", None)))
     # the findings first: a twenty-second user read five unconfirmed groups before the one confirmed statement
     top = []
     if ranked:  # a ninth user found the failure's own sentence, and a confounder beside it, only in the JSON
