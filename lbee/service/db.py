@@ -248,15 +248,19 @@ class Database:
         self.session = sessionmaker(self.engine, expire_on_commit=False)
 
     # ---- leases
-    def claim(self, owner, worker, *, lease_seconds, max_attempts):
+    def claim(self, owner, worker, *, lease_seconds, max_attempts, root=None):
         """Atomically take the oldest claimable job: (job id, attempt number), or None.
 
         Claimable: ``queued``, or ``running`` with an expired lease (its worker
-        is gone). A job that already had ``max_attempts`` attempts is failed
-        instead, with that reason.
+        is gone), and submitted for ``root`` when it is given: a job of another
+        data root waits for a server of that root instead of failing here. A
+        job that already had ``max_attempts`` attempts is failed instead, with
+        that reason.
         """
         now = utcnow()
         claimable = or_(Job.status == "queued", (Job.status == "running") & (Job.lease_expires < now))
+        if root is not None:
+            claimable = claimable & (Job.root == str(root))
         with self.session() as s:
             for job_id, attempts, cancel in s.execute(
                 select(Job.id, Job.attempts, Job.cancel_requested).where(claimable).order_by(Job.created).limit(5)

@@ -405,7 +405,9 @@ def run_job(db, settings, job_id, *, owner, attempt):
 def run_next_job(db, settings, *, worker="inline"):
     """Claim the oldest claimable job and run it in this process: its id, or None when there is none."""
     owner = new_owner()
-    claimed = db.claim(owner, worker, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts)
+    claimed = db.claim(
+        owner, worker, lease_seconds=settings.lease_seconds, max_attempts=settings.max_attempts, root=settings.root
+    )
     if claimed is not None:
         run_job(db, settings, claimed[0], owner=owner, attempt=claimed[1])
     return None if claimed is None else claimed[0]
