@@ -141,3 +141,25 @@ def test_the_lookalike_check_reads_a_name_given_twice_as_no_column():
     rows = [["a", 0.9, 0.1, "cat", "cat"], ["b", 0.2, 0.8, "cat", "dog"], ["c", 0.6, 0.4, "dog", "dog"]]
     assert label_lookalike(pd.DataFrame(rows, columns=["image", "prob_cat", "prob_dog", "kind", "kind"])) is None
     assert label_lookalike(pd.DataFrame(rows, columns=["image", "prob_cat", "prob_dog", "kind", "gt"])) == "gt"
+
+
+@pytest.mark.parametrize("secret", ["root:*:20228:0:99999:7:::", "api_key: hunter2\n", "[1, 2]\n"])
+def test_a_grammar_line_naming_a_file_that_is_no_grammar_quotes_none_of_it(tmp_path, secret):
+    """Sweep 32au N6: '# grammar: /etc/shadow' printed the file's first line inside its error."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+    from lbee.io.sentences import load_sentence_set
+
+    out = tmp_path / "sc.txt"
+    assert CliRunner().invoke(cli, ["sentences", "generate", "spotcheck", "--out", str(out)]).exit_code == 0
+    private = tmp_path / "private" / "notes.yaml"
+    private.parent.mkdir()
+    private.write_text(secret)
+    table = tmp_path / "sc.conditions.tsv"
+    lines = table.read_text().splitlines()
+    lines[0] = f"# grammar: {private}"
+    table.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match="names .*notes.yaml'?, which is not a grammar lbee can read") as err:
+        load_sentence_set(out)
+    assert not any(part in str(err.value) for part in ("20228", "hunter2", "[1, 2]", "api_key"))

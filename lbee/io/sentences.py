@@ -196,7 +196,13 @@ def _read_conditions(table, sentences):
                 f"grammar ({', '.join(list_grammars())}); copy the grammar beside the set (a set moves with its "
                 "grammar), or regenerate the set with lbee sentences generate."
             )
-        grammar = load_grammar(local)
+        try:
+            grammar = load_grammar(local)
+        except ValueError:  # its reason may quote the file: a line from someone else must not print one of yours
+            raise ValueError(
+                f"{src}: its '# grammar:' line names {ref!r}, which is not a grammar lbee can read; run "
+                "`lbee sentences generate` on that file to see why, or regenerate the set from its grammar."
+            ) from None
     if not meta.get("grammar_digest"):  # without it, an edited grammar and the sentences could disagree unseen
         raise ValueError(
             f"{src}: no '# grammar_digest: sha256:...' line; expected the digest of the grammar the sentences "
