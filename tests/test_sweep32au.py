@@ -163,3 +163,19 @@ def test_a_grammar_line_naming_a_file_that_is_no_grammar_quotes_none_of_it(tmp_p
     with pytest.raises(ValueError, match="names .*notes.yaml'?, which is not a grammar lbee can read") as err:
         load_sentence_set(out)
     assert not any(part in str(err.value) for part in ("20228", "hunter2", "[1, 2]", "api_key"))
+
+
+def test_report_md_opens_no_raw_html_from_ids_sentences_or_names(tmp_path):
+    """Sweep 32au N4: 19 copies of an `<img onerror>` payload from ids, names and sentences reached report.md."""
+    import lbee
+
+    payload = "<img src=x onerror=alert(1)>"
+    rng = np.random.default_rng(0)
+    X, S = rng.normal(size=(60, 8)).astype(np.float32), rng.normal(size=(4, 8)).astype(np.float32)
+    probs, labels = rng.dirichlet(np.ones(2), size=60), rng.integers(0, 2, 60)
+    ids = [f"{payload}{k:02d}.png" for k in range(60)]
+    sentences = [f"a {payload} {k}" for k in range(4)]
+    result = lbee.audit(X, S, sentences=sentences, probs=probs, labels=labels, image_ids=ids)
+    lbee.write_run_folder(result, tmp_path / "run", name=payload, model=payload)
+    md = (tmp_path / "run" / "report.md").read_text()
+    assert "&lt;img src=x onerror=alert(1)>" in md and "<img" not in md
