@@ -113,6 +113,10 @@ def test_simulate_suggests_the_value_or_column_meant(tmp_path):
     table = pd.DataFrame({"image": ["a", "b"], "box.colour": ["white", "brown"], "lighting": ["glare", "normal"]})
     with pytest.raises(ValueError, match=r"no column 'belt.lighting'.* Did you mean the column 'lighting'\?"):
         simulate_embeddings(table, s, quality=0.97)
+    for column in ("Belt.Lighting", "BELT_LIGHTING", "Belt.Lightng"):  # sweep 32au N5: no hint for the case
+        table = pd.DataFrame({"image": ["a", "b"], "box.colour": ["white", "brown"], column: ["glare", "normal"]})
+        with pytest.raises(ValueError, match=rf"no column 'belt.lighting'.* Did you mean the column '{column}'\?"):
+            simulate_embeddings(table, s, quality=0.97)
     table = pd.DataFrame({"image": ["a", "b"], "box.colour": ["white", "brown"], "weather": ["sun", "rain"]})
     with pytest.raises(ValueError, match="no column 'belt.lighting'") as info:
         simulate_embeddings(table, s, quality=0.97)

@@ -112,7 +112,7 @@ def simulate_embeddings(table, sentence_set, *, quality=DEFAULT_QUALITY, random_
         )  # checks the table against the grammar; no failure planted, no model
     except ValueError as exc:
         rows = " (row 1 is the file's first data row)" if ", row " in str(exc) else ""
-        raise ValueError(f"{source}: {exc}{rows}{_unread_column_hint(exc, table, values)}") from None
+        raise ValueError(f"{source}: {exc}{rows}{_unread_column_hint(exc, table, sset.grammar)}") from None
     encoder = SimulatedEncoder(sset.grammar, random_state=int(random_state)).fit_quality(world, q)
     x = encoder.embed_images(world).astype(np.float32)
     s = encoder.embed_sentences(sset.conditions).astype(np.float32)
@@ -128,7 +128,7 @@ def simulate_embeddings(table, sentence_set, *, quality=DEFAULT_QUALITY, random_
     return SimulatedEmbeddings(x, s, relevance, ids, float(encoder.default_tau(world, x)), identity, reached)
 
 
-def _unread_column_hint(exc, table, values):
+def _unread_column_hint(exc, table, grammar):
     """A column not read that names the key the table was said to lack, as " Did you mean ..." ('' when none).
 
     A column named 'light' for the key 'light.kind' was passed over with "has no column 'light.kind'" (trial 36).
@@ -140,10 +140,12 @@ def _unread_column_hint(exc, table, values):
     if missing is None:
         return ""
     wanted = missing.group(1)
-    unread = [c for c in table.columns if isinstance(c, str) and tuple(c.split(".", 1)) not in values]
+    keys = {key for key, _ in grammar.keys()}
+    unread = [c for c in table.columns if isinstance(c, str) and tuple(c.split(".", 1)) not in keys]
     subject, _, attribute = wanted.partition(".")
-    near = [c for c in unread if c.strip().lower() in (subject, attribute, wanted.replace(".", "_"))]
-    near = near or difflib.get_close_matches(wanted, unread, 1, 0.75)
+    near = [c for c in unread if c.strip().lower() in (wanted, subject, attribute, wanted.replace(".", "_"))]
+    lowered = {c.lower(): c for c in unread}  # 'Cell.Type' for 'cell.type' (sweep 32au N5)
+    near = near or [lowered[c] for c in difflib.get_close_matches(wanted.lower(), list(lowered), 1, 0.75)]
     return f" Did you mean the column {near[0]!r}? (name it {wanted!r})" if near else ""
 
 
