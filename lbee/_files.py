@@ -200,19 +200,36 @@ def file_kind(mode):
     return "a special file (neither a file, a folder nor a device)"
 
 
-def near_file(path):
-    """A file or folder beside ``path`` of the same suffix and a near name (a misspelling's fix), or None."""
+def _near_name(folder, name, keep):
+    """The name in ``folder`` nearest ``name`` among those ``keep`` accepts (not ``name`` itself), or None."""
     import difflib
 
-    path = Path(path)
-    if not path.name or not path.parent.is_dir():  # (a folder has no suffix: its siblings without one)
-        return None
-    try:  # a folder of millions of images: the first thousand names of that suffix are enough for a typo
-        names = sorted(p.name for p in path.parent.iterdir() if p.suffix == path.suffix)[:1000]
+    try:  # a folder of millions of images: the first thousand names are enough for a typo
+        names = sorted(p.name for p in folder.iterdir() if keep(p))[:1000]
     except OSError:
         return None
-    near = [n for n in difflib.get_close_matches(path.name, names, n=1) if n != path.name]
-    return str(path.with_name(near[0])) if near else None
+    near = [n for n in difflib.get_close_matches(name, names, n=1) if n != name]
+    return near[0] if near else None
+
+
+def near_file(path):
+    """An existing path a misspelling of ``path`` meant, or None.
+
+    A file or folder beside ``path`` of the same suffix and a near name, else the path with one misspelt folder
+    on the way mended where that path exists ('data/smal/images' for 'data/small/images': trial 37).
+    """
+    path = Path(path)
+    if path.name and path.parent.is_dir():  # (a folder has no suffix: its siblings without one)
+        near = _near_name(path.parent, path.name, lambda p: p.suffix == path.suffix)
+        return None if near is None else str(path.with_name(near))
+    parts = path.parts
+    found = next((i for i in range(len(parts) - 1, 0, -1) if Path(*parts[:i]).is_dir()), 0)
+    folder = Path(*parts[:found]) if found else Path(".")
+    if not path.name or found >= len(parts) - 1 or (not found and path.is_absolute()):
+        return None
+    near = _near_name(folder, parts[found], lambda p: p.is_dir())
+    mended = None if near is None else Path(*parts[:found], near, *parts[found + 1 :])
+    return str(mended) if mended is not None and os.path.lexists(mended) else None
 
 
 def _stat(pid):

@@ -69,3 +69,19 @@ def test_the_ids_file_names_the_images_on_either_side(tmp_path):
     assert unlisted_images(npy, ["/d/a.png", "sub/b.png", "c.png"]) == (["c.png"], "ids.txt")
     assert missing_images(npy, ["/d/a.png"]) == (["sub/b.png"], "ids.txt")
     assert missing_images(tmp_path / "none" / "e.npy", ["a.png"]) is None
+
+
+def test_a_misspelt_folder_on_the_way_to_an_input_is_mended_in_the_hint(tmp_path):
+    """Trial 37: `lbee describe data/smal/images` said only "does not exist" where 'data/small/images' existed."""
+    from lbee._files import near_file
+
+    (tmp_path / "data" / "small" / "images").mkdir(parents=True)
+    (tmp_path / "data" / "small" / "preds.csv").write_text("image_id,confidence\n")
+    (tmp_path / "data" / "large").mkdir()
+    r = CliRunner().invoke(cli, ["describe", str(tmp_path / "data" / "smal" / "images")])
+    assert r.exit_code == 2
+    assert f"(did you mean '{tmp_path / 'data' / 'small' / 'images'}'?)" in " ".join(r.output.split())
+    assert near_file(tmp_path / "dta" / "small" / "preds.csv") == str(tmp_path / "data" / "small" / "preds.csv")
+    # a mended folder where the rest of the path still does not exist, or nothing near: nothing suggested
+    assert near_file(tmp_path / "data" / "smal" / "labels.csv") is None
+    assert near_file(tmp_path / "data" / "zzzzz" / "images") is None
