@@ -753,6 +753,15 @@ def test_a_group_whose_statement_goes_with_a_stronger_one_says_so_beside_its_own
     # the group is a failure: what fails in it is the stronger statement (trial 27 read "goes with" of the failure)
     assert 'but what fails here is said by a stronger confirmed statement ("An image with a red blob")' in lines[1]
     assert "this group's statement adds a condition that goes with that failure" in lines[1]
+    # by their conditions: one left out (trial 38's "walnut, wet" beside "walnut, on a roller conveyor, wet" was said
+    # to add one), one added, or each with conditions of its own
+    for own, stronger, said in [
+        ("blob.color=red", "blob.color=red; border.color=yellow", "leaves out a condition of that one"),
+        ("blob.color=red; border.color=yellow", "blob.color=red", "adds a condition that goes with that failure"),
+        ("blob.color=red; border.color=yellow", "blob.color=red; blob.size=large", "goes with that failure, with conditions"),
+    ]:
+        conf["statements"][1]["conditions"], conf["statements"][0]["conditions"] = own, stronger
+        assert f"this group's statement {said}" in confirmation_lines(conf, 1)[1]
     conf["statements"][1].pop("beyond")  # a failure of its own in both tests: said once, as before
     assert confirmation_lines(conf, 1)[1].endswith(": a failure of its own")
 

@@ -209,12 +209,12 @@ def confirmation_lines(conf, i):
                 f"{b['error_rate_in']:.2f} against {b['error_rate_out']:.2f}, but "
             )
             # the group is a failure: what fails in it is the stronger finding, which its statement adds a condition
-            # to (a twenty-seventh user's failure group was told its statement "goes with that failure")
+            # to (a twenty-seventh user's failure group was told its statement "goes with that failure"), or leaves
+            # one out of (trial 38's "walnut, wet" beside "walnut, on a roller conveyor, wet" was said to add one)
             lines.append(
                 f"{beyond}what fails here is said by a stronger confirmed statement"
                 + (f' ("{first}")' if first else "")
-                + ": this group's statement adds a condition that goes with that failure (the findings are listed "
-                "first)"
+                + f": this group's statement {_beside(s, first, conf['statements'])} (the findings are listed first)"
             )
         elif b is not None:
             lines.append(
@@ -231,6 +231,20 @@ def confirmation_lines(conf, i):
         )
         lines.append(f"without {said}: {a['n']} images, {a['error_rate']:.2f}; {kept}: {condition_verdict(a)}")
     return lines
+
+
+def _beside(statement, stronger, statements):
+    """How a companion's statement stands to the stronger one it goes with, by their conditions (run-layer words)."""
+    def conditions(st):
+        return {c.strip() for c in (st.get("conditions") or "").split(";") if c.strip()}
+
+    own = conditions(statement)
+    other = next((conditions(st) for st in statements if st["text"] == stronger), set())
+    if own and other and own < other:
+        return "leaves out a condition of that one, so it holds beyond what fails"
+    if own and other and not own > other:
+        return "goes with that failure, with conditions of its own"
+    return "adds a condition that goes with that failure"
 
 
 def holds_words(s):
