@@ -316,6 +316,59 @@ def ablation(region: ArrayLike, wider: Sequence[ArrayLike], failed: ArrayLike, r
     return out
 
 
+def narrowing(region: ArrayLike, narrower: Sequence[ArrayLike], failed: ArrayLike, rows: ArrayLike) -> dict[str, Any]:
+    """The one added condition a statement most surely lacks: the images it would leave out fail like the rest.
+
+    The ablation's question the other way round (module docstring): a statement can hold more widely than its
+    failure ("a walnut plank, with wet patches", where only the planks on the roller conveyor fail). Adding a
+    condition narrows the region; the images it leaves out (the statement holds for them, the condition does not)
+    are tested against the midpoint of the statement's error rate inside and outside its region, one-sided at
+    `ABLATION_ALPHA`, as a needed condition's excluded images are.
+
+    Parameters
+    ----------
+    region : array-like of bool, shape (n,)
+        The statement's region.
+    narrower : list of array-like of bool, shape (n,)
+        Per candidate condition, the region of the statement with it.
+    failed : array-like of bool, shape (n,)
+    rows : array-like of int
+        The confirmation images.
+
+    Returns
+    -------
+    dict or None
+        ``index`` (of the candidate), ``n`` and ``error_rate`` of its region, ``n_left_out`` and
+        ``error_rate_left_out`` (the images only it leaves out) and ``p_value``, for the candidate of smallest
+        p-value among those with at least `ABLATION_MIN_IMAGES` left out at p ≤ `ABLATION_ALPHA`; None when none.
+    """
+    inside, f = _on_rows(region, failed, rows)
+    if not inside.any() or inside.all():
+        return None
+    r_in, r_out = float(f[inside].mean()), float(f[~inside].mean())
+    if r_in <= r_out:
+        return None
+    best, key = None, None
+    for j, w in enumerate(narrower):
+        small = np.asarray(w, dtype=bool)[np.asarray(rows, dtype=np.int64)] & inside
+        left = inside & ~small
+        n_x, k_x, n_s = int(left.sum()), int(f[left].sum()), int(small.sum())
+        if n_x < ABLATION_MIN_IMAGES or not n_s:
+            continue
+        p = at_most(k_x, n_x, (r_in + r_out) / 2)
+        like_the_rest = at_least(k_x, n_x, r_out) > ABLATION_ALPHA  # a confounder's leave a little failure behind
+        if p <= ABLATION_ALPHA and like_the_rest and (key is None or (k_x / n_x, p) < key):
+            key, best = (k_x / n_x, p), {
+                "index": j,
+                "n": n_s,
+                "error_rate": round(float(f[small].mean()), 4),
+                "n_left_out": n_x,
+                "error_rate_left_out": round(k_x / n_x, 4),
+                "p_value": float(f"{p:.3g}"),
+            }
+    return best
+
+
 def failure_outcome(performance: ArrayLike, hard: BoolArray, easy: BoolArray) -> tuple[BoolArray, BoolArray, str]:
     """What 'the model fails' means on held-out images, and which images count.
 

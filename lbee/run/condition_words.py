@@ -44,4 +44,14 @@ def conditions_said(s):
     said = [
         f"'{a.get('phrase') or a['condition']}' {condition_verdict(a, short=True)}" for a in s.get("ablation") or ()
     ]
-    return f"; its conditions: {', '.join(said)}" if said else ""
+    more = f"; it may need '{s['narrower']['phrase']}' too" if s.get("narrower") else ""
+    return (f"; its conditions: {', '.join(said)}" if said else "") + more
+
+
+def narrower_words(n):
+    """A statement's `narrower` record in words: the condition its failure may need too (trial 38)."""
+    return (
+        f"the failure may need '{n['phrase']}' too: the {n['n_left_out']} of its images without it fail at "
+        f"{n['error_rate_left_out']:.2f}, the {n['n']} with it at {n['error_rate']:.2f} (\"{n['with']}\"), "
+        f"p = {n['p_value']:.2g}"
+    )

@@ -23,6 +23,7 @@ from ..core.confirmation import (
     failure_outcome,
     held_out,
     is_confirmed,
+    narrowing,
     rank_key,
     region_test,
     split_strata,
@@ -194,6 +195,40 @@ def _ablate(part, index, tau, plan, statement, region, rows, relevance=None):
     return out
 
 
+def _narrow(part, index, tau, plan, statement, region, rows, relevance=None):
+    """The condition a composed statement most surely lacks (`lbee.core.confirmation.narrowing`), or None.
+
+    Every value of every key of the grammar the statement leaves open is a candidate (absences too); its region
+    is judged as the statement's was.
+    """
+    from ..grammar import format_conditions
+
+    conds, grammar = statement.get("conditions") or {}, index.grammar
+    if not conds or grammar is None:
+        return None
+    said = grammar.canonical(conds)
+    extra = []
+    for key, values in grammar.keys():
+        for value in values if key not in conds else ():
+            wider = {**conds, key: value}
+            if grammar.contradiction(grammar.implied(wider)) is None and grammar.canonical(wider) != said:
+                extra.append((key, value, wider))
+    if not extra:
+        return None
+    if statement.get("region") == "relevance" and relevance is not None and index.conditions is not None:
+        from ..io.relevance import compose_columns
+
+        regions = compose_columns(relevance, list(index.conditions[: relevance.shape[1]]), [w for *_, w in extra])
+    else:
+        regions = part.composed_relevance(index, [w for *_, w in extra], tau=tau)[1]
+    best = narrowing(region, list(regions.T), plan.failed, rows)
+    if best is not None:
+        key, value, wider = extra[best.pop("index")]
+        best.update(condition=format_conditions({key: value}), phrase=grammar.phrase(key, value))
+        best["with"] = grammar.render(wider)
+    return best
+
+
 def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
     """Test every statement on the held-out images, rank the hypotheses, and return what the run records.
 
@@ -241,6 +276,7 @@ def confirm_run(plan, part, exps, index, tau, performance=None, relevance=None):
             s["significant"] = bool(q[j] <= CONFIRM_Q)  # q alone, without the effect asked (issue 33's definition)
             if s["confirmed"]:
                 s["ablation"] = _ablate(part, index, tau, plan, s, regions[:, j], rows, relevance)
+                s["narrower"] = _narrow(part, index, tau, plan, s, regions[:, j], rows, relevance)
             if "conditions" in s:
                 from ..grammar import format_conditions
 

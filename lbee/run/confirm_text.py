@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.confirmation import CONFIRM_Q, MIN_EFFECT
-from .condition_words import condition_verdict, conditions_said
+from .condition_words import condition_verdict, conditions_said, narrower_words
 
 
 def adds_a_failure(statement):
@@ -43,6 +43,8 @@ def ranked_statements(conf):
             entry["may_be_misses_of"] = statements[within]["text"]
         if s.get("ablation"):  # the words the terminal and the reports say (trial 29 read two for one verdict)
             entry["conditions"] = {a.get("phrase") or a["condition"]: condition_verdict(a) for a in s["ablation"]}
+        if s.get("narrower"):
+            entry["may_need"] = narrower_words(s["narrower"])
         out.append(entry)
     return out
 
@@ -230,6 +232,8 @@ def confirmation_lines(conf, i):
             else f"the {a['n_excluded']} it kept out fail at {a['error_rate_excluded']:.2f}"
         )
         lines.append(f"without {said}: {a['n']} images, {a['error_rate']:.2f}; {kept}: {condition_verdict(a)}")
+    if s.get("narrower"):
+        lines.append(narrower_words(s["narrower"]))
     return lines
 
 
