@@ -24,11 +24,59 @@ def ensure_ray(address=None):
     """
     ray = import_ray()
     if not ray.is_initialized():
-        private = {} if address else _private_local_ray()
+        # 'local' is a new local Ray too: Ray's shared TMPDIR/ray held its session, another user's folder (sweep 32av)
+        local = address in (None, "", "local")
+        private = _private_local_ray() if local else {}
         ray.init(
-            address=address or "local", include_dashboard=False, log_to_driver=False, logging_level="ERROR", **private
+            address="local" if local else _joined_address(address),
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+            **private,
         )
     return ray
+
+
+def _joined_address(address):
+    """The cluster ``address`` names; for 'auto', read only from a file no other user can change.
+
+    Ray's 'auto' takes ``RAY_ADDRESS``, else the address in ``TMPDIR/ray/ray_current_cluster``, else any cluster
+    it sees running: another user who wrote that file, or ran a cluster, would be sent the images and the model
+    (sweep 32av B1). Here the file is read where its folder and itself are this user's or root's alone, and 'auto'
+    is refused otherwise.
+    """
+    import os
+    import stat
+    import tempfile
+
+    from .io.folder_trust import untrusted_folder
+
+    if address != "auto" or os.environ.get("RAY_ADDRESS"):  # an address given, or the user's own environment's
+        return address
+    try:
+        from ray._private.utils import get_ray_address_file
+
+        path = get_ray_address_file(None)
+    except (ImportError, AttributeError):  # another Ray: its documented default place
+        path = os.path.join(tempfile.gettempdir(), "ray", "ray_current_cluster")
+    give = "give the cluster's address (--ray-address HOST:PORT) or set RAY_ADDRESS"
+    found = untrusted_folder(os.path.dirname(path))
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise ValueError(f"--ray-address auto: no cluster address in {path} (`ray start --head` writes it); {give}.")
+    me = os.geteuid() if hasattr(os, "geteuid") else st.st_uid
+    if found is None and not stat.S_ISREG(st.st_mode):
+        found = (path, "not a regular file")
+    elif found is None and (st.st_uid not in (me, 0) or st.st_mode & 0o022):
+        found = (path, "another user can change it")
+    if found is not None:
+        raise ValueError(
+            f"--ray-address auto reads the cluster's address from {path}, but {found[0]} is not safe ({found[1]}): "
+            f"another user could send lbee's images and model to a cluster of theirs; {give}."
+        )
+    with open(path, encoding="utf-8") as fh:
+        return fh.read().strip()
 
 
 # Ray's own sources of a cluster token; where the user set any of them, Ray's choice is theirs
