@@ -64,7 +64,9 @@ def _joined_address(address):
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        raise ValueError(f"--ray-address auto: no cluster address in {path} (`ray start --head` writes it); {give}.")
+        raise ValueError(
+            f"--ray-address auto: no cluster address in {path} (`ray start --head` writes it); {give}."
+        ) from None
     me = os.geteuid() if hasattr(os, "geteuid") else st.st_uid
     if found is None and not stat.S_ISREG(st.st_mode):
         found = (path, "not a regular file")

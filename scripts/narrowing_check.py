@@ -81,7 +81,9 @@ def main(argv=None):
             for seed in range(*args.seeds):
                 g, b = check(family, seed, args.quality, by_gamma, args.n, sets[family])
                 good, bad = good + g, bad + b
-        print(f"by {'Γ' if by_gamma else 'the encoder'}: {good} of {good + bad} conditions said are a planted failure's")
+        print(
+            f"by {'Γ' if by_gamma else 'the encoder'}: {good} of {good + bad} conditions said are a planted failure's"
+        )
 
 
 if __name__ == "__main__":

@@ -758,7 +758,11 @@ def test_a_group_whose_statement_goes_with_a_stronger_one_says_so_beside_its_own
     for own, stronger, said in [
         ("blob.color=red", "blob.color=red; border.color=yellow", "leaves out a condition of that one"),
         ("blob.color=red; border.color=yellow", "blob.color=red", "adds a condition that goes with that failure"),
-        ("blob.color=red; border.color=yellow", "blob.color=red; blob.size=large", "goes with that failure, with conditions"),
+        (
+            "blob.color=red; border.color=yellow",
+            "blob.color=red; blob.size=large",
+            "goes with that failure, with conditions",
+        ),
     ]:
         conf["statements"][1]["conditions"], conf["statements"][0]["conditions"] = own, stronger
         assert f"this group's statement {said}" in confirmation_lines(conf, 1)[1]

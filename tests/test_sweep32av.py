@@ -56,3 +56,62 @@ def test_ray_auto_reads_only_an_address_file_no_other_user_can_change(tmp_path, 
         _joined_address("auto")
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.7:6379")  # the user's own environment decides
     assert _joined_address("auto") == "auto"
+
+
+def _world(folder, definition='{"version": 2, "dataset": {"layers": []}}'):
+    (folder / "images" / "test").mkdir(parents=True)
+    (folder / "ec.json").write_text(definition)
+    (folder / "metadata.parquet").write_bytes(b"")
+    (folder / "model.pt").write_bytes(b"")
+    return folder / "images" / "test"
+
+
+def test_only_a_whole_saved_world_of_this_user_lifts_the_spotcheck_caveat(tmp_path):
+    """B3: any file named ec.json above the images lifted the caveat: another user's empty /tmp/ec.json, for every
+    run under /tmp."""
+    from lbee.encoders import encoder_caveat
+
+    images = _world(tmp_path / "world")
+    assert encoder_caveat("spotcheck", images) is None
+    assert encoder_caveat("spotcheck", tmp_path / "world") is None  # the world itself
+    (tmp_path / "world" / "ec.json").write_text("")  # an empty (or any non-definition) ec.json
+    assert encoder_caveat("spotcheck", images) is not None
+    (tmp_path / "world" / "ec.json").write_text('{"version": 2, "dataset": {"layers": []}}')
+    os.chmod(tmp_path / "world" / "ec.json", 0o666)  # another user could write it
+    assert encoder_caveat("spotcheck", images) is not None
+    os.chmod(tmp_path / "world" / "ec.json", 0o644)
+    (tmp_path / "world" / "model.pt").unlink()  # not a whole world
+    assert encoder_caveat("spotcheck", images) is not None
+    (tmp_path / "ec.json").write_text("{}")  # an ec.json above a folder that is no world's images
+    (tmp_path / "photos").mkdir()
+    assert encoder_caveat("spotcheck", tmp_path / "photos") is not None
+
+
+def test_the_spotcheck_caveat_is_kept_with_the_embeddings(tmp_path):
+    """B2: `lbee embed --encoder spotcheck` warned, but wrote no caveat: a describe of those embeddings, and
+    `lbee.audit(provenance=)`, said nothing of it."""
+    import json
+
+    import numpy as np
+    from click.testing import CliRunner
+    from PIL import Image
+
+    from lbee.cli import cli
+    from lbee.run.identity import means_nothing
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    rng = np.random.default_rng(0)
+    for k in range(4):
+        Image.fromarray(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(photos / f"p{k}.png")
+    r = CliRunner().invoke(cli, ["embed", str(photos), "--encoder", "spotcheck", "--out", str(tmp_path / "e")])
+    assert r.exit_code == 0, r.output
+    record = json.loads((tmp_path / "e" / "embeddings.provenance.json").read_text())
+    assert "trained on SpotCheck renders only" in record["encoder"]["caveat"] and means_nothing(record["encoder"])
+    images = _world(tmp_path / "world")
+    for k in range(4):
+        Image.fromarray(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(images / f"p{k}.png")
+    r = CliRunner().invoke(cli, ["embed", str(images), "--encoder", "spotcheck", "--out", str(tmp_path / "w")])
+    assert r.exit_code == 0, r.output
+    record = json.loads((tmp_path / "w" / "embeddings.provenance.json").read_text())
+    assert "caveat" not in record["encoder"] and not means_nothing(record["encoder"])

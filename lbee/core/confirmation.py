@@ -316,7 +316,9 @@ def ablation(region: ArrayLike, wider: Sequence[ArrayLike], failed: ArrayLike, r
     return out
 
 
-def narrowing(region: ArrayLike, narrower: Sequence[ArrayLike], failed: ArrayLike, rows: ArrayLike) -> dict[str, Any]:
+def narrowing(
+    region: ArrayLike, narrower: Sequence[ArrayLike], failed: ArrayLike, rows: ArrayLike
+) -> dict[str, Any] | None:
     """The one added condition a statement most surely lacks: the images it would leave out fail like the rest.
 
     The ablation's question the other way round (module docstring): a statement can hold more widely than its
@@ -348,7 +350,8 @@ def narrowing(region: ArrayLike, narrower: Sequence[ArrayLike], failed: ArrayLik
     r_in, r_out = float(f[inside].mean()), float(f[~inside].mean())
     if r_in <= r_out:
         return None
-    best, key = None, None
+    best: dict[str, Any] | None = None
+    key: tuple[float, float] | None = None
     for j, w in enumerate(narrower):
         small = np.asarray(w, dtype=bool)[np.asarray(rows, dtype=np.int64)] & inside
         left = inside & ~small
@@ -358,14 +361,17 @@ def narrowing(region: ArrayLike, narrower: Sequence[ArrayLike], failed: ArrayLik
         p = at_most(k_x, n_x, (r_in + r_out) / 2)
         like_the_rest = at_least(k_x, n_x, r_out) > ABLATION_ALPHA  # a confounder's leave a little failure behind
         if p <= ABLATION_ALPHA and like_the_rest and (key is None or (k_x / n_x, p) < key):
-            key, best = (k_x / n_x, p), {
-                "index": j,
-                "n": n_s,
-                "error_rate": round(float(f[small].mean()), 4),
-                "n_left_out": n_x,
-                "error_rate_left_out": round(k_x / n_x, 4),
-                "p_value": float(f"{p:.3g}"),
-            }
+            key, best = (
+                (k_x / n_x, p),
+                {
+                    "index": j,
+                    "n": n_s,
+                    "error_rate": round(float(f[small].mean()), 4),
+                    "n_left_out": n_x,
+                    "error_rate_left_out": round(k_x / n_x, 4),
+                    "p_value": float(f"{p:.3g}"),
+                },
+            )
     return best
 
 

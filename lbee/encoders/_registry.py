@@ -161,27 +161,57 @@ def check_encoder_spec(spec, *, weights=False):
     return backend, model, tag
 
 
+def _in_saved_world(here):
+    """Whether ``here`` is a saved SpotCheck world of this user's or root's, or lies in its ``images`` folder.
+
+    Any ``ec.json`` above the images lifted the caveat, and an empty one another user left in /tmp took it from
+    every run under /tmp (sweep 32av B3): the world must be whole (`lbee.spotcheck.EC_ENTRIES`), its ``ec.json``
+    a definition, and neither it nor its folder changeable by another user.
+    """
+    import json
+    import os
+    import stat
+
+    from ..spotcheck import EC_ENTRIES, MAX_EC_JSON_BYTES
+
+    me = os.geteuid() if hasattr(os, "geteuid") else None
+    for world in (here, *here.parents):
+        if here not in (world, world / "images") and world / "images" not in here.parents:
+            continue
+        try:
+            checked = [os.lstat(world), os.lstat(world / "ec.json")]
+            whole = all(os.path.lexists(world / name) for name in EC_ENTRIES)
+            ours = me is None or all(st.st_uid in (me, 0) and not st.st_mode & 0o022 for st in checked)
+            if not (whole and ours and stat.S_ISREG(checked[1].st_mode) and checked[1].st_size <= MAX_EC_JSON_BYTES):
+                continue
+            definition = json.loads((world / "ec.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(definition, dict) and isinstance(definition.get("dataset"), dict):
+            return True
+    return False
+
+
 def encoder_caveat(spec, images=None):
     """A plain warning when an encoder cannot describe ordinary images, else None.
 
     ``spotcheck`` is trained on SpotCheck renders only (on photos every image
     comes out alike, "a red square"), so it is warned about unless ``images``
-    (a folder or manifest) lies inside a saved SpotCheck world (a folder with
-    ``ec.json``); ``@random`` weights embed noise. Either runs the pipeline,
-    but the sentences chosen mean nothing.
+    (a folder or manifest) lies in a saved SpotCheck world (`_in_saved_world`);
+    ``@random`` weights embed noise. Either runs the pipeline, but the
+    sentences chosen mean nothing.
     """
     from pathlib import Path
 
     backend, model, tag = parse_encoder_spec(spec)
-    if backend == "spotcheck" and images is not None:
-        here = Path(images).resolve()
-        if any((p / "ec.json").is_file() for p in (here, *here.parents)):
-            return None
+    if backend == "spotcheck" and images is not None and _in_saved_world(Path(images).resolve()):
+        return None
     if backend == "spotcheck":
         return (
             f"encoder {spec!r} was trained on SpotCheck renders only, and these images lie in no saved SpotCheck "
-            "world (no ec.json above them): unless they are SpotCheck renders, its embeddings do not follow the "
-            "image content and the sentences chosen will be meaningless. Use open_clip for real images."
+            "world of yours (no ec.json of a whole world above them): unless they are SpotCheck renders, its "
+            "embeddings do not follow the image content and the sentences chosen will be meaningless. Use open_clip "
+            "for real images."
         )
     if is_random_tag(tag):
         return RANDOM_WEIGHTS_BANNER.format(encoder=spec.rsplit("@", 1)[0])

@@ -52,6 +52,6 @@ def narrower_words(n):
     """A statement's `narrower` record in words: the condition its failure may need too (trial 38)."""
     return (
         f"the failure may need '{n['phrase']}' too: the {n['n_left_out']} of its images without it fail at "
-        f"{n['error_rate_left_out']:.2f}, the {n['n']} with it at {n['error_rate']:.2f} (\"{n['with']}\"), "
+        f'{n["error_rate_left_out"]:.2f}, the {n["n"]} with it at {n["error_rate"]:.2f} ("{n["with"]}"), '
         f"p = {n['p_value']:.2g}"
     )

@@ -239,6 +239,7 @@ def confirmation_lines(conf, i):
 
 def _beside(statement, stronger, statements):
     """How a companion's statement stands to the stronger one it goes with, by their conditions (run-layer words)."""
+
     def conditions(st):
         return {c.strip() for c in (st.get("conditions") or "").split(";") if c.strip()}
 

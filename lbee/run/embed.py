@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .identity import is_random_spec
 from .models import encoder_caveat, load_encoder
 
 #: The files of each part of ``lbee embed``'s output, each replaced as one unit (an array, its provenance, its rows).
@@ -106,6 +107,10 @@ def embed_to_folder(
     caveat = encoder_caveat(encoder_spec, images) if images is not None else None
     if caveat and log:  # said once, before the work
         log(f"Warning: {caveat}")
+
+    def noted(identity):  # the caveat travels with the embeddings: every run of them says it (sweep 32av B2)
+        return dict(identity, caveat=caveat) if caveat and not is_random_spec(encoder_spec) else identity
+
     sset = load_sentence_set(sentence_set) if sentence_set is not None else None  # before any embedding
     imgs = discover_images(images) if images is not None else None
     # ids.txt names a folder's images relative to it: the folder is recorded with them (a manifest names its own)
@@ -133,7 +138,7 @@ def embed_to_folder(
                 make_provenance(
                     "image_embeddings",
                     result.embeddings,
-                    identity=result.encoder_identity,
+                    identity=noted(result.encoder_identity),
                     tau=result.encoder_tau,
                     spec=encoder_spec,
                     images_folder=folder,
@@ -152,6 +157,7 @@ def embed_to_folder(
                     "image_embeddings",
                     result.embeddings,
                     encoder=encoder,
+                    identity=noted(encoder.identity()),
                     spec=encoder_spec,
                     images_folder=folder,
                     row_ids=[i for i, good in zip(imgs.ids, result.ok) if good],

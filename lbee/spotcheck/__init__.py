@@ -17,7 +17,7 @@ from ._classifier import (
     verification_failure,
     verify_blindspots,
 )
-from ._configuration import EC_ENTRIES, EC_VERSION, CorruptECError, ExperimentalConfiguration
+from ._configuration import EC_ENTRIES, EC_VERSION, MAX_EC_JSON_BYTES, CorruptECError, ExperimentalConfiguration
 from ._counterfactual import (
     N_COUNTERFACTUAL,
     NEEDED_ACCURACY,
@@ -52,6 +52,7 @@ __all__ = [
     "COLORS",
     "DEFAULT_GATE",
     "EC_ENTRIES",
+    "MAX_EC_JSON_BYTES",
     "EC_VERSION",
     "N_COUNTERFACTUAL",
     "NEEDED_ACCURACY",
