@@ -115,3 +115,54 @@ def test_the_spotcheck_caveat_is_kept_with_the_embeddings(tmp_path):
     assert r.exit_code == 0, r.output
     record = json.loads((tmp_path / "w" / "embeddings.provenance.json").read_text())
     assert "caveat" not in record["encoder"] and not means_nothing(record["encoder"])
+
+
+def _preds(rng, n=60, classes=("sports", "politics", "science")):
+    import numpy as np
+    import pandas as pd
+
+    probs = rng.dirichlet(np.ones(len(classes)), size=n)
+    top = probs.argmax(1)
+    truth = np.where(rng.random(n) < 0.8, top, rng.integers(0, len(classes), n))  # right on about 85 %
+    table = pd.DataFrame({"image": [f"i{k}.png" for k in range(n)]})
+    for j, c in enumerate(classes):
+        table[f"prob_{c}"] = probs[:, j]
+    return table, truth
+
+
+@pytest.mark.parametrize("column", ["topic", "confirmed_label", "problem_type", "hatch_class", "maximum_label"])
+def test_words_that_only_begin_like_the_models_do_not_hide_a_label_column(column):
+    """B4: 'topic' was read as 'top', 'confirmed' as 'conf', 'problem' as 'prob': the true classes slipped past."""
+    import numpy as np
+
+    from lbee.io.label_lookalike import label_lookalike
+
+    table, truth = _preds(np.random.default_rng(0))
+    table[column] = np.asarray(["sports", "politics", "science"])[truth]
+    assert label_lookalike(table) == column
+
+
+def test_the_classes_in_another_case_or_as_indices_read_as_the_labels():
+    """B4: 'SPORTS' against prob_sports, and class indices against prob_0..prob_2, slipped past."""
+    import numpy as np
+
+    from lbee.io.label_lookalike import label_lookalike
+
+    rng = np.random.default_rng(1)
+    table, truth = _preds(rng)
+    table["category"] = np.asarray(["SPORTS", "Politics", "science"])[truth]
+    assert label_lookalike(table) == "category"
+    table["category"] = np.asarray(["sports", "politics", "art"])[truth]  # a class without a prob_ column
+    table.loc[table["category"] == "art", "category"] = "sports"
+    table.loc[0, "category"] = "art"
+    assert label_lookalike(table) == "category"
+    table, truth = _preds(rng, classes=("0", "1", "2"))
+    table["Category"] = truth
+    assert label_lookalike(table) == "Category"
+    # whole numbers that are not the labels: a fold, a seed, the model's own argmax, the predicted class
+    table, truth = _preds(rng, n=300, classes=("0", "1", "2"))
+    table["fold"] = rng.integers(0, 3, 300)
+    table["seed"] = 1
+    table["argmax_class"] = table[["prob_0", "prob_1", "prob_2"]].to_numpy().argmax(1)
+    table["epoch"] = table["argmax_class"]
+    assert label_lookalike(table) is None

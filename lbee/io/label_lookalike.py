@@ -22,6 +22,15 @@ LABEL_WORDS = frozenset(
     }
 )  # fmt: skip
 NOT_LABEL_WORDS = ("pred", "prob", "score", "conf", "logit", "output", "top", "argmax", "best", "max", "guess", "hat")
+#: A word of a column name that says it holds the model's output: one of `NOT_LABEL_WORDS`, whole or inflected
+#: ('preds', 'probability', 'top1'), not any word they begin ('topic', 'confirmed', 'problem', 'hatch': sweep 32av B4).
+_MODEL_WORD = re.compile(
+    r"(pred(s|icted|iction|ictions)?|prob(s|a|ability|abilities)?|scores?|conf(idence)?|logits?|outputs?"
+    r"|top\d*|topk|argmax|best|max|guess|hat|yhat)"
+)
+#: The share of a column's values that must name the classes for it to read as the labels (`label_lookalike`): a
+#: class absent from the ``prob_`` columns is a labelling problem, not a reason to pass the column by (sweep 32av B4).
+CLASS_SHARE = 0.9
 
 
 def column_words(name):
@@ -42,7 +51,7 @@ def label_like(words):
 
 def _names_the_model(words):
     """Whether a column name (`column_words`) says it holds the model's output: 'pred_class', 'top1', 'class_hat'."""
-    return any(w.startswith(NOT_LABEL_WORDS) for w in words.split("_") if w)
+    return any(_MODEL_WORD.fullmatch(w) for w in words.split("_") if w)
 
 
 def label_lookalike(table):
@@ -50,7 +59,9 @@ def label_lookalike(table):
 
     Named like one (`label_like`, and the names `lbee.io.predictions` suggests 'label' for) with values that can
     be classes (text or whole numbers: not 'label_noise' or 'has_label'); or, whatever its name, text naming the
-    ``prob_<class>`` columns' classes, at least two of them, and not the most probable class on every row.
+    ``prob_<class>`` columns' classes in any case (`CLASS_SHARE` of its values, at least two classes), and not the
+    most probable class on every row; or whole numbers naming ``prob_0``, ``prob_1``, ... that agree with the most
+    probable class on at least half of the rows but not on all (the labels of a model better than chance).
     """
     from .predictions import ID_COLUMNS, _unread_lookalikes
 
@@ -65,16 +76,23 @@ def label_lookalike(table):
     found = next((c for c in named if _could_be_classes(table[c])), None)
     if found is not None or len(prob_cols) < 2:
         return found
-    classes = [c[len("prob_") :] for c in prob_cols]
+    classes = [c[len("prob_") :].lower() for c in prob_cols]  # 'SPORTS' names prob_sports (sweep 32av B4)
     top = _most_probable(table, prob_cols, classes)
     read = {idc, "confidence", "pred", "performance", *prob_cols}
     for c in cols:
-        if c in read or table[c].dtype.kind not in "OSU" or _names_the_model(column_words(c)):
+        kind = table[c].dtype.kind
+        if c in read or kind not in "OSUiu" or _names_the_model(column_words(c)):
             continue  # a 'pred_label' or 'top1' column may name classes other than the most probable's
-        values = table[c].dropna().astype(str).str.strip()
-        if len(values) and values.isin(classes).all() and values.nunique() >= 2:
-            if top is None or not (values == top[values.index]).all():
+        values = table[c].dropna().astype(str).str.strip().str.lower()
+        named = values.isin(classes)
+        if not len(values) or named.mean() < CLASS_SHARE or values[named].nunique() < 2:
+            continue
+        agree = None if top is None else float((values == top[values.index]).mean())
+        if kind in "iu":  # class indices (prob_0, prob_1, ...): a 'fold' or 'seed' holds such numbers too; the
+            if agree is not None and 0.5 <= agree < 1:  # labels agree with the model on most rows, not on all
                 return c
+        elif agree is None or agree < 1:
+            return c
     return None
 
 
