@@ -80,3 +80,15 @@ def test_a_finding_broader_than_its_failure_says_what_it_may_need(tmp_path):
 
     listed = ranked_statements(result.main.extra["confirmation"])
     assert any(e.get("may_need", "").startswith("the failure may need '") for e in listed)
+
+
+def test_a_malformed_narrower_record_is_not_said():
+    """A record read back from an edited or older explanation.json is said only when whole (no traceback)."""
+    from lbee.run.condition_words import conditions_said, narrower_words
+
+    whole = {"phrase": "on a roller conveyor", "with": "A photo", "n_left_out": 14, "n": 44}
+    whole.update(error_rate_left_out=0.0, error_rate=0.8, p_value=0.0031)
+    assert narrower_words(whole).startswith("the failure may need 'on a roller conveyor' too: the 14 of its images")
+    assert conditions_said({"narrower": whole}) == "; it may need 'on a roller conveyor' too"
+    for broken in (None, "x", {**whole, "phrase": 3}, {**whole, "n": "14"}, {**whole, "p_value": True}):
+        assert narrower_words(broken) == "" and conditions_said({"narrower": broken}) == ""

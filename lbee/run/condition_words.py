@@ -44,12 +44,22 @@ def conditions_said(s):
     said = [
         f"'{a.get('phrase') or a['condition']}' {condition_verdict(a, short=True)}" for a in s.get("ablation") or ()
     ]
-    more = f"; it may need '{s['narrower']['phrase']}' too" if s.get("narrower") else ""
+    more = f"; it may need '{s['narrower']['phrase']}' too" if narrower_words(s.get("narrower")) else ""
     return (f"; its conditions: {', '.join(said)}" if said else "") + more
 
 
 def narrower_words(n):
-    """A statement's `narrower` record in words: the condition its failure may need too (trial 38)."""
+    """A statement's `narrower` record in words: the condition its failure may need too (trial 38); '' for none.
+
+    A record read back from a run's ``explanation.json`` is said only when whole (an older run has none).
+    """
+    text, number = (("phrase", "with"), ("n_left_out", "n", "error_rate_left_out", "error_rate", "p_value"))
+    if not (
+        isinstance(n, dict)
+        and all(isinstance(n.get(k), str) for k in text)
+        and all(isinstance(n.get(k), (int, float)) and not isinstance(n.get(k), bool) for k in number)
+    ):
+        return ""
     return (
         f"the failure may need '{n['phrase']}' too: the {n['n_left_out']} of its images without it fail at "
         f'{n["error_rate_left_out"]:.2f}, the {n["n"]} with it at {n["error_rate"]:.2f} ("{n["with"]}"), '

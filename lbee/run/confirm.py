@@ -210,9 +210,9 @@ def _narrow(part, index, tau, plan, statement, region, rows, relevance=None):
     extra = []
     for key, values in grammar.keys():
         for value in values if key not in conds else ():
-            wider = {**conds, key: value}
-            if grammar.contradiction(grammar.implied(wider)) is None and grammar.canonical(wider) != said:
-                extra.append((key, value, wider))
+            narrowed = {**conds, key: value}
+            if grammar.contradiction(grammar.implied(narrowed)) is None and grammar.canonical(narrowed) != said:
+                extra.append((key, value, narrowed))
     if not extra:
         return None
     if statement.get("region") == "relevance" and relevance is not None and index.conditions is not None:
@@ -223,9 +223,9 @@ def _narrow(part, index, tau, plan, statement, region, rows, relevance=None):
         regions = part.composed_relevance(index, [w for *_, w in extra], tau=tau)[1]
     best = narrowing(region, list(regions.T), plan.failed, rows)
     if best is not None:
-        key, value, wider = extra[best.pop("index")]
+        key, value, narrowed = extra[best.pop("index")]
         best.update(condition=format_conditions({key: value}), phrase=grammar.phrase(key, value))
-        best["with"] = grammar.render(wider)
+        best["with"] = grammar.render(narrowed)
     return best
 
 

@@ -43,7 +43,7 @@ def ranked_statements(conf):
             entry["may_be_misses_of"] = statements[within]["text"]
         if s.get("ablation"):  # the words the terminal and the reports say (trial 29 read two for one verdict)
             entry["conditions"] = {a.get("phrase") or a["condition"]: condition_verdict(a) for a in s["ablation"]}
-        if s.get("narrower"):
+        if narrower_words(s.get("narrower")):
             entry["may_need"] = narrower_words(s["narrower"])
         out.append(entry)
     return out
@@ -232,7 +232,7 @@ def confirmation_lines(conf, i):
             else f"the {a['n_excluded']} it kept out fail at {a['error_rate_excluded']:.2f}"
         )
         lines.append(f"without {said}: {a['n']} images, {a['error_rate']:.2f}; {kept}: {condition_verdict(a)}")
-    if s.get("narrower"):
+    if narrower_words(s.get("narrower")):
         lines.append(narrower_words(s["narrower"]))
     return lines
 
