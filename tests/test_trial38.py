@@ -1,6 +1,7 @@
 """Trial 38 (a sawmill's plank grader): a confirmed finding broader than its failure, said to be so."""
 
 import numpy as np
+import pytest
 
 
 def _planks(rng, n=600):
@@ -30,13 +31,17 @@ def test_narrowing_names_the_condition_whose_absence_fails_like_the_rest():
     assert narrowing(walnut_wet, [roller], leaky, rows) is None
 
 
-def test_a_finding_broader_than_its_failure_says_what_it_may_need(tmp_path):
+@pytest.mark.parametrize("block", [64, 1])
+def test_a_finding_broader_than_its_failure_says_what_it_may_need(tmp_path, monkeypatch, block):
     """Trial 38: "a walnut plank, with wet patches" (0.60) hid that the chain conveyor's fail 0 of 32 times."""
     from click.testing import CliRunner
 
     import lbee
+    import lbee.run.confirm
     from lbee.cli import cli
     from lbee.io.sentences import load_sentence_set
+
+    monkeypatch.setattr(lbee.run.confirm, "NARROW_BLOCK", block)  # candidates judged a block at a time, alike
 
     grammar = tmp_path / "planks.grammar.yaml"
     grammar.write_text(

@@ -195,6 +195,10 @@ def _ablate(part, index, tau, plan, statement, region, rows, relevance=None):
     return out
 
 
+#: Candidate conditions whose regions `_narrow` holds at once.
+NARROW_BLOCK = 64
+
+
 def _narrow(part, index, tau, plan, statement, region, rows, relevance=None):
     """The condition a composed statement most surely lacks (`lbee.core.confirmation.narrowing`), or None.
 
@@ -213,15 +217,20 @@ def _narrow(part, index, tau, plan, statement, region, rows, relevance=None):
             narrowed = {**conds, key: value}
             if grammar.contradiction(grammar.implied(narrowed)) is None and grammar.canonical(narrowed) != said:
                 extra.append((key, value, narrowed))
-    if not extra:
-        return None
-    if statement.get("region") == "relevance" and relevance is not None and index.conditions is not None:
-        from ..io.relevance import compose_columns
+    best = None
+    for start in range(0, len(extra), NARROW_BLOCK):  # (n, block) regions at a time: a million images, any grammar
+        block = [w for *_, w in extra[start : start + NARROW_BLOCK]]
+        if statement.get("region") == "relevance" and relevance is not None and index.conditions is not None:
+            from ..io.relevance import compose_columns
 
-        regions = compose_columns(relevance, list(index.conditions[: relevance.shape[1]]), [w for *_, w in extra])
-    else:
-        regions = part.composed_relevance(index, [w for *_, w in extra], tau=tau)[1]
-    best = narrowing(region, list(regions.T), plan.failed, rows)
+            regions = compose_columns(relevance, list(index.conditions[: relevance.shape[1]]), block)
+        else:
+            regions = part.composed_relevance(index, block, tau=tau)[1]
+        found = narrowing(region, list(regions.T), plan.failed, rows)
+        if found is not None:
+            found["index"] += start
+            rank = (found["error_rate_left_out"], found["p_value"])
+            best = found if best is None or rank < (best["error_rate_left_out"], best["p_value"]) else best
     if best is not None:
         key, value, narrowed = extra[best.pop("index")]
         best.update(condition=format_conditions({key: value}), phrase=grammar.phrase(key, value))
