@@ -478,8 +478,10 @@ def test_encoders_that_cannot_describe_photos_are_named(tmp_path):
     from lbee.encoders._registry import encoder_caveat
 
     assert "trained on SpotCheck renders only" in encoder_caveat("spotcheck", tmp_path)
-    (tmp_path / "ec.json").write_text("{}")
+    (tmp_path / "ec.json").write_text('{"version": 2, "dataset": {"layers": []}}')
     (tmp_path / "images").mkdir()
+    (tmp_path / "metadata.parquet").write_bytes(b"")
+    (tmp_path / "model.pt").write_bytes(b"")  # a whole world: an ec.json alone lifted it (sweep 32av B3)
     assert encoder_caveat("spotcheck", tmp_path / "images") is None  # a saved SpotCheck world's renders
     assert "the encoder open_clip:ViT-B-32 was never trained" in encoder_caveat("open_clip:ViT-B-32@random")
     assert encoder_caveat("open_clip:ViT-B-32@laion2b_s34b_b79k") is None
