@@ -159,6 +159,8 @@ def test_the_classes_in_another_case_or_as_indices_read_as_the_labels():
     table, truth = _preds(rng, classes=("0", "1", "2"))
     table["Category"] = truth
     assert label_lookalike(table) == "Category"
+    table["Category"] = np.where(np.arange(len(truth)) < 3, np.nan, truth)  # a blank cell: read as floats
+    assert label_lookalike(table) == "Category"
     # whole numbers that are not the labels: a fold, a seed, the model's own argmax, the predicted class
     table, truth = _preds(rng, n=300, classes=("0", "1", "2"))
     table["fold"] = rng.integers(0, 3, 300)

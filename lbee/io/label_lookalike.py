@@ -81,9 +81,12 @@ def label_lookalike(table):
     read = {idc, "confidence", "pred", "performance", *prob_cols}
     for c in cols:
         kind = table[c].dtype.kind
-        if c in read or kind not in "OSUiu" or _names_the_model(column_words(c)):
+        if c in read or not _could_be_classes(table[c]) or _names_the_model(column_words(c)):
             continue  # a 'pred_label' or 'top1' column may name classes other than the most probable's
-        values = table[c].dropna().astype(str).str.strip().str.lower()
+        values = table[c].dropna()
+        if kind == "f":  # class indices with a blank cell are read as floats: 1.0 names prob_1
+            values, kind = values.astype(np.int64), "i"
+        values = values.astype(str).str.strip().str.lower()
         named = values.isin(classes)
         if not len(values) or named.mean() < CLASS_SHARE or values[named].nunique() < 2:
             continue
