@@ -43,8 +43,8 @@ def ranked_statements(conf):
             entry["may_be_misses_of"] = statements[within]["text"]
         if s.get("ablation"):  # the words the terminal and the reports say (trial 29 read two for one verdict)
             entry["conditions"] = {a.get("phrase") or a["condition"]: condition_verdict(a) for a in s["ablation"]}
-        if narrower_words(s.get("narrower")):
-            entry["may_need"] = narrower_words(s["narrower"])
+        if may_need := narrower_words(s.get("narrower")):
+            entry["may_need"] = may_need
         out.append(entry)
     return out
 
@@ -232,16 +232,20 @@ def confirmation_lines(conf, i):
             else f"the {a['n_excluded']} it kept out fail at {a['error_rate_excluded']:.2f}"
         )
         lines.append(f"without {said}: {a['n']} images, {a['error_rate']:.2f}; {kept}: {condition_verdict(a)}")
-    if narrower_words(s.get("narrower")):
-        lines.append(narrower_words(s["narrower"]))
+    if said := narrower_words(s.get("narrower")):
+        lines.append(said)
     return lines
 
 
 def _beside(statement, stronger, statements):
     """How a companion's statement stands to the stronger one it goes with, by their conditions (run-layer words)."""
+    from ..grammar import parse_conditions
 
-    def conditions(st):
-        return {c.strip() for c in (st.get("conditions") or "").split(";") if c.strip()}
+    def conditions(st):  # as `lbee.run.confirm_rank.within_a_stronger` reads them; none where unreadable
+        try:
+            return set(parse_conditions(st.get("conditions") or "").items()) if isinstance(st, dict) else set()
+        except ValueError:
+            return set()
 
     own = conditions(statement)
     other = next((conditions(st) for st in statements if st["text"] == stronger), set())
