@@ -153,9 +153,9 @@ def make_provenance(
 
         record["images_folder"] = str(Path(images_folder).resolve())
     if kind == "image_embeddings" and row_ids is not None:
-        from .row_ids import ids_bytes
+        from .row_ids import ids_digest
 
-        record["ids_sha256"] = hashlib.sha256(ids_bytes(row_ids)).hexdigest()
+        record["ids_sha256"] = ids_digest(row_ids)
     from .._version import __version__
 
     record["lbee_version"] = __version__

@@ -37,6 +37,13 @@ def ids_bytes(ids):
     return "".join(f"{i}\n" for i in ids).encode()
 
 
+def ids_digest(ids):
+    """The ``ids_sha256`` a provenance record holds for ``ids``: the SHA-256 of `ids_bytes`, in hex."""
+    import hashlib
+
+    return hashlib.sha256(ids_bytes(ids)).hexdigest()
+
+
 #: Rows whose two image files are compared by content (spread over the rows): a whole folder taken for another
 #: shows at once, and the check stays a few file reads whatever the number of images.
 CONTENT_CHECKS = 32

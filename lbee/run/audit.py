@@ -241,11 +241,9 @@ def _encoder_of(provenance, X, ids):
             f"to {digest[:16]}…: expected the record of these embeddings (load_embeddings returns the two together)."
         )
     if ids is not None and provenance.get("ids_sha256") is not None:
-        import hashlib
+        from ..io.row_ids import ids_digest
 
-        from ..io.row_ids import ids_bytes
-
-        if hashlib.sha256(ids_bytes(ids)).hexdigest() != provenance["ids_sha256"]:
+        if ids_digest(ids) != provenance["ids_sha256"]:
             raise ValueError(
                 "`image_ids` are not the ids written with these embeddings (their ids.txt), in its order: each row "
                 "would be named as another image; expected ids.txt's lines, as lbee.io.row_ids reads them."
