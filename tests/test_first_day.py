@@ -279,6 +279,33 @@ def test_describe_on_the_demos_inputs_prints_no_warning_twice(demo_run, tmp_path
     assert r.stderr.count("Skipped 1 unreadable image") == 1 and "match no image" not in r.stderr, r.stderr
 
 
+def test_strict_refuses_a_predictions_row_whose_image_is_gone(demo_run, tmp_path):
+    """Trial 38: a row naming a deleted image was only a warning, even under --strict; now --strict stops on it
+    before any embedding, and without it the run goes on and warns."""
+    import shutil
+
+    out, _ = demo_run
+    rows = pd.read_csv(out / "inputs" / "predictions.csv").head(40)
+    (tmp_path / "imgs").mkdir()
+    for image in rows["image"]:
+        shutil.copy(out / image, tmp_path / "imgs" / image.rsplit("/", 1)[-1])
+    rows = rows.assign(image=rows["image"].str.rsplit("/", n=1).str[-1])
+    (tmp_path / "imgs" / rows["image"].iloc[3]).unlink()
+    rows.to_csv(tmp_path / "predictions.csv", index=False)
+    args = ["--cache-dir", str(tmp_path / "cache"), "describe", str(tmp_path / "imgs"), "--encoder", "spotcheck"]
+    args += ["--predictions", str(tmp_path / "predictions.csv"), "--clusters", "3", "--method", "tops"]
+    args += ["--sentences", str(out / "inputs" / "sentences.txt")]
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "strict"), "--strict"], obj={})
+    assert r.exit_code == 1, r.output
+    said = " ".join(r.output.split())  # the terminal wraps long lines
+    assert f"1 of 40 row(s) match no image of the run, first: '{rows['image'].iloc[3]}'" in said, r.output
+    assert "--strict refuses them" in said and "Traceback" not in said
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.npy"))  # refused before embedding
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "lenient")], obj={})
+    assert r.exit_code == 0, r.output
+    assert "1 of 40 row(s) match no image of the run and are ignored" in " ".join(r.output.split()), r.output
+
+
 def test_progress_bars_show_on_a_terminal_that_reports_no_size():
     """A new user's `lbee describe` under a pty nobody sized (`script`) drew no bar for a minute of embedding:
     tqdm hides a bar past the terminal's height, and such a terminal has 0 lines. The bars run in a subprocess

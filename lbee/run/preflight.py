@@ -76,7 +76,7 @@ def preflight(ds, models=None):
                 if ds.settings.per_class and not labelled:
                     raise ValueError(f"{PER_CLASS_NEEDS_LABELS} ({str(model.predictions)!r} has no 'label' column)")
                 if imgs is not None and ds.image_embeddings is None:  # every image needs its row, said now
-                    _check_rows(imgs, table_ids, f"predictions {str(model.predictions)!r}")
+                    _check_rows(imgs, table_ids, f"predictions {str(model.predictions)!r}", strict=ds.strict)
     if ds.settings.split_by in ("irfs", "saliency"):
         if ds.sensitivity is None:
             raise ValueError(f"split_by {ds.settings.split_by!r} needs a sensitivity run (`lbee sensitivity`).")
@@ -84,7 +84,7 @@ def preflight(ds, models=None):
             raise ValueError(f"sensitivity {str(ds.sensitivity)!r} does not exist.")
 
 
-def _check_rows(imgs, table_ids, source):
+def _check_rows(imgs, table_ids, source, *, strict=False):
     """Refuse a table without a row for some readable image, as the run would after embedding (`align_scores`).
 
     An image that cannot be read needs no row: the run skips it with a warning.
@@ -95,7 +95,7 @@ def _check_rows(imgs, table_ids, source):
     rows, _ = match_table_rows(table_ids, imgs.ids, imgs.paths, source=source)
     unread = {i for i in map(int, (rows < 0).nonzero()[0]) if not _readable(imgs.paths[i])}
     keep = [i for i in range(len(imgs.ids)) if i not in unread]
-    align_scores([imgs.ids[i] for i in keep], [imgs.paths[i] for i in keep], table_ids, source=source)
+    align_scores([imgs.ids[i] for i in keep], [imgs.paths[i] for i in keep], table_ids, source=source, strict=strict)
 
 
 def _readable(path):

@@ -10,7 +10,7 @@ from .models import load_model
 from .specs import Scores, probabilities_kind
 
 
-def align_scores(image_ids, image_paths, table_ids, *, source="the predictions file", skipped=()):
+def align_scores(image_ids, image_paths, table_ids, *, source="the predictions file", skipped=(), strict=False):
     """Row of the predictions table for each image (`lbee.io.matching.IdMatcher`'s rule).
 
     An id equal to the image's id or path matches; a shorter or longer one
@@ -19,6 +19,8 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
     without a row raise; table rows that match no image are reported as a
     warning with their count and the first few ids, except the rows of
     ``skipped`` images (paths of unreadable images, already warned about once).
+    With ``strict`` (``--strict``) such rows raise instead: a row whose image
+    is missing is usually a data bug in an audit (trial 38).
     """
     from .._validation import shown as cut
     from ..io.matching import IdMatcher, match_table_rows, report_unmatched
@@ -42,6 +44,12 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
             + _other_suffix(missing, unmatched)
             + " To analyse only the images that have a row, list them in a manifest (a CSV with a 'path' column) "
             "and give it instead of the folder."
+        )
+    if strict and unmatched:
+        raise ValueError(
+            f"{source}: {len(unmatched)} of {len(table_ids)} row(s) match no image of the run, first: "
+            f"{', '.join(cut(u) for u in unmatched[:3])}; --strict refuses them (without it they are ignored "
+            "with a warning). Restore the images, or drop their rows."
         )
     report_unmatched(len(unmatched), len(table_ids), what="image of the run", source=source, examples=unmatched)
     return rows
@@ -121,6 +129,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
                     table_ids,
                     source=f"predictions {str(model.predictions)!r}",
                     skipped=[path for path, _ in inputs.failures],
+                    strict=ds.strict,
                 )
             )
         if inputs.labels is not None:

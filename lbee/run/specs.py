@@ -68,7 +68,8 @@ class DatasetSpec:
     batch_size, num_workers : int
         Image decoding and encoding.
     strict : bool
-        Fail on the first unreadable image instead of skipping it.
+        Fail on the first unreadable image, or a predictions row that names no
+        image of the run, instead of skipping it with a warning.
     logits : bool
         The ``prob_<class>`` columns of the predictions tables hold logits: a
         softmax makes them probabilities.
