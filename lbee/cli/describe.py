@@ -141,7 +141,7 @@ from ._base import (
     is_flag=True,
     help="Also write report.html into --out: the same page as `lbee report` (no YAML needed).",
 )
-@click.option("--strict", is_flag=True, help="Fail on the first unreadable image, or a predictions row naming no image, instead of skipping it.")
+@click.option("--strict", is_flag=True, help="Stop on an unreadable image or a row naming no image, not skip it.")
 @batch_size_option(64, "Images of the encoder (or the model)")
 @click.option(
     "--num-workers",
