@@ -643,7 +643,7 @@ def test_report_check_with_root_reads_an_entry_as_the_service_reads_a_job(tmp_pa
     entry = tmp_path / "job.yaml"
     entry.write_text("name: meters\nspotcheck: {seed: 0}\nsentences: meters/sents.txt\n")
     r = CliRunner().invoke(cli, ["report", "--check", str(entry)], obj={})
-    assert r.exit_code == 2 and "Unknown sentence set 'meters/sents.txt': not a file" in r.output, r.output
+    assert r.exit_code == 2 and "Sentence file 'meters/sents.txt' does not exist" in r.output, r.output
     assert "Add --root DIR, the server's, to read its paths there" in " ".join(r.output.split())
     r = CliRunner().invoke(cli, ["report", "--check", str(entry), "--root", str(root)], obj={})
     assert r.exit_code == 0 and "(under --root" in r.output and "1 dataset(s), no problem found" in r.output, r.output

@@ -43,6 +43,11 @@ def test_user_file_and_rejections(tmp_path):
     # conditons` got neither)
     with pytest.raises(ValueError, match=r"did you mean 'conditions'\?.*street_scenes\.grammar"):
         load_sentence_set("conditons")
+    # a value with a folder or a suffix is a file that is missing, not an unknown set (trial 38's '../planks.txt')
+    with pytest.raises(ValueError, match=r"^Sentence file '[^']*/mine\.txtx' does not exist\. Built-in sets"):
+        load_sentence_set(str(tmp_path / "mine.txtx"))
+    with pytest.raises(ValueError, match=r"^Sentence file '\S*/mien\.txt' does not exist \(did you mean '\S*/mine"):
+        load_sentence_set(str(tmp_path / "mien.txt"))
     assert parse_sentences("x\n  \ny")[0] == ["x", "y"]
 
 

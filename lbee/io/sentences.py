@@ -390,10 +390,12 @@ def load_sentence_set(name_or_path):
                 from .._files import near_file
 
                 near = [n for n in [near_file(path)] if n is not None and n != ref]  # never itself (a race)
+            builtins = f"Built-in sets: {', '.join(names)} (`lbee sentences list` describes them)."
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            if "/" in ref or os.sep in ref or path.suffix:  # meant as a file: say so first (trial 38)
+                raise UnknownSentenceSet(f"Sentence file {ref!r} does not exist{hint}. {builtins}")
             raise UnknownSentenceSet(
-                f"Unknown sentence set {ref!r}: not a file and not a built-in set"
-                + (f" (did you mean {near[0]!r}?)" if near else "")
-                + f". Built-in sets: {', '.join(names)} (`lbee sentences list` describes them)."
+                f"Unknown sentence set {ref!r}: not a file and not a built-in set{hint}. {builtins}"
             )
         path = builtin
     from .confinement import read_text_file
