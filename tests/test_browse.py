@@ -507,3 +507,28 @@ def test_a_browser_saved_open_shows_its_first_page(demo_run, tmp_path):
         assert box.find_elements(By.CSS_SELECTOR, ".browse-grid figure")
     finally:
         driver.quit()
+
+
+def test_a_link_to_a_browser_opens_it(demo_run, tmp_path):
+    """Trial 38: report.html#browse-g-ward-0 scrolled to a closed browser; a link to it (or to anything inside a
+    fold) now opens it, with its first page, as the page loads and when the link is followed on the page."""
+    from selenium.webdriver.common.by import By
+
+    out, _ = demo_run
+    driver = _browser(tmp_path)
+    try:
+        driver.get((out / "report.html").resolve().as_uri() + "#browse-g-ward-0")
+        box = driver.find_element(By.ID, "browse-g-ward-0")
+        for _ in range(50):
+            if box.get_attribute("data-page"):
+                break
+            time.sleep(0.05)
+        first = (box.get_attribute("open") is not None, box.get_attribute("data-page"))
+        other = driver.find_element(By.ID, "browse-g-ward-1")
+        closed_before = other.get_attribute("open") is None
+        driver.execute_script("location.hash = '#browse-g-ward-1'")
+        time.sleep(0.3)
+        second = other.get_attribute("open") is not None
+    finally:
+        driver.quit()
+    assert first == (True, "1") and closed_before and second, (first, closed_before, second)
