@@ -33,7 +33,7 @@ from .._blas import one_blas_thread
 from ..typing import IntArray
 from .binomial import at_least
 from .compose import SMOOTH, ComposeSearch, Conjunction, Vector, _lift, _State
-from .explaining_away import explained_away
+from .explaining_away import explained_away, explained_in
 
 #: Failures collected at most (each round covers one).
 MAX_ROUNDS = 8
@@ -91,6 +91,7 @@ def discover_failures(search: ComposeSearch, *, max_rounds: int = MAX_ROUNDS) ->
                 break
             state, h = best
             lits = explained_away(search, state.lits, weight)  # a confounder the search added goes
+            lits = explained_in(search, lits, weight)
             if sorted(lits) != sorted(state.lits):
                 p = search.region(lits)
                 conds = {search.keys[j][0]: search.keys[j][1] for j in lits}

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .binomial import at_least
+from .binomial import at_least, at_most
 
 if TYPE_CHECKING:
     from .compose import ComposeSearch, Vector
@@ -151,4 +151,105 @@ def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | 
         if best is None:
             break
         lits = search.without(lits, best[1]) or lits
+    return lits
+
+
+#: Rows of a conjunction's region read at once by `explained_in` (its working set: this many rows × literals).
+IN_BLOCK = 16_384
+
+
+def explained_in(search: ComposeSearch, lits: Sequence[int], weight: Vector | None = None) -> list[int]:
+    """``lits`` with the literals the failure needs that they leave out: `explained_away` asked the other way.
+
+    The search's gates ask a literal to raise the lift over the group the slicer made, and a group that mixes
+    failures, or a noisy atom, keeps a needed literal out ("on a dry road, at night, on a bridge" without "a red
+    traffic light"). Here each literal ``j`` the conjunction can take is asked what `explained_away` asks of
+    ``lits + [j]``: the images it would keep out (the others hold for them, ``j`` does not) fail less often than
+    halfway between the rest and its region (the midpoint of r expected if the failure needs ``j`` and if not),
+    and fewer of them are hard than an unneeded ``j`` leaves beyond chance (one-sided binomial test at `ALPHA`).
+    The most needed one is added, and the others are asked again. No threshold of its own; measured with
+    `lbee bench worlds` (docs/worlds.md).
+
+    Parameters
+    ----------
+    search : lbee.core.compose.ComposeSearch
+    lits : sequence of int
+        The conjunction's literals (columns of ``search.keys``).
+    weight : ndarray of shape (n_hard,), optional
+        How much each hard image counts, as for `explained_away`; default 1.
+
+    Returns
+    -------
+    list of int
+        ``lits`` and the literals added, in the order added.
+    """
+    n = search.probs.shape[0]
+    mass = np.zeros(n, np.float64)
+    mass[search.hard] = 1.0 if weight is None else np.asarray(weight, np.float64)
+    hard_mass = mass.copy()
+    mass[search.easy] = 1.0
+    pool = mass > 0
+    n_pool = max(int(pool.sum()), 1)
+    total, total_hard = float(mass.sum()), float(hard_mass.sum())
+    lits = list(lits)
+    conds = {search.keys[j][0]: search.keys[j][1] for j in lits}
+    while len(lits) < search.max_conditions:
+        cands = np.array([j for j in range(len(search.keys)) if j not in lits and search.extend(conds, j) is not None])
+        if not len(cands):
+            break
+        given = search._given(lits)[cands]
+        p_rest = search.region(lits)
+        # base rates over the pool, and the soft joint with the others: one pass over the literals' columns
+        v = np.stack([pool, pool * p_rest]).astype(np.float32)
+        sums = (v @ search.cond)[:, cands]  # (a product over every column: a gather of them would copy n × L)
+        marginal = ~given
+        if marginal.any():
+            sums[:, marginal] = (v @ search._probs_t.T)[:, [search._marginal_row[int(j)] for j in cands[marginal]]]
+        base_j = np.clip(sums[0] / n_pool, _EPS, 1 - _EPS)
+        both = sums[1] / n_pool
+        base_r = float(np.clip(p_rest[pool].mean() if pool.any() else 0.5, _EPS, 1 - _EPS))
+        prior = np.clip(np.stack([both, base_r - both, base_j - both, 1.0 - base_r - base_j + both]), _EPS, None)
+        acc = np.zeros((7, len(cands)))  # mass in, hard in, mass kept out, hard kept out, count, Σ P(both), Σ P(others)
+        rows = np.flatnonzero(p_rest >= 0.5)
+        for start in range(0, len(rows), IN_BLOCK):
+            r = rows[start : start + IN_BLOCK]
+            f = np.where(given, search.cond[np.ix_(r, cands)], 0.0)
+            if marginal.any():
+                f[:, marginal] = search.probs[np.ix_(r, cands[marginal])]
+            inside = p_rest[r, None] * f >= 0.5
+            out = ~inside & pool[r, None]
+            lr_rest = _odds_ratio(p_rest[r], base_r)[:, None]
+            lr_j = np.clip(f, _EPS, 1 - _EPS) / (1 - np.clip(f, _EPS, 1 - _EPS)) * ((1 - base_j) / base_j)
+            w_both, w_rest = prior[0] * lr_rest * lr_j, prior[1] * lr_rest
+            w_total = w_both + w_rest + prior[2] * lr_j + prior[3]
+            acc += np.stack(
+                [
+                    mass[r] @ inside,
+                    hard_mass[r] @ inside,
+                    mass[r] @ out,
+                    hard_mass[r] @ out,
+                    out.sum(0),
+                    ((w_both / w_total) * out).sum(0),
+                    (((w_both + w_rest) / w_total) * out).sum(0),
+                ]
+            )
+        m_in, h_in, m_out, h_out, count, s_both, s_rest = acc
+        best: tuple[float, int] | None = None
+        for c in np.flatnonzero((m_out >= MIN_EXCLUDED) & (m_in >= MIN_EXCLUDED)):
+            inside, outside = h_in[c] / m_in[c], (total_hard - h_in[c]) / max(total - m_in[c], 1e-9)
+            if inside <= outside:
+                continue
+            needed, free = s_both[c] / max(count[c], 1.0), s_rest[c] / max(count[c], 1.0)
+            hard_share = h_out[c] / m_out[c]
+            below = 0.5 * (needed + free) - (hard_share - outside) / (inside - outside)
+            expected = outside + (inside - outside) * free  # the hard share an unneeded literal leaves them
+            k, m = int(round(hard_share * m_out[c])), int(round(m_out[c]))
+            if below <= 0 or at_most(k, m, min(max(expected, 0.0), 1.0)) > ALPHA:
+                continue
+            if best is None or below > best[0]:
+                best = (below, int(cands[c]))
+        if best is None:
+            break
+        lits.append(best[1])
+        conds = search.extend(conds, best[1]) or conds
     return lits
