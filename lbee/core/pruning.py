@@ -13,7 +13,7 @@ import numpy as np
 from ..typing import IntArray
 from .atoms import Key
 from .compose import SMOOTH, ComposeSearch, _lift, _State
-from .explaining_away import explained_away, explained_in
+from .explaining_away import explained_away
 
 
 def pruned(search: ComposeSearch, states: list[_State], group: IntArray) -> list[_State]:
@@ -55,20 +55,21 @@ def pruned(search: ComposeSearch, states: list[_State], group: IntArray) -> list
                 break
             lits = search.without(lits, best[1]) or lits
         lits = explained_away(search, lits)  # then the literals whose excluded images fail like its own
-        more = explained_in(search, lits)  # and, beside it, with the literals it leaves out that the failure needs
-        for kept in (lits, more) if len(more) > len(lits) else (lits,):
-            state = s if sorted(kept) == sorted(s.lits) else _state(search, kept, group)
-            sig = frozenset(search.grammar.canonical(state.conds).items())
-            if sig not in out or out[sig].lift < state.lift:
-                out[sig] = state
+        if sorted(lits) == sorted(s.lits):
+            state = s
+        else:
+            p = search.region(lits)
+            h, e = search.counts(p)
+            conds = {search.keys[j][0]: search.keys[j][1] for j in lits}
+            state = _State(
+                conds,
+                tuple(lits),
+                p[group],
+                p[search.hard],
+                p[search.easy],
+                float(_lift(h, e, search.n_hard, search.n_easy)),
+            )
+        sig = frozenset(search.grammar.canonical(state.conds).items())
+        if sig not in out or out[sig].lift < state.lift:
+            out[sig] = state
     return sorted(out.values(), key=lambda s: (-s.lift, -len(s.conds)))
-
-
-def _state(search: ComposeSearch, lits: list[int], group: IntArray) -> _State:
-    """The search's state of the conjunction of ``lits``."""
-    p = search.region(lits)
-    h, e = search.counts(p)
-    conds = {search.keys[j][0]: search.keys[j][1] for j in lits}
-    return _State(
-        conds, tuple(lits), p[group], p[search.hard], p[search.easy], float(_lift(h, e, search.n_hard, search.n_easy))
-    )
