@@ -482,6 +482,9 @@ def test_encoders_that_cannot_describe_photos_are_named(tmp_path):
     (tmp_path / "images").mkdir()
     (tmp_path / "metadata.parquet").write_bytes(b"")
     (tmp_path / "model.pt").write_bytes(b"")  # a whole world: an ec.json alone lifted it (sweep 32av B3)
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "images" / "0.png")
     assert encoder_caveat("spotcheck", tmp_path / "images") is None  # a saved SpotCheck world's renders
     assert "the encoder open_clip:ViT-B-32 was never trained" in encoder_caveat("open_clip:ViT-B-32@random")
     assert encoder_caveat("open_clip:ViT-B-32@laion2b_s34b_b79k") is None

@@ -63,6 +63,9 @@ def _world(folder, definition='{"version": 2, "dataset": {"layers": []}}'):
     (folder / "ec.json").write_text(definition)
     (folder / "metadata.parquet").write_bytes(b"")
     (folder / "model.pt").write_bytes(b"")
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(folder / "images" / "test" / "0.png")  # a world's render (none: no images)
     return folder / "images" / "test"
 
 

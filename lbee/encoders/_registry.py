@@ -161,13 +161,34 @@ def check_encoder_spec(spec, *, weights=False):
     return backend, model, tag
 
 
-def _in_saved_world(here):
-    """Whether ``here`` is a saved SpotCheck world of this user's or root's, or lies in its ``images`` folder.
+def _in_saved_world(images):
+    """Whether every image of ``images`` (a folder or manifest) lies in a saved SpotCheck world's ``images`` folder.
 
-    Any ``ec.json`` above the images lifted the caveat, and an empty one another user left in /tmp took it from
-    every run under /tmp (sweep 32av B3): the world must be whole (`lbee.spotcheck.EC_ENTRIES`), its ``ec.json``
-    a definition, and neither it nor its folder changeable by another user.
+    ``images`` must be a saved world of this user's or root's, or lie in its ``images`` folder. Any ``ec.json``
+    above the images lifted the caveat, and an empty one another user left in /tmp took it from every run under
+    /tmp (sweep 32av B3): the world must be whole (`lbee.spotcheck.EC_ENTRIES`), its ``ec.json`` a definition, and
+    neither it nor its folder changeable by another user. And the images themselves, not the manifest that lists
+    them, must lie in its ``images`` folder: a manifest kept there listing photos elsewhere lifted it (sweep 32aw B1).
     """
+    import os
+    from pathlib import Path
+
+    world = _saved_world(Path(images).resolve())
+    if world is None:
+        return False
+    from ..io.images import discover_images
+
+    try:
+        paths = discover_images(images).paths
+    except (OSError, ValueError):
+        return False
+    inside = str((world / "images").resolve())
+    folders = {os.path.dirname(os.path.abspath(p)) for p in paths}  # few: each resolved once
+    return all((real := os.path.realpath(f)) == inside or real.startswith(inside + os.sep) for f in folders)
+
+
+def _saved_world(here):
+    """The saved SpotCheck world of this user's or root's that ``here`` is, or lies in the ``images`` folder of."""
     import json
     import os
     import stat
@@ -188,8 +209,8 @@ def _in_saved_world(here):
         except (OSError, ValueError):
             continue
         if isinstance(definition, dict) and isinstance(definition.get("dataset"), dict):
-            return True
-    return False
+            return world
+    return None
 
 
 def encoder_caveat(spec, images=None):
@@ -201,10 +222,8 @@ def encoder_caveat(spec, images=None):
     ``@random`` weights embed noise. Either runs the pipeline, but the
     sentences chosen mean nothing.
     """
-    from pathlib import Path
-
     backend, model, tag = parse_encoder_spec(spec)
-    if backend == "spotcheck" and images is not None and _in_saved_world(Path(images).resolve()):
+    if backend == "spotcheck" and images is not None and _in_saved_world(images):
         return None
     if backend == "spotcheck":
         return (
