@@ -74,6 +74,23 @@ def same_image_id(a, b):
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
+def exists_here(key):
+    """Whether ``key`` is an absolute path of an existing file (inside the data root, when one is active)."""
+    import os
+
+    if not isinstance(key, str) or not os.path.isabs(key):
+        return False
+    from .confinement import PathEscape, confine, data_root
+
+    try:
+        root = data_root()
+        if root is not None:
+            confine(key, root, "table id")
+        return os.path.lexists(key)
+    except (OSError, ValueError, PathEscape):
+        return False
+
+
 class IdMatcher:
     """Match the ids of a user table to the images of a run: exactly, or refused.
 
@@ -130,6 +147,23 @@ class IdMatcher:
                 found |= self.by_form.get(text[starts[len(starts) - depth] :], set())
         return found
 
+    def _another_file(self, key, i):
+        """Whether ``key``, an absolute path, names an existing file that is not image ``i``'s (sweep 32aw B2).
+
+        A path ending with an image's id matched it: ``/w/photos2/p0.png`` named the image ``p0.png`` of
+        ``/w/photos``, and the run took another folder's predictions. A path that exists here names that file;
+        one that does not (a table written on another machine) is matched by its end as before. Under a data
+        root, only paths inside it are looked at (no file outside it is stat'ed for a job).
+        """
+        import os
+
+        if len(self.forms[i]) < 2 or not exists_here(key):
+            return False  # (no path of the image known: its id is all there is)
+        try:
+            return not os.path.samefile(key, self.forms[i][-1])
+        except (OSError, ValueError):
+            return False
+
     def index(self, key):
         """Row of the run's image that ``key`` names, or None when it names none."""
         key = str(key)
@@ -146,6 +180,8 @@ class IdMatcher:
                     "relative to the folder, or the manifest's 'path'), or a path ending with it."
                 )
             i = cands[0] if cands else None
+            if i is not None and self._another_file(key, i):
+                i = None
             self._seen[key] = i
         if i is not None:
             prev = self.claimed.setdefault(i, key)

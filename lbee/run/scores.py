@@ -42,6 +42,7 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
             f"{len(missing)} image(s) have no row in {source}, first: {', '.join(cut(m) for m in missing[:3])}; "
             "ids must match the manifest 'path' values, the paths relative to the folder, or file names."
             + _other_suffix(missing, unmatched)
+            + _other_files(unmatched)
             + " To analyse only the images that have a row, list them in a manifest (a CSV with a 'path' column) "
             "and give it instead of the folder."
         )
@@ -53,6 +54,20 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
         )
     report_unmatched(len(unmatched), len(table_ids), what="image of the run", source=source, examples=unmatched)
     return rows
+
+
+def _other_files(unmatched):
+    """A hint when the table's ids are paths of other files that exist (another folder's images), or ''."""
+    from .._validation import shown as cut
+    from ..io.matching import exists_here
+
+    there = next((t for t in unmatched[:1000] if exists_here(str(t))), None)
+    if there is None:
+        return ""
+    return (
+        f" Its ids are paths of other files, first: {cut(there)}: a path that exists names that file, not an "
+        "image of this run with the same name."
+    )
 
 
 def _other_suffix(missing, unmatched):
