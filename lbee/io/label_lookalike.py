@@ -60,8 +60,9 @@ def label_lookalike(table):
     Named like one (`label_like`, and the names `lbee.io.predictions` suggests 'label' for) with values that can
     be classes (text or whole numbers: not 'label_noise' or 'has_label'); or, whatever its name, text naming the
     ``prob_<class>`` columns' classes in any case (`CLASS_SHARE` of its values, at least two classes), and not the
-    most probable class on every row; or whole numbers naming ``prob_0``, ``prob_1``, ... that agree with the most
-    probable class on at least half of the rows but not on all (the labels of a model better than chance).
+    most probable class on every row; or whole numbers naming the classes (``prob_0``, ``prob_1``, ..., or the
+    named classes by column order, as ``label`` reads indices) that agree with the most probable class on at least
+    half of the rows but not on all, and more often than chance (`CHANCE_ALPHA`): the labels of a useful model.
     """
     from .predictions import ID_COLUMNS, _unread_lookalikes
 
@@ -86,17 +87,34 @@ def label_lookalike(table):
         values = table[c].dropna()
         if kind == "f":  # class indices with a blank cell are read as floats: 1.0 names prob_1
             values, kind = values.astype(np.int64), "i"
+        if kind in "iu" and not all(k.isdigit() for k in classes):  # indices of named classes, in column order
+            values = values.map(lambda v: classes[v] if 0 <= v < len(classes) else str(v))  # (as 'label' reads them)
         values = values.astype(str).str.strip().str.lower()
         named = values.isin(classes)
         if not len(values) or named.mean() < CLASS_SHARE or values[named].nunique() < 2:
             continue
         agree = None if top is None else float((values == top[values.index]).mean())
-        if kind in "iu":  # class indices (prob_0, prob_1, ...): a 'fold' or 'seed' holds such numbers too; the
-            if agree is not None and 0.5 <= agree < 1:  # labels agree with the model on most rows, not on all
+        if kind in "iu":  # class indices: a 'fold' or 'seed' holds such numbers too; the labels agree with the
+            # model on most rows, not on all, and beyond chance (a 0/1 'fold' agreed with a binary model's argmax
+            # on half of the rows by chance: sweep 32aw N2)
+            if agree is not None and 0.5 <= agree < 1 and _beyond_chance(values, top[values.index], agree):
                 return c
         elif agree is None or agree < 1:
             return c
     return None
+
+
+#: The level of the one-sided binomial test that a column of class indices agrees with the argmax beyond chance.
+CHANCE_ALPHA = 0.05
+
+
+def _beyond_chance(values, top, agree):
+    """Whether ``values`` agree with ``top`` (the most probable classes) more often than independent columns would."""
+    from scipy.special import bdtrc  # P(X >= k), as lbee.core.binomial.at_least (a later layer) computes it
+
+    n, k = len(values), int(round(agree * len(values)))
+    chance = float((values.value_counts(normalize=True) * top.value_counts(normalize=True)).fillna(0).sum())
+    return k > 0 and (chance <= 0 or float(bdtrc(k - 1, n, min(chance, 1.0))) <= CHANCE_ALPHA)
 
 
 def _could_be_classes(column):

@@ -1,0 +1,92 @@
+"""Sweep 32aw: the SpotCheck caveat judged by where the images are, table ids that are paths of other files, and
+class indices of named classes in a column named otherwise."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+
+def _world(folder):
+    (folder / "images" / "test").mkdir(parents=True)
+    (folder / "ec.json").write_text('{"version": 2, "dataset": {"layers": []}}')
+    (folder / "metadata.parquet").write_bytes(b"")
+    (folder / "model.pt").write_bytes(b"")
+    Image.new("RGB", (8, 8)).save(folder / "images" / "test" / "0.png")
+    return folder
+
+
+def test_a_manifest_in_a_world_lifts_the_caveat_only_for_the_worlds_own_images(tmp_path):
+    """B1: a manifest kept in a saved world's images folder, listing photos outside the world, lifted the caveat;
+    so did the world folder with its photos in another of its folders."""
+    from lbee.encoders import encoder_caveat
+
+    world = _world(tmp_path / "world")
+    (tmp_path / "photos").mkdir()
+    Image.new("RGB", (8, 8), "red").save(tmp_path / "photos" / "p0.png")
+    manifest = world / "images" / "m.csv"
+    pd.DataFrame({"path": [str(tmp_path / "photos" / "p0.png")]}).to_csv(manifest, index=False)
+    assert "trained on SpotCheck renders only" in encoder_caveat("spotcheck", manifest)
+    pd.DataFrame({"path": ["test/0.png"]}).to_csv(manifest, index=False)  # the world's own render
+    assert encoder_caveat("spotcheck", manifest) is None
+    assert encoder_caveat("spotcheck", world) is None
+    (world / "holiday").mkdir()
+    Image.new("RGB", (8, 8), "red").save(world / "holiday" / "p1.png")
+    assert encoder_caveat("spotcheck", world) is not None  # a photo in the world, outside its images
+
+
+def test_an_absolute_id_of_another_existing_file_names_that_file(tmp_path):
+    """B2: '/w/photos2/p000.png' matched the image 'p000.png' of /w/photos by its end: another folder's predictions
+    were applied in silence. A path that exists names that file; one that does not (a table written on another
+    machine) still matches by its end."""
+    from lbee.io.matching import match_table_rows
+    from lbee.run.scores import align_scores
+
+    for folder in ("photos", "photos2"):
+        (tmp_path / folder).mkdir()
+        Image.new("RGB", (8, 8)).save(tmp_path / folder / "p0.png")
+    ids, paths = ["p0.png"], [str(tmp_path / "photos" / "p0.png")]
+    rows, unmatched = match_table_rows([str(tmp_path / "photos2" / "p0.png")], ids, paths)
+    assert rows.tolist() == [-1] and unmatched == [str(tmp_path / "photos2" / "p0.png")]
+    with pytest.raises(ValueError, match=r"have no row .* Its ids are paths of other files, first: '.*photos2/p0"):
+        align_scores(ids, paths, [str(tmp_path / "photos2" / "p0.png")])
+    assert match_table_rows([str(tmp_path / "photos" / "p0.png")], ids, paths)[0].tolist() == [0]  # itself
+    assert match_table_rows(["/elsewhere/machine/p0.png"], ids, paths)[0].tolist() == [0]
+    (tmp_path / "link.png").symlink_to(tmp_path / "photos" / "p0.png")  # another name of the same file
+    assert match_table_rows([str(tmp_path / "link.png")], ["link.png"], paths)[0].tolist() == [0]
+
+
+def _binary(rng, n, column, values, classes=("cat", "dog")):
+    p = rng.random(n)
+    return pd.DataFrame(
+        {"image": [f"{i}.png" for i in range(n)], f"prob_{classes[0]}": 1 - p, f"prob_{classes[1]}": p, column: values}
+    )
+
+
+def test_class_indices_of_named_classes_under_another_name_are_refused():
+    """B3: 'annotation' of 0/1 beside prob_cat / prob_dog (indices, as 'label' reads them) agreeing with the argmax
+    on 72 % of the rows was not refused; the same classes written as names were."""
+    from lbee.io.label_lookalike import label_lookalike
+
+    rng = np.random.default_rng(0)
+    n = 200
+    table = _binary(rng, n, "annotation", np.zeros(n, int))
+    top = (table["prob_dog"] > 0.5).astype(int).to_numpy()
+    table["annotation"] = np.where(rng.random(n) < 0.72, top, 1 - top)
+    assert label_lookalike(table) == "annotation"
+    table["annotation"] = np.array(["cat", "dog"])[table["annotation"]]
+    assert label_lookalike(table) == "annotation"
+    table["annotation"] = top  # the model's own classes on every row: its predictions, not labels
+    assert label_lookalike(table) is None
+
+
+def test_a_binary_models_fold_column_is_not_taken_for_labels():
+    """N2: a 0/1 'fold' beside prob_0 / prob_1 agrees with the argmax on about half of the rows by chance, and was
+    refused as the labels about half the time; agreement must now be beyond chance."""
+    from lbee.io.label_lookalike import label_lookalike
+
+    refused = sum(
+        label_lookalike(_binary(rng, 300, "fold", rng.integers(0, 2, 300), ("0", "1"))) is not None
+        for rng in (np.random.default_rng(s) for s in range(40))
+    )
+    assert refused <= 5, refused  # about 5 % by design (CHANCE_ALPHA); it was about half
