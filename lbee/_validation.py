@@ -72,6 +72,8 @@ def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
 
     if isinstance(value, (datetime.date, datetime.time)):
         return f"{value.isoformat()} (a date or time: quote it to make it text)"
+    if isinstance(value, int) and value.bit_length() > 3 * limit:  # (Python writes no int of over 4,300 digits)
+        return f"an integer of {len(str(value)) if value.bit_length() < 14_000 else 'over 4,000'} digits"
     text = _SHORT.repr(value)
     if len(text) > limit:
         text = text[: limit - 1] + "…"
@@ -229,7 +231,7 @@ def check_name_text(value: Any, name: str, *, max_chars: int = MAX_NAME_CHARS) -
 def check_seed(value: Any, name: str) -> int:
     """A seed in [0, `MAX_SEED`] (numpy's generator range): the one rule for API, CLI, config and service."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= MAX_SEED:
-        raise ValueError(f"`{name}` is {value!r}; expected an integer seed in [0, {MAX_SEED}] (2**32 - 1).")
+        raise ValueError(f"`{name}` is {shown(value)}; expected an integer seed in [0, {MAX_SEED}] (2**32 - 1).")
     return int(value)
 
 

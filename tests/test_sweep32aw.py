@@ -90,3 +90,19 @@ def test_a_binary_models_fold_column_is_not_taken_for_labels():
         for rng in (np.random.default_rng(s) for s in range(40))
     )
     assert refused <= 5, refused  # about 5 % by design (CHANCE_ALPHA); it was about half
+
+
+def test_an_oversized_seed_is_quoted_short(tmp_path):
+    """N1: a YAML seed of 500,000 digits came back whole in the error (a 500 KB 422); an int of over 4,300 digits
+    given to the library could not even be written (Python's limit) and raised its own ValueError."""
+    from click.testing import CliRunner
+
+    from lbee._validation import check_seed
+    from lbee.cli import cli
+
+    entry = tmp_path / "job.yaml"
+    entry.write_text("name: x\nspotcheck: {seed: " + "9" * 50_000 + "}\n")
+    r = CliRunner().invoke(cli, ["report", "--check", str(entry)], obj={})
+    assert r.exit_code == 2 and "(50,000 characters); expected an integer seed" in r.output and len(r.output) < 1000
+    with pytest.raises(ValueError, match=r"^`seed` is an integer of over 4,000 digits; expected an integer seed"):
+        check_seed(10**5000, "seed")
