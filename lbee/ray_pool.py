@@ -78,7 +78,11 @@ def _joined_address(address):
             f"another user could send lbee's images and model to a cluster of theirs; {give}."
         )
     with open(path, encoding="utf-8") as fh:
-        return fh.read().strip()
+        found_address = fh.read(4096).strip()
+    if not found_address or found_address.lower() in ("auto", "local") or "\n" in found_address:
+        # 'auto' there sent Ray to any cluster it sees running, 'local' to a shared session (sweep 32aw N3)
+        raise ValueError(f"--ray-address auto: {path} holds no cluster address (HOST:PORT); {give}.")
+    return found_address
 
 
 # Ray's own sources of a cluster token; where the user set any of them, Ray's choice is theirs

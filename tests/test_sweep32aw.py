@@ -106,3 +106,23 @@ def test_an_oversized_seed_is_quoted_short(tmp_path):
     assert r.exit_code == 2 and "(50,000 characters); expected an integer seed" in r.output and len(r.output) < 1000
     with pytest.raises(ValueError, match=r"^`seed` is an integer of over 4,000 digits; expected an integer seed"):
         check_seed(10**5000, "seed")
+
+
+@pytest.mark.parametrize("text", ["auto\n", "LOCAL", "", "1.2.3.4:1\n5.6.7.8:2"])
+def test_ray_auto_refuses_an_address_file_that_holds_no_address(tmp_path, monkeypatch, text):
+    """N3: a ray_current_cluster holding 'auto' sent Ray to any cluster it saw running (another user's), 'local' to
+    a shared session."""
+    import os
+
+    ray_utils = pytest.importorskip("ray._private.utils")
+    from lbee.ray_pool import _joined_address
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (tmp_path / "ray").mkdir()
+    os.chmod(tmp_path / "ray", 0o755)
+    path = tmp_path / "ray" / "ray_current_cluster"
+    path.write_text(text)
+    os.chmod(path, 0o644)
+    monkeypatch.setattr(ray_utils, "get_ray_address_file", lambda temp_dir: str(path))
+    with pytest.raises(ValueError, match=r"holds no cluster address \(HOST:PORT\)"):
+        _joined_address("auto")
