@@ -1566,3 +1566,12 @@ def test_lbee_submit_says_a_random_weights_runs_findings_are_worth_little(capsys
         entry = {"dataset": "d", "model": "m", "href": "x", "rows": [], "folder": tmp_path / str(meaningless)}
         index = render_index([entry], [])
         assert ("but its sentences mean nothing" in index.replace("&#39;", "'")) == meaningless
+    # trial 39: a run with a given Γ was said to hold "by the encoder" (the client's rows named no region)
+    import dataclasses
+
+    inputs, scores, _ = grammar_world()
+    gamma = np.clip(inputs.embeddings[:, : len(inputs.sentences)], 0, 1) > 0.5
+    write_outputs(run(dataclasses.replace(inputs, relevance=gamma), scores).main, tmp_path / "gamma")
+    _echo_findings(Service(), "j", "gamma", "run")
+    said = " ".join(capsys.readouterr().out.split())
+    assert "of all the images (by the given Γ)" in said and "(by the encoder)" not in said, said

@@ -23,7 +23,8 @@ STATEMENT_FIELDS = ("text", "n_in", "error_rate_in", "error_rate_out", "lift", "
 def ranked_statements(conf):
     """A run's confirmed statements, strongest first, from its confirmation block (a dict).
 
-    Each is a dict of `STATEMENT_FIELDS`, ``adds_failure`` (False for one that confirms only as a companion of a
+    Each is a dict of `STATEMENT_FIELDS`, ``region`` (whose judgement "holds" is: 'relevance', the given Γ, or
+    'encoder'), ``adds_failure`` (False for one that confirms only as a companion of a
     stronger statement, whose ``goes_with`` names the strongest) and ``conditions``: each condition's verdict
     (``{phrase: verdict}``) where the run tested them. [] when nothing confirmed or the run did not confirm.
     """
@@ -33,6 +34,7 @@ def ranked_statements(conf):
         s = statements[j]
         entry = {k: s.get(k) for k in STATEMENT_FIELDS}
         entry["adds_failure"] = adds_a_failure(s)
+        entry["region"] = "relevance" if s.get("region") == "relevance" else "encoder"  # whose "holds" (trial 39)
         if s.get("holds_for") is not None:  # every image it holds for (positions in the run's images)
             entry["holds_for"] = list(s["holds_for"])
         above = [] if entry["adds_failure"] else stronger_than(s, statements)

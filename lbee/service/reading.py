@@ -62,7 +62,8 @@ def confirmed_statements(explanation):
     """A run's confirmed statements, strongest first, from its ``explanation.json`` (a dict).
 
     Each is a dict: ``text``, ``n_in`` (held-out images it holds for), ``error_rate_in``, ``error_rate_out``,
-    ``lift``, ``effect_low``, ``q_value``, and ``adds_failure``: False for one that confirms only as a companion
+    ``lift``, ``effect_low``, ``q_value``, ``region`` ('relevance': it holds by the given Γ; 'encoder'), and
+    ``adds_failure``: False for one that confirms only as a companion
     of a stronger statement (a condition that goes with a failure; ``goes_with`` then names the strongest). An
     eleventh user had only the whole explanation, whose confirmation block begins with the held-out indices.
     []: nothing confirmed, or the run did not confirm (``explanation["confirmation"]["status"]`` says why).
