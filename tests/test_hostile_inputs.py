@@ -1434,6 +1434,19 @@ def test_a_job_entry_is_read_bounded_and_from_a_regular_file(tmp_path):
         read_entry("/dev/zero")
     (tmp_path / "ok.yaml").write_text("name: demo\nspotcheck: {seed: 0}\n")
     assert read_entry(tmp_path / "ok.yaml") == {"name": "demo", "spotcheck": {"seed": 0}}
+    # the file's text, as trial 39 passed it to client.run: read by the same rules (it was taken for a path)
+    from lbee.service.client import Client
+
+    sent = []
+    client = Client("http://127.0.0.1:9", token="t")
+    client._request = lambda method, path, body=None, **kw: sent.append(body) or {"id": "j", "status": "queued"}
+    client.submit((tmp_path / "ok.yaml").read_text())
+    client.submit('{"name": "demo", "spotcheck": {"seed": 1}}')
+    assert sent == [{"name": "demo", "spotcheck": {"seed": 0}}, {"name": "demo", "spotcheck": {"seed": 1}}]
+    with pytest.raises(ValueError, match="Cannot read the job entry's text"):
+        client.submit(bomb.read_text())
+    with pytest.raises(ValueError, match="'the entry text' is a `lbee report` config"):
+        client.submit("datasets:\n- name: x\n")
 
 
 def test_fetching_a_jobs_results_never_replaces_files_in_silence(tmp_path, monkeypatch):

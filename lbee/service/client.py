@@ -27,6 +27,7 @@ from .client_http import AnswerTooSlow, Redirected, open_within
 from .reading import (  # noqa: F401  (named from here too)
     confirmed_statements,
     describe_progress,
+    entry_from_text,
     progress_lines,
     read_entry,
 )
@@ -260,11 +261,13 @@ class Client:
 
     # ---- jobs
     def submit(self, entry):
-        """Queue a job: one dataset entry (a dict, or the path of a YAML / JSON file). Returns the job (dict).
+        """Queue a job: one dataset entry (a dict, the path of a YAML / JSON file, or its text). Returns the job (dict).
 
         An identical entry already queued or running is returned instead (``reused: true``).
         """
-        if isinstance(entry, (str, os.PathLike)):
+        if isinstance(entry, str) and ("\n" in entry or entry.lstrip().startswith("{")):  # a file's text (trial 39)
+            entry = entry_from_text(entry)
+        elif isinstance(entry, (str, os.PathLike)):
             entry = read_entry(entry)
         return _job(self._request("POST", "/v1/jobs", entry, limit=MAX_JOB_BYTES), "POST /v1/jobs")
 

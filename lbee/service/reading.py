@@ -115,20 +115,47 @@ def read_entry(path):
         entry = load_yaml(read_text_file(path, "The job entry", limit=MAX_CONFIG_BYTES), source=str(path))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, YAMLLimitError, ValueError) as exc:
         raise ValueError(f"Cannot read the job entry {str(path)!r}: {exc}") from None
+    return _checked_entry(entry, str(path))
+
+
+def entry_from_text(text):
+    """One dataset entry from YAML or JSON text (`read_entry`'s rules): ``client.submit(open(f).read())`` (trial 39).
+
+    Raises
+    ------
+    ValueError
+        The text is not one dataset entry.
+    """
+    import yaml
+
+    from .._yaml import YAMLLimitError, load_yaml
+    from ..io.confinement import MAX_CONFIG_BYTES
+
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ValueError(f"The job entry's text is {len(text):,} characters; expected at most {MAX_CONFIG_BYTES:,}.")
+    try:
+        entry = load_yaml(text, source="the job entry's text")
+    except (yaml.YAMLError, YAMLLimitError, ValueError) as exc:
+        raise ValueError(f"Cannot read the job entry's text: {exc}") from None
+    return _checked_entry(entry, "the entry text")
+
+
+def _checked_entry(entry, path):
+    """``entry`` when it is one dataset entry JSON can carry, read from ``path`` (a file name or what it was)."""
     if isinstance(entry, dict) and "datasets" in entry:
         raise ValueError(
-            f"{str(path)!r} is a `lbee report` config (it has `datasets:`); a job is one dataset entry: put one "
+            f"{path!r} is a `lbee report` config (it has `datasets:`); a job is one dataset entry: put one "
             "item of its `datasets:` list (with the settings it needs) in a file of its own."
         )
     if not isinstance(entry, dict):
         raise ValueError(
-            f"{str(path)!r} holds a {type(entry).__name__}; expected one dataset entry, a mapping such as "
+            f"{path!r} holds a {type(entry).__name__}; expected one dataset entry, a mapping such as "
             "{name: demo, spotcheck: {seed: 0}}."
         )
     where, value = _not_json(entry)
     if where is not None:  # YAML reads 2024-01-01 as a date, !!binary as bytes: a job is JSON
         raise ValueError(
-            f"{str(path)!r}: `{where}` is {value!r}, which YAML reads as a {type(value).__name__}; a job entry holds "
+            f"{path!r}: `{where}` is {value!r}, which YAML reads as a {type(value).__name__}; a job entry holds "
             "text, numbers, true / false, lists and mappings (quote it: '...')."
         )
     return entry
