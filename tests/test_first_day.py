@@ -852,3 +852,13 @@ def test_a_describer_that_gives_a_group_no_sentence_says_why():
     result = SimpleNamespace(explanations={"setdiff": exp}, performance=np.zeros(12), extra={})
     text = " ".join(terminal_blocks(result, width=200).split())
     assert "(no sentence: SetDiff keeps only sentences the easy twin does not hold" in text
+
+
+def test_python_dash_m_lbee_is_the_lbee_command():
+    """Trial 39's first try, `python -m lbee demo`, said "No module named lbee.__main__"."""
+    r = _python("import runpy, sys; sys.argv = ['lbee', '--help']; runpy.run_module('lbee', run_name='__main__')")
+    assert r.returncode == 0 and r.stdout.startswith("Usage: lbee [OPTIONS] COMMAND"), (r.stdout, r.stderr)
+    r = _python(
+        "import runpy, sys; sys.argv = ['lbee', 'describe', '--nope']; runpy.run_module('lbee', run_name='__main__')"
+    )
+    assert r.returncode == 2 and "No such option '--nope'" in r.stderr and "Traceback" not in r.stderr
