@@ -827,6 +827,11 @@ CASES = [
         Raises(ValueError, "the ids 'a/f00.png' and 'f00.png' both match the image 'a/f00.png'"),
     ),
     (
+        "match-a-typod-id",  # trial 39: the image without a row was named, not the row that names no image
+        lambda ctx: align_scores(["a.png", "b.png"], ["/d/a.png", "/d/b.png"], ["a.png", "bb.png"]),
+        Raises(ValueError, "have no row", "first: 'b.png'", "Its rows whose ids match no image: 'bb.png'."),
+    ),
+    (
         "match-unmatched-rows-strict",  # trial 38: a row whose image is gone stayed a warning under --strict
         lambda ctx: align_scores(["a.png"], ["/d/a.png"], ["a.png", "z1.png"], strict=True),
         Raises(ValueError, "1 of 2 row(s) match no image of the run, first: 'z1.png'; --strict refuses them"),

@@ -42,7 +42,7 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
             f"{len(missing)} image(s) have no row in {source}, first: {', '.join(cut(m) for m in missing[:3])}; "
             "ids must match the manifest 'path' values, the paths relative to the folder, or file names."
             + _other_suffix(missing, unmatched)
-            + _other_files(unmatched)
+            + (_other_files(unmatched) or _unmatched_ids(unmatched))
             + " To analyse only the images that have a row, list them in a manifest (a CSV with a 'path' column) "
             "and give it instead of the folder."
         )
@@ -54,6 +54,15 @@ def align_scores(image_ids, image_paths, table_ids, *, source="the predictions f
         )
     report_unmatched(len(unmatched), len(table_ids), what="image of the run", source=source, examples=unmatched)
     return rows
+
+
+def _unmatched_ids(unmatched):
+    """The table's ids that name no image, when a few images lack a row: a typo'd id is one of each (trial 39)."""
+    from .._validation import shown as cut
+
+    if not unmatched or len(unmatched) > 20:
+        return ""
+    return f" Its rows whose ids match no image: {', '.join(cut(t) for t in unmatched[:3])}."
 
 
 def _other_files(unmatched):
