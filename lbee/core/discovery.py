@@ -18,9 +18,10 @@ concentration is significant (one-sided binomial test against b, Bonferroni over
 counts divided by what c can reach, as the quality's).
 
 A beam of states grows one literal a step, with the search's own gate: a literal is added only when the lift rises
-by more than z σ (`lbee.core.compose`; σ from the same reach-divided counts). The hypotheses it returns join the
-slicer's merged groups in `lbee.core.hypotheses.one_hypothesis_per_failure`; where both hold the same images, the
-discovered one stands.
+by more than z σ (`lbee.core.compose`; σ from the same reach-divided counts). The best state's confounders are
+explained away, and the conditions it left out that the failure needs are explained in
+(`lbee.core.explaining_away`). The hypotheses it returns join the slicer's merged groups in
+`lbee.core.hypotheses.one_hypothesis_per_failure`; where both hold the same images, the discovered one stands.
 """
 
 from __future__ import annotations

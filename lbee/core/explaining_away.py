@@ -37,6 +37,10 @@ explained one goes first, and the others are asked again. With a near-perfect en
 goes when the images it keeps out fail more often than halfway between the rest and the failure.
 
 Measured with `lbee bench worlds` (docs/worlds.md). The rule has no threshold of its own.
+
+The same question asked the other way (`explained_in`) adds a literal the failure needs that the search left out:
+where the images ``lits`` hold for without it fail like the rest, not like the failure's. A discovered failure
+(`lbee.core.discovery`) is asked both ways.
 """
 
 from __future__ import annotations
