@@ -80,6 +80,9 @@ def label_lookalike(table):
     classes = [c[len("prob_") :].lower() for c in prob_cols]  # 'SPORTS' names prob_sports (sweep 32av B4)
     top = _most_probable(table, prob_cols, classes)
     read = {idc, "confidence", "pred", "performance", *prob_cols}
+    # the chance test is made of every column of whole numbers: Bonferroni over them (a table of three 0/1 flags
+    # was refused one time in nine at 5 % each: review of sweep 32aw's fix)
+    n_tested = sum(table[c].dtype.kind in "iuf" and _could_be_classes(table[c]) for c in cols if c not in read)
     for c in cols:
         kind = table[c].dtype.kind
         if c in read or not _could_be_classes(table[c]) or _names_the_model(column_words(c)):
@@ -97,7 +100,7 @@ def label_lookalike(table):
         if kind in "iu":  # class indices: a 'fold' or 'seed' holds such numbers too; the labels agree with the
             # model on most rows, not on all, and beyond chance (a 0/1 'fold' agreed with a binary model's argmax
             # on half of the rows by chance: sweep 32aw N2)
-            if agree is not None and 0.5 <= agree < 1 and _beyond_chance(values, top[values.index], agree):
+            if agree is not None and 0.5 <= agree < 1 and _beyond_chance(values, top[values.index], agree, n_tested):
                 return c
         elif agree is None or agree < 1:
             return c
@@ -108,13 +111,13 @@ def label_lookalike(table):
 CHANCE_ALPHA = 0.05
 
 
-def _beyond_chance(values, top, agree):
+def _beyond_chance(values, top, agree, n_tested=1):
     """Whether ``values`` agree with ``top`` (the most probable classes) more often than independent columns would."""
     from scipy.special import bdtrc  # P(X >= k), as lbee.core.binomial.at_least (a later layer) computes it
 
     n, k = len(values), int(round(agree * len(values)))
     chance = float((values.value_counts(normalize=True) * top.value_counts(normalize=True)).fillna(0).sum())
-    return k > 0 and (chance <= 0 or float(bdtrc(k - 1, n, min(chance, 1.0))) <= CHANCE_ALPHA)
+    return k > 0 and (chance <= 0 or float(bdtrc(k - 1, n, min(chance, 1.0))) <= CHANCE_ALPHA / max(n_tested, 1))
 
 
 def _could_be_classes(column):
