@@ -1,6 +1,8 @@
 """Sweep 32aw: the SpotCheck caveat judged by where the images are, table ids that are paths of other files, and
 class indices of named classes in a column named otherwise."""
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -33,6 +35,15 @@ def test_a_manifest_in_a_world_lifts_the_caveat_only_for_the_worlds_own_images(t
     (world / "holiday").mkdir()
     Image.new("RGB", (8, 8), "red").save(world / "holiday" / "p1.png")
     assert encoder_caveat("spotcheck", world) is not None  # a photo in the world, outside its images
+    (world / "holiday" / "p1.png").unlink()
+    assert encoder_caveat("spotcheck", world) is None
+    (world / "images" / "out.png").symlink_to(tmp_path / "photos" / "p0.png")  # a link to a photo: that photo
+    assert encoder_caveat("spotcheck", world) is not None
+    (world / "images" / "out.png").unlink()
+    os.chmod(world / "images", 0o777)  # another user could plant images there
+    assert encoder_caveat("spotcheck", world) is not None
+    os.chmod(world / "images", 0o755)
+    assert encoder_caveat("spotcheck", world) is None
 
 
 def test_an_absolute_id_of_another_existing_file_names_that_file(tmp_path):

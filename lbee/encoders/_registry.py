@@ -182,9 +182,15 @@ def _in_saved_world(images):
         paths = discover_images(images).paths
     except (OSError, ValueError):
         return False
-    inside = str((world / "images").resolve())
-    folders = {os.path.dirname(os.path.abspath(p)) for p in paths}  # few: each resolved once
-    return all((real := os.path.realpath(f)) == inside or real.startswith(inside + os.sep) for f in folders)
+    try:
+        st = os.lstat(world / "images")
+    except OSError:
+        return False
+    if st.st_mode & 0o022 and hasattr(os, "geteuid"):  # another user could plant images (or links) there
+        return False
+    inside = str((world / "images").resolve()) + os.sep
+    # each file resolved: a link in the images folder to a photo elsewhere is that photo (review of sweep 32aw B1)
+    return all(os.path.realpath(p).startswith(inside) for p in paths)
 
 
 def _saved_world(here):
