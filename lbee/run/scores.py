@@ -75,7 +75,8 @@ def _other_files(unmatched):
         return ""
     return (
         f" Its ids are paths of other files, first: {cut(there)}: a path that exists names that file, not an "
-        "image of this run with the same name."
+        "image of this run with the same name (if these images are a copy of those, write the ids relative to the "
+        "folder, or as file names)."
     )
 
 
