@@ -48,6 +48,8 @@ def test_user_file_and_rejections(tmp_path):
         load_sentence_set(str(tmp_path / "mine.txtx"))
     with pytest.raises(ValueError, match=r"^Sentence file '\S*/mien\.txt' does not exist \(did you mean '\S*/mine"):
         load_sentence_set(str(tmp_path / "mien.txt"))
+    with pytest.raises(ValueError, match=r"^Sentence file '\S*' is a folder; expected a text file"):
+        load_sentence_set(str(tmp_path))
     assert parse_sentences("x\n  \ny")[0] == ["x", "y"]
 
 

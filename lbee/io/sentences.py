@@ -392,6 +392,8 @@ def load_sentence_set(name_or_path):
                 near = [n for n in [near_file(path)] if n is not None and n != ref]  # never itself (a race)
             builtins = f"Built-in sets: {', '.join(names)} (`lbee sentences list` describes them)."
             hint = f" (did you mean {near[0]!r}?)" if near else ""
+            if path.is_dir():
+                raise UnknownSentenceSet(f"Sentence file {ref!r} is a folder; expected a text file. {builtins}")
             if "/" in ref or os.sep in ref or path.suffix:  # meant as a file: say so first (trial 38)
                 raise UnknownSentenceSet(f"Sentence file {ref!r} does not exist{hint}. {builtins}")
             raise UnknownSentenceSet(
