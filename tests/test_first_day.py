@@ -250,16 +250,21 @@ def test_a_library_logging_through_the_root_logger_does_not_print_lbee_warnings_
     assert "Warning: once, please" in r.stderr, r.stderr
 
 
-def test_describe_on_the_demos_inputs_prints_no_warning_twice(demo_run, tmp_path):
-    """New images of the demo's world (a copy: the embedding cache and the EC know none), one of them missing."""
+def _demo_images_copied(out, folder, n):
+    """The demo's first ``n`` predictions rows, their images copied into ``folder`` by file name (new to the caches)."""
     import shutil
 
-    out, _ = demo_run
-    rows = pd.read_csv(out / "inputs" / "predictions.csv").head(60)
-    (tmp_path / "imgs").mkdir()
+    rows = pd.read_csv(out / "inputs" / "predictions.csv").head(n)
+    folder.mkdir()
     for image in rows["image"]:
-        shutil.copy(out / image, tmp_path / "imgs" / image.rsplit("/", 1)[-1])
-    rows = rows.assign(image=rows["image"].str.rsplit("/", n=1).str[-1])
+        shutil.copy(out / image, folder / image.rsplit("/", 1)[-1])
+    return rows.assign(image=rows["image"].str.rsplit("/", n=1).str[-1])
+
+
+def test_describe_on_the_demos_inputs_prints_no_warning_twice(demo_run, tmp_path):
+    """New images of the demo's world (a copy: the embedding cache and the EC know none), one of them missing."""
+    out, _ = demo_run
+    rows = _demo_images_copied(out, tmp_path / "imgs", 60)
     (tmp_path / "imgs" / rows["image"].iloc[0]).unlink()  # listed in the predictions, gone from the folder
     manifest = pd.DataFrame({"path": rows["image"]})
     manifest.to_csv(tmp_path / "imgs" / "manifest.csv", index=False)
@@ -282,14 +287,8 @@ def test_describe_on_the_demos_inputs_prints_no_warning_twice(demo_run, tmp_path
 def test_strict_refuses_a_predictions_row_whose_image_is_gone(demo_run, tmp_path):
     """Trial 38: a row naming a deleted image was only a warning, even under --strict; now --strict stops on it
     before any embedding, and without it the run goes on and warns."""
-    import shutil
-
     out, _ = demo_run
-    rows = pd.read_csv(out / "inputs" / "predictions.csv").head(40)
-    (tmp_path / "imgs").mkdir()
-    for image in rows["image"]:
-        shutil.copy(out / image, tmp_path / "imgs" / image.rsplit("/", 1)[-1])
-    rows = rows.assign(image=rows["image"].str.rsplit("/", n=1).str[-1])
+    rows = _demo_images_copied(out, tmp_path / "imgs", 40)
     (tmp_path / "imgs" / rows["image"].iloc[3]).unlink()
     rows.to_csv(tmp_path / "predictions.csv", index=False)
     args = ["--cache-dir", str(tmp_path / "cache"), "describe", str(tmp_path / "imgs"), "--encoder", "spotcheck"]
