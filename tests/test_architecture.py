@@ -47,7 +47,7 @@ LAYERS = (
     ("lbee.reports",),
     ("lbee", "lbee.metrics"),  # the public facade
     ("lbee.service",),
-    ("lbee.cli",),
+    ("lbee.cli", "lbee.__main__"),  # `python -m lbee` is the lbee command
 )
 #: Libraries that load or run models: the readers (lbee.io) and the CLI import none of them.
 MODEL_LIBRARIES = ("torch", "torchvision", "open_clip", "timm", "transformers", "sentence_transformers")

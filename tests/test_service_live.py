@@ -231,9 +231,9 @@ def test_submit_runs_a_job_end_to_end(live_server, demo_job, tmp_path):
     listed = [s for s in Client(base, read).confirmed(job_id) if s["adds_failure"]]
     said = "\n".join(lines)
     first = listed[0] if listed else {}
-    holds = (
-        f"holds for {len(first.get('holds_for', ()))} of all the images (by the encoder); on the {first.get('n_in')} of"
-    )
+    by = "(by the given Γ)" if first.get("region") == "relevance" else "(by the encoder)"  # as the record says
+    assert first.get("region") in ("relevance", "encoder"), first
+    holds = f"holds for {len(first.get('holds_for', ()))} of all the images {by}; on the {first.get('n_in')} of"
     # its size, then its test (trial 36), each count said of what (trial 37)
     assert listed and f'    "{first["text"]}": {holds} them held out, error rate' in said, said
     assert "confirmed on held-out images, strongest first:" in said
