@@ -90,21 +90,10 @@ def discover_failures(search: ComposeSearch, *, max_rounds: int = MAX_ROUNDS) ->
             best = _best_conjunction(search, weight, sets, base)
             if best is None:
                 break
-            state, h = best
-            away = explained_away(search, state.lits, weight)  # a confounder the search added goes
-            tried = None
-            # the conditions it left out come in, unless the smaller region fails the test the failure passed
-            for lits in (explained_in(search, away, weight), away):
-                if tried is not None and sorted(lits) == sorted(tried):
-                    continue
-                tried = lits
-                if sorted(lits) != sorted(best[0].lits):
-                    p = search.region(lits)
-                    conds = {search.keys[j][0]: search.keys[j][1] for j in lits}
-                    state = _State(conds, tuple(lits), best[0].g, p[hard], p[easy], best[0].lift)
-                    h = float(state.h @ weight)
-                else:
-                    state, h = best
+            away = explained_away(search, best[0].lits, weight)  # a confounder the search added goes
+            more = explained_in(search, away, weight)  # and the conditions it left out come in, unless the smaller
+            for lits in (more, away) if len(more) > len(away) else (away,):  # region fails the test the failure passed
+                state, h = _restated(search, best, lits, weight)
                 e = float(state.e.sum())
                 # on the images it holds for, as the quality counts them: soft counts shrank a noisy region below
                 # the test (trial 25: "a thrips, under strong glare", 24 images of 320, was found and then refused)
@@ -137,6 +126,19 @@ def discover_failures(search: ComposeSearch, *, max_rounds: int = MAX_ROUNDS) ->
             found.append(Discovered(rows, search._describe(full, len(rows), None)))
             weight = (weight * (1.0 - state.h)).astype(np.float32)
     return found
+
+
+def _restated(
+    search: ComposeSearch, best: tuple[_State, float], lits: list[int], weight: Vector
+) -> tuple[_State, float]:
+    """The search's best state and its uncovered soft count h, with its literals now ``lits``."""
+    state, h = best
+    if sorted(lits) == sorted(state.lits):
+        return state, h
+    p = search.region(lits)
+    conds = {search.keys[j][0]: search.keys[j][1] for j in lits}
+    state = _State(conds, tuple(lits), state.g, p[search.hard], p[search.easy], state.lift)
+    return state, float(state.h @ weight)
 
 
 def _best_conjunction(

@@ -64,7 +64,7 @@ ALPHA = 0.05
 _EPS = 1e-6
 
 
-def _odds_ratio(p: Vector, base: float) -> Vector:
+def _odds_ratio(p: Vector, base: float | Vector) -> Vector:
     """An image's evidence for a literal: the odds of its P over the odds of the base rate P was calibrated to."""
     p = np.clip(np.asarray(p, np.float64), _EPS, 1 - _EPS)
     ratio: Vector = p / (1 - p) * ((1 - base) / base)
@@ -96,6 +96,18 @@ def _expected(p_rest: Vector, p_j: Vector, kept_out: np.ndarray, pool: np.ndarra
     return float((w_both / total).mean()), float(((w_both + w_rest) / total).mean())
 
 
+def _masses(search: ComposeSearch, weight: Vector | None) -> tuple[Vector, Vector]:
+    """How much each image counts in the shares, and how much of it as a hard image, shape (n,) each.
+
+    The hard images by their ``weight`` (1 without one), the easy ones 1, the others 0.
+    """
+    mass = np.zeros(search.probs.shape[0], np.float64)
+    mass[search.hard] = 1.0 if weight is None else np.asarray(weight, np.float64)
+    hard_mass = mass.copy()
+    mass[search.easy] = 1.0
+    return mass, hard_mass
+
+
 def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | None = None) -> list[int]:
     """``lits`` without the literals the others explain away (module docstring).
 
@@ -114,11 +126,7 @@ def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | 
         The literals kept. A removed literal's presupposition stays when no kept literal implies it ("a distant
         truck" → "a truck").
     """
-    n = search.probs.shape[0]
-    mass = np.zeros(n, np.float64)  # the images the shares count: hard (by their weight) and easy
-    mass[search.hard] = 1.0 if weight is None else np.asarray(weight, np.float64)
-    hard_mass = mass.copy()
-    mass[search.easy] = 1.0
+    mass, hard_mass = _masses(search, weight)
 
     def share(mask: np.ndarray) -> tuple[float, float]:
         m = float(np.add.reduce(mass, where=mask))  # no copy of the masked images (a million of them)
@@ -187,11 +195,7 @@ def explained_in(search: ComposeSearch, lits: Sequence[int], weight: Vector | No
     list of int
         ``lits`` and the literals added, in the order added.
     """
-    n = search.probs.shape[0]
-    mass = np.zeros(n, np.float64)
-    mass[search.hard] = 1.0 if weight is None else np.asarray(weight, np.float64)
-    hard_mass = mass.copy()
-    mass[search.easy] = 1.0
+    mass, hard_mass = _masses(search, weight)
     pool = mass > 0
     n_pool = max(int(pool.sum()), 1)
     total, total_hard = float(mass.sum()), float(hard_mass.sum())
@@ -223,7 +227,7 @@ def explained_in(search: ComposeSearch, lits: Sequence[int], weight: Vector | No
             inside = p_rest[r, None] * f >= 0.5
             out = ~inside & pool[r, None]
             lr_rest = _odds_ratio(p_rest[r], base_r)[:, None]
-            lr_j = np.clip(f, _EPS, 1 - _EPS) / (1 - np.clip(f, _EPS, 1 - _EPS)) * ((1 - base_j) / base_j)
+            lr_j = _odds_ratio(f, base_j)  # (each column against its own base rate)
             w_both, w_rest = prior[0] * lr_rest * lr_j, prior[1] * lr_rest
             w_total = w_both + w_rest + prior[2] * lr_j + prior[3]
             acc += np.stack(

@@ -170,6 +170,18 @@ def _statements(exps, index):
     return list(found.values())
 
 
+def _judged_regions(part, index, tau, statement, condition_sets, relevance):
+    """The regions of ``condition_sets``, shape (n, len(condition_sets)), judged as ``statement``'s region was.
+
+    By the given Γ when the statement's region came from Γ, else by the encoder's composed relevance.
+    """
+    if statement.get("region") == "relevance" and relevance is not None and index.conditions is not None:
+        from ..io.relevance import compose_columns
+
+        return compose_columns(relevance, list(index.conditions[: relevance.shape[1]]), condition_sets)
+    return part.composed_relevance(index, condition_sets, tau=tau)[1]
+
+
 def _ablate(part, index, tau, plan, statement, region, rows, relevance=None):
     """Drop each of a composed statement's conditions in turn (`lbee.core.confirmation.ablation`).
 
@@ -181,12 +193,7 @@ def _ablate(part, index, tau, plan, statement, region, rows, relevance=None):
     if len(conds) < 2:
         return None
     rests = [{k: v for k, v in conds.items() if k != key} for key in conds]
-    if statement.get("region") == "relevance" and relevance is not None and index.conditions is not None:
-        from ..io.relevance import compose_columns
-
-        wider = compose_columns(relevance, list(index.conditions[: relevance.shape[1]]), rests)
-    else:
-        wider = part.composed_relevance(index, rests, tau=tau)[1]
+    wider = _judged_regions(part, index, tau, statement, rests, relevance)
     out = ablation(region, list(wider.T), plan.failed, rows)
     for entry, key, rest in zip(out, conds, rests):
         entry["condition"] = format_conditions({key: conds[key]})
@@ -220,12 +227,7 @@ def _narrow(part, index, tau, plan, statement, region, rows, relevance=None):
     best = None
     for start in range(0, len(extra), NARROW_BLOCK):  # (n, block) regions at a time: a million images, any grammar
         block = [w for *_, w in extra[start : start + NARROW_BLOCK]]
-        if statement.get("region") == "relevance" and relevance is not None and index.conditions is not None:
-            from ..io.relevance import compose_columns
-
-            regions = compose_columns(relevance, list(index.conditions[: relevance.shape[1]]), block)
-        else:
-            regions = part.composed_relevance(index, block, tau=tau)[1]
+        regions = _judged_regions(part, index, tau, statement, block, relevance)
         found = narrowing(region, list(regions.T), plan.failed, rows)
         if found is not None:
             found["index"] += start
