@@ -25,6 +25,7 @@ import argparse
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -159,6 +160,8 @@ def main(argv=None):
         print(f"  [{name}: {steps[-1][1]:.1f} s]", flush=True)
 
     tmp = Path(tempfile.mkdtemp(prefix="lbee-wheel-check-"))
+    free = shutil.disk_usage(tmp).free / 2**30
+    print(f"  {free:.1f} GiB free where the fresh venv goes ({tmp}); torch's pins take some 6 GiB", flush=True)
     try:
         t = time.perf_counter()
         wheel = build_wheel(tmp / "dist")
@@ -170,10 +173,12 @@ def main(argv=None):
         run([sys.executable, "-m", "venv", venv])
         py, lbee = venv / "bin" / "python", venv / "bin" / "lbee"
         env = clean_env()
-        run([py, "-m", "pip", "install", "-q", "--upgrade", "pip"], env=env)
+        # No pip cache: the torch pins are gigabytes, and CI's disk holds the project's venvs already.
+        pip = [py, "-m", "pip", "install", "-q", "--no-cache-dir"]
+        run([*pip, "--upgrade", "pip"], env=env)
         if args.preinstall.split():
-            run([py, "-m", "pip", "install", "-q", *args.preinstall.split()], env=env)
-        run([py, "-m", "pip", "install", "-q", wheel], env=env)
+            run([*pip, *args.preinstall.split()], env=env)
+        run([*pip, wheel], env=env)
         step("fresh venv: torch pins and the core wheel", t)
 
         outside = tmp / "elsewhere"  # no lbee/ folder here: `import lbee` must find the installed one
@@ -191,7 +196,7 @@ def main(argv=None):
         target, extras = demo_without_extras(lbee, outside, env, wheel)
 
         t = time.perf_counter()
-        run([py, "-m", "pip", "install", "-q", f"{target}[{extras}]"], env=env)  # the advice, as printed
+        run([*pip, f"{target}[{extras}]"], env=env)  # the advice, as printed
         step(f"install the extras the demo names ({extras})", t)
 
         t = time.perf_counter()
