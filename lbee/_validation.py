@@ -69,11 +69,13 @@ def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
     or time (YAML reads ``2001-12-14`` as one) is shown as its ISO text, not as ``datetime.datetime(...)``.
     """
     import datetime
+    import math
 
     if isinstance(value, (datetime.date, datetime.time)):
         return f"{value.isoformat()} (a date or time: quote it to make it text)"
-    if isinstance(value, int) and value.bit_length() > 3 * limit:  # (Python writes no int of over 4,300 digits)
-        return f"an integer of {len(str(value)) if value.bit_length() < 14_000 else 'over 4,000'} digits"
+    if isinstance(value, int) and value.bit_length() > 3 * limit:  # never str(): Python may refuse to write it
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1  # the count, or one more
+        return f"{'a negative' if value < 0 else 'an'} integer of about {digits:,} digits"
     text = _SHORT.repr(value)
     if len(text) > limit:
         text = text[: limit - 1] + "…"

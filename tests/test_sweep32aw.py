@@ -91,6 +91,23 @@ def test_class_indices_of_named_classes_under_another_name_are_refused():
     assert label_lookalike(table) is None
 
 
+def test_a_library_table_with_a_repeated_index_is_judged_by_row():
+    """Review of stop 60: a table whose index repeats (pd.concat of two frames) raised pandas' "Can only compare
+    identically-labeled Series objects"; its rows are compared by position now."""
+    from lbee.io.label_lookalike import label_lookalike
+
+    rng = np.random.default_rng(1)
+    table = _binary(rng, 200, "annotation", np.zeros(200, int))
+    top = (table["prob_dog"] > 0.5).astype(int).to_numpy()
+    table["annotation"] = np.where(rng.random(200) < 0.72, top, 1 - top)
+    assert label_lookalike(table.set_axis([0] * 200)) == "annotation"
+    table["annotation"] = top
+    assert label_lookalike(pd.concat([table.iloc[:100], table.iloc[100:].reset_index(drop=True)])) is None
+    # indices out of range name no class, and huge unsigned ones are no error
+    table["annotation"] = np.array([2**63 + 5] * 100 + [1] * 100, dtype=np.uint64)
+    assert label_lookalike(table) is None
+
+
 def test_a_binary_models_fold_column_is_not_taken_for_labels():
     """N2: a 0/1 'fold' beside prob_0 / prob_1 agrees with the argmax on about half of the rows by chance, and was
     refused as the labels about half the time; agreement must now be beyond chance."""
@@ -115,8 +132,11 @@ def test_an_oversized_seed_is_quoted_short(tmp_path):
     entry.write_text("name: x\nspotcheck: {seed: " + "9" * 50_000 + "}\n")
     r = CliRunner().invoke(cli, ["report", "--check", str(entry)], obj={})
     assert r.exit_code == 2 and "(50,000 characters); expected an integer seed" in r.output and len(r.output) < 1000
-    with pytest.raises(ValueError, match=r"^`seed` is an integer of over 4,000 digits; expected an integer seed"):
+    with pytest.raises(ValueError, match=r"^`seed` is an integer of about 5,001 digits; expected an integer seed"):
         check_seed(10**5000, "seed")
+    # a minus sign is no digit (review of stop 60)
+    with pytest.raises(ValueError, match=r"^`seed` is a negative integer of about 5,001 digits"):
+        check_seed(-(10**5000), "seed")
 
 
 @pytest.mark.parametrize("text", ["auto\n", "LOCAL", "", "1.2.3.4:1\n5.6.7.8:2"])

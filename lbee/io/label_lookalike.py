@@ -71,6 +71,8 @@ def label_lookalike(table):
     cols = [c for c in table.columns if isinstance(c, str) and counts[c] == 1]
     if "label" in table.columns:
         return None
+    if not table.index.is_unique:  # a library caller's table: rows are compared by position, not by a label twice
+        table = table.reset_index(drop=True)
     idc = next((c for c in ID_COLUMNS if c in cols), None)
     prob_cols = [c for c in cols if c.startswith("prob_")]
     named = [c for c, target in _unread_lookalikes(cols, idc, prob_cols) if target == "'label'"]
@@ -91,7 +93,7 @@ def label_lookalike(table):
         if kind == "f":  # class indices with a blank cell are read as floats: 1.0 names prob_1
             values, kind = values.astype(np.int64), "i"
         if kind in "iu" and not all(k.isdigit() for k in classes):  # indices of named classes, in column order
-            values = values.map(lambda v: classes[v] if 0 <= v < len(classes) else str(v))  # (as 'label' reads them)
+            values = _names_of_indices(values, classes)  # (as 'label' reads them)
         values = values.astype(str).str.strip().str.lower()
         named = values.isin(classes)
         if not len(values) or named.mean() < CLASS_SHARE or values[named].nunique() < 2:
@@ -105,6 +107,17 @@ def label_lookalike(table):
         elif agree is None or agree < 1:
             return c
     return None
+
+
+def _names_of_indices(values, classes):
+    """The class each index names (``classes[v]``), or the index as text where it names none; same index."""
+    import pandas as pd
+
+    v = values.to_numpy()
+    inside = (v >= 0) & (v < len(classes))
+    out = v.astype(str).astype(object)
+    out[inside] = np.asarray(classes, dtype=object)[v[inside].astype(np.int64)]
+    return pd.Series(out, index=values.index)
 
 
 #: The level of the one-sided binomial test that a column of class indices agrees with the argmax beyond chance.
