@@ -1448,6 +1448,13 @@ def test_a_job_entry_is_read_bounded_and_from_a_regular_file(tmp_path):
     client.submit((tmp_path / "ok.yaml").read_text())
     client.submit('{"name": "demo", "spotcheck": {"seed": 1}}')
     assert sent == [{"name": "demo", "spotcheck": {"seed": 0}}, {"name": "demo", "spotcheck": {"seed": 1}}]
+    client.submit("name: demo")  # one line, naming no file (trial 39 read it as a path)
+    assert sent[-1] == {"name": "demo"}
+    (tmp_path / "name: odd.yaml").write_text("name: odd\n")  # a file of such a name is still read as a file
+    client.submit(str(tmp_path / "name: odd.yaml"))
+    assert sent[-1] == {"name": "odd"}
+    with pytest.raises(ValueError, match=r"Cannot read the job entry '.*typo.yaml': \[Errno 2\]"):
+        client.submit(str(tmp_path / "typo.yaml"))  # a path with a typo is still a path
     with pytest.raises(ValueError, match="Cannot read the job entry's text"):
         client.submit(bomb.read_text())
     with pytest.raises(ValueError, match="'the entry text' is a `lbee report` config"):
