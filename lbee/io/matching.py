@@ -74,19 +74,39 @@ def same_image_id(a, b):
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
-def exists_here(key):
-    """Whether ``key`` is an absolute path of an existing file (inside the data root, when one is active)."""
+def local_path(key):
+    """``key`` as an absolute path of this machine: itself, or a ``file:`` URL's (``file:///w/p0.png``); else None.
+
+    A URL of another host, or a relative path, names no file here.
+    """
     import os
 
-    if not isinstance(key, str) or not os.path.isabs(key):
+    if not isinstance(key, str):
+        return None
+    if key[:5].lower() == "file:":  # sweep 32ax: file:///w/photos2/p0.png matched the image p0.png by its end
+        from urllib.parse import unquote, urlsplit
+
+        parts = urlsplit(key)
+        if parts.netloc.lower() not in ("", "localhost"):
+            return None
+        key = unquote(parts.path)
+    return key if os.path.isabs(key) else None
+
+
+def exists_here(key):
+    """Whether ``key`` is an absolute path (or ``file:`` URL) of an existing file (inside the data root, if any)."""
+    import os
+
+    path = local_path(key)
+    if path is None:
         return False
     from .confinement import PathEscape, confine, data_root
 
     try:
         root = data_root()
         if root is not None:
-            confine(key, root, "table id")
-        return os.path.lexists(key)
+            confine(path, root, "table id")
+        return os.path.lexists(path)
     except (OSError, ValueError, PathEscape):
         return False
 
@@ -160,7 +180,7 @@ class IdMatcher:
         if len(self.forms[i]) < 2 or not exists_here(key):
             return False  # (no path of the image known: its id is all there is)
         try:
-            return not os.path.samefile(key, self.forms[i][-1])
+            return not os.path.samefile(local_path(key), self.forms[i][-1])
         except (OSError, ValueError):
             return False
 
