@@ -851,3 +851,37 @@ def test_an_embed_folder_beside_its_sentence_embeddings_is_not_called_bare(tmp_p
         r = CliRunner().invoke(cli, [*args, "--sentences", "s.txt", "--predictions", "preds.csv", "--out", "r"], obj={})
     assert r.exit_code == 0, r.output
     assert "carry no provenance" not in r.output and not [w for w in caught if "no provenance" in str(w.message)]
+
+
+def test_embed_carries_a_generated_sets_conditions_and_grammar(tmp_path):
+    """Trial 40: `lbee embed --sentences bottles.txt` wrote emb/sentences.txt alone, and describe / lbee.audit read
+    it as a plain set (no compose, no merging) without a word. The conditions and a grammar copy go with it now,
+    and a plain set embedded over it with --overwrite takes them away."""
+    from lbee.grammar import load_grammar
+    from lbee.io.sentences import load_sentence_set
+
+    grammar = tmp_path / "g" / "bottles.grammar.yaml"
+    grammar.parent.mkdir()
+    grammar.write_text(
+        "name: bottles\nlead: A bottle\nsubjects:\n  - id: cap\n    noun: cap\n    deniable: true\n"
+        "    attributes: []\nsettings:\n  - id: light\n    preposition: under\n    noun: backlight\n"
+        "    attributes:\n      - {id: level, kind: adjective, values: {dim: dim, bright: bright}}\n"
+    )
+    sentences = tmp_path / "g" / "bottles.txt"
+    assert run(["sentences", "generate", str(grammar), "--out", str(sentences)]).exit_code == 0
+    given = load_sentence_set(sentences)
+    out = tmp_path / "emb"
+    r = run(["embed", "--sentences", str(sentences), "--encoder", "stubtest", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    grammar.unlink()  # the copy beside the embeddings is what is read: the set travels whole
+    embedded = load_sentence_set(out / "sentences.txt")
+    assert embedded.sentences == given.sentences and embedded.conditions == given.conditions
+    assert embedded.grammar.digest == load_grammar(out / "sentences.grammar.yaml").digest
+    plain = _sentences(tmp_path)
+    r = run(["embed", "--sentences", str(plain), "--encoder", "stubtest", "--out", str(out), "--overwrite"])
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "sentence_embeddings.npy",
+        "sentence_embeddings.provenance.json",
+        "sentences.txt",
+    ]

@@ -100,7 +100,7 @@ def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
     import os
     from pathlib import Path
 
-    from ..grammar import generate, load_grammar
+    from ..grammar import generate, grammar_yaml, load_grammar
     from ..io.sentences import check_grammar_set_out, conditions_path, write_grammar_set
     from ._base import check_writable_folder
 
@@ -126,7 +126,7 @@ def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
             conds,
             max_conditions=k,
             source_ref=None if copy else ref,
-            grammar_text=_grammar_yaml(g) if copy else None,
+            grammar_text=grammar_yaml(g) if copy else None,
             overwrite=overwrite,
             inputs=inputs,
         )
@@ -208,48 +208,6 @@ def _with_classes(grammar, path):
     if not done:
         raise ValueError(f"--classes: grammar {grammar.name!r} has no attribute of kind 'noun' to take class names.")
     return dataclasses.replace(grammar, subjects=tuple(subjects), _index={})
-
-
-def _grammar_yaml(grammar):
-    """The YAML text of a grammar (the copy with the --classes values, written beside the set)."""
-    import yaml
-
-    def subject(s):
-        d = {"id": s.id, "noun": s.noun, "article": s.article}
-        if not s.setting:
-            d["deniable"] = "true" if s.deniable else "false"
-        else:
-            d["preposition"] = s.preposition
-        if s.plural_noun:
-            d["plural"] = s.plural_noun
-        if s.bare:
-            d["bare"] = s.bare
-        d["attributes"] = [
-            {
-                "id": a.id,
-                "kind": a.kind,
-                "values": dict(a.values),
-                **({"plural": list(a.plural)} if a.plural else {}),
-                **({"requires": [f"{x}.{y}={z}" for x, y, z in a.requires]} if a.requires else {}),
-            }
-            for a in s.attributes
-        ]
-        if s.setting and not d["preposition"]:
-            del d["preposition"]
-        return d
-
-    doc = {
-        "name": grammar.name,
-        "description": grammar.description,
-        "lead": grammar.lead,
-        "bare": grammar.bare,
-        "max_conditions": str(grammar.max_conditions),
-        "subjects": [subject(s) for s in grammar.subjects if not s.setting],
-        "settings": [subject(s) for s in grammar.subjects if s.setting],
-    }
-    if not doc["settings"]:
-        del doc["settings"]
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
 
 
 def _grammar_ref(grammar, out):

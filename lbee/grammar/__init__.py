@@ -15,6 +15,7 @@ from ._grammar import (
     Grammar,
     Subject,
     format_conditions,
+    grammar_yaml,
     parse_conditions,
 )
 from ._reader import (
@@ -42,6 +43,7 @@ __all__ = [
     "embedded_atoms",
     "format_conditions",
     "generate",
+    "grammar_yaml",
     "line_break_in",
     "list_grammars",
     "load_grammar",

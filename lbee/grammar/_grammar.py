@@ -361,3 +361,48 @@ def parse_conditions(cell, *, source="<conditions>", line=0):
             raise ValueError(f"{source}, line {line}: condition {subj}.{attr} is given twice.")
         out[(subj, attr.strip())] = value.strip()
     return out
+
+
+def grammar_yaml(grammar):
+    """The YAML text of a grammar, which `lbee.grammar.load_grammar` reads back to the same digest.
+
+    Written beside a set as its grammar copy: the copy with ``--classes`` values, and ``lbee embed``'s.
+    """
+    import yaml
+
+    def subject(s):
+        d = {"id": s.id, "noun": s.noun, "article": s.article}
+        if not s.setting:
+            d["deniable"] = "true" if s.deniable else "false"
+        else:
+            d["preposition"] = s.preposition
+        if s.plural_noun:
+            d["plural"] = s.plural_noun
+        if s.bare:
+            d["bare"] = s.bare
+        d["attributes"] = [
+            {
+                "id": a.id,
+                "kind": a.kind,
+                "values": dict(a.values),
+                **({"plural": list(a.plural)} if a.plural else {}),
+                **({"requires": [f"{x}.{y}={z}" for x, y, z in a.requires]} if a.requires else {}),
+            }
+            for a in s.attributes
+        ]
+        if s.setting and not d["preposition"]:
+            del d["preposition"]
+        return d
+
+    doc = {
+        "name": grammar.name,
+        "description": grammar.description,
+        "lead": grammar.lead,
+        "bare": grammar.bare,
+        "max_conditions": str(grammar.max_conditions),
+        "subjects": [subject(s) for s in grammar.subjects if not s.setting],
+        "settings": [subject(s) for s in grammar.subjects if s.setting],
+    }
+    if not doc["settings"]:
+        del doc["settings"]
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)

@@ -17,7 +17,13 @@ from .models import encoder_caveat, load_encoder
 
 #: The files of each part of ``lbee embed``'s output, each replaced as one unit (an array, its provenance, its rows).
 IMAGE_FILES = ("embeddings.npy", "embeddings.provenance.json", "ids.txt")
-SENTENCE_FILES = ("sentence_embeddings.npy", "sentence_embeddings.provenance.json", "sentences.txt")
+SENTENCE_FILES = (
+    "sentence_embeddings.npy",
+    "sentence_embeddings.provenance.json",
+    "sentences.txt",
+    "sentences.conditions.tsv",  # a generated set's conditions and grammar travel with it (trial 40)
+    "sentences.grammar.yaml",
+)
 
 
 @dataclass
@@ -185,7 +191,31 @@ def embed_to_folder(
                     sentence_set=sset.name,
                 ),
             )
-            atomic_write_bytes(stage / "sentences.txt", "".join(f"{t}\n" for t in texts).encode())
+            _write_sentences(stage / "sentences.txt", sset)
         if imgs is not None:  # the row order of embeddings.npy, in the same unit
             atomic_write_bytes(stage / "ids.txt", ids_bytes(i for i, good in zip(imgs.ids, result.ok) if good))
     return EmbeddedFolder(imgs, result, sset)
+
+
+def _write_sentences(target, sset):
+    """``sentences.txt``: the set's sentences, and a generated set's conditions and grammar copy beside them.
+
+    Without them, ``describe`` and `lbee.audit` read the embedded set as a plain one: no compose, no merging into one
+    hypothesis per failure, and no word of it (trial 40).
+    """
+    from ..io.cache import atomic_write_bytes
+    from ..io.sentences import write_set_files
+
+    if sset.conditions is None or sset.grammar is None:
+        atomic_write_bytes(target, "".join(f"{t}\n" for t in sset.sentences).encode())
+        return
+    from ..grammar import grammar_yaml
+
+    write_set_files(
+        target,
+        sset.grammar,
+        list(sset.sentences),
+        list(sset.conditions),
+        max_conditions=max((len(c) for c in sset.conditions), default=0),
+        grammar_text=grammar_yaml(sset.grammar),
+    )
