@@ -885,3 +885,26 @@ def test_embed_carries_a_generated_sets_conditions_and_grammar(tmp_path):
         "sentence_embeddings.provenance.json",
         "sentences.txt",
     ]
+
+
+def test_an_empty_split_is_refused_before_any_image_is_embedded(images, tmp_path, monkeypatch):
+    """Trial 40: `--a 5` was refused ("The hard split is empty") only after every image had been embedded, and
+    without the threshold; φ comes from the predictions, so it is refused first now, with both."""
+    import lbee.encoders.embedding as embedding
+
+    rng = np.random.default_rng(0)
+    p = rng.random(4)
+    pd.DataFrame(
+        {"image": [f"f{i}.png" for i in range(4)], "prob_a": p, "prob_b": 1 - p, "label": ["a", "b", "a", "b"]}
+    ).to_csv(tmp_path / "preds.csv", index=False)
+
+    def no_embedding(*args, **kwargs):
+        raise AssertionError("embedded before the split was checked")
+
+    monkeypatch.setattr(embedding, "embed_images", no_embedding)
+    args = ["describe", str(images), "--predictions", str(tmp_path / "preds.csv"), "--encoder", "stubtest"]
+    r = CliRunner().invoke(cli, [*args, "--a", "5", "--out", str(tmp_path / "o")], obj={})
+    assert r.exit_code == 1 and "The hard split is empty" in r.output and "smaller --a" in r.output, r.output
+    assert "hard is φ < μ − aσ = " in r.output and "φ runs from" in r.output and "embedded before" not in r.output
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "o2")], obj={})  # a = 0.2 passes the check
+    assert "embedded before the split was checked" in str(r.exception), r.output

@@ -46,6 +46,18 @@ def _power_of_two_scaled(phi: FloatArray) -> FloatArray:
     return np.ldexp(phi, -int(np.frexp(top)[1]))
 
 
+def _threshold(phi: FloatArray, a: float) -> str:
+    """The split's two thresholds and φ's range, in words (trial 40 asked where the threshold lay)."""
+    a = check_real(a, "a", minimum=0.0)
+    mu, sigma = float(np.mean(phi)), float(np.std(phi))
+    if not (np.isfinite(mu) and np.isfinite(sigma)):
+        return ""
+    return (
+        f": hard is φ < μ − aσ = {mu - a * sigma:.4g}, easy φ > μ + aσ = {mu + a * sigma:.4g}, and φ runs from "
+        f"{float(np.min(phi)):.4g} to {float(np.max(phi)):.4g}"
+    )
+
+
 def _outliers(phi: FloatArray) -> str:
     """A hint naming a few confidences far from the rest (1e308 among values in [0, 1] stretches σ), or ''."""
     med = float(np.median(phi))
@@ -70,7 +82,7 @@ def resolve_split(
     if confidence is not None:
         phi = as_float_vector(confidence, "confidence", n)
         hard_mask, easy_mask = split_by_confidence(phi, a=a)
-        hint = f" (a={a}); try a smaller `a`"
+        hint = f" (a={a}{_threshold(phi, a)}); try a smaller `a`"
         if phi.max() == phi.min():
             hint = "; all confidences are equal, so no image is harder than another"
         elif not (hard_mask.any() and easy_mask.any()):

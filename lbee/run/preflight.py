@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from ..io.arrays import load_npy
 from .models import check_model_spec
+from .settings import SENSITIVITY_SPLITS
 from .specs import probabilities_kind
 
 #: Said by the preflight and, should a run get past it, by the per-class analysis itself.
@@ -59,7 +62,7 @@ def preflight(ds, models=None):
         for model in ds.models if models is None else models:
             if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():
                 table = read_table(model.predictions)
-                labelled = _manifest_has_labels(ds.images)
+                labelled = labelled_elsewhere = _manifest_has_labels(ds.images)  # (φ changes once they come)
                 # before the reader, whose warning on the same column would say it first (trial 35 read it twice)
                 refuse_unlabelled_lookalike(
                     label_lookalike(table),
@@ -75,8 +78,11 @@ def preflight(ds, models=None):
                 labelled = labelled or table_scores.labels is not None
                 if ds.settings.per_class and not labelled:
                     raise ValueError(f"{PER_CLASS_NEEDS_LABELS} ({str(model.predictions)!r} has no 'label' column)")
+                source = f"predictions {str(model.predictions)!r}"
                 if imgs is not None and ds.image_embeddings is None:  # every image needs its row, said now
-                    _check_rows(imgs, table_ids, f"predictions {str(model.predictions)!r}", strict=ds.strict)
+                    _check_rows(imgs, table_ids, source, strict=ds.strict)
+                if not (ds.settings.per_class or ds.settings.split_by in SENSITIVITY_SPLITS or labelled_elsewhere):
+                    _check_split(table_scores, ds.settings, imgs, table_ids, source)
     if ds.settings.split_by in ("irfs", "saliency"):
         if ds.sensitivity is None:
             raise ValueError(f"split_by {ds.settings.split_by!r} needs a sensitivity run (`lbee sensitivity`).")
@@ -96,6 +102,25 @@ def _check_rows(imgs, table_ids, source, *, strict=False):
     unread = {i for i in map(int, (rows < 0).nonzero()[0]) if not _readable(imgs.paths[i])}
     keep = [i for i in range(len(imgs.ids)) if i not in unread]
     align_scores([imgs.ids[i] for i in keep], [imgs.paths[i] for i in keep], table_ids, source=source, strict=strict)
+
+
+def _check_split(scores, settings, imgs, table_ids, source):
+    """The run's confidence split, from the predictions alone: an empty side is refused before any embedding.
+
+    ``--a 5`` was refused only after every image had been embedded (trial 40). φ is the run's (the true class's
+    probability with labels), over the rows of the images the run reads (all rows without images).
+    """
+    from ..core.split import resolve_split
+    from ..io.matching import match_table_rows
+    from .scores import _label_aware_phi
+
+    phi, _, _ = _label_aware_phi(scores, settings.confidence_from)
+    phi = np.asarray(phi, np.float64)
+    if imgs is not None:
+        rows, _ = match_table_rows(table_ids, imgs.ids, imgs.paths, source=source)
+        phi = phi[rows[rows >= 0]]
+    if len(phi) >= 2:
+        resolve_split(len(phi), confidence=phi, a=settings.a)  # the run's own words for an empty side
 
 
 def _readable(path):
