@@ -127,7 +127,8 @@ def test_report_check_refuses_embeddings_whose_recorded_ids_file_is_gone(tmp_pat
     sent = make_provenance("sentence_embeddings", s, identity=IDENTITY, tau=0.1, sentences=["a dog", "a cat"])
     write_embeddings(tmp_path / "s.npy", s, sent)
     (tmp_path / "s.txt").write_text("a dog\na cat\n")
-    (tmp_path / "p.csv").write_text("image,confidence\n" + "".join(f"{i},0.5\n" for i in ids))
+    # (confidences that differ: all equal, the check refuses the empty split as the run would)
+    (tmp_path / "p.csv").write_text("image,confidence\n" + "".join(f"{i},0.{k + 1}\n" for k, i in enumerate(ids)))
     (tmp_path / "c.yaml").write_text(
         "datasets:\n  - name: d\n    image_embeddings: embeddings.npy\n    sentence_embeddings: s.npy\n"
         "    sentences: s.txt\n    models: [{name: m, predictions: p.csv}]\n"

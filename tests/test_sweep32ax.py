@@ -1,4 +1,5 @@
-"""Sweep 32ax: table ids written as file: URLs of other files."""
+"""Sweep 32ax: table ids written as file: URLs of other files, a ./NAME sentence set that names no file, labels under
+scikit-learn's names or with zero-padded classes, and a grammar's huge count."""
 
 import pytest
 from PIL import Image
@@ -27,3 +28,52 @@ def test_a_file_url_of_another_existing_file_names_that_file(tmp_path):
     assert match_table_rows(["file:///elsewhere/machine/p0.png"], ids, paths)[0].tolist() == [0]
     assert match_table_rows([f"file://otherhost{tmp_path}/photos2/p0.png"], ids, paths)[0].tolist() == [0]
     assert local_path("s3://bucket/p0.png") is None and local_path("photos/p0.png") is None
+
+
+def test_a_dot_slash_set_name_that_names_no_file_is_refused(tmp_path, monkeypatch):
+    """B2: `--sentences ./spotcheck`, as lbee itself advises for a file named like a built-in set, read the built-in
+    set in silence when ./spotcheck did not exist."""
+    from lbee.io.sentences import UnknownSentenceSet, load_sentence_set
+
+    monkeypatch.chdir(tmp_path)
+    for ref in ("./spotcheck", "./conditions", "x/../spotcheck"):
+        with pytest.raises(UnknownSentenceSet, match=r"Sentence file '.*' does not exist"):
+            load_sentence_set(ref)
+    assert len(load_sentence_set("spotcheck").sentences) > 0  # the bare name is the built-in set
+    (tmp_path / "spotcheck").write_text("a local sentence\n")
+    assert load_sentence_set("./spotcheck").sentences == ("a local sentence",)
+
+
+def _table(rng, n, classes):
+    import numpy as np
+    import pandas as pd
+
+    p = rng.dirichlet(np.ones(len(classes)), n)
+    return p, pd.DataFrame(
+        {"image": [f"{i}.png" for i in range(n)], **{f"prob_{c}": p[:, k] for k, c in enumerate(classes)}}
+    )
+
+
+def test_labels_under_scikit_learn_names_and_zero_padded_classes_are_refused():
+    """N1: integer labels named 'y_test' or 'actual' passed for a model right on under half of the rows; N2: with
+    prob_00 ... prob_09, an integer column of labels was compared as the text '1' with the class '01'."""
+    import numpy as np
+
+    from lbee.io.label_lookalike import label_lookalike
+
+    rng = np.random.default_rng(0)
+    p, table = _table(rng, 300, "abcdefghij")
+    labels = np.where(rng.random(300) < 0.45, p.argmax(1), rng.integers(0, 10, 300))
+    for name in ("y_test", "actual"):
+        assert label_lookalike(table.assign(**{name: labels})) == name
+    assert label_lookalike(table.assign(actual_size=rng.integers(0, 10, 300))) is None  # a word alone is not enough
+    p, table = _table(rng, 300, [f"{k:02d}" for k in range(10)])
+    kind = np.where(rng.random(300) < 0.8, p.argmax(1), rng.integers(0, 10, 300))
+    assert label_lookalike(table.assign(kind=kind)) == "kind"
+
+
+def test_a_grammars_huge_conjunction_count_is_said_by_its_magnitude():
+    """N3: a grammar over the limit printed a count of about 2,300 digits (3 KB of message)."""
+    from lbee.grammar._generate import _count
+
+    assert _count(12_345) == "12,345" and _count(10**2300 + 7) == "about 10^2,300"

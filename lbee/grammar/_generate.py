@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 
 from ._grammar import FALSE, PRESENCE, Grammar, Key, _show
@@ -62,7 +63,7 @@ def generate(
     bound = count_conjunctions(grammar, k)
     if bound > limit:
         raise ValueError(
-            f"grammar {grammar.name!r} with up to {k} conditions a sentence allows up to {bound:,} conjunctions, "
+            f"grammar {grammar.name!r} with up to {k} conditions a sentence allows up to {_count(bound)} conjunctions, "
             f"over the limit of {limit:,} sentences to enumerate; allow fewer conditions (`lbee sentences generate "
             "--max-conditions`, or the grammar's max_conditions); the 'compose' describer searches longer "
             "conjunctions without enumerating them."
@@ -125,3 +126,10 @@ def embedded_atoms(grammar: Grammar) -> tuple[list[str], list[dict[Key, str]]]:
     sentences, conds, _ = generate(grammar, 1)
     keep = [i for i, c in enumerate(conds) if not any(a == PRESENCE and v == FALSE for (_, a), v in c.items())]
     return [sentences[i] for i in keep], [conds[i] for i in keep]
+
+
+def _count(n: int) -> str:
+    """``n`` with thousands separators, or its order of magnitude past 30 digits (a 2,300-digit count: sweep 32ax)."""
+    if n < 10**30:
+        return f"{n:,}"
+    return f"about 10^{int(n.bit_length() * math.log10(2)):,}"

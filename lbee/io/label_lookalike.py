@@ -21,6 +21,9 @@ LABEL_WORDS = frozenset(
         "ytrue", "truelabel", "truelabels", "trueclass", "gtlabel",
     }
 )  # fmt: skip
+#: Whole column names (`column_words` without '_') that hold the true classes, where a word of them alone would not
+#: ('actual_size', 'y_offset'): scikit-learn's 'y_true' / 'y_test', 'actual' (sweep 32ax N1).
+LABEL_NAMES = frozenset({"y", "ytrue", "ytest", "yval", "actual", "actualclass", "actuallabel"})
 NOT_LABEL_WORDS = ("pred", "prob", "score", "conf", "logit", "output", "top", "argmax", "best", "max", "guess", "hat")
 #: A word of a column name that says it holds the model's output: one of `NOT_LABEL_WORDS`, whole or inflected
 #: ('preds', 'probability', 'top1'), not any word they begin ('topic', 'confirmed', 'problem', 'hatch': sweep 32av B4).
@@ -46,7 +49,8 @@ def label_like(words):
     'label_name', 'gt_class', 'target_label', 'groundtruth' (sweep 32as B2), 'true_label' of 'trueLabel', but not
     'pred_class', 'class_prob' or 'top1_class' (the model's classes: sweep 32au N1).
     """
-    return any(w in LABEL_WORDS for w in words.split("_")) and not _names_the_model(words)
+    named = any(w in LABEL_WORDS for w in words.split("_")) or words.replace("_", "") in LABEL_NAMES
+    return named and not _names_the_model(words)
 
 
 def _names_the_model(words):
@@ -92,7 +96,7 @@ def label_lookalike(table):
         values = table[c].dropna()
         if kind == "f":  # class indices with a blank cell are read as floats: 1.0 names prob_1
             values, kind = values.astype(np.int64), "i"
-        if kind in "iu" and not all(k.isdigit() for k in classes):  # indices of named classes, in column order
+        if kind in "iu":  # class indices, by column order as 'label' reads them (prob_00..: sweep 32ax N2)
             values = _names_of_indices(values, classes)  # (as 'label' reads them)
         values = values.astype(str).str.strip().str.lower()
         named = values.isin(classes)

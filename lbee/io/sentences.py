@@ -397,8 +397,9 @@ def load_sentence_set(name_or_path):
         return grammar_set
     path = Path(name_or_path)
     if ref in list_sentence_sets() or not path.is_file():
-        builtin = _builtin_dir() / f"{name_or_path}.txt"
-        if not builtin.is_file():
+        # only a bare name is a built-in set: './spotcheck' naming no file read the built-in one (sweep 32ax B2)
+        builtin = _builtin_dir() / f"{ref}.txt" if ref in list_sentence_sets() else None
+        if builtin is None or not builtin.is_file():
             import difflib
 
             from ..grammar import list_grammars
