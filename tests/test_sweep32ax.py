@@ -77,3 +77,26 @@ def test_a_grammars_huge_conjunction_count_is_said_by_its_magnitude():
     from lbee.grammar._generate import _count
 
     assert _count(12_345) == "12,345" and _count(10**2300 + 7) == "about 10^2,300"
+
+
+def test_labels_that_differ_from_the_classes_only_in_case_are_said_so(tmp_path):
+    """Trial 40: labels 'Pass' / 'Defect' beside prob_pass / prob_defect were refused with the class list alone."""
+    import pandas as pd
+
+    from lbee.io.images import read_table
+    from lbee.scoring.confidence import scores_from_table
+
+    def read_predictions(path):
+        return scores_from_table(read_table(path))
+
+    pd.DataFrame(
+        {"image": ["a.png", "b.png"], "prob_pass": [0.9, 0.2], "prob_defect": [0.1, 0.8], "label": ["Pass", "Defect"]}
+    ).to_csv(tmp_path / "p.csv", index=False)
+    with pytest.raises(ValueError, match="differ from the class names only in case"):
+        read_predictions(tmp_path / "p.csv")
+    pd.DataFrame({"image": ["a.png"], "prob_pass": [0.9], "prob_defect": [0.1], "label": ["good"]}).to_csv(
+        tmp_path / "q.csv", index=False
+    )
+    with pytest.raises(ValueError, match=r"invalid class value\(s\)") as err:
+        read_predictions(tmp_path / "q.csv")
+    assert "only in case" not in str(err.value)

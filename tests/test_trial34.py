@@ -115,5 +115,5 @@ def test_confirmation_skipped_below_its_floor_says_what_confirm_would_have_held_
     phi = rng.random(n)
     result = lbee.audit(X, S, sentences=[f"s{i}" for i in range(4)], confidence=phi, performance=phi > 0.2, tau=0.2)
     reason = result.main.extra["confirmation"]["reason"]
-    assert "300 images, under the 500 that confirmation needs whatever --confirm asks" in reason
+    assert "300 images, under the 500 that confirmation needs, whatever share is held out" in reason
     assert "30% held out would be 90 images" in reason

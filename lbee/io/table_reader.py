@@ -418,6 +418,9 @@ def class_column(table, column, class_names=None, default="table"):
         if class_names:
             shown = [str(c) for c in class_names[:_MAX_SHOWN]] + (["..."] if len(class_names) > _MAX_SHOWN else [])
             expected = f"a class name of the prob_<class> columns ({', '.join(shown)}) or an index in [0, {n_classes})"
+            folded = {str(c).casefold() for c in class_names}
+            if all(str(values[i]).strip().casefold() in folded for i in bad[:100]):  # 'Pass' for prob_pass (trial 40)
+                expected += "; these differ from the class names only in case: write them as the columns do"
         else:
             expected = "a non-negative integer class index (class names need prob_<class> columns to fix their order)"
         _fail(

@@ -100,7 +100,7 @@ def confirmation_plan(inputs, scores, settings):
     n = int(np.shape(inputs.embeddings)[0])
     if n < MIN_CONFIRM_IMAGES:
         why = (
-            f"{n} images, under the {MIN_CONFIRM_IMAGES} that confirmation needs whatever --confirm asks "
+            f"{n} images, under the {MIN_CONFIRM_IMAGES} that confirmation needs, whatever share is held out "
             f"({fraction:.0%} held out would be {round(n * fraction)} images)"
         )
         return ConfirmationPlan(None, "skipped", why, fraction, failed, counted, outcome, hard=hard)
