@@ -22,8 +22,8 @@ LABEL_WORDS = frozenset(
     }
 )  # fmt: skip
 #: Whole column names (`column_words` without '_') that hold the true classes, where a word of them alone would not
-#: ('actual_size', 'y_offset'): scikit-learn's 'y_true' / 'y_test', 'actual' (sweep 32ax N1).
-LABEL_NAMES = frozenset({"y", "ytrue", "ytest", "yval", "actual", "actualclass", "actuallabel"})
+#: ('actual_size', 'y_offset'; 'y' alone is a coordinate too): 'y_true' / 'y_test', 'actual' (sweep 32ax N1).
+LABEL_NAMES = frozenset({"ytrue", "ytest", "yval", "actual", "actualclass", "actuallabel"})
 NOT_LABEL_WORDS = ("pred", "prob", "score", "conf", "logit", "output", "top", "argmax", "best", "max", "guess", "hat")
 #: A word of a column name that says it holds the model's output: one of `NOT_LABEL_WORDS`, whole or inflected
 #: ('preds', 'probability', 'top1'), not any word they begin ('topic', 'confirmed', 'problem', 'hatch': sweep 32av B4).
