@@ -101,13 +101,3 @@ def test_labels_that_differ_from_the_classes_only_in_case_are_said_so(tmp_path):
         read_predictions(tmp_path / "q.csv")
     assert "only in case" not in str(err.value)
 
-
-def test_a_coordinate_column_named_y_is_not_taken_for_labels():
-    """Review: 'y' (a box's coordinate, whole pixels) beside prob_0 / prob_1 is not a label look-alike by its name."""
-    import numpy as np
-
-    from lbee.io.label_lookalike import label_lookalike
-
-    rng = np.random.default_rng(3)
-    _, table = _table(rng, 200, ["0", "1"])
-    assert label_lookalike(table.assign(y=rng.integers(0, 64, 200), x=rng.integers(0, 64, 200))) is None
