@@ -671,7 +671,7 @@ def test_a_sidecar_may_name_any_grammar_on_the_command_line_but_not_under_a_root
     sents = tmp_path / "sets" / "s.txt"
     sents.parent.mkdir()
     from lbee.grammar import generate
-    from lbee.io.sentences import write_grammar_set
+    from lbee.io.grammar_sets import write_grammar_set
 
     sentences, conditions, _ = generate(g, max_conditions=1)
     write_grammar_set(sents, g, sentences, conditions, max_conditions=1, source_ref=str(grammar_file))

@@ -125,7 +125,8 @@ def test_join_of_huge_numbers_and_state_dict_errors_are_said_in_lbee_s_words():
 def test_sentences_generate_writes_no_sentence_the_reader_refuses(tmp_path):
     """Lower 4: a grammar of 200-character words wrote sentences of 1,414 characters that lbee then refused."""
     from lbee.grammar import load_grammar
-    from lbee.io.sentences import MAX_SENTENCE_CHARS, write_grammar_set
+    from lbee.io.grammar_sets import write_grammar_set
+    from lbee.io.sentences import MAX_SENTENCE_CHARS
 
     g = load_grammar("spotcheck")
     cond = {("square", "presence"): "true"}

@@ -100,4 +100,3 @@ def test_labels_that_differ_from_the_classes_only_in_case_are_said_so(tmp_path):
     with pytest.raises(ValueError, match=r"invalid class value\(s\)") as err:
         read_predictions(tmp_path / "q.csv")
     assert "only in case" not in str(err.value)
-

@@ -384,9 +384,10 @@ def _write_demo_inputs(folder, analysis):
     import pandas as pd
 
     from ..grammar import generate, load_grammar
+    from ..io.grammar_sets import write_grammar_set
     from ..io.own_store import make_own
     from ..io.provenance import make_provenance, write_embeddings
-    from ..io.sentences import WORLD_SENTENCE_SET, write_grammar_set
+    from ..io.sentences import WORLD_SENTENCE_SET
 
     make_own(folder.parent, folder.name)  # this user's alone, whatever the umask (sweep 32ak N2)
     r = analysis.result

@@ -101,7 +101,8 @@ def sentences_generate(grammar, max_conditions, out, classes, limit, overwrite):
     from pathlib import Path
 
     from ..grammar import generate, grammar_yaml, load_grammar
-    from ..io.sentences import check_grammar_set_out, conditions_path, write_grammar_set
+    from ..io.grammar_sets import check_grammar_set_out, write_grammar_set
+    from ..io.sentences import conditions_path
     from ._base import check_writable_folder
 
     try:

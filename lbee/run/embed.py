@@ -204,7 +204,7 @@ def _write_sentences(target, sset):
     hypothesis per failure, and no word of it (trial 40).
     """
     from ..io.cache import atomic_write_bytes
-    from ..io.sentences import write_set_files
+    from ..io.grammar_sets import write_set_files
 
     if sset.conditions is None or sset.grammar is None:
         atomic_write_bytes(target, "".join(f"{t}\n" for t in sset.sentences).encode())

@@ -28,24 +28,10 @@ from .reading import (  # noqa: F401  (named from here too)
     confirmed_statements,
     describe_progress,
     entry_from_text,
+    is_entry_text,
     progress_lines,
     read_entry,
 )
-
-
-def _is_entry_text(entry):
-    """Whether the string ``submit`` was given is an entry's YAML / JSON text rather than a file's path.
-
-    Several lines, a JSON object, or one ``key: value`` line that names no file (``"name: demo"``; trial 39 passed
-    it and read "does not exist").
-    """
-    first = entry.lstrip()
-    return (
-        "\n" in entry
-        or first.startswith("{")
-        or (re.match(r"[\w-]+: ", first) is not None and not Path(entry).exists())
-    )
-
 
 #: The server a client talks to when none is named (``lbee serve``'s default address).
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -280,7 +266,7 @@ class Client:
 
         An identical entry already queued or running is returned instead (``reused: true``).
         """
-        if isinstance(entry, str) and _is_entry_text(entry):  # a file's text (trial 39)
+        if isinstance(entry, str) and is_entry_text(entry):  # a file's text (trial 39)
             entry = entry_from_text(entry)
         elif isinstance(entry, (str, os.PathLike)):
             entry = read_entry(entry)

@@ -6,6 +6,7 @@ words, the statements from a run's ``explanation.json``.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -116,6 +117,20 @@ def read_entry(path):
     except (OSError, UnicodeDecodeError, yaml.YAMLError, YAMLLimitError, ValueError) as exc:
         raise ValueError(f"Cannot read the job entry {str(path)!r}: {exc}") from None
     return _checked_entry(entry, str(path))
+
+
+def is_entry_text(entry):
+    """Whether the string `Client.submit` was given is an entry's YAML / JSON text rather than a file's path.
+
+    Several lines, a JSON object, or one ``key: value`` line that names no file (``"name: demo"``; trial 39 passed
+    it and read "does not exist").
+    """
+    first = entry.lstrip()
+    return (
+        "\n" in entry
+        or first.startswith("{")
+        or (re.match(r"[\w-]+: ", first) is not None and not Path(entry).exists())
+    )
 
 
 def entry_from_text(text):

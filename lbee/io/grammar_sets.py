@@ -1,0 +1,119 @@
+"""Writing a sentence set generated from a grammar: the sentence file, its conditions table and its grammar copy.
+
+`lbee sentences generate`, the demo and ``lbee embed`` write a set through here, as one unit (`lbee.io.staging`);
+`lbee.io.sentences` reads it back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .sentences import MAX_SENTENCE_CHARS, conditions_path, grammar_copy_path, grammar_set_paths
+
+
+def check_grammar_set_out(path, *, grammar_copy=False, overwrite=False, inputs=(), option="--out"):
+    """Refuse to write a generated set over existing files (without ``overwrite``) or over an input (ever).
+
+    A killed earlier write into the same place is settled first (`lbee.io.staging.recover_leftovers`).
+    Raises `lbee.io.staging.OutputExistsError` naming the file and ``--overwrite``.
+    """
+    from .staging import check_no_replace, recover_leftovers
+
+    path = Path(path)
+    recover_leftovers(path.parent, home=path.parent, label=path.name)
+    check_no_replace(
+        grammar_set_paths(path, grammar_copy=grammar_copy), overwrite=overwrite, inputs=inputs, option=option
+    )
+
+
+def write_grammar_set(
+    path,
+    grammar,
+    sentences,
+    conditions,
+    *,
+    max_conditions,
+    source_ref=None,
+    grammar_text=None,
+    overwrite=False,
+    inputs=(),
+):
+    """Write a generated set as one unit: the sentence file, its conditions table and its grammar copy if any.
+
+    The files are staged and moved in together (`lbee.io.staging`): after
+    an error or a kill a reader finds the old set whole or the new one whole.
+
+    Parameters
+    ----------
+    path : path-like
+        The sentence file; the table goes beside it (`conditions_path`).
+    grammar : lbee.grammar.Grammar
+        The grammar the sentences were generated from.
+    sentences : list of str
+    conditions : list
+        Each sentence's conjunction.
+    max_conditions : int
+    source_ref : str, optional
+        How the table names the grammar: a built-in name, or a path. Not with ``grammar_text``.
+    grammar_text : str, optional
+        The YAML of ``grammar`` (a copy with ``--classes`` values): written as
+        ``<stem>.grammar.yaml`` (`grammar_copy_path`) in the same unit, and named by the table.
+    overwrite : bool, default=False
+        Replace existing files of the set; without it an existing one is refused (`check_grammar_set_out`).
+    inputs : iterable of path-like, default=()
+        The command's input files (its grammar, its class list): never replaced, even with ``overwrite``.
+    """
+    from ..grammar import format_conditions
+    from .staging import staged_entries
+
+    if (source_ref is None) == (grammar_text is None):
+        raise TypeError("give exactly one of `source_ref` (the grammar's name or path) and `grammar_text` (a copy).")
+    path = Path(path)
+    for sentence, cond in zip(sentences, conditions, strict=True):  # write only what the reader will accept
+        if len(sentence) > MAX_SENTENCE_CHARS:
+            raise ValueError(
+                f"{path}: grammar {grammar.name!r} says {format_conditions(cond)!r} in a sentence of "
+                f"{len(sentence):,} characters; a sentence file holds sentences of at most {MAX_SENTENCE_CHARS:,}: "
+                "shorten the grammar's words or lower --max-conditions."
+            )
+        if grammar.render(cond) != sentence:
+            raise ValueError(
+                f"{path}: sentence {sentence!r} is not what grammar {grammar.name!r} says for "
+                f"{format_conditions(cond)!r} ({grammar.render(cond)!r})."
+            )
+    check_grammar_set_out(path, grammar_copy=grammar_text is not None, overwrite=overwrite, inputs=inputs)
+    with staged_entries(path.parent, home=path.parent, label=path.name) as stage:
+        write_set_files(
+            stage / path.name,
+            grammar,
+            sentences,
+            conditions,
+            max_conditions=max_conditions,
+            source_ref=source_ref,
+            grammar_text=grammar_text,
+        )
+
+
+def write_set_files(target, grammar, sentences, conditions, *, max_conditions, source_ref=None, grammar_text=None):
+    """The files of a generated set, written as they are at ``target`` (a stage's: `write_grammar_set` stages them).
+
+    The sentence file, its conditions table naming ``source_ref``, or the grammar copy written from
+    ``grammar_text`` beside them (``lbee embed`` carries a set's grammar this way, trial 40).
+    """
+    from ..grammar import format_conditions, load_grammar
+    from .cache import atomic_write_bytes
+
+    target = Path(target)
+    if grammar_text is not None:  # the table names a grammar file that exists: this copy, beside the set
+        copy = grammar_copy_path(target)
+        atomic_write_bytes(copy, grammar_text.encode("utf-8"))
+        grammar, source_ref = load_grammar(copy), copy.name  # its digest is the copy's
+    head = (
+        f"# Generated by `lbee sentences generate` from grammar {grammar.name!r} ({grammar.digest}), "
+        f"up to {max_conditions} conditions: {len(sentences)} sentences.\n"
+        f"# Each sentence's conditions are in {conditions_path(target).name}.\n"
+    )
+    atomic_write_bytes(target, (head + "\n".join(sentences) + "\n").encode("utf-8"))
+    rows = [f"# grammar: {source_ref}", f"# grammar_digest: {grammar.digest}", "sentence\tconditions"]
+    rows += [f"{s}\t{format_conditions(c)}" for s, c in zip(sentences, conditions)]
+    atomic_write_bytes(conditions_path(target), ("\n".join(rows) + "\n").encode("utf-8"))
