@@ -258,7 +258,8 @@ def test_submit_runs_a_job_end_to_end(live_server, demo_job, tmp_path):
     for i in range(4):
         Image.new("RGB", (16, 16), (60 * i, 0, 0)).save(tmp / "root" / "mini" / f"{i}.png")
     (tmp / "root" / "mini" / "p.csv").write_text(
-        "path,label,prob_a,prob_b\n" + "".join(f"{i}.png,0,0.9,0.1\n" for i in range(4))
+        # (confidences that differ: all equal, the preflight refuses the empty split before the encoder is loaded)
+        "path,label,prob_a,prob_b\n" + "".join(f"{i}.png,0,{0.6 + 0.1 * i:.1f},{0.4 - 0.1 * i:.1f}\n" for i in range(4))
     )
     entry = {
         "name": "mini",
