@@ -392,8 +392,7 @@ def _write_demo_inputs(folder, analysis):
     make_own(folder.parent, folder.name)  # this user's alone, whatever the umask (sweep 32ak N2)
     r = analysis.result
     n_base = analysis.sentence_embeddings.shape[0]  # the grammar's set; 'compose' added the rest
-    enc = analysis.result.encoder  # the SpotCheck encoder's identity; τ travels with the embeddings
-    tau = analysis.result.explanations[next(iter(analysis.result.explanations))].params["tau"]
+    enc, tau = r.encoder, r.explanations[next(iter(r.explanations))].params["tau"]  # τ travels with the embeddings
     img = np.asarray(analysis.embeddings, dtype=np.float32)
     sen = np.asarray(analysis.sentence_embeddings, dtype=np.float32)
     write_embeddings(

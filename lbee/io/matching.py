@@ -86,7 +86,10 @@ def local_path(key):
     if key[:5].lower() == "file:":  # sweep 32ax: file:///w/photos2/p0.png matched the image p0.png by its end
         from urllib.parse import unquote, urlsplit
 
-        parts = urlsplit(key)
+        try:
+            parts = urlsplit(key)
+        except ValueError:  # 'file://[x/p0.png': no URL, so no file here either
+            return None
         if parts.netloc.lower() not in ("", "localhost"):
             return None
         key = unquote(parts.path)
