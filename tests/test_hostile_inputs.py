@@ -1450,6 +1450,8 @@ def test_a_job_entry_is_read_bounded_and_from_a_regular_file(tmp_path):
     assert sent == [{"name": "demo", "spotcheck": {"seed": 0}}, {"name": "demo", "spotcheck": {"seed": 1}}]
     client.submit("name: demo")  # one line, naming no file (trial 39 read it as a path)
     assert sent[-1] == {"name": "demo"}
+    client.submit("name: " + "x" * 5000)  # a line too long for a file name is text too (it raised ENAMETOOLONG)
+    assert sent[-1] == {"name": "x" * 5000}
     (tmp_path / "name: odd.yaml").write_text("name: odd\n")  # a file of such a name is still read as a file
     client.submit(str(tmp_path / "name: odd.yaml"))
     assert sent[-1] == {"name": "odd"}
