@@ -22,7 +22,7 @@ LABEL_WORDS = frozenset(
     }
 )  # fmt: skip
 #: Whole column names (`column_words` without '_') that hold the true classes, where a word of them alone would not
-#: ('actual_size', 'y_offset'; 'y' alone is a coordinate too): 'y_true' / 'y_test', 'actual' (sweep 32ax N1).
+#: ('actual_size', 'y_offset'): 'y_true' / 'y_test', 'actual' (sweep 32ax N1).
 LABEL_NAMES = frozenset({"ytrue", "ytest", "yval", "actual", "actualclass", "actuallabel"})
 NOT_LABEL_WORDS = ("pred", "prob", "score", "conf", "logit", "output", "top", "argmax", "best", "max", "guess", "hat")
 #: A word of a column name that says it holds the model's output: one of `NOT_LABEL_WORDS`, whole or inflected
