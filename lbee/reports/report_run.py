@@ -118,4 +118,6 @@ def _clusters_words(explanations, settings):
     if made is not None and before is not None and made != before:
         text = f"{asked} asked, {made} formed, merged into {before} hypotheses (the groups one description covers)"
         return text + (said if joined else "")
+    if p.get("unmerged"):  # lbee.run.pipeline: no merging by descriptions that mean nothing
+        asked = f"{asked}, not merged into hypotheses (the sentences mean nothing)"
     return f"{asked}{said}" if joined else asked

@@ -51,6 +51,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
     from ..core.explain import unassigned_hard
     from ..core.partition import Partition
     from .confirm import confirm_run, confirmation_plan
+    from .identity import means_nothing
     from .join import join_groups
 
     tau = settings.resolved_tau(inputs.encoder_tau)
@@ -76,7 +77,10 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
                 part.fit(inputs.embeddings, hard=scores.split[0], easy=scores.split[1], held_out=plan.mask)
             else:
                 part.fit(inputs.embeddings, confidence=scores.confidence, held_out=plan.mask)
-            if index.grammar is not None:  # one hypothesis per failure (lbee.core.hypotheses)
+            # one hypothesis per failure (lbee.core.hypotheses), by descriptions: not when they mean nothing (random
+            # weights: trial 40's merged groups left 27 of a failure's 57 hard images in no hypothesis)
+            unmerged = index.grammar is not None and means_nothing(inputs.encoder)
+            if index.grammar is not None and not unmerged:
                 part.merge(index, tau=tau, k=settings.k)
             exps = part.describe_methods(index, methods, k=settings.k, tau=tau, sentences=inputs.sentences)
             # tested on the held-out images, and ranked
@@ -90,7 +94,7 @@ def analyse(inputs, scores, settings, *, dataset="", model="", progress=False, n
             raise ValueError(f"slicer {name!r}: {exc}" if len(settings.slicers) > 1 else str(exc)) from None
         if obj is not None:
             objects[name] = obj
-        record_clusters_formed(exps, part, merged)
+        record_clusters_formed(exps, part, merged, unmerged=unmerged)
         extra = {"dataset": dataset, "model": model, "slicer": name, **scores.extra, **confirmed}
         extra.setdefault("performance", scores.performance_desc)  # what ω is (−entropy without labels), said with it
         unassigned = unassigned_hard(part, exps)
@@ -245,10 +249,11 @@ def model_name(model):
     return model.name if model is not None else "EC classifier"
 
 
-def record_clusters_formed(explanations, part, merged=None):
+def record_clusters_formed(explanations, part, merged=None, unmerged=False):
     """Record in each explanation's ``params`` the clusters formed beside those asked for.
 
-    ``merged``: whether the slicer's groups were merged into hypotheses (default: whether ``part`` holds them).
+    ``merged``: whether the slicer's groups were merged into hypotheses (default: whether ``part`` holds them);
+    ``unmerged``: whether a merging was left out because the sentences mean nothing (``params['unmerged']``).
 
     Warns (once per partition) when they were capped or are tiny (:func:`lbee.core.clustering.cluster_notes`).
     """
@@ -262,6 +267,8 @@ def record_clusters_formed(explanations, part, merged=None):
             e.params["joined"] = part.joined_
         if merged:  # the slicer's groups became one hypothesis per failure: say how many it made
             e.params["n_slicer_groups"] = len(part.slicer_groups_)
+        if unmerged:
+            e.params["unmerged"] = True
     if explanations:  # merged hypotheses: judge the slicer's groups, which --clusters made
         sizes = [len(g) for g in part.slicer_groups_] if merged else None
         warn_cluster_notes(next(iter(explanations.values())), stacklevel=3, group_sizes=sizes)

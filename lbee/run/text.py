@@ -370,6 +370,8 @@ def groups_line(params, n_groups, settings=None, in_groups=None, held=0):
             if asked != settings.n_clusters
             else "the default"
         ) + "; --clusters sets it"
+    if params.get("unmerged"):  # lbee.run.pipeline: merging by description needs descriptions that mean something
+        why += "; " * bool(why) + "not merged into hypotheses: the sentences mean nothing, nor tell pieces of a failure"
     if joined:
         why = f" ({why})" if why else ""
         return line + f"{n_groups} hard groups: the clustering's {before}{why}, with groups {said} joined (--join)."
