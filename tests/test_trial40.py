@@ -47,3 +47,27 @@ def test_random_weights_keep_the_clusterings_groups_instead_of_merging_by_meanin
     assert "5 hard groups (" in said and "not merged into hypotheses: the sentences mean nothing" in said
     html = (tmp_path / "random" / "report.html").read_text()
     assert "not merged into hypotheses (the sentences mean nothing)" in html
+
+
+def test_describe_json_findings_name_their_images_by_id_as_confirmed_does():
+    """`describe --json` gave a finding's images as row positions (``holds_for``) where `RunResult.confirmed()` and
+    the client's give their ids (``images``)."""
+    from types import SimpleNamespace
+
+    from lbee.core.explanation import Explanation, HardCluster
+    from lbee.run.confirm_text import ranked_statements, with_images
+    from lbee.run.summary import summary_dict
+
+    conf = {"status": "done", "ranked": [0], "statements": [{"text": "a fox", "n_in": 2, "holds_for": [1, 4]}]}
+    hard = [HardCluster(np.arange(4), np.zeros(2), 0, [0], [1.0])]
+    ids = [f"img_{i}.png" for i in range(6)]
+    result = SimpleNamespace(
+        explanations={"compose": Explanation(hard, [], "compose", {}, ["s"])},
+        encoder={},
+        extra={"confirmation": conf},
+        image_ids=ids,
+        failures=[],
+    )
+    (finding,) = summary_dict(result)["findings"]
+    assert finding["holds_for"] == [1, 4] and finding["images"] == ["img_1.png", "img_4.png"]
+    assert summary_dict(result)["findings"] == with_images(ranked_statements(conf), ids)  # as confirmed() gives them

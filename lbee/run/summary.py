@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .confirm_text import _group_test, ranked_statements
+from .confirm_text import _group_test, ranked_statements, with_images
 
 
 def summary_dict(result, out=None, metrics=None):
@@ -30,7 +30,8 @@ def summary_dict(result, out=None, metrics=None):
         "params": {k: p[k] for k in ("a", "n_clusters", "n_hard_clusters_formed", "k", "tau", "ward") if k in p},
         # the terminal's headline (a twenty-sixth user's CI script could not read it): the confirmed statements,
         # strongest first, and whether (or why not) the run tested them
-        "findings": ranked_statements(conf),
+        # with their images' ids, as the library's and the client's confirmed() (trial 40 read positions only)
+        "findings": with_images(ranked_statements(conf), list(result.image_ids)),
         "confirmation": {k: conf.get(k) for k in ("status", "reason", "n_held_out") if conf.get(k) is not None},
         "hard_groups": [_group_summary(result, i, c) for i, c in enumerate(first.hard_clusters)],
         "metrics": list(metrics or []),
