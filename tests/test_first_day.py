@@ -50,7 +50,7 @@ def test_labels_lead_to_the_label_aware_split_and_the_planted_failures_all_land_
     p, planted = confident_errors
     r = _describe(p, "pred.csv", "labelled")
     assert r.exit_code == 0, r.output
-    assert "Split by the probability of the true class, because the predictions carry labels" in r.output
+    assert "Split by the probability of the true class, because the images' labels are given" in r.output
     split = pd.read_parquet(p / "labelled" / "assignments.parquet")["split"].to_numpy()
     assert (split[planted] == "hard").all(), split[planted]
     # the failure first: groups in order of harm, (error rate x size), as the HTML report lists them (a new user's
@@ -60,12 +60,12 @@ def test_labels_lead_to_the_label_aware_split_and_the_planted_failures_all_land_
     shown = [(int(n), float(e)) for n, e in re.findall(r"Hard group \d+: (\d+) images, error rate ([\d.]+)", r.output)]
     assert len(shown) >= 2 and [n * e for n, e in shown] == sorted((n * e for n, e in shown), reverse=True), shown
     # and each group's share of the errors (with labels every hard image may be wrong: 1.00 says nothing)
-    shares = re.findall(r"error rate [\d.]+ \((\d+) of the run's (\d+) errors\)", r.output)
+    shares = re.findall(r"error rate [\d.]+ \((\d+) of the (\d+) errors in all images(?: \(held-out images included\))?\)", r.output)
     assert len(shares) == len(shown) and {int(t) for _, t in shares} == {len(planted)}, r.output
     assert [int(k) for k, _ in shares] == [round(n * e) for n, e in shown]
     payload = json.loads((p / "labelled" / "explanation.json").read_text())
     assert payload["confidence_from"] == "true_class"
-    assert "because the predictions carry labels" in payload["split_criterion"]
+    assert "because the images' labels are given" in payload["split_criterion"]
 
     # without labels the confidence-only criterion stays (and the confident errors look easy: why labels matter)
     r = _describe(p, "pred_unlabelled.csv", "unlabelled")

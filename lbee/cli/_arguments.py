@@ -151,3 +151,22 @@ def misplaced_option(group, ctx, args, own_end, exc):
         return None
     path = f"{ctx.command_path} {args[own_end]}"
     return click.UsageError(f"{name} is an option of '{path}': put it after the command ({path} ... {name}).", ctx)
+
+
+def flag_given_a_value(command, ctx, args, exc):
+    """A usage error for a word left over after a flag, as if it were the flag's value (``--per-class errors``).
+
+    click said "Got unexpected extra argument (errors)" (trial 41). None when no flag comes just before one of the
+    words left over (``exc``: click's ``UsageError``).
+    """
+    if not exc.message.startswith("Got unexpected extra argument"):
+        return None
+    flags = {o for p in command.params if isinstance(p, click.Option) and p.is_flag for o in p.opts + p.secondary_opts}
+    for before, word in zip(args, args[1:]):
+        if before in flags and not word.startswith("-") and f"({word}" in exc.message:
+            return click.UsageError(
+                f"{before} is a flag and takes no value: {word!r} is left over (drop it, or give it to the option "
+                "it belongs to).",
+                ctx,
+            )
+    return None

@@ -258,7 +258,7 @@ def cluster_views(
     blindspot it covers; the views are then sorted by ``run.group_order``.
     """
     from ..run.confirm_text import group_verdict, verdict_words
-    from ..run.text import confirmation_lines, first_method
+    from ..run.text import FEW_IMAGES, confirmation_lines, first_method
     from ..run.untested import singles_out_nothing, untested_statement_lines
     from .marks import held_out_mark, held_out_state, leading_text
     from .vega import phi_histogram_spec, spec_json
@@ -321,6 +321,7 @@ def cluster_views(
             ),
         }
         view["stray"] = singles_out_nothing(view["untested"])  # "What fails" says so beside its sentence (trial 32)
+        view["few"] = idx.size < FEW_IMAGES and not view["confirmed"]  # as the terminal folds it, not red (trial 41)
         if extras:
             view["confusion"] = _confusion(run, idx)
             view["hist"] = spec_json(phi_histogram_spec(run.confidence, idx, twin_all))

@@ -78,7 +78,7 @@ def render_markdown(result, metrics=None, n_examples=5):
         )
         + ", "
         f"easy clusters={_asked_formed(p, 'n_easy_clusters', 'n_easy_clusters_formed')}, k={p['k']}, "
-        f"tau={p['tau']}",
+        f"tau={p['tau']:.4g}",
         "",
     ]
     from .join import alike_groups
@@ -98,7 +98,7 @@ def render_markdown(result, metrics=None, n_examples=5):
     methods = list(exps)
     ranked = confirmed_statements_lines(result.extra.get("confirmation"), every=True, meaningless=banner is not None)
     if ranked:  # the findings before the groups they were found in (a twenty-second user read them last)
-        items = [f"  - {t.strip()}" if t.startswith("    ") else f"- {t}" for t in ranked[1:]]
+        items = [f"  - {t.strip()}" if t.startswith("    ") else t if t[:1].isdigit() else f"- {t}" for t in ranked[1:]]
         lines += ["## Confirmed statements", "", ranked[0], ""] + items + [""]
         lines += [f"{t}\n" for t in _unplaced_lines(result)]
     lines += ["## Hard groups", ""]
@@ -263,9 +263,10 @@ def terminal_blocks(result, width=None, *, others=True):
             calm[i] = (len(c.indices), rate_g)  # error rates 0.00-0.09: the least confident right images
             continue
         what = result.extra.get("performance")  # ω as a number means little without what it is (−entropy)
-        wrong, n_wrong = int(round((1 - omega[c.indices]).sum())), int(round((1 - omega).sum()))
+        wrong, n_wrong = int(round((1 - omega[c.indices]).sum())), int(round((1 - omega).sum()))  # trial 41 read
+        held = " (held-out images included)" if first.params.get("n_held_out") else ""  # 81 hard, and 115 errors?
         rate = (  # and its share of the errors: with labels every hard image is wrong, and 1.00 said nothing (trial 29)
-            f", error rate {1 - omega[c.indices].mean():.2f} ({wrong} of the run's {n_wrong} errors)"
+            f", error rate {1 - omega[c.indices].mean():.2f} ({wrong} of the {n_wrong} errors in all images{held})"
             if binary
             else f", mean performance {omega[c.indices].mean():.3f}" + (f" (performance = {what})" if what else "")
         )
@@ -370,8 +371,7 @@ def groups_line(params, n_groups, settings=None, in_groups=None, held=0):
             if asked != settings.n_clusters
             else "the default"
         ) + "; --clusters sets it"
-    if params.get("unmerged"):  # lbee.run.pipeline: merging by description needs descriptions that mean something
-        why += "; " * bool(why) + "not merged into hypotheses: the sentences mean nothing, nor tell pieces of a failure"
+    why += "; " * bool(why) + "not merged into hypotheses: the sentences mean nothing" if params.get("unmerged") else ""
     if joined:
         why = f" ({why})" if why else ""
         return line + f"{n_groups} hard groups: the clustering's {before}{why}, with groups {said} joined (--join)."

@@ -64,7 +64,7 @@ def split_criterion(kind, has_labels, *, confidence_column=False):
         return f"Split by the {words}, as asked (--confidence-from {kind})."
     if has_labels:
         return (
-            f"Split by the {words}, because the predictions carry labels: every error, confident or not, "
+            f"Split by the {words}, because the images' labels are given: every error, confident or not, "
             "is hard. To split by the model's uncertainty instead: --confidence-from entropy."
         )
     return (
