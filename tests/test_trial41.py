@@ -32,7 +32,7 @@ def test_report_md_rounds_tau_and_numbers_its_findings_once_and_the_html_calls_a
     assert r.exit_code == 0, r.output
     md = (tmp_path / "d" / "report.md").read_text()
     assert re.search(r"tau=0\.0*[1-9]\d{0,3}\b", md), md[:800]  # 4 significant digits
-    assert "\n1. \"" in md and "- 1." not in md
+    assert '\n1. "' in md and "- 1." not in md
     said = " ".join(r.output.split())
     assert re.search(r"\(\d+ of the \d+ errors in all images \(held-out images included\)\)", said), said
     html = (tmp_path / "d" / "report.html").read_text()
