@@ -28,7 +28,8 @@ def test_report_md_rounds_tau_and_numbers_its_findings_once_and_the_html_calls_a
     inputs = demo_run[0] / "inputs"
     args = ["describe", "--image-embeddings", str(inputs / "image_embeddings.npy"), "--sentence-embeddings"]
     args += [str(inputs / "sentence_embeddings.npy"), "--sentences", str(inputs / "sentences.txt"), "--predictions"]
-    r = run([*args, str(inputs / "predictions.csv"), "--clusters", "40", "--html", "--out", str(tmp_path / "d")])
+    args += [str(inputs / "predictions.csv"), "--relevance", str(inputs / "relevance.npy")]
+    r = run([*args, "--clusters", "40", "--html", "--out", str(tmp_path / "d")])
     assert r.exit_code == 0, r.output
     md = (tmp_path / "d" / "report.md").read_text()
     assert re.search(r"tau=0\.0*[1-9]\d{0,3}\b", md), md[:800]  # 4 significant digits
@@ -41,3 +42,18 @@ def test_report_md_rounds_tau_and_numbers_its_findings_once_and_the_html_calls_a
     tiny = re.findall(r'<td class="num">([1-4])</td>.*?<td class="(\w+)">([^<]*)</td></tr>', table)
     assert tiny, "no group of fewer than 5 images in this run: the test needs one"
     assert all(cls == "muted" and words.startswith("not confirmed: too few images") for _, cls, words in tiny), tiny
+    # the metrics say that such a group counts in AHR and ACR as much as the others (compose's AHR 0.50 on an exact
+    # finding beside a 4-image group)
+    sizes = ", ".join(n for n, _, _ in tiny)
+    assert re.search(
+        rf"each hard group counts once in AHR and ACR: the {len(tiny)} groups? of fewer than 5 images "
+        rf"\({sizes} images\) counts? as much as the others",
+        said,
+    ), said
+
+
+def test_the_metric_legend_names_tiny_groups_only_when_there_are_some():
+    from lbee.run.text import metric_legend
+
+    assert "fewer than 5 images (4, 2 images) count as much" in " ".join(metric_legend(["tops"], [4, 2]).split())
+    assert "counts once" not in metric_legend(["tops"]) and "counts once" not in metric_legend(["tops"], [])

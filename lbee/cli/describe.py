@@ -372,9 +372,10 @@ def describe(
             main = metrics[0]["slicer"]  # the other slicers' rows are in metrics.csv
             for r in (r for r in metrics if r["slicer"] == main):
                 click.echo(f"  {r['method']:<9} " + " ".join(f"{r[k]:>6.3f}" for k in ("AHR", "ACR", "TPR", "JI")))
-            from ..run.text import metric_legend
+            from ..run.text import FEW_IMAGES, metric_legend
 
-            click.echo(metric_legend([r["method"] for r in metrics]))
+            few = [len(c.indices) for c in next(iter(result.explanations.values())).hard_clusters]
+            click.echo(metric_legend([r["method"] for r in metrics], [n for n in few if n < FEW_IMAGES]))
         if result.failures:
             click.echo(f"\n{len(result.failures)} image(s) skipped (listed in the report).", err=True)
     if out:

@@ -13,6 +13,7 @@ from .confirm_text import (  # noqa: F401  (named from here too)
     unconfirmed_line,
 )
 from .folded import FEW_IMAGES, calm_line, few_line  # noqa: F401  (named from here too)
+from .metric_words import COMPOSE_METRICS_NOTE, metric_legend  # noqa: F401  (named from here too)
 from .summary import summary_dict  # noqa: F401  (named from here too)
 from .untested import untested_statement_lines
 
@@ -146,29 +147,6 @@ def _columns(width=None):
 def line_width():
     """The width the terminal's paragraphs are wrapped to: the terminal's ($COLUMNS), at most 100."""
     return min(_columns(), 100)
-
-
-#: Under the metrics when 'compose' is among the methods: its TPR and JI count the sentences it returns.
-COMPOSE_METRICS_NOTE = (
-    "compose returns one sentence a group (or two), where the others return K, so its TPR and JI, which count the "
-    "failure sentences found, are low by design; read its AHR, and its sentence itself"
-)
-
-
-def metric_legend(methods=()):
-    """The AHR / ACR / TPR / JI legend every command prints under its metrics, wrapped to `line_width`.
-
-    With 'compose' among ``methods``, a note that its TPR and JI are low by design (an eleventh user read its one
-    exact sentence, scored lowest, as the worst).
-    """
-    import textwrap
-
-    from ..core.evaluation import METRIC_WORDS
-
-    said = [f"({key}: {words})" for key, words in METRIC_WORDS.items()]
-    if "compose" in methods:
-        said.append(f"({COMPOSE_METRICS_NOTE})")
-    return "\n".join(textwrap.fill(t, line_width(), initial_indent="  ", subsequent_indent="   ") for t in said)
 
 
 def run_header(run, width=None):
