@@ -141,9 +141,9 @@ def check_row_ids(
     fix = f"reorder {against} as {ids_file.name} lists, or re-embed its images with `lbee embed`"
     if from_folder:
         # a folder is read in sorted order and cannot be reordered: a manifest can (a twelfth user)
-        fix = (
-            f"give a manifest instead of the folder (a CSV with a 'path' column listing the images in the order "
-            f"{ids_file.name} lists them), or re-embed the folder with `lbee embed`"
+        fix = (  # embeddings of other images are likelier than a reordering (trial 41): re-embedding first
+            f"re-embed the folder with `lbee embed`, or give a manifest instead of the folder (a CSV with a 'path' "
+            f"column listing the images in the order {ids_file.name} lists them)"
         )
     if len(listed) != n_rows:
         raise ValueError(
@@ -159,7 +159,7 @@ def check_row_ids(
             )
     if len(run_ids) != n_rows:
         raise ValueError(
-            f"{name} {str(path)!r} has {n_rows} rows ({ids_file.name}) but {against} has {len(run_ids)}; "
+            f"{name} {str(path)!r} has {n_rows} rows ({ids_file.name}) for {len(run_ids)} images ({against}); "
             f"expected one row per image: {fix}."
         )
     _check_same_files(path, listed, run_files or run_ids, name, against, images_folder, fix)
