@@ -350,8 +350,12 @@ class Client:
             With ``model``, when the job ran several.
         group : int
             The hard group, as the report numbers it; -1: the run's hard images in no hypothesis.
-        page, sort, pair
-            As `lbee.reports.group_page.group_page` takes them (sorts: `lbee.reports.browse.BROWSE_SORTS`).
+        page : int, default=1
+            As `lbee.reports.group_page.group_page` takes it, as ``sort`` and ``pair``.
+        sort : str, default='confidence'
+            One of `lbee.reports.browse.BROWSE_SORTS`.
+        pair : str, optional
+            Only the images of one ``label → prediction`` of the group.
 
         Returns
         -------
@@ -408,7 +412,7 @@ class Client:
         """Write the job's result files (`RESULT_FILES`) into ``out_dir``.
 
         ``report.html``, ``explanation.json``, ``images.parquet`` and ``metrics.json`` are each written into a stage
-        as it arrives (one in memory at a time: four held together took 2.7 GB from a hostile server, sweep 32d;
+        as it arrives (one in memory at a time: four held together took 2.7 GB from a hostile server;
         the two JSON files at most `MAX_JSON_BYTES`), and moved in together once all have come (`lbee.io.staging`):
         a failed request leaves ``out_dir`` as it was, and a kill never leaves one job's report beside another's
         explanation. An existing result file is refused unless ``overwrite`` (the folder may hold another run's).
