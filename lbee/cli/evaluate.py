@@ -92,7 +92,10 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
         ids, sents = payload["images"], payload["sentences"]
         # compose's sentences follow the set's: a Γ over the set composes their columns (one rule, every format)
         n_base = next((e.params["n_base_sentences"] for e in exps.values() if "n_base_sentences" in e.params), None)
-        rel = load_relevance(relevance, ids, sents, conditions=payload.get("sentence_conditions"), n_base=n_base)
+        paths = _image_paths(path.parent)  # an id naming another folder's file matches none (sweep 32ay B4)
+        rel = load_relevance(
+            relevance, ids, sents, conditions=payload.get("sentence_conditions"), n_base=n_base, image_paths=paths
+        )
         assign = path.parent / "assignments.parquet"
         if assign.is_file():  # the run's image order: an edited explanation.json must not pair Γ rows with others
             _check_same_images(ids, read_table(assign), path, assign)
@@ -100,11 +103,11 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
         if performance is None:
             if not assign.exists():
                 raise LbeeError("No --performance given and no assignments.parquet beside the explanation.")
-            omega = validate_performance(read_table(assign), image_ids=ids)
+            omega = validate_performance(read_table(assign), image_ids=ids, image_paths=paths)
         elif performance.endswith(".npy"):
             omega = load_npy(performance, "--performance")
         else:
-            omega = validate_performance(read_table(performance), image_ids=ids)
+            omega = validate_performance(read_table(performance), image_ids=ids, image_paths=paths)
         rows = []
         for o in o_values:
             for m, e in exps.items():
@@ -189,6 +192,16 @@ def _check_assignments_digest(payload, assignments, assign):
             "it); its ω is taken as it is.",
             err=True,
         )
+
+
+def _image_paths(run_dir):
+    """The run's image files, from its ``images.parquet`` (checked against its explanation), or None without one."""
+    from ..reports.stored_table import IMAGES_TABLE, stored_images_table
+
+    if not (Path(run_dir) / IMAGES_TABLE).is_file():
+        return None
+    paths = stored_images_table(run_dir)["path"]
+    return [None if p is None or p != p else str(p) for p in paths]  # (a missing path: pandas' None or NaN)
 
 
 def _check_same_images(ids, assignments, explanation, assign):

@@ -77,7 +77,9 @@ def same_image_id(a, b):
 def local_path(key):
     """``key`` as an absolute path of this machine: itself, or a ``file:`` URL's (``file:///w/p0.png``); else None.
 
-    A URL of another host, or a relative path, names no file here.
+    A relative path names no file here. A URL's host is not read: this machine goes by many names (``127.0.0.1``,
+    its hostname, ``user@localhost:80``: sweep 32ay B1), and where the path exists here it names that file, as a
+    plain path does, whichever host wrote it (at worst an id is refused, never matched to another image).
     """
     import os
 
@@ -89,8 +91,6 @@ def local_path(key):
         try:
             parts = urlsplit(key)
         except ValueError:  # 'file://[x/p0.png': no URL, so no file here either
-            return None
-        if parts.netloc.lower() not in ("", "localhost"):
             return None
         key = unquote(parts.path)
     return key if os.path.isabs(key) else None

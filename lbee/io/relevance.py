@@ -23,7 +23,7 @@ class _QuietWhileChecking(logging.Filter):
 logger.addFilter(_QuietWhileChecking())
 
 
-def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
+def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None, image_paths=None):
     """Load Γ aligned to ``image_ids`` (rows) and ``sentences`` (columns).
 
     Accepted files:
@@ -64,12 +64,15 @@ def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
         compose the columns of sentences ``compose`` wrote.
     n_base : int, optional
         How many of ``sentences`` are the set's (default: all of them).
+    image_paths : list of str, optional
+        The images' files: an id that is the path (or ``file:`` URL) of another existing file matches no image,
+        as for a predictions table (sweep 32ay B4: another folder's Γ scored a run by its file names).
 
     Returns
     -------
     ndarray of bool, shape (n_images, n_sentences)
     """
-    rel = _read_relevance(path, image_ids, sentences, conditions=conditions, n_base=n_base)
+    rel = _read_relevance(path, image_ids, sentences, conditions=conditions, n_base=n_base, image_paths=image_paths)
     if rel.size and not rel.any():  # every metric would be 0 and TPR undefined, with no word of why
         logger.warning(
             "Relevance %r holds no relevant (image, sentence) pair: no sentence is true of any image, so every "
@@ -79,7 +82,7 @@ def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None):
     return rel
 
 
-def check_relevance_table(path, image_ids, sentences):
+def check_relevance_table(path, image_ids, sentences, image_paths=None):
     """Read a Γ table (CSV, TSV, parquet) as the run will, before any embedding, and raise what it would raise.
 
     Every check but one: whether it covers every image, which depends on the images that can be read (a wide
@@ -100,7 +103,7 @@ def check_relevance_table(path, image_ids, sentences):
         return
     token = _QUIET.set(True)  # this context's log lines only: another thread's are never dropped
     try:
-        _read_relevance(path, image_ids, sentences, every_image=False)
+        _read_relevance(path, image_ids, sentences, every_image=False, image_paths=image_paths)
     finally:
         _QUIET.reset(token)
 
@@ -110,10 +113,11 @@ def _transposed(shape, n, m, n_base=None):
     return "; is it transposed? Save Γ as images × sentences" if tuple(shape) in ((m, n), (n_base, n)) else ""
 
 
-def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None, every_image=True):
+def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None, every_image=True, image_paths=None):
     """`load_relevance` without its check of the whole: the file read and aligned.
 
-    ``every_image``: refuse a wide table that misses an image of the run.
+    ``every_image``: refuse a wide table that misses an image of the run. ``image_paths``: the images' files, so
+    that an id naming another existing file matches no image (`lbee.io.matching.IdMatcher`).
     """
     path = Path(path)
     n, m = len(image_ids), len(sentences)
@@ -146,7 +150,7 @@ def _read_relevance(path, image_ids, sentences, *, conditions=None, n_base=None,
         name,
         hint="Long form: image, sentence, relevant; wide form: image and one column per sentence.",
     )
-    matcher = IdMatcher(image_ids, source=src)  # exact ids, else a unique file-name match (never a guess)
+    matcher = IdMatcher(image_ids, image_paths, source=src)  # exact ids, else a unique end match (never a guess)
     col_of = {str(s): j for j, s in enumerate(sentences)}
     folded = {str(s).casefold(): s for s in sentences}
     rel = np.zeros((n, m), dtype=bool)

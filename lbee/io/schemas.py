@@ -192,8 +192,10 @@ def _check_conflicts(table, images, sents, relevant, name):
         first.setdefault(key, i)
 
 
-def validate_performance(table, *, image_ids=None):
+def validate_performance(table, *, image_ids=None, image_paths=None):
     """ω from a table with a ``performance`` column, aligned to ``image_ids`` when the table has an ``image`` column.
+
+    ``image_paths``: the images' files, so that an id naming another existing file matches none (sweep 32ay B4).
 
     Without an ``image`` column the rows must already be in the run's order
     (and, with ``image_ids``, there must be exactly one row per image).
@@ -217,7 +219,7 @@ def validate_performance(table, *, image_ids=None):
     check_unique(table, "image", name, what="image id")
     if image_ids is None:
         return omega
-    rows, unmatched = match_table_rows(ids, image_ids, source=table_source(table, name))
+    rows, unmatched = match_table_rows(ids, image_ids, image_paths, source=table_source(table, name))
     missing = [iid for iid, r in zip(image_ids, rows) if r < 0]
     if missing:
         raise ValueError(

@@ -50,7 +50,7 @@ def _named(field, path):
     return field if path is None else f"{field} {str(path)!r}"
 
 
-def _relevance(ds, ids, sents):
+def _relevance(ds, ids, sents, paths=None):
     rel = ds.relevance
     if rel is None:
         return None, "none"
@@ -58,7 +58,7 @@ def _relevance(ds, ids, sents):
 
     ((kind, path),) = rel.items()
     label = "ground truth" if kind == "ground_truth" else "VQA pseudo ground truth"
-    return load_relevance(path, ids, sents), f"{label}: {Path(path).name}"
+    return load_relevance(path, ids, sents, image_paths=paths), f"{label}: {Path(path).name}"
 
 
 def _spotcheck_inputs(ds, out_dir, device, log):
@@ -325,8 +325,8 @@ def _image_inputs(ds, cache_dir, device, progress, log=lambda msg: None):
     labels = None if labels is None else np.asarray(labels)[ok]
     if rival is not None and ds.relevance in (None, "ground_truth"):  # the attribute labels: exact Γ
         rel, source = np.asarray(rival.relevance)[ok], "ground truth (RIVAL10 attribute labels)"
-    else:
-        rel, source = _relevance(ds, ids, sents)
+    else:  # with the images' paths: an id naming another folder's existing file matches none (sweep 32ay B4)
+        rel, source = _relevance(ds, ids, sents, paths)
     return RunInputs(
         emb,
         sen,

@@ -57,7 +57,7 @@ def preflight(ds, models=None):
         from ..io.relevance import check_relevance_table
 
         # a bad cell of Γ was found after 2 minutes of embedding
-        check_relevance_table(next(iter(ds.relevance.values())), imgs.ids, sents)
+        check_relevance_table(next(iter(ds.relevance.values())), imgs.ids, sents, imgs.paths)
     if ds.settings.task == "classification":
         for model in ds.models if models is None else models:
             if model is not None and model.predictions is not None and not Path(model.predictions).is_dir():

@@ -1,0 +1,65 @@
+"""Sweep 32ay: file: URLs naming this machine by another name, Γ and ω tables of another folder's images, a
+grammar whose count of conjunctions grew huge before its refusal, and a dead writer's stage rolled over a folder
+the user put back."""
+
+import socket
+
+from PIL import Image
+
+
+def _two_folders(tmp_path):
+    for folder in ("photos", "photos2"):
+        (tmp_path / folder).mkdir()
+        Image.new("RGB", (8, 8)).save(tmp_path / folder / "p0.png")
+    return ["p0.png"], [str(tmp_path / "photos" / "p0.png")]
+
+
+def test_a_file_url_naming_this_machine_by_any_name_names_the_file_here(tmp_path):
+    """B1: file://127.0.0.1/…/photos2/p0.png (or the hostname, user@localhost, localhost:80) was taken for another
+    host's file, matched the image photos/p0.png by its end, and another folder's predictions were used."""
+    from lbee.io.matching import local_path, match_table_rows
+
+    ids, paths = _two_folders(tmp_path)
+    for host in ("127.0.0.1", socket.gethostname(), "user@localhost", "localhost:80", "[::1]", "anotherhost"):
+        url = f"file://{host}{tmp_path}/photos2/p0.png"
+        assert local_path(url) == f"{tmp_path}/photos2/p0.png", url
+        assert match_table_rows([url], ids, paths)[0].tolist() == [-1], url
+        assert match_table_rows([f"file://{host}{tmp_path}/photos/p0.png"], ids, paths)[0].tolist() == [0]  # itself
+    # a path that is not here still matches by its end, whichever host
+    assert match_table_rows(["file://127.0.0.1/nowhere/here/p0.png"], ids, paths)[0].tolist() == [0]
+
+
+def test_relevance_and_performance_tables_of_another_folders_files_match_no_image(tmp_path):
+    """B4: a Γ table whose ids were the absolute paths (or file: URLs) of another folder's existing images was
+    matched to the run's images by their file names and scored the run in silence (AHR 1.0 → 0.0); the same ids in
+    a predictions table were refused. Γ and ω tables now get the images' paths too."""
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from lbee.io.relevance import check_relevance_table, load_relevance
+    from lbee.io.schemas import validate_performance
+
+    ids, paths = _two_folders(tmp_path)
+    sentences = ["a dark photo", "a bright photo"]
+    for other in (f"{tmp_path}/photos2/p0.png", f"file://{tmp_path}/photos2/p0.png"):
+        table = pd.DataFrame({"image": [other], "a dark photo": [True], "a bright photo": [False]})
+        table.to_csv(tmp_path / "g.csv", index=False)
+        with pytest.raises(ValueError, match="none of its 1 row"):
+            load_relevance(tmp_path / "g.csv", ids, sentences, image_paths=paths)
+        with pytest.raises(ValueError, match="none of its 1 row"):
+            check_relevance_table(tmp_path / "g.csv", ids, sentences, paths)
+        with pytest.raises(ValueError, match="has no row for 1 of the run's 1 images"):
+            validate_performance(
+                pd.DataFrame({"image": [other], "performance": [1.0]}), image_ids=ids, image_paths=paths
+            )
+    mine = f"{tmp_path}/photos/p0.png"  # the image's own path matches it
+    pd.DataFrame({"image": [mine], "a dark photo": [True], "a bright photo": [False]}).to_csv(
+        tmp_path / "g.csv", index=False
+    )
+    rel = load_relevance(tmp_path / "g.csv", ids, sentences, image_paths=paths)
+    assert rel.tolist() == [[True, False]]
+    omega = validate_performance(
+        pd.DataFrame({"image": [mine], "performance": [0.0]}), image_ids=ids, image_paths=paths
+    )
+    assert np.array_equal(omega, [0.0])
