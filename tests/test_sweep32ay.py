@@ -63,3 +63,29 @@ def test_relevance_and_performance_tables_of_another_folders_files_match_no_imag
         pd.DataFrame({"image": [mine], "performance": [0.0]}), image_ids=ids, image_paths=paths
     )
     assert np.array_equal(omega, [0.0])
+
+
+def test_a_grammar_far_over_the_limit_is_refused_from_the_counts_magnitude(tmp_path):
+    """B3: a 700 kB grammar of 16,000 deniable subjects with max_conditions 16,000 spent 190 s summing integers of
+    thousands of digits, only to refuse it. The magnitude comes from the same sums in the log domain; the exact
+    count only where it is near the limit."""
+    import math
+    import random
+
+    import pytest
+
+    from lbee.grammar import count_conjunctions, generate, load_grammar
+    from lbee.grammar._generate import _log10_bound
+
+    rng = random.Random(0)
+    for _ in range(20):
+        sizes = [rng.randint(1, 6) for _ in range(rng.randint(1, 40))]
+        k = rng.randint(1, len(sizes))
+        grammar = type("G", (), {"keys": lambda self, s=sizes: [(None, [0] * m) for m in s]})()
+        assert _log10_bound(sizes, k) == pytest.approx(math.log10(count_conjunctions(grammar, k)), rel=1e-9)
+    n = 3000
+    lines = ["name: c", "description: x", "lead: A photo with", "bare: A photo", f"max_conditions: {n}", "subjects:"]
+    lines += [f"- {{id: s{i}, noun: n{i}, deniable: true}}" for i in range(n)]
+    (tmp_path / "c.grammar.yaml").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"allows up to about 10\^1,\d{3} conjunctions, over the limit of 200,000"):
+        generate(load_grammar(tmp_path / "c.grammar.yaml"))
