@@ -92,7 +92,7 @@ def test_another_users_killed_writers_leftovers_refuse_the_folder_to_every_reade
     for every reader."""
     import pwd
 
-    from lbee.io.staging import refuse_interrupted
+    from lbee.io.rollforward import refuse_interrupted
 
     nobody = pwd.getpwnam("nobody").pw_uid
     out = tmp_path / "emb"

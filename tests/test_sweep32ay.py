@@ -89,3 +89,49 @@ def test_a_grammar_far_over_the_limit_is_refused_from_the_counts_magnitude(tmp_p
     (tmp_path / "c.grammar.yaml").write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match=r"allows up to about 10\^1,\d{3} conjunctions, over the limit of 200,000"):
         generate(load_grammar(tmp_path / "c.grammar.yaml"))
+
+
+def test_a_killed_writers_swap_is_not_finished_over_files_put_there_since(tmp_path):
+    """B2: `lbee embed --overwrite` killed in its swap; the user removed the folder and put back a file of their own;
+    the next writer into it, without --overwrite, finished the dead swap: the user's file was moved aside and
+    deleted. Now the next writer refuses, moves nothing, and says where the killed writer's files are kept."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    from lbee.io.rollforward import OutputChangedError
+    from lbee.io.staging import staged_entries
+
+    out = tmp_path / "K"
+    out.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (out / name).write_text(f"old {name}")
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom lbee.io.staging import staged_entries\n"
+        "with staged_entries(Path(sys.argv[1])) as st:\n"
+        "    (st / 'a.txt').write_text('new a.txt'); (st / 'b.txt').write_text('new b.txt')\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "LBEE_TEST_KILL_AT": "swapping", "PYTHONPATH": root}
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], env=env, timeout=120)
+    assert proc.returncode == -9 and (out / "a.txt").read_text() == "new a.txt" and not (out / "b.txt").exists()
+    shutil.rmtree(out)  # the user puts back a folder of their own
+    out.mkdir()
+    (out / "b.txt").write_text("mine")
+    with pytest.raises(OutputChangedError, match=r"was changed \(b.txt\) after an lbee command writing it was killed"):
+        with staged_entries(out) as st:
+            (st / "c.txt").write_text("c")
+    assert sorted(p.name for p in out.iterdir()) == ["b.txt"] and (out / "b.txt").read_text() == "mine"
+    kept = {p.name.split(".lbee-")[1].split("-")[0]: p for p in tmp_path.iterdir() if ".lbee-" in p.name}
+    assert (kept["staging"] / "b.txt").read_text() == "new b.txt"  # the killed writer's new file, kept
+    assert (kept["replaced"] / "b.txt").read_text() == "old b.txt"  # and those it replaced
+    # the user removes them: the next writer goes on
+    for folder in kept.values():
+        shutil.rmtree(folder)
+    with staged_entries(out) as st:
+        (st / "c.txt").write_text("c")
+    assert sorted(p.name for p in out.iterdir()) == ["b.txt", "c.txt"] and (out / "b.txt").read_text() == "mine"

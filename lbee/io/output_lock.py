@@ -157,6 +157,15 @@ class HeldFolder:
             return False
         return True
 
+    def identity(self, name):
+        """Entry ``name``'s identity (`lbee.io.rollforward.entry_identity`), or None when there is none."""
+        from .rollforward import entry_identity
+
+        try:
+            return entry_identity(os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False))
+        except FileNotFoundError:
+            return None
+
     def is_folder(self, name):
         import stat
 

@@ -270,7 +270,7 @@ def load_embeddings(path, name, *, kind=None):
         checked in row blocks (`lbee.io.arrays.check_embeddings`): the analysis reads them in blocks.
     """
     from .arrays import load_npy
-    from .staging import refuse_interrupted
+    from .rollforward import refuse_interrupted
 
     refuse_interrupted(path, name)  # a killed writer's half-swapped folder is never read (sweep 32ao R2)
     record = read_provenance(path, name)

@@ -51,6 +51,7 @@ from pathlib import Path
 from .._files import process_tag, read_mark_text, tag_alive
 from .no_replace import OutputExistsError, check_no_replace, refuse_special_entries  # noqa: F401  (named here too)
 from .output_lock import check_pinned, lock_output, pinned, started_identity, unlock_output
+from .rollforward import OutputChangedError, recorded, refuse_changed
 
 #: The commit file inside a stage: the new output is complete (JSON: ``new`` and ``old`` entry names).
 COMPLETE = ".lbee-complete.json"
@@ -123,12 +124,13 @@ def staged_entries(folder, *, replaces=(), home=None, label=None, exclusive=Fals
                 "lbee while this one ran; nothing was replaced. Pass --overwrite to replace it, or give another folder."
             )
         refuse_special_entries(folder, old)  # before anything is moved: a device or a FIFO is never deleted
-        atomic_write_bytes(stage / COMPLETE, json.dumps({"new": new, "old": old}).encode())
+        mark = {"new": new, "old": old, **recorded(lock, stage, new, old)}  # what a recovery may replace
+        atomic_write_bytes(stage / COMPLETE, json.dumps(mark).encode())
     except BaseException:
         _abandon(lock, stage, aside)
         raise
     try:
-        _finish(lock, stage, aside, {"new": new, "old": old})
+        _finish(lock, stage, aside, mark)
         _settle_after(lock, home, label, owner, set(new), replaces)
     finally:
         unlock_output(lock)
@@ -257,7 +259,8 @@ def _settle(held, home, label, owners):
             continue
         stage, aside = _names(home, label, owner)
         mark = _read_mark(stage)
-        if mark is not None:  # the new output is complete: finish its swap
+        if mark is not None:  # the new output is complete: finish its swap, over what it left only (sweep 32ay B2)
+            refuse_changed(held, stage, aside, mark)
             _finish(held, stage, aside, mark)
         else:
             if aside.is_dir():  # no committed stage: the new output is unfinished, so the old one goes back whole
@@ -289,7 +292,11 @@ def _settle_after(held, home, label, owner, written, replaces=()):
 
     for other in sorted(_dead_owners(home, label, committed=_committed(home, label, held.fd is not None)) - {owner}):
         stage, aside = _names(home, label, other)
-        if _read_mark(stage) is not None:  # committed: its new entries that this writer did not write go in
+        if (mark := _read_mark(stage)) is not None:  # committed: its new entries this writer did not write go in
+            try:  # (this writer's output is in: one changed since is said by the next writer, not over its run)
+                refuse_changed(held, stage, aside, {**mark, "new": [n for n in mark["new"] if not ours(n)], "old": []})
+            except OutputChangedError:
+                continue
             for entry in sorted(stage.iterdir()) if stage.is_dir() else ():
                 if entry.name in _OWN or ours(entry.name):
                     continue
@@ -427,24 +434,3 @@ def _test_kill(step):
         _REACHED[step] = _REACHED.get(step, 0) + 1
         if _REACHED[step] == int(nth or 1):
             os.kill(os.getpid(), signal.SIGKILL)
-
-
-def refuse_interrupted(path, name):
-    """Refuse to read ``path`` while its folder holds the leftovers of a killed lbee writer of that folder.
-
-    Killed between the renames of its swap, ``lbee embed --overwrite`` left new embeddings beside old, or no, ids;
-    ``lbee describe`` read them, mispaired (sweep 32ao R2). The next writer of the folder settles the leftovers
-    (`recover_leftovers`); a reader says so and reads nothing.
-    """
-    real = Path(os.path.realpath(Path(path).parent))
-    try:  # the folder owner's leftovers count too: a reader is seldom the writer (sweep 32ap B3: a service job
-        uids = {os.getuid(), os.stat(real).st_uid}  # read another user's half-swapped folder)
-    except (OSError, AttributeError):
-        uids = None
-    if not real.name or not _dead_owners(real.parent, real.name, uids=uids):
-        return
-    raise ValueError(
-        f"{name} {str(path)!r}: its folder was being rewritten by an lbee command that was killed (its hidden "
-        f"leftovers .{real.name}.lbee-* lie beside it), so its files may be half old, half new. Run that command "
-        "again (`lbee embed ... --out` settles the folder first), then this one."
-    )

@@ -180,8 +180,8 @@ def _preflight_arrays(ds, sents, imgs):
 
     provs = {f: read_provenance(getattr(ds, f), f) for f in shapes}  # sidecars only: the digests are checked on load
     if "image_embeddings" in provs:  # refused by the run, so by the check too (sweep 32ap N1)
+        from ..io.rollforward import refuse_interrupted
         from ..io.row_ids import refuse_missing_ids
-        from ..io.staging import refuse_interrupted
 
         refuse_interrupted(ds.image_embeddings, "image_embeddings")
         refuse_missing_ids(ds.image_embeddings, "image_embeddings", (provs["image_embeddings"] or {}).get("ids_sha256"))

@@ -1,0 +1,88 @@
+"""What a killed writer's leftovers mean: its swap finished only over what it left, and no reader of its output.
+
+A writer killed in its swap leaves a committed stage; the next writer into the same output finishes that swap
+(`lbee.io.staging.recover_leftovers`). If the output was changed in between, say removed and made again with a
+file of the user's own, finishing the swap moved that file aside and deleted it with the replaced entries
+(sweep 32ay B2). The commit therefore records what each of its names held (`recorded`): the old entry it replaces,
+and its own new entry (a rename keeps the inode). An entry there that is neither is refused (`refuse_changed`):
+nothing is moved, and the message says where the killed writer's entries are kept. A reader of an output that
+holds such leftovers refuses it (`refuse_interrupted`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def entry_identity(st):
+    """What names an entry (from its ``lstat``): device and inode, and a file's or link's mtime.
+
+    A folder's mtime changes when a rename moves it into another folder (its ``..``), so it is left out; a file's
+    mtime, kept by a rename, tells a file made since on a reused inode number.
+    """
+    return [st.st_dev, st.st_ino, None if stat.S_ISDIR(st.st_mode) else st.st_mtime_ns]
+
+
+def recorded(held, stage, new, old):
+    """The commit's record of what its names hold: ``{"was": {old name: identity}, "made": {new name: identity}}``.
+
+    ``held``: the locked output folder (`lbee.io.output_lock.HeldFolder`); ``stage``: the folder of the new entries.
+    """
+    return {
+        "was": {name: held.identity(name) for name in old},
+        "made": {name: entry_identity(os.lstat(stage / name)) for name in new},
+    }
+
+
+class OutputChangedError(OSError):
+    """The output of a killed writer changed after it was killed: its swap is not finished over it."""
+
+
+def refuse_changed(held, stage, aside, mark):
+    """Raise `OutputChangedError` when an entry of ``mark``'s names is neither the old one it recorded nor its own.
+
+    A commit written before the record (no ``was`` / ``made``) is finished as before.
+    """
+    was, made = mark.get("was"), mark.get("made")
+    if not isinstance(was, dict) or not isinstance(made, dict):
+        return
+    changed = []
+    for name in sorted(set(mark["new"]) | set(mark["old"])):
+        now = held.identity(name)
+        if now is None or now == was.get(name):
+            continue  # nothing there, or the entry the killed writer meant to replace
+        if now == made.get(name) and not os.path.lexists(stage / name):
+            continue  # its own new entry, moved in before it was killed
+        changed.append(name)
+    if changed:
+        shown = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
+        raise OutputChangedError(
+            f"{str(held.path)!r} was changed ({shown}) after an lbee command writing it was killed; nothing was "
+            f"moved. The killed command's new files are kept in {str(stage)!r}, those it replaced in "
+            f"{str(aside)!r}: take out what you need, remove both folders, then run again"
+        )
+
+
+def refuse_interrupted(path, name):
+    """Refuse to read ``path`` while its folder holds the leftovers of a killed lbee writer of that folder.
+
+    Killed between the renames of its swap, ``lbee embed --overwrite`` left new embeddings beside old, or no, ids;
+    ``lbee describe`` read them, mispaired (sweep 32ao R2). The next writer of the folder settles the leftovers
+    (`lbee.io.staging.recover_leftovers`); a reader says so and reads nothing.
+    """
+    real = Path(os.path.realpath(Path(path).parent))
+    try:  # the folder owner's leftovers count too: a reader is seldom the writer (sweep 32ap B3: a service job
+        uids = {os.getuid(), os.stat(real).st_uid}  # read another user's half-swapped folder)
+    except (OSError, AttributeError):
+        uids = None
+    from .staging import _dead_owners
+
+    if not real.name or not _dead_owners(real.parent, real.name, uids=uids):
+        return
+    raise ValueError(
+        f"{name} {str(path)!r}: its folder was being rewritten by an lbee command that was killed (its hidden "
+        f"leftovers .{real.name}.lbee-* lie beside it), so its files may be half old, half new. Run that command "
+        "again (`lbee embed ... --out` settles the folder first), then this one."
+    )
