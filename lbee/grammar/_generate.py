@@ -78,9 +78,9 @@ def generate(
     magnitude = _log10_bound([len(v) for _, v in keys], k)  # exact below 30 digits (cheap), else its magnitude
     bound = count_conjunctions(grammar, k) if magnitude < 29 else None
     if bound is None or bound > limit:
-        said = f"about 10^{int(magnitude):,}" if bound is None else _count(bound)
+        count = f"about 10^{int(magnitude):,}" if bound is None else _count(bound)
         raise ValueError(
-            f"grammar {grammar.name!r} with up to {k} conditions a sentence allows up to {said} conjunctions, "
+            f"grammar {grammar.name!r} with up to {k} conditions a sentence allows up to {count} conjunctions, "
             f"over the limit of {limit:,} sentences to enumerate; allow fewer conditions (`lbee sentences generate "
             "--max-conditions`, or the grammar's max_conditions); the 'compose' describer searches longer "
             "conjunctions without enumerating them."
