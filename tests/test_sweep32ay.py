@@ -135,3 +135,16 @@ def test_a_killed_writers_swap_is_not_finished_over_files_put_there_since(tmp_pa
     with staged_entries(out) as st:
         (st / "c.txt").write_text("c")
     assert sorted(p.name for p in out.iterdir()) == ["b.txt", "c.txt"] and (out / "b.txt").read_text() == "mine"
+
+
+def test_evaluate_reads_the_images_paths_of_its_run_only_where_they_are_the_runs_images(tmp_path):
+    """B4 for `lbee evaluate`: the Γ and ω tables get the paths of the run's images.parquet, read only where its
+    images are the explanation's (an edited or another run's table is said by the run-file checks)."""
+    import pandas as pd
+
+    from lbee.cli.evaluate import _image_paths
+
+    assert _image_paths(tmp_path, ["a.png"]) is None  # no images.parquet: ids alone
+    pd.DataFrame({"image": ["a.png", "b.png"], "path": ["/d/a.png", None]}).to_parquet(tmp_path / "images.parquet")
+    assert _image_paths(tmp_path, ["a.png", "b.png"]) == ["/d/a.png", None]
+    assert _image_paths(tmp_path, ["b.png", "a.png"]) is None

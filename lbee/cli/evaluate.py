@@ -92,7 +92,8 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
         ids, sents = payload["images"], payload["sentences"]
         # compose's sentences follow the set's: a Γ over the set composes their columns (one rule, every format)
         n_base = next((e.params["n_base_sentences"] for e in exps.values() if "n_base_sentences" in e.params), None)
-        paths = _image_paths(path.parent)  # an id naming another folder's file matches none (sweep 32ay B4)
+        # the images' files: an id naming another folder's file matches none (sweep 32ay B4)
+        paths = _image_paths(path.parent, list(map(str, ids)))
         rel = load_relevance(
             relevance, ids, sents, conditions=payload.get("sentence_conditions"), n_base=n_base, image_paths=paths
         )
@@ -194,14 +195,22 @@ def _check_assignments_digest(payload, assignments, assign):
         )
 
 
-def _image_paths(run_dir):
-    """The run's image files, from its ``images.parquet`` (checked against its explanation), or None without one."""
-    from ..reports.stored_table import IMAGES_TABLE, stored_images_table
+def _image_paths(run_dir, ids):
+    """The run's image files from its ``images.parquet``, or None without one (or one of other images).
 
-    if not (Path(run_dir) / IMAGES_TABLE).is_file():
+    Only its ``path`` column is read here, and only where its ``image`` column is the explanation's ids in order:
+    an edited or another run's table is said by the checks of the run's files, in their words.
+    """
+    from ..io.table_reader import read_table
+    from ..reports.stored_table import IMAGES_TABLE
+
+    table_path = Path(run_dir) / IMAGES_TABLE
+    if not table_path.is_file():
         return None
-    paths = stored_images_table(run_dir)["path"]
-    return [None if p is None or p != p else str(p) for p in paths]  # (a missing path: pandas' None or NaN)
+    table = read_table(table_path)
+    if "path" not in table.columns or "image" not in table.columns or list(map(str, table["image"])) != ids:
+        return None
+    return [p if isinstance(p, str) else None for p in table["path"]]
 
 
 def _check_same_images(ids, assignments, explanation, assign):

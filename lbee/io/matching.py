@@ -78,7 +78,7 @@ def local_path(key):
     """``key`` as an absolute path of this machine: itself, or a ``file:`` URL's (``file:///w/p0.png``); else None.
 
     A relative path names no file here. A URL's host is not read: this machine goes by many names (``127.0.0.1``,
-    its hostname, ``user@localhost:80``: sweep 32ay B1), and where the path exists here it names that file, as a
+    its hostname, ``user@localhost:80``), and where the path exists here it names that file, as a
     plain path does, whichever host wrote it (at worst an id is refused, never matched to another image).
     """
     import os

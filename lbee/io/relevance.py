@@ -66,7 +66,7 @@ def load_relevance(path, image_ids, sentences, *, conditions=None, n_base=None, 
         How many of ``sentences`` are the set's (default: all of them).
     image_paths : list of str, optional
         The images' files: an id that is the path (or ``file:`` URL) of another existing file matches no image,
-        as for a predictions table (sweep 32ay B4: another folder's Γ scored a run by its file names).
+        as for a predictions table (another folder's Γ scored a run by its file names).
 
     Returns
     -------

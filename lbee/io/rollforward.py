@@ -2,8 +2,8 @@
 
 A writer killed in its swap leaves a committed stage; the next writer into the same output finishes that swap
 (`lbee.io.staging.recover_leftovers`). If the output was changed in between, say removed and made again with a
-file of the user's own, finishing the swap moved that file aside and deleted it with the replaced entries
-(sweep 32ay B2). The commit therefore records what each of its names held (`recorded`): the old entry it replaces,
+file of the user's own, finishing the swap moved that file aside and deleted it with the replaced entries.
+The commit therefore records what each of its names held (`recorded`): the old entry it replaces,
 and its own new entry (a rename keeps the inode). An entry there that is neither is refused (`refuse_changed`):
 nothing is moved, and the message says where the killed writer's entries are kept. A reader of an output that
 holds such leftovers refuses it (`refuse_interrupted`).
@@ -69,7 +69,7 @@ def refuse_interrupted(path, name):
     """Refuse to read ``path`` while its folder holds the leftovers of a killed lbee writer of that folder.
 
     Killed between the renames of its swap, ``lbee embed --overwrite`` left new embeddings beside old, or no, ids;
-    ``lbee describe`` read them, mispaired (sweep 32ao R2). The next writer of the folder settles the leftovers
+    ``lbee describe`` read them, mispaired. The next writer of the folder settles the leftovers
     (`lbee.io.staging.recover_leftovers`); a reader says so and reads nothing.
     """
     real = Path(os.path.realpath(Path(path).parent))

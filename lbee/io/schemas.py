@@ -195,7 +195,7 @@ def _check_conflicts(table, images, sents, relevant, name):
 def validate_performance(table, *, image_ids=None, image_paths=None):
     """ω from a table with a ``performance`` column, aligned to ``image_ids`` when the table has an ``image`` column.
 
-    ``image_paths``: the images' files, so that an id naming another existing file matches none (sweep 32ay B4).
+    ``image_paths``: the images' files, so that an id naming another existing file matches none.
 
     Without an ``image`` column the rows must already be in the run's order
     (and, with ``image_ids``, there must be exactly one row per image).
