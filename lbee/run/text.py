@@ -241,8 +241,8 @@ def terminal_blocks(result, width=None, *, others=True):
             calm[i] = (len(c.indices), rate_g)  # error rates 0.00-0.09: the least confident right images
             continue
         what = result.extra.get("performance")  # ω as a number means little without what it is (−entropy)
-        wrong, n_wrong = int(round((1 - omega[c.indices]).sum())), int(round((1 - omega).sum()))  # trial 41 read
-        held = " (held-out images included)" if first.params.get("n_held_out") else ""  # 81 hard, and 115 errors?
+        wrong, n_wrong = int(round((1 - omega[c.indices]).sum())), int(round((1 - omega).sum()))
+        held = " (held-out images included)" if first.params.get("n_held_out") else ""  # trial 41: 81 hard, 115 errors
         rate = (  # and its share of the errors: with labels every hard image is wrong, and 1.00 said nothing (trial 29)
             f", error rate {1 - omega[c.indices].mean():.2f} ({wrong} of the {n_wrong} errors in all images{held})"
             if binary
