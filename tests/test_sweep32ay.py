@@ -148,3 +148,29 @@ def test_evaluate_reads_the_images_paths_of_its_run_only_where_they_are_the_runs
     pd.DataFrame({"image": ["a.png", "b.png"], "path": ["/d/a.png", None]}).to_parquet(tmp_path / "images.parquet")
     assert _image_paths(tmp_path, ["a.png", "b.png"]) == ["/d/a.png", None]
     assert _image_paths(tmp_path, ["b.png", "a.png"]) is None
+
+
+def test_a_long_file_name_a_non_file_and_huge_confidences_are_said_briefly(tmp_path):
+    """Non-blocking N3, N4, N6: a 5,000-character --sentences name was echoed whole, /dev/stdin was said not to
+    exist, and confidences of ±1e308 printed numpy's overflow warnings."""
+    import warnings
+
+    import numpy as np
+    from conftest import lbee_cli
+
+    result = lbee_cli("sentences", "show", "x" * 5000)
+    assert result.exit_code != 0 and "File name too long" in result.output
+    assert "(5,000 characters)" in result.output and len(result.output) < 500, result.output
+    result = lbee_cli("sentences", "show", "/dev/null")
+    assert result.exit_code != 0 and "'/dev/null' is not a regular file" in result.output, result.output
+
+    from lbee.core.split import resolve_split
+
+    phi = np.linspace(0.0, 1.0, 40)
+    phi[:2], phi[2:4] = 1e308, -1e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warnings were errors here
+        hard, easy = resolve_split(40, confidence=phi)
+        assert hard[2:4].all() and easy[:2].all()
+        with np.testing.assert_raises(ValueError):  # the split fails: its message, not a warning
+            resolve_split(40, confidence=np.r_[np.full(38, 0.5), 1e308, -1e308], a=5.0)

@@ -33,7 +33,6 @@ class LbeeError(click.ClickException):
 #: Errors that bad input raises in the library (they name the argument or file): shown as a message, exit 1.
 USER_ERRORS = (ValueError, TypeError, KeyError, OSError, RuntimeError, ImportError)
 
-
 #: The type of every seed option: numpy's generator range, as lbee._validation.check_seed (config, service).
 SEED = click.IntRange(0, MAX_SEED)
 
@@ -176,7 +175,8 @@ class LbeeGroup(click.Group):
             if isinstance(exc, MissingExtraError):  # the message says what to do: no debugging
                 raise LbeeError(str(exc)) from None
             if isinstance(exc, OSError) and exc.filename:
-                msg = f"{exc.strerror or exc}: {exc.filename}"
+                name = str(exc.filename)  # cut: a 5,000-character name (sweep 32ay N3)
+                msg = f"{exc.strerror or exc}: {name if len(name) <= 200 else shown(name, 200)}"
             elif isinstance(exc, OSError) and exc.errno is None:  # lbee's own (a busy output): says what to do
                 raise LbeeError(str(exc)) from None
             elif isinstance(exc, KeyError) and " " not in str(exc).strip("'\""):  # a bare key: lbee's own slip

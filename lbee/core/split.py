@@ -49,7 +49,8 @@ def _power_of_two_scaled(phi: FloatArray) -> FloatArray:
 def _threshold(phi: FloatArray, a: float) -> str:
     """The split's two thresholds and φ's range, in words (trial 40 asked where the threshold lay)."""
     a = check_real(a, "a", minimum=0.0)
-    mu, sigma = float(np.mean(phi)), float(np.std(phi))
+    with np.errstate(over="ignore", invalid="ignore"):  # ±1e308 overflows here: then no thresholds are said
+        mu, sigma = float(np.mean(phi)), float(np.std(phi))
     if not (np.isfinite(mu) and np.isfinite(sigma)):
         return ""
     return (
@@ -63,7 +64,8 @@ def _outliers(phi: FloatArray) -> str:
     med = float(np.median(phi))
     low, high = np.quantile(phi, [0.01, 0.99])
     spread = max(abs(med), float(high - low))  # skewed probabilities (median 0.999) keep their real tail
-    far = np.flatnonzero(np.abs(phi - med) > 1000 * spread) if spread > 0 else np.zeros(0, np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):  # 1e308 − (−1e308) is inf: still far
+        far = np.flatnonzero(np.abs(phi - med) > 1000 * spread) if spread > 0 else np.zeros(0, np.int64)
     if not 0 < far.size <= 10:
         return ""
     return (

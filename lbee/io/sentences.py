@@ -306,6 +306,8 @@ def load_sentence_set(name_or_path):
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             if path.is_dir():
                 raise UnknownSentenceSet(f"Sentence file {ref!r} is a folder; expected a text file. {builtins}")
+            if path.exists():  # /dev/stdin, a FIFO: it exists, but is no file to read (sweep 32ay N4)
+                raise UnknownSentenceSet(f"Sentence file {ref!r} is not a regular file; expected a text file.")
             if "/" in ref or os.sep in ref or path.suffix:  # meant as a file: say so first (trial 38)
                 raise UnknownSentenceSet(f"Sentence file {ref!r} does not exist{hint}. {builtins}")
             raise UnknownSentenceSet(
