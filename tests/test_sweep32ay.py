@@ -174,3 +174,20 @@ def test_a_long_file_name_a_non_file_and_huge_confidences_are_said_briefly(tmp_p
         assert hard[2:4].all() and easy[:2].all()
         with np.testing.assert_raises(ValueError):  # the split fails: its message, not a warning
             resolve_split(40, confidence=np.r_[np.full(38, 0.5), 1e308, -1e308], a=5.0)
+
+
+def test_a_sensitivity_table_of_another_folders_files_matches_no_image(tmp_path):
+    """Left from B4: a sensitivity table was matched to the images by their ids alone, so another folder's existing
+    files gave the run their iRFS by file name. It gets the images' paths, as every table does."""
+    import pandas as pd
+    import pytest
+
+    from lbee.analyses.sensitivity_outputs import confidence_from_sensitivity
+
+    ids, paths = _two_folders(tmp_path)
+    mine = pd.DataFrame({"image": paths, "irfs": [0.3]})
+    assert confidence_from_sensitivity(mine, ids, image_paths=paths).tolist() == [0.3]
+    other = pd.DataFrame({"image": [str(tmp_path / "photos2" / "p0.png")], "irfs": [0.3]})
+    assert confidence_from_sensitivity(other, ids).tolist() == [0.3]  # without the paths: by its end, as before
+    with pytest.raises(ValueError, match="has no row for 1 of the 1 images"):
+        confidence_from_sensitivity(other, ids, image_paths=paths)

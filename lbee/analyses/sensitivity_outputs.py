@@ -31,7 +31,7 @@ def read_sensitivity_table(path, *, need=("image", "sigma", "irfs")):
     return table
 
 
-def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=None):
+def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=None, image_paths=None):
     """Per-image φ for LBEE's easy / hard split from a sensitivity run (higher = easier).
 
     Parameters
@@ -51,6 +51,8 @@ def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=No
         on the object = easy.
     sigma : float, optional
         Use iRFS at this σ only instead of the mean over σ.
+    image_paths : sequence of str, length n, optional
+        The images' files: a table id naming another existing file then matches no image (as in every table).
 
     Returns
     -------
@@ -82,7 +84,7 @@ def confidence_from_sensitivity(sensitivity, image_ids, kind="irfs", *, sigma=No
 
     # the one matching rule of every user table: exact, else by the path's tail; an id that fits two images is
     # refused (by file name alone, 'a/x.png' and 'b/x.png' both fitted, and the last row won: sweep 25)
-    rows, unmatched = match_table_rows(list(per_image.index), [str(i) for i in image_ids], source=source)
+    rows, unmatched = match_table_rows(list(per_image.index), [str(i) for i in image_ids], image_paths, source=source)
     missing = [str(image_ids[j]) for j in np.flatnonzero(rows < 0)]
     if missing:
         raise ValueError(

@@ -211,7 +211,7 @@ def model_scores(ds, model, inputs, *, device=None, progress=False):
         table = Path(ds.sensitivity)
         if table.is_dir():
             table = table / ("sensitivity.csv" if st.split_by == "irfs" else "saliency.csv")
-        phi = confidence_from_sensitivity(table, inputs.image_ids, kind=st.split_by)
+        phi = confidence_from_sensitivity(table, inputs.image_ids, kind=st.split_by, image_paths=inputs.image_paths)
         phi_desc = (
             "iRFS averaged over σ (low: leans on the background)"
             if st.split_by == "irfs"
