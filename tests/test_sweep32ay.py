@@ -191,3 +191,52 @@ def test_a_sensitivity_table_of_another_folders_files_matches_no_image(tmp_path)
     assert confidence_from_sensitivity(other, ids).tolist() == [0.3]  # without the paths: by its end, as before
     with pytest.raises(ValueError, match="has no row for 1 of the 1 images"):
         confidence_from_sensitivity(other, ids, image_paths=paths)
+
+
+def _killed_report(root, monkeypatch):
+    """A report into ``root`` (index.html, run folder a/) committed, then killed before its swap."""
+    import pytest
+
+    import lbee.io.staged_tree as st
+    from lbee.run.outputs import RUN_ENTRIES
+
+    (root / "a").mkdir(parents=True)
+    (root / "index.html").write_text("old index")
+    (root / "a" / "explanation.json").write_text("old run")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as a kill between the commit and the swap
+
+    monkeypatch.setattr(st, "_swap", killed)
+    with pytest.raises(KeyboardInterrupt):
+        with st.staged_tree(root, [root / "a"], replaces=RUN_ENTRIES) as stage:
+            (stage / "a").mkdir()
+            (stage / "a" / "explanation.json").write_text("new run")
+            (stage / "index.html").write_text("new index")
+    monkeypatch.undo()
+
+
+def test_a_killed_reports_swap_is_not_finished_over_a_run_folder_changed_since(tmp_path, monkeypatch):
+    """Left from B2: a report's swap (`lbee.io.staged_tree`) had no record of what its folders held at its commit,
+    so the next report finished a killed one's swap over a run file the user had put back (and deleted it)."""
+    import pytest
+
+    from lbee.io.rollforward import OutputChangedError
+    from lbee.io.staged_tree import recover_tree
+    from lbee.run.outputs import RUN_ENTRIES
+
+    root = tmp_path / "rr"
+    _killed_report(root, monkeypatch)
+    (root / "a" / "explanation.json").unlink()  # restored from a backup: the same name, another file
+    (root / "a" / "explanation.json").write_text("mine")
+    with pytest.raises(OutputChangedError, match=r"rr/a' was changed \(explanation.json\)"):
+        recover_tree(root, RUN_ENTRIES)
+    assert (root / "a" / "explanation.json").read_text() == "mine"
+    assert (root / "index.html").read_text() == "old index"  # nothing moved, in any folder
+
+    fresh = tmp_path / "fresh" / "rr"  # unchanged: the killed report is finished, as before
+    _killed_report(fresh, monkeypatch)
+    recover_tree(fresh, RUN_ENTRIES)
+    assert (fresh / "a" / "explanation.json").read_text() == "new run"
+    assert (fresh / "index.html").read_text() == "new index"
+    assert not [p for p in fresh.parent.iterdir() if ".lbee-" in p.name]

@@ -6,7 +6,8 @@
 for a single output (`lbee.io.staging`), under the output folder's lock:
 
 1. **commit**: ``.lbee-complete.json`` lists, per folder of the report (each run folder, the dataset folders above
-   them, the output folder itself), the new entries and the old ones they replace;
+   them, the output folder itself), the new entries and the old ones they replace, with what each name held
+   (`lbee.io.rollforward`: a killed report's swap is finished only over what it left there);
 2. **swap**: every folder's old entries are moved aside into ``.<root>.lbee-report-replaced-<writer>/`` (the
    index first), then every folder's new ones in (the index last): an index is never beside another report's runs;
 3. **clean**: the replaced entries, then the stage, are removed.
@@ -31,6 +32,7 @@ from pathlib import Path
 from .folder_trust import TRUST_ENV, SharedFolderError, _why_untrusted
 from .output_lock import check_pinned, lock_output, started_identity, unlock_output
 from .own_store import make_own
+from .rollforward import entry_identity, refuse_changed
 from .staging import (
     COMPLETE,
     STARTED,
@@ -106,7 +108,7 @@ def staged_tree(root, run_folders, *, replaces=(), exclusive=False):
                 if p.name in new or (is_run and any(fnmatch.fnmatch(p.name, pat) for pat in replaces))
             )
             refuse_special_entries(live, old)  # before anything is moved: a FIFO or a device is never deleted
-            mark[rel.as_posix()] = {"new": new, "old": old, "run": is_run}
+            mark[rel.as_posix()] = {"new": new, "old": old, "run": is_run, **_recorded(live, stage / rel, new, old)}
         from .cache import atomic_write_bytes
 
         atomic_write_bytes(stage / COMPLETE, json.dumps({"folders": mark}).encode())
@@ -253,6 +255,14 @@ def _swap(held_root, stage, aside, mark, replaces=()):
     """
     root = Path(held_root.path)
     deepest_first = sorted(mark, key=lambda r: (-len(Path(r).parts), r))
+    for rel in deepest_first:  # no folder changed since the commit, before any is touched (as lbee.io.staging's)
+        if rel == "." or (_staged_part(stage, rel) and _lexists(root / rel)):  # a folder not made yet holds nothing
+            lock = held_root if rel == "." else lock_output(rel, below=held_root)
+            try:
+                refuse_changed(lock, stage / rel, aside / rel, mark[rel])
+            finally:
+                if lock is not held_root:
+                    unlock_output(lock)
     for moving_in, order in ((False, deepest_first[::-1]), (True, deepest_first)):
         for rel in order:
             if rel != "." and not _staged_part(stage, rel):  # its part was finished (its stage is gone): never again,
@@ -279,6 +289,7 @@ def _finish_folder(held, stage, aside, rel, entry, replaces, moving_in=None):
     moves the old entries aside only, True the new ones in only (then cleans), None both.
     """
     if moving_in is not True:
+        refuse_changed(held, stage / rel, aside / rel, entry)  # a run's finish_part too (sweep 32ay's leftover)
         patterns = replaces if entry.get("run") is True else ()
         old = sorted({*entry["old"], *(n for n in held.names() if any(fnmatch.fnmatch(n, x) for x in patterns))})
         for above in reversed(Path(rel).parents):  # the folders above this one's aside: this user's own (sweep 32m)
@@ -286,6 +297,18 @@ def _finish_folder(held, stage, aside, rel, entry, replaces, moving_in=None):
         move_aside(held, stage / rel, aside / rel, {"new": entry["new"], "old": old})
     if moving_in is not False:
         move_in(held, stage / rel, aside / rel, {"new": entry["new"], "old": []})
+
+
+def _recorded(live, staged, new, old):
+    """`lbee.io.rollforward.recorded` for one folder of the report: what its names hold at the commit."""
+
+    def identity(path):
+        try:
+            return entry_identity(os.lstat(path))
+        except FileNotFoundError:
+            return None
+
+    return {"was": {n: identity(live / n) for n in old}, "made": {n: identity(staged / n) for n in new}}
 
 
 def _staged_part(stage, rel):
