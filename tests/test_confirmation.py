@@ -1575,3 +1575,21 @@ def test_lbee_submit_says_a_random_weights_runs_findings_are_worth_little(capsys
     _echo_findings(Service(), "j", "gamma", "run")
     said = " ".join(capsys.readouterr().out.split())
     assert "of all the images (by the given Γ)" in said and "(by the encoder)" not in said, said
+
+
+def test_report_md_says_why_a_describer_has_no_sentence(planted_run):
+    """Trial 42: report.md showed setdiff's column empty for a group, with no word why (the terminal says it)."""
+    import copy
+
+    from lbee.core.selection import NO_SENTENCE
+    from lbee.run.text import render_markdown
+
+    r = copy.deepcopy(planted_run)
+    for c in r.explanations["compose"].hard_clusters:  # SetDiff's, in the trial: any describer's
+        c.sentences = []
+    lines = render_markdown(r).splitlines()
+    heads = [j for j, line in enumerate(lines) if line.startswith("| rank |")]
+    assert len(heads) == len(r.explanations["compose"].hard_clusters)
+    for j in heads:
+        column = [c.strip() for c in lines[j].split("|")].index("compose")
+        assert [c.strip() for c in lines[j + 2].split("|")][column] == NO_SENTENCE["compose"], lines[j + 2]

@@ -173,7 +173,8 @@ def simulate(table, sentence_file, quality, seed, out_dir, overwrite):
         f"{out / 'sentence_embeddings.npy'}, {out / 'relevance.npy'}"
     )
     click.echo(
-        f"Next: lbee describe --predictions PREDICTIONS --sentences {sentence_file} --image-embeddings "
+        f"Next: lbee describe IMAGES --predictions PREDICTIONS --sentences {sentence_file} --image-embeddings "
         f"{out / 'embeddings.npy'} --sentence-embeddings {out / 'sentence_embeddings.npy'} --relevance "
-        f"{out / 'relevance.npy'} --out run --html"
+        f"{out / 'relevance.npy'} --out run --html (IMAGES: the images' folder or a manifest, for the report's "
+        "thumbnails; without it the rows follow the predictions table)"
     )

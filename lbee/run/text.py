@@ -57,6 +57,7 @@ def render_markdown(result, metrics=None, n_examples=5):
     exps = result.explanations
     first = next(iter(exps.values()))
     p = first.params
+    from ..core.selection import NO_SENTENCE
     from .identity import encoder_note, encoder_words, random_weights_banner, weights_words
 
     banner, note = random_weights_banner(result.encoder), encoder_note(result.encoder)
@@ -124,11 +125,11 @@ def render_markdown(result, metrics=None, n_examples=5):
         lines.append("")
         lines.append("| rank | " + " | ".join(methods) + " |")
         lines.append("|---|" + "---|" * len(methods))
-        for r in range(max(len(exps[m].hard_clusters[i].sentences) for m in methods)):
+        for r in range(max(1, *(len(exps[m].hard_clusters[i].sentences) for m in methods))):
             cells = []
-            for m in methods:
-                sent = exps[m].cluster_sentences(i)
-                cells.append(str(sent[r]).replace("|", "\\|") if r < len(sent) else "")
+            for m in methods:  # a describer with none says why, as in the terminal (trial 42: an empty column)
+                sent = [str(t) for t in exps[m].cluster_sentences(i)] or [NO_SENTENCE.get(m, "(no sentence)")]
+                cells.append(sent[r].replace("|", "\\|") if r < len(sent) else "")
             lines.append(f"| {r + 1} | " + " | ".join(cells) + " |")
         lines.append("")
     if result.failures:
