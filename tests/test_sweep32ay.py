@@ -82,7 +82,8 @@ def test_a_grammar_far_over_the_limit_is_refused_from_the_counts_magnitude(tmp_p
         sizes = [rng.randint(1, 6) for _ in range(rng.randint(1, 40))]
         k = rng.randint(1, len(sizes))
         grammar = type("G", (), {"keys": lambda self, s=sizes: [(None, [0] * m) for m in s]})()
-        assert _log10_bound(sizes, k) == pytest.approx(math.log10(count_conjunctions(grammar, k)), rel=1e-9)
+        magnitude, whole = _log10_bound(sizes, k)
+        assert whole and magnitude == pytest.approx(math.log10(count_conjunctions(grammar, k)), rel=1e-9)
     n = 3000
     lines = ["name: c", "description: x", "lead: A photo with", "bare: A photo", f"max_conditions: {n}", "subjects:"]
     lines += [f"- {{id: s{i}, noun: n{i}, deniable: true}}" for i in range(n)]
@@ -240,3 +241,26 @@ def test_a_killed_reports_swap_is_not_finished_over_a_run_folder_changed_since(t
     assert (fresh / "a" / "explanation.json").read_text() == "new run"
     assert (fresh / "index.html").read_text() == "new index"
     assert not [p for p in fresh.parent.iterdir() if ".lbee-" in p.name]
+
+
+def test_a_grammar_of_very_many_keys_is_refused_from_a_partial_sum(monkeypatch, tmp_path):
+    """Sweep 32az: the log-domain sums still cost keys × max_conditions: 120,000 deniable subjects with as many
+    conditions held `lbee sentences generate` for minutes. The j-condition sums are at least C(keys, j), so past
+    30 digits the rest is not summed, and the message says "more than"."""
+    import math
+
+    import pytest
+
+    from lbee.grammar import generate, load_grammar
+    from lbee.grammar._generate import _log10_bound
+
+    magnitude, whole = _log10_bound([2] * 200, 200, budget=1_000)
+    assert not whole and 30 <= magnitude < math.log10(3) * 200  # a lower bound of the count (3^200 − 1), past 30
+    assert _log10_bound([2] * 200, 200)[1]  # within the budget: whole
+    n = 300
+    lines = ["name: c", "description: x", "lead: A photo with", "bare: A photo", f"max_conditions: {n}", "subjects:"]
+    lines += [f"- {{id: s{i}, noun: n{i}, deniable: true}}" for i in range(n)]
+    (tmp_path / "c.grammar.yaml").write_text("\n".join(lines) + "\n")
+    monkeypatch.setitem(_log10_bound.__kwdefaults__, "budget", 1_000)
+    with pytest.raises(ValueError, match=r"allows more than 10\^\d+ conjunctions, over the limit of 200,000"):
+        generate(load_grammar(tmp_path / "c.grammar.yaml"))
