@@ -162,7 +162,9 @@ class HeldFolder:
         from .rollforward import entry_identity
 
         try:
-            return entry_identity(os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False))
+            return entry_identity(
+                os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False), self._at(name), self.fd
+            )
         except FileNotFoundError:
             return None
 

@@ -16,13 +16,43 @@ import stat
 from pathlib import Path
 
 
-def entry_identity(st):
-    """What names an entry (from its ``lstat``): device and inode, and a file's or link's mtime.
+def entry_identity(st, path=None, dir_fd=None):
+    """What names an entry (from its ``lstat``): device and inode, a file's or link's mtime, a folder's contents.
 
-    A folder's mtime changes when a rename moves it into another folder (its ``..``), so it is left out; a file's
-    mtime, kept by a rename, tells a file made since on a reused inode number.
+    A folder's own mtime changes when a rename moves it into another folder (its ``..``), so it is left out; what
+    it holds is named instead (`contents`, when its ``path`` is given, relative to ``dir_fd``): a folder emptied
+    and filled again, or removed and made again on the same inode, is another (sweep 32az). A file's mtime, kept
+    by a rename, tells a file made since on a reused inode number.
     """
-    return [st.st_dev, st.st_ino, None if stat.S_ISDIR(st.st_mode) else st.st_mtime_ns]
+    folder = stat.S_ISDIR(st.st_mode)
+    kept = [st.st_dev, st.st_ino, None if folder else st.st_mtime_ns]
+    return kept + [contents(path, dir_fd)] if folder and path is not None else kept
+
+
+def contents(path, dir_fd=None):
+    """A digest of every entry below folder ``path``: its path inside, inode, and a file's size and mtime.
+
+    Links are not followed; an entry that cannot be read is left out (the same both times).
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    for root, dirs, files, fd in os.fwalk(path, dir_fd=dir_fd):
+        dirs.sort()
+        inside = os.path.relpath(root, path)
+        for name in sorted(dirs + files):
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            size = "" if stat.S_ISDIR(st.st_mode) else f"{st.st_size}:{st.st_mtime_ns}"
+            digest.update(f"{inside}/{name}\0{st.st_ino}\0{size}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def same(now, then):
+    """Whether identity ``now`` is the recorded ``then`` (a record written before folders' contents: its part)."""
+    return now is not None and then is not None and list(now[: len(then)]) == list(then)
 
 
 def recorded(held, stage, new, old):
@@ -32,7 +62,7 @@ def recorded(held, stage, new, old):
     """
     return {
         "was": {name: held.identity(name) for name in old},
-        "made": {name: entry_identity(os.lstat(stage / name)) for name in new},
+        "made": {name: entry_identity(os.lstat(stage / name), stage / name) for name in new},
     }
 
 
@@ -51,9 +81,9 @@ def refuse_changed(held, stage, aside, mark):
     changed = []
     for name in sorted(set(mark["new"]) | set(mark["old"])):
         now = held.identity(name)
-        if now is None or now == was.get(name):
+        if now is None or same(now, was.get(name)):
             continue  # nothing there, or the entry the killed writer meant to replace
-        if now == made.get(name) and not os.path.lexists(stage / name):
+        if same(now, made.get(name)) and not os.path.lexists(stage / name):
             continue  # its own new entry, moved in before it was killed
         changed.append(name)
     if changed:

@@ -304,7 +304,7 @@ def _recorded(live, staged, new, old):
 
     def identity(path):
         try:
-            return entry_identity(os.lstat(path))
+            return entry_identity(os.lstat(path), path)
         except FileNotFoundError:
             return None
 
