@@ -264,3 +264,72 @@ def test_a_grammar_of_very_many_keys_is_refused_from_a_partial_sum(monkeypatch, 
     monkeypatch.setitem(_log10_bound.__kwdefaults__, "budget", 1_000)
     with pytest.raises(ValueError, match=r"allows more than 10\^\d+ conjunctions, over the limit of 200,000"):
         generate(load_grammar(tmp_path / "c.grammar.yaml"))
+
+
+def test_a_killed_writers_swap_is_not_finished_over_a_folder_whose_contents_changed(tmp_path, monkeypatch):
+    """Sweep 32az: a folder's identity was its inode alone, so a folder the user emptied and filled again (or
+    removed and made again on the same inode) passed for the one the killed writer recorded, and the next writer
+    finished the dead swap over it: the user's file was deleted. A folder's identity names what it holds."""
+    import shutil
+
+    import pytest
+
+    import lbee.io.staging as staging
+    from lbee.io.output_lock import lock_output, unlock_output
+    from lbee.io.rollforward import OutputChangedError
+
+    def killed_writer(out):
+        out.mkdir()
+        (out / "sub").mkdir()
+        (out / "sub" / "f.txt").write_text("old f")
+
+        def killed(*args, **kwargs):
+            raise KeyboardInterrupt  # as a SIGKILL after the commit, before the first move
+
+        with monkeypatch.context() as m:
+            m.setattr(staging, "move_aside", killed)
+            with pytest.raises(KeyboardInterrupt):
+                with staging.staged_entries(out) as st:
+                    (st / "sub").mkdir()
+                    (st / "sub" / "f.txt").write_text("new f")
+
+    out = tmp_path / "K"
+    killed_writer(out)
+    held = lock_output(out)
+    before = held.identity("sub")
+    unlock_output(held)
+    (out / "sub" / "f.txt").unlink()  # the user empties the folder and puts a file of their own there
+    (out / "sub" / "notes.txt").write_text("mine")
+    held = lock_output(out)
+    assert held.identity("sub")[:2] == before[:2] and held.identity("sub") != before  # the same inode, not the same
+    unlock_output(held)
+    with pytest.raises(OutputChangedError, match=r"was changed \(sub\)"):
+        with staging.staged_entries(out) as st:
+            (st / "c.txt").write_text("c")
+    assert (out / "sub" / "notes.txt").read_text() == "mine"
+
+    shutil.rmtree(tmp_path)  # unchanged: finished as before
+    tmp_path.mkdir()
+    killed_writer(out)
+    with staging.staged_entries(out) as st:
+        (st / "c.txt").write_text("c")
+    assert (out / "sub" / "f.txt").read_text() == "new f" and (out / "c.txt").exists()
+    assert not [p for p in tmp_path.iterdir() if ".lbee-" in p.name]
+
+
+def test_under_a_data_root_an_id_through_dotdot_naming_another_image_matches_none(tmp_path):
+    """Sweep 32az: in a job, `root/photos/../photos2/p0.png` (or its file: URL, `%2e%2e`) named another existing image
+    of the root; the root's rule refuses '..', so the id was taken for a file not here and matched the image
+    photos/p0.png by its end. Its '..' are now read in the text first."""
+    from lbee.io.confinement import confined_to
+    from lbee.io.matching import match_table_rows
+
+    ids, paths = _two_folders(tmp_path)
+    other = [f"{tmp_path}/photos/../photos2/p0.png", f"file://h{tmp_path}/photos/%2e%2e/photos2/p0.png"]
+    with confined_to(tmp_path):
+        for key in other:
+            assert match_table_rows([key], ids, paths)[0].tolist() == [-1], key
+        assert match_table_rows([f"{tmp_path}/photos2/../photos/p0.png"], ids, paths)[0].tolist() == [0]  # itself
+        assert match_table_rows(["/elsewhere/../p0.png"], ids, paths)[0].tolist() == [0]  # outside: by its end
+    for key in other:  # the command line: the same
+        assert match_table_rows([key], ids, paths)[0].tolist() == [-1], key

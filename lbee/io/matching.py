@@ -98,20 +98,30 @@ def local_path(key):
 
 def exists_here(key):
     """Whether ``key`` is an absolute path (or ``file:`` URL) of an existing file (inside the data root, if any)."""
+    return file_here(key) is not None
+
+
+def file_here(key):
+    """The existing file ``key`` names (`local_path`), or None; under a data root, only a file inside it.
+
+    Under a root its ``..`` are read first, in the text (``/r/imgs/../other/p0.png`` is ``/r/other/p0.png``): the
+    root's rule refuses them, and such an id, taken for a file not here, was matched to the image ``imgs/p0.png``
+    by its end (sweep 32az). What is stat'ed is the path inside the root, never one the kernel's ``..`` reads out.
+    """
     import os
 
     path = local_path(key)
     if path is None:
-        return False
+        return None
     from .confinement import PathEscape, confine, data_root
 
     try:
         root = data_root()
         if root is not None:
-            confine(path, root, "table id")
-        return os.path.lexists(path)
+            path = str(confine(os.path.normpath(path), root, "table id"))
+        return path if os.path.lexists(path) else None
     except (OSError, ValueError, PathEscape):
-        return False
+        return None
 
 
 class IdMatcher:
@@ -180,10 +190,11 @@ class IdMatcher:
         """
         import os
 
-        if len(self.forms[i]) < 2 or not exists_here(key):
+        path = file_here(key) if len(self.forms[i]) >= 2 else None
+        if path is None:
             return False  # (no path of the image known: its id is all there is)
         try:
-            return not os.path.samefile(local_path(key), self.forms[i][-1])
+            return not os.path.samefile(path, self.forms[i][-1])
         except (OSError, ValueError):
             return False
 
