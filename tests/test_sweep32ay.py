@@ -333,3 +333,28 @@ def test_under_a_data_root_an_id_through_dotdot_naming_another_image_matches_non
         assert match_table_rows(["/elsewhere/../p0.png"], ids, paths)[0].tolist() == [0]  # outside: by its end
     for key in other:  # the command line: the same
         assert match_table_rows([key], ids, paths)[0].tolist() == [-1], key
+
+
+def test_rendering_a_sentence_does_not_walk_every_subject(tmp_path):
+    """Sweep 32az: `Grammar.render` read every subject of the grammar for every sentence (O(sentences × subjects)):
+    10,000 one-noun subjects, 10,000 sentences, took about 100 s. A clause's words are matched to the subjects once."""
+    from lbee.grammar import generate, load_grammar
+
+    n = 400
+    lines = ["name: c", "description: x", "lead: A photo with", "bare: A photo", "max_conditions: 1", "subjects:"]
+    lines += ["- id: box", "  noun: box", "  attributes:", "  - id: place", "    kind: clause"]
+    lines += ["    values: {high: where the box is high, low: where the box is low}"]
+    lines += [f"- {{id: s{i}, noun: n{i}}}" for i in range(n)]
+    (tmp_path / "c.grammar.yaml").write_text("\n".join(lines) + "\n")
+    grammar = load_grammar(tmp_path / "c.grammar.yaml")
+    walks = []
+
+    class Subjects(tuple):  # counts the walks over every subject
+        def __iter__(self):
+            walks.append(1)
+            return super().__iter__()
+
+    object.__setattr__(grammar, "subjects", Subjects(grammar.subjects))
+    sentences, _, _ = generate(grammar)
+    assert len(sentences) == n + 3 and any(s.endswith("where the box is high") for s in sentences)
+    assert len(walks) <= 10, len(walks)  # keys() and a clause's words once each, not once per sentence

@@ -106,9 +106,12 @@ class Grammar:
     source: str = "<grammar>"
     digest: str = ""
     _index: dict = field(default_factory=dict, repr=False, compare=False)
+    _order: dict = field(default_factory=dict, repr=False, compare=False)  # a subject's place in rendering order
+    _saying: dict = field(default_factory=dict, repr=False, compare=False)  # a clause's words -> subjects they name
 
     def __post_init__(self):
         self._index.update({s.id: s for s in self.subjects})
+        self._order.update({s.id: i for i, s in enumerate(self.subjects)})
 
     def subject(self, name: str) -> Subject | None:
         return self._index.get(name)
@@ -208,14 +211,18 @@ class Grammar:
         implied = self.implied(conditions)
         described = {k[0] for k in implied if k[1] != PRESENCE}
         words = [a.values[v] for (subj, attr), v in implied.items() if (a := self._clause(subj, attr)) is not None]
-        described |= {s.id for s in self.subjects if any(_says(s, w) for w in words)}  # "where the square is ..."
+        for w in words:  # "where the square is ..."
+            if w not in self._saying:  # once per clause's words: never every subject for every sentence (sweep 32az)
+                self._saying[w] = frozenset(s.id for s in self.subjects if _says(s, w))
+            described |= self._saying[w]
         said = {k: v for k, v in implied.items() if not (k[1] == PRESENCE and v == TRUE and k[0] in described)}
         conditions = {**said, **conditions}
         positives, negatives, tail, clauses = [], [], [], []
-        for s in self.subjects:
-            mine = {a: v for (subj, a), v in conditions.items() if subj == s.id}
-            if not mine:
-                continue
+        by_subject: dict[str, dict[str, str]] = {}
+        for (subj, a), v in conditions.items():
+            by_subject.setdefault(subj, {})[a] = v
+        for s in sorted((self._index[x] for x in by_subject), key=lambda s: self._order[s.id]):  # in grammar order
+            mine = by_subject[s.id]
             if mine.get(PRESENCE) == FALSE:
                 negatives.append(s.noun)
                 continue
