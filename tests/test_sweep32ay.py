@@ -138,7 +138,7 @@ def test_a_killed_writers_swap_is_not_finished_over_files_put_there_since(tmp_pa
     assert sorted(p.name for p in out.iterdir()) == ["b.txt", "c.txt"] and (out / "b.txt").read_text() == "mine"
 
 
-def test_evaluate_reads_the_images_paths_of_its_run_only_where_they_are_the_runs_images(tmp_path):
+def test_evaluate_reads_the_images_paths_of_its_run_only_where_they_are_the_runs_images(tmp_path, capsys):
     """B4 for `lbee evaluate`: the Γ and ω tables get the paths of the run's images.parquet, read only where its
     images are the explanation's (an edited or another run's table is said by the run-file checks)."""
     import pandas as pd
@@ -146,9 +146,28 @@ def test_evaluate_reads_the_images_paths_of_its_run_only_where_they_are_the_runs
     from lbee.cli.evaluate import _image_paths
 
     assert _image_paths(tmp_path, ["a.png"]) is None  # no images.parquet: ids alone
+    assert "no images.parquet beside the explanation: the Γ and ω tables' ids are matched by" in capsys.readouterr().err
     pd.DataFrame({"image": ["a.png", "b.png"], "path": ["/d/a.png", None]}).to_parquet(tmp_path / "images.parquet")
     assert _image_paths(tmp_path, ["a.png", "b.png"]) == ["/d/a.png", None]
+    assert capsys.readouterr().err == ""
     assert _image_paths(tmp_path, ["b.png", "a.png"]) is None
+    assert "does not list the explanation's images" in capsys.readouterr().err  # sweep 32az N3: said, not silent
+    pd.DataFrame({"image": ["a.png"], "path": ["d/a.png"]}).to_parquet(tmp_path / "images.parquet")
+    assert _image_paths(tmp_path, ["a.png"]) is None  # a relative path: nothing to compare a table's file with
+    assert "with their absolute paths" in capsys.readouterr().err
+
+
+def test_evaluate_refuses_a_run_a_killed_writer_left_half_swapped(tmp_path):
+    """Sweep 32az N2: `lbee evaluate` on a run whose `describe --overwrite` was killed mid-swap said only that
+    explanation.json was missing; it says what happened and what settles it, as every reader of a run does."""
+    from conftest import lbee_cli
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "explanation.json").write_text("{}")
+    (tmp_path / ".run.lbee-staging-99999.0-aaaaaaaaaaaa").mkdir()  # a dead writer's stage beside the run
+    (tmp_path / "rel.npy").write_bytes(b"")
+    r = lbee_cli("evaluate", tmp_path / "run", "--relevance", tmp_path / "rel.npy", "--out", tmp_path / "m.csv")
+    assert r.exit_code == 1 and "was being rewritten by an lbee command that was killed" in r.output, r.output
 
 
 def test_a_long_file_name_a_non_file_and_huge_confidences_are_said_briefly(tmp_path):

@@ -18,6 +18,10 @@ def test_a_word_after_a_flag_is_said_to_be_left_over_by_the_flag(tmp_path):
     assert "--per-class is a flag and takes no value: 'errors' is left over" in r.output, r.output
     r = run(["describe", str(tmp_path), "more", "words"])  # no flag before them: click's own words stay
     assert r.exit_code == 2 and "Got unexpected extra arguments (more words)" in r.output, r.output
+    # sweep 32az N1: 'a' after the flag was taken for IMAGES and 'ab' was left over; "(ab" began with "(a"
+    (tmp_path / "a").mkdir()
+    r = run(["describe", "--overwrite", str(tmp_path / "a"), str(tmp_path / "ab")])
+    assert r.exit_code == 2 and "takes no value" not in r.output and "unexpected extra argument" in r.output, r.output
 
 
 def test_report_md_rounds_tau_and_numbers_its_findings_once_and_the_html_calls_a_tiny_group_too_small(

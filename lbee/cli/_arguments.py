@@ -162,8 +162,9 @@ def flag_given_a_value(command, ctx, args, exc):
     if not exc.message.startswith("Got unexpected extra argument"):
         return None
     flags = {o for p in command.params if isinstance(p, click.Option) and p.is_flag for o in p.opts + p.secondary_opts}
-    for before, word in zip(args, args[1:]):
-        if before in flags and not word.startswith("-") and f"({word}" in exc.message:
+    left = exc.message.partition("(")[2].removesuffix(")")  # click's words left over, space-joined
+    for before, word in zip(args, args[1:]):  # the first of them, after a flag ('a' of 'ab' is not: sweep 32az N1)
+        if before in flags and not word.startswith("-") and (left == word or left.startswith(word + " ")):
             return click.UsageError(
                 f"{before} is a flag and takes no value: {word!r} is left over (drop it, or give it to the option "
                 "it belongs to).",

@@ -87,6 +87,9 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
     except OutputExistsError as exc:
         fail(exc)
     try:
+        from ..io.rollforward import refuse_interrupted
+
+        refuse_interrupted(path, "Explanation file")  # a killed writer's half-swapped run (sweep 32az N2)
         scored = run_digest(path.parent)  # the run scored: checked again when metrics.json is written beside it
         exps, payload = load_explanations(path)
         ids, sents = payload["images"], payload["sentences"]
@@ -198,19 +201,28 @@ def _check_assignments_digest(payload, assignments, assign):
 def _image_paths(run_dir, ids):
     """The run's image files from its ``images.parquet``, or None without one (or one of other images).
 
-    Only its ``path`` column is read here, and only where its ``image`` column is the explanation's ids in order:
-    an edited or another run's table is said by the checks of the run's files, in their words.
+    Only its ``path`` column is read here, and only where its ``image`` column is the explanation's ids in order
+    and its paths are absolute. Without them, Γ and ω ids are matched by the images' ids alone, and a warning says
+    so (sweep 32az N3: a missing or edited table dropped the check in silence).
     """
     from ..io.table_reader import read_table
     from ..reports.stored_table import IMAGES_TABLE
 
     table_path = Path(run_dir) / IMAGES_TABLE
-    if not table_path.is_file():
-        return None
-    table = read_table(table_path)
-    if "path" not in table.columns or "image" not in table.columns or list(map(str, table["image"])) != ids:
-        return None
-    return [p if isinstance(p, str) else None for p in table["path"]]
+    why = f"there is no {IMAGES_TABLE} beside the explanation"
+    if table_path.is_file():
+        table = read_table(table_path)
+        why = f"{IMAGES_TABLE} does not list the explanation's images with their absolute paths"
+        if "path" in table.columns and "image" in table.columns and list(map(str, table["image"])) == ids:
+            paths = [p if isinstance(p, str) else None for p in table["path"]]
+            if all(p is None or Path(p).is_absolute() for p in paths):
+                return paths
+    click.echo(
+        f"Warning: {why}: the Γ and ω tables' ids are matched by the images' ids alone (an id naming another folder's "
+        "file of the same name is not told apart).",
+        err=True,
+    )
+    return None
 
 
 def _check_same_images(ids, assignments, explanation, assign):

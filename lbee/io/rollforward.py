@@ -89,8 +89,8 @@ def refuse_changed(held, stage, aside, mark):
     if changed:
         shown = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
         raise OutputChangedError(
-            f"{str(held.path)!r} was changed ({shown}) after an lbee command writing it was killed; nothing was "
-            f"moved. The killed command's new files are kept in {str(stage)!r}, those it replaced in "
+            f"{str(held.path)!r} was changed ({shown}) after an lbee command writing it was killed; none of that "
+            f"command's files were put in place. Its new files are kept in {str(stage)!r}, those it replaced in "
             f"{str(aside)!r}: take out what you need, remove both folders, then run again"
         )
 
