@@ -254,6 +254,14 @@ def test_a_killed_reports_swap_is_not_finished_over_a_run_folder_changed_since(t
     assert (root / "a" / "explanation.json").read_text() == "mine"
     assert (root / "index.html").read_text() == "old index"  # nothing moved, in any folder
 
+    # sweep 32ba: a file of the run's names made after the kill (the run's old one never was) was deleted
+    later = tmp_path / "later" / "rr"
+    _killed_report(later, monkeypatch)
+    (later / "a" / "assignments.parquet").write_text("mine")
+    with pytest.raises(OutputChangedError, match=r"rr/a' was changed \(assignments.parquet\)"):
+        recover_tree(later, RUN_ENTRIES)
+    assert (later / "a" / "assignments.parquet").read_text() == "mine"
+
     fresh = tmp_path / "fresh" / "rr"  # unchanged: the killed report is finished, as before
     _killed_report(fresh, monkeypatch)
     recover_tree(fresh, RUN_ENTRIES)
@@ -377,3 +385,47 @@ def test_rendering_a_sentence_does_not_walk_every_subject(tmp_path):
     sentences, _, _ = generate(grammar)
     assert len(sentences) == n + 3 and any(s.endswith("where the box is high") for s in sentences)
     assert len(walks) <= 10, len(walks)  # keys() and a clause's words once each, not once per sentence
+
+
+def test_a_clause_of_every_subject_is_matched_to_the_subjects_it_names_by_their_nouns(tmp_path, monkeypatch):
+    """Sweep 32ba: each new clause's words were tried against every subject (a regex each): 2,000 subjects with a
+    clause of their own took 250 s. The nouns are looked up by the clause's words; the sentences are the same."""
+    import lbee.grammar._grammar as gm
+    from lbee.grammar import generate, load_grammar
+
+    n = 300
+    lines = ["name: c", "description: x", "lead: A photo with", "bare: A photo", "max_conditions: 1", "subjects:"]
+    for i in range(n):
+        lines += [f"- id: s{i}", f"  noun: thing{i}", "  attributes:", "  - id: place", "    kind: clause"]
+        lines += [f"    values: {{up: where the thing{i}s are up, down: where every thing{i} is down}}"]
+    (tmp_path / "c.grammar.yaml").write_text("\n".join(lines) + "\n")
+    calls = []
+    says = gm._says
+    monkeypatch.setattr(gm, "_says", lambda *a, **k: calls.append(1) or says(*a, **k))
+    sentences, _, _ = generate(load_grammar(tmp_path / "c.grammar.yaml"))
+    assert "A photo where the thing7s are up" in sentences and "A photo where every thing7 is down" in sentences
+    assert len(sentences) == 3 * n and len(calls) < 20 * n, len(calls)  # not 2n clauses × n subjects
+
+
+def test_a_folders_contents_are_read_without_recursion_however_deep(tmp_path):
+    """Sweep 32ba N1: an old output folder 1,200 levels deep stopped `describe --overwrite` with a bare
+    RecursionError from the walk that names a folder's contents."""
+    import os
+
+    from lbee.io.rollforward import contents
+
+    deep = tmp_path / "top"
+    deep.mkdir()
+    fd = os.open(deep, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1300):  # deeper than Python's recursion limit (os.makedirs recurses too)
+        os.mkdir("d", dir_fd=fd)
+        fd, above = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+        os.close(above)
+    os.close(fd)
+    before = contents(deep)
+    assert before == contents(deep)
+    (deep / "d" / "d" / "note.txt").write_text("mine")
+    assert contents(deep) != before
+    (deep / "d" / "d" / "note.txt").unlink()
+    for level in range(1300, 0, -1):  # removed here, deepest first: pytest's own clean-up recurses
+        os.rmdir(os.path.join(deep, *["d"] * level))

@@ -259,7 +259,9 @@ def _swap(held_root, stage, aside, mark, replaces=()):
         if rel == "." or (_staged_part(stage, rel) and _lexists(root / rel)):  # a folder not made yet holds nothing
             lock = held_root if rel == "." else lock_output(rel, below=held_root)
             try:
-                refuse_changed(lock, stage / rel, aside / rel, mark[rel])
+                refuse_changed(
+                    lock, stage / rel, aside / rel, {**mark[rel], "old": _old_now(lock, mark[rel], replaces)}
+                )
             finally:
                 if lock is not held_root:
                     unlock_output(lock)
@@ -289,14 +291,23 @@ def _finish_folder(held, stage, aside, rel, entry, replaces, moving_in=None):
     moves the old entries aside only, True the new ones in only (then cleans), None both.
     """
     if moving_in is not True:
-        refuse_changed(held, stage / rel, aside / rel, entry)  # a run's finish_part too (sweep 32ay's leftover)
-        patterns = replaces if entry.get("run") is True else ()
-        old = sorted({*entry["old"], *(n for n in held.names() if any(fnmatch.fnmatch(n, x) for x in patterns))})
+        old = _old_now(held, entry, replaces)
+        refuse_changed(held, stage / rel, aside / rel, {**entry, "old": old})  # a run's finish_part too (32ay)
         for above in reversed(Path(rel).parents):  # the folders above this one's aside: this user's own (sweep 32m)
             own_folder(aside / above)
         move_aside(held, stage / rel, aside / rel, {"new": entry["new"], "old": old})
     if moving_in is not False:
         move_in(held, stage / rel, aside / rel, {"new": entry["new"], "old": []})
+
+
+def _old_now(held, entry, replaces):
+    """What a folder's swap replaces now: its recorded old entries and, in a run folder, the run's entries there.
+
+    One of the run's entries made since the commit is not in its record, so `refuse_changed` refuses it: a user's
+    ``sweep.csv`` put in a run folder after the report was killed was deleted by the next report (sweep 32ba).
+    """
+    patterns = replaces if entry.get("run") is True else ()
+    return sorted({*entry["old"], *(n for n in held.names() if any(fnmatch.fnmatch(n, x) for x in patterns))})
 
 
 def _recorded(live, staged, new, old):
