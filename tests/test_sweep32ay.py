@@ -422,10 +422,12 @@ def test_a_folders_contents_are_read_without_recursion_however_deep(tmp_path):
         fd, above = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
         os.close(above)
     os.close(fd)
-    before = contents(deep)
-    assert before == contents(deep)
-    (deep / "d" / "d" / "note.txt").write_text("mine")
-    assert contents(deep) != before
-    (deep / "d" / "d" / "note.txt").unlink()
-    for level in range(1300, 0, -1):  # removed here, deepest first: pytest's own clean-up recurses
-        os.rmdir(os.path.join(deep, *["d"] * level))
+    try:
+        before = contents(deep)
+        assert before == contents(deep)
+        (deep / "d" / "d" / "note.txt").write_text("mine")
+        assert contents(deep) != before
+    finally:
+        (deep / "d" / "d" / "note.txt").unlink(missing_ok=True)
+        for level in range(1300, 0, -1):  # removed here, deepest first: pytest's own clean-up recurses
+            os.rmdir(os.path.join(deep, *["d"] * level))

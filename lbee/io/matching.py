@@ -106,7 +106,7 @@ def file_here(key):
 
     Under a root its ``..`` are read first, in the text (``/r/imgs/../other/p0.png`` is ``/r/other/p0.png``): the
     root's rule refuses them, and such an id, taken for a file not here, was matched to the image ``imgs/p0.png``
-    by its end (sweep 32az). What is stat'ed is the path inside the root, never one the kernel's ``..`` reads out.
+    by its end. What is stat'ed is the path inside the root, never one the kernel's ``..`` reads out.
     """
     import os
 

@@ -21,7 +21,7 @@ def entry_identity(st, path=None, dir_fd=None):
 
     A folder's own mtime changes when a rename moves it into another folder (its ``..``), so it is left out; what
     it holds is named instead (`contents`, when its ``path`` is given, relative to ``dir_fd``): a folder emptied
-    and filled again, or removed and made again on the same inode, is another (sweep 32az). A file's mtime, kept
+    and filled again, or removed and made again on the same inode, is another. A file's mtime, kept
     by a rename, tells a file made since on a reused inode number.
     """
     folder = stat.S_ISDIR(st.st_mode)
@@ -33,8 +33,7 @@ def contents(path, dir_fd=None):
     """A digest of every entry below folder ``path``: its path inside, inode, and a file's size and mtime.
 
     Links are not followed; an entry that cannot be read is left out (the same both times). The walk keeps no
-    stack of open folders and no recursion: a tree 1,200 folders deep stopped a run with a bare RecursionError
-    (sweep 32ba N1).
+    stack of open folders and no recursion: a tree 1,200 folders deep stopped a run with a bare RecursionError.
     """
     import hashlib
 

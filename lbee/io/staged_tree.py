@@ -304,7 +304,7 @@ def _old_now(held, entry, replaces):
     """What a folder's swap replaces now: its recorded old entries and, in a run folder, the run's entries there.
 
     One of the run's entries made since the commit is not in its record, so `refuse_changed` refuses it: a user's
-    ``sweep.csv`` put in a run folder after the report was killed was deleted by the next report (sweep 32ba).
+    ``sweep.csv`` put in a run folder after the report was killed was deleted by the next report.
     """
     patterns = replaces if entry.get("run") is True else ()
     return sorted({*entry["old"], *(n for n in held.names() if any(fnmatch.fnmatch(n, x) for x in patterns))})
