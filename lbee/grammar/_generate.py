@@ -36,10 +36,8 @@ def _log10_bound(sizes: list[int], max_conditions: int, *, budget: int = 10_000_
     n = len(sizes)
     depth = min(max_conditions, n)
     if n * depth > budget:  # the j-condition sums are at least C(n, j): past 30 digits the count is refused anyway
-        log10_choose = [
-            (math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1)) / math.log(10) for j in range(depth + 1)
-        ]
-        past = next((j for j in range(1, depth + 1) if log10_choose[j] >= 30), depth)
+        digits = (math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) for j in range(1, depth + 1))
+        past = next((j for j, d in enumerate(digits, 1) if d >= 30 * math.log(10)), depth)
         depth = max(past, min(depth, budget // max(n, 1)))
     log_e = np.full(depth + 1, -np.inf)
     log_e[0] = 0.0

@@ -52,12 +52,18 @@ def unassigned_line(explanation):
     )
 
 
+def said_sentences(explanation, method, i):
+    """Group ``i``'s sentences by ``method`` as text, or one line saying why it has none (``NO_SENTENCE``)."""
+    from ..core.selection import NO_SENTENCE
+
+    return [str(t) for t in explanation.cluster_sentences(i)] or [NO_SENTENCE.get(method, "(no sentence)")]
+
+
 def render_markdown(result, metrics=None, n_examples=5):
     """``report.md``: per hard cluster its size, mean confidence, example images and each method's sentences."""
     exps = result.explanations
     first = next(iter(exps.values()))
     p = first.params
-    from ..core.selection import NO_SENTENCE
     from .identity import encoder_note, encoder_words, random_weights_banner, weights_words
 
     banner, note = random_weights_banner(result.encoder), encoder_note(result.encoder)
@@ -128,7 +134,7 @@ def render_markdown(result, metrics=None, n_examples=5):
         for r in range(max(1, *(len(exps[m].hard_clusters[i].sentences) for m in methods))):
             cells = []
             for m in methods:  # a describer with none says why, as in the terminal (trial 42: an empty column)
-                sent = [str(t) for t in exps[m].cluster_sentences(i)] or [NO_SENTENCE.get(m, "(no sentence)")]
+                sent = said_sentences(exps[m], m, i)
                 cells.append(sent[r].replace("|", "\\|") if r < len(sent) else "")
             lines.append(f"| {r + 1} | " + " | ".join(cells) + " |")
         lines.append("")
@@ -220,7 +226,6 @@ def terminal_blocks(result, width=None, *, others=True):
     """
     import textwrap
 
-    from ..core.selection import NO_SENTENCE
     from .join import others_agree
 
     exps = result.explanations
@@ -257,7 +262,7 @@ def terminal_blocks(result, width=None, *, others=True):
             if not others and m != lead:
                 continue
             # the best, then the others as such: "A · B · C" read as one statement of three conditions (trial 20)
-            said = [str(t) for t in e.cluster_sentences(i)] or [NO_SENTENCE.get(m, "(no sentence)")]
+            said = said_sentences(e, m, i)
             text = said[0] + (f" (also: {' · '.join(said[1:])})" if len(said) > 1 else "")
             out.extend(textwrap.wrap(text, cols, initial_indent=f"  {m:<8} ", subsequent_indent=" " * 11))
         agreed = None if others else others_agree(exps, lead, i)
