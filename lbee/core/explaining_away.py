@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._blas import one_blas_thread
 from .binomial import at_least, at_most
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ def _masses(search: ComposeSearch, weight: Vector | None) -> tuple[Vector, Vecto
     return mass, hard_mass
 
 
+@one_blas_thread()  # its products are vectors: two busy BLAS threads took 5 ms where one takes 0.04 (200,000 rows)
 def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | None = None) -> list[int]:
     """``lits`` without the literals the others explain away (module docstring).
 
@@ -127,10 +129,12 @@ def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | 
         truck" → "a truck").
     """
     mass, hard_mass = _masses(search, weight)
+    masses = np.stack([mass, hard_mass])
 
     def share(mask: np.ndarray) -> tuple[float, float]:
-        m = float(np.add.reduce(mass, where=mask))  # no copy of the masked images (a million of them)
-        return float(np.add.reduce(hard_mass, where=mask)) / max(m, 1e-9), m
+        # one product, no copy of the masked images (a reduction `where=` a mask of mixed bits took 10 ms at 1M)
+        m, h = masses @ mask.astype(np.float64)
+        return float(h) / max(float(m), 1e-9), float(m)
 
     pool = mass > 0
     lits = list(lits)
@@ -150,7 +154,7 @@ def explained_away(search: ComposeSearch, lits: Sequence[int], weight: Vector | 
             hard_share, size = share(kept_out)
             if size < MIN_EXCLUDED:
                 continue
-            needed, free = _expected(p_rest, search.cond[:, j], kept_out, pool)  # r expected either way
+            needed, free = _expected(p_rest, search._cond_t[j], kept_out, pool)  # r expected either way
             explained = (hard_share - outside) / (inside - outside) - 0.5 * (needed + free)
             # and more hard images than a needed literal leaves out, beyond chance (14 images kept out of "a gear
             # with glare, under dark lighting" dropped the gear)
