@@ -1593,3 +1593,41 @@ def test_report_md_says_why_a_describer_has_no_sentence(planted_run):
     for j in heads:
         column = [c.strip() for c in lines[j].split("|")].index("compose")
         assert [c.strip() for c in lines[j + 2].split("|")][column] == NO_SENTENCE["compose"], lines[j + 2]
+
+
+def test_random_weights_findings_read_from_gamma_say_gamma_found_them(capsys, tmp_path):
+    """Trial 43: with random weights and a given Γ, the run named its two planted failures exactly, and every report
+    said "its words do not say what they share": where a statement holds was read from Γ, not from the encoder."""
+    import dataclasses
+    import json
+
+    from lbee.cli.submit import _echo_findings
+    from lbee.reports.html import render_index, render_report
+    from lbee.run.confirm_text import MEANINGLESS_BUT_GAMMA, MEANINGLESS_FINDINGS
+    from lbee.run.identity import random_weights_banner
+    from lbee.run.pipeline import write_outputs
+    from lbee.run.text import render_markdown, terminal_blocks
+
+    inputs, scores, _ = grammar_world()
+    gamma = np.clip(inputs.embeddings[:, : len(inputs.sentences)], 0, 1) > 0.5
+    found = run(dataclasses.replace(inputs, relevance=gamma), scores).main
+    conf = found.extra["confirmation"]
+    assert conf["ranked"] and all(conf["statements"][j]["region"] == "relevance" for j in conf["ranked"])
+    encoder = {"encoder": "open_clip", "weights": "random:seed=0:ab"}
+    r = dataclasses.replace(found, encoder=encoder)
+    html = render_report(dataclasses.replace(_page(r, r.extra["hypotheses"]), banner=random_weights_banner(encoder)))
+    terminal = " ".join(terminal_blocks(r, width=2000).split())
+    for said in (terminal, render_markdown(r), html.replace("&#39;", "'")):
+        assert MEANINGLESS_BUT_GAMMA in said and MEANINGLESS_FINDINGS not in said
+
+    class Service:  # the one call `_echo_findings` makes of `lbee.service.client.Client`
+        def explanation(self, job_id, model):
+            return json.loads((tmp_path / model / "explanation.json").read_text())
+
+    write_outputs(r, tmp_path / "g")
+    _echo_findings(Service(), "j", "g", "run")
+    said = " ".join(capsys.readouterr().out.split())
+    assert MEANINGLESS_BUT_GAMMA in said and MEANINGLESS_FINDINGS not in said, said
+    entry = {"dataset": "d", "model": "m", "href": "x", "rows": [], "folder": tmp_path / "g"}
+    index = render_index([entry], []).replace("&#39;", "'")
+    assert "the given Γ found these" in index and "but its sentences mean nothing" not in index

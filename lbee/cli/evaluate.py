@@ -178,7 +178,12 @@ def _default_target(folder):
     if ours:
         return target
     beside = folder / "evaluate_metrics.json"
-    click.echo(f"{target} holds another command's metrics (a report's); writing {beside.name} beside it.", err=True)
+    # describe and report write their metrics there in the report's table (trial 43 read "a report's" as a stranger's)
+    click.echo(
+        f"{target} holds the run's own metrics (as lbee describe and lbee report write them, or a file of another "
+        f"shape); writing {beside.name} beside it.",
+        err=True,
+    )
     return beside
 
 

@@ -140,10 +140,10 @@ def _echo_findings(client, job_id, model, name):
     if not listed:
         click.echo(f"  {name}: no statement confirmed on held-out images (the report lists the leads)")
         return
-    from ..run.confirm_text import MEANINGLESS_FINDINGS, holds_words
+    from ..run.confirm_text import holds_words, meaningless_caveat
     from ..run.identity import means_nothing
 
-    but = f"; but {MEANINGLESS_FINDINGS}" if means_nothing(explanation.get("encoder")) else ""
+    but = f"; but {meaningless_caveat(listed)}" if means_nothing(explanation.get("encoder")) else ""
     click.echo(f"  {name}, confirmed on held-out images, strongest first{but}:")
     for s in listed[:FINDINGS_SHOWN]:
         text = printable(str(s["text"])).replace("\n", " ")  # a server's text reaches no terminal raw (sweep 32d)

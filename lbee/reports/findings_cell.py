@@ -26,12 +26,13 @@ def run_findings(folder):
 
 def findings_of(explanation):
     """`run_findings` of an ``explanation.json`` already read (a dict); None when it is not a run's."""
-    from ..run.confirm_text import ranked_statements
+    from ..run.confirm_text import found_by_gamma, ranked_statements
     from ..run.untested import untested_reason
 
     try:
         conf = explanation.get("confirmation") or {}
-        own = [str(s["text"]) for s in ranked_statements(conf) if s.get("adds_failure")]
+        ranked = [s for s in ranked_statements(conf) if s.get("adds_failure")]
+        own = [str(s["text"]) for s in ranked]
     except (AttributeError, KeyError, IndexError, TypeError):  # a run of an older lbee
         return None
     from ..run.identity import means_nothing
@@ -39,6 +40,7 @@ def findings_of(explanation):
     return {
         # random weights: the list says its words mean nothing, as the run's report does (trial 37)
         "meaningless": means_nothing(explanation.get("encoder")),
+        "by_gamma": found_by_gamma(ranked),  # the encoder only proposed them (trial 43)
         "statements": own[:INDEX_FINDINGS],
         "more": len(own) - len(own[:INDEX_FINDINGS]),
         "untested": untested_reason(conf),

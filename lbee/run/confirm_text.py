@@ -281,6 +281,22 @@ MEANINGLESS_FINDINGS = (
     "the sentences mean nothing here (the warning at the top): a confirmed statement's images do fail more often, "
     "but its words do not say what they share"
 )
+#: The same run given Γ: the encoder only proposed the sentences, Γ said where each holds (trial 43 read "its words
+#: do not say what they share" beside two statements that were exactly its planted failures).
+MEANINGLESS_BUT_GAMMA = (
+    "the encoder means nothing here (the warning at the top): it only proposed the sentences; where each statement "
+    "holds was read from the given Γ, so Γ, not the encoder, found these"
+)
+
+
+def found_by_gamma(statements):
+    """Whether every one of ``statements`` (dicts with "region") holds where the given Γ says, not the encoder."""
+    return bool(statements) and all(s.get("region") == "relevance" for s in statements)
+
+
+def meaningless_caveat(statements):
+    """What "confirmed" is worth in a run whose encoder means nothing, given its confirmed ``statements``."""
+    return MEANINGLESS_BUT_GAMMA if found_by_gamma(statements) else MEANINGLESS_FINDINGS
 
 
 def confirmed_statements_lines(conf, *, every=False, meaningless=False):
@@ -332,7 +348,7 @@ def confirmed_statements_lines(conf, *, every=False, meaningless=False):
         named = "; ".join(f'"{statements[j]["text"]}"' for j in goes_with[:3])
         lines.append(f"{more}, e.g. {named}")
     head = f"Confirmed on {conf['n_held_out']} held-out images, strongest first, each tested beyond those above it"
-    caveat = f"; but {MEANINGLESS_FINDINGS}:" if meaningless else ":"
+    caveat = f"; but {meaningless_caveat([statements[j] for j in ranked])}:" if meaningless else ":"
     return [head + caveat] + lines
 
 

@@ -70,7 +70,8 @@ def unplaced_line(place):
     """One finding of `unplaced_findings` in words: which finding, and where its images lie."""
     parts = [f"{c} in group {i}" for i, c in place["groups"][:3]]
     if len(place["groups"]) > 3:
-        parts.append(f"{sum(c for _, c in place['groups'][3:])} in {len(place['groups']) - 3} other groups")
+        others = len(place["groups"]) - 3
+        parts.append(f"{sum(c for _, c in place['groups'][3:])} in {others} other group{'s' if others > 1 else ''}")
     if place["unassigned"]:
         parts.append(f"{place['unassigned']} among the hard images in no hypothesis")
     if place["elsewhere"]:
