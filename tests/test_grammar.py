@@ -624,3 +624,14 @@ subjects:
     assert said in g.render(torn)
     sentences, _, _ = generate(g)
     assert sum("torn" in s for s in sentences) == 1 and len(set(sentences)) == len(sentences)
+
+
+def test_a_noun_without_a_letter_or_digit_is_refused(tmp_path):
+    """A clause names its subject by the noun's words (the noun index of `Grammar.render`): a noun of signs alone
+    names nothing and was tried against every clause."""
+    from lbee.grammar import load_grammar
+
+    path = tmp_path / "g.grammar.yaml"
+    path.write_text("name: g\nlead: A photo with\nbare: A photo\nsubjects:\n- id: s\n  noun: '!!'\n")
+    with pytest.raises(ValueError, match=r"line 6.*noun '!!' has no letter or digit"):
+        load_grammar(path)

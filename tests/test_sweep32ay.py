@@ -4,6 +4,7 @@ the user put back."""
 
 import socket
 
+import pytest
 from PIL import Image
 
 
@@ -387,7 +388,18 @@ def test_rendering_a_sentence_does_not_walk_every_subject(tmp_path):
     assert len(walks) <= 10, len(walks)  # keys() and a clause's words once each, not once per sentence
 
 
-def test_a_clause_of_every_subject_is_matched_to_the_subjects_it_names_by_their_nouns(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "noun, said",
+    [
+        ("thing{i}", "thing{i}"),
+        ("thé {i}", "THÉ {i}"),  # sweep 32bb: a noun not plain ASCII was tried for every clause (2,000: minutes)
+        ("kİwi{i}", "kıwı{i}"),  # letters re.IGNORECASE takes for one another: the index must find them too
+        ("straße{i}", "STRAẞE{i}"),
+    ],
+)
+def test_a_clause_of_every_subject_is_matched_to_the_subjects_it_names_by_their_nouns(
+    tmp_path, monkeypatch, noun, said
+):
     """Sweep 32ba: each new clause's words were tried against every subject (a regex each): 2,000 subjects with a
     clause of their own took 250 s. The nouns are looked up by the clause's words; the sentences are the same."""
     import lbee.grammar._grammar as gm
@@ -396,15 +408,40 @@ def test_a_clause_of_every_subject_is_matched_to_the_subjects_it_names_by_their_
     n = 300
     lines = ["name: c", "description: x", "lead: A photo with", "bare: A photo", "max_conditions: 1", "subjects:"]
     for i in range(n):
-        lines += [f"- id: s{i}", f"  noun: thing{i}", "  attributes:", "  - id: place", "    kind: clause"]
-        lines += [f"    values: {{up: where the thing{i}s are up, down: where every thing{i} is down}}"]
-    (tmp_path / "c.grammar.yaml").write_text("\n".join(lines) + "\n")
+        lines += [f"- id: s{i}", f"  noun: {noun.format(i=i)}", "  attributes:", "  - id: place", "    kind: clause"]
+        w = said.format(i=i)
+        lines += [f"    values: {{up: where the {w}s are up, down: where every {w} is down}}"]
+    (tmp_path / "c.grammar.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     calls = []
     says = gm._says
     monkeypatch.setattr(gm, "_says", lambda *a, **k: calls.append(1) or says(*a, **k))
     sentences, _, _ = generate(load_grammar(tmp_path / "c.grammar.yaml"))
-    assert "A photo where the thing7s are up" in sentences and "A photo where every thing7 is down" in sentences
+    w = said.format(i=7)
+    # the clause names its subject: the presence it implies goes unsaid ("A photo with a thing7, where ...": not)
+    assert f"A photo where the {w}s are up" in sentences and f"A photo where every {w} is down" in sentences
     assert len(sentences) == 3 * n and len(calls) < 20 * n, len(calls)  # not 2n clauses × n subjects
+
+
+def test_a_nouns_index_key_is_the_same_for_letters_re_takes_for_one_another():
+    """The noun index (`_word_key`) must find every noun the case-blind pattern of `_says` finds, over every code
+    point: each class of characters ``re.IGNORECASE`` equates folds to one character."""
+    import re
+    import sys
+
+    from lbee.grammar._words import _fold, _word_key
+
+    casefix = pytest.importorskip("re._casefix")  # CPython's table of the classes beyond simple lower case
+    tolower = pytest.importorskip("_sre").unicode_tolower
+    classes = {}
+    for cp in range(sys.maxunicode + 1):
+        if not 0xD800 <= cp <= 0xDFFF:
+            classes.setdefault(tolower(cp), set()).add(chr(cp))
+    for cp, others in casefix._EXTRA_CASES.items():
+        classes.setdefault(tolower(cp), set()).update(chr(o) for o in others)
+    split = [c for c in classes.values() if len({_fold(x) for x in c}) > 1]
+    assert not split, split[:5]
+    for a, b in [("kİwi", "KIWI"), ("ſtar", "STAR"), ("σοφός", "ΣΟΦΌΣ"), ("\u212aelvin", "kelvin")]:
+        assert re.fullmatch(a, b, re.IGNORECASE) and _word_key(a) == _word_key(b)
 
 
 def test_a_folders_contents_are_read_without_recursion_however_deep(tmp_path):

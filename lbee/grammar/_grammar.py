@@ -16,10 +16,11 @@ clauses ("on a noisy background", "where the square is above the center").
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+
+from ._words import _says, _word_key
 
 #: A condition's key: ``(subject, attribute)``.
 Key = tuple[str, str]
@@ -273,15 +274,14 @@ class Grammar:
         """The subjects whose noun ``words`` may say (`_says` decides): found by the words, not by every subject.
 
         A grammar of 2,000 subjects each with a clause of its own tried every subject for every clause: 250 s
-        (sweep 32ba). A noun is looked up by its words, a last word also without a plural's 's' or 'es'; a noun
-        that is not plain ASCII words is always tried.
+        (sweep 32ba). A noun is looked up by its words as `_says` compares them (`_word_key`), a last word also
+        without a plural's 's' or 'es'; only a noun without a letter or digit (no grammar file has one) is always
+        tried.
         """
         if not self._nouns:
             for s in self.subjects:
-                key = tuple(re.findall(r"\w+", s.noun.lower()))
-                plain = s.noun.isascii() and " ".join(key) == re.sub(r"\W+", " ", s.noun.lower()).strip()
-                self._nouns.setdefault(key if key and plain else None, []).append(s)
-        tokens = re.findall(r"\w+", words.lower())
+                self._nouns.setdefault(_word_key(s.noun) or None, []).append(s)
+        tokens = _word_key(words)
         found = list(self._nouns.get(None, ()))
         for size in {len(k) for k in self._nouns if k is not None}:
             for i in range(len(tokens) - size + 1):
@@ -327,19 +327,6 @@ def _named(subject, mine):
         a.kind == "clause" and a.id in mine and _says(subject, a.values[mine[a.id]], definite=True)
         for a in subject.attributes
     )
-
-
-def _says(subject, words, noun=None, *, definite=False):
-    """Whether ``words`` name ``subject`` (its noun, or its plural; or the last word of ``noun``, a value's noun).
-
-    ``definite``: only as the clause's own subject, "the <noun>" or "where a <noun>" (a word may stand between: "the
-    red square"), not as an object ("behind another product").
-    """
-    import re
-
-    names = {subject.noun} | ({noun.split()[-1]} if noun else set())
-    before = r"\b(?:the|where an?|where)\s+(?:\w+\s+)?" if definite else r"\b"
-    return any(re.search(rf"{before}{re.escape(n)}(s|es)?\b", words, re.IGNORECASE) for n in names)
 
 
 def _noun(subject, mine):

@@ -250,9 +250,12 @@ def _subject(ctx, node, where, setting):
             f'{where}: a setting is said after the subjects with its noun and a preposition ("on a noisy '
             'background"); give it `preposition:` (on, in, at, against, ...).',
         )
+    noun = ctx.text(m["noun"], f"{where} noun")
+    if not re.search(r"\w", noun):  # a clause names a subject by its noun's words (`lbee.grammar._words`)
+        ctx.fail(m["noun"].line, f"{where} noun {noun!r} has no letter or digit; expected a word that names it.")
     return Subject(
         id=sid,
-        noun=ctx.text(m["noun"], f"{where} noun"),
+        noun=noun,
         article=get("article", "a"),
         plural_noun=get("plural"),
         bare=get("bare"),
