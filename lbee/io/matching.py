@@ -106,7 +106,9 @@ def file_here(key):
 
     Under a root its ``..`` are read first, in the text (``/r/imgs/../other/p0.png`` is ``/r/other/p0.png``): the
     root's rule refuses them, and such an id, taken for a file not here, was matched to the image ``imgs/p0.png``
-    by its end. What is stat'ed is the path inside the root, never one the kernel's ``..`` reads out.
+    by its end. What is stat'ed is the path inside the root, never one the kernel's ``..`` reads out. A key that
+    names no file as written is read again with its backslashes as '/', as `IdMatcher` matches it
+    (``/w/photos2\\p0.png`` matched the image ``p0.png`` of ``/w/photos`` by its end: sweep 32bb).
     """
     import os
 
@@ -115,13 +117,16 @@ def file_here(key):
         return None
     from .confinement import PathEscape, confine, data_root
 
-    try:
-        root = data_root()
-        if root is not None:
-            path = str(confine(os.path.normpath(path), root, "table id"))
-        return path if os.path.lexists(path) else None
-    except (OSError, ValueError, PathEscape):
-        return None
+    for form in dict.fromkeys((path, _posix(path))):  # as written, then with its backslashes as '/'
+        try:
+            root = data_root()
+            if root is not None:
+                form = str(confine(os.path.normpath(form), root, "table id"))
+            if os.path.lexists(form):
+                return form
+        except (OSError, ValueError, PathEscape):
+            continue
+    return None
 
 
 class IdMatcher:
