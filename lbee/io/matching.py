@@ -107,8 +107,8 @@ def file_here(key):
     Under a root its ``..`` are read first, in the text (``/r/imgs/../other/p0.png`` is ``/r/other/p0.png``): the
     root's rule refuses them, and such an id, taken for a file not here, was matched to the image ``imgs/p0.png``
     by its end. What is stat'ed is the path inside the root, never one the kernel's ``..`` reads out. A key that
-    names no file as written is read again with its backslashes as '/', as `IdMatcher` matches it
-    (``/w/photos2\\p0.png`` matched the image ``p0.png`` of ``/w/photos`` by its end: sweep 32bb).
+    names no file as written is read again with its backslashes as '/', as `IdMatcher` matches it: such a path of
+    another folder's file matched an image of the run by its end.
     """
     import os
 
@@ -117,7 +117,8 @@ def file_here(key):
         return None
     from .confinement import PathEscape, confine, data_root
 
-    for form in dict.fromkeys((path, _posix(path))):  # as written, then with its backslashes as '/'
+    # as written, then with its backslashes as '/' (sweep 32bb: /w/photos2\p0.png matched photos/p0.png)
+    for form in dict.fromkeys((path, _posix(path))):
         try:
             root = data_root()
             if root is not None:
