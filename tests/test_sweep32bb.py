@@ -27,3 +27,41 @@ def test_a_path_with_backslashes_naming_another_folders_file_matches_no_image(tm
     with confined_to(tmp_path / "photos"):
         assert file_here(f"{tmp_path}/photos\\..\\photos2\\p0.png") is None
         assert file_here(f"{tmp_path}/photos\\p0.png") == f"{tmp_path}/photos/p0.png"
+
+
+def test_a_killed_swap_is_not_finished_over_a_file_edited_in_place_with_its_mtime_put_back(tmp_path, monkeypatch):
+    """N3: after a killed writer's commit, the user edited a file of the old output in place (the same size) and put
+    its mtime back (``touch -r``); the next writer took the folder for the recorded one and finished the swap over
+    the edit. A file's ctime, which no user sets, is part of what the record names."""
+    import os
+    import time
+
+    import pytest
+
+    import lbee.io.staging as staging
+    from lbee.io.rollforward import OutputChangedError, contents
+
+    out = tmp_path / "K"
+    out.mkdir()
+    (out / "sub").mkdir()
+    (out / "sub" / "f.txt").write_text("old f")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as a SIGKILL after the commit, before the first move
+
+    with monkeypatch.context() as m:
+        m.setattr(staging, "move_aside", killed)
+        with pytest.raises(KeyboardInterrupt):
+            with staging.staged_entries(out) as st:
+                (st / "sub").mkdir()
+                (st / "sub" / "f.txt").write_text("new f")
+    before = contents(out / "sub")
+    st = os.stat(out / "sub" / "f.txt")
+    time.sleep(0.05)  # file times advance by the kernel's tick (a few ms): the user's edit comes later than that
+    (out / "sub" / "f.txt").write_text("MY f!")  # the same size, the mtime put back
+    os.utime(out / "sub" / "f.txt", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(out / "sub" / "f.txt").st_mtime_ns == st.st_mtime_ns and contents(out / "sub") != before
+    with pytest.raises(OutputChangedError, match=r"was changed \(sub\)"):
+        with staging.staged_entries(out) as st:
+            (st / "c.txt").write_text("c")
+    assert (out / "sub" / "f.txt").read_text() == "MY f!"

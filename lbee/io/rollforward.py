@@ -30,10 +30,12 @@ def entry_identity(st, path=None, dir_fd=None):
 
 
 def contents(path, dir_fd=None):
-    """A digest of every entry below folder ``path``: its path inside, inode, and a file's size and mtime.
+    """A digest of every entry below folder ``path``: its path inside, inode, and a file's size, mtime and ctime.
 
-    Links are not followed; an entry that cannot be read is left out (the same both times). The walk keeps no
-    stack of open folders and no recursion: a tree 1,200 folders deep stopped a run with a bare RecursionError.
+    Links are not followed; an entry that cannot be read is left out (the same both times). The ctime, which no
+    user sets, tells a file edited in place with its size and mtime put back (``touch -r``). Moving the folder
+    changes no ctime below it. The walk keeps no stack of open folders and no recursion: a tree 1,200 folders deep
+    stopped a run with a bare RecursionError.
     """
     import hashlib
 
@@ -57,7 +59,7 @@ def contents(path, dir_fd=None):
                 continue
             for name, st in entries:
                 folder = stat.S_ISDIR(st.st_mode)
-                size = "" if folder else f"{st.st_size}:{st.st_mtime_ns}"
+                size = "" if folder else f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
                 digest.update(f"{inside}/{name}\0{st.st_ino}\0{size}\n".encode("utf-8", "surrogateescape"))
                 if folder:
                     todo.append(f"{inside}/{name}")
