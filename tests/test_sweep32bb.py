@@ -65,3 +65,31 @@ def test_a_killed_swap_is_not_finished_over_a_file_edited_in_place_with_its_mtim
         with staging.staged_entries(out) as st:
             (st / "c.txt").write_text("c")
     assert (out / "sub" / "f.txt").read_text() == "MY f!"
+
+
+def test_embeddings_whose_ids_are_another_folders_files_are_refused(tmp_path):
+    """B3: embeddings of photos2/ listed in their ids.txt by absolute paths were used for a run on photos/ (the same
+    file names, other pictures): the ids matched by their ends. A listed path of a file here names that file."""
+    import numpy as np
+    import pytest
+
+    from lbee.io.provenance import check_row_ids
+
+    for folder, shade in (("photos", 0), ("photos2", 200)):
+        (tmp_path / folder).mkdir()
+        for i in range(3):
+            Image.new("RGB", (8, 8), (shade, i, 0)).save(tmp_path / folder / f"p{i}.png")
+    (tmp_path / "e").mkdir()
+    np.save(tmp_path / "e" / "embeddings.npy", np.eye(3, 4, dtype=np.float32))
+    ids, files = [f"p{i}.png" for i in range(3)], [str(tmp_path / "photos" / f"p{i}.png") for i in range(3)]
+
+    def check(folder):
+        (tmp_path / "e" / "ids.txt").write_text("".join(f"{tmp_path}/{folder}/p{i}.png\n" for i in range(3)))
+        check_row_ids(tmp_path / "e" / "embeddings.npy", 3, ids, "image_embeddings", against="the run", run_files=files)
+
+    with pytest.raises(ValueError, match=r"row 1 was embedded from '.*photos2/p0.png' but row 1 of the run is"):
+        check("photos2")
+    check("photos")  # its own files
+    for i in range(3):  # a copy of the same pictures is the same images
+        (tmp_path / "photos2" / f"p{i}.png").write_bytes((tmp_path / "photos" / f"p{i}.png").read_bytes())
+    check("photos2")

@@ -275,41 +275,60 @@ def _unmatched(ids, others, limit):
     return out
 
 
-def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
-    """Refuse rows whose embedded image and the run's image are two readable files of different content."""
+def _differ(mine, theirs):
+    """Whether two readable image files hold different content (False when either cannot be compared)."""
     import os
 
-    from .confinement import data_root
-    from .images import MAX_IMAGE_BYTES
-
-    if images_folder is None or data_root() is not None or not listed:
-        return
+    from .images import MAX_IMAGE_BYTES, image_sha256
 
     def digest(p):  # read as every image is: a provenance naming /proc/self read a kernel file (sweep 24)
-        from .images import image_sha256
-
         try:
             return image_sha256(p)
         except ValueError:  # not an image file (a kernel file, a device): its content is not read
             return None
 
+    try:
+        if not (os.path.isfile(mine) and os.path.isfile(theirs)) or os.path.samefile(mine, theirs):
+            return False
+        sizes = os.stat(mine).st_size, os.stat(theirs).st_size
+        if max(sizes) > MAX_IMAGE_BYTES:  # never hash a 20 GB (sparse) file whole: lbee reads no such image
+            return False
+        return sizes[0] != sizes[1] or (None not in (a := digest(mine), b := digest(theirs)) and a != b)
+    except OSError:  # unreadable: the names were checked, the content cannot be
+        return False
+
+
+def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
+    """Refuse rows whose embedded image and the run's image are two readable files of different content.
+
+    A listed id that is the path of a file here names that file, as a table's id does (`lbee.io.matching`): every
+    such row is compared (sweep 32bb: an ids.txt of another folder's absolute paths matched the run's images by
+    their names). The others, relative to the embedded images' folder, on `CONTENT_CHECKS` rows.
+    """
+    import os
+
+    from .confinement import data_root
+    from .matching import file_here
+
+    def differs(r, mine, theirs):
+        if _differ(mine, theirs):
+            raise ValueError(
+                f"{name} {str(path)!r}: row {r + 1} was embedded from {str(mine)!r} but row {r + 1} of "
+                f"{against} is {str(theirs)!r}, another image (the two files differ); expected the embeddings of "
+                "these images: re-embed them with `lbee embed`."
+            )
+
+    confined = data_root() is not None
+    for r, (mine, theirs) in enumerate(zip(listed, run_ids)):
+        if os.path.isabs(mine) or mine[:5].lower() == "file:":  # (a cheap test before any stat)
+            there, own = file_here(mine), str(theirs)
+            if there is not None and (file_here(own) if os.path.isabs(own) else None if confined else own):
+                differs(r, there, own)
+    if images_folder is None or confined or not listed:
+        return
     step = max(1, len(listed) // CONTENT_CHECKS)
     for r in range(0, len(listed), step):
-        mine, theirs = Path(images_folder) / listed[r], Path(str(run_ids[r]))
-        try:
-            if not (mine.is_file() and theirs.is_file()) or os.path.samefile(mine, theirs):
-                continue
-            sizes = mine.stat().st_size, theirs.stat().st_size
-            if max(sizes) > MAX_IMAGE_BYTES:  # never hash a 20 GB (sparse) file whole: lbee reads no such image
-                continue
-            if sizes[0] != sizes[1] or (None not in (a := digest(mine), b := digest(theirs)) and a != b):
-                raise ValueError(
-                    f"{name} {str(path)!r}: row {r + 1} was embedded from {str(mine)!r} but row {r + 1} of "
-                    f"{against} is {str(theirs)!r}, another image (the two files differ); expected the embeddings of "
-                    "these images: re-embed them with `lbee embed`."
-                )
-        except OSError:  # unreadable: the names were checked above, the content cannot be
-            continue
+        differs(r, Path(images_folder) / listed[r], Path(str(run_ids[r])))
 
 
 #: The sentences beside sentence embeddings, one a line (what ``lbee embed`` writes).
