@@ -93,3 +93,27 @@ def test_embeddings_whose_ids_are_another_folders_files_are_refused(tmp_path):
     for i in range(3):  # a copy of the same pictures is the same images
         (tmp_path / "photos2" / f"p{i}.png").write_bytes((tmp_path / "photos" / f"p{i}.png").read_bytes())
     check("photos2")
+
+
+def test_a_run_of_a_killed_report_half_swapped_is_refused_to_evaluate(tmp_path):
+    """N1: `lbee report --overwrite` killed while moving its runs in left out/shapes/m1 half new, its leftovers
+    beside out/ (not beside the run folder); `lbee evaluate` scored that run and wrote its metrics into it."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    from lbee.io.rollforward import refuse_interrupted
+
+    run = tmp_path / "out" / "shapes" / "m1"
+    run.mkdir(parents=True)
+    (run / "explanation.json").write_text("{}")
+    refuse_interrupted(run / "explanation.json", "Explanation file")  # no leftovers: read
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    leftover = tmp_path / f".out.lbee-report-staging-{gone.stdout.strip()}-0123456789ab"  # its process has ended
+    leftover.mkdir()
+    with pytest.raises(ValueError, match=r"output of an `lbee report` that was killed .* \.out\.lbee-report-\*"):
+        refuse_interrupted(run / "explanation.json", "Explanation file")
+    leftover.rename(tmp_path / "out" / "shapes" / leftover.name.replace(".out.", ".m1."))  # beside the run itself
+    with pytest.raises(ValueError, match=r"\.m1\.lbee-report-\*"):
+        refuse_interrupted(run / "explanation.json", "Explanation file")

@@ -125,12 +125,21 @@ def refuse_interrupted(path, name):
         uids = {os.getuid(), os.stat(real).st_uid}  # read another user's half-swapped folder)
     except (OSError, AttributeError):
         uids = None
+    from .staged_tree import _KINDS as REPORT_KINDS
     from .staging import _dead_owners
 
-    if not real.name or not _dead_owners(real.parent, real.name, uids=uids):
-        return
-    raise ValueError(
-        f"{name} {str(path)!r}: its folder was being rewritten by an lbee command that was killed (its hidden "
-        f"leftovers .{real.name}.lbee-* lie beside it), so its files may be half old, half new. Run that command "
-        "again (`lbee embed ... --out` settles the folder first), then this one."
-    )
+    if real.name and _dead_owners(real.parent, real.name, uids=uids):
+        raise ValueError(
+            f"{name} {str(path)!r}: its folder was being rewritten by an lbee command that was killed (its hidden "
+            f"leftovers .{real.name}.lbee-* lie beside it), so its files may be half old, half new. Run that command "
+            "again (`lbee embed ... --out` settles the folder first), then this one."
+        )
+    # a report's run folder lies two folders below the report's output, and its leftovers beside that (sweep 32bb N1:
+    # `lbee evaluate` scored a run of a killed `lbee report` half swapped, and wrote its metrics into it)
+    for top in [real, *list(real.parents)[:2]]:
+        if top.name and _dead_owners(top.parent, top.name, kinds=REPORT_KINDS, uids=uids):
+            raise ValueError(
+                f"{name} {str(path)!r}: it lies in the output of an `lbee report` that was killed while putting its "
+                f"runs in place (its hidden leftovers .{top.name}.lbee-report-* lie beside {str(top)!r}), so its "
+                "files may be half old, half new. Run that report again (it settles its output first), then this one."
+            )
