@@ -107,9 +107,10 @@ def refuse_changed(held, stage, aside, mark):
     if changed:
         shown = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
         raise OutputChangedError(
-            f"{str(held.path)!r} was changed ({shown}) after an lbee command writing it was killed; none of that "
-            f"command's files were put in place. Its new files are kept in {str(stage)!r}, those it replaced in "
-            f"{str(aside)!r}: take out what you need, remove both folders, then run again"
+            f"{str(held.path)!r} was changed ({shown}) after an lbee command writing it was killed; nothing more of "
+            f"that command's was put in place. Its new files not moved in before it was killed are kept in "
+            f"{str(stage)!r}, those it replaced in {str(aside)!r}: take out what you need, remove both folders, then "
+            "run again"
         )
 
 
