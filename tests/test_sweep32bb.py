@@ -1,5 +1,7 @@
-"""Sweep 32bb: a path written with backslashes naming another folder's file, ..."""
+"""Sweep 32bb: another folder's files named with backslashes or in an ids.txt, a file edited in place with its
+mtime put back, a run of a killed report."""
 
+import pytest
 from PIL import Image
 
 
@@ -29,14 +31,16 @@ def test_a_path_with_backslashes_naming_another_folders_file_matches_no_image(tm
         assert file_here(f"{tmp_path}/photos\\p0.png") == f"{tmp_path}/photos/p0.png"
 
 
-def test_a_killed_swap_is_not_finished_over_a_file_edited_in_place_with_its_mtime_put_back(tmp_path, monkeypatch):
-    """N3: after a killed writer's commit, the user edited a file of the old output in place (the same size) and put
-    its mtime back (``touch -r``); the next writer took the folder for the recorded one and finished the swap over
-    the edit. A file's ctime, which no user sets, is part of what the record names."""
+@pytest.mark.parametrize("edited", ["sub/f.txt", "g.txt"])
+def test_a_killed_swap_is_not_finished_over_a_file_edited_in_place_with_its_mtime_put_back(
+    tmp_path, monkeypatch, edited
+):
+    """B4: after a killed writer's commit, the user edited a file of the old output in place (the same size) and
+    put its mtime back (``touch -r``); the next writer took it for the recorded one and finished the swap over the
+    edit (a report's run file was lost). A file's ctime, which no user sets, is part of what the record names: of a
+    file the swap replaces, and of the files in a folder it replaces."""
     import os
     import time
-
-    import pytest
 
     import lbee.io.staging as staging
     from lbee.io.rollforward import OutputChangedError, contents
@@ -45,6 +49,7 @@ def test_a_killed_swap_is_not_finished_over_a_file_edited_in_place_with_its_mtim
     out.mkdir()
     (out / "sub").mkdir()
     (out / "sub" / "f.txt").write_text("old f")
+    (out / "g.txt").write_text("old g")
 
     def killed(*args, **kwargs):
         raise KeyboardInterrupt  # as a SIGKILL after the commit, before the first move
@@ -55,16 +60,18 @@ def test_a_killed_swap_is_not_finished_over_a_file_edited_in_place_with_its_mtim
             with staging.staged_entries(out) as st:
                 (st / "sub").mkdir()
                 (st / "sub" / "f.txt").write_text("new f")
+                (st / "g.txt").write_text("new g")
     before = contents(out / "sub")
-    st = os.stat(out / "sub" / "f.txt")
+    st = os.stat(out / edited)
     time.sleep(0.05)  # file times advance by the kernel's tick (a few ms): the user's edit comes later than that
-    (out / "sub" / "f.txt").write_text("MY f!")  # the same size, the mtime put back
-    os.utime(out / "sub" / "f.txt", ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert os.stat(out / "sub" / "f.txt").st_mtime_ns == st.st_mtime_ns and contents(out / "sub") != before
-    with pytest.raises(OutputChangedError, match=r"was changed \(sub\)"):
+    (out / edited).write_text("MY f!")  # the same size, the mtime put back
+    os.utime(out / edited, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(out / edited).st_mtime_ns == st.st_mtime_ns
+    assert (contents(out / "sub") != before) == (edited == "sub/f.txt")
+    with pytest.raises(OutputChangedError, match=rf"was changed \({edited.split('/')[0]}\)"):
         with staging.staged_entries(out) as st:
             (st / "c.txt").write_text("c")
-    assert (out / "sub" / "f.txt").read_text() == "MY f!"
+    assert (out / edited).read_text() == "MY f!"
 
 
 def test_embeddings_whose_ids_are_another_folders_files_are_refused(tmp_path):

@@ -16,17 +16,21 @@ import stat
 from pathlib import Path
 
 
-def entry_identity(st, path=None, dir_fd=None):
-    """What names an entry (from its ``lstat``): device and inode, a file's or link's mtime, a folder's contents.
+def entry_identity(st, path=None, dir_fd=None, *, moved=False):
+    """What names an entry (from its ``lstat``): device, inode, a file's mtime and ctime, a folder's contents.
 
     A folder's own mtime changes when a rename moves it into another folder (its ``..``), so it is left out; what
     it holds is named instead (`contents`, when its ``path`` is given, relative to ``dir_fd``): a folder emptied
     and filled again, or removed and made again on the same inode, is another. A file's mtime, kept
-    by a rename, tells a file made since on a reused inode number.
+    by a rename, tells a file made since on a reused inode number; its ctime, which no user sets, a file edited in
+    place with its mtime put back (``touch -r``). A rename changes the ctime: ``moved`` (a new entry, moved in
+    later) leaves it out, and `same` compares the identity now with a record that has none on that part alone.
     """
     folder = stat.S_ISDIR(st.st_mode)
     kept = [st.st_dev, st.st_ino, None if folder else st.st_mtime_ns]
-    return kept + [contents(path, dir_fd)] if folder and path is not None else kept
+    if folder:
+        return kept + [contents(path, dir_fd)] if path is not None else kept
+    return kept if moved else kept + [st.st_ctime_ns]
 
 
 def contents(path, dir_fd=None):
@@ -80,7 +84,7 @@ def recorded(held, stage, new, old):
     """
     return {
         "was": {name: held.identity(name) for name in old},
-        "made": {name: entry_identity(os.lstat(stage / name), stage / name) for name in new},
+        "made": {name: entry_identity(os.lstat(stage / name), stage / name, moved=True) for name in new},
     }
 
 

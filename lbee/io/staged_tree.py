@@ -313,13 +313,13 @@ def _old_now(held, entry, replaces):
 def _recorded(live, staged, new, old):
     """`lbee.io.rollforward.recorded` for one folder of the report: what its names hold at the commit."""
 
-    def identity(path):
+    def identity(path, moved=False):
         try:
-            return entry_identity(os.lstat(path), path)
+            return entry_identity(os.lstat(path), path, moved=moved)
         except FileNotFoundError:
             return None
 
-    return {"was": {n: identity(live / n) for n in old}, "made": {n: identity(staged / n) for n in new}}
+    return {"was": {n: identity(live / n) for n in old}, "made": {n: identity(staged / n, True) for n in new}}
 
 
 def _staged_part(stage, rel):
