@@ -124,3 +124,22 @@ def test_a_run_of_a_killed_report_half_swapped_is_refused_to_evaluate(tmp_path):
     leftover.rename(tmp_path / "out" / "shapes" / leftover.name.replace(".out.", ".m1."))  # beside the run itself
     with pytest.raises(ValueError, match=r"\.m1\.lbee-report-\*"):
         refuse_interrupted(run / "explanation.json", "Explanation file")
+
+
+def test_evaluate_refuses_an_images_table_whose_values_are_not_the_runs(tmp_path):
+    """N9: `lbee evaluate` read images.parquet's paths without its digest: a table whose paths were edited to another
+    folder made that folder's Γ ids match the run's images (docs/errors.md says such a table is refused)."""
+    import pandas as pd
+
+    from lbee.cli.evaluate import _image_paths
+    from lbee.reports.browse import TABLE_COLUMNS
+    from lbee.run.outputs import table_digest
+
+    table = pd.DataFrame({"image": ["a.png"], "path": ["/d/a.png"]})
+    table.to_parquet(tmp_path / "images.parquet")
+    recorded = table_digest(table, TABLE_COLUMNS)
+    assert _image_paths(tmp_path, ["a.png"], recorded) == ["/d/a.png"]
+    pd.DataFrame({"image": ["a.png"], "path": ["/d2/a.png"]}).to_parquet(tmp_path / "images.parquet")
+    with pytest.raises(ValueError, match="its values differ from the ones its run recorded"):
+        _image_paths(tmp_path, ["a.png"], recorded)
+    assert _image_paths(tmp_path, ["a.png"]) == ["/d2/a.png"]  # a run that recorded none (an older lbee's)

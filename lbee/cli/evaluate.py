@@ -96,7 +96,7 @@ def evaluate(explanation, relevance, performance, o_values, out, overwrite):
         # compose's sentences follow the set's: a Γ over the set composes their columns (one rule, every format)
         n_base = next((e.params["n_base_sentences"] for e in exps.values() if "n_base_sentences" in e.params), None)
         # the images' files: an id naming another folder's file matches none (sweep 32ay B4)
-        paths = _image_paths(path.parent, list(map(str, ids)))
+        paths = _image_paths(path.parent, list(map(str, ids)), payload.get("images_sha256"))
         rel = load_relevance(
             relevance, ids, sents, conditions=payload.get("sentence_conditions"), n_base=n_base, image_paths=paths
         )
@@ -203,20 +203,29 @@ def _check_assignments_digest(payload, assignments, assign):
         )
 
 
-def _image_paths(run_dir, ids):
+def _image_paths(run_dir, ids, recorded=None):
     """The run's image files from its ``images.parquet``, or None without one (or one of other images).
 
     Only its ``path`` column is read here, and only where its ``image`` column is the explanation's ids in order
     and its paths are absolute. Without them, Γ and ω ids are matched by the images' ids alone, and a warning says
-    so (sweep 32az N3: a missing or edited table dropped the check in silence).
+    so (sweep 32az N3: a missing or edited table dropped the check in silence). A table whose values are not those
+    the run ``recorded`` (explanation.json's ``images_sha256``) is refused, as every reader of a stored run refuses
+    it (sweep 32bb N9: paths edited to another folder's let that folder's Γ ids match).
     """
     from ..io.table_reader import read_table
+    from ..reports.browse import TABLE_COLUMNS
     from ..reports.stored_table import IMAGES_TABLE
+    from ..run.outputs import table_digest
 
     table_path = Path(run_dir) / IMAGES_TABLE
     why = f"there is no {IMAGES_TABLE} beside the explanation"
     if table_path.is_file():
         table = read_table(table_path)
+        if recorded is not None and table_digest(table, TABLE_COLUMNS) != recorded:
+            raise ValueError(
+                f"{str(table_path)!r}: its values differ from the ones its run recorded (explanation.json's "
+                "images_sha256): the file was edited or belongs to another run; put back the run's own, or remove it."
+            )
         why = f"{IMAGES_TABLE} does not list the explanation's images with their absolute paths"
         if "path" in table.columns and "image" in table.columns and list(map(str, table["image"])) == ids:
             paths = [p if isinstance(p, str) else None for p in table["path"]]
