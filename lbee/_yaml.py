@@ -50,6 +50,10 @@ class YAMLLimitError(ValueError):
     """YAML past the reader's bounds (deep nesting, a recursive alias, aliases expanding too far), or a merge key."""
 
 
+#: What a mapping key that is not a plain name is, in YAML's words (not a Python class's: sweep 32bb N6).
+_KEY_KINDS = {"LineMapping": "mapping", "list": "list", "bytes": "binary value", "date": "date", "datetime": "date"}
+
+
 class LineMapping(dict):
     """A YAML mapping that remembers its line and its keys' lines."""
 
@@ -108,8 +112,9 @@ def _strict(base):
                 )
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, (str, int, float, bool)) and key is not None:
+                kind = _KEY_KINDS.get(type(key).__name__, "value of another kind")
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"a mapping key must be a plain name, found a {type(key).__name__}", key_node.start_mark
+                    None, None, f"a mapping key must be a plain name, found a {kind}", key_node.start_mark
                 )
             if key in out:  # YAML would keep the last value in silence; a key written twice is a mistake
                 raise yaml.constructor.ConstructorError(

@@ -13,8 +13,8 @@ def test_confidence_kinds():
     assert ent[0] == pytest.approx(-np.log(2)) and ent[1] > ent[0]
     assert confidence_from_probabilities(p, "max").tolist() == [0.5, 0.9]
     assert confidence_from_probabilities(p, "true_class", labels=[1, 1]).tolist() == [0.5, 0.1]
-    with pytest.raises(ValueError, match="needs labels"):
-        confidence_from_probabilities(p, "true_class")
+    with pytest.raises(ValueError, match="needs the true labels: a 'label' column in the predictions table"):
+        confidence_from_probabilities(p, "true_class")  # describe has no --labels (sweep 32bb N5)
     with pytest.raises(ValueError, match="`confidence` must be one of"):
         confidence_from_probabilities(p, "margin")
     s = scores_from_probabilities(p, labels=[1, 0])

@@ -143,3 +143,32 @@ def test_evaluate_refuses_an_images_table_whose_values_are_not_the_runs(tmp_path
     with pytest.raises(ValueError, match="its values differ from the ones its run recorded"):
         _image_paths(tmp_path, ["a.png"], recorded)
     assert _image_paths(tmp_path, ["a.png"]) == ["/d2/a.png"]  # a run that recorded none (an older lbee's)
+
+
+@pytest.mark.parametrize(
+    "text, kind", [("{a: 1}: 2\n", "mapping"), ("[1, 2]: 3\n", "list"), ("? !!binary aGk=\n: 1\n", "binary value")]
+)
+def test_a_yaml_key_that_is_not_a_name_is_said_in_yamls_words(text, kind):
+    """N6: a config whose key was a mapping said "found a LineMapping", a class of lbee's own."""
+    from lbee._yaml import load_yaml
+
+    with pytest.raises(Exception, match=rf"a mapping key must be a plain name, found a {kind}\b") as err:
+        load_yaml(text, source="c.yaml")
+    assert "LineMapping" not in str(err.value)
+
+
+def test_the_word_left_over_is_the_one_click_left_not_an_earlier_one_like_it(tmp_path):
+    """N7: `evaluate --overwrite X --relevance G X` blamed the X after --overwrite (the explanation), not the last X."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    for name in ("X", "G"):
+        (tmp_path / name).write_text("x")
+    runner = CliRunner()
+    x, g = str(tmp_path / "X"), str(tmp_path / "G")
+    said = runner.invoke(cli, ["evaluate", "--overwrite", x, "--relevance", g, x])
+    assert said.exit_code == 2 and "is a flag" not in said.output, said.output
+    assert f"unexpected extra argument ({x})" in said.output
+    said = runner.invoke(cli, ["evaluate", str(tmp_path / "X"), "--overwrite", "Y", "--relevance", str(tmp_path / "G")])
+    assert "--overwrite is a flag and takes no value: 'Y' is left over" in said.output, said.output

@@ -161,13 +161,30 @@ def flag_given_a_value(command, ctx, args, exc):
     """
     if not exc.message.startswith("Got unexpected extra argument"):
         return None
-    flags = {o for p in command.params if isinstance(p, click.Option) and p.is_flag for o in p.opts + p.secondary_opts}
+    options = [p for p in command.params if isinstance(p, click.Option)]
+    flags = {o for p in options if p.is_flag or p.count for o in p.opts + p.secondary_opts}
+    values = {o: p.nargs for p in options if not (p.is_flag or p.count) for o in p.opts + p.secondary_opts}
     left = exc.message.partition("(")[2].removesuffix(")")  # click's words left over, space-joined
-    for before, word in zip(args, args[1:]):  # the first of them, after a flag ('a' of 'ab' is not: sweep 32az N1)
-        if before in flags and not word.startswith("-") and (left == word or left.startswith(word + " ")):
-            return click.UsageError(
-                f"{before} is a flag and takes no value: {word!r} is left over (drop it, or give it to the option "
-                "it belongs to).",
-                ctx,
-            )
+    # the words left over are the last of the command's plain words (not an option, nor an option's value): the one
+    # after a flag may be an argument the same word repeats later (sweep 32bb N7: `--overwrite X --relevance G X`)
+    plain, i = [], 0
+    while i < len(args):
+        if args[i] == "--":
+            plain += range(i + 1, len(args))
+            break
+        if args[i].startswith("-") and args[i] != "-":
+            i += 1 + values.get(args[i], 0)  # '--opt=value' and a flag: 1
+            continue
+        plain.append(i)
+        i += 1
+    n = len(left.split(" ")) if left else 0
+    if not n or n > len(plain) or " ".join(args[j] for j in plain[-n:]) != left:
+        return None
+    first = plain[-n]  # ('a' of 'ab' is not the word left over: sweep 32az N1)
+    if first and args[first - 1] in flags:
+        return click.UsageError(
+            f"{args[first - 1]} is a flag and takes no value: {args[first]!r} is left over (drop it, or give it to "
+            "the option it belongs to).",
+            ctx,
+        )
     return None

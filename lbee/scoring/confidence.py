@@ -114,7 +114,10 @@ def confidence_from_probabilities(probs, kind=DEFAULT_CONFIDENCE, labels=None):
     if kind == "max":
         return p.max(axis=1)
     if labels is None:
-        raise ValueError("`confidence='true_class'` needs labels (a 'label' column or --labels).")
+        raise ValueError(  # describe has no --labels: the table's column, or labels= from Python (sweep 32bb N5)
+            "confidence 'true_class' (--confidence-from true_class) needs the true labels: a 'label' column in the "
+            "predictions table, or labels= from Python."
+        )
     y = check_labels(labels, p.shape[0], p.shape[1])
     return p[np.arange(p.shape[0]), y]
 
