@@ -1631,3 +1631,20 @@ def test_random_weights_findings_read_from_gamma_say_gamma_found_them(capsys, tm
     entry = {"dataset": "d", "model": "m", "href": "x", "rows": [], "folder": tmp_path / "g"}
     index = render_index([entry], []).replace("&#39;", "'")
     assert "the given Γ found these" in index and "but its sentences mean nothing" not in index
+
+
+def test_report_md_shows_an_image_id_in_a_code_span_as_typed(planted_run):
+    """Sweep 32bb N8: report.md wrote every '<' as '&lt;', also inside the code spans of "Least confident:", where
+    Markdown shows the entity as typed; outside them a '<' of the user's is still no raw HTML."""
+    import copy
+    import re
+
+    from lbee.run.text import render_markdown
+
+    r = copy.deepcopy(planted_run)
+    r.image_ids = [f"x{i}<svg>`.png" for i in range(len(r.image_ids))]
+    r.extra["split_criterion"] = "a <b>user's</b> criterion"
+    md = render_markdown(r)
+    spans = re.findall(r"Least confident: (.*)", md)
+    assert spans and all(re.fullmatch(r"(`` x\d+<svg>`\.png ``(, )?)+", s) for s in spans), spans[0]
+    assert "a &lt;b>user's&lt;/b> criterion" in md and "\x00" not in md

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .confirm_text import (  # noqa: F401  (named from here too)
@@ -127,7 +129,7 @@ def render_markdown(result, metrics=None, n_examples=5):
         lines += [f"- {t}" for t in said] + ([""] if said else [])
         least = np.asarray(idx)[np.argsort(np.asarray(result.confidence)[idx], kind="stable")[:n_examples]]
         shown = [result.image_ids[j] for j in least]  # the clearest failures, as the HTML report's strip
-        lines.append("Least confident: " + ", ".join(f"`{s}`" for s in shown))
+        lines.append("Least confident: " + ", ".join(_code(s) for s in shown))
         lines.append("")
         lines.append("| rank | " + " | ".join(methods) + " |")
         lines.append("|---|" + "---|" * len(methods))
@@ -139,10 +141,22 @@ def render_markdown(result, metrics=None, n_examples=5):
             lines.append(f"| {r + 1} | " + " | ".join(cells) + " |")
         lines.append("")
     if result.failures:
-        lines += ["## Skipped images", ""] + [f"- `{p}`: {r}" for p, r in result.failures] + [""]
+        lines += ["## Skipped images", ""] + [f"- {_code(p)}: {r}" for p, r in result.failures] + [""]
     # ids, sentences and names are the user's text: no '<' of theirs opens raw HTML in a markdown viewer (sweep
-    # 32au N4); lbee's own words hold none, and inside a code span the entity shows as typed
-    return "\n".join(lines).replace("<", "&lt;")
+    # 32au N4); lbee's own words hold none. A code span shows its '<' as typed: kept (sweep 32bb N8: "&lt;")
+    parts = re.split(f"{_SPAN}(`+[^{_SPAN}]*`+){_SPAN}", "\n".join(lines))  # (text, span, text, ...)
+    return "".join(t if k % 2 else t.replace("<", "&lt;").replace(_SPAN, "") for k, t in enumerate(parts))
+
+
+_SPAN = "\x00"  # brackets a code span of `_code` in render_markdown's lines (no file name holds it)
+
+
+def _code(text):
+    """``text`` as a Markdown code span (fenced by more backticks than it holds in a row), bracketed by `_SPAN`."""
+    text = str(text).replace(_SPAN, "")
+    fence = "`" * (1 + max(map(len, re.findall("`+", text)), default=0))
+    pad = " " if "`" in text else ""  # CommonMark strips one space each side when both are there
+    return f"{_SPAN}{fence}{pad}{text}{pad}{fence}{_SPAN}"
 
 
 def _columns(width=None):
