@@ -172,3 +172,15 @@ def test_the_word_left_over_is_the_one_click_left_not_an_earlier_one_like_it(tmp
     assert f"unexpected extra argument ({x})" in said.output
     said = runner.invoke(cli, ["evaluate", str(tmp_path / "X"), "--overwrite", "Y", "--relevance", str(tmp_path / "G")])
     assert "--overwrite is a flag and takes no value: 'Y' is left over" in said.output, said.output
+
+
+def test_a_long_path_click_refuses_is_cut_in_its_message(tmp_path):
+    """N3: a 5,000-character path that click's own check refused (--predictions, IMAGES) was echoed whole."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    long = str(tmp_path / ("a" * 5000)) + ".csv"
+    for args in (["describe", str(tmp_path), "--predictions", long], ["evaluate", long]):
+        said = CliRunner().invoke(cli, args)
+        assert said.exit_code == 2 and "does not exist" in said.output and len(said.output) < 1000, said.output[-300:]

@@ -153,6 +153,19 @@ def misplaced_option(group, ctx, args, own_end, exc):
     return click.UsageError(f"{name} is an option of '{path}': put it after the command ({path} ... {name}).", ctx)
 
 
+def usage_error(command, ctx, args, exc):
+    """What to say of click's usage error ``exc`` for the words ``args``: `flag_given_a_value`'s error, or ``exc``.
+
+    A value of more than 200 characters that ``exc`` quotes is cut (a 5,000-character path was echoed whole).
+    """
+    import re
+
+    from .._validation import shown
+
+    exc.message = re.sub(r"'([^']{201,})'", lambda m: shown(m.group(1), 200), str(exc.message))
+    return flag_given_a_value(command, ctx, args, exc) or exc
+
+
 def flag_given_a_value(command, ctx, args, exc):
     """A usage error for a word left over after a flag, as if it were the flag's value (``--per-class errors``).
 

@@ -13,7 +13,7 @@ import click
 
 from .._validation import MAX_SEED, shown
 from .._version import __version__
-from ._arguments import check_number_options, check_single_options, flag_given_a_value, misplaced_option
+from ._arguments import check_number_options, check_single_options, misplaced_option, usage_error
 from ._logging import setup_logging
 
 
@@ -93,7 +93,7 @@ class LbeeCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            raise flag_given_a_value(self, ctx, given, exc) or exc from None
+            raise usage_error(self, ctx, given, exc) from None
 
 
 _COMMAND_WORDS = "lbee.command_words"
