@@ -184,3 +184,14 @@ def test_a_long_path_click_refuses_is_cut_in_its_message(tmp_path):
     for args in (["describe", str(tmp_path), "--predictions", long], ["evaluate", long]):
         said = CliRunner().invoke(cli, args)
         assert said.exit_code == 2 and "does not exist" in said.output and len(said.output) < 1000, said.output[-300:]
+
+
+def test_the_suffix_hint_reads_the_ids_as_written():
+    """N4: ids 'a//img001.png' or 'a/img001.png/' got the hint "the table's ids end in '.png' where the images' end
+    in '.png'" (pathlib had read them as 'a/img001.png')."""
+    from lbee.run.scores import _other_suffix
+
+    images = ["a/img001.png", "a/img002.png"]
+    assert _other_suffix(images, ["a//img001.png", "a/img002.png/"]) == ""
+    assert "ids end in '.jpg' where the images' end in '.png'" in _other_suffix(images, ["a/img001.jpg", "a/img002"])
+    assert "ids have no file suffix where the images' end in '.png'" in _other_suffix(images, ["a/img001", "a/img002"])

@@ -82,18 +82,21 @@ def _other_files(unmatched):
 
 def _other_suffix(missing, unmatched):
     """A hint when the table's ids are the images' with another file suffix ('a.jpg' for 'a.png'), or ''."""
-    stems = {Path(str(t)).with_suffix("").as_posix(): Path(str(t)).suffix for t in unmatched[:100_000]}
+    import posixpath
+
+    # the ids as written: pathlib reads 'a//f.png' and 'a/f.png/' as 'a/f.png' (sweep 32bb N4: "'.png' where '.png'")
+    stems = dict(posixpath.splitext(str(t)) for t in unmatched[:100_000])
     hits = [
-        (Path(str(m)).suffix, stems[k])
+        (suffix, stems[stem])
         for m in missing[:1000]
-        if (k := Path(str(m)).with_suffix("").as_posix()) in stems
+        if (stem := posixpath.splitext(str(m))[0]) in stems and stems[stem] != (suffix := posixpath.splitext(str(m))[1])
     ]
     if not hits or len(hits) < min(len(missing), 1000) // 2:
         return ""
     image_suffix, table_suffix = hits[0]
-    return (
-        f" The table's ids end in {table_suffix!r} where the images' end in {image_suffix!r}: the same names otherwise."
-    )
+    theirs = f"end in {table_suffix!r}" if table_suffix else "have no file suffix"
+    mine = f"end in {image_suffix!r}" if image_suffix else "have none"
+    return f" The table's ids {theirs} where the images' {mine}: the same names otherwise."
 
 
 def model_scores(ds, model, inputs, *, device=None, progress=False):
