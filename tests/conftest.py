@@ -156,3 +156,32 @@ def registry_builds(monkeypatch):
 
     monkeypatch.setattr(torchvision.models, "get_model", counting)
     return built
+
+
+def killed_after_commit(out, monkeypatch, files):
+    """A writer of ``out`` (`lbee.io.staging`) killed after its commit, before its first move.
+
+    ``files``: ``{relative path: text}`` it staged (folders made as needed).
+    """
+    import lbee.io.staging as staging
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as a SIGKILL after the commit, before the first move
+
+    with monkeypatch.context() as m:
+        m.setattr(staging, "move_aside", killed)
+        with pytest.raises(KeyboardInterrupt):
+            with staging.staged_entries(out) as st:
+                for rel, text in files.items():
+                    (st / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (st / rel).write_text(text)
+
+
+def two_photo_folders(tmp_path):
+    """``photos/p0.png`` and ``photos2/p0.png`` in ``tmp_path``: the run's image ids and paths (of photos/ alone)."""
+    from PIL import Image
+
+    for folder in ("photos", "photos2"):
+        (tmp_path / folder).mkdir()
+        Image.new("RGB", (8, 8)).save(tmp_path / folder / "p0.png")
+    return ["p0.png"], [str(tmp_path / "photos" / "p0.png")]

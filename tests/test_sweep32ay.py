@@ -5,14 +5,7 @@ the user put back."""
 import socket
 
 import pytest
-from PIL import Image
-
-
-def _two_folders(tmp_path):
-    for folder in ("photos", "photos2"):
-        (tmp_path / folder).mkdir()
-        Image.new("RGB", (8, 8)).save(tmp_path / folder / "p0.png")
-    return ["p0.png"], [str(tmp_path / "photos" / "p0.png")]
+from conftest import killed_after_commit, two_photo_folders
 
 
 def test_a_file_url_naming_this_machine_by_any_name_names_the_file_here(tmp_path):
@@ -20,7 +13,7 @@ def test_a_file_url_naming_this_machine_by_any_name_names_the_file_here(tmp_path
     host's file, matched the image photos/p0.png by its end, and another folder's predictions were used."""
     from lbee.io.matching import local_path, match_table_rows
 
-    ids, paths = _two_folders(tmp_path)
+    ids, paths = two_photo_folders(tmp_path)
     for host in ("127.0.0.1", socket.gethostname(), "user@localhost", "localhost:80", "[::1]", "anotherhost"):
         url = f"file://{host}{tmp_path}/photos2/p0.png"
         assert local_path(url) == f"{tmp_path}/photos2/p0.png", url
@@ -41,7 +34,7 @@ def test_relevance_and_performance_tables_of_another_folders_files_match_no_imag
     from lbee.io.relevance import check_relevance_table, load_relevance
     from lbee.io.schemas import validate_performance
 
-    ids, paths = _two_folders(tmp_path)
+    ids, paths = two_photo_folders(tmp_path)
     sentences = ["a dark photo", "a bright photo"]
     for other in (f"{tmp_path}/photos2/p0.png", f"file://{tmp_path}/photos2/p0.png"):
         table = pd.DataFrame({"image": [other], "a dark photo": [True], "a bright photo": [False]})
@@ -205,7 +198,7 @@ def test_a_sensitivity_table_of_another_folders_files_matches_no_image(tmp_path)
 
     from lbee.analyses.sensitivity_outputs import confidence_from_sensitivity
 
-    ids, paths = _two_folders(tmp_path)
+    ids, paths = two_photo_folders(tmp_path)
     mine = pd.DataFrame({"image": paths, "irfs": [0.3]})
     assert confidence_from_sensitivity(mine, ids, image_paths=paths).tolist() == [0.3]
     other = pd.DataFrame({"image": [str(tmp_path / "photos2" / "p0.png")], "irfs": [0.3]})
@@ -310,16 +303,7 @@ def test_a_killed_writers_swap_is_not_finished_over_a_folder_whose_contents_chan
         out.mkdir()
         (out / "sub").mkdir()
         (out / "sub" / "f.txt").write_text("old f")
-
-        def killed(*args, **kwargs):
-            raise KeyboardInterrupt  # as a SIGKILL after the commit, before the first move
-
-        with monkeypatch.context() as m:
-            m.setattr(staging, "move_aside", killed)
-            with pytest.raises(KeyboardInterrupt):
-                with staging.staged_entries(out) as st:
-                    (st / "sub").mkdir()
-                    (st / "sub" / "f.txt").write_text("new f")
+        killed_after_commit(out, monkeypatch, {"sub/f.txt": "new f"})
 
     out = tmp_path / "K"
     killed_writer(out)
@@ -352,7 +336,7 @@ def test_under_a_data_root_an_id_through_dotdot_naming_another_image_matches_non
     from lbee.io.confinement import confined_to
     from lbee.io.matching import match_table_rows
 
-    ids, paths = _two_folders(tmp_path)
+    ids, paths = two_photo_folders(tmp_path)
     other = [f"{tmp_path}/photos/../photos2/p0.png", f"file://h{tmp_path}/photos/%2e%2e/photos2/p0.png"]
     with confined_to(tmp_path):
         for key in other:

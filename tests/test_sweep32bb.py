@@ -2,14 +2,8 @@
 mtime put back, a run of a killed report."""
 
 import pytest
+from conftest import killed_after_commit, two_photo_folders
 from PIL import Image
-
-
-def _two_folders(tmp_path):
-    for folder in ("photos", "photos2"):
-        (tmp_path / folder).mkdir()
-        Image.new("RGB", (8, 8)).save(tmp_path / folder / "p0.png")
-    return ["p0.png"], [str(tmp_path / "photos" / "p0.png")]
 
 
 def test_a_path_with_backslashes_naming_another_folders_file_matches_no_image(tmp_path):
@@ -17,7 +11,7 @@ def test_a_path_with_backslashes_naming_another_folders_file_matches_no_image(tm
     image p0.png of /w/photos by its end, and the run took another folder's predictions (and Γ) in silence."""
     from lbee.io.matching import file_here, match_table_rows
 
-    ids, paths = _two_folders(tmp_path)
+    ids, paths = two_photo_folders(tmp_path)
     for other in (f"{tmp_path}/photos2\\p0.png", f"{tmp_path}\\photos2\\p0.png", f"file://{tmp_path}/photos2%5Cp0.png"):
         assert file_here(other) == f"{tmp_path}/photos2/p0.png", other
         assert match_table_rows([other], ids, paths)[0].tolist() == [-1], other
@@ -51,16 +45,7 @@ def test_a_killed_swap_is_not_finished_over_a_file_edited_in_place_with_its_mtim
     (out / "sub" / "f.txt").write_text("old f")
     (out / "g.txt").write_text("old g")
 
-    def killed(*args, **kwargs):
-        raise KeyboardInterrupt  # as a SIGKILL after the commit, before the first move
-
-    with monkeypatch.context() as m:
-        m.setattr(staging, "move_aside", killed)
-        with pytest.raises(KeyboardInterrupt):
-            with staging.staged_entries(out) as st:
-                (st / "sub").mkdir()
-                (st / "sub" / "f.txt").write_text("new f")
-                (st / "g.txt").write_text("new g")
+    killed_after_commit(out, monkeypatch, {"sub/f.txt": "new f", "g.txt": "new g"})
     before = contents(out / "sub")
     st = os.stat(out / edited)
     time.sleep(0.05)  # file times advance by the kernel's tick (a few ms): the user's edit comes later than that
