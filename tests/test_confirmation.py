@@ -1516,8 +1516,8 @@ def test_findings_on_random_weights_say_what_confirmed_is_worth_and_counts_say_o
     from dataclasses import replace
 
     from lbee.reports.html import render_report
-    from lbee.run.confirm_text import MEANINGLESS_FINDINGS
     from lbee.run.identity import random_weights_banner
+    from lbee.run.meaningless import MEANINGLESS_FINDINGS
     from lbee.run.text import render_markdown, terminal_blocks
 
     found = run(*grammar_world()[:2]).main
@@ -1544,7 +1544,7 @@ def test_lbee_submit_says_a_random_weights_runs_findings_are_worth_little(capsys
 
     from lbee.cli.submit import _echo_findings
     from lbee.reports.html import render_index
-    from lbee.run.confirm_text import MEANINGLESS_FINDINGS
+    from lbee.run.meaningless import MEANINGLESS_FINDINGS
     from lbee.run.pipeline import write_outputs
 
     found = run(*grammar_world()[:2]).main
@@ -1603,8 +1603,8 @@ def test_random_weights_findings_read_from_gamma_say_gamma_found_them(capsys, tm
 
     from lbee.cli.submit import _echo_findings
     from lbee.reports.html import render_index, render_report
-    from lbee.run.confirm_text import MEANINGLESS_BUT_GAMMA, MEANINGLESS_FINDINGS
     from lbee.run.identity import random_weights_banner
+    from lbee.run.meaningless import MEANINGLESS_BUT_GAMMA, MEANINGLESS_FINDINGS
     from lbee.run.pipeline import write_outputs
     from lbee.run.text import render_markdown, terminal_blocks
 

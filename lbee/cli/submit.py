@@ -140,8 +140,9 @@ def _echo_findings(client, job_id, model, name):
     if not listed:
         click.echo(f"  {name}: no statement confirmed on held-out images (the report lists the leads)")
         return
-    from ..run.confirm_text import holds_words, meaningless_caveat
+    from ..run.confirm_text import holds_words
     from ..run.identity import means_nothing
+    from ..run.meaningless import meaningless_caveat
 
     but = f"; but {meaningless_caveat(listed)}" if means_nothing(explanation.get("encoder")) else ""
     click.echo(f"  {name}, confirmed on held-out images, strongest first{but}:")

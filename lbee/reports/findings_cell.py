@@ -26,7 +26,8 @@ def run_findings(folder):
 
 def findings_of(explanation):
     """`run_findings` of an ``explanation.json`` already read (a dict); None when it is not a run's."""
-    from ..run.confirm_text import found_by_gamma, ranked_statements
+    from ..run.confirm_text import ranked_statements
+    from ..run.meaningless import found_by_gamma
     from ..run.untested import untested_reason
 
     try:

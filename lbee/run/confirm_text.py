@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..core.confirmation import CONFIRM_Q, MIN_EFFECT
 from .condition_words import condition_verdict, conditions_said, narrower_words
+from .meaningless import meaningless_caveat
 
 
 def adds_a_failure(statement):
@@ -275,30 +276,6 @@ def holds_words(s):
 STATEMENTS_LISTED = 6
 
 
-#: What "confirmed" says, and does not, in a run whose sentences mean nothing (random weights, an encoder's caveat):
-#: a thirty-seventh user read a random-weights run's "Findings ... CONFIRMED" as a named failure.
-MEANINGLESS_FINDINGS = (
-    "the sentences mean nothing here (the warning at the top): a confirmed statement's images do fail more often, "
-    "but its words do not say what they share"
-)
-#: The same run given Γ: the encoder only proposed the sentences, Γ said where each holds (trial 43 read "its words
-#: do not say what they share" beside two statements that were exactly its planted failures).
-MEANINGLESS_BUT_GAMMA = (
-    "the encoder means nothing here (the warning at the top): it only proposed the sentences; where each statement "
-    "holds was read from the given Γ, so Γ, not the encoder, found these"
-)
-
-
-def found_by_gamma(statements):
-    """Whether every one of ``statements`` (dicts with "region") holds where the given Γ says, not the encoder."""
-    return bool(statements) and all(s.get("region") == "relevance" for s in statements)
-
-
-def meaningless_caveat(statements):
-    """What "confirmed" is worth in a run whose encoder means nothing, given its confirmed ``statements``."""
-    return MEANINGLESS_BUT_GAMMA if found_by_gamma(statements) else MEANINGLESS_FINDINGS
-
-
 def confirmed_statements_lines(conf, *, every=False, meaningless=False):
     """The run's confirmed statements, strongest first, each tested beyond those above it (none: []).
 
@@ -306,7 +283,7 @@ def confirmed_statements_lines(conf, *, every=False, meaningless=False):
     confounder beside the failure's own statement, are counted on one line that names a few. ``every``: list them
     all, each on its own line (``report.md`` and the HTML report: a file has room, an eleventh user missed 3 of 6).
     ``meaningless``: the run's sentences mean nothing (it has `lbee.run.identity.random_weights_banner`): the first
-    line says what "confirmed" is worth then (`MEANINGLESS_FINDINGS`).
+    line says what "confirmed" is worth then (`lbee.run.meaningless.meaningless_caveat`).
     """
     if not conf or conf.get("status") != "done" or not conf.get("ranked"):
         return []
