@@ -1643,8 +1643,12 @@ def test_report_md_shows_an_image_id_in_a_code_span_as_typed(planted_run):
 
     r = copy.deepcopy(planted_run)
     r.image_ids = [f"x{i}<svg>`.png" for i in range(len(r.image_ids))]
-    r.extra["split_criterion"] = "a <b>user's</b> criterion"
+    r.extra["split_criterion"] = "a <b>user's</b> criterion \x00`x` <i> `y`\x00"  # no text of theirs makes a span
     md = render_markdown(r)
     spans = re.findall(r"Least confident: (.*)", md)
     assert spans and all(re.fullmatch(r"(`` x\d+<svg>`\.png ``(, )?)+", s) for s in spans), spans[0]
-    assert "a &lt;b>user's&lt;/b> criterion" in md and "\x00" not in md
+    assert "a &lt;b>user's&lt;/b> criterion \x00`x` &lt;i> `y`\x00" in md
+    # sweep 32bc: a line break in a file name ended its span, and the rest was raw HTML
+    r.image_ids = [f"p{i}\n<script>x</script>.png" for i in range(len(r.image_ids))]
+    md = render_markdown(r)
+    assert "\n<script>" not in md and re.search(r"`p\d+\\n<script>x</script>\.png`", md)  # the break escaped

@@ -180,3 +180,29 @@ def test_the_suffix_hint_reads_the_ids_as_written():
     assert _other_suffix(images, ["a//img001.png", "a/img002.png/"]) == ""
     assert "ids end in '.jpg' where the images' end in '.png'" in _other_suffix(images, ["a/img001.jpg", "a/img002"])
     assert "ids have no file suffix where the images' end in '.png'" in _other_suffix(images, ["a/img001", "a/img002"])
+
+
+def test_the_noun_index_finds_every_noun_the_case_blind_pattern_finds():
+    """Sweep 32bc: U+0345, a combining mark re.IGNORECASE takes for "ι", was folded to that letter, so the words
+    "where the box\\u0345 is up" were one word "boxι" to the index and the box was said again. A differential over
+    random text of the letters case folding treats apart."""
+    import random
+    import re
+    from types import SimpleNamespace
+
+    from lbee.grammar._grammar import Grammar
+    from lbee.grammar._words import _says
+
+    def found(noun, words):
+        subject = SimpleNamespace(id="s", noun=noun)
+        return bool(Grammar._may_say(SimpleNamespace(subjects=[subject], _nouns={}), words))
+
+    assert _says(SimpleNamespace(noun="box"), "where the box\u0345 is up") and found("box", "where the box\u0345 is up")
+    rng = random.Random(0)
+    letters = list("abkKsıİiSſς σΣ\u0345ιΙ\u1fbeßẞ-.'\u212aωῳ")
+    for _ in range(5000):
+        noun = "".join(rng.choices(letters, k=rng.randint(1, 3))).strip()
+        said = "".join(rng.choices(letters, k=rng.randint(0, 3))) + rng.choice([noun, noun.upper(), noun.lower()])
+        said += "".join(rng.choices(letters, k=rng.randint(0, 3)))
+        if re.search(r"\w", noun) and _says(SimpleNamespace(noun=noun), said):
+            assert found(noun, said), (noun, said)

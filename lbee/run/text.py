@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 
 import numpy as np
 
@@ -69,6 +70,7 @@ def render_markdown(result, metrics=None, n_examples=5):
     from .identity import encoder_note, encoder_words, random_weights_banner, weights_words
 
     banner, note = random_weights_banner(result.encoder), encoder_note(result.encoder)
+    mark = secrets.token_hex(8)  # brackets each code span below: no text of the user's holds it (sweep 32bc)
     lines = [
         "# lbee report",
         "",
@@ -129,7 +131,7 @@ def render_markdown(result, metrics=None, n_examples=5):
         lines += [f"- {t}" for t in said] + ([""] if said else [])
         least = np.asarray(idx)[np.argsort(np.asarray(result.confidence)[idx], kind="stable")[:n_examples]]
         shown = [result.image_ids[j] for j in least]  # the clearest failures, as the HTML report's strip
-        lines.append("Least confident: " + ", ".join(_code(s) for s in shown))
+        lines.append("Least confident: " + ", ".join(mark + _code(s) + mark for s in shown))
         lines.append("")
         lines.append("| rank | " + " | ".join(methods) + " |")
         lines.append("|---|" + "---|" * len(methods))
@@ -141,22 +143,20 @@ def render_markdown(result, metrics=None, n_examples=5):
             lines.append(f"| {r + 1} | " + " | ".join(cells) + " |")
         lines.append("")
     if result.failures:
-        lines += ["## Skipped images", ""] + [f"- {_code(p)}: {r}" for p, r in result.failures] + [""]
+        lines += ["## Skipped images", ""] + [f"- {mark}{_code(p)}{mark}: {r}" for p, r in result.failures] + [""]
     # ids, sentences and names are the user's text: no '<' of theirs opens raw HTML in a markdown viewer (sweep
     # 32au N4); lbee's own words hold none. A code span shows its '<' as typed: kept (sweep 32bb N8: "&lt;")
-    parts = re.split(f"{_SPAN}(`+[^{_SPAN}]*`+){_SPAN}", "\n".join(lines))  # (text, span, text, ...)
-    return "".join(t if k % 2 else t.replace("<", "&lt;").replace(_SPAN, "") for k, t in enumerate(parts))
-
-
-_SPAN = "\x00"  # brackets a code span of `_code` in render_markdown's lines (no file name holds it)
+    parts = "\n".join(lines).split(mark)  # (text, span, text, ...)
+    return "".join(t if k % 2 else t.replace("<", "&lt;") for k, t in enumerate(parts))
 
 
 def _code(text):
-    """``text`` as a Markdown code span (fenced by more backticks than it holds in a row), bracketed by `_SPAN`."""
-    text = str(text).replace(_SPAN, "")
+    """``text`` as a code span (a fence longer than its backticks), a control character as its escape."""
+    # a line break in a file name ended the span, and the rest was Markdown, raw HTML included (sweep 32bc)
+    text = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", lambda m: repr(m.group())[1:-1], str(text))
     fence = "`" * (1 + max(map(len, re.findall("`+", text)), default=0))
     pad = " " if "`" in text else ""  # CommonMark strips one space each side when both are there
-    return f"{_SPAN}{fence}{pad}{text}{pad}{fence}{_SPAN}"
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _columns(width=None):
