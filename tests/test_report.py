@@ -621,6 +621,10 @@ def test_a_fetched_copy_of_a_served_run_is_one_runs_files(image_dataset, tmp_pat
         stored_images_table(fetched)
     (fetched / "explanation.json").write_bytes(served_explanation(out / "explanation.json", settings))
     assert stored_images_table(fetched)["path"].tolist() == table["path"].tolist()
+    from lbee.cli.evaluate import _image_paths
+
+    payload = json.loads((fetched / "explanation.json").read_text())  # lbee evaluate reads it too (its paths relative:
+    assert _image_paths(fetched, list(map(str, payload["images"])), payload["images_sha256"]) is None  # ids alone)
     r = CliRunner().invoke(cli, ["export", "spotlight", str(fetched)], obj={})
     n = len(table)  # the paths are the server root's: not found beside the copy, and nothing is written (trial 22)
     said = " ".join(r.output.split())
