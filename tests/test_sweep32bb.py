@@ -206,3 +206,23 @@ def test_the_noun_index_finds_every_noun_the_case_blind_pattern_finds():
         said += "".join(rng.choices(letters, k=rng.randint(0, 3)))
         if re.search(r"\w", noun) and _says(SimpleNamespace(noun=noun), said):
             assert found(noun, said), (noun, said)
+
+
+def test_a_new_folders_record_holds_when_a_hard_link_to_its_files_goes(tmp_path):
+    """A report links a run's kept world into its new run (hard links) and removes the old one after the swap: the
+    new folder's files' ctimes change. Its record as a new entry leaves ctimes out (a killed cleanup's rerun was
+    otherwise refused as "changed"), the record of an old one keeps them (B4)."""
+    import os
+    import time
+
+    from lbee.io.rollforward import entry_identity, same
+
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "ec.json").write_text("{}")
+    ident = lambda moved: entry_identity(os.lstat(tmp_path / "new"), tmp_path / "new", moved=moved)  # noqa: E731
+    made, was = ident(True), ident(False)
+    time.sleep(0.05)  # past the kernel's tick, as any later change is
+    os.link(tmp_path / "new" / "ec.json", tmp_path / "old.json")
+    os.unlink(tmp_path / "old.json")  # the old twin removed: the file's ctime changes, nothing else
+    now = ident(False)
+    assert same(now, made) and not same(now, was)

@@ -23,32 +23,34 @@ def entry_identity(st, path=None, dir_fd=None, *, moved=False):
     it holds is named instead (`contents`, when its ``path`` is given, relative to ``dir_fd``): a folder emptied
     and filled again, or removed and made again on the same inode, is another. A file's mtime, kept
     by a rename, tells a file made since on a reused inode number; its ctime, which no user sets, a file edited in
-    place with its mtime put back (``touch -r``). A rename changes the ctime: ``moved`` (a new entry, moved in
-    later) leaves it out, and `same` compares the identity now with a record that has none on that part alone.
+    place with its mtime put back (``touch -r``). A rename changes a file's ctime, and removing a hard link the
+    ctimes in a folder (a report's world linked into a new run): ``moved`` (a new entry, moved in later) leaves them
+    out, and `same` compares the identity now with a record that has none on that part alone.
     """
     folder = stat.S_ISDIR(st.st_mode)
     kept = [st.st_dev, st.st_ino, None if folder else st.st_mtime_ns]
     if folder:
-        return kept + [contents(path, dir_fd)] if path is not None else kept
+        return kept + contents(path, dir_fd)[: 1 if moved else 2] if path is not None else kept
     return kept if moved else kept + [st.st_ctime_ns]
 
 
 def contents(path, dir_fd=None):
-    """A digest of every entry below folder ``path``: its path inside, inode, and a file's size, mtime and ctime.
+    """Two digests of every entry below folder ``path``: without and with each file's ctime, a list.
 
-    Links are not followed; an entry that cannot be read is left out (the same both times). The ctime, which no
-    user sets, tells a file edited in place with its size and mtime put back (``touch -r``). Moving the folder
-    changes no ctime below it. The walk keeps no stack of open folders and no recursion: a tree 1,200 folders deep
-    stopped a run with a bare RecursionError.
+    Each digests an entry's path inside, inode, and a file's size and mtime. Links are not followed; an entry
+    that cannot be read is left out (the same both times). The ctime, which no user sets, tells a file edited in
+    place with its size and mtime put back (``touch -r``); moving the folder changes none below it, but removing a
+    hard link to a file does (a new folder's record keeps the first digest alone). The walk keeps no stack of open
+    folders and no recursion: a tree 1,200 folders deep stopped a run with a bare RecursionError.
     """
     import hashlib
 
-    digest = hashlib.sha256()
+    digest, changed = hashlib.sha256(), hashlib.sha256()
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
         top = os.open(path, flags, dir_fd=dir_fd)
     except OSError:
-        return ""
+        return ["", ""]
     try:
         todo = ["."]
         while todo:
@@ -63,13 +65,15 @@ def contents(path, dir_fd=None):
                 continue
             for name, st in entries:
                 folder = stat.S_ISDIR(st.st_mode)
-                size = "" if folder else f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-                digest.update(f"{inside}/{name}\0{st.st_ino}\0{size}\n".encode("utf-8", "surrogateescape"))
+                size = "" if folder else f"{st.st_size}:{st.st_mtime_ns}"
+                line = f"{inside}/{name}\0{st.st_ino}\0{size}".encode("utf-8", "surrogateescape")
+                digest.update(line + b"\n")
+                changed.update(line + (b"\n" if folder else f":{st.st_ctime_ns}\n".encode()))
                 if folder:
                     todo.append(f"{inside}/{name}")
     finally:
         os.close(top)
-    return digest.hexdigest()
+    return [digest.hexdigest(), changed.hexdigest()]
 
 
 def same(now, then):
