@@ -213,19 +213,13 @@ def _image_paths(run_dir, ids, recorded=None):
     it (sweep 32bb N9: paths edited to another folder's let that folder's Γ ids match).
     """
     from ..io.table_reader import read_table
-    from ..reports.browse import TABLE_COLUMNS
-    from ..reports.stored_table import IMAGES_TABLE
-    from ..run.outputs import table_digest
+    from ..reports.stored_table import IMAGES_TABLE, check_images_digest
 
     table_path = Path(run_dir) / IMAGES_TABLE
     why = f"there is no {IMAGES_TABLE} beside the explanation"
     if table_path.is_file():
         table = read_table(table_path)
-        if recorded is not None and table_digest(table, TABLE_COLUMNS) != recorded:
-            raise ValueError(
-                f"{str(table_path)!r}: its values differ from the ones its run recorded (explanation.json's "
-                "images_sha256): the file was edited or belongs to another run; put back the run's own, or remove it."
-            )
+        check_images_digest(table, recorded, table_path)
         why = f"{IMAGES_TABLE} does not list the explanation's images with their absolute paths"
         if "path" in table.columns and "image" in table.columns and list(map(str, table["image"])) == ids:
             paths = [p if isinstance(p, str) else None for p in table["path"]]

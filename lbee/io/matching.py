@@ -117,10 +117,10 @@ def file_here(key):
         return None
     from .confinement import PathEscape, confine, data_root
 
+    root = data_root()
     # as written, then with its backslashes as '/' (sweep 32bb: /w/photos2\p0.png matched photos/p0.png)
     for form in dict.fromkeys((path, _posix(path))):
         try:
-            root = data_root()
             if root is not None:
                 form = str(confine(os.path.normpath(form), root, "table id"))
             if os.path.lexists(form):

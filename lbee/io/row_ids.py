@@ -278,7 +278,7 @@ def _unmatched(ids, others, limit):
 def _differ(mine, theirs, read=True):
     """Whether two readable image files hold different content (False when either cannot be compared).
 
-    ``read=False``: by their sizes alone, None where those are the same (the content would have to be read).
+    ``read=False``: by their sizes alone.
     """
     import os
 
@@ -297,7 +297,7 @@ def _differ(mine, theirs, read=True):
         if max(sizes) > MAX_IMAGE_BYTES:  # never hash a 20 GB (sparse) file whole: lbee reads no such image
             return False
         if sizes[0] != sizes[1] or not read:
-            return True if sizes[0] != sizes[1] else None
+            return sizes[0] != sizes[1]
         return None not in (a := digest(mine), b := digest(theirs)) and a != b
     except OSError:  # unreadable: the names were checked, the content cannot be
         return False
@@ -327,7 +327,8 @@ def _check_same_files(path, listed, run_ids, name, against, images_folder, fix):
     for r, (mine, theirs) in enumerate(zip(listed, run_ids)):
         if os.path.isabs(mine) or mine[:5].lower() == "file:":  # (a cheap test before any stat)
             there, own = file_here(mine), str(theirs)
-            if there is not None and (file_here(own) if os.path.isabs(own) else None if confined else own):
+            own = file_here(own) if os.path.isabs(own) else None if confined else own  # the run's image file
+            if there is not None and own:
                 differs(r, there, own, read=False)  # every row by its size; its content on a few (sweep 32bc:
                 alike.append((r, there, own))  # 200,000 copies of the run's images took 38 s to hash whole)
     for r, there, own in alike[:: max(1, len(alike) // CONTENT_CHECKS)]:

@@ -40,7 +40,7 @@ def stored_images_table(run_dir):
     """
     import pandas as pd
 
-    from ..run.outputs import check_assignments_digest, table_digest
+    from ..run.outputs import check_assignments_digest
 
     run_dir = Path(run_dir)
     images_path, expl_path, assign_path = (
@@ -126,12 +126,8 @@ def stored_images_table(run_dir):
                     f"{str(images_path)!r} row {off[0] + 1}: label, prediction and performance disagree (ω is the "
                     "prediction's correctness); expected the files of one run."
                 )
-        recorded = None if truth is None else payload.get("images_sha256")
-        if recorded is not None and recorded != table_digest(table, TABLE_COLUMNS):  # after the checks that name a row
-            raise ValueError(
-                f"{str(images_path)!r}: its values differ from the ones its run recorded (explanation.json's "
-                "images_sha256): the file was edited or belongs to another run."
-            )
+        if truth is not None:  # after the checks that name a row
+            check_images_digest(table, payload.get("images_sha256"), images_path)
         return table
     ids, split, group, first, texts = truth
     n = len(ids)
@@ -158,6 +154,20 @@ def stored_images_table(run_dir):
         },
         columns=list(IMAGE_COLUMNS),
     )
+
+
+def check_images_digest(table, recorded, images_path):
+    """Refuse an ``images.parquet`` whose values are not those its run ``recorded`` (``images_sha256``; None: none).
+
+    Every reader of a stored run asks it: the service's pages, `lbee export spotlight`, `lbee evaluate`.
+    """
+    from ..run.outputs import table_digest
+
+    if recorded is not None and recorded != table_digest(table, TABLE_COLUMNS):
+        raise ValueError(
+            f"{str(images_path)!r}: its values differ from the ones its run recorded (explanation.json's "
+            "images_sha256): the file was edited or belongs to another run; put back the run's own, or remove it."
+        )
 
 
 def with_held_out(split, confirmation):
