@@ -197,10 +197,10 @@ def test_the_noun_index_finds_every_noun_the_case_blind_pattern_finds():
         subject = SimpleNamespace(id="s", noun=noun)
         return bool(Grammar._may_say(SimpleNamespace(subjects=[subject], _nouns={}), words))
 
-    assert _says(SimpleNamespace(noun="box"), "where the box\u0345 is up") and found("box", "where the box\u0345 is up")
     rng = random.Random(0)
-    letters = list("abkKsıİiSſς σΣ\u0345ιΙ\u1fbeßẞ-.'\u212aωῳ")
-    for _ in range(5000):
+    # letters case folding or NFKC treat apart or together, combining marks (a noun may end in one: 32bd), ligatures
+    letters = list("abkKsıİiSſς σΣ\u0345ιΙ\u1fbeßẞ-.'\u212aωῳ\u0301eé\u093fबﬁfＢ")
+    for _ in range(20000):
         noun = "".join(rng.choices(letters, k=rng.randint(1, 3))).strip()
         said = "".join(rng.choices(letters, k=rng.randint(0, 3))) + rng.choice([noun, noun.upper(), noun.lower()])
         said += "".join(rng.choices(letters, k=rng.randint(0, 3)))

@@ -1,13 +1,32 @@
 """How a grammar's words name its subjects: whether a clause says a subject's noun, and the index key of a noun.
 
 A clause such as "where the square is partly hidden" names the square: the presence it implies goes unsaid
-(`lbee.grammar.Grammar.render`). `_says` decides by a case-blind pattern; `_word_key` lets the grammar find the
-few subjects a clause may name without trying every one.
+(`lbee.grammar.Grammar.render`). Both sides are compared as `said_alike` compares two words (NFKC-normalised,
+case-folded: "café" with a combining accent is "café", "ﬁsh" is "fish", "STRASSE" is "straße"). `_says` decides
+by a pattern; `_word_key` lets the grammar find the few subjects a clause may name without trying every one.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import lru_cache
+
+
+def _alike(words):
+    """``words`` as `lbee.grammar.said_alike` compares them (NFKC, case-folded), then NFKC again.
+
+    A folded character can decompose ("İ" folds to "i" and a combining dot).
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", words).casefold())
+
+
+@lru_cache(maxsize=65_536)
+def _pattern(noun, definite):
+    """The compiled pattern of a (normalised) noun: kept, since a grammar tries one noun against many clauses."""
+    # a word ends where no word character follows (not at a `\b`: a noun may end in a combining mark, "बिल्ली")
+    before = r"(?<!\w)(?:the|where an?|where)\s+(?:\w+\s+)?" if definite else r"(?<!\w)"
+    return re.compile(rf"{before}{re.escape(noun)}(?:s|es)?(?!\w)")
 
 
 def _says(subject, words, noun=None, *, definite=False):
@@ -17,28 +36,16 @@ def _says(subject, words, noun=None, *, definite=False):
     red square"), not as an object ("behind another product").
     """
     names = {subject.noun} | ({noun.split()[-1]} if noun else set())
-    before = r"\b(?:the|where an?|where)\s+(?:\w+\s+)?" if definite else r"\b"
-    return any(re.search(rf"{before}{re.escape(n)}(s|es)?\b", words, re.IGNORECASE) for n in names)
-
-
-def _fold(char):
-    """One character for each class that ``re.IGNORECASE`` takes for one another.
-
-    "İ", "i" and "ı" are one class, "ſ" and "s" another, "ς" and "σ" a third; checked over every code point in
-    tests/test_sweep32ay.py. The class of "ι" holds U+0345, a combining mark that is no letter: a pattern's word
-    ends there, so the whole class is read as a space, never as a letter (sweep 32bc: "box\u0345" named no box).
-    """
-    folded = char.lower()[0].upper().lower()[0]
-    return " " if folded == "ι" else folded
+    text = _alike(words)
+    return any(_pattern(_alike(n), definite).search(text) for n in names)
 
 
 def _word_key(text):
-    """The words of ``text`` as `_says` compares them, case folded, a tuple: an index key of nouns (`_may_say`).
+    """The words of ``text`` as `_says` compares them, a tuple: an index key of nouns (`_may_say`).
 
-    A noun the pattern of `_says` finds in some words has the same key as a run of the words' own (non-ASCII
-    nouns were tried for every clause: 2,000 of them took minutes, sweep 32bb).
+    Each run of word characters is one item, and so is each other character that is not a space ("red-box" and
+    "red.box" are two keys). A noun the pattern of `_says` finds in some words has the same key as a run of the
+    words' own items (sweep 32bb: 2,000 non-ASCII nouns tried for every clause took minutes; sweep 32bd: 2,000
+    nouns told apart only by their punctuation, one key, took as long).
     """
-    return tuple(re.findall(r"\w+", "".join(_FOLDED.get(c) or _FOLDED.setdefault(c, _fold(c)) for c in text)))
-
-
-_FOLDED: dict[str, str] = {}  # _fold's answers (a grammar's words use few distinct characters)
+    return tuple(re.findall(r"\w+|[^\w\s]", _alike(text)))
