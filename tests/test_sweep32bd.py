@@ -3,6 +3,8 @@ that reach another folder through a folder that does not exist."""
 
 import unicodedata
 
+from conftest import two_photo_folders
+
 
 def _grammar(tmp_path, nouns, clause, max_conditions=2):
     lines = [
@@ -55,3 +57,31 @@ def test_nouns_told_apart_only_by_punctuation_are_not_each_tried_for_every_claus
     sentences, _, _ = generate(load_grammar(path))
     assert len(calls) < 20 * 600, len(calls)
     assert "A photo where the red-.box is up" in sentences and "A photo where the red.-box is up" in sentences
+
+
+def test_a_path_through_a_missing_folder_to_another_folders_file_matches_no_image(tmp_path):
+    """B3, B4: /w/gone/../photos2/p0.png names no file as the kernel reads it (gone/ does not exist) and was matched
+    to the image p0.png of /w/photos by its end: predictions and Γ of photos2/, and embeddings whose ids.txt lists
+    such paths, were taken for photos/ in silence. Without a data root, its '..' are read in the text too."""
+    import numpy as np
+    import pytest
+
+    from lbee.io.matching import file_here, match_table_rows
+    from lbee.io.provenance import check_row_ids
+
+    ids, paths = two_photo_folders(tmp_path)
+    (tmp_path / "photos2" / "p0.png").write_bytes(b"another picture")
+    other = f"{tmp_path}/photos2/p0.png"
+    for written in (f"{tmp_path}/gone/../photos2/p0.png", f"{tmp_path}/photos2\\x\\..\\p0.png"):
+        assert file_here(written) == other, written
+        assert match_table_rows([written], ids, paths)[0].tolist() == [-1], written
+    mine = f"{tmp_path}/gone/../photos/p0.png"
+    assert match_table_rows([mine], ids, paths)[0].tolist() == [0]
+    (tmp_path / "e").mkdir()
+    np.save(tmp_path / "e" / "embeddings.npy", np.eye(1, 4, dtype=np.float32))
+    for row in (f"{tmp_path}/gone/../photos2/p0.png", f"file://{tmp_path}/gone/../photos2/p0.png"):
+        (tmp_path / "e" / "ids.txt").write_text(row + "\n")
+        with pytest.raises(ValueError, match=r"row 1 was embedded from '.*photos2/p0.png'"):
+            check_row_ids(
+                tmp_path / "e" / "embeddings.npy", 1, ids, "image_embeddings", against="the run", run_files=paths
+            )

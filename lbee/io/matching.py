@@ -107,8 +107,9 @@ def file_here(key):
     Under a root its ``..`` are read first, in the text (``/r/imgs/../other/p0.png`` is ``/r/other/p0.png``): the
     root's rule refuses them, and such an id, taken for a file not here, was matched to the image ``imgs/p0.png``
     by its end. What is stat'ed is the path inside the root, never one the kernel's ``..`` reads out. A key that
-    names no file as written is read again with its backslashes as '/', as `IdMatcher` matches it: such a path of
-    another folder's file matched an image of the run by its end.
+    names no file as written is read again with its backslashes as '/', as `IdMatcher` matches it, and (without a
+    root) with its ``..`` read in the text: such a path of another folder's file matched an image of the run by its
+    end.
     """
     import os
 
@@ -118,8 +119,11 @@ def file_here(key):
     from .confinement import PathEscape, confine, data_root
 
     root = data_root()
-    # as written, then with its backslashes as '/' (sweep 32bb: /w/photos2\p0.png matched photos/p0.png)
-    for form in dict.fromkeys((path, _posix(path))):
+    # as written, then with its backslashes as '/' (sweep 32bb: /w/photos2\p0.png matched photos/p0.png); without a
+    # root each also with its '..' read in the text, where the kernel finds no file (sweep 32bd: /w/gone/../photos2/
+    # p0.png, through a folder that does not exist, matched photos/p0.png by its end)
+    forms = [f for p in (path, _posix(path)) for f in ((p,) if root is not None else (p, os.path.normpath(p)))]
+    for form in dict.fromkeys(forms):
         try:
             if root is not None:
                 form = str(confine(os.path.normpath(form), root, "table id"))
