@@ -128,7 +128,8 @@ def test_random_weights_show_the_banner_in_the_terminal_the_html_and_report_md(c
     assert banner[:60] in r.output  # framed and wrapped to the terminal, but there
     assert "Encoder open_clip ViT-B-32, weights @random (seed 0); τ = 0.25." in r.output
     # said last too, after the statements (a sixteenth user read them as real)
-    assert "Remember the warning at the top" in " ".join(r.output.strip().splitlines()[-3:])
+    last = " ".join(r.output.strip().splitlines()[-3:])
+    assert "Remember the warning at the top" in last and "mean nothing about your images" in last
     html = (p / "random" / "report.html").read_text()
     assert f'<div class="banner" id="random-weights" role="alert">{banner}</div>' in html.replace("&#39;", "'")
     assert "<dt>weights</dt><dd>@random (seed 0)</dd>" in html
@@ -136,6 +137,14 @@ def test_random_weights_show_the_banner_in_the_terminal_the_html_and_report_md(c
     assert banner in md and "weights @random (seed 0)" in md
     summary = json.loads(_describe(p, "pred.csv", "random-json", "--json").stdout)
     assert summary["random_weights"] is True and summary["weights"] == "@random (seed 0)"
+    # given Γ, the last line does not take back what the findings say Γ found (sweep 32bd N4)
+    rel = np.zeros((300, 16), bool)
+    rel[:40, 0] = True
+    np.save(p / "rel.npy", rel)
+    r = _describe(p, "pred.csv", "random-gamma", "--relevance", str(p / "rel.npy"))
+    last = " ".join(r.output.strip().splitlines()[-3:])
+    assert r.exit_code == 0 and "only where the given Γ says a statement holds" in last, r.output
+    assert "mean nothing" not in last
 
     # pretrained weights: no banner, the tag named
     from lbee.run.identity import random_weights_banner, weights_words

@@ -406,12 +406,9 @@ def describe(
     else:
         click.echo("\nNothing was saved (give --out FOLDER to keep the results).", err=True)
     if early is not None or banner:  # said last too: a sixteenth user read the confirmed statements as real
-        click.secho(
-            "Remember the warning at the top: with this encoder, the sentences and statements above mean nothing "
-            "about your images.",
-            fg="red",
-            err=True,
-        )
+        from ..run.meaningless import REMEMBER, REMEMBER_GIVEN_GAMMA
+
+        click.secho(REMEMBER_GIVEN_GAMMA if relevance else REMEMBER, fg="red", err=True)
 
 
 def _warn_unused(ctx, *, image_embeddings, model_spec, images, segmentation=False):

@@ -18,6 +18,17 @@ MEANINGLESS_BUT_GAMMA = (
     "holds was read from the given Γ, so Γ, not the encoder, found these"
 )
 
+#: The last line of such a run in the terminal (a sixteenth user read the confirmed statements as real); given Γ,
+#: it must not take back what the findings said Γ found (sweep 32bd N4).
+REMEMBER = (
+    "Remember the warning at the top: with this encoder, the sentences and statements above mean nothing about your "
+    "images."
+)
+REMEMBER_GIVEN_GAMMA = (
+    "Remember the warning at the top: with this encoder, the sentences above say nothing of your images by "
+    "themselves; only where the given Γ says a statement holds is read from your images."
+)
+
 
 def found_by_gamma(statements):
     """Whether every one of ``statements`` (dicts with "region") holds where the given Γ says, not the encoder."""
