@@ -85,3 +85,19 @@ def test_a_path_through_a_missing_folder_to_another_folders_file_matches_no_imag
             check_row_ids(
                 tmp_path / "e" / "embeddings.npy", 1, ids, "image_embeddings", against="the run", run_files=paths
             )
+
+
+def test_a_long_value_is_cut_in_every_usage_error():
+    """N3: a 5,000-character value of a numeric option (lbee's own check) or a command name was echoed whole."""
+    from click.testing import CliRunner
+
+    from lbee.cli import cli
+
+    long = "x" * 5000
+    for args, said in (
+        (["describe", "--clusters", long, "x"], "--clusters"),
+        (["describe", "--a", long, "x"], "--a"),
+        ([long], "No such command"),
+    ):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 2 and said in r.output and len(r.output) < 600, (args[:2], r.output[-300:])

@@ -158,12 +158,18 @@ def usage_error(command, ctx, args, exc):
 
     A value of more than 200 characters that ``exc`` quotes is cut (a 5,000-character path was echoed whole).
     """
+    return flag_given_a_value(command, ctx, args, cut_quoted(exc)) or exc
+
+
+def cut_quoted(exc):
+    """``exc`` (a click exception) with each value over 200 characters its message quotes cut; returned."""
     import re
 
     from .._validation import shown
 
-    exc.message = re.sub(r"'([^']{201,})'", lambda m: shown(m.group(1), 200), str(exc.message))
-    return flag_given_a_value(command, ctx, args, exc) or exc
+    if isinstance(exc, click.UsageError):  # "No such command 'xxx…'", "'xxx…' is not a valid integer" (32bd N3)
+        exc.message = re.sub(r"'([^']{201,})'", lambda m: shown(m.group(1), 200), str(exc.message))
+    return exc
 
 
 def flag_given_a_value(command, ctx, args, exc):

@@ -13,7 +13,7 @@ import click
 
 from .._validation import MAX_SEED, shown
 from .._version import __version__
-from ._arguments import check_number_options, check_single_options, misplaced_option, usage_error
+from ._arguments import check_number_options, check_single_options, cut_quoted, misplaced_option, usage_error
 from ._logging import setup_logging
 
 
@@ -87,10 +87,10 @@ class LbeeCommand(click.Command):
     """
 
     def parse_args(self, ctx, args):
-        check_number_options(self, args, ctx)
-        check_single_options(self, args)
         given = list(args)  # click's parser consumes ``args``
         try:
+            check_number_options(self, args, ctx)
+            check_single_options(self, args)
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
             raise usage_error(self, ctx, given, exc) from None
@@ -147,8 +147,8 @@ class LbeeGroup(click.Group):
                 raise LbeeError(missing_message(missing))
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
+        except (click.exceptions.Exit, click.ClickException, click.Abort) as exc:
+            raise cut_quoted(exc) from None  # "No such command" quotes the word given
         except MemoryError:
             if (ctx.obj or {}).get("debug"):
                 raise
