@@ -101,3 +101,23 @@ def test_a_long_value_is_cut_in_every_usage_error():
     ):
         r = CliRunner().invoke(cli, args)
         assert r.exit_code == 2 and said in r.output and len(r.output) < 600, (args[:2], r.output[-300:])
+
+
+def test_report_md_makes_no_link_from_a_sentence(tmp_path):
+    """N1: a sentence "[link](javascript:alert(5))" of the user's file was a link in report.md's table."""
+    import re
+
+    import numpy as np
+
+    import lbee
+
+    rng = np.random.default_rng(0)
+    X, S = rng.normal(size=(60, 8)).astype(np.float32), rng.normal(size=(4, 8)).astype(np.float32)
+    probs, labels = rng.dirichlet(np.ones(2), size=60), rng.integers(0, 2, 60)
+    sentences = [f"[link {k}](javascript:alert(5)) a\\|b" for k in range(4)]
+    result = lbee.audit(X, S, sentences=sentences, probs=probs, labels=labels, tau=0.25)
+    lbee.write_run_folder(result, tmp_path / "run")
+    md = (tmp_path / "run" / "report.md").read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| 1 |")]
+    assert rows and all("\\[link" in r and not re.search(r"(?<!\\)\[link", r) for r in rows), rows
+    assert all("a\\\\\\|b" in r for r in rows), rows  # the user's backslash kept, the pipe still a character

@@ -139,7 +139,7 @@ def render_markdown(result, metrics=None, n_examples=5):
             cells = []
             for m in methods:  # a describer with none says why, as in the terminal (trial 42: an empty column)
                 sent = said_sentences(exps[m], m, i)
-                cells.append(sent[r].replace("|", "\\|") if r < len(sent) else "")
+                cells.append(re.sub(r"([\\[\]|])", r"\\\1", sent[r]) if r < len(sent) else "")  # no link (32bd N1)
             lines.append(f"| {r + 1} | " + " | ".join(cells) + " |")
         lines.append("")
     if result.failures:
