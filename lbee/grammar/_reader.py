@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from importlib import resources
 from pathlib import Path
 
 from .._validation import INVISIBLE, line_break_in  # noqa: F401  (the one rule, named here too)
 from ._grammar import ATTRIBUTE_KINDS, FALSE, PRESENCE, TRUE, Attribute, Grammar, Subject
+from ._words import said_alike  # noqa: F401  (named from here too)
 
 TOP_KEYS = ("name", "description", "lead", "bare", "max_conditions", "subjects", "settings")
 SUBJECT_KEYS = ("id", "noun", "plural", "article", "bare", "deniable", "attributes")
@@ -138,15 +138,6 @@ class _Ctx:
         if not isinstance(node.value, list):
             self.fail(node.line, f"{where} must be a list; received {_kind(node)}.")
         return node.value
-
-
-def said_alike(words):
-    """The form in which two words are compared: NFKC-normalised and case-folded.
-
-    "café" written with a combining accent (NFD) and precomposed (NFC) look the same, and so do "ﬁne" and
-    "fine" once a tokenizer normalises them: two values said so would give sentences that cannot be told apart.
-    """
-    return unicodedata.normalize("NFKC", words).casefold()
 
 
 def shown(value):

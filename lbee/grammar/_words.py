@@ -13,12 +13,18 @@ import unicodedata
 from functools import lru_cache
 
 
-def _alike(words):
-    """``words`` as `lbee.grammar.said_alike` compares them (NFKC, case-folded), then NFKC again.
+def said_alike(words):
+    """The form in which two words are compared: NFKC-normalised and case-folded.
 
-    A folded character can decompose ("İ" folds to "i" and a combining dot).
+    "café" written with a combining accent (NFD) and precomposed (NFC) look the same, and so do "ﬁne" and
+    "fine" once a tokenizer normalises them: two values said so would give sentences that cannot be told apart.
     """
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", words).casefold())
+    return unicodedata.normalize("NFKC", words).casefold()
+
+
+def _alike(words):
+    """``words`` as `said_alike` compares them, then NFKC again (a folded "İ" is "i" and a combining dot)."""
+    return unicodedata.normalize("NFKC", said_alike(words))
 
 
 @lru_cache(maxsize=65_536)

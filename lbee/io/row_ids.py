@@ -296,9 +296,9 @@ def _differ(mine, theirs, read=True):
         sizes = os.stat(mine).st_size, os.stat(theirs).st_size
         if max(sizes) > MAX_IMAGE_BYTES:  # never hash a 20 GB (sparse) file whole: lbee reads no such image
             return False
-        if sizes[0] != sizes[1] or not read:
-            return sizes[0] != sizes[1]
-        return None not in (a := digest(mine), b := digest(theirs)) and a != b
+        if sizes[0] != sizes[1]:
+            return True
+        return read and None not in (a := digest(mine), b := digest(theirs)) and a != b
     except OSError:  # unreadable: the names were checked, the content cannot be
         return False
 
